@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * corCo: create, start, finish and destroy. Resume and yield are inline in
+ * corCo.h, the switch itself is assembly (corCoSwitchX8664.h,
+ * corCoSwitchAarch64.h), stacks come from corCoStack.c. Each coroutine
+ * remembers who resumed it, which is all nesting needs: a yield always
+ * returns to the resumer, whether that is the thread or another coroutine.
+ */
+#include "corCoInt.h"
+
+#include <errno.h>
+
+#if COR_HAVE_ASAN
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+__thread CorCo* corCoRunning __attribute__((tls_model("initial-exec")));
+
+#if COR_HAVE_ASAN
+/*
+ * AddressSanitizer tracks one stack per thread; it must be told of each
+ * switch (a start before, a finish after), or it takes the coroutine's
+ * frames for wild accesses.
+ */
+void
+corCoAsanResume(CorCo* co, void** fakeP)
+{
+    __sanitizer_start_switch_fiber(fakeP, co->stackLow, co->stackSize);
+}
+
+void
+corCoAsanResumed(void* fake)
+{
+    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+}
+
+void
+corCoAsanYield(CorCo* co)
+{
+    __sanitizer_start_switch_fiber(&co->asanFake, co->asanResumerLow,
+                                   co->asanResumerSize);
+}
+
+void
+corCoAsanYielded(CorCo* co)
+{
+    __sanitizer_finish_switch_fiber(co->asanFake, &co->asanResumerLow,
+                                    &co->asanResumerSize);
+}
+#endif
+
+#if COR_HAVE_COROUTINES
+
+/*
+ * Where a new coroutine starts, entered by a jump with a call's stack
+ * layout; it is the one corCoResume just marked running.
+ */
+static void __attribute__((noreturn))
+coroutineMain(void)
+{
+    CorCo* co = corCoRunning;
+
+#if COR_HAVE_ASAN
+    __sanitizer_finish_switch_fiber(NULL, &co->asanResumerLow,
+                                    &co->asanResumerSize);
+#endif
+    co->fn(co->arg);
+    co->core.finished = true;
+    corCoRunning = co->core.resumer;
+#if COR_HAVE_ASAN
+    /* A NULL save slot tells ASan this stack is done with. */
+    __sanitizer_start_switch_fiber(NULL, co->asanResumerLow,
+                                   co->asanResumerSize);
+#endif
+    corCoSwitch(&co->core.sp, co->core.resumerSp);
+    __builtin_unreachable();
+}
+
+CorCo*
+corCoCreate(CorCoFn fn, void* arg)
+{
+    CorCo* co = corCoStackTake();
+
+    if (co == NULL) {
+        return NULL;
+    }
+    co->fn = fn;
+    co->arg = arg;
+    co->data = NULL;
+    co->sched = NULL;
+    co->core.resumer = NULL;
+    co->core.finished = false;
+    co->core.sp = corCoFrameInit((char*)co, coroutineMain);
+    return co;
+}
+
+void
+corCoDestroy(CorCo* co)
+{
+    if (co != NULL) {
+        corCoStackGive(co);
+    }
+}
+
+#else /* !COR_HAVE_COROUTINES */
+
+/*
+ * Built with --disable-coroutines: nothing can be created, so every caller
+ * takes its no-coroutine path (a worker thread, plain poll()).
+ */
+CorCo*
+corCoCreate(CorCoFn fn, void* arg)
+{
+    (void)fn;
+    (void)arg;
+    errno = ENOTSUP;
+    return NULL;
+}
+
+void
+corCoDestroy(CorCo* co)
+{
+    (void)co;
+}
+
+#endif /* COR_HAVE_COROUTINES */
+
+void
+corCoSetData(CorCo* co, void* data)
+{
+    co->data = data;
+}
+
+void*
+corCoData(const CorCo* co)
+{
+    return co->data;
+}
+
+void
+corCoSetSched(CorCo* co, void* sched)
+{
+    co->sched = sched;
+}
+
+void*
+corCoSched(const CorCo* co)
+{
+    return co->sched;
+}
+
+uint64_t
+corCoId(const CorCo* co)
+{
+    return co->id;
+}

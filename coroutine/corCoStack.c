@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Coroutine stacks: one mapping each, a PROT_NONE guard page at the bottom,
+ * the CorCo record at the top, and a free list per thread so that creating
+ * a coroutine is usually a pointer pop, not two system calls.
+ *
+ * MAP_NORESERVE means a 256 KiB stack costs only the pages it touches; a
+ * stack that comes back to the pool keeps what it touched, which is what a
+ * hot pool wants. The pool is bounded (corCoPoolMaxSet) and a stack beyond
+ * the bound is unmapped.
+ *
+ * Stacks are registered with valgrind so it follows the switches.
+ */
+#include "corCoInt.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#if COR_HAVE_VALGRIND
+#include <valgrind/valgrind.h>
+#endif
+
+static _Atomic size_t stackSize = COR_CO_STACK_DEFAULT;
+/*
+ * Sanitizer and debug builds keep no stacks, so that a coroutine used after
+ * corCoDestroy() faults instead of running on a recycled stack.
+ */
+#if COR_HAVE_ASAN || defined(COR_POOL_BYPASS)
+#define POOL_MAX_DEFAULT 0
+#else
+#define POOL_MAX_DEFAULT 1024
+#endif
+
+static _Atomic unsigned poolMax = POOL_MAX_DEFAULT;
+static _Atomic uint64_t threadsSeen;
+
+/* Ids are a thread number in the high bits and a count in the low ones: an
+ * atomic counter shared by all threads would cost more than the create. */
+static __thread uint64_t lastId;
+
+/* The free stacks of one thread. */
+typedef struct {
+    CorCo* head;
+    unsigned count;
+} StackPool;
+
+static __thread StackPool pool;
+
+static size_t
+pageSize(void)
+{
+    static size_t size;
+
+    if (size == 0) {
+        size = (size_t)sysconf(_SC_PAGESIZE);
+    }
+    return size;
+}
+
+static size_t
+mappingSize(const CorCo* co)
+{
+    return co->stackSize + pageSize();
+}
+
+static void
+stackUnmap(CorCo* co)
+{
+    char* base = co->stackLow - pageSize();
+
+#if COR_HAVE_VALGRIND
+    VALGRIND_STACK_DEREGISTER(co->valgrindId);
+#endif
+    munmap(base, mappingSize(co));
+}
+
+static CorCo*
+stackMap(size_t size)
+{
+    size_t page = pageSize();
+    char* base;
+    CorCo* co;
+
+    /*
+     * Mapped PROT_NONE first, then the usable part opened up: the guard
+     * page is never readable, not even for an instant.
+     */
+    base = mmap(NULL, size + page, PROT_NONE,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) {
+        return NULL;
+    }
+    if (mprotect(base + page, size, PROT_READ | PROT_WRITE) != 0) {
+        int err = errno;
+
+        munmap(base, size + page);
+        errno = err;
+        return NULL;
+    }
+    co = (CorCo*)(base + page + size) - 1;
+    co->stackLow = base + page;
+    co->stackSize = size;
+    co->nextFree = NULL;
+#if COR_HAVE_VALGRIND
+    co->valgrindId = VALGRIND_STACK_REGISTER(co->stackLow, base + page + size);
+#endif
+    return co;
+}
+
+CorCo*
+corCoStackTake(void)
+{
+    size_t size = atomic_load_explicit(&stackSize, memory_order_relaxed);
+    CorCo* co;
+
+    while ((co = pool.head) != NULL) {
+        pool.head = co->nextFree;
+        pool.count--;
+        if (co->stackSize == size) {
+            break;
+        }
+        stackUnmap(co);             /* left over from an older size */
+    }
+    if (co == NULL) {
+        if (corCoGuardArm() != 0) {
+            return NULL;
+        }
+        co = stackMap(size);
+        if (co == NULL) {
+            return NULL;
+        }
+    }
+    if (lastId == 0) {
+        lastId = (atomic_fetch_add(&threadsSeen, 1) + 1) << 40;
+    }
+    co->id = ++lastId;
+    return co;
+}
+
+void
+corCoStackGive(CorCo* co)
+{
+    if (pool.count >= atomic_load_explicit(&poolMax, memory_order_relaxed)) {
+        stackUnmap(co);
+        return;
+    }
+    co->nextFree = pool.head;
+    pool.head = co;
+    pool.count++;
+}
+
+int
+corCoStackSizeSet(size_t bytes)
+{
+    size_t page = pageSize();
+
+    if (bytes < COR_CO_STACK_MIN) {
+        return -EINVAL;
+    }
+    bytes = (bytes + page - 1) / page * page;
+    atomic_store(&stackSize, bytes);
+    return 0;
+}
+
+size_t
+corCoStackSize(void)
+{
+    return atomic_load(&stackSize);
+}
+
+void
+corCoPoolMaxSet(unsigned count)
+{
+    atomic_store(&poolMax, count);
+}
+
+void
+corCoThreadExit(void)
+{
+    CorCo* co;
+
+    while ((co = pool.head) != NULL) {
+        pool.head = co->nextFree;
+        stackUnmap(co);
+    }
+    pool.count = 0;
+    corCoGuardThreadExit();
+}

@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Coroutines on the loop: spawn, waits on fds and timers, park/wake, close
+ * and cancel.
+ *
+ * A waiting coroutine keeps a CorCoWaiter on its own stack. The loop finds
+ * it three ways: through epoll (the waiter's address, low bit set, as
+ * epoll_data), through its timer, and through the loop's list of waits
+ * (which is what cancel walks). Whichever comes first settles the outcome,
+ * undoes the other two, and resumes the coroutine.
+ *
+ * One epoll_ctl per wait: fds are armed EPOLLONESHOT, so an event disarms
+ * the fd without a call, and the loop remembers which fds it has in the
+ * epoll set so that the next wait is a MOD, not a DEL and an ADD. Only a
+ * wait that ends without its event (timeout, cancel) pays a second call to
+ * take the fd out, since an armed fd would later deliver an event for a
+ * waiter that no longer exists.
+ *
+ * Only the loop resumes a waiting coroutine, and only between event
+ * batches (wakes and cancels go through the ready queue): so a waiter whose
+ * event is still further down the current batch is alive when it is
+ * reached, and is skipped because it is settled.
+ */
+#include "corEvInt.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#define COR_CO_LOOP_CAP_DEFAULT 1024
+
+void
+corCoLoopInit(CorEvLoop* loop)
+{
+    loop->cap = COR_CO_LOOP_CAP_DEFAULT;
+}
+
+void
+corCoLoopFree(CorEvLoop* loop)
+{
+    free(loop->fds);
+    free(loop->parks);
+}
+
+void
+corCoLoopCapSet(CorEvLoop* loop, unsigned cap)
+{
+    loop->cap = cap;
+}
+
+void
+corCoLoopStatsGet(const CorEvLoop* loop, CorCoLoopStats* stats)
+{
+    *stats = loop->stats;
+}
+
+/* ---- Running coroutines -------------------------------------------------- */
+
+/* Resume co; when it finishes, and the loop started it, release it. */
+static void
+resume(CorEvLoop* loop, CorCo* co)
+{
+    if (corCoResume(co) && corCoSched(co) == loop) {
+        corCoDestroy(co);
+        loop->stats.live--;
+    }
+}
+
+int
+corCoLoopSpawn(CorEvLoop* loop, CorCoFn fn, void* arg)
+{
+    CorCo* co;
+
+    if (loop != corEvLoopCurrent()) {
+        return -EPERM;
+    }
+    if (loop->cancelled || loop->stopping) {
+        loop->stats.refused++;
+        return -ECANCELED;
+    }
+    if (loop->stats.live >= loop->cap) {
+        loop->stats.refused++;
+        return -EAGAIN;
+    }
+    co = corCoCreate(fn, arg);
+    if (co == NULL) {
+        loop->stats.refused++;
+        return -errno;
+    }
+    corCoSetSched(co, loop);
+    loop->stats.spawned++;
+    if (++loop->stats.live > loop->stats.peak) {
+        loop->stats.peak = loop->stats.live;
+    }
+    resume(loop, co);
+    return 0;
+}
+
+static void
+readyPush(CorEvLoop* loop, CorCoWaiter* waiter)
+{
+    waiter->readyNext = NULL;
+    if (loop->readyTail != NULL) {
+        loop->readyTail->readyNext = waiter;
+    } else {
+        loop->readyHead = waiter;
+    }
+    loop->readyTail = waiter;
+}
+
+/*
+ * Resume the coroutines that were ready when it was called; those they make
+ * ready wait for the next call, so a wake chain cannot hold the loop.
+ * Returns whether more are ready.
+ */
+bool
+corCoLoopRunReady(CorEvLoop* loop)
+{
+    CorCoWaiter* waiter = loop->readyHead;
+    CorCoWaiter* last = loop->readyTail;
+
+    if (waiter == NULL) {
+        return false;
+    }
+    for (;;) {
+        CorCoWaiter* next = waiter->readyNext;
+        bool wasLast = waiter == last;
+
+        loop->readyHead = next;
+        if (next == NULL) {
+            loop->readyTail = NULL;
+        }
+        resume(loop, waiter->co);
+        if (wasLast) {
+            break;
+        }
+        waiter = next;
+    }
+    return loop->readyHead != NULL;
+}
+
+/* ---- Settling a wait ----------------------------------------------------- */
+
+static CorCoFdSlot*
+fdSlot(CorEvLoop* loop, int fd)
+{
+    if ((unsigned)fd >= loop->fdCount) {
+        unsigned count = loop->fdCount ? loop->fdCount : 64;
+        CorCoFdSlot* fds;
+
+        while (count <= (unsigned)fd) {
+            count *= 2;
+        }
+        fds = realloc(loop->fds, count * sizeof(*fds));
+        if (fds == NULL) {
+            return NULL;
+        }
+        for (unsigned i = loop->fdCount; i < count; i++) {
+            fds[i] = (CorCoFdSlot){ NULL, false };
+        }
+        loop->fds = fds;
+        loop->fdCount = count;
+    }
+    return &loop->fds[fd];
+}
+
+static void
+parkSlotRelease(CorEvLoop* loop, uint32_t slot)
+{
+    CorCoParkSlot* park = &loop->parks[slot - 1];
+
+    park->waiter = NULL;
+    park->generation++;
+    park->nextFree = loop->parkFree;
+    loop->parkFree = slot;
+}
+
+/*
+ * Settle a wait: record the outcome, undo its registrations (the timer,
+ * the list of waits, the fd or the park slot). An fd still armed in epoll
+ * (the wait ended some other way than its event) is taken out.
+ */
+static void
+settle(CorEvLoop* loop, CorCoWaiter* waiter, CorCoWaitOutcome outcome)
+{
+    waiter->outcome = (uint8_t)outcome;
+    corEvTimerStop(loop, &waiter->timer);
+    if (waiter->prev != NULL) {
+        waiter->prev->next = waiter->next;
+    } else {
+        loop->waits = waiter->next;
+    }
+    if (waiter->next != NULL) {
+        waiter->next->prev = waiter->prev;
+    }
+    if (waiter->fd >= 0) {
+        CorCoFdSlot* slot = &loop->fds[waiter->fd];
+
+        slot->waiter = NULL;
+        if (outcome != COR_WAIT_READY && slot->registered) {
+            epoll_ctl(loop->epfd, EPOLL_CTL_DEL, waiter->fd, NULL);
+            slot->registered = false;
+        }
+    }
+    if (waiter->parkSlot != 0) {
+        parkSlotRelease(loop, waiter->parkSlot);
+    }
+}
+
+void
+corCoLoopEvent(CorEvLoop* loop, CorCoWaiter* waiter, unsigned events)
+{
+    if (waiter->outcome != COR_WAIT_PENDING) {
+        return;     /* settled earlier in this batch */
+    }
+    waiter->revents = (short)events;
+    settle(loop, waiter, COR_WAIT_READY);
+    resume(loop, waiter->co);
+}
+
+static void
+waiterTimeout(CorEvTimer* timer)
+{
+    CorCoWaiter* waiter = corContainerOf(timer, CorCoWaiter, timer);
+    CorEvLoop* loop = corEvLoopCurrent();
+
+    settle(loop, waiter, COR_WAIT_TIMEOUT);
+    resume(loop, waiter->co);
+}
+
+/* ---- Waiting ------------------------------------------------------------- */
+
+/* The calling coroutine's loop, or NULL (errno EPERM) when there is none
+ * or the coroutine is not one of the loop's. */
+static CorEvLoop*
+waitingLoop(void)
+{
+    CorEvLoop* loop = corEvLoopCurrent();
+
+    if (loop == NULL || corCoCurrent() == NULL) {
+        errno = EPERM;
+        return NULL;
+    }
+    return loop;
+}
+
+static int
+armFd(CorEvLoop* loop, CorCoWaiter* waiter, short events)
+{
+    CorCoFdSlot* slot = fdSlot(loop, waiter->fd);
+    struct epoll_event ev;
+    int op;
+
+    if (slot == NULL) {
+        return -1;
+    }
+    if (slot->waiter != NULL) {
+        errno = EBUSY;
+        return -1;
+    }
+    ev.events = (unsigned)events | EPOLLONESHOT;
+    ev.data.ptr = (void*)((uintptr_t)waiter | COR_EV_WAITER_TAG);
+    /* The slot is a hint: a closed and reopened fd is no longer in the
+     * set, a dup'ed one may be. Either way one retry settles it. */
+    op = slot->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(loop->epfd, op, waiter->fd, &ev) != 0) {
+        op = errno == ENOENT ? EPOLL_CTL_ADD
+             : errno == EEXIST ? EPOLL_CTL_MOD : -1;
+        if (op < 0 || epoll_ctl(loop->epfd, op, waiter->fd, &ev) != 0) {
+            return -1;
+        }
+    }
+    slot->registered = true;
+    slot->waiter = waiter;
+    return 0;
+}
+
+/* Link the waiter, arm its timer, and yield until the loop settles it. */
+void
+corCoLoopSuspend(CorEvLoop* loop, CorCoWaiter* waiter, int timeoutMs)
+{
+    waiter->co = corCoCurrent();
+    waiter->outcome = COR_WAIT_PENDING;
+    waiter->prev = NULL;
+    waiter->next = loop->waits;
+    if (loop->waits != NULL) {
+        loop->waits->prev = waiter;
+    }
+    loop->waits = waiter;
+    if (timeoutMs >= 0) {
+        corEvTimerStart(loop, &waiter->timer, (uint64_t)timeoutMs,
+                        waiterTimeout);
+    }
+    corCoYield();
+}
+
+/* A wait that may not wait: no yield, no epoll_ctl. */
+static int
+pollNow(int fd, short events, short* reventsP)
+{
+    struct pollfd pfd = { .fd = fd, .events = events };
+    int rc = poll(&pfd, 1, 0);
+
+    *reventsP = rc > 0 ? pfd.revents : 0;
+    return rc;
+}
+
+int
+corCoLoopWait(int fd, short events, int timeoutMs, short* reventsP)
+{
+    CorEvLoop* loop = waitingLoop();
+    CorCoWaiter waiter = { .fd = fd, .cancellable = true };
+
+    if (loop == NULL) {
+        return -1;
+    }
+    if (loop->cancelled) {
+        errno = ECANCELED;
+        return -1;
+    }
+    if (fd >= 0 && timeoutMs == 0) {
+        return pollNow(fd, events, reventsP);
+    }
+    if (fd >= 0 && armFd(loop, &waiter, events) != 0) {
+        return -1;
+    }
+    corCoLoopSuspend(loop, &waiter, timeoutMs);
+    switch (waiter.outcome) {
+    case COR_WAIT_READY:
+        *reventsP = waiter.revents;
+        return 1;
+    case COR_WAIT_CLOSED:
+        *reventsP = POLLNVAL;
+        return 1;
+    case COR_WAIT_CANCELLED:
+        errno = ECANCELED;
+        return -1;
+    default:
+        *reventsP = 0;
+        return 0;
+    }
+}
+
+/* ---- Park and wake ------------------------------------------------------- */
+
+static uint32_t
+parkSlotTake(CorEvLoop* loop)
+{
+    if (loop->parkFree == 0) {
+        unsigned count = loop->parkCount ? loop->parkCount * 2 : 64;
+        CorCoParkSlot* parks = realloc(loop->parks, count * sizeof(*parks));
+
+        if (parks == NULL) {
+            return 0;
+        }
+        for (unsigned i = loop->parkCount; i < count; i++) {
+            parks[i] = (CorCoParkSlot){ NULL, 1, i + 2 };
+        }
+        parks[count - 1].nextFree = 0;
+        loop->parkFree = loop->parkCount + 1;
+        loop->parks = parks;
+        loop->parkCount = count;
+    }
+    uint32_t slot = loop->parkFree;
+
+    loop->parkFree = loop->parks[slot - 1].nextFree;
+    return slot;
+}
+
+int
+corCoLoopPark(CorCoPark* handle, int timeoutMs)
+{
+    CorEvLoop* loop = waitingLoop();
+    CorCoWaiter waiter = { .fd = -1, .cancellable = true };
+
+    *handle = 0;
+    if (loop == NULL) {
+        return -1;
+    }
+    if (loop->cancelled) {
+        return 0;
+    }
+    waiter.parkSlot = parkSlotTake(loop);
+    if (waiter.parkSlot == 0) {
+        errno = ENOMEM;
+        return -1;
+    }
+    loop->parks[waiter.parkSlot - 1].waiter = &waiter;
+    *handle = (uint64_t)loop->parks[waiter.parkSlot - 1].generation << 32
+              | waiter.parkSlot;
+    corCoLoopSuspend(loop, &waiter, timeoutMs);
+    *handle = 0;
+    return waiter.outcome == COR_WAIT_READY;
+}
+
+void
+corCoLoopReady(CorEvLoop* loop, CorCoWaiter* waiter)
+{
+    settle(loop, waiter, COR_WAIT_READY);
+    readyPush(loop, waiter);
+}
+
+int
+corCoLoopWake(CorCoPark handle)
+{
+    CorEvLoop* loop = corEvLoopCurrent();
+    uint32_t slot = (uint32_t)handle;
+    CorCoParkSlot* park;
+
+    if (loop == NULL || slot == 0 || slot > loop->parkCount) {
+        return 0;
+    }
+    park = &loop->parks[slot - 1];
+    if (park->waiter == NULL || park->generation != (uint32_t)(handle >> 32)) {
+        return 0;
+    }
+    corCoLoopReady(loop, park->waiter);
+    return 1;
+}
+
+/* ---- Close and cancel ---------------------------------------------------- */
+
+int
+corCoLoopClose(int fd)
+{
+    CorEvLoop* loop = corEvLoopCurrent();
+
+    if (loop != NULL && fd >= 0 && (unsigned)fd < loop->fdCount) {
+        CorCoFdSlot* slot = &loop->fds[fd];
+
+        if (slot->waiter != NULL) {
+            CorCoWaiter* waiter = slot->waiter;
+
+            settle(loop, waiter, COR_WAIT_CLOSED);
+            readyPush(loop, waiter);
+        }
+        /* close() takes the fd out of the epoll set by itself. */
+        slot->registered = false;
+    }
+    return close(fd);
+}
+
+void
+corCoLoopCancel(void)
+{
+    CorEvLoop* loop = corEvLoopCurrent();
+    CorCoWaiter* waiter;
+    CorCoWaiter* next;
+
+    if (loop == NULL) {
+        return;
+    }
+    loop->cancelled = true;
+    for (waiter = loop->waits; waiter != NULL; waiter = next) {
+        next = waiter->next;
+        if (waiter->cancellable) {
+            settle(loop, waiter, COR_WAIT_CANCELLED);
+            readyPush(loop, waiter);
+            loop->stats.cancelledWaits++;
+        }
+    }
+}

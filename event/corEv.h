@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The event engine: one epoll loop per thread with file events, timers and
+ * a cross-thread wake; the coroutine layer on it (waits, park/wake, cancel,
+ * blocking calls moved to a pool thread); corRestWaitFd, the one function
+ * every client waits through; and the worker pool for requests that block.
+ *
+ * Ownership: a loop belongs to the thread that runs it. Everything that is
+ * armed on a loop (CorEvIo, CorEvTimer, CorEvTask) is embedded in its
+ * owner's struct and must stay alive until it is stopped or has run; the
+ * loop never allocates to arm one.
+ */
+#ifndef COR_EV_H
+#define COR_EV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "corCo.h"
+
+typedef struct CorEvLoop CorEvLoop;
+typedef struct CorEvPool CorEvPool;
+
+/* A node of the intrusive binary heap that orders timers and delayed
+ * tasks. */
+typedef struct CorEvHeapNode {
+    struct CorEvHeapNode* left;
+    struct CorEvHeapNode* right;
+    struct CorEvHeapNode* parent;
+} CorEvHeapNode;
+
+/* ---- The loop ------------------------------------------------------------ */
+
+/* Create a loop (its epoll and eventfd). NULL with errno set on failure. */
+CorEvLoop* corEvLoopCreate(void);
+
+/*
+ * Run the loop on the calling thread until corEvLoopStop(). A stop cancels
+ * every coroutine wait of the loop (corCoLoopCancel), then runs until its
+ * coroutines have finished. Returns 0, or -errno if epoll failed.
+ */
+int corEvLoopRun(CorEvLoop* loop);
+
+/*
+ * One iteration: resume the coroutines that are ready, wait for events up
+ * to timeoutMs (< 0: until the next timer or event), dispatch them, fire
+ * the timers that are due and run the posted tasks. For a program that
+ * turns the loop itself. Returns 0, or -errno if epoll failed.
+ */
+int corEvLoopRunOnce(CorEvLoop* loop, int timeoutMs);
+
+/* Ask the loop to stop. Safe from any thread and from a signal-free
+ * context; the loop notices at its next iteration. */
+void corEvLoopStop(CorEvLoop* loop);
+
+/* Free a loop that is not running. Whatever is still armed is forgotten. */
+void corEvLoopDestroy(CorEvLoop* loop);
+
+/* Make loop the calling thread's loop before it runs, so coroutines can be
+ * spawned on it first; corEvLoopRun does it too. */
+void corEvLoopBind(CorEvLoop* loop);
+
+/* The loop running on the calling thread, or NULL. */
+CorEvLoop* corEvLoopCurrent(void);
+
+/* The loop's clock: milliseconds of CLOCK_MONOTONIC, read once per
+ * iteration. */
+uint64_t corEvNow(const CorEvLoop* loop);
+
+/* CLOCK_MONOTONIC in milliseconds, read now (a system call's worth). */
+uint64_t corEvClockMs(void);
+
+/* ---- File events --------------------------------------------------------- */
+
+typedef struct CorEvIo CorEvIo;
+/* events: the EPOLLIN/EPOLLOUT/EPOLLERR/EPOLLHUP/EPOLLRDHUP bits that
+ * fired. */
+typedef void (*CorEvIoFn)(CorEvIo* io, unsigned events);
+
+/* A file descriptor watched by a loop; embedded in its owner (recovered
+ * with corContainerOf). */
+struct CorEvIo {
+    CorEvIoFn fn;
+    int fd;
+    unsigned events;    /* the mask epoll has now */
+};
+
+/* Watch fd for events (EPOLLIN, EPOLLOUT, EPOLLRDHUP, EPOLLET...) and call
+ * fn on the loop's thread. Returns 0 or -errno. */
+int corEvIoStart(CorEvLoop* loop, CorEvIo* io, int fd, unsigned events,
+                 CorEvIoFn fn);
+
+/* Change what is watched; a system call only when the mask changes. */
+int corEvIoSet(CorEvLoop* loop, CorEvIo* io, unsigned events);
+
+/* Stop watching (before the fd is closed). */
+void corEvIoStop(CorEvLoop* loop, CorEvIo* io);
+
+/* ---- Timers -------------------------------------------------------------- */
+
+typedef struct CorEvTimer CorEvTimer;
+typedef void (*CorEvTimerFn)(CorEvTimer* timer);
+
+/* A deadline on a loop; embedded in its owner. Zero-initialise it. */
+struct CorEvTimer {
+    CorEvHeapNode node;
+    uint64_t deadline;  /* corEvNow() value at which it fires */
+    uint64_t seq;       /* orders equal deadlines first-armed, first-fired */
+    CorEvTimerFn fn;
+    bool active;
+};
+
+/* Fire fn once, timeoutMs from now (re-arms an active timer). O(log n). */
+void corEvTimerStart(CorEvLoop* loop, CorEvTimer* timer, uint64_t timeoutMs,
+                     CorEvTimerFn fn);
+
+/* Disarm; nothing happens if it is not armed. O(log n). */
+void corEvTimerStop(CorEvLoop* loop, CorEvTimer* timer);
+
+/* ---- Tasks: work handed to a loop or a pool, from any thread ------------- */
+
+typedef struct CorEvTask CorEvTask;
+typedef void (*CorEvTaskFn)(CorEvTask* task);
+
+/* A unit of work; embedded in its owner, which keeps it alive until fn has
+ * run. */
+struct CorEvTask {
+    CorEvHeapNode node;  /* a pool's delayed tasks */
+    CorEvTask* next;
+    CorEvTaskFn fn;
+    uint64_t deadline;
+    uint64_t seq;
+};
+
+/* Run task->fn on the loop's thread at its next iteration. Safe from any
+ * thread: the loop is woken through its eventfd. */
+void corEvLoopPost(CorEvLoop* loop, CorEvTask* task, CorEvTaskFn fn);
+
+/* ---- Coroutines on the loop ---------------------------------------------- */
+
+/* What the loop counts of its coroutines. */
+typedef struct {
+    uint64_t spawned;         /* coroutines started */
+    uint64_t refused;         /* spawns refused: cap, no stack, stopping */
+    uint64_t cancelledWaits;  /* waits ended by corCoLoopCancel */
+    unsigned live;            /* running or waiting now */
+    unsigned peak;            /* the most live at once */
+} CorCoLoopStats;
+
+/*
+ * Start fn(arg) as a coroutine of the calling thread's loop, at once: it
+ * runs until its first wait or its end. The loop destroys it when it
+ * finishes. Returns 0, or -EAGAIN past the cap, -ENOMEM (or -ENOTSUP when
+ * built without coroutines) when no stack can be had, -ECANCELED when the
+ * loop is stopping, -EPERM off the loop's thread. Whatever is refused is the
+ * caller's to run elsewhere (a worker).
+ */
+int corCoLoopSpawn(CorEvLoop* loop, CorCoFn fn, void* arg);
+
+/* The most coroutines the loop runs at once (default 1024). */
+void corCoLoopCapSet(CorEvLoop* loop, unsigned cap);
+
+void corCoLoopStatsGet(const CorEvLoop* loop, CorCoLoopStats* stats);
+
+/*
+ * Wait, as poll() on one fd, for events (POLLIN, POLLOUT...) on fd or
+ * timeoutMs (< 0: no timeout). fd < 0 is a pure timer. Must run in a
+ * coroutine on a loop. Returns 1 with *reventsP set (POLLNVAL when the fd
+ * was closed with corCoLoopClose meanwhile), 0 on timeout, -1 with errno:
+ * ECANCELED after corCoLoopCancel, EBUSY when another coroutine waits on
+ * fd, EPERM outside a coroutine on a loop. One epoll_ctl per wait. May
+ * yield.
+ */
+int corCoLoopWait(int fd, short events, int timeoutMs, short* reventsP);
+
+/* A parked coroutine's name, for corCoLoopWake; 0 names nobody. */
+typedef uint64_t CorCoPark;
+
+/*
+ * Park the running coroutine until another coroutine of its loop wakes it
+ * or timeoutMs passes (< 0: no timeout). *handle is set before it parks and
+ * cleared to 0 when it resumes. Returns 1 when woken, 0 on timeout or
+ * cancel, -1 (errno EPERM) outside a coroutine on a loop. May yield.
+ */
+int corCoLoopPark(CorCoPark* handle, int timeoutMs);
+
+/* Wake a parked coroutine of the calling thread's loop; it runs at the
+ * loop's next iteration. Returns 1, or 0 when nobody is parked under that
+ * name any more (woken already, timed out, finished): waking twice is
+ * waking once. */
+int corCoLoopWake(CorCoPark handle);
+
+/*
+ * Close fd, first ending a coroutine wait on it (which returns 1 with
+ * POLLNVAL, as poll() does for a closed fd). Use it for any fd a coroutine
+ * may be waiting on: a plain close() leaves that wait to its timeout.
+ * Returns close()'s result.
+ */
+int corCoLoopClose(int fd);
+
+/*
+ * Cancel every wait of the calling thread's loop: a wait on an fd or a
+ * timer returns -1 with ECANCELED, a park returns 0, and every later wait
+ * on this loop fails at once, so each coroutine runs its failure path to its
+ * end without waiting out a timeout. A blocking call (corCoBlocking) is not
+ * cancelled: it runs on another thread and its coroutine waits it out.
+ */
+void corCoLoopCancel(void);
+
+/*
+ * Run fn(arg), which blocks inside a library that knows nothing of the loop,
+ * on a thread of the blocking pool while the calling coroutine waits; the
+ * loop serves everything else meanwhile. Outside a coroutine it is a plain
+ * call. May yield.
+ */
+void corCoBlocking(CorCoFn fn, void* arg);
+
+/* The threads of the blocking pool, started at the first corCoBlocking
+ * (default 4). */
+void corCoBlockingThreadsSet(unsigned threads);
+
+/* Finish the blocking pool's work and join its threads (at exit). */
+void corCoBlockingShutdown(void);
+
+/*
+ * Wait, as poll() on one fd, for events or timeoutMs (< 0: none): in a
+ * coroutine on a loop, corCoLoopWait; anywhere else poll(), retried on
+ * EINTR against the same deadline. Returns 1 with *reventsP set, 0 on
+ * timeout, -1 with errno. Every client of cor waits through it, so the same
+ * code runs on a loop and on a worker thread. May yield.
+ */
+int corRestWaitFd(int fd, short events, int timeoutMs, short* reventsP);
+
+/* ---- The worker pool ----------------------------------------------------- */
+
+/*
+ * A pool of threads for work that blocks: one queue per worker, an idle
+ * worker steals from the others. NULL with errno set on failure.
+ */
+CorEvPool* corEvPoolCreate(unsigned threads);
+
+/* Queue a task. From a worker of this pool it goes to that worker's own
+ * queue, else the queues take turns. Returns 0, or -ESHUTDOWN once the pool
+ * is shutting down. */
+int corEvPoolPost(CorEvPool* pool, CorEvTask* task, CorEvTaskFn fn);
+
+/* Queue a task to run delayMs from now. Same results as corEvPoolPost. */
+int corEvPoolPostAfter(CorEvPool* pool, CorEvTask* task, CorEvTaskFn fn,
+                       unsigned delayMs);
+
+/* The worker running on the calling thread (0..threads-1), or -1. */
+int corEvPoolWorkerIndex(const CorEvPool* pool);
+
+/*
+ * Refuse new work, run everything already queued (delayed tasks at once),
+ * and join the threads. Then corEvPoolDestroy frees the pool.
+ */
+void corEvPoolShutdown(CorEvPool* pool);
+void corEvPoolDestroy(CorEvPool* pool);
+
+/* ---- Helpers ------------------------------------------------------------- */
+
+/* The struct that embeds member, from a pointer to that member. */
+#define corContainerOf(ptr, type, member) \
+    ((type*)(void*)((char*)(ptr) - offsetof(type, member)))
+
+#endif /* COR_EV_H */

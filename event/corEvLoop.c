@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The event loop: one per thread, on epoll. An iteration resumes the
+ * coroutines made ready since the last one, sleeps in epoll_wait until the
+ * earliest timer, dispatches the events (a tagged pointer is a coroutine
+ * waiting, any other a CorEvIo), fires the timers that are due, and runs
+ * the tasks other threads posted.
+ *
+ * Other threads reach a loop only through corEvLoopPost and corEvLoopStop:
+ * a lock-free stack of tasks and an eventfd that is written only when the
+ * stack goes from empty to not empty, so a burst of posts costs one wake.
+ */
+#include "corEvInt.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define EVENTS_PER_WAIT 256
+
+static __thread CorEvLoop* currentLoop;
+
+static void
+wakeRead(CorEvIo* io, unsigned events)
+{
+    CorEvLoop* loop = corContainerOf(io, CorEvLoop, wakeIo);
+    uint64_t count;
+
+    (void)events;
+    /* Read before draining: a post that lands after the drain sees an
+     * empty stack and writes again, so it is never lost. */
+    if (read(loop->wakeFd, &count, sizeof(count)) < 0) {
+        return;
+    }
+}
+
+static void
+wakeWrite(CorEvLoop* loop)
+{
+    uint64_t one = 1;
+
+    if (write(loop->wakeFd, &one, sizeof(one)) < 0) {
+        /* EAGAIN: the counter is saturated, a wake is pending anyway. */
+    }
+}
+
+CorEvLoop*
+corEvLoopCreate(void)
+{
+    CorEvLoop* loop = calloc(1, sizeof(*loop));
+    int err;
+
+    if (loop == NULL) {
+        return NULL;
+    }
+    loop->wakeFd = -1;
+    loop->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (loop->epfd < 0) {
+        goto failed;
+    }
+    loop->wakeFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (loop->wakeFd < 0) {
+        goto failed;
+    }
+    loop->now = corEvClockMs();
+    if (corEvIoStart(loop, &loop->wakeIo, loop->wakeFd, EPOLLIN, wakeRead)
+        != 0) {
+        goto failed;
+    }
+    corCoLoopInit(loop);
+    return loop;
+
+failed:
+    err = errno;
+    if (loop->wakeFd >= 0) {
+        close(loop->wakeFd);
+    }
+    if (loop->epfd >= 0) {
+        close(loop->epfd);
+    }
+    free(loop);
+    errno = err;
+    return NULL;
+}
+
+void
+corEvLoopDestroy(CorEvLoop* loop)
+{
+    if (loop == NULL) {
+        return;
+    }
+    if (currentLoop == loop) {
+        currentLoop = NULL;
+    }
+    corCoLoopFree(loop);
+    close(loop->wakeFd);
+    close(loop->epfd);
+    free(loop);
+}
+
+void
+corEvLoopBind(CorEvLoop* loop)
+{
+    currentLoop = loop;
+}
+
+CorEvLoop*
+corEvLoopCurrent(void)
+{
+    return currentLoop;
+}
+
+uint64_t
+corEvNow(const CorEvLoop* loop)
+{
+    return loop->now;
+}
+
+/* ---- File events --------------------------------------------------------- */
+
+int
+corEvIoStart(CorEvLoop* loop, CorEvIo* io, int fd, unsigned events,
+             CorEvIoFn fn)
+{
+    struct epoll_event ev = { .events = events, .data.ptr = io };
+
+    io->fn = fn;
+    io->fd = fd;
+    io->events = events;
+    if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        return -errno;
+    }
+    return 0;
+}
+
+int
+corEvIoSet(CorEvLoop* loop, CorEvIo* io, unsigned events)
+{
+    struct epoll_event ev = { .events = events, .data.ptr = io };
+
+    if (events == io->events) {
+        return 0;
+    }
+    if (epoll_ctl(loop->epfd, EPOLL_CTL_MOD, io->fd, &ev) != 0) {
+        return -errno;
+    }
+    io->events = events;
+    return 0;
+}
+
+void
+corEvIoStop(CorEvLoop* loop, CorEvIo* io)
+{
+    epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
+    io->events = 0;
+}
+
+/* ---- Tasks from other threads -------------------------------------------- */
+
+void
+corEvLoopPost(CorEvLoop* loop, CorEvTask* task, CorEvTaskFn fn)
+{
+    CorEvTask* head = atomic_load_explicit(&loop->posted,
+                                           memory_order_relaxed);
+
+    task->fn = fn;
+    do {
+        task->next = head;
+    } while (!atomic_compare_exchange_weak_explicit(&loop->posted, &head, task,
+                                                    memory_order_release,
+                                                    memory_order_relaxed));
+    if (head == NULL) {
+        wakeWrite(loop);
+    }
+}
+
+/* Run what was posted, oldest first (the stack is LIFO, so reverse it). */
+static void
+runPosted(CorEvLoop* loop)
+{
+    CorEvTask* task = atomic_exchange_explicit(&loop->posted, NULL,
+                                               memory_order_acquire);
+    CorEvTask* fifo = NULL;
+
+    while (task != NULL) {
+        CorEvTask* next = task->next;
+
+        task->next = fifo;
+        fifo = task;
+        task = next;
+    }
+    while (fifo != NULL) {
+        CorEvTask* next = fifo->next;
+
+        fifo->fn(fifo);
+        fifo = next;
+    }
+}
+
+/* ---- Running ------------------------------------------------------------- */
+
+void
+corEvLoopStop(CorEvLoop* loop)
+{
+    atomic_store(&loop->stopRequested, true);
+    wakeWrite(loop);
+}
+
+static void
+dispatch(CorEvLoop* loop, const struct epoll_event* ev)
+{
+    uintptr_t tagged = (uintptr_t)ev->data.ptr;
+
+    if (tagged & COR_EV_WAITER_TAG) {
+        corCoLoopEvent(loop, (CorCoWaiter*)(tagged & ~COR_EV_WAITER_TAG),
+                       ev->events);
+    } else {
+        CorEvIo* io = ev->data.ptr;
+
+        io->fn(io, ev->events);
+    }
+}
+
+/*
+ * A stop cancels the coroutine waits once, then the loop keeps turning
+ * until its coroutines have run their failure paths to the end (a blocking
+ * call still finishing on another thread brings its coroutine back through
+ * a posted task).
+ */
+static bool
+keepRunning(CorEvLoop* loop)
+{
+    if (!loop->stopping && atomic_load(&loop->stopRequested)) {
+        loop->stopping = true;
+        corCoLoopCancel();
+    }
+    return !loop->stopping || loop->stats.live > 0;
+}
+
+int
+corEvLoopRunOnce(CorEvLoop* loop, int timeoutMs)
+{
+    struct epoll_event events[EVENTS_PER_WAIT];
+    int nextTimer;
+    int n;
+
+    corEvLoopBind(loop);
+    nextTimer = corEvTimersNextMs(loop);
+    if (corCoLoopRunReady(loop)
+        || atomic_load_explicit(&loop->posted, memory_order_relaxed) != NULL) {
+        timeoutMs = 0;
+    } else if (nextTimer >= 0 && (timeoutMs < 0 || nextTimer < timeoutMs)) {
+        timeoutMs = nextTimer;
+    }
+    n = epoll_wait(loop->epfd, events, EVENTS_PER_WAIT, timeoutMs);
+    if (n < 0 && errno != EINTR) {
+        return -errno;
+    }
+    loop->now = corEvClockMs();
+    for (int i = 0; i < n; i++) {
+        dispatch(loop, &events[i]);
+    }
+    corEvTimersExpire(loop);
+    runPosted(loop);
+    return 0;
+}
+
+int
+corEvLoopRun(CorEvLoop* loop)
+{
+    int rc = 0;
+
+    corEvLoopBind(loop);
+    loop->now = corEvClockMs();
+    while (rc == 0 && keepRunning(loop)) {
+        rc = corEvLoopRunOnce(loop, -1);
+    }
+    atomic_store(&loop->stopRequested, false);
+    loop->stopping = false;
+    loop->cancelled = false;
+    return rc;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Timers: absolute deadlines in the loop's cached millisecond clock, kept
+ * in an intrusive min-heap. Arming, disarming and firing each cost
+ * O(log n); nothing ever scans all timers, and nothing allocates.
+ */
+#include "corEvInt.h"
+
+#include <limits.h>
+#include <time.h>
+
+static bool
+timerLess(const CorEvHeapNode* a, const CorEvHeapNode* b)
+{
+    const CorEvTimer* ta = corContainerOf(a, CorEvTimer, node);
+    const CorEvTimer* tb = corContainerOf(b, CorEvTimer, node);
+
+    if (ta->deadline != tb->deadline) {
+        return ta->deadline < tb->deadline;
+    }
+    return ta->seq < tb->seq;
+}
+
+uint64_t
+corEvClockMs(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void
+corEvTimerStart(CorEvLoop* loop, CorEvTimer* timer, uint64_t timeoutMs,
+                CorEvTimerFn fn)
+{
+    if (timer->active) {
+        corEvHeapRemove(&loop->timers, &timer->node, timerLess);
+    }
+    timer->deadline = loop->now + timeoutMs;
+    timer->seq = ++loop->timerSeq;
+    timer->fn = fn;
+    timer->active = true;
+    corEvHeapInsert(&loop->timers, &timer->node, timerLess);
+}
+
+void
+corEvTimerStop(CorEvLoop* loop, CorEvTimer* timer)
+{
+    if (timer->active) {
+        corEvHeapRemove(&loop->timers, &timer->node, timerLess);
+        timer->active = false;
+    }
+}
+
+/* How long epoll may sleep before the earliest deadline; -1: forever. */
+int
+corEvTimersNextMs(const CorEvLoop* loop)
+{
+    const CorEvTimer* first;
+
+    if (loop->timers.min == NULL) {
+        return -1;
+    }
+    first = corContainerOf(loop->timers.min, CorEvTimer, node);
+    if (first->deadline <= loop->now) {
+        return 0;
+    }
+    if (first->deadline - loop->now > INT_MAX) {
+        return INT_MAX;
+    }
+    return (int)(first->deadline - loop->now);
+}
+
+/*
+ * Fire what is due. The heap is re-read after each callback, since a
+ * callback may arm or disarm any timer (its own included); a timer armed
+ * during this pass waits for the next one, so a callback that re-arms
+ * itself for 0 ms cannot hold the loop.
+ */
+void
+corEvTimersExpire(CorEvLoop* loop)
+{
+    uint64_t armedBefore = loop->timerSeq;
+
+    while (loop->timers.min != NULL) {
+        CorEvTimer* timer = corContainerOf(loop->timers.min, CorEvTimer, node);
+
+        if (timer->deadline > loop->now || timer->seq > armedBefore) {
+            return;
+        }
+        corEvHeapRemove(&loop->timers, &timer->node, timerLess);
+        timer->active = false;
+        timer->fn(timer);
+    }
+}

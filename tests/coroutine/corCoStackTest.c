@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Coroutine stacks: an overflow dies of SIGSEGV with a report naming the
+ * coroutine and its stack size, and a stack costs only the pages it touched.
+ */
+#include "corTest.h"
+#include "corCo.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Deeper and deeper until the guard page; the limit is only there to keep
+ * the compiler from calling the recursion infinite. */
+static int
+recurse(long depth)
+{
+    volatile char frame[512];
+
+    frame[0] = (char)depth;
+    if (depth < 1L << 40) {
+        return recurse(depth + 1) + frame[0];
+    }
+    return frame[0];
+}
+
+static void
+overflow(void* arg)
+{
+    (void)arg;
+    recurse(0);
+}
+
+/* Run an overflowing coroutine in a child; return its status and output. */
+static int
+overflowInChild(size_t stackSize, char* out, size_t outSize)
+{
+    int fds[2];
+    pid_t pid;
+    int status;
+    size_t len = 0;
+    ssize_t n;
+
+    ck_assert_int_eq(pipe(fds), 0);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        struct rlimit noCore = { 0, 0 };
+        CorCo* co;
+
+        setrlimit(RLIMIT_CORE, &noCore);
+        dup2(fds[1], STDOUT_FILENO);
+        dup2(fds[1], STDERR_FILENO);
+        corCoStackSizeSet(stackSize);
+        co = corCoCreate(overflow, NULL);
+        printf("id %llu\n", (unsigned long long)corCoId(co));
+        fflush(stdout);
+        corCoResume(co);
+        _exit(0);
+    }
+    close(fds[1]);
+    while ((n = read(fds[0], out + len, outSize - 1 - len)) > 0) {
+        len += (size_t)n;
+    }
+    out[len] = '\0';
+    close(fds[0]);
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+static void
+checkOverflowReport(size_t stackSize)
+{
+    char out[4096];
+    char expect[128];
+    unsigned long long id = 0;
+    int status = overflowInChild(stackSize, out, sizeof(out));
+
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
+                  "the child should die of SIGSEGV, status %d, output: %s",
+                  status, out);
+    ck_assert_int_eq(sscanf(out, "id %llu", &id), 1);
+    snprintf(expect, sizeof(expect),
+             "cor: coroutine %llu overflowed its %zu-byte stack", id,
+             stackSize);
+    ck_assert_msg(strstr(out, expect) != NULL, "expected '%s' in: %s",
+                  expect, out);
+}
+
+START_TEST(test_overflow_is_reported_then_dies_of_sigsegv)
+{
+    checkOverflowReport(COR_CO_STACK_DEFAULT);
+}
+END_TEST
+
+START_TEST(test_overflow_report_names_the_stack_size)
+{
+    checkOverflowReport(32 * 1024);
+}
+END_TEST
+
+/* ---- Only touched pages cost memory -------------------------------------- */
+
+static long
+residentBytes(void)
+{
+    long pages = 0;
+    long resident = 0;
+    FILE* f = fopen("/proc/self/statm", "r");
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fscanf(f, "%ld %ld", &pages, &resident), 2);
+    fclose(f);
+    return resident * sysconf(_SC_PAGESIZE);
+}
+
+static void
+touchALittle(void* arg)
+{
+    volatile char buf[1024];
+
+    buf[0] = 1;
+    buf[1023] = (char)(long)arg;
+    corCoYield();
+    ck_assert_int_eq(buf[0], 1);
+}
+
+START_TEST(test_untouched_stack_costs_nothing)
+{
+    enum { COUNT = 2000 };
+    static CorCo* cos[COUNT];
+    long before = residentBytes();
+    long perCoroutine;
+
+    for (int i = 0; i < COUNT; i++) {
+        cos[i] = corCoCreate(touchALittle, NULL);
+        ck_assert_ptr_nonnull(cos[i]);
+        ck_assert(!corCoResume(cos[i]));
+    }
+    perCoroutine = (residentBytes() - before) / COUNT;
+    for (int i = 0; i < COUNT; i++) {
+        ck_assert(corCoResume(cos[i]));
+        corCoDestroy(cos[i]);
+    }
+    /* 256 KiB of address space each; a page or two of it resident. */
+    ck_assert_msg(perCoroutine < 16 * 1024,
+                  "%ld resident bytes per coroutine", perCoroutine);
+}
+END_TEST
+
+COR_TEST_SUITE(corCoStack)
+{
+    tcase_add_test(tc, test_overflow_is_reported_then_dies_of_sigsegv);
+    tcase_add_test(tc, test_overflow_report_names_the_stack_size);
+    tcase_add_test(tc, test_untouched_stack_costs_nothing);
+}

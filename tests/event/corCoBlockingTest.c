@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * corCoBlocking: the call runs on a pool thread while the loop goes on, a
+ * pool of threads and not a thread per call, and a plain call outside a
+ * coroutine.
+ */
+#include "corTest.h"
+#include "corEv.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+static CorEvLoop* loop;
+
+static void
+runUntilDone(void)
+{
+    CorCoLoopStats stats;
+    uint64_t deadline = corEvClockMs() + 10000;
+
+    do {
+        ck_assert_int_eq(corEvLoopRunOnce(loop, 100), 0);
+        corCoLoopStatsGet(loop, &stats);
+    } while (stats.live > 0 && corEvClockMs() < deadline);
+    ck_assert_uint_eq(stats.live, 0);
+}
+
+typedef struct {
+    pthread_t thread;
+    uint64_t tookMs;
+} SlowCall;
+
+static void
+sleep200ms(void* arg)
+{
+    SlowCall* call = arg;
+    uint64_t start = corEvClockMs();
+
+    call->thread = pthread_self();
+    usleep(200 * 1000);
+    call->tookMs = corEvClockMs() - start;
+}
+
+static SlowCall slow;
+static uint64_t blockingReturnedAt;
+
+static void
+callBlocking(void* arg)
+{
+    (void)arg;
+    corCoBlocking(sleep200ms, &slow);
+    blockingReturnedAt = corEvClockMs();
+}
+
+static uint64_t timerLate;
+
+static void
+timerOf50ms(void* arg)
+{
+    short revents;
+    uint64_t start = corEvClockMs();
+
+    (void)arg;
+    ck_assert_int_eq(corRestWaitFd(-1, 0, 50, &revents), 0);
+    timerLate = corEvClockMs() - start - 50;
+}
+
+START_TEST(test_blocking_call_runs_while_a_timer_fires_on_time)
+{
+    uint64_t start = corEvClockMs();
+
+    loop = corEvLoopCreate();
+    corEvLoopBind(loop);
+    ck_assert_int_eq(corCoLoopSpawn(loop, callBlocking, NULL), 0);
+    ck_assert_int_eq(corCoLoopSpawn(loop, timerOf50ms, NULL), 0);
+    runUntilDone();
+    ck_assert(!pthread_equal(slow.thread, pthread_self()));
+    ck_assert_uint_ge(slow.tookMs, 199);
+    ck_assert_uint_ge(blockingReturnedAt - start, 199);
+    /* The loop was free while the call blocked: the timer was on time. */
+    ck_assert_uint_lt(timerLate, 40);
+    corEvLoopDestroy(loop);
+    corCoBlockingShutdown();
+}
+END_TEST
+
+enum { CALLS = 64, POOL = 4 };
+
+static pthread_t callThreads[CALLS];
+static int callsDone;
+
+static void
+noteThread(void* arg)
+{
+    *(pthread_t*)arg = pthread_self();
+    usleep(2000);
+}
+
+static void
+manyCalls(void* arg)
+{
+    long i = (long)arg;
+
+    corCoBlocking(noteThread, &callThreads[i]);
+    callsDone++;
+}
+
+START_TEST(test_calls_share_a_pool_not_a_thread_each)
+{
+    int distinct = 0;
+
+    corCoBlockingThreadsSet(POOL);
+    loop = corEvLoopCreate();
+    corEvLoopBind(loop);
+    for (long i = 0; i < CALLS; i++) {
+        ck_assert_int_eq(corCoLoopSpawn(loop, manyCalls, (void*)i), 0);
+    }
+    runUntilDone();
+    ck_assert_int_eq(callsDone, CALLS);
+    for (int i = 0; i < CALLS; i++) {
+        bool seen = false;
+
+        for (int j = 0; j < i; j++) {
+            seen = seen || pthread_equal(callThreads[i], callThreads[j]);
+        }
+        distinct += !seen;
+    }
+    ck_assert_int_le(distinct, POOL);
+    ck_assert_int_ge(distinct, 2);      /* they did run side by side */
+    corEvLoopDestroy(loop);
+    corCoBlockingShutdown();
+}
+END_TEST
+
+START_TEST(test_outside_a_coroutine_it_is_a_plain_call)
+{
+    SlowCall call = { 0 };
+
+    corCoBlocking(sleep200ms, &call);
+    ck_assert(pthread_equal(call.thread, pthread_self()));
+}
+END_TEST
+
+static int afterCancelRc;
+
+static void
+blockThenWait(void* arg)
+{
+    short revents;
+
+    corCoBlocking(sleep200ms, arg);
+    /* Cancelled meanwhile: the call was waited out, the next wait fails. */
+    afterCancelRc = corRestWaitFd(-1, 0, 5000, &revents);
+}
+
+static void
+cancelSoon(void* arg)
+{
+    short revents;
+
+    (void)arg;
+    corRestWaitFd(-1, 0, 20, &revents);
+    corCoLoopCancel();
+}
+
+START_TEST(test_cancel_waits_out_a_blocking_call)
+{
+    SlowCall call = { 0 };
+    uint64_t start = corEvClockMs();
+
+    loop = corEvLoopCreate();
+    corEvLoopBind(loop);
+    ck_assert_int_eq(corCoLoopSpawn(loop, blockThenWait, &call), 0);
+    ck_assert_int_eq(corCoLoopSpawn(loop, cancelSoon, NULL), 0);
+    runUntilDone();
+    ck_assert_uint_ge(call.tookMs, 199);
+    ck_assert_int_eq(afterCancelRc, -1);
+    ck_assert_uint_lt(corEvClockMs() - start, 2000);
+    corEvLoopDestroy(loop);
+    corCoBlockingShutdown();
+}
+END_TEST
+
+COR_TEST_SUITE(corCoBlocking)
+{
+    tcase_add_test(tc, test_blocking_call_runs_while_a_timer_fires_on_time);
+    tcase_add_test(tc, test_calls_share_a_pool_not_a_thread_each);
+    tcase_add_test(tc, test_outside_a_coroutine_it_is_a_plain_call);
+    tcase_add_test(tc, test_cancel_waits_out_a_blocking_call);
+}

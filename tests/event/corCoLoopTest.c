@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Coroutines on the loop: socket and timer waits, park and wake, cancel of
+ * each kind of wait, deadline order, closed fds, the cap, and the stop.
+ */
+#include "corTest.h"
+#include "corEvInt.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static CorEvLoop* loop;
+static int fds[2];
+
+static void
+setUp(void)
+{
+    loop = corEvLoopCreate();
+    ck_assert_ptr_nonnull(loop);
+    corEvLoopBind(loop);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds),
+                     0);
+}
+
+/* Nothing may be left waiting when a test is over. */
+static void
+tearDown(void)
+{
+    CorCoLoopStats stats;
+
+    corCoLoopStatsGet(loop, &stats);
+    ck_assert_uint_eq(stats.live, 0);
+    ck_assert_ptr_null(loop->waits);
+    ck_assert_ptr_null(loop->readyHead);
+    ck_assert_uint_eq(loop->timers.count, 0);
+    close(fds[0]);
+    close(fds[1]);
+    corEvLoopDestroy(loop);
+}
+
+/* ---- Socket waits -------------------------------------------------------- */
+
+typedef struct {
+    int rc;
+    short revents;
+    int err;
+    uint64_t elapsed;
+    char got[8];
+} WaitResult;
+
+static void
+waitReadable(void* arg)
+{
+    WaitResult* w = arg;
+    uint64_t start = corEvNow(loop);
+
+    w->rc = corCoLoopWait(fds[0], POLLIN, 2000, &w->revents);
+    w->err = errno;
+    w->elapsed = corEvNow(loop) - start;
+    if (w->rc == 1 && (w->revents & POLLIN)) {
+        ck_assert_int_eq(read(fds[0], w->got, sizeof(w->got) - 1), 4);
+    }
+}
+
+static void
+writeLater(void* arg)
+{
+    short revents;
+
+    (void)arg;
+    ck_assert_int_eq(corCoLoopWait(-1, 0, 20, &revents), 0);
+    ck_assert_int_eq(write(fds[1], "ping", 4), 4);
+}
+
+/* Turn the loop until every coroutine finished (or 10 s went by). */
+static void
+runUntilDone(void)
+{
+    CorCoLoopStats stats;
+    uint64_t deadline = corEvClockMs() + 10000;
+
+    for (;;) {
+        corCoLoopStatsGet(loop, &stats);
+        if (stats.live == 0 || corEvClockMs() > deadline) {
+            break;
+        }
+        ck_assert_int_eq(corEvLoopRunOnce(loop, 100), 0);
+    }
+}
+
+START_TEST(test_socket_wait_wakes_on_data)
+{
+    WaitResult w = { 0 };
+
+    ck_assert_int_eq(corCoLoopSpawn(loop, waitReadable, &w), 0);
+    ck_assert_int_eq(corCoLoopSpawn(loop, writeLater, NULL), 0);
+    runUntilDone();
+    ck_assert_int_eq(w.rc, 1);
+    ck_assert(w.revents & POLLIN);
+    ck_assert_str_eq(w.got, "ping");
+    ck_assert_uint_lt(w.elapsed, 1000);
+}
+END_TEST
+
+static void
+waitTwiceOnOneFd(void* arg)
+{
+    WaitResult* w = arg;
+
+    /* The first wait armed the fd; the second is a MOD, then data. */
+    w->rc = corCoLoopWait(fds[0], POLLIN, 10, &w->revents);
+    ck_assert_int_eq(w->rc, 0);
+    w->rc = corCoLoopWait(fds[0], POLLIN, 2000, &w->revents);
+    if (w->rc == 1) {
+        ck_assert_int_eq(read(fds[0], w->got, sizeof(w->got) - 1), 4);
+    }
+}
+
+START_TEST(test_fd_rearmed_after_a_timeout)
+{
+    WaitResult w = { 0 };
+
+    ck_assert_int_eq(corCoLoopSpawn(loop, waitTwiceOnOneFd, &w), 0);
+    ck_assert_int_eq(corCoLoopSpawn(loop, writeLater, NULL), 0);
+    runUntilDone();
+    ck_assert_int_eq(w.rc, 1);
+    ck_assert_str_eq(w.got, "ping");
+}
+END_TEST
+
+static void
+waitBusy(void* arg)
+{
+    WaitResult* w = arg;
+
+    w->rc = corCoLoopWait(fds[0], POLLIN, 10, &w->revents);
+    w->err = errno;
+}
+
+START_TEST(test_second_waiter_on_an_fd_is_refused)
+{
+    WaitResult first = { 0 };
+    WaitResult second = { 0 };
+
+    ck_assert_int_eq(corCoLoopSpawn(loop, waitReadable, &first), 0);
+    ck_assert_int_eq(corCoLoopSpawn(loop, waitBusy, &second), 0);
+    ck_assert_int_eq(second.rc, -1);
+    ck_assert_int_eq(second.err, EBUSY);
+    ck_assert_int_eq(write(fds[1], "ping", 4), 4);
+    runUntilDone();
+    ck_assert_int_eq(first.rc, 1);
+}
+END_TEST
+
+/* ---- Timer waits --------------------------------------------------------- */
+
+static void
+sleepFor(void* arg)
+{
+    WaitResult* w = arg;
+    uint64_t start = corEvClockMs();
+
+    w->rc = corCoLoopWait(-1, 0, 50, &w->revents);
+    w->elapsed = corEvClockMs() - start;
+}
+
+START_TEST(test_timer_wait_fires_on_time)
+{
+    WaitResult w = { 0 };
+
+    ck_assert_int_eq(corCoLoopSpawn(loop, sleepFor, &w), 0);
+    runUntilDone();
+    ck_assert_int_eq(w.rc, 0);
+    ck_assert_uint_ge(w.elapsed, 49);       /* the ms clock's rounding */
+    ck_assert_uint_lt(w.elapsed, 50 + 200);
+}
+END_TEST
+
+/* ---- Park and wake ------------------------------------------------------- */
+
+static CorCoPark parked;
+static int parkRc;
+
+static void
+parkLong(void* arg)
+{
+    (void)arg;
+    parkRc = corCoLoopPark(&parked, 5000);
+    ck_assert_uint_eq(parked, 0);           /* cleared on resume */
+}
+
+static void
+wakeTwice(void* arg)
+{
+    short revents;
+    int* wakes = arg;
+
+    corCoLoopWait(-1, 0, 10, &revents);
+    ck_assert_uint_ne(parked, 0);
+    wakes[0] = corCoLoopWake(parked);
+    wakes[1] = corCoLoopWake(parked);       /* the same handle again */
+}
+
+START_TEST(test_park_woken_by_another_coroutine_once)
+{
+    int wakes[2] = { -1, -1 };
+    CorCoPark handle;
+
+    ck_assert_int_eq(corCoLoopSpawn(loop, parkLong, NULL), 0);
+    handle = parked;
+    ck_assert_int_eq(corCoLoopSpawn(loop, wakeTwice, wakes), 0);
+    runUntilDone();
+    ck_assert_int_eq(parkRc, 1);
+    ck_assert_int_eq(wakes[0], 1);
+    ck_assert_int_eq(wakes[1], 0);
+    ck_assert_int_eq(corCoLoopWake(handle), 0);     /* long gone */
+}
+END_TEST
+
+static void
+parkBriefly(void* arg)
+{
+    WaitResult* w = arg;
+    CorCoPark handle;
+    uint64_t start = corEvClockMs();
+
+    w->rc = corCoLoopPark(&handle, 30);
+    w->elapsed = corEvClockMs() - start;
+    ck_assert_int_eq(corCoLoopWake(handle), 0);
+}
+
+START_TEST(test_park_nobody_wakes_times_out)
+{
+    WaitResult w = { 0 };
+
+    ck_assert_int_eq(corCoLoopSpawn(loop, parkBriefly, &w), 0);
+    runUntilDone();
+    ck_assert_int_eq(w.rc, 0);
+    ck_assert_uint_ge(w.elapsed, 29);
+}
+END_TEST
+
+START_TEST(test_park_outside_a_coroutine_fails)
+{
+    CorCoPark handle = 99;
+    short revents;
+
+    ck_assert_int_eq(corCoLoopPark(&handle, 10), -1);
+    ck_assert_int_eq(errno, EPERM);
+    ck_assert_uint_eq(handle, 0);
+    ck_assert_int_eq(corCoLoopWait(fds[0], POLLIN, 10, &revents), -1);
+    ck_assert_int_eq(errno, EPERM);
+    ck_assert_int_eq(corCoLoopWake(12345), 0);
+}
+END_TEST
+
+/* ---- Cancel -------------------------------------------------------------- */
+
+typedef struct {
+    int socketRc;
+    int socketErr;
+    int timerRc;
+    int timerErr;
+    int parkRc;
+    int laterRc;
+    int laterErr;
+    uint64_t laterElapsed;
+} CancelResults;
+
+static CancelResults cancelled;
+
+static void
+waitSocketLong(void* arg)
+{
+    short revents;
+
+    (void)arg;
+    cancelled.socketRc = corCoLoopWait(fds[0], POLLIN, 60000, &revents);
+    cancelled.socketErr = errno;
+    /* The failure path waits again: it must fail at once. */
+    uint64_t start = corEvClockMs();
+
+    cancelled.laterRc = corCoLoopWait(fds[0], POLLIN, 60000, &revents);
+    cancelled.laterErr = errno;
+    cancelled.laterElapsed = corEvClockMs() - start;
+}
+
+static void
+waitTimerLong(void* arg)
+{
+    short revents;
+
+    (void)arg;
+    cancelled.timerRc = corCoLoopWait(-1, 0, 60000, &revents);
+    cancelled.timerErr = errno;
+}
+
+static void
+parkForever(void* arg)
+{
+    CorCoPark handle;
+
+    (void)arg;
+    cancelled.parkRc = corCoLoopPark(&handle, -1);
+}
+
+static void
+cancelAll(void* arg)
+{
+    short revents;
+
+    (void)arg;
+    corCoLoopWait(-1, 0, 10, &revents);
+    corCoLoopCancel();
+}
+
+START_TEST(test_cancel_ends_every_kind_of_wait_and_later_ones)
+{
+    CorCoLoopStats stats;
+    uint64_t start = corEvClockMs();
+
+    memset(&cancelled, 0xff, sizeof(cancelled));
+    ck_assert_int_eq(corCoLoopSpawn(loop, waitSocketLong, NULL), 0);
+    ck_assert_int_eq(corCoLoopSpawn(loop, waitTimerLong, NULL), 0);
+    ck_assert_int_eq(corCoLoopSpawn(loop, parkForever, NULL), 0);
+    ck_assert_int_eq(corCoLoopSpawn(loop, cancelAll, NULL), 0);
+    runUntilDone();
+    ck_assert_uint_lt(corEvClockMs() - start, 1000);
+    ck_assert_int_eq(cancelled.socketRc, -1);
+    ck_assert_int_eq(cancelled.socketErr, ECANCELED);
+    ck_assert_int_eq(cancelled.timerRc, -1);
+    ck_assert_int_eq(cancelled.timerErr, ECANCELED);
+    ck_assert_int_eq(cancelled.parkRc, 0);
+    ck_assert_int_eq(cancelled.laterRc, -1);
+    ck_assert_int_eq(cancelled.laterErr, ECANCELED);
+    ck_assert_uint_lt(cancelled.laterElapsed, 100);
+    corCoLoopStatsGet(loop, &stats);
+    ck_assert_uint_eq(stats.cancelledWaits, 3);
+    ck_assert_int_eq(corCoLoopSpawn(loop, parkForever, NULL), -ECANCELED);
+}
+END_TEST
+
+static void
+stopFromTimer(CorEvTimer* timer)
+{
+    (void)timer;
+    corEvLoopStop(loop);
+}
+
+START_TEST(test_stop_cancels_waits_instead_of_waiting_them_out)
+{
+    CorEvTimer stop = { 0 };
+    uint64_t start = corEvClockMs();
+
+    memset(&cancelled, 0xff, sizeof(cancelled));
+    ck_assert_int_eq(corCoLoopSpawn(loop, waitSocketLong, NULL), 0);
+    ck_assert_int_eq(corCoLoopSpawn(loop, parkForever, NULL), 0);
+    corEvTimerStart(loop, &stop, 20, stopFromTimer);
+    ck_assert_int_eq(corEvLoopRun(loop), 0);
+    ck_assert_uint_lt(corEvClockMs() - start, 1000);
+    ck_assert_int_eq(cancelled.socketErr, ECANCELED);
+    ck_assert_int_eq(cancelled.laterErr, ECANCELED);
+    ck_assert_int_eq(cancelled.parkRc, 0);
+}
+END_TEST
+
+/* ---- Deadline order ------------------------------------------------------ */
+
+enum { SLEEPERS = 10000 };
+
+static int wakeOrder[SLEEPERS];
+static int wakeCount;
+static int deadlines[SLEEPERS];
+
+static void
+sleepRandom(void* arg)
+{
+    int index = (int)(long)arg;
+    short revents;
+
+    ck_assert_int_eq(corCoLoopWait(-1, 0, deadlines[index], &revents), 0);
+    wakeOrder[wakeCount++] = index;
+}
+
+START_TEST(test_10000_random_deadlines_wake_in_order)
+{
+    srand(11);
+    wakeCount = 0;
+    corCoLoopCapSet(loop, SLEEPERS);
+    for (long i = 0; i < SLEEPERS; i++) {
+        deadlines[i] = rand() % 300;
+        ck_assert_int_eq(corCoLoopSpawn(loop, sleepRandom, (void*)i), 0);
+    }
+    runUntilDone();
+    ck_assert_int_eq(wakeCount, SLEEPERS);
+    for (int i = 1; i < SLEEPERS; i++) {
+        int a = wakeOrder[i - 1];
+        int b = wakeOrder[i];
+
+        /* Armed in one millisecond (the loop's clock did not move while
+         * spawning), so deadline order is timeout order, ties by arming. */
+        ck_assert(deadlines[a] < deadlines[b]
+                  || (deadlines[a] == deadlines[b] && a < b));
+    }
+}
+END_TEST
+
+/* ---- Closed fds ---------------------------------------------------------- */
+
+static void
+closeTheFd(void* arg)
+{
+    short revents;
+
+    (void)arg;
+    corCoLoopWait(-1, 0, 10, &revents);
+    ck_assert_int_eq(corCoLoopClose(fds[0]), 0);
+    fds[0] = socket(AF_UNIX, SOCK_STREAM, 0);       /* for tearDown */
+}
+
+START_TEST(test_wait_on_an_fd_closed_meanwhile)
+{
+    WaitResult w = { 0 };
+
+    ck_assert_int_eq(corCoLoopSpawn(loop, waitReadable, &w), 0);
+    ck_assert_int_eq(corCoLoopSpawn(loop, closeTheFd, NULL), 0);
+    runUntilDone();
+    ck_assert_int_eq(w.rc, 1);
+    ck_assert_int_eq(w.revents, POLLNVAL);
+    ck_assert_uint_lt(w.elapsed, 1000);
+}
+END_TEST
+
+/* ---- The cap ------------------------------------------------------------- */
+
+START_TEST(test_spawn_past_the_cap_is_refused)
+{
+    static WaitResult results[3];
+    CorCoLoopStats stats;
+
+    corCoLoopCapSet(loop, 3);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(corCoLoopSpawn(loop, parkBriefly, &results[i]), 0);
+    }
+    ck_assert_int_eq(corCoLoopSpawn(loop, parkBriefly, NULL), -EAGAIN);
+    corCoLoopStatsGet(loop, &stats);
+    ck_assert_uint_eq(stats.live, 3);
+    ck_assert_uint_eq(stats.peak, 3);
+    ck_assert_uint_eq(stats.refused, 1);
+    runUntilDone();
+}
+END_TEST
+
+COR_TEST_SUITE(corCoLoop)
+{
+    tcase_add_checked_fixture(tc, setUp, tearDown);
+    tcase_add_test(tc, test_socket_wait_wakes_on_data);
+    tcase_add_test(tc, test_fd_rearmed_after_a_timeout);
+    tcase_add_test(tc, test_second_waiter_on_an_fd_is_refused);
+    tcase_add_test(tc, test_timer_wait_fires_on_time);
+    tcase_add_test(tc, test_park_woken_by_another_coroutine_once);
+    tcase_add_test(tc, test_park_nobody_wakes_times_out);
+    tcase_add_test(tc, test_park_outside_a_coroutine_fails);
+    tcase_add_test(tc, test_cancel_ends_every_kind_of_wait_and_later_ones);
+    tcase_add_test(tc, test_stop_cancels_waits_instead_of_waiting_them_out);
+    tcase_add_test(tc, test_10000_random_deadlines_wake_in_order);
+    tcase_add_test(tc, test_wait_on_an_fd_closed_meanwhile);
+    tcase_add_test(tc, test_spawn_past_the_cap_is_refused);
+}
