@@ -27,6 +27,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 
 #define COR_CO_LOOP_CAP_DEFAULT 1024
@@ -58,11 +59,37 @@ corCoLoopStatsGet(const CorEvLoop* loop, CorCoLoopStats* stats)
 
 /* ---- Running coroutines -------------------------------------------------- */
 
+void
+corCoLoopStallSet(CorEvLoop* loop, uint64_t thresholdMs, CorCoStallFn fn)
+{
+    loop->stallMs = thresholdMs;
+    loop->stallFn = fn;
+}
+
+static uint64_t
+coarseMs(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /* Resume co; when it finishes, and the loop started it, release it. */
 static void
 resume(CorEvLoop* loop, CorCo* co)
 {
-    if (corCoResume(co) && corCoSched(co) == loop) {
+    uint64_t start = loop->stallMs > 0 ? coarseMs() : 0;
+    bool finished = corCoResume(co);
+
+    if (loop->stallMs > 0) {
+        uint64_t held = coarseMs() - start;
+
+        if (held > loop->stallMs) {
+            loop->stallFn(co, held);
+        }
+    }
+    if (finished && corCoSched(co) == loop) {
         corCoDestroy(co);
         loop->stats.live--;
     }

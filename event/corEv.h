@@ -164,6 +164,15 @@ void corCoLoopCapSet(CorEvLoop* loop, unsigned cap);
 void corCoLoopStatsGet(const CorEvLoop* loop, CorCoLoopStats* stats);
 
 /*
+ * Report a coroutine that held the loop longer than thresholdMs between two
+ * waits (it blocks, and should have run on a worker): fn is called on the
+ * loop after that slice, with the slice's length. 0 turns it off. The
+ * clock read is the coarse one (a few ns), so it costs little on.
+ */
+typedef void (*CorCoStallFn)(CorCo* co, uint64_t heldMs);
+void corCoLoopStallSet(CorEvLoop* loop, uint64_t thresholdMs, CorCoStallFn fn);
+
+/*
  * Wait, as poll() on one fd, for events (POLLIN, POLLOUT...) on fd or
  * timeoutMs (< 0: no timeout). fd < 0 is a pure timer. Must run in a
  * coroutine on a loop. Returns 1 with *reventsP set (POLLNVAL when the fd
@@ -222,6 +231,14 @@ void corCoBlockingThreadsSet(unsigned threads);
 
 /* Finish the blocking pool's work and join its threads (at exit). */
 void corCoBlockingShutdown(void);
+
+/*
+ * Cancel every wait of the process that is not on a loop: from now on
+ * corRestWaitFd off the loops (worker threads, blocking mode) returns -1
+ * with ECANCELED at once, and a poll() already waiting wakes up. With
+ * corCoLoopCancel on each loop, that is a stop that waits out nothing.
+ */
+void corRestCancelAll(void);
 
 /*
  * Wait, as poll() on one fd, for events or timeoutMs (< 0: none): in a

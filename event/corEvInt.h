@@ -94,6 +94,8 @@ struct CorEvLoop {
     CorCoParkSlot* parks;
     unsigned parkCount;
     uint32_t parkFree;
+    uint64_t stallMs;
+    CorCoStallFn stallFn;
 };
 
 /* The low bit that marks a coroutine waiter in epoll_data. */

@@ -228,7 +228,7 @@ dispatch(CorEvLoop* loop, const struct epoll_event* ev)
  * A stop cancels the coroutine waits once, then the loop keeps turning
  * until its coroutines have run their failure paths to the end (a blocking
  * call still finishing on another thread brings its coroutine back through
- * a posted task).
+ * a posted task) and what other threads posted has run.
  */
 static bool
 keepRunning(CorEvLoop* loop)
@@ -237,7 +237,10 @@ keepRunning(CorEvLoop* loop)
         loop->stopping = true;
         corCoLoopCancel();
     }
-    return !loop->stopping || loop->stats.live > 0;
+    /* Tasks posted before the stop (a worker's finished request) still
+     * run: they carry answers. */
+    return !loop->stopping || loop->stats.live > 0
+           || atomic_load(&loop->posted) != NULL;
 }
 
 int

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/time.h>
@@ -85,6 +86,37 @@ START_TEST(test_no_fd_is_a_sleep)
 }
 END_TEST
 
+static void*
+waitLongOnAThread(void* arg)
+{
+    short revents;
+    int* result = arg;
+
+    result[0] = corRestWaitFd(-1, 0, 60000, &revents);
+    result[1] = errno;
+    return NULL;
+}
+
+START_TEST(test_cancel_all_ends_a_poll_of_another_thread)
+{
+    int result[2] = { 0, 0 };
+    pthread_t thread;
+    uint64_t start = corEvClockMs();
+    short revents;
+
+    pthread_create(&thread, NULL, waitLongOnAThread, result);
+    usleep(20 * 1000);
+    corRestCancelAll();
+    pthread_join(thread, NULL);
+    ck_assert_int_eq(result[0], -1);
+    ck_assert_int_eq(result[1], ECANCELED);
+    ck_assert_uint_lt(corEvClockMs() - start, 1000);
+    /* And every later wait fails at once. */
+    ck_assert_int_eq(corRestWaitFd(-1, 0, 60000, &revents), -1);
+    ck_assert_int_eq(errno, ECANCELED);
+}
+END_TEST
+
 #if COR_HAVE_COROUTINES
 static int pipeFds[2];
 static int waiterRc;
@@ -148,6 +180,7 @@ COR_TEST_SUITE(corRestWait)
     tcase_add_test(tc, test_poll_times_out);
     tcase_add_test(tc, test_poll_retries_eintr_against_the_deadline);
     tcase_add_test(tc, test_no_fd_is_a_sleep);
+    tcase_add_test(tc, test_cancel_all_ends_a_poll_of_another_thread);
 #if COR_HAVE_COROUTINES
     tcase_add_test(tc, test_in_a_coroutine_it_waits_on_the_loop);
 #else

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cor.h: the whole module API. A module is a shared object that exports one
+ * descriptor, made with COR_MODULE(name, .init = ...); the core loads it
+ * with dlopen, checks the ABI it was built for, and calls its hooks:
+ *
+ *     static void
+ *     helloServe(CorRequest* r)
+ *     {
+ *         corRespond(r, 200, "text/plain", greeting, strlen(greeting));
+ *     }
+ *
+ *     static int
+ *     helloInit(CorModule* m, const CorConf* conf)
+ *     {
+ *         greeting = corConfString(conf, "greeting", "hello", corModuleErrors(m));
+ *         return corHandlerAdd(m, &(CorHandler){ .name = "hello",
+ *                                                .serve = helloServe });
+ *     }
+ *
+ *     COR_MODULE(hello, .init = helloInit);
+ *
+ * Requests are protocol-neutral: the same handler serves HTTP and cor://.
+ * Where a handler runs is said when it is registered (CorRun) and, per
+ * request, by a CorRestCoroutineHook; docs/modules.md has the whole story.
+ */
+#ifndef COR_H
+#define COR_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "corConf.h"
+#include "corEv.h"
+
+/* Bumped whenever a struct or a signature of this header changes. */
+#define COR_ABI_VERSION 1
+#define COR_VERSION "0.1.0"
+
+typedef struct CorModule CorModule;
+typedef struct CorRequest CorRequest;
+
+/* ---- Modules ------------------------------------------------------------- */
+
+/* What a module exports (as the symbol corModuleDescriptor). */
+typedef struct {
+    uint32_t abiVersion;        /* COR_ABI_VERSION when it was built */
+    uint32_t descriptorSize;    /* sizeof(CorModuleDescriptor) then */
+    uint32_t requestSize;       /* sizeof(CorRequest) then */
+    uint32_t pointerSize;
+    const char* corVersion;     /* COR_VERSION then */
+    const char* compiler;
+    const char* name;
+    /* Once per generation, with the module's own YAML mapping. Registers
+     * handlers and protocols. Returns 0, or -1 after corModuleError(). */
+    int (*init)(CorModule* m, const CorConf* conf);
+    /* On each loop's thread before it serves, and after it stopped. */
+    int (*loopInit)(CorModule* m, CorEvLoop* loop, unsigned index);
+    void (*loopExit)(CorModule* m, CorEvLoop* loop, unsigned index);
+    /* When the generation ends. */
+    void (*exit)(CorModule* m);
+} CorModuleDescriptor;
+
+#define COR_MODULE(moduleName, ...)                                        \
+    __attribute__((visibility("default")))                                 \
+    const CorModuleDescriptor corModuleDescriptor = {                      \
+        .abiVersion = COR_ABI_VERSION,                                     \
+        .descriptorSize = sizeof(CorModuleDescriptor),                     \
+        .requestSize = sizeof(CorRequest),                                 \
+        .pointerSize = sizeof(void*),                                      \
+        .corVersion = COR_VERSION,                                         \
+        .compiler = __VERSION__,                                           \
+        .name = #moduleName,                                               \
+        __VA_ARGS__                                                        \
+    }
+
+/* The module's name, its private data pointer, and where its init reports
+ * configuration errors (file:line:column is taken from the node). */
+const char* corModuleName(const CorModule* m);
+void corModuleSetData(CorModule* m, void* data);
+void* corModuleData(const CorModule* m);
+CorConfErrors* corModuleErrors(CorModule* m);
+void corModuleError(CorModule* m, const CorConf* at, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- Handlers: where a request runs -------------------------------------- */
+
+typedef enum {
+    COR_RUN_INLINE,     /* never waits: on the loop that read it */
+    COR_RUN_COROUTINE,  /* waits through corRestWaitFd: a coroutine */
+    COR_RUN_WORKER      /* blocks in a library that knows nothing of the
+                           loop: a worker thread */
+} CorRun;
+
+typedef void (*CorHandlerFn)(CorRequest* r);
+
+/* Per request: may it run as a coroutine (true) or must it go to a worker
+ * (false)? Given, it decides for COR_RUN_COROUTINE and COR_RUN_WORKER
+ * handlers alike. Runs on the loop: it must not wait. */
+typedef bool (*CorRestCoroutineHook)(const CorRequest* r);
+/* The same for the post-response phase. */
+typedef bool (*CorRestFinishCoroutineHook)(const CorRequest* r);
+
+typedef struct {
+    const char* name;               /* what routes name */
+    CorHandlerFn serve;
+    CorRun run;
+    CorRestCoroutineHook coroutineHook;
+    /* Runs after the response is out (notifications after a write); it
+     * runs inline unless finishRun says it may wait. */
+    CorHandlerFn finish;
+    CorRun finishRun;
+    CorRestFinishCoroutineHook finishCoroutineHook;
+} CorHandler;
+
+/* Register a handler (copied). Returns 0, or -1 after a module error
+ * (a duplicate name). */
+int corHandlerAdd(CorModule* m, const CorHandler* handler);
+
+/* ---- Requests ------------------------------------------------------------ */
+
+typedef struct {
+    const char* name;
+    size_t nameLen;
+    const char* value;
+    size_t valueLen;
+} CorHeader;
+
+/* Where a request ran, for logs and counters. */
+typedef enum {
+    COR_RAN_INLINE,
+    COR_RAN_COROUTINE,
+    COR_RAN_WORKER
+} CorRan;
+
+typedef struct CorArenaChunk CorArenaChunk;
+typedef struct CorProtocolOps CorProtocolOps;
+typedef struct CorHandlerEntry CorHandlerEntry;
+
+/*
+ * A request. The protocol module that read it owns it (embedded in its own
+ * per-request record) and keeps it alive until the core calls its done()
+ * and, after the post-response phase, its release(). Everything the request
+ * points to stays valid as long.
+ */
+struct CorRequest {
+    /* The input, set by the protocol. */
+    const char* method;
+    size_t methodLen;
+    const char* path;           /* percent-decoded */
+    size_t pathLen;
+    const char* query;          /* raw, NULL when none */
+    size_t queryLen;
+    const CorHeader* headers;
+    unsigned headerCount;
+    const char* body;
+    size_t bodyLen;
+    bool head;                  /* HEAD: the protocol sends no body */
+
+    /* The response, set by the handler through corRespond*(). */
+    int status;
+    const char* contentType;
+    const void* responseBody;
+    size_t responseLen;
+    CorHeader* responseHeaders;
+    unsigned responseHeaderCount;
+    bool responded;
+
+    /* The core's, between dispatch and release. */
+    CorRan ran;
+    const CorHandlerEntry* handler;
+    const CorProtocolOps* ops;
+    void* protocolData;
+    CorEvLoop* loop;
+    CorArenaChunk* arena;
+    CorEvTask task;             /* to a worker, and back to the loop */
+    uint64_t startMs;
+    unsigned responseHeaderCap;
+    bool inFinish;
+};
+
+/* A request header (case-insensitive), NULL when absent. */
+const CorHeader* corRequestHeader(const CorRequest* r, const char* name);
+
+/* The value of a query parameter, percent-decoded into the request's
+ * arena; NULL when absent. */
+const char* corRequestQuery(CorRequest* r, const char* key);
+
+/* Memory that lives as long as the request (the arena is freed with it). */
+void* corRequestAlloc(CorRequest* r, size_t size);
+
+/* The request the calling code serves: right in a coroutine (it follows
+ * the coroutine across waits), on a worker and inline. */
+CorRequest* corRequestCurrent(void);
+
+/* The handler and the route name the request was routed to. */
+const char* corRequestHandlerName(const CorRequest* r);
+
+/* Respond with a body from memory (copied unless it outlives the request:
+ * corRespondStatic). A second response to one request is ignored. */
+void corRespond(CorRequest* r, int status, const char* contentType,
+                const void* body, size_t len);
+void corRespondStatic(CorRequest* r, int status, const char* contentType,
+                      const void* body, size_t len);
+void corRespondf(CorRequest* r, int status, const char* contentType,
+                 const char* fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A response header, before corRespond. */
+void corResponseHeader(CorRequest* r, const char* name, const char* value);
+
+/* ---- Protocols: what protocol modules (HTTP, cor://) build on ---------- */
+
+/*
+ * What the core calls back on the protocol that read a request. Both run
+ * on the loop that read it.
+ */
+struct CorProtocolOps {
+    /* The response is set (by the handler, or a failure status): send it,
+     * then call corRequestSent() once it is out (or failed). */
+    void (*done)(CorRequest* r);
+    /* The post-response phase is over: the request may be freed. */
+    void (*release)(CorRequest* r);
+};
+
+/*
+ * Serve a request the protocol has read whole, on the loop that read it:
+ * find its route, run its handler where it must run (inline, a coroutine of
+ * this loop, a worker), and call ops->done when the response is set, then
+ * ops->release after the post-response phase. A request with no route is
+ * answered 404 (405 when only the method differs). Must be called on a
+ * loop of the generation.
+ */
+void corRequestServe(CorRequest* r, const CorProtocolOps* ops,
+                     void* protocolData);
+
+/* The protocol has sent the response (or gave up on the connection): run
+ * the post-response phase, free the arena, then ops->release. On the
+ * request's loop. */
+void corRequestSent(CorRequest* r);
+
+/* A listening socket the master opened for a protocol. */
+typedef struct CorListener CorListener;
+
+int corListenerFd(const CorListener* l, unsigned loopIndex);
+const char* corListenerAddress(const CorListener* l);
+bool corListenerReusePort(const CorListener* l);
+const char* corListenerTlsCertificate(const CorListener* l);
+const char* corListenerTlsKey(const CorListener* l);
+
+typedef struct {
+    const char* name;           /* as `listen: - protocol:` names it */
+    /* On each loop's thread, with the generation's listeners of this
+     * protocol: start serving. Returns 0 or -1 (logged). */
+    int (*start)(CorModule* m, CorEvLoop* loop, unsigned loopIndex,
+                 CorListener* const* listeners, unsigned count);
+    /* On each loop's thread: stop accepting, let what is in flight finish,
+     * answer the next request on each connection with a close. */
+    void (*drain)(CorModule* m, CorEvLoop* loop, unsigned loopIndex);
+    /* After the loop stopped (its waits cancelled, its coroutines ended):
+     * answer what still holds a request as failed, close everything. */
+    void (*stop)(CorModule* m, CorEvLoop* loop, unsigned loopIndex);
+    /* Connections still open on this loop (a drain is over at 0). */
+    unsigned (*connections)(CorModule* m, unsigned loopIndex);
+} CorProtocol;
+
+int corProtocolAdd(CorModule* m, const CorProtocol* protocol);
+
+/* The generation's loops. */
+unsigned corLoopCount(void);
+CorEvLoop* corLoopAt(unsigned index);
+
+/* The limits of the running configuration. */
+typedef struct {
+    unsigned connections;
+    size_t headerBytes;
+    unsigned headerCount;
+    size_t bodyBytes;
+    uint64_t requestTimeoutMs;
+    uint64_t bodyTimeoutMs;
+    uint64_t keepaliveTimeoutMs;
+    uint64_t sendTimeoutMs;
+} CorLimits;
+
+const CorLimits* corLimits(void);
+
+/* The access log (log.access): whether it is on, its format ("combined"
+ * or "json"), and a write of one whole line (reopened on SIGUSR1). */
+bool corAccessLogEnabled(void);
+const char* corAccessLogFormat(void);
+void corAccessLogWrite(const char* line, size_t len);
+
+/* Count a connection refused past limits.connections. */
+void corMetricsConnectionRefused(void);
+
+/* ---- Logging ------------------------------------------------------------- */
+
+typedef enum {
+    COR_LOG_DEBUG,
+    COR_LOG_INFO,
+    COR_LOG_WARN,
+    COR_LOG_ERROR
+} CorLogLevel;
+
+void corLog(CorLogLevel level, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif /* COR_H */

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * corConf: the configuration file as a tree. A YAML file is read into
+ * scalars, mappings and sequences that remember where they start
+ * (file:line:column), so that every error found later, by the core or by a
+ * module, can point at the text it is about. The typed getters read
+ * strings, booleans, integers, sizes ("16KiB") and durations ("30s"), and
+ * report a bad value in one consistent form:
+ *
+ *     FILE:LINE:COLUMN: KEY: expected ..., got '...'
+ *
+ * Errors are collected, not returned one at a time, so that one run shows
+ * every mistake in the file.
+ *
+ * Ownership: a tree belongs to the caller of corConfLoadFile/String and is
+ * released with corConfFree(); every node, string and file name handed out
+ * by the functions below lives until then. The only thing a reader changes
+ * in a tree is the "used" mark that corConfGet() sets on a key, which is how
+ * corConfUnknownKeys() finds the keys that nothing read. A tree is not safe
+ * to read from two threads at once for that reason.
+ */
+#ifndef COR_CONF_H
+#define COR_CONF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { COR_CONF_SCALAR, COR_CONF_MAP, COR_CONF_SEQ } CorConfKind;
+
+/* A node: its kind, a scalar's text or a container's children (a mapping
+ * keeps its keys in file order), and the mark of its first character. */
+typedef struct CorConf CorConf;
+
+/*
+ * Collected error messages, one per line, each "FILE:LINE:COLUMN: message"
+ * and ending in '\n'; text is NUL-terminated (or NULL while empty). Start
+ * from a zeroed struct; the caller owns it and frees it with
+ * corConfErrorsFree(). count goes up even when memory for a message ran
+ * out, so a non-zero count always means the configuration is not usable.
+ */
+typedef struct {
+    char* text;
+    size_t len;
+    size_t cap;
+    unsigned count;
+} CorConfErrors;
+
+/* Containers nested deeper than this are refused: no config needs it, and
+ * the limit keeps the tree's recursion bounded whatever the input. */
+#define COR_CONF_MAX_DEPTH 64
+
+/* ---- Loading ------------------------------------------------------------- */
+
+/*
+ * Read a YAML file into a tree. Returns NULL, with the reasons appended to
+ * errors, when the file cannot be read ("FILE: cannot open: No such file
+ * or directory"), is not valid YAML (the message and mark libyaml gives),
+ * is empty, or uses what a config refuses: a key given twice in one
+ * mapping ("duplicate key 'x' (first at LINE:COLUMN)", at the second one),
+ * a key that is a mapping or a list, anchors, aliases, tags, more than one
+ * document, a NUL character in a string, or nesting deeper than
+ * COR_CONF_MAX_DEPTH. The caller frees the result with corConfFree().
+ */
+CorConf* corConfLoadFile(const char* path, CorConfErrors* errors);
+
+/* The same for text already in memory (len bytes; no NUL needed at the
+ * end); name stands for the file in marks. */
+CorConf* corConfLoadString(const char* name, const char* text, size_t len,
+                           CorConfErrors* errors);
+
+/* Free a tree and everything in it. NULL is fine. */
+void corConfFree(CorConf* root);
+
+/* ---- Reading ------------------------------------------------------------- */
+
+/*
+ * The value of key in the mapping map, marked as used; NULL when map is
+ * NULL, is not a mapping, or has no such key. A NULL map reads as an empty
+ * one everywhere below, so an absent section yields its defaults.
+ */
+const CorConf* corConfGet(const CorConf* map, const char* key);
+
+/* The value of key when it is a mapping (a list for corConfSeq); NULL when
+ * it is absent, and NULL with "KEY: expected a mapping, got '...'" appended
+ * to e when it is something else. */
+const CorConf* corConfMap(const CorConf* map, const char* key,
+                          CorConfErrors* e);
+const CorConf* corConfSeq(const CorConf* map, const char* key,
+                          CorConfErrors* e);
+
+/*
+ * The typed getters. Each returns def when key is absent. When the value
+ * has the wrong kind, is empty (`key:` or `key: ~`), cannot be parsed or
+ * is out of [min, max], each appends an error at the value's mark and
+ * returns def:
+ *
+ *     KEY: expected an integer, got 'abc'
+ *     KEY: 70000 is out of range (1..65535)
+ */
+
+/* Any scalar, quoted or not; the result lives as long as the tree. */
+const char* corConfString(const CorConf* map, const char* key, const char* def,
+                          CorConfErrors* e);
+
+/* true or false, nothing else: YAML 1.1's yes/no/on/off are refused with a
+ * hint, since in YAML 1.2 they are strings and readers of the file differ. */
+bool corConfBool(const CorConf* map, const char* key, bool def,
+                 CorConfErrors* e);
+
+/* A decimal integer with an optional sign. */
+int64_t corConfInt(const CorConf* map, const char* key, int64_t def,
+                   int64_t min, int64_t max, CorConfErrors* e);
+
+/*
+ * A byte count: a whole number with an optional unit, B, KB, MB, GB, TB
+ * (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024), spaces allowed
+ * between: "512", "16KiB", "10KB" (10000), "2 GiB". Negative numbers,
+ * fractions and values that overflow 64 bits are refused.
+ */
+uint64_t corConfSize(const CorConf* map, const char* key, uint64_t def,
+                     uint64_t min, uint64_t max, CorConfErrors* e);
+
+/*
+ * A duration in milliseconds: one or more parts, each a number with a unit
+ * of ms, s, m or h: "100ms", "30s", "1.5s", "1h30m". A bare number is
+ * refused ("add a unit: ms, s, m, h"), and so is a negative one or one
+ * that is not a whole number of milliseconds ("0.5ms").
+ */
+uint64_t corConfDurationMs(const CorConf* map, const char* key, uint64_t def,
+                           uint64_t min, uint64_t max, CorConfErrors* e);
+
+/*
+ * Report every key of map that nothing has read with corConfGet (or
+ * reached with corConfAt), at the key's mark:
+ *
+ *     unknown key 'greting' in modules[0] (expected one of: load,
+ *     greeting); did you mean 'greeting'?
+ *
+ * where names the mapping ("limits", "listen[0]"); NULL means the top
+ * level ("unknown key 'x' at the top level"). known is the NULL-terminated
+ * list of the keys the mapping takes, used only for the message. Call it
+ * after the section has been read. Returns how many keys were reported.
+ */
+unsigned corConfUnknownKeys(const CorConf* map, const char* where,
+                            const char* const* known, CorConfErrors* errors);
+
+/*
+ * The same without a list of known keys, for a mapping whose keys someone
+ * else reads (a module's): "unknown key 'greting' in modules[0] (nothing
+ * read it)". Call it after the reader is done.
+ */
+unsigned corConfUnusedKeys(const CorConf* map, const char* where,
+                           CorConfErrors* errors);
+
+/* ---- Nodes --------------------------------------------------------------- */
+
+/* The four functions that read a node's mark and kind want a node; the
+ * ones after them read NULL as an empty node. */
+
+/* The file name given at load, and the node's 1-based line and column. */
+const char* corConfFile(const CorConf* node);
+unsigned corConfLine(const CorConf* node);
+unsigned corConfColumn(const CorConf* node);
+
+CorConfKind corConfKind(const CorConf* node);
+
+/* A scalar's text, NUL-terminated; NULL for a mapping or a list. */
+const char* corConfText(const CorConf* node);
+
+/* How many children a mapping or list has; 0 for a scalar. */
+size_t corConfCount(const CorConf* node);
+
+/* Child i of a list, or the value of key i of a mapping (which marks that
+ * key used); NULL when i is out of range or node is a scalar. */
+const CorConf* corConfAt(const CorConf* node, size_t i);
+
+/* Key i of a mapping; NULL when i is out of range or map is not one. */
+const char* corConfKeyAt(const CorConf* map, size_t i);
+
+/* ---- Errors -------------------------------------------------------------- */
+
+/*
+ * Append "FILE:LINE:COLUMN: message\n" to e, with at's mark; when at is
+ * NULL the message goes in without a mark. Newlines and other control
+ * characters in the message are escaped so that each error stays on one
+ * line.
+ */
+void corConfErrorf(CorConfErrors* e, const CorConf* at, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Free the messages and zero e, ready for reuse. */
+void corConfErrorsFree(CorConfErrors* e);
+
+#endif /* COR_CONF_H */

@@ -1,0 +1,994 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The core's schema: the configuration tree read into a CorConfig, with
+ * every section checked and every error collected. Each section is read
+ * from its mapping with the corConf getters, which fall back to the
+ * default when a key (or the whole section) is absent; then the keys that
+ * nothing read are reported as unknown. An error in one place never stops
+ * the reading of the others, so one run lists every mistake in the file.
+ *
+ * The defaults and ranges are the table in corConfig.h.
+ */
+#include "corConfig.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const uint64_t kib = 1024;
+static const uint64_t mib = 1024 * 1024;
+static const uint64_t gib = 1024 * 1024 * 1024;
+static const uint64_t second = 1000;
+static const uint64_t minute = 60 * 1000;
+static const uint64_t hour = 60 * 60 * 1000;
+
+/* A where name for messages: "listen[2]". */
+typedef struct {
+    char text[48];
+} Where;
+
+static const char* const topKeys[] = {
+    "runtime", "listen", "limits", "resolver", "modules", "routes", "log", NULL,
+};
+
+/* ---- Helpers ------------------------------------------------------------- */
+
+static Where
+whereAt(const char* list, size_t i)
+{
+    Where w;
+
+    snprintf(w.text, sizeof(w.text), "%s[%zu]", list, i);
+    return w;
+}
+
+/* Replace *field with a copy of value. */
+static void
+setString(char** field, const char* value, CorConfErrors* e)
+{
+    char* copy;
+
+    if (value == *field) {
+        return;
+    }
+    copy = value ? strdup(value) : NULL;
+    if (value != NULL && copy == NULL) {
+        corConfErrorf(e, NULL, "out of memory reading the configuration");
+        return;
+    }
+    free(*field);
+    *field = copy;
+}
+
+/* The value of a key a mapping must have; reports it missing at the
+ * mapping. */
+static const CorConf*
+required(const CorConf* map, const char* key, const char* where,
+         const char* example, CorConfErrors* e)
+{
+    const CorConf* node = corConfGet(map, key);
+
+    if (node == NULL) {
+        corConfErrorf(e, map, "%s: missing '%s' (%s)", where, key, example);
+    }
+    return node;
+}
+
+/* A string that may not be empty. */
+static const char*
+nonEmpty(const CorConf* map, const char* key, const char* def, const char* what,
+         CorConfErrors* e)
+{
+    const char* v = corConfString(map, key, def, e);
+
+    if (v != NULL && v[0] == '\0') {
+        corConfErrorf(e, corConfGet(map, key), "%s: expected %s, got ''", key,
+                      what);
+        return def;
+    }
+    return v;
+}
+
+/* A string that must be one of a few words. */
+static const char*
+oneOf(const CorConf* map, const char* key, const char* def,
+      const char* const* words, CorConfErrors* e)
+{
+    const char* v = corConfString(map, key, def, e);
+    char list[128];
+    size_t len = 0;
+
+    for (size_t i = 0; words[i] != NULL; i++) {
+        if (v != NULL && strcmp(v, words[i]) == 0) {
+            return v;
+        }
+        len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s",
+                                i ? ", " : "", words[i]);
+        if (len >= sizeof(list)) {
+            len = sizeof(list) - 1;
+        }
+    }
+    corConfErrorf(e, corConfGet(map, key), "%s: expected one of %s, got '%s'",
+                  key, list, v);
+    return def;
+}
+
+/* How a node of the wrong kind is named in "got ...": a list, '8080'. */
+static Where
+kindName(const CorConf* node)
+{
+    Where w;
+    const char* text = corConfText(node);
+
+    if (corConfKind(node) == COR_CONF_MAP) {
+        snprintf(w.text, sizeof(w.text), "a mapping");
+    } else if (corConfKind(node) == COR_CONF_SEQ) {
+        snprintf(w.text, sizeof(w.text), "a list");
+    } else if (text[0] == '\0') {
+        snprintf(w.text, sizeof(w.text), "nothing");
+    } else if (strlen(text) < sizeof(w.text) - 2) {
+        snprintf(w.text, sizeof(w.text), "'%s'", text);
+    } else {
+        snprintf(w.text, sizeof(w.text), "'%.*s...'", (int)sizeof(w.text) - 6,
+                 text);
+    }
+    return w;
+}
+
+static bool
+isToken(const char* s, const char* extra)
+{
+    if (*s == '\0') {
+        return false;
+    }
+    for (; *s; s++) {
+        if (!(*s >= 'a' && *s <= 'z') && !(*s >= '0' && *s <= '9') &&
+            strchr(extra, *s) == NULL) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool
+endsWith(const char* s, const char* tail)
+{
+    size_t ls = strlen(s);
+    size_t lt = strlen(tail);
+
+    return ls >= lt && strcmp(s + ls - lt, tail) == 0;
+}
+
+/* ---- runtime ------------------------------------------------------------- */
+
+static unsigned
+onlineCpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+    if (n < 1) {
+        return 1;
+    }
+    return n > COR_CONFIG_MAX_LOOPS ? COR_CONFIG_MAX_LOOPS : (unsigned)n;
+}
+
+/* loops: auto or a number; "auto" is not an integer, so it is read here
+ * before corConfInt would refuse it. */
+static unsigned
+readLoops(const CorConf* runtime, CorConfErrors* e)
+{
+    const CorConf* node = corConfGet(runtime, "loops");
+    const char* text = node ? corConfText(node) : NULL;
+
+    if (node == NULL || (text != NULL && strcmp(text, "auto") == 0)) {
+        return onlineCpus();
+    }
+    if (text != NULL && text[0] != '\0' &&
+        strspn(text, "+-0123456789") != strlen(text)) {
+        corConfErrorf(e, node,
+                      "loops: expected auto or a number of loops, got '%s'",
+                      text);
+        return onlineCpus();
+    }
+    return (unsigned)corConfInt(runtime, "loops", onlineCpus(), 1,
+                                COR_CONFIG_MAX_LOOPS, e);
+}
+
+static void
+readRuntime(CorConfig* cf, const CorConf* root, CorConfErrors* e)
+{
+    static const char* const keys[] = {
+        "loops", "workers", "coroutines", "stop_timeout", "stall_warning", NULL,
+    };
+    static const char* const coKeys[] = {"enabled", "per_loop", "stack", NULL};
+    const CorConf* runtime = corConfMap(root, "runtime", e);
+    const CorConf* co = corConfMap(runtime, "coroutines", e);
+
+    cf->runtime.loops = readLoops(runtime, e);
+    cf->runtime.workers =
+        (unsigned)corConfInt(runtime, "workers", 8, 1, 4096, e);
+    cf->runtime.coroutines.enabled = corConfBool(co, "enabled", true, e);
+    cf->runtime.coroutines.perLoop =
+        (unsigned)corConfInt(co, "per_loop", 1024, 1, 1048576, e);
+    cf->runtime.coroutines.stack =
+        (size_t)corConfSize(co, "stack", 256 * kib, 16 * kib, 64 * mib, e);
+    cf->runtime.stopTimeoutMs =
+        corConfDurationMs(runtime, "stop_timeout", 10 * second, 0, hour, e);
+    cf->runtime.stallWarningMs =
+        corConfDurationMs(runtime, "stall_warning", 100, 0, hour, e);
+    corConfUnknownKeys(co, "runtime.coroutines", coKeys, e);
+    corConfUnknownKeys(runtime, "runtime", keys, e);
+}
+
+/* ---- listen -------------------------------------------------------------- */
+
+static bool
+parsePort(const char* s, in_port_t* port, const CorConf* node, CorConfErrors* e)
+{
+    unsigned long v = 0;
+    size_t n = strspn(s, "0123456789");
+
+    if (n == 0 || s[n] != '\0') {
+        corConfErrorf(e, node,
+                      "address: expected a port number after ':', got '%s'",
+                      corConfText(node));
+        return false;
+    }
+    for (size_t i = 0; i < n && v <= 65535; i++) {
+        v = v * 10 + (unsigned long)(s[i] - '0');
+    }
+    if (v < 1 || v > 65535) {
+        corConfErrorf(e, node, "address: port %s is out of range (1..65535)",
+                      s);
+        return false;
+    }
+    *port = htons((in_port_t)v);
+    return true;
+}
+
+static bool
+parseIpv6(const CorConf* node, const char* text, struct sockaddr_in6* sin6,
+          const char** port, CorConfErrors* e)
+{
+    const char* end = strchr(text, ']');
+    char host[INET6_ADDRSTRLEN + 1];
+    size_t len;
+
+    if (end == NULL || end[1] != ':') {
+        corConfErrorf(e, node,
+                      "address: expected [IPv6]:PORT such as [::1]:8080, "
+                      "got '%s'",
+                      text);
+        return false;
+    }
+    len = (size_t)(end - text - 1);
+    if (len >= sizeof(host)) {
+        len = sizeof(host) - 1;
+    }
+    memcpy(host, text + 1, len);
+    host[len] = '\0';
+    if (inet_pton(AF_INET6, host, &sin6->sin6_addr) != 1) {
+        corConfErrorf(e, node, "address: '%s' is not an IPv6 address", host);
+        return false;
+    }
+    sin6->sin6_family = AF_INET6;
+    *port = end + 2;
+    return true;
+}
+
+static bool
+parseIpv4(const CorConf* node, const char* text, struct sockaddr_in* sin,
+          const char** port, CorConfErrors* e)
+{
+    const char* colon = strrchr(text, ':');
+    char host[INET_ADDRSTRLEN + 1];
+    size_t len;
+
+    if (colon == NULL) {
+        corConfErrorf(e, node,
+                      "address: expected HOST:PORT such as 127.0.0.1:8080, "
+                      "[::1]:8080 or *:8080, got '%s'",
+                      text);
+        return false;
+    }
+    len = (size_t)(colon - text);
+    if (memchr(text, ':', len) != NULL) {
+        corConfErrorf(e, node,
+                      "address: an IPv6 address goes in brackets, such as "
+                      "[::1]:8080, got '%s'",
+                      text);
+        return false;
+    }
+    sin->sin_family = AF_INET;
+    *port = colon + 1;
+    if (len == 0 || (len == 1 && text[0] == '*')) {
+        sin->sin_addr.s_addr = htonl(INADDR_ANY);
+        return true;
+    }
+    if (len >= sizeof(host)) {
+        len = sizeof(host) - 1;
+    }
+    memcpy(host, text, len);
+    host[len] = '\0';
+    if (inet_pton(AF_INET, host, &sin->sin_addr) == 1) {
+        return true;
+    }
+    if (strspn(host, "0123456789.") != strlen(host)) {
+        corConfErrorf(e, node,
+                      "address: '%.*s' is not an IP address (host names "
+                      "are not resolved here: use 127.0.0.1, [::1] or *)",
+                      (int)(colon - text), text);
+    } else {
+        corConfErrorf(e, node, "address: '%s' is not an IPv4 address", host);
+    }
+    return false;
+}
+
+/* "127.0.0.1:8080", "[::1]:8080", "*:8080", ":8080" into l->addr. */
+static bool
+parseAddress(CorConfigListen* l, const CorConf* node, CorConfErrors* e)
+{
+    const char* text = corConfText(node);
+    const char* port = NULL;
+    in_port_t p = 0;
+
+    memset(&l->addr, 0, sizeof(l->addr));
+    if (text[0] == '[') {
+        struct sockaddr_in6* sin6 = (struct sockaddr_in6*)&l->addr;
+
+        if (!parseIpv6(node, text, sin6, &port, e) ||
+            !parsePort(port, &p, node, e)) {
+            return false;
+        }
+        sin6->sin6_port = p;
+        l->addrLen = sizeof(*sin6);
+    } else {
+        struct sockaddr_in* sin = (struct sockaddr_in*)&l->addr;
+
+        if (!parseIpv4(node, text, sin, &port, e) ||
+            !parsePort(port, &p, node, e)) {
+            return false;
+        }
+        sin->sin_port = p;
+        l->addrLen = sizeof(*sin);
+    }
+    return true;
+}
+
+static bool
+isAnyAddress(const struct sockaddr_storage* ss)
+{
+    if (ss->ss_family == AF_INET) {
+        return ((const struct sockaddr_in*)ss)->sin_addr.s_addr ==
+               htonl(INADDR_ANY);
+    }
+    return IN6_IS_ADDR_UNSPECIFIED(
+        &((const struct sockaddr_in6*)ss)->sin6_addr);
+}
+
+static in_port_t
+portOf(const struct sockaddr_storage* ss)
+{
+    if (ss->ss_family == AF_INET) {
+        return ((const struct sockaddr_in*)ss)->sin_port;
+    }
+    return ((const struct sockaddr_in6*)ss)->sin6_port;
+}
+
+static bool
+sameHost(const struct sockaddr_storage* a, const struct sockaddr_storage* b)
+{
+    if (a->ss_family == AF_INET) {
+        return ((const struct sockaddr_in*)a)->sin_addr.s_addr ==
+               ((const struct sockaddr_in*)b)->sin_addr.s_addr;
+    }
+    return memcmp(&((const struct sockaddr_in6*)a)->sin6_addr,
+                  &((const struct sockaddr_in6*)b)->sin6_addr,
+                  sizeof(struct in6_addr)) == 0;
+}
+
+/* Refuse an address listened on before, and one that a wildcard on the
+ * same port already covers: bind() would fail on either, later and
+ * without a line number. Different families never clash here; whether
+ * [::] also takes IPv4 is the listener's IPV6_V6ONLY choice. */
+static void
+checkDuplicate(const CorConfig* cf, unsigned i, const CorConf* node,
+               CorConfErrors* e)
+{
+    const CorConfigListen* l = &cf->listen[i];
+
+    for (unsigned j = 0; j < i; j++) {
+        const CorConfigListen* o = &cf->listen[j];
+        const CorConf* first;
+
+        if (o->addrLen == 0 || o->addr.ss_family != l->addr.ss_family ||
+            portOf(&o->addr) != portOf(&l->addr)) {
+            continue;
+        }
+        first = corConfGet(o->node, "address");
+        if (sameHost(&o->addr, &l->addr)) {
+            bool same = strcmp(l->address, o->address) == 0;
+
+            corConfErrorf(e, node,
+                          "address: '%s' is already listened on%s%s%s "
+                          "(first at %u:%u)",
+                          l->address, same ? "" : " as '",
+                          same ? "" : o->address, same ? "" : "'",
+                          corConfLine(first), corConfColumn(first));
+            return;
+        }
+        if (isAnyAddress(&o->addr) || isAnyAddress(&l->addr)) {
+            corConfErrorf(e, node,
+                          "address: '%s' overlaps '%s' (first at %u:%u): a "
+                          "wildcard takes its port on every address",
+                          l->address, o->address, corConfLine(first),
+                          corConfColumn(first));
+            return;
+        }
+    }
+}
+
+static void
+readTls(CorConfigListen* l, const CorConf* tls, const char* where,
+        CorConfErrors* e)
+{
+    static const char* const keys[] = {"certificate", "key", NULL};
+    char tlsWhere[64];
+
+    snprintf(tlsWhere, sizeof(tlsWhere), "%s.tls", where);
+    if (required(tls, "certificate", tlsWhere, "a PEM file", e)) {
+        setString(&l->tlsCertificate,
+                  nonEmpty(tls, "certificate", NULL, "a path", e), e);
+    }
+    if (required(tls, "key", tlsWhere, "a PEM file", e)) {
+        setString(&l->tlsKey, nonEmpty(tls, "key", NULL, "a path", e), e);
+    }
+    corConfUnknownKeys(tls, tlsWhere, keys, e);
+}
+
+static void
+readProtocol(CorConfigListen* l, const char* where, CorConfErrors* e)
+{
+    const char* protocol;
+
+    if (!required(l->node, "protocol", where, "such as http", e)) {
+        return;
+    }
+    protocol = corConfString(l->node, "protocol", NULL, e);
+    if (protocol != NULL && !isToken(protocol, "_-")) {
+        corConfErrorf(e, corConfGet(l->node, "protocol"),
+                      "protocol: expected a protocol name such as http "
+                      "(a-z, 0-9, _ and -), got '%s'",
+                      protocol);
+        return;
+    }
+    setString(&l->protocol, protocol, e);
+}
+
+/* https is the one protocol whose TLS the core sets up itself: it needs
+ * tls, and any other protocol given tls is a mistake to point out. */
+static void
+checkTlsUse(const CorConfigListen* l, const char* where, CorConfErrors* e)
+{
+    const CorConf* tls = corConfGet(l->node, "tls");
+    bool https = l->protocol != NULL && strcmp(l->protocol, "https") == 0;
+
+    if (https && tls == NULL) {
+        corConfErrorf(e, l->node,
+                      "%s: protocol https needs tls: { certificate: FILE, "
+                      "key: FILE }",
+                      where);
+    } else if (!https && l->protocol != NULL && tls != NULL) {
+        corConfErrorf(e, tls, "tls: only protocol https takes tls, not '%s'",
+                      l->protocol);
+    }
+}
+
+static void
+readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
+{
+    static const char* const keys[] = {
+        "protocol", "address", "tls", "accept", NULL,
+    };
+    static const char* const accepts[] = {"share", "reuseport", NULL};
+    CorConfigListen* l = &cf->listen[i];
+    Where w = whereAt("listen", i);
+    const CorConf* tls;
+    const CorConf* address;
+
+    readProtocol(l, w.text, e);
+    address = required(l->node, "address", w.text, "such as 127.0.0.1:8080", e);
+    if (address != NULL && corConfString(l->node, "address", NULL, e) != NULL &&
+        parseAddress(l, address, e)) {
+        setString(&l->address, corConfText(address), e);
+        checkDuplicate(cf, i, address, e);
+    }
+    tls = corConfMap(l->node, "tls", e);
+    if (tls != NULL) {
+        readTls(l, tls, w.text, e);
+    }
+    l->reusePort =
+        strcmp(oneOf(l->node, "accept", "share", accepts, e), "reuseport") == 0;
+    corConfUnknownKeys(l->node, w.text, keys, e);
+    checkTlsUse(l, w.text, e);
+}
+
+static void
+readListen(CorConfig* cf, const CorConf* root, CorConfErrors* e)
+{
+    const CorConf* list;
+    size_t count;
+
+    if (corConfGet(root, "listen") == NULL) {
+        corConfErrorf(e, root,
+                      "missing 'listen' (at least one listener is required, "
+                      "such as listen: [{ protocol: http, address: "
+                      "127.0.0.1:8080 }])");
+        return;
+    }
+    list = corConfGet(root, "listen");
+    if (corConfKind(list) != COR_CONF_SEQ) {
+        corConfErrorf(e, list,
+                      "listen: expected a list of listeners such as "
+                      "[{ protocol: http, address: 127.0.0.1:8080 }], got %s",
+                      kindName(list).text);
+        return;
+    }
+    count = corConfCount(list);
+    if (count == 0) {
+        corConfErrorf(e, list,
+                      "listen: at least one listener is required, such as "
+                      "{ protocol: http, address: 127.0.0.1:8080 }");
+        return;
+    }
+    cf->listen = calloc(count, sizeof(*cf->listen));
+    if (cf->listen == NULL) {
+        corConfErrorf(e, list, "out of memory reading the configuration");
+        return;
+    }
+    cf->listenCount = (unsigned)count;
+    for (unsigned i = 0; i < cf->listenCount; i++) {
+        const CorConf* entry = corConfAt(list, i);
+
+        cf->listen[i].node = entry;
+        if (corConfKind(entry) != COR_CONF_MAP) {
+            corConfErrorf(e, entry,
+                          "listen[%u]: expected a mapping such as { protocol: "
+                          "http, address: 127.0.0.1:8080 }, got %s",
+                          i, kindName(entry).text);
+            continue;
+        }
+        readListenEntry(cf, i, e);
+    }
+}
+
+/* ---- limits, resolver ---------------------------------------------------- */
+
+static void
+readLimits(CorConfig* cf, const CorConf* root, CorConfErrors* e)
+{
+    static const char* const keys[] = {
+        "connections",       "header_bytes",    "header_count",
+        "body_bytes",        "request_timeout", "body_timeout",
+        "keepalive_timeout", "send_timeout",    NULL,
+    };
+    const CorConf* m = corConfMap(root, "limits", e);
+
+    cf->limits.connections =
+        (unsigned)corConfInt(m, "connections", 10000, 1, 10000000, e);
+    cf->limits.headerBytes =
+        (size_t)corConfSize(m, "header_bytes", 16 * kib, kib, mib, e);
+    cf->limits.headerCount =
+        (unsigned)corConfInt(m, "header_count", 100, 1, 100, e);
+    cf->limits.bodyBytes =
+        (size_t)corConfSize(m, "body_bytes", mib, 0, 1024 * gib, e);
+    cf->limits.requestTimeoutMs =
+        corConfDurationMs(m, "request_timeout", 30 * second, 1, hour, e);
+    cf->limits.bodyTimeoutMs =
+        corConfDurationMs(m, "body_timeout", 30 * second, 1, hour, e);
+    cf->limits.keepaliveTimeoutMs =
+        corConfDurationMs(m, "keepalive_timeout", 60 * second, 0, hour, e);
+    cf->limits.sendTimeoutMs =
+        corConfDurationMs(m, "send_timeout", 30 * second, 1, hour, e);
+    corConfUnknownKeys(m, "limits", keys, e);
+}
+
+static bool
+isPort(const char* s)
+{
+    size_t n = strlen(s);
+
+    return n > 0 && n <= 5 && strspn(s, "0123456789") == n && atoi(s) >= 1 &&
+           atoi(s) <= 65535;
+}
+
+/* One resolver server: an IP address with an optional port, an IPv6 one
+ * in brackets when it has a port. */
+static bool
+isServer(const char* s, size_t len)
+{
+    char buf[INET6_ADDRSTRLEN + 8];
+    unsigned char addr[sizeof(struct in6_addr)];
+    char* colon;
+
+    if (len == 0 || len >= sizeof(buf)) {
+        return false;
+    }
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    if (inet_pton(AF_INET6, buf, addr) == 1) {
+        return true;
+    }
+    if (buf[0] == '[') {
+        char* end = strchr(buf, ']');
+
+        if (end == NULL || (end[1] != '\0' && end[1] != ':')) {
+            return false;
+        }
+        if (end[1] == ':' && !isPort(end + 2)) {
+            return false;
+        }
+        *end = '\0';
+        return inet_pton(AF_INET6, buf + 1, addr) == 1;
+    }
+    colon = strchr(buf, ':');
+    if (colon != NULL) {
+        if (!isPort(colon + 1)) {
+            return false;
+        }
+        *colon = '\0';
+    }
+    return inet_pton(AF_INET, buf, addr) == 1;
+}
+
+static bool
+isServerList(const char* s)
+{
+    for (;;) {
+        size_t len;
+
+        s += strspn(s, " ");
+        len = strcspn(s, ",");
+        while (len > 0 && s[len - 1] == ' ') {
+            len--;
+        }
+        if (!isServer(s, len)) {
+            return false;
+        }
+        s += strcspn(s, ",");
+        if (*s == '\0') {
+            return true;
+        }
+        s++;
+    }
+}
+
+static void
+readResolver(CorConfig* cf, const CorConf* root, CorConfErrors* e)
+{
+    static const char* const keys[] = {"servers", "timeout", NULL};
+    const CorConf* m = corConfMap(root, "resolver", e);
+    const char* servers = corConfString(m, "servers", "system", e);
+
+    if (strcmp(servers, "system") == 0 || isServerList(servers)) {
+        setString(&cf->resolver.servers, servers, e);
+    } else {
+        corConfErrorf(e, corConfGet(m, "servers"),
+                      "servers: expected system or IP addresses separated "
+                      "by commas, such as \"1.1.1.1, [2606:4700::1111]:53\", "
+                      "got '%s'",
+                      servers);
+    }
+    cf->resolver.timeoutMs =
+        corConfDurationMs(m, "timeout", 2 * second, 1, minute, e);
+    corConfUnknownKeys(m, "resolver", keys, e);
+}
+
+/* ---- modules, routes ----------------------------------------------------- */
+
+/* One modules entry; the core reads its load key and nothing else. */
+static void
+readModule(CorConfig* cf, unsigned i, CorConfErrors* e)
+{
+    const CorConf* entry = cf->modules[i].node;
+    Where w = whereAt("modules", i);
+    const char* load;
+
+    if (corConfKind(entry) != COR_CONF_MAP) {
+        corConfErrorf(e, entry,
+                      "%s: expected a mapping such as { load: hello }, got %s",
+                      w.text, kindName(entry).text);
+        return;
+    }
+    if (!required(entry, "load", w.text,
+                  "the module to load: a name such as hello, or a path "
+                  "ending in .so",
+                  e) ||
+        (load = corConfString(entry, "load", NULL, e)) == NULL) {
+        return;
+    }
+    if (!isToken(load, "_-ABCDEFGHIJKLMNOPQRSTUVWXYZ") &&
+        !(endsWith(load, ".so") && strlen(load) > 3)) {
+        corConfErrorf(e, corConfGet(entry, "load"),
+                      "load: expected a module name such as hello or a path "
+                      "ending in .so, got '%s'",
+                      load);
+        return;
+    }
+    for (unsigned j = 0; j < i; j++) {
+        const CorConf* first = corConfGet(cf->modules[j].node, "load");
+
+        if (cf->modules[j].load && strcmp(cf->modules[j].load, load) == 0) {
+            corConfErrorf(e, corConfGet(entry, "load"),
+                          "load: module '%s' is already loaded (first at "
+                          "%u:%u)",
+                          load, corConfLine(first), corConfColumn(first));
+            return;
+        }
+    }
+    setString(&cf->modules[i].load, load, e);
+}
+
+static void
+readModules(CorConfig* cf, const CorConf* root, CorConfErrors* e)
+{
+    const CorConf* list = corConfSeq(root, "modules", e);
+
+    if (list == NULL || corConfCount(list) == 0) {
+        return;
+    }
+    cf->modules = calloc(corConfCount(list), sizeof(*cf->modules));
+    if (cf->modules == NULL) {
+        corConfErrorf(e, list, "out of memory reading the configuration");
+        return;
+    }
+    cf->moduleCount = (unsigned)corConfCount(list);
+    for (unsigned i = 0; i < cf->moduleCount; i++) {
+        cf->modules[i].node = corConfAt(list, i);
+        readModule(cf, i, e);
+    }
+}
+
+/* A match into r: "GET /hello", or a prefix ending in a star. */
+static bool
+parseMatch(CorConfigRoute* r, const CorConf* node, CorConfErrors* e)
+{
+    const char* text = corConfText(node);
+    const char* path = text;
+    const char* star;
+    size_t methodLen = 0;
+
+    if (text[0] != '/') {
+        methodLen = strcspn(text, " \t");
+        path = text + methodLen + strspn(text + methodLen, " \t");
+        if (strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != methodLen) {
+            corConfErrorf(e, node,
+                          "match: expected 'METHOD /path' or '/path' with the "
+                          "method in capitals (such as GET), got '%s'",
+                          text);
+            return false;
+        }
+        if (*path != '/') {
+            corConfErrorf(
+                e, node, "match: the path must start with '/', got '%s'", text);
+            return false;
+        }
+    }
+    if (path[strcspn(path, " \t")] != '\0') {
+        corConfErrorf(e, node,
+                      "match: expected 'METHOD /path' or '/path' with no "
+                      "space in the path, got '%s'",
+                      text);
+        return false;
+    }
+    star = strchr(path, '*');
+    if (star != NULL && star[1] != '\0') {
+        corConfErrorf(e, node,
+                      "match: '*' may only end a path (a prefix match), got "
+                      "'%s'",
+                      text);
+        return false;
+    }
+    r->prefix = star != NULL;
+    r->path = strndup(path, strlen(path) - r->prefix);
+    r->method = methodLen ? strndup(text, methodLen) : NULL;
+    if (r->path == NULL || (methodLen && r->method == NULL)) {
+        corConfErrorf(e, NULL, "out of memory reading the configuration");
+        return false;
+    }
+    return true;
+}
+
+static bool
+sameRoute(const CorConfigRoute* a, const CorConfigRoute* b)
+{
+    if (a->path == NULL || b->path == NULL || a->prefix != b->prefix ||
+        strcmp(a->path, b->path) != 0) {
+        return false;
+    }
+    if (a->method == NULL || b->method == NULL) {
+        return a->method == b->method;
+    }
+    return strcmp(a->method, b->method) == 0;
+}
+
+static void
+readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
+{
+    static const char* const keys[] = {"match", "handler", NULL};
+    CorConfigRoute* r = &cf->routes[i];
+    const CorConf* entry = r->node;
+    Where w = whereAt("routes", i);
+    const CorConf* match = required(
+        entry, "match", w.text, "such as \"GET /hello\" or \"/static/*\"", e);
+
+    if (required(entry, "handler", w.text, "the name of a handler", e)) {
+        setString(&r->handler,
+                  nonEmpty(entry, "handler", NULL, "a handler name", e), e);
+    }
+    if (match != NULL && corConfString(entry, "match", NULL, e) != NULL &&
+        parseMatch(r, match, e)) {
+        for (unsigned j = 0; j < i; j++) {
+            const CorConf* first = corConfGet(cf->routes[j].node, "match");
+
+            if (sameRoute(&cf->routes[j], r)) {
+                corConfErrorf(e, match,
+                              "match: '%s' is already routed (first at "
+                              "%u:%u)",
+                              corConfText(match), corConfLine(first),
+                              corConfColumn(first));
+                break;
+            }
+        }
+    }
+    corConfUnknownKeys(entry, w.text, keys, e);
+}
+
+static void
+readRoutes(CorConfig* cf, const CorConf* root, CorConfErrors* e)
+{
+    const CorConf* list = corConfSeq(root, "routes", e);
+
+    if (list == NULL || corConfCount(list) == 0) {
+        return;
+    }
+    cf->routes = calloc(corConfCount(list), sizeof(*cf->routes));
+    if (cf->routes == NULL) {
+        corConfErrorf(e, list, "out of memory reading the configuration");
+        return;
+    }
+    cf->routeCount = (unsigned)corConfCount(list);
+    for (unsigned i = 0; i < cf->routeCount; i++) {
+        const CorConf* entry = corConfAt(list, i);
+
+        cf->routes[i].node = entry;
+        if (corConfKind(entry) != COR_CONF_MAP) {
+            corConfErrorf(e, entry,
+                          "routes[%u]: expected a mapping such as { match: "
+                          "\"GET /hello\", handler: hello }, got %s",
+                          i, kindName(entry).text);
+            continue;
+        }
+        readRoute(cf, i, e);
+    }
+}
+
+/* ---- log ----------------------------------------------------------------- */
+
+static void
+readLog(CorConfig* cf, const CorConf* root, CorConfErrors* e)
+{
+    static const char* const keys[] = {
+        "level", "error", "access", "access_format", "pid_file", NULL,
+    };
+    static const char* const levels[] = {
+        "debug", "info", "warn", "error", NULL,
+    };
+    static const char* const formats[] = {"combined", "json", NULL};
+    const CorConf* m = corConfMap(root, "log", e);
+
+    setString(&cf->log.level, oneOf(m, "level", "info", levels, e), e);
+    setString(&cf->log.error,
+              nonEmpty(m, "error", "stderr", "stderr or a path", e), e);
+    setString(&cf->log.access, nonEmpty(m, "access", "off", "off or a path", e),
+              e);
+    setString(&cf->log.accessFormat,
+              oneOf(m, "access_format", "combined", formats, e), e);
+    setString(&cf->log.pidFile, nonEmpty(m, "pid_file", "cor.pid", "a path", e),
+              e);
+    corConfUnknownKeys(m, "log", keys, e);
+}
+
+/* ---- Loading ------------------------------------------------------------- */
+
+/* Read root (which the result owns from here on) into a new config. */
+static CorConfig*
+fromTree(const char* name, CorConf* root, CorConfErrors* e)
+{
+    unsigned before = e->count;
+    CorConfig* cf = calloc(1, sizeof(*cf));
+
+    if (cf == NULL) {
+        corConfFree(root);
+        corConfErrorf(e, NULL, "%s: out of memory reading it", name);
+        return NULL;
+    }
+    cf->root = root;
+    setString(&cf->file, name, e);
+    if (corConfKind(root) != COR_CONF_MAP) {
+        corConfErrorf(e, root,
+                      "expected a mapping of settings at the top level, "
+                      "such as listen: ..., got %s",
+                      kindName(root).text);
+        goto failed;
+    }
+    readRuntime(cf, root, e);
+    readListen(cf, root, e);
+    readLimits(cf, root, e);
+    readResolver(cf, root, e);
+    readModules(cf, root, e);
+    readRoutes(cf, root, e);
+    readLog(cf, root, e);
+    corConfUnknownKeys(root, NULL, topKeys, e);
+    if (e->count == before) {
+        return cf;
+    }
+
+failed:
+    corConfigFree(cf);
+    return NULL;
+}
+
+CorConfig*
+corConfigLoad(const char* path, CorConfErrors* errors)
+{
+    CorConf* root = corConfLoadFile(path, errors);
+
+    return root ? fromTree(path, root, errors) : NULL;
+}
+
+CorConfig*
+corConfigLoadString(const char* name, const char* text, size_t len,
+                    CorConfErrors* errors)
+{
+    CorConf* root = corConfLoadString(name, text, len, errors);
+
+    return root ? fromTree(name, root, errors) : NULL;
+}
+
+void
+corConfigFree(CorConfig* cf)
+{
+    if (cf == NULL) {
+        return;
+    }
+    for (unsigned i = 0; i < cf->listenCount; i++) {
+        free(cf->listen[i].protocol);
+        free(cf->listen[i].address);
+        free(cf->listen[i].tlsCertificate);
+        free(cf->listen[i].tlsKey);
+    }
+    for (unsigned i = 0; i < cf->moduleCount; i++) {
+        free(cf->modules[i].load);
+    }
+    for (unsigned i = 0; i < cf->routeCount; i++) {
+        free(cf->routes[i].method);
+        free(cf->routes[i].path);
+        free(cf->routes[i].handler);
+    }
+    free(cf->listen);
+    free(cf->modules);
+    free(cf->routes);
+    free(cf->resolver.servers);
+    free(cf->log.level);
+    free(cf->log.error);
+    free(cf->log.access);
+    free(cf->log.accessFormat);
+    free(cf->log.pidFile);
+    free(cf->file);
+    corConfFree(cf->root);
+    free(cf);
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * corConfig: the core's part of the configuration file, read into one
+ * struct: the runtime (loops, workers, coroutines), the listeners, the
+ * limits, the resolver, the modules to load, the routes and the logs.
+ * Everything is checked here that can be checked without the modules:
+ * kinds, units, ranges, addresses, duplicates, unknown keys. What needs
+ * the loaded modules (does a route's handler exist, is a listener's
+ * protocol registered, which keys of a module's mapping it read) is the
+ * core's to check later; the nodes kept below give those errors a mark.
+ *
+ * Defaults, for every key the file leaves out:
+ *
+ *     key                          default     range
+ *     runtime.loops                auto        1..1024 (auto: online CPUs)
+ *     runtime.workers              8           1..4096
+ *     runtime.coroutines.enabled   true
+ *     runtime.coroutines.per_loop  1024        1..1048576
+ *     runtime.coroutines.stack     256KiB      16KiB..64MiB
+ *     runtime.stop_timeout         10s         0ms..1h
+ *     runtime.stall_warning        100ms       0ms..1h (0ms: off)
+ *     listen                       required    at least one entry
+ *     listen[].accept              share       share | reuseport
+ *     limits.connections           10000       1..10000000
+ *     limits.header_bytes          16KiB       1KiB..1MiB
+ *     limits.header_count          100         1..100
+ *     limits.body_bytes            1MiB        0..1TiB
+ *     limits.request_timeout       30s         1ms..1h
+ *     limits.body_timeout          30s         1ms..1h
+ *     limits.keepalive_timeout     60s         0ms..1h (0ms: no keep-alive)
+ *     limits.send_timeout          30s         1ms..1h
+ *     resolver.servers             system      system | "IP[, IP...]"
+ *     resolver.timeout             2s          1ms..1m
+ *     log.level                    info        debug | info | warn | error
+ *     log.error                    stderr      stderr | a path
+ *     log.access                   off         off | a path
+ *     log.access_format            combined    combined | json
+ *     log.pid_file                 cor.pid     a path
+ *
+ * Ownership: a CorConfig and everything in it (strings, arrays, the tree
+ * under root that the node fields point into) belong to the caller of
+ * corConfigLoad and are released by corConfigFree().
+ */
+#ifndef COR_CONFIG_H
+#define COR_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "corConf.h"
+
+#define COR_CONFIG_MAX_LOOPS 1024
+
+/* One listen entry: { protocol: http, address: 127.0.0.1:8080 }. */
+typedef struct {
+    char* protocol; /* a name modules register: http, https, ... */
+    char* address;  /* as written: "127.0.0.1:8080", "[::1]:8080",
+                       "*:8080", ":8080" (* or empty: any IPv4) */
+    struct sockaddr_storage addr;
+    socklen_t addrLen;
+    char* tlsCertificate; /* https only, where it is required; else NULL */
+    char* tlsKey;
+    bool reusePort;      /* accept: share (false) | reuseport (true) */
+    const CorConf* node; /* the entry's mapping */
+} CorConfigListen;
+
+/* One modules entry: { load: hello, greeting: "hi" }. */
+typedef struct {
+    char* load;          /* a name ("hello": modules/hello.so next to
+                            the binary) or a path ending in .so */
+    const CorConf* node; /* the whole mapping, handed to the module; the
+                            core reads only 'load' */
+} CorConfigModule;
+
+/* One routes entry: { match: "GET /hello", handler: hello }. */
+typedef struct {
+    char* method; /* NULL: any method */
+    char* path;   /* starts with '/'; without the '*' of a prefix */
+    bool prefix;  /* the match ended in '*' */
+    char* handler;
+    const CorConf* node; /* the entry's mapping, to mark handler errors */
+} CorConfigRoute;
+
+typedef struct {
+    char* file;
+    struct {
+        unsigned loops;
+        unsigned workers;
+        struct {
+            bool enabled;
+            unsigned perLoop;
+            size_t stack;
+        } coroutines;
+        uint64_t stopTimeoutMs;
+        uint64_t stallWarningMs;
+    } runtime;
+    CorConfigListen* listen;
+    unsigned listenCount;
+    struct {
+        unsigned connections;
+        size_t headerBytes;
+        unsigned headerCount;
+        size_t bodyBytes;
+        uint64_t requestTimeoutMs; /* the whole header */
+        uint64_t bodyTimeoutMs;    /* between two reads of the body */
+        uint64_t keepaliveTimeoutMs;
+        uint64_t sendTimeoutMs;
+    } limits;
+    struct {
+        char* servers; /* "system" or "IP[, IP...]" */
+        uint64_t timeoutMs;
+    } resolver;
+    CorConfigModule* modules;
+    unsigned moduleCount;
+    CorConfigRoute* routes;
+    unsigned routeCount;
+    struct {
+        char* level;        /* debug, info, warn, error */
+        char* error;        /* "stderr" or a path */
+        char* access;       /* "off" or a path */
+        char* accessFormat; /* combined | json */
+        char* pidFile;
+    } log;
+    CorConf* root;
+} CorConfig;
+
+/*
+ * Read the configuration file at path. Returns NULL when anything is wrong,
+ * with every error found appended to errors (all of them, not just the
+ * first: a file that loads as YAML is read to the end). The caller frees
+ * the result with corConfigFree().
+ */
+CorConfig* corConfigLoad(const char* path, CorConfErrors* errors);
+
+/* The same for text in memory; name stands for the file in errors. */
+CorConfig* corConfigLoadString(const char* name, const char* text, size_t len,
+                               CorConfErrors* errors);
+
+/* Free a config and its tree. NULL is fine. */
+void corConfigFree(CorConfig* cf);
+
+#endif /* COR_CONFIG_H */

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internals of core/: the module registry, the routes, the generation's
+ * runtime, counters and logs, as the core's files share them. Never
+ * included by modules.
+ */
+#ifndef COR_CORE_INT_H
+#define COR_CORE_INT_H
+
+#include <stdatomic.h>
+#include <sys/socket.h>
+
+#include "cor.h"
+#include "corConfig.h"
+
+/* ---- Modules (corModule.c) ----------------------------------------------- */
+
+struct CorModule {
+    const CorModuleDescriptor* descriptor;
+    void* dl;
+    char* path;
+    const CorConf* conf;
+    void* data;
+    CorConfErrors* errors;
+};
+
+struct CorHandlerEntry {
+    CorHandler handler;
+    CorModule* module;
+};
+
+typedef struct {
+    CorProtocol protocol;
+    CorModule* module;
+} CorProtocolEntry;
+
+/* Load every module of the configuration and run its init; errors go to
+ * errors with the module entry's file:line:column. Returns 0 or -1. */
+int corModulesLoad(const CorConfig* config, CorConfErrors* errors);
+void corModulesExit(void);
+/* Call each module's loopInit / loopExit on the calling loop thread. */
+int corModulesLoopInit(CorEvLoop* loop, unsigned index);
+void corModulesLoopExit(CorEvLoop* loop, unsigned index);
+
+const CorHandlerEntry* corHandlerFind(const char* name);
+const CorProtocolEntry* corProtocolFind(const char* name);
+unsigned corProtocolCount(void);
+const CorProtocolEntry* corProtocolAt(unsigned index);
+
+/* Where a module name resolves ("hello" -> modules/hello.so beside the
+ * binary, then the installed modules folder; a path is taken as it is,
+ * relative to the configuration file). Returns a malloc'ed path. */
+char* corModulePath(const char* load, const char* configFile);
+
+/* `cor --module-info FILE.so`. */
+int corModuleInfo(const char* path);
+
+/* The core's own handlers (metrics), registered by a module of its own. */
+void corBuiltinsRegister(void);
+CorModule* corBuiltinModule(void);
+
+/* ---- Routes (corRoute.c) ------------------------------------------------- */
+
+/* Resolve every route's handler; unknown names are errors at the route. */
+int corRoutesBuild(const CorConfig* config, CorConfErrors* errors);
+void corRoutesFree(void);
+
+typedef enum {
+    COR_ROUTE_FOUND,
+    COR_ROUTE_NO_PATH,          /* 404 */
+    COR_ROUTE_NO_METHOD         /* 405 */
+} CorRouteResult;
+
+CorRouteResult corRouteFind(const char* method, size_t methodLen,
+                            const char* path, size_t pathLen,
+                            const CorHandlerEntry** handler);
+
+/* ---- The generation's runtime (corGeneration.c) ------------------------- */
+
+typedef struct {
+    const CorConfig* config;
+    CorLimits limits;
+    CorEvLoop** loops;
+    unsigned loopCount;
+    CorEvPool* workers;
+    bool coroutines;            /* runtime.coroutines.enabled, and built so */
+    atomic_bool stopping;       /* a stop is under way: refuse, cancel */
+    atomic_bool draining;       /* a graceful stop or a reload: finish */
+} CorRuntime;
+
+extern CorRuntime corRuntime;
+
+/* A listener as the master opened it: one fd, or one per loop with
+ * reuseport. */
+struct CorListener {
+    char* protocol;
+    char* address;
+    int* fds;
+    unsigned fdCount;
+    bool reusePort;
+    char* tlsCertificate;
+    char* tlsKey;
+};
+
+/* ---- Requests (corRequest.c) --------------------------------------------- */
+
+/* Called by the loop when a coroutine ran longer than the stall limit. */
+void corRequestStallInit(CorEvLoop* loop);
+
+/* ---- Counters (corMetrics.c) --------------------------------------------- */
+
+/* Counted by the loop that owns them (no atomics), summed when read. */
+typedef struct {
+    uint64_t ranInline;
+    uint64_t ranCoroutine;
+    uint64_t ranWorker;
+    uint64_t capFallbacks;
+    uint64_t stalls;
+    uint64_t responses[6];      /* by status class: 1xx..5xx, other */
+} CorLoopCounters;
+
+/* The master's, in a shared page every generation sees. */
+typedef struct {
+    atomic_ulong generations;
+    atomic_ulong reloadsOk;
+    atomic_ulong reloadsFailed;
+    atomic_ulong generationCrashes;
+} CorMasterCounters;
+
+extern CorMasterCounters* corMasterCounters;
+
+int corMetricsInit(unsigned loops);
+void corMetricsFree(void);
+CorLoopCounters* corMetricsLoop(unsigned index);
+/* The loop index of the calling thread, or -1 off the loops. */
+int corLoopIndexCurrent(void);
+void corLoopIndexSet(int index);
+/* Prometheus text into a malloc'ed buffer. */
+char* corMetricsText(size_t* lenP);
+
+/* ---- Logs (corLog.c) ----------------------------------------------------- */
+
+int corLogOpen(const char* errorPath, const char* level);
+/* Reopens the error log and the access log (SIGUSR1). */
+int corLogReopen(void);
+void corLogClose(void);
+int corAccessLogOpen(const char* path, const char* format,
+                     CorConfErrors* errors);
+
+/* ---- The master (corMaster.c) and the processes -------------------------- */
+
+typedef struct {
+    const char* configFile;
+    const char* selfPath;       /* the binary, to find modules beside it */
+} CorOptions;
+
+int corMasterRun(const CorOptions* options);
+int corConfigCheck(const CorOptions* options);
+int corSignalSend(const CorOptions* options, const char* command);
+
+/* Load the modules, resolve the routes, check the listeners' protocols:
+ * what a generation does before it serves, and all that `cor -t` does. */
+int corGenerationPrepare(const CorConfig* config, CorConfErrors* errors);
+
+/* Run a generation in this (forked) process; reports readiness on readyFd
+ * and never returns. */
+void corGenerationRun(const CorConfig* config, CorListener* listeners,
+                      unsigned listenerCount, int readyFd,
+                      unsigned generation) __attribute__((noreturn));
+
+extern const char* corSelfPath;
+
+#endif /* COR_CORE_INT_H */

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A worker generation: the process the master forks to serve one
+ * configuration. It loads the modules, starts the loops (a thread each)
+ * and the worker pool, starts the protocols on the listeners the master
+ * opened, tells the master it is ready, and then waits for signals:
+ *
+ *   SIGQUIT  drain: stop accepting, finish what is in flight (each
+ *            connection's next request is answered with a close), up to
+ *            runtime.stop_timeout; then the stop below. A reload sends it
+ *            to the old generation.
+ *   SIGTERM  stop (seeds/coroutines.txt § 4): every wait off the loops is
+ *            cancelled and the worker pool drained, then the loops stop,
+ *            which cancels their coroutines' waits; each request runs its
+ *            failure path to the end and is answered as failed; then the
+ *            protocols close their connections.
+ *   SIGUSR1  reopen the logs.
+ */
+#include "corCoreInt.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+CorRuntime corRuntime;
+
+typedef struct {
+    pthread_t thread;
+    unsigned index;
+    int startRc;
+    CorListener* listeners;
+    unsigned listenerCount;
+    sem_t* started;
+} LoopThread;
+
+static LoopThread* loopThreads;
+
+unsigned
+corLoopCount(void)
+{
+    return corRuntime.loopCount;
+}
+
+CorEvLoop*
+corLoopAt(unsigned index)
+{
+    return index < corRuntime.loopCount ? corRuntime.loops[index] : NULL;
+}
+
+const CorLimits*
+corLimits(void)
+{
+    return &corRuntime.limits;
+}
+
+/* ---- Listeners ----------------------------------------------------------- */
+
+int
+corListenerFd(const CorListener* l, unsigned loopIndex)
+{
+    return l->fds[l->reusePort ? loopIndex % l->fdCount : 0];
+}
+
+const char*
+corListenerAddress(const CorListener* l)
+{
+    return l->address;
+}
+
+bool
+corListenerReusePort(const CorListener* l)
+{
+    return l->reusePort;
+}
+
+const char*
+corListenerTlsCertificate(const CorListener* l)
+{
+    return l->tlsCertificate;
+}
+
+const char*
+corListenerTlsKey(const CorListener* l)
+{
+    return l->tlsKey;
+}
+
+/* ---- Loops --------------------------------------------------------------- */
+
+/* Start every protocol on this loop with its listeners. */
+static int
+protocolsStart(LoopThread* t, CorEvLoop* loop)
+{
+    for (unsigned p = 0; p < corProtocolCount(); p++) {
+        const CorProtocolEntry* entry = corProtocolAt(p);
+        CorListener* mine[t->listenerCount ? t->listenerCount : 1];
+        unsigned count = 0;
+
+        for (unsigned i = 0; i < t->listenerCount; i++) {
+            if (strcmp(t->listeners[i].protocol, entry->protocol.name) == 0) {
+                mine[count++] = &t->listeners[i];
+            }
+        }
+        if (count > 0 && entry->protocol.start(entry->module, loop, t->index,
+                                               mine, count) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void*
+loopMain(void* arg)
+{
+    LoopThread* t = arg;
+    CorEvLoop* loop = corRuntime.loops[t->index];
+
+    corLoopIndexSet((int)t->index);
+    corEvLoopBind(loop);
+    corRequestStallInit(loop);
+    t->startRc = corModulesLoopInit(loop, t->index);
+    if (t->startRc == 0) {
+        t->startRc = protocolsStart(t, loop);
+    }
+    sem_post(t->started);
+    if (t->startRc == 0) {
+        corEvLoopRun(loop);
+        for (unsigned p = 0; p < corProtocolCount(); p++) {
+            const CorProtocolEntry* entry = corProtocolAt(p);
+
+            if (entry->protocol.stop != NULL) {
+                entry->protocol.stop(entry->module, loop, t->index);
+            }
+        }
+    }
+    corModulesLoopExit(loop, t->index);
+    corCoThreadExit();
+    return NULL;
+}
+
+static int
+loopsStart(CorListener* listeners, unsigned listenerCount)
+{
+    sem_t started;
+    int rc = 0;
+
+    sem_init(&started, 0, 0);
+    loopThreads = calloc(corRuntime.loopCount, sizeof(*loopThreads));
+    if (loopThreads == NULL) {
+        return -1;
+    }
+    for (unsigned i = 0; i < corRuntime.loopCount; i++) {
+        LoopThread* t = &loopThreads[i];
+
+        *t = (LoopThread){ .index = i, .listeners = listeners,
+                           .listenerCount = listenerCount,
+                           .started = &started };
+        if (pthread_create(&t->thread, NULL, loopMain, t) != 0) {
+            corLog(COR_LOG_ERROR, "cannot start loop %u: %s", i,
+                   strerror(errno));
+            return -1;
+        }
+    }
+    for (unsigned i = 0; i < corRuntime.loopCount; i++) {
+        sem_wait(&started);
+    }
+    for (unsigned i = 0; i < corRuntime.loopCount; i++) {
+        rc |= loopThreads[i].startRc;
+    }
+    sem_destroy(&started);
+    return rc;
+}
+
+/* ---- Stopping ------------------------------------------------------------ */
+
+typedef struct {
+    CorEvTask task;
+    unsigned index;
+} DrainTask;
+
+static void
+drainOnLoop(CorEvTask* task)
+{
+    DrainTask* d = corContainerOf(task, DrainTask, task);
+
+    for (unsigned p = 0; p < corProtocolCount(); p++) {
+        const CorProtocolEntry* entry = corProtocolAt(p);
+
+        if (entry->protocol.drain != NULL) {
+            entry->protocol.drain(entry->module, corRuntime.loops[d->index],
+                                  d->index);
+        }
+    }
+}
+
+static unsigned
+connectionsOpen(void)
+{
+    unsigned open = 0;
+
+    for (unsigned p = 0; p < corProtocolCount(); p++) {
+        const CorProtocolEntry* entry = corProtocolAt(p);
+
+        for (unsigned i = 0; entry->protocol.connections != NULL
+                             && i < corRuntime.loopCount; i++) {
+            open += entry->protocol.connections(entry->module, i);
+        }
+    }
+    return open;
+}
+
+/* Stop accepting and let what is in flight finish, up to the timeout. */
+static void
+drain(void)
+{
+    static DrainTask* tasks;
+    uint64_t deadline = corEvClockMs()
+                        + corRuntime.config->runtime.stopTimeoutMs;
+
+    atomic_store(&corRuntime.draining, true);
+    tasks = calloc(corRuntime.loopCount, sizeof(*tasks));
+    for (unsigned i = 0; tasks != NULL && i < corRuntime.loopCount; i++) {
+        tasks[i].index = i;
+        corEvLoopPost(corRuntime.loops[i], &tasks[i].task, drainOnLoop);
+    }
+    while (connectionsOpen() > 0 && corEvClockMs() < deadline) {
+        usleep(10 * 1000);
+    }
+}
+
+static void
+stop(void)
+{
+    atomic_store(&corRuntime.stopping, true);
+    corRestCancelAll();
+    corEvPoolShutdown(corRuntime.workers);
+    corCoBlockingShutdown();
+    for (unsigned i = 0; i < corRuntime.loopCount; i++) {
+        corEvLoopStop(corRuntime.loops[i]);
+    }
+    for (unsigned i = 0; i < corRuntime.loopCount; i++) {
+        pthread_join(loopThreads[i].thread, NULL);
+    }
+    corModulesExit();
+}
+
+/* ---- The generation ------------------------------------------------------ */
+
+static void
+reportAndExit(int readyFd, CorConfErrors* errors)
+{
+    const char* text = errors->text != NULL ? errors->text
+                                            : "the generation failed\n";
+
+    if (write(readyFd, "E", 1) < 0
+        || write(readyFd, text, strlen(text)) < 0) {
+        corLog(COR_LOG_ERROR, "%s", text);
+    }
+    _exit(1);
+}
+
+static int
+checkListeners(const CorConfig* config, CorConfErrors* errors)
+{
+    int rc = 0;
+
+    for (unsigned i = 0; i < config->listenCount; i++) {
+        if (corProtocolFind(config->listen[i].protocol) == NULL) {
+            corConfErrorf(errors, config->listen[i].node, "listen: no module "
+                          "registered the protocol '%s' (load the module "
+                          "that serves it)", config->listen[i].protocol);
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+/* Load and check everything a generation needs; `cor -t` runs this too. */
+int
+corGenerationPrepare(const CorConfig* config, CorConfErrors* errors)
+{
+    int rc = 0;
+
+    corRuntime.config = config;
+    corRuntime.limits = (CorLimits){
+        .connections = config->limits.connections,
+        .headerBytes = config->limits.headerBytes,
+        .headerCount = config->limits.headerCount,
+        .bodyBytes = config->limits.bodyBytes,
+        .requestTimeoutMs = config->limits.requestTimeoutMs,
+        .bodyTimeoutMs = config->limits.bodyTimeoutMs,
+        .keepaliveTimeoutMs = config->limits.keepaliveTimeoutMs,
+        .sendTimeoutMs = config->limits.sendTimeoutMs,
+    };
+    corRuntime.loopCount = config->runtime.loops;
+    corRuntime.coroutines = config->runtime.coroutines.enabled
+                            && COR_HAVE_COROUTINES;
+    corCoStackSizeSet(config->runtime.coroutines.stack);
+    if (corMetricsInit(corRuntime.loopCount) != 0) {
+        return -1;
+    }
+    rc |= corModulesLoad(config, errors);
+    rc |= corRoutesBuild(config, errors);
+    rc |= checkListeners(config, errors);
+    return rc;
+}
+
+void
+corGenerationRun(const CorConfig* config, CorListener* listeners,
+                 unsigned listenerCount, int readyFd, unsigned generation)
+{
+    CorConfErrors errors = { 0 };
+    sigset_t signals;
+    int sig;
+
+    corLog(COR_LOG_INFO, "generation %u starting: %u loops, %u workers, "
+           "coroutines %s", generation, config->runtime.loops,
+           config->runtime.workers,
+           config->runtime.coroutines.enabled && COR_HAVE_COROUTINES
+               ? "on" : "off");
+    if (corGenerationPrepare(config, &errors) != 0
+        || corAccessLogOpen(config->log.access, config->log.accessFormat,
+                            &errors) != 0) {
+        reportAndExit(readyFd, &errors);
+    }
+    corRuntime.workers = corEvPoolCreate(config->runtime.workers);
+    corRuntime.loops = calloc(corRuntime.loopCount, sizeof(CorEvLoop*));
+    for (unsigned i = 0; corRuntime.loops != NULL
+                         && i < corRuntime.loopCount; i++) {
+        corRuntime.loops[i] = corEvLoopCreate();
+        if (corRuntime.loops[i] == NULL) {
+            corRuntime.workers = NULL;
+            break;
+        }
+        corCoLoopCapSet(corRuntime.loops[i],
+                        config->runtime.coroutines.perLoop);
+    }
+    if (corRuntime.workers == NULL || corRuntime.loops == NULL
+        || loopsStart(listeners, listenerCount) != 0) {
+        corConfErrorf(&errors, NULL, "the generation could not start its "
+                      "loops and workers (see the log)");
+        reportAndExit(readyFd, &errors);
+    }
+    if (write(readyFd, "R", 1) != 1) {
+        corLog(COR_LOG_ERROR, "cannot report to the master: %s",
+               strerror(errno));
+    }
+    close(readyFd);
+    corLog(COR_LOG_INFO, "generation %u ready", generation);
+
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGQUIT);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGUSR1);
+    for (;;) {
+        if (sigwait(&signals, &sig) != 0) {
+            continue;
+        }
+        if (sig == SIGUSR1) {
+            corLogReopen();
+            continue;
+        }
+        if (sig == SIGQUIT) {
+            drain();
+        }
+        break;
+    }
+    stop();
+    corLog(COR_LOG_INFO, "generation %u stopped", generation);
+    _exit(0);
+}

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cor's command line:
+ *
+ *   cor [-c FILE]                run (master + a worker generation), in the
+ *                                foreground, on FILE (default conf/cor.yaml)
+ *   cor -t [-c FILE]             check FILE completely: parse, load and
+ *                                initialise the modules, resolve the routes;
+ *                                listen on nothing. "configuration ok", or
+ *                                the errors; exit 0 or 1
+ *   cor -s SIGNAL [-c FILE]      reload | stop | quit | reopen the running
+ *                                master (its pid file); reload waits for the
+ *                                outcome and fails with its errors
+ *   cor --module-info FILE.so    what a module was built against
+ */
+#include "corCoreInt.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_CONFIG "conf/cor.yaml"
+#define RELOAD_WAIT_MS 60000
+
+const char* corSelfPath = "cor";
+
+static void
+usage(FILE* out)
+{
+    fprintf(out,
+            "usage: cor [-c FILE]               run on FILE (default %s)\n"
+            "       cor -t [-c FILE]            check FILE and exit\n"
+            "       cor -s reload|stop|quit|reopen [-c FILE]\n"
+            "       cor --module-info FILE.so   what a module was built for\n"
+            "       cor -v                      the version\n",
+            DEFAULT_CONFIG);
+}
+
+int
+corConfigCheck(const CorOptions* options)
+{
+    CorConfErrors errors = { 0 };
+    CorConfig* config = corConfigLoad(options->configFile, &errors);
+
+    if (config != NULL && corGenerationPrepare(config, &errors) == 0
+        && errors.count == 0) {
+        printf("configuration ok: %s\n", options->configFile);
+        return 0;
+    }
+    fprintf(stderr, "%s", errors.text ? errors.text : "");
+    fprintf(stderr, "configuration failed: %s (%u error%s)\n",
+            options->configFile, errors.count ? errors.count : 1,
+            errors.count == 1 ? "" : "s");
+    return 1;
+}
+
+static pid_t
+masterPid(const CorConfig* config)
+{
+    FILE* f = fopen(config->log.pidFile, "r");
+    int pid = 0;
+
+    if (f == NULL || fscanf(f, "%d", &pid) != 1) {
+        fprintf(stderr, "cor: no running master (pid file %s: %s)\n",
+                config->log.pidFile, f ? "unreadable" : strerror(errno));
+        if (f != NULL) {
+            fclose(f);
+        }
+        return -1;
+    }
+    fclose(f);
+    return pid;
+}
+
+/* The reload status file: "SEQ ok|failed\nERRORS". */
+static unsigned
+statusRead(const char* path, char* detail, size_t size, bool* ok)
+{
+    FILE* f = fopen(path, "r");
+    unsigned seq = 0;
+    char outcome[16] = "";
+    size_t n;
+
+    if (f == NULL) {
+        return 0;
+    }
+    if (fscanf(f, "%u %15s\n", &seq, outcome) != 2) {
+        seq = 0;
+    }
+    n = fread(detail, 1, size - 1, f);
+    detail[n] = '\0';
+    fclose(f);
+    *ok = strcmp(outcome, "ok") == 0;
+    return seq;
+}
+
+int
+corSignalSend(const CorOptions* options, const char* command)
+{
+    static const struct {
+        const char* name;
+        int sig;
+    } commands[] = {
+        { "reload", SIGHUP }, { "stop", SIGTERM }, { "quit", SIGQUIT },
+        { "reopen", SIGUSR1 },
+    };
+    CorConfErrors errors = { 0 };
+    CorConfig* config = corConfigLoad(options->configFile, &errors);
+    char status[PATH_MAX];
+    char detail[8192];
+    bool ok = false;
+    int sig = 0;
+    pid_t pid;
+    unsigned before;
+
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (strcmp(command, commands[i].name) == 0) {
+            sig = commands[i].sig;
+        }
+    }
+    if (sig == 0) {
+        fprintf(stderr, "cor: -s %s: expected reload, stop, quit or reopen\n",
+                command);
+        return 1;
+    }
+    if (config == NULL) {
+        /* The master has the pid file the running config names; a broken
+         * file on disk is what a reload will report, so say it here. */
+        fprintf(stderr, "%s", errors.text ? errors.text : "");
+        return 1;
+    }
+    pid = masterPid(config);
+    if (pid < 0) {
+        return 1;
+    }
+    snprintf(status, sizeof(status), "%s.reload", config->log.pidFile);
+    before = statusRead(status, detail, sizeof(detail), &ok);
+    if (kill(pid, sig) != 0) {
+        fprintf(stderr, "cor: cannot signal %d: %s\n", (int)pid,
+                strerror(errno));
+        return 1;
+    }
+    if (sig != SIGHUP) {
+        return 0;
+    }
+    for (int waited = 0; waited < RELOAD_WAIT_MS; waited += 20) {
+        if (statusRead(status, detail, sizeof(detail), &ok) != before) {
+            if (ok) {
+                printf("reload ok\n");
+                return 0;
+            }
+            fprintf(stderr, "reload failed, the running configuration "
+                    "keeps serving:\n%s", detail);
+            return 1;
+        }
+        nanosleep(&(struct timespec){ 0, 20 * 1000 * 1000 }, NULL);
+    }
+    fprintf(stderr, "cor: no reload outcome after %d s\n",
+            RELOAD_WAIT_MS / 1000);
+    return 1;
+}
+
+int
+main(int argc, char** argv)
+{
+    static char self[PATH_MAX];
+    CorOptions options = { .configFile = DEFAULT_CONFIG };
+    const char* signalName = NULL;
+    bool check = false;
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+    if (n > 0) {
+        self[n] = '\0';
+        corSelfPath = self;
+    }
+    options.selfPath = corSelfPath;
+    for (int i = 1; i < argc; i++) {
+        const char* arg = argv[i];
+
+        if (strcmp(arg, "-c") == 0 && i + 1 < argc) {
+            options.configFile = argv[++i];
+        } else if (strcmp(arg, "-t") == 0) {
+            check = true;
+        } else if (strcmp(arg, "-s") == 0 && i + 1 < argc) {
+            signalName = argv[++i];
+        } else if (strcmp(arg, "--module-info") == 0 && i + 1 < argc) {
+            return corModuleInfo(argv[++i]);
+        } else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--version") == 0) {
+            printf("cor %s (module ABI %d)\n", COR_VERSION, COR_ABI_VERSION);
+            return 0;
+        } else if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "cor: unknown argument '%s'\n", arg);
+            usage(stderr);
+            return 1;
+        }
+    }
+    if (check) {
+        return corConfigCheck(&options);
+    }
+    if (signalName != NULL) {
+        return corSignalSend(&options, signalName);
+    }
+    return corMasterRun(&options);
+}

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The master: owns the configuration file, the listening sockets, the
+ * signals and the pid file, and one worker generation it forks and
+ * watches. It never loads module code: a module that crashes takes a
+ * generation down, and the master replaces it.
+ *
+ * Reload (SIGHUP): the file is read again. A bad one is logged with its
+ * file:line:column errors and changes nothing. A good one gets its
+ * listeners (the sockets the running generation already has are kept, so
+ * no connection waiting in a backlog is lost) and a new generation; when
+ * it reports ready, the old one is told to drain (SIGQUIT): it stops
+ * accepting, finishes what it has in flight, answers each connection's
+ * next request with a close, and exits. A new generation that fails to
+ * start leaves the old one serving. Each outcome is written to the status
+ * file (the pid file + ".reload") that `cor -s reload` waits on.
+ */
+#include "corCoreInt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define READY_TIMEOUT_MS 30000
+#define LISTEN_BACKLOG 4096
+
+typedef struct {
+    CorConfig* config;
+    CorListener* listeners;
+    unsigned listenerCount;
+    pid_t pid;
+    unsigned number;
+} Generation;
+
+#define DRAINING_MAX 64
+
+static const char* configFile;
+static Generation current;
+/* Old generations still finishing their requests after a reload. */
+static pid_t draining[DRAINING_MAX];
+static unsigned generations;
+static unsigned reloadSeq;
+
+/* ---- Listeners ----------------------------------------------------------- */
+
+static int
+openSocket(const CorConfigListen* l, bool reusePort, CorConfErrors* errors)
+{
+    int one = 1;
+    int fd = socket(l->addr.ss_family,
+                    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+    if (fd < 0) {
+        corConfErrorf(errors, l->node, "listen %s: socket: %s", l->address,
+                      strerror(errno));
+        return -1;
+    }
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (reusePort) {
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+    }
+    if (l->addr.ss_family == AF_INET6) {
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+    }
+    if (bind(fd, (const struct sockaddr*)&l->addr, l->addrLen) != 0
+        || listen(fd, LISTEN_BACKLOG) != 0) {
+        corConfErrorf(errors, l->node, "listen %s: %s", l->address,
+                      strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void
+listenersClose(CorListener* listeners, unsigned count, const Generation* keep)
+{
+    for (unsigned i = 0; i < count; i++) {
+        for (unsigned k = 0; k < listeners[i].fdCount; k++) {
+            bool kept = false;
+
+            for (unsigned j = 0; keep != NULL && j < keep->listenerCount;
+                 j++) {
+                for (unsigned m = 0; m < keep->listeners[j].fdCount; m++) {
+                    kept |= keep->listeners[j].fds[m] == listeners[i].fds[k];
+                }
+            }
+            if (!kept) {
+                close(listeners[i].fds[k]);
+            }
+        }
+        free(listeners[i].fds);
+    }
+    free(listeners);
+}
+
+/* The running generation's sockets for the same address and mode. */
+static const CorListener*
+listenerKept(const CorConfigListen* l, unsigned fdCount)
+{
+    for (unsigned i = 0; i < current.listenerCount; i++) {
+        const CorListener* old = &current.listeners[i];
+
+        if (strcmp(old->address, l->address) == 0
+            && old->reusePort == l->reusePort && old->fdCount == fdCount) {
+            return old;
+        }
+    }
+    return NULL;
+}
+
+static CorListener*
+listenersOpen(const CorConfig* config, CorConfErrors* errors)
+{
+    CorListener* listeners = calloc(config->listenCount, sizeof(*listeners));
+
+    if (listeners == NULL) {
+        return NULL;
+    }
+    for (unsigned i = 0; i < config->listenCount; i++) {
+        const CorConfigListen* in = &config->listen[i];
+        CorListener* out = &listeners[i];
+        unsigned fdCount = in->reusePort ? config->runtime.loops : 1;
+        const CorListener* kept = listenerKept(in, fdCount);
+
+        out->protocol = in->protocol;
+        out->address = in->address;
+        out->reusePort = in->reusePort;
+        out->tlsCertificate = in->tlsCertificate;
+        out->tlsKey = in->tlsKey;
+        out->fds = calloc(fdCount, sizeof(int));
+        for (unsigned k = 0; out->fds != NULL && k < fdCount; k++) {
+            out->fds[k] = kept ? kept->fds[k] : openSocket(in, in->reusePort,
+                                                            errors);
+            if (out->fds[k] < 0) {
+                break;
+            }
+            out->fdCount++;
+        }
+        if (out->fdCount != fdCount) {
+            listenersClose(listeners, i + 1, &current);
+            return NULL;
+        }
+    }
+    return listeners;
+}
+
+/* ---- Generations --------------------------------------------------------- */
+
+/* Fork a generation and wait for its word: ready, or its errors. */
+static int
+generationStart(Generation* g, CorConfErrors* errors)
+{
+    int pipeFds[2];
+    char buf[8192];
+    ssize_t n;
+    size_t len = 0;
+    struct pollfd pfd;
+
+    if (pipe2(pipeFds, O_CLOEXEC) != 0) {
+        return -1;
+    }
+    g->number = ++generations;
+    g->pid = fork();
+    if (g->pid < 0) {
+        corConfErrorf(errors, NULL, "fork: %s", strerror(errno));
+        return -1;
+    }
+    if (g->pid == 0) {
+        close(pipeFds[0]);
+        corGenerationRun(g->config, g->listeners, g->listenerCount,
+                         pipeFds[1], g->number);
+    }
+    close(pipeFds[1]);
+    pfd = (struct pollfd){ .fd = pipeFds[0], .events = POLLIN };
+    while (len < sizeof(buf) - 1 && poll(&pfd, 1, READY_TIMEOUT_MS) > 0
+           && (n = read(pipeFds[0], buf + len, sizeof(buf) - 1 - len)) > 0) {
+        len += (size_t)n;
+        if (buf[0] == 'R') {
+            break;
+        }
+    }
+    close(pipeFds[0]);
+    buf[len] = '\0';
+    if (len > 0 && buf[0] == 'R') {
+        atomic_fetch_add(&corMasterCounters->generations, 1);
+        return 0;
+    }
+    if (len > 1) {
+        /* Its errors, one a line, as it wrote them. */
+        for (char* line = strtok(buf + 1, "\n"); line != NULL;
+             line = strtok(NULL, "\n")) {
+            corConfErrorf(errors, NULL, "%s", line);
+        }
+    } else {
+        corConfErrorf(errors, NULL, "the new generation did not start (it "
+                      "crashed or hung; see the log)");
+    }
+    kill(g->pid, SIGKILL);
+    waitpid(g->pid, NULL, 0);
+    return -1;
+}
+
+/* ---- Status for `cor -s reload` ------------------------------------------ */
+
+static char*
+statusPath(const CorConfig* config)
+{
+    size_t len = strlen(config->log.pidFile) + 8;
+    char* path = malloc(len);
+
+    snprintf(path, len, "%s.reload", config->log.pidFile);
+    return path;
+}
+
+static void
+statusWrite(const char* outcome, const char* detail)
+{
+    char* path = statusPath(current.config);
+    char tmp[4096];
+    FILE* f;
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    f = fopen(tmp, "w");
+    if (f != NULL) {
+        fprintf(f, "%u %s\n%s", ++reloadSeq, outcome, detail ? detail : "");
+        fclose(f);
+        rename(tmp, path);
+    }
+    free(path);
+}
+
+/* ---- Signals ------------------------------------------------------------- */
+
+static void
+drainingAdd(pid_t pid)
+{
+    for (unsigned i = 0; i < DRAINING_MAX; i++) {
+        if (draining[i] == 0) {
+            draining[i] = pid;
+            return;
+        }
+    }
+}
+
+static void
+drainingForget(pid_t pid)
+{
+    for (unsigned i = 0; i < DRAINING_MAX; i++) {
+        if (draining[i] == pid) {
+            draining[i] = 0;
+        }
+    }
+}
+
+/* Every generation, the running one and those draining. */
+static void
+signalGenerations(int sig)
+{
+    kill(current.pid, sig);
+    for (unsigned i = 0; i < DRAINING_MAX; i++) {
+        if (draining[i] != 0) {
+            kill(draining[i], sig);
+        }
+    }
+}
+
+static void
+reload(void)
+{
+    CorConfErrors errors = { 0 };
+    Generation next = { 0 };
+
+    corLog(COR_LOG_INFO, "reloading %s", configFile);
+    next.config = corConfigLoad(configFile, &errors);
+    if (next.config != NULL) {
+        next.listeners = listenersOpen(next.config, &errors);
+        next.listenerCount = next.config->listenCount;
+    }
+    if (next.config == NULL || next.listeners == NULL
+        || generationStart(&next, &errors) != 0) {
+        corLog(COR_LOG_ERROR, "reload failed, generation %u keeps "
+               "serving:\n%s", current.number,
+               errors.text ? errors.text : "");
+        atomic_fetch_add(&corMasterCounters->reloadsFailed, 1);
+        statusWrite("failed", errors.text);
+        if (next.listeners != NULL) {
+            listenersClose(next.listeners, next.listenerCount, &current);
+        }
+        corConfigFree(next.config);
+        corConfErrorsFree(&errors);
+        return;
+    }
+    /* The old generation drains; its sockets that the new one does not
+     * use are closed here (its own copies close when it exits). */
+    kill(current.pid, SIGQUIT);
+    drainingAdd(current.pid);
+    listenersClose(current.listeners, current.listenerCount, &next);
+    corConfigFree(current.config);
+    current = next;
+    atomic_fetch_add(&corMasterCounters->reloadsOk, 1);
+    corLog(COR_LOG_INFO, "reload done: generation %u serving",
+           current.number);
+    statusWrite("ok", NULL);
+    corConfErrorsFree(&errors);
+}
+
+/* Reap what exited; a generation that died unasked is replaced. */
+static void
+reap(void)
+{
+    int status;
+    pid_t pid;
+
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        drainingForget(pid);
+        if (pid != current.pid) {
+            continue;
+        }
+        atomic_fetch_add(&corMasterCounters->generationCrashes, 1);
+        corLog(COR_LOG_ERROR, "generation %u (pid %d) died (%s %d): "
+               "starting another", current.number, (int)pid,
+               WIFSIGNALED(status) ? "signal" : "exit status",
+               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+        CorConfErrors errors = { 0 };
+
+        sleep(1);   /* a crash loop must not spin */
+        if (generationStart(&current, &errors) != 0) {
+            corLog(COR_LOG_ERROR, "%s", errors.text ? errors.text : "");
+        }
+        corConfErrorsFree(&errors);
+    }
+}
+
+static void
+waitForChildren(void)
+{
+    while (waitpid(-1, NULL, 0) > 0 || errno == EINTR) {
+    }
+}
+
+static int
+pidFileWrite(const char* path)
+{
+    char text[32];
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int len = snprintf(text, sizeof(text), "%d\n", (int)getpid());
+
+    if (fd < 0 || write(fd, text, (size_t)len) != len) {
+        fprintf(stderr, "cor: cannot write the pid file %s: %s\n", path,
+                strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+int
+corMasterRun(const CorOptions* options)
+{
+    CorConfErrors errors = { 0 };
+    sigset_t signals;
+    int sfd;
+
+    configFile = options->configFile;
+    current.config = corConfigLoad(configFile, &errors);
+    if (current.config == NULL) {
+        fprintf(stderr, "%s", errors.text ? errors.text : "");
+        return 1;
+    }
+    if (corLogOpen(current.config->log.error, current.config->log.level)
+        != 0) {
+        return 1;
+    }
+    corMasterCounters = mmap(NULL, sizeof(*corMasterCounters),
+                             PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (corMasterCounters == MAP_FAILED) {
+        return 1;
+    }
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGHUP);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGQUIT);
+    sigaddset(&signals, SIGUSR1);
+    sigaddset(&signals, SIGCHLD);
+    sigprocmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    current.listeners = listenersOpen(current.config, &errors);
+    current.listenerCount = current.config->listenCount;
+    if (current.listeners == NULL || generationStart(&current, &errors) != 0
+        || pidFileWrite(current.config->log.pidFile) != 0) {
+        fprintf(stderr, "%s", errors.text ? errors.text : "");
+        if (current.pid > 0) {
+            kill(current.pid, SIGTERM);
+        }
+        return 1;
+    }
+    corLog(COR_LOG_INFO, "cor %s serving %s (master pid %d)", COR_VERSION,
+           configFile, (int)getpid());
+    sfd = signalfd(-1, &signals, SFD_CLOEXEC);
+    for (;;) {
+        struct signalfd_siginfo info;
+
+        if (read(sfd, &info, sizeof(info)) != sizeof(info)) {
+            continue;
+        }
+        switch (info.ssi_signo) {
+        case SIGHUP:
+            reload();
+            break;
+        case SIGUSR1:
+            corLogReopen();
+            signalGenerations(SIGUSR1);
+            break;
+        case SIGCHLD:
+            reap();
+            break;
+        default:            /* SIGTERM, SIGINT: stop; SIGQUIT: graceful */
+            corLog(COR_LOG_INFO, "%s: stopping generation %u",
+                   info.ssi_signo == SIGQUIT ? "graceful stop" : "stop",
+                   current.number);
+            signalGenerations(info.ssi_signo == SIGQUIT ? SIGQUIT : SIGTERM);
+            waitForChildren();
+            unlink(current.config->log.pidFile);
+            char* status = statusPath(current.config);
+
+            unlink(status);
+            free(status);
+            corLog(COR_LOG_INFO, "stopped");
+            return 0;
+        }
+    }
+}

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Counters: each loop counts its own requests (no atomics on the hot
+ * path), the master counts generations and reloads in a shared page every
+ * generation sees, and /metrics sums them into Prometheus text. The
+ * built-in handler `metrics` serves it; route it like any other.
+ */
+#include "corCoreInt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+CorMasterCounters* corMasterCounters;
+
+static CorLoopCounters* loopCounters;
+static unsigned loopCount;
+static atomic_ulong connectionsRefused;
+static __thread int loopIndex = -1;
+
+int
+corMetricsInit(unsigned loops)
+{
+    loopCounters = calloc(loops, sizeof(*loopCounters));
+    loopCount = loops;
+    return loopCounters != NULL ? 0 : -1;
+}
+
+void
+corMetricsFree(void)
+{
+    free(loopCounters);
+    loopCounters = NULL;
+    loopCount = 0;
+}
+
+CorLoopCounters*
+corMetricsLoop(unsigned index)
+{
+    return &loopCounters[index < loopCount ? index : 0];
+}
+
+int
+corLoopIndexCurrent(void)
+{
+    return loopIndex;
+}
+
+void
+corLoopIndexSet(int index)
+{
+    loopIndex = index;
+}
+
+void
+corMetricsConnectionRefused(void)
+{
+    atomic_fetch_add(&connectionsRefused, 1);
+}
+
+/* A growing text buffer. */
+typedef struct {
+    char* text;
+    size_t len;
+    size_t cap;
+} Text;
+
+static void __attribute__((format(printf, 2, 3)))
+emit(Text* t, const char* fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    for (;;) {
+        va_start(ap, fmt);
+        n = vsnprintf(t->text + t->len, t->cap - t->len, fmt, ap);
+        va_end(ap);
+        if (n >= 0 && (size_t)n < t->cap - t->len) {
+            t->len += (size_t)n;
+            return;
+        }
+        t->cap = t->cap * 2 + (size_t)(n > 0 ? n : 0);
+        t->text = realloc(t->text, t->cap);
+        if (t->text == NULL) {
+            return;
+        }
+    }
+}
+
+static void
+emitCounter(Text* t, const char* name, const char* help, const char* labels,
+            uint64_t value)
+{
+    emit(t, "# HELP cor_%s %s\n# TYPE cor_%s counter\ncor_%s%s %llu\n", name,
+         help, name, name, labels, (unsigned long long)value);
+}
+
+char*
+corMetricsText(size_t* lenP)
+{
+    Text t = { malloc(4096), 0, 4096 };
+    CorLoopCounters sum = { 0 };
+    CorCoLoopStats co = { 0 };
+    uint64_t peak = 0;
+    uint64_t live = 0;
+
+    if (t.text == NULL) {
+        return NULL;
+    }
+    /* Read without locks: each figure is a word another loop writes, a
+     * moment's difference is what a scrape can see anyway. */
+    for (unsigned i = 0; i < loopCount; i++) {
+        const CorLoopCounters* c = &loopCounters[i];
+        CorCoLoopStats s;
+
+        sum.ranInline += c->ranInline;
+        sum.ranCoroutine += c->ranCoroutine;
+        sum.ranWorker += c->ranWorker;
+        sum.capFallbacks += c->capFallbacks;
+        sum.stalls += c->stalls;
+        for (int k = 0; k < 6; k++) {
+            sum.responses[k] += c->responses[k];
+        }
+        corCoLoopStatsGet(corRuntime.loops[i], &s);
+        co.cancelledWaits += s.cancelledWaits;
+        live += s.live;
+        peak += s.peak;
+    }
+    emit(&t, "# HELP cor_requests_total Requests served, by where they "
+         "ran.\n# TYPE cor_requests_total counter\n");
+    emit(&t, "cor_requests_total{ran=\"inline\"} %llu\n",
+         (unsigned long long)sum.ranInline);
+    emit(&t, "cor_requests_total{ran=\"coroutine\"} %llu\n",
+         (unsigned long long)sum.ranCoroutine);
+    emit(&t, "cor_requests_total{ran=\"worker\"} %llu\n",
+         (unsigned long long)sum.ranWorker);
+    emit(&t, "# HELP cor_responses_total Responses sent, by status class.\n"
+         "# TYPE cor_responses_total counter\n");
+    for (int k = 0; k < 5; k++) {
+        emit(&t, "cor_responses_total{class=\"%dxx\"} %llu\n", k + 1,
+             (unsigned long long)sum.responses[k]);
+    }
+    emit(&t, "# HELP cor_coroutines Coroutines running or waiting now.\n"
+         "# TYPE cor_coroutines gauge\ncor_coroutines %llu\n",
+         (unsigned long long)live);
+    emit(&t, "# HELP cor_coroutines_peak The most coroutines at once "
+         "(summed over loops).\n# TYPE cor_coroutines_peak gauge\n"
+         "cor_coroutines_peak %llu\n", (unsigned long long)peak);
+    emitCounter(&t, "coroutine_fallbacks_total", "Requests that could wait "
+                "but ran on a worker: past the cap or no stack.", "",
+                sum.capFallbacks);
+    emitCounter(&t, "waits_cancelled_total", "Coroutine waits ended by a "
+                "stop.", "", co.cancelledWaits);
+    emitCounter(&t, "loop_stalls_total", "Handlers that held a loop longer "
+                "than runtime.stall_warning.", "", sum.stalls);
+    emitCounter(&t, "connections_refused_total", "Connections closed at "
+                "once past limits.connections.", "",
+                atomic_load(&connectionsRefused));
+    if (corMasterCounters != NULL) {
+        emitCounter(&t, "generations_total", "Worker generations started.",
+                    "", atomic_load(&corMasterCounters->generations));
+        emitCounter(&t, "generation_crashes_total", "Generations that died "
+                    "and were replaced.", "",
+                    atomic_load(&corMasterCounters->generationCrashes));
+        emit(&t, "# HELP cor_reloads_total Reloads, by outcome.\n"
+             "# TYPE cor_reloads_total counter\n"
+             "cor_reloads_total{result=\"ok\"} %llu\n"
+             "cor_reloads_total{result=\"failed\"} %llu\n",
+             (unsigned long long)atomic_load(&corMasterCounters->reloadsOk),
+             (unsigned long long)atomic_load(
+                 &corMasterCounters->reloadsFailed));
+    }
+    *lenP = t.len;
+    return t.text;
+}
+
+static void
+serveMetrics(CorRequest* r)
+{
+    size_t len = 0;
+    char* text = corMetricsText(&len);
+
+    if (text == NULL) {
+        corRespond(r, 500, "text/plain", "out of memory\n", 14);
+        return;
+    }
+    corRespond(r, 200, "text/plain; version=0.0.4", text, len);
+    free(text);
+}
+
+void
+corBuiltinsRegister(void)
+{
+    corHandlerAdd(corBuiltinModule(), &(CorHandler){
+        .name = "metrics",
+        .serve = serveMetrics,
+        .run = COR_RUN_INLINE,
+    });
+}

@@ -1,0 +1,525 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Where a request runs (seeds/coroutines.txt § 1), and its lifecycle:
+ *
+ *   handler cannot wait (COR_RUN_INLINE)            inline, on the loop
+ *   can wait, the hook (or COR_RUN_COROUTINE) says  a coroutine of the loop
+ *   yes
+ *   the hook says no, COR_RUN_WORKER with no hook,  a worker thread
+ *   past the cap, no stack, coroutines off
+ *
+ * Whatever the path, the handler's end comes back to the loop that read the
+ * request (a coroutine is already there; a worker posts it back), which
+ * hands the response to the protocol (ops->done). Once the protocol has sent
+ * it (corRequestSent), the post-response phase runs the same way, then the
+ * arena is freed and the protocol releases the request.
+ */
+#include "corCoreInt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#define ARENA_CHUNK 4096
+
+struct CorArenaChunk {
+    CorArenaChunk* next;
+    size_t used;
+    size_t size;
+    max_align_t data[];
+};
+
+/* The request a worker or an inline handler serves (a coroutine keeps its
+ * own in its data pointer, since the thread is shared). */
+static __thread CorRequest* threadRequest;
+
+/*
+ * What the last coroutine that finished a request on this thread served:
+ * the loop reports a stall after the slice that ended it, when the request
+ * may already be released, so the report reads this instead.
+ */
+static __thread struct {
+    const char* handler;
+    char what[112];
+} lastServed;
+
+static void runFinish(CorRequest* r);
+
+/* ---- Memory -------------------------------------------------------------- */
+
+void*
+corRequestAlloc(CorRequest* r, size_t size)
+{
+    CorArenaChunk* chunk = r->arena;
+    size_t aligned = (size + sizeof(max_align_t) - 1)
+                     & ~(sizeof(max_align_t) - 1);
+    void* p;
+
+    if (chunk == NULL || chunk->size - chunk->used < aligned) {
+        size_t data = aligned > ARENA_CHUNK ? aligned : ARENA_CHUNK;
+
+        chunk = malloc(sizeof(*chunk) + data);
+        if (chunk == NULL) {
+            return NULL;
+        }
+        chunk->next = r->arena;
+        chunk->used = 0;
+        chunk->size = data;
+        r->arena = chunk;
+    }
+    p = (char*)chunk->data + chunk->used;
+    chunk->used += aligned;
+    return p;
+}
+
+static void
+arenaFree(CorRequest* r)
+{
+    while (r->arena != NULL) {
+        CorArenaChunk* next = r->arena->next;
+
+        free(r->arena);
+        r->arena = next;
+    }
+}
+
+/* ---- Reading the request ------------------------------------------------- */
+
+const CorHeader*
+corRequestHeader(const CorRequest* r, const char* name)
+{
+    size_t len = strlen(name);
+
+    for (unsigned i = 0; i < r->headerCount; i++) {
+        const CorHeader* h = &r->headers[i];
+
+        if (h->nameLen == len && strncasecmp(h->name, name, len) == 0) {
+            return h;
+        }
+    }
+    return NULL;
+}
+
+static int
+hexValue(char c)
+{
+    if (c >= '0' && c <= '9') {
+        return c - '0';
+    }
+    c |= 0x20;
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Percent-decode (and '+' to space, as forms send) into out. */
+static void
+queryDecode(const char* in, size_t len, char* out)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (in[i] == '%' && i + 2 < len && hexValue(in[i + 1]) >= 0
+            && hexValue(in[i + 2]) >= 0) {
+            *out++ = (char)(hexValue(in[i + 1]) * 16 + hexValue(in[i + 2]));
+            i += 2;
+        } else {
+            *out++ = in[i] == '+' ? ' ' : in[i];
+        }
+    }
+    *out = '\0';
+}
+
+const char*
+corRequestQuery(CorRequest* r, const char* key)
+{
+    size_t keyLen = strlen(key);
+    const char* p = r->query;
+    const char* end = r->query + r->queryLen;
+
+    while (p != NULL && p < end) {
+        const char* amp = memchr(p, '&', (size_t)(end - p));
+        const char* stop = amp ? amp : end;
+        const char* eq = memchr(p, '=', (size_t)(stop - p));
+        const char* nameEnd = eq ? eq : stop;
+
+        if ((size_t)(nameEnd - p) == keyLen && memcmp(p, key, keyLen) == 0) {
+            const char* value = eq ? eq + 1 : stop;
+            char* out = corRequestAlloc(r, (size_t)(stop - value) + 1);
+
+            if (out != NULL) {
+                queryDecode(value, (size_t)(stop - value), out);
+            }
+            return out;
+        }
+        p = stop + 1;
+    }
+    return NULL;
+}
+
+CorRequest*
+corRequestCurrent(void)
+{
+    CorCo* co = corCoCurrent();
+
+    return co != NULL ? corCoData(co) : threadRequest;
+}
+
+const char*
+corRequestHandlerName(const CorRequest* r)
+{
+    return r->handler != NULL ? r->handler->handler.name : "-";
+}
+
+/* ---- Responding ---------------------------------------------------------- */
+
+void
+corRespondStatic(CorRequest* r, int status, const char* contentType,
+                 const void* body, size_t len)
+{
+    if (r->responded) {
+        return;
+    }
+    r->status = status;
+    r->contentType = contentType;
+    r->responseBody = body;
+    r->responseLen = len;
+    r->responded = true;
+}
+
+void
+corRespond(CorRequest* r, int status, const char* contentType,
+           const void* body, size_t len)
+{
+    void* copy = NULL;
+
+    if (r->responded) {
+        return;
+    }
+    if (len > 0) {
+        copy = corRequestAlloc(r, len);
+        if (copy == NULL) {
+            corRespondStatic(r, 500, "text/plain", "out of memory\n", 14);
+            return;
+        }
+        memcpy(copy, body, len);
+    }
+    corRespondStatic(r, status, contentType, copy, len);
+}
+
+void
+corRespondf(CorRequest* r, int status, const char* contentType,
+            const char* fmt, ...)
+{
+    char small[512];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(small, sizeof(small), fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        n = 0;
+    }
+    if ((size_t)n < sizeof(small)) {
+        corRespond(r, status, contentType, small, (size_t)n);
+        return;
+    }
+    char* big = corRequestAlloc(r, (size_t)n + 1);
+
+    if (big == NULL) {
+        corRespondStatic(r, 500, "text/plain", "out of memory\n", 14);
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    corRespondStatic(r, status, contentType, big, (size_t)n);
+}
+
+void
+corResponseHeader(CorRequest* r, const char* name, const char* value)
+{
+    if (r->responseHeaderCount == r->responseHeaderCap) {
+        unsigned cap = r->responseHeaderCap ? r->responseHeaderCap * 2 : 8;
+        CorHeader* grown = corRequestAlloc(r, cap * sizeof(*grown));
+
+        if (grown == NULL) {
+            return;
+        }
+        if (r->responseHeaderCount > 0) {
+            memcpy(grown, r->responseHeaders,
+                   r->responseHeaderCount * sizeof(*grown));
+        }
+        r->responseHeaders = grown;
+        r->responseHeaderCap = cap;
+    }
+    size_t nameLen = strlen(name);
+    size_t valueLen = strlen(value);
+    char* copy = corRequestAlloc(r, nameLen + valueLen + 2);
+
+    if (copy == NULL) {
+        return;
+    }
+    memcpy(copy, name, nameLen + 1);
+    memcpy(copy + nameLen + 1, value, valueLen + 1);
+    r->responseHeaders[r->responseHeaderCount++] = (CorHeader){
+        copy, nameLen, copy + nameLen + 1, valueLen
+    };
+}
+
+/* ---- Where it runs ------------------------------------------------------- */
+
+static CorLoopCounters*
+counters(void)
+{
+    int index = corLoopIndexCurrent();
+
+    return corMetricsLoop(index >= 0 ? (unsigned)index : 0);
+}
+
+static bool
+wantsCoroutine(CorRun run, bool (*hook)(const CorRequest*),
+               const CorRequest* r)
+{
+    if (run == COR_RUN_INLINE) {
+        return false;
+    }
+    return hook != NULL ? hook(r) : run == COR_RUN_COROUTINE;
+}
+
+/* The handler is done (on the loop): a response there must be. */
+static void
+served(CorRequest* r)
+{
+    if (!r->responded) {
+        /* A handler whose wait was cancelled by a stop runs its failure
+         * path and may not answer: the client still gets one. */
+        corRespondStatic(r, corRuntime.stopping ? 503 : 500, "text/plain",
+                         "the handler gave no response\n", 29);
+    }
+    r->ops->done(r);
+}
+
+static void
+servedOnLoop(CorEvTask* task)
+{
+    CorRequest* r = corContainerOf(task, CorRequest, task);
+
+    if (r->inFinish) {
+        arenaFree(r);
+        r->ops->release(r);
+    } else {
+        served(r);
+    }
+}
+
+static void
+serveOnWorker(CorEvTask* task)
+{
+    CorRequest* r = corContainerOf(task, CorRequest, task);
+
+    threadRequest = r;
+    if (r->inFinish) {
+        r->handler->handler.finish(r);
+    } else {
+        r->handler->handler.serve(r);
+    }
+    threadRequest = NULL;
+    corEvLoopPost(r->loop, &r->task, servedOnLoop);
+}
+
+static void
+noteServed(const CorRequest* r)
+{
+    size_t method = r->methodLen < 16 ? r->methodLen : 16;
+    size_t path = r->pathLen < sizeof(lastServed.what) - method - 2
+                  ? r->pathLen : sizeof(lastServed.what) - method - 2;
+
+    lastServed.handler = corRequestHandlerName(r);
+    memcpy(lastServed.what, r->method, method);
+    lastServed.what[method] = ' ';
+    memcpy(lastServed.what + method + 1, r->path, path);
+    lastServed.what[method + 1 + path] = '\0';
+}
+
+static void
+serveInCoroutine(void* arg)
+{
+    CorRequest* r = arg;
+    CorCo* co = corCoCurrent();
+
+    corCoSetData(co, r);
+    if (r->inFinish) {
+        r->handler->handler.finish(r);
+    } else {
+        r->handler->handler.serve(r);
+    }
+    /* The request may be released below, before the loop looks at this
+     * slice: leave what a stall report needs. */
+    noteServed(r);
+    corCoSetData(co, NULL);
+    if (r->inFinish) {
+        arenaFree(r);
+        r->ops->release(r);
+    } else {
+        /* On the loop's thread already: the response goes out from here
+         * (corHttpResumeHere in the seed). */
+        served(r);
+    }
+}
+
+static void
+serveInline(CorRequest* r, CorHandlerFn fn)
+{
+    uint64_t stallMs = corRuntime.config->runtime.stallWarningMs;
+    struct timespec start;
+    struct timespec end;
+
+    threadRequest = r;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &start);
+    fn(r);
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &end);
+    threadRequest = NULL;
+    uint64_t heldMs = (uint64_t)(end.tv_sec - start.tv_sec) * 1000
+                      + (uint64_t)(end.tv_nsec - start.tv_nsec) / 1000000;
+
+    if (stallMs > 0 && heldMs > stallMs) {
+        counters()->stalls++;
+        corLog(COR_LOG_WARN, "loop %d held %llu ms by handler %s (%.*s "
+               "%.*s), which runs inline: it must not block",
+               corLoopIndexCurrent(), (unsigned long long)heldMs,
+               corRequestHandlerName(r), (int)r->methodLen, r->method,
+               (int)r->pathLen, r->path);
+    }
+}
+
+/*
+ * Hand r to a coroutine of its loop or to a worker; either carries it on
+ * (r may be gone when this returns). A coroutine refused (past the cap, no
+ * stack to be had) falls back to a worker. Counted before the hand-off,
+ * since a coroutine may finish the request before the spawn returns.
+ */
+static void
+dispatch(CorRequest* r, bool coroutine)
+{
+    CorLoopCounters* c = r->inFinish ? NULL : counters();
+    int rc;
+
+    if (coroutine) {
+        r->ran = COR_RAN_COROUTINE;
+        if (c != NULL) {
+            c->ranCoroutine++;
+        }
+        rc = corCoLoopSpawn(r->loop, serveInCoroutine, r);
+        if (rc == 0) {
+            return;
+        }
+        if (c != NULL) {
+            c->ranCoroutine--;
+            c->capFallbacks += rc != -ECANCELED;
+        }
+    }
+    r->ran = COR_RAN_WORKER;
+    if (c != NULL) {
+        c->ranWorker++;
+    }
+    if (corEvPoolPost(corRuntime.workers, &r->task, serveOnWorker) != 0) {
+        corRespondStatic(r, 503, "text/plain", "stopping\n", 9);
+        served(r);
+    }
+}
+
+void
+corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
+{
+    const CorHandlerEntry* h = NULL;
+    const CorHandler* handler;
+    CorLoopCounters* c = counters();
+    bool coroutine;
+
+    r->ops = ops;
+    r->protocolData = protocolData;
+    r->loop = corEvLoopCurrent();
+    r->startMs = corEvNow(r->loop);
+    switch (corRouteFind(r->method, r->methodLen, r->path, r->pathLen, &h)) {
+    case COR_ROUTE_NO_PATH:
+        corRespondStatic(r, 404, "text/plain", "not found\n", 10);
+        served(r);
+        return;
+    case COR_ROUTE_NO_METHOD:
+        corRespondStatic(r, 405, "text/plain", "method not allowed\n", 19);
+        served(r);
+        return;
+    case COR_ROUTE_FOUND:
+        break;
+    }
+    r->handler = h;
+    handler = &h->handler;
+    if (handler->run == COR_RUN_INLINE) {
+        r->ran = COR_RAN_INLINE;
+        c->ranInline++;
+        serveInline(r, handler->serve);
+        served(r);
+        return;
+    }
+    coroutine = wantsCoroutine(handler->run, handler->coroutineHook, r)
+                && corRuntime.coroutines;
+    dispatch(r, coroutine);
+}
+
+/* ---- After the response -------------------------------------------------- */
+
+static void
+runFinish(CorRequest* r)
+{
+    const CorHandler* handler = &r->handler->handler;
+
+    r->inFinish = true;
+    if (handler->finishRun == COR_RUN_INLINE) {
+        serveInline(r, handler->finish);
+        arenaFree(r);
+        r->ops->release(r);
+        return;
+    }
+    dispatch(r, wantsCoroutine(handler->finishRun,
+                               handler->finishCoroutineHook, r)
+                && corRuntime.coroutines);
+}
+
+void
+corRequestSent(CorRequest* r)
+{
+    counters()->responses[r->status >= 100 && r->status < 600
+                          ? r->status / 100 - 1 : 5]++;
+    if (r->handler != NULL && r->handler->handler.finish != NULL
+        && !corRuntime.stopping) {
+        runFinish(r);
+        return;
+    }
+    arenaFree(r);
+    r->ops->release(r);
+}
+
+/* ---- Stalls in coroutines ------------------------------------------------ */
+
+static void
+coroutineStalled(CorCo* co, uint64_t heldMs)
+{
+    CorRequest* r = corCoData(co);
+
+    if (r != NULL) {
+        noteServed(r);
+    }
+    counters()->stalls++;
+    corLog(COR_LOG_WARN, "loop %d held %llu ms by handler %s (%s) between "
+           "two waits: it blocks and should run on a worker (its coroutine "
+           "hook said yes)", corLoopIndexCurrent(),
+           (unsigned long long)heldMs, lastServed.handler, lastServed.what);
+}
+
+void
+corRequestStallInit(CorEvLoop* loop)
+{
+    corCoLoopStallSet(loop, corRuntime.config->runtime.stallWarningMs,
+                      coroutineStalled);
+}

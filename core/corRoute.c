@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Routes: `match: "GET /hello"`, or a path ending in a star (a prefix),
+ * to a handler by name.
+ * Resolved once per generation, after the modules registered their
+ * handlers; a route that names no registered handler is a configuration
+ * error at the route's line. Lookup walks the routes in the order the
+ * file gives them: exact paths and prefixes, the first that matches wins,
+ * as a reader of the file expects.
+ */
+#include "corCoreInt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char* method;         /* NULL: any */
+    size_t methodLen;
+    const char* path;
+    size_t pathLen;
+    bool prefix;
+    const CorHandlerEntry* handler;
+} Route;
+
+static Route* routes;
+static unsigned routeCount;
+
+int
+corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
+{
+    int rc = 0;
+
+    routes = calloc(config->routeCount ? config->routeCount : 1,
+                    sizeof(*routes));
+    if (routes == NULL) {
+        return -1;
+    }
+    for (unsigned i = 0; i < config->routeCount; i++) {
+        const CorConfigRoute* in = &config->routes[i];
+        Route* out = &routes[routeCount];
+
+        out->handler = corHandlerFind(in->handler);
+        if (out->handler == NULL) {
+            corConfErrorf(errors, in->node, "route '%s%s%s': no module "
+                          "registered a handler named '%s'",
+                          in->method ? in->method : "",
+                          in->method ? " " : "", in->path, in->handler);
+            rc = -1;
+            continue;
+        }
+        out->method = in->method;
+        out->methodLen = in->method ? strlen(in->method) : 0;
+        out->path = in->path;
+        out->pathLen = strlen(in->path);
+        out->prefix = in->prefix;
+        routeCount++;
+    }
+    return rc;
+}
+
+void
+corRoutesFree(void)
+{
+    free(routes);
+    routes = NULL;
+    routeCount = 0;
+}
+
+static bool
+pathMatches(const Route* route, const char* path, size_t pathLen)
+{
+    if (route->prefix) {
+        return pathLen >= route->pathLen
+               && memcmp(path, route->path, route->pathLen) == 0;
+    }
+    return pathLen == route->pathLen
+           && memcmp(path, route->path, pathLen) == 0;
+}
+
+CorRouteResult
+corRouteFind(const char* method, size_t methodLen, const char* path,
+             size_t pathLen, const CorHandlerEntry** handler)
+{
+    CorRouteResult result = COR_ROUTE_NO_PATH;
+
+    for (unsigned i = 0; i < routeCount; i++) {
+        const Route* route = &routes[i];
+
+        if (!pathMatches(route, path, pathLen)) {
+            continue;
+        }
+        if (route->method == NULL
+            || (route->methodLen == methodLen
+                && memcmp(route->method, method, methodLen) == 0)
+            || (methodLen == 4 && memcmp(method, "HEAD", 4) == 0
+                && route->methodLen == 3
+                && memcmp(route->method, "GET", 3) == 0)) {
+            *handler = route->handler;
+            return COR_ROUTE_FOUND;
+        }
+        result = COR_ROUTE_NO_METHOD;
+    }
+    return result;
+}

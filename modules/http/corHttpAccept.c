@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Accepting. By default loop 0 accepts every connection and deals them out
+ * to the loops in turn (corHttpAcceptShare): the kernel's SO_REUSEPORT hash
+ * spreads a handful of connections unevenly, dealing spreads them exactly.
+ * A connection belongs to the loop it was dealt to for its life; it
+ * crosses over once, as a task posted to that loop. With `accept:
+ * reuseport` each loop accepts on a socket of its own instead.
+ *
+ * Past limits.connections a new connection is closed at once and counted.
+ */
+#include "corHttpInt.h"
+
+#include <errno.h>
+#include <string.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#define ACCEPTS_PER_EVENT 64
+
+atomic_uint httpConnTotal;
+
+/* A connection on its way to another loop. */
+typedef struct {
+    CorEvTask task;
+    HttpLoop* hl;
+    int fd;
+    struct sockaddr_storage peer;
+} Handoff;
+
+static unsigned nextLoop;
+
+static void
+handoffArrive(CorEvTask* task)
+{
+    Handoff* h = corContainerOf(task, Handoff, task);
+
+    httpConnOpen(h->hl, h->fd, &h->peer);
+    free(h);
+}
+
+/* Deal a connection to the next loop in turn. */
+static void
+corHttpAcceptShare(HttpLoop* self, int fd, const struct sockaddr_storage* peer)
+{
+    unsigned count = corLoopCount();
+    HttpLoop* target = httpLoopAt(nextLoop++ % count);
+    Handoff* h;
+
+    if (target == self) {
+        httpConnOpen(self, fd, peer);
+        return;
+    }
+    h = malloc(sizeof(*h));
+    if (h == NULL) {
+        close(fd);
+        atomic_fetch_sub(&httpConnTotal, 1);
+        return;
+    }
+    h->hl = target;
+    h->fd = fd;
+    h->peer = *peer;
+    corEvLoopPost(target->loop, &h->task, handoffArrive);
+}
+
+static void
+onAccept(CorEvIo* io, unsigned events)
+{
+    HttpAccept* a = corContainerOf(io, HttpAccept, io);
+    unsigned limit = corLimits()->connections;
+
+    (void)events;
+    for (int i = 0; i < ACCEPTS_PER_EVENT; i++) {
+        struct sockaddr_storage peer;
+        socklen_t len = sizeof(peer);
+        int fd = accept4(io->fd, (struct sockaddr*)&peer, &len,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE) {
+                corLog(COR_LOG_ERROR, "accept: %s", strerror(errno));
+            }
+            return;     /* EAGAIN: the backlog is empty */
+        }
+        if (atomic_fetch_add(&httpConnTotal, 1) >= limit) {
+            atomic_fetch_sub(&httpConnTotal, 1);
+            corMetricsConnectionRefused();
+            close(fd);
+            continue;
+        }
+        if (a->reusePort) {
+            httpConnOpen(a->hl, fd, &peer);
+        } else {
+            corHttpAcceptShare(a->hl, fd, &peer);
+        }
+    }
+}
+
+int
+httpAcceptStart(HttpLoop* hl, CorListener* const* listeners, unsigned count)
+{
+    unsigned mine = 0;
+
+    hl->accepts = calloc(count, sizeof(*hl->accepts));
+    if (hl->accepts == NULL) {
+        return -1;
+    }
+    for (unsigned i = 0; i < count; i++) {
+        const CorListener* l = listeners[i];
+        bool reusePort = corListenerReusePort(l);
+
+        /* Shared: loop 0 accepts for all. Reuseport: every loop. */
+        if (!reusePort && hl->index != 0) {
+            continue;
+        }
+        hl->accepts[mine].hl = hl;
+        hl->accepts[mine].reusePort = reusePort;
+        if (corEvIoStart(hl->loop, &hl->accepts[mine].io,
+                         corListenerFd(l, hl->index), EPOLLIN, onAccept)
+            != 0) {
+            corLog(COR_LOG_ERROR, "http: cannot watch %s on loop %u",
+                   corListenerAddress(l), hl->index);
+            return -1;
+        }
+        mine++;
+    }
+    hl->acceptCount = mine;
+    return 0;
+}
+
+void
+httpAcceptStop(HttpLoop* hl)
+{
+    for (unsigned i = 0; i < hl->acceptCount; i++) {
+        corEvIoStop(hl->loop, &hl->accepts[i].io);
+    }
+    hl->acceptCount = 0;
+}

@@ -1,0 +1,552 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * An HTTP/1.x connection on its loop: read, parse, hand the request to the
+ * core, write the answer, and again (keep-alive, pipelining).
+ *
+ * The socket is armed once, edge-triggered for input and output, and never
+ * re-armed: a connection costs no epoll_ctl after its first. Requests are
+ * served one at a time and answered in order; while one is with its
+ * handler, nothing more is read or parsed, so a pipelined request never
+ * overtakes the one before it. Inline answers of a pipelined batch are
+ * gathered in the output buffer and written with one write().
+ *
+ * One timer per connection, re-armed as the state changes: the whole head
+ * must come within limits.request_timeout (slowloris), each piece of a
+ * body within limits.body_timeout, the next request within
+ * limits.keepalive_timeout, and pending output must make progress within
+ * limits.send_timeout (a client that does not read).
+ */
+#include "corHttpInt.h"
+
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#define IN_INITIAL 4096
+/* Past this much unsent output, no further pipelined request is served
+ * until the client reads. */
+#define OUT_HIGH_WATER (1024 * 1024)
+#define STOP_FLUSH_MS 100
+
+static void requestDone(CorRequest* r);
+static void requestRelease(CorRequest* r);
+static void httpProcess(HttpConn* c);
+
+static const CorProtocolOps httpOps = {
+    .done = requestDone,
+    .release = requestRelease,
+};
+
+/* ---- Timers -------------------------------------------------------------- */
+
+static bool
+outputPending(const HttpConn* c)
+{
+    return c->outSent < c->outLen;
+}
+
+static void
+onTimer(CorEvTimer* timer)
+{
+    HttpConn* c = corContainerOf(timer, HttpConn, timer);
+
+    if (!outputPending(c) && (c->state == HTTP_HEAD
+                              || c->state == HTTP_BODY)) {
+        /* Too slow a head or body: say so, then close. */
+        c->outLen = c->outSent = 0;
+        httpErrorAppend(c, 408);
+        c->state = HTTP_CLOSING;
+        if (write(c->fd, c->out, c->outLen) < 0) {
+            /* It is being closed for not sending; a lost 408 is fine. */
+        }
+    }
+    httpConnClose(c);
+}
+
+/*
+ * Arm the timer the state (or pending output) calls for. A new state gets
+ * a fresh timer; progress (a read of body, a write) restarts the body and
+ * send timers, while the head's and the idle connection's are deadlines.
+ */
+static void
+timerUpdate(HttpConn* c, bool progress)
+{
+    const CorLimits* limits = corLimits();
+    HttpState want = outputPending(c) ? HTTP_OUTPUT : c->state;
+    uint64_t ms;
+
+    switch (want) {
+    case HTTP_OUTPUT:
+        ms = limits->sendTimeoutMs;
+        break;
+    case HTTP_IDLE:
+        ms = limits->keepaliveTimeoutMs;
+        break;
+    case HTTP_HEAD:
+        ms = limits->requestTimeoutMs;
+        progress = false;
+        break;
+    case HTTP_BODY:
+        ms = limits->bodyTimeoutMs;
+        break;
+    default:
+        corEvTimerStop(c->hl->loop, &c->timer);
+        return;
+    }
+    if (!c->timer.active || c->timerFor != want || progress) {
+        c->timerFor = want;
+        corEvTimerStart(c->hl->loop, &c->timer, ms, onTimer);
+    }
+}
+
+/* ---- Reading and writing ------------------------------------------------- */
+
+/* A parsed head points into the input buffer: move its pointers with it. */
+static void
+headRebase(CorHttpRequestHead* h, const char* oldBase, size_t oldLen,
+           char* newBase)
+{
+#define REBASE(p)                                                         \
+    do {                                                                  \
+        if ((p) != NULL && (p) >= oldBase && (p) < oldBase + oldLen) {    \
+            (p) = newBase + ((p) - oldBase);                              \
+        }                                                                 \
+    } while (0)
+    REBASE(h->method);
+    REBASE(h->target);
+    REBASE(h->path);
+    REBASE(h->query);
+    REBASE(h->host);
+    for (unsigned i = 0; i < h->headerCount; i++) {
+        REBASE(h->headers[i].name);
+        REBASE(h->headers[i].value);
+    }
+#undef REBASE
+}
+
+/* Make room for need more bytes of input, within what a request may be. */
+static bool
+inputReserve(HttpConn* c, size_t need)
+{
+    const CorLimits* limits = corLimits();
+    size_t most = limits->headerBytes + limits->bodyBytes + 4096;
+    size_t cap;
+    char* grown;
+
+    /* Before a head is parsed nothing points into the buffer: slide what
+     * is left of it to the front. */
+    if (c->inStart > 0 && (c->state == HTTP_IDLE
+                           || c->state == HTTP_HEAD)) {
+        memmove(c->in, c->in + c->inStart, c->inLen - c->inStart);
+        c->inLen -= c->inStart;
+        c->inStart = 0;
+    }
+    if (c->inCap - c->inLen >= need) {
+        return true;
+    }
+    cap = c->inCap ? c->inCap : IN_INITIAL;
+    while (cap - c->inLen < need && cap < most) {
+        cap *= 2;
+    }
+    if (cap > most) {
+        cap = most;
+    }
+    if (cap <= c->inCap) {
+        return c->inCap > c->inLen;
+    }
+    grown = realloc(c->in, cap);
+    if (grown == NULL) {
+        return false;
+    }
+    if (c->state == HTTP_BODY && grown != c->in) {
+        headRebase(&c->req->head, c->in, c->inLen, grown);
+    }
+    c->in = grown;
+    c->inCap = cap;
+    return true;
+}
+
+/* Read what the socket has. Returns -1 on an error (close). */
+static int
+httpRead(HttpConn* c)
+{
+    c->readPaused = false;
+    for (;;) {
+        ssize_t n;
+        size_t room;
+
+        if (!inputReserve(c, 1024)) {
+            c->readPaused = true;       /* full: read when it empties */
+            return 0;
+        }
+        room = c->inCap - c->inLen;
+        n = read(c->fd, c->in + c->inLen, room);
+        if (n > 0) {
+            c->inLen += (size_t)n;
+            if ((size_t)n < room) {
+                return 0;               /* a short read drained it */
+            }
+        } else if (n == 0) {
+            c->peerClosed = true;
+            return 0;
+        } else if (errno == EAGAIN) {
+            return 0;
+        } else if (errno != EINTR) {
+            return -1;
+        }
+    }
+}
+
+/* Write the pending output. Returns -1 on an error (close). */
+static int
+httpFlush(HttpConn* c)
+{
+    while (outputPending(c)) {
+        ssize_t n = write(c->fd, c->out + c->outSent, c->outLen - c->outSent);
+
+        if (n > 0) {
+            c->outSent += (size_t)n;
+        } else if (n < 0 && errno == EAGAIN) {
+            timerUpdate(c, true);
+            return 0;
+        } else if (n < 0 && errno != EINTR) {
+            return -1;
+        }
+    }
+    c->outLen = c->outSent = 0;
+    return 0;
+}
+
+/* ---- Requests ------------------------------------------------------------ */
+
+static void
+startRequest(HttpConn* c, size_t bodyStart)
+{
+    HttpRequest* req = c->req;
+    const CorHttpRequestHead* h = &req->head;
+    CorRequest* r = &req->r;
+
+    for (unsigned i = 0; i < h->headerCount; i++) {
+        req->headers[i] = (CorHeader){ h->headers[i].name,
+                                       h->headers[i].nameLen,
+                                       h->headers[i].value,
+                                       h->headers[i].valueLen };
+    }
+    r->method = h->method;
+    r->methodLen = h->methodLen;
+    r->path = h->path;
+    r->pathLen = h->pathLen;
+    r->query = h->query;
+    r->queryLen = h->queryLen;
+    r->headers = req->headers;
+    r->headerCount = h->headerCount;
+    r->body = c->in + bodyStart;
+    r->bodyLen = c->bodyLen;
+    r->head = h->head;
+    c->state = HTTP_SERVING;
+    timerUpdate(c, true);
+    corRequestServe(r, &httpOps, c);
+}
+
+/* The head is in: start the body, or the request. */
+static void
+headDone(HttpConn* c, size_t headLen)
+{
+    const CorHttpRequestHead* h = &c->req->head;
+    size_t bodyStart = c->inStart + headLen;
+
+    c->bodyLen = 0;
+    c->bodyRaw = bodyStart;
+    if (!h->chunked && h->contentLength <= 0) {
+        startRequest(c, bodyStart);
+        return;
+    }
+    if (h->chunked) {
+        corHttpChunkedInit(&c->chunked, corLimits()->bodyBytes);
+    }
+    c->state = HTTP_BODY;
+    if (h->expectContinue && c->inLen == bodyStart) {
+        httpContinueAppend(c);
+    }
+    timerUpdate(c, true);
+}
+
+/* Take what body bytes have come. Returns true when the body is whole. */
+static bool
+bodyProgress(HttpConn* c)
+{
+    HttpRequest* req = c->req;
+    size_t bodyStart = c->inStart + req->head.headLen;
+    size_t consumed = 0;
+    size_t produced = 0;
+    int rc;
+
+    if (!req->head.chunked) {
+        size_t want = (size_t)req->head.contentLength;
+
+        if (c->inLen - bodyStart >= want) {
+            c->bodyLen = want;
+            c->bodyRaw = bodyStart + want;
+            return true;
+        }
+        inputReserve(c, bodyStart + want - c->inLen);
+        return false;
+    }
+    rc = corHttpChunkedDecode(&c->chunked, c->in + c->bodyRaw,
+                              c->inLen - c->bodyRaw, &consumed, &produced);
+    memmove(c->in + bodyStart + c->bodyLen, c->in + c->bodyRaw, produced);
+    c->bodyLen += produced;
+    c->bodyRaw += consumed;
+    if (rc < 0) {
+        httpErrorAppend(c, -rc);
+        c->state = HTTP_CLOSING;
+    }
+    return rc == 1;
+}
+
+/* One step of the input: returns false when it must wait (for bytes, the
+ * handler, or the client to read). */
+static bool
+processStep(HttpConn* c)
+{
+    int rc;
+
+    if (c->state == HTTP_BODY) {
+        if (bodyProgress(c)) {
+            startRequest(c, c->inStart + c->req->head.headLen);
+            return true;
+        }
+        return false;
+    }
+    if (c->inLen == c->inStart) {
+        return false;
+    }
+    if (c->req == NULL) {
+        c->req = calloc(1, sizeof(*c->req));
+        if (c->req == NULL) {
+            httpErrorAppend(c, 503);
+            c->state = HTTP_CLOSING;
+            return false;
+        }
+        c->req->conn = c;
+    }
+    rc = corHttpParseHead(c->in + c->inStart, c->inLen - c->inStart,
+                          &(CorHttpLimits){ corLimits()->headerBytes,
+                                            corLimits()->headerCount,
+                                            corLimits()->bodyBytes },
+                          &c->req->head);
+    if (rc == 0) {
+        if (c->state == HTTP_IDLE) {
+            c->state = HTTP_HEAD;
+            timerUpdate(c, true);
+        }
+        return false;
+    }
+    if (rc < 0) {
+        httpErrorAppend(c, -rc);
+        c->state = HTTP_CLOSING;
+        return false;
+    }
+    headDone(c, (size_t)rc);
+    return true;
+}
+
+static void
+httpProcess(HttpConn* c)
+{
+    if (c->processing) {
+        return;         /* an inline answer inside the loop below */
+    }
+    c->processing = true;
+    while ((c->state == HTTP_IDLE || c->state == HTTP_HEAD
+            || c->state == HTTP_BODY)
+           && c->outLen - c->outSent < OUT_HIGH_WATER && processStep(c)) {
+    }
+    c->processing = false;
+    if (httpFlush(c) != 0) {
+        httpConnClose(c);
+        return;
+    }
+    if (c->state == HTTP_CLOSING && !outputPending(c)) {
+        httpConnClose(c);
+        return;
+    }
+    if (c->peerClosed && c->state != HTTP_SERVING && !outputPending(c)) {
+        httpConnClose(c);
+        return;
+    }
+    timerUpdate(c, false);
+}
+
+/* The handler is done: answer, then go on with the next request. */
+static void
+requestDone(CorRequest* r)
+{
+    HttpRequest* req = corContainerOf(r, HttpRequest, r);
+    HttpConn* c = req->conn;
+    size_t before;
+
+    if (c == NULL) {
+        corRequestSent(r);          /* the client left meanwhile */
+        return;
+    }
+    c->keepAlive = req->head.keepAlive && !c->hl->draining
+                   && !c->peerClosed;
+    before = c->outLen;
+    if (httpResponseAppend(c, req, c->keepAlive) != 0) {
+        c->keepAlive = false;
+    }
+    if (corAccessLogEnabled()) {
+        httpAccessLog(c, req, c->outLen - before);
+    }
+    c->inStart = c->bodyRaw;
+    c->state = c->keepAlive ? HTTP_IDLE : HTTP_CLOSING;
+    /* Copied out: the request is done with the connection's buffers. */
+    corRequestSent(r);
+    if (c->processing) {
+        return;                     /* httpProcess goes on by itself */
+    }
+    if (c->readPaused || c->state == HTTP_IDLE) {
+        if (httpRead(c) != 0) {
+            httpConnClose(c);
+            return;
+        }
+    }
+    httpProcess(c);
+}
+
+static void
+requestRelease(CorRequest* r)
+{
+    HttpRequest* req = corContainerOf(r, HttpRequest, r);
+
+    if (req->conn != NULL && req->conn->req == req) {
+        req->conn->req = NULL;
+    }
+    free(req);
+}
+
+/* ---- The connection ------------------------------------------------------ */
+
+static void
+onIo(CorEvIo* io, unsigned events)
+{
+    HttpConn* c = corContainerOf(io, HttpConn, io);
+
+    if ((events & EPOLLOUT) && outputPending(c)) {
+        if (httpFlush(c) != 0) {
+            httpConnClose(c);
+            return;
+        }
+        if (c->state == HTTP_CLOSING && !outputPending(c)) {
+            httpConnClose(c);
+            return;
+        }
+        timerUpdate(c, true);
+    }
+    if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
+        if (!outputPending(c) && c->state != HTTP_SERVING) {
+            httpProcess(c);         /* output drained below the high water */
+        }
+        return;
+    }
+    if (c->state == HTTP_SERVING || c->state == HTTP_CLOSING) {
+        c->readPaused = true;       /* read once the handler is done */
+        return;
+    }
+    if (httpRead(c) != 0) {
+        httpConnClose(c);
+        return;
+    }
+    if (c->state == HTTP_BODY) {
+        timerUpdate(c, true);       /* body progress restarts its timer */
+    }
+    httpProcess(c);
+}
+
+void
+httpConnOpen(HttpLoop* hl, int fd, const struct sockaddr_storage* peer)
+{
+    HttpConn* c = calloc(1, sizeof(*c));
+    int one = 1;
+
+    if (c == NULL) {
+        close(fd);
+        atomic_fetch_sub(&httpConnTotal, 1);
+        return;
+    }
+    c->fd = fd;
+    c->hl = hl;
+    c->peer = *peer;
+    c->state = HTTP_IDLE;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    c->next = hl->conns;
+    if (hl->conns != NULL) {
+        hl->conns->prev = c;
+    }
+    hl->conns = c;
+    atomic_fetch_add(&hl->connCount, 1);
+    if (corEvIoStart(hl->loop, &c->io, fd,
+                     EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, onIo) != 0) {
+        httpConnClose(c);
+        return;
+    }
+    /* The first request gets the head's deadline from its first byte; a
+     * connection that sends nothing at all is an idle one. */
+    timerUpdate(c, true);
+}
+
+void
+httpConnClose(HttpConn* c)
+{
+    HttpLoop* hl = c->hl;
+
+    corEvIoStop(hl->loop, &c->io);
+    corEvTimerStop(hl->loop, &c->timer);
+    close(c->fd);
+    if (c->prev != NULL) {
+        c->prev->next = c->next;
+    } else {
+        hl->conns = c->next;
+    }
+    if (c->next != NULL) {
+        c->next->prev = c->prev;
+    }
+    if (c->req != NULL) {
+        if (c->state == HTTP_SERVING) {
+            c->req->conn = NULL;    /* its handler finishes into the void */
+        } else {
+            free(c->req);
+        }
+    }
+    atomic_fetch_sub(&hl->connCount, 1);
+    atomic_fetch_sub(&httpConnTotal, 1);
+    free(c->in);
+    free(c->out);
+    free(c);
+}
+
+void
+httpConnStop(HttpConn* c)
+{
+    uint64_t deadline = corEvClockMs() + STOP_FLUSH_MS;
+
+    if (c->state == HTTP_SERVING && c->req != NULL) {
+        /* Still with its handler at a stop: answered as failed. */
+        c->req->conn = NULL;
+        c->req = NULL;
+        httpErrorAppend(c, 503);
+    }
+    while (outputPending(c) && corEvClockMs() < deadline) {
+        struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+
+        if (httpFlush(c) != 0 || poll(&pfd, 1, STOP_FLUSH_MS) <= 0) {
+            break;
+        }
+    }
+    httpConnClose(c);
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internals of the HTTP server module: a loop's share of the server, a
+ * connection, a request in flight, and the functions the module's files
+ * share.
+ */
+#ifndef COR_HTTP_INT_H
+#define COR_HTTP_INT_H
+
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+
+#include "cor.h"
+#include "corHttpParse.h"
+
+typedef struct HttpConn HttpConn;
+typedef struct HttpLoop HttpLoop;
+
+/* A listening socket a loop accepts on. */
+typedef struct {
+    CorEvIo io;
+    HttpLoop* hl;
+    bool reusePort;             /* accept for this loop only */
+} HttpAccept;
+
+/* One loop's part of the server; owned by that loop. */
+struct HttpLoop {
+    CorEvLoop* loop;
+    unsigned index;
+    HttpConn* conns;            /* every open connection of the loop */
+    atomic_uint connCount;      /* read by the generation while draining */
+    HttpAccept* accepts;        /* the listeners this loop accepts on */
+    unsigned acceptCount;
+    bool draining;
+    time_t dateSecond;
+    char date[40];              /* "Sun, 29 Nov 2026 20:00:00 GMT" */
+};
+
+typedef enum {
+    HTTP_IDLE,                  /* between requests (keep-alive) */
+    HTTP_HEAD,                  /* part of a head has come */
+    HTTP_BODY,                  /* the head is in, the body is coming */
+    HTTP_SERVING,               /* the request is with its handler */
+    HTTP_CLOSING,               /* the last bytes go out, then close */
+    HTTP_OUTPUT                 /* (the timer's) output waits to be sent */
+} HttpState;
+
+/* A request, from its head to its release. Owned by the core between
+ * corRequestServe and ops->release. */
+typedef struct {
+    CorRequest r;
+    HttpConn* conn;             /* NULL once the connection is gone */
+    CorHttpRequestHead head;
+    CorHeader headers[COR_HTTP_MAX_HEADERS];
+} HttpRequest;
+
+/* A connection; owned by its loop, freed on close (a request still with
+ * its handler then holds none of it). */
+struct HttpConn {
+    CorEvIo io;
+    CorEvTimer timer;
+    CorEvTask handoff;          /* from the accepting loop to its own */
+    HttpLoop* hl;
+    HttpConn* prev;
+    HttpConn* next;
+    int fd;
+    HttpState state;
+    HttpState timerFor;         /* what the timer was armed for */
+    char* in;                   /* what was read and not yet consumed */
+    size_t inStart;             /* where the current request begins */
+    size_t inLen;
+    size_t inCap;
+    size_t bodyRaw;             /* chunked: undecoded input starts here */
+    size_t bodyLen;             /* the body so far, after the head */
+    CorHttpChunked chunked;
+    char* out;
+    size_t outLen;
+    size_t outSent;
+    size_t outCap;
+    HttpRequest* req;
+    bool keepAlive;
+    bool readPaused;            /* the buffer is full: read again later */
+    bool peerClosed;
+    bool processing;            /* inside httpProcess (re-entry guard) */
+    struct sockaddr_storage peer;
+};
+
+/* ---- corHttpConn.c ------------------------------------------------------- */
+
+/* Adopt an accepted socket on the calling loop. */
+void httpConnOpen(HttpLoop* hl, int fd, const struct sockaddr_storage* peer);
+void httpConnClose(HttpConn* c);
+/* Answer what holds a request as failed and close (a stop). */
+void httpConnStop(HttpConn* c);
+
+/* ---- corHttpAccept.c ----------------------------------------------------- */
+
+int httpAcceptStart(HttpLoop* hl, CorListener* const* listeners,
+                    unsigned count);
+void httpAcceptStop(HttpLoop* hl);
+HttpLoop* httpLoopAt(unsigned index);
+/* Connections of all loops, against limits.connections. */
+extern atomic_uint httpConnTotal;
+
+/* ---- corHttpResponse.c --------------------------------------------------- */
+
+/* Append the response of r to the connection's output. */
+int httpResponseAppend(HttpConn* c, const HttpRequest* req, bool keepAlive);
+/* Append a bare error response (a refused request) that closes. */
+int httpErrorAppend(HttpConn* c, int status);
+/* Append "HTTP/1.1 100 Continue". */
+int httpContinueAppend(HttpConn* c);
+const char* httpStatusText(int status);
+/* The Date header's value, cached per second. */
+const char* httpDate(HttpLoop* hl);
+
+/* ---- corHttpLog.c -------------------------------------------------------- */
+
+void httpAccessLog(const HttpConn* c, const HttpRequest* req,
+                   size_t bytes);
+
+#endif /* COR_HTTP_INT_H */

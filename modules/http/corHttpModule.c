@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HTTP/1.1 server as a module: it registers the listener protocol
+ * `http`, keeps one HttpLoop per loop, and follows the generation's
+ * lifecycle: start (accept), drain (stop accepting, close after the next
+ * answer), stop (answer what is left as failed, close).
+ */
+#include "corHttpInt.h"
+
+#include <stdlib.h>
+
+static HttpLoop* httpLoops;
+static unsigned httpLoopCount;
+
+HttpLoop*
+httpLoopAt(unsigned index)
+{
+    return &httpLoops[index % httpLoopCount];
+}
+
+static int
+httpStart(CorModule* m, CorEvLoop* loop, unsigned index,
+          CorListener* const* listeners, unsigned count)
+{
+    (void)m;
+    (void)loop;
+    return httpAcceptStart(httpLoopAt(index), listeners, count);
+}
+
+static void
+httpDrain(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    HttpLoop* hl = httpLoopAt(index);
+
+    (void)m;
+    (void)loop;
+    hl->draining = true;
+    httpAcceptStop(hl);
+    /* Every connection's next answer says "Connection: close". An idle
+     * keep-alive connection is not closed now: the client may be sending
+     * on it this very moment, and a close would lose that request. It is
+     * answered (and closed) when its request comes, or closed by its idle
+     * timer, or by the stop at runtime.stop_timeout. */
+}
+
+static void
+httpStop(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    HttpLoop* hl = httpLoopAt(index);
+
+    (void)m;
+    (void)loop;
+    httpAcceptStop(hl);
+    while (hl->conns != NULL) {
+        httpConnStop(hl->conns);
+    }
+}
+
+static unsigned
+httpConnections(CorModule* m, unsigned index)
+{
+    (void)m;
+    return atomic_load(&httpLoopAt(index)->connCount);
+}
+
+static int
+httpLoopInit(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    HttpLoop* hl = httpLoopAt(index);
+
+    (void)m;
+    hl->loop = loop;
+    hl->index = index;
+    return 0;
+}
+
+static int
+httpInit(CorModule* m, const CorConf* conf)
+{
+    (void)conf;
+    httpLoopCount = corLoopCount();
+    httpLoops = calloc(httpLoopCount, sizeof(*httpLoops));
+    if (httpLoops == NULL) {
+        corModuleError(m, NULL, "out of memory");
+        return -1;
+    }
+    return corProtocolAdd(m, &(CorProtocol){
+        .name = "http",
+        .start = httpStart,
+        .drain = httpDrain,
+        .stop = httpStop,
+        .connections = httpConnections,
+    });
+}
+
+static void
+httpExit(CorModule* m)
+{
+    (void)m;
+    free(httpLoops);
+    httpLoops = NULL;
+}
+
+COR_MODULE(http, .init = httpInit, .loopInit = httpLoopInit,
+           .exit = httpExit);

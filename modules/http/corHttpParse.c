@@ -1,0 +1,1080 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HTTP/1.1 request parser: one forward pass over the head, driven by a
+ * 256-entry table of character classes, and a byte-driven state machine
+ * for chunked bodies (corHttpParse.h has the contract).
+ *
+ * Lines end in CRLF only. RFC 9112 section 2.2 lets a recipient take a bare
+ * LF as a line end, and nginx does; we refuse it (400) everywhere: in the
+ * head, on chunk-size lines, after chunk data and in trailers. A proxy in
+ * front that splits lines differently from us would frame a different
+ * request than we do, which is how requests get smuggled, and every client
+ * worth serving sends CRLF.
+ *
+ * The head parser keeps no state between calls and reparses from the
+ * start: a head is short, the pass is cheap, and there is no state to get
+ * wrong when a read ends anywhere. It writes nothing until the head is
+ * complete, so the bytes it reparses are the bytes it saw.
+ */
+#include "corHttpParse.h"
+
+#include <assert.h>
+#include <limits.h>
+#include <string.h>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* The classes of a byte: bits of charClass[]. */
+enum {
+    COR_HTTP_CH_TOKEN = 0x01,  /* tchar (RFC 9110 section 5.6.2) */
+    COR_HTTP_CH_TARGET = 0x02, /* a request-target byte: VCHAR but '#' */
+    COR_HTTP_CH_FIELD = 0x04,  /* field-content: VCHAR, obs-text, SP, HTAB */
+    COR_HTTP_CH_HOST = 0x08,   /* uri-host and port: unreserved, sub-delims,
+                                * ':', '[', ']' and '%' */
+    COR_HTTP_CH_HEX = 0x10,
+    COR_HTTP_CH_QDTEXT = 0x20  /* inside a quoted-string (section 5.6.4) */
+};
+
+/* Generated from the definitions above; the unit test checks it against
+ * them byte by byte. */
+static const uint8_t charClass[256] = {
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 0x00 */
+    0x00, 0x24, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 0x08 */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 0x10 */
+    0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* 0x18 */
+    0x24, 0x2f, 0x06, 0x25, 0x2f, 0x2f, 0x2f, 0x2f, /* 0x20 */
+    0x2e, 0x2e, 0x2f, 0x2f, 0x2e, 0x2f, 0x2f, 0x26, /* 0x28 */
+    0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, /* 0x30 */
+    0x3f, 0x3f, 0x2e, 0x2e, 0x26, 0x2e, 0x26, 0x26, /* 0x38 */
+    0x26, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x2f, /* 0x40 */
+    0x2f, 0x2f, 0x2f, 0x2f, 0x2f, 0x2f, 0x2f, 0x2f, /* 0x48 */
+    0x2f, 0x2f, 0x2f, 0x2f, 0x2f, 0x2f, 0x2f, 0x2f, /* 0x50 */
+    0x2f, 0x2f, 0x2f, 0x2e, 0x06, 0x2e, 0x27, 0x2f, /* 0x58 */
+    0x27, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x3f, 0x2f, /* 0x60 */
+    0x2f, 0x2f, 0x2f, 0x2f, 0x2f, 0x2f, 0x2f, 0x2f, /* 0x68 */
+    0x2f, 0x2f, 0x2f, 0x2f, 0x2f, 0x2f, 0x2f, 0x2f, /* 0x70 */
+    0x2f, 0x2f, 0x2f, 0x26, 0x27, 0x26, 0x2f, 0x00, /* 0x78 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0x80 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0x88 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0x90 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0x98 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0xa0 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0xa8 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0xb0 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0xb8 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0xc0 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0xc8 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0xd0 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0xd8 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0xe0 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0xe8 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0xf0 */
+    0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, 0x24, /* 0xf8 */
+};
+
+/* The states of a chunked body, CorHttpChunked.state. The extension states
+ * are contiguous, so are the trailer states. */
+enum {
+    COR_HTTP_CHUNK_SIZE_START,
+    COR_HTTP_CHUNK_SIZE,
+    COR_HTTP_CHUNK_EXT,            /* BWS, then ';' or the line's end */
+    COR_HTTP_CHUNK_EXT_NAME_START,
+    COR_HTTP_CHUNK_EXT_NAME,
+    COR_HTTP_CHUNK_EXT_AFTER_NAME, /* BWS, then '=', ';' or the end */
+    COR_HTTP_CHUNK_EXT_VALUE_START,
+    COR_HTTP_CHUNK_EXT_TOKEN,
+    COR_HTTP_CHUNK_EXT_QUOTED,
+    COR_HTTP_CHUNK_EXT_QUOTED_PAIR,
+    COR_HTTP_CHUNK_SIZE_LF,
+    COR_HTTP_CHUNK_DATA,
+    COR_HTTP_CHUNK_DATA_CR,
+    COR_HTTP_CHUNK_DATA_LF,
+    COR_HTTP_CHUNK_TRAILER_START,
+    COR_HTTP_CHUNK_TRAILER_NAME,
+    COR_HTTP_CHUNK_TRAILER_VALUE,
+    COR_HTTP_CHUNK_TRAILER_LF,
+    COR_HTTP_CHUNK_END_LF,
+    COR_HTTP_CHUNK_DONE
+};
+
+/* What the head's fields said, gathered while they are parsed and judged
+ * once the head is complete. */
+typedef struct {
+    unsigned hosts;
+    bool hostFromTarget;   /* absolute-form: the Host header is ignored */
+    bool contentLength;
+    bool transferEncoding;
+    bool unknownCoding;
+    bool close;
+    bool keepAlive;
+    bool rewritePath;      /* the path holds an escape or a dot segment */
+} HeadFacts;
+
+static inline bool
+isClass(char ch, unsigned cls)
+{
+    return (charClass[(unsigned char)ch] & cls) != 0;
+}
+
+static inline bool
+isOws(char ch)
+{
+    return ch == ' ' || ch == '\t';
+}
+
+static inline unsigned char
+lower(char ch)
+{
+    return ch >= 'A' && ch <= 'Z' ? (unsigned char)(ch - 'A' + 'a')
+                                  : (unsigned char)ch;
+}
+
+static inline unsigned
+hexValue(char ch)
+{
+    return ch <= '9' ? (unsigned)(ch - '0')
+                     : (unsigned)((ch | 0x20) - 'a' + 10);
+}
+
+/* Whether s[0..n) is lowerName, ignoring the case of s. */
+static bool
+equalsNoCase(const char* s, size_t n, const char* lowerName)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        if (lowerName[i] == '\0'
+            || lower(s[i]) != (unsigned char)lowerName[i]) {
+            return false;
+        }
+    }
+    return lowerName[i] == '\0';
+}
+
+/* The first byte at or after p not of class cls, or end. Four bytes a
+ * round: one branch for four table lookups. */
+static inline const char*
+scanClass(const char* p, const char* end, unsigned cls)
+{
+    const unsigned char* u = (const unsigned char*)p;
+
+    while (end - (const char*)u >= 4
+           && (charClass[u[0]] & charClass[u[1]] & charClass[u[2]]
+               & charClass[u[3]] & cls)) {
+        u += 4;
+    }
+    while ((const char*)u < end && (charClass[*u] & cls)) {
+        u++;
+    }
+    return (const char*)u;
+}
+
+/*
+ * The first byte at or after p that cannot be part of a field value, or
+ * end. Sixteen or eight bytes at a time while none of them is a CTL (HTAB
+ * included) or DEL, since the usual value is long plain text (cookies,
+ * user agents); the bytes left, and a value with a HTAB, go one by one.
+ *
+ * SSE2 (every x86-64): a signed byte is a CTL when it is above -1 and
+ * below 0x20. Elsewhere, on words: (x - 0x20..) & ~x has a high bit set
+ * iff some byte of x is below 0x20, exactly (a borrow only starts at such
+ * a byte, and bytes of 0x80 and above clear their bit in ~x), and
+ * x ^ 0x7F.. turns DEL into a zero byte.
+ */
+static const char*
+scanField(const char* p, const char* end)
+{
+#if defined(__SSE2__)
+    const __m128i minus1 = _mm_set1_epi8(-1);
+    const __m128i space = _mm_set1_epi8(0x20);
+    const __m128i del = _mm_set1_epi8(0x7f);
+
+    while (end - p >= 16) {
+        __m128i x = _mm_loadu_si128((const __m128i*)(const void*)p);
+        __m128i bad = _mm_or_si128(
+            _mm_and_si128(_mm_cmpgt_epi8(x, minus1),
+                          _mm_cmplt_epi8(x, space)),
+            _mm_cmpeq_epi8(x, del));
+        int mask = _mm_movemask_epi8(bad);
+
+        if (mask != 0) {
+            p += __builtin_ctz((unsigned)mask);
+            break;
+        }
+        p += 16;
+    }
+#else
+    const uint64_t ones = 0x0101010101010101ull;
+    const uint64_t highs = 0x8080808080808080ull;
+
+    while (end - p >= 8) {
+        uint64_t x;
+        uint64_t xdel;
+
+        memcpy(&x, p, sizeof(x));
+        xdel = x ^ (ones * 0x7f);
+        if ((((x - ones * 0x20) & ~x) | ((xdel - ones) & ~xdel)) & highs) {
+            break;
+        }
+        p += 8;
+    }
+#endif
+    while (p < end && isClass(*p, COR_HTTP_CH_FIELD)) {
+        p++;
+    }
+    return p;
+}
+
+/*
+ * A Host value or the authority of a URI: host and port as RFC 3986 spells
+ * them, without userinfo. ".." is refused as nginx does: a host often ends
+ * up in a file name (a virtual host's root, a log).
+ */
+static bool
+validHost(const char* s, size_t n)
+{
+    const char* end = s + n;
+    const char* dot = s;
+
+    if (scanClass(s, end, COR_HTTP_CH_HOST) != end) {
+        return false;
+    }
+    while ((dot = memchr(dot, '.', (size_t)(end - dot))) != NULL) {
+        if (++dot < end && *dot == '.') {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Check the escapes of a path, which starts with '/', and note whether it
+ * needs rewriting: an escape, or a '.' that may start a dot segment. */
+static int
+checkPath(const char* path, size_t n, HeadFacts* facts)
+{
+    const char* end = path + n;
+    const char* p;
+
+    /* path[0] is '/', so a '.' always has a byte before it. */
+    for (p = path; (p = memchr(p, '.', (size_t)(end - p))) != NULL; p++) {
+        if (p[-1] == '/') {
+            facts->rewritePath = true;
+            break;
+        }
+    }
+    for (p = path; (p = memchr(p, '%', (size_t)(end - p))) != NULL; p += 3) {
+        if (end - p < 3 || !isClass(p[1], COR_HTTP_CH_HEX)
+            || !isClass(p[2], COR_HTTP_CH_HEX)) {
+            return -400;
+        }
+        /* A NUL would cut the path short for whoever takes it as a C
+         * string (a file name). */
+        if (p[1] == '0' && p[2] == '0') {
+            return -400;
+        }
+        facts->rewritePath = true;
+    }
+    return 0;
+}
+
+/*
+ * Split the target into path and query (and, in absolute-form, the
+ * authority). query is its first '?', or NULL. Authority-form (CONNECT) is
+ * refused: this server is no proxy.
+ */
+static int
+parseTarget(CorHttpRequestHead* head, const char* query, HeadFacts* facts)
+{
+    const char* t = head->target;
+    const char* end = t + head->targetLen;
+    const char* pathEnd = query != NULL ? query : end;
+    const char* p;
+    size_t n = (size_t)(pathEnd - t);
+
+    if (query != NULL) {
+        head->query = query + 1;
+        head->queryLen = (size_t)(end - query - 1);
+    }
+    if (t[0] == '/') {
+        head->path = t;
+        head->pathLen = n;
+        return checkPath(t, n, facts);
+    }
+    if (head->targetLen == 1 && t[0] == '*') {
+        if (!(head->methodLen == 7
+              && memcmp(head->method, "OPTIONS", 7) == 0)) {
+            return -400;
+        }
+        head->path = t;
+        head->pathLen = 1;
+        return 0;
+    }
+    if (n > 7 && equalsNoCase(t, 7, "http://")) {
+        p = t + 7;
+    } else if (n > 8 && equalsNoCase(t, 8, "https://")) {
+        p = t + 8;
+    } else {
+        return -400;
+    }
+    head->host = p;
+    while (p < pathEnd && *p != '/') {
+        p++;
+    }
+    head->hostLen = (size_t)(p - head->host);
+    if (head->hostLen == 0 || !validHost(head->host, head->hostLen)) {
+        return -400;
+    }
+    facts->hostFromTarget = true;
+    if (p == pathEnd) {
+        head->path = "/";
+        head->pathLen = 1;
+        return 0;
+    }
+    head->path = p;
+    head->pathLen = (size_t)(pathEnd - p);
+    return checkPath(p, head->pathLen, facts);
+}
+
+static int
+contentLengthSeen(CorHttpRequestHead* head, const CorHttpHeader* h,
+                  HeadFacts* facts)
+{
+    int64_t n = 0;
+
+    /* Two are refused even when they agree: a proxy may have used
+     * either. */
+    if (facts->contentLength || h->valueLen == 0) {
+        return -400;
+    }
+    facts->contentLength = true;
+    for (size_t i = 0; i < h->valueLen; i++) {
+        unsigned d = (unsigned)((unsigned char)h->value[i] - '0');
+
+        if (d > 9 || n > (INT64_MAX - d) / 10) {
+            return -400;
+        }
+        n = n * 10 + d;
+    }
+    head->contentLength = n;
+    return 0;
+}
+
+/*
+ * Transfer-Encoding: a list of codings, of which we implement one, chunked,
+ * and only as the last and only coding. Chunked twice or not last is a
+ * framing we refuse to guess at (400); another coding is one we do not
+ * implement (501, decided once the head is complete so that a framing
+ * error elsewhere wins). A coding's parameters are skipped to the next
+ * comma, which is loose for a quoted comma, but any coding with parameters
+ * is refused either way.
+ */
+static int
+transferEncodingSeen(CorHttpRequestHead* head, const CorHttpHeader* h,
+                     HeadFacts* facts)
+{
+    const char* p = h->value;
+    const char* end = p + h->valueLen;
+    bool chunked = false;
+    bool any = false;
+
+    /* HTTP/1.0 has no chunked coding: a 1.0 request with it was framed by
+     * something that does not speak 1.1 (RFC 9112 section 6.1; nginx
+     * refuses it too). A second field line is refused like a second
+     * chunked. */
+    if (head->versionMinor == 0 || facts->transferEncoding) {
+        return -400;
+    }
+    facts->transferEncoding = true;
+    while (p < end) {
+        const char* coding;
+        size_t n;
+        bool params = false;
+
+        if (*p == ',' || isOws(*p)) {
+            p++;
+            continue;
+        }
+        coding = p;
+        while (p < end && isClass(*p, COR_HTTP_CH_TOKEN)) {
+            p++;
+        }
+        n = (size_t)(p - coding);
+        while (p < end && isOws(*p)) {
+            p++;
+        }
+        if (p < end && *p == ';') {
+            params = true;
+            while (p < end && *p != ',') {
+                p++;
+            }
+        }
+        if (n == 0 || (p < end && *p != ',')) {
+            return -400;
+        }
+        any = true;
+        if (chunked) {
+            return -400;
+        }
+        if (equalsNoCase(coding, n, "chunked") && !params) {
+            chunked = true;
+        } else if (equalsNoCase(coding, n, "chunked")) {
+            return -400;
+        } else {
+            facts->unknownCoding = true;
+        }
+    }
+    if (!any) {
+        return -400;
+    }
+    head->chunked = chunked && !facts->unknownCoding;
+    return 0;
+}
+
+/* Connection: a list of options; "close" and "keep-alive" are ours, the
+ * rest (upgrade, hop-by-hop names) is the caller's to read. */
+static void
+connectionSeen(const CorHttpHeader* h, HeadFacts* facts)
+{
+    const char* p = h->value;
+    const char* end = p + h->valueLen;
+
+    while (p < end) {
+        const char* option;
+        const char* optionEnd;
+
+        while (p < end && (*p == ',' || isOws(*p))) {
+            p++;
+        }
+        option = p;
+        while (p < end && *p != ',') {
+            p++;
+        }
+        optionEnd = p;
+        while (optionEnd > option && isOws(optionEnd[-1])) {
+            optionEnd--;
+        }
+        if (equalsNoCase(option, (size_t)(optionEnd - option), "close")) {
+            facts->close = true;
+        } else if (equalsNoCase(option, (size_t)(optionEnd - option),
+                                "keep-alive")) {
+            facts->keepAlive = true;
+        }
+    }
+}
+
+/* Note what a header field that the parser cares about says. */
+static int
+headerSeen(CorHttpRequestHead* head, const CorHttpHeader* h,
+           HeadFacts* facts)
+{
+    switch (h->nameLen) {
+    case 4:
+        if (equalsNoCase(h->name, 4, "host")) {
+            if (++facts->hosts > 1 || !validHost(h->value, h->valueLen)) {
+                return -400;
+            }
+            if (!facts->hostFromTarget) {
+                head->host = h->value;
+                head->hostLen = h->valueLen;
+            }
+        }
+        return 0;
+    case 6:
+        /* RFC 9110 section 10.1.1: a 1.0 client cannot take a 100. */
+        if (equalsNoCase(h->name, 6, "expect") && head->versionMinor == 1
+            && equalsNoCase(h->value, h->valueLen, "100-continue")) {
+            head->expectContinue = true;
+        }
+        return 0;
+    case 10:
+        if (equalsNoCase(h->name, 10, "connection")) {
+            connectionSeen(h, facts);
+        }
+        return 0;
+    case 14:
+        if (equalsNoCase(h->name, 14, "content-length")) {
+            return contentLengthSeen(head, h, facts);
+        }
+        return 0;
+    case 17:
+        if (equalsNoCase(h->name, 17, "transfer-encoding")) {
+            return transferEncodingSeen(head, h, facts);
+        }
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/*
+ * Decode the escapes of a path in place, then remove its dot segments
+ * (RFC 3986 section 5.2.4), so that "/a/%2e%2e/b" and "/b" are the same
+ * path to every module that reads it. Escapes go first, as nginx does:
+ * "%2F" is then a '/', and ".." made of escapes is a dot segment too. A
+ * path that climbs above the root is refused. Both steps only shrink, so
+ * the output never overtakes the input.
+ */
+static int
+normalizePath(char* path, size_t n, size_t* outLen)
+{
+    size_t r;
+    size_t w = 0;
+
+    for (r = 0; r < n; r++) {
+        if (path[r] == '%') {
+            path[w++] = (char)(hexValue(path[r + 1]) << 4
+                               | hexValue(path[r + 2]));
+            r += 2;
+        } else {
+            path[w++] = path[r];
+        }
+    }
+    n = w;
+    /* Segments "/seg": copy, drop ".", pop the last copied one for "..".
+     * A path ending in "/." or "/.." keeps its trailing '/'. */
+    w = 0;
+    for (r = 0; r < n;) {
+        size_t e = r + 1;
+
+        while (e < n && path[e] != '/') {
+            e++;
+        }
+        if (e - r == 2 && path[r + 1] == '.') {
+            if (e == n) {
+                path[w++] = '/';
+            }
+        } else if (e - r == 3 && path[r + 1] == '.' && path[r + 2] == '.') {
+            if (w == 0) {
+                return -400;
+            }
+            while (path[--w] != '/') {
+            }
+            if (e == n) {
+                path[w++] = '/';
+            }
+        } else {
+            memmove(path + w, path + r, e - r);
+            w += e - r;
+        }
+        r = e;
+    }
+    /* The last segment always leaves something: itself, or a '/'. */
+    assert(w > 0);
+    *outLen = w;
+    return 0;
+}
+
+/* Judge the head as a whole, in a fixed order: framing errors (400) before
+ * what we do not implement (501) before what is too large (413). */
+static int
+headFinish(CorHttpRequestHead* head, const HeadFacts* facts,
+           const CorHttpLimits* limits)
+{
+    if (head->versionMinor == 1 && facts->hosts == 0) {
+        return -400;
+    }
+    if (facts->contentLength && facts->transferEncoding) {
+        return -400;
+    }
+    if (facts->unknownCoding) {
+        return -501;
+    }
+    if (head->contentLength > 0
+        && (uint64_t)head->contentLength > limits->bodyBytes) {
+        return -413;
+    }
+    head->keepAlive = !facts->close
+                      && (head->versionMinor == 1 || facts->keepAlive);
+    head->head = head->methodLen == 4 && memcmp(head->method, "HEAD", 4) == 0;
+    if (facts->rewritePath) {
+        size_t n;
+
+        /* The path points into the caller's buffer, which is writable:
+         * only "/" and "*" are constants, and they never need rewriting. */
+        if (normalizePath((char*)head->path, head->pathLen, &n) < 0) {
+            return -400;
+        }
+        head->pathRewritten = n != head->pathLen;
+        head->pathLen = n;
+    }
+    return (int)head->headLen;
+}
+
+/*
+ * One pass: leading empty lines, the request line, the fields. Running out
+ * of bytes jumps to moreLine or moreHead: with fewer bytes than the limit
+ * that means "call again", at the limit it is a 414 or a 431.
+ */
+int
+corHttpParseHead(char* buf, size_t len, const CorHttpLimits* limits,
+                 CorHttpRequestHead* head)
+{
+    static const char version[] = "HTTP/#.#\r\n"; /* '#': a digit */
+    HeadFacts facts = { 0 };
+    size_t cap = len;
+    const char* p = buf;
+    const char* end;
+    const char* start;
+    const char* query;
+    unsigned maxHeaders;
+    int rc;
+
+    assert(limits != NULL && head != NULL);
+    if (cap > limits->headerBytes) {
+        cap = limits->headerBytes;
+    }
+    if (cap > INT_MAX) {
+        cap = INT_MAX;
+    }
+    end = buf + cap;
+    maxHeaders = limits->maxHeaders < COR_HTTP_MAX_HEADERS
+                     ? limits->maxHeaders
+                     : COR_HTTP_MAX_HEADERS;
+    /* Not a memset: the header array is 3 KiB, and only headerCount of it
+     * is read. */
+    head->method = head->target = head->path = head->query = NULL;
+    head->host = NULL;
+    head->methodLen = head->targetLen = head->pathLen = 0;
+    head->queryLen = head->hostLen = 0;
+    head->versionMinor = 0;
+    head->headerCount = 0;
+    head->contentLength = -1;
+    head->chunked = head->keepAlive = head->expectContinue = false;
+    head->head = head->pathRewritten = false;
+    head->headLen = 0;
+
+    while (p < end && *p == '\r') {
+        if (end - p < 2) {
+            goto moreHead;
+        }
+        if (p[1] != '\n') {
+            return -400;
+        }
+        p += 2;
+    }
+    if (p == end) {
+        goto moreHead;
+    }
+
+    /* method SP request-target SP HTTP-version CRLF, one SP each. */
+    start = p;
+    p = scanClass(p, end, COR_HTTP_CH_TOKEN);
+    if (p == end) {
+        goto moreLine;
+    }
+    if (*p != ' ' || p == start) {
+        return -400;
+    }
+    head->method = start;
+    head->methodLen = (size_t)(p - start);
+    start = ++p;
+    p = scanClass(p, end, COR_HTTP_CH_TARGET);
+    if (p == end) {
+        goto moreLine;
+    }
+    if (*p != ' ' || p == start) {
+        return -400;
+    }
+    head->target = start;
+    head->targetLen = (size_t)(p - start);
+    query = memchr(start, '?', head->targetLen);
+    start = ++p;
+    for (const char* v = version; *v != '\0'; v++, p++) {
+        if (p == end) {
+            goto moreLine;
+        }
+        if (*v == '#' ? *p < '0' || *p > '9' : *p != *v) {
+            return -400;
+        }
+    }
+    if (start[5] != '1' || start[7] > '1') {
+        return -505;
+    }
+    head->versionMinor = start[7] - '0';
+    rc = parseTarget(head, query, &facts);
+    if (rc < 0) {
+        return rc;
+    }
+
+    for (;;) {
+        CorHttpHeader* h;
+        const char* valueEnd;
+
+        if (p == end) {
+            goto moreHead;
+        }
+        if (*p == '\r') {
+            if (end - p < 2) {
+                goto moreHead;
+            }
+            if (p[1] != '\n') {
+                return -400;
+            }
+            p += 2;
+            break;
+        }
+        if (head->headerCount == maxHeaders) {
+            return -431;
+        }
+        start = p;
+        p = scanClass(p, end, COR_HTTP_CH_TOKEN);
+        if (p == end) {
+            goto moreHead;
+        }
+        /* This also refuses obs-fold (a line that starts with SP or HTAB),
+         * whitespace before the colon, and a line without a colon. */
+        if (*p != ':' || p == start) {
+            return -400;
+        }
+        h = &head->headers[head->headerCount];
+        h->name = start;
+        h->nameLen = (size_t)(p - start);
+        p++;
+        while (p < end && isOws(*p)) {
+            p++;
+        }
+        start = p;
+        p = scanField(p, end);
+        if (p == end) {
+            goto moreHead;
+        }
+        /* A CTL, NUL, DEL or bare LF, or a CR not before LF. */
+        if (*p != '\r') {
+            return -400;
+        }
+        if (end - p < 2) {
+            goto moreHead;
+        }
+        if (p[1] != '\n') {
+            return -400;
+        }
+        valueEnd = p;
+        while (valueEnd > start && isOws(valueEnd[-1])) {
+            valueEnd--;
+        }
+        h->value = start;
+        h->valueLen = (size_t)(valueEnd - start);
+        p += 2;
+        head->headerCount++;
+        rc = headerSeen(head, h, &facts);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    head->headLen = (size_t)(p - buf);
+    return headFinish(head, &facts, limits);
+
+moreLine:
+    return len > cap ? -414 : 0;
+
+moreHead:
+    return len > cap ? -431 : 0;
+}
+
+const CorHttpHeader*
+corHttpHeaderFind(const CorHttpRequestHead* head, const char* name)
+{
+    size_t n = strlen(name);
+
+    for (unsigned i = 0; i < head->headerCount; i++) {
+        const CorHttpHeader* h = &head->headers[i];
+
+        if (h->nameLen == n) {
+            size_t j = 0;
+
+            while (j < n && lower(h->name[j]) == lower(name[j])) {
+                j++;
+            }
+            if (j == n) {
+                return h;
+            }
+        }
+    }
+    return NULL;
+}
+
+void
+corHttpChunkedInit(CorHttpChunked* c, uint64_t bodyLimit)
+{
+    memset(c, 0, sizeof(*c));
+    c->limit = bodyLimit;
+    c->state = COR_HTTP_CHUNK_SIZE_START;
+}
+
+/*
+ * One byte of chunk extensions (RFC 9112 section 7.1.1):
+ *   *( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] ) CRLF
+ * They mean nothing to us, but they are parsed, not skipped to the CR, so
+ * that a quoted CR or LF is refused rather than read one way here and
+ * another way in front; and their length is bounded.
+ */
+static int
+chunkExtStep(CorHttpChunked* c, char ch)
+{
+    if (++c->lineBytes > COR_HTTP_CHUNK_EXT_BYTES) {
+        return -400;
+    }
+    switch (c->state) {
+    case COR_HTTP_CHUNK_EXT_QUOTED:
+        if (ch == '"') {
+            c->state = COR_HTTP_CHUNK_EXT;
+        } else if (ch == '\\') {
+            c->state = COR_HTTP_CHUNK_EXT_QUOTED_PAIR;
+        } else if (!isClass(ch, COR_HTTP_CH_QDTEXT)) {
+            return -400;
+        }
+        return 0;
+    case COR_HTTP_CHUNK_EXT_QUOTED_PAIR:
+        if (!isClass(ch, COR_HTTP_CH_FIELD)) {
+            return -400;
+        }
+        c->state = COR_HTTP_CHUNK_EXT_QUOTED;
+        return 0;
+    case COR_HTTP_CHUNK_EXT_NAME_START:
+    case COR_HTTP_CHUNK_EXT_VALUE_START:
+        if (isOws(ch)) {
+            return 0;
+        }
+        if (ch == '"' && c->state == COR_HTTP_CHUNK_EXT_VALUE_START) {
+            c->state = COR_HTTP_CHUNK_EXT_QUOTED;
+            return 0;
+        }
+        if (!isClass(ch, COR_HTTP_CH_TOKEN)) {
+            return -400;
+        }
+        c->state = c->state == COR_HTTP_CHUNK_EXT_NAME_START
+                       ? COR_HTTP_CHUNK_EXT_NAME
+                       : COR_HTTP_CHUNK_EXT_TOKEN;
+        return 0;
+    case COR_HTTP_CHUNK_EXT_NAME:
+    case COR_HTTP_CHUNK_EXT_TOKEN:
+        if (isClass(ch, COR_HTTP_CH_TOKEN)) {
+            return 0;
+        }
+        break;
+    default:
+        break;
+    }
+    /* After a name, its value or BWS: '=' (after a name only), more BWS,
+     * the next ';', or the end of the line. */
+    if (ch == '=' && (c->state == COR_HTTP_CHUNK_EXT_NAME
+                      || c->state == COR_HTTP_CHUNK_EXT_AFTER_NAME)) {
+        c->state = COR_HTTP_CHUNK_EXT_VALUE_START;
+    } else if (isOws(ch)) {
+        c->state = c->state == COR_HTTP_CHUNK_EXT_NAME
+                           || c->state == COR_HTTP_CHUNK_EXT_AFTER_NAME
+                       ? COR_HTTP_CHUNK_EXT_AFTER_NAME
+                       : COR_HTTP_CHUNK_EXT;
+    } else if (ch == ';') {
+        c->state = COR_HTTP_CHUNK_EXT_NAME_START;
+    } else if (ch == '\r') {
+        c->state = COR_HTTP_CHUNK_SIZE_LF;
+    } else {
+        return -400;
+    }
+    return 0;
+}
+
+/* One byte of the trailer section: field lines as in the head (no
+ * obs-fold), checked and dropped, then the empty line. */
+static int
+chunkTrailerStep(CorHttpChunked* c, char ch)
+{
+    if (++c->lineBytes > COR_HTTP_TRAILER_BYTES) {
+        return -431;
+    }
+    switch (c->state) {
+    case COR_HTTP_CHUNK_TRAILER_START:
+        if (ch == '\r') {
+            c->state = COR_HTTP_CHUNK_END_LF;
+            return 0;
+        }
+        if (!isClass(ch, COR_HTTP_CH_TOKEN)) {
+            return -400;
+        }
+        c->state = COR_HTTP_CHUNK_TRAILER_NAME;
+        return 0;
+    case COR_HTTP_CHUNK_TRAILER_NAME:
+        if (ch == ':') {
+            c->state = COR_HTTP_CHUNK_TRAILER_VALUE;
+        } else if (!isClass(ch, COR_HTTP_CH_TOKEN)) {
+            return -400;
+        }
+        return 0;
+    case COR_HTTP_CHUNK_TRAILER_VALUE:
+        if (ch == '\r') {
+            c->state = COR_HTTP_CHUNK_TRAILER_LF;
+        } else if (!isClass(ch, COR_HTTP_CH_FIELD)) {
+            return -400;
+        }
+        return 0;
+    case COR_HTTP_CHUNK_TRAILER_LF:
+        if (ch != '\n') {
+            return -400;
+        }
+        c->state = COR_HTTP_CHUNK_TRAILER_START;
+        return 0;
+    default: /* COR_HTTP_CHUNK_END_LF */
+        if (ch != '\n') {
+            return -400;
+        }
+        c->state = COR_HTTP_CHUNK_DONE;
+        return 1;
+    }
+}
+
+/* One byte of framing, anywhere but inside chunk data. */
+static int
+chunkStep(CorHttpChunked* c, char ch)
+{
+    switch (c->state) {
+    case COR_HTTP_CHUNK_SIZE_START:
+        if (!isClass(ch, COR_HTTP_CH_HEX)) {
+            return -400;
+        }
+        c->size = hexValue(ch);
+        c->digits = 1;
+        c->state = COR_HTTP_CHUNK_SIZE;
+        return 0;
+    case COR_HTTP_CHUNK_SIZE:
+        if (isClass(ch, COR_HTTP_CH_HEX)) {
+            /* Sixteen digits fill 64 bits; leading zeros count too. */
+            if (c->digits == 16) {
+                return -400;
+            }
+            c->size = c->size << 4 | hexValue(ch);
+            c->digits++;
+            return 0;
+        }
+        if (c->size > c->limit - c->total) {
+            return -413;
+        }
+        c->total += c->size;
+        c->lineBytes = 0;
+        c->state = COR_HTTP_CHUNK_EXT;
+        return chunkExtStep(c, ch);
+    case COR_HTTP_CHUNK_SIZE_LF:
+        if (ch != '\n') {
+            return -400;
+        }
+        c->lineBytes = 0;
+        c->state = c->size == 0 ? COR_HTTP_CHUNK_TRAILER_START
+                                : COR_HTTP_CHUNK_DATA;
+        return 0;
+    case COR_HTTP_CHUNK_DATA_CR:
+        if (ch != '\r') {
+            return -400;
+        }
+        c->state = COR_HTTP_CHUNK_DATA_LF;
+        return 0;
+    case COR_HTTP_CHUNK_DATA_LF:
+        if (ch != '\n') {
+            return -400;
+        }
+        c->state = COR_HTTP_CHUNK_SIZE_START;
+        return 0;
+    default:
+        if (c->state >= COR_HTTP_CHUNK_TRAILER_START) {
+            return chunkTrailerStep(c, ch);
+        }
+        return chunkExtStep(c, ch);
+    }
+}
+
+int
+corHttpChunkedDecode(CorHttpChunked* c, char* buf, size_t len,
+                     size_t* consumed, size_t* produced)
+{
+    size_t r = 0;
+    size_t w = 0;
+
+    while (c->rc == 0 && r < len) {
+        if (c->state == COR_HTTP_CHUNK_DATA) {
+            size_t n = len - r;
+
+            if (n > c->size) {
+                n = (size_t)c->size;
+            }
+            if (w != r) {
+                memmove(buf + w, buf + r, n);
+            }
+            w += n;
+            r += n;
+            c->size -= n;
+            if (c->size == 0) {
+                c->state = COR_HTTP_CHUNK_DATA_CR;
+            }
+            continue;
+        }
+        c->rc = chunkStep(c, buf[r++]);
+    }
+    *consumed = r;
+    *produced = w;
+    return c->rc;
+}
+
+/* Decode application/x-www-form-urlencoded text: '+' is a space. */
+static int
+decodeForm(const char* p, const char* end, char** out)
+{
+    char* w = *out;
+
+    for (; p < end; p++) {
+        if (*p == '+') {
+            *w++ = ' ';
+        } else if (*p != '%') {
+            *w++ = *p;
+        } else if (end - p >= 3 && isClass(p[1], COR_HTTP_CH_HEX)
+                   && isClass(p[2], COR_HTTP_CH_HEX)) {
+            *w++ = (char)(hexValue(p[1]) << 4 | hexValue(p[2]));
+            p += 2;
+        } else {
+            return -400;
+        }
+    }
+    *out = w;
+    return 0;
+}
+
+int
+corHttpQueryParse(const char* query, size_t queryLen, char* out,
+                  CorHttpQueryParam* params, unsigned maxParams)
+{
+    const char* p = query;
+    const char* end = query + queryLen;
+    char* w = out;
+    int count = 0;
+
+    while (p < end) {
+        const char* pairEnd = memchr(p, '&', (size_t)(end - p));
+        const char* eq;
+        CorHttpQueryParam param;
+
+        if (pairEnd == NULL) {
+            pairEnd = end;
+        }
+        if (pairEnd == p) {
+            p++;
+            continue;
+        }
+        eq = memchr(p, '=', (size_t)(pairEnd - p));
+        param.key = w;
+        if (decodeForm(p, eq != NULL ? eq : pairEnd, &w) < 0) {
+            return -400;
+        }
+        param.keyLen = (size_t)(w - param.key);
+        param.value = w;
+        if (eq != NULL && decodeForm(eq + 1, pairEnd, &w) < 0) {
+            return -400;
+        }
+        param.valueLen = (size_t)(w - param.value);
+        if ((unsigned)count < maxParams) {
+            params[count] = param;
+        }
+        count++;
+        p = pairEnd;
+    }
+    return count;
+}

@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HTTP/1.1 request parser of the HTTP server module: the request head
+ * (RFC 9112 sections 2 to 7), chunked bodies, and two helpers around them
+ * (header lookup, query splitting). Pure code: no allocation, no I/O and
+ * nothing from the rest of cor, so that it can be tested and fuzzed alone.
+ *
+ * It is strict on purpose. Whatever two parsers could read differently
+ * (the framing headers, bare CR or LF, obs-fold, odd bytes) is refused,
+ * since a request that a proxy in front frames one way and this server
+ * another is a smuggled request. A refusal is an HTTP status, given as a
+ * negative number; the caller answers it and closes the connection.
+ *
+ * Ownership: the caller's. Every pointer in a CorHttpRequestHead points
+ * into the buffer it was parsed from (or at a constant "/"), and is valid
+ * for as long as those bytes are.
+ */
+#ifndef COR_HTTP_PARSE_H
+#define COR_HTTP_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The hard cap of the header array; the configured limit may be lower. */
+#define COR_HTTP_MAX_HEADERS 100
+
+/* The most bytes of chunk extensions on one chunk-size line. */
+#define COR_HTTP_CHUNK_EXT_BYTES 4096
+
+/* The most bytes of the trailer section of a chunked body. */
+#define COR_HTTP_TRAILER_BYTES 8192
+
+typedef struct {
+    const char* name;
+    size_t nameLen;
+    const char* value;   /* optional whitespace around it trimmed */
+    size_t valueLen;
+} CorHttpHeader;
+
+typedef struct {
+    /* The whole head (request line, fields and the empty line) may not
+     * exceed it: 431; a request line longer than it: 414. */
+    size_t headerBytes;
+    /* More header fields than this (or than COR_HTTP_MAX_HEADERS): 431. */
+    unsigned maxHeaders;
+    /* A Content-Length above it: 413, decided before any body byte. */
+    uint64_t bodyBytes;
+} CorHttpLimits;
+
+/* A parsed request head. Owned by the caller; see the top comment. */
+typedef struct {
+    const char* method;
+    size_t methodLen;
+    /* The request-target as sent. When the path needed decoding (escapes
+     * or dot segments), the bytes of its path part now hold the decoded
+     * path: see pathRewritten. */
+    const char* target;
+    size_t targetLen;
+    /* The path, percent-decoded and with its dot segments removed, in
+     * place inside the target's bytes. Origin-form: the target's path;
+     * absolute-form: the path of the URI ("/" when it has none);
+     * asterisk-form (OPTIONS only): "*". */
+    const char* path;
+    size_t pathLen;
+    /* Raw, after the '?'; NULL when there is no '?'. */
+    const char* query;
+    size_t queryLen;
+    /* The authority of an absolute-form target, else the Host header as
+     * sent (port included, case not folded); NULL when neither. */
+    const char* host;
+    size_t hostLen;
+    int versionMinor;    /* 0 or 1: HTTP/1.0 or HTTP/1.1 */
+    CorHttpHeader headers[COR_HTTP_MAX_HEADERS];
+    unsigned headerCount;
+    int64_t contentLength;    /* -1 when absent */
+    bool chunked;             /* Transfer-Encoding: chunked */
+    bool keepAlive;           /* after Connection and the version default */
+    bool expectContinue;      /* Expect: 100-continue, HTTP/1.1 only */
+    bool head;                /* the method is HEAD */
+    bool pathRewritten;       /* the path was decoded over the target */
+    size_t headLen;           /* bytes of the head, the empty line included */
+} CorHttpRequestHead;
+
+/*
+ * Parse a request head at the start of buf. Empty lines before the request
+ * line are skipped (RFC 9112 section 2.2) and counted in headLen. Lines
+ * must end in CRLF.
+ *
+ * buf is written to only when the head is complete and valid: the path is
+ * decoded in place, never past the target's own bytes, so what follows the
+ * head (a body, pipelined requests) is untouched. Parse a complete head
+ * once; a second pass would decode the path again.
+ *
+ * The parser keeps no state between calls: call it again from the start
+ * of the buffer when more bytes have come.
+ *
+ * Returns headLen (> 0) when the head is complete; 0 when more bytes are
+ * needed and nothing so far breaks the grammar or a limit; or minus the
+ * status to refuse the request with: -400, -413 (Content-Length above
+ * bodyBytes), -414, -431, -501 (a transfer coding other than chunked),
+ * -505 (a version other than HTTP/1.0 and HTTP/1.1).
+ */
+int corHttpParseHead(char* buf, size_t len, const CorHttpLimits* limits,
+                     CorHttpRequestHead* head);
+
+/* The first header field named name (case-insensitive), or NULL. */
+const CorHttpHeader* corHttpHeaderFind(const CorHttpRequestHead* head,
+                                       const char* name);
+
+/* The state of a chunked body's decoding. Owned by the request. */
+typedef struct {
+    uint64_t limit;      /* body bytes allowed in all */
+    uint64_t total;      /* body bytes decoded so far */
+    uint64_t size;       /* the chunk size being read, then what is left */
+    uint32_t lineBytes;  /* bytes of this size line's extensions, or of
+                          * the trailer section */
+    uint8_t digits;      /* hex digits of the size read so far */
+    uint8_t state;
+    int rc;              /* 1 once done, -status once refused, else 0 */
+} CorHttpChunked;
+
+/* Start decoding a body that may hold at most bodyLimit bytes. */
+void corHttpChunkedInit(CorHttpChunked* c, uint64_t bodyLimit);
+
+/*
+ * Decode from buf[0..len), in place: the body bytes are moved to the front
+ * of buf (they never overtake the input). Sets *consumed to the input bytes
+ * used and *produced to the body bytes now at buf[0..produced). The input
+ * may be split anywhere between calls. Chunk extensions are checked against
+ * the grammar and COR_HTTP_CHUNK_EXT_BYTES, then ignored; trailer fields
+ * are checked and dropped.
+ *
+ * Returns 1 when the last chunk and the trailer section are complete (the
+ * bytes after *consumed belong to the next request), 0 when more input is
+ * needed (all of it was consumed), -400 on bad framing (a bad or overlong
+ * chunk size, a missing CRLF, a bare CR or LF), -413 when the body would
+ * exceed bodyLimit (decided from the chunk size, before its data), -431
+ * when the trailer section exceeds COR_HTTP_TRAILER_BYTES. A refusal
+ * sticks: later calls return it again.
+ */
+int corHttpChunkedDecode(CorHttpChunked* c, char* buf, size_t len,
+                         size_t* consumed, size_t* produced);
+
+/* One key=value pair of a query string, decoded. */
+typedef struct {
+    const char* key;
+    size_t keyLen;
+    const char* value;   /* empty, not NULL, for a key without '=' */
+    size_t valueLen;
+} CorHttpQueryParam;
+
+/*
+ * Split a raw query string (head->query) at '&' into key=value pairs, and
+ * decode each key and value ('+' is a space, %XX a byte) into out, which
+ * must hold queryLen bytes; the pairs point into out. Empty pairs ("&&")
+ * are skipped. Only the first maxParams pairs are stored.
+ *
+ * Returns the number of pairs in the query (which may be more than
+ * maxParams), or -400 when a '%' is not followed by two hex digits.
+ */
+int corHttpQueryParse(const char* query, size_t queryLen, char* out,
+                      CorHttpQueryParam* params, unsigned maxParams);
+
+#endif /* COR_HTTP_PARSE_H */

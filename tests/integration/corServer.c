@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The integration harness (corServer.h): the real binary, started and
+ * stopped by PID, on a port that was free a moment before.
+ */
+#include "corServer.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+long
+corNowMs(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool
+corTestCoroutines(void)
+{
+    const char* env = getenv("COR_TEST_COROUTINES");
+
+    return env == NULL || strcmp(env, "0") != 0;
+}
+
+static int
+freePort(void)
+{
+    struct sockaddr_in addr = { .sin_family = AF_INET };
+    socklen_t len = sizeof(addr);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int port;
+
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, (struct sockaddr*)&addr, sizeof(addr));
+    getsockname(fd, (struct sockaddr*)&addr, &len);
+    port = ntohs(addr.sin_port);
+    close(fd);
+    return port;
+}
+
+static const char*
+binary(void)
+{
+    const char* bin = getenv("COR_BIN");
+
+    return bin != NULL ? bin : "build/cor";
+}
+
+/* Replace {PORT} {DIR} {COROUTINES} {MODULES} in yaml. */
+static char*
+expand(const CorServer* s, const char* yaml)
+{
+    size_t cap = strlen(yaml) * 2 + 4096;
+    char* out = malloc(cap);
+    char modules[256];
+    size_t n = 0;
+    const char* bin = binary();
+    const char* slash = strrchr(bin, '/');
+
+    snprintf(modules, sizeof(modules), "%.*s/modules",
+             slash ? (int)(slash - bin) : 1, slash ? bin : ".");
+    for (const char* p = yaml; *p != '\0' && n + 512 < cap;) {
+        if (strncmp(p, "{PORT}", 6) == 0) {
+            n += (size_t)sprintf(out + n, "%d", s->port);
+            p += 6;
+        } else if (strncmp(p, "{DIR}", 5) == 0) {
+            n += (size_t)sprintf(out + n, "%s", s->dir);
+            p += 5;
+        } else if (strncmp(p, "{COROUTINES}", 12) == 0) {
+            n += (size_t)sprintf(out + n, "%s",
+                                 corTestCoroutines() ? "true" : "false");
+            p += 12;
+        } else if (strncmp(p, "{MODULES}", 9) == 0) {
+            n += (size_t)sprintf(out + n, "%s", modules);
+            p += 9;
+        } else {
+            out[n++] = *p++;
+        }
+    }
+    out[n] = '\0';
+    return out;
+}
+
+int
+corServerWriteConfig(CorServer* s, const char* yaml)
+{
+    char* text = expand(s, yaml);
+    FILE* f = fopen(s->config, "w");
+
+    if (f == NULL) {
+        free(text);
+        return -1;
+    }
+    fputs(text, f);
+    fclose(f);
+    free(text);
+    return 0;
+}
+
+static void
+printLog(const CorServer* s)
+{
+    char command[256];
+
+    snprintf(command, sizeof(command), "cat %s >&2", s->log);
+    if (system(command) != 0) {
+        fprintf(stderr, "(no log)\n");
+    }
+}
+
+int
+corServerStart(CorServer* s, const char* yaml)
+{
+    char pidFile[256];
+
+    memset(s, 0, sizeof(*s));
+    snprintf(s->dir, sizeof(s->dir), "/tmp/cor-test-XXXXXX");
+    if (mkdtemp(s->dir) == NULL) {
+        return -1;
+    }
+    snprintf(s->config, sizeof(s->config), "%s/cor.yaml", s->dir);
+    snprintf(s->log, sizeof(s->log), "%s/error.log", s->dir);
+    s->port = freePort();
+    if (corServerWriteConfig(s, yaml) != 0) {
+        return -1;
+    }
+    s->pid = fork();
+    if (s->pid == 0) {
+        FILE* log = freopen(s->log, "w", stderr);
+
+        (void)log;
+        dup2(STDERR_FILENO, STDOUT_FILENO);
+        execl(binary(), "cor", "-c", s->config, (char*)NULL);
+        _exit(127);
+    }
+    /* The master writes its pid file once the generation is ready. */
+    snprintf(pidFile, sizeof(pidFile), "%s/cor.pid", s->dir);
+    for (long deadline = corNowMs() + 10000; corNowMs() < deadline;) {
+        if (access(pidFile, R_OK) == 0) {
+            return 0;
+        }
+        if (waitpid(s->pid, NULL, WNOHANG) == s->pid) {
+            break;
+        }
+        usleep(20 * 1000);
+    }
+    printLog(s);
+    corServerStop(s);
+    return -1;
+}
+
+int
+corServerStartWith(CorServer* s, const char* extra)
+{
+    char yaml[8192];
+
+    snprintf(yaml, sizeof(yaml),
+             "runtime:\n"
+             "  loops: 2\n"
+             "  workers: 4\n"
+             "  coroutines: { enabled: {COROUTINES} }\n"
+             "  stop_timeout: 5s\n"
+             "listen:\n"
+             "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
+             "modules:\n"
+             "  - { load: http }\n"
+             "  - { load: hello }\n"
+             "  - { load: {MODULES}/testkit.so }\n"
+             "routes:\n"
+             "  - { match: \"GET /hello\", handler: hello }\n"
+             "  - { match: \"GET /sleep\", handler: sleep }\n"
+             "  - { match: \"GET /park\", handler: park }\n"
+             "  - { match: \"GET /wake\", handler: wake }\n"
+             "  - { match: \"GET /metrics\", handler: metrics }\n"
+             "  - { match: \"/echo\", handler: echo }\n"
+             "  - { match: \"GET /bytes\", handler: bytes }\n"
+             "  - { match: \"GET /block\", handler: block }\n"
+             "  - { match: \"GET /never\", handler: never }\n"
+             "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log }\n"
+             "%s", extra ? extra : "");
+    return corServerStart(s, yaml);
+}
+
+void
+corServerStop(CorServer* s)
+{
+    char command[256];
+
+    if (s->pid > 0) {
+        kill(s->pid, SIGTERM);
+        waitpid(s->pid, NULL, 0);
+        s->pid = 0;
+    }
+    if (s->dir[0] != '\0') {
+        snprintf(command, sizeof(command), "rm -rf %s", s->dir);
+        if (system(command) != 0) {
+            fprintf(stderr, "cannot remove %s\n", s->dir);
+        }
+    }
+}
+
+int
+corConnect(int port)
+{
+    struct sockaddr_in addr = { .sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)port) };
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr*)&addr, sizeof(addr)) != 0) {
+        close(fd);
+        return -1;
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return fd;
+}
+
+int
+corSendAll(int fd, const void* data, size_t len)
+{
+    const char* p = data;
+
+    while (len > 0) {
+        ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
+
+        if (n <= 0) {
+            return -1;
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static bool
+waitReadable(int fd, long deadline)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    long left = deadline - corNowMs();
+
+    return left > 0 && poll(&pfd, 1, (int)left) > 0;
+}
+
+ssize_t
+corReadResponse(int fd, char* buf, size_t cap, int timeoutMs)
+{
+    long deadline = corNowMs() + timeoutMs;
+    size_t len = 0;
+
+    for (;;) {
+        char* end;
+
+        buf[len] = '\0';
+        end = strstr(buf, "\r\n\r\n");
+        if (end != NULL) {
+            const char* cl = strcasestr(buf, "\r\nContent-Length:");
+            size_t head = (size_t)(end + 4 - buf);
+            size_t body = cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0;
+
+            if (strncmp(buf, "HTTP/1.1 100", 12) == 0) {
+                memmove(buf, end + 4, len - head);
+                len -= head;
+                continue;
+            }
+            if (len >= head + body) {
+                return (ssize_t)(head + body);
+            }
+        }
+        if (len + 1 >= cap || !waitReadable(fd, deadline)) {
+            return -1;
+        }
+        ssize_t n = recv(fd, buf + len, 1, 0);   /* one response only */
+
+        if (n <= 0) {
+            return len > 0 ? -1 : 0;
+        }
+        len += (size_t)n;
+    }
+}
+
+bool
+corPeerClosed(int fd, int timeoutMs)
+{
+    long deadline = corNowMs() + timeoutMs;
+    char byte;
+
+    while (waitReadable(fd, deadline)) {
+        ssize_t n = recv(fd, &byte, 1, 0);
+
+        if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+int
+corStatus(const char* response)
+{
+    int status = -1;
+
+    if (response == NULL || sscanf(response, "HTTP/1.%*d %d", &status) != 1) {
+        return -1;
+    }
+    return status;
+}
+
+const char*
+corBody(const char* response)
+{
+    const char* end = strstr(response, "\r\n\r\n");
+
+    return end ? end + 4 : "";
+}
+
+int
+corRequest(int port, const char* request, char* buf, size_t cap)
+{
+    int fd = corConnect(port);
+    ssize_t n;
+
+    if (fd < 0) {
+        return -1;
+    }
+    if (corSendAll(fd, request, strlen(request)) != 0) {
+        close(fd);
+        return -1;
+    }
+    n = corReadResponse(fd, buf, cap, 5000);
+    close(fd);
+    return n > 0 ? corStatus(buf) : -1;
+}
+
+int
+corShell(const char* command, char* out, size_t cap)
+{
+    FILE* p = popen(command, "r");
+    size_t n = 0;
+    int status;
+
+    if (p == NULL) {
+        return -1;
+    }
+    while (out != NULL && n + 1 < cap) {
+        size_t got = fread(out + n, 1, cap - 1 - n, p);
+
+        if (got == 0) {
+            break;
+        }
+        n += got;
+    }
+    if (out != NULL) {
+        out[n] = '\0';
+    }
+    status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+long
+corMetric(int port, const char* name)
+{
+    static char buf[65536];
+    char key[256];
+    const char* at;
+
+    if (corRequest(port, "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n", buf,
+                   sizeof(buf)) != 200) {
+        return -1;
+    }
+    snprintf(key, sizeof(key), "\n%s ", name);
+    at = strstr(buf, key);
+    return at ? strtol(at + strlen(key), NULL, 10) : -1;
+}

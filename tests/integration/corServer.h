@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The integration harness: start the real cor binary on a loopback port
+ * with a configuration written for the test, talk to it over raw sockets
+ * and with real clients, and stop it by its PID. COR_BIN names the binary;
+ * COR_TEST_COROUTINES=0 runs the whole suite in blocking mode.
+ */
+#ifndef COR_SERVER_H
+#define COR_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct {
+    pid_t pid;
+    int port;
+    char dir[128];          /* a scratch folder of the test's own */
+    char config[192];
+    char log[192];
+} CorServer;
+
+/*
+ * Write yaml to a config file and start cor on it. In yaml, {PORT} is a
+ * free loopback port, {DIR} the scratch folder, {COROUTINES} true or false
+ * as the suite runs, {MODULES} the folder of the built modules. Waits until
+ * the port answers. Returns 0, or -1 (the log is printed).
+ */
+int corServerStart(CorServer* s, const char* yaml);
+/* The standard test configuration with extra YAML appended under the
+ * top level (limits, routes, ...). */
+int corServerStartWith(CorServer* s, const char* extraLimits);
+void corServerStop(CorServer* s);
+/* Rewrite the config file (for a reload). */
+int corServerWriteConfig(CorServer* s, const char* yaml);
+bool corTestCoroutines(void);
+
+/* A connected blocking socket to the server, or -1. */
+int corConnect(int port);
+int corSendAll(int fd, const void* data, size_t len);
+/* Read one whole response (head, and the body by Content-Length) into buf;
+ * returns its length, 0 when the peer closed first, -1 on timeout. */
+ssize_t corReadResponse(int fd, char* buf, size_t cap, int timeoutMs);
+/* Whether the peer closed the connection within timeoutMs. */
+bool corPeerClosed(int fd, int timeoutMs);
+/* A whole exchange on a new connection; returns the status or -1. */
+int corRequest(int port, const char* request, char* buf, size_t cap);
+int corStatus(const char* response);
+const char* corBody(const char* response);
+/* Run a shell command, capture its output; returns the exit status. */
+int corShell(const char* command, char* out, size_t cap);
+/* A metric's value from /metrics, or -1. */
+long corMetric(int port, const char* name);
+long corNowMs(void);
+
+#endif /* COR_SERVER_H */
