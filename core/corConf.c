@@ -43,7 +43,7 @@ struct CorConf {
 /* How much of a value an error message quotes. */
 #define QUOTE_MAX 64
 
-/* ---- Errors -------------------------------------------------------------- */
+/* ---- Messages ------------------------------------------------------------ */
 
 static bool
 errorsReserve(CorConfErrors* e, size_t more)
@@ -132,30 +132,6 @@ errorAt(CorConfErrors* e, const char* file, unsigned line, unsigned column,
     va_end(ap);
 }
 
-void
-corConfErrorf(CorConfErrors* e, const CorConf* at, const char* fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    if (at != NULL) {
-        errorAtv(e, at->file, at->line, at->column, fmt, ap);
-    } else {
-        errorAtv(e, NULL, 0, 0, fmt, ap);
-    }
-    va_end(ap);
-}
-
-void
-corConfErrorsFree(CorConfErrors* e)
-{
-    free(e->text);
-    e->text = NULL;
-    e->len = 0;
-    e->cap = 0;
-    e->count = 0;
-}
-
 /* Copy text into buf for a message, shortened with "..." when long. */
 static const char*
 quote(const char* text, char* buf, size_t size)
@@ -169,8 +145,6 @@ quote(const char* text, char* buf, size_t size)
     memcpy(buf + size - 4, "...", 4);
     return buf;
 }
-
-/* ---- Nodes --------------------------------------------------------------- */
 
 static void
 nodeFree(CorConf* node)
@@ -187,12 +161,6 @@ nodeFree(CorConf* node)
     free(node->text);
     free(node->ownedFile);
     free(node);
-}
-
-void
-corConfFree(CorConf* root)
-{
-    nodeFree(root);
 }
 
 /* ---- Loading ------------------------------------------------------------- */
@@ -536,6 +504,54 @@ syntaxError(Loader* ld, const yaml_parser_t* parser)
 }
 
 CorConf*
+corConfLoadFile(const char* path, CorConfErrors* errors)
+{
+    char* buf = NULL;
+    size_t len = 0;
+    size_t cap = 0;
+    CorConf* root = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        errorAt(errors, path, 0, 0, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    for (;;) {
+        ssize_t n;
+
+        if (len == cap) {
+            char* grown;
+
+            cap = cap ? cap * 2 : 4096;
+            grown = realloc(buf, cap);
+            if (grown == NULL) {
+                errorAt(errors, path, 0, 0, "out of memory reading it");
+                goto failed;
+            }
+            buf = grown;
+        }
+        n = read(fd, buf + len, cap - len);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            errorAt(errors, path, 0, 0, "cannot read: %s", strerror(errno));
+            goto failed;
+        }
+        if (n == 0) {
+            break;
+        }
+        len += (size_t)n;
+    }
+    root = corConfLoadString(path, buf, len, errors);
+
+failed:
+    close(fd);
+    free(buf);
+    return root;
+}
+
+CorConf*
 corConfLoadString(const char* name, const char* text, size_t len,
                   CorConfErrors* errors)
 {
@@ -583,52 +599,10 @@ corConfLoadString(const char* name, const char* text, size_t len,
     return ld.root;
 }
 
-CorConf*
-corConfLoadFile(const char* path, CorConfErrors* errors)
+void
+corConfFree(CorConf* root)
 {
-    char* buf = NULL;
-    size_t len = 0;
-    size_t cap = 0;
-    CorConf* root = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-    if (fd < 0) {
-        errorAt(errors, path, 0, 0, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    for (;;) {
-        ssize_t n;
-
-        if (len == cap) {
-            char* grown;
-
-            cap = cap ? cap * 2 : 4096;
-            grown = realloc(buf, cap);
-            if (grown == NULL) {
-                errorAt(errors, path, 0, 0, "out of memory reading it");
-                goto failed;
-            }
-            buf = grown;
-        }
-        n = read(fd, buf + len, cap - len);
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n < 0) {
-            errorAt(errors, path, 0, 0, "cannot read: %s", strerror(errno));
-            goto failed;
-        }
-        if (n == 0) {
-            break;
-        }
-        len += (size_t)n;
-    }
-    root = corConfLoadString(path, buf, len, errors);
-
-failed:
-    close(fd);
-    free(buf);
-    return root;
+    nodeFree(root);
 }
 
 /* ---- Reading ------------------------------------------------------------- */
@@ -1293,4 +1267,30 @@ corConfKeyAt(const CorConf* map, size_t i)
         return NULL;
     }
     return map->items[i]->key;
+}
+
+/* ---- Errors -------------------------------------------------------------- */
+
+void
+corConfErrorf(CorConfErrors* e, const CorConf* at, const char* fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    if (at != NULL) {
+        errorAtv(e, at->file, at->line, at->column, fmt, ap);
+    } else {
+        errorAtv(e, NULL, 0, 0, fmt, ap);
+    }
+    va_end(ap);
+}
+
+void
+corConfErrorsFree(CorConfErrors* e)
+{
+    free(e->text);
+    e->text = NULL;
+    e->len = 0;
+    e->cap = 0;
+    e->count = 0;
 }

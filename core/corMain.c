@@ -59,15 +59,35 @@ corConfigCheck(const CorOptions* options)
     return 1;
 }
 
-static pid_t
-masterPid(const CorConfig* config)
+/*
+ * The pid file a configuration names. A file that fails its checks (the
+ * reload that is about to be refused) still names it, as long as it is
+ * YAML: the master should hear of the failed reload and say why.
+ */
+static char*
+pidFilePath(const char* configFile)
 {
-    FILE* f = fopen(config->log.pidFile, "r");
+    CorConfErrors errors = { 0 };
+    CorConf* root = corConfLoadFile(configFile, &errors);
+    const CorConf* log = corConfGet(root, "log");
+    const CorConf* pid = corConfGet(log, "pid_file");
+    char* path = strdup(pid != NULL && corConfKind(pid) == COR_CONF_SCALAR
+                        ? corConfText(pid) : "cor.pid");
+
+    corConfFree(root);
+    corConfErrorsFree(&errors);
+    return path;
+}
+
+static pid_t
+masterPid(const char* pidFile)
+{
+    FILE* f = fopen(pidFile, "r");
     int pid = 0;
 
     if (f == NULL || fscanf(f, "%d", &pid) != 1) {
         fprintf(stderr, "cor: no running master (pid file %s: %s)\n",
-                config->log.pidFile, f ? "unreadable" : strerror(errno));
+                pidFile, f ? "unreadable" : strerror(errno));
         if (f != NULL) {
             fclose(f);
         }
@@ -111,6 +131,7 @@ corSignalSend(const CorOptions* options, const char* command)
     };
     CorConfErrors errors = { 0 };
     CorConfig* config = corConfigLoad(options->configFile, &errors);
+    char* pidFile = pidFilePath(options->configFile);
     char status[PATH_MAX];
     char detail[8192];
     bool ok = false;
@@ -128,17 +149,18 @@ corSignalSend(const CorOptions* options, const char* command)
                 command);
         return 1;
     }
-    if (config == NULL) {
-        /* The master has the pid file the running config names; a broken
-         * file on disk is what a reload will report, so say it here. */
+    pid = masterPid(pidFile);
+    if (pid < 0) {
         fprintf(stderr, "%s", errors.text ? errors.text : "");
         return 1;
     }
-    pid = masterPid(config);
-    if (pid < 0) {
-        return 1;
+    if (config == NULL && sig != SIGHUP) {
+        /* Stop, quit and reopen need no new configuration. */
+        errors.count = 0;
     }
-    snprintf(status, sizeof(status), "%s.reload", config->log.pidFile);
+    snprintf(status, sizeof(status), "%s.reload", pidFile);
+    free(pidFile);
+    corConfigFree(config);
     before = statusRead(status, detail, sizeof(detail), &ok);
     if (kill(pid, sig) != 0) {
         fprintf(stderr, "cor: cannot signal %d: %s\n", (int)pid,

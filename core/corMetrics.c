@@ -134,6 +134,15 @@ corMetricsText(size_t* lenP)
          (unsigned long long)sum.ranCoroutine);
     emit(&t, "cor_requests_total{ran=\"worker\"} %llu\n",
          (unsigned long long)sum.ranWorker);
+    emit(&t, "# HELP cor_loop_requests_total Requests served, by the loop "
+         "that read them.\n# TYPE cor_loop_requests_total counter\n");
+    for (unsigned i = 0; i < loopCount; i++) {
+        const CorLoopCounters* c = &loopCounters[i];
+
+        emit(&t, "cor_loop_requests_total{loop=\"%u\"} %llu\n", i,
+             (unsigned long long)(c->ranInline + c->ranCoroutine
+                                  + c->ranWorker));
+    }
     emit(&t, "# HELP cor_responses_total Responses sent, by status class.\n"
          "# TYPE cor_responses_total counter\n");
     for (int k = 0; k < 5; k++) {

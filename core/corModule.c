@@ -328,7 +328,10 @@ corModulesLoad(const CorConfig* config, CorConfErrors* errors)
         moduleCount++;
         /* What the module never read of its mapping is a typo. */
         if (errors->count == before) {
-            corConfUnusedKeys(entry->node, "module", errors);
+            char where[32];
+
+            snprintf(where, sizeof(where), "modules[%u]", i);
+            corConfUnusedKeys(entry->node, where, errors);
         }
         if (errors->count != before) {
             rc = -1;

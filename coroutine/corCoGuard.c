@@ -5,7 +5,7 @@
  * An overflow runs into the PROT_NONE guard page below the stack and raises
  * SIGSEGV. The handler cannot run on the stack that overflowed, so each
  * thread that runs coroutines gets an alternate signal stack. When the fault
- * address lies in the running coroutine's guard page, the handler writes one
+ * address lies in the running coroutine's guard, the handler writes one
  * line naming the coroutine and its stack size, restores the default action
  * and returns: the faulting instruction runs again and the process dies of
  * SIGSEGV as a crash does, with its core dump and a truthful exit status.
@@ -82,15 +82,21 @@ onSegv(int sig, siginfo_t* info, void* context)
 {
     const CorCo* co = corCoRunning;
     const char* addr = info->si_addr;
-    size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
     (void)context;
-    if (co != NULL && addr >= co->stackLow - page && addr < co->stackLow) {
+    if (info->si_code > 0 && co != NULL
+        && addr >= co->stackLow - corCoGuardBytes() && addr < co->stackLow) {
         reportOverflow(co, addr);
         signal(sig, SIG_DFL);
         return;
     }
+    /* Not ours: whoever handled SIGSEGV before us gets it. A fault runs
+     * again on return and reaches that handler; a signal sent with kill()
+     * or raise() does not come back by itself, so it is sent again. */
     sigaction(sig, &previous, NULL);
+    if (info->si_code <= 0) {
+        raise(sig);
+    }
 }
 
 static void
@@ -118,6 +124,12 @@ corCoGuardArm(void)
         return -1;
     }
     if (altStack != NULL) {
+        return 0;
+    }
+    /* A thread that has an alternate stack already (a sanitizer's) keeps
+     * it: the handler runs on whichever there is. */
+    if (sigaltstack(NULL, &ss) == 0 && !(ss.ss_flags & SS_DISABLE)
+        && ss.ss_size >= 16 * 1024) {
         return 0;
     }
     altStack = mmap(NULL, ALT_STACK_SIZE, PROT_READ | PROT_WRITE,

@@ -37,6 +37,9 @@ struct CorCo {
 CorCo* corCoStackTake(void);
 void corCoStackGive(CorCo* co);
 
+/* The bytes of PROT_NONE guard below each stack. */
+size_t corCoGuardBytes(void);
+
 /* The crash report for an overflow: armed once per thread before its first
  * coroutine runs. */
 int corCoGuardArm(void);

@@ -22,6 +22,17 @@
 #if COR_HAVE_VALGRIND
 #include <valgrind/valgrind.h>
 #endif
+#if COR_HAVE_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+/*
+ * The guard below each stack: 64 KiB of address space, no memory. One page
+ * would do for code built with -fstack-clash-protection (which probes every
+ * page of a large frame); a frame of module code built without it may skip
+ * a page, but not 16 of them.
+ */
+#define GUARD_BYTES ((size_t)64 * 1024)
 
 static _Atomic size_t stackSize = COR_CO_STACK_DEFAULT;
 /*
@@ -63,13 +74,13 @@ pageSize(void)
 static size_t
 mappingSize(const CorCo* co)
 {
-    return co->stackSize + pageSize();
+    return co->stackSize + GUARD_BYTES;
 }
 
 static void
 stackUnmap(CorCo* co)
 {
-    char* base = co->stackLow - pageSize();
+    char* base = co->stackLow - GUARD_BYTES;
 
 #if COR_HAVE_VALGRIND
     VALGRIND_STACK_DEREGISTER(co->valgrindId);
@@ -80,7 +91,7 @@ stackUnmap(CorCo* co)
 static CorCo*
 stackMap(size_t size)
 {
-    size_t page = pageSize();
+    size_t page = GUARD_BYTES;
     char* base;
     CorCo* co;
 
@@ -108,6 +119,12 @@ stackMap(size_t size)
     co->valgrindId = VALGRIND_STACK_REGISTER(co->stackLow, base + page + size);
 #endif
     return co;
+}
+
+size_t
+corCoGuardBytes(void)
+{
+    return GUARD_BYTES;
 }
 
 CorCo*
@@ -143,6 +160,11 @@ corCoStackTake(void)
 void
 corCoStackGive(CorCo* co)
 {
+#if COR_HAVE_ASAN
+    /* A coroutine destroyed while suspended leaves its frames poisoned;
+     * the next one on this memory must not inherit that. */
+    ASAN_UNPOISON_MEMORY_REGION(co->stackLow, co->stackSize);
+#endif
     if (pool.count >= atomic_load_explicit(&poolMax, memory_order_relaxed)) {
         stackUnmap(co);
         return;

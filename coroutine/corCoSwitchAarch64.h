@@ -10,6 +10,11 @@
  * call. x29 and FPCR are saved by hand; FPCR is written only when it
  * differs, since the write stalls.
  *
+ * It branches through x16, and the place it lands on starts with `bti jc`
+ * (a no-op without branch protection), so binaries built with
+ * -mbranch-protection run: an indirect branch through x16 may land on a
+ * function's `bti c` (a new coroutine's first function) or on `bti jc`.
+ *
  * A suspended context, from its saved stack pointer up (32 bytes, sp stays
  * 16-byte aligned): x29, the address to continue at, FPCR, padding.
  */
@@ -27,23 +32,24 @@ corCoSwitch(void** fromSp, void* toSp)
     register void* to __asm__("x1") = toSp;
 
     __asm__ volatile(
-        "adr     x9, 1f\n\t"
+        "adr     x16, 1f\n\t"
         "mrs     x10, fpcr\n\t"
         "sub     sp, sp, #32\n\t"
-        "stp     x29, x9, [sp]\n\t"
+        "stp     x29, x16, [sp]\n\t"
         "str     x10, [sp, #16]\n\t"
         "mov     x11, sp\n\t"
         "str     x11, [x0]\n\t"
         "mov     sp, x1\n\t"
-        "ldp     x29, x9, [sp]\n\t"
+        "ldp     x29, x16, [sp]\n\t"
         "ldr     x11, [sp, #16]\n\t"
         "add     sp, sp, #32\n\t"
         "cmp     x10, x11\n\t"
         "b.eq    2f\n\t"
         "msr     fpcr, x11\n"
         "2:\n\t"
-        "br      x9\n"
+        "br      x16\n"
         "1:\n\t"
+        "hint    #38\n\t"                 /* bti jc */
         : "+r"(from), "+r"(to)
         :
         : "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12",

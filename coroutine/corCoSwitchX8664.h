@@ -42,10 +42,13 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Built for AVX-512, the compiler also keeps values in xmm16-31 and in the
+ * mask registers k0-k7 (all caller-saved), which the other side may
+ * change. */
 #ifdef __AVX512F__
 #define COR_CO_CLOBBER_AVX512 , "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", \
     "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", \
-    "xmm29", "xmm30", "xmm31"
+    "xmm29", "xmm30", "xmm31", "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"
 #else
 #define COR_CO_CLOBBER_AVX512
 #endif

@@ -79,13 +79,14 @@ coarseMs(void)
 static void
 resume(CorEvLoop* loop, CorCo* co)
 {
-    uint64_t start = loop->stallMs > 0 ? coarseMs() : 0;
+    uint64_t stallMs = loop->stallFn != NULL ? loop->stallMs : 0;
+    uint64_t start = stallMs > 0 ? coarseMs() : 0;
     bool finished = corCoResume(co);
 
-    if (loop->stallMs > 0) {
+    if (stallMs > 0) {
         uint64_t held = coarseMs() - start;
 
-        if (held > loop->stallMs) {
+        if (held > stallMs && loop->stallFn != NULL) {
             loop->stallFn(co, held);
         }
     }
@@ -140,7 +141,8 @@ readyPush(CorEvLoop* loop, CorCoWaiter* waiter)
 /*
  * Resume the coroutines that were ready when it was called; those they make
  * ready wait for the next call, so a wake chain cannot hold the loop.
- * Returns whether more are ready.
+ * Returns whether it resumed any: then the loop must not sleep before its
+ * owner looks again (what ran may have been all it waited for).
  */
 bool
 corCoLoopRunReady(CorEvLoop* loop)
@@ -165,7 +167,7 @@ corCoLoopRunReady(CorEvLoop* loop)
         }
         waiter = next;
     }
-    return loop->readyHead != NULL;
+    return true;
 }
 
 /* ---- Settling a wait ----------------------------------------------------- */
@@ -185,7 +187,7 @@ fdSlot(CorEvLoop* loop, int fd)
             return NULL;
         }
         for (unsigned i = loop->fdCount; i < count; i++) {
-            fds[i] = (CorCoFdSlot){ NULL, false };
+            fds[i] = (CorCoFdSlot){ NULL, 0, false, false };
         }
         loop->fds = fds;
         loop->fdCount = count;
@@ -226,7 +228,9 @@ settle(CorEvLoop* loop, CorCoWaiter* waiter, CorCoWaitOutcome outcome)
         CorCoFdSlot* slot = &loop->fds[waiter->fd];
 
         slot->waiter = NULL;
-        if (outcome != COR_WAIT_READY && slot->registered) {
+        /* A CorEvIo that took the fd over (a closed fd's number reused)
+         * keeps its registration. */
+        if (outcome != COR_WAIT_READY && slot->registered && !slot->ioOwned) {
             epoll_ctl(loop->epfd, EPOLL_CTL_DEL, waiter->fd, NULL);
             slot->registered = false;
         }
@@ -237,10 +241,18 @@ settle(CorEvLoop* loop, CorCoWaiter* waiter, CorCoWaitOutcome outcome)
 }
 
 void
-corCoLoopEvent(CorEvLoop* loop, CorCoWaiter* waiter, unsigned events)
+corCoLoopEvent(CorEvLoop* loop, uint64_t data, unsigned events)
 {
-    if (waiter->outcome != COR_WAIT_PENDING) {
-        return;     /* settled earlier in this batch */
+    unsigned fd = (unsigned)(data >> 32);
+    uint32_t generation = (uint32_t)(data >> 1) & 0x7fffffff;
+    CorCoWaiter* waiter;
+
+    if (fd >= loop->fdCount) {
+        return;
+    }
+    waiter = loop->fds[fd].waiter;
+    if (waiter == NULL || loop->fds[fd].generation != generation) {
+        return;     /* settled already, or an older arming's event */
     }
     waiter->revents = (short)events;
     settle(loop, waiter, COR_WAIT_READY);
@@ -283,12 +295,14 @@ armFd(CorEvLoop* loop, CorCoWaiter* waiter, short events)
     if (slot == NULL) {
         return -1;
     }
-    if (slot->waiter != NULL) {
+    if (slot->waiter != NULL || slot->ioOwned) {
         errno = EBUSY;
         return -1;
     }
+    slot->generation = (slot->generation + 1) & 0x7fffffff;
     ev.events = (unsigned)events | EPOLLONESHOT;
-    ev.data.ptr = (void*)((uintptr_t)waiter | COR_EV_WAITER_TAG);
+    ev.data.u64 = (uint64_t)(unsigned)waiter->fd << 32
+                  | (uint64_t)slot->generation << 1 | COR_EV_WAITER_TAG;
     /* The slot is a hint: a closed and reopened fd is no longer in the
      * set, a dup'ed one may be. Either way one retry settles it. */
     op = slot->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
@@ -396,6 +410,17 @@ parkSlotTake(CorEvLoop* loop)
     return slot;
 }
 
+/* A park's name: the loop (12 bits), the slot's generation (20 bits) and
+ * the slot (32 bits), so a stale handle, or one of another loop, names
+ * nobody. */
+static CorCoPark
+parkHandle(const CorEvLoop* loop, uint32_t slot)
+{
+    return (uint64_t)(loop->id & 0xfff) << 52
+           | (uint64_t)(loop->parks[slot - 1].generation & 0xfffff) << 32
+           | slot;
+}
+
 int
 corCoLoopPark(CorCoPark* handle, int timeoutMs)
 {
@@ -407,7 +432,8 @@ corCoLoopPark(CorCoPark* handle, int timeoutMs)
         return -1;
     }
     if (loop->cancelled) {
-        return 0;
+        errno = ECANCELED;      /* "later waits fail": no spin on 0 */
+        return -1;
     }
     waiter.parkSlot = parkSlotTake(loop);
     if (waiter.parkSlot == 0) {
@@ -415,8 +441,7 @@ corCoLoopPark(CorCoPark* handle, int timeoutMs)
         return -1;
     }
     loop->parks[waiter.parkSlot - 1].waiter = &waiter;
-    *handle = (uint64_t)loop->parks[waiter.parkSlot - 1].generation << 32
-              | waiter.parkSlot;
+    *handle = parkHandle(loop, waiter.parkSlot);
     corCoLoopSuspend(loop, &waiter, timeoutMs);
     *handle = 0;
     return waiter.outcome == COR_WAIT_READY;
@@ -440,11 +465,32 @@ corCoLoopWake(CorCoPark handle)
         return 0;
     }
     park = &loop->parks[slot - 1];
-    if (park->waiter == NULL || park->generation != (uint32_t)(handle >> 32)) {
+    if (park->waiter == NULL || parkHandle(loop, slot) != handle) {
         return 0;
     }
     corCoLoopReady(loop, park->waiter);
     return 1;
+}
+
+int
+corCoLoopFdOwned(CorEvLoop* loop, int fd, bool owned)
+{
+    CorCoFdSlot* slot = fd >= 0 ? fdSlot(loop, fd) : NULL;
+
+    if (slot == NULL) {
+        return fd >= 0 ? -1 : 0;
+    }
+    if (owned && slot->waiter != NULL) {
+        /* The fd a coroutine waits on was closed with close() and its
+         * number reused: that wait is over, as for corCoLoopClose. */
+        CorCoWaiter* waiter = slot->waiter;
+
+        settle(loop, waiter, COR_WAIT_CLOSED);
+        readyPush(loop, waiter);
+    }
+    slot->ioOwned = owned;
+    slot->registered = false;
+    return 0;
 }
 
 /* ---- Close and cancel ---------------------------------------------------- */

@@ -178,8 +178,8 @@ void corCoLoopStallSet(CorEvLoop* loop, uint64_t thresholdMs, CorCoStallFn fn);
  * coroutine on a loop. Returns 1 with *reventsP set (POLLNVAL when the fd
  * was closed with corCoLoopClose meanwhile), 0 on timeout, -1 with errno:
  * ECANCELED after corCoLoopCancel, EBUSY when another coroutine waits on
- * fd, EPERM outside a coroutine on a loop. One epoll_ctl per wait. May
- * yield.
+ * fd or a CorEvIo watches it, EPERM outside a coroutine on a loop. One
+ * epoll_ctl per wait. May yield.
  */
 int corCoLoopWait(int fd, short events, int timeoutMs, short* reventsP);
 
@@ -189,22 +189,26 @@ typedef uint64_t CorCoPark;
 /*
  * Park the running coroutine until another coroutine of its loop wakes it
  * or timeoutMs passes (< 0: no timeout). *handle is set before it parks and
- * cleared to 0 when it resumes. Returns 1 when woken, 0 on timeout or
- * cancel, -1 (errno EPERM) outside a coroutine on a loop. May yield.
+ * cleared to 0 when it resumes. Returns 1 when woken, 0 on timeout or when
+ * a cancel ended the park, -1 with errno ECANCELED when the loop was
+ * cancelled before (so a loop around it does not spin), EPERM outside a
+ * coroutine on a loop. May yield.
  */
 int corCoLoopPark(CorCoPark* handle, int timeoutMs);
 
 /* Wake a parked coroutine of the calling thread's loop; it runs at the
  * loop's next iteration. Returns 1, or 0 when nobody is parked under that
- * name any more (woken already, timed out, finished): waking twice is
- * waking once. */
+ * name any more (woken already, timed out, finished) or the handle is of
+ * another loop (post a task to that loop to wake it there): waking twice
+ * is waking once. */
 int corCoLoopWake(CorCoPark handle);
 
 /*
  * Close fd, first ending a coroutine wait on it (which returns 1 with
  * POLLNVAL, as poll() does for a closed fd). Use it for any fd a coroutine
- * may be waiting on: a plain close() leaves that wait to its timeout.
- * Returns close()'s result.
+ * may be waiting on: after a plain close() that wait lasts to its timeout
+ * (or until the fd number is taken by a CorEvIo). Returns close()'s
+ * result.
  */
 int corCoLoopClose(int fd);
 

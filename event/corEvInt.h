@@ -8,6 +8,7 @@
 #define COR_EV_INT_H
 
 #include <stdatomic.h>
+#include <sys/epoll.h>
 
 #include "corAutoConfig.h"
 #include "corEv.h"
@@ -55,10 +56,17 @@ typedef struct CorCoWaiter {
     bool cancellable;
 } CorCoWaiter;
 
-/* What the loop knows of an fd a coroutine waits on. */
+/*
+ * What the loop knows of an fd. epoll_data of a coroutine wait carries the
+ * fd and the generation of its arming, never a pointer into a coroutine's
+ * stack: an event that outlived its wait (an fd closed while armed, shared
+ * with another process) finds a newer generation and is dropped.
+ */
 typedef struct {
     CorCoWaiter* waiter;             /* waiting now, or NULL */
+    uint32_t generation;             /* of the last arming, 31 bits */
     bool registered;                 /* in the epoll set (maybe disarmed) */
+    bool ioOwned;                    /* a CorEvIo watches it: no waits */
 } CorCoFdSlot;
 
 /* A park's name: the generation tells a live park from a stale handle. */
@@ -79,8 +87,15 @@ struct CorEvLoop {
     CorEvHeap timers;
     uint64_t timerSeq;
     _Atomic(CorEvTask*) posted;      /* pushed by any thread, LIFO */
+    atomic_uint posters;             /* posts between push and wake */
     atomic_bool stopRequested;
     bool stopping;
+    unsigned id;                     /* names the loop in park handles */
+    /* The batch being dispatched: a CorEvIo stopped meanwhile is struck
+     * out of it, so a later entry never reaches a freed owner. */
+    struct epoll_event* batch;
+    int batchCount;
+    int batchIndex;
 
     /* The coroutine layer (corCoLoop.c). */
     CorCoWaiter* waits;
@@ -98,13 +113,17 @@ struct CorEvLoop {
     CorCoStallFn stallFn;
 };
 
-/* The low bit that marks a coroutine waiter in epoll_data. */
-#define COR_EV_WAITER_TAG ((uintptr_t)1)
+/* The low bit that marks a coroutine wait in epoll_data (a CorEvIo
+ * pointer has it clear). */
+#define COR_EV_WAITER_TAG ((uint64_t)1)
 
 /* Hooks of the coroutine layer, called by the loop. */
 void corCoLoopInit(CorEvLoop* loop);
 void corCoLoopFree(CorEvLoop* loop);
-void corCoLoopEvent(CorEvLoop* loop, CorCoWaiter* waiter, unsigned events);
+void corCoLoopEvent(CorEvLoop* loop, uint64_t data, unsigned events);
+/* A CorEvIo takes fd, or lets it go: coroutine waits on it are refused
+ * meanwhile, and a stale wait is ended. */
+int corCoLoopFdOwned(CorEvLoop* loop, int fd, bool owned);
 bool corCoLoopRunReady(CorEvLoop* loop);
 
 /* Suspend the running coroutine on waiter (linked into the loop's waits)

@@ -16,12 +16,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #define EVENTS_PER_WAIT 256
 
 static __thread CorEvLoop* currentLoop;
+static atomic_uint loopsCreated;
 
 static void
 wakeRead(CorEvIo* io, unsigned events)
@@ -57,6 +59,7 @@ corEvLoopCreate(void)
         return NULL;
     }
     loop->wakeFd = -1;
+    loop->id = atomic_fetch_add(&loopsCreated, 1) + 1;
     loop->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (loop->epfd < 0) {
         goto failed;
@@ -95,6 +98,10 @@ corEvLoopDestroy(CorEvLoop* loop)
     if (currentLoop == loop) {
         currentLoop = NULL;
     }
+    /* A post may still be between its push and its wake. */
+    while (atomic_load(&loop->posters) > 0) {
+        sched_yield();
+    }
     corCoLoopFree(loop);
     close(loop->wakeFd);
     close(loop->epfd);
@@ -129,10 +136,15 @@ corEvIoStart(CorEvLoop* loop, CorEvIo* io, int fd, unsigned events,
 
     io->fn = fn;
     io->fd = fd;
-    io->events = events;
-    if (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        return -errno;
+    io->events = 0;
+    if (corCoLoopFdOwned(loop, fd, true) != 0
+        || epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        int err = errno;
+
+        corCoLoopFdOwned(loop, fd, false);
+        return -err;
     }
+    io->events = events;
     return 0;
 }
 
@@ -155,7 +167,13 @@ void
 corEvIoStop(CorEvLoop* loop, CorEvIo* io)
 {
     epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
+    corCoLoopFdOwned(loop, io->fd, false);
     io->events = 0;
+    for (int i = loop->batchIndex + 1; i < loop->batchCount; i++) {
+        if (loop->batch[i].data.ptr == io) {
+            loop->batch[i].data.ptr = NULL;
+        }
+    }
 }
 
 /* ---- Tasks from other threads -------------------------------------------- */
@@ -167,6 +185,9 @@ corEvLoopPost(CorEvLoop* loop, CorEvTask* task, CorEvTaskFn fn)
                                            memory_order_relaxed);
 
     task->fn = fn;
+    /* Counted until the wake is written: once the task is pushed, the loop
+     * may run it, finish, and be destroyed before this thread writes. */
+    atomic_fetch_add(&loop->posters, 1);
     do {
         task->next = head;
     } while (!atomic_compare_exchange_weak_explicit(&loop->posted, &head, task,
@@ -175,6 +196,7 @@ corEvLoopPost(CorEvLoop* loop, CorEvTask* task, CorEvTaskFn fn)
     if (head == NULL) {
         wakeWrite(loop);
     }
+    atomic_fetch_sub(&loop->posters, 1);
 }
 
 /* Run what was posted, oldest first (the stack is LIFO, so reverse it). */
@@ -212,12 +234,9 @@ corEvLoopStop(CorEvLoop* loop)
 static void
 dispatch(CorEvLoop* loop, const struct epoll_event* ev)
 {
-    uintptr_t tagged = (uintptr_t)ev->data.ptr;
-
-    if (tagged & COR_EV_WAITER_TAG) {
-        corCoLoopEvent(loop, (CorCoWaiter*)(tagged & ~COR_EV_WAITER_TAG),
-                       ev->events);
-    } else {
+    if (ev->data.u64 & COR_EV_WAITER_TAG) {
+        corCoLoopEvent(loop, ev->data.u64, ev->events);
+    } else if (ev->data.ptr != NULL) {
         CorEvIo* io = ev->data.ptr;
 
         io->fn(io, ev->events);
@@ -237,10 +256,7 @@ keepRunning(CorEvLoop* loop)
         loop->stopping = true;
         corCoLoopCancel();
     }
-    /* Tasks posted before the stop (a worker's finished request) still
-     * run: they carry answers. */
-    return !loop->stopping || loop->stats.live > 0
-           || atomic_load(&loop->posted) != NULL;
+    return !loop->stopping || loop->stats.live > 0;
 }
 
 int
@@ -251,8 +267,11 @@ corEvLoopRunOnce(CorEvLoop* loop, int timeoutMs)
     int n;
 
     corEvLoopBind(loop);
+    /* The ready coroutines first: they may arm the earliest timer. */
+    bool ranReady = corCoLoopRunReady(loop);
+
     nextTimer = corEvTimersNextMs(loop);
-    if (corCoLoopRunReady(loop)
+    if (ranReady || loop->readyHead != NULL
         || atomic_load_explicit(&loop->posted, memory_order_relaxed) != NULL) {
         timeoutMs = 0;
     } else if (nextTimer >= 0 && (timeoutMs < 0 || nextTimer < timeoutMs)) {
@@ -263,9 +282,13 @@ corEvLoopRunOnce(CorEvLoop* loop, int timeoutMs)
         return -errno;
     }
     loop->now = corEvClockMs();
-    for (int i = 0; i < n; i++) {
-        dispatch(loop, &events[i]);
+    loop->batch = events;
+    loop->batchCount = n;
+    for (loop->batchIndex = 0; loop->batchIndex < n; loop->batchIndex++) {
+        dispatch(loop, &events[loop->batchIndex]);
     }
+    loop->batchCount = 0;
+    loop->batch = NULL;
     corEvTimersExpire(loop);
     runPosted(loop);
     return 0;
@@ -281,6 +304,9 @@ corEvLoopRun(CorEvLoop* loop)
     while (rc == 0 && keepRunning(loop)) {
         rc = corEvLoopRunOnce(loop, -1);
     }
+    /* What other threads posted before the stop (a worker's finished
+     * request) still runs: it carries an answer. */
+    runPosted(loop);
     atomic_store(&loop->stopRequested, false);
     loop->stopping = false;
     loop->cancelled = false;

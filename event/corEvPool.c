@@ -38,6 +38,10 @@ struct CorEvPool {
     atomic_ulong queued;       /* posted and not yet taken by a worker */
     atomic_uint nextQueue;
     atomic_bool shuttingDown;
+    /* The earliest delayed deadline (UINT64_MAX: none), read without the
+     * lock by every worker between tasks, so that delayed work is not
+     * starved by a pool that is never idle. */
+    _Atomic uint64_t nextDue;
 };
 
 static __thread Worker* currentWorker;
@@ -111,6 +115,16 @@ wakeOne(CorEvPool* pool)
     }
 }
 
+static void
+nextDueUpdate(CorEvPool* pool)
+{
+    atomic_store(&pool->nextDue,
+                 pool->delayed.min != NULL
+                     ? corContainerOf(pool->delayed.min, CorEvTask, node)
+                           ->deadline
+                     : UINT64_MAX);
+}
+
 /* Queue the delayed tasks that are due (all of them at shutdown). Called
  * with the pool lock held. */
 static void
@@ -122,12 +136,13 @@ releaseDelayed(CorEvPool* pool, Worker* w, bool all)
         CorEvTask* task = corContainerOf(pool->delayed.min, CorEvTask, node);
 
         if (!all && task->deadline > now) {
-            return;
+            break;
         }
         corEvHeapRemove(&pool->delayed, &task->node, delayedLess);
         atomic_fetch_add(&pool->queued, 1);
         queuePush(w, task);
     }
+    nextDueUpdate(pool);
 }
 
 static void
@@ -159,7 +174,14 @@ workerMain(void* arg)
 
     currentWorker = self;
     for (;;) {
-        CorEvTask* task = takeTask(pool, self);
+        CorEvTask* task;
+
+        if (atomic_load(&pool->nextDue) <= corEvClockMs()) {
+            pthread_mutex_lock(&pool->lock);
+            releaseDelayed(pool, self, false);
+            pthread_mutex_unlock(&pool->lock);
+        }
+        task = takeTask(pool, self);
 
         if (task != NULL) {
             task->fn(task);
@@ -198,6 +220,7 @@ corEvPoolCreate(unsigned threads)
         return NULL;
     }
     pool->count = threads;
+    atomic_store(&pool->nextDue, UINT64_MAX);
     pthread_mutex_init(&pool->lock, NULL);
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -208,9 +231,9 @@ corEvPoolCreate(unsigned threads)
 
         pthread_mutex_init(&w->lock, NULL);
         w->pool = pool;
-        if (pthread_create(&w->thread, NULL, workerMain, w) != 0) {
-            int err = errno;
+        int err = pthread_create(&w->thread, NULL, workerMain, w);
 
+        if (err != 0) {
             corEvPoolShutdown(pool);
             corEvPoolDestroy(pool);
             errno = err;
@@ -257,6 +280,7 @@ corEvPoolPostAfter(CorEvPool* pool, CorEvTask* task, CorEvTaskFn fn,
     } else {
         task->seq = ++pool->delayedSeq;
         corEvHeapInsert(&pool->delayed, &task->node, delayedLess);
+        nextDueUpdate(pool);
         /* A sleeper may be waiting for a later deadline than this one. */
         pthread_cond_signal(&pool->cond);
     }

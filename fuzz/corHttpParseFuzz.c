@@ -8,7 +8,8 @@
  *   - a prefix of the first 64 bytes waits (0) or gets the very answer the
  *     whole input gets, so a head split across reads parses the same;
  *   - a parsed head lies within the input, writes nothing past its target,
- *     and its path is decoded: no NUL, no dot segment;
+ *     and its path is decoded (no NUL, no dot segment) and followed by the
+ *     query in the target;
  *   - a body decoded in two pieces, cut at any of its first 64 bytes, gives
  *     the same bytes, consumption and result as in one piece.
  *
@@ -90,8 +91,12 @@ checkHead(const uint8_t* data, const char* buf, size_t size,
                        buf, len));
     }
     if (head->query != NULL) {
+        /* The query ends the target, even after the path was rewritten. */
         require(within(head->query, head->queryLen, head->target,
                        head->targetLen));
+        require(head->query[-1] == '?');
+        require(head->query + head->queryLen
+                == head->target + head->targetLen);
     }
     require(head->versionMinor == 0 || head->versionMinor == 1);
     require(head->versionMinor == 0 || head->host != NULL);

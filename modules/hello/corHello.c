@@ -3,6 +3,9 @@
  * The example application module.
  *
  *   hello   never waits: answers the greeting, inline on the loop.
+ *   hello_coroutine, hello_worker
+ *           the same function registered to run as a coroutine and on a
+ *           worker: what each way of running costs (bench/httpBench).
  *   sleep   waits ms (?ms=N) through corRestWaitFd: a coroutine of the loop
  *           where its hook says yes, a worker thread where it says no
  *           (?worker=1) or coroutines are off. Same source both ways.
@@ -150,6 +153,12 @@ helloInit(CorModule* m, const CorConf* conf)
     if (corHandlerAdd(m, &(CorHandler){ .name = "hello",
                                         .serve = helloServe,
                                         .run = COR_RUN_INLINE }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "hello_coroutine",
+                                           .serve = helloServe,
+                                           .run = COR_RUN_COROUTINE }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "hello_worker",
+                                           .serve = helloServe,
+                                           .run = COR_RUN_WORKER }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "sleep",
                                            .serve = sleepServe,
                                            .run = COR_RUN_COROUTINE,

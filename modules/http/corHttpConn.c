@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -63,6 +64,12 @@ onTimer(CorEvTimer* timer)
         if (write(c->fd, c->out, c->outLen) < 0) {
             /* It is being closed for not sending; a lost 408 is fine. */
         }
+    } else if (outputPending(c)) {
+        /* A client that stopped reading: reset, so that the kernel drops
+         * what it still buffers for it instead of holding it. */
+        struct linger reset = { .l_onoff = 1, .l_linger = 0 };
+
+        setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
     }
     httpConnClose(c);
 }
@@ -205,13 +212,18 @@ httpRead(HttpConn* c)
 static int
 httpFlush(HttpConn* c)
 {
+    bool wrote = false;
+
     while (outputPending(c)) {
         ssize_t n = write(c->fd, c->out + c->outSent, c->outLen - c->outSent);
 
         if (n > 0) {
             c->outSent += (size_t)n;
+            wrote = true;
         } else if (n < 0 && errno == EAGAIN) {
-            timerUpdate(c, true);
+            /* Only progress restarts the send timer: a client that reads
+             * nothing is cut at send_timeout, however often epoll calls. */
+            timerUpdate(c, wrote);
             return 0;
         } else if (n < 0 && errno != EINTR) {
             return -1;
@@ -446,7 +458,6 @@ onIo(CorEvIo* io, unsigned events)
             httpConnClose(c);
             return;
         }
-        timerUpdate(c, true);
     }
     if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
         if (!outputPending(c) && c->state != HTTP_SERVING) {

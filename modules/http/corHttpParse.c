@@ -413,16 +413,17 @@ transferEncodingSeen(CorHttpRequestHead* head, const CorHttpHeader* h,
         if (n == 0 || (p < end && *p != ',')) {
             return -400;
         }
-        any = true;
+        /* Whatever follows chunked, chunked is not last. */
         if (chunked) {
             return -400;
         }
-        if (equalsNoCase(coding, n, "chunked") && !params) {
-            chunked = true;
-        } else if (equalsNoCase(coding, n, "chunked")) {
+        any = true;
+        if (!equalsNoCase(coding, n, "chunked")) {
+            facts->unknownCoding = true;
+        } else if (params) {
             return -400;
         } else {
-            facts->unknownCoding = true;
+            chunked = true;
         }
     }
     if (!any) {
@@ -566,6 +567,40 @@ normalizePath(char* path, size_t n, size_t* outLen)
     return 0;
 }
 
+/*
+ * Normalize the path in place, then close the gap it leaves in the target:
+ * the query moves up behind the shorter path, so that the target still
+ * reads as one (the decoded path, then the raw "?query") for a log, rather
+ * than as the new path followed by stale bytes of the old one.
+ */
+static int
+pathRewrite(CorHttpRequestHead* head)
+{
+    /* The path points into the caller's buffer, which is writable: only
+     * "/" and "*" are constants, and they never need rewriting. */
+    char* path = (char*)head->path;
+    char* end;
+    size_t n;
+
+    if (normalizePath(path, head->pathLen, &n) < 0) {
+        return -400;
+    }
+    if (n == head->pathLen) {
+        return (int)head->headLen;
+    }
+    end = path + n;
+    if (head->query != NULL) {
+        *end++ = '?';
+        memmove(end, head->query, head->queryLen);
+        head->query = end;
+        end += head->queryLen;
+    }
+    head->pathLen = n;
+    head->targetLen = (size_t)(end - head->target);
+    head->pathRewritten = true;
+    return (int)head->headLen;
+}
+
 /* Judge the head as a whole, in a fixed order: framing errors (400) before
  * what we do not implement (501) before what is too large (413). */
 static int
@@ -589,15 +624,7 @@ headFinish(CorHttpRequestHead* head, const HeadFacts* facts,
                       && (head->versionMinor == 1 || facts->keepAlive);
     head->head = head->methodLen == 4 && memcmp(head->method, "HEAD", 4) == 0;
     if (facts->rewritePath) {
-        size_t n;
-
-        /* The path points into the caller's buffer, which is writable:
-         * only "/" and "*" are constants, and they never need rewriting. */
-        if (normalizePath((char*)head->path, head->pathLen, &n) < 0) {
-            return -400;
-        }
-        head->pathRewritten = n != head->pathLen;
-        head->pathLen = n;
+        return pathRewrite(head);
     }
     return (int)head->headLen;
 }

@@ -52,9 +52,8 @@ typedef struct {
 typedef struct {
     const char* method;
     size_t methodLen;
-    /* The request-target as sent. When the path needed decoding (escapes
-     * or dot segments), the bytes of its path part now hold the decoded
-     * path: see pathRewritten. */
+    /* The request-target as sent; or, when pathRewritten, the same with
+     * the decoded path in place of the raw one (then "?query", raw). */
     const char* target;
     size_t targetLen;
     /* The path, percent-decoded and with its dot segments removed, in
@@ -78,7 +77,7 @@ typedef struct {
     bool keepAlive;           /* after Connection and the version default */
     bool expectContinue;      /* Expect: 100-continue, HTTP/1.1 only */
     bool head;                /* the method is HEAD */
-    bool pathRewritten;       /* the path was decoded over the target */
+    bool pathRewritten;       /* decoding changed the path and target */
     size_t headLen;           /* bytes of the head, the empty line included */
 } CorHttpRequestHead;
 
@@ -87,10 +86,10 @@ typedef struct {
  * line are skipped (RFC 9112 section 2.2) and counted in headLen. Lines
  * must end in CRLF.
  *
- * buf is written to only when the head is complete and valid: the path is
- * decoded in place, never past the target's own bytes, so what follows the
- * head (a body, pipelined requests) is untouched. Parse a complete head
- * once; a second pass would decode the path again.
+ * buf is written to only once the whole head is there: the path is decoded
+ * in place, never past the target's own bytes, so what follows the head (a
+ * body, pipelined requests) is untouched. Parse a complete head once; a
+ * second pass would decode the path again.
  *
  * The parser keeps no state between calls: call it again from the start
  * of the buffer when more bytes have come.

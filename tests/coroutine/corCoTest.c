@@ -63,68 +63,42 @@ clobberCalleeSaved(void)
 }
 
 /*
- * Resume and yield are inline; what the ABI promises is about calls, so the
- * test goes through functions the compiler may not inline, which switch
- * with garbage in every callee-saved register: whoever calls them must
- * find its own registers as it left them.
+ * The inline switch declares every register it does not save as
+ * clobbered, so the compiler keeps nothing live in them across it. Twelve
+ * values live across each switch, on each side, while the other side puts
+ * garbage in every callee-saved register: a register missing from the
+ * clobber list holds one of the values and loses it.
  */
-static __attribute__((noinline)) bool
-resumeCall(CorCo* co)
-{
-    clobberCalleeSaved();
-    return corCoResume(co);
-}
+#define LIVE_VALUES(seed)                                                 \
+    long v0 = seed * 3, v1 = seed * 5, v2 = seed * 7, v3 = seed * 11,     \
+         v4 = seed * 13, v5 = seed * 17, v6 = seed * 19, v7 = seed * 23,  \
+         v8 = seed * 29, v9 = seed * 31, v10 = seed * 37, v11 = seed * 41
+#define LIVE_INTACT(seed)                                                 \
+    (v0 == seed * 3 && v1 == seed * 5 && v2 == seed * 7                   \
+     && v3 == seed * 11 && v4 == seed * 13 && v5 == seed * 17             \
+     && v6 == seed * 19 && v7 == seed * 23 && v8 == seed * 29             \
+     && v9 == seed * 31 && v10 == seed * 37 && v11 == seed * 41)
+/* Use the values so that they must be live, in some register or slot. */
+#define LIVE_TOUCH()                                                      \
+    __asm__ volatile("" : "+g"(v0), "+g"(v1), "+g"(v2), "+g"(v3),         \
+                     "+g"(v4), "+g"(v5), "+g"(v6), "+g"(v7), "+g"(v8),    \
+                     "+g"(v9), "+g"(v10), "+g"(v11))
 
-static __attribute__((noinline)) void
-yieldCall(void)
-{
-    clobberCalleeSaved();
-    corCoYield();
-}
-
-/*
- * Values pinned in callee-saved registers around each call of fn: the
- * compiler keeps them there, trusting the callee to preserve them. Returns
- * how many rounds found them intact.
- */
-#if defined(__x86_64__)
-#define PINNED_REGS(n) \
-    register long a __asm__("rbx") = n + 1;  \
-    register long b __asm__("r12") = n + 2;  \
-    register long c __asm__("r13") = n + 3;  \
-    register long d __asm__("r14") = n + 4;  \
-    register long e __asm__("r15") = n + 5;  \
-    register double f = 1.5, g = 2.5
-#define PINNED_KEEP() \
-    __asm__ volatile("" : "+r"(a), "+r"(b), "+r"(c), "+r"(d), "+r"(e))
-#elif defined(__aarch64__)
-#define PINNED_REGS(n) \
-    register long a __asm__("x19") = n + 1;  \
-    register long b __asm__("x20") = n + 2;  \
-    register long c __asm__("x24") = n + 3;  \
-    register long d __asm__("x27") = n + 4;  \
-    register long e __asm__("x28") = n + 5;  \
-    register double f __asm__("d8") = 1.5;   \
-    register double g __asm__("d15") = 2.5
-#define PINNED_KEEP() \
-    __asm__ volatile("" : "+r"(a), "+r"(b), "+r"(c), "+r"(d), "+r"(e), \
-                          "+w"(f), "+w"(g))
-#endif
-#define PINNED_INTACT(n) \
-    (a == n + 1 && b == n + 2 && c == n + 3 && d == n + 4 && e == n + 5 \
-     && f == 1.5 && g == 2.5)
+static volatile long liveSeed = 1000003;
 
 static void
 coroutineSide(void* arg)
 {
     int* intact = arg;
-    PINNED_REGS(0x100);
+    long seed = liveSeed + 1;
+    LIVE_VALUES(seed);
 
     for (int i = 0; i < 1000; i++) {
-        PINNED_KEEP();
-        yieldCall();
-        PINNED_KEEP();
-        *intact += PINNED_INTACT(0x100);
+        LIVE_TOUCH();
+        clobberCalleeSaved();
+        corCoYield();
+        LIVE_TOUCH();
+        *intact += LIVE_INTACT(seed);
     }
 }
 
@@ -133,14 +107,16 @@ START_TEST(test_callee_saved_registers_survive_1000_switches)
     int coroutineIntact = 0;
     int resumerIntact = 0;
     CorCo* co = corCoCreate(coroutineSide, &coroutineIntact);
+    long seed = liveSeed;
     bool done = false;
-    PINNED_REGS(0x200);
+    LIVE_VALUES(seed);
 
     while (!done) {
-        PINNED_KEEP();
-        done = resumeCall(co);
-        PINNED_KEEP();
-        resumerIntact += PINNED_INTACT(0x200);
+        LIVE_TOUCH();
+        clobberCalleeSaved();
+        done = corCoResume(co);
+        LIVE_TOUCH();
+        resumerIntact += LIVE_INTACT(seed);
     }
     ck_assert_int_eq(resumerIntact, 1001);
     ck_assert_int_eq(coroutineIntact, 1000);

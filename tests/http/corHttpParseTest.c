@@ -151,6 +151,8 @@ START_TEST(test_absolute_form)
     CHECK_SPAN(head.path, head.pathLen, "/a b/c");
     CHECK_SPAN(head.query, head.queryLen, "x=1&y");
     ck_assert(head.pathRewritten);
+    CHECK_SPAN(head.target, head.targetLen,
+               "http://Example.com:8080/a b/c?x=1&y");
 
     ck_assert_int_gt(parse("GET https://h HTTP/1.1\r\nHost: h\r\n\r\n"), 0);
     CHECK_SPAN(head.host, head.hostLen, "h");
@@ -230,13 +232,20 @@ START_TEST(test_path_decoded_in_place_query_raw)
     ck_assert_ptr_eq(head.path, head.target);
     CHECK_SPAN(head.query, head.queryLen, "q=%20x+y");
     ck_assert(head.pathRewritten);
-    /* Only the target's path bytes moved: the query, the fields and the
-     * next request are as they came. */
-    q = (size_t)(strchr(req, '?') - req);
+    /* The target reads as the decoded path and the raw query; nothing
+     * after it moved: the fields and the next request are as they came. */
+    CHECK_SPAN(head.target, head.targetLen, "/a/b c/~user?q=%20x+y");
+    q = (size_t)(strstr(req, " HTTP/1.1") - req);
     ck_assert(memcmp(buf + q, req + q, n - q) == 0);
 
     ck_assert_int_gt(parse("GET /%41%62%63 HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
     CHECK_SPAN(head.path, head.pathLen, "/Abc");
+    CHECK_SPAN(head.target, head.targetLen, "/Abc");
+    /* A '.' that starts no dot segment changes nothing. */
+    ck_assert_int_gt(parse("GET /.well-known?a HTTP/1.1\r\nHost: a\r\n\r\n"),
+                     0);
+    ck_assert(!head.pathRewritten);
+    CHECK_SPAN(head.target, head.targetLen, "/.well-known?a");
     /* A decoded '?' is part of the path, not a query. */
     ck_assert_int_gt(parse("GET /a%3Fb HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
     CHECK_SPAN(head.path, head.pathLen, "/a?b");
@@ -418,8 +427,8 @@ static const char* const validRequests[] = {
     "OPTIONS * HTTP/1.1\r\nHost: a\r\nX:\r\n\r\n",
 };
 
-/* The same head after every prefix: nothing until the last byte, then
- * what a one-shot parse gives. */
+/* Bytes arriving one at a time into the same buffer: nothing until the
+ * last byte (and nothing written), then what a one-shot parse gives. */
 START_TEST(test_incremental_byte_by_byte)
 {
     static char whole[1024];
@@ -434,11 +443,13 @@ START_TEST(test_incremental_byte_by_byte)
         memcpy(whole, req, n);
         rc = corHttpParseHead(whole, n, &limits, &once);
         ck_assert_int_eq(rc, (int)n);
+        memcpy(buf, req, n);
         for (size_t i = 0; i < n; i++) {
-            ck_assert_msg(parseWith(req, i, &limits) == 0, "req %zu at %zu",
-                          r, i);
+            ck_assert_msg(corHttpParseHead(buf, i, &limits, &head) == 0,
+                          "req %zu at %zu", r, i);
         }
-        ck_assert_int_eq(parseWith(req, n, &limits), rc);
+        ck_assert(memcmp(buf, req, n) == 0);
+        ck_assert_int_eq(corHttpParseHead(buf, n, &limits, &head), rc);
         ck_assert_uint_eq(head.headerCount, once.headerCount);
         ck_assert_uint_eq(head.pathLen, once.pathLen);
         ck_assert(memcmp(head.path, once.path, once.pathLen) == 0);
@@ -734,6 +745,7 @@ START_TEST(test_character_classes)
 {
     static const char tchar[] = "!#$%&'*+-.^_`|~";
     static const char hostExtra[] = "-._~!$&'()*+,;=:[]%";
+    static const char hex[] = "0123456789abcdefABCDEF";
     char req[128];
     int n;
 
@@ -762,6 +774,11 @@ START_TEST(test_character_classes)
         n = sprintf(req, "GET / HTTP/1.1\r\nHost: a\r\nX: a%cb\r\n\r\n", ch);
         ck_assert_msg((parseWith(req, (size_t)n, &limits) > 0) == field,
                       "value byte %d", ch);
+        /* Hex digits, after a '%' in a path. */
+        n = sprintf(req, "GET /%%%c1 HTTP/1.1\r\nHost: a\r\n\r\n", ch);
+        ck_assert_msg((parseWith(req, (size_t)n, &limits) > 0)
+                          == (ch != 0 && strchr(hex, ch) != NULL),
+                      "hex byte %d", ch);
         n = sprintf(req, "GET / HTTP/1.1\r\nHost: a%cb\r\n\r\n", ch);
         ck_assert_msg((parseWith(req, (size_t)n, &limits) > 0) == host,
                       "host byte %d", ch);
@@ -998,8 +1015,30 @@ START_TEST(test_chunked_limits)
 }
 END_TEST
 
-/* The framing of the corpus of valid bodies: the decoded bytes of every
- * chunk, whatever its size, in the order they came. */
+/* Each byte inside a quoted chunk extension value: accepted exactly when
+ * it is qdtext (RFC 9110 section 5.6.4). */
+START_TEST(test_chunk_extension_quoted_text)
+{
+    static char out[16];
+    char body[64];
+
+    for (int ch = 0; ch < 256; ch++) {
+        bool qdtext = ch == '\t' || ch == ' ' || ch == 0x21
+                      || (ch >= 0x23 && ch <= 0x5b)
+                      || (ch >= 0x5d && ch <= 0x7e) || ch >= 0x80;
+        int n = sprintf(body, "1;a=\"%c\"\r\nx\r\n0\r\n\r\n", ch);
+        size_t cuts[1] = { (size_t)n };
+        size_t outLen;
+
+        ck_assert_msg(decodePieces(body, (size_t)n, cuts, 1, 10, out, &outLen)
+                          == (qdtext ? 1 : -400),
+                      "byte %d", ch);
+    }
+}
+END_TEST
+
+/* Chunks from 1 byte to 29 KiB, decoded in three pieces: every byte of
+ * every chunk, in the order it came. */
 START_TEST(test_chunked_large_chunks_in_place)
 {
     static char body[70000];
@@ -1100,6 +1139,7 @@ COR_TEST_SUITE(corHttpParse)
     tcase_add_test(tc, test_chunked_split_everywhere);
     tcase_add_test(tc, test_chunked_malformed_corpus);
     tcase_add_test(tc, test_chunked_limits);
+    tcase_add_test(tc, test_chunk_extension_quoted_text);
     tcase_add_test(tc, test_chunked_large_chunks_in_place);
     tcase_add_test(tc, test_query_parse);
 }

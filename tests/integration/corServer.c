@@ -190,6 +190,7 @@ corServerStartWith(CorServer* s, const char* extra)
              "  - { match: \"GET /bytes\", handler: bytes }\n"
              "  - { match: \"GET /block\", handler: block }\n"
              "  - { match: \"GET /never\", handler: never }\n"
+             "  - { match: \"GET /crash\", handler: crash }\n"
              "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log }\n"
              "%s", extra ? extra : "");
     return corServerStart(s, yaml);

@@ -47,6 +47,14 @@ neverServe(CorRequest* r)
     (void)r;
 }
 
+/* Takes the generation down: the master must replace it. */
+static void
+crashServe(CorRequest* r)
+{
+    (void)r;
+    abort();
+}
+
 static int
 testkitInit(CorModule* m, const CorConf* conf)
 {
@@ -57,6 +65,8 @@ testkitInit(CorModule* m, const CorConf* conf)
                                            .serve = bytesServe }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "block",
                                            .serve = blockServe }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "crash",
+                                           .serve = crashServe }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "never",
                                            .serve = neverServe,
                                            .run = COR_RUN_COROUTINE }) != 0) {

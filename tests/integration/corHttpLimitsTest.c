@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Limits and timeouts against the real binary: 431, 414, 413, the
+ * connection limit, slowloris, a client that never reads, idle keep-alive
+ * connections, and 10 000 idle connections beside a busy one.
+ */
+#include "corTest.h"
+#include "corServer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static CorServer server;
+static char buf[1 << 16];
+
+static void
+start(const char* limits)
+{
+    ck_assert_int_eq(corServerStartWith(&server, limits), 0);
+}
+
+static void
+tearDown(void)
+{
+    corServerStop(&server);
+}
+
+START_TEST(test_header_too_large_is_431)
+{
+    static char req[8192];
+    int fd;
+
+    start("limits: { header_bytes: 4KiB }\n");
+    snprintf(req, sizeof(req), "GET /hello HTTP/1.1\r\nHost: t\r\nX-Big: "
+             "%05000d\r\n\r\n", 0);
+    fd = corConnect(server.port);
+    ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_int_eq(corStatus(buf), 431);
+    ck_assert(corPeerClosed(fd, 2000));
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_target_too_long_is_414)
+{
+    static char req[8192];
+
+    start("limits: { header_bytes: 4KiB }\n");
+    memset(req, 'a', 6000);
+    memcpy(req, "GET /", 5);
+    strcpy(req + 6000, " HTTP/1.1\r\nHost: t\r\n\r\n");
+    ck_assert_int_eq(corRequest(server.port, req, buf, sizeof(buf)), 414);
+}
+END_TEST
+
+START_TEST(test_body_too_large_is_413_before_the_body)
+{
+    int fd;
+    const char* head = "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: "
+                       "2000000\r\n\r\n";
+
+    start("limits: { body_bytes: 1MiB }\n");
+    fd = corConnect(server.port);
+    /* Decided from the header: no body byte is sent at all. */
+    ck_assert_int_eq(corSendAll(fd, head, strlen(head)), 0);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_int_eq(corStatus(buf), 413);
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_connections_past_the_limit_are_closed_and_counted)
+{
+    int fds[8];
+    int extra;
+    const char* req = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
+
+    start("limits: { connections: 8 }\n");
+    for (int i = 0; i < 8; i++) {
+        fds[i] = corConnect(server.port);
+        ck_assert_int_eq(corSendAll(fds[i], req, strlen(req)), 0);
+        ck_assert_int_gt(corReadResponse(fds[i], buf, sizeof(buf), 5000), 0);
+    }
+    extra = corConnect(server.port);
+    ck_assert(corPeerClosed(extra, 2000));
+    close(extra);
+    close(fds[0]);
+    usleep(200 * 1000);
+    ck_assert_int_ge(corMetric(server.port, "cor_connections_refused_total"),
+                     1);
+    for (int i = 1; i < 8; i++) {
+        close(fds[i]);
+    }
+}
+END_TEST
+
+START_TEST(test_slowloris_is_cut_while_others_are_served)
+{
+    const char* req = "GET /hello HTTP/1.1\r\nHost: t\r\nX-Slow: "
+                      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    long start_ms;
+    int slow;
+    size_t sent = 0;
+
+    start("limits: { request_timeout: 1s }\n");
+    slow = corConnect(server.port);
+    start_ms = corNowMs();
+    /* One byte every 100 ms: the head would take 7 s to come. */
+    while (sent < strlen(req) && corNowMs() - start_ms < 3000) {
+        if (send(slow, req + sent, 1, MSG_NOSIGNAL) != 1) {
+            break;
+        }
+        sent++;
+        if (sent % 5 == 0) {
+            long t = corNowMs();
+
+            ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\n"
+                                        "Host: t\r\n\r\n", buf, sizeof(buf)),
+                             200);
+            ck_assert_int_lt(corNowMs() - t, 500);
+        }
+        usleep(100 * 1000);
+    }
+    /* Cut at the deadline of the whole head, with a 408. */
+    ck_assert_int_gt(corReadResponse(slow, buf, sizeof(buf), 3000), 0);
+    ck_assert_int_eq(corStatus(buf), 408);
+    ck_assert_int_lt(corNowMs() - start_ms, 2500);
+    close(slow);
+}
+END_TEST
+
+START_TEST(test_client_that_never_reads_is_cut_at_the_send_timeout)
+{
+    const char* req = "GET /bytes?n=20000000 HTTP/1.1\r\nHost: t\r\n\r\n";
+    int fd;
+    int small = 4096;
+    long got = 0;
+    ssize_t n;
+
+    start("limits: { send_timeout: 1s }\n");
+    fd = corConnect(server.port);
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
+    sleep(3);
+    /* The server gave up: what is buffered, then the end. */
+    while ((n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+        got += n;
+    }
+    ck_assert(corPeerClosed(fd, 2000));
+    ck_assert_int_lt(got, 20000000);
+    close(fd);
+    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n", buf, sizeof(buf)), 200);
+}
+END_TEST
+
+START_TEST(test_idle_keep_alive_connection_closed_at_its_timeout)
+{
+    const char* req = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
+    int fd;
+    long t;
+
+    start("limits: { keepalive_timeout: 1s }\n");
+    fd = corConnect(server.port);
+    ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    t = corNowMs();
+    ck_assert(corPeerClosed(fd, 3000));
+    ck_assert_int_ge(corNowMs() - t, 900);
+    close(fd);
+}
+END_TEST
+
+static long
+medianLatencyUs(int fd, int count)
+{
+    long samples[200];
+    const char* req = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
+
+    for (int i = 0; i < count; i++) {
+        struct timespec a;
+        struct timespec b;
+
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
+        ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        samples[i] = (b.tv_sec - a.tv_sec) * 1000000
+                     + (b.tv_nsec - a.tv_nsec) / 1000;
+    }
+    for (int i = 0; i < count; i++) {
+        for (int j = i + 1; j < count; j++) {
+            if (samples[j] < samples[i]) {
+                long t = samples[i];
+
+                samples[i] = samples[j];
+                samples[j] = t;
+            }
+        }
+    }
+    return samples[count / 2];
+}
+
+START_TEST(test_10000_idle_connections_beside_a_busy_one)
+{
+    enum { IDLE = 10000 };
+    static int idle[IDLE];
+    struct rlimit files;
+    int busy;
+    long before;
+    long after;
+    const char* req = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
+
+    getrlimit(RLIMIT_NOFILE, &files);
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+    ck_assert_uint_ge(files.rlim_cur, IDLE + 100);
+    start("limits: { connections: 12000, keepalive_timeout: 120s }\n");
+    busy = corConnect(server.port);
+    before = medianLatencyUs(busy, 101);
+    for (int i = 0; i < IDLE; i++) {
+        idle[i] = corConnect(server.port);
+        ck_assert_int_ge(idle[i], 0);
+        if (i % 1000 == 0) {
+            /* Each is a served keep-alive connection, not just a SYN. */
+            ck_assert_int_eq(corSendAll(idle[i], req, strlen(req)), 0);
+            ck_assert_int_gt(corReadResponse(idle[i], buf, sizeof(buf),
+                                             5000), 0);
+        }
+    }
+    after = medianLatencyUs(busy, 101);
+    /* All still open, and the busy one as quick (within noise). */
+    ck_assert(!corPeerClosed(idle[IDLE - 1], 100));
+    ck_assert_msg(after < before * 5 + 2000, "median %ld us before, %ld us "
+                  "with 10 000 idle connections", before, after);
+    for (int i = 0; i < IDLE; i++) {
+        close(idle[i]);
+    }
+    close(busy);
+}
+END_TEST
+
+COR_TEST_SUITE(corHttpLimits)
+{
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, NULL, tearDown);
+    tcase_add_test(tc, test_header_too_large_is_431);
+    tcase_add_test(tc, test_target_too_long_is_414);
+    tcase_add_test(tc, test_body_too_large_is_413_before_the_body);
+    tcase_add_test(tc, test_connections_past_the_limit_are_closed_and_counted);
+    tcase_add_test(tc, test_slowloris_is_cut_while_others_are_served);
+    tcase_add_test(tc, test_client_that_never_reads_is_cut_at_the_send_timeout);
+    tcase_add_test(tc, test_idle_keep_alive_connection_closed_at_its_timeout);
+    tcase_add_test(tc, test_10000_idle_connections_beside_a_busy_one);
+}
