@@ -36,7 +36,7 @@
 #include "corEv.h"
 
 /* Bumped whenever a struct or a signature of this header changes. */
-#define COR_ABI_VERSION 1
+#define COR_ABI_VERSION 2
 #define COR_VERSION "0.1.0"
 
 typedef struct CorModule CorModule;
@@ -136,6 +136,7 @@ typedef enum {
 } CorRan;
 
 typedef struct CorArenaChunk CorArenaChunk;
+typedef struct CorStream CorStream;
 typedef struct CorProtocolOps CorProtocolOps;
 typedef struct CorHandlerEntry CorHandlerEntry;
 
@@ -167,6 +168,9 @@ struct CorRequest {
     CorHeader* responseHeaders;
     unsigned responseHeaderCount;
     bool responded;
+    int fileFd;                 /* a file body (corRespondFile), or -1 */
+    int64_t fileOffset;
+    CorStream* stream;          /* a streamed body, or NULL */
 
     /* The core's, between dispatch and release. */
     CorRan ran;
@@ -209,6 +213,24 @@ void corRespondf(CorRequest* r, int status, const char* contentType,
 /* A response header, before corRespond. */
 void corResponseHeader(CorRequest* r, const char* name, const char* value);
 
+/* Respond with len bytes of an open file from offset, sent with
+ * sendfile(). The core owns fd from here and closes it. */
+void corRespondFile(CorRequest* r, int status, const char* contentType,
+                    int fd, int64_t offset, size_t len);
+
+/*
+ * A streamed response, for a body not known in advance: start it in the
+ * handler (which may then return; the request lives until the end), write
+ * pieces from any thread (each is copied; HTTP/1.1 sends it as a chunk),
+ * and end it from any thread. Start returns 0 or -1 (already answered, or
+ * no memory); a write returns 0, or -EPIPE once the client is gone (stop
+ * producing).
+ */
+int corResponseStreamStart(CorRequest* r, int status,
+                           const char* contentType);
+int corResponseStreamWrite(CorRequest* r, const void* data, size_t len);
+void corResponseStreamEnd(CorRequest* r);
+
 /* ---- Protocols: what protocol modules (HTTP, cor://) build on ---------- */
 
 /*
@@ -217,10 +239,16 @@ void corResponseHeader(CorRequest* r, const char* name, const char* value);
  */
 struct CorProtocolOps {
     /* The response is set (by the handler, or a failure status): send it,
-     * then call corRequestSent() once it is out (or failed). */
+     * then call corRequestSent() once it is out (or failed). A streamed
+     * response gets its head here, its pieces through streamData and its
+     * end through streamEnd; corRequestSent follows the end. */
     void (*done)(CorRequest* r);
     /* The post-response phase is over: the request may be freed. */
     void (*release)(CorRequest* r);
+    void (*streamData)(CorRequest* r, const void* data, size_t len);
+    void (*streamEnd)(CorRequest* r);
+    /* Whether the client is still there to stream to. */
+    bool (*streamAlive)(const CorRequest* r);
 };
 
 /*

@@ -107,6 +107,11 @@ struct CorListener {
 /* Called by the loop when a coroutine ran longer than the stall limit. */
 void corRequestStallInit(CorEvLoop* loop);
 
+/* Streams (corStream.c): the head is out, pieces may follow; and the
+ * stream's memory, at the request's end. */
+void corStreamHeadSent(CorRequest* r);
+void corStreamFree(CorRequest* r);
+
 /* ---- Counters (corMetrics.c) --------------------------------------------- */
 
 /* Counted by the loop that owns them (no atomics), summed when read. */

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #define ARENA_CHUNK 4096
 
@@ -78,6 +79,11 @@ corRequestAlloc(CorRequest* r, size_t size)
 static void
 arenaFree(CorRequest* r)
 {
+    if (r->fileFd >= 0) {
+        close(r->fileFd);       /* the protocol did not take it */
+        r->fileFd = -1;
+    }
+    corStreamFree(r);
     while (r->arena != NULL) {
         CorArenaChunk* next = r->arena->next;
 
@@ -237,6 +243,19 @@ corRespondf(CorRequest* r, int status, const char* contentType,
 }
 
 void
+corRespondFile(CorRequest* r, int status, const char* contentType, int fd,
+               int64_t offset, size_t len)
+{
+    if (r->responded) {
+        close(fd);
+        return;
+    }
+    corRespondStatic(r, status, contentType, NULL, len);
+    r->fileFd = fd;
+    r->fileOffset = offset;
+}
+
+void
 corResponseHeader(CorRequest* r, const char* name, const char* value)
 {
     if (r->responseHeaderCount == r->responseHeaderCap) {
@@ -296,6 +315,13 @@ served(CorRequest* r)
          * path and may not answer: the client still gets one. */
         corRespondStatic(r, corRuntime.stopping ? 503 : 500, "text/plain",
                          "the handler gave no response\n", 29);
+    }
+    if (r->stream != NULL) {
+        CorRequest* streamed = r;
+
+        r->ops->done(r);
+        corStreamHeadSent(streamed);    /* the pieces may follow now */
+        return;
     }
     r->ops->done(r);
 }
@@ -439,6 +465,7 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
 
     r->ops = ops;
     r->protocolData = protocolData;
+    r->fileFd = -1;
     r->loop = corEvLoopCurrent();
     r->startMs = corEvNow(r->loop);
     switch (corRouteFind(r->method, r->methodLen, r->path, r->pathLen, &h)) {

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/sendfile.h>
 #include <unistd.h>
 
 #define IN_INITIAL 4096
@@ -35,11 +36,17 @@
 
 static void requestDone(CorRequest* r);
 static void requestRelease(CorRequest* r);
+static void streamData(CorRequest* r, const void* data, size_t len);
+static void streamEnd(CorRequest* r);
+static bool streamAlive(const CorRequest* r);
 static void httpProcess(HttpConn* c);
 
 static const CorProtocolOps httpOps = {
     .done = requestDone,
     .release = requestRelease,
+    .streamData = streamData,
+    .streamEnd = streamEnd,
+    .streamAlive = streamAlive,
 };
 
 /* ---- Timers -------------------------------------------------------------- */
@@ -47,7 +54,17 @@ static const CorProtocolOps httpOps = {
 static bool
 outputPending(const HttpConn* c)
 {
-    return c->outSent < c->outLen;
+    return c->outSent < c->outLen || c->fileLeft > 0;
+}
+
+static void
+fileDone(HttpConn* c)
+{
+    if (c->fileFd >= 0) {
+        close(c->fileFd);
+        c->fileFd = -1;
+    }
+    c->fileLeft = 0;
 }
 
 static void
@@ -215,7 +232,25 @@ httpFlush(HttpConn* c)
     bool wrote = false;
 
     while (outputPending(c)) {
-        ssize_t n = write(c->fd, c->out + c->outSent, c->outLen - c->outSent);
+        ssize_t n;
+
+        if (c->outSent == c->outLen) {
+            /* The head is out: the file follows, kernel to kernel. */
+            n = sendfile(c->fd, c->fileFd, &c->fileOffset, c->fileLeft);
+            if (n > 0) {
+                c->fileLeft -= (size_t)n;
+                wrote = true;
+                if (c->fileLeft == 0) {
+                    fileDone(c);
+                }
+                continue;
+            }
+            if (n == 0) {
+                return -1;      /* the file is shorter than it said */
+            }
+        } else {
+            n = write(c->fd, c->out + c->outSent, c->outLen - c->outSent);
+        }
 
         if (n > 0) {
             c->outSent += (size_t)n;
@@ -233,7 +268,50 @@ httpFlush(HttpConn* c)
     return 0;
 }
 
+/* What a finished answer leaves: the next request, or the close. Its
+ * record is done with the connection's buffers once this is called. */
+static void
+answered(HttpConn* c, CorRequest* r)
+{
+    c->inStart = c->bodyRaw;
+    c->state = c->keepAlive ? HTTP_IDLE : HTTP_CLOSING;
+    corRequestSent(r);
+    if (c->processing) {
+        return;                     /* httpProcess goes on by itself */
+    }
+    if (c->readPaused || c->state == HTTP_IDLE) {
+        if (httpRead(c) != 0) {
+            httpConnClose(c);
+            return;
+        }
+    }
+    httpProcess(c);
+}
+
 /* ---- Requests ------------------------------------------------------------ */
+
+/*
+ * A request record for the connection: its spare one when it has it (a
+ * keep-alive connection reuses one record for all its requests), else a
+ * new one. Only the core's part is cleared; the parser fills the head.
+ */
+static HttpRequest*
+requestNew(HttpConn* c)
+{
+    HttpRequest* req = c->spare;
+
+    if (req != NULL) {
+        c->spare = NULL;
+    } else {
+        req = malloc(sizeof(*req));
+        if (req == NULL) {
+            return NULL;
+        }
+    }
+    memset(&req->r, 0, sizeof(req->r));
+    req->conn = c;
+    return req;
+}
 
 static void
 startRequest(HttpConn* c, size_t bodyStart)
@@ -338,13 +416,12 @@ processStep(HttpConn* c)
         return false;
     }
     if (c->req == NULL) {
-        c->req = calloc(1, sizeof(*c->req));
+        c->req = requestNew(c);
         if (c->req == NULL) {
             httpErrorAppend(c, 503);
             c->state = HTTP_CLOSING;
             return false;
         }
-        c->req->conn = c;
     }
     rc = corHttpParseHead(c->in + c->inStart, c->inLen - c->inStart,
                           &(CorHttpLimits){ corLimits()->headerBytes,
@@ -367,22 +444,42 @@ processStep(HttpConn* c)
     return true;
 }
 
+/* Whether requests may be read and served now, as far as output goes: a
+ * file being sent, or too much unsent output, holds the next one back. */
+static bool
+outputAllowsMore(const HttpConn* c)
+{
+    return c->fileFd < 0 && c->outLen - c->outSent < OUT_HIGH_WATER;
+}
+
+static bool
+reading(const HttpConn* c)
+{
+    return c->state == HTTP_IDLE || c->state == HTTP_HEAD
+           || c->state == HTTP_BODY;
+}
+
 static void
 httpProcess(HttpConn* c)
 {
+    bool heldBack;
+
     if (c->processing) {
         return;         /* an inline answer inside the loop below */
     }
     c->processing = true;
-    while ((c->state == HTTP_IDLE || c->state == HTTP_HEAD
-            || c->state == HTTP_BODY)
-           && c->outLen - c->outSent < OUT_HIGH_WATER && processStep(c)) {
-    }
+    do {
+        while (reading(c) && outputAllowsMore(c) && processStep(c)) {
+        }
+        heldBack = reading(c) && !outputAllowsMore(c);
+        if (httpFlush(c) != 0) {
+            c->processing = false;
+            httpConnClose(c);
+            return;
+        }
+        /* Held back by output that has all gone out now: go on. */
+    } while (heldBack && !outputPending(c));
     c->processing = false;
-    if (httpFlush(c) != 0) {
-        httpConnClose(c);
-        return;
-    }
     if (c->state == HTTP_CLOSING && !outputPending(c)) {
         httpConnClose(c);
         return;
@@ -406,40 +503,90 @@ requestDone(CorRequest* r)
         corRequestSent(r);          /* the client left meanwhile */
         return;
     }
+    /* An HTTP/1.0 stream ends with the close. */
     c->keepAlive = req->head.keepAlive && !c->hl->draining
-                   && !c->peerClosed;
+                   && !c->peerClosed
+                   && !(r->stream != NULL && req->head.versionMinor == 0);
     before = c->outLen;
     if (httpResponseAppend(c, req, c->keepAlive) != 0) {
         c->keepAlive = false;
     }
     if (corAccessLogEnabled()) {
-        httpAccessLog(c, req, c->outLen - before);
+        httpAccessLog(c, req, c->outLen - before + r->responseLen);
     }
-    c->inStart = c->bodyRaw;
-    c->state = c->keepAlive ? HTTP_IDLE : HTTP_CLOSING;
-    /* Copied out: the request is done with the connection's buffers. */
-    corRequestSent(r);
-    if (c->processing) {
-        return;                     /* httpProcess goes on by itself */
-    }
-    if (c->readPaused || c->state == HTTP_IDLE) {
-        if (httpRead(c) != 0) {
+    if (r->stream != NULL) {
+        /* The head goes now; the pieces and the end come as written. */
+        if (!c->processing && httpFlush(c) != 0) {
             httpConnClose(c);
-            return;
+        }
+        return;
+    }
+    if (r->fileFd >= 0) {
+        /* The connection owns the file now; a HEAD sends none of it. */
+        c->fileFd = r->fileFd;
+        c->fileOffset = (off_t)r->fileOffset;
+        c->fileLeft = r->head ? 0 : r->responseLen;
+        r->fileFd = -1;
+        if (c->fileLeft == 0) {
+            fileDone(c);
         }
     }
-    httpProcess(c);
+    /* Copied out: the request is done with the connection's buffers. */
+    answered(c, r);
+}
+
+static void
+streamData(CorRequest* r, const void* data, size_t len)
+{
+    HttpRequest* req = corContainerOf(r, HttpRequest, r);
+    HttpConn* c = req->conn;
+
+    if (c == NULL) {
+        return;
+    }
+    if (httpChunkAppend(c, req, data, len) != 0 || httpFlush(c) != 0) {
+        httpConnClose(c);
+        return;
+    }
+    timerUpdate(c, false);
+}
+
+static void
+streamEnd(CorRequest* r)
+{
+    HttpRequest* req = corContainerOf(r, HttpRequest, r);
+    HttpConn* c = req->conn;
+
+    if (c == NULL) {
+        corRequestSent(r);
+        return;
+    }
+    if (httpChunkEnd(c, req) != 0) {
+        c->keepAlive = false;
+    }
+    answered(c, r);
+}
+
+static bool
+streamAlive(const CorRequest* r)
+{
+    return corContainerOf(r, HttpRequest, r)->conn != NULL;
 }
 
 static void
 requestRelease(CorRequest* r)
 {
     HttpRequest* req = corContainerOf(r, HttpRequest, r);
+    HttpConn* c = req->conn;
 
-    if (req->conn != NULL && req->conn->req == req) {
-        req->conn->req = NULL;
+    if (c != NULL && c->req == req) {
+        c->req = NULL;
     }
-    free(req);
+    if (c != NULL && c->spare == NULL) {
+        c->spare = req;
+    } else {
+        free(req);
+    }
 }
 
 /* ---- The connection ------------------------------------------------------ */
@@ -491,6 +638,7 @@ httpConnOpen(HttpLoop* hl, int fd, const struct sockaddr_storage* peer)
         return;
     }
     c->fd = fd;
+    c->fileFd = -1;
     c->hl = hl;
     c->peer = *peer;
     c->state = HTTP_IDLE;
@@ -536,6 +684,8 @@ httpConnClose(HttpConn* c)
     }
     atomic_fetch_sub(&hl->connCount, 1);
     atomic_fetch_sub(&httpConnTotal, 1);
+    fileDone(c);
+    free(c->spare);
     free(c->in);
     free(c->out);
     free(c);

@@ -78,7 +78,11 @@ struct HttpConn {
     size_t outLen;
     size_t outSent;
     size_t outCap;
+    int fileFd;                 /* a file body being sent, or -1 */
+    off_t fileOffset;
+    size_t fileLeft;
     HttpRequest* req;
+    HttpRequest* spare;         /* a released record, kept for the next */
     bool keepAlive;
     bool readPaused;            /* the buffer is full: read again later */
     bool peerClosed;
@@ -105,8 +109,14 @@ extern atomic_uint httpConnTotal;
 
 /* ---- corHttpResponse.c --------------------------------------------------- */
 
-/* Append the response of r to the connection's output. */
+/* Append the response of r to the connection's output (the head only for
+ * a file or a stream). */
 int httpResponseAppend(HttpConn* c, const HttpRequest* req, bool keepAlive);
+/* A piece of a streamed body: a chunk on HTTP/1.1, raw on HTTP/1.0. */
+int httpChunkAppend(HttpConn* c, const HttpRequest* req, const void* data,
+                    size_t len);
+/* The end of a streamed body. */
+int httpChunkEnd(HttpConn* c, const HttpRequest* req);
 /* Append a bare error response (a refused request) that closes. */
 int httpErrorAppend(HttpConn* c, int status);
 /* Append "HTTP/1.1 100 Continue". */

@@ -7,6 +7,7 @@
  */
 #include "corHttpInt.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,41 +100,85 @@ appendBytes(HttpConn* c, const void* bytes, size_t len)
     return 0;
 }
 
+/* Append bytes known to fit (reserved before). */
+static inline char*
+put(char* at, const char* bytes, size_t len)
+{
+    memcpy(at, bytes, len);
+    return at + len;
+}
+
+#define PUT_LITERAL(at, s) put(at, s, sizeof(s) - 1)
+
+static char*
+putDecimal(char* at, size_t value)
+{
+    char digits[24];
+    int n = 0;
+
+    do {
+        digits[n++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value != 0);
+    while (n > 0) {
+        *at++ = digits[--n];
+    }
+    return at;
+}
+
+/*
+ * The head of a response, put together with copies rather than printf:
+ * this runs once per request, and formatting was a good part of its cost.
+ */
+/* length: SIZE_MAX for a streamed body (chunked, or to the close). */
 static int
 appendHead(HttpConn* c, int status, const char* contentType, size_t length,
            const CorHeader* headers, unsigned headerCount, bool keepAlive,
            bool http10)
 {
-    size_t extra = 0;
+    const char* reason = httpStatusText(status);
+    size_t typeLen = contentType ? strlen(contentType) : 0;
+    size_t extra = strlen(reason) + typeLen + 160;
+    char* start;
     char* at;
-    int n;
 
     for (unsigned i = 0; i < headerCount; i++) {
         extra += headers[i].nameLen + headers[i].valueLen + 4;
     }
-    at = outputReserve(c, 256 + extra + (contentType ? strlen(contentType)
-                                                     : 0));
+    start = at = outputReserve(c, extra);
     if (at == NULL) {
         return -1;
     }
-    n = sprintf(at, "HTTP/1.1 %d %s\r\nServer: cor\r\nDate: %s\r\n"
-                "Content-Length: %zu\r\n", status, httpStatusText(status),
-                httpDate(c->hl), length);
+    at = PUT_LITERAL(at, "HTTP/1.1 ");
+    at = putDecimal(at, (size_t)(status >= 100 && status <= 999 ? status
+                                                                 : 500));
+    *at++ = ' ';
+    at = put(at, reason, strlen(reason));
+    at = PUT_LITERAL(at, "\r\nServer: cor\r\nDate: ");
+    at = put(at, httpDate(c->hl), 29);
+    if (length != SIZE_MAX) {
+        at = PUT_LITERAL(at, "\r\nContent-Length: ");
+        at = putDecimal(at, length);
+    } else if (!http10) {
+        at = PUT_LITERAL(at, "\r\nTransfer-Encoding: chunked");
+    }
     if (contentType != NULL) {
-        n += sprintf(at + n, "Content-Type: %s\r\n", contentType);
+        at = PUT_LITERAL(at, "\r\nContent-Type: ");
+        at = put(at, contentType, typeLen);
     }
     for (unsigned i = 0; i < headerCount; i++) {
-        n += sprintf(at + n, "%.*s: %.*s\r\n", (int)headers[i].nameLen,
-                     headers[i].name, (int)headers[i].valueLen,
-                     headers[i].value);
+        at = PUT_LITERAL(at, "\r\n");
+        at = put(at, headers[i].name, headers[i].nameLen);
+        at = PUT_LITERAL(at, ": ");
+        at = put(at, headers[i].value, headers[i].valueLen);
     }
     if (!keepAlive) {
-        n += sprintf(at + n, "Connection: close\r\n");
+        at = PUT_LITERAL(at, "\r\nConnection: close");
     } else if (http10) {
-        n += sprintf(at + n, "Connection: keep-alive\r\n");
+        at = PUT_LITERAL(at, "\r\nConnection: keep-alive");
     }
-    memcpy(at + n, "\r\n", 2);
-    c->outLen += (size_t)n + 2;
+    at = PUT_LITERAL(at, "\r\n\r\n");
+    c->outLen += (size_t)(at - start);
     return 0;
 }
 
@@ -142,15 +187,47 @@ httpResponseAppend(HttpConn* c, const HttpRequest* req, bool keepAlive)
 {
     const CorRequest* r = &req->r;
 
-    if (appendHead(c, r->status, r->contentType, r->responseLen,
+    if (appendHead(c, r->status, r->contentType,
+                   r->stream != NULL ? SIZE_MAX : r->responseLen,
                    r->responseHeaders, r->responseHeaderCount, keepAlive,
                    req->head.versionMinor == 0) != 0) {
         return -1;
     }
-    if (r->head || r->responseLen == 0) {
+    if (r->head || r->responseLen == 0 || r->fileFd >= 0
+        || r->stream != NULL) {
         return 0;
     }
     return appendBytes(c, r->responseBody, r->responseLen);
+}
+
+int
+httpChunkAppend(HttpConn* c, const HttpRequest* req, const void* data,
+                size_t len)
+{
+    char size[24];
+    int n;
+
+    if (req->r.head) {
+        return 0;
+    }
+    if (req->head.versionMinor == 0) {
+        return appendBytes(c, data, len);   /* delimited by the close */
+    }
+    n = snprintf(size, sizeof(size), "%zx\r\n", len);
+    if (appendBytes(c, size, (size_t)n) != 0
+        || appendBytes(c, data, len) != 0) {
+        return -1;
+    }
+    return appendBytes(c, "\r\n", 2);
+}
+
+int
+httpChunkEnd(HttpConn* c, const HttpRequest* req)
+{
+    if (req->r.head || req->head.versionMinor == 0) {
+        return 0;
+    }
+    return appendBytes(c, "0\r\n\r\n", 5);
 }
 
 int

@@ -417,8 +417,132 @@ START_TEST(test_access_log_written)
 }
 END_TEST
 
+START_TEST(test_file_body_with_sendfile)
+{
+    char path[256];
+    char req[512];
+    static char content[300000];
+    FILE* f;
+    int fd;
+    const char* pipelined;
+
+    for (size_t i = 0; i < sizeof(content); i++) {
+        content[i] = (char)('a' + i % 26);
+    }
+    snprintf(path, sizeof(path), "%s/file.bin", server.dir);
+    f = fopen(path, "w");
+    fwrite(content, 1, sizeof(content), f);
+    fclose(f);
+    /* The file, then a pipelined request: its answer comes after the
+     * whole file, not inside it. */
+    snprintf(req, sizeof(req), "GET /file?path=%s HTTP/1.1\r\nHost: t\r\n"
+             "\r\n", path);
+    pipelined = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
+    fd = corConnect(server.port);
+    ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
+    ck_assert_int_eq(corSendAll(fd, pipelined, strlen(pipelined)), 0);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_int_eq(corStatus(buf), 200);
+    ck_assert_int_eq(memcmp(corBody(buf), content, sizeof(content)), 0);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_str_eq(corBody(buf), "hello, world\n");
+    close(fd);
+}
+END_TEST
+
+static void
+checkStream(const char* query)
+{
+    char out[4096];
+    char command[512];
+    char expect[256] = "";
+
+    for (int i = 0; i < 5; i++) {
+        char piece[32];
+
+        snprintf(piece, sizeof(piece), "piece %d\n", i);
+        strcat(expect, piece);
+    }
+    snprintf(command, sizeof(command), "curl -s -D %s/headers "
+             "'http://127.0.0.1:%d/stream?n=5%s' && grep -ci "
+             "'^transfer-encoding: chunked' %s/headers >/dev/null",
+             server.dir, server.port, query, server.dir);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, expect);
+}
+
+START_TEST(test_streamed_body_from_a_worker)
+{
+    checkStream("");
+}
+END_TEST
+
+START_TEST(test_streamed_body_from_another_thread_after_return)
+{
+    checkStream("&later=1");
+    /* The connection goes on after the stream ended. */
+    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: "
+                                "t\r\n\r\n", buf, sizeof(buf)), 200);
+}
+END_TEST
+
+/* Loop 0 deals connections out in turn: with 2 loops, 64 connections of
+ * one request each are 32 and 32; each /metrics request (on a connection
+ * of its own, dealt in turn too) counts itself: 33 and 33. */
+START_TEST(test_connections_dealt_out_evenly)
+{
+    char yaml[2048];
+    static int fds[64];
+    const char* req = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
+
+    corServerStop(&server);
+    snprintf(yaml, sizeof(yaml), "runtime: { loops: 2 }\nlisten: [ { "
+             "protocol: http, address: 127.0.0.1:{PORT} } ]\nmodules: [ { "
+             "load: http }, { load: hello } ]\nroutes: [ { match: \"GET "
+             "/hello\", handler: hello }, { match: \"GET /metrics\", "
+             "handler: metrics } ]\nlog: { pid_file: {DIR}/cor.pid }\n");
+    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+    for (int i = 0; i < 64; i++) {
+        fds[i] = corConnect(server.port);
+        ck_assert_int_eq(corSendAll(fds[i], req, strlen(req)), 0);
+        ck_assert_int_gt(corReadResponse(fds[i], buf, sizeof(buf), 5000), 0);
+    }
+    for (int i = 0; i < 64; i++) {
+        close(fds[i]);
+    }
+    ck_assert_int_eq(corMetric(server.port,
+                               "cor_loop_requests_total{loop=\"0\"}"), 33);
+    ck_assert_int_eq(corMetric(server.port,
+                               "cor_loop_requests_total{loop=\"1\"}"), 33);
+}
+END_TEST
+
+START_TEST(test_reuseport_accepts_on_every_loop)
+{
+    char yaml[2048];
+
+    corServerStop(&server);
+    snprintf(yaml, sizeof(yaml), "runtime: { loops: 2 }\nlisten: [ { "
+             "protocol: http, address: 127.0.0.1:{PORT}, accept: reuseport "
+             "} ]\nmodules: [ { load: http }, { load: hello } ]\nroutes: [ "
+             "{ match: \"GET /hello\", handler: hello } ]\nlog: { "
+             "pid_file: {DIR}/cor.pid }\n");
+    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+    for (int i = 0; i < 50; i++) {
+        ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\n"
+                                    "Host: t\r\n\r\n", buf, sizeof(buf)),
+                         200);
+    }
+}
+END_TEST
+
 COR_TEST_SUITE(corHttpServe)
 {
+    tcase_add_test(tc, test_connections_dealt_out_evenly);
+    tcase_add_test(tc, test_reuseport_accepts_on_every_loop);
+    tcase_add_test(tc, test_file_body_with_sendfile);
+    tcase_add_test(tc, test_streamed_body_from_a_worker);
+    tcase_add_test(tc, test_streamed_body_from_another_thread_after_return);
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, setUp, tearDown);
     tcase_add_test(tc, test_hello);

@@ -191,6 +191,8 @@ corServerStartWith(CorServer* s, const char* extra)
              "  - { match: \"GET /block\", handler: block }\n"
              "  - { match: \"GET /never\", handler: never }\n"
              "  - { match: \"GET /crash\", handler: crash }\n"
+             "  - { match: \"GET /file\", handler: file }\n"
+             "  - { match: \"GET /stream\", handler: stream }\n"
              "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log }\n"
              "%s", extra ? extra : "");
     return corServerStart(s, yaml);
@@ -285,7 +287,21 @@ corReadResponse(int fd, char* buf, size_t cap, int timeoutMs)
         if (len + 1 >= cap || !waitReadable(fd, deadline)) {
             return -1;
         }
-        ssize_t n = recv(fd, buf + len, 1, 0);   /* one response only */
+        /* Byte by byte in the head (a pipelined answer may follow), then
+         * the rest of the body at once. */
+        size_t want = 1;
+
+        if (end != NULL) {
+            const char* cl = strcasestr(buf, "\r\nContent-Length:");
+            size_t head = (size_t)(end + 4 - buf);
+            size_t body = cl && cl < end ? strtoul(cl + 17, NULL, 10) : 0;
+
+            want = head + body - len;
+            if (want > cap - 1 - len) {
+                want = cap - 1 - len;
+            }
+        }
+        ssize_t n = recv(fd, buf + len, want, 0);
 
         if (n <= 0) {
             return len > 0 ? -1 : 0;

@@ -5,7 +5,11 @@
  */
 #include "cor.h"
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,6 +51,74 @@ neverServe(CorRequest* r)
     (void)r;
 }
 
+/* Sends the file ?path= names (a test's own file), with sendfile. */
+static void
+fileServe(CorRequest* r)
+{
+    const char* path = corRequestQuery(r, "path");
+    int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    struct stat st;
+
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        corRespond(r, 404, "text/plain", "no file\n", 8);
+        return;
+    }
+    corRespondFile(r, 200, "application/octet-stream", fd, 0,
+                   (size_t)st.st_size);
+}
+
+/* Streams ?n= pieces "piece K\n", 5 ms apart, from the thread it runs on
+ * (a worker) or, with ?later=1, from a thread of its own after it
+ * returned. */
+typedef struct {
+    CorRequest* r;
+    int pieces;
+} StreamJob;
+
+static void*
+streamPieces(void* arg)
+{
+    StreamJob* job = arg;
+    char piece[32];
+
+    for (int i = 0; i < job->pieces; i++) {
+        int n = snprintf(piece, sizeof(piece), "piece %d\n", i);
+
+        if (corResponseStreamWrite(job->r, piece, (size_t)n) != 0) {
+            break;
+        }
+        usleep(5000);
+    }
+    corResponseStreamEnd(job->r);
+    free(job);
+    return NULL;
+}
+
+static void
+streamServe(CorRequest* r)
+{
+    const char* n = corRequestQuery(r, "n");
+    const char* later = corRequestQuery(r, "later");
+    StreamJob* job = malloc(sizeof(*job));
+    pthread_t thread;
+
+    if (job == NULL || corResponseStreamStart(r, 200, "text/plain") != 0) {
+        free(job);
+        return;
+    }
+    job->r = r;
+    job->pieces = n ? atoi(n) : 5;
+    if (later != NULL && pthread_create(&thread, NULL, streamPieces, job)
+                             == 0) {
+        pthread_detach(thread);
+        return;
+    }
+    streamPieces(job);
+}
+
 /* Takes the generation down: the master must replace it. */
 static void
 crashServe(CorRequest* r)
@@ -65,6 +137,11 @@ testkitInit(CorModule* m, const CorConf* conf)
                                            .serve = bytesServe }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "block",
                                            .serve = blockServe }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "file",
+                                           .serve = fileServe }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "stream",
+                                           .serve = streamServe,
+                                           .run = COR_RUN_WORKER }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "crash",
                                            .serve = crashServe }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "never",
