@@ -326,17 +326,41 @@ served(CorRequest* r)
     r->ops->done(r);
 }
 
+/* The request is over: its memory goes, the protocol releases it. */
 static void
-servedOnLoop(CorEvTask* task)
+requestEnd(CorRequest* r)
 {
-    CorRequest* r = corContainerOf(task, CorRequest, task);
+    arenaFree(r);
+    r->ops->release(r);
+}
 
+/* Run the phase the request is in: its handler, or the post-response
+ * phase. */
+static void
+runPhase(CorRequest* r)
+{
     if (r->inFinish) {
-        arenaFree(r);
-        r->ops->release(r);
+        r->handler->handler.finish(r);
+    } else {
+        r->handler->handler.serve(r);
+    }
+}
+
+/* Back on the loop after a phase: answer, or end. */
+static void
+phaseDone(CorRequest* r)
+{
+    if (r->inFinish) {
+        requestEnd(r);
     } else {
         served(r);
     }
+}
+
+static void
+servedOnLoop(CorEvTask* task)
+{
+    phaseDone(corContainerOf(task, CorRequest, task));
 }
 
 static void
@@ -345,11 +369,7 @@ serveOnWorker(CorEvTask* task)
     CorRequest* r = corContainerOf(task, CorRequest, task);
 
     threadRequest = r;
-    if (r->inFinish) {
-        r->handler->handler.finish(r);
-    } else {
-        r->handler->handler.serve(r);
-    }
+    runPhase(r);
     threadRequest = NULL;
     corEvLoopPost(r->loop, &r->task, servedOnLoop);
 }
@@ -375,23 +395,14 @@ serveInCoroutine(void* arg)
     CorCo* co = corCoCurrent();
 
     corCoSetData(co, r);
-    if (r->inFinish) {
-        r->handler->handler.finish(r);
-    } else {
-        r->handler->handler.serve(r);
-    }
+    runPhase(r);
     /* The request may be released below, before the loop looks at this
      * slice: leave what a stall report needs. */
     noteServed(r);
     corCoSetData(co, NULL);
-    if (r->inFinish) {
-        arenaFree(r);
-        r->ops->release(r);
-    } else {
-        /* On the loop's thread already: the response goes out from here
-         * (corHttpResumeHere in the seed). */
-        served(r);
-    }
+    /* On the loop's thread already: the response goes out from here
+     * (corHttpResumeHere in the seed). */
+    phaseDone(r);
 }
 
 static void
@@ -496,6 +507,51 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
 
 /* ---- After the response -------------------------------------------------- */
 
+static const char*
+arenaCopy(CorRequest* r, const char* bytes, size_t len)
+{
+    char* copy;
+
+    if (bytes == NULL) {
+        return NULL;
+    }
+    copy = corRequestAlloc(r, len + 1);
+    if (copy != NULL) {
+        memcpy(copy, bytes, len);
+        copy[len] = '\0';
+    }
+    return copy;
+}
+
+/*
+ * The input of a request points into its connection's buffers, which the
+ * connection reuses for the next request once the answer is out. A
+ * post-response phase that may wait outlives that: it gets its own copy.
+ */
+static int
+requestDetach(CorRequest* r)
+{
+    CorHeader* headers = corRequestAlloc(r, (r->headerCount + 1)
+                                            * sizeof(*headers));
+
+    if (headers == NULL) {
+        return -1;
+    }
+    for (unsigned i = 0; i < r->headerCount; i++) {
+        headers[i] = (CorHeader){
+            arenaCopy(r, r->headers[i].name, r->headers[i].nameLen),
+            r->headers[i].nameLen,
+            arenaCopy(r, r->headers[i].value, r->headers[i].valueLen),
+            r->headers[i].valueLen };
+    }
+    r->headers = headers;
+    r->method = arenaCopy(r, r->method, r->methodLen);
+    r->path = arenaCopy(r, r->path, r->pathLen);
+    r->query = arenaCopy(r, r->query, r->queryLen);
+    r->body = arenaCopy(r, r->body, r->bodyLen);
+    return r->method != NULL && r->path != NULL ? 0 : -1;
+}
+
 static void
 runFinish(CorRequest* r)
 {
@@ -504,8 +560,13 @@ runFinish(CorRequest* r)
     r->inFinish = true;
     if (handler->finishRun == COR_RUN_INLINE) {
         serveInline(r, handler->finish);
-        arenaFree(r);
-        r->ops->release(r);
+        requestEnd(r);
+        return;
+    }
+    if (requestDetach(r) != 0) {
+        corLog(COR_LOG_ERROR, "no memory for the post-response phase of %s",
+               corRequestHandlerName(r));
+        requestEnd(r);
         return;
     }
     dispatch(r, wantsCoroutine(handler->finishRun,
@@ -523,8 +584,7 @@ corRequestSent(CorRequest* r)
         runFinish(r);
         return;
     }
-    arenaFree(r);
-    r->ops->release(r);
+    requestEnd(r);
 }
 
 /* ---- Stalls in coroutines ------------------------------------------------ */

@@ -273,9 +273,20 @@ httpFlush(HttpConn* c)
 static void
 answered(HttpConn* c, CorRequest* r)
 {
+    HttpRequest* req = corContainerOf(r, HttpRequest, r);
+
     c->inStart = c->bodyRaw;
     c->state = c->keepAlive ? HTTP_IDLE : HTTP_CLOSING;
+    /* The next request gets a record of its own: this one stays the
+     * core's until its post-response phase is over, which may outlast the
+     * connection; then it is released into the void. */
+    c->req = NULL;
+    c->releasing = req;
     corRequestSent(r);
+    if (c->releasing == req) {
+        req->conn = NULL;
+    }
+    c->releasing = NULL;
     if (c->processing) {
         return;                     /* httpProcess goes on by itself */
     }
@@ -581,6 +592,9 @@ requestRelease(CorRequest* r)
 
     if (c != NULL && c->req == req) {
         c->req = NULL;
+    }
+    if (c != NULL && c->releasing == req) {
+        c->releasing = NULL;        /* released while being answered */
     }
     if (c != NULL && c->spare == NULL) {
         c->spare = req;

@@ -83,6 +83,7 @@ struct HttpConn {
     size_t fileLeft;
     HttpRequest* req;
     HttpRequest* spare;         /* a released record, kept for the next */
+    HttpRequest* releasing;     /* being answered: released at once? */
     bool keepAlive;
     bool readPaused;            /* the buffer is full: read again later */
     bool peerClosed;

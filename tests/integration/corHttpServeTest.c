@@ -536,8 +536,44 @@ START_TEST(test_reuseport_accepts_on_every_loop)
 }
 END_TEST
 
+/* The post-response phase runs after the answer is out, and may wait
+ * (a coroutine, or a worker in blocking mode): the answer does not wait
+ * for it, and it still sees its request after the connection moved on. */
+START_TEST(test_post_response_phase_runs_after_the_answer)
+{
+    char req[1024];
+    char log[256];
+    char line[256] = "";
+    long t;
+    int fd = corConnect(server.port);
+    FILE* f = NULL;
+
+    snprintf(log, sizeof(log), "%s/notify.log", server.dir);
+    snprintf(req, sizeof(req), "GET /notify/first?ms=300&log=%s HTTP/1.1\r\n"
+             "Host: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n",
+             log);
+    t = corNowMs();
+    ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_str_eq(corBody(buf), "accepted\n");
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_str_eq(corBody(buf), "hello, world\n");
+    ck_assert_int_lt(corNowMs() - t, 250);
+    ck_assert_int_ne(access(log, F_OK), 0);     /* not yet */
+    while (corNowMs() - t < 5000 && (f = fopen(log, "r")) == NULL) {
+        usleep(20 * 1000);
+    }
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(line, sizeof(line), f));
+    fclose(f);
+    ck_assert_str_eq(line, "/notify/first done\n");
+    close(fd);
+}
+END_TEST
+
 COR_TEST_SUITE(corHttpServe)
 {
+    tcase_add_test(tc, test_post_response_phase_runs_after_the_answer);
     tcase_add_test(tc, test_connections_dealt_out_evenly);
     tcase_add_test(tc, test_reuseport_accepts_on_every_loop);
     tcase_add_test(tc, test_file_body_with_sendfile);

@@ -119,6 +119,31 @@ streamServe(CorRequest* r)
     streamPieces(job);
 }
 
+/* The post-response phase: after the answer is out, waits ?ms= (as a
+ * notification to a slow endpoint would) and appends "PATH done" to the
+ * file ?log= names. */
+static void
+notifyServe(CorRequest* r)
+{
+    corRespond(r, 200, "text/plain", "accepted\n", 9);
+}
+
+static void
+notifyFinish(CorRequest* r)
+{
+    const char* ms = corRequestQuery(r, "ms");
+    const char* log = corRequestQuery(r, "log");
+    short revents;
+    FILE* f;
+
+    corRestWaitFd(-1, 0, ms ? atoi(ms) : 50, &revents);
+    f = log ? fopen(log, "a") : NULL;
+    if (f != NULL) {
+        fprintf(f, "%.*s done\n", (int)r->pathLen, r->path);
+        fclose(f);
+    }
+}
+
 /* Takes the generation down: the master must replace it. */
 static void
 crashServe(CorRequest* r)
@@ -137,6 +162,11 @@ testkitInit(CorModule* m, const CorConf* conf)
                                            .serve = bytesServe }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "block",
                                            .serve = blockServe }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "notify",
+                                           .serve = notifyServe,
+                                           .finish = notifyFinish,
+                                           .finishRun = COR_RUN_COROUTINE })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "file",
                                            .serve = fileServe }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "stream",
