@@ -214,13 +214,15 @@ connectionsOpen(void)
     return open;
 }
 
-/* Stop accepting and let what is in flight finish, up to the timeout. */
+/* Stop accepting and let what is in flight finish, up to the timeout; a
+ * SIGTERM or SIGINT meanwhile cuts it short (the stop follows). */
 static void
-drain(void)
+drain(const sigset_t* signals)
 {
     static DrainTask* tasks;
     uint64_t deadline = corEvClockMs()
                         + corRuntime.config->runtime.stopTimeoutMs;
+    struct timespec tick = { 0, 10 * 1000 * 1000 };
 
     atomic_store(&corRuntime.draining, true);
     tasks = calloc(corRuntime.loopCount, sizeof(*tasks));
@@ -229,7 +231,14 @@ drain(void)
         corEvLoopPost(corRuntime.loops[i], &tasks[i].task, drainOnLoop);
     }
     while (connectionsOpen() > 0 && corEvClockMs() < deadline) {
-        usleep(10 * 1000);
+        int sig = sigtimedwait(signals, NULL, &tick);
+
+        if (sig == SIGTERM || sig == SIGINT) {
+            return;
+        }
+        if (sig == SIGUSR1) {
+            corLogReopen();
+        }
     }
 }
 
@@ -367,7 +376,7 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
             continue;
         }
         if (sig == SIGQUIT) {
-            drain();
+            drain(&signals);
         }
         break;
     }

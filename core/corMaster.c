@@ -43,6 +43,8 @@ typedef struct {
 
 #define DRAINING_MAX 64
 
+static int pidFileWrite(const char* path);
+
 static const char* configFile;
 static Generation current;
 /* Old generations still finishing their requests after a reload. */
@@ -262,11 +264,14 @@ drainingForget(pid_t pid)
     }
 }
 
-/* Every generation, the running one and those draining. */
+/* Every generation, the running one and those draining. (A pid of 0 is
+ * none: kill(0) would signal the whole process group.) */
 static void
 signalGenerations(int sig)
 {
-    kill(current.pid, sig);
+    if (current.pid > 0) {
+        kill(current.pid, sig);
+    }
     for (unsigned i = 0; i < DRAINING_MAX; i++) {
         if (draining[i] != 0) {
             kill(draining[i], sig);
@@ -305,12 +310,36 @@ reload(void)
     kill(current.pid, SIGQUIT);
     drainingAdd(current.pid);
     listenersClose(current.listeners, current.listenerCount, &next);
+    if (strcmp(current.config->log.pidFile, next.config->log.pidFile) != 0
+        && pidFileWrite(next.config->log.pidFile) == 0) {
+        unlink(current.config->log.pidFile);
+    }
     corConfigFree(current.config);
     current = next;
     atomic_fetch_add(&corMasterCounters->reloadsOk, 1);
     corLog(COR_LOG_INFO, "reload done: generation %u serving",
            current.number);
     statusWrite("ok", NULL);
+    corConfErrorsFree(&errors);
+}
+
+/*
+ * Start a generation in place of one that died. A failure (a module file
+ * gone meanwhile) leaves none, so it is tried again each second (SIGALRM)
+ * until one starts; the listeners stay open meanwhile.
+ */
+static void
+replace(void)
+{
+    CorConfErrors errors = { 0 };
+
+    sleep(1);   /* a crash loop must not spin */
+    if (generationStart(&current, &errors) != 0) {
+        corLog(COR_LOG_ERROR, "no generation could start, trying again:\n%s",
+               errors.text ? errors.text : "");
+        current.pid = 0;
+        alarm(1);
+    }
     corConfErrorsFree(&errors);
 }
 
@@ -331,13 +360,8 @@ reap(void)
                "starting another", current.number, (int)pid,
                WIFSIGNALED(status) ? "signal" : "exit status",
                WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-        CorConfErrors errors = { 0 };
-
-        sleep(1);   /* a crash loop must not spin */
-        if (generationStart(&current, &errors) != 0) {
-            corLog(COR_LOG_ERROR, "%s", errors.text ? errors.text : "");
-        }
-        corConfErrorsFree(&errors);
+        current.pid = 0;
+        replace();
     }
 }
 
@@ -346,6 +370,23 @@ waitForChildren(void)
 {
     while (waitpid(-1, NULL, 0) > 0 || errno == EINTR) {
     }
+}
+
+/* A master already running on this pid file: its pid, else 0. */
+static pid_t
+pidFileAlive(const char* path)
+{
+    FILE* f = fopen(path, "r");
+    int pid = 0;
+
+    if (f == NULL) {
+        return 0;
+    }
+    if (fscanf(f, "%d", &pid) != 1 || pid <= 0 || kill(pid, 0) != 0) {
+        pid = 0;
+    }
+    fclose(f);
+    return pid;
 }
 
 static int
@@ -384,6 +425,12 @@ corMasterRun(const CorOptions* options)
         != 0) {
         return 1;
     }
+    if (pidFileAlive(current.config->log.pidFile) > 0) {
+        fprintf(stderr, "cor: a master is running already (pid %d, pid file "
+                "%s)\n", (int)pidFileAlive(current.config->log.pidFile),
+                current.config->log.pidFile);
+        return 1;
+    }
     corMasterCounters = mmap(NULL, sizeof(*corMasterCounters),
                              PROT_READ | PROT_WRITE,
                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -397,6 +444,7 @@ corMasterRun(const CorOptions* options)
     sigaddset(&signals, SIGQUIT);
     sigaddset(&signals, SIGUSR1);
     sigaddset(&signals, SIGCHLD);
+    sigaddset(&signals, SIGALRM);
     sigprocmask(SIG_BLOCK, &signals, NULL);
     signal(SIGPIPE, SIG_IGN);
     current.listeners = listenersOpen(current.config, &errors);
@@ -428,6 +476,11 @@ corMasterRun(const CorOptions* options)
             break;
         case SIGCHLD:
             reap();
+            break;
+        case SIGALRM:
+            if (current.pid == 0) {
+                replace();
+            }
             break;
         default:            /* SIGTERM, SIGINT: stop; SIGQUIT: graceful */
             corLog(COR_LOG_INFO, "%s: stopping generation %u",

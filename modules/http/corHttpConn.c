@@ -72,6 +72,9 @@ onTimer(CorEvTimer* timer)
 {
     HttpConn* c = corContainerOf(timer, HttpConn, timer);
 
+    if (c->state == HTTP_SERVING && !outputPending(c)) {
+        return;     /* a request with its handler has no deadline here */
+    }
     if (!outputPending(c) && (c->state == HTTP_HEAD
                               || c->state == HTTP_BODY)) {
         /* Too slow a head or body: say so, then close. */
@@ -511,19 +514,23 @@ requestDone(CorRequest* r)
     size_t before;
 
     if (c == NULL) {
-        corRequestSent(r);          /* the client left meanwhile */
+        /* The client left meanwhile. A stream ends through its own end
+         * (which finds no connection), since its writer may go on. */
+        if (r->stream == NULL) {
+            corRequestSent(r);
+        }
         return;
     }
     /* An HTTP/1.0 stream ends with the close. */
     c->keepAlive = req->head.keepAlive && !c->hl->draining
-                   && !c->peerClosed
                    && !(r->stream != NULL && req->head.versionMinor == 0);
     before = c->outLen;
     if (httpResponseAppend(c, req, c->keepAlive) != 0) {
         c->keepAlive = false;
     }
     if (corAccessLogEnabled()) {
-        httpAccessLog(c, req, c->outLen - before + r->responseLen);
+        httpAccessLog(c, req, c->outLen - before
+                              + (r->fileFd >= 0 ? r->responseLen : 0));
     }
     if (r->stream != NULL) {
         /* The head goes now; the pieces and the end come as written. */
@@ -619,6 +626,7 @@ onIo(CorEvIo* io, unsigned events)
             httpConnClose(c);
             return;
         }
+        timerUpdate(c, false);      /* the send timer is done with */
     }
     if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
         if (!outputPending(c) && c->state != HTTP_SERVING) {
@@ -711,10 +719,15 @@ httpConnStop(HttpConn* c)
     uint64_t deadline = corEvClockMs() + STOP_FLUSH_MS;
 
     if (c->state == HTTP_SERVING && c->req != NULL) {
-        /* Still with its handler at a stop: answered as failed. */
+        /* Still with its handler at a stop: answered as failed, unless a
+         * stream's head is out already (then the close says it). */
+        bool streaming = c->req->r.stream != NULL;
+
         c->req->conn = NULL;
         c->req = NULL;
-        httpErrorAppend(c, 503);
+        if (!streaming) {
+            httpErrorAppend(c, 503);
+        }
     }
     while (outputPending(c) && corEvClockMs() < deadline) {
         struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };

@@ -246,8 +246,28 @@ START_TEST(test_10000_idle_connections_beside_a_busy_one)
 }
 END_TEST
 
+/* Output that drained while a later pipelined request was still with its
+ * handler: the send timer must not outlive it and cut that request. */
+START_TEST(test_send_timer_does_not_cut_a_request_in_flight)
+{
+    const char* req = "GET /bytes?n=3000000 HTTP/1.1\r\nHost: t\r\n\r\n"
+                      "GET /sleep?ms=1500 HTTP/1.1\r\nHost: t\r\n\r\n";
+    static char big[4000000];
+    int fd;
+
+    start("limits: { send_timeout: 1s }\n");
+    fd = corConnect(server.port);
+    ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
+    ck_assert_int_gt(corReadResponse(fd, big, sizeof(big), 5000), 0);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_int_eq(corStatus(buf), 200);
+    close(fd);
+}
+END_TEST
+
 COR_TEST_SUITE(corHttpLimits)
 {
+    tcase_add_test(tc, test_send_timer_does_not_cut_a_request_in_flight);
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, NULL, tearDown);
     tcase_add_test(tc, test_header_too_large_is_431);

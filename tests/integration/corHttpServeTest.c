@@ -571,8 +571,52 @@ START_TEST(test_post_response_phase_runs_after_the_answer)
 }
 END_TEST
 
+/* A client that leaves while its stream is still being written: the
+ * writer is told (its writes fail), nothing crashes, others are served. */
+START_TEST(test_client_leaving_a_stream_harms_nothing)
+{
+    const char* req = "GET /stream?n=40&later=1 HTTP/1.1\r\nHost: t\r\n\r\n";
+
+    for (int i = 0; i < 5; i++) {
+        int fd = corConnect(server.port);
+
+        ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
+        usleep(20 * 1000);
+        close(fd);
+    }
+    usleep(400 * 1000);
+    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: "
+                                "t\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corMetric(server.port, "cor_generation_crashes_total"),
+                     0);
+}
+END_TEST
+
+/* Requests pipelined, then the client's half-close: every one is still
+ * answered before the close. */
+START_TEST(test_half_close_after_pipelining_answers_all)
+{
+    const char* req = "GET /sleep?ms=30 HTTP/1.1\r\nHost: t\r\n\r\n"
+                      "GET /sleep?ms=30 HTTP/1.1\r\nHost: t\r\n\r\n"
+                      "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
+    int fd = corConnect(server.port);
+
+    ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
+    shutdown(fd, SHUT_WR);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_msg(corReadResponse(fd, buf, sizeof(buf), 5000) > 0,
+                      "answer %d", i);
+        ck_assert_int_eq(corStatus(buf), 200);
+    }
+    ck_assert(corPeerClosed(fd, 2000));
+    close(fd);
+}
+END_TEST
+
 COR_TEST_SUITE(corHttpServe)
 {
+    tcase_add_test(tc, test_client_leaving_a_stream_harms_nothing);
+    tcase_add_test(tc, test_half_close_after_pipelining_answers_all);
     tcase_add_test(tc, test_post_response_phase_runs_after_the_answer);
     tcase_add_test(tc, test_connections_dealt_out_evenly);
     tcase_add_test(tc, test_reuseport_accepts_on_every_loop);

@@ -461,8 +461,47 @@ START_TEST(test_reopen_starts_a_new_access_log)
 }
 END_TEST
 
+/* A stop while the old generation drains an idle keep-alive connection
+ * after a reload: the stop does not wait out stop_timeout. */
+START_TEST(test_stop_during_a_drain_is_quick)
+{
+    const char* req = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
+    int fd;
+    int status;
+    long t;
+
+    ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
+    fd = corConnect(server.port);
+    ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_int_eq(reload(&server, out, sizeof(out)), 0);
+    usleep(300 * 1000);
+    t = corNowMs();
+    kill(server.pid, SIGTERM);
+    ck_assert_int_eq(waitpid(server.pid, &status, 0), server.pid);
+    server.pid = 0;
+    ck_assert_int_lt(corNowMs() - t, 2000);     /* stop_timeout is 5 s */
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_a_second_master_on_the_same_pid_file_is_refused)
+{
+    char command[512];
+
+    ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
+    snprintf(command, sizeof(command), "%s -c %s 2>&1", bin(),
+             server.config);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
+    ck_assert_msg(strstr(out, "a master is running already") != NULL, "%s",
+                  out);
+}
+END_TEST
+
 COR_TEST_SUITE(corLifecycle)
 {
+    tcase_add_test(tc, test_stop_during_a_drain_is_quick);
+    tcase_add_test(tc, test_a_second_master_on_the_same_pid_file_is_refused);
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, NULL, tearDown);
     tcase_add_test(tc, test_check_reports_ok_and_listens_on_nothing);
