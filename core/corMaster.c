@@ -365,10 +365,33 @@ reap(void)
     }
 }
 
+/*
+ * Wait for every generation to exit. One stuck past the stop's own
+ * timeout (a worker handler that blocks for good, which no cancel reaches)
+ * is killed: a stop always ends.
+ */
 static void
-waitForChildren(void)
+waitForChildren(uint64_t graceMs)
 {
-    while (waitpid(-1, NULL, 0) > 0 || errno == EINTR) {
+    uint64_t deadline = corEvClockMs() + graceMs;
+    bool killed = false;
+
+    for (;;) {
+        pid_t pid = waitpid(-1, NULL, WNOHANG);
+
+        if (pid < 0 && errno == ECHILD) {
+            return;
+        }
+        if (pid > 0) {
+            continue;
+        }
+        if (!killed && corEvClockMs() >= deadline) {
+            corLog(COR_LOG_ERROR, "a generation did not stop in %llu ms: "
+                   "killing it", (unsigned long long)graceMs);
+            signalGenerations(SIGKILL);
+            killed = true;
+        }
+        usleep(10 * 1000);
     }
 }
 
@@ -487,7 +510,7 @@ corMasterRun(const CorOptions* options)
                    info.ssi_signo == SIGQUIT ? "graceful stop" : "stop",
                    current.number);
             signalGenerations(info.ssi_signo == SIGQUIT ? SIGQUIT : SIGTERM);
-            waitForChildren();
+            waitForChildren(current.config->runtime.stopTimeoutMs + 5000);
             unlink(current.config->log.pidFile);
             char* status = statusPath(current.config);
 

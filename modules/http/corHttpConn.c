@@ -164,12 +164,21 @@ inputReserve(HttpConn* c, size_t need)
     size_t cap;
     char* grown;
 
-    /* Before a head is parsed nothing points into the buffer: slide what
-     * is left of it to the front. */
-    if (c->inStart > 0 && (c->state == HTTP_IDLE
-                           || c->state == HTTP_HEAD)) {
-        memmove(c->in, c->in + c->inStart, c->inLen - c->inStart);
-        c->inLen -= c->inStart;
+    /* Slide the request being read to the front, so that one that came
+     * behind earlier pipelined ones has the whole budget. Before its head
+     * is parsed nothing points into the buffer; after, its head's
+     * pointers move with it. */
+    if (c->inStart > 0 && (c->state == HTTP_IDLE || c->state == HTTP_HEAD
+                           || c->state == HTTP_BODY)) {
+        size_t shift = c->inStart;
+
+        memmove(c->in, c->in + shift, c->inLen - shift);
+        if (c->state == HTTP_BODY) {
+            headRebase(&c->req->head, c->in + shift, c->inLen - shift,
+                       c->in);
+            c->bodyRaw -= shift;
+        }
+        c->inLen -= shift;
         c->inStart = 0;
     }
     if (c->inCap - c->inLen >= need) {

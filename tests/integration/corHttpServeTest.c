@@ -613,8 +613,41 @@ START_TEST(test_half_close_after_pipelining_answers_all)
 }
 END_TEST
 
+/* A body that arrives behind a pipelined request: its request slides to
+ * the front of the buffer mid-body, head and all. */
+START_TEST(test_body_behind_a_pipelined_request)
+{
+    static char body[200000];
+    char head[256];
+    int fd = corConnect(server.port);
+    const char* first = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
+
+    for (size_t i = 0; i < sizeof(body); i++) {
+        body[i] = (char)('A' + i % 23);
+    }
+    snprintf(head, sizeof(head), "POST /echo?x=1 HTTP/1.1\r\nHost: t\r\n"
+             "Content-Length: %zu\r\n\r\n", sizeof(body));
+    ck_assert_int_eq(corSendAll(fd, first, strlen(first)), 0);
+    ck_assert_int_eq(corSendAll(fd, head, strlen(head)), 0);
+    ck_assert_int_eq(corSendAll(fd, body, 1000), 0);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_str_eq(corBody(buf), "hello, world\n");
+    for (size_t sent = 1000; sent < sizeof(body); sent += 20000) {
+        size_t n = sizeof(body) - sent < 20000 ? sizeof(body) - sent : 20000;
+
+        usleep(5000);
+        ck_assert_int_eq(corSendAll(fd, body + sent, n), 0);
+    }
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_int_eq(corStatus(buf), 200);
+    ck_assert_int_eq(memcmp(corBody(buf), body, sizeof(body)), 0);
+    close(fd);
+}
+END_TEST
+
 COR_TEST_SUITE(corHttpServe)
 {
+    tcase_add_test(tc, test_body_behind_a_pipelined_request);
     tcase_add_test(tc, test_client_leaving_a_stream_harms_nothing);
     tcase_add_test(tc, test_half_close_after_pipelining_answers_all);
     tcase_add_test(tc, test_post_response_phase_runs_after_the_answer);
