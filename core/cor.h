@@ -13,7 +13,8 @@
  *     static int
  *     helloInit(CorModule* m, const CorConf* conf)
  *     {
- *         greeting = corConfString(conf, "greeting", "hello", corModuleErrors(m));
+ *         greeting = corConfString(conf, "greeting", "hello",
+ *                                  corModuleErrors(m));
  *         return corHandlerAdd(m, &(CorHandler){ .name = "hello",
  *                                                .serve = helloServe });
  *     }

@@ -1,0 +1,624 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The typed getters of the configuration tree: strings, booleans,
+ * integers, sizes and durations with their units and ranges, and the
+ * unknown-key report. A getter that meets a wrong type or a bad value
+ * names the node's file:line:column and what was expected, and returns
+ * the default, so that one pass collects every error of a file.
+ */
+#include "corConfInt.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- Reading ------------------------------------------------------------- */
+
+const CorConf*
+corConfGet(const CorConf* map, const char* key)
+{
+    if (map == NULL || map->kind != COR_CONF_MAP) {
+        return NULL;
+    }
+    for (size_t i = 0; i < map->count; i++) {
+        if (strcmp(map->items[i]->key, key) == 0) {
+            /* The node is never const underneath: loading allocated it. */
+            ((CorConf*)map->items[i])->used = true;
+            return map->items[i];
+        }
+    }
+    return NULL;
+}
+
+/* How a node is named in "got ..." when it is not the scalar wanted. */
+static const char*
+describe(const CorConf* node, char* buf, size_t size)
+{
+    char q[QUOTE_MAX];
+
+    if (node->kind == COR_CONF_MAP) {
+        return "a mapping";
+    }
+    if (node->kind == COR_CONF_SEQ) {
+        return "a list";
+    }
+    if (node->null) {
+        return "nothing";
+    }
+    snprintf(buf, size, "'%s'", corConfQuote(node->text, q, sizeof(q)));
+    return buf;
+}
+
+static const CorConf*
+container(const CorConf* map, const char* key, CorConfKind kind,
+          CorConfErrors* e)
+{
+    const CorConf* node = corConfGet(map, key);
+    char buf[QUOTE_MAX + 2];
+
+    if (node == NULL || node->kind == kind) {
+        return node;
+    }
+    corConfErrorf(e, node, "%s: expected %s, got %s", key,
+                  kind == COR_CONF_MAP ? "a mapping" : "a list",
+                  describe(node, buf, sizeof(buf)));
+    return NULL;
+}
+
+const CorConf*
+corConfMap(const CorConf* map, const char* key, CorConfErrors* e)
+{
+    return container(map, key, COR_CONF_MAP, e);
+}
+
+const CorConf*
+corConfSeq(const CorConf* map, const char* key, CorConfErrors* e)
+{
+    return container(map, key, COR_CONF_SEQ, e);
+}
+
+/* The value of key when it is a non-empty scalar; NULL when absent or (with
+ * an error) when it is something else. */
+static const CorConf*
+scalar(const CorConf* map, const char* key, const char* expected,
+       CorConfErrors* e)
+{
+    const CorConf* node = corConfGet(map, key);
+    char buf[QUOTE_MAX + 2];
+
+    if (node == NULL) {
+        return NULL;
+    }
+    if (node->kind != COR_CONF_SCALAR || node->null) {
+        corConfErrorf(e, node, "%s: expected %s, got %s", key, expected,
+                      describe(node, buf, sizeof(buf)));
+        return NULL;
+    }
+    return node;
+}
+
+const char*
+corConfString(const CorConf* map, const char* key, const char* def,
+              CorConfErrors* e)
+{
+    const CorConf* node = scalar(map, key, "a string", e);
+
+    return node ? node->text : def;
+}
+
+bool
+corConfBool(const CorConf* map, const char* key, bool def, CorConfErrors* e)
+{
+    static const char* const yaml11[][2] = {
+        {"yes", "true"},    {"no", "false"},    {"on", "true"},
+        {"off", "false"},   {"y", "true"},      {"n", "false"},
+        {"True", "true"},   {"False", "false"}, {"TRUE", "true"},
+        {"FALSE", "false"},
+    };
+    const CorConf* node = scalar(map, key, "true or false", e);
+    char q[QUOTE_MAX];
+
+    if (node == NULL) {
+        return def;
+    }
+    if (strcmp(node->text, "true") == 0) {
+        return true;
+    }
+    if (strcmp(node->text, "false") == 0) {
+        return false;
+    }
+    for (size_t i = 0; i < sizeof(yaml11) / sizeof(yaml11[0]); i++) {
+        if (strcasecmp(node->text, yaml11[i][0]) == 0) {
+            corConfErrorf(e, node,
+                          "%s: expected true or false, got '%s' (write %s)",
+                          key, node->text, yaml11[i][1]);
+            return def;
+        }
+    }
+    corConfErrorf(e, node, "%s: expected true or false, got '%s'", key,
+                  corConfQuote(node->text, q, sizeof(q)));
+    return def;
+}
+
+typedef enum {
+    PARSE_OK,
+    PARSE_BAD,
+    PARSE_NEGATIVE,
+    PARSE_RANGE, /* does not fit 64 bits */
+    PARSE_NO_UNIT,
+    PARSE_FINE /* finer than a millisecond */
+} ParseResult;
+
+/* Digits into *out; p is left on the first non-digit. */
+static ParseResult
+parseDigits(const char** p, uint64_t* out)
+{
+    const char* s = *p;
+    uint64_t v = 0;
+
+    if (*s < '0' || *s > '9') {
+        return PARSE_BAD;
+    }
+    for (; *s >= '0' && *s <= '9'; s++) {
+        unsigned d = (unsigned)(*s - '0');
+
+        if (v > (UINT64_MAX - d) / 10) {
+            while (*s >= '0' && *s <= '9') {
+                s++;
+            }
+            *p = s;
+            return PARSE_RANGE;
+        }
+        v = v * 10 + d;
+    }
+    *p = s;
+    *out = v;
+    return PARSE_OK;
+}
+
+static ParseResult
+parseInt(const char* s, int64_t* out)
+{
+    bool negative = *s == '-';
+    uint64_t v = 0;
+    ParseResult rc;
+
+    if (*s == '-' || *s == '+') {
+        s++;
+    }
+    rc = parseDigits(&s, &v);
+    if (rc == PARSE_BAD || *s != '\0') {
+        return PARSE_BAD;
+    }
+    if (rc == PARSE_RANGE || v > (uint64_t)INT64_MAX + negative) {
+        return PARSE_RANGE;
+    }
+    *out = negative ? (int64_t)(0 - v) : (int64_t)v;
+    return PARSE_OK;
+}
+
+static void
+formatIntRange(int64_t min, int64_t max, char* buf, size_t size)
+{
+    if (max == INT64_MAX) {
+        snprintf(buf, size, "at least %lld", (long long)min);
+    } else if (min == INT64_MIN) {
+        snprintf(buf, size, "at most %lld", (long long)max);
+    } else {
+        snprintf(buf, size, "%lld..%lld", (long long)min, (long long)max);
+    }
+}
+
+int64_t
+corConfInt(const CorConf* map, const char* key, int64_t def, int64_t min,
+           int64_t max, CorConfErrors* e)
+{
+    const CorConf* node = scalar(map, key, "an integer", e);
+    char q[QUOTE_MAX];
+    char range[64];
+    int64_t v = 0;
+    ParseResult rc;
+
+    if (node == NULL) {
+        return def;
+    }
+    rc = parseInt(node->text, &v);
+    if (rc == PARSE_BAD) {
+        corConfErrorf(e, node, "%s: expected an integer, got '%s'", key,
+                      corConfQuote(node->text, q, sizeof(q)));
+        return def;
+    }
+    if (rc == PARSE_RANGE || v < min || v > max) {
+        formatIntRange(min, max, range, sizeof(range));
+        corConfErrorf(e, node, "%s: %s is out of range (%s)", key,
+                      corConfQuote(node->text, q, sizeof(q)), range);
+        return def;
+    }
+    return v;
+}
+
+typedef struct {
+    const char* name;
+    uint64_t scale;
+} Unit;
+
+static const Unit sizeUnits[] = {
+    {"TiB", (uint64_t)1 << 40},
+    {"GiB", (uint64_t)1 << 30},
+    {"MiB", (uint64_t)1 << 20},
+    {"KiB", (uint64_t)1 << 10},
+    {"TB", 1000000000000ull},
+    {"GB", 1000000000ull},
+    {"MB", 1000000ull},
+    {"KB", 1000ull},
+    {"B", 1},
+};
+
+/* Ordered so that "ms" is tried before "m". */
+static const Unit durationUnits[] = {
+    {"ms", 1},
+    {"s", 1000},
+    {"m", 60 * 1000},
+    {"h", 60 * 60 * 1000},
+};
+
+static const Unit*
+findUnit(const char** p, const Unit* units, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        size_t len = strlen(units[i].name);
+
+        if (strncmp(*p, units[i].name, len) == 0) {
+            *p += len;
+            return &units[i];
+        }
+    }
+    return NULL;
+}
+
+static ParseResult
+parseSize(const char* s, uint64_t* out)
+{
+    const Unit* unit;
+    uint64_t v = 0;
+    ParseResult rc;
+
+    if (*s == '-') {
+        return PARSE_NEGATIVE;
+    }
+    rc = parseDigits(&s, &v);
+    if (rc == PARSE_BAD) {
+        return rc;
+    }
+    while (*s == ' ') {
+        s++;
+    }
+    if (*s == '\0') {
+        *out = v;
+        return rc;
+    }
+    unit = findUnit(&s, sizeUnits, sizeof(sizeUnits) / sizeof(sizeUnits[0]));
+    if (unit == NULL || *s != '\0') {
+        return PARSE_BAD;
+    }
+    if (rc == PARSE_RANGE || v > UINT64_MAX / unit->scale) {
+        return PARSE_RANGE;
+    }
+    *out = v * unit->scale;
+    return PARSE_OK;
+}
+
+/* The largest unit that states v exactly: 16KiB rather than 16384. */
+static void
+formatScaled(uint64_t v, const Unit* units, size_t count, const char* bare,
+             char* buf, size_t size)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (units[i].scale > 1 && v != 0 && v % units[i].scale == 0) {
+            snprintf(buf, size, "%llu%s",
+                     (unsigned long long)(v / units[i].scale), units[i].name);
+            return;
+        }
+    }
+    snprintf(buf, size, "%llu%s", (unsigned long long)v, bare);
+}
+
+static void
+formatRange(uint64_t min, uint64_t max, const Unit* units, size_t count,
+            const char* bare, char* buf, size_t size)
+{
+    char lo[32];
+    char hi[32];
+
+    formatScaled(min, units, count, bare, lo, sizeof(lo));
+    formatScaled(max, units, count, bare, hi, sizeof(hi));
+    if (max == UINT64_MAX) {
+        snprintf(buf, size, "at least %s", lo);
+    } else {
+        snprintf(buf, size, "%s..%s", lo, hi);
+    }
+}
+
+uint64_t
+corConfSize(const CorConf* map, const char* key, uint64_t def, uint64_t min,
+            uint64_t max, CorConfErrors* e)
+{
+    const CorConf* node = scalar(map, key, "a size", e);
+    const size_t units = sizeof(sizeUnits) / sizeof(sizeUnits[0]);
+    char q[QUOTE_MAX];
+    char range[80];
+    uint64_t v = 0;
+    ParseResult rc;
+
+    if (node == NULL) {
+        return def;
+    }
+    rc = parseSize(node->text, &v);
+    if (rc == PARSE_NEGATIVE) {
+        corConfErrorf(e, node,
+                      "%s: expected a size, got '%s' (a size cannot be "
+                      "negative)",
+                      key, corConfQuote(node->text, q, sizeof(q)));
+        return def;
+    }
+    if (rc == PARSE_BAD) {
+        corConfErrorf(e, node,
+                      "%s: expected a size such as 512, 16KiB or 1MiB "
+                      "(units: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), "
+                      "got '%s'",
+                      key, corConfQuote(node->text, q, sizeof(q)));
+        return def;
+    }
+    if (rc == PARSE_RANGE || v < min || v > max) {
+        formatRange(min, max, sizeUnits, units, "", range, sizeof(range));
+        corConfErrorf(e, node, "%s: %s is out of range (%s)", key,
+                      corConfQuote(node->text, q, sizeof(q)), range);
+        return def;
+    }
+    return v;
+}
+
+/* One part of a duration, "1.5s", added to *total. */
+static ParseResult
+parseDurationPart(const char** p, uint64_t* total)
+{
+    const char* s = *p;
+    const Unit* unit;
+    uint64_t whole = 0;
+    uint64_t frac = 0;
+    uint64_t scale = 1;
+    uint64_t fracMs;
+    uint64_t ms;
+    ParseResult rc = parseDigits(&s, &whole);
+
+    if (rc == PARSE_BAD) {
+        return rc;
+    }
+    if (*s == '.') {
+        s++;
+        if (*s < '0' || *s > '9') {
+            return PARSE_BAD;
+        }
+        for (; *s >= '0' && *s <= '9'; s++) {
+            /* Past nine digits no unit we have leaves a whole millisecond
+             * unless they are zeros. */
+            if (scale < 1000000000ull) {
+                frac = frac * 10 + (uint64_t)(*s - '0');
+                scale *= 10;
+            } else if (*s != '0') {
+                return PARSE_FINE;
+            }
+        }
+    }
+    while (*s == ' ') {
+        s++;
+    }
+    if (*s == '\0') {
+        return PARSE_NO_UNIT;
+    }
+    unit = findUnit(&s, durationUnits,
+                    sizeof(durationUnits) / sizeof(durationUnits[0]));
+    if (unit == NULL) {
+        return PARSE_BAD;
+    }
+    if (frac * unit->scale % scale != 0) {
+        return PARSE_FINE;
+    }
+    fracMs = frac * unit->scale / scale;
+    if (rc == PARSE_RANGE || whole > (UINT64_MAX - fracMs) / unit->scale) {
+        return PARSE_RANGE;
+    }
+    ms = whole * unit->scale + fracMs;
+    if (*total > UINT64_MAX - ms) {
+        return PARSE_RANGE;
+    }
+    *total += ms;
+    *p = s;
+    return PARSE_OK;
+}
+
+static ParseResult
+parseDuration(const char* s, uint64_t* out)
+{
+    uint64_t total = 0;
+
+    if (*s == '-') {
+        return PARSE_NEGATIVE;
+    }
+    do {
+        ParseResult rc = parseDurationPart(&s, &total);
+
+        if (rc != PARSE_OK) {
+            return rc;
+        }
+    } while (*s != '\0');
+    *out = total;
+    return PARSE_OK;
+}
+
+uint64_t
+corConfDurationMs(const CorConf* map, const char* key, uint64_t def,
+                  uint64_t min, uint64_t max, CorConfErrors* e)
+{
+    static const Unit display[] = {
+        {"h", 60 * 60 * 1000},
+        {"m", 60 * 1000},
+        {"s", 1000},
+    };
+    const CorConf* node = scalar(map, key, "a duration", e);
+    const char* why = NULL;
+    bool tooBig = false;
+    char q[QUOTE_MAX];
+    char range[80];
+    uint64_t v = 0;
+
+    if (node == NULL) {
+        return def;
+    }
+    switch (parseDuration(node->text, &v)) {
+    case PARSE_OK:
+        break;
+    case PARSE_NO_UNIT:
+        why = "add a unit: ms, s, m, h";
+        break;
+    case PARSE_NEGATIVE:
+        why = "a duration cannot be negative";
+        break;
+    case PARSE_FINE:
+        why = "the smallest step is 1ms";
+        break;
+    case PARSE_BAD:
+        corConfErrorf(e, node,
+                      "%s: expected a duration such as 100ms, 30s, 2m or 1h, "
+                      "got '%s'",
+                      key, corConfQuote(node->text, q, sizeof(q)));
+        return def;
+    case PARSE_RANGE:
+        tooBig = true;
+        break;
+    }
+    if (why != NULL) {
+        corConfErrorf(e, node, "%s: expected a duration, got '%s' (%s)", key,
+                      corConfQuote(node->text, q, sizeof(q)), why);
+        return def;
+    }
+    if (tooBig || v < min || v > max) {
+        formatRange(min, max, display, sizeof(display) / sizeof(display[0]),
+                    "ms", range, sizeof(range));
+        corConfErrorf(e, node, "%s: %s is out of range (%s)", key,
+                      corConfQuote(node->text, q, sizeof(q)), range);
+        return def;
+    }
+    return v;
+}
+
+/* Levenshtein distance, capped: only small ones matter for a suggestion. */
+static size_t
+distance(const char* a, const char* b)
+{
+    size_t la = strlen(a);
+    size_t lb = strlen(b);
+    size_t row[33];
+
+    if (la > 32 || lb > 32) {
+        return SIZE_MAX;
+    }
+    for (size_t j = 0; j <= lb; j++) {
+        row[j] = j;
+    }
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+
+            if (up + 1 < best) {
+                best = up + 1;
+            }
+            if (row[j - 1] + 1 < best) {
+                best = row[j - 1] + 1;
+            }
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+/* Report one key nothing read: its mark, where, and a tail for context. */
+static void
+unknownKey(const CorConf* value, const char* where, const char* tail,
+           CorConfErrors* e)
+{
+    char q[QUOTE_MAX];
+
+    corConfErrorAt(e, value->file, value->keyLine, value->keyColumn,
+            "unknown key '%s' %s%s%s", corConfQuote(value->key, q, sizeof(q)),
+            where ? "in " : "at ", where ? where : "the top level", tail);
+}
+
+unsigned
+corConfUnknownKeys(const CorConf* map, const char* where,
+                   const char* const* known, CorConfErrors* errors)
+{
+    char tail[512];
+    unsigned reported = 0;
+
+    if (map == NULL || map->kind != COR_CONF_MAP) {
+        return 0;
+    }
+    for (size_t i = 0; i < map->count; i++) {
+        const CorConf* value = map->items[i];
+        const char* near = NULL;
+        size_t nearest = 3;
+        size_t len;
+
+        if (value->used) {
+            continue;
+        }
+        len = (size_t)snprintf(tail, sizeof(tail), " (expected one of: ");
+        for (size_t k = 0; known[k] != NULL && len < sizeof(tail); k++) {
+            size_t d = distance(value->key, known[k]);
+
+            /* Up to two edits, and fewer than half the word. */
+            if (d < nearest && d * 2 < strlen(known[k])) {
+                nearest = d;
+                near = known[k];
+            }
+            len += (size_t)snprintf(tail + len, sizeof(tail) - len, "%s%s",
+                                    k ? ", " : "", known[k]);
+        }
+        if (len < sizeof(tail) && near != NULL) {
+            snprintf(tail + len, sizeof(tail) - len, "); did you mean '%s'?",
+                     near);
+        } else if (len < sizeof(tail)) {
+            snprintf(tail + len, sizeof(tail) - len, ")");
+        }
+        unknownKey(value, where, tail, errors);
+        reported++;
+    }
+    return reported;
+}
+
+unsigned
+corConfUnusedKeys(const CorConf* map, const char* where, CorConfErrors* errors)
+{
+    unsigned reported = 0;
+
+    if (map == NULL || map->kind != COR_CONF_MAP) {
+        return 0;
+    }
+    for (size_t i = 0; i < map->count; i++) {
+        if (!map->items[i]->used) {
+            unknownKey(map->items[i], where, " (nothing read it)", errors);
+            reported++;
+        }
+    }
+    return reported;
+}
+
