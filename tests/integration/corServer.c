@@ -202,18 +202,33 @@ corServerStartWith(CorServer* s, const char* extra)
 void
 corServerStop(CorServer* s)
 {
-    char command[256];
+    char command[512];
+    int sanitizerReports;
 
     if (s->pid > 0) {
         kill(s->pid, SIGTERM);
         waitpid(s->pid, NULL, 0);
         s->pid = 0;
     }
+    /* A server built with sanitizers reports into its log: any report
+     * fails the test, even one from a generation the master replaced. */
+    snprintf(command, sizeof(command), "grep -q -e 'ERROR: AddressSanitizer'"
+             " -e 'runtime error:' -e 'ERROR: LeakSanitizer' %s 2>/dev/null",
+             s->log);
+    sanitizerReports = s->log[0] != '\0' && system(command) == 0;
+    if (sanitizerReports) {
+        printLog(s);
+    }
     if (s->dir[0] != '\0') {
         snprintf(command, sizeof(command), "rm -rf %s", s->dir);
         if (system(command) != 0) {
             fprintf(stderr, "cannot remove %s\n", s->dir);
         }
+    }
+    memset(s, 0, sizeof(*s));
+    if (sanitizerReports) {
+        fprintf(stderr, "the server's log holds a sanitizer report\n");
+        abort();
     }
 }
 
