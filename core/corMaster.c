@@ -47,6 +47,11 @@ static int pidFileWrite(const char* path);
 
 static const char* configFile;
 static Generation current;
+/* The master's signals, read while it waits for a generation to start, so
+ * that a stop is not held up by a start; a stop seen then is kept here. */
+static int signalFd = -1;
+static int pendingStop;
+static unsigned deferred;
 /* Old generations still finishing their requests after a reload. */
 static pid_t draining[DRAINING_MAX];
 static unsigned generations;
@@ -158,6 +163,46 @@ listenersOpen(const CorConfig* config, CorConfErrors* errors)
 
 /* ---- Generations --------------------------------------------------------- */
 
+/* A signal that came while a generation starts: a stop gives the start
+ * up; the others wait for the main loop (a bit each). */
+static void
+stopSignalTake(void)
+{
+    struct signalfd_siginfo info;
+
+    if (read(signalFd, &info, sizeof(info)) != sizeof(info)) {
+        return;
+    }
+    if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT
+        || info.ssi_signo == SIGQUIT) {
+        pendingStop = (int)info.ssi_signo;
+    } else if (info.ssi_signo < 32) {
+        deferred |= 1u << info.ssi_signo;
+    }
+}
+
+/* The next signal for the main loop: a pending stop, a deferred one, or
+ * the next from signalfd. */
+static int
+nextSignal(void)
+{
+    struct signalfd_siginfo info;
+
+    if (pendingStop != 0) {
+        return pendingStop;
+    }
+    for (int sig = 1; sig < 32; sig++) {
+        if (deferred & (1u << sig)) {
+            deferred &= ~(1u << sig);
+            return sig;
+        }
+    }
+    if (read(signalFd, &info, sizeof(info)) != sizeof(info)) {
+        return 0;
+    }
+    return (int)info.ssi_signo;
+}
+
 /* Fork a generation and wait for its word: ready, or its errors. */
 static int
 generationStart(Generation* g, CorConfErrors* errors)
@@ -166,7 +211,7 @@ generationStart(Generation* g, CorConfErrors* errors)
     char buf[8192];
     ssize_t n;
     size_t len = 0;
-    struct pollfd pfd;
+    struct pollfd pfd[2];
 
     if (pipe2(pipeFds, O_CLOEXEC) != 0) {
         return -1;
@@ -183,9 +228,18 @@ generationStart(Generation* g, CorConfErrors* errors)
                          pipeFds[1], g->number);
     }
     close(pipeFds[1]);
-    pfd = (struct pollfd){ .fd = pipeFds[0], .events = POLLIN };
-    while (len < sizeof(buf) - 1 && poll(&pfd, 1, READY_TIMEOUT_MS) > 0
-           && (n = read(pipeFds[0], buf + len, sizeof(buf) - 1 - len)) > 0) {
+    pfd[0] = (struct pollfd){ .fd = pipeFds[0], .events = POLLIN };
+    pfd[1] = (struct pollfd){ .fd = signalFd, .events = POLLIN };
+    while (len < sizeof(buf) - 1 && pendingStop == 0
+           && poll(pfd, signalFd >= 0 ? 2 : 1, READY_TIMEOUT_MS) > 0) {
+        if (pfd[1].revents & POLLIN) {
+            stopSignalTake();
+            continue;
+        }
+        n = read(pipeFds[0], buf + len, sizeof(buf) - 1 - len);
+        if (n <= 0) {
+            break;
+        }
         len += (size_t)n;
         if (buf[0] == 'R') {
             break;
@@ -436,7 +490,6 @@ corMasterRun(const CorOptions* options)
 {
     CorConfErrors errors = { 0 };
     sigset_t signals;
-    int sfd;
 
     configFile = options->configFile;
     current.config = corConfigLoad(configFile, &errors);
@@ -470,6 +523,7 @@ corMasterRun(const CorOptions* options)
     sigaddset(&signals, SIGALRM);
     sigprocmask(SIG_BLOCK, &signals, NULL);
     signal(SIGPIPE, SIG_IGN);
+    signalFd = signalfd(-1, &signals, SFD_CLOEXEC);
     current.listeners = listenersOpen(current.config, &errors);
     current.listenerCount = current.config->listenCount;
     if (current.listeners == NULL || generationStart(&current, &errors) != 0
@@ -482,14 +536,12 @@ corMasterRun(const CorOptions* options)
     }
     corLog(COR_LOG_INFO, "cor %s serving %s (master pid %d)", COR_VERSION,
            configFile, (int)getpid());
-    sfd = signalfd(-1, &signals, SFD_CLOEXEC);
     for (;;) {
-        struct signalfd_siginfo info;
+        int sig = nextSignal();
 
-        if (read(sfd, &info, sizeof(info)) != sizeof(info)) {
-            continue;
-        }
-        switch (info.ssi_signo) {
+        switch (sig) {
+        case 0:
+            break;
         case SIGHUP:
             reload();
             break;
@@ -507,9 +559,9 @@ corMasterRun(const CorOptions* options)
             break;
         default:            /* SIGTERM, SIGINT: stop; SIGQUIT: graceful */
             corLog(COR_LOG_INFO, "%s: stopping generation %u",
-                   info.ssi_signo == SIGQUIT ? "graceful stop" : "stop",
+                   sig == SIGQUIT ? "graceful stop" : "stop",
                    current.number);
-            signalGenerations(info.ssi_signo == SIGQUIT ? SIGQUIT : SIGTERM);
+            signalGenerations(sig == SIGQUIT ? SIGQUIT : SIGTERM);
             waitForChildren(current.config->runtime.stopTimeoutMs + 5000);
             unlink(current.config->log.pidFile);
             char* status = statusPath(current.config);

@@ -498,8 +498,38 @@ START_TEST(test_a_second_master_on_the_same_pid_file_is_refused)
 }
 END_TEST
 
+/* A stop while a reload's generation is still starting (slowly): the
+ * master gives the start up and stops at once. */
+START_TEST(test_stop_during_a_slow_reload_is_quick)
+{
+    char yaml[2048];
+    char command[512];
+    int status;
+    FILE* reloading;
+    long t;
+
+    ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
+    snprintf(yaml, sizeof(yaml), "listen: [ { protocol: http, address: "
+             "127.0.0.1:{PORT} } ]\nmodules: [ { load: http }, { load: "
+             "{MODULES}/testkit.so, init_delay: 5s } ]\nlog: { pid_file: "
+             "{DIR}/cor.pid }\n");
+    ck_assert_int_eq(corServerWriteConfig(&server, yaml), 0);
+    snprintf(command, sizeof(command), "%s -s reload -c %s 2>&1", bin(),
+             server.config);
+    reloading = popen(command, "r");
+    usleep(500 * 1000);
+    t = corNowMs();
+    kill(server.pid, SIGTERM);
+    ck_assert_int_eq(waitpid(server.pid, &status, 0), server.pid);
+    server.pid = 0;
+    ck_assert_int_lt(corNowMs() - t, 2000);
+    pclose(reloading);
+}
+END_TEST
+
 COR_TEST_SUITE(corLifecycle)
 {
+    tcase_add_test(tc, test_stop_during_a_slow_reload_is_quick);
     tcase_add_test(tc, test_stop_during_a_drain_is_quick);
     tcase_add_test(tc, test_a_second_master_on_the_same_pid_file_is_refused);
     tcase_set_timeout(tc, 120);

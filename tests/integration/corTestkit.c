@@ -155,7 +155,11 @@ crashServe(CorRequest* r)
 static int
 testkitInit(CorModule* m, const CorConf* conf)
 {
-    (void)conf;
+    /* A slow start, for what the master does while a generation starts. */
+    uint64_t delayMs = corConfDurationMs(conf, "init_delay", 0, 0, 60000,
+                                         corModuleErrors(m));
+
+    usleep((useconds_t)delayMs * 1000);
     if (corHandlerAdd(m, &(CorHandler){ .name = "echo", .serve = echoServe,
                                         .run = COR_RUN_INLINE }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "bytes",
