@@ -171,6 +171,11 @@ corSignalSend(const CorOptions* options, const char* command)
         return 0;
     }
     for (int waited = 0; waited < RELOAD_WAIT_MS; waited += 20) {
+        if (kill(pid, 0) != 0) {
+            fprintf(stderr, "cor: the master (pid %d) exited before the "
+                    "reload's outcome\n", (int)pid);
+            return 1;
+        }
         if (statusRead(status, detail, sizeof(detail), &ok) != before) {
             if (ok) {
                 printf("reload ok\n");
