@@ -85,7 +85,6 @@ typedef struct {
     CorEvPool* workers;
     bool coroutines;            /* runtime.coroutines.enabled, and built so */
     atomic_bool stopping;       /* a stop is under way: refuse, cancel */
-    atomic_bool draining;       /* a graceful stop or a reload: finish */
 } CorRuntime;
 
 extern CorRuntime corRuntime;
@@ -156,7 +155,6 @@ int corAccessLogOpen(const char* path, const char* format,
 
 typedef struct {
     const char* configFile;
-    const char* selfPath;       /* the binary, to find modules beside it */
 } CorOptions;
 
 int corMasterRun(const CorOptions* options);

@@ -224,7 +224,6 @@ drain(const sigset_t* signals)
                         + corRuntime.config->runtime.stopTimeoutMs;
     struct timespec tick = { 0, 10 * 1000 * 1000 };
 
-    atomic_store(&corRuntime.draining, true);
     tasks = calloc(corRuntime.loopCount, sizeof(*tasks));
     for (unsigned i = 0; tasks != NULL && i < corRuntime.loopCount; i++) {
         tasks[i].index = i;

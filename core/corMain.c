@@ -205,7 +205,6 @@ main(int argc, char** argv)
         self[n] = '\0';
         corSelfPath = self;
     }
-    options.selfPath = corSelfPath;
     for (int i = 1; i < argc; i++) {
         const char* arg = argv[i];
 
