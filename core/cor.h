@@ -36,8 +36,9 @@
 #include "corConf.h"
 #include "corEv.h"
 
-/* Bumped whenever a struct or a signature of this header changes. */
-#define COR_ABI_VERSION 2
+/* Bumped whenever a struct or a signature of this header, or of one it
+ * includes, changes. */
+#define COR_ABI_VERSION 3
 #define COR_VERSION "0.1.0"
 
 typedef struct CorModule CorModule;

@@ -105,13 +105,15 @@ typedef void (*CorEvTimerFn)(CorEvTimer* timer);
 /* A deadline on a loop; embedded in its owner. Zero-initialise it. */
 struct CorEvTimer {
     CorEvHeapNode node;
-    uint64_t deadline;  /* corEvNow() value at which it fires */
+    uint64_t deadline;  /* its place in the heap: corEvNow() value */
+    uint64_t due;       /* when it fires: deadline, or later if pushed */
     uint64_t seq;       /* orders equal deadlines first-armed, first-fired */
     CorEvTimerFn fn;
     bool active;
 };
 
-/* Fire fn once, timeoutMs from now (re-arms an active timer). O(log n). */
+/* Fire fn once, timeoutMs from now (re-arms an active timer). O(log n);
+ * O(1) when it pushes an armed timer later. */
 void corEvTimerStart(CorEvLoop* loop, CorEvTimer* timer, uint64_t timeoutMs,
                      CorEvTimerFn fn);
 

@@ -3,6 +3,13 @@
  * Timers: absolute deadlines in the loop's cached millisecond clock, kept
  * in an intrusive min-heap. Arming, disarming and firing each cost
  * O(log n); nothing ever scans all timers, and nothing allocates.
+ *
+ * Pushing an armed timer later costs nothing: it keeps its place in the
+ * heap under the earlier deadline and only notes when it is really due;
+ * when the earlier deadline comes, it moves to the later one instead of
+ * firing. An idle-connection timer restarted by every request therefore
+ * touches the heap once per timeout, not once per request (nginx defers
+ * small pushes for the same reason).
  */
 #include "corEvInt.h"
 
@@ -34,12 +41,19 @@ void
 corEvTimerStart(CorEvLoop* loop, CorEvTimer* timer, uint64_t timeoutMs,
                 CorEvTimerFn fn)
 {
+    uint64_t due = loop->now + timeoutMs;
+
+    timer->fn = fn;
+    if (timer->active && due >= timer->deadline) {
+        timer->due = due;           /* moved there when deadline comes */
+        return;
+    }
     if (timer->active) {
         corEvHeapRemove(&loop->timers, &timer->node, timerLess);
     }
-    timer->deadline = loop->now + timeoutMs;
+    timer->deadline = due;
+    timer->due = due;
     timer->seq = ++loop->timerSeq;
-    timer->fn = fn;
     timer->active = true;
     corEvHeapInsert(&loop->timers, &timer->node, timerLess);
 }
@@ -90,6 +104,13 @@ corEvTimersExpire(CorEvLoop* loop)
             return;
         }
         corEvHeapRemove(&loop->timers, &timer->node, timerLess);
+        if (timer->due != timer->deadline) {
+            /* Pushed back since it was seated: take the place it is due
+             * at, so that overdue timers still fire in the order due. */
+            timer->deadline = timer->due;
+            corEvHeapInsert(&loop->timers, &timer->node, timerLess);
+            continue;
+        }
         timer->active = false;
         timer->fn(timer);
     }

@@ -120,6 +120,12 @@ timerUpdate(HttpConn* c, bool progress)
     case HTTP_BODY:
         ms = limits->bodyTimeoutMs;
         break;
+    case HTTP_SERVING:
+        /* No deadline while the handler has it, but the timer stays armed
+         * (onTimer ignores it): re-arming it for the next idle wait is
+         * then a push back, which costs nothing (corEvTimer.c). */
+        c->timerFor = want;
+        return;
     default:
         corEvTimerStop(c->hl->loop, &c->timer);
         return;

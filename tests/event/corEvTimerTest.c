@@ -76,6 +76,42 @@ noteTime(CorEvTimer* timer)
     corEvLoopStop(corEvLoopCurrent());
 }
 
+/* Pushing an armed timer later leaves its place in the heap and fires it
+ * when due, not at the earlier deadline; pulling it earlier moves it. */
+START_TEST(test_push_back_fires_when_due_and_pull_in_moves)
+{
+    CorEvLoop* loop = corEvLoopCreate();
+    NumberedTimer pushed = { .index = 1 };
+    NumberedTimer pulled = { .index = 2 };
+    uint64_t start = loop->now;
+
+    firedCount = 0;
+    corEvTimerStart(loop, &pushed.timer, 10, noteFired);
+    corEvTimerStart(loop, &pulled.timer, 100, noteFired);
+    loop->now = start + 5;
+    corEvTimerStart(loop, &pushed.timer, 200, noteFired);
+    corEvTimerStart(loop, &pulled.timer, 20, noteFired);
+    ck_assert_uint_eq(pushed.timer.deadline, start + 10);   /* not moved */
+    ck_assert_uint_eq(pushed.timer.due, start + 205);
+    ck_assert_uint_eq(pulled.timer.deadline, start + 25);
+
+    loop->now = start + 50;
+    corEvTimersExpire(loop);
+    ck_assert_int_eq(firedCount, 1);
+    ck_assert_int_eq(fired[0], 2);
+    ck_assert(pushed.timer.active);
+    ck_assert_int_eq(corEvTimersNextMs(loop), 155);
+
+    loop->now = start + 205;
+    corEvTimersExpire(loop);
+    ck_assert_int_eq(firedCount, 2);
+    ck_assert_int_eq(fired[1], 1);
+    ck_assert(!pushed.timer.active);
+    ck_assert_ptr_null(loop->timers.min);
+    corEvLoopDestroy(loop);
+}
+END_TEST
+
 START_TEST(test_timer_fires_on_time)
 {
     CorEvLoop* loop = corEvLoopCreate();
@@ -156,6 +192,7 @@ END_TEST
 COR_TEST_SUITE(corEvTimer)
 {
     tcase_add_test(tc, test_heap_keeps_order_under_inserts_and_removals);
+    tcase_add_test(tc, test_push_back_fires_when_due_and_pull_in_moves);
     tcase_add_test(tc, test_timer_fires_on_time);
     tcase_add_test(tc, test_timer_rearmed_for_0_ms_does_not_hold_the_loop);
     tcase_add_test(tc, test_stop_is_idempotent_and_rearm_moves);
