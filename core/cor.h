@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "corConf.h"
 #include "corEv.h"
@@ -277,6 +278,38 @@ const char* corListenerAddress(const CorListener* l);
 bool corListenerReusePort(const CorListener* l);
 const char* corListenerTlsCertificate(const CorListener* l);
 const char* corListenerTlsKey(const CorListener* l);
+
+/*
+ * A transport: how a connection's bytes move. Protocol modules read and
+ * write their connections only through one, so that TLS slots in under a
+ * protocol without the protocol knowing (the later https listener gives
+ * its connections a transport over OpenSSL). Calls never block: -1 with
+ * errno EAGAIN means no bytes or no room now; the caller waits for the
+ * socket's next edge and calls again. Owned by its connection; fd stays
+ * the socket, for the loop and for socket options.
+ */
+typedef struct CorTransport CorTransport;
+
+typedef struct {
+    /* As read(2): bytes read, 0 at the peer's end, or -1 with errno. */
+    ssize_t (*recv)(CorTransport* t, void* buf, size_t len);
+    /* As write(2). */
+    ssize_t (*send)(CorTransport* t, const void* buf, size_t len);
+    /* As sendfile(2): up to len bytes of fileFd from *offset, which moves
+     * on; 0 when the file ended early. */
+    ssize_t (*sendFile)(CorTransport* t, int fileFd, off_t* offset,
+                        size_t len);
+    /* Release what the transport holds and close the socket. */
+    void (*close)(CorTransport* t);
+} CorTransportOps;
+
+struct CorTransport {
+    const CorTransportOps* ops;
+    int fd;
+};
+
+/* Bytes as they are, over the socket fd (which the transport now owns). */
+void corTransportPlain(CorTransport* t, int fd);
 
 typedef struct {
     const char* name;           /* as `listen: - protocol:` names it */

@@ -3,6 +3,9 @@
  * An HTTP/1.x connection on its loop: read, parse, hand the request to the
  * core, write the answer, and again (keep-alive, pipelining).
  *
+ * Bytes move through the connection's transport (plain here; TLS slots in
+ * there), never through the socket directly.
+ *
  * The socket is armed once, edge-triggered for input and output, and never
  * re-armed: a connection costs no epoll_ctl after its first. Requests are
  * served one at a time and answered in order; while one is with its
@@ -25,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/sendfile.h>
 #include <unistd.h>
 
 #define IN_INITIAL 4096
@@ -81,7 +83,7 @@ onTimer(CorEvTimer* timer)
         c->outLen = c->outSent = 0;
         httpErrorAppend(c, 408);
         c->state = HTTP_CLOSING;
-        if (write(c->fd, c->out, c->outLen) < 0) {
+        if (c->t.ops->send(&c->t, c->out, c->outLen) < 0) {
             /* It is being closed for not sending; a lost 408 is fine. */
         }
     } else if (outputPending(c)) {
@@ -89,7 +91,7 @@ onTimer(CorEvTimer* timer)
          * what it still buffers for it instead of holding it. */
         struct linger reset = { .l_onoff = 1, .l_linger = 0 };
 
-        setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+        setsockopt(c->t.fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
     }
     httpConnClose(c);
 }
@@ -226,7 +228,7 @@ httpRead(HttpConn* c)
             return 0;
         }
         room = c->inCap - c->inLen;
-        n = read(c->fd, c->in + c->inLen, room);
+        n = c->t.ops->recv(&c->t, c->in + c->inLen, room);
         if (n > 0) {
             c->inLen += (size_t)n;
             if ((size_t)n < room) {
@@ -254,7 +256,8 @@ httpFlush(HttpConn* c)
 
         if (c->outSent == c->outLen) {
             /* The head is out: the file follows, kernel to kernel. */
-            n = sendfile(c->fd, c->fileFd, &c->fileOffset, c->fileLeft);
+            n = c->t.ops->sendFile(&c->t, c->fileFd, &c->fileOffset,
+                                   c->fileLeft);
             if (n > 0) {
                 c->fileLeft -= (size_t)n;
                 wrote = true;
@@ -267,7 +270,8 @@ httpFlush(HttpConn* c)
                 return -1;      /* the file is shorter than it said */
             }
         } else {
-            n = write(c->fd, c->out + c->outSent, c->outLen - c->outSent);
+            n = c->t.ops->send(&c->t, c->out + c->outSent,
+                               c->outLen - c->outSent);
         }
 
         if (n > 0) {
@@ -674,7 +678,7 @@ httpConnOpen(HttpLoop* hl, int fd, const struct sockaddr_storage* peer)
         atomic_fetch_sub(&httpConnTotal, 1);
         return;
     }
-    c->fd = fd;
+    corTransportPlain(&c->t, fd);
     c->fileFd = -1;
     c->hl = hl;
     c->peer = *peer;
@@ -703,7 +707,7 @@ httpConnClose(HttpConn* c)
 
     corEvIoStop(hl->loop, &c->io);
     corEvTimerStop(hl->loop, &c->timer);
-    close(c->fd);
+    c->t.ops->close(&c->t);
     if (c->prev != NULL) {
         c->prev->next = c->next;
     } else {
@@ -745,7 +749,7 @@ httpConnStop(HttpConn* c)
         }
     }
     while (outputPending(c) && corEvClockMs() < deadline) {
-        struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+        struct pollfd pfd = { .fd = c->t.fd, .events = POLLOUT };
 
         if (httpFlush(c) != 0 || poll(&pfd, 1, STOP_FLUSH_MS) <= 0) {
             break;

@@ -64,7 +64,7 @@ struct HttpConn {
     HttpLoop* hl;
     HttpConn* prev;
     HttpConn* next;
-    int fd;
+    CorTransport t;             /* its bytes go through this */
     HttpState state;
     HttpState timerFor;         /* what the timer was armed for */
     char* in;                   /* what was read and not yet consumed */

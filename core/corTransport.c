@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The plain transport: a connection's bytes as they are, straight to and
+ * from its socket, files kernel to kernel.
+ */
+#include "cor.h"
+
+#include <sys/sendfile.h>
+#include <unistd.h>
+
+static ssize_t
+plainRecv(CorTransport* t, void* buf, size_t len)
+{
+    return read(t->fd, buf, len);
+}
+
+static ssize_t
+plainSend(CorTransport* t, const void* buf, size_t len)
+{
+    return write(t->fd, buf, len);
+}
+
+static ssize_t
+plainSendFile(CorTransport* t, int fileFd, off_t* offset, size_t len)
+{
+    return sendfile(t->fd, fileFd, offset, len);
+}
+
+static void
+plainClose(CorTransport* t)
+{
+    close(t->fd);
+    t->fd = -1;
+}
+
+static const CorTransportOps plainOps = {
+    .recv = plainRecv,
+    .send = plainSend,
+    .sendFile = plainSendFile,
+    .close = plainClose,
+};
+
+void
+corTransportPlain(CorTransport* t, int fd)
+{
+    t->ops = &plainOps;
+    t->fd = fd;
+}
