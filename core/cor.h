@@ -291,7 +291,10 @@ const char* corListenerTlsKey(const CorListener* l);
 typedef struct CorTransport CorTransport;
 
 typedef struct {
-    /* As read(2): bytes read, 0 at the peer's end, or -1 with errno. */
+    /* As read(2): bytes read, 0 at the peer's end, or -1 with errno. A
+     * short count means nothing more is ready: a transport that decodes
+     * in records (TLS) goes on filling buf until its socket says EAGAIN,
+     * since no further edge comes for bytes it already took in. */
     ssize_t (*recv)(CorTransport* t, void* buf, size_t len);
     /* As write(2). */
     ssize_t (*send)(CorTransport* t, const void* buf, size_t len);
@@ -306,6 +309,7 @@ typedef struct {
 struct CorTransport {
     const CorTransportOps* ops;
     int fd;
+    void* data;         /* the transport's own per-connection state */
 };
 
 /* Bytes as they are, over the socket fd (which the transport now owns). */

@@ -45,4 +45,5 @@ corTransportPlain(CorTransport* t, int fd)
 {
     t->ops = &plainOps;
     t->fd = fd;
+    t->data = NULL;
 }

@@ -107,7 +107,8 @@ struct CorEvTimer {
     CorEvHeapNode node;
     uint64_t deadline;  /* its place in the heap: corEvNow() value */
     uint64_t due;       /* when it fires: deadline, or later if pushed */
-    uint64_t seq;       /* orders equal deadlines first-armed, first-fired */
+    uint64_t seq;       /* equal deadlines: first armed, first fired (a
+                         * push back keeps its turn) */
     CorEvTimerFn fn;
     bool active;
 };

@@ -90,7 +90,8 @@ corEvTimersNextMs(const CorEvLoop* loop)
  * Fire what is due. The heap is re-read after each callback, since a
  * callback may arm or disarm any timer (its own included); a timer armed
  * during this pass waits for the next one, so a callback that re-arms
- * itself for 0 ms cannot hold the loop.
+ * itself for 0 ms cannot hold the loop. (A push back is not an arming: an
+ * active timer pushed to a time already past fires in this pass, once.)
  */
 void
 corEvTimersExpire(CorEvLoop* loop)
