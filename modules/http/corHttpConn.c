@@ -312,7 +312,11 @@ answered(HttpConn* c, CorRequest* r)
     if (c->processing) {
         return;                     /* httpProcess goes on by itself */
     }
-    if (c->readPaused || c->state == HTTP_IDLE) {
+    /* Bytes that came while the handler had the request raised their edge
+     * then (onIo paused the read), and a peer that shut its side leaves an
+     * end to read that no further edge announces; otherwise nothing can
+     * have come, and a read would only say EAGAIN. */
+    if (c->readPaused || c->peerShut) {
         if (httpRead(c) != 0) {
             httpConnClose(c);
             return;
@@ -652,6 +656,9 @@ onIo(CorEvIo* io, unsigned events)
             httpProcess(c);         /* output drained below the high water */
         }
         return;
+    }
+    if (events & (EPOLLRDHUP | EPOLLHUP)) {
+        c->peerShut = true;
     }
     if (c->state == HTTP_SERVING || c->state == HTTP_CLOSING) {
         c->readPaused = true;       /* read once the handler is done */

@@ -86,7 +86,8 @@ struct HttpConn {
     HttpRequest* releasing;     /* being answered: released at once? */
     bool keepAlive;
     bool readPaused;            /* the buffer is full: read again later */
-    bool peerClosed;
+    bool peerShut;              /* its FIN came: read to the end */
+    bool peerClosed;            /* the end was read */
     bool processing;            /* inside httpProcess (re-entry guard) */
     struct sockaddr_storage peer;
 };
