@@ -113,9 +113,11 @@ void corStreamFree(CorRequest* r);
 
 /* ---- Counters (corMetrics.c) --------------------------------------------- */
 
-/* Counted by the loop that owns them (no atomics), summed when read. */
+/* Counted by the loop that owns them (no atomics), summed when read; each
+ * loop's on lines of their own, or the loops would bounce them between
+ * their cores at every request. */
 typedef struct {
-    uint64_t ranInline;
+    _Alignas(COR_CACHE_LINE) uint64_t ranInline;
     uint64_t ranCoroutine;
     uint64_t ranWorker;
     uint64_t capFallbacks;

@@ -21,7 +21,7 @@ static __thread int loopIndex = -1;
 int
 corMetricsInit(unsigned loops)
 {
-    loopCounters = calloc(loops, sizeof(*loopCounters));
+    loopCounters = corCallocLines(loops, sizeof(*loopCounters));
     loopCount = loops;
     return loopCounters != NULL ? 0 : -1;
 }

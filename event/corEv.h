@@ -289,4 +289,14 @@ void corEvPoolDestroy(CorEvPool* pool);
 #define corContainerOf(ptr, type, member) \
     ((type*)(void*)((char*)(ptr) - offsetof(type, member)))
 
+/* What state written by one thread is aligned to, so that two threads
+ * never write into one cache line (two lines: parts that fetch lines in
+ * pairs bounce the pair). A struct that starts with a member aligned so
+ * has a size that is a multiple of it. */
+#define COR_CACHE_LINE 128
+
+/* Zeroed room for count such structs, each on lines of its own; free()
+ * it. NULL on failure. */
+void* corCallocLines(size_t count, size_t size);
+
 #endif /* COR_EV_H */

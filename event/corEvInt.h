@@ -80,7 +80,8 @@ typedef struct {
 
 /* Owned by the thread that runs it. */
 struct CorEvLoop {
-    int epfd;
+    /* Each loop on lines of its own: other threads post to it. */
+    _Alignas(COR_CACHE_LINE) int epfd;
     int wakeFd;                      /* eventfd: posts and stops */
     CorEvIo wakeIo;
     uint64_t now;

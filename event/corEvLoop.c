@@ -49,10 +49,28 @@ wakeWrite(CorEvLoop* loop)
     }
 }
 
+void*
+corCallocLines(size_t count, size_t size)
+{
+    size_t bytes;
+    void* p;
+
+    if (__builtin_mul_overflow(count, size, &bytes)) {
+        return NULL;
+    }
+    /* aligned_alloc wants a multiple of the alignment. */
+    bytes = (bytes + COR_CACHE_LINE - 1) / COR_CACHE_LINE * COR_CACHE_LINE;
+    p = aligned_alloc(COR_CACHE_LINE, bytes);
+    if (p != NULL) {
+        memset(p, 0, bytes);
+    }
+    return p;
+}
+
 CorEvLoop*
 corEvLoopCreate(void)
 {
-    CorEvLoop* loop = calloc(1, sizeof(*loop));
+    CorEvLoop* loop = corCallocLines(1, sizeof(*loop));
     int err;
 
     if (loop == NULL) {

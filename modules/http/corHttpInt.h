@@ -24,9 +24,9 @@ typedef struct {
     bool reusePort;             /* accept for this loop only */
 } HttpAccept;
 
-/* One loop's part of the server; owned by that loop. */
+/* One loop's part of the server; owned by that loop, on lines of its own. */
 struct HttpLoop {
-    CorEvLoop* loop;
+    _Alignas(COR_CACHE_LINE) CorEvLoop* loop;
     unsigned index;
     HttpConn* conns;            /* every open connection of the loop */
     atomic_uint connCount;      /* read by the generation while draining */

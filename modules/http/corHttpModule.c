@@ -79,7 +79,7 @@ httpInit(CorModule* m, const CorConf* conf)
 {
     (void)conf;
     httpLoopCount = corLoopCount();
-    httpLoops = calloc(httpLoopCount, sizeof(*httpLoops));
+    httpLoops = corCallocLines(httpLoopCount, sizeof(*httpLoops));
     if (httpLoops == NULL) {
         corModuleError(m, NULL, "out of memory");
         return -1;
