@@ -582,7 +582,7 @@ readLimits(CorConfig* cf, const CorConf* root, CorConfErrors* e)
     cf->limits.headerBytes =
         (size_t)corConfSize(m, "header_bytes", 16 * kib, kib, mib, e);
     cf->limits.headerCount =
-        (unsigned)corConfInt(m, "header_count", 100, 1, 100, e);
+        (unsigned)corConfInt(m, "header_count", 100, 1, 10000, e);
     cf->limits.bodyBytes =
         (size_t)corConfSize(m, "body_bytes", mib, 0, 1024 * gib, e);
     cf->limits.requestTimeoutMs =

@@ -212,11 +212,13 @@ checkChunked(const uint8_t* body, size_t size)
 int
 LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
+    static CorHttpHeader headers[24];   /* limits.maxHeaders */
     CorHttpRequestHead* head = malloc(sizeof(*head));
     char* buf = copyOf(data, size);
     int rc;
 
     require(head != NULL);
+    head->headers = headers;
     rc = corHttpParseHead(buf, size, &limits, head);
     require(rc >= 0 || knownStatus(rc));
     if (rc > 0) {

@@ -13,11 +13,21 @@
  * overtakes the one before it. Inline answers of a pipelined batch are
  * gathered in the output buffer and written with one write().
  *
- * One timer per connection, re-armed as the state changes: the whole head
- * must come within limits.request_timeout (slowloris), each piece of a
- * body within limits.body_timeout, the next request within
- * limits.keepalive_timeout, and pending output must make progress within
- * limits.send_timeout (a client that does not read).
+ * Memory: a connection holds an input or output buffer only while bytes
+ * wait in it (corHttpBuf.c). A request owns what it reads: its head is
+ * copied into its own record once parsed, and its body is handed over
+ * whole, so whatever closes the connection (a reset, a timeout, a stop)
+ * frees nothing a request in flight still reads, on any thread.
+ *
+ * One timer per connection, re-armed as the state changes: the head and
+ * the body together must come within limits.request_timeout of the first
+ * byte (slowloris, slow bodies), each piece of a body within
+ * limits.body_timeout, the next request within limits.keepalive_timeout,
+ * and pending output must make progress within limits.send_timeout (a
+ * client that does not read). An answer that refuses a request closes the
+ * way nginx's lingering close does: the write side is shut, and what the
+ * client still sends is read and dropped for a bounded time, so that a
+ * client in the middle of an upload reads the answer instead of a reset.
  */
 #include "corHttpInt.h"
 
@@ -25,16 +35,24 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
-#define IN_INITIAL 4096
+/* The room a read asks for. */
+#define READ_ROOM 1024
 /* Past this much unsent output, no further pipelined request is served
  * until the client reads. */
 #define OUT_HIGH_WATER (1024 * 1024)
 #define STOP_FLUSH_MS 100
+/* A lingering close lasts while the client sends at least every
+ * LINGER_IDLE_MS, at most LINGER_MS and LINGER_BYTES in all (nginx's
+ * lingering_timeout and lingering_time). */
+#define LINGER_IDLE_MS 5000
+#define LINGER_MS 30000
+#define LINGER_BYTES (64 * 1024 * 1024)
 
 static void requestDone(CorRequest* r);
 static void requestRelease(CorRequest* r);
@@ -79,14 +97,18 @@ onTimer(CorEvTimer* timer)
     }
     if (!outputPending(c) && (c->state == HTTP_HEAD
                               || c->state == HTTP_BODY)) {
-        /* Too slow a head or body: say so, then close. */
+        /* Too slow a head or body: say so, then close at once. No
+         * lingering here: the client earned its cut, and a slow one that
+         * still sends may get a reset instead of the 408. */
         c->outLen = c->outSent = 0;
-        httpErrorAppend(c, 408);
-        c->state = HTTP_CLOSING;
-        if (c->t.ops->send(&c->t, c->out, c->outLen) < 0) {
+        if (httpErrorAppend(c, 408) == 0
+            && c->t.ops->send(&c->t, c->out, c->outLen) < 0) {
             /* It is being closed for not sending; a lost 408 is fine. */
         }
-    } else if (outputPending(c)) {
+        httpConnClose(c);
+        return;
+    }
+    if (outputPending(c)) {
         /* A client that stopped reading: reset, so that the kernel drops
          * what it still buffers for it instead of holding it. */
         struct linger reset = { .l_onoff = 1, .l_linger = 0 };
@@ -94,6 +116,17 @@ onTimer(CorEvTimer* timer)
         setsockopt(c->t.fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
     }
     httpConnClose(c);
+}
+
+/* What is left of limits.request_timeout for the request being read: its
+ * head and body together, from its first byte. */
+static uint64_t
+readLeftMs(const HttpConn* c)
+{
+    uint64_t limit = corLimits()->requestTimeoutMs;
+    uint64_t spent = corEvNow(c->hl->loop) - c->readStartMs;
+
+    return spent < limit ? limit - spent : 1;
 }
 
 /*
@@ -116,11 +149,21 @@ timerUpdate(HttpConn* c, bool progress)
         ms = limits->keepaliveTimeoutMs;
         break;
     case HTTP_HEAD:
-        ms = limits->requestTimeoutMs;
+        ms = readLeftMs(c);
         progress = false;
         break;
     case HTTP_BODY:
         ms = limits->bodyTimeoutMs;
+        if (readLeftMs(c) < ms) {
+            ms = readLeftMs(c);
+        }
+        break;
+    case HTTP_LINGER:
+        ms = LINGER_IDLE_MS;
+        if (c->lingerEndMs < corEvNow(c->hl->loop) + ms) {
+            ms = c->lingerEndMs > corEvNow(c->hl->loop)
+                     ? c->lingerEndMs - corEvNow(c->hl->loop) : 1;
+        }
         break;
     case HTTP_SERVING:
         /* No deadline while the handler has it, but the timer stays armed
@@ -138,32 +181,10 @@ timerUpdate(HttpConn* c, bool progress)
     }
 }
 
-/* ---- Reading and writing ------------------------------------------------- */
+/* ---- Buffers ------------------------------------------------------------- */
 
-/* A parsed head points into the input buffer: move its pointers with it. */
-static void
-headRebase(CorHttpRequestHead* h, const char* oldBase, size_t oldLen,
-           char* newBase)
-{
-#define REBASE(p)                                                         \
-    do {                                                                  \
-        if ((p) != NULL && (p) >= oldBase && (p) < oldBase + oldLen) {    \
-            (p) = newBase + ((p) - oldBase);                              \
-        }                                                                 \
-    } while (0)
-    REBASE(h->method);
-    REBASE(h->target);
-    REBASE(h->path);
-    REBASE(h->query);
-    REBASE(h->host);
-    for (unsigned i = 0; i < h->headerCount; i++) {
-        REBASE(h->headers[i].name);
-        REBASE(h->headers[i].value);
-    }
-#undef REBASE
-}
-
-/* Make room for need more bytes of input, within what a request may be. */
+/* Make room for need more bytes of input, within what a request may be.
+ * The buffer comes from the loop when the connection has none. */
 static bool
 inputReserve(HttpConn* c, size_t need)
 {
@@ -172,18 +193,23 @@ inputReserve(HttpConn* c, size_t need)
     size_t cap;
     char* grown;
 
+    if (c->in == NULL) {
+        c->in = httpBufTake(c->hl);
+        if (c->in == NULL) {
+            return false;
+        }
+        c->inCap = HTTP_BUF_BYTES;
+        c->inStart = c->inLen = c->bodyRaw = 0;
+    }
     /* Slide the request being read to the front, so that one that came
-     * behind earlier pipelined ones has the whole budget. Before its head
-     * is parsed nothing points into the buffer; after, its head's
-     * pointers move with it. */
+     * behind earlier pipelined ones has the whole budget. Nothing points
+     * into the buffer: a parsed head was copied out. */
     if (c->inStart > 0 && (c->state == HTTP_IDLE || c->state == HTTP_HEAD
                            || c->state == HTTP_BODY)) {
         size_t shift = c->inStart;
 
         memmove(c->in, c->in + shift, c->inLen - shift);
         if (c->state == HTTP_BODY) {
-            headRebase(&c->req->head, c->in + shift, c->inLen - shift,
-                       c->in);
             c->bodyRaw -= shift;
         }
         c->inLen -= shift;
@@ -192,7 +218,7 @@ inputReserve(HttpConn* c, size_t need)
     if (c->inCap - c->inLen >= need) {
         return true;
     }
-    cap = c->inCap ? c->inCap : IN_INITIAL;
+    cap = c->inCap;
     while (cap - c->inLen < need && cap < most) {
         cap *= 2;
     }
@@ -206,13 +232,34 @@ inputReserve(HttpConn* c, size_t need)
     if (grown == NULL) {
         return false;
     }
-    if (c->state == HTTP_BODY && grown != c->in) {
-        headRebase(&c->req->head, c->in, c->inLen, grown);
-    }
     c->in = grown;
     c->inCap = cap;
     return true;
 }
+
+/* Every byte read was consumed and no request is being read: the buffer
+ * goes back to the loop (an idle connection holds none). */
+static void
+inputRelease(HttpConn* c)
+{
+    if (c->in == NULL || c->inStart != c->inLen || c->state == HTTP_HEAD
+        || c->state == HTTP_BODY) {
+        return;
+    }
+    httpBufGive(c->hl, c->in, c->inCap);
+    c->in = NULL;
+    c->inCap = c->inLen = c->inStart = c->bodyRaw = 0;
+}
+
+static void
+outputRelease(HttpConn* c)
+{
+    httpBufGive(c->hl, c->out, c->outCap);
+    c->out = NULL;
+    c->outCap = c->outLen = c->outSent = 0;
+}
+
+/* ---- Reading and writing ------------------------------------------------- */
 
 /* Read what the socket has. Returns -1 on an error (close). */
 static int
@@ -223,7 +270,7 @@ httpRead(HttpConn* c)
         ssize_t n;
         size_t room;
 
-        if (!inputReserve(c, 1024)) {
+        if (!inputReserve(c, READ_ROOM)) {
             c->readPaused = true;       /* full: read when it empties */
             return 0;
         }
@@ -286,18 +333,78 @@ httpFlush(HttpConn* c)
             return -1;
         }
     }
-    c->outLen = c->outSent = 0;
+    outputRelease(c);
     return 0;
 }
 
-/* What a finished answer leaves: the next request, or the close. Its
- * record is done with the connection's buffers once this is called. */
+/* Read and drop what a client sends after an answer that refused it.
+ * Returns 0 to go on lingering, -1 to close (its end, an error, or too
+ * much). */
+static int
+lingerDrain(HttpConn* c)
+{
+    char sink[4096];
+
+    for (;;) {
+        ssize_t n = c->t.ops->recv(&c->t, sink, sizeof(sink));
+
+        if (n > 0) {
+            c->lingerBytes += (size_t)n;
+            if (c->lingerBytes > LINGER_BYTES) {
+                return -1;
+            }
+        } else if (n < 0 && errno == EINTR) {
+            continue;
+        } else {
+            return n < 0 && errno == EAGAIN ? 0 : -1;
+        }
+    }
+}
+
+/*
+ * The last answer is out: close. After an answer that refused a request
+ * the client may still be sending (an upload refused with 413), and a
+ * close with its bytes unread makes the kernel reset the connection, which
+ * loses the answer: shut the write side instead, so that the client sees
+ * the answer end, and drop what it sends until it closes.
+ */
+static void
+connEnd(HttpConn* c)
+{
+    uint64_t now = corEvNow(c->hl->loop);
+
+    if (!c->linger || c->peerClosed
+        || shutdown(c->t.fd, SHUT_WR) != 0) {
+        httpConnClose(c);
+        return;
+    }
+    c->state = HTTP_LINGER;
+    c->lingerEndMs = now + LINGER_MS;
+    c->lingerBytes = 0;
+    c->inStart = c->inLen;      /* what was read goes unread */
+    inputRelease(c);
+    timerUpdate(c, true);
+    if (lingerDrain(c) != 0) {
+        httpConnClose(c);
+    }
+}
+
+/* Refuse the request being read with status; the connection ends once the
+ * answer is out, lingering. */
+static void
+refuse(HttpConn* c, int status)
+{
+    httpErrorAppend(c, status);
+    c->state = HTTP_CLOSING;
+    c->linger = true;
+}
+
+/* What a finished answer leaves: the next request, or the close. */
 static void
 answered(HttpConn* c, CorRequest* r)
 {
     HttpRequest* req = corContainerOf(r, HttpRequest, r);
 
-    c->inStart = c->bodyRaw;
     c->state = c->keepAlive ? HTTP_IDLE : HTTP_CLOSING;
     /* The next request gets a record of its own: this one stays the
      * core's until its post-response phase is over, which may outlast the
@@ -327,76 +434,147 @@ answered(HttpConn* c, CorRequest* r)
 
 /* ---- Requests ------------------------------------------------------------ */
 
+/* Where p, inside the len bytes at base, is in their copy; p as it is when
+ * it points elsewhere (a constant "/", NULL). */
+static const char*
+movedInto(const char* p, const char* base, size_t len, char* copy)
+{
+    uintptr_t at = (uintptr_t)p;
+
+    if (at < (uintptr_t)base || at >= (uintptr_t)base + len) {
+        return p;
+    }
+    return copy + (at - (uintptr_t)base);
+}
+
 /*
- * A request record for the connection: its spare one when it has it (a
- * keep-alive connection reuses one record for all its requests), else a
- * new one. Only the core's part is cleared; the parser fills the head.
+ * The record of a request whose head h was just parsed at the connection's
+ * inStart: the head's bytes are copied behind it, and everything it says
+ * points into that copy, exactly as long as the head is (its fields, not
+ * the configured maximum).
  */
 static HttpRequest*
-requestNew(HttpConn* c)
+requestCreate(HttpConn* c, const CorHttpRequestHead* h)
 {
-    HttpRequest* req = c->spare;
+    const char* base = c->in + c->inStart;
+    size_t fields = h->headerCount * sizeof(CorHeader);
+    HttpRequest* req = malloc(sizeof(*req) + fields + h->headLen);
+    CorRequest* r;
+    char* copy;
 
-    if (req != NULL) {
-        c->spare = NULL;
-    } else {
-        req = malloc(sizeof(*req));
-        if (req == NULL) {
-            return NULL;
-        }
+    if (req == NULL) {
+        return NULL;
     }
-    memset(&req->r, 0, sizeof(req->r));
+    copy = (char*)req->headers + fields;
+    memcpy(copy, base, h->headLen);
+#define MOVED(p) movedInto((p), base, h->headLen, copy)
+    for (unsigned i = 0; i < h->headerCount; i++) {
+        req->headers[i] = (CorHeader){ MOVED(h->headers[i].name),
+                                       h->headers[i].nameLen,
+                                       MOVED(h->headers[i].value),
+                                       h->headers[i].valueLen };
+    }
+    r = &req->r;
+    memset(r, 0, sizeof(*r));
+    r->method = MOVED(h->method);
+    r->methodLen = h->methodLen;
+    r->path = MOVED(h->path);
+    r->pathLen = h->pathLen;
+    r->query = MOVED(h->query);
+    r->queryLen = h->queryLen;
+    r->headers = req->headers;
+    r->headerCount = h->headerCount;
+    r->body = "";
+    r->head = h->head;
+    req->target = MOVED(h->target);
+#undef MOVED
+    req->targetLen = h->targetLen;
     req->conn = c;
+    req->hl = c->hl;
+    req->contentLength = h->contentLength;
+    req->chunked = h->chunked;
+    req->keepAlive = h->keepAlive;
+    req->expectContinue = h->expectContinue;
+    req->versionMinor = h->versionMinor;
+    req->body = NULL;
+    req->bodyCap = 0;
     return req;
 }
 
 static void
-startRequest(HttpConn* c, size_t bodyStart)
+requestFree(HttpRequest* req)
+{
+    httpBufGive(req->hl, req->body, req->bodyCap);
+    free(req);
+}
+
+/*
+ * The body is whole: the request takes it. When nothing follows it in the
+ * input (no pipelined request behind), the request takes the buffer
+ * itself, and the connection takes a fresh one when bytes come; else the
+ * body is copied out. Returns 0 or -1 (no memory).
+ */
+static int
+bodyTake(HttpConn* c, HttpRequest* req)
+{
+    char* body = c->in + c->inStart;
+
+    if (c->bodyRaw == c->inLen) {
+        req->body = c->in;
+        req->bodyCap = c->inCap;
+        c->in = NULL;
+        c->inCap = c->inLen = c->inStart = c->bodyRaw = 0;
+    } else {
+        req->body = malloc(c->bodyLen);
+        if (req->body == NULL) {
+            return -1;
+        }
+        memcpy(req->body, body, c->bodyLen);
+        req->bodyCap = c->bodyLen;
+        body = req->body;
+    }
+    req->r.body = body;
+    req->r.bodyLen = c->bodyLen;
+    return 0;
+}
+
+static void
+startRequest(HttpConn* c)
 {
     HttpRequest* req = c->req;
-    const CorHttpRequestHead* h = &req->head;
-    CorRequest* r = &req->r;
 
-    for (unsigned i = 0; i < h->headerCount; i++) {
-        req->headers[i] = (CorHeader){ h->headers[i].name,
-                                       h->headers[i].nameLen,
-                                       h->headers[i].value,
-                                       h->headers[i].valueLen };
+    if (c->bodyLen > 0 && bodyTake(c, req) != 0) {
+        c->req = NULL;
+        requestFree(req);
+        refuse(c, 503);
+        return;
     }
-    r->method = h->method;
-    r->methodLen = h->methodLen;
-    r->path = h->path;
-    r->pathLen = h->pathLen;
-    r->query = h->query;
-    r->queryLen = h->queryLen;
-    r->headers = req->headers;
-    r->headerCount = h->headerCount;
-    r->body = c->in + bodyStart;
-    r->bodyLen = c->bodyLen;
-    r->head = h->head;
+    c->inStart = c->bodyRaw;
     c->state = HTTP_SERVING;
+    inputRelease(c);
     timerUpdate(c, true);
-    corRequestServe(r, &httpOps, c);
+    /* The record is the protocol's data: it lives until its release,
+     * where the connection may not. */
+    corRequestServe(&req->r, &httpOps, req);
 }
 
 /* The head is in: start the body, or the request. */
 static void
-headDone(HttpConn* c, size_t headLen)
+headDone(HttpConn* c)
 {
-    const CorHttpRequestHead* h = &c->req->head;
-    size_t bodyStart = c->inStart + headLen;
+    const HttpRequest* req = c->req;
 
     c->bodyLen = 0;
-    c->bodyRaw = bodyStart;
-    if (!h->chunked && h->contentLength <= 0) {
-        startRequest(c, bodyStart);
+    c->bodyRaw = c->inStart;
+    if (!req->chunked && req->contentLength <= 0) {
+        startRequest(c);
         return;
     }
-    if (h->chunked) {
+    if (req->chunked) {
         corHttpChunkedInit(&c->chunked, corLimits()->bodyBytes);
     }
     c->state = HTTP_BODY;
-    if (h->expectContinue && c->inLen == bodyStart) {
+    if (req->expectContinue && c->inLen == c->inStart) {
         httpContinueAppend(c);
     }
     timerUpdate(c, true);
@@ -406,21 +584,22 @@ headDone(HttpConn* c, size_t headLen)
 static bool
 bodyProgress(HttpConn* c)
 {
-    HttpRequest* req = c->req;
-    size_t bodyStart = c->inStart + req->head.headLen;
+    const HttpRequest* req = c->req;
+    size_t bodyStart = c->inStart;
     size_t consumed = 0;
     size_t produced = 0;
     int rc;
 
-    if (!req->head.chunked) {
-        size_t want = (size_t)req->head.contentLength;
+    if (!req->chunked) {
+        size_t want = (size_t)req->contentLength;
+        size_t have = c->inLen - bodyStart;
 
-        if (c->inLen - bodyStart >= want) {
+        if (have >= want) {
             c->bodyLen = want;
             c->bodyRaw = bodyStart + want;
             return true;
         }
-        inputReserve(c, bodyStart + want - c->inLen);
+        inputReserve(c, want - have);
         return false;
     }
     rc = corHttpChunkedDecode(&c->chunked, c->in + c->bodyRaw,
@@ -428,11 +607,45 @@ bodyProgress(HttpConn* c)
     memmove(c->in + bodyStart + c->bodyLen, c->in + c->bodyRaw, produced);
     c->bodyLen += produced;
     c->bodyRaw += consumed;
-    if (rc < 0) {
-        httpErrorAppend(c, -rc);
-        c->state = HTTP_CLOSING;
+    if (rc == 0) {
+        /* Every byte was taken: the framing goes, so that it counts
+         * against neither the buffer nor the body's limit. */
+        c->inLen = bodyStart + c->bodyLen;
+        c->bodyRaw = c->inLen;
+    } else if (rc < 0) {
+        refuse(c, -rc);
     }
     return rc == 1;
+}
+
+/*
+ * Whether the head being read may be complete, so worth parsing: its end
+ * came, or it reached the limit, or it doubled since the last parse (which
+ * refuses a bad one early). The parser keeps no state, so a client that
+ * sends a byte at a time costs linear time, not a parse per byte.
+ */
+static bool
+headReady(HttpConn* c)
+{
+    const char* head = c->in + c->inStart;
+    size_t len = c->inLen - c->inStart;
+    size_t from = c->headScanned > 3 ? c->headScanned - 3 : 0;
+
+    c->headScanned = len;
+    if (memmem(head + from, len - from, "\r\n\r\n", 4) != NULL) {
+        return true;
+    }
+    return len >= corLimits()->headerBytes || len >= 2 * c->headParsed;
+}
+
+/* Part of a head has come: its deadline runs. */
+static void
+headWait(HttpConn* c)
+{
+    if (c->state == HTTP_IDLE) {
+        c->state = HTTP_HEAD;
+        timerUpdate(c, true);
+    }
 }
 
 /* One step of the input: returns false when it must wait (for bytes, the
@@ -440,11 +653,13 @@ bodyProgress(HttpConn* c)
 static bool
 processStep(HttpConn* c)
 {
+    const CorLimits* limits = corLimits();
+    HttpLoop* hl = c->hl;
     int rc;
 
     if (c->state == HTTP_BODY) {
         if (bodyProgress(c)) {
-            startRequest(c, c->inStart + c->req->head.headLen);
+            startRequest(c);
             return true;
         }
         return false;
@@ -452,32 +667,35 @@ processStep(HttpConn* c)
     if (c->inLen == c->inStart) {
         return false;
     }
-    if (c->req == NULL) {
-        c->req = requestNew(c);
-        if (c->req == NULL) {
-            httpErrorAppend(c, 503);
-            c->state = HTTP_CLOSING;
-            return false;
-        }
+    if (c->state == HTTP_IDLE) {
+        c->readStartMs = corEvNow(hl->loop);
+        c->headParsed = c->headScanned = 0;
+    }
+    if (!headReady(c)) {
+        headWait(c);
+        return false;
     }
     rc = corHttpParseHead(c->in + c->inStart, c->inLen - c->inStart,
-                          &(CorHttpLimits){ corLimits()->headerBytes,
-                                            corLimits()->headerCount,
-                                            corLimits()->bodyBytes },
-                          &c->req->head);
+                          &(CorHttpLimits){ limits->headerBytes,
+                                            limits->headerCount,
+                                            limits->bodyBytes },
+                          &hl->head);
     if (rc == 0) {
-        if (c->state == HTTP_IDLE) {
-            c->state = HTTP_HEAD;
-            timerUpdate(c, true);
-        }
+        c->headParsed = c->inLen - c->inStart;
+        headWait(c);
         return false;
     }
     if (rc < 0) {
-        httpErrorAppend(c, -rc);
-        c->state = HTTP_CLOSING;
+        refuse(c, -rc);
         return false;
     }
-    headDone(c, (size_t)rc);
+    c->req = requestCreate(c, &hl->head);
+    if (c->req == NULL) {
+        refuse(c, 503);
+        return false;
+    }
+    c->inStart += (size_t)rc;
+    headDone(c);
     return true;
 }
 
@@ -496,6 +714,33 @@ reading(const HttpConn* c)
            || c->state == HTTP_BODY;
 }
 
+/*
+ * Parse and serve what the input holds. A read that stopped at a full
+ * buffer left bytes in the socket that no further edge announces: once a
+ * step made room (a chunked body's framing went), read on. Returns -1 on
+ * a read error (close).
+ */
+static int
+processInput(HttpConn* c)
+{
+    for (;;) {
+        size_t before;
+
+        while (reading(c) && outputAllowsMore(c) && processStep(c)) {
+        }
+        if (!c->readPaused || !reading(c) || !outputAllowsMore(c)) {
+            return 0;
+        }
+        before = c->inLen;
+        if (httpRead(c) != 0) {
+            return -1;
+        }
+        if (c->inLen == before) {
+            return 0;           /* still full */
+        }
+    }
+}
+
 static void
 httpProcess(HttpConn* c)
 {
@@ -506,7 +751,10 @@ httpProcess(HttpConn* c)
     }
     c->processing = true;
     do {
-        while (reading(c) && outputAllowsMore(c) && processStep(c)) {
+        if (processInput(c) != 0) {
+            c->processing = false;
+            httpConnClose(c);
+            return;
         }
         heldBack = reading(c) && !outputAllowsMore(c);
         if (httpFlush(c) != 0) {
@@ -518,13 +766,14 @@ httpProcess(HttpConn* c)
     } while (heldBack && !outputPending(c));
     c->processing = false;
     if (c->state == HTTP_CLOSING && !outputPending(c)) {
-        httpConnClose(c);
+        connEnd(c);
         return;
     }
     if (c->peerClosed && c->state != HTTP_SERVING && !outputPending(c)) {
         httpConnClose(c);
         return;
     }
+    inputRelease(c);
     timerUpdate(c, false);
 }
 
@@ -545,8 +794,8 @@ requestDone(CorRequest* r)
         return;
     }
     /* An HTTP/1.0 stream ends with the close. */
-    c->keepAlive = req->head.keepAlive && !c->hl->draining
-                   && !(r->stream != NULL && req->head.versionMinor == 0);
+    c->keepAlive = req->keepAlive && !c->hl->draining
+                   && !(r->stream != NULL && req->versionMinor == 0);
     before = c->outLen;
     if (httpResponseAppend(c, req, c->keepAlive) != 0) {
         c->keepAlive = false;
@@ -572,7 +821,6 @@ requestDone(CorRequest* r)
             fileDone(c);
         }
     }
-    /* Copied out: the request is done with the connection's buffers. */
     answered(c, r);
 }
 
@@ -626,11 +874,7 @@ requestRelease(CorRequest* r)
     if (c != NULL && c->releasing == req) {
         c->releasing = NULL;        /* released while being answered */
     }
-    if (c != NULL && c->spare == NULL) {
-        c->spare = req;
-    } else {
-        free(req);
-    }
+    requestFree(req);
 }
 
 /* ---- The connection ------------------------------------------------------ */
@@ -646,10 +890,20 @@ onIo(CorEvIo* io, unsigned events)
             return;
         }
         if (c->state == HTTP_CLOSING && !outputPending(c)) {
-            httpConnClose(c);
+            connEnd(c);
             return;
         }
         timerUpdate(c, false);      /* the send timer is done with */
+    }
+    if (c->state == HTTP_LINGER) {
+        if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+            if (lingerDrain(c) != 0) {
+                httpConnClose(c);
+                return;
+            }
+            timerUpdate(c, true);
+        }
+        return;
     }
     if (!(events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
         if (!outputPending(c) && c->state != HTTP_SERVING) {
@@ -727,15 +981,14 @@ httpConnClose(HttpConn* c)
         if (c->state == HTTP_SERVING) {
             c->req->conn = NULL;    /* its handler finishes into the void */
         } else {
-            free(c->req);
+            requestFree(c->req);
         }
     }
     atomic_fetch_sub(&hl->connCount, 1);
     atomic_fetch_sub(&httpConnTotal, 1);
     fileDone(c);
-    free(c->spare);
-    free(c->in);
-    free(c->out);
+    httpBufGive(hl, c->in, c->inCap);
+    httpBufGive(hl, c->out, c->outCap);
     free(c);
 }
 

@@ -24,6 +24,13 @@ typedef struct {
     bool reusePort;             /* accept for this loop only */
 } HttpAccept;
 
+/* The size of the I/O buffers a loop lends its connections: a request
+ * head or an answer that fits takes one; more grows it past the cache. */
+#define HTTP_BUF_BYTES 4096
+/* Free buffers a loop keeps for the next connection that reads or
+ * writes; more are given back to malloc. */
+#define HTTP_BUF_CACHE 64
+
 /* One loop's part of the server; owned by that loop, on lines of its own. */
 struct HttpLoop {
     _Alignas(COR_CACHE_LINE) CorEvLoop* loop;
@@ -35,6 +42,11 @@ struct HttpLoop {
     bool draining;
     time_t dateSecond;
     char date[40];              /* "Sun, 29 Nov 2026 20:00:00 GMT" */
+    /* The head being parsed, whichever connection it is: a request keeps
+     * a copy of what it needs, so one header array serves the loop. */
+    CorHttpRequestHead head;
+    char* bufs[HTTP_BUF_CACHE]; /* free buffers of HTTP_BUF_BYTES */
+    unsigned bufCount;
 };
 
 typedef enum {
@@ -43,24 +55,43 @@ typedef enum {
     HTTP_BODY,                  /* the head is in, the body is coming */
     HTTP_SERVING,               /* the request is with its handler */
     HTTP_CLOSING,               /* the last bytes go out, then close */
+    HTTP_LINGER,                /* an error answer is out: what the client
+                                 * still sends is read and dropped, so that
+                                 * it reads the answer, not a reset */
     HTTP_OUTPUT                 /* (the timer's) output waits to be sent */
 } HttpState;
 
-/* A request, from its head to its release. Owned by the core between
- * corRequestServe and ops->release. */
+/*
+ * A request, from its head to its release. Owned by the core between
+ * corRequestServe and ops->release. It owns everything its CorRequest
+ * points to: its head is copied behind it when the head is parsed, and its
+ * body is a buffer of its own (the connection's input buffer, handed over
+ * whole when nothing follows the body in it, else a copy), so a connection
+ * that dies under a request in flight frees nothing the request uses.
+ */
 typedef struct {
     CorRequest r;
     HttpConn* conn;             /* NULL once the connection is gone */
-    CorHttpRequestHead head;
-    CorHeader headers[COR_HTTP_MAX_HEADERS];
+    HttpLoop* hl;               /* the loop that read it */
+    const char* target;         /* for the access log */
+    size_t targetLen;
+    int64_t contentLength;      /* -1 when absent */
+    bool chunked;
+    bool keepAlive;             /* what the head asked for */
+    bool expectContinue;
+    int versionMinor;
+    char* body;                 /* the body's buffer, or NULL */
+    size_t bodyCap;             /* its size: a loop buffer's goes back */
+    CorHeader headers[];        /* then the head's bytes */
 } HttpRequest;
 
 /* A connection; owned by its loop, freed on close (a request still with
- * its handler then holds none of it). */
+ * its handler then holds none of it). Between requests it holds no buffer:
+ * it takes one of its loop's when bytes come, and gives it back once they
+ * are consumed, so an idle keep-alive connection costs this struct. */
 struct HttpConn {
     CorEvIo io;
     CorEvTimer timer;
-    CorEvTask handoff;          /* from the accepting loop to its own */
     HttpLoop* hl;
     HttpConn* prev;
     HttpConn* next;
@@ -68,12 +99,20 @@ struct HttpConn {
     HttpState state;
     HttpState timerFor;         /* what the timer was armed for */
     char* in;                   /* what was read and not yet consumed */
-    size_t inStart;             /* where the current request begins */
+    size_t inStart;             /* where the current request (or, once its
+                                 * head is parsed, its body) begins */
     size_t inLen;
     size_t inCap;
+    size_t headParsed;          /* head bytes at the last parse that
+                                 * wanted more */
+    size_t headScanned;         /* head bytes searched for its end */
     size_t bodyRaw;             /* chunked: undecoded input starts here */
-    size_t bodyLen;             /* the body so far, after the head */
+    size_t bodyLen;             /* the body so far */
     CorHttpChunked chunked;
+    uint64_t readStartMs;       /* the request's first byte came then */
+    uint64_t lingerEndMs;       /* a lingering close ends then at last */
+    size_t lingerBytes;         /* what it dropped so far */
+
     char* out;
     size_t outLen;
     size_t outSent;
@@ -81,16 +120,29 @@ struct HttpConn {
     int fileFd;                 /* a file body being sent, or -1 */
     off_t fileOffset;
     size_t fileLeft;
-    HttpRequest* req;
-    HttpRequest* spare;         /* a released record, kept for the next */
+    HttpRequest* req;           /* from its parsed head to its answer */
     HttpRequest* releasing;     /* being answered: released at once? */
     bool keepAlive;
+    bool linger;                /* an error answer: linger, then close */
     bool readPaused;            /* the buffer is full: read again later */
     bool peerShut;              /* its FIN came: read to the end */
     bool peerClosed;            /* the end was read */
     bool processing;            /* inside httpProcess (re-entry guard) */
     struct sockaddr_storage peer;
 };
+
+/* ---- corHttpBuf.c -------------------------------------------------------- */
+
+/* A buffer of HTTP_BUF_BYTES from the loop's cache, or malloc; NULL when
+ * there is no memory. */
+char* httpBufTake(HttpLoop* hl);
+/* Give a buffer of cap bytes back (kept when it is a cached size and the
+ * cache has room, freed otherwise); NULL is ignored. */
+void httpBufGive(HttpLoop* hl, char* buf, size_t cap);
+/* Free the cache and the loop's header array (the loop ended). */
+void httpLoopBuffersFree(HttpLoop* hl);
+/* Size the loop's header array for limits.header_count. Returns 0 or -1. */
+int httpLoopBuffersInit(HttpLoop* hl);
 
 /* ---- corHttpConn.c ------------------------------------------------------- */
 

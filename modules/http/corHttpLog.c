@@ -48,7 +48,7 @@ quoted(char* out, size_t size, const char* s, size_t len)
 static const char*
 headerOr(const HttpRequest* req, const char* name, size_t* len)
 {
-    const CorHttpHeader* h = corHttpHeaderFind(&req->head, name);
+    const CorHeader* h = corRequestHeader(&req->r, name);
 
     *len = h ? h->valueLen : 1;
     return h ? h->value : "-";
@@ -72,7 +72,7 @@ httpAccessLog(const HttpConn* c, const HttpRequest* req, size_t bytes)
     int n;
 
     peerText(&c->peer, peer, sizeof(peer));
-    quoted(target, sizeof(target), req->head.target, req->head.targetLen);
+    quoted(target, sizeof(target), req->target, req->targetLen);
     value = headerOr(req, "User-Agent", &len);
     quoted(agent, sizeof(agent), value, len);
     value = headerOr(req, "Referer", &len);
@@ -95,7 +95,7 @@ httpAccessLog(const HttpConn* c, const HttpRequest* req, size_t bytes)
         n = snprintf(line, sizeof(line),
                      "%s - - [%s] \"%.*s %s HTTP/1.%d\" %d %zu \"%s\" "
                      "\"%s\"\n", peer, when, (int)r->methodLen, r->method,
-                     target, req->head.versionMinor, r->status, bytes,
+                     target, req->versionMinor, r->status, bytes,
                      referer, agent);
     }
     if (n > 0) {

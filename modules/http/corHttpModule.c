@@ -71,7 +71,19 @@ httpLoopInit(CorModule* m, CorEvLoop* loop, unsigned index)
     (void)m;
     hl->loop = loop;
     hl->index = index;
+    if (httpLoopBuffersInit(hl) != 0) {
+        corLog(COR_LOG_ERROR, "http: no memory for loop %u", index);
+        return -1;
+    }
     return 0;
+}
+
+static void
+httpLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    (void)m;
+    (void)loop;
+    httpLoopBuffersFree(httpLoopAt(index));
 }
 
 static int
@@ -102,4 +114,4 @@ httpExit(CorModule* m)
 }
 
 COR_MODULE(http, .init = httpInit, .loopInit = httpLoopInit,
-           .exit = httpExit);
+           .loopExit = httpLoopExit, .exit = httpExit);

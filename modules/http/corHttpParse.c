@@ -656,11 +656,9 @@ corHttpParseHead(char* buf, size_t len, const CorHttpLimits* limits,
         cap = INT_MAX;
     }
     end = buf + cap;
-    maxHeaders = limits->maxHeaders < COR_HTTP_MAX_HEADERS
-                     ? limits->maxHeaders
-                     : COR_HTTP_MAX_HEADERS;
-    /* Not a memset: the header array is 3 KiB, and only headerCount of it
-     * is read. */
+    maxHeaders = limits->maxHeaders;
+    /* Not a memset: the header array is the caller's, and only
+     * headerCount of it is read. */
     head->method = head->target = head->path = head->query = NULL;
     head->host = NULL;
     head->methodLen = head->targetLen = head->pathLen = 0;
@@ -698,14 +696,19 @@ corHttpParseHead(char* buf, size_t len, const CorHttpLimits* limits,
     head->methodLen = (size_t)(p - start);
     start = ++p;
     p = scanClass(p, end, COR_HTTP_CH_TARGET);
+    head->target = start;
+    head->targetLen = (size_t)(p - start);
+    if (p < end && *p == '#' && p > start) {
+        /* A fragment is the client's business (RFC 9110 section 7.1), but
+         * some clients send it: its bytes are checked and dropped. */
+        p = scanClass(p + 1, end, COR_HTTP_CH_TARGET);
+    }
     if (p == end) {
         goto moreLine;
     }
-    if (*p != ' ' || p == start) {
+    if (*p != ' ' || head->targetLen == 0) {
         return -400;
     }
-    head->target = start;
-    head->targetLen = (size_t)(p - start);
     query = memchr(start, '?', head->targetLen);
     start = ++p;
     for (const char* v = version; *v != '\0'; v++, p++) {

@@ -22,9 +22,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The hard cap of the header array; the configured limit may be lower. */
-#define COR_HTTP_MAX_HEADERS 100
-
 /* The most bytes of chunk extensions on one chunk-size line. */
 #define COR_HTTP_CHUNK_EXT_BYTES 4096
 
@@ -42,7 +39,8 @@ typedef struct {
     /* The whole head (request line, fields and the empty line) may not
      * exceed it: 431; a request line longer than it: 414. */
     size_t headerBytes;
-    /* More header fields than this (or than COR_HTTP_MAX_HEADERS): 431. */
+    /* More header fields than this: 431. The caller's header array holds
+     * this many. */
     unsigned maxHeaders;
     /* A Content-Length above it: 413, decided before any body byte. */
     uint64_t bodyBytes;
@@ -52,8 +50,10 @@ typedef struct {
 typedef struct {
     const char* method;
     size_t methodLen;
-    /* The request-target as sent; or, when pathRewritten, the same with
-     * the decoded path in place of the raw one (then "?query", raw). */
+    /* The request-target as sent, without a "#fragment" (accepted and
+     * dropped, as llhttp and nginx do); or, when pathRewritten, the same
+     * with the decoded path in place of the raw one (then "?query",
+     * raw). */
     const char* target;
     size_t targetLen;
     /* The path, percent-decoded and with its dot segments removed, in
@@ -70,7 +70,10 @@ typedef struct {
     const char* host;
     size_t hostLen;
     int versionMinor;    /* 0 or 1: HTTP/1.0 or HTTP/1.1 */
-    CorHttpHeader headers[COR_HTTP_MAX_HEADERS];
+    /* The caller's array of limits->maxHeaders fields, set before the
+     * call: a head takes only what it has, and a server keeps one array
+     * per loop rather than one per connection. */
+    CorHttpHeader* headers;
     unsigned headerCount;
     int64_t contentLength;    /* -1 when absent */
     bool chunked;             /* Transfer-Encoding: chunked */

@@ -70,6 +70,13 @@ httpDate(HttpLoop* hl)
 static char*
 outputReserve(HttpConn* c, size_t more)
 {
+    if (c->out == NULL && more <= HTTP_BUF_BYTES) {
+        c->out = httpBufTake(c->hl);
+        if (c->out == NULL) {
+            return NULL;
+        }
+        c->outCap = HTTP_BUF_BYTES;
+    }
     if (c->outCap - c->outLen < more) {
         size_t cap = c->outCap ? c->outCap : 4096;
         char* grown;
@@ -190,7 +197,7 @@ httpResponseAppend(HttpConn* c, const HttpRequest* req, bool keepAlive)
     if (appendHead(c, r->status, r->contentType,
                    r->stream != NULL ? SIZE_MAX : r->responseLen,
                    r->responseHeaders, r->responseHeaderCount, keepAlive,
-                   req->head.versionMinor == 0) != 0) {
+                   req->versionMinor == 0) != 0) {
         return -1;
     }
     if (r->head || r->responseLen == 0 || r->fileFd >= 0
@@ -210,7 +217,7 @@ httpChunkAppend(HttpConn* c, const HttpRequest* req, const void* data,
     if (req->r.head) {
         return 0;
     }
-    if (req->head.versionMinor == 0) {
+    if (req->versionMinor == 0) {
         return appendBytes(c, data, len);   /* delimited by the close */
     }
     n = snprintf(size, sizeof(size), "%zx\r\n", len);
@@ -224,7 +231,7 @@ httpChunkAppend(HttpConn* c, const HttpRequest* req, const void* data,
 int
 httpChunkEnd(HttpConn* c, const HttpRequest* req)
 {
-    if (req->r.head || req->head.versionMinor == 0) {
+    if (req->r.head || req->versionMinor == 0) {
         return 0;
     }
     return appendBytes(c, "0\r\n\r\n", 5);

@@ -194,6 +194,7 @@ corServerStartWith(CorServer* s, const char* extra)
              "  - { match: \"GET /file\", handler: file }\n"
              "  - { match: \"GET /stream\", handler: stream }\n"
              "  - { match: \"/notify/*\", handler: notify }\n"
+             "  - { match: \"/waitecho\", handler: waitecho }\n"
              "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log }\n"
              "%s", extra ? extra : "");
     return corServerStart(s, yaml);

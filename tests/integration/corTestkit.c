@@ -144,6 +144,45 @@ notifyFinish(CorRequest* r)
     }
 }
 
+/* Waits ?ms= (a coroutine; a worker with ?worker=1), then answers with
+ * every byte of its input: a request must own what it reads, whatever
+ * became of its connection meanwhile. */
+static bool
+waitOnLoop(const CorRequest* r)
+{
+    return corRequestQuery((CorRequest*)r, "worker") == NULL;
+}
+
+static void
+waitEchoServe(CorRequest* r)
+{
+    const char* ms = corRequestQuery(r, "ms");
+    size_t len = r->methodLen + r->pathLen + r->bodyLen + 8;
+    short revents;
+    char* out;
+    size_t n;
+
+    corRestWaitFd(-1, 0, ms ? atoi(ms) : 100, &revents);
+    for (unsigned i = 0; i < r->headerCount; i++) {
+        len += r->headers[i].nameLen + r->headers[i].valueLen + 4;
+    }
+    out = corRequestAlloc(r, len);
+    if (out == NULL) {
+        corRespond(r, 500, "text/plain", "no memory\n", 10);
+        return;
+    }
+    n = (size_t)sprintf(out, "%.*s %.*s\n", (int)r->methodLen, r->method,
+                        (int)r->pathLen, r->path);
+    for (unsigned i = 0; i < r->headerCount; i++) {
+        n += (size_t)sprintf(out + n, "%.*s: %.*s\n",
+                             (int)r->headers[i].nameLen, r->headers[i].name,
+                             (int)r->headers[i].valueLen,
+                             r->headers[i].value);
+    }
+    memcpy(out + n, r->body, r->bodyLen);
+    corRespondStatic(r, 200, "text/plain", out, n + r->bodyLen);
+}
+
 /* Takes the generation down: the master must replace it. */
 static void
 crashServe(CorRequest* r)
@@ -170,6 +209,11 @@ testkitInit(CorModule* m, const CorConf* conf)
                                            .serve = notifyServe,
                                            .finish = notifyFinish,
                                            .finishRun = COR_RUN_COROUTINE })
+               != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "waitecho",
+                                           .serve = waitEchoServe,
+                                           .run = COR_RUN_COROUTINE,
+                                           .coroutineHook = waitOnLoop })
                != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "file",
                                            .serve = fileServe }) != 0
