@@ -220,6 +220,9 @@ generationStart(Generation* g, CorConfErrors* errors)
     g->pid = fork();
     if (g->pid < 0) {
         corConfErrorf(errors, NULL, "fork: %s", strerror(errno));
+        g->pid = 0;
+        close(pipeFds[0]);
+        close(pipeFds[1]);
         return -1;
     }
     if (g->pid == 0) {
@@ -263,6 +266,8 @@ generationStart(Generation* g, CorConfErrors* errors)
     }
     kill(g->pid, SIGKILL);
     waitpid(g->pid, NULL, 0);
+    /* The pid is reaped and may be reused: nothing may signal it now. */
+    g->pid = 0;
     return -1;
 }
 
@@ -360,9 +365,13 @@ reload(void)
         return;
     }
     /* The old generation drains; its sockets that the new one does not
-     * use are closed here (its own copies close when it exits). */
-    kill(current.pid, SIGQUIT);
-    drainingAdd(current.pid);
+     * use are closed here (its own copies close when it drains). After a
+     * failed replacement there is no old generation: its pid is 0, and
+     * kill(0) would signal the whole process group, this master too. */
+    if (current.pid > 0) {
+        kill(current.pid, SIGQUIT);
+        drainingAdd(current.pid);
+    }
     listenersClose(current.listeners, current.listenerCount, &next);
     if (strcmp(current.config->log.pidFile, next.config->log.pidFile) != 0
         && pidFileWrite(next.config->log.pidFile) == 0) {
@@ -437,6 +446,11 @@ waitForChildren(uint64_t graceMs)
             return;
         }
         if (pid > 0) {
+            /* Reaped: its pid may be reused, so it is signalled no more. */
+            drainingForget(pid);
+            if (pid == current.pid) {
+                current.pid = 0;
+            }
             continue;
         }
         if (!killed && corEvClockMs() >= deadline) {

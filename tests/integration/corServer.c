@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -122,8 +123,9 @@ printLog(const CorServer* s)
     }
 }
 
-int
-corServerStart(CorServer* s, const char* yaml)
+/* Start cor; a non-zero fdLimit is its RLIMIT_NOFILE, soft and hard. */
+static int
+start(CorServer* s, const char* yaml, unsigned long fdLimit)
 {
     char pidFile[256];
 
@@ -144,6 +146,14 @@ corServerStart(CorServer* s, const char* yaml)
 
         (void)log;
         dup2(STDERR_FILENO, STDOUT_FILENO);
+        /* A group of its own: a server that signals its process group by
+         * mistake (kill(0)) must not take the test down with it. */
+        setpgid(0, 0);
+        if (fdLimit != 0) {
+            struct rlimit limit = { fdLimit, fdLimit };
+
+            setrlimit(RLIMIT_NOFILE, &limit);
+        }
         execl(binary(), "cor", "-c", s->config, (char*)NULL);
         _exit(127);
     }
@@ -161,6 +171,18 @@ corServerStart(CorServer* s, const char* yaml)
     printLog(s);
     corServerStop(s);
     return -1;
+}
+
+int
+corServerStart(CorServer* s, const char* yaml)
+{
+    return start(s, yaml, 0);
+}
+
+int
+corServerStartFdLimit(CorServer* s, const char* yaml, unsigned long fdLimit)
+{
+    return start(s, yaml, fdLimit);
 }
 
 int

@@ -27,6 +27,10 @@ typedef struct {
  * the port answers. Returns 0, or -1 (the log is printed).
  */
 int corServerStart(CorServer* s, const char* yaml);
+/* The same with RLIMIT_NOFILE set to fdLimit, soft and hard, in the
+ * server's process: the hard limit too, so that cor cannot raise it. */
+int corServerStartFdLimit(CorServer* s, const char* yaml,
+                          unsigned long fdLimit);
 /* The standard test configuration with extra YAML appended under the
  * top level (limits, routes, ...). */
 int corServerStartWith(CorServer* s, const char* extraLimits);

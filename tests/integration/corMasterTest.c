@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The master against the real binary: a reload after a generation could
+ * not be replaced, the listeners a graceful stop closes, and the paths a
+ * configuration names relative to its own folder (modules, the pid file).
+ */
+#include "corTest.h"
+#include "corServer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static CorServer server;
+static char buf[1 << 16];
+static char scratch[128];
+
+static void
+tearDown(void)
+{
+    char command[256];
+
+    corServerStop(&server);
+    if (scratch[0] != '\0') {
+        snprintf(command, sizeof(command), "rm -rf %s", scratch);
+        ck_assert_int_eq(system(command), 0);
+        scratch[0] = '\0';
+    }
+}
+
+static const char*
+bin(void)
+{
+    const char* b = getenv("COR_BIN");
+
+    return b ? b : "build/cor";
+}
+
+/* A scratch folder of the test's own, outside the server's. */
+static void
+scratchMake(void)
+{
+    snprintf(scratch, sizeof(scratch), "/tmp/cor-master-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(scratch));
+}
+
+/* Whether the server's log holds text, within timeoutMs. */
+static bool
+logSays(const CorServer* s, const char* text, int timeoutMs)
+{
+    char command[512];
+
+    snprintf(command, sizeof(command), "grep -q -F '%s' %s", text, s->log);
+    for (long deadline = corNowMs() + timeoutMs;;) {
+        if (system(command) == 0) {
+            return true;
+        }
+        if (corNowMs() >= deadline) {
+            return false;
+        }
+        usleep(50 * 1000);
+    }
+}
+
+static bool
+masterAlive(const CorServer* s)
+{
+    return waitpid(s->pid, NULL, WNOHANG) == 0;
+}
+
+/* ---- Reload after a failed replacement ----------------------------------- */
+
+/*
+ * The generation crashes and cannot be replaced (its module file is gone),
+ * so the master has no generation; a reload to a configuration without
+ * that module then starts one. The master signalled "the old generation",
+ * pid 0, which is its whole process group: itself included.
+ */
+START_TEST(test_reload_after_a_failed_replacement_keeps_the_master)
+{
+    char yaml[2048];
+    char command[512];
+    long t;
+
+    scratchMake();
+    /* COR_BIN is build/cor: its modules are beside it. */
+    snprintf(command, sizeof(command), "cp $(dirname %s)/modules/hello.so "
+             "%s/", bin(), scratch);
+    ck_assert_int_eq(system(command), 0);
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 1, workers: 2, coroutines: { enabled: "
+             "{COROUTINES} } }\n"
+             "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+             "modules:\n  - { load: http }\n"
+             "  - { load: {MODULES}/testkit.so }\n"
+             "  - { load: %s/hello.so }\n"
+             "routes:\n  - { match: \"GET /hello\", handler: hello }\n"
+             "  - { match: \"GET /crash\", handler: crash }\n"
+             "  - { match: \"GET /metrics\", handler: metrics }\n"
+             "log: { pid_file: {DIR}/cor.pid }\n", scratch);
+    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n", buf, sizeof(buf)), 200);
+    snprintf(command, sizeof(command), "%s/hello.so", scratch);
+    ck_assert_int_eq(unlink(command), 0);
+    ck_assert_int_eq(corRequest(server.port, "GET /crash HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n", buf, sizeof(buf)), -1);
+    ck_assert(logSays(&server, "no generation could start", 10000));
+
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 1, workers: 2, coroutines: { enabled: "
+             "{COROUTINES} } }\n"
+             "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+             "modules: [ { load: http } ]\n"
+             "routes: [ { match: \"GET /metrics\", handler: metrics } ]\n"
+             "log: { pid_file: {DIR}/cor.pid }\n");
+    ck_assert_int_eq(corServerWriteConfig(&server, yaml), 0);
+    kill(server.pid, SIGHUP);
+    ck_assert(logSays(&server, "reload done", 10000));
+    /* A master that signalled itself stops within its drain; give it the
+     * time to, then it must still be there and serving. */
+    usleep(500 * 1000);
+    ck_assert_msg(masterAlive(&server), "the master exited after the reload");
+    for (t = corNowMs(); corRequest(server.port, "GET /metrics HTTP/1.1\r\n"
+                                    "Host: t\r\n\r\n", buf, sizeof(buf))
+                         != 200;) {
+        ck_assert_int_lt(corNowMs() - t, 5000);
+        usleep(50 * 1000);
+    }
+    ck_assert(masterAlive(&server));
+    ck_assert(!logSays(&server, "graceful stop", 0));
+}
+END_TEST
+
+COR_TEST_SUITE(corMaster)
+{
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, NULL, tearDown);
+    tcase_add_test(tc, test_reload_after_a_failed_replacement_keeps_the_master);
+}
