@@ -48,8 +48,9 @@ unsigned corProtocolCount(void);
 const CorProtocolEntry* corProtocolAt(unsigned index);
 
 /* Where a module name resolves ("hello" -> modules/hello.so beside the
- * binary, then the installed modules folder; a path is taken as it is,
- * relative to the configuration file). Returns a malloc'ed path. */
+ * binary, then the installed modules folder; a path, one with a slash or
+ * ending in .so, is relative to the configuration file's folder). Returns
+ * a malloc'ed path. */
 char* corModulePath(const char* load, const char* configFile);
 
 /* `cor --module-info FILE.so`. */

@@ -137,9 +137,63 @@ START_TEST(test_reload_after_a_failed_replacement_keeps_the_master)
 }
 END_TEST
 
+/* ---- Paths beside the configuration file -------------------------------- */
+
+/* `load: hello.so` and `load: mods/hello.so` beside the file, checked with
+ * `cor -t -c cor.yaml` run in that folder: a bare name ending in .so went
+ * to dlopen's search path. */
+START_TEST(test_module_path_is_relative_to_the_config_file)
+{
+    char command[1024];
+    char* yaml = "listen: [ { protocol: http, address: 127.0.0.1:1 } ]\n"
+                 "modules: [ { load: http }, { load: hello.so } ]\n";
+
+    scratchMake();
+    snprintf(command, sizeof(command), "mkdir %s/mods && cp $(dirname "
+             "%s)/modules/hello.so %s/ && cp %s/hello.so %s/mods/ && "
+             "printf '%%s' '%s' > %s/cor.yaml", scratch, bin(), scratch,
+             scratch, scratch, yaml, scratch);
+    ck_assert_int_eq(system(command), 0);
+    snprintf(command, sizeof(command), "cd %s && %s -t -c cor.yaml 2>&1",
+             scratch, bin());
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
+    ck_assert_msg(strstr(buf, "configuration ok") != NULL, "%s", buf);
+
+    /* From elsewhere, with a folder in the path: the same files. */
+    snprintf(command, sizeof(command), "sed -i 's|load: hello.so|load: "
+             "mods/hello.so|' %s/cor.yaml && cd / && %s -t -c %s/cor.yaml "
+             "2>&1", scratch, bin(), scratch);
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
+    ck_assert_msg(strstr(buf, "configuration ok") != NULL, "%s", buf);
+}
+END_TEST
+
+/* `pid_file: cor.pid` lands beside the configuration, not in the folder
+ * the master was started from (the harness waits for {DIR}/cor.pid), and
+ * `cor -s reload` run from another folder finds it. */
+START_TEST(test_pid_file_is_relative_to_the_config_file)
+{
+    char command[1024];
+
+    ck_assert_int_eq(corServerStart(&server,
+        "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+        "modules: [ { load: http } ]\n"
+        "routes: [ { match: \"GET /metrics\", handler: metrics } ]\n"
+        "log: { pid_file: cor.pid }\n"), 0);
+    ck_assert_int_ne(access("cor.pid", F_OK), 0);
+    snprintf(command, sizeof(command), "cd / && %s -s reload -c %s 2>&1",
+             bin(), server.config);
+    ck_assert_msg(corShell(command, buf, sizeof(buf)) == 0, "%s", buf);
+    ck_assert_int_eq(corMetric(server.port,
+                               "cor_reloads_total{result=\"ok\"}"), 1);
+}
+END_TEST
+
 COR_TEST_SUITE(corMaster)
 {
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, NULL, tearDown);
     tcase_add_test(tc, test_reload_after_a_failed_replacement_keeps_the_master);
+    tcase_add_test(tc, test_module_path_is_relative_to_the_config_file);
+    tcase_add_test(tc, test_pid_file_is_relative_to_the_config_file);
 }
