@@ -44,6 +44,9 @@ void corModulesLoopExit(CorEvLoop* loop, unsigned index);
 
 const CorHandlerEntry* corHandlerFind(const char* name);
 const CorProtocolEntry* corProtocolFind(const char* name);
+/* The names of the registered handlers, NULL-terminated, in the order they
+ * were added: an array the caller frees (not the names), or NULL. */
+const char** corHandlerNames(void);
 unsigned corProtocolCount(void);
 const CorProtocolEntry* corProtocolAt(unsigned index);
 

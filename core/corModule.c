@@ -125,6 +125,20 @@ corHandlerFind(const char* name)
     return NULL;
 }
 
+const char**
+corHandlerNames(void)
+{
+    const char** names = malloc((handlerCount + 1) * sizeof(*names));
+
+    for (unsigned i = 0; names != NULL && i < handlerCount; i++) {
+        names[i] = handlers[i].handler.name;
+    }
+    if (names != NULL) {
+        names[handlerCount] = NULL;
+    }
+    return names;
+}
+
 const CorProtocolEntry*
 corProtocolFind(const char* name)
 {

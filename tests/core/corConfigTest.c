@@ -269,7 +269,7 @@ START_TEST(test_design_example)
     ck_assert_uint_eq(corConfUnusedKeys(cf->modules[0].node, "modules[0]", &e),
                       1);
     ck_assert_str_eq(e.text, "t.yaml:13:20: unknown key 'greeting' in "
-                             "modules[0] (nothing read it)\n");
+                             "modules[0] (expected one of: load)\n");
     corConfErrorsFree(&e);
     corConfigFree(cf);
 }

@@ -189,6 +189,32 @@ START_TEST(test_pid_file_is_relative_to_the_config_file)
 }
 END_TEST
 
+/* ---- Typos --------------------------------------------------------------- */
+
+/* A typo in a module's key and in a handler's name: what exists, and the
+ * nearest, as for the core's own keys. */
+START_TEST(test_typos_in_module_keys_and_handlers_say_what_exists)
+{
+    char command[1024];
+
+    scratchMake();
+    snprintf(command, sizeof(command), "printf '%%s' 'listen: [ { protocol: "
+             "http, address: 127.0.0.1:1 } ]\nmodules: [ { load: http }, "
+             "{ load: hello, greting: hi } ]\nroutes: [ { match: \"GET "
+             "/x\", handler: helo } ]\n' > %s/cor.yaml && %s -t -c "
+             "%s/cor.yaml 2>&1", scratch, bin(), scratch);
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 1);
+    ck_assert_msg(strstr(buf, "cor.yaml:2:43: unknown key 'greting' in "
+                         "modules[1] (expected one of: load, greeting); did "
+                         "you mean 'greeting'?") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "cor.yaml:3:11: route 'GET /x': no module "
+                         "registered a handler named 'helo' (handlers: ")
+                  != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "hello_worker, sleep, park, wake); did you "
+                         "mean 'hello'?") != NULL, "%s", buf);
+}
+END_TEST
+
 COR_TEST_SUITE(corMaster)
 {
     tcase_set_timeout(tc, 60);
@@ -196,4 +222,5 @@ COR_TEST_SUITE(corMaster)
     tcase_add_test(tc, test_reload_after_a_failed_replacement_keeps_the_master);
     tcase_add_test(tc, test_module_path_is_relative_to_the_config_file);
     tcase_add_test(tc, test_pid_file_is_relative_to_the_config_file);
+    tcase_add_test(tc, test_typos_in_module_keys_and_handlers_say_what_exists);
 }
