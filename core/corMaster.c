@@ -26,12 +26,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define READY_TIMEOUT_MS 30000
 #define LISTEN_BACKLOG 4096
+/* The fds a generation needs besides its connections: listeners, each
+ * loop's epoll and wake fds, logs, modules, a worker's files. */
+#define FDS_RESERVED 64
 
 typedef struct {
     CorConfig* config;
@@ -159,6 +163,47 @@ listenersOpen(const CorConfig* config, CorConfErrors* errors)
         }
     }
     return listeners;
+}
+
+/* ---- The fd limit -------------------------------------------------------- */
+
+/* Every connection is an fd, and the soft limit is often 1024 where the
+ * hard one allows far more: take what the hard limit gives. */
+static void
+fdLimitRaise(void)
+{
+    struct rlimit limit;
+
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0
+        && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+            corLog(COR_LOG_WARN, "cannot raise the fd limit to %llu: %s",
+                   (unsigned long long)limit.rlim_max, strerror(errno));
+        }
+    }
+}
+
+/* Say so when limits.connections cannot be reached: past the fd limit,
+ * accepts fail and pause instead of being refused and counted. */
+static void
+fdLimitCheck(const CorConfig* config)
+{
+    struct rlimit limit;
+
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0
+        || limit.rlim_cur == RLIM_INFINITY
+        || (rlim_t)config->limits.connections + FDS_RESERVED
+           <= limit.rlim_cur) {
+        return;
+    }
+    corLog(COR_LOG_WARN, "limits.connections is %u but the fd limit "
+           "(RLIMIT_NOFILE) is %llu, enough for about %llu connections: "
+           "raise the limit (ulimit -n, LimitNOFILE) or lower "
+           "limits.connections", config->limits.connections,
+           (unsigned long long)limit.rlim_cur,
+           limit.rlim_cur > FDS_RESERVED
+           ? (unsigned long long)(limit.rlim_cur - FDS_RESERVED) : 0ULL);
 }
 
 /* ---- Generations --------------------------------------------------------- */
@@ -347,6 +392,7 @@ reload(void)
     corLog(COR_LOG_INFO, "reloading %s", configFile);
     next.config = corConfigLoad(configFile, &errors);
     if (next.config != NULL) {
+        fdLimitCheck(next.config);
         next.listeners = listenersOpen(next.config, &errors);
         next.listenerCount = next.config->listenCount;
     }
@@ -463,6 +509,8 @@ waitForChildren(uint64_t graceMs)
     }
 }
 
+/* ---- The pid file -------------------------------------------------------- */
+
 /* A master already running on this pid file: its pid, else 0. */
 static pid_t
 pidFileAlive(const char* path)
@@ -515,6 +563,8 @@ corMasterRun(const CorOptions* options)
         != 0) {
         return 1;
     }
+    fdLimitRaise();
+    fdLimitCheck(current.config);
     if (pidFileAlive(current.config->log.pidFile) > 0) {
         fprintf(stderr, "cor: a master is running already (pid %d, pid file "
                 "%s)\n", (int)pidFileAlive(current.config->log.pidFile),

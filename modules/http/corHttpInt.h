@@ -22,6 +22,8 @@ typedef struct {
     CorEvIo io;
     HttpLoop* hl;
     bool reusePort;             /* accept for this loop only */
+    bool paused;                /* at the fd limit: io stopped, timer on */
+    CorEvTimer resume;
 } HttpAccept;
 
 /* One loop's part of the server; owned by that loop, on lines of its own. */

@@ -123,9 +123,10 @@ printLog(const CorServer* s)
     }
 }
 
-/* Start cor; a non-zero fdLimit is its RLIMIT_NOFILE, soft and hard. */
+/* Start cor; a non-zero fdHard sets its RLIMIT_NOFILE. */
 static int
-start(CorServer* s, const char* yaml, unsigned long fdLimit)
+start(CorServer* s, const char* yaml, unsigned long fdSoft,
+      unsigned long fdHard)
 {
     char pidFile[256];
 
@@ -149,8 +150,8 @@ start(CorServer* s, const char* yaml, unsigned long fdLimit)
         /* A group of its own: a server that signals its process group by
          * mistake (kill(0)) must not take the test down with it. */
         setpgid(0, 0);
-        if (fdLimit != 0) {
-            struct rlimit limit = { fdLimit, fdLimit };
+        if (fdHard != 0) {
+            struct rlimit limit = { fdSoft, fdHard };
 
             setrlimit(RLIMIT_NOFILE, &limit);
         }
@@ -176,13 +177,14 @@ start(CorServer* s, const char* yaml, unsigned long fdLimit)
 int
 corServerStart(CorServer* s, const char* yaml)
 {
-    return start(s, yaml, 0);
+    return start(s, yaml, 0, 0);
 }
 
 int
-corServerStartFdLimit(CorServer* s, const char* yaml, unsigned long fdLimit)
+corServerStartFdLimit(CorServer* s, const char* yaml, unsigned long fdSoft,
+                      unsigned long fdHard)
 {
-    return start(s, yaml, fdLimit);
+    return start(s, yaml, fdSoft, fdHard);
 }
 
 int
