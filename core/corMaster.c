@@ -625,6 +625,12 @@ corMasterRun(const CorOptions* options)
             corLog(COR_LOG_INFO, "%s: stopping generation %u",
                    sig == SIGQUIT ? "graceful stop" : "stop",
                    current.number);
+            /* The listeners close first: once the generations close
+             * their copies as they drain, a new client is refused rather
+             * than left in a backlog that nobody accepts from. */
+            listenersClose(current.listeners, current.listenerCount, NULL);
+            current.listeners = NULL;
+            current.listenerCount = 0;
             signalGenerations(sig == SIGQUIT ? SIGQUIT : SIGTERM);
             waitForChildren(current.config->runtime.stopTimeoutMs + 5000);
             unlink(current.config->log.pidFile);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The master against the real binary: a reload after a generation could
- * not be replaced, the listeners a graceful stop closes, and the paths a
- * configuration names relative to its own folder (modules, the pid file).
+ * not be replaced, the listeners a graceful stop closes (and a reload
+ * keeps), the paths a configuration names relative to its own folder
+ * (modules, the pid file), and typos that get a "did you mean".
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -137,6 +138,102 @@ START_TEST(test_reload_after_a_failed_replacement_keeps_the_master)
 }
 END_TEST
 
+/* ---- A graceful stop closes the listeners -------------------------------- */
+
+typedef struct {
+    int port;
+    int status;
+} Pending;
+
+static void*
+slowRequest(void* arg)
+{
+    Pending* p = arg;
+    char local[4096];
+
+    p->status = corRequest(p->port, "GET /sleep?ms=1500 HTTP/1.1\r\nHost: t"
+                           "\r\n\r\n", local, sizeof(local));
+    return NULL;
+}
+
+/* Whether a connect to port is refused within timeoutMs. */
+static bool
+connectRefused(int port, int timeoutMs)
+{
+    for (long deadline = corNowMs() + timeoutMs;;) {
+        int fd = corConnect(port);
+        int err = errno;
+
+        if (fd < 0 && err == ECONNREFUSED) {
+            return true;
+        }
+        if (fd >= 0) {
+            close(fd);
+        }
+        if (corNowMs() >= deadline) {
+            return false;
+        }
+        usleep(20 * 1000);
+    }
+}
+
+/* SIGQUIT with a slow request in flight: a new client is refused at once
+ * (it waited in a backlog nobody accepted from), the request in flight
+ * is answered, and the server exits. */
+START_TEST(test_graceful_stop_refuses_new_connections)
+{
+    Pending pending;
+    pthread_t thread;
+    int status;
+    long t;
+
+    ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
+    pending = (Pending){ server.port, 0 };
+    pthread_create(&thread, NULL, slowRequest, &pending);
+    usleep(300 * 1000);
+    t = corNowMs();
+    kill(server.pid, SIGQUIT);
+    ck_assert_msg(connectRefused(server.port, 500), "a new connection was "
+                  "not refused during the drain");
+    ck_assert_int_lt(corNowMs() - t, 1000);
+    pthread_join(thread, NULL);
+    ck_assert_int_eq(pending.status, 200);
+    ck_assert_int_eq(waitpid(server.pid, &status, 0), server.pid);
+    server.pid = 0;
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+END_TEST
+
+/* A reload while a slow request is in flight: the old generation closes
+ * its listeners, the new one goes on accepting on the master's, and every
+ * connection made around the reload is served. */
+START_TEST(test_reload_keeps_accepting_while_the_old_generation_drains)
+{
+    Pending pending;
+    pthread_t thread;
+    char command[512];
+    int served = 0;
+
+    ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
+    pending = (Pending){ server.port, 0 };
+    pthread_create(&thread, NULL, slowRequest, &pending);
+    usleep(300 * 1000);
+    snprintf(command, sizeof(command), "%s -s reload -c %s 2>&1", bin(),
+             server.config);
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
+    for (long t = corNowMs(); corNowMs() - t < 1500; served++) {
+        ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\n"
+                                    "Host: t\r\n\r\n", buf, sizeof(buf)),
+                         200);
+        usleep(10 * 1000);
+    }
+    pthread_join(thread, NULL);
+    ck_assert_int_eq(pending.status, 200);
+    ck_assert_int_gt(served, 20);
+    ck_assert(masterAlive(&server));
+}
+END_TEST
+
 /* ---- Paths beside the configuration file -------------------------------- */
 
 /* `load: hello.so` and `load: mods/hello.so` beside the file, checked with
@@ -220,6 +317,8 @@ COR_TEST_SUITE(corMaster)
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, NULL, tearDown);
     tcase_add_test(tc, test_reload_after_a_failed_replacement_keeps_the_master);
+    tcase_add_test(tc, test_graceful_stop_refuses_new_connections);
+    tcase_add_test(tc, test_reload_keeps_accepting_while_the_old_generation_drains);
     tcase_add_test(tc, test_module_path_is_relative_to_the_config_file);
     tcase_add_test(tc, test_pid_file_is_relative_to_the_config_file);
     tcase_add_test(tc, test_typos_in_module_keys_and_handlers_say_what_exists);
