@@ -309,7 +309,7 @@ logLines(const char* text)
  * second, count it, warn that limits.connections cannot be reached, and
  * serve again once the clients are gone.
  */
-START_TEST(test_accept_at_the_fd_limit_pauses_and_reports_once_a_second)
+START_TEST(test_accept_at_the_fd_limit_pauses_and_reports)
 {
     enum { CLIENTS = 100, WINDOW_MS = 2000 };
     int fds[CLIENTS];
@@ -387,6 +387,6 @@ COR_TEST_SUITE(corHttpLimits)
     tcase_add_test(tc, test_client_that_never_reads_is_cut_at_the_send_timeout);
     tcase_add_test(tc, test_idle_keep_alive_connection_closed_at_its_timeout);
     tcase_add_test(tc, test_10000_idle_connections_beside_a_busy_one);
-    tcase_add_test(tc, test_accept_at_the_fd_limit_pauses_and_reports_once_a_second);
+    tcase_add_test(tc, test_accept_at_the_fd_limit_pauses_and_reports);
     tcase_add_test(tc, test_the_soft_fd_limit_is_raised_to_the_hard_one);
 }

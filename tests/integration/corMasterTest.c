@@ -207,7 +207,7 @@ END_TEST
 /* A reload while a slow request is in flight: the old generation closes
  * its listeners, the new one goes on accepting on the master's, and every
  * connection made around the reload is served. */
-START_TEST(test_reload_keeps_accepting_while_the_old_generation_drains)
+START_TEST(test_reload_keeps_accepting_while_the_old_one_drains)
 {
     Pending pending;
     pthread_t thread;
@@ -318,7 +318,7 @@ COR_TEST_SUITE(corMaster)
     tcase_add_checked_fixture(tc, NULL, tearDown);
     tcase_add_test(tc, test_reload_after_a_failed_replacement_keeps_the_master);
     tcase_add_test(tc, test_graceful_stop_refuses_new_connections);
-    tcase_add_test(tc, test_reload_keeps_accepting_while_the_old_generation_drains);
+    tcase_add_test(tc, test_reload_keeps_accepting_while_the_old_one_drains);
     tcase_add_test(tc, test_module_path_is_relative_to_the_config_file);
     tcase_add_test(tc, test_pid_file_is_relative_to_the_config_file);
     tcase_add_test(tc, test_typos_in_module_keys_and_handlers_say_what_exists);
