@@ -359,6 +359,8 @@ void corAccessLogWrite(const char* line, size_t len);
 
 /* Count a connection refused past limits.connections. */
 void corMetricsConnectionRefused(void);
+/* Count an accept that failed at the fd limit (EMFILE, ENFILE). */
+void corMetricsAcceptFdLimit(void);
 
 /* ---- Logging ------------------------------------------------------------- */
 

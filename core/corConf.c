@@ -139,6 +139,10 @@ nodeFree(CorConf* node)
     for (size_t i = 0; i < node->count; i++) {
         nodeFree(node->items[i]);
     }
+    for (size_t i = 0; i < node->askedCount; i++) {
+        free(node->asked[i]);
+    }
+    free(node->asked);
     free(node->items);
     free(node->key);
     free(node->text);

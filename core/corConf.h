@@ -76,8 +76,9 @@ void corConfFree(CorConf* root);
 
 /*
  * The value of key in the mapping map, marked as used; NULL when map is
- * NULL, is not a mapping, or has no such key. A NULL map reads as an empty
- * one everywhere below, so an absent section yields its defaults.
+ * NULL, is not a mapping, or has no such key (which the mapping remembers
+ * for corConfUnusedKeys' list). A NULL map reads as an empty one
+ * everywhere below, so an absent section yields its defaults.
  */
 const CorConf* corConfGet(const CorConf* map, const char* key);
 
@@ -147,11 +148,24 @@ unsigned corConfUnknownKeys(const CorConf* map, const char* where,
 
 /*
  * The same without a list of known keys, for a mapping whose keys someone
- * else reads (a module's): "unknown key 'greting' in modules[0] (nothing
- * read it)". Call it after the reader is done.
+ * else reads (a module's): what the mapping takes is what its reader read
+ * or looked for (corConfGet remembers a key it did not find), so a typo
+ * of a key the module asked for reads "unknown key 'greting' in modules[0]
+ * (expected one of: load, greeting); did you mean 'greeting'?". Call it
+ * after the reader is done.
  */
 unsigned corConfUnusedKeys(const CorConf* map, const char* where,
                            CorConfErrors* errors);
+
+/*
+ * The tail of a message about an unknown name, word: " (LABEL: a, b, c);
+ * did you mean 'b'?" with the known names (a NULL-terminated list) and the
+ * nearest of them, if one is within two edits and less than half its
+ * length; without a near one, just the list. Written into buf (cut at
+ * size); returns buf. Route and key errors share it.
+ */
+const char* corConfSuggest(const char* word, const char* const* known,
+                           const char* label, char* buf, size_t size);
 
 /* ---- Nodes --------------------------------------------------------------- */
 

@@ -17,6 +17,33 @@
 
 /* ---- Reading ------------------------------------------------------------- */
 
+/*
+ * Keep a key that a reader looked for and the mapping lacks: the keys a
+ * module takes are known only by what it asks for, and a typo of one is
+ * reported with them (corConfUnusedKeys). Out of memory, the message
+ * lists less; nothing else depends on it.
+ */
+static void
+askedNote(CorConf* map, const char* key)
+{
+    char** grown;
+
+    for (size_t i = 0; i < map->askedCount; i++) {
+        if (strcmp(map->asked[i], key) == 0) {
+            return;
+        }
+    }
+    grown = realloc(map->asked, (map->askedCount + 1) * sizeof(*grown));
+    if (grown == NULL) {
+        return;
+    }
+    map->asked = grown;
+    map->asked[map->askedCount] = strdup(key);
+    if (map->asked[map->askedCount] != NULL) {
+        map->askedCount++;
+    }
+}
+
 const CorConf*
 corConfGet(const CorConf* map, const char* key)
 {
@@ -30,6 +57,7 @@ corConfGet(const CorConf* map, const char* key)
             return map->items[i];
         }
     }
+    askedNote((CorConf*)map, key);
     return NULL;
 }
 
@@ -550,75 +578,98 @@ distance(const char* a, const char* b)
     return row[lb];
 }
 
-/* Report one key nothing read: its mark, where, and a tail for context. */
-static void
-unknownKey(const CorConf* value, const char* where, const char* tail,
+const char*
+corConfSuggest(const char* word, const char* const* known, const char* label,
+               char* buf, size_t size)
+{
+    const char* near = NULL;
+    size_t nearest = 3;
+    size_t len = (size_t)snprintf(buf, size, " (%s: ", label);
+
+    for (size_t k = 0; known[k] != NULL; k++) {
+        size_t d = distance(word, known[k]);
+
+        /* Up to two edits, and fewer than half the word. */
+        if (d < nearest && d * 2 < strlen(known[k])) {
+            nearest = d;
+            near = known[k];
+        }
+        if (len < size) {
+            len += (size_t)snprintf(buf + len, size - len, "%s%s",
+                                    k ? ", " : "", known[k]);
+        }
+    }
+    if (len < size && near != NULL) {
+        snprintf(buf + len, size - len, "); did you mean '%s'?", near);
+    } else if (len < size) {
+        snprintf(buf + len, size - len, ")");
+    }
+    return buf;
+}
+
+/* Report every key of map nothing read: its mark, where, and what the
+ * mapping takes. */
+static unsigned
+unreadKeys(const CorConf* map, const char* where, const char* const* known,
            CorConfErrors* e)
 {
     char q[QUOTE_MAX];
-
-    corConfErrorAt(e, value->file, value->keyLine, value->keyColumn,
-            "unknown key '%s' %s%s%s", corConfQuote(value->key, q, sizeof(q)),
-            where ? "in " : "at ", where ? where : "the top level", tail);
-}
-
-unsigned
-corConfUnknownKeys(const CorConf* map, const char* where,
-                   const char* const* known, CorConfErrors* errors)
-{
-    char tail[512];
+    char tail[1024];
     unsigned reported = 0;
 
-    if (map == NULL || map->kind != COR_CONF_MAP) {
-        return 0;
-    }
     for (size_t i = 0; i < map->count; i++) {
         const CorConf* value = map->items[i];
-        const char* near = NULL;
-        size_t nearest = 3;
-        size_t len;
 
         if (value->used) {
             continue;
         }
-        len = (size_t)snprintf(tail, sizeof(tail), " (expected one of: ");
-        for (size_t k = 0; known[k] != NULL && len < sizeof(tail); k++) {
-            size_t d = distance(value->key, known[k]);
-
-            /* Up to two edits, and fewer than half the word. */
-            if (d < nearest && d * 2 < strlen(known[k])) {
-                nearest = d;
-                near = known[k];
-            }
-            len += (size_t)snprintf(tail + len, sizeof(tail) - len, "%s%s",
-                                    k ? ", " : "", known[k]);
-        }
-        if (len < sizeof(tail) && near != NULL) {
-            snprintf(tail + len, sizeof(tail) - len, "); did you mean '%s'?",
-                     near);
-        } else if (len < sizeof(tail)) {
-            snprintf(tail + len, sizeof(tail) - len, ")");
-        }
-        unknownKey(value, where, tail, errors);
+        corConfErrorAt(e, value->file, value->keyLine, value->keyColumn,
+                       "unknown key '%s' %s%s%s",
+                       corConfQuote(value->key, q, sizeof(q)),
+                       where ? "in " : "at ", where ? where : "the top level",
+                       corConfSuggest(value->key, known, "expected one of",
+                                      tail, sizeof(tail)));
         reported++;
     }
     return reported;
 }
 
 unsigned
+corConfUnknownKeys(const CorConf* map, const char* where,
+                   const char* const* known, CorConfErrors* errors)
+{
+    if (map == NULL || map->kind != COR_CONF_MAP) {
+        return 0;
+    }
+    return unreadKeys(map, where, known, errors);
+}
+
+unsigned
 corConfUnusedKeys(const CorConf* map, const char* where, CorConfErrors* errors)
 {
-    unsigned reported = 0;
+    const char** known;
+    size_t count = 0;
+    unsigned reported;
 
     if (map == NULL || map->kind != COR_CONF_MAP) {
         return 0;
     }
+    /* What the reader takes: the keys it read, and those it looked for. */
+    known = malloc((map->count + map->askedCount + 1) * sizeof(*known));
+    if (known == NULL) {
+        corConfErrorf(errors, map, "out of memory checking the keys");
+        return 1;
+    }
     for (size_t i = 0; i < map->count; i++) {
-        if (!map->items[i]->used) {
-            unknownKey(map->items[i], where, " (nothing read it)", errors);
-            reported++;
+        if (map->items[i]->used) {
+            known[count++] = map->items[i]->key;
         }
     }
+    for (size_t i = 0; i < map->askedCount; i++) {
+        known[count++] = map->asked[i];
+    }
+    known[count] = NULL;
+    reported = unreadKeys(map, where, known, errors);
+    free(known);
     return reported;
 }
-

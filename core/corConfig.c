@@ -889,6 +889,7 @@ readLog(CorConfig* cf, const CorConf* root, CorConfErrors* e)
     };
     static const char* const formats[] = {"combined", "json", NULL};
     const CorConf* m = corConfMap(root, "log", e);
+    const char* pidFile;
 
     setString(&cf->log.level, oneOf(m, "level", "info", levels, e), e);
     setString(&cf->log.error,
@@ -897,8 +898,15 @@ readLog(CorConfig* cf, const CorConf* root, CorConfErrors* e)
               e);
     setString(&cf->log.accessFormat,
               oneOf(m, "access_format", "combined", formats, e), e);
-    setString(&cf->log.pidFile, nonEmpty(m, "pid_file", "cor.pid", "a path", e),
-              e);
+    pidFile = nonEmpty(m, "pid_file", "cor.pid", "a path", e);
+    /* Beside the configuration file, not the current folder: `cor -s`
+     * run from anywhere with the same -c finds the same file. */
+    free(cf->log.pidFile);
+    cf->log.pidFile = pidFile != NULL
+                      ? corConfigPathBeside(cf->file, pidFile) : NULL;
+    if (pidFile != NULL && cf->log.pidFile == NULL) {
+        corConfErrorf(e, NULL, "out of memory reading the configuration");
+    }
     corConfUnknownKeys(m, "log", keys, e);
 }
 
@@ -957,6 +965,25 @@ corConfigLoadString(const char* name, const char* text, size_t len,
     CorConf* root = corConfLoadString(name, text, len, errors);
 
     return root ? fromTree(name, root, errors) : NULL;
+}
+
+char*
+corConfigPathBeside(const char* configFile, const char* path)
+{
+    const char* slash = strrchr(configFile, '/');
+    int dirLen = slash != NULL ? (int)(slash - configFile) : 1;
+    size_t len = (size_t)dirLen + 1 + strlen(path) + 1;
+    char* joined;
+
+    if (path[0] == '/') {
+        return strdup(path);
+    }
+    joined = malloc(len);
+    if (joined != NULL) {
+        snprintf(joined, len, "%.*s/%s", dirLen,
+                 slash != NULL ? configFile : ".", path);
+    }
+    return joined;
 }
 
 void

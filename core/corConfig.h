@@ -35,7 +35,7 @@
  *     log.error                    stderr      stderr | a path
  *     log.access                   off         off | a path
  *     log.access_format            combined    combined | json
- *     log.pid_file                 cor.pid     a path
+ *     log.pid_file                 cor.pid     a path, beside the file
  *
  * Ownership: a CorConfig and everything in it (strings, arrays, the tree
  * under root that the node fields point into) belong to the caller of
@@ -121,7 +121,7 @@ typedef struct {
         char* error;        /* "stderr" or a path */
         char* access;       /* "off" or a path */
         char* accessFormat; /* combined | json */
-        char* pidFile;
+        char* pidFile;      /* beside the configuration file */
     } log;
     CorConf* root;
 } CorConfig;
@@ -137,6 +137,15 @@ CorConfig* corConfigLoad(const char* path, CorConfErrors* errors);
 /* The same for text in memory; name stands for the file in errors. */
 CorConfig* corConfigLoadString(const char* name, const char* text, size_t len,
                                CorConfErrors* errors);
+
+/*
+ * path as the configuration file at configFile names it: an absolute path
+ * as it is, a relative one in the file's folder ("conf/cor.yaml" and
+ * "cor.pid" give "conf/cor.pid"; "cor.yaml" gives "./cor.pid", a path
+ * with a slash, which dlopen does not look up in its search path).
+ * Returns a string the caller frees, or NULL when out of memory.
+ */
+char* corConfigPathBeside(const char* configFile, const char* path);
 
 /* Free a config and its tree. NULL is fine. */
 void corConfigFree(CorConfig* cf);

@@ -44,12 +44,16 @@ void corModulesLoopExit(CorEvLoop* loop, unsigned index);
 
 const CorHandlerEntry* corHandlerFind(const char* name);
 const CorProtocolEntry* corProtocolFind(const char* name);
+/* The names of the registered handlers, NULL-terminated, in the order they
+ * were added: an array the caller frees (not the names), or NULL. */
+const char** corHandlerNames(void);
 unsigned corProtocolCount(void);
 const CorProtocolEntry* corProtocolAt(unsigned index);
 
 /* Where a module name resolves ("hello" -> modules/hello.so beside the
- * binary, then the installed modules folder; a path is taken as it is,
- * relative to the configuration file). Returns a malloc'ed path. */
+ * binary, then the installed modules folder; a path, one with a slash or
+ * ending in .so, is relative to the configuration file's folder). Returns
+ * a malloc'ed path. */
 char* corModulePath(const char* load, const char* configFile);
 
 /* `cor --module-info FILE.so`. */

@@ -5,10 +5,11 @@
  * and the worker pool, starts the protocols on the listeners the master
  * opened, tells the master it is ready, and then waits for signals:
  *
- *   SIGQUIT  drain: stop accepting, finish what is in flight (each
- *            connection's next request is answered with a close), up to
- *            runtime.stop_timeout; then the stop below. A reload sends it
- *            to the old generation.
+ *   SIGQUIT  drain: stop accepting and close the listening sockets (the
+ *            master and a new generation keep their own), finish what
+ *            is in flight (each connection's next request is answered
+ *            with a close), up to runtime.stop_timeout; then the stop
+ *            below. A reload sends it to the old generation.
  *   SIGTERM  stop (seeds/coroutines.txt § 4): every wait off the loops is
  *            cancelled and the worker pool drained, then the loops stop,
  *            which cancels their coroutines' waits; each request runs its
@@ -39,6 +40,11 @@ typedef struct {
 } LoopThread;
 
 static LoopThread* loopThreads;
+/* The listening sockets, the generation's copies of the master's. */
+static CorListener* listenersOwn;
+static unsigned listenerOwnCount;
+/* Loops that have run their protocols' drain (and so stopped accepting). */
+static atomic_uint loopsDrained;
 
 unsigned
 corLoopCount(void)
@@ -196,6 +202,33 @@ drainOnLoop(CorEvTask* task)
                                   d->index);
         }
     }
+    atomic_fetch_add(&loopsDrained, 1);
+}
+
+/*
+ * Close this generation's copies of the listening sockets, once every loop
+ * stopped watching them (a socket still in an epoll set would go on firing
+ * there while another process holds it). In a reload the master and the
+ * new generation keep theirs, which go on accepting; in a stop the master
+ * closed its own first, so this was the last copy and a new client is
+ * refused at once instead of waiting in a backlog nobody accepts from, as
+ * nginx does. A protocol with no drain goes on watching: its sockets stay.
+ */
+static void
+listenersCloseOwn(void)
+{
+    for (unsigned i = 0; i < listenerOwnCount; i++) {
+        CorListener* l = &listenersOwn[i];
+        const CorProtocolEntry* entry = corProtocolFind(l->protocol);
+
+        if (entry == NULL || entry->protocol.drain == NULL) {
+            continue;
+        }
+        for (unsigned k = 0; k < l->fdCount; k++) {
+            close(l->fds[k]);
+        }
+        l->fdCount = 0;
+    }
 }
 
 static unsigned
@@ -214,8 +247,9 @@ connectionsOpen(void)
     return open;
 }
 
-/* Stop accepting and let what is in flight finish, up to the timeout; a
- * SIGTERM or SIGINT meanwhile cuts it short (the stop follows). */
+/* Stop accepting, close the listeners, and let what is in flight finish,
+ * up to the timeout; a SIGTERM or SIGINT meanwhile cuts it short (the stop
+ * follows). */
 static void
 drain(const sigset_t* signals)
 {
@@ -223,14 +257,28 @@ drain(const sigset_t* signals)
     uint64_t deadline = corEvClockMs()
                         + corRuntime.config->runtime.stopTimeoutMs;
     struct timespec tick = { 0, 10 * 1000 * 1000 };
+    bool closed = false;
 
     tasks = calloc(corRuntime.loopCount, sizeof(*tasks));
-    for (unsigned i = 0; tasks != NULL && i < corRuntime.loopCount; i++) {
+    if (tasks == NULL) {
+        return;
+    }
+    for (unsigned i = 0; i < corRuntime.loopCount; i++) {
         tasks[i].index = i;
         corEvLoopPost(corRuntime.loops[i], &tasks[i].task, drainOnLoop);
     }
-    while (connectionsOpen() > 0 && corEvClockMs() < deadline) {
-        int sig = sigtimedwait(signals, NULL, &tick);
+    while (corEvClockMs() < deadline) {
+        int sig;
+
+        if (!closed
+            && atomic_load(&loopsDrained) == corRuntime.loopCount) {
+            listenersCloseOwn();
+            closed = true;
+        }
+        if (closed && connectionsOpen() == 0) {
+            return;
+        }
+        sig = sigtimedwait(signals, NULL, &tick);
 
         if (sig == SIGTERM || sig == SIGINT) {
             return;
@@ -354,6 +402,8 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
                       "loops and workers (see the log)");
         reportAndExit(readyFd, &errors);
     }
+    listenersOwn = listeners;
+    listenerOwnCount = listenerCount;
     if (write(readyFd, "R", 1) != 1) {
         corLog(COR_LOG_ERROR, "cannot report to the master: %s",
                strerror(errno));

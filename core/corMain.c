@@ -60,9 +60,10 @@ corConfigCheck(const CorOptions* options)
 }
 
 /*
- * The pid file a configuration names. A file that fails its checks (the
- * reload that is about to be refused) still names it, as long as it is
- * YAML: the master should hear of the failed reload and say why.
+ * The pid file a configuration names, beside it as the master reads it
+ * (corConfigPathBeside). A file that fails its checks (the reload that is
+ * about to be refused) still names it, as long as it is YAML: the master
+ * should hear of the failed reload and say why.
  */
 static char*
 pidFilePath(const char* configFile)
@@ -71,8 +72,10 @@ pidFilePath(const char* configFile)
     CorConf* root = corConfLoadFile(configFile, &errors);
     const CorConf* log = corConfGet(root, "log");
     const CorConf* pid = corConfGet(log, "pid_file");
-    char* path = strdup(pid != NULL && corConfKind(pid) == COR_CONF_SCALAR
-                        ? corConfText(pid) : "cor.pid");
+    char* path = corConfigPathBeside(configFile,
+                                     pid != NULL
+                                     && corConfKind(pid) == COR_CONF_SCALAR
+                                     ? corConfText(pid) : "cor.pid");
 
     corConfFree(root);
     corConfErrorsFree(&errors);

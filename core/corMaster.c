@@ -26,12 +26,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define READY_TIMEOUT_MS 30000
 #define LISTEN_BACKLOG 4096
+/* The fds a generation needs besides its connections: listeners, each
+ * loop's epoll and wake fds, logs, modules, a worker's files. */
+#define FDS_RESERVED 64
 
 typedef struct {
     CorConfig* config;
@@ -161,6 +165,47 @@ listenersOpen(const CorConfig* config, CorConfErrors* errors)
     return listeners;
 }
 
+/* ---- The fd limit -------------------------------------------------------- */
+
+/* Every connection is an fd, and the soft limit is often 1024 where the
+ * hard one allows far more: take what the hard limit gives. */
+static void
+fdLimitRaise(void)
+{
+    struct rlimit limit;
+
+    if (getrlimit(RLIMIT_NOFILE, &limit) == 0
+        && limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &limit) != 0) {
+            corLog(COR_LOG_WARN, "cannot raise the fd limit to %llu: %s",
+                   (unsigned long long)limit.rlim_max, strerror(errno));
+        }
+    }
+}
+
+/* Say so when limits.connections cannot be reached: past the fd limit,
+ * accepts fail and pause instead of being refused and counted. */
+static void
+fdLimitCheck(const CorConfig* config)
+{
+    struct rlimit limit;
+
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0
+        || limit.rlim_cur == RLIM_INFINITY
+        || (rlim_t)config->limits.connections + FDS_RESERVED
+           <= limit.rlim_cur) {
+        return;
+    }
+    corLog(COR_LOG_WARN, "limits.connections is %u but the fd limit "
+           "(RLIMIT_NOFILE) is %llu, enough for about %llu connections: "
+           "raise the limit (ulimit -n, LimitNOFILE) or lower "
+           "limits.connections", config->limits.connections,
+           (unsigned long long)limit.rlim_cur,
+           limit.rlim_cur > FDS_RESERVED
+           ? (unsigned long long)(limit.rlim_cur - FDS_RESERVED) : 0ULL);
+}
+
 /* ---- Generations --------------------------------------------------------- */
 
 /* A signal that came while a generation starts: a stop gives the start
@@ -220,6 +265,9 @@ generationStart(Generation* g, CorConfErrors* errors)
     g->pid = fork();
     if (g->pid < 0) {
         corConfErrorf(errors, NULL, "fork: %s", strerror(errno));
+        g->pid = 0;
+        close(pipeFds[0]);
+        close(pipeFds[1]);
         return -1;
     }
     if (g->pid == 0) {
@@ -263,6 +311,8 @@ generationStart(Generation* g, CorConfErrors* errors)
     }
     kill(g->pid, SIGKILL);
     waitpid(g->pid, NULL, 0);
+    /* The pid is reaped and may be reused: nothing may signal it now. */
+    g->pid = 0;
     return -1;
 }
 
@@ -342,6 +392,7 @@ reload(void)
     corLog(COR_LOG_INFO, "reloading %s", configFile);
     next.config = corConfigLoad(configFile, &errors);
     if (next.config != NULL) {
+        fdLimitCheck(next.config);
         next.listeners = listenersOpen(next.config, &errors);
         next.listenerCount = next.config->listenCount;
     }
@@ -360,9 +411,13 @@ reload(void)
         return;
     }
     /* The old generation drains; its sockets that the new one does not
-     * use are closed here (its own copies close when it exits). */
-    kill(current.pid, SIGQUIT);
-    drainingAdd(current.pid);
+     * use are closed here (its own copies close when it drains). After a
+     * failed replacement there is no old generation: its pid is 0, and
+     * kill(0) would signal the whole process group, this master too. */
+    if (current.pid > 0) {
+        kill(current.pid, SIGQUIT);
+        drainingAdd(current.pid);
+    }
     listenersClose(current.listeners, current.listenerCount, &next);
     if (strcmp(current.config->log.pidFile, next.config->log.pidFile) != 0
         && pidFileWrite(next.config->log.pidFile) == 0) {
@@ -437,6 +492,11 @@ waitForChildren(uint64_t graceMs)
             return;
         }
         if (pid > 0) {
+            /* Reaped: its pid may be reused, so it is signalled no more. */
+            drainingForget(pid);
+            if (pid == current.pid) {
+                current.pid = 0;
+            }
             continue;
         }
         if (!killed && corEvClockMs() >= deadline) {
@@ -448,6 +508,8 @@ waitForChildren(uint64_t graceMs)
         usleep(10 * 1000);
     }
 }
+
+/* ---- The pid file -------------------------------------------------------- */
 
 /* A master already running on this pid file: its pid, else 0. */
 static pid_t
@@ -501,6 +563,8 @@ corMasterRun(const CorOptions* options)
         != 0) {
         return 1;
     }
+    fdLimitRaise();
+    fdLimitCheck(current.config);
     if (pidFileAlive(current.config->log.pidFile) > 0) {
         fprintf(stderr, "cor: a master is running already (pid %d, pid file "
                 "%s)\n", (int)pidFileAlive(current.config->log.pidFile),
@@ -561,6 +625,12 @@ corMasterRun(const CorOptions* options)
             corLog(COR_LOG_INFO, "%s: stopping generation %u",
                    sig == SIGQUIT ? "graceful stop" : "stop",
                    current.number);
+            /* The listeners close first: once the generations close
+             * their copies as they drain, a new client is refused rather
+             * than left in a backlog that nobody accepts from. */
+            listenersClose(current.listeners, current.listenerCount, NULL);
+            current.listeners = NULL;
+            current.listenerCount = 0;
             signalGenerations(sig == SIGQUIT ? SIGQUIT : SIGTERM);
             waitForChildren(current.config->runtime.stopTimeoutMs + 5000);
             unlink(current.config->log.pidFile);

@@ -16,6 +16,7 @@ CorMasterCounters* corMasterCounters;
 static CorLoopCounters* loopCounters;
 static unsigned loopCount;
 static atomic_ulong connectionsRefused;
+static atomic_ulong acceptFdLimit;
 static __thread int loopIndex = -1;
 
 int
@@ -56,6 +57,12 @@ void
 corMetricsConnectionRefused(void)
 {
     atomic_fetch_add(&connectionsRefused, 1);
+}
+
+void
+corMetricsAcceptFdLimit(void)
+{
+    atomic_fetch_add(&acceptFdLimit, 1);
 }
 
 /* A growing text buffer. */
@@ -165,6 +172,9 @@ corMetricsText(size_t* lenP)
     emitCounter(&t, "connections_refused_total", "Connections closed at "
                 "once past limits.connections.", "",
                 atomic_load(&connectionsRefused));
+    emitCounter(&t, "accept_fd_limit_total", "Accepts that failed at the "
+                "fd limit (EMFILE, ENFILE); accepting paused after each.", "",
+                atomic_load(&acceptFdLimit));
     if (corMasterCounters != NULL) {
         emitCounter(&t, "generations_total", "Worker generations started.",
                     "", atomic_load(&corMasterCounters->generations));

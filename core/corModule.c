@@ -125,6 +125,20 @@ corHandlerFind(const char* name)
     return NULL;
 }
 
+const char**
+corHandlerNames(void)
+{
+    const char** names = malloc((handlerCount + 1) * sizeof(*names));
+
+    for (unsigned i = 0; names != NULL && i < handlerCount; i++) {
+        names[i] = handlers[i].handler.name;
+    }
+    if (names != NULL) {
+        names[handlerCount] = NULL;
+    }
+    return names;
+}
+
 const CorProtocolEntry*
 corProtocolFind(const char* name)
 {
@@ -165,15 +179,15 @@ joinPath(const char* dir, size_t dirLen, const char* name, const char* ext)
 char*
 corModulePath(const char* load, const char* configFile)
 {
+    size_t len = strlen(load);
     const char* slash;
     char* path;
 
-    if (strchr(load, '/') != NULL || strstr(load, ".so") != NULL) {
-        slash = strrchr(configFile, '/');
-        if (load[0] == '/' || slash == NULL) {
-            return strdup(load);
-        }
-        return joinPath(configFile, (size_t)(slash - configFile), load, "");
+    /* A path: beside the configuration file, always with a slash, since a
+     * bare "wait.so" would send dlopen to its search path instead. */
+    if (strchr(load, '/') != NULL
+        || (len >= 3 && strcmp(load + len - 3, ".so") == 0)) {
+        return corConfigPathBeside(configFile, load);
     }
     /* Beside the binary first (a build tree), then where make install
      * puts modules. */

@@ -25,6 +25,24 @@ typedef struct {
 static Route* routes;
 static unsigned routeCount;
 
+/* A route names a handler nobody registered: say which exist, and the
+ * nearest, as an unknown key does. */
+static void
+unknownHandler(const CorConfigRoute* in, CorConfErrors* errors)
+{
+    const char** names = corHandlerNames();
+    char tail[1024];
+
+    corConfErrorf(errors, in->node, "route '%s%s%s': no module registered a "
+                  "handler named '%s'%s", in->method ? in->method : "",
+                  in->method ? " " : "", in->path, in->handler,
+                  names != NULL ? corConfSuggest(in->handler, names,
+                                                 "handlers", tail,
+                                                 sizeof(tail))
+                                : "");
+    free(names);
+}
+
 int
 corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
 {
@@ -41,10 +59,7 @@ corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
 
         out->handler = corHandlerFind(in->handler);
         if (out->handler == NULL) {
-            corConfErrorf(errors, in->node, "route '%s%s%s': no module "
-                          "registered a handler named '%s'",
-                          in->method ? in->method : "",
-                          in->method ? " " : "", in->path, in->handler);
+            unknownHandler(in, errors);
             rc = -1;
             continue;
         }

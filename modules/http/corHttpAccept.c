@@ -8,6 +8,16 @@
  * reuseport` each loop accepts on a socket of its own instead.
  *
  * Past limits.connections a new connection is closed at once and counted.
+ *
+ * At the fd limit (EMFILE, ENFILE) the listener is not watched for
+ * ACCEPT_PAUSE_MS, as nginx does: accept would fail again at once, and the
+ * level-triggered listener would spin a core and flood the log. The
+ * clients wait in the backlog meanwhile and are served as fds come free.
+ * The other cure, a spare fd closed to accept and close one connection,
+ * was rejected: it turns away a client that a moment later could have
+ * been served, and with several loops another thread's open() can take
+ * the freed fd first. Each failure is counted (/metrics) and reported at
+ * most once a second, with how many there were.
  */
 #include "corHttpInt.h"
 
@@ -18,6 +28,8 @@
 #include <unistd.h>
 
 #define ACCEPTS_PER_EVENT 64
+#define ACCEPT_PAUSE_MS 100
+#define FD_LIMIT_REPORT_MS 1000
 
 atomic_uint httpConnTotal;
 
@@ -30,6 +42,9 @@ typedef struct {
 } Handoff;
 
 static unsigned nextLoop;
+/* Failures at the fd limit since the last report, and when that was. */
+static atomic_ulong fdLimitHits;
+static _Atomic uint64_t fdLimitReportedMs;
 
 static void
 handoffArrive(CorEvTask* task)
@@ -64,6 +79,52 @@ corHttpAcceptShare(HttpLoop* self, int fd, const struct sockaddr_storage* peer)
     corEvLoopPost(target->loop, &h->task, handoffArrive);
 }
 
+/* Count one failure at the fd limit; report once a second at most, from
+ * whichever loop gets there first. */
+static void
+fdLimitReport(int err)
+{
+    uint64_t now = corEvClockMs();
+    uint64_t last = atomic_load(&fdLimitReportedMs);
+    unsigned long hits;
+
+    corMetricsAcceptFdLimit();
+    atomic_fetch_add(&fdLimitHits, 1);
+    if ((last != 0 && now - last < FD_LIMIT_REPORT_MS)
+        || !atomic_compare_exchange_strong(&fdLimitReportedMs, &last, now)) {
+        return;
+    }
+    hits = atomic_exchange(&fdLimitHits, 0);
+    corLog(COR_LOG_ERROR, "accept: %s: %lu time%s since the last report; "
+           "accepting pauses %d ms each time (raise the fd limit, ulimit "
+           "-n, or lower limits.connections)", strerror(err), hits,
+           hits == 1 ? "" : "s", ACCEPT_PAUSE_MS);
+}
+
+static void onAccept(CorEvIo* io, unsigned events);
+
+static void
+acceptResume(CorEvTimer* timer)
+{
+    HttpAccept* a = corContainerOf(timer, HttpAccept, resume);
+
+    a->paused = false;
+    if (corEvIoStart(a->hl->loop, &a->io, a->io.fd, EPOLLIN, onAccept)
+        != 0) {
+        corLog(COR_LOG_ERROR, "http: cannot watch a listener again on loop "
+               "%u", a->hl->index);
+    }
+}
+
+static void
+acceptPause(HttpAccept* a, int err)
+{
+    fdLimitReport(err);
+    a->paused = true;
+    corEvIoStop(a->hl->loop, &a->io);
+    corEvTimerStart(a->hl->loop, &a->resume, ACCEPT_PAUSE_MS, acceptResume);
+}
+
 static void
 onAccept(CorEvIo* io, unsigned events)
 {
@@ -79,7 +140,7 @@ onAccept(CorEvIo* io, unsigned events)
 
         if (fd < 0) {
             if (errno == EMFILE || errno == ENFILE) {
-                corLog(COR_LOG_ERROR, "accept: %s", strerror(errno));
+                acceptPause(a, errno);
             }
             return;     /* EAGAIN: the backlog is empty */
         }
@@ -133,7 +194,13 @@ void
 httpAcceptStop(HttpLoop* hl)
 {
     for (unsigned i = 0; i < hl->acceptCount; i++) {
-        corEvIoStop(hl->loop, &hl->accepts[i].io);
+        HttpAccept* a = &hl->accepts[i];
+
+        /* A paused one is stopped already, and must not resume. */
+        corEvTimerStop(hl->loop, &a->resume);
+        if (!a->paused) {
+            corEvIoStop(hl->loop, &a->io);
+        }
     }
     hl->acceptCount = 0;
 }

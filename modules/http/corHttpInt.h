@@ -22,6 +22,8 @@ typedef struct {
     CorEvIo io;
     HttpLoop* hl;
     bool reusePort;             /* accept for this loop only */
+    bool paused;                /* at the fd limit: io stopped, timer on */
+    CorEvTimer resume;
 } HttpAccept;
 
 /* The size of the I/O buffers a loop lends its connections: a request

@@ -630,9 +630,53 @@ START_TEST(test_unused_keys)
     corConfString(module, "greeting", NULL, &e);
     ck_assert_uint_eq(corConfUnusedKeys(module, "modules[0]", &e), 1);
     ck_assert_str_eq(e.text, "t.yaml:4:5: unknown key 'greting' in "
-                             "modules[0] (nothing read it)\n");
+                             "modules[0] (expected one of: load, greeting); "
+                             "did you mean 'greeting'?\n");
     corConfErrorsFree(&e);
     corConfFree(root);
+}
+END_TEST
+
+/* The typo alone: the module looked for greeting and did not find it,
+ * which is how the list knows it. */
+START_TEST(test_unused_keys_know_what_was_asked)
+{
+    CorConfErrors e = {0};
+    CorConf* root = load("load: hello\ngreting: hi\nzzz: 1\n", &e);
+
+    corConfGet(root, "load");
+    ck_assert_str_eq(corConfString(root, "greeting", "x", &e), "x");
+    ck_assert_ptr_null(corConfGet(root, "greeting"));   /* asked twice */
+    corConfInt(root, "port", 0, 0, 1, &e);
+    ck_assert_uint_eq(corConfUnusedKeys(root, "modules[1]", &e), 2);
+    ck_assert_str_eq(e.text, "t.yaml:2:1: unknown key 'greting' in "
+                             "modules[1] (expected one of: load, greeting, "
+                             "port); did you mean 'greeting'?\n"
+                             "t.yaml:3:1: unknown key 'zzz' in modules[1] "
+                             "(expected one of: load, greeting, port)\n");
+    corConfErrorsFree(&e);
+    corConfFree(root);
+}
+END_TEST
+
+START_TEST(test_suggest)
+{
+    static const char* const names[] = {"hello", "sleep", "metrics", NULL};
+    static const char* const none[] = {NULL};
+    char buf[64];
+
+    ck_assert_str_eq(corConfSuggest("helo", names, "handlers", buf,
+                                    sizeof(buf)),
+                     " (handlers: hello, sleep, metrics); did you mean "
+                     "'hello'?");
+    ck_assert_str_eq(corConfSuggest("zzz", names, "handlers", buf,
+                                    sizeof(buf)),
+                     " (handlers: hello, sleep, metrics)");
+    ck_assert_str_eq(corConfSuggest("x", none, "handlers", buf, sizeof(buf)),
+                     " (handlers: )");
+    /* Cut at the buffer, never past it. */
+    ck_assert_uint_eq(strlen(corConfSuggest("helo", names, "handlers", buf,
+                                            16)), 15);
 }
 END_TEST
 
@@ -705,6 +749,8 @@ COR_TEST_SUITE(corConf)
     tcase_add_test(tc, test_map_and_seq_getters);
     tcase_add_test(tc, test_unknown_keys);
     tcase_add_test(tc, test_unused_keys);
+    tcase_add_test(tc, test_unused_keys_know_what_was_asked);
+    tcase_add_test(tc, test_suggest);
     tcase_add_test(tc, test_errors_format);
     tcase_add_test(tc, test_long_values_shortened);
 }

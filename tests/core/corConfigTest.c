@@ -90,7 +90,7 @@ START_TEST(test_defaults)
     ck_assert_str_eq(cf->log.error, "stderr");
     ck_assert_str_eq(cf->log.access, "off");
     ck_assert_str_eq(cf->log.accessFormat, "combined");
-    ck_assert_str_eq(cf->log.pidFile, "cor.pid");
+    ck_assert_str_eq(cf->log.pidFile, "./cor.pid");
     ck_assert_ptr_nonnull(cf->root);
     ck_assert_uint_eq(e.count, 0);
     corConfigFree(cf);
@@ -269,7 +269,7 @@ START_TEST(test_design_example)
     ck_assert_uint_eq(corConfUnusedKeys(cf->modules[0].node, "modules[0]", &e),
                       1);
     ck_assert_str_eq(e.text, "t.yaml:13:20: unknown key 'greeting' in "
-                             "modules[0] (nothing read it)\n");
+                             "modules[0] (expected one of: load)\n");
     corConfErrorsFree(&e);
     corConfigFree(cf);
 }
@@ -674,6 +674,35 @@ START_TEST(test_load_file)
 }
 END_TEST
 
+/* Paths the file names are beside it, wherever cor runs from; one in the
+ * current folder still has a slash (for dlopen). */
+START_TEST(test_paths_beside_the_file)
+{
+    static const char* const cases[][3] = {
+        { "conf/cor.yaml", "cor.pid", "conf/cor.pid" },
+        { "conf/cor.yaml", "../build/cor.pid", "conf/../build/cor.pid" },
+        { "/etc/cor/cor.yaml", "mods/wait.so", "/etc/cor/mods/wait.so" },
+        { "cor.yaml", "wait.so", "./wait.so" },
+        { "/cor.yaml", "cor.pid", "/cor.pid" },
+        { "conf/cor.yaml", "/run/cor.pid", "/run/cor.pid" },
+    };
+    const char* text = LISTEN "log: { pid_file: run/cor.pid }\n";
+    CorConfErrors e = {0};
+    CorConfig* cf;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char* path = corConfigPathBeside(cases[i][0], cases[i][1]);
+
+        ck_assert_str_eq(path, cases[i][2]);
+        free(path);
+    }
+    cf = corConfigLoadString("/srv/site/cor.yaml", text, strlen(text), &e);
+    ck_assert_msg(cf != NULL, "%s", e.text);
+    ck_assert_str_eq(cf->log.pidFile, "/srv/site/run/cor.pid");
+    corConfigFree(cf);
+}
+END_TEST
+
 /* Each line of expected.txt: the file's first error has that mark and
  * contains that text. */
 START_TEST(test_bad_corpus)
@@ -762,6 +791,7 @@ COR_TEST_SUITE(corConfig)
     tcase_add_test(tc, test_loops);
     tcase_add_test(tc, test_modules);
     tcase_add_test(tc, test_load_file);
+    tcase_add_test(tc, test_paths_beside_the_file);
     tcase_add_test(tc, test_bad_corpus);
     tcase_add_test(tc, test_bad_corpus_complete);
 }

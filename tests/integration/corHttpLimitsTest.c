@@ -2,7 +2,8 @@
 /*
  * Limits and timeouts against the real binary: 431, 414, 413, the
  * connection limit, slowloris, a client that never reads, idle keep-alive
- * connections, and 10 000 idle connections beside a busy one.
+ * connections, 10 000 idle connections beside a busy one, and accepting
+ * at the fd limit.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -265,6 +266,114 @@ START_TEST(test_send_timer_does_not_cut_a_request_in_flight)
 }
 END_TEST
 
+/* User plus system CPU time of pid and its children, in clock ticks. */
+static long
+cpuTicks(pid_t pid)
+{
+    char command[256];
+    char text[4096];
+    long ticks = 0;
+
+    snprintf(command, sizeof(command), "for p in %d $(pgrep -P %d); do cut "
+             "-d')' -f2 /proc/$p/stat; done", (int)pid, (int)pid);
+    ck_assert_int_eq(corShell(command, text, sizeof(text)), 0);
+    for (char* line = strtok(text, "\n"); line != NULL;
+         line = strtok(NULL, "\n")) {
+        unsigned long utime = 0;
+        unsigned long stime = 0;
+
+        /* After "pid (comm)": state, then 10 fields, then utime stime. */
+        sscanf(line, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+               &utime, &stime);
+        ticks += (long)(utime + stime);
+    }
+    return ticks;
+}
+
+static long
+logLines(const char* text)
+{
+    char command[512];
+    char count[64];
+
+    snprintf(command, sizeof(command), "grep -c -F '%s' %s", text,
+             server.log);
+    corShell(command, count, sizeof(count));
+    return strtol(count, NULL, 10);
+}
+
+/*
+ * 100 clients hold connections to a server limited to 64 fds: accept
+ * fails with EMFILE. It must pause instead of retrying at once (which
+ * spun a core and wrote millions of log lines a second), report once a
+ * second, count it, warn that limits.connections cannot be reached, and
+ * serve again once the clients are gone.
+ */
+START_TEST(test_accept_at_the_fd_limit_pauses_and_reports)
+{
+    enum { CLIENTS = 100, WINDOW_MS = 2000 };
+    int fds[CLIENTS];
+    long ticks0;
+    long lines0;
+    long wall;
+    double cpu;
+    long t;
+
+    ck_assert_int_eq(corServerStartFdLimit(&server,
+        "runtime: { loops: 2, workers: 2, coroutines: { enabled: "
+        "{COROUTINES} } }\n"
+        "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+        "modules: [ { load: http }, { load: hello } ]\n"
+        "routes: [ { match: \"GET /hello\", handler: hello }, "
+        "{ match: \"GET /metrics\", handler: metrics } ]\n"
+        "log: { pid_file: {DIR}/cor.pid }\n", 64, 64), 0);
+    for (int i = 0; i < CLIENTS; i++) {
+        fds[i] = corConnect(server.port);
+        ck_assert_int_ge(fds[i], 0);
+    }
+    for (t = corNowMs(); logLines("Too many open files") == 0;) {
+        ck_assert_int_lt(corNowMs() - t, 5000);
+        usleep(20 * 1000);
+    }
+    ticks0 = cpuTicks(server.pid);
+    lines0 = logLines("Too many open files");
+    t = corNowMs();
+    usleep(WINDOW_MS * 1000);
+    wall = corNowMs() - t;
+    cpu = (double)(cpuTicks(server.pid) - ticks0) / sysconf(_SC_CLK_TCK)
+          * 1000.0 / (double)wall;
+    ck_assert_msg(cpu < 0.3, "the server used %.0f%% of a core at the fd "
+                  "limit", cpu * 100);
+    ck_assert_int_le(logLines("Too many open files") - lines0, 4);
+    ck_assert_int_eq(logLines("limits.connections is 10000 but the fd "
+                              "limit (RLIMIT_NOFILE) is 64"), 1);
+
+    for (int i = 0; i < CLIENTS; i++) {
+        close(fds[i]);
+    }
+    for (t = corNowMs(); corRequest(server.port, "GET /hello HTTP/1.1\r\n"
+                                    "Host: t\r\n\r\n", buf, sizeof(buf))
+                         != 200;) {
+        ck_assert_int_lt(corNowMs() - t, 5000);
+        usleep(50 * 1000);
+    }
+    ck_assert_int_ge(corMetric(server.port, "cor_accept_fd_limit_total"), 1);
+}
+END_TEST
+
+/* A soft fd limit below the hard one is raised to it at start: the
+ * warning names the raised limit. */
+START_TEST(test_the_soft_fd_limit_is_raised_to_the_hard_one)
+{
+    ck_assert_int_eq(corServerStartFdLimit(&server,
+        "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+        "modules: [ { load: http } ]\n"
+        "log: { pid_file: {DIR}/cor.pid }\n", 64, 2048), 0);
+    ck_assert_int_eq(logLines("limits.connections is 10000 but the fd "
+                              "limit (RLIMIT_NOFILE) is 2048"), 1);
+}
+END_TEST
+
 COR_TEST_SUITE(corHttpLimits)
 {
     tcase_add_test(tc, test_send_timer_does_not_cut_a_request_in_flight);
@@ -278,4 +387,6 @@ COR_TEST_SUITE(corHttpLimits)
     tcase_add_test(tc, test_client_that_never_reads_is_cut_at_the_send_timeout);
     tcase_add_test(tc, test_idle_keep_alive_connection_closed_at_its_timeout);
     tcase_add_test(tc, test_10000_idle_connections_beside_a_busy_one);
+    tcase_add_test(tc, test_accept_at_the_fd_limit_pauses_and_reports);
+    tcase_add_test(tc, test_the_soft_fd_limit_is_raised_to_the_hard_one);
 }

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -122,8 +123,10 @@ printLog(const CorServer* s)
     }
 }
 
-int
-corServerStart(CorServer* s, const char* yaml)
+/* Start cor; a non-zero fdHard sets its RLIMIT_NOFILE. */
+static int
+start(CorServer* s, const char* yaml, unsigned long fdSoft,
+      unsigned long fdHard)
 {
     char pidFile[256];
 
@@ -144,6 +147,14 @@ corServerStart(CorServer* s, const char* yaml)
 
         (void)log;
         dup2(STDERR_FILENO, STDOUT_FILENO);
+        /* A group of its own: a server that signals its process group by
+         * mistake (kill(0)) must not take the test down with it. */
+        setpgid(0, 0);
+        if (fdHard != 0) {
+            struct rlimit limit = { fdSoft, fdHard };
+
+            setrlimit(RLIMIT_NOFILE, &limit);
+        }
         execl(binary(), "cor", "-c", s->config, (char*)NULL);
         _exit(127);
     }
@@ -161,6 +172,19 @@ corServerStart(CorServer* s, const char* yaml)
     printLog(s);
     corServerStop(s);
     return -1;
+}
+
+int
+corServerStart(CorServer* s, const char* yaml)
+{
+    return start(s, yaml, 0, 0);
+}
+
+int
+corServerStartFdLimit(CorServer* s, const char* yaml, unsigned long fdSoft,
+                      unsigned long fdHard)
+{
+    return start(s, yaml, fdSoft, fdHard);
 }
 
 int

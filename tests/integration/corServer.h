@@ -27,6 +27,10 @@ typedef struct {
  * the port answers. Returns 0, or -1 (the log is printed).
  */
 int corServerStart(CorServer* s, const char* yaml);
+/* The same with the server's RLIMIT_NOFILE set to fdSoft and fdHard (cor
+ * raises the soft limit to the hard one: set both to hold it down). */
+int corServerStartFdLimit(CorServer* s, const char* yaml,
+                          unsigned long fdSoft, unsigned long fdHard);
 /* The standard test configuration with extra YAML appended under the
  * top level (limits, routes, ...). */
 int corServerStartWith(CorServer* s, const char* extraLimits);

@@ -1,0 +1,325 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The master against the real binary: a reload after a generation could
+ * not be replaced, the listeners a graceful stop closes (and a reload
+ * keeps), the paths a configuration names relative to its own folder
+ * (modules, the pid file), and typos that get a "did you mean".
+ */
+#include "corTest.h"
+#include "corServer.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static CorServer server;
+static char buf[1 << 16];
+static char scratch[128];
+
+static void
+tearDown(void)
+{
+    char command[256];
+
+    corServerStop(&server);
+    if (scratch[0] != '\0') {
+        snprintf(command, sizeof(command), "rm -rf %s", scratch);
+        ck_assert_int_eq(system(command), 0);
+        scratch[0] = '\0';
+    }
+}
+
+static const char*
+bin(void)
+{
+    const char* b = getenv("COR_BIN");
+
+    return b ? b : "build/cor";
+}
+
+/* A scratch folder of the test's own, outside the server's. */
+static void
+scratchMake(void)
+{
+    snprintf(scratch, sizeof(scratch), "/tmp/cor-master-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(scratch));
+}
+
+/* Whether the server's log holds text, within timeoutMs. */
+static bool
+logSays(const CorServer* s, const char* text, int timeoutMs)
+{
+    char command[512];
+
+    snprintf(command, sizeof(command), "grep -q -F '%s' %s", text, s->log);
+    for (long deadline = corNowMs() + timeoutMs;;) {
+        if (system(command) == 0) {
+            return true;
+        }
+        if (corNowMs() >= deadline) {
+            return false;
+        }
+        usleep(50 * 1000);
+    }
+}
+
+static bool
+masterAlive(const CorServer* s)
+{
+    return waitpid(s->pid, NULL, WNOHANG) == 0;
+}
+
+/* ---- Reload after a failed replacement ----------------------------------- */
+
+/*
+ * The generation crashes and cannot be replaced (its module file is gone),
+ * so the master has no generation; a reload to a configuration without
+ * that module then starts one. The master signalled "the old generation",
+ * pid 0, which is its whole process group: itself included.
+ */
+START_TEST(test_reload_after_a_failed_replacement_keeps_the_master)
+{
+    char yaml[2048];
+    char command[512];
+    long t;
+
+    scratchMake();
+    /* COR_BIN is build/cor: its modules are beside it. */
+    snprintf(command, sizeof(command), "cp $(dirname %s)/modules/hello.so "
+             "%s/", bin(), scratch);
+    ck_assert_int_eq(system(command), 0);
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 1, workers: 2, coroutines: { enabled: "
+             "{COROUTINES} } }\n"
+             "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+             "modules:\n  - { load: http }\n"
+             "  - { load: {MODULES}/testkit.so }\n"
+             "  - { load: %s/hello.so }\n"
+             "routes:\n  - { match: \"GET /hello\", handler: hello }\n"
+             "  - { match: \"GET /crash\", handler: crash }\n"
+             "  - { match: \"GET /metrics\", handler: metrics }\n"
+             "log: { pid_file: {DIR}/cor.pid }\n", scratch);
+    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n", buf, sizeof(buf)), 200);
+    snprintf(command, sizeof(command), "%s/hello.so", scratch);
+    ck_assert_int_eq(unlink(command), 0);
+    ck_assert_int_eq(corRequest(server.port, "GET /crash HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n", buf, sizeof(buf)), -1);
+    ck_assert(logSays(&server, "no generation could start", 10000));
+
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 1, workers: 2, coroutines: { enabled: "
+             "{COROUTINES} } }\n"
+             "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+             "modules: [ { load: http } ]\n"
+             "routes: [ { match: \"GET /metrics\", handler: metrics } ]\n"
+             "log: { pid_file: {DIR}/cor.pid }\n");
+    ck_assert_int_eq(corServerWriteConfig(&server, yaml), 0);
+    kill(server.pid, SIGHUP);
+    ck_assert(logSays(&server, "reload done", 10000));
+    /* A master that signalled itself stops within its drain; give it the
+     * time to, then it must still be there and serving. */
+    usleep(500 * 1000);
+    ck_assert_msg(masterAlive(&server), "the master exited after the reload");
+    for (t = corNowMs(); corRequest(server.port, "GET /metrics HTTP/1.1\r\n"
+                                    "Host: t\r\n\r\n", buf, sizeof(buf))
+                         != 200;) {
+        ck_assert_int_lt(corNowMs() - t, 5000);
+        usleep(50 * 1000);
+    }
+    ck_assert(masterAlive(&server));
+    ck_assert(!logSays(&server, "graceful stop", 0));
+}
+END_TEST
+
+/* ---- A graceful stop closes the listeners -------------------------------- */
+
+typedef struct {
+    int port;
+    int status;
+} Pending;
+
+static void*
+slowRequest(void* arg)
+{
+    Pending* p = arg;
+    char local[4096];
+
+    p->status = corRequest(p->port, "GET /sleep?ms=1500 HTTP/1.1\r\nHost: t"
+                           "\r\n\r\n", local, sizeof(local));
+    return NULL;
+}
+
+/* Whether a connect to port is refused within timeoutMs. */
+static bool
+connectRefused(int port, int timeoutMs)
+{
+    for (long deadline = corNowMs() + timeoutMs;;) {
+        int fd = corConnect(port);
+        int err = errno;
+
+        if (fd < 0 && err == ECONNREFUSED) {
+            return true;
+        }
+        if (fd >= 0) {
+            close(fd);
+        }
+        if (corNowMs() >= deadline) {
+            return false;
+        }
+        usleep(20 * 1000);
+    }
+}
+
+/* SIGQUIT with a slow request in flight: a new client is refused at once
+ * (it waited in a backlog nobody accepted from), the request in flight
+ * is answered, and the server exits. */
+START_TEST(test_graceful_stop_refuses_new_connections)
+{
+    Pending pending;
+    pthread_t thread;
+    int status;
+    long t;
+
+    ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
+    pending = (Pending){ server.port, 0 };
+    pthread_create(&thread, NULL, slowRequest, &pending);
+    usleep(300 * 1000);
+    t = corNowMs();
+    kill(server.pid, SIGQUIT);
+    ck_assert_msg(connectRefused(server.port, 500), "a new connection was "
+                  "not refused during the drain");
+    ck_assert_int_lt(corNowMs() - t, 1000);
+    pthread_join(thread, NULL);
+    ck_assert_int_eq(pending.status, 200);
+    ck_assert_int_eq(waitpid(server.pid, &status, 0), server.pid);
+    server.pid = 0;
+    ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+END_TEST
+
+/* A reload while a slow request is in flight: the old generation closes
+ * its listeners, the new one goes on accepting on the master's, and every
+ * connection made around the reload is served. */
+START_TEST(test_reload_keeps_accepting_while_the_old_one_drains)
+{
+    Pending pending;
+    pthread_t thread;
+    char command[512];
+    int served = 0;
+
+    ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
+    pending = (Pending){ server.port, 0 };
+    pthread_create(&thread, NULL, slowRequest, &pending);
+    usleep(300 * 1000);
+    snprintf(command, sizeof(command), "%s -s reload -c %s 2>&1", bin(),
+             server.config);
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
+    for (long t = corNowMs(); corNowMs() - t < 1500; served++) {
+        ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\n"
+                                    "Host: t\r\n\r\n", buf, sizeof(buf)),
+                         200);
+        usleep(10 * 1000);
+    }
+    pthread_join(thread, NULL);
+    ck_assert_int_eq(pending.status, 200);
+    ck_assert_int_gt(served, 20);
+    ck_assert(masterAlive(&server));
+}
+END_TEST
+
+/* ---- Paths beside the configuration file -------------------------------- */
+
+/* `load: hello.so` and `load: mods/hello.so` beside the file, checked with
+ * `cor -t -c cor.yaml` run in that folder: a bare name ending in .so went
+ * to dlopen's search path. */
+START_TEST(test_module_path_is_relative_to_the_config_file)
+{
+    char command[1024];
+    char* yaml = "listen: [ { protocol: http, address: 127.0.0.1:1 } ]\n"
+                 "modules: [ { load: http }, { load: hello.so } ]\n";
+
+    scratchMake();
+    snprintf(command, sizeof(command), "mkdir %s/mods && cp $(dirname "
+             "%s)/modules/hello.so %s/ && cp %s/hello.so %s/mods/ && "
+             "printf '%%s' '%s' > %s/cor.yaml", scratch, bin(), scratch,
+             scratch, scratch, yaml, scratch);
+    ck_assert_int_eq(system(command), 0);
+    snprintf(command, sizeof(command), "cd %s && %s -t -c cor.yaml 2>&1",
+             scratch, bin());
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
+    ck_assert_msg(strstr(buf, "configuration ok") != NULL, "%s", buf);
+
+    /* From elsewhere, with a folder in the path: the same files. */
+    snprintf(command, sizeof(command), "sed -i 's|load: hello.so|load: "
+             "mods/hello.so|' %s/cor.yaml && cd / && %s -t -c %s/cor.yaml "
+             "2>&1", scratch, bin(), scratch);
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
+    ck_assert_msg(strstr(buf, "configuration ok") != NULL, "%s", buf);
+}
+END_TEST
+
+/* `pid_file: cor.pid` lands beside the configuration, not in the folder
+ * the master was started from (the harness waits for {DIR}/cor.pid), and
+ * `cor -s reload` run from another folder finds it. */
+START_TEST(test_pid_file_is_relative_to_the_config_file)
+{
+    char command[1024];
+
+    ck_assert_int_eq(corServerStart(&server,
+        "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+        "modules: [ { load: http } ]\n"
+        "routes: [ { match: \"GET /metrics\", handler: metrics } ]\n"
+        "log: { pid_file: cor.pid }\n"), 0);
+    ck_assert_int_ne(access("cor.pid", F_OK), 0);
+    snprintf(command, sizeof(command), "cd / && %s -s reload -c %s 2>&1",
+             bin(), server.config);
+    ck_assert_msg(corShell(command, buf, sizeof(buf)) == 0, "%s", buf);
+    ck_assert_int_eq(corMetric(server.port,
+                               "cor_reloads_total{result=\"ok\"}"), 1);
+}
+END_TEST
+
+/* ---- Typos --------------------------------------------------------------- */
+
+/* A typo in a module's key and in a handler's name: what exists, and the
+ * nearest, as for the core's own keys. */
+START_TEST(test_typos_in_module_keys_and_handlers_say_what_exists)
+{
+    char command[1024];
+
+    scratchMake();
+    snprintf(command, sizeof(command), "printf '%%s' 'listen: [ { protocol: "
+             "http, address: 127.0.0.1:1 } ]\nmodules: [ { load: http }, "
+             "{ load: hello, greting: hi } ]\nroutes: [ { match: \"GET "
+             "/x\", handler: helo } ]\n' > %s/cor.yaml && %s -t -c "
+             "%s/cor.yaml 2>&1", scratch, bin(), scratch);
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 1);
+    ck_assert_msg(strstr(buf, "cor.yaml:2:43: unknown key 'greting' in "
+                         "modules[1] (expected one of: load, greeting); did "
+                         "you mean 'greeting'?") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "cor.yaml:3:11: route 'GET /x': no module "
+                         "registered a handler named 'helo' (handlers: ")
+                  != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "hello_worker, sleep, park, wake); did you "
+                         "mean 'hello'?") != NULL, "%s", buf);
+}
+END_TEST
+
+COR_TEST_SUITE(corMaster)
+{
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, NULL, tearDown);
+    tcase_add_test(tc, test_reload_after_a_failed_replacement_keeps_the_master);
+    tcase_add_test(tc, test_graceful_stop_refuses_new_connections);
+    tcase_add_test(tc, test_reload_keeps_accepting_while_the_old_one_drains);
+    tcase_add_test(tc, test_module_path_is_relative_to_the_config_file);
+    tcase_add_test(tc, test_pid_file_is_relative_to_the_config_file);
+    tcase_add_test(tc, test_typos_in_module_keys_and_handlers_say_what_exists);
+}
