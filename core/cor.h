@@ -39,7 +39,7 @@
 
 /* Bumped whenever a struct or a signature of this header, or of one it
  * includes, changes. */
-#define COR_ABI_VERSION 3
+#define COR_ABI_VERSION 4
 #define COR_VERSION "0.1.0"
 
 typedef struct CorModule CorModule;
@@ -116,6 +116,11 @@ typedef struct {
     CorHandlerFn finish;
     CorRun finishRun;
     CorRestFinishCoroutineHook finishCoroutineHook;
+    /* A deadline for serve, 0 for none (a route's `timeout` overrides
+     * it): past it the handler's waits fail with ECANCELED and the
+     * client is answered 504, unless the handler answered first. An
+     * inline handler has none (it never waits). */
+    uint64_t timeoutMs;
 } CorHandler;
 
 /* Register a handler (copied). Returns 0, or -1 after a module error
@@ -186,6 +191,10 @@ struct CorRequest {
     uint64_t startMs;
     unsigned responseHeaderCap;
     bool inFinish;
+    bool serving;               /* the handler runs: it can be cancelled */
+    CorRestCancel cancel;       /* ends the running phase's waits */
+    CorEvTimer deadline;        /* the handler's timeout, when it has one */
+    atomic_uint answer;         /* with a deadline: who answered first */
 };
 
 /* A request header (case-insensitive), NULL when absent. */
@@ -202,6 +211,21 @@ void* corRequestAlloc(CorRequest* r, size_t size);
  * the coroutine across waits), on a worker and inline. */
 CorRequest* corRequestCurrent(void);
 
+/*
+ * The client that sent r is gone (it closed or reset the connection): end
+ * the waits of r's handler. Its wait through corRestWaitFd returns -1
+ * with errno ECANCELED now, and every later one at once, so the handler
+ * runs its failure path and returns early; on a worker thread its poll()
+ * ends too. Call it on r's loop, between corRequestServe and ops->release.
+ * It does nothing once the handler has returned, in the post-response
+ * phase (which is not the client's: its notifications still go out), and
+ * for an inline handler (which never waits); calling it twice is calling
+ * it once. The core then goes on as for any request: ops->done with what
+ * the handler answered (which nobody reads), ops->release after the
+ * post-response phase. Counted in /metrics.
+ */
+void corRequestCancel(CorRequest* r);
+
 /* The handler and the route name the request was routed to. */
 const char* corRequestHandlerName(const CorRequest* r);
 
@@ -213,8 +237,11 @@ void corRespondStatic(CorRequest* r, int status, const char* contentType,
                       const void* body, size_t len);
 void corRespondf(CorRequest* r, int status, const char* contentType,
                  const char* fmt, ...) __attribute__((format(printf, 4, 5)));
-/* A response header, before corRespond. */
-void corResponseHeader(CorRequest* r, const char* name, const char* value);
+/* A response header, before corRespond (both strings are copied).
+ * Returns 0; -EINVAL, refused and logged, when name is not a token (RFC
+ * 9110: letters, digits and !#$%&'*+-.^_`|~) or value holds a control
+ * character other than tab (a CR or LF would inject headers); or -ENOMEM. */
+int corResponseHeader(CorRequest* r, const char* name, const char* value);
 
 /* Respond with len bytes of an open file from offset, sent with
  * sendfile(). The core owns fd from here and closes it. */

@@ -77,20 +77,19 @@ flushPostLocked(CorStream* s)
 int
 corResponseStreamStart(CorRequest* r, int status, const char* contentType)
 {
-    CorStream* s;
+    CorStream* s = calloc(1, sizeof(*s));
 
-    if (r->responded) {
-        return -1;
-    }
-    s = calloc(1, sizeof(*s));
-    if (s == NULL) {
+    if (s == NULL || !corRequestAnswerClaim(r)) {
+        free(s);
         return -1;
     }
     pthread_mutex_init(&s->lock, NULL);
     s->tail = &s->head;
     s->r = r;
     r->stream = s;
-    corRespondStatic(r, status, contentType, NULL, 0);
+    r->status = status;
+    r->contentType = contentType;
+    r->responded = true;
     return 0;
 }
 
