@@ -6,14 +6,15 @@
  * opened, tells the master it is ready, and then waits for signals:
  *
  *   SIGQUIT  drain: stop accepting, finish what is in flight (each
- *            connection's next request is answered with a close), up to
- *            runtime.stop_timeout; then the stop below. A reload sends it
- *            to the old generation.
- *   SIGTERM  stop (seeds/coroutines.txt § 4): every wait off the loops is
- *            cancelled and the worker pool drained, then the loops stop,
- *            which cancels their coroutines' waits; each request runs its
- *            failure path to the end and is answered as failed; then the
- *            protocols close their connections.
+ *            connection's next request is answered with a close), post-
+ *            response phases included, up to runtime.stop_timeout; then
+ *            the stop below. A reload sends it to the old generation.
+ *   SIGTERM  stop: every wait off the loops is cancelled and the worker
+ *            pool drained, then the loops stop, which cancels their
+ *            coroutines' waits; each request runs its failure path to the
+ *            end and is answered as failed (a post-response phase cut
+ *            short is counted and logged); then the protocols close their
+ *            connections. Nothing is waited out: a stop is prompt.
  *   SIGUSR1  reopen the logs.
  */
 #include "corCoreInt.h"
@@ -215,7 +216,10 @@ connectionsOpen(void)
 }
 
 /* Stop accepting and let what is in flight finish, up to the timeout; a
- * SIGTERM or SIGINT meanwhile cuts it short (the stop follows). */
+ * SIGTERM or SIGINT meanwhile cuts it short (the stop follows). In flight
+ * is every request not yet released, not only the connections: a
+ * post-response phase (the notifications of a write just answered) runs
+ * after its connection may have closed. */
 static void
 drain(const sigset_t* signals)
 {
@@ -229,7 +233,8 @@ drain(const sigset_t* signals)
         tasks[i].index = i;
         corEvLoopPost(corRuntime.loops[i], &tasks[i].task, drainOnLoop);
     }
-    while (connectionsOpen() > 0 && corEvClockMs() < deadline) {
+    while ((connectionsOpen() > 0 || corRequestsInFlight() > 0)
+           && corEvClockMs() < deadline) {
         int sig = sigtimedwait(signals, NULL, &tick);
 
         if (sig == SIGTERM || sig == SIGINT) {
@@ -244,6 +249,13 @@ drain(const sigset_t* signals)
 static void
 stop(void)
 {
+    unsigned finishing = corRequestsFinishing();
+
+    if (finishing > 0) {
+        corLog(COR_LOG_WARN, "stopping with %u post-response phases still "
+               "running: their waits are cancelled (runtime.stop_timeout "
+               "allows longer)", finishing);
+    }
     atomic_store(&corRuntime.stopping, true);
     corRestCancelAll();
     corEvPoolShutdown(corRuntime.workers);
