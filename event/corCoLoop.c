@@ -496,7 +496,7 @@ corCoLoopPark(CorCoPark* handle, int timeoutMs)
     CorCoWaiter waiter = { .fd = -1, .cancellable = true };
     CorRestCancel* cancel = boundCancel();
 
-    *handle = 0;
+    __atomic_store_n(handle, 0, __ATOMIC_RELEASE);
     if (loop == NULL) {
         return -1;
     }
@@ -510,9 +510,12 @@ corCoLoopPark(CorCoPark* handle, int timeoutMs)
         return -1;
     }
     loop->parks[waiter.parkSlot - 1].waiter = &waiter;
-    *handle = parkHandle(loop, waiter.parkSlot);
+    /* Release stores: a thread that reads the handle with an acquire
+     * load may wake it from there (corCoLoopWakeOn). */
+    __atomic_store_n(handle, parkHandle(loop, waiter.parkSlot),
+                     __ATOMIC_RELEASE);
     suspendBound(loop, &waiter, timeoutMs, cancel);
-    *handle = 0;
+    __atomic_store_n(handle, 0, __ATOMIC_RELEASE);
     return waiter.outcome == COR_WAIT_READY;
 }
 
@@ -538,6 +541,43 @@ corCoLoopWake(CorCoPark handle)
         return 0;
     }
     corCoLoopReady(loop, park->waiter);
+    return 1;
+}
+
+/* A wake on its way to another loop: the waker cannot touch that loop's
+ * park slots, which only their loop reads and moves, so the wake is
+ * carried to it (one small allocation a cross-loop wake). */
+typedef struct {
+    CorEvTask task;
+    CorCoPark handle;
+} RemoteWake;
+
+static void
+remoteWake(CorEvTask* task)
+{
+    RemoteWake* wake = corContainerOf(task, RemoteWake, task);
+
+    corCoLoopWake(wake->handle);
+    free(wake);
+}
+
+int
+corCoLoopWakeOn(CorEvLoop* loop, CorCoPark handle)
+{
+    RemoteWake* wake;
+
+    if (loop == corEvLoopCurrent()) {
+        return corCoLoopWake(handle);
+    }
+    if (handle == 0 || handle >> 52 != (loop->id & 0xfff)) {
+        return 0;
+    }
+    wake = malloc(sizeof(*wake));
+    if (wake == NULL) {
+        return -ENOMEM;
+    }
+    wake->handle = handle;
+    corEvLoopPost(loop, &wake->task, remoteWake);
     return 1;
 }
 

@@ -205,9 +205,23 @@ int corCoLoopPark(CorCoPark* handle, int timeoutMs);
 /* Wake a parked coroutine of the calling thread's loop; it runs at the
  * loop's next iteration. Returns 1, or 0 when nobody is parked under that
  * name any more (woken already, timed out, finished) or the handle is of
- * another loop (post a task to that loop to wake it there): waking twice
- * is waking once. */
+ * another loop (corCoLoopWakeOn wakes it there): waking twice is waking
+ * once. */
 int corCoLoopWake(CorCoPark handle);
+
+/*
+ * Wake a parked coroutine of loop from any thread: a coroutine or a worker,
+ * on loop or not. On loop's own thread it is corCoLoopWake; from anywhere
+ * else the wake is posted to loop (corEvLoopPost), which wakes the park at
+ * its next iteration if it is still parked then (a stale handle names
+ * nobody there). The handle may be read from another thread while its
+ * coroutine parks: corCoLoopPark writes it with a release store, so read
+ * it with __atomic_load_n(&handle, __ATOMIC_ACQUIRE). loop must outlive
+ * the call. Returns 1 when woken or posted, 0 when nobody is parked under
+ * the handle (as far as the calling thread can tell) or the handle is
+ * another loop's, -ENOMEM.
+ */
+int corCoLoopWakeOn(CorEvLoop* loop, CorCoPark handle);
 
 /*
  * Close fd, first ending a coroutine wait on it (which returns 1 with
