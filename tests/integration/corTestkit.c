@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A module for the integration tests: handlers that echo, send many bytes,
- * block the loop, or never answer.
+ * block the loop, never answer, outlive their deadline, or report what
+ * the core told them.
  */
 #include "cor.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -121,7 +123,7 @@ streamServe(CorRequest* r)
 
 /* The post-response phase: after the answer is out, waits ?ms= (as a
  * notification to a slow endpoint would) and appends "PATH done" to the
- * file ?log= names. */
+ * file ?log= names, or "PATH cancelled" when its wait was cancelled. */
 static void
 notifyServe(CorRequest* r)
 {
@@ -136,12 +138,57 @@ notifyFinish(CorRequest* r)
     short revents;
     FILE* f;
 
-    corRestWaitFd(-1, 0, ms ? atoi(ms) : 50, &revents);
+    int rc = corRestWaitFd(-1, 0, ms ? atoi(ms) : 50, &revents);
+
     f = log ? fopen(log, "a") : NULL;
     if (f != NULL) {
-        fprintf(f, "%.*s done\n", (int)r->pathLen, r->path);
+        fprintf(f, "%.*s %s\n", (int)r->pathLen, r->path,
+                rc == 0 ? "done" : "cancelled");
         fclose(f);
     }
+}
+
+/* Waits ?ms= (10 s by default) past its own deadline of 300 ms. */
+static void
+deadlineServe(CorRequest* r)
+{
+    const char* ms = corRequestQuery(r, "ms");
+    short revents;
+
+    if (corRestWaitFd(-1, 0, ms ? atoi(ms) : 10000, &revents) < 0) {
+        corRespondf(r, 503, "text/plain", "wait failed: %s\n",
+                    strerror(errno));
+        return;
+    }
+    corRespond(r, 200, "text/plain", "waited\n", 7);
+}
+
+/* Inline: whether corRequestCurrent() is this request, and with ?wait=1
+ * what a short wait returns (an inline handler that waits polls: 0). */
+static void
+currentServe(CorRequest* r)
+{
+    const char* wait = corRequestQuery(r, "wait");
+    short revents;
+    int rc = 0;
+
+    if (wait != NULL) {
+        rc = corRestWaitFd(-1, 0, 10, &revents);
+    }
+    corRespondf(r, 200, "text/plain", "current %s wait %d\n",
+                corRequestCurrent() == r ? "yes" : "no", rc);
+}
+
+/* What corResponseHeader makes of a good header, a value that would
+ * inject one, and a name that is not a token. */
+static void
+headerServe(CorRequest* r)
+{
+    int ok = corResponseHeader(r, "X-Ok", "fine");
+    int injected = corResponseHeader(r, "X-Bad", "a\r\nSet-Cookie: evil=1");
+    int badName = corResponseHeader(r, "Bad Name", "v");
+
+    corRespondf(r, 200, "text/plain", "%d %d %d\n", ok, injected, badName);
 }
 
 /* Takes the generation down: the master must replace it. */
@@ -176,6 +223,16 @@ testkitInit(CorModule* m, const CorConf* conf)
         || corHandlerAdd(m, &(CorHandler){ .name = "stream",
                                            .serve = streamServe,
                                            .run = COR_RUN_WORKER }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "deadline",
+                                           .serve = deadlineServe,
+                                           .run = COR_RUN_COROUTINE,
+                                           .timeoutMs = 300 }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "current",
+                                           .serve = currentServe,
+                                           .run = COR_RUN_INLINE }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "header",
+                                           .serve = headerServe,
+                                           .run = COR_RUN_INLINE }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "crash",
                                            .serve = crashServe }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "never",
