@@ -43,7 +43,8 @@ static const char* config =
     "  - { match: \"GET /header\", handler: header }\n"
     "  - { match: \"GET /metrics\", handler: metrics }\n"
     "  - { match: \"/notify/*\", handler: notify }\n"
-    "log: { pid_file: {DIR}/cor.pid }\n";
+    "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log,\n"
+    "       access_format: json }\n";
 
 static void
 setUp(void)
@@ -200,6 +201,28 @@ START_TEST(test_header_injection_refused)
 }
 END_TEST
 
+/* A tab is legal in a header value; the JSON access log writes it as
+ * JSON does (\u0009), never as \x09, which no JSON parser reads. */
+START_TEST(test_json_access_log_escapes_as_json)
+{
+    char path[256];
+    char line[4096];
+    long t = corNowMs();
+
+    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\n"
+                                "Host: t\r\nUser-Agent: a\tb\"c\r\n\r\n",
+                                buf, sizeof(buf)), 200);
+    snprintf(path, sizeof(path), "%s/access.log", server.dir);
+    do {
+        usleep(20 * 1000);
+        readLine(path, line, sizeof(line));
+    } while (line[0] == '\0' && corNowMs() - t < 5000);
+    ck_assert_msg(strstr(line, "\"user_agent\":\"a\\u0009b\\\"c\"")
+                  != NULL, "%s", line);
+    ck_assert_ptr_null(strstr(line, "\\x"));
+}
+END_TEST
+
 START_TEST(test_sleep_refuses_nonsense)
 {
     ck_assert_int_eq(get("/sleep?ms=-1"), 400);
@@ -268,6 +291,7 @@ COR_TEST_SUITE(corRequestLife)
     tcase_add_test(tc, test_inline_after_coroutine_sees_its_request);
     tcase_add_test(tc, test_method_not_allowed_says_allow);
     tcase_add_test(tc, test_header_injection_refused);
+    tcase_add_test(tc, test_json_access_log_escapes_as_json);
     tcase_add_test(tc, test_sleep_refuses_nonsense);
     tcase_add_test(tc, test_wake_reaches_every_loop);
 }
