@@ -184,6 +184,10 @@ struct CorRequest {
     CorRan ran;
     const CorHandlerEntry* handler;
     const CorProtocolOps* ops;
+    /* The protocol's own (its connection): the core never reads it, only
+     * hands r back through ops. What it points to may be gone once the
+     * connection closed: the protocol clears it then, or keeps it alive
+     * until release. */
     void* protocolData;
     CorEvLoop* loop;
     CorArenaChunk* arena;
@@ -253,9 +257,20 @@ void corRespondFile(CorRequest* r, int status, const char* contentType,
  * handler (which may then return; the request lives until the end), write
  * pieces from any thread (each is copied; HTTP/1.1 sends it as a chunk),
  * and end it from any thread. Start returns 0 or -1 (already answered, or
- * no memory); a write returns 0, or -EPIPE once the client is gone (stop
- * producing).
+ * no memory).
+ *
+ * What a stream holds unsent, in the core and in the protocol, is bounded
+ * by COR_STREAM_QUEUE_MAX: a writer off the request's loop (a worker, a
+ * thread of its own) waits for room while the client reads slowly; a
+ * writer on the request's loop (a coroutine) cannot wait there, since the
+ * loop is what makes room, and gets -EAGAIN: wait a little (corRestWaitFd
+ * with no fd) and write again. Pieces written before the handler returns
+ * wait with the head, which goes out when it returns, so those are not
+ * bounded: write a large body after returning. A write returns 0, -EAGAIN
+ * as said, -EPIPE once the client is gone (stop producing), -ENOMEM.
  */
+#define COR_STREAM_QUEUE_MAX ((size_t)256 * 1024)
+
 int corResponseStreamStart(CorRequest* r, int status,
                            const char* contentType);
 int corResponseStreamWrite(CorRequest* r, const void* data, size_t len);
@@ -279,6 +294,10 @@ struct CorProtocolOps {
     void (*streamEnd)(CorRequest* r);
     /* Whether the client is still there to stream to. */
     bool (*streamAlive)(const CorRequest* r);
+    /* Bytes of the stream the protocol holds, unsent; the core hands it
+     * more only while that is under COR_STREAM_QUEUE_MAX. NULL: it sends
+     * everything at once (then only the core's queue is bounded). */
+    size_t (*streamBacklog)(const CorRequest* r);
 };
 
 /*

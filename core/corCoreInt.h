@@ -55,9 +55,6 @@ char* corModulePath(const char* load, const char* configFile);
 /* `cor --module-info FILE.so`. */
 int corModuleInfo(const char* path);
 
-/* The core's own handlers (metrics), registered by a module of its own. */
-void corBuiltinsRegister(void);
-CorModule* corBuiltinModule(void);
 
 /* ---- Routes (corRoute.c) ------------------------------------------------- */
 
@@ -116,10 +113,6 @@ struct CorListener {
 /* Called by the loop when a coroutine ran longer than the stall limit. */
 void corRequestStallInit(CorEvLoop* loop);
 
-/* Claim the right to answer r, before a response is set: false when r is
- * answered already, or its deadline passed first (the timeout answers). */
-bool corRequestAnswerClaim(CorRequest* r);
-
 /* Requests of the generation between corRequestServe and their release,
  * and those of them in the post-response phase: what a drain waits for,
  * and what a stop cuts short. */
@@ -167,8 +160,10 @@ CorLoopCounters* corMetricsLoop(unsigned index);
 /* The loop index of the calling thread, or -1 off the loops. */
 int corLoopIndexCurrent(void);
 void corLoopIndexSet(int index);
-/* Prometheus text into a malloc'ed buffer. */
+/* Prometheus text into a malloc'ed buffer; NULL when out of memory. */
 char* corMetricsText(size_t* lenP);
+/* The built-in handler `metrics`: that text. */
+void corMetricsServe(CorRequest* r);
 
 /* ---- Logs (corLog.c) ----------------------------------------------------- */
 

@@ -3,7 +3,8 @@
  * Counters: each loop counts its own requests (no atomics on the hot
  * path), the master counts generations and reloads in a shared page every
  * generation sees, and /metrics sums them into Prometheus text. The
- * built-in handler `metrics` serves it; route it like any other.
+ * built-in handler `metrics` (registered with the modules' handlers)
+ * serves it; route it like any other.
  */
 #include "corCoreInt.h"
 
@@ -205,8 +206,8 @@ corMetricsText(size_t* lenP)
     return t.text;      /* NULL when a realloc failed on the way */
 }
 
-static void
-serveMetrics(CorRequest* r)
+void
+corMetricsServe(CorRequest* r)
 {
     size_t len = 0;
     char* text = corMetricsText(&len);
@@ -217,14 +218,4 @@ serveMetrics(CorRequest* r)
     }
     corRespond(r, 200, "text/plain; version=0.0.4", text, len);
     free(text);
-}
-
-void
-corBuiltinsRegister(void)
-{
-    corHandlerAdd(corBuiltinModule(), &(CorHandler){
-        .name = "metrics",
-        .serve = serveMetrics,
-        .run = COR_RUN_INLINE,
-    });
 }

@@ -203,8 +203,10 @@ corRequestHandlerName(const CorRequest* r)
 
 /* ---- Responding ---------------------------------------------------------- */
 
-bool
-corRequestAnswerClaim(CorRequest* r)
+/* Claim the right to answer r, before a response is set: false when r is
+ * answered already, or its deadline passed first (the timeout answers). */
+static bool
+answerClaim(CorRequest* r)
 {
     unsigned open = ANSWER_OPEN;
 
@@ -235,7 +237,7 @@ void
 corRespondStatic(CorRequest* r, int status, const char* contentType,
                  const void* body, size_t len)
 {
-    if (corRequestAnswerClaim(r)) {
+    if (answerClaim(r)) {
         respondSet(r, status, contentType, body, len);
     }
 }
@@ -294,7 +296,7 @@ void
 corRespondFile(CorRequest* r, int status, const char* contentType, int fd,
                int64_t offset, size_t len)
 {
-    if (!corRequestAnswerClaim(r)) {
+    if (!answerClaim(r)) {
         close(fd);
         return;
     }

@@ -3,13 +3,29 @@
  * A request's lifecycle in the core, with a protocol of the test's own and
  * no server: a cancel ends a coroutine's or a worker's wait, a deadline
  * answers 504, a post-response phase the pool refuses does not answer a
- * second time, the arena refuses sizes that would wrap, and a response
- * header that would inject is refused. The core's files are included, so
- * what the server's other files provide is stubbed here.
+ * second time, a stream holds no more than its bound for a client that
+ * does not read, the arena refuses sizes that would wrap, a response
+ * header that would inject is refused, and /metrics survives a failed
+ * realloc. The core's files are included, so what the server's other
+ * files provide is stubbed here.
  */
 #include "corTest.h"
 
+#include <stdbool.h>
+#include <stdlib.h>
+
+/* The metrics' reallocs fail on demand. */
+static bool reallocFails;
+
+static void*
+metricsRealloc(void* p, size_t size)
+{
+    return reallocFails ? NULL : realloc(p, size);
+}
+
+#define realloc metricsRealloc
 #include "../../core/corMetrics.c"
+#undef realloc
 #include "../../core/corRequest.c"
 #include "../../core/corRoute.c"
 #include "../../core/corStream.c"
@@ -38,12 +54,6 @@ corHandlerAdd(CorModule* m, const CorHandler* handler)
     return 0;
 }
 
-CorModule*
-corBuiltinModule(void)
-{
-    return &module;
-}
-
 void
 corLog(CorLogLevel level, const char* fmt, ...)
 {
@@ -59,6 +69,8 @@ typedef struct {
     int released;
     uint64_t startMs;
     uint64_t doneMs;
+    atomic_size_t streamed;     /* what the protocol took of a stream */
+    size_t held;                /* of that, unsent: the client reads not */
 } TestRequest;
 
 static void
@@ -68,7 +80,9 @@ testDone(CorRequest* r)
 
     t->done++;
     t->doneMs = corEvClockMs();
-    corRequestSent(r);         /* sent at once */
+    if (r->stream == NULL) {
+        corRequestSent(r);      /* sent at once */
+    }
 }
 
 static void
@@ -77,8 +91,41 @@ testRelease(CorRequest* r)
     corContainerOf(r, TestRequest, r)->released++;
 }
 
+static void
+testStreamData(CorRequest* r, const void* data, size_t len)
+{
+    TestRequest* t = corContainerOf(r, TestRequest, r);
+
+    (void)data;
+    atomic_fetch_add(&t->streamed, len);
+    t->held += len;
+}
+
+static void
+testStreamEnd(CorRequest* r)
+{
+    corRequestSent(r);
+}
+
+static bool
+testStreamAlive(const CorRequest* r)
+{
+    (void)r;
+    return true;
+}
+
+static size_t
+testStreamBacklog(const CorRequest* r)
+{
+    return corContainerOf(r, const TestRequest, r)->held;
+}
+
 static const CorProtocolOps ops = { .done = testDone,
-                                    .release = testRelease };
+                                    .release = testRelease,
+                                    .streamData = testStreamData,
+                                    .streamEnd = testStreamEnd,
+                                    .streamAlive = testStreamAlive,
+                                    .streamBacklog = testStreamBacklog };
 
 static CorConfig config;
 static CorConfigRoute configRoutes[8];
@@ -101,6 +148,12 @@ static void
 answerAtOnce(CorRequest* r)
 {
     corRespond(r, 200, "text/plain", "ok", 2);
+}
+
+static void
+streamStart(CorRequest* r)
+{
+    corResponseStreamStart(r, 200, "text/plain");
 }
 
 static int finishRuns;
@@ -139,6 +192,8 @@ setUp(void)
                                              .serve = waitLong,
                                              .run = COR_RUN_WORKER,
                                              .timeoutMs = 50 }, 0);
+    route("/stream", &(CorHandler){ .name = "stream", .serve = streamStart,
+                                    .run = COR_RUN_INLINE }, 0);
     route("/finish", &(CorHandler){ .name = "finish", .serve = answerAtOnce,
                                     .run = COR_RUN_INLINE,
                                     .finish = countFinish,
@@ -270,6 +325,65 @@ START_TEST(test_refused_finish_phase_answers_once)
 }
 END_TEST
 
+/* ---- Streams -------------------------------------------------------------- */
+
+enum { PIECE = 16 * 1024, PIECES = 64 };
+
+typedef struct {
+    CorRequest* r;
+    atomic_size_t written;
+    atomic_bool finished;
+} Writer;
+
+static void*
+writeMuch(void* arg)
+{
+    Writer* w = arg;
+    static char piece[PIECE];
+
+    for (int i = 0; i < PIECES; i++) {
+        ck_assert_int_eq(corResponseStreamWrite(w->r, piece, PIECE), 0);
+        atomic_fetch_add(&w->written, PIECE);
+    }
+    corResponseStreamEnd(w->r);
+    atomic_store(&w->finished, true);
+    return NULL;
+}
+
+/* A client that reads nothing: the writer (a thread off the loop) waits
+ * once the core and the protocol hold the bound each; a writer on the
+ * loop is told -EAGAIN; once the client reads, everything goes out. */
+START_TEST(test_stream_bounds_what_a_slow_client_holds)
+{
+    static char piece[PIECE];
+    TestRequest t;
+    Writer w = { .written = 0 };
+    pthread_t thread;
+
+    serve(&t, "/stream");
+    ck_assert_int_eq(t.done, 1);
+    w.r = &t.r;
+    pthread_create(&thread, NULL, writeMuch, &w);
+    for (int i = 0; i < 30; i++) {
+        ck_assert_int_eq(corEvLoopRunOnce(loop, 10), 0);
+    }
+    ck_assert(!atomic_load(&w.finished));
+    ck_assert_uint_le(atomic_load(&w.written),
+                      2 * COR_STREAM_QUEUE_MAX + PIECE);
+    ck_assert_uint_le(t.held, COR_STREAM_QUEUE_MAX + PIECE);
+    if (t.r.stream->queued + PIECE > COR_STREAM_QUEUE_MAX) {
+        ck_assert_int_eq(corResponseStreamWrite(&t.r, piece, PIECE),
+                         -EAGAIN);
+    }
+    while (t.released == 0) {
+        t.held = 0;             /* the client reads it all */
+        ck_assert_int_eq(corEvLoopRunOnce(loop, 10), 0);
+    }
+    pthread_join(thread, NULL);
+    ck_assert_uint_eq(atomic_load(&t.streamed), (size_t)PIECE * PIECES);
+}
+END_TEST
+
 /* ---- Memory and headers -------------------------------------------------- */
 
 START_TEST(test_alloc_refuses_sizes_that_wrap)
@@ -300,6 +414,32 @@ START_TEST(test_response_header_refuses_injection)
 }
 END_TEST
 
+/* A realloc that fails while /metrics grows its text: no text, no crash
+ * (the text used to keep its grown capacity with a NULL buffer). */
+START_TEST(test_metrics_text_survives_a_failed_realloc)
+{
+    enum { LOOPS = 128 };
+    static CorEvLoop* loops[LOOPS];
+    size_t len = 0;
+    char* text;
+
+    for (unsigned i = 0; i < LOOPS; i++) {
+        loops[i] = loop;
+    }
+    corRuntime.loops = loops;
+    corRuntime.loopCount = LOOPS;
+    corMetricsFree();
+    ck_assert_int_eq(corMetricsInit(LOOPS), 0);
+    text = corMetricsText(&len);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_uint_gt(len, 4096);       /* it had to grow */
+    free(text);
+    reallocFails = true;
+    ck_assert_ptr_null(corMetricsText(&len));
+    reallocFails = false;
+}
+END_TEST
+
 COR_TEST_SUITE(corRequest)
 {
     tcase_set_timeout(tc, 30);
@@ -310,6 +450,8 @@ COR_TEST_SUITE(corRequest)
     tcase_add_test(tc, test_route_deadline_answers_504);
     tcase_add_test(tc, test_handler_deadline_on_a_worker_answers_504);
     tcase_add_test(tc, test_refused_finish_phase_answers_once);
+    tcase_add_test(tc, test_stream_bounds_what_a_slow_client_holds);
     tcase_add_test(tc, test_alloc_refuses_sizes_that_wrap);
     tcase_add_test(tc, test_response_header_refuses_injection);
+    tcase_add_test(tc, test_metrics_text_survives_a_failed_realloc);
 }
