@@ -61,7 +61,7 @@ corLog(CorLogLevel level, const char* fmt, ...)
     (void)fmt;
 }
 
-/* ---- The test's protocol -------------------------------------------------- */
+/* ---- The test's protocol ------------------------------------------------- */
 
 typedef struct {
     CorRequest r;
@@ -234,7 +234,7 @@ runUntilReleased(TestRequest* t)
     }
 }
 
-/* ---- Cancel ---------------------------------------------------------------- */
+/* ---- Cancel -------------------------------------------------------------- */
 
 static void
 checkCancelEnds(const char* path)
@@ -325,7 +325,7 @@ START_TEST(test_refused_finish_phase_answers_once)
 }
 END_TEST
 
-/* ---- Streams -------------------------------------------------------------- */
+/* ---- Streams ------------------------------------------------------------- */
 
 enum { PIECE = 16 * 1024, PIECES = 64 };
 
