@@ -310,10 +310,13 @@ bool corRestYieldAllow(bool allow);
 
 /*
  * Wait, as poll() on one fd, for events or timeoutMs (< 0: none): in a
- * coroutine on a loop, corCoLoopWait; anywhere else poll(), retried on
- * EINTR against the same deadline. Returns 1 with *reventsP set, 0 on
- * timeout, -1 with errno. Every client of cor waits through it, so the same
- * code runs on a loop and on a worker thread. May yield.
+ * coroutine on a loop, corCoLoopWait; anywhere else (or where yielding is
+ * not allowed: corRestYieldAllow) poll(), retried on EINTR against the
+ * same deadline. Returns 1 with *reventsP set, 0 on timeout, -1 with
+ * errno: ECANCELED once a stop (corCoLoopCancel, corRestCancelAll) or the
+ * cancel the calling code is bound to (corRestCancel) ended it, and at
+ * once for every wait after. Every client of cor waits through it, so the
+ * same code runs on a loop and on a worker thread. May yield.
  */
 int corRestWaitFd(int fd, short events, int timeoutMs, short* reventsP);
 
