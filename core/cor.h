@@ -230,6 +230,11 @@ CorRequest* corRequestCurrent(void);
  */
 void corRequestCancel(CorRequest* r);
 
+/* Whether r's handler was cancelled (its client left, or its deadline
+ * passed): a handler that computes for long without waiting can look at
+ * it between steps and stop early. From any thread. */
+bool corRequestCancelled(const CorRequest* r);
+
 /* The handler and the route name the request was routed to. */
 const char* corRequestHandlerName(const CorRequest* r);
 

@@ -702,6 +702,12 @@ corRequestCancel(CorRequest* r)
     corRestCancel(&r->cancel);
 }
 
+bool
+corRequestCancelled(const CorRequest* r)
+{
+    return corRestCancelled(&r->cancel);
+}
+
 /* ---- After the response -------------------------------------------------- */
 
 static const char*

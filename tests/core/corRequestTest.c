@@ -243,7 +243,9 @@ checkCancelEnds(const char* path)
 
     serve(&t, path);
     ck_assert_int_eq(t.done, 0);
+    ck_assert(!corRequestCancelled(&t.r));
     corRequestCancel(&t.r);
+    ck_assert(corRequestCancelled(&t.r));
     corRequestCancel(&t.r);             /* twice is once */
     runUntilReleased(&t);
     ck_assert_int_eq(t.done, 1);
