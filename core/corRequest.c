@@ -646,14 +646,10 @@ dispatch(CorRequest* r, bool coroutine, uint64_t timeoutMs)
     served(r);
 }
 
-void
-corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
+/* The core's fields of a request, whatever the protocol left in them. */
+static void
+requestInit(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
 {
-    CorRouteMatch match;
-    const CorHandler* handler;
-    CorLoopCounters* c = counters();
-    bool coroutine;
-
     r->ops = ops;
     r->protocolData = protocolData;
     r->fileFd = -1;
@@ -663,6 +659,17 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     memset(&r->cancel, 0, sizeof(r->cancel));
     memset(&r->deadline, 0, sizeof(r->deadline));
     atomic_init(&r->answer, ANSWER_OPEN);
+}
+
+void
+corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
+{
+    CorRouteMatch match;
+    const CorHandler* handler;
+    CorLoopCounters* c = counters();
+    bool coroutine;
+
+    requestInit(r, ops, protocolData);
     gaugeAdd(&c->inFlight, 1);
     switch (corRouteFind(r->method, r->methodLen, r->path, r->pathLen,
                          &match)) {

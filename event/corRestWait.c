@@ -132,6 +132,18 @@ threadCancelled(void)
            || (threadCancel != NULL && corRestCancelled(threadCancel));
 }
 
+/* Read the thread's wake fd empty: the next round's flag check says
+ * whether the wake was a cancel or a stale one. */
+static void
+threadWakeDrain(void)
+{
+    uint64_t wakes;
+
+    if (read(threadWakeFd, &wakes, sizeof(wakes)) < 0) {
+        /* Empty already. */
+    }
+}
+
 /* What is left of timeoutMs until deadline (< 0 stays: no timeout). */
 static int
 remainingMs(int timeoutMs, uint64_t deadline)
@@ -180,11 +192,7 @@ pollFd(int fd, short events, int timeoutMs, short* reventsP)
             return -1;
         }
         if (rc > 0 && count == 3 && pfds[2].revents != 0) {
-            uint64_t wakes;
-
-            if (read(threadWakeFd, &wakes, sizeof(wakes)) < 0) {
-                /* Drained by an earlier round. */
-            }
+            threadWakeDrain();
             woken = true;
             rc--;
         }
