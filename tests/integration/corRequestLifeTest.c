@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A request's life against the real binary, in both modes: deadlines that
- * cut a handler short with 504, drains that wait for post-response phases,
+ * cut a handler short with 504, a client that leaves cancelling its
+ * request's wait (through the testkit's line protocol, which calls
+ * corRequestCancel), drains that wait for post-response phases,
  * the request an inline handler sees when it runs on a coroutine's stack,
  * the Allow of a 405, response headers that would inject, waits the
  * example refuses, and parked coroutines woken from another loop.
@@ -12,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -96,6 +99,74 @@ START_TEST(test_handler_timeout_answers_504)
     ck_assert_int_eq(get("/deadline"), 504);
     ck_assert_int_lt(corNowMs() - t, 3000);
     ck_assert_int_eq(get("/deadline?ms=10"), 200);
+}
+END_TEST
+
+/* ---- A client that leaves ------------------------------------------------ */
+
+static const char* lineConfig =
+    "runtime:\n"
+    "  loops: 1\n"
+    "  workers: 2\n"
+    "  coroutines: { enabled: {COROUTINES} }\n"
+    "listen:\n"
+    "  - { protocol: line, address: 127.0.0.1:{PORT} }\n"
+    "modules:\n"
+    "  - { load: hello }\n"
+    "  - { load: {MODULES}/testkit.so }\n"
+    "routes:\n"
+    "  - { match: /sleep, handler: sleep }\n"
+    "  - { match: /metrics, handler: metrics }\n"
+    "log: { pid_file: {DIR}/cor.pid }\n";
+
+/* A metric over the line protocol: "/metrics\n", the answer to the end. */
+static long
+lineMetric(const char* name)
+{
+    char key[128];
+    const char* at;
+    size_t len = 0;
+    ssize_t n;
+    int fd = corConnect(server.port);
+
+    if (fd < 0 || corSendAll(fd, "/metrics\n", 9) != 0) {
+        return -1;
+    }
+    while (len < sizeof(buf) - 1
+           && (n = read(fd, buf + len, sizeof(buf) - 1 - len)) > 0) {
+        len += (size_t)n;
+    }
+    buf[len] = '\0';
+    close(fd);
+    snprintf(key, sizeof(key), "\n%s ", name);
+    at = strstr(buf, key);
+    return at ? strtol(at + strlen(key), NULL, 10) : -1;
+}
+
+/* The client of /sleep?ms=5000 leaves after 100 ms: its request is
+ * cancelled, the handler's wait (a coroutine's, or a worker's poll) ends
+ * and runs its failure path (503, to nobody) long before the 5 s. */
+START_TEST(test_client_leaving_cancels_its_wait)
+{
+    int fd;
+    long t;
+
+    corServerStop(&server);
+    ck_assert_int_eq(corServerStart(&server, lineConfig), 0);
+    fd = corConnect(server.port);
+    ck_assert_int_eq(corSendAll(fd, "/sleep?ms=5000\n", 15), 0);
+    usleep(100 * 1000);
+    close(fd);
+    t = corNowMs();
+    while (lineMetric("cor_responses_total{class=\"5xx\"}") != 1
+           && corNowMs() - t < 4000) {
+        usleep(20 * 1000);
+    }
+    ck_assert_int_lt(corNowMs() - t, 2000);
+    ck_assert_int_eq(lineMetric("cor_requests_cancelled_total"), 1);
+    if (corTestCoroutines()) {
+        ck_assert_int_eq(lineMetric("cor_waits_cancelled_total"), 1);
+    }
 }
 END_TEST
 
@@ -286,6 +357,7 @@ COR_TEST_SUITE(corRequestLife)
     tcase_add_checked_fixture(tc, setUp, tearDown);
     tcase_add_test(tc, test_route_timeout_answers_504);
     tcase_add_test(tc, test_handler_timeout_answers_504);
+    tcase_add_test(tc, test_client_leaving_cancels_its_wait);
     tcase_add_test(tc, test_graceful_stop_waits_for_finish_phase);
     tcase_add_test(tc, test_reload_waits_for_finish_phase);
     tcase_add_test(tc, test_inline_after_coroutine_sees_its_request);
