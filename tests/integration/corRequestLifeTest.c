@@ -340,6 +340,16 @@ START_TEST(test_wake_reaches_every_loop)
         pthread_create(&threads[i], NULL, readParked, &parked[i]);
     }
     usleep(300 * 1000);
+    /* Connections are dealt out over the loops: both have parked
+     * coroutines (the scrape itself counts once on one of them). */
+    if (corTestCoroutines()) {
+        ck_assert_int_ge(corMetric(server.port,
+                                   "cor_loop_requests_total{loop=\"0\"}"),
+                         2);
+        ck_assert_int_ge(corMetric(server.port,
+                                   "cor_loop_requests_total{loop=\"1\"}"),
+                         2);
+    }
     t = corNowMs();
     ck_assert_int_eq(get("/wake"), 200);
     for (int i = 0; i < parks; i++) {
