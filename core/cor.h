@@ -39,7 +39,7 @@
 
 /* Bumped whenever a struct or a signature of this header, or of one it
  * includes, changes. */
-#define COR_ABI_VERSION 3
+#define COR_ABI_VERSION 4
 #define COR_VERSION "0.1.0"
 
 typedef struct CorModule CorModule;
@@ -116,6 +116,11 @@ typedef struct {
     CorHandlerFn finish;
     CorRun finishRun;
     CorRestFinishCoroutineHook finishCoroutineHook;
+    /* A deadline for serve, 0 for none (a route's `timeout` overrides
+     * it): past it the handler's waits fail with ECANCELED and the
+     * client is answered 504, unless the handler answered first. An
+     * inline handler has none (it never waits). */
+    uint64_t timeoutMs;
 } CorHandler;
 
 /* Register a handler (copied). Returns 0, or -1 after a module error
@@ -179,6 +184,10 @@ struct CorRequest {
     CorRan ran;
     const CorHandlerEntry* handler;
     const CorProtocolOps* ops;
+    /* The protocol's own (its connection): the core never reads it, only
+     * hands r back through ops. What it points to may be gone once the
+     * connection closed: the protocol clears it then, or keeps it alive
+     * until release. */
     void* protocolData;
     CorEvLoop* loop;
     CorArenaChunk* arena;
@@ -186,6 +195,10 @@ struct CorRequest {
     uint64_t startMs;
     unsigned responseHeaderCap;
     bool inFinish;
+    bool serving;               /* the handler runs: it can be cancelled */
+    CorRestCancel cancel;       /* ends the running phase's waits */
+    CorEvTimer deadline;        /* the handler's timeout, when it has one */
+    atomic_uint answer;         /* with a deadline: who answered first */
 };
 
 /* A request header (case-insensitive), NULL when absent. */
@@ -202,6 +215,26 @@ void* corRequestAlloc(CorRequest* r, size_t size);
  * the coroutine across waits), on a worker and inline. */
 CorRequest* corRequestCurrent(void);
 
+/*
+ * The client that sent r is gone (it closed or reset the connection): end
+ * the waits of r's handler. Its wait through corRestWaitFd returns -1
+ * with errno ECANCELED now, and every later one at once, so the handler
+ * runs its failure path and returns early; on a worker thread its poll()
+ * ends too. Call it on r's loop, between corRequestServe and ops->release.
+ * It does nothing once the handler has returned, in the post-response
+ * phase (which is not the client's: its notifications still go out), and
+ * for an inline handler (which never waits); calling it twice is calling
+ * it once. The core then goes on as for any request: ops->done with what
+ * the handler answered (which nobody reads), ops->release after the
+ * post-response phase. Counted in /metrics.
+ */
+void corRequestCancel(CorRequest* r);
+
+/* Whether r's handler was cancelled (its client left, or its deadline
+ * passed): a handler that computes for long without waiting can look at
+ * it between steps and stop early. From any thread. */
+bool corRequestCancelled(const CorRequest* r);
+
 /* The handler and the route name the request was routed to. */
 const char* corRequestHandlerName(const CorRequest* r);
 
@@ -213,8 +246,11 @@ void corRespondStatic(CorRequest* r, int status, const char* contentType,
                       const void* body, size_t len);
 void corRespondf(CorRequest* r, int status, const char* contentType,
                  const char* fmt, ...) __attribute__((format(printf, 4, 5)));
-/* A response header, before corRespond. */
-void corResponseHeader(CorRequest* r, const char* name, const char* value);
+/* A response header, before corRespond (both strings are copied).
+ * Returns 0; -EINVAL, refused and logged, when name is not a token (RFC
+ * 9110: letters, digits and !#$%&'*+-.^_`|~) or value holds a control
+ * character other than tab (a CR or LF would inject headers); or -ENOMEM. */
+int corResponseHeader(CorRequest* r, const char* name, const char* value);
 
 /* Respond with len bytes of an open file from offset, sent with
  * sendfile(). The core owns fd from here and closes it. */
@@ -226,9 +262,20 @@ void corRespondFile(CorRequest* r, int status, const char* contentType,
  * handler (which may then return; the request lives until the end), write
  * pieces from any thread (each is copied; HTTP/1.1 sends it as a chunk),
  * and end it from any thread. Start returns 0 or -1 (already answered, or
- * no memory); a write returns 0, or -EPIPE once the client is gone (stop
- * producing).
+ * no memory).
+ *
+ * What a stream holds unsent, in the core and in the protocol, is bounded
+ * by COR_STREAM_QUEUE_MAX: a writer off the request's loop (a worker, a
+ * thread of its own) waits for room while the client reads slowly; a
+ * writer on the request's loop (a coroutine) cannot wait there, since the
+ * loop is what makes room, and gets -EAGAIN: wait a little (corRestWaitFd
+ * with no fd) and write again. Pieces written before the handler returns
+ * wait with the head, which goes out when it returns, so those are not
+ * bounded: write a large body after returning. A write returns 0, -EAGAIN
+ * as said, -EPIPE once the client is gone (stop producing), -ENOMEM.
  */
+#define COR_STREAM_QUEUE_MAX ((size_t)256 * 1024)
+
 int corResponseStreamStart(CorRequest* r, int status,
                            const char* contentType);
 int corResponseStreamWrite(CorRequest* r, const void* data, size_t len);
@@ -252,6 +299,10 @@ struct CorProtocolOps {
     void (*streamEnd)(CorRequest* r);
     /* Whether the client is still there to stream to. */
     bool (*streamAlive)(const CorRequest* r);
+    /* Bytes of the stream the protocol holds, unsent; the core hands it
+     * more only while that is under COR_STREAM_QUEUE_MAX. NULL: it sends
+     * everything at once (then only the core's queue is bounded). */
+    size_t (*streamBacklog)(const CorRequest* r);
 };
 
 /*

@@ -818,7 +818,7 @@ sameRoute(const CorConfigRoute* a, const CorConfigRoute* b)
 static void
 readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
 {
-    static const char* const keys[] = {"match", "handler", NULL};
+    static const char* const keys[] = {"match", "handler", "timeout", NULL};
     CorConfigRoute* r = &cf->routes[i];
     const CorConf* entry = r->node;
     Where w = whereAt("routes", i);
@@ -829,6 +829,7 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
         setString(&r->handler,
                   nonEmpty(entry, "handler", NULL, "a handler name", e), e);
     }
+    r->timeoutMs = corConfDurationMs(entry, "timeout", 0, 1, hour, e);
     if (match != NULL && corConfString(entry, "match", NULL, e) != NULL &&
         parseMatch(r, match, e)) {
         for (unsigned j = 0; j < i; j++) {

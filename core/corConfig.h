@@ -74,12 +74,13 @@ typedef struct {
                             core reads only 'load' */
 } CorConfigModule;
 
-/* One routes entry: { match: "GET /hello", handler: hello }. */
+/* One routes entry: { match: "GET /hello", handler: hello, timeout: 2s }. */
 typedef struct {
     char* method; /* NULL: any method */
     char* path;   /* starts with '/'; without the '*' of a prefix */
     bool prefix;  /* the match ended in '*' */
     char* handler;
+    uint64_t timeoutMs;  /* the handler's deadline here; 0: its own */
     const CorConf* node; /* the entry's mapping, to mark handler errors */
 } CorConfigRoute;
 

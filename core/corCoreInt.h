@@ -59,9 +59,6 @@ char* corModulePath(const char* load, const char* configFile);
 /* `cor --module-info FILE.so`. */
 int corModuleInfo(const char* path);
 
-/* The core's own handlers (metrics), registered by a module of its own. */
-void corBuiltinsRegister(void);
-CorModule* corBuiltinModule(void);
 
 /* ---- Routes (corRoute.c) ------------------------------------------------- */
 
@@ -75,9 +72,19 @@ typedef enum {
     COR_ROUTE_NO_METHOD         /* 405 */
 } CorRouteResult;
 
+#define COR_ROUTE_ALLOW_MAX 128
+
+/* What a lookup found: the handler and its deadline, or for a 405 the
+ * methods the path has (for Allow). */
+typedef struct {
+    const CorHandlerEntry* handler;
+    uint64_t timeoutMs;         /* the route's, else the handler's; 0: none */
+    char allow[COR_ROUTE_ALLOW_MAX];    /* "GET, HEAD, POST": a 405's */
+} CorRouteMatch;
+
 CorRouteResult corRouteFind(const char* method, size_t methodLen,
                             const char* path, size_t pathLen,
-                            const CorHandlerEntry** handler);
+                            CorRouteMatch* match);
 
 /* ---- The generation's runtime (corGeneration.c) ------------------------- */
 
@@ -110,6 +117,12 @@ struct CorListener {
 /* Called by the loop when a coroutine ran longer than the stall limit. */
 void corRequestStallInit(CorEvLoop* loop);
 
+/* Requests of the generation between corRequestServe and their release,
+ * and those of them in the post-response phase: what a drain waits for,
+ * and what a stop cuts short. */
+unsigned corRequestsInFlight(void);
+unsigned corRequestsFinishing(void);
+
 /* Streams (corStream.c): the head is out, pieces may follow; and the
  * stream's memory, at the request's end. */
 void corStreamHeadSent(CorRequest* r);
@@ -127,6 +140,12 @@ typedef struct {
     uint64_t capFallbacks;
     uint64_t stalls;
     uint64_t responses[6];      /* by status class: 1xx..5xx, other */
+    uint64_t timedOut;          /* handlers past their deadline */
+    uint64_t cancelled;         /* handlers whose client left */
+    uint64_t finishFailed;      /* post-response phases a stop cut short */
+    /* Read by the generation's main thread during a drain. */
+    atomic_uint inFlight;
+    atomic_uint finishing;
 } CorLoopCounters;
 
 /* The master's, in a shared page every generation sees. */
@@ -145,8 +164,10 @@ CorLoopCounters* corMetricsLoop(unsigned index);
 /* The loop index of the calling thread, or -1 off the loops. */
 int corLoopIndexCurrent(void);
 void corLoopIndexSet(int index);
-/* Prometheus text into a malloc'ed buffer. */
+/* Prometheus text into a malloc'ed buffer; NULL when out of memory. */
 char* corMetricsText(size_t* lenP);
+/* The built-in handler `metrics`: that text. */
+void corMetricsServe(CorRequest* r);
 
 /* ---- Logs (corLog.c) ----------------------------------------------------- */
 

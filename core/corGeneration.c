@@ -8,13 +8,15 @@
  *   SIGQUIT  drain: stop accepting and close the listening sockets (the
  *            master and a new generation keep their own), finish what
  *            is in flight (each connection's next request is answered
- *            with a close), up to runtime.stop_timeout; then the stop
- *            below. A reload sends it to the old generation.
- *   SIGTERM  stop (seeds/coroutines.txt § 4): every wait off the loops is
- *            cancelled and the worker pool drained, then the loops stop,
- *            which cancels their coroutines' waits; each request runs its
- *            failure path to the end and is answered as failed; then the
- *            protocols close their connections.
+ *            with a close), post-response phases included, up to
+ *            runtime.stop_timeout; then the stop below. A reload sends
+ *            it to the old generation.
+ *   SIGTERM  stop: every wait off the loops is cancelled and the worker
+ *            pool drained, then the loops stop, which cancels their
+ *            coroutines' waits; each request runs its failure path to the
+ *            end and is answered as failed (a post-response phase cut
+ *            short is counted and logged); then the protocols close their
+ *            connections. Nothing is waited out: a stop is prompt.
  *   SIGUSR1  reopen the logs.
  */
 #include "corCoreInt.h"
@@ -249,7 +251,9 @@ connectionsOpen(void)
 
 /* Stop accepting, close the listeners, and let what is in flight finish,
  * up to the timeout; a SIGTERM or SIGINT meanwhile cuts it short (the stop
- * follows). */
+ * follows). In flight is every request not yet released, not only the
+ * connections: a post-response phase (the notifications of a write just
+ * answered) runs after its connection may have closed. */
 static void
 drain(const sigset_t* signals)
 {
@@ -275,7 +279,8 @@ drain(const sigset_t* signals)
             listenersCloseOwn();
             closed = true;
         }
-        if (closed && connectionsOpen() == 0) {
+        if (closed && connectionsOpen() == 0
+            && corRequestsInFlight() == 0) {
             return;
         }
         sig = sigtimedwait(signals, NULL, &tick);
@@ -292,6 +297,13 @@ drain(const sigset_t* signals)
 static void
 stop(void)
 {
+    unsigned finishing = corRequestsFinishing();
+
+    if (finishing > 0) {
+        corLog(COR_LOG_WARN, "stopping with %u post-response phases still "
+               "running: their waits are cancelled (runtime.stop_timeout "
+               "allows longer)", finishing);
+    }
     atomic_store(&corRuntime.stopping, true);
     corRestCancelAll();
     corEvPoolShutdown(corRuntime.workers);

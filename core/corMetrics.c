@@ -3,7 +3,8 @@
  * Counters: each loop counts its own requests (no atomics on the hot
  * path), the master counts generations and reloads in a shared page every
  * generation sees, and /metrics sums them into Prometheus text. The
- * built-in handler `metrics` serves it; route it like any other.
+ * built-in handler `metrics` (registered with the modules' handlers)
+ * serves it; route it like any other.
  */
 #include "corCoreInt.h"
 
@@ -78,6 +79,9 @@ emit(Text* t, const char* fmt, ...)
     va_list ap;
     int n;
 
+    if (t->text == NULL) {
+        return;
+    }
     for (;;) {
         va_start(ap, fmt);
         n = vsnprintf(t->text + t->len, t->cap - t->len, fmt, ap);
@@ -86,11 +90,18 @@ emit(Text* t, const char* fmt, ...)
             t->len += (size_t)n;
             return;
         }
-        t->cap = t->cap * 2 + (size_t)(n > 0 ? n : 0);
-        t->text = realloc(t->text, t->cap);
-        if (t->text == NULL) {
+        size_t cap = t->cap * 2 + (size_t)(n > 0 ? n : 0);
+        char* grown = n >= 0 ? realloc(t->text, cap) : NULL;
+
+        if (grown == NULL) {
+            /* The text is lost as a whole: a scrape with a hole in it
+             * would read as counters gone back. */
+            free(t->text);
+            *t = (Text){ NULL, 0, 0 };
             return;
         }
+        t->text = grown;
+        t->cap = cap;
     }
 }
 
@@ -125,6 +136,9 @@ corMetricsText(size_t* lenP)
         sum.ranWorker += c->ranWorker;
         sum.capFallbacks += c->capFallbacks;
         sum.stalls += c->stalls;
+        sum.timedOut += c->timedOut;
+        sum.cancelled += c->cancelled;
+        sum.finishFailed += c->finishFailed;
         for (int k = 0; k < 6; k++) {
             sum.responses[k] += c->responses[k];
         }
@@ -166,7 +180,16 @@ corMetricsText(size_t* lenP)
                 "but ran on a worker: past the cap or no stack.", "",
                 sum.capFallbacks);
     emitCounter(&t, "waits_cancelled_total", "Coroutine waits ended by a "
-                "stop.", "", co.cancelledWaits);
+                "stop, a deadline or a client that left.", "",
+                co.cancelledWaits);
+    emitCounter(&t, "requests_timed_out_total", "Handlers past their "
+                "deadline: answered 504, their waits cancelled.", "",
+                sum.timedOut);
+    emitCounter(&t, "requests_cancelled_total", "Handlers whose client "
+                "left while they ran: their waits cancelled.", "",
+                sum.cancelled);
+    emitCounter(&t, "finish_failed_total", "Post-response phases a stop "
+                "cut short or skipped.", "", sum.finishFailed);
     emitCounter(&t, "loop_stalls_total", "Handlers that held a loop longer "
                 "than runtime.stall_warning.", "", sum.stalls);
     emitCounter(&t, "connections_refused_total", "Connections closed at "
@@ -190,11 +213,11 @@ corMetricsText(size_t* lenP)
                  &corMasterCounters->reloadsFailed));
     }
     *lenP = t.len;
-    return t.text;
+    return t.text;      /* NULL when a realloc failed on the way */
 }
 
-static void
-serveMetrics(CorRequest* r)
+void
+corMetricsServe(CorRequest* r)
 {
     size_t len = 0;
     char* text = corMetricsText(&len);
@@ -205,14 +228,4 @@ serveMetrics(CorRequest* r)
     }
     corRespond(r, 200, "text/plain; version=0.0.4", text, len);
     free(text);
-}
-
-void
-corBuiltinsRegister(void)
-{
-    corHandlerAdd(corBuiltinModule(), &(CorHandler){
-        .name = "metrics",
-        .serve = serveMetrics,
-        .run = COR_RUN_INLINE,
-    });
 }

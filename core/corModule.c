@@ -320,13 +320,24 @@ loadOne(CorModule* m, const CorConfigModule* entry, const CorConfig* config,
     return 0;
 }
 
+/* The core's own handlers belong to a module of its own. */
+static void
+builtinsRegister(void)
+{
+    corHandlerAdd(&builtinModule, &(CorHandler){
+        .name = "metrics",
+        .serve = corMetricsServe,
+        .run = COR_RUN_INLINE,
+    });
+}
+
 int
 corModulesLoad(const CorConfig* config, CorConfErrors* errors)
 {
     int rc = 0;
 
     builtinModule.errors = errors;
-    corBuiltinsRegister();
+    builtinsRegister();
     modules = calloc(config->moduleCount ? config->moduleCount : 1,
                      sizeof(*modules));
     if (modules == NULL) {
@@ -392,11 +403,4 @@ corModulesLoopExit(CorEvLoop* loop, unsigned index)
             m->descriptor->loopExit(m, loop, index);
         }
     }
-}
-
-/* The module the core's own handlers belong to. */
-CorModule*
-corBuiltinModule(void)
-{
-    return &builtinModule;
 }

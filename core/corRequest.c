@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Where a request runs (seeds/coroutines.txt § 1), and its lifecycle:
+ * Where a request runs, and its lifecycle:
  *
  *   handler cannot wait (COR_RUN_INLINE)            inline, on the loop
  *   can wait, the hook (or COR_RUN_COROUTINE) says  a coroutine of the loop
@@ -13,10 +13,18 @@
  * hands the response to the protocol (ops->done). Once the protocol has sent
  * it (corRequestSent), the post-response phase runs the same way, then the
  * arena is freed and the protocol releases the request.
+ *
+ * A handler that may wait can be cut short: by its deadline (a timer on
+ * the loop, which answers 504 unless the handler answered first) or by its
+ * client leaving (corRequestCancel). Either cancels the request's
+ * CorRestCancel, to which the handler's waits are bound wherever it runs:
+ * the coroutine's wait is settled on the loop, a worker's poll() is woken
+ * through its thread's eventfd.
  */
 #include "corCoreInt.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +32,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ARENA_CHUNK 4096
+/* A request's arena starts small, since a request that waits holds it
+ * for as long as it waits (a query parameter or two is what most take),
+ * and each further chunk doubles, up to ARENA_CHUNK_MAX. */
+#define ARENA_CHUNK_FIRST 256
+#define ARENA_CHUNK_MAX 4096
 
 struct CorArenaChunk {
     CorArenaChunk* next;
@@ -34,8 +46,17 @@ struct CorArenaChunk {
 };
 
 /* The request a worker or an inline handler serves (a coroutine keeps its
- * own in its data pointer, since the thread is shared). */
+ * own in its data pointer, since the thread is shared). An inline handler
+ * may run on a coroutine's stack (the next request of a connection, served
+ * as the coroutine's request ends), so this one is asked first. */
 static __thread CorRequest* threadRequest;
+
+/* Who answered a request that has a deadline: r->answer. */
+enum {
+    ANSWER_OPEN,
+    ANSWER_HANDLER,
+    ANSWER_TIMEOUT
+};
 
 /*
  * What the last coroutine that finished a request on this thread served:
@@ -55,12 +76,19 @@ void*
 corRequestAlloc(CorRequest* r, size_t size)
 {
     CorArenaChunk* chunk = r->arena;
-    size_t aligned = (size + sizeof(max_align_t) - 1)
-                     & ~(sizeof(max_align_t) - 1);
+    size_t aligned;
     void* p;
 
+    /* Past this the rounding, or the chunk's header, would wrap. */
+    if (size > SIZE_MAX - sizeof(*chunk) - sizeof(max_align_t)) {
+        return NULL;
+    }
+    aligned = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
     if (chunk == NULL || chunk->size - chunk->used < aligned) {
-        size_t data = aligned > ARENA_CHUNK ? aligned : ARENA_CHUNK;
+        size_t grow = chunk == NULL ? ARENA_CHUNK_FIRST
+                      : chunk->size < ARENA_CHUNK_MAX / 2 ? chunk->size * 2
+                                                          : ARENA_CHUNK_MAX;
+        size_t data = aligned > grow ? aligned : grow;
 
         chunk = malloc(sizeof(*chunk) + data);
         if (chunk == NULL) {
@@ -165,9 +193,13 @@ corRequestQuery(CorRequest* r, const char* key)
 CorRequest*
 corRequestCurrent(void)
 {
-    CorCo* co = corCoCurrent();
+    CorCo* co;
 
-    return co != NULL ? corCoData(co) : threadRequest;
+    if (threadRequest != NULL) {
+        return threadRequest;
+    }
+    co = corCoCurrent();
+    return co != NULL ? corCoData(co) : NULL;
 }
 
 const char*
@@ -178,18 +210,43 @@ corRequestHandlerName(const CorRequest* r)
 
 /* ---- Responding ---------------------------------------------------------- */
 
-void
-corRespondStatic(CorRequest* r, int status, const char* contentType,
-                 const void* body, size_t len)
+/* Claim the right to answer r, before a response is set: false when r is
+ * answered already, or its deadline passed first (the timeout answers). */
+static bool
+answerClaim(CorRequest* r)
 {
+    unsigned open = ANSWER_OPEN;
+
     if (r->responded) {
-        return;
+        return false;
     }
+    /* Only a request with a deadline races its timer (armed before the
+     * handler started, never re-armed): the others skip the atomic. */
+    if (r->deadline.fn == NULL) {
+        return true;
+    }
+    return atomic_compare_exchange_strong(&r->answer, &open, ANSWER_HANDLER);
+}
+
+/* Set the response, whoever answers. */
+static void
+respondSet(CorRequest* r, int status, const char* contentType,
+           const void* body, size_t len)
+{
     r->status = status;
     r->contentType = contentType;
     r->responseBody = body;
     r->responseLen = len;
     r->responded = true;
+}
+
+void
+corRespondStatic(CorRequest* r, int status, const char* contentType,
+                 const void* body, size_t len)
+{
+    if (answerClaim(r)) {
+        respondSet(r, status, contentType, body, len);
+    }
 }
 
 void
@@ -246,24 +303,67 @@ void
 corRespondFile(CorRequest* r, int status, const char* contentType, int fd,
                int64_t offset, size_t len)
 {
-    if (r->responded) {
+    if (!answerClaim(r)) {
         close(fd);
         return;
     }
-    corRespondStatic(r, status, contentType, NULL, len);
+    respondSet(r, status, contentType, NULL, len);
     r->fileFd = fd;
     r->fileOffset = offset;
 }
 
-void
+/* A field name is a token (RFC 9110 5.1). */
+static bool
+headerNameValid(const char* name)
+{
+    static const char tchar[] = "!#$%&'*+-.^_`|~";
+
+    if (*name == '\0') {
+        return false;
+    }
+    for (const char* p = name; *p != '\0'; p++) {
+        unsigned char ch = (unsigned char)*p;
+
+        if (!((ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a'
+                                           && (ch | 0x20) <= 'z')
+              || strchr(tchar, ch) != NULL)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A field value has no control character but tab (RFC 9110 5.5): a CR or
+ * an LF would end the header and let the value write headers, or a body,
+ * of its own. */
+static bool
+headerValueValid(const char* value)
+{
+    for (const char* p = value; *p != '\0'; p++) {
+        unsigned char ch = (unsigned char)*p;
+
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
+            return false;
+        }
+    }
+    return true;
+}
+
+int
 corResponseHeader(CorRequest* r, const char* name, const char* value)
 {
+    if (!headerNameValid(name) || !headerValueValid(value)) {
+        corLog(COR_LOG_WARN, "handler %s: response header refused (a name "
+               "must be a token, a value must have no CR, LF or other "
+               "control character)", corRequestHandlerName(r));
+        return -EINVAL;
+    }
     if (r->responseHeaderCount == r->responseHeaderCap) {
         unsigned cap = r->responseHeaderCap ? r->responseHeaderCap * 2 : 8;
         CorHeader* grown = corRequestAlloc(r, cap * sizeof(*grown));
 
         if (grown == NULL) {
-            return;
+            return -ENOMEM;
         }
         if (r->responseHeaderCount > 0) {
             memcpy(grown, r->responseHeaders,
@@ -277,13 +377,14 @@ corResponseHeader(CorRequest* r, const char* name, const char* value)
     char* copy = corRequestAlloc(r, nameLen + valueLen + 2);
 
     if (copy == NULL) {
-        return;
+        return -ENOMEM;
     }
     memcpy(copy, name, nameLen + 1);
     memcpy(copy + nameLen + 1, value, valueLen + 1);
     r->responseHeaders[r->responseHeaderCount++] = (CorHeader){
         copy, nameLen, copy + nameLen + 1, valueLen
     };
+    return 0;
 }
 
 /* ---- Where it runs ------------------------------------------------------- */
@@ -294,6 +395,40 @@ counters(void)
     int index = corLoopIndexCurrent();
 
     return corMetricsLoop(index >= 0 ? (unsigned)index : 0);
+}
+
+/* A gauge the loop alone writes and the main thread reads: a plain
+ * read-modify-write is enough, the atomics only make the read safe. */
+static void
+gaugeAdd(atomic_uint* gauge, int delta)
+{
+    atomic_store_explicit(gauge, atomic_load_explicit(gauge,
+                                                      memory_order_relaxed)
+                                 + (unsigned)delta, memory_order_relaxed);
+}
+
+static unsigned
+gaugeSum(size_t offset)
+{
+    unsigned sum = 0;
+
+    for (unsigned i = 0; i < corRuntime.loopCount; i++) {
+        sum += atomic_load((atomic_uint*)(void*)((char*)corMetricsLoop(i)
+                                                 + offset));
+    }
+    return sum;
+}
+
+unsigned
+corRequestsInFlight(void)
+{
+    return gaugeSum(offsetof(CorLoopCounters, inFlight));
+}
+
+unsigned
+corRequestsFinishing(void)
+{
+    return gaugeSum(offsetof(CorLoopCounters, finishing));
 }
 
 static bool
@@ -310,11 +445,16 @@ wantsCoroutine(CorRun run, bool (*hook)(const CorRequest*),
 static void
 served(CorRequest* r)
 {
-    if (!r->responded) {
+    corEvTimerStop(r->loop, &r->deadline);
+    r->serving = false;
+    if (r->deadline.fn != NULL
+        && atomic_load(&r->answer) == ANSWER_TIMEOUT) {
+        respondSet(r, 504, "text/plain", "the handler timed out\n", 22);
+    } else if (!r->responded) {
         /* A handler whose wait was cancelled by a stop runs its failure
          * path and may not answer: the client still gets one. */
-        corRespondStatic(r, corRuntime.stopping ? 503 : 500, "text/plain",
-                         "the handler gave no response\n", 29);
+        respondSet(r, corRuntime.stopping ? 503 : 500, "text/plain",
+                   "the handler gave no response\n", 29);
     }
     if (r->stream != NULL) {
         CorRequest* streamed = r;
@@ -330,6 +470,14 @@ served(CorRequest* r)
 static void
 requestEnd(CorRequest* r)
 {
+    CorLoopCounters* c = counters();
+
+    if (r->inFinish) {
+        gaugeAdd(&c->finishing, -1);
+        /* A stop cancelled its waits: it may not have done its work. */
+        c->finishFailed += atomic_load(&corRuntime.stopping);
+    }
+    gaugeAdd(&c->inFlight, -1);
     arenaFree(r);
     r->ops->release(r);
 }
@@ -369,7 +517,10 @@ serveOnWorker(CorEvTask* task)
     CorRequest* r = corContainerOf(task, CorRequest, task);
 
     threadRequest = r;
+    corRestCancelBind(&r->cancel);
     runPhase(r);
+    /* Unbound before the post: once on the loop, r may be released. */
+    corRestCancelBind(NULL);
     threadRequest = NULL;
     corEvLoopPost(r->loop, &r->task, servedOnLoop);
 }
@@ -395,13 +546,16 @@ serveInCoroutine(void* arg)
     CorCo* co = corCoCurrent();
 
     corCoSetData(co, r);
+    corRestCancelBind(&r->cancel);
     runPhase(r);
+    corRestCancelBind(NULL);
     /* The request may be released below, before the loop looks at this
      * slice: leave what a stall report needs. */
     noteServed(r);
     corCoSetData(co, NULL);
-    /* On the loop's thread already: the response goes out from here
-     * (corHttpResumeHere in the seed). */
+    /* On the loop's thread already: the response goes out from here, and
+     * the protocol may serve the connection's next request on this stack
+     * (serveInline keeps that one from waiting as this coroutine). */
     phaseDone(r);
 }
 
@@ -409,14 +563,20 @@ static void
 serveInline(CorRequest* r, CorHandlerFn fn)
 {
     uint64_t stallMs = corRuntime.config->runtime.stallWarningMs;
+    CorRequest* outer = threadRequest;
     struct timespec start;
     struct timespec end;
+    bool yield;
 
+    /* On a coroutine's stack, a wait here would suspend that coroutine
+     * for a request it does not serve: it polls, as on the loop's. */
+    yield = corRestYieldAllow(false);
     threadRequest = r;
     clock_gettime(CLOCK_MONOTONIC_COARSE, &start);
     fn(r);
     clock_gettime(CLOCK_MONOTONIC_COARSE, &end);
-    threadRequest = NULL;
+    threadRequest = outer;
+    corRestYieldAllow(yield);
     uint64_t heldMs = (uint64_t)(end.tv_sec - start.tv_sec) * 1000
                       + (uint64_t)(end.tv_nsec - start.tv_nsec) / 1000000;
 
@@ -430,18 +590,37 @@ serveInline(CorRequest* r, CorHandlerFn fn)
     }
 }
 
+static void
+deadlinePassed(CorEvTimer* timer)
+{
+    CorRequest* r = corContainerOf(timer, CorRequest, deadline);
+    unsigned open = ANSWER_OPEN;
+
+    if (!atomic_compare_exchange_strong(&r->answer, &open, ANSWER_TIMEOUT)) {
+        return;     /* the handler answered in time: let it end */
+    }
+    counters()->timedOut++;
+    corRestCancel(&r->cancel);
+}
+
 /*
  * Hand r to a coroutine of its loop or to a worker; either carries it on
  * (r may be gone when this returns). A coroutine refused (past the cap, no
  * stack to be had) falls back to a worker. Counted before the hand-off,
- * since a coroutine may finish the request before the spawn returns.
+ * since a coroutine may finish the request before the spawn returns; the
+ * deadline is armed before it too, since the handler races it from its
+ * first instruction.
  */
 static void
-dispatch(CorRequest* r, bool coroutine)
+dispatch(CorRequest* r, bool coroutine, uint64_t timeoutMs)
 {
     CorLoopCounters* c = r->inFinish ? NULL : counters();
     int rc;
 
+    r->serving = !r->inFinish;
+    if (timeoutMs > 0) {
+        corEvTimerStart(r->loop, &r->deadline, timeoutMs, deadlinePassed);
+    }
     if (coroutine) {
         r->ran = COR_RAN_COROUTINE;
         if (c != NULL) {
@@ -460,39 +639,61 @@ dispatch(CorRequest* r, bool coroutine)
     if (c != NULL) {
         c->ranWorker++;
     }
-    if (corEvPoolPost(corRuntime.workers, &r->task, serveOnWorker) != 0) {
-        corRespondStatic(r, 503, "text/plain", "stopping\n", 9);
-        served(r);
+    if (corEvPoolPost(corRuntime.workers, &r->task, serveOnWorker) == 0) {
+        return;
     }
+    /* The pool is shutting down. The response is out already when this
+     * is the post-response phase: it fails (requestEnd counts it), and
+     * the request ends without a second answer. */
+    if (r->inFinish) {
+        requestEnd(r);
+        return;
+    }
+    respondSet(r, 503, "text/plain", "stopping\n", 9);
+    served(r);
 }
 
-void
-corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
+/* The core's fields of a request, whatever the protocol left in them. */
+static void
+requestInit(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
 {
-    const CorHandlerEntry* h = NULL;
-    const CorHandler* handler;
-    CorLoopCounters* c = counters();
-    bool coroutine;
-
     r->ops = ops;
     r->protocolData = protocolData;
     r->fileFd = -1;
     r->loop = corEvLoopCurrent();
     r->startMs = corEvNow(r->loop);
-    switch (corRouteFind(r->method, r->methodLen, r->path, r->pathLen, &h)) {
+    r->serving = false;
+    memset(&r->cancel, 0, sizeof(r->cancel));
+    memset(&r->deadline, 0, sizeof(r->deadline));
+    atomic_init(&r->answer, ANSWER_OPEN);
+}
+
+void
+corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
+{
+    CorRouteMatch match;
+    const CorHandler* handler;
+    CorLoopCounters* c = counters();
+    bool coroutine;
+
+    requestInit(r, ops, protocolData);
+    gaugeAdd(&c->inFlight, 1);
+    switch (corRouteFind(r->method, r->methodLen, r->path, r->pathLen,
+                         &match)) {
     case COR_ROUTE_NO_PATH:
-        corRespondStatic(r, 404, "text/plain", "not found\n", 10);
+        respondSet(r, 404, "text/plain", "not found\n", 10);
         served(r);
         return;
     case COR_ROUTE_NO_METHOD:
-        corRespondStatic(r, 405, "text/plain", "method not allowed\n", 19);
+        corResponseHeader(r, "Allow", match.allow);
+        respondSet(r, 405, "text/plain", "method not allowed\n", 19);
         served(r);
         return;
     case COR_ROUTE_FOUND:
         break;
     }
-    r->handler = h;
-    handler = &h->handler;
+    r->handler = match.handler;
+    handler = &match.handler->handler;
     if (handler->run == COR_RUN_INLINE) {
         r->ran = COR_RAN_INLINE;
         c->ranInline++;
@@ -502,7 +703,23 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     }
     coroutine = wantsCoroutine(handler->run, handler->coroutineHook, r)
                 && corRuntime.coroutines;
-    dispatch(r, coroutine);
+    dispatch(r, coroutine, match.timeoutMs);
+}
+
+void
+corRequestCancel(CorRequest* r)
+{
+    if (!r->serving || corRestCancelled(&r->cancel)) {
+        return;
+    }
+    counters()->cancelled++;
+    corRestCancel(&r->cancel);
+}
+
+bool
+corRequestCancelled(const CorRequest* r)
+{
+    return corRestCancelled(&r->cancel);
 }
 
 /* ---- After the response -------------------------------------------------- */
@@ -558,6 +775,10 @@ runFinish(CorRequest* r)
     const CorHandler* handler = &r->handler->handler;
 
     r->inFinish = true;
+    /* A fresh cancel: a client that left cancelled the handler, not the
+     * notifications that follow its answer. */
+    memset(&r->cancel, 0, sizeof(r->cancel));
+    gaugeAdd(&counters()->finishing, 1);
     if (handler->finishRun == COR_RUN_INLINE) {
         serveInline(r, handler->finish);
         requestEnd(r);
@@ -571,7 +792,7 @@ runFinish(CorRequest* r)
     }
     dispatch(r, wantsCoroutine(handler->finishRun,
                                handler->finishCoroutineHook, r)
-                && corRuntime.coroutines);
+                && corRuntime.coroutines, 0);
 }
 
 void
@@ -579,10 +800,13 @@ corRequestSent(CorRequest* r)
 {
     counters()->responses[r->status >= 100 && r->status < 600
                           ? r->status / 100 - 1 : 5]++;
-    if (r->handler != NULL && r->handler->handler.finish != NULL
-        && !corRuntime.stopping) {
-        runFinish(r);
-        return;
+    if (r->handler != NULL && r->handler->handler.finish != NULL) {
+        if (!corRuntime.stopping) {
+            runFinish(r);
+            return;
+        }
+        /* A drain waited for it as long as stop_timeout allows. */
+        counters()->finishFailed++;
     }
     requestEnd(r);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Routes: `match: "GET /hello"`, or a path ending in a star (a prefix),
- * to a handler by name.
+ * to a handler by name, with an optional deadline (`timeout`).
  * Resolved once per generation, after the modules registered their
  * handlers; a route that names no registered handler is a configuration
  * error at the route's line. Lookup walks the routes in the order the
@@ -20,6 +20,7 @@ typedef struct {
     size_t pathLen;
     bool prefix;
     const CorHandlerEntry* handler;
+    uint64_t timeoutMs;         /* 0: the handler's */
 } Route;
 
 static Route* routes;
@@ -68,6 +69,7 @@ corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
         out->path = in->path;
         out->pathLen = strlen(in->path);
         out->prefix = in->prefix;
+        out->timeoutMs = in->timeoutMs;
         routeCount++;
     }
     return rc;
@@ -92,12 +94,47 @@ pathMatches(const Route* route, const char* path, size_t pathLen)
            && memcmp(path, route->path, pathLen) == 0;
 }
 
+static bool
+isHeadOfGet(const char* method, size_t methodLen, const Route* route)
+{
+    return methodLen == 4 && memcmp(method, "HEAD", 4) == 0
+           && route->methodLen == 3 && memcmp(route->method, "GET", 3) == 0;
+}
+
+/* Add a method to a 405's Allow list, once; a list too long to hold
+ * keeps what fits. */
+static void
+allowAdd(char* allow, const char* method, size_t methodLen)
+{
+    size_t len = strlen(allow);
+
+    for (const char* p = allow; *p != '\0';) {
+        size_t n = strcspn(p, ",");
+
+        if (n == methodLen && memcmp(p, method, n) == 0) {
+            return;
+        }
+        p += n;
+        p += *p == ',' ? 2 : 0;
+    }
+    if (len + methodLen + 3 > COR_ROUTE_ALLOW_MAX) {
+        return;
+    }
+    if (len > 0) {
+        memcpy(allow + len, ", ", 2);
+        len += 2;
+    }
+    memcpy(allow + len, method, methodLen);
+    allow[len + methodLen] = '\0';
+}
+
 CorRouteResult
 corRouteFind(const char* method, size_t methodLen, const char* path,
-             size_t pathLen, const CorHandlerEntry** handler)
+             size_t pathLen, CorRouteMatch* match)
 {
     CorRouteResult result = COR_ROUTE_NO_PATH;
 
+    match->allow[0] = '\0';
     for (unsigned i = 0; i < routeCount; i++) {
         const Route* route = &routes[i];
 
@@ -107,11 +144,18 @@ corRouteFind(const char* method, size_t methodLen, const char* path,
         if (route->method == NULL
             || (route->methodLen == methodLen
                 && memcmp(route->method, method, methodLen) == 0)
-            || (methodLen == 4 && memcmp(method, "HEAD", 4) == 0
-                && route->methodLen == 3
-                && memcmp(route->method, "GET", 3) == 0)) {
-            *handler = route->handler;
+            || isHeadOfGet(method, methodLen, route)) {
+            match->handler = route->handler;
+            match->timeoutMs = route->timeoutMs != 0
+                               ? route->timeoutMs
+                               : route->handler->handler.timeoutMs;
             return COR_ROUTE_FOUND;
+        }
+        /* Only the method differs: the methods the path has make the
+         * 405's Allow (RFC 9110 15.5.6); a GET route allows HEAD too. */
+        allowAdd(match->allow, route->method, route->methodLen);
+        if (route->methodLen == 3 && memcmp(route->method, "GET", 3) == 0) {
+            allowAdd(match->allow, "HEAD", 4);
         }
         result = COR_ROUTE_NO_METHOD;
     }

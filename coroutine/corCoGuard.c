@@ -85,7 +85,7 @@ onSegv(int sig, siginfo_t* info, void* context)
 
     (void)context;
     if (info->si_code > 0 && co != NULL
-        && addr >= co->stackLow - corCoGuardBytes() && addr < co->stackLow) {
+        && addr >= co->stackLow - COR_CO_GUARD_BYTES && addr < co->stackLow) {
         reportOverflow(co, addr);
         signal(sig, SIG_DFL);
         return;

@@ -37,8 +37,13 @@ struct CorCo {
 CorCo* corCoStackTake(void);
 void corCoStackGive(CorCo* co);
 
-/* The bytes of PROT_NONE guard below each stack. */
-size_t corCoGuardBytes(void);
+/*
+ * The PROT_NONE guard below each stack: 64 KiB of address space, no
+ * memory. One page would do for code built with -fstack-clash-protection
+ * (which probes every page of a large frame); a frame of module code built
+ * without it may skip a page, but not 16 of them.
+ */
+#define COR_CO_GUARD_BYTES ((size_t)64 * 1024)
 
 /* The crash report for an overflow: armed once per thread before its first
  * coroutine runs. */

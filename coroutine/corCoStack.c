@@ -26,13 +26,6 @@
 #include <sanitizer/asan_interface.h>
 #endif
 
-/*
- * The guard below each stack: 64 KiB of address space, no memory. One page
- * would do for code built with -fstack-clash-protection (which probes every
- * page of a large frame); a frame of module code built without it may skip
- * a page, but not 16 of them.
- */
-#define GUARD_BYTES ((size_t)64 * 1024)
 
 static _Atomic size_t stackSize = COR_CO_STACK_DEFAULT;
 /*
@@ -74,13 +67,13 @@ pageSize(void)
 static size_t
 mappingSize(const CorCo* co)
 {
-    return co->stackSize + GUARD_BYTES;
+    return co->stackSize + COR_CO_GUARD_BYTES;
 }
 
 static void
 stackUnmap(CorCo* co)
 {
-    char* base = co->stackLow - GUARD_BYTES;
+    char* base = co->stackLow - COR_CO_GUARD_BYTES;
 
 #if COR_HAVE_VALGRIND
     VALGRIND_STACK_DEREGISTER(co->valgrindId);
@@ -91,7 +84,7 @@ stackUnmap(CorCo* co)
 static CorCo*
 stackMap(size_t size)
 {
-    size_t page = GUARD_BYTES;
+    size_t page = COR_CO_GUARD_BYTES;
     char* base;
     CorCo* co;
 
@@ -119,12 +112,6 @@ stackMap(size_t size)
     co->valgrindId = VALGRIND_STACK_REGISTER(co->stackLow, base + page + size);
 #endif
     return co;
-}
-
-size_t
-corCoGuardBytes(void)
-{
-    return GUARD_BYTES;
 }
 
 CorCo*

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Coroutines on the loop: spawn, waits on fds and timers, park/wake, close
- * and cancel.
+ * and cancel (the whole loop's, or one coroutine's through the cancel its
+ * waits are bound to).
  *
  * A waiting coroutine keeps a CorCoWaiter on its own stack. The loop finds
  * it three ways: through epoll (the waiter's address, low bit set, as
@@ -96,9 +97,43 @@ resume(CorEvLoop* loop, CorCo* co)
     }
 }
 
+/*
+ * What the loop keeps of a coroutine it spawned, on that coroutine's own
+ * stack: corCoSched points to it while the coroutine runs and to the loop
+ * once it finished, which is how resume() tells a coroutine it must
+ * destroy from one that somebody else created and resumes.
+ */
+typedef struct {
+    CorEvLoop* loop;
+    CorCoFn fn;
+    void* arg;
+    CorRestCancel* cancel;      /* what its waits are bound to */
+} Spawned;
+
+static void
+spawnedMain(void* arg)
+{
+    Spawned spawned = *(const Spawned*)arg;
+    CorCo* co = corCoCurrent();
+
+    corCoSetSched(co, &spawned);
+    spawned.fn(spawned.arg);
+    corCoSetSched(co, spawned.loop);
+}
+
+/* The record of the running coroutine, NULL when no loop spawned it. */
+static Spawned*
+spawnedCurrent(void)
+{
+    CorCo* co = corCoCurrent();
+
+    return co != NULL ? corCoSched(co) : NULL;
+}
+
 int
 corCoLoopSpawn(CorEvLoop* loop, CorCoFn fn, void* arg)
 {
+    Spawned spawned = { .loop = loop, .fn = fn, .arg = arg };
     CorCo* co;
 
     if (loop != corEvLoopCurrent()) {
@@ -112,12 +147,11 @@ corCoLoopSpawn(CorEvLoop* loop, CorCoFn fn, void* arg)
         loop->stats.refused++;
         return -EAGAIN;
     }
-    co = corCoCreate(fn, arg);
+    co = corCoCreate(spawnedMain, &spawned);
     if (co == NULL) {
         loop->stats.refused++;
         return -errno;
     }
-    corCoSetSched(co, loop);
     loop->stats.spawned++;
     if (++loop->stats.live > loop->stats.peak) {
         loop->stats.peak = loop->stats.live;
@@ -271,14 +305,15 @@ waiterTimeout(CorEvTimer* timer)
 
 /* ---- Waiting ------------------------------------------------------------- */
 
-/* The calling coroutine's loop, or NULL (errno EPERM) when there is none
- * or the coroutine is not one of the loop's. */
+/* The calling coroutine's loop, or NULL (errno EPERM) when there is none,
+ * the coroutine is not one of the loop's, or what runs on its stack must
+ * not suspend it. */
 static CorEvLoop*
 waitingLoop(void)
 {
     CorEvLoop* loop = corEvLoopCurrent();
 
-    if (loop == NULL || corCoCurrent() == NULL) {
+    if (loop == NULL || corCoCurrent() == NULL || !corRestYieldAllowed()) {
         errno = EPERM;
         return NULL;
     }
@@ -337,6 +372,38 @@ corCoLoopSuspend(CorEvLoop* loop, CorCoWaiter* waiter, int timeoutMs)
     corCoYield();
 }
 
+/* The cancel the running coroutine's waits are bound to, or NULL. */
+static CorRestCancel*
+boundCancel(void)
+{
+    Spawned* spawned = spawnedCurrent();
+
+    return spawned != NULL ? spawned->cancel : NULL;
+}
+
+/* Whether a cancel (the loop's, or the coroutine's own) ended every later
+ * wait: such a wait fails at once, so a loop around it cannot spin. */
+static bool
+waitRefused(const CorEvLoop* loop, const CorRestCancel* cancel)
+{
+    return loop->cancelled || (cancel != NULL && corRestCancelled(cancel));
+}
+
+/* Suspend as corCoLoopSuspend does, where the coroutine's cancel can find
+ * the wait. May yield. */
+static void
+suspendBound(CorEvLoop* loop, CorCoWaiter* waiter, int timeoutMs,
+             CorRestCancel* cancel)
+{
+    if (cancel != NULL) {
+        cancel->waiter = waiter;
+    }
+    corCoLoopSuspend(loop, waiter, timeoutMs);
+    if (cancel != NULL) {
+        cancel->waiter = NULL;
+    }
+}
+
 /* A wait that may not wait: no yield, no epoll_ctl. */
 static int
 pollNow(int fd, short events, short* reventsP)
@@ -353,11 +420,12 @@ corCoLoopWait(int fd, short events, int timeoutMs, short* reventsP)
 {
     CorEvLoop* loop = waitingLoop();
     CorCoWaiter waiter = { .fd = fd, .cancellable = true };
+    CorRestCancel* cancel = boundCancel();
 
     if (loop == NULL) {
         return -1;
     }
-    if (loop->cancelled) {
+    if (waitRefused(loop, cancel)) {
         errno = ECANCELED;
         return -1;
     }
@@ -367,7 +435,7 @@ corCoLoopWait(int fd, short events, int timeoutMs, short* reventsP)
     if (fd >= 0 && armFd(loop, &waiter, events) != 0) {
         return -1;
     }
-    corCoLoopSuspend(loop, &waiter, timeoutMs);
+    suspendBound(loop, &waiter, timeoutMs, cancel);
     switch (waiter.outcome) {
     case COR_WAIT_READY:
         *reventsP = waiter.revents;
@@ -426,13 +494,14 @@ corCoLoopPark(CorCoPark* handle, int timeoutMs)
 {
     CorEvLoop* loop = waitingLoop();
     CorCoWaiter waiter = { .fd = -1, .cancellable = true };
+    CorRestCancel* cancel = boundCancel();
 
-    *handle = 0;
+    __atomic_store_n(handle, 0, __ATOMIC_RELEASE);
     if (loop == NULL) {
         return -1;
     }
-    if (loop->cancelled) {
-        errno = ECANCELED;      /* "later waits fail": no spin on 0 */
+    if (waitRefused(loop, cancel)) {
+        errno = ECANCELED;
         return -1;
     }
     waiter.parkSlot = parkSlotTake(loop);
@@ -441,9 +510,12 @@ corCoLoopPark(CorCoPark* handle, int timeoutMs)
         return -1;
     }
     loop->parks[waiter.parkSlot - 1].waiter = &waiter;
-    *handle = parkHandle(loop, waiter.parkSlot);
-    corCoLoopSuspend(loop, &waiter, timeoutMs);
-    *handle = 0;
+    /* Release stores: a thread that reads the handle with an acquire
+     * load may wake it from there (corCoLoopWakeOn). */
+    __atomic_store_n(handle, parkHandle(loop, waiter.parkSlot),
+                     __ATOMIC_RELEASE);
+    suspendBound(loop, &waiter, timeoutMs, cancel);
+    __atomic_store_n(handle, 0, __ATOMIC_RELEASE);
     return waiter.outcome == COR_WAIT_READY;
 }
 
@@ -469,6 +541,43 @@ corCoLoopWake(CorCoPark handle)
         return 0;
     }
     corCoLoopReady(loop, park->waiter);
+    return 1;
+}
+
+/* A wake on its way to another loop: the waker cannot touch that loop's
+ * park slots, which only their loop reads and moves, so the wake is
+ * carried to it (one small allocation a cross-loop wake). */
+typedef struct {
+    CorEvTask task;
+    CorCoPark handle;
+} RemoteWake;
+
+static void
+remoteWake(CorEvTask* task)
+{
+    RemoteWake* wake = corContainerOf(task, RemoteWake, task);
+
+    corCoLoopWake(wake->handle);
+    free(wake);
+}
+
+int
+corCoLoopWakeOn(CorEvLoop* loop, CorCoPark handle)
+{
+    RemoteWake* wake;
+
+    if (loop == corEvLoopCurrent()) {
+        return corCoLoopWake(handle);
+    }
+    if (handle == 0 || handle >> 52 != (loop->id & 0xfff)) {
+        return 0;
+    }
+    wake = malloc(sizeof(*wake));
+    if (wake == NULL) {
+        return -ENOMEM;
+    }
+    wake->handle = handle;
+    corEvLoopPost(loop, &wake->task, remoteWake);
     return 1;
 }
 
@@ -515,6 +624,43 @@ corCoLoopClose(int fd)
     return close(fd);
 }
 
+int
+corCoLoopCancelBind(CorRestCancel* cancel)
+{
+    Spawned* spawned = spawnedCurrent();
+
+    if (spawned == NULL) {
+        return -EPERM;
+    }
+    spawned->cancel = cancel;
+    return 0;
+}
+
+/* End one wait as cancelled; the caller has checked it is this loop's. */
+static void
+cancelWait(CorEvLoop* loop, CorCoWaiter* waiter)
+{
+    settle(loop, waiter, COR_WAIT_CANCELLED);
+    readyPush(loop, waiter);
+    loop->stats.cancelledWaits++;
+}
+
+void
+corCoLoopCancelWait(CorCoWaiter* waiter)
+{
+    CorEvLoop* loop = corEvLoopCurrent();
+    Spawned* spawned = corCoSched(waiter->co);
+
+    /* Only a pending wait of this loop's: one already settled is about
+     * to resume with its outcome, and another loop's list is not ours to
+     * touch. */
+    if (loop == NULL || spawned == NULL || spawned->loop != loop
+        || waiter->outcome != COR_WAIT_PENDING || !waiter->cancellable) {
+        return;
+    }
+    cancelWait(loop, waiter);
+}
+
 void
 corCoLoopCancel(void)
 {
@@ -529,9 +675,7 @@ corCoLoopCancel(void)
     for (waiter = loop->waits; waiter != NULL; waiter = next) {
         next = waiter->next;
         if (waiter->cancellable) {
-            settle(loop, waiter, COR_WAIT_CANCELLED);
-            readyPush(loop, waiter);
-            loop->stats.cancelledWaits++;
+            cancelWait(loop, waiter);
         }
     }
 }

@@ -13,6 +13,7 @@
 #ifndef COR_EV_H
 #define COR_EV_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -146,7 +147,7 @@ void corEvLoopPost(CorEvLoop* loop, CorEvTask* task, CorEvTaskFn fn);
 typedef struct {
     uint64_t spawned;         /* coroutines started */
     uint64_t refused;         /* spawns refused: cap, no stack, stopping */
-    uint64_t cancelledWaits;  /* waits ended by corCoLoopCancel */
+    uint64_t cancelledWaits;  /* waits ended by a cancel */
     unsigned live;            /* running or waiting now */
     unsigned peak;            /* the most live at once */
 } CorCoLoopStats;
@@ -180,8 +181,10 @@ void corCoLoopStallSet(CorEvLoop* loop, uint64_t thresholdMs, CorCoStallFn fn);
  * timeoutMs (< 0: no timeout). fd < 0 is a pure timer. Must run in a
  * coroutine on a loop. Returns 1 with *reventsP set (POLLNVAL when the fd
  * was closed with corCoLoopClose meanwhile), 0 on timeout, -1 with errno:
- * ECANCELED after corCoLoopCancel, EBUSY when another coroutine waits on
- * fd or a CorEvIo watches it, EPERM outside a coroutine on a loop. One
+ * ECANCELED after corCoLoopCancel or once the cancel the coroutine's waits
+ * are bound to (corRestCancelBind) is cancelled, EBUSY when another
+ * coroutine waits on fd or a CorEvIo watches it, EPERM outside a coroutine
+ * on a loop or where corRestYieldAllow(false) forbids yielding. One
  * epoll_ctl per wait. May yield.
  */
 int corCoLoopWait(int fd, short events, int timeoutMs, short* reventsP);
@@ -193,18 +196,32 @@ typedef uint64_t CorCoPark;
  * Park the running coroutine until another coroutine of its loop wakes it
  * or timeoutMs passes (< 0: no timeout). *handle is set before it parks and
  * cleared to 0 when it resumes. Returns 1 when woken, 0 on timeout or when
- * a cancel ended the park, -1 with errno ECANCELED when the loop was
- * cancelled before (so a loop around it does not spin), EPERM outside a
- * coroutine on a loop. May yield.
+ * a cancel ended the park, -1 with errno ECANCELED when the loop or the
+ * coroutine's bound cancel was cancelled before (so a loop around it does
+ * not spin), EPERM as for corCoLoopWait. May yield.
  */
 int corCoLoopPark(CorCoPark* handle, int timeoutMs);
 
 /* Wake a parked coroutine of the calling thread's loop; it runs at the
  * loop's next iteration. Returns 1, or 0 when nobody is parked under that
  * name any more (woken already, timed out, finished) or the handle is of
- * another loop (post a task to that loop to wake it there): waking twice
- * is waking once. */
+ * another loop (corCoLoopWakeOn wakes it there): waking twice is waking
+ * once. */
 int corCoLoopWake(CorCoPark handle);
+
+/*
+ * Wake a parked coroutine of loop from any thread: a coroutine or a worker,
+ * on loop or not. On loop's own thread it is corCoLoopWake; from anywhere
+ * else the wake is posted to loop (corEvLoopPost), which wakes the park at
+ * its next iteration if it is still parked then (a stale handle names
+ * nobody there). The handle may be read from another thread while its
+ * coroutine parks: corCoLoopPark writes it with a release store, so read
+ * it with __atomic_load_n(&handle, __ATOMIC_ACQUIRE). loop must outlive
+ * the call. Returns 1 when woken or posted, 0 when nobody is parked under
+ * the handle (as far as the calling thread can tell) or the handle is
+ * another loop's, -ENOMEM.
+ */
+int corCoLoopWakeOn(CorEvLoop* loop, CorCoPark handle);
 
 /*
  * Close fd, first ending a coroutine wait on it (which returns 1 with
@@ -248,11 +265,58 @@ void corCoBlockingShutdown(void);
 void corRestCancelAll(void);
 
 /*
+ * What ends the waits of one piece of work (a request) wherever it waits:
+ * a coroutine's wait on its loop, or poll() on another thread. Embedded in
+ * its owner, zeroed before use, and alive as long as a wait is bound to
+ * it. The fields are the event layer's.
+ */
+typedef struct CorRestCancel {
+    atomic_bool cancelled;
+    atomic_int threadFd;            /* a waiting thread's eventfd, plus 1 */
+    struct CorCoWaiter* waiter;     /* a coroutine's wait, on its loop */
+} CorRestCancel;
+
+/*
+ * Bind the calling code's waits (corRestWaitFd, corCoLoopWait,
+ * corCoLoopPark) to c, or to nothing (NULL). In a coroutine a loop spawned
+ * the binding is the coroutine's and follows it across its waits; anywhere
+ * else it is the thread's. Returns 0, or -EPERM in a coroutine that no
+ * loop spawned (its waits are only cancelled loop-wide).
+ */
+int corRestCancelBind(CorRestCancel* c);
+
+/*
+ * Cancel c: the wait bound to it returns -1 with ECANCELED now, and every
+ * later one at once, so the code that waits runs its failure path without
+ * waiting out a timeout. A thread's poll() is ended through an eventfd of
+ * that thread, so this is safe from any thread for work off the loops; a
+ * coroutine's wait is settled on the spot, so for a coroutine call it on
+ * that coroutine's loop. Cancelling twice is cancelling once.
+ */
+void corRestCancel(CorRestCancel* c);
+
+/* Whether c was cancelled. */
+static inline bool corRestCancelled(const CorRestCancel* c);
+
+/*
+ * Whether corRestWaitFd may yield the running coroutine (the default).
+ * Code that runs on a coroutine's stack without being that coroutine's
+ * work (a handler that must not wait, served at the end of a coroutine's
+ * request) turns it off: its waits then poll() the thread, as they would
+ * on the loop's own stack, instead of suspending a coroutine whose owner
+ * does not know it waits. Per thread; returns the previous setting.
+ */
+bool corRestYieldAllow(bool allow);
+
+/*
  * Wait, as poll() on one fd, for events or timeoutMs (< 0: none): in a
- * coroutine on a loop, corCoLoopWait; anywhere else poll(), retried on
- * EINTR against the same deadline. Returns 1 with *reventsP set, 0 on
- * timeout, -1 with errno. Every client of cor waits through it, so the same
- * code runs on a loop and on a worker thread. May yield.
+ * coroutine on a loop, corCoLoopWait; anywhere else (or where yielding is
+ * not allowed: corRestYieldAllow) poll(), retried on EINTR against the
+ * same deadline. Returns 1 with *reventsP set, 0 on timeout, -1 with
+ * errno: ECANCELED once a stop (corCoLoopCancel, corRestCancelAll) or the
+ * cancel the calling code is bound to (corRestCancel) ended it, and at
+ * once for every wait after. Every client of cor waits through it, so the
+ * same code runs on a loop and on a worker thread. May yield.
  */
 int corRestWaitFd(int fd, short events, int timeoutMs, short* reventsP);
 
@@ -298,5 +362,13 @@ void corEvPoolDestroy(CorEvPool* pool);
 /* Zeroed room for count such structs, each on lines of its own; free()
  * it. NULL on failure. */
 void* corCallocLines(size_t count, size_t size);
+
+/* ---- Inline definitions ------------------------------------------------ */
+
+static inline bool
+corRestCancelled(const CorRestCancel* c)
+{
+    return atomic_load(&c->cancelled);
+}
 
 #endif /* COR_EV_H */

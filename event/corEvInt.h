@@ -131,6 +131,18 @@ bool corCoLoopRunReady(CorEvLoop* loop);
  * until it is settled; timeoutMs < 0 arms no timer. May yield. */
 void corCoLoopSuspend(CorEvLoop* loop, CorCoWaiter* waiter, int timeoutMs);
 
+/* Whether the calling thread may yield a coroutine to wait now
+ * (corRestYieldAllow). */
+bool corRestYieldAllowed(void);
+
+/* Bind the running coroutine's waits to cancel: 0, or -EPERM when no
+ * loop spawned it. */
+int corCoLoopCancelBind(CorRestCancel* cancel);
+
+/* End a coroutine's pending wait as cancelled, when it is a wait of the
+ * calling thread's loop; nothing otherwise. */
+void corCoLoopCancelWait(CorCoWaiter* waiter);
+
 /* Settle a waiter as ready and queue its coroutine to be resumed. */
 void corCoLoopReady(CorEvLoop* loop, CorCoWaiter* waiter);
 

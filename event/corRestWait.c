@@ -40,12 +40,130 @@ corRestCancelAll(void)
     }
 }
 
-/* poll() on one fd (and the cancel fd), retried on EINTR until the same
- * deadline. */
+/*
+ * One piece of work's cancel off the loops: the thread binds it while the
+ * work runs, and each poll() also watches an eventfd of the thread, which
+ * corRestCancel writes. The flag is the truth, the eventfd only a wake: a
+ * wake meant for the work the thread ran before (a cancel that read the
+ * fd just before the thread moved on) is drained and the poll goes on.
+ * The eventfd is never closed, since a cancel on another thread may still
+ * write to it; there is one per thread that ever waited under a cancel.
+ */
+static __thread CorRestCancel* threadCancel;
+static __thread int threadWakeFd = -1;
+
+/* Code on a coroutine's stack that is not the coroutine's polls. */
+static __thread bool yieldForbidden;
+
+bool
+corRestYieldAllow(bool allow)
+{
+    bool was = !yieldForbidden;
+
+    yieldForbidden = !allow;
+    return was;
+}
+
+bool
+corRestYieldAllowed(void)
+{
+    return !yieldForbidden;
+}
+
+/* Whether a wait now is the running coroutine's, on its loop. */
+static bool
+onCoroutine(void)
+{
+    return COR_HAVE_COROUTINES && !yieldForbidden && corCoCurrent() != NULL
+           && corEvLoopCurrent() != NULL;
+}
+
+static int
+threadCancelBind(CorRestCancel* c)
+{
+    if (threadCancel != NULL) {
+        atomic_store(&threadCancel->threadFd, 0);
+    }
+    threadCancel = c;
+    if (c == NULL) {
+        return 0;
+    }
+    if (threadWakeFd < 0) {
+        threadWakeFd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (threadWakeFd < 0) {
+            return -errno;  /* the flag still ends the next wait */
+        }
+    }
+    /* Published before the wait reads the flag, and corRestCancel sets
+     * the flag before it reads this: one of the two sees the other. */
+    atomic_store(&c->threadFd, threadWakeFd + 1);
+    return 0;
+}
+
+int
+corRestCancelBind(CorRestCancel* c)
+{
+    if (onCoroutine()) {
+        return corCoLoopCancelBind(c);
+    }
+    return threadCancelBind(c);
+}
+
+void
+corRestCancel(CorRestCancel* c)
+{
+    uint64_t one = 1;
+    int fd;
+
+    atomic_store(&c->cancelled, true);
+    fd = atomic_load(&c->threadFd);
+    if (fd > 0 && write(fd - 1, &one, sizeof(one)) < 0) {
+        /* Saturated: it is readable anyway. */
+    }
+    if (c->waiter != NULL) {
+        corCoLoopCancelWait(c->waiter);
+    }
+}
+
+static bool
+threadCancelled(void)
+{
+    return atomic_load(&cancelled)
+           || (threadCancel != NULL && corRestCancelled(threadCancel));
+}
+
+/* Read the thread's wake fd empty: the next round's flag check says
+ * whether the wake was a cancel or a stale one. */
+static void
+threadWakeDrain(void)
+{
+    uint64_t wakes;
+
+    if (read(threadWakeFd, &wakes, sizeof(wakes)) < 0) {
+        /* Empty already. */
+    }
+}
+
+/* What is left of timeoutMs until deadline (< 0 stays: no timeout). */
+static int
+remainingMs(int timeoutMs, uint64_t deadline)
+{
+    uint64_t now;
+
+    if (timeoutMs <= 0) {
+        return timeoutMs;
+    }
+    now = corEvClockMs();
+    return now >= deadline ? 0 : (int)(deadline - now);
+}
+
+/* poll() on one fd, the process's cancel fd and the thread's wake fd,
+ * retried on EINTR and on a stale wake until the same deadline. */
 static int
 pollFd(int fd, short events, int timeoutMs, short* reventsP)
 {
-    struct pollfd pfds[2];
+    struct pollfd pfds[3];
+    nfds_t count = 2;
     uint64_t deadline = corEvClockMs() + (uint64_t)(timeoutMs > 0 ? timeoutMs
                                                                    : 0);
     int rc;
@@ -53,25 +171,35 @@ pollFd(int fd, short events, int timeoutMs, short* reventsP)
     pthread_once(&cancelOnce, cancelFdOpen);
     pfds[0] = (struct pollfd){ .fd = fd, .events = events };
     pfds[1] = (struct pollfd){ .fd = cancelFd, .events = POLLIN };
+    if (threadCancel != NULL && threadWakeFd >= 0) {
+        pfds[count++] = (struct pollfd){ .fd = threadWakeFd,
+                                         .events = POLLIN };
+    }
     *reventsP = 0;
     for (;;) {
-        if (atomic_load(&cancelled)) {
+        bool woken = false;
+
+        if (threadCancelled()) {
             errno = ECANCELED;
             return -1;
         }
-        rc = poll(pfds, 2, timeoutMs);
+        rc = poll(pfds, count, timeoutMs);
+        if (rc < 0 && errno != EINTR) {
+            return -1;
+        }
         if (rc > 0 && pfds[1].revents != 0) {
             errno = ECANCELED;
             return -1;
         }
-        if (rc >= 0 || errno != EINTR) {
+        if (rc > 0 && count == 3 && pfds[2].revents != 0) {
+            threadWakeDrain();
+            woken = true;
+            rc--;
+        }
+        if (rc > 0 || (rc == 0 && !woken)) {
             break;
         }
-        if (timeoutMs > 0) {
-            uint64_t now = corEvClockMs();
-
-            timeoutMs = now >= deadline ? 0 : (int)(deadline - now);
-        }
+        timeoutMs = remainingMs(timeoutMs, deadline);
     }
     *reventsP = rc > 0 ? pfds[0].revents : 0;
     return rc;
@@ -80,8 +208,7 @@ pollFd(int fd, short events, int timeoutMs, short* reventsP)
 int
 corRestWaitFd(int fd, short events, int timeoutMs, short* reventsP)
 {
-    if (COR_HAVE_COROUTINES && corCoCurrent() != NULL
-        && corEvLoopCurrent() != NULL) {
+    if (onCoroutine()) {
         return corCoLoopWait(fd, events, timeoutMs, reventsP);
     }
     return pollFd(fd, events, timeoutMs, reventsP);

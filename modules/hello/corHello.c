@@ -6,12 +6,14 @@
  *   hello_coroutine, hello_worker
  *           the same function registered to run as a coroutine and on a
  *           worker: what each way of running costs (bench/httpBench).
- *   sleep   waits ms (?ms=N) through corRestWaitFd: a coroutine of the loop
+ *   sleep   waits ms (?ms=N, 0..60000; more waits 60 s, a negative or
+ *           non-numeric N is refused with 400) through corRestWaitFd: a
+ *           coroutine of the loop
  *           where its hook says yes, a worker thread where it says no
  *           (?worker=1) or coroutines are off. Same source both ways.
- *   park    parks until /wake (or ?ms=N passes): corCoLoopPark in a
- *           coroutine, a condition variable on a worker.
- *   wake    wakes every parked request.
+ *   park    parks until /wake (or ?ms=N passes, at most 60 s): corCoLoopPark
+ *           in a coroutine, a condition variable on a worker.
+ *   wake    wakes every parked request, on whichever loop it parked.
  *
  * A wait that a stop cancels takes the failure path: 503, at once.
  */
@@ -34,12 +36,41 @@ helloServe(CorRequest* r)
     corRespondStatic(r, 200, "text/plain", greetingLine, greetingLen);
 }
 
+/* The longest wait a query may ask for. */
+#define WAIT_MAX_MS 60000
+
+/* A wait in ms from the query: def when absent, capped at WAIT_MAX_MS;
+ * -1 for anything but digits (a negative wait would be no timeout at
+ * all, and waits forever). */
 static int
-queryInt(CorRequest* r, const char* key, int def)
+queryMs(CorRequest* r, const char* key, int def)
 {
     const char* value = corRequestQuery(r, key);
+    unsigned long ms;
+    char* end;
 
-    return value != NULL ? atoi(value) : def;
+    if (value == NULL) {
+        return def;
+    }
+    if (*value < '0' || *value > '9') {
+        return -1;
+    }
+    ms = strtoul(value, &end, 10);
+    if (*end != '\0') {
+        return -1;
+    }
+    return ms > WAIT_MAX_MS ? WAIT_MAX_MS : (int)ms;
+}
+
+static bool
+refusedMs(CorRequest* r, int ms)
+{
+    if (ms >= 0) {
+        return false;
+    }
+    corRespondf(r, 400, "text/plain", "ms: expected a whole number of "
+                "milliseconds, 0 to %d\n", WAIT_MAX_MS);
+    return true;
 }
 
 /* Coroutines unless the client asks for a worker: the hook is where an
@@ -54,9 +85,12 @@ onLoopUnlessAsked(const CorRequest* r)
 static void
 sleepServe(CorRequest* r)
 {
-    int ms = queryInt(r, "ms", 100);
+    int ms = queryMs(r, "ms", 100);
     short revents;
 
+    if (refusedMs(r, ms)) {
+        return;
+    }
     if (corRestWaitFd(-1, 0, ms, &revents) < 0) {
         corRespondf(r, 503, "text/plain", "sleep cancelled: %s\n",
                     strerror(errno));
@@ -67,26 +101,46 @@ sleepServe(CorRequest* r)
 
 /* ---- Park and wake ------------------------------------------------------- */
 
-/* Parked coroutines, per loop thread; parked workers, process-wide. */
+/*
+ * Parked coroutines of every loop, in one table: /wake may come in on any
+ * loop, and wakes each where it parked (corCoLoopWakeOn). A coroutine
+ * writes its own entry's handle as it parks; the waker reads it under the
+ * lock with an acquire load, as corCoLoopWakeOn asks. Parked workers wait
+ * on a condition variable.
+ */
 #define PARKED_MAX 4096
 
-static __thread CorCoPark parked[PARKED_MAX];
-static __thread unsigned parkedCount;
-static pthread_mutex_t workerLock = PTHREAD_MUTEX_INITIALIZER;
+typedef struct {
+    CorEvLoop* loop;            /* NULL: a free entry */
+    CorCoPark handle;
+} Parked;
+
+static Parked parked[PARKED_MAX];
+static pthread_mutex_t parkLock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t workerWake = PTHREAD_COND_INITIALIZER;
 static unsigned long wakeups;
 
 static int
 parkOnLoop(int ms)
 {
-    unsigned slot = parkedCount;
+    Parked* entry = NULL;
     int rc;
 
-    if (slot == PARKED_MAX) {
+    pthread_mutex_lock(&parkLock);
+    for (unsigned i = 0; i < PARKED_MAX && entry == NULL; i++) {
+        if (parked[i].loop == NULL) {
+            entry = &parked[i];
+            entry->loop = corEvLoopCurrent();
+        }
+    }
+    pthread_mutex_unlock(&parkLock);
+    if (entry == NULL) {
         return -1;
     }
-    parkedCount++;
-    rc = corCoLoopPark(&parked[slot], ms);
+    rc = corCoLoopPark(&entry->handle, ms);
+    pthread_mutex_lock(&parkLock);
+    entry->loop = NULL;
+    pthread_mutex_unlock(&parkLock);
     return rc;
 }
 
@@ -104,21 +158,25 @@ parkOnWorker(int ms)
         until.tv_sec++;
         until.tv_nsec -= 1000000000;
     }
-    pthread_mutex_lock(&workerLock);
+    pthread_mutex_lock(&parkLock);
     seen = wakeups;
     while (wakeups == seen && rc == 0) {
-        rc = pthread_cond_timedwait(&workerWake, &workerLock, &until);
+        rc = pthread_cond_timedwait(&workerWake, &parkLock, &until);
     }
-    pthread_mutex_unlock(&workerLock);
+    pthread_mutex_unlock(&parkLock);
     return wakeups != seen;
 }
 
 static void
 parkServe(CorRequest* r)
 {
-    int ms = queryInt(r, "ms", 60000);
-    int woken = corCoCurrent() != NULL ? parkOnLoop(ms) : parkOnWorker(ms);
+    int ms = queryMs(r, "ms", WAIT_MAX_MS);
+    int woken;
 
+    if (refusedMs(r, ms)) {
+        return;
+    }
+    woken = corCoCurrent() != NULL ? parkOnLoop(ms) : parkOnWorker(ms);
     corRespondf(r, woken > 0 ? 200 : 504, "text/plain", "%s\n",
                 woken > 0 ? "woken" : "nobody woke me");
 }
@@ -128,15 +186,20 @@ wakeServe(CorRequest* r)
 {
     unsigned woken = 0;
 
-    for (unsigned i = 0; i < parkedCount; i++) {
-        woken += (unsigned)corCoLoopWake(parked[i]);
+    pthread_mutex_lock(&parkLock);
+    for (unsigned i = 0; i < PARKED_MAX; i++) {
+        CorCoPark handle = __atomic_load_n(&parked[i].handle,
+                                           __ATOMIC_ACQUIRE);
+
+        if (parked[i].loop != NULL && handle != 0
+            && corCoLoopWakeOn(parked[i].loop, handle) > 0) {
+            woken++;
+        }
     }
-    parkedCount = 0;
-    pthread_mutex_lock(&workerLock);
     wakeups++;
     pthread_cond_broadcast(&workerWake);
-    pthread_mutex_unlock(&workerLock);
-    corRespondf(r, 200, "text/plain", "woke %u on this loop\n", woken);
+    pthread_mutex_unlock(&parkLock);
+    corRespondf(r, 200, "text/plain", "woke %u parked coroutines\n", woken);
 }
 
 static int

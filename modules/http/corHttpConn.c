@@ -59,6 +59,7 @@ static void requestRelease(CorRequest* r);
 static void streamData(CorRequest* r, const void* data, size_t len);
 static void streamEnd(CorRequest* r);
 static bool streamAlive(const CorRequest* r);
+static size_t streamBacklog(const CorRequest* r);
 static void httpProcess(HttpConn* c);
 
 static const CorProtocolOps httpOps = {
@@ -67,6 +68,7 @@ static const CorProtocolOps httpOps = {
     .streamData = streamData,
     .streamEnd = streamEnd,
     .streamAlive = streamAlive,
+    .streamBacklog = streamBacklog,
 };
 
 /* ---- Timers -------------------------------------------------------------- */
@@ -862,6 +864,14 @@ streamAlive(const CorRequest* r)
     return corContainerOf(r, HttpRequest, r)->conn != NULL;
 }
 
+static size_t
+streamBacklog(const CorRequest* r)
+{
+    const HttpConn* c = corContainerOf(r, HttpRequest, r)->conn;
+
+    return c != NULL ? c->outLen - c->outSent : 0;
+}
+
 static void
 requestRelease(CorRequest* r)
 {
@@ -878,6 +888,26 @@ requestRelease(CorRequest* r)
 }
 
 /* ---- The connection ------------------------------------------------------ */
+
+/*
+ * Whether the client of a request in flight has gone: it reset, or it
+ * closed with nothing left to read. A client that sent pipelined requests
+ * and then shut its side has them waiting here or in the socket, and
+ * waits for their answers; one that sent nothing more has left (a forward it asked for
+ * would be wasted work), as nginx decides too. The socket is peeked, not
+ * read: the bytes stay for the next request.
+ */
+static bool
+clientGone(const HttpConn* c, unsigned events)
+{
+    char byte;
+
+    if (events & (EPOLLERR | EPOLLHUP)) {
+        return true;
+    }
+    return (events & EPOLLRDHUP) && c->inLen == c->inStart
+           && recv(c->t.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
 
 static void
 onIo(CorEvIo* io, unsigned events)
@@ -913,6 +943,10 @@ onIo(CorEvIo* io, unsigned events)
     }
     if (events & (EPOLLRDHUP | EPOLLHUP)) {
         c->peerShut = true;
+    }
+    if (c->state == HTTP_SERVING && clientGone(c, events)) {
+        httpConnClose(c);           /* which cancels the request's waits */
+        return;
     }
     if (c->state == HTTP_SERVING || c->state == HTTP_CLOSING) {
         c->readPaused = true;       /* read once the handler is done */
@@ -979,7 +1013,9 @@ httpConnClose(HttpConn* c)
     }
     if (c->req != NULL) {
         if (c->state == HTTP_SERVING) {
-            c->req->conn = NULL;    /* its handler finishes into the void */
+            /* Its handler stops waiting and finishes into the void. */
+            corRequestCancel(&c->req->r);
+            c->req->conn = NULL;
         } else {
             requestFree(c->req);
         }

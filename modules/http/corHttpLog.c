@@ -23,20 +23,23 @@ peerText(const struct sockaddr_storage* peer, char* out, size_t size)
     }
 }
 
-/* Copy s for a quoted field: quotes, backslashes and controls escaped. */
+/* Copy s for a quoted field: quotes, backslashes and controls escaped,
+ * a control as \xHH in the combined format (as nginx writes it) and as
+ * \u00HH in JSON, which has no \x. */
 static size_t
-quoted(char* out, size_t size, const char* s, size_t len)
+quoted(char* out, size_t size, const char* s, size_t len, bool json)
 {
     size_t n = 0;
 
-    for (size_t i = 0; i < len && n + 5 < size; i++) {
+    for (size_t i = 0; i < len && n + 7 < size; i++) {
         unsigned char ch = (unsigned char)s[i];
 
         if (ch == '"' || ch == '\\') {
             out[n++] = '\\';
             out[n++] = (char)ch;
         } else if (ch < 0x20 || ch == 0x7f) {
-            n += (size_t)snprintf(out + n, size - n, "\\x%02x", ch);
+            n += (size_t)snprintf(out + n, size - n,
+                                  json ? "\\u%04x" : "\\x%02x", ch);
         } else {
             out[n++] = (char)ch;
         }
@@ -68,17 +71,18 @@ httpAccessLog(const HttpConn* c, const HttpRequest* req, size_t bytes)
     size_t len;
     const char* value;
     time_t now = time(NULL);
+    bool json = strcmp(corAccessLogFormat(), "json") == 0;
     struct tm tm;
     int n;
 
     peerText(&c->peer, peer, sizeof(peer));
-    quoted(target, sizeof(target), req->target, req->targetLen);
+    quoted(target, sizeof(target), req->target, req->targetLen, json);
     value = headerOr(req, "User-Agent", &len);
-    quoted(agent, sizeof(agent), value, len);
+    quoted(agent, sizeof(agent), value, len, json);
     value = headerOr(req, "Referer", &len);
-    quoted(referer, sizeof(referer), value, len);
+    quoted(referer, sizeof(referer), value, len, json);
     gmtime_r(&now, &tm);
-    if (strcmp(corAccessLogFormat(), "json") == 0) {
+    if (json) {
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
         n = snprintf(line, sizeof(line),
                      "{\"time\":\"%s\",\"remote\":\"%s\",\"method\":\"%.*s\","

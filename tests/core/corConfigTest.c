@@ -132,7 +132,7 @@ static const char complete[] =
     "  - { load: /opt/cor/forward.so, upstream: \"http://127.0.0.1:9000\" }\n"
     "routes:\n"
     "  - { match: \"GET /hello\", handler: hello }\n"
-    "  - { match: \"/forward/*\", handler: forward }\n"
+    "  - { match: \"/forward/*\", handler: forward, timeout: 2s }\n"
     "  - { match: \"/\", handler: hello }\n"
     "log:\n"
     "  level: debug\n"
@@ -215,6 +215,8 @@ START_TEST(test_complete_config)
     ck_assert_str_eq(cf->routes[1].path, "/forward/");
     ck_assert(cf->routes[1].prefix);
     ck_assert_str_eq(cf->routes[1].handler, "forward");
+    ck_assert_uint_eq(cf->routes[0].timeoutMs, 0);
+    ck_assert_uint_eq(cf->routes[1].timeoutMs, 2000);
     ck_assert_str_eq(cf->routes[2].path, "/");
     ck_assert(!cf->routes[2].prefix);
     /* The handler's mark, for the core's "no such handler" error. */

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Coroutines on the loop: socket and timer waits, park and wake, cancel of
- * each kind of wait, deadline order, closed fds, the cap, and the stop.
+ * Coroutines on the loop: socket and timer waits, park and wake (from
+ * another thread too), cancel of each kind of wait and of one coroutine's,
+ * deadline order, closed fds, the cap, the stop, and waits where a yield
+ * is forbidden.
  */
 #include "corTest.h"
 #include "corEvInt.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -517,6 +520,177 @@ START_TEST(test_another_loops_handle_wakes_nobody)
 }
 END_TEST
 
+/* ---- One coroutine's cancel --------------------------------------------- */
+
+typedef struct {
+    CorRestCancel cancel;
+    WaitResult first;
+    WaitResult later;
+} BoundCoroutine;
+
+static BoundCoroutine bound[2];
+static int shortRc = -2;
+
+static void
+sleepShort(void* arg)
+{
+    short revents;
+
+    (void)arg;
+    shortRc = corRestWaitFd(-1, 0, 5, &revents);
+}
+
+static void
+waitBound(void* arg)
+{
+    BoundCoroutine* b = arg;
+
+    ck_assert_int_eq(corRestCancelBind(&b->cancel), 0);
+    b->first.rc = corRestWaitFd(-1, 0, 300, &b->first.revents);
+    b->first.err = errno;
+    b->later.rc = corCoLoopWait(-1, 0, 60000, &b->later.revents);
+    b->later.err = errno;
+}
+
+static void
+cancelFirstSoon(void* arg)
+{
+    short revents;
+
+    (void)arg;
+    corCoLoopWait(-1, 0, 10, &revents);
+    corRestCancel(&bound[0].cancel);
+    corRestCancel(&bound[0].cancel);        /* twice is once */
+    corRestCancel(&bound[1].cancel);        /* after the fact: later waits */
+}
+
+/* A cancel ends the wait of the coroutine bound to it, and that one's
+ * later waits at once; the loop and its other coroutines go on. */
+START_TEST(test_cancel_of_one_coroutine_ends_only_its_waits)
+{
+    CorCoLoopStats stats;
+    uint64_t start = corEvClockMs();
+
+    memset(bound, 0, sizeof(bound));
+    ck_assert_int_eq(corCoLoopSpawn(loop, waitBound, &bound[0]), 0);
+    ck_assert_int_eq(corCoLoopSpawn(loop, cancelFirstSoon, NULL), 0);
+    runUntilDone();
+    ck_assert_uint_lt(corEvClockMs() - start, 250);
+    ck_assert_int_eq(bound[0].first.rc, -1);
+    ck_assert_int_eq(bound[0].first.err, ECANCELED);
+    ck_assert_int_eq(bound[0].later.rc, -1);
+    ck_assert_int_eq(bound[0].later.err, ECANCELED);
+    corCoLoopStatsGet(loop, &stats);
+    ck_assert_uint_eq(stats.cancelledWaits, 1);
+    /* A cancel before the first wait: it fails at once too. */
+    ck_assert_int_eq(corCoLoopSpawn(loop, waitBound, &bound[1]), 0);
+    runUntilDone();
+    ck_assert_int_eq(bound[1].first.rc, -1);
+    ck_assert_int_eq(bound[1].first.err, ECANCELED);
+    /* Nothing else on the loop was cancelled. */
+    ck_assert_int_eq(corCoLoopSpawn(loop, sleepShort, NULL), 0);
+    runUntilDone();
+    ck_assert_int_eq(shortRc, 0);
+}
+END_TEST
+
+static int unspawnedBindRc;
+
+static void
+bindUnspawned(void* arg)
+{
+    unspawnedBindRc = corRestCancelBind(arg);
+}
+
+/* A coroutine no loop spawned has nowhere to keep a binding that follows
+ * it: refused, rather than bound to the thread it happens to run on. */
+START_TEST(test_bind_in_a_coroutine_no_loop_spawned_is_refused)
+{
+    CorRestCancel cancel;
+    CorCo* co;
+
+    memset(&cancel, 0, sizeof(cancel));
+    co = corCoCreate(bindUnspawned, &cancel);
+    ck_assert_ptr_nonnull(co);
+    ck_assert(corCoResume(co));
+    corCoDestroy(co);
+    ck_assert_int_eq(unspawnedBindRc, -EPERM);
+}
+END_TEST
+
+/* ---- Waking from another thread ------------------------------------------ */
+
+static CorCoPark farHandle;
+static int farParkRc;
+
+static void
+parkForWake(void* arg)
+{
+    (void)arg;
+    farParkRc = corCoLoopPark(&farHandle, 5000);
+}
+
+static void*
+wakeFromAThread(void* arg)
+{
+    CorCoPark handle = __atomic_load_n(&farHandle, __ATOMIC_ACQUIRE);
+
+    *(int*)arg = corCoLoopWakeOn(loop, handle);
+    return NULL;
+}
+
+START_TEST(test_wake_from_another_thread)
+{
+    pthread_t thread;
+    int posted = -1;
+    uint64_t start = corEvClockMs();
+
+    ck_assert_int_eq(corCoLoopSpawn(loop, parkForWake, NULL), 0);
+    pthread_create(&thread, NULL, wakeFromAThread, &posted);
+    pthread_join(thread, NULL);
+    ck_assert_int_eq(posted, 1);
+    runUntilDone();
+    ck_assert_int_eq(farParkRc, 1);
+    ck_assert_uint_lt(corEvClockMs() - start, 2500);
+    /* The handle is stale now: a wake posted with it names nobody. */
+    ck_assert_int_eq(corCoLoopWakeOn(loop, farHandle), 0);
+}
+END_TEST
+
+/* ---- Code that must not yield -------------------------------------------- */
+
+static int noYieldRc;
+static int noYieldParkErr;
+
+static void
+waitWithoutYield(void* arg)
+{
+    CorCoPark handle;
+    short revents;
+    bool was;
+
+    (void)arg;
+    was = corRestYieldAllow(false);
+    noYieldRc = corRestWaitFd(-1, 0, 5, &revents);
+    corCoLoopPark(&handle, 5);
+    noYieldParkErr = errno;
+    corRestYieldAllow(was);
+}
+
+/* What runs on a coroutine's stack without being its work waits with
+ * poll(): the coroutine never yields, so it ends within the spawn. */
+START_TEST(test_wait_where_yield_is_forbidden_polls)
+{
+    CorCoLoopStats stats;
+
+    ck_assert_int_eq(corCoLoopSpawn(loop, waitWithoutYield, NULL), 0);
+    corCoLoopStatsGet(loop, &stats);
+    ck_assert_uint_eq(stats.live, 0);
+    ck_assert_int_eq(noYieldRc, 0);
+    ck_assert_int_eq(noYieldParkErr, EPERM);
+}
+END_TEST
+
 static int dupFd;
 static WaitResult sleeper;
 
@@ -658,4 +832,8 @@ COR_TEST_SUITE(corCoLoop)
     tcase_add_test(tc, test_event_of_a_stale_arming_is_dropped);
     tcase_add_test(tc, test_wait_on_an_fd_a_corevio_watches_is_refused);
     tcase_add_test(tc, test_io_stopped_within_its_batch_is_not_called);
+    tcase_add_test(tc, test_cancel_of_one_coroutine_ends_only_its_waits);
+    tcase_add_test(tc, test_bind_in_a_coroutine_no_loop_spawned_is_refused);
+    tcase_add_test(tc, test_wake_from_another_thread);
+    tcase_add_test(tc, test_wait_where_yield_is_forbidden_polls);
 }

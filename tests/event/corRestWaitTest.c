@@ -117,6 +117,66 @@ START_TEST(test_cancel_all_ends_a_poll_of_another_thread)
 }
 END_TEST
 
+typedef struct {
+    CorRestCancel cancel;
+    int rc;
+    int err;
+} BoundWait;
+
+static void*
+waitLongBound(void* arg)
+{
+    BoundWait* w = arg;
+    short revents;
+
+    corRestCancelBind(&w->cancel);
+    w->rc = corRestWaitFd(-1, 0, 60000, &revents);
+    w->err = errno;
+    corRestCancelBind(NULL);
+    return NULL;
+}
+
+/* One piece of work's cancel ends its thread's poll(), from another
+ * thread, and nothing else: the process's other waits go on. */
+START_TEST(test_cancel_ends_the_poll_it_is_bound_to)
+{
+    BoundWait w = { .rc = 0 };
+    pthread_t thread;
+    uint64_t start = corEvClockMs();
+    short revents;
+
+    pthread_create(&thread, NULL, waitLongBound, &w);
+    usleep(20 * 1000);
+    corRestCancel(&w.cancel);
+    pthread_join(thread, NULL);
+    ck_assert_int_eq(w.rc, -1);
+    ck_assert_int_eq(w.err, ECANCELED);
+    ck_assert_uint_lt(corEvClockMs() - start, 1000);
+    ck_assert_int_eq(corRestWaitFd(-1, 0, 1, &revents), 0);
+}
+END_TEST
+
+/* A cancel that reaches a thread after its work moved on (the eventfd
+ * written, the flag another work's) leaves the next work's wait alone. */
+START_TEST(test_stale_wake_does_not_end_the_next_wait)
+{
+    CorRestCancel first;
+    CorRestCancel second;
+    short revents;
+
+    memset(&first, 0, sizeof(first));
+    memset(&second, 0, sizeof(second));
+    ck_assert_int_eq(corRestCancelBind(&first), 0);
+    corRestCancel(&first);      /* the thread's eventfd is written */
+    ck_assert_int_eq(corRestWaitFd(-1, 0, 1000, &revents), -1);
+    ck_assert_int_eq(errno, ECANCELED);
+    ck_assert_int_eq(corRestCancelBind(&second), 0);
+    ck_assert_int_eq(corRestWaitFd(-1, 0, 30, &revents), 0);
+    ck_assert_int_eq(corRestCancelBind(NULL), 0);
+    ck_assert(!corRestCancelled(&second));
+}
+END_TEST
+
 #if COR_HAVE_COROUTINES
 static int pipeFds[2];
 static int waiterRc;
@@ -180,6 +240,8 @@ COR_TEST_SUITE(corRestWait)
     tcase_add_test(tc, test_poll_times_out);
     tcase_add_test(tc, test_poll_retries_eintr_against_the_deadline);
     tcase_add_test(tc, test_no_fd_is_a_sleep);
+    tcase_add_test(tc, test_cancel_ends_the_poll_it_is_bound_to);
+    tcase_add_test(tc, test_stale_wake_does_not_end_the_next_wait);
     tcase_add_test(tc, test_cancel_all_ends_a_poll_of_another_thread);
 #if COR_HAVE_COROUTINES
     tcase_add_test(tc, test_in_a_coroutine_it_waits_on_the_loop);

@@ -120,7 +120,7 @@ START_TEST(test_pipelined_requests_answered_in_order)
 }
 END_TEST
 
-/* The seed's bug: a coroutine that never waited was answered twice on a
+/* A coroutine that never waited was once answered twice on a
  * keep-alive connection. Three such requests: three answers, one
  * connection, nothing more. */
 START_TEST(test_never_waiting_coroutines_answered_once)

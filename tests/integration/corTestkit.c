@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A module for the integration tests: handlers that echo, send many bytes,
- * block the loop, or never answer.
+ * block the loop, never answer, outlive their deadline, or report what
+ * the core told them; and a protocol of one line per connection that
+ * cancels the request of a client that leaves.
  */
 #include "cor.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -121,7 +127,7 @@ streamServe(CorRequest* r)
 
 /* The post-response phase: after the answer is out, waits ?ms= (as a
  * notification to a slow endpoint would) and appends "PATH done" to the
- * file ?log= names. */
+ * file ?log= names, or "PATH cancelled" when its wait was cancelled. */
 static void
 notifyServe(CorRequest* r)
 {
@@ -136,10 +142,12 @@ notifyFinish(CorRequest* r)
     short revents;
     FILE* f;
 
-    corRestWaitFd(-1, 0, ms ? atoi(ms) : 50, &revents);
+    int rc = corRestWaitFd(-1, 0, ms ? atoi(ms) : 50, &revents);
+
     f = log ? fopen(log, "a") : NULL;
     if (f != NULL) {
-        fprintf(f, "%.*s done\n", (int)r->pathLen, r->path);
+        fprintf(f, "%.*s %s\n", (int)r->pathLen, r->path,
+                rc == 0 ? "done" : "cancelled");
         fclose(f);
     }
 }
@@ -183,12 +191,251 @@ waitEchoServe(CorRequest* r)
     corRespondStatic(r, 200, "text/plain", out, n + r->bodyLen);
 }
 
+/* Waits ?ms= (10 s by default) past its own deadline of 300 ms. */
+static void
+deadlineServe(CorRequest* r)
+{
+    const char* ms = corRequestQuery(r, "ms");
+    short revents;
+
+    if (corRestWaitFd(-1, 0, ms ? atoi(ms) : 10000, &revents) < 0) {
+        corRespondf(r, 503, "text/plain", "wait failed: %s\n",
+                    strerror(errno));
+        return;
+    }
+    corRespond(r, 200, "text/plain", "waited\n", 7);
+}
+
+/* Inline: whether corRequestCurrent() is this request, and with ?wait=1
+ * what a short wait returns (an inline handler that waits polls: 0). */
+static void
+currentServe(CorRequest* r)
+{
+    const char* wait = corRequestQuery(r, "wait");
+    short revents;
+    int rc = 0;
+
+    if (wait != NULL) {
+        rc = corRestWaitFd(-1, 0, 10, &revents);
+    }
+    corRespondf(r, 200, "text/plain", "current %s wait %d\n",
+                corRequestCurrent() == r ? "yes" : "no", rc);
+}
+
+/* What corResponseHeader makes of a good header, a value that would
+ * inject one, and a name that is not a token. */
+static void
+headerServe(CorRequest* r)
+{
+    int ok = corResponseHeader(r, "X-Ok", "fine");
+    int injected = corResponseHeader(r, "X-Bad", "a\r\nSet-Cookie: evil=1");
+    int badName = corResponseHeader(r, "Bad Name", "v");
+
+    corRespondf(r, 200, "text/plain", "%d %d %d\n", ok, injected, badName);
+}
+
 /* Takes the generation down: the master must replace it. */
 static void
 crashServe(CorRequest* r)
 {
     (void)r;
     abort();
+}
+
+/* ---- A line protocol ------------------------------------------------------ */
+
+/*
+ * One request per connection: the client sends a target and a newline
+ * ("/sleep?ms=5000\n") and gets "STATUS BODY" and the close. A client that
+ * leaves while its request is served has it cancelled (corRequestCancel),
+ * as every protocol must. Loop 0 alone serves it: configure one loop.
+ */
+typedef struct LineConn {
+    CorRequest r;
+    CorEvIo io;
+    struct LineConn* prev;
+    struct LineConn* next;
+    char in[512];
+    size_t len;
+    bool serving;
+    bool watched;               /* io is started */
+    bool gone;                  /* the client left */
+} LineConn;
+
+static CorEvLoop* lineLoop;
+static CorEvIo lineAccept;
+static LineConn* lineConns;
+static atomic_uint lineConnCount;
+
+static void
+lineUnwatch(LineConn* lc)
+{
+    if (lc->watched) {
+        corEvIoStop(lineLoop, &lc->io);
+        lc->watched = false;
+    }
+}
+
+static void
+lineClose(LineConn* lc)
+{
+    lineUnwatch(lc);
+    close(lc->io.fd);
+    if (lc->prev != NULL) {
+        lc->prev->next = lc->next;
+    } else {
+        lineConns = lc->next;
+    }
+    if (lc->next != NULL) {
+        lc->next->prev = lc->prev;
+    }
+    atomic_fetch_sub(&lineConnCount, 1);
+    free(lc);
+}
+
+static void
+lineDone(CorRequest* r)
+{
+    LineConn* lc = corContainerOf(r, LineConn, r);
+    char head[32];
+    int n = snprintf(head, sizeof(head), "%d ", r->status);
+
+    if (!lc->gone && write(lc->io.fd, head, (size_t)n) == n
+        && r->responseLen > 0
+        && write(lc->io.fd, r->responseBody, r->responseLen) < 0) {
+        /* The client left: nobody to tell. */
+    }
+    corRequestSent(r);
+}
+
+static void
+lineRelease(CorRequest* r)
+{
+    lineClose(corContainerOf(r, LineConn, r));
+}
+
+static const CorProtocolOps lineOps = { .done = lineDone,
+                                        .release = lineRelease };
+
+static void
+lineServe(LineConn* lc, char* target)
+{
+    char* query = strchr(target, '?');
+
+    lc->r.method = "GET";
+    lc->r.methodLen = 3;
+    lc->r.path = target;
+    lc->r.pathLen = query ? (size_t)(query - target) : strlen(target);
+    if (query != NULL) {
+        lc->r.query = query + 1;
+        lc->r.queryLen = strlen(query + 1);
+    }
+    lc->serving = true;
+    corRequestServe(&lc->r, &lineOps, lc);     /* lc may be gone after */
+}
+
+static void
+onLineIo(CorEvIo* io, unsigned events)
+{
+    LineConn* lc = corContainerOf(io, LineConn, io);
+    char* end;
+    ssize_t n;
+
+    (void)events;
+    if (lc->serving) {
+        char byte;
+
+        /* Bytes or an end while the request is served: an end is the
+         * client gone. Either way nothing more is watched. */
+        n = recv(io->fd, &byte, 1, MSG_PEEK);
+        lineUnwatch(lc);
+        if (n <= 0) {
+            lc->gone = true;
+            corRequestCancel(&lc->r);
+        }
+        return;
+    }
+    n = read(io->fd, lc->in + lc->len, sizeof(lc->in) - 1 - lc->len);
+    if (n <= 0) {
+        if (n == 0 || errno != EAGAIN) {
+            lineClose(lc);
+        }
+        return;
+    }
+    lc->len += (size_t)n;
+    lc->in[lc->len] = '\0';
+    end = strchr(lc->in, '\n');
+    if (end != NULL) {
+        *end = '\0';
+        lineServe(lc, lc->in);
+    } else if (lc->len == sizeof(lc->in) - 1) {
+        lineClose(lc);
+    }
+}
+
+static void
+onLineAccept(CorEvIo* io, unsigned events)
+{
+    int fd;
+
+    (void)events;
+    while ((fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC))
+           >= 0) {
+        LineConn* lc = calloc(1, sizeof(*lc));
+
+        if (lc == NULL || corEvIoStart(lineLoop, &lc->io, fd,
+                                       EPOLLIN | EPOLLRDHUP, onLineIo) != 0) {
+            free(lc);
+            close(fd);
+            continue;
+        }
+        lc->watched = true;
+        lc->next = lineConns;
+        if (lineConns != NULL) {
+            lineConns->prev = lc;
+        }
+        lineConns = lc;
+        atomic_fetch_add(&lineConnCount, 1);
+    }
+}
+
+static int
+lineStart(CorModule* m, CorEvLoop* loop, unsigned index,
+          CorListener* const* listeners, unsigned count)
+{
+    (void)m;
+    if (index != 0 || count == 0) {
+        return 0;
+    }
+    lineLoop = loop;
+    return corEvIoStart(loop, &lineAccept, corListenerFd(listeners[0], 0),
+                        EPOLLIN, onLineAccept);
+}
+
+static void
+lineDrain(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    (void)m;
+    if (index == 0 && lineLoop != NULL) {
+        corEvIoStop(loop, &lineAccept);
+    }
+}
+
+/* What is left after the loop stopped is idle: every request ended. */
+static void
+lineStop(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    lineDrain(m, loop, index);
+    while (index == 0 && lineConns != NULL) {
+        lineClose(lineConns);
+    }
+}
+
+static unsigned
+lineConnections(CorModule* m, unsigned index)
+{
+    (void)m;
+    return index == 0 ? atomic_load(&lineConnCount) : 0;
 }
 
 static int
@@ -220,11 +467,27 @@ testkitInit(CorModule* m, const CorConf* conf)
         || corHandlerAdd(m, &(CorHandler){ .name = "stream",
                                            .serve = streamServe,
                                            .run = COR_RUN_WORKER }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "deadline",
+                                           .serve = deadlineServe,
+                                           .run = COR_RUN_COROUTINE,
+                                           .timeoutMs = 300 }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "current",
+                                           .serve = currentServe,
+                                           .run = COR_RUN_INLINE }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "header",
+                                           .serve = headerServe,
+                                           .run = COR_RUN_INLINE }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "crash",
                                            .serve = crashServe }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "never",
                                            .serve = neverServe,
-                                           .run = COR_RUN_COROUTINE }) != 0) {
+                                           .run = COR_RUN_COROUTINE }) != 0
+        || corProtocolAdd(m, &(CorProtocol){ .name = "line",
+                                             .start = lineStart,
+                                             .drain = lineDrain,
+                                             .stop = lineStop,
+                                             .connections = lineConnections })
+               != 0) {
         return -1;
     }
     return 0;

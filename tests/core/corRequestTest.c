@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A request's lifecycle in the core, with a protocol of the test's own and
+ * no server: a cancel ends a coroutine's or a worker's wait, a deadline
+ * answers 504, a post-response phase the pool refuses does not answer a
+ * second time, a stream holds no more than its bound for a client that
+ * does not read, the arena refuses sizes that would wrap, a response
+ * header that would inject is refused, and /metrics survives a failed
+ * realloc. The core's files are included, so what the server's other
+ * files provide is stubbed here.
+ */
+#include "corTest.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+
+/* The metrics' reallocs fail on demand. */
+static bool reallocFails;
+
+static void*
+metricsRealloc(void* p, size_t size)
+{
+    return reallocFails ? NULL : realloc(p, size);
+}
+
+#define realloc metricsRealloc
+#include "../../core/corMetrics.c"
+#undef realloc
+#include "../../core/corRequest.c"
+#include "../../core/corRoute.c"
+#include "../../core/corStream.c"
+
+CorRuntime corRuntime;
+
+static CorModule module;
+static CorHandlerEntry entries[8];
+static unsigned entryCount;
+
+const CorHandlerEntry*
+corHandlerFind(const char* name)
+{
+    for (unsigned i = 0; i < entryCount; i++) {
+        if (strcmp(entries[i].handler.name, name) == 0) {
+            return &entries[i];
+        }
+    }
+    return NULL;
+}
+
+int
+corHandlerAdd(CorModule* m, const CorHandler* handler)
+{
+    entries[entryCount++] = (CorHandlerEntry){ *handler, m };
+    return 0;
+}
+
+/* As the core's: a malloc'ed list, NULL-terminated. */
+const char**
+corHandlerNames(void)
+{
+    const char** names = calloc(entryCount + 1, sizeof(*names));
+
+    for (unsigned i = 0; names != NULL && i < entryCount; i++) {
+        names[i] = entries[i].handler.name;
+    }
+    return names;
+}
+
+void
+corLog(CorLogLevel level, const char* fmt, ...)
+{
+    (void)level;
+    (void)fmt;
+}
+
+/* ---- The test's protocol ------------------------------------------------- */
+
+typedef struct {
+    CorRequest r;
+    int done;
+    int released;
+    uint64_t startMs;
+    uint64_t doneMs;
+    atomic_size_t streamed;     /* what the protocol took of a stream */
+    size_t held;                /* of that, unsent: the client reads not */
+} TestRequest;
+
+static void
+testDone(CorRequest* r)
+{
+    TestRequest* t = corContainerOf(r, TestRequest, r);
+
+    t->done++;
+    t->doneMs = corEvClockMs();
+    if (r->stream == NULL) {
+        corRequestSent(r);      /* sent at once */
+    }
+}
+
+static void
+testRelease(CorRequest* r)
+{
+    corContainerOf(r, TestRequest, r)->released++;
+}
+
+static void
+testStreamData(CorRequest* r, const void* data, size_t len)
+{
+    TestRequest* t = corContainerOf(r, TestRequest, r);
+
+    (void)data;
+    atomic_fetch_add(&t->streamed, len);
+    t->held += len;
+}
+
+static void
+testStreamEnd(CorRequest* r)
+{
+    corRequestSent(r);
+}
+
+static bool
+testStreamAlive(const CorRequest* r)
+{
+    (void)r;
+    return true;
+}
+
+static size_t
+testStreamBacklog(const CorRequest* r)
+{
+    return corContainerOf(r, const TestRequest, r)->held;
+}
+
+static const CorProtocolOps ops = { .done = testDone,
+                                    .release = testRelease,
+                                    .streamData = testStreamData,
+                                    .streamEnd = testStreamEnd,
+                                    .streamAlive = testStreamAlive,
+                                    .streamBacklog = testStreamBacklog };
+
+static CorConfig config;
+static CorConfigRoute configRoutes[8];
+static CorEvLoop* loop;
+
+/* Fails with 503 and the errno of its wait: the failure path. */
+static void
+waitLong(CorRequest* r)
+{
+    short revents;
+
+    if (corRestWaitFd(-1, 0, 10000, &revents) < 0) {
+        corRespondf(r, 503, "text/plain", "%s", strerror(errno));
+        return;
+    }
+    corRespond(r, 200, "text/plain", "waited", 6);
+}
+
+static void
+answerAtOnce(CorRequest* r)
+{
+    corRespond(r, 200, "text/plain", "ok", 2);
+}
+
+static void
+streamStart(CorRequest* r)
+{
+    corResponseStreamStart(r, 200, "text/plain");
+}
+
+static int finishRuns;
+
+static void
+countFinish(CorRequest* r)
+{
+    (void)r;
+    finishRuns++;
+}
+
+static void
+route(const char* path, const CorHandler* handler, uint64_t timeoutMs)
+{
+    unsigned i = config.routeCount++;
+
+    corHandlerAdd(&module, handler);
+    configRoutes[i] = (CorConfigRoute){ .method = "GET", .path = (char*)path,
+                                  .handler = (char*)handler->name,
+                                  .timeoutMs = timeoutMs };
+}
+
+static void
+setUp(void)
+{
+    CorConfErrors errors = { 0 };
+
+    config.routes = configRoutes;
+    route("/coroutine", &(CorHandler){ .name = "coroutine", .serve = waitLong,
+                                       .run = COR_RUN_COROUTINE }, 0);
+    route("/worker", &(CorHandler){ .name = "worker", .serve = waitLong,
+                                    .run = COR_RUN_WORKER }, 0);
+    route("/deadline", &(CorHandler){ .name = "deadline", .serve = waitLong,
+                                      .run = COR_RUN_COROUTINE }, 50);
+    route("/deadline-worker", &(CorHandler){ .name = "deadlineWorker",
+                                             .serve = waitLong,
+                                             .run = COR_RUN_WORKER,
+                                             .timeoutMs = 50 }, 0);
+    route("/stream", &(CorHandler){ .name = "stream", .serve = streamStart,
+                                    .run = COR_RUN_INLINE }, 0);
+    route("/finish", &(CorHandler){ .name = "finish", .serve = answerAtOnce,
+                                    .run = COR_RUN_INLINE,
+                                    .finish = countFinish,
+                                    .finishRun = COR_RUN_WORKER }, 0);
+    corRuntime.config = &config;
+    corRuntime.coroutines = COR_HAVE_COROUTINES;
+    loop = corEvLoopCreate();
+    ck_assert_ptr_nonnull(loop);
+    corEvLoopBind(loop);
+    corRuntime.loops = &loop;
+    corRuntime.loopCount = 1;
+    corRuntime.workers = corEvPoolCreate(2);
+    ck_assert_ptr_nonnull(corRuntime.workers);
+    ck_assert_int_eq(corMetricsInit(1), 0);
+    corLoopIndexSet(0);
+    ck_assert_int_eq(corRoutesBuild(&config, &errors), 0);
+}
+
+static void
+serve(TestRequest* t, const char* path)
+{
+    memset(t, 0, sizeof(*t));
+    t->r.method = "GET";
+    t->r.methodLen = 3;
+    t->r.path = path;
+    t->r.pathLen = strlen(path);
+    t->startMs = corEvClockMs();
+    corRequestServe(&t->r, &ops, NULL);
+}
+
+/* Turn the loop until the request is released (a test timeout ends a
+ * request that never is). */
+static void
+runUntilReleased(TestRequest* t)
+{
+    while (t->released == 0) {
+        ck_assert_int_eq(corEvLoopRunOnce(loop, 100), 0);
+    }
+}
+
+/* ---- Cancel -------------------------------------------------------------- */
+
+static void
+checkCancelEnds(const char* path)
+{
+    TestRequest t;
+
+    serve(&t, path);
+    ck_assert_int_eq(t.done, 0);
+    ck_assert(!corRequestCancelled(&t.r));
+    corRequestCancel(&t.r);
+    ck_assert(corRequestCancelled(&t.r));
+    corRequestCancel(&t.r);             /* twice is once */
+    runUntilReleased(&t);
+    ck_assert_int_eq(t.done, 1);
+    ck_assert_int_eq(t.released, 1);
+    ck_assert_int_eq(t.r.status, 503);
+    ck_assert_uint_lt(t.doneMs - t.startMs, 5000);
+    ck_assert_uint_eq(corMetricsLoop(0)->cancelled, 1);
+    ck_assert_uint_eq(atomic_load(&corMetricsLoop(0)->inFlight), 0);
+}
+
+START_TEST(test_cancel_ends_a_coroutines_wait)
+{
+    checkCancelEnds(COR_HAVE_COROUTINES ? "/coroutine" : "/worker");
+}
+END_TEST
+
+START_TEST(test_cancel_ends_a_workers_poll)
+{
+    checkCancelEnds("/worker");
+}
+END_TEST
+
+/* A cancel once the handler returned, or of an inline handler, does
+ * nothing. */
+START_TEST(test_cancel_after_the_handler_is_nothing)
+{
+    TestRequest t;
+
+    serve(&t, "/finish");
+    ck_assert_int_eq(t.done, 1);
+    corRequestCancel(&t.r);
+    runUntilReleased(&t);
+    ck_assert_uint_eq(corMetricsLoop(0)->cancelled, 0);
+    ck_assert_int_eq(finishRuns, 1);
+}
+END_TEST
+
+/* ---- Deadlines ----------------------------------------------------------- */
+
+static void
+checkDeadline(const char* path)
+{
+    TestRequest t;
+
+    serve(&t, path);
+    runUntilReleased(&t);
+    ck_assert_int_eq(t.done, 1);
+    ck_assert_int_eq(t.r.status, 504);
+    ck_assert_uint_lt(t.doneMs - t.startMs, 5000);
+    ck_assert_uint_eq(corMetricsLoop(0)->timedOut, 1);
+}
+
+START_TEST(test_route_deadline_answers_504)
+{
+    checkDeadline("/deadline");
+}
+END_TEST
+
+START_TEST(test_handler_deadline_on_a_worker_answers_504)
+{
+    checkDeadline("/deadline-worker");
+}
+END_TEST
+
+/* ---- The post-response phase --------------------------------------------- */
+
+/* The pool refuses the post-response phase (it is shutting down): the
+ * request ends, without a second answer. */
+START_TEST(test_refused_finish_phase_answers_once)
+{
+    TestRequest t;
+
+    corEvPoolShutdown(corRuntime.workers);
+    serve(&t, "/finish");
+    ck_assert_int_eq(t.done, 1);
+    ck_assert_int_eq(t.released, 1);
+    ck_assert_int_eq(finishRuns, 0);
+    ck_assert_uint_eq(atomic_load(&corMetricsLoop(0)->finishing), 0);
+}
+END_TEST
+
+/* ---- Streams ------------------------------------------------------------- */
+
+enum { PIECE = 16 * 1024, PIECES = 64 };
+
+typedef struct {
+    CorRequest* r;
+    atomic_size_t written;
+    atomic_bool finished;
+} Writer;
+
+static void*
+writeMuch(void* arg)
+{
+    Writer* w = arg;
+    static char piece[PIECE];
+
+    for (int i = 0; i < PIECES; i++) {
+        ck_assert_int_eq(corResponseStreamWrite(w->r, piece, PIECE), 0);
+        atomic_fetch_add(&w->written, PIECE);
+    }
+    corResponseStreamEnd(w->r);
+    atomic_store(&w->finished, true);
+    return NULL;
+}
+
+/* A client that reads nothing: the writer (a thread off the loop) waits
+ * once the core and the protocol hold the bound each; a writer on the
+ * loop is told -EAGAIN; once the client reads, everything goes out. */
+START_TEST(test_stream_bounds_what_a_slow_client_holds)
+{
+    static char piece[PIECE];
+    TestRequest t;
+    Writer w = { .written = 0 };
+    pthread_t thread;
+
+    serve(&t, "/stream");
+    ck_assert_int_eq(t.done, 1);
+    w.r = &t.r;
+    pthread_create(&thread, NULL, writeMuch, &w);
+    for (int i = 0; i < 30; i++) {
+        ck_assert_int_eq(corEvLoopRunOnce(loop, 10), 0);
+    }
+    ck_assert(!atomic_load(&w.finished));
+    ck_assert_uint_le(atomic_load(&w.written),
+                      2 * COR_STREAM_QUEUE_MAX + PIECE);
+    ck_assert_uint_le(t.held, COR_STREAM_QUEUE_MAX + PIECE);
+    if (t.r.stream->queued + PIECE > COR_STREAM_QUEUE_MAX) {
+        ck_assert_int_eq(corResponseStreamWrite(&t.r, piece, PIECE),
+                         -EAGAIN);
+    }
+    while (t.released == 0) {
+        t.held = 0;             /* the client reads it all */
+        ck_assert_int_eq(corEvLoopRunOnce(loop, 10), 0);
+    }
+    pthread_join(thread, NULL);
+    ck_assert_uint_eq(atomic_load(&t.streamed), (size_t)PIECE * PIECES);
+}
+END_TEST
+
+/* ---- Memory and headers -------------------------------------------------- */
+
+START_TEST(test_alloc_refuses_sizes_that_wrap)
+{
+    CorRequest r = { 0 };
+
+    ck_assert_ptr_null(corRequestAlloc(&r, SIZE_MAX));
+    ck_assert_ptr_null(corRequestAlloc(&r, SIZE_MAX - 8));
+    ck_assert_ptr_nonnull(corRequestAlloc(&r, 100));
+    arenaFree(&r);
+}
+END_TEST
+
+START_TEST(test_response_header_refuses_injection)
+{
+    CorRequest r = { .fileFd = -1 };
+
+    ck_assert_int_eq(corResponseHeader(&r, "X-Ok", "a\tvalue"), 0);
+    ck_assert_int_eq(corResponseHeader(&r, "X-Bad", "a\r\nSet-Cookie: x"),
+                     -EINVAL);
+    ck_assert_int_eq(corResponseHeader(&r, "X-Bad", "a\nb"), -EINVAL);
+    ck_assert_int_eq(corResponseHeader(&r, "X-Bad", "a\x7f"), -EINVAL);
+    ck_assert_int_eq(corResponseHeader(&r, "Bad Name", "v"), -EINVAL);
+    ck_assert_int_eq(corResponseHeader(&r, "Bad:Name", "v"), -EINVAL);
+    ck_assert_int_eq(corResponseHeader(&r, "", "v"), -EINVAL);
+    ck_assert_uint_eq(r.responseHeaderCount, 1);
+    arenaFree(&r);
+}
+END_TEST
+
+/* A realloc that fails while /metrics grows its text: no text, no crash
+ * (the text used to keep its grown capacity with a NULL buffer). */
+START_TEST(test_metrics_text_survives_a_failed_realloc)
+{
+    enum { LOOPS = 128 };
+    static CorEvLoop* loops[LOOPS];
+    size_t len = 0;
+    char* text;
+
+    for (unsigned i = 0; i < LOOPS; i++) {
+        loops[i] = loop;
+    }
+    corRuntime.loops = loops;
+    corRuntime.loopCount = LOOPS;
+    corMetricsFree();
+    ck_assert_int_eq(corMetricsInit(LOOPS), 0);
+    text = corMetricsText(&len);
+    ck_assert_ptr_nonnull(text);
+    ck_assert_uint_gt(len, 4096);       /* it had to grow */
+    free(text);
+    reallocFails = true;
+    ck_assert_ptr_null(corMetricsText(&len));
+    reallocFails = false;
+}
+END_TEST
+
+COR_TEST_SUITE(corRequest)
+{
+    tcase_set_timeout(tc, 30);
+    tcase_add_checked_fixture(tc, setUp, NULL);
+    tcase_add_test(tc, test_cancel_ends_a_coroutines_wait);
+    tcase_add_test(tc, test_cancel_ends_a_workers_poll);
+    tcase_add_test(tc, test_cancel_after_the_handler_is_nothing);
+    tcase_add_test(tc, test_route_deadline_answers_504);
+    tcase_add_test(tc, test_handler_deadline_on_a_worker_answers_504);
+    tcase_add_test(tc, test_refused_finish_phase_answers_once);
+    tcase_add_test(tc, test_stream_bounds_what_a_slow_client_holds);
+    tcase_add_test(tc, test_alloc_refuses_sizes_that_wrap);
+    tcase_add_test(tc, test_response_header_refuses_injection);
+    tcase_add_test(tc, test_metrics_text_survives_a_failed_realloc);
+}
