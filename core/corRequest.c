@@ -724,51 +724,6 @@ corRequestCancelled(const CorRequest* r)
 
 /* ---- After the response -------------------------------------------------- */
 
-static const char*
-arenaCopy(CorRequest* r, const char* bytes, size_t len)
-{
-    char* copy;
-
-    if (bytes == NULL) {
-        return NULL;
-    }
-    copy = corRequestAlloc(r, len + 1);
-    if (copy != NULL) {
-        memcpy(copy, bytes, len);
-        copy[len] = '\0';
-    }
-    return copy;
-}
-
-/*
- * The input of a request points into its connection's buffers, which the
- * connection reuses for the next request once the answer is out. A
- * post-response phase that may wait outlives that: it gets its own copy.
- */
-static int
-requestDetach(CorRequest* r)
-{
-    CorHeader* headers = corRequestAlloc(r, (r->headerCount + 1)
-                                            * sizeof(*headers));
-
-    if (headers == NULL) {
-        return -1;
-    }
-    for (unsigned i = 0; i < r->headerCount; i++) {
-        headers[i] = (CorHeader){
-            arenaCopy(r, r->headers[i].name, r->headers[i].nameLen),
-            r->headers[i].nameLen,
-            arenaCopy(r, r->headers[i].value, r->headers[i].valueLen),
-            r->headers[i].valueLen };
-    }
-    r->headers = headers;
-    r->method = arenaCopy(r, r->method, r->methodLen);
-    r->path = arenaCopy(r, r->path, r->pathLen);
-    r->query = arenaCopy(r, r->query, r->queryLen);
-    r->body = arenaCopy(r, r->body, r->bodyLen);
-    return r->method != NULL && r->path != NULL ? 0 : -1;
-}
-
 static void
 runFinish(CorRequest* r)
 {
@@ -784,12 +739,8 @@ runFinish(CorRequest* r)
         requestEnd(r);
         return;
     }
-    if (requestDetach(r) != 0) {
-        corLog(COR_LOG_ERROR, "no memory for the post-response phase of %s",
-               corRequestHandlerName(r));
-        requestEnd(r);
-        return;
-    }
+    /* What the request points to is its protocol's until the release,
+     * which follows this phase: nothing to copy. */
     dispatch(r, wantsCoroutine(handler->finishRun,
                                handler->finishCoroutineHook, r)
                 && corRuntime.coroutines, 0);

@@ -280,8 +280,10 @@ httpRead(HttpConn* c)
         n = c->t.ops->recv(&c->t, c->in + c->inLen, room);
         if (n > 0) {
             c->inLen += (size_t)n;
-            if ((size_t)n < room) {
-                return 0;               /* a short read drained it */
+            /* A short read drained it, unless the peer shut its side:
+             * then its end is still to read, and no edge announces it. */
+            if ((size_t)n < room && !c->peerShut) {
+                return 0;
             }
         } else if (n == 0) {
             c->peerClosed = true;
@@ -374,8 +376,11 @@ static void
 connEnd(HttpConn* c)
 {
     uint64_t now = corEvNow(c->hl->loop);
+    /* Bytes the client sent after this answer (pipelined requests behind
+     * a "Connection: close") would make the close a reset too. */
+    bool unread = c->inLen > c->inStart || c->readPaused;
 
-    if (!c->linger || c->peerClosed
+    if (!(c->linger || unread) || c->peerClosed
         || shutdown(c->t.fd, SHUT_WR) != 0) {
         httpConnClose(c);
         return;
@@ -552,6 +557,7 @@ startRequest(HttpConn* c)
         return;
     }
     c->inStart = c->bodyRaw;
+    req->shutBefore = c->peerShut;
     c->state = HTTP_SERVING;
     inputRelease(c);
     timerUpdate(c, true);
@@ -733,11 +739,13 @@ processInput(HttpConn* c)
         if (!c->readPaused || !reading(c) || !outputAllowsMore(c)) {
             return 0;
         }
-        before = c->inLen;
+        /* Unconsumed bytes, which the read's slide to the front of the
+         * buffer leaves as they are. */
+        before = c->inLen - c->inStart;
         if (httpRead(c) != 0) {
             return -1;
         }
-        if (c->inLen == before) {
+        if (c->inLen - c->inStart == before) {
             return 0;           /* still full */
         }
     }
@@ -889,24 +897,37 @@ requestRelease(CorRequest* r)
 
 /* ---- The connection ------------------------------------------------------ */
 
+/* What a request in flight learns of its client from the socket's
+ * events. */
+typedef enum {
+    CLIENT_HERE,
+    CLIENT_SHUT,                /* it closed its side while it waited */
+    CLIENT_RESET                /* it reset, or both sides are closed */
+} ClientState;
+
 /*
- * Whether the client of a request in flight has gone: it reset, or it
- * closed with nothing left to read. A client that sent pipelined requests
- * and then shut its side has them waiting here or in the socket, and
- * waits for their answers; one that sent nothing more has left (a forward it asked for
- * would be wasted work), as nginx decides too. The socket is peeked, not
- * read: the bytes stay for the next request.
+ * Whether the client of a request in flight has gone. A reset: at once. A
+ * close of its side with nothing left to read, after the request came:
+ * the client left (as nginx decides; a forward it asked for would be
+ * wasted work), though it may only have half-closed, which a server cannot
+ * tell from leaving. A client that sent its requests and its end together
+ * (pipelined, then shut) waits for the answers: its end came before the
+ * request started. The socket is peeked, not read.
  */
-static bool
-clientGone(const HttpConn* c, unsigned events)
+static ClientState
+clientState(const HttpConn* c, unsigned events)
 {
     char byte;
 
     if (events & (EPOLLERR | EPOLLHUP)) {
-        return true;
+        return CLIENT_RESET;
     }
-    return (events & EPOLLRDHUP) && c->inLen == c->inStart
-           && recv(c->t.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+    if ((events & EPOLLRDHUP) && !c->req->shutBefore
+        && c->inLen == c->inStart
+        && recv(c->t.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+        return CLIENT_SHUT;
+    }
+    return CLIENT_HERE;
 }
 
 static void
@@ -944,9 +965,19 @@ onIo(CorEvIo* io, unsigned events)
     if (events & (EPOLLRDHUP | EPOLLHUP)) {
         c->peerShut = true;
     }
-    if (c->state == HTTP_SERVING && clientGone(c, events)) {
-        httpConnClose(c);           /* which cancels the request's waits */
-        return;
+    if (c->state == HTTP_SERVING) {
+        switch (clientState(c, events)) {
+        case CLIENT_RESET:
+            httpConnClose(c);       /* which cancels the request's waits */
+            return;
+        case CLIENT_SHUT:
+            /* Its handler stops waiting; the answers before it still go
+             * out, then the end is read and the connection closes. */
+            corRequestCancel(&c->req->r);
+            break;
+        case CLIENT_HERE:
+            break;
+        }
     }
     if (c->state == HTTP_SERVING || c->state == HTTP_CLOSING) {
         c->readPaused = true;       /* read once the handler is done */

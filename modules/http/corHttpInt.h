@@ -82,6 +82,7 @@ typedef struct {
     bool keepAlive;             /* what the head asked for */
     bool expectContinue;
     int versionMinor;
+    bool shutBefore;            /* its client had shut its side already */
     char* body;                 /* the body's buffer, or NULL */
     size_t bodyCap;             /* its size: a loop buffer's goes back */
     CorHeader headers[];        /* then the head's bytes */

@@ -194,6 +194,76 @@ START_TEST(test_pipelined_then_shut_gets_its_answers)
 }
 END_TEST
 
+/* The same with the waiting request last: its client's end came with it,
+ * so it is a half-close, not a client that left. */
+START_TEST(test_half_closed_batch_ending_in_a_wait_gets_its_answers)
+{
+    const char* req = "GET /bytes?n=900000 HTTP/1.1\r\nHost: t\r\n\r\n"
+                      "GET /sleep?ms=300 HTTP/1.1\r\nHost: t\r\n\r\n";
+    int fd;
+
+    start(NULL);
+    fd = corConnect(server.port);
+    ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
+    shutdown(fd, SHUT_WR);
+    /* Read late, in pieces: the first answer's output events, each
+     * carrying the client's end, come while the second request waits. */
+    usleep(100 * 1000);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+        ck_assert_int_eq(corStatus(buf), 200);
+    }
+    /* And the connection ends with its client's. */
+    ck_assert(corPeerClosed(fd, 1000));
+    close(fd);
+}
+END_TEST
+
+/* A request whose end came with it is answered, then the connection
+ * closes at once, not at keepalive_timeout. */
+START_TEST(test_half_closed_keep_alive_closes_after_its_answer)
+{
+    const char* req = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
+    int fd;
+
+    start(NULL);
+    fd = corConnect(server.port);
+    ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
+    shutdown(fd, SHUT_WR);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_int_eq(corStatus(buf), 200);
+    ck_assert(corPeerClosed(fd, 1000));
+    close(fd);
+}
+END_TEST
+
+/* More pipelined requests than the input buffer holds, with a head cut
+ * at the buffer's end: every one is answered (a read that filled the
+ * buffer reads on once requests were served). */
+START_TEST(test_pipeline_longer_than_the_buffer)
+{
+    enum { COUNT = 1000 };
+    static char req[COUNT * 48];
+    size_t n = 0;
+    int fd;
+
+    start("limits: { header_bytes: 1KiB, body_bytes: 0, "
+          "request_timeout: 3s }\n");
+    for (int i = 0; i < COUNT; i++) {
+        n += (size_t)sprintf(req + n, "GET /hello?%04d HTTP/1.1\r\n"
+                             "Host: t\r\n\r\n", i);
+    }
+    fd = corConnect(server.port);
+    ck_assert_int_eq(corSendAll(fd, req, n), 0);
+    for (int i = 0; i < COUNT; i++) {
+        ck_assert_msg(corReadResponse(fd, buf, sizeof(buf), 2000) > 0,
+                      "answer %d", i);
+        ck_assert_int_eq(corStatus(buf), 200);
+    }
+    close(fd);
+}
+END_TEST
+
 /* A client that leaves while its request waits (a close or a reset)
  * cancels the request: its wait ends long before its 5 s, on a coroutine
  * or a worker. */
@@ -527,6 +597,9 @@ COR_TEST_SUITE(corHttpHarden)
     tcase_add_test(tc, test_connection_dies_under_a_waiting_worker_request);
     tcase_add_test(tc, test_pipelined_then_shut_gets_its_answers);
     tcase_add_test(tc, test_client_leaving_cancels_its_request);
+    tcase_add_test(tc, test_half_closed_batch_ending_in_a_wait_gets_its_answers);
+    tcase_add_test(tc, test_half_closed_keep_alive_closes_after_its_answer);
+    tcase_add_test(tc, test_pipeline_longer_than_the_buffer);
     tcase_add_test(tc, test_waiting_request_reads_its_own_input);
     tcase_add_test(tc, test_chunked_body_in_tiny_chunks);
     tcase_add_test(tc, test_refused_upload_still_reads_its_answer);
