@@ -413,6 +413,104 @@ void corMetricsConnectionRefused(void);
 /* Count an accept that failed at the fd limit (EMFILE, ENFILE). */
 void corMetricsAcceptFdLimit(void);
 
+/* ---- Connections out: the one layer every client stands on ------------- */
+
+/*
+ * A connection to another server, plain or TLS, that the HTTP client, the
+ * cor:// and MQTT clients and the notifications all read and write: no
+ * protocol knows how it was opened or where it came from. Every wait on it
+ * (the connect, a TLS handshake, a read, a write) is a corRestWaitFd, so
+ * the same code yields in a coroutine and polls on a worker, and a stop or
+ * the request's cancel ends it with ECANCELED.
+ *
+ * Ownership: a connection belongs to the code that opened it until it
+ * gives it back with corConnRelease (reusable: it goes to the keep-alive
+ * pool of the calling thread) or corConnClose; it is used by one piece of
+ * work at a time and released on the thread that opened it. Each loop
+ * keeps a pool of its own; the workers and every other thread share one,
+ * under a lock that is never held across a wait. Idle connections are
+ * kept per peer (host, port and TLS identity: TLS or not, the server name
+ * and the CorTlsClient, which carries the CA and verification policy) up
+ * to client.keepalive_per_peer, each for client.idle_timeout.
+ */
+typedef struct CorConn CorConn;
+typedef struct CorTlsClient CorTlsClient;
+
+/* Where to connect; the strings are read during corConnOpen only. */
+typedef struct {
+    const char* host;           /* a name, an IPv4 or an IPv6 address (no
+                                   brackets) */
+    unsigned port;              /* 1..65535 */
+    bool tls;
+    const char* serverName;     /* TLS: the name sent (SNI) and verified;
+                                   NULL: host */
+    int connectTimeoutMs;       /* the name, the connect and the TLS
+                                   handshake, all addresses together; 0:
+                                   client.connect_timeout */
+    CorTlsClient* tlsClient;    /* TLS settings (CA, verification, ALPN);
+                                   NULL: the default, from client.ca_file */
+} CorConnTarget;
+
+/*
+ * A connection to target: an idle one of this thread's pool for the same
+ * peer, checked first that the peer has not closed it, or a new one. A
+ * new one resolves the host (corResolve; numeric addresses and localhost
+ * ask nobody), connects to each address in turn until one answers,
+ * without blocking, and with TLS does the handshake, all within the
+ * connect deadline. Returns the connection, which the caller owns; or
+ * NULL with *errP set to -errno (-ECONNREFUSED, -ETIMEDOUT, -ECANCELED,
+ * -EHOSTUNREACH, -ENOENT for an unknown name, -EPROTO for a TLS failure,
+ * -EINVAL for a bad target) and why (when not NULL) set to a sentence that
+ * names the peer and the reason ("connect to 127.0.0.1:1: Connection
+ * refused", "TLS to a.test:443: certificate has expired"). errP may be
+ * NULL. May yield.
+ */
+CorConn* corConnOpen(const CorConnTarget* target, int* errP, char* why,
+                     size_t whyLen);
+
+/*
+ * Read up to len bytes, waiting for them at most timeoutMs (< 0: no
+ * deadline; 0: not at all). Returns the bytes read (> 0), 0 when the peer
+ * closed, or -errno: -ETIMEDOUT, -ECANCELED, -EAGAIN (timeoutMs 0 and
+ * nothing there), -ECONNRESET, -EPROTO (TLS). Bytes a TLS record already
+ * brought in are returned without waiting on the socket. May yield.
+ */
+ssize_t corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs);
+
+/*
+ * Write all len bytes, waiting for room (a full send buffer) as needed,
+ * all within timeoutMs (< 0: no deadline). Returns 0, or -errno:
+ * -ETIMEDOUT, -ECANCELED, -EPIPE or -ECONNRESET (the peer is gone).
+ * May yield.
+ */
+int corConnWriteAll(CorConn* c, const void* buf, size_t len, int timeoutMs);
+
+/* Whether c came from the pool rather than a new connect: a request that
+ * failed on it before any byte of the answer came may be sent once more
+ * on a new connection (the peer may have closed it meanwhile). */
+bool corConnReused(const CorConn* c);
+
+/* The connection's transport and socket, for a protocol client that
+ * waits itself (corRestWaitFd on the fd); owned by c. */
+CorTransport* corConnTransport(CorConn* c);
+
+/* "host:port", for messages; owned by c. */
+const char* corConnPeer(const CorConn* c);
+
+/*
+ * Done with c, which is fit to carry another exchange (its last answer
+ * was read to the end): it goes back to the calling thread's pool. It is
+ * closed instead when a read or write on it failed, timed out or saw the
+ * peer's end, when the pool of that peer is full (the oldest goes), when
+ * pooling is off, or when it is released on another thread than the one
+ * that opened it. c is gone after the call.
+ */
+void corConnRelease(CorConn* c);
+
+/* Done with c, not reusable (an answer not read to its end, a protocol
+ * error): closed at once. c is gone after the call. */
+void corConnClose(CorConn* c);
+
 /* ---- Logging ------------------------------------------------------------- */
 
 typedef enum {

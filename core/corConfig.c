@@ -12,6 +12,7 @@
 #include "corConfig.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,8 @@ typedef struct {
 } Where;
 
 static const char* const topKeys[] = {
-    "runtime", "listen", "limits", "resolver", "modules", "routes", "log", NULL,
+    "runtime", "listen", "limits", "resolver", "client",
+    "modules", "routes",  "log",    NULL,
 };
 
 /* ---- Helpers ------------------------------------------------------------- */
@@ -687,6 +689,42 @@ readResolver(CorConfig* cf, const CorConf* root, CorConfErrors* e)
     corConfUnknownKeys(m, "resolver", keys, e);
 }
 
+/* ---- client -------------------------------------------------------------- */
+
+/* Connections out: their deadline and keep-alive pool, and the CA file
+ * that verifies TLS peers by default (checked readable here, so that
+ * `cor -t` names it; the TLS client loads it). */
+static void
+readClient(CorConfig* cf, const CorConf* root, CorConfErrors* e)
+{
+    static const char* const keys[] = {
+        "connect_timeout", "keepalive_per_peer", "idle_timeout", "ca_file",
+        NULL,
+    };
+    const CorConf* m = corConfMap(root, "client", e);
+    const char* ca = nonEmpty(m, "ca_file", "system", "a path or system", e);
+
+    cf->client.connectTimeoutMs =
+        corConfDurationMs(m, "connect_timeout", 5 * second, 1, 10 * minute, e);
+    cf->client.keepalivePerPeer =
+        (unsigned)corConfInt(m, "keepalive_per_peer", 32, 0, 100000, e);
+    cf->client.idleTimeoutMs =
+        corConfDurationMs(m, "idle_timeout", minute, 1, hour, e);
+    free(cf->client.caFile);
+    cf->client.caFile = NULL;
+    if (ca != NULL && strcmp(ca, "system") != 0) {
+        cf->client.caFile = corConfigPathBeside(cf->file, ca);
+        if (cf->client.caFile == NULL) {
+            corConfErrorf(e, NULL, "out of memory reading the configuration");
+        } else if (access(cf->client.caFile, R_OK) != 0) {
+            corConfErrorf(e, corConfGet(m, "ca_file"),
+                          "ca_file: cannot read '%s': %s", cf->client.caFile,
+                          strerror(errno));
+        }
+    }
+    corConfUnknownKeys(m, "client", keys, e);
+}
+
 /* ---- modules, routes ----------------------------------------------------- */
 
 /* One modules entry; the core reads its load key and nothing else. */
@@ -938,6 +976,7 @@ fromTree(const char* name, CorConf* root, CorConfErrors* e)
     readListen(cf, root, e);
     readLimits(cf, root, e);
     readResolver(cf, root, e);
+    readClient(cf, root, e);
     readModules(cf, root, e);
     readRoutes(cf, root, e);
     readLog(cf, root, e);
@@ -1011,6 +1050,7 @@ corConfigFree(CorConfig* cf)
     free(cf->modules);
     free(cf->routes);
     free(cf->resolver.servers);
+    free(cf->client.caFile);
     free(cf->log.level);
     free(cf->log.error);
     free(cf->log.access);

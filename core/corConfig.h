@@ -31,6 +31,11 @@
  *     limits.send_timeout          30s         1ms..1h
  *     resolver.servers             system      system | "IP[, IP...]"
  *     resolver.timeout             2s          1ms..1m
+ *     client.connect_timeout       5s          1ms..10m
+ *     client.keepalive_per_peer    32          0..100000 (0: no pool)
+ *     client.idle_timeout          60s         1ms..1h
+ *     client.ca_file               system      system | a PEM file, beside
+ *                                              the file
  *     log.level                    info        debug | info | warn | error
  *     log.error                    stderr      stderr | a path
  *     log.access                   off         off | a path
@@ -113,6 +118,12 @@ typedef struct {
         char* servers; /* "system" or "IP[, IP...]" */
         uint64_t timeoutMs;
     } resolver;
+    struct {
+        uint64_t connectTimeoutMs; /* the name, the connect, TLS */
+        unsigned keepalivePerPeer; /* idle connections kept per peer */
+        uint64_t idleTimeoutMs;    /* how long one is kept idle */
+        char* caFile;              /* NULL: the system's store */
+    } client;
     CorConfigModule* modules;
     unsigned moduleCount;
     CorConfigRoute* routes;

@@ -128,6 +128,59 @@ unsigned corRequestsFinishing(void);
 void corStreamHeadSent(CorRequest* r);
 void corStreamFree(CorRequest* r);
 
+/* ---- Connections out (corConn.c, corConnPool.c) ------------------------- */
+
+/* What client: in the configuration sets (corConnSetup). */
+typedef struct {
+    uint64_t connectTimeoutMs;
+    unsigned keepalivePerPeer;  /* 0: no pool */
+    uint64_t idleTimeoutMs;
+} CorConnSettings;
+
+typedef struct CorConnPool CorConnPool;
+
+/*
+ * A connection out. Owned by the code that opened it, or, while idle, by
+ * the pool it sits in (the pool of the thread that opened it). One
+ * allocation: key is the peer's identity ("host port tls serverName
+ * client"), peer the "host:port" of messages, both in the same block.
+ */
+struct CorConn {
+    CorTransport transport;
+    CorConnPool* pool;          /* where it goes back: its thread's */
+    struct CorConn* prev;       /* its peer's idle list, newest last */
+    struct CorConn* next;
+    struct CorConn* older;      /* the pool's idle list, oldest first */
+    struct CorConn* newer;
+    struct CorConnPeer* idlePeer;   /* the peer list it idles in */
+    uint64_t idleSince;         /* corEvClockMs() when it was released */
+    bool tls;
+    bool reused;
+    bool broken;                /* a failure or the peer's end: not
+                                   reusable */
+    const char* peer;
+    char key[];
+};
+
+/* Take the settings of config (NULL: the defaults). */
+void corConnSetup(const CorConfig* config);
+const CorConnSettings* corConnSettings(void);
+
+/* Close c's transport and free it. */
+void corConnFree(CorConn* c);
+
+/* This thread's pool: the loop's when the thread runs one, else the one
+ * the other threads share. NULL once the loop's pool has been closed. */
+CorConnPool* corConnPoolCurrent(void);
+/* An idle connection for key, checked alive, or NULL. */
+CorConn* corConnPoolTake(CorConnPool* pool, const char* key);
+/* Keep c idle in its pool; false when it cannot (the caller frees it). */
+bool corConnPoolPut(CorConn* c);
+/* Close every idle connection of the calling loop's pool, for good (at
+ * the loop's end), and those of the shared pool (at the generation's). */
+void corConnPoolLoopExit(void);
+void corConnPoolShutdown(void);
+
 /* ---- Counters (corMetrics.c) --------------------------------------------- */
 
 /* Counted by the loop that owns them (no atomics), summed when read; each

@@ -147,6 +147,7 @@ loopMain(void* arg)
         }
     }
     corModulesLoopExit(loop, t->index);
+    corConnPoolLoopExit();
     corCoThreadExit();
     return NULL;
 }
@@ -314,6 +315,7 @@ stop(void)
     for (unsigned i = 0; i < corRuntime.loopCount; i++) {
         pthread_join(loopThreads[i].thread, NULL);
     }
+    corConnPoolShutdown();
     corModulesExit();
 }
 
@@ -369,6 +371,7 @@ corGenerationPrepare(const CorConfig* config, CorConfErrors* errors)
     corRuntime.coroutines = config->runtime.coroutines.enabled
                             && COR_HAVE_COROUTINES;
     corCoStackSizeSet(config->runtime.coroutines.stack);
+    corConnSetup(config);
     if (corMetricsInit(corRuntime.loopCount) != 0) {
         return -1;
     }

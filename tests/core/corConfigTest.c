@@ -308,7 +308,7 @@ START_TEST(test_all_errors_collected)
         "t.yaml:8:15: level: expected one of debug, info, warn, error, got "
         "'loud'",
         "t.yaml:9:1: unknown key 'extra' at the top level (expected one of: "
-        "runtime, listen, limits, resolver, modules, routes, log)",
+        "runtime, listen, limits, resolver, client, modules, routes, log)",
     };
     CorConfErrors e = {0};
     CorConfig* cf = load(text, &e);
@@ -601,6 +601,46 @@ START_TEST(test_resolver_servers)
 }
 END_TEST
 
+/* client: the defaults, every key, and its errors at the key. */
+START_TEST(test_client_section)
+{
+    CorConfErrors e = {0};
+    CorConfig* cf = load(LISTEN, &e);
+    const char* text;
+
+    ck_assert_msg(cf != NULL, "%s", e.text);
+    ck_assert_uint_eq(cf->client.connectTimeoutMs, 5000);
+    ck_assert_uint_eq(cf->client.keepalivePerPeer, 32);
+    ck_assert_uint_eq(cf->client.idleTimeoutMs, 60000);
+    ck_assert_ptr_null(cf->client.caFile);
+    corConfigFree(cf);
+    cf = load(LISTEN "client: { connect_timeout: 250ms, keepalive_per_peer: 0,"
+              " idle_timeout: 2m, ca_file: /dev/null }\n", &e);
+    ck_assert_msg(cf != NULL, "%s", e.text);
+    ck_assert_uint_eq(cf->client.connectTimeoutMs, 250);
+    ck_assert_uint_eq(cf->client.keepalivePerPeer, 0);
+    ck_assert_uint_eq(cf->client.idleTimeoutMs, 120000);
+    ck_assert_str_eq(cf->client.caFile, "/dev/null");
+    corConfigFree(cf);
+    cf = load(LISTEN "client: { ca_file: system }\n", &e);
+    ck_assert_msg(cf != NULL, "%s", e.text);
+    ck_assert_ptr_null(cf->client.caFile);
+    corConfigFree(cf);
+    text = refused(LISTEN "client:\n  ca_file: /no/such/ca.pem\n"
+                   "  keepalive_per_peer: -1\n  idle_timeout: 0ms\n"
+                   "  connect_timeout: 5\n  verify: false\n");
+    ck_assert_msg(strstr(text, "t.yaml:3:12: ca_file: cannot read "
+                         "'/no/such/ca.pem'") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "t.yaml:4:23:") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "t.yaml:5:17:") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "t.yaml:6:20:") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "unknown key 'verify' in client") != NULL,
+                  "%s", text);
+    ck_assert_ptr_nonnull(strstr(refused(LISTEN "client: [1]\n"),
+                                 "client"));
+}
+END_TEST
+
 START_TEST(test_loops)
 {
     CorConfErrors e = {0};
@@ -790,6 +830,7 @@ COR_TEST_SUITE(corConfig)
     tcase_add_test(tc, test_listen_duplicates);
     tcase_add_test(tc, test_route_matches);
     tcase_add_test(tc, test_resolver_servers);
+    tcase_add_test(tc, test_client_section);
     tcase_add_test(tc, test_loops);
     tcase_add_test(tc, test_modules);
     tcase_add_test(tc, test_load_file);

@@ -242,6 +242,149 @@ crashServe(CorRequest* r)
     abort();
 }
 
+/* ---- A client: connections out ------------------------------------------ */
+
+typedef struct {
+    char head[4096];
+    size_t headLen;
+    char statusLine[256];
+    char body[256];             /* its first line */
+    bool closes;                /* the answer said Connection: close */
+} FetchAnswer;
+
+static int
+queryInt(CorRequest* r, const char* key, int def)
+{
+    const char* v = corRequestQuery(r, key);
+
+    return v != NULL ? atoi(v) : def;
+}
+
+/* Read one answer: the head, then the body by Content-Length. Returns 0
+ * or -errno (-EPROTO: not HTTP, or no end to it). */
+static int
+fetchRead(CorConn* c, FetchAnswer* a, int timeoutMs)
+{
+    char* end = NULL;
+    const char* cl;
+    size_t bodyLen = 0;
+    size_t have;
+    size_t want;
+    ssize_t n;
+
+    while (end == NULL) {
+        if (a->headLen == sizeof(a->head) - 1) {
+            return -EPROTO;
+        }
+        n = corConnRead(c, a->head + a->headLen,
+                        sizeof(a->head) - 1 - a->headLen, timeoutMs);
+        if (n <= 0) {
+            return n == 0 ? -ECONNRESET : (int)n;
+        }
+        a->headLen += (size_t)n;
+        a->head[a->headLen] = '\0';
+        end = strstr(a->head, "\r\n\r\n");
+    }
+    *end = '\0';
+    snprintf(a->statusLine, sizeof(a->statusLine), "%.*s",
+             (int)strcspn(a->head, "\r\n"), a->head);
+    cl = strcasestr(a->head, "\r\nContent-Length:");
+    if (cl != NULL) {
+        bodyLen = strtoul(cl + 17, NULL, 10);
+    }
+    a->closes = strcasestr(a->head, "\r\nConnection: close") != NULL;
+    have = a->headLen - (size_t)(end + 4 - a->head);
+    memmove(a->body, end + 4, have < sizeof(a->body) ? have
+                                                     : sizeof(a->body) - 1);
+    want = bodyLen;
+    while (have < want) {
+        char chunk[1024];
+
+        n = corConnRead(c, chunk, sizeof(chunk), timeoutMs);
+        if (n <= 0) {
+            return n == 0 ? -ECONNRESET : (int)n;
+        }
+        if (have < sizeof(a->body) - 1) {
+            size_t room = sizeof(a->body) - 1 - have;
+
+            memcpy(a->body + have, chunk, (size_t)n < room ? (size_t)n : room);
+        }
+        have += (size_t)n;
+    }
+    a->body[bodyLen < sizeof(a->body) - 1 ? bodyLen : sizeof(a->body) - 1] =
+        '\0';
+    a->body[strcspn(a->body, "\r\n")] = '\0';
+    return 0;
+}
+
+static int
+fetchStatus(int err)
+{
+    return err == -ECANCELED ? 503 : err == -ETIMEDOUT ? 504 : 502;
+}
+
+/*
+ * GET ?path= (/hello) from ?host=&port= (?tls=1, ?sni=) over a connection
+ * out, keep-alive, within ?connect_ms= and ?read_ms= (5000): answers
+ * "STATUS-LINE reused=0|1 body=FIRST-LINE", or the failure (503 cancelled,
+ * 504 timed out, 502 anything else) and why. A coroutine; a worker with
+ * ?worker=1.
+ */
+static void
+fetchServe(CorRequest* r)
+{
+    const char* host = corRequestQuery(r, "host");
+    const char* path = corRequestQuery(r, "path");
+    int readMs = queryInt(r, "read_ms", 5000);
+    CorConnTarget target = {
+        .host = host ? host : "127.0.0.1",
+        .port = (unsigned)queryInt(r, "port", 0),
+        .tls = queryInt(r, "tls", 0) != 0,
+        .serverName = corRequestQuery(r, "sni"),
+        .connectTimeoutMs = queryInt(r, "connect_ms", 0),
+    };
+    FetchAnswer* a = corRequestAlloc(r, sizeof(*a));
+    char req[512];
+    char why[256];
+    CorConn* c;
+    bool reused;
+    int err = 0;
+    int len;
+
+    if (a == NULL) {
+        corRespond(r, 500, "text/plain", "no memory\n", 10);
+        return;
+    }
+    memset(a, 0, sizeof(*a));
+    c = corConnOpen(&target, &err, why, sizeof(why));
+    if (c == NULL) {
+        corRespondf(r, fetchStatus(err), "text/plain", "%s\n", why);
+        return;
+    }
+    reused = corConnReused(c);
+    len = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\n"
+                   "Connection: keep-alive\r\n\r\n", path ? path : "/hello",
+                   corConnPeer(c));
+    err = corConnWriteAll(c, req, (size_t)len, readMs);
+    if (err == 0) {
+        err = fetchRead(c, a, readMs);
+    }
+    if (err != 0) {
+        corRespondf(r, fetchStatus(err), "text/plain", "%s %s: %s\n",
+                    err == -ETIMEDOUT ? "read from" : "exchange with",
+                    corConnPeer(c), strerror(-err));
+        corConnClose(c);
+        return;
+    }
+    if (a->closes) {
+        corConnClose(c);
+    } else {
+        corConnRelease(c);
+    }
+    corRespondf(r, 200, "text/plain", "%s reused=%d body=%s\n",
+                a->statusLine, reused, a->body);
+}
+
 /* ---- A line protocol ------------------------------------------------------ */
 
 /*
@@ -477,6 +620,11 @@ testkitInit(CorModule* m, const CorConf* conf)
         || corHandlerAdd(m, &(CorHandler){ .name = "header",
                                            .serve = headerServe,
                                            .run = COR_RUN_INLINE }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "fetch",
+                                           .serve = fetchServe,
+                                           .run = COR_RUN_COROUTINE,
+                                           .coroutineHook = waitOnLoop })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "crash",
                                            .serve = crashServe }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "never",

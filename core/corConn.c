@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Connections out: open one (the name, a non-blocking connect to each
+ * address in turn, the TLS handshake), read and write it with deadlines,
+ * give it back. The one layer under every client of cor (DESIGN.md,
+ * "Connections out"): it knows sockets and transports, never a protocol.
+ *
+ * Every wait is a corRestWaitFd on the connection's socket, so a coroutine
+ * yields and a worker polls in the same code, and a stop or the request's
+ * cancel ends the wait with ECANCELED, which is passed up as it is: a
+ * cancelled open tries no further address. Deadlines are absolute, read
+ * from the monotonic clock (a wait may be resumed late, a retry after
+ * EAGAIN must not start the clock again).
+ *
+ * A connection that failed once (an error, a timeout, the peer's end) is
+ * marked broken and never goes back to the pool: what the peer saw of the
+ * exchange is unknown.
+ */
+#include "corCoreInt.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define CONN_HOST_MAX 253       /* a DNS name; an IPv6 address is shorter */
+#define CONN_ADDRS_MAX 16
+
+static CorConnSettings settings = {
+    .connectTimeoutMs = 5000,
+    .keepalivePerPeer = 32,
+    .idleTimeoutMs = 60000,
+};
+
+/* The addresses of a name, in the order they are tried. */
+typedef struct {
+    struct sockaddr_storage addr[CONN_ADDRS_MAX];
+    socklen_t len[CONN_ADDRS_MAX];
+    unsigned count;
+} ConnAddrs;
+
+/* ---- Helpers ------------------------------------------------------------- */
+
+static void
+whyf(char* why, size_t whyLen, const char* fmt, ...)
+{
+    va_list ap;
+
+    if (why == NULL || whyLen == 0) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(why, whyLen, fmt, ap);
+    va_end(ap);
+}
+
+/* What is left until deadline, for a wait: -1 for none (deadline 0). */
+static int
+remainingMs(uint64_t deadline)
+{
+    uint64_t now;
+
+    if (deadline == 0) {
+        return -1;
+    }
+    now = corEvClockMs();
+    return now >= deadline ? 0 : (int)(deadline - now);
+}
+
+static uint64_t
+deadlineAfter(int timeoutMs)
+{
+    return timeoutMs < 0 ? 0 : corEvClockMs() + (uint64_t)timeoutMs;
+}
+
+/*
+ * Wait for events on fd until deadline (0: none). Returns 0 when the fd is
+ * ready (or failed: the next call on it says how), -ETIMEDOUT, or the
+ * wait's -errno (-ECANCELED). errno is read at once: it is the thread's,
+ * not the coroutine's.
+ */
+static int
+waitFd(int fd, short events, uint64_t deadline)
+{
+    int timeoutMs = remainingMs(deadline);
+    short revents;
+    int rc;
+
+    if (timeoutMs == 0) {
+        return -ETIMEDOUT;
+    }
+    rc = corRestWaitFd(fd, events, timeoutMs, &revents);
+    if (rc < 0) {
+        return -errno;
+    }
+    return rc == 0 ? -ETIMEDOUT : 0;
+}
+
+/* ---- Names --------------------------------------------------------------- */
+
+/* The addresses of host, numeric ones and localhost only: names come
+ * with the resolver. Returns 0 or -errno with why set. */
+static int
+addrsResolve(const char* host, unsigned port, ConnAddrs* addrs, char* why,
+             size_t whyLen)
+{
+    struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
+    struct addrinfo* list = NULL;
+    char service[8];
+    int rc;
+
+    addrs->count = 0;
+    snprintf(service, sizeof(service), "%u", port);
+    if (strcasecmp(host, "localhost") == 0) {
+        host = "127.0.0.1";
+    }
+    rc = getaddrinfo(host, service, &hints, &list);
+    if (rc != 0) {
+        whyf(why, whyLen, "%s: cannot resolve the name (%s)", host,
+             gai_strerror(rc));
+        return -ENOENT;
+    }
+    for (struct addrinfo* ai = list; ai != NULL
+                                     && addrs->count < CONN_ADDRS_MAX;
+         ai = ai->ai_next) {
+        memcpy(&addrs->addr[addrs->count], ai->ai_addr, ai->ai_addrlen);
+        addrs->len[addrs->count++] = ai->ai_addrlen;
+    }
+    freeaddrinfo(list);
+    return addrs->count > 0 ? 0 : -ENOENT;
+}
+
+/* "1.2.3.4:80", "[::1]:80". */
+static void
+addrText(const struct sockaddr_storage* ss, char* out, size_t cap)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6* a = (const struct sockaddr_in6*)ss;
+
+        inet_ntop(AF_INET6, &a->sin6_addr, ip, sizeof(ip));
+        snprintf(out, cap, "[%s]:%u", ip, ntohs(a->sin6_port));
+    } else {
+        const struct sockaddr_in* a = (const struct sockaddr_in*)ss;
+
+        inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+        snprintf(out, cap, "%s:%u", ip, ntohs(a->sin_port));
+    }
+}
+
+/* ---- Connecting ---------------------------------------------------------- */
+
+/*
+ * A connected socket to one address by deadline, or -errno: the connect's
+ * own error (SO_ERROR), -ETIMEDOUT, -ECANCELED. May yield.
+ */
+static int
+connectOne(const struct sockaddr_storage* addr, socklen_t len,
+           uint64_t deadline)
+{
+    int one = 1;
+    int err = 0;
+    socklen_t errLen = sizeof(err);
+    int fd = socket(addr->ss_family,
+                    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int rc;
+
+    if (fd < 0) {
+        return -errno;
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (connect(fd, (const struct sockaddr*)addr, len) == 0) {
+        return fd;
+    }
+    if (errno != EINPROGRESS) {
+        rc = -errno;
+        goto failed;
+    }
+    rc = waitFd(fd, POLLOUT, deadline);
+    if (rc < 0) {
+        goto failed;
+    }
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &errLen) != 0) {
+        rc = -errno;
+        goto failed;
+    }
+    if (err != 0) {
+        rc = -err;
+        goto failed;
+    }
+    return fd;
+
+failed:
+    close(fd);
+    return rc;
+}
+
+/* Say why the last of tried addresses failed. */
+static void
+connectWhy(const char* peer, const ConnAddrs* addrs, unsigned tried, int rc,
+           int timeoutMs, char* why, size_t whyLen)
+{
+    char at[INET6_ADDRSTRLEN + 8];
+    char more[48] = "";
+
+    addrText(&addrs->addr[tried - 1], at, sizeof(at));
+    if (tried > 1) {
+        snprintf(more, sizeof(more), " (the last of %u addresses)", tried);
+    }
+    if (rc == -ETIMEDOUT) {
+        whyf(why, whyLen, "connect to %s (%s)%s: timed out after %d ms",
+             peer, at, more, timeoutMs);
+    } else if (rc == -ECANCELED) {
+        whyf(why, whyLen, "connect to %s (%s): cancelled", peer, at);
+    } else {
+        whyf(why, whyLen, "connect to %s (%s)%s: %s", peer, at, more,
+             strerror(-rc));
+    }
+}
+
+/* The key of a peer in the pool, and its "host:port". */
+static int
+targetKey(const CorConnTarget* target, char* key, size_t cap)
+{
+    const char* name = target->serverName ? target->serverName : "";
+    int n;
+
+    n = snprintf(key, cap, "%s %u %s %s %p", target->host, target->port,
+                 target->tls ? "tls" : "tcp", target->tls ? name : "",
+                 target->tls ? (void*)target->tlsClient : NULL);
+    for (char* p = key; *p != ' '; p++) {
+        *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
+    }
+    return n;
+}
+
+static CorConn*
+connNew(const CorConnTarget* target, const char* key, int fd)
+{
+    size_t keyLen = strlen(key) + 1;
+    size_t peerLen = strlen(target->host) + 16;
+    CorConn* c = calloc(1, sizeof(*c) + keyLen + peerLen);
+    char* peer;
+
+    if (c == NULL) {
+        return NULL;
+    }
+    memcpy(c->key, key, keyLen);
+    peer = c->key + keyLen;
+    snprintf(peer, peerLen, strchr(target->host, ':') ? "[%s]:%u" : "%s:%u",
+             target->host, target->port);
+    c->peer = peer;
+    c->tls = target->tls;
+    corTransportPlain(&c->transport, fd);
+    return c;
+}
+
+static int
+targetCheck(const CorConnTarget* target, char* why, size_t whyLen)
+{
+    if (target == NULL || target->host == NULL || target->host[0] == '\0'
+        || strlen(target->host) > CONN_HOST_MAX) {
+        whyf(why, whyLen, "connect: no host, or one longer than %d bytes",
+             CONN_HOST_MAX);
+        return -EINVAL;
+    }
+    if (target->port == 0 || target->port > 65535) {
+        whyf(why, whyLen, "connect to %s: port %u is out of range "
+             "(1..65535)", target->host, target->port);
+        return -EINVAL;
+    }
+    if (target->tls) {
+        whyf(why, whyLen, "TLS to %s:%u: this build has no TLS client",
+             target->host, target->port);
+        return -EPROTONOSUPPORT;
+    }
+    return 0;
+}
+
+/* A new connection: the addresses, one connect after the other. */
+static CorConn*
+connOpenNew(const CorConnTarget* target, const char* key, int* errP,
+            char* why, size_t whyLen)
+{
+    int timeoutMs = target->connectTimeoutMs > 0
+                    ? target->connectTimeoutMs
+                    : (int)settings.connectTimeoutMs;
+    uint64_t deadline = deadlineAfter(timeoutMs);
+    char peer[CONN_HOST_MAX + 16];
+    ConnAddrs addrs;
+    unsigned tried = 0;
+    CorConn* c;
+    int rc;
+    int fd = -1;
+
+    snprintf(peer, sizeof(peer),
+             strchr(target->host, ':') ? "[%s]:%u" : "%s:%u", target->host,
+             target->port);
+    rc = addrsResolve(target->host, target->port, &addrs, why, whyLen);
+    if (rc < 0) {
+        goto failed;
+    }
+    while (tried < addrs.count) {
+        fd = connectOne(&addrs.addr[tried], addrs.len[tried], deadline);
+        tried++;
+        if (fd >= 0 || fd == -ECANCELED || fd == -ETIMEDOUT) {
+            break;
+        }
+    }
+    if (fd < 0) {
+        rc = fd;
+        connectWhy(peer, &addrs, tried, rc, timeoutMs, why, whyLen);
+        goto failed;
+    }
+    c = connNew(target, key, fd);
+    if (c == NULL) {
+        close(fd);
+        rc = -ENOMEM;
+        whyf(why, whyLen, "connect to %s: out of memory", peer);
+        goto failed;
+    }
+    return c;
+
+failed:
+    if (errP != NULL) {
+        *errP = rc;
+    }
+    return NULL;
+}
+
+/* ---- The API ------------------------------------------------------------- */
+
+void
+corConnSetup(const CorConfig* config)
+{
+    if (config == NULL) {
+        settings = (CorConnSettings){ .connectTimeoutMs = 5000,
+                                      .keepalivePerPeer = 32,
+                                      .idleTimeoutMs = 60000 };
+        return;
+    }
+    settings = (CorConnSettings){
+        .connectTimeoutMs = config->client.connectTimeoutMs,
+        .keepalivePerPeer = config->client.keepalivePerPeer,
+        .idleTimeoutMs = config->client.idleTimeoutMs,
+    };
+}
+
+const CorConnSettings*
+corConnSettings(void)
+{
+    return &settings;
+}
+
+CorConn*
+corConnOpen(const CorConnTarget* target, int* errP, char* why, size_t whyLen)
+{
+    char key[2 * CONN_HOST_MAX + 64];
+    CorConnPool* pool;
+    CorConn* c;
+    int rc = targetCheck(target, why, whyLen);
+
+    if (rc < 0) {
+        if (errP != NULL) {
+            *errP = rc;
+        }
+        return NULL;
+    }
+    targetKey(target, key, sizeof(key));
+    pool = corConnPoolCurrent();
+    c = pool != NULL ? corConnPoolTake(pool, key) : NULL;
+    if (c != NULL) {
+        c->reused = true;
+        return c;
+    }
+    c = connOpenNew(target, key, errP, why, whyLen);
+    if (c != NULL) {
+        c->pool = pool;
+    }
+    return c;
+}
+
+ssize_t
+corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs)
+{
+    uint64_t deadline = deadlineAfter(timeoutMs);
+    ssize_t n;
+    int rc;
+
+    for (;;) {
+        n = c->transport.ops->recv(&c->transport, buf, len);
+        if (n > 0) {
+            return n;
+        }
+        if (n == 0) {
+            c->broken = true;
+            return 0;
+        }
+        rc = -errno;
+        if (rc == -EINTR) {
+            continue;
+        }
+        if (rc != -EAGAIN && rc != -EWOULDBLOCK) {
+            break;
+        }
+        if (timeoutMs == 0) {
+            return -EAGAIN;
+        }
+        rc = waitFd(c->transport.fd, POLLIN, deadline);
+        if (rc < 0) {
+            break;
+        }
+    }
+    c->broken = true;
+    return rc;
+}
+
+int
+corConnWriteAll(CorConn* c, const void* buf, size_t len, int timeoutMs)
+{
+    uint64_t deadline = deadlineAfter(timeoutMs);
+    const char* p = buf;
+    int rc;
+
+    while (len > 0) {
+        ssize_t n = c->transport.ops->send(&c->transport, p, len);
+
+        if (n > 0) {
+            p += n;
+            len -= (size_t)n;
+            continue;
+        }
+        rc = n == 0 ? -EPIPE : -errno;
+        if (rc == -EINTR) {
+            continue;
+        }
+        if (rc != -EAGAIN && rc != -EWOULDBLOCK) {
+            goto failed;
+        }
+        rc = waitFd(c->transport.fd, POLLOUT, deadline);
+        if (rc < 0) {
+            goto failed;
+        }
+    }
+    return 0;
+
+failed:
+    c->broken = true;
+    return rc;
+}
+
+bool
+corConnReused(const CorConn* c)
+{
+    return c->reused;
+}
+
+CorTransport*
+corConnTransport(CorConn* c)
+{
+    return &c->transport;
+}
+
+const char*
+corConnPeer(const CorConn* c)
+{
+    return c->peer;
+}
+
+void
+corConnRelease(CorConn* c)
+{
+    if (c == NULL) {
+        return;
+    }
+    if (c->broken || c->pool == NULL || c->pool != corConnPoolCurrent()
+        || !corConnPoolPut(c)) {
+        corConnFree(c);
+    }
+}
+
+void
+corConnClose(CorConn* c)
+{
+    if (c != NULL) {
+        corConnFree(c);
+    }
+}
+
+void
+corConnFree(CorConn* c)
+{
+    if (c->transport.ops != NULL) {
+        c->transport.ops->close(&c->transport);
+    }
+    free(c);
+}
