@@ -20,7 +20,6 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -32,20 +31,12 @@
 #include <unistd.h>
 
 #define CONN_HOST_MAX 253       /* a DNS name; an IPv6 address is shorter */
-#define CONN_ADDRS_MAX 16
 
 static CorConnSettings settings = {
     .connectTimeoutMs = 5000,
     .keepalivePerPeer = 32,
     .idleTimeoutMs = 60000,
 };
-
-/* The addresses of a name, in the order they are tried. */
-typedef struct {
-    struct sockaddr_storage addr[CONN_ADDRS_MAX];
-    socklen_t len[CONN_ADDRS_MAX];
-    unsigned count;
-} ConnAddrs;
 
 /* ---- Helpers ------------------------------------------------------------- */
 
@@ -104,40 +95,7 @@ waitFd(int fd, short events, uint64_t deadline)
     return rc == 0 ? -ETIMEDOUT : 0;
 }
 
-/* ---- Names --------------------------------------------------------------- */
-
-/* The addresses of host, numeric ones and localhost only: names come
- * with the resolver. Returns 0 or -errno with why set. */
-static int
-addrsResolve(const char* host, unsigned port, ConnAddrs* addrs, char* why,
-             size_t whyLen)
-{
-    struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
-                              .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
-    struct addrinfo* list = NULL;
-    char service[8];
-    int rc;
-
-    addrs->count = 0;
-    snprintf(service, sizeof(service), "%u", port);
-    if (strcasecmp(host, "localhost") == 0) {
-        host = "127.0.0.1";
-    }
-    rc = getaddrinfo(host, service, &hints, &list);
-    if (rc != 0) {
-        whyf(why, whyLen, "%s: cannot resolve the name (%s)", host,
-             gai_strerror(rc));
-        return -ENOENT;
-    }
-    for (struct addrinfo* ai = list; ai != NULL
-                                     && addrs->count < CONN_ADDRS_MAX;
-         ai = ai->ai_next) {
-        memcpy(&addrs->addr[addrs->count], ai->ai_addr, ai->ai_addrlen);
-        addrs->len[addrs->count++] = ai->ai_addrlen;
-    }
-    freeaddrinfo(list);
-    return addrs->count > 0 ? 0 : -ENOENT;
-}
+/* ---- Addresses ----------------------------------------------------------- */
 
 /* "1.2.3.4:80", "[::1]:80". */
 static void
@@ -159,6 +117,18 @@ addrText(const struct sockaddr_storage* ss, char* out, size_t cap)
 }
 
 /* ---- Connecting ---------------------------------------------------------- */
+
+/* The address with its port set, and its length. */
+static socklen_t
+addrWithPort(struct sockaddr_storage* addr, unsigned port)
+{
+    if (addr->ss_family == AF_INET6) {
+        ((struct sockaddr_in6*)addr)->sin6_port = htons((uint16_t)port);
+        return sizeof(struct sockaddr_in6);
+    }
+    ((struct sockaddr_in*)addr)->sin_port = htons((uint16_t)port);
+    return sizeof(struct sockaddr_in);
+}
 
 /*
  * A connected socket to one address by deadline, or -errno: the connect's
@@ -207,13 +177,13 @@ failed:
 
 /* Say why the last of tried addresses failed. */
 static void
-connectWhy(const char* peer, const ConnAddrs* addrs, unsigned tried, int rc,
+connectWhy(const char* peer, const CorAddrs* addrs, unsigned tried, int rc,
            int timeoutMs, char* why, size_t whyLen)
 {
     char at[INET6_ADDRSTRLEN + 8];
     char more[48] = "";
 
-    addrText(&addrs->addr[tried - 1], at, sizeof(at));
+    addrText(&addrs->addrs[tried - 1], at, sizeof(at));
     if (tried > 1) {
         snprintf(more, sizeof(more), " (the last of %u addresses)", tried);
     }
@@ -297,7 +267,8 @@ connOpenNew(const CorConnTarget* target, const char* key, int* errP,
                     : (int)settings.connectTimeoutMs;
     uint64_t deadline = deadlineAfter(timeoutMs);
     char peer[CONN_HOST_MAX + 16];
-    ConnAddrs addrs;
+    char resolveWhy[256];
+    CorAddrs addrs;
     unsigned tried = 0;
     CorConn* c;
     int rc;
@@ -306,12 +277,21 @@ connOpenNew(const CorConnTarget* target, const char* key, int* errP,
     snprintf(peer, sizeof(peer),
              strchr(target->host, ':') ? "[%s]:%u" : "%s:%u", target->host,
              target->port);
-    rc = addrsResolve(target->host, target->port, &addrs, why, whyLen);
+    rc = corResolve(target->host, remainingMs(deadline), &addrs, resolveWhy,
+                    sizeof(resolveWhy));
+    if (rc == 0 && addrs.count == 0) {
+        rc = -ENOENT;
+        snprintf(resolveWhy, sizeof(resolveWhy), "name '%s': no address",
+                 target->host);
+    }
     if (rc < 0) {
+        whyf(why, whyLen, "connect to %s: %s", peer, resolveWhy);
         goto failed;
     }
     while (tried < addrs.count) {
-        fd = connectOne(&addrs.addr[tried], addrs.len[tried], deadline);
+        socklen_t len = addrWithPort(&addrs.addrs[tried], target->port);
+
+        fd = connectOne(&addrs.addrs[tried], len, deadline);
         tried++;
         if (fd >= 0 || fd == -ECANCELED || fd == -ETIMEDOUT) {
             break;
