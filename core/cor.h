@@ -39,7 +39,7 @@
 
 /* Bumped whenever a struct or a signature of this header, or of one it
  * includes, changes. */
-#define COR_ABI_VERSION 4
+#define COR_ABI_VERSION 5
 #define COR_VERSION "0.1.0"
 
 typedef struct CorModule CorModule;
@@ -327,8 +327,6 @@ typedef struct CorListener CorListener;
 int corListenerFd(const CorListener* l, unsigned loopIndex);
 const char* corListenerAddress(const CorListener* l);
 bool corListenerReusePort(const CorListener* l);
-const char* corListenerTlsCertificate(const CorListener* l);
-const char* corListenerTlsKey(const CorListener* l);
 
 /*
  * A transport: how a connection's bytes move. Protocol modules read and
@@ -366,8 +364,92 @@ struct CorTransport {
 /* Bytes as they are, over the socket fd (which the transport now owns). */
 void corTransportPlain(CorTransport* t, int fd);
 
+/*
+ * The transport a listener gives the connections it accepts: plain, or
+ * TLS (server side) when the listener has tls in the configuration. The
+ * TLS handshake runs inside the transport's recv and send, on the loop
+ * that owns the connection. Returns 0 (t owns fd), or -errno (fd stays
+ * the caller's).
+ */
+int corListenerTransport(const CorListener* l, CorTransport* t, int fd);
+
+/* The listener's tls.handshake_timeout, 0 for a plain listener: a
+ * protocol cuts a TLS connection whose handshake (and first request) has
+ * not come by then. */
+uint64_t corListenerHandshakeTimeoutMs(const CorListener* l);
+
+/*
+ * Whether the last recv stopped because the transport must write before
+ * it can read on (a TLS handshake's answer met a full socket): the caller
+ * calls recv again when the socket turns writable, not only readable. A
+ * protocol that arms its socket edge-triggered for both needs this.
+ */
+bool corTransportWantsWrite(const CorTransport* t);
+
+/* Whether the transport holds decrypted bytes not yet read (SSL_pending):
+ * a reader must not wait on the socket then. False for plain. */
+bool corTransportPending(const CorTransport* t);
+
+/* After a TLS handshake: whether the session was resumed, and the ALPN
+ * protocol chosen (NULL if none, or plain). */
+bool corTransportTlsResumed(const CorTransport* t);
+const char* corTransportTlsAlpn(const CorTransport* t);
+
+/* ---- TLS clients ----------------------------------------------------------
+ *
+ * A client context holds what connections to servers share: the trust
+ * (the system's CA store or a CA file), whether to verify, the ALPN list,
+ * and a session cache per peer (serverName:port) for resumption. One
+ * context serves every thread (the cache is locked, never across a wait).
+ */
+typedef struct CorTlsClient CorTlsClient;
+
+typedef struct {
+    const char* caFile;     /* NULL: the system's CA store */
+    bool insecure;          /* skip verification (tests, explicit opt-in) */
+    const char* alpn;       /* comma list, e.g. "http/1.1", or NULL */
+} CorTlsClientOptions;
+
+/* A client context (verification on unless o->insecure). Returns NULL
+ * with the reason in why (a CA file that does not load, a bad ALPN list,
+ * no memory). The caller frees it with corTlsClientFree, after every
+ * transport made with it is closed. */
+CorTlsClient* corTlsClientNew(const CorTlsClientOptions* o, char* why,
+                              size_t whyLen);
+void corTlsClientFree(CorTlsClient* ctx);
+
+/*
+ * Make t a TLS client transport over the connected non-blocking socket
+ * fd, for serverName (sent as SNI unless it is an IP address; the
+ * certificate is checked against it, name or IP); the session of an
+ * earlier connection to the same serverName:port is offered for
+ * resumption. No byte moves yet: corTransportTlsHandshake runs the
+ * handshake. Returns 0 (t owns fd; close it with t->ops->close), or
+ * -errno (fd stays the caller's).
+ */
+int corTransportTlsClient(CorTransport* t, int fd, CorTlsClient* ctx,
+                          const char* serverName, unsigned port);
+
+/*
+ * Run the handshake of a client transport to its end, waiting through
+ * corRestWaitFd (it yields in a coroutine and polls elsewhere; a stop
+ * cancels it: -ECANCELED). Returns 0, or -errno with OpenSSL's reason in
+ * why ("certificate has expired", "hostname mismatch", "self-signed
+ * certificate"...): -ETIMEDOUT past timeoutMs (< 0: none), -EPROTO for a
+ * verification or handshake failure, -ECONNRESET when the peer closed.
+ * May yield.
+ */
+int corTransportTlsHandshake(CorTransport* t, int timeoutMs, char* why,
+                             size_t whyLen);
+
 typedef struct {
     const char* name;           /* as `listen: - protocol:` names it */
+    /* What it speaks, as TLS ALPN names it, a comma list ("http/1.1"), or
+     * NULL: a TLS listener of this protocol offers it. */
+    const char* alpn;
+    /* Its name over TLS ("https"), or NULL: a listener so named is served
+     * by this protocol, and must have tls. */
+    const char* tlsName;
     /* On each loop's thread, with the generation's listeners of this
      * protocol: start serving. Returns 0 or -1 (logged). */
     int (*start)(CorModule* m, CorEvLoop* loop, unsigned loopIndex,

@@ -433,21 +433,83 @@ checkDuplicate(const CorConfig* cf, unsigned i, const CorConf* node,
     }
 }
 
+/* One certificate: { certificate: FILE, key: FILE } (and, in sni, a
+ * name). Whether the files load is the generation's to check. */
+static void
+readCert(CorConfigCert* c, const CorConf* map, const char* where,
+         CorConfErrors* e)
+{
+    c->node = map;
+    if (required(map, "certificate", where, "a PEM file", e)) {
+        setString(&c->certificate,
+                  nonEmpty(map, "certificate", NULL, "a path", e), e);
+    }
+    if (required(map, "key", where, "a PEM file", e)) {
+        setString(&c->key, nonEmpty(map, "key", NULL, "a path", e), e);
+    }
+}
+
+static void
+readSni(CorConfigTls* t, const CorConf* tls, const char* where,
+        CorConfErrors* e)
+{
+    static const char* const keys[] = {"name", "certificate", "key", NULL};
+    const CorConf* sni = corConfSeq(tls, "sni", e);
+    size_t count = sni != NULL ? corConfCount(sni) : 0;
+
+    t->certs = calloc(count + 1, sizeof(*t->certs));
+    if (t->certs == NULL) {
+        corConfErrorf(e, NULL, "out of memory reading the configuration");
+        return;
+    }
+    t->certCount = 1;
+    for (size_t i = 0; i < count; i++) {
+        const CorConf* entry = corConfAt(sni, i);
+        CorConfigCert* c = &t->certs[t->certCount];
+        char sniWhere[96];
+
+        snprintf(sniWhere, sizeof(sniWhere), "%s.sni[%zu]", where, i);
+        if (corConfKind(entry) != COR_CONF_MAP) {
+            corConfErrorf(e, entry, "%s: expected a mapping such as { name: "
+                          "example.com, certificate: FILE, key: FILE }",
+                          sniWhere);
+            continue;
+        }
+        t->certCount++;
+        if (required(entry, "name", sniWhere, "a host name", e)) {
+            setString(&c->name, nonEmpty(entry, "name", NULL, "a host name",
+                                         e), e);
+        }
+        readCert(c, entry, sniWhere, e);
+        corConfUnknownKeys(entry, sniWhere, keys, e);
+    }
+}
+
 static void
 readTls(CorConfigListen* l, const CorConf* tls, const char* where,
         CorConfErrors* e)
 {
-    static const char* const keys[] = {"certificate", "key", NULL};
+    static const char* const keys[] = {
+        "certificate", "key", "sni", "min_version", "handshake_timeout", NULL,
+    };
+    static const char* const versions[] = {"1.2", "1.3", NULL};
     char tlsWhere[64];
 
     snprintf(tlsWhere, sizeof(tlsWhere), "%s.tls", where);
-    if (required(tls, "certificate", tlsWhere, "a PEM file", e)) {
-        setString(&l->tlsCertificate,
-                  nonEmpty(tls, "certificate", NULL, "a path", e), e);
+    l->tls = calloc(1, sizeof(*l->tls));
+    if (l->tls == NULL) {
+        corConfErrorf(e, NULL, "out of memory reading the configuration");
+        return;
     }
-    if (required(tls, "key", tlsWhere, "a PEM file", e)) {
-        setString(&l->tlsKey, nonEmpty(tls, "key", NULL, "a path", e), e);
+    readSni(l->tls, tls, tlsWhere, e);
+    if (l->tls->certs != NULL) {
+        readCert(&l->tls->certs[0], tls, tlsWhere, e);
     }
+    l->tls->minVersion =
+        strcmp(oneOf(tls, "min_version", "1.2", versions, e), "1.3") == 0
+            ? 0x0304 : 0x0303;
+    l->tls->handshakeTimeoutMs =
+        corConfDurationMs(tls, "handshake_timeout", 10000, 1, 3600000, e);
     corConfUnknownKeys(tls, tlsWhere, keys, e);
 }
 
@@ -470,22 +532,18 @@ readProtocol(CorConfigListen* l, const char* where, CorConfErrors* e)
     setString(&l->protocol, protocol, e);
 }
 
-/* https is the one protocol whose TLS the core sets up itself: it needs
- * tls, and any other protocol given tls is a mistake to point out. */
+/* TLS belongs to the listener: any protocol may take tls. https is HTTP
+ * over TLS, so it needs it. */
 static void
 checkTlsUse(const CorConfigListen* l, const char* where, CorConfErrors* e)
 {
-    const CorConf* tls = corConfGet(l->node, "tls");
     bool https = l->protocol != NULL && strcmp(l->protocol, "https") == 0;
 
-    if (https && tls == NULL) {
+    if (https && corConfGet(l->node, "tls") == NULL) {
         corConfErrorf(e, l->node,
                       "%s: protocol https needs tls: { certificate: FILE, "
                       "key: FILE }",
                       where);
-    } else if (!https && l->protocol != NULL && tls != NULL) {
-        corConfErrorf(e, tls, "tls: only protocol https takes tls, not '%s'",
-                      l->protocol);
     }
 }
 
@@ -1035,8 +1093,16 @@ corConfigFree(CorConfig* cf)
     for (unsigned i = 0; i < cf->listenCount; i++) {
         free(cf->listen[i].protocol);
         free(cf->listen[i].address);
-        free(cf->listen[i].tlsCertificate);
-        free(cf->listen[i].tlsKey);
+        for (unsigned k = 0; cf->listen[i].tls != NULL
+                             && k < cf->listen[i].tls->certCount; k++) {
+            free(cf->listen[i].tls->certs[k].name);
+            free(cf->listen[i].tls->certs[k].certificate);
+            free(cf->listen[i].tls->certs[k].key);
+        }
+        if (cf->listen[i].tls != NULL) {
+            free(cf->listen[i].tls->certs);
+        }
+        free(cf->listen[i].tls);
     }
     for (unsigned i = 0; i < cf->moduleCount; i++) {
         free(cf->modules[i].load);

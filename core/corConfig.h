@@ -21,6 +21,8 @@
  *     runtime.stall_warning        100ms       0ms..1h (0ms: off)
  *     listen                       required    at least one entry
  *     listen[].accept              share       share | reuseport
+ *     listen[].tls.min_version     "1.2"       "1.2" | "1.3"
+ *     listen[].tls.handshake_timeout 10s       1ms..1h
  *     limits.connections           10000       1..10000000
  *     limits.header_bytes          16KiB       1KiB..1MiB
  *     limits.header_count          100         1..100
@@ -58,6 +60,24 @@
 
 #define COR_CONFIG_MAX_LOOPS 1024
 
+/* A certificate chain and its private key, PEM files, paths as written
+ * (relative ones are beside the configuration file). */
+typedef struct {
+    char* name;          /* the SNI name it serves ("b.test", "*.b.test");
+                            NULL for the listener's default */
+    char* certificate;
+    char* key;
+    const CorConf* node; /* its mapping, to mark load errors */
+} CorConfigCert;
+
+/* A listener's tls mapping: its connections speak TLS. */
+typedef struct {
+    CorConfigCert* certs;  /* [0] the default, then the sni entries */
+    unsigned certCount;
+    unsigned minVersion;   /* 0x0303 (TLS 1.2) or 0x0304 (TLS 1.3) */
+    uint64_t handshakeTimeoutMs;
+} CorConfigTls;
+
 /* One listen entry: { protocol: http, address: 127.0.0.1:8080 }. */
 typedef struct {
     char* protocol; /* a name modules register: http, https, ... */
@@ -65,8 +85,7 @@ typedef struct {
                        "*:8080", ":8080" (* or empty: any IPv4) */
     struct sockaddr_storage addr;
     socklen_t addrLen;
-    char* tlsCertificate; /* https only, where it is required; else NULL */
-    char* tlsKey;
+    CorConfigTls* tls;   /* NULL: plain (https requires it) */
     bool reusePort;      /* accept: share (false) | reuseport (true) */
     const CorConf* node; /* the entry's mapping */
 } CorConfigListen;

@@ -108,9 +108,43 @@ struct CorListener {
     int* fds;
     unsigned fdCount;
     bool reusePort;
-    char* tlsCertificate;
-    char* tlsKey;
+    struct CorTlsServer* tls;   /* the generation's, NULL: plain */
 };
+
+/* ---- TLS (corTls.c, corTlsServer.c, corTlsClient.c) ---------------------- */
+
+typedef struct CorTlsServer CorTlsServer;
+
+/* A TLS connection's state behind its transport (t->data); owned by the
+ * transport, freed by its close. */
+typedef struct {
+    struct ssl_st* ssl;
+    CorTlsClient* client;       /* a client's context, else NULL */
+    char* peer;                 /* a client's "serverName:port" */
+    bool wantsWrite;            /* the last recv wants the socket writable */
+    bool failed;                /* a fatal error: no close_notify */
+    char alpn[256];             /* the chosen protocol, NUL-terminated */
+} CorTlsConn;
+
+/* Make t a TLS transport over fd with ssl (which it owns from here).
+ * Returns 0 or -ENOMEM (ssl freed, fd the caller's). */
+int corTlsTransportInit(CorTransport* t, int fd, struct ssl_st* ssl);
+
+/* A comma list ("h2,http/1.1") in ALPN's wire format into out. Returns
+ * its length, or -EINVAL (an empty or too long name, no room). */
+int corTlsAlpnWire(const char* list, unsigned char* out, size_t cap);
+
+/* OpenSSL's reason for the last failure of this thread, into why. */
+void corTlsWhy(char* why, size_t whyLen, const char* fallback);
+
+/* Load every TLS listener's certificates and keys (contexts, SNI, ALPN
+ * from the listener's protocol, tickets); errors go to errors at the
+ * certificate's file:line. Runs where the modules are loaded (the
+ * generation, and cor -t). Returns 0 or -1. */
+int corTlsServersLoad(const CorConfig* config, CorConfErrors* errors);
+void corTlsServersFree(void);
+/* The context of the config's listen[index], NULL for a plain one. */
+CorTlsServer* corTlsServerAt(unsigned index);
 
 /* ---- Requests (corRequest.c) --------------------------------------------- */
 

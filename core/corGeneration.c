@@ -86,18 +86,6 @@ corListenerReusePort(const CorListener* l)
     return l->reusePort;
 }
 
-const char*
-corListenerTlsCertificate(const CorListener* l)
-{
-    return l->tlsCertificate;
-}
-
-const char*
-corListenerTlsKey(const CorListener* l)
-{
-    return l->tlsKey;
-}
-
 /* ---- Loops --------------------------------------------------------------- */
 
 /* Start every protocol on this loop with its listeners. */
@@ -110,7 +98,7 @@ protocolsStart(LoopThread* t, CorEvLoop* loop)
         unsigned count = 0;
 
         for (unsigned i = 0; i < t->listenerCount; i++) {
-            if (strcmp(t->listeners[i].protocol, entry->protocol.name) == 0) {
+            if (corProtocolFind(t->listeners[i].protocol) == entry) {
                 mine[count++] = &t->listeners[i];
             }
         }
@@ -340,10 +328,18 @@ checkListeners(const CorConfig* config, CorConfErrors* errors)
     int rc = 0;
 
     for (unsigned i = 0; i < config->listenCount; i++) {
-        if (corProtocolFind(config->listen[i].protocol) == NULL) {
-            corConfErrorf(errors, config->listen[i].node, "listen: no module "
-                          "registered the protocol '%s' (load the module "
-                          "that serves it)", config->listen[i].protocol);
+        const CorConfigListen* l = &config->listen[i];
+        const CorProtocolEntry* entry = corProtocolFind(l->protocol);
+
+        if (entry == NULL) {
+            corConfErrorf(errors, l->node, "listen: no module registered "
+                          "the protocol '%s' (load the module that serves "
+                          "it)", l->protocol);
+            rc = -1;
+        } else if (l->tls == NULL && entry->protocol.tlsName != NULL
+                   && strcmp(entry->protocol.tlsName, l->protocol) == 0) {
+            corConfErrorf(errors, l->node, "listen: protocol %s needs tls: "
+                          "{ certificate: FILE, key: FILE }", l->protocol);
             rc = -1;
         }
     }
@@ -378,6 +374,7 @@ corGenerationPrepare(const CorConfig* config, CorConfErrors* errors)
     rc |= corModulesLoad(config, errors);
     rc |= corRoutesBuild(config, errors);
     rc |= checkListeners(config, errors);
+    rc |= corTlsServersLoad(config, errors);
     return rc;
 }
 
@@ -398,6 +395,10 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
         || corAccessLogOpen(config->log.access, config->log.accessFormat,
                             &errors) != 0) {
         reportAndExit(readyFd, &errors);
+    }
+    /* The master opened the listeners in the order of the file. */
+    for (unsigned i = 0; i < listenerCount; i++) {
+        listeners[i].tls = corTlsServerAt(i);
     }
     corRuntime.workers = corEvPoolCreate(config->runtime.workers);
     corRuntime.loops = calloc(corRuntime.loopCount, sizeof(CorEvLoop*));

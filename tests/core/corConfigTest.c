@@ -70,8 +70,7 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(cf->runtime.stallWarningMs, 100);
     ck_assert_uint_eq(cf->listenCount, 1);
     ck_assert(!cf->listen[0].reusePort);
-    ck_assert_ptr_null(cf->listen[0].tlsCertificate);
-    ck_assert_ptr_null(cf->listen[0].tlsKey);
+    ck_assert_ptr_null(cf->listen[0].tls);
     ck_assert_uint_eq(cf->limits.connections, 10000);
     ck_assert_uint_eq(cf->limits.headerBytes, 16 * 1024);
     ck_assert_uint_eq(cf->limits.headerCount, 100);
@@ -173,8 +172,12 @@ START_TEST(test_complete_config)
     ck_assert(IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr));
     ck_assert_uint_eq(ntohs(sin6->sin6_port), 8443);
     ck_assert_uint_eq(cf->listen[1].addrLen, sizeof(*sin6));
-    ck_assert_str_eq(cf->listen[1].tlsCertificate, "/etc/cor/cert.pem");
-    ck_assert_str_eq(cf->listen[1].tlsKey, "/etc/cor/key.pem");
+    ck_assert_uint_eq(cf->listen[1].tls->certCount, 1);
+    ck_assert_str_eq(cf->listen[1].tls->certs[0].certificate,
+                     "/etc/cor/cert.pem");
+    ck_assert_str_eq(cf->listen[1].tls->certs[0].key, "/etc/cor/key.pem");
+    ck_assert_uint_eq(cf->listen[1].tls->minVersion, 0x0303);
+    ck_assert_uint_eq(cf->listen[1].tls->handshakeTimeoutMs, 10000);
     ck_assert(cf->listen[1].reusePort);
 
     ck_assert_str_eq(cf->listen[2].protocol, "cor");
