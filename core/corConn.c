@@ -23,6 +23,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,12 @@ static CorConnSettings settings = {
     .keepalivePerPeer = 32,
     .idleTimeoutMs = 60000,
 };
+
+/* The TLS client of targets that name none: client.ca_file's trust, made
+ * by corConnSetup (or at the first use, where nothing set it up: a
+ * program of its own). */
+static CorTlsClient* defaultTls;
+static pthread_mutex_t defaultTlsLock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- Helpers ------------------------------------------------------------- */
 
@@ -200,14 +207,16 @@ connectWhy(const char* peer, const CorAddrs* addrs, unsigned tried, int rc,
 
 /* The key of a peer in the pool, and its "host:port". */
 static int
-targetKey(const CorConnTarget* target, char* key, size_t cap)
+targetKey(const CorConnTarget* target, const CorTlsClient* tls, char* key,
+          size_t cap)
 {
-    const char* name = target->serverName ? target->serverName : "";
+    const char* name = target->serverName ? target->serverName
+                                          : target->host;
     int n;
 
     n = snprintf(key, cap, "%s %u %s %s %p", target->host, target->port,
                  target->tls ? "tls" : "tcp", target->tls ? name : "",
-                 target->tls ? (void*)target->tlsClient : NULL);
+                 (const void*)tls);
     for (char* p = key; *p != ' '; p++) {
         *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
     }
@@ -249,18 +258,55 @@ targetCheck(const CorConnTarget* target, char* why, size_t whyLen)
              "(1..65535)", target->host, target->port);
         return -EINVAL;
     }
-    if (target->tls) {
-        whyf(why, whyLen, "TLS to %s:%u: this build has no TLS client",
-             target->host, target->port);
-        return -EPROTONOSUPPORT;
+    if (target->serverName != NULL
+        && (target->serverName[0] == '\0'
+            || strlen(target->serverName) > CONN_HOST_MAX)) {
+        whyf(why, whyLen, "connect to %s: an empty server name, or one "
+             "longer than %d bytes", target->host, CONN_HOST_MAX);
+        return -EINVAL;
     }
     return 0;
 }
 
 /* A new connection: the addresses, one connect after the other. */
+/*
+ * Make c's transport TLS (with tls) and run the handshake by deadline.
+ * Returns 0, or -errno with why set; c's socket is c's either way.
+ * May yield.
+ */
+static int
+connTls(CorConn* c, const CorConnTarget* target, CorTlsClient* tls,
+        uint64_t deadline, int timeoutMs, char* why, size_t whyLen)
+{
+    const char* name = target->serverName ? target->serverName
+                                          : target->host;
+    char reason[256] = "";
+    int fd = c->transport.fd;
+    int rc;
+
+    rc = corTransportTlsClient(&c->transport, fd, tls, name, target->port);
+    if (rc < 0) {
+        whyf(why, whyLen, "TLS to %s: %s", c->peer, strerror(-rc));
+        return rc;
+    }
+    rc = remainingMs(deadline);
+    rc = rc == 0 ? -ETIMEDOUT
+                 : corTransportTlsHandshake(&c->transport, rc, reason,
+                                            sizeof(reason));
+    if (rc == -ETIMEDOUT) {
+        whyf(why, whyLen, "TLS to %s: no handshake within %d ms", c->peer,
+             timeoutMs);
+    } else if (rc == -ECANCELED) {
+        whyf(why, whyLen, "TLS to %s: cancelled", c->peer);
+    } else if (rc < 0) {
+        whyf(why, whyLen, "TLS to %s: %s", c->peer, reason);
+    }
+    return rc;
+}
+
 static CorConn*
-connOpenNew(const CorConnTarget* target, const char* key, int* errP,
-            char* why, size_t whyLen)
+connOpenNew(const CorConnTarget* target, CorTlsClient* tls, const char* key,
+            int* errP, char* why, size_t whyLen)
 {
     int timeoutMs = target->connectTimeoutMs > 0
                     ? target->connectTimeoutMs
@@ -309,6 +355,13 @@ connOpenNew(const CorConnTarget* target, const char* key, int* errP,
         whyf(why, whyLen, "connect to %s: out of memory", peer);
         goto failed;
     }
+    if (target->tls) {
+        rc = connTls(c, target, tls, deadline, timeoutMs, why, whyLen);
+        if (rc < 0) {
+            corConnFree(c);
+            goto failed;
+        }
+    }
     return c;
 
 failed:
@@ -318,22 +371,60 @@ failed:
     return NULL;
 }
 
+/* The default TLS client, made at the first use where no setup made it.
+ * NULL with why set when it cannot be made. */
+static CorTlsClient*
+defaultTlsGet(char* why, size_t whyLen)
+{
+    CorTlsClient* tls;
+
+    pthread_mutex_lock(&defaultTlsLock);
+    if (defaultTls == NULL) {
+        defaultTls = corTlsClientNew(&(CorTlsClientOptions){ 0 }, why,
+                                     whyLen);
+    }
+    tls = defaultTls;
+    pthread_mutex_unlock(&defaultTlsLock);
+    return tls;
+}
+
 /* ---- The API ------------------------------------------------------------- */
 
-void
-corConnSetup(const CorConfig* config)
+int
+corConnSetup(const CorConfig* config, CorConfErrors* errors)
 {
-    if (config == NULL) {
-        settings = (CorConnSettings){ .connectTimeoutMs = 5000,
-                                      .keepalivePerPeer = 32,
-                                      .idleTimeoutMs = 60000 };
-        return;
+    const char* caFile = config != NULL ? config->client.caFile : NULL;
+    CorTlsClient* tls = NULL;
+    char why[256] = "";
+
+    settings = (CorConnSettings){ .connectTimeoutMs = 5000,
+                                  .keepalivePerPeer = 32,
+                                  .idleTimeoutMs = 60000 };
+    if (config != NULL) {
+        settings = (CorConnSettings){
+            .connectTimeoutMs = config->client.connectTimeoutMs,
+            .keepalivePerPeer = config->client.keepalivePerPeer,
+            .idleTimeoutMs = config->client.idleTimeoutMs,
+        };
     }
-    settings = (CorConnSettings){
-        .connectTimeoutMs = config->client.connectTimeoutMs,
-        .keepalivePerPeer = config->client.keepalivePerPeer,
-        .idleTimeoutMs = config->client.idleTimeoutMs,
-    };
+    /* The system's store is found at the first handshake; a CA file is
+     * read now, so that `cor -t` says when it is not PEM. */
+    if (caFile != NULL) {
+        tls = corTlsClientNew(&(CorTlsClientOptions){ .caFile = caFile },
+                              why, sizeof(why));
+        if (tls == NULL) {
+            corConfErrorf(errors, corConfGet(corConfGet(config->root,
+                                                        "client"),
+                                             "ca_file"),
+                          "ca_file: %s", why);
+            return -1;
+        }
+    }
+    pthread_mutex_lock(&defaultTlsLock);
+    corTlsClientFree(defaultTls);
+    defaultTls = tls;
+    pthread_mutex_unlock(&defaultTlsLock);
+    return 0;
 }
 
 const CorConnSettings*
@@ -346,24 +437,31 @@ CorConn*
 corConnOpen(const CorConnTarget* target, int* errP, char* why, size_t whyLen)
 {
     char key[2 * CONN_HOST_MAX + 64];
+    CorTlsClient* tls = NULL;
     CorConnPool* pool;
     CorConn* c;
     int rc = targetCheck(target, why, whyLen);
 
+    if (rc == 0 && target->tls) {
+        tls = target->tlsClient;
+        if (tls == NULL && (tls = defaultTlsGet(why, whyLen)) == NULL) {
+            rc = -ENOMEM;
+        }
+    }
     if (rc < 0) {
         if (errP != NULL) {
             *errP = rc;
         }
         return NULL;
     }
-    targetKey(target, key, sizeof(key));
+    targetKey(target, tls, key, sizeof(key));
     pool = corConnPoolCurrent();
     c = pool != NULL ? corConnPoolTake(pool, key) : NULL;
     if (c != NULL) {
         c->reused = true;
         return c;
     }
-    c = connOpenNew(target, key, errP, why, whyLen);
+    c = connOpenNew(target, tls, key, errP, why, whyLen);
     if (c != NULL) {
         c->pool = pool;
     }
@@ -393,10 +491,15 @@ corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs)
         if (rc != -EAGAIN && rc != -EWOULDBLOCK) {
             break;
         }
+        if (corTransportPending(&c->transport)) {
+            continue;       /* decoded bytes: the socket has no news */
+        }
         if (timeoutMs == 0) {
             return -EAGAIN;
         }
-        rc = waitFd(c->transport.fd, POLLIN, deadline);
+        rc = waitFd(c->transport.fd,
+                    corTransportWantsWrite(&c->transport) ? POLLOUT : POLLIN,
+                    deadline);
         if (rc < 0) {
             break;
         }

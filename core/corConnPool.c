@@ -182,8 +182,12 @@ static bool
 idleAlive(CorConn* c)
 {
     char byte;
-    ssize_t n = recv(c->transport.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    ssize_t n;
 
+    if (corTransportPending(&c->transport)) {
+        return false;
+    }
+    n = recv(c->transport.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
 

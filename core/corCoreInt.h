@@ -196,8 +196,10 @@ struct CorConn {
     char key[];
 };
 
-/* Take the settings of config (NULL: the defaults). */
-void corConnSetup(const CorConfig* config);
+/* Take the settings of config (NULL: the defaults), and make the default
+ * TLS client from client.ca_file. Returns 0, or -1 with the error at
+ * ca_file in errors (a file that is not PEM). */
+int corConnSetup(const CorConfig* config, CorConfErrors* errors);
 const CorConnSettings* corConnSettings(void);
 
 /* Close c's transport and free it. */

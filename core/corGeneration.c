@@ -367,7 +367,7 @@ corGenerationPrepare(const CorConfig* config, CorConfErrors* errors)
     corRuntime.coroutines = config->runtime.coroutines.enabled
                             && COR_HAVE_COROUTINES;
     corCoStackSizeSet(config->runtime.coroutines.stack);
-    corConnSetup(config);
+    rc |= corConnSetup(config, errors);
     if (corMetricsInit(corRuntime.loopCount) != 0) {
         return -1;
     }

@@ -50,7 +50,7 @@ static void
 setUp(void)
 {
     signal(SIGPIPE, SIG_IGN);
-    corConnSetup(NULL);
+    corConnSetup(NULL, NULL);
 }
 
 /* ---- Writes -------------------------------------------------------------- */
@@ -132,7 +132,7 @@ START_TEST(test_pool_reuses_per_peer_up_to_its_bound)
     char name[64];
     int reused = 0;
 
-    corConnSetup(&cf);
+    corConnSetup(&cf, NULL);
     for (int i = 0; i < 3; i++) {
         c[i] = open1(port, "127.0.0.1");
         ck_assert(!corConnReused(c[i]));

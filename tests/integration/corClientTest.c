@@ -8,6 +8,11 @@
  * one whose backlog is full (the connect itself never completes) and a
  * port nobody listens on. Keep-alive reuse, a pooled connection the peer
  * closed, the deadlines, and a stop while 200 requests wait on connects.
+ * Over TLS, with the test CA of tests/tls/makeCerts in client.ca_file:
+ * a cor https upstream, session resumption, the server name, and
+ * self-signed, expired and wrong-host certificates each refused with
+ * OpenSSL's reason; a stop while 200 handshakes wait on a peer that
+ * never speaks TLS.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -26,8 +31,9 @@
 static CorServer server;
 static CorServer upstream;
 static char buf[1 << 16];
+static char certs[256];
 
-static const char* config =
+static const char* configFormat =
     "runtime:\n"
     "  loops: 1\n"
     "  workers: 4\n"
@@ -36,7 +42,7 @@ static const char* config =
     "listen:\n"
     "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
     "client: { connect_timeout: 2s, keepalive_per_peer: 4, "
-    "idle_timeout: 30s }\n"
+    "idle_timeout: 30s, ca_file: %s/ca.pem }\n"
     "modules:\n"
     "  - { load: http }\n"
     "  - { load: hello }\n"
@@ -61,10 +67,58 @@ static const char* upstreamConfig =
     "  - { match: \"GET /hello\", handler: hello }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
+/* An https upstream with the certificate NAME.pem of the test's. */
+static const char* tlsUpstreamFormat =
+    "runtime:\n"
+    "  loops: 1\n"
+    "  workers: 2\n"
+    "listen:\n"
+    "  - protocol: https\n"
+    "    address: 127.0.0.1:{PORT}\n"
+    "    tls: { certificate: %s/%s.pem, key: %s/%s.key }\n"
+    "modules:\n"
+    "  - { load: http }\n"
+    "  - { load: hello }\n"
+    "routes:\n"
+    "  - { match: \"GET /hello\", handler: hello }\n"
+    "log: { pid_file: {DIR}/cor.pid }\n";
+
+/* The test certificates, made once beside the binary. */
+static void
+certsMake(void)
+{
+    const char* bin = getenv("COR_BIN");
+    const char* slash = bin ? strrchr(bin, '/') : NULL;
+    char command[512];
+    char out[1024];
+
+    if (slash != NULL) {
+        snprintf(certs, sizeof(certs), "%.*s/test-certs",
+                 (int)(slash - bin), bin);
+    } else {
+        snprintf(certs, sizeof(certs), "build/test-certs");
+    }
+    snprintf(command, sizeof(command), "tests/tls/makeCerts %s 2>&1", certs);
+    ck_assert_msg(corShell(command, out, sizeof(out)) == 0, "%s", out);
+}
+
 static void
 setUp(void)
 {
-    ck_assert_int_eq(corServerStart(&server, config), 0);
+    char yaml[4096];
+
+    certsMake();
+    snprintf(yaml, sizeof(yaml), configFormat, certs);
+    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+}
+
+static void
+tlsUpstreamStart(const char* name)
+{
+    char yaml[4096];
+
+    snprintf(yaml, sizeof(yaml), tlsUpstreamFormat, certs, name, certs, name);
+    ck_assert_int_eq(corServerStart(&upstream, yaml), 0);
 }
 
 static void
@@ -233,36 +287,100 @@ START_TEST(test_bad_targets_are_refused)
 }
 END_TEST
 
+/* ---- TLS ---------------------------------------------------------------- */
+
+/* Verified with the CA of client.ca_file; kept alive; a new connection
+ * resumes the first one's session. */
+START_TEST(test_tls_fetch_with_the_test_ca)
+{
+    tlsUpstreamStart("server");
+    ck_assert_int_eq(fetch(upstream.port, "&tls=1&host=localhost"), 200);
+    ck_assert_msg(strstr(corBody(buf), "HTTP/1.1 200 OK reused=0 ")
+                  == corBody(buf), "%s", corBody(buf));
+    ck_assert_ptr_nonnull(strstr(corBody(buf), " tls=full"));
+    ck_assert_int_eq(fetch(upstream.port, "&tls=1&host=localhost&close=1"),
+                     200);
+    ck_assert_msg(strstr(corBody(buf), "reused=1") != NULL, "%s",
+                  corBody(buf));
+    ck_assert_int_eq(fetch(upstream.port, "&tls=1&host=localhost"), 200);
+    ck_assert_msg(strstr(corBody(buf), "reused=0") != NULL
+                  && strstr(corBody(buf), " tls=resumed") != NULL, "%s",
+                  corBody(buf));
+    /* By address (the certificate names 127.0.0.1), and by a server name
+     * other than the host: each a peer of its own. */
+    ck_assert_int_eq(fetch(upstream.port, "&tls=1"), 200);
+    ck_assert_msg(strstr(corBody(buf), "reused=0") != NULL, "%s",
+                  corBody(buf));
+    ck_assert_int_eq(fetch(upstream.port, "&tls=1&sni=a.test"), 200);
+    ck_assert_msg(strstr(corBody(buf), "reused=0") != NULL, "%s",
+                  corBody(buf));
+    ck_assert_int_eq(fetch(upstream.port, "&tls=1&sni=b.test"), 502);
+    ck_assert_msg(strstr(corBody(buf), "hostname mismatch") != NULL, "%s",
+                  corBody(buf));
+    /* Plain to a TLS port: no answer that parses. */
+    ck_assert_int_eq(fetch(upstream.port, "&read_ms=1000"), 502);
+}
+END_TEST
+
+/* Each bad certificate refused, with its reason. */
+START_TEST(test_tls_bad_certificates_are_refused)
+{
+    static const char* const cases[][2] = {
+        { "self", "self-signed certificate" },
+        { "expired", "certificate has expired" },
+        { "wronghost", "hostname mismatch" },
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tlsUpstreamStart(cases[i][0]);
+        ck_assert_int_eq(fetch(upstream.port, "&tls=1&host=localhost"), 502);
+        ck_assert_msg(strstr(corBody(buf), cases[i][1]) != NULL
+                      && strstr(corBody(buf), "TLS to localhost:") != NULL,
+                      "%s: %s", cases[i][0], corBody(buf));
+        corServerStop(&upstream);
+    }
+}
+END_TEST
+
+/* A peer that accepts and never speaks TLS: the handshake's deadline. */
+START_TEST(test_tls_handshake_deadline)
+{
+    int port;
+    int fd = listener(16, &port);
+    long t = corNowMs();
+
+    ck_assert_int_eq(fetch(port, "&tls=1&connect_ms=300"), 504);
+    ck_assert_int_lt(corNowMs() - t, 3000);
+    ck_assert_msg(strstr(corBody(buf), "no handshake within 300 ms") != NULL,
+                  "%s", corBody(buf));
+    close(fd);
+}
+END_TEST
+
 /* ---- A stop -------------------------------------------------------------- */
 
-typedef struct {
-    int fd;
-    int status;
-} Waiting;
-
-/* 200 requests wait on connects that never complete: a stop answers them
- * all 503 at once, and the process is gone in under 500 ms. */
-START_TEST(test_stop_with_200_waiting_connects)
+/* WAITING requests wait on connects to port that never complete (or TLS
+ * handshakes, with tls): a stop answers them all 503 at once, and the
+ * process is gone in under 500 ms. */
+static void
+stopWhileWaiting(int port, bool tls)
 {
     enum { WAITING = 200 };
-    static Waiting waiting[WAITING];
+    static int fds[WAITING];
     const char* metric = corTestCoroutines()
                          ? "cor_requests_total{ran=\"coroutine\"}"
                          : "cor_requests_total{ran=\"worker\"}";
     char req[256];
-    int port;
-    int filler;
-    int fd = fullListener(&port, &filler);
     int answered = 0;
     int status;
     long t;
 
-    snprintf(req, sizeof(req), "GET /fetch?port=%d&connect_ms=60000 "
-             "HTTP/1.1\r\nHost: t\r\n\r\n", port);
+    snprintf(req, sizeof(req), "GET /fetch?port=%d&connect_ms=60000%s "
+             "HTTP/1.1\r\nHost: t\r\n\r\n", port, tls ? "&tls=1" : "");
     for (int i = 0; i < WAITING; i++) {
-        waiting[i].fd = corConnect(server.port);
-        ck_assert_int_ge(waiting[i].fd, 0);
-        ck_assert_int_eq(corSendAll(waiting[i].fd, req, strlen(req)), 0);
+        fds[i] = corConnect(server.port);
+        ck_assert_int_ge(fds[i], 0);
+        ck_assert_int_eq(corSendAll(fds[i], req, strlen(req)), 0);
     }
     for (t = corNowMs(); corMetric(server.port, metric) < WAITING;) {
         ck_assert_int_lt(corNowMs() - t, 10000);
@@ -274,13 +392,34 @@ START_TEST(test_stop_with_200_waiting_connects)
     server.pid = 0;
     ck_assert_int_lt(corNowMs() - t, 500);
     for (int i = 0; i < WAITING; i++) {
-        ssize_t n = corReadResponse(waiting[i].fd, buf, sizeof(buf), 2000);
+        ssize_t n = corReadResponse(fds[i], buf, sizeof(buf), 2000);
 
         answered += n > 0 && corStatus(buf) == 503;
-        close(waiting[i].fd);
+        close(fds[i]);
     }
     ck_assert_int_eq(answered, WAITING);
+}
+
+START_TEST(test_stop_with_200_waiting_connects)
+{
+    int port;
+    int filler;
+    int fd = fullListener(&port, &filler);
+
+    stopWhileWaiting(port, false);
     close(filler);
+    close(fd);
+}
+END_TEST
+
+/* The peer's kernel accepts each connection; nobody ever answers the
+ * ClientHello. */
+START_TEST(test_stop_with_200_waiting_tls_handshakes)
+{
+    int port;
+    int fd = listener(512, &port);
+
+    stopWhileWaiting(port, true);
     close(fd);
 }
 END_TEST
@@ -295,5 +434,9 @@ COR_TEST_SUITE(corClient)
     tcase_add_test(tc, test_silent_peer_hits_the_read_deadline);
     tcase_add_test(tc, test_connect_deadline);
     tcase_add_test(tc, test_bad_targets_are_refused);
+    tcase_add_test(tc, test_tls_fetch_with_the_test_ca);
+    tcase_add_test(tc, test_tls_bad_certificates_are_refused);
+    tcase_add_test(tc, test_tls_handshake_deadline);
     tcase_add_test(tc, test_stop_with_200_waiting_connects);
+    tcase_add_test(tc, test_stop_with_200_waiting_tls_handshakes);
 }

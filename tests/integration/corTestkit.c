@@ -325,10 +325,11 @@ fetchStatus(int err)
 
 /*
  * GET ?path= (/hello) from ?host=&port= (?tls=1, ?sni=) over a connection
- * out, keep-alive, within ?connect_ms= and ?read_ms= (5000): answers
- * "STATUS-LINE reused=0|1 body=FIRST-LINE", or the failure (503 cancelled,
- * 504 timed out, 502 anything else) and why. A coroutine; a worker with
- * ?worker=1.
+ * out, keep-alive, within ?connect_ms= and ?read_ms= (5000), then releases
+ * it to the pool (closes it with ?close=1): answers "STATUS-LINE
+ * reused=0|1 body=FIRST-LINE" (and " tls=full|resumed" over TLS), or the
+ * failure (503 cancelled, 504 timed out, 502 anything else) and why. A
+ * coroutine; a worker with ?worker=1.
  */
 static void
 fetchServe(CorRequest* r)
@@ -348,6 +349,7 @@ fetchServe(CorRequest* r)
     char why[256];
     CorConn* c;
     bool reused;
+    bool resumed;
     int err = 0;
     int len;
 
@@ -376,13 +378,15 @@ fetchServe(CorRequest* r)
         corConnClose(c);
         return;
     }
-    if (a->closes) {
+    resumed = corTransportTlsResumed(corConnTransport(c));
+    if (a->closes || queryInt(r, "close", 0) != 0) {
         corConnClose(c);
     } else {
         corConnRelease(c);
     }
-    corRespondf(r, 200, "text/plain", "%s reused=%d body=%s\n",
-                a->statusLine, reused, a->body);
+    corRespondf(r, 200, "text/plain", "%s reused=%d body=%s%s\n",
+                a->statusLine, reused, a->body,
+                !target.tls ? "" : resumed ? " tls=resumed" : " tls=full");
 }
 
 /* ---- A line protocol ------------------------------------------------------ */
