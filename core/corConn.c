@@ -413,10 +413,12 @@ corConnSetup(const CorConfig* config, CorConfErrors* errors)
         tls = corTlsClientNew(&(CorTlsClientOptions){ .caFile = caFile },
                               why, sizeof(why));
         if (tls == NULL) {
-            corConfErrorf(errors, corConfGet(corConfGet(config->root,
-                                                        "client"),
-                                             "ca_file"),
-                          "ca_file: %s", why);
+            if (errors != NULL) {
+                corConfErrorf(errors,
+                              corConfGet(corConfGet(config->root, "client"),
+                                         "ca_file"),
+                              "ca_file: %s", why);
+            }
             return -1;
         }
     }
