@@ -31,6 +31,9 @@
  *     limits.send_timeout          30s         1ms..1h
  *     resolver.servers             system      system | "IP[, IP...]"
  *     resolver.timeout             2s          1ms..1m
+ *     resolver.min_ttl             0s          0s..1d (in whole seconds)
+ *     resolver.max_ttl             1h          0s..1d, >= min_ttl
+ *     resolver.negative_ttl        5s          0s..1h (NXDOMAIN, no address)
  *     log.level                    info        debug | info | warn | error
  *     log.error                    stderr      stderr | a path
  *     log.access                   off         off | a path
@@ -112,6 +115,9 @@ typedef struct {
     struct {
         char* servers; /* "system" or "IP[, IP...]" */
         uint64_t timeoutMs;
+        unsigned minTtlS;
+        unsigned maxTtlS;
+        unsigned negativeTtlS;
     } resolver;
     CorConfigModule* modules;
     unsigned moduleCount;

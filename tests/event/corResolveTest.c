@@ -90,7 +90,7 @@ START_TEST(test_bad_configurations_are_refused)
 }
 END_TEST
 
-/* ---- Against the tests' DNS server ---------------------------------------- */
+/* ---- Against the tests' DNS server --------------------------------------- */
 
 static pid_t dnsPid;
 static char dnsLog[PATH_MAX];
@@ -262,7 +262,7 @@ START_TEST(test_a_truncated_answer_is_asked_again_over_tcp)
 }
 END_TEST
 
-/* ---- On a loop --------------------------------------------------------------- */
+/* ---- On a loop ----------------------------------------------------------- */
 
 #if COR_HAVE_COROUTINES
 
@@ -392,7 +392,7 @@ END_TEST
 
 #endif
 
-/* ---- Off the loops ------------------------------------------------------------ */
+/* ---- Off the loops ------------------------------------------------------- */
 
 static void*
 cancelLater(void* arg)
