@@ -7,17 +7,15 @@
  */
 #include "corTest.h"
 #include "corAutoConfig.h"
+#include "corDns.h"
 #include "corEv.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <limits.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* The text of out's address i. */
@@ -92,50 +90,17 @@ END_TEST
 
 /* ---- Against the tests' DNS server --------------------------------------- */
 
-static pid_t dnsPid;
-static char dnsLog[PATH_MAX];
+static CorDns dns;
 
-/* Start corDnsServer (beside this program) and point the resolver at it,
- * with timeoutMs per lookup and the given negative TTL. */
+/* Start the DNS server and point the resolver at it, with timeoutMs per
+ * lookup and the given negative TTL. */
 static void
 dnsStart(int timeoutMs, unsigned negativeTtlS)
 {
-    char self[PATH_MAX];
-    char server[PATH_MAX + 16];
-    char portFile[PATH_MAX];
     char servers[64];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-    int port = 0;
 
-    ck_assert_int_gt(n, 0);
-    self[n] = '\0';
-    *strrchr(self, '/') = '\0';
-    snprintf(server, sizeof(server), "%s/corDnsServer", self);
-    snprintf(portFile, sizeof(portFile), "/tmp/corResolveTest.%d.port",
-             (int)getpid());
-    snprintf(dnsLog, sizeof(dnsLog), "/tmp/corResolveTest.%d.log",
-             (int)getpid());
-    unlink(portFile);
-    unlink(dnsLog);
-    dnsPid = fork();
-    ck_assert_int_ge(dnsPid, 0);
-    if (dnsPid == 0) {
-        execl(server, server, portFile, dnsLog, (char*)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 500 && port == 0; i++) {
-        FILE* f = fopen(portFile, "r");
-
-        if (f == NULL || fscanf(f, "%d", &port) != 1) {
-            usleep(10000);
-        }
-        if (f != NULL) {
-            fclose(f);
-        }
-    }
-    ck_assert_int_gt(port, 0);
-    unlink(portFile);
-    snprintf(servers, sizeof(servers), "127.0.0.1:%d", port);
+    ck_assert_int_eq(corDnsStart(&dns), 0);
+    snprintf(servers, sizeof(servers), "127.0.0.1:%d", dns.port);
     ck_assert_int_eq(corResolverConfigure(&(CorResolverConfig){
                          .servers = servers, .timeoutMs = timeoutMs,
                          .maxTtlS = 3600, .negativeTtlS = negativeTtlS }),
@@ -145,27 +110,13 @@ dnsStart(int timeoutMs, unsigned negativeTtlS)
 static void
 dnsStop(void)
 {
-    kill(dnsPid, SIGTERM);
-    waitpid(dnsPid, NULL, 0);
-    unlink(dnsLog);
+    corDnsStop(&dns);
 }
 
-/* How many lines of the server's log hold text. */
 static int
 dnsQueries(const char* text)
 {
-    char line[512];
-    int count = 0;
-    FILE* f = fopen(dnsLog, "r");
-
-    if (f == NULL) {
-        return 0;
-    }
-    while (fgets(line, sizeof(line), f) != NULL) {
-        count += strstr(line, text) != NULL;
-    }
-    fclose(f);
-    return count;
+    return corDnsQueries(&dns, text);
 }
 
 /* Whether out holds 192.0.2.1 and 2001:db8::1. */
