@@ -21,21 +21,25 @@ typedef struct {
     char log[PATH_MAX];     /* one line a query: "udp|tcp A|AAAA name" */
 } CorDns;
 
-/* Start corDnsServer (beside the running program). Returns 0 or -1. */
+/* Start the server program (NULL: corDnsServer beside the running
+ * program). Returns 0 or -1. */
 static inline int
-corDnsStart(CorDns* dns)
+corDnsStart(CorDns* dns, const char* program)
 {
     char self[PATH_MAX];
     char server[PATH_MAX + 16];
     char portFile[PATH_MAX];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
-    if (n <= 0) {
+    if (program != NULL) {
+        snprintf(server, sizeof(server), "%s", program);
+    } else if (n > 0) {
+        self[n] = '\0';
+        *strrchr(self, '/') = '\0';
+        snprintf(server, sizeof(server), "%s/corDnsServer", self);
+    } else {
         return -1;
     }
-    self[n] = '\0';
-    *strrchr(self, '/') = '\0';
-    snprintf(server, sizeof(server), "%s/corDnsServer", self);
     snprintf(portFile, sizeof(portFile), "/tmp/corDns.%d.port",
              (int)getpid());
     snprintf(dns->log, sizeof(dns->log), "/tmp/corDns.%d.log", (int)getpid());

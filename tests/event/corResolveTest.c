@@ -99,7 +99,7 @@ dnsStart(int timeoutMs, unsigned negativeTtlS)
 {
     char servers[64];
 
-    ck_assert_int_eq(corDnsStart(&dns), 0);
+    ck_assert_int_eq(corDnsStart(&dns, NULL), 0);
     snprintf(servers, sizeof(servers), "127.0.0.1:%d", dns.port);
     ck_assert_int_eq(corResolverConfigure(&(CorResolverConfig){
                          .servers = servers, .timeoutMs = timeoutMs,

@@ -31,7 +31,7 @@ setUp(void)
 {
     char config[2048];
 
-    ck_assert_int_eq(corDnsStart(&dns), 0);
+    ck_assert_int_eq(corDnsStart(&dns, NULL), 0);
     snprintf(config, sizeof(config),
              "runtime:\n"
              "  loops: 1\n"
