@@ -162,6 +162,40 @@ int corEvTimersNextMs(const CorEvLoop* loop);
  * yield it); elsewhere waits poll. */
 bool corRestOnCoroutine(void);
 
+/* ---- The resolver's channels (corResolveChannel.c) ----------------------- */
+
+struct ares_channeldata;
+
+/* One loop's or one thread's c-ares channel and cache; the loop's is
+ * freed when its run ends, a thread's when the thread exits. */
+typedef struct CorResolver {
+    struct ares_channeldata* channel;
+    int epfd;                   /* the channel's sockets */
+    CorEvLoop* loop;            /* the loop it serves, or NULL */
+    CorEvIo io;                 /* epfd, on the loop */
+    CorEvTimer timer;           /* c-ares' next timeout, on the loop */
+    struct CorResolveCache* cache;
+    unsigned generation;        /* of the configuration it was made from */
+    unsigned pending;           /* queries in flight */
+    int timeoutMs;
+    unsigned minTtlS;
+    unsigned maxTtlS;
+    unsigned negativeTtlS;
+} CorResolver;
+
+/* The calling loop's resolver, or the calling thread's; made at the first
+ * lookup, and made again when the configuration changed and nothing is in
+ * flight. NULL with errno set on failure. */
+CorResolver* corResolverGet(void);
+
+/* Read what the channel's sockets have and expire what timed out; the
+ * callbacks of the queries that end run from here. */
+void corResolverProcess(CorResolver* r);
+
+/* Arm the loop's timer for c-ares' next timeout, or disarm it (nothing
+ * off the loops). */
+void corResolverTimerArm(CorResolver* r);
+
 /* ---- The resolver's cache (corResolveCache.c) ---------------------------- */
 
 typedef struct CorResolveWaiter CorResolveWaiter;

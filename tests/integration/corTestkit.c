@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A module for the integration tests: handlers that echo, send many bytes,
- * block the loop, never answer, outlive their deadline, resolve a name, or
- * report what the core told them; and a protocol of one line per connection that
- * cancels the request of a client that leaves.
+ * block the loop, never answer, outlive their deadline, resolve a name,
+ * or report what the core told them; and a protocol of one line per
+ * connection that cancels the request of a client that leaves.
  */
 #include "cor.h"
 
