@@ -25,6 +25,7 @@ static const uint64_t gib = 1024 * 1024 * 1024;
 static const uint64_t second = 1000;
 static const uint64_t minute = 60 * 1000;
 static const uint64_t hour = 60 * 60 * 1000;
+static const uint64_t day = 24 * 60 * 60 * 1000;
 
 /* A where name for messages: "listen[2]". */
 typedef struct {
@@ -726,14 +727,31 @@ isServerList(const char* s)
     }
 }
 
+static unsigned
+serverCount(const char* s)
+{
+    unsigned count = 1;
+
+    for (; *s != '\0'; s++) {
+        count += *s == ',';
+    }
+    return count;
+}
+
 static void
 readResolver(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {
-    static const char* const keys[] = {"servers", "timeout", NULL};
+    static const char* const keys[] = {
+        "servers", "timeout", "min_ttl", "max_ttl", "negative_ttl", NULL,
+    };
     const CorConf* m = corConfMap(root, "resolver", e);
     const char* servers = corConfString(m, "servers", "system", e);
 
-    if (strcmp(servers, "system") == 0 || isServerList(servers)) {
+    if (isServerList(servers) && serverCount(servers) > 8) {
+        corConfErrorf(e, corConfGet(m, "servers"),
+                      "servers: at most 8 servers, got %u",
+                      serverCount(servers));
+    } else if (strcmp(servers, "system") == 0 || isServerList(servers)) {
         setString(&cf->resolver.servers, servers, e);
     } else {
         corConfErrorf(e, corConfGet(m, "servers"),
@@ -744,6 +762,18 @@ readResolver(CorConfig* cf, const CorConf* root, CorConfErrors* e)
     }
     cf->resolver.timeoutMs =
         corConfDurationMs(m, "timeout", 2 * second, 1, minute, e);
+    /* TTLs count in seconds, as DNS does: a duration rounded down. */
+    cf->resolver.minTtlS =
+        (unsigned)(corConfDurationMs(m, "min_ttl", 0, 0, day, e) / second);
+    cf->resolver.maxTtlS =
+        (unsigned)(corConfDurationMs(m, "max_ttl", hour, 0, day, e) / second);
+    cf->resolver.negativeTtlS = (unsigned)(
+        corConfDurationMs(m, "negative_ttl", 5 * second, 0, hour, e) / second);
+    if (cf->resolver.minTtlS > cf->resolver.maxTtlS) {
+        corConfErrorf(e, corConfGet(m, "min_ttl"), "min_ttl: %us is longer "
+                      "than max_ttl (%us)", cf->resolver.minTtlS,
+                      cf->resolver.maxTtlS);
+    }
     corConfUnknownKeys(m, "resolver", keys, e);
 }
 

@@ -33,6 +33,9 @@
  *     limits.send_timeout          30s         1ms..1h
  *     resolver.servers             system      system | "IP[, IP...]"
  *     resolver.timeout             2s          1ms..1m
+ *     resolver.min_ttl             0s          0s..1d (in whole seconds)
+ *     resolver.max_ttl             1h          0s..1d, >= min_ttl
+ *     resolver.negative_ttl        5s          0s..1h (NXDOMAIN, no address)
  *     client.connect_timeout       5s          1ms..10m
  *     client.keepalive_per_peer    32          0..100000 (0: no pool)
  *     client.idle_timeout          60s         1ms..1h
@@ -136,6 +139,9 @@ typedef struct {
     struct {
         char* servers; /* "system" or "IP[, IP...]" */
         uint64_t timeoutMs;
+        unsigned minTtlS;
+        unsigned maxTtlS;
+        unsigned negativeTtlS;
     } resolver;
     struct {
         uint64_t connectTimeoutMs; /* the name, the connect, TLS */

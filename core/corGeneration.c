@@ -346,6 +346,27 @@ checkListeners(const CorConfig* config, CorConfErrors* errors)
     return rc;
 }
 
+/* The resolver of every loop and worker, from the resolver section; the
+ * reader checked the values, so a failure here is one of memory. */
+static int
+resolverConfigure(const CorConfig* config, CorConfErrors* errors)
+{
+    int rc = corResolverConfigure(&(CorResolverConfig){
+        .servers = config->resolver.servers,
+        .timeoutMs = (int)config->resolver.timeoutMs,
+        .minTtlS = config->resolver.minTtlS,
+        .maxTtlS = config->resolver.maxTtlS,
+        .negativeTtlS = config->resolver.negativeTtlS,
+    });
+
+    if (rc != 0) {
+        corConfErrorf(errors, NULL, "resolver: cannot be set up: %s",
+                      strerror(-rc));
+        return -1;
+    }
+    return 0;
+}
+
 /* Load and check everything a generation needs; `cor -t` runs this too. */
 int
 corGenerationPrepare(const CorConfig* config, CorConfErrors* errors)
@@ -371,6 +392,7 @@ corGenerationPrepare(const CorConfig* config, CorConfErrors* errors)
     if (corMetricsInit(corRuntime.loopCount) != 0) {
         return -1;
     }
+    rc |= resolverConfigure(config, errors);
     rc |= corModulesLoad(config, errors);
     rc |= corRoutesBuild(config, errors);
     rc |= checkListeners(config, errors);

@@ -81,6 +81,9 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(cf->limits.sendTimeoutMs, 30000);
     ck_assert_str_eq(cf->resolver.servers, "system");
     ck_assert_uint_eq(cf->resolver.timeoutMs, 2000);
+    ck_assert_uint_eq(cf->resolver.minTtlS, 0);
+    ck_assert_uint_eq(cf->resolver.maxTtlS, 3600);
+    ck_assert_uint_eq(cf->resolver.negativeTtlS, 5);
     ck_assert_uint_eq(cf->moduleCount, 0);
     ck_assert_ptr_null(cf->modules);
     ck_assert_uint_eq(cf->routeCount, 0);
@@ -125,7 +128,8 @@ static const char complete[] =
     "  body_timeout: 1.5s\n"
     "  keepalive_timeout: 2m\n"
     "  send_timeout: 250ms\n"
-    "resolver: { servers: \"1.1.1.1, 8.8.8.8:53\", timeout: 500ms }\n"
+    "resolver: { servers: \"1.1.1.1, 8.8.8.8:53\", timeout: 500ms, "
+    "min_ttl: 10s, max_ttl: 10m, negative_ttl: 1s }\n"
     "modules:\n"
     "  - { load: hello, greeting: \"hello, world\" }\n"
     "  - { load: /opt/cor/forward.so, upstream: \"http://127.0.0.1:9000\" }\n"
@@ -199,6 +203,9 @@ START_TEST(test_complete_config)
     ck_assert_uint_eq(cf->limits.sendTimeoutMs, 250);
     ck_assert_str_eq(cf->resolver.servers, "1.1.1.1, 8.8.8.8:53");
     ck_assert_uint_eq(cf->resolver.timeoutMs, 500);
+    ck_assert_uint_eq(cf->resolver.minTtlS, 10);
+    ck_assert_uint_eq(cf->resolver.maxTtlS, 600);
+    ck_assert_uint_eq(cf->resolver.negativeTtlS, 1);
 
     ck_assert_uint_eq(cf->moduleCount, 2);
     ck_assert_str_eq(cf->modules[0].load, "hello");

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A module for the integration tests: handlers that echo, send many bytes,
- * block the loop, never answer, outlive their deadline, or report what
- * the core told them; and a protocol of one line per connection that
- * cancels the request of a client that leaves.
+ * block the loop, never answer, outlive their deadline, resolve a name,
+ * or report what the core told them; and a protocol of one line per
+ * connection that cancels the request of a client that leaves.
  */
 #include "cor.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -232,6 +233,45 @@ headerServe(CorRequest* r)
     int badName = corResponseHeader(r, "Bad Name", "v");
 
     corRespondf(r, 200, "text/plain", "%d %d %d\n", ok, injected, badName);
+}
+
+/* Resolves ?name= (within ?ms=, else the configured timeout) and answers
+ * with the addresses, one a line, or 502 and why. A coroutine where it
+ * can, else a worker. */
+static void
+resolveServe(CorRequest* r)
+{
+    const char* name = corRequestQuery(r, "name");
+    const char* ms = corRequestQuery(r, "ms");
+    char why[256];
+    CorAddrs out;
+    char* text;
+    size_t n = 0;
+
+    if (name == NULL) {
+        corRespond(r, 400, "text/plain", "?name= is missing\n", 18);
+        return;
+    }
+    if (corResolve(name, ms ? atoi(ms) : 0, &out, why, sizeof(why)) != 0) {
+        corRespondf(r, 502, "text/plain", "%s\n", why);
+        return;
+    }
+    text = corRequestAlloc(r, out.count * (INET6_ADDRSTRLEN + 1) + 1);
+    if (text == NULL) {
+        corRespond(r, 500, "text/plain", "no memory\n", 10);
+        return;
+    }
+    for (unsigned i = 0; i < out.count; i++) {
+        const struct sockaddr_storage* ss = &out.addrs[i];
+        const void* addr = ss->ss_family == AF_INET
+            ? (const void*)&((const struct sockaddr_in*)ss)->sin_addr
+            : (const void*)&((const struct sockaddr_in6*)ss)->sin6_addr;
+
+        inet_ntop(ss->ss_family, addr, text + n, INET6_ADDRSTRLEN);
+        n += strlen(text + n);
+        text[n++] = '\n';
+    }
+    corRespondStatic(r, 200, "text/plain", text, n);
 }
 
 /* Takes the generation down: the master must replace it. */
@@ -631,6 +671,9 @@ testkitInit(CorModule* m, const CorConf* conf)
                != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "crash",
                                            .serve = crashServe }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "resolve",
+                                           .serve = resolveServe,
+                                           .run = COR_RUN_COROUTINE }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "never",
                                            .serve = neverServe,
                                            .run = COR_RUN_COROUTINE }) != 0
