@@ -17,7 +17,8 @@
  * of a listener's contexts are made alike (versions, ALPN, modes); session
  * tickets are the default context's (OpenSSL takes them from the context
  * the handshake started on), so resumption works across SNI names. The
- * server keeps no session cache: tickets carry the sessions.
+ * server keeps no session cache: tickets carry the sessions (and with
+ * session_tickets: false, nothing resumes).
  */
 #include "corCoreInt.h"
 
@@ -214,8 +215,19 @@ ctxNew(CorTlsServer* server, const CorConfigTls* tls,
     SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
                           | SSL_MODE_ENABLE_PARTIAL_WRITE
                           | SSL_MODE_RELEASE_BUFFERS);
+    /* Read what the socket has, not a record header and then its body:
+     * half the reads. recv drains OpenSSL's buffer before it says EAGAIN
+     * (corTls.c), so nothing waits there unannounced. */
+    SSL_CTX_set_read_ahead(ctx, 1);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-    SSL_CTX_set_num_tickets(ctx, TICKETS_PER_HANDSHAKE);
+    if (tls->sessionTickets) {
+        SSL_CTX_set_num_tickets(ctx, TICKETS_PER_HANDSHAKE);
+    } else {
+        /* No tickets, and no cache for TLS 1.3's stateful ones: every
+         * handshake is a full one. */
+        SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+        SSL_CTX_set_num_tickets(ctx, 0);
+    }
     SSL_CTX_set_tlsext_servername_callback(ctx, onServerName);
     SSL_CTX_set_tlsext_servername_arg(ctx, server);
     if (server->alpnLen > 0) {

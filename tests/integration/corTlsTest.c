@@ -200,6 +200,22 @@ START_TEST(test_a_session_is_resumed)
 }
 END_TEST
 
+START_TEST(test_without_tickets_nothing_resumes)
+{
+    startTls("{ certificate: CERTS/server.pem, key: CERTS/server.key, "
+             "session_tickets: false }");
+    /* No ticket comes, so no session is kept to offer (s_client may then
+     * refuse -sess_in: only what it says matters). */
+    ck_assert_int_eq(shell("printf 'GET /hello HTTP/1.0\\r\\n\\r\\n' | "
+                           "openssl s_client -connect 127.0.0.1:$P -ign_eof "
+                           "-sess_out $C/session"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "hello, world"));
+    shell("printf 'GET /hello HTTP/1.0\\r\\n\\r\\n' | openssl s_client "
+          "-connect 127.0.0.1:$P -ign_eof -sess_in $C/session");
+    ck_assert_msg(strstr(out, "Reused,") == NULL, "%s", out);
+}
+END_TEST
+
 /* Writes far past a socket buffer (partial TLS writes, the output buffer
  * moving) and a file (read and written, no sendfile over TLS). */
 START_TEST(test_large_answers_and_files_go_out_whole)
@@ -402,6 +418,7 @@ COR_TEST_SUITE(corTls)
     tcase_add_test(tc, test_min_version_1_3_refuses_1_2);
     tcase_add_test(tc, test_sni_picks_the_certificate_and_alpn_says_http_1_1);
     tcase_add_test(tc, test_a_session_is_resumed);
+    tcase_add_test(tc, test_without_tickets_nothing_resumes);
     tcase_add_test(tc, test_large_answers_and_files_go_out_whole);
     tcase_add_test(tc, test_a_silent_client_is_cut_at_the_handshake_timeout);
     tcase_add_test(tc, test_plain_http_to_the_tls_port_is_closed_cleanly);
