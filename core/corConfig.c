@@ -491,7 +491,8 @@ readTls(CorConfigListen* l, const CorConf* tls, const char* where,
         CorConfErrors* e)
 {
     static const char* const keys[] = {
-        "certificate", "key", "sni", "min_version", "handshake_timeout", NULL,
+        "certificate", "key", "sni", "min_version", "handshake_timeout",
+        "session_tickets", NULL,
     };
     static const char* const versions[] = {"1.2", "1.3", NULL};
     char tlsWhere[64];
@@ -511,6 +512,7 @@ readTls(CorConfigListen* l, const CorConf* tls, const char* where,
             ? 0x0304 : 0x0303;
     l->tls->handshakeTimeoutMs =
         corConfDurationMs(tls, "handshake_timeout", 10000, 1, 3600000, e);
+    l->tls->sessionTickets = corConfBool(tls, "session_tickets", true, e);
     corConfUnknownKeys(tls, tlsWhere, keys, e);
 }
 

@@ -23,6 +23,7 @@
  *     listen[].accept              share       share | reuseport
  *     listen[].tls.min_version     "1.2"       "1.2" | "1.3"
  *     listen[].tls.handshake_timeout 10s       1ms..1h
+ *     listen[].tls.session_tickets true
  *     limits.connections           10000       1..10000000
  *     limits.header_bytes          16KiB       1KiB..1MiB
  *     limits.header_count          100         1..100
@@ -79,6 +80,7 @@ typedef struct {
     unsigned certCount;
     unsigned minVersion;   /* 0x0303 (TLS 1.2) or 0x0304 (TLS 1.3) */
     uint64_t handshakeTimeoutMs;
+    bool sessionTickets;   /* resumption by tickets (no session cache) */
 } CorConfigTls;
 
 /* One listen entry: { protocol: http, address: 127.0.0.1:8080 }. */

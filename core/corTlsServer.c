@@ -17,13 +17,15 @@
  * of a listener's contexts are made alike (versions, ALPN, modes); session
  * tickets are the default context's (OpenSSL takes them from the context
  * the handshake started on), so resumption works across SNI names. The
- * server keeps no session cache: tickets carry the sessions.
+ * server keeps no session cache: tickets carry the sessions (and with
+ * session_tickets: false, nothing resumes).
  */
 #include "corCoreInt.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +130,21 @@ fileReadable(const char* path, const CorConf* at, const char* key,
     return true;
 }
 
+/* A PEM private key (never a passphrase prompt), or NULL. */
+static EVP_PKEY*
+keyRead(const char* path)
+{
+    FILE* f = fopen(path, "re");
+    EVP_PKEY* pkey;
+
+    if (f == NULL) {
+        return NULL;
+    }
+    pkey = PEM_read_PrivateKey(f, NULL, noPassphrase, NULL);
+    fclose(f);
+    return pkey;
+}
+
 /* Load a certificate chain and its key into ctx, saying at the entry's
  * file:line what is wrong. Returns 0 or -1. */
 static int
@@ -138,6 +155,7 @@ certLoad(SSL_CTX* ctx, const CorConfigCert* c, const char* configFile,
     const CorConf* keyAt = corConfGet(c->node, "key");
     char* cert = corConfigPathBeside(configFile, c->certificate);
     char* key = corConfigPathBeside(configFile, c->key);
+    EVP_PKEY* pkey = NULL;
     char why[160];
     int rc = -1;
 
@@ -156,13 +174,15 @@ certLoad(SSL_CTX* ctx, const CorConfigCert* c, const char* configFile,
                       "certificate chain (%s)", cert, why);
         goto failed;
     }
-    if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1) {
+    pkey = keyRead(key);
+    if (pkey == NULL) {
         corTlsWhy(why, sizeof(why), "cannot load");
         corConfErrorf(e, keyAt, "key: '%s' is not a PEM private key "
                       "without a passphrase (%s)", key, why);
         goto failed;
     }
-    if (SSL_CTX_check_private_key(ctx) != 1) {
+    if (SSL_CTX_use_PrivateKey(ctx, pkey) != 1
+        || SSL_CTX_check_private_key(ctx) != 1) {
         corTlsWhy(why, sizeof(why), "mismatch");
         corConfErrorf(e, keyAt, "key: '%s' does not match the certificate "
                       "'%s' (%s)", key, cert, why);
@@ -171,6 +191,7 @@ certLoad(SSL_CTX* ctx, const CorConfigCert* c, const char* configFile,
     rc = 0;
 
 failed:
+    EVP_PKEY_free(pkey);
     free(cert);
     free(key);
     return rc;
@@ -194,9 +215,19 @@ ctxNew(CorTlsServer* server, const CorConfigTls* tls,
     SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
                           | SSL_MODE_ENABLE_PARTIAL_WRITE
                           | SSL_MODE_RELEASE_BUFFERS);
+    /* Read what the socket has, not a record header and then its body:
+     * half the reads. recv drains OpenSSL's buffer before it says EAGAIN
+     * (corTls.c), so nothing waits there unannounced. */
+    SSL_CTX_set_read_ahead(ctx, 1);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-    SSL_CTX_set_num_tickets(ctx, TICKETS_PER_HANDSHAKE);
-    SSL_CTX_set_default_passwd_cb(ctx, noPassphrase);
+    if (tls->sessionTickets) {
+        SSL_CTX_set_num_tickets(ctx, TICKETS_PER_HANDSHAKE);
+    } else {
+        /* No tickets, and no cache for TLS 1.3's stateful ones: every
+         * handshake is a full one. */
+        SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+        SSL_CTX_set_num_tickets(ctx, 0);
+    }
     SSL_CTX_set_tlsext_servername_callback(ctx, onServerName);
     SSL_CTX_set_tlsext_servername_arg(ctx, server);
     if (server->alpnLen > 0) {
