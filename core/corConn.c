@@ -244,13 +244,27 @@ connNew(const CorConnTarget* target, const char* key, int fd)
     return c;
 }
 
+/* A name or an address as a host is written: letters, digits, '.', '-',
+ * '_', and ':' and '%' for IPv6 (a zone). Nothing else may reach a key, a
+ * message or a Host header that a protocol makes of it. */
+static bool
+hostValid(const char* host)
+{
+    size_t len = strlen(host);
+
+    return len > 0 && len <= CONN_HOST_MAX
+           && strspn(host, "abcdefghijklmnopqrstuvwxyz"
+                           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:%")
+                  == len;
+}
+
 static int
 targetCheck(const CorConnTarget* target, char* why, size_t whyLen)
 {
-    if (target == NULL || target->host == NULL || target->host[0] == '\0'
-        || strlen(target->host) > CONN_HOST_MAX) {
-        whyf(why, whyLen, "connect: no host, or one longer than %d bytes",
-             CONN_HOST_MAX);
+    if (target == NULL || target->host == NULL
+        || !hostValid(target->host)) {
+        whyf(why, whyLen, "connect: no host, one longer than %d bytes, or "
+             "one with characters no name or address has", CONN_HOST_MAX);
         return -EINVAL;
     }
     if (target->port == 0 || target->port > 65535) {
@@ -258,11 +272,10 @@ targetCheck(const CorConnTarget* target, char* why, size_t whyLen)
              "(1..65535)", target->host, target->port);
         return -EINVAL;
     }
-    if (target->serverName != NULL
-        && (target->serverName[0] == '\0'
-            || strlen(target->serverName) > CONN_HOST_MAX)) {
-        whyf(why, whyLen, "connect to %s: an empty server name, or one "
-             "longer than %d bytes", target->host, CONN_HOST_MAX);
+    if (target->serverName != NULL && !hostValid(target->serverName)) {
+        whyf(why, whyLen, "connect to %s: a bad server name (empty, longer "
+             "than %d bytes, or with characters no name has)", target->host,
+             CONN_HOST_MAX);
         return -EINVAL;
     }
     return 0;

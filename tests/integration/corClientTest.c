@@ -281,6 +281,10 @@ START_TEST(test_bad_targets_are_refused)
     ck_assert_int_eq(fetch(0, NULL), 502);
     ck_assert_ptr_nonnull(strstr(corBody(buf), "out of range"));
     ck_assert_int_eq(fetch(70000, NULL), 502);
+    ck_assert_int_eq(fetch(80, "&host=a%0d%0aX-Injected:%201"), 502);
+    ck_assert_ptr_nonnull(strstr(corBody(buf), "characters no name"));
+    ck_assert_int_eq(fetch(80, "&host=a.test&tls=1&sni=a%20b"), 502);
+    ck_assert_ptr_nonnull(strstr(corBody(buf), "a bad server name"));
     ck_assert_int_eq(fetch(80, "&host=no_such_name.invalid"), 502);
     ck_assert_msg(strstr(corBody(buf), "no_such_name.invalid") != NULL, "%s",
                   corBody(buf));
