@@ -42,7 +42,7 @@ static const char* configFormat =
     "listen:\n"
     "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
     "client: { connect_timeout: 2s, keepalive_per_peer: 4, "
-    "idle_timeout: 30s, ca_file: %s/ca.pem }\n"
+    "idle_timeout: %s, ca_file: %s/ca.pem }\n"
     "resolver: { servers: \"127.0.0.1:9\", timeout: 1s }\n"
     "modules:\n"
     "  - { load: http }\n"
@@ -109,7 +109,7 @@ setUp(void)
     char yaml[4096];
 
     certsMake();
-    snprintf(yaml, sizeof(yaml), configFormat, certs);
+    snprintf(yaml, sizeof(yaml), configFormat, "30s", certs);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
 }
 
@@ -222,6 +222,61 @@ START_TEST(test_connection_the_peer_closed_is_not_reused)
                   == corBody(buf), "%s", corBody(buf));
     ck_assert_int_eq(fetch(upstream.port, NULL), 200);
     ck_assert_ptr_nonnull(strstr(corBody(buf), "reused=1"));
+}
+END_TEST
+
+/* A peer of the test's own: accepts one connection, answers one GET,
+ * then measures how long until the client closes it. */
+typedef struct {
+    int listener;
+    long closedAfterMs;         /* -1: still open after 5 s */
+} OneShot;
+
+static void*
+oneShotPeer(void* arg)
+{
+    static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n"
+                                 "\r\nok\n";
+    OneShot* p = arg;
+    char in[1024];
+    int fd = accept(p->listener, NULL, NULL);
+    long t;
+
+    p->closedAfterMs = -1;
+    if (fd < 0 || read(fd, in, sizeof(in)) <= 0
+        || write(fd, answer, sizeof(answer) - 1) != sizeof(answer) - 1) {
+        return NULL;
+    }
+    t = corNowMs();
+    if (corPeerClosed(fd, 5000)) {
+        p->closedAfterMs = corNowMs() - t;
+    }
+    close(fd);
+    return NULL;
+}
+
+/* client.idle_timeout: an idle pooled connection is closed by the pool
+ * itself (a loop's timer; the workers' sweep in blocking mode), not only
+ * found stale at the next open. */
+START_TEST(test_idle_timeout_closes_pooled_connections)
+{
+    char yaml[4096];
+    OneShot peer = { 0 };
+    pthread_t thread;
+    int port;
+
+    snprintf(yaml, sizeof(yaml), configFormat, "300ms", certs);
+    corServerStop(&server);
+    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+    peer.listener = listener(4, &port);
+    pthread_create(&thread, NULL, oneShotPeer, &peer);
+    ck_assert_int_eq(fetch(port, NULL), 200);
+    ck_assert_msg(strstr(corBody(buf), "HTTP/1.1 200 OK reused=0 body=ok")
+                  == corBody(buf), "%s", corBody(buf));
+    pthread_join(thread, NULL);
+    ck_assert_int_ge(peer.closedAfterMs, 250);
+    ck_assert_int_lt(peer.closedAfterMs, 3000);
+    close(peer.listener);
 }
 END_TEST
 
@@ -438,6 +493,7 @@ COR_TEST_SUITE(corClient)
     tcase_add_checked_fixture(tc, setUp, tearDown);
     tcase_add_test(tc, test_fetch_reuses_a_keep_alive_connection);
     tcase_add_test(tc, test_connection_the_peer_closed_is_not_reused);
+    tcase_add_test(tc, test_idle_timeout_closes_pooled_connections);
     tcase_add_test(tc, test_port_nobody_listens_on_fails_at_once);
     tcase_add_test(tc, test_silent_peer_hits_the_read_deadline);
     tcase_add_test(tc, test_connect_deadline);
