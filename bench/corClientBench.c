@@ -33,6 +33,12 @@
 
 CorRuntime corRuntime;
 
+void
+corMetricsClient(CorClientCount which)
+{
+    (void)which;
+}
+
 typedef struct {
     const CorConnTarget* target;
     bool close;

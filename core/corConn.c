@@ -467,6 +467,7 @@ corConnOpen(const CorConnTarget* target, int* errP, char* why, size_t whyLen)
         if (errP != NULL) {
             *errP = rc;
         }
+        corMetricsClient(COR_CLIENT_FAILED);
         return NULL;
     }
     targetKey(target, tls, key, sizeof(key));
@@ -474,12 +475,14 @@ corConnOpen(const CorConnTarget* target, int* errP, char* why, size_t whyLen)
     c = pool != NULL ? corConnPoolTake(pool, key) : NULL;
     if (c != NULL) {
         c->reused = true;
+        corMetricsClient(COR_CLIENT_REUSED);
         return c;
     }
     c = connOpenNew(target, tls, key, errP, why, whyLen);
     if (c != NULL) {
         c->pool = pool;
     }
+    corMetricsClient(c != NULL ? COR_CLIENT_NEW : COR_CLIENT_FAILED);
     return c;
 }
 

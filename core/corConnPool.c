@@ -293,6 +293,7 @@ takeAlive(CorConnPool* pool, const char* key, CorConn** dead)
         if (idleAlive(c)) {
             return c;
         }
+        corMetricsClient(COR_CLIENT_STALE);
         c->next = *dead;
         *dead = c;
         if (last) {

@@ -232,6 +232,7 @@ typedef struct {
     uint64_t timedOut;          /* handlers past their deadline */
     uint64_t cancelled;         /* handlers whose client left */
     uint64_t finishFailed;      /* post-response phases a stop cut short */
+    uint64_t client[4];         /* connections out: CorClientCount */
     /* Read by the generation's main thread during a drain. */
     atomic_uint inFlight;
     atomic_uint finishing;
@@ -246,6 +247,17 @@ typedef struct {
 } CorMasterCounters;
 
 extern CorMasterCounters* corMasterCounters;
+
+/* What connections out count (corConn.c). */
+typedef enum {
+    COR_CLIENT_REUSED,          /* handed out from a pool */
+    COR_CLIENT_NEW,             /* connected (and TLS done) */
+    COR_CLIENT_FAILED,          /* no connection: name, connect, TLS */
+    COR_CLIENT_STALE            /* idle ones the peer had closed */
+} CorClientCount;
+
+/* Count one: on a loop in its own counters, elsewhere in shared ones. */
+void corMetricsClient(CorClientCount which);
 
 int corMetricsInit(unsigned loops);
 void corMetricsFree(void);

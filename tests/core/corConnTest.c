@@ -18,6 +18,15 @@
 
 CorRuntime corRuntime;
 
+/* The metrics' counter, kept here. */
+static unsigned long counted[4];
+
+void
+corMetricsClient(CorClientCount which)
+{
+    counted[which]++;
+}
+
 /* A loopback listener; its port in *portP. */
 static int
 listener(int backlog, unsigned* portP)
@@ -179,6 +188,9 @@ START_TEST(test_pool_skips_what_the_peer_closed)
     c = open1(port, "127.0.0.1");
     ck_assert(!corConnReused(c));
     corConnClose(c);
+    ck_assert_uint_eq(counted[COR_CLIENT_STALE], 2);
+    ck_assert_uint_eq(counted[COR_CLIENT_NEW], 3);
+    ck_assert_uint_eq(counted[COR_CLIENT_REUSED], 0);
     close(peer);
     close(l);
 }

@@ -222,6 +222,11 @@ START_TEST(test_connection_the_peer_closed_is_not_reused)
                   == corBody(buf), "%s", corBody(buf));
     ck_assert_int_eq(fetch(upstream.port, NULL), 200);
     ck_assert_ptr_nonnull(strstr(corBody(buf), "reused=1"));
+    ck_assert_int_eq(corMetric(server.port, "cor_client_stale_total"), 1);
+    ck_assert_int_eq(corMetric(server.port, "cor_client_opens_total"
+                               "{result=\"new\"}"), 2);
+    ck_assert_int_eq(corMetric(server.port, "cor_client_opens_total"
+                               "{result=\"reused\"}"), 1);
 }
 END_TEST
 
