@@ -527,7 +527,9 @@ typedef struct {
     const char* serverName;     /* TLS: the name sent (SNI) and verified;
                                    NULL: host */
     int connectTimeoutMs;       /* the name, the connect and the TLS
-                                   handshake, all addresses together; 0:
+                                   handshake, all addresses together (each
+                                   connect takes an equal share of what is
+                                   left, the last all of it); 0:
                                    client.connect_timeout */
     CorTlsClient* tlsClient;    /* TLS settings (CA, verification, ALPN);
                                    NULL: the default, from client.ca_file */

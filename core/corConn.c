@@ -182,6 +182,22 @@ failed:
     return rc;
 }
 
+/*
+ * The deadline of one connect of several: an address that swallows its
+ * SYNs (a dead IPv6 route) must leave time for the next, so each takes
+ * an equal share of what is left, the last all of it.
+ */
+static uint64_t
+attemptDeadline(uint64_t deadline, unsigned left)
+{
+    int remaining = remainingMs(deadline);
+
+    if (left <= 1 || remaining <= 0) {
+        return deadline;
+    }
+    return corEvClockMs() + (uint64_t)remaining / left + 1;
+}
+
 /* Say why the last of tried addresses failed. */
 static void
 connectWhy(const char* peer, const CorAddrs* addrs, unsigned tried, int rc,
@@ -350,9 +366,11 @@ connOpenNew(const CorConnTarget* target, CorTlsClient* tls, const char* key,
     while (tried < addrs.count) {
         socklen_t len = addrWithPort(&addrs.addrs[tried], target->port);
 
-        fd = connectOne(&addrs.addrs[tried], len, deadline);
+        fd = connectOne(&addrs.addrs[tried], len,
+                        attemptDeadline(deadline, addrs.count - tried));
         tried++;
-        if (fd >= 0 || fd == -ECANCELED || fd == -ETIMEDOUT) {
+        if (fd >= 0 || fd == -ECANCELED
+            || (fd == -ETIMEDOUT && remainingMs(deadline) == 0)) {
             break;
         }
     }

@@ -238,6 +238,22 @@ START_TEST(test_pool_keeps_only_fit_connections)
 }
 END_TEST
 
+/* Several addresses share the connect deadline: each an equal part of
+ * what is left, the last all of it. */
+START_TEST(test_addresses_share_the_connect_deadline)
+{
+    uint64_t now = corEvClockMs();
+    uint64_t deadline = now + 1000;
+    uint64_t first = attemptDeadline(deadline, 2);
+
+    ck_assert_uint_ge(first, now + 450);
+    ck_assert_uint_le(first, now + 550);
+    ck_assert_uint_le(attemptDeadline(deadline, 4), now + 300);
+    ck_assert_uint_eq(attemptDeadline(deadline, 1), deadline);
+    ck_assert_uint_eq(attemptDeadline(now - 1, 3), now - 1);
+}
+END_TEST
+
 /* ---- Cancels ------------------------------------------------------------- */
 
 typedef struct {
@@ -368,6 +384,7 @@ COR_TEST_SUITE(corConn)
     tcase_add_test(tc, test_pool_reuses_per_peer_up_to_its_bound);
     tcase_add_test(tc, test_pool_skips_what_the_peer_closed);
     tcase_add_test(tc, test_pool_keeps_only_fit_connections);
+    tcase_add_test(tc, test_addresses_share_the_connect_deadline);
     tcase_add_test(tc, test_cancel_ends_a_connect);
     if (COR_HAVE_COROUTINES) {
         tcase_add_test(tc, test_coroutine_uses_the_loops_pool);
