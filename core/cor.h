@@ -553,19 +553,21 @@ CorConn* corConnOpen(const CorConnTarget* target, int* errP, char* why,
                      size_t whyLen);
 
 /*
- * Read up to len bytes, waiting for them at most timeoutMs (< 0: no
- * deadline; 0: not at all). Returns the bytes read (> 0), 0 when the peer
- * closed, or -errno: -ETIMEDOUT, -ECANCELED, -EAGAIN (timeoutMs 0 and
- * nothing there), -ECONNRESET, -EPROTO (TLS). Bytes a TLS record already
- * brought in are returned without waiting on the socket. May yield.
+ * Read up to len (> 0) bytes into buf (the caller's), waiting for them at
+ * most timeoutMs (< 0: no deadline; 0: not at all). Returns the bytes
+ * read (> 0), 0 when the peer closed, or -errno: -ETIMEDOUT, -ECANCELED,
+ * -EAGAIN (timeoutMs 0 and nothing there), -ECONNRESET, -EPROTO (TLS),
+ * -EINVAL (len 0). Bytes a TLS record already brought in are returned
+ * without waiting on the socket. May yield.
  */
 ssize_t corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs);
 
 /*
- * Write all len bytes, waiting for room (a full send buffer) as needed,
- * all within timeoutMs (< 0: no deadline). Returns 0, or -errno:
- * -ETIMEDOUT, -ECANCELED, -EPIPE or -ECONNRESET (the peer is gone).
- * May yield.
+ * Write all len bytes of buf (the caller's, read during the call only),
+ * waiting for room (a full send buffer) as needed, all within timeoutMs
+ * (< 0: no deadline; 0: what the socket takes at once). Returns 0, or
+ * -errno: -ETIMEDOUT, -ECANCELED, -EPIPE or -ECONNRESET (the peer is
+ * gone). After a failure part of buf may have gone out. May yield.
  */
 int corConnWriteAll(CorConn* c, const void* buf, size_t len, int timeoutMs);
 

@@ -221,7 +221,8 @@ connectWhy(const char* peer, const CorAddrs* addrs, unsigned tried, int rc,
     }
 }
 
-/* The key of a peer in the pool, and its "host:port". */
+/* The key of a peer in the pool: "host port tls|tcp serverName client",
+ * the host in lower case (names are not case-sensitive). */
 static int
 targetKey(const CorConnTarget* target, const CorTlsClient* tls, char* key,
           size_t cap)
@@ -297,7 +298,6 @@ targetCheck(const CorConnTarget* target, char* why, size_t whyLen)
     return 0;
 }
 
-/* A new connection: the addresses, one connect after the other. */
 /*
  * Make c's transport TLS (with tls) and run the handshake by deadline.
  * Returns 0, or -errno with why set; c's socket is c's either way.
@@ -333,6 +333,8 @@ connTls(CorConn* c, const CorConnTarget* target, CorTlsClient* tls,
     return rc;
 }
 
+/* A new connection: the name, its addresses one connect after the other,
+ * then TLS. May yield. */
 static CorConn*
 connOpenNew(const CorConnTarget* target, CorTlsClient* tls, const char* key,
             int* errP, char* why, size_t whyLen)
@@ -342,7 +344,7 @@ connOpenNew(const CorConnTarget* target, CorTlsClient* tls, const char* key,
                     : (int)settings.connectTimeoutMs;
     uint64_t deadline = deadlineAfter(timeoutMs);
     char peer[CONN_HOST_MAX + 16];
-    char resolveWhy[256];
+    char resolveWhy[256] = "";
     CorAddrs addrs;
     unsigned tried = 0;
     CorConn* c;
@@ -511,6 +513,9 @@ corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs)
     ssize_t n;
     int rc;
 
+    if (len == 0) {
+        return -EINVAL;         /* 0 would read as the peer's end */
+    }
     for (;;) {
         n = c->transport.ops->recv(&c->transport, buf, len);
         if (n > 0) {
