@@ -122,6 +122,7 @@ typedef struct {
     CorTlsClient* client;       /* a client's context, else NULL */
     char* peer;                 /* a client's "serverName:port" */
     bool wantsWrite;            /* the last recv wants the socket writable */
+    bool drained;               /* the last socket read came back short */
     bool failed;                /* a fatal error: no close_notify */
     char alpn[256];             /* the chosen protocol, NUL-terminated */
 } CorTlsConn;

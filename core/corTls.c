@@ -11,9 +11,15 @@
  * so (corTransportWantsWrite): a protocol that waits edge-triggered for
  * input would otherwise never call recv again.
  *
- * recv goes on until the socket says EAGAIN or the caller's buffer is
+ * recv goes on until the socket is drained or the caller's buffer is
  * full, never stopping at a record's end: a record read into OpenSSL's
  * buffer raises no further edge, so bytes left there would wait forever.
+ * Drained is EAGAIN, or (saving that read, a third of a keep-alive
+ * request's system calls) a read of the socket that came back shorter
+ * than asked, with nothing left in OpenSSL: the queue was empty then, so
+ * whatever comes next raises a new edge. The socket BIO's callback sees
+ * the reads; a listener reads ahead, so its reads ask for more than a
+ * record.
  *
  * send relies on SSL_MODE_ENABLE_PARTIAL_WRITE (a short count, as
  * write(2) gives) and SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER (a retry after
@@ -40,6 +46,17 @@
 static _Thread_local char filePiece[FILE_PIECE];
 
 static const CorTransportOps tlsOps;
+
+/* OpenSSL reads the thread's error queue to explain a failed call, so it
+ * must be empty before each; a peek is cheaper than a clear, and it is
+ * nearly always empty. */
+static inline void
+errorsClear(void)
+{
+    if (ERR_peek_error() != 0) {
+        ERR_clear_error();
+    }
+}
 
 static CorTlsConn*
 tlsConn(const CorTransport* t)
@@ -104,15 +121,35 @@ tlsRecv(CorTransport* t, void* buf, size_t len)
         size_t n;
         int rc;
 
-        ERR_clear_error();
+        errorsClear();
         errno = 0;
+        tc->drained = false;
         rc = SSL_read_ex(tc->ssl, (char*)buf + got, len - got, &n);
         if (rc != 1) {
             return tlsResult(tc, rc, got, true);
         }
         got += n;
+        if (tc->drained && !SSL_has_pending(tc->ssl)) {
+            break;
+        }
     }
     return (ssize_t)got;
+}
+
+/* Note whether a read of the socket came back short (see the top). */
+static long
+onBio(BIO* bio, int oper, const char* argp, size_t len, int argi, long argl,
+      int ret, size_t* processed)
+{
+    (void)argp;
+    (void)argi;
+    (void)argl;
+    if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
+        CorTlsConn* tc = (CorTlsConn*)BIO_get_callback_arg(bio);
+
+        tc->drained = ret > 0 && processed != NULL && *processed < len;
+    }
+    return ret;
 }
 
 static ssize_t
@@ -122,7 +159,7 @@ tlsSend(CorTransport* t, const void* buf, size_t len)
     size_t n;
     int rc;
 
-    ERR_clear_error();
+    errorsClear();
     errno = 0;
     rc = SSL_write_ex(tc->ssl, buf, len, &n);
     if (rc != 1) {
@@ -188,6 +225,8 @@ corTlsTransportInit(CorTransport* t, int fd, SSL* ssl)
     }
     tc->ssl = ssl;
     SSL_set_app_data(ssl, tc);
+    BIO_set_callback_ex(SSL_get_rbio(ssl), onBio);
+    BIO_set_callback_arg(SSL_get_rbio(ssl), (char*)tc);
     t->ops = &tlsOps;
     t->fd = fd;
     t->data = tc;
