@@ -39,7 +39,7 @@
 
 /* Bumped whenever a struct or a signature of this header, or of one it
  * includes, changes. */
-#define COR_ABI_VERSION 4
+#define COR_ABI_VERSION 5
 #define COR_VERSION "0.1.0"
 
 typedef struct CorModule CorModule;
@@ -327,8 +327,6 @@ typedef struct CorListener CorListener;
 int corListenerFd(const CorListener* l, unsigned loopIndex);
 const char* corListenerAddress(const CorListener* l);
 bool corListenerReusePort(const CorListener* l);
-const char* corListenerTlsCertificate(const CorListener* l);
-const char* corListenerTlsKey(const CorListener* l);
 
 /*
  * A transport: how a connection's bytes move. Protocol modules read and
@@ -366,8 +364,92 @@ struct CorTransport {
 /* Bytes as they are, over the socket fd (which the transport now owns). */
 void corTransportPlain(CorTransport* t, int fd);
 
+/*
+ * The transport a listener gives the connections it accepts: plain, or
+ * TLS (server side) when the listener has tls in the configuration. The
+ * TLS handshake runs inside the transport's recv and send, on the loop
+ * that owns the connection. Returns 0 (t owns fd), or -errno (fd stays
+ * the caller's).
+ */
+int corListenerTransport(const CorListener* l, CorTransport* t, int fd);
+
+/* The listener's tls.handshake_timeout, 0 for a plain listener: a
+ * protocol cuts a TLS connection whose handshake (and first request) has
+ * not come by then. */
+uint64_t corListenerHandshakeTimeoutMs(const CorListener* l);
+
+/*
+ * Whether the last recv stopped because the transport must write before
+ * it can read on (a TLS handshake's answer met a full socket): the caller
+ * calls recv again when the socket turns writable, not only readable. A
+ * protocol that arms its socket edge-triggered for both needs this.
+ */
+bool corTransportWantsWrite(const CorTransport* t);
+
+/* Whether the transport holds decrypted bytes not yet read (SSL_pending):
+ * a reader must not wait on the socket then. False for plain. */
+bool corTransportPending(const CorTransport* t);
+
+/* After a TLS handshake: whether the session was resumed, and the ALPN
+ * protocol chosen (NULL if none, or plain). */
+bool corTransportTlsResumed(const CorTransport* t);
+const char* corTransportTlsAlpn(const CorTransport* t);
+
+/* ---- TLS clients ----------------------------------------------------------
+ *
+ * A client context holds what connections to servers share: the trust
+ * (the system's CA store or a CA file), whether to verify, the ALPN list,
+ * and a session cache per peer (serverName:port) for resumption. One
+ * context serves every thread (the cache is locked, never across a wait).
+ */
+typedef struct CorTlsClient CorTlsClient;
+
+typedef struct {
+    const char* caFile;     /* NULL: the system's CA store */
+    bool insecure;          /* skip verification (tests, explicit opt-in) */
+    const char* alpn;       /* comma list, e.g. "http/1.1", or NULL */
+} CorTlsClientOptions;
+
+/* A client context (verification on unless o->insecure). Returns NULL
+ * with the reason in why (a CA file that does not load, a bad ALPN list,
+ * no memory). The caller frees it with corTlsClientFree, after every
+ * transport made with it is closed. */
+CorTlsClient* corTlsClientNew(const CorTlsClientOptions* o, char* why,
+                              size_t whyLen);
+void corTlsClientFree(CorTlsClient* ctx);
+
+/*
+ * Make t a TLS client transport over the connected non-blocking socket
+ * fd, for serverName (sent as SNI unless it is an IP address; the
+ * certificate is checked against it, name or IP); the session of an
+ * earlier connection to the same serverName:port is offered for
+ * resumption. No byte moves yet: corTransportTlsHandshake runs the
+ * handshake. Returns 0 (t owns fd; close it with t->ops->close), or
+ * -errno (fd stays the caller's).
+ */
+int corTransportTlsClient(CorTransport* t, int fd, CorTlsClient* ctx,
+                          const char* serverName, unsigned port);
+
+/*
+ * Run the handshake of a client transport to its end, waiting through
+ * corRestWaitFd (it yields in a coroutine and polls elsewhere; a stop
+ * cancels it: -ECANCELED). Returns 0, or -errno with OpenSSL's reason in
+ * why ("certificate has expired", "hostname mismatch", "self-signed
+ * certificate"...): -ETIMEDOUT past timeoutMs (< 0: none), -EPROTO for a
+ * verification or handshake failure, -ECONNRESET when the peer closed.
+ * May yield.
+ */
+int corTransportTlsHandshake(CorTransport* t, int timeoutMs, char* why,
+                             size_t whyLen);
+
 typedef struct {
     const char* name;           /* as `listen: - protocol:` names it */
+    /* What it speaks, as TLS ALPN names it, a comma list ("http/1.1"), or
+     * NULL: a TLS listener of this protocol offers it. */
+    const char* alpn;
+    /* Its name over TLS ("https"), or NULL: a listener so named is served
+     * by this protocol, and must have tls. */
+    const char* tlsName;
     /* On each loop's thread, with the generation's listeners of this
      * protocol: start serving. Returns 0 or -1 (logged). */
     int (*start)(CorModule* m, CorEvLoop* loop, unsigned loopIndex,
@@ -412,6 +494,108 @@ void corAccessLogWrite(const char* line, size_t len);
 void corMetricsConnectionRefused(void);
 /* Count an accept that failed at the fd limit (EMFILE, ENFILE). */
 void corMetricsAcceptFdLimit(void);
+
+/* ---- Connections out: the one layer every client stands on ------------- */
+
+/*
+ * A connection to another server, plain or TLS, that the HTTP client, the
+ * cor:// and MQTT clients and the notifications all read and write: no
+ * protocol knows how it was opened or where it came from. Every wait on it
+ * (the connect, a TLS handshake, a read, a write) is a corRestWaitFd, so
+ * the same code yields in a coroutine and polls on a worker, and a stop or
+ * the request's cancel ends it with ECANCELED.
+ *
+ * Ownership: a connection belongs to the code that opened it until it
+ * gives it back with corConnRelease (reusable: it goes to the keep-alive
+ * pool of the calling thread) or corConnClose; it is used by one piece of
+ * work at a time and released on the thread that opened it. Each loop
+ * keeps a pool of its own; the workers and every other thread share one,
+ * under a lock that is never held across a wait. Idle connections are
+ * kept per peer (host, port and TLS identity: TLS or not, the server name
+ * and the CorTlsClient, which carries the CA and verification policy) up
+ * to client.keepalive_per_peer, each for client.idle_timeout.
+ */
+typedef struct CorConn CorConn;
+typedef struct CorTlsClient CorTlsClient;
+
+/* Where to connect; the strings are read during corConnOpen only. */
+typedef struct {
+    const char* host;           /* a name, an IPv4 or an IPv6 address (no
+                                   brackets) */
+    unsigned port;              /* 1..65535 */
+    bool tls;
+    const char* serverName;     /* TLS: the name sent (SNI) and verified;
+                                   NULL: host */
+    int connectTimeoutMs;       /* the name, the connect and the TLS
+                                   handshake, all addresses together (each
+                                   connect takes an equal share of what is
+                                   left, the last all of it); 0:
+                                   client.connect_timeout */
+    CorTlsClient* tlsClient;    /* TLS settings (CA, verification, ALPN);
+                                   NULL: the default, from client.ca_file */
+} CorConnTarget;
+
+/*
+ * A connection to target: an idle one of this thread's pool for the same
+ * peer, checked first that the peer has not closed it, or a new one. A
+ * new one resolves the host (corResolve; numeric addresses and localhost
+ * ask nobody), connects to each address in turn until one answers,
+ * without blocking, and with TLS does the handshake, all within the
+ * connect deadline. Returns the connection, which the caller owns; or
+ * NULL with *errP set to -errno (-ECONNREFUSED, -ETIMEDOUT, -ECANCELED,
+ * -EHOSTUNREACH, -ENOENT for an unknown name, -EPROTO for a TLS failure,
+ * -EINVAL for a bad target) and why (when not NULL) set to a sentence that
+ * names the peer and the reason ("connect to 127.0.0.1:1: Connection
+ * refused", "TLS to a.test:443: certificate has expired"). errP may be
+ * NULL. May yield.
+ */
+CorConn* corConnOpen(const CorConnTarget* target, int* errP, char* why,
+                     size_t whyLen);
+
+/*
+ * Read up to len (> 0) bytes into buf (the caller's), waiting for them at
+ * most timeoutMs (< 0: no deadline; 0: not at all). Returns the bytes
+ * read (> 0), 0 when the peer closed, or -errno: -ETIMEDOUT, -ECANCELED,
+ * -EAGAIN (timeoutMs 0 and nothing there), -ECONNRESET, -EPROTO (TLS),
+ * -EINVAL (len 0). Bytes a TLS record already brought in are returned
+ * without waiting on the socket. May yield.
+ */
+ssize_t corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs);
+
+/*
+ * Write all len bytes of buf (the caller's, read during the call only),
+ * waiting for room (a full send buffer) as needed, all within timeoutMs
+ * (< 0: no deadline; 0: what the socket takes at once). Returns 0, or
+ * -errno: -ETIMEDOUT, -ECANCELED, -EPIPE or -ECONNRESET (the peer is
+ * gone). After a failure part of buf may have gone out. May yield.
+ */
+int corConnWriteAll(CorConn* c, const void* buf, size_t len, int timeoutMs);
+
+/* Whether c came from the pool rather than a new connect: a request that
+ * failed on it before any byte of the answer came may be sent once more
+ * on a new connection (the peer may have closed it meanwhile). */
+bool corConnReused(const CorConn* c);
+
+/* The connection's transport and socket, for a protocol client that
+ * waits itself (corRestWaitFd on the fd); owned by c. */
+CorTransport* corConnTransport(CorConn* c);
+
+/* "host:port", for messages; owned by c. */
+const char* corConnPeer(const CorConn* c);
+
+/*
+ * Done with c, which is fit to carry another exchange (its last answer
+ * was read to the end): it goes back to the calling thread's pool. It is
+ * closed instead when a read or write on it failed, timed out or saw the
+ * peer's end, when the pool of that peer is full (the oldest goes), when
+ * pooling is off, or when it is released on another thread than the one
+ * that opened it. c is gone after the call.
+ */
+void corConnRelease(CorConn* c);
+
+/* Done with c, not reusable (an answer not read to its end, a protocol
+ * error): closed at once. c is gone after the call. */
+void corConnClose(CorConn* c);
 
 /* ---- Logging ------------------------------------------------------------- */
 

@@ -12,6 +12,7 @@
 #include "corConfig.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@ static const uint64_t gib = 1024 * 1024 * 1024;
 static const uint64_t second = 1000;
 static const uint64_t minute = 60 * 1000;
 static const uint64_t hour = 60 * 60 * 1000;
+static const uint64_t day = 24 * 60 * 60 * 1000;
 
 /* A where name for messages: "listen[2]". */
 typedef struct {
@@ -31,7 +33,8 @@ typedef struct {
 } Where;
 
 static const char* const topKeys[] = {
-    "runtime", "listen", "limits", "resolver", "modules", "routes", "log", NULL,
+    "runtime", "listen", "limits", "resolver", "client",
+    "modules", "routes",  "log",    NULL,
 };
 
 /* ---- Helpers ------------------------------------------------------------- */
@@ -431,21 +434,85 @@ checkDuplicate(const CorConfig* cf, unsigned i, const CorConf* node,
     }
 }
 
+/* One certificate: { certificate: FILE, key: FILE } (and, in sni, a
+ * name). Whether the files load is the generation's to check. */
+static void
+readCert(CorConfigCert* c, const CorConf* map, const char* where,
+         CorConfErrors* e)
+{
+    c->node = map;
+    if (required(map, "certificate", where, "a PEM file", e)) {
+        setString(&c->certificate,
+                  nonEmpty(map, "certificate", NULL, "a path", e), e);
+    }
+    if (required(map, "key", where, "a PEM file", e)) {
+        setString(&c->key, nonEmpty(map, "key", NULL, "a path", e), e);
+    }
+}
+
+static void
+readSni(CorConfigTls* t, const CorConf* tls, const char* where,
+        CorConfErrors* e)
+{
+    static const char* const keys[] = {"name", "certificate", "key", NULL};
+    const CorConf* sni = corConfSeq(tls, "sni", e);
+    size_t count = sni != NULL ? corConfCount(sni) : 0;
+
+    t->certs = calloc(count + 1, sizeof(*t->certs));
+    if (t->certs == NULL) {
+        corConfErrorf(e, NULL, "out of memory reading the configuration");
+        return;
+    }
+    t->certCount = 1;
+    for (size_t i = 0; i < count; i++) {
+        const CorConf* entry = corConfAt(sni, i);
+        CorConfigCert* c = &t->certs[t->certCount];
+        char sniWhere[96];
+
+        snprintf(sniWhere, sizeof(sniWhere), "%s.sni[%zu]", where, i);
+        if (corConfKind(entry) != COR_CONF_MAP) {
+            corConfErrorf(e, entry, "%s: expected a mapping such as { name: "
+                          "example.com, certificate: FILE, key: FILE }",
+                          sniWhere);
+            continue;
+        }
+        t->certCount++;
+        if (required(entry, "name", sniWhere, "a host name", e)) {
+            setString(&c->name, nonEmpty(entry, "name", NULL, "a host name",
+                                         e), e);
+        }
+        readCert(c, entry, sniWhere, e);
+        corConfUnknownKeys(entry, sniWhere, keys, e);
+    }
+}
+
 static void
 readTls(CorConfigListen* l, const CorConf* tls, const char* where,
         CorConfErrors* e)
 {
-    static const char* const keys[] = {"certificate", "key", NULL};
+    static const char* const keys[] = {
+        "certificate", "key", "sni", "min_version", "handshake_timeout",
+        "session_tickets", NULL,
+    };
+    static const char* const versions[] = {"1.2", "1.3", NULL};
     char tlsWhere[64];
 
     snprintf(tlsWhere, sizeof(tlsWhere), "%s.tls", where);
-    if (required(tls, "certificate", tlsWhere, "a PEM file", e)) {
-        setString(&l->tlsCertificate,
-                  nonEmpty(tls, "certificate", NULL, "a path", e), e);
+    l->tls = calloc(1, sizeof(*l->tls));
+    if (l->tls == NULL) {
+        corConfErrorf(e, NULL, "out of memory reading the configuration");
+        return;
     }
-    if (required(tls, "key", tlsWhere, "a PEM file", e)) {
-        setString(&l->tlsKey, nonEmpty(tls, "key", NULL, "a path", e), e);
+    readSni(l->tls, tls, tlsWhere, e);
+    if (l->tls->certs != NULL) {
+        readCert(&l->tls->certs[0], tls, tlsWhere, e);
     }
+    l->tls->minVersion =
+        strcmp(oneOf(tls, "min_version", "1.2", versions, e), "1.3") == 0
+            ? 0x0304 : 0x0303;
+    l->tls->handshakeTimeoutMs =
+        corConfDurationMs(tls, "handshake_timeout", 10000, 1, 3600000, e);
+    l->tls->sessionTickets = corConfBool(tls, "session_tickets", true, e);
     corConfUnknownKeys(tls, tlsWhere, keys, e);
 }
 
@@ -468,22 +535,18 @@ readProtocol(CorConfigListen* l, const char* where, CorConfErrors* e)
     setString(&l->protocol, protocol, e);
 }
 
-/* https is the one protocol whose TLS the core sets up itself: it needs
- * tls, and any other protocol given tls is a mistake to point out. */
+/* TLS belongs to the listener: any protocol may take tls. https is HTTP
+ * over TLS, so it needs it. */
 static void
 checkTlsUse(const CorConfigListen* l, const char* where, CorConfErrors* e)
 {
-    const CorConf* tls = corConfGet(l->node, "tls");
     bool https = l->protocol != NULL && strcmp(l->protocol, "https") == 0;
 
-    if (https && tls == NULL) {
+    if (https && corConfGet(l->node, "tls") == NULL) {
         corConfErrorf(e, l->node,
                       "%s: protocol https needs tls: { certificate: FILE, "
                       "key: FILE }",
                       where);
-    } else if (!https && l->protocol != NULL && tls != NULL) {
-        corConfErrorf(e, tls, "tls: only protocol https takes tls, not '%s'",
-                      l->protocol);
     }
 }
 
@@ -666,14 +729,31 @@ isServerList(const char* s)
     }
 }
 
+static unsigned
+serverCount(const char* s)
+{
+    unsigned count = 1;
+
+    for (; *s != '\0'; s++) {
+        count += *s == ',';
+    }
+    return count;
+}
+
 static void
 readResolver(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {
-    static const char* const keys[] = {"servers", "timeout", NULL};
+    static const char* const keys[] = {
+        "servers", "timeout", "min_ttl", "max_ttl", "negative_ttl", NULL,
+    };
     const CorConf* m = corConfMap(root, "resolver", e);
     const char* servers = corConfString(m, "servers", "system", e);
 
-    if (strcmp(servers, "system") == 0 || isServerList(servers)) {
+    if (isServerList(servers) && serverCount(servers) > 8) {
+        corConfErrorf(e, corConfGet(m, "servers"),
+                      "servers: at most 8 servers, got %u",
+                      serverCount(servers));
+    } else if (strcmp(servers, "system") == 0 || isServerList(servers)) {
         setString(&cf->resolver.servers, servers, e);
     } else {
         corConfErrorf(e, corConfGet(m, "servers"),
@@ -684,7 +764,55 @@ readResolver(CorConfig* cf, const CorConf* root, CorConfErrors* e)
     }
     cf->resolver.timeoutMs =
         corConfDurationMs(m, "timeout", 2 * second, 1, minute, e);
+    /* TTLs count in seconds, as DNS does: a duration rounded down. */
+    cf->resolver.minTtlS =
+        (unsigned)(corConfDurationMs(m, "min_ttl", 0, 0, day, e) / second);
+    cf->resolver.maxTtlS =
+        (unsigned)(corConfDurationMs(m, "max_ttl", hour, 0, day, e) / second);
+    cf->resolver.negativeTtlS = (unsigned)(
+        corConfDurationMs(m, "negative_ttl", 5 * second, 0, hour, e) / second);
+    if (cf->resolver.minTtlS > cf->resolver.maxTtlS) {
+        corConfErrorf(e, corConfGet(m, "min_ttl"), "min_ttl: %us is longer "
+                      "than max_ttl (%us)", cf->resolver.minTtlS,
+                      cf->resolver.maxTtlS);
+    }
     corConfUnknownKeys(m, "resolver", keys, e);
+}
+
+/* ---- client -------------------------------------------------------------- */
+
+/* Connections out: their deadline and keep-alive pool, and the CA file
+ * that verifies TLS peers by default (checked readable here, so that
+ * `cor -t` names it; the TLS client loads it). */
+static void
+readClient(CorConfig* cf, const CorConf* root, CorConfErrors* e)
+{
+    static const char* const keys[] = {
+        "connect_timeout", "keepalive_per_peer", "idle_timeout", "ca_file",
+        NULL,
+    };
+    const CorConf* m = corConfMap(root, "client", e);
+    const char* ca = nonEmpty(m, "ca_file", "system", "a path or system", e);
+
+    cf->client.connectTimeoutMs =
+        corConfDurationMs(m, "connect_timeout", 5 * second, 1, 10 * minute, e);
+    cf->client.keepalivePerPeer =
+        (unsigned)corConfInt(m, "keepalive_per_peer", 32, 0, 100000, e);
+    cf->client.idleTimeoutMs =
+        corConfDurationMs(m, "idle_timeout", minute, 1, hour, e);
+    free(cf->client.caFile);
+    cf->client.caFile = NULL;
+    if (ca != NULL && strcmp(ca, "system") != 0) {
+        cf->client.caFile = corConfigPathBeside(cf->file, ca);
+        if (cf->client.caFile == NULL) {
+            corConfErrorf(e, NULL, "out of memory reading the configuration");
+        } else if (access(cf->client.caFile, R_OK) != 0) {
+            corConfErrorf(e, corConfGet(m, "ca_file"),
+                          "ca_file: cannot read '%s': %s", cf->client.caFile,
+                          strerror(errno));
+        }
+    }
+    corConfUnknownKeys(m, "client", keys, e);
 }
 
 /* ---- modules, routes ----------------------------------------------------- */
@@ -938,6 +1066,7 @@ fromTree(const char* name, CorConf* root, CorConfErrors* e)
     readListen(cf, root, e);
     readLimits(cf, root, e);
     readResolver(cf, root, e);
+    readClient(cf, root, e);
     readModules(cf, root, e);
     readRoutes(cf, root, e);
     readLog(cf, root, e);
@@ -996,8 +1125,16 @@ corConfigFree(CorConfig* cf)
     for (unsigned i = 0; i < cf->listenCount; i++) {
         free(cf->listen[i].protocol);
         free(cf->listen[i].address);
-        free(cf->listen[i].tlsCertificate);
-        free(cf->listen[i].tlsKey);
+        for (unsigned k = 0; cf->listen[i].tls != NULL
+                             && k < cf->listen[i].tls->certCount; k++) {
+            free(cf->listen[i].tls->certs[k].name);
+            free(cf->listen[i].tls->certs[k].certificate);
+            free(cf->listen[i].tls->certs[k].key);
+        }
+        if (cf->listen[i].tls != NULL) {
+            free(cf->listen[i].tls->certs);
+        }
+        free(cf->listen[i].tls);
     }
     for (unsigned i = 0; i < cf->moduleCount; i++) {
         free(cf->modules[i].load);
@@ -1011,6 +1148,7 @@ corConfigFree(CorConfig* cf)
     free(cf->modules);
     free(cf->routes);
     free(cf->resolver.servers);
+    free(cf->client.caFile);
     free(cf->log.level);
     free(cf->log.error);
     free(cf->log.access);

@@ -21,6 +21,9 @@
  *     runtime.stall_warning        100ms       0ms..1h (0ms: off)
  *     listen                       required    at least one entry
  *     listen[].accept              share       share | reuseport
+ *     listen[].tls.min_version     "1.2"       "1.2" | "1.3"
+ *     listen[].tls.handshake_timeout 10s       1ms..1h
+ *     listen[].tls.session_tickets true
  *     limits.connections           10000       1..10000000
  *     limits.header_bytes          16KiB       1KiB..1MiB
  *     limits.header_count          100         1..100
@@ -31,6 +34,14 @@
  *     limits.send_timeout          30s         1ms..1h
  *     resolver.servers             system      system | "IP[, IP...]"
  *     resolver.timeout             2s          1ms..1m
+ *     resolver.min_ttl             0s          0s..1d (in whole seconds)
+ *     resolver.max_ttl             1h          0s..1d, >= min_ttl
+ *     resolver.negative_ttl        5s          0s..1h (NXDOMAIN, no address)
+ *     client.connect_timeout       5s          1ms..10m
+ *     client.keepalive_per_peer    32          0..100000 (0: no pool)
+ *     client.idle_timeout          60s         1ms..1h
+ *     client.ca_file               system      system | a PEM file, beside
+ *                                              the file
  *     log.level                    info        debug | info | warn | error
  *     log.error                    stderr      stderr | a path
  *     log.access                   off         off | a path
@@ -53,6 +64,25 @@
 
 #define COR_CONFIG_MAX_LOOPS 1024
 
+/* A certificate chain and its private key, PEM files, paths as written
+ * (relative ones are beside the configuration file). */
+typedef struct {
+    char* name;          /* the SNI name it serves ("b.test", "*.b.test");
+                            NULL for the listener's default */
+    char* certificate;
+    char* key;
+    const CorConf* node; /* its mapping, to mark load errors */
+} CorConfigCert;
+
+/* A listener's tls mapping: its connections speak TLS. */
+typedef struct {
+    CorConfigCert* certs;  /* [0] the default, then the sni entries */
+    unsigned certCount;
+    unsigned minVersion;   /* 0x0303 (TLS 1.2) or 0x0304 (TLS 1.3) */
+    uint64_t handshakeTimeoutMs;
+    bool sessionTickets;   /* resumption by tickets (no session cache) */
+} CorConfigTls;
+
 /* One listen entry: { protocol: http, address: 127.0.0.1:8080 }. */
 typedef struct {
     char* protocol; /* a name modules register: http, https, ... */
@@ -60,8 +90,7 @@ typedef struct {
                        "*:8080", ":8080" (* or empty: any IPv4) */
     struct sockaddr_storage addr;
     socklen_t addrLen;
-    char* tlsCertificate; /* https only, where it is required; else NULL */
-    char* tlsKey;
+    CorConfigTls* tls;   /* NULL: plain (https requires it) */
     bool reusePort;      /* accept: share (false) | reuseport (true) */
     const CorConf* node; /* the entry's mapping */
 } CorConfigListen;
@@ -112,7 +141,16 @@ typedef struct {
     struct {
         char* servers; /* "system" or "IP[, IP...]" */
         uint64_t timeoutMs;
+        unsigned minTtlS;
+        unsigned maxTtlS;
+        unsigned negativeTtlS;
     } resolver;
+    struct {
+        uint64_t connectTimeoutMs; /* the name, the connect, TLS */
+        unsigned keepalivePerPeer; /* idle connections kept per peer */
+        uint64_t idleTimeoutMs;    /* how long one is kept idle */
+        char* caFile;              /* NULL: the system's store */
+    } client;
     CorConfigModule* modules;
     unsigned moduleCount;
     CorConfigRoute* routes;

@@ -108,9 +108,44 @@ struct CorListener {
     int* fds;
     unsigned fdCount;
     bool reusePort;
-    char* tlsCertificate;
-    char* tlsKey;
+    struct CorTlsServer* tls;   /* the generation's, NULL: plain */
 };
+
+/* ---- TLS (corTls.c, corTlsServer.c, corTlsClient.c) ---------------------- */
+
+typedef struct CorTlsServer CorTlsServer;
+
+/* A TLS connection's state behind its transport (t->data); owned by the
+ * transport, freed by its close. */
+typedef struct {
+    struct ssl_st* ssl;
+    CorTlsClient* client;       /* a client's context, else NULL */
+    char* peer;                 /* a client's "serverName:port" */
+    bool wantsWrite;            /* the last recv wants the socket writable */
+    bool drained;               /* the last socket read came back short */
+    bool failed;                /* a fatal error: no close_notify */
+    char alpn[256];             /* the chosen protocol, NUL-terminated */
+} CorTlsConn;
+
+/* Make t a TLS transport over fd with ssl (which it owns from here).
+ * Returns 0 or -ENOMEM (ssl freed, fd the caller's). */
+int corTlsTransportInit(CorTransport* t, int fd, struct ssl_st* ssl);
+
+/* A comma list ("h2,http/1.1") in ALPN's wire format into out. Returns
+ * its length, or -EINVAL (an empty or too long name, no room). */
+int corTlsAlpnWire(const char* list, unsigned char* out, size_t cap);
+
+/* OpenSSL's reason for the last failure of this thread, into why. */
+void corTlsWhy(char* why, size_t whyLen, const char* fallback);
+
+/* Load every TLS listener's certificates and keys (contexts, SNI, ALPN
+ * from the listener's protocol, tickets); errors go to errors at the
+ * certificate's file:line. Runs where the modules are loaded (the
+ * generation, and cor -t). Returns 0 or -1. */
+int corTlsServersLoad(const CorConfig* config, CorConfErrors* errors);
+void corTlsServersFree(void);
+/* The context of the config's listen[index], NULL for a plain one. */
+CorTlsServer* corTlsServerAt(unsigned index);
 
 /* ---- Requests (corRequest.c) --------------------------------------------- */
 
@@ -128,6 +163,61 @@ unsigned corRequestsFinishing(void);
 void corStreamHeadSent(CorRequest* r);
 void corStreamFree(CorRequest* r);
 
+/* ---- Connections out (corConn.c, corConnPool.c) ------------------------- */
+
+/* What client: in the configuration sets (corConnSetup). */
+typedef struct {
+    uint64_t connectTimeoutMs;
+    unsigned keepalivePerPeer;  /* 0: no pool */
+    uint64_t idleTimeoutMs;
+} CorConnSettings;
+
+typedef struct CorConnPool CorConnPool;
+
+/*
+ * A connection out. Owned by the code that opened it, or, while idle, by
+ * the pool it sits in (the pool of the thread that opened it). One
+ * allocation: key is the peer's identity ("host port tls serverName
+ * client"), peer the "host:port" of messages, both in the same block.
+ */
+struct CorConn {
+    CorTransport transport;
+    CorConnPool* pool;          /* where it goes back: its thread's */
+    struct CorConn* prev;       /* its peer's idle list, newest last */
+    struct CorConn* next;
+    struct CorConn* older;      /* the pool's idle list, oldest first */
+    struct CorConn* newer;
+    struct CorConnPeer* idlePeer;   /* the peer list it idles in */
+    uint64_t idleSince;         /* corEvClockMs() when it was released */
+    bool tls;
+    bool reused;
+    bool broken;                /* a failure or the peer's end: not
+                                   reusable */
+    const char* peer;
+    char key[];
+};
+
+/* Take the settings of config (NULL: the defaults), and make the default
+ * TLS client from client.ca_file. Returns 0, or -1 with the error at
+ * ca_file in errors (a file that is not PEM). */
+int corConnSetup(const CorConfig* config, CorConfErrors* errors);
+const CorConnSettings* corConnSettings(void);
+
+/* Close c's transport and free it. */
+void corConnFree(CorConn* c);
+
+/* This thread's pool: the loop's when the thread runs one, else the one
+ * the other threads share. NULL once the loop's pool has been closed. */
+CorConnPool* corConnPoolCurrent(void);
+/* An idle connection for key, checked alive, or NULL. */
+CorConn* corConnPoolTake(CorConnPool* pool, const char* key);
+/* Keep c idle in its pool; false when it cannot (the caller frees it). */
+bool corConnPoolPut(CorConn* c);
+/* Close every idle connection of the calling loop's pool, for good (at
+ * the loop's end), and those of the shared pool (at the generation's). */
+void corConnPoolLoopExit(void);
+void corConnPoolShutdown(void);
+
 /* ---- Counters (corMetrics.c) --------------------------------------------- */
 
 /* Counted by the loop that owns them (no atomics), summed when read; each
@@ -143,6 +233,7 @@ typedef struct {
     uint64_t timedOut;          /* handlers past their deadline */
     uint64_t cancelled;         /* handlers whose client left */
     uint64_t finishFailed;      /* post-response phases a stop cut short */
+    uint64_t client[4];         /* connections out: CorClientCount */
     /* Read by the generation's main thread during a drain. */
     atomic_uint inFlight;
     atomic_uint finishing;
@@ -157,6 +248,17 @@ typedef struct {
 } CorMasterCounters;
 
 extern CorMasterCounters* corMasterCounters;
+
+/* What connections out count (corConn.c). */
+typedef enum {
+    COR_CLIENT_REUSED,          /* handed out from a pool */
+    COR_CLIENT_NEW,             /* connected (and TLS done) */
+    COR_CLIENT_FAILED,          /* no connection: name, connect, TLS */
+    COR_CLIENT_STALE            /* idle ones the peer had closed */
+} CorClientCount;
+
+/* Count one: on a loop in its own counters, elsewhere in shared ones. */
+void corMetricsClient(CorClientCount which);
 
 int corMetricsInit(unsigned loops);
 void corMetricsFree(void);

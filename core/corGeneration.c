@@ -86,18 +86,6 @@ corListenerReusePort(const CorListener* l)
     return l->reusePort;
 }
 
-const char*
-corListenerTlsCertificate(const CorListener* l)
-{
-    return l->tlsCertificate;
-}
-
-const char*
-corListenerTlsKey(const CorListener* l)
-{
-    return l->tlsKey;
-}
-
 /* ---- Loops --------------------------------------------------------------- */
 
 /* Start every protocol on this loop with its listeners. */
@@ -110,7 +98,7 @@ protocolsStart(LoopThread* t, CorEvLoop* loop)
         unsigned count = 0;
 
         for (unsigned i = 0; i < t->listenerCount; i++) {
-            if (strcmp(t->listeners[i].protocol, entry->protocol.name) == 0) {
+            if (corProtocolFind(t->listeners[i].protocol) == entry) {
                 mine[count++] = &t->listeners[i];
             }
         }
@@ -147,6 +135,7 @@ loopMain(void* arg)
         }
     }
     corModulesLoopExit(loop, t->index);
+    corConnPoolLoopExit();
     corCoThreadExit();
     return NULL;
 }
@@ -314,6 +303,7 @@ stop(void)
     for (unsigned i = 0; i < corRuntime.loopCount; i++) {
         pthread_join(loopThreads[i].thread, NULL);
     }
+    corConnPoolShutdown();
     corModulesExit();
 }
 
@@ -338,14 +328,43 @@ checkListeners(const CorConfig* config, CorConfErrors* errors)
     int rc = 0;
 
     for (unsigned i = 0; i < config->listenCount; i++) {
-        if (corProtocolFind(config->listen[i].protocol) == NULL) {
-            corConfErrorf(errors, config->listen[i].node, "listen: no module "
-                          "registered the protocol '%s' (load the module "
-                          "that serves it)", config->listen[i].protocol);
+        const CorConfigListen* l = &config->listen[i];
+        const CorProtocolEntry* entry = corProtocolFind(l->protocol);
+
+        if (entry == NULL) {
+            corConfErrorf(errors, l->node, "listen: no module registered "
+                          "the protocol '%s' (load the module that serves "
+                          "it)", l->protocol);
+            rc = -1;
+        } else if (l->tls == NULL && entry->protocol.tlsName != NULL
+                   && strcmp(entry->protocol.tlsName, l->protocol) == 0) {
+            corConfErrorf(errors, l->node, "listen: protocol %s needs tls: "
+                          "{ certificate: FILE, key: FILE }", l->protocol);
             rc = -1;
         }
     }
     return rc;
+}
+
+/* The resolver of every loop and worker, from the resolver section; the
+ * reader checked the values, so a failure here is one of memory. */
+static int
+resolverConfigure(const CorConfig* config, CorConfErrors* errors)
+{
+    int rc = corResolverConfigure(&(CorResolverConfig){
+        .servers = config->resolver.servers,
+        .timeoutMs = (int)config->resolver.timeoutMs,
+        .minTtlS = config->resolver.minTtlS,
+        .maxTtlS = config->resolver.maxTtlS,
+        .negativeTtlS = config->resolver.negativeTtlS,
+    });
+
+    if (rc != 0) {
+        corConfErrorf(errors, NULL, "resolver: cannot be set up: %s",
+                      strerror(-rc));
+        return -1;
+    }
+    return 0;
 }
 
 /* Load and check everything a generation needs; `cor -t` runs this too. */
@@ -369,12 +388,15 @@ corGenerationPrepare(const CorConfig* config, CorConfErrors* errors)
     corRuntime.coroutines = config->runtime.coroutines.enabled
                             && COR_HAVE_COROUTINES;
     corCoStackSizeSet(config->runtime.coroutines.stack);
+    rc |= corConnSetup(config, errors);
     if (corMetricsInit(corRuntime.loopCount) != 0) {
         return -1;
     }
+    rc |= resolverConfigure(config, errors);
     rc |= corModulesLoad(config, errors);
     rc |= corRoutesBuild(config, errors);
     rc |= checkListeners(config, errors);
+    rc |= corTlsServersLoad(config, errors);
     return rc;
 }
 
@@ -395,6 +417,10 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
         || corAccessLogOpen(config->log.access, config->log.accessFormat,
                             &errors) != 0) {
         reportAndExit(readyFd, &errors);
+    }
+    /* The master opened the listeners in the order of the file. */
+    for (unsigned i = 0; i < listenerCount; i++) {
+        listeners[i].tls = corTlsServerAt(i);
     }
     corRuntime.workers = corEvPoolCreate(config->runtime.workers);
     corRuntime.loops = calloc(corRuntime.loopCount, sizeof(CorEvLoop*));

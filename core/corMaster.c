@@ -146,8 +146,6 @@ listenersOpen(const CorConfig* config, CorConfErrors* errors)
         out->protocol = in->protocol;
         out->address = in->address;
         out->reusePort = in->reusePort;
-        out->tlsCertificate = in->tlsCertificate;
-        out->tlsKey = in->tlsKey;
         out->fds = calloc(fdCount, sizeof(int));
         for (unsigned k = 0; out->fds != NULL && k < fdCount; k++) {
             out->fds[k] = kept ? kept->fds[k] : openSocket(in, in->reusePort,

@@ -18,6 +18,8 @@ static CorLoopCounters* loopCounters;
 static unsigned loopCount;
 static atomic_ulong connectionsRefused;
 static atomic_ulong acceptFdLimit;
+/* Connections out off the loops (workers, other threads). */
+static atomic_ulong clientOffLoop[4];
 static __thread int loopIndex = -1;
 
 int
@@ -64,6 +66,19 @@ void
 corMetricsAcceptFdLimit(void)
 {
     atomic_fetch_add(&acceptFdLimit, 1);
+}
+
+void
+corMetricsClient(CorClientCount which)
+{
+    int index = corLoopIndexCurrent();
+
+    if (index >= 0 && (unsigned)index < loopCount) {
+        loopCounters[index].client[which]++;
+    } else {
+        atomic_fetch_add_explicit(&clientOffLoop[which], 1,
+                                  memory_order_relaxed);
+    }
 }
 
 /* A growing text buffer. */
@@ -142,6 +157,9 @@ corMetricsText(size_t* lenP)
         for (int k = 0; k < 6; k++) {
             sum.responses[k] += c->responses[k];
         }
+        for (int k = 0; k < 4; k++) {
+            sum.client[k] += c->client[k];
+        }
         corCoLoopStatsGet(corRuntime.loops[i], &s);
         co.cancelledWaits += s.cancelledWaits;
         live += s.live;
@@ -198,6 +216,20 @@ corMetricsText(size_t* lenP)
     emitCounter(&t, "accept_fd_limit_total", "Accepts that failed at the "
                 "fd limit (EMFILE, ENFILE); accepting paused after each.", "",
                 atomic_load(&acceptFdLimit));
+    for (int k = 0; k < 4; k++) {
+        sum.client[k] += atomic_load(&clientOffLoop[k]);
+    }
+    emit(&t, "# HELP cor_client_opens_total Connections out asked for, by "
+         "outcome.\n# TYPE cor_client_opens_total counter\n"
+         "cor_client_opens_total{result=\"reused\"} %llu\n"
+         "cor_client_opens_total{result=\"new\"} %llu\n"
+         "cor_client_opens_total{result=\"failed\"} %llu\n",
+         (unsigned long long)sum.client[COR_CLIENT_REUSED],
+         (unsigned long long)sum.client[COR_CLIENT_NEW],
+         (unsigned long long)sum.client[COR_CLIENT_FAILED]);
+    emitCounter(&t, "client_stale_total", "Idle connections out the peer "
+                "had closed, found before they were reused.", "",
+                sum.client[COR_CLIENT_STALE]);
     if (corMasterCounters != NULL) {
         emitCounter(&t, "generations_total", "Worker generations started.",
                     "", atomic_load(&corMasterCounters->generations));

@@ -97,7 +97,9 @@ corProtocolAdd(CorModule* m, const CorProtocol* protocol)
 {
     CorProtocolEntry* grown;
 
-    if (corProtocolFind(protocol->name) != NULL) {
+    if (corProtocolFind(protocol->name) != NULL
+        || (protocol->tlsName != NULL
+            && corProtocolFind(protocol->tlsName) != NULL)) {
         corModuleError(m, NULL, "protocol '%s' is already registered",
                        protocol->name);
         return -1;
@@ -143,7 +145,10 @@ const CorProtocolEntry*
 corProtocolFind(const char* name)
 {
     for (unsigned i = 0; i < protocolCount; i++) {
-        if (strcmp(protocols[i].protocol.name, name) == 0) {
+        const CorProtocol* p = &protocols[i].protocol;
+
+        if (strcmp(p->name, name) == 0
+            || (p->tlsName != NULL && strcmp(p->tlsName, name) == 0)) {
             return &protocols[i];
         }
     }

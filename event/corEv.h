@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "corCo.h"
 
@@ -319,6 +320,57 @@ bool corRestYieldAllow(bool allow);
  * same code runs on a loop and on a worker thread. May yield.
  */
 int corRestWaitFd(int fd, short events, int timeoutMs, short* reventsP);
+
+/* ---- Name resolution ----------------------------------------------------- */
+
+/* The most addresses a lookup returns. */
+#define COR_RESOLVE_MAX 16
+
+/* What a lookup found; owned by the caller. */
+typedef struct {
+    unsigned count;
+    /* Port 0, in the order to try them: as the system orders them (IPv6
+     * and IPv4, RFC 6724). */
+    struct sockaddr_storage addrs[COR_RESOLVE_MAX];
+} CorAddrs;
+
+/* How names are resolved; the strings are the caller's and are copied. */
+typedef struct {
+    /* NULL or "system": resolv.conf and the hosts file; else the servers
+     * to ask, "IP[:port], ..." (an IPv6 address with a port in brackets),
+     * and only they (no hosts file). */
+    const char* servers;
+    int timeoutMs;           /* per lookup; <= 0: 2 s */
+    unsigned minTtlS;        /* an answer is kept at least this long */
+    unsigned maxTtlS;        /* and at most this long */
+    unsigned negativeTtlS;   /* an NXDOMAIN is kept this long */
+} CorResolverConfig;
+
+/*
+ * Set how names are resolved: once per generation, before the loops serve
+ * (and in tests). Each loop and each thread that resolves has a channel and
+ * a cache of its own, made at its first lookup; a channel made under an
+ * older configuration is replaced at its next lookup with nothing in
+ * flight. Returns 0, or -EINVAL (a bad server list), -ENOMEM.
+ */
+int corResolverConfigure(const CorResolverConfig* config);
+
+/*
+ * Resolve host (a name, a numeric IPv4 or IPv6 address, or "localhost")
+ * into out. Numeric addresses and localhost (::1, then 127.0.0.1) never
+ * reach a server. A name is answered from the cache of the calling loop or
+ * thread while its TTL lasts; otherwise it is asked, once however many
+ * lookups of it are in flight there. In a coroutine on a loop it waits on
+ * the loop's channel (its sockets and timers are the loop's) and the loop
+ * serves everything else meanwhile; elsewhere it polls. timeoutMs <= 0
+ * takes the configured timeout. Returns 0, or -ENOENT (no such name, or
+ * no address), -ETIMEDOUT, -ECONNREFUSED (the server refused), -EIO
+ * (SERVFAIL or a bad answer), -ECANCELED (a stop or the request's cancel:
+ * corCoLoopCancel, corRestCancelAll, corRestCancel), -ENOMEM. why (may be
+ * NULL) gets why, "name 'x': NXDOMAIN" and the like. May yield.
+ */
+int corResolve(const char* host, int timeoutMs, CorAddrs* out, char* why,
+               size_t whyLen);
 
 /* ---- The worker pool ----------------------------------------------------- */
 

@@ -7,6 +7,7 @@
 #ifndef COR_EV_INT_H
 #define COR_EV_INT_H
 
+#include <netinet/in.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
 
@@ -112,6 +113,13 @@ struct CorEvLoop {
     uint32_t parkFree;
     uint64_t stallMs;
     CorCoStallFn stallFn;
+
+    /* The resolver's channel and cache (corResolve.c), made at the loop's
+     * first lookup and freed when its run ends or it is destroyed; the
+     * loop calls it through a pointer, so it links c-ares only where the
+     * resolver is used. */
+    struct CorResolver* resolver;
+    void (*resolverFree)(struct CorResolver* resolver);
 };
 
 /* The low bit that marks a coroutine wait in epoll_data (a CorEvIo
@@ -149,5 +157,78 @@ void corCoLoopReady(CorEvLoop* loop, CorCoWaiter* waiter);
 /* Run posted tasks and expire timers: one iteration's chores. */
 void corEvTimersExpire(CorEvLoop* loop);
 int corEvTimersNextMs(const CorEvLoop* loop);
+
+/* Whether a wait now is the running coroutine's, on its loop (and may
+ * yield it); elsewhere waits poll. */
+bool corRestOnCoroutine(void);
+
+/* ---- The resolver's channels (corResolveChannel.c) ----------------------- */
+
+struct ares_channeldata;
+
+/* One loop's or one thread's c-ares channel and cache; the loop's is
+ * freed when its run ends, a thread's when the thread exits. */
+typedef struct CorResolver {
+    struct ares_channeldata* channel;
+    int epfd;                   /* the channel's sockets */
+    CorEvLoop* loop;            /* the loop it serves, or NULL */
+    CorEvIo io;                 /* epfd, on the loop */
+    CorEvTimer timer;           /* c-ares' next timeout, on the loop */
+    struct CorResolveCache* cache;
+    unsigned generation;        /* of the configuration it was made from */
+    unsigned pending;           /* queries in flight */
+    int timeoutMs;
+    unsigned minTtlS;
+    unsigned maxTtlS;
+    unsigned negativeTtlS;
+} CorResolver;
+
+/* The calling loop's resolver, or the calling thread's; made at the first
+ * lookup, and made again when the configuration changed and nothing is in
+ * flight. NULL with errno set on failure. */
+CorResolver* corResolverGet(void);
+
+/* Read what the channel's sockets have and expire what timed out; the
+ * callbacks of the queries that end run from here. */
+void corResolverProcess(CorResolver* r);
+
+/* Arm the loop's timer for c-ares' next timeout, or disarm it (nothing
+ * off the loops). */
+void corResolverTimerArm(CorResolver* r);
+
+/* ---- The resolver's cache (corResolveCache.c) ---------------------------- */
+
+typedef struct CorResolveWaiter CorResolveWaiter;
+typedef struct CorResolveCache CorResolveCache;
+
+/*
+ * A name's answer, or its query in flight with the lookups that wait for
+ * it. Owned by its cache; while pending, the query's callback holds it,
+ * so it is not dropped.
+ */
+typedef struct CorResolveEntry {
+    struct CorResolveEntry* next;    /* the hash chain */
+    struct CorResolver* resolver;
+    CorResolveWaiter* waiters;       /* while pending */
+    uint64_t expires;                /* ms of the clock; an answer */
+    int status;                      /* c-ares' status of the answer */
+    bool pending;
+    unsigned count;
+    union {
+        struct sockaddr_in v4;
+        struct sockaddr_in6 v6;
+    } addrs[COR_RESOLVE_MAX];
+    char name[];                     /* lower case */
+} CorResolveEntry;
+
+CorResolveCache* corResolveCacheCreate(void);
+void corResolveCacheDestroy(CorResolveCache* cache);
+/* The entry of name (lower case), fresh, expired or pending; or NULL. */
+CorResolveEntry* corResolveCacheFind(CorResolveCache* cache,
+                                     const char* name);
+/* A new zeroed entry for name, or NULL (no memory, or the table is full
+ * of queries in flight). now: what has expired may make room. */
+CorResolveEntry* corResolveCacheAdd(CorResolveCache* cache, const char* name,
+                                    uint64_t now);
 
 #endif /* COR_EV_INT_H */

@@ -107,6 +107,17 @@ failed:
     return NULL;
 }
 
+/* The resolver's channel and cache go with the loop's run: a stopped loop
+ * has no lookup in flight, and a later run makes them again. */
+static void
+resolverRelease(CorEvLoop* loop)
+{
+    if (loop->resolver != NULL) {
+        loop->resolverFree(loop->resolver);
+        loop->resolver = NULL;
+    }
+}
+
 void
 corEvLoopDestroy(CorEvLoop* loop)
 {
@@ -120,6 +131,7 @@ corEvLoopDestroy(CorEvLoop* loop)
     while (atomic_load(&loop->posters) > 0) {
         sched_yield();
     }
+    resolverRelease(loop);
     corCoLoopFree(loop);
     close(loop->wakeFd);
     close(loop->epfd);
@@ -325,6 +337,7 @@ corEvLoopRun(CorEvLoop* loop)
     /* What other threads posted before the stop (a worker's finished
      * request) still runs: it carries an answer. */
     runPosted(loop);
+    resolverRelease(loop);
     atomic_store(&loop->stopRequested, false);
     loop->stopping = false;
     loop->cancelled = false;

@@ -70,9 +70,8 @@ corRestYieldAllowed(void)
     return !yieldForbidden;
 }
 
-/* Whether a wait now is the running coroutine's, on its loop. */
-static bool
-onCoroutine(void)
+bool
+corRestOnCoroutine(void)
 {
     return COR_HAVE_COROUTINES && !yieldForbidden && corCoCurrent() != NULL
            && corEvLoopCurrent() != NULL;
@@ -103,7 +102,7 @@ threadCancelBind(CorRestCancel* c)
 int
 corRestCancelBind(CorRestCancel* c)
 {
-    if (onCoroutine()) {
+    if (corRestOnCoroutine()) {
         return corCoLoopCancelBind(c);
     }
     return threadCancelBind(c);
@@ -208,7 +207,7 @@ pollFd(int fd, short events, int timeoutMs, short* reventsP)
 int
 corRestWaitFd(int fd, short events, int timeoutMs, short* reventsP)
 {
-    if (onCoroutine()) {
+    if (corRestOnCoroutine()) {
         return corCoLoopWait(fd, events, timeoutMs, reventsP);
     }
     return pollFd(fd, events, timeoutMs, reventsP);

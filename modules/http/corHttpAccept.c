@@ -37,6 +37,7 @@ atomic_uint httpConnTotal;
 typedef struct {
     CorEvTask task;
     HttpLoop* hl;
+    const CorListener* l;
     int fd;
     struct sockaddr_storage peer;
 } Handoff;
@@ -51,20 +52,21 @@ handoffArrive(CorEvTask* task)
 {
     Handoff* h = corContainerOf(task, Handoff, task);
 
-    httpConnOpen(h->hl, h->fd, &h->peer);
+    httpConnOpen(h->hl, h->l, h->fd, &h->peer);
     free(h);
 }
 
 /* Deal a connection to the next loop in turn. */
 static void
-corHttpAcceptShare(HttpLoop* self, int fd, const struct sockaddr_storage* peer)
+corHttpAcceptShare(HttpLoop* self, const CorListener* l, int fd,
+                   const struct sockaddr_storage* peer)
 {
     unsigned count = corLoopCount();
     HttpLoop* target = httpLoopAt(nextLoop++ % count);
     Handoff* h;
 
     if (target == self) {
-        httpConnOpen(self, fd, peer);
+        httpConnOpen(self, l, fd, peer);
         return;
     }
     h = malloc(sizeof(*h));
@@ -74,6 +76,7 @@ corHttpAcceptShare(HttpLoop* self, int fd, const struct sockaddr_storage* peer)
         return;
     }
     h->hl = target;
+    h->l = l;
     h->fd = fd;
     h->peer = *peer;
     corEvLoopPost(target->loop, &h->task, handoffArrive);
@@ -151,9 +154,9 @@ onAccept(CorEvIo* io, unsigned events)
             continue;
         }
         if (a->reusePort) {
-            httpConnOpen(a->hl, fd, &peer);
+            httpConnOpen(a->hl, a->l, fd, &peer);
         } else {
-            corHttpAcceptShare(a->hl, fd, &peer);
+            corHttpAcceptShare(a->hl, a->l, fd, &peer);
         }
     }
 }
@@ -176,6 +179,7 @@ httpAcceptStart(HttpLoop* hl, CorListener* const* listeners, unsigned count)
             continue;
         }
         hl->accepts[mine].hl = hl;
+        hl->accepts[mine].l = l;
         hl->accepts[mine].reusePort = reusePort;
         if (corEvIoStart(hl->loop, &hl->accepts[mine].io,
                          corListenerFd(l, hl->index), EPOLLIN, onAccept)

@@ -3,8 +3,8 @@
  * An HTTP/1.x connection on its loop: read, parse, hand the request to the
  * core, write the answer, and again (keep-alive, pipelining).
  *
- * Bytes move through the connection's transport (plain here; TLS slots in
- * there), never through the socket directly.
+ * Bytes move through the connection's transport, which its listener
+ * picks (plain or TLS), never through the socket directly.
  *
  * The socket is armed once, edge-triggered for input and output, and never
  * re-armed: a connection costs no epoll_ctl after its first. Requests are
@@ -935,6 +935,11 @@ onIo(CorEvIo* io, unsigned events)
 {
     HttpConn* c = corContainerOf(io, HttpConn, io);
 
+    /* A TLS handshake that met a full socket while reading waits for room,
+     * not for input: its OUT edge is the input edge it missed. */
+    if ((events & EPOLLOUT) && corTransportWantsWrite(&c->t)) {
+        events |= EPOLLIN;
+    }
     if ((events & EPOLLOUT) && outputPending(c)) {
         if (httpFlush(c) != 0) {
             httpConnClose(c);
@@ -994,17 +999,19 @@ onIo(CorEvIo* io, unsigned events)
 }
 
 void
-httpConnOpen(HttpLoop* hl, int fd, const struct sockaddr_storage* peer)
+httpConnOpen(HttpLoop* hl, const CorListener* l, int fd,
+             const struct sockaddr_storage* peer)
 {
     HttpConn* c = calloc(1, sizeof(*c));
+    uint64_t handshakeMs = corListenerHandshakeTimeoutMs(l);
     int one = 1;
 
-    if (c == NULL) {
+    if (c == NULL || corListenerTransport(l, &c->t, fd) != 0) {
+        free(c);
         close(fd);
         atomic_fetch_sub(&httpConnTotal, 1);
         return;
     }
-    corTransportPlain(&c->t, fd);
     c->fileFd = -1;
     c->hl = hl;
     c->peer = *peer;
@@ -1022,8 +1029,13 @@ httpConnOpen(HttpLoop* hl, int fd, const struct sockaddr_storage* peer)
         return;
     }
     /* The first request gets the head's deadline from its first byte; a
-     * connection that sends nothing at all is an idle one. */
+     * connection that sends nothing at all is an idle one. Over TLS, the
+     * handshake and that first byte must come within the listener's
+     * handshake timeout instead (the idle timer, armed shorter). */
     timerUpdate(c, true);
+    if (handshakeMs > 0) {
+        corEvTimerStart(hl->loop, &c->timer, handshakeMs, onTimer);
+    }
 }
 
 void

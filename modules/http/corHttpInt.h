@@ -21,6 +21,7 @@ typedef struct HttpLoop HttpLoop;
 typedef struct {
     CorEvIo io;
     HttpLoop* hl;
+    const CorListener* l;       /* gives the connections their transport */
     bool reusePort;             /* accept for this loop only */
     bool paused;                /* at the fd limit: io stopped, timer on */
     CorEvTimer resume;
@@ -150,7 +151,8 @@ int httpLoopBuffersInit(HttpLoop* hl);
 /* ---- corHttpConn.c ------------------------------------------------------- */
 
 /* Adopt an accepted socket on the calling loop. */
-void httpConnOpen(HttpLoop* hl, int fd, const struct sockaddr_storage* peer);
+void httpConnOpen(HttpLoop* hl, const CorListener* l, int fd,
+                  const struct sockaddr_storage* peer);
 void httpConnClose(HttpConn* c);
 /* Answer what holds a request as failed and close (a stop). */
 void httpConnStop(HttpConn* c);

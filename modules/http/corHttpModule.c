@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The HTTP/1.1 server as a module: it registers the listener protocol
- * `http`, keeps one HttpLoop per loop, and follows the generation's
+ * `http` (`https` over TLS, ALPN http/1.1), keeps one HttpLoop per loop, and follows the generation's
  * lifecycle: start (accept), drain (stop accepting, close after the next
  * answer), stop (answer what is left as failed, close).
  */
@@ -98,6 +98,8 @@ httpInit(CorModule* m, const CorConf* conf)
     }
     return corProtocolAdd(m, &(CorProtocol){
         .name = "http",
+        .alpn = "http/1.1",
+        .tlsName = "https",
         .start = httpStart,
         .drain = httpDrain,
         .stop = httpStop,

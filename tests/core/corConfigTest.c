@@ -70,8 +70,7 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(cf->runtime.stallWarningMs, 100);
     ck_assert_uint_eq(cf->listenCount, 1);
     ck_assert(!cf->listen[0].reusePort);
-    ck_assert_ptr_null(cf->listen[0].tlsCertificate);
-    ck_assert_ptr_null(cf->listen[0].tlsKey);
+    ck_assert_ptr_null(cf->listen[0].tls);
     ck_assert_uint_eq(cf->limits.connections, 10000);
     ck_assert_uint_eq(cf->limits.headerBytes, 16 * 1024);
     ck_assert_uint_eq(cf->limits.headerCount, 100);
@@ -82,6 +81,9 @@ START_TEST(test_defaults)
     ck_assert_uint_eq(cf->limits.sendTimeoutMs, 30000);
     ck_assert_str_eq(cf->resolver.servers, "system");
     ck_assert_uint_eq(cf->resolver.timeoutMs, 2000);
+    ck_assert_uint_eq(cf->resolver.minTtlS, 0);
+    ck_assert_uint_eq(cf->resolver.maxTtlS, 3600);
+    ck_assert_uint_eq(cf->resolver.negativeTtlS, 5);
     ck_assert_uint_eq(cf->moduleCount, 0);
     ck_assert_ptr_null(cf->modules);
     ck_assert_uint_eq(cf->routeCount, 0);
@@ -126,7 +128,8 @@ static const char complete[] =
     "  body_timeout: 1.5s\n"
     "  keepalive_timeout: 2m\n"
     "  send_timeout: 250ms\n"
-    "resolver: { servers: \"1.1.1.1, 8.8.8.8:53\", timeout: 500ms }\n"
+    "resolver: { servers: \"1.1.1.1, 8.8.8.8:53\", timeout: 500ms, "
+    "min_ttl: 10s, max_ttl: 10m, negative_ttl: 1s }\n"
     "modules:\n"
     "  - { load: hello, greeting: \"hello, world\" }\n"
     "  - { load: /opt/cor/forward.so, upstream: \"http://127.0.0.1:9000\" }\n"
@@ -173,8 +176,12 @@ START_TEST(test_complete_config)
     ck_assert(IN6_IS_ADDR_LOOPBACK(&sin6->sin6_addr));
     ck_assert_uint_eq(ntohs(sin6->sin6_port), 8443);
     ck_assert_uint_eq(cf->listen[1].addrLen, sizeof(*sin6));
-    ck_assert_str_eq(cf->listen[1].tlsCertificate, "/etc/cor/cert.pem");
-    ck_assert_str_eq(cf->listen[1].tlsKey, "/etc/cor/key.pem");
+    ck_assert_uint_eq(cf->listen[1].tls->certCount, 1);
+    ck_assert_str_eq(cf->listen[1].tls->certs[0].certificate,
+                     "/etc/cor/cert.pem");
+    ck_assert_str_eq(cf->listen[1].tls->certs[0].key, "/etc/cor/key.pem");
+    ck_assert_uint_eq(cf->listen[1].tls->minVersion, 0x0303);
+    ck_assert_uint_eq(cf->listen[1].tls->handshakeTimeoutMs, 10000);
     ck_assert(cf->listen[1].reusePort);
 
     ck_assert_str_eq(cf->listen[2].protocol, "cor");
@@ -196,6 +203,9 @@ START_TEST(test_complete_config)
     ck_assert_uint_eq(cf->limits.sendTimeoutMs, 250);
     ck_assert_str_eq(cf->resolver.servers, "1.1.1.1, 8.8.8.8:53");
     ck_assert_uint_eq(cf->resolver.timeoutMs, 500);
+    ck_assert_uint_eq(cf->resolver.minTtlS, 10);
+    ck_assert_uint_eq(cf->resolver.maxTtlS, 600);
+    ck_assert_uint_eq(cf->resolver.negativeTtlS, 1);
 
     ck_assert_uint_eq(cf->moduleCount, 2);
     ck_assert_str_eq(cf->modules[0].load, "hello");
@@ -308,7 +318,7 @@ START_TEST(test_all_errors_collected)
         "t.yaml:8:15: level: expected one of debug, info, warn, error, got "
         "'loud'",
         "t.yaml:9:1: unknown key 'extra' at the top level (expected one of: "
-        "runtime, listen, limits, resolver, modules, routes, log)",
+        "runtime, listen, limits, resolver, client, modules, routes, log)",
     };
     CorConfErrors e = {0};
     CorConfig* cf = load(text, &e);
@@ -601,6 +611,46 @@ START_TEST(test_resolver_servers)
 }
 END_TEST
 
+/* client: the defaults, every key, and its errors at the key. */
+START_TEST(test_client_section)
+{
+    CorConfErrors e = {0};
+    CorConfig* cf = load(LISTEN, &e);
+    const char* text;
+
+    ck_assert_msg(cf != NULL, "%s", e.text);
+    ck_assert_uint_eq(cf->client.connectTimeoutMs, 5000);
+    ck_assert_uint_eq(cf->client.keepalivePerPeer, 32);
+    ck_assert_uint_eq(cf->client.idleTimeoutMs, 60000);
+    ck_assert_ptr_null(cf->client.caFile);
+    corConfigFree(cf);
+    cf = load(LISTEN "client: { connect_timeout: 250ms, keepalive_per_peer: 0,"
+              " idle_timeout: 2m, ca_file: /dev/null }\n", &e);
+    ck_assert_msg(cf != NULL, "%s", e.text);
+    ck_assert_uint_eq(cf->client.connectTimeoutMs, 250);
+    ck_assert_uint_eq(cf->client.keepalivePerPeer, 0);
+    ck_assert_uint_eq(cf->client.idleTimeoutMs, 120000);
+    ck_assert_str_eq(cf->client.caFile, "/dev/null");
+    corConfigFree(cf);
+    cf = load(LISTEN "client: { ca_file: system }\n", &e);
+    ck_assert_msg(cf != NULL, "%s", e.text);
+    ck_assert_ptr_null(cf->client.caFile);
+    corConfigFree(cf);
+    text = refused(LISTEN "client:\n  ca_file: /no/such/ca.pem\n"
+                   "  keepalive_per_peer: -1\n  idle_timeout: 0ms\n"
+                   "  connect_timeout: 5\n  verify: false\n");
+    ck_assert_msg(strstr(text, "t.yaml:3:12: ca_file: cannot read "
+                         "'/no/such/ca.pem'") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "t.yaml:4:23:") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "t.yaml:5:17:") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "t.yaml:6:20:") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "unknown key 'verify' in client") != NULL,
+                  "%s", text);
+    ck_assert_ptr_nonnull(strstr(refused(LISTEN "client: [1]\n"),
+                                 "client"));
+}
+END_TEST
+
 START_TEST(test_loops)
 {
     CorConfErrors e = {0};
@@ -790,6 +840,7 @@ COR_TEST_SUITE(corConfig)
     tcase_add_test(tc, test_listen_duplicates);
     tcase_add_test(tc, test_route_matches);
     tcase_add_test(tc, test_resolver_servers);
+    tcase_add_test(tc, test_client_section);
     tcase_add_test(tc, test_loops);
     tcase_add_test(tc, test_modules);
     tcase_add_test(tc, test_load_file);

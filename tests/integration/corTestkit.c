@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A module for the integration tests: handlers that echo, send many bytes,
- * block the loop, never answer, outlive their deadline, or report what
- * the core told them; and a protocol of one line per connection that
- * cancels the request of a client that leaves.
+ * block the loop, never answer, outlive their deadline, resolve a name,
+ * or report what the core told them; and a protocol of one line per
+ * connection that cancels the request of a client that leaves.
  */
 #include "cor.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -234,12 +235,198 @@ headerServe(CorRequest* r)
     corRespondf(r, 200, "text/plain", "%d %d %d\n", ok, injected, badName);
 }
 
+/* Resolves ?name= (within ?ms=, else the configured timeout) and answers
+ * with the addresses, one a line, or 502 and why. A coroutine where it
+ * can, else a worker. */
+static void
+resolveServe(CorRequest* r)
+{
+    const char* name = corRequestQuery(r, "name");
+    const char* ms = corRequestQuery(r, "ms");
+    char why[256];
+    CorAddrs out;
+    char* text;
+    size_t n = 0;
+
+    if (name == NULL) {
+        corRespond(r, 400, "text/plain", "?name= is missing\n", 18);
+        return;
+    }
+    if (corResolve(name, ms ? atoi(ms) : 0, &out, why, sizeof(why)) != 0) {
+        corRespondf(r, 502, "text/plain", "%s\n", why);
+        return;
+    }
+    text = corRequestAlloc(r, out.count * (INET6_ADDRSTRLEN + 1) + 1);
+    if (text == NULL) {
+        corRespond(r, 500, "text/plain", "no memory\n", 10);
+        return;
+    }
+    for (unsigned i = 0; i < out.count; i++) {
+        const struct sockaddr_storage* ss = &out.addrs[i];
+        const void* addr = ss->ss_family == AF_INET
+            ? (const void*)&((const struct sockaddr_in*)ss)->sin_addr
+            : (const void*)&((const struct sockaddr_in6*)ss)->sin6_addr;
+
+        inet_ntop(ss->ss_family, addr, text + n, INET6_ADDRSTRLEN);
+        n += strlen(text + n);
+        text[n++] = '\n';
+    }
+    corRespondStatic(r, 200, "text/plain", text, n);
+}
+
 /* Takes the generation down: the master must replace it. */
 static void
 crashServe(CorRequest* r)
 {
     (void)r;
     abort();
+}
+
+/* ---- A client: connections out ------------------------------------------ */
+
+typedef struct {
+    char head[4096];
+    size_t headLen;
+    char statusLine[256];
+    char body[256];             /* its first line */
+    bool closes;                /* the answer said Connection: close */
+} FetchAnswer;
+
+static int
+queryInt(CorRequest* r, const char* key, int def)
+{
+    const char* v = corRequestQuery(r, key);
+
+    return v != NULL ? atoi(v) : def;
+}
+
+/* Read one answer: the head, then the body by Content-Length. Returns 0
+ * or -errno (-EPROTO: not HTTP, or no end to it). */
+static int
+fetchRead(CorConn* c, FetchAnswer* a, int timeoutMs)
+{
+    char* end = NULL;
+    const char* cl;
+    size_t bodyLen = 0;
+    size_t have;
+    size_t want;
+    ssize_t n;
+
+    while (end == NULL) {
+        if (a->headLen == sizeof(a->head) - 1) {
+            return -EPROTO;
+        }
+        n = corConnRead(c, a->head + a->headLen,
+                        sizeof(a->head) - 1 - a->headLen, timeoutMs);
+        if (n <= 0) {
+            return n == 0 ? -ECONNRESET : (int)n;
+        }
+        a->headLen += (size_t)n;
+        a->head[a->headLen] = '\0';
+        end = strstr(a->head, "\r\n\r\n");
+    }
+    *end = '\0';
+    snprintf(a->statusLine, sizeof(a->statusLine), "%.*s",
+             (int)strcspn(a->head, "\r\n"), a->head);
+    cl = strcasestr(a->head, "\r\nContent-Length:");
+    if (cl != NULL) {
+        bodyLen = strtoul(cl + 17, NULL, 10);
+    }
+    a->closes = strcasestr(a->head, "\r\nConnection: close") != NULL;
+    have = a->headLen - (size_t)(end + 4 - a->head);
+    memmove(a->body, end + 4, have < sizeof(a->body) ? have
+                                                     : sizeof(a->body) - 1);
+    want = bodyLen;
+    while (have < want) {
+        char chunk[1024];
+
+        n = corConnRead(c, chunk, sizeof(chunk), timeoutMs);
+        if (n <= 0) {
+            return n == 0 ? -ECONNRESET : (int)n;
+        }
+        if (have < sizeof(a->body) - 1) {
+            size_t room = sizeof(a->body) - 1 - have;
+
+            memcpy(a->body + have, chunk, (size_t)n < room ? (size_t)n : room);
+        }
+        have += (size_t)n;
+    }
+    a->body[bodyLen < sizeof(a->body) - 1 ? bodyLen : sizeof(a->body) - 1] =
+        '\0';
+    a->body[strcspn(a->body, "\r\n")] = '\0';
+    return 0;
+}
+
+static int
+fetchStatus(int err)
+{
+    return err == -ECANCELED ? 503 : err == -ETIMEDOUT ? 504 : 502;
+}
+
+/*
+ * GET ?path= (/hello) from ?host=&port= (?tls=1, ?sni=) over a connection
+ * out, keep-alive, within ?connect_ms= and ?read_ms= (5000), then releases
+ * it to the pool (closes it with ?close=1): answers "STATUS-LINE
+ * reused=0|1 body=FIRST-LINE" (and " tls=full|resumed" over TLS), or the
+ * failure (503 cancelled, 504 timed out, 502 anything else) and why. A
+ * coroutine; a worker with ?worker=1.
+ */
+static void
+fetchServe(CorRequest* r)
+{
+    const char* host = corRequestQuery(r, "host");
+    const char* path = corRequestQuery(r, "path");
+    int readMs = queryInt(r, "read_ms", 5000);
+    CorConnTarget target = {
+        .host = host ? host : "127.0.0.1",
+        .port = (unsigned)queryInt(r, "port", 0),
+        .tls = queryInt(r, "tls", 0) != 0,
+        .serverName = corRequestQuery(r, "sni"),
+        .connectTimeoutMs = queryInt(r, "connect_ms", 0),
+    };
+    FetchAnswer* a = corRequestAlloc(r, sizeof(*a));
+    char req[512];
+    char why[256];
+    CorConn* c;
+    bool reused;
+    bool resumed;
+    int err = 0;
+    int len;
+
+    if (a == NULL) {
+        corRespond(r, 500, "text/plain", "no memory\n", 10);
+        return;
+    }
+    memset(a, 0, sizeof(*a));
+    c = corConnOpen(&target, &err, why, sizeof(why));
+    if (c == NULL) {
+        corRespondf(r, fetchStatus(err), "text/plain", "%s\n", why);
+        return;
+    }
+    reused = corConnReused(c);
+    len = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\n"
+                   "Connection: keep-alive\r\n\r\n", path ? path : "/hello",
+                   corConnPeer(c));
+    err = corConnWriteAll(c, req, (size_t)len, readMs);
+    if (err == 0) {
+        err = fetchRead(c, a, readMs);
+    }
+    if (err != 0) {
+        corRespondf(r, fetchStatus(err), "text/plain", "%s %s: %s\n",
+                    err == -ETIMEDOUT ? "read from" : "exchange with",
+                    corConnPeer(c), strerror(-err));
+        corConnClose(c);
+        return;
+    }
+    resumed = corTransportTlsResumed(corConnTransport(c));
+    if (a->closes || queryInt(r, "close", 0) != 0) {
+        corConnClose(c);
+    } else {
+        corConnRelease(c);
+    }
+    corRespondf(r, 200, "text/plain", "%s reused=%d body=%s%s\n",
+                a->statusLine, reused, a->body,
+                !target.tls ? "" : resumed ? " tls=resumed" : " tls=full");
 }
 
 /* ---- A line protocol ------------------------------------------------------ */
@@ -477,8 +664,16 @@ testkitInit(CorModule* m, const CorConf* conf)
         || corHandlerAdd(m, &(CorHandler){ .name = "header",
                                            .serve = headerServe,
                                            .run = COR_RUN_INLINE }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "fetch",
+                                           .serve = fetchServe,
+                                           .run = COR_RUN_COROUTINE,
+                                           .coroutineHook = waitOnLoop })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "crash",
                                            .serve = crashServe }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "resolve",
+                                           .serve = resolveServe,
+                                           .run = COR_RUN_COROUTINE }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "never",
                                            .serve = neverServe,
                                            .run = COR_RUN_COROUTINE }) != 0

@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The keep-alive pool of connections out. Each loop has one of its own,
+ * touched only by its thread, so it takes no lock; the workers and every
+ * other thread share one under a mutex, which is held only to move a
+ * connection in or out and never across a wait (the aliveness check is a
+ * non-blocking recv). A connection goes back to the pool of the thread
+ * that opened it: a loop's connection is waited on through that loop's
+ * epoll, and a worker's is handed from worker to worker under the lock.
+ *
+ * Idle connections are listed twice: per peer (newest last: the next one
+ * handed out is the one most recently known to work) and per pool by age
+ * (oldest first: what the idle timeout closes, in order). A loop's pool
+ * closes what outlived client.idle_timeout from a timer of its loop; the
+ * shared pool from a task on the worker pool, and on every take and put.
+ *
+ * Peers are few (the upstreams a configuration names), so a peer is
+ * found by a walk of a short list; a peer with no idle connection left is
+ * freed.
+ */
+#include "corCoreInt.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+typedef struct CorConnPeer {
+    struct CorConnPeer* next;
+    CorConn* oldest;            /* idle, by age: newest is taken first */
+    CorConn* newest;
+    unsigned count;
+    char key[];
+} CorConnPeer;
+
+struct CorConnPool {
+    CorConnPeer* peers;
+    CorConn* oldest;            /* every idle connection, by age */
+    CorConn* newest;
+    CorEvLoop* loop;            /* NULL: the shared pool */
+    CorEvTimer sweep;           /* the loop's: the next idle timeout */
+    CorEvTask sweepTask;        /* the shared pool's, on the workers */
+    bool sweepPosted;
+};
+
+static __thread CorConnPool* loopPool;
+static __thread bool loopPoolClosed;
+static CorConnPool sharedPool;
+static pthread_mutex_t sharedLock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- Lists --------------------------------------------------------------- */
+
+static CorConnPeer*
+peerFind(CorConnPool* pool, const char* key, bool create)
+{
+    CorConnPeer* peer;
+    size_t len;
+
+    for (peer = pool->peers; peer != NULL; peer = peer->next) {
+        if (strcmp(peer->key, key) == 0) {
+            return peer;
+        }
+    }
+    if (!create) {
+        return NULL;
+    }
+    len = strlen(key) + 1;
+    peer = calloc(1, sizeof(*peer) + len);
+    if (peer != NULL) {
+        memcpy(peer->key, key, len);
+        peer->next = pool->peers;
+        pool->peers = peer;
+    }
+    return peer;
+}
+
+static void
+peerFree(CorConnPool* pool, CorConnPeer* peer)
+{
+    CorConnPeer** at = &pool->peers;
+
+    while (*at != peer) {
+        at = &(*at)->next;
+    }
+    *at = peer->next;
+    free(peer);
+}
+
+/* Take c out of both lists; its peer goes when it held only c. */
+static void
+idleUnlink(CorConnPool* pool, CorConn* c)
+{
+    CorConnPeer* peer = c->idlePeer;
+
+    if (c->prev != NULL) {
+        c->prev->next = c->next;
+    } else {
+        peer->oldest = c->next;
+    }
+    if (c->next != NULL) {
+        c->next->prev = c->prev;
+    } else {
+        peer->newest = c->prev;
+    }
+    if (c->older != NULL) {
+        c->older->newer = c->newer;
+    } else {
+        pool->oldest = c->newer;
+    }
+    if (c->newer != NULL) {
+        c->newer->older = c->older;
+    } else {
+        pool->newest = c->older;
+    }
+    c->prev = c->next = c->older = c->newer = NULL;
+    c->idlePeer = NULL;
+    if (--peer->count == 0) {
+        peerFree(pool, peer);
+    }
+}
+
+static void
+idleLink(CorConnPool* pool, CorConnPeer* peer, CorConn* c)
+{
+    c->idlePeer = peer;
+    c->prev = peer->newest;
+    c->next = NULL;
+    if (peer->newest != NULL) {
+        peer->newest->next = c;
+    } else {
+        peer->oldest = c;
+    }
+    peer->newest = c;
+    peer->count++;
+    c->older = pool->newest;
+    c->newer = NULL;
+    if (pool->newest != NULL) {
+        pool->newest->newer = c;
+    } else {
+        pool->oldest = c;
+    }
+    pool->newest = c;
+}
+
+/* Unlink what outlived the idle timeout, into a chain through next for
+ * the caller to close outside the lock. */
+static CorConn*
+expiredTake(CorConnPool* pool, uint64_t now)
+{
+    uint64_t idleMs = corConnSettings()->idleTimeoutMs;
+    CorConn* chain = NULL;
+
+    while (pool->oldest != NULL && pool->oldest->idleSince + idleMs <= now) {
+        CorConn* c = pool->oldest;
+
+        idleUnlink(pool, c);
+        c->next = chain;
+        chain = c;
+    }
+    return chain;
+}
+
+static void
+chainFree(CorConn* chain)
+{
+    while (chain != NULL) {
+        CorConn* next = chain->next;
+
+        corConnFree(chain);
+        chain = next;
+    }
+}
+
+/*
+ * Whether an idle connection is still fit: nothing to read, no end, no
+ * error. A peer that closed it (its keep-alive timeout) left an end to
+ * read; stray bytes (an answer nobody asked for, a TLS alert) make it
+ * unfit as surely. Bytes a TLS transport already decoded count too.
+ */
+static bool
+idleAlive(CorConn* c)
+{
+    char byte;
+    ssize_t n;
+
+    if (corTransportPending(&c->transport)) {
+        return false;
+    }
+    n = recv(c->transport.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+/* ---- Sweeping ------------------------------------------------------------ */
+
+static void loopSweep(CorEvTimer* timer);
+
+/* Arm the loop's timer for the oldest idle connection's timeout. */
+static void
+loopSweepArm(CorConnPool* pool)
+{
+    uint64_t idleMs = corConnSettings()->idleTimeoutMs;
+    uint64_t now = corEvClockMs();
+    uint64_t due;
+
+    if (pool->oldest == NULL) {
+        corEvTimerStop(pool->loop, &pool->sweep);
+        return;
+    }
+    due = pool->oldest->idleSince + idleMs;
+    corEvTimerStart(pool->loop, &pool->sweep, due > now ? due - now + 1 : 1,
+                    loopSweep);
+}
+
+static void
+loopSweep(CorEvTimer* timer)
+{
+    CorConnPool* pool = corContainerOf(timer, CorConnPool, sweep);
+
+    chainFree(expiredTake(pool, corEvClockMs()));
+    loopSweepArm(pool);
+}
+
+static void sharedSweep(CorEvTask* task);
+
+/* Under the lock: a sweep of the shared pool when its oldest connection
+ * times out, on a worker; none without a worker pool (a program of its
+ * own), where takes and puts sweep. */
+static void
+sharedSweepPost(void)
+{
+    uint64_t idleMs = corConnSettings()->idleTimeoutMs;
+    uint64_t now = corEvClockMs();
+    uint64_t due;
+
+    if (sharedPool.sweepPosted || sharedPool.oldest == NULL
+        || corRuntime.workers == NULL) {
+        return;
+    }
+    due = sharedPool.oldest->idleSince + idleMs;
+    if (corEvPoolPostAfter(corRuntime.workers, &sharedPool.sweepTask,
+                           sharedSweep,
+                           due > now ? (unsigned)(due - now + 1) : 1) == 0) {
+        sharedPool.sweepPosted = true;
+    }
+}
+
+static void
+sharedSweep(CorEvTask* task)
+{
+    CorConn* chain;
+
+    (void)task;
+    pthread_mutex_lock(&sharedLock);
+    sharedPool.sweepPosted = false;
+    chain = expiredTake(&sharedPool, corEvClockMs());
+    sharedSweepPost();
+    pthread_mutex_unlock(&sharedLock);
+    chainFree(chain);
+}
+
+/* ---- The pool ------------------------------------------------------------ */
+
+CorConnPool*
+corConnPoolCurrent(void)
+{
+    CorEvLoop* loop = corEvLoopCurrent();
+
+    if (loop == NULL) {
+        return &sharedPool;
+    }
+    if (loopPool == NULL && !loopPoolClosed) {
+        loopPool = calloc(1, sizeof(*loopPool));
+        if (loopPool != NULL) {
+            loopPool->loop = loop;
+        }
+    }
+    return loopPool;
+}
+
+/* The newest idle connection of key that is still alive; the dead ones
+ * met on the way are unlinked into *dead. */
+static CorConn*
+takeAlive(CorConnPool* pool, const char* key, CorConn** dead)
+{
+    CorConnPeer* peer = peerFind(pool, key, false);
+
+    while (peer != NULL) {
+        CorConn* c = peer->newest;
+        bool last = peer->count == 1;
+
+        idleUnlink(pool, c);
+        if (idleAlive(c)) {
+            return c;
+        }
+        corMetricsClient(COR_CLIENT_STALE);
+        c->next = *dead;
+        *dead = c;
+        if (last) {
+            break;
+        }
+    }
+    return NULL;
+}
+
+CorConn*
+corConnPoolTake(CorConnPool* pool, const char* key)
+{
+    CorConn* dead;
+    CorConn* c;
+
+    if (pool->loop != NULL) {
+        dead = expiredTake(pool, corEvClockMs());
+        c = takeAlive(pool, key, &dead);
+        chainFree(dead);
+        return c;
+    }
+    pthread_mutex_lock(&sharedLock);
+    dead = expiredTake(pool, corEvClockMs());
+    c = takeAlive(pool, key, &dead);
+    pthread_mutex_unlock(&sharedLock);
+    chainFree(dead);
+    return c;
+}
+
+/* Put c in, newest; past keepalive_per_peer the peer's oldest go (into
+ * *dead), together with what outlived the idle timeout. */
+static bool
+put(CorConnPool* pool, CorConn* c, CorConn** dead)
+{
+    unsigned max = corConnSettings()->keepalivePerPeer;
+    CorConnPeer* peer = peerFind(pool, c->key, true);
+    CorConn* expired;
+
+    if (peer == NULL) {
+        return false;
+    }
+    c->idleSince = corEvClockMs();
+    idleLink(pool, peer, c);
+    /* count > max >= 1: the peer keeps c, so it is never freed here. */
+    while (peer->count > max) {
+        CorConn* oldest = peer->oldest;
+
+        idleUnlink(pool, oldest);
+        oldest->next = *dead;
+        *dead = oldest;
+    }
+    expired = expiredTake(pool, c->idleSince);
+    while (expired != NULL) {
+        CorConn* next = expired->next;
+
+        expired->next = *dead;
+        *dead = expired;
+        expired = next;
+    }
+    return true;
+}
+
+bool
+corConnPoolPut(CorConn* c)
+{
+    CorConnPool* pool = c->pool;
+    CorConn* dead = NULL;
+    bool kept;
+
+    if (corConnSettings()->keepalivePerPeer == 0) {
+        return false;
+    }
+    if (pool->loop != NULL) {
+        kept = put(pool, c, &dead);
+        if (!pool->sweep.active) {
+            loopSweepArm(pool);
+        }
+    } else {
+        pthread_mutex_lock(&sharedLock);
+        kept = put(pool, c, &dead);
+        sharedSweepPost();
+        pthread_mutex_unlock(&sharedLock);
+    }
+    chainFree(dead);
+    return kept;
+}
+
+/* Unlink every idle connection into a chain. */
+static CorConn*
+allTake(CorConnPool* pool)
+{
+    CorConn* chain = NULL;
+
+    while (pool->oldest != NULL) {
+        CorConn* c = pool->oldest;
+
+        idleUnlink(pool, c);
+        c->next = chain;
+        chain = c;
+    }
+    return chain;
+}
+
+void
+corConnPoolLoopExit(void)
+{
+    CorConnPool* pool = loopPool;
+
+    loopPoolClosed = true;
+    loopPool = NULL;
+    if (pool == NULL) {
+        return;
+    }
+    corEvTimerStop(pool->loop, &pool->sweep);
+    chainFree(allTake(pool));
+    free(pool);
+}
+
+void
+corConnPoolShutdown(void)
+{
+    CorConn* chain;
+
+    pthread_mutex_lock(&sharedLock);
+    chain = allTake(&sharedPool);
+    pthread_mutex_unlock(&sharedLock);
+    chainFree(chain);
+}

@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The TLS transport: a connection's bytes through OpenSSL, for the server
+ * side (corTlsServer.c makes it for an accepted socket) and the client side
+ * (corTlsClient.c) alike, plus the client's handshake.
+ *
+ * Nothing here blocks. OpenSSL's WANT_READ and WANT_WRITE become EAGAIN,
+ * and a server's handshake simply runs inside the first recv (or send) on
+ * the loop that owns the connection. When a recv stops because the
+ * handshake must write first and the socket is full, the transport says
+ * so (corTransportWantsWrite): a protocol that waits edge-triggered for
+ * input would otherwise never call recv again.
+ *
+ * recv goes on until the socket is drained or the caller's buffer is
+ * full, never stopping at a record's end: a record read into OpenSSL's
+ * buffer raises no further edge, so bytes left there would wait forever.
+ * Drained is EAGAIN, or (saving that read, a third of a keep-alive
+ * request's system calls) a read of the socket that came back shorter
+ * than asked, with nothing left in OpenSSL: the queue was empty then, so
+ * whatever comes next raises a new edge. The socket BIO's callback sees
+ * the reads; a listener reads ahead, so its reads ask for more than a
+ * record.
+ *
+ * send relies on SSL_MODE_ENABLE_PARTIAL_WRITE (a short count, as
+ * write(2) gives) and SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER (a retry after
+ * EAGAIN may come from a buffer that grew and moved). A file goes out as
+ * pread() and SSL_write, a record at a time: a retry after EAGAIN reads
+ * the same bytes again from the same offset, which is what OpenSSL asks of
+ * a retried write.
+ */
+#include "corCoreInt.h"
+
+#include <errno.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A file is sent in pieces of one TLS record's worth. */
+#define FILE_PIECE 16384
+
+static _Thread_local char filePiece[FILE_PIECE];
+
+static const CorTransportOps tlsOps;
+
+/* OpenSSL reads the thread's error queue to explain a failed call, so it
+ * must be empty before each; a peek is cheaper than a clear, and it is
+ * nearly always empty. */
+static inline void
+errorsClear(void)
+{
+    if (ERR_peek_error() != 0) {
+        ERR_clear_error();
+    }
+}
+
+static CorTlsConn*
+tlsConn(const CorTransport* t)
+{
+    return t->ops == &tlsOps ? t->data : NULL;
+}
+
+/*
+ * What an SSL call that did not succeed means for a caller of recv or
+ * send that already moved done bytes in this call: those bytes first
+ * (the condition will come back at the next call), else -1 with errno
+ * (EAGAIN for a wait), or 0 at a clean end of a read.
+ */
+static ssize_t
+tlsResult(CorTlsConn* tc, int rc, size_t done, bool reading)
+{
+    int err = SSL_get_error(tc->ssl, rc);
+    int sysErrno = errno;
+
+    if (done > 0 && err != SSL_ERROR_SSL) {
+        return (ssize_t)done;
+    }
+    switch (err) {
+    case SSL_ERROR_WANT_READ:
+        errno = EAGAIN;
+        return -1;
+    case SSL_ERROR_WANT_WRITE:
+        tc->wantsWrite = reading;
+        errno = EAGAIN;
+        return -1;
+    case SSL_ERROR_ZERO_RETURN:
+        if (reading) {
+            return 0;
+        }
+        errno = EPIPE;
+        return -1;
+    case SSL_ERROR_SYSCALL:
+        tc->failed = true;
+        errno = sysErrno != 0 ? sysErrno : ECONNRESET;
+        return -1;
+    default:
+        /* A protocol error (a plain HTTP request, a bad record, a failed
+         * handshake): the connection is done, without a close_notify. */
+        tc->failed = true;
+        if (done > 0) {
+            return (ssize_t)done;
+        }
+        ERR_clear_error();
+        errno = EPROTO;
+        return -1;
+    }
+}
+
+static ssize_t
+tlsRecv(CorTransport* t, void* buf, size_t len)
+{
+    CorTlsConn* tc = t->data;
+    size_t got = 0;
+
+    tc->wantsWrite = false;
+    while (got < len) {
+        size_t n;
+        int rc;
+
+        errorsClear();
+        errno = 0;
+        tc->drained = false;
+        rc = SSL_read_ex(tc->ssl, (char*)buf + got, len - got, &n);
+        if (rc != 1) {
+            return tlsResult(tc, rc, got, true);
+        }
+        got += n;
+        if (tc->drained && !SSL_has_pending(tc->ssl)) {
+            break;
+        }
+    }
+    return (ssize_t)got;
+}
+
+/* Note whether a read of the socket came back short (see the top). */
+static long
+onBio(BIO* bio, int oper, const char* argp, size_t len, int argi, long argl,
+      int ret, size_t* processed)
+{
+    (void)argp;
+    (void)argi;
+    (void)argl;
+    if (oper == (BIO_CB_READ | BIO_CB_RETURN)) {
+        CorTlsConn* tc = (CorTlsConn*)BIO_get_callback_arg(bio);
+
+        tc->drained = ret > 0 && processed != NULL && *processed < len;
+    }
+    return ret;
+}
+
+static ssize_t
+tlsSend(CorTransport* t, const void* buf, size_t len)
+{
+    CorTlsConn* tc = t->data;
+    size_t n;
+    int rc;
+
+    errorsClear();
+    errno = 0;
+    rc = SSL_write_ex(tc->ssl, buf, len, &n);
+    if (rc != 1) {
+        return tlsResult(tc, rc, 0, false);
+    }
+    return (ssize_t)n;
+}
+
+static ssize_t
+tlsSendFile(CorTransport* t, int fileFd, off_t* offset, size_t len)
+{
+    size_t want = len < FILE_PIECE ? len : FILE_PIECE;
+    ssize_t got = pread(fileFd, filePiece, want, *offset);
+    ssize_t n;
+
+    if (got <= 0) {
+        return got;
+    }
+    n = tlsSend(t, filePiece, (size_t)got);
+    if (n > 0) {
+        *offset += n;
+    }
+    return n;
+}
+
+/* A close_notify is sent when the socket takes it at once; a peer that is
+ * gone or slow gets none. The close never waits. */
+static void
+tlsClose(CorTransport* t)
+{
+    CorTlsConn* tc = t->data;
+
+    if (!tc->failed && SSL_is_init_finished(tc->ssl)) {
+        ERR_clear_error();
+        SSL_shutdown(tc->ssl);
+    }
+    SSL_free(tc->ssl);
+    ERR_clear_error();
+    free(tc->peer);
+    free(tc);
+    close(t->fd);
+    t->fd = -1;
+    t->data = NULL;
+}
+
+static const CorTransportOps tlsOps = {
+    .recv = tlsRecv,
+    .send = tlsSend,
+    .sendFile = tlsSendFile,
+    .close = tlsClose,
+};
+
+int
+corTlsTransportInit(CorTransport* t, int fd, SSL* ssl)
+{
+    CorTlsConn* tc = calloc(1, sizeof(*tc));
+
+    if (tc == NULL || SSL_set_fd(ssl, fd) != 1) {
+        free(tc);
+        SSL_free(ssl);
+        ERR_clear_error();
+        return -ENOMEM;
+    }
+    tc->ssl = ssl;
+    SSL_set_app_data(ssl, tc);
+    BIO_set_callback_ex(SSL_get_rbio(ssl), onBio);
+    BIO_set_callback_arg(SSL_get_rbio(ssl), (char*)tc);
+    t->ops = &tlsOps;
+    t->fd = fd;
+    t->data = tc;
+    return 0;
+}
+
+int
+corTlsAlpnWire(const char* list, unsigned char* out, size_t cap)
+{
+    size_t len = 0;
+
+    while (*list != '\0') {
+        size_t n = strcspn(list, ",");
+
+        while (n > 0 && list[0] == ' ') {
+            list++;
+            n--;
+        }
+        if (n == 0 || n > 255 || len + 1 + n > cap) {
+            return -EINVAL;
+        }
+        out[len++] = (unsigned char)n;
+        memcpy(out + len, list, n);
+        len += n;
+        list += n;
+        if (*list == ',') {
+            list++;
+        }
+    }
+    return len > 0 ? (int)len : -EINVAL;
+}
+
+void
+corTlsWhy(char* why, size_t whyLen, const char* fallback)
+{
+    unsigned long err = ERR_peek_last_error();
+    const char* reason = err != 0 ? ERR_reason_error_string(err) : NULL;
+
+    snprintf(why, whyLen, "%s", reason != NULL ? reason : fallback);
+    ERR_clear_error();
+}
+
+/* ---- Public --------------------------------------------------------------- */
+
+bool
+corTransportWantsWrite(const CorTransport* t)
+{
+    const CorTlsConn* tc = tlsConn(t);
+
+    return tc != NULL && tc->wantsWrite;
+}
+
+bool
+corTransportPending(const CorTransport* t)
+{
+    const CorTlsConn* tc = tlsConn(t);
+
+    return tc != NULL && SSL_has_pending(tc->ssl);
+}
+
+bool
+corTransportTlsResumed(const CorTransport* t)
+{
+    const CorTlsConn* tc = tlsConn(t);
+
+    return tc != NULL && SSL_session_reused(tc->ssl);
+}
+
+const char*
+corTransportTlsAlpn(const CorTransport* t)
+{
+    CorTlsConn* tc = tlsConn(t);
+    const unsigned char* name;
+    unsigned len;
+
+    if (tc == NULL) {
+        return NULL;
+    }
+    SSL_get0_alpn_selected(tc->ssl, &name, &len);
+    if (len == 0) {
+        return NULL;
+    }
+    memcpy(tc->alpn, name, len);
+    tc->alpn[len] = '\0';
+    return tc->alpn;
+}
+
+/* Why a client's handshake failed: the verification's reason when that
+ * failed ("certificate has expired", "hostname mismatch"), else OpenSSL's. */
+static int
+handshakeFailed(CorTlsConn* tc, int rc, char* why, size_t whyLen)
+{
+    int err = SSL_get_error(tc->ssl, rc);
+    long verify = SSL_get_verify_result(tc->ssl);
+    int sysErrno = errno;
+
+    tc->failed = true;
+    if (verify != X509_V_OK) {
+        snprintf(why, whyLen, "%s", X509_verify_cert_error_string(verify));
+        ERR_clear_error();
+        return -EPROTO;
+    }
+    if (err == SSL_ERROR_SSL) {
+        corTlsWhy(why, whyLen, "handshake failed");
+        return -EPROTO;
+    }
+    ERR_clear_error();
+    if (err == SSL_ERROR_SYSCALL && sysErrno != 0) {
+        snprintf(why, whyLen, "%s", strerror(sysErrno));
+        return -sysErrno;
+    }
+    snprintf(why, whyLen, "the peer closed the connection in the handshake");
+    return -ECONNRESET;
+}
+
+int
+corTransportTlsHandshake(CorTransport* t, int timeoutMs, char* why,
+                         size_t whyLen)
+{
+    CorTlsConn* tc = tlsConn(t);
+    uint64_t deadline = corEvClockMs() + (uint64_t)(timeoutMs > 0
+                                                    ? timeoutMs : 0);
+
+    if (tc == NULL) {
+        snprintf(why, whyLen, "not a TLS transport");
+        return -EINVAL;
+    }
+    for (;;) {
+        short events;
+        short revents;
+        int left = -1;
+        int rc;
+
+        ERR_clear_error();
+        errno = 0;
+        rc = SSL_do_handshake(tc->ssl);
+        if (rc == 1) {
+            return 0;
+        }
+        switch (SSL_get_error(tc->ssl, rc)) {
+        case SSL_ERROR_WANT_READ:
+            events = POLLIN;
+            break;
+        case SSL_ERROR_WANT_WRITE:
+            events = POLLOUT;
+            break;
+        default:
+            return handshakeFailed(tc, rc, why, whyLen);
+        }
+        if (timeoutMs >= 0) {
+            uint64_t now = corEvClockMs();
+
+            left = now < deadline ? (int)(deadline - now) : 0;
+        }
+        rc = left == 0 ? 0 : corRestWaitFd(t->fd, events, left, &revents);
+        if (rc == 0) {
+            snprintf(why, whyLen, "no handshake within %d ms", timeoutMs);
+            return -ETIMEDOUT;
+        }
+        if (rc < 0) {
+            int err = errno;
+
+            snprintf(why, whyLen, "%s", strerror(err));
+            return -err;
+        }
+    }
+}

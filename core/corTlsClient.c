@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * TLS clients: a context (trust, verification, ALPN, a session cache per
+ * peer) and the client transport made from it for a connected socket.
+ *
+ * Verification is on unless the caller opts out: the chain against the
+ * system's CA store or a CA file, and the certificate against the name
+ * the caller connected to (SSL_set1_host, or the IP address). The
+ * handshake itself is corTransportTlsHandshake's (corTls.c).
+ *
+ * Sessions: OpenSSL hands each new session (in TLS 1.3 a ticket, which
+ * comes after the handshake, during a read) to newSession, which keeps the
+ * latest one per "serverName:port"; the next connection to that peer
+ * offers it. The cache is shared by every thread under a mutex that is
+ * never held across a wait, and bounded: past SESSION_CACHE_MAX peers the
+ * oldest entry is replaced.
+ */
+#include "corCoreInt.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SESSION_CACHE_MAX 256
+
+typedef struct {
+    char* peer;
+    SSL_SESSION* session;
+} CachedSession;
+
+struct CorTlsClient {
+    SSL_CTX* ctx;
+    pthread_mutex_t lock;
+    CachedSession cache[SESSION_CACHE_MAX];
+    unsigned cacheCount;
+    unsigned cacheNext;         /* the entry replaced next when full */
+};
+
+/* Keep the new session of a connection for its peer. Returns 1: the
+ * cache holds the reference OpenSSL handed over. */
+static int
+newSession(SSL* ssl, SSL_SESSION* session)
+{
+    CorTlsConn* tc = SSL_get_app_data(ssl);
+    CorTlsClient* ctx = tc->client;
+    CachedSession* slot = NULL;
+    char* peer;
+
+    pthread_mutex_lock(&ctx->lock);
+    for (unsigned i = 0; i < ctx->cacheCount; i++) {
+        if (strcmp(ctx->cache[i].peer, tc->peer) == 0) {
+            slot = &ctx->cache[i];
+            break;
+        }
+    }
+    if (slot == NULL) {
+        peer = strdup(tc->peer);
+        if (peer == NULL) {
+            pthread_mutex_unlock(&ctx->lock);
+            return 0;
+        }
+        if (ctx->cacheCount < SESSION_CACHE_MAX) {
+            slot = &ctx->cache[ctx->cacheCount++];
+        } else {
+            slot = &ctx->cache[ctx->cacheNext++ % SESSION_CACHE_MAX];
+            free(slot->peer);
+            SSL_SESSION_free(slot->session);
+        }
+        slot->peer = peer;
+    } else {
+        SSL_SESSION_free(slot->session);
+    }
+    slot->session = session;
+    pthread_mutex_unlock(&ctx->lock);
+    return 1;
+}
+
+/* Offer the cached session of peer, if any. */
+static void
+sessionOffer(CorTlsClient* ctx, SSL* ssl, const char* peer)
+{
+    pthread_mutex_lock(&ctx->lock);
+    for (unsigned i = 0; i < ctx->cacheCount; i++) {
+        if (strcmp(ctx->cache[i].peer, peer) == 0) {
+            SSL_set_session(ssl, ctx->cache[i].session);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+static int
+clientTrust(SSL_CTX* ssl, const CorTlsClientOptions* o, char* why,
+            size_t whyLen)
+{
+    if (o->insecure) {
+        SSL_CTX_set_verify(ssl, SSL_VERIFY_NONE, NULL);
+        return 0;
+    }
+    SSL_CTX_set_verify(ssl, SSL_VERIFY_PEER, NULL);
+    if (o->caFile != NULL
+        ? SSL_CTX_load_verify_locations(ssl, o->caFile, NULL) != 1
+        : SSL_CTX_set_default_verify_paths(ssl) != 1) {
+        char reason[128];
+
+        corTlsWhy(reason, sizeof(reason), "cannot load");
+        snprintf(why, whyLen, "CA file '%s': %s",
+                 o->caFile != NULL ? o->caFile : "(system)", reason);
+        return -1;
+    }
+    return 0;
+}
+
+CorTlsClient*
+corTlsClientNew(const CorTlsClientOptions* o, char* why, size_t whyLen)
+{
+    CorTlsClient* ctx = calloc(1, sizeof(*ctx));
+    unsigned char alpn[256];
+    int alpnLen = 0;
+
+    if (ctx == NULL) {
+        snprintf(why, whyLen, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&ctx->lock, NULL);
+    if (o->alpn != NULL) {
+        alpnLen = corTlsAlpnWire(o->alpn, alpn, sizeof(alpn));
+        if (alpnLen < 0) {
+            snprintf(why, whyLen, "alpn: '%s' is not a comma list of "
+                     "protocol names", o->alpn);
+            goto failed;
+        }
+    }
+    ctx->ctx = SSL_CTX_new(TLS_client_method());
+    if (ctx->ctx == NULL) {
+        corTlsWhy(why, whyLen, "out of memory");
+        goto failed;
+    }
+    SSL_CTX_set_min_proto_version(ctx->ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx->ctx, SSL_OP_IGNORE_UNEXPECTED_EOF
+                                  | SSL_OP_NO_RENEGOTIATION);
+    SSL_CTX_set_mode(ctx->ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
+                               | SSL_MODE_ENABLE_PARTIAL_WRITE);
+    SSL_CTX_set_session_cache_mode(ctx->ctx, SSL_SESS_CACHE_CLIENT
+                                   | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+    SSL_CTX_sess_set_new_cb(ctx->ctx, newSession);
+    if (clientTrust(ctx->ctx, o, why, whyLen) != 0
+        || (alpnLen > 0
+            && SSL_CTX_set_alpn_protos(ctx->ctx, alpn, (unsigned)alpnLen)
+               != 0)) {
+        goto failed;
+    }
+    return ctx;
+
+failed:
+    corTlsClientFree(ctx);
+    return NULL;
+}
+
+void
+corTlsClientFree(CorTlsClient* ctx)
+{
+    if (ctx == NULL) {
+        return;
+    }
+    for (unsigned i = 0; i < ctx->cacheCount; i++) {
+        free(ctx->cache[i].peer);
+        SSL_SESSION_free(ctx->cache[i].session);
+    }
+    SSL_CTX_free(ctx->ctx);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+}
+
+/* The name to check the peer's certificate against: a host name, or an
+ * IP address (then no SNI is sent, as RFC 6066 says). */
+static int
+peerCheck(SSL* ssl, const char* serverName)
+{
+    unsigned char addr[sizeof(struct in6_addr)];
+    bool ip = inet_pton(AF_INET, serverName, addr) == 1
+              || inet_pton(AF_INET6, serverName, addr) == 1;
+
+    if (ip) {
+        return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
+                                             serverName) == 1 ? 0 : -EINVAL;
+    }
+    if (SSL_set_tlsext_host_name(ssl, serverName) != 1
+        || SSL_set1_host(ssl, serverName) != 1) {
+        return -EINVAL;
+    }
+    return 0;
+}
+
+int
+corTransportTlsClient(CorTransport* t, int fd, CorTlsClient* ctx,
+                      const char* serverName, unsigned port)
+{
+    SSL* ssl = SSL_new(ctx->ctx);
+    char peer[300];
+    CorTlsConn* tc;
+    int rc;
+
+    if (ssl == NULL) {
+        ERR_clear_error();
+        return -ENOMEM;
+    }
+    rc = peerCheck(ssl, serverName);
+    if (rc != 0) {
+        SSL_free(ssl);
+        ERR_clear_error();
+        return rc;
+    }
+    SSL_set_connect_state(ssl);
+    snprintf(peer, sizeof(peer), "%s:%u", serverName, port);
+    sessionOffer(ctx, ssl, peer);
+    rc = corTlsTransportInit(t, fd, ssl);
+    if (rc != 0) {
+        return rc;
+    }
+    tc = t->data;
+    tc->client = ctx;
+    tc->peer = strdup(peer);
+    if (tc->peer == NULL) {
+        /* The transport owns fd now; the caller's is given back. */
+        SSL_free(tc->ssl);
+        free(tc);
+        t->data = NULL;
+        return -ENOMEM;
+    }
+    return 0;
+}

@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * TLS on listeners. TLS belongs to the listener, not to the protocol: a
+ * listener with tls in the configuration gives its connections a TLS
+ * transport (corListenerTransport), and the protocol reads and writes
+ * that without knowing. Its ALPN name is the protocol's (CorProtocol.alpn).
+ *
+ * Each generation loads the certificates and keys of its configuration
+ * (corTlsServersLoad, from corGenerationPrepare): `cor -t` runs the same
+ * load and so reports every file that is missing, unreadable, not PEM, or
+ * whose key does not match, at its file:line; a reload with such a file
+ * fails in the new generation and leaves the running one serving; and a
+ * reload picks up renewed certificates for the connections that follow.
+ *
+ * One SSL_CTX per certificate: the default one, which the handshake starts
+ * on, and one per sni entry, switched to by the servername callback. All
+ * of a listener's contexts are made alike (versions, ALPN, modes); session
+ * tickets are the default context's (OpenSSL takes them from the context
+ * the handshake started on), so resumption works across SNI names. The
+ * server keeps no session cache: tickets carry the sessions (and with
+ * session_tickets: false, nothing resumes).
+ */
+#include "corCoreInt.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* TLS 1.3 tickets sent after a full handshake: one is enough to resume,
+ * and each costs an encryption. */
+#define TICKETS_PER_HANDSHAKE 1
+
+struct CorTlsServer {
+    SSL_CTX** ctx;              /* [0] the default, then the sni entries */
+    char** names;               /* their names; names[0] is NULL */
+    unsigned count;
+    unsigned char alpn[256];    /* the protocol's, in wire format */
+    unsigned alpnLen;
+    uint64_t handshakeTimeoutMs;
+};
+
+static CorTlsServer** servers;
+static unsigned serverCount;
+
+/* Whether host matches an sni name: equal, or "*.b.test" for one label
+ * under b.test. Case does not count. */
+static bool
+nameMatches(const char* name, const char* host)
+{
+    const char* dot;
+
+    if (strcasecmp(name, host) == 0) {
+        return true;
+    }
+    if (strncmp(name, "*.", 2) != 0) {
+        return false;
+    }
+    dot = strchr(host, '.');
+    return dot != NULL && dot != host && strcasecmp(dot + 1, name + 2) == 0;
+}
+
+static int
+onServerName(SSL* ssl, int* alert, void* arg)
+{
+    const CorTlsServer* server = arg;
+    const char* host = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+
+    (void)alert;
+    if (host == NULL) {
+        return SSL_TLSEXT_ERR_NOACK;
+    }
+    for (unsigned i = 1; i < server->count; i++) {
+        if (nameMatches(server->names[i], host)) {
+            SSL_set_SSL_CTX(ssl, server->ctx[i]);
+            return SSL_TLSEXT_ERR_OK;
+        }
+    }
+    return SSL_TLSEXT_ERR_OK;   /* the default certificate */
+}
+
+/* The protocol's name when the client offers it; a client that offers
+ * only others is refused, as nginx does. */
+static int
+onAlpn(SSL* ssl, const unsigned char** out, unsigned char* outLen,
+       const unsigned char* in, unsigned inLen, void* arg)
+{
+    const CorTlsServer* server = arg;
+    unsigned char* chosen;
+
+    (void)ssl;
+    if (SSL_select_next_proto(&chosen, outLen, server->alpn, server->alpnLen,
+                              in, inLen) != OPENSSL_NPN_NEGOTIATED) {
+        return SSL_TLSEXT_ERR_ALERT_FATAL;
+    }
+    *out = chosen;
+    return SSL_TLSEXT_ERR_OK;
+}
+
+/* A key with a passphrase must not prompt on the terminal. */
+static int
+noPassphrase(char* buf, int size, int rwflag, void* arg)
+{
+    (void)buf;
+    (void)size;
+    (void)rwflag;
+    (void)arg;
+    return 0;
+}
+
+/* Whether path can be opened; else an error at the key's mark. */
+static bool
+fileReadable(const char* path, const CorConf* at, const char* key,
+             CorConfErrors* e)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        corConfErrorf(e, at, "%s: cannot read '%s': %s", key, path,
+                      strerror(errno));
+        return false;
+    }
+    close(fd);
+    return true;
+}
+
+/* A PEM private key (never a passphrase prompt), or NULL. */
+static EVP_PKEY*
+keyRead(const char* path)
+{
+    FILE* f = fopen(path, "re");
+    EVP_PKEY* pkey;
+
+    if (f == NULL) {
+        return NULL;
+    }
+    pkey = PEM_read_PrivateKey(f, NULL, noPassphrase, NULL);
+    fclose(f);
+    return pkey;
+}
+
+/* Load a certificate chain and its key into ctx, saying at the entry's
+ * file:line what is wrong. Returns 0 or -1. */
+static int
+certLoad(SSL_CTX* ctx, const CorConfigCert* c, const char* configFile,
+         CorConfErrors* e)
+{
+    const CorConf* certAt = corConfGet(c->node, "certificate");
+    const CorConf* keyAt = corConfGet(c->node, "key");
+    char* cert = corConfigPathBeside(configFile, c->certificate);
+    char* key = corConfigPathBeside(configFile, c->key);
+    EVP_PKEY* pkey = NULL;
+    char why[160];
+    int rc = -1;
+
+    if (cert == NULL || key == NULL) {
+        corConfErrorf(e, c->node, "out of memory");
+        goto failed;
+    }
+    if (!fileReadable(cert, certAt, "certificate", e)
+        || !fileReadable(key, keyAt, "key", e)) {
+        goto failed;
+    }
+    ERR_clear_error();
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
+        corTlsWhy(why, sizeof(why), "cannot load");
+        corConfErrorf(e, certAt, "certificate: '%s' is not a PEM "
+                      "certificate chain (%s)", cert, why);
+        goto failed;
+    }
+    pkey = keyRead(key);
+    if (pkey == NULL) {
+        corTlsWhy(why, sizeof(why), "cannot load");
+        corConfErrorf(e, keyAt, "key: '%s' is not a PEM private key "
+                      "without a passphrase (%s)", key, why);
+        goto failed;
+    }
+    if (SSL_CTX_use_PrivateKey(ctx, pkey) != 1
+        || SSL_CTX_check_private_key(ctx) != 1) {
+        corTlsWhy(why, sizeof(why), "mismatch");
+        corConfErrorf(e, keyAt, "key: '%s' does not match the certificate "
+                      "'%s' (%s)", key, cert, why);
+        goto failed;
+    }
+    rc = 0;
+
+failed:
+    EVP_PKEY_free(pkey);
+    free(cert);
+    free(key);
+    return rc;
+}
+
+static SSL_CTX*
+ctxNew(CorTlsServer* server, const CorConfigTls* tls,
+       const CorConfigCert* c, const char* configFile, CorConfErrors* e)
+{
+    SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+
+    if (ctx == NULL) {
+        corConfErrorf(e, c->node, "tls: cannot make a context (out of "
+                      "memory)");
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(ctx, (int)tls->minVersion);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION
+                             | SSL_OP_IGNORE_UNEXPECTED_EOF
+                             | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
+                          | SSL_MODE_ENABLE_PARTIAL_WRITE
+                          | SSL_MODE_RELEASE_BUFFERS);
+    /* Read what the socket has, not a record header and then its body:
+     * half the reads. recv drains OpenSSL's buffer before it says EAGAIN
+     * (corTls.c), so nothing waits there unannounced. */
+    SSL_CTX_set_read_ahead(ctx, 1);
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    if (tls->sessionTickets) {
+        SSL_CTX_set_num_tickets(ctx, TICKETS_PER_HANDSHAKE);
+    } else {
+        /* No tickets, and no cache for TLS 1.3's stateful ones: every
+         * handshake is a full one. */
+        SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+        SSL_CTX_set_num_tickets(ctx, 0);
+    }
+    SSL_CTX_set_tlsext_servername_callback(ctx, onServerName);
+    SSL_CTX_set_tlsext_servername_arg(ctx, server);
+    if (server->alpnLen > 0) {
+        SSL_CTX_set_alpn_select_cb(ctx, onAlpn, server);
+    }
+    if (certLoad(ctx, c, configFile, e) != 0) {
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static void
+serverFree(CorTlsServer* server)
+{
+    if (server == NULL) {
+        return;
+    }
+    for (unsigned i = 0; i < server->count; i++) {
+        SSL_CTX_free(server->ctx[i]);
+    }
+    free(server->ctx);
+    free(server->names);
+    free(server);
+}
+
+/* A listener's contexts; NULL after an error (every certificate is tried,
+ * so that one run reports them all). */
+static CorTlsServer*
+serverNew(const CorConfigListen* l, const char* configFile,
+          CorConfErrors* e)
+{
+    const CorProtocolEntry* protocol = corProtocolFind(l->protocol);
+    const char* alpn = protocol != NULL ? protocol->protocol.alpn : NULL;
+    CorTlsServer* server = calloc(1, sizeof(*server));
+    bool ok = true;
+    int len;
+
+    if (server == NULL
+        || (server->ctx = calloc(l->tls->certCount, sizeof(SSL_CTX*))) == NULL
+        || (server->names = calloc(l->tls->certCount, sizeof(char*)))
+           == NULL) {
+        corConfErrorf(e, l->node, "out of memory");
+        serverFree(server);
+        return NULL;
+    }
+    server->handshakeTimeoutMs = l->tls->handshakeTimeoutMs;
+    if (alpn != NULL) {
+        len = corTlsAlpnWire(alpn, server->alpn, sizeof(server->alpn));
+        server->alpnLen = len > 0 ? (unsigned)len : 0;
+    }
+    for (unsigned i = 0; i < l->tls->certCount; i++) {
+        server->ctx[i] = ctxNew(server, l->tls, &l->tls->certs[i],
+                                configFile, e);
+        server->names[i] = l->tls->certs[i].name;
+        ok &= server->ctx[i] != NULL;
+        server->count++;
+    }
+    if (!ok) {
+        serverFree(server);
+        return NULL;
+    }
+    return server;
+}
+
+int
+corTlsServersLoad(const CorConfig* config, CorConfErrors* errors)
+{
+    int rc = 0;
+
+    servers = calloc(config->listenCount, sizeof(*servers));
+    if (servers == NULL) {
+        corConfErrorf(errors, NULL, "out of memory");
+        return -1;
+    }
+    serverCount = config->listenCount;
+    for (unsigned i = 0; i < config->listenCount; i++) {
+        const CorConfigListen* l = &config->listen[i];
+
+        if (l->tls == NULL) {
+            continue;
+        }
+        servers[i] = serverNew(l, config->file, errors);
+        if (servers[i] == NULL) {
+            rc = -1;
+        }
+    }
+    return rc;
+}
+
+void
+corTlsServersFree(void)
+{
+    for (unsigned i = 0; i < serverCount; i++) {
+        serverFree(servers[i]);
+    }
+    free(servers);
+    servers = NULL;
+    serverCount = 0;
+}
+
+CorTlsServer*
+corTlsServerAt(unsigned index)
+{
+    return index < serverCount ? servers[index] : NULL;
+}
+
+int
+corListenerTransport(const CorListener* l, CorTransport* t, int fd)
+{
+    SSL* ssl;
+
+    if (l->tls == NULL) {
+        corTransportPlain(t, fd);
+        return 0;
+    }
+    ssl = SSL_new(l->tls->ctx[0]);
+    if (ssl == NULL) {
+        ERR_clear_error();
+        return -ENOMEM;
+    }
+    SSL_set_accept_state(ssl);
+    return corTlsTransportInit(t, fd, ssl);
+}
+
+uint64_t
+corListenerHandshakeTimeoutMs(const CorListener* l)
+{
+    return l->tls != NULL ? l->tls->handshakeTimeoutMs : 0;
+}
