@@ -155,6 +155,7 @@ answerCopy(const CorResolveEntry* entry, CorAddrs* out, char* why,
     case ARES_SUCCESS:
         out->count = entry->count;
         for (unsigned i = 0; i < entry->count; i++) {
+            memset(&out->addrs[i], 0, sizeof(out->addrs[i]));
             memcpy(&out->addrs[i], &entry->addrs[i], sizeof(entry->addrs[i]));
         }
         return 0;
@@ -210,6 +211,7 @@ answerKeep(CorResolveEntry* entry, const struct ares_addrinfo* res)
             continue;
         }
         memcpy(&entry->addrs[entry->count], node->ai_addr, node->ai_addrlen);
+        /* sin_port and sin6_port share their place. */
         entry->addrs[entry->count].v4.sin_port = 0;
         entry->count++;
         ttl = node->ai_ttl >= 0 && (unsigned)node->ai_ttl < ttl

@@ -297,7 +297,8 @@ onceInit(void)
  * a lost packet is asked again within the lookup's time. A SERVFAIL or
  * REFUSED answer is taken as the answer (NOCHECKRESP): otherwise c-ares
  * reports both as a refused connection, and the error could not say
- * which it was. */
+ * which it was. The price, as in nginx: such an answer is final, the
+ * next server is asked only when one does not answer. */
 static int
 channelInit(CorResolver* r, const char* servers)
 {

@@ -201,6 +201,32 @@ START_TEST(test_errors_name_the_name_and_why)
 }
 END_TEST
 
+/* A port nobody listens on: the ICMP error ends the lookup at once. */
+START_TEST(test_a_server_that_is_not_there_refuses)
+{
+    char why[128];
+    CorAddrs out;
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in sin = { .sin_family = AF_INET };
+    socklen_t len = sizeof(sin);
+    char servers[64];
+
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr*)&sin, sizeof(sin)), 0);
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr*)&sin, &len), 0);
+    close(fd);
+    snprintf(servers, sizeof(servers), "127.0.0.1:%d", ntohs(sin.sin_port));
+    ck_assert_int_eq(corResolverConfigure(&(CorResolverConfig){
+                         .servers = servers, .timeoutMs = 10000,
+                         .maxTtlS = 10 }),
+                     0);
+    ck_assert_int_eq(corResolve("www.example.test", 0, &out, why,
+                                sizeof(why)), -ECONNREFUSED);
+    ck_assert_str_eq(why, "name 'www.example.test': the DNS server refused "
+                     "the connection");
+}
+END_TEST
+
 START_TEST(test_a_truncated_answer_is_asked_again_over_tcp)
 {
     CorAddrs out;
@@ -379,6 +405,7 @@ COR_TEST_SUITE(corResolve)
     tcase_add_test(tc, test_an_expired_answer_is_asked_again);
     tcase_add_test(tc, test_errors_name_the_name_and_why);
     tcase_add_test(tc, test_a_truncated_answer_is_asked_again_over_tcp);
+    tcase_add_test(tc, test_a_server_that_is_not_there_refuses);
     tcase_add_test(tc, test_the_request_cancel_ends_a_polled_lookup);
 #if COR_HAVE_COROUTINES
     tcase_add_test(tc, test_concurrent_lookups_on_a_loop_share_one_query);
