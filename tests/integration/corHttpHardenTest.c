@@ -194,26 +194,33 @@ START_TEST(test_pipelined_then_shut_gets_its_answers)
 }
 END_TEST
 
-/* The same with the waiting request last: its client's end came with it,
- * so it is a half-close, not a client that left. */
+/*
+ * The same with the waiting request last. Its client's end may come in
+ * the segment of the requests (a half-close the server can see as such:
+ * the request is served) or just after, while the request waits, which a
+ * server cannot tell from a client that left (nginx cancels it too): the
+ * request is then cancelled. Either way the answer before it arrives
+ * whole, the waiting one is answered, and the connection then ends.
+ */
 START_TEST(test_half_closed_batch_ending_in_a_wait_gets_its_answers)
 {
     const char* req = "GET /bytes?n=900000 HTTP/1.1\r\nHost: t\r\n\r\n"
                       "GET /sleep?ms=300 HTTP/1.1\r\nHost: t\r\n\r\n";
+    ssize_t got;
     int fd;
 
     start(NULL);
     fd = corConnect(server.port);
     ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
     shutdown(fd, SHUT_WR);
-    /* Read late, in pieces: the first answer's output events, each
-     * carrying the client's end, come while the second request waits. */
+    /* Read late: the first answer's output events, each carrying the
+     * client's end, come while the second request waits. */
     usleep(100 * 1000);
-    for (int i = 0; i < 2; i++) {
-        ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
-        ck_assert_int_eq(corStatus(buf), 200);
-    }
-    /* And the connection ends with its client's. */
+    got = corReadResponse(fd, buf, sizeof(buf), 5000);
+    ck_assert_int_eq(corStatus(buf), 200);
+    ck_assert_int_eq(got, strstr(buf, "\r\n\r\n") - buf + 4 + 900000);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert(corStatus(buf) == 200 || corStatus(buf) == 503);
     ck_assert(corPeerClosed(fd, 1000));
     close(fd);
 }
