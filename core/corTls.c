@@ -275,7 +275,7 @@ corTlsWhy(char* why, size_t whyLen, const char* fallback)
     ERR_clear_error();
 }
 
-/* ---- Public --------------------------------------------------------------- */
+/* ---- Public -------------------------------------------------------------- */
 
 bool
 corTransportWantsWrite(const CorTransport* t)
