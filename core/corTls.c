@@ -100,11 +100,17 @@ tlsResult(CorTlsConn* tc, int rc, size_t done, bool reading)
     default:
         /* A protocol error (a plain HTTP request, a bad record, a failed
          * handshake): the connection is done, without a close_notify. */
+        if (!tc->failed) {
+            char why[128];
+
+            corTlsWhy(why, sizeof(why), "protocol error");
+            corLog(COR_LOG_DEBUG, "tls: fd %d: %s", SSL_get_fd(tc->ssl),
+                   why);
+        }
         tc->failed = true;
         if (done > 0) {
             return (ssize_t)done;
         }
-        ERR_clear_error();
         errno = EPROTO;
         return -1;
     }
@@ -269,7 +275,7 @@ corTlsWhy(char* why, size_t whyLen, const char* fallback)
     ERR_clear_error();
 }
 
-/* ---- Public --------------------------------------------------------------- */
+/* ---- Public -------------------------------------------------------------- */
 
 bool
 corTransportWantsWrite(const CorTransport* t)

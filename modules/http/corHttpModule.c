@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The HTTP/1.1 server as a module: it registers the listener protocol
- * `http` (`https` over TLS, ALPN http/1.1), keeps one HttpLoop per loop, and follows the generation's
- * lifecycle: start (accept), drain (stop accepting, close after the next
- * answer), stop (answer what is left as failed, close).
+ * `http` (`https` over TLS, ALPN http/1.1), keeps one HttpLoop per loop,
+ * and follows the generation's lifecycle: start (accept), drain (stop
+ * accepting, close after the next answer), stop (answer what is left as
+ * failed, close).
  */
 #include "corHttpInt.h"
 

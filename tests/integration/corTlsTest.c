@@ -233,7 +233,8 @@ START_TEST(test_large_answers_and_files_go_out_whole)
     /* A body in, echoed back (after the head) by a handler that waits. */
     ck_assert_int_eq(shell("head -c 200000 /dev/urandom > $C/up && "
                            "curl -sS --cacert $C/ca.pem --data-binary "
-                           "@$C/up https://localhost:$P/waitecho | tail -c 200000 | cmp - "
+                           "@$C/up https://localhost:$P/waitecho | "
+                           "tail -c 200000 | cmp - "
                            "$C/up && echo same"), 0);
     ck_assert_str_eq(out, "same\n");
 }
