@@ -231,9 +231,9 @@ targetKey(const CorConnTarget* target, const CorTlsClient* tls, char* key,
                                           : target->host;
     int n;
 
-    n = snprintf(key, cap, "%s %u %s %s %p", target->host, target->port,
+    n = snprintf(key, cap, "%s %u %s %s %llu", target->host, target->port,
                  target->tls ? "tls" : "tcp", target->tls ? name : "",
-                 (const void*)tls);
+                 tls != NULL ? (unsigned long long)corTlsClientId(tls) : 0ULL);
     for (char* p = key; *p != ' '; p++) {
         *p = (char)(*p >= 'A' && *p <= 'Z' ? *p - 'A' + 'a' : *p);
     }
@@ -531,9 +531,6 @@ corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs)
         }
         if (rc != -EAGAIN && rc != -EWOULDBLOCK) {
             break;
-        }
-        if (corTransportPending(&c->transport)) {
-            continue;       /* decoded bytes: the socket has no news */
         }
         if (timeoutMs == 0) {
             return -EAGAIN;

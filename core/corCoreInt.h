@@ -130,6 +130,13 @@ typedef struct {
 /* Make t a TLS transport over fd with ssl (which it owns from here).
  * Returns 0 or -ENOMEM (ssl freed, fd the caller's). */
 int corTlsTransportInit(CorTransport* t, int fd, struct ssl_st* ssl);
+/* A client context is counted: its owner's reference (dropped by
+ * corTlsClientFree) and one per transport made with it, so that a pooled
+ * connection outlives a context freed under it. */
+void corTlsClientUnref(CorTlsClient* ctx);
+/* Never the same for two contexts of a process, unlike an address that
+ * malloc hands out again: what a pool keys connections by. */
+uint64_t corTlsClientId(const CorTlsClient* ctx);
 
 /* A comma list ("h2,http/1.1") in ALPN's wire format into out. Returns
  * its length, or -EINVAL (an empty or too long name, no room). */

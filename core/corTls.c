@@ -76,6 +76,12 @@ tlsResult(CorTlsConn* tc, int rc, size_t done, bool reading)
     int err = SSL_get_error(tc->ssl, rc);
     int sysErrno = errno;
 
+    if (err == SSL_ERROR_WANT_WRITE) {
+        /* Kept even when bytes were moved: the caller reads on after a
+         * short count only at the socket's next edge, which must then be
+         * a write edge. */
+        tc->wantsWrite = reading;
+    }
     if (done > 0 && err != SSL_ERROR_SSL) {
         return (ssize_t)done;
     }
@@ -204,6 +210,9 @@ tlsClose(CorTransport* t)
     }
     SSL_free(tc->ssl);
     ERR_clear_error();
+    if (tc->client != NULL) {
+        corTlsClientUnref(tc->client);
+    }
     free(tc->peer);
     free(tc);
     close(t->fd);
@@ -290,7 +299,10 @@ corTransportPending(const CorTransport* t)
 {
     const CorTlsConn* tc = tlsConn(t);
 
-    return tc != NULL && SSL_has_pending(tc->ssl);
+    /* Decrypted bytes only: SSL_has_pending also counts the raw bytes of
+     * a record that has only partly come, which no read can return
+     * before the rest arrives. */
+    return tc != NULL && SSL_pending(tc->ssl) > 0;
 }
 
 bool

@@ -23,6 +23,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,11 @@ typedef struct {
     SSL_SESSION* session;
 } CachedSession;
 
+static atomic_uint_fast64_t nextClientId = 1;
+
 struct CorTlsClient {
+    atomic_uint refs;           /* the owner's, and one per transport */
+    uint64_t id;
     SSL_CTX* ctx;
     pthread_mutex_t lock;
     CachedSession cache[SESSION_CACHE_MAX];
@@ -129,6 +134,8 @@ corTlsClientNew(const CorTlsClientOptions* o, char* why, size_t whyLen)
         return NULL;
     }
     pthread_mutex_init(&ctx->lock, NULL);
+    atomic_init(&ctx->refs, 1);
+    ctx->id = atomic_fetch_add(&nextClientId, 1);
     if (o->alpn != NULL) {
         alpnLen = corTlsAlpnWire(o->alpn, alpn, sizeof(alpn));
         if (alpnLen < 0) {
@@ -143,8 +150,10 @@ corTlsClientNew(const CorTlsClientOptions* o, char* why, size_t whyLen)
         goto failed;
     }
     SSL_CTX_set_min_proto_version(ctx->ctx, TLS1_2_VERSION);
-    SSL_CTX_set_options(ctx->ctx, SSL_OP_IGNORE_UNEXPECTED_EOF
-                                  | SSL_OP_NO_RENEGOTIATION);
+    /* A close without close_notify stays an error for a client: a body
+     * that ends at the close must not be taken whole when an attacker
+     * cut it. */
+    SSL_CTX_set_options(ctx->ctx, SSL_OP_NO_RENEGOTIATION);
     SSL_CTX_set_mode(ctx->ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
                                | SSL_MODE_ENABLE_PARTIAL_WRITE);
     SSL_CTX_set_session_cache_mode(ctx->ctx, SSL_SESS_CACHE_CLIENT
@@ -166,7 +175,21 @@ failed:
 void
 corTlsClientFree(CorTlsClient* ctx)
 {
-    if (ctx == NULL) {
+    if (ctx != NULL) {
+        corTlsClientUnref(ctx);
+    }
+}
+
+uint64_t
+corTlsClientId(const CorTlsClient* ctx)
+{
+    return ctx->id;
+}
+
+void
+corTlsClientUnref(CorTlsClient* ctx)
+{
+    if (atomic_fetch_sub(&ctx->refs, 1) != 1) {
         return;
     }
     for (unsigned i = 0; i < ctx->cacheCount; i++) {
@@ -225,14 +248,15 @@ corTransportTlsClient(CorTransport* t, int fd, CorTlsClient* ctx,
         return rc;
     }
     tc = t->data;
-    tc->client = ctx;
     tc->peer = strdup(peer);
     if (tc->peer == NULL) {
-        /* The transport owns fd now; the caller's is given back. */
+        /* The caller's transport is the plain one over fd again. */
         SSL_free(tc->ssl);
         free(tc);
-        t->data = NULL;
+        corTransportPlain(t, fd);
         return -ENOMEM;
     }
+    tc->client = ctx;
+    atomic_fetch_add(&ctx->refs, 1);
     return 0;
 }

@@ -14,7 +14,10 @@
 #include "../../core/corConnPool.c"
 #include "../../core/corTransport.c"
 
+#include <openssl/ssl.h>
+#include <pthread.h>
 #include <signal.h>
+#include <time.h>
 
 CorRuntime corRuntime;
 
@@ -375,6 +378,116 @@ START_TEST(test_coroutine_uses_the_loops_pool)
 }
 END_TEST
 
+/* ---- A TLS record that comes in two pieces -------------------------------- */
+
+typedef struct {
+    int listenFd;
+    char certs[64];
+} SplitServer;
+
+/*
+ * A TLS server that, once the handshake is done, sends one record of
+ * application data in two pieces 3 s apart: its first 10 bytes, then the
+ * rest. Its handshake runs over the socket; the record is written into a
+ * memory BIO so that its bytes can be cut.
+ */
+static void*
+splitServe(void* arg)
+{
+    SplitServer* s = arg;
+    char path[128];
+    char raw[256];
+    SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+    int fd = accept(s->listenFd, NULL, NULL);
+    SSL* ssl;
+    BIO* mem;
+    int n;
+
+    snprintf(path, sizeof(path), "%s/server.pem", s->certs);
+    SSL_CTX_use_certificate_chain_file(ctx, path);
+    snprintf(path, sizeof(path), "%s/server.key", s->certs);
+    SSL_CTX_use_PrivateKey_file(ctx, path, SSL_FILETYPE_PEM);
+    SSL_CTX_set_num_tickets(ctx, 0);
+    ssl = SSL_new(ctx);
+    SSL_set_fd(ssl, fd);
+    if (SSL_accept(ssl) == 1) {
+        mem = BIO_new(BIO_s_mem());
+        SSL_set0_wbio(ssl, mem);
+        SSL_write(ssl, "hello, in two pieces", 20);
+        n = BIO_read(mem, raw, sizeof(raw));
+        if (n > 10 && write(fd, raw, 10) == 10) {
+            sleep(3);
+            if (write(fd, raw + 10, (size_t)n - 10) < 0) {
+                /* The client gave up: what the test expects. */
+            }
+        }
+    }
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    close(fd);
+    return NULL;
+}
+
+/* Thread CPU time in ms. */
+static long
+threadCpuMs(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Half a record came: the read waits for the rest on the socket, within
+ * its deadline, instead of spinning on what OpenSSL holds undecoded. */
+START_TEST(test_tls_read_of_half_a_record_waits)
+{
+    SplitServer server;
+    CorTlsClient* tls;
+    pthread_t thread;
+    unsigned port;
+    char command[128];
+    char buf[64];
+    char why[256] = "";
+    int err = 0;
+    CorConn* c;
+    long cpu;
+    struct timespec t0;
+    struct timespec t1;
+    ssize_t n;
+
+    snprintf(server.certs, sizeof(server.certs), "/tmp/cor-conn-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(server.certs));
+    snprintf(command, sizeof(command), "tests/tls/makeCerts %s",
+             server.certs);
+    ck_assert_int_eq(system(command), 0);
+    server.listenFd = listener(4, &port);
+    pthread_create(&thread, NULL, splitServe, &server);
+    tls = corTlsClientNew(&(CorTlsClientOptions){ .insecure = true }, why,
+                          sizeof(why));
+    ck_assert_msg(tls != NULL, "%s", why);
+    c = corConnOpen(&(CorConnTarget){ .host = "127.0.0.1", .port = port,
+                                      .tls = true, .tlsClient = tls },
+                    &err, why, sizeof(why));
+    ck_assert_msg(c != NULL, "%d %s", err, why);
+    cpu = threadCpuMs();
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    n = corConnRead(c, buf, sizeof(buf), 1000);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cpu = threadCpuMs() - cpu;
+    ck_assert_int_eq(n, -ETIMEDOUT);
+    ck_assert_int_lt((t1.tv_sec - t0.tv_sec) * 1000
+                     + (t1.tv_nsec - t0.tv_nsec) / 1000000, 2000);
+    ck_assert_int_lt(cpu, 300);
+    corConnClose(c);
+    corTlsClientFree(tls);
+    pthread_join(thread, NULL);
+    close(server.listenFd);
+    snprintf(command, sizeof(command), "rm -rf %s", server.certs);
+    ck_assert_int_eq(system(command), 0);
+}
+END_TEST
+
 COR_TEST_SUITE(corConn)
 {
     tcase_set_timeout(tc, 30);
@@ -386,6 +499,7 @@ COR_TEST_SUITE(corConn)
     tcase_add_test(tc, test_pool_keeps_only_fit_connections);
     tcase_add_test(tc, test_addresses_share_the_connect_deadline);
     tcase_add_test(tc, test_cancel_ends_a_connect);
+    tcase_add_test(tc, test_tls_read_of_half_a_record_waits);
     if (COR_HAVE_COROUTINES) {
         tcase_add_test(tc, test_coroutine_uses_the_loops_pool);
     }
