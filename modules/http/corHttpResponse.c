@@ -18,6 +18,7 @@ httpStatusText(int status)
 {
     switch (status) {
     case 100: return "Continue";
+    case 101: return "Switching Protocols";
     case 200: return "OK";
     case 201: return "Created";
     case 202: return "Accepted";
