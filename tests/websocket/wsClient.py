@@ -30,8 +30,8 @@ def context(ca):
 
 
 def check(what, ok, detail=""):
-    print(("ok   " if ok else "FAIL ") + what + (": " + detail if detail else ""),
-          flush=True)
+    print(("ok   " if ok else "FAIL ") + what
+          + (": " + detail if detail else ""), flush=True)
     if not ok:
         sys.exit(1)
 
