@@ -39,7 +39,7 @@
 
 /* Bumped whenever a struct or a signature of this header, or of one it
  * includes, changes. */
-#define COR_ABI_VERSION 5
+#define COR_ABI_VERSION 6
 #define COR_VERSION "0.1.0"
 
 typedef struct CorModule CorModule;
@@ -145,6 +145,8 @@ typedef enum {
 
 typedef struct CorArenaChunk CorArenaChunk;
 typedef struct CorStream CorStream;
+typedef struct CorUpgraded CorUpgraded;
+typedef struct CorTransport CorTransport;
 typedef struct CorProtocolOps CorProtocolOps;
 typedef struct CorHandlerEntry CorHandlerEntry;
 
@@ -199,6 +201,7 @@ struct CorRequest {
     CorRestCancel cancel;       /* ends the running phase's waits */
     CorEvTimer deadline;        /* the handler's timeout, when it has one */
     atomic_uint answer;         /* with a deadline: who answered first */
+    CorUpgraded* upgrade;       /* corRequestUpgrade was called */
 };
 
 /* A request header (case-insensitive), NULL when absent. */
@@ -281,6 +284,90 @@ int corResponseStreamStart(CorRequest* r, int status,
 int corResponseStreamWrite(CorRequest* r, const void* data, size_t len);
 void corResponseStreamEnd(CorRequest* r);
 
+/* ---- Upgrades: a handler takes the connection ---------------------------
+ *
+ * A handler answers 101 (Switching Protocols) and takes the connection for
+ * another protocol (WebSocket): once the 101 is set and the handler has
+ * returned, the protocol sends it and hands its connection over (its
+ * transport, so TLS too, and the bytes it read past the request, which
+ * belong to the new protocol, pipelined or not); nothing on it is HTTP
+ * any more. The core then calls fn(u, arg), the session, which reads and
+ * writes u until it returns:
+ *
+ *     static void
+ *     echo(CorUpgraded* u, void* arg)
+ *     {
+ *         char buf[4096];
+ *         ssize_t n;
+ *
+ *         while ((n = corUpgradedRead(u, buf, sizeof(buf), 60000)) > 0
+ *                && corUpgradedWriteAll(u, buf, (size_t)n, 10000) == 0) {
+ *         }
+ *     }
+ *
+ *     static void
+ *     serve(CorRequest* r)
+ *     {
+ *         if (corRequestUpgrade(r, "echo", echo, NULL) != 0) {
+ *             corRespond(r, 400, "text/plain", "no upgrade\n", 11);
+ *         }
+ *     }
+ *
+ * The session runs as a coroutine of the connection's loop when
+ * coroutines are on and the handler's run (and hook) allow one (an inline
+ * handler's session is a coroutine), else on a worker, where its waits
+ * poll(): the same source. A stop cancels its waits (-ECANCELED), as a
+ * request's; a drain (reload, graceful stop) waits for it as for any
+ * request in flight, up to runtime.stop_timeout. The request (its method,
+ * path, headers) stays readable through the session, from
+ * corUpgradedRequest; the session is its last phase (no finish follows).
+ */
+typedef void (*CorUpgradeFn)(CorUpgraded* u, void* arg);
+
+/*
+ * Answer r with 101 and take its connection for protocol (a token, sent
+ * as Upgrade: protocol) once the handler returns; fn(u, arg) then runs as
+ * said above, exactly once (with a u whose reads and writes fail when the
+ * client left before the 101 went out). Call it from r's handler, instead
+ * of a response. Checks that r may be upgraded: a GET, whose Connection
+ * header lists "upgrade" and whose Upgrade header lists protocol
+ * (case-insensitive; "protocol/version" matches too), over a protocol
+ * that can hand its connection over (HTTP/1.1; not HTTP/1.0). Returns 0;
+ * -EINVAL when r is not such a request (answer it yourself: 400, or 426),
+ * -ENOTSUP when its protocol cannot upgrade, -EALREADY when r was
+ * answered, -ENOMEM. On failure fn is never called.
+ */
+int corRequestUpgrade(CorRequest* r, const char* protocol, CorUpgradeFn fn,
+                      void* arg);
+
+/* The request that was upgraded; valid through the session. */
+CorRequest* corUpgradedRequest(CorUpgraded* u);
+
+/*
+ * Read up to len (> 0) bytes into buf, within timeoutMs (< 0: no
+ * deadline; 0: not at all): first the bytes that came with the request,
+ * then the connection's (through its transport). Returns the bytes read
+ * (> 0), 0 when the peer closed, or -errno: -ETIMEDOUT, -ECANCELED (a
+ * stop), -EAGAIN (timeoutMs 0, nothing there), -ECONNRESET, -EPROTO
+ * (TLS), -EBADF (closed), -EINVAL (len 0). May yield.
+ */
+ssize_t corUpgradedRead(CorUpgraded* u, void* buf, size_t len,
+                        int timeoutMs);
+
+/*
+ * Write all len bytes of buf (read during the call only), waiting for
+ * room as needed, all within timeoutMs (< 0: no deadline). Returns 0, or
+ * -errno: -ETIMEDOUT, -ECANCELED, -EPIPE or -ECONNRESET (the peer is
+ * gone), -EBADF (closed). After a failure part of buf may have gone out.
+ * May yield.
+ */
+int corUpgradedWriteAll(CorUpgraded* u, const void* buf, size_t len,
+                        int timeoutMs);
+
+/* Close the connection (TLS: with its close_notify), at once; later reads
+ * and writes fail with -EBADF. The session's end closes it otherwise. */
+void corUpgradedClose(CorUpgraded* u);
+
 /* ---- Protocols: what protocol modules (HTTP, cor://) build on ---------- */
 
 /*
@@ -303,6 +390,12 @@ struct CorProtocolOps {
      * more only while that is under COR_STREAM_QUEUE_MAX. NULL: it sends
      * everything at once (then only the core's queue is bounded). */
     size_t (*streamBacklog)(const CorRequest* r);
+    /* Whether r's connection can be handed over (corRequestUpgrade); NULL:
+     * never. From any thread: it reads r only. A protocol that can hands
+     * it over in done, when r->upgrade is set and r->status is 101: it
+     * sends the 101 (or passes it on unsent) and calls
+     * corRequestUpgraded instead of corRequestSent. */
+    bool (*upgradable)(const CorRequest* r);
 };
 
 /*
@@ -320,6 +413,18 @@ void corRequestServe(CorRequest* r, const CorProtocolOps* ops,
  * the post-response phase, free the arena, then ops->release. On the
  * request's loop. */
 void corRequestSent(CorRequest* r);
+
+/*
+ * The protocol hands r's connection over (in its done, for an upgrade):
+ * its transport t (copied: the core owns it from here, and the socket
+ * must no longer be on the loop's epoll), rest, the bytes read past the
+ * request, and unsent, output not yet written (the 101 itself, perhaps),
+ * both copied. Then the session runs, and ops->release follows its end.
+ * On r's loop.
+ */
+void corRequestUpgraded(CorRequest* r, const CorTransport* t,
+                        const void* rest, size_t restLen,
+                        const void* unsent, size_t unsentLen);
 
 /* A listening socket the master opened for a protocol. */
 typedef struct CorListener CorListener;

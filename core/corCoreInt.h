@@ -170,6 +170,37 @@ unsigned corRequestsFinishing(void);
 void corStreamHeadSent(CorRequest* r);
 void corStreamFree(CorRequest* r);
 
+/* ---- Upgrades (corUpgrade.c) --------------------------------------------- */
+
+/*
+ * A connection a handler took (corRequestUpgrade). Owned by its request,
+ * from corRequestUpgrade to the session's end; used by the session alone
+ * (one thread at a time).
+ */
+struct CorUpgraded {
+    CorRequest* r;
+    CorUpgradeFn fn;
+    void* arg;
+    CorTransport t;
+    bool open;                  /* t is the session's to read and write */
+    bool closed;                /* corUpgradedClose: -EBADF from now on */
+    bool running;               /* the session phase has begun */
+    char* in;                   /* bytes that came past the request */
+    size_t inLen;
+    size_t inPos;
+    char* out;                  /* output the protocol left unsent */
+    size_t outLen;
+    size_t outSent;
+};
+
+/* Take t (u owns it from here) and copies of rest and unsent. Returns 0,
+ * or -ENOMEM (t closed: the session finds it gone). */
+int corUpgradedAdopt(CorUpgraded* u, const CorTransport* t,
+                     const void* rest, size_t restLen, const void* unsent,
+                     size_t unsentLen);
+/* Close u's connection if open and free u. */
+void corUpgradedFree(CorUpgraded* u);
+
 /* ---- Connections out (corConn.c, corConnPool.c) ------------------------- */
 
 /* What client: in the configuration sets (corConnSetup). */

@@ -69,6 +69,8 @@ static __thread struct {
 } lastServed;
 
 static void runFinish(CorRequest* r);
+static void sessionStart(CorRequest* r);
+static void sessionEnd(CorRequest* r);
 
 /* ---- Memory -------------------------------------------------------------- */
 
@@ -482,12 +484,21 @@ requestEnd(CorRequest* r)
     r->ops->release(r);
 }
 
-/* Run the phase the request is in: its handler, or the post-response
- * phase. */
+/* Whether r is in its last phase, an upgraded connection's session. */
+static bool
+inSession(const CorRequest* r)
+{
+    return r->upgrade != NULL && r->upgrade->running;
+}
+
+/* Run the phase the request is in: its handler, the post-response phase,
+ * or an upgraded connection's session. */
 static void
 runPhase(CorRequest* r)
 {
-    if (r->inFinish) {
+    if (inSession(r)) {
+        r->upgrade->fn(r->upgrade, r->upgrade->arg);
+    } else if (r->inFinish) {
         r->handler->handler.finish(r);
     } else {
         r->handler->handler.serve(r);
@@ -498,7 +509,9 @@ runPhase(CorRequest* r)
 static void
 phaseDone(CorRequest* r)
 {
-    if (r->inFinish) {
+    if (inSession(r)) {
+        sessionEnd(r);
+    } else if (r->inFinish) {
         requestEnd(r);
     } else {
         served(r);
@@ -614,7 +627,7 @@ deadlinePassed(CorEvTimer* timer)
 static void
 dispatch(CorRequest* r, bool coroutine, uint64_t timeoutMs)
 {
-    CorLoopCounters* c = r->inFinish ? NULL : counters();
+    CorLoopCounters* c = r->inFinish || inSession(r) ? NULL : counters();
     int rc;
 
     r->serving = !r->inFinish;
@@ -649,6 +662,14 @@ dispatch(CorRequest* r, bool coroutine, uint64_t timeoutMs)
         requestEnd(r);
         return;
     }
+    if (inSession(r)) {
+        /* fn runs once, as promised: on a connection already closed, so
+         * that it cannot wait, and may free what arg holds. */
+        corUpgradedClose(r->upgrade);
+        runPhase(r);
+        sessionEnd(r);
+        return;
+    }
     respondSet(r, 503, "text/plain", "stopping\n", 9);
     served(r);
 }
@@ -663,6 +684,7 @@ requestInit(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     r->loop = corEvLoopCurrent();
     r->startMs = corEvNow(r->loop);
     r->serving = false;
+    r->upgrade = NULL;
     memset(&r->cancel, 0, sizeof(r->cancel));
     memset(&r->deadline, 0, sizeof(r->deadline));
     atomic_init(&r->answer, ANSWER_OPEN);
@@ -751,6 +773,12 @@ corRequestSent(CorRequest* r)
 {
     counters()->responses[r->status >= 100 && r->status < 600
                           ? r->status / 100 - 1 : 5]++;
+    if (r->upgrade != NULL) {
+        /* Not handed over (the client left, the 101 did not go out): the
+         * session still runs, on a connection that is gone. */
+        sessionStart(r);
+        return;
+    }
     if (r->handler != NULL && r->handler->handler.finish != NULL) {
         if (!corRuntime.stopping) {
             runFinish(r);
@@ -760,6 +788,46 @@ corRequestSent(CorRequest* r)
         counters()->finishFailed++;
     }
     requestEnd(r);
+}
+
+/* ---- An upgraded connection's session ----------------------------------- */
+
+/*
+ * The session runs where the handler would (its run and hook decide; an
+ * inline handler's session is a coroutine, since a session waits), with a
+ * fresh cancel: a stop ends its waits, as a request's.
+ */
+static void
+sessionStart(CorRequest* r)
+{
+    const CorHandler* handler = &r->handler->handler;
+    CorRun run = handler->run == COR_RUN_INLINE ? COR_RUN_COROUTINE
+                                                : handler->run;
+
+    r->upgrade->running = true;
+    memset(&r->cancel, 0, sizeof(r->cancel));
+    dispatch(r, wantsCoroutine(run, handler->coroutineHook, r)
+                && corRuntime.coroutines, 0);
+}
+
+/* The session returned: its connection closes, the request ends (no
+ * post-response phase follows an upgrade). */
+static void
+sessionEnd(CorRequest* r)
+{
+    corUpgradedFree(r->upgrade);
+    r->upgrade = NULL;
+    r->serving = false;
+    requestEnd(r);
+}
+
+void
+corRequestUpgraded(CorRequest* r, const CorTransport* t, const void* rest,
+                   size_t restLen, const void* unsent, size_t unsentLen)
+{
+    counters()->responses[0]++;
+    corUpgradedAdopt(r->upgrade, t, rest, restLen, unsent, unsentLen);
+    sessionStart(r);
 }
 
 /* ---- Stalls in coroutines ------------------------------------------------ */

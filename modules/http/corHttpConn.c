@@ -60,7 +60,9 @@ static void streamData(CorRequest* r, const void* data, size_t len);
 static void streamEnd(CorRequest* r);
 static bool streamAlive(const CorRequest* r);
 static size_t streamBacklog(const CorRequest* r);
+static bool upgradable(const CorRequest* r);
 static void httpProcess(HttpConn* c);
+static void upgradeHandOff(HttpConn* c);
 
 static const CorProtocolOps httpOps = {
     .done = requestDone,
@@ -69,6 +71,7 @@ static const CorProtocolOps httpOps = {
     .streamEnd = streamEnd,
     .streamAlive = streamAlive,
     .streamBacklog = streamBacklog,
+    .upgradable = upgradable,
 };
 
 /* ---- Timers -------------------------------------------------------------- */
@@ -775,6 +778,10 @@ httpProcess(HttpConn* c)
         /* Held back by output that has all gone out now: go on. */
     } while (heldBack && !outputPending(c));
     c->processing = false;
+    if (c->state == HTTP_UPGRADED) {
+        upgradeHandOff(c);          /* answered 101 inside the loop above */
+        return;
+    }
     if (c->state == HTTP_CLOSING && !outputPending(c)) {
         connEnd(c);
         return;
@@ -785,6 +792,34 @@ httpProcess(HttpConn* c)
     }
     inputRelease(c);
     timerUpdate(c, false);
+}
+
+/*
+ * The handler took the connection (corRequestUpgrade): the 101 goes in
+ * the output, and the connection leaves the server, at once or, inside
+ * httpProcess (an inline handler), when that is done with it. Nothing
+ * more is read or parsed here: what follows the request is the new
+ * protocol's.
+ */
+static void
+upgradeAnswered(HttpConn* c, HttpRequest* req)
+{
+    size_t before = c->outLen;
+
+    if (httpResponseAppend(c, req, true) != 0) {
+        c->keepAlive = false;
+        answered(c, &req->r);       /* the session finds no connection */
+        return;
+    }
+    if (corAccessLogEnabled()) {
+        httpAccessLog(c, req, c->outLen - before);
+    }
+    c->state = HTTP_UPGRADED;
+    c->req = NULL;
+    c->upgrading = req;
+    if (!c->processing) {
+        upgradeHandOff(c);
+    }
 }
 
 /* The handler is done: answer, then go on with the next request. */
@@ -801,6 +836,10 @@ requestDone(CorRequest* r)
         if (r->stream == NULL) {
             corRequestSent(r);
         }
+        return;
+    }
+    if (r->upgrade != NULL && r->status == 101) {
+        upgradeAnswered(c, req);
         return;
     }
     /* An HTTP/1.0 stream ends with the close. */
@@ -1038,14 +1077,15 @@ httpConnOpen(HttpLoop* hl, const CorListener* l, int fd,
     }
 }
 
-void
-httpConnClose(HttpConn* c)
+/* Take c off its loop: its socket's events, its timer, the loop's list
+ * and the counts. */
+static void
+connUnlink(HttpConn* c)
 {
     HttpLoop* hl = c->hl;
 
     corEvIoStop(hl->loop, &c->io);
     corEvTimerStop(hl->loop, &c->timer);
-    c->t.ops->close(&c->t);
     if (c->prev != NULL) {
         c->prev->next = c->next;
     } else {
@@ -1053,6 +1093,68 @@ httpConnClose(HttpConn* c)
     }
     if (c->next != NULL) {
         c->next->prev = c->prev;
+    }
+    atomic_fetch_sub(&hl->connCount, 1);
+    atomic_fetch_sub(&httpConnTotal, 1);
+}
+
+/* What c holds besides its socket, and c. */
+static void
+connFree(HttpConn* c)
+{
+    fileDone(c);
+    httpBufGive(c->hl, c->in, c->inCap);
+    httpBufGive(c->hl, c->out, c->outCap);
+    free(c);
+}
+
+/*
+ * Hand the connection of an upgraded request over to the core: its
+ * transport, the bytes read past the request and the output not yet
+ * written (the 101, unless it went out already), all copied there. The
+ * socket leaves the loop's epoll first: the session waits on it itself.
+ */
+static void
+upgradeHandOff(HttpConn* c)
+{
+    HttpRequest* req = c->upgrading;
+    CorTransport t = c->t;
+
+    if (!c->processing && outputPending(c) && httpFlush(c) != 0) {
+        httpConnClose(c);           /* the session finds no connection */
+        return;
+    }
+    connUnlink(c);
+    c->upgrading = NULL;
+    req->conn = NULL;
+    /* The session may run to its end in there, and the request be
+     * released: req is not touched after. */
+    corRequestUpgraded(&req->r, &t,
+                       c->in != NULL ? c->in + c->inStart : NULL,
+                       c->in != NULL ? c->inLen - c->inStart : 0,
+                       c->out != NULL ? c->out + c->outSent : NULL,
+                       c->out != NULL ? c->outLen - c->outSent : 0);
+    connFree(c);
+}
+
+static bool
+upgradable(const CorRequest* r)
+{
+    return corContainerOf(r, HttpRequest, r)->versionMinor >= 1;
+}
+
+void
+httpConnClose(HttpConn* c)
+{
+    connUnlink(c);
+    c->t.ops->close(&c->t);
+    if (c->upgrading != NULL) {
+        /* Its 101 never went out: the session runs on no connection. */
+        HttpRequest* req = c->upgrading;
+
+        c->upgrading = NULL;
+        req->conn = NULL;
+        corRequestSent(&req->r);
     }
     if (c->req != NULL) {
         if (c->state == HTTP_SERVING) {
@@ -1063,12 +1165,7 @@ httpConnClose(HttpConn* c)
             requestFree(c->req);
         }
     }
-    atomic_fetch_sub(&hl->connCount, 1);
-    atomic_fetch_sub(&httpConnTotal, 1);
-    fileDone(c);
-    httpBufGive(hl, c->in, c->inCap);
-    httpBufGive(hl, c->out, c->outCap);
-    free(c);
+    connFree(c);
 }
 
 void

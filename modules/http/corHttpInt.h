@@ -61,7 +61,8 @@ typedef enum {
     HTTP_LINGER,                /* an error answer is out: what the client
                                  * still sends is read and dropped, so that
                                  * it reads the answer, not a reset */
-    HTTP_OUTPUT                 /* (the timer's) output waits to be sent */
+    HTTP_OUTPUT,                /* (the timer's) output waits to be sent */
+    HTTP_UPGRADED               /* its 101 is set: handed over next */
 } HttpState;
 
 /*
@@ -126,6 +127,7 @@ struct HttpConn {
     size_t fileLeft;
     HttpRequest* req;           /* from its parsed head to its answer */
     HttpRequest* releasing;     /* being answered: released at once? */
+    HttpRequest* upgrading;     /* answered 101: takes the connection */
     bool keepAlive;
     bool linger;                /* an error answer: linger, then close */
     bool readPaused;            /* the buffer is full: read again later */

@@ -18,6 +18,7 @@ httpStatusText(int status)
 {
     switch (status) {
     case 100: return "Continue";
+    case 101: return "Switching Protocols";
     case 200: return "OK";
     case 201: return "Created";
     case 202: return "Accepted";
@@ -163,7 +164,9 @@ appendHead(HttpConn* c, int status, const char* contentType, size_t length,
     at = put(at, reason, strlen(reason));
     at = PUT_LITERAL(at, "\r\nServer: cor\r\nDate: ");
     at = put(at, httpDate(c->hl), 29);
-    if (length != SIZE_MAX) {
+    if (status >= 100 && status < 200) {
+        /* A 1xx has no body and says nothing of one (RFC 9110 8.6). */
+    } else if (length != SIZE_MAX) {
         at = PUT_LITERAL(at, "\r\nContent-Length: ");
         at = putDecimal(at, length);
     } else if (!http10) {

@@ -29,6 +29,22 @@ metricsRealloc(void* p, size_t size)
 #include "../../core/corRequest.c"
 #include "../../core/corRoute.c"
 #include "../../core/corStream.c"
+#include "../../core/corUpgrade.c"
+
+/* corUpgrade.c reads transports; TLS (corTls.c) is not linked here. */
+bool
+corTransportPending(const CorTransport* t)
+{
+    (void)t;
+    return false;
+}
+
+bool
+corTransportWantsWrite(const CorTransport* t)
+{
+    (void)t;
+    return false;
+}
 
 CorRuntime corRuntime;
 
@@ -454,11 +470,29 @@ START_TEST(test_metrics_text_survives_a_failed_realloc)
 }
 END_TEST
 
+/* corRequestUpgrade's reading of Connection and Upgrade: comma lists,
+ * any case, spaces around, "protocol/version". */
+START_TEST(test_upgrade_header_lists)
+{
+    ck_assert(listHas("keep-alive, Upgrade", 19, "upgrade", false));
+    ck_assert(listHas("UPGRADE", 7, "upgrade", false));
+    ck_assert(listHas(" ,upgrade , x", 13, "upgrade", false));
+    ck_assert(!listHas("upgrades", 8, "upgrade", false));
+    ck_assert(!listHas("upgrade/1", 9, "upgrade", false));
+    ck_assert(listHas("h2c, WebSocket/13", 17, "websocket", true));
+    ck_assert(!listHas("websockets", 10, "websocket", true));
+    ck_assert(!listHas("", 0, "websocket", true));
+    /* The length is the value's, not the string's. */
+    ck_assert(!listHas("webs" "ocket", 4, "websocket", true));
+}
+END_TEST
+
 COR_TEST_SUITE(corRequest)
 {
     tcase_set_timeout(tc, 30);
     tcase_add_checked_fixture(tc, setUp, NULL);
     tcase_add_test(tc, test_cancel_ends_a_coroutines_wait);
+    tcase_add_test(tc, test_upgrade_header_lists);
     tcase_add_test(tc, test_cancel_ends_a_workers_poll);
     tcase_add_test(tc, test_cancel_after_the_handler_is_nothing);
     tcase_add_test(tc, test_route_deadline_answers_504);

@@ -625,6 +625,32 @@ lineConnections(CorModule* m, unsigned index)
     return index == 0 ? atomic_load(&lineConnCount) : 0;
 }
 
+/* ---- Upgrades: a raw echo on the connection a handler took ------------ */
+
+/* Echo every byte until the client's end (or a stop's ECANCELED). */
+static void
+upgradeEchoSession(CorUpgraded* u, void* arg)
+{
+    char buf[4096];
+    ssize_t n;
+
+    (void)arg;
+    while ((n = corUpgradedRead(u, buf, sizeof(buf), 30000)) > 0
+           && corUpgradedWriteAll(u, buf, (size_t)n, 10000) == 0) {
+    }
+    corUpgradedClose(u);
+}
+
+static void
+upgradeServe(CorRequest* r)
+{
+    int rc = corRequestUpgrade(r, "echo", upgradeEchoSession, NULL);
+
+    if (rc != 0) {
+        corRespondf(r, 400, "text/plain", "no upgrade: %d\n", rc);
+    }
+}
+
 static int
 testkitInit(CorModule* m, const CorConf* conf)
 {
@@ -677,6 +703,12 @@ testkitInit(CorModule* m, const CorConf* conf)
         || corHandlerAdd(m, &(CorHandler){ .name = "never",
                                            .serve = neverServe,
                                            .run = COR_RUN_COROUTINE }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "upgrade",
+                                           .serve = upgradeServe,
+                                           .run = COR_RUN_COROUTINE }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "upgradeinline",
+                                           .serve = upgradeServe,
+                                           .run = COR_RUN_INLINE }) != 0
         || corProtocolAdd(m, &(CorProtocol){ .name = "line",
                                              .start = lineStart,
                                              .drain = lineDrain,
