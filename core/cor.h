@@ -597,6 +597,63 @@ void corConnRelease(CorConn* c);
  * error): closed at once. c is gone after the call. */
 void corConnClose(CorConn* c);
 
+/* ---- Background tasks ----------------------------------------------------
+ *
+ * Long-running work of a module (a health check, a subscriber, a cache
+ * refresher), the bi-modal seed's SPAWN, schedule_after and schedule; the
+ * same source runs in both modes:
+ *
+ *     static void
+ *     healthCheck(void* arg)
+ *     {
+ *         while (corTaskScheduleAfter(1000) == 0) {
+ *             probe(arg);             (waits through corRestWaitFd)
+ *         }
+ *     }
+ *
+ *     corTaskSpawn(healthCheck, upstream, "health");   (in loopInit)
+ */
+typedef void (*CorTaskFn)(void* arg);
+
+/*
+ * Start fn(arg) as a background task named name (for logs; copied). With
+ * coroutines on and called on a loop's thread (a module's loopInit, an
+ * inline or coroutine handler) it is a coroutine of that loop, started at
+ * the loop's next iteration; elsewhere (a worker, blocking mode, or
+ * past the loop's coroutine cap) a thread of its own, not a pool worker,
+ * which it would hold for the generation's life. A stop or a reload (the
+ * generation ends) cancels its waits: fn must return when a wait fails
+ * with ECANCELED, and the stop waits for it (the coroutine ends with its
+ * loop, the thread is joined). arg is the caller's and must outlive the
+ * task (the generation, for one spawned in loopInit).
+ *
+ * Not from a module's init, which runs before the loops exist: spawn in
+ * loopInit (one per loop) or from a handler. Returns 0, or -EPERM (no
+ * generation is running: module init, or no server), -ECANCELED (the
+ * generation is stopping), -EINVAL (fn NULL), -ENOMEM or -EAGAIN (no
+ * thread to be had); a refusal is logged, and nothing runs.
+ */
+int corTaskSpawn(CorTaskFn fn, void* arg, const char* name);
+
+/*
+ * The seed's shutdown-aware schedule_after: wait ms (through
+ * corRestWaitFd: a coroutine yields, a thread polls). Returns 0 when the
+ * time passed, -ECANCELED at once when a stop (or the request's cancel,
+ * in a handler) ended the wait, and for every call after. May yield.
+ */
+int corTaskScheduleAfter(int ms);
+
+/*
+ * The seed's schedule(): a cooperative yield. In a coroutine the loop
+ * serves its events and its other coroutines first, then this one goes
+ * on; call it between the steps of a long computation so that the loop's
+ * other requests are not starved. On a thread (a worker, a task's own
+ * thread, blocking mode) it is a no-op, since the thread is its own.
+ * Returns 0, or -ECANCELED once a stop (or the request's cancel) came:
+ * stop computing. May yield.
+ */
+int corTaskSchedule(void);
+
 /* ---- Logging ------------------------------------------------------------- */
 
 typedef enum {

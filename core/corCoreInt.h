@@ -163,6 +163,17 @@ unsigned corRequestsFinishing(void);
 void corStreamHeadSent(CorRequest* r);
 void corStreamFree(CorRequest* r);
 
+/* ---- Background tasks (corTask.c) ---------------------------------------- */
+
+/* Tasks may start from here (before the loops start, so that a module's
+ * loopInit may spawn them). */
+void corTasksOpen(void);
+/* Refuse new tasks, cancel the threads' waits and join them; the
+ * coroutines end with their loops. After corRestCancelAll. */
+void corTasksStop(void);
+/* Tasks running now. */
+unsigned corTasksLive(void);
+
 /* ---- Connections out (corConn.c, corConnPool.c) ------------------------- */
 
 /* What client: in the configuration sets (corConnSetup). */

@@ -625,6 +625,112 @@ lineConnections(CorModule* m, unsigned index)
     return index == 0 ? atomic_load(&lineConnCount) : 0;
 }
 
+/* ---- Background tasks and shared downloads ------------------------------
+ *
+ * With `ticker: true` in the module's entry, loop 0's loopInit spawns a
+ * task that ticks every 100 ms (/taskticks counts them) and one that
+ * sleeps for an hour; each logs "task NAME cancelled" when a stop ends it.
+ * /taskspawn spawns such a sleeper from a handler; /compute?ms= computes
+ * that long on its loop, yielding (corTaskSchedule) every millisecond
+ * unless ?yield=0. */
+static bool tickerOn;
+static atomic_uint taskTicks;
+static int initSpawnRc;
+
+static void
+tickerTask(void* arg)
+{
+    (void)arg;
+    while (corTaskScheduleAfter(100) == 0) {
+        atomic_fetch_add(&taskTicks, 1);
+    }
+    corLog(COR_LOG_INFO, "task ticker cancelled after %u ticks",
+           atomic_load(&taskTicks));
+}
+
+static void
+sleeperTask(void* arg)
+{
+    int rc;
+
+    while ((rc = corTaskScheduleAfter(3600 * 1000)) == 0) {
+    }
+    corLog(COR_LOG_INFO, "task %s cancelled (%d)", (const char*)arg, rc);
+}
+
+static int
+tasksLoopInit(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    (void)m;
+    (void)loop;
+    if (!tickerOn || index != 0) {
+        return 0;
+    }
+    if (corTaskSpawn(tickerTask, NULL, "ticker") != 0
+        || corTaskSpawn(sleeperTask, "sleeper", "sleeper") != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static void
+taskTicksServe(CorRequest* r)
+{
+    corRespondf(r, 200, "text/plain", "%u ticks, init spawn %d\n",
+                atomic_load(&taskTicks), initSpawnRc);
+}
+
+static void
+taskSpawnServe(CorRequest* r)
+{
+    int rc = corTaskSpawn(sleeperTask, "spawned", "spawned");
+
+    corRespondf(r, rc == 0 ? 200 : 503, "text/plain", "spawn %d\n", rc);
+}
+
+static void
+computeServe(CorRequest* r)
+{
+    int ms = queryInt(r, "ms", 1000);
+    int yield = queryInt(r, "yield", 1);
+    uint64_t end = corEvClockMs() + (uint64_t)ms;
+    unsigned yields = 0;
+
+    while (corEvClockMs() < end) {
+        uint64_t step = corEvClockMs() + 1;
+
+        while (corEvClockMs() < step) {
+        }
+        if (yield && corTaskSchedule() != 0) {
+            break;
+        }
+        yields += yield != 0;
+    }
+    corRespondf(r, 200, "text/plain", "computed, %u yields\n", yields);
+}
+
+static int
+tasksInit(CorModule* m, const CorConf* conf)
+{
+    tickerOn = corConfBool(conf, "ticker", false, corModuleErrors(m));
+    /* Refused (and logged): no loop exists yet. */
+    if (tickerOn) {
+        initSpawnRc = corTaskSpawn(tickerTask, NULL, "early");
+    }
+    if (corHandlerAdd(m, &(CorHandler){ .name = "taskticks",
+                                        .serve = taskTicksServe,
+                                        .run = COR_RUN_INLINE }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "taskspawn",
+                                           .serve = taskSpawnServe,
+                                           .run = COR_RUN_INLINE }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "compute",
+                                           .serve = computeServe,
+                                           .run = COR_RUN_COROUTINE }) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
 static int
 testkitInit(CorModule* m, const CorConf* conf)
 {
@@ -685,7 +791,7 @@ testkitInit(CorModule* m, const CorConf* conf)
                != 0) {
         return -1;
     }
-    return 0;
+    return tasksInit(m, conf);
 }
 
-COR_MODULE(testkit, .init = testkitInit);
+COR_MODULE(testkit, .init = testkitInit, .loopInit = tasksLoopInit);
