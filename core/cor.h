@@ -654,6 +654,69 @@ int corTaskScheduleAfter(int ms);
  */
 int corTaskSchedule(void);
 
+/* ---- Shared downloads ----------------------------------------------------
+ *
+ * A keyed single-flight fetch with a cache (the seed's @context case): the
+ * first request that needs a resource fetches it; every other request that
+ * needs the same key meanwhile, on any loop, worker or thread, waits for
+ * that one fetch and gets its result, and then the cached copy while its
+ * TTL lasts:
+ *
+ *     static int
+ *     fetchConfig(const char* key, void* arg, void** dataP, size_t* lenP)
+ *     {
+ *         return download(arg, key, dataP, lenP);  (waits: corRestWaitFd)
+ *     }
+ *
+ *     CorShared* s;
+ *     int rc = corShared("config", fetchConfig, origin, 5000, &s);
+ *
+ *     if (rc == 0) {
+ *         corRespond(r, 200, "application/json", corSharedData(s),
+ *                    corSharedLen(s));
+ *         corSharedRelease(s);
+ *     }
+ */
+typedef struct CorShared CorShared;
+
+/* Fetch key: on success set *dataP to malloc'ed bytes (corShared owns them
+ * from here, and frees them with the last reference) and *lenP, and return
+ * 0; else return -errno (every waiter gets it). It runs in the caller that
+ * fetches, and may wait through corRestWaitFd like any handler. */
+typedef int (*CorSharedFetchFn)(const char* key, void* arg, void** dataP,
+                                size_t* lenP);
+
+/*
+ * The result for key (a string, copied): the cached copy if one is there
+ * and its TTL lasts; the result of the fetch in flight for key, waited
+ * for; else fetch(key, arg, ...) is run here, by this caller, for every
+ * caller of key until it ends. A success is cached ttlMs (<= 0: not
+ * cached, only shared with those who waited); a failure is never cached.
+ * The owner of a fetch is the request (corRequestCurrent), else the
+ * coroutine, else the thread: two requests of one loop are a fetch and a
+ * waiter; the owner asking for the key it is fetching (from inside its
+ * fetch) is a cycle. A waiter whose wait is cancelled (a stop, its
+ * request's deadline or client) leaves alone; the fetch goes on for the
+ * others. A waiter whose fetcher was cancelled asks again (and may fetch
+ * itself).
+ *
+ * Returns 0 with *resultP set to a reference the caller owns (release it
+ * with corSharedRelease; the bytes are shared, read-only, and live while a
+ * reference does); or -errno with *resultP NULL: the fetch's error,
+ * -EDEADLK for a cycle, -ECANCELED (a stop or the caller's cancel ended
+ * its wait), -EINVAL, -ENOMEM, -EMFILE. May yield.
+ */
+int corShared(const char* key, CorSharedFetchFn fetch, void* arg,
+              int64_t ttlMs, CorShared** resultP);
+
+/* The bytes and their length; they live while a reference does. */
+const void* corSharedData(const CorShared* s);
+size_t corSharedLen(const CorShared* s);
+/* Another reference to s (for another owner), and the end of one. From
+ * any thread; releasing NULL does nothing. */
+CorShared* corSharedRef(CorShared* s);
+void corSharedRelease(CorShared* s);
+
 /* ---- Logging ------------------------------------------------------------- */
 
 typedef enum {

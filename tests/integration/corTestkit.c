@@ -709,6 +709,93 @@ computeServe(CorRequest* r)
     corRespondf(r, 200, "text/plain", "computed, %u yields\n", yields);
 }
 
+/* /shared?key=&ms=&ttl=&fail=1&self=1 (a coroutine; /sharedw the same
+ * on a worker): corShared of key, whose fetch waits ms, counts itself
+ * (/sharedcount) and answers "KEY #N" (N: which fetch it was), or fails
+ * with EIO; with self=1 the fetch asks for its own key first, and the
+ * answer says what that got ("inner -35": EDEADLK). */
+static atomic_uint sharedFetches;
+
+typedef struct {
+    int ms;
+    bool fail;
+    bool self;
+    int innerRc;
+} SharedJob;
+
+static int
+sharedFetch(const char* key, void* arg, void** dataP, size_t* lenP)
+{
+    SharedJob* job = arg;
+    unsigned n = atomic_fetch_add(&sharedFetches, 1) + 1;
+    short revents;
+    char* data;
+
+    if (job->self) {
+        CorShared* inner = NULL;
+
+        job->innerRc = corShared(key, sharedFetch, arg, 0, &inner);
+        corSharedRelease(inner);
+    }
+    if (job->ms > 0 && corRestWaitFd(-1, 0, job->ms, &revents) < 0) {
+        return -errno;
+    }
+    if (job->fail) {
+        return -EIO;
+    }
+    data = malloc(strlen(key) + 16);
+    if (data == NULL) {
+        return -ENOMEM;
+    }
+    *lenP = (size_t)sprintf(data, "%s #%u", key, n);
+    *dataP = data;
+    return 0;
+}
+
+static void
+sharedServe(CorRequest* r)
+{
+    const char* key = corRequestQuery(r, "key");
+    SharedJob job = { .ms = queryInt(r, "ms", 0),
+                      .fail = queryInt(r, "fail", 0) != 0,
+                      .self = queryInt(r, "self", 0) != 0, .innerRc = 1 };
+    CorShared* s;
+    int rc = corShared(key != NULL ? key : "key", sharedFetch, &job,
+                       queryInt(r, "ttl", 0), &s);
+
+    if (rc != 0) {
+        corRespondf(r, 502, "text/plain", "error %d\n", rc);
+        return;
+    }
+    corRespondf(r, 200, "text/plain", "%.*s inner %d\n",
+                (int)corSharedLen(s), (const char*)corSharedData(s),
+                job.innerRc);
+    corSharedRelease(s);
+}
+
+static void
+sharedCountServe(CorRequest* r)
+{
+    corRespondf(r, 200, "text/plain", "%u\n", atomic_load(&sharedFetches));
+}
+
+static int
+sharedInit(CorModule* m)
+{
+    if (corHandlerAdd(m, &(CorHandler){ .name = "shared",
+                                        .serve = sharedServe,
+                                        .run = COR_RUN_COROUTINE }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "sharedw",
+                                           .serve = sharedServe,
+                                           .run = COR_RUN_WORKER }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "sharedcount",
+                                           .serve = sharedCountServe,
+                                           .run = COR_RUN_INLINE }) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
 static int
 tasksInit(CorModule* m, const CorConf* conf)
 {
@@ -728,7 +815,7 @@ tasksInit(CorModule* m, const CorConf* conf)
                                            .run = COR_RUN_COROUTINE }) != 0) {
         return -1;
     }
-    return 0;
+    return sharedInit(m);
 }
 
 static int
