@@ -702,6 +702,126 @@ void corConnRelease(CorConn* c);
  * error): closed at once. c is gone after the call. */
 void corConnClose(CorConn* c);
 
+/* ---- Background tasks ----------------------------------------------------
+ *
+ * Long-running work of a module (a health check, a subscriber, a cache
+ * refresher), the bi-modal seed's SPAWN, schedule_after and schedule; the
+ * same source runs in both modes:
+ *
+ *     static void
+ *     healthCheck(void* arg)
+ *     {
+ *         while (corTaskScheduleAfter(1000) == 0) {
+ *             probe(arg);             (waits through corRestWaitFd)
+ *         }
+ *     }
+ *
+ *     corTaskSpawn(healthCheck, upstream, "health");   (in loopInit)
+ */
+typedef void (*CorTaskFn)(void* arg);
+
+/*
+ * Start fn(arg) as a background task named name (for logs; copied). With
+ * coroutines on and called on a loop's thread (a module's loopInit, an
+ * inline or coroutine handler) it is a coroutine of that loop, started at
+ * the loop's next iteration; elsewhere (a worker, blocking mode, or
+ * past the loop's coroutine cap) a thread of its own, not a pool worker,
+ * which it would hold for the generation's life. A stop or a reload (the
+ * generation ends) cancels its waits: fn must return when a wait fails
+ * with ECANCELED, and the stop waits for it (the coroutine ends with its
+ * loop, the thread is joined). arg is the caller's and must outlive the
+ * task (the generation, for one spawned in loopInit).
+ *
+ * Not from a module's init, which runs before the loops exist: spawn in
+ * loopInit (one per loop) or from a handler. Returns 0, or -EPERM (no
+ * generation is running: module init, or no server), -ECANCELED (the
+ * generation is stopping), -EINVAL (fn NULL), -ENOMEM or -EAGAIN (no
+ * thread to be had); a refusal is logged, and nothing runs.
+ */
+int corTaskSpawn(CorTaskFn fn, void* arg, const char* name);
+
+/*
+ * The seed's shutdown-aware schedule_after: wait ms (through
+ * corRestWaitFd: a coroutine yields, a thread polls). Returns 0 when the
+ * time passed, -ECANCELED at once when a stop (or the request's cancel,
+ * in a handler) ended the wait, and for every call after. May yield.
+ */
+int corTaskScheduleAfter(int ms);
+
+/*
+ * The seed's schedule(): a cooperative yield. In a coroutine the loop
+ * serves its events and its other coroutines first, then this one goes
+ * on; call it between the steps of a long computation so that the loop's
+ * other requests are not starved. On a thread (a worker, a task's own
+ * thread, blocking mode) it is a no-op, since the thread is its own.
+ * Returns 0, or -ECANCELED once a stop (or the request's cancel) came:
+ * stop computing. May yield.
+ */
+int corTaskSchedule(void);
+
+/* ---- Shared downloads ----------------------------------------------------
+ *
+ * A keyed single-flight fetch with a cache (the seed's @context case): the
+ * first request that needs a resource fetches it; every other request that
+ * needs the same key meanwhile, on any loop, worker or thread, waits for
+ * that one fetch and gets its result, and then the cached copy while its
+ * TTL lasts:
+ *
+ *     static int
+ *     fetchConfig(const char* key, void* arg, void** dataP, size_t* lenP)
+ *     {
+ *         return download(arg, key, dataP, lenP);  (waits: corRestWaitFd)
+ *     }
+ *
+ *     CorShared* s;
+ *     int rc = corShared("config", fetchConfig, origin, 5000, &s);
+ *
+ *     if (rc == 0) {
+ *         corRespond(r, 200, "application/json", corSharedData(s),
+ *                    corSharedLen(s));
+ *         corSharedRelease(s);
+ *     }
+ */
+typedef struct CorShared CorShared;
+
+/* Fetch key: on success set *dataP to malloc'ed bytes (corShared owns them
+ * from here, and frees them with the last reference) and *lenP, and return
+ * 0; else return -errno (every waiter gets it). It runs in the caller that
+ * fetches, and may wait through corRestWaitFd like any handler. */
+typedef int (*CorSharedFetchFn)(const char* key, void* arg, void** dataP,
+                                size_t* lenP);
+
+/*
+ * The result for key (a string, copied): the cached copy if one is there
+ * and its TTL lasts; the result of the fetch in flight for key, waited
+ * for; else fetch(key, arg, ...) is run here, by this caller, for every
+ * caller of key until it ends. A success is cached ttlMs (<= 0: not
+ * cached, only shared with those who waited); a failure is never cached.
+ * The owner of a fetch is the request (corRequestCurrent), else the
+ * coroutine, else the thread: two requests of one loop are a fetch and a
+ * waiter; the owner asking for the key it is fetching (from inside its
+ * fetch) is a cycle. A waiter whose wait is cancelled (a stop, its
+ * request's deadline or client) leaves alone; the fetch goes on for the
+ * others. A waiter whose fetcher was cancelled asks again (and may fetch
+ * itself).
+ *
+ * Returns 0 with *resultP set to a reference the caller owns (release it
+ * with corSharedRelease; the bytes are shared, read-only, and live while a
+ * reference does); or -errno with *resultP NULL: the fetch's error,
+ * -EDEADLK for a cycle, -ECANCELED (a stop or the caller's cancel ended
+ * its wait), -EINVAL, -ENOMEM, -EMFILE. May yield.
+ */
+int corShared(const char* key, CorSharedFetchFn fetch, void* arg,
+              int64_t ttlMs, CorShared** resultP);
+
+/* The bytes and their length; they live while a reference does. */
+const void* corSharedData(const CorShared* s);
+size_t corSharedLen(const CorShared* s);
+/* Another reference to s (for another owner), and the end of one. From
+ * any thread; releasing NULL does nothing. */
+CorShared* corSharedRef(CorShared* s);
+void corSharedRelease(CorShared* s);
+
 /* ---- Logging ------------------------------------------------------------- */
 
 typedef enum {

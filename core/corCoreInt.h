@@ -201,6 +201,17 @@ int corUpgradedAdopt(CorUpgraded* u, const CorTransport* t,
 /* Close u's connection if open and free u. */
 void corUpgradedFree(CorUpgraded* u);
 
+/* ---- Background tasks (corTask.c) ---------------------------------------- */
+
+/* Tasks may start from here (before the loops start, so that a module's
+ * loopInit may spawn them). */
+void corTasksOpen(void);
+/* Refuse new tasks, cancel the threads' waits and join them; the
+ * coroutines end with their loops. After corRestCancelAll. */
+void corTasksStop(void);
+/* Tasks running now. */
+unsigned corTasksLive(void);
+
 /* ---- Connections out (corConn.c, corConnPool.c) ------------------------- */
 
 /* What client: in the configuration sets (corConnSetup). */

@@ -295,6 +295,7 @@ stop(void)
     }
     atomic_store(&corRuntime.stopping, true);
     corRestCancelAll();
+    corTasksStop();
     corEvPoolShutdown(corRuntime.workers);
     corCoBlockingShutdown();
     for (unsigned i = 0; i < corRuntime.loopCount; i++) {
@@ -434,6 +435,7 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
         corCoLoopCapSet(corRuntime.loops[i],
                         config->runtime.coroutines.perLoop);
     }
+    corTasksOpen();
     if (corRuntime.workers == NULL || corRuntime.loops == NULL
         || loopsStart(listeners, listenerCount) != 0) {
         corConfErrorf(&errors, NULL, "the generation could not start its "

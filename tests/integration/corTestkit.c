@@ -651,6 +651,199 @@ upgradeServe(CorRequest* r)
     }
 }
 
+/* ---- Background tasks and shared downloads ------------------------------
+ *
+ * With `ticker: true` in the module's entry, loop 0's loopInit spawns a
+ * task that ticks every 100 ms (/taskticks counts them) and one that
+ * sleeps for an hour; each logs "task NAME cancelled" when a stop ends it.
+ * /taskspawn spawns such a sleeper from a handler; /compute?ms= computes
+ * that long on its loop, yielding (corTaskSchedule) every millisecond
+ * unless ?yield=0. */
+static bool tickerOn;
+static atomic_uint taskTicks;
+static int initSpawnRc;
+
+static void
+tickerTask(void* arg)
+{
+    (void)arg;
+    while (corTaskScheduleAfter(100) == 0) {
+        atomic_fetch_add(&taskTicks, 1);
+    }
+    corLog(COR_LOG_INFO, "task ticker cancelled after %u ticks",
+           atomic_load(&taskTicks));
+}
+
+static void
+sleeperTask(void* arg)
+{
+    int rc;
+
+    while ((rc = corTaskScheduleAfter(3600 * 1000)) == 0) {
+    }
+    corLog(COR_LOG_INFO, "task %s cancelled (%d)", (const char*)arg, rc);
+}
+
+static int
+tasksLoopInit(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    (void)m;
+    (void)loop;
+    if (!tickerOn || index != 0) {
+        return 0;
+    }
+    if (corTaskSpawn(tickerTask, NULL, "ticker") != 0
+        || corTaskSpawn(sleeperTask, "sleeper", "sleeper") != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static void
+taskTicksServe(CorRequest* r)
+{
+    corRespondf(r, 200, "text/plain", "%u ticks, init spawn %d\n",
+                atomic_load(&taskTicks), initSpawnRc);
+}
+
+static void
+taskSpawnServe(CorRequest* r)
+{
+    int rc = corTaskSpawn(sleeperTask, "spawned", "spawned");
+
+    corRespondf(r, rc == 0 ? 200 : 503, "text/plain", "spawn %d\n", rc);
+}
+
+static void
+computeServe(CorRequest* r)
+{
+    int ms = queryInt(r, "ms", 1000);
+    int yield = queryInt(r, "yield", 1);
+    uint64_t end = corEvClockMs() + (uint64_t)ms;
+    unsigned yields = 0;
+
+    while (corEvClockMs() < end) {
+        uint64_t step = corEvClockMs() + 1;
+
+        while (corEvClockMs() < step) {
+        }
+        if (yield && corTaskSchedule() != 0) {
+            break;
+        }
+        yields += yield != 0;
+    }
+    corRespondf(r, 200, "text/plain", "computed, %u yields\n", yields);
+}
+
+/* /shared?key=&ms=&ttl=&fail=1&self=1 (a coroutine; /sharedw the same
+ * on a worker): corShared of key, whose fetch waits ms, counts itself
+ * (/sharedcount) and answers "KEY #N" (N: which fetch it was), or fails
+ * with EIO; with self=1 the fetch asks for its own key first, and the
+ * answer says what that got ("inner -35": EDEADLK). */
+static atomic_uint sharedFetches;
+
+typedef struct {
+    int ms;
+    bool fail;
+    bool self;
+    int innerRc;
+} SharedJob;
+
+static int
+sharedFetch(const char* key, void* arg, void** dataP, size_t* lenP)
+{
+    SharedJob* job = arg;
+    unsigned n = atomic_fetch_add(&sharedFetches, 1) + 1;
+    short revents;
+    char* data;
+
+    if (job->self) {
+        CorShared* inner = NULL;
+
+        job->innerRc = corShared(key, sharedFetch, arg, 0, &inner);
+        corSharedRelease(inner);
+    }
+    if (job->ms > 0 && corRestWaitFd(-1, 0, job->ms, &revents) < 0) {
+        return -errno;
+    }
+    if (job->fail) {
+        return -EIO;
+    }
+    data = malloc(strlen(key) + 16);
+    if (data == NULL) {
+        return -ENOMEM;
+    }
+    *lenP = (size_t)sprintf(data, "%s #%u", key, n);
+    *dataP = data;
+    return 0;
+}
+
+static void
+sharedServe(CorRequest* r)
+{
+    const char* key = corRequestQuery(r, "key");
+    SharedJob job = { .ms = queryInt(r, "ms", 0),
+                      .fail = queryInt(r, "fail", 0) != 0,
+                      .self = queryInt(r, "self", 0) != 0, .innerRc = 1 };
+    CorShared* s;
+    int rc = corShared(key != NULL ? key : "key", sharedFetch, &job,
+                       queryInt(r, "ttl", 0), &s);
+
+    if (rc != 0) {
+        corRespondf(r, 502, "text/plain", "error %d\n", rc);
+        return;
+    }
+    corRespondf(r, 200, "text/plain", "%.*s inner %d\n",
+                (int)corSharedLen(s), (const char*)corSharedData(s),
+                job.innerRc);
+    corSharedRelease(s);
+}
+
+static void
+sharedCountServe(CorRequest* r)
+{
+    corRespondf(r, 200, "text/plain", "%u\n", atomic_load(&sharedFetches));
+}
+
+static int
+sharedInit(CorModule* m)
+{
+    if (corHandlerAdd(m, &(CorHandler){ .name = "shared",
+                                        .serve = sharedServe,
+                                        .run = COR_RUN_COROUTINE }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "sharedw",
+                                           .serve = sharedServe,
+                                           .run = COR_RUN_WORKER }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "sharedcount",
+                                           .serve = sharedCountServe,
+                                           .run = COR_RUN_INLINE }) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static int
+tasksInit(CorModule* m, const CorConf* conf)
+{
+    tickerOn = corConfBool(conf, "ticker", false, corModuleErrors(m));
+    /* Refused (and logged): no loop exists yet. */
+    if (tickerOn) {
+        initSpawnRc = corTaskSpawn(tickerTask, NULL, "early");
+    }
+    if (corHandlerAdd(m, &(CorHandler){ .name = "taskticks",
+                                        .serve = taskTicksServe,
+                                        .run = COR_RUN_INLINE }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "taskspawn",
+                                           .serve = taskSpawnServe,
+                                           .run = COR_RUN_INLINE }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "compute",
+                                           .serve = computeServe,
+                                           .run = COR_RUN_COROUTINE }) != 0) {
+        return -1;
+    }
+    return sharedInit(m);
+}
+
 static int
 testkitInit(CorModule* m, const CorConf* conf)
 {
@@ -717,7 +910,7 @@ testkitInit(CorModule* m, const CorConf* conf)
                != 0) {
         return -1;
     }
-    return 0;
+    return tasksInit(m, conf);
 }
 
-COR_MODULE(testkit, .init = testkitInit);
+COR_MODULE(testkit, .init = testkitInit, .loopInit = tasksLoopInit);
