@@ -7,6 +7,9 @@
  */
 #include "cor.h"
 
+/* The HTTP client's handlers (corTestkitClient.c). */
+void corTestkitClientAdd(CorModule* m, int* rc);
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -688,4 +691,13 @@ testkitInit(CorModule* m, const CorConf* conf)
     return 0;
 }
 
-COR_MODULE(testkit, .init = testkitInit);
+static int
+testkitInitAll(CorModule* m, const CorConf* conf)
+{
+    int rc = testkitInit(m, conf);
+
+    corTestkitClientAdd(m, &rc);
+    return rc;
+}
+
+COR_MODULE(testkit, .init = testkitInitAll);
