@@ -698,7 +698,9 @@ attempt(Exchange* ex, const char* request, size_t requestLen)
     ex->res->reused = corConnReused(ex->c);
     ex->gotByte = false;
     ex->len = 0;
-    rc = corConnWriteAll(ex->c, request, requestLen, waitMs(ex));
+    ms = waitMs(ex);
+    rc = ms == -ETIMEDOUT ? -ETIMEDOUT
+                          : corConnWriteAll(ex->c, request, requestLen, ms);
     if (rc < 0) {
         if (rc == -ETIMEDOUT) {
             timeoutSay(ex);

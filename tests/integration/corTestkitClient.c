@@ -4,9 +4,10 @@
  * corHttpClientTest:
  *
  *   /client?url=U&method=M&connect_ms=&first_ms=&total_ms=&max=&body=
- *       one exchange: "status=S reused=R retried=T len=N body=FIRST-LINE"
- *       and the upstream's X-Test header, or on failure 502 (504 timed
- *       out, 503 cancelled) "rc=-ERRNO error=WHY".
+ *       one exchange: "status=S reused=R retried=T len=N body=LINE
+ *       x-test=V", LINE the body's first line (64 bytes at most), V the
+ *       upstream's X-Test header; or on failure 502 (504 timed out, 503
+ *       cancelled) "rc=-ERRNO error=WHY".
  *   /fanout?n=N&url=U[&total_ms=]
  *       starts N exchanges, then collects each: "n=N ok=K ms=ELAPSED
  *       statuses=S,S,...".
@@ -69,6 +70,7 @@ clientServe(CorRequest* r)
     CorHttpClientRequest q;
     CorHttpClientResponse res;
     const CorHeader* test;
+    size_t line;
     int rc;
 
     requestFrom(r, &q);
@@ -82,9 +84,10 @@ clientServe(CorRequest* r)
         return;
     }
     test = corHttpClientHeader(&res, "x-test");
+    line = strcspn(res.body, "\r\n");
     corRespondf(r, 200, "text/plain", "status=%d reused=%d retried=%d "
                 "len=%zu body=%.*s x-test=%.*s\n", res.status, res.reused,
-                res.retried, res.bodyLen, (int)strcspn(res.body, "\r\n"),
+                res.retried, res.bodyLen, (int)(line < 64 ? line : 64),
                 res.body, test ? (int)test->valueLen : 0,
                 test ? test->value : "");
     corHttpClientResponseFree(&res);
