@@ -199,6 +199,9 @@ struct CorRequest {
     bool inFinish;
     bool serving;               /* the handler runs: it can be cancelled */
     CorRestCancel cancel;       /* ends the running phase's waits */
+    /* HTTP client exchanges the running phase started and has not
+     * collected (corHttpClient.h): cancelled with it, and at its end. */
+    struct CorHttpClientCall* clientCalls;
     CorEvTimer deadline;        /* the handler's timeout, when it has one */
     atomic_uint answer;         /* with a deadline: who answered first */
     CorUpgraded* upgrade;       /* corRequestUpgrade was called */
@@ -638,6 +641,9 @@ typedef struct {
                                    client.connect_timeout */
     CorTlsClient* tlsClient;    /* TLS settings (CA, verification, ALPN);
                                    NULL: the default, from client.ca_file */
+    bool fresh;                 /* a new connection, never a pooled one
+                                   (the retry of a request that a pooled
+                                   connection lost) */
 } CorConnTarget;
 
 /*

@@ -492,7 +492,7 @@ corConnOpen(const CorConnTarget* target, int* errP, char* why, size_t whyLen)
     }
     targetKey(target, tls, key, sizeof(key));
     pool = corConnPoolCurrent();
-    c = pool != NULL ? corConnPoolTake(pool, key) : NULL;
+    c = pool != NULL && !target->fresh ? corConnPoolTake(pool, key) : NULL;
     if (c != NULL) {
         c->reused = true;
         corMetricsClient(COR_CLIENT_REUSED);

@@ -267,6 +267,14 @@ bool corConnPoolPut(CorConn* c);
 void corConnPoolLoopExit(void);
 void corConnPoolShutdown(void);
 
+/* ---- The HTTP client (corHttpClientCall.c) ------------------------------ */
+
+/* Cancel the exchanges r started and has not collected (r was cancelled);
+ * on r's loop. */
+void corHttpClientRequestCancel(CorRequest* r);
+/* r's phase is over: give up what it left uncollected. */
+void corHttpClientRequestEnd(CorRequest* r);
+
 /* ---- Counters (corMetrics.c) --------------------------------------------- */
 
 /* Counted by the loop that owns them (no atomics), summed when read; each

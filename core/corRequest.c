@@ -449,6 +449,9 @@ served(CorRequest* r)
 {
     corEvTimerStop(r->loop, &r->deadline);
     r->serving = false;
+    if (r->clientCalls != NULL) {
+        corHttpClientRequestEnd(r);
+    }
     if (r->deadline.fn != NULL
         && atomic_load(&r->answer) == ANSWER_TIMEOUT) {
         respondSet(r, 504, "text/plain", "the handler timed out\n", 22);
@@ -474,6 +477,9 @@ requestEnd(CorRequest* r)
 {
     CorLoopCounters* c = counters();
 
+    if (r->clientCalls != NULL) {
+        corHttpClientRequestEnd(r);
+    }
     if (r->inFinish) {
         gaugeAdd(&c->finishing, -1);
         /* A stop cancelled its waits: it may not have done its work. */
@@ -614,6 +620,7 @@ deadlinePassed(CorEvTimer* timer)
     }
     counters()->timedOut++;
     corRestCancel(&r->cancel);
+    corHttpClientRequestCancel(r);
 }
 
 /*
@@ -685,6 +692,7 @@ requestInit(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     r->startMs = corEvNow(r->loop);
     r->serving = false;
     r->upgrade = NULL;
+    r->clientCalls = NULL;
     memset(&r->cancel, 0, sizeof(r->cancel));
     memset(&r->deadline, 0, sizeof(r->deadline));
     atomic_init(&r->answer, ANSWER_OPEN);
@@ -736,6 +744,7 @@ corRequestCancel(CorRequest* r)
     }
     counters()->cancelled++;
     corRestCancel(&r->cancel);
+    corHttpClientRequestCancel(r);
 }
 
 bool

@@ -89,6 +89,19 @@ corLog(CorLogLevel level, const char* fmt, ...)
     (void)fmt;
 }
 
+/* The HTTP client's hooks: the test's handlers start no exchange. */
+void
+corHttpClientRequestCancel(CorRequest* r)
+{
+    (void)r;
+}
+
+void
+corHttpClientRequestEnd(CorRequest* r)
+{
+    ck_assert_ptr_null(r->clientCalls);
+}
+
 /* ---- The test's protocol ------------------------------------------------- */
 
 typedef struct {

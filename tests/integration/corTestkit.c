@@ -7,6 +7,9 @@
  */
 #include "cor.h"
 
+/* The HTTP client's handlers (corTestkitClient.c). */
+void corTestkitClientAdd(CorModule* m, int* rc);
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -913,4 +916,13 @@ testkitInit(CorModule* m, const CorConf* conf)
     return tasksInit(m, conf);
 }
 
-COR_MODULE(testkit, .init = testkitInit, .loopInit = tasksLoopInit);
+static int
+testkitInitAll(CorModule* m, const CorConf* conf)
+{
+    int rc = testkitInit(m, conf);
+
+    corTestkitClientAdd(m, &rc);
+    return rc;
+}
+
+COR_MODULE(testkit, .init = testkitInitAll, .loopInit = tasksLoopInit);

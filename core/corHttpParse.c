@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The HTTP/1.1 request parser: one forward pass over the head, driven by a
- * 256-entry table of character classes, and a byte-driven state machine
- * for chunked bodies (corHttpParse.h has the contract).
+ * The HTTP/1.1 parsers: one forward pass over a request or a response
+ * head, driven by a 256-entry table of character classes, and a
+ * byte-driven state machine for chunked bodies (corHttpParse.h has the
+ * contract).
  *
  * Lines end in CRLF only. RFC 9112 section 2.2 lets a recipient take a bare
  * LF as a line end, and nginx does; we refuse it (400) everywhere: in the
@@ -801,6 +802,311 @@ moreLine:
 
 moreHead:
     return len > cap ? -431 : 0;
+}
+
+/* ---- Responses ------------------------------------------------------------ */
+
+/* What a response head's fields said. */
+typedef struct {
+    bool contentLength;
+    bool transferEncoding;
+    bool close;
+    bool keepAlive;
+} ResponseFacts;
+
+/* Content-Length, alone or as a list of one repeated value ("5, 5"); a
+ * second field line must say the same. */
+static int
+responseLengthSeen(CorHttpResponseHead* head, const CorHttpHeader* h,
+                   ResponseFacts* facts)
+{
+    const char* p = h->value;
+    const char* end = p + h->valueLen;
+    bool any = false;
+
+    while (p < end) {
+        int64_t n = 0;
+        const char* start;
+
+        while (p < end && (*p == ',' || isOws(*p))) {
+            p++;
+        }
+        if (p == end) {
+            break;
+        }
+        start = p;
+        while (p < end && *p >= '0' && *p <= '9') {
+            unsigned d = (unsigned)(*p - '0');
+
+            if (n > (INT64_MAX - d) / 10) {
+                return COR_HTTP_RESPONSE_BAD_LENGTH;
+            }
+            n = n * 10 + d;
+            p++;
+        }
+        while (p < end && isOws(*p)) {
+            p++;
+        }
+        if (p == start || (p < end && *p != ',')) {
+            return COR_HTTP_RESPONSE_BAD_LENGTH;
+        }
+        if ((facts->contentLength || any) && n != head->contentLength) {
+            return COR_HTTP_RESPONSE_BAD_LENGTH;
+        }
+        head->contentLength = n;
+        any = true;
+    }
+    if (!any) {
+        return COR_HTTP_RESPONSE_BAD_LENGTH;
+    }
+    facts->contentLength = true;
+    return 0;
+}
+
+/* Transfer-Encoding: exactly chunked, once, in HTTP/1.1. */
+static int
+responseCodingSeen(CorHttpResponseHead* head, const CorHttpHeader* h,
+                   ResponseFacts* facts)
+{
+    const char* p = h->value;
+    const char* end = p + h->valueLen;
+    unsigned codings = 0;
+
+    if (head->versionMinor == 0 || facts->transferEncoding) {
+        return COR_HTTP_RESPONSE_BAD_FRAMING;
+    }
+    facts->transferEncoding = true;
+    while (p < end) {
+        const char* start;
+        const char* stop;
+
+        while (p < end && (*p == ',' || isOws(*p))) {
+            p++;
+        }
+        if (p == end) {
+            break;
+        }
+        start = p;
+        while (p < end && *p != ',') {
+            p++;
+        }
+        stop = p;
+        while (stop > start && isOws(stop[-1])) {
+            stop--;
+        }
+        if (!equalsNoCase(start, (size_t)(stop - start), "chunked")) {
+            return COR_HTTP_RESPONSE_BAD_CODING;
+        }
+        codings++;
+    }
+    if (codings != 1) {
+        return COR_HTTP_RESPONSE_BAD_FRAMING;
+    }
+    head->chunked = true;
+    return 0;
+}
+
+static int
+responseFieldSeen(CorHttpResponseHead* head, const CorHttpHeader* h,
+                  ResponseFacts* facts)
+{
+    HeadFacts connection = { 0 };
+
+    if (h->nameLen == 14 && equalsNoCase(h->name, 14, "content-length")) {
+        return responseLengthSeen(head, h, facts);
+    }
+    if (h->nameLen == 17 && equalsNoCase(h->name, 17, "transfer-encoding")) {
+        return responseCodingSeen(head, h, facts);
+    }
+    if (h->nameLen == 10 && equalsNoCase(h->name, 10, "connection")) {
+        connectionSeen(h, &connection);
+        facts->close |= connection.close;
+        facts->keepAlive |= connection.keepAlive;
+    }
+    return 0;
+}
+
+/* "HTTP/1.x NNN reason\r\n": the status line, at p. Sets *lineEnd past its
+ * CRLF; returns 0, 1 for more bytes, or an error. */
+static int
+statusLineParse(const char* p, const char* end, CorHttpResponseHead* head,
+                const char** lineEnd)
+{
+    static const char version[] = "HTTP/#.# ###"; /* '#': a digit */
+    const char* start = p;
+    const char* reason;
+
+    for (const char* v = version; *v != '\0'; v++, p++) {
+        if (p == end) {
+            return 1;
+        }
+        if (*v == '#' ? *p < '0' || *p > '9' : *p != *v) {
+            return v - version >= 5 && v - version < 8
+                   ? COR_HTTP_RESPONSE_BAD_VERSION
+                   : COR_HTTP_RESPONSE_BAD_STATUS_LINE;
+        }
+    }
+    if (start[5] != '1' || start[7] > '1') {
+        return COR_HTTP_RESPONSE_BAD_VERSION;
+    }
+    head->versionMinor = start[7] - '0';
+    head->status = (start[9] - '0') * 100 + (start[10] - '0') * 10
+                   + (start[11] - '0');
+    if (head->status < 100 || head->status > 599) {
+        return COR_HTTP_RESPONSE_BAD_STATUS_LINE;
+    }
+    if (p == end) {
+        return 1;
+    }
+    if (*p == ' ') {
+        p++;
+    } else if (*p != '\r') {
+        return COR_HTTP_RESPONSE_BAD_STATUS_LINE;
+    }
+    reason = p;
+    p = scanField(p, end);
+    if (p == end || (*p == '\r' && end - p < 2)) {
+        return 1;
+    }
+    if (*p != '\r' || p[1] != '\n') {
+        return COR_HTTP_RESPONSE_BAD_STATUS_LINE;
+    }
+    head->reason = reason;
+    head->reasonLen = (size_t)(p - reason);
+    *lineEnd = p + 2;
+    return 0;
+}
+
+int
+corHttpParseResponseHead(const char* buf, size_t len,
+                         const CorHttpLimits* limits,
+                         CorHttpResponseHead* head)
+{
+    ResponseFacts facts = { 0 };
+    size_t cap = len;
+    const char* p = buf;
+    const char* end;
+    const char* start;
+    int rc;
+
+    assert(limits != NULL && head != NULL);
+    if (cap > limits->headerBytes) {
+        cap = limits->headerBytes;
+    }
+    if (cap > INT_MAX) {
+        cap = INT_MAX;
+    }
+    end = buf + cap;
+    head->versionMinor = 0;
+    head->status = 0;
+    head->reason = NULL;
+    head->reasonLen = 0;
+    head->headerCount = 0;
+    head->contentLength = -1;
+    head->chunked = head->keepAlive = false;
+    head->headLen = 0;
+
+    rc = statusLineParse(p, end, head, &p);
+    if (rc == 1) {
+        goto more;
+    }
+    if (rc < 0) {
+        return rc;
+    }
+    for (;;) {
+        CorHttpHeader* h;
+        const char* valueEnd;
+
+        if (p == end) {
+            goto more;
+        }
+        if (*p == '\r') {
+            if (end - p < 2) {
+                goto more;
+            }
+            if (p[1] != '\n') {
+                return COR_HTTP_RESPONSE_BAD_FIELD;
+            }
+            p += 2;
+            break;
+        }
+        if (head->headerCount == limits->maxHeaders) {
+            return COR_HTTP_RESPONSE_TOO_MANY_FIELDS;
+        }
+        start = p;
+        p = scanClass(p, end, COR_HTTP_CH_TOKEN);
+        if (p == end) {
+            goto more;
+        }
+        /* Refuses obs-fold, whitespace before the colon, no colon. */
+        if (*p != ':' || p == start) {
+            return COR_HTTP_RESPONSE_BAD_FIELD;
+        }
+        h = &head->headers[head->headerCount];
+        h->name = start;
+        h->nameLen = (size_t)(p - start);
+        p++;
+        while (p < end && isOws(*p)) {
+            p++;
+        }
+        start = p;
+        p = scanField(p, end);
+        if (p == end || (*p == '\r' && end - p < 2)) {
+            goto more;
+        }
+        if (*p != '\r' || p[1] != '\n') {
+            return COR_HTTP_RESPONSE_BAD_FIELD;
+        }
+        valueEnd = p;
+        while (valueEnd > start && isOws(valueEnd[-1])) {
+            valueEnd--;
+        }
+        h->value = start;
+        h->valueLen = (size_t)(valueEnd - start);
+        p += 2;
+        head->headerCount++;
+        rc = responseFieldSeen(head, h, &facts);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    if (facts.contentLength && facts.transferEncoding) {
+        return COR_HTTP_RESPONSE_BAD_FRAMING;
+    }
+    head->keepAlive = !facts.close
+                      && (head->versionMinor == 1 || facts.keepAlive);
+    head->headLen = (size_t)(p - buf);
+    return (int)head->headLen;
+
+more:
+    return len > cap ? COR_HTTP_RESPONSE_TOO_LARGE : 0;
+}
+
+const char*
+corHttpResponseErrorText(int rc)
+{
+    switch (rc) {
+    case COR_HTTP_RESPONSE_BAD_STATUS_LINE:
+        return "a malformed status line";
+    case COR_HTTP_RESPONSE_BAD_VERSION:
+        return "an HTTP version other than 1.0 and 1.1";
+    case COR_HTTP_RESPONSE_BAD_FIELD:
+        return "a malformed header field (bad syntax, obs-fold, a bare CR "
+               "or LF, a control byte)";
+    case COR_HTTP_RESPONSE_BAD_LENGTH:
+        return "a malformed or contradictory Content-Length";
+    case COR_HTTP_RESPONSE_BAD_FRAMING:
+        return "an ambiguous framing (Content-Length with "
+               "Transfer-Encoding, chunked twice or in HTTP/1.0)";
+    case COR_HTTP_RESPONSE_BAD_CODING:
+        return "a transfer coding other than chunked";
+    case COR_HTTP_RESPONSE_TOO_LARGE:
+        return "a response head over the size limit";
+    case COR_HTTP_RESPONSE_TOO_MANY_FIELDS:
+        return "too many header fields";
+    default:
+        return "a malformed response head";
+    }
 }
 
 const CorHttpHeader*

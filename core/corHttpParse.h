@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The HTTP/1.1 request parser of the HTTP server module: the request head
- * (RFC 9112 sections 2 to 7), chunked bodies, and two helpers around them
- * (header lookup, query splitting). Pure code: no allocation, no I/O and
- * nothing from the rest of cor, so that it can be tested and fuzzed alone.
+ * The HTTP/1.1 wire format, both sides: the request head (RFC 9112
+ * sections 2 to 7) that the HTTP server module reads, the response head
+ * that the core's HTTP client reads, chunked bodies (either way), and two
+ * helpers around them (header lookup, query splitting). Pure code: no
+ * allocation, no I/O and nothing from the rest of cor, so that it can be
+ * tested and fuzzed alone.
+ *
+ * One copy: it is compiled into the core (the cor binary), which exports
+ * its symbols (-rdynamic) to the modules, so the server module and the
+ * client read HTTP with the same code.
  *
  * It is strict on purpose. Whatever two parsers could read differently
  * (the framing headers, bare CR or LF, obs-fold, odd bytes) is refused,
@@ -163,5 +169,65 @@ typedef struct {
  */
 int corHttpQueryParse(const char* query, size_t queryLen, char* out,
                       CorHttpQueryParam* params, unsigned maxParams);
+
+/* ---- Responses ------------------------------------------------------------ */
+
+/* Why a response head was refused: corHttpParseResponseHead's negative
+ * results. */
+typedef enum {
+    COR_HTTP_RESPONSE_BAD_STATUS_LINE = -1, /* not "HTTP/1.x NNN reason" */
+    COR_HTTP_RESPONSE_BAD_VERSION = -2,     /* not HTTP/1.0 or HTTP/1.1 */
+    COR_HTTP_RESPONSE_BAD_FIELD = -3,       /* field syntax, obs-fold, a bare
+                                               CR or LF, a control byte */
+    COR_HTTP_RESPONSE_BAD_LENGTH = -4,      /* a Content-Length not a number,
+                                               or two that differ */
+    COR_HTTP_RESPONSE_BAD_FRAMING = -5,     /* both Content-Length and
+                                               Transfer-Encoding, chunked not
+                                               alone, chunked in HTTP/1.0 */
+    COR_HTTP_RESPONSE_BAD_CODING = -6,      /* a transfer coding other than
+                                               chunked */
+    COR_HTTP_RESPONSE_TOO_LARGE = -7,       /* past headerBytes */
+    COR_HTTP_RESPONSE_TOO_MANY_FIELDS = -8  /* past maxHeaders */
+} CorHttpResponseError;
+
+/* A parsed response head. Owned by the caller; pointers point into the
+ * parsed buffer. */
+typedef struct {
+    int versionMinor;         /* 0 or 1 */
+    int status;               /* 100..599 */
+    const char* reason;       /* possibly empty */
+    size_t reasonLen;
+    CorHttpHeader* headers;   /* the caller's array, as for a request */
+    unsigned headerCount;
+    int64_t contentLength;    /* -1 when absent */
+    bool chunked;             /* Transfer-Encoding: chunked */
+    bool keepAlive;           /* after Connection and the version default */
+    size_t headLen;           /* bytes of the head, the empty line included */
+} CorHttpResponseHead;
+
+/*
+ * Parse a response head at the start of buf (read only): the status line
+ * "HTTP/1.1 200 OK" (the reason may be empty, and its space missing), then
+ * the fields, with the same strict grammar as a request's (CRLF only, no
+ * obs-fold, no whitespace before a colon). Content-Length may repeat only
+ * with the same value (RFC 9110 section 8.6), also as a list "5, 5";
+ * Transfer-Encoding must be exactly chunked, in HTTP/1.1, and never beside
+ * a Content-Length (a response framed two ways is refused, not guessed).
+ * Which body follows (none for HEAD, 1xx, 204 and 304) is the caller's to
+ * decide, since only it knows the request. Keeps no state: call it again
+ * from the start when more bytes have come.
+ *
+ * limits: headerBytes and maxHeaders (bodyBytes is not used).
+ *
+ * Returns headLen (> 0) when the head is complete, 0 when more bytes are
+ * needed, or a CorHttpResponseError (< 0).
+ */
+int corHttpParseResponseHead(const char* buf, size_t len,
+                             const CorHttpLimits* limits,
+                             CorHttpResponseHead* head);
+
+/* A sentence for a CorHttpResponseError ("both Content-Length and
+ * Transfer-Encoding"), static. */
+const char* corHttpResponseErrorText(int rc);
 
 #endif /* COR_HTTP_PARSE_H */

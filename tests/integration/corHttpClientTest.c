@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HTTP client (corHttpClient.h), against the real binary in both
+ * modes: the testkit's /client, /fanout and /fanleave make exchanges from
+ * a handler (a coroutine, or a worker with ?worker=1 and in blocking mode)
+ * with upstreams this test starts and stops by PID: the scripted upstream
+ * tests/integration/corHttpUpstream.c (each framing, 1xx, HEAD/204/304, a
+ * pooled connection lost, a peer dying mid-body, a malformed head, slow
+ * answers), a cor https upstream with the test CA, and a listener whose
+ * backlog is full (a connect that never completes).
+ */
+#include "corTest.h"
+#include "corServer.h"
+
+#include <arpa/inet.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static CorServer server;
+static CorServer tlsUpstream;
+static pid_t upstreamPid;
+static int upstreamPort;
+static char buf[1 << 16];
+static char certs[256];
+
+static const char* configFormat =
+    "runtime:\n"
+    "  loops: 1\n"
+    "  workers: 2\n"
+    "  coroutines: { enabled: {COROUTINES} }\n"
+    "  stop_timeout: 5s\n"
+    "listen:\n"
+    "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
+    "client: { connect_timeout: 2s, keepalive_per_peer: 4, "
+    "idle_timeout: 30s, ca_file: %s/ca.pem }\n"
+    "modules:\n"
+    "  - { load: http }\n"
+    "  - { load: {MODULES}/testkit.so }\n"
+    "routes:\n"
+    "  - { match: \"GET /client\", handler: client }\n"
+    "  - { match: \"GET /fanout\", handler: fanout }\n"
+    "  - { match: \"GET /fanslow\", handler: fanout, timeout: 300ms }\n"
+    "  - { match: \"GET /fanleave\", handler: fanleave }\n"
+    "log: { pid_file: {DIR}/cor.pid }\n";
+
+static const char* tlsUpstreamFormat =
+    "runtime:\n"
+    "  loops: 1\n"
+    "  workers: 1\n"
+    "listen:\n"
+    "  - protocol: https\n"
+    "    address: 127.0.0.1:{PORT}\n"
+    "    tls: { certificate: %s/server.pem, key: %s/server.key }\n"
+    "modules:\n"
+    "  - { load: http }\n"
+    "  - { load: hello }\n"
+    "routes:\n"
+    "  - { match: \"GET /hello\", handler: hello }\n"
+    "log: { pid_file: {DIR}/cor.pid }\n";
+
+static void
+certsMake(void)
+{
+    const char* bin = getenv("COR_BIN");
+    const char* slash = bin ? strrchr(bin, '/') : NULL;
+    char command[512];
+    char out[1024];
+
+    if (slash != NULL) {
+        snprintf(certs, sizeof(certs), "%.*s/test-certs",
+                 (int)(slash - bin), bin);
+    } else {
+        snprintf(certs, sizeof(certs), "build/test-certs");
+    }
+    snprintf(command, sizeof(command), "tests/tls/makeCerts %s 2>&1", certs);
+    ck_assert_msg(corShell(command, out, sizeof(out)) == 0, "%s", out);
+}
+
+/* The scripted upstream, beside this program. */
+static void
+upstreamStart(void)
+{
+    char self[PATH_MAX];
+    char program[PATH_MAX + 32];
+    char portFile[64];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+    ck_assert_int_gt(n, 0);
+    self[n] = '\0';
+    *strrchr(self, '/') = '\0';
+    snprintf(program, sizeof(program), "%s/corHttpUpstream", self);
+    snprintf(portFile, sizeof(portFile), "/tmp/corHttpUpstream.%d.port",
+             (int)getpid());
+    unlink(portFile);
+    upstreamPort = 0;
+    upstreamPid = fork();
+    if (upstreamPid == 0) {
+        execl(program, program, portFile, (char*)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 500 && upstreamPort == 0; i++) {
+        FILE* f = fopen(portFile, "r");
+
+        if (f == NULL || fscanf(f, "%d", &upstreamPort) != 1) {
+            usleep(10000);
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+    }
+    unlink(portFile);
+    ck_assert_int_gt(upstreamPort, 0);
+}
+
+static void
+setUp(void)
+{
+    char yaml[4096];
+
+    certsMake();
+    upstreamStart();
+    snprintf(yaml, sizeof(yaml), configFormat, certs);
+    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+}
+
+static void
+tearDown(void)
+{
+    corServerStop(&server);
+    corServerStop(&tlsUpstream);
+    if (upstreamPid > 0) {
+        kill(upstreamPid, SIGTERM);
+        waitpid(upstreamPid, NULL, 0);
+        upstreamPid = 0;
+    }
+}
+
+/* GET handler?url=http://127.0.0.1:UPSTREAM/path&extra; extra may be "".
+ * The path is escaped for the query ('?' '&' '='). Returns the status. */
+static int
+ask(const char* handler, const char* path, const char* extra)
+{
+    char escaped[256];
+    char req[1024];
+    size_t j = 0;
+
+    for (const char* p = path; *p != '\0' && j < sizeof(escaped) - 4; p++) {
+        if (*p == '?' || *p == '&' || *p == '=') {
+            j += (size_t)snprintf(escaped + j, 4, "%%%02X", *p);
+        } else {
+            escaped[j++] = *p;
+        }
+    }
+    escaped[j] = '\0';
+    snprintf(req, sizeof(req), "GET /%s?url=http://127.0.0.1:%d%s%s%s "
+             "HTTP/1.1\r\nHost: t\r\n\r\n", handler, upstreamPort, escaped,
+             extra[0] ? "&" : "", extra);
+    return corRequest(server.port, req, buf, sizeof(buf));
+}
+
+static int
+client(const char* path, const char* extra)
+{
+    return ask("client", path, extra);
+}
+
+#define CHECK_BODY_HAS(text)                                             \
+    ck_assert_msg(strstr(corBody(buf), (text)) != NULL, "%s: %s", (text), \
+                  corBody(buf))
+
+/* Each extra: the coroutine (or blocking mode's worker), and a worker. */
+static const char* modes[] = { "", "worker=1" };
+
+/* ---- Framing ------------------------------------------------------------- */
+
+START_TEST(test_body_framings)
+{
+    for (int m = 0; m < 2; m++) {
+        ck_assert_int_eq(client("/cl", modes[m]), 200);
+        CHECK_BODY_HAS("status=200 ");
+        CHECK_BODY_HAS("len=5 body=hello x-test=cl");
+        ck_assert_int_eq(client("/chunked", modes[m]), 200);
+        CHECK_BODY_HAS("len=11 body=hello world x-test=chunked");
+        ck_assert_int_eq(client("/eof", modes[m]), 200);
+        CHECK_BODY_HAS("len=10 body=to the end x-test=eof");
+    }
+}
+END_TEST
+
+START_TEST(test_informational_answers_skipped)
+{
+    for (int m = 0; m < 2; m++) {
+        ck_assert_int_eq(client("/1xx", modes[m]), 200);
+        CHECK_BODY_HAS("status=200 ");
+        CHECK_BODY_HAS("len=9 body=after 1xx x-test=1xx");
+        ck_assert_int_eq(client("/1xx", m ? "worker=1&method=POST&body=abc"
+                                          : "method=POST&body=abc"), 200);
+        CHECK_BODY_HAS("body=after 1xx");
+    }
+}
+END_TEST
+
+/* No body is read after them: the connection carries the next exchange. */
+START_TEST(test_no_body_for_head_204_304)
+{
+    ck_assert_int_eq(client("/cl", "method=HEAD"), 200);
+    CHECK_BODY_HAS("status=200 reused=0 retried=0 len=0 body= x-test=cl");
+    ck_assert_int_eq(client("/204", ""), 200);
+    CHECK_BODY_HAS("status=204 reused=1 retried=0 len=0 body= x-test=204");
+    ck_assert_int_eq(client("/304", ""), 200);
+    CHECK_BODY_HAS("status=304 reused=1 retried=0 len=0 body= x-test=304");
+    ck_assert_int_eq(client("/cl", ""), 200);
+    CHECK_BODY_HAS("status=200 reused=1 retried=0 len=5 body=hello");
+}
+END_TEST
+
+START_TEST(test_malformed_answer_refused)
+{
+    ck_assert_int_eq(client("/bad", ""), 502);
+    CHECK_BODY_HAS("rc=-71 ");
+    CHECK_BODY_HAS("a malformed answer: an ambiguous framing");
+}
+END_TEST
+
+/* ---- Connections --------------------------------------------------------- */
+
+/* The upstream closes the pooled connection when the next request comes
+ * on it: sent once more, on a new connection, and answered. */
+START_TEST(test_pooled_connection_lost_is_retried_once)
+{
+    for (int m = 0; m < 2; m++) {
+        ck_assert_int_eq(client("/drop", modes[m]), 200);
+        CHECK_BODY_HAS("body=drop");
+        ck_assert_int_eq(client("/cl", modes[m]), 200);
+        CHECK_BODY_HAS("status=200 reused=0 retried=1 len=5 body=hello");
+        /* The new connection went to the pool in its turn. */
+        ck_assert_int_eq(client("/cl", modes[m]), 200);
+        CHECK_BODY_HAS("reused=1 retried=0");
+    }
+}
+END_TEST
+
+/* A peer that dies mid-body: a clean error, never retried, and the next
+ * exchange is fine. */
+START_TEST(test_peer_dies_mid_body)
+{
+    for (int m = 0; m < 2; m++) {
+        ck_assert_int_eq(client("/die", modes[m]), 502);
+        CHECK_BODY_HAS("rc=-104 ");
+        CHECK_BODY_HAS("the peer closed the connection in the middle of "
+                       "the body");
+        ck_assert_int_eq(client("/cl", modes[m]), 200);
+        CHECK_BODY_HAS("retried=0 len=5 body=hello");
+    }
+}
+END_TEST
+
+START_TEST(test_size_limit)
+{
+    ck_assert_int_eq(client("/big?n=100000", "max=1000"), 502);
+    CHECK_BODY_HAS("rc=-27 ");
+    CHECK_BODY_HAS("over the limit of 1000 bytes");
+    ck_assert_int_eq(client("/big?n=1000", "max=1000"), 200);
+    CHECK_BODY_HAS("len=1000 ");
+    /* Within the default limit (8 MiB). */
+    ck_assert_int_eq(client("/big?n=3000000", "worker=1"), 200);
+    CHECK_BODY_HAS("len=3000000 ");
+}
+END_TEST
+
+/* ---- Deadlines ----------------------------------------------------------- */
+
+START_TEST(test_first_byte_deadline)
+{
+    for (int m = 0; m < 2; m++) {
+        char extra[64];
+        long start = corNowMs();
+
+        snprintf(extra, sizeof(extra), "first_ms=300%s%s", m ? "&" : "",
+                 modes[m]);
+        ck_assert_int_eq(client("/sleep?ms=1500", extra), 504);
+        CHECK_BODY_HAS("no answer within the first-byte timeout (300 ms)");
+        ck_assert_int_lt(corNowMs() - start, 1200);
+    }
+}
+END_TEST
+
+/* The first byte comes at once, the rest trickles past the total. */
+START_TEST(test_total_deadline)
+{
+    for (int m = 0; m < 2; m++) {
+        char extra[64];
+        long start = corNowMs();
+
+        snprintf(extra, sizeof(extra), "total_ms=400&first_ms=300%s%s",
+                 m ? "&" : "", modes[m]);
+        ck_assert_int_eq(client("/trickle?ms=2000", extra), 504);
+        CHECK_BODY_HAS("exceeded its total timeout (400 ms)");
+        ck_assert_int_lt(corNowMs() - start, 1500);
+    }
+}
+END_TEST
+
+/* A listener whose accept queue is full: the connect never completes. */
+START_TEST(test_connect_deadline)
+{
+    struct sockaddr_in addr = { .sin_family = AF_INET };
+    socklen_t len = sizeof(addr);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int filler = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    char req[512];
+    long start;
+
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ck_assert_int_eq(bind(fd, (struct sockaddr*)&addr, sizeof(addr)), 0);
+    ck_assert_int_eq(listen(fd, 0), 0);
+    getsockname(fd, (struct sockaddr*)&addr, &len);
+    ck_assert_int_eq(connect(filler, (struct sockaddr*)&addr, sizeof(addr)),
+                     0);
+    for (int m = 0; m < 2; m++) {
+        snprintf(req, sizeof(req), "GET /client?url=http://127.0.0.1:%d/"
+                 "&connect_ms=300%s%s HTTP/1.1\r\nHost: t\r\n\r\n",
+                 ntohs(addr.sin_port), m ? "&" : "", modes[m]);
+        start = corNowMs();
+        ck_assert_int_eq(corRequest(server.port, req, buf, sizeof(buf)), 504);
+        CHECK_BODY_HAS("rc=-110 ");
+        ck_assert_int_lt(corNowMs() - start, 1500);
+    }
+    close(filler);
+    close(fd);
+}
+END_TEST
+
+/* ---- TLS ----------------------------------------------------------------- */
+
+START_TEST(test_https_with_the_test_ca)
+{
+    char yaml[2048];
+    char req[512];
+
+    snprintf(yaml, sizeof(yaml), tlsUpstreamFormat, certs, certs);
+    ck_assert_int_eq(corServerStart(&tlsUpstream, yaml), 0);
+    for (int m = 0; m < 2; m++) {
+        snprintf(req, sizeof(req), "GET /client?url=https://localhost:%d/"
+                 "hello%s%s HTTP/1.1\r\nHost: t\r\n\r\n", tlsUpstream.port,
+                 m ? "&" : "", modes[m]);
+        ck_assert_int_eq(corRequest(server.port, req, buf, sizeof(buf)), 200);
+        CHECK_BODY_HAS("status=200 ");
+        CHECK_BODY_HAS("body=hello, world");
+    }
+    /* The certificate names 127.0.0.1 too. */
+    snprintf(req, sizeof(req), "GET /client?url=https://127.0.0.1:%d/hello "
+             "HTTP/1.1\r\nHost: t\r\n\r\n", tlsUpstream.port);
+    ck_assert_int_eq(corRequest(server.port, req, buf, sizeof(buf)), 200);
+    CHECK_BODY_HAS("body=hello, world");
+}
+END_TEST
+
+/* ---- Start now, collect later -------------------------------------------- */
+
+/* Four upstream calls of 1 s each answer in about 1 s, from a coroutine
+ * (its exchanges are coroutines of the loop) and from a worker (they run
+ * on the client's threads). */
+START_TEST(test_fanout_takes_the_slowest_not_the_sum)
+{
+    for (int m = 0; m < 2; m++) {
+        long start = corNowMs();
+        long took;
+
+        ck_assert_int_eq(ask("fanout", "/sleep?ms=1000",
+                             m ? "n=4&worker=1" : "n=4"), 200);
+        took = corNowMs() - start;
+        CHECK_BODY_HAS("n=4 started=4 ok=4 ");
+        CHECK_BODY_HAS("statuses=200,200,200,200 ");
+        ck_assert_msg(took >= 950 && took < 1800, "4 x 1 s took %ld ms",
+                      took);
+    }
+}
+END_TEST
+
+/* The connections from cor to the upstream that are established. */
+static int
+upstreamConnections(void)
+{
+    char command[256];
+    char out[64];
+
+    snprintf(command, sizeof(command), "ss -Htn state established "
+             "'( dport = :%d )' | wc -l", upstreamPort);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    return atoi(out);
+}
+
+static void
+checkConnectionsGone(void)
+{
+    long start = corNowMs();
+
+    while (upstreamConnections() > 0 && corNowMs() - start < 1000) {
+        usleep(20000);
+    }
+    ck_assert_int_eq(upstreamConnections(), 0);
+}
+
+/* A handler that returns without collecting: its request's end cancels
+ * what it started (their connections close at once, not after 3 s). */
+START_TEST(test_uncollected_exchanges_cancelled_at_the_end)
+{
+    for (int m = 0; m < 2; m++) {
+        ck_assert_int_eq(ask("fanleave", "/sleep?ms=3000",
+                             m ? "n=3&worker=1" : "n=3"), 200);
+        CHECK_BODY_HAS("started=3");
+        checkConnectionsGone();
+    }
+}
+END_TEST
+
+/* A request past its deadline (300 ms) cancels the exchanges it waits
+ * for: answered 504 at once, their connections closed. */
+START_TEST(test_deadline_cancels_started_exchanges)
+{
+    for (int m = 0; m < 2; m++) {
+        char req[512];
+        long start = corNowMs();
+
+        snprintf(req, sizeof(req), "GET /fanslow?n=3&url=http://127.0.0.1:"
+                 "%d/sleep%%3Fms%%3D3000%s%s HTTP/1.1\r\nHost: t\r\n\r\n",
+                 upstreamPort, m ? "&" : "", modes[m]);
+        ck_assert_int_eq(corRequest(server.port, req, buf, sizeof(buf)), 504);
+        ck_assert_int_lt(corNowMs() - start, 1500);
+        checkConnectionsGone();
+    }
+}
+END_TEST
+
+COR_TEST_SUITE(corHttpClient)
+{
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, setUp, tearDown);
+    tcase_add_test(tc, test_body_framings);
+    tcase_add_test(tc, test_informational_answers_skipped);
+    tcase_add_test(tc, test_no_body_for_head_204_304);
+    tcase_add_test(tc, test_malformed_answer_refused);
+    tcase_add_test(tc, test_pooled_connection_lost_is_retried_once);
+    tcase_add_test(tc, test_peer_dies_mid_body);
+    tcase_add_test(tc, test_size_limit);
+    tcase_add_test(tc, test_first_byte_deadline);
+    tcase_add_test(tc, test_total_deadline);
+    tcase_add_test(tc, test_connect_deadline);
+    tcase_add_test(tc, test_https_with_the_test_ca);
+    tcase_add_test(tc, test_fanout_takes_the_slowest_not_the_sum);
+    tcase_add_test(tc, test_uncollected_exchanges_cancelled_at_the_end);
+    tcase_add_test(tc, test_deadline_cancels_started_exchanges);
+}

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A small HTTP/1.1 upstream for the client's tests, which answers each
+ * path with one way of framing, failing or waiting (a thread a
+ * connection, keep-alive unless the path closes):
+ *
+ *   /cl         200, Content-Length "hello"
+ *   /chunked    200, chunked "hello world" in two chunks and a trailer
+ *   /eof        200, no length: "to the end" and the connection's end
+ *   /1xx        100 Continue, 103 Early Hints, then 200 "after 1xx"
+ *   /204        204 with no body      /304   304 with a Content-Length 5
+ *   /sleep?ms=N 200 "slept" after N ms
+ *   /trickle?ms=N  the head at once, then one body byte every 100 ms for
+ *                  N ms
+ *   /die        a Content-Length of 100, 10 bytes, then the close
+ *   /drop       200 "drop"; the next request on this connection is read
+ *               and the connection closed without a byte
+ *   /big?n=N    200, N bytes of 'x'
+ *   /bad        a head with Content-Length and Transfer-Encoding
+ *   /conns      200, the connections accepted so far
+ *
+ * HEAD gets the head alone. Each answer has "X-Test: <path>". Usage:
+ * corHttpUpstream PORTFILE; it writes its port there once it serves and
+ * runs until it is killed.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static atomic_uint conns;
+
+static void
+sendAll(int fd, const char* p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+
+        if (w <= 0) {
+            return;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void
+sendText(int fd, const char* s)
+{
+    sendAll(fd, s, strlen(s));
+}
+
+/* One request head into buf (the body, if any, is skipped by its
+ * Content-Length). Returns false at the peer's end. */
+static bool
+requestRead(int fd, char* buf, size_t cap, size_t* have)
+{
+    char* end;
+    const char* cl;
+    size_t bodyLen = 0;
+    size_t headLen;
+
+    for (;;) {
+        buf[*have] = '\0';
+        end = strstr(buf, "\r\n\r\n");
+        if (end != NULL) {
+            break;
+        }
+        ssize_t n = recv(fd, buf + *have, cap - 1 - *have, 0);
+
+        if (n <= 0) {
+            return false;
+        }
+        *have += (size_t)n;
+    }
+    headLen = (size_t)(end + 4 - buf);
+    cl = strcasestr(buf, "\r\nContent-Length:");
+    if (cl != NULL && cl < end) {
+        bodyLen = strtoul(cl + 17, NULL, 10);
+    }
+    while (*have < headLen + bodyLen) {
+        ssize_t n = recv(fd, buf + *have, cap - 1 - *have, 0);
+
+        if (n <= 0) {
+            return false;
+        }
+        *have += (size_t)n;
+    }
+    /* The head stays at the start, NUL-terminated; what follows is the
+     * next request's, moved in place once this one is answered. */
+    buf[headLen - 2] = '\0';
+    memmove(buf + headLen - 1, buf + headLen + bodyLen,
+            *have - headLen - bodyLen);
+    *have = *have - bodyLen - 1;
+    return true;
+}
+
+static int
+queryMs(const char* target, const char* key)
+{
+    const char* p = strstr(target, key);
+
+    return p != NULL ? atoi(p + strlen(key)) : 0;
+}
+
+/* Answer one request; false when the connection is to close. */
+static bool
+answer(int fd, const char* head, bool* dropNext)
+{
+    char target[256] = "";
+    char method[16] = "";
+    char out[512];
+    bool isHead;
+
+    sscanf(head, "%15s %255s", method, target);
+    isHead = strcmp(method, "HEAD") == 0;
+    if (strncmp(target, "/cl", 3) == 0) {
+        sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: cl\r\n"
+                     "Content-Length: 5\r\n\r\n");
+        if (!isHead) {
+            sendText(fd, "hello");
+        }
+    } else if (strcmp(target, "/chunked") == 0) {
+        sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: chunked\r\n"
+                     "Transfer-Encoding: chunked\r\n\r\n");
+        if (!isHead) {
+            sendText(fd, "5;ext=1\r\nhello\r\n");
+            usleep(20000);
+            sendText(fd, "6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n");
+        }
+    } else if (strcmp(target, "/eof") == 0) {
+        sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: eof\r\n\r\nto the ");
+        usleep(20000);
+        sendText(fd, "end");
+        return false;
+    } else if (strcmp(target, "/1xx") == 0) {
+        sendText(fd, "HTTP/1.1 100 Continue\r\n\r\n");
+        usleep(20000);
+        sendText(fd, "HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n"
+                     "HTTP/1.1 200 OK\r\nX-Test: 1xx\r\n"
+                     "Content-Length: 9\r\n\r\nafter 1xx");
+    } else if (strcmp(target, "/204") == 0) {
+        sendText(fd, "HTTP/1.1 204 No Content\r\nX-Test: 204\r\n\r\n");
+    } else if (strcmp(target, "/304") == 0) {
+        sendText(fd, "HTTP/1.1 304 Not Modified\r\nX-Test: 304\r\n"
+                     "Content-Length: 5\r\n\r\n");
+    } else if (strncmp(target, "/sleep", 6) == 0) {
+        usleep((useconds_t)queryMs(target, "ms=") * 1000);
+        sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: sleep\r\n"
+                     "Content-Length: 5\r\n\r\nslept");
+    } else if (strncmp(target, "/trickle", 8) == 0) {
+        int n = queryMs(target, "ms=") / 100;
+
+        snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: trickle\r\n"
+                 "Content-Length: %d\r\n\r\n", n);
+        sendText(fd, out);
+        for (int i = 0; i < n; i++) {
+            usleep(100000);
+            sendText(fd, "t");
+        }
+    } else if (strcmp(target, "/die") == 0) {
+        sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: die\r\n"
+                     "Content-Length: 100\r\n\r\n0123456789");
+        usleep(20000);
+        return false;
+    } else if (strcmp(target, "/drop") == 0) {
+        sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: drop\r\n"
+                     "Content-Length: 4\r\n\r\ndrop");
+        *dropNext = true;
+    } else if (strncmp(target, "/big", 4) == 0) {
+        int n = queryMs(target, "n=");
+        char* body = malloc((size_t)n + 1);
+
+        snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: big\r\n"
+                 "Content-Length: %d\r\n\r\n", n);
+        sendText(fd, out);
+        memset(body, 'x', (size_t)n);
+        sendAll(fd, body, (size_t)n);
+        free(body);
+    } else if (strcmp(target, "/bad") == 0) {
+        sendText(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+                     "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+        return false;
+    } else if (strcmp(target, "/conns") == 0) {
+        char body[32];
+        int n = snprintf(body, sizeof(body), "%u", atomic_load(&conns));
+
+        snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: conns\r\n"
+                 "Content-Length: %d\r\n\r\n%s", n, body);
+        sendText(fd, out);
+    } else {
+        sendText(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
+    }
+    return true;
+}
+
+static void*
+connServe(void* arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char buf[65536];
+    size_t have = 0;
+    bool dropNext = false;
+
+    while (requestRead(fd, buf, sizeof(buf), &have)) {
+        size_t headLen = strlen(buf) + 1;
+
+        if (dropNext) {
+            break;
+        }
+        if (!answer(fd, buf, &dropNext)) {
+            break;
+        }
+        memmove(buf, buf + headLen, have - headLen);
+        have -= headLen;
+    }
+    close(fd);
+    return NULL;
+}
+
+int
+main(int argc, char** argv)
+{
+    struct sockaddr_in addr = { .sin_family = AF_INET };
+    socklen_t len = sizeof(addr);
+    FILE* f;
+    int fd;
+    int one = 1;
+
+    if (argc != 2) {
+        fprintf(stderr, "usage: corHttpUpstream PORTFILE\n");
+        return 2;
+    }
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (bind(fd, (struct sockaddr*)&addr, sizeof(addr)) != 0
+        || listen(fd, 128) != 0) {
+        perror("corHttpUpstream");
+        return 1;
+    }
+    getsockname(fd, (struct sockaddr*)&addr, &len);
+    f = fopen(argv[1], "w");
+    if (f == NULL) {
+        perror(argv[1]);
+        return 1;
+    }
+    fprintf(f, "%d\n", ntohs(addr.sin_port));
+    fclose(f);
+    for (;;) {
+        pthread_t thread;
+        int c = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+
+        if (c < 0) {
+            continue;
+        }
+        atomic_fetch_add(&conns, 1);
+        if (pthread_create(&thread, NULL, connServe, (void*)(intptr_t)c)
+            != 0) {
+            close(c);
+            continue;
+        }
+        pthread_detach(thread);
+    }
+}
