@@ -60,48 +60,6 @@ whyf(char* why, size_t whyLen, const char* fmt, ...)
     va_end(ap);
 }
 
-/* What is left until deadline, for a wait: -1 for none (deadline 0). */
-static int
-remainingMs(uint64_t deadline)
-{
-    uint64_t now;
-
-    if (deadline == 0) {
-        return -1;
-    }
-    now = corEvClockMs();
-    return now >= deadline ? 0 : (int)(deadline - now);
-}
-
-static uint64_t
-deadlineAfter(int timeoutMs)
-{
-    return timeoutMs < 0 ? 0 : corEvClockMs() + (uint64_t)timeoutMs;
-}
-
-/*
- * Wait for events on fd until deadline (0: none). Returns 0 when the fd is
- * ready (or failed: the next call on it says how), -ETIMEDOUT, or the
- * wait's -errno (-ECANCELED). errno is read at once: it is the thread's,
- * not the coroutine's.
- */
-static int
-waitFd(int fd, short events, uint64_t deadline)
-{
-    int timeoutMs = remainingMs(deadline);
-    short revents;
-    int rc;
-
-    if (timeoutMs == 0) {
-        return -ETIMEDOUT;
-    }
-    rc = corRestWaitFd(fd, events, timeoutMs, &revents);
-    if (rc < 0) {
-        return -errno;
-    }
-    return rc == 0 ? -ETIMEDOUT : 0;
-}
-
 /* ---- Addresses ----------------------------------------------------------- */
 
 /* "1.2.3.4:80", "[::1]:80". */
@@ -163,7 +121,7 @@ connectOne(const struct sockaddr_storage* addr, socklen_t len,
         rc = -errno;
         goto failed;
     }
-    rc = waitFd(fd, POLLOUT, deadline);
+    rc = corDeadlineWaitFd(fd, POLLOUT, deadline);
     if (rc < 0) {
         goto failed;
     }
@@ -190,7 +148,7 @@ failed:
 static uint64_t
 attemptDeadline(uint64_t deadline, unsigned left)
 {
-    int remaining = remainingMs(deadline);
+    int remaining = corDeadlineLeftMs(deadline);
 
     if (left <= 1 || remaining <= 0) {
         return deadline;
@@ -318,7 +276,7 @@ connTls(CorConn* c, const CorConnTarget* target, CorTlsClient* tls,
         whyf(why, whyLen, "TLS to %s: %s", c->peer, strerror(-rc));
         return rc;
     }
-    rc = remainingMs(deadline);
+    rc = corDeadlineLeftMs(deadline);
     rc = rc == 0 ? -ETIMEDOUT
                  : corTransportTlsHandshake(&c->transport, rc, reason,
                                             sizeof(reason));
@@ -342,7 +300,7 @@ connOpenNew(const CorConnTarget* target, CorTlsClient* tls, const char* key,
     int timeoutMs = target->connectTimeoutMs > 0
                     ? target->connectTimeoutMs
                     : (int)settings.connectTimeoutMs;
-    uint64_t deadline = deadlineAfter(timeoutMs);
+    uint64_t deadline = corDeadlineAfter(timeoutMs);
     char peer[CONN_HOST_MAX + 16];
     char resolveWhy[256] = "";
     CorAddrs addrs;
@@ -354,8 +312,8 @@ connOpenNew(const CorConnTarget* target, CorTlsClient* tls, const char* key,
     snprintf(peer, sizeof(peer),
              strchr(target->host, ':') ? "[%s]:%u" : "%s:%u", target->host,
              target->port);
-    rc = corResolve(target->host, remainingMs(deadline), &addrs, resolveWhy,
-                    sizeof(resolveWhy));
+    rc = corResolve(target->host, corDeadlineLeftMs(deadline), &addrs,
+                    resolveWhy, sizeof(resolveWhy));
     if (rc == 0 && addrs.count == 0) {
         rc = -ENOENT;
         snprintf(resolveWhy, sizeof(resolveWhy), "name '%s': no address",
@@ -372,7 +330,7 @@ connOpenNew(const CorConnTarget* target, CorTlsClient* tls, const char* key,
                         attemptDeadline(deadline, addrs.count - tried));
         tried++;
         if (fd >= 0 || fd == -ECANCELED
-            || (fd == -ETIMEDOUT && remainingMs(deadline) == 0)) {
+            || (fd == -ETIMEDOUT && corDeadlineLeftMs(deadline) == 0)) {
             break;
         }
     }
@@ -509,7 +467,7 @@ corConnOpen(const CorConnTarget* target, int* errP, char* why, size_t whyLen)
 ssize_t
 corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs)
 {
-    uint64_t deadline = deadlineAfter(timeoutMs);
+    uint64_t deadline = corDeadlineAfter(timeoutMs);
     ssize_t n;
     int rc;
 
@@ -535,7 +493,7 @@ corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs)
         if (timeoutMs == 0) {
             return -EAGAIN;
         }
-        rc = waitFd(c->transport.fd,
+        rc = corDeadlineWaitFd(c->transport.fd,
                     corTransportWantsWrite(&c->transport) ? POLLOUT : POLLIN,
                     deadline);
         if (rc < 0) {
@@ -549,34 +507,12 @@ corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs)
 int
 corConnWriteAll(CorConn* c, const void* buf, size_t len, int timeoutMs)
 {
-    uint64_t deadline = deadlineAfter(timeoutMs);
-    const char* p = buf;
-    int rc;
+    int rc = corDeadlineSendAll(&c->transport, buf, len,
+                                corDeadlineAfter(timeoutMs));
 
-    while (len > 0) {
-        ssize_t n = c->transport.ops->send(&c->transport, p, len);
-
-        if (n > 0) {
-            p += n;
-            len -= (size_t)n;
-            continue;
-        }
-        rc = n == 0 ? -EPIPE : -errno;
-        if (rc == -EINTR) {
-            continue;
-        }
-        if (rc != -EAGAIN && rc != -EWOULDBLOCK) {
-            goto failed;
-        }
-        rc = waitFd(c->transport.fd, POLLOUT, deadline);
-        if (rc < 0) {
-            goto failed;
-        }
+    if (rc < 0) {
+        c->broken = true;
     }
-    return 0;
-
-failed:
-    c->broken = true;
     return rc;
 }
 

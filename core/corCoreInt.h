@@ -7,6 +7,7 @@
 #ifndef COR_CORE_INT_H
 #define COR_CORE_INT_H
 
+#include <poll.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
 
@@ -110,6 +111,22 @@ struct CorListener {
     bool reusePort;
     struct CorTlsServer* tls;   /* the generation's, NULL: plain */
 };
+
+/* ---- Deadlines (corDeadline.c) ------------------------------------------- */
+
+/* The absolute deadline timeoutMs from now, in corEvClockMs time; 0 (none)
+ * for a negative timeout. */
+uint64_t corDeadlineAfter(int timeoutMs);
+/* What is left until deadline, for a wait: -1 for none (deadline 0). */
+int corDeadlineLeftMs(uint64_t deadline);
+/* Wait for events on fd until deadline. May yield. Returns 0 when fd is
+ * ready (or failed: the next call on it says how), -ETIMEDOUT, or the
+ * wait's -errno (-ECANCELED). */
+int corDeadlineWaitFd(int fd, short events, uint64_t deadline);
+/* Send all len bytes of buf through t, waiting for room until deadline.
+ * May yield. Returns 0, or -errno (-EPIPE, -ETIMEDOUT, -ECANCELED...). */
+int corDeadlineSendAll(CorTransport* t, const void* buf, size_t len,
+                       uint64_t deadline);
 
 /* ---- TLS (corTls.c, corTlsServer.c, corTlsClient.c) ---------------------- */
 

@@ -179,39 +179,6 @@ corUpgradedClose(CorUpgraded* u)
     u->closed = true;
 }
 
-static uint64_t
-deadlineAfter(int timeoutMs)
-{
-    return timeoutMs < 0 ? 0 : corEvClockMs() + (uint64_t)timeoutMs;
-}
-
-/*
- * Wait for events on the connection until deadline (0: none). Returns 0
- * when it is ready, -ETIMEDOUT, or the wait's -errno (-ECANCELED), read
- * at once: errno is the thread's, not the coroutine's.
- */
-static int
-waitFd(CorUpgraded* u, short events, uint64_t deadline)
-{
-    int timeoutMs = -1;
-    short revents;
-    int rc;
-
-    if (deadline != 0) {
-        uint64_t now = corEvClockMs();
-
-        if (now >= deadline) {
-            return -ETIMEDOUT;
-        }
-        timeoutMs = (int)(deadline - now);
-    }
-    rc = corRestWaitFd(u->t.fd, events, timeoutMs, &revents);
-    if (rc < 0) {
-        return -errno;
-    }
-    return rc == 0 ? -ETIMEDOUT : 0;
-}
-
 /* Why u cannot be used: closed by its session, or never handed over (the
  * client left before the 101 went out); 0 when it can. */
 static int
@@ -223,34 +190,6 @@ unusable(const CorUpgraded* u)
     return u->open ? 0 : -ECONNRESET;
 }
 
-static int
-sendAll(CorUpgraded* u, const char* p, size_t len, uint64_t deadline)
-{
-    int rc;
-
-    while (len > 0) {
-        ssize_t n = u->t.ops->send(&u->t, p, len);
-
-        if (n > 0) {
-            p += n;
-            len -= (size_t)n;
-            continue;
-        }
-        rc = n == 0 ? -EPIPE : -errno;
-        if (rc == -EINTR) {
-            continue;
-        }
-        if (rc != -EAGAIN && rc != -EWOULDBLOCK) {
-            return rc;
-        }
-        rc = waitFd(u, POLLOUT, deadline);
-        if (rc < 0) {
-            return rc;
-        }
-    }
-    return 0;
-}
-
 /* Send what the protocol left unsent (the 101), before anything else. */
 static int
 flushUnsent(CorUpgraded* u, uint64_t deadline)
@@ -260,7 +199,8 @@ flushUnsent(CorUpgraded* u, uint64_t deadline)
     if (u->out == NULL) {
         return 0;
     }
-    rc = sendAll(u, u->out + u->outSent, u->outLen - u->outSent, deadline);
+    rc = corDeadlineSendAll(&u->t, u->out + u->outSent,
+                            u->outLen - u->outSent, deadline);
     if (rc == 0) {
         free(u->out);
         u->out = NULL;
@@ -272,7 +212,7 @@ flushUnsent(CorUpgraded* u, uint64_t deadline)
 ssize_t
 corUpgradedRead(CorUpgraded* u, void* buf, size_t len, int timeoutMs)
 {
-    uint64_t deadline = deadlineAfter(timeoutMs);
+    uint64_t deadline = corDeadlineAfter(timeoutMs);
     ssize_t n;
     int rc = unusable(u);
 
@@ -307,14 +247,13 @@ corUpgradedRead(CorUpgraded* u, void* buf, size_t len, int timeoutMs)
         if (rc != -EAGAIN && rc != -EWOULDBLOCK) {
             return rc;
         }
-        if (corTransportPending(&u->t)) {
-            continue;       /* decoded bytes: the socket has no news */
-        }
         if (timeoutMs == 0) {
             return -EAGAIN;
         }
-        rc = waitFd(u, corTransportWantsWrite(&u->t) ? POLLOUT : POLLIN,
-                    deadline);
+        rc = corDeadlineWaitFd(u->t.fd,
+                               corTransportWantsWrite(&u->t) ? POLLOUT
+                                                             : POLLIN,
+                               deadline);
         if (rc < 0) {
             return rc;
         }
@@ -325,7 +264,7 @@ int
 corUpgradedWriteAll(CorUpgraded* u, const void* buf, size_t len,
                     int timeoutMs)
 {
-    uint64_t deadline = deadlineAfter(timeoutMs);
+    uint64_t deadline = corDeadlineAfter(timeoutMs);
     int rc = unusable(u);
 
     if (rc != 0) {
@@ -335,5 +274,5 @@ corUpgradedWriteAll(CorUpgraded* u, const void* buf, size_t len,
     if (rc < 0) {
         return rc;
     }
-    return sendAll(u, buf, len, deadline);
+    return corDeadlineSendAll(&u->t, buf, len, deadline);
 }
