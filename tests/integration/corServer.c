@@ -444,3 +444,33 @@ corMetric(int port, const char* name)
     at = strstr(buf, key);
     return at ? strtol(at + strlen(key), NULL, 10) : -1;
 }
+
+/* A test that cannot make or remove its certificates cannot go on. */
+void
+corTestCertsMake(char* dir, size_t cap)
+{
+    char command[256];
+
+    snprintf(dir, cap, "/tmp/cor-certs-XXXXXX");
+    if (mkdtemp(dir) == NULL) {
+        fprintf(stderr, "cannot make a folder for the test certificates\n");
+        abort();
+    }
+    snprintf(command, sizeof(command), "tests/tls/makeCerts %s", dir);
+    if (system(command) != 0) {
+        fprintf(stderr, "cannot make the test certificates in %s\n", dir);
+        abort();
+    }
+}
+
+void
+corTestCertsRemove(const char* dir)
+{
+    char command[256];
+
+    snprintf(command, sizeof(command), "rm -rf %s", dir);
+    if (system(command) != 0) {
+        fprintf(stderr, "cannot remove %s\n", dir);
+        abort();
+    }
+}

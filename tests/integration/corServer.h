@@ -53,6 +53,10 @@ int corStatus(const char* response);
 const char* corBody(const char* response);
 /* Run a shell command, capture its output; returns the exit status. */
 int corShell(const char* command, char* out, size_t cap);
+/* The test certificates of tests/tls/makeCerts in a fresh folder, whose
+ * path goes to dir (cap bytes, at least 32); and its removal. */
+void corTestCertsMake(char* dir, size_t cap);
+void corTestCertsRemove(const char* dir);
 /* A metric's value from /metrics, or -1. */
 long corMetric(int port, const char* name);
 long corNowMs(void);

@@ -26,22 +26,14 @@ static char out[1 << 16];
 static void
 setUp(void)
 {
-    char command[256];
-
-    snprintf(certs, sizeof(certs), "/tmp/cor-ws-XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(certs));
-    snprintf(command, sizeof(command), "tests/tls/makeCerts %s", certs);
-    ck_assert_int_eq(system(command), 0);
+    corTestCertsMake(certs, sizeof(certs));
 }
 
 static void
 tearDown(void)
 {
-    char command[256];
-
     corServerStop(&server);
-    snprintf(command, sizeof(command), "rm -rf %s", certs);
-    ck_assert_int_eq(system(command), 0);
+    corTestCertsRemove(certs);
 }
 
 /* The server with the websocket module on a listener of protocol (http or
