@@ -421,6 +421,66 @@ START_TEST(test_a_handler_that_holds_the_loop_is_named)
 }
 END_TEST
 
+/* The seed's third test. A handler that waits on a condition variable,
+ * which the loop cannot see, is sent to a worker by its hook: the loop
+ * serves on meanwhile and nothing stalls. Let run as a coroutine by
+ * mistake (?mistake=1), it holds its loop, and the stall detector names
+ * it; in blocking mode the mistake cannot happen. */
+static const char condWaitConfig[] =
+    "runtime: { loops: 1, workers: 2, stall_warning: 100ms,\n"
+    "           coroutines: { enabled: {COROUTINES} } }\n"
+    "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+    "modules: [ { load: http }, { load: {MODULES}/testkit.so } ]\n"
+    "routes: [ { match: \"GET /condwait\", handler: condwait },\n"
+    "          { match: \"GET /condsignal\", handler: condsignal },\n"
+    "          { match: \"GET /metrics\", handler: metrics } ]\n"
+    "log: { pid_file: {DIR}/cor.pid }\n";
+
+START_TEST(test_a_condition_wait_on_a_worker_never_stalls_the_loop)
+{
+    static const char wait[] = "GET /condwait?ms=5000 HTTP/1.1\r\n"
+                               "Host: t\r\n\r\n";
+    int fd;
+    long t;
+
+    ck_assert_int_eq(corServerStart(&server, condWaitConfig), 0);
+    fd = corConnect(server.port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(corSendAll(fd, wait, sizeof(wait) - 1), 0);
+    usleep(100 * 1000);
+    /* The loop answers while the worker waits. */
+    for (int i = 0; i < 5; i++) {
+        t = corNowMs();
+        ck_assert_int_eq(corMetric(server.port, "cor_loop_stalls_total"), 0);
+        ck_assert_int_lt(corNowMs() - t, 1000);
+    }
+    ck_assert_int_eq(corRequest(server.port, "GET /condsignal HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 3000), 0);
+    close(fd);
+    ck_assert_int_eq(corStatus(buf), 200);
+    ck_assert_str_eq(corBody(buf), "signalled\n");
+    ck_assert_int_eq(corMetric(server.port, "cor_loop_stalls_total"), 0);
+}
+END_TEST
+
+START_TEST(test_a_condition_wait_run_as_a_coroutine_by_mistake_is_named)
+{
+    char command[512];
+    long stalls = corTestCoroutines() ? 1 : 0;
+
+    ck_assert_int_eq(corServerStart(&server, condWaitConfig), 0);
+    ck_assert_int_eq(corRequest(server.port, "GET /condwait?ms=300&mistake=1"
+                                " HTTP/1.1\r\nHost: t\r\n\r\n", buf,
+                                sizeof(buf)), 200);
+    ck_assert_str_eq(corBody(buf), "timed out\n");
+    ck_assert_int_eq(corMetric(server.port, "cor_loop_stalls_total"), stalls);
+    snprintf(command, sizeof(command), "grep -c 'held .* ms by handler "
+             "condwait (GET /condwait) between two waits' %s", server.log);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)) == 0, stalls);
+}
+END_TEST
+
 START_TEST(test_crashed_generation_is_replaced)
 {
     char local[4096];
@@ -552,6 +612,9 @@ COR_TEST_SUITE(corLifecycle)
     tcase_add_test(tc, test_graceful_stop_lets_requests_finish);
     tcase_add_test(tc, test_cap_sends_the_rest_to_workers);
     tcase_add_test(tc, test_a_handler_that_holds_the_loop_is_named);
+    tcase_add_test(tc, test_a_condition_wait_on_a_worker_never_stalls_the_loop);
+    tcase_add_test(tc,
+        test_a_condition_wait_run_as_a_coroutine_by_mistake_is_named);
     tcase_add_test(tc, test_crashed_generation_is_replaced);
     tcase_add_test(tc, test_reopen_starts_a_new_access_log);
 }

@@ -9,6 +9,7 @@
 
 /* The HTTP client's handlers (corTestkitClient.c). */
 void corTestkitClientAdd(CorModule* m, int* rc);
+void corTestkitCondWaitAdd(CorModule* m, int* rc);
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -922,6 +923,7 @@ testkitInitAll(CorModule* m, const CorConf* conf)
     int rc = testkitInit(m, conf);
 
     corTestkitClientAdd(m, &rc);
+    corTestkitCondWaitAdd(m, &rc);
     return rc;
 }
 
