@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cor-request against the real server: one request printed as curl -i
+ * prints it, several at once on one connection, bodies, HEAD, a chunked
+ * answer, a closed and an open loop load, and its failures.
+ */
+#include "corTest.h"
+#include "corServer.h"
+
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static CorServer server;
+static char out[1 << 16];
+static char tool[PATH_MAX];
+
+static void
+setUp(void)
+{
+    char bin[PATH_MAX];
+
+    snprintf(bin, sizeof(bin), "%s",
+             getenv("COR_BIN") ? getenv("COR_BIN") : "build/cor");
+    snprintf(tool, sizeof(tool), "%s/cor-request", dirname(bin));
+    ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
+}
+
+static void
+tearDown(void)
+{
+    corServerStop(&server);
+}
+
+/* Run cor-request with args ({PORT} is the server's); its exit status. */
+static int
+run(const char* args)
+{
+    char command[PATH_MAX + 1024];
+    char expanded[768];
+    const char* at = strstr(args, "{PORT}");
+
+    if (at != NULL) {
+        snprintf(expanded, sizeof(expanded), "%.*s%d%s", (int)(at - args),
+                 args, server.port, at + 6);
+        args = expanded;
+    }
+    snprintf(command, sizeof(command), "%s %s 2>&1", tool, args);
+    return corShell(command, out, sizeof(out));
+}
+
+/* The count after label in a load summary ("requests 123"), or -1. */
+static long
+summaryCount(const char* label)
+{
+    const char* at = strstr(out, label);
+
+    return at != NULL ? strtol(at + strlen(label), NULL, 10) : -1;
+}
+
+START_TEST(test_one_request_is_printed_as_curl_i_prints_it)
+{
+    ck_assert_int_eq(run("http://127.0.0.1:{PORT}/hello"), 0);
+    ck_assert_msg(strncmp(out, "HTTP/1.1 200 OK\r\n", 17) == 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "Content-Length: 13\r\n"));
+    ck_assert_ptr_nonnull(strstr(out, "\r\n\r\nhello, world\n"));
+}
+END_TEST
+
+START_TEST(test_several_paths_go_at_once_and_come_back_in_order)
+{
+    const char* slow;
+    const char* fast;
+    long t = corNowMs();
+
+    ck_assert_int_eq(run("http://127.0.0.1:{PORT}/sleep?ms=400 /hello "
+                         "/sleep?ms=400 /nowhere"), 0);
+    /* Pipelined on one connection: together, not one after the other. */
+    ck_assert_int_lt(corNowMs() - t, 2000);
+    slow = strstr(out, "# GET /sleep?ms=400\nHTTP/1.1 200");
+    fast = strstr(out, "# GET /hello\nHTTP/1.1 200");
+    ck_assert_msg(slow != NULL && fast != NULL && slow < fast, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "# GET /nowhere\nHTTP/1.1 404"));
+}
+END_TEST
+
+START_TEST(test_a_json_body_is_posted)
+{
+    ck_assert_int_eq(run("--json '{\"a\": [1, 2]}' "
+                         "http://127.0.0.1:{PORT}/echo"), 0);
+    ck_assert_msg(strstr(out, "\r\n\r\n{\"a\": [1, 2]}") != NULL, "%s", out);
+}
+END_TEST
+
+START_TEST(test_head_and_chunked_answers_are_framed)
+{
+    ck_assert_int_eq(run("-X HEAD http://127.0.0.1:{PORT}/hello /hello"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "# HEAD /hello\nHTTP/1.1 200"));
+    /* The second answer follows the first head at once: no body read for
+     * HEAD, or it would have taken the second answer's bytes. */
+    ck_assert_int_eq(run("http://127.0.0.1:{PORT}/stream?n=3"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "Transfer-Encoding: chunked"));
+    ck_assert_msg(strstr(out, "\r\n\r\npiece 0\npiece 1\npiece 2\n") != NULL,
+                  "%s", out);
+}
+END_TEST
+
+START_TEST(test_a_closed_loop_load_counts_answers_and_percentiles)
+{
+    ck_assert_int_eq(run("-c 2 --duration 1s "
+                         "http://127.0.0.1:{PORT}/hello"), 0);
+    ck_assert_int_gt(summaryCount("requests "), 100);
+    ck_assert_int_eq(summaryCount("failed "), 0);
+    ck_assert_int_eq(summaryCount("non-2xx "), 0);
+    ck_assert_ptr_nonnull(strstr(out, "p99.9 "));
+    ck_assert_int_eq(run("-c 2 --depth 4 --duration 1s "
+                         "http://127.0.0.1:{PORT}/nowhere"), 0);
+    ck_assert_int_eq(summaryCount("non-2xx "), summaryCount("requests "));
+}
+END_TEST
+
+START_TEST(test_an_open_loop_load_keeps_its_rate_and_charges_a_stall)
+{
+    long requests;
+
+    ck_assert_int_eq(run("-c 4 --rate 200 --duration 2s "
+                         "http://127.0.0.1:{PORT}/hello"), 0);
+    requests = summaryCount("requests ");
+    ck_assert_msg(requests >= 380 && requests <= 420, "%s", out);
+    /* One connection, a server that takes 50 ms, 30 due a second: they
+     * queue, and their latency runs from when each was due. */
+    ck_assert_int_eq(run("-c 1 --rate 30 --duration 1s "
+                         "http://127.0.0.1:{PORT}/sleep?ms=50"), 0);
+    ck_assert_msg(strtod(strstr(out, "max ") + 4, NULL) > 100.0, "%s", out);
+}
+END_TEST
+
+START_TEST(test_failures_are_reported)
+{
+    ck_assert_int_eq(run("http://127.0.0.1:1/"), 1);
+    ck_assert_ptr_nonnull(strstr(out, "Connection refused"));
+    ck_assert_int_eq(run("--timeout 200ms http://127.0.0.1:{PORT}/sleep?ms=3000"), 1);
+    ck_assert_ptr_nonnull(strstr(out, "no answer within the timeout"));
+    ck_assert_int_eq(run("ftp://127.0.0.1/"), 2);
+    ck_assert_int_eq(run("-c 0 http://127.0.0.1:{PORT}/"), 2);
+}
+END_TEST
+
+COR_TEST_SUITE(corRequestTool)
+{
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, setUp, tearDown);
+    tcase_add_test(tc, test_one_request_is_printed_as_curl_i_prints_it);
+    tcase_add_test(tc, test_several_paths_go_at_once_and_come_back_in_order);
+    tcase_add_test(tc, test_a_json_body_is_posted);
+    tcase_add_test(tc, test_head_and_chunked_answers_are_framed);
+    tcase_add_test(tc, test_a_closed_loop_load_counts_answers_and_percentiles);
+    tcase_add_test(tc,
+        test_an_open_loop_load_keeps_its_rate_and_charges_a_stall);
+    tcase_add_test(tc, test_failures_are_reported);
+}

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cor-request: the command line (see usage below and docs/cor-request.md).
+ */
+#include "corRequest.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEADERS_MAX 64
+#define MESSAGES_MAX 256
+
+static const CorReqProtocol* const protocols[] = { &corReqHttp };
+
+static void
+usage(FILE* to)
+{
+    fprintf(to,
+        "usage: cor-request [options] URL [PATH...]\n"
+        "  URL is http://host[:port]/path or cor://host[:port]/path; each\n"
+        "  PATH is one more request to the same server, all sent at once\n"
+        "  on one connection and printed as they are answered.\n"
+        "  -X, --method M      the method (GET; POST with a body)\n"
+        "  -H, --header 'N: V' a header (repeatable)\n"
+        "  -d, --data TEXT     a body\n"
+        "      --json TEXT     a JSON body (Content-Type: application/json)\n"
+        "  -c, --connections N load: connections (default 1)\n"
+        "      --depth K       load: requests in flight per connection\n"
+        "                      (pipelined over HTTP, multiplexed over cor://;\n"
+        "                      default 1)\n"
+        "      --duration D    load: how long (10s, 500ms; default 10s)\n"
+        "      --rate R        load: R requests a second in all, open loop\n"
+        "                      (latency from when each was due)\n"
+        "      --timeout D     an answer's timeout (default 10s)\n"
+        "  With -c, --duration or --rate it runs a load and prints req/s\n"
+        "  and latency percentiles; otherwise it prints each answer as\n"
+        "  curl -i does. Exit status 0 when every request was answered.\n");
+}
+
+/* "10s", "500ms", "2m", "1.5" (seconds); -1 when malformed. */
+static double
+parseSeconds(const char* text)
+{
+    char* end;
+    double v = strtod(text, &end);
+
+    if (end == text || v < 0) {
+        return -1;
+    }
+    if (strcmp(end, "ms") == 0) {
+        return v / 1000;
+    }
+    if (strcmp(end, "m") == 0) {
+        return v * 60;
+    }
+    return *end == '\0' || strcmp(end, "s") == 0 ? v : -1;
+}
+
+/* Split scheme://host[:port][/target] into plan and the first target. */
+static int
+parseUrl(const char* url, CorReqPlan* plan, char* host, size_t hostCap,
+         const char** target)
+{
+    const char* sep = strstr(url, "://");
+    const char* authority;
+    const char* slash;
+    const char* colon;
+    size_t len;
+
+    if (sep == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < sizeof(protocols) / sizeof(protocols[0]); i++) {
+        if (strlen(protocols[i]->scheme) == (size_t)(sep - url)
+            && strncmp(url, protocols[i]->scheme, (size_t)(sep - url)) == 0) {
+            plan->protocol = protocols[i];
+        }
+    }
+    if (plan->protocol == NULL) {
+        return -1;
+    }
+    authority = sep + 3;
+    slash = strchr(authority, '/');
+    len = slash ? (size_t)(slash - authority) : strlen(authority);
+    colon = memchr(authority, ':', len);
+    plan->port = plan->protocol->defaultPort;
+    if (colon != NULL) {
+        plan->port = (unsigned)strtoul(colon + 1, NULL, 10);
+        len = (size_t)(colon - authority);
+    }
+    if (len == 0 || len >= hostCap || plan->port == 0 || plan->port > 65535) {
+        return -1;
+    }
+    memcpy(host, authority, len);
+    host[len] = '\0';
+    plan->host = host;
+    *target = slash ? slash : "/";
+    return 0;
+}
+
+typedef struct {
+    const char* method;
+    const char* headers[HEADERS_MAX + 1];
+    unsigned headerCount;
+    const char* body;
+    bool load;
+} Options;
+
+static int
+parseOptions(int argc, char** argv, Options* o, CorReqPlan* plan)
+{
+    static const struct option longs[] = {
+        { "method", required_argument, NULL, 'X' },
+        { "header", required_argument, NULL, 'H' },
+        { "data", required_argument, NULL, 'd' },
+        { "json", required_argument, NULL, 'j' },
+        { "connections", required_argument, NULL, 'c' },
+        { "depth", required_argument, NULL, 'k' },
+        { "duration", required_argument, NULL, 't' },
+        { "rate", required_argument, NULL, 'r' },
+        { "timeout", required_argument, NULL, 'T' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 }
+    };
+    double timeout = 10;
+    int opt;
+
+    while ((opt = getopt_long(argc, argv, "X:H:d:c:h", longs, NULL)) != -1) {
+        switch (opt) {
+        case 'X': o->method = optarg; break;
+        case 'H':
+            if (o->headerCount == HEADERS_MAX) {
+                return -1;
+            }
+            o->headers[o->headerCount++] = optarg;
+            break;
+        case 'j':
+            if (o->headerCount > HEADERS_MAX) {
+                return -1;
+            }
+            o->headers[o->headerCount++] = "Content-Type: application/json";
+            /* fall through */
+        case 'd': o->body = optarg; break;
+        case 'c': plan->connections = (unsigned)atoi(optarg); o->load = true;
+                  break;
+        case 'k': plan->depth = (unsigned)atoi(optarg); break;
+        case 't': plan->seconds = parseSeconds(optarg); o->load = true; break;
+        case 'r': plan->rate = atof(optarg); o->load = true; break;
+        case 'T': timeout = parseSeconds(optarg); break;
+        case 'h': usage(stdout); exit(0);
+        default: return -1;
+        }
+    }
+    if (o->load && plan->seconds == 0) {
+        plan->seconds = 10;
+    }
+    plan->timeoutMs = (int)(timeout * 1000);
+    if (plan->connections == 0 || plan->depth == 0 || plan->seconds < 0
+        || plan->rate < 0 || timeout <= 0 || optind >= argc) {
+        return -1;
+    }
+    return 0;
+}
+
+int
+main(int argc, char** argv)
+{
+    static CorReqMessage messages[MESSAGES_MAX];
+    CorReqPlan plan = { .connections = 1, .depth = 1 };
+    Options o = { 0 };
+    char host[256];
+    const char* target;
+
+    signal(SIGPIPE, SIG_IGN);
+    if (parseOptions(argc, argv, &o, &plan) != 0
+        || parseUrl(argv[optind], &plan, host, sizeof(host), &target) != 0
+        || argc - optind > MESSAGES_MAX) {
+        usage(stderr);
+        return 2;
+    }
+    if (o.method == NULL) {
+        o.method = o.body != NULL ? "POST" : "GET";
+    }
+    for (int i = optind; i < argc; i++) {
+        messages[plan.messageCount++] = (CorReqMessage){
+            .method = o.method,
+            .target = i == optind ? target : argv[i],
+            .host = host,
+            .headers = o.headers,
+            .headerCount = o.headerCount,
+            .body = o.body,
+            .bodyLen = o.body != NULL ? strlen(o.body) : 0,
+            .head = strcmp(o.method, "HEAD") == 0,
+        };
+    }
+    plan.messages = messages;
+    return corReqRun(&plan);
+}
