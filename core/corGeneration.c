@@ -294,6 +294,7 @@ stop(void)
                "allows longer)", finishing);
     }
     atomic_store(&corRuntime.stopping, true);
+    corNotifyStopping();
     corRestCancelAll();
     corTasksStop();
     corEvPoolShutdown(corRuntime.workers);

@@ -7,8 +7,10 @@
  */
 #include "cor.h"
 
-/* The HTTP client's handlers (corTestkitClient.c). */
+/* The HTTP client's handlers (corTestkitClient.c), and the
+ * notifications' (corTestkitNotify.c). */
 void corTestkitClientAdd(CorModule* m, int* rc);
+void corTestkitNotifyAdd(CorModule* m, int* rc);
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -922,6 +924,7 @@ testkitInitAll(CorModule* m, const CorConf* conf)
     int rc = testkitInit(m, conf);
 
     corTestkitClientAdd(m, &rc);
+    corTestkitNotifyAdd(m, &rc);
     return rc;
 }
 
