@@ -127,19 +127,19 @@ lineQueue(CorBeside* b)
 }
 
 /*
- * A deferred start, on the loop's own stack. Refused a coroutine (past
- * the cap, no stack, the loop stopping), it goes to the line; with no
- * thread either it still runs, once, here, under a cancel already
- * cancelled, so that every wait fails at once and done is called as
- * promised.
+ * A deferred start, on the loop's own stack. Refused a coroutine past the
+ * cap or with no stack, it goes to the line. With the loop stopping, or
+ * no thread either, it still runs, once, here, under a cancel already
+ * cancelled: every wait fails at once, and done is called as promised,
+ * on this loop (before it ends, for work that the loop must see end).
  */
 static void
 besideLoopStart(CorEvTask* task)
 {
     CorBeside* b = corContainerOf(task, CorBeside, start);
+    int rc = corCoLoopSpawn(corEvLoopCurrent(), besideCoMain, b);
 
-    if (corCoLoopSpawn(corEvLoopCurrent(), besideCoMain, b) == 0
-        || lineQueue(b) == 0) {
+    if (rc == 0 || (rc != -ECANCELED && lineQueue(b) == 0)) {
         return;
     }
     corRestCancel(&b->cancel);

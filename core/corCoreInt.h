@@ -347,8 +347,12 @@ typedef struct {
  * counters of one: its name is returned. */
 unsigned corNotifySchemeCount(void);
 const char* corNotifySchemeStats(unsigned index, CorNotifyStats* stats);
-/* A stop begins: log the number of notifications it cancels, once. */
+/* A stop begins: log the number of notifications it cancels, once. And
+ * the loops have ended: let those on threads, cancelled, leave their
+ * senders before the modules' exit (a bound of 100 ms, not a wait for
+ * their receivers). */
 void corNotifyStopping(void);
+void corNotifyStopped(void);
 
 /* ---- The HTTP client (corHttpClientCall.c) ------------------------------ */
 

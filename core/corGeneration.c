@@ -305,6 +305,7 @@ stop(void)
     for (unsigned i = 0; i < corRuntime.loopCount; i++) {
         pthread_join(loopThreads[i].thread, NULL);
     }
+    corNotifyStopped();
     corConnPoolShutdown();
     corModulesExit();
 }

@@ -17,7 +17,9 @@
  * request in flight. At a stop the loops cancel their coroutines' waits
  * and corRestCancelAll the threads' polls: a notification in flight ends
  * at once with ECANCELED and is counted failed; corNotifyStopping logs
- * their number once, instead of a line each.
+ * their number once, instead of a line each, and corNotifyStopped gives
+ * those on threads a moment to leave their senders before the modules'
+ * exit.
  *
  * The registry is written by the modules' init, before any loop runs, and
  * only read after: no lock. Its counters are atomics, since a scheme's
@@ -30,9 +32,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SCHEMES_MAX 16
 #define SCHEME_NAME_MAX 15
+/* How long a stop gives the notifications on threads, cancelled, to leave
+ * their senders before the modules' exit (which may free what a sender
+ * uses): they return at once from a cancelled wait, so this is a bound,
+ * not a wait for their receivers. */
+#define STOP_GRACE_MS 100
 
 typedef struct {
     char name[SCHEME_NAME_MAX + 1];
@@ -157,6 +165,24 @@ corNotifyStopping(void)
     if (inFlight > 0) {
         corLog(COR_LOG_WARN, "stopping with %u notifications in flight: "
                "cancelled, counted failed", inFlight);
+    }
+}
+
+void
+corNotifyStopped(void)
+{
+    struct timespec tick = { 0, 1000 * 1000 };
+
+    for (int i = 0; i < STOP_GRACE_MS; i++) {
+        unsigned inFlight = 0;
+
+        for (unsigned k = 0; k < schemeCount; k++) {
+            inFlight += atomic_load(&schemes[k].inFlight);
+        }
+        if (inFlight == 0) {
+            return;
+        }
+        nanosleep(&tick, NULL);
     }
 }
 
