@@ -782,8 +782,8 @@ readResolver(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 /* ---- client -------------------------------------------------------------- */
 
 /* Connections out: their deadline and keep-alive pool, a notification's
- * deadline, and the CA file that verifies TLS peers by default (checked readable here, so that
- * `cor -t` names it; the TLS client loads it). */
+ * deadline, and the CA file that verifies TLS peers by default (checked
+ * readable here, so that `cor -t` names it; the TLS client loads it). */
 static void
 readClient(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {

@@ -154,14 +154,22 @@ corNotifySchemeStats(unsigned index, CorNotifyStats* stats)
     return s->name;
 }
 
+static unsigned
+inFlightSum(void)
+{
+    unsigned sum = 0;
+
+    for (unsigned i = 0; i < schemeCount; i++) {
+        sum += atomic_load(&schemes[i].inFlight);
+    }
+    return sum;
+}
+
 void
 corNotifyStopping(void)
 {
-    unsigned inFlight = 0;
+    unsigned inFlight = inFlightSum();
 
-    for (unsigned i = 0; i < schemeCount; i++) {
-        inFlight += atomic_load(&schemes[i].inFlight);
-    }
     if (inFlight > 0) {
         corLog(COR_LOG_WARN, "stopping with %u notifications in flight: "
                "cancelled, counted failed", inFlight);
@@ -173,15 +181,7 @@ corNotifyStopped(void)
 {
     struct timespec tick = { 0, 1000 * 1000 };
 
-    for (int i = 0; i < STOP_GRACE_MS; i++) {
-        unsigned inFlight = 0;
-
-        for (unsigned k = 0; k < schemeCount; k++) {
-            inFlight += atomic_load(&schemes[k].inFlight);
-        }
-        if (inFlight == 0) {
-            return;
-        }
+    for (int i = 0; i < STOP_GRACE_MS && inFlightSum() > 0; i++) {
         nanosleep(&tick, NULL);
     }
 }
@@ -219,13 +219,12 @@ noticeRun(CorBeside* b)
     char url[512];
     int rc = s->send(s->module, &notice->n, why, sizeof(why));
 
-    /* Whatever came back during a stop, the stop cut it short. */
-    if (rc == 0 && !atomic_load(&corRuntime.stopping)) {
+    if (rc == 0) {
         atomic_fetch_add(&s->sent, 1);
         return;
     }
     atomic_fetch_add(&s->failed, 1);
-    if (atomic_load(&corRuntime.stopping)) {
+    if (rc == -ECANCELED && atomic_load(&corRuntime.stopping)) {
         return;             /* corNotifyStopping said it once */
     }
     urlForLog(notice->n.url, url, sizeof(url));

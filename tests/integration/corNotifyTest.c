@@ -245,19 +245,6 @@ metricWait(const char* family, const char* scheme, long value)
     }
 }
 
-/* How many lines of the server's log hold text (a fixed string). */
-static int
-logLines(const char* text)
-{
-    char command[512];
-    char out[64];
-
-    snprintf(command, sizeof(command), "grep -c -F -e '%s' %s", text,
-             server.log);
-    corShell(command, out, sizeof(out));
-    return atoi(out);
-}
-
 /* Each extra: finish as a coroutine (or blocking mode's worker), and on a
  * worker. */
 static const char* modes[] = { "", "worker=1" };
@@ -405,8 +392,9 @@ START_TEST(test_stop_cancels_notifications_in_flight)
         close(fds[i]);
     }
     ck_assert_int_eq(answered, CLIENTS);
-    ck_assert_int_eq(logLines("stopping with 3 notifications in flight: "
-                              "cancelled, counted failed"), 1);
+    ck_assert_int_eq(corServerLogCount(&server, "stopping with 3 "
+                                       "notifications in flight: cancelled, "
+                                       "counted failed"), 1);
 }
 END_TEST
 
@@ -424,8 +412,9 @@ START_TEST(test_drain_waits_for_notifications)
     kill(server.pid, SIGQUIT);
     ck_assert_int_eq(waitpid(server.pid, &status, 0), server.pid);
     server.pid = 0;
-    ck_assert_int_eq(logLines("notifications in flight"), 0);
-    ck_assert_int_eq(logLines("failed"), 0);
+    ck_assert_int_eq(corServerLogCount(&server, "notifications in flight"),
+                     0);
+    ck_assert_int_eq(corServerLogCount(&server, "failed"), 0);
 }
 END_TEST
 
@@ -442,7 +431,7 @@ START_TEST(test_failing_receivers_counted_failed_and_logged)
         ck_assert_int_eq(writeTo(url, modes[m], "w"), 200);
         metricWait("failed_total", "http", m + 1);
     }
-    ck_assert_int_ge(logLines("failed: answered 500"), 2);
+    ck_assert_int_ge(corServerLogCount(&server, "failed: answered 500"), 2);
     /* Nobody listens there: refused. */
     ck_assert_int_eq(writeTo("http://127.0.0.1:1/x", "", "w"), 200);
     metricWait("failed_total", "http", 3);
@@ -493,9 +482,10 @@ START_TEST(test_module_scheme_gets_the_notification)
     /* A failure, logged with its URL less the password. */
     ck_assert_int_eq(writeTo("test://user:secret@h/%3Ffail=1", "", "w"), 200);
     metricWait("failed_total", "test", 1);
-    ck_assert_int_eq(logLines("notification POST test://user:***@h/?fail=1 "
-                              "failed: told to fail"), 1);
-    ck_assert_int_eq(logLines("secret"), 0);
+    ck_assert_int_eq(corServerLogCount(&server, "notification POST "
+                                       "test://user:***@h/?fail=1 failed: "
+                                       "told to fail"), 1);
+    ck_assert_int_eq(corServerLogCount(&server, "secret"), 0);
     ck_assert_int_eq(notifyMetric("in_flight", "test"), 0);
 }
 END_TEST
