@@ -490,6 +490,32 @@ START_TEST(test_module_scheme_gets_the_notification)
 }
 END_TEST
 
+/* corNotify from an inline handler: the notification runs beside it (a
+ * coroutine from the loop's next iteration, or a thread in blocking
+ * mode), never on the loop's own stack, which it would hold while it
+ * waits. */
+START_TEST(test_inline_caller_does_not_hold_the_loop)
+{
+    long t;
+
+    serverStart(1);
+    t = corNowMs();
+    ck_assert_int_eq(corRequest(server.port, "GET /notifynow?url=test://now"
+                                "%3Fms=600 HTTP/1.1\r\nHost: t\r\n\r\n",
+                                buf, sizeof(buf)), 200);
+    ck_assert_str_eq(corBody(buf), "rc=0\n");
+    ck_assert_int_lt(corNowMs() - t, 400);
+    t = corNowMs();
+    ck_assert_int_eq(corRequest(server.port, "GET /testscheme HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_lt(corNowMs() - t, 400);
+    ck_assert_ptr_nonnull(strstr(corBody(buf), "POST test://now?ms=600 - 0 "
+                                 "now\n"));
+    ck_assert_int_eq(notifyMetric("in_flight", "test"), 1);
+    metricWait("sent_total", "test", 1);
+}
+END_TEST
+
 COR_TEST_SUITE(corNotify)
 {
     tcase_set_timeout(tc, 60);
@@ -502,4 +528,5 @@ COR_TEST_SUITE(corNotify)
     tcase_add_test(tc, test_failing_receivers_counted_failed_and_logged);
     tcase_add_test(tc, test_unknown_scheme_and_bad_url_refused);
     tcase_add_test(tc, test_module_scheme_gets_the_notification);
+    tcase_add_test(tc, test_inline_caller_does_not_hold_the_loop);
 }
