@@ -18,9 +18,9 @@
  * collector waits on with corRestWaitFd: the same wait in a coroutine and
  * on a thread, and one that the collector's own cancel (its request's, or
  * a stop) ends. The exchange's waits are bound to the cancel of its
- * CorBeside; a call is cancelled (corHttpClientCancel, a
- * wait that was cancelled, its request cancelled or finished) by
- * cancelling that and marking it orphaned, and whichever of the two sides
+ * CorBeside; a call is cancelled (corHttpClientCancel, a wait that was
+ * cancelled, its request cancelled or finished) by cancelling that and
+ * marking it orphaned, and whichever of the two sides
  * comes last frees it: the collector when the exchange had ended, the
  * exchange when it ends orphaned. callsLock guards done, orphaned and the
  * request's list, and is never held across a wait.
