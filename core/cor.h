@@ -39,7 +39,7 @@
 
 /* Bumped whenever a struct or a signature of this header, or of one it
  * includes, changes. */
-#define COR_ABI_VERSION 6
+#define COR_ABI_VERSION 7
 #define COR_VERSION "0.1.0"
 
 typedef struct CorModule CorModule;
@@ -205,6 +205,9 @@ struct CorRequest {
     CorEvTimer deadline;        /* the handler's timeout, when it has one */
     atomic_uint answer;         /* with a deadline: who answered first */
     CorUpgraded* upgrade;       /* corRequestUpgrade was called */
+    /* The notifications r started that have not ended, plus one until
+     * its last phase ends: it is released at 0. */
+    atomic_uint holds;
 };
 
 /* A request header (case-insensitive), NULL when absent. */
@@ -827,6 +830,82 @@ size_t corSharedLen(const CorShared* s);
  * any thread; releasing NULL does nothing. */
 CorShared* corSharedRef(CorShared* s);
 void corSharedRelease(CorShared* s);
+
+/* ---- Notifications ------------------------------------------------------
+ *
+ * A notification is a message sent to a URL after something happened (a
+ * write answered): its scheme picks who sends it. http and https are the
+ * core's (a request with the body, acknowledged by a 2xx); a module adds
+ * others (the MQTT bridge mqtt and mqtts, modules/cor cor), which is what
+ * makes a module a bridge:
+ *
+ *     static void
+ *     writeFinish(CorRequest* r)           (the post-response phase)
+ *     {
+ *         corNotify(r, &(CorNotification){
+ *             .url = "https://hooks.example/changed",
+ *             .contentType = "application/json",
+ *             .body = r->body, .bodyLen = r->bodyLen });
+ *     }
+ *
+ * corNotify starts the send and returns: it runs beside the caller, a
+ * coroutine of the caller's loop when the caller runs on one (a
+ * coroutine, or inline: the notification then starts at the loop's next
+ * iteration), else a kept thread (a worker, blocking mode); so all of a
+ * write's notifications are in flight at once, whatever the phase's
+ * place. r is released only once every notification it started has
+ * ended: a drain (reload, graceful stop) waits for them, up to
+ * runtime.stop_timeout; a stop cancels them (each counted failed, one log
+ * line with their number) and does not wait. /metrics counts per scheme
+ * cor_notify_sent_total, cor_notify_failed_total, cor_notify_in_flight.
+ */
+typedef struct {
+    const char* url;            /* scheme://...: the scheme picks the
+                                   sender */
+    const char* method;         /* NULL: POST (what a scheme makes of it
+                                   is its own: http sends it as is) */
+    const CorHeader* headers;   /* sent as they are (http: after Host) */
+    unsigned headerCount;       /* at most COR_NOTIFY_HEADERS_MAX */
+    const char* contentType;    /* NULL: none */
+    const void* body;
+    size_t bodyLen;
+    int timeoutMs;              /* the whole send; 0: client.notify_timeout */
+} CorNotification;
+
+#define COR_NOTIFY_HEADERS_MAX 64
+
+/*
+ * Send n (copied, with all it points to) beside the caller, as said
+ * above; r (NULL for none: a background task's) is the request whose
+ * release waits for it. Returns 0 once it is started (its outcome is
+ * counted and a failure logged, with the URL less any password, and
+ * why); or -EINVAL (no "scheme://" URL, a scheme nobody registered, too
+ * many headers), -ECANCELED (the generation is stopping), -ENOMEM, or
+ * -EAGAIN (no thread to be had); nothing is sent then, and nothing
+ * counted.
+ */
+int corNotify(CorRequest* r, const CorNotification* n);
+
+/*
+ * A scheme's sender. send is straight-line code that waits through
+ * corRestWaitFd (corConnOpen, corConnRead...: it yields in a coroutine
+ * and polls on a thread; a stop ends its waits with ECANCELED), and
+ * returns 0 when the receiver acknowledged n, or -errno with a sentence
+ * in why (the URL is logged beside it: why need not repeat it). n and
+ * what it points to live until send returns; n->timeoutMs is set (the
+ * default filled in). May yield.
+ */
+typedef struct {
+    const char* scheme;         /* lowercase: a letter, then letters,
+                                   digits, + - .; at most 15 */
+    int (*send)(CorModule* m, const CorNotification* n, char* why,
+                size_t whyLen);
+} CorNotifyScheme;
+
+/* Register a scheme (copied), from a module's init. Returns 0, or -1
+ * after a module error (a bad or taken name, too many schemes, called
+ * after init). */
+int corNotifySchemeAdd(CorModule* m, const CorNotifyScheme* s);
 
 /* ---- Logging ------------------------------------------------------------- */
 

@@ -781,15 +781,15 @@ readResolver(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 
 /* ---- client -------------------------------------------------------------- */
 
-/* Connections out: their deadline and keep-alive pool, and the CA file
- * that verifies TLS peers by default (checked readable here, so that
- * `cor -t` names it; the TLS client loads it). */
+/* Connections out: their deadline and keep-alive pool, a notification's
+ * deadline, and the CA file that verifies TLS peers by default (checked
+ * readable here, so that `cor -t` names it; the TLS client loads it). */
 static void
 readClient(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {
     static const char* const keys[] = {
-        "connect_timeout", "keepalive_per_peer", "idle_timeout", "ca_file",
-        NULL,
+        "connect_timeout", "keepalive_per_peer", "idle_timeout",
+        "notify_timeout", "ca_file", NULL,
     };
     const CorConf* m = corConfMap(root, "client", e);
     const char* ca = nonEmpty(m, "ca_file", "system", "a path or system", e);
@@ -800,6 +800,8 @@ readClient(CorConfig* cf, const CorConf* root, CorConfErrors* e)
         (unsigned)corConfInt(m, "keepalive_per_peer", 32, 0, 100000, e);
     cf->client.idleTimeoutMs =
         corConfDurationMs(m, "idle_timeout", minute, 1, hour, e);
+    cf->client.notifyTimeoutMs =
+        corConfDurationMs(m, "notify_timeout", 10 * second, 1, hour, e);
     free(cf->client.caFile);
     cf->client.caFile = NULL;
     if (ca != NULL && strcmp(ca, "system") != 0) {

@@ -40,6 +40,7 @@
  *     client.connect_timeout       5s          1ms..10m
  *     client.keepalive_per_peer    32          0..100000 (0: no pool)
  *     client.idle_timeout          60s         1ms..1h
+ *     client.notify_timeout        10s         1ms..1h
  *     client.ca_file               system      system | a PEM file, beside
  *                                              the file
  *     log.level                    info        debug | info | warn | error
@@ -149,6 +150,7 @@ typedef struct {
         uint64_t connectTimeoutMs; /* the name, the connect, TLS */
         unsigned keepalivePerPeer; /* idle connections kept per peer */
         uint64_t idleTimeoutMs;    /* how long one is kept idle */
+        uint64_t notifyTimeoutMs;  /* a notification's, by default */
         char* caFile;              /* NULL: the system's store */
     } client;
     CorConfigModule* modules;

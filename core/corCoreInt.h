@@ -181,6 +181,12 @@ void corRequestStallInit(CorEvLoop* loop);
  * and what a stop cuts short. */
 unsigned corRequestsInFlight(void);
 unsigned corRequestsFinishing(void);
+/* Hold r's release for work it started that runs beside it (a
+ * notification), and let it go: the last let-go after r's last phase
+ * ended releases r, on r's loop (posted there from another thread).
+ * From any thread, between corRequestServe and the release. */
+void corRequestHold(CorRequest* r);
+void corRequestLetGo(CorRequest* r);
 
 /* Streams (corStream.c): the head is out, pieces may follow; and the
  * stream's memory, at the request's end. */
@@ -283,6 +289,70 @@ bool corConnPoolPut(CorConn* c);
  * the loop's end), and those of the shared pool (at the generation's). */
 void corConnPoolLoopExit(void);
 void corConnPoolShutdown(void);
+
+/* ---- Work beside the caller (corBeside.c) ------------------------------- */
+
+typedef struct CorBeside CorBeside;
+typedef void (*CorBesideFn)(CorBeside* b);
+
+/*
+ * A piece of work run beside the code that started it. Embedded in its
+ * owner's record (found back with corContainerOf), zeroed (its cancel may
+ * be cancelled before it starts), and alive until done is called; the
+ * fields are corBeside.c's.
+ */
+struct CorBeside {
+    CorBesideFn run;            /* the work: may wait (corRestWaitFd) */
+    CorBesideFn done;           /* after run, unbound: may free b */
+    CorRestCancel cancel;       /* run's waits are bound to it */
+    CorEvTask start;            /* a start at the loop's next iteration */
+    CorBeside* queued;          /* the line to the threads */
+};
+
+/* Started on a loop's own stack (not in a coroutine), the work may be a
+ * coroutine of that loop from its next iteration: for work nobody waits
+ * for on that stack (the stack cannot yield to let it run). */
+#define COR_BESIDE_LOOP_NEXT 1u
+
+/*
+ * Run run(b) and then done(b) beside the caller, exactly once: a
+ * coroutine of the caller's loop when the caller is one of its coroutines
+ * (or, with COR_BESIDE_LOOP_NEXT, the loop's own stack and coroutines
+ * are on), else a kept thread. run's waits are bound to b->cancel.
+ * Returns 0, or -errno (no thread to be had: nothing runs).
+ */
+int corBesideStart(CorBeside* b, CorBesideFn run, CorBesideFn done,
+                   unsigned flags);
+/* End b's waits (ECANCELED), from any thread for work on a thread, on
+ * its loop for a coroutine. */
+void corBesideCancel(CorBeside* b);
+
+/* What work beside its caller keeps of the caller's headers: the bytes a
+ * copy of count headers takes (the array, aligned, then their names and
+ * values), and the copy into p, which has that many; the array is
+ * returned (in p) and *endP set past the last byte used. */
+size_t corHeadersCopySize(const CorHeader* headers, unsigned count);
+CorHeader* corHeadersCopy(const CorHeader* headers, unsigned count, char* p,
+                          char** endP);
+
+/* ---- Notifications (corNotify.c) ----------------------------------------- */
+
+typedef struct {
+    uint64_t sent;              /* acknowledged */
+    uint64_t failed;            /* refused, timed out, or cut by a stop */
+    unsigned inFlight;
+} CorNotifyStats;
+
+/* The registered schemes (the core's http and https first), and the
+ * counters of one: its name is returned. */
+unsigned corNotifySchemeCount(void);
+const char* corNotifySchemeStats(unsigned index, CorNotifyStats* stats);
+/* A stop begins: log the number of notifications it cancels, once. And
+ * the loops have ended: let those on threads, cancelled, leave their
+ * senders before the modules' exit (a bound of 100 ms, not a wait for
+ * their receivers). */
+void corNotifyStopping(void);
+void corNotifyStopped(void);
 
 /* ---- The HTTP client (corHttpClientCall.c) ------------------------------ */
 

@@ -294,6 +294,7 @@ stop(void)
                "allows longer)", finishing);
     }
     atomic_store(&corRuntime.stopping, true);
+    corNotifyStopping();
     corRestCancelAll();
     corTasksStop();
     corEvPoolShutdown(corRuntime.workers);
@@ -304,6 +305,7 @@ stop(void)
     for (unsigned i = 0; i < corRuntime.loopCount; i++) {
         pthread_join(loopThreads[i].thread, NULL);
     }
+    corNotifyStopped();
     corConnPoolShutdown();
     corModulesExit();
 }

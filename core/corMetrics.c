@@ -128,6 +128,38 @@ emitCounter(Text* t, const char* name, const char* help, const char* labels,
          help, name, name, labels, (unsigned long long)value);
 }
 
+/* Notifications, per scheme (corNotify.c). */
+static void
+emitNotify(Text* t)
+{
+    static const struct {
+        const char* name;
+        const char* type;
+        const char* help;
+    } families[3] = {
+        { "notify_sent_total", "counter",
+          "Notifications the receiver acknowledged, by scheme." },
+        { "notify_failed_total", "counter",
+          "Notifications refused, timed out or cut short by a stop, by "
+          "scheme." },
+        { "notify_in_flight", "gauge",
+          "Notifications being sent now, by scheme." },
+    };
+
+    for (int k = 0; k < 3; k++) {
+        emit(t, "# HELP cor_%s %s\n# TYPE cor_%s %s\n", families[k].name,
+             families[k].help, families[k].name, families[k].type);
+        for (unsigned i = 0; i < corNotifySchemeCount(); i++) {
+            CorNotifyStats st;
+            const char* scheme = corNotifySchemeStats(i, &st);
+            uint64_t v = k == 0 ? st.sent : k == 1 ? st.failed : st.inFlight;
+
+            emit(t, "cor_%s{scheme=\"%s\"} %llu\n", families[k].name,
+                 scheme, (unsigned long long)v);
+        }
+    }
+}
+
 char*
 corMetricsText(size_t* lenP)
 {
@@ -227,6 +259,7 @@ corMetricsText(size_t* lenP)
          (unsigned long long)sum.client[COR_CLIENT_REUSED],
          (unsigned long long)sum.client[COR_CLIENT_NEW],
          (unsigned long long)sum.client[COR_CLIENT_FAILED]);
+    emitNotify(&t);
     emitCounter(&t, "client_stale_total", "Idle connections out the peer "
                 "had closed, found before they were reused.", "",
                 sum.client[COR_CLIENT_STALE]);

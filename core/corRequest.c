@@ -471,15 +471,13 @@ served(CorRequest* r)
     r->ops->done(r);
 }
 
-/* The request is over: its memory goes, the protocol releases it. */
+/* The request is over and nothing holds it: its memory goes, the
+ * protocol releases it. On its loop. */
 static void
-requestEnd(CorRequest* r)
+requestRelease(CorRequest* r)
 {
     CorLoopCounters* c = counters();
 
-    if (r->clientCalls != NULL) {
-        corHttpClientRequestEnd(r);
-    }
     if (r->inFinish) {
         gaugeAdd(&c->finishing, -1);
         /* A stop cancelled its waits: it may not have done its work. */
@@ -488,6 +486,48 @@ requestEnd(CorRequest* r)
     gaugeAdd(&c->inFlight, -1);
     arenaFree(r);
     r->ops->release(r);
+}
+
+static void
+releaseOnLoop(CorEvTask* task)
+{
+    requestRelease(corContainerOf(task, CorRequest, task));
+}
+
+/* The request's last phase is over: released now, or by the last of the
+ * notifications it started (corRequestLetGo). Still counted in flight
+ * meanwhile, so that a drain waits for them. */
+static void
+requestEnd(CorRequest* r)
+{
+    if (r->clientCalls != NULL) {
+        corHttpClientRequestEnd(r);
+    }
+    if (atomic_fetch_sub(&r->holds, 1) == 1) {
+        requestRelease(r);
+    }
+}
+
+void
+corRequestHold(CorRequest* r)
+{
+    atomic_fetch_add(&r->holds, 1);
+}
+
+/* The last hold goes after the phases ended, wherever it goes: r's task
+ * is free then (its phases are over), and carries the release to r's
+ * loop. */
+void
+corRequestLetGo(CorRequest* r)
+{
+    if (atomic_fetch_sub(&r->holds, 1) != 1) {
+        return;
+    }
+    if (corEvLoopCurrent() == r->loop) {
+        requestRelease(r);
+    } else {
+        corEvLoopPost(r->loop, &r->task, releaseOnLoop);
+    }
 }
 
 /* Whether r is in its last phase, an upgraded connection's session. */
@@ -696,6 +736,7 @@ requestInit(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     memset(&r->cancel, 0, sizeof(r->cancel));
     memset(&r->deadline, 0, sizeof(r->deadline));
     atomic_init(&r->answer, ANSWER_OPEN);
+    atomic_init(&r->holds, 1);
 }
 
 void

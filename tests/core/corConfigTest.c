@@ -651,6 +651,31 @@ START_TEST(test_client_section)
 }
 END_TEST
 
+/* client.notify_timeout: its default, a value, and its errors at the
+ * key (a number with no unit, out of range). */
+START_TEST(test_client_notify_timeout)
+{
+    CorConfErrors e = {0};
+    CorConfig* cf = load(LISTEN, &e);
+    const char* text;
+
+    ck_assert_msg(cf != NULL, "%s", e.text);
+    ck_assert_uint_eq(cf->client.notifyTimeoutMs, 10000);
+    corConfigFree(cf);
+    cf = load(LISTEN "client: { notify_timeout: 1500ms }\n", &e);
+    ck_assert_msg(cf != NULL, "%s", e.text);
+    ck_assert_uint_eq(cf->client.notifyTimeoutMs, 1500);
+    corConfigFree(cf);
+    text = refused(LISTEN "client:\n  notify_timeout: 3\n");
+    ck_assert_msg(strstr(text, "t.yaml:3:19:") != NULL, "%s", text);
+    ck_assert_msg(strstr(text, "notify_timeout") != NULL, "%s", text);
+    text = refused(LISTEN "client:\n  notify_timeout: 2h\n");
+    ck_assert_msg(strstr(text, "t.yaml:3:19:") != NULL, "%s", text);
+    text = refused(LISTEN "client:\n  notify_timeout: 0ms\n");
+    ck_assert_msg(strstr(text, "t.yaml:3:19:") != NULL, "%s", text);
+}
+END_TEST
+
 START_TEST(test_loops)
 {
     CorConfErrors e = {0};
@@ -841,6 +866,7 @@ COR_TEST_SUITE(corConfig)
     tcase_add_test(tc, test_route_matches);
     tcase_add_test(tc, test_resolver_servers);
     tcase_add_test(tc, test_client_section);
+    tcase_add_test(tc, test_client_notify_timeout);
     tcase_add_test(tc, test_loops);
     tcase_add_test(tc, test_modules);
     tcase_add_test(tc, test_load_file);

@@ -102,6 +102,21 @@ corHttpClientRequestEnd(CorRequest* r)
     ck_assert_ptr_null(r->clientCalls);
 }
 
+/* The notifications' counters in /metrics: one scheme, none sent. */
+unsigned
+corNotifySchemeCount(void)
+{
+    return 1;
+}
+
+const char*
+corNotifySchemeStats(unsigned index, CorNotifyStats* stats)
+{
+    (void)index;
+    *stats = (CorNotifyStats){ 0 };
+    return "http";
+}
+
 /* ---- The test's protocol ------------------------------------------------- */
 
 typedef struct {

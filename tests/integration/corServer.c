@@ -429,6 +429,19 @@ corShell(const char* command, char* out, size_t cap)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+int
+corServerLogCount(const CorServer* s, const char* text)
+{
+    char command[512];
+    char out[64];
+    int rc;
+
+    snprintf(command, sizeof(command), "grep -c -F -e '%s' %s", text,
+             s->log);
+    rc = corShell(command, out, sizeof(out));
+    return rc == 0 || rc == 1 ? atoi(out) : -1;    /* 1: no line */
+}
+
 long
 corMetric(int port, const char* name)
 {

@@ -57,6 +57,8 @@ int corShell(const char* command, char* out, size_t cap);
  * path goes to dir (cap bytes, at least 32); and its removal. */
 void corTestCertsMake(char* dir, size_t cap);
 void corTestCertsRemove(const char* dir);
+/* How many lines of s's log hold text (a fixed string, no quote). */
+int corServerLogCount(const CorServer* s, const char* text);
 /* A metric's value from /metrics, or -1. */
 long corMetric(int port, const char* name);
 long corNowMs(void);

@@ -7,9 +7,11 @@
  */
 #include "cor.h"
 
-/* The HTTP client's handlers (corTestkitClient.c). */
+/* The HTTP client's handlers (corTestkitClient.c), and the
+ * notifications' (corTestkitNotify.c). */
 void corTestkitClientAdd(CorModule* m, int* rc);
 void corTestkitCondWaitAdd(CorModule* m, int* rc);
+void corTestkitNotifyAdd(CorModule* m, int* rc);
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -924,6 +926,7 @@ testkitInitAll(CorModule* m, const CorConf* conf)
 
     corTestkitClientAdd(m, &rc);
     corTestkitCondWaitAdd(m, &rc);
+    corTestkitNotifyAdd(m, &rc);
     return rc;
 }
 
