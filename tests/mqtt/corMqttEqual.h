@@ -12,7 +12,7 @@
 
 #include <string.h>
 
-static bool
+static inline bool
 mqttStrEq(CorMqttStr a, CorMqttStr b)
 {
     return a.len == b.len && (a.len == 0 || memcmp(a.data, b.data, a.len) == 0);
@@ -26,7 +26,7 @@ mqttStrEq(CorMqttStr a, CorMqttStr b)
     if (!mqttStrEq((a)->f, (b)->f))                                     \
         return #f
 
-static const char*
+static inline const char*
 mqttListsDiffer(const CorMqttProps* a, const CorMqttProps* b)
 {
     size_t pa = 0, pb = 0;
@@ -51,7 +51,7 @@ mqttListsDiffer(const CorMqttProps* a, const CorMqttProps* b)
     return NULL;
 }
 
-static const char*
+static inline const char*
 mqttPropsDiffer(const CorMqttProps* a, const CorMqttProps* b)
 {
     MQTT_SAME(a, b, has);
@@ -85,7 +85,7 @@ mqttPropsDiffer(const CorMqttProps* a, const CorMqttProps* b)
     return mqttListsDiffer(a, b);
 }
 
-static const char*
+static inline const char*
 mqttSubsDiffer(const CorMqttPacket* a, const CorMqttPacket* b)
 {
     size_t pa = 0, pb = 0;
@@ -105,7 +105,7 @@ mqttSubsDiffer(const CorMqttPacket* a, const CorMqttPacket* b)
 
 /* NULL when a and b are the same packet, else the first field that is
  * not. */
-static const char*
+static inline const char*
 mqttPacketDiffers(const CorMqttPacket* a, const CorMqttPacket* b)
 {
     const char* why;
