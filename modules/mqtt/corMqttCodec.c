@@ -123,24 +123,10 @@ connectTail(CorMqttReader* r, CorMqttPacket* pkt)
     return !pkt->hasPassword || corMqttReadBin(r, &pkt->password);
 }
 
+/* CONNECT's flags byte, for the level already read. */
 static bool
-connectRead(CorMqttReader* r, unsigned version, CorMqttPacket* pkt)
+connectFlags(CorMqttReader* r, uint8_t flags, CorMqttPacket* pkt)
 {
-    CorMqttStr name;
-    uint8_t flags;
-
-    (void)version;
-    if (!corMqttReadStr(r, &name) || !corMqttReadByte(r, &pkt->version)) {
-        return false;
-    }
-    if (name.len != 4 || memcmp(name.data, "MQTT", 4) != 0
-        || (pkt->version != COR_MQTT_V311 && pkt->version != COR_MQTT_V5)) {
-        return corMqttFail(r, COR_MQTT_RC_UNSUPPORTED_VERSION,
-                           "protocol not MQTT 3.1.1 or 5.0");
-    }
-    if (!corMqttReadByte(r, &flags) || !corMqttReadU16(r, &pkt->keepAlive)) {
-        return false;
-    }
     pkt->cleanStart = (flags & 0x02) != 0;
     pkt->hasWill = (flags & 0x04) != 0;
     pkt->will.qos = flags >> 3 & 3;
@@ -160,6 +146,28 @@ connectRead(CorMqttReader* r, unsigned version, CorMqttPacket* pkt)
         && !pkt->hasUsername) {
         return corMqttFail(r, COR_MQTT_RC_MALFORMED,
                            "password without a user name");
+    }
+    return true;
+}
+
+static bool
+connectRead(CorMqttReader* r, unsigned version, CorMqttPacket* pkt)
+{
+    CorMqttStr name;
+    uint8_t flags;
+
+    (void)version;
+    if (!corMqttReadStr(r, &name) || !corMqttReadByte(r, &pkt->version)) {
+        return false;
+    }
+    if (name.len != 4 || memcmp(name.data, "MQTT", 4) != 0
+        || (pkt->version != COR_MQTT_V311 && pkt->version != COR_MQTT_V5)) {
+        return corMqttFail(r, COR_MQTT_RC_UNSUPPORTED_VERSION,
+                           "protocol not MQTT 3.1.1 or 5.0");
+    }
+    if (!corMqttReadByte(r, &flags) || !corMqttReadU16(r, &pkt->keepAlive)
+        || !connectFlags(r, flags, pkt)) {
+        return false;
     }
     if (pkt->version == COR_MQTT_V5
         && !corMqttPropsRead(r, COR_MQTT_CONNECT, &pkt->props)) {

@@ -178,12 +178,11 @@ propReadOne(CorMqttReader* r, uint32_t* idP, PropValue* v)
     return ok ? &table[id] : NULL;
 }
 
-/* Check one property read for owner against the rules, and keep it. */
+/* Check one property read for owner against the 5.0 rules. */
 static bool
-propStore(CorMqttReader* r, unsigned owner, uint32_t id, const PropDesc* d,
-          const PropValue* v, CorMqttProps* props)
+propCheck(CorMqttReader* r, unsigned owner, uint32_t id, const PropDesc* d,
+          const PropValue* v, const CorMqttProps* props)
 {
-    char* field = (char*)props + d->offset;
     bool repeats = id == COR_MQTT_PROP_USER
         || (id == COR_MQTT_PROP_SUBSCRIPTION_ID && owner == COR_MQTT_PUBLISH);
 
@@ -205,13 +204,23 @@ propStore(CorMqttReader* r, unsigned owner, uint32_t id, const PropDesc* d,
         return corMqttFail(r, COR_MQTT_RC_PROTOCOL_ERROR,
                            "response topic not a topic name");
     }
+    return true;
+}
+
+/* Keep a checked property: its field, or its list's count. */
+static void
+propKeep(uint32_t id, const PropDesc* d, const PropValue* v,
+         CorMqttProps* props)
+{
+    char* field = (char*)props + d->offset;
+
     corMqttPropSet(props, id);
     if (id == COR_MQTT_PROP_USER) {
         props->userCount++;
-        return true;
+        return;
     }
     if (id == COR_MQTT_PROP_SUBSCRIPTION_ID && props->subIdCount++ > 0) {
-        return true;
+        return;
     }
     switch (d->kind) {
     case KIND_FLAG:
@@ -228,7 +237,6 @@ propStore(CorMqttReader* r, unsigned owner, uint32_t id, const PropDesc* d,
         *(CorMqttStr*)field = v->a;
         break;
     }
-    return true;
 }
 
 bool
@@ -254,9 +262,10 @@ corMqttPropsRead(CorMqttReader* r, unsigned owner, CorMqttProps* props)
         uint32_t id;
         const PropDesc* d = propReadOne(&pr, &id, &v);
 
-        if (d == NULL || !propStore(&pr, owner, id, d, &v, props)) {
+        if (d == NULL || !propCheck(&pr, owner, id, d, &v, props)) {
             return false;
         }
+        propKeep(id, d, &v, props);
     }
     if (corMqttPropHas(props, COR_MQTT_PROP_AUTH_DATA)
         && !corMqttPropHas(props, COR_MQTT_PROP_AUTH_METHOD)) {

@@ -152,6 +152,27 @@ levelLen(const char* s, size_t len)
     return slash != NULL ? (size_t)(slash - s) : len;
 }
 
+/* A shared subscription's filter, "$share/NAME/FILTER", as its FILTER;
+ * false when there is none. */
+static bool
+shareStrip(const char** filter, size_t* filterLen)
+{
+    size_t name;
+
+    if (*filterLen < SHARE_PREFIX_LEN
+        || memcmp(*filter, SHARE_PREFIX, SHARE_PREFIX_LEN) != 0) {
+        return true;
+    }
+    name = SHARE_PREFIX_LEN + levelLen(*filter + SHARE_PREFIX_LEN,
+                                       *filterLen - SHARE_PREFIX_LEN);
+    if (name >= *filterLen) {
+        return false;
+    }
+    *filter += name + 1;
+    *filterLen -= name + 1;
+    return true;
+}
+
 bool
 corMqttTopicMatch(const char* filter, size_t filterLen, const char* topic,
                   size_t topicLen)
@@ -159,17 +180,8 @@ corMqttTopicMatch(const char* filter, size_t filterLen, const char* topic,
     size_t f = 0;
     size_t t = 0;
 
-    if (filterLen >= SHARE_PREFIX_LEN
-        && memcmp(filter, SHARE_PREFIX, SHARE_PREFIX_LEN) == 0) {
-        size_t name = SHARE_PREFIX_LEN
-            + levelLen(filter + SHARE_PREFIX_LEN,
-                       filterLen - SHARE_PREFIX_LEN);
-
-        if (name >= filterLen) {
-            return false;
-        }
-        filter += name + 1;
-        filterLen -= name + 1;
+    if (!shareStrip(&filter, &filterLen)) {
+        return false;
     }
     /* MQTT-4.7.2-1: "$SYS/..." is not what "#" or "+/..." asks for. */
     if (topicLen > 0 && topic[0] == '$' && filterLen > 0
