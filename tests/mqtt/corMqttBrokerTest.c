@@ -12,7 +12,9 @@
 #include "corMqttEqual.h"
 #include "../integration/corServer.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +46,24 @@ brokerPath(void)
                                                      : "mosquitto";
 }
 
+/* Whether nothing listens on port: else what answers there would be
+ * taken for the broker. */
+static bool
+portFree(int port)
+{
+    struct sockaddr_in addr = { .sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    bool unused = fd >= 0
+        && bind(fd, (struct sockaddr*)&addr, sizeof(addr)) == 0;
+
+    if (fd >= 0) {
+        close(fd);
+    }
+    return unused;
+}
+
 /* Start mosquitto on port; true once it answers, false if it exited
  * (the port was taken) or never answered. */
 static bool
@@ -52,6 +72,9 @@ brokerStartOn(int port)
     char portText[16];
     long deadline = corNowMs() + TIMEOUT_MS;
 
+    if (!portFree(port)) {
+        return false;
+    }
     snprintf(portText, sizeof(portText), "%d", port);
     brokerPid = fork();
     if (brokerPid == 0) {
@@ -64,16 +87,17 @@ brokerStartOn(int port)
         _exit(127);
     }
     while (corNowMs() < deadline) {
-        int fd = corConnect(port);
+        int fd;
 
+        if (waitpid(brokerPid, NULL, WNOHANG) == brokerPid) {
+            brokerPid = 0;
+            return false;
+        }
+        fd = corConnect(port);
         if (fd >= 0) {
             close(fd);
             brokerPort = port;
             return true;
-        }
-        if (waitpid(brokerPid, NULL, WNOHANG) == brokerPid) {
-            brokerPid = 0;
-            return false;
         }
         usleep(20000);
     }
