@@ -420,7 +420,9 @@ int
 corMqttDecode(const uint8_t* buf, size_t len, unsigned version,
               size_t maxSize, CorMqttPacket* pkt, CorMqttStatus* st)
 {
-    CorMqttReader r = { buf, buf + len, st };
+    /* Only for a refusal of the header: the body gets a reader of its
+     * own once its bounds are known. */
+    CorMqttReader r = { buf, buf, st };
     uint32_t remaining = 0;
     size_t total;
     int head;
@@ -686,6 +688,18 @@ corMqttEncode(uint8_t* out, size_t cap, unsigned version,
         return -EINVAL;
     }
     return (int)size;
+}
+
+const char*
+corMqttTypeName(unsigned type)
+{
+    static const char* const names[16] = {
+        "reserved", "CONNECT", "CONNACK", "PUBLISH", "PUBACK", "PUBREC",
+        "PUBREL", "PUBCOMP", "SUBSCRIBE", "SUBACK", "UNSUBSCRIBE",
+        "UNSUBACK", "PINGREQ", "PINGRESP", "DISCONNECT", "AUTH",
+    };
+
+    return type < 16 ? names[type] : names[0];
 }
 
 bool

@@ -325,6 +325,9 @@ int corMqttEncode(uint8_t* out, size_t cap, unsigned version,
  */
 int corMqttEncodedSize(unsigned version, const CorMqttPacket* pkt);
 
+/* The name of packet type type ("PUBLISH"), or "reserved", for logs. */
+const char* corMqttTypeName(unsigned type);
+
 /*
  * Walk a decoded packet's user properties (props may be a will's): *pos
  * starts at 0. Returns true with *name and *value set, false after the

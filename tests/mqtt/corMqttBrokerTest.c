@@ -172,7 +172,8 @@ static void
 clientExpect(Client* c, uint8_t type, uint16_t packetId, CorMqttPacket* pkt)
 {
     clientNext(c, pkt);
-    ck_assert_uint_eq(pkt->type, type);
+    ck_assert_msg(pkt->type == type, "expected %s, got %s",
+                  corMqttTypeName(type), corMqttTypeName(pkt->type));
     ck_assert_uint_eq(pkt->packetId, packetId);
 }
 
@@ -291,7 +292,7 @@ publishQos2(Client* c)
             released = true;
             break;
         default:
-            ck_abort_msg("unexpected packet type %u", pkt.type);
+            ck_abort_msg("unexpected %s", corMqttTypeName(pkt.type));
         }
     }
 }

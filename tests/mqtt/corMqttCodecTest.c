@@ -573,6 +573,9 @@ START_TEST(test_maximum_packet_size)
     ck_assert_ptr_nonnull(st.reason);
     ck_assert_int_eq(corMqttDecode(buf, n, V5, 65535 + 4, &got, &st), 0);
     ck_assert_uint_eq(st.need, 65535 + 4);
+    /* Nothing received yet: nothing known. */
+    ck_assert_int_eq(corMqttDecode(NULL, 0, V5, 0, &got, &st), 0);
+    ck_assert_uint_eq(st.need, 0);
     /* Exactly the maximum is allowed. */
     n = hex("c0 00", buf);
     ck_assert_int_eq(corMqttDecode(buf, n, V4, 2, &got, &st), 2);
@@ -807,6 +810,16 @@ START_TEST(test_property_lists)
 }
 END_TEST
 
+START_TEST(test_type_names)
+{
+    ck_assert_str_eq(corMqttTypeName(COR_MQTT_CONNECT), "CONNECT");
+    ck_assert_str_eq(corMqttTypeName(COR_MQTT_PUBREL), "PUBREL");
+    ck_assert_str_eq(corMqttTypeName(COR_MQTT_AUTH), "AUTH");
+    ck_assert_str_eq(corMqttTypeName(0), "reserved");
+    ck_assert_str_eq(corMqttTypeName(16), "reserved");
+}
+END_TEST
+
 START_TEST(test_utf8)
 {
     static const struct {
@@ -965,6 +978,7 @@ COR_TEST_SUITE(corMqttCodec)
                         (int)(sizeof(malformed) / sizeof(malformed[0])));
     tcase_add_test(tc, test_encoder_refusals);
     tcase_add_test(tc, test_property_lists);
+    tcase_add_test(tc, test_type_names);
     tcase_add_test(tc, test_utf8);
     tcase_add_test(tc, test_topic_names_and_filters);
     tcase_add_test(tc, test_topic_matching);
