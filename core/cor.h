@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "corConf.h"
@@ -39,7 +40,7 @@
 
 /* Bumped whenever a struct or a signature of this header, or of one it
  * includes, changes. */
-#define COR_ABI_VERSION 6
+#define COR_ABI_VERSION 7
 #define COR_VERSION "0.1.0"
 
 typedef struct CorModule CorModule;
@@ -598,10 +599,32 @@ bool corAccessLogEnabled(void);
 const char* corAccessLogFormat(void);
 void corAccessLogWrite(const char* line, size_t len);
 
-/* Count a connection refused past limits.connections. */
-void corMetricsConnectionRefused(void);
-/* Count an accept that failed at the fd limit (EMFILE, ENFILE). */
-void corMetricsAcceptFdLimit(void);
+/*
+ * Accepting, for a protocol module: from its start, on each loop's
+ * thread, with the generation's listeners of the protocol. Loop 0 accepts
+ * on a shared listener and deals its connections out to the loops in
+ * turn; a `reuseport` listener is accepted on by every loop. open(index,
+ * l, fd, peer) runs on the thread of loop index, which owns the
+ * non-blocking socket fd from then on: it makes the connection's
+ * transport (corListenerTransport) and serves it, and calls
+ * corAcceptClosed() when it closes it, even at once (a connection counts
+ * against limits.connections, all protocols together, from its accept to
+ * then). Past limits.connections a connection is closed at accept and
+ * counted; at the fd limit accepting pauses 100 ms, and is logged once a
+ * second at most.
+ */
+typedef void (*CorAcceptFn)(unsigned loopIndex, const CorListener* l,
+                            int fd, const struct sockaddr_storage* peer);
+typedef struct CorAccept CorAccept;
+
+/* Start accepting on this loop; returns the acceptor, or NULL (logged). */
+CorAccept* corAcceptStart(CorEvLoop* loop, unsigned index,
+                          CorListener* const* listeners, unsigned count,
+                          CorAcceptFn open);
+/* Stop accepting and free a (on its loop's thread); NULL is ignored. */
+void corAcceptStop(CorAccept* a);
+/* A connection that was accepted is closed. */
+void corAcceptClosed(void);
 
 /* ---- Connections out: the one layer every client stands on ------------- */
 
