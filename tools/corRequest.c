@@ -13,7 +13,7 @@
 #define HEADERS_MAX 64
 #define MESSAGES_MAX 256
 
-static const CorReqProtocol* const protocols[] = { &corReqHttp };
+static const CorReqProtocol* const protocols[] = { &corReqHttp, &corReqCor };
 
 static void
 usage(FILE* to)

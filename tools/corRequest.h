@@ -79,6 +79,7 @@ typedef struct {
 } CorReqProtocol;
 
 extern const CorReqProtocol corReqHttp;
+extern const CorReqProtocol corReqCor;
 
 /* Latencies, in nanoseconds (corRequestHist.c). */
 #define COR_REQ_HIST_BUCKETS 3840
