@@ -172,13 +172,14 @@ headFormat(CorState* s, const CorCorMessage* m)
 
 /* A frame that is not an answer: the handshake, a CLOSE, a PONG. */
 static int
-controlTake(CorState* s, const CorCorHead* h, json_t* tree, char* why,
-            size_t whyLen)
+controlTake(CorState* s, const CorCorHead* h, json_t* tree, CorReqAnswer* a,
+            char* why, size_t whyLen)
 {
     switch (h->type) {
     case COR_COR_HELLO_ACK:
         return corCorHelloCheck(tree, why, whyLen);
     case COR_COR_CLOSE:
+        a->goAway = true;
         return s->out != NULL ? frameAppend(s, COR_COR_CLOSE, 0, NULL, s->out)
                               : 0;
     case COR_COR_PONG:
@@ -217,7 +218,7 @@ corDecode(void* state, char* in, size_t len, const CorReqMessage* oldest,
         return -1;
     }
     if (h.type != COR_COR_RESPONSE) {
-        rc = controlTake(s, &h, tree, why, whyLen);
+        rc = controlTake(s, &h, tree, a, why, whyLen);
         json_decref(tree);
         return rc < 0 ? -1 : (ssize_t)(COR_COR_HEAD_LEN + h.length);
     }
