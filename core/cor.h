@@ -626,6 +626,34 @@ void corAcceptStop(CorAccept* a);
 /* A connection that was accepted is closed. */
 void corAcceptClosed(void);
 
+/* ---- URLs ----------------------------------------------------------------- */
+
+/* scheme://[user[:password]@]host[:port][/path][?query] taken apart; the
+ * pointers point into the URL parsed. */
+typedef struct {
+    char scheme[16];            /* lowercased: "http", "cor", "mqtts" */
+    const char* user;           /* NULL when none */
+    size_t userLen;
+    const char* password;       /* NULL when none */
+    size_t passwordLen;
+    char host[256];             /* a name or an address, no brackets */
+    unsigned port;              /* 0 when absent: the scheme's default */
+    const char* authority;      /* host[:port] as written */
+    size_t authorityLen;
+    const char* target;         /* path and query as written, or "/" */
+    size_t targetLen;
+} CorUrl;
+
+/*
+ * Take the URL s apart into u, the one way every client of cor does. A
+ * "#fragment" is dropped; a host is a name, an IPv4 address or [an IPv6
+ * one]. Returns 0, or -EINVAL with the reason in why: no "scheme://", a
+ * bad host or port, a query without a path, a space, a control or a
+ * non-ASCII byte in the path. Whether the scheme, a user or a password is
+ * right for it is the client's to say.
+ */
+int corUrlParse(const char* s, CorUrl* u, char* why, size_t whyLen);
+
 /* ---- Connections out: the one layer every client stands on ------------- */
 
 /*

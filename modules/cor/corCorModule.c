@@ -14,6 +14,7 @@
  *         hello_timeout: 10s     # the HELLO after the connect
  */
 #include "corCorServerInt.h"
+#include "corCorClientInt.h"
 
 #include <stdlib.h>
 
@@ -89,6 +90,15 @@ corLoopInit(CorModule* m, CorEvLoop* loop, unsigned index)
     return 0;
 }
 
+static void
+corLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    (void)m;
+    (void)loop;
+    (void)index;
+    corCorClientLoopExit();
+}
+
 static int
 corInit(CorModule* m, const CorConf* conf)
 {
@@ -112,6 +122,10 @@ corInit(CorModule* m, const CorConf* conf)
         corModuleError(m, NULL, "out of memory");
         return -1;
     }
+    if (corClientSchemeAdd(m, "cor", corCorFetch) != 0
+        || corClientSchemeAdd(m, "cors", corCorFetch) != 0) {
+        return -1;
+    }
     return corProtocolAdd(m, &(CorProtocol){
         .name = "cor",
         .alpn = "cor/1",
@@ -131,4 +145,5 @@ corExit(CorModule* m)
     serverLoops = NULL;
 }
 
-COR_MODULE(cor, .init = corInit, .loopInit = corLoopInit, .exit = corExit);
+COR_MODULE(cor, .init = corInit, .loopInit = corLoopInit,
+           .loopExit = corLoopExit, .exit = corExit);

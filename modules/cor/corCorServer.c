@@ -29,10 +29,10 @@
  * dropped. A stop answers what is still with its handler 503 and closes.
  */
 #include "corCorServerInt.h"
+#include "corCorClientInt.h"
 #include "corCorInt.h"
 #include "corHttpParse.h"
 
-#include <endian.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -585,35 +585,6 @@ framesTake(CorServerConn* c)
     return 0;
 }
 
-/* Room for the frame being read, and some. */
-static int
-inputReserve(CorServerConn* c)
-{
-    size_t need = c->inLen + READ_ROOM;
-    uint8_t* grown;
-
-    if (c->inLen >= COR_COR_HEAD_LEN) {
-        uint32_t length;
-
-        memcpy(&length, c->in + 12, 4);
-        length = le32toh(length);
-        if (length <= corServerConf.maxFrame
-            && COR_COR_HEAD_LEN + (size_t)length > need) {
-            need = COR_COR_HEAD_LEN + (size_t)length;
-        }
-    }
-    if (need <= c->inCap) {
-        return 0;
-    }
-    grown = realloc(c->in, need);
-    if (grown == NULL) {
-        return -ENOMEM;
-    }
-    c->in = grown;
-    c->inCap = need;
-    return 0;
-}
-
 /* Read what came, taking frames as they complete. Returns 0, or -1 after
  * closing. */
 static int
@@ -622,7 +593,8 @@ connRead(CorServerConn* c)
     for (;;) {
         ssize_t n;
 
-        if (inputReserve(c) != 0) {
+        if (corCorInputReserve(&c->in, c->inLen, &c->inCap,
+                               corServerConf.maxFrame, READ_ROOM) != 0) {
             connRefuse(c, "no memory for a frame");
             return -1;
         }
