@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "corConf.h"
@@ -601,10 +602,60 @@ bool corAccessLogEnabled(void);
 const char* corAccessLogFormat(void);
 void corAccessLogWrite(const char* line, size_t len);
 
-/* Count a connection refused past limits.connections. */
-void corMetricsConnectionRefused(void);
-/* Count an accept that failed at the fd limit (EMFILE, ENFILE). */
-void corMetricsAcceptFdLimit(void);
+/*
+ * Accepting, for a protocol module: from its start, on each loop's
+ * thread, with the generation's listeners of the protocol. Loop 0 accepts
+ * on a shared listener and deals its connections out to the loops in
+ * turn; a `reuseport` listener is accepted on by every loop. open(index,
+ * l, fd, peer) runs on the thread of loop index, which owns the
+ * non-blocking socket fd from then on: it makes the connection's
+ * transport (corListenerTransport) and serves it, and calls
+ * corAcceptClosed() when it closes it, even at once (a connection counts
+ * against limits.connections, all protocols together, from its accept to
+ * then). Past limits.connections a connection is closed at accept and
+ * counted; at the fd limit accepting pauses 100 ms, and is logged once a
+ * second at most.
+ */
+typedef void (*CorAcceptFn)(unsigned loopIndex, const CorListener* l,
+                            int fd, const struct sockaddr_storage* peer);
+typedef struct CorAccept CorAccept;
+
+/* Start accepting on this loop; returns the acceptor, or NULL (logged). */
+CorAccept* corAcceptStart(CorEvLoop* loop, unsigned index,
+                          CorListener* const* listeners, unsigned count,
+                          CorAcceptFn open);
+/* Stop accepting and free a (on its loop's thread); NULL is ignored. */
+void corAcceptStop(CorAccept* a);
+/* A connection that was accepted is closed. */
+void corAcceptClosed(void);
+
+/* ---- URLs ----------------------------------------------------------------- */
+
+/* scheme://[user[:password]@]host[:port][/path][?query] taken apart; the
+ * pointers point into the URL parsed. */
+typedef struct {
+    char scheme[16];            /* lowercased: "http", "cor", "mqtts" */
+    const char* user;           /* NULL when none */
+    size_t userLen;
+    const char* password;       /* NULL when none */
+    size_t passwordLen;
+    char host[256];             /* a name or an address, no brackets */
+    unsigned port;              /* 0 when absent: the scheme's default */
+    const char* authority;      /* host[:port] as written */
+    size_t authorityLen;
+    const char* target;         /* path and query as written, or "/" */
+    size_t targetLen;
+} CorUrl;
+
+/*
+ * Take the URL s apart into u, the one way every client of cor does. A
+ * "#fragment" is dropped; a host is a name, an IPv4 address or [an IPv6
+ * one]. Returns 0, or -EINVAL with the reason in why: no "scheme://", a
+ * bad host or port, a query without a path, a space, a control or a
+ * non-ASCII byte in the path. Whether the scheme, a user or a password is
+ * right for it is the client's to say.
+ */
+int corUrlParse(const char* s, CorUrl* u, char* why, size_t whyLen);
 
 /* ---- Connections out: the one layer every client stands on ------------- */
 

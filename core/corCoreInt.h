@@ -403,6 +403,10 @@ typedef enum {
 
 /* Count one: on a loop in its own counters, elsewhere in shared ones. */
 void corMetricsClient(CorClientCount which);
+/* Count a connection refused past limits.connections (corAccept.c). */
+void corMetricsConnectionRefused(void);
+/* Count an accept that failed at the fd limit (EMFILE, ENFILE). */
+void corMetricsAcceptFdLimit(void);
 
 int corMetricsInit(unsigned loops);
 void corMetricsFree(void);

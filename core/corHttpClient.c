@@ -738,10 +738,14 @@ corHttpClientFetch(const CorHttpClientRequest* req,
                    CorHttpClientResponse* res)
 {
     Exchange ex = { .req = req, .res = res };
+    CorClientFetchFn other = corClientSchemeOf(req->url);
     char* request = NULL;
     size_t requestLen = 0;
     int rc;
 
+    if (other != NULL) {
+        return other(req, res);     /* a module's scheme: cor:// */
+    }
     responseClear(res);
     rc = urlParse(req->url, &ex.url, res->error, sizeof(res->error));
     if (rc < 0) {

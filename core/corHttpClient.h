@@ -130,4 +130,27 @@ int corHttpClientWait(CorHttpClientCall* call, CorHttpClientResponse* res);
  * has stopped. call is gone after. Does not wait. */
 void corHttpClientCancel(CorHttpClientCall* call);
 
+/* ---- Client URL schemes --------------------------------------------------
+ *
+ * A module that speaks a protocol to servers registers its URL scheme with
+ * one exchange function, made as corHttpClientFetch makes one (the same
+ * request and response, the same errors, its waits through the connection
+ * layer so that it yields in a coroutine and polls on a thread, "May
+ * yield"). From then on corHttpClientFetch and corHttpClientStart take its
+ * URLs, and so do every client built on them: the forward module and the
+ * notifications. modules/cor registers cor and cors.
+ */
+typedef int (*CorClientFetchFn)(const CorHttpClientRequest* req,
+                                CorHttpClientResponse* res);
+
+/* From a module's init. Returns 0, or -1 after a module error (not a
+ * lowercase scheme name, http or https, taken already). */
+int corClientSchemeAdd(CorModule* m, const char* scheme,
+                       CorClientFetchFn fetch);
+
+/* The exchange of scheme (lowercase), or of url's scheme; NULL when none
+ * is registered (http and https are the core's own). */
+CorClientFetchFn corClientSchemeFind(const char* scheme);
+CorClientFetchFn corClientSchemeOf(const char* url);
+
 #endif /* COR_HTTP_CLIENT_H */

@@ -602,6 +602,31 @@ pathRewrite(CorHttpRequestHead* head)
     return (int)head->headLen;
 }
 
+int
+corHttpTargetDecode(char* target, size_t len, CorHttpTarget* t)
+{
+    const char* end = target + len;
+    const char* query;
+    HeadFacts facts = { 0 };
+    size_t n;
+
+    if (len == 0 || target[0] != '/'
+        || scanClass(target, end, COR_HTTP_CH_TARGET) != end) {
+        return -400;
+    }
+    query = memchr(target, '?', len);
+    n = query != NULL ? (size_t)(query - target) : len;
+    t->query = query != NULL ? query + 1 : NULL;
+    t->queryLen = query != NULL ? (size_t)(end - query - 1) : 0;
+    if (checkPath(target, n, &facts) < 0
+        || (facts.rewritePath && normalizePath(target, n, &n) < 0)) {
+        return -400;
+    }
+    t->path = target;
+    t->pathLen = n;
+    return 0;
+}
+
 /* Judge the head as a whole, in a fixed order: framing errors (400) before
  * what we do not implement (501) before what is too large (413). */
 static int

@@ -112,6 +112,26 @@ typedef struct {
 int corHttpParseHead(char* buf, size_t len, const CorHttpLimits* limits,
                      CorHttpRequestHead* head);
 
+/* An origin-form target decoded as a request's is: the path and the raw
+ * query (NULL when there is no '?'), pointing into the target. */
+typedef struct {
+    const char* path;
+    size_t pathLen;
+    const char* query;
+    size_t queryLen;
+} CorHttpTarget;
+
+/*
+ * Decode target (len bytes, "/a/%62?x=1") in place as corHttpParseHead
+ * decodes a request line's: its bytes checked, its path percent-decoded
+ * and its dot segments removed, its query left raw. For a protocol other
+ * than HTTP/1.1 (cor://) whose requests must reach the routes exactly as
+ * HTTP's do. Returns 0, or -400 for a target HTTP would refuse (not
+ * starting with '/', a byte not allowed, a bad escape, %00, a path above
+ * the root).
+ */
+int corHttpTargetDecode(char* target, size_t len, CorHttpTarget* t);
+
 /* The first header field named name (case-insensitive), or NULL. */
 const CorHttpHeader* corHttpHeaderFind(const CorHttpRequestHead* head,
                                        const char* name);

@@ -167,8 +167,12 @@ corEvIoStart(CorEvLoop* loop, CorEvIo* io, int fd, unsigned events,
     io->fn = fn;
     io->fd = fd;
     io->events = 0;
+    /* A socket that coroutines waited on (a client's connect) stays in
+     * the set after its one-shot waits: it is taken over as it is. */
     if (corCoLoopFdOwned(loop, fd, true) != 0
-        || epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        || (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) != 0
+            && (errno != EEXIST
+                || epoll_ctl(loop->epfd, EPOLL_CTL_MOD, fd, &ev) != 0))) {
         int err = errno;
 
         corCoLoopFdOwned(loop, fd, false);

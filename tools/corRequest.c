@@ -13,7 +13,7 @@
 #define HEADERS_MAX 64
 #define MESSAGES_MAX 256
 
-static const CorReqProtocol* const protocols[] = { &corReqHttp };
+static const CorReqProtocol* const protocols[] = { &corReqHttp, &corReqCor };
 
 static void
 usage(FILE* to)
@@ -25,7 +25,7 @@ usage(FILE* to)
         "  on one connection and printed as they are answered.\n"
         "  -X, --method M      the method (GET; POST with a body)\n"
         "  -H, --header 'N: V' a header (repeatable)\n"
-        "  -d, --data TEXT     a body\n"
+        "  -d, --data TEXT     a body; @FILE: the file's bytes\n"
         "      --json TEXT     a JSON body (Content-Type: application/json)\n"
         "  -c, --connections N load: connections (default 1)\n"
         "      --depth K       load: requests in flight per connection\n"
@@ -57,6 +57,37 @@ parseSeconds(const char* text)
         return v * 60;
     }
     return *end == '\0' || strcmp(end, "s") == 0 ? v : -1;
+}
+
+/* The body -d names: TEXT, or @FILE's bytes (malloc'ed, never freed: it
+ * lives as long as the run). Returns 0 or -1. */
+static int
+bodyRead(const char* arg, const char** body, size_t* len)
+{
+    FILE* f;
+    char* data;
+    long size;
+
+    if (arg[0] != '@') {
+        *body = arg;
+        *len = strlen(arg);
+        return 0;
+    }
+    f = fopen(arg + 1, "rb");
+    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0
+        || fseek(f, 0, SEEK_SET) != 0
+        || (data = malloc((size_t)size + 1)) == NULL
+        || fread(data, 1, (size_t)size, f) != (size_t)size) {
+        perror(arg + 1);
+        if (f != NULL) {
+            fclose(f);
+        }
+        return -1;
+    }
+    fclose(f);
+    *body = data;
+    *len = (size_t)size;
+    return 0;
 }
 
 /* Split scheme://host[:port][/target] into plan and the first target. */
@@ -106,6 +137,7 @@ typedef struct {
     const char* headers[HEADERS_MAX + 1];
     unsigned headerCount;
     const char* body;
+    size_t bodyLen;
     bool load;
 } Options;
 
@@ -142,8 +174,14 @@ parseOptions(int argc, char** argv, Options* o, CorReqPlan* plan)
                 return -1;
             }
             o->headers[o->headerCount++] = "Content-Type: application/json";
-            /* fall through */
-        case 'd': o->body = optarg; break;
+            o->body = optarg;
+            o->bodyLen = strlen(optarg);
+            break;
+        case 'd':
+            if (bodyRead(optarg, &o->body, &o->bodyLen) != 0) {
+                return -1;
+            }
+            break;
         case 'c': plan->connections = (unsigned)atoi(optarg); o->load = true;
                   break;
         case 'k': plan->depth = (unsigned)atoi(optarg); break;
@@ -192,7 +230,7 @@ main(int argc, char** argv)
             .headers = o.headers,
             .headerCount = o.headerCount,
             .body = o.body,
-            .bodyLen = o.body != NULL ? strlen(o.body) : 0,
+            .bodyLen = o.bodyLen,
             .head = strcmp(o.method, "HEAD") == 0,
         };
     }

@@ -48,6 +48,9 @@ typedef struct {
 typedef struct {
     int status;
     uint32_t id;                /* multiplexed protocols: the request's */
+    /* The server takes no new requests here (a drain): the connection
+     * serves what it has, then closes; new ones go to a new one. */
+    bool goAway;
     /* What to print before the body: the head as curl -i shows it. */
     const char* head;
     size_t headLen;
@@ -69,7 +72,8 @@ typedef struct {
     int (*encode)(void* state, const CorReqMessage* m, uint32_t id,
                   CorReqBuf* out);
     /* Cut one answer from in[0..len): returns the bytes it took (> 0),
-     * with a->status 0 for a frame that is not an answer (a handshake's);
+     * with a->status 0 for a frame that is not an answer (a handshake's,
+     * or a CLOSE, which sets a->goAway);
      * 0 when more bytes are needed; or -1 with why. oldest is the
      * request the next answer is for when the protocol is not
      * multiplexed (its body depends on it: HEAD). */
@@ -79,6 +83,7 @@ typedef struct {
 } CorReqProtocol;
 
 extern const CorReqProtocol corReqHttp;
+extern const CorReqProtocol corReqCor;
 
 /* Latencies, in nanoseconds (corRequestHist.c). */
 #define COR_REQ_HIST_BUCKETS 3840

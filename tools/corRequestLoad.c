@@ -46,6 +46,7 @@ typedef struct {
     int fd;
     bool connected;
     bool writeArmed;
+    bool retiring;              /* the server said CLOSE: no new ones */
     void* state;
     CorReqBuf out;
     CorReqBuf in;
@@ -192,6 +193,7 @@ connFail(Load* l, Conn* c, const char* why)
     }
     l->failed += c->count;
     c->count = 0;
+    c->retiring = false;
     if (c->fd >= 0) {
         close(c->fd);
         c->fd = -1;
@@ -257,7 +259,7 @@ roomyConn(Load* l)
     for (unsigned i = 0; i < l->plan->connections; i++) {
         Conn* c = &l->conns[(l->nextConn + i) % l->plan->connections];
 
-        if (c->count < l->depth) {
+        if (c->count < l->depth && !c->retiring) {
             l->nextConn = (unsigned)(c - l->conns + 1)
                           % l->plan->connections;
             return c;
@@ -297,7 +299,7 @@ schedule(Load* l, uint64_t now)
 
     if (plan->rate <= 0) {
         for (unsigned i = 0; l->issuing && i < plan->connections; i++) {
-            while (l->conns[i].count < l->depth
+            while (l->conns[i].count < l->depth && !l->conns[i].retiring
                    && issue(l, &l->conns[i], now)) {
             }
         }
@@ -403,10 +405,26 @@ decodeAll(Load* l, Conn* c)
         if (a.status != 0) {
             answered(l, c, &a);
         }
+        c->retiring |= a.goAway;
         off += (size_t)took;
     }
     corReqBufConsume(&c->in, off);
     return 0;
+}
+
+/* A connection the server asked to leave, done with: closed, so that the
+ * next request opens a new one. */
+static void
+connRetire(Load* l, Conn* c)
+{
+    if (c->retiring && c->count == 0 && c->out.len == 0) {
+        c->retiring = false;
+        close(c->fd);
+        c->fd = -1;
+        l->plan->protocol->stateFree(c->state);
+        c->state = NULL;
+        c->in.len = 0;
+    }
 }
 
 static void
@@ -454,6 +472,9 @@ connEvent(Load* l, Conn* c, uint32_t events)
     }
     if (c->fd >= 0) {
         connFlush(l, c);
+    }
+    if (c->fd >= 0) {
+        connRetire(l, c);
     }
 }
 

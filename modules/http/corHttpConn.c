@@ -1038,9 +1038,10 @@ onIo(CorEvIo* io, unsigned events)
 }
 
 void
-httpConnOpen(HttpLoop* hl, const CorListener* l, int fd,
+httpConnOpen(unsigned loopIndex, const CorListener* l, int fd,
              const struct sockaddr_storage* peer)
 {
+    HttpLoop* hl = httpLoopAt(loopIndex);
     HttpConn* c = calloc(1, sizeof(*c));
     uint64_t handshakeMs = corListenerHandshakeTimeoutMs(l);
     int one = 1;
@@ -1048,7 +1049,7 @@ httpConnOpen(HttpLoop* hl, const CorListener* l, int fd,
     if (c == NULL || corListenerTransport(l, &c->t, fd) != 0) {
         free(c);
         close(fd);
-        atomic_fetch_sub(&httpConnTotal, 1);
+        corAcceptClosed();
         return;
     }
     c->fileFd = -1;
@@ -1095,7 +1096,7 @@ connUnlink(HttpConn* c)
         c->next->prev = c->prev;
     }
     atomic_fetch_sub(&hl->connCount, 1);
-    atomic_fetch_sub(&httpConnTotal, 1);
+    corAcceptClosed();
 }
 
 /* What c holds besides its socket, and c. */

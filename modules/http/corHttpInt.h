@@ -17,16 +17,6 @@
 typedef struct HttpConn HttpConn;
 typedef struct HttpLoop HttpLoop;
 
-/* A listening socket a loop accepts on. */
-typedef struct {
-    CorEvIo io;
-    HttpLoop* hl;
-    const CorListener* l;       /* gives the connections their transport */
-    bool reusePort;             /* accept for this loop only */
-    bool paused;                /* at the fd limit: io stopped, timer on */
-    CorEvTimer resume;
-} HttpAccept;
-
 /* The size of the I/O buffers a loop lends its connections: a request
  * head or an answer that fits takes one; more grows it past the cache. */
 #define HTTP_BUF_BYTES 4096
@@ -40,8 +30,7 @@ struct HttpLoop {
     unsigned index;
     HttpConn* conns;            /* every open connection of the loop */
     atomic_uint connCount;      /* read by the generation while draining */
-    HttpAccept* accepts;        /* the listeners this loop accepts on */
-    unsigned acceptCount;
+    CorAccept* accept;          /* this loop's accepting, or NULL */
     bool draining;
     time_t dateSecond;
     char date[40];              /* "Sun, 29 Nov 2026 20:00:00 GMT" */
@@ -152,21 +141,14 @@ int httpLoopBuffersInit(HttpLoop* hl);
 
 /* ---- corHttpConn.c ------------------------------------------------------- */
 
-/* Adopt an accepted socket on the calling loop. */
-void httpConnOpen(HttpLoop* hl, const CorListener* l, int fd,
+/* Adopt an accepted socket on the calling loop (a CorAcceptFn). */
+void httpConnOpen(unsigned loopIndex, const CorListener* l, int fd,
                   const struct sockaddr_storage* peer);
 void httpConnClose(HttpConn* c);
 /* Answer what holds a request as failed and close (a stop). */
 void httpConnStop(HttpConn* c);
 
-/* ---- corHttpAccept.c ----------------------------------------------------- */
-
-int httpAcceptStart(HttpLoop* hl, CorListener* const* listeners,
-                    unsigned count);
-void httpAcceptStop(HttpLoop* hl);
 HttpLoop* httpLoopAt(unsigned index);
-/* Connections of all loops, against limits.connections. */
-extern atomic_uint httpConnTotal;
 
 /* ---- corHttpResponse.c --------------------------------------------------- */
 

@@ -24,8 +24,9 @@ httpStart(CorModule* m, CorEvLoop* loop, unsigned index,
           CorListener* const* listeners, unsigned count)
 {
     (void)m;
-    (void)loop;
-    return httpAcceptStart(httpLoopAt(index), listeners, count);
+    httpLoopAt(index)->accept = corAcceptStart(loop, index, listeners,
+                                               count, httpConnOpen);
+    return httpLoopAt(index)->accept != NULL ? 0 : -1;
 }
 
 static void
@@ -36,7 +37,8 @@ httpDrain(CorModule* m, CorEvLoop* loop, unsigned index)
     (void)m;
     (void)loop;
     hl->draining = true;
-    httpAcceptStop(hl);
+    corAcceptStop(hl->accept);
+    hl->accept = NULL;
     /* Every connection's next answer says "Connection: close". An idle
      * keep-alive connection is not closed now: the client may be sending
      * on it this very moment, and a close would lose that request. It is
@@ -51,7 +53,8 @@ httpStop(CorModule* m, CorEvLoop* loop, unsigned index)
 
     (void)m;
     (void)loop;
-    httpAcceptStop(hl);
+    corAcceptStop(hl->accept);
+    hl->accept = NULL;
     while (hl->conns != NULL) {
         httpConnStop(hl->conns);
     }

@@ -7,24 +7,16 @@
 #include "corTest.h"
 #include "corServer.h"
 
-#include <libgen.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static CorServer server;
 static char out[1 << 16];
-static char tool[PATH_MAX];
 
 static void
 setUp(void)
 {
-    char bin[PATH_MAX];
-
-    snprintf(bin, sizeof(bin), "%s",
-             getenv("COR_BIN") ? getenv("COR_BIN") : "build/cor");
-    snprintf(tool, sizeof(tool), "%s/cor-request", dirname(bin));
     ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
 }
 
@@ -34,30 +26,16 @@ tearDown(void)
     corServerStop(&server);
 }
 
-/* Run cor-request with args ({PORT} is the server's); its exit status. */
 static int
 run(const char* args)
 {
-    char command[PATH_MAX + 1024];
-    char expanded[768];
-    const char* at = strstr(args, "{PORT}");
-
-    if (at != NULL) {
-        snprintf(expanded, sizeof(expanded), "%.*s%d%s", (int)(at - args),
-                 args, server.port, at + 6);
-        args = expanded;
-    }
-    snprintf(command, sizeof(command), "%s %s 2>&1", tool, args);
-    return corShell(command, out, sizeof(out));
+    return corRequestTool(&server, args, out, sizeof(out));
 }
 
-/* The count after label in a load summary ("requests 123"), or -1. */
 static long
 summaryCount(const char* label)
 {
-    const char* at = strstr(out, label);
-
-    return at != NULL ? strtol(at + strlen(label), NULL, 10) : -1;
+    return corSummaryCount(out, label);
 }
 
 START_TEST(test_one_request_is_printed_as_curl_i_prints_it)

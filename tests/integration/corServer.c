@@ -61,7 +61,7 @@ binary(void)
     return bin != NULL ? bin : "build/cor";
 }
 
-/* Replace {PORT} {DIR} {COROUTINES} {MODULES} in yaml. */
+/* Replace {PORT} {PORT2} {DIR} {COROUTINES} {MODULES} in yaml. */
 static char*
 expand(const CorServer* s, const char* yaml)
 {
@@ -78,6 +78,9 @@ expand(const CorServer* s, const char* yaml)
         if (strncmp(p, "{PORT}", 6) == 0) {
             n += (size_t)sprintf(out + n, "%d", s->port);
             p += 6;
+        } else if (strncmp(p, "{PORT2}", 7) == 0) {
+            n += (size_t)sprintf(out + n, "%d", s->port2);
+            p += 7;
         } else if (strncmp(p, "{DIR}", 5) == 0) {
             n += (size_t)sprintf(out + n, "%s", s->dir);
             p += 5;
@@ -138,6 +141,7 @@ start(CorServer* s, const char* yaml, unsigned long fdSoft,
     snprintf(s->config, sizeof(s->config), "%s/cor.yaml", s->dir);
     snprintf(s->log, sizeof(s->log), "%s/error.log", s->dir);
     s->port = freePort();
+    s->port2 = freePort();
     if (corServerWriteConfig(s, yaml) != 0) {
         return -1;
     }
@@ -440,6 +444,34 @@ corServerLogCount(const CorServer* s, const char* text)
              s->log);
     rc = corShell(command, out, sizeof(out));
     return rc == 0 || rc == 1 ? atoi(out) : -1;    /* 1: no line */
+void
+corRequestToolCommand(const CorServer* s, const char* args, char* command,
+                      size_t cap)
+{
+    char* expanded = expand(s, args);
+    const char* bin = binary();
+    const char* slash = strrchr(bin, '/');
+
+    snprintf(command, cap, "%.*s/cor-request %s 2>&1",
+             slash ? (int)(slash - bin) : 1, slash ? bin : ".", expanded);
+    free(expanded);
+}
+
+int
+corRequestTool(const CorServer* s, const char* args, char* out, size_t cap)
+{
+    char command[4096];
+
+    corRequestToolCommand(s, args, command, sizeof(command));
+    return corShell(command, out, cap);
+}
+
+long
+corSummaryCount(const char* out, const char* label)
+{
+    const char* at = strstr(out, label);
+
+    return at != NULL ? strtol(at + strlen(label), NULL, 10) : -1;
 }
 
 long

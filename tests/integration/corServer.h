@@ -15,6 +15,7 @@
 typedef struct {
     pid_t pid;
     int port;
+    int port2;              /* another free port, for a second listener */
     char dir[128];          /* a scratch folder of the test's own */
     char config[192];
     char log[192];
@@ -22,7 +23,7 @@ typedef struct {
 
 /*
  * Write yaml to a config file and start cor on it. In yaml, {PORT} is a
- * free loopback port, {DIR} the scratch folder, {COROUTINES} true or false
+ * free loopback port ({PORT2} another), {DIR} the scratch folder, {COROUTINES} true or false
  * as the suite runs, {MODULES} the folder of the built modules. Waits until
  * the port answers. Returns 0, or -1 (the log is printed).
  */
@@ -59,6 +60,17 @@ void corTestCertsMake(char* dir, size_t cap);
 void corTestCertsRemove(const char* dir);
 /* How many lines of s's log hold text (a fixed string, no quote). */
 int corServerLogCount(const CorServer* s, const char* text);
+/* Run cor-request (beside COR_BIN) with args, expanded as a config is
+ * ({PORT}, {PORT2}, {DIR}); its output (stderr too) goes to out. Returns
+ * its exit status. */
+int corRequestTool(const CorServer* s, const char* args, char* out,
+                   size_t cap);
+/* Its command line, for a run in the background (popen). */
+void corRequestToolCommand(const CorServer* s, const char* args,
+                           char* command, size_t cap);
+/* The number after label in cor-request's load summary ("requests "), or
+ * -1. */
+long corSummaryCount(const char* out, const char* label);
 /* A metric's value from /metrics, or -1. */
 long corMetric(int port, const char* name);
 long corNowMs(void);

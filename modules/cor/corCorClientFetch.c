@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One cor:// exchange as corHttpClientFetch makes one: the request turned
+ * into a REQUEST tree once, made on the loop (a coroutine's) or on the
+ * thread, sent once more on a new connection when one that had served was
+ * found closed, and the RESPONSE turned into the HTTP client's response
+ * (its Content-Type among the headers again), which the caller frees with
+ * corHttpClientResponseFree.
+ */
+#include "corCorClientInt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Whether the calling code runs in a coroutine of a loop that may wait
+ * there (not an inline handler on a coroutine's stack). */
+static bool
+onLoop(void)
+{
+    bool yield = corRestYieldAllow(true);
+
+    corRestYieldAllow(yield);
+    return yield && corCoCurrent() != NULL && corEvLoopCurrent() != NULL;
+}
+
+/* The REQUEST tree of req to u, or NULL with why. */
+static json_t*
+requestTree(const CorHttpClientRequest* req, const CorUrl* u, char* why,
+            size_t whyLen)
+{
+    CorHeader* headers = calloc(req->headerCount + 1, sizeof(CorHeader));
+    char* target = strndup(u->target, u->targetLen);
+    char* contentType = NULL;
+    CorCorMessage m = { .verb = req->method != NULL ? req->method : "GET",
+                        .path = target, .headers = headers,
+                        .body = req->body, .bodyLen = req->bodyLen };
+    json_t* tree = NULL;
+
+    if (headers == NULL || target == NULL) {
+        snprintf(why, whyLen, "no memory for a request");
+        goto done;
+    }
+    for (unsigned i = 0; i < req->headerCount; i++) {
+        const CorHeader* h = &req->headers[i];
+
+        if (h->nameLen == 12 && strncasecmp(h->name, "Content-Type", 12) == 0) {
+            free(contentType);
+            contentType = strndup(h->value, h->valueLen);
+            m.contentType = contentType;
+        } else {
+            headers[m.headerCount++] = *h;
+        }
+    }
+    tree = corCorMessageTree(COR_COR_REQUEST, &m, why, whyLen);
+
+done:
+    free(headers);
+    free(target);
+    free(contentType);
+    return tree;
+}
+
+/* answer into res: its headers and Content-Type in one block, its body a
+ * NUL-terminated copy. Returns 0, -EFBIG, -ENOMEM. */
+static int
+answerTake(const CorCorMessage* answer, size_t maxBody,
+           CorHttpClientResponse* res)
+{
+    unsigned count = answer->headerCount + (answer->contentType != NULL);
+    size_t size = 0;
+    char* p;
+
+    if (answer->bodyLen > maxBody) {
+        snprintf(res->error, sizeof(res->error), "a body of %zu bytes, over "
+                 "the limit of %zu", answer->bodyLen, maxBody);
+        return -EFBIG;
+    }
+    for (unsigned i = 0; i < answer->headerCount; i++) {
+        size += answer->headers[i].nameLen + answer->headers[i].valueLen + 2;
+    }
+    size += answer->contentType != NULL ? strlen(answer->contentType) + 14 : 0;
+    res->headers = calloc(count + 1, sizeof(CorHeader));
+    res->head = p = malloc(size + 1);
+    res->body = malloc(answer->bodyLen + 1);
+    if (res->headers == NULL || res->head == NULL || res->body == NULL) {
+        return -ENOMEM;
+    }
+    for (unsigned i = 0; i < count; i++) {
+        CorHeader h = i < answer->headerCount ? answer->headers[i]
+            : (CorHeader){ .name = "Content-Type", .nameLen = 12,
+                           .value = answer->contentType,
+                           .valueLen = strlen(answer->contentType) };
+
+        res->headers[i] = (CorHeader){ .name = p, .nameLen = h.nameLen,
+                                       .value = p + h.nameLen + 1,
+                                       .valueLen = h.valueLen };
+        memcpy(p, h.name, h.nameLen);
+        p[h.nameLen] = '\0';
+        memcpy(p + h.nameLen + 1, h.value, h.valueLen);
+        p[h.nameLen + 1 + h.valueLen] = '\0';
+        p += h.nameLen + h.valueLen + 2;
+    }
+    res->headerCount = count;
+    memcpy(res->body, answer->body, answer->bodyLen);
+    res->body[answer->bodyLen] = '\0';
+    res->bodyLen = answer->bodyLen;
+    res->status = answer->status;
+    return 0;
+}
+
+/* The deadline of req: its total, or its first byte (an answer comes in
+ * one frame: its first byte is nearly its last), whichever is sooner. */
+static uint64_t
+deadlineOf(const CorHttpClientRequest* req)
+{
+    int ms = req->totalTimeoutMs;
+
+    if (req->firstByteTimeoutMs > 0 && (ms == 0 || req->firstByteTimeoutMs
+                                                   < ms)) {
+        ms = req->firstByteTimeoutMs;
+    }
+    return ms > 0 ? corEvClockMs() + (uint64_t)ms : 0;
+}
+
+int
+corCorFetch(const CorHttpClientRequest* req, CorHttpClientResponse* res)
+{
+    CorUrl u;
+    CorCorMessage answer = { 0 };
+    CorCorCall c = { .url = &u, .connectTimeoutMs = req->connectTimeoutMs,
+                     .deadlineMs = deadlineOf(req) };
+    CorCorOutcome out = { 0 };
+    int rc;
+
+    memset(res, 0, sizeof(*res));
+    rc = corUrlParse(req->url, &u, res->error, sizeof(res->error));
+    if (rc != 0) {
+        return rc;
+    }
+    c.tls = strcmp(u.scheme, "cors") == 0;
+    if (u.port == 0) {
+        u.port = c.tls ? COR_CORS_PORT : COR_COR_PORT;
+    }
+    c.tree = requestTree(req, &u, res->error, sizeof(res->error));
+    if (c.tree == NULL) {
+        return -EINVAL;
+    }
+    do {
+        res->retried = out.retry;
+        out = (CorCorOutcome){ 0 };
+        rc = onLoop() ? corCorCallOnLoop(&c, &answer, &out, res->error,
+                                         sizeof(res->error))
+                      : corCorCallOnThread(&c, &answer, &out, res->error,
+                                           sizeof(res->error));
+    } while (rc == -ECONNRESET && out.retry && !res->retried);
+    res->reused = out.reused;
+    json_decref((json_t*)c.tree);
+    if (rc == 0) {
+        rc = answerTake(&answer, req->maxBodyBytes > 0
+                        ? req->maxBodyBytes : COR_HTTP_CLIENT_BODY_MAX, res);
+    }
+    corCorMessageClear(&answer);
+    if (rc != 0) {
+        corHttpClientResponseFree(res);
+        res->status = 0;
+    }
+    return rc;
+}

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cor:// calls off the loops (a worker, blocking mode, a thread of the
+ * client's own): each thread keeps one connection per peer, with its
+ * tables, and makes one exchange at a time on it, its waits poll()ing
+ * through the connection layer (corConnRead, corConnWriteAll), which a
+ * stop or the request's cancel ends. An answer of an earlier call that
+ * timed out may still come first: it is decoded (the tables need it) and
+ * dropped.
+ */
+#include "corCorClientInt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define THREAD_READ_ROOM 4096
+
+typedef struct ThreadPeer {
+    struct ThreadPeer* next;
+    char host[256];
+    unsigned port;
+    bool tls;
+    bool served;                /* an answer came on it */
+    bool closing;               /* its CLOSE came: closed after this call */
+    CorConn* conn;
+    CorCorTables* sent;
+    CorCorTables* received;
+    uint8_t* in;
+    size_t inLen;
+    size_t inCap;
+    uint32_t nextId;
+} ThreadPeer;
+
+static __thread ThreadPeer* threadPeers;
+
+static void
+peerDrop(ThreadPeer* p)
+{
+    for (ThreadPeer** at = &threadPeers; *at != NULL; at = &(*at)->next) {
+        if (*at == p) {
+            *at = p->next;
+            break;
+        }
+    }
+    corConnClose(p->conn);
+    corCorTablesFree(p->sent);
+    corCorTablesFree(p->received);
+    free(p->in);
+    free(p);
+}
+
+static int
+leftMs(uint64_t deadlineMs)
+{
+    uint64_t now = corEvClockMs();
+
+    return deadlineMs == 0 ? -1 : deadlineMs > now ? (int)(deadlineMs - now)
+                                                   : 0;
+}
+
+/* Write one frame of type with tree. */
+static int
+frameSend(ThreadPeer* p, CorCorType type, uint32_t id, const json_t* tree,
+          uint64_t deadlineMs, char* why, size_t whyLen)
+{
+    CorCorBuf out = { 0 };
+    int rc = corCorFrameEncode(type == COR_COR_HELLO ? NULL : p->sent, type,
+                               id, tree, &out, why, whyLen);
+
+    if (rc >= 0) {
+        rc = corConnWriteAll(p->conn, out.data, out.len, leftMs(deadlineMs));
+        if (rc < 0) {
+            snprintf(why, whyLen, "cor://%s:%u: %s", p->host, p->port,
+                     strerror(-rc));
+        }
+    }
+    corCorBufFree(&out);
+    return rc < 0 ? rc : 0;
+}
+
+static ThreadPeer*
+threadPeerFind(const CorCorCall* c)
+{
+    for (ThreadPeer* p = threadPeers; p != NULL; p = p->next) {
+        if (p->port == c->url->port && p->tls == c->tls
+            && strcmp(p->host, c->url->host) == 0) {
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* This thread's connection to c's peer, or a new one with its HELLO sent
+ * (its answer is read with the first answer). */
+static ThreadPeer*
+peerFor(const CorCorCall* c, int* rc, char* why, size_t whyLen)
+{
+    CorConnTarget target = { .host = c->url->host, .port = c->url->port,
+                             .tls = c->tls,
+                             .connectTimeoutMs = c->connectTimeoutMs,
+                             .fresh = true };
+    ThreadPeer* p;
+    json_t* hello;
+
+    if ((p = threadPeerFind(c)) != NULL) {
+        return p;
+    }
+    p = calloc(1, sizeof(*p));
+    if (p == NULL || (p->sent = corCorTablesNew()) == NULL
+        || (p->received = corCorTablesNew()) == NULL) {
+        *rc = -ENOMEM;
+        snprintf(why, whyLen, "no memory for a connection");
+        goto failed;
+    }
+    p->conn = corConnOpen(&target, rc, why, whyLen);
+    if (p->conn == NULL) {
+        goto failed;
+    }
+    snprintf(p->host, sizeof(p->host), "%s", c->url->host);
+    p->port = c->url->port;
+    p->tls = c->tls;
+    p->next = threadPeers;
+    threadPeers = p;
+    hello = corCorHelloTree();
+    *rc = hello != NULL ? frameSend(p, COR_COR_HELLO, 0, hello,
+                                    c->deadlineMs, why, whyLen) : -ENOMEM;
+    json_decref(hello);
+    if (*rc != 0) {
+        peerDrop(p);
+        return NULL;
+    }
+    return p;
+
+failed:
+    if (p != NULL) {
+        corCorTablesFree(p->sent);
+        corCorTablesFree(p->received);
+        free(p);
+    }
+    return NULL;
+}
+
+/* One whole frame: 1 when it is id's answer (read into *answer), 0 for
+ * another frame, -errno. */
+static int
+frameTake(ThreadPeer* p, uint32_t id, size_t len, CorCorMessage* answer,
+          uint64_t deadlineMs, char* why, size_t whyLen)
+{
+    CorCorHead h;
+    json_t* tree = NULL;
+    int rc = corCorFrameDecode(p->received, p->in, len, COR_COR_FRAME_MAX,
+                               &h, &tree, why, whyLen);
+
+    if (rc == 0 && h.type == COR_COR_HELLO_ACK) {
+        rc = corCorHelloCheck(tree, why, whyLen);
+    } else if (rc == 0 && h.type == COR_COR_RESPONSE) {
+        p->served = true;
+        if (h.id == id) {
+            rc = corCorMessageRead(COR_COR_RESPONSE, tree, answer, why,
+                                   whyLen);
+            return rc == 0 ? 1 : rc;
+        }
+    } else if (rc == 0 && h.type == COR_COR_PING) {
+        rc = frameSend(p, COR_COR_PONG, h.id, NULL, deadlineMs, why, whyLen);
+    } else if (rc == 0 && h.type == COR_COR_CLOSE) {
+        p->closing = true;
+        rc = frameSend(p, COR_COR_CLOSE, 0, NULL, deadlineMs, why, whyLen);
+    } else if (rc == 0 && h.type != COR_COR_PONG) {
+        snprintf(why, whyLen, "cor://%s:%u: %s", p->host, p->port,
+                 h.type == COR_COR_ERROR ? "refused" : "an unexpected frame");
+        rc = -EPROTO;
+    }
+    json_decref(tree);
+    return rc;
+}
+
+/* Read frames until id's answer. Returns 0, or -errno. */
+static int
+answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
+           uint64_t deadlineMs, char* why, size_t whyLen)
+{
+    for (;;) {
+        CorCorHead h;
+        ssize_t n;
+        int rc = p->inLen >= COR_COR_HEAD_LEN
+                 ? corCorHeadRead(p->in, p->inLen, COR_COR_FRAME_MAX, &h, why,
+                                  whyLen)
+                 : -EAGAIN;
+
+        if (rc >= 0 && p->inLen >= COR_COR_HEAD_LEN + h.length) {
+            size_t len = COR_COR_HEAD_LEN + h.length;
+
+            rc = frameTake(p, id, len, answer, deadlineMs, why, whyLen);
+            memmove(p->in, p->in + len, p->inLen - len);
+            p->inLen -= len;
+            if (rc != 0) {
+                return rc > 0 ? 0 : rc;
+            }
+            continue;
+        }
+        if (rc < 0 && rc != -EAGAIN) {
+            return rc;
+        }
+        if (corCorInputReserve(&p->in, p->inLen, &p->inCap,
+                               COR_COR_FRAME_MAX, THREAD_READ_ROOM) != 0) {
+            return -ENOMEM;
+        }
+        if (leftMs(deadlineMs) == 0) {
+            snprintf(why, whyLen, "cor://%s:%u: no answer in time", p->host,
+                     p->port);
+            return -ETIMEDOUT;
+        }
+        n = corConnRead(p->conn, p->in + p->inLen, p->inCap - p->inLen,
+                        leftMs(deadlineMs));
+        if (n <= 0) {
+            snprintf(why, whyLen, "cor://%s:%u: %s", p->host, p->port,
+                     n == 0 ? "the server closed the connection"
+                     : n == -ETIMEDOUT ? "no answer in time"
+                                       : strerror((int)-n));
+            return n == 0 ? -ECONNRESET : (int)n;
+        }
+        p->inLen += (size_t)n;
+    }
+}
+
+int
+corCorCallOnThread(const CorCorCall* c, CorCorMessage* answer,
+                   CorCorOutcome* out, char* why, size_t whyLen)
+{
+    int rc;
+    bool reused = threadPeerFind(c) != NULL;
+    ThreadPeer* p = peerFor(c, &rc, why, whyLen);
+    uint32_t id;
+
+    if (p == NULL) {
+        return rc;
+    }
+    out->reused = reused;
+    id = ++p->nextId;
+    rc = frameSend(p, COR_COR_REQUEST, id, c->tree, c->deadlineMs, why,
+                   whyLen);
+    if (rc == 0) {
+        rc = answerRead(p, id, answer, c->deadlineMs, why, whyLen);
+    }
+    /* A timeout leaves an answer to come, which the next call reads past;
+     * anything else leaves the connection in doubt. */
+    if ((rc != 0 && rc != -ETIMEDOUT) || p->closing) {
+        out->retry = (rc == -ECONNRESET || rc == -EPIPE) && p->served;
+        peerDrop(p);
+    }
+    return rc == -EPIPE ? -ECONNRESET : rc;
+}

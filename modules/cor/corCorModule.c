@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cor:// as a module: it registers the listener protocol `cor` (`cors`
+ * over TLS, ALPN cor/1), keeps one CorServerLoop per loop, and follows the
+ * generation's lifecycle as the HTTP server does: start (accept), drain
+ * (stop accepting, CLOSE to every connection), stop (answer what is left
+ * as failed, close).
+ *
+ *     modules:
+ *       - load: cor
+ *         max_frame: 64MiB       # the largest frame taken (its tree)
+ *         max_in_flight: 256     # requests in flight per connection
+ *         idle_timeout: 60s      # a connection with nothing due
+ *         hello_timeout: 10s     # the HELLO after the connect
+ */
+#include "corCorServerInt.h"
+#include "corCorClientInt.h"
+
+#include <stdlib.h>
+
+CorServerConf corServerConf;
+
+static CorServerLoop* serverLoops;
+static unsigned serverLoopCount;
+
+CorServerLoop*
+corServerLoopAt(unsigned index)
+{
+    return &serverLoops[index % serverLoopCount];
+}
+
+static int
+corStart(CorModule* m, CorEvLoop* loop, unsigned index,
+         CorListener* const* listeners, unsigned count)
+{
+    CorServerLoop* sl = corServerLoopAt(index);
+
+    (void)m;
+    sl->accept = corAcceptStart(loop, index, listeners, count,
+                                corServerConnOpen);
+    return sl->accept != NULL ? 0 : -1;
+}
+
+static void
+corDrain(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    CorServerLoop* sl = corServerLoopAt(index);
+    CorServerConn* next;
+
+    (void)m;
+    (void)loop;
+    sl->draining = true;
+    corAcceptStop(sl->accept);
+    sl->accept = NULL;
+    for (CorServerConn* c = sl->conns; c != NULL; c = next) {
+        next = c->next;         /* a failed flush closes c */
+        corServerConnDrain(c);
+    }
+}
+
+static void
+corStop(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    CorServerLoop* sl = corServerLoopAt(index);
+
+    (void)m;
+    (void)loop;
+    corAcceptStop(sl->accept);
+    sl->accept = NULL;
+    while (sl->conns != NULL) {
+        corServerConnStop(sl->conns);
+    }
+}
+
+static unsigned
+corConnections(CorModule* m, unsigned index)
+{
+    (void)m;
+    return atomic_load(&corServerLoopAt(index)->connCount);
+}
+
+static int
+corLoopInit(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    CorServerLoop* sl = corServerLoopAt(index);
+
+    (void)m;
+    sl->loop = loop;
+    sl->index = index;
+    return 0;
+}
+
+static void
+corLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    (void)m;
+    (void)loop;
+    (void)index;
+    corCorClientLoopExit();
+}
+
+static int
+corInit(CorModule* m, const CorConf* conf)
+{
+    CorConfErrors* errors = corModuleErrors(m);
+
+    corServerConf.maxFrame = (uint32_t)corConfSize(conf, "max_frame",
+                                                   COR_COR_FRAME_MAX, 1024,
+                                                   (uint64_t)1 << 30,
+                                                   errors);
+    corServerConf.maxInFlight = (unsigned)corConfInt(conf, "max_in_flight",
+                                                     256, 1, 65536, errors);
+    corServerConf.idleTimeoutMs = corConfDurationMs(conf, "idle_timeout",
+                                                    60000, 1,
+                                                    24 * 3600 * 1000, errors);
+    corServerConf.helloTimeoutMs = corConfDurationMs(conf, "hello_timeout",
+                                                     10000, 1, 3600 * 1000,
+                                                     errors);
+    serverLoopCount = corLoopCount();
+    serverLoops = corCallocLines(serverLoopCount, sizeof(*serverLoops));
+    if (serverLoops == NULL) {
+        corModuleError(m, NULL, "out of memory");
+        return -1;
+    }
+    if (corClientSchemeAdd(m, "cor", corCorFetch) != 0
+        || corClientSchemeAdd(m, "cors", corCorFetch) != 0) {
+        return -1;
+    }
+    return corProtocolAdd(m, &(CorProtocol){
+        .name = "cor",
+        .alpn = "cor/1",
+        .tlsName = "cors",
+        .start = corStart,
+        .drain = corDrain,
+        .stop = corStop,
+        .connections = corConnections,
+    });
+}
+
+static void
+corExit(CorModule* m)
+{
+    (void)m;
+    free(serverLoops);
+    serverLoops = NULL;
+}
+
+COR_MODULE(cor, .init = corInit, .loopInit = corLoopInit,
+           .loopExit = corLoopExit, .exit = corExit);

@@ -1,0 +1,801 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A cor:// connection on its loop (docs/cor-protocol.md): the HELLO, then
+ * every frame read as it comes, each REQUEST decoded at once and handed to
+ * the core like any request (inline, a coroutine or a worker: the same
+ * routes, hooks and handlers as HTTP), each RESPONSE encoded and queued the
+ * moment its handler is done, so answers go out in the order they finish.
+ *
+ * The tables follow the stream: frames are decoded in the order they
+ * arrive and encoded in the order they are queued, both on the loop, so a
+ * response finished on a worker is encoded only once it is back here.
+ *
+ * The socket is armed once, edge-triggered for input and output; bytes go
+ * through the listener's transport (plain or TLS). A connection keeps one
+ * input buffer that grows to the frame being read (at most max_frame
+ * beside its header) and an output buffer of queued frames.
+ *
+ * Limits: max_frame (a longer frame closes the connection), max_in_flight
+ * (a REQUEST past it is answered 503 at once, not queued: a peer must not
+ * pile up work without end), the HELLO within hello_timeout, output that
+ * makes no progress within limits.send_timeout, and idle_timeout for a
+ * connection with nothing due (PING keeps one alive). A frame that does
+ * not decode closes its connection and fails only what was on it.
+ *
+ * Ending. A drain (reload, graceful stop) sends CLOSE: no new work here.
+ * The peer answers CLOSE once it has stopped sending requests, and the
+ * connection closes when that came and every request is answered: a
+ * request already on the wire when the drain began is served, never
+ * dropped. A stop answers what is still with its handler 503 and closes.
+ */
+#include "corCorServerInt.h"
+#include "corCorClientInt.h"
+#include "corCorInt.h"
+#include "corHttpParse.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+/* The room a read asks for beyond what the frame being read needs. */
+#define READ_ROOM 4096
+/* An output buffer this large, once empty, goes back to malloc. */
+#define OUT_KEEP (64 * 1024)
+#define STOP_FLUSH_MS 100
+
+static void requestDone(CorRequest* r);
+static void requestRelease(CorRequest* r);
+static void streamData(CorRequest* r, const void* data, size_t len);
+static void streamEnd(CorRequest* r);
+static bool streamAlive(const CorRequest* r);
+static void frameLoop(CorServerConn* c);
+static void connClose(CorServerConn* c);
+
+/* No streamBacklog: a cor:// body travels in one frame, gathered whole
+ * (the core's own queue still bounds a writer); no upgrade. */
+static const CorProtocolOps corOps = {
+    .done = requestDone,
+    .release = requestRelease,
+    .streamData = streamData,
+    .streamEnd = streamEnd,
+    .streamAlive = streamAlive,
+};
+
+/* ---- Output -------------------------------------------------------------- */
+
+static bool
+outputPending(const CorServerConn* c)
+{
+    return c->outSent < c->out.len;
+}
+
+/* Queue one frame, encoded now with the tables of what we sent. Returns 0,
+ * or -errno (nothing was queued, the tables did not move). */
+static int
+frameQueue(CorServerConn* c, CorCorType type, uint32_t id,
+           const json_t* tree)
+{
+    char why[COR_COR_WHY_MAX];
+    int rc = corCorFrameEncode(c->sent, type, id, tree, &c->out, why,
+                               sizeof(why));
+
+    if (rc < 0) {
+        corLog(COR_LOG_ERROR, "cor: a frame to %s not encoded: %s",
+               c->peerName, why);
+        return rc;
+    }
+    return 0;
+}
+
+/* Write what is queued. Returns -1 on an error (close). */
+static int
+connFlush(CorServerConn* c)
+{
+    while (outputPending(c)) {
+        ssize_t n = c->t.ops->send(&c->t, c->out.data + c->outSent,
+                                   c->out.len - c->outSent);
+
+        if (n > 0) {
+            c->outSent += (size_t)n;
+            c->outStalledMs = 0;
+        } else if (n < 0 && errno == EAGAIN) {
+            if (c->outStalledMs == 0) {
+                c->outStalledMs = corEvNow(c->sl->loop);
+            }
+            return 0;
+        } else if (n < 0 && errno != EINTR) {
+            return -1;
+        }
+    }
+    c->out.len = c->outSent = 0;
+    c->outStalledMs = 0;
+    if (c->out.cap > OUT_KEEP) {
+        corCorBufFree(&c->out);
+    }
+    return 0;
+}
+
+/* A protocol failure: say why in an ERROR frame (best effort), close. */
+static void
+connRefuse(CorServerConn* c, const char* why)
+{
+    json_t* tree = json_pack("{s:s}", "message", why);
+
+    corLog(COR_LOG_WARN, "cor: %s: %s; closing the connection", c->peerName,
+           why);
+    if (tree != NULL && frameQueue(c, COR_COR_ERROR, 0, tree) == 0) {
+        connFlush(c);
+    }
+    json_decref(tree);
+    connClose(c);
+}
+
+/* ---- The timer ----------------------------------------------------------- */
+
+static void
+onTimer(CorEvTimer* timer)
+{
+    CorServerConn* c = corContainerOf(timer, CorServerConn, timer);
+
+    corLog(COR_LOG_DEBUG, "cor: %s: %s", c->peerName,
+           !c->greeted ? "no HELLO in time"
+           : outputPending(c) ? "the peer reads nothing" : "idle");
+    connClose(c);
+}
+
+/* Arm the one deadline that applies now: the HELLO's, the output's, or
+ * the idle one (none while requests are with their handlers: those have
+ * deadlines of their own). */
+static void
+timerUpdate(CorServerConn* c)
+{
+    CorEvLoop* loop = c->sl->loop;
+    uint64_t now = corEvNow(loop);
+
+    if (!c->greeted) {
+        return;         /* armed once, at the open */
+    }
+    if (outputPending(c) && c->outStalledMs != 0) {
+        uint64_t sendMs = corLimits()->sendTimeoutMs;
+        uint64_t left = c->outStalledMs + sendMs > now
+                        ? c->outStalledMs + sendMs - now : 0;
+
+        corEvTimerStart(loop, &c->timer, left, onTimer);
+    } else if (c->inFlight == 0) {
+        corEvTimerStart(loop, &c->timer, corServerConf.idleTimeoutMs,
+                        onTimer);
+    } else {
+        corEvTimerStop(loop, &c->timer);
+    }
+}
+
+/* Close when nothing more can come and nothing is due. */
+static bool
+connDoneWith(CorServerConn* c)
+{
+    if (c->peerDone && c->inFlight == 0 && !outputPending(c)) {
+        connClose(c);
+        return true;
+    }
+    return false;
+}
+
+/* ---- Requests ------------------------------------------------------------ */
+
+/* A RESPONSE that no handler made (a bad target, past max_in_flight). */
+static int
+answerBare(CorServerConn* c, uint32_t id, int status, const char* text)
+{
+    CorCorMessage m = { .status = status, .contentType = "text/plain",
+                        .body = text, .bodyLen = strlen(text) };
+    char why[COR_COR_WHY_MAX];
+    json_t* tree = corCorMessageTree(COR_COR_RESPONSE, &m, why, sizeof(why));
+    int rc = tree != NULL ? frameQueue(c, COR_COR_RESPONSE, id, tree)
+                          : -ENOMEM;
+
+    json_decref(tree);
+    return rc;
+}
+
+static void
+requestLink(CorServerConn* c, CorServerRequest* req)
+{
+    req->conn = c;
+    req->next = c->requests;
+    if (c->requests != NULL) {
+        c->requests->prev = req;
+    }
+    c->requests = req;
+    c->inFlight++;
+}
+
+static void
+requestUnlink(CorServerRequest* req)
+{
+    CorServerConn* c = req->conn;
+
+    if (c == NULL) {
+        return;
+    }
+    if (req->prev != NULL) {
+        req->prev->next = req->next;
+    } else {
+        c->requests = req->next;
+    }
+    if (req->next != NULL) {
+        req->next->prev = req->prev;
+    }
+    if (!req->answered) {
+        c->inFlight--;
+    }
+    req->conn = NULL;
+    req->prev = req->next = NULL;
+}
+
+/*
+ * The request of a REQUEST message, which it takes over. Its target is
+ * decoded as HTTP decodes a request line's (the same routes must match
+ * the same paths); a target HTTP would refuse is answered 400 here.
+ * Returns the request, or NULL (answered, or no memory).
+ */
+static CorServerRequest*
+requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
+{
+    size_t targetLen = strlen(m->path);
+    unsigned count = m->headerCount + (m->contentType != NULL);
+    CorServerRequest* req = calloc(1, sizeof(*req) + count * sizeof(CorHeader)
+                                      + targetLen + 1);
+    char* target;
+    CorHttpTarget t;
+
+    if (req == NULL) {
+        answerBare(c, id, 503, "no memory\n");
+        return NULL;
+    }
+    target = memcpy((char*)(req->headers + count), m->path, targetLen + 1);
+    if (corHttpTargetDecode(target, targetLen, &t) != 0) {
+        free(req);
+        answerBare(c, id, 400, "bad path\n");
+        return NULL;
+    }
+    memcpy(req->headers, m->headers, m->headerCount * sizeof(CorHeader));
+    if (m->contentType != NULL) {
+        req->headers[m->headerCount] = (CorHeader){
+            .name = "Content-Type", .nameLen = 12, .value = m->contentType,
+            .valueLen = strlen(m->contentType) };
+    }
+    req->id = id;
+    req->message = *m;
+    *m = (CorCorMessage){ 0 };
+    req->r = (CorRequest){
+        .method = req->message.verb,
+        .methodLen = strlen(req->message.verb),
+        .path = t.path, .pathLen = t.pathLen,
+        .query = t.query, .queryLen = t.queryLen,
+        .headers = req->headers, .headerCount = count,
+        .body = req->message.body, .bodyLen = req->message.bodyLen,
+        .head = strcmp(req->message.verb, "HEAD") == 0,
+    };
+    return req;
+}
+
+static void
+requestFree(CorServerRequest* req)
+{
+    corCorMessageClear(&req->message);
+    corCorBufFree(&req->streamed);
+    free(req);
+}
+
+/* A file body (corRespondFile), read whole: a frame carries it. */
+static int
+fileRead(CorRequest* r, CorCorBuf* into)
+{
+    size_t len = r->responseLen;
+    size_t got = 0;
+
+    if (len > corServerConf.maxFrame) {
+        return -EFBIG;
+    }
+    into->data = malloc(len > 0 ? len : 1);
+    if (into->data == NULL) {
+        return -ENOMEM;
+    }
+    while (got < len) {
+        ssize_t n = pread(r->fileFd, into->data + got, len - got,
+                          (off_t)r->fileOffset + (off_t)got);
+
+        if (n <= 0) {
+            return n == 0 ? -EIO : -errno;
+        }
+        got += (size_t)n;
+    }
+    into->len = into->cap = len;
+    return 0;
+}
+
+/* The RESPONSE of req, queued now; a response that cannot be encoded
+ * (a header HTTP could not carry either) goes out as a 500. */
+static void
+respond(CorServerConn* c, CorServerRequest* req)
+{
+    CorRequest* r = &req->r;
+    CorCorBuf file = { 0 };
+    CorCorMessage m = { .status = r->status,
+                        .headers = r->responseHeaders,
+                        .headerCount = r->responseHeaderCount,
+                        .contentType = r->contentType,
+                        .body = r->responseBody, .bodyLen = r->responseLen };
+    char why[COR_COR_WHY_MAX];
+    json_t* tree;
+
+    if (r->stream != NULL) {
+        m.body = req->streamed.data;
+        m.bodyLen = req->streamed.len;
+    } else if (r->fileFd >= 0 && fileRead(r, &file) == 0) {
+        m.body = file.data;
+        m.bodyLen = file.len;
+    } else if (r->fileFd >= 0) {
+        m = (CorCorMessage){ .status = 500, .contentType = "text/plain",
+                             .body = "the file could not be read\n",
+                             .bodyLen = 27 };
+    }
+    if (r->head) {
+        m.body = NULL;
+        m.bodyLen = 0;
+    }
+    tree = corCorMessageTree(COR_COR_RESPONSE, &m, why, sizeof(why));
+    if (tree == NULL || frameQueue(c, COR_COR_RESPONSE, req->id, tree) != 0) {
+        corLog(COR_LOG_ERROR, "cor: the answer to %.*s %.*s: %s",
+               (int)r->methodLen, r->method, (int)r->pathLen, r->path,
+               tree == NULL ? why : "not encoded");
+        answerBare(c, req->id, 500, "the answer could not be encoded\n");
+    }
+    json_decref(tree);
+    corCorBufFree(&file);
+}
+
+/* req is answered (or its connection gone): the core runs its
+ * post-response phase, then releases it. */
+static void
+answered(CorServerRequest* req)
+{
+    CorServerConn* c = req->conn;
+
+    if (c != NULL) {
+        respond(c, req);
+        req->answered = true;
+        c->inFlight--;
+    }
+    corRequestSent(&req->r);
+    if (c == NULL || c->processing) {
+        return;     /* frameLoop flushes and goes on by itself */
+    }
+    if (connFlush(c) != 0) {
+        connClose(c);
+        return;
+    }
+    if (!connDoneWith(c)) {
+        timerUpdate(c);
+    }
+}
+
+static void
+requestDone(CorRequest* r)
+{
+    if (r->stream != NULL) {
+        return;     /* the body is gathered; its end answers */
+    }
+    answered(corContainerOf(r, CorServerRequest, r));
+}
+
+static void
+streamData(CorRequest* r, const void* data, size_t len)
+{
+    CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
+
+    if (req->conn == NULL || req->streamFailed) {
+        return;
+    }
+    if (req->streamed.len + len > corServerConf.maxFrame
+        || corCorBufReserve(&req->streamed, len) != 0) {
+        /* No room for it in one frame: the answer fails whole. */
+        corLog(COR_LOG_ERROR, "cor: a streamed answer to %.*s past "
+               "max_frame (%u bytes): answered 502", (int)r->pathLen,
+               r->path, corServerConf.maxFrame);
+        req->streamFailed = true;
+        r->status = 502;
+        corCorBufFree(&req->streamed);
+        return;
+    }
+    memcpy(req->streamed.data + req->streamed.len, data, len);
+    req->streamed.len += len;
+}
+
+static void
+streamEnd(CorRequest* r)
+{
+    answered(corContainerOf(r, CorServerRequest, r));
+}
+
+static bool
+streamAlive(const CorRequest* r)
+{
+    return corContainerOf(r, CorServerRequest, r)->conn != NULL;
+}
+
+static void
+requestRelease(CorRequest* r)
+{
+    CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
+
+    requestUnlink(req);
+    requestFree(req);
+}
+
+/* ---- Frames -------------------------------------------------------------- */
+
+/* The first frame: the peer's HELLO, answered with ours. */
+static int
+helloTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
+          char* why, size_t whyLen)
+{
+    json_t* tree = NULL;
+    json_t* ours;
+    CorCorHead decoded;
+    int rc;
+
+    if (h->type != COR_COR_HELLO) {
+        snprintf(why, whyLen, "the first frame is not a HELLO (type %d)",
+                 (int)h->type);
+        return -EPROTO;
+    }
+    rc = corCorFrameDecode(NULL, frame, COR_COR_HEAD_LEN + h->length,
+                           corServerConf.maxFrame, &decoded, &tree, why,
+                           whyLen);
+    if (rc == 0) {
+        rc = corCorHelloCheck(tree, why, whyLen);
+    }
+    json_decref(tree);
+    if (rc != 0) {
+        return rc;
+    }
+    c->received = corCorTablesNew();
+    c->sent = corCorTablesNew();
+    ours = corCorHelloTree();
+    rc = c->received == NULL || c->sent == NULL || ours == NULL
+         ? -ENOMEM : frameQueue(c, COR_COR_HELLO_ACK, 0, ours);
+    json_decref(ours);
+    if (rc != 0) {
+        snprintf(why, whyLen, "no memory for the handshake");
+        return rc;
+    }
+    c->greeted = true;
+    if (c->sl->draining) {
+        corServerConnDrain(c);      /* served, but nothing new after */
+    }
+    return 0;
+}
+
+/* A REQUEST: decoded now (the tables need it), then served. */
+static int
+requestTake(CorServerConn* c, const CorCorHead* h, json_t* tree, char* why,
+            size_t whyLen)
+{
+    CorCorMessage m;
+    CorServerRequest* req;
+    int rc = corCorMessageRead(COR_COR_REQUEST, tree, &m, why, whyLen);
+
+    if (rc != 0) {
+        return rc;
+    }
+    if (c->peerDone) {
+        corCorMessageClear(&m);
+        snprintf(why, whyLen, "a REQUEST after its CLOSE");
+        return -EPROTO;
+    }
+    if (c->inFlight >= corServerConf.maxInFlight) {
+        corCorMessageClear(&m);
+        return answerBare(c, h->id, 503, "too many requests in flight on "
+                          "this connection\n");
+    }
+    req = requestCreate(c, h->id, &m);
+    corCorMessageClear(&m);
+    if (req == NULL) {
+        return 0;   /* answered already */
+    }
+    requestLink(c, req);
+    corRequestServe(&req->r, &corOps, req);
+    return 0;
+}
+
+/* One whole frame after the HELLO. Returns 0, or -errno with why (the
+ * connection closes). */
+static int
+frameTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
+          char* why, size_t whyLen)
+{
+    json_t* tree = NULL;
+    CorCorHead decoded;
+    int rc = corCorFrameDecode(c->received, frame,
+                               COR_COR_HEAD_LEN + h->length,
+                               corServerConf.maxFrame, &decoded, &tree, why,
+                               whyLen);
+
+    if (rc != 0) {
+        return rc;
+    }
+    switch (h->type) {
+    case COR_COR_REQUEST:
+        return requestTake(c, h, tree, why, whyLen);
+    case COR_COR_PING:
+        rc = frameQueue(c, COR_COR_PONG, h->id, NULL);
+        break;
+    case COR_COR_PONG:
+        break;
+    case COR_COR_CLOSE:
+        c->peerDone = true;
+        if (!c->closeSent && frameQueue(c, COR_COR_CLOSE, 0, NULL) == 0) {
+            c->closeSent = true;
+        }
+        break;
+    default:
+        snprintf(why, whyLen, "a frame of type %d from a client",
+                 (int)h->type);
+        rc = -EPROTO;
+        break;
+    }
+    json_decref(tree);
+    return rc;
+}
+
+/* Take every whole frame that came. Returns 0, or -1 after closing. */
+static int
+framesTake(CorServerConn* c)
+{
+    size_t off = 0;
+    char why[COR_COR_WHY_MAX] = "";
+    int rc = 0;
+
+    while (rc == 0 && c->inLen - off >= COR_COR_HEAD_LEN) {
+        CorCorHead h;
+
+        rc = corCorHeadRead(c->in + off, c->inLen - off,
+                            corServerConf.maxFrame, &h, why, sizeof(why));
+        if (rc < 0 || c->inLen - off < COR_COR_HEAD_LEN + h.length) {
+            break;
+        }
+        rc = c->greeted ? frameTake(c, &h, c->in + off, why, sizeof(why))
+                        : helloTake(c, &h, c->in + off, why, sizeof(why));
+        off += COR_COR_HEAD_LEN + h.length;
+    }
+    if (rc < 0) {
+        connRefuse(c, why);
+        return -1;
+    }
+    memmove(c->in, c->in + off, c->inLen - off);
+    c->inLen -= off;
+    return 0;
+}
+
+/* Read what came, taking frames as they complete. Returns 0, or -1 after
+ * closing. */
+static int
+connRead(CorServerConn* c)
+{
+    for (;;) {
+        ssize_t n;
+
+        if (corCorInputReserve(&c->in, c->inLen, &c->inCap,
+                               corServerConf.maxFrame, READ_ROOM) != 0) {
+            connRefuse(c, "no memory for a frame");
+            return -1;
+        }
+        n = c->t.ops->recv(&c->t, c->in + c->inLen, c->inCap - c->inLen);
+        if (n > 0) {
+            c->inLen += (size_t)n;
+            if (framesTake(c) != 0) {
+                return -1;
+            }
+            continue;
+        }
+        if (n == 0) {
+            c->peerDone = true;
+            return 0;
+        }
+        if (errno == EAGAIN) {
+            return 0;
+        }
+        if (errno != EINTR) {
+            connClose(c);
+            return -1;
+        }
+    }
+}
+
+/* Read, serve what came, write what is due. Frames are taken inside a
+ * guard: an inline handler's answer only queues, and is written here. */
+static void
+frameLoop(CorServerConn* c)
+{
+    int rc;
+
+    c->processing = true;
+    rc = connRead(c);
+    if (rc != 0) {
+        return;     /* closed */
+    }
+    c->processing = false;
+    if (connFlush(c) != 0) {
+        connClose(c);
+        return;
+    }
+    if (c->inLen == 0) {
+        free(c->in);            /* an idle connection holds no buffer */
+        c->in = NULL;
+        c->inCap = 0;
+    }
+    if (!connDoneWith(c)) {
+        timerUpdate(c);
+    }
+}
+
+static void
+onIo(CorEvIo* io, unsigned events)
+{
+    CorServerConn* c = corContainerOf(io, CorServerConn, io);
+
+    if ((events & EPOLLOUT) && corTransportWantsWrite(&c->t)) {
+        events |= EPOLLIN;
+    }
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+        frameLoop(c);
+        return;
+    }
+    if (outputPending(c)) {
+        if (connFlush(c) != 0) {
+            connClose(c);
+            return;
+        }
+        if (!connDoneWith(c)) {
+            timerUpdate(c);
+        }
+    }
+}
+
+/* ---- The connection ------------------------------------------------------ */
+
+static void
+peerName(CorServerConn* c)
+{
+    char addr[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+
+    if (c->peer.ss_family == AF_INET) {
+        const struct sockaddr_in* in = (const void*)&c->peer;
+
+        inet_ntop(AF_INET, &in->sin_addr, addr, sizeof(addr));
+        port = ntohs(in->sin_port);
+    } else if (c->peer.ss_family == AF_INET6) {
+        const struct sockaddr_in6* in6 = (const void*)&c->peer;
+
+        inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof(addr));
+        port = ntohs(in6->sin6_port);
+    }
+    snprintf(c->peerName, sizeof(c->peerName), "%s:%u", addr, port);
+}
+
+void
+corServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
+                  const struct sockaddr_storage* peer)
+{
+    CorServerLoop* sl = corServerLoopAt(loopIndex);
+    CorServerConn* c = calloc(1, sizeof(*c));
+    uint64_t helloMs = corListenerHandshakeTimeoutMs(l);
+    int one = 1;
+
+    if (c == NULL || corListenerTransport(l, &c->t, fd) != 0) {
+        free(c);
+        close(fd);
+        corAcceptClosed();
+        return;
+    }
+    c->sl = sl;
+    c->peer = *peer;
+    peerName(c);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    c->next = sl->conns;
+    if (sl->conns != NULL) {
+        sl->conns->prev = c;
+    }
+    sl->conns = c;
+    atomic_fetch_add(&sl->connCount, 1);
+    if (corEvIoStart(sl->loop, &c->io, fd,
+                     EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, onIo) != 0) {
+        connClose(c);
+        return;
+    }
+    /* Over TLS the handshake comes first: the listener's timeout, if
+     * longer, covers both. */
+    corEvTimerStart(sl->loop, &c->timer,
+                    helloMs > corServerConf.helloTimeoutMs
+                    ? helloMs : corServerConf.helloTimeoutMs, onTimer);
+    if (sl->draining) {
+        corServerConnDrain(c);
+    }
+}
+
+/* Close c: what it has in flight is cancelled (its handlers stop waiting
+ * and finish into the void); what they read stays theirs. */
+static void
+connClose(CorServerConn* c)
+{
+    CorServerLoop* sl = c->sl;
+
+    corEvIoStop(sl->loop, &c->io);
+    corEvTimerStop(sl->loop, &c->timer);
+    if (c->prev != NULL) {
+        c->prev->next = c->next;
+    } else {
+        sl->conns = c->next;
+    }
+    if (c->next != NULL) {
+        c->next->prev = c->prev;
+    }
+    atomic_fetch_sub(&sl->connCount, 1);
+    corAcceptClosed();
+    c->t.ops->close(&c->t);
+    while (c->requests != NULL) {
+        CorServerRequest* req = c->requests;
+
+        requestUnlink(req);
+        corRequestCancel(&req->r);
+    }
+    corCorTablesFree(c->received);
+    corCorTablesFree(c->sent);
+    corCorBufFree(&c->out);
+    free(c->in);
+    free(c);
+}
+
+void
+corServerConnDrain(CorServerConn* c)
+{
+    /* Before the HELLO, its answer carries the CLOSE (helloTake). */
+    if (!c->greeted || c->closeSent
+        || frameQueue(c, COR_COR_CLOSE, 0, NULL) != 0) {
+        return;
+    }
+    c->closeSent = true;
+    if (!c->processing && connFlush(c) != 0) {
+        connClose(c);
+    }
+}
+
+void
+corServerConnStop(CorServerConn* c)
+{
+    uint64_t deadline = corEvClockMs() + STOP_FLUSH_MS;
+
+    for (CorServerRequest* req = c->requests; req != NULL;
+         req = req->next) {
+        if (!req->answered) {
+            answerBare(c, req->id, 503, "stopping\n");
+        }
+    }
+    while (outputPending(c) && corEvClockMs() < deadline) {
+        struct pollfd pfd = { .fd = c->t.fd, .events = POLLOUT };
+
+        if (connFlush(c) != 0 || poll(&pfd, 1, STOP_FLUSH_MS) <= 0) {
+            break;
+        }
+    }
+    connClose(c);
+}

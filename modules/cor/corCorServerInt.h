@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internals of the cor:// server (modules/cor): a loop's share of it, a
+ * connection, a request in flight, and what the module's files share.
+ */
+#ifndef COR_COR_SERVER_INT_H
+#define COR_COR_SERVER_INT_H
+
+#include <stdatomic.h>
+#include <sys/socket.h>
+
+#include "cor.h"
+#include "corCorCodec.h"
+
+typedef struct CorServerConn CorServerConn;
+typedef struct CorServerRequest CorServerRequest;
+
+/* The module's settings (its YAML mapping), read once per generation. */
+typedef struct {
+    uint32_t maxFrame;          /* max_frame: the largest tree taken */
+    unsigned maxInFlight;       /* max_in_flight: per connection */
+    uint64_t idleTimeoutMs;     /* idle_timeout: no frame, nothing due */
+    uint64_t helloTimeoutMs;    /* hello_timeout: the HELLO must come */
+} CorServerConf;
+
+extern CorServerConf corServerConf;
+
+/* One loop's part of the server; owned by that loop, on lines of its own. */
+typedef struct {
+    _Alignas(COR_CACHE_LINE) CorEvLoop* loop;
+    unsigned index;
+    CorServerConn* conns;       /* every open connection of the loop */
+    atomic_uint connCount;      /* read by the generation while draining */
+    CorAccept* accept;
+    bool draining;
+} CorServerLoop;
+
+/*
+ * A request from its REQUEST frame to its release. Owned by the core
+ * between corRequestServe and ops->release; it owns what its CorRequest
+ * points to (the decoded message, and its target copied for decoding), so
+ * a connection that closes frees nothing a request in flight reads.
+ */
+struct CorServerRequest {
+    CorRequest r;
+    CorServerConn* conn;        /* NULL once the connection is gone */
+    CorServerRequest* prev;     /* the connection's requests */
+    CorServerRequest* next;
+    uint32_t id;                /* the REQUEST's correlation id */
+    bool answered;              /* its RESPONSE is queued (or failed) */
+    bool streamFailed;          /* its streamed body outgrew a frame */
+    CorCorMessage message;      /* what came: verb, headers, body */
+    CorCorBuf streamed;         /* a streamed body, gathered whole */
+    CorHeader headers[];        /* the message's and its Content-Type,
+                                 * then the target's decoded copy */
+};
+
+/* A connection; owned by its loop, freed when it closes. */
+struct CorServerConn {
+    CorEvIo io;
+    CorEvTimer timer;
+    CorServerLoop* sl;
+    CorServerConn* prev;
+    CorServerConn* next;
+    CorTransport t;
+    uint8_t* in;                /* what came and is not yet a frame */
+    size_t inLen;
+    size_t inCap;
+    CorCorBuf out;              /* frames to send */
+    size_t outSent;
+    CorCorTables* received;     /* the tables of each direction, after */
+    CorCorTables* sent;         /* the HELLO */
+    CorServerRequest* requests; /* in flight, not yet answered or
+                                 * released */
+    unsigned inFlight;          /* of them, not yet answered */
+    uint64_t outStalledMs;      /* output waits since then, or 0 */
+    bool greeted;               /* the HELLO came and was answered */
+    bool closeSent;             /* our CLOSE: no new work (a drain) */
+    bool peerDone;              /* its CLOSE, or its end: nothing more
+                                 * comes */
+    bool processing;            /* in frameLoop (re-entry guard) */
+    struct sockaddr_storage peer;
+    char peerName[64];          /* for logs */
+};
+
+/* ---- corCorServer.c ------------------------------------------------------ */
+
+/* Adopt an accepted socket on loop loopIndex (a CorAcceptFn). */
+void corServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
+                       const struct sockaddr_storage* peer);
+/* A drain reached this connection: CLOSE is sent, and it closes once the
+ * peer said it sends nothing more and everything is answered. */
+void corServerConnDrain(CorServerConn* c);
+/* Answer what is still with its handler as failed (503), flush briefly,
+ * close (a stop). */
+void corServerConnStop(CorServerConn* c);
+
+/* ---- corCorModule.c ------------------------------------------------------ */
+
+CorServerLoop* corServerLoopAt(unsigned index);
+
+#endif /* COR_COR_SERVER_INT_H */

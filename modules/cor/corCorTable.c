@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The tables that follow the stream (docs/cor-protocol.md, "Tables"): per
+ * direction one of namespaces and one of names, each an append-only list
+ * (the index is what travels) with a hash beside it (an encoder looks a
+ * name up on every node; a decoder looks it up too, to refuse a name sent
+ * inline that was already in its table). Also the small helpers the
+ * codec's files share: the splitting rule, buffer growth, UTF-8, why.
+ */
+#include "corCorInt.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* FNV-1a: the entries are short strings. */
+static uint32_t
+hashOf(const char* s, size_t len)
+{
+    uint32_t h = 2166136261u;
+
+    for (size_t i = 0; i < len; i++) {
+        h = (h ^ (uint8_t)s[i]) * 16777619u;
+    }
+    return h;
+}
+
+static void
+slotPut(CorCorTable* tb, unsigned index)
+{
+    unsigned mask = tb->slotCount - 1;
+    unsigned i = hashOf(tb->items[index], tb->lens[index]) & mask;
+
+    while (tb->slots[i] != 0) {
+        i = (i + 1) & mask;
+    }
+    tb->slots[i] = index + 1;
+}
+
+/* Rebuild the hash with room for want entries at most half full; with
+ * want == count it also drops what a truncation left behind. */
+static int
+rehash(CorCorTable* tb, unsigned want)
+{
+    unsigned n = 16;
+    uint32_t* slots;
+
+    while (n < want * 2) {
+        n *= 2;
+    }
+    slots = calloc(n, sizeof(*slots));
+    if (slots == NULL) {
+        return -ENOMEM;
+    }
+    free(tb->slots);
+    tb->slots = slots;
+    tb->slotCount = n;
+    for (unsigned i = 0; i < tb->count; i++) {
+        slotPut(tb, i);
+    }
+    return 0;
+}
+
+int
+corCorTableFind(const CorCorTable* tb, const char* s, size_t len)
+{
+    unsigned mask;
+    unsigned i;
+
+    if (tb->slotCount == 0) {
+        return -1;
+    }
+    mask = tb->slotCount - 1;
+    for (i = hashOf(s, len) & mask; tb->slots[i] != 0; i = (i + 1) & mask) {
+        unsigned index = tb->slots[i] - 1;
+
+        if (tb->lens[index] == len && memcmp(tb->items[index], s, len) == 0) {
+            return (int)index;
+        }
+    }
+    return -1;
+}
+
+bool
+corCorTableTakes(const CorCorTable* tb, size_t len)
+{
+    return tb->count < tb->max && len <= COR_COR_ENTRY_MAX;
+}
+
+static int
+grow(CorCorTable* tb)
+{
+    unsigned cap = tb->cap == 0 ? 16 : tb->cap * 2;
+    char** items = realloc(tb->items, cap * sizeof(*items));
+    uint32_t* lens;
+
+    if (items == NULL) {
+        return -ENOMEM;
+    }
+    tb->items = items;
+    lens = realloc(tb->lens, cap * sizeof(*lens));
+    if (lens == NULL) {
+        return -ENOMEM;
+    }
+    tb->lens = lens;
+    tb->cap = cap;
+    return 0;
+}
+
+int
+corCorTableAppend(CorCorTable* tb, const char* s, size_t len)
+{
+    char* copy;
+
+    if (!corCorTableTakes(tb, len)) {
+        return 0;
+    }
+    if ((tb->count == tb->cap && grow(tb) != 0)
+        || ((tb->count + 1) * 2 > tb->slotCount
+            && rehash(tb, tb->count + 1) != 0)) {
+        return -ENOMEM;
+    }
+    copy = malloc(len + 1);
+    if (copy == NULL) {
+        return -ENOMEM;
+    }
+    memcpy(copy, s, len);
+    copy[len] = '\0';
+    tb->items[tb->count] = copy;
+    tb->lens[tb->count] = (uint32_t)len;
+    slotPut(tb, tb->count);
+    tb->count++;
+    return 0;
+}
+
+void
+corCorTableTruncate(CorCorTable* tb, unsigned count)
+{
+    if (count >= tb->count) {
+        return;
+    }
+    while (tb->count > count) {
+        free(tb->items[--tb->count]);
+    }
+    /* Open addressing cannot simply forget an entry: rebuild, which only
+     * a failed frame pays for. Without memory for it, clear the slots in
+     * place and put the survivors back. */
+    if (rehash(tb, tb->count) != 0) {
+        memset(tb->slots, 0, tb->slotCount * sizeof(*tb->slots));
+        for (unsigned i = 0; i < tb->count; i++) {
+            slotPut(tb, i);
+        }
+    }
+}
+
+static void
+tableFree(CorCorTable* tb)
+{
+    corCorTableTruncate(tb, 0);
+    free(tb->items);
+    free(tb->lens);
+    free(tb->slots);
+}
+
+CorCorTables*
+corCorTablesNew(void)
+{
+    CorCorTables* t = calloc(1, sizeof(*t));
+
+    if (t == NULL) {
+        return NULL;
+    }
+    t->namespaces.max = COR_COR_NAMESPACES_MAX;
+    t->names.max = COR_COR_NAMES_MAX;
+    return t;
+}
+
+void
+corCorTablesFree(CorCorTables* t)
+{
+    if (t == NULL) {
+        return;
+    }
+    tableFree(&t->namespaces);
+    tableFree(&t->names);
+    free(t);
+}
+
+unsigned
+corCorTablesNamespaces(const CorCorTables* t)
+{
+    return t->namespaces.count;
+}
+
+unsigned
+corCorTablesNames(const CorCorTables* t)
+{
+    return t->names.count;
+}
+
+size_t
+corCorSplit(const char* s, size_t len)
+{
+    bool split = len >= 4 && memcmp(s, "urn:", 4) == 0;
+
+    for (size_t i = 0; !split && i + 3 <= len; i++) {
+        split = memcmp(s + i, "://", 3) == 0;
+    }
+    if (!split) {
+        return 0;
+    }
+    /* "urn:" and "://" both hold a ':', so a separator is found. */
+    while (s[len - 1] != '/' && s[len - 1] != '#' && s[len - 1] != ':') {
+        len--;
+    }
+    return len;
+}
+
+void
+corCorBufFree(CorCorBuf* b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+}
+
+int
+corCorBufReserve(CorCorBuf* b, size_t n)
+{
+    size_t cap = b->cap == 0 ? 256 : b->cap;
+    uint8_t* data;
+
+    if (n <= b->cap - b->len) {
+        return 0;
+    }
+    if (n > SIZE_MAX / 2 - b->len) {
+        return -ENOMEM;
+    }
+    while (cap - b->len < n) {
+        cap *= 2;
+    }
+    data = realloc(b->data, cap);
+    if (data == NULL) {
+        return -ENOMEM;
+    }
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+/* The length of the UTF-8 sequence that starts with lead, and the range
+ * its second byte must be in (which excludes overlong forms, surrogates
+ * and code points past U+10FFFF); 0 for a byte no sequence starts with. */
+static unsigned
+utf8Lead(uint8_t lead, uint8_t* lo, uint8_t* hi)
+{
+    *lo = 0x80;
+    *hi = 0xBF;
+    if (lead >= 0xC2 && lead <= 0xDF) {
+        return 2;
+    }
+    if (lead >= 0xE0 && lead <= 0xEF) {
+        *lo = lead == 0xE0 ? 0xA0 : 0x80;
+        *hi = lead == 0xED ? 0x9F : 0xBF;
+        return 3;
+    }
+    if (lead >= 0xF0 && lead <= 0xF4) {
+        *lo = lead == 0xF0 ? 0x90 : 0x80;
+        *hi = lead == 0xF4 ? 0x8F : 0xBF;
+        return 4;
+    }
+    return 0;
+}
+
+bool
+corCorUtf8(const uint8_t* s, size_t len)
+{
+    size_t i = 0;
+
+    while (i < len) {
+        uint8_t lo;
+        uint8_t hi;
+        unsigned n;
+
+        if (s[i] < 0x80) {
+            i++;
+            continue;
+        }
+        n = utf8Lead(s[i], &lo, &hi);
+        if (n == 0 || len - i < n || s[i + 1] < lo || s[i + 1] > hi) {
+            return false;
+        }
+        for (unsigned k = 2; k < n; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) {
+                return false;
+            }
+        }
+        i += n;
+    }
+    return true;
+}
+
+void
+corCorWhy(char* why, size_t whyLen, const char* fmt, ...)
+{
+    va_list ap;
+
+    if (why == NULL || whyLen == 0) {
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(why, whyLen, fmt, ap);
+    va_end(ap);
+}

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The cor:// server against the real binary, with cor-request as the
+ * client: answers in the order they finish, the same handlers and bodies
+ * as over HTTP, many clients at once with requests behind their HELLO,
+ * the in-flight limit, garbage that closes only its connection, a reload
+ * under load that loses nothing, and TLS.
+ */
+#include "corTest.h"
+#include "corServer.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static CorServer server;
+static char out[1 << 16];
+static char out2[1 << 16];
+
+/* HTTP on {PORT}, cor:// on {PORT2}; extra is more YAML for the cor
+ * module's mapping. */
+static int
+start(const char* extra)
+{
+    char yaml[2048];
+
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 2, workers: 2,\n"
+             "           coroutines: { enabled: {COROUTINES} } }\n"
+             "listen:\n"
+             "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
+             "  - { protocol: cor, address: 127.0.0.1:{PORT2} }\n"
+             "modules:\n"
+             "  - { load: http }\n"
+             "  - { load: cor%s }\n"
+             "  - { load: hello }\n"
+             "  - { load: {MODULES}/testkit.so }\n"
+             "routes:\n"
+             "  - { match: \"GET /hello\", handler: hello }\n"
+             "  - { match: \"GET /sleep\", handler: sleep }\n"
+             "  - { match: \"/echo\", handler: echo }\n"
+             "  - { match: \"GET /stream\", handler: stream }\n"
+             "  - { match: \"GET /metrics\", handler: metrics }\n"
+             "log: { pid_file: {DIR}/cor.pid }\n", extra);
+    return corServerStart(&server, yaml);
+}
+
+static void
+tearDown(void)
+{
+    corServerStop(&server);
+}
+
+static int
+run(const char* args)
+{
+    return corRequestTool(&server, args, out, sizeof(out));
+}
+
+START_TEST(test_a_request_is_answered)
+{
+    ck_assert_int_eq(start(""), 0);
+    ck_assert_int_eq(run("cor://127.0.0.1:{PORT2}/hello"), 0);
+    ck_assert_str_eq(out, "COR/1 200\r\nContent-Type: text/plain\r\n\r\n"
+                          "hello, world\n");
+}
+END_TEST
+
+/* The spec's first behaviour: on one connection a slow request, then a
+ * fast one: the fast one is answered first. */
+START_TEST(test_answers_go_out_in_the_order_they_finish)
+{
+    const char* slow;
+    const char* fast;
+    long t = corNowMs();
+
+    ck_assert_int_eq(start(""), 0);
+    ck_assert_int_eq(run("cor://127.0.0.1:{PORT2}/sleep?ms=1500 /hello "
+                         "/nowhere"), 0);
+    ck_assert_int_lt(corNowMs() - t, 3000);
+    slow = strstr(out, "# GET /sleep?ms=1500\nCOR/1 200");
+    fast = strstr(out, "# GET /hello\nCOR/1 200");
+    ck_assert_msg(slow != NULL && fast != NULL && fast < slow, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "# GET /nowhere\nCOR/1 404"));
+}
+END_TEST
+
+/* A body comes back byte for byte as over HTTP, whatever it is. */
+static void
+sameBody(const char* args)
+{
+    char cor[512];
+    char http[512];
+    const char* a;
+    const char* b;
+
+    snprintf(cor, sizeof(cor), "%s cor://127.0.0.1:{PORT2}/echo", args);
+    snprintf(http, sizeof(http), "%s http://127.0.0.1:{PORT}/echo", args);
+    ck_assert_int_eq(run(cor), 0);
+    ck_assert_int_eq(corRequestTool(&server, http, out2, sizeof(out2)), 0);
+    a = strstr(out, "\r\n\r\n");
+    b = strstr(out2, "\r\n\r\n");
+    ck_assert_ptr_nonnull(a);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_str_eq(a, b);
+}
+
+START_TEST(test_bodies_come_back_as_over_http)
+{
+    char command[512];
+
+    ck_assert_int_eq(start(""), 0);
+    sameBody("--json '{\"a\":[1,2.5,\"x\"],\"b\":null}'");
+    sameBody("--json '{ \"spaced\" : true }'");
+    sameBody("-d 'plain text, not JSON'");
+    snprintf(command, sizeof(command), "printf 'bin\\000ary\\377' > "
+             "%s/binary", server.dir);
+    ck_assert_int_eq(corShell(command, NULL, 0), 0);
+    sameBody("-d @{DIR}/binary");
+    ck_assert_int_eq(run("cor://127.0.0.1:{PORT2}/stream?n=3"), 0);
+    ck_assert_ptr_nonnull(strstr(out, "\r\n\r\npiece 0\npiece 1\npiece 2\n"));
+}
+END_TEST
+
+/* The spec's last behaviour: clients that connect at once, each with its
+ * requests right behind its HELLO. */
+START_TEST(test_64_clients_at_once_behind_their_hello)
+{
+    ck_assert_int_eq(start(""), 0);
+    ck_assert_int_eq(run("-c 64 --depth 4 --duration 1s "
+                         "cor://127.0.0.1:{PORT2}/hello"), 0);
+    ck_assert_int_gt(corSummaryCount(out, "requests "), 64 * 4);
+    ck_assert_int_eq(corSummaryCount(out, "failed "), 0);
+    ck_assert_int_eq(corSummaryCount(out, "non-2xx "), 0);
+}
+END_TEST
+
+START_TEST(test_past_max_in_flight_a_request_gets_503)
+{
+    ck_assert_int_eq(start(", max_in_flight: 2"), 0);
+    ck_assert_int_eq(run("cor://127.0.0.1:{PORT2}/sleep?ms=300 "
+                         "/sleep?ms=300 /hello"), 0);
+    ck_assert_msg(strstr(out, "# GET /hello\nCOR/1 503") != NULL, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "too many requests in flight"));
+}
+END_TEST
+
+/* Bytes that are not cor:// close their connection, and only it. */
+START_TEST(test_garbage_closes_only_its_connection)
+{
+    static const char http[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    int good;
+    int bad;
+
+    ck_assert_int_eq(start(""), 0);
+    good = corConnect(server.port2);
+    bad = corConnect(server.port2);
+    ck_assert_int_ge(good, 0);
+    ck_assert_int_ge(bad, 0);
+    ck_assert_int_eq(corSendAll(bad, http, sizeof(http) - 1), 0);
+    ck_assert(corPeerClosed(bad, 2000));
+    close(bad);
+    close(good);
+    ck_assert_int_eq(run("cor://127.0.0.1:{PORT2}/hello"), 0);
+    ck_assert_int_eq(run("cor://127.0.0.1:{PORT}/hello"), 1);
+}
+END_TEST
+
+/* A reload drains with CLOSE: what was on the wire is served, the client
+ * moves to a new connection, nothing fails. */
+START_TEST(test_a_reload_under_load_loses_nothing)
+{
+    char command[4096];
+    FILE* load;
+    size_t n;
+
+    ck_assert_int_eq(start(""), 0);
+    corRequestToolCommand(&server, "-c 4 --depth 4 --duration 3s "
+                          "cor://127.0.0.1:{PORT2}/sleep?ms=20", command,
+                          sizeof(command));
+    load = popen(command, "r");
+    ck_assert_ptr_nonnull(load);
+    usleep(1000 * 1000);
+    kill(server.pid, SIGHUP);
+    n = fread(out, 1, sizeof(out) - 1, load);
+    out[n] = '\0';
+    ck_assert_int_eq(pclose(load), 0);
+    ck_assert_msg(corSummaryCount(out, "requests ") > 100, "%s", out);
+    ck_assert_msg(corSummaryCount(out, "failed ") == 0, "%s", out);
+    ck_assert_msg(corSummaryCount(out, "non-2xx ") == 0, "%s", out);
+}
+END_TEST
+
+/* cors: the listener's TLS under the same protocol; a HELLO over TLS is
+ * answered with a HELLO_ACK (python3's ssl as the client, the test CA). */
+START_TEST(test_hello_over_tls)
+{
+    char certs[128];
+    char yaml[2048];
+    char command[2048];
+
+    corTestCertsMake(certs, sizeof(certs));
+    snprintf(yaml, sizeof(yaml),
+             "listen:\n"
+             "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
+             "  - protocol: cors\n"
+             "    address: 127.0.0.1:{PORT2}\n"
+             "    tls: { certificate: %s/server.pem, key: %s/server.key }\n"
+             "modules: [ { load: http }, { load: cor } ]\n"
+             "log: { pid_file: {DIR}/cor.pid }\n", certs, certs);
+    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+    snprintf(command, sizeof(command),
+             "python3 -c 'import socket, ssl, sys\n"
+             "ctx = ssl.create_default_context(cafile=\"%s/ca.pem\")\n"
+             "ctx.set_alpn_protocols([\"cor/1\"])\n"
+             "s = ctx.wrap_socket(socket.create_connection("
+             "(\"127.0.0.1\", %d)), server_hostname=\"localhost\")\n"
+             "s.sendall(bytes.fromhex(\"c04f5201010000000000000024000000"
+             "0622320007766572"
+             "73696f6e00120005"
+             "7465726d73001200"
+             "0a6e616d65737061"
+             "63657300\"))\n"
+             "got = b\"\"\n"
+             "while len(got) < 52:\n"
+             "    got += s.recv(52 - len(got))\n"
+             "print(s.selected_alpn_protocol(), got[:5].hex())'",
+             certs, server.port2);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    corTestCertsRemove(certs);
+    ck_assert_str_eq(out, "cor/1 c04f520102\n");
+}
+END_TEST
+
+COR_TEST_SUITE(corCorServe)
+{
+    tcase_set_timeout(tc, 60);
+    tcase_add_checked_fixture(tc, NULL, tearDown);
+    tcase_add_test(tc, test_a_request_is_answered);
+    tcase_add_test(tc, test_answers_go_out_in_the_order_they_finish);
+    tcase_add_test(tc, test_bodies_come_back_as_over_http);
+    tcase_add_test(tc, test_64_clients_at_once_behind_their_hello);
+    tcase_add_test(tc, test_past_max_in_flight_a_request_gets_503);
+    tcase_add_test(tc, test_garbage_closes_only_its_connection);
+    tcase_add_test(tc, test_a_reload_under_load_loses_nothing);
+    tcase_add_test(tc, test_hello_over_tls);
+}
