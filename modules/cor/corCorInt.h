@@ -59,4 +59,9 @@ bool corCorUtf8(const uint8_t* s, size_t len);
 void corCorWhy(char* why, size_t whyLen, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Refuse input: the message into why, after "tree byte N: " when at >= 0
+ * (where in the tree it went wrong). Returns -EPROTO. */
+int corCorRefuse(char* why, size_t whyLen, long at, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
 #endif /* COR_COR_INT_H */

@@ -13,8 +13,6 @@
 #include "corCorInt.h"
 
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -310,21 +308,8 @@ failed:
 
 /* ---- Tree to message ---------------------------------------------------- */
 
-static int refuse(char* why, size_t whyLen, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int
-refuse(char* why, size_t whyLen, const char* fmt, ...)
-{
-    char what[COR_COR_WHY_MAX];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    corCorWhy(why, whyLen, "%s", what);
-    return -EPROTO;
-}
+/* Refusals of a message say what, not where (a message is a tree). */
+#define refuse(why, whyLen, ...) corCorRefuse(why, whyLen, -1, __VA_ARGS__)
 
 static int
 b64Value(char c)

@@ -303,15 +303,42 @@ corCorUtf8(const uint8_t* s, size_t len)
     return true;
 }
 
+static void
+whyPut(char* why, size_t whyLen, const char* prefix, const char* fmt,
+       va_list ap)
+{
+    int n;
+
+    if (why == NULL || whyLen == 0) {
+        return;
+    }
+    n = snprintf(why, whyLen, "%s", prefix);
+    if (n >= 0 && (size_t)n < whyLen) {
+        vsnprintf(why + n, whyLen - (size_t)n, fmt, ap);
+    }
+}
+
 void
 corCorWhy(char* why, size_t whyLen, const char* fmt, ...)
 {
     va_list ap;
 
-    if (why == NULL || whyLen == 0) {
-        return;
+    va_start(ap, fmt);
+    whyPut(why, whyLen, "", fmt, ap);
+    va_end(ap);
+}
+
+int
+corCorRefuse(char* why, size_t whyLen, long at, const char* fmt, ...)
+{
+    char prefix[40] = "";
+    va_list ap;
+
+    if (at >= 0) {
+        snprintf(prefix, sizeof(prefix), "tree byte %ld: ", at);
     }
     va_start(ap, fmt);
-    vsnprintf(why, whyLen, fmt, ap);
+    whyPut(why, whyLen, prefix, fmt, ap);
     va_end(ap);
+    return -EPROTO;
 }

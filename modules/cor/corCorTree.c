@@ -13,8 +13,6 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 enum {
@@ -348,21 +346,10 @@ typedef struct {
     size_t len;
 } Str;
 
-static int refuse(Decoder* d, size_t at, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int
-refuse(Decoder* d, size_t at, const char* fmt, ...)
-{
-    char what[COR_COR_WHY_MAX];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    corCorWhy(d->why, d->whyLen, "tree byte %zu: %s", at, what);
-    return -EPROTO;
-}
+/* A macro, since a function cannot hand its arguments on to another
+ * variadic one. */
+#define refuse(d, at, ...)                                                \
+    corCorRefuse((d)->why, (d)->whyLen, (long)(at), __VA_ARGS__)
 
 static int
 noMemory(Decoder* d)

@@ -253,42 +253,65 @@ notRead(CorCorType type, const char* text, const char* expect)
 
 START_TEST(test_bad_messages_are_refused)
 {
-    const CorCorType q = COR_COR_REQUEST;
-    const CorCorType p = COR_COR_RESPONSE;
+    static const struct {
+        CorCorType type;
+        const char* text;
+        const char* expect;
+    } bad[] = {
+        { COR_COR_REQUEST, "[]", "not an object" },
+        { COR_COR_PING, "{}", "not an object" },
+        { COR_COR_REQUEST, "{\"path\":\"/\"}", "no token verb" },
+        { COR_COR_REQUEST, "{\"verb\":\"GET\"}", "no token verb" },
+        { COR_COR_REQUEST, "{\"verb\":1,\"path\":\"/\"}", "\"verb\"" },
+        { COR_COR_REQUEST, "{\"verb\":\"G T\",\"path\":\"/\"}",
+          "no token verb" },
+        { COR_COR_REQUEST, "{\"verb\":\"GET\",\"path\":\"/\",\"x\":1}",
+          "\"x\" unknown" },
+        { COR_COR_REQUEST, "{\"verb\":\"GET\",\"path\":\"/\",\"status\":200}",
+          "\"status\"" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"verb\":\"GET\"}", "\"verb\"" },
+        { COR_COR_RESPONSE, "{}", "no status" },
+        { COR_COR_RESPONSE, "{\"status\":42}", "no status" },
+        { COR_COR_RESPONSE, "{\"status\":\"200\"}", "\"status\"" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"body\":1,\"text\":\"a\"}",
+          "second body" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"text\":1}", "\"text\"" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"headers\":[]}", "\"headers\"" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"headers\":{\"A\":1}}",
+          "not a string" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"headers\":{\"A\":[]}}",
+          "no value" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"headers\":{\"A\":[\"x\",2]}}",
+          "not a string" },
+        { COR_COR_RESPONSE,
+          "{\"status\":200,\"headers\":{\"A\":\"a\\r\\nB: c\"}}",
+          "not a string HTTP can carry" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"headers\":{\"A B\":\"x\"}}",
+          "not a token" },
+        { COR_COR_RESPONSE,
+          "{\"status\":200,\"headers\":{\"Content-Type\":\"a\","
+          "\"content-type\":\"b\"}}",
+          "more than one Content-Type" },
+        { COR_COR_RESPONSE,
+          "{\"status\":200,\"headers\":{\"Content-Type\":[\"a\",\"b\"]}}",
+          "more than one Content-Type" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"bytes\":\"QQ=\"}",
+          "not base64" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"bytes\":\"Q===\"}",
+          "not base64" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"bytes\":\"QR==\"}",
+          "not base64" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"bytes\":\"QUI=QUI=\"}",
+          "not base64" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"bytes\":\"Zm9v!A==\"}",
+          "not base64" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"bytes\":\"QUJ=\"}",
+          "not base64" },
+    };
 
-    notRead(q, "[]", "not an object");
-    notRead(COR_COR_PING, "{}", "not an object");
-    notRead(q, "{\"path\":\"/\"}", "no token verb");
-    notRead(q, "{\"verb\":\"GET\"}", "no token verb");
-    notRead(q, "{\"verb\":1,\"path\":\"/\"}", "\"verb\"");
-    notRead(q, "{\"verb\":\"G T\",\"path\":\"/\"}", "no token verb");
-    notRead(q, "{\"verb\":\"GET\",\"path\":\"/\",\"x\":1}", "\"x\" unknown");
-    notRead(q, "{\"verb\":\"GET\",\"path\":\"/\",\"status\":200}",
-            "\"status\"");
-    notRead(p, "{\"status\":200,\"verb\":\"GET\"}", "\"verb\"");
-    notRead(p, "{}", "no status");
-    notRead(p, "{\"status\":42}", "no status");
-    notRead(p, "{\"status\":\"200\"}", "\"status\"");
-    notRead(p, "{\"status\":200,\"body\":1,\"text\":\"a\"}", "second body");
-    notRead(p, "{\"status\":200,\"text\":1}", "\"text\"");
-    notRead(p, "{\"status\":200,\"headers\":[]}", "\"headers\"");
-    notRead(p, "{\"status\":200,\"headers\":{\"A\":1}}", "not a string");
-    notRead(p, "{\"status\":200,\"headers\":{\"A\":[]}}", "no value");
-    notRead(p, "{\"status\":200,\"headers\":{\"A\":[\"x\",2]}}",
-            "not a string");
-    notRead(p, "{\"status\":200,\"headers\":{\"A\":\"a\\r\\nB: c\"}}",
-            "not a string HTTP can carry");
-    notRead(p, "{\"status\":200,\"headers\":{\"A B\":\"x\"}}", "not a token");
-    notRead(p, "{\"status\":200,\"headers\":{\"Content-Type\":\"a\","
-            "\"content-type\":\"b\"}}", "more than one Content-Type");
-    notRead(p, "{\"status\":200,\"headers\":{\"Content-Type\":[\"a\","
-            "\"b\"]}}", "more than one Content-Type");
-    notRead(p, "{\"status\":200,\"bytes\":\"QQ=\"}", "not base64");
-    notRead(p, "{\"status\":200,\"bytes\":\"Q===\"}", "not base64");
-    notRead(p, "{\"status\":200,\"bytes\":\"QR==\"}", "not base64");
-    notRead(p, "{\"status\":200,\"bytes\":\"QUI=QUI=\"}", "not base64");
-    notRead(p, "{\"status\":200,\"bytes\":\"Zm9v!A==\"}", "not base64");
-    notRead(p, "{\"status\":200,\"bytes\":\"QUJ=\"}", "not base64");
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        notRead(bad[i].type, bad[i].text, bad[i].expect);
+    }
 }
 END_TEST
 
