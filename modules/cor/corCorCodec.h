@@ -164,8 +164,10 @@ int corCorFrameDecode(CorCorTables* t, const uint8_t* buf, size_t len,
  * "namespaces": 0 }, which the caller owns; NULL (no memory). */
 json_t* corCorHelloTree(void);
 
-/* Check a peer's HELLO or HELLO_ACK tree: an object whose "version" is 1
- * and whose "terms" is ours (0). Returns 0, or -EPROTO (refuse, close). */
+/* Check a peer's HELLO or HELLO_ACK tree: an object whose "version" is 1,
+ * whose "terms" is ours (0), and whose "namespaces" (fixed ones, which
+ * would fill the tables before the first frame) is 0. Returns 0, or
+ * -EPROTO (refuse, close). */
 int corCorHelloCheck(const json_t* tree, char* why, size_t whyLen);
 
 /* ---- Requests and responses -------------------------------------------- */

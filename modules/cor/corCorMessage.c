@@ -252,6 +252,10 @@ static int
 headPut(json_t* root, CorCorType type, const CorCorMessage* m, char* why,
         size_t whyLen)
 {
+    if (type != COR_COR_REQUEST && type != COR_COR_RESPONSE) {
+        corCorWhy(why, whyLen, "a message in a frame of type %d", type);
+        return -EINVAL;
+    }
     if (type == COR_COR_RESPONSE) {
         if (m->status < 100 || m->status > 999) {
             corCorWhy(why, whyLen, "status %d, not 100..999", m->status);

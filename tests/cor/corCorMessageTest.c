@@ -221,6 +221,7 @@ START_TEST(test_bad_messages_are_not_sent)
     notSent(COR_COR_REQUEST, &(CorCorMessage){ .verb = "GET", .path = "" },
             "token verb");
     notSent(COR_COR_REQUEST, &(CorCorMessage){ .path = "/" }, "token verb");
+    notSent(COR_COR_PUSH, &(CorCorMessage){ .status = 200 }, "type 5");
     notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 99 }, "status 99");
     notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 1000 },
             "status 1000");
