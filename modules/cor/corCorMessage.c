@@ -204,29 +204,32 @@ headerPut(json_t* headers, const CorHeader* h, char* why, size_t whyLen)
     return json_array_append_new(old, v);
 }
 
-/* The content type: the field, else a Content-Type among the headers. */
-static const char*
-contentTypeOf(const CorCorMessage* m)
+/* The content type as a header: the field, else a Content-Type among the
+ * headers (whose value may not end with a NUL). False when there is none. */
+static bool
+contentTypeOf(const CorCorMessage* m, CorHeader* ct)
 {
-    for (unsigned i = 0; m->contentType == NULL && i < m->headerCount; i++) {
+    *ct = (CorHeader){ "Content-Type", 12, m->contentType,
+                       m->contentType ? strlen(m->contentType) : 0 };
+    for (unsigned i = 0; ct->value == NULL && i < m->headerCount; i++) {
         const CorHeader* h = &m->headers[i];
 
         if (named(h->name, h->nameLen, "Content-Type")) {
-            return h->value;
+            ct->value = h->value;
+            ct->valueLen = h->valueLen;
         }
     }
-    return m->contentType;
+    return ct->value != NULL;
 }
 
 static json_t*
 headersTree(const CorCorMessage* m, char* why, size_t whyLen)
 {
     json_t* headers = json_object();
-    const char* type = contentTypeOf(m);
-    CorHeader ct = { "Content-Type", 12, type, type ? strlen(type) : 0 };
+    CorHeader ct;
     int rc = headers != NULL ? 0 : -ENOMEM;
 
-    if (rc == 0 && type != NULL) {
+    if (rc == 0 && contentTypeOf(m, &ct)) {
         rc = headerPut(headers, &ct, why, whyLen);
     }
     for (unsigned i = 0; rc == 0 && i < m->headerCount; i++) {

@@ -132,13 +132,14 @@ START_TEST(test_a_request_keeps_its_headers)
     CorCorTables* s = corCorTablesNew();
     CorCorTables* r = corCorTablesNew();
     const CorHeader headers[] = {
-        { "X-Trace", 7, "abc", 3 },
+        /* Lengths, not NULs, end names and values. */
+        { "X-Trace: x", 7, "abcdef", 3 },
         { "Date", 4, "Mon, 30 Nov 2026 07:00:00 GMT", 29 },
         { "content-length", 14, "2", 1 },
         { "Set-Cookie", 10, "a=1", 3 },
         { "accept", 6, "*/*", 3 },
         { "Set-Cookie", 10, "b=2", 3 },
-        { "Content-Type", 12, "text/plain", 10 },
+        { "Content-Type", 12, "text/plain; junk", 10 },
     };
     CorCorMessage m = { .verb = "POST", .path = "/a/b?x=1&y=%20",
                         .headers = headers, .headerCount = 7,
@@ -154,6 +155,7 @@ START_TEST(test_a_request_keeps_its_headers)
         ck_assert_str_eq(back.contentType, "text/plain");
         ck_assert_uint_eq(back.headerCount, 4);
         ck_assert_str_eq(back.headers[0].name, "X-Trace");
+        ck_assert_str_eq(back.headers[0].value, "abc");
         ck_assert_str_eq(back.headers[1].name, "Set-Cookie");
         ck_assert_str_eq(back.headers[1].value, "a=1");
         ck_assert_str_eq(back.headers[2].name, "Set-Cookie");
