@@ -23,6 +23,7 @@ typedef struct {
     unsigned max;               /* COR_COR_NAMES_MAX or _NAMESPACES_MAX */
     uint32_t* slots;            /* index + 1 of an entry, 0 when empty */
     unsigned slotCount;         /* a power of two, or 0 */
+    uint64_t seed;              /* of the hash */
 } CorCorTable;
 
 struct CorCorTables {
