@@ -22,6 +22,11 @@
  *     frame too, but the peer's encoder appended what the frame held, so
  *     the two sides no longer agree: the connection must be closed (the
  *     spec says so for any frame that does not decode).
+ *
+ * Stack: the codec (and jansson under it) recurses once per level of a
+ * tree, and no tree is deeper than COR_COR_DEPTH_MAX: about 48 KiB at -O2
+ * for the deepest, which a coroutine's default stack holds. A body that
+ * nests deeper is never parsed as JSON (it travels as text).
  */
 #ifndef COR_COR_CODEC_H
 #define COR_COR_CODEC_H

@@ -101,12 +101,45 @@ treeFits(const json_t* node, unsigned depth, size_t* nodes)
     return true;
 }
 
+/* Whether the JSON text s nests no deeper than max, counting brackets
+ * outside strings. jansson's parser recurses once a level, up to 2048
+ * levels: a body from any client, 2000 brackets deep, would take more
+ * stack than a coroutine has, and a tree that deep could not travel
+ * anyway. */
+static bool
+shallow(const char* s, size_t len, unsigned max)
+{
+    unsigned depth = 0;
+    bool inString = false;
+
+    for (size_t i = 0; i < len; i++) {
+        if (inString) {
+            if (s[i] == '\\') {
+                i++;            /* what it escapes */
+            } else if (s[i] == '"') {
+                inString = false;
+            }
+        } else if (s[i] == '"') {
+            inString = true;
+        } else if (s[i] == '[' || s[i] == '{') {
+            if (++depth > max) {
+                return false;
+            }
+        } else if ((s[i] == ']' || s[i] == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return true;
+}
+
 /* The body's tree when it is JSON that prints back to the same bytes,
  * else NULL. */
 static json_t*
 bodyTree(const void* body, size_t len)
 {
-    json_t* tree = json_loadb(body, len, BODY_LOAD, NULL);
+    json_t* tree = shallow(body, len, COR_COR_DEPTH_MAX)
+                       ? json_loadb(body, len, BODY_LOAD, NULL)
+                       : NULL;
     size_t nodes = 0;
     char* printed = NULL;
 

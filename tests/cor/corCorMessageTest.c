@@ -9,6 +9,8 @@
 #include "corTest.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "corCorCodec.h"
@@ -105,6 +107,46 @@ START_TEST(test_json_that_would_not_print_back_travels_as_text)
     TRAVELS("{\"a\":1", "text");                  /* not JSON */
     TRAVELS("hello, world\n", "text");
     TRAVELS("see http://example.com/a and urn:x:y", "text");
+}
+END_TEST
+
+/* A body 3000 brackets deep. */
+static void*
+deepBody(void* arg)
+{
+    size_t n = 3000;
+    char* body = malloc(2 * n);
+
+    (void)arg;
+    memset(body, '[', n);
+    memset(body + n, ']', n);
+    bodyTravels(body, 2 * n, "text");
+    free(body);
+    return NULL;
+}
+
+START_TEST(test_deep_bodies_are_text_and_take_little_stack)
+{
+    char body[2 * 255 + 5];
+    pthread_attr_t attr;
+    pthread_t thread;
+
+    /* jansson's parser recurses a level at a time, up to 2048 levels,
+     * which would take more than this stack: a body deeper than a tree
+     * may be is text without being parsed. */
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, (size_t)128 * 1024);
+    ck_assert_int_eq(pthread_create(&thread, &attr, deepBody, NULL), 0);
+    ck_assert_int_eq(pthread_join(thread, NULL), 0);
+    pthread_attr_destroy(&attr);
+    /* 254 arrays and a string under the root: a tree; one more: text.
+     * Brackets and quotes in strings do not count. */
+    for (size_t k = 254; k <= 255; k++) {
+        memset(body, '[', k);
+        memcpy(body + k, "\"[\\\"\"", 5);
+        memset(body + k + 5, ']', k);
+        bodyTravels(body, 2 * k + 5, k == 254 ? "body" : "text");
+    }
 }
 END_TEST
 
@@ -340,6 +382,7 @@ COR_TEST_SUITE(corCorMessage)
     tcase_add_test(tc, test_json_that_prints_back_travels_as_its_tree);
     tcase_add_test(tc, test_json_that_would_not_print_back_travels_as_text);
     tcase_add_test(tc, test_bytes_travel_as_base64);
+    tcase_add_test(tc, test_deep_bodies_are_text_and_take_little_stack);
     tcase_add_test(tc, test_a_request_keeps_its_headers);
     tcase_add_test(tc, test_empty_bodies_send_no_member);
     tcase_add_test(tc, test_bad_messages_are_not_sent);
