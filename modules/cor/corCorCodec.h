@@ -81,7 +81,9 @@ void corCorBufFree(CorCorBuf* b);
 /* ---- Tables ------------------------------------------------------------ */
 
 /* One direction's pair of tables (namespaces, names). The connection's:
- * it makes two after the handshake and frees them when it closes. */
+ * it makes two after the handshake and frees them when it closes. No
+ * lock: one coder at a time (the sent pair is the write turn's, the
+ * received pair the read turn's), in stream order. */
 typedef struct CorCorTables CorCorTables;
 
 /* Empty tables, or NULL (no memory). */
