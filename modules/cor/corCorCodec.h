@@ -98,12 +98,12 @@ unsigned corCorTablesNames(const CorCorTables* t);
 
 /*
  * Append tree encoded with the tables t (NULL: none, as HELLO is; nothing
- * is split or appended) to out. tree is the caller's and is only read;
- * its strings must be UTF-8 (as jansson's checked constructors make
- * them). Returns the bytes appended, or -EINVAL (a string or a name that
- * holds a NUL), -E2BIG (deeper than COR_COR_DEPTH_MAX, more than
- * COR_COR_NODES_MAX nodes, longer than COR_COR_FRAME_MAX), -ENOMEM; t and
- * out are then as they were.
+ * is split or appended) to out. tree is the caller's and is only read.
+ * Returns the bytes appended, or -EINVAL (a string or a name that holds a
+ * NUL or is not UTF-8, which jansson's unchecked constructors allow),
+ * -E2BIG (deeper than COR_COR_DEPTH_MAX, more than COR_COR_NODES_MAX
+ * nodes, longer than COR_COR_FRAME_MAX), -ENOMEM; t and out are then as
+ * they were. What it writes, corCorTreeDecode reads.
  */
 int corCorTreeEncode(CorCorTables* t, const json_t* tree, CorCorBuf* out,
                      char* why, size_t whyLen);

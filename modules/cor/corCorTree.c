@@ -119,8 +119,10 @@ putString(Encoder* e, const char* s, size_t len)
     int index;
     int rc;
 
-    if (memchr(s, '\0', len) != NULL) {
-        corCorWhy(e->why, e->whyLen, "a string or a name holds a NUL");
+    /* What the peer would refuse is not sent: the connection stays. */
+    if (memchr(s, '\0', len) != NULL || !corCorUtf8((const uint8_t*)s, len)) {
+        corCorWhy(e->why, e->whyLen, "a string or a name that holds a NUL "
+                  "or is not UTF-8");
         return -EINVAL;
     }
     if (nsLen == 0) {

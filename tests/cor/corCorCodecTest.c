@@ -473,6 +473,13 @@ START_TEST(test_a_failed_encode_leaves_the_tables)
     ck_assert_int_eq(corCorTreeEncode(s, bad, &b, why, sizeof(why)),
                      -EINVAL);
     ck_assert_ptr_nonnull(strstr(why, "NUL"));
+    {
+        json_t* latin1 = json_stringn_nocheck("caf\xe9", 4);
+
+        ck_assert_int_eq(corCorTreeEncode(s, latin1, &b, why, sizeof(why)),
+                         -EINVAL);
+        json_decref(latin1);
+    }
     ck_assert_uint_eq(b.len, 4);
     ck_assert_mem_eq(b.data, "keep", 4);
     ck_assert_uint_eq(corCorTablesNames(s), 1);
