@@ -22,6 +22,11 @@
  *     frame too, but the peer's encoder appended what the frame held, so
  *     the two sides no longer agree: the connection must be closed (the
  *     spec says so for any frame that does not decode).
+ *
+ * Stack: the codec (and jansson under it) recurses once per level of a
+ * tree, and no tree is deeper than COR_COR_DEPTH_MAX: about 48 KiB at -O2
+ * for the deepest, which a coroutine's default stack holds. A body that
+ * nests deeper is never parsed as JSON (it travels as text).
  */
 #ifndef COR_COR_CODEC_H
 #define COR_COR_CODEC_H
@@ -76,7 +81,9 @@ void corCorBufFree(CorCorBuf* b);
 /* ---- Tables ------------------------------------------------------------ */
 
 /* One direction's pair of tables (namespaces, names). The connection's:
- * it makes two after the handshake and frees them when it closes. */
+ * it makes two after the handshake and frees them when it closes. No
+ * lock: one coder at a time (the sent pair is the write turn's, the
+ * received pair the read turn's), in stream order. */
 typedef struct CorCorTables CorCorTables;
 
 /* Empty tables, or NULL (no memory). */
@@ -91,12 +98,12 @@ unsigned corCorTablesNames(const CorCorTables* t);
 
 /*
  * Append tree encoded with the tables t (NULL: none, as HELLO is; nothing
- * is split or appended) to out. tree is the caller's and is only read;
- * its strings must be UTF-8 (as jansson's checked constructors make
- * them). Returns the bytes appended, or -EINVAL (a string or a name that
- * holds a NUL), -E2BIG (deeper than COR_COR_DEPTH_MAX, more than
- * COR_COR_NODES_MAX nodes, longer than COR_COR_FRAME_MAX), -ENOMEM; t and
- * out are then as they were.
+ * is split or appended) to out. tree is the caller's and is only read.
+ * Returns the bytes appended, or -EINVAL (a string or a name that holds a
+ * NUL or is not UTF-8, which jansson's unchecked constructors allow),
+ * -E2BIG (deeper than COR_COR_DEPTH_MAX, more than COR_COR_NODES_MAX
+ * nodes, longer than COR_COR_FRAME_MAX), -ENOMEM; t and out are then as
+ * they were. What it writes, corCorTreeDecode reads.
  */
 int corCorTreeEncode(CorCorTables* t, const json_t* tree, CorCorBuf* out,
                      char* why, size_t whyLen);
@@ -164,8 +171,10 @@ int corCorFrameDecode(CorCorTables* t, const uint8_t* buf, size_t len,
  * "namespaces": 0 }, which the caller owns; NULL (no memory). */
 json_t* corCorHelloTree(void);
 
-/* Check a peer's HELLO or HELLO_ACK tree: an object whose "version" is 1
- * and whose "terms" is ours (0). Returns 0, or -EPROTO (refuse, close). */
+/* Check a peer's HELLO or HELLO_ACK tree: an object whose "version" is 1,
+ * whose "terms" is ours (0), and whose "namespaces" (fixed ones, which
+ * would fill the tables before the first frame) is 0. Returns 0, or
+ * -EPROTO (refuse, close). */
 int corCorHelloCheck(const json_t* tree, char* why, size_t whyLen);
 
 /* ---- Requests and responses -------------------------------------------- */

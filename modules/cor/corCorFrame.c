@@ -140,9 +140,12 @@ corCorHelloCheck(const json_t* tree, char* why, size_t whyLen)
 {
     json_t* version = json_object_get(tree, "version");
     json_t* terms = json_object_get(tree, "terms");
+    json_t* namespaces = json_object_get(tree, "namespaces");
 
-    if (!json_is_integer(version) || !json_is_integer(terms)) {
-        corCorWhy(why, whyLen, "a HELLO without an int version and terms");
+    if (!json_is_integer(version) || !json_is_integer(terms)
+        || !json_is_integer(namespaces)) {
+        corCorWhy(why, whyLen, "a HELLO without an int version, terms and "
+                  "namespaces");
         return -EPROTO;
     }
     if (json_integer_value(version) != COR_COR_VERSION) {
@@ -154,6 +157,13 @@ corCorHelloCheck(const json_t* tree, char* why, size_t whyLen)
         corCorWhy(why, whyLen, "a HELLO with %lld terms, not %d: a peer "
                   "with another vocabulary (the seed's has 228)",
                   (long long)json_integer_value(terms), COR_COR_TERMS);
+        return -EPROTO;
+    }
+    /* Fixed namespaces would sit in the tables before the first frame:
+     * a peer with some would index entries we do not have. */
+    if (json_integer_value(namespaces) != 0) {
+        corCorWhy(why, whyLen, "a HELLO with %lld fixed namespaces, not 0",
+                  (long long)json_integer_value(namespaces));
         return -EPROTO;
     }
     return 0;

@@ -23,6 +23,7 @@ typedef struct {
     unsigned max;               /* COR_COR_NAMES_MAX or _NAMESPACES_MAX */
     uint32_t* slots;            /* index + 1 of an entry, 0 when empty */
     unsigned slotCount;         /* a power of two, or 0 */
+    uint64_t seed;              /* of the hash */
 } CorCorTable;
 
 struct CorCorTables {
@@ -58,5 +59,10 @@ bool corCorUtf8(const uint8_t* s, size_t len);
 /* Write a message into why (when not NULL), as snprintf. */
 void corCorWhy(char* why, size_t whyLen, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Refuse input: the message into why, after "tree byte N: " when at >= 0
+ * (where in the tree it went wrong). Returns -EPROTO. */
+int corCorRefuse(char* why, size_t whyLen, long at, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #endif /* COR_COR_INT_H */

@@ -13,8 +13,6 @@
 #include "corCorInt.h"
 
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -103,12 +101,45 @@ treeFits(const json_t* node, unsigned depth, size_t* nodes)
     return true;
 }
 
+/* Whether the JSON text s nests no deeper than max, counting brackets
+ * outside strings. jansson's parser recurses once a level, up to 2048
+ * levels: a body from any client, 2000 brackets deep, would take more
+ * stack than a coroutine has, and a tree that deep could not travel
+ * anyway. */
+static bool
+shallow(const char* s, size_t len, unsigned max)
+{
+    unsigned depth = 0;
+    bool inString = false;
+
+    for (size_t i = 0; i < len; i++) {
+        if (inString) {
+            if (s[i] == '\\') {
+                i++;            /* what it escapes */
+            } else if (s[i] == '"') {
+                inString = false;
+            }
+        } else if (s[i] == '"') {
+            inString = true;
+        } else if (s[i] == '[' || s[i] == '{') {
+            if (++depth > max) {
+                return false;
+            }
+        } else if ((s[i] == ']' || s[i] == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return true;
+}
+
 /* The body's tree when it is JSON that prints back to the same bytes,
  * else NULL. */
 static json_t*
 bodyTree(const void* body, size_t len)
 {
-    json_t* tree = json_loadb(body, len, BODY_LOAD, NULL);
+    json_t* tree = shallow(body, len, COR_COR_DEPTH_MAX)
+                       ? json_loadb(body, len, BODY_LOAD, NULL)
+                       : NULL;
     size_t nodes = 0;
     char* printed = NULL;
 
@@ -206,29 +237,32 @@ headerPut(json_t* headers, const CorHeader* h, char* why, size_t whyLen)
     return json_array_append_new(old, v);
 }
 
-/* The content type: the field, else a Content-Type among the headers. */
-static const char*
-contentTypeOf(const CorCorMessage* m)
+/* The content type as a header: the field, else a Content-Type among the
+ * headers (whose value may not end with a NUL). False when there is none. */
+static bool
+contentTypeOf(const CorCorMessage* m, CorHeader* ct)
 {
-    for (unsigned i = 0; m->contentType == NULL && i < m->headerCount; i++) {
+    *ct = (CorHeader){ "Content-Type", 12, m->contentType,
+                       m->contentType ? strlen(m->contentType) : 0 };
+    for (unsigned i = 0; ct->value == NULL && i < m->headerCount; i++) {
         const CorHeader* h = &m->headers[i];
 
         if (named(h->name, h->nameLen, "Content-Type")) {
-            return h->value;
+            ct->value = h->value;
+            ct->valueLen = h->valueLen;
         }
     }
-    return m->contentType;
+    return ct->value != NULL;
 }
 
 static json_t*
 headersTree(const CorCorMessage* m, char* why, size_t whyLen)
 {
     json_t* headers = json_object();
-    const char* type = contentTypeOf(m);
-    CorHeader ct = { "Content-Type", 12, type, type ? strlen(type) : 0 };
+    CorHeader ct;
     int rc = headers != NULL ? 0 : -ENOMEM;
 
-    if (rc == 0 && type != NULL) {
+    if (rc == 0 && contentTypeOf(m, &ct)) {
         rc = headerPut(headers, &ct, why, whyLen);
     }
     for (unsigned i = 0; rc == 0 && i < m->headerCount; i++) {
@@ -254,6 +288,10 @@ static int
 headPut(json_t* root, CorCorType type, const CorCorMessage* m, char* why,
         size_t whyLen)
 {
+    if (type != COR_COR_REQUEST && type != COR_COR_RESPONSE) {
+        corCorWhy(why, whyLen, "a message in a frame of type %d", type);
+        return -EINVAL;
+    }
     if (type == COR_COR_RESPONSE) {
         if (m->status < 100 || m->status > 999) {
             corCorWhy(why, whyLen, "status %d, not 100..999", m->status);
@@ -310,21 +348,8 @@ failed:
 
 /* ---- Tree to message ---------------------------------------------------- */
 
-static int refuse(char* why, size_t whyLen, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int
-refuse(char* why, size_t whyLen, const char* fmt, ...)
-{
-    char what[COR_COR_WHY_MAX];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    corCorWhy(why, whyLen, "%s", what);
-    return -EPROTO;
-}
+/* Refusals of a message say what, not where (a message is a tree). */
+#define refuse(why, whyLen, ...) corCorRefuse(why, whyLen, -1, __VA_ARGS__)
 
 static int
 b64Value(char c)

@@ -14,24 +14,48 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
-/* FNV-1a: the entries are short strings. */
-static uint32_t
-hashOf(const char* s, size_t len)
+/* FNV-1a over 64 bits from a seed of the table's own, then mixed so
+ * that the low bits (the slot) depend on every byte and on the seed: the
+ * names come from the peer, which must not be able to pick names that
+ * all fall in one slot and make every lookup walk the whole table. */
+static uint64_t
+hashOf(const CorCorTable* tb, const char* s, size_t len)
 {
-    uint32_t h = 2166136261u;
+    uint64_t h = tb->seed;
 
     for (size_t i = 0; i < len; i++) {
-        h = (h ^ (uint8_t)s[i]) * 16777619u;
+        h = (h ^ (uint8_t)s[i]) * 0x100000001b3u;
     }
-    return h;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9u;
+    return h ^ h >> 32;
+}
+
+/* A seed no peer can guess; without the kernel's, one that at least
+ * differs from table to table. */
+static uint64_t
+seedOf(const void* p)
+{
+    uint64_t seed;
+    struct timespec ts;
+
+    if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) == sizeof(seed)) {
+        return seed;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)(uintptr_t)p ^ (uint64_t)ts.tv_nsec << 20
+           ^ 0xcbf29ce484222325u;
 }
 
 static void
 slotPut(CorCorTable* tb, unsigned index)
 {
     unsigned mask = tb->slotCount - 1;
-    unsigned i = hashOf(tb->items[index], tb->lens[index]) & mask;
+    unsigned i = (unsigned)hashOf(tb, tb->items[index], tb->lens[index])
+                 & mask;
 
     while (tb->slots[i] != 0) {
         i = (i + 1) & mask;
@@ -73,7 +97,8 @@ corCorTableFind(const CorCorTable* tb, const char* s, size_t len)
         return -1;
     }
     mask = tb->slotCount - 1;
-    for (i = hashOf(s, len) & mask; tb->slots[i] != 0; i = (i + 1) & mask) {
+    for (i = (unsigned)hashOf(tb, s, len) & mask; tb->slots[i] != 0;
+         i = (i + 1) & mask) {
         unsigned index = tb->slots[i] - 1;
 
         if (tb->lens[index] == len && memcmp(tb->items[index], s, len) == 0) {
@@ -174,6 +199,8 @@ corCorTablesNew(void)
     }
     t->namespaces.max = COR_COR_NAMESPACES_MAX;
     t->names.max = COR_COR_NAMES_MAX;
+    t->namespaces.seed = seedOf(&t->namespaces);
+    t->names.seed = seedOf(&t->names);
     return t;
 }
 
@@ -303,15 +330,42 @@ corCorUtf8(const uint8_t* s, size_t len)
     return true;
 }
 
+static void
+whyPut(char* why, size_t whyLen, const char* prefix, const char* fmt,
+       va_list ap)
+{
+    int n;
+
+    if (why == NULL || whyLen == 0) {
+        return;
+    }
+    n = snprintf(why, whyLen, "%s", prefix);
+    if (n >= 0 && (size_t)n < whyLen) {
+        vsnprintf(why + n, whyLen - (size_t)n, fmt, ap);
+    }
+}
+
 void
 corCorWhy(char* why, size_t whyLen, const char* fmt, ...)
 {
     va_list ap;
 
-    if (why == NULL || whyLen == 0) {
-        return;
+    va_start(ap, fmt);
+    whyPut(why, whyLen, "", fmt, ap);
+    va_end(ap);
+}
+
+int
+corCorRefuse(char* why, size_t whyLen, long at, const char* fmt, ...)
+{
+    char prefix[40] = "";
+    va_list ap;
+
+    if (at >= 0) {
+        snprintf(prefix, sizeof(prefix), "tree byte %ld: ", at);
     }
     va_start(ap, fmt);
-    vsnprintf(why, whyLen, fmt, ap);
+    whyPut(why, whyLen, prefix, fmt, ap);
     va_end(ap);
+    return -EPROTO;
 }

@@ -13,8 +13,6 @@
 #include <errno.h>
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 enum {
@@ -121,8 +119,10 @@ putString(Encoder* e, const char* s, size_t len)
     int index;
     int rc;
 
-    if (memchr(s, '\0', len) != NULL) {
-        corCorWhy(e->why, e->whyLen, "a string or a name holds a NUL");
+    /* What the peer would refuse is not sent: the connection stays. */
+    if (memchr(s, '\0', len) != NULL || !corCorUtf8((const uint8_t*)s, len)) {
+        corCorWhy(e->why, e->whyLen, "a string or a name that holds a NUL "
+                  "or is not UTF-8");
         return -EINVAL;
     }
     if (nsLen == 0) {
@@ -137,37 +137,49 @@ putString(Encoder* e, const char* s, size_t len)
     return rc == 0 ? putLocal(e, s + nsLen, len - nsLen) : rc;
 }
 
-/* The tag of node, with the name mode given, and its int or float. */
+/* The tag of node, with the name mode given: its type, and in the flags
+ * a small int, the size of a float, a boolean's value. */
 static int
 putTag(Encoder* e, const json_t* node, unsigned mode)
 {
+    unsigned type = TYPE_ARRAY;
+    unsigned flags = 0;
     json_int_t v;
+    uint8_t tag;
 
     switch (json_typeof(node)) {
     case JSON_STRING:
-        return putBytes(e, &(uint8_t){ tagOf(TYPE_STRING, mode, 0) }, 1);
+        type = TYPE_STRING;
+        break;
     case JSON_INTEGER:
         v = json_integer_value(node);
-        return putBytes(e, &(uint8_t){ tagOf(TYPE_INT, mode,
-            v >= 0 && v <= INT_INLINE_MAX ? (unsigned)v : INT_VARINT) }, 1);
+        type = TYPE_INT;
+        flags = v >= 0 && v <= INT_INLINE_MAX ? (unsigned)v : INT_VARINT;
+        break;
     case JSON_REAL:
         if (!isfinite(json_real_value(node))) {
             corCorWhy(e->why, e->whyLen, "a real that is not finite");
             return -EINVAL;
         }
-        return putBytes(e, &(uint8_t){ tagOf(TYPE_FLOAT, mode,
-            fitsFloat(json_real_value(node)) ? FLOAT_SINGLE : 0) }, 1);
+        type = TYPE_FLOAT;
+        flags = fitsFloat(json_real_value(node)) ? FLOAT_SINGLE : 0;
+        break;
     case JSON_TRUE:
     case JSON_FALSE:
-        return putBytes(e, &(uint8_t){ tagOf(TYPE_BOOL, mode,
-            json_is_true(node)) }, 1);
+        type = TYPE_BOOL;
+        flags = json_is_true(node);
+        break;
     case JSON_NULL:
-        return putBytes(e, &(uint8_t){ tagOf(TYPE_NULL, mode, 0) }, 1);
+        type = TYPE_NULL;
+        break;
     case JSON_OBJECT:
-        return putBytes(e, &(uint8_t){ tagOf(TYPE_OBJECT, mode, 0) }, 1);
+        type = TYPE_OBJECT;
+        break;
     default:
-        return putBytes(e, &(uint8_t){ tagOf(TYPE_ARRAY, mode, 0) }, 1);
+        break;
     }
+    tag = tagOf(type, mode, flags);
+    return putBytes(e, &tag, 1);
 }
 
 static int
@@ -211,16 +223,19 @@ putChildren(Encoder* e, const json_t* node, unsigned depth)
     json_t* child;
     int rc = putBytes(e, "", 1);
 
+    if (rc != 0) {
+        return rc;
+    }
     if (json_is_object(node)) {
         json_object_keylen_foreach((json_t*)node, key, keyLen, child) {
-            if (rc == 0) {
-                rc = putNode(e, child, key, keyLen, depth + 1);
+            if ((rc = putNode(e, child, key, keyLen, depth + 1)) != 0) {
+                break;
             }
         }
     } else {
         json_array_foreach(node, i, child) {
-            if (rc == 0) {
-                rc = putNode(e, child, NULL, 0, depth + 1);
+            if ((rc = putNode(e, child, NULL, 0, depth + 1)) != 0) {
+                break;
             }
         }
     }
@@ -228,12 +243,15 @@ putChildren(Encoder* e, const json_t* node, unsigned depth)
         return rc;
     }
     n = varintWrite(b, e->out->len - start);
-    if (n > 1 && (rc = putBytes(e, b, n - 1)) == 0) {
+    if (n > 1) {
+        if ((rc = putBytes(e, b, n - 1)) != 0) {
+            return rc;
+        }
         memmove(e->out->data + start + n - 1, e->out->data + start,
                 e->out->len - (n - 1) - start);
     }
     memcpy(e->out->data + start - 1, b, n);
-    return rc;
+    return 0;
 }
 
 /* The name of an object's child: by index when the names table has it,
@@ -348,21 +366,10 @@ typedef struct {
     size_t len;
 } Str;
 
-static int refuse(Decoder* d, size_t at, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int
-refuse(Decoder* d, size_t at, const char* fmt, ...)
-{
-    char what[COR_COR_WHY_MAX];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(what, sizeof(what), fmt, ap);
-    va_end(ap);
-    corCorWhy(d->why, d->whyLen, "tree byte %zu: %s", at, what);
-    return -EPROTO;
-}
+/* A macro, since a function cannot hand its arguments on to another
+ * variadic one. */
+#define refuse(d, at, ...)                                                \
+    corCorRefuse((d)->why, (d)->whyLen, (long)(at), __VA_ARGS__)
 
 static int
 noMemory(Decoder* d)

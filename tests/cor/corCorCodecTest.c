@@ -337,6 +337,46 @@ START_TEST(test_depth_is_bounded_at_256)
 }
 END_TEST
 
+START_TEST(test_nodes_are_bounded)
+{
+    size_t n = COR_COR_NODES_MAX;
+    json_t* v = json_array();
+    CorCorBuf b = { 0 };
+    char why[COR_COR_WHY_MAX] = "";
+    json_t* back;
+
+    /* The root and n - 1 elements: the most a tree may have. */
+    for (size_t i = 0; i + 1 < n; i++) {
+        json_array_append_new(v, json_null());
+    }
+    ck_assert_int_gt(corCorTreeEncode(NULL, v, &b, why, sizeof(why)), 0);
+    ck_assert_int_eq(corCorTreeDecode(NULL, b.data, b.len, &back, why,
+                                      sizeof(why)), 0);
+    ck_assert_uint_eq(json_array_size(back), n - 1);
+    json_decref(back);
+    /* One more node, each way. */
+    json_array_append_new(v, json_null());
+    b.len = 0;
+    ck_assert_int_eq(corCorTreeEncode(NULL, v, &b, why, sizeof(why)),
+                     -E2BIG);
+    ck_assert_uint_eq(b.len, 0);
+    {
+        /* 07, a 3-byte length, then n nulls. */
+        uint8_t* bytes = malloc(4 + n);
+
+        bytes[0] = 0x07;
+        bytes[1] = (uint8_t)(n | 0x80);
+        bytes[2] = (uint8_t)(n >> 7 | 0x80);
+        bytes[3] = (uint8_t)(n >> 14);
+        memset(bytes + 4, 0x05, n);
+        refused(NULL, bytes, 4 + n, "nodes");
+        free(bytes);
+    }
+    json_decref(v);
+    corCorBufFree(&b);
+}
+END_TEST
+
 /* One frame of names and namespaces, all new unless seen before. */
 static json_t*
 frameOf(int frame, int names)
@@ -433,6 +473,13 @@ START_TEST(test_a_failed_encode_leaves_the_tables)
     ck_assert_int_eq(corCorTreeEncode(s, bad, &b, why, sizeof(why)),
                      -EINVAL);
     ck_assert_ptr_nonnull(strstr(why, "NUL"));
+    {
+        json_t* latin1 = json_stringn_nocheck("caf\xe9", 4);
+
+        ck_assert_int_eq(corCorTreeEncode(s, latin1, &b, why, sizeof(why)),
+                         -EINVAL);
+        json_decref(latin1);
+    }
     ck_assert_uint_eq(b.len, 4);
     ck_assert_mem_eq(b.data, "keep", 4);
     ck_assert_uint_eq(corCorTablesNames(s), 1);
@@ -572,6 +619,7 @@ COR_TEST_SUITE(corCorCodec)
     tcase_add_test(tc, test_strings_split_by_the_tables);
     tcase_add_test(tc, test_containers_nest_and_empty_ones_round_trip);
     tcase_add_test(tc, test_depth_is_bounded_at_256);
+    tcase_add_test(tc, test_nodes_are_bounded);
     tcase_add_test(tc, test_tables_fill_up_and_stay_in_step);
     tcase_add_test(tc, test_long_entries_are_never_appended);
     tcase_add_test(tc, test_a_failed_encode_leaves_the_tables);

@@ -84,6 +84,14 @@ START_TEST(test_other_hellos_are_refused)
     ck_assert_int_eq(corCorHelloCheck(other, why, sizeof(why)), -EPROTO);
     ck_assert_ptr_nonnull(strstr(why, "version 2"));
     json_decref(other);
+    other = json_pack("{s:i, s:i, s:i}", "version", 1, "terms", 0,
+                      "namespaces", 3);
+    ck_assert_int_eq(corCorHelloCheck(other, why, sizeof(why)), -EPROTO);
+    ck_assert_ptr_nonnull(strstr(why, "3 fixed namespaces"));
+    json_decref(other);
+    other = json_pack("{s:i, s:i}", "version", 1, "terms", 0);
+    ck_assert_int_eq(corCorHelloCheck(other, why, sizeof(why)), -EPROTO);
+    json_decref(other);
     other = json_pack("{s:s, s:i}", "version", "1", "terms", 0);
     ck_assert_int_eq(corCorHelloCheck(other, why, sizeof(why)), -EPROTO);
     json_decref(other);
@@ -183,10 +191,11 @@ START_TEST(test_frames_are_whole_or_refused)
     ck_assert_uint_eq(h.id, 77);
     ck_assert(json_equal(tree, back));
     ck_assert_uint_eq(corCorTablesNames(r), 4);
+    json_decref(back);
     /* Over the receiver's limit: refused before the tree is read. */
     ck_assert_int_eq(corCorFrameDecode(r, b.data, b.len, 8, &h, &back, why,
                                        sizeof(why)), -EMSGSIZE);
-    json_decref(back);
+    ck_assert_ptr_null(back);
     json_decref(tree);
     corCorBufFree(&b);
     corCorTablesFree(s);

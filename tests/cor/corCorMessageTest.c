@@ -9,6 +9,8 @@
 #include "corTest.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "corCorCodec.h"
@@ -108,6 +110,46 @@ START_TEST(test_json_that_would_not_print_back_travels_as_text)
 }
 END_TEST
 
+/* A body 3000 brackets deep. */
+static void*
+deepBody(void* arg)
+{
+    size_t n = 3000;
+    char* body = malloc(2 * n);
+
+    (void)arg;
+    memset(body, '[', n);
+    memset(body + n, ']', n);
+    bodyTravels(body, 2 * n, "text");
+    free(body);
+    return NULL;
+}
+
+START_TEST(test_deep_bodies_are_text_and_take_little_stack)
+{
+    char body[2 * 255 + 5];
+    pthread_attr_t attr;
+    pthread_t thread;
+
+    /* jansson's parser recurses a level at a time, up to 2048 levels,
+     * which would take more than this stack: a body deeper than a tree
+     * may be is text without being parsed. */
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, (size_t)128 * 1024);
+    ck_assert_int_eq(pthread_create(&thread, &attr, deepBody, NULL), 0);
+    ck_assert_int_eq(pthread_join(thread, NULL), 0);
+    pthread_attr_destroy(&attr);
+    /* 254 arrays and a string under the root: a tree; one more: text.
+     * Brackets and quotes in strings do not count. */
+    for (size_t k = 254; k <= 255; k++) {
+        memset(body, '[', k);
+        memcpy(body + k, "\"[\\\"\"", 5);
+        memset(body + k + 5, ']', k);
+        bodyTravels(body, 2 * k + 5, k == 254 ? "body" : "text");
+    }
+}
+END_TEST
+
 START_TEST(test_bytes_travel_as_base64)
 {
     char all[256];
@@ -132,13 +174,14 @@ START_TEST(test_a_request_keeps_its_headers)
     CorCorTables* s = corCorTablesNew();
     CorCorTables* r = corCorTablesNew();
     const CorHeader headers[] = {
-        { "X-Trace", 7, "abc", 3 },
+        /* Lengths, not NULs, end names and values. */
+        { "X-Trace: x", 7, "abcdef", 3 },
         { "Date", 4, "Mon, 30 Nov 2026 07:00:00 GMT", 29 },
         { "content-length", 14, "2", 1 },
         { "Set-Cookie", 10, "a=1", 3 },
         { "accept", 6, "*/*", 3 },
         { "Set-Cookie", 10, "b=2", 3 },
-        { "Content-Type", 12, "text/plain", 10 },
+        { "Content-Type", 12, "text/plain; junk", 10 },
     };
     CorCorMessage m = { .verb = "POST", .path = "/a/b?x=1&y=%20",
                         .headers = headers, .headerCount = 7,
@@ -154,6 +197,7 @@ START_TEST(test_a_request_keeps_its_headers)
         ck_assert_str_eq(back.contentType, "text/plain");
         ck_assert_uint_eq(back.headerCount, 4);
         ck_assert_str_eq(back.headers[0].name, "X-Trace");
+        ck_assert_str_eq(back.headers[0].value, "abc");
         ck_assert_str_eq(back.headers[1].name, "Set-Cookie");
         ck_assert_str_eq(back.headers[1].value, "a=1");
         ck_assert_str_eq(back.headers[2].name, "Set-Cookie");
@@ -221,6 +265,7 @@ START_TEST(test_bad_messages_are_not_sent)
     notSent(COR_COR_REQUEST, &(CorCorMessage){ .verb = "GET", .path = "" },
             "token verb");
     notSent(COR_COR_REQUEST, &(CorCorMessage){ .path = "/" }, "token verb");
+    notSent(COR_COR_PUSH, &(CorCorMessage){ .status = 200 }, "type 5");
     notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 99 }, "status 99");
     notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 1000 },
             "status 1000");
@@ -253,42 +298,65 @@ notRead(CorCorType type, const char* text, const char* expect)
 
 START_TEST(test_bad_messages_are_refused)
 {
-    const CorCorType q = COR_COR_REQUEST;
-    const CorCorType p = COR_COR_RESPONSE;
+    static const struct {
+        CorCorType type;
+        const char* text;
+        const char* expect;
+    } bad[] = {
+        { COR_COR_REQUEST, "[]", "not an object" },
+        { COR_COR_PING, "{}", "not an object" },
+        { COR_COR_REQUEST, "{\"path\":\"/\"}", "no token verb" },
+        { COR_COR_REQUEST, "{\"verb\":\"GET\"}", "no token verb" },
+        { COR_COR_REQUEST, "{\"verb\":1,\"path\":\"/\"}", "\"verb\"" },
+        { COR_COR_REQUEST, "{\"verb\":\"G T\",\"path\":\"/\"}",
+          "no token verb" },
+        { COR_COR_REQUEST, "{\"verb\":\"GET\",\"path\":\"/\",\"x\":1}",
+          "\"x\" unknown" },
+        { COR_COR_REQUEST, "{\"verb\":\"GET\",\"path\":\"/\",\"status\":200}",
+          "\"status\"" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"verb\":\"GET\"}", "\"verb\"" },
+        { COR_COR_RESPONSE, "{}", "no status" },
+        { COR_COR_RESPONSE, "{\"status\":42}", "no status" },
+        { COR_COR_RESPONSE, "{\"status\":\"200\"}", "\"status\"" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"body\":1,\"text\":\"a\"}",
+          "second body" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"text\":1}", "\"text\"" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"headers\":[]}", "\"headers\"" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"headers\":{\"A\":1}}",
+          "not a string" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"headers\":{\"A\":[]}}",
+          "no value" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"headers\":{\"A\":[\"x\",2]}}",
+          "not a string" },
+        { COR_COR_RESPONSE,
+          "{\"status\":200,\"headers\":{\"A\":\"a\\r\\nB: c\"}}",
+          "not a string HTTP can carry" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"headers\":{\"A B\":\"x\"}}",
+          "not a token" },
+        { COR_COR_RESPONSE,
+          "{\"status\":200,\"headers\":{\"Content-Type\":\"a\","
+          "\"content-type\":\"b\"}}",
+          "more than one Content-Type" },
+        { COR_COR_RESPONSE,
+          "{\"status\":200,\"headers\":{\"Content-Type\":[\"a\",\"b\"]}}",
+          "more than one Content-Type" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"bytes\":\"QQ=\"}",
+          "not base64" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"bytes\":\"Q===\"}",
+          "not base64" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"bytes\":\"QR==\"}",
+          "not base64" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"bytes\":\"QUI=QUI=\"}",
+          "not base64" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"bytes\":\"Zm9v!A==\"}",
+          "not base64" },
+        { COR_COR_RESPONSE, "{\"status\":200,\"bytes\":\"QUJ=\"}",
+          "not base64" },
+    };
 
-    notRead(q, "[]", "not an object");
-    notRead(COR_COR_PING, "{}", "not an object");
-    notRead(q, "{\"path\":\"/\"}", "no token verb");
-    notRead(q, "{\"verb\":\"GET\"}", "no token verb");
-    notRead(q, "{\"verb\":1,\"path\":\"/\"}", "\"verb\"");
-    notRead(q, "{\"verb\":\"G T\",\"path\":\"/\"}", "no token verb");
-    notRead(q, "{\"verb\":\"GET\",\"path\":\"/\",\"x\":1}", "\"x\" unknown");
-    notRead(q, "{\"verb\":\"GET\",\"path\":\"/\",\"status\":200}",
-            "\"status\"");
-    notRead(p, "{\"status\":200,\"verb\":\"GET\"}", "\"verb\"");
-    notRead(p, "{}", "no status");
-    notRead(p, "{\"status\":42}", "no status");
-    notRead(p, "{\"status\":\"200\"}", "\"status\"");
-    notRead(p, "{\"status\":200,\"body\":1,\"text\":\"a\"}", "second body");
-    notRead(p, "{\"status\":200,\"text\":1}", "\"text\"");
-    notRead(p, "{\"status\":200,\"headers\":[]}", "\"headers\"");
-    notRead(p, "{\"status\":200,\"headers\":{\"A\":1}}", "not a string");
-    notRead(p, "{\"status\":200,\"headers\":{\"A\":[]}}", "no value");
-    notRead(p, "{\"status\":200,\"headers\":{\"A\":[\"x\",2]}}",
-            "not a string");
-    notRead(p, "{\"status\":200,\"headers\":{\"A\":\"a\\r\\nB: c\"}}",
-            "not a string HTTP can carry");
-    notRead(p, "{\"status\":200,\"headers\":{\"A B\":\"x\"}}", "not a token");
-    notRead(p, "{\"status\":200,\"headers\":{\"Content-Type\":\"a\","
-            "\"content-type\":\"b\"}}", "more than one Content-Type");
-    notRead(p, "{\"status\":200,\"headers\":{\"Content-Type\":[\"a\","
-            "\"b\"]}}", "more than one Content-Type");
-    notRead(p, "{\"status\":200,\"bytes\":\"QQ=\"}", "not base64");
-    notRead(p, "{\"status\":200,\"bytes\":\"Q===\"}", "not base64");
-    notRead(p, "{\"status\":200,\"bytes\":\"QR==\"}", "not base64");
-    notRead(p, "{\"status\":200,\"bytes\":\"QUI=QUI=\"}", "not base64");
-    notRead(p, "{\"status\":200,\"bytes\":\"Zm9v!A==\"}", "not base64");
-    notRead(p, "{\"status\":200,\"bytes\":\"QUJ=\"}", "not base64");
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        notRead(bad[i].type, bad[i].text, bad[i].expect);
+    }
 }
 END_TEST
 
@@ -314,6 +382,7 @@ COR_TEST_SUITE(corCorMessage)
     tcase_add_test(tc, test_json_that_prints_back_travels_as_its_tree);
     tcase_add_test(tc, test_json_that_would_not_print_back_travels_as_text);
     tcase_add_test(tc, test_bytes_travel_as_base64);
+    tcase_add_test(tc, test_deep_bodies_are_text_and_take_little_stack);
     tcase_add_test(tc, test_a_request_keeps_its_headers);
     tcase_add_test(tc, test_empty_bodies_send_no_member);
     tcase_add_test(tc, test_bad_messages_are_not_sent);
