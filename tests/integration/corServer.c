@@ -444,6 +444,8 @@ corServerLogCount(const CorServer* s, const char* text)
              s->log);
     rc = corShell(command, out, sizeof(out));
     return rc == 0 || rc == 1 ? atoi(out) : -1;    /* 1: no line */
+}
+
 void
 corRequestToolCommand(const CorServer* s, const char* args, char* command,
                       size_t cap)
