@@ -4,7 +4,8 @@
  * a protocol to servers (cor:// from modules/cor) registers its scheme
  * with one exchange function, and from then on every client of cor takes
  * such URLs: corHttpClientFetch and corHttpClientStart (a handler's own
- * calls, fan-outs), the forward module, notifications. http and https are
+ * calls, fan-outs), the forward module, and notifications (a scheme that
+ * is registered here sends them as exchanges, a 2xx acknowledging). http and https are
  * the core's own and are never registered.
  *
  * The registry is filled by the modules' init, once per generation (a
@@ -46,7 +47,8 @@ corClientSchemeAdd(CorModule* m, const char* scheme, CorClientFetchFn fetch)
     snprintf(schemes[schemeCount].scheme, sizeof(schemes[0].scheme), "%s",
              scheme);
     schemes[schemeCount++].fetch = fetch;
-    return 0;
+    /* Notifications to such URLs go as its exchanges. */
+    return corNotifySchemeAddClient(m, scheme);
 }
 
 CorClientFetchFn

@@ -345,6 +345,9 @@ typedef struct {
 
 /* The registered schemes (the core's http and https first), and the
  * counters of one: its name is returned. */
+/* A client scheme (corClientSchemeAdd) sends notifications too, as an
+ * exchange acknowledged by a 2xx. Returns 0, or -1 after a module error. */
+int corNotifySchemeAddClient(CorModule* m, const char* scheme);
 unsigned corNotifySchemeCount(void);
 const char* corNotifySchemeStats(unsigned index, CorNotifyStats* stats);
 /* A stop begins: log the number of notifications it cancels, once. And

@@ -137,6 +137,13 @@ corNotifySchemeAdd(CorModule* m, const CorNotifyScheme* s)
     return 0;
 }
 
+int
+corNotifySchemeAddClient(CorModule* m, const char* scheme)
+{
+    return corNotifySchemeAdd(m, &(CorNotifyScheme){ .scheme = scheme,
+                                                     .send = httpSend });
+}
+
 unsigned
 corNotifySchemeCount(void)
 {
@@ -330,9 +337,11 @@ corNotify(CorRequest* r, const CorNotification* n)
     return rc;
 }
 
-/* ---- http and https ------------------------------------------------------ */
+/* ---- http, https, and the client schemes of modules ----------------------- */
 
-/* A request with n's method, headers and body; acknowledged by a 2xx. */
+/* A request with n's method, headers and body through the client (which
+ * takes the client schemes modules register: cor://); acknowledged by a
+ * 2xx. */
 static int
 httpSend(CorModule* m, const CorNotification* n, char* why, size_t whyLen)
 {

@@ -37,6 +37,8 @@ static const char aConfig[] =
     "routes:\n"
     "  - { match: \"/client\", handler: client }\n"
     "  - { match: \"/fanout\", handler: fanout }\n"
+    "  - { match: \"/write\", handler: write }\n"
+    "  - { match: \"GET /metrics\", handler: metrics }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
 /* B: cor:// on a port that stays the same across its restarts. */
@@ -52,7 +54,7 @@ startB(void)
              "  - { protocol: cor, address: 127.0.0.1:%d }\n"
              "modules: [ { load: http }, { load: cor }, { load: hello } ]\n"
              "routes:\n"
-             "  - { match: \"GET /hello\", handler: hello }\n"
+             "  - { match: \"/hello\", handler: hello }\n"
              "  - { match: \"GET /sleep\", handler: sleep }\n"
              "log: { pid_file: {DIR}/cor.pid }\n", bPort);
     return corServerStart(&b, yaml);
@@ -176,6 +178,33 @@ START_TEST(test_a_peer_restarted_between_two_calls_is_called_again)
 }
 END_TEST
 
+/* A module's client scheme sends notifications too: a write notifies
+ * cor://B, acknowledged by a 2xx, counted per scheme. */
+START_TEST(test_notifications_go_to_cor_urls)
+{
+    char request[512];
+    long t = corNowMs();
+
+    snprintf(request, sizeof(request), "POST /write?n=2&url=cor://"
+             "127.0.0.1:%d/hello HTTP/1.1\r\nHost: t\r\nContent-Length: "
+             "2\r\n\r\nhi", bPort);
+    ck_assert_int_eq(corRequest(a.port, request, buf, sizeof(buf)), 200);
+    snprintf(request, sizeof(request), "POST /write?url=cor://127.0.0.1:%d/"
+             "nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi",
+             bPort);
+    ck_assert_int_eq(corRequest(a.port, request, buf, sizeof(buf)), 200);
+    while (corMetric(a.port, "cor_notify_failed_total{scheme=\"cor\"}") < 1
+           && corNowMs() - t < 5000) {
+        usleep(20 * 1000);
+    }
+    ck_assert_int_eq(corMetric(a.port, "cor_notify_sent_total{scheme="
+                               "\"cor\"}"), 2);
+    ck_assert_int_eq(corMetric(a.port, "cor_notify_failed_total{scheme="
+                               "\"cor\"}"), 1);
+    ck_assert_int_eq(corServerLogCount(&a, "answered 404"), 1);
+}
+END_TEST
+
 /* A peer that accepts (the kernel does, into the backlog) and never
  * answers, not even the HELLO; 500 calls wait on it; a stop ends them all
  * and the process is gone in under 500 ms. */
@@ -224,5 +253,6 @@ COR_TEST_SUITE(corCorClient)
     tcase_add_test(tc, test_a_fan_out_takes_as_long_as_its_slowest_call);
     tcase_add_test(tc, test_a_call_that_timed_out_leaves_the_connection_fit);
     tcase_add_test(tc, test_a_peer_restarted_between_two_calls_is_called_again);
+    tcase_add_test(tc, test_notifications_go_to_cor_urls);
     tcase_add_test(tc, test_a_stop_ends_500_waiting_calls_at_once);
 }
