@@ -130,6 +130,22 @@ int corHttpClientWait(CorHttpClientCall* call, CorHttpClientResponse* res);
  * has stopped. call is gone after. Does not wait. */
 void corHttpClientCancel(CorHttpClientCall* call);
 
+/* The seed's names for the same calls, as its cor:// code reads:
+ * corRestCorStart(&(CorHttpClientRequest){ .url = "cor://b:7070/x" }, &err)
+ * starts a call now, corRestCorWait collects it. One client takes every
+ * scheme, so they are the calls above. */
+static inline CorHttpClientCall*
+corRestCorStart(const CorHttpClientRequest* req, int* errP)
+{
+    return corHttpClientStart(req, errP);
+}
+
+static inline int
+corRestCorWait(CorHttpClientCall* call, CorHttpClientResponse* res)
+{
+    return corHttpClientWait(call, res);
+}
+
 /* ---- Client URL schemes --------------------------------------------------
  *
  * A module that speaks a protocol to servers registers its URL scheme with

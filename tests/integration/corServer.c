@@ -141,7 +141,9 @@ start(CorServer* s, const char* yaml, unsigned long fdSoft,
     snprintf(s->config, sizeof(s->config), "%s/cor.yaml", s->dir);
     snprintf(s->log, sizeof(s->log), "%s/error.log", s->dir);
     s->port = freePort();
-    s->port2 = freePort();
+    do {
+        s->port2 = freePort();      /* the kernel may give the same again */
+    } while (s->port2 == s->port);
     if (corServerWriteConfig(s, yaml) != 0) {
         return -1;
     }
