@@ -264,21 +264,23 @@ void corRespondFile(CorRequest* r, int status, const char* contentType,
                     int fd, int64_t offset, size_t len);
 
 /*
- * A streamed response, for a body not known in advance: start it in the
- * handler (which may then return; the request lives until the end), write
- * pieces from any thread (each is copied; HTTP/1.1 sends it as a chunk),
- * and end it from any thread. Start returns 0 or -1 (already answered, or
- * no memory).
+ * A streamed response, for a body not known in advance (a proxy passing
+ * an upstream's answer on): set the response headers, start it in the
+ * handler, write pieces from any thread (each is copied; HTTP/1.1 sends
+ * it as a chunk), and end it from any thread; the handler may return
+ * before the end (the request lives until it). Start returns 0 or -1
+ * (already answered, or no memory). The head goes out at once, not when
+ * the handler returns, and the pieces follow it as they are written.
  *
  * What a stream holds unsent, in the core and in the protocol, is bounded
- * by COR_STREAM_QUEUE_MAX: a writer off the request's loop (a worker, a
- * thread of its own) waits for room while the client reads slowly; a
- * writer on the request's loop (a coroutine) cannot wait there, since the
- * loop is what makes room, and gets -EAGAIN: wait a little (corRestWaitFd
- * with no fd) and write again. Pieces written before the handler returns
- * wait with the head, which goes out when it returns, so those are not
- * bounded: write a large body after returning. A write returns 0, -EAGAIN
- * as said, -EPIPE once the client is gone (stop producing), -ENOMEM.
+ * by COR_STREAM_QUEUE_MAX, so a body of any size passes in that much
+ * memory: a writer waits for room while the client reads slowly (a
+ * worker or a thread of its own blocks; a coroutine of the request's
+ * loop yields until the loop drained enough). Only code that cannot wait
+ * (an inline handler, on the loop's own stack) gets -EAGAIN: write from
+ * elsewhere. A write returns 0, -EAGAIN as said, -EPIPE once the client
+ * is gone or the handler was cancelled (stop producing), -ENOMEM. Always
+ * end a stream that was started: the request ends with it. May yield.
  */
 #define COR_STREAM_QUEUE_MAX ((size_t)256 * 1024)
 
@@ -411,6 +413,11 @@ struct CorProtocolOps {
  */
 void corRequestServe(CorRequest* r, const CorProtocolOps* ops,
                      void* protocolData);
+
+/* The protocol sent (most of) what it held of r's streamed body: the core
+ * hands it more now instead of at its next look. On r's loop; nothing
+ * when r has no stream. */
+void corResponseStreamDrained(CorRequest* r);
 
 /* The protocol has sent the response (or gave up on the connection): run
  * the post-response phase, free the arena, then ops->release. On the

@@ -989,6 +989,10 @@ onIo(CorEvIo* io, unsigned events)
             return;
         }
         timerUpdate(c, false);      /* the send timer is done with */
+        if (c->state == HTTP_SERVING && c->req != NULL
+            && c->req->r.stream != NULL) {
+            corResponseStreamDrained(&c->req->r);
+        }
     }
     if (c->state == HTTP_LINGER) {
         if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
