@@ -39,7 +39,7 @@
 
 /* Bumped whenever a struct or a signature of this header, or of one it
  * includes, changes. */
-#define COR_ABI_VERSION 6
+#define COR_ABI_VERSION 7
 #define COR_VERSION "0.1.0"
 
 typedef struct CorModule CorModule;
@@ -169,6 +169,9 @@ struct CorRequest {
     const char* body;
     size_t bodyLen;
     bool head;                  /* HEAD: the protocol sends no body */
+    const char* remote;         /* the client's address ("192.0.2.7",
+                                   "2001:db8::7"), or NULL when unknown */
+    bool secure;                /* it came over TLS */
 
     /* The response, set by the handler through corRespond*(). */
     int status;

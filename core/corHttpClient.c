@@ -512,6 +512,7 @@ attempt(Exchange* ex, const CorHttpClientUrl* url, const char* request,
         return rc;
     }
     ex->res->reused = corConnReused(ex->c);
+    ex->res->sent = true;
     ex->gotByte = false;
     ex->len = 0;
     rc = requestSend(ex, request, requestLen);

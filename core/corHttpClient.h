@@ -68,6 +68,9 @@ typedef struct {
     size_t bodyLen;
     bool reused;                /* answered on a pooled connection */
     bool retried;               /* sent again on a new connection */
+    bool sent;                  /* the request went to a peer (whole or in
+                                   part): a failure after it may have
+                                   been acted on */
     char error[256];            /* on failure: what and where */
     char* head;                 /* the client's: what headers point to */
 } CorHttpClientResponse;

@@ -496,6 +496,9 @@ requestCreate(HttpConn* c, const CorHttpRequestHead* h)
     r->headerCount = h->headerCount;
     r->body = "";
     r->head = h->head;
+    httpPeerText(&c->peer, req->remote, sizeof(req->remote));
+    r->remote = req->remote;
+    r->secure = c->tls;
     req->target = MOVED(h->target);
 #undef MOVED
     req->targetLen = h->targetLen;
@@ -1058,6 +1061,7 @@ httpConnOpen(HttpLoop* hl, const CorListener* l, int fd,
     c->fileFd = -1;
     c->hl = hl;
     c->peer = *peer;
+    c->tls = handshakeMs > 0;   /* a plain listener has no handshake */
     c->state = HTTP_IDLE;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     c->next = hl->conns;
