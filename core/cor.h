@@ -291,6 +291,11 @@ int corResponseStreamStart(CorRequest* r, int status,
                            const char* contentType);
 int corResponseStreamWrite(CorRequest* r, const void* data, size_t len);
 void corResponseStreamEnd(CorRequest* r);
+/* End a stream as failed (its producer lost its source mid-body): what
+ * was written goes out, then the client is told the body is incomplete
+ * (HTTP/1.1 closes the connection without the last chunk), never that
+ * it is whole. Instead of corResponseStreamEnd. */
+void corResponseStreamAbort(CorRequest* r);
 
 /* ---- Upgrades: a handler takes the connection ---------------------------
  *
@@ -404,6 +409,10 @@ struct CorProtocolOps {
      * sends the 101 (or passes it on unsent) and calls
      * corRequestUpgraded instead of corRequestSent. */
     bool (*upgradable)(const CorRequest* r);
+    /* A stream ended as failed (corResponseStreamAbort): end the response
+     * so that the client sees it incomplete, then corRequestSent as after
+     * streamEnd. NULL: streamEnd. */
+    void (*streamAbort)(CorRequest* r);
 };
 
 /*

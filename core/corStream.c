@@ -56,6 +56,7 @@ struct CorStream {
     bool headSent;
     bool served;                /* the handler returned */
     bool ended;
+    bool aborted;               /* ended as failed */
     bool flushPosted;           /* a flush task or the retry timer is due */
     bool retryArmed;            /* the retry timer is (not the task) */
     bool gone;                  /* the client left: writes fail */
@@ -154,6 +155,8 @@ flushOnLoop(CorEvTask* task)
     if (more) {
         s->retryArmed = true;
         corEvTimerStart(r->loop, &s->retry, STREAM_RETRY_MS, retryOnLoop);
+    } else if (ended && s->aborted && r->ops->streamAbort != NULL) {
+        r->ops->streamAbort(r); /* r may be gone after this */
     } else if (ended) {
         r->ops->streamEnd(r);   /* r may be gone after this */
     }
@@ -280,8 +283,8 @@ corResponseStreamWrite(CorRequest* r, const void* data, size_t len)
     return 0;
 }
 
-void
-corResponseStreamEnd(CorRequest* r)
+static void
+streamEnd(CorRequest* r, bool aborted)
 {
     CorStream* s = r->stream;
 
@@ -289,9 +292,22 @@ corResponseStreamEnd(CorRequest* r)
         return;
     }
     pthread_mutex_lock(&s->lock);
+    s->aborted = !s->ended && aborted;
     s->ended = true;
     flushPostLocked(s);
     pthread_mutex_unlock(&s->lock);
+}
+
+void
+corResponseStreamEnd(CorRequest* r)
+{
+    streamEnd(r, false);
+}
+
+void
+corResponseStreamAbort(CorRequest* r)
+{
+    streamEnd(r, true);
 }
 
 void

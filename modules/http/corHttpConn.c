@@ -58,6 +58,7 @@ static void requestDone(CorRequest* r);
 static void requestRelease(CorRequest* r);
 static void streamData(CorRequest* r, const void* data, size_t len);
 static void streamEnd(CorRequest* r);
+static void streamAbort(CorRequest* r);
 static bool streamAlive(const CorRequest* r);
 static size_t streamBacklog(const CorRequest* r);
 static bool upgradable(const CorRequest* r);
@@ -71,6 +72,7 @@ static const CorProtocolOps httpOps = {
     .streamEnd = streamEnd,
     .streamAlive = streamAlive,
     .streamBacklog = streamBacklog,
+    .streamAbort = streamAbort,
     .upgradable = upgradable,
 };
 
@@ -905,6 +907,20 @@ streamEnd(CorRequest* r)
     if (httpChunkEnd(c, req) != 0) {
         c->keepAlive = false;
     }
+    answered(c, r);
+}
+
+/* The body is cut: no last chunk, and the close tells the client. */
+static void
+streamAbort(CorRequest* r)
+{
+    HttpConn* c = corContainerOf(r, HttpRequest, r)->conn;
+
+    if (c == NULL) {
+        corRequestSent(r);
+        return;
+    }
+    c->keepAlive = false;
     answered(c, r);
 }
 
