@@ -87,35 +87,7 @@ certsMake(void)
 static void
 upstreamStart(void)
 {
-    char self[PATH_MAX];
-    char program[PATH_MAX + 32];
-    char portFile[64];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-    ck_assert_int_gt(n, 0);
-    self[n] = '\0';
-    *strrchr(self, '/') = '\0';
-    snprintf(program, sizeof(program), "%s/corHttpUpstream", self);
-    snprintf(portFile, sizeof(portFile), "/tmp/corHttpUpstream.%d.port",
-             (int)getpid());
-    unlink(portFile);
-    upstreamPort = 0;
-    upstreamPid = fork();
-    if (upstreamPid == 0) {
-        execl(program, program, portFile, (char*)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 500 && upstreamPort == 0; i++) {
-        FILE* f = fopen(portFile, "r");
-
-        if (f == NULL || fscanf(f, "%d", &upstreamPort) != 1) {
-            usleep(10000);
-        }
-        if (f != NULL) {
-            fclose(f);
-        }
-    }
-    unlink(portFile);
+    upstreamPid = corUpstreamStart(&upstreamPort);
     ck_assert_int_gt(upstreamPort, 0);
 }
 
