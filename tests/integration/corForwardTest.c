@@ -61,6 +61,7 @@ static const char* configFormat =
     "  - { match: \"/echo-pair*\", handler: pair }\n"
     "  - { match: \"/echo-dead*\", handler: dead }\n"
     "  - { match: \"/hello\", handler: secure }\n"
+    "  - { match: \"GET /metrics\", handler: metrics }\n"
     "  - { match: \"/*\", handler: backend }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
@@ -257,6 +258,41 @@ START_TEST(test_large_answer_streamed_in_flat_memory)
 }
 END_TEST
 
+/* The head goes out as soon as the upstream's came, while the body
+ * still trickles in (a byte each 100 ms for 1.5 s). */
+START_TEST(test_head_passed_on_at_once)
+{
+    double first = 0;
+    double total = 0;
+
+    ck_assert_int_eq(curl("-o /dev/null -w '%{time_starttransfer} "
+                          "%{time_total}'", "/trickle?ms=1500"), 0);
+    ck_assert_int_eq(sscanf(out, "%lf %lf", &first, &total), 2);
+    ck_assert_msg(first < 0.9 && total >= 1.4, "first byte %.3f s, all "
+                  "%.3f s", first, total);
+}
+END_TEST
+
+/* A client that leaves mid-answer cancels the handler, and with it the
+ * upstream exchange: counted as cancelled, not logged as a failure. */
+START_TEST(test_client_leaving_cancels_the_exchange)
+{
+    long before = corMetric(server.port, "cor_requests_cancelled_total");
+
+    ck_assert_int_ge(before, 0);
+    ck_assert_int_eq(curl("--max-time 0.5", "/trickle?ms=3000"), 28);
+    for (int i = 0; i < 100; i++) {
+        if (corMetric(server.port, "cor_requests_cancelled_total") > before) {
+            break;
+        }
+        usleep(20000);
+    }
+    ck_assert_int_eq(corMetric(server.port, "cor_requests_cancelled_total"),
+                     before + 1);
+    ck_assert_int_eq(logCount("forward backend"), 0);
+}
+END_TEST
+
 /* An answer the upstream cuts mid-body is cut for the client too (no
  * last chunk): curl says the transfer was partial. */
 START_TEST(test_answer_cut_mid_body)
@@ -395,6 +431,8 @@ COR_TEST_SUITE(corForward)
     tcase_add_test(tc, test_each_framing_passed_on);
     tcase_add_test(tc, test_large_answer_streamed_in_flat_memory);
     tcase_add_test(tc, test_answer_cut_mid_body);
+    tcase_add_test(tc, test_head_passed_on_at_once);
+    tcase_add_test(tc, test_client_leaving_cancels_the_exchange);
     tcase_add_test(tc, test_chunked_upload);
     tcase_add_test(tc, test_502_when_nothing_answers);
     tcase_add_test(tc, test_504_past_the_read_timeout);
