@@ -213,6 +213,11 @@ struct CorRequest {
 /* A request header (case-insensitive), NULL when absent. */
 const CorHeader* corRequestHeader(const CorRequest* r, const char* name);
 
+/* Whether h's value, a comma list (Connection, Upgrade), holds the token
+ * token[0..tokenLen), compared without case. */
+bool corHeaderListHas(const CorHeader* h, const char* token,
+                      size_t tokenLen);
+
 /* The value of a query parameter, percent-decoded into the request's
  * arena; NULL when absent. */
 const char* corRequestQuery(CorRequest* r, const char* key);

@@ -725,7 +725,9 @@ const CorHeader*
 corHttpClientHeader(const CorHttpClientResponse* res, const char* name)
 {
     for (unsigned i = 0; i < res->headerCount; i++) {
-        if (corHttpClientNameIs(res->headers[i].name, res->headers[i].nameLen, name)) {
+        const CorHeader* h = &res->headers[i];
+
+        if (corHttpClientNameIs(h->name, h->nameLen, name)) {
             return &res->headers[i];
         }
     }

@@ -200,7 +200,8 @@ corHttpClientRequestHead(const CorHttpClientRequest* q,
            + (corHttpClientBodyInline(q) ? q->bodyLen : 0);
     for (unsigned i = 0; i < q->headerCount; i++) {
         size += q->headers[i].nameLen + q->headers[i].valueLen + 4;
-        hasHost |= corHttpClientNameIs(q->headers[i].name, q->headers[i].nameLen, "host");
+        hasHost |= corHttpClientNameIs(q->headers[i].name,
+                                       q->headers[i].nameLen, "host");
     }
     sendLength = q->bodyLen > 0 || strcmp(method, "POST") == 0
                  || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;

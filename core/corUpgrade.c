@@ -23,9 +23,9 @@
 /* Whether the comma list value (one header's) holds token, compared
  * without case; with slash, "token/anything" matches too. */
 static bool
-listHas(const char* value, size_t len, const char* token, bool slash)
+listHas(const char* value, size_t len, const char* token, size_t tokenLen,
+        bool slash)
 {
-    size_t tokenLen = strlen(token);
     size_t i = 0;
 
     while (i < len) {
@@ -55,6 +55,12 @@ listHas(const char* value, size_t len, const char* token, bool slash)
     return false;
 }
 
+bool
+corHeaderListHas(const CorHeader* h, const char* token, size_t tokenLen)
+{
+    return listHas(h->value, h->valueLen, token, tokenLen, false);
+}
+
 /* Whether any header called name lists token. */
 static bool
 headerHas(const CorRequest* r, const char* name, const char* token,
@@ -67,7 +73,8 @@ headerHas(const CorRequest* r, const char* name, const char* token,
 
         if (h->nameLen == nameLen
             && strncasecmp(h->name, name, nameLen) == 0
-            && listHas(h->value, h->valueLen, token, slash)) {
+            && listHas(h->value, h->valueLen, token, strlen(token),
+                       slash)) {
             return true;
         }
     }

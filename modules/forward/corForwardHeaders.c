@@ -25,38 +25,6 @@ nameIs(const CorHeader* h, const char* name)
            && strncasecmp(h->name, name, h->nameLen) == 0;
 }
 
-/* Whether the comma list value[0..len) holds token (case-insensitive),
- * as Connection lists field names. */
-static bool
-listHas(const char* value, size_t len, const char* token, size_t tokenLen)
-{
-    size_t i = 0;
-
-    while (i < len) {
-        size_t start;
-        size_t end;
-
-        while (i < len && (value[i] == ' ' || value[i] == '\t'
-                           || value[i] == ',')) {
-            i++;
-        }
-        start = i;
-        while (i < len && value[i] != ',') {
-            i++;
-        }
-        end = i;
-        while (end > start && (value[end - 1] == ' '
-                               || value[end - 1] == '\t')) {
-            end--;
-        }
-        if (end - start == tokenLen
-            && strncasecmp(value + start, token, tokenLen) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /* Whether h is hop-by-hop in a head of count fields. */
 static bool
 hopByHop(const CorHeader* h, const CorHeader* all, unsigned count)
@@ -76,8 +44,7 @@ hopByHop(const CorHeader* h, const CorHeader* all, unsigned count)
     }
     for (unsigned i = 0; i < count; i++) {
         if (nameIs(&all[i], "connection")
-            && listHas(all[i].value, all[i].valueLen, h->name,
-                       h->nameLen)) {
+            && corHeaderListHas(&all[i], h->name, h->nameLen)) {
             return true;
         }
     }

@@ -151,18 +151,6 @@ has(const char* text)
 #define CHECK_HAS_NOT(text) \
     ck_assert_msg(!has(text), "'%s' in: %s", text, out)
 
-/* How many lines of the server's log hold text. */
-static int
-logCount(const char* text)
-{
-    char command[512];
-
-    snprintf(command, sizeof(command), "grep -c -F '%s' %s", text,
-             server.log);
-    corShell(command, out, sizeof(out));
-    return atoi(out);
-}
-
 /* ---- Headers ------------------------------------------------------------- */
 
 START_TEST(test_headers_each_way)
@@ -289,7 +277,7 @@ START_TEST(test_client_leaving_cancels_the_exchange)
     }
     ck_assert_int_eq(corMetric(server.port, "cor_requests_cancelled_total"),
                      before + 1);
-    ck_assert_int_eq(logCount("forward backend"), 0);
+    ck_assert_int_eq(corServerLogCount(&server, "forward backend"), 0);
 }
 END_TEST
 
@@ -298,7 +286,7 @@ END_TEST
 START_TEST(test_answer_cut_mid_body)
 {
     ck_assert_int_eq(curl("", "/die"), 18);
-    ck_assert_int_eq(logCount("closed the connection in the middle"), 1);
+    ck_assert_int_eq(corServerLogCount(&server, "closed the connection in the middle"), 1);
 }
 END_TEST
 
@@ -339,7 +327,7 @@ START_TEST(test_502_when_nothing_answers)
     ck_assert_str_eq(out, "502");
     snprintf(logged, sizeof(logged), "upstream http://127.0.0.1:%d:",
              deadPort);
-    ck_assert_int_ge(logCount(logged), 1);
+    ck_assert_int_ge(corServerLogCount(&server, logged), 1);
 }
 END_TEST
 
@@ -354,7 +342,7 @@ START_TEST(test_504_past_the_read_timeout)
     ck_assert_int_lt(corNowMs() - start, 2500);
     snprintf(logged, sizeof(logged), "127.0.0.1:%d: no answer within",
              upstreamPort[0]);
-    ck_assert_int_eq(logCount(logged), 1);
+    ck_assert_int_eq(corServerLogCount(&server, logged), 1);
 }
 END_TEST
 
@@ -380,7 +368,7 @@ START_TEST(test_round_robin_skips_a_dead_server)
     ck_assert_int_ge(seen[1], 3);
     snprintf(logged, sizeof(logged), "upstream http://127.0.0.1:%d:",
              deadPort);
-    ck_assert_int_eq(logCount(logged), 1);
+    ck_assert_int_eq(corServerLogCount(&server, logged), 1);
 }
 END_TEST
 
