@@ -227,29 +227,46 @@ readSome(Exchange* ex, void* buf, size_t len, bool endOk, const char* what)
     return readFailSay(ex, n, what);
 }
 
-/* Room in the head's buffer for more bytes. It is taken only once the
- * answer's first byte can be read, so that an exchange that waits for
- * its answer holds no buffer; it starts small and grows to the limit. */
+/*
+ * Wait for the answer's first byte, holding no buffer and not yet the
+ * parser's array of fields: an exchange that waits is mostly this wait,
+ * and what it touches of a coroutine's stack stays resident while it
+ * waits. It also spares the read that would only say EAGAIN. Returns 0
+ * or -errno.
+ */
+static int
+answerWait(Exchange* ex)
+{
+    CorTransport* t = corConnTransport(ex->c);
+    short revents;
+    int ms;
+    int rc;
+
+    if (corTransportPending(t)) {
+        return 0;
+    }
+    ms = waitMs(ex);
+    rc = ms == -ETIMEDOUT ? 0 : corRestWaitFd(t->fd, POLLIN, ms, &revents);
+    if (rc < 0) {
+        return readFailSay(ex, -errno, "before the answer's head");
+    }
+    if (rc == 0) {
+        timeoutSay(ex);
+        return -ETIMEDOUT;
+    }
+    return 0;
+}
+
+/* Room in the head's buffer for more bytes: it starts small and grows to
+ * the limit. */
 static int
 headRoom(Exchange* ex)
 {
     size_t cap = ex->cap == 0 ? 2048 : ex->cap * 2;
     char* buf;
-    short revents;
 
     if (ex->len < ex->cap) {
         return 0;
-    }
-    if (ex->cap == 0 && !corTransportPending(corConnTransport(ex->c))) {
-        int ms = waitMs(ex);
-        int rc = ms == -ETIMEDOUT ? 0
-                 : corRestWaitFd(corConnTransport(ex->c)->fd, POLLIN, ms,
-                                 &revents);
-
-        if (rc <= 0) {
-            return readFailSay(ex, rc == 0 ? -ETIMEDOUT : -errno,
-                               "before the answer's head");
-        }
     }
     if (cap > COR_HTTP_CLIENT_HEAD_MAX + 1) {
         cap = COR_HTTP_CLIENT_HEAD_MAX + 1;
@@ -335,8 +352,9 @@ headersKeep(Exchange* ex, const CorHttpResponseHead* head)
 }
 
 /* Read the answer's head and learn how its body is framed. Returns 0 or
- * -errno. */
-static int
+ * -errno. Never inlined: its array of fields must not be on the stack
+ * while the exchange waits for the answer (answerWait). */
+static __attribute__((noinline)) int
 answerOpen(Exchange* ex)
 {
     CorHttpHeader fields[COR_HTTP_CLIENT_FIELDS_MAX];
@@ -519,6 +537,9 @@ attempt(Exchange* ex, const CorHttpClientUrl* url, const char* request,
     if (rc == 0) {
         ex->firstByteDeadline = deadlineOf(q->firstByteTimeoutMs,
                                            corEvClockMs());
+        rc = answerWait(ex);
+    }
+    if (rc == 0) {
         rc = answerOpen(ex);
     }
     if (rc < 0) {
@@ -542,6 +563,26 @@ responseReset(CorHttpClientResponse* res)
     res->status = 0;
 }
 
+/* An attempt, and the one retry when the peer closed the pooled
+ * connection under the request. Returns 0 or -errno. */
+static int
+attemptTwice(Exchange* ex, const CorHttpClientUrl* url, const char* request,
+             size_t requestLen)
+{
+    int rc = attempt(ex, url, request, requestLen);
+
+    if (rc == 1) {
+        ex->res->retried = true;
+        responseReset(ex->res);
+        ex->res->error[0] = '\0';
+        rc = attempt(ex, url, request, requestLen);
+        if (rc == 1) {
+            rc = -ECONNRESET;   /* a new connection is never "pooled" */
+        }
+    }
+    return rc;
+}
+
 /* Open ex (on the caller's memory): send and read the head, with the one
  * retry. Returns 0 or -errno, res->error said. */
 static int
@@ -557,44 +598,40 @@ exchangeOpen(Exchange* ex, const CorHttpClientRequest* req,
     *ex = (Exchange){ .req = req, .res = res, .c = NULL,
                       .firstByteTimeoutMs = req->firstByteTimeoutMs,
                       .totalTimeoutMs = req->totalTimeoutMs };
-    rc = corHttpClientUrlParse(req->url, &url, res->error, sizeof(res->error));
+    rc = corHttpClientUrlParse(req->url, &url, res->error,
+                               sizeof(res->error));
     if (rc == 0) {
         rc = corHttpClientRequestCheck(req, res->error, sizeof(res->error));
     }
     if (rc < 0) {
-        return rc;
+        goto failed;
     }
     ex->totalDeadline = deadlineOf(req->totalTimeoutMs, corEvClockMs());
     request = corHttpClientRequestHead(req, &url, &requestLen,
                                        &ex->wantClose);
     if (request == NULL) {
-        snprintf(res->error, sizeof(res->error), "no memory");
-        return -ENOMEM;
+        rc = -ENOMEM;
+        goto failed;
     }
-    rc = attempt(ex, &url, request, requestLen);
-    if (rc == 1) {
-        /* The peer closed the pooled connection under the request. */
-        res->retried = true;
-        responseReset(res);
-        res->error[0] = '\0';
-        rc = attempt(ex, &url, request, requestLen);
-        if (rc == 1) {
-            rc = -ECONNRESET;   /* a new connection is never "pooled" */
-        }
+    rc = attemptTwice(ex, &url, request, requestLen);
+    if (rc < 0) {
+        goto failed;
     }
     free(request);
     ex->req = NULL;
-    if (rc < 0) {
-        free(ex->buf);
-        ex->buf = NULL;
-        responseReset(res);
-        if (res->error[0] == '\0') {
-            snprintf(res->error, sizeof(res->error), "%s", strerror(-rc));
-        }
-        return rc;
-    }
     res->head = ex->buf;        /* the headers point into it */
     return 0;
+
+failed:
+    free(request);
+    ex->req = NULL;
+    free(ex->buf);
+    ex->buf = NULL;
+    responseReset(res);
+    if (res->error[0] == '\0') {
+        snprintf(res->error, sizeof(res->error), "%s", strerror(-rc));
+    }
+    return rc;
 }
 
 /* Done with an opened ex: its connection back to the pool when the

@@ -33,7 +33,9 @@
 #include <string.h>
 #include <strings.h>
 
-/* What one read of the answer's body asks for. */
+/* What one read of the answer's body asks for: the first read, on the
+ * stack (most answers fit), then each read of a longer one. */
+#define FORWARD_FIRST_BYTES 2048
 #define FORWARD_READ_BYTES 16384
 
 /* The groups; the module's, from init to exit. */
@@ -169,39 +171,45 @@ bodyStream(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
     corResponseStreamEnd(r);
 }
 
-/* The head is in: pass the answer on. A body that came whole with its
- * first read goes as one response; a longer one is streamed. */
-static void
+/* The head is in: pass the answer on. A body that comes whole with its
+ * first read (a small one) goes as one response; a longer one is
+ * streamed. Never inlined: its buffer must not be on the stack while the
+ * request waits for the upstream (what a wait touches stays resident). */
+static __attribute__((noinline)) void
 answerPass(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
            CorHttpClientResponse* res)
 {
+    char first[FORWARD_FIRST_BYTES];
     const char* type;
-    char* buf = NULL;
+    char* buf;
     ssize_t n = 0;
 
-    if (forwardResponseHeaders(r, res, &type) < 0
-        || (!corHttpClientBodyDone(x)
-            && (buf = malloc(FORWARD_READ_BYTES)) == NULL)) {
+    if (forwardResponseHeaders(r, res, &type) < 0) {
         corRespondStatic(r, 500, "text/plain", "no memory\n", 10);
         return;
     }
-    if (buf != NULL) {
-        n = corHttpClientBodyRead(x, buf, FORWARD_READ_BYTES,
-                                  g->readTimeoutMs);
+    if (!corHttpClientBodyDone(x)) {
+        n = corHttpClientBodyRead(x, first, sizeof(first), g->readTimeoutMs);
     }
     if (n < 0) {
         if (n != -ECANCELED) {
             corLog(COR_LOG_ERROR, "forward %s: %s", g->name, res->error);
         }
         failRespond(r, (int)n);
-    } else if (corHttpClientBodyDone(x)) {
-        corRespond(r, res->status, type, buf, (size_t)n);
-    } else if (corResponseStreamStart(r, res->status, type) == 0) {
-        if (corResponseStreamWrite(r, buf, (size_t)n) < 0) {
-            corResponseStreamAbort(r);
-        } else {
-            bodyStream(r, g, x, res, buf);
-        }
+        return;
+    }
+    if (corHttpClientBodyDone(x)) {
+        corRespond(r, res->status, type, first, (size_t)n);
+        return;
+    }
+    if (corResponseStreamStart(r, res->status, type) != 0) {
+        return;
+    }
+    buf = malloc(FORWARD_READ_BYTES);
+    if (buf == NULL || corResponseStreamWrite(r, first, (size_t)n) < 0) {
+        corResponseStreamAbort(r);
+    } else {
+        bodyStream(r, g, x, res, buf);
     }
     free(buf);
 }
