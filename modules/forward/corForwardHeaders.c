@@ -12,7 +12,6 @@
 #include "corForwardInt.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -51,6 +50,19 @@ hopByHop(const CorHeader* h, const CorHeader* all, unsigned count)
     return false;
 }
 
+/* Append s[0..len) to the comma list that starts at out and ends at p;
+ * the new end. (No printf: this runs for every request.) */
+static char*
+listAppend(char* p, const char* out, const char* s, size_t len)
+{
+    if (p != out) {
+        memcpy(p, ", ", 2);
+        p += 2;
+    }
+    memcpy(p, s, len);
+    return p + len;
+}
+
 /* The values of every field named name joined with ", ", then tail (when
  * not NULL), in r's arena; NULL when there is nothing, or no memory
  * (*failed set). */
@@ -75,12 +87,11 @@ joined(CorRequest* r, const CorHeader* all, unsigned count,
     }
     for (unsigned i = 0; i < count; i++) {
         if (nameIs(&all[i], name) && all[i].valueLen > 0) {
-            p += sprintf(p, "%s%.*s", p == out ? "" : ", ",
-                         (int)all[i].valueLen, all[i].value);
+            p = listAppend(p, out, all[i].value, all[i].valueLen);
         }
     }
     if (tail != NULL) {
-        p += sprintf(p, "%s%s", p == out ? "" : ", ", tail);
+        p = listAppend(p, out, tail, strlen(tail));
     }
     *p = '\0';
     return out;
