@@ -495,12 +495,10 @@ corHttpClientBodyDone(const CorHttpClientExchange* x)
 
 /* ---- One attempt, and the exchange --------------------------------------- */
 
-/* Send the request and read the answer's head on a connection. Returns 0
- * (ex->c open), 1 when a pooled connection failed before the answer's
- * first byte (send again on a new one), or -errno (ex->c closed). */
+/* A connection for the exchange: pooled or new, within the deadlines.
+ * Returns 0 (ex->c set) or -errno (res->error said). */
 static int
-attempt(Exchange* ex, const CorHttpClientUrl* url, const char* request,
-        size_t requestLen)
+connOpen(Exchange* ex, const CorHttpClientUrl* url)
 {
     const CorHttpClientRequest* q = ex->req;
     CorConnTarget target = {
@@ -526,7 +524,19 @@ attempt(Exchange* ex, const CorHttpClientUrl* url, const char* request,
     }
     ex->c = corConnOpen(&target, &rc, ex->res->error,
                         sizeof(ex->res->error));
-    if (ex->c == NULL) {
+    return ex->c != NULL ? 0 : rc;
+}
+
+/* Send the request and read the answer's head on a connection. Returns 0
+ * (ex->c open), 1 when a pooled connection failed before the answer's
+ * first byte (send again on a new one), or -errno (ex->c closed). */
+static int
+attempt(Exchange* ex, const CorHttpClientUrl* url, const char* request,
+        size_t requestLen)
+{
+    int rc = connOpen(ex, url);
+
+    if (rc < 0) {
         return rc;
     }
     ex->res->reused = corConnReused(ex->c);
@@ -535,7 +545,7 @@ attempt(Exchange* ex, const CorHttpClientUrl* url, const char* request,
     ex->len = 0;
     rc = requestSend(ex, request, requestLen);
     if (rc == 0) {
-        ex->firstByteDeadline = deadlineOf(q->firstByteTimeoutMs,
+        ex->firstByteDeadline = deadlineOf(ex->firstByteTimeoutMs,
                                            corEvClockMs());
         rc = answerWait(ex);
     }
