@@ -23,8 +23,8 @@
 /* Whether the comma list value (one header's) holds token, compared
  * without case; with slash, "token/anything" matches too. */
 static bool
-listHas(const char* value, size_t len, const char* token, size_t tokenLen,
-        bool slash)
+listHasLen(const char* value, size_t len, const char* token, size_t tokenLen,
+           bool slash)
 {
     size_t i = 0;
 
@@ -58,7 +58,13 @@ listHas(const char* value, size_t len, const char* token, size_t tokenLen,
 bool
 corHeaderListHas(const CorHeader* h, const char* token, size_t tokenLen)
 {
-    return listHas(h->value, h->valueLen, token, tokenLen, false);
+    return listHasLen(h->value, h->valueLen, token, tokenLen, false);
+}
+
+static bool
+listHas(const char* value, size_t len, const char* token, bool slash)
+{
+    return listHasLen(value, len, token, strlen(token), slash);
 }
 
 /* Whether any header called name lists token. */
@@ -73,8 +79,7 @@ headerHas(const CorRequest* r, const char* name, const char* token,
 
         if (h->nameLen == nameLen
             && strncasecmp(h->name, name, nameLen) == 0
-            && listHas(h->value, h->valueLen, token, strlen(token),
-                       slash)) {
+            && listHas(h->value, h->valueLen, token, slash)) {
             return true;
         }
     }
