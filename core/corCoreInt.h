@@ -188,9 +188,10 @@ unsigned corRequestsFinishing(void);
 void corRequestHold(CorRequest* r);
 void corRequestLetGo(CorRequest* r);
 
-/* Streams (corStream.c): the head is out, pieces may follow; and the
- * stream's memory, at the request's end. */
-void corStreamHeadSent(CorRequest* r);
+/* Streams (corStream.c): the handler returned (the head goes out if it
+ * has not, and the end may follow); and the stream's memory, at the
+ * request's end. */
+void corStreamServed(CorRequest* r);
 void corStreamFree(CorRequest* r);
 
 /* ---- Upgrades (corUpgrade.c) --------------------------------------------- */

@@ -462,10 +462,7 @@ served(CorRequest* r)
                    "the handler gave no response\n", 29);
     }
     if (r->stream != NULL) {
-        CorRequest* streamed = r;
-
-        r->ops->done(r);
-        corStreamHeadSent(streamed);    /* the pieces may follow now */
+        corStreamServed(r);     /* its head is out, or goes now */
         return;
     }
     r->ops->done(r);

@@ -67,6 +67,8 @@ typedef struct Peer {
     bool tls;
     int connectTimeoutMs;
     PeerState state;
+    bool connected;             /* the connect succeeded: queued frames
+                                 * went (or go) out */
     bool served;                /* an answer came on it: a call that finds
                                  * it closed may go again */
     unsigned refs;              /* the loop's list, the connector, calls */
@@ -360,6 +362,7 @@ peerConnect(void* arg)
     } else {
         p->conn = conn;
         p->state = PEER_READY;
+        p->connected = true;
         if (corEvIoStart(p->loop, &p->io, corConnTransport(conn)->fd,
                          EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, peerIo)
             != 0) {
@@ -469,6 +472,7 @@ corCorCallOnLoop(const CorCorCall* c, CorCorMessage* answer,
     peerFlush(p);
     rc = callWait(p, &call, c->deadlineMs);
     out->retry = rc == -ECONNRESET && served;
+    out->sent = p->connected;
     if (rc < 0 && p->failure != 0 && rc == p->failure) {
         snprintf(why, whyLen, "%s", p->why);
     } else if (rc == -ETIMEDOUT || rc == -ECANCELED) {

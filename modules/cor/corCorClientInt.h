@@ -27,6 +27,8 @@ typedef struct {
 typedef struct {
     bool reused;                /* on a connection that was there before */
     bool retry;                 /* it failed so that it may go once more */
+    bool sent;                  /* the REQUEST went to a server: a
+                                 * failure after may have been acted on */
 } CorCorOutcome;
 
 /*

@@ -239,6 +239,7 @@ corCorCallOnThread(const CorCorCall* c, CorCorMessage* answer,
     }
     out->reused = reused;
     id = ++p->nextId;
+    out->sent = true;
     rc = frameSend(p, COR_COR_REQUEST, id, c->tree, c->deadlineMs, why,
                    whyLen);
     if (rc == 0) {

@@ -11,8 +11,8 @@
 #include <string.h>
 #include <time.h>
 
-static void
-peerText(const struct sockaddr_storage* peer, char* out, size_t size)
+void
+httpPeerText(const struct sockaddr_storage* peer, char* out, size_t size)
 {
     if (peer->ss_family == AF_INET6) {
         inet_ntop(AF_INET6, &((const struct sockaddr_in6*)peer)->sin6_addr,
@@ -75,7 +75,7 @@ httpAccessLog(const HttpConn* c, const HttpRequest* req, size_t bytes)
     struct tm tm;
     int n;
 
-    peerText(&c->peer, peer, sizeof(peer));
+    httpPeerText(&c->peer, peer, sizeof(peer));
     quoted(target, sizeof(target), req->target, req->targetLen, json);
     value = headerOr(req, "User-Agent", &len);
     quoted(agent, sizeof(agent), value, len, json);

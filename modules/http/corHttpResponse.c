@@ -164,8 +164,8 @@ appendHead(HttpConn* c, int status, const char* contentType, size_t length,
     at = put(at, reason, strlen(reason));
     at = PUT_LITERAL(at, "\r\nServer: cor\r\nDate: ");
     at = put(at, httpDate(c->hl), 29);
-    if (status >= 100 && status < 200) {
-        /* A 1xx has no body and says nothing of one (RFC 9110 8.6). */
+    if ((status >= 100 && status < 200) || status == 204 || status == 304) {
+        /* These have no body and say nothing of one (RFC 9110 8.6). */
     } else if (length != SIZE_MAX) {
         at = PUT_LITERAL(at, "\r\nContent-Length: ");
         at = putDecimal(at, length);

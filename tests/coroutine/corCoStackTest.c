@@ -7,6 +7,7 @@
 #include "corCo.h"
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -151,8 +152,77 @@ START_TEST(test_untouched_stack_costs_nothing)
 }
 END_TEST
 
+/* A deep call that leaves 24 KiB of the stack touched below its caller. */
+static __attribute__((noinline)) void
+touchDeep(void)
+{
+    volatile char deep[24 * 1024];
+
+    for (size_t i = 0; i < sizeof(deep); i += 64) {
+        deep[i] = 1;
+    }
+}
+
+/* Touch deep, then wait (yield) with or without giving the pages back;
+ * the caller's own frame must come through whole. */
+static void
+deepThenWait(void* arg)
+{
+    volatile char mine[256];
+
+    for (size_t i = 0; i < sizeof(mine); i++) {
+        mine[i] = 7;
+    }
+    touchDeep();
+    if (arg != NULL) {
+        ck_assert_int_eq(corCoStackTrim(), 0);
+    }
+    corCoYield();
+    for (size_t i = 0; i < sizeof(mine); i++) {
+        ck_assert_int_eq(mine[i], 7);
+    }
+    touchDeep();                /* the pages come back, as zeros first */
+}
+
+/* Resident bytes per coroutine of COUNT that touched deep and wait. */
+static long
+deepWaiting(bool trim)
+{
+    enum { COUNT = 500 };
+    static CorCo* cos[COUNT];
+    long before = residentBytes();
+    long perCoroutine;
+
+    for (int i = 0; i < COUNT; i++) {
+        cos[i] = corCoCreate(deepThenWait, trim ? cos : NULL);
+        ck_assert_ptr_nonnull(cos[i]);
+        ck_assert(!corCoResume(cos[i]));
+    }
+    perCoroutine = (residentBytes() - before) / COUNT;
+    for (int i = 0; i < COUNT; i++) {
+        ck_assert(corCoResume(cos[i]));
+        corCoDestroy(cos[i]);
+    }
+    return perCoroutine;
+}
+
+START_TEST(test_trim_gives_back_what_a_deep_call_touched)
+{
+    long kept;
+    long trimmed;
+
+    corCoPoolMaxSet(0);         /* fresh stacks: none touched before */
+    kept = deepWaiting(false);
+    trimmed = deepWaiting(true);
+    ck_assert_msg(kept >= 24 * 1024, "%ld bytes kept", kept);
+    ck_assert_msg(trimmed <= 8 * 1024, "%ld bytes after the trim", trimmed);
+    ck_assert_int_eq(corCoStackTrim(), 0);     /* not a coroutine: nothing */
+}
+END_TEST
+
 COR_TEST_SUITE(corCoStack)
 {
+    tcase_add_test(tc, test_trim_gives_back_what_a_deep_call_touched);
     tcase_add_test(tc, test_overflow_is_reported_then_dies_of_sigsegv);
     tcase_add_test(tc, test_overflow_report_names_the_stack_size);
     tcase_add_test(tc, test_untouched_stack_costs_nothing);

@@ -74,5 +74,15 @@ long corSummaryCount(const char* out, const char* label);
 /* A metric's value from /metrics, or -1. */
 long corMetric(int port, const char* name);
 long corNowMs(void);
+/* How many lines of s's log hold text (as it is, not a pattern). */
+int corServerLogCount(const CorServer* s, const char* text);
+/* The server's generation (the master's one child), or -1. */
+pid_t corServerGeneration(const CorServer* s);
+/* A /proc/PID/status field ("VmRSS", "VmHWM") in kB, or -1. */
+long corProcStatusKb(pid_t pid, const char* field);
+/* Start tests/integration/corHttpUpstream (beside the running test
+ * program) on a free loopback port; its PID, with the port in *portP, or
+ * -1. Stop it with kill and waitpid. */
+pid_t corUpstreamStart(int* portP);
 
 #endif /* COR_SERVER_H */
