@@ -525,18 +525,6 @@ corTestCertsRemove(const char* dir)
     }
 }
 
-int
-corServerLogCount(const CorServer* s, const char* text)
-{
-    char command[512];
-    char out[32];
-
-    snprintf(command, sizeof(command), "grep -c -F -e '%s' %s", text,
-             s->log);
-    corShell(command, out, sizeof(out));
-    return atoi(out);
-}
-
 pid_t
 corServerGeneration(const CorServer* s)
 {

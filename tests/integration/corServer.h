@@ -74,8 +74,6 @@ long corSummaryCount(const char* out, const char* label);
 /* A metric's value from /metrics, or -1. */
 long corMetric(int port, const char* name);
 long corNowMs(void);
-/* How many lines of s's log hold text (as it is, not a pattern). */
-int corServerLogCount(const CorServer* s, const char* text);
 /* The server's generation (the master's one child), or -1. */
 pid_t corServerGeneration(const CorServer* s);
 /* A /proc/PID/status field ("VmRSS", "VmHWM") in kB, or -1. */
