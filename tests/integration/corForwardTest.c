@@ -65,19 +65,6 @@ static const char* configFormat =
     "  - { match: \"/*\", handler: backend }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
-static const char* tlsUpstreamFormat =
-    "runtime: { loops: 1, workers: 1 }\n"
-    "listen:\n"
-    "  - protocol: https\n"
-    "    address: 127.0.0.1:{PORT}\n"
-    "    tls: { certificate: %s/server.pem, key: %s/server.key }\n"
-    "modules:\n"
-    "  - { load: http }\n"
-    "  - { load: hello }\n"
-    "routes:\n"
-    "  - { match: \"GET /hello\", handler: hello }\n"
-    "log: { pid_file: {DIR}/cor.pid }\n";
-
 /* A loopback port where nothing listens: bound, never listened on. */
 static int
 portDead(void)
@@ -106,8 +93,7 @@ setUp(void)
         ck_assert_int_gt(upstreamPid[i], 0);
     }
     deadPort = portDead();
-    snprintf(yaml, sizeof(yaml), tlsUpstreamFormat, certs, certs);
-    ck_assert_int_eq(corServerStart(&tlsUpstream, yaml), 0);
+    ck_assert_int_eq(corServerStartHttpsHello(&tlsUpstream, certs), 0);
     snprintf(yaml, sizeof(yaml), configFormat, certs, upstreamPort[0],
              upstreamPort[0], upstreamPort[0], upstreamPort[0],
              upstreamPort[1], deadPort, deadPort, tlsUpstream.port);

@@ -60,6 +60,10 @@ void corTestCertsRemove(const char* dir);
 /* A metric's value from /metrics, or -1. */
 long corMetric(int port, const char* name);
 long corNowMs(void);
+/* Start cor as an https server of the hello module (GET /hello) with the
+ * test certificates of certDir (corTestCertsMake): an upstream for the
+ * clients' tests. Returns 0 or -1, as corServerStart. */
+int corServerStartHttpsHello(CorServer* s, const char* certDir);
 /* How many lines of s's log hold text (as it is, not a pattern). */
 int corServerLogCount(const CorServer* s, const char* text);
 /* The server's generation (the master's one child), or -1. */
