@@ -33,7 +33,7 @@ static const char* configFormat =
     "runtime:\n"
     "  loops: 1\n"
     "  workers: 2\n"
-    "  coroutines: { enabled: {COROUTINES} }\n"
+    "  coroutines: { enabled: {COROUTINES}, per_loop: 2 }\n"
     "  stop_timeout: 5s\n"
     "listen:\n"
     "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
@@ -358,6 +358,26 @@ START_TEST(test_round_robin_skips_a_dead_server)
 }
 END_TEST
 
+/* More forwards at once than the loop's coroutines (runtime.coroutines.
+ * per_loop: 2): those past the cap run on workers, and all are answered. */
+START_TEST(test_past_the_coroutine_cap)
+{
+    char command[512];
+    long before = corMetric(server.port, "cor_coroutine_fallbacks_total");
+
+    snprintf(command, sizeof(command), "for i in 1 2 3 4; do curl -s "
+             "--max-time 10 'http://127.0.0.1:%d/sleep?ms=300' & done; wait",
+             server.port);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "sleptsleptsleptslept");
+    if (corTestCoroutines()) {
+        ck_assert_int_ge(corMetric(server.port,
+                                   "cor_coroutine_fallbacks_total"),
+                         before + 2);
+    }
+}
+END_TEST
+
 /* ---- Configuration ------------------------------------------------------- */
 
 /* cor -t names the file and line of each mistake. */
@@ -411,5 +431,6 @@ COR_TEST_SUITE(corForward)
     tcase_add_test(tc, test_502_when_nothing_answers);
     tcase_add_test(tc, test_504_past_the_read_timeout);
     tcase_add_test(tc, test_round_robin_skips_a_dead_server);
+    tcase_add_test(tc, test_past_the_coroutine_cap);
     tcase_add_test(tc, test_bad_yaml_refused_at_its_line);
 }
