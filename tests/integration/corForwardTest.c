@@ -196,6 +196,7 @@ START_TEST(test_each_framing_passed_on)
     ck_assert_int_eq(curl("-I", "/cl"), 0);
     CHECK_HAS("HTTP/1.1 200");
     CHECK_HAS("X-Test: cl");
+    CHECK_HAS("\nContent-Length: 5\r");     /* what a GET would get */
     /* Over TLS, verified with the test CA (client.ca_file). */
     ck_assert_int_eq(curl("", "/hello"), 0);
     CHECK_HAS("hello");
