@@ -103,8 +103,8 @@ upstreamOpen(CorRequest* r, ForwardGroup* g, CorHttpClientRequest* q,
             corHttpClientResponseFree(res);
         }
         rc = corHttpClientOpen(q, res, xP);
-        if (rc == 0 || rc == -ECANCELED) {
-            return rc;
+        if (rc == 0 || rc == -ECANCELED || rc == -EINVAL || rc == -ENOMEM) {
+            return rc;          /* answered, or not the server's failure */
         }
         corLog(COR_LOG_ERROR, "forward %s: upstream %s: %s", g->name,
                s->url, res->error);
