@@ -103,11 +103,14 @@ upstreamOpen(CorRequest* r, ForwardGroup* g, CorHttpClientRequest* q,
             corHttpClientResponseFree(res);
         }
         rc = corHttpClientOpen(q, res, xP);
-        if (rc == 0 || rc == -ECANCELED || rc == -EINVAL || rc == -ENOMEM) {
-            return rc;          /* answered, or not the server's failure */
+        if (rc == 0 || rc == -ECANCELED) {
+            return rc;
         }
         corLog(COR_LOG_ERROR, "forward %s: upstream %s: %s", g->name,
                s->url, res->error);
+        if (rc == -EINVAL || rc == -ENOMEM) {
+            return rc;          /* not the server's failure */
+        }
         if (!res->sent) {
             atomic_store(&s->downUntil, corEvClockMs() + g->failTimeoutMs);
         } else if (!idempotent(q->method)
