@@ -273,7 +273,8 @@ END_TEST
 START_TEST(test_answer_cut_mid_body)
 {
     ck_assert_int_eq(curl("", "/die"), 18);
-    ck_assert_int_eq(corServerLogCount(&server, "closed the connection in the middle"), 1);
+    ck_assert_int_eq(corServerLogCount(&server, "closed the connection in "
+                                       "the middle"), 1);
 }
 END_TEST
 
