@@ -399,8 +399,10 @@ void corUpgradedClose(CorUpgraded* u);
 struct CorProtocolOps {
     /* The response is set (by the handler, or a failure status): send it,
      * then call corRequestSent() once it is out (or failed). A streamed
-     * response gets its head here, its pieces through streamData and its
-     * end through streamEnd; corRequestSent follows the end. */
+     * response gets its head here (as soon as the stream starts: its
+     * handler may still run), its pieces through streamData and its end
+     * through streamEnd, once the handler returned; corRequestSent
+     * follows the end. */
     void (*done)(CorRequest* r);
     /* The post-response phase is over: the request may be freed. */
     void (*release)(CorRequest* r);

@@ -226,11 +226,11 @@ roomWaitOnLoop(CorStream* s)
     }
     pthread_mutex_unlock(&s->lock);
     rc = corCoLoopPark(&s->writer, STREAM_PARK_MS);
-    pthread_mutex_lock(&s->lock);
     if (rc < 0) {
-        return errno == ECANCELED ? -EPIPE : -EAGAIN;
+        rc = errno == ECANCELED ? -EPIPE : -EAGAIN;
     }
-    return 0;
+    pthread_mutex_lock(&s->lock);
+    return rc < 0 ? rc : 0;
 }
 
 int

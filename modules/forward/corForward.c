@@ -108,6 +108,9 @@ upstreamOpen(CorRequest* r, ForwardGroup* g, CorHttpClientRequest* q,
         }
         corLog(COR_LOG_ERROR, "forward %s: upstream %s: %s", g->name,
                s->url, res->error);
+        if (rc == -EINVAL || rc == -ENOMEM) {
+            return rc;          /* not the server's failure */
+        }
         if (!res->sent) {
             atomic_store(&s->downUntil, corEvClockMs() + g->failTimeoutMs);
         } else if (!idempotent(q->method)

@@ -164,12 +164,14 @@ copyOf(CorRequest* r, const char* s, size_t len)
     return out;
 }
 
-/* Fields of an answer this hop writes itself. */
+/* Fields of an answer this hop writes itself. The length of the answer
+ * to a HEAD is the upstream's (what a GET would get), not this hop's. */
 static bool
-responseOwn(const CorHeader* h)
+responseOwn(const CorRequest* r, const CorHeader* h)
 {
-    return nameIs(h, "content-length") || nameIs(h, "content-type")
-           || nameIs(h, "server") || nameIs(h, "date");
+    return (nameIs(h, "content-length") && !r->head)
+           || nameIs(h, "content-type") || nameIs(h, "server")
+           || nameIs(h, "date");
 }
 
 int
@@ -188,7 +190,7 @@ forwardResponseHeaders(CorRequest* r, const CorHttpClientResponse* res,
         char* name;
         char* value;
 
-        if (responseOwn(h) || hopByHop(h, res->headers, res->headerCount)) {
+        if (responseOwn(r, h) || hopByHop(h, res->headers, res->headerCount)) {
             continue;
         }
         name = copyOf(r, h->name, h->nameLen);

@@ -55,8 +55,9 @@ int forwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
 /*
  * Set the end-to-end headers of an upstream's answer on r (hop-by-hop
  * ones, the framing, Server and Date, which this hop writes, are left
- * out), and return its Content-Type as a string in r's arena (NULL when
- * it has none). Returns 0 or -ENOMEM.
+ * out; a HEAD keeps the upstream's Content-Length), and return its
+ * Content-Type as a string in r's arena (NULL when it has none). Returns
+ * 0 or -ENOMEM.
  */
 int forwardResponseHeaders(CorRequest* r, const CorHttpClientResponse* res,
                            const char** contentTypeP);

@@ -7,7 +7,6 @@
 #include "corCo.h"
 
 #include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -118,6 +117,29 @@ residentBytes(void)
     return resident * sysconf(_SC_PAGESIZE);
 }
 
+/* Resident bytes per coroutine of count, each run to its first yield
+ * (fn(arg)), then resumed to its end. */
+static long
+residentPerCoroutine(CorCoFn fn, void* arg, int count)
+{
+    static CorCo* cos[2000];
+    long before = residentBytes();
+    long perCoroutine;
+
+    ck_assert_int_le(count, 2000);
+    for (int i = 0; i < count; i++) {
+        cos[i] = corCoCreate(fn, arg);
+        ck_assert_ptr_nonnull(cos[i]);
+        ck_assert(!corCoResume(cos[i]));
+    }
+    perCoroutine = (residentBytes() - before) / count;
+    for (int i = 0; i < count; i++) {
+        ck_assert(corCoResume(cos[i]));
+        corCoDestroy(cos[i]);
+    }
+    return perCoroutine;
+}
+
 static void
 touchALittle(void* arg)
 {
@@ -131,21 +153,8 @@ touchALittle(void* arg)
 
 START_TEST(test_untouched_stack_costs_nothing)
 {
-    enum { COUNT = 2000 };
-    static CorCo* cos[COUNT];
-    long before = residentBytes();
-    long perCoroutine;
+    long perCoroutine = residentPerCoroutine(touchALittle, NULL, 2000);
 
-    for (int i = 0; i < COUNT; i++) {
-        cos[i] = corCoCreate(touchALittle, NULL);
-        ck_assert_ptr_nonnull(cos[i]);
-        ck_assert(!corCoResume(cos[i]));
-    }
-    perCoroutine = (residentBytes() - before) / COUNT;
-    for (int i = 0; i < COUNT; i++) {
-        ck_assert(corCoResume(cos[i]));
-        corCoDestroy(cos[i]);
-    }
     /* 256 KiB of address space each; a page or two of it resident. */
     ck_assert_msg(perCoroutine < 16 * 1024,
                   "%ld resident bytes per coroutine", perCoroutine);
@@ -184,36 +193,14 @@ deepThenWait(void* arg)
     touchDeep();                /* the pages come back, as zeros first */
 }
 
-/* Resident bytes per coroutine of COUNT that touched deep and wait. */
-static long
-deepWaiting(bool trim)
-{
-    enum { COUNT = 500 };
-    static CorCo* cos[COUNT];
-    long before = residentBytes();
-    long perCoroutine;
-
-    for (int i = 0; i < COUNT; i++) {
-        cos[i] = corCoCreate(deepThenWait, trim ? cos : NULL);
-        ck_assert_ptr_nonnull(cos[i]);
-        ck_assert(!corCoResume(cos[i]));
-    }
-    perCoroutine = (residentBytes() - before) / COUNT;
-    for (int i = 0; i < COUNT; i++) {
-        ck_assert(corCoResume(cos[i]));
-        corCoDestroy(cos[i]);
-    }
-    return perCoroutine;
-}
-
 START_TEST(test_trim_gives_back_what_a_deep_call_touched)
 {
     long kept;
     long trimmed;
 
     corCoPoolMaxSet(0);         /* fresh stacks: none touched before */
-    kept = deepWaiting(false);
-    trimmed = deepWaiting(true);
+    kept = residentPerCoroutine(deepThenWait, NULL, 500);
+    trimmed = residentPerCoroutine(deepThenWait, &kept, 500);
     ck_assert_msg(kept >= 24 * 1024, "%ld bytes kept", kept);
     ck_assert_msg(trimmed <= 8 * 1024, "%ld bytes after the trim", trimmed);
     ck_assert_int_eq(corCoStackTrim(), 0);     /* not a coroutine: nothing */

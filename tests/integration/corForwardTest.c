@@ -33,7 +33,7 @@ static const char* configFormat =
     "runtime:\n"
     "  loops: 1\n"
     "  workers: 2\n"
-    "  coroutines: { enabled: {COROUTINES} }\n"
+    "  coroutines: { enabled: {COROUTINES}, per_loop: 2 }\n"
     "  stop_timeout: 5s\n"
     "listen:\n"
     "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
@@ -65,19 +65,6 @@ static const char* configFormat =
     "  - { match: \"/*\", handler: backend }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
-static const char* tlsUpstreamFormat =
-    "runtime: { loops: 1, workers: 1 }\n"
-    "listen:\n"
-    "  - protocol: https\n"
-    "    address: 127.0.0.1:{PORT}\n"
-    "    tls: { certificate: %s/server.pem, key: %s/server.key }\n"
-    "modules:\n"
-    "  - { load: http }\n"
-    "  - { load: hello }\n"
-    "routes:\n"
-    "  - { match: \"GET /hello\", handler: hello }\n"
-    "log: { pid_file: {DIR}/cor.pid }\n";
-
 /* A loopback port where nothing listens: bound, never listened on. */
 static int
 portDead(void)
@@ -106,8 +93,7 @@ setUp(void)
         ck_assert_int_gt(upstreamPid[i], 0);
     }
     deadPort = portDead();
-    snprintf(yaml, sizeof(yaml), tlsUpstreamFormat, certs, certs);
-    ck_assert_int_eq(corServerStart(&tlsUpstream, yaml), 0);
+    ck_assert_int_eq(corServerStartHttpsHello(&tlsUpstream, certs), 0);
     snprintf(yaml, sizeof(yaml), configFormat, certs, upstreamPort[0],
              upstreamPort[0], upstreamPort[0], upstreamPort[0],
              upstreamPort[1], deadPort, deadPort, tlsUpstream.port);
@@ -210,6 +196,7 @@ START_TEST(test_each_framing_passed_on)
     ck_assert_int_eq(curl("-I", "/cl"), 0);
     CHECK_HAS("HTTP/1.1 200");
     CHECK_HAS("X-Test: cl");
+    CHECK_HAS("\nContent-Length: 5\r");     /* what a GET would get */
     /* Over TLS, verified with the test CA (client.ca_file). */
     ck_assert_int_eq(curl("", "/hello"), 0);
     CHECK_HAS("hello");
@@ -286,7 +273,8 @@ END_TEST
 START_TEST(test_answer_cut_mid_body)
 {
     ck_assert_int_eq(curl("", "/die"), 18);
-    ck_assert_int_eq(corServerLogCount(&server, "closed the connection in the middle"), 1);
+    ck_assert_int_eq(corServerLogCount(&server, "closed the connection in "
+                                       "the middle"), 1);
 }
 END_TEST
 
@@ -372,6 +360,26 @@ START_TEST(test_round_robin_skips_a_dead_server)
 }
 END_TEST
 
+/* More forwards at once than the loop's coroutines (runtime.coroutines.
+ * per_loop: 2): those past the cap run on workers, and all are answered. */
+START_TEST(test_past_the_coroutine_cap)
+{
+    char command[512];
+    long before = corMetric(server.port, "cor_coroutine_fallbacks_total");
+
+    snprintf(command, sizeof(command), "for i in 1 2 3 4; do curl -s "
+             "--max-time 10 'http://127.0.0.1:%d/sleep?ms=300' & done; wait",
+             server.port);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "sleptsleptsleptslept");
+    if (corTestCoroutines()) {
+        ck_assert_int_ge(corMetric(server.port,
+                                   "cor_coroutine_fallbacks_total"),
+                         before + 2);
+    }
+}
+END_TEST
+
 /* ---- Configuration ------------------------------------------------------- */
 
 /* cor -t names the file and line of each mistake. */
@@ -425,5 +433,6 @@ COR_TEST_SUITE(corForward)
     tcase_add_test(tc, test_502_when_nothing_answers);
     tcase_add_test(tc, test_504_past_the_read_timeout);
     tcase_add_test(tc, test_round_robin_skips_a_dead_server);
+    tcase_add_test(tc, test_past_the_coroutine_cap);
     tcase_add_test(tc, test_bad_yaml_refused_at_its_line);
 }

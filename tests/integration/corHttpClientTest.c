@@ -57,21 +57,6 @@ static const char* configFormat =
     "  - { match: \"GET /fanleave\", handler: fanleave }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
-static const char* tlsUpstreamFormat =
-    "runtime:\n"
-    "  loops: 1\n"
-    "  workers: 1\n"
-    "listen:\n"
-    "  - protocol: https\n"
-    "    address: 127.0.0.1:{PORT}\n"
-    "    tls: { certificate: %s/server.pem, key: %s/server.key }\n"
-    "modules:\n"
-    "  - { load: http }\n"
-    "  - { load: hello }\n"
-    "routes:\n"
-    "  - { match: \"GET /hello\", handler: hello }\n"
-    "log: { pid_file: {DIR}/cor.pid }\n";
-
 static void
 certsMake(void)
 {
@@ -377,11 +362,9 @@ END_TEST
 
 START_TEST(test_https_with_the_test_ca)
 {
-    char yaml[2048];
     char req[512];
 
-    snprintf(yaml, sizeof(yaml), tlsUpstreamFormat, certs, certs);
-    ck_assert_int_eq(corServerStart(&tlsUpstream, yaml), 0);
+    ck_assert_int_eq(corServerStartHttpsHello(&tlsUpstream, certs), 0);
     for (int m = 0; m < 2; m++) {
         snprintf(req, sizeof(req), "GET /client?url=https://localhost:%d/"
                  "hello%s%s HTTP/1.1\r\nHost: t\r\n\r\n", tlsUpstream.port,

@@ -525,6 +525,26 @@ corTestCertsRemove(const char* dir)
     }
 }
 
+int
+corServerStartHttpsHello(CorServer* s, const char* certDir)
+{
+    char yaml[1024];
+
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 1, workers: 1 }\n"
+             "listen:\n"
+             "  - protocol: https\n"
+             "    address: 127.0.0.1:{PORT}\n"
+             "    tls: { certificate: %s/server.pem, key: %s/server.key }\n"
+             "modules:\n"
+             "  - { load: http }\n"
+             "  - { load: hello }\n"
+             "routes:\n"
+             "  - { match: \"GET /hello\", handler: hello }\n"
+             "log: { pid_file: {DIR}/cor.pid }\n", certDir, certDir);
+    return corServerStart(s, yaml);
+}
+
 pid_t
 corServerGeneration(const CorServer* s)
 {

@@ -74,6 +74,10 @@ long corSummaryCount(const char* out, const char* label);
 /* A metric's value from /metrics, or -1. */
 long corMetric(int port, const char* name);
 long corNowMs(void);
+/* Start cor as an https server of the hello module (GET /hello) with the
+ * test certificates of certDir (corTestCertsMake): an upstream for the
+ * clients' tests. Returns 0 or -1, as corServerStart. */
+int corServerStartHttpsHello(CorServer* s, const char* certDir);
 /* The server's generation (the master's one child), or -1. */
 pid_t corServerGeneration(const CorServer* s);
 /* A /proc/PID/status field ("VmRSS", "VmHWM") in kB, or -1. */
