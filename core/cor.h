@@ -654,6 +654,10 @@ CorAccept* corAcceptStart(CorEvLoop* loop, unsigned index,
 void corAcceptStop(CorAccept* a);
 /* A connection that was accepted is closed. */
 void corAcceptClosed(void);
+/* A peer's address as text ("192.0.2.7", "2001:db8::1"), without its port,
+ * into out (size bytes; 46 hold any): what r->remote says. */
+void corPeerAddress(const struct sockaddr_storage* peer, char* out,
+                    size_t size);
 
 /* ---- URLs ----------------------------------------------------------------- */
 

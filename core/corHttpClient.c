@@ -486,7 +486,15 @@ static int
 wholeOpen(Exchange* ex, const CorHttpClientRequest* req,
           CorHttpClientResponse* res)
 {
-    int rc = corClientSchemeOf(req->url)(req, res);
+    /* The streamed read has no limit of its own over HTTP: none here
+     * either, past what the scheme's frames carry. */
+    CorHttpClientRequest whole = *req;
+    int rc;
+
+    if (whole.maxBodyBytes == 0) {
+        whole.maxBodyBytes = SIZE_MAX;
+    }
+    rc = corClientSchemeOf(req->url)(&whole, res);
 
     *ex = (Exchange){ .res = res, .whole = true, .done = rc == 0
                                                          && res->bodyLen == 0 };

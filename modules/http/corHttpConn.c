@@ -498,7 +498,7 @@ requestCreate(HttpConn* c, const CorHttpRequestHead* h)
     r->headerCount = h->headerCount;
     r->body = "";
     r->head = h->head;
-    httpPeerText(&c->peer, req->remote, sizeof(req->remote));
+    corPeerAddress(&c->peer, req->remote, sizeof(req->remote));
     r->remote = req->remote;
     r->secure = c->tls;
     req->target = MOVED(h->target);

@@ -175,8 +175,4 @@ const char* httpDate(HttpLoop* hl);
 void httpAccessLog(const HttpConn* c, const HttpRequest* req,
                    size_t bytes);
 
-/* The address of peer as text ("192.0.2.7", "2001:db8::7") into out. */
-void httpPeerText(const struct sockaddr_storage* peer, char* out,
-                  size_t size);
-
 #endif /* COR_HTTP_INT_H */

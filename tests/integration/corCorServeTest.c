@@ -203,6 +203,42 @@ START_TEST(test_a_bad_frame_closes_only_its_connection)
 }
 END_TEST
 
+/* PING is answered PONG with its id; a connection with nothing due is
+ * closed at idle_timeout, and a PING keeps one alive. */
+START_TEST(test_ping_and_the_idle_timeout)
+{
+    static const unsigned char ping[] = {
+        0xc0, 0x4f, 0x52, 0x01, 8, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0 };
+    unsigned char got[sizeof(hello) + sizeof(ping)];
+    size_t have = 0;
+    int fd;
+
+    ck_assert_int_eq(start(", idle_timeout: 400ms"), 0);
+    fd = corConnect(server.port2);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(corSendAll(fd, hello, sizeof(hello)), 0);
+    ck_assert_int_eq(corSendAll(fd, ping, sizeof(ping)), 0);
+    while (have < sizeof(got)) {
+        ssize_t n = read(fd, got + have, sizeof(got) - have);
+
+        ck_assert_int_gt(n, 0);
+        have += (size_t)n;
+    }
+    /* Our HELLO_ACK is the HELLO's tree under type 2; then the PONG. */
+    ck_assert_int_eq(got[4], 2);
+    ck_assert_int_eq(memcmp(got + 16, hello + 16, sizeof(hello) - 16), 0);
+    ck_assert_int_eq(got[sizeof(hello) + 4], 9);
+    ck_assert_int_eq(got[sizeof(hello) + 8], 7);
+    for (int i = 0; i < 3; i++) {
+        usleep(250 * 1000);     /* under the idle timeout each time */
+        ck_assert_int_eq(corSendAll(fd, ping, sizeof(ping)), 0);
+        ck_assert_int_eq(read(fd, got, sizeof(ping)), (ssize_t)sizeof(ping));
+    }
+    ck_assert(corPeerClosed(fd, 2000));
+    close(fd);
+}
+END_TEST
+
 /* A reload drains with CLOSE: what was on the wire is served, the client
  * moves to a new connection, nothing fails. */
 START_TEST(test_a_reload_under_load_loses_nothing)
@@ -279,6 +315,7 @@ COR_TEST_SUITE(corCorServe)
     tcase_add_test(tc, test_64_clients_at_once_behind_their_hello);
     tcase_add_test(tc, test_past_max_in_flight_a_request_gets_503);
     tcase_add_test(tc, test_a_bad_frame_closes_only_its_connection);
+    tcase_add_test(tc, test_ping_and_the_idle_timeout);
     tcase_add_test(tc, test_a_reload_under_load_loses_nothing);
     tcase_add_test(tc, test_hello_over_tls);
 }
