@@ -163,6 +163,17 @@ cpuTicks() {   # PID
     echo "$total"
 }
 
+# Nanoseconds on a CPU of a process and its children, every thread, from
+# the scheduler's own count (schedstat): clock ticks are 10 ms, too coarse
+# for a short run of a process that sleeps between requests. A thread that
+# ended is no longer counted: measure processes whose threads stay.
+cpuNs() {   # PID
+    local p
+    for p in "$1" $(pgrep -P "$1"); do
+        cat "/proc/$p/task/"*/schedstat 2>/dev/null || true
+    done | awk '{ sum += $1 } END { printf "%.0f\n", sum }'
+}
+
 # Microseconds of CPU per request: TICKS clock ticks over REQUESTS.
 perRequestUs() {   # TICKS REQUESTS
     awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" \
