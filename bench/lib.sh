@@ -174,6 +174,14 @@ cpuNs() {   # PID
     done | awk '{ sum += $1 } END { printf "%.0f\n", sum }'
 }
 
+# The whole machine's clock ticks so far, every CPU, as "BUSY IDLE STEAL":
+# busy is user, nice, system, irq and softirq (whoever ran), idle counts
+# iowait, steal is the time the hypervisor gave our CPUs to other guests.
+machineTicks() {
+    awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $5 + $6, $9; exit }' \
+        /proc/stat
+}
+
 # Microseconds of CPU per request: TICKS clock ticks over REQUESTS.
 perRequestUs() {   # TICKS REQUESTS
     awk -v t="$1" -v n="$2" -v hz="$(getconf CLK_TCK)" \
