@@ -26,7 +26,8 @@ fail() {   # MESSAGE...
 
 # "N cores, MODEL": the machine a run's figures come from.
 machine() {
-    echo "$(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+    echo "$(nproc) cores," \
+         "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 }
 
 # ---- Ports and processes --------------------------------------------------
@@ -158,7 +159,8 @@ inCgroup() {   # DIR COMMAND...
 cpuTicks() {   # PID
     local total=0 p
     for p in "$1" $(pgrep -P "$1"); do
-        total=$((total + $(awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || echo 0)))
+        total=$((total + $(awk '{ print $14 + $15 }' "/proc/$p/stat" \
+                               2>/dev/null || echo 0)))
     done
     echo "$total"
 }
