@@ -336,6 +336,20 @@ size_t corHeadersCopySize(const CorHeader* headers, unsigned count);
 CorHeader* corHeadersCopy(const CorHeader* headers, unsigned count, char* p,
                           char** endP);
 
+/* ---- Responding (corRespond.c) ------------------------------------------ */
+
+/* Who answered a request that has a deadline: r->answer. */
+enum {
+    ANSWER_OPEN,
+    ANSWER_HANDLER,
+    ANSWER_TIMEOUT
+};
+
+/* Set r's response, whoever answers (the handler, its deadline, the core
+ * for a refusal). */
+void corRespondSet(CorRequest* r, int status, const char* contentType,
+                   const void* body, size_t len);
+
 /* ---- Notifications (corNotify.c) ----------------------------------------- */
 
 typedef struct {

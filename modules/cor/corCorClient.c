@@ -77,6 +77,8 @@ typedef struct Peer {
     unsigned refs;              /* the loop's list, the connector, calls */
     CorConn* conn;
     CorEvIo io;
+    CorEvTimer flushTimer;      /* the output, at the next iteration */
+    bool peerShut;              /* its FIN came: read to its end */
     CorCorTables* sent;
     CorCorTables* received;
     CorCorBuf out;
@@ -155,6 +157,7 @@ peerFail(Peer* p, int rc, const char* why)
     }
     p->state = PEER_DEAD;
     p->failure = rc;
+    corEvTimerStop(p->loop, &p->flushTimer);
     snprintf(p->why, sizeof(p->why), "cor://%s:%u: %s", p->host, p->port,
              why);
     if (p->conn != NULL) {
@@ -196,6 +199,22 @@ peerFlush(Peer* p)
         }
     }
     p->out.len = p->outSent = 0;
+}
+
+/* The output at the loop's next iteration: the REQUESTs of every call of
+ * this iteration (coroutines woken by the same events) go in one write. */
+static void
+peerFlushDue(CorEvTimer* timer)
+{
+    peerFlush(corContainerOf(timer, Peer, flushTimer));
+}
+
+static void
+peerFlushSoon(Peer* p)
+{
+    if (!p->flushTimer.active) {
+        corEvTimerStart(p->loop, &p->flushTimer, 0, peerFlushDue);
+    }
 }
 
 /* Its CLOSE came: the last call answered closes it. */
@@ -319,10 +338,14 @@ peerRead(Peer* p)
             peerFail(p, -ENOMEM, "no memory for a frame");
             break;
         }
-        n = t->ops->recv(t, p->in + p->inLen, p->inCap - p->inLen);
+        size_t room = p->inCap - p->inLen;
+
+        n = t->ops->recv(t, p->in + p->inLen, room);
         if (n > 0) {
             p->inLen += (size_t)n;
-            if (framesTake(p) != 0) {
+            /* A short read drained the socket, unless the server shut its
+             * side: its end is still to read, and no edge announces it. */
+            if (framesTake(p) != 0 || ((size_t)n < room && !p->peerShut)) {
                 break;
             }
         } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -347,6 +370,9 @@ peerIo(CorEvIo* io, unsigned events)
     if ((events & EPOLLOUT)
         && corTransportWantsWrite(corConnTransport(p->conn))) {
         events |= EPOLLIN;
+    }
+    if (events & (EPOLLRDHUP | EPOLLHUP)) {
+        p->peerShut = true;
     }
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         peerRead(p);
@@ -510,7 +536,7 @@ corCorCallOnLoop(const CorCorCall* c, CorCorMessage* answer,
     call.next = p->calls;
     p->calls = &call;
     p->refs++;                  /* the call's link */
-    peerFlush(p);
+    peerFlushSoon(p);
     rc = callWait(p, &call, c->deadlineMs);
     if (rc == -ETIMEDOUT) {
         peerSilence(p);

@@ -63,7 +63,7 @@ static void streamData(CorRequest* r, const void* data, size_t len);
 static void streamEnd(CorRequest* r);
 static bool streamAlive(const CorRequest* r);
 static void streamAbort(CorRequest* r);
-static void frameLoop(CorServerConn* c);
+static void frameLoop(CorServerConn* c, unsigned events);
 static void connClose(CorServerConn* c);
 
 /* No streamBacklog: a cor:// body travels in one frame, gathered whole
@@ -204,6 +204,36 @@ connDoneWith(CorServerConn* c)
         return true;
     }
     return false;
+}
+
+/* The output, written at the loop's next iteration: every answer that
+ * finishes in this one (coroutines woken by the same events, workers'
+ * answers posted back together) goes out in one write, which is what a
+ * multiplexed connection saves over one answer a write. */
+static void
+flushDue(CorEvTimer* timer)
+{
+    CorServerConn* c = corContainerOf(timer, CorServerConn, flushTimer);
+
+    if (connFlush(c) != 0) {
+        connClose(c);
+        return;
+    }
+    if (c->readPaused && c->out.len - c->outSent <= OUT_HIGH_WATER) {
+        frameLoop(c, 0);    /* it was not read while the output was high */
+        return;
+    }
+    if (!connDoneWith(c)) {
+        timerUpdate(c);
+    }
+}
+
+static void
+flushSoon(CorServerConn* c)
+{
+    if (!c->flushTimer.active) {
+        corEvTimerStart(c->sl->loop, &c->flushTimer, 0, flushDue);
+    }
 }
 
 /* ---- Requests ------------------------------------------------------------ */
@@ -401,15 +431,8 @@ answered(CorServerRequest* req)
         c->inFlight--;
     }
     corRequestSent(&req->r);
-    if (c == NULL || c->processing) {
-        return;     /* frameLoop flushes and goes on by itself */
-    }
-    if (connFlush(c) != 0) {
-        connClose(c);
-        return;
-    }
-    if (!connDoneWith(c)) {
-        timerUpdate(c);
+    if (c != NULL && !c->processing) {
+        flushSoon(c);   /* frameLoop flushes by itself */
     }
 }
 
@@ -657,11 +680,19 @@ connRead(CorServerConn* c)
             connRefuse(c, "no memory for a frame");
             return -1;
         }
-        n = c->t.ops->recv(&c->t, c->in + c->inLen, c->inCap - c->inLen);
+        size_t room = c->inCap - c->inLen;
+
+        n = c->t.ops->recv(&c->t, c->in + c->inLen, room);
         if (n > 0) {
             c->inLen += (size_t)n;
             if (framesTake(c) != 0) {
                 return -1;
+            }
+            /* A short read drained the socket (edge-triggered: the next
+             * bytes raise a new edge), unless the peer shut its side: its
+             * end is still to read, and no edge announces it. */
+            if ((size_t)n < room && !c->peerShut) {
+                return 0;
             }
             continue;
         }
@@ -682,10 +713,13 @@ connRead(CorServerConn* c)
 /* Read, serve what came, write what is due. Frames are taken inside a
  * guard: an inline handler's answer only queues, and is written here. */
 static void
-frameLoop(CorServerConn* c)
+frameLoop(CorServerConn* c, unsigned events)
 {
     int rc;
 
+    if (events & (EPOLLRDHUP | EPOLLHUP)) {
+        c->peerShut = true;
+    }
     c->processing = true;
     rc = connRead(c);
     if (rc != 0) {
@@ -696,7 +730,7 @@ frameLoop(CorServerConn* c)
         connClose(c);
         return;
     }
-    if (c->inLen == 0) {
+    if (c->inLen == 0 && c->inFlight == 0) {
         free(c->in);            /* an idle connection holds no buffer */
         c->in = NULL;
         c->inCap = 0;
@@ -715,7 +749,7 @@ onIo(CorEvIo* io, unsigned events)
         events |= EPOLLIN;
     }
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-        frameLoop(c);
+        frameLoop(c, events);
         return;
     }
     if (outputPending(c)) {
@@ -726,7 +760,7 @@ onIo(CorEvIo* io, unsigned events)
         /* A read paused for a peer that did not read: what it sent since
          * raised no edge of its own. */
         if (c->readPaused && c->out.len - c->outSent <= OUT_HIGH_WATER) {
-            frameLoop(c);
+            frameLoop(c, 0);
             return;
         }
         if (!connDoneWith(c)) {
@@ -807,6 +841,7 @@ connClose(CorServerConn* c)
 
     corEvIoStop(sl->loop, &c->io);
     corEvTimerStop(sl->loop, &c->timer);
+    corEvTimerStop(sl->loop, &c->flushTimer);
     if (c->prev != NULL) {
         c->prev->next = c->next;
     } else {

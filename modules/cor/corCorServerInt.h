@@ -61,6 +61,7 @@ struct CorServerRequest {
 struct CorServerConn {
     CorEvIo io;
     CorEvTimer timer;
+    CorEvTimer flushTimer;      /* the output, at the next iteration */
     CorServerLoop* sl;
     CorServerConn* prev;
     CorServerConn* next;
@@ -78,6 +79,7 @@ struct CorServerConn {
     uint64_t outStalledMs;      /* output waits since then, or 0 */
     uint64_t frameStartMs;      /* the frame being read began then */
     bool readPaused;            /* too much unsent output: not reading */
+    bool peerShut;              /* its FIN came: read to its end */
     bool tls;                   /* over its listener's TLS (cors) */
     bool greeted;               /* the HELLO came and was answered */
     bool closeSent;             /* our CLOSE: no new work (a drain) */
