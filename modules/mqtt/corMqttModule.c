@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The MQTT bridge as a module: it registers the notification schemes mqtt
+ * and mqtts, reads its settings, and closes each loop's broker
+ * connections when the loop ends.
+ *
+ *     modules:
+ *       - load: mqtt
+ *         client_id: cor         # prefix: cor-PID-N, one per connection
+ *         keepalive: 60s         # CONNECT's keep alive (0s: none)
+ *         max_in_flight: 64      # QoS 1/2 unacknowledged per connection
+ *         connect_timeout: 10s   # the connect, TLS and the CONNACK
+ *         reconnect_min: 100ms   # the back-off after a lost connection,
+ *         reconnect_max: 5s      #   doubling up to this
+ *         qos: 1                 # a notification's, by default
+ *         version: "5"           # "3.1.1" or "5", by default
+ */
+#include "corMqttClientInt.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The settings, into corMqttConf. Returns 0, or -1 after an error. */
+static int
+confRead(CorModule* m, const CorConf* conf)
+{
+    CorConfErrors* errors = corModuleErrors(m);
+    const char* id = corConfString(conf, "client_id", "cor", errors);
+    const char* version = corConfString(conf, "version", "5", errors);
+
+    if (strlen(id) == 0 || strlen(id) >= sizeof(corMqttConf.clientId)) {
+        corModuleError(m, corConfGet(conf, "client_id"), "client_id: 1 to "
+                       "%zu bytes", sizeof(corMqttConf.clientId) - 1);
+        return -1;
+    }
+    snprintf(corMqttConf.clientId, sizeof(corMqttConf.clientId), "%s", id);
+    corMqttConf.keepAliveS = (unsigned)(corConfDurationMs(
+        conf, "keepalive", 60000, 0, 65535000, errors) / 1000);
+    corMqttConf.maxInFlight = (unsigned)corConfInt(conf, "max_in_flight", 64,
+                                                   1, 65535, errors);
+    corMqttConf.connectTimeoutMs = corConfDurationMs(conf, "connect_timeout",
+                                                     10000, 1, 600000,
+                                                     errors);
+    corMqttConf.reconnectMinMs = corConfDurationMs(conf, "reconnect_min",
+                                                   100, 1, 3600000, errors);
+    corMqttConf.reconnectMaxMs = corConfDurationMs(conf, "reconnect_max",
+                                                   5000, 1, 3600000, errors);
+    corMqttConf.qos = (unsigned)corConfInt(conf, "qos", 1, 0, 2, errors);
+    if (strcmp(version, "3.1.1") == 0) {
+        corMqttConf.version = COR_MQTT_V311;
+    } else if (strcmp(version, "5") == 0 || strcmp(version, "5.0") == 0) {
+        corMqttConf.version = COR_MQTT_V5;
+    } else {
+        corModuleError(m, corConfGet(conf, "version"), "version: \"3.1.1\" "
+                       "or \"5\", not '%s'", version);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+mqttInit(CorModule* m, const CorConf* conf)
+{
+    if (confRead(m, conf) != 0
+        || corNotifySchemeAdd(m, &(CorNotifyScheme){
+               .scheme = "mqtt", .send = corMqttNotifySend }) != 0
+        || corNotifySchemeAdd(m, &(CorNotifyScheme){
+               .scheme = "mqtts", .send = corMqttNotifySend }) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+static void
+mqttLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    (void)m;
+    (void)loop;
+    (void)index;
+    corMqttClientLoopExit();
+}
+
+COR_MODULE(mqtt, .init = mqttInit, .loopExit = mqttLoopExit);
