@@ -615,7 +615,8 @@ linkConnect(void* arg)
         corConnClose(conn);     /* NULL-safe: the loop stopped meanwhile */
     } else if (conn != NULL) {
         linkReady(l, conn, &s);
-    } else if (l->served && err != -EACCES && err != -ECANCELED) {
+    } else if ((l->served || corMqttServed(&l->broker)) && err != -EACCES
+               && err != -ECANCELED) {
         linkRetry(l, why);
     } else {
         linkGiveUp(l, err, why);

@@ -137,6 +137,17 @@ CorConn* corMqttSessionOpen(const CorMqttBroker* b, const char* clientId,
                             uint8_t** in, size_t* inLen, size_t* inCap,
                             int* errP, char* why, size_t whyLen);
 
+/*
+ * Whether a connection of this process to b was accepted once: a broker
+ * that served and went away is waited for (reconnect, back-off) until a
+ * message's deadline; one that never served fails a publish at once.
+ * Marked by corMqttSessionOpen, from any thread; cleared at the module's
+ * exit.
+ */
+void corMqttServedMark(const CorMqttBroker* b);
+bool corMqttServed(const CorMqttBroker* b);
+void corMqttServedClear(void);
+
 /* Milliseconds from now to deadlineMs (0 if past). */
 int corMqttLeftMs(uint64_t deadlineMs);
 

@@ -9,8 +9,10 @@
  * that the broker lets its id go). A thread sends no PINGREQ between its
  * publishes: a connection idle past one and a half keep alives (which
  * the broker has closed by then) is replaced before it is used, and one
- * that fails under a publish, having served before, is replaced and the
- * message published once more, DUP set.
+ * that fails under a publish is replaced and the message published
+ * again, DUP set: at once, then (the broker is gone) after a back-off, as
+ * the loop's links do, until its deadline, if the broker served this
+ * process before (corMqttServed).
  */
 #include "corMqttClientInt.h"
 
@@ -30,23 +32,18 @@ typedef struct ThreadLink {
     uint16_t nextId;
     unsigned keepAliveMs;
     uint64_t lastUsedMs;
-    bool served;                /* a publish was acknowledged on it */
 } ThreadLink;
 
 static __thread ThreadLink* threadLinks;
 
+/* Close l's connection; l stays, for the next connection to its broker
+ * (its input buffer, its packet ids). */
 static void
-linkDrop(ThreadLink* l)
+linkClose(ThreadLink* l)
 {
-    for (ThreadLink** at = &threadLinks; *at != NULL; at = &(*at)->next) {
-        if (*at == l) {
-            *at = l->next;
-            break;
-        }
-    }
     corConnClose(l->conn);
-    free(l->in);
-    free(l);
+    l->conn = NULL;
+    l->inLen = 0;
 }
 
 static ThreadLink*
@@ -70,32 +67,31 @@ linkFor(const CorMqttBroker* b, uint64_t deadlineMs, int* rc, char* why,
     CorMqttSession s;
     ThreadLink* l = linkFind(b);
 
-    if (l != NULL && (l->keepAliveMs == 0 || corEvClockMs() - l->lastUsedMs
-                                             < l->keepAliveMs * 3 / 2)) {
+    if (l != NULL && l->conn != NULL
+        && (l->keepAliveMs == 0
+            || corEvClockMs() - l->lastUsedMs < l->keepAliveMs * 3 / 2)) {
         return l;
     }
-    if (l != NULL) {
-        linkDrop(l);
-    }
-    l = calloc(1, sizeof(*l));
     if (l == NULL) {
-        *rc = -ENOMEM;
-        snprintf(why, whyLen, "no memory for a connection");
-        return NULL;
+        l = calloc(1, sizeof(*l));
+        if (l == NULL) {
+            *rc = -ENOMEM;
+            snprintf(why, whyLen, "no memory for a connection");
+            return NULL;
+        }
+        l->broker = *b;
+        corMqttBrokerName(b, l->name, sizeof(l->name));
+        l->next = threadLinks;
+        threadLinks = l;
     }
-    l->broker = *b;
-    corMqttBrokerName(b, l->name, sizeof(l->name));
+    linkClose(l);
     corMqttClientIdMake(clientId, sizeof(clientId));
     l->conn = corMqttSessionOpen(b, clientId, deadlineMs, &s, &l->in,
                                  &l->inLen, &l->inCap, rc, why, whyLen);
     if (l->conn == NULL) {
-        free(l->in);
-        free(l);
         return NULL;
     }
     l->keepAliveMs = s.keepAliveS * 1000;
-    l->next = threadLinks;
-    threadLinks = l;
     return l;
 }
 
@@ -232,33 +228,70 @@ publishOn(ThreadLink* l, const CorMqttMessage* msg, bool dup, char* why,
     return rc < 0 ? rc : 0;
 }
 
+/* Whether a publish that failed with rc may go again (the connection, or
+ * the broker, went away). */
+static bool
+retryable(int rc)
+{
+    return rc == -ECONNRESET || rc == -EPIPE || rc == -ECONNREFUSED;
+}
+
+/*
+ * A broker that served this process went away: wait for it as the loop's
+ * links do, until the message's deadline: try again at once the first
+ * time (it may have closed an idle connection), then after a back-off
+ * that doubles. Returns 0 to try again, -1 to stop.
+ */
+static int
+backoffWait(const CorMqttBroker* b, int attempt, uint64_t* backoffMs,
+            uint64_t deadlineMs, const char* why)
+{
+    char name[300];
+    uint64_t left = (uint64_t)corMqttLeftMs(deadlineMs);
+    uint64_t ms = *backoffMs < left ? *backoffMs : left;
+    short revents;
+
+    if (left == 0) {
+        return -1;
+    }
+    if (attempt == 0) {
+        return 0;
+    }
+    corLog(COR_LOG_WARN, "mqtt: %s: %s; connecting again in %llu ms",
+           corMqttBrokerName(b, name, sizeof(name)), why,
+           (unsigned long long)ms);
+    *backoffMs = *backoffMs * 2 < corMqttConf.reconnectMaxMs
+                 ? *backoffMs * 2 : corMqttConf.reconnectMaxMs;
+    return corRestWaitFd(-1, 0, (int)ms, &revents) < 0 ? -1 : 0;
+}
+
 int
 corMqttPublishOnThread(const CorMqttMessage* msg, char* why, size_t whyLen)
 {
+    uint64_t backoffMs = corMqttConf.reconnectMinMs;
     int rc;
-    bool again = true;
 
-    for (int attempt = 0; again; attempt++) {
+    for (int attempt = 0;; attempt++) {
         ThreadLink* l = linkFor(msg->broker, msg->deadlineMs, &rc, why,
                                 whyLen);
-        bool served;
 
-        if (l == NULL) {
-            return rc;
+        if (l != NULL) {
+            rc = publishOn(l, msg, attempt > 0, why, whyLen);
+            l->lastUsedMs = corEvClockMs();
+            if (rc == 0) {
+                return 0;
+            }
+            /* A timeout leaves an ack to come, which the next publish
+             * reads past; anything else leaves the connection in doubt. */
+            if (rc != -ETIMEDOUT && rc != -EACCES) {
+                linkClose(l);
+            }
         }
-        served = l->served;
-        rc = publishOn(l, msg, attempt > 0, why, whyLen);
-        l->lastUsedMs = corEvClockMs();
-        if (rc == 0) {
-            l->served = true;
-            return 0;
+        if (!corMqttServed(msg->broker) || !retryable(rc)
+            || backoffWait(msg->broker, attempt, &backoffMs,
+                           msg->deadlineMs, why) != 0) {
+            break;
         }
-        /* A timeout leaves an ack to come, which the next publish reads
-         * past; anything else leaves the connection in doubt. */
-        if (rc != -ETIMEDOUT && rc != -EACCES) {
-            linkDrop(l);
-        }
-        again = attempt == 0 && served && (rc == -ECONNRESET || rc == -EPIPE);
     }
     return rc == -EPIPE ? -ECONNRESET : rc;
 }

@@ -80,4 +80,12 @@ mqttLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
     corMqttClientLoopExit();
 }
 
-COR_MODULE(mqtt, .init = mqttInit, .loopExit = mqttLoopExit);
+static void
+mqttExit(CorModule* m)
+{
+    (void)m;
+    corMqttServedClear();
+}
+
+COR_MODULE(mqtt, .init = mqttInit, .loopExit = mqttLoopExit,
+           .exit = mqttExit);

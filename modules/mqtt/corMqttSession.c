@@ -18,6 +18,7 @@
 #include "corMqttClientInt.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,15 @@ CorMqttConf corMqttConf = {
 };
 
 static atomic_uint clientIdCount;
+
+/* The brokers a connection of this process was accepted by. */
+typedef struct Served {
+    struct Served* next;
+    CorMqttBroker broker;
+} Served;
+
+static pthread_mutex_t servedLock = PTHREAD_MUTEX_INITIALIZER;
+static Served* servedList;
 
 int
 corMqttBufPut(CorMqttBuf* b, unsigned version, const CorMqttPacket* pkt)
@@ -179,6 +189,55 @@ corMqttBrokerSame(const CorMqttBroker* a, const CorMqttBroker* b)
            && strcmp(a->password, b->password) == 0;
 }
 
+static Served*
+servedFind(const CorMqttBroker* b)
+{
+    for (Served* s = servedList; s != NULL; s = s->next) {
+        if (corMqttBrokerSame(&s->broker, b)) {
+            return s;
+        }
+    }
+    return NULL;
+}
+
+void
+corMqttServedMark(const CorMqttBroker* b)
+{
+    Served* s;
+
+    pthread_mutex_lock(&servedLock);
+    if (servedFind(b) == NULL && (s = malloc(sizeof(*s))) != NULL) {
+        s->broker = *b;
+        s->next = servedList;
+        servedList = s;
+    }
+    pthread_mutex_unlock(&servedLock);
+}
+
+bool
+corMqttServed(const CorMqttBroker* b)
+{
+    bool served;
+
+    pthread_mutex_lock(&servedLock);
+    served = servedFind(b) != NULL;
+    pthread_mutex_unlock(&servedLock);
+    return served;
+}
+
+void
+corMqttServedClear(void)
+{
+    pthread_mutex_lock(&servedLock);
+    while (servedList != NULL) {
+        Served* s = servedList;
+
+        servedList = s->next;
+        free(s);
+    }
+    pthread_mutex_unlock(&servedLock);
+}
+
 /* ---- Opening a session --------------------------------------------------- */
 
 static int
@@ -300,6 +359,9 @@ corMqttSessionOpen(const CorMqttBroker* b, const char* clientId,
         size_t used = (size_t)rc;
 
         rc = connackTake(b, &pkt, s, reason, sizeof(reason));
+        if (rc == 0) {
+            corMqttServedMark(b);
+        }
         memmove(*in, *in + used, *inLen - used);
         *inLen -= used;
     }
