@@ -180,7 +180,7 @@ listFail(Link* l, PubList* list, int rc, const char* why)
     }
 }
 
-/* ---- Links ----------------------------------------------------------------- */
+/* ---- Links ------------------------------------------------------------- */
 
 static void
 linkRelease(Link* l)

@@ -97,11 +97,10 @@ brokerStart(void)
     fclose(f);
     broker.pid = fork();
     if (broker.pid == 0) {
-        /* It warns that it runs as root (to keep its files readable). */
-        if (freopen("/dev/null", "w", stderr) == NULL) {
-            _exit(127);
+        /* Not its warning that it runs as root (to read the files). */
+        if (freopen("/dev/null", "w", stderr) != NULL) {
+            execlp("mosquitto", "mosquitto", "-c", path, (char*)NULL);
         }
-        execlp("mosquitto", "mosquitto", "-c", path, (char*)NULL);
         _exit(127);
     }
     while (corNowMs() < deadline) {
