@@ -29,81 +29,13 @@
  * nothing written; the link is dropped (and connects again) when its
  * PINGRESP has not come a keep alive later.
  */
-#include "corMqttClientInt.h"
+#include "corMqttLink.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-
-typedef enum {
-    PUB_QUEUED,
-    PUB_SENT,                   /* PUBLISH written, its ack due */
-    PUB_RELEASED,               /* QoS 2: PUBREL written, PUBCOMP due */
-    PUB_WRITTEN                 /* QoS 0: waits for the socket */
-} PubStage;
-
-/* A publish waiting on a link; on its coroutine's stack. */
-typedef struct Pub {
-    struct Pub* next;
-    struct Pub* prev;
-    const CorMqttMessage* msg;
-    PubStage stage;
-    uint16_t packetId;
-    bool dup;                   /* published before on a lost connection */
-    uint64_t outEnd;            /* QoS 0: written when the output is past */
-    CorCoPark park;
-    bool done;
-    int rc;
-    char why[200];
-} Pub;
-
-typedef struct {
-    Pub* head;
-    Pub* tail;
-} PubList;
-
-typedef enum {
-    LINK_CONNECTING,
-    LINK_READY,
-    LINK_WAITING,               /* a back-off before the next connect */
-    LINK_DEAD
-} LinkState;
-
-/* One loop's connection to one broker; the loop's. */
-typedef struct Link {
-    struct Link* next;          /* the loop's links */
-    CorEvLoop* loop;
-    CorMqttBroker broker;
-    char name[300];             /* mqtt://host:port, for messages */
-    char clientId[64];
-    LinkState state;
-    bool served;                /* a CONNACK came once: reconnect */
-    unsigned refs;              /* the list, the connector, publishes */
-    CorConn* conn;
-    CorEvIo io;
-    CorEvTimer ping;
-    CorEvTimer retry;
-    uint64_t backoffMs;
-    unsigned keepAliveMs;
-    uint64_t lastWriteMs;
-    bool pingDue;               /* a PINGREQ went, no PINGRESP yet */
-    uint64_t pingSentMs;
-    CorMqttBuf out;
-    size_t outSent;
-    uint64_t outStart;          /* bytes written before out's first */
-    uint8_t* in;
-    size_t inLen;
-    size_t inCap;
-    PubList queue;              /* in flight, then queued: in order */
-    Pub* pending;               /* the first queued, or NULL */
-    PubList written;            /* QoS 0 waiting for the socket */
-    Pub** slots;                /* packet id - 1 to its publish */
-    unsigned window;
-    unsigned inFlight;
-    unsigned nextSlot;
-} Link;
 
 /* What a slot holds whose publish left (timed out, cancelled). */
 static Pub orphan;
@@ -307,11 +239,12 @@ retryFire(CorEvTimer* timer)
     }
 }
 
-/* Connect again after the back-off, if anything waits; else let go. */
+/* Connect again after the back-off, if anything waits (a subscriber
+ * always does); else let go. */
 static void
 linkRetry(Link* l, const char* why)
 {
-    if (l->queue.head == NULL) {
+    if (l->queue.head == NULL && l->group == NULL) {
         linkForget(l);
         return;
     }
@@ -419,7 +352,8 @@ ackTake(Link* l, const CorMqttPacket* pkt)
 static int
 packetTake(Link* l, const CorMqttPacket* pkt)
 {
-    char why[200];
+    char why[400];
+    int rc;
 
     switch (pkt->type) {
     case COR_MQTT_PUBACK:
@@ -441,8 +375,15 @@ packetTake(Link* l, const CorMqttPacket* pkt)
                  pkt->reasonCode);
         break;
     default:
-        snprintf(why, sizeof(why), "an unexpected %s",
-                 corMqttTypeName(pkt->type));
+        rc = l->group != NULL ? corMqttInboundTake(l, pkt, why, sizeof(why))
+                              : 1;
+        if (rc == 0) {
+            return 0;
+        }
+        if (rc > 0) {
+            snprintf(why, sizeof(why), "an unexpected %s",
+                     corMqttTypeName(pkt->type));
+        }
         break;
     }
     linkDrop(l, -EPROTO, why);
@@ -579,6 +520,7 @@ linkReady(Link* l, CorConn* conn, const CorMqttSession* s)
     l->backoffMs = corMqttConf.reconnectMinMs;
     l->keepAliveMs = s->keepAliveS * 1000;
     l->lastWriteMs = corEvNow(l->loop);
+    l->gen++;
     if (corEvIoStart(l->loop, &l->io, corConnTransport(conn)->fd,
                      EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, linkIo)
         != 0) {
@@ -590,7 +532,9 @@ linkReady(Link* l, CorConn* conn, const CorMqttSession* s)
     if (l->keepAliveMs > 0) {
         corEvTimerStart(l->loop, &l->ping, l->keepAliveMs / 4 + 1, pingFire);
     }
-    if (packetsTake(l) == 0) {
+    if (l->group != NULL && corMqttSubscribeSend(l) != 0) {
+        linkDrop(l, -ENOMEM, "no memory for SUBSCRIBE");
+    } else if (packetsTake(l) == 0) {
         linkPump(l);
         linkFlush(l);
     }
@@ -601,12 +545,16 @@ static void
 linkConnect(void* arg)
 {
     Link* l = arg;
-    CorMqttSession s;
+    CorMqttSession s = { .persistent = l->group != NULL };
     char why[400];
     int err = 0;
     CorConn* conn;
 
-    corMqttClientIdMake(l->clientId, sizeof(l->clientId));
+    if (l->group != NULL) {
+        snprintf(l->clientId, sizeof(l->clientId), "%s", l->group->clientId);
+    } else {
+        corMqttClientIdMake(l->clientId, sizeof(l->clientId));
+    }
     conn = corMqttSessionOpen(&l->broker, l->clientId,
                               corEvClockMs() + corMqttConf.connectTimeoutMs,
                               &s, &l->in, &l->inLen, &l->inCap, &err, why,
@@ -615,8 +563,9 @@ linkConnect(void* arg)
         corConnClose(conn);     /* NULL-safe: the loop stopped meanwhile */
     } else if (conn != NULL) {
         linkReady(l, conn, &s);
-    } else if ((l->served || corMqttServed(&l->broker)) && err != -EACCES
-               && err != -ECANCELED) {
+    } else if (err != -ECANCELED && (l->group != NULL
+               || ((l->served || corMqttServed(&l->broker))
+                   && err != -EACCES))) {
         linkRetry(l, why);
     } else {
         linkGiveUp(l, err, why);
@@ -624,25 +573,21 @@ linkConnect(void* arg)
     linkRelease(l);
 }
 
-/* The loop's link to b, or a new one (connecting in a coroutine of its
- * own). NULL with rc and why. */
+/* A new link to b (group's, for a subscriber), connecting in a coroutine
+ * of its own. NULL with rc and why. */
 static Link*
-linkFor(const CorMqttBroker* b, int* rc, char* why, size_t whyLen)
+linkNew(const CorMqttBroker* b, const CorMqttSubGroup* group, int* rc,
+        char* why, size_t whyLen)
 {
-    Link* l;
+    Link* l = calloc(1, sizeof(*l));
 
-    for (l = loopLinks; l != NULL; l = l->next) {
-        if (corMqttBrokerSame(&l->broker, b)) {
-            return l;
-        }
-    }
-    l = calloc(1, sizeof(*l));
     if (l == NULL) {
         *rc = -ENOMEM;
         snprintf(why, whyLen, "no memory for a connection");
         return NULL;
     }
     l->broker = *b;
+    l->group = group;
     corMqttBrokerName(b, l->name, sizeof(l->name));
     l->loop = corEvLoopCurrent();
     l->state = LINK_CONNECTING;
@@ -658,6 +603,20 @@ linkFor(const CorMqttBroker* b, int* rc, char* why, size_t whyLen)
         return NULL;
     }
     return l;
+}
+
+/* The loop's link to b, or a new one. NULL with rc and why. */
+static Link*
+linkFor(const CorMqttBroker* b, int* rc, char* why, size_t whyLen)
+{
+    Link* l;
+
+    for (l = loopLinks; l != NULL; l = l->next) {
+        if (l->group == NULL && corMqttBrokerSame(&l->broker, b)) {
+            return l;
+        }
+    }
+    return linkNew(b, NULL, rc, why, whyLen);
 }
 
 /* ---- One publish on a loop ----------------------------------------------- */
@@ -708,6 +667,43 @@ corMqttPublishOnLoop(const CorMqttMessage* msg, char* why, size_t whyLen)
     }
     linkRelease(l);
     return p.rc;
+}
+
+int
+corMqttLinkSubscriber(const CorMqttSubGroup* group)
+{
+    char why[400];
+    int rc;
+
+    if (linkNew(&group->broker, group, &rc, why, sizeof(why)) == NULL) {
+        corLog(COR_LOG_ERROR, "mqtt: cannot subscribe on %s: %s",
+               group->url, why);
+        return rc;
+    }
+    return 0;
+}
+
+int
+corMqttLinkSend(Link* l, const CorMqttPacket* pkt)
+{
+    int rc = corMqttBufPut(&l->out, l->broker.version, pkt);
+
+    if (rc == 0) {
+        linkFlush(l);
+    }
+    return rc;
+}
+
+void
+corMqttLinkHold(Link* l)
+{
+    l->refs++;
+}
+
+void
+corMqttLinkRelease(Link* l)
+{
+    linkRelease(l);
 }
 
 void

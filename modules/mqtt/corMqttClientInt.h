@@ -30,6 +30,7 @@ typedef struct {
     uint64_t connectTimeoutMs;  /* the connect and the CONNACK */
     uint64_t reconnectMinMs;    /* the first back-off */
     uint64_t reconnectMaxMs;    /* its ceiling (it doubles) */
+    uint32_t sessionExpiryS;    /* a subscriber's 5.0 session, kept */
     unsigned qos;               /* a notification's, by default */
     unsigned version;           /* COR_MQTT_V311 or COR_MQTT_V5 */
 } CorMqttConf;
@@ -50,6 +51,23 @@ typedef struct {
     char user[COR_MQTT_CRED_MAX];
     char password[COR_MQTT_CRED_MAX];
 } CorMqttBroker;
+
+/*
+ * The subscriptions to one broker (the module's YAML), made by loop 0 on
+ * one connection with a client id and a session of their own, which
+ * outlive cor's restarts: what the broker holds for it while cor is away
+ * comes when it is back. Read at init, the module's until its exit.
+ */
+typedef struct {
+    CorMqttBroker broker;
+    char url[512];              /* as written, for messages */
+    char clientId[64];
+    CorMqttSub* subs;           /* filter (owned) and options (QoS) */
+    unsigned count;
+} CorMqttSubGroup;
+
+extern CorMqttSubGroup* corMqttGroups;
+extern unsigned corMqttGroupCount;
 
 /* One message to publish; the caller's, read until the publish returns. */
 typedef struct {
@@ -91,6 +109,16 @@ int corMqttNotifySend(CorModule* m, const CorNotification* n, char* why,
 /* Close the calling loop's connections (its loopExit). */
 void corMqttClientLoopExit(void);
 
+/*
+ * The module's subscriptions (a YAML list) into corMqttGroups, checked:
+ * each a broker URL (no path), a topic filter and a QoS, each error at
+ * its file:line. Returns 0, or -1 after module errors.
+ */
+int corMqttSubscriptionsRead(CorModule* m, const CorConf* list);
+
+/* Free corMqttGroups (the module's exit). */
+void corMqttSubscriptionsFree(void);
+
 /* ---- corMqttSession.c ---------------------------------------------------- */
 
 /* A growable output buffer; the owner frees data. */
@@ -119,15 +147,18 @@ void corMqttClientIdMake(char* out, size_t cap);
  * of a 5.0 reason code elsewhere. Static text. */
 const char* corMqttReasonText(unsigned version, bool connack, uint8_t code);
 
-/* What a connection learnt from its CONNACK. */
+/* What a session asks for, and what it learnt from its CONNACK. */
 typedef struct {
+    bool persistent;            /* in: Clean Session 0 (a subscriber's) */
     unsigned window;            /* QoS 1/2 in flight at most */
     unsigned keepAliveS;        /* what the broker wants, if it says */
+    bool present;               /* the broker had the session */
 } CorMqttSession;
 
 /*
- * Open a connection to b and run CONNECT/CONNACK on it (clean session,
- * clientId, b's user and password, corMqttConf's keep alive) by
+ * Open a connection to b and run CONNECT/CONNACK on it (clean session
+ * unless s->persistent, clientId, b's user and password, corMqttConf's
+ * keep alive) by
  * deadlineMs. Bytes read past the CONNACK are left in *in (its owner's,
  * inLen of them, *inCap its size). Returns the connection, or NULL with
  * *errP (-EACCES for a refusal: its reason in why) and why. May yield.

@@ -14,8 +14,11 @@
  *         reconnect_max: 5s      #   doubling up to this
  *         qos: 1                 # a notification's, by default
  *         version: "5"           # "3.1.1" or "5", by default
+ *         session_expiry: 24h    # a subscriber's 5.0 session, kept
+ *         subscriptions:         # corMqttSubscribe.c
+ *           - { broker: "mqtt://127.0.0.1", filter: "a/+/b", qos: 1 }
  */
-#include "corMqttClientInt.h"
+#include "corMqttLink.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -45,6 +48,9 @@ confRead(CorModule* m, const CorConf* conf)
                                                    100, 1, 3600000, errors);
     corMqttConf.reconnectMaxMs = corConfDurationMs(conf, "reconnect_max",
                                                    5000, 1, 3600000, errors);
+    corMqttConf.sessionExpiryS = (uint32_t)(corConfDurationMs(
+        conf, "session_expiry", 86400000, 1000, 4294967295000ull, errors)
+        / 1000);
     corMqttConf.qos = (unsigned)corConfInt(conf, "qos", 1, 0, 2, errors);
     if (strcmp(version, "3.1.1") == 0) {
         corMqttConf.version = COR_MQTT_V311;
@@ -61,12 +67,32 @@ confRead(CorModule* m, const CorConf* conf)
 static int
 mqttInit(CorModule* m, const CorConf* conf)
 {
+    const CorConf* subs = corConfSeq(conf, "subscriptions",
+                                     corModuleErrors(m));
+
     if (confRead(m, conf) != 0
+        || corMqttSubscriptionsRead(m, subs) != 0
         || corNotifySchemeAdd(m, &(CorNotifyScheme){
                .scheme = "mqtt", .send = corMqttNotifySend }) != 0
         || corNotifySchemeAdd(m, &(CorNotifyScheme){
                .scheme = "mqtts", .send = corMqttNotifySend }) != 0) {
         return -1;
+    }
+    return 0;
+}
+
+/* Loop 0 makes the subscriptions: one connection per broker for the
+ * process (each loop's would get every message once more). */
+static int
+mqttLoopInit(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    (void)loop;
+    for (unsigned i = 0; index == 0 && i < corMqttGroupCount; i++) {
+        if (corMqttLinkSubscriber(&corMqttGroups[i]) != 0) {
+            corModuleError(m, NULL, "cannot subscribe on %s",
+                           corMqttGroups[i].url);
+            return -1;
+        }
     }
     return 0;
 }
@@ -85,7 +111,8 @@ mqttExit(CorModule* m)
 {
     (void)m;
     corMqttServedClear();
+    corMqttSubscriptionsFree();
 }
 
-COR_MODULE(mqtt, .init = mqttInit, .loopExit = mqttLoopExit,
-           .exit = mqttExit);
+COR_MODULE(mqtt, .init = mqttInit, .loopInit = mqttLoopInit,
+           .loopExit = mqttLoopExit, .exit = mqttExit);

@@ -34,6 +34,7 @@ CorMqttConf corMqttConf = {
     .connectTimeoutMs = 10000,
     .reconnectMinMs = 100,
     .reconnectMaxMs = 5000,
+    .sessionExpiryS = 86400,
     .qos = 1,
     .version = COR_MQTT_V5,
 };
@@ -242,12 +243,12 @@ corMqttServedClear(void)
 
 static int
 connectSend(CorConn* c, const CorMqttBroker* b, const char* clientId,
-            uint64_t deadlineMs)
+            bool persistent, uint64_t deadlineMs)
 {
     CorMqttBuf out = { 0 };
     CorMqttPacket pkt = {
         .type = COR_MQTT_CONNECT, .version = (uint8_t)b->version,
-        .cleanStart = true, .keepAlive = (uint16_t)corMqttConf.keepAliveS,
+        .cleanStart = !persistent, .keepAlive = (uint16_t)corMqttConf.keepAliveS,
         .clientId = { clientId, strlen(clientId) },
         .hasUsername = b->hasUser, .hasPassword = b->hasPassword,
         .username = { b->user, strlen(b->user) },
@@ -258,6 +259,12 @@ connectSend(CorConn* c, const CorMqttBroker* b, const char* clientId,
         /* Room for every QoS 1/2 message a subscription may send. */
         pkt.props.receiveMaximum = (uint16_t)corMqttConf.maxInFlight;
         corMqttPropSet(&pkt.props, COR_MQTT_PROP_RECEIVE_MAXIMUM);
+        if (persistent) {
+            /* 0, the default, would end the session with the
+             * connection. */
+            pkt.props.sessionExpiry = corMqttConf.sessionExpiryS;
+            corMqttPropSet(&pkt.props, COR_MQTT_PROP_SESSION_EXPIRY);
+        }
     }
     rc = corMqttBufPut(&out, b->version, &pkt);
     if (rc == 0) {
@@ -319,6 +326,7 @@ connackTake(const CorMqttBroker* b, const CorMqttPacket* pkt,
                  pkt->reasonCode);
         return -EACCES;
     }
+    s->present = pkt->sessionPresent;
     s->window = corMqttConf.maxInFlight;
     s->keepAliveS = corMqttConf.keepAliveS;
     if (corMqttPropHas(&pkt->props, COR_MQTT_PROP_RECEIVE_MAXIMUM)
@@ -351,7 +359,7 @@ corMqttSessionOpen(const CorMqttBroker* b, const char* clientId,
         return NULL;
     }
     *inLen = 0;
-    rc = connectSend(c, b, clientId, deadlineMs);
+    rc = connectSend(c, b, clientId, s->persistent, deadlineMs);
     if (rc < 0) {
         snprintf(reason, sizeof(reason), "CONNECT: %s", strerror(-rc));
     } else if ((rc = packetRead(c, b, deadlineMs, &pkt, in, inLen, inCap,
