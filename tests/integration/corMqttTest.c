@@ -595,6 +595,139 @@ START_TEST(test_a_broker_restarted_mid_stream_loses_nothing)
 }
 END_TEST
 
+/* cor again with subscriptions to the broker: in/a/+ (QoS 1) served by
+ * echo, in/b/# (QoS 2) by waitecho (which answers with what it got, after
+ * 100 ms), in/never/# (QoS 1) by never (waits for ever), or by echo when
+ * neverEchoes. */
+static void
+corWithSubscriptions(bool neverEchoes)
+{
+    char yaml[2048];
+
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 2, workers: 2,\n"
+             "           coroutines: { enabled: {COROUTINES} } }\n"
+             "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+             "modules:\n"
+             "  - { load: http }\n"
+             "  - load: mqtt\n"
+             "    reconnect_max: 200ms\n"
+             "    subscriptions:\n"
+             "      - { broker: \"mqtt://127.0.0.1:%d\", filter: \"in/a/+\" }\n"
+             "      - { broker: \"mqtt://127.0.0.1:%d\", filter: \"in/b/#\",\n"
+             "          qos: 2 }\n"
+             "      - { broker: \"mqtt://127.0.0.1:%d\",\n"
+             "          filter: \"in/never/#\" }\n"
+             "  - { load: {MODULES}/testkit.so }\n"
+             "routes:\n"
+             "  - { match: \"MQTT /in/a/*\", handler: echo }\n"
+             "  - { match: \"MQTT /in/b/*\", handler: waitecho }\n"
+             "  - { match: \"MQTT /in/never/*\", handler: %s }\n"
+             "  - { match: \"GET /metrics\", handler: metrics }\n"
+             "log: { pid_file: {DIR}/cor.pid }\n",
+             broker.port, broker.port, broker.port,
+             neverEchoes ? "echo" : "never");
+    corServerStop(&cor);
+    ck_assert_int_eq(corServerStart(&cor, yaml), 0);
+    for (long t = corNowMs(); corServerLogCount(&cor, "subscribed to") < 3;) {
+        ck_assert_int_lt(corNowMs() - t, 5000);
+        usleep(20 * 1000);
+    }
+}
+
+/* mosquitto_pub, 5.0, QoS qos, the response to out/reply. */
+static void
+publish(const char* topic, const char* message, int qos, const char* more)
+{
+    char command[512];
+
+    snprintf(command, sizeof(command), "mosquitto_pub -h 127.0.0.1 -p %d "
+             "-V mqttv5 -q %d -t '%s' -m '%s' -D publish response-topic "
+             "out/reply %s", broker.port, qos, topic, message, more);
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
+}
+
+/* Wait for count responses (their status lines) on s, up to ms; then
+ * a moment for any more, and collect. */
+static void
+repliesWait(Sub* s, int count, int ms)
+{
+    char command[192];
+    long deadline = corNowMs() + ms;
+
+    snprintf(command, sizeof(command), "grep -c 'status:' %s", s->out);
+    while (corNowMs() < deadline
+           && (corShell(command, buf, sizeof(buf)), atoi(buf)) < count) {
+        usleep(20 * 1000);
+    }
+    usleep(300 * 1000);
+    subCollect(s, 0);
+}
+
+/*
+ * Messages to matching filters reach their route's handler (method MQTT,
+ * the topic as the path, the payload as the body, properties as headers)
+ * and its response goes to the Response Topic; messages no filter
+ * matches reach nobody.
+ */
+START_TEST(test_subscriptions_reach_the_right_handler_only)
+{
+    Sub s;
+
+    corWithSubscriptions(false);
+    subStart(&s, "out/#", 0, "");
+    publish("in/a/1", "hello", 1, "");
+    publish("in/b/x/y", "world", 2, "-D publish user-property k v "
+            "-D publish correlation-data c7");
+    publish("in/c/1", "nobody", 1, "");
+    publish("in/a/1/2", "nobody", 1, "");
+    repliesWait(&s, 2, 5000);
+    ck_assert_int_eq(countOf(buf, "status:"), 2);
+    ck_assert_msg(strstr(buf, "out/reply hello status:200") != NULL, "%s",
+                  buf);
+    ck_assert_msg(strstr(buf, "out/reply MQTT /in/b/x/y\nMQTT-QoS: 2\n"
+                         "k: v\nworld status:200") != NULL, "%s", buf);
+    ck_assert_int_eq(countOf(buf, "nobody"), 0);
+}
+END_TEST
+
+/* A handler that waits (for ever) holds up no other message. */
+START_TEST(test_a_waiting_handler_holds_up_no_other_message)
+{
+    Sub s;
+    long t;
+
+    corWithSubscriptions(false);
+    subStart(&s, "out/#", 0, "");
+    publish("in/never/1", "waits", 1, "");
+    publish("in/never/2", "waits", 1, "");
+    t = corNowMs();
+    publish("in/a/1", "goes", 1, "");
+    repliesWait(&s, 1, 5000);
+    ck_assert_int_eq(countOf(buf, "out/reply goes status:200"), 1);
+    ck_assert_int_lt(corNowMs() - t, 2000);
+}
+END_TEST
+
+/* cor stopped with QoS 1 messages in their handlers: not acknowledged,
+ * so the broker, which kept the subscriber's session, sends them again
+ * to the cor that comes next (whose route answers them). */
+START_TEST(test_messages_in_handlers_at_a_stop_come_again)
+{
+    Sub s;
+
+    corWithSubscriptions(false);
+    subStart(&s, "out/#", 0, "");
+    publish("in/never/1", "again1", 1, "");
+    publish("in/never/2", "again2", 1, "");
+    usleep(300 * 1000);         /* in their handlers */
+    corWithSubscriptions(true);
+    repliesWait(&s, 2, 5000);
+    ck_assert_int_ge(countOf(buf, "out/reply again1 status:200"), 1);
+    ck_assert_int_ge(countOf(buf, "out/reply again2 status:200"), 1);
+}
+END_TEST
+
 COR_TEST_SUITE(corMqtt)
 {
     tcase_set_timeout(tc, 90);
@@ -607,4 +740,7 @@ COR_TEST_SUITE(corMqtt)
     tcase_add_test(tc, test_bad_urls_are_refused);
     tcase_add_test(tc, test_100000_qos1_notifications_arrive_in_order);
     tcase_add_test(tc, test_a_broker_restarted_mid_stream_loses_nothing);
+    tcase_add_test(tc, test_subscriptions_reach_the_right_handler_only);
+    tcase_add_test(tc, test_a_waiting_handler_holds_up_no_other_message);
+    tcase_add_test(tc, test_messages_in_handlers_at_a_stop_come_again);
 }
