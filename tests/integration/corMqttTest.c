@@ -728,6 +728,47 @@ START_TEST(test_messages_in_handlers_at_a_stop_come_again)
 }
 END_TEST
 
+/* cor -t reports each bad subscription at its file:line: a filter, a
+ * QoS, a URL of another scheme, a broker URL with a path, a typo. */
+START_TEST(test_cor_t_checks_subscriptions_at_file_line)
+{
+    static const char yaml[] =
+        "listen: [ { protocol: http, address: 127.0.0.1:1 } ]\n"
+        "modules:\n"
+        "  - { load: http }\n"
+        "  - load: mqtt\n"
+        "    subscriptions:\n"
+        "      - { broker: \"mqtt://127.0.0.1\", filter: \"a/#/b\" }\n"
+        "      - { broker: \"mqtt://127.0.0.1\", filter: \"a\", qos: 3 }\n"
+        "      - { broker: \"http://127.0.0.1\", filter: \"a\" }\n"
+        "      - { broker: \"mqtt://127.0.0.1/t\", filter: \"a\" }\n"
+        "      - { broker: \"mqtt://127.0.0.1\", filter: \"a\", qoss: 1 }\n";
+    char path[128];
+    char command[512];
+    FILE* f;
+
+    snprintf(path, sizeof(path), "%s/bad.yaml", broker.dir);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(yaml, f);
+    fclose(f);
+    snprintf(command, sizeof(command), "%s -t -c %s 2>&1", getenv("COR_BIN"),
+             path);
+    ck_assert_int_ne(corShell(command, buf, sizeof(buf)), 0);
+    ck_assert_msg(strstr(buf, "bad.yaml:6:47: module mqtt: filter: '#' not "
+                         "the whole last level") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "bad.yaml:7:57: qos: 3 is out of range (0..2)")
+                  != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "bad.yaml:8:19: module mqtt: broker: not an "
+                         "mqtt:// or mqtts:// URL") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "bad.yaml:9:19: module mqtt: broker: "
+                         "'mqtt://127.0.0.1/t' has a path") != NULL, "%s",
+                  buf);
+    ck_assert_msg(strstr(buf, "bad.yaml:10:52: unknown key 'qoss' in "
+                         "subscriptions[4]") != NULL, "%s", buf);
+}
+END_TEST
+
 COR_TEST_SUITE(corMqtt)
 {
     tcase_set_timeout(tc, 90);
@@ -743,4 +784,5 @@ COR_TEST_SUITE(corMqtt)
     tcase_add_test(tc, test_subscriptions_reach_the_right_handler_only);
     tcase_add_test(tc, test_a_waiting_handler_holds_up_no_other_message);
     tcase_add_test(tc, test_messages_in_handlers_at_a_stop_come_again);
+    tcase_add_test(tc, test_cor_t_checks_subscriptions_at_file_line);
 }
