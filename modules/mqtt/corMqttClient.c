@@ -676,8 +676,10 @@ corMqttLinkSubscriber(const CorMqttSubGroup* group)
     int rc;
 
     if (linkNew(&group->broker, group, &rc, why, sizeof(why)) == NULL) {
-        corLog(COR_LOG_ERROR, "mqtt: cannot subscribe on %s: %s",
-               group->url, why);
+        /* A subscriber's connection lives in a coroutine of loop 0. */
+        corLog(COR_LOG_ERROR, "mqtt: cannot subscribe on %s: %s", group->url,
+               rc == -ENOTSUP ? "subscriptions need coroutines, and this "
+               "cor was built with --disable-coroutines" : why);
         return rc;
     }
     return 0;
