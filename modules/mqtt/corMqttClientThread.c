@@ -64,7 +64,7 @@ linkFor(const CorMqttBroker* b, uint64_t deadlineMs, int* rc, char* why,
         size_t whyLen)
 {
     char clientId[64];
-    CorMqttSession s;
+    CorMqttSession s = { .persistent = false };
     ThreadLink* l = linkFind(b);
 
     if (l != NULL && l->conn != NULL

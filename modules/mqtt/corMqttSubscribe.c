@@ -249,7 +249,9 @@ copyStr(char** p, const char* s, size_t len)
 {
     char* at = *p;
 
-    memcpy(at, s, len);
+    if (len > 0) {
+        memcpy(at, s, len);     /* s may be NULL then */
+    }
     at[len] = '\0';
     *p += len + 1;
     return at;
