@@ -670,16 +670,16 @@ corMqttPublishOnLoop(const CorMqttMessage* msg, char* why, size_t whyLen)
 }
 
 int
-corMqttLinkSubscriber(const CorMqttSubGroup* group)
+corMqttLinkSubscriber(const CorMqttSubGroup* group, char* why, size_t whyLen)
 {
-    char why[400];
     int rc;
 
-    if (linkNew(&group->broker, group, &rc, why, sizeof(why)) == NULL) {
+    if (linkNew(&group->broker, group, &rc, why, whyLen) == NULL) {
         /* A subscriber's connection lives in a coroutine of loop 0. */
-        corLog(COR_LOG_ERROR, "mqtt: cannot subscribe on %s: %s", group->url,
-               rc == -ENOTSUP ? "subscriptions need coroutines, and this "
-               "cor was built with --disable-coroutines" : why);
+        if (rc == -ENOTSUP) {
+            snprintf(why, whyLen, "subscriptions need coroutines, and this "
+                     "cor was built with --disable-coroutines");
+        }
         return rc;
     }
     return 0;

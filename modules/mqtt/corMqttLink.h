@@ -89,9 +89,10 @@ struct CorMqttLink {
  * connects in a coroutine of its own with group's client id and a
  * persistent session, subscribes (corMqttSubscribeSend) each time it is
  * connected, and connects again after a back-off whenever it fails, until
- * the loop ends. Returns 0, or -errno (logged).
+ * the loop ends. Returns 0, or -errno with why.
  */
-int corMqttLinkSubscriber(const CorMqttSubGroup* group);
+int corMqttLinkSubscriber(const CorMqttSubGroup* group, char* why,
+                          size_t whyLen);
 
 /* Encode pkt into l's output and write what the socket takes. Returns 0,
  * or -errno (the codec refused it, no memory). */

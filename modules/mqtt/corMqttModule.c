@@ -86,11 +86,13 @@ mqttInit(CorModule* m, const CorConf* conf)
 static int
 mqttLoopInit(CorModule* m, CorEvLoop* loop, unsigned index)
 {
+    char why[256];
+
     (void)loop;
     for (unsigned i = 0; index == 0 && i < corMqttGroupCount; i++) {
-        if (corMqttLinkSubscriber(&corMqttGroups[i]) != 0) {
-            corModuleError(m, NULL, "cannot subscribe on %s",
-                           corMqttGroups[i].url);
+        if (corMqttLinkSubscriber(&corMqttGroups[i], why, sizeof(why)) != 0) {
+            corModuleError(m, NULL, "cannot subscribe on %s: %s",
+                           corMqttGroups[i].url, why);
             return -1;
         }
     }
