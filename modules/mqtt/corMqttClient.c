@@ -7,7 +7,10 @@
  * (QoS 1 and 2 messages unacknowledged are at most the broker's Receive
  * Maximum, and corMqttConf.maxInFlight), reads every packet that comes,
  * and wakes each publish when its acknowledgement arrives (PUBACK, or
- * PUBREC, PUBREL, then PUBCOMP) or, at QoS 0, when its bytes went to the
+ * PUBREC, PUBREL, then PUBCOMP). A QoS 0 publish ends once its PUBLISH
+ * is in the output, which the loop writes at its next iteration with all
+ * this iteration added (one write for many), or, past OUT_HIGH of output
+ * unwritten (a broker that reads slowly), once its bytes went to the
  * socket. One queue, written in order: the messages of one loop to one
  * topic reach the broker in the order they were published, resends
  * included.
@@ -36,6 +39,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+
+/* Output not yet written past which a QoS 0 publish waits for the socket
+ * rather than ending once its PUBLISH is in the output. */
+#define OUT_HIGH ((size_t)1024 * 1024)
 
 /* What a slot holds whose publish left (timed out, cancelled). */
 static Pub orphan;
@@ -133,6 +140,7 @@ linkForget(Link* l)
     l->state = LINK_DEAD;
     corEvTimerStop(l->loop, &l->ping);
     corEvTimerStop(l->loop, &l->retry);
+    corEvTimerStop(l->loop, &l->flushSoon);
     for (Link** at = &loopLinks; *at != NULL; at = &(*at)->next) {
         if (*at == l) {
             *at = l->next;
@@ -185,6 +193,22 @@ linkFlush(Link* l)
     }
 }
 
+static void
+flushFire(CorEvTimer* timer)
+{
+    linkFlush(corContainerOf(timer, Link, flushSoon));
+}
+
+/* Write the output at the loop's next iteration: what every publish and
+ * acknowledgement of this iteration added goes out in one write. */
+static void
+linkFlushSoon(Link* l)
+{
+    if (!l->flushSoon.active) {
+        corEvTimerStart(l->loop, &l->flushSoon, 0, flushFire);
+    }
+}
+
 /* A free packet id for a QoS 1/2 publish (window > inFlight). */
 static uint16_t
 slotTake(Link* l, Pub* p)
@@ -213,11 +237,13 @@ linkPump(Link* l)
         if (rc != 0) {
             pubFinish(l, p, rc, rc == -ENOMEM ? "no memory for a PUBLISH"
                       : "the codec refused the PUBLISH");
-        } else if (p->msg->qos == 0) {
+        } else if (p->msg->qos == 0 && l->out.len - l->outSent > OUT_HIGH) {
             listRemove(&l->queue, p);
             p->stage = PUB_WRITTEN;
             p->outEnd = l->outStart + l->out.len;
             listAppend(&l->written, p);
+        } else if (p->msg->qos == 0) {
+            pubFinish(l, p, 0, NULL);
         }
     }
 }
@@ -660,7 +686,7 @@ corMqttPublishOnLoop(const CorMqttMessage* msg, char* why, size_t whyLen)
         l->pending = &p;
     }
     linkPump(l);
-    linkFlush(l);
+    linkFlushSoon(l);
     pubWait(l, &p);
     if (p.rc != 0) {
         snprintf(why, whyLen, "%s", p.why);
@@ -691,7 +717,7 @@ corMqttLinkSend(Link* l, const CorMqttPacket* pkt)
     int rc = corMqttBufPut(&l->out, l->broker.version, pkt);
 
     if (rc == 0) {
-        linkFlush(l);
+        linkFlushSoon(l);
     }
     return rc;
 }

@@ -60,6 +60,7 @@ struct CorMqttLink {
     CorEvIo io;
     CorEvTimer ping;
     CorEvTimer retry;
+    CorEvTimer flushSoon;       /* the output written once an iteration */
     uint64_t backoffMs;
     unsigned keepAliveMs;
     uint64_t lastWriteMs;
@@ -94,8 +95,9 @@ struct CorMqttLink {
 int corMqttLinkSubscriber(const CorMqttSubGroup* group, char* why,
                           size_t whyLen);
 
-/* Encode pkt into l's output and write what the socket takes. Returns 0,
- * or -errno (the codec refused it, no memory). */
+/* Encode pkt into l's output, written at the loop's next iteration with
+ * whatever else this one adds. Returns 0, or -errno (the codec refused
+ * it, no memory). */
 int corMqttLinkSend(Link* l, const CorMqttPacket* pkt);
 
 /* One reference to l more, one less (it is freed at none). */
