@@ -248,7 +248,8 @@ connectSend(CorConn* c, const CorMqttBroker* b, const char* clientId,
     CorMqttBuf out = { 0 };
     CorMqttPacket pkt = {
         .type = COR_MQTT_CONNECT, .version = (uint8_t)b->version,
-        .cleanStart = !persistent, .keepAlive = (uint16_t)corMqttConf.keepAliveS,
+        .cleanStart = !persistent,
+        .keepAlive = (uint16_t)corMqttConf.keepAliveS,
         .clientId = { clientId, strlen(clientId) },
         .hasUsername = b->hasUser, .hasPassword = b->hasPassword,
         .username = { b->user, strlen(b->user) },

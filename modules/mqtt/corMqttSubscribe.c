@@ -286,6 +286,21 @@ userHeadersAdd(Inbound* in, char** p, const CorMqttPacket* pkt)
     }
 }
 
+/* The headers of pkt: its QoS, retain, content type, user properties. */
+static void
+headersAdd(Inbound* in, char** p, const CorMqttPacket* pkt)
+{
+    in->r.headers = in->headers;
+    headerAdd(in, p, "MQTT-QoS", (CorMqttStr){ in->qosText, 1 });
+    if (pkt->retain) {
+        headerAdd(in, p, "MQTT-Retain", (CorMqttStr){ "true", 4 });
+    }
+    if (corMqttPropHas(&pkt->props, COR_MQTT_PROP_CONTENT_TYPE)) {
+        headerAdd(in, p, "Content-Type", pkt->props.contentType);
+    }
+    userHeadersAdd(in, p, pkt);
+}
+
 /* pkt, a PUBLISH of l, as a request in one block; NULL without memory. */
 static Inbound*
 inboundNew(Link* l, const CorMqttPacket* pkt)
@@ -317,15 +332,7 @@ inboundNew(Link* l, const CorMqttPacket* pkt)
     copyStr(&p, pkt->topic.data, pkt->topic.len);
     in->r.bodyLen = pkt->payload.len;
     in->r.body = copyStr(&p, pkt->payload.data, pkt->payload.len);
-    in->r.headers = in->headers;
-    headerAdd(in, &p, "MQTT-QoS", (CorMqttStr){ in->qosText, 1 });
-    if (pkt->retain) {
-        headerAdd(in, &p, "MQTT-Retain", (CorMqttStr){ "true", 4 });
-    }
-    if (corMqttPropHas(props, COR_MQTT_PROP_CONTENT_TYPE)) {
-        headerAdd(in, &p, "Content-Type", props->contentType);
-    }
-    userHeadersAdd(in, &p, pkt);
+    headersAdd(in, &p, pkt);
     if (corMqttPropHas(props, COR_MQTT_PROP_RESPONSE_TOPIC)) {
         in->responseTopic.len = props->responseTopic.len;
         in->responseTopic.data = copyStr(&p, props->responseTopic.data,

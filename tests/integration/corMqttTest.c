@@ -234,11 +234,6 @@ tearDown(void)
 {
     char command[256];
 
-    if (getenv("COR_TEST_LOG") != NULL) {
-        snprintf(command, sizeof(command), "cat %s >&2", cor.log);
-        corShell(command, buf, sizeof(buf));
-        fprintf(stderr, "%s", buf);
-    }
     corServerStop(&cor);
     brokerStop(SIGTERM);
     snprintf(command, sizeof(command), "rm -rf %s", broker.dir);
@@ -266,27 +261,6 @@ notify(const char* url, int n, const char* body, const char* query)
     return corRequest(cor.port, request, buf, sizeof(buf));
 }
 
-/* Wait until the scheme's notifications sent and failed reach want in
- * all, up to ms. */
-static void
-notifiedWait(const char* scheme, long want, int ms)
-{
-    char sent[96];
-    char failed[96];
-    long deadline = corNowMs() + ms;
-    long total = 0;
-
-    snprintf(sent, sizeof(sent), "cor_notify_sent_total{scheme=\"%s\"}",
-             scheme);
-    snprintf(failed, sizeof(failed), "cor_notify_failed_total{scheme="
-             "\"%s\"}", scheme);
-    while ((total = corMetric(cor.port, sent) + corMetric(cor.port, failed))
-           < want && corNowMs() < deadline) {
-        usleep(20 * 1000);
-    }
-    ck_assert_int_eq(total, want);
-}
-
 static long
 metric(const char* name, const char* scheme)
 {
@@ -294,6 +268,22 @@ metric(const char* name, const char* scheme)
 
     snprintf(full, sizeof(full), "%s{scheme=\"%s\"}", name, scheme);
     return corMetric(cor.port, full);
+}
+
+/* Wait until the scheme's notifications sent and failed reach want in
+ * all, up to ms. */
+static void
+notifiedWait(const char* scheme, long want, int ms)
+{
+    long deadline = corNowMs() + ms;
+    long total = 0;
+
+    while ((total = metric("cor_notify_sent_total", scheme)
+                    + metric("cor_notify_failed_total", scheme)) < want
+           && corNowMs() < deadline) {
+        usleep(20 * 1000);
+    }
+    ck_assert_int_eq(total, want);
 }
 
 /* How many times needle is in s. */
@@ -535,16 +525,6 @@ START_TEST(test_100000_qos1_notifications_arrive_in_order)
 }
 END_TEST
 
-/* Lines in s's output so far. */
-static long
-subLines(const Sub* s)
-{
-    char command[192];
-
-    snprintf(command, sizeof(command), "wc -l < %s", s->out);
-    return corShell(command, buf, sizeof(buf)) == 0 ? atol(buf) : -1;
-}
-
 /*
  * The broker stopped (SIGTERM: it saves its sessions) and started again
  * in the middle of a QoS 1 stream: the bridge connects again by itself
@@ -558,6 +538,7 @@ START_TEST(test_a_broker_restarted_mid_stream_loses_nothing)
     enum { WRITES = 20, COUNT = WRITES * BULK_PER_WRITE };
     Sub s;
     char url[256];
+    char command[192];
     long deadline;
     int dups;
     int late;
@@ -583,7 +564,9 @@ START_TEST(test_a_broker_restarted_mid_stream_loses_nothing)
     notifiedWait("mqtt", COUNT, 60000);
     ck_assert_int_eq(metric("cor_notify_failed_total", "mqtt"), 0);
     deadline = corNowMs() + 30000;
-    while (subLines(&s) < COUNT && corNowMs() < deadline) {
+    snprintf(command, sizeof(command), "wc -l < %s", s.out);
+    while ((corShell(command, buf, sizeof(buf)), atol(buf)) < COUNT
+           && corNowMs() < deadline) {
         usleep(50 * 1000);
     }
     usleep(200 * 1000);         /* duplicates still on their way */
