@@ -196,7 +196,11 @@ linkFlush(Link* l)
 static void
 flushFire(CorEvTimer* timer)
 {
-    linkFlush(corContainerOf(timer, Link, flushSoon));
+    Link* l = corContainerOf(timer, Link, flushSoon);
+
+    l->refs++;      /* a failed write may drop it */
+    linkFlush(l);
+    linkRelease(l);
 }
 
 /* Write the output at the loop's next iteration: what every publish and
@@ -505,11 +509,11 @@ pingFire(CorEvTimer* timer)
     Link* l = corContainerOf(timer, Link, ping);
     uint64_t now = corEvNow(l->loop);
 
+    l->refs++;      /* a failed write may drop it: it stays readable */
     if (l->pingDue && now - l->pingSentMs >= l->keepAliveMs) {
         linkDrop(l, -ETIMEDOUT, "no PINGRESP within the keep alive");
-        return;
-    }
-    if (!l->pingDue && now - l->lastWriteMs >= l->keepAliveMs * 3 / 4) {
+    } else if (!l->pingDue
+               && now - l->lastWriteMs >= l->keepAliveMs * 3 / 4) {
         CorMqttPacket ping = { .type = COR_MQTT_PINGREQ };
 
         if (corMqttBufPut(&l->out, l->broker.version, &ping) == 0) {
@@ -521,6 +525,7 @@ pingFire(CorEvTimer* timer)
     if (l->state == LINK_READY) {
         corEvTimerStart(l->loop, &l->ping, l->keepAliveMs / 4 + 1, pingFire);
     }
+    linkRelease(l);
 }
 
 /* ---- Connecting ---------------------------------------------------------- */
