@@ -9,7 +9,7 @@
  *           - { broker: "mqtt://127.0.0.1:1883", filter: "sensors/+/temp",
  *               qos: 1 }
  *     routes:
- *       - { match: "MQTT /sensors/ *" (no space), handler: temp }
+ *       - { match: "MQTT /sensors/a/temp", handler: temp }
  *
  * A message is a request with the method MQTT, the topic as its path
  * ("/sensors/a/temp"), the payload as its body, and as headers its 5.0
