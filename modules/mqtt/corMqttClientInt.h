@@ -119,6 +119,30 @@ int corMqttSubscriptionsRead(CorModule* m, const CorConf* list);
 /* Free corMqttGroups (the module's exit). */
 void corMqttSubscriptionsFree(void);
 
+/* ---- corMqttStats.c: counters per broker --------------------------------- */
+
+typedef struct CorMqttStats CorMqttStats;
+
+typedef enum {
+    COR_MQTT_COUNT_START,           /* a notification starts */
+    COR_MQTT_COUNT_SENT,            /* it ended acknowledged */
+    COR_MQTT_COUNT_FAILED,          /* it ended otherwise */
+    COR_MQTT_COUNT_RECEIVED,        /* a subscription's message served */
+    COR_MQTT_COUNT_UNACKNOWLEDGED   /* and not acknowledged (5xx) */
+} CorMqttCount;
+
+/* b's counters (by its scheme, host and port), made at first; NULL
+ * without memory (then nothing is counted). From any thread. */
+CorMqttStats* corMqttStatsFor(const CorMqttBroker* b);
+void corMqttStatsCount(CorMqttStats* s, CorMqttCount which);
+
+/* The handler mqtt_metrics: every broker's counters, as /metrics writes
+ * its own. */
+void corMqttStatsServe(CorRequest* r);
+
+/* Free them all (the module's exit). */
+void corMqttStatsFree(void);
+
 /* ---- corMqttSession.c ---------------------------------------------------- */
 
 /* A growable output buffer; the owner frees data. */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The MQTT bridge as a module: it registers the notification schemes mqtt
- * and mqtts, reads its settings, and closes each loop's broker
- * connections when the loop ends.
+ * and mqtts and the handler mqtt_metrics (counters per broker), reads its
+ * settings and subscriptions, makes the subscriptions on loop 0, and
+ * closes each loop's broker connections when the loop ends.
  *
  *     modules:
  *       - load: mqtt
@@ -75,7 +76,10 @@ mqttInit(CorModule* m, const CorConf* conf)
         || corNotifySchemeAdd(m, &(CorNotifyScheme){
                .scheme = "mqtt", .send = corMqttNotifySend }) != 0
         || corNotifySchemeAdd(m, &(CorNotifyScheme){
-               .scheme = "mqtts", .send = corMqttNotifySend }) != 0) {
+               .scheme = "mqtts", .send = corMqttNotifySend }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "mqtt_metrics",
+                                           .serve = corMqttStatsServe })
+               != 0) {
         return -1;
     }
     return 0;
@@ -114,6 +118,7 @@ mqttExit(CorModule* m)
     (void)m;
     corMqttServedClear();
     corMqttSubscriptionsFree();
+    corMqttStatsFree();
 }
 
 COR_MODULE(mqtt, .init = mqttInit, .loopInit = mqttLoopInit,

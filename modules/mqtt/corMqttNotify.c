@@ -258,8 +258,13 @@ corMqttNotifySend(CorModule* m, const CorNotification* n, char* why,
         || headersTake(n, &msg, &b, &props, users, why, whyLen) != 0) {
         rc = -EINVAL;
     } else {
+        CorMqttStats* stats = corMqttStatsFor(&b);
+
+        corMqttStatsCount(stats, COR_MQTT_COUNT_START);
         rc = onLoop() ? corMqttPublishOnLoop(&msg, why, whyLen)
                       : corMqttPublishOnThread(&msg, why, whyLen);
+        corMqttStatsCount(stats, rc == 0 ? COR_MQTT_COUNT_SENT
+                                         : COR_MQTT_COUNT_FAILED);
     }
     free(copy);
     return rc;

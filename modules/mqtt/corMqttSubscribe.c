@@ -45,6 +45,7 @@ unsigned corMqttGroupCount;
 typedef struct {
     CorRequest r;
     Link* link;
+    CorMqttStats* stats;
     unsigned gen;
     unsigned version;
     uint16_t packetId;
@@ -318,6 +319,7 @@ inboundNew(Link* l, const CorMqttPacket* pkt)
     }
     p = (char*)&in->headers[props->userCount + 3];
     in->link = l;
+    in->stats = corMqttStatsFor(&l->broker);
     in->gen = l->gen;
     in->version = l->broker.version;
     in->packetId = pkt->packetId;
@@ -421,6 +423,8 @@ inboundRelease(CorRequest* r)
                                                : COR_MQTT_PUBREC,
                           .packetId = in->packetId };
 
+    corMqttStatsCount(in->stats, r->status < 500 ? COR_MQTT_COUNT_RECEIVED
+                                 : COR_MQTT_COUNT_UNACKNOWLEDGED);
     if (in->qos > 0 && r->status < 500 && l->state == LINK_READY
         && l->gen == in->gen && corMqttLinkSend(l, &ack) != 0) {
         corLog(COR_LOG_WARN, "mqtt: %s: no memory to acknowledge %.*s",
