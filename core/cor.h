@@ -170,6 +170,9 @@ struct CorRequest {
     const char* body;
     size_t bodyLen;
     bool head;                  /* HEAD: the protocol sends no body */
+    const char* remote;         /* the client's address ("192.0.2.7",
+                                   "2001:db8::7"), or NULL when unknown */
+    bool secure;                /* it came over TLS */
 
     /* The response, set by the handler through corRespond*(). */
     int status;
@@ -213,6 +216,11 @@ struct CorRequest {
 
 /* A request header (case-insensitive), NULL when absent. */
 const CorHeader* corRequestHeader(const CorRequest* r, const char* name);
+
+/* Whether h's value, a comma list (Connection, Upgrade), holds the token
+ * token[0..tokenLen), compared without case. */
+bool corHeaderListHas(const CorHeader* h, const char* token,
+                      size_t tokenLen);
 
 /* The value of a query parameter, percent-decoded into the request's
  * arena; NULL when absent. */
@@ -268,21 +276,23 @@ void corRespondFile(CorRequest* r, int status, const char* contentType,
                     int fd, int64_t offset, size_t len);
 
 /*
- * A streamed response, for a body not known in advance: start it in the
- * handler (which may then return; the request lives until the end), write
- * pieces from any thread (each is copied; HTTP/1.1 sends it as a chunk),
- * and end it from any thread. Start returns 0 or -1 (already answered, or
- * no memory).
+ * A streamed response, for a body not known in advance (a proxy passing
+ * an upstream's answer on): set the response headers, start it in the
+ * handler, write pieces from any thread (each is copied; HTTP/1.1 sends
+ * it as a chunk), and end it from any thread; the handler may return
+ * before the end (the request lives until it). Start returns 0 or -1
+ * (already answered, or no memory). The head goes out at once, not when
+ * the handler returns, and the pieces follow it as they are written.
  *
  * What a stream holds unsent, in the core and in the protocol, is bounded
- * by COR_STREAM_QUEUE_MAX: a writer off the request's loop (a worker, a
- * thread of its own) waits for room while the client reads slowly; a
- * writer on the request's loop (a coroutine) cannot wait there, since the
- * loop is what makes room, and gets -EAGAIN: wait a little (corRestWaitFd
- * with no fd) and write again. Pieces written before the handler returns
- * wait with the head, which goes out when it returns, so those are not
- * bounded: write a large body after returning. A write returns 0, -EAGAIN
- * as said, -EPIPE once the client is gone (stop producing), -ENOMEM.
+ * by COR_STREAM_QUEUE_MAX, so a body of any size passes in that much
+ * memory: a writer waits for room while the client reads slowly (a
+ * worker or a thread of its own blocks; a coroutine of the request's
+ * loop yields until the loop drained enough). Only code that cannot wait
+ * (an inline handler, on the loop's own stack) gets -EAGAIN: write from
+ * elsewhere. A write returns 0, -EAGAIN as said, -EPIPE once the client
+ * is gone or the handler was cancelled (stop producing), -ENOMEM. Always
+ * end a stream that was started: the request ends with it. May yield.
  */
 #define COR_STREAM_QUEUE_MAX ((size_t)256 * 1024)
 
@@ -290,6 +300,11 @@ int corResponseStreamStart(CorRequest* r, int status,
                            const char* contentType);
 int corResponseStreamWrite(CorRequest* r, const void* data, size_t len);
 void corResponseStreamEnd(CorRequest* r);
+/* End a stream as failed (its producer lost its source mid-body): what
+ * was written goes out, then the client is told the body is incomplete
+ * (HTTP/1.1 closes the connection without the last chunk), never that
+ * it is whole. Instead of corResponseStreamEnd. */
+void corResponseStreamAbort(CorRequest* r);
 
 /* ---- Upgrades: a handler takes the connection ---------------------------
  *
@@ -384,8 +399,10 @@ void corUpgradedClose(CorUpgraded* u);
 struct CorProtocolOps {
     /* The response is set (by the handler, or a failure status): send it,
      * then call corRequestSent() once it is out (or failed). A streamed
-     * response gets its head here, its pieces through streamData and its
-     * end through streamEnd; corRequestSent follows the end. */
+     * response gets its head here (as soon as the stream starts: its
+     * handler may still run), its pieces through streamData and its end
+     * through streamEnd, once the handler returned; corRequestSent
+     * follows the end. */
     void (*done)(CorRequest* r);
     /* The post-response phase is over: the request may be freed. */
     void (*release)(CorRequest* r);
@@ -403,6 +420,10 @@ struct CorProtocolOps {
      * sends the 101 (or passes it on unsent) and calls
      * corRequestUpgraded instead of corRequestSent. */
     bool (*upgradable)(const CorRequest* r);
+    /* A stream ended as failed (corResponseStreamAbort): end the response
+     * so that the client sees it incomplete, then corRequestSent as after
+     * streamEnd. NULL: streamEnd. */
+    void (*streamAbort)(CorRequest* r);
 };
 
 /*
@@ -415,6 +436,11 @@ struct CorProtocolOps {
  */
 void corRequestServe(CorRequest* r, const CorProtocolOps* ops,
                      void* protocolData);
+
+/* The protocol sent (most of) what it held of r's streamed body: the core
+ * hands it more now instead of at its next look. On r's loop; nothing
+ * when r has no stream. */
+void corResponseStreamDrained(CorRequest* r);
 
 /* The protocol has sent the response (or gave up on the connection): run
  * the post-response phase, free the arena, then ops->release. On the
@@ -628,6 +654,10 @@ CorAccept* corAcceptStart(CorEvLoop* loop, unsigned index,
 void corAcceptStop(CorAccept* a);
 /* A connection that was accepted is closed. */
 void corAcceptClosed(void);
+/* A peer's address as text ("192.0.2.7", "2001:db8::1"), without its port,
+ * into out (size bytes; 46 hold any): what r->remote says. */
+void corPeerAddress(const struct sockaddr_storage* peer, char* out,
+                    size_t size);
 
 /* ---- URLs ----------------------------------------------------------------- */
 

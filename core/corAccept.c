@@ -24,7 +24,9 @@
 #include "cor.h"
 #include "corCoreInt.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,4 +241,17 @@ void
 corAcceptClosed(void)
 {
     atomic_fetch_sub(&connTotal, 1);
+}
+
+void
+corPeerAddress(const struct sockaddr_storage* peer, char* out, size_t size)
+{
+    const void* addr = peer->ss_family == AF_INET6
+        ? (const void*)&((const struct sockaddr_in6*)peer)->sin6_addr
+        : (const void*)&((const struct sockaddr_in*)peer)->sin_addr;
+
+    if (inet_ntop(peer->ss_family == AF_INET6 ? AF_INET6 : AF_INET, addr, out,
+                  (socklen_t)size) == NULL && size > 0) {
+        out[0] = '\0';
+    }
 }

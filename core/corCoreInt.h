@@ -188,9 +188,10 @@ unsigned corRequestsFinishing(void);
 void corRequestHold(CorRequest* r);
 void corRequestLetGo(CorRequest* r);
 
-/* Streams (corStream.c): the head is out, pieces may follow; and the
- * stream's memory, at the request's end. */
-void corStreamHeadSent(CorRequest* r);
+/* Streams (corStream.c): the handler returned (the head goes out if it
+ * has not, and the end may follow); and the stream's memory, at the
+ * request's end. */
+void corStreamServed(CorRequest* r);
 void corStreamFree(CorRequest* r);
 
 /* ---- Upgrades (corUpgrade.c) --------------------------------------------- */
@@ -334,6 +335,20 @@ void corBesideCancel(CorBeside* b);
 size_t corHeadersCopySize(const CorHeader* headers, unsigned count);
 CorHeader* corHeadersCopy(const CorHeader* headers, unsigned count, char* p,
                           char** endP);
+
+/* ---- Responding (corRespond.c) ------------------------------------------ */
+
+/* Who answered a request that has a deadline: r->answer. */
+enum {
+    ANSWER_OPEN,
+    ANSWER_HANDLER,
+    ANSWER_TIMEOUT
+};
+
+/* Set r's response, whoever answers (the handler, its deadline, the core
+ * for a refusal). */
+void corRespondSet(CorRequest* r, int status, const char* contentType,
+                   const void* body, size_t len);
 
 /* ---- Notifications (corNotify.c) ----------------------------------------- */
 

@@ -23,47 +23,64 @@
  * headers point into it); the body grows in a buffer of its own up to its
  * limit. Both are the caller's once the call returns.
  */
-#include "corHttpClient.h"
+#include "corHttpClientInt.h"
 #include "corCoreInt.h"
 #include "corHttpParse.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
-#define URL_HOST_MAX 256
 #define BODY_READ_MIN 16384
 
-/* An http:// or https:// URL taken apart. */
-typedef struct {
-    bool tls;
-    unsigned port;
-    char host[URL_HOST_MAX];    /* without brackets */
-    const char* authority;      /* host[:port] as written: Host */
-    size_t authorityLen;
-    const char* target;         /* path and query as written, or "/" */
-    size_t targetLen;
-} Url;
+/* How the answer's body is framed. */
+typedef enum {
+    FRAME_NONE,                 /* HEAD, 204, 304: no body */
+    FRAME_LENGTH,               /* Content-Length */
+    FRAME_CHUNKED,
+    FRAME_TO_END                /* until the peer closes */
+} Framing;
 
-/* One exchange in flight. */
-typedef struct {
-    const CorHttpClientRequest* req;
+/*
+ * One exchange: while it is opened (the request sent, the head read), then
+ * while its body is read. Owned by the caller of corHttpClientOpen (malloc,
+ * freed by corHttpClientClose); Fetch keeps one on its stack. It holds no
+ * buffer of its own: the head is read into a buffer that becomes
+ * res->head, taken only once the first byte of the answer is there.
+ */
+struct CorHttpClientExchange {
+    const CorHttpClientRequest* req;    /* while it is opened only */
     CorHttpClientResponse* res;
-    Url url;
     uint64_t totalDeadline;     /* 0: none */
     uint64_t firstByteDeadline; /* 0: none, or not yet armed */
+    uint64_t readDeadline;      /* the body read's own, 0: none */
+    int firstByteTimeoutMs;
+    int totalTimeoutMs;
+    int readTimeoutMs;
     bool gotByte;
     bool wantClose;             /* the caller sent Connection: close */
+    bool keepAlive;             /* the answer allows another exchange */
+    bool done;                  /* the body was read to its end */
+    bool extra;                 /* bytes came past the answer's end */
+    int failed;                 /* -errno once a body read failed */
+    Framing framing;
     CorConn* c;
     char* buf;                  /* the head, then res->head */
     size_t len;
-    char* body;
-    size_t bodyLen;
-    size_t bodyCap;
-} Exchange;
+    size_t cap;
+    const char* rest;           /* body bytes that came with the head */
+    size_t restLen;
+    uint64_t left;              /* FRAME_LENGTH: bytes still to come */
+    CorHttpChunked chunked;
+    bool whole;                 /* a module's scheme: res->body has it all */
+    size_t wholeSent;           /* what the reads gave of it */
+};
+
+typedef CorHttpClientExchange Exchange;
 
 static void
 failf(Exchange* ex, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -78,133 +95,6 @@ failf(Exchange* ex, const char* fmt, ...)
     va_end(ap);
 }
 
-static bool
-isTchar(char ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
-           || (ch >= '0' && ch <= '9') || strchr("!#$%&'*+-.^_`|~", ch) != NULL;
-}
-
-static bool
-isToken(const char* s, size_t n)
-{
-    if (n == 0) {
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '\0' || !isTchar(s[i])) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* A field value without CR, LF, NUL or another control byte but HTAB. */
-static bool
-isFieldValue(const char* s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-
-        if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool
-nameIs(const char* s, size_t n, const char* name)
-{
-    return strlen(name) == n && strncasecmp(s, name, n) == 0;
-}
-
-/* ---- The URL ------------------------------------------------------------- */
-
-static int
-urlParse(const char* s, Url* u, char* why, size_t whyLen)
-{
-    const char* p;
-    const char* host;
-    const char* hostEnd;
-    const char* end;
-    unsigned long port;
-
-    if (s == NULL) {
-        goto bad;
-    }
-    if (strncasecmp(s, "http://", 7) == 0) {
-        u->tls = false;
-        p = s + 7;
-    } else if (strncasecmp(s, "https://", 8) == 0) {
-        u->tls = true;
-        p = s + 8;
-    } else {
-        snprintf(why, whyLen, "URL %.80s: not http:// or https://", s);
-        return -EINVAL;
-    }
-    u->authority = p;
-    end = p + strcspn(p, "/?#");
-    u->authorityLen = (size_t)(end - p);
-    if (*p == '[') {
-        host = p + 1;
-        hostEnd = memchr(host, ']', (size_t)(end - host));
-        if (hostEnd == NULL) {
-            goto bad;
-        }
-        p = hostEnd + 1;
-    } else {
-        host = p;
-        while (p < end && *p != ':') {
-            p++;
-        }
-        hostEnd = p;
-    }
-    if (hostEnd == host || (size_t)(hostEnd - host) >= sizeof(u->host)
-        || memchr(host, '@', (size_t)(hostEnd - host)) != NULL) {
-        goto bad;
-    }
-    for (const char* h = host; h < hostEnd; h++) {
-        if (!isTchar(*h) && *h != ':') {
-            goto bad;
-        }
-    }
-    memcpy(u->host, host, (size_t)(hostEnd - host));
-    u->host[hostEnd - host] = '\0';
-    u->port = u->tls ? 443 : 80;
-    if (p < end) {
-        char* stop;
-
-        if (*p != ':' || p + 1 == end) {
-            goto bad;
-        }
-        port = strtoul(p + 1, &stop, 10);
-        if (stop != end || port == 0 || port > 65535 || p[1] < '0'
-            || p[1] > '9') {
-            goto bad;
-        }
-        u->port = (unsigned)port;
-    }
-    p = end;
-    u->target = p;
-    u->targetLen = strcspn(p, "#");
-    for (size_t i = 0; i < u->targetLen; i++) {
-        if ((unsigned char)p[i] <= 0x20 || (unsigned char)p[i] >= 0x7f) {
-            goto bad;
-        }
-    }
-    /* "http://a?x" asks for "/?x": requestBuild adds the '/'. */
-    if (u->targetLen == 0) {
-        u->target = "/";
-        u->targetLen = 1;
-    }
-    return 0;
-
-bad:
-    snprintf(why, whyLen, "URL %.80s: malformed", s ? s : "(null)");
-    return -EINVAL;
-}
-
 /* ---- Deadlines ----------------------------------------------------------- */
 
 static uint64_t
@@ -213,18 +103,31 @@ deadlineOf(int ms, uint64_t now)
     return ms > 0 ? now + (uint64_t)ms : 0;
 }
 
-/* The wait a read may take now: the nearer deadline that applies; -1 for
- * none; -ETIMEDOUT (with the error set) once one passed. */
-static int
-waitMs(Exchange* ex)
+/* The nearest deadline that applies now, 0 for none. */
+static uint64_t
+deadlineNext(const Exchange* ex)
 {
-    uint64_t now = corEvClockMs();
     uint64_t deadline = ex->totalDeadline;
 
     if (!ex->gotByte && ex->firstByteDeadline != 0
         && (deadline == 0 || ex->firstByteDeadline < deadline)) {
         deadline = ex->firstByteDeadline;
     }
+    if (ex->readDeadline != 0
+        && (deadline == 0 || ex->readDeadline < deadline)) {
+        deadline = ex->readDeadline;
+    }
+    return deadline;
+}
+
+/* The wait a read may take now: -1 for none; -ETIMEDOUT once the nearest
+ * deadline passed. */
+static int
+waitMs(const Exchange* ex)
+{
+    uint64_t now = corEvClockMs();
+    uint64_t deadline = deadlineNext(ex);
+
     if (deadline == 0) {
         return -1;
     }
@@ -234,124 +137,49 @@ waitMs(Exchange* ex)
     return deadline - now > INT32_MAX ? INT32_MAX : (int)(deadline - now);
 }
 
+/* Say which deadline passed: the nearest one. */
 static void
 timeoutSay(Exchange* ex)
 {
-    const CorHttpClientRequest* q = ex->req;
+    uint64_t deadline = deadlineNext(ex);
+    const char* peer = corConnPeer(ex->c);
 
-    if (!ex->gotByte && ex->firstByteDeadline != 0
-        && (ex->totalDeadline == 0
-            || ex->firstByteDeadline <= ex->totalDeadline)
-        && corEvClockMs() >= ex->firstByteDeadline) {
-        failf(ex, "%s: no answer within the first-byte timeout (%d ms)",
-              corConnPeer(ex->c), q->firstByteTimeoutMs);
-    } else {
+    if (deadline == ex->totalDeadline) {
         failf(ex, "%s: the exchange exceeded its total timeout (%d ms)",
-              corConnPeer(ex->c), q->totalTimeoutMs);
+              peer, ex->totalTimeoutMs);
+    } else if (deadline == ex->readDeadline) {
+        failf(ex, "%s: no byte of the body within the read timeout "
+              "(%d ms)", peer, ex->readTimeoutMs);
+    } else {
+        failf(ex, "%s: no answer within the first-byte timeout (%d ms)",
+              peer, ex->firstByteTimeoutMs);
     }
 }
 
 /* ---- The request --------------------------------------------------------- */
 
+/* Send the request: its head, then a large body from where it is. */
 static int
-requestCheck(const CorHttpClientRequest* q, char* why, size_t whyLen)
-{
-    const char* method = q->method ? q->method : "GET";
-
-    if (!isToken(method, strlen(method))) {
-        snprintf(why, whyLen, "method %.40s: not a token", method);
-        return -EINVAL;
-    }
-    for (unsigned i = 0; i < q->headerCount; i++) {
-        const CorHeader* h = &q->headers[i];
-
-        if (h->name == NULL || !isToken(h->name, h->nameLen)
-            || (h->valueLen > 0 && h->value == NULL)
-            || !isFieldValue(h->value, h->valueLen)) {
-            snprintf(why, whyLen, "request header %u: a bad name or value",
-                     i);
-            return -EINVAL;
-        }
-        if (nameIs(h->name, h->nameLen, "content-length")
-            || nameIs(h->name, h->nameLen, "transfer-encoding")) {
-            snprintf(why, whyLen, "request header %.*s: the client frames "
-                     "the body", (int)h->nameLen, h->name);
-            return -EINVAL;
-        }
-    }
-    return 0;
-}
-
-static void
-put(char** p, const char* s, size_t n)
-{
-    memcpy(*p, s, n);
-    *p += n;
-}
-
-/* The request's head and body in one buffer (malloc), its length in
- * *lenP. */
-static char*
-requestBuild(Exchange* ex, size_t* lenP)
+requestSend(Exchange* ex, const char* request, size_t requestLen)
 {
     const CorHttpClientRequest* q = ex->req;
-    const char* method = q->method ? q->method : "GET";
-    bool hasHost = false;
-    bool sendLength;
-    size_t size;
-    char* out;
-    char* p;
-    char number[32];
-    int numberLen;
+    int ms = waitMs(ex);
+    int rc;
 
-    size = strlen(method) + ex->url.targetLen + ex->url.authorityLen + 64
-           + q->bodyLen;
-    for (unsigned i = 0; i < q->headerCount; i++) {
-        size += q->headers[i].nameLen + q->headers[i].valueLen + 4;
-        hasHost |= nameIs(q->headers[i].name, q->headers[i].nameLen, "host");
+    rc = ms == -ETIMEDOUT ? -ETIMEDOUT
+                          : corConnWriteAll(ex->c, request, requestLen, ms);
+    if (rc == 0 && !corHttpClientBodyInline(q)) {
+        ms = waitMs(ex);
+        rc = ms == -ETIMEDOUT ? -ETIMEDOUT
+                              : corConnWriteAll(ex->c, q->body, q->bodyLen,
+                                                ms);
     }
-    sendLength = q->bodyLen > 0 || strcmp(method, "POST") == 0
-                 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
-    out = malloc(size);
-    if (out == NULL) {
-        return NULL;
+    if (rc == -ETIMEDOUT) {
+        timeoutSay(ex);
+    } else if (rc < 0) {
+        failf(ex, "%s: send: %s", corConnPeer(ex->c), strerror(-rc));
     }
-    p = out;
-    put(&p, method, strlen(method));
-    put(&p, " ", 1);
-    if (ex->url.target[0] == '?') {
-        put(&p, "/", 1);
-    }
-    put(&p, ex->url.target, ex->url.targetLen);
-    put(&p, " HTTP/1.1\r\n", 11);
-    if (!hasHost) {
-        put(&p, "Host: ", 6);
-        put(&p, ex->url.authority, ex->url.authorityLen);
-        put(&p, "\r\n", 2);
-    }
-    for (unsigned i = 0; i < q->headerCount; i++) {
-        const CorHeader* h = &q->headers[i];
-
-        put(&p, h->name, h->nameLen);
-        put(&p, ": ", 2);
-        put(&p, h->value, h->valueLen);
-        put(&p, "\r\n", 2);
-        if (nameIs(h->name, h->nameLen, "connection")
-            && strncasecmp(h->value, "close", h->valueLen) == 0) {
-            ex->wantClose = true;
-        }
-    }
-    if (sendLength) {
-        numberLen = snprintf(number, sizeof(number), "Content-Length: %zu\r\n",
-                             q->bodyLen);
-        put(&p, number, (size_t)numberLen);
-    }
-    put(&p, "\r\n", 2);
-    if (q->bodyLen > 0) {
-        put(&p, q->body, q->bodyLen);
-    }
-    *lenP = (size_t)(p - out);
-    return out;
+    return rc;
 }
 
 /* ---- The answer ---------------------------------------------------------- */
@@ -377,10 +205,11 @@ readFailSay(Exchange* ex, ssize_t n, const char* what)
     return (int)n;
 }
 
-/* Read once into buf; > 0 bytes, or -errno with the error set (a peer's
- * end is -ECONNRESET, said as what). */
+/* Read once into buf from the connection: > 0 bytes, 0 at the peer's end
+ * (when endOk; else it is -ECONNRESET, said as what), or -errno with the
+ * error set. */
 static ssize_t
-readSome(Exchange* ex, void* buf, size_t len, const char* what)
+readSome(Exchange* ex, void* buf, size_t len, bool endOk, const char* what)
 {
     int ms = waitMs(ex);
     ssize_t n;
@@ -394,7 +223,80 @@ readSome(Exchange* ex, void* buf, size_t len, const char* what)
         ex->gotByte = true;
         return n;
     }
+    if (n == 0 && endOk) {
+        return 0;
+    }
     return readFailSay(ex, n, what);
+}
+
+/* A coroutine whose answer takes longer than this gives back the stack
+ * pages below its frame (corCoStackTrim): a quick answer pays nothing. */
+#define TRIM_AFTER_MS 20
+
+/*
+ * Wait for the answer's first byte, holding no buffer and not yet the
+ * parser's array of fields: an exchange that waits is mostly this wait.
+ * Every stack page that the connect and the request touched (printf
+ * alone takes some 2 KB) would stay resident while it waits, so a
+ * coroutine that waits long gives those back. It also spares the read
+ * that would only say EAGAIN. Returns 0 or -errno.
+ */
+static int
+answerWait(Exchange* ex)
+{
+    CorTransport* t = corConnTransport(ex->c);
+    short revents;
+    int ms;
+    int rc = 0;
+
+    if (corTransportPending(t)) {
+        return 0;
+    }
+    ms = waitMs(ex);
+    if (ms != -ETIMEDOUT && corCoCurrent() != NULL
+        && (ms < 0 || ms > TRIM_AFTER_MS)) {
+        rc = corRestWaitFd(t->fd, POLLIN, TRIM_AFTER_MS, &revents);
+        if (rc == 0) {
+            corCoStackTrim();
+            ms = waitMs(ex);
+        }
+    }
+    if (rc == 0) {
+        rc = ms == -ETIMEDOUT ? 0
+                              : corRestWaitFd(t->fd, POLLIN, ms, &revents);
+    }
+    if (rc < 0) {
+        return readFailSay(ex, -errno, "before the answer's head");
+    }
+    if (rc == 0) {
+        timeoutSay(ex);
+        return -ETIMEDOUT;
+    }
+    return 0;
+}
+
+/* Room in the head's buffer for more bytes: it starts small and grows to
+ * the limit. */
+static int
+headRoom(Exchange* ex)
+{
+    size_t cap = ex->cap == 0 ? 2048 : ex->cap * 2;
+    char* buf;
+
+    if (ex->len < ex->cap) {
+        return 0;
+    }
+    if (cap > COR_HTTP_CLIENT_HEAD_MAX + 1) {
+        cap = COR_HTTP_CLIENT_HEAD_MAX + 1;
+    }
+    buf = realloc(ex->buf, cap);
+    if (buf == NULL) {
+        failf(ex, "no memory for an answer's head");
+        return -ENOMEM;
+    }
+    ex->buf = buf;
+    ex->cap = cap;
+    return 0;
 }
 
 /* The final head (1xx skipped) parsed at the start of ex->buf; its length,
@@ -409,17 +311,20 @@ headRead(Exchange* ex, CorHttpResponseHead* head)
     int rc;
 
     for (;;) {
-        rc = corHttpParseResponseHead(ex->buf, ex->len, &limits, head);
+        rc = ex->len == 0 ? 0 : corHttpParseResponseHead(ex->buf, ex->len,
+                                                         &limits, head);
         if (rc < 0) {
             failf(ex, "%s: a malformed answer: %s", corConnPeer(ex->c),
                   corHttpResponseErrorText(rc));
             return -EPROTO;
         }
         if (rc == 0) {
-            ssize_t n = readSome(ex, ex->buf + ex->len,
-                                 COR_HTTP_CLIENT_HEAD_MAX + 1 - ex->len,
-                                 "before the answer's head");
+            ssize_t n = headRoom(ex);
 
+            if (n == 0) {
+                n = readSome(ex, ex->buf + ex->len, ex->cap - ex->len, false,
+                             "before the answer's head");
+            }
             if (n < 0) {
                 return (int)n;
             }
@@ -437,155 +342,6 @@ headRead(Exchange* ex, CorHttpResponseHead* head)
         /* 100 Continue, 103 Early Hints...: the answer follows. */
         memmove(ex->buf, ex->buf + rc, ex->len - (size_t)rc);
         ex->len -= (size_t)rc;
-    }
-}
-
-/* Room for at least want more body bytes, within limit plus framing. */
-static int
-bodyRoom(Exchange* ex, size_t want)
-{
-    size_t cap = ex->bodyCap;
-    char* body;
-
-    if (ex->bodyCap - ex->bodyLen >= want + 1) {
-        return 0;
-    }
-    if (cap == 0) {
-        cap = BODY_READ_MIN;
-    }
-    while (cap - ex->bodyLen < want + 1) {
-        cap *= 2;
-    }
-    body = realloc(ex->body, cap);
-    if (body == NULL) {
-        failf(ex, "no memory for an answer's body");
-        return -ENOMEM;
-    }
-    ex->body = body;
-    ex->bodyCap = cap;
-    return 0;
-}
-
-static int
-tooLarge(Exchange* ex, size_t limit)
-{
-    failf(ex, "%s: the answer's body is over the limit of %zu bytes",
-          corConnPeer(ex->c), limit);
-    return -EFBIG;
-}
-
-/* A Content-Length body; rest: the bytes after the head. */
-static int
-bodyByLength(Exchange* ex, size_t want, const char* rest, size_t restLen,
-             size_t limit, bool* extra)
-{
-    if (want > limit) {
-        return tooLarge(ex, limit);
-    }
-    if (bodyRoom(ex, want) < 0) {
-        return -ENOMEM;
-    }
-    if (restLen > want) {
-        *extra = true;
-        restLen = want;
-    }
-    memcpy(ex->body, rest, restLen);
-    ex->bodyLen = restLen;
-    while (ex->bodyLen < want) {
-        ssize_t n = readSome(ex, ex->body + ex->bodyLen, want - ex->bodyLen,
-                             "in the middle of the body");
-
-        if (n < 0) {
-            return (int)n;
-        }
-        ex->bodyLen += (size_t)n;
-    }
-    return 0;
-}
-
-/* A chunked body: raw bytes go after what is decoded, and are decoded in
- * place. */
-static int
-bodyChunked(Exchange* ex, const char* rest, size_t restLen, size_t limit,
-            bool* extra)
-{
-    CorHttpChunked chunked;
-    size_t raw = restLen;
-    int rc;
-
-    corHttpChunkedInit(&chunked, limit);
-    if (bodyRoom(ex, raw) < 0) {
-        return -ENOMEM;
-    }
-    memcpy(ex->body, rest, raw);
-    for (;;) {
-        size_t consumed = 0;
-        size_t produced = 0;
-        ssize_t n;
-
-        rc = corHttpChunkedDecode(&chunked, ex->body + ex->bodyLen, raw,
-                                  &consumed, &produced);
-        ex->bodyLen += produced;
-        if (rc == 1) {
-            *extra = consumed < raw;
-            return 0;
-        }
-        if (rc == -413) {
-            return tooLarge(ex, limit);
-        }
-        if (rc < 0) {
-            failf(ex, "%s: a malformed chunked body", corConnPeer(ex->c));
-            return -EPROTO;
-        }
-        if (bodyRoom(ex, BODY_READ_MIN) < 0) {
-            return -ENOMEM;
-        }
-        n = readSome(ex, ex->body + ex->bodyLen,
-                     ex->bodyCap - ex->bodyLen - 1,
-                     "in the middle of the body");
-        if (n < 0) {
-            return (int)n;
-        }
-        raw = (size_t)n;
-    }
-}
-
-/* A body that ends with the connection. */
-static int
-bodyToEnd(Exchange* ex, const char* rest, size_t restLen, size_t limit)
-{
-    if (restLen > limit) {
-        return tooLarge(ex, limit);
-    }
-    if (bodyRoom(ex, restLen) < 0) {
-        return -ENOMEM;
-    }
-    memcpy(ex->body, rest, restLen);
-    ex->bodyLen = restLen;
-    for (;;) {
-        int ms = waitMs(ex);
-        ssize_t n;
-
-        if (ms == -ETIMEDOUT) {
-            timeoutSay(ex);
-            return -ETIMEDOUT;
-        }
-        if (bodyRoom(ex, BODY_READ_MIN) < 0) {
-            return -ENOMEM;
-        }
-        n = corConnRead(ex->c, ex->body + ex->bodyLen,
-                        ex->bodyCap - ex->bodyLen - 1, ms);
-        if (n == 0) {
-            return 0;
-        }
-        if (n < 0) {
-            return readFailSay(ex, n, "in the middle of the body");
-        }
-        ex->gotByte = true;
-        ex->bodyLen += (size_t)n;
-        if (ex->bodyLen > limit) {
-            return tooLarge(ex, limit);
-        }
     }
 }
 
@@ -613,20 +369,15 @@ headersKeep(Exchange* ex, const CorHttpResponseHead* head)
     return 0;
 }
 
-/*
- * Read the answer to a request sent on ex->c. Returns 0 with *reusable
- * saying whether the connection may carry another exchange, or -errno.
- */
-static int
-answerRead(Exchange* ex, bool* reusable)
+/* Read the answer's head and learn how its body is framed. Returns 0 or
+ * -errno. Never inlined: its array of fields must not be on the stack
+ * while the exchange waits for the answer (answerWait). */
+static __attribute__((noinline)) int
+answerOpen(Exchange* ex)
 {
     CorHttpHeader fields[COR_HTTP_CLIENT_FIELDS_MAX];
     CorHttpResponseHead head = { .headers = fields };
     const CorHttpClientRequest* q = ex->req;
-    size_t limit = q->maxBodyBytes > 0 ? q->maxBodyBytes
-                                       : COR_HTTP_CLIENT_BODY_MAX;
-    bool extra = false;
-    bool noBody;
     int rc;
 
     rc = headRead(ex, &head);
@@ -636,54 +387,189 @@ answerRead(Exchange* ex, bool* reusable)
     if (headersKeep(ex, &head) < 0) {
         return -ENOMEM;
     }
-    noBody = (q->method != NULL && strcmp(q->method, "HEAD") == 0)
-             || head.status == 204 || head.status == 304;
-    if (noBody) {
-        extra = ex->len > (size_t)rc;
-        rc = bodyRoom(ex, 0);
+    ex->rest = ex->buf + rc;
+    ex->restLen = ex->len - (size_t)rc;
+    ex->keepAlive = head.keepAlive;
+    if ((q->method != NULL && strcmp(q->method, "HEAD") == 0)
+        || head.status == 204 || head.status == 304) {
+        ex->framing = FRAME_NONE;
+        ex->done = true;
+        ex->extra = ex->restLen > 0;
     } else if (head.chunked) {
-        rc = bodyChunked(ex, ex->buf + rc, ex->len - (size_t)rc, limit,
-                         &extra);
+        ex->framing = FRAME_CHUNKED;
+        corHttpChunkedInit(&ex->chunked, UINT64_MAX);
     } else if (head.contentLength >= 0) {
-        rc = bodyByLength(ex, (size_t)head.contentLength, ex->buf + rc,
-                          ex->len - (size_t)rc, limit, &extra);
+        ex->framing = FRAME_LENGTH;
+        ex->left = (uint64_t)head.contentLength;
+        ex->done = ex->left == 0;
+        ex->extra = ex->restLen > ex->left;
     } else {
-        rc = bodyToEnd(ex, ex->buf + rc, ex->len - (size_t)rc, limit);
-        head.keepAlive = false;
+        ex->framing = FRAME_TO_END;
+        ex->keepAlive = false;
     }
-    if (rc < 0) {
-        return rc;
-    }
-    ex->body[ex->bodyLen] = '\0';
-    *reusable = head.keepAlive && !extra && !ex->wantClose;
     return 0;
+}
+
+/* Raw bytes of the body: those that came with the head first, then the
+ * connection's. Returns > 0, 0 at the peer's end (when endOk), -errno. */
+static ssize_t
+bodyRaw(Exchange* ex, char* buf, size_t len, bool endOk)
+{
+    if (ex->restLen > 0) {
+        size_t n = ex->restLen < len ? ex->restLen : len;
+
+        memcpy(buf, ex->rest, n);
+        ex->rest += n;
+        ex->restLen -= n;
+        return (ssize_t)n;
+    }
+    return readSome(ex, buf, len, endOk, "in the middle of the body");
+}
+
+/* A chunked body's next decoded bytes, in place in buf; 0 at its end. */
+static ssize_t
+bodyChunked(Exchange* ex, char* buf, size_t len)
+{
+    for (;;) {
+        size_t consumed = 0;
+        size_t produced = 0;
+        ssize_t n = bodyRaw(ex, buf, len, false);
+        int rc;
+
+        if (n < 0) {
+            return n;
+        }
+        rc = corHttpChunkedDecode(&ex->chunked, buf, (size_t)n, &consumed,
+                                  &produced);
+        if (rc < 0) {
+            failf(ex, "%s: a malformed chunked body", corConnPeer(ex->c));
+            return -EPROTO;
+        }
+        if (rc == 1) {
+            ex->done = true;
+            ex->extra = consumed < (size_t)n || ex->restLen > 0;
+        }
+        if (produced > 0 || ex->done) {
+            return (ssize_t)produced;
+        }
+    }
+}
+
+/* The next body bytes by the framing; 0 at the end. */
+static ssize_t
+bodyNext(Exchange* ex, char* buf, size_t len)
+{
+    ssize_t n;
+
+    switch (ex->framing) {
+    case FRAME_LENGTH:
+        n = bodyRaw(ex, buf, ex->left < len ? (size_t)ex->left : len, false);
+        if (n > 0) {
+            ex->left -= (uint64_t)n;
+            ex->done = ex->left == 0;
+        }
+        return n;
+    case FRAME_CHUNKED:
+        return bodyChunked(ex, buf, len);
+    case FRAME_TO_END:
+        n = bodyRaw(ex, buf, len, true);
+        ex->done = n == 0;
+        return n;
+    default:
+        return 0;
+    }
+}
+
+/* A module's scheme (cor://) answers whole: its exchange is made at the
+ * open, and the reads give its body out of res->body. */
+static int
+wholeOpen(Exchange* ex, const CorHttpClientRequest* req,
+          CorHttpClientResponse* res)
+{
+    /* The streamed read has no limit of its own over HTTP: none here
+     * either, past what the scheme's frames carry. */
+    CorHttpClientRequest whole = *req;
+    int rc;
+
+    if (whole.maxBodyBytes == 0) {
+        whole.maxBodyBytes = SIZE_MAX;
+    }
+    rc = corClientSchemeOf(req->url)(&whole, res);
+
+    *ex = (Exchange){ .res = res, .whole = true, .done = rc == 0
+                                                         && res->bodyLen == 0 };
+    return rc;
+}
+
+static ssize_t
+wholeRead(Exchange* ex, void* buf, size_t len)
+{
+    size_t n = ex->res->bodyLen - ex->wholeSent;
+
+    n = n < len ? n : len;
+    memcpy(buf, ex->res->body + ex->wholeSent, n);
+    ex->wholeSent += n;
+    ex->done = ex->wholeSent == ex->res->bodyLen;
+    return (ssize_t)n;
+}
+
+ssize_t
+corHttpClientBodyRead(CorHttpClientExchange* x, void* buf, size_t len,
+                      int timeoutMs)
+{
+    ssize_t n;
+
+    if (x->failed < 0) {
+        return x->failed;
+    }
+    if (x->done) {
+        return 0;
+    }
+    if (len == 0) {
+        return -EINVAL;
+    }
+    if (x->whole) {
+        return wholeRead(x, buf, len);
+    }
+    x->readTimeoutMs = timeoutMs;
+    x->readDeadline = deadlineOf(timeoutMs, corEvClockMs());
+    n = bodyNext(x, buf, len);
+    x->readDeadline = 0;
+    if (n < 0) {
+        x->failed = (int)n;
+    }
+    return n;
+}
+
+bool
+corHttpClientBodyDone(const CorHttpClientExchange* x)
+{
+    return x->done;
 }
 
 /* ---- One attempt, and the exchange --------------------------------------- */
 
-/* Send the request and read its answer on a connection. Returns 0, 1 when
- * a pooled connection failed before the answer's first byte (send again
- * on a new one), or -errno. */
+/* A connection for the exchange: pooled or new, within the deadlines.
+ * Returns 0 (ex->c set) or -errno (res->error said). */
 static int
-attempt(Exchange* ex, const char* request, size_t requestLen)
+connOpen(Exchange* ex, const CorHttpClientUrl* url)
 {
     const CorHttpClientRequest* q = ex->req;
     CorConnTarget target = {
-        .host = ex->url.host,
-        .port = ex->url.port,
-        .tls = ex->url.tls,
+        .host = url->host,
+        .port = url->port,
+        .tls = url->tls,
         .connectTimeoutMs = q->connectTimeoutMs,
         .tlsClient = q->tlsClient,
         .fresh = ex->res->retried,
     };
-    bool reusable = false;
     int ms;
     int rc;
 
     ms = waitMs(ex);
     if (ms == -ETIMEDOUT) {
         failf(ex, "%s:%u: the exchange exceeded its total timeout (%d ms)",
-              ex->url.host, ex->url.port, q->totalTimeoutMs);
+              url->host, url->port, q->totalTimeoutMs);
         return -ETIMEDOUT;
     }
     if (ms > 0 && (target.connectTimeoutMs == 0
@@ -692,123 +578,265 @@ attempt(Exchange* ex, const char* request, size_t requestLen)
     }
     ex->c = corConnOpen(&target, &rc, ex->res->error,
                         sizeof(ex->res->error));
-    if (ex->c == NULL) {
+    return ex->c != NULL ? 0 : rc;
+}
+
+/* Send the request and read the answer's head on a connection. Returns 0
+ * (ex->c open), 1 when a pooled connection failed before the answer's
+ * first byte (send again on a new one), or -errno (ex->c closed). */
+static int
+attempt(Exchange* ex, const CorHttpClientUrl* url, const char* request,
+        size_t requestLen)
+{
+    int rc = connOpen(ex, url);
+
+    if (rc < 0) {
         return rc;
     }
     ex->res->reused = corConnReused(ex->c);
+    ex->res->sent = true;
     ex->gotByte = false;
     ex->len = 0;
-    ms = waitMs(ex);
-    rc = ms == -ETIMEDOUT ? -ETIMEDOUT
-                          : corConnWriteAll(ex->c, request, requestLen, ms);
-    if (rc < 0) {
-        if (rc == -ETIMEDOUT) {
-            timeoutSay(ex);
-        } else {
-            failf(ex, "%s: send: %s", corConnPeer(ex->c), strerror(-rc));
-        }
-    } else {
-        ex->firstByteDeadline = deadlineOf(q->firstByteTimeoutMs,
+    rc = requestSend(ex, request, requestLen);
+    if (rc == 0) {
+        ex->firstByteDeadline = deadlineOf(ex->firstByteTimeoutMs,
                                            corEvClockMs());
-        rc = answerRead(ex, &reusable);
+        rc = answerWait(ex);
     }
-    if (rc < 0 && !ex->gotByte && ex->res->reused
-        && (rc == -ECONNRESET || rc == -EPIPE)) {
+    if (rc == 0) {
+        rc = answerOpen(ex);
+    }
+    if (rc < 0) {
+        bool again = !ex->gotByte && ex->res->reused
+                     && (rc == -ECONNRESET || rc == -EPIPE);
+
         corConnClose(ex->c);
         ex->c = NULL;
-        return 1;
+        return again ? 1 : rc;
     }
-    if (rc == 0 && reusable) {
-        corConnRelease(ex->c);
-    } else {
-        corConnClose(ex->c);
-    }
-    ex->c = NULL;
-    return rc;
-}
-
-static void
-responseClear(CorHttpClientResponse* res)
-{
-    memset(res, 0, sizeof(*res));
-}
-
-int
-corHttpClientFetch(const CorHttpClientRequest* req,
-                   CorHttpClientResponse* res)
-{
-    Exchange ex = { .req = req, .res = res };
-    CorClientFetchFn other = corClientSchemeOf(req->url);
-    char* request = NULL;
-    size_t requestLen = 0;
-    int rc;
-
-    if (other != NULL) {
-        return other(req, res);     /* a module's scheme: cor:// */
-    }
-    responseClear(res);
-    rc = urlParse(req->url, &ex.url, res->error, sizeof(res->error));
-    if (rc < 0) {
-        return rc;
-    }
-    rc = requestCheck(req, res->error, sizeof(res->error));
-    if (rc < 0) {
-        return rc;
-    }
-    ex.totalDeadline = deadlineOf(req->totalTimeoutMs, corEvClockMs());
-    request = requestBuild(&ex, &requestLen);
-    ex.buf = malloc(COR_HTTP_CLIENT_HEAD_MAX + 1);
-    if (request == NULL || ex.buf == NULL) {
-        snprintf(res->error, sizeof(res->error), "no memory");
-        rc = -ENOMEM;
-        goto failed;
-    }
-    rc = attempt(&ex, request, requestLen);
-    if (rc == 1) {
-        /* The peer closed the pooled connection under the request. */
-        res->retried = true;
-        free(res->headers);
-        res->headers = NULL;
-        res->headerCount = 0;
-        res->status = 0;
-        free(ex.body);
-        ex.body = NULL;
-        ex.bodyLen = ex.bodyCap = 0;
-        res->error[0] = '\0';
-        rc = attempt(&ex, request, requestLen);
-        if (rc == 1) {
-            rc = -ECONNRESET;   /* a new connection is never "pooled" */
-        }
-    }
-    if (rc < 0) {
-        goto failed;
-    }
-    free(request);
-    res->head = ex.buf;
-    res->body = ex.body;
-    res->bodyLen = ex.bodyLen;
-    res->error[0] = '\0';
     return 0;
+}
 
-failed:
-    free(request);
-    free(ex.buf);
-    free(ex.body);
+/* What a failed or finished attempt left in res, cleared for the next. */
+static void
+responseReset(CorHttpClientResponse* res)
+{
     free(res->headers);
     res->headers = NULL;
     res->headerCount = 0;
     res->status = 0;
+}
+
+/* An attempt, and the one retry when the peer closed the pooled
+ * connection under the request. Returns 0 or -errno. */
+static int
+attemptTwice(Exchange* ex, const CorHttpClientUrl* url, const char* request,
+             size_t requestLen)
+{
+    int rc = attempt(ex, url, request, requestLen);
+
+    if (rc == 1) {
+        ex->res->retried = true;
+        responseReset(ex->res);
+        ex->res->error[0] = '\0';
+        rc = attempt(ex, url, request, requestLen);
+        if (rc == 1) {
+            rc = -ECONNRESET;   /* a new connection is never "pooled" */
+        }
+    }
+    return rc;
+}
+
+/* Open ex (on the caller's memory): send and read the head, with the one
+ * retry. Returns 0 or -errno, res->error said. */
+static int
+exchangeOpen(Exchange* ex, const CorHttpClientRequest* req,
+             CorHttpClientResponse* res)
+{
+    char* request = NULL;
+    size_t requestLen = 0;
+    CorHttpClientUrl url;
+    int rc;
+
+    memset(res, 0, sizeof(*res));
+    *ex = (Exchange){ .req = req, .res = res, .c = NULL,
+                      .firstByteTimeoutMs = req->firstByteTimeoutMs,
+                      .totalTimeoutMs = req->totalTimeoutMs };
+    rc = corHttpClientUrlParse(req->url, &url, res->error,
+                               sizeof(res->error));
+    if (rc == 0) {
+        rc = corHttpClientRequestCheck(req, res->error, sizeof(res->error));
+    }
+    if (rc < 0) {
+        goto failed;
+    }
+    ex->totalDeadline = deadlineOf(req->totalTimeoutMs, corEvClockMs());
+    request = corHttpClientRequestHead(req, &url, &requestLen,
+                                       &ex->wantClose);
+    if (request == NULL) {
+        rc = -ENOMEM;
+        goto failed;
+    }
+    rc = attemptTwice(ex, &url, request, requestLen);
+    if (rc < 0) {
+        goto failed;
+    }
+    free(request);
+    ex->req = NULL;
+    res->head = ex->buf;        /* the headers point into it */
+    return 0;
+
+failed:
+    free(request);
+    ex->req = NULL;
+    free(ex->buf);
+    ex->buf = NULL;
+    responseReset(res);
     if (res->error[0] == '\0') {
         snprintf(res->error, sizeof(res->error), "%s", strerror(-rc));
     }
     return rc;
 }
 
+/* Done with an opened ex: its connection back to the pool when the
+ * answer was read to its end and nothing forbids reuse, else closed. */
+static void
+exchangeClose(Exchange* ex)
+{
+    if (ex->c == NULL) {
+        return;
+    }
+    if (ex->done && ex->failed == 0 && ex->keepAlive && !ex->extra
+        && !ex->wantClose) {
+        corConnRelease(ex->c);
+    } else {
+        corConnClose(ex->c);
+    }
+    ex->c = NULL;
+}
+
+int
+corHttpClientOpen(const CorHttpClientRequest* req,
+                  CorHttpClientResponse* res, CorHttpClientExchange** xP)
+{
+    Exchange* x = malloc(sizeof(*x));
+    int rc;
+
+    *xP = NULL;
+    if (x == NULL) {
+        memset(res, 0, sizeof(*res));
+        snprintf(res->error, sizeof(res->error), "no memory");
+        return -ENOMEM;
+    }
+    if (corClientSchemeOf(req->url) != NULL) {
+        rc = wholeOpen(x, req, res);
+    } else {
+        rc = exchangeOpen(x, req, res);
+    }
+    if (rc < 0) {
+        free(x);
+        return rc;
+    }
+    *xP = x;
+    return 0;
+}
+
+void
+corHttpClientClose(CorHttpClientExchange* x)
+{
+    if (x != NULL) {
+        exchangeClose(x);
+        free(x);
+    }
+}
+
+/* Fetch: the whole body into one buffer (malloc) within limit. */
+static int
+bodyCollect(Exchange* ex, size_t limit)
+{
+    CorHttpClientResponse* res = ex->res;
+    size_t cap = BODY_READ_MIN;
+
+    if (ex->framing == FRAME_LENGTH) {
+        if (ex->left > limit) {
+            goto tooLarge;
+        }
+        cap = (size_t)ex->left + 1;
+    }
+    res->body = malloc(cap);
+    while (res->body != NULL && !ex->done) {
+        ssize_t n;
+
+        if (cap - res->bodyLen < 2) {
+            char* body = realloc(res->body, cap * 2);
+
+            if (body == NULL) {
+                break;
+            }
+            res->body = body;
+            cap *= 2;
+        }
+        n = corHttpClientBodyRead(ex, res->body + res->bodyLen,
+                                  cap - res->bodyLen - 1, -1);
+        if (n < 0) {
+            return (int)n;
+        }
+        res->bodyLen += (size_t)n;
+        if (res->bodyLen > limit) {
+            goto tooLarge;
+        }
+    }
+    if (res->body == NULL || !ex->done) {
+        failf(ex, "no memory for an answer's body");
+        return -ENOMEM;
+    }
+    res->body[res->bodyLen] = '\0';
+    return 0;
+
+tooLarge:
+    failf(ex, "%s: the answer's body is over the limit of %zu bytes",
+          corConnPeer(ex->c), limit);
+    return -EFBIG;
+}
+
+int
+corHttpClientFetch(const CorHttpClientRequest* req,
+                   CorHttpClientResponse* res)
+{
+    size_t limit = req->maxBodyBytes > 0 ? req->maxBodyBytes
+                                         : COR_HTTP_CLIENT_BODY_MAX;
+    CorClientFetchFn other = corClientSchemeOf(req->url);
+    Exchange ex;
+    int rc;
+
+    if (other != NULL) {
+        return other(req, res);     /* a module's scheme: cor:// */
+    }
+    rc = exchangeOpen(&ex, req, res);
+    if (rc < 0) {
+        return rc;
+    }
+    rc = bodyCollect(&ex, limit);
+    if (rc < 0) {
+        ex.failed = rc;
+    }
+    exchangeClose(&ex);
+    if (rc < 0) {
+        corHttpClientResponseFree(res);
+        res->status = 0;
+        return rc;
+    }
+    res->error[0] = '\0';
+    return 0;
+}
+
 const CorHeader*
 corHttpClientHeader(const CorHttpClientResponse* res, const char* name)
 {
     for (unsigned i = 0; i < res->headerCount; i++) {
-        if (nameIs(res->headers[i].name, res->headers[i].nameLen, name)) {
+        const CorHeader* h = &res->headers[i];
+
+        if (corHttpClientNameIs(h->name, h->nameLen, name)) {
             return &res->headers[i];
         }
     }

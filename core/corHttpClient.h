@@ -17,6 +17,9 @@
  *     }
  *     corHttpClientResponseFree(&res);
  *
+ * A body too large to hold is read in pieces: corHttpClientOpen, then
+ * corHttpClientBodyRead, then corHttpClientClose.
+ *
  * Several at once: corHttpClientStart each, then corHttpClientWait each;
  * they run meanwhile, so a fan-out takes as long as its slowest answer.
  */
@@ -65,6 +68,9 @@ typedef struct {
     size_t bodyLen;
     bool reused;                /* answered on a pooled connection */
     bool retried;               /* sent again on a new connection */
+    bool sent;                  /* the request went to a peer (whole or in
+                                   part): a failure after it may have
+                                   been acted on */
     char error[256];            /* on failure: what and where */
     char* head;                 /* the client's: what headers point to */
 } CorHttpClientResponse;
@@ -89,6 +95,63 @@ typedef struct {
  */
 int corHttpClientFetch(const CorHttpClientRequest* req,
                        CorHttpClientResponse* res);
+
+/*
+ * An exchange whose body is read in pieces, for an answer too large to
+ * hold (a proxy passes it on as it comes). Owned by the caller from
+ * corHttpClientOpen to corHttpClientClose, used by one piece of work at a
+ * time on the thread that opened it. While it is open it writes its
+ * errors into the res it was opened with, which must outlive it.
+ *
+ *     CorHttpClientExchange* x;
+ *     char buf[16384];
+ *     ssize_t n;
+ *
+ *     if (corHttpClientOpen(&q, &res, &x) == 0) {
+ *         while ((n = corHttpClientBodyRead(x, buf, sizeof(buf), 30000))
+ *                > 0) {
+ *             pass(buf, n);
+ *         }
+ *         corHttpClientClose(x);      (pooled only when n was 0)
+ *     }
+ *     corHttpClientResponseFree(&res);
+ */
+typedef struct CorHttpClientExchange CorHttpClientExchange;
+
+/*
+ * Send req and read the head of its answer, as corHttpClientFetch does
+ * (the same retry rule: the retry happens before any byte came), but not
+ * its body. Returns 0 with res's status and headers set (res->body stays
+ * NULL, but for a module's scheme, cor://, whose answers come whole: the
+ * reads then give res->body out) and *xP the open exchange; or -errno with res->error said and *xP
+ * NULL (the errors of corHttpClientFetch). req is read during the call
+ * only. What waits for the answer holds no buffer: the head's is taken
+ * when its first byte is there. May yield.
+ */
+int corHttpClientOpen(const CorHttpClientRequest* req,
+                      CorHttpClientResponse* res,
+                      CorHttpClientExchange** xP);
+
+/*
+ * Read the next bytes of x's body (decoded: chunked framing removed) into
+ * buf, waiting at most timeoutMs (< 0: no deadline) for a byte, within
+ * the request's total deadline. Returns the bytes read (> 0), 0 at the
+ * body's end (a HEAD, 204 and 304 have none), or -errno with res->error
+ * said: -ETIMEDOUT, -ECANCELED, -ECONNRESET (the peer closed or reset
+ * before the body's end), -EPROTO (bad chunked framing, TLS), -EINVAL
+ * (len 0). A failure stays: every later read returns it. May yield.
+ */
+ssize_t corHttpClientBodyRead(CorHttpClientExchange* x, void* buf,
+                              size_t len, int timeoutMs);
+
+/* Whether x's body was read to its end. */
+bool corHttpClientBodyDone(const CorHttpClientExchange* x);
+
+/* Done with x (NULL: nothing): its connection goes back to the pool when
+ * the body was read to its end and keep-alive applies, and is closed
+ * otherwise (an answer left half read cannot carry another exchange). x
+ * is gone after; res stays the caller's. */
+void corHttpClientClose(CorHttpClientExchange* x);
 
 /* The first response header named name (case-insensitive), or NULL; it
  * lives as long as res. */
@@ -129,6 +192,22 @@ int corHttpClientWait(CorHttpClientCall* call, CorHttpClientResponse* res);
 /* Give up call: its waits end with ECANCELED and it frees itself once it
  * has stopped. call is gone after. Does not wait. */
 void corHttpClientCancel(CorHttpClientCall* call);
+
+/* The seed's names for the same calls, as its cor:// code reads:
+ * corRestCorStart(&(CorHttpClientRequest){ .url = "cor://b:7070/x" }, &err)
+ * starts a call now, corRestCorWait collects it. One client takes every
+ * scheme, so they are the calls above. */
+static inline CorHttpClientCall*
+corRestCorStart(const CorHttpClientRequest* req, int* errP)
+{
+    return corHttpClientStart(req, errP);
+}
+
+static inline int
+corRestCorWait(CorHttpClientCall* call, CorHttpClientResponse* res)
+{
+    return corHttpClientWait(call, res);
+}
 
 /* ---- Client URL schemes --------------------------------------------------
  *

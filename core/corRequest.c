@@ -51,13 +51,6 @@ struct CorArenaChunk {
  * as the coroutine's request ends), so this one is asked first. */
 static __thread CorRequest* threadRequest;
 
-/* Who answered a request that has a deadline: r->answer. */
-enum {
-    ANSWER_OPEN,
-    ANSWER_HANDLER,
-    ANSWER_TIMEOUT
-};
-
 /*
  * What the last coroutine that finished a request on this thread served:
  * the loop reports a stall after the slice that ended it, when the request
@@ -210,185 +203,6 @@ corRequestHandlerName(const CorRequest* r)
     return r->handler != NULL ? r->handler->handler.name : "-";
 }
 
-/* ---- Responding ---------------------------------------------------------- */
-
-/* Claim the right to answer r, before a response is set: false when r is
- * answered already, or its deadline passed first (the timeout answers). */
-static bool
-answerClaim(CorRequest* r)
-{
-    unsigned open = ANSWER_OPEN;
-
-    if (r->responded) {
-        return false;
-    }
-    /* Only a request with a deadline races its timer (armed before the
-     * handler started, never re-armed): the others skip the atomic. */
-    if (r->deadline.fn == NULL) {
-        return true;
-    }
-    return atomic_compare_exchange_strong(&r->answer, &open, ANSWER_HANDLER);
-}
-
-/* Set the response, whoever answers. */
-static void
-respondSet(CorRequest* r, int status, const char* contentType,
-           const void* body, size_t len)
-{
-    r->status = status;
-    r->contentType = contentType;
-    r->responseBody = body;
-    r->responseLen = len;
-    r->responded = true;
-}
-
-void
-corRespondStatic(CorRequest* r, int status, const char* contentType,
-                 const void* body, size_t len)
-{
-    if (answerClaim(r)) {
-        respondSet(r, status, contentType, body, len);
-    }
-}
-
-void
-corRespond(CorRequest* r, int status, const char* contentType,
-           const void* body, size_t len)
-{
-    void* copy = NULL;
-
-    if (r->responded) {
-        return;
-    }
-    if (len > 0) {
-        copy = corRequestAlloc(r, len);
-        if (copy == NULL) {
-            corRespondStatic(r, 500, "text/plain", "out of memory\n", 14);
-            return;
-        }
-        memcpy(copy, body, len);
-    }
-    corRespondStatic(r, status, contentType, copy, len);
-}
-
-void
-corRespondf(CorRequest* r, int status, const char* contentType,
-            const char* fmt, ...)
-{
-    char small[512];
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(small, sizeof(small), fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        n = 0;
-    }
-    if ((size_t)n < sizeof(small)) {
-        corRespond(r, status, contentType, small, (size_t)n);
-        return;
-    }
-    char* big = corRequestAlloc(r, (size_t)n + 1);
-
-    if (big == NULL) {
-        corRespondStatic(r, 500, "text/plain", "out of memory\n", 14);
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    corRespondStatic(r, status, contentType, big, (size_t)n);
-}
-
-void
-corRespondFile(CorRequest* r, int status, const char* contentType, int fd,
-               int64_t offset, size_t len)
-{
-    if (!answerClaim(r)) {
-        close(fd);
-        return;
-    }
-    respondSet(r, status, contentType, NULL, len);
-    r->fileFd = fd;
-    r->fileOffset = offset;
-}
-
-/* A field name is a token (RFC 9110 5.1). */
-static bool
-headerNameValid(const char* name)
-{
-    static const char tchar[] = "!#$%&'*+-.^_`|~";
-
-    if (*name == '\0') {
-        return false;
-    }
-    for (const char* p = name; *p != '\0'; p++) {
-        unsigned char ch = (unsigned char)*p;
-
-        if (!((ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a'
-                                           && (ch | 0x20) <= 'z')
-              || strchr(tchar, ch) != NULL)) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* A field value has no control character but tab (RFC 9110 5.5): a CR or
- * an LF would end the header and let the value write headers, or a body,
- * of its own. */
-static bool
-headerValueValid(const char* value)
-{
-    for (const char* p = value; *p != '\0'; p++) {
-        unsigned char ch = (unsigned char)*p;
-
-        if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
-            return false;
-        }
-    }
-    return true;
-}
-
-int
-corResponseHeader(CorRequest* r, const char* name, const char* value)
-{
-    if (!headerNameValid(name) || !headerValueValid(value)) {
-        corLog(COR_LOG_WARN, "handler %s: response header refused (a name "
-               "must be a token, a value must have no CR, LF or other "
-               "control character)", corRequestHandlerName(r));
-        return -EINVAL;
-    }
-    if (r->responseHeaderCount == r->responseHeaderCap) {
-        unsigned cap = r->responseHeaderCap ? r->responseHeaderCap * 2 : 8;
-        CorHeader* grown = corRequestAlloc(r, cap * sizeof(*grown));
-
-        if (grown == NULL) {
-            return -ENOMEM;
-        }
-        if (r->responseHeaderCount > 0) {
-            memcpy(grown, r->responseHeaders,
-                   r->responseHeaderCount * sizeof(*grown));
-        }
-        r->responseHeaders = grown;
-        r->responseHeaderCap = cap;
-    }
-    size_t nameLen = strlen(name);
-    size_t valueLen = strlen(value);
-    char* copy = corRequestAlloc(r, nameLen + valueLen + 2);
-
-    if (copy == NULL) {
-        return -ENOMEM;
-    }
-    memcpy(copy, name, nameLen + 1);
-    memcpy(copy + nameLen + 1, value, valueLen + 1);
-    r->responseHeaders[r->responseHeaderCount++] = (CorHeader){
-        copy, nameLen, copy + nameLen + 1, valueLen
-    };
-    return 0;
-}
-
 /* ---- Where it runs ------------------------------------------------------- */
 
 static CorLoopCounters*
@@ -454,18 +268,15 @@ served(CorRequest* r)
     }
     if (r->deadline.fn != NULL
         && atomic_load(&r->answer) == ANSWER_TIMEOUT) {
-        respondSet(r, 504, "text/plain", "the handler timed out\n", 22);
+        corRespondSet(r, 504, "text/plain", "the handler timed out\n", 22);
     } else if (!r->responded) {
         /* A handler whose wait was cancelled by a stop runs its failure
          * path and may not answer: the client still gets one. */
-        respondSet(r, corRuntime.stopping ? 503 : 500, "text/plain",
+        corRespondSet(r, corRuntime.stopping ? 503 : 500, "text/plain",
                    "the handler gave no response\n", 29);
     }
     if (r->stream != NULL) {
-        CorRequest* streamed = r;
-
-        r->ops->done(r);
-        corStreamHeadSent(streamed);    /* the pieces may follow now */
+        corStreamServed(r);     /* its head is out, or goes now */
         return;
     }
     r->ops->done(r);
@@ -717,7 +528,7 @@ dispatch(CorRequest* r, bool coroutine, uint64_t timeoutMs)
         sessionEnd(r);
         return;
     }
-    respondSet(r, 503, "text/plain", "stopping\n", 9);
+    corRespondSet(r, 503, "text/plain", "stopping\n", 9);
     served(r);
 }
 
@@ -752,12 +563,12 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     switch (corRouteFind(r->method, r->methodLen, r->path, r->pathLen,
                          &match)) {
     case COR_ROUTE_NO_PATH:
-        respondSet(r, 404, "text/plain", "not found\n", 10);
+        corRespondSet(r, 404, "text/plain", "not found\n", 10);
         served(r);
         return;
     case COR_ROUTE_NO_METHOD:
         corResponseHeader(r, "Allow", match.allow);
-        respondSet(r, 405, "text/plain", "method not allowed\n", 19);
+        corRespondSet(r, 405, "text/plain", "method not allowed\n", 19);
         served(r);
         return;
     case COR_ROUTE_FOUND:

@@ -1,21 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Streamed responses: a body written in pieces, from any thread, after
- * the handler may have returned. Pieces are copied into a queue under the
- * stream's lock; one task at a time is posted to the request's loop, which
- * hands the queue to the protocol (a chunk each, for HTTP/1.1). Nothing
- * goes out before the protocol has sent the head (served), and the end is
- * delivered once, after the last piece; the request is over after it.
+ * Streamed responses: a body written in pieces, from any thread, while
+ * the handler runs and after it returned. Pieces are copied into a queue
+ * under the stream's lock; one task at a time is posted to the request's
+ * loop, which hands the queue to the protocol (a chunk each, for
+ * HTTP/1.1). The first such task sends the head (ops->done), so a handler
+ * that passes on a large body (a proxy) has its head out at once and its
+ * pieces flowing while it still produces them. The end is delivered once,
+ * after the last piece and once the handler has returned (the request is
+ * over after the end, and a running handler still uses it).
  *
  * What a stream holds is bounded (COR_STREAM_QUEUE_MAX), or a client that
  * does not read would let a producer fill memory: the loop hands pieces
  * over only while the protocol holds less than the bound unsent, looking
- * again on a short timer while it holds more; and a writer finding the
- * queue full waits for room, or, on the loop's own thread (where waiting
- * would stop the flush it waits for), is told -EAGAIN.
+ * again when the protocol says it drained (corResponseStreamDrained), or
+ * on a short timer for a protocol that does not say; and a writer finding
+ * the queue full waits for room: a thread on its condition variable, a
+ * coroutine of the request's loop parked until the flush makes room (it
+ * cannot block the loop that makes it). Only code on the loop's own stack
+ * (an inline handler) cannot wait, and is told -EAGAIN.
  *
  * The stream is built on the request's public API; the request calls in
- * here at two points only (the head is out, the request ends).
+ * here at two points only (the handler returned, the request ends).
  */
 #include "corCoreInt.h"
 
@@ -24,8 +30,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* How often the loop looks again at a protocol that holds too much. */
+/* How often the loop looks again at a protocol that holds too much and
+ * does not say when it drained. */
 #define STREAM_RETRY_MS 10
+/* A parked writer looks again this often even unwoken (the client may
+ * have left, which no flush tells). */
+#define STREAM_PARK_MS 100
 
 typedef struct StreamPiece {
     struct StreamPiece* next;
@@ -42,9 +52,13 @@ struct CorStream {
     CorEvTask flush;
     CorEvTimer retry;           /* on the loop: the protocol held too much */
     CorRequest* r;
+    CorCoPark writer;           /* a coroutine writer waiting for room */
     bool headSent;
+    bool served;                /* the handler returned */
     bool ended;
+    bool aborted;               /* ended as failed */
     bool flushPosted;           /* a flush task or the retry timer is due */
+    bool retryArmed;            /* the retry timer is (not the task) */
     bool gone;                  /* the client left: writes fail */
 };
 
@@ -86,7 +100,25 @@ takeLocked(CorStream* s, size_t held)
 static void
 retryOnLoop(CorEvTimer* timer)
 {
-    flushOnLoop(&corContainerOf(timer, CorStream, retry)->flush);
+    CorStream* s = corContainerOf(timer, CorStream, retry);
+
+    s->retryArmed = false;
+    flushOnLoop(&s->flush);
+}
+
+/* Send the head, the first time only. */
+static void
+headSend(CorStream* s)
+{
+    bool send;
+
+    pthread_mutex_lock(&s->lock);
+    send = !s->headSent;
+    s->headSent = true;
+    pthread_mutex_unlock(&s->lock);
+    if (send) {
+        s->r->ops->done(s->r);
+    }
 }
 
 static void
@@ -98,14 +130,18 @@ flushOnLoop(CorEvTask* task)
     bool ended;
     bool more;
 
+    headSend(s);
     pthread_mutex_lock(&s->lock);
     if (!r->ops->streamAlive(r)) {
         s->gone = true;
     }
     pieces = takeLocked(s, s->gone ? 0 : backlog(r));
     more = s->head != NULL;
-    ended = s->ended && !more;
+    ended = s->ended && s->served && !more;
     s->flushPosted = more;
+    if (s->writer != 0) {
+        corCoLoopWake(s->writer);   /* room, or the client is gone */
+    }
     pthread_mutex_unlock(&s->lock);
     while (pieces != NULL) {
         StreamPiece* next = pieces->next;
@@ -117,17 +153,22 @@ flushOnLoop(CorEvTask* task)
         pieces = next;
     }
     if (more) {
+        s->retryArmed = true;
         corEvTimerStart(r->loop, &s->retry, STREAM_RETRY_MS, retryOnLoop);
+    } else if (ended && s->aborted && r->ops->streamAbort != NULL) {
+        r->ops->streamAbort(r); /* r may be gone after this */
     } else if (ended) {
         r->ops->streamEnd(r);   /* r may be gone after this */
     }
 }
 
-/* Post the flush unless one is on its way; the lock is held. */
+/* Post the flush unless one is on its way: for the head, pieces, or the
+ * end once the handler returned; the lock is held. */
 static void
 flushPostLocked(CorStream* s)
 {
-    if (s->headSent && !s->flushPosted && (s->head != NULL || s->ended)) {
+    if (!s->flushPosted && (!s->headSent || s->head != NULL
+                            || (s->ended && s->served))) {
         s->flushPosted = true;
         corEvLoopPost(s->r->loop, &s->flush, flushOnLoop);
     }
@@ -155,7 +196,41 @@ corResponseStreamStart(CorRequest* r, int status, const char* contentType)
     s->tail = &s->head;
     s->r = r;
     r->stream = s;
+    /* The head goes out now, not when the handler returns. */
+    pthread_mutex_lock(&s->lock);
+    flushPostLocked(s);
+    pthread_mutex_unlock(&s->lock);
     return 0;
+}
+
+/*
+ * On the request's loop, with the queue full: wait for room as a parked
+ * coroutine (the lock is held, and released across the park). Returns 0
+ * to look again, -EPIPE when the client left or the handler was
+ * cancelled, -EAGAIN where no coroutine can wait (the loop's own stack).
+ */
+static int
+roomWaitOnLoop(CorStream* s)
+{
+    CorRequest* r = s->r;
+    int rc;
+
+    if (!r->ops->streamAlive(r)) {
+        s->gone = true;
+    }
+    if (s->gone || corRequestCancelled(r)) {
+        return -EPIPE;
+    }
+    if (s->writer != 0) {
+        return -EAGAIN;         /* another coroutine waits already */
+    }
+    pthread_mutex_unlock(&s->lock);
+    rc = corCoLoopPark(&s->writer, STREAM_PARK_MS);
+    if (rc < 0) {
+        rc = errno == ECANCELED ? -EPIPE : -EAGAIN;
+    }
+    pthread_mutex_lock(&s->lock);
+    return rc < 0 ? rc : 0;
 }
 
 int
@@ -179,14 +254,19 @@ corResponseStreamWrite(CorRequest* r, const void* data, size_t len)
     memcpy(piece->data, data, len);
     pthread_mutex_lock(&s->lock);
     /* Room for the piece, or an empty queue (a piece larger than the
-     * bound goes alone). Before the head is out nothing drains the queue
-     * (the head waits for the handler to return), so nobody waits then. */
-    while (s->headSent && !s->gone && !s->ended && s->queued > 0
+     * bound goes alone). The flush that sends the head drains the queue
+     * too, so a writer may wait from the start. */
+    while (!s->gone && !s->ended && s->queued > 0
            && s->queued + len > COR_STREAM_QUEUE_MAX) {
         if (corEvLoopCurrent() == r->loop) {
-            pthread_mutex_unlock(&s->lock);
-            free(piece);
-            return -EAGAIN;
+            int rc = roomWaitOnLoop(s);
+
+            if (rc < 0) {
+                pthread_mutex_unlock(&s->lock);
+                free(piece);
+                return rc;
+            }
+            continue;
         }
         pthread_cond_wait(&s->room, &s->lock);
     }
@@ -203,8 +283,8 @@ corResponseStreamWrite(CorRequest* r, const void* data, size_t len)
     return 0;
 }
 
-void
-corResponseStreamEnd(CorRequest* r)
+static void
+streamEnd(CorRequest* r, bool aborted)
 {
     CorStream* s = r->stream;
 
@@ -212,18 +292,46 @@ corResponseStreamEnd(CorRequest* r)
         return;
     }
     pthread_mutex_lock(&s->lock);
+    s->aborted = !s->ended && aborted;
     s->ended = true;
     flushPostLocked(s);
     pthread_mutex_unlock(&s->lock);
 }
 
 void
-corStreamHeadSent(CorRequest* r)
+corResponseStreamEnd(CorRequest* r)
+{
+    streamEnd(r, false);
+}
+
+void
+corResponseStreamAbort(CorRequest* r)
+{
+    streamEnd(r, true);
+}
+
+void
+corResponseStreamDrained(CorRequest* r)
 {
     CorStream* s = r->stream;
 
+    /* Only a flush that waits on its timer is brought forward; a task on
+     * its way will look anyway. On the loop: the timer is the loop's. */
+    if (s != NULL && s->retryArmed) {
+        s->retryArmed = false;
+        corEvTimerStop(r->loop, &s->retry);
+        corEvLoopPost(r->loop, &s->flush, flushOnLoop);
+    }
+}
+
+void
+corStreamServed(CorRequest* r)
+{
+    CorStream* s = r->stream;
+
+    headSend(s);
     pthread_mutex_lock(&s->lock);
-    s->headSent = true;
+    s->served = true;
     flushPostLocked(s);
     pthread_mutex_unlock(&s->lock);
 }

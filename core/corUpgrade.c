@@ -23,9 +23,9 @@
 /* Whether the comma list value (one header's) holds token, compared
  * without case; with slash, "token/anything" matches too. */
 static bool
-listHas(const char* value, size_t len, const char* token, bool slash)
+listHasLen(const char* value, size_t len, const char* token, size_t tokenLen,
+           bool slash)
 {
-    size_t tokenLen = strlen(token);
     size_t i = 0;
 
     while (i < len) {
@@ -53,6 +53,18 @@ listHas(const char* value, size_t len, const char* token, bool slash)
         }
     }
     return false;
+}
+
+bool
+corHeaderListHas(const CorHeader* h, const char* token, size_t tokenLen)
+{
+    return listHasLen(h->value, h->valueLen, token, tokenLen, false);
+}
+
+static bool
+listHas(const char* value, size_t len, const char* token, bool slash)
+{
+    return listHasLen(value, len, token, strlen(token), slash);
 }
 
 /* Whether any header called name lists token. */

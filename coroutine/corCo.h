@@ -77,6 +77,15 @@ uint64_t corCoId(const CorCo* co);
 int corCoStackSizeSet(size_t bytes);
 size_t corCoStackSize(void);
 
+/*
+ * Give back the pages of the running coroutine's stack below the caller's
+ * frame (madvise MADV_DONTNEED; they read as zeros when touched again).
+ * For a coroutine about to wait long: what a deep call touched before
+ * (a connect, a printf) would otherwise stay resident all the wait. Does
+ * nothing outside a coroutine. Returns 0 or -errno.
+ */
+int corCoStackTrim(void);
+
 /* How many free stacks each thread's pool keeps for reuse (default 1024). */
 void corCoPoolMaxSet(unsigned count);
 

@@ -174,6 +174,30 @@ corCoStackSizeSet(size_t bytes)
     return 0;
 }
 
+/* What stays below the caller's frame: this function's frame and the
+ * system call's, which must not be given back under them. */
+#define TRIM_MARGIN 512
+
+int
+corCoStackTrim(void)
+{
+    CorCo* co = corCoCurrent();
+    uintptr_t page = pageSize();
+    uintptr_t low;
+    uintptr_t keep;
+
+    if (co == NULL) {
+        return 0;
+    }
+    low = ((uintptr_t)co->stackLow + page - 1) & ~(page - 1);
+    keep = ((uintptr_t)__builtin_frame_address(0) - TRIM_MARGIN)
+           & ~(page - 1);
+    if (keep <= low) {
+        return 0;
+    }
+    return madvise((void*)low, keep - low, MADV_DONTNEED) == 0 ? 0 : -errno;
+}
+
 size_t
 corCoStackSize(void)
 {

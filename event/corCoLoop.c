@@ -597,9 +597,11 @@ corCoLoopFdOwned(CorEvLoop* loop, int fd, bool owned)
         settle(loop, waiter, COR_WAIT_CLOSED);
         readyPush(loop, waiter);
     }
+    bool registered = slot->registered;
+
     slot->ioOwned = owned;
     slot->registered = false;
-    return 0;
+    return registered ? 1 : 0;
 }
 
 /* ---- Close and cancel ---------------------------------------------------- */

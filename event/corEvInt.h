@@ -131,7 +131,9 @@ void corCoLoopInit(CorEvLoop* loop);
 void corCoLoopFree(CorEvLoop* loop);
 void corCoLoopEvent(CorEvLoop* loop, uint64_t data, unsigned events);
 /* A CorEvIo takes fd, or lets it go: coroutine waits on it are refused
- * meanwhile, and a stale wait is ended. */
+ * meanwhile, and a stale wait is ended. Returns 1 when coroutine waits had
+ * left fd in the epoll set (one-shot, disarmed), 0 when they had not, -1
+ * for an fd past the loop's table. */
 int corCoLoopFdOwned(CorEvLoop* loop, int fd, bool owned);
 bool corCoLoopRunReady(CorEvLoop* loop);
 

@@ -168,11 +168,16 @@ corEvIoStart(CorEvLoop* loop, CorEvIo* io, int fd, unsigned events,
     io->fd = fd;
     io->events = 0;
     /* A socket that coroutines waited on (a client's connect) stays in
-     * the set after its one-shot waits: it is taken over as it is. */
-    if (corCoLoopFdOwned(loop, fd, true) != 0
-        || (epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) != 0
-            && (errno != EEXIST
-                || epoll_ctl(loop->epfd, EPOLL_CTL_MOD, fd, &ev) != 0))) {
+     * the set after its one-shot waits: it is taken over as it is. That is
+     * a hint (a closed and reopened fd left the set): one retry settles
+     * it. Any other fd already in the set is another CorEvIo's: EEXIST. */
+    int inSet = corCoLoopFdOwned(loop, fd, true);
+
+    if (inSet < 0
+        || (epoll_ctl(loop->epfd, inSet ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd,
+                      &ev) != 0
+            && !(inSet && errno == ENOENT
+                 && epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) == 0))) {
         int err = errno;
 
         corCoLoopFdOwned(loop, fd, false);

@@ -40,6 +40,9 @@
 #include <sys/epoll.h>
 
 #define CLIENT_READ_ROOM 4096
+/* Calls in a row that timed out with no frame from the server meanwhile,
+ * after which its connection is given up (peerSilence). */
+#define SILENT_TIMEOUTS 3
 
 /* A call in flight on a loop's peer; on its coroutine's stack. */
 typedef struct PeerCall {
@@ -67,11 +70,15 @@ typedef struct Peer {
     bool tls;
     int connectTimeoutMs;
     PeerState state;
+    bool connected;             /* the connect succeeded: queued frames
+                                 * went (or go) out */
     bool served;                /* an answer came on it: a call that finds
                                  * it closed may go again */
     unsigned refs;              /* the loop's list, the connector, calls */
     CorConn* conn;
     CorEvIo io;
+    CorEvTimer flushTimer;      /* the output, at the next iteration */
+    bool peerShut;              /* its FIN came: read to its end */
     CorCorTables* sent;
     CorCorTables* received;
     CorCorBuf out;
@@ -81,6 +88,8 @@ typedef struct Peer {
     size_t inCap;
     PeerCall* calls;
     uint32_t nextId;
+    unsigned silentTimeouts;    /* timed-out calls since the last frame */
+    bool acked;                 /* the HELLO_ACK came */
     int failure;                /* why it died, -errno */
     char why[448];
 } Peer;
@@ -148,6 +157,7 @@ peerFail(Peer* p, int rc, const char* why)
     }
     p->state = PEER_DEAD;
     p->failure = rc;
+    corEvTimerStop(p->loop, &p->flushTimer);
     snprintf(p->why, sizeof(p->why), "cor://%s:%u: %s", p->host, p->port,
              why);
     if (p->conn != NULL) {
@@ -191,6 +201,22 @@ peerFlush(Peer* p)
     p->out.len = p->outSent = 0;
 }
 
+/* The output at the loop's next iteration: the REQUESTs of every call of
+ * this iteration (coroutines woken by the same events) go in one write. */
+static void
+peerFlushDue(CorEvTimer* timer)
+{
+    peerFlush(corContainerOf(timer, Peer, flushTimer));
+}
+
+static void
+peerFlushSoon(Peer* p)
+{
+    if (!p->flushTimer.active) {
+        corEvTimerStart(p->loop, &p->flushTimer, 0, peerFlushDue);
+    }
+}
+
 /* Its CLOSE came: the last call answered closes it. */
 static void
 peerRetire(Peer* p)
@@ -225,8 +251,14 @@ frameTake(Peer* p, const uint8_t* frame, size_t len)
     int rc = corCorFrameDecode(p->received, frame, len, COR_COR_FRAME_MAX,
                                &h, &tree, why, sizeof(why));
 
-    if (rc == 0 && h.type == COR_COR_HELLO_ACK) {
+    p->silentTimeouts = 0;
+    if (rc == 0 && (h.type == COR_COR_HELLO_ACK) == p->acked) {
+        snprintf(why, sizeof(why), p->acked ? "a second HELLO_ACK"
+                 : "a frame of type %d before the HELLO_ACK", (int)h.type);
+        rc = -EPROTO;
+    } else if (rc == 0 && h.type == COR_COR_HELLO_ACK) {
         rc = corCorHelloCheck(tree, why, sizeof(why));
+        p->acked = rc == 0;
     } else if (rc == 0 && h.type == COR_COR_RESPONSE) {
         call = callFind(p, h.id);
         p->served = true;
@@ -245,8 +277,11 @@ frameTake(Peer* p, const uint8_t* frame, size_t len)
         rc = corCorFrameEncode(p->sent, COR_COR_CLOSE, 0, NULL, &p->out,
                                why, sizeof(why));
     } else if (rc == 0 && h.type == COR_COR_ERROR) {
+        const char* message = json_string_value(json_object_get(tree,
+                                                                "message"));
+
         snprintf(why, sizeof(why), "refused: %s",
-                 json_string_value(json_object_get(tree, "message")));
+                 message != NULL ? message : "(no message)");
         rc = -EPROTO;
     } else if (rc == 0 && h.type != COR_COR_PONG) {
         snprintf(why, sizeof(why), "a frame of type %d from a server",
@@ -303,10 +338,14 @@ peerRead(Peer* p)
             peerFail(p, -ENOMEM, "no memory for a frame");
             break;
         }
-        n = t->ops->recv(t, p->in + p->inLen, p->inCap - p->inLen);
+        size_t room = p->inCap - p->inLen;
+
+        n = t->ops->recv(t, p->in + p->inLen, room);
         if (n > 0) {
             p->inLen += (size_t)n;
-            if (framesTake(p) != 0) {
+            /* A short read drained the socket, unless the server shut its
+             * side: its end is still to read, and no edge announces it. */
+            if (framesTake(p) != 0 || ((size_t)n < room && !p->peerShut)) {
                 break;
             }
         } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -331,6 +370,9 @@ peerIo(CorEvIo* io, unsigned events)
     if ((events & EPOLLOUT)
         && corTransportWantsWrite(corConnTransport(p->conn))) {
         events |= EPOLLIN;
+    }
+    if (events & (EPOLLRDHUP | EPOLLHUP)) {
+        p->peerShut = true;
     }
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         peerRead(p);
@@ -360,6 +402,7 @@ peerConnect(void* arg)
     } else {
         p->conn = conn;
         p->state = PEER_READY;
+        p->connected = true;
         if (corEvIoStart(p->loop, &p->io, corConnTransport(conn)->fd,
                          EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, peerIo)
             != 0) {
@@ -383,6 +426,7 @@ peerFor(const CorUrl* u, bool tls, int connectTimeoutMs, int* rc, char* why,
     for (p = loopPeers; p != NULL; p = p->next) {
         if (p->port == u->port && p->tls == tls && strcmp(p->host, u->host)
             == 0 && (p->state == PEER_READY || p->state == PEER_CONNECTING)) {
+            p->refs++;          /* the caller's */
             return p;
         }
     }
@@ -407,21 +451,42 @@ peerFor(const CorUrl* u, bool tls, int connectTimeoutMs, int* rc, char* why,
     p->tls = tls;
     p->connectTimeoutMs = connectTimeoutMs;
     p->loop = corEvLoopCurrent();
-    p->refs = 2;                /* the list, the connector */
+    p->refs = 3;                /* the list, the connector, the caller */
     p->next = loopPeers;
     loopPeers = p;
+    /* The connector runs at once, up to its first wait: a connect that
+     * fails without waiting (a name known not to exist, no fd) has failed
+     * the peer when the spawn returns. */
     *rc = corCoLoopSpawn(p->loop, peerConnect, p);
     if (*rc != 0) {
         snprintf(why, whyLen, "no coroutine to connect to cor://%s:%u",
                  p->host, p->port);
         p->refs--;
         peerFail(p, *rc, why);
+    }
+    if (p->state == PEER_DEAD) {
+        *rc = p->failure;
+        snprintf(why, whyLen, "%s", p->why);
+        peerRelease(p);
         return NULL;
     }
     return p;
 }
 
 /* ---- One call on a loop -------------------------------------------------- */
+
+/* A call timed out. A server that sent no frame at all across
+ * SILENT_TIMEOUTS of them in a row may be gone without a reset (its host
+ * off the network): the connection is failed, and the next call opens a
+ * new one, rather than every call timing out until TCP gives up. */
+static void
+peerSilence(Peer* p)
+{
+    if (p->state != PEER_DEAD && ++p->silentTimeouts >= SILENT_TIMEOUTS) {
+        peerFail(p, -ETIMEDOUT, "no frame from the server across "
+                 "several timed-out calls");
+    }
+}
 
 /* Wait for call's answer until deadlineMs (0: none). Returns its rc, or
  * -ETIMEDOUT / -ECANCELED (the call is then forgotten). May yield. */
@@ -435,9 +500,13 @@ callWait(Peer* p, PeerCall* call, uint64_t deadlineMs)
         int rc = left == 0 ? 0 : corCoLoopPark(&call->park, left);
 
         if (rc <= 0 && !call->done) {
+            short revents;
+
             callUnlink(p, call);
-            return deadlineMs != 0 && corEvClockMs() >= deadlineMs
-                   ? -ETIMEDOUT : -ECANCELED;
+            /* A park says 0 for its timeout and for a cancel alike; after
+             * a cancel every wait fails at once, which tells them apart. */
+            return rc < 0 || corRestWaitFd(-1, 0, 0, &revents) < 0
+                   ? -ECANCELED : -ETIMEDOUT;
         }
     }
     return call->rc;
@@ -461,14 +530,19 @@ corCorCallOnLoop(const CorCorCall* c, CorCorMessage* answer,
     rc = corCorFrameEncode(p->sent, COR_COR_REQUEST, call.id, c->tree,
                            &p->out, why, whyLen);
     if (rc < 0) {
+        peerRelease(p);
         return rc;
     }
     call.next = p->calls;
     p->calls = &call;
-    p->refs += 2;               /* the call's link, and this frame */
-    peerFlush(p);
+    p->refs++;                  /* the call's link */
+    peerFlushSoon(p);
     rc = callWait(p, &call, c->deadlineMs);
+    if (rc == -ETIMEDOUT) {
+        peerSilence(p);
+    }
     out->retry = rc == -ECONNRESET && served;
+    out->sent = p->connected;
     if (rc < 0 && p->failure != 0 && rc == p->failure) {
         snprintf(why, whyLen, "%s", p->why);
     } else if (rc == -ETIMEDOUT || rc == -ECANCELED) {

@@ -157,6 +157,7 @@ corCorFetch(const CorHttpClientRequest* req, CorHttpClientResponse* res)
                                            sizeof(res->error));
     } while (rc == -ECONNRESET && out.retry && !res->retried);
     res->reused = out.reused;
+    res->sent = out.sent;
     json_decref((json_t*)c.tree);
     if (rc == 0) {
         rc = answerTake(&answer, req->maxBodyBytes > 0

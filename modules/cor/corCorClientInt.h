@@ -27,6 +27,8 @@ typedef struct {
 typedef struct {
     bool reused;                /* on a connection that was there before */
     bool retry;                 /* it failed so that it may go once more */
+    bool sent;                  /* the REQUEST went to a server: a
+                                 * failure after may have been acted on */
 } CorCorOutcome;
 
 /*
@@ -54,8 +56,9 @@ int corCorFetch(const CorHttpClientRequest* req, CorHttpClientResponse* res);
 
 /*
  * Make room in the input buffer *in (len bytes in it, *cap its size) for
- * the whole frame being read, as its header says (when it is there and not
- * over maxFrame), and at least room more bytes. Returns 0 or -ENOMEM.
+ * at least room more bytes and, toward the whole frame being read as its
+ * header says (when it is there and not over maxFrame), twice what it has:
+ * a large frame's buffer grows as its bytes come. Returns 0 or -ENOMEM.
  */
 int corCorInputReserve(uint8_t** in, size_t len, size_t* cap,
                        uint32_t maxFrame, size_t room);

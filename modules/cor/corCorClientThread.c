@@ -16,6 +16,9 @@
 #include <string.h>
 
 #define THREAD_READ_ROOM 4096
+/* Calls in a row that timed out with no frame meanwhile, after which the
+ * connection is given up (as corCorClient.c's peerSilence). */
+#define SILENT_TIMEOUTS 3
 
 typedef struct ThreadPeer {
     struct ThreadPeer* next;
@@ -24,6 +27,7 @@ typedef struct ThreadPeer {
     bool tls;
     bool served;                /* an answer came on it */
     bool closing;               /* its CLOSE came: closed after this call */
+    unsigned silentTimeouts;    /* timed-out calls since the last frame */
     CorConn* conn;
     CorCorTables* sent;
     CorCorTables* received;
@@ -153,6 +157,7 @@ frameTake(ThreadPeer* p, uint32_t id, size_t len, CorCorMessage* answer,
     int rc = corCorFrameDecode(p->received, p->in, len, COR_COR_FRAME_MAX,
                                &h, &tree, why, whyLen);
 
+    p->silentTimeouts = 0;
     if (rc == 0 && h.type == COR_COR_HELLO_ACK) {
         rc = corCorHelloCheck(tree, why, whyLen);
     } else if (rc == 0 && h.type == COR_COR_RESPONSE) {
@@ -176,7 +181,10 @@ frameTake(ThreadPeer* p, uint32_t id, size_t len, CorCorMessage* answer,
     return rc;
 }
 
-/* Read frames until id's answer. Returns 0, or -errno. */
+/* Read frames until id's answer; with id 0 (no call has it), only what
+ * came already, without waiting (what arrived between two calls: a
+ * forgotten call's answer, a PING, a drain's CLOSE). Returns 0, or
+ * -errno. */
 static int
 answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
            uint64_t deadlineMs, char* why, size_t whyLen)
@@ -207,13 +215,16 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
                                COR_COR_FRAME_MAX, THREAD_READ_ROOM) != 0) {
             return -ENOMEM;
         }
-        if (leftMs(deadlineMs) == 0) {
+        if (id != 0 && leftMs(deadlineMs) == 0) {
             snprintf(why, whyLen, "cor://%s:%u: no answer in time", p->host,
                      p->port);
             return -ETIMEDOUT;
         }
         n = corConnRead(p->conn, p->in + p->inLen, p->inCap - p->inLen,
-                        leftMs(deadlineMs));
+                        id != 0 ? leftMs(deadlineMs) : 0);
+        if (id == 0 && n == -EAGAIN) {
+            return 0;
+        }
         if (n <= 0) {
             snprintf(why, whyLen, "cor://%s:%u: %s", p->host, p->port,
                      n == 0 ? "the server closed the connection"
@@ -225,28 +236,50 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
     }
 }
 
+/* This thread's connection to c's peer, caught up with what came since
+ * its last call, or NULL when it closed meanwhile or was asked to (a
+ * drain's CLOSE): then it is dropped, and the call opens a new one. */
+static ThreadPeer*
+peerKept(const CorCorCall* c)
+{
+    ThreadPeer* p = threadPeerFind(c);
+    char why[COR_COR_WHY_MAX];
+
+    if (p != NULL && (answerRead(p, 0, NULL, 0, why, sizeof(why)) != 0
+                      || p->closing)) {
+        peerDrop(p);
+        p = NULL;
+    }
+    return p;
+}
+
 int
 corCorCallOnThread(const CorCorCall* c, CorCorMessage* answer,
                    CorCorOutcome* out, char* why, size_t whyLen)
 {
     int rc;
-    bool reused = threadPeerFind(c) != NULL;
-    ThreadPeer* p = peerFor(c, &rc, why, whyLen);
+    ThreadPeer* p = peerKept(c);
+    bool keep = false;
     uint32_t id;
 
-    if (p == NULL) {
+    out->reused = p != NULL;
+    if (p == NULL && (p = peerFor(c, &rc, why, whyLen)) == NULL) {
         return rc;
     }
-    out->reused = reused;
     id = ++p->nextId;
+    out->sent = true;
     rc = frameSend(p, COR_COR_REQUEST, id, c->tree, c->deadlineMs, why,
                    whyLen);
     if (rc == 0) {
         rc = answerRead(p, id, answer, c->deadlineMs, why, whyLen);
+        /* A timed-out answer is still to come, which the next call reads
+         * past; a server silent across several is given up (as on the
+         * loops). */
+        keep = rc == -ETIMEDOUT && ++p->silentTimeouts < SILENT_TIMEOUTS;
     }
-    /* A timeout leaves an answer to come, which the next call reads past;
-     * anything else leaves the connection in doubt. */
-    if ((rc != 0 && rc != -ETIMEDOUT) || p->closing) {
+    /* Anything else, a write cut short by its deadline included, leaves
+     * the connection in doubt. */
+    if (!keep && (rc != 0 || p->closing)) {
         out->retry = (rc == -ECONNRESET || rc == -EPIPE) && p->served;
         peerDrop(p);
     }

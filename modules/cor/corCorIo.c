@@ -18,11 +18,15 @@ corCorInputReserve(uint8_t** in, size_t len, size_t* cap, uint32_t maxFrame,
 
     if (len >= COR_COR_HEAD_LEN) {
         uint32_t length;
+        size_t frame;
 
         memcpy(&length, *in + 12, sizeof(length));
-        length = le32toh(length);
-        if (length <= maxFrame && COR_COR_HEAD_LEN + (size_t)length > need) {
-            need = COR_COR_HEAD_LEN + (size_t)length;
+        frame = COR_COR_HEAD_LEN + (size_t)le32toh(length);
+        /* Toward the frame's size by doubling: a peer that announces a
+         * large frame gets room as it sends, not at its word. */
+        if (length <= maxFrame && frame > need) {
+            need = *cap * 2 > need ? *cap * 2 : need;
+            need = need < frame ? need : frame;
         }
     }
     if (need <= *cap) {

@@ -18,6 +18,10 @@
 
 #include <stdlib.h>
 
+/* How long a stop gives the answers it makes to go out, all connections
+ * of a loop together. */
+#define STOP_FLUSH_MS 100
+
 CorServerConf corServerConf;
 
 static CorServerLoop* serverLoops;
@@ -62,13 +66,15 @@ static void
 corStop(CorModule* m, CorEvLoop* loop, unsigned index)
 {
     CorServerLoop* sl = corServerLoopAt(index);
+    /* The answers a stop makes get STOP_FLUSH_MS in all to go out. */
+    uint64_t deadline = corEvClockMs() + STOP_FLUSH_MS;
 
     (void)m;
     (void)loop;
     corAcceptStop(sl->accept);
     sl->accept = NULL;
     while (sl->conns != NULL) {
-        corServerConnStop(sl->conns);
+        corServerConnStop(sl->conns, deadline);
     }
 }
 

@@ -46,16 +46,24 @@
 
 /* The room a read asks for beyond what the frame being read needs. */
 #define READ_ROOM 4096
+/* The most a first frame (the HELLO) may hold: nothing is read into a
+ * large buffer for a peer that has not said who it is. */
+#define HELLO_FRAME_MAX 4096
+/* Past this much unsent output, nothing more is read from the peer (and
+ * so no more of its requests are served) until it reads: a peer that
+ * sends requests for large answers and reads none cannot make the server
+ * queue without end. */
+#define OUT_HIGH_WATER ((size_t)1 << 20)
 /* An output buffer this large, once empty, goes back to malloc. */
 #define OUT_KEEP (64 * 1024)
-#define STOP_FLUSH_MS 100
 
 static void requestDone(CorRequest* r);
 static void requestRelease(CorRequest* r);
 static void streamData(CorRequest* r, const void* data, size_t len);
 static void streamEnd(CorRequest* r);
 static bool streamAlive(const CorRequest* r);
-static void frameLoop(CorServerConn* c);
+static void streamAbort(CorRequest* r);
+static void frameLoop(CorServerConn* c, unsigned events);
 static void connClose(CorServerConn* c);
 
 /* No streamBacklog: a cor:// body travels in one frame, gathered whole
@@ -66,6 +74,7 @@ static const CorProtocolOps corOps = {
     .streamData = streamData,
     .streamEnd = streamEnd,
     .streamAlive = streamAlive,
+    .streamAbort = streamAbort,
 };
 
 /* ---- Output -------------------------------------------------------------- */
@@ -146,28 +155,38 @@ onTimer(CorEvTimer* timer)
 
     corLog(COR_LOG_DEBUG, "cor: %s: %s", c->peerName,
            !c->greeted ? "no HELLO in time"
-           : outputPending(c) ? "the peer reads nothing" : "idle");
+           : outputPending(c) ? "the peer reads nothing"
+           : c->inLen > 0 ? "a frame did not come whole in time" : "idle");
     connClose(c);
 }
 
-/* Arm the one deadline that applies now: the HELLO's, the output's, or
- * the idle one (none while requests are with their handlers: those have
- * deadlines of their own). */
+/* Fire at since + ms (at once when that is past). */
+static void
+timerAt(CorServerConn* c, uint64_t since, uint64_t ms)
+{
+    uint64_t now = corEvNow(c->sl->loop);
+
+    corEvTimerStart(c->sl->loop, &c->timer,
+                    since + ms > now ? since + ms - now : 0, onTimer);
+}
+
+/* Arm the one deadline that applies now: the HELLO's, the output's, a
+ * frame that came in part (whole within limits.request_timeout of its
+ * first byte, however slowly its bytes trickle), or the idle one (none
+ * while requests are with their handlers: those have deadlines of their
+ * own). */
 static void
 timerUpdate(CorServerConn* c)
 {
     CorEvLoop* loop = c->sl->loop;
-    uint64_t now = corEvNow(loop);
 
     if (!c->greeted) {
         return;         /* armed once, at the open */
     }
     if (outputPending(c) && c->outStalledMs != 0) {
-        uint64_t sendMs = corLimits()->sendTimeoutMs;
-        uint64_t left = c->outStalledMs + sendMs > now
-                        ? c->outStalledMs + sendMs - now : 0;
-
-        corEvTimerStart(loop, &c->timer, left, onTimer);
+        timerAt(c, c->outStalledMs, corLimits()->sendTimeoutMs);
+    } else if (c->inLen > 0) {
+        timerAt(c, c->frameStartMs, corLimits()->requestTimeoutMs);
     } else if (c->inFlight == 0) {
         corEvTimerStart(loop, &c->timer, corServerConf.idleTimeoutMs,
                         onTimer);
@@ -185,6 +204,36 @@ connDoneWith(CorServerConn* c)
         return true;
     }
     return false;
+}
+
+/* The output, written at the loop's next iteration: every answer that
+ * finishes in this one (coroutines woken by the same events, workers'
+ * answers posted back together) goes out in one write, which is what a
+ * multiplexed connection saves over one answer a write. */
+static void
+flushDue(CorEvTimer* timer)
+{
+    CorServerConn* c = corContainerOf(timer, CorServerConn, flushTimer);
+
+    if (connFlush(c) != 0) {
+        connClose(c);
+        return;
+    }
+    if (c->readPaused && c->out.len - c->outSent <= OUT_HIGH_WATER) {
+        frameLoop(c, 0);    /* it was not read while the output was high */
+        return;
+    }
+    if (!connDoneWith(c)) {
+        timerUpdate(c);
+    }
+}
+
+static void
+flushSoon(CorServerConn* c)
+{
+    if (!c->flushTimer.active) {
+        corEvTimerStart(c->sl->loop, &c->flushTimer, 0, flushDue);
+    }
 }
 
 /* ---- Requests ------------------------------------------------------------ */
@@ -282,7 +331,10 @@ requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
         .headers = req->headers, .headerCount = count,
         .body = req->message.body, .bodyLen = req->message.bodyLen,
         .head = strcmp(req->message.verb, "HEAD") == 0,
+        .remote = req->remote,
+        .secure = c->tls,
     };
+    corPeerAddress(&c->peer, req->remote, sizeof(req->remote));
     return req;
 }
 
@@ -336,7 +388,11 @@ respond(CorServerConn* c, CorServerRequest* req)
     char why[COR_COR_WHY_MAX];
     json_t* tree;
 
-    if (r->stream != NULL) {
+    if (req->streamFailed) {
+        m = (CorCorMessage){ .status = 502, .contentType = "text/plain",
+                             .body = "the answer failed midway\n",
+                             .bodyLen = 25 };
+    } else if (r->stream != NULL) {
         m.body = req->streamed.data;
         m.bodyLen = req->streamed.len;
     } else if (r->fileFd >= 0 && fileRead(r, &file) == 0) {
@@ -375,15 +431,8 @@ answered(CorServerRequest* req)
         c->inFlight--;
     }
     corRequestSent(&req->r);
-    if (c == NULL || c->processing) {
-        return;     /* frameLoop flushes and goes on by itself */
-    }
-    if (connFlush(c) != 0) {
-        connClose(c);
-        return;
-    }
-    if (!connDoneWith(c)) {
-        timerUpdate(c);
+    if (c != NULL && !c->processing) {
+        flushSoon(c);   /* frameLoop flushes by itself */
     }
 }
 
@@ -411,7 +460,6 @@ streamData(CorRequest* r, const void* data, size_t len)
                "max_frame (%u bytes): answered 502", (int)r->pathLen,
                r->path, corServerConf.maxFrame);
         req->streamFailed = true;
-        r->status = 502;
         corCorBufFree(&req->streamed);
         return;
     }
@@ -423,6 +471,19 @@ static void
 streamEnd(CorRequest* r)
 {
     answered(corContainerOf(r, CorServerRequest, r));
+}
+
+/* The stream failed (its upstream died mid-body): a frame cannot say
+ * "incomplete", so the answer becomes a 502, never the part that came as
+ * if it were whole. */
+static void
+streamAbort(CorRequest* r)
+{
+    CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
+
+    req->streamFailed = true;
+    corCorBufFree(&req->streamed);
+    answered(req);
 }
 
 static bool
@@ -556,6 +617,13 @@ frameTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
     return rc;
 }
 
+/* The largest frame the peer may send now: small until its HELLO. */
+static uint32_t
+frameMax(const CorServerConn* c)
+{
+    return c->greeted ? corServerConf.maxFrame : HELLO_FRAME_MAX;
+}
+
 /* Take every whole frame that came. Returns 0, or -1 after closing. */
 static int
 framesTake(CorServerConn* c)
@@ -567,8 +635,8 @@ framesTake(CorServerConn* c)
     while (rc == 0 && c->inLen - off >= COR_COR_HEAD_LEN) {
         CorCorHead h;
 
-        rc = corCorHeadRead(c->in + off, c->inLen - off,
-                            corServerConf.maxFrame, &h, why, sizeof(why));
+        rc = corCorHeadRead(c->in + off, c->inLen - off, frameMax(c), &h,
+                            why, sizeof(why));
         if (rc < 0 || c->inLen - off < COR_COR_HEAD_LEN + h.length) {
             break;
         }
@@ -580,6 +648,9 @@ framesTake(CorServerConn* c)
         connRefuse(c, why);
         return -1;
     }
+    if (off > 0 || c->inLen == 0) {
+        c->frameStartMs = corEvNow(c->sl->loop);  /* the next frame's */
+    }
     memmove(c->in, c->in + off, c->inLen - off);
     c->inLen -= off;
     return 0;
@@ -590,19 +661,38 @@ framesTake(CorServerConn* c)
 static int
 connRead(CorServerConn* c)
 {
+    c->readPaused = false;
     for (;;) {
         ssize_t n;
 
-        if (corCorInputReserve(&c->in, c->inLen, &c->inCap,
-                               corServerConf.maxFrame, READ_ROOM) != 0) {
+        if (c->out.len - c->outSent > OUT_HIGH_WATER) {
+            if (connFlush(c) != 0) {
+                connClose(c);
+                return -1;
+            }
+            if (c->out.len - c->outSent > OUT_HIGH_WATER) {
+                c->readPaused = true;   /* read on when it drained */
+                return 0;
+            }
+        }
+        if (corCorInputReserve(&c->in, c->inLen, &c->inCap, frameMax(c),
+                               READ_ROOM) != 0) {
             connRefuse(c, "no memory for a frame");
             return -1;
         }
-        n = c->t.ops->recv(&c->t, c->in + c->inLen, c->inCap - c->inLen);
+        size_t room = c->inCap - c->inLen;
+
+        n = c->t.ops->recv(&c->t, c->in + c->inLen, room);
         if (n > 0) {
             c->inLen += (size_t)n;
             if (framesTake(c) != 0) {
                 return -1;
+            }
+            /* A short read drained the socket (edge-triggered: the next
+             * bytes raise a new edge), unless the peer shut its side: its
+             * end is still to read, and no edge announces it. */
+            if ((size_t)n < room && !c->peerShut) {
+                return 0;
             }
             continue;
         }
@@ -623,10 +713,13 @@ connRead(CorServerConn* c)
 /* Read, serve what came, write what is due. Frames are taken inside a
  * guard: an inline handler's answer only queues, and is written here. */
 static void
-frameLoop(CorServerConn* c)
+frameLoop(CorServerConn* c, unsigned events)
 {
     int rc;
 
+    if (events & (EPOLLRDHUP | EPOLLHUP)) {
+        c->peerShut = true;
+    }
     c->processing = true;
     rc = connRead(c);
     if (rc != 0) {
@@ -637,7 +730,7 @@ frameLoop(CorServerConn* c)
         connClose(c);
         return;
     }
-    if (c->inLen == 0) {
+    if (c->inLen == 0 && c->inFlight == 0) {
         free(c->in);            /* an idle connection holds no buffer */
         c->in = NULL;
         c->inCap = 0;
@@ -656,12 +749,18 @@ onIo(CorEvIo* io, unsigned events)
         events |= EPOLLIN;
     }
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-        frameLoop(c);
+        frameLoop(c, events);
         return;
     }
     if (outputPending(c)) {
         if (connFlush(c) != 0) {
             connClose(c);
+            return;
+        }
+        /* A read paused for a peer that did not read: what it sent since
+         * raised no edge of its own. */
+        if (c->readPaused && c->out.len - c->outSent <= OUT_HIGH_WATER) {
+            frameLoop(c, 0);
             return;
         }
         if (!connDoneWith(c)) {
@@ -709,6 +808,7 @@ corServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
     }
     c->sl = sl;
     c->peer = *peer;
+    c->tls = helloMs > 0;       /* a plain listener has no handshake */
     peerName(c);
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     c->next = sl->conns;
@@ -741,6 +841,7 @@ connClose(CorServerConn* c)
 
     corEvIoStop(sl->loop, &c->io);
     corEvTimerStop(sl->loop, &c->timer);
+    corEvTimerStop(sl->loop, &c->flushTimer);
     if (c->prev != NULL) {
         c->prev->next = c->next;
     } else {
@@ -780,10 +881,8 @@ corServerConnDrain(CorServerConn* c)
 }
 
 void
-corServerConnStop(CorServerConn* c)
+corServerConnStop(CorServerConn* c, uint64_t deadline)
 {
-    uint64_t deadline = corEvClockMs() + STOP_FLUSH_MS;
-
     for (CorServerRequest* req = c->requests; req != NULL;
          req = req->next) {
         if (!req->answered) {
@@ -793,7 +892,10 @@ corServerConnStop(CorServerConn* c)
     while (outputPending(c) && corEvClockMs() < deadline) {
         struct pollfd pfd = { .fd = c->t.fd, .events = POLLOUT };
 
-        if (connFlush(c) != 0 || poll(&pfd, 1, STOP_FLUSH_MS) <= 0) {
+        int left = (int)(deadline > corEvClockMs()
+                         ? deadline - corEvClockMs() : 0);
+
+        if (connFlush(c) != 0 || poll(&pfd, 1, left) <= 0) {
             break;
         }
     }

@@ -48,7 +48,9 @@ struct CorServerRequest {
     CorServerRequest* next;
     uint32_t id;                /* the REQUEST's correlation id */
     bool answered;              /* its RESPONSE is queued (or failed) */
-    bool streamFailed;          /* its streamed body outgrew a frame */
+    bool streamFailed;          /* its streamed body outgrew a frame, or
+                                 * its stream was aborted */
+    char remote[48];            /* the peer's address, as r.remote */
     CorCorMessage message;      /* what came: verb, headers, body */
     CorCorBuf streamed;         /* a streamed body, gathered whole */
     CorHeader headers[];        /* the message's and its Content-Type,
@@ -59,6 +61,7 @@ struct CorServerRequest {
 struct CorServerConn {
     CorEvIo io;
     CorEvTimer timer;
+    CorEvTimer flushTimer;      /* the output, at the next iteration */
     CorServerLoop* sl;
     CorServerConn* prev;
     CorServerConn* next;
@@ -74,6 +77,10 @@ struct CorServerConn {
                                  * released */
     unsigned inFlight;          /* of them, not yet answered */
     uint64_t outStalledMs;      /* output waits since then, or 0 */
+    uint64_t frameStartMs;      /* the frame being read began then */
+    bool readPaused;            /* too much unsent output: not reading */
+    bool peerShut;              /* its FIN came: read to its end */
+    bool tls;                   /* over its listener's TLS (cors) */
     bool greeted;               /* the HELLO came and was answered */
     bool closeSent;             /* our CLOSE: no new work (a drain) */
     bool peerDone;              /* its CLOSE, or its end: nothing more
@@ -91,9 +98,9 @@ void corServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
 /* A drain reached this connection: CLOSE is sent, and it closes once the
  * peer said it sends nothing more and everything is answered. */
 void corServerConnDrain(CorServerConn* c);
-/* Answer what is still with its handler as failed (503), flush briefly,
- * close (a stop). */
-void corServerConnStop(CorServerConn* c);
+/* Answer what is still with its handler as failed (503), flush what
+ * goes out until deadline (corEvClockMs time), close (a stop). */
+void corServerConnStop(CorServerConn* c, uint64_t deadline);
 
 /* ---- corCorModule.c ------------------------------------------------------ */
 

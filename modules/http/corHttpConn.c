@@ -58,6 +58,7 @@ static void requestDone(CorRequest* r);
 static void requestRelease(CorRequest* r);
 static void streamData(CorRequest* r, const void* data, size_t len);
 static void streamEnd(CorRequest* r);
+static void streamAbort(CorRequest* r);
 static bool streamAlive(const CorRequest* r);
 static size_t streamBacklog(const CorRequest* r);
 static bool upgradable(const CorRequest* r);
@@ -71,6 +72,7 @@ static const CorProtocolOps httpOps = {
     .streamEnd = streamEnd,
     .streamAlive = streamAlive,
     .streamBacklog = streamBacklog,
+    .streamAbort = streamAbort,
     .upgradable = upgradable,
 };
 
@@ -496,6 +498,9 @@ requestCreate(HttpConn* c, const CorHttpRequestHead* h)
     r->headerCount = h->headerCount;
     r->body = "";
     r->head = h->head;
+    corPeerAddress(&c->peer, req->remote, sizeof(req->remote));
+    r->remote = req->remote;
+    r->secure = c->tls;
     req->target = MOVED(h->target);
 #undef MOVED
     req->targetLen = h->targetLen;
@@ -905,6 +910,20 @@ streamEnd(CorRequest* r)
     answered(c, r);
 }
 
+/* The body is cut: no last chunk, and the close tells the client. */
+static void
+streamAbort(CorRequest* r)
+{
+    HttpConn* c = corContainerOf(r, HttpRequest, r)->conn;
+
+    if (c == NULL) {
+        corRequestSent(r);
+        return;
+    }
+    c->keepAlive = false;
+    answered(c, r);
+}
+
 static bool
 streamAlive(const CorRequest* r)
 {
@@ -989,6 +1008,10 @@ onIo(CorEvIo* io, unsigned events)
             return;
         }
         timerUpdate(c, false);      /* the send timer is done with */
+        if (c->state == HTTP_SERVING && c->req != NULL
+            && c->req->r.stream != NULL) {
+            corResponseStreamDrained(&c->req->r);
+        }
     }
     if (c->state == HTTP_LINGER) {
         if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
@@ -1055,6 +1078,7 @@ httpConnOpen(unsigned loopIndex, const CorListener* l, int fd,
     c->fileFd = -1;
     c->hl = hl;
     c->peer = *peer;
+    c->tls = handshakeMs > 0;   /* a plain listener has no handshake */
     c->state = HTTP_IDLE;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     c->next = hl->conns;

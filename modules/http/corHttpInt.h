@@ -74,6 +74,7 @@ typedef struct {
     bool expectContinue;
     int versionMinor;
     bool shutBefore;            /* its client had shut its side already */
+    char remote[48];            /* the client's address, as r.remote */
     char* body;                 /* the body's buffer, or NULL */
     size_t bodyCap;             /* its size: a loop buffer's goes back */
     CorHeader headers[];        /* then the head's bytes */
@@ -123,6 +124,7 @@ struct HttpConn {
     bool peerShut;              /* its FIN came: read to the end */
     bool peerClosed;            /* the end was read */
     bool processing;            /* inside httpProcess (re-entry guard) */
+    bool tls;                   /* its listener speaks TLS */
     struct sockaddr_storage peer;
 };
 

@@ -6,22 +6,9 @@
  */
 #include "corHttpInt.h"
 
-#include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-static void
-peerText(const struct sockaddr_storage* peer, char* out, size_t size)
-{
-    if (peer->ss_family == AF_INET6) {
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6*)peer)->sin6_addr,
-                  out, (socklen_t)size);
-    } else {
-        inet_ntop(AF_INET, &((const struct sockaddr_in*)peer)->sin_addr, out,
-                  (socklen_t)size);
-    }
-}
 
 /* Copy s for a quoted field: quotes, backslashes and controls escaped,
  * a control as \xHH in the combined format (as nginx writes it) and as
@@ -75,7 +62,7 @@ httpAccessLog(const HttpConn* c, const HttpRequest* req, size_t bytes)
     struct tm tm;
     int n;
 
-    peerText(&c->peer, peer, sizeof(peer));
+    corPeerAddress(&c->peer, peer, sizeof(peer));
     quoted(target, sizeof(target), req->target, req->targetLen, json);
     value = headerOr(req, "User-Agent", &len);
     quoted(agent, sizeof(agent), value, len, json);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 const char*
@@ -138,7 +139,11 @@ putDecimal(char* at, size_t value)
  * The head of a response, put together with copies rather than printf:
  * this runs once per request, and formatting was a good part of its cost.
  */
-/* length: SIZE_MAX for a streamed body (chunked, or to the close). */
+/* length: SIZE_MAX for a streamed body (chunked, or to the close);
+ * LENGTH_GIVEN for a HEAD whose handler set the Content-Length (a proxy
+ * passing on the length of what a GET would get). */
+#define LENGTH_GIVEN (SIZE_MAX - 1)
+
 static int
 appendHead(HttpConn* c, int status, const char* contentType, size_t length,
            const CorHeader* headers, unsigned headerCount, bool keepAlive,
@@ -164,8 +169,10 @@ appendHead(HttpConn* c, int status, const char* contentType, size_t length,
     at = put(at, reason, strlen(reason));
     at = PUT_LITERAL(at, "\r\nServer: cor\r\nDate: ");
     at = put(at, httpDate(c->hl), 29);
-    if (status >= 100 && status < 200) {
-        /* A 1xx has no body and says nothing of one (RFC 9110 8.6). */
+    if ((status >= 100 && status < 200) || status == 204 || status == 304) {
+        /* These have no body and say nothing of one (RFC 9110 8.6). */
+    } else if (length == LENGTH_GIVEN) {
+        /* Among the handler's headers. */
     } else if (length != SIZE_MAX) {
         at = PUT_LITERAL(at, "\r\nContent-Length: ");
         at = putDecimal(at, length);
@@ -192,13 +199,32 @@ appendHead(HttpConn* c, int status, const char* contentType, size_t length,
     return 0;
 }
 
+/* Whether the handler set a header named name. */
+static bool
+headerGiven(const CorRequest* r, const char* name)
+{
+    size_t len = strlen(name);
+
+    for (unsigned i = 0; i < r->responseHeaderCount; i++) {
+        const CorHeader* h = &r->responseHeaders[i];
+
+        if (h->nameLen == len && strncasecmp(h->name, name, len) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 int
 httpResponseAppend(HttpConn* c, const HttpRequest* req, bool keepAlive)
 {
     const CorRequest* r = &req->r;
+    size_t length = r->stream != NULL ? SIZE_MAX : r->responseLen;
 
-    if (appendHead(c, r->status, r->contentType,
-                   r->stream != NULL ? SIZE_MAX : r->responseLen,
+    if (r->head && headerGiven(r, "content-length")) {
+        length = LENGTH_GIVEN;
+    }
+    if (appendHead(c, r->status, r->contentType, length,
                    r->responseHeaders, r->responseHeaderCount, keepAlive,
                    req->versionMinor == 0) != 0) {
         return -1;

@@ -27,6 +27,7 @@ metricsRealloc(void* p, size_t size)
 #include "../../core/corMetrics.c"
 #undef realloc
 #include "../../core/corRequest.c"
+#include "../../core/corRespond.c"
 #include "../../core/corRoute.c"
 #include "../../core/corStream.c"
 #include "../../core/corUpgrade.c"

@@ -117,6 +117,29 @@ residentBytes(void)
     return resident * sysconf(_SC_PAGESIZE);
 }
 
+/* Resident bytes per coroutine of count, each run to its first yield
+ * (fn(arg)), then resumed to its end. */
+static long
+residentPerCoroutine(CorCoFn fn, void* arg, int count)
+{
+    static CorCo* cos[2000];
+    long before = residentBytes();
+    long perCoroutine;
+
+    ck_assert_int_le(count, 2000);
+    for (int i = 0; i < count; i++) {
+        cos[i] = corCoCreate(fn, arg);
+        ck_assert_ptr_nonnull(cos[i]);
+        ck_assert(!corCoResume(cos[i]));
+    }
+    perCoroutine = (residentBytes() - before) / count;
+    for (int i = 0; i < count; i++) {
+        ck_assert(corCoResume(cos[i]));
+        corCoDestroy(cos[i]);
+    }
+    return perCoroutine;
+}
+
 static void
 touchALittle(void* arg)
 {
@@ -130,29 +153,63 @@ touchALittle(void* arg)
 
 START_TEST(test_untouched_stack_costs_nothing)
 {
-    enum { COUNT = 2000 };
-    static CorCo* cos[COUNT];
-    long before = residentBytes();
-    long perCoroutine;
+    long perCoroutine = residentPerCoroutine(touchALittle, NULL, 2000);
 
-    for (int i = 0; i < COUNT; i++) {
-        cos[i] = corCoCreate(touchALittle, NULL);
-        ck_assert_ptr_nonnull(cos[i]);
-        ck_assert(!corCoResume(cos[i]));
-    }
-    perCoroutine = (residentBytes() - before) / COUNT;
-    for (int i = 0; i < COUNT; i++) {
-        ck_assert(corCoResume(cos[i]));
-        corCoDestroy(cos[i]);
-    }
     /* 256 KiB of address space each; a page or two of it resident. */
     ck_assert_msg(perCoroutine < 16 * 1024,
                   "%ld resident bytes per coroutine", perCoroutine);
 }
 END_TEST
 
+/* A deep call that leaves 24 KiB of the stack touched below its caller. */
+static __attribute__((noinline)) void
+touchDeep(void)
+{
+    volatile char deep[24 * 1024];
+
+    for (size_t i = 0; i < sizeof(deep); i += 64) {
+        deep[i] = 1;
+    }
+}
+
+/* Touch deep, then wait (yield) with or without giving the pages back;
+ * the caller's own frame must come through whole. */
+static void
+deepThenWait(void* arg)
+{
+    volatile char mine[256];
+
+    for (size_t i = 0; i < sizeof(mine); i++) {
+        mine[i] = 7;
+    }
+    touchDeep();
+    if (arg != NULL) {
+        ck_assert_int_eq(corCoStackTrim(), 0);
+    }
+    corCoYield();
+    for (size_t i = 0; i < sizeof(mine); i++) {
+        ck_assert_int_eq(mine[i], 7);
+    }
+    touchDeep();                /* the pages come back, as zeros first */
+}
+
+START_TEST(test_trim_gives_back_what_a_deep_call_touched)
+{
+    long kept;
+    long trimmed;
+
+    corCoPoolMaxSet(0);         /* fresh stacks: none touched before */
+    kept = residentPerCoroutine(deepThenWait, NULL, 500);
+    trimmed = residentPerCoroutine(deepThenWait, &kept, 500);
+    ck_assert_msg(kept >= 24 * 1024, "%ld bytes kept", kept);
+    ck_assert_msg(trimmed <= 8 * 1024, "%ld bytes after the trim", trimmed);
+    ck_assert_int_eq(corCoStackTrim(), 0);     /* not a coroutine: nothing */
+}
+END_TEST
+
 COR_TEST_SUITE(corCoStack)
 {
+    tcase_add_test(tc, test_trim_gives_back_what_a_deep_call_touched);
     tcase_add_test(tc, test_overflow_is_reported_then_dies_of_sigsegv);
     tcase_add_test(tc, test_overflow_report_names_the_stack_size);
     tcase_add_test(tc, test_untouched_stack_costs_nothing);

@@ -147,24 +147,95 @@ START_TEST(test_past_max_in_flight_a_request_gets_503)
 }
 END_TEST
 
-/* Bytes that are not cor:// close their connection, and only it. */
-START_TEST(test_garbage_closes_only_its_connection)
+/* The spec's HELLO, then bytes that break a frame: each closes its
+ * connection, and only it. */
+static const unsigned char hello[] = {
+    0xc0, 0x4f, 0x52, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x24, 0x00, 0x00, 0x00, 0x06, 0x22, 0x32, 0x00, 0x07, 'v', 'e', 'r',
+    's', 'i', 'o', 'n', 0x00, 0x12, 0x00, 0x05, 't', 'e', 'r', 'm', 's',
+    0x00, 0x12, 0x00, 0x0a, 'n', 'a', 'm', 'e', 's', 'p', 'a', 'c', 'e',
+    's', 0x00,
+};
+
+/* A connection that sent HELLO and then bad: the server closes it. */
+static void
+refused(const void* bad, size_t len, bool afterHello)
+{
+    int fd = corConnect(server.port2);
+
+    ck_assert_int_ge(fd, 0);
+    if (afterHello) {
+        ck_assert_int_eq(corSendAll(fd, hello, sizeof(hello)), 0);
+    }
+    ck_assert_int_eq(corSendAll(fd, bad, len), 0);
+    ck_assert(corPeerClosed(fd, 2000));
+    close(fd);
+}
+
+START_TEST(test_a_bad_frame_closes_only_its_connection)
 {
     static const char http[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
-    int good;
-    int bad;
+    /* Type 42; a length of 2 GiB; a REQUEST whose tree is a bare tag 0. */
+    static const unsigned char badType[] = {
+        0xc0, 0x4f, 0x52, 0x01, 42, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0 };
+    static const unsigned char tooLong[] = {
+        0xc0, 0x4f, 0x52, 0x01, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x80 };
+    static const unsigned char badTree[] = {
+        0xc0, 0x4f, 0x52, 0x01, 3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0 };
+    FILE* load;
+    char command[4096];
 
     ck_assert_int_eq(start(""), 0);
-    good = corConnect(server.port2);
-    bad = corConnect(server.port2);
-    ck_assert_int_ge(good, 0);
-    ck_assert_int_ge(bad, 0);
-    ck_assert_int_eq(corSendAll(bad, http, sizeof(http) - 1), 0);
-    ck_assert(corPeerClosed(bad, 2000));
-    close(bad);
-    close(good);
-    ck_assert_int_eq(run("cor://127.0.0.1:{PORT2}/hello"), 0);
+    /* A load on connections of its own runs across all the refusals. */
+    corRequestToolCommand(&server, "-c 2 --duration 2s "
+                          "cor://127.0.0.1:{PORT2}/hello", command,
+                          sizeof(command));
+    load = popen(command, "r");
+    ck_assert_ptr_nonnull(load);
+    refused(http, sizeof(http) - 1, false);
+    refused(badType, sizeof(badType), true);
+    refused(tooLong, sizeof(tooLong), true);
+    refused(badTree, sizeof(badTree), true);
+    out[fread(out, 1, sizeof(out) - 1, load)] = '\0';
+    ck_assert_int_eq(pclose(load), 0);
+    ck_assert_msg(corSummaryCount(out, "failed ") == 0, "%s", out);
     ck_assert_int_eq(run("cor://127.0.0.1:{PORT}/hello"), 1);
+}
+END_TEST
+
+/* PING is answered PONG with its id; a connection with nothing due is
+ * closed at idle_timeout, and a PING keeps one alive. */
+START_TEST(test_ping_and_the_idle_timeout)
+{
+    static const unsigned char ping[] = {
+        0xc0, 0x4f, 0x52, 0x01, 8, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0 };
+    unsigned char got[sizeof(hello) + sizeof(ping)];
+    size_t have = 0;
+    int fd;
+
+    ck_assert_int_eq(start(", idle_timeout: 400ms"), 0);
+    fd = corConnect(server.port2);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(corSendAll(fd, hello, sizeof(hello)), 0);
+    ck_assert_int_eq(corSendAll(fd, ping, sizeof(ping)), 0);
+    while (have < sizeof(got)) {
+        ssize_t n = read(fd, got + have, sizeof(got) - have);
+
+        ck_assert_int_gt(n, 0);
+        have += (size_t)n;
+    }
+    /* Our HELLO_ACK is the HELLO's tree under type 2; then the PONG. */
+    ck_assert_int_eq(got[4], 2);
+    ck_assert_int_eq(memcmp(got + 16, hello + 16, sizeof(hello) - 16), 0);
+    ck_assert_int_eq(got[sizeof(hello) + 4], 9);
+    ck_assert_int_eq(got[sizeof(hello) + 8], 7);
+    for (int i = 0; i < 3; i++) {
+        usleep(250 * 1000);     /* under the idle timeout each time */
+        ck_assert_int_eq(corSendAll(fd, ping, sizeof(ping)), 0);
+        ck_assert_int_eq(read(fd, got, sizeof(ping)), (ssize_t)sizeof(ping));
+    }
+    ck_assert(corPeerClosed(fd, 2000));
+    close(fd);
 }
 END_TEST
 
@@ -243,7 +314,8 @@ COR_TEST_SUITE(corCorServe)
     tcase_add_test(tc, test_bodies_come_back_as_over_http);
     tcase_add_test(tc, test_64_clients_at_once_behind_their_hello);
     tcase_add_test(tc, test_past_max_in_flight_a_request_gets_503);
-    tcase_add_test(tc, test_garbage_closes_only_its_connection);
+    tcase_add_test(tc, test_a_bad_frame_closes_only_its_connection);
+    tcase_add_test(tc, test_ping_and_the_idle_timeout);
     tcase_add_test(tc, test_a_reload_under_load_loses_nothing);
     tcase_add_test(tc, test_hello_over_tls);
 }

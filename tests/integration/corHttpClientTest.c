@@ -43,26 +43,18 @@ static const char* configFormat =
     "modules:\n"
     "  - { load: http }\n"
     "  - { load: {MODULES}/testkit.so }\n"
+    "  - load: forward\n"
+    "    upstreams: [ { name: up, servers: [ \"http://127.0.0.1:%d\" ] } ]\n"
     "routes:\n"
     "  - { match: \"GET /client\", handler: client }\n"
+    "  - { match: \"GET /cl\", handler: up }\n"
+    "  - { match: \"GET /chunked\", handler: up }\n"
+    "  - { match: \"GET /eof\", handler: up }\n"
+    "  - { match: \"GET /die\", handler: up }\n"
+    "  - { match: \"GET /conns\", handler: up }\n"
     "  - { match: \"GET /fanout\", handler: fanout }\n"
     "  - { match: \"GET /fanslow\", handler: fanout, timeout: 300ms }\n"
     "  - { match: \"GET /fanleave\", handler: fanleave }\n"
-    "log: { pid_file: {DIR}/cor.pid }\n";
-
-static const char* tlsUpstreamFormat =
-    "runtime:\n"
-    "  loops: 1\n"
-    "  workers: 1\n"
-    "listen:\n"
-    "  - protocol: https\n"
-    "    address: 127.0.0.1:{PORT}\n"
-    "    tls: { certificate: %s/server.pem, key: %s/server.key }\n"
-    "modules:\n"
-    "  - { load: http }\n"
-    "  - { load: hello }\n"
-    "routes:\n"
-    "  - { match: \"GET /hello\", handler: hello }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
 static void
@@ -87,35 +79,7 @@ certsMake(void)
 static void
 upstreamStart(void)
 {
-    char self[PATH_MAX];
-    char program[PATH_MAX + 32];
-    char portFile[64];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-    ck_assert_int_gt(n, 0);
-    self[n] = '\0';
-    *strrchr(self, '/') = '\0';
-    snprintf(program, sizeof(program), "%s/corHttpUpstream", self);
-    snprintf(portFile, sizeof(portFile), "/tmp/corHttpUpstream.%d.port",
-             (int)getpid());
-    unlink(portFile);
-    upstreamPort = 0;
-    upstreamPid = fork();
-    if (upstreamPid == 0) {
-        execl(program, program, portFile, (char*)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 500 && upstreamPort == 0; i++) {
-        FILE* f = fopen(portFile, "r");
-
-        if (f == NULL || fscanf(f, "%d", &upstreamPort) != 1) {
-            usleep(10000);
-        }
-        if (f != NULL) {
-            fclose(f);
-        }
-    }
-    unlink(portFile);
+    upstreamPid = corUpstreamStart(&upstreamPort);
     ck_assert_int_gt(upstreamPort, 0);
 }
 
@@ -126,7 +90,7 @@ setUp(void)
 
     certsMake();
     upstreamStart();
-    snprintf(yaml, sizeof(yaml), configFormat, certs);
+    snprintf(yaml, sizeof(yaml), configFormat, certs, upstreamPort);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
 }
 
@@ -179,6 +143,62 @@ client(const char* path, const char* extra)
 static const char* modes[] = { "", "worker=1" };
 
 /* ---- Framing ------------------------------------------------------------- */
+
+/* GET path through modules/forward, whose handler reads the answer in
+ * pieces (corHttpClientOpen, BodyRead, Close); curl's exit status. */
+static int
+streamed(const char* path)
+{
+    char command[256];
+
+    snprintf(command, sizeof(command), "curl -s --max-time 10 "
+             "'http://127.0.0.1:%d%s' 2>&1", server.port, path);
+    return corShell(command, buf, sizeof(buf));
+}
+
+/* Connections the upstream accepted so far, asked through the proxy. */
+static int
+upstreamConns(void)
+{
+    ck_assert_int_eq(streamed("/conns"), 0);
+    return atoi(buf);
+}
+
+/* Each framing read in pieces; the connection goes back to the pool when
+ * its answer was read to the end (no new connection for the next
+ * exchanges), and not after an answer that ends with the connection. */
+START_TEST(test_streamed_read_each_framing)
+{
+    int conns = upstreamConns();
+
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(streamed("/cl"), 0);
+        ck_assert_str_eq(buf, "hello");
+        ck_assert_int_eq(streamed("/chunked"), 0);
+        ck_assert_str_eq(buf, "hello world");
+    }
+    ck_assert_int_eq(upstreamConns(), conns);
+    ck_assert_int_eq(streamed("/eof"), 0);
+    ck_assert_str_eq(buf, "to the end");
+    ck_assert_int_eq(upstreamConns(), conns + 1);
+}
+END_TEST
+
+/* A peer that dies mid-body: the read fails (the proxy's client sees a
+ * cut answer, curl's 18) and the error names the peer and the place. */
+START_TEST(test_streamed_read_peer_dies_mid_body)
+{
+    char command[512];
+    int conns = upstreamConns();
+
+    ck_assert_int_eq(streamed("/die"), 18);
+    snprintf(command, sizeof(command), "127.0.0.1:%d: the peer closed the "
+             "connection in the middle of the body", upstreamPort);
+    ck_assert_int_eq(corServerLogCount(&server, command), 1);
+    /* The next exchange goes on, on a new connection. */
+    ck_assert_int_eq(upstreamConns(), conns + 1);
+}
+END_TEST
 
 START_TEST(test_body_framings)
 {
@@ -342,11 +362,9 @@ END_TEST
 
 START_TEST(test_https_with_the_test_ca)
 {
-    char yaml[2048];
     char req[512];
 
-    snprintf(yaml, sizeof(yaml), tlsUpstreamFormat, certs, certs);
-    ck_assert_int_eq(corServerStart(&tlsUpstream, yaml), 0);
+    ck_assert_int_eq(corServerStartHttpsHello(&tlsUpstream, certs), 0);
     for (int m = 0; m < 2; m++) {
         snprintf(req, sizeof(req), "GET /client?url=https://localhost:%d/"
                  "hello%s%s HTTP/1.1\r\nHost: t\r\n\r\n", tlsUpstream.port,
@@ -445,6 +463,8 @@ COR_TEST_SUITE(corHttpClient)
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, setUp, tearDown);
     tcase_add_test(tc, test_body_framings);
+    tcase_add_test(tc, test_streamed_read_each_framing);
+    tcase_add_test(tc, test_streamed_read_peer_dies_mid_body);
     tcase_add_test(tc, test_informational_answers_skipped);
     tcase_add_test(tc, test_no_body_for_head_204_304);
     tcase_add_test(tc, test_malformed_answer_refused);

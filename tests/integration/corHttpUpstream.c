@@ -18,6 +18,9 @@
  *   /big?n=N    200, N bytes of 'x'
  *   /bad        a head with Content-Length and Transfer-Encoding
  *   /conns      200, the connections accepted so far
+ *   /echo       200, the request's head as it came, then the length and
+ *               a checksum of its body (any size: it is read, not kept)
+ *               and this upstream's port
  *
  * HEAD gets the head alone. Each answer has "X-Test: <path>". Usage:
  * corHttpUpstream PORTFILE; it writes its port there once it serves and
@@ -28,6 +31,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +39,22 @@
 #include <unistd.h>
 
 static atomic_uint conns;
+static int listenPort;
+
+/* What a request's body was: it is summed as it is read, not kept. */
+typedef struct {
+    size_t len;
+    uint32_t sum;
+} BodySeen;
+
+static void
+bodySum(BodySeen* seen, const char* p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        seen->sum = seen->sum * 31 + (unsigned char)p[i];
+    }
+    seen->len += n;
+}
 
 static void
 sendAll(int fd, const char* p, size_t n)
@@ -59,12 +79,14 @@ sendText(int fd, const char* s)
 /* One request head into buf (the body, if any, is skipped by its
  * Content-Length). Returns false at the peer's end. */
 static bool
-requestRead(int fd, char* buf, size_t cap, size_t* have)
+requestRead(int fd, char* buf, size_t cap, size_t* have, BodySeen* seen)
 {
     char* end;
     const char* cl;
     size_t bodyLen = 0;
     size_t headLen;
+    size_t inBuf;
+    char scratch[16384];
 
     for (;;) {
         buf[*have] = '\0';
@@ -84,20 +106,26 @@ requestRead(int fd, char* buf, size_t cap, size_t* have)
     if (cl != NULL && cl < end) {
         bodyLen = strtoul(cl + 17, NULL, 10);
     }
-    while (*have < headLen + bodyLen) {
-        ssize_t n = recv(fd, buf + *have, cap - 1 - *have, 0);
+    inBuf = *have - headLen < bodyLen ? *have - headLen : bodyLen;
+    *seen = (BodySeen){ 0 };
+    bodySum(seen, buf + headLen, inBuf);
+    while (seen->len < bodyLen) {
+        size_t want = bodyLen - seen->len;
+        ssize_t n = recv(fd, scratch, want < sizeof(scratch) ? want
+                                                             : sizeof(scratch),
+                         0);
 
         if (n <= 0) {
             return false;
         }
-        *have += (size_t)n;
+        bodySum(seen, scratch, (size_t)n);
     }
     /* The head stays at the start, NUL-terminated; what follows is the
      * next request's, moved in place once this one is answered. */
     buf[headLen - 2] = '\0';
-    memmove(buf + headLen - 1, buf + headLen + bodyLen,
-            *have - headLen - bodyLen);
-    *have = *have - bodyLen - 1;
+    memmove(buf + headLen - 1, buf + headLen + inBuf,
+            *have - headLen - inBuf);
+    *have = *have - inBuf - 1;
     return true;
 }
 
@@ -111,7 +139,7 @@ queryMs(const char* target, const char* key)
 
 /* Answer one request; false when the connection is to close. */
 static bool
-answer(int fd, const char* head, bool* dropNext)
+answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
 {
     char target[256] = "";
     char method[16] = "";
@@ -194,6 +222,19 @@ answer(int fd, const char* head, bool* dropNext)
         snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: conns\r\n"
                  "Content-Length: %d\r\n\r\n%s", n, body);
         sendText(fd, out);
+    } else if (strncmp(target, "/echo", 5) == 0) {
+        char tail[160];
+        int n = snprintf(tail, sizeof(tail), "\r\nbody-length: %zu\r\n"
+                         "body-sum: %u\r\nport: %d\r\n", seen->len,
+                         (unsigned)seen->sum, listenPort);
+
+        snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: echo\r\n"
+                 "Connection: keep-alive, X-Hop\r\nX-Hop: 1\r\n"
+                 "Keep-Alive: timeout=5\r\nContent-Type: text/plain\r\n"
+                 "Content-Length: %zu\r\n\r\n", strlen(head) + (size_t)n);
+        sendText(fd, out);
+        sendText(fd, head);
+        sendText(fd, tail);
     } else {
         sendText(fd, "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n");
     }
@@ -207,14 +248,15 @@ connServe(void* arg)
     char buf[65536];
     size_t have = 0;
     bool dropNext = false;
+    BodySeen seen;
 
-    while (requestRead(fd, buf, sizeof(buf), &have)) {
+    while (requestRead(fd, buf, sizeof(buf), &have, &seen)) {
         size_t headLen = strlen(buf) + 1;
 
         if (dropNext) {
             break;
         }
-        if (!answer(fd, buf, &dropNext)) {
+        if (!answer(fd, buf, &seen, &dropNext)) {
             break;
         }
         memmove(buf, buf + headLen, have - headLen);
@@ -251,7 +293,8 @@ main(int argc, char** argv)
         perror(argv[1]);
         return 1;
     }
-    fprintf(f, "%d\n", ntohs(addr.sin_port));
+    listenPort = ntohs(addr.sin_port);
+    fprintf(f, "%d\n", listenPort);
     fclose(f);
     for (;;) {
         pthread_t thread;

@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -141,7 +142,9 @@ start(CorServer* s, const char* yaml, unsigned long fdSoft,
     snprintf(s->config, sizeof(s->config), "%s/cor.yaml", s->dir);
     snprintf(s->log, sizeof(s->log), "%s/error.log", s->dir);
     s->port = freePort();
-    s->port2 = freePort();
+    do {
+        s->port2 = freePort();      /* the kernel may give the same again */
+    } while (s->port2 == s->port);
     if (corServerWriteConfig(s, yaml) != 0) {
         return -1;
     }
@@ -520,4 +523,105 @@ corTestCertsRemove(const char* dir)
         fprintf(stderr, "cannot remove %s\n", dir);
         abort();
     }
+}
+
+int
+corServerStartHttpsHello(CorServer* s, const char* certDir)
+{
+    char yaml[1024];
+
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 1, workers: 1 }\n"
+             "listen:\n"
+             "  - protocol: https\n"
+             "    address: 127.0.0.1:{PORT}\n"
+             "    tls: { certificate: %s/server.pem, key: %s/server.key }\n"
+             "modules:\n"
+             "  - { load: http }\n"
+             "  - { load: hello }\n"
+             "routes:\n"
+             "  - { match: \"GET /hello\", handler: hello }\n"
+             "log: { pid_file: {DIR}/cor.pid }\n", certDir, certDir);
+    return corServerStart(s, yaml);
+}
+
+pid_t
+corServerGeneration(const CorServer* s)
+{
+    char path[64];
+    long pid = -1;
+    FILE* f;
+
+    snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)s->pid,
+             (int)s->pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return -1;
+    }
+    if (fscanf(f, "%ld", &pid) != 1) {
+        pid = -1;
+    }
+    fclose(f);
+    return (pid_t)pid;
+}
+
+long
+corProcStatusKb(pid_t pid, const char* field)
+{
+    char path[64];
+    char line[256];
+    long kb = -1;
+    size_t n = strlen(field);
+    FILE* f;
+
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    f = fopen(path, "r");
+    if (f == NULL) {
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f) != NULL) {
+        if (strncmp(line, field, n) == 0 && line[n] == ':') {
+            kb = atol(line + n + 1);
+        }
+    }
+    fclose(f);
+    return kb;
+}
+
+pid_t
+corUpstreamStart(int* portP)
+{
+    char self[PATH_MAX];
+    char program[PATH_MAX + 32];
+    char portFile[64];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    pid_t pid;
+
+    *portP = 0;
+    if (n <= 0) {
+        return -1;
+    }
+    self[n] = '\0';
+    *strrchr(self, '/') = '\0';
+    snprintf(program, sizeof(program), "%s/corHttpUpstream", self);
+    snprintf(portFile, sizeof(portFile), "/tmp/corHttpUpstream.%d.%ld.port",
+             (int)getpid(), corNowMs());
+    unlink(portFile);
+    pid = fork();
+    if (pid == 0) {
+        execl(program, program, portFile, (char*)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 500 && *portP == 0; i++) {
+        FILE* f = fopen(portFile, "r");
+
+        if (f == NULL || fscanf(f, "%d", portP) != 1) {
+            usleep(10000);
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+    }
+    unlink(portFile);
+    return *portP > 0 ? pid : -1;
 }

@@ -74,5 +74,17 @@ long corSummaryCount(const char* out, const char* label);
 /* A metric's value from /metrics, or -1. */
 long corMetric(int port, const char* name);
 long corNowMs(void);
+/* Start cor as an https server of the hello module (GET /hello) with the
+ * test certificates of certDir (corTestCertsMake): an upstream for the
+ * clients' tests. Returns 0 or -1, as corServerStart. */
+int corServerStartHttpsHello(CorServer* s, const char* certDir);
+/* The server's generation (the master's one child), or -1. */
+pid_t corServerGeneration(const CorServer* s);
+/* A /proc/PID/status field ("VmRSS", "VmHWM") in kB, or -1. */
+long corProcStatusKb(pid_t pid, const char* field);
+/* Start tests/integration/corHttpUpstream (beside the running test
+ * program) on a free loopback port; its PID, with the port in *portP, or
+ * -1. Stop it with kill and waitpid. */
+pid_t corUpstreamStart(int* portP);
 
 #endif /* COR_SERVER_H */

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HTTP client's request on the wire: the URL taken apart, the method
+ * and headers checked (a CR or LF in a value would inject a header), and
+ * the head built with the framing the client owns (Content-Length).
+ */
+#include "corHttpClientInt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static bool
+isTchar(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
+           || (ch >= '0' && ch <= '9') || strchr("!#$%&'*+-.^_`|~", ch) != NULL;
+}
+
+static bool
+isToken(const char* s, size_t n)
+{
+    if (n == 0) {
+        return false;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\0' || !isTchar(s[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A field value without CR, LF, NUL or another control byte but HTAB. */
+static bool
+isFieldValue(const char* s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool
+corHttpClientNameIs(const char* s, size_t n, const char* name)
+{
+    return strlen(name) == n && strncasecmp(s, name, n) == 0;
+}
+
+/* ---- The URL ------------------------------------------------------------- */
+
+int
+corHttpClientUrlParse(const char* s, CorHttpClientUrl* u, char* why,
+                      size_t whyLen)
+{
+    const char* p;
+    const char* host;
+    const char* hostEnd;
+    const char* end;
+    unsigned long port;
+
+    if (s == NULL) {
+        goto bad;
+    }
+    if (strncasecmp(s, "http://", 7) == 0) {
+        u->tls = false;
+        p = s + 7;
+    } else if (strncasecmp(s, "https://", 8) == 0) {
+        u->tls = true;
+        p = s + 8;
+    } else {
+        snprintf(why, whyLen, "URL %.80s: not http:// or https://", s);
+        return -EINVAL;
+    }
+    u->authority = p;
+    end = p + strcspn(p, "/?#");
+    u->authorityLen = (size_t)(end - p);
+    if (*p == '[') {
+        host = p + 1;
+        hostEnd = memchr(host, ']', (size_t)(end - host));
+        if (hostEnd == NULL) {
+            goto bad;
+        }
+        p = hostEnd + 1;
+    } else {
+        host = p;
+        while (p < end && *p != ':') {
+            p++;
+        }
+        hostEnd = p;
+    }
+    if (hostEnd == host || (size_t)(hostEnd - host) >= sizeof(u->host)
+        || memchr(host, '@', (size_t)(hostEnd - host)) != NULL) {
+        goto bad;
+    }
+    for (const char* h = host; h < hostEnd; h++) {
+        if (!isTchar(*h) && *h != ':') {
+            goto bad;
+        }
+    }
+    memcpy(u->host, host, (size_t)(hostEnd - host));
+    u->host[hostEnd - host] = '\0';
+    u->port = u->tls ? 443 : 80;
+    if (p < end) {
+        char* stop;
+
+        if (*p != ':' || p + 1 == end) {
+            goto bad;
+        }
+        port = strtoul(p + 1, &stop, 10);
+        if (stop != end || port == 0 || port > 65535 || p[1] < '0'
+            || p[1] > '9') {
+            goto bad;
+        }
+        u->port = (unsigned)port;
+    }
+    p = end;
+    u->target = p;
+    u->targetLen = strcspn(p, "#");
+    for (size_t i = 0; i < u->targetLen; i++) {
+        if ((unsigned char)p[i] <= 0x20 || (unsigned char)p[i] >= 0x7f) {
+            goto bad;
+        }
+    }
+    /* "http://a?x" asks for "/?x": requestBuild adds the '/'. */
+    if (u->targetLen == 0) {
+        u->target = "/";
+        u->targetLen = 1;
+    }
+    return 0;
+
+bad:
+    snprintf(why, whyLen, "URL %.80s: malformed", s ? s : "(null)");
+    return -EINVAL;
+}
+
+int
+corHttpClientRequestCheck(const CorHttpClientRequest* q, char* why,
+                          size_t whyLen)
+{
+    const char* method = q->method ? q->method : "GET";
+
+    if (!isToken(method, strlen(method))) {
+        snprintf(why, whyLen, "method %.40s: not a token", method);
+        return -EINVAL;
+    }
+    for (unsigned i = 0; i < q->headerCount; i++) {
+        const CorHeader* h = &q->headers[i];
+
+        if (h->name == NULL || !isToken(h->name, h->nameLen)
+            || (h->valueLen > 0 && h->value == NULL)
+            || !isFieldValue(h->value, h->valueLen)) {
+            snprintf(why, whyLen, "request header %u: a bad name or value",
+                     i);
+            return -EINVAL;
+        }
+        if (corHttpClientNameIs(h->name, h->nameLen, "content-length")
+            || corHttpClientNameIs(h->name, h->nameLen, "transfer-encoding")) {
+            snprintf(why, whyLen, "request header %.*s: the client frames "
+                     "the body", (int)h->nameLen, h->name);
+            return -EINVAL;
+        }
+    }
+    return 0;
+}
+
+static void
+put(char** p, const char* s, size_t n)
+{
+    memcpy(*p, s, n);
+    *p += n;
+}
+
+bool
+corHttpClientBodyInline(const CorHttpClientRequest* q)
+{
+    return q->bodyLen <= COR_HTTP_CLIENT_BODY_INLINE_MAX;
+}
+
+char*
+corHttpClientRequestHead(const CorHttpClientRequest* q,
+                         const CorHttpClientUrl* url,
+                         size_t* lenP, bool* wantCloseP)
+{
+    const char* method = q->method ? q->method : "GET";
+    bool hasHost = false;
+    bool sendLength;
+    size_t size;
+    char* out;
+    char* p;
+    char number[48];
+
+    size = strlen(method) + url->targetLen + url->authorityLen + 80
+           + (corHttpClientBodyInline(q) ? q->bodyLen : 0);
+    for (unsigned i = 0; i < q->headerCount; i++) {
+        size += q->headers[i].nameLen + q->headers[i].valueLen + 4;
+        hasHost |= corHttpClientNameIs(q->headers[i].name,
+                                       q->headers[i].nameLen, "host");
+    }
+    sendLength = q->bodyLen > 0 || strcmp(method, "POST") == 0
+                 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
+    out = malloc(size);
+    if (out == NULL) {
+        return NULL;
+    }
+    p = out;
+    put(&p, method, strlen(method));
+    put(&p, " ", 1);
+    if (url->target[0] == '?') {
+        put(&p, "/", 1);
+    }
+    put(&p, url->target, url->targetLen);
+    put(&p, " HTTP/1.1\r\n", 11);
+    if (!hasHost) {
+        put(&p, "Host: ", 6);
+        put(&p, url->authority, url->authorityLen);
+        put(&p, "\r\n", 2);
+    }
+    for (unsigned i = 0; i < q->headerCount; i++) {
+        const CorHeader* h = &q->headers[i];
+
+        put(&p, h->name, h->nameLen);
+        put(&p, ": ", 2);
+        put(&p, h->value, h->valueLen);
+        put(&p, "\r\n", 2);
+        if (corHttpClientNameIs(h->name, h->nameLen, "connection")
+            && strncasecmp(h->value, "close", h->valueLen) == 0) {
+            *wantCloseP = true;
+        }
+    }
+    if (sendLength) {
+        put(&p, number, (size_t)snprintf(number, sizeof(number),
+                                         "Content-Length: %zu\r\n",
+                                         q->bodyLen));
+    }
+    put(&p, "\r\n", 2);
+    if (q->bodyLen > 0 && corHttpClientBodyInline(q)) {
+        put(&p, q->body, q->bodyLen);
+    }
+    *lenP = (size_t)(p - out);
+    return out;
+}

@@ -1,0 +1,429 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * modules/forward: a reverse proxy. Each upstream group of the YAML is a
+ * handler that routes name; a request routed to it goes to one of the
+ * group's servers (round robin; a server that failed to connect is
+ * skipped for fail_timeout) with the HTTP client of the core, and the
+ * answer comes back as it arrives: a streamed response whose writes wait
+ * for the client, so a body of any size passes in bounded memory.
+ *
+ *     modules:
+ *       - load: forward
+ *         upstreams:
+ *           - name: backend
+ *             servers: [ "http://127.0.0.1:9001", "https://b.test:9443" ]
+ *             connect_timeout: 1s
+ *             read_timeout: 30s      (first byte, and between bytes)
+ *             fail_timeout: 10s
+ *             host: upstream         (keep | upstream | a name)
+ *     routes:
+ *       - { match: "/api/...", handler: backend }
+ *
+ * 502 when no server answers, 504 when one timed out; each logged with the
+ * server's address. The handler is a coroutine (a worker past the cap and
+ * in blocking mode: the same source, its waits poll); a client that leaves
+ * cancels its waits, so the upstream exchange ends with it.
+ * docs/forward.md says why it is built so.
+ */
+#include "corForwardInt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* What one read of the answer's body asks for: the first read, on the
+ * stack (most answers fit), then each read of a longer one. */
+#define FORWARD_FIRST_BYTES 2048
+#define FORWARD_READ_BYTES 16384
+
+/* The groups; the module's, from init to exit. */
+static ForwardGroup* groups;
+static unsigned groupCount;
+
+/* ---- Servers ------------------------------------------------------------- */
+
+/* The next server in turn that is not resting after a failure; when all
+ * rest, the next in turn anyway (better a try than a sure 502). */
+static ForwardServer*
+serverPick(ForwardGroup* g)
+{
+    unsigned start = atomic_fetch_add(&g->next, 1);
+    uint64_t now = corEvClockMs();
+
+    for (unsigned i = 0; i < g->serverCount; i++) {
+        ForwardServer* s = &g->servers[(start + i) % g->serverCount];
+
+        if (atomic_load(&s->downUntil) <= now) {
+            return s;
+        }
+    }
+    return &g->servers[start % g->serverCount];
+}
+
+static bool
+idempotent(const char* method)
+{
+    static const char* const safe[] = { "GET", "HEAD", "PUT", "DELETE",
+                                        "OPTIONS", "TRACE", NULL };
+
+    for (unsigned i = 0; safe[i] != NULL; i++) {
+        if (strcmp(method, safe[i]) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * Open the exchange on a server of g, trying the next one when a server
+ * could not be reached (the request was not sent: it cannot have been
+ * acted on), or when an idempotent request was sent and the server
+ * closed on it without answering. Never after a timeout that followed
+ * the send (the server may be working on it; nginx's non_idempotent rule
+ * plus no retry on a read timeout). Returns 0 with *xP open, or -errno
+ * (res->error said, and logged here).
+ */
+static int
+upstreamOpen(CorRequest* r, ForwardGroup* g, CorHttpClientRequest* q,
+             CorHttpClientResponse* res, CorHttpClientExchange** xP)
+{
+    int rc = -EHOSTUNREACH;
+
+    for (unsigned i = 0; i < g->serverCount; i++) {
+        ForwardServer* s = serverPick(g);
+
+        q->url = forwardUrl(r, s);
+        if (q->url == NULL) {
+            snprintf(res->error, sizeof(res->error), "no memory");
+            return -ENOMEM;
+        }
+        if (i > 0) {
+            corHttpClientResponseFree(res);
+        }
+        rc = corHttpClientOpen(q, res, xP);
+        if (rc == 0 || rc == -ECANCELED) {
+            return rc;
+        }
+        corLog(COR_LOG_ERROR, "forward %s: upstream %s: %s", g->name,
+               s->url, res->error);
+        if (rc == -EINVAL || rc == -ENOMEM) {
+            return rc;          /* not the server's failure */
+        }
+        if (!res->sent) {
+            atomic_store(&s->downUntil, corEvClockMs() + g->failTimeoutMs);
+        } else if (!idempotent(q->method)
+                   || (rc != -ECONNRESET && rc != -EPIPE)) {
+            return rc;
+        }
+    }
+    return rc;
+}
+
+/* ---- Serving ------------------------------------------------------------- */
+
+static ForwardGroup*
+groupOf(const CorRequest* r)
+{
+    const char* name = corRequestHandlerName(r);
+
+    for (unsigned i = 0; i < groupCount; i++) {
+        if (strcmp(groups[i].name, name) == 0) {
+            return &groups[i];
+        }
+    }
+    return NULL;
+}
+
+/* The answer for an exchange that failed before anything was sent. */
+static void
+failRespond(CorRequest* r, int rc)
+{
+    if (rc == -ETIMEDOUT) {
+        corRespondStatic(r, 504, "text/plain", "upstream timed out\n", 19);
+    } else {
+        corRespondStatic(r, 502, "text/plain", "no upstream answered\n",
+                         21);
+    }
+}
+
+/* Pass the rest of the body on, piece by piece; each write waits for the
+ * client. A failure on either side cuts the answer: the client must not
+ * take a truncated body for a whole one. */
+static void
+bodyStream(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
+           CorHttpClientResponse* res, char* buf)
+{
+    ssize_t n;
+
+    while ((n = corHttpClientBodyRead(x, buf, FORWARD_READ_BYTES,
+                                      g->readTimeoutMs)) > 0) {
+        if (corResponseStreamWrite(r, buf, (size_t)n) < 0) {
+            corResponseStreamAbort(r);      /* the client left */
+            return;
+        }
+    }
+    if (n < 0) {
+        if (n != -ECANCELED) {
+            corLog(COR_LOG_ERROR, "forward %s: %s", g->name, res->error);
+        }
+        corResponseStreamAbort(r);
+        return;
+    }
+    corResponseStreamEnd(r);
+}
+
+/* The head is in: pass the answer on. A body that comes whole with its
+ * first read (a small one) goes as one response; a longer one is
+ * streamed. Never inlined: its buffer must not be on the stack while the
+ * request waits for the upstream (what a wait touches stays resident). */
+static __attribute__((noinline)) void
+answerPass(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
+           CorHttpClientResponse* res)
+{
+    char first[FORWARD_FIRST_BYTES];
+    const char* type;
+    char* buf;
+    ssize_t n = 0;
+
+    if (forwardResponseHeaders(r, res, &type) < 0) {
+        corRespondStatic(r, 500, "text/plain", "no memory\n", 10);
+        return;
+    }
+    if (!corHttpClientBodyDone(x)) {
+        n = corHttpClientBodyRead(x, first, sizeof(first), g->readTimeoutMs);
+    }
+    if (n < 0) {
+        if (n != -ECANCELED) {
+            corLog(COR_LOG_ERROR, "forward %s: %s", g->name, res->error);
+        }
+        failRespond(r, (int)n);
+        return;
+    }
+    if (corHttpClientBodyDone(x)) {
+        corRespond(r, res->status, type, first, (size_t)n);
+        return;
+    }
+    if (corResponseStreamStart(r, res->status, type) != 0) {
+        return;
+    }
+    buf = malloc(FORWARD_READ_BYTES);
+    if (buf == NULL || corResponseStreamWrite(r, first, (size_t)n) < 0) {
+        corResponseStreamAbort(r);
+    } else {
+        bodyStream(r, g, x, res, buf);
+    }
+    free(buf);
+}
+
+static void
+forwardServe(CorRequest* r)
+{
+    ForwardGroup* g = groupOf(r);
+    CorHttpClientRequest q = {
+        .body = r->body,
+        .bodyLen = r->bodyLen,
+        .connectTimeoutMs = g->connectTimeoutMs,
+        .firstByteTimeoutMs = g->readTimeoutMs,
+    };
+    CorHttpClientResponse res;
+    CorHttpClientExchange* x = NULL;
+    CorHeader* headers;
+    char* method = corRequestAlloc(r, r->methodLen + 1);
+    int rc;
+
+    if (method == NULL
+        || forwardRequestHeaders(r, g, &headers, &q.headerCount) < 0) {
+        corRespondStatic(r, 500, "text/plain", "no memory\n", 10);
+        return;
+    }
+    memcpy(method, r->method, r->methodLen);
+    method[r->methodLen] = '\0';
+    q.method = method;
+    q.headers = headers;
+    memset(&res, 0, sizeof(res));
+    rc = upstreamOpen(r, g, &q, &res, &x);
+    if (rc < 0) {
+        failRespond(r, rc);
+    } else {
+        answerPass(r, g, x, &res);
+    }
+    corHttpClientClose(x);
+    corHttpClientResponseFree(&res);
+}
+
+/* ---- Configuration ------------------------------------------------------- */
+
+/* Whether s is scheme://host[:port][/], the form a server takes here (a
+ * path would be a rewrite, which this module does not do), of a scheme
+ * the client takes: http, https, or one a module loaded before this one
+ * registered (cor://). */
+static bool
+serverUrlValid(const char* s)
+{
+    CorUrl u;
+    char why[256];
+
+    if (corUrlParse(s, &u, why, sizeof(why)) != 0 || u.user != NULL
+        || u.targetLen != 1 || strchr(s, '#') != NULL) {
+        return false;
+    }
+    return strcmp(u.scheme, "http") == 0 || strcmp(u.scheme, "https") == 0
+           || corClientSchemeFind(u.scheme) != NULL;
+}
+
+/* The servers of one group. Returns 0 or -1 after a module error. */
+static int
+serversRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
+{
+    const CorConf* list = corConfSeq(entry, "servers",
+                                     corModuleErrors(m));
+
+    if (corConfCount(list) == 0) {
+        corModuleError(m, list != NULL ? list : entry,
+                       "servers: at least one http://, https:// (or "
+                       "cor://) URL");
+        return -1;
+    }
+    g->servers = calloc(corConfCount(list), sizeof(ForwardServer));
+    if (g->servers == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < corConfCount(list); i++) {
+        const CorConf* node = corConfAt(list, i);
+        const char* url = corConfText(node);
+        size_t len;
+
+        if (url == NULL || !serverUrlValid(url)) {
+            corModuleError(m, node, "servers[%zu]: expected "
+                           "http[s]://host[:port], or a scheme of a module "
+                           "loaded before forward (cor://), got '%s'", i,
+                           url != NULL ? url : "(not a string)");
+            return -1;
+        }
+        len = strlen(url);
+        g->servers[i].url = strndup(url, url[len - 1] == '/' ? len - 1
+                                                             : len);
+        if (g->servers[i].url == NULL) {
+            return -1;
+        }
+        g->serverCount++;
+    }
+    return 0;
+}
+
+/* The Host setting of a group. */
+static int
+hostRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
+{
+    const char* host = corConfString(entry, "host", "upstream",
+                                     corModuleErrors(m));
+
+    if (strcmp(host, "upstream") == 0) {
+        g->hostMode = FORWARD_HOST_UPSTREAM;
+    } else if (strcmp(host, "keep") == 0) {
+        g->hostMode = FORWARD_HOST_KEEP;
+    } else if (host[0] == '\0' || strpbrk(host, " \t\r\n/@") != NULL) {
+        corModuleError(m, corConfGet(entry, "host"), "host: expected keep, "
+                       "upstream or a host name, got '%s'", host);
+        return -1;
+    } else {
+        g->hostMode = FORWARD_HOST_NAME;
+        g->host = strdup(host);
+        return g->host != NULL ? 0 : -1;
+    }
+    return 0;
+}
+
+/* One group of the upstreams list, registered as a handler. */
+static int
+groupRead(CorModule* m, const CorConf* entry, unsigned index)
+{
+    static const char* const keys[] = { "name", "servers", "connect_timeout",
+                                        "read_timeout", "fail_timeout",
+                                        "host", NULL };
+    CorConfErrors* e = corModuleErrors(m);
+    ForwardGroup* g = &groups[index];
+    const char* name = corConfString(entry, "name", NULL, e);
+    char where[48];
+
+    if (name == NULL || name[0] == '\0') {
+        corModuleError(m, entry, "upstreams[%u]: a name is needed", index);
+        return -1;
+    }
+    for (unsigned i = 0; i < index; i++) {
+        if (strcmp(groups[i].name, name) == 0) {
+            corModuleError(m, corConfGet(entry, "name"), "upstreams[%u]: "
+                           "the name '%s' is taken already", index, name);
+            return -1;
+        }
+    }
+    g->name = strdup(name);
+    g->connectTimeoutMs = (int)corConfDurationMs(entry, "connect_timeout",
+                                                 5000, 1, 3600000, e);
+    g->readTimeoutMs = (int)corConfDurationMs(entry, "read_timeout", 60000,
+                                              1, 24 * 3600000, e);
+    g->failTimeoutMs = corConfDurationMs(entry, "fail_timeout", 10000, 0,
+                                         24 * 3600000, e);
+    if (g->name == NULL || serversRead(m, entry, g) < 0
+        || hostRead(m, entry, g) < 0) {
+        return -1;
+    }
+    snprintf(where, sizeof(where), "upstreams[%u]", index);
+    if (corConfUnknownKeys(entry, where, keys, e) > 0 || e->count > 0) {
+        return -1;
+    }
+    return corHandlerAdd(m, &(CorHandler){ .name = g->name,
+                                           .serve = forwardServe,
+                                           .run = COR_RUN_COROUTINE });
+}
+
+static void
+forwardExit(CorModule* m)
+{
+    (void)m;
+    for (unsigned i = 0; i < groupCount; i++) {
+        for (unsigned j = 0; j < groups[i].serverCount; j++) {
+            free(groups[i].servers[j].url);
+        }
+        free(groups[i].servers);
+        free(groups[i].name);
+        free(groups[i].host);
+    }
+    free(groups);
+    groups = NULL;
+    groupCount = 0;
+}
+
+static int
+forwardInit(CorModule* m, const CorConf* conf)
+{
+    const CorConf* list = corConfSeq(conf, "upstreams", corModuleErrors(m));
+    size_t count = corConfCount(list);
+
+    if (count == 0) {
+        corModuleError(m, list != NULL ? list : conf,
+                       "upstreams: at least one group (name, servers)");
+        return -1;
+    }
+    groups = calloc(count, sizeof(ForwardGroup));
+    if (groups == NULL) {
+        corModuleError(m, conf, "no memory");
+        return -1;
+    }
+    for (size_t i = 0; i < count; i++) {
+        groupCount++;
+        if (corConfKind(corConfAt(list, i)) != COR_CONF_MAP) {
+            corModuleError(m, corConfAt(list, i), "upstreams[%zu]: expected "
+                           "a mapping (name, servers...)", i);
+            return -1;
+        }
+        if (groupRead(m, corConfAt(list, i), (unsigned)i) < 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+COR_MODULE(forward, .init = forwardInit, .exit = forwardExit);

@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What a forward passes on of a message's head, both ways (RFC 9110
+ * section 7.6): a proxy drops the hop-by-hop fields, those of the
+ * connection it read the message on (Connection, the fields Connection
+ * lists, and the fixed set of section 7.6.1 with the Proxy-* family), and
+ * says that it passed the message on (Via; and, as nginx users expect,
+ * X-Forwarded-For and X-Forwarded-Proto). The body's framing is this
+ * hop's: the request goes on with a Content-Length the client writes, the
+ * answer with the framing the server writes.
+ */
+#include "corForwardInt.h"
+
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+#define VIA_HOP "1.1 cor"
+
+static bool
+nameIs(const CorHeader* h, const char* name)
+{
+    return strlen(name) == h->nameLen
+           && strncasecmp(h->name, name, h->nameLen) == 0;
+}
+
+/* Whether h is hop-by-hop in a head of count fields. */
+static bool
+hopByHop(const CorHeader* h, const CorHeader* all, unsigned count)
+{
+    static const char* const fixed[] = {
+        "connection", "keep-alive", "te", "trailer", "transfer-encoding",
+        "upgrade", NULL
+    };
+
+    for (unsigned i = 0; fixed[i] != NULL; i++) {
+        if (nameIs(h, fixed[i])) {
+            return true;
+        }
+    }
+    if (h->nameLen >= 6 && strncasecmp(h->name, "proxy-", 6) == 0) {
+        return true;
+    }
+    for (unsigned i = 0; i < count; i++) {
+        if (nameIs(&all[i], "connection")
+            && corHeaderListHas(&all[i], h->name, h->nameLen)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Append s[0..len) to the comma list that starts at out and ends at p;
+ * the new end. (No printf: this runs for every request.) */
+static char*
+listAppend(char* p, const char* out, const char* s, size_t len)
+{
+    if (p != out) {
+        memcpy(p, ", ", 2);
+        p += 2;
+    }
+    memcpy(p, s, len);
+    return p + len;
+}
+
+/* The values of every field named name joined with ", ", then tail (when
+ * not NULL), in r's arena; NULL when there is nothing, or no memory
+ * (*failed set). */
+static char*
+joined(CorRequest* r, const CorHeader* all, unsigned count,
+       const char* name, const char* tail, bool* failed)
+{
+    size_t size = tail != NULL ? strlen(tail) + 1 : 1;
+    char* out;
+    char* p;
+
+    for (unsigned i = 0; i < count; i++) {
+        size += nameIs(&all[i], name) ? all[i].valueLen + 2 : 0;
+    }
+    if (size == 1) {
+        return NULL;
+    }
+    out = p = corRequestAlloc(r, size);
+    if (out == NULL) {
+        *failed = true;
+        return NULL;
+    }
+    for (unsigned i = 0; i < count; i++) {
+        if (nameIs(&all[i], name) && all[i].valueLen > 0) {
+            p = listAppend(p, out, all[i].value, all[i].valueLen);
+        }
+    }
+    if (tail != NULL) {
+        p = listAppend(p, out, tail, strlen(tail));
+    }
+    *p = '\0';
+    return out;
+}
+
+static void
+add(CorHeader* out, unsigned* n, const char* name, const char* value)
+{
+    if (value != NULL) {
+        out[(*n)++] = (CorHeader){ name, strlen(name), value,
+                                   strlen(value) };
+    }
+}
+
+/* Fields this hop writes itself, beside the hop-by-hop ones. */
+static bool
+requestOwn(const CorHeader* h)
+{
+    return nameIs(h, "host") || nameIs(h, "content-length")
+           || nameIs(h, "expect") || nameIs(h, "x-forwarded-for")
+           || nameIs(h, "x-forwarded-proto") || nameIs(h, "via");
+}
+
+int
+forwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
+                      CorHeader** headersP, unsigned* countP)
+{
+    const CorHeader* host = corRequestHeader(r, "host");
+    bool failed = false;
+    CorHeader* out = corRequestAlloc(r, (r->headerCount + 4)
+                                        * sizeof(CorHeader));
+    unsigned n = 0;
+
+    if (out == NULL) {
+        return -ENOMEM;
+    }
+    for (unsigned i = 0; i < r->headerCount; i++) {
+        const CorHeader* h = &r->headers[i];
+
+        if (!requestOwn(h) && !hopByHop(h, r->headers, r->headerCount)) {
+            out[n++] = *h;
+        }
+    }
+    if (g->hostMode == FORWARD_HOST_KEEP && host != NULL) {
+        out[n++] = *host;
+    } else if (g->hostMode == FORWARD_HOST_NAME) {
+        add(out, &n, "Host", g->host);
+    }
+    add(out, &n, "X-Forwarded-For",
+        joined(r, r->headers, r->headerCount, "x-forwarded-for", r->remote,
+               &failed));
+    add(out, &n, "X-Forwarded-Proto", r->secure ? "https" : "http");
+    add(out, &n, "Via", joined(r, r->headers, r->headerCount, "via",
+                               VIA_HOP, &failed));
+    *headersP = out;
+    *countP = n;
+    return failed ? -ENOMEM : 0;
+}
+
+/* A copy of s[0..len) as a string in r's arena. */
+static char*
+copyOf(CorRequest* r, const char* s, size_t len)
+{
+    char* out = corRequestAlloc(r, len + 1);
+
+    if (out != NULL) {
+        memcpy(out, s, len);
+        out[len] = '\0';
+    }
+    return out;
+}
+
+/* Fields of an answer this hop writes itself. The length of the answer
+ * to a HEAD is the upstream's (what a GET would get), not this hop's. */
+static bool
+responseOwn(const CorRequest* r, const CorHeader* h)
+{
+    return (nameIs(h, "content-length") && !r->head)
+           || nameIs(h, "content-type") || nameIs(h, "server")
+           || nameIs(h, "date");
+}
+
+int
+forwardResponseHeaders(CorRequest* r, const CorHttpClientResponse* res,
+                       const char** contentTypeP)
+{
+    const CorHeader* type = corHttpClientHeader(res, "content-type");
+
+    *contentTypeP = NULL;
+    if (type != NULL
+        && (*contentTypeP = copyOf(r, type->value, type->valueLen)) == NULL) {
+        return -ENOMEM;
+    }
+    for (unsigned i = 0; i < res->headerCount; i++) {
+        const CorHeader* h = &res->headers[i];
+        char* name;
+        char* value;
+
+        if (responseOwn(r, h) || hopByHop(h, res->headers, res->headerCount)) {
+            continue;
+        }
+        name = copyOf(r, h->name, h->nameLen);
+        value = copyOf(r, h->value, h->valueLen);
+        /* A value the server refuses (a control byte) is left out. */
+        if (name == NULL || value == NULL
+            || corResponseHeader(r, name, value) == -ENOMEM) {
+            return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
+/* Whether a byte of a decoded path goes on as it is. */
+static bool
+pathSafe(unsigned char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
+           || (ch >= '0' && ch <= '9') || strchr("-._~!$&'()*+,;=:@/", ch)
+           != NULL;
+}
+
+char*
+forwardUrl(CorRequest* r, const ForwardServer* s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t base = strlen(s->url);
+    char* out = corRequestAlloc(r, base + 3 * r->pathLen + 3 * r->queryLen
+                                       + 3);
+    char* p = out;
+
+    if (out == NULL) {
+        return NULL;
+    }
+    memcpy(p, s->url, base);
+    p += base;
+    /* The server decoded the path; encode again what must be, '%' too, so
+     * that the upstream decodes the same path. */
+    for (size_t i = 0; i < r->pathLen; i++) {
+        unsigned char ch = (unsigned char)r->path[i];
+
+        if (ch != '\0' && pathSafe(ch)) {
+            *p++ = (char)ch;
+        } else {
+            *p++ = '%';
+            *p++ = hex[ch >> 4];
+            *p++ = hex[ch & 15];
+        }
+    }
+    if (r->query != NULL) {
+        *p++ = '?';
+        for (size_t i = 0; i < r->queryLen; i++) {
+            unsigned char ch = (unsigned char)r->query[i];
+
+            if (ch > 0x20 && ch < 0x7f && ch != '#') {
+                *p++ = (char)ch;
+            } else {
+                *p++ = '%';
+                *p++ = hex[ch >> 4];
+                *p++ = hex[ch & 15];
+            }
+        }
+    }
+    *p = '\0';
+    return out;
+}

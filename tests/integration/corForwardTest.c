@@ -1,0 +1,438 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * modules/forward against the real binary in both modes: cor forwards to
+ * two scripted upstreams (tests/integration/corHttpUpstream.c, whose /echo
+ * sends back the head it got and the length and checksum of the body), a
+ * port where nothing listens, and a cor https upstream with the test CA;
+ * curl is the client. Checked: the headers each way (hop-by-hop gone,
+ * X-Forwarded-*, Via, each Host mode), every framing of an answer, a
+ * 50 MiB answer streamed with the generation's memory flat, a chunked
+ * upload, 502 and 504 (each logged with the server's address), round robin
+ * with a dead server skipped, an answer cut mid-body cut for the client
+ * too, and `cor -t` on bad YAML.
+ */
+#include "corTest.h"
+#include "corServer.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static CorServer server;
+static CorServer tlsUpstream;
+static pid_t upstreamPid[2];
+static int upstreamPort[2];
+static int deadPort;
+static char certs[64];
+static char out[1 << 16];
+
+static const char* configFormat =
+    "runtime:\n"
+    "  loops: 1\n"
+    "  workers: 2\n"
+    "  coroutines: { enabled: {COROUTINES}, per_loop: 2 }\n"
+    "  stop_timeout: 5s\n"
+    "listen:\n"
+    "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
+    "limits: { body_bytes: 4MiB }\n"
+    "client: { ca_file: %s/ca.pem }\n"
+    "modules:\n"
+    "  - { load: http }\n"
+    "  - load: forward\n"
+    "    upstreams:\n"
+    "      - { name: backend, servers: [ \"http://127.0.0.1:%d\" ],\n"
+    "          connect_timeout: 1s, read_timeout: 700ms }\n"
+    "      - { name: keephost, servers: [ \"http://127.0.0.1:%d/\" ],\n"
+    "          host: keep }\n"
+    "      - { name: named, servers: [ \"http://127.0.0.1:%d\" ],\n"
+    "          host: up.example }\n"
+    "      - name: pair\n"
+    "        servers: [ \"http://127.0.0.1:%d\", \"http://127.0.0.1:%d\",\n"
+    "                   \"http://127.0.0.1:%d\" ]\n"
+    "        fail_timeout: 30s\n"
+    "      - { name: dead, servers: [ \"http://127.0.0.1:%d\" ] }\n"
+    "      - { name: secure, servers: [ \"https://localhost:%d\" ] }\n"
+    "routes:\n"
+    "  - { match: \"/echo-keep*\", handler: keephost }\n"
+    "  - { match: \"/echo-named*\", handler: named }\n"
+    "  - { match: \"/echo-pair*\", handler: pair }\n"
+    "  - { match: \"/echo-dead*\", handler: dead }\n"
+    "  - { match: \"/hello\", handler: secure }\n"
+    "  - { match: \"GET /metrics\", handler: metrics }\n"
+    "  - { match: \"/*\", handler: backend }\n"
+    "log: { pid_file: {DIR}/cor.pid }\n";
+
+/* A loopback port where nothing listens: bound, never listened on. */
+static int
+portDead(void)
+{
+    int port;
+
+    /* A socket bound and closed gives a port that stays free for the
+     * test's few seconds. */
+    ck_assert_int_eq(corShell("python3 -c 'import socket; s=socket.socket();"
+                              " s.bind((\"127.0.0.1\", 0)); "
+                              "print(s.getsockname()[1])'", out,
+                              sizeof(out)), 0);
+    port = atoi(out);
+    ck_assert_int_gt(port, 0);
+    return port;
+}
+
+static void
+setUp(void)
+{
+    char yaml[4096];
+
+    corTestCertsMake(certs, sizeof(certs));
+    for (int i = 0; i < 2; i++) {
+        upstreamPid[i] = corUpstreamStart(&upstreamPort[i]);
+        ck_assert_int_gt(upstreamPid[i], 0);
+    }
+    deadPort = portDead();
+    ck_assert_int_eq(corServerStartHttpsHello(&tlsUpstream, certs), 0);
+    snprintf(yaml, sizeof(yaml), configFormat, certs, upstreamPort[0],
+             upstreamPort[0], upstreamPort[0], upstreamPort[0],
+             upstreamPort[1], deadPort, deadPort, tlsUpstream.port);
+    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+}
+
+static void
+tearDown(void)
+{
+    corServerStop(&server);
+    corServerStop(&tlsUpstream);
+    for (int i = 0; i < 2; i++) {
+        if (upstreamPid[i] > 0) {
+            kill(upstreamPid[i], SIGTERM);
+            waitpid(upstreamPid[i], NULL, 0);
+            upstreamPid[i] = 0;
+        }
+    }
+    corTestCertsRemove(certs);
+}
+
+/* curl with args on path of the server; its output (head and body with
+ * -i) in out, its exit status returned. */
+static int
+curl(const char* args, const char* path)
+{
+    char command[1024];
+
+    snprintf(command, sizeof(command), "curl -s --max-time 20 %s "
+             "'http://127.0.0.1:%d%s' 2>&1", args, server.port, path);
+    return corShell(command, out, sizeof(out));
+}
+
+static bool
+has(const char* text)
+{
+    return strcasestr(out, text) != NULL;
+}
+
+#define CHECK_HAS(text) ck_assert_msg(has(text), "no '%s' in: %s", text, out)
+#define CHECK_HAS_NOT(text) \
+    ck_assert_msg(!has(text), "'%s' in: %s", text, out)
+
+/* ---- Headers ------------------------------------------------------------- */
+
+START_TEST(test_headers_each_way)
+{
+    char host[64];
+
+    ck_assert_int_eq(curl("-i -H 'Connection: X-Mine' -H 'X-Mine: 1' "
+                          "-H 'TE: trailers' -H 'Keep-Alive: 5' "
+                          "-H 'Proxy-Authorization: x' -H 'Upgrade: h2c' "
+                          "-H 'X-Forwarded-For: 192.0.2.1' "
+                          "-H 'X-Kept: yes'", "/echo"), 0);
+    CHECK_HAS("HTTP/1.1 200");
+    /* Upstream-bound: end-to-end kept, hop-by-hop gone, this hop said. */
+    CHECK_HAS("\nX-Kept: yes");
+    CHECK_HAS_NOT("X-Mine");
+    CHECK_HAS_NOT("\nTE:");
+    CHECK_HAS_NOT("Proxy-Authorization");
+    CHECK_HAS_NOT("Upgrade:");
+    CHECK_HAS("\nX-Forwarded-For: 192.0.2.1, 127.0.0.1");
+    CHECK_HAS("\nX-Forwarded-Proto: http");
+    CHECK_HAS("\nVia: 1.1 cor");
+    snprintf(host, sizeof(host), "\nHost: 127.0.0.1:%d", upstreamPort[0]);
+    CHECK_HAS(host);
+    /* Client-bound: the upstream's Connection, what it lists, and its
+     * Keep-Alive are gone; its end-to-end fields came through. */
+    CHECK_HAS("\nX-Test: echo");
+    CHECK_HAS("\nContent-Type: text/plain");
+    CHECK_HAS_NOT("X-Hop");
+    CHECK_HAS_NOT("timeout=5");
+}
+END_TEST
+
+START_TEST(test_host_kept_or_named)
+{
+    ck_assert_int_eq(curl("-H 'Host: client.test'", "/echo-keep"), 0);
+    CHECK_HAS("\nHost: client.test");
+    ck_assert_int_eq(curl("-H 'Host: client.test'", "/echo-named"), 0);
+    CHECK_HAS("\nHost: up.example");
+    CHECK_HAS_NOT("client.test");
+}
+END_TEST
+
+/* ---- Answers ------------------------------------------------------------- */
+
+START_TEST(test_each_framing_passed_on)
+{
+    ck_assert_int_eq(curl("", "/cl"), 0);
+    ck_assert_str_eq(out, "hello");
+    ck_assert_int_eq(curl("", "/chunked"), 0);
+    ck_assert_str_eq(out, "hello world");
+    ck_assert_int_eq(curl("", "/eof"), 0);
+    ck_assert_str_eq(out, "to the end");
+    ck_assert_int_eq(curl("", "/1xx"), 0);
+    ck_assert_str_eq(out, "after 1xx");
+    ck_assert_int_eq(curl("-o /dev/null -w '%{http_code}'", "/204"), 0);
+    ck_assert_str_eq(out, "204");
+    ck_assert_int_eq(curl("-I", "/cl"), 0);
+    CHECK_HAS("HTTP/1.1 200");
+    CHECK_HAS("X-Test: cl");
+    CHECK_HAS("\nContent-Length: 5\r");     /* what a GET would get */
+    /* Over TLS, verified with the test CA (client.ca_file). */
+    ck_assert_int_eq(curl("", "/hello"), 0);
+    CHECK_HAS("hello");
+}
+END_TEST
+
+/* 50 MiB pass through, to a fast client and to a slow one: the
+ * generation's peak memory grows by far less than the body. */
+START_TEST(test_large_answer_streamed_in_flat_memory)
+{
+    pid_t gen = corServerGeneration(&server);
+    long before;
+    long after;
+
+    ck_assert_int_gt(gen, 0);
+    ck_assert_int_eq(curl("-o /dev/null -w '%{size_download}'",
+                          "/big?n=1000"), 0);
+    before = corProcStatusKb(gen, "VmHWM");
+    ck_assert_int_gt(before, 0);
+    ck_assert_int_eq(curl("-o /dev/null -w '%{size_download}'",
+                          "/big?n=52428800"), 0);
+    ck_assert_str_eq(out, "52428800");
+    ck_assert_int_eq(curl("--limit-rate 40M -o /dev/null "
+                          "-w '%{size_download}'", "/big?n=52428800"), 0);
+    ck_assert_str_eq(out, "52428800");
+    after = corProcStatusKb(gen, "VmHWM");
+    /* A sanitizer's quarantine keeps what was freed: its memory says
+     * nothing of the server's. */
+    if (getenv("COR_TEST_SANITIZED") == NULL
+        || strcmp(getenv("COR_TEST_SANITIZED"), "1") != 0) {
+        ck_assert_msg(after - before < 8 * 1024, "VmHWM %ld kB, then %ld kB",
+                      before, after);
+    }
+}
+END_TEST
+
+/* The head goes out as soon as the upstream's came, while the body
+ * still trickles in (a byte each 100 ms for 1.5 s). */
+START_TEST(test_head_passed_on_at_once)
+{
+    double first = 0;
+    double total = 0;
+
+    ck_assert_int_eq(curl("-o /dev/null -w '%{time_starttransfer} "
+                          "%{time_total}'", "/trickle?ms=1500"), 0);
+    ck_assert_int_eq(sscanf(out, "%lf %lf", &first, &total), 2);
+    ck_assert_msg(first < 0.9 && total >= 1.4, "first byte %.3f s, all "
+                  "%.3f s", first, total);
+}
+END_TEST
+
+/* A client that leaves mid-answer cancels the handler, and with it the
+ * upstream exchange: counted as cancelled, not logged as a failure. */
+START_TEST(test_client_leaving_cancels_the_exchange)
+{
+    long before = corMetric(server.port, "cor_requests_cancelled_total");
+
+    ck_assert_int_ge(before, 0);
+    ck_assert_int_eq(curl("--max-time 0.5", "/trickle?ms=3000"), 28);
+    for (int i = 0; i < 100; i++) {
+        if (corMetric(server.port, "cor_requests_cancelled_total") > before) {
+            break;
+        }
+        usleep(20000);
+    }
+    ck_assert_int_eq(corMetric(server.port, "cor_requests_cancelled_total"),
+                     before + 1);
+    ck_assert_int_eq(corServerLogCount(&server, "forward backend"), 0);
+}
+END_TEST
+
+/* An answer the upstream cuts mid-body is cut for the client too (no
+ * last chunk): curl says the transfer was partial. */
+START_TEST(test_answer_cut_mid_body)
+{
+    ck_assert_int_eq(curl("", "/die"), 18);
+    ck_assert_int_eq(corServerLogCount(&server, "closed the connection in "
+                                       "the middle"), 1);
+}
+END_TEST
+
+/* ---- Requests ------------------------------------------------------------ */
+
+/* A chunked upload reaches the upstream whole, with a Content-Length. */
+START_TEST(test_chunked_upload)
+{
+    char command[256];
+    char expect[64];
+
+    snprintf(command, sizeof(command), "head -c 300000 /dev/urandom > "
+             "%s/up.bin", server.dir);
+    ck_assert_int_eq(corShell(command, NULL, 0), 0);
+    snprintf(command, sizeof(command), "python3 -c 'import sys; s=0\n"
+             "for b in open(\"%s/up.bin\",\"rb\").read(): "
+             "s=(s*31+b)&0xffffffff\nprint(s)'", server.dir);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    snprintf(expect, sizeof(expect), "body-sum: %ld", atol(out));
+    snprintf(command, sizeof(command), "-H 'Transfer-Encoding: chunked' "
+             "--data-binary @%s/up.bin", server.dir);
+    ck_assert_int_eq(curl(command, "/echo"), 0);
+    CHECK_HAS("\nContent-Length: 300000");
+    CHECK_HAS_NOT("Transfer-Encoding");
+    CHECK_HAS("body-length: 300000");
+    CHECK_HAS(expect);
+}
+END_TEST
+
+/* ---- Failures ------------------------------------------------------------ */
+
+START_TEST(test_502_when_nothing_answers)
+{
+    char logged[96];
+
+    ck_assert_int_eq(curl("-o /dev/null -w '%{http_code}'", "/echo-dead"),
+                     0);
+    ck_assert_str_eq(out, "502");
+    snprintf(logged, sizeof(logged), "upstream http://127.0.0.1:%d:",
+             deadPort);
+    ck_assert_int_ge(corServerLogCount(&server, logged), 1);
+}
+END_TEST
+
+START_TEST(test_504_past_the_read_timeout)
+{
+    char logged[96];
+    long start = corNowMs();
+
+    ck_assert_int_eq(curl("-o /dev/null -w '%{http_code}'",
+                          "/sleep?ms=3000"), 0);
+    ck_assert_str_eq(out, "504");
+    ck_assert_int_lt(corNowMs() - start, 2500);
+    snprintf(logged, sizeof(logged), "127.0.0.1:%d: no answer within",
+             upstreamPort[0]);
+    ck_assert_int_eq(corServerLogCount(&server, logged), 1);
+}
+END_TEST
+
+/* Round robin over two live servers and a dead one: every request is
+ * answered, by both live ones, and the dead one is tried once, then
+ * skipped for fail_timeout. */
+START_TEST(test_round_robin_skips_a_dead_server)
+{
+    int seen[2] = { 0, 0 };
+    char logged[96];
+    char port[32];
+
+    for (int i = 0; i < 8; i++) {
+        ck_assert_int_eq(curl("", "/echo-pair"), 0);
+        CHECK_HAS("body-length: 0");
+        for (int u = 0; u < 2; u++) {
+            snprintf(port, sizeof(port), "port: %d", upstreamPort[u]);
+            seen[u] += has(port);
+        }
+    }
+    ck_assert_int_eq(seen[0] + seen[1], 8);
+    ck_assert_int_ge(seen[0], 3);
+    ck_assert_int_ge(seen[1], 3);
+    snprintf(logged, sizeof(logged), "upstream http://127.0.0.1:%d:",
+             deadPort);
+    ck_assert_int_eq(corServerLogCount(&server, logged), 1);
+}
+END_TEST
+
+/* More forwards at once than the loop's coroutines (runtime.coroutines.
+ * per_loop: 2): those past the cap run on workers, and all are answered. */
+START_TEST(test_past_the_coroutine_cap)
+{
+    char command[512];
+    long before = corMetric(server.port, "cor_coroutine_fallbacks_total");
+
+    snprintf(command, sizeof(command), "for i in 1 2 3 4; do curl -s "
+             "--max-time 10 'http://127.0.0.1:%d/sleep?ms=300' & done; wait",
+             server.port);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "sleptsleptsleptslept");
+    if (corTestCoroutines()) {
+        ck_assert_int_ge(corMetric(server.port,
+                                   "cor_coroutine_fallbacks_total"),
+                         before + 2);
+    }
+}
+END_TEST
+
+/* ---- Configuration ------------------------------------------------------- */
+
+/* cor -t names the file and line of each mistake. */
+START_TEST(test_bad_yaml_refused_at_its_line)
+{
+    static const char* bad[][2] = {
+        { "servers: [ \"ftp://a:1\" ]", "servers[0]: expected" },
+        { "servers: [ \"http://a:99999\" ]", "servers[0]: expected" },
+        { "servers: [ \"http://a:1/path\" ]", "servers[0]: expected" },
+        { "servers: [ \"http://a:1\" ], retries: 3", "unknown key 'retries'" },
+        { "servers: [ ]", "at least one" },
+        { "servers: [ \"http://a:1\" ], host: \"a b\"", "host: expected" },
+    };
+    char command[1024];
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(command, sizeof(command), "printf 'listen: [ { protocol: "
+                 "http, address: \"127.0.0.1:1\" } ]\\nmodules:\\n  - { load:"
+                 " http }\\n  - load: forward\\n    upstreams:\\n      - { "
+                 "name: a, %s }\\n' > %s/bad.yaml && %s -t -c %s/bad.yaml "
+                 "2>&1", bad[i][0], server.dir, getenv("COR_BIN"),
+                 server.dir);
+        ck_assert_int_ne(corShell(command, out, sizeof(out)), 0);
+        CHECK_HAS("bad.yaml:6:");
+        CHECK_HAS(bad[i][1]);
+    }
+    snprintf(command, sizeof(command), "printf 'listen: [ { protocol: "
+             "http, address: \"127.0.0.1:1\" } ]\\nmodules:\\n  - load: "
+             "forward\\n    upstreams:\\n      - { name: a, servers: [ "
+             "\"http://a:1\" ] }\\n      - { name: a, servers: [ "
+             "\"http://b:1\" ] }\\n' > %s/dup.yaml && %s -t -c %s/dup.yaml "
+             "2>&1", server.dir, getenv("COR_BIN"), server.dir);
+    ck_assert_int_ne(corShell(command, out, sizeof(out)), 0);
+    CHECK_HAS("dup.yaml:6:");
+    CHECK_HAS("'a' is taken");
+}
+END_TEST
+
+COR_TEST_SUITE(corForward)
+{
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, setUp, tearDown);
+    tcase_add_test(tc, test_headers_each_way);
+    tcase_add_test(tc, test_host_kept_or_named);
+    tcase_add_test(tc, test_each_framing_passed_on);
+    tcase_add_test(tc, test_large_answer_streamed_in_flat_memory);
+    tcase_add_test(tc, test_answer_cut_mid_body);
+    tcase_add_test(tc, test_head_passed_on_at_once);
+    tcase_add_test(tc, test_client_leaving_cancels_the_exchange);
+    tcase_add_test(tc, test_chunked_upload);
+    tcase_add_test(tc, test_502_when_nothing_answers);
+    tcase_add_test(tc, test_504_past_the_read_timeout);
+    tcase_add_test(tc, test_round_robin_skips_a_dead_server);
+    tcase_add_test(tc, test_past_the_coroutine_cap);
+    tcase_add_test(tc, test_bad_yaml_refused_at_its_line);
+}
