@@ -1,0 +1,755 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The MQTT client on a loop: every publish of the loop to one broker
+ * shares one connection (a link), as the cor:// client's calls share a
+ * peer. A publish puts itself at the tail of its link's queue and parks;
+ * the loop does the rest: it writes the queue's head as the window allows
+ * (QoS 1 and 2 messages unacknowledged are at most the broker's Receive
+ * Maximum, and corMqttConf.maxInFlight), reads every packet that comes,
+ * and wakes each publish when its acknowledgement arrives (PUBACK, or
+ * PUBREC, PUBREL, then PUBCOMP). A QoS 0 publish ends once its PUBLISH
+ * is in the output, which the loop writes at its next iteration with all
+ * this iteration added (one write for many), or, past OUT_HIGH of output
+ * unwritten (a broker that reads slowly), once its bytes went to the
+ * socket. One queue, written in order: the messages of one loop to one
+ * topic reach the broker in the order they were published, resends
+ * included.
+ *
+ * The connect (corConnOpen, TLS, CONNECT, CONNACK) runs in a coroutine of
+ * its own, so no publisher's cancel takes a shared connection down;
+ * publishes queue meanwhile. A link that fails after it served (the broker
+ * went away) connects again after a back-off that doubles from
+ * reconnectMinMs to reconnectMaxMs, as long as publishes wait on it, and
+ * publishes again (DUP set) every message not acknowledged; one that
+ * never connected, or that the broker refused (a CONNACK's reason code),
+ * fails what waits on it with the reason, and the next publish tries
+ * anew. A publish that timed out or was cancelled leaves the queue; if it
+ * was in flight, its packet id stays taken (an orphan) until its
+ * acknowledgement comes or the connection ends, so a late PUBACK never
+ * acknowledges another message.
+ *
+ * Keepalive: a PINGREQ once three quarters of the keep alive passed with
+ * nothing written; the link is dropped (and connects again) when its
+ * PINGRESP has not come a keep alive later.
+ */
+#include "corMqttLink.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+/* Output not yet written past which a QoS 0 publish waits for the socket
+ * rather than ending once its PUBLISH is in the output. */
+#define OUT_HIGH ((size_t)1024 * 1024)
+
+/* What a slot holds whose publish left (timed out, cancelled). */
+static Pub orphan;
+
+static __thread Link* loopLinks;
+
+static void linkDrop(Link* l, int rc, const char* why);
+static void linkPump(Link* l);
+
+/* ---- Lists and publishes ------------------------------------------------- */
+
+static void
+listAppend(PubList* list, Pub* p)
+{
+    p->next = NULL;
+    p->prev = list->tail;
+    if (list->tail != NULL) {
+        list->tail->next = p;
+    } else {
+        list->head = p;
+    }
+    list->tail = p;
+}
+
+static void
+listRemove(PubList* list, Pub* p)
+{
+    if (p->prev != NULL) {
+        p->prev->next = p->next;
+    } else {
+        list->head = p->next;
+    }
+    if (p->next != NULL) {
+        p->next->prev = p->prev;
+    } else {
+        list->tail = p->prev;
+    }
+    p->next = p->prev = NULL;
+}
+
+/* Take p off its link (whichever list holds it) and free its slot. */
+static void
+pubUnlink(Link* l, Pub* p)
+{
+    if (l->pending == p) {
+        l->pending = p->next;
+    }
+    listRemove(p->stage == PUB_WRITTEN ? &l->written : &l->queue, p);
+    if (p->stage == PUB_SENT || p->stage == PUB_RELEASED) {
+        l->slots[p->packetId - 1] = NULL;
+        l->inFlight--;
+    }
+}
+
+static void
+pubFinish(Link* l, Pub* p, int rc, const char* why)
+{
+    pubUnlink(l, p);
+    p->done = true;
+    p->rc = rc;
+    if (rc != 0) {
+        snprintf(p->why, sizeof(p->why), "%s", why);
+    }
+    if (p->park != 0) {
+        corCoLoopWake(p->park);
+    }
+}
+
+static void
+listFail(Link* l, PubList* list, int rc, const char* why)
+{
+    while (list->head != NULL) {
+        pubFinish(l, list->head, rc, why);
+    }
+}
+
+/* ---- Links ------------------------------------------------------------- */
+
+static void
+linkRelease(Link* l)
+{
+    if (--l->refs > 0) {
+        return;
+    }
+    free(l->out.data);
+    free(l->in);
+    free(l->slots);
+    free(l);
+}
+
+/* Off the loop's list: the next publish makes a new link. */
+static void
+linkForget(Link* l)
+{
+    l->state = LINK_DEAD;
+    corEvTimerStop(l->loop, &l->ping);
+    corEvTimerStop(l->loop, &l->retry);
+    corEvTimerStop(l->loop, &l->flushSoon);
+    for (Link** at = &loopLinks; *at != NULL; at = &(*at)->next) {
+        if (*at == l) {
+            *at = l->next;
+            linkRelease(l);
+            return;
+        }
+    }
+}
+
+/* Nothing more will be tried: every publish on l fails, l is forgotten. */
+static void
+linkGiveUp(Link* l, int rc, const char* why)
+{
+    listFail(l, &l->written, rc, why);
+    listFail(l, &l->queue, rc, why);
+    linkForget(l);
+}
+
+/* Write what the socket takes; EPOLLOUT brings the rest. */
+static void
+linkFlush(Link* l)
+{
+    CorTransport* t;
+
+    if (l->state != LINK_READY) {
+        return;
+    }
+    t = corConnTransport(l->conn);
+    while (l->outSent < l->out.len) {
+        ssize_t n = t->ops->send(t, l->out.data + l->outSent,
+                                 l->out.len - l->outSent);
+
+        if (n > 0) {
+            l->outSent += (size_t)n;
+            l->lastWriteMs = corEvNow(l->loop);
+        } else if (n < 0 && errno == EAGAIN) {
+            break;
+        } else if (!(n < 0 && errno == EINTR)) {
+            linkDrop(l, -ECONNRESET, "the connection failed while writing");
+            return;
+        }
+    }
+    while (l->written.head != NULL
+           && l->written.head->outEnd <= l->outStart + l->outSent) {
+        pubFinish(l, l->written.head, 0, NULL);
+    }
+    if (l->outSent == l->out.len) {
+        l->outStart += l->out.len;
+        l->out.len = l->outSent = 0;
+    }
+}
+
+static void
+flushFire(CorEvTimer* timer)
+{
+    Link* l = corContainerOf(timer, Link, flushSoon);
+
+    l->refs++;      /* a failed write may drop it */
+    linkFlush(l);
+    linkRelease(l);
+}
+
+/* Write the output at the loop's next iteration: what every publish and
+ * acknowledgement of this iteration added goes out in one write. */
+static void
+linkFlushSoon(Link* l)
+{
+    if (!l->flushSoon.active) {
+        corEvTimerStart(l->loop, &l->flushSoon, 0, flushFire);
+    }
+}
+
+/* A free packet id for a QoS 1/2 publish (window > inFlight). */
+static uint16_t
+slotTake(Link* l, Pub* p)
+{
+    while (l->slots[l->nextSlot] != NULL) {
+        l->nextSlot = (l->nextSlot + 1) % l->window;
+    }
+    l->slots[l->nextSlot] = p;
+    l->inFlight++;
+    return (uint16_t)(l->nextSlot + 1);
+}
+
+/* Encode the queued publishes the window lets out. */
+static void
+linkPump(Link* l)
+{
+    while (l->state == LINK_READY && l->pending != NULL
+           && (l->pending->msg->qos == 0 || l->inFlight < l->window)) {
+        Pub* p = l->pending;
+        uint16_t id = p->msg->qos > 0 ? slotTake(l, p) : 0;
+        int rc = corMqttBufPublish(&l->out, p->msg, id, p->dup);
+
+        l->pending = p->next;
+        p->packetId = id;
+        p->stage = p->msg->qos > 0 ? PUB_SENT : PUB_QUEUED;
+        if (rc != 0) {
+            pubFinish(l, p, rc, rc == -ENOMEM ? "no memory for a PUBLISH"
+                      : "the codec refused the PUBLISH");
+        } else if (p->msg->qos == 0 && l->out.len - l->outSent > OUT_HIGH) {
+            listRemove(&l->queue, p);
+            p->stage = PUB_WRITTEN;
+            p->outEnd = l->outStart + l->out.len;
+            listAppend(&l->written, p);
+        } else if (p->msg->qos == 0) {
+            pubFinish(l, p, 0, NULL);
+        }
+    }
+}
+
+static void linkConnect(void* arg);
+
+static void
+retryFire(CorEvTimer* timer)
+{
+    Link* l = corContainerOf(timer, Link, retry);
+    int rc;
+
+    l->state = LINK_CONNECTING;
+    l->refs++;                  /* the connector's */
+    rc = corCoLoopSpawn(l->loop, linkConnect, l);
+    if (rc != 0) {
+        l->refs--;
+        linkGiveUp(l, rc, "no coroutine to connect");
+    }
+}
+
+/* Connect again after the back-off, if anything waits (a subscriber
+ * always does); else let go. */
+static void
+linkRetry(Link* l, const char* why)
+{
+    if (l->queue.head == NULL && l->group == NULL) {
+        linkForget(l);
+        return;
+    }
+    corLog(COR_LOG_WARN, "mqtt: %s: %s; connecting again in %llu ms",
+           l->name, why, (unsigned long long)l->backoffMs);
+    l->state = LINK_WAITING;
+    corEvTimerStart(l->loop, &l->retry, l->backoffMs, retryFire);
+    l->backoffMs = l->backoffMs * 2 < corMqttConf.reconnectMaxMs
+                   ? l->backoffMs * 2 : corMqttConf.reconnectMaxMs;
+}
+
+/*
+ * The connection is gone. QoS 0 messages written into it are lost (at
+ * most once); every QoS 1/2 message in flight goes back to the queue, in
+ * its place, to be published again with DUP set.
+ */
+static void
+linkDrop(Link* l, int rc, const char* why)
+{
+    char text[640];
+
+    if (l->state != LINK_READY) {
+        return;
+    }
+    snprintf(text, sizeof(text), "%s: %s", l->name, why);
+    corEvIoStop(l->loop, &l->io);
+    corConnClose(l->conn);
+    l->conn = NULL;
+    corEvTimerStop(l->loop, &l->ping);
+    listFail(l, &l->written, rc, text);
+    for (Pub* p = l->queue.head; p != l->pending; p = p->next) {
+        p->stage = PUB_QUEUED;
+        p->dup = true;
+    }
+    memset(l->slots, 0, l->window * sizeof(*l->slots));
+    l->inFlight = 0;
+    l->pending = l->queue.head;
+    l->out.len = l->outSent = 0;
+    l->inLen = 0;
+    l->pingDue = false;
+    linkRetry(l, why);
+}
+
+/* ---- Packets from the broker -------------------------------------------- */
+
+/* The publish of packet id, stage stage (NULL: none; &orphan: left). */
+static Pub*
+slotFind(Link* l, uint16_t id)
+{
+    return id >= 1 && id <= l->window ? l->slots[id - 1] : NULL;
+}
+
+static void
+orphanFree(Link* l, uint16_t id)
+{
+    l->slots[id - 1] = NULL;
+    l->inFlight--;
+}
+
+/* The broker's word on a message it refused (a 5.0 reason code). */
+static void
+pubRefused(Link* l, Pub* p, const CorMqttPacket* pkt)
+{
+    char why[400];
+
+    snprintf(why, sizeof(why), "%s refused the message: %s (reason code "
+             "0x%02x)", l->name, corMqttReasonText(COR_MQTT_V5, false,
+                                                   pkt->reasonCode),
+             pkt->reasonCode);
+    pubFinish(l, p, -EACCES, why);
+}
+
+/* A PUBACK, PUBREC or PUBCOMP. Returns 0, or -1 when it fits nothing. */
+static int
+ackTake(Link* l, const CorMqttPacket* pkt)
+{
+    Pub* p = slotFind(l, pkt->packetId);
+    CorMqttPacket rel = { .type = COR_MQTT_PUBREL,
+                          .packetId = pkt->packetId };
+
+    if (p == NULL) {
+        return -1;
+    }
+    if (pkt->type == COR_MQTT_PUBREC && pkt->reasonCode < 0x80) {
+        if (p != &orphan) {
+            p->stage = PUB_RELEASED;
+        }
+        return corMqttBufPut(&l->out, l->broker.version, &rel) == 0 ? 0 : -1;
+    }
+    if (p == &orphan) {
+        orphanFree(l, pkt->packetId);
+    } else if (pkt->reasonCode >= 0x80) {
+        pubRefused(l, p, pkt);
+    } else if ((pkt->type == COR_MQTT_PUBACK && p->msg->qos == 1)
+               || (pkt->type == COR_MQTT_PUBCOMP
+                   && p->stage == PUB_RELEASED)) {
+        pubFinish(l, p, 0, NULL);
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+/* One packet. Returns 0, or -1 after dropping the link. */
+static int
+packetTake(Link* l, const CorMqttPacket* pkt)
+{
+    char why[400];
+    int rc;
+
+    switch (pkt->type) {
+    case COR_MQTT_PUBACK:
+    case COR_MQTT_PUBREC:
+    case COR_MQTT_PUBCOMP:
+        if (ackTake(l, pkt) == 0) {
+            return 0;
+        }
+        snprintf(why, sizeof(why), "a %s for packet id %u, which is not in "
+                 "flight", corMqttTypeName(pkt->type), pkt->packetId);
+        break;
+    case COR_MQTT_PINGRESP:
+        l->pingDue = false;
+        return 0;
+    case COR_MQTT_DISCONNECT:
+        snprintf(why, sizeof(why), "the broker disconnected: %s (reason "
+                 "code 0x%02x)", corMqttReasonText(COR_MQTT_V5, false,
+                                                   pkt->reasonCode),
+                 pkt->reasonCode);
+        break;
+    default:
+        rc = l->group != NULL ? corMqttInboundTake(l, pkt, why, sizeof(why))
+                              : 1;
+        if (rc == 0) {
+            return 0;
+        }
+        if (rc > 0) {
+            snprintf(why, sizeof(why), "an unexpected %s",
+                     corMqttTypeName(pkt->type));
+        }
+        break;
+    }
+    linkDrop(l, -EPROTO, why);
+    return -1;
+}
+
+/* Take every whole packet read. Returns 0, or -1 after dropping. */
+static int
+packetsTake(Link* l)
+{
+    size_t off = 0;
+
+    while (l->state == LINK_READY && off < l->inLen) {
+        CorMqttPacket pkt;
+        CorMqttStatus st = { 0 };
+        int n = corMqttDecode(l->in + off, l->inLen - off, l->broker.version,
+                              COR_MQTT_READ_MAX, &pkt, &st);
+
+        if (n == 0) {
+            break;
+        }
+        if (n < 0) {
+            char why[200];
+
+            snprintf(why, sizeof(why), "a bad packet: %s", st.reason);
+            linkDrop(l, -EPROTO, why);
+            return -1;
+        }
+        if (packetTake(l, &pkt) != 0) {
+            return -1;
+        }
+        off += (size_t)n;
+    }
+    memmove(l->in, l->in + off, l->inLen - off);
+    l->inLen -= off;
+    return 0;
+}
+
+static void
+linkRead(Link* l)
+{
+    CorTransport* t = corConnTransport(l->conn);
+
+    while (l->state == LINK_READY) {
+        ssize_t n;
+
+        if (corMqttInputReserve(&l->in, l->inLen, &l->inCap, 0) != 0) {
+            linkDrop(l, -ENOMEM, "no memory for a packet");
+            return;
+        }
+        n = t->ops->recv(t, l->in + l->inLen, l->inCap - l->inLen);
+        if (n > 0) {
+            l->inLen += (size_t)n;
+            if (packetsTake(l) != 0) {
+                return;
+            }
+        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+            linkDrop(l, -ECONNRESET, n == 0 ? "the broker closed the "
+                     "connection" : "the connection failed while reading");
+            return;
+        } else if (errno == EAGAIN) {
+            break;
+        }
+    }
+    linkPump(l);
+    linkFlush(l);
+}
+
+static void
+linkIo(CorEvIo* io, unsigned events)
+{
+    Link* l = corContainerOf(io, Link, io);
+
+    if (l->state != LINK_READY) {
+        return;                 /* dropped earlier in this batch */
+    }
+    l->refs++;      /* a packet may drop it: it stays readable here */
+    if ((events & EPOLLOUT)
+        && corTransportWantsWrite(corConnTransport(l->conn))) {
+        events |= EPOLLIN;
+    }
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+        linkRead(l);
+    } else {
+        linkFlush(l);
+    }
+    linkRelease(l);
+}
+
+static void
+pingFire(CorEvTimer* timer)
+{
+    Link* l = corContainerOf(timer, Link, ping);
+    uint64_t now = corEvNow(l->loop);
+
+    l->refs++;      /* a failed write may drop it: it stays readable */
+    if (l->pingDue && now - l->pingSentMs >= l->keepAliveMs) {
+        linkDrop(l, -ETIMEDOUT, "no PINGRESP within the keep alive");
+    } else if (!l->pingDue
+               && now - l->lastWriteMs >= l->keepAliveMs * 3 / 4) {
+        CorMqttPacket ping = { .type = COR_MQTT_PINGREQ };
+
+        if (corMqttBufPut(&l->out, l->broker.version, &ping) == 0) {
+            l->pingDue = true;
+            l->pingSentMs = now;
+            linkFlush(l);
+        }
+    }
+    if (l->state == LINK_READY) {
+        corEvTimerStart(l->loop, &l->ping, l->keepAliveMs / 4 + 1, pingFire);
+    }
+    linkRelease(l);
+}
+
+/* ---- Connecting ---------------------------------------------------------- */
+
+/* The session is open on conn: the loop takes it from here. */
+static void
+linkReady(Link* l, CorConn* conn, const CorMqttSession* s)
+{
+    Pub** slots = realloc(l->slots, s->window * sizeof(*slots));
+
+    if (slots == NULL) {
+        corConnClose(conn);
+        linkGiveUp(l, -ENOMEM, "no memory for a connection");
+        return;
+    }
+    memset(slots, 0, s->window * sizeof(*slots));
+    l->slots = slots;
+    l->window = s->window;
+    l->nextSlot = 0;
+    l->conn = conn;
+    l->state = LINK_READY;
+    l->served = true;
+    l->backoffMs = corMqttConf.reconnectMinMs;
+    l->keepAliveMs = s->keepAliveS * 1000;
+    l->lastWriteMs = corEvNow(l->loop);
+    l->gen++;
+    if (corEvIoStart(l->loop, &l->io, corConnTransport(conn)->fd,
+                     EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, linkIo)
+        != 0) {
+        linkDrop(l, -EIO, "the loop cannot watch the connection");
+        return;
+    }
+    corLog(COR_LOG_INFO, "mqtt: connected to %s as %s (window %u)", l->name,
+           l->clientId, l->window);
+    if (l->keepAliveMs > 0) {
+        corEvTimerStart(l->loop, &l->ping, l->keepAliveMs / 4 + 1, pingFire);
+    }
+    if (l->group != NULL && corMqttSubscribeSend(l) != 0) {
+        linkDrop(l, -ENOMEM, "no memory for SUBSCRIBE");
+    } else if (packetsTake(l) == 0) {
+        linkPump(l);
+        linkFlush(l);
+    }
+}
+
+/* The link's own coroutine: the session opens, then the loop reads. */
+static void
+linkConnect(void* arg)
+{
+    Link* l = arg;
+    CorMqttSession s = { .persistent = l->group != NULL };
+    char why[400];
+    int err = 0;
+    CorConn* conn;
+
+    if (l->group != NULL) {
+        snprintf(l->clientId, sizeof(l->clientId), "%s", l->group->clientId);
+    } else {
+        corMqttClientIdMake(l->clientId, sizeof(l->clientId));
+    }
+    conn = corMqttSessionOpen(&l->broker, l->clientId,
+                              corEvClockMs() + corMqttConf.connectTimeoutMs,
+                              &s, &l->in, &l->inLen, &l->inCap, &err, why,
+                              sizeof(why));
+    if (l->state == LINK_DEAD) {
+        corConnClose(conn);     /* NULL-safe: the loop stopped meanwhile */
+    } else if (conn != NULL) {
+        linkReady(l, conn, &s);
+    } else if (err != -ECANCELED && (l->group != NULL
+               || ((l->served || corMqttServed(&l->broker))
+                   && err != -EACCES))) {
+        linkRetry(l, why);
+    } else {
+        linkGiveUp(l, err, why);
+    }
+    linkRelease(l);
+}
+
+/* A new link to b (group's, for a subscriber), connecting in a coroutine
+ * of its own. NULL with rc and why. */
+static Link*
+linkNew(const CorMqttBroker* b, const CorMqttSubGroup* group, int* rc,
+        char* why, size_t whyLen)
+{
+    Link* l = calloc(1, sizeof(*l));
+
+    if (l == NULL) {
+        *rc = -ENOMEM;
+        snprintf(why, whyLen, "no memory for a connection");
+        return NULL;
+    }
+    l->broker = *b;
+    l->group = group;
+    corMqttBrokerName(b, l->name, sizeof(l->name));
+    l->loop = corEvLoopCurrent();
+    l->state = LINK_CONNECTING;
+    l->backoffMs = corMqttConf.reconnectMinMs;
+    l->refs = 2;                /* the list, the connector */
+    l->next = loopLinks;
+    loopLinks = l;
+    *rc = corCoLoopSpawn(l->loop, linkConnect, l);
+    if (*rc != 0) {
+        snprintf(why, whyLen, "no coroutine to connect to %s", l->name);
+        l->refs--;
+        linkForget(l);
+        return NULL;
+    }
+    return l;
+}
+
+/* The loop's link to b, or a new one. NULL with rc and why. */
+static Link*
+linkFor(const CorMqttBroker* b, int* rc, char* why, size_t whyLen)
+{
+    Link* l;
+
+    for (l = loopLinks; l != NULL; l = l->next) {
+        if (l->group == NULL && corMqttBrokerSame(&l->broker, b)) {
+            return l;
+        }
+    }
+    return linkNew(b, NULL, rc, why, whyLen);
+}
+
+/* ---- One publish on a loop ----------------------------------------------- */
+
+/* Wait until p is done or its deadline. May yield. */
+static void
+pubWait(Link* l, Pub* p)
+{
+    while (!p->done) {
+        int left = corMqttLeftMs(p->msg->deadlineMs);
+        int rc = left == 0 ? 0 : corCoLoopPark(&p->park, left);
+
+        if (rc <= 0 && !p->done) {
+            bool late = corMqttLeftMs(p->msg->deadlineMs) == 0;
+
+            if (p->stage == PUB_SENT || p->stage == PUB_RELEASED) {
+                /* Its id stays taken until its ack or the connection's
+                 * end; as queued, pubUnlink leaves the slot alone. */
+                l->slots[p->packetId - 1] = &orphan;
+                p->stage = PUB_QUEUED;
+            }
+            pubFinish(l, p, late ? -ETIMEDOUT : -ECANCELED,
+                      late ? "no acknowledgement in time" : "cancelled");
+        }
+    }
+}
+
+int
+corMqttPublishOnLoop(const CorMqttMessage* msg, char* why, size_t whyLen)
+{
+    Pub p = { .msg = msg, .stage = PUB_QUEUED };
+    int rc;
+    Link* l = linkFor(msg->broker, &rc, why, whyLen);
+
+    if (l == NULL) {
+        return rc;
+    }
+    l->refs++;
+    listAppend(&l->queue, &p);
+    if (l->pending == NULL) {
+        l->pending = &p;
+    }
+    linkPump(l);
+    linkFlushSoon(l);
+    pubWait(l, &p);
+    if (p.rc != 0) {
+        snprintf(why, whyLen, "%s", p.why);
+    }
+    linkRelease(l);
+    return p.rc;
+}
+
+int
+corMqttLinkSubscriber(const CorMqttSubGroup* group, char* why, size_t whyLen)
+{
+    int rc;
+
+    if (linkNew(&group->broker, group, &rc, why, whyLen) == NULL) {
+        /* A subscriber's connection lives in a coroutine of loop 0. */
+        if (rc == -ENOTSUP) {
+            snprintf(why, whyLen, "subscriptions need coroutines, and this "
+                     "cor was built with --disable-coroutines");
+        }
+        return rc;
+    }
+    return 0;
+}
+
+int
+corMqttLinkSend(Link* l, const CorMqttPacket* pkt)
+{
+    int rc = corMqttBufPut(&l->out, l->broker.version, pkt);
+
+    if (rc == 0) {
+        linkFlushSoon(l);
+    }
+    return rc;
+}
+
+void
+corMqttLinkHold(Link* l)
+{
+    l->refs++;
+}
+
+void
+corMqttLinkRelease(Link* l)
+{
+    linkRelease(l);
+}
+
+void
+corMqttClientLoopExit(void)
+{
+    while (loopLinks != NULL) {
+        Link* l = loopLinks;
+
+        if (l->conn != NULL) {
+            corEvIoStop(l->loop, &l->io);
+            corConnClose(l->conn);
+            l->conn = NULL;
+        }
+        linkGiveUp(l, -ECANCELED, "the loop stopped");
+    }
+}

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A loop's connection to a broker (a link), shared by corMqttClient.c,
+ * which runs it and publishes on it, and corMqttSubscribe.c, which
+ * subscribes on one and serves the messages that come. Nothing outside
+ * modules/mqtt/ includes it.
+ */
+#ifndef COR_MQTT_LINK_H
+#define COR_MQTT_LINK_H
+
+#include "corMqttClientInt.h"
+
+typedef struct CorMqttLink Link;
+
+typedef enum {
+    PUB_QUEUED,
+    PUB_SENT,                   /* PUBLISH written, its ack due */
+    PUB_RELEASED,               /* QoS 2: PUBREL written, PUBCOMP due */
+    PUB_WRITTEN                 /* QoS 0: waits for the socket */
+} PubStage;
+
+/* A publish waiting on a link; on its coroutine's stack. */
+typedef struct Pub {
+    struct Pub* next;
+    struct Pub* prev;
+    const CorMqttMessage* msg;
+    PubStage stage;
+    uint16_t packetId;
+    bool dup;                   /* published before on a lost connection */
+    uint64_t outEnd;            /* QoS 0: written when the output is past */
+    CorCoPark park;
+    bool done;
+    int rc;
+    char why[200];
+} Pub;
+
+typedef struct {
+    Pub* head;
+    Pub* tail;
+} PubList;
+
+typedef enum {
+    LINK_CONNECTING,
+    LINK_READY,
+    LINK_WAITING,               /* a back-off before the next connect */
+    LINK_DEAD
+} LinkState;
+
+/* One loop's connection to one broker; the loop's. */
+struct CorMqttLink {
+    struct CorMqttLink* next;   /* the loop's links */
+    CorEvLoop* loop;
+    CorMqttBroker broker;
+    char name[300];             /* mqtt://host:port, for messages */
+    char clientId[64];
+    LinkState state;
+    bool served;                /* a CONNACK came once: reconnect */
+    unsigned refs;              /* the list, the connector, publishes */
+    CorConn* conn;
+    CorEvIo io;
+    CorEvTimer ping;
+    CorEvTimer retry;
+    CorEvTimer flushSoon;       /* the output written once an iteration */
+    uint64_t backoffMs;
+    unsigned keepAliveMs;
+    uint64_t lastWriteMs;
+    bool pingDue;               /* a PINGREQ went, no PINGRESP yet */
+    uint64_t pingSentMs;
+    CorMqttBuf out;
+    size_t outSent;
+    uint64_t outStart;          /* bytes written before out's first */
+    uint8_t* in;
+    size_t inLen;
+    size_t inCap;
+    PubList queue;              /* in flight, then queued: in order */
+    Pub* pending;               /* the first queued, or NULL */
+    PubList written;            /* QoS 0 waiting for the socket */
+    Pub** slots;                /* packet id - 1 to its publish */
+    unsigned window;
+    unsigned inFlight;
+    unsigned nextSlot;
+    /* A subscriber's: its subscriptions, and the connections made (an
+     * ack for a message of an older one is not sent). */
+    const CorMqttSubGroup* group;
+    unsigned gen;
+};
+
+/*
+ * Make a subscriber link to group's broker on the calling loop: it
+ * connects in a coroutine of its own with group's client id and a
+ * persistent session, subscribes (corMqttSubscribeSend) each time it is
+ * connected, and connects again after a back-off whenever it fails, until
+ * the loop ends. Returns 0, or -errno with why.
+ */
+int corMqttLinkSubscriber(const CorMqttSubGroup* group, char* why,
+                          size_t whyLen);
+
+/* Encode pkt into l's output, written at the loop's next iteration with
+ * whatever else this one adds. Returns 0, or -errno (the codec refused
+ * it, no memory). */
+int corMqttLinkSend(Link* l, const CorMqttPacket* pkt);
+
+/* One reference to l more, one less (it is freed at none). */
+void corMqttLinkHold(Link* l);
+void corMqttLinkRelease(Link* l);
+
+/* ---- corMqttSubscribe.c -------------------------------------------------- */
+
+/* l is connected: send its SUBSCRIBE. Returns 0, or -errno. */
+int corMqttSubscribeSend(Link* l);
+
+/*
+ * A packet only a subscriber takes (PUBLISH, PUBREL, SUBACK): 0 taken,
+ * 1 not one of those, or -1 with why (l is dropped then).
+ */
+int corMqttInboundTake(Link* l, const CorMqttPacket* pkt, char* why,
+                       size_t whyLen);
+
+#endif /* COR_MQTT_LINK_H */

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The MQTT bridge as a module: it registers the notification schemes mqtt
+ * and mqtts and the handler mqtt_metrics (counters per broker), reads its
+ * settings and subscriptions, makes the subscriptions on loop 0, and
+ * closes each loop's broker connections when the loop ends.
+ *
+ *     modules:
+ *       - load: mqtt
+ *         client_id: cor         # prefix: cor-PID-N, one per connection
+ *         keepalive: 60s         # CONNECT's keep alive (0s: none)
+ *         max_in_flight: 64      # QoS 1/2 unacknowledged per connection
+ *         connect_timeout: 10s   # the connect, TLS and the CONNACK
+ *         reconnect_min: 100ms   # the back-off after a lost connection,
+ *         reconnect_max: 5s      #   doubling up to this
+ *         qos: 1                 # a notification's, by default
+ *         version: "5"           # "3.1.1" or "5", by default
+ *         session_expiry: 24h    # a subscriber's 5.0 session, kept
+ *         subscriptions:         # corMqttSubscribe.c
+ *           - { broker: "mqtt://127.0.0.1", filter: "a/+/b", qos: 1 }
+ */
+#include "corMqttLink.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The settings, into corMqttConf. Returns 0, or -1 after an error. */
+static int
+confRead(CorModule* m, const CorConf* conf)
+{
+    CorConfErrors* errors = corModuleErrors(m);
+    const char* id = corConfString(conf, "client_id", "cor", errors);
+    const char* version = corConfString(conf, "version", "5", errors);
+
+    if (strlen(id) == 0 || strlen(id) >= sizeof(corMqttConf.clientId)) {
+        corModuleError(m, corConfGet(conf, "client_id"), "client_id: 1 to "
+                       "%zu bytes", sizeof(corMqttConf.clientId) - 1);
+        return -1;
+    }
+    snprintf(corMqttConf.clientId, sizeof(corMqttConf.clientId), "%s", id);
+    corMqttConf.keepAliveS = (unsigned)(corConfDurationMs(
+        conf, "keepalive", 60000, 0, 65535000, errors) / 1000);
+    corMqttConf.maxInFlight = (unsigned)corConfInt(conf, "max_in_flight", 64,
+                                                   1, 65535, errors);
+    corMqttConf.connectTimeoutMs = corConfDurationMs(conf, "connect_timeout",
+                                                     10000, 1, 600000,
+                                                     errors);
+    corMqttConf.reconnectMinMs = corConfDurationMs(conf, "reconnect_min",
+                                                   100, 1, 3600000, errors);
+    corMqttConf.reconnectMaxMs = corConfDurationMs(conf, "reconnect_max",
+                                                   5000, 1, 3600000, errors);
+    corMqttConf.sessionExpiryS = (uint32_t)(corConfDurationMs(
+        conf, "session_expiry", 86400000, 1000, 4294967295000ull, errors)
+        / 1000);
+    corMqttConf.qos = (unsigned)corConfInt(conf, "qos", 1, 0, 2, errors);
+    if (strcmp(version, "3.1.1") == 0) {
+        corMqttConf.version = COR_MQTT_V311;
+    } else if (strcmp(version, "5") == 0 || strcmp(version, "5.0") == 0) {
+        corMqttConf.version = COR_MQTT_V5;
+    } else {
+        corModuleError(m, corConfGet(conf, "version"), "version: \"3.1.1\" "
+                       "or \"5\", not '%s'", version);
+        return -1;
+    }
+    return 0;
+}
+
+static int
+mqttInit(CorModule* m, const CorConf* conf)
+{
+    const CorConf* subs = corConfSeq(conf, "subscriptions",
+                                     corModuleErrors(m));
+
+    if (confRead(m, conf) != 0
+        || corMqttSubscriptionsRead(m, subs) != 0
+        || corNotifySchemeAdd(m, &(CorNotifyScheme){
+               .scheme = "mqtt", .send = corMqttNotifySend }) != 0
+        || corNotifySchemeAdd(m, &(CorNotifyScheme){
+               .scheme = "mqtts", .send = corMqttNotifySend }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "mqtt_metrics",
+                                           .serve = corMqttStatsServe })
+               != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* Loop 0 makes the subscriptions: one connection per broker for the
+ * process (each loop's would get every message once more). */
+static int
+mqttLoopInit(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    char why[256];
+
+    (void)loop;
+    for (unsigned i = 0; index == 0 && i < corMqttGroupCount; i++) {
+        if (corMqttLinkSubscriber(&corMqttGroups[i], why, sizeof(why)) != 0) {
+            corModuleError(m, NULL, "cannot subscribe on %s: %s",
+                           corMqttGroups[i].url, why);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void
+mqttLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    (void)m;
+    (void)loop;
+    (void)index;
+    corMqttClientLoopExit();
+}
+
+static void
+mqttExit(CorModule* m)
+{
+    (void)m;
+    corMqttServedClear();
+    corMqttSubscriptionsFree();
+    corMqttStatsFree();
+}
+
+COR_MODULE(mqtt, .init = mqttInit, .loopInit = mqttLoopInit,
+           .loopExit = mqttLoopExit, .exit = mqttExit);

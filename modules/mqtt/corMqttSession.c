@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the loop path and the thread path of the MQTT client share: the
+ * output buffer packets are encoded into, the PUBLISH of a message, and
+ * the opening of a session (the connection, CONNECT, CONNACK). The
+ * session is opened by straight-line code that waits through the
+ * connection layer, so that the loop path runs it in a coroutine of its
+ * own (no caller's cancel can take a shared connection down) and the
+ * thread path runs it on the calling thread, the same source.
+ *
+ * Sessions are clean (Clean Session 1, Clean Start 1 with no Session
+ * Expiry): what a broker held for an earlier connection is not taken
+ * over, so every QoS 1/2 message not acknowledged when a connection
+ * failed is published again (DUP set) on the next one, QoS 2 too: a
+ * broker that releases QoS 2 messages at PUBREL (mosquitto) has lost one
+ * whose PUBREL did not arrive with the session. At least once, then.
+ */
+#include "corMqttClientInt.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define INPUT_ROOM 4096
+
+CorMqttConf corMqttConf = {
+    .clientId = "cor",
+    .keepAliveS = 60,
+    .maxInFlight = 64,
+    .connectTimeoutMs = 10000,
+    .reconnectMinMs = 100,
+    .reconnectMaxMs = 5000,
+    .sessionExpiryS = 86400,
+    .qos = 1,
+    .version = COR_MQTT_V5,
+};
+
+static atomic_uint clientIdCount;
+
+/* The brokers a connection of this process was accepted by. */
+typedef struct Served {
+    struct Served* next;
+    CorMqttBroker broker;
+} Served;
+
+static pthread_mutex_t servedLock = PTHREAD_MUTEX_INITIALIZER;
+static Served* servedList;
+
+int
+corMqttBufPut(CorMqttBuf* b, unsigned version, const CorMqttPacket* pkt)
+{
+    int size = corMqttEncodedSize(version, pkt);
+
+    if (size < 0) {
+        return -EINVAL;
+    }
+    if (b->cap - b->len < (size_t)size) {
+        size_t cap = b->cap > 0 ? b->cap : INPUT_ROOM;
+        uint8_t* data;
+
+        while (cap - b->len < (size_t)size) {
+            cap *= 2;
+        }
+        data = realloc(b->data, cap);
+        if (data == NULL) {
+            return -ENOMEM;
+        }
+        b->data = data;
+        b->cap = cap;
+    }
+    size = corMqttEncode(b->data + b->len, b->cap - b->len, version, pkt);
+    if (size < 0) {
+        return size == -ENOBUFS ? -ENOMEM : size;
+    }
+    b->len += (size_t)size;
+    return 0;
+}
+
+int
+corMqttBufPublish(CorMqttBuf* b, const CorMqttMessage* msg,
+                  uint16_t packetId, bool dup)
+{
+    CorMqttPacket pkt = { .type = COR_MQTT_PUBLISH, .qos = (uint8_t)msg->qos,
+                          .retain = msg->retain, .dup = dup && msg->qos > 0,
+                          .packetId = packetId, .topic = msg->topic,
+                          .payload = msg->payload };
+
+    if (msg->props != NULL) {
+        pkt.props = *msg->props;
+    }
+    return corMqttBufPut(b, msg->broker->version, &pkt);
+}
+
+int
+corMqttInputReserve(uint8_t** in, size_t len, size_t* cap, size_t need)
+{
+    size_t want = len + INPUT_ROOM;
+    uint8_t* data;
+
+    if (need > want) {
+        want = need;
+    }
+    if (*cap >= want) {
+        return 0;
+    }
+    data = realloc(*in, want);
+    if (data == NULL) {
+        return -ENOMEM;
+    }
+    *in = data;
+    *cap = want;
+    return 0;
+}
+
+void
+corMqttClientIdMake(char* out, size_t cap)
+{
+    snprintf(out, cap, "%s-%ld-%u", corMqttConf.clientId, (long)getpid(),
+             atomic_fetch_add(&clientIdCount, 1) + 1);
+}
+
+const char*
+corMqttReasonText(unsigned version, bool connack, uint8_t code)
+{
+    static const char* const connack311[] = {
+        "accepted", "unacceptable protocol version", "client id rejected",
+        "server unavailable", "bad user name or password", "not authorized"
+    };
+    static const struct { uint8_t code; const char* text; } texts[] = {
+        { 0x00, "success" }, { 0x10, "no matching subscribers" },
+        { 0x80, "unspecified error" }, { 0x81, "malformed packet" },
+        { 0x82, "protocol error" }, { 0x83, "implementation specific error" },
+        { 0x84, "unsupported protocol version" },
+        { 0x85, "client id not valid" },
+        { 0x86, "bad user name or password" }, { 0x87, "not authorized" },
+        { 0x88, "server unavailable" }, { 0x89, "server busy" },
+        { 0x8A, "banned" }, { 0x8B, "server shutting down" },
+        { 0x8D, "keep alive timeout" }, { 0x8E, "session taken over" },
+        { 0x90, "topic name invalid" }, { 0x91, "packet id in use" },
+        { 0x92, "packet id not found" },
+        { 0x93, "receive maximum exceeded" },
+        { 0x95, "packet too large" }, { 0x96, "message rate too high" },
+        { 0x97, "quota exceeded" }, { 0x98, "administrative action" },
+        { 0x99, "payload format invalid" },
+        { 0x9A, "retain not supported" }, { 0x9B, "QoS not supported" },
+        { 0x9C, "use another server" }, { 0x9D, "server moved" },
+        { 0x9F, "connection rate exceeded" },
+    };
+
+    if (version == COR_MQTT_V311 && connack) {
+        return code < 6 ? connack311[code] : "unknown return code";
+    }
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        if (texts[i].code == code) {
+            return texts[i].text;
+        }
+    }
+    return "unknown reason code";
+}
+
+int
+corMqttLeftMs(uint64_t deadlineMs)
+{
+    uint64_t now = corEvClockMs();
+
+    return deadlineMs > now ? (int)(deadlineMs - now) : 0;
+}
+
+const char*
+corMqttBrokerName(const CorMqttBroker* b, char* out, size_t cap)
+{
+    bool v6 = strchr(b->host, ':') != NULL;
+
+    snprintf(out, cap, "%s://%s%s%s:%u", b->tls ? "mqtts" : "mqtt",
+             v6 ? "[" : "", b->host, v6 ? "]" : "", b->port);
+    return out;
+}
+
+bool
+corMqttBrokerSame(const CorMqttBroker* a, const CorMqttBroker* b)
+{
+    return a->port == b->port && a->tls == b->tls
+           && a->version == b->version && a->hasUser == b->hasUser
+           && a->hasPassword == b->hasPassword
+           && strcmp(a->host, b->host) == 0 && strcmp(a->user, b->user) == 0
+           && strcmp(a->password, b->password) == 0;
+}
+
+static Served*
+servedFind(const CorMqttBroker* b)
+{
+    for (Served* s = servedList; s != NULL; s = s->next) {
+        if (corMqttBrokerSame(&s->broker, b)) {
+            return s;
+        }
+    }
+    return NULL;
+}
+
+void
+corMqttServedMark(const CorMqttBroker* b)
+{
+    Served* s;
+
+    pthread_mutex_lock(&servedLock);
+    if (servedFind(b) == NULL && (s = malloc(sizeof(*s))) != NULL) {
+        s->broker = *b;
+        s->next = servedList;
+        servedList = s;
+    }
+    pthread_mutex_unlock(&servedLock);
+}
+
+bool
+corMqttServed(const CorMqttBroker* b)
+{
+    bool served;
+
+    pthread_mutex_lock(&servedLock);
+    served = servedFind(b) != NULL;
+    pthread_mutex_unlock(&servedLock);
+    return served;
+}
+
+void
+corMqttServedClear(void)
+{
+    pthread_mutex_lock(&servedLock);
+    while (servedList != NULL) {
+        Served* s = servedList;
+
+        servedList = s->next;
+        free(s);
+    }
+    pthread_mutex_unlock(&servedLock);
+}
+
+/* ---- Opening a session --------------------------------------------------- */
+
+static int
+connectSend(CorConn* c, const CorMqttBroker* b, const char* clientId,
+            bool persistent, uint64_t deadlineMs)
+{
+    CorMqttBuf out = { 0 };
+    CorMqttPacket pkt = {
+        .type = COR_MQTT_CONNECT, .version = (uint8_t)b->version,
+        .cleanStart = !persistent,
+        .keepAlive = (uint16_t)corMqttConf.keepAliveS,
+        .clientId = { clientId, strlen(clientId) },
+        .hasUsername = b->hasUser, .hasPassword = b->hasPassword,
+        .username = { b->user, strlen(b->user) },
+        .password = { b->password, strlen(b->password) } };
+    int rc;
+
+    if (b->version == COR_MQTT_V5) {
+        /* Room for every QoS 1/2 message a subscription may send. */
+        pkt.props.receiveMaximum = (uint16_t)corMqttConf.maxInFlight;
+        corMqttPropSet(&pkt.props, COR_MQTT_PROP_RECEIVE_MAXIMUM);
+        if (persistent) {
+            /* 0, the default, would end the session with the
+             * connection. */
+            pkt.props.sessionExpiry = corMqttConf.sessionExpiryS;
+            corMqttPropSet(&pkt.props, COR_MQTT_PROP_SESSION_EXPIRY);
+        }
+    }
+    rc = corMqttBufPut(&out, b->version, &pkt);
+    if (rc == 0) {
+        rc = corConnWriteAll(c, out.data, out.len, corMqttLeftMs(deadlineMs));
+    }
+    free(out.data);
+    return rc;
+}
+
+/* Read until one whole packet is in; its length, or -errno with why. */
+static int
+packetRead(CorConn* c, const CorMqttBroker* b, uint64_t deadlineMs,
+           CorMqttPacket* pkt, uint8_t** in, size_t* inLen, size_t* inCap,
+           char* why, size_t whyLen)
+{
+    for (;;) {
+        CorMqttStatus st = { 0 };
+        ssize_t n;
+        int rc = corMqttDecode(*in, *inLen, b->version, COR_MQTT_READ_MAX,
+                               pkt, &st);
+
+        if (rc != 0) {
+            if (rc < 0) {
+                snprintf(why, whyLen, "a bad packet: %s", st.reason);
+            }
+            return rc < 0 ? -EPROTO : rc;
+        }
+        if (corMqttInputReserve(in, *inLen, inCap, st.need) != 0) {
+            snprintf(why, whyLen, "no memory for a packet");
+            return -ENOMEM;
+        }
+        n = corConnRead(c, *in + *inLen, *inCap - *inLen,
+                        corMqttLeftMs(deadlineMs));
+        if (n <= 0) {
+            snprintf(why, whyLen, "%s", n == 0 ? "the broker closed the "
+                     "connection" : n == -ETIMEDOUT ? "no CONNACK in time"
+                     : strerror((int)-n));
+            return n == 0 ? -ECONNRESET : (int)n;
+        }
+        *inLen += (size_t)n;
+    }
+}
+
+/* What the CONNACK in pkt says: 0, or -EACCES / -EPROTO with why. */
+static int
+connackTake(const CorMqttBroker* b, const CorMqttPacket* pkt,
+            CorMqttSession* s, char* why, size_t whyLen)
+{
+    if (pkt->type != COR_MQTT_CONNACK) {
+        snprintf(why, whyLen, "a %s instead of CONNACK",
+                 corMqttTypeName(pkt->type));
+        return -EPROTO;
+    }
+    if (pkt->reasonCode != 0) {
+        snprintf(why, whyLen, "the broker refused the connection: %s "
+                 "(%s 0x%02x)", corMqttReasonText(b->version, true,
+                                                 pkt->reasonCode),
+                 b->version == COR_MQTT_V5 ? "reason code" : "return code",
+                 pkt->reasonCode);
+        return -EACCES;
+    }
+    s->present = pkt->sessionPresent;
+    s->window = corMqttConf.maxInFlight;
+    s->keepAliveS = corMqttConf.keepAliveS;
+    if (corMqttPropHas(&pkt->props, COR_MQTT_PROP_RECEIVE_MAXIMUM)
+        && pkt->props.receiveMaximum < s->window) {
+        s->window = pkt->props.receiveMaximum;
+    }
+    if (corMqttPropHas(&pkt->props, COR_MQTT_PROP_SERVER_KEEP_ALIVE)) {
+        s->keepAliveS = pkt->props.serverKeepAlive;
+    }
+    return 0;
+}
+
+CorConn*
+corMqttSessionOpen(const CorMqttBroker* b, const char* clientId,
+                   uint64_t deadlineMs, CorMqttSession* s, uint8_t** in,
+                   size_t* inLen, size_t* inCap, int* errP, char* why,
+                   size_t whyLen)
+{
+    char name[300];
+    char reason[256] = "";
+    CorMqttPacket pkt;
+    CorConn* c = corConnOpen(&(CorConnTarget){
+        .host = b->host, .port = b->port, .tls = b->tls, .fresh = true,
+        .connectTimeoutMs = corMqttLeftMs(deadlineMs) > 0
+                            ? corMqttLeftMs(deadlineMs) : 1 },
+        errP, why, whyLen);
+    int rc;
+
+    if (c == NULL) {
+        return NULL;
+    }
+    *inLen = 0;
+    rc = connectSend(c, b, clientId, s->persistent, deadlineMs);
+    if (rc < 0) {
+        snprintf(reason, sizeof(reason), "CONNECT: %s", strerror(-rc));
+    } else if ((rc = packetRead(c, b, deadlineMs, &pkt, in, inLen, inCap,
+                                reason, sizeof(reason))) > 0) {
+        size_t used = (size_t)rc;
+
+        rc = connackTake(b, &pkt, s, reason, sizeof(reason));
+        if (rc == 0) {
+            corMqttServedMark(b);
+        }
+        memmove(*in, *in + used, *inLen - used);
+        *inLen -= used;
+    }
+    if (rc < 0) {
+        snprintf(why, whyLen, "%s: %s", corMqttBrokerName(b, name,
+                 sizeof(name)), reason);
+        *errP = rc;
+        corConnClose(c);
+        return NULL;
+    }
+    return c;
+}

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Counters per broker, served by the handler mqtt_metrics in the text
+ * format of /metrics (which counts notifications per scheme only; a
+ * module has no way to add lines to it):
+ *
+ *     routes:
+ *       - { match: "GET /metrics/mqtt", handler: mqtt_metrics }
+ *
+ *     cor_mqtt_sent_total{broker="mqtt://127.0.0.1:1883"} 12
+ *
+ * A broker is its scheme, host and port. Its counters are made at its
+ * first message and live until the module's exit, found under a lock that
+ * is never held across a wait; they are atomics, since every loop and
+ * thread counts.
+ */
+#include "corMqttClientInt.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct CorMqttStats {
+    struct CorMqttStats* next;
+    char name[300];
+    atomic_ulong sent;
+    atomic_ulong failed;
+    atomic_uint inFlight;
+    atomic_ulong received;
+    atomic_ulong unacknowledged;
+};
+
+static pthread_mutex_t statsLock = PTHREAD_MUTEX_INITIALIZER;
+static CorMqttStats* statsList;
+
+CorMqttStats*
+corMqttStatsFor(const CorMqttBroker* b)
+{
+    char name[300];
+    CorMqttStats* s;
+
+    corMqttBrokerName(b, name, sizeof(name));
+    pthread_mutex_lock(&statsLock);
+    for (s = statsList; s != NULL; s = s->next) {
+        if (strcmp(s->name, name) == 0) {
+            break;
+        }
+    }
+    if (s == NULL && (s = calloc(1, sizeof(*s))) != NULL) {
+        snprintf(s->name, sizeof(s->name), "%s", name);
+        s->next = statsList;
+        statsList = s;
+    }
+    pthread_mutex_unlock(&statsLock);
+    return s;
+}
+
+void
+corMqttStatsCount(CorMqttStats* s, CorMqttCount which)
+{
+    if (s == NULL) {
+        return;                 /* no memory for them: not counted */
+    }
+    switch (which) {
+    case COR_MQTT_COUNT_START:
+        atomic_fetch_add(&s->inFlight, 1);
+        break;
+    case COR_MQTT_COUNT_SENT:
+    case COR_MQTT_COUNT_FAILED:
+        atomic_fetch_sub(&s->inFlight, 1);
+        atomic_fetch_add(which == COR_MQTT_COUNT_SENT ? &s->sent
+                                                      : &s->failed, 1);
+        break;
+    case COR_MQTT_COUNT_RECEIVED:
+        atomic_fetch_add(&s->received, 1);
+        break;
+    case COR_MQTT_COUNT_UNACKNOWLEDGED:
+        atomic_fetch_add(&s->unacknowledged, 1);
+        break;
+    }
+}
+
+/* The lines of one counter, every broker's; returns the length. */
+static size_t
+counterText(char* out, size_t cap, const char* name, const char* type,
+            const char* help, size_t offset)
+{
+    size_t n = (size_t)snprintf(out, cap, "# HELP %s %s\n# TYPE %s %s\n",
+                                name, help, name, type);
+
+    for (CorMqttStats* s = statsList; s != NULL && n < cap; s = s->next) {
+        const void* field = (const char*)s + offset;
+        unsigned long v = offset == offsetof(CorMqttStats, inFlight)
+                          ? atomic_load((const atomic_uint*)field)
+                          : atomic_load((const atomic_ulong*)field);
+
+        n += (size_t)snprintf(out + n, cap - n, "%s{broker=\"%s\"} %lu\n",
+                              name, s->name, v);
+    }
+    return n < cap ? n : cap;
+}
+
+void
+corMqttStatsServe(CorRequest* r)
+{
+    size_t cap = 4096;
+    char* out;
+    size_t n = 0;
+
+    pthread_mutex_lock(&statsLock);
+    for (CorMqttStats* s = statsList; s != NULL; s = s->next) {
+        cap += 5 * (sizeof(s->name) + 64);
+    }
+    out = corRequestAlloc(r, cap);
+    if (out != NULL) {
+        n += counterText(out + n, cap - n, "cor_mqtt_sent_total", "counter",
+                         "Notifications the broker acknowledged.",
+                         offsetof(CorMqttStats, sent));
+        n += counterText(out + n, cap - n, "cor_mqtt_failed_total", "counter",
+                         "Notifications refused, timed out or cancelled.",
+                         offsetof(CorMqttStats, failed));
+        n += counterText(out + n, cap - n, "cor_mqtt_in_flight", "gauge",
+                         "Notifications being sent now.",
+                         offsetof(CorMqttStats, inFlight));
+        n += counterText(out + n, cap - n, "cor_mqtt_received_total",
+                         "counter", "Messages of subscriptions served.",
+                         offsetof(CorMqttStats, received));
+        n += counterText(out + n, cap - n, "cor_mqtt_unacknowledged_total",
+                         "counter", "Messages of subscriptions answered 5xx "
+                         "or cut short: not acknowledged.",
+                         offsetof(CorMqttStats, unacknowledged));
+    }
+    pthread_mutex_unlock(&statsLock);
+    if (out == NULL) {
+        corRespond(r, 500, "text/plain", "no memory\n", 10);
+        return;
+    }
+    corRespondStatic(r, 200, "text/plain; version=0.0.4", out, n);
+}
+
+void
+corMqttStatsFree(void)
+{
+    pthread_mutex_lock(&statsLock);
+    while (statsList != NULL) {
+        CorMqttStats* s = statsList;
+
+        statsList = s->next;
+        free(s);
+    }
+    pthread_mutex_unlock(&statsLock);
+}
