@@ -29,6 +29,7 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define READY_TIMEOUT_MS 30000
@@ -43,6 +44,7 @@ typedef struct {
     unsigned listenerCount;
     pid_t pid;
     unsigned number;
+    CorHeartbeat* heartbeat;    /* its loops' beats, mapped before the fork */
 } Generation;
 
 #define DRAINING_MAX 64
@@ -121,12 +123,53 @@ listenerKept(const CorConfigListen* l, unsigned fdCount)
     for (unsigned i = 0; i < current.listenerCount; i++) {
         const CorListener* old = &current.listeners[i];
 
+        /* A socket systemd passed is one, whatever accept says. */
         if (strcmp(old->address, l->address) == 0
-            && old->reusePort == l->reusePort && old->fdCount == fdCount) {
+            && (old->passed || (old->reusePort == l->reusePort
+                                && old->fdCount == fdCount))) {
             return old;
         }
     }
     return NULL;
+}
+
+/* The sockets of one listener: the running generation's, the one systemd
+ * passed for its address, or new ones. Returns 0 or -1 (errors set). */
+static int
+listenerFill(CorListener* out, const CorConfigListen* in, unsigned fdCount,
+             CorConfErrors* errors)
+{
+    const CorListener* kept = listenerKept(in, fdCount);
+    int passedFd = kept == NULL ? corSystemdListenTake(&in->addr,
+                                                       in->addrLen) : -1;
+
+    out->protocol = in->protocol;
+    out->address = in->address;
+    out->reusePort = in->reusePort;
+    if (passedFd >= 0 || (kept != NULL && kept->passed)) {
+        /* One socket, so loop 0 accepts and deals connections out. */
+        if (passedFd >= 0 && in->reusePort) {
+            corLog(COR_LOG_WARN, "listen %s: systemd passed one socket: "
+                   "accept: reuseport is set aside", in->address);
+        }
+        out->passed = true;
+        out->reusePort = false;
+        fdCount = 1;
+    }
+    out->fds = calloc(fdCount, sizeof(int));
+    if (out->fds == NULL && passedFd >= 0) {
+        close(passedFd);
+    }
+    for (unsigned k = 0; out->fds != NULL && k < fdCount; k++) {
+        out->fds[k] = kept ? kept->fds[k]
+                      : k == 0 && passedFd >= 0 ? passedFd
+                      : openSocket(in, in->reusePort, errors);
+        if (out->fds[k] < 0) {
+            break;
+        }
+        out->fdCount++;
+    }
+    return out->fdCount == fdCount ? 0 : -1;
 }
 
 static CorListener*
@@ -139,23 +182,10 @@ listenersOpen(const CorConfig* config, CorConfErrors* errors)
     }
     for (unsigned i = 0; i < config->listenCount; i++) {
         const CorConfigListen* in = &config->listen[i];
-        CorListener* out = &listeners[i];
-        unsigned fdCount = in->reusePort ? config->runtime.loops : 1;
-        const CorListener* kept = listenerKept(in, fdCount);
 
-        out->protocol = in->protocol;
-        out->address = in->address;
-        out->reusePort = in->reusePort;
-        out->fds = calloc(fdCount, sizeof(int));
-        for (unsigned k = 0; out->fds != NULL && k < fdCount; k++) {
-            out->fds[k] = kept ? kept->fds[k] : openSocket(in, in->reusePort,
-                                                            errors);
-            if (out->fds[k] < 0) {
-                break;
-            }
-            out->fdCount++;
-        }
-        if (out->fdCount != fdCount) {
+        if (listenerFill(&listeners[i], in,
+                         in->reusePort ? config->runtime.loops : 1,
+                         errors) != 0) {
             listenersClose(listeners, i + 1, &current);
             return NULL;
         }
@@ -240,10 +270,74 @@ nextSignal(void)
             return sig;
         }
     }
-    if (read(signalFd, &info, sizeof(info)) != sizeof(info)) {
+    /* Woken for the watchdog too: 0 is no signal. */
+    struct pollfd pfd = { .fd = signalFd, .events = POLLIN };
+
+    if (poll(&pfd, 1, corSystemdWatchdogWaitMs()) <= 0
+        || read(signalFd, &info, sizeof(info)) != sizeof(info)) {
         return 0;
     }
     return (int)info.ssi_signo;
+}
+
+/* The serving generation's heartbeats for the watchdog: none while no
+ * generation serves (a replacement under way). */
+static void
+watchdogTick(void)
+{
+    corSystemdWatchdogTick(current.pid > 0 ? current.heartbeat : NULL,
+                           current.number);
+}
+
+/*
+ * Read a starting generation's word into buf: 'R' (ready), or 'E' and its
+ * errors. A stop signal meanwhile gives it up; the watchdog is still
+ * looked after for the generation that serves (a reload can take a
+ * while: its modules start). Returns the bytes read.
+ */
+static size_t
+readyWait(int fd, char* buf, size_t cap, bool serving)
+{
+    uint64_t deadline = corEvClockMs() + READY_TIMEOUT_MS;
+    struct pollfd pfd[2] = {
+        { .fd = fd, .events = POLLIN },
+        { .fd = signalFd, .events = POLLIN },
+    };
+    size_t len = 0;
+
+    while (len < cap - 1 && pendingStop == 0) {
+        int wait = corDeadlineLeftMs(deadline);
+        int watchdog = corSystemdWatchdogWaitMs();
+        int n;
+
+        if (wait <= 0) {
+            break;
+        }
+        n = poll(pfd, signalFd >= 0 ? 2 : 1,
+                 serving && watchdog >= 0 && watchdog < wait ? watchdog
+                                                             : wait);
+        if (serving) {
+            watchdogTick();
+        }
+        if (n <= 0) {
+            continue;
+        }
+        if (pfd[1].revents & POLLIN) {
+            stopSignalTake();
+            continue;
+        }
+        ssize_t got = read(fd, buf + len, cap - 1 - len);
+
+        if (got <= 0) {
+            break;
+        }
+        len += (size_t)got;
+        if (buf[0] == 'R') {
+            break;
+        }
+    }
+    buf[len] = '\0';
+    return len;
 }
 
 /* Fork a generation and wait for its word: ready, or its errors. */
@@ -252,10 +346,17 @@ generationStart(Generation* g, CorConfErrors* errors)
 {
     int pipeFds[2];
     char buf[8192];
-    ssize_t n;
-    size_t len = 0;
-    struct pollfd pfd[2];
+    size_t len;
 
+    /* The page of the generation it replaces (after a crash) is let go:
+     * each generation beats on a fresh one. */
+    corHeartbeatFree(g->heartbeat);
+    g->heartbeat = corHeartbeatCreate(g->config->runtime.loops,
+                                      corSystemdBeatMs());
+    if (g->heartbeat == NULL && corSystemdWatchdogMs() > 0) {
+        corLog(COR_LOG_ERROR, "no page for the loops' heartbeats (%s): the "
+               "watchdog will not be petted", strerror(errno));
+    }
     if (pipe2(pipeFds, O_CLOEXEC) != 0) {
         return -1;
     }
@@ -270,29 +371,13 @@ generationStart(Generation* g, CorConfErrors* errors)
     }
     if (g->pid == 0) {
         close(pipeFds[0]);
+        corHeartbeat = g->heartbeat;
         corGenerationRun(g->config, g->listeners, g->listenerCount,
                          pipeFds[1], g->number);
     }
     close(pipeFds[1]);
-    pfd[0] = (struct pollfd){ .fd = pipeFds[0], .events = POLLIN };
-    pfd[1] = (struct pollfd){ .fd = signalFd, .events = POLLIN };
-    while (len < sizeof(buf) - 1 && pendingStop == 0
-           && poll(pfd, signalFd >= 0 ? 2 : 1, READY_TIMEOUT_MS) > 0) {
-        if (pfd[1].revents & POLLIN) {
-            stopSignalTake();
-            continue;
-        }
-        n = read(pipeFds[0], buf + len, sizeof(buf) - 1 - len);
-        if (n <= 0) {
-            break;
-        }
-        len += (size_t)n;
-        if (buf[0] == 'R') {
-            break;
-        }
-    }
+    len = readyWait(pipeFds[0], buf, sizeof(buf), g != &current);
     close(pipeFds[0]);
-    buf[len] = '\0';
     if (len > 0 && buf[0] == 'R') {
         atomic_fetch_add(&corMasterCounters->generations, 1);
         return 0;
@@ -381,12 +466,49 @@ signalGenerations(int sig)
     }
 }
 
+/* A reload's outcome for systemd: READY=1 again (the reload is over,
+ * whichever way), and how it went in STATUS, on one line. */
+static void
+reloadNotify(const char* outcome, const char* errorText)
+{
+    const char* text = errorText != NULL ? errorText : "";
+    int lineLen = (int)strcspn(text, "\n");
+
+    corSystemdNotify("READY=1\nSTATUS=reload %s: generation %u serving%s"
+                     "%.*s", outcome, current.number,
+                     lineLen > 0 ? "; " : "", lineLen > 200 ? 200 : lineLen,
+                     text);
+}
+
+static void
+reloadFailed(Generation* next, CorConfErrors* errors)
+{
+    corLog(COR_LOG_ERROR, "reload failed, generation %u keeps "
+           "serving:\n%s", current.number,
+           errors->text ? errors->text : "");
+    atomic_fetch_add(&corMasterCounters->reloadsFailed, 1);
+    statusWrite("failed", errors->text);
+    reloadNotify("failed", errors->text);
+    if (next->listeners != NULL) {
+        listenersClose(next->listeners, next->listenerCount, &current);
+    }
+    corHeartbeatFree(next->heartbeat);
+    corConfigFree(next->config);
+    corConfErrorsFree(errors);
+}
+
 static void
 reload(void)
 {
     CorConfErrors errors = { 0 };
     Generation next = { 0 };
+    struct timespec now;
 
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    corSystemdNotify("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading "
+                     "%s", (unsigned long long)now.tv_sec * 1000000ULL
+                           + (unsigned long long)now.tv_nsec / 1000ULL,
+                     configFile);
     corLog(COR_LOG_INFO, "reloading %s", configFile);
     next.config = corConfigLoad(configFile, &errors);
     if (next.config != NULL) {
@@ -396,16 +518,7 @@ reload(void)
     }
     if (next.config == NULL || next.listeners == NULL
         || generationStart(&next, &errors) != 0) {
-        corLog(COR_LOG_ERROR, "reload failed, generation %u keeps "
-               "serving:\n%s", current.number,
-               errors.text ? errors.text : "");
-        atomic_fetch_add(&corMasterCounters->reloadsFailed, 1);
-        statusWrite("failed", errors.text);
-        if (next.listeners != NULL) {
-            listenersClose(next.listeners, next.listenerCount, &current);
-        }
-        corConfigFree(next.config);
-        corConfErrorsFree(&errors);
+        reloadFailed(&next, &errors);
         return;
     }
     /* The old generation drains; its sockets that the new one does not
@@ -422,11 +535,13 @@ reload(void)
         unlink(current.config->log.pidFile);
     }
     corConfigFree(current.config);
+    corHeartbeatFree(current.heartbeat);
     current = next;
     atomic_fetch_add(&corMasterCounters->reloadsOk, 1);
     corLog(COR_LOG_INFO, "reload done: generation %u serving",
            current.number);
     statusWrite("ok", NULL);
+    reloadNotify("ok", NULL);
     corConfErrorsFree(&errors);
 }
 
@@ -545,11 +660,81 @@ pidFileWrite(const char* path)
     return 0;
 }
 
+/* The master's signals, read from signalFd rather than in handlers. */
+static void
+signalsTake(void)
+{
+    sigset_t signals;
+
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGHUP);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    sigaddset(&signals, SIGQUIT);
+    sigaddset(&signals, SIGUSR1);
+    sigaddset(&signals, SIGCHLD);
+    sigaddset(&signals, SIGALRM);
+    sigprocmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    signalFd = signalfd(-1, &signals, SFD_CLOEXEC);
+}
+
+/* The listeners (systemd's sockets where it passed some), the first
+ * generation and the pid file. Returns 0, or -1 (errors on stderr). */
+static int
+masterStart(void)
+{
+    CorConfErrors errors = { 0 };
+
+    corSystemdListenInit();
+    current.listeners = listenersOpen(current.config, &errors);
+    current.listenerCount = current.config->listenCount;
+    corSystemdListenCloseRest();
+    if (current.listeners == NULL || generationStart(&current, &errors) != 0
+        || pidFileWrite(current.config->log.pidFile) != 0) {
+        fprintf(stderr, "%s", errors.text ? errors.text : "");
+        if (current.pid > 0) {
+            kill(current.pid, SIGTERM);
+        }
+        corConfErrorsFree(&errors);
+        return -1;
+    }
+    corLog(COR_LOG_INFO, "cor %s serving %s (master pid %d)", COR_VERSION,
+           configFile, (int)getpid());
+    corSystemdNotify("READY=1\nSTATUS=generation %u serving %s",
+                     current.number, configFile);
+    return 0;
+}
+
+/* SIGTERM, SIGINT: stop; SIGQUIT: graceful. */
+static void
+masterStop(int sig)
+{
+    char* status;
+
+    corSystemdNotify("STOPPING=1\nSTATUS=%s", sig == SIGQUIT
+                     ? "graceful stop: draining" : "stopping");
+    corLog(COR_LOG_INFO, "%s: stopping generation %u",
+           sig == SIGQUIT ? "graceful stop" : "stop", current.number);
+    /* The listeners close first: once the generations close their copies
+     * as they drain, a new client is refused rather than left in a
+     * backlog that nobody accepts from. */
+    listenersClose(current.listeners, current.listenerCount, NULL);
+    current.listeners = NULL;
+    current.listenerCount = 0;
+    signalGenerations(sig == SIGQUIT ? SIGQUIT : SIGTERM);
+    waitForChildren(current.config->runtime.stopTimeoutMs + 5000);
+    unlink(current.config->log.pidFile);
+    status = statusPath(current.config);
+    unlink(status);
+    free(status);
+    corLog(COR_LOG_INFO, "stopped");
+}
+
 int
 corMasterRun(const CorOptions* options)
 {
     CorConfErrors errors = { 0 };
-    sigset_t signals;
 
     configFile = options->configFile;
     current.config = corConfigLoad(configFile, &errors);
@@ -575,32 +760,16 @@ corMasterRun(const CorOptions* options)
     if (corMasterCounters == MAP_FAILED) {
         return 1;
     }
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGHUP);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGQUIT);
-    sigaddset(&signals, SIGUSR1);
-    sigaddset(&signals, SIGCHLD);
-    sigaddset(&signals, SIGALRM);
-    sigprocmask(SIG_BLOCK, &signals, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    signalFd = signalfd(-1, &signals, SFD_CLOEXEC);
-    current.listeners = listenersOpen(current.config, &errors);
-    current.listenerCount = current.config->listenCount;
-    if (current.listeners == NULL || generationStart(&current, &errors) != 0
-        || pidFileWrite(current.config->log.pidFile) != 0) {
-        fprintf(stderr, "%s", errors.text ? errors.text : "");
-        if (current.pid > 0) {
-            kill(current.pid, SIGTERM);
-        }
+    corSystemdInit();
+    signalsTake();
+    if (masterStart() != 0) {
         return 1;
     }
-    corLog(COR_LOG_INFO, "cor %s serving %s (master pid %d)", COR_VERSION,
-           configFile, (int)getpid());
     for (;;) {
-        int sig = nextSignal();
+        int sig;
 
+        watchdogTick();
+        sig = nextSignal();
         switch (sig) {
         case 0:
             break;
@@ -619,24 +788,8 @@ corMasterRun(const CorOptions* options)
                 replace();
             }
             break;
-        default:            /* SIGTERM, SIGINT: stop; SIGQUIT: graceful */
-            corLog(COR_LOG_INFO, "%s: stopping generation %u",
-                   sig == SIGQUIT ? "graceful stop" : "stop",
-                   current.number);
-            /* The listeners close first: once the generations close
-             * their copies as they drain, a new client is refused rather
-             * than left in a backlog that nobody accepts from. */
-            listenersClose(current.listeners, current.listenerCount, NULL);
-            current.listeners = NULL;
-            current.listenerCount = 0;
-            signalGenerations(sig == SIGQUIT ? SIGQUIT : SIGTERM);
-            waitForChildren(current.config->runtime.stopTimeoutMs + 5000);
-            unlink(current.config->log.pidFile);
-            char* status = statusPath(current.config);
-
-            unlink(status);
-            free(status);
-            corLog(COR_LOG_INFO, "stopped");
+        default:
+            masterStop(sig);
             return 0;
         }
     }

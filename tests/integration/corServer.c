@@ -127,10 +127,11 @@ printLog(const CorServer* s)
     }
 }
 
-/* Start cor; a non-zero fdHard sets its RLIMIT_NOFILE. */
+/* Start cor; a non-zero fdHard sets its RLIMIT_NOFILE, and child, when
+ * given, runs in the child just before the exec. */
 static int
 start(CorServer* s, const char* yaml, unsigned long fdSoft,
-      unsigned long fdHard)
+      unsigned long fdHard, CorServerChildFn child, void* arg)
 {
     char pidFile[256];
 
@@ -162,6 +163,9 @@ start(CorServer* s, const char* yaml, unsigned long fdSoft,
 
             setrlimit(RLIMIT_NOFILE, &limit);
         }
+        if (child != NULL) {
+            child(arg);
+        }
         execl(binary(), "cor", "-c", s->config, (char*)NULL);
         _exit(127);
     }
@@ -184,14 +188,21 @@ start(CorServer* s, const char* yaml, unsigned long fdSoft,
 int
 corServerStart(CorServer* s, const char* yaml)
 {
-    return start(s, yaml, 0, 0);
+    return start(s, yaml, 0, 0, NULL, NULL);
+}
+
+int
+corServerStartChild(CorServer* s, const char* yaml, CorServerChildFn child,
+                    void* arg)
+{
+    return start(s, yaml, 0, 0, child, arg);
 }
 
 int
 corServerStartFdLimit(CorServer* s, const char* yaml, unsigned long fdSoft,
                       unsigned long fdHard)
 {
-    return start(s, yaml, fdSoft, fdHard);
+    return start(s, yaml, fdSoft, fdHard, NULL, NULL);
 }
 
 int

@@ -32,6 +32,12 @@ int corServerStart(CorServer* s, const char* yaml);
  * raises the soft limit to the hard one: set both to hold it down). */
 int corServerStartFdLimit(CorServer* s, const char* yaml,
                           unsigned long fdSoft, unsigned long fdHard);
+/* The same with child(arg) run in the server's process between the fork
+ * and the exec (its pid is getpid() there): to set its environment and
+ * hand it file descriptors, as a service manager does. */
+typedef void (*CorServerChildFn)(void* arg);
+int corServerStartChild(CorServer* s, const char* yaml,
+                        CorServerChildFn child, void* arg);
 /* The standard test configuration with extra YAML appended under the
  * top level (limits, routes, ...). */
 int corServerStartWith(CorServer* s, const char* extraLimits);
