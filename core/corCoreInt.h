@@ -511,6 +511,11 @@ int corSystemdInit(void);
  * Returns 0, or -errno (logged once). */
 int corSystemdNotify(const char* fmt, ...)
     __attribute__((format(printf, 1, 2)));
+/* A reload is over: READY=1 again, whichever way it went, and in STATUS
+ * the outcome ("ok", "failed"), the generation serving, and the first
+ * line of errorText (NULL: none). */
+void corSystemdReloaded(const char* outcome, unsigned number,
+                        const char* errorText);
 /* The watchdog's interval in ms (WATCHDOG_USEC), 0 when there is none. */
 uint64_t corSystemdWatchdogMs(void);
 /* How often the loops must beat for the watchdog: 0 when there is none. */

@@ -466,20 +466,6 @@ signalGenerations(int sig)
     }
 }
 
-/* A reload's outcome for systemd: READY=1 again (the reload is over,
- * whichever way), and how it went in STATUS, on one line. */
-static void
-reloadNotify(const char* outcome, const char* errorText)
-{
-    const char* text = errorText != NULL ? errorText : "";
-    int lineLen = (int)strcspn(text, "\n");
-
-    corSystemdNotify("READY=1\nSTATUS=reload %s: generation %u serving%s"
-                     "%.*s", outcome, current.number,
-                     lineLen > 0 ? "; " : "", lineLen > 200 ? 200 : lineLen,
-                     text);
-}
-
 static void
 reloadFailed(Generation* next, CorConfErrors* errors)
 {
@@ -488,7 +474,7 @@ reloadFailed(Generation* next, CorConfErrors* errors)
            errors->text ? errors->text : "");
     atomic_fetch_add(&corMasterCounters->reloadsFailed, 1);
     statusWrite("failed", errors->text);
-    reloadNotify("failed", errors->text);
+    corSystemdReloaded("failed", current.number, errors->text);
     if (next->listeners != NULL) {
         listenersClose(next->listeners, next->listenerCount, &current);
     }
@@ -541,7 +527,7 @@ reload(void)
     corLog(COR_LOG_INFO, "reload done: generation %u serving",
            current.number);
     statusWrite("ok", NULL);
-    reloadNotify("ok", NULL);
+    corSystemdReloaded("ok", current.number, NULL);
     corConfErrorsFree(&errors);
 }
 
@@ -731,20 +717,23 @@ masterStop(int sig)
     corLog(COR_LOG_INFO, "stopped");
 }
 
-int
-corMasterRun(const CorOptions* options)
+/* The configuration, the logs, the fd limit, the shared counters; none
+ * other master on the pid file. Returns 0 or -1 (said on stderr). */
+static int
+masterOpen(const char* file)
 {
     CorConfErrors errors = { 0 };
 
-    configFile = options->configFile;
+    configFile = file;
     current.config = corConfigLoad(configFile, &errors);
     if (current.config == NULL) {
         fprintf(stderr, "%s", errors.text ? errors.text : "");
-        return 1;
+        corConfErrorsFree(&errors);
+        return -1;
     }
     if (corLogOpen(current.config->log.error, current.config->log.level)
         != 0) {
-        return 1;
+        return -1;
     }
     fdLimitRaise();
     fdLimitCheck(current.config);
@@ -752,12 +741,18 @@ corMasterRun(const CorOptions* options)
         fprintf(stderr, "cor: a master is running already (pid %d, pid file "
                 "%s)\n", (int)pidFileAlive(current.config->log.pidFile),
                 current.config->log.pidFile);
-        return 1;
+        return -1;
     }
     corMasterCounters = mmap(NULL, sizeof(*corMasterCounters),
                              PROT_READ | PROT_WRITE,
                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (corMasterCounters == MAP_FAILED) {
+    return corMasterCounters == MAP_FAILED ? -1 : 0;
+}
+
+int
+corMasterRun(const CorOptions* options)
+{
+    if (masterOpen(options->configFile) != 0) {
         return 1;
     }
     corSystemdInit();

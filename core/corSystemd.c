@@ -140,6 +140,18 @@ corSystemdNotify(const char* fmt, ...)
     return 0;
 }
 
+void
+corSystemdReloaded(const char* outcome, unsigned number,
+                   const char* errorText)
+{
+    const char* text = errorText != NULL ? errorText : "";
+    int lineLen = (int)strcspn(text, "\n");
+
+    corSystemdNotify("READY=1\nSTATUS=reload %s: generation %u serving%s"
+                     "%.*s", outcome, number, lineLen > 0 ? "; " : "",
+                     lineLen > 200 ? 200 : lineLen, text);
+}
+
 uint64_t
 corSystemdWatchdogMs(void)
 {

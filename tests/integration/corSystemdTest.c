@@ -451,11 +451,11 @@ START_TEST(test_watchdog_is_petted_only_while_every_loop_beats)
     notifyDiscard();
     pets = notifyCount("WATCHDOG=1", 700);
     ck_assert_msg(pets == 0, "%d pets while a loop was held", pets);
-    ck_assert_int_eq(corServerLogCount(&server, "has not beaten for"), 1);
+    ck_assert_int_ge(corServerLogCount(&server, "has not beaten for"), 1);
     pthread_join(thread, NULL);
     ck_assert_int_eq(pending.status, 200);
     ck_assert(notifyWait("WATCHDOG=1", datagram, sizeof(datagram), 1000));
-    ck_assert_int_eq(corServerLogCount(&server, "beat again"), 1);
+    ck_assert_int_ge(corServerLogCount(&server, "beat again"), 1);
 }
 END_TEST
 
