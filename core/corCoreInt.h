@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "cor.h"
 #include "corConfig.h"
@@ -511,11 +512,17 @@ int corSystemdInit(void);
  * Returns 0, or -errno (logged once). */
 int corSystemdNotify(const char* fmt, ...)
     __attribute__((format(printf, 1, 2)));
+/* A reload begins: RELOADING=1, with MONOTONIC_USEC (now, as systemd's
+ * Type=notify-reload wants it). */
+void corSystemdReloading(const char* configFile);
 /* A reload is over: READY=1 again, whichever way it went, and in STATUS
  * the outcome ("ok", "failed"), the generation serving, and the first
  * line of errorText (NULL: none). */
 void corSystemdReloaded(const char* outcome, unsigned number,
                         const char* errorText);
+/* In the child of an upgrade, before its exec: NOTIFY_SOCKET and the
+ * watchdog (for the child's pid) as systemd gave them to this master. */
+void corSystemdEnvRestore(void);
 /* The watchdog's interval in ms (WATCHDOG_USEC), 0 when there is none. */
 uint64_t corSystemdWatchdogMs(void);
 /* How often the loops must beat for the watchdog: 0 when there is none. */
@@ -553,6 +560,35 @@ typedef struct {
 } CorOptions;
 
 int corMasterRun(const CorOptions* options);
+
+/* The master's files (corMasterFiles.c). The pid of a master alive on
+ * the pid file path, else 0; this process's pid into it (0, or -1 said
+ * on stderr). */
+pid_t corMasterPidFileAlive(const char* path);
+int corMasterPidFileWrite(const char* path);
+/* The status file beside the pid file (malloc'ed path, NULL: no
+ * memory); an outcome written into it with the next sequence number; and
+ * the sequence taken up from the file (a new master after an upgrade). */
+char* corMasterStatusPath(const CorConfig* config);
+void corMasterStatusWrite(const CorConfig* config, const char* outcome,
+                          const char* detail);
+void corMasterStatusContinue(const CorConfig* config);
+
+/* The binary upgrade (corMasterUpgrade.c). The old master's side: start
+ * the binary at corSelfPath on configFile with these listeners passed
+ * (LISTEN_FDS), and the pipe it says "R" on once it serves (*readFdP, the
+ * caller's to close). Returns its pid, or -1. */
+pid_t corUpgradeSpawn(const CorListener* listeners, unsigned count,
+                      const char* configFile, int* readFdP);
+/* The new master's: the old master's pid when this one was started by an
+ * upgrade, else 0 (and the variables leave the environment); the report
+ * that it serves, once; and, in a generation, the pipe let go unsaid. */
+pid_t corUpgradeInit(void);
+void corUpgradeReport(void);
+void corUpgradeForget(void);
+/* A new master that did not start: SIGTERM (it stops the generation it
+ * may have started), SIGKILL past 5 s; reaped. */
+void corUpgradeAbandon(pid_t pid);
 int corConfigCheck(const CorOptions* options);
 int corSignalSend(const CorOptions* options, const char* command);
 

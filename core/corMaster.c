@@ -29,7 +29,6 @@
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define READY_TIMEOUT_MS 30000
@@ -49,7 +48,6 @@ typedef struct {
 
 #define DRAINING_MAX 64
 
-static int pidFileWrite(const char* path);
 
 static const char* configFile;
 static Generation current;
@@ -61,7 +59,10 @@ static unsigned deferred;
 /* Old generations still finishing their requests after a reload. */
 static pid_t draining[DRAINING_MAX];
 static unsigned generations;
-static unsigned reloadSeq;
+/* The binary upgrade: the master that started this one (0: none), and
+ * the one this master handed its sockets to (0: none yet). */
+static pid_t upgradedFrom;
+static pid_t upgradedTo;
 
 /* ---- Listeners ----------------------------------------------------------- */
 
@@ -371,6 +372,7 @@ generationStart(Generation* g, CorConfErrors* errors)
     }
     if (g->pid == 0) {
         close(pipeFds[0]);
+        corUpgradeForget();
         corHeartbeat = g->heartbeat;
         corGenerationRun(g->config, g->listeners, g->listenerCount,
                          pipeFds[1], g->number);
@@ -397,35 +399,6 @@ generationStart(Generation* g, CorConfErrors* errors)
     /* The pid is reaped and may be reused: nothing may signal it now. */
     g->pid = 0;
     return -1;
-}
-
-/* ---- Status for `cor -s reload` ------------------------------------------ */
-
-static char*
-statusPath(const CorConfig* config)
-{
-    size_t len = strlen(config->log.pidFile) + 8;
-    char* path = malloc(len);
-
-    snprintf(path, len, "%s.reload", config->log.pidFile);
-    return path;
-}
-
-static void
-statusWrite(const char* outcome, const char* detail)
-{
-    char* path = statusPath(current.config);
-    char tmp[4096];
-    FILE* f;
-
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    f = fopen(tmp, "w");
-    if (f != NULL) {
-        fprintf(f, "%u %s\n%s", ++reloadSeq, outcome, detail ? detail : "");
-        fclose(f);
-        rename(tmp, path);
-    }
-    free(path);
 }
 
 /* ---- Signals ------------------------------------------------------------- */
@@ -473,7 +446,7 @@ reloadFailed(Generation* next, CorConfErrors* errors)
            "serving:\n%s", current.number,
            errors->text ? errors->text : "");
     atomic_fetch_add(&corMasterCounters->reloadsFailed, 1);
-    statusWrite("failed", errors->text);
+    corMasterStatusWrite(current.config, "failed", errors->text);
     corSystemdReloaded("failed", current.number, errors->text);
     if (next->listeners != NULL) {
         listenersClose(next->listeners, next->listenerCount, &current);
@@ -488,13 +461,8 @@ reload(void)
 {
     CorConfErrors errors = { 0 };
     Generation next = { 0 };
-    struct timespec now;
 
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    corSystemdNotify("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading "
-                     "%s", (unsigned long long)now.tv_sec * 1000000ULL
-                           + (unsigned long long)now.tv_nsec / 1000ULL,
-                     configFile);
+    corSystemdReloading(configFile);
     corLog(COR_LOG_INFO, "reloading %s", configFile);
     next.config = corConfigLoad(configFile, &errors);
     if (next.config != NULL) {
@@ -517,7 +485,7 @@ reload(void)
     }
     listenersClose(current.listeners, current.listenerCount, &next);
     if (strcmp(current.config->log.pidFile, next.config->log.pidFile) != 0
-        && pidFileWrite(next.config->log.pidFile) == 0) {
+        && corMasterPidFileWrite(next.config->log.pidFile) == 0) {
         unlink(current.config->log.pidFile);
     }
     corConfigFree(current.config);
@@ -526,7 +494,7 @@ reload(void)
     atomic_fetch_add(&corMasterCounters->reloadsOk, 1);
     corLog(COR_LOG_INFO, "reload done: generation %u serving",
            current.number);
-    statusWrite("ok", NULL);
+    corMasterStatusWrite(current.config, "ok", NULL);
     corSystemdReloaded("ok", current.number, NULL);
     corConfErrorsFree(&errors);
 }
@@ -573,6 +541,17 @@ reap(void)
     }
 }
 
+static bool
+generationsLeft(void)
+{
+    bool left = current.pid > 0;
+
+    for (unsigned i = 0; i < DRAINING_MAX; i++) {
+        left |= draining[i] != 0;
+    }
+    return left;
+}
+
 /*
  * Wait for every generation to exit. One stuck past the stop's own
  * timeout (a worker handler that blocks for good, which no cancel reaches)
@@ -587,7 +566,9 @@ waitForChildren(uint64_t graceMs)
     for (;;) {
         pid_t pid = waitpid(-1, NULL, WNOHANG);
 
-        if (pid < 0 && errno == ECHILD) {
+        /* Generations only: a new master an upgrade started is a child
+         * too, and outlives this one. */
+        if ((pid < 0 && errno == ECHILD) || !generationsLeft()) {
             return;
         }
         if (pid > 0) {
@@ -608,44 +589,6 @@ waitForChildren(uint64_t graceMs)
     }
 }
 
-/* ---- The pid file -------------------------------------------------------- */
-
-/* A master already running on this pid file: its pid, else 0. */
-static pid_t
-pidFileAlive(const char* path)
-{
-    FILE* f = fopen(path, "r");
-    int pid = 0;
-
-    if (f == NULL) {
-        return 0;
-    }
-    if (fscanf(f, "%d", &pid) != 1 || pid <= 0 || kill(pid, 0) != 0) {
-        pid = 0;
-    }
-    fclose(f);
-    return pid;
-}
-
-static int
-pidFileWrite(const char* path)
-{
-    char text[32];
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int len = snprintf(text, sizeof(text), "%d\n", (int)getpid());
-
-    if (fd < 0 || write(fd, text, (size_t)len) != len) {
-        fprintf(stderr, "cor: cannot write the pid file %s: %s\n", path,
-                strerror(errno));
-        if (fd >= 0) {
-            close(fd);
-        }
-        return -1;
-    }
-    close(fd);
-    return 0;
-}
-
 /* The master's signals, read from signalFd rather than in handlers. */
 static void
 signalsTake(void)
@@ -658,6 +601,7 @@ signalsTake(void)
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGQUIT);
     sigaddset(&signals, SIGUSR1);
+    sigaddset(&signals, SIGUSR2);
     sigaddset(&signals, SIGCHLD);
     sigaddset(&signals, SIGALRM);
     sigprocmask(SIG_BLOCK, &signals, NULL);
@@ -677,7 +621,7 @@ masterStart(void)
     current.listenerCount = current.config->listenCount;
     corSystemdListenCloseRest();
     if (current.listeners == NULL || generationStart(&current, &errors) != 0
-        || pidFileWrite(current.config->log.pidFile) != 0) {
+        || corMasterPidFileWrite(current.config->log.pidFile) != 0) {
         fprintf(stderr, "%s", errors.text ? errors.text : "");
         if (current.pid > 0) {
             kill(current.pid, SIGTERM);
@@ -689,6 +633,7 @@ masterStart(void)
            configFile, (int)getpid());
     corSystemdNotify("READY=1\nSTATUS=generation %u serving %s",
                      current.number, configFile);
+    corUpgradeReport();
     return 0;
 }
 
@@ -698,8 +643,12 @@ masterStop(int sig)
 {
     char* status;
 
-    corSystemdNotify("STOPPING=1\nSTATUS=%s", sig == SIGQUIT
-                     ? "graceful stop: draining" : "stopping");
+    /* After an upgrade, the service, its pid file and its status file are
+     * the new master's: this one leaves without a word. */
+    if (upgradedTo == 0) {
+        corSystemdNotify("STOPPING=1\nSTATUS=%s", sig == SIGQUIT
+                         ? "graceful stop: draining" : "stopping");
+    }
     corLog(COR_LOG_INFO, "%s: stopping generation %u",
            sig == SIGQUIT ? "graceful stop" : "stop", current.number);
     /* The listeners close first: once the generations close their copies
@@ -710,11 +659,53 @@ masterStop(int sig)
     current.listenerCount = 0;
     signalGenerations(sig == SIGQUIT ? SIGQUIT : SIGTERM);
     waitForChildren(current.config->runtime.stopTimeoutMs + 5000);
-    unlink(current.config->log.pidFile);
-    status = statusPath(current.config);
-    unlink(status);
-    free(status);
+    if (upgradedTo == 0) {
+        unlink(current.config->log.pidFile);
+        status = corMasterStatusPath(current.config);
+        unlink(status);
+        free(status);
+    }
     corLog(COR_LOG_INFO, "stopped");
+}
+
+/* SIGUSR2: the binary at our path again, on our sockets
+ * (corMasterUpgrade.c). True when the new master serves: this one then
+ * drains and exits. False leaves this one serving, as it was. */
+static bool
+upgrade(void)
+{
+    char word[64];
+    int fd = -1;
+    pid_t pid;
+
+    corLog(COR_LOG_INFO, "upgrade: starting %s", corSelfPath);
+    pid = corUpgradeSpawn(current.listeners, current.listenerCount,
+                          configFile, &fd);
+    if (pid > 0 && readyWait(fd, word, sizeof(word), true) > 0
+        && word[0] == 'R') {
+        close(fd);
+        upgradedTo = pid;
+        corLog(COR_LOG_INFO, "upgrade: the new master (pid %d) serves: "
+               "this one drains and exits", (int)pid);
+        corMasterStatusWrite(current.config, "ok", NULL);
+        corSystemdNotify("MAINPID=%d\nREADY=1\nSTATUS=upgraded: master "
+                         "pid %d serving", (int)pid, (int)pid);
+        return true;
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (pid > 0) {
+        corUpgradeAbandon(pid);
+    }
+    corLog(COR_LOG_ERROR, "upgrade failed: the new master did not start "
+           "(see the log above); this one (pid %d) keeps serving",
+           (int)getpid());
+    corMasterStatusWrite(current.config, "failed", "the new binary did not "
+                         "start (see the log)\n");
+    corSystemdNotify("READY=1\nSTATUS=upgrade failed: master pid %d "
+                     "serving", (int)getpid());
+    return false;
 }
 
 /* The configuration, the logs, the fd limit, the shared counters; none
@@ -723,6 +714,7 @@ static int
 masterOpen(const char* file)
 {
     CorConfErrors errors = { 0 };
+    pid_t running;
 
     configFile = file;
     current.config = corConfigLoad(configFile, &errors);
@@ -737,11 +729,15 @@ masterOpen(const char* file)
     }
     fdLimitRaise();
     fdLimitCheck(current.config);
-    if (pidFileAlive(current.config->log.pidFile) > 0) {
+    upgradedFrom = corUpgradeInit();
+    running = corMasterPidFileAlive(current.config->log.pidFile);
+    if (running > 0 && running != upgradedFrom) {
         fprintf(stderr, "cor: a master is running already (pid %d, pid file "
-                "%s)\n", (int)pidFileAlive(current.config->log.pidFile),
-                current.config->log.pidFile);
+                "%s)\n", (int)running, current.config->log.pidFile);
         return -1;
+    }
+    if (upgradedFrom > 0) {
+        corMasterStatusContinue(current.config);
     }
     corMasterCounters = mmap(NULL, sizeof(*corMasterCounters),
                              PROT_READ | PROT_WRITE,
@@ -774,6 +770,12 @@ corMasterRun(const CorOptions* options)
         case SIGUSR1:
             corLogReopen();
             signalGenerations(SIGUSR1);
+            break;
+        case SIGUSR2:
+            if (upgrade()) {
+                masterStop(SIGQUIT);
+                return 0;
+            }
             break;
         case SIGCHLD:
             reap();

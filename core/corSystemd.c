@@ -25,9 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 static int notifyFd = -1;
+static char notifyName[sizeof(((struct sockaddr_un*)0)->sun_path)];
 static struct sockaddr_un notifyAddr;
 static socklen_t notifyAddrLen;
 static bool notifyFailedLogged;
@@ -94,6 +96,7 @@ corSystemdInit(void)
 
     watchdogMs = watchdogFromEnv();
     if (name != NULL) {
+        snprintf(notifyName, sizeof(notifyName), "%s", name);
         rc = notifyAddress(name);
         if (rc == 0) {
             notifyFd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -141,6 +144,18 @@ corSystemdNotify(const char* fmt, ...)
 }
 
 void
+corSystemdReloading(const char* configFile)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    corSystemdNotify("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading "
+                     "%s", (unsigned long long)now.tv_sec * 1000000ULL
+                           + (unsigned long long)now.tv_nsec / 1000ULL,
+                     configFile);
+}
+
+void
 corSystemdReloaded(const char* outcome, unsigned number,
                    const char* errorText)
 {
@@ -150,6 +165,23 @@ corSystemdReloaded(const char* outcome, unsigned number,
     corSystemdNotify("READY=1\nSTATUS=reload %s: generation %u serving%s"
                      "%.*s", outcome, number, lineLen > 0 ? "; " : "",
                      lineLen > 200 ? 200 : lineLen, text);
+}
+
+void
+corSystemdEnvRestore(void)
+{
+    char text[32];
+
+    if (notifyName[0] != '\0') {
+        setenv("NOTIFY_SOCKET", notifyName, 1);
+    }
+    if (watchdogMs > 0) {
+        snprintf(text, sizeof(text), "%llu",
+                 (unsigned long long)watchdogMs * 1000ULL);
+        setenv("WATCHDOG_USEC", text, 1);
+        snprintf(text, sizeof(text), "%d", (int)getpid());
+        setenv("WATCHDOG_PID", text, 1);
+    }
 }
 
 uint64_t
