@@ -102,6 +102,22 @@ pidFile(void)
     return (pid_t)pid;
 }
 
+/* What the masters told systemd, from the start to now: whether line
+ * was said, and whether STOPPING=1 was (the old master must not say it:
+ * the service goes on). */
+static bool
+notifySaid(int fd, const char* line, bool* stoppingP)
+{
+    char datagram[1024];
+    bool said = false;
+
+    while (corNotifyNext(fd, datagram, sizeof(datagram), said ? 0 : 5000)) {
+        said |= corNotifyHasLine(datagram, line);
+        *stoppingP |= corNotifyHasLine(datagram, "STOPPING=1");
+    }
+    return said;
+}
+
 static int
 hello(void)
 {
@@ -109,13 +125,22 @@ hello(void)
                       buf, sizeof(buf));
 }
 
+/* Under wrk load: no socket error, no non-2xx; the new master is on the
+ * pid file, tells systemd (through the old one) it is the main pid now,
+ * and reloads as any master does. */
 START_TEST(test_upgrade_under_load_loses_nothing)
 {
     char command[1024];
+    char notify[108];
+    char line[64];
+    bool stopping = false;
     FILE* wrk;
     pid_t old;
     int status;
+    int fd = corNotifyOpen(false, notify, sizeof(notify));
 
+    ck_assert_int_ge(fd, 0);
+    setenv("NOTIFY_SOCKET", notify, 1);     /* the server inherits it */
     ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
     old = server.pid;
     snprintf(command, sizeof(command), "wrk -t1 -c16 -d4s "
@@ -132,6 +157,10 @@ START_TEST(test_upgrade_under_load_loses_nothing)
     server.pid = pidFile();
     ck_assert_int_gt(server.pid, 0);
     ck_assert_int_ne(server.pid, old);
+    snprintf(line, sizeof(line), "MAINPID=%d", (int)server.pid);
+    ck_assert_msg(notifySaid(fd, line, &stopping), "no %s", line);
+    ck_assert_msg(!stopping, "the old master said STOPPING=1");
+    corNotifyClose(fd, notify);
     size_t n = fread(out, 1, sizeof(out) - 1, wrk);
 
     out[n] = '\0';
@@ -148,6 +177,8 @@ START_TEST(test_upgrade_under_load_loses_nothing)
 }
 END_TEST
 
+/* A new "binary" that exits at once: the old master keeps serving, on
+ * the pid file; a good binary later goes through. */
 START_TEST(test_failed_upgrade_keeps_the_old_master_serving)
 {
     pid_t old;

@@ -93,4 +93,19 @@ long corProcStatusKb(pid_t pid, const char* field);
  * -1. Stop it with kill and waitpid. */
 pid_t corUpstreamStart(int* portP);
 
+/* A service manager's notify socket (sd_notify's NOTIFY_SOCKET): bound
+ * at an abstract name ("@/tmp/...") or a path in /tmp, its name into name
+ * (cap at least 108). Returns the fd, or -1. Close it with
+ * corNotifyClose (a path is removed). */
+int corNotifyOpen(bool abstract, char* name, size_t cap);
+void corNotifyClose(int fd, const char* name);
+/* Whether a datagram holds line ("READY=1") as a whole line. */
+bool corNotifyHasLine(const char* datagram, const char* line);
+/* The next datagram within timeoutMs into out; false on timeout. */
+bool corNotifyNext(int fd, char* out, size_t cap, int timeoutMs);
+/* Read datagrams until one holds line, within timeoutMs; that one stays
+ * in out. */
+bool corNotifyWait(int fd, const char* line, char* out, size_t cap,
+                   int timeoutMs);
+
 #endif /* COR_SERVER_H */

@@ -43,7 +43,6 @@ typedef struct {
 static CorServer server;
 static Manager manager;
 static int notifyFd = -1;
-static char notifyPath[108];
 static char buf[1 << 16];
 
 static void
@@ -56,12 +55,8 @@ tearDown(void)
         }
     }
     if (notifyFd >= 0) {
-        close(notifyFd);
+        corNotifyClose(notifyFd, manager.notify);
         notifyFd = -1;
-    }
-    if (notifyPath[0] != '\0') {
-        unlink(notifyPath);
-        notifyPath[0] = '\0';
     }
 }
 
@@ -92,23 +87,9 @@ listenSocket(int* portP)
 static void
 notifyOpen(bool abstract)
 {
-    struct sockaddr_un addr = { .sun_family = AF_UNIX };
-    socklen_t len;
-
-    notifyFd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    notifyFd = corNotifyOpen(abstract, manager.notify,
+                             sizeof(manager.notify));
     ck_assert_int_ge(notifyFd, 0);
-    snprintf(manager.notify, sizeof(manager.notify), "%s/tmp/cor-notify-"
-             "%d-%ld", abstract ? "@" : "", (int)getpid(), corNowMs());
-    memcpy(addr.sun_path, manager.notify, strlen(manager.notify));
-    if (abstract) {
-        addr.sun_path[0] = '\0';
-        len = (socklen_t)(offsetof(struct sockaddr_un, sun_path)
-                          + strlen(manager.notify));
-    } else {
-        snprintf(notifyPath, sizeof(notifyPath), "%s", manager.notify);
-        len = sizeof(addr);
-    }
-    ck_assert_int_eq(bind(notifyFd, (struct sockaddr*)&addr, len), 0);
 }
 
 /* In the child: the sockets to fds 3 and up, and the environment. The
@@ -146,50 +127,10 @@ managerChild(void* arg)
     }
 }
 
-/* Whether a datagram holds line (a whole line of it). */
-static bool
-hasLine(const char* datagram, const char* line)
-{
-    size_t n = strlen(line);
-
-    for (const char* p = datagram; p != NULL;
-         p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-        if (strncmp(p, line, n) == 0 && (p[n] == '\n' || p[n] == '\0')) {
-            return true;
-        }
-    }
-    return false;
-}
-
-/* The next datagram, within timeoutMs, into out; false on timeout. */
-static bool
-notifyNext(char* out, size_t cap, int timeoutMs)
-{
-    struct pollfd pfd = { .fd = notifyFd, .events = POLLIN };
-    ssize_t n;
-
-    if (poll(&pfd, 1, timeoutMs) <= 0) {
-        return false;
-    }
-    n = recv(notifyFd, out, cap - 1, 0);
-    out[n > 0 ? n : 0] = '\0';
-    return n > 0;
-}
-
-/* Read datagrams until one holds line; it stays in out. */
 static bool
 notifyWait(const char* line, char* out, size_t cap, int timeoutMs)
 {
-    for (long deadline = corNowMs() + timeoutMs;;) {
-        long left = deadline - corNowMs();
-
-        if (left <= 0 || !notifyNext(out, cap, (int)left)) {
-            return false;
-        }
-        if (hasLine(out, line)) {
-            return true;
-        }
-    }
+    return corNotifyWait(notifyFd, line, out, cap, timeoutMs);
 }
 
 /* How many datagrams holding line come within ms. */
@@ -202,11 +143,11 @@ notifyCount(const char* line, int ms)
     for (long deadline = corNowMs() + ms;;) {
         long left = deadline - corNowMs();
 
-        if (left <= 0 || !notifyNext(datagram, sizeof(datagram),
-                                     (int)left)) {
+        if (left <= 0 || !corNotifyNext(notifyFd, datagram,
+                                        sizeof(datagram), (int)left)) {
             return count;
         }
-        count += hasLine(datagram, line);
+        count += corNotifyHasLine(datagram, line);
     }
 }
 
@@ -215,7 +156,7 @@ notifyDiscard(void)
 {
     char datagram[1024];
 
-    while (notifyNext(datagram, sizeof(datagram), 0)) {
+    while (corNotifyNext(notifyFd, datagram, sizeof(datagram), 0)) {
     }
 }
 
