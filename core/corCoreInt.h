@@ -541,6 +541,10 @@ unsigned corSystemdListenInit(void);
  * and given up by the set (the caller owns it); -1 when none is. */
 int corSystemdListenTake(const struct sockaddr_storage* addr,
                          socklen_t addrLen);
+/* As many as max of them bound to addr (a reuseport listener's, passed
+ * by an upgrade), into fds. Returns how many. */
+unsigned corSystemdListenTakeAll(const struct sockaddr_storage* addr,
+                                 socklen_t addrLen, int* fds, unsigned max);
 /* Close the passed sockets no listener took, each logged. */
 void corSystemdListenCloseRest(void);
 

@@ -134,37 +134,46 @@ listenerKept(const CorConfigListen* l, unsigned fdCount)
     return NULL;
 }
 
-/* The sockets of one listener: the running generation's, the one systemd
- * passed for its address, or new ones. Returns 0 or -1 (errors set). */
+/*
+ * The sockets of one listener: the running generation's, those passed for
+ * its address, or new ones. An upgrade passes every socket of a reuseport
+ * listener; systemd passes one, and one socket is a shared listener (loop
+ * 0 accepts and deals connections out), which a reload then keeps as it
+ * is, whatever accept says. Returns 0 or -1 (errors set).
+ */
 static int
 listenerFill(CorListener* out, const CorConfigListen* in, unsigned fdCount,
              CorConfErrors* errors)
 {
     const CorListener* kept = listenerKept(in, fdCount);
-    int passedFd = kept == NULL ? corSystemdListenTake(&in->addr,
-                                                       in->addrLen) : -1;
+    unsigned passed = 0;
 
     out->protocol = in->protocol;
     out->address = in->address;
     out->reusePort = in->reusePort;
-    if (passedFd >= 0 || (kept != NULL && kept->passed)) {
-        /* One socket, so loop 0 accepts and deals connections out. */
-        if (passedFd >= 0 && in->reusePort) {
-            corLog(COR_LOG_WARN, "listen %s: systemd passed one socket: "
-                   "accept: reuseport is set aside", in->address);
+    out->fds = calloc(fdCount, sizeof(int));
+    if (out->fds != NULL && kept == NULL) {
+        passed = corSystemdListenTakeAll(&in->addr, in->addrLen, out->fds,
+                                         fdCount);
+    }
+    if ((passed > 0 && (passed < fdCount || fdCount == 1))
+        || (kept != NULL && kept->passed)) {
+        if (passed > 0 && in->reusePort) {
+            corLog(COR_LOG_WARN, "listen %s: fewer sockets passed than "
+                   "loops: one socket, accept: share", in->address);
         }
+        for (unsigned k = 1; k < passed; k++) {
+            close(out->fds[k]);
+        }
+        passed = passed > 0 ? 1 : 0;
         out->passed = true;
         out->reusePort = false;
         fdCount = 1;
     }
-    out->fds = calloc(fdCount, sizeof(int));
-    if (out->fds == NULL && passedFd >= 0) {
-        close(passedFd);
-    }
-    for (unsigned k = 0; out->fds != NULL && k < fdCount; k++) {
-        out->fds[k] = kept ? kept->fds[k]
-                      : k == 0 && passedFd >= 0 ? passedFd
-                      : openSocket(in, in->reusePort, errors);
+    out->fdCount = passed;
+    for (unsigned k = passed; out->fds != NULL && k < fdCount; k++) {
+        out->fds[k] = kept ? kept->fds[k] : openSocket(in, in->reusePort,
+                                                        errors);
         if (out->fds[k] < 0) {
             break;
         }
@@ -593,17 +602,14 @@ waitForChildren(uint64_t graceMs)
 static void
 signalsTake(void)
 {
+    static const int taken[] = { SIGHUP, SIGTERM, SIGINT, SIGQUIT, SIGUSR1,
+                                 SIGUSR2, SIGCHLD, SIGALRM };
     sigset_t signals;
 
     sigemptyset(&signals);
-    sigaddset(&signals, SIGHUP);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGQUIT);
-    sigaddset(&signals, SIGUSR1);
-    sigaddset(&signals, SIGUSR2);
-    sigaddset(&signals, SIGCHLD);
-    sigaddset(&signals, SIGALRM);
+    for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++) {
+        sigaddset(&signals, taken[i]);
+    }
     sigprocmask(SIG_BLOCK, &signals, NULL);
     signal(SIGPIPE, SIG_IGN);
     signalFd = signalfd(-1, &signals, SFD_CLOEXEC);

@@ -86,9 +86,9 @@ childExec(const CorListener* listeners, unsigned count, int pipeFd,
     setenvf("LISTEN_PID", "%ld", (long)getpid());
     setenvf("COR_UPGRADE_FROM", "%ld", (long)getppid());
     corSystemdEnvRestore();
-    /* The signals the master blocks for its signalfd stay blocked across
-     * exec: the new master blocks them again itself, but its generation
-     * must start from a clean mask, as the first one did. */
+    /* The signals this master blocks for its signalfd would stay blocked
+     * across exec: the new master starts, as any process does, with none
+     * blocked (it blocks them itself once its signalfd is made). */
     sigset_t none;
 
     sigemptyset(&none);

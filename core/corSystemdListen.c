@@ -117,6 +117,23 @@ corSystemdListenTake(const struct sockaddr_storage* addr, socklen_t addrLen)
     return -1;
 }
 
+unsigned
+corSystemdListenTakeAll(const struct sockaddr_storage* addr,
+                        socklen_t addrLen, int* fds, unsigned max)
+{
+    unsigned n = 0;
+
+    while (n < max) {
+        int fd = corSystemdListenTake(addr, addrLen);
+
+        if (fd < 0) {
+            break;
+        }
+        fds[n++] = fd;
+    }
+    return n;
+}
+
 /* What fd is bound to, for the log. */
 static void
 describe(int fd, char* out, size_t cap)

@@ -118,11 +118,29 @@ notifySaid(int fd, const char* line, bool* stoppingP)
     return said;
 }
 
+/* A shared listener and a reuseport one (a socket per loop: the upgrade
+ * passes them all). */
+static const char* const upgradeYaml =
+    "runtime: { loops: 2, workers: 2, coroutines: { enabled: {COROUTINES} "
+    "}, stop_timeout: 5s }\n"
+    "listen:\n"
+    "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
+    "  - { protocol: http, address: 127.0.0.1:{PORT2}, accept: reuseport }\n"
+    "modules: [ { load: http }, { load: hello } ]\n"
+    "routes: [ { match: \"GET /hello\", handler: hello } ]\n"
+    "log: { pid_file: {DIR}/cor.pid }\n";
+
+static int
+helloAt(int port)
+{
+    return corRequest(port, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n", buf,
+                      sizeof(buf));
+}
+
 static int
 hello(void)
 {
-    return corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n",
-                      buf, sizeof(buf));
+    return helloAt(server.port);
 }
 
 /* Under wrk load: no socket error, no non-2xx; the new master is on the
@@ -141,7 +159,7 @@ START_TEST(test_upgrade_under_load_loses_nothing)
 
     ck_assert_int_ge(fd, 0);
     setenv("NOTIFY_SOCKET", notify, 1);     /* the server inherits it */
-    ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
+    ck_assert_int_eq(corServerStart(&server, upgradeYaml), 0);
     old = server.pid;
     snprintf(command, sizeof(command), "wrk -t1 -c16 -d4s "
              "http://127.0.0.1:%d/hello 2>&1", server.port);
@@ -169,6 +187,10 @@ START_TEST(test_upgrade_under_load_loses_nothing)
     ck_assert_msg(strstr(out, "Socket errors") == NULL, "%s", out);
     ck_assert_msg(strstr(out, "Non-2xx") == NULL, "%s", out);
     ck_assert_int_eq(hello(), 200);
+    /* Every socket found its listener: the reuseport one kept its two. */
+    ck_assert_int_eq(helloAt(server.port2), 200);
+    ck_assert_int_eq(corServerLogCount(&server, "matches no listener"), 0);
+    ck_assert_int_eq(corServerLogCount(&server, "fewer sockets passed"), 0);
     /* The new master is a master like any: it reloads. */
     snprintf(command, sizeof(command), "%s -s reload -c %s 2>&1", built,
              server.config);
@@ -183,7 +205,7 @@ START_TEST(test_failed_upgrade_keeps_the_old_master_serving)
 {
     pid_t old;
 
-    ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
+    ck_assert_int_eq(corServerStart(&server, upgradeYaml), 0);
     old = server.pid;
     binaryReplace("#!/bin/sh\nexit 3\n");
     ck_assert_int_eq(upgradeAsk(), 1);
@@ -199,6 +221,7 @@ START_TEST(test_failed_upgrade_keeps_the_old_master_serving)
     server.pid = pidFile();
     ck_assert_int_ne(server.pid, old);
     ck_assert_int_eq(hello(), 200);
+    ck_assert_int_eq(helloAt(server.port2), 200);
 }
 END_TEST
 
