@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdatomic.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 
 #include "cor.h"
 #include "corConfig.h"
@@ -109,6 +110,7 @@ struct CorListener {
     int* fds;
     unsigned fdCount;
     bool reusePort;
+    bool passed;                /* systemd passed its socket (one fd) */
     struct CorTlsServer* tls;   /* the generation's, NULL: plain */
 };
 
@@ -437,6 +439,115 @@ char* corMetricsText(size_t* lenP);
 /* The built-in handler `metrics`: that text. */
 void corMetricsServe(CorRequest* r);
 
+/* ---- Readiness (corHealth.c) --------------------------------------------- */
+
+/* Where the generation is in its life, as `health` answers it. */
+typedef enum {
+    COR_GENERATION_STARTING,    /* 503: not yet reported ready */
+    COR_GENERATION_READY,       /* 200 */
+    COR_GENERATION_DRAINING,    /* 503: a reload or a graceful stop */
+    COR_GENERATION_STOPPING     /* 503 */
+} CorGenerationState;
+
+/* Set by the generation's main thread; read from any thread. */
+void corHealthSet(CorGenerationState state);
+CorGenerationState corHealthGet(void);
+/* The built-in handler `health`: 200 "ready" or 503 with the state. */
+void corHealthServe(CorRequest* r);
+
+/* ---- Heartbeats (corHeartbeat.c) ----------------------------------------- */
+
+/*
+ * The loops' heartbeats, as the master sees them: a page the master maps
+ * shared before it forks a generation, one per generation. Each loop of
+ * that generation writes the loop's clock (corEvClockMs: CLOCK_MONOTONIC,
+ * the same in every process) into its slot every periodMs from a timer
+ * of its own, so a loop held by a handler that blocks stops writing; the
+ * master reads the slots to decide whether to pet systemd's watchdog.
+ * Slots are a cache line each: the loops never share a line.
+ */
+typedef struct {
+    _Alignas(COR_CACHE_LINE) _Atomic uint64_t ms;  /* 0: not yet */
+} CorHeartbeatSlot;
+
+typedef struct {
+    uint64_t periodMs;          /* how often a loop beats; 0: never */
+    unsigned loops;
+    CorHeartbeatSlot beat[];
+} CorHeartbeat;
+
+/* The page of the generation this process runs, NULL in the master. */
+extern CorHeartbeat* corHeartbeat;
+
+/* A shared page for a generation of loops loops, beating every periodMs
+ * (0: none), or NULL (mmap failed); and its unmapping (NULL is nothing).
+ * A generation keeps its own mapping after the master lets go of it. */
+CorHeartbeat* corHeartbeatCreate(unsigned loops, uint64_t periodMs);
+void corHeartbeatFree(CorHeartbeat* hb);
+/* Start beating on the calling loop (its slot is index), from a timer in
+ * timer, which the loop's thread owns. Nothing when there is no page or
+ * no period. */
+void corHeartbeatStart(CorEvLoop* loop, unsigned index, CorEvTimer* timer);
+/* The loop that beat longest ago, and how long ago (ms, at now): -1 when
+ * every loop beat within maxAgeMs. A loop that never beat is infinitely
+ * old (*ageMsP is UINT64_MAX). */
+int corHeartbeatStale(const CorHeartbeat* hb, uint64_t now,
+                      uint64_t maxAgeMs, uint64_t* ageMsP);
+
+/* ---- systemd (corSystemd.c, corSystemdListen.c) -------------------------- */
+
+/*
+ * The service manager's protocol, without libsystemd: a state is a
+ * datagram of "KEY=value" lines sent to the AF_UNIX socket NOTIFY_SOCKET
+ * names ('@' first: an abstract name). The master alone speaks it.
+ */
+
+/* Read NOTIFY_SOCKET, WATCHDOG_USEC and WATCHDOG_PID (the watchdog is
+ * ours when the pid is unset or this process's) and take them out of the
+ * environment, so that a generation's children never speak for us.
+ * Returns 0, or -errno when the socket cannot be made (logged; cor runs
+ * on without notifying). */
+int corSystemdInit(void);
+/* Send a state, formatted; nothing when NOTIFY_SOCKET was not set.
+ * Returns 0, or -errno (logged once). */
+int corSystemdNotify(const char* fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+/* A reload begins: RELOADING=1, with MONOTONIC_USEC (now, as systemd's
+ * Type=notify-reload wants it). */
+void corSystemdReloading(const char* configFile);
+/* A reload is over: READY=1 again, whichever way it went, and in STATUS
+ * the outcome ("ok", "failed"), the generation serving, and the first
+ * line of errorText (NULL: none). */
+void corSystemdReloaded(const char* outcome, unsigned number,
+                        const char* errorText);
+/* In the child of an upgrade, before its exec: NOTIFY_SOCKET and the
+ * watchdog (for the child's pid) as systemd gave them to this master. */
+void corSystemdEnvRestore(void);
+/* The watchdog's interval in ms (WATCHDOG_USEC), 0 when there is none. */
+uint64_t corSystemdWatchdogMs(void);
+/* How often the loops must beat for the watchdog: 0 when there is none. */
+uint64_t corSystemdBeatMs(void);
+/* Ms until the next WATCHDOG=1 is due, for the master's poll (-1: none). */
+int corSystemdWatchdogWaitMs(void);
+/* Pet the watchdog when it is due and every loop of serving (the serving
+ * generation's page; NULL: none serves) beat recently; a stalled loop is
+ * logged once, when it is first seen. */
+void corSystemdWatchdogTick(const CorHeartbeat* serving, unsigned number);
+
+/* Take the sockets systemd passed (LISTEN_FDS from fd 3, for LISTEN_PID)
+ * and clear those variables. Returns how many, or 0. */
+unsigned corSystemdListenInit(void);
+/* The passed socket bound to addr, made non-blocking and close-on-exec,
+ * and given up by the set (the caller owns it); -1 when none is. */
+int corSystemdListenTake(const struct sockaddr_storage* addr,
+                         socklen_t addrLen);
+/* As many as max of them bound to addr (a reuseport listener's, passed
+ * by an upgrade), into fds. Returns how many. */
+unsigned corSystemdListenTakeAll(const struct sockaddr_storage* addr,
+                                 socklen_t addrLen, int* fds, unsigned max);
+/* Close the passed sockets no listener took, each logged. */
+void corSystemdListenCloseRest(void);
+
 /* ---- Logs (corLog.c) ----------------------------------------------------- */
 
 int corLogOpen(const char* errorPath, const char* level);
@@ -453,6 +564,35 @@ typedef struct {
 } CorOptions;
 
 int corMasterRun(const CorOptions* options);
+
+/* The master's files (corMasterFiles.c). The pid of a master alive on
+ * the pid file path, else 0; this process's pid into it (0, or -1 said
+ * on stderr). */
+pid_t corMasterPidFileAlive(const char* path);
+int corMasterPidFileWrite(const char* path);
+/* The status file beside the pid file (malloc'ed path, NULL: no
+ * memory); an outcome written into it with the next sequence number; and
+ * the sequence taken up from the file (a new master after an upgrade). */
+char* corMasterStatusPath(const CorConfig* config);
+void corMasterStatusWrite(const CorConfig* config, const char* outcome,
+                          const char* detail);
+void corMasterStatusContinue(const CorConfig* config);
+
+/* The binary upgrade (corMasterUpgrade.c). The old master's side: start
+ * the binary at corSelfPath on configFile with these listeners passed
+ * (LISTEN_FDS), and the pipe it says "R" on once it serves (*readFdP, the
+ * caller's to close). Returns its pid, or -1. */
+pid_t corUpgradeSpawn(const CorListener* listeners, unsigned count,
+                      const char* configFile, int* readFdP);
+/* The new master's: the old master's pid when this one was started by an
+ * upgrade, else 0 (and the variables leave the environment); the report
+ * that it serves, once; and, in a generation, the pipe let go unsaid. */
+pid_t corUpgradeInit(void);
+void corUpgradeReport(void);
+void corUpgradeForget(void);
+/* A new master that did not start: SIGTERM (it stops the generation it
+ * may have started), SIGKILL past 5 s; reaped. */
+void corUpgradeAbandon(pid_t pid);
 int corConfigCheck(const CorOptions* options);
 int corSignalSend(const CorOptions* options, const char* command);
 

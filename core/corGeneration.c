@@ -39,6 +39,7 @@ typedef struct {
     CorListener* listeners;
     unsigned listenerCount;
     sem_t* started;
+    CorEvTimer beat;            /* the heartbeat the master watches */
 } LoopThread;
 
 static LoopThread* loopThreads;
@@ -125,6 +126,7 @@ loopMain(void* arg)
     }
     sem_post(t->started);
     if (t->startRc == 0) {
+        corHeartbeatStart(loop, t->index, &t->beat);
         corEvLoopRun(loop);
         for (unsigned p = 0; p < corProtocolCount(); p++) {
             const CorProtocolEntry* entry = corProtocolAt(p);
@@ -451,6 +453,7 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
                strerror(errno));
     }
     close(readyFd);
+    corHealthSet(COR_GENERATION_READY);
     corLog(COR_LOG_INFO, "generation %u ready", generation);
 
     sigemptyset(&signals);
@@ -467,10 +470,12 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
             continue;
         }
         if (sig == SIGQUIT) {
+            corHealthSet(COR_GENERATION_DRAINING);
             drain(&signals);
         }
         break;
     }
+    corHealthSet(COR_GENERATION_STOPPING);
     stop();
     corLog(COR_LOG_INFO, "generation %u stopped", generation);
     _exit(0);

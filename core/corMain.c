@@ -8,9 +8,10 @@
  *                                initialise the modules, resolve the routes;
  *                                listen on nothing. "configuration ok", or
  *                                the errors; exit 0 or 1
- *   cor -s SIGNAL [-c FILE]      reload | stop | quit | reopen the running
- *                                master (its pid file); reload waits for the
- *                                outcome and fails with its errors
+ *   cor -s SIGNAL [-c FILE]      reload | stop | quit | reopen | upgrade the
+ *                                running master (its pid file); reload and
+ *                                upgrade wait for the outcome and fail with
+ *                                its errors
  *   cor --module-info FILE.so    what a module was built against
  */
 #include "corCoreInt.h"
@@ -35,7 +36,7 @@ usage(FILE* out)
     fprintf(out,
             "usage: cor [-c FILE]               run on FILE (default %s)\n"
             "       cor -t [-c FILE]            check FILE and exit\n"
-            "       cor -s reload|stop|quit|reopen [-c FILE]\n"
+            "       cor -s reload|stop|quit|reopen|upgrade [-c FILE]\n"
             "       cor --module-info FILE.so   what a module was built for\n"
             "       cor -v                      the version\n",
             DEFAULT_CONFIG);
@@ -122,6 +123,39 @@ statusRead(const char* path, char* detail, size_t size, bool* ok)
     return seq;
 }
 
+/* Wait for a reload's or an upgrade's outcome: a status file whose
+ * sequence number is no longer before. Returns the exit status. */
+static int
+outcomeWait(pid_t pid, const char* status, unsigned before,
+            const char* command, int sig)
+{
+    char detail[8192];
+    bool ok = false;
+
+    for (int waited = 0; waited < RELOAD_WAIT_MS; waited += 20) {
+        /* The outcome first: an upgraded master may be gone already. */
+        if (statusRead(status, detail, sizeof(detail), &ok) != before) {
+            if (ok) {
+                printf("%s ok\n", command);
+                return 0;
+            }
+            fprintf(stderr, "%s failed, the running %s keeps serving:\n%s",
+                    command, sig == SIGHUP ? "configuration" : "master",
+                    detail);
+            return 1;
+        }
+        if (kill(pid, 0) != 0) {
+            fprintf(stderr, "cor: the master (pid %d) exited before the "
+                    "%s's outcome\n", (int)pid, command);
+            return 1;
+        }
+        nanosleep(&(struct timespec){ 0, 20 * 1000 * 1000 }, NULL);
+    }
+    fprintf(stderr, "cor: no %s outcome after %d s\n", command,
+            RELOAD_WAIT_MS / 1000);
+    return 1;
+}
+
 int
 corSignalSend(const CorOptions* options, const char* command)
 {
@@ -130,7 +164,7 @@ corSignalSend(const CorOptions* options, const char* command)
         int sig;
     } commands[] = {
         { "reload", SIGHUP }, { "stop", SIGTERM }, { "quit", SIGQUIT },
-        { "reopen", SIGUSR1 },
+        { "reopen", SIGUSR1 }, { "upgrade", SIGUSR2 },
     };
     CorConfErrors errors = { 0 };
     CorConfig* config = corConfigLoad(options->configFile, &errors);
@@ -148,8 +182,8 @@ corSignalSend(const CorOptions* options, const char* command)
         }
     }
     if (sig == 0) {
-        fprintf(stderr, "cor: -s %s: expected reload, stop, quit or reopen\n",
-                command);
+        fprintf(stderr, "cor: -s %s: expected reload, stop, quit, reopen or "
+                "upgrade\n", command);
         return 1;
     }
     pid = masterPid(pidFile);
@@ -170,29 +204,10 @@ corSignalSend(const CorOptions* options, const char* command)
                 strerror(errno));
         return 1;
     }
-    if (sig != SIGHUP) {
+    if (sig != SIGHUP && sig != SIGUSR2) {
         return 0;
     }
-    for (int waited = 0; waited < RELOAD_WAIT_MS; waited += 20) {
-        if (kill(pid, 0) != 0) {
-            fprintf(stderr, "cor: the master (pid %d) exited before the "
-                    "reload's outcome\n", (int)pid);
-            return 1;
-        }
-        if (statusRead(status, detail, sizeof(detail), &ok) != before) {
-            if (ok) {
-                printf("reload ok\n");
-                return 0;
-            }
-            fprintf(stderr, "reload failed, the running configuration "
-                    "keeps serving:\n%s", detail);
-            return 1;
-        }
-        nanosleep(&(struct timespec){ 0, 20 * 1000 * 1000 }, NULL);
-    }
-    fprintf(stderr, "cor: no reload outcome after %d s\n",
-            RELOAD_WAIT_MS / 1000);
-    return 1;
+    return outcomeWait(pid, status, before, command, sig);
 }
 
 int

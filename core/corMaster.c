@@ -43,11 +43,11 @@ typedef struct {
     unsigned listenerCount;
     pid_t pid;
     unsigned number;
+    CorHeartbeat* heartbeat;    /* its loops' beats, mapped before the fork */
 } Generation;
 
 #define DRAINING_MAX 64
 
-static int pidFileWrite(const char* path);
 
 static const char* configFile;
 static Generation current;
@@ -59,7 +59,10 @@ static unsigned deferred;
 /* Old generations still finishing their requests after a reload. */
 static pid_t draining[DRAINING_MAX];
 static unsigned generations;
-static unsigned reloadSeq;
+/* The binary upgrade: the master that started this one (0: none), and
+ * the one this master handed its sockets to (0: none yet). */
+static pid_t upgradedFrom;
+static pid_t upgradedTo;
 
 /* ---- Listeners ----------------------------------------------------------- */
 
@@ -121,12 +124,62 @@ listenerKept(const CorConfigListen* l, unsigned fdCount)
     for (unsigned i = 0; i < current.listenerCount; i++) {
         const CorListener* old = &current.listeners[i];
 
+        /* A socket systemd passed is one, whatever accept says. */
         if (strcmp(old->address, l->address) == 0
-            && old->reusePort == l->reusePort && old->fdCount == fdCount) {
+            && (old->passed || (old->reusePort == l->reusePort
+                                && old->fdCount == fdCount))) {
             return old;
         }
     }
     return NULL;
+}
+
+/*
+ * The sockets of one listener: the running generation's, those passed for
+ * its address, or new ones. An upgrade passes every socket of a reuseport
+ * listener; systemd passes one, and one socket is a shared listener (loop
+ * 0 accepts and deals connections out), which a reload then keeps as it
+ * is, whatever accept says. Returns 0 or -1 (errors set).
+ */
+static int
+listenerFill(CorListener* out, const CorConfigListen* in, unsigned fdCount,
+             CorConfErrors* errors)
+{
+    const CorListener* kept = listenerKept(in, fdCount);
+    unsigned passed = 0;
+
+    out->protocol = in->protocol;
+    out->address = in->address;
+    out->reusePort = in->reusePort;
+    out->fds = calloc(fdCount, sizeof(int));
+    if (out->fds != NULL && kept == NULL) {
+        passed = corSystemdListenTakeAll(&in->addr, in->addrLen, out->fds,
+                                         fdCount);
+    }
+    if ((passed > 0 && (passed < fdCount || fdCount == 1))
+        || (kept != NULL && kept->passed)) {
+        if (passed > 0 && in->reusePort) {
+            corLog(COR_LOG_WARN, "listen %s: fewer sockets passed than "
+                   "loops: one socket, accept: share", in->address);
+        }
+        for (unsigned k = 1; k < passed; k++) {
+            close(out->fds[k]);
+        }
+        passed = passed > 0 ? 1 : 0;
+        out->passed = true;
+        out->reusePort = false;
+        fdCount = 1;
+    }
+    out->fdCount = passed;
+    for (unsigned k = passed; out->fds != NULL && k < fdCount; k++) {
+        out->fds[k] = kept ? kept->fds[k] : openSocket(in, in->reusePort,
+                                                        errors);
+        if (out->fds[k] < 0) {
+            break;
+        }
+        out->fdCount++;
+    }
+    return out->fdCount == fdCount ? 0 : -1;
 }
 
 static CorListener*
@@ -139,23 +192,10 @@ listenersOpen(const CorConfig* config, CorConfErrors* errors)
     }
     for (unsigned i = 0; i < config->listenCount; i++) {
         const CorConfigListen* in = &config->listen[i];
-        CorListener* out = &listeners[i];
-        unsigned fdCount = in->reusePort ? config->runtime.loops : 1;
-        const CorListener* kept = listenerKept(in, fdCount);
 
-        out->protocol = in->protocol;
-        out->address = in->address;
-        out->reusePort = in->reusePort;
-        out->fds = calloc(fdCount, sizeof(int));
-        for (unsigned k = 0; out->fds != NULL && k < fdCount; k++) {
-            out->fds[k] = kept ? kept->fds[k] : openSocket(in, in->reusePort,
-                                                            errors);
-            if (out->fds[k] < 0) {
-                break;
-            }
-            out->fdCount++;
-        }
-        if (out->fdCount != fdCount) {
+        if (listenerFill(&listeners[i], in,
+                         in->reusePort ? config->runtime.loops : 1,
+                         errors) != 0) {
             listenersClose(listeners, i + 1, &current);
             return NULL;
         }
@@ -240,10 +280,74 @@ nextSignal(void)
             return sig;
         }
     }
-    if (read(signalFd, &info, sizeof(info)) != sizeof(info)) {
+    /* Woken for the watchdog too: 0 is no signal. */
+    struct pollfd pfd = { .fd = signalFd, .events = POLLIN };
+
+    if (poll(&pfd, 1, corSystemdWatchdogWaitMs()) <= 0
+        || read(signalFd, &info, sizeof(info)) != sizeof(info)) {
         return 0;
     }
     return (int)info.ssi_signo;
+}
+
+/* The serving generation's heartbeats for the watchdog: none while no
+ * generation serves (a replacement under way). */
+static void
+watchdogTick(void)
+{
+    corSystemdWatchdogTick(current.pid > 0 ? current.heartbeat : NULL,
+                           current.number);
+}
+
+/*
+ * Read a starting generation's word into buf: 'R' (ready), or 'E' and its
+ * errors. A stop signal meanwhile gives it up; the watchdog is still
+ * looked after for the generation that serves (a reload can take a
+ * while: its modules start). Returns the bytes read.
+ */
+static size_t
+readyWait(int fd, char* buf, size_t cap, bool serving)
+{
+    uint64_t deadline = corEvClockMs() + READY_TIMEOUT_MS;
+    struct pollfd pfd[2] = {
+        { .fd = fd, .events = POLLIN },
+        { .fd = signalFd, .events = POLLIN },
+    };
+    size_t len = 0;
+
+    while (len < cap - 1 && pendingStop == 0) {
+        int wait = corDeadlineLeftMs(deadline);
+        int watchdog = corSystemdWatchdogWaitMs();
+        int n;
+
+        if (wait <= 0) {
+            break;
+        }
+        n = poll(pfd, signalFd >= 0 ? 2 : 1,
+                 serving && watchdog >= 0 && watchdog < wait ? watchdog
+                                                             : wait);
+        if (serving) {
+            watchdogTick();
+        }
+        if (n <= 0) {
+            continue;
+        }
+        if (pfd[1].revents & POLLIN) {
+            stopSignalTake();
+            continue;
+        }
+        ssize_t got = read(fd, buf + len, cap - 1 - len);
+
+        if (got <= 0) {
+            break;
+        }
+        len += (size_t)got;
+        if (buf[0] == 'R') {
+            break;
+        }
+    }
+    buf[len] = '\0';
+    return len;
 }
 
 /* Fork a generation and wait for its word: ready, or its errors. */
@@ -252,10 +356,17 @@ generationStart(Generation* g, CorConfErrors* errors)
 {
     int pipeFds[2];
     char buf[8192];
-    ssize_t n;
-    size_t len = 0;
-    struct pollfd pfd[2];
+    size_t len;
 
+    /* The page of the generation it replaces (after a crash) is let go:
+     * each generation beats on a fresh one. */
+    corHeartbeatFree(g->heartbeat);
+    g->heartbeat = corHeartbeatCreate(g->config->runtime.loops,
+                                      corSystemdBeatMs());
+    if (g->heartbeat == NULL && corSystemdWatchdogMs() > 0) {
+        corLog(COR_LOG_ERROR, "no page for the loops' heartbeats (%s): the "
+               "watchdog will not be petted", strerror(errno));
+    }
     if (pipe2(pipeFds, O_CLOEXEC) != 0) {
         return -1;
     }
@@ -270,29 +381,14 @@ generationStart(Generation* g, CorConfErrors* errors)
     }
     if (g->pid == 0) {
         close(pipeFds[0]);
+        corUpgradeForget();
+        corHeartbeat = g->heartbeat;
         corGenerationRun(g->config, g->listeners, g->listenerCount,
                          pipeFds[1], g->number);
     }
     close(pipeFds[1]);
-    pfd[0] = (struct pollfd){ .fd = pipeFds[0], .events = POLLIN };
-    pfd[1] = (struct pollfd){ .fd = signalFd, .events = POLLIN };
-    while (len < sizeof(buf) - 1 && pendingStop == 0
-           && poll(pfd, signalFd >= 0 ? 2 : 1, READY_TIMEOUT_MS) > 0) {
-        if (pfd[1].revents & POLLIN) {
-            stopSignalTake();
-            continue;
-        }
-        n = read(pipeFds[0], buf + len, sizeof(buf) - 1 - len);
-        if (n <= 0) {
-            break;
-        }
-        len += (size_t)n;
-        if (buf[0] == 'R') {
-            break;
-        }
-    }
+    len = readyWait(pipeFds[0], buf, sizeof(buf), g != &current);
     close(pipeFds[0]);
-    buf[len] = '\0';
     if (len > 0 && buf[0] == 'R') {
         atomic_fetch_add(&corMasterCounters->generations, 1);
         return 0;
@@ -312,35 +408,6 @@ generationStart(Generation* g, CorConfErrors* errors)
     /* The pid is reaped and may be reused: nothing may signal it now. */
     g->pid = 0;
     return -1;
-}
-
-/* ---- Status for `cor -s reload` ------------------------------------------ */
-
-static char*
-statusPath(const CorConfig* config)
-{
-    size_t len = strlen(config->log.pidFile) + 8;
-    char* path = malloc(len);
-
-    snprintf(path, len, "%s.reload", config->log.pidFile);
-    return path;
-}
-
-static void
-statusWrite(const char* outcome, const char* detail)
-{
-    char* path = statusPath(current.config);
-    char tmp[4096];
-    FILE* f;
-
-    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    f = fopen(tmp, "w");
-    if (f != NULL) {
-        fprintf(f, "%u %s\n%s", ++reloadSeq, outcome, detail ? detail : "");
-        fclose(f);
-        rename(tmp, path);
-    }
-    free(path);
 }
 
 /* ---- Signals ------------------------------------------------------------- */
@@ -382,11 +449,29 @@ signalGenerations(int sig)
 }
 
 static void
+reloadFailed(Generation* next, CorConfErrors* errors)
+{
+    corLog(COR_LOG_ERROR, "reload failed, generation %u keeps "
+           "serving:\n%s", current.number,
+           errors->text ? errors->text : "");
+    atomic_fetch_add(&corMasterCounters->reloadsFailed, 1);
+    corMasterStatusWrite(current.config, "failed", errors->text);
+    corSystemdReloaded("failed", current.number, errors->text);
+    if (next->listeners != NULL) {
+        listenersClose(next->listeners, next->listenerCount, &current);
+    }
+    corHeartbeatFree(next->heartbeat);
+    corConfigFree(next->config);
+    corConfErrorsFree(errors);
+}
+
+static void
 reload(void)
 {
     CorConfErrors errors = { 0 };
     Generation next = { 0 };
 
+    corSystemdReloading(configFile);
     corLog(COR_LOG_INFO, "reloading %s", configFile);
     next.config = corConfigLoad(configFile, &errors);
     if (next.config != NULL) {
@@ -396,16 +481,7 @@ reload(void)
     }
     if (next.config == NULL || next.listeners == NULL
         || generationStart(&next, &errors) != 0) {
-        corLog(COR_LOG_ERROR, "reload failed, generation %u keeps "
-               "serving:\n%s", current.number,
-               errors.text ? errors.text : "");
-        atomic_fetch_add(&corMasterCounters->reloadsFailed, 1);
-        statusWrite("failed", errors.text);
-        if (next.listeners != NULL) {
-            listenersClose(next.listeners, next.listenerCount, &current);
-        }
-        corConfigFree(next.config);
-        corConfErrorsFree(&errors);
+        reloadFailed(&next, &errors);
         return;
     }
     /* The old generation drains; its sockets that the new one does not
@@ -418,15 +494,17 @@ reload(void)
     }
     listenersClose(current.listeners, current.listenerCount, &next);
     if (strcmp(current.config->log.pidFile, next.config->log.pidFile) != 0
-        && pidFileWrite(next.config->log.pidFile) == 0) {
+        && corMasterPidFileWrite(next.config->log.pidFile) == 0) {
         unlink(current.config->log.pidFile);
     }
     corConfigFree(current.config);
+    corHeartbeatFree(current.heartbeat);
     current = next;
     atomic_fetch_add(&corMasterCounters->reloadsOk, 1);
     corLog(COR_LOG_INFO, "reload done: generation %u serving",
            current.number);
-    statusWrite("ok", NULL);
+    corMasterStatusWrite(current.config, "ok", NULL);
+    corSystemdReloaded("ok", current.number, NULL);
     corConfErrorsFree(&errors);
 }
 
@@ -472,6 +550,17 @@ reap(void)
     }
 }
 
+static bool
+generationsLeft(void)
+{
+    bool left = current.pid > 0;
+
+    for (unsigned i = 0; i < DRAINING_MAX; i++) {
+        left |= draining[i] != 0;
+    }
+    return left;
+}
+
 /*
  * Wait for every generation to exit. One stuck past the stop's own
  * timeout (a worker handler that blocks for good, which no cancel reaches)
@@ -486,7 +575,9 @@ waitForChildren(uint64_t graceMs)
     for (;;) {
         pid_t pid = waitpid(-1, NULL, WNOHANG);
 
-        if (pid < 0 && errno == ECHILD) {
+        /* Generations only: a new master an upgrade started is a child
+         * too, and outlives this one. */
+        if ((pid < 0 && errno == ECHILD) || !generationsLeft()) {
             return;
         }
         if (pid > 0) {
@@ -507,100 +598,175 @@ waitForChildren(uint64_t graceMs)
     }
 }
 
-/* ---- The pid file -------------------------------------------------------- */
-
-/* A master already running on this pid file: its pid, else 0. */
-static pid_t
-pidFileAlive(const char* path)
+/* The master's signals, read from signalFd rather than in handlers. */
+static void
+signalsTake(void)
 {
-    FILE* f = fopen(path, "r");
-    int pid = 0;
+    static const int taken[] = { SIGHUP, SIGTERM, SIGINT, SIGQUIT, SIGUSR1,
+                                 SIGUSR2, SIGCHLD, SIGALRM };
+    sigset_t signals;
 
-    if (f == NULL) {
-        return 0;
+    sigemptyset(&signals);
+    for (size_t i = 0; i < sizeof(taken) / sizeof(taken[0]); i++) {
+        sigaddset(&signals, taken[i]);
     }
-    if (fscanf(f, "%d", &pid) != 1 || pid <= 0 || kill(pid, 0) != 0) {
-        pid = 0;
-    }
-    fclose(f);
-    return pid;
+    sigprocmask(SIG_BLOCK, &signals, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    signalFd = signalfd(-1, &signals, SFD_CLOEXEC);
 }
 
+/* The listeners (systemd's sockets where it passed some), the first
+ * generation and the pid file. Returns 0, or -1 (errors on stderr). */
 static int
-pidFileWrite(const char* path)
+masterStart(void)
 {
-    char text[32];
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int len = snprintf(text, sizeof(text), "%d\n", (int)getpid());
+    CorConfErrors errors = { 0 };
 
-    if (fd < 0 || write(fd, text, (size_t)len) != len) {
-        fprintf(stderr, "cor: cannot write the pid file %s: %s\n", path,
-                strerror(errno));
-        if (fd >= 0) {
-            close(fd);
+    corSystemdListenInit();
+    current.listeners = listenersOpen(current.config, &errors);
+    current.listenerCount = current.config->listenCount;
+    corSystemdListenCloseRest();
+    if (current.listeners == NULL || generationStart(&current, &errors) != 0
+        || corMasterPidFileWrite(current.config->log.pidFile) != 0) {
+        fprintf(stderr, "%s", errors.text ? errors.text : "");
+        if (current.pid > 0) {
+            kill(current.pid, SIGTERM);
         }
+        corConfErrorsFree(&errors);
         return -1;
     }
-    close(fd);
+    corLog(COR_LOG_INFO, "cor %s serving %s (master pid %d)", COR_VERSION,
+           configFile, (int)getpid());
+    corSystemdNotify("READY=1\nSTATUS=generation %u serving %s",
+                     current.number, configFile);
+    corUpgradeReport();
     return 0;
+}
+
+/* SIGTERM, SIGINT: stop; SIGQUIT: graceful. */
+static void
+masterStop(int sig)
+{
+    char* status;
+
+    /* After an upgrade, the service, its pid file and its status file are
+     * the new master's: this one leaves without a word. */
+    if (upgradedTo == 0) {
+        corSystemdNotify("STOPPING=1\nSTATUS=%s", sig == SIGQUIT
+                         ? "graceful stop: draining" : "stopping");
+    }
+    corLog(COR_LOG_INFO, "%s: stopping generation %u",
+           sig == SIGQUIT ? "graceful stop" : "stop", current.number);
+    /* The listeners close first: once the generations close their copies
+     * as they drain, a new client is refused rather than left in a
+     * backlog that nobody accepts from. */
+    listenersClose(current.listeners, current.listenerCount, NULL);
+    current.listeners = NULL;
+    current.listenerCount = 0;
+    signalGenerations(sig == SIGQUIT ? SIGQUIT : SIGTERM);
+    waitForChildren(current.config->runtime.stopTimeoutMs + 5000);
+    if (upgradedTo == 0) {
+        unlink(current.config->log.pidFile);
+        status = corMasterStatusPath(current.config);
+        unlink(status);
+        free(status);
+    }
+    corLog(COR_LOG_INFO, "stopped");
+}
+
+/* SIGUSR2: the binary at our path again, on our sockets
+ * (corMasterUpgrade.c). True when the new master serves: this one then
+ * drains and exits. False leaves this one serving, as it was. */
+static bool
+upgrade(void)
+{
+    char word[64];
+    int fd = -1;
+    pid_t pid;
+
+    corLog(COR_LOG_INFO, "upgrade: starting %s", corSelfPath);
+    pid = corUpgradeSpawn(current.listeners, current.listenerCount,
+                          configFile, &fd);
+    if (pid > 0 && readyWait(fd, word, sizeof(word), true) > 0
+        && word[0] == 'R') {
+        close(fd);
+        upgradedTo = pid;
+        corLog(COR_LOG_INFO, "upgrade: the new master (pid %d) serves: "
+               "this one drains and exits", (int)pid);
+        corMasterStatusWrite(current.config, "ok", NULL);
+        corSystemdNotify("MAINPID=%d\nREADY=1\nSTATUS=upgraded: master "
+                         "pid %d serving", (int)pid, (int)pid);
+        return true;
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (pid > 0) {
+        corUpgradeAbandon(pid);
+    }
+    corLog(COR_LOG_ERROR, "upgrade failed: the new master did not start "
+           "(see the log above); this one (pid %d) keeps serving",
+           (int)getpid());
+    corMasterStatusWrite(current.config, "failed", "the new binary did not "
+                         "start (see the log)\n");
+    corSystemdNotify("READY=1\nSTATUS=upgrade failed: master pid %d "
+                     "serving", (int)getpid());
+    return false;
+}
+
+/* The configuration, the logs, the fd limit, the shared counters; none
+ * other master on the pid file. Returns 0 or -1 (said on stderr). */
+static int
+masterOpen(const char* file)
+{
+    CorConfErrors errors = { 0 };
+    pid_t running;
+
+    configFile = file;
+    current.config = corConfigLoad(configFile, &errors);
+    if (current.config == NULL) {
+        fprintf(stderr, "%s", errors.text ? errors.text : "");
+        corConfErrorsFree(&errors);
+        return -1;
+    }
+    if (corLogOpen(current.config->log.error, current.config->log.level)
+        != 0) {
+        return -1;
+    }
+    fdLimitRaise();
+    fdLimitCheck(current.config);
+    upgradedFrom = corUpgradeInit();
+    running = corMasterPidFileAlive(current.config->log.pidFile);
+    if (running > 0 && running != upgradedFrom) {
+        fprintf(stderr, "cor: a master is running already (pid %d, pid file "
+                "%s)\n", (int)running, current.config->log.pidFile);
+        return -1;
+    }
+    if (upgradedFrom > 0) {
+        corMasterStatusContinue(current.config);
+    }
+    corMasterCounters = mmap(NULL, sizeof(*corMasterCounters),
+                             PROT_READ | PROT_WRITE,
+                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return corMasterCounters == MAP_FAILED ? -1 : 0;
 }
 
 int
 corMasterRun(const CorOptions* options)
 {
-    CorConfErrors errors = { 0 };
-    sigset_t signals;
-
-    configFile = options->configFile;
-    current.config = corConfigLoad(configFile, &errors);
-    if (current.config == NULL) {
-        fprintf(stderr, "%s", errors.text ? errors.text : "");
+    if (masterOpen(options->configFile) != 0) {
         return 1;
     }
-    if (corLogOpen(current.config->log.error, current.config->log.level)
-        != 0) {
+    corSystemdInit();
+    signalsTake();
+    if (masterStart() != 0) {
         return 1;
     }
-    fdLimitRaise();
-    fdLimitCheck(current.config);
-    if (pidFileAlive(current.config->log.pidFile) > 0) {
-        fprintf(stderr, "cor: a master is running already (pid %d, pid file "
-                "%s)\n", (int)pidFileAlive(current.config->log.pidFile),
-                current.config->log.pidFile);
-        return 1;
-    }
-    corMasterCounters = mmap(NULL, sizeof(*corMasterCounters),
-                             PROT_READ | PROT_WRITE,
-                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (corMasterCounters == MAP_FAILED) {
-        return 1;
-    }
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGHUP);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGQUIT);
-    sigaddset(&signals, SIGUSR1);
-    sigaddset(&signals, SIGCHLD);
-    sigaddset(&signals, SIGALRM);
-    sigprocmask(SIG_BLOCK, &signals, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    signalFd = signalfd(-1, &signals, SFD_CLOEXEC);
-    current.listeners = listenersOpen(current.config, &errors);
-    current.listenerCount = current.config->listenCount;
-    if (current.listeners == NULL || generationStart(&current, &errors) != 0
-        || pidFileWrite(current.config->log.pidFile) != 0) {
-        fprintf(stderr, "%s", errors.text ? errors.text : "");
-        if (current.pid > 0) {
-            kill(current.pid, SIGTERM);
-        }
-        return 1;
-    }
-    corLog(COR_LOG_INFO, "cor %s serving %s (master pid %d)", COR_VERSION,
-           configFile, (int)getpid());
     for (;;) {
-        int sig = nextSignal();
+        int sig;
 
+        watchdogTick();
+        sig = nextSignal();
         switch (sig) {
         case 0:
             break;
@@ -611,6 +777,12 @@ corMasterRun(const CorOptions* options)
             corLogReopen();
             signalGenerations(SIGUSR1);
             break;
+        case SIGUSR2:
+            if (upgrade()) {
+                masterStop(SIGQUIT);
+                return 0;
+            }
+            break;
         case SIGCHLD:
             reap();
             break;
@@ -619,24 +791,8 @@ corMasterRun(const CorOptions* options)
                 replace();
             }
             break;
-        default:            /* SIGTERM, SIGINT: stop; SIGQUIT: graceful */
-            corLog(COR_LOG_INFO, "%s: stopping generation %u",
-                   sig == SIGQUIT ? "graceful stop" : "stop",
-                   current.number);
-            /* The listeners close first: once the generations close
-             * their copies as they drain, a new client is refused rather
-             * than left in a backlog that nobody accepts from. */
-            listenersClose(current.listeners, current.listenerCount, NULL);
-            current.listeners = NULL;
-            current.listenerCount = 0;
-            signalGenerations(sig == SIGQUIT ? SIGQUIT : SIGTERM);
-            waitForChildren(current.config->runtime.stopTimeoutMs + 5000);
-            unlink(current.config->log.pidFile);
-            char* status = statusPath(current.config);
-
-            unlink(status);
-            free(status);
-            corLog(COR_LOG_INFO, "stopped");
+        default:
+            masterStop(sig);
             return 0;
         }
     }

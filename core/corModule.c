@@ -334,6 +334,11 @@ builtinsRegister(void)
         .serve = corMetricsServe,
         .run = COR_RUN_INLINE,
     });
+    corHandlerAdd(&builtinModule, &(CorHandler){
+        .name = "health",
+        .serve = corHealthServe,
+        .run = COR_RUN_INLINE,
+    });
 }
 
 int

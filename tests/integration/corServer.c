@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -127,10 +129,11 @@ printLog(const CorServer* s)
     }
 }
 
-/* Start cor; a non-zero fdHard sets its RLIMIT_NOFILE. */
+/* Start cor; a non-zero fdHard sets its RLIMIT_NOFILE, and child, when
+ * given, runs in the child just before the exec. */
 static int
 start(CorServer* s, const char* yaml, unsigned long fdSoft,
-      unsigned long fdHard)
+      unsigned long fdHard, CorServerChildFn child, void* arg)
 {
     char pidFile[256];
 
@@ -162,6 +165,9 @@ start(CorServer* s, const char* yaml, unsigned long fdSoft,
 
             setrlimit(RLIMIT_NOFILE, &limit);
         }
+        if (child != NULL) {
+            child(arg);
+        }
         execl(binary(), "cor", "-c", s->config, (char*)NULL);
         _exit(127);
     }
@@ -184,14 +190,21 @@ start(CorServer* s, const char* yaml, unsigned long fdSoft,
 int
 corServerStart(CorServer* s, const char* yaml)
 {
-    return start(s, yaml, 0, 0);
+    return start(s, yaml, 0, 0, NULL, NULL);
+}
+
+int
+corServerStartChild(CorServer* s, const char* yaml, CorServerChildFn child,
+                    void* arg)
+{
+    return start(s, yaml, 0, 0, child, arg);
 }
 
 int
 corServerStartFdLimit(CorServer* s, const char* yaml, unsigned long fdSoft,
                       unsigned long fdHard)
 {
-    return start(s, yaml, fdSoft, fdHard);
+    return start(s, yaml, fdSoft, fdHard, NULL, NULL);
 }
 
 int
@@ -624,4 +637,82 @@ corUpstreamStart(int* portP)
     }
     unlink(portFile);
     return *portP > 0 ? pid : -1;
+}
+
+int
+corNotifyOpen(bool abstract, char* name, size_t cap)
+{
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    socklen_t len = sizeof(addr);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    static unsigned seq;
+
+    snprintf(name, cap, "%s/tmp/cor-notify-%d-%u", abstract ? "@" : "",
+             (int)getpid(), seq++);
+    if (fd < 0 || strlen(name) >= sizeof(addr.sun_path)) {
+        return -1;
+    }
+    memcpy(addr.sun_path, name, strlen(name));
+    if (abstract) {
+        addr.sun_path[0] = '\0';
+        len = (socklen_t)(offsetof(struct sockaddr_un, sun_path)
+                          + strlen(name));
+    }
+    if (bind(fd, (struct sockaddr*)&addr, len) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+void
+corNotifyClose(int fd, const char* name)
+{
+    close(fd);
+    if (name[0] == '/') {
+        unlink(name);
+    }
+}
+
+bool
+corNotifyHasLine(const char* datagram, const char* line)
+{
+    size_t n = strlen(line);
+
+    for (const char* p = datagram; p != NULL;
+         p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        if (strncmp(p, line, n) == 0 && (p[n] == '\n' || p[n] == '\0')) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool
+corNotifyNext(int fd, char* out, size_t cap, int timeoutMs)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    ssize_t n;
+
+    if (poll(&pfd, 1, timeoutMs) <= 0) {
+        return false;
+    }
+    n = recv(fd, out, cap - 1, 0);
+    out[n > 0 ? n : 0] = '\0';
+    return n > 0;
+}
+
+bool
+corNotifyWait(int fd, const char* line, char* out, size_t cap, int timeoutMs)
+{
+    for (long deadline = corNowMs() + timeoutMs;;) {
+        long left = deadline - corNowMs();
+
+        if (left <= 0 || !corNotifyNext(fd, out, cap, (int)left)) {
+            return false;
+        }
+        if (corNotifyHasLine(out, line)) {
+            return true;
+        }
+    }
 }

@@ -32,6 +32,12 @@ int corServerStart(CorServer* s, const char* yaml);
  * raises the soft limit to the hard one: set both to hold it down). */
 int corServerStartFdLimit(CorServer* s, const char* yaml,
                           unsigned long fdSoft, unsigned long fdHard);
+/* The same with child(arg) run in the server's process between the fork
+ * and the exec (its pid is getpid() there): to set its environment and
+ * hand it file descriptors, as a service manager does. */
+typedef void (*CorServerChildFn)(void* arg);
+int corServerStartChild(CorServer* s, const char* yaml,
+                        CorServerChildFn child, void* arg);
 /* The standard test configuration with extra YAML appended under the
  * top level (limits, routes, ...). */
 int corServerStartWith(CorServer* s, const char* extraLimits);
@@ -86,5 +92,20 @@ long corProcStatusKb(pid_t pid, const char* field);
  * program) on a free loopback port; its PID, with the port in *portP, or
  * -1. Stop it with kill and waitpid. */
 pid_t corUpstreamStart(int* portP);
+
+/* A service manager's notify socket (sd_notify's NOTIFY_SOCKET): bound
+ * at an abstract name ("@/tmp/...") or a path in /tmp, its name into name
+ * (cap at least 108). Returns the fd, or -1. Close it with
+ * corNotifyClose (a path is removed). */
+int corNotifyOpen(bool abstract, char* name, size_t cap);
+void corNotifyClose(int fd, const char* name);
+/* Whether a datagram holds line ("READY=1") as a whole line. */
+bool corNotifyHasLine(const char* datagram, const char* line);
+/* The next datagram within timeoutMs into out; false on timeout. */
+bool corNotifyNext(int fd, char* out, size_t cap, int timeoutMs);
+/* Read datagrams until one holds line, within timeoutMs; that one stays
+ * in out. */
+bool corNotifyWait(int fd, const char* line, char* out, size_t cap,
+                   int timeoutMs);
 
 #endif /* COR_SERVER_H */
