@@ -149,9 +149,9 @@ typedef enum {
 CorMqttStats* corMqttStatsFor(const CorMqttBroker* b);
 void corMqttStatsCount(CorMqttStats* s, CorMqttCount which);
 
-/* The handler mqtt_metrics: every broker's counters, as /metrics writes
- * its own. */
-void corMqttStatsServe(CorRequest* r);
+/* Every broker's counters as lines of /metrics (a source of lines,
+ * corMetricsSourceAdd; arg unused); any thread. */
+void corMqttStatsEmit(CorMetricsOut* out, void* arg);
 
 /* Free them all (the module's exit). */
 void corMqttStatsFree(void);

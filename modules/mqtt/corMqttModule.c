@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The MQTT bridge as a module: it registers the notification schemes mqtt
- * and mqtts and the handler mqtt_metrics (counters per broker), reads its
+ * and mqtts and its counters per broker in /metrics, reads its
  * settings and subscriptions, makes the subscriptions on loop 0, and
  * closes each loop's broker connections when the loop ends. It registers
  * a protocol with no listener, "mqtt-subscriptions", only to be told
@@ -114,9 +114,7 @@ mqttInit(CorModule* m, const CorConf* conf)
                .scheme = "mqtt", .send = corMqttNotifySend }) != 0
         || corNotifySchemeAdd(m, &(CorNotifyScheme){
                .scheme = "mqtts", .send = corMqttNotifySend }) != 0
-        || corHandlerAdd(m, &(CorHandler){ .name = "mqtt_metrics",
-                                           .serve = corMqttStatsServe })
-               != 0
+        || corMetricsSourceAdd(m, corMqttStatsEmit, NULL) != 0
         || corProtocolAdd(m, &(CorProtocol){
                .name = "mqtt-subscriptions", .start = subscriptionsStart,
                .drain = subscriptionsDrain,

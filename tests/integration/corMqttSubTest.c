@@ -62,7 +62,7 @@ corSubscribing(bool neverEchoes)
              "  - { match: \"MQTT /in/a/*\", handler: echo }\n"
              "  - { match: \"MQTT /in/b/*\", handler: waitecho }\n"
              "  - { match: \"MQTT /in/never/*\", handler: %s }\n"
-             "  - { match: \"GET /metrics/mqtt\", handler: mqtt_metrics }\n"
+             "  - { match: \"GET /metrics\", handler: metrics }\n"
              "log: { pid_file: {DIR}/cor.pid }\n",
              corTestBroker.port, corTestBroker.port, corTestBroker.port,
              neverEchoes ? "echo" : "never");

@@ -46,7 +46,6 @@ static const char corConfig[] =
     "routes:\n"
     "  - { match: \"/write\", handler: write }\n"
     "  - { match: \"GET /metrics\", handler: metrics }\n"
-    "  - { match: \"GET /metrics/mqtt\", handler: mqtt_metrics }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
 static void
@@ -151,6 +150,9 @@ deliver(const char* version)
     ck_assert_int_eq(corTestCountOf(buf, "X-Write:1"),
                      version[0] == '5' ? 6 : 0);
     ck_assert_int_eq(corTestBrokerCounter(cor.port, "cor_mqtt_sent_total"), 12);
+    ck_assert_int_eq(corTestBrokerCounter(cor.port, "cor_mqtt_failed_total"),
+                     0);
+    ck_assert_int_eq(corTestBrokerCounter(cor.port, "cor_mqtt_in_flight"), 0);
 }
 
 START_TEST(test_qos_0_1_2_in_5)
