@@ -40,7 +40,7 @@
 
 /* Bumped whenever a struct or a signature of this header, or of one it
  * includes, changes. */
-#define COR_ABI_VERSION 7
+#define COR_ABI_VERSION 8
 #define COR_VERSION "0.1.0"
 
 typedef struct CorModule CorModule;
@@ -127,6 +127,29 @@ typedef struct {
 /* Register a handler (copied). Returns 0, or -1 after a module error
  * (a duplicate name). */
 int corHandlerAdd(CorModule* m, const CorHandler* handler);
+
+/* The text of /metrics being written; the core's. */
+typedef struct CorMetricsOut CorMetricsOut;
+
+/* Writes a module's lines into out (corMetricsPrintf); arg is the one
+ * given at its registration. */
+typedef void (*CorMetricsSourceFn)(CorMetricsOut* out, void* arg);
+
+/*
+ * Register a source of lines for /metrics, from the module's init (arg
+ * stays the module's and must live until its exit). emit runs each time
+ * /metrics is served, after the core's own lines, on whatever thread
+ * serves it (a loop, a coroutine, a worker), maybe on several at once:
+ * it reads what it counts with atomics, or under a lock it never holds
+ * across a wait, and does not yield. Returns 0, or -1 after a module
+ * error (no memory).
+ */
+int corMetricsSourceAdd(CorModule* m, CorMetricsSourceFn emit, void* arg);
+
+/* Append to out, as printf: whole lines of the Prometheus text format
+ * ("# HELP", "# TYPE", "name{label=\"v\"} 1"), each ending in \n. */
+void corMetricsPrintf(CorMetricsOut* out, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* ---- Requests ------------------------------------------------------------ */
 

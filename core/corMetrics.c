@@ -2,9 +2,11 @@
 /*
  * Counters: each loop counts its own requests (no atomics on the hot
  * path), the master counts generations and reloads in a shared page every
- * generation sees, and /metrics sums them into Prometheus text. The
- * built-in handler `metrics` (registered with the modules' handlers)
- * serves it; route it like any other.
+ * generation sees, and /metrics sums them into Prometheus text, then
+ * adds the lines of the modules' sources (corMetricsSourceAdd: the MQTT
+ * bridge's counters per broker). The built-in handler `metrics`
+ * (registered with the modules' handlers) serves it; route it like any
+ * other.
  */
 #include "corCoreInt.h"
 
@@ -21,6 +23,16 @@ static atomic_ulong acceptFdLimit;
 /* Connections out off the loops (workers, other threads). */
 static atomic_ulong clientOffLoop[4];
 static __thread int loopIndex = -1;
+
+/* The modules' sources of lines. Registered from init, before any
+ * thread serves /metrics, and read-only after: no lock. */
+typedef struct {
+    CorMetricsSourceFn emit;
+    void* arg;
+} Source;
+
+static Source* sources;
+static unsigned sourceCount;
 
 int
 corMetricsInit(unsigned loops)
@@ -81,15 +93,29 @@ corMetricsClient(CorClientCount which)
     }
 }
 
-/* A growing text buffer. */
-typedef struct {
+int
+corMetricsSourceAdd(CorModule* m, CorMetricsSourceFn emit, void* arg)
+{
+    Source* grown = realloc(sources, (sourceCount + 1) * sizeof(*sources));
+
+    if (grown == NULL) {
+        corModuleError(m, NULL, "out of memory");
+        return -1;
+    }
+    sources = grown;
+    sources[sourceCount++] = (Source){ emit, arg };
+    return 0;
+}
+
+/* A growing text buffer: the text of /metrics being written. */
+struct CorMetricsOut {
     char* text;
     size_t len;
     size_t cap;
-} Text;
+};
 
-static void __attribute__((format(printf, 2, 3)))
-emit(Text* t, const char* fmt, ...)
+static void
+emitv(CorMetricsOut* t, const char* fmt, va_list args)
 {
     va_list ap;
     int n;
@@ -98,7 +124,7 @@ emit(Text* t, const char* fmt, ...)
         return;
     }
     for (;;) {
-        va_start(ap, fmt);
+        va_copy(ap, args);
         n = vsnprintf(t->text + t->len, t->cap - t->len, fmt, ap);
         va_end(ap);
         if (n >= 0 && (size_t)n < t->cap - t->len) {
@@ -112,7 +138,7 @@ emit(Text* t, const char* fmt, ...)
             /* The text is lost as a whole: a scrape with a hole in it
              * would read as counters gone back. */
             free(t->text);
-            *t = (Text){ NULL, 0, 0 };
+            *t = (CorMetricsOut){ NULL, 0, 0 };
             return;
         }
         t->text = grown;
@@ -120,9 +146,31 @@ emit(Text* t, const char* fmt, ...)
     }
 }
 
+static void __attribute__((format(printf, 2, 3)))
+emit(CorMetricsOut* t, const char* fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    emitv(t, fmt, ap);
+    va_end(ap);
+}
+
+/* The modules' lines go through the same writer as the core's. */
+void
+corMetricsPrintf(CorMetricsOut* out, const char* fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    emitv(out, fmt, ap);
+    va_end(ap);
+}
+
+
 static void
-emitCounter(Text* t, const char* name, const char* help, const char* labels,
-            uint64_t value)
+emitCounter(CorMetricsOut* t, const char* name, const char* help,
+            const char* labels, uint64_t value)
 {
     emit(t, "# HELP cor_%s %s\n# TYPE cor_%s counter\ncor_%s%s %llu\n", name,
          help, name, name, labels, (unsigned long long)value);
@@ -130,7 +178,7 @@ emitCounter(Text* t, const char* name, const char* help, const char* labels,
 
 /* Notifications, per scheme (corNotify.c). */
 static void
-emitNotify(Text* t)
+emitNotify(CorMetricsOut* t)
 {
     static const struct {
         const char* name;
@@ -163,7 +211,7 @@ emitNotify(Text* t)
 char*
 corMetricsText(size_t* lenP)
 {
-    Text t = { malloc(4096), 0, 4096 };
+    CorMetricsOut t = { malloc(4096), 0, 4096 };
     CorLoopCounters sum = { 0 };
     CorCoLoopStats co = { 0 };
     uint64_t peak = 0;
@@ -276,6 +324,9 @@ corMetricsText(size_t* lenP)
              (unsigned long long)atomic_load(&corMasterCounters->reloadsOk),
              (unsigned long long)atomic_load(
                  &corMasterCounters->reloadsFailed));
+    }
+    for (unsigned i = 0; i < sourceCount; i++) {
+        sources[i].emit(&t, sources[i].arg);
     }
     *lenP = t.len;
     return t.text;      /* NULL when a realloc failed on the way */

@@ -35,6 +35,7 @@
 #include "corMqttLink.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,10 @@
 static Pub orphan;
 
 static __thread Link* loopLinks;
+
+/* Subscriber links on every loop not yet forgotten: what a drain waits
+ * for (counted on loop 0, read by the generation's main thread). */
+static atomic_uint subscribersOpen;
 
 static void linkDrop(Link* l, int rc, const char* why);
 static void linkPump(Link* l);
@@ -133,10 +138,16 @@ linkRelease(Link* l)
     free(l);
 }
 
-/* Off the loop's list: the next publish makes a new link. */
+/* Off the loop's list, its connection (if any) closed: the next publish
+ * makes a new link. */
 static void
 linkForget(Link* l)
 {
+    if (l->conn != NULL) {
+        corEvIoStop(l->loop, &l->io);
+        corConnClose(l->conn);
+        l->conn = NULL;
+    }
     l->state = LINK_DEAD;
     corEvTimerStop(l->loop, &l->ping);
     corEvTimerStop(l->loop, &l->retry);
@@ -144,6 +155,9 @@ linkForget(Link* l)
     for (Link** at = &loopLinks; *at != NULL; at = &(*at)->next) {
         if (*at == l) {
             *at = l->next;
+            if (l->group != NULL) {
+                atomic_fetch_sub(&subscribersOpen, 1);
+            }
             linkRelease(l);
             return;
         }
@@ -190,6 +204,9 @@ linkFlush(Link* l)
     if (l->outSent == l->out.len) {
         l->outStart += l->out.len;
         l->out.len = l->outSent = 0;
+        if (l->bye) {
+            corMqttLinkClose(l);    /* DISCONNECT written: let go */
+        }
     }
 }
 
@@ -274,7 +291,7 @@ retryFire(CorEvTimer* timer)
 static void
 linkRetry(Link* l, const char* why)
 {
-    if (l->queue.head == NULL && l->group == NULL) {
+    if ((l->queue.head == NULL && l->group == NULL) || l->draining) {
         linkForget(l);
         return;
     }
@@ -590,8 +607,13 @@ linkConnect(void* arg)
                               corEvClockMs() + corMqttConf.connectTimeoutMs,
                               &s, &l->in, &l->inLen, &l->inCap, &err, why,
                               sizeof(why));
-    if (l->state == LINK_DEAD) {
-        corConnClose(conn);     /* NULL-safe: the loop stopped meanwhile */
+    if (l->state == LINK_DEAD || l->draining) {
+        /* NULL-safe. The loop stopped meanwhile, or the generation drains
+         * and lets the session go to the next one. */
+        corConnClose(conn);
+        if (l->state != LINK_DEAD) {
+            linkForget(l);
+        }
     } else if (conn != NULL) {
         linkReady(l, conn, &s);
     } else if (err != -ECANCELED && (l->group != NULL
@@ -626,6 +648,9 @@ linkNew(const CorMqttBroker* b, const CorMqttSubGroup* group, int* rc,
     l->refs = 2;                /* the list, the connector */
     l->next = loopLinks;
     loopLinks = l;
+    if (group != NULL) {
+        atomic_fetch_add(&subscribersOpen, 1);
+    }
     *rc = corCoLoopSpawn(l->loop, linkConnect, l);
     if (*rc != 0) {
         snprintf(why, whyLen, "no coroutine to connect to %s", l->name);
@@ -727,6 +752,24 @@ corMqttLinkSend(Link* l, const CorMqttPacket* pkt)
     return rc;
 }
 
+Link*
+corMqttLoopLinks(void)
+{
+    return loopLinks;
+}
+
+void
+corMqttLinkClose(Link* l)
+{
+    linkForget(l);
+}
+
+unsigned
+corMqttSubscribersOpen(void)
+{
+    return atomic_load(&subscribersOpen);
+}
+
 void
 corMqttLinkHold(Link* l)
 {
@@ -745,11 +788,6 @@ corMqttClientLoopExit(void)
     while (loopLinks != NULL) {
         Link* l = loopLinks;
 
-        if (l->conn != NULL) {
-            corEvIoStop(l->loop, &l->io);
-            corConnClose(l->conn);
-            l->conn = NULL;
-        }
         linkGiveUp(l, -ECANCELED, "the loop stopped");
     }
 }

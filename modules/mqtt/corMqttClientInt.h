@@ -110,6 +110,19 @@ int corMqttNotifySend(CorModule* m, const CorNotification* n, char* why,
 void corMqttClientLoopExit(void);
 
 /*
+ * The generation drains (a reload, a graceful stop): the calling loop's
+ * subscribers stop serving new messages and never connect again; each
+ * lets go of its broker (DISCONNECT, the persistent session kept for the
+ * next generation) once the messages in its handlers were answered and
+ * acknowledged.
+ */
+void corMqttClientDrain(void);
+
+/* Subscriber connections of the process not yet let go (a drain waits
+ * for none); any thread. */
+unsigned corMqttSubscribersOpen(void);
+
+/*
  * The module's subscriptions (a YAML list) into corMqttGroups, checked:
  * each a broker URL (no path), a topic filter and a QoS, each error at
  * its file:line. Returns 0, or -1 after module errors.
@@ -136,9 +149,9 @@ typedef enum {
 CorMqttStats* corMqttStatsFor(const CorMqttBroker* b);
 void corMqttStatsCount(CorMqttStats* s, CorMqttCount which);
 
-/* The handler mqtt_metrics: every broker's counters, as /metrics writes
- * its own. */
-void corMqttStatsServe(CorRequest* r);
+/* Every broker's counters as lines of /metrics (a source of lines,
+ * corMetricsSourceAdd; arg unused); any thread. */
+void corMqttStatsEmit(CorMetricsOut* out, void* arg);
 
 /* Free them all (the module's exit). */
 void corMqttStatsFree(void);

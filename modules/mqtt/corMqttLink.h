@@ -83,6 +83,9 @@ struct CorMqttLink {
      * ack for a message of an older one is not sent). */
     const CorMqttSubGroup* group;
     unsigned gen;
+    unsigned serving;           /* its messages in their handlers */
+    bool draining;              /* serve nothing new, never reconnect */
+    bool bye;                   /* DISCONNECT queued: close once written */
 };
 
 /*
@@ -99,6 +102,13 @@ int corMqttLinkSubscriber(const CorMqttSubGroup* group, char* why,
  * whatever else this one adds. Returns 0, or -errno (the codec refused
  * it, no memory). */
 int corMqttLinkSend(Link* l, const CorMqttPacket* pkt);
+
+/* The calling loop's links, linked by next. */
+Link* corMqttLoopLinks(void);
+
+/* Close l's connection, if any, and forget l: nothing more is tried. A
+ * link whose bye is set is closed so once its output was written. */
+void corMqttLinkClose(Link* l);
 
 /* One reference to l more, one less (it is freed at none). */
 void corMqttLinkHold(Link* l);

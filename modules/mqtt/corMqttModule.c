@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The MQTT bridge as a module: it registers the notification schemes mqtt
- * and mqtts and the handler mqtt_metrics (counters per broker), reads its
+ * and mqtts and its counters per broker in /metrics, reads its
  * settings and subscriptions, makes the subscriptions on loop 0, and
- * closes each loop's broker connections when the loop ends.
+ * closes each loop's broker connections when the loop ends. It registers
+ * a protocol with no listener, "mqtt-subscriptions", only to be told
+ * when the generation drains, and so hand its subscribers' sessions to
+ * the next one (corMqttSubscribe.c).
  *
  *     modules:
  *       - load: mqtt
@@ -65,6 +68,40 @@ confRead(CorModule* m, const CorConf* conf)
     return 0;
 }
 
+/* A listener of the protocol is a mistake: it only drains. */
+static int
+subscriptionsStart(CorModule* m, CorEvLoop* loop, unsigned loopIndex,
+                   CorListener* const* listeners, unsigned count)
+{
+    (void)m;
+    (void)loop;
+    (void)listeners;
+    (void)count;
+    if (loopIndex == 0) {
+        corLog(COR_LOG_ERROR, "listen: the protocol mqtt-subscriptions "
+               "takes no listener (it hands sessions over at a reload)");
+    }
+    return -1;
+}
+
+static void
+subscriptionsDrain(CorModule* m, CorEvLoop* loop, unsigned loopIndex)
+{
+    (void)m;
+    (void)loop;
+    (void)loopIndex;
+    corMqttClientDrain();
+}
+
+/* The drain is over once every subscriber let go of its session (all of
+ * them are loop 0's). */
+static unsigned
+subscriptionsOpen(CorModule* m, unsigned loopIndex)
+{
+    (void)m;
+    return loopIndex == 0 ? corMqttSubscribersOpen() : 0;
+}
+
 static int
 mqttInit(CorModule* m, const CorConf* conf)
 {
@@ -77,9 +114,11 @@ mqttInit(CorModule* m, const CorConf* conf)
                .scheme = "mqtt", .send = corMqttNotifySend }) != 0
         || corNotifySchemeAdd(m, &(CorNotifyScheme){
                .scheme = "mqtts", .send = corMqttNotifySend }) != 0
-        || corHandlerAdd(m, &(CorHandler){ .name = "mqtt_metrics",
-                                           .serve = corMqttStatsServe })
-               != 0) {
+        || corMetricsSourceAdd(m, corMqttStatsEmit, NULL) != 0
+        || corProtocolAdd(m, &(CorProtocol){
+               .name = "mqtt-subscriptions", .start = subscriptionsStart,
+               .drain = subscriptionsDrain,
+               .connections = subscriptionsOpen }) != 0) {
         return -1;
     }
     return 0;

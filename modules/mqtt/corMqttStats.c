@@ -1,11 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Counters per broker, served by the handler mqtt_metrics in the text
- * format of /metrics (which counts notifications per scheme only; a
- * module has no way to add lines to it):
- *
- *     routes:
- *       - { match: "GET /metrics/mqtt", handler: mqtt_metrics }
+ * Counters per broker, in /metrics beside the core's counters per scheme
+ * (a source of lines the module registers, corMetricsSourceAdd):
  *
  *     cor_mqtt_sent_total{broker="mqtt://127.0.0.1:1883"} 12
  *
@@ -81,62 +77,51 @@ corMqttStatsCount(CorMqttStats* s, CorMqttCount which)
     }
 }
 
-/* The lines of one counter, every broker's; returns the length. */
-static size_t
-counterText(char* out, size_t cap, const char* name, const char* type,
-            const char* help, size_t offset)
-{
-    size_t n = (size_t)snprintf(out, cap, "# HELP %s %s\n# TYPE %s %s\n",
-                                name, help, name, type);
-
-    for (CorMqttStats* s = statsList; s != NULL && n < cap; s = s->next) {
-        const void* field = (const char*)s + offset;
-        unsigned long v = offset == offsetof(CorMqttStats, inFlight)
-                          ? atomic_load((const atomic_uint*)field)
-                          : atomic_load((const atomic_ulong*)field);
-
-        n += (size_t)snprintf(out + n, cap - n, "%s{broker=\"%s\"} %lu\n",
-                              name, s->name, v);
-    }
-    return n < cap ? n : cap;
-}
+/* The families of /metrics, each a field of every broker's counters. */
+static const struct {
+    const char* name;
+    const char* type;
+    const char* help;
+    size_t offset;
+} families[] = {
+    { "cor_mqtt_sent_total", "counter",
+      "Notifications the broker acknowledged.",
+      offsetof(CorMqttStats, sent) },
+    { "cor_mqtt_failed_total", "counter",
+      "Notifications refused, timed out or cancelled.",
+      offsetof(CorMqttStats, failed) },
+    { "cor_mqtt_in_flight", "gauge", "Notifications being sent now.",
+      offsetof(CorMqttStats, inFlight) },
+    { "cor_mqtt_received_total", "counter",
+      "Messages of subscriptions served.",
+      offsetof(CorMqttStats, received) },
+    { "cor_mqtt_unacknowledged_total", "counter",
+      "Messages of subscriptions answered 5xx or cut short: not "
+      "acknowledged.", offsetof(CorMqttStats, unacknowledged) },
+};
 
 void
-corMqttStatsServe(CorRequest* r)
+corMqttStatsEmit(CorMetricsOut* out, void* arg)
 {
-    size_t cap = 4096;
-    char* out;
-    size_t n = 0;
-
+    (void)arg;
     pthread_mutex_lock(&statsLock);
-    for (CorMqttStats* s = statsList; s != NULL; s = s->next) {
-        cap += 5 * (sizeof(s->name) + 64);
-    }
-    out = corRequestAlloc(r, cap);
-    if (out != NULL) {
-        n += counterText(out + n, cap - n, "cor_mqtt_sent_total", "counter",
-                         "Notifications the broker acknowledged.",
-                         offsetof(CorMqttStats, sent));
-        n += counterText(out + n, cap - n, "cor_mqtt_failed_total", "counter",
-                         "Notifications refused, timed out or cancelled.",
-                         offsetof(CorMqttStats, failed));
-        n += counterText(out + n, cap - n, "cor_mqtt_in_flight", "gauge",
-                         "Notifications being sent now.",
-                         offsetof(CorMqttStats, inFlight));
-        n += counterText(out + n, cap - n, "cor_mqtt_received_total",
-                         "counter", "Messages of subscriptions served.",
-                         offsetof(CorMqttStats, received));
-        n += counterText(out + n, cap - n, "cor_mqtt_unacknowledged_total",
-                         "counter", "Messages of subscriptions answered 5xx "
-                         "or cut short: not acknowledged.",
-                         offsetof(CorMqttStats, unacknowledged));
+    for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++) {
+        const char* name = families[k].name;
+
+        corMetricsPrintf(out, "# HELP %s %s\n# TYPE %s %s\n", name,
+                         families[k].help, name, families[k].type);
+        for (CorMqttStats* s = statsList; s != NULL; s = s->next) {
+            const void* field = (const char*)s + families[k].offset;
+            unsigned long v = families[k].offset
+                              == offsetof(CorMqttStats, inFlight)
+                              ? atomic_load((const atomic_uint*)field)
+                              : atomic_load((const atomic_ulong*)field);
+
+            corMetricsPrintf(out, "%s{broker=\"%s\"} %lu\n", name,
+                             s->name, v);
+        }
     }
     pthread_mutex_unlock(&statsLock);
-    if (out == NULL) {
-        corRespond(r, 500, "text/plain", "no memory\n", 10);
-        return;
-    }
-    corRespondStatic(r, 200, "text/plain; version=0.0.4", out, n);
 }
 
 void

@@ -30,6 +30,19 @@
  * a client id of its own (client_id, by default the module's client_id
  * and "-sub-N") and a persistent session, subscribed again on each
  * connect.
+ *
+ * A reload runs two generations side by side, and two connections with
+ * one client id take the session from each other. So a draining
+ * generation's subscriber serves nothing new (what comes stays
+ * unacknowledged in the session), never connects again, and once the
+ * messages in its handlers were acknowledged sends DISCONNECT, which
+ * keeps the session; the new generation's subscriber, connected with the
+ * same id, gets from the broker every message the old one did not
+ * acknowledge. If the new one connects first, the broker's takeover
+ * closes the old connection, whose unacknowledged messages go to the new
+ * one as well: at least once either way, as the old one never connects
+ * again once it drains. No UNSUBSCRIBE: the subscriptions belong to the
+ * session, which the next generation goes on with.
  */
 #include "corMqttLink.h"
 
@@ -222,6 +235,31 @@ subackTake(Link* l, const CorMqttPacket* pkt)
         } else {
             corLog(COR_LOG_INFO, "mqtt: subscribed to '%s' on %s (QoS %u)",
                    sub->filter.data, l->name, code);
+        }
+    }
+}
+
+/* ---- Letting go at a drain ----------------------------------------------- */
+
+/*
+ * A draining l lets go of its broker: a DISCONNECT (reason 0 in 5.0: no
+ * will, and the session stays for its expiry) closes the connection once
+ * written; a link between connections is forgotten at once, and one
+ * connecting closes its connection when it is made (corMqttClient.c).
+ */
+static void
+linkLetGo(Link* l)
+{
+    CorMqttPacket bye = { .type = COR_MQTT_DISCONNECT };
+
+    if (l->state == LINK_WAITING) {
+        corMqttLinkClose(l);
+    } else if (l->state == LINK_READY && !l->bye) {
+        corLog(COR_LOG_INFO, "mqtt: %s: draining: %s lets go of its "
+               "session", l->name, l->clientId);
+        l->bye = corMqttLinkSend(l, &bye) == 0;
+        if (!l->bye) {
+            corMqttLinkClose(l);    /* a plain close does as much */
         }
     }
 }
@@ -425,6 +463,7 @@ inboundRelease(CorRequest* r)
 
     corMqttStatsCount(in->stats, r->status < 500 ? COR_MQTT_COUNT_RECEIVED
                                  : COR_MQTT_COUNT_UNACKNOWLEDGED);
+    l->serving--;
     if (in->qos > 0 && r->status < 500 && l->state == LINK_READY
         && l->gen == in->gen && corMqttLinkSend(l, &ack) != 0) {
         corLog(COR_LOG_WARN, "mqtt: %s: no memory to acknowledge %.*s",
@@ -433,6 +472,9 @@ inboundRelease(CorRequest* r)
         corLog(COR_LOG_WARN, "mqtt: %s: %.*s answered %d: not "
                "acknowledged, the broker sends it again", l->name,
                (int)r->pathLen, r->path, r->status);
+    }
+    if (l->draining && l->serving == 0) {
+        linkLetGo(l);           /* its last acknowledgement is out */
     }
     corMqttLinkRelease(l);
     free(in);
@@ -457,12 +499,35 @@ corMqttInboundTake(Link* l, const CorMqttPacket* pkt, char* why,
     if (pkt->type != COR_MQTT_PUBLISH) {
         return 1;
     }
+    if (l->draining) {
+        /* Not acknowledged: the session keeps it for the next
+         * generation (a QoS 0 one is at most once anyway). */
+        return 0;
+    }
     in = inboundNew(l, pkt);
     if (in == NULL) {
         snprintf(why, whyLen, "no memory for a message");
         return -1;
     }
     corMqttLinkHold(l);
+    l->serving++;
     corRequestServe(&in->r, &inboundOps, in);
     return 0;
+}
+
+void
+corMqttClientDrain(void)
+{
+    Link* next;
+
+    for (Link* l = corMqttLoopLinks(); l != NULL; l = next) {
+        next = l->next;
+        if (l->group == NULL) {
+            continue;       /* publishers: the drain waits for their sends */
+        }
+        l->draining = true;
+        if (l->serving == 0) {
+            linkLetGo(l);
+        }
+    }
 }

@@ -209,13 +209,13 @@ corTestBrokerRemove(void)
 long
 corTestBrokerCounter(int corPort, const char* name)
 {
-    static char out[1 << 14];
+    static char out[1 << 16];
     char key[128];
     const char* at;
 
     snprintf(key, sizeof(key), "\n%s{broker=\"mqtt://127.0.0.1:%d\"} ", name,
              corTestBroker.port);
-    if (corRequest(corPort, "GET /metrics/mqtt HTTP/1.1\r\nHost: t\r\n\r\n",
+    if (corRequest(corPort, "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n",
                    out, sizeof(out)) != 200
         || (at = strstr(out, key)) == NULL) {
         return -1;

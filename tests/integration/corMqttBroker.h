@@ -52,8 +52,8 @@ void corTestSubStart(CorTestSub* s, const char* topic, int count,
  * its output (cap bytes at most) into out. Returns the number of lines. */
 int corTestSubCollect(CorTestSub* s, int ms, char* out, size_t cap);
 
-/* Counter name of the broker's plain port in the mqtt_metrics of the
- * cor on corPort (routed at GET /metrics/mqtt); -1 if none. */
+/* Counter name of the broker's plain port in the /metrics of the cor on
+ * corPort (routed at GET /metrics); -1 if none. */
 long corTestBrokerCounter(int corPort, const char* name);
 
 /* How many times needle is in s. */

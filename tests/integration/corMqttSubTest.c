@@ -11,9 +11,11 @@
 #include "corMqttBroker.h"
 #include "corAutoConfig.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static CorServer cor;
@@ -60,7 +62,7 @@ corSubscribing(bool neverEchoes)
              "  - { match: \"MQTT /in/a/*\", handler: echo }\n"
              "  - { match: \"MQTT /in/b/*\", handler: waitecho }\n"
              "  - { match: \"MQTT /in/never/*\", handler: %s }\n"
-             "  - { match: \"GET /metrics/mqtt\", handler: mqtt_metrics }\n"
+             "  - { match: \"GET /metrics\", handler: metrics }\n"
              "log: { pid_file: {DIR}/cor.pid }\n",
              corTestBroker.port, corTestBroker.port, corTestBroker.port,
              neverEchoes ? "echo" : "never");
@@ -175,6 +177,102 @@ START_TEST(test_messages_in_handlers_at_a_stop_come_again)
 }
 END_TEST
 
+/* A process publishing count QoS 1 messages "m1" to "mCOUNT" to topic,
+ * one every 10 ms or so (mosquitto_pub -l), each with out/reply as its
+ * Response Topic. Its PID. */
+static pid_t
+publishSteadily(const char* topic, int count)
+{
+    char command[512];
+    pid_t pid;
+
+    snprintf(command, sizeof(command), "for i in $(seq 1 %d); do echo m$i; "
+             "sleep 0.01; done | mosquitto_pub -h 127.0.0.1 -p %d -V mqttv5 "
+             "-q 1 -t '%s' -l -D publish response-topic out/reply",
+             count, corTestBroker.port, topic);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", command, (char*)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+/* How many of "m1" to "mCOUNT" have no response in s's output yet
+ * (duplicates do not stand in for them). */
+static int
+repliesMissing(const CorTestSub* s, int count)
+{
+    char command[192];
+    int missing = 0;
+
+    snprintf(command, sizeof(command), "cat %s", s->out);
+    corShell(command, buf, sizeof(buf));
+    for (int i = 1; i <= count; i++) {
+        char want[32];
+
+        snprintf(want, sizeof(want), "\nm%d status:200", i);
+        missing += corTestCountOf(buf, want) == 0;
+    }
+    return missing;
+}
+
+/* The subscriber's connections made so far, both generations'. */
+static int
+subscriberConnects(void)
+{
+    return corServerLogCount(&cor, "as cor-sub-1 (");
+}
+
+/*
+ * A reload in the middle of a steady QoS 1 stream into a handler that
+ * takes 100 ms (waitecho): every message is handled at least once (its
+ * response seen), and the two generations do not take the session from
+ * each other in a loop: the old one, draining, serves nothing new, lets
+ * go once its handlers are done and never connects again, so the
+ * subscriber connects a bounded number of times (once per generation,
+ * and once more each if the new one's connect took the session before
+ * the old one drained) and then stays connected.
+ */
+START_TEST(test_a_reload_mid_subscription_loses_nothing)
+{
+    enum { COUNT = 200 };
+    CorTestSub s;
+    pid_t publisher;
+    pid_t old;
+    long deadline;
+    int missing;
+    int status;
+    int connects;
+
+    corWithSubscriptions(false);
+    corTestSubStart(&s, "out/#", 0, "");
+    old = corServerGeneration(&cor);
+    publisher = publishSteadily("in/b/r", COUNT);
+    usleep(1000 * 1000);
+    ck_assert_int_eq(kill(cor.pid, SIGHUP), 0);
+    ck_assert_int_eq(waitpid(publisher, &status, 0), publisher);
+    ck_assert_int_eq(status, 0);
+    deadline = corNowMs() + 30000;
+    while ((missing = repliesMissing(&s, COUNT)) > 0
+           && corNowMs() < deadline) {
+        usleep(100 * 1000);
+    }
+    corTestSubCollect(&s, 0, buf, sizeof(buf));
+    connects = subscriberConnects();
+    fprintf(stderr, "corMqttSubTest: reload mid-subscription: %d messages, "
+            "%d responses, %d missing, %d connects (%s)\n", COUNT,
+            corTestCountOf(buf, "status:200"), missing, connects,
+            corTestCoroutines() ? "coroutines" : "threads");
+    ck_assert_int_eq(missing, 0);
+    ck_assert_int_le(connects, 4);
+    ck_assert_int_ne(corServerGeneration(&cor), old);   /* it drained */
+    usleep(1000 * 1000);
+    ck_assert_int_eq(subscriberConnects(), connects);
+}
+END_TEST
+
 #else
 /* A subscriber's connection lives in a coroutine of loop 0: a cor built
  * without coroutines refuses subscriptions at start, saying why (the
@@ -236,6 +334,7 @@ COR_TEST_SUITE(corMqttSub)
     tcase_add_test(tc, test_subscriptions_reach_the_right_handler_only);
     tcase_add_test(tc, test_a_waiting_handler_holds_up_no_other_message);
     tcase_add_test(tc, test_messages_in_handlers_at_a_stop_come_again);
+    tcase_add_test(tc, test_a_reload_mid_subscription_loses_nothing);
 #else
     tcase_add_test(tc, test_subscriptions_refused_without_coroutines);
 #endif
