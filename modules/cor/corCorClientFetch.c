@@ -44,8 +44,8 @@ requestFree(Request* r)
     free(r->contentType);
 }
 
-/* The REQUEST of req to u in *r. Returns 0, or -ENOMEM with why; what it
- * holds the encoder checks when it is sent. */
+/* The REQUEST of req to u in *r. Returns 0, or -ENOMEM with why (and
+ * nothing held); what it holds the encoder checks when it is sent. */
 static int
 requestMake(const CorHttpClientRequest* req, const CorUrl* u, Request* r,
             char* why, size_t whyLen)
@@ -59,6 +59,7 @@ requestMake(const CorHttpClientRequest* req, const CorUrl* u, Request* r,
                             .body = req->body, .bodyLen = req->bodyLen };
     if (r->headers == NULL || r->target == NULL) {
         snprintf(why, whyLen, "no memory for a request");
+        requestFree(r);
         return -ENOMEM;
     }
     for (unsigned i = 0; i < req->headerCount; i++) {
@@ -157,12 +158,11 @@ corCorFetch(const CorHttpClientRequest* req, CorHttpClientResponse* res)
     if (u.port == 0) {
         u.port = c.tls ? COR_CORS_PORT : COR_COR_PORT;
     }
-    rc = requestMake(req, &u, &request, res->error, sizeof(res->error));
-    c.request = &request.m;
-    if (rc != 0) {
-        requestFree(&request);
+    if ((rc = requestMake(req, &u, &request, res->error,
+                          sizeof(res->error))) != 0) {
         return rc;
     }
+    c.request = &request.m;
     do {
         res->retried = out.retry;
         out = (CorCorOutcome){ 0 };

@@ -589,6 +589,22 @@ bodyFill(Reader* r, char* out, size_t len)
     return 0;
 }
 
+/* The lines that travel on, pointing into the store. */
+static void
+headersFill(const Reader* r, CorHeader* out)
+{
+    const Line* lines = (const Line*)r->lines.data;
+
+    for (unsigned i = 0; i < r->lineCount; i++) {
+        if (lines[i].keep) {
+            *out++ = (CorHeader){ keptAt(r, lines[i].name),
+                                  lines[i].name.len,
+                                  keptAt(r, lines[i].value),
+                                  lines[i].value.len };
+        }
+    }
+}
+
 /* Lay the message out in the store, which becomes m->store: the strings,
  * the body, then the header lines, aligned. */
 static int
@@ -615,14 +631,7 @@ messageFill(Reader* r, CorCorMessage* m)
         return rc;
     }
     headers = (CorHeader*)(r->store.data + at);
-    for (unsigned i = 0, k = 0; i < r->lineCount; i++) {
-        if (lines[i].keep) {
-            headers[k++] = (CorHeader){ keptAt(r, lines[i].name),
-                                        lines[i].name.len,
-                                        keptAt(r, lines[i].value),
-                                        lines[i].value.len };
-        }
-    }
+    headersFill(r, headers);
     *m = (CorCorMessage){
         .status = (int)r->status, .headers = headers, .headerCount = n,
         .body = r->store.data + bodyAt, .bodyLen = bodyLen,

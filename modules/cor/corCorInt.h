@@ -8,6 +8,8 @@
 #ifndef COR_COR_INT_H
 #define COR_COR_INT_H
 
+#include <float.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -67,6 +69,27 @@ int corCorRefuse(char* why, size_t whyLen, long at, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* ---- The tree encoder's parts, for the message encoder ------------------ */
+
+/* Name modes: a tag's bits 3-4. */
+enum {
+    COR_COR_MODE_NONE = 0,
+    COR_COR_MODE_TERM = 1,
+    COR_COR_MODE_NEW = 2,
+    COR_COR_MODE_INDEX = 3
+};
+
+/* A float's flags when it travels in 4 bytes; the longest varint. */
+#define COR_COR_FLOAT_SINGLE 1
+#define COR_COR_VARINT_MAX 10
+
+/* Whether the double d comes back exactly from a 4-byte float. The range
+ * check comes first: converting a double out of float's range is
+ * undefined. */
+static inline bool
+corCorFitsFloat(double d)
+{
+    return fabs(d) <= FLT_MAX && (double)(float)d == d;
+}
 
 /* Node types: a tag's bits 0-2. */
 enum {
