@@ -297,7 +297,6 @@ typedef struct {
     CorCorBuf store;
     CorCorBuf lines;            /* of Line */
     unsigned lineCount;
-    unsigned names;             /* distinct names in headers */
 } Reader;
 
 #define refuse(r, ...) corCorRefuse((r)->d.why, (r)->d.whyLen, -1, __VA_ARGS__)
