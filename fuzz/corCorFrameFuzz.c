@@ -11,7 +11,12 @@
  *     canonical form, and both sides append alike);
  *   - a REQUEST or RESPONSE that reads as a message is sent again through
  *     a second pair of tables and reads back as the same message, its
- *     body byte for byte (the chain's condition).
+ *     body byte for byte (the chain's condition);
+ *   - the direct decoder (corCorEnvelopeRead, through tables of its own
+ *     kept in step) takes exactly the frames that corCorFrameDecode and
+ *     corCorMessageRead take, as the same message with the same tables
+ *     after, and leaves its tables as they were when it refuses; and the
+ *     direct encoder writes the very bytes of the json_t path.
  *
  * An input that does not start with the magic is a body instead, and a
  * JSON text: the body goes out and back the same, byte for byte, whatever
@@ -22,7 +27,7 @@
  * Build: see `make fuzz` (clang -fsanitize=fuzzer,address,undefined, the
  * codec's files, -ljansson).
  */
-#include "corCorCodec.h"
+#include "corCorInt.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -38,6 +43,9 @@ typedef struct {
     CorCorTables* mirror;       /* the sender those frames came from */
     CorCorTables* out;          /* a second hop: sent, */
     CorCorTables* in;           /* and received */
+    CorCorTables* direct;       /* the input's frames, decoded directly */
+    CorCorTables* directOut;    /* the second hop's sender, encoding
+                                   directly */
 } Tables;
 
 static bool
@@ -85,8 +93,13 @@ messageSend(Tables* t, CorCorType type, const CorCorMessage* m,
     json_t* sent = corCorMessageTree(type, m, NULL, 0);
     json_t* got;
 
+    CorCorBuf direct = { 0 };
+
     if (sent == NULL
         || corCorFrameEncode(t->out, type, 1, sent, &b, NULL, 0) <= 0
+        || corCorMessageEncode(t->directOut, type, 1, m, &direct, NULL, 0)
+               <= 0
+        || !sameBytes(b.data, b.len, direct.data, direct.len)
         || corCorFrameDecode(t->in, b.data, b.len, COR_COR_FRAME_MAX, &h,
                              &got, NULL, 0) != 0
         || corCorMessageRead(type, got, back, NULL, 0) != 0) {
@@ -94,25 +107,78 @@ messageSend(Tables* t, CorCorType type, const CorCorMessage* m,
     }
     json_decref(sent);
     corCorBufFree(&b);
+    corCorBufFree(&direct);
 }
 
-/* Send the message in tree again, through t->out and t->in. */
+/* Send m, read from the input, again through t->out and t->in. */
 static void
-messageHop(Tables* t, CorCorType type, json_t* tree)
+messageHop(Tables* t, CorCorType type, const CorCorMessage* m)
 {
-    CorCorMessage m;
     CorCorMessage again;
 
-    if (corCorMessageRead(type, json_incref(tree), &m, NULL, 0) != 0) {
-        return;
-    }
     /* What was read, the sender can carry. */
-    messageSend(t, type, &m, &again);
-    if (!sameMessage(&m, &again)) {
+    messageSend(t, type, m, &again);
+    if (!sameMessage(m, &again)) {
         abort();
     }
     corCorMessageClear(&again);
+}
+
+static bool
+tablesAt(const CorCorTables* t, unsigned names, unsigned namespaces)
+{
+    return corCorTablesNames(t) == names
+           && corCorTablesNamespaces(t) == namespaces;
+}
+
+/* The frame at data through the direct decoder, which must take it when
+ * the reference read it into *ref (ok), as the same message with the
+ * same tables, and refuse it otherwise, its tables as they were; then
+ * brought back in step with the reference's (the stream goes on after a
+ * tree that is not a message). */
+static void
+directCheck(Tables* t, const uint8_t* data, size_t len, bool ok,
+            const CorCorMessage* ref)
+{
+    unsigned names = corCorTablesNames(t->direct);
+    unsigned namespaces = corCorTablesNamespaces(t->direct);
+    CorCorMessage m;
+    CorCorHead h;
+    json_t* tree;
+    int rc = corCorEnvelopeRead(t->direct, data, len, FUZZ_FRAME_MAX, &h, &m,
+                                NULL, 0);
+
+    if ((rc == 0) != ok || (ok && !sameMessage(ref, &m))
+        || (!ok && !tablesAt(t->direct, names, namespaces))) {
+        abort();
+    }
     corCorMessageClear(&m);
+    if (!ok && corCorFrameDecode(t->direct, data, len, FUZZ_FRAME_MAX, &h,
+                                 &tree, NULL, 0) == 0) {
+        json_decref(tree);
+    }
+    if (!tablesAt(t->direct, corCorTablesNames(t->received),
+                  corCorTablesNamespaces(t->received))) {
+        abort();
+    }
+}
+
+/* A frame whose tree decoded: as a message, through both decoders, and
+ * (when it is one) on to a second hop. */
+static void
+messageCheck(Tables* t, CorCorType type, json_t* tree, const uint8_t* data,
+             size_t len)
+{
+    CorCorMessage m = { 0 };
+    bool ok = tree != NULL
+              && (type == COR_COR_REQUEST || type == COR_COR_RESPONSE)
+              && corCorMessageRead(type, json_incref(tree), &m, NULL, 0) == 0;
+
+    directCheck(t, data, len, ok, &m);
+    if (ok) {
+        messageHop(t, type, &m);
+        corCorMessageClear(&m);
+    }
 }
 
 /* Decode one frame; returns its length, or 0 when it was refused. */
@@ -135,10 +201,10 @@ frame(Tables* t, const uint8_t* data, size_t size)
                                   : size - COR_COR_HEAD_LEN);
     if (corCorFrameDecode(t->received, data, len, FUZZ_FRAME_MAX, &h, &tree,
                           NULL, 0) != 0) {
-        if (corCorTablesNames(t->received) != names
-            || corCorTablesNamespaces(t->received) != namespaces) {
+        if (!tablesAt(t->received, names, namespaces)) {
             abort();
         }
+        directCheck(t, data, len, false, NULL);
         return 0;
     }
     if (corCorFrameEncode(t->mirror, h.type, h.id, tree, &b, NULL, 0) < 0
@@ -148,10 +214,7 @@ frame(Tables* t, const uint8_t* data, size_t size)
                != corCorTablesNamespaces(t->received)) {
         abort();
     }
-    if (tree != NULL
-        && (h.type == COR_COR_REQUEST || h.type == COR_COR_RESPONSE)) {
-        messageHop(t, h.type, tree);
-    }
+    messageCheck(t, h.type, tree, data, len);
     json_decref(tree);
     corCorBufFree(&b);
     return len;
@@ -179,6 +242,11 @@ textHop(Tables* t, const uint8_t* data, size_t size)
         return;
     }
     rc = corCorTreeEncode(t->out, tree, &b, NULL, 0);
+    /* The direct encoder's sender makes the same appends. */
+    if (corCorTreeEncode(t->directOut, tree, &b, NULL, 0) != rc) {
+        abort();
+    }
+    b.len = rc > 0 ? (size_t)rc : 0;
     if ((rc < 0 && rc != -EINVAL && rc != -E2BIG)
         || (rc > 0 && (corCorTreeDecode(t->in, b.data, b.len, &got, NULL,
                                         0) != 0
@@ -198,12 +266,12 @@ int
 LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
     Tables t = { corCorTablesNew(), corCorTablesNew(), corCorTablesNew(),
-                 corCorTablesNew() };
+                 corCorTablesNew(), corCorTablesNew(), corCorTablesNew() };
     size_t pos = 0;
     size_t n;
 
     if (t.received == NULL || t.mirror == NULL || t.out == NULL
-        || t.in == NULL) {
+        || t.in == NULL || t.direct == NULL || t.directOut == NULL) {
         abort();
     }
     if (size < 4 || memcmp(data, "\xc0\x4f\x52\x01", 4) != 0) {
@@ -216,5 +284,7 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     corCorTablesFree(t.mirror);
     corCorTablesFree(t.out);
     corCorTablesFree(t.in);
+    corCorTablesFree(t.direct);
+    corCorTablesFree(t.directOut);
     return 0;
 }

@@ -54,15 +54,18 @@ corStateFree(void* state)
     free(s);
 }
 
-/* Encode one frame into out. */
+/* Encode one frame into out: tree, or the message m (a REQUEST, with no
+ * tree between). */
 static int
 frameAppend(CorState* s, CorCorType type, uint32_t id, const json_t* tree,
-            CorReqBuf* out)
+            const CorCorMessage* m, CorReqBuf* out)
 {
     CorCorBuf frame = { 0 };
     char why[COR_COR_WHY_MAX];
-    int rc = corCorFrameEncode(s->sent, type, id, tree, &frame, why,
-                               sizeof(why));
+    int rc = m != NULL ? corCorMessageEncode(s->sent, type, id, m, &frame,
+                                             why, sizeof(why))
+                       : corCorFrameEncode(s->sent, type, id, tree, &frame,
+                                           why, sizeof(why));
 
     if (rc < 0) {
         fprintf(stderr, "cor-request: %s\n", why);
@@ -78,7 +81,7 @@ corGreet(void* state, CorReqBuf* out)
 {
     CorState* s = state;
     json_t* hello = corCorHelloTree();
-    int rc = hello != NULL ? frameAppend(s, COR_COR_HELLO, 0, hello, out)
+    int rc = hello != NULL ? frameAppend(s, COR_COR_HELLO, 0, hello, NULL, out)
                            : -ENOMEM;
 
     json_decref(hello);
@@ -109,10 +112,6 @@ corEncode(void* state, const CorReqMessage* m, uint32_t id, CorReqBuf* out)
     CorCorMessage msg = { .verb = m->method, .path = m->target,
                           .headers = headers, .body = m->body,
                           .bodyLen = m->bodyLen };
-    char why[COR_COR_WHY_MAX];
-    json_t* tree;
-    int rc;
-
     for (unsigned i = 0; i < m->headerCount && i < 65; i++) {
         CorHeader h = headerSplit(m->headers[i]);
 
@@ -122,14 +121,7 @@ corEncode(void* state, const CorReqMessage* m, uint32_t id, CorReqBuf* out)
             headers[msg.headerCount++] = h;
         }
     }
-    tree = corCorMessageTree(COR_COR_REQUEST, &msg, why, sizeof(why));
-    if (tree == NULL) {
-        fprintf(stderr, "cor-request: %s\n", why);
-        return -EINVAL;
-    }
-    rc = frameAppend(state, COR_COR_REQUEST, id, tree, out);
-    json_decref(tree);
-    return rc;
+    return frameAppend(state, COR_COR_REQUEST, id, NULL, &msg, out);
 }
 
 static int
@@ -180,7 +172,8 @@ controlTake(CorState* s, const CorCorHead* h, json_t* tree, CorReqAnswer* a,
         return corCorHelloCheck(tree, why, whyLen);
     case COR_COR_CLOSE:
         a->goAway = true;
-        return s->out != NULL ? frameAppend(s, COR_COR_CLOSE, 0, NULL, s->out)
+        return s->out != NULL ? frameAppend(s, COR_COR_CLOSE, 0, NULL, NULL,
+                                            s->out)
                               : 0;
     case COR_COR_PONG:
         return 0;
@@ -193,6 +186,24 @@ controlTake(CorState* s, const CorCorHead* h, json_t* tree, CorReqAnswer* a,
                  (int)h->type);
         return -EPROTO;
     }
+}
+
+/* A RESPONSE, whole at buf, decoded straight into the answer. */
+static ssize_t
+answerTake(CorState* s, const uint8_t* buf, CorCorHead* h, CorReqAnswer* a,
+           char* why, size_t whyLen)
+{
+    if (corCorMessageDecode(s->received, buf, COR_COR_HEAD_LEN + h->length,
+                            COR_COR_FRAME_MAX, h, &s->answer, why, whyLen)
+            != 0
+        || headFormat(s, &s->answer) != 0) {
+        return -1;
+    }
+    *a = (CorReqAnswer){ .status = s->answer.status, .id = h->id,
+                         .head = (const char*)s->head.data,
+                         .headLen = s->head.len, .body = s->answer.body,
+                         .bodyLen = s->answer.bodyLen };
+    return (ssize_t)(COR_COR_HEAD_LEN + h->length);
 }
 
 static ssize_t
@@ -210,6 +221,9 @@ corDecode(void* state, char* in, size_t len, const CorReqMessage* oldest,
         return 0;
     }
     corCorMessageClear(&s->answer);
+    if (rc > 0 && h.type == COR_COR_RESPONSE) {
+        return answerTake(s, buf, &h, a, why, whyLen);
+    }
     if (rc < 0 || corCorFrameDecode(h.type == COR_COR_HELLO_ACK ? NULL
                                     : s->received, buf,
                                     COR_COR_HEAD_LEN + h.length,
@@ -217,21 +231,9 @@ corDecode(void* state, char* in, size_t len, const CorReqMessage* oldest,
                                     whyLen) != 0) {
         return -1;
     }
-    if (h.type != COR_COR_RESPONSE) {
-        rc = controlTake(s, &h, tree, a, why, whyLen);
-        json_decref(tree);
-        return rc < 0 ? -1 : (ssize_t)(COR_COR_HEAD_LEN + h.length);
-    }
-    if (corCorMessageRead(COR_COR_RESPONSE, tree, &s->answer, why, whyLen)
-            != 0
-        || headFormat(s, &s->answer) != 0) {
-        return -1;
-    }
-    *a = (CorReqAnswer){ .status = s->answer.status, .id = h.id,
-                         .head = (const char*)s->head.data,
-                         .headLen = s->head.len, .body = s->answer.body,
-                         .bodyLen = s->answer.bodyLen };
-    return (ssize_t)(COR_COR_HEAD_LEN + h.length);
+    rc = controlTake(s, &h, tree, a, why, whyLen);
+    json_decref(tree);
+    return rc < 0 ? -1 : (ssize_t)(COR_COR_HEAD_LEN + h.length);
 }
 
 const CorReqProtocol corReqCor = {

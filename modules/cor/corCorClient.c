@@ -240,6 +240,35 @@ callFind(Peer* p, uint32_t id)
     return NULL;
 }
 
+/* A RESPONSE after the HELLO_ACK, decoded straight into a message (the
+ * tables need it even when nobody waits for it any more). Returns 0, or
+ * -1 after failing the peer. */
+static int
+responseTake(Peer* p, const uint8_t* frame, size_t len)
+{
+    char why[COR_COR_WHY_MAX];
+    CorCorHead h;
+    CorCorMessage m;
+    PeerCall* call;
+    int rc = corCorMessageDecode(p->received, frame, len, COR_COR_FRAME_MAX,
+                                 &h, &m, why, sizeof(why));
+
+    p->served = true;
+    call = callFind(p, h.id);
+    if (call != NULL) {
+        callUnlink(p, call);
+        call->answer = m;
+        callFinish(call, rc == 0 ? 0 : -EPROTO);
+    } else {
+        corCorMessageClear(&m);
+    }
+    if (rc < 0) {
+        peerFail(p, -EPROTO, why);
+        return -1;
+    }
+    return 0;
+}
+
 /* One whole frame. Returns 0, or -1 after failing the peer. */
 static int
 frameTake(Peer* p, const uint8_t* frame, size_t len)
@@ -247,11 +276,16 @@ frameTake(Peer* p, const uint8_t* frame, size_t len)
     char why[COR_COR_WHY_MAX];
     CorCorHead h;
     json_t* tree = NULL;
-    PeerCall* call;
-    int rc = corCorFrameDecode(p->received, frame, len, COR_COR_FRAME_MAX,
-                               &h, &tree, why, sizeof(why));
+    int rc;
 
     p->silentTimeouts = 0;
+    if (p->acked && corCorHeadRead(frame, len, COR_COR_FRAME_MAX, &h, NULL,
+                                   0) == COR_COR_HEAD_LEN
+        && h.type == COR_COR_RESPONSE) {
+        return responseTake(p, frame, len);
+    }
+    rc = corCorFrameDecode(p->received, frame, len, COR_COR_FRAME_MAX, &h,
+                           &tree, why, sizeof(why));
     if (rc == 0 && (h.type == COR_COR_HELLO_ACK) == p->acked) {
         snprintf(why, sizeof(why), p->acked ? "a second HELLO_ACK"
                  : "a frame of type %d before the HELLO_ACK", (int)h.type);
@@ -259,16 +293,6 @@ frameTake(Peer* p, const uint8_t* frame, size_t len)
     } else if (rc == 0 && h.type == COR_COR_HELLO_ACK) {
         rc = corCorHelloCheck(tree, why, sizeof(why));
         p->acked = rc == 0;
-    } else if (rc == 0 && h.type == COR_COR_RESPONSE) {
-        call = callFind(p, h.id);
-        p->served = true;
-        if (call != NULL) {
-            callUnlink(p, call);
-            rc = corCorMessageRead(COR_COR_RESPONSE, tree, &call->answer,
-                                   why, sizeof(why));
-            tree = NULL;
-            callFinish(call, rc == 0 ? 0 : -EPROTO);
-        }
     } else if (rc == 0 && h.type == COR_COR_PING) {
         rc = corCorFrameEncode(p->sent, COR_COR_PONG, h.id, NULL, &p->out,
                                why, sizeof(why));
@@ -527,8 +551,8 @@ corCorCallOnLoop(const CorCorCall* c, CorCorMessage* answer,
     served = p->served;
     out->reused = p->state != PEER_CONNECTING;
     call.id = ++p->nextId;
-    rc = corCorFrameEncode(p->sent, COR_COR_REQUEST, call.id, c->tree,
-                           &p->out, why, whyLen);
+    rc = corCorMessageEncode(p->sent, COR_COR_REQUEST, call.id, c->request,
+                             &p->out, why, whyLen);
     if (rc < 0) {
         peerRelease(p);
         return rc;

@@ -26,41 +26,54 @@ onLoop(void)
     return yield && corCoCurrent() != NULL && corEvLoopCurrent() != NULL;
 }
 
-/* The REQUEST tree of req to u, or NULL with why. */
-static json_t*
-requestTree(const CorHttpClientRequest* req, const CorUrl* u, char* why,
-            size_t whyLen)
-{
-    CorHeader* headers = calloc(req->headerCount + 1, sizeof(CorHeader));
-    char* target = strndup(u->target, u->targetLen);
-    char* contentType = NULL;
-    CorCorMessage m = { .verb = req->method != NULL ? req->method : "GET",
-                        .path = target, .headers = headers,
-                        .body = req->body, .bodyLen = req->bodyLen };
-    json_t* tree = NULL;
+/* A REQUEST of req, and what it points to that req does not hold: its
+ * target, its headers but Content-Type, Content-Type. The caller's, on
+ * its stack, until requestFree. */
+typedef struct {
+    CorCorMessage m;
+    CorHeader* headers;
+    char* target;
+    char* contentType;
+} Request;
 
-    if (headers == NULL || target == NULL) {
+static void
+requestFree(Request* r)
+{
+    free(r->headers);
+    free(r->target);
+    free(r->contentType);
+}
+
+/* The REQUEST of req to u in *r. Returns 0, or -ENOMEM with why (and
+ * nothing held); what it holds the encoder checks when it is sent. */
+static int
+requestMake(const CorHttpClientRequest* req, const CorUrl* u, Request* r,
+            char* why, size_t whyLen)
+{
+    *r = (Request){ .headers = calloc(req->headerCount + 1,
+                                      sizeof(CorHeader)),
+                    .target = strndup(u->target, u->targetLen) };
+    r->m = (CorCorMessage){ .verb = req->method != NULL ? req->method
+                                                        : "GET",
+                            .path = r->target, .headers = r->headers,
+                            .body = req->body, .bodyLen = req->bodyLen };
+    if (r->headers == NULL || r->target == NULL) {
         snprintf(why, whyLen, "no memory for a request");
-        goto done;
+        requestFree(r);
+        return -ENOMEM;
     }
     for (unsigned i = 0; i < req->headerCount; i++) {
         const CorHeader* h = &req->headers[i];
 
         if (h->nameLen == 12 && strncasecmp(h->name, "Content-Type", 12) == 0) {
-            free(contentType);
-            contentType = strndup(h->value, h->valueLen);
-            m.contentType = contentType;
+            free(r->contentType);
+            r->contentType = strndup(h->value, h->valueLen);
+            r->m.contentType = r->contentType;
         } else {
-            headers[m.headerCount++] = *h;
+            r->headers[r->m.headerCount++] = *h;
         }
     }
-    tree = corCorMessageTree(COR_COR_REQUEST, &m, why, whyLen);
-
-done:
-    free(headers);
-    free(target);
-    free(contentType);
-    return tree;
+    return 0;
 }
 
 /* answer into res: its headers and Content-Type in one block, its body a
@@ -133,6 +146,7 @@ corCorFetch(const CorHttpClientRequest* req, CorHttpClientResponse* res)
     CorCorCall c = { .url = &u, .connectTimeoutMs = req->connectTimeoutMs,
                      .deadlineMs = deadlineOf(req) };
     CorCorOutcome out = { 0 };
+    Request request;
     int rc;
 
     memset(res, 0, sizeof(*res));
@@ -144,10 +158,11 @@ corCorFetch(const CorHttpClientRequest* req, CorHttpClientResponse* res)
     if (u.port == 0) {
         u.port = c.tls ? COR_CORS_PORT : COR_COR_PORT;
     }
-    c.tree = requestTree(req, &u, res->error, sizeof(res->error));
-    if (c.tree == NULL) {
-        return -EINVAL;
+    if ((rc = requestMake(req, &u, &request, res->error,
+                          sizeof(res->error))) != 0) {
+        return rc;
     }
+    c.request = &request.m;
     do {
         res->retried = out.retry;
         out = (CorCorOutcome){ 0 };
@@ -158,7 +173,7 @@ corCorFetch(const CorHttpClientRequest* req, CorHttpClientResponse* res)
     } while (rc == -ECONNRESET && out.retry && !res->retried);
     res->reused = out.reused;
     res->sent = out.sent;
-    json_decref((json_t*)c.tree);
+    requestFree(&request);
     if (rc == 0) {
         rc = answerTake(&answer, req->maxBodyBytes > 0
                         ? req->maxBodyBytes : COR_HTTP_CLIENT_BODY_MAX, res);

@@ -20,7 +20,7 @@ typedef struct {
     bool tls;
     int connectTimeoutMs;       /* 0: client.connect_timeout */
     uint64_t deadlineMs;        /* corEvClockMs() time, 0: none */
-    const json_t* tree;         /* the REQUEST's tree */
+    const CorCorMessage* request;   /* the REQUEST, encoded when sent */
 } CorCorCall;
 
 /* What a call says beside its answer. */

@@ -64,14 +64,19 @@ leftMs(uint64_t deadlineMs)
                                                    : 0;
 }
 
-/* Write one frame of type with tree. */
+/* Write one frame of type with tree, or with the message m (a REQUEST,
+ * encoded with no tree between). */
 static int
 frameSend(ThreadPeer* p, CorCorType type, uint32_t id, const json_t* tree,
-          uint64_t deadlineMs, char* why, size_t whyLen)
+          const CorCorMessage* m, uint64_t deadlineMs, char* why,
+          size_t whyLen)
 {
     CorCorBuf out = { 0 };
-    int rc = corCorFrameEncode(type == COR_COR_HELLO ? NULL : p->sent, type,
-                               id, tree, &out, why, whyLen);
+    int rc = m != NULL
+                 ? corCorMessageEncode(p->sent, type, id, m, &out, why,
+                                       whyLen)
+                 : corCorFrameEncode(type == COR_COR_HELLO ? NULL : p->sent,
+                                     type, id, tree, &out, why, whyLen);
 
     if (rc >= 0) {
         rc = corConnWriteAll(p->conn, out.data, out.len, leftMs(deadlineMs));
@@ -128,7 +133,7 @@ peerFor(const CorCorCall* c, int* rc, char* why, size_t whyLen)
     p->next = threadPeers;
     threadPeers = p;
     hello = corCorHelloTree();
-    *rc = hello != NULL ? frameSend(p, COR_COR_HELLO, 0, hello,
+    *rc = hello != NULL ? frameSend(p, COR_COR_HELLO, 0, hello, NULL,
                                     c->deadlineMs, why, whyLen) : -ENOMEM;
     json_decref(hello);
     if (*rc != 0) {
@@ -153,25 +158,35 @@ frameTake(ThreadPeer* p, uint32_t id, size_t len, CorCorMessage* answer,
           uint64_t deadlineMs, char* why, size_t whyLen)
 {
     CorCorHead h;
+    CorCorMessage other;
     json_t* tree = NULL;
-    int rc = corCorFrameDecode(p->received, p->in, len, COR_COR_FRAME_MAX,
-                               &h, &tree, why, whyLen);
+    int rc;
 
     p->silentTimeouts = 0;
+    if (corCorHeadRead(p->in, len, COR_COR_FRAME_MAX, &h, NULL, 0) > 0
+        && h.type == COR_COR_RESPONSE) {
+        /* Straight into a message; one nobody waits for any more is
+         * decoded all the same, for the tables. */
+        p->served = true;
+        rc = corCorMessageDecode(p->received, p->in, len, COR_COR_FRAME_MAX,
+                                 &h, h.id == id ? answer : &other, why,
+                                 whyLen);
+        if (rc == 0 && h.id != id) {
+            corCorMessageClear(&other);
+        }
+        return rc == 0 && h.id == id ? 1 : rc;
+    }
+    rc = corCorFrameDecode(p->received, p->in, len, COR_COR_FRAME_MAX, &h,
+                           &tree, why, whyLen);
     if (rc == 0 && h.type == COR_COR_HELLO_ACK) {
         rc = corCorHelloCheck(tree, why, whyLen);
-    } else if (rc == 0 && h.type == COR_COR_RESPONSE) {
-        p->served = true;
-        if (h.id == id) {
-            rc = corCorMessageRead(COR_COR_RESPONSE, tree, answer, why,
-                                   whyLen);
-            return rc == 0 ? 1 : rc;
-        }
     } else if (rc == 0 && h.type == COR_COR_PING) {
-        rc = frameSend(p, COR_COR_PONG, h.id, NULL, deadlineMs, why, whyLen);
+        rc = frameSend(p, COR_COR_PONG, h.id, NULL, NULL, deadlineMs, why,
+                       whyLen);
     } else if (rc == 0 && h.type == COR_COR_CLOSE) {
         p->closing = true;
-        rc = frameSend(p, COR_COR_CLOSE, 0, NULL, deadlineMs, why, whyLen);
+        rc = frameSend(p, COR_COR_CLOSE, 0, NULL, NULL, deadlineMs, why,
+                       whyLen);
     } else if (rc == 0 && h.type != COR_COR_PONG) {
         snprintf(why, whyLen, "cor://%s:%u: %s", p->host, p->port,
                  h.type == COR_COR_ERROR ? "refused" : "an unexpected frame");
@@ -268,8 +283,8 @@ corCorCallOnThread(const CorCorCall* c, CorCorMessage* answer,
     }
     id = ++p->nextId;
     out->sent = true;
-    rc = frameSend(p, COR_COR_REQUEST, id, c->tree, c->deadlineMs, why,
-                   whyLen);
+    rc = frameSend(p, COR_COR_REQUEST, id, NULL, c->request, c->deadlineMs,
+                   why, whyLen);
     if (rc == 0) {
         rc = answerRead(p, id, answer, c->deadlineMs, why, whyLen);
         /* A timed-out answer is still to come, which the next call reads

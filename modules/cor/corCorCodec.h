@@ -181,8 +181,9 @@ int corCorHelloCheck(const json_t* tree, char* why, size_t whyLen);
 
 /*
  * A REQUEST or a RESPONSE. One the caller fills in is the caller's, and is
- * read during corCorMessageTree only. One that corCorMessageRead filled in
- * points into what it holds (tree, store) until corCorMessageClear: its
+ * read during corCorMessageTree (or corCorMessageEncode) only. One that
+ * corCorMessageRead or corCorMessageDecode filled in points into what it
+ * holds (tree, store) until corCorMessageClear: its
  * strings are NUL-terminated, its body too (not counted in bodyLen).
  */
 typedef struct {
@@ -224,7 +225,34 @@ json_t* corCorMessageTree(CorCorType type, const CorCorMessage* m,
 int corCorMessageRead(CorCorType type, json_t* tree, CorCorMessage* m,
                       char* why, size_t whyLen);
 
-/* Release what a message read by corCorMessageRead holds, and zero it. */
+/*
+ * Append the whole frame (header and tree) of m as a frame of type
+ * (COR_COR_REQUEST or COR_COR_RESPONSE) with id, encoded with the sent
+ * tables t, to out: the very bytes corCorMessageTree and
+ * corCorFrameEncode write, with no tree but a JSON body's. m is the
+ * caller's and is only read. Returns the bytes appended, or -EINVAL (what
+ * corCorMessageTree refuses, or a string that is not UTF-8), -E2BIG,
+ * -ENOMEM; t and out are then as they were.
+ */
+int corCorMessageEncode(CorCorTables* t, CorCorType type, uint32_t id,
+                        const CorCorMessage* m, CorCorBuf* out, char* why,
+                        size_t whyLen);
+
+/*
+ * Decode exactly one whole REQUEST or RESPONSE frame, the len bytes at
+ * frame, with the received tables t, into *h and *m: what
+ * corCorFrameDecode and corCorMessageRead take, with the same tables
+ * after, and what they refuse, with their errors. *m holds its strings
+ * (NUL-terminated) in m->store and no tree, until corCorMessageClear.
+ * Returns 0, or an error of corCorFrameDecode or corCorMessageRead (the
+ * connection must then be closed); *m is then clear.
+ */
+int corCorMessageDecode(CorCorTables* t, const uint8_t* frame, size_t len,
+                        uint32_t maxLength, CorCorHead* h, CorCorMessage* m,
+                        char* why, size_t whyLen);
+
+/* Release what a message read by corCorMessageRead or corCorMessageDecode
+ * holds, and zero it. */
 void corCorMessageClear(CorCorMessage* m);
 
 #endif /* COR_COR_CODEC_H */

@@ -8,9 +8,12 @@
 #ifndef COR_COR_INT_H
 #define COR_COR_INT_H
 
+#include <float.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "corCorCodec.h"
 
@@ -64,5 +67,177 @@ void corCorWhy(char* why, size_t whyLen, const char* fmt, ...)
  * (where in the tree it went wrong). Returns -EPROTO. */
 int corCorRefuse(char* why, size_t whyLen, long at, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+/* ---- The tree encoder's parts, for the message encoder ------------------ */
+
+/* Name modes: a tag's bits 3-4. */
+enum {
+    COR_COR_MODE_NONE = 0,
+    COR_COR_MODE_TERM = 1,
+    COR_COR_MODE_NEW = 2,
+    COR_COR_MODE_INDEX = 3
+};
+
+/* A float's flags when it travels in 4 bytes; the longest varint. */
+#define COR_COR_FLOAT_SINGLE 1
+#define COR_COR_VARINT_MAX 10
+
+/* Whether the double d comes back exactly from a 4-byte float. The range
+ * check comes first: converting a double out of float's range is
+ * undefined. */
+static inline bool
+corCorFitsFloat(double d)
+{
+    return fabs(d) <= FLT_MAX && (double)(float)d == d;
+}
+
+/* Node types: a tag's bits 0-2. */
+enum {
+    COR_COR_NODE_STRING = 1,
+    COR_COR_NODE_INT = 2,
+    COR_COR_NODE_FLOAT = 3,
+    COR_COR_NODE_BOOL = 4,
+    COR_COR_NODE_NULL = 5,
+    COR_COR_NODE_OBJECT = 6,
+    COR_COR_NODE_ARRAY = 7
+};
+
+/* Ints 0..6 travel in the tag's flags; 7 says a zigzag varint follows. */
+#define COR_COR_INT_INLINE_MAX 6
+#define COR_COR_INT_VARINT 7
+
+/* One tree being encoded: where it started and the tables' counts then,
+ * which a failure goes back to. The caller's, on its stack. */
+typedef struct {
+    CorCorTables* t;
+    CorCorBuf* out;
+    size_t nodes;
+    char* why;
+    size_t whyLen;
+    size_t start;
+    unsigned namespaces;
+    unsigned names;
+} CorCorEncoder;
+
+/* Begin a tree at the end of out, with the tables t (NULL: none). */
+void corCorEncodeBegin(CorCorEncoder* e, CorCorTables* t, CorCorBuf* out,
+                       char* why, size_t whyLen);
+
+/* End it: rc is how the writing went. Returns the tree's bytes, or an
+ * error (rc, or -E2BIG past COR_COR_FRAME_MAX), out and t then back as
+ * they were at corCorEncodeBegin. */
+int corCorEncodeEnd(CorCorEncoder* e, int rc);
+
+/* A node's tag and, with name not NULL (an object's child), its name; it
+ * counts against the tree's limits at depth. Its value follows. */
+int corCorPutHead(CorCorEncoder* e, unsigned type, unsigned flags,
+                  const char* name, size_t nameLen, unsigned depth);
+
+/* Values: a string (split by the tables' rule), an int's varint (nothing
+ * for what corCorIntFlags puts in the tag), a whole json_t node. */
+int corCorPutString(CorCorEncoder* e, const char* s, size_t len);
+int corCorPutInt(CorCorEncoder* e, int64_t v);
+int corCorPutNode(CorCorEncoder* e, const json_t* node, const char* name,
+                  size_t nameLen, unsigned depth);
+
+/* An object's or an array's children go between these: *startP is for
+ * corCorPutClose, which writes their byte length before them. */
+int corCorPutOpen(CorCorEncoder* e, size_t* startP);
+int corCorPutClose(CorCorEncoder* e, size_t start);
+
+static inline unsigned
+corCorIntFlags(int64_t v)
+{
+    return v >= 0 && v <= COR_COR_INT_INLINE_MAX ? (unsigned)v
+                                                  : COR_COR_INT_VARINT;
+}
+
+/* ---- The tree decoder's parts, for the message decoder ------------------ */
+
+/* A string as read: into the input, a table or the decoder's scratch
+ * buffer (until the next string), and NUL-terminated wherever it is. */
+typedef struct {
+    const char* s;
+    size_t len;
+} CorCorStr;
+
+/* One tree being decoded, and the tables' counts before it, which a
+ * failure goes back to. The caller's, on its stack. */
+typedef struct {
+    CorCorTables* t;
+    const uint8_t* buf;
+    size_t pos;
+    size_t nodes;
+    CorCorBuf scratch;          /* a string joined to its namespace */
+    char* why;
+    size_t whyLen;
+    unsigned namespaces;
+    unsigned names;
+} CorCorDecoder;
+
+void corCorDecodeBegin(CorCorDecoder* d, CorCorTables* t, const uint8_t* buf,
+                       char* why, size_t whyLen);
+
+/* End a tree of len bytes: rc is how the reading went. Returns 0, or rc
+ * (or -EPROTO for bytes after the tree), the tables then back as they
+ * were at corCorDecodeBegin. */
+int corCorDecodeEnd(CorCorDecoder* d, size_t len, int rc);
+
+/* A node's tag, checked, counted against the limits at depth, and with
+ * named (an object's child) its name. Its value follows. */
+int corCorGetHead(CorCorDecoder* d, size_t end, unsigned depth, bool named,
+                  unsigned* tagP, CorCorStr* name);
+
+/* Values: a string, an int (of its tag's flags), a container's byte
+ * length (*childEndP: where its children end), any node as a json_t. */
+int corCorGetString(CorCorDecoder* d, size_t end, CorCorStr* out);
+int corCorGetInt(CorCorDecoder* d, size_t end, unsigned flags, int64_t* vp);
+int corCorGetLength(CorCorDecoder* d, size_t end, size_t* childEndP);
+int corCorGetValue(CorCorDecoder* d, size_t end, unsigned tag,
+                   unsigned depth, json_t** vp);
+
+/* ---- What messages share, both ways and both paths ---------------------- */
+
+/* RFC 9110 tchar: a method, a header name. */
+bool corCorToken(const char* s, size_t len);
+
+/* A header value HTTP can carry: no control character but a tab. */
+bool corCorFieldValue(const char* s, size_t len);
+
+/* Whether name is what, whatever the case. */
+bool corCorNamed(const char* name, size_t len, const char* what);
+
+/* Date and Content-Length, which do not travel. */
+bool corCorDropped(const char* name, size_t len);
+
+/* The content type of m as a header (the field, else the first
+ * Content-Type among its headers); false when there is none. */
+bool corCorContentType(const CorCorMessage* m, CorHeader* ct);
+
+/* The body's tree when it travels as one (JSON that prints back the same
+ * bytes), which the caller owns; else NULL. */
+json_t* corCorBodyTree(const void* body, size_t len);
+
+/* Write the base64 of the len bytes at p into out, which has room for
+ * (len + 2) / 3 * 4 characters. */
+void corCorBase64(const uint8_t* p, size_t len, char* out);
+
+/* The bytes the base64 text s of len characters decodes to, or -1 when
+ * it is not canonical base64 (RFC 4648 section 4, padded). */
+ssize_t corCorUnbase64Len(const char* s, size_t len);
+
+/* Decode s (checked by corCorUnbase64Len) into out. Returns 0, or -1 for
+ * a character out of the alphabet, or pad bits not 0. */
+int corCorUnbase64(const char* s, size_t len, uint8_t* out);
+
+/* Print a body's tree as the receiver hands it on (jansson's compact
+ * form) into out of size bytes, as json_dumpb: its length. */
+size_t corCorBodyPrint(const json_t* tree, char* out, size_t size);
+
+/* The direct decoder alone, which refuses what corCorMessageDecode would
+ * hand to the reference path (for the tests: the two must agree). */
+int corCorEnvelopeRead(CorCorTables* t, const uint8_t* frame, size_t len,
+                       uint32_t maxLength, CorCorHead* h, CorCorMessage* m,
+                       char* why, size_t whyLen);
 
 #endif /* COR_COR_INT_H */

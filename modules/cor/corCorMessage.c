@@ -28,8 +28,8 @@ static const char b64[] =
 /* ---- Checks both directions make ---------------------------------------- */
 
 /* RFC 9110 tchar: what a method and a header name are made of. */
-static bool
-token(const char* s, size_t len)
+bool
+corCorToken(const char* s, size_t len)
 {
     if (len == 0) {
         return false;
@@ -46,8 +46,8 @@ token(const char* s, size_t len)
 
 /* A header value HTTP can carry: no control character but a tab (a CR or
  * an LF would let a peer add headers of its own on the next hop). */
-static bool
-fieldValue(const char* s, size_t len)
+bool
+corCorFieldValue(const char* s, size_t len)
 {
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
@@ -59,18 +59,19 @@ fieldValue(const char* s, size_t len)
     return true;
 }
 
-static bool
-named(const char* name, size_t len, const char* what)
+bool
+corCorNamed(const char* name, size_t len, const char* what)
 {
     return len == strlen(what) && strncasecmp(name, what, len) == 0;
 }
 
 /* Headers that do not travel: the receiver knows the length, and the
  * date is the last hop's to set. */
-static bool
-dropped(const char* name, size_t len)
+bool
+corCorDropped(const char* name, size_t len)
 {
-    return named(name, len, "Date") || named(name, len, "Content-Length");
+    return corCorNamed(name, len, "Date")
+           || corCorNamed(name, len, "Content-Length");
 }
 
 /* ---- Bodies ------------------------------------------------------------- */
@@ -134,10 +135,15 @@ shallow(const char* s, size_t len, unsigned max)
 
 /* The body's tree when it is JSON that prints back to the same bytes,
  * else NULL. */
-static json_t*
-bodyTree(const void* body, size_t len)
+json_t*
+corCorBodyTree(const void* body, size_t len)
 {
-    json_t* tree = shallow(body, len, COR_COR_DEPTH_MAX)
+    /* What jansson prints starts with one of these: anything else (most
+     * text bodies) is known not to travel as a tree without parsing. */
+    char first = len > 0 ? *(const char*)body : '\0';
+    bool printable = first != '\0'
+                     && strchr("{[\"-0123456789tfn", first) != NULL;
+    json_t* tree = printable && shallow(body, len, COR_COR_DEPTH_MAX)
                        ? json_loadb(body, len, BODY_LOAD, NULL)
                        : NULL;
     size_t nodes = 0;
@@ -154,17 +160,11 @@ bodyTree(const void* body, size_t len)
     return tree;
 }
 
-static json_t*
-base64(const uint8_t* p, size_t len)
+void
+corCorBase64(const uint8_t* p, size_t len, char* out)
 {
-    size_t n = (len + 2) / 3 * 4;
-    char* out = malloc(n + 1);
     size_t o = 0;
-    json_t* s;
 
-    if (out == NULL) {
-        return NULL;
-    }
     for (size_t i = 0; i < len; i += 3) {
         uint32_t v = (uint32_t)p[i] << 16;
 
@@ -175,6 +175,19 @@ base64(const uint8_t* p, size_t len)
         out[o++] = i + 1 < len ? b64[v >> 6 & 63] : '=';
         out[o++] = i + 2 < len ? b64[v & 63] : '=';
     }
+}
+
+static json_t*
+base64(const uint8_t* p, size_t len)
+{
+    size_t n = (len + 2) / 3 * 4;
+    char* out = malloc(n + 1);
+    json_t* s;
+
+    if (out == NULL) {
+        return NULL;
+    }
+    corCorBase64(p, len, out);
     s = json_stringn_nocheck(out, n);
     free(out);
     return s;
@@ -189,7 +202,7 @@ bodyPut(json_t* root, const void* body, size_t len)
     if (len == 0) {
         return 0;
     }
-    if ((v = bodyTree(body, len)) != NULL) {
+    if ((v = corCorBodyTree(body, len)) != NULL) {
         return json_object_set_new_nocheck(root, "body", v);
     }
     if (memchr(body, '\0', len) == NULL && corCorUtf8(body, len)) {
@@ -208,7 +221,8 @@ headerPut(json_t* headers, const CorHeader* h, char* why, size_t whyLen)
     json_t* v;
     json_t* old;
 
-    if (!token(h->name, h->nameLen) || !fieldValue(h->value, h->valueLen)) {
+    if (!corCorToken(h->name, h->nameLen)
+        || !corCorFieldValue(h->value, h->valueLen)) {
         corCorWhy(why, whyLen, "header \"%.*s\": a name that is not a token "
                   "or a value with a control character", (int)h->nameLen,
                   h->name);
@@ -239,15 +253,15 @@ headerPut(json_t* headers, const CorHeader* h, char* why, size_t whyLen)
 
 /* The content type as a header: the field, else a Content-Type among the
  * headers (whose value may not end with a NUL). False when there is none. */
-static bool
-contentTypeOf(const CorCorMessage* m, CorHeader* ct)
+bool
+corCorContentType(const CorCorMessage* m, CorHeader* ct)
 {
     *ct = (CorHeader){ "Content-Type", 12, m->contentType,
                        m->contentType ? strlen(m->contentType) : 0 };
     for (unsigned i = 0; ct->value == NULL && i < m->headerCount; i++) {
         const CorHeader* h = &m->headers[i];
 
-        if (named(h->name, h->nameLen, "Content-Type")) {
+        if (corCorNamed(h->name, h->nameLen, "Content-Type")) {
             ct->value = h->value;
             ct->valueLen = h->valueLen;
         }
@@ -262,14 +276,14 @@ headersTree(const CorCorMessage* m, char* why, size_t whyLen)
     CorHeader ct;
     int rc = headers != NULL ? 0 : -ENOMEM;
 
-    if (rc == 0 && contentTypeOf(m, &ct)) {
+    if (rc == 0 && corCorContentType(m, &ct)) {
         rc = headerPut(headers, &ct, why, whyLen);
     }
     for (unsigned i = 0; rc == 0 && i < m->headerCount; i++) {
         const CorHeader* h = &m->headers[i];
 
-        if (!dropped(h->name, h->nameLen)
-            && !named(h->name, h->nameLen, "Content-Type")) {
+        if (!corCorDropped(h->name, h->nameLen)
+            && !corCorNamed(h->name, h->nameLen, "Content-Type")) {
             rc = headerPut(headers, h, why, whyLen);
         }
     }
@@ -302,9 +316,9 @@ headPut(json_t* root, CorCorType type, const CorCorMessage* m, char* why,
                    ? 0
                    : -ENOMEM;
     }
-    if (m->verb == NULL || !token(m->verb, strlen(m->verb))
+    if (m->verb == NULL || !corCorToken(m->verb, strlen(m->verb))
         || m->path == NULL || m->path[0] == '\0'
-        || !fieldValue(m->path, strlen(m->path))) {
+        || !corCorFieldValue(m->path, strlen(m->path))) {
         corCorWhy(why, whyLen, "a request without a token verb and a path");
         return -EINVAL;
     }
@@ -366,10 +380,8 @@ b64Value(char c)
     return c == '+' ? 62 : c == '/' ? 63 : -1;
 }
 
-/* The bytes base64 text of len characters decodes to, or -1 when it is
- * not canonical base64 (RFC 4648 section 4, padded). */
-static ssize_t
-unbase64Len(const char* s, size_t len)
+ssize_t
+corCorUnbase64Len(const char* s, size_t len)
 {
     size_t pad = 0;
 
@@ -382,10 +394,8 @@ unbase64Len(const char* s, size_t len)
     return (ssize_t)(len / 4 * 3 - pad);
 }
 
-/* Decode s (checked by unbase64Len) into out. Returns 0, or -1 for a
- * character out of the alphabet, or pad bits not 0. */
-static int
-unbase64(const char* s, size_t len, uint8_t* out)
+int
+corCorUnbase64(const char* s, size_t len, uint8_t* out)
 {
     size_t o = 0;
 
@@ -412,6 +422,12 @@ unbase64(const char* s, size_t len, uint8_t* out)
         }
     }
     return 0;
+}
+
+size_t
+corCorBodyPrint(const json_t* tree, char* out, size_t size)
+{
+    return json_dumpb(tree, out, size, BODY_DUMP);
 }
 
 /* The members a message may have, each of the type it must be. */
@@ -463,9 +479,9 @@ headRead(CorCorType type, json_t* tree, CorCorMessage* m, char* why,
     }
     m->verb = json_string_value(json_object_get(tree, "verb"));
     m->path = json_string_value(json_object_get(tree, "path"));
-    if (m->verb == NULL || !token(m->verb, strlen(m->verb))
+    if (m->verb == NULL || !corCorToken(m->verb, strlen(m->verb))
         || m->path == NULL || m->path[0] == '\0'
-        || !fieldValue(m->path, strlen(m->path))) {
+        || !corCorFieldValue(m->path, strlen(m->path))) {
         return refuse(why, whyLen, "REQUEST: no token verb and path");
     }
     return 0;
@@ -479,7 +495,7 @@ headerLines(const char* name, size_t nameLen, json_t* v, char* why,
 {
     size_t n = json_is_array(v) ? json_array_size(v) : 1;
 
-    if (!token(name, nameLen) || n == 0 || n > COR_COR_NODES_MAX) {
+    if (!corCorToken(name, nameLen) || n == 0 || n > COR_COR_NODES_MAX) {
         return refuse(why, whyLen, "header \"%.40s\": a name that is not a "
                       "token, or no value", name);
     }
@@ -487,7 +503,8 @@ headerLines(const char* name, size_t nameLen, json_t* v, char* why,
         json_t* s = json_is_array(v) ? json_array_get(v, i) : v;
 
         if (!json_is_string(s)
-            || !fieldValue(json_string_value(s), json_string_length(s))) {
+            || !corCorFieldValue(json_string_value(s),
+                                 json_string_length(s))) {
             return refuse(why, whyLen, "header \"%.40s\": a value that is "
                           "not a string HTTP can carry", name);
         }
@@ -508,12 +525,14 @@ headersCheck(json_t* headers, CorCorMessage* m, char* why, size_t whyLen)
         if ((lines = headerLines(key, keyLen, v, why, whyLen)) < 0) {
             return lines;
         }
-        if (named(key, keyLen, "Content-Type")) {
+        if (corCorNamed(key, keyLen, "Content-Type")) {
             if (lines != 1 || m->contentType != NULL) {
                 return refuse(why, whyLen, "more than one Content-Type");
             }
-            m->contentType = json_string_value(v);
-        } else if (!dropped(key, keyLen)) {
+            /* One line, which a peer may send as an array of one. */
+            m->contentType = json_string_value(
+                json_is_array(v) ? json_array_get(v, 0) : v);
+        } else if (!corCorDropped(key, keyLen)) {
             m->headerCount += (unsigned)lines;
         }
     }
@@ -531,7 +550,8 @@ headersFill(json_t* headers, CorHeader* out)
     json_object_keylen_foreach(headers, key, keyLen, v) {
         size_t count = json_is_array(v) ? json_array_size(v) : 1;
 
-        if (named(key, keyLen, "Content-Type") || dropped(key, keyLen)) {
+        if (corCorNamed(key, keyLen, "Content-Type")
+            || corCorDropped(key, keyLen)) {
             continue;
         }
         for (size_t i = 0; i < count; i++) {
@@ -558,12 +578,12 @@ bodyFill(json_t* tree, CorCorMessage* m, char* store, char* why,
     m->body = store;
     store[m->bodyLen] = '\0';
     if ((v = json_object_get(tree, "bytes")) != NULL
-        && unbase64(json_string_value(v), json_string_length(v),
+        && corCorUnbase64(json_string_value(v), json_string_length(v),
                     (uint8_t*)store) != 0) {
         return refuse(why, whyLen, "\"bytes\" that are not base64");
     }
     if ((v = json_object_get(tree, "body")) != NULL
-        && json_dumpb(v, store, m->bodyLen, BODY_DUMP) != m->bodyLen) {
+        && corCorBodyPrint(v, store, m->bodyLen) != m->bodyLen) {
         return refuse(why, whyLen, "a body tree that does not print");
     }
     return 0;
@@ -579,9 +599,9 @@ bodySize(json_t* tree, CorCorMessage* m, char* why, size_t whyLen)
     if ((v = json_object_get(tree, "text")) != NULL) {
         n = (ssize_t)json_string_length(v);
     } else if ((v = json_object_get(tree, "bytes")) != NULL) {
-        n = unbase64Len(json_string_value(v), json_string_length(v));
+        n = corCorUnbase64Len(json_string_value(v), json_string_length(v));
     } else if ((v = json_object_get(tree, "body")) != NULL) {
-        n = (ssize_t)json_dumpb(v, NULL, 0, BODY_DUMP);
+        n = (ssize_t)corCorBodyPrint(v, NULL, 0);
         n = n == 0 ? -1 : n;
     }
     if (n < 0) {

@@ -103,6 +103,19 @@ frameQueue(CorServerConn* c, CorCorType type, uint32_t id,
     return 0;
 }
 
+/* Queue a RESPONSE, encoded now from m with no tree between (but a JSON
+ * body's). Returns 0, or -errno with why (nothing was queued, the tables
+ * did not move). */
+static int
+responseQueue(CorServerConn* c, uint32_t id, const CorCorMessage* m,
+              char* why, size_t whyLen)
+{
+    int rc = corCorMessageEncode(c->sent, COR_COR_RESPONSE, id, m, &c->out,
+                                 why, whyLen);
+
+    return rc < 0 ? rc : 0;
+}
+
 /* Write what is queued. Returns -1 on an error (close). */
 static int
 connFlush(CorServerConn* c)
@@ -245,11 +258,12 @@ answerBare(CorServerConn* c, uint32_t id, int status, const char* text)
     CorCorMessage m = { .status = status, .contentType = "text/plain",
                         .body = text, .bodyLen = strlen(text) };
     char why[COR_COR_WHY_MAX];
-    json_t* tree = corCorMessageTree(COR_COR_RESPONSE, &m, why, sizeof(why));
-    int rc = tree != NULL ? frameQueue(c, COR_COR_RESPONSE, id, tree)
-                          : -ENOMEM;
+    int rc = responseQueue(c, id, &m, why, sizeof(why));
 
-    json_decref(tree);
+    if (rc < 0) {
+        corLog(COR_LOG_ERROR, "cor: a frame to %s not encoded: %s",
+               c->peerName, why);
+    }
     return rc;
 }
 
@@ -386,7 +400,6 @@ respond(CorServerConn* c, CorServerRequest* req)
                         .contentType = r->contentType,
                         .body = r->responseBody, .bodyLen = r->responseLen };
     char why[COR_COR_WHY_MAX];
-    json_t* tree;
 
     if (req->streamFailed) {
         m = (CorCorMessage){ .status = 502, .contentType = "text/plain",
@@ -407,14 +420,11 @@ respond(CorServerConn* c, CorServerRequest* req)
         m.body = NULL;
         m.bodyLen = 0;
     }
-    tree = corCorMessageTree(COR_COR_RESPONSE, &m, why, sizeof(why));
-    if (tree == NULL || frameQueue(c, COR_COR_RESPONSE, req->id, tree) != 0) {
+    if (responseQueue(c, req->id, &m, why, sizeof(why)) != 0) {
         corLog(COR_LOG_ERROR, "cor: the answer to %.*s %.*s: %s",
-               (int)r->methodLen, r->method, (int)r->pathLen, r->path,
-               tree == NULL ? why : "not encoded");
+               (int)r->methodLen, r->method, (int)r->pathLen, r->path, why);
         answerBare(c, req->id, 500, "the answer could not be encoded\n");
     }
-    json_decref(tree);
     corCorBufFree(&file);
 }
 
@@ -545,14 +555,19 @@ helloTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
     return 0;
 }
 
-/* A REQUEST: decoded now (the tables need it), then served. */
+/* A REQUEST: decoded now (the tables need it) straight into a message,
+ * then served. */
 static int
-requestTake(CorServerConn* c, const CorCorHead* h, json_t* tree, char* why,
-            size_t whyLen)
+requestTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
+            char* why, size_t whyLen)
 {
     CorCorMessage m;
+    CorCorHead decoded;
     CorServerRequest* req;
-    int rc = corCorMessageRead(COR_COR_REQUEST, tree, &m, why, whyLen);
+    int rc = corCorMessageDecode(c->received, frame,
+                                 COR_COR_HEAD_LEN + h->length,
+                                 corServerConf.maxFrame, &decoded, &m, why,
+                                 whyLen);
 
     if (rc != 0) {
         return rc;
@@ -585,17 +600,18 @@ frameTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
 {
     json_t* tree = NULL;
     CorCorHead decoded;
-    int rc = corCorFrameDecode(c->received, frame,
-                               COR_COR_HEAD_LEN + h->length,
-                               corServerConf.maxFrame, &decoded, &tree, why,
-                               whyLen);
+    int rc;
 
+    if (h->type == COR_COR_REQUEST) {
+        return requestTake(c, h, frame, why, whyLen);
+    }
+    rc = corCorFrameDecode(c->received, frame, COR_COR_HEAD_LEN + h->length,
+                           corServerConf.maxFrame, &decoded, &tree, why,
+                           whyLen);
     if (rc != 0) {
         return rc;
     }
     switch (h->type) {
-    case COR_COR_REQUEST:
-        return requestTake(c, h, tree, why, whyLen);
     case COR_COR_PING:
         rc = frameQueue(c, COR_COR_PONG, h->id, NULL);
         break;

@@ -4,39 +4,16 @@
  * back, with the tables of one direction. The encoder writes the one
  * canonical form of a tree (shortest varints, ints 0..6 in the tag, a
  * float in 4 bytes when it fits, a name or namespace by index when its
- * table has it); the decoder refuses every other form. Being strict costs
- * nothing here and buys a property the fuzzer checks: bytes that decode
- * encode back to the same bytes, with the tables in step.
+ * table has it); the decoder (corCorTreeDecode.c) refuses every other
+ * form. Being strict costs nothing here and buys a property the fuzzer
+ * checks: bytes that decode encode back to the same bytes, with the
+ * tables in step.
  */
 #include "corCorInt.h"
 
 #include <errno.h>
-#include <float.h>
 #include <math.h>
 #include <string.h>
-
-enum {
-    TYPE_STRING = 1,
-    TYPE_INT = 2,
-    TYPE_FLOAT = 3,
-    TYPE_BOOL = 4,
-    TYPE_NULL = 5,
-    TYPE_OBJECT = 6,
-    TYPE_ARRAY = 7
-};
-
-enum {
-    MODE_NONE = 0,
-    MODE_TERM = 1,
-    MODE_NEW = 2,
-    MODE_INDEX = 3
-};
-
-/* Ints 0..6 travel in the tag's flags; 7 says a zigzag varint follows. */
-#define INT_INLINE_MAX 6
-#define INT_VARINT 7
-#define FLOAT_SINGLE 1
-#define VARINT_MAX 10
 
 static uint8_t
 tagOf(unsigned type, unsigned mode, unsigned flags)
@@ -44,27 +21,10 @@ tagOf(unsigned type, unsigned mode, unsigned flags)
     return (uint8_t)(type | mode << 3 | flags << 5);
 }
 
-/* Whether the double d comes back exactly from a 4-byte float. The range
- * check comes first: converting a double out of float's range is
- * undefined. */
-static bool
-fitsFloat(double d)
-{
-    return fabs(d) <= FLT_MAX && (double)(float)d == d;
-}
-
 /* ---- Encoder ----------------------------------------------------------- */
 
-typedef struct {
-    CorCorTables* t;
-    CorCorBuf* out;
-    size_t nodes;
-    char* why;
-    size_t whyLen;
-} Encoder;
-
 static int
-putBytes(Encoder* e, const void* p, size_t n)
+putBytes(CorCorEncoder* e, const void* p, size_t n)
 {
     if (corCorBufReserve(e->out, n) != 0) {
         corCorWhy(e->why, e->whyLen, "no memory for %zu bytes of tree",
@@ -90,16 +50,16 @@ varintWrite(uint8_t* p, uint64_t v)
 }
 
 static int
-putVarint(Encoder* e, uint64_t v)
+putVarint(CorCorEncoder* e, uint64_t v)
 {
-    uint8_t b[VARINT_MAX];
+    uint8_t b[COR_COR_VARINT_MAX];
 
     return putBytes(e, b, varintWrite(b, v));
 }
 
 /* A local part (or an inline namespace): its length, its bytes, a NUL. */
 static int
-putLocal(Encoder* e, const char* s, size_t len)
+putLocal(CorCorEncoder* e, const char* s, size_t len)
 {
     int rc = putVarint(e, len);
 
@@ -112,7 +72,7 @@ putLocal(Encoder* e, const char* s, size_t len)
 /* A string value or a new name: its namespace (none, new, or an index),
  * then its local part; a new namespace is appended. */
 static int
-putString(Encoder* e, const char* s, size_t len)
+putString(CorCorEncoder* e, const char* s, size_t len)
 {
     size_t nsLen = e->t != NULL ? corCorSplit(s, len) : 0;
     CorCorTable* ns = e->t != NULL ? &e->t->namespaces : NULL;
@@ -137,58 +97,56 @@ putString(Encoder* e, const char* s, size_t len)
     return rc == 0 ? putLocal(e, s + nsLen, len - nsLen) : rc;
 }
 
-/* The tag of node, with the name mode given: its type, and in the flags
- * a small int, the size of a float, a boolean's value. */
+/* The type of node and its tag's flags: a small int, the size of a
+ * float, a boolean's value. */
 static int
-putTag(Encoder* e, const json_t* node, unsigned mode)
+kindOf(CorCorEncoder* e, const json_t* node, unsigned* type, unsigned* flags)
 {
-    unsigned type = TYPE_ARRAY;
-    unsigned flags = 0;
     json_int_t v;
-    uint8_t tag;
 
+    *flags = 0;
     switch (json_typeof(node)) {
     case JSON_STRING:
-        type = TYPE_STRING;
-        break;
+        *type = COR_COR_NODE_STRING;
+        return 0;
     case JSON_INTEGER:
         v = json_integer_value(node);
-        type = TYPE_INT;
-        flags = v >= 0 && v <= INT_INLINE_MAX ? (unsigned)v : INT_VARINT;
-        break;
+        *type = COR_COR_NODE_INT;
+        *flags = corCorIntFlags(v);
+        return 0;
     case JSON_REAL:
         if (!isfinite(json_real_value(node))) {
             corCorWhy(e->why, e->whyLen, "a real that is not finite");
             return -EINVAL;
         }
-        type = TYPE_FLOAT;
-        flags = fitsFloat(json_real_value(node)) ? FLOAT_SINGLE : 0;
-        break;
+        *type = COR_COR_NODE_FLOAT;
+        *flags = corCorFitsFloat(json_real_value(node)) ? COR_COR_FLOAT_SINGLE
+                                                        : 0;
+        return 0;
     case JSON_TRUE:
     case JSON_FALSE:
-        type = TYPE_BOOL;
-        flags = json_is_true(node);
-        break;
+        *type = COR_COR_NODE_BOOL;
+        *flags = json_is_true(node);
+        return 0;
     case JSON_NULL:
-        type = TYPE_NULL;
-        break;
+        *type = COR_COR_NODE_NULL;
+        return 0;
     case JSON_OBJECT:
-        type = TYPE_OBJECT;
-        break;
+        *type = COR_COR_NODE_OBJECT;
+        return 0;
     default:
-        break;
+        *type = COR_COR_NODE_ARRAY;
+        return 0;
     }
-    tag = tagOf(type, mode, flags);
-    return putBytes(e, &tag, 1);
 }
 
 static int
-putFloat(Encoder* e, double d)
+putFloat(CorCorEncoder* e, double d)
 {
     uint8_t b[8];
     uint64_t bits;
 
-    if (fitsFloat(d)) {
+    if (corCorFitsFloat(d)) {
         float f = (float)d;
         uint32_t fbits;
 
@@ -205,64 +163,46 @@ putFloat(Encoder* e, double d)
     return putBytes(e, b, 8);
 }
 
-static int putNode(Encoder* e, const json_t* node, const char* name,
-                   size_t nameLen, unsigned depth);
-
-/* An object's or an array's children, behind their byte length. One
- * byte is kept for the length, which fits it for small containers; a
- * longer length moves the children up. */
+/* An object's or an array's children, behind their byte length. */
 static int
-putChildren(Encoder* e, const json_t* node, unsigned depth)
+putChildren(CorCorEncoder* e, const json_t* node, unsigned depth)
 {
-    size_t start = e->out->len + 1;
-    uint8_t b[VARINT_MAX];
-    size_t n;
+    size_t start;
     size_t i;
     const char* key;
     size_t keyLen;
     json_t* child;
-    int rc = putBytes(e, "", 1);
+    int rc = corCorPutOpen(e, &start);
 
     if (rc != 0) {
         return rc;
     }
     if (json_is_object(node)) {
         json_object_keylen_foreach((json_t*)node, key, keyLen, child) {
-            if ((rc = putNode(e, child, key, keyLen, depth + 1)) != 0) {
-                break;
+            if ((rc = corCorPutNode(e, child, key, keyLen, depth + 1)) != 0) {
+                return rc;
             }
         }
     } else {
         json_array_foreach(node, i, child) {
-            if ((rc = putNode(e, child, NULL, 0, depth + 1)) != 0) {
-                break;
+            if ((rc = corCorPutNode(e, child, NULL, 0, depth + 1)) != 0) {
+                return rc;
             }
         }
     }
-    if (rc != 0) {
-        return rc;
-    }
-    n = varintWrite(b, e->out->len - start);
-    if (n > 1) {
-        if ((rc = putBytes(e, b, n - 1)) != 0) {
-            return rc;
-        }
-        memmove(e->out->data + start + n - 1, e->out->data + start,
-                e->out->len - (n - 1) - start);
-    }
-    memcpy(e->out->data + start - 1, b, n);
-    return 0;
+    return corCorPutClose(e, start);
 }
 
 /* The name of an object's child: by index when the names table has it,
  * else inline, then appended. */
 static int
-putName(Encoder* e, const json_t* node, const char* name, size_t len)
+putName(CorCorEncoder* e, uint8_t tag, const char* name, size_t len)
 {
     int index = e->t != NULL ? corCorTableFind(&e->t->names, name, len) : -1;
-    int rc = putTag(e, node, index >= 0 ? MODE_INDEX : MODE_NEW);
+    int rc;
 
-    if (rc != 0) {
+    tag |= (uint8_t)((index >= 0 ? COR_COR_MODE_INDEX : COR_COR_MODE_NEW) << 3);
+    if ((rc = putBytes(e, &tag, 1)) != 0) {
         return rc;
     }
     if (index >= 0) {
@@ -277,7 +217,7 @@ putName(Encoder* e, const json_t* node, const char* name, size_t len)
 }
 
 static int
-putValue(Encoder* e, const json_t* node, unsigned depth)
+putValue(CorCorEncoder* e, const json_t* node, unsigned depth)
 {
     json_int_t v;
 
@@ -287,11 +227,7 @@ putValue(Encoder* e, const json_t* node, unsigned depth)
                          json_string_length(node));
     case JSON_INTEGER:
         v = json_integer_value(node);
-        if (v >= 0 && v <= INT_INLINE_MAX) {
-            return 0;
-        }
-        /* Zigzag, in unsigned arithmetic: INT64_MIN has no negation. */
-        return putVarint(e, (uint64_t)v << 1 ^ (uint64_t)(v >> 63));
+        return corCorPutInt(e, v);
     case JSON_REAL:
         return putFloat(e, json_real_value(node));
     case JSON_OBJECT:
@@ -302,19 +238,109 @@ putValue(Encoder* e, const json_t* node, unsigned depth)
     }
 }
 
-static int
-putNode(Encoder* e, const json_t* node, const char* name, size_t nameLen,
-        unsigned depth)
+void
+corCorEncodeBegin(CorCorEncoder* e, CorCorTables* t, CorCorBuf* out,
+                  char* why, size_t whyLen)
 {
-    int rc;
+    *e = (CorCorEncoder){ .t = t, .out = out, .why = why, .whyLen = whyLen,
+                          .start = out->len };
+    e->namespaces = t != NULL ? t->namespaces.count : 0;
+    e->names = t != NULL ? t->names.count : 0;
+}
+
+int
+corCorEncodeEnd(CorCorEncoder* e, int rc)
+{
+    size_t n = e->out->len - e->start;
+
+    if (rc == 0 && n > COR_COR_FRAME_MAX) {
+        corCorWhy(e->why, e->whyLen, "a tree of %zu bytes, over %u", n,
+                  (unsigned)COR_COR_FRAME_MAX);
+        rc = -E2BIG;
+    }
+    if (rc != 0) {
+        goto failed;
+    }
+    return (int)n;
+
+failed:
+    e->out->len = e->start;
+    if (e->t != NULL) {
+        corCorTableTruncate(&e->t->namespaces, e->namespaces);
+        corCorTableTruncate(&e->t->names, e->names);
+    }
+    return rc;
+}
+
+int
+corCorPutHead(CorCorEncoder* e, unsigned type, unsigned flags,
+              const char* name, size_t nameLen, unsigned depth)
+{
+    uint8_t tag = tagOf(type, COR_COR_MODE_NONE, flags);
 
     if (depth > COR_COR_DEPTH_MAX || ++e->nodes > COR_COR_NODES_MAX) {
         corCorWhy(e->why, e->whyLen, "a tree deeper than %d or of more "
                   "than %zu nodes", COR_COR_DEPTH_MAX, COR_COR_NODES_MAX);
         return -E2BIG;
     }
-    rc = name != NULL ? putName(e, node, name, nameLen)
-                      : putTag(e, node, MODE_NONE);
+    return name != NULL ? putName(e, tag, name, nameLen)
+                        : putBytes(e, &tag, 1);
+}
+
+int
+corCorPutString(CorCorEncoder* e, const char* s, size_t len)
+{
+    return putString(e, s, len);
+}
+
+int
+corCorPutInt(CorCorEncoder* e, int64_t v)
+{
+    if (v >= 0 && v <= COR_COR_INT_INLINE_MAX) {
+        return 0;
+    }
+    /* Zigzag, in unsigned arithmetic: INT64_MIN has no negation. */
+    return putVarint(e, (uint64_t)v << 1 ^ (uint64_t)(v >> 63));
+}
+
+/* One byte is kept for the length, which fits it for small containers;
+ * a longer length moves the children up when the container closes. */
+int
+corCorPutOpen(CorCorEncoder* e, size_t* startP)
+{
+    *startP = e->out->len + 1;
+    return putBytes(e, "", 1);
+}
+
+int
+corCorPutClose(CorCorEncoder* e, size_t start)
+{
+    uint8_t b[COR_COR_VARINT_MAX];
+    size_t n = varintWrite(b, e->out->len - start);
+    int rc;
+
+    if (n > 1) {
+        if ((rc = putBytes(e, b, n - 1)) != 0) {
+            return rc;
+        }
+        memmove(e->out->data + start + n - 1, e->out->data + start,
+                e->out->len - (n - 1) - start);
+    }
+    memcpy(e->out->data + start - 1, b, n);
+    return 0;
+}
+
+int
+corCorPutNode(CorCorEncoder* e, const json_t* node, const char* name,
+              size_t nameLen, unsigned depth)
+{
+    unsigned type;
+    unsigned flags;
+    int rc = kindOf(e, node, &type, &flags);
+
+    if (rc == 0) {
+        rc = corCorPutHead(e, type, flags, name, nameLen, depth);
+    }
     return rc == 0 ? putValue(e, node, depth) : rc;
 }
 
@@ -322,456 +348,8 @@ int
 corCorTreeEncode(CorCorTables* t, const json_t* tree, CorCorBuf* out,
                  char* why, size_t whyLen)
 {
-    Encoder e = { .t = t, .out = out, .why = why, .whyLen = whyLen };
-    size_t start = out->len;
-    unsigned namespaces = t != NULL ? t->namespaces.count : 0;
-    unsigned names = t != NULL ? t->names.count : 0;
-    int rc = putNode(&e, tree, NULL, 0, 1);
+    CorCorEncoder e;
 
-    if (rc == 0 && out->len - start > COR_COR_FRAME_MAX) {
-        corCorWhy(why, whyLen, "a tree of %zu bytes, over %u",
-                  out->len - start, (unsigned)COR_COR_FRAME_MAX);
-        rc = -E2BIG;
-    }
-    if (rc != 0) {
-        goto failed;
-    }
-    return (int)(out->len - start);
-
-failed:
-    out->len = start;
-    if (t != NULL) {
-        corCorTableTruncate(&t->namespaces, namespaces);
-        corCorTableTruncate(&t->names, names);
-    }
-    return rc;
-}
-
-/* ---- Decoder ----------------------------------------------------------- */
-
-typedef struct {
-    CorCorTables* t;
-    const uint8_t* buf;
-    size_t pos;
-    size_t nodes;
-    CorCorBuf scratch;          /* a string joined to its namespace */
-    char* why;
-    size_t whyLen;
-} Decoder;
-
-/* A string as read: into the input, a table or the scratch buffer, and
- * NUL-terminated wherever it is. */
-typedef struct {
-    const char* s;
-    size_t len;
-} Str;
-
-/* A macro, since a function cannot hand its arguments on to another
- * variadic one. */
-#define refuse(d, at, ...)                                                \
-    corCorRefuse((d)->why, (d)->whyLen, (long)(at), __VA_ARGS__)
-
-static int
-noMemory(Decoder* d)
-{
-    corCorWhy(d->why, d->whyLen, "tree byte %zu: no memory", d->pos);
-    return -ENOMEM;
-}
-
-static int
-getVarint(Decoder* d, size_t end, uint64_t* vp)
-{
-    size_t at = d->pos;
-    uint64_t v = 0;
-
-    for (unsigned i = 0;; i++) {
-        uint8_t b;
-
-        if (d->pos >= end) {
-            return refuse(d, at, "a varint cut short");
-        }
-        b = d->buf[d->pos++];
-        if (i == VARINT_MAX - 1 && b > 1) {
-            return refuse(d, at, "a varint past 64 bits");
-        }
-        v |= (uint64_t)(b & 0x7F) << 7 * i;
-        if ((b & 0x80) == 0) {
-            if (b == 0 && i > 0) {
-                return refuse(d, at, "a varint not in its shortest form");
-            }
-            *vp = v;
-            return 0;
-        }
-    }
-}
-
-/* A local part or an inline namespace: length, bytes, NUL. */
-static int
-getLocal(Decoder* d, size_t end, Str* out)
-{
-    size_t at = d->pos;
-    uint64_t n;
-    int rc = getVarint(d, end, &n);
-
-    if (rc != 0) {
-        return rc;
-    }
-    if (n >= end - d->pos) {
-        return refuse(d, at, "a string of %llu bytes past its container",
-                      (unsigned long long)n);
-    }
-    out->s = (const char*)d->buf + d->pos;
-    out->len = (size_t)n;
-    if (out->s[n] != '\0') {
-        return refuse(d, at, "a string not ended by a NUL");
-    }
-    if (memchr(out->s, '\0', n) != NULL) {
-        return refuse(d, at, "a string that holds a NUL");
-    }
-    if (!corCorUtf8((const uint8_t*)out->s, n)) {
-        return refuse(d, at, "a string that is not UTF-8");
-    }
-    d->pos += n + 1;
-    return 0;
-}
-
-/* The namespace of a string: a new one inline (appended), or an index. */
-static int
-getNamespace(Decoder* d, size_t end, uint64_t ns, Str* out)
-{
-    CorCorTable* tb = &d->t->namespaces;
-    size_t at = d->pos;
-    int rc;
-
-    if (ns >= 2) {
-        if (ns - 2 >= tb->count) {
-            return refuse(d, at, "namespace %llu of a table of %u",
-                          (unsigned long long)(ns - 2), tb->count);
-        }
-        out->s = tb->items[ns - 2];
-        out->len = tb->lens[ns - 2];
-        return 0;
-    }
-    if ((rc = getLocal(d, end, out)) != 0) {
-        return rc;
-    }
-    if ((rc = corCorTableFind(tb, out->s, out->len)) >= 0) {
-        return refuse(d, at, "a namespace sent inline that is number %d of "
-                      "the table", rc);
-    }
-    return corCorTableAppend(tb, out->s, out->len) == 0 ? 0 : noMemory(d);
-}
-
-/* A string value or a new name: namespace, local part, joined. */
-static int
-getString(Decoder* d, size_t end, Str* out)
-{
-    size_t at = d->pos;
-    uint64_t ns;
-    Str prefix;
-    Str local;
-    int rc = getVarint(d, end, &ns);
-
-    if (rc != 0) {
-        return rc;
-    }
-    if (ns == 0) {
-        rc = getLocal(d, end, out);
-        if (rc == 0 && d->t != NULL && corCorSplit(out->s, out->len) != 0) {
-            return refuse(d, at, "a string that splits sent whole");
-        }
-        return rc;
-    }
-    if (d->t == NULL) {
-        return refuse(d, at, "a namespace in a tree without tables");
-    }
-    if ((rc = getNamespace(d, end, ns, &prefix)) != 0
-        || (rc = getLocal(d, end, &local)) != 0) {
-        return rc;
-    }
-    d->scratch.len = 0;
-    if (corCorBufReserve(&d->scratch, prefix.len + local.len + 1) != 0) {
-        return noMemory(d);
-    }
-    memcpy(d->scratch.data, prefix.s, prefix.len);
-    memcpy(d->scratch.data + prefix.len, local.s, local.len);
-    d->scratch.data[prefix.len + local.len] = '\0';
-    out->s = (const char*)d->scratch.data;
-    out->len = prefix.len + local.len;
-    if (prefix.len == 0 || corCorSplit(out->s, out->len) != prefix.len) {
-        return refuse(d, at, "a string split elsewhere than after its last "
-                      "'/', '#' or ':'");
-    }
-    return 0;
-}
-
-/* The name of an object's child, by index or new (then appended). */
-static int
-getName(Decoder* d, size_t end, unsigned mode, Str* out)
-{
-    CorCorTable* tb = d->t != NULL ? &d->t->names : NULL;
-    size_t at = d->pos;
-    uint64_t index;
-    int rc;
-
-    if (mode == MODE_INDEX) {
-        if ((rc = getVarint(d, end, &index)) != 0) {
-            return rc;
-        }
-        if (tb == NULL || index >= tb->count) {
-            return refuse(d, at, "name %llu of a table of %u",
-                          (unsigned long long)index,
-                          tb != NULL ? tb->count : 0);
-        }
-        out->s = tb->items[index];
-        out->len = tb->lens[index];
-        return 0;
-    }
-    if ((rc = getString(d, end, out)) != 0 || tb == NULL) {
-        return rc;
-    }
-    if ((rc = corCorTableFind(tb, out->s, out->len)) >= 0) {
-        return refuse(d, at, "a name sent inline that is number %d of the "
-                      "table", rc);
-    }
-    return corCorTableAppend(tb, out->s, out->len) == 0 ? 0 : noMemory(d);
-}
-
-static int
-getInt(Decoder* d, size_t end, unsigned flags, json_t** vp)
-{
-    size_t at = d->pos;
-    uint64_t u;
-    int64_t v;
-    int rc;
-
-    if (flags <= INT_INLINE_MAX) {
-        *vp = json_integer(flags);
-        return *vp != NULL ? 0 : noMemory(d);
-    }
-    if ((rc = getVarint(d, end, &u)) != 0) {
-        return rc;
-    }
-    v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-    if (v >= 0 && v <= INT_INLINE_MAX) {
-        return refuse(d, at, "int %lld in a varint, not in the tag",
-                      (long long)v);
-    }
-    *vp = json_integer(v);
-    return *vp != NULL ? 0 : noMemory(d);
-}
-
-static int
-getFloat(Decoder* d, size_t end, unsigned flags, json_t** vp)
-{
-    size_t n = flags == FLOAT_SINGLE ? 4 : 8;
-    size_t at = d->pos;
-    uint64_t bits = 0;
-    double v;
-
-    if (end - d->pos < n) {
-        return refuse(d, at, "a float cut short");
-    }
-    for (size_t i = 0; i < n; i++) {
-        bits |= (uint64_t)d->buf[d->pos++] << 8 * i;
-    }
-    if (n == 4) {
-        float f;
-        uint32_t fbits = (uint32_t)bits;
-
-        memcpy(&f, &fbits, 4);
-        v = f;
-    } else {
-        memcpy(&v, &bits, 8);
-    }
-    if (!isfinite(v)) {
-        return refuse(d, at, "a float that is not finite");
-    }
-    if (n == 8 && fitsFloat(v)) {
-        return refuse(d, at, "a double that fits in 4 bytes");
-    }
-    *vp = json_real(v);
-    return *vp != NULL ? 0 : noMemory(d);
-}
-
-static int getNode(Decoder* d, size_t end, unsigned depth, json_t* parent,
-                   json_t** vp);
-
-static int
-getChildren(Decoder* d, size_t end, unsigned type, unsigned depth,
-            json_t** vp)
-{
-    size_t at = d->pos;
-    uint64_t n;
-    size_t childEnd;
-    int rc = getVarint(d, end, &n);
-
-    if (rc != 0) {
-        return rc;
-    }
-    if (n > end - d->pos) {
-        return refuse(d, at, "children of %llu bytes past their container",
-                      (unsigned long long)n);
-    }
-    childEnd = d->pos + (size_t)n;
-    *vp = type == TYPE_OBJECT ? json_object() : json_array();
-    if (*vp == NULL) {
-        return noMemory(d);
-    }
-    while (rc == 0 && d->pos < childEnd) {
-        rc = getNode(d, childEnd, depth + 1, *vp, NULL);
-    }
-    return rc;
-}
-
-/* The value after a tag (and its name), whose flags were checked. */
-static int
-getValue(Decoder* d, size_t end, unsigned type, unsigned flags,
-         unsigned depth, json_t** vp)
-{
-    Str s;
-    int rc;
-
-    switch (type) {
-    case TYPE_STRING:
-        if ((rc = getString(d, end, &s)) != 0) {
-            return rc;
-        }
-        *vp = json_stringn_nocheck(s.s, s.len);
-        return *vp != NULL ? 0 : noMemory(d);
-    case TYPE_INT:
-        return getInt(d, end, flags, vp);
-    case TYPE_FLOAT:
-        return getFloat(d, end, flags, vp);
-    case TYPE_BOOL:
-        *vp = json_boolean(flags);
-        return 0;
-    case TYPE_NULL:
-        *vp = json_null();
-        return 0;
-    default:
-        return getChildren(d, end, type, depth, vp);
-    }
-}
-
-/* A tag is refused for a type 0, a name where none may be (the root, an
- * array's element) or none where one must be (an object's child), a name
- * by term id, and flags its type leaves unused that are not 0 (the term
- * id bit of a string among them). */
-static int
-tagCheck(Decoder* d, size_t at, unsigned tag, bool named)
-{
-    unsigned type = tag & 7;
-    unsigned mode = tag >> 3 & 3;
-    unsigned flags = tag >> 5;
-
-    if (type == 0) {
-        return refuse(d, at, "tag 0x%02x: type 0", tag);
-    }
-    if (mode == MODE_TERM) {
-        return refuse(d, at, "tag 0x%02x: a name by term id (terms: 0)", tag);
-    }
-    if (named && mode == MODE_NONE) {
-        return refuse(d, at, "tag 0x%02x: a child of an object without a "
-                      "name", tag);
-    }
-    if (!named && mode != MODE_NONE) {
-        return refuse(d, at, "tag 0x%02x: a name outside an object", tag);
-    }
-    if ((type == TYPE_STRING && flags != 0)
-        || ((type == TYPE_FLOAT || type == TYPE_BOOL) && flags > 1)
-        || (type >= TYPE_NULL && flags != 0)) {
-        return refuse(d, at, "tag 0x%02x: type %u with flags %u", tag, type,
-                      flags);
-    }
-    return 0;
-}
-
-/* Read an object child's name, and hold its place in the object (with a
- * null until its value is read: the name may live in the scratch buffer,
- * which the value may reuse). */
-static int
-getSlot(Decoder* d, size_t end, unsigned mode, json_t* parent, void** slotP)
-{
-    size_t at = d->pos;
-    Str name;
-    int rc = getName(d, end, mode, &name);
-
-    if (rc != 0) {
-        return rc;
-    }
-    if (json_object_getn(parent, name.s, name.len) != NULL) {
-        return refuse(d, at, "a second \"%.40s\" in one object", name.s);
-    }
-    if (json_object_setn_new_nocheck(parent, name.s, name.len, json_null())
-        != 0) {
-        return noMemory(d);
-    }
-    *slotP = json_object_iter_at(parent, name.s);
-    return 0;
-}
-
-static int
-getNode(Decoder* d, size_t end, unsigned depth, json_t* parent, json_t** vp)
-{
-    size_t at = d->pos;
-    json_t* v = NULL;
-    void* slot = NULL;
-    unsigned tag;
-    int rc;
-
-    if (depth > COR_COR_DEPTH_MAX || ++d->nodes > COR_COR_NODES_MAX) {
-        return refuse(d, at, "a tree deeper than %d or of more than %zu "
-                      "nodes", COR_COR_DEPTH_MAX, COR_COR_NODES_MAX);
-    }
-    if (d->pos >= end) {
-        return refuse(d, at, "a node cut short");
-    }
-    tag = d->buf[d->pos++];
-    if ((rc = tagCheck(d, at, tag, json_is_object(parent))) != 0
-        || (json_is_object(parent)
-            && (rc = getSlot(d, end, tag >> 3 & 3, parent, &slot)) != 0)) {
-        return rc;
-    }
-    if ((rc = getValue(d, end, tag & 7, tag >> 5, depth, &v)) != 0) {
-        json_decref(v);
-        return rc;
-    }
-    if (parent == NULL) {
-        *vp = v;
-        return 0;
-    }
-    if (slot != NULL) {
-        return json_object_iter_set_new(parent, slot, v) == 0 ? 0
-                                                              : noMemory(d);
-    }
-    return json_array_append_new(parent, v) == 0 ? 0 : noMemory(d);
-}
-
-int
-corCorTreeDecode(CorCorTables* t, const uint8_t* buf, size_t len,
-                 json_t** treeP, char* why, size_t whyLen)
-{
-    Decoder d = { .t = t, .buf = buf, .why = why, .whyLen = whyLen };
-    unsigned namespaces = t != NULL ? t->namespaces.count : 0;
-    unsigned names = t != NULL ? t->names.count : 0;
-    int rc = getNode(&d, len, 1, NULL, treeP);
-
-    if (rc == 0 && d.pos != len) {
-        json_decref(*treeP);
-        rc = refuse(&d, d.pos, "%zu bytes after the tree", len - d.pos);
-    }
-    corCorBufFree(&d.scratch);
-    if (rc != 0) {
-        goto failed;
-    }
-    return 0;
-
-failed:
-    *treeP = NULL;
-    if (t != NULL) {
-        corCorTableTruncate(&t->namespaces, namespaces);
-        corCorTableTruncate(&t->names, names);
-    }
-    return rc;
+    corCorEncodeBegin(&e, t, out, why, whyLen);
+    return corCorEncodeEnd(&e, corCorPutNode(&e, tree, NULL, 0, 1));
 }
