@@ -31,7 +31,6 @@
 #include "corCorServerInt.h"
 #include "corCorClientInt.h"
 #include "corCorInt.h"
-#include "corHttpParse.h"
 
 #include <errno.h>
 #include <netinet/in.h>
@@ -57,25 +56,8 @@
 /* An output buffer this large, once empty, goes back to malloc. */
 #define OUT_KEEP (64 * 1024)
 
-static void requestDone(CorRequest* r);
-static void requestRelease(CorRequest* r);
-static void streamData(CorRequest* r, const void* data, size_t len);
-static void streamEnd(CorRequest* r);
-static bool streamAlive(const CorRequest* r);
-static void streamAbort(CorRequest* r);
 static void frameLoop(CorServerConn* c, unsigned events);
 static void connClose(CorServerConn* c);
-
-/* No streamBacklog: a cor:// body travels in one frame, gathered whole
- * (the core's own queue still bounds a writer); no upgrade. */
-static const CorProtocolOps corOps = {
-    .done = requestDone,
-    .release = requestRelease,
-    .streamData = streamData,
-    .streamEnd = streamEnd,
-    .streamAlive = streamAlive,
-    .streamAbort = streamAbort,
-};
 
 /* ---- Output -------------------------------------------------------------- */
 
@@ -106,8 +88,8 @@ frameQueue(CorServerConn* c, CorCorType type, uint32_t id,
 /* Queue a RESPONSE, encoded now from m with no tree between (but a JSON
  * body's). Returns 0, or -errno with why (nothing was queued, the tables
  * did not move). */
-static int
-responseQueue(CorServerConn* c, uint32_t id, const CorCorMessage* m,
+int
+corServerResponseQueue(CorServerConn* c, uint32_t id, const CorCorMessage* m,
               char* why, size_t whyLen)
 {
     int rc = corCorMessageEncode(c->sent, COR_COR_RESPONSE, id, m, &c->out,
@@ -241,274 +223,12 @@ flushDue(CorEvTimer* timer)
     }
 }
 
-static void
-flushSoon(CorServerConn* c)
+void
+corServerFlushSoon(CorServerConn* c)
 {
     if (!c->flushTimer.active) {
         corEvTimerStart(c->sl->loop, &c->flushTimer, 0, flushDue);
     }
-}
-
-/* ---- Requests ------------------------------------------------------------ */
-
-/* A RESPONSE that no handler made (a bad target, past max_in_flight). */
-static int
-answerBare(CorServerConn* c, uint32_t id, int status, const char* text)
-{
-    CorCorMessage m = { .status = status, .contentType = "text/plain",
-                        .body = text, .bodyLen = strlen(text) };
-    char why[COR_COR_WHY_MAX];
-    int rc = responseQueue(c, id, &m, why, sizeof(why));
-
-    if (rc < 0) {
-        corLog(COR_LOG_ERROR, "cor: a frame to %s not encoded: %s",
-               c->peerName, why);
-    }
-    return rc;
-}
-
-static void
-requestLink(CorServerConn* c, CorServerRequest* req)
-{
-    req->conn = c;
-    req->next = c->requests;
-    if (c->requests != NULL) {
-        c->requests->prev = req;
-    }
-    c->requests = req;
-    c->inFlight++;
-}
-
-static void
-requestUnlink(CorServerRequest* req)
-{
-    CorServerConn* c = req->conn;
-
-    if (c == NULL) {
-        return;
-    }
-    if (req->prev != NULL) {
-        req->prev->next = req->next;
-    } else {
-        c->requests = req->next;
-    }
-    if (req->next != NULL) {
-        req->next->prev = req->prev;
-    }
-    if (!req->answered) {
-        c->inFlight--;
-    }
-    req->conn = NULL;
-    req->prev = req->next = NULL;
-}
-
-/*
- * The request of a REQUEST message, which it takes over. Its target is
- * decoded as HTTP decodes a request line's (the same routes must match
- * the same paths); a target HTTP would refuse is answered 400 here.
- * Returns the request, or NULL (answered, or no memory).
- */
-static CorServerRequest*
-requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
-{
-    size_t targetLen = strlen(m->path);
-    unsigned count = m->headerCount + (m->contentType != NULL);
-    CorServerRequest* req = calloc(1, sizeof(*req) + count * sizeof(CorHeader)
-                                      + targetLen + 1);
-    char* target;
-    CorHttpTarget t;
-
-    if (req == NULL) {
-        answerBare(c, id, 503, "no memory\n");
-        return NULL;
-    }
-    target = memcpy((char*)(req->headers + count), m->path, targetLen + 1);
-    if (corHttpTargetDecode(target, targetLen, &t) != 0) {
-        free(req);
-        answerBare(c, id, 400, "bad path\n");
-        return NULL;
-    }
-    memcpy(req->headers, m->headers, m->headerCount * sizeof(CorHeader));
-    if (m->contentType != NULL) {
-        req->headers[m->headerCount] = (CorHeader){
-            .name = "Content-Type", .nameLen = 12, .value = m->contentType,
-            .valueLen = strlen(m->contentType) };
-    }
-    req->id = id;
-    req->message = *m;
-    *m = (CorCorMessage){ 0 };
-    req->r = (CorRequest){
-        .method = req->message.verb,
-        .methodLen = strlen(req->message.verb),
-        .path = t.path, .pathLen = t.pathLen,
-        .query = t.query, .queryLen = t.queryLen,
-        .headers = req->headers, .headerCount = count,
-        .body = req->message.body, .bodyLen = req->message.bodyLen,
-        .head = strcmp(req->message.verb, "HEAD") == 0,
-        .remote = req->remote,
-        .secure = c->tls,
-    };
-    corPeerAddress(&c->peer, req->remote, sizeof(req->remote));
-    return req;
-}
-
-static void
-requestFree(CorServerRequest* req)
-{
-    corCorMessageClear(&req->message);
-    corCorBufFree(&req->streamed);
-    free(req);
-}
-
-/* A file body (corRespondFile), read whole: a frame carries it. */
-static int
-fileRead(CorRequest* r, CorCorBuf* into)
-{
-    size_t len = r->responseLen;
-    size_t got = 0;
-
-    if (len > corServerConf.maxFrame) {
-        return -EFBIG;
-    }
-    into->data = malloc(len > 0 ? len : 1);
-    if (into->data == NULL) {
-        return -ENOMEM;
-    }
-    while (got < len) {
-        ssize_t n = pread(r->fileFd, into->data + got, len - got,
-                          (off_t)r->fileOffset + (off_t)got);
-
-        if (n <= 0) {
-            return n == 0 ? -EIO : -errno;
-        }
-        got += (size_t)n;
-    }
-    into->len = into->cap = len;
-    return 0;
-}
-
-/* The RESPONSE of req, queued now; a response that cannot be encoded
- * (a header HTTP could not carry either) goes out as a 500. */
-static void
-respond(CorServerConn* c, CorServerRequest* req)
-{
-    CorRequest* r = &req->r;
-    CorCorBuf file = { 0 };
-    CorCorMessage m = { .status = r->status,
-                        .headers = r->responseHeaders,
-                        .headerCount = r->responseHeaderCount,
-                        .contentType = r->contentType,
-                        .body = r->responseBody, .bodyLen = r->responseLen };
-    char why[COR_COR_WHY_MAX];
-
-    if (req->streamFailed) {
-        m = (CorCorMessage){ .status = 502, .contentType = "text/plain",
-                             .body = "the answer failed midway\n",
-                             .bodyLen = 25 };
-    } else if (r->stream != NULL) {
-        m.body = req->streamed.data;
-        m.bodyLen = req->streamed.len;
-    } else if (r->fileFd >= 0 && fileRead(r, &file) == 0) {
-        m.body = file.data;
-        m.bodyLen = file.len;
-    } else if (r->fileFd >= 0) {
-        m = (CorCorMessage){ .status = 500, .contentType = "text/plain",
-                             .body = "the file could not be read\n",
-                             .bodyLen = 27 };
-    }
-    if (r->head) {
-        m.body = NULL;
-        m.bodyLen = 0;
-    }
-    if (responseQueue(c, req->id, &m, why, sizeof(why)) != 0) {
-        corLog(COR_LOG_ERROR, "cor: the answer to %.*s %.*s: %s",
-               (int)r->methodLen, r->method, (int)r->pathLen, r->path, why);
-        answerBare(c, req->id, 500, "the answer could not be encoded\n");
-    }
-    corCorBufFree(&file);
-}
-
-/* req is answered (or its connection gone): the core runs its
- * post-response phase, then releases it. */
-static void
-answered(CorServerRequest* req)
-{
-    CorServerConn* c = req->conn;
-
-    if (c != NULL) {
-        respond(c, req);
-        req->answered = true;
-        c->inFlight--;
-    }
-    corRequestSent(&req->r);
-    if (c != NULL && !c->processing) {
-        flushSoon(c);   /* frameLoop flushes by itself */
-    }
-}
-
-static void
-requestDone(CorRequest* r)
-{
-    if (r->stream != NULL) {
-        return;     /* the body is gathered; its end answers */
-    }
-    answered(corContainerOf(r, CorServerRequest, r));
-}
-
-static void
-streamData(CorRequest* r, const void* data, size_t len)
-{
-    CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
-
-    if (req->conn == NULL || req->streamFailed) {
-        return;
-    }
-    if (req->streamed.len + len > corServerConf.maxFrame
-        || corCorBufReserve(&req->streamed, len) != 0) {
-        /* No room for it in one frame: the answer fails whole. */
-        corLog(COR_LOG_ERROR, "cor: a streamed answer to %.*s past "
-               "max_frame (%u bytes): answered 502", (int)r->pathLen,
-               r->path, corServerConf.maxFrame);
-        req->streamFailed = true;
-        corCorBufFree(&req->streamed);
-        return;
-    }
-    memcpy(req->streamed.data + req->streamed.len, data, len);
-    req->streamed.len += len;
-}
-
-static void
-streamEnd(CorRequest* r)
-{
-    answered(corContainerOf(r, CorServerRequest, r));
-}
-
-/* The stream failed (its upstream died mid-body): a frame cannot say
- * "incomplete", so the answer becomes a 502, never the part that came as
- * if it were whole. */
-static void
-streamAbort(CorRequest* r)
-{
-    CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
-
-    req->streamFailed = true;
-    corCorBufFree(&req->streamed);
-    answered(req);
-}
-
-static bool
-streamAlive(const CorRequest* r)
-{
-    return corContainerOf(r, CorServerRequest, r)->conn != NULL;
-}
-
-static void
-requestRelease(CorRequest* r)
-{
-    CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
-
-    requestUnlink(req);
-    requestFree(req);
 }
 
 /* ---- Frames -------------------------------------------------------------- */
@@ -563,7 +283,6 @@ requestTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
 {
     CorCorMessage m;
     CorCorHead decoded;
-    CorServerRequest* req;
     int rc = corCorMessageDecode(c->received, frame,
                                  COR_COR_HEAD_LEN + h->length,
                                  corServerConf.maxFrame, &decoded, &m, why,
@@ -579,17 +298,10 @@ requestTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
     }
     if (c->inFlight >= corServerConf.maxInFlight) {
         corCorMessageClear(&m);
-        return answerBare(c, h->id, 503, "too many requests in flight on "
-                          "this connection\n");
+        return corServerAnswerBare(c, h->id, 503, "too many requests in "
+                                   "flight on this connection\n");
     }
-    req = requestCreate(c, h->id, &m);
-    corCorMessageClear(&m);
-    if (req == NULL) {
-        return 0;   /* answered already */
-    }
-    requestLink(c, req);
-    corRequestServe(&req->r, &corOps, req);
-    return 0;
+    return corServerRequestServe(c, h->id, &m);
 }
 
 /* One whole frame after the HELLO. Returns 0, or -errno with why (the
@@ -872,7 +584,7 @@ connClose(CorServerConn* c)
     while (c->requests != NULL) {
         CorServerRequest* req = c->requests;
 
-        requestUnlink(req);
+        corServerRequestUnlink(req);
         corRequestCancel(&req->r);
     }
     corCorTablesFree(c->received);
@@ -902,7 +614,7 @@ corServerConnStop(CorServerConn* c, uint64_t deadline)
     for (CorServerRequest* req = c->requests; req != NULL;
          req = req->next) {
         if (!req->answered) {
-            answerBare(c, req->id, 503, "stopping\n");
+            corServerAnswerBare(c, req->id, 503, "stopping\n");
         }
     }
     while (outputPending(c) && corEvClockMs() < deadline) {

@@ -102,6 +102,28 @@ void corServerConnDrain(CorServerConn* c);
  * goes out until deadline (corEvClockMs time), close (a stop). */
 void corServerConnStop(CorServerConn* c, uint64_t deadline);
 
+/* Queue a RESPONSE encoded now from m. Returns 0, or -errno with why
+ * (nothing queued, the tables as they were). */
+int corServerResponseQueue(CorServerConn* c, uint32_t id,
+                           const CorCorMessage* m, char* why, size_t whyLen);
+/* Write c's output at the loop's next iteration (every answer of this one
+ * in one write). */
+void corServerFlushSoon(CorServerConn* c);
+
+/* ---- corCorServerRequest.c ----------------------------------------------- */
+
+/* Serve the request of a REQUEST message m (taken over, cleared): made,
+ * linked to c and handed to the core; a target HTTP would refuse, or no
+ * memory, is answered at once. Returns 0, or -errno when even that
+ * answer could not be queued. */
+int corServerRequestServe(CorServerConn* c, uint32_t id, CorCorMessage* m);
+/* A RESPONSE that no handler made (a bad target, past max_in_flight, a
+ * stop). Returns 0 or -errno. */
+int corServerAnswerBare(CorServerConn* c, uint32_t id, int status,
+                        const char* text);
+/* Take req off its connection (which closes): it finishes into the void. */
+void corServerRequestUnlink(CorServerRequest* req);
+
 /* ---- corCorModule.c ------------------------------------------------------ */
 
 CorServerLoop* corServerLoopAt(unsigned index);

@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A cor:// request on the server (corCorServer.c reads the frames): made
+ * from its REQUEST, its target decoded as HTTP decodes a request line's,
+ * served by the core like any request, answered with a RESPONSE queued
+ * the moment its handler is done (a streamed answer gathered whole, a
+ * file read whole: a frame carries a whole body), released after its
+ * post-response phase. A request owns what it reads, so a connection
+ * that closes under it frees nothing it uses.
+ */
+#include "corCorServerInt.h"
+#include "corCorInt.h"
+#include "corHttpParse.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void requestDone(CorRequest* r);
+static void requestRelease(CorRequest* r);
+static void streamData(CorRequest* r, const void* data, size_t len);
+static void streamEnd(CorRequest* r);
+static bool streamAlive(const CorRequest* r);
+static void streamAbort(CorRequest* r);
+
+/* No streamBacklog: a cor:// body travels in one frame, gathered whole
+ * (the core's own queue still bounds a writer); no upgrade. */
+static const CorProtocolOps corOps = {
+    .done = requestDone,
+    .release = requestRelease,
+    .streamData = streamData,
+    .streamEnd = streamEnd,
+    .streamAlive = streamAlive,
+    .streamAbort = streamAbort,
+};
+
+/* A RESPONSE that no handler made (a bad target, past max_in_flight). */
+int
+corServerAnswerBare(CorServerConn* c, uint32_t id, int status, const char* text)
+{
+    CorCorMessage m = { .status = status, .contentType = "text/plain",
+                        .body = text, .bodyLen = strlen(text) };
+    char why[COR_COR_WHY_MAX];
+    int rc = corServerResponseQueue(c, id, &m, why, sizeof(why));
+
+    if (rc < 0) {
+        corLog(COR_LOG_ERROR, "cor: a frame to %s not encoded: %s",
+               c->peerName, why);
+    }
+    return rc;
+}
+
+static void
+requestLink(CorServerConn* c, CorServerRequest* req)
+{
+    req->conn = c;
+    req->next = c->requests;
+    if (c->requests != NULL) {
+        c->requests->prev = req;
+    }
+    c->requests = req;
+    c->inFlight++;
+}
+
+void
+corServerRequestUnlink(CorServerRequest* req)
+{
+    CorServerConn* c = req->conn;
+
+    if (c == NULL) {
+        return;
+    }
+    if (req->prev != NULL) {
+        req->prev->next = req->next;
+    } else {
+        c->requests = req->next;
+    }
+    if (req->next != NULL) {
+        req->next->prev = req->prev;
+    }
+    if (!req->answered) {
+        c->inFlight--;
+    }
+    req->conn = NULL;
+    req->prev = req->next = NULL;
+}
+
+/*
+ * The request of a REQUEST message, which it takes over. Its target is
+ * decoded as HTTP decodes a request line's (the same routes must match
+ * the same paths); a target HTTP would refuse is answered 400 here.
+ * Returns the request, or NULL (answered, or no memory).
+ */
+static CorServerRequest*
+requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
+{
+    size_t targetLen = strlen(m->path);
+    unsigned count = m->headerCount + (m->contentType != NULL);
+    CorServerRequest* req = calloc(1, sizeof(*req) + count * sizeof(CorHeader)
+                                      + targetLen + 1);
+    char* target;
+    CorHttpTarget t;
+
+    if (req == NULL) {
+        corServerAnswerBare(c, id, 503, "no memory\n");
+        return NULL;
+    }
+    target = memcpy((char*)(req->headers + count), m->path, targetLen + 1);
+    if (corHttpTargetDecode(target, targetLen, &t) != 0) {
+        free(req);
+        corServerAnswerBare(c, id, 400, "bad path\n");
+        return NULL;
+    }
+    memcpy(req->headers, m->headers, m->headerCount * sizeof(CorHeader));
+    if (m->contentType != NULL) {
+        req->headers[m->headerCount] = (CorHeader){
+            .name = "Content-Type", .nameLen = 12, .value = m->contentType,
+            .valueLen = strlen(m->contentType) };
+    }
+    req->id = id;
+    req->message = *m;
+    *m = (CorCorMessage){ 0 };
+    req->r = (CorRequest){
+        .method = req->message.verb,
+        .methodLen = strlen(req->message.verb),
+        .path = t.path, .pathLen = t.pathLen,
+        .query = t.query, .queryLen = t.queryLen,
+        .headers = req->headers, .headerCount = count,
+        .body = req->message.body, .bodyLen = req->message.bodyLen,
+        .head = strcmp(req->message.verb, "HEAD") == 0,
+        .remote = req->remote,
+        .secure = c->tls,
+    };
+    corPeerAddress(&c->peer, req->remote, sizeof(req->remote));
+    return req;
+}
+
+static void
+requestFree(CorServerRequest* req)
+{
+    corCorMessageClear(&req->message);
+    corCorBufFree(&req->streamed);
+    free(req);
+}
+
+/* A file body (corRespondFile), read whole: a frame carries it. */
+static int
+fileRead(CorRequest* r, CorCorBuf* into)
+{
+    size_t len = r->responseLen;
+    size_t got = 0;
+
+    if (len > corServerConf.maxFrame) {
+        return -EFBIG;
+    }
+    into->data = malloc(len > 0 ? len : 1);
+    if (into->data == NULL) {
+        return -ENOMEM;
+    }
+    while (got < len) {
+        ssize_t n = pread(r->fileFd, into->data + got, len - got,
+                          (off_t)r->fileOffset + (off_t)got);
+
+        if (n <= 0) {
+            return n == 0 ? -EIO : -errno;
+        }
+        got += (size_t)n;
+    }
+    into->len = into->cap = len;
+    return 0;
+}
+
+/* The RESPONSE of req, queued now; a response that cannot be encoded
+ * (a header HTTP could not carry either) goes out as a 500. */
+static void
+respond(CorServerConn* c, CorServerRequest* req)
+{
+    CorRequest* r = &req->r;
+    CorCorBuf file = { 0 };
+    CorCorMessage m = { .status = r->status,
+                        .headers = r->responseHeaders,
+                        .headerCount = r->responseHeaderCount,
+                        .contentType = r->contentType,
+                        .body = r->responseBody, .bodyLen = r->responseLen };
+    char why[COR_COR_WHY_MAX];
+
+    if (req->streamFailed) {
+        m = (CorCorMessage){ .status = 502, .contentType = "text/plain",
+                             .body = "the answer failed midway\n",
+                             .bodyLen = 25 };
+    } else if (r->stream != NULL) {
+        m.body = req->streamed.data;
+        m.bodyLen = req->streamed.len;
+    } else if (r->fileFd >= 0 && fileRead(r, &file) == 0) {
+        m.body = file.data;
+        m.bodyLen = file.len;
+    } else if (r->fileFd >= 0) {
+        m = (CorCorMessage){ .status = 500, .contentType = "text/plain",
+                             .body = "the file could not be read\n",
+                             .bodyLen = 27 };
+    }
+    if (r->head) {
+        m.body = NULL;
+        m.bodyLen = 0;
+    }
+    if (corServerResponseQueue(c, req->id, &m, why, sizeof(why)) != 0) {
+        corLog(COR_LOG_ERROR, "cor: the answer to %.*s %.*s: %s",
+               (int)r->methodLen, r->method, (int)r->pathLen, r->path, why);
+        corServerAnswerBare(c, req->id, 500, "the answer could not be encoded\n");
+    }
+    corCorBufFree(&file);
+}
+
+/* req is answered (or its connection gone): the core runs its
+ * post-response phase, then releases it. */
+static void
+answered(CorServerRequest* req)
+{
+    CorServerConn* c = req->conn;
+
+    if (c != NULL) {
+        respond(c, req);
+        req->answered = true;
+        c->inFlight--;
+    }
+    corRequestSent(&req->r);
+    if (c != NULL && !c->processing) {
+        corServerFlushSoon(c);   /* frameLoop flushes by itself */
+    }
+}
+
+static void
+requestDone(CorRequest* r)
+{
+    if (r->stream != NULL) {
+        return;     /* the body is gathered; its end answers */
+    }
+    answered(corContainerOf(r, CorServerRequest, r));
+}
+
+static void
+streamData(CorRequest* r, const void* data, size_t len)
+{
+    CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
+
+    if (req->conn == NULL || req->streamFailed) {
+        return;
+    }
+    if (req->streamed.len + len > corServerConf.maxFrame
+        || corCorBufReserve(&req->streamed, len) != 0) {
+        /* No room for it in one frame: the answer fails whole. */
+        corLog(COR_LOG_ERROR, "cor: a streamed answer to %.*s past "
+               "max_frame (%u bytes): answered 502", (int)r->pathLen,
+               r->path, corServerConf.maxFrame);
+        req->streamFailed = true;
+        corCorBufFree(&req->streamed);
+        return;
+    }
+    memcpy(req->streamed.data + req->streamed.len, data, len);
+    req->streamed.len += len;
+}
+
+static void
+streamEnd(CorRequest* r)
+{
+    answered(corContainerOf(r, CorServerRequest, r));
+}
+
+/* The stream failed (its upstream died mid-body): a frame cannot say
+ * "incomplete", so the answer becomes a 502, never the part that came as
+ * if it were whole. */
+static void
+streamAbort(CorRequest* r)
+{
+    CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
+
+    req->streamFailed = true;
+    corCorBufFree(&req->streamed);
+    answered(req);
+}
+
+static bool
+streamAlive(const CorRequest* r)
+{
+    return corContainerOf(r, CorServerRequest, r)->conn != NULL;
+}
+
+static void
+requestRelease(CorRequest* r)
+{
+    CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
+
+    corServerRequestUnlink(req);
+    requestFree(req);
+}
+
+int
+corServerRequestServe(CorServerConn* c, uint32_t id, CorCorMessage* m)
+{
+    CorServerRequest* req = requestCreate(c, id, m);
+
+    corCorMessageClear(m);
+    if (req == NULL) {
+        return 0;   /* answered already */
+    }
+    requestLink(c, req);
+    corRequestServe(&req->r, &corOps, req);
+    return 0;
+}
