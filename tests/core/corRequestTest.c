@@ -49,6 +49,15 @@ corTransportWantsWrite(const CorTransport* t)
 
 CorRuntime corRuntime;
 
+/* corMetrics.c reports a module's bad metrics source through it. */
+void
+corModuleError(CorModule* m, const CorConf* at, const char* fmt, ...)
+{
+    (void)m;
+    (void)at;
+    (void)fmt;
+}
+
 static CorModule module;
 static CorHandlerEntry entries[8];
 static unsigned entryCount;
