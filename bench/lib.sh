@@ -52,6 +52,16 @@ waitPort() {   # PORT [PATH]: a plain HTTP server on 127.0.0.1
     waitUrl "http://127.0.0.1:$1${2:-/hello}"
 }
 
+# Wait until something accepts on PORT of 127.0.0.1 (a server that does
+# not speak HTTP: a broker); fail after 5 s.
+waitTcp() {   # PORT
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.05
+    done
+    fail "nothing answers on port $1"
+}
+
 # Remember a process started in the background (`cmd & track $!`), to be
 # stopped by stopAll.
 track() {   # PID
@@ -228,6 +238,21 @@ runWrk() {   # WRK_ARGS...
         grep -E '(Socket errors|Non-2xx or 3xx responses):' "$work/wrk.out" >&2
         exit 1
     fi
+}
+
+# ---- cor-request -----------------------------------------------------------
+
+# One figure of a cor-request load report in FILE: the value after NAME
+# (requests, failed, 2xx, non-2xx, p50, p90, p99, p99.9, max), or before it
+# for req/s. Fails when the report has no such figure (cor-request did not
+# get to print it).
+requestFigure() {   # FILE NAME
+    awk -v k="$2" '/^ *(requests|latency) / {
+            for (i = 1; i < NF; i++) {
+                if (k == "req/s" && $(i + 1) == k) { print $i; found = 1 }
+                if (k != "req/s" && $i == k) { print $(i + 1); found = 1 }
+            } }
+        END { exit !found }' "$1"
 }
 
 # ---- Figures --------------------------------------------------------------

@@ -73,7 +73,8 @@ typedef struct {
                   CorReqBuf* out);
     /* Cut one answer from in[0..len): returns the bytes it took (> 0),
      * with a->status 0 for a frame that is not an answer (a handshake's,
-     * or a CLOSE, which sets a->goAway);
+     * or a CLOSE, which sets a->goAway; an answer that says the
+     * server closes after it sets a->goAway too);
      * 0 when more bytes are needed; or -1 with why. oldest is the
      * request the next answer is for when the protocol is not
      * multiplexed (its body depends on it: HEAD). */

@@ -24,6 +24,7 @@ typedef struct {
     size_t headLen;
     bool chunked;
     int64_t length;             /* Content-Length, or -1 */
+    bool close;                 /* the server closes after this answer */
     CorHttpChunked chunks;
     size_t consumed;            /* chunked input taken, after the head */
     size_t produced;            /* chunked body bytes, after the head */
@@ -92,6 +93,10 @@ httpHead(HttpState* s, const char* in, size_t len,
     s->headLen = head.headLen;
     s->chunked = head.chunked;
     s->length = head.contentLength;
+    /* "Connection: close" (or HTTP/1.0 without keep-alive): the server
+     * closes once this answer is out, so a request sent on the
+     * connection after it would be lost, not answered. */
+    s->close = !head.keepAlive;
     if (oldest->head || head.status == 204 || head.status == 304
         || head.status < 200) {
         s->chunked = false;
@@ -155,6 +160,7 @@ httpDecode(void* state, char* in, size_t len, const CorReqMessage* oldest,
     s->inBody = false;
     /* A 1xx is not the answer: the caller drops it and reads on. */
     a->status = s->status >= 200 ? s->status : 0;
+    a->goAway = a->status != 0 && s->close;
     a->head = in;
     a->headLen = s->headLen;
     a->body = in + s->headLen;

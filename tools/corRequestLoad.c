@@ -450,6 +450,12 @@ connReadable(Load* l, Conn* c)
         if (decodeAll(l, c) != 0) {
             return;
         }
+        /* The server leaves this connection after its last answer: it is
+         * retired (connRetire), not read to its end, whose close is no
+         * failure to report. */
+        if (c->retiring && c->count == 0) {
+            break;
+        }
     }
 }
 

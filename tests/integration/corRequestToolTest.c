@@ -2,7 +2,8 @@
 /*
  * cor-request against the real server: one request printed as curl -i
  * prints it, several at once on one connection, bodies, HEAD, a chunked
- * answer, a closed and an open loop load, and its failures.
+ * answer, a closed and an open loop load, a load on connections the
+ * server closes, and its failures.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -99,6 +100,20 @@ START_TEST(test_a_closed_loop_load_counts_answers_and_percentiles)
 }
 END_TEST
 
+/* An answer with "Connection: close" retires its connection: the next
+ * request goes on a new one. It used to go on the closing one and fail
+ * (the server reset or closed it), which is how a reload's drain, which
+ * answers each connection's next request with a close, looked lossy in
+ * the soak test. */
+START_TEST(test_a_load_leaves_a_connection_the_server_closes)
+{
+    ck_assert_int_eq(run("-c 2 --duration 1s -H 'Connection: close' "
+                         "http://127.0.0.1:{PORT}/hello"), 0);
+    ck_assert_msg(summaryCount("requests ") > 100, "%s", out);
+    ck_assert_msg(summaryCount("failed ") == 0, "%s", out);
+}
+END_TEST
+
 START_TEST(test_an_open_loop_load_keeps_its_rate_and_charges_a_stall)
 {
     long requests;
@@ -138,4 +153,5 @@ COR_TEST_SUITE(corRequestTool)
     tcase_add_test(tc,
         test_an_open_loop_load_keeps_its_rate_and_charges_a_stall);
     tcase_add_test(tc, test_failures_are_reported);
+    tcase_add_test(tc, test_a_load_leaves_a_connection_the_server_closes);
 }
