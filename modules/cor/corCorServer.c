@@ -499,24 +499,18 @@ onIo(CorEvIo* io, unsigned events)
 
 /* ---- The connection ------------------------------------------------------ */
 
+/* "address:port", for logs: the address as r->remote says it. */
 static void
 peerName(CorServerConn* c)
 {
-    char addr[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
+    char addr[INET6_ADDRSTRLEN];
+    in_port_t port = c->peer.ss_family == AF_INET6
+        ? ((const struct sockaddr_in6*)(const void*)&c->peer)->sin6_port
+        : ((const struct sockaddr_in*)(const void*)&c->peer)->sin_port;
 
-    if (c->peer.ss_family == AF_INET) {
-        const struct sockaddr_in* in = (const void*)&c->peer;
-
-        inet_ntop(AF_INET, &in->sin_addr, addr, sizeof(addr));
-        port = ntohs(in->sin_port);
-    } else if (c->peer.ss_family == AF_INET6) {
-        const struct sockaddr_in6* in6 = (const void*)&c->peer;
-
-        inet_ntop(AF_INET6, &in6->sin6_addr, addr, sizeof(addr));
-        port = ntohs(in6->sin6_port);
-    }
-    snprintf(c->peerName, sizeof(c->peerName), "%s:%u", addr, port);
+    corPeerAddress(&c->peer, addr, sizeof(addr));
+    snprintf(c->peerName, sizeof(c->peerName), "%s:%u", addr,
+             (unsigned)ntohs(port));
 }
 
 void
