@@ -160,21 +160,24 @@ frameTake(ThreadPeer* p, uint32_t id, size_t len, CorCorMessage* answer,
     CorCorHead h;
     CorCorMessage other;
     json_t* tree = NULL;
+    bool mine;
     int rc;
 
     p->silentTimeouts = 0;
     if (corCorHeadRead(p->in, len, COR_COR_FRAME_MAX, &h, NULL, 0) > 0
         && h.type == COR_COR_RESPONSE) {
-        /* Straight into a message; one nobody waits for any more is
-         * decoded all the same, for the tables. */
+        /* Straight into a message; one nobody waits for any more (a
+         * timed-out call's, or any while catching up with id 0, which no
+         * call has, whatever id the server wrote) is decoded all the
+         * same, for the tables. */
+        mine = id != 0 && h.id == id;
         p->served = true;
         rc = corCorMessageDecode(p->received, p->in, len, COR_COR_FRAME_MAX,
-                                 &h, h.id == id ? answer : &other, why,
-                                 whyLen);
-        if (rc == 0 && h.id != id) {
+                                 &h, mine ? answer : &other, why, whyLen);
+        if (rc == 0 && !mine) {
             corCorMessageClear(&other);
         }
-        return rc == 0 && h.id == id ? 1 : rc;
+        return rc == 0 && mine ? 1 : rc;
     }
     rc = corCorFrameDecode(p->received, p->in, len, COR_COR_FRAME_MAX, &h,
                            &tree, why, whyLen);
