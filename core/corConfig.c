@@ -11,6 +11,8 @@
  */
 #include "corConfig.h"
 
+#include "corAutoConfig.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -200,11 +202,40 @@ readLoops(const CorConf* runtime, CorConfErrors* e)
                                 COR_CONFIG_MAX_LOOPS, e);
 }
 
+/* The loops' backend. io_uring serves coroutine mode only (blocking mode
+ * never uses it), so asking for it where it cannot run is an error at
+ * `cor -t`, not a silent epoll; a kernel that refuses it at start is
+ * logged and served on epoll (corGeneration.c), since that is the
+ * machine's doing, not the file's. */
+static void
+readIo(CorConfig* cf, const CorConf* runtime, CorConfErrors* e)
+{
+    const CorConf* node = corConfGet(runtime, "io");
+    const char* io = corConfString(runtime, "io", "epoll", e);
+
+    if (strcmp(io, "epoll") == 0) {
+        return;
+    }
+    if (strcmp(io, "uring") != 0) {
+        corConfErrorf(e, node, "io: expected epoll or uring, got '%s'", io);
+    } else if (!COR_HAVE_URING) {
+        corConfErrorf(e, node, "io: uring: this build has no io_uring "
+                      "backend (configured without liburing, or with "
+                      "--disable-coroutines or --disable-uring)");
+    } else if (!cf->runtime.coroutines.enabled) {
+        corConfErrorf(e, node, "io: uring serves coroutine mode only, and "
+                      "runtime.coroutines.enabled is false");
+    } else {
+        cf->runtime.uring = true;
+    }
+}
+
 static void
 readRuntime(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {
     static const char* const keys[] = {
-        "loops", "workers", "coroutines", "stop_timeout", "stall_warning", NULL,
+        "loops", "workers", "coroutines", "stop_timeout", "stall_warning",
+        "io", NULL,
     };
     static const char* const coKeys[] = {"enabled", "per_loop", "stack", NULL};
     const CorConf* runtime = corConfMap(root, "runtime", e);
@@ -222,6 +253,7 @@ readRuntime(CorConfig* cf, const CorConf* root, CorConfErrors* e)
         corConfDurationMs(runtime, "stop_timeout", 10 * second, 0, hour, e);
     cf->runtime.stallWarningMs =
         corConfDurationMs(runtime, "stall_warning", 100, 0, hour, e);
+    readIo(cf, runtime, e);
     corConfUnknownKeys(co, "runtime.coroutines", coKeys, e);
     corConfUnknownKeys(runtime, "runtime", keys, e);
 }

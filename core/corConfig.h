@@ -19,6 +19,7 @@
  *     runtime.coroutines.stack     256KiB      16KiB..64MiB
  *     runtime.stop_timeout         10s         0ms..1h
  *     runtime.stall_warning        100ms       0ms..1h (0ms: off)
+ *     runtime.io                   epoll       epoll | uring (coroutine mode)
  *     listen                       required    at least one entry
  *     listen[].accept              share       share | reuseport
  *     listen[].tls.min_version     "1.2"       "1.2" | "1.3"
@@ -126,6 +127,7 @@ typedef struct {
         } coroutines;
         uint64_t stopTimeoutMs;
         uint64_t stallWarningMs;
+        bool uring;          /* runtime.io: uring */
     } runtime;
     CorConfigListen* listen;
     unsigned listenCount;

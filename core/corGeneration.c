@@ -405,6 +405,25 @@ corGenerationPrepare(const CorConfig* config, CorConfErrors* errors)
     return rc;
 }
 
+/* A loop on the backend the configuration asks for. A kernel that refuses
+ * io_uring (too old, io_uring_disabled, a container's seccomp filter) is
+ * the machine's doing: the loop runs on epoll and the log says why, once. */
+static CorEvLoop*
+loopCreate(const CorConfig* config, unsigned index)
+{
+    CorEvLoop* loop;
+
+    if (!config->runtime.uring) {
+        return corEvLoopCreate();
+    }
+    loop = corEvLoopCreateWith(COR_EV_URING);
+    if (loop == NULL && index == 0) {
+        corLog(COR_LOG_WARN, "runtime.io: uring: the kernel refused "
+               "io_uring (%s); the loops run on epoll", strerror(errno));
+    }
+    return loop != NULL ? loop : corEvLoopCreate();
+}
+
 void
 corGenerationRun(const CorConfig* config, CorListener* listeners,
                  unsigned listenerCount, int readyFd, unsigned generation)
@@ -413,8 +432,9 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
     sigset_t signals;
     int sig;
 
-    corLog(COR_LOG_INFO, "generation %u starting: %u loops, %u workers, "
+    corLog(COR_LOG_INFO, "generation %u starting: %u loops%s, %u workers, "
            "coroutines %s", generation, config->runtime.loops,
+           config->runtime.uring ? " on io_uring" : "",
            config->runtime.workers,
            config->runtime.coroutines.enabled && COR_HAVE_COROUTINES
                ? "on" : "off");
@@ -431,7 +451,7 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
     corRuntime.loops = calloc(corRuntime.loopCount, sizeof(CorEvLoop*));
     for (unsigned i = 0; corRuntime.loops != NULL
                          && i < corRuntime.loopCount; i++) {
-        corRuntime.loops[i] = corEvLoopCreate();
+        corRuntime.loops[i] = loopCreate(config, i);
         if (corRuntime.loops[i] == NULL) {
             corRuntime.workers = NULL;
             break;

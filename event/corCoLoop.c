@@ -221,7 +221,7 @@ fdSlot(CorEvLoop* loop, int fd)
             return NULL;
         }
         for (unsigned i = loop->fdCount; i < count; i++) {
-            fds[i] = (CorCoFdSlot){ NULL, 0, false, false };
+            fds[i] = (CorCoFdSlot){ 0 };
         }
         loop->fds = fds;
         loop->fdCount = count;
@@ -262,6 +262,13 @@ settle(CorEvLoop* loop, CorCoWaiter* waiter, CorCoWaitOutcome outcome)
         CorCoFdSlot* slot = &loop->fds[waiter->fd];
 
         slot->waiter = NULL;
+#if COR_HAVE_URING
+        if (loop->uring != NULL && outcome != COR_WAIT_READY) {
+            corEvUringWaitDisarm(loop, corEvArming(waiter->fd,
+                                                   slot->generation,
+                                                   COR_EV_WAITER_TAG));
+        }
+#endif
         /* A CorEvIo that took the fd over (a closed fd's number reused)
          * keeps its registration. */
         if (outcome != COR_WAIT_READY && slot->registered && !slot->ioOwned) {
@@ -334,10 +341,22 @@ armFd(CorEvLoop* loop, CorCoWaiter* waiter, short events)
         errno = EBUSY;
         return -1;
     }
-    slot->generation = (slot->generation + 1) & 0x7fffffff;
+    slot->generation = corEvGenerationNext(slot->generation);
     ev.events = (unsigned)events | EPOLLONESHOT;
-    ev.data.u64 = (uint64_t)(unsigned)waiter->fd << 32
-                  | (uint64_t)slot->generation << 1 | COR_EV_WAITER_TAG;
+    ev.data.u64 = corEvArming(waiter->fd, slot->generation,
+                              COR_EV_WAITER_TAG);
+#if COR_HAVE_URING
+    if (loop->uring != NULL) {
+        int rc = corEvUringWaitArm(loop, waiter->fd, events, ev.data.u64);
+
+        if (rc != 0) {
+            errno = -rc;
+            return -1;
+        }
+        slot->waiter = waiter;
+        return 0;
+    }
+#endif
     /* The slot is a hint: a closed and reopened fd is no longer in the
      * set, a dup'ed one may be. Either way one retry settles it. */
     op = slot->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;

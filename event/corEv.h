@@ -38,6 +38,27 @@ typedef struct CorEvHeapNode {
 CorEvLoop* corEvLoopCreate(void);
 
 /*
+ * How a loop learns that its fds are ready. epoll, the default, pays a
+ * system call for each change of what it watches (a coroutine's wait is
+ * one); io_uring writes those changes to a ring and hands them all to the
+ * kernel in the call that sleeps. The same CorEvIo and wait semantics on
+ * both; docs/engine.md says what each costs. An io_uring loop must be run
+ * by one thread, the one that first runs it.
+ */
+typedef enum {
+    COR_EV_EPOLL,
+    COR_EV_URING
+} CorEvBackend;
+
+/* Create a loop on backend. NULL with errno set: ENOSYS for io_uring in a
+ * build without it (liburing, coroutines), or what the kernel refused
+ * (EPERM where a seccomp filter or io_uring_disabled forbids it). */
+CorEvLoop* corEvLoopCreateWith(CorEvBackend backend);
+
+/* The backend loop runs on. */
+CorEvBackend corEvLoopBackend(const CorEvLoop* loop);
+
+/*
  * Run the loop on the calling thread until corEvLoopStop(). A stop cancels
  * every coroutine wait of the loop (corCoLoopCancel), then runs until its
  * coroutines have finished. Returns 0, or -errno if epoll failed.

@@ -68,6 +68,12 @@ typedef struct {
     uint32_t generation;             /* of the last arming, 31 bits */
     bool registered;                 /* in the epoll set (maybe disarmed) */
     bool ioOwned;                    /* a CorEvIo watches it: no waits */
+    /* On io_uring (corEvUring.c): the CorEvIo that watches the fd, whether
+     * its poll is armed, and where its completions of the batch being
+     * read are merged (1-based; 0: none yet). */
+    bool ioArmed;
+    unsigned ioBatchAt;
+    CorEvIo* io;
 } CorCoFdSlot;
 
 /* A park's name: the generation tells a live park from a stale handle. */
@@ -82,7 +88,8 @@ typedef struct {
 /* Owned by the thread that runs it. */
 struct CorEvLoop {
     /* Each loop on lines of its own: other threads post to it. */
-    _Alignas(COR_CACHE_LINE) int epfd;
+    _Alignas(COR_CACHE_LINE) int epfd;  /* -1 on io_uring */
+    struct CorEvUring* uring;        /* the ring, or NULL on epoll */
     int wakeFd;                      /* eventfd: posts and stops */
     CorEvIo wakeIo;
     uint64_t now;
@@ -163,6 +170,43 @@ int corEvTimersNextMs(const CorEvLoop* loop);
 /* Whether a wait now is the running coroutine's, on its loop (and may
  * yield it); elsewhere waits poll. */
 bool corRestOnCoroutine(void);
+
+/* ---- The io_uring backend (corEvUring.c) --------------------------------- */
+
+/* Packs an fd and its arming's generation into epoll_data or user_data;
+ * tag: COR_EV_WAITER_TAG for a coroutine wait, 0 for a CorEvIo's poll. */
+static inline uint64_t
+corEvArming(int fd, uint32_t generation, uint64_t tag)
+{
+    return (uint64_t)(unsigned)fd << 32 | (uint64_t)generation << 1 | tag;
+}
+
+/* The next generation of an arming: 31 bits, never 0, so an arming's
+ * user_data is never 0 (the mark of a completion nobody reads). */
+static inline uint32_t
+corEvGenerationNext(uint32_t generation)
+{
+    generation = (generation + 1) & 0x7fffffff;
+    return generation != 0 ? generation : 1;
+}
+
+#if COR_HAVE_URING
+/* Make the loop's ring (disabled until the loop first runs, on the thread
+ * that runs it); 0 or -errno. */
+int corEvUringCreate(CorEvLoop* loop);
+void corEvUringDestroy(CorEvLoop* loop);
+/* A CorEvIo on the ring; the fd's slot is the loop's already. */
+int corEvUringIoStart(CorEvLoop* loop, CorEvIo* io);
+int corEvUringIoSet(CorEvLoop* loop, CorEvIo* io, unsigned events);
+void corEvUringIoStop(CorEvLoop* loop, CorEvIo* io);
+/* A coroutine wait's one-shot poll, and its removal when the wait ended
+ * another way; data as corEvArming. */
+int corEvUringWaitArm(CorEvLoop* loop, int fd, short events, uint64_t data);
+void corEvUringWaitDisarm(CorEvLoop* loop, uint64_t data);
+/* Submit what was armed, sleep up to timeoutMs (-1: until an event), and
+ * dispatch a batch of completions; 0 or -errno. */
+int corEvUringRun(CorEvLoop* loop, int timeoutMs);
+#endif
 
 /* ---- The resolver's channels (corResolveChannel.c) ----------------------- */
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The event loop: one per thread, on epoll. An iteration resumes the
+ * The event loop: one per thread, on epoll (or io_uring, corEvUring.c,
+ * through the same calls). An iteration resumes the
  * coroutines made ready since the last one, sleeps in epoll_wait until the
  * earliest timer, dispatches the events (a tagged pointer is a coroutine
  * waiting, any other a CorEvIo), fires the timers that are due, and runs
@@ -67,8 +68,49 @@ corCallocLines(size_t count, size_t size)
     return p;
 }
 
+/* The backend's own part of a new loop: 0, or -1 with errno. */
+static int
+backendCreate(CorEvLoop* loop, CorEvBackend backend)
+{
+    if (backend == COR_EV_EPOLL) {
+        loop->epfd = epoll_create1(EPOLL_CLOEXEC);
+        return loop->epfd < 0 ? -1 : 0;
+    }
+#if COR_HAVE_URING
+    int rc = corEvUringCreate(loop);
+
+    if (rc < 0) {
+        errno = -rc;
+        return -1;
+    }
+    return 0;
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+static void
+backendDestroy(CorEvLoop* loop)
+{
+#if COR_HAVE_URING
+    if (loop->uring != NULL) {
+        corEvUringDestroy(loop);
+    }
+#endif
+    if (loop->epfd >= 0) {
+        close(loop->epfd);
+    }
+}
+
 CorEvLoop*
 corEvLoopCreate(void)
+{
+    return corEvLoopCreateWith(COR_EV_EPOLL);
+}
+
+CorEvLoop*
+corEvLoopCreateWith(CorEvBackend backend)
 {
     CorEvLoop* loop = corCallocLines(1, sizeof(*loop));
     int err;
@@ -77,9 +119,9 @@ corEvLoopCreate(void)
         return NULL;
     }
     loop->wakeFd = -1;
+    loop->epfd = -1;
     loop->id = atomic_fetch_add(&loopsCreated, 1) + 1;
-    loop->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (loop->epfd < 0) {
+    if (backendCreate(loop, backend) != 0) {
         goto failed;
     }
     loop->wakeFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -99,12 +141,17 @@ failed:
     if (loop->wakeFd >= 0) {
         close(loop->wakeFd);
     }
-    if (loop->epfd >= 0) {
-        close(loop->epfd);
-    }
+    backendDestroy(loop);
+    corCoLoopFree(loop);
     free(loop);
     errno = err;
     return NULL;
+}
+
+CorEvBackend
+corEvLoopBackend(const CorEvLoop* loop)
+{
+    return loop->uring != NULL ? COR_EV_URING : COR_EV_EPOLL;
 }
 
 /* The resolver's channel and cache go with the loop's run: a stopped loop
@@ -134,7 +181,7 @@ corEvLoopDestroy(CorEvLoop* loop)
     resolverRelease(loop);
     corCoLoopFree(loop);
     close(loop->wakeFd);
-    close(loop->epfd);
+    backendDestroy(loop);
     free(loop);
 }
 
@@ -173,6 +220,19 @@ corEvIoStart(CorEvLoop* loop, CorEvIo* io, int fd, unsigned events,
      * it. Any other fd already in the set is another CorEvIo's: EEXIST. */
     int inSet = corCoLoopFdOwned(loop, fd, true);
 
+#if COR_HAVE_URING
+    if (loop->uring != NULL && inSet >= 0) {
+        int rc;
+
+        io->events = events;
+        rc = corEvUringIoStart(loop, io);
+        if (rc != 0) {
+            io->events = 0;
+            corCoLoopFdOwned(loop, fd, false);
+        }
+        return rc;
+    }
+#endif
     if (inSet < 0
         || (epoll_ctl(loop->epfd, inSet ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd,
                       &ev) != 0
@@ -195,6 +255,11 @@ corEvIoSet(CorEvLoop* loop, CorEvIo* io, unsigned events)
     if (events == io->events) {
         return 0;
     }
+#if COR_HAVE_URING
+    if (loop->uring != NULL) {
+        return corEvUringIoSet(loop, io, events);
+    }
+#endif
     if (epoll_ctl(loop->epfd, EPOLL_CTL_MOD, io->fd, &ev) != 0) {
         return -errno;
     }
@@ -205,6 +270,14 @@ corEvIoSet(CorEvLoop* loop, CorEvIo* io, unsigned events)
 void
 corEvIoStop(CorEvLoop* loop, CorEvIo* io)
 {
+#if COR_HAVE_URING
+    if (loop->uring != NULL) {
+        corEvUringIoStop(loop, io);
+        corCoLoopFdOwned(loop, io->fd, false);
+        io->events = 0;
+        return;
+    }
+#endif
     epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
     corCoLoopFdOwned(loop, io->fd, false);
     io->events = 0;
@@ -298,12 +371,32 @@ keepRunning(CorEvLoop* loop)
     return !loop->stopping || loop->stats.live > 0;
 }
 
+/* Sleep in epoll_wait up to timeoutMs and dispatch what it found. */
+static int
+epollTurn(CorEvLoop* loop, int timeoutMs)
+{
+    struct epoll_event events[EVENTS_PER_WAIT];
+    int n = epoll_wait(loop->epfd, events, EVENTS_PER_WAIT, timeoutMs);
+
+    if (n < 0 && errno != EINTR) {
+        return -errno;
+    }
+    loop->now = corEvClockMs();
+    loop->batch = events;
+    loop->batchCount = n;
+    for (loop->batchIndex = 0; loop->batchIndex < n; loop->batchIndex++) {
+        dispatch(loop, &events[loop->batchIndex]);
+    }
+    loop->batchCount = 0;
+    loop->batch = NULL;
+    return 0;
+}
+
 int
 corEvLoopRunOnce(CorEvLoop* loop, int timeoutMs)
 {
-    struct epoll_event events[EVENTS_PER_WAIT];
     int nextTimer;
-    int n;
+    int rc;
 
     corEvLoopBind(loop);
     /* The ready coroutines first: they may arm the earliest timer. */
@@ -316,18 +409,17 @@ corEvLoopRunOnce(CorEvLoop* loop, int timeoutMs)
     } else if (nextTimer >= 0 && (timeoutMs < 0 || nextTimer < timeoutMs)) {
         timeoutMs = nextTimer;
     }
-    n = epoll_wait(loop->epfd, events, EVENTS_PER_WAIT, timeoutMs);
-    if (n < 0 && errno != EINTR) {
-        return -errno;
+#if COR_HAVE_URING
+    if (loop->uring != NULL) {
+        rc = corEvUringRun(loop, timeoutMs);
+    } else
+#endif
+    {
+        rc = epollTurn(loop, timeoutMs);
     }
-    loop->now = corEvClockMs();
-    loop->batch = events;
-    loop->batchCount = n;
-    for (loop->batchIndex = 0; loop->batchIndex < n; loop->batchIndex++) {
-        dispatch(loop, &events[loop->batchIndex]);
+    if (rc != 0) {
+        return rc;
     }
-    loop->batchCount = 0;
-    loop->batch = NULL;
     corEvTimersExpire(loop);
     runPosted(loop);
     return 0;

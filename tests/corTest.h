@@ -10,6 +10,14 @@
 #include <check.h>
 #include <stdlib.h>
 
+/* The loop a test of the engine runs on: epoll, or io_uring in the same
+ * test built again with COR_TEST_URING (the *.uring tests of make check). */
+#ifdef COR_TEST_URING
+#define corTestLoopCreate() corEvLoopCreateWith(COR_EV_URING)
+#else
+#define corTestLoopCreate() corEvLoopCreate()
+#endif
+
 /* Define the suite with COR_TEST_SUITE(name) { tcase_add_test(tc, x); } */
 #define COR_TEST_SUITE(name)                                            \
     static void corTestAdd(TCase* tc);                                  \

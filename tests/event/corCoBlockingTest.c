@@ -70,7 +70,7 @@ START_TEST(test_blocking_call_runs_while_a_timer_fires_on_time)
 {
     uint64_t start = corEvClockMs();
 
-    loop = corEvLoopCreate();
+    loop = corTestLoopCreate();
     corEvLoopBind(loop);
     ck_assert_int_eq(corCoLoopSpawn(loop, callBlocking, NULL), 0);
     ck_assert_int_eq(corCoLoopSpawn(loop, timerOf50ms, NULL), 0);
@@ -111,7 +111,7 @@ START_TEST(test_calls_share_a_pool_not_a_thread_each)
     int distinct = 0;
 
     corCoBlockingThreadsSet(POOL);
-    loop = corEvLoopCreate();
+    loop = corTestLoopCreate();
     corEvLoopBind(loop);
     for (long i = 0; i < CALLS; i++) {
         ck_assert_int_eq(corCoLoopSpawn(loop, manyCalls, (void*)i), 0);
@@ -169,7 +169,7 @@ START_TEST(test_cancel_waits_out_a_blocking_call)
     SlowCall call = { 0 };
     uint64_t start = corEvClockMs();
 
-    loop = corEvLoopCreate();
+    loop = corTestLoopCreate();
     corEvLoopBind(loop);
     ck_assert_int_eq(corCoLoopSpawn(loop, blockThenWait, &call), 0);
     ck_assert_int_eq(corCoLoopSpawn(loop, cancelSoon, NULL), 0);
@@ -207,7 +207,7 @@ blockThenTimeout(void* arg)
 
 START_TEST(test_timer_armed_after_a_blocking_call_fires)
 {
-    loop = corEvLoopCreate();
+    loop = corTestLoopCreate();
     corEvLoopBind(loop);
     ck_assert_int_eq(corCoLoopSpawn(loop, blockThenTimeout, NULL), 0);
     runUntilDone();

@@ -23,7 +23,7 @@ static int fds[2];
 static void
 setUp(void)
 {
-    loop = corEvLoopCreate();
+    loop = corTestLoopCreate();
     ck_assert_ptr_nonnull(loop);
     corEvLoopBind(loop);
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds),
@@ -496,7 +496,7 @@ parkShort(void* arg)
 
 START_TEST(test_another_loops_handle_wakes_nobody)
 {
-    CorEvLoop* other = corEvLoopCreate();
+    CorEvLoop* other = corTestLoopCreate();
     CorCoPark mine = 0;
     CorCoPark theirs = 0;
 

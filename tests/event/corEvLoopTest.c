@@ -63,7 +63,7 @@ writeSlowly(void* arg)
 
 START_TEST(test_edge_triggered_reads_until_eagain)
 {
-    CorEvLoop* loop = corEvLoopCreate();
+    CorEvLoop* loop = corTestLoopCreate();
     Reader r = { .expected = 1024 * 1024 };
     Writer w = { .bytes = 1024 * 1024 };
     pthread_t writer;
@@ -138,7 +138,7 @@ START_TEST(test_posts_from_many_threads_run_once_in_order)
 {
     pthread_t threads[POSTERS];
 
-    postLoop = corEvLoopCreate();
+    postLoop = corTestLoopCreate();
     for (long i = 0; i < POSTERS; i++) {
         pthread_create(&threads[i], NULL, postMany, (void*)i);
     }
@@ -165,7 +165,7 @@ stopSoon(void* arg)
 
 START_TEST(test_stop_from_another_thread_wakes_an_idle_loop)
 {
-    CorEvLoop* loop = corEvLoopCreate();
+    CorEvLoop* loop = corTestLoopCreate();
     pthread_t stopper;
 
     pthread_create(&stopper, NULL, stopSoon, loop);

@@ -28,7 +28,7 @@ START_TEST(test_heap_keeps_order_under_inserts_and_removals)
 {
     enum { COUNT = 20000 };
     static NumberedTimer timers[COUNT];
-    CorEvLoop* loop = corEvLoopCreate();
+    CorEvLoop* loop = corTestLoopCreate();
     int armed = 0;
 
     srand(7);
@@ -80,7 +80,7 @@ noteTime(CorEvTimer* timer)
  * when due, not at the earlier deadline; pulling it earlier moves it. */
 START_TEST(test_push_back_fires_when_due_and_pull_in_moves)
 {
-    CorEvLoop* loop = corEvLoopCreate();
+    CorEvLoop* loop = corTestLoopCreate();
     NumberedTimer pushed = { .index = 1 };
     NumberedTimer pulled = { .index = 2 };
     uint64_t start = loop->now;
@@ -114,7 +114,7 @@ END_TEST
 
 START_TEST(test_timer_fires_on_time)
 {
-    CorEvLoop* loop = corEvLoopCreate();
+    CorEvLoop* loop = corTestLoopCreate();
     CorEvTimer timer = { 0 };
     uint64_t start;
 
@@ -146,7 +146,7 @@ rearmNow(CorEvTimer* timer)
 
 START_TEST(test_timer_rearmed_for_0_ms_does_not_hold_the_loop)
 {
-    CorEvLoop* loop = corEvLoopCreate();
+    CorEvLoop* loop = corTestLoopCreate();
     CorEvTimer timer = { 0 };
     uint64_t passes = 0;
 
@@ -166,7 +166,7 @@ END_TEST
 
 START_TEST(test_stop_is_idempotent_and_rearm_moves)
 {
-    CorEvLoop* loop = corEvLoopCreate();
+    CorEvLoop* loop = corTestLoopCreate();
     NumberedTimer a = { .index = 1 };
     NumberedTimer b = { .index = 2 };
 

@@ -203,7 +203,7 @@ otherCoroutine(void* arg)
 
 START_TEST(test_in_a_coroutine_it_waits_on_the_loop)
 {
-    CorEvLoop* loop = corEvLoopCreate();
+    CorEvLoop* loop = corTestLoopCreate();
     CorCoLoopStats stats;
 
     ck_assert_int_eq(pipe(pipeFds), 0);
@@ -224,7 +224,7 @@ END_TEST
 /* Blocking mode: a spawn tells the caller to run the request elsewhere. */
 START_TEST(test_spawn_without_coroutines_is_refused_cleanly)
 {
-    CorEvLoop* loop = corEvLoopCreate();
+    CorEvLoop* loop = corTestLoopCreate();
 
     corEvLoopBind(loop);
     ck_assert_int_eq(corCoLoopSpawn(loop, NULL, NULL), -ENOTSUP);

@@ -102,10 +102,62 @@ expand(const CorServer* s, const char* yaml)
     return out;
 }
 
+/*
+ * COR_TEST_IO=uring runs a suite on the io_uring loops: runtime.io: uring
+ * goes into every configuration that serves coroutines (blocking mode
+ * refuses it), in a flow map ("runtime: { io: uring, ...") or a block one,
+ * or as a runtime section of its own where there is none.
+ */
+static char*
+ioInject(char* text)
+{
+    const char* io = getenv("COR_TEST_IO");
+    char* runtime = strncmp(text, "runtime:", 8) == 0 ? text
+                    : strstr(text, "\nruntime:");
+    size_t at;
+    char* out;
+
+    if (io == NULL || strcmp(io, "uring") != 0 || !corTestCoroutines()
+        || strstr(text, "enabled: false") != NULL) {
+        return text;
+    }
+    out = malloc(strlen(text) + 64);
+    if (runtime == NULL) {
+        sprintf(out, "%sruntime: { io: uring }\n", text);
+    } else {
+        runtime += *runtime == '\n' ? 9 : 8;
+        at = (size_t)(runtime - text);
+        if (strncmp(runtime, " {", 2) == 0) {
+            sprintf(out, "%.*s { io: uring,%s", (int)at, text, runtime + 2);
+        } else {
+            /* After the section's first key, so that the lines an error
+             * message names in the rest of it stay where the test put
+             * them. */
+            const char* line = strchr(runtime, '\n');
+            const char* next = line != NULL ? strchr(line + 1, '\n') : NULL;
+            size_t indent = line != NULL ? strspn(line + 1, " ") : 0;
+
+            if (line == NULL) {
+                free(out);
+                return text;
+            }
+            if (next == NULL || indent == 0) {
+                next = line;        /* no key of its own yet */
+                indent = 2;
+            }
+            at = (size_t)(next + 1 - text);
+            sprintf(out, "%.*s%*sio: uring\n%s", (int)at, text, (int)indent,
+                    "", next + 1);
+        }
+    }
+    free(text);
+    return out;
+}
+
 int
 corServerWriteConfig(CorServer* s, const char* yaml)
 {
-    char* text = expand(s, yaml);
+    char* text = ioInject(expand(s, yaml));
     FILE* f = fopen(s->config, "w");
 
     if (f == NULL) {

@@ -3,7 +3,8 @@
  * The integration harness: start the real cor binary on a loopback port
  * with a configuration written for the test, talk to it over raw sockets
  * and with real clients, and stop it by its PID. COR_BIN names the binary;
- * COR_TEST_COROUTINES=0 runs the whole suite in blocking mode.
+ * COR_TEST_COROUTINES=0 runs the whole suite in blocking mode;
+ * COR_TEST_IO=uring runs it on the io_uring loops (runtime.io).
  */
 #ifndef COR_SERVER_H
 #define COR_SERVER_H
