@@ -105,6 +105,13 @@ childOf() {   # PID
     fail "process $1 has no single child (${kids:-none})"
 }
 
+# Whether the cor of BUILD has the io_uring backend (runtime.io: uring):
+# its `cor -t` says so of a file that asks for it.
+corHasUring() {   # BUILD
+    ! "$1/cor" -t -c <(printf 'runtime: { io: uring }\n') 2>&1 \
+        | grep -q "no io_uring"
+}
+
 # ---- CPU cgroups ----------------------------------------------------------
 
 # Make a CPU cgroup (v1 or v2) for server-bound runs, held to half a core
