@@ -19,10 +19,12 @@ RUN ./configure --install-deps --prefix=/usr/local \
     && make install DESTDIR=/stage prefix=/usr/local
 
 FROM debian:12-slim
-# The shared libraries of cor and its modules, nothing else.
+# The shared libraries of cor and its modules, nothing else. liburing2
+# is for the io_uring event backend, which links it once it lands; until
+# then it is installed unused, so that the image need not change with it.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
-        libssl3 libyaml-0-2 libc-ares2 libjansson4 \
+        libssl3 libyaml-0-2 libc-ares2 libjansson4 liburing2 \
     && rm -rf /var/lib/apt/lists/*
 # cor never needs root in a container: the port is above 1024 and the pid
 # file lives in /run/cor, which the cor user owns. A fixed numeric id, so
