@@ -28,9 +28,11 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 # cor never needs root in a container: the port is above 1024 and the pid
 # file lives in /run/cor, which the cor user owns. A fixed numeric id, so
-# that Kubernetes' runAsNonRoot can check it (it cannot check a name).
-RUN groupadd --system --gid 10001 cor \
-    && useradd --system --uid 10001 --gid cor --no-create-home \
+# that Kubernetes' runAsNonRoot can check it (it cannot check a name);
+# not --system, whose range (below 1000) useradd warns that it is outside,
+# and no lastlog entry (--no-log-init) for a user that never logs in.
+RUN groupadd --gid 10001 cor \
+    && useradd --uid 10001 --gid cor --no-create-home --no-log-init \
         --home-dir /nonexistent --shell /usr/sbin/nologin cor \
     && install -d -o cor -g cor /run/cor
 COPY --from=builder /stage/usr/local/bin/cor /stage/usr/local/bin/cor-request \
