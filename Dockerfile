@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # cor in a container: `docker build -t cor .` then
-# `docker run -p 8080:8080 cor` (docs/operations.md, "Containers").
+# `docker run -p 8080:8080 cor` (docs/operations.md, "Containers"). With
+# podman, `podman build --format docker`: its default, OCI, format has no
+# HEALTHCHECK and drops it.
 # Two stages: the builder has the whole toolchain (./configure
 # --install-deps, as on a developer's machine), the final image only the
 # libraries cor links at run time, so that it stays small and carries no
