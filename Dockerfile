@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 #
 # cor in a container: `docker build -t cor .` then
-# `docker run -p 8080:8080 cor` (docs/operations.md, "Containers").
+# `docker run -p 8080:8080 cor` (docs/operations.md, "Containers"). With
+# podman, `podman build --format docker`: its default, OCI, format has no
+# HEALTHCHECK and drops it.
 # Two stages: the builder has the whole toolchain (./configure
 # --install-deps, as on a developer's machine), the final image only the
 # libraries cor links at run time, so that it stays small and carries no
@@ -19,16 +21,20 @@ RUN ./configure --install-deps --prefix=/usr/local \
     && make install DESTDIR=/stage prefix=/usr/local
 
 FROM debian:12-slim
-# The shared libraries of cor and its modules, nothing else.
+# The shared libraries of cor and its modules, nothing else. liburing2
+# is for the io_uring event backend, which links it once it lands; until
+# then it is installed unused, so that the image need not change with it.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
-        libssl3 libyaml-0-2 libc-ares2 libjansson4 \
+        libssl3 libyaml-0-2 libc-ares2 libjansson4 liburing2 \
     && rm -rf /var/lib/apt/lists/*
 # cor never needs root in a container: the port is above 1024 and the pid
 # file lives in /run/cor, which the cor user owns. A fixed numeric id, so
-# that Kubernetes' runAsNonRoot can check it (it cannot check a name).
-RUN groupadd --system --gid 10001 cor \
-    && useradd --system --uid 10001 --gid cor --no-create-home \
+# that Kubernetes' runAsNonRoot can check it (it cannot check a name);
+# not --system, whose range (below 1000) useradd warns that it is outside,
+# and no lastlog entry (--no-log-init) for a user that never logs in.
+RUN groupadd --gid 10001 cor \
+    && useradd --uid 10001 --gid cor --no-create-home --no-log-init \
         --home-dir /nonexistent --shell /usr/sbin/nologin cor \
     && install -d -o cor -g cor /run/cor
 COPY --from=builder /stage/usr/local/bin/cor /stage/usr/local/bin/cor-request \
