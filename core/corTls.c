@@ -215,7 +215,10 @@ tlsClose(CorTransport* t)
     }
     free(tc->peer);
     free(tc);
-    close(t->fd);
+    /* A coroutine of this loop may wait on it (a session's reader while
+     * another closes): its wait ends now, and on io_uring its poll stops
+     * holding the socket open. Elsewhere it is close(). */
+    corCoLoopClose(t->fd);
     t->fd = -1;
     t->data = NULL;
 }

@@ -29,7 +29,10 @@ plainSendFile(CorTransport* t, int fileFd, off_t* offset, size_t len)
 static void
 plainClose(CorTransport* t)
 {
-    close(t->fd);
+    /* A coroutine of this loop may wait on it (a session's reader while
+     * another closes): its wait ends now, and on io_uring its poll stops
+     * holding the socket open. Elsewhere it is close(). */
+    corCoLoopClose(t->fd);
     t->fd = -1;
 }
 

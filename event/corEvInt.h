@@ -206,6 +206,9 @@ void corEvUringWaitDisarm(CorEvLoop* loop, uint64_t data);
 /* Submit what was armed, sleep up to timeoutMs (-1: until an event), and
  * dispatch a batch of completions; 0 or -errno. */
 int corEvUringRun(CorEvLoop* loop, int timeoutMs);
+/* A run's end, on its thread: what is still written goes to the kernel,
+ * and the thread lets the ring go. */
+void corEvUringRunEnd(CorEvLoop* loop);
 #endif
 
 /* ---- The resolver's channels (corResolveChannel.c) ----------------------- */

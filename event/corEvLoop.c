@@ -439,6 +439,11 @@ corEvLoopRun(CorEvLoop* loop)
      * request) still runs: it carries an answer. */
     runPosted(loop);
     resolverRelease(loop);
+#if COR_HAVE_URING
+    if (loop->uring != NULL) {
+        corEvUringRunEnd(loop);
+    }
+#endif
     atomic_store(&loop->stopRequested, false);
     loop->stopping = false;
     loop->cancelled = false;

@@ -22,11 +22,25 @@
  *   into one event: the completions of one CorEvIo in a batch are merged
  *   into one callback, so a busy connection is not read once per packet.
  *
- * The ring is single-issuer with the kernel's completion work deferred to
- * the loop's own io_uring_enter (no interrupting task work while the loop
- * runs). Such a ring belongs to the thread that enables it, and a server's
- * loops are made by one thread and run on others: so the ring is made
- * disabled and the loop's first turn enables it.
+ * - An entry the ring has no room for (a turn that arms more than it
+ *   holds, and whose early submit failed; arming before the first turn)
+ *   is not dropped: it waits in a list the next turn writes first, so a
+ *   watch is never left unarmed and a removal never forgotten (a
+ *   forgotten removal would hold its file open).
+ *
+ * The ring is single-issuer, and the kernel's completion work waits for
+ * the loop's next system call instead of interrupting it (cooperative task
+ * work; Linux 6.0, which also has the multishot poll this needs: an older
+ * kernel is refused, and a server falls back to epoll). Not deferred to
+ * the loop's io_uring_enter alone (DEFER_TASKRUN): a kernel runs at most
+ * 20 of that work an enter (IO_LOCAL_TW_DEFAULT_MAX), so a busy loop
+ * would turn, and enter, once per 20 events where epoll_wait gives it a
+ * batch. Such a ring belongs to the thread that enables it, and a server's loops are made by
+ * one thread and run on others: so the ring is made disabled and the
+ * loop's first turn enables it. A run's end submits what is still written
+ * (the removals of the watches its stop took away) and lets the thread's
+ * registration of the ring go, so that the loop may be destroyed from
+ * another thread.
  */
 #include "corEvInt.h"
 
@@ -44,9 +58,21 @@
 #define URING_COMPLETIONS 8192
 #define COMPLETIONS_PER_TURN 256
 
+/* An entry the ring had no room for: the arming of the CorEvIo of fd
+ * (data 0), or the removal of the poll of data. */
+typedef struct {
+    uint64_t data;
+    int fd;
+} Deferred;
+
 struct CorEvUring {
     struct io_uring ring;
-    bool enabled;
+    bool enabled;           /* by the thread that runs the loop */
+    bool running;           /* a run's first turn made it ready */
+    bool registered;        /* the ring's fd, in that thread's table */
+    Deferred* deferred;
+    unsigned deferredCount;
+    unsigned deferredCap;
 };
 
 /* A completion kept for dispatch after the batch is read and released:
@@ -56,35 +82,26 @@ typedef struct {
     unsigned events;
 } Completion;
 
-static int
-ringInit(struct io_uring* ring, unsigned flags)
-{
-    struct io_uring_params params = {
-        .flags = flags | IORING_SETUP_R_DISABLED | IORING_SETUP_CQSIZE,
-        .cq_entries = URING_COMPLETIONS,
-    };
-
-    return io_uring_queue_init_params(URING_ENTRIES, ring, &params);
-}
-
 int
 corEvUringCreate(CorEvLoop* loop)
 {
+    struct io_uring_params params = {
+        .flags = IORING_SETUP_R_DISABLED | IORING_SETUP_CQSIZE
+                 | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN
+                 | IORING_SETUP_TASKRUN_FLAG,
+        .cq_entries = URING_COMPLETIONS,
+    };
     struct CorEvUring* u = calloc(1, sizeof(*u));
     int rc;
 
     if (u == NULL) {
         return -ENOMEM;
     }
-    rc = ringInit(&u->ring, IORING_SETUP_SINGLE_ISSUER
-                                | IORING_SETUP_DEFER_TASKRUN);
-    if (rc == -EINVAL) {
-        /* A kernel before 6.1: completion work runs as it comes. */
-        rc = ringInit(&u->ring, 0);
-    }
+    rc = io_uring_queue_init_params(URING_ENTRIES, &u->ring, &params);
     if (rc < 0) {
         free(u);
-        return rc;
+        /* EINVAL: a kernel before 6.0, without these flags. */
+        return rc == -EINVAL ? -ENOSYS : rc;
     }
     loop->uring = u;
     return 0;
@@ -95,6 +112,7 @@ corEvUringDestroy(CorEvLoop* loop)
 {
     /* The ring's exit cancels its polls and lets their files go. */
     io_uring_queue_exit(&loop->uring->ring);
+    free(loop->uring->deferred);
     free(loop->uring);
     loop->uring = NULL;
 }
@@ -104,12 +122,30 @@ sqeGet(struct CorEvUring* u)
 {
     struct io_uring_sqe* sqe = io_uring_get_sqe(&u->ring);
 
-    if (sqe == NULL && u->enabled) {
-        /* A turn armed more than the ring holds: hand it over now. */
-        io_uring_submit(&u->ring);
+    /* A turn armed more than the ring holds: hand it over now (once it
+     * is the loop's thread's to submit). */
+    if (sqe == NULL && u->enabled && io_uring_submit(&u->ring) >= 0) {
         sqe = io_uring_get_sqe(&u->ring);
     }
     return sqe;
+}
+
+/* Keep what found no room for the next turn; false without memory. */
+static bool
+defer(struct CorEvUring* u, int fd, uint64_t data)
+{
+    if (u->deferredCount == u->deferredCap) {
+        unsigned cap = u->deferredCap ? u->deferredCap * 2 : 64;
+        Deferred* d = realloc(u->deferred, cap * sizeof(*d));
+
+        if (d == NULL) {
+            return false;
+        }
+        u->deferred = d;
+        u->deferredCap = cap;
+    }
+    u->deferred[u->deferredCount++] = (Deferred){ data, fd };
+    return true;
 }
 
 static int
@@ -137,7 +173,11 @@ pollRemove(CorEvLoop* loop, uint64_t data)
     struct io_uring_sqe* sqe = sqeGet(loop->uring);
 
     if (sqe == NULL) {
-        return;     /* its completion is dropped by its generation */
+        /* Its completions are dropped by their generation meanwhile; a
+         * removal lost for want of memory would only keep the file open
+         * until the poll fires or the ring goes. */
+        (void)defer(loop->uring, -1, data);
+        return;
     }
     io_uring_prep_poll_remove(sqe, data);
     io_uring_sqe_set_data64(sqe, 0);
@@ -176,15 +216,28 @@ ioDisarm(CorEvLoop* loop, CorEvIo* io)
     slot->ioBatchAt = 0;
 }
 
+/* Arm io now, or at the next turn when the ring has no room. */
+static int
+ioArmOrDefer(CorEvLoop* loop, CorEvIo* io)
+{
+    if (ioArm(loop, io) == 0 || defer(loop->uring, io->fd, 0)) {
+        return 0;
+    }
+    return -ENOMEM;
+}
+
 int
 corEvUringIoStart(CorEvLoop* loop, CorEvIo* io)
 {
     CorCoFdSlot* slot = &loop->fds[io->fd];
     int rc;
 
+    if (slot->io != NULL) {
+        return -EEXIST;     /* as epoll says of an fd already in its set */
+    }
     slot->io = io;
     slot->ioBatchAt = 0;
-    rc = ioArm(loop, io);
+    rc = ioArmOrDefer(loop, io);
     if (rc != 0) {
         slot->io = NULL;
     }
@@ -194,16 +247,12 @@ corEvUringIoStart(CorEvLoop* loop, CorEvIo* io)
 int
 corEvUringIoSet(CorEvLoop* loop, CorEvIo* io, unsigned events)
 {
-    unsigned was = io->events;
-    int rc;
-
+    if (loop->fds[io->fd].io != io) {
+        return -ENOENT;     /* not started, or stopped */
+    }
     ioDisarm(loop, io);
     io->events = events;
-    rc = ioArm(loop, io);
-    if (rc != 0) {
-        io->events = was;
-    }
-    return rc;
+    return ioArmOrDefer(loop, io);
 }
 
 void
@@ -232,18 +281,21 @@ corEvUringWaitDisarm(CorEvLoop* loop, uint64_t data)
 static int
 enable(struct CorEvUring* u)
 {
-    /* io_uring_enable_rings is declared by liburing 2.3 (Debian 12's) but
-     * not exported by its library: the registration it wraps. */
-    int rc = io_uring_register(u->ring.ring_fd, IORING_REGISTER_ENABLE_RINGS,
-                               NULL, 0);
+    if (!u->enabled) {
+        /* io_uring_enable_rings is declared by liburing 2.3 (Debian 12's)
+         * but not exported by its library: the registration it wraps. */
+        int rc = io_uring_register(u->ring.ring_fd,
+                                   IORING_REGISTER_ENABLE_RINGS, NULL, 0);
 
-    if (rc < 0) {
-        return rc;
+        if (rc < 0) {
+            return rc;
+        }
+        u->enabled = true;
     }
-    u->enabled = true;
     /* Saves the kernel a lookup of the ring's fd at every enter; a kernel
      * without it works as well. */
-    (void)io_uring_register_ring_fd(&u->ring);
+    u->registered = io_uring_register_ring_fd(&u->ring) == 1;
+    u->running = true;
     return 0;
 }
 
@@ -337,9 +389,36 @@ deliver(CorEvLoop* loop, const Completion* c)
      * with its poll ended, is armed again. */
     slot = &loop->fds[fd];
     if (slot->io == io && slot->generation == generation && !slot->ioArmed
-        && ioArm(loop, io) != 0) {
+        && ioArmOrDefer(loop, io) != 0) {
         io->fn(io, EPOLLERR);
     }
+}
+
+/* What earlier turns could not write, first: the arming of a watch still
+ * unarmed, the removal of a poll. */
+static void
+deferredWrite(CorEvLoop* loop)
+{
+    struct CorEvUring* u = loop->uring;
+    unsigned count = u->deferredCount;
+    Deferred* d = u->deferred;
+
+    u->deferred = NULL;
+    u->deferredCount = 0;
+    u->deferredCap = 0;
+    for (unsigned i = 0; i < count; i++) {
+        if (d[i].fd < 0) {
+            pollRemove(loop, d[i].data);
+            continue;
+        }
+        CorCoFdSlot* slot = &loop->fds[d[i].fd];
+
+        if (slot->io != NULL && !slot->ioArmed
+            && ioArmOrDefer(loop, slot->io) != 0) {
+            slot->io->fn(slot->io, EPOLLERR);
+        }
+    }
+    free(d);
 }
 
 int
@@ -352,8 +431,11 @@ corEvUringRun(CorEvLoop* loop, int timeoutMs)
     unsigned count = 0;
     int rc;
 
-    if (!u->enabled && (rc = enable(u)) < 0) {
+    if (!u->running && (rc = enable(u)) < 0) {
         return rc;
+    }
+    if (u->deferredCount > 0) {
+        deferredWrite(loop);
     }
     rc = submitAndWait(u, timeoutMs);
     if (rc < 0) {
@@ -371,6 +453,23 @@ corEvUringRun(CorEvLoop* loop, int timeoutMs)
         deliver(loop, &batch[i]);
     }
     return 0;
+}
+
+void
+corEvUringRunEnd(CorEvLoop* loop)
+{
+    struct CorEvUring* u = loop->uring;
+
+    if (!u->running) {
+        return;
+    }
+    u->running = false;
+    deferredWrite(loop);
+    (void)io_uring_submit_and_get_events(&u->ring);
+    if (u->registered) {
+        (void)io_uring_unregister_ring_fd(&u->ring);
+        u->registered = false;
+    }
 }
 
 #endif /* COR_HAVE_URING */
