@@ -211,6 +211,10 @@ corEvIoStart(CorEvLoop* loop, CorEvIo* io, int fd, unsigned events,
 {
     struct epoll_event ev = { .events = events, .data.ptr = io };
 
+    /* Another CorEvIo's fd: refused before its ownership is touched. */
+    if (fd >= 0 && (unsigned)fd < loop->fdCount && loop->fds[fd].ioOwned) {
+        return -EEXIST;
+    }
     io->fn = fn;
     io->fd = fd;
     io->events = 0;

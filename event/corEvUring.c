@@ -232,9 +232,6 @@ corEvUringIoStart(CorEvLoop* loop, CorEvIo* io)
     CorCoFdSlot* slot = &loop->fds[io->fd];
     int rc;
 
-    if (slot->io != NULL) {
-        return -EEXIST;     /* as epoll says of an fd already in its set */
-    }
     slot->io = io;
     slot->ioBatchAt = 0;
     rc = ioArmOrDefer(loop, io);

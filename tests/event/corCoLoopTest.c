@@ -757,6 +757,25 @@ START_TEST(test_wait_on_an_fd_a_corevio_watches_is_refused)
 }
 END_TEST
 
+/* A second CorEvIo on a watched fd is refused, and the first keeps it:
+ * a coroutine still may not wait on it. */
+START_TEST(test_second_corevio_on_an_fd_is_refused_and_the_first_keeps_it)
+{
+    CorEvIo a;
+    CorEvIo b;
+    WaitResult w = { 0 };
+
+    ck_assert_int_eq(corEvIoStart(loop, &a, fds[0], EPOLLIN, ignoreIo), 0);
+    ck_assert_int_eq(corEvIoStart(loop, &b, fds[0], EPOLLIN, ignoreIo),
+                     -EEXIST);
+    ck_assert_int_eq(corCoLoopSpawn(loop, waitOnWatched, &w), 0);
+    runUntilDone();
+    ck_assert_int_eq(w.rc, -1);
+    ck_assert_int_eq(w.err, EBUSY);
+    corEvIoStop(loop, &a);
+}
+END_TEST
+
 /* A callback that stops (and frees) another CorEvIo whose event is later
  * in the same batch: that event must not reach it. */
 typedef struct {
@@ -831,6 +850,8 @@ COR_TEST_SUITE(corCoLoop)
     tcase_add_test(tc, test_another_loops_handle_wakes_nobody);
     tcase_add_test(tc, test_event_of_a_stale_arming_is_dropped);
     tcase_add_test(tc, test_wait_on_an_fd_a_corevio_watches_is_refused);
+    tcase_add_test(tc,
+        test_second_corevio_on_an_fd_is_refused_and_the_first_keeps_it);
     tcase_add_test(tc, test_io_stopped_within_its_batch_is_not_called);
     tcase_add_test(tc, test_cancel_of_one_coroutine_ends_only_its_waits);
     tcase_add_test(tc, test_bind_in_a_coroutine_no_loop_spawned_is_refused);
