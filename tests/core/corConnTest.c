@@ -170,17 +170,29 @@ START_TEST(test_pool_reuses_per_peer_up_to_its_bound)
 }
 END_TEST
 
+/* A listener whose one connection is in the pool and was closed by the
+ * peer just now. */
+static int
+pooledThenClosedByPeer(unsigned* port)
+{
+    int l = listener(4, port);
+    CorConn* c = open1(*port, "127.0.0.1");
+    int peer = accept(l, NULL, NULL);
+
+    corConnRelease(c);
+    close(peer);
+    return l;
+}
+
 /* The peer closed the idle connection: seen before it is handed out, once
  * it has been idle long enough to be looked at (100 ms). */
 START_TEST(test_pool_skips_what_the_peer_closed)
 {
     unsigned port;
-    int l = listener(4, &port);
-    CorConn* c = open1(port, "127.0.0.1");
-    int peer = accept(l, NULL, NULL);
+    int l = pooledThenClosedByPeer(&port);
+    CorConn* c;
+    int peer;
 
-    corConnRelease(c);
-    close(peer);
     usleep(150 * 1000);
     c = open1(port, "127.0.0.1");
     ck_assert(!corConnReused(c));
@@ -206,13 +218,9 @@ END_TEST
 START_TEST(test_pool_hands_out_a_fresh_connection_without_a_look)
 {
     unsigned port;
-    int l = listener(4, &port);
+    int l = pooledThenClosedByPeer(&port);
     CorConn* c = open1(port, "127.0.0.1");
-    int peer = accept(l, NULL, NULL);
 
-    corConnRelease(c);
-    close(peer);
-    c = open1(port, "127.0.0.1");
     ck_assert(corConnReused(c));
     corConnClose(c);
     close(l);
