@@ -403,8 +403,10 @@ streamAcross(void (*interrupt)(void), const char* what)
             usleep(1000);
         }
     }
+    /* Distinct lines: a duplicate is the same line again, and counting
+     * it would end the wait while a redelivery is still on its way. */
     deadline = corNowMs() + 60000;
-    snprintf(command, sizeof(command), "wc -l < %s", s.out);
+    snprintf(command, sizeof(command), "sort -u %s | wc -l", s.out);
     while ((corShell(command, buf, sizeof(buf)), atol(buf)) < COUNT
            && corNowMs() < deadline) {
         usleep(50 * 1000);
