@@ -262,13 +262,11 @@ settle(CorEvLoop* loop, CorCoWaiter* waiter, CorCoWaitOutcome outcome)
         CorCoFdSlot* slot = &loop->fds[waiter->fd];
 
         slot->waiter = NULL;
-#if COR_HAVE_URING
         if (loop->uring != NULL && outcome != COR_WAIT_READY) {
             corEvUringWaitDisarm(loop, corEvArming(waiter->fd,
                                                    slot->generation,
                                                    COR_EV_WAITER_TAG));
         }
-#endif
         /* A CorEvIo that took the fd over (a closed fd's number reused)
          * keeps its registration. */
         if (outcome != COR_WAIT_READY && slot->registered && !slot->ioOwned) {
@@ -345,7 +343,6 @@ armFd(CorEvLoop* loop, CorCoWaiter* waiter, short events)
     ev.events = (unsigned)events | EPOLLONESHOT;
     ev.data.u64 = corEvArming(waiter->fd, slot->generation,
                               COR_EV_WAITER_TAG);
-#if COR_HAVE_URING
     if (loop->uring != NULL) {
         int rc = corEvUringWaitArm(loop, waiter->fd, events, ev.data.u64);
 
@@ -356,7 +353,6 @@ armFd(CorEvLoop* loop, CorCoWaiter* waiter, short events)
         slot->waiter = waiter;
         return 0;
     }
-#endif
     /* The slot is a hint: a closed and reopened fd is no longer in the
      * set, a dup'ed one may be. Either way one retry settles it. */
     op = slot->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;

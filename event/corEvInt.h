@@ -7,6 +7,7 @@
 #ifndef COR_EV_INT_H
 #define COR_EV_INT_H
 
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
@@ -209,6 +210,67 @@ int corEvUringRun(CorEvLoop* loop, int timeoutMs);
 /* A run's end, on its thread: what is still written goes to the kernel,
  * and the thread lets the ring go. */
 void corEvUringRunEnd(CorEvLoop* loop);
+#else
+/* A build without it: no loop is ever made on a ring (loop->uring stays
+ * NULL), so only the create is called, and it says so. */
+static inline int
+corEvUringCreate(CorEvLoop* loop)
+{
+    (void)loop;
+    return -ENOSYS;
+}
+
+static inline void
+corEvUringDestroy(CorEvLoop* loop)
+{
+    (void)loop;
+}
+
+static inline int
+corEvUringIoStart(CorEvLoop* loop, CorEvIo* io)
+{
+    (void)loop; (void)io;
+    return -ENOSYS;
+}
+
+static inline int
+corEvUringIoSet(CorEvLoop* loop, CorEvIo* io, unsigned events)
+{
+    (void)loop; (void)io; (void)events;
+    return -ENOSYS;
+}
+
+static inline void
+corEvUringIoStop(CorEvLoop* loop, CorEvIo* io)
+{
+    (void)loop; (void)io;
+}
+
+static inline int
+corEvUringWaitArm(CorEvLoop* loop, int fd, short events, uint64_t data)
+{
+    (void)loop; (void)fd; (void)events; (void)data;
+    return -ENOSYS;
+}
+
+static inline void
+corEvUringWaitDisarm(CorEvLoop* loop, uint64_t data)
+{
+    (void)loop; (void)data;
+}
+
+static inline int
+corEvUringRun(CorEvLoop* loop, int timeoutMs)
+{
+    (void)loop; (void)timeoutMs;
+    return -ENOSYS;
+}
+
+static inline void
+corEvUringRunEnd(CorEvLoop* loop)
+{
+    (void)loop;
+}
 #endif
 
 /* ---- The resolver's channels (corResolveChannel.c) ----------------------- */

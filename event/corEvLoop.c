@@ -76,7 +76,6 @@ backendCreate(CorEvLoop* loop, CorEvBackend backend)
         loop->epfd = epoll_create1(EPOLL_CLOEXEC);
         return loop->epfd < 0 ? -1 : 0;
     }
-#if COR_HAVE_URING
     int rc = corEvUringCreate(loop);
 
     if (rc < 0) {
@@ -84,20 +83,14 @@ backendCreate(CorEvLoop* loop, CorEvBackend backend)
         return -1;
     }
     return 0;
-#else
-    errno = ENOSYS;
-    return -1;
-#endif
 }
 
 static void
 backendDestroy(CorEvLoop* loop)
 {
-#if COR_HAVE_URING
     if (loop->uring != NULL) {
         corEvUringDestroy(loop);
     }
-#endif
     if (loop->epfd >= 0) {
         close(loop->epfd);
     }
@@ -224,7 +217,6 @@ corEvIoStart(CorEvLoop* loop, CorEvIo* io, int fd, unsigned events,
      * it. Any other fd already in the set is another CorEvIo's: EEXIST. */
     int inSet = corCoLoopFdOwned(loop, fd, true);
 
-#if COR_HAVE_URING
     if (loop->uring != NULL && inSet >= 0) {
         int rc;
 
@@ -236,7 +228,6 @@ corEvIoStart(CorEvLoop* loop, CorEvIo* io, int fd, unsigned events,
         }
         return rc;
     }
-#endif
     if (inSet < 0
         || (epoll_ctl(loop->epfd, inSet ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd,
                       &ev) != 0
@@ -259,11 +250,9 @@ corEvIoSet(CorEvLoop* loop, CorEvIo* io, unsigned events)
     if (events == io->events) {
         return 0;
     }
-#if COR_HAVE_URING
     if (loop->uring != NULL) {
         return corEvUringIoSet(loop, io, events);
     }
-#endif
     if (epoll_ctl(loop->epfd, EPOLL_CTL_MOD, io->fd, &ev) != 0) {
         return -errno;
     }
@@ -274,14 +263,12 @@ corEvIoSet(CorEvLoop* loop, CorEvIo* io, unsigned events)
 void
 corEvIoStop(CorEvLoop* loop, CorEvIo* io)
 {
-#if COR_HAVE_URING
     if (loop->uring != NULL) {
         corEvUringIoStop(loop, io);
         corCoLoopFdOwned(loop, io->fd, false);
         io->events = 0;
         return;
     }
-#endif
     epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
     corCoLoopFdOwned(loop, io->fd, false);
     io->events = 0;
@@ -413,14 +400,8 @@ corEvLoopRunOnce(CorEvLoop* loop, int timeoutMs)
     } else if (nextTimer >= 0 && (timeoutMs < 0 || nextTimer < timeoutMs)) {
         timeoutMs = nextTimer;
     }
-#if COR_HAVE_URING
-    if (loop->uring != NULL) {
-        rc = corEvUringRun(loop, timeoutMs);
-    } else
-#endif
-    {
-        rc = epollTurn(loop, timeoutMs);
-    }
+    rc = loop->uring != NULL ? corEvUringRun(loop, timeoutMs)
+                             : epollTurn(loop, timeoutMs);
     if (rc != 0) {
         return rc;
     }
@@ -443,11 +424,9 @@ corEvLoopRun(CorEvLoop* loop)
      * request) still runs: it carries an answer. */
     runPosted(loop);
     resolverRelease(loop);
-#if COR_HAVE_URING
     if (loop->uring != NULL) {
         corEvUringRunEnd(loop);
     }
-#endif
     atomic_store(&loop->stopRequested, false);
     loop->stopping = false;
     loop->cancelled = false;

@@ -121,7 +121,8 @@ ioInject(char* text)
         || strstr(text, "enabled: false") != NULL) {
         return text;
     }
-    out = malloc(strlen(text) + 64);
+    /* What goes in: a few words, and an indent no longer than a line. */
+    out = malloc(2 * strlen(text) + 64);
     if (runtime == NULL) {
         sprintf(out, "%sruntime: { io: uring }\n", text);
     } else {
