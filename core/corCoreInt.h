@@ -66,7 +66,6 @@ int corModuleInfo(const char* path);
 
 /* Resolve every route's handler; unknown names are errors at the route. */
 int corRoutesBuild(const CorConfig* config, CorConfErrors* errors);
-void corRoutesFree(void);
 
 typedef enum {
     COR_ROUTE_FOUND,
@@ -169,7 +168,6 @@ void corTlsWhy(char* why, size_t whyLen, const char* fallback);
  * certificate's file:line. Runs where the modules are loaded (the
  * generation, and cor -t). Returns 0 or -1. */
 int corTlsServersLoad(const CorConfig* config, CorConfErrors* errors);
-void corTlsServersFree(void);
 /* The context of the config's listen[index], NULL for a plain one. */
 CorTlsServer* corTlsServerAt(unsigned index);
 
@@ -235,8 +233,6 @@ void corTasksOpen(void);
 /* Refuse new tasks, cancel the threads' waits and join them; the
  * coroutines end with their loops. After corRestCancelAll. */
 void corTasksStop(void);
-/* Tasks running now. */
-unsigned corTasksLive(void);
 
 /* ---- Connections out (corConn.c, corConnPool.c) ------------------------- */
 
@@ -553,7 +549,6 @@ void corSystemdListenCloseRest(void);
 int corLogOpen(const char* errorPath, const char* level);
 /* Reopens the error log and the access log (SIGUSR1). */
 int corLogReopen(void);
-void corLogClose(void);
 int corAccessLogOpen(const char* path, const char* format,
                      CorConfErrors* errors);
 

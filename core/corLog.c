@@ -124,17 +124,6 @@ corAccessLogWrite(const char* line, size_t len)
 }
 
 void
-corLogClose(void)
-{
-    if (logFd != STDERR_FILENO) {
-        close(logFd);
-        logFd = STDERR_FILENO;
-    }
-    free(logPath);
-    logPath = NULL;
-}
-
-void
 corLog(CorLogLevel level, const char* fmt, ...)
 {
     char line[2048];

@@ -75,14 +75,6 @@ corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
     return rc;
 }
 
-void
-corRoutesFree(void)
-{
-    free(routes);
-    routes = NULL;
-    routeCount = 0;
-}
-
 static bool
 pathMatches(const Route* route, const char* path, size_t pathLen)
 {

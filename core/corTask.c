@@ -43,7 +43,6 @@ static pthread_mutex_t tasksLock = PTHREAD_MUTEX_INITIALIZER;
 /* Whether tasks may start: from the loops' start to the stop. */
 static bool tasksOpen;
 static CorTask* taskThreads;
-static atomic_uint tasksLive;
 
 static void
 taskCoMain(void* arg)
@@ -52,7 +51,6 @@ taskCoMain(void* arg)
 
     t->fn(t->arg);
     corLog(COR_LOG_DEBUG, "task %s ended", t->name);
-    atomic_fetch_sub(&tasksLive, 1);
     free(t);
 }
 
@@ -65,7 +63,6 @@ taskThreadMain(void* arg)
     t->fn(t->arg);
     corRestCancelBind(NULL);
     corLog(COR_LOG_DEBUG, "task %s ended", t->name);
-    atomic_fetch_sub(&tasksLive, 1);
     return NULL;
 }
 
@@ -111,7 +108,6 @@ taskCoStart(CorEvTask* task)
     pthread_mutex_unlock(&tasksLock);
     if (rc != 0) {
         corLog(COR_LOG_WARN, "task %s refused: %s", t->name, strerror(-rc));
-        atomic_fetch_sub(&tasksLive, 1);
         free(t);
     }
 }
@@ -138,14 +134,12 @@ corTaskSpawn(CorTaskFn fn, void* arg, const char* name)
         rc = tasksOpen ? -ECANCELED : -EPERM;
         goto failed;
     }
-    atomic_fetch_add(&tasksLive, 1);
     if (corRuntime.coroutines && loop != NULL) {
         t->loop = loop;
         corEvLoopPost(loop, &t->start, taskCoStart);
     } else {
         rc = threadStart(t);
         if (rc != 0) {
-            atomic_fetch_sub(&tasksLive, 1);
             goto failed;
         }
     }
@@ -189,12 +183,6 @@ corTaskSchedule(void)
         return -errno;
     }
     return 0;
-}
-
-unsigned
-corTasksLive(void)
-{
-    return atomic_load(&tasksLive);
 }
 
 void

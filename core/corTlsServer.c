@@ -318,17 +318,6 @@ corTlsServersLoad(const CorConfig* config, CorConfErrors* errors)
     return rc;
 }
 
-void
-corTlsServersFree(void)
-{
-    for (unsigned i = 0; i < serverCount; i++) {
-        serverFree(servers[i]);
-    }
-    free(servers);
-    servers = NULL;
-    serverCount = 0;
-}
-
 CorTlsServer*
 corTlsServerAt(unsigned index)
 {

@@ -30,7 +30,6 @@ typedef struct {
 int corReqBufAppend(CorReqBuf* b, const void* data, size_t len);
 /* Drop the first n bytes. */
 void corReqBufConsume(CorReqBuf* b, size_t n);
-void corReqBufFree(CorReqBuf* b);
 
 /* A request to send; the caller's, read for every send. */
 typedef struct {

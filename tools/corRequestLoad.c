@@ -133,13 +133,6 @@ corReqBufConsume(CorReqBuf* b, size_t n)
     b->len -= n;
 }
 
-void
-corReqBufFree(CorReqBuf* b)
-{
-    free(b->data);
-    *b = (CorReqBuf){ 0 };
-}
-
 /* ---- Connections --------------------------------------------------------- */
 
 static int
