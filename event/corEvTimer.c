@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Timers: absolute deadlines in the loop's cached millisecond clock, kept
- * in an intrusive min-heap. Arming, disarming and firing each cost
- * O(log n); nothing ever scans all timers, and nothing allocates.
+ * Timers: absolute deadlines in the loop's millisecond clock, kept in an
+ * intrusive min-heap. Arming, disarming and firing each cost O(log n);
+ * nothing ever scans all timers, and nothing allocates.
+ *
+ * Arming reads the clock afresh (and moves the loop's cached time up to
+ * it): the cached time is that of the turn's start, and a long slice
+ * before the arming (a busy handler, a coroutine back from a blocking
+ * call, a slow machine) would count the timeout from a moment already
+ * past, so the wait would end early. A wait never ends before its timeout;
+ * a vDSO clock read (about 30 ns here) per arming is its price.
  *
  * Pushing an armed timer later costs nothing: it keeps its place in the
  * heap under the earlier deadline and only notes when it is really due;
@@ -41,8 +48,10 @@ void
 corEvTimerStart(CorEvLoop* loop, CorEvTimer* timer, uint64_t timeoutMs,
                 CorEvTimerFn fn)
 {
-    uint64_t due = loop->now + timeoutMs;
+    uint64_t due;
 
+    loop->now = corEvClockMs();
+    due = loop->now + timeoutMs;
     timer->fn = fn;
     if (timer->active && due >= timer->deadline) {
         timer->due = due;           /* moved there when deadline comes */

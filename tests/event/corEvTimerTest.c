@@ -83,26 +83,29 @@ START_TEST(test_push_back_fires_when_due_and_pull_in_moves)
     CorEvLoop* loop = corTestLoopCreate();
     NumberedTimer pushed = { .index = 1 };
     NumberedTimer pulled = { .index = 2 };
-    uint64_t start = loop->now;
+    uint64_t first;
+    uint64_t second;
 
     firedCount = 0;
     corEvTimerStart(loop, &pushed.timer, 10, noteFired);
+    first = loop->now;                      /* what the arming read */
     corEvTimerStart(loop, &pulled.timer, 100, noteFired);
-    loop->now = start + 5;
     corEvTimerStart(loop, &pushed.timer, 200, noteFired);
+    second = loop->now;
+    ck_assert_uint_eq(pushed.timer.deadline, first + 10);   /* not moved */
+    ck_assert_uint_eq(pushed.timer.due, second + 200);
     corEvTimerStart(loop, &pulled.timer, 20, noteFired);
-    ck_assert_uint_eq(pushed.timer.deadline, start + 10);   /* not moved */
-    ck_assert_uint_eq(pushed.timer.due, start + 205);
-    ck_assert_uint_eq(pulled.timer.deadline, start + 25);
+    ck_assert_uint_eq(pulled.timer.deadline, loop->now + 20);
 
-    loop->now = start + 50;
+    loop->now = pulled.timer.deadline + 25;
     corEvTimersExpire(loop);
     ck_assert_int_eq(firedCount, 1);
     ck_assert_int_eq(fired[0], 2);
     ck_assert(pushed.timer.active);
-    ck_assert_int_eq(corEvTimersNextMs(loop), 155);
+    ck_assert_int_eq(corEvTimersNextMs(loop),
+                     (int)(second + 200 - loop->now));
 
-    loop->now = start + 205;
+    loop->now = second + 200;
     corEvTimersExpire(loop);
     ck_assert_int_eq(firedCount, 2);
     ck_assert_int_eq(fired[1], 1);
