@@ -566,12 +566,15 @@ int corMasterRun(const CorOptions* options);
 pid_t corMasterPidFileAlive(const char* path);
 int corMasterPidFileWrite(const char* path);
 /* The status file beside the pid file (malloc'ed path, NULL: no
- * memory); an outcome written into it with the next sequence number; and
- * the sequence taken up from the file (a new master after an upgrade). */
+ * memory); an outcome written into it with the next sequence number; the
+ * sequence taken up from the file (a new master after an upgrade); and
+ * the file removed (a master started afresh: a dead one's outcome is not
+ * its own). */
 char* corMasterStatusPath(const CorConfig* config);
 void corMasterStatusWrite(const CorConfig* config, const char* outcome,
                           const char* detail);
 void corMasterStatusContinue(const CorConfig* config);
+void corMasterStatusReset(const CorConfig* config);
 
 /* The binary upgrade (corMasterUpgrade.c). The old master's side: start
  * the binary at corSelfPath on configFile with these listeners passed
@@ -596,10 +599,12 @@ int corSignalSend(const CorOptions* options, const char* command);
 int corGenerationPrepare(const CorConfig* config, CorConfErrors* errors);
 
 /* Run a generation in this (forked) process; reports readiness on readyFd
- * and never returns. */
+ * and never returns. master: the pid of the master that forked it, whose
+ * death makes the generation drain and exit. */
 void corGenerationRun(const CorConfig* config, CorListener* listeners,
                       unsigned listenerCount, int readyFd,
-                      unsigned generation) __attribute__((noreturn));
+                      unsigned generation, pid_t master)
+    __attribute__((noreturn));
 
 extern const char* corSelfPath;
 

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 CorRuntime corRuntime;
@@ -424,13 +425,36 @@ loopCreate(const CorConfig* config, unsigned index)
     return loop != NULL ? loop : corEvLoopCreate();
 }
 
+/*
+ * A generation whose master died (kill -9, a crash) drains as on a reload
+ * and exits: its listeners close at once, so the port is free for a new
+ * master, and what is in flight is answered within runtime.stop_timeout.
+ * Left serving, it would hold the port with no one to reload or stop it.
+ * The kernel sends the signal when the master exits; one that died
+ * before it could be asked is seen by the parent having changed.
+ */
+static void
+masterDeathWatch(pid_t master)
+{
+    if (prctl(PR_SET_PDEATHSIG, SIGQUIT) != 0) {
+        corLog(COR_LOG_WARN, "the generation will not notice its master's "
+               "death: prctl: %s", strerror(errno));
+    }
+    if (getppid() != master) {
+        kill(getpid(), SIGQUIT);
+    }
+}
+
 void
 corGenerationRun(const CorConfig* config, CorListener* listeners,
-                 unsigned listenerCount, int readyFd, unsigned generation)
+                 unsigned listenerCount, int readyFd, unsigned generation,
+                 pid_t master)
 {
     CorConfErrors errors = { 0 };
     sigset_t signals;
     int sig;
+
+    masterDeathWatch(master);
 
     corLog(COR_LOG_INFO, "generation %u starting: %u loops%s, %u workers, "
            "coroutines %s", generation, config->runtime.loops,
@@ -490,6 +514,12 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
             continue;
         }
         if (sig == SIGQUIT) {
+            if (getppid() != master) {
+                corLog(COR_LOG_WARN, "generation %u: its master (pid %d) "
+                       "died; draining (up to runtime.stop_timeout), then "
+                       "exiting, so that a new master can take the port",
+                       generation, (int)master);
+            }
             corHealthSet(COR_GENERATION_DRAINING);
             drain(&signals);
         }

@@ -357,6 +357,7 @@ generationStart(Generation* g, CorConfErrors* errors)
     int pipeFds[2];
     char buf[8192];
     size_t len;
+    pid_t master;
 
     /* The page of the generation it replaces (after a crash) is let go:
      * each generation beats on a fresh one. */
@@ -371,6 +372,7 @@ generationStart(Generation* g, CorConfErrors* errors)
         return -1;
     }
     g->number = ++generations;
+    master = getpid();
     g->pid = fork();
     if (g->pid < 0) {
         corConfErrorf(errors, NULL, "fork: %s", strerror(errno));
@@ -384,7 +386,7 @@ generationStart(Generation* g, CorConfErrors* errors)
         corUpgradeForget();
         corHeartbeat = g->heartbeat;
         corGenerationRun(g->config, g->listeners, g->listenerCount,
-                         pipeFds[1], g->number);
+                         pipeFds[1], g->number, master);
     }
     close(pipeFds[1]);
     len = readyWait(pipeFds[0], buf, sizeof(buf), g != &current);
@@ -744,6 +746,8 @@ masterOpen(const char* file)
     }
     if (upgradedFrom > 0) {
         corMasterStatusContinue(current.config);
+    } else {
+        corMasterStatusReset(current.config);
     }
     corMasterCounters = mmap(NULL, sizeof(*corMasterCounters),
                              PROT_READ | PROT_WRITE,

@@ -105,3 +105,18 @@ corMasterStatusContinue(const CorConfig* config)
     statusSeq++;
     free(path);
 }
+
+void
+corMasterStatusReset(const CorConfig* config)
+{
+    char* path = corMasterStatusPath(config);
+
+    /* A master killed after a reload leaves its last outcome; this one
+     * counts from 1 again, so `cor -s reload` would wait for a number
+     * that is already there. */
+    if (path != NULL && unlink(path) != 0 && errno != ENOENT) {
+        corLog(COR_LOG_WARN, "cannot remove the old reload outcome %s: %s",
+               path, strerror(errno));
+    }
+    free(path);
+}

@@ -2,7 +2,8 @@
 /*
  * The master against the real binary: a reload after a generation could
  * not be replaced, the listeners a graceful stop closes (and a reload
- * keeps), the paths a configuration names relative to its own folder
+ * keeps), a master killed with SIGKILL (its generation follows it, a new
+ * one starts afresh), the paths a configuration names relative to its own folder
  * (modules, the pid file), and typos that get a "did you mean".
  */
 #include "corTest.h"
@@ -234,6 +235,94 @@ START_TEST(test_reload_keeps_accepting_while_the_old_one_drains)
 }
 END_TEST
 
+/* ---- A master killed with SIGKILL --------------------------------------- */
+
+/* Whether pid is gone (or a zombie of whoever adopted it), within
+ * timeoutMs. */
+static bool
+processGone(pid_t pid, int timeoutMs)
+{
+    char path[64];
+    char stat[256] = "";
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    for (long deadline = corNowMs() + timeoutMs;;) {
+        FILE* f = fopen(path, "r");
+        bool gone = f == NULL || fgets(stat, sizeof(stat), f) == NULL
+                    || strstr(stat, ") Z ") != NULL;
+
+        if (f != NULL) {
+            fclose(f);
+        }
+        if (gone) {
+            return true;
+        }
+        if (corNowMs() >= deadline) {
+            return false;
+        }
+        usleep(50 * 1000);
+    }
+}
+
+/* Start a master again on the server's configuration, its log after the
+ * old one's. */
+static void
+masterRestart(CorServer* s)
+{
+    s->pid = fork();
+    ck_assert_int_ge(s->pid, 0);
+    if (s->pid == 0) {
+        FILE* log = freopen(s->log, "a", stderr);
+
+        (void)log;
+        dup2(STDERR_FILENO, STDOUT_FILENO);
+        setpgid(0, 0);
+        execl(bin(), "cor", "-c", s->config, (char*)NULL);
+        _exit(127);
+    }
+}
+
+/*
+ * kill -9 of the master, after a reload: its generation drains and exits
+ * (it used to go on serving, adopted by init, holding the port), a new
+ * master starts on the same port, and its first reload's outcome is its
+ * own (the dead master's outcome file used to make `cor -s reload` wait
+ * its whole minute for a sequence number already there).
+ */
+START_TEST(test_a_killed_master_leaves_nothing_behind)
+{
+    char command[512];
+    pid_t generation;
+    int fd;
+
+    ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
+    snprintf(command, sizeof(command), "timeout 20 %s -s reload -c %s 2>&1",
+             bin(), server.config);
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
+    ck_assert_ptr_nonnull(strstr(buf, "reload ok"));
+    generation = corServerGeneration(&server);
+    ck_assert_int_gt(generation, 0);
+
+    kill(server.pid, SIGKILL);
+    waitpid(server.pid, NULL, 0);
+    ck_assert_msg(processGone(generation, 10000),
+                  "the generation outlived its master");
+    ck_assert(logSays(&server, "died; draining", 0));
+    fd = corConnect(server.port);
+    ck_assert_int_lt(fd, 0);
+
+    masterRestart(&server);
+    for (long t = corNowMs(); corRequest(server.port, "GET /hello HTTP/1.1"
+                                         "\r\nHost: t\r\n\r\n", buf,
+                                         sizeof(buf)) != 200;) {
+        ck_assert_msg(corNowMs() - t < 10000, "no new master serving");
+        usleep(50 * 1000);
+    }
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
+    ck_assert_ptr_nonnull(strstr(buf, "reload ok"));
+}
+END_TEST
+
 /* ---- Paths beside the configuration file -------------------------------- */
 
 /* `load: hello.so` and `load: mods/hello.so` beside the file, checked with
@@ -319,6 +408,7 @@ COR_TEST_SUITE(corMaster)
     tcase_add_test(tc, test_reload_after_a_failed_replacement_keeps_the_master);
     tcase_add_test(tc, test_graceful_stop_refuses_new_connections);
     tcase_add_test(tc, test_reload_keeps_accepting_while_the_old_one_drains);
+    tcase_add_test(tc, test_a_killed_master_leaves_nothing_behind);
     tcase_add_test(tc, test_module_path_is_relative_to_the_config_file);
     tcase_add_test(tc, test_pid_file_is_relative_to_the_config_file);
     tcase_add_test(tc, test_typos_in_module_keys_and_handlers_say_what_exists);
