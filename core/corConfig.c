@@ -15,10 +15,12 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const uint64_t kib = 1024;
@@ -1148,6 +1150,58 @@ corConfigPathBeside(const char* configFile, const char* path)
                  slash != NULL ? configFile : ".", path);
     }
     return joined;
+}
+
+/* ---- What a start opens ---------------------------------------------------- */
+
+/*
+ * Whether a start could open path for writing, as the log or the pid file
+ * it is: an existing file must be writable, a new one needs a writable
+ * folder. Looked at, never created or truncated, so that `cor -t` and a
+ * reload refuse what the start would fail on, at the key's line.
+ */
+static void
+writablePath(const CorConf* map, const char* key, const char* path,
+             CorConfErrors* e)
+{
+    char folder[PATH_MAX];
+    const char* slash = strrchr(path, '/');
+    struct stat st;
+
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) {
+            corConfErrorf(e, corConfGet(map, key), "log.%s: %s is a folder, not "
+                          "a file", key, path);
+        } else if (access(path, W_OK) != 0) {
+            corConfErrorf(e, corConfGet(map, key), "log.%s: cannot write %s: %s",
+                          key, path, strerror(errno));
+        }
+        return;
+    }
+    snprintf(folder, sizeof(folder), "%.*s",
+             slash == NULL ? 1 : slash == path ? 1 : (int)(slash - path),
+             slash == NULL ? "." : path);
+    if (stat(folder, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        corConfErrorf(e, corConfGet(map, key), "log.%s: cannot create %s: the "
+                      "folder %s does not exist", key, path, folder);
+    } else if (access(folder, W_OK | X_OK) != 0) {
+        corConfErrorf(e, corConfGet(map, key), "log.%s: cannot create %s in %s: "
+                      "%s", key, path, folder, strerror(errno));
+    }
+}
+
+void
+corConfigFilesCheck(const CorConfig* cf, CorConfErrors* e)
+{
+    const CorConf* log = corConfGet(cf->root, "log");
+
+    if (strcmp(cf->log.error, "stderr") != 0) {
+        writablePath(log, "error", cf->log.error, e);
+    }
+    if (strcmp(cf->log.access, "off") != 0) {
+        writablePath(log, "access", cf->log.access, e);
+    }
+    writablePath(log, "pid_file", cf->log.pidFile, e);
 }
 
 void

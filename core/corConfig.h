@@ -190,6 +190,14 @@ CorConfig* corConfigLoadString(const char* name, const char* text, size_t len,
  */
 char* corConfigPathBeside(const char* configFile, const char* path);
 
+/*
+ * What a start of cf would open for writing (the error and access logs,
+ * the pid file), looked at without creating or truncating anything: each
+ * that could not be opened is an error at its key. `cor -t` runs it; a
+ * load does not, so that reading a file never depends on the machine.
+ */
+void corConfigFilesCheck(const CorConfig* cf, CorConfErrors* errors);
+
 /* Free a config and its tree. NULL is fine. */
 void corConfigFree(CorConfig* cf);
 

@@ -48,6 +48,9 @@ corConfigCheck(const CorOptions* options)
     CorConfErrors errors = { 0 };
     CorConfig* config = corConfigLoad(options->configFile, &errors);
 
+    if (config != NULL) {
+        corConfigFilesCheck(config, &errors);
+    }
     if (config != NULL && corGenerationPrepare(config, &errors) == 0
         && errors.count == 0) {
         printf("configuration ok: %s\n", options->configFile);

@@ -3,7 +3,7 @@
  * The master against the real binary: a reload after a generation could
  * not be replaced, the listeners a graceful stop closes (and a reload
  * keeps), a master killed with SIGKILL (its generation follows it, a new
- * one starts afresh), the paths a configuration names relative to its own folder
+ * one starts afresh), what cor -t looks at before a start, the paths a configuration names relative to its own folder
  * (modules, the pid file), and typos that get a "did you mean".
  */
 #include "corTest.h"
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -235,6 +236,52 @@ START_TEST(test_reload_keeps_accepting_while_the_old_one_drains)
 }
 END_TEST
 
+/* ---- cor -t looks at the files a start opens ---------------------------- */
+
+/* A log in a folder that does not exist, a pid file where a folder is:
+ * cor -t fails at each key's line (it used to pass a configuration that
+ * could not start), and an access log that exists is left as it was. */
+START_TEST(test_check_refuses_files_a_start_could_not_open)
+{
+    char path[256];
+    char yaml[1024];
+    char command[1024];
+    FILE* f;
+
+    scratchMake();
+    snprintf(path, sizeof(path), "%s/access.log", scratch);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("kept\n", f);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/folder", scratch);
+    ck_assert_int_eq(mkdir(path, 0755), 0);
+    snprintf(yaml, sizeof(yaml),
+             "listen: [ { protocol: http, address: 127.0.0.1:1 } ]\n"
+             "modules: [ { load: http } ]\n"
+             "log:\n"
+             "  error: %s/none/error.log\n"
+             "  access: %s/access.log\n"
+             "  pid_file: folder\n", scratch, scratch);
+    snprintf(path, sizeof(path), "%s/cor.yaml", scratch);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(yaml, f);
+    fclose(f);
+    snprintf(command, sizeof(command), "%s -t -c %s 2>&1", bin(), path);
+    ck_assert_int_ne(corShell(command, buf, sizeof(buf)), 0);
+    ck_assert_msg(strstr(buf, "cor.yaml:4:10: log.error: cannot create")
+                  != NULL && strstr(buf, "/none does not exist") != NULL,
+                  "%s", buf);
+    ck_assert_msg(strstr(buf, "cor.yaml:6:13: log.pid_file: ") != NULL
+                  && strstr(buf, "is a folder") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "access") == NULL, "%s", buf);
+    snprintf(command, sizeof(command), "cat %s/access.log", scratch);
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
+    ck_assert_str_eq(buf, "kept\n");
+}
+END_TEST
+
 /* ---- A master killed with SIGKILL --------------------------------------- */
 
 /* Whether pid is gone (or a zombie of whoever adopted it), within
@@ -409,6 +456,7 @@ COR_TEST_SUITE(corMaster)
     tcase_add_test(tc, test_graceful_stop_refuses_new_connections);
     tcase_add_test(tc, test_reload_keeps_accepting_while_the_old_one_drains);
     tcase_add_test(tc, test_a_killed_master_leaves_nothing_behind);
+    tcase_add_test(tc, test_check_refuses_files_a_start_could_not_open);
     tcase_add_test(tc, test_module_path_is_relative_to_the_config_file);
     tcase_add_test(tc, test_pid_file_is_relative_to_the_config_file);
     tcase_add_test(tc, test_typos_in_module_keys_and_handlers_say_what_exists);
