@@ -58,8 +58,8 @@ const CorProtocolEntry* corProtocolAt(unsigned index);
  * a malloc'ed path. */
 char* corModulePath(const char* load, const char* configFile);
 
-/* `cor --module-info FILE.so`. */
-int corModuleInfo(const char* path);
+/* `cor --module-info MODULE`: a name or a path, as `load:` takes it. */
+int corModuleInfo(const char* load);
 
 
 /* ---- Routes (corRoute.c) ------------------------------------------------- */

@@ -12,7 +12,7 @@
  *                                running master (its pid file); reload and
  *                                upgrade wait for the outcome and fail with
  *                                its errors
- *   cor --module-info FILE.so    what a module was built against
+ *   cor --module-info MODULE     what a module was built against
  */
 #include "corCoreInt.h"
 
@@ -37,7 +37,9 @@ usage(FILE* out)
             "usage: cor [-c FILE]               run on FILE (default %s)\n"
             "       cor -t [-c FILE]            check FILE and exit\n"
             "       cor -s reload|stop|quit|reopen|upgrade [-c FILE]\n"
-            "       cor --module-info FILE.so   what a module was built for\n"
+            "       cor --module-info MODULE    what a module was built for\n"
+            "                                   (a name or a path, as load: "
+            "takes it)\n"
             "       cor -v                      the version\n",
             DEFAULT_CONFIG);
 }

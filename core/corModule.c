@@ -261,16 +261,21 @@ openDescriptor(const char* path, void** dlP, char* why, size_t whySize)
 }
 
 int
-corModuleInfo(const char* path)
+corModuleInfo(const char* load)
 {
+    /* Named as `load:` names it, in a configuration file in the current
+     * folder: "greet.so" is ./greet.so (dlopen would search its path for
+     * a bare name), "forward" the tree's or the installed module. */
+    char* path = corModulePath(load, "cor.yaml");
     char why[512];
     void* dl;
-    const CorModuleDescriptor* d = openDescriptor(path, &dl, why,
-                                                  sizeof(why));
+    const CorModuleDescriptor* d = path != NULL
+        ? openDescriptor(path, &dl, why, sizeof(why)) : NULL;
     const char* mismatch;
 
     if (d == NULL) {
-        fprintf(stderr, "cor: %s\n", why);
+        fprintf(stderr, "cor: %s\n", path != NULL ? why : "out of memory");
+        free(path);
         return 1;
     }
     printf("module:       %s\n", d->name ? d->name : "?");
@@ -285,6 +290,7 @@ corModuleInfo(const char* path)
     printf("this cor:     %s, ABI %u: %s\n", COR_VERSION, COR_ABI_VERSION,
            mismatch ? mismatch : "compatible");
     dlclose(dl);
+    free(path);
     return mismatch ? 1 : 0;
 }
 

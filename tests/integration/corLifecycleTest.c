@@ -140,6 +140,17 @@ START_TEST(test_module_for_another_abi_is_refused)
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
     ck_assert_msg(strstr(out, "built for cor ABI 999 (cor 9.9.9)") != NULL,
                   "%s", out);
+    /* Named as load: names it: a bare file name in the current folder
+     * (dlopen alone would search its path), a module by its name. */
+    snprintf(command, sizeof(command), "cd %s && %s --module-info old.so "
+             "2>&1", server.dir, bin());
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
+    ck_assert_msg(strstr(out, "built for cor ABI 999") != NULL, "%s", out);
+    snprintf(command, sizeof(command), "cd / && %s --module-info forward "
+             "2>&1", bin());
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "module:       forward") != NULL
+                  && strstr(out, ": compatible") != NULL, "%s", out);
     snprintf(path, sizeof(path), "%s/old.yaml", server.dir);
     snprintf(command, sizeof(command), "listen: [ { protocol: http, address: "
              "127.0.0.1:1 } ]\nmodules: [ { load: %s/old.so } ]\n",
