@@ -13,16 +13,26 @@
 #define HEADERS_MAX 64
 #define MESSAGES_MAX 256
 
-static const CorReqProtocol* const protocols[] = { &corReqHttp, &corReqCor };
+static const struct {
+    const char* scheme;
+    const CorReqProtocol* protocol;
+    bool tls;
+    unsigned defaultPort;
+} schemes[] = {
+    { "http", &corReqHttp, false, 80 },
+    { "https", &corReqHttp, true, 443 },
+    { "cor", &corReqCor, false, 7070 },
+    { "cors", &corReqCor, true, 7443 },
+};
 
 static void
 usage(FILE* to)
 {
     fprintf(to,
         "usage: cor-request [options] URL [PATH...]\n"
-        "  URL is http://host[:port]/path or cor://host[:port]/path; each\n"
-        "  PATH is one more request to the same server, all sent at once\n"
-        "  on one connection and printed as they are answered.\n"
+        "  URL is http[s]://host[:port]/path or cor[s]://host[:port]/path;\n"
+        "  each PATH is one more request to the same server, all sent at\n"
+        "  once on one connection and printed as they are answered.\n"
         "  -X, --method M      the method (GET; POST with a body)\n"
         "  -H, --header 'N: V' a header (repeatable)\n"
         "  -d, --data TEXT     a body; @FILE: the file's bytes\n"
@@ -35,6 +45,9 @@ usage(FILE* to)
         "      --rate R        load: R requests a second in all, open loop\n"
         "                      (latency from when each was due)\n"
         "      --timeout D     an answer's timeout (default 10s)\n"
+        "      --cacert FILE   TLS: trust the CAs in FILE (PEM) instead of\n"
+        "                      the system's\n"
+        "  -k, --insecure      TLS: do not verify the server's certificate\n"
         "  With -c, --duration or --rate it runs a load and prints req/s\n"
         "  and latency percentiles; otherwise it prints each answer as\n"
         "  curl -i does. Exit status 0 when every request was answered.\n");
@@ -90,10 +103,11 @@ bodyRead(const char* arg, const char** body, size_t* len)
     return 0;
 }
 
-/* Split scheme://host[:port][/target] into plan and the first target. */
+/* Split scheme://host[:port][/target] into plan and the first target;
+ * *tls: whether the scheme is TLS's. Returns 0, or -1 said on stderr. */
 static int
 parseUrl(const char* url, CorReqPlan* plan, char* host, size_t hostCap,
-         const char** target)
+         const char** target, bool* tls)
 {
     const char* sep = strstr(url, "://");
     const char* authority;
@@ -102,27 +116,34 @@ parseUrl(const char* url, CorReqPlan* plan, char* host, size_t hostCap,
     size_t len;
 
     if (sep == NULL) {
+        fprintf(stderr, "cor-request: %s: expected a URL such as "
+                "http://host:port/path\n", url);
         return -1;
     }
-    for (size_t i = 0; i < sizeof(protocols) / sizeof(protocols[0]); i++) {
-        if (strlen(protocols[i]->scheme) == (size_t)(sep - url)
-            && strncmp(url, protocols[i]->scheme, (size_t)(sep - url)) == 0) {
-            plan->protocol = protocols[i];
+    for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+        if (strlen(schemes[i].scheme) == (size_t)(sep - url)
+            && strncmp(url, schemes[i].scheme, (size_t)(sep - url)) == 0) {
+            plan->protocol = schemes[i].protocol;
+            plan->scheme = schemes[i].scheme;
+            plan->port = schemes[i].defaultPort;
+            *tls = schemes[i].tls;
         }
     }
     if (plan->protocol == NULL) {
+        fprintf(stderr, "cor-request: unknown scheme '%.*s' (expected "
+                "http, https, cor or cors)\n", (int)(sep - url), url);
         return -1;
     }
     authority = sep + 3;
     slash = strchr(authority, '/');
     len = slash ? (size_t)(slash - authority) : strlen(authority);
     colon = memchr(authority, ':', len);
-    plan->port = plan->protocol->defaultPort;
     if (colon != NULL) {
         plan->port = (unsigned)strtoul(colon + 1, NULL, 10);
         len = (size_t)(colon - authority);
     }
     if (len == 0 || len >= hostCap || plan->port == 0 || plan->port > 65535) {
+        fprintf(stderr, "cor-request: %s: a bad host or port\n", url);
         return -1;
     }
     memcpy(host, authority, len);
@@ -139,6 +160,8 @@ typedef struct {
     const char* body;
     size_t bodyLen;
     bool load;
+    const char* caFile;
+    bool insecure;
 } Options;
 
 static int
@@ -150,17 +173,19 @@ parseOptions(int argc, char** argv, Options* o, CorReqPlan* plan)
         { "data", required_argument, NULL, 'd' },
         { "json", required_argument, NULL, 'j' },
         { "connections", required_argument, NULL, 'c' },
-        { "depth", required_argument, NULL, 'k' },
+        { "depth", required_argument, NULL, 'K' },
         { "duration", required_argument, NULL, 't' },
         { "rate", required_argument, NULL, 'r' },
         { "timeout", required_argument, NULL, 'T' },
+        { "cacert", required_argument, NULL, 'C' },
+        { "insecure", no_argument, NULL, 'k' },
         { "help", no_argument, NULL, 'h' },
         { NULL, 0, NULL, 0 }
     };
     double timeout = 10;
     int opt;
 
-    while ((opt = getopt_long(argc, argv, "X:H:d:c:h", longs, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "X:H:d:c:kh", longs, NULL)) != -1) {
         switch (opt) {
         case 'X': o->method = optarg; break;
         case 'H':
@@ -184,10 +209,12 @@ parseOptions(int argc, char** argv, Options* o, CorReqPlan* plan)
             break;
         case 'c': plan->connections = (unsigned)atoi(optarg); o->load = true;
                   break;
-        case 'k': plan->depth = (unsigned)atoi(optarg); break;
+        case 'K': plan->depth = (unsigned)atoi(optarg); break;
         case 't': plan->seconds = parseSeconds(optarg); o->load = true; break;
         case 'r': plan->rate = atof(optarg); o->load = true; break;
         case 'T': timeout = parseSeconds(optarg); break;
+        case 'C': o->caFile = optarg; break;
+        case 'k': o->insecure = true; break;
         case 'h': usage(stdout); exit(0);
         default: return -1;
         }
@@ -210,14 +237,27 @@ main(int argc, char** argv)
     CorReqPlan plan = { .connections = 1, .depth = 1 };
     Options o = { 0 };
     char host[256];
+    char why[512];
     const char* target;
+    bool tls = false;
 
     signal(SIGPIPE, SIG_IGN);
     if (parseOptions(argc, argv, &o, &plan) != 0
-        || parseUrl(argv[optind], &plan, host, sizeof(host), &target) != 0
         || argc - optind > MESSAGES_MAX) {
         usage(stderr);
         return 2;
+    }
+    if (parseUrl(argv[optind], &plan, host, sizeof(host), &target, &tls)
+        != 0) {
+        return 2;
+    }
+    if (tls) {
+        plan.tls = corReqTlsContext(o.caFile, o.insecure,
+                                    plan.protocol->alpn, why, sizeof(why));
+        if (plan.tls == NULL) {
+            fprintf(stderr, "cor-request: %s\n", why);
+            return 2;
+        }
     }
     if (o.method == NULL) {
         o.method = o.body != NULL ? "POST" : "GET";

@@ -2,7 +2,7 @@
 /*
  * cor-request: one request printed as curl -i prints it, several over one
  * connection at once, or a load (closed or open loop) with latency
- * percentiles, to http:// and cor:// URLs alike, so that the two
+ * percentiles, to http(s):// and cor(s):// URLs alike, so that the two
  * protocols are measured with one tool. The tool has its own small epoll
  * engine rather than the server's client: a load generator must cost less
  * than what it measures, and measure from when a request was due, not
@@ -58,8 +58,7 @@ typedef struct {
 } CorReqAnswer;
 
 typedef struct {
-    const char* scheme;
-    unsigned defaultPort;
+    const char* alpn;           /* its name in TLS's ALPN */
     /* Answers come in any order, matched by id (else in request order). */
     bool multiplexed;
     /* Per-connection state, or NULL when the protocol needs none. */
@@ -98,9 +97,30 @@ void corReqHistAdd(CorReqHist* h, uint64_t ns);
 /* The latency under which percent (0..100) of them fall. */
 uint64_t corReqHistPercentile(const CorReqHist* h, double percent);
 
+/* TLS (corRequestTls.c), on the engine's non-blocking sockets. A client
+ * context verifying peers against caFile, or the system's store (none
+ * with insecure), offering alpn; NULL with why. */
+struct ssl_ctx_st* corReqTlsContext(const char* caFile, bool insecure,
+                                    const char* alpn, char* why,
+                                    size_t whyLen);
+/* A connection's TLS on fd, with host as SNI and as the name checked. */
+struct ssl_st* corReqTlsNew(struct ssl_ctx_st* ctx, int fd, const char* host);
+/* A step of the handshake: 1 done; -EAGAIN, wanting to read, or to write
+ * when *wantWrite; -EPROTO with why. */
+int corReqTlsHandshake(struct ssl_st* ssl, bool* wantWrite, char* why,
+                       size_t whyLen);
+/* As recv and send: the bytes moved, 0 for the peer's end (reads),
+ * -EAGAIN (with *wantWrite as above), or -EPROTO / -EPIPE with why. */
+ssize_t corReqTlsRead(struct ssl_st* ssl, void* buf, size_t cap,
+                      bool* wantWrite, char* why, size_t whyLen);
+ssize_t corReqTlsWrite(struct ssl_st* ssl, const void* buf, size_t len,
+                       bool* wantWrite, char* why, size_t whyLen);
+
 /* What to do. */
 typedef struct {
     const CorReqProtocol* protocol;
+    const char* scheme;             /* as the URL wrote it */
+    struct ssl_ctx_st* tls;         /* https, cors: else NULL */
     const char* host;
     unsigned port;
     const CorReqMessage* messages;  /* sent in turn */

@@ -237,8 +237,7 @@ corDecode(void* state, char* in, size_t len, const CorReqMessage* oldest,
 }
 
 const CorReqProtocol corReqCor = {
-    .scheme = "cor",
-    .defaultPort = 7070,
+    .alpn = "cor/1",
     .multiplexed = true,
     .stateNew = corStateNew,
     .stateFree = corStateFree,

@@ -168,8 +168,7 @@ httpDecode(void* state, char* in, size_t len, const CorReqMessage* oldest,
 }
 
 const CorReqProtocol corReqHttp = {
-    .scheme = "http",
-    .defaultPort = 80,
+    .alpn = "http/1.1",
     .stateNew = httpStateNew,
     .stateFree = free,
     .encode = httpEncode,

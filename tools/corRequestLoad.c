@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <netdb.h>
+#include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,9 @@ typedef struct {
 typedef struct {
     int fd;
     bool connected;
+    SSL* ssl;                   /* https, cors */
+    bool secured;               /* the TLS handshake is done */
+    bool tlsWantsWrite;         /* TLS waits for room to write */
     bool writeArmed;
     bool retiring;              /* the server said CLOSE: no new ones */
     void* state;
@@ -135,13 +139,30 @@ corReqBufConsume(CorReqBuf* b, size_t n)
 
 /* ---- Connections --------------------------------------------------------- */
 
+/* Whether requests may be written: connected, and secured under TLS. */
+static bool
+connReady(const Conn* c)
+{
+    return c->connected && (c->ssl == NULL || c->secured);
+}
+
+/* Whether the connection waits for room to write: to connect, for TLS,
+ * or with requests queued (never while a handshake waits to read: the
+ * socket is writable all along, and the loop would spin). */
+static bool
+connWantsWrite(const Conn* c)
+{
+    return !c->connected || c->tlsWantsWrite
+           || (connReady(c) && c->out.len > 0);
+}
+
 static int
 armConn(Load* l, Conn* c, int op)
 {
     struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP,
                               .data.ptr = c };
 
-    if (!c->connected || c->out.len > 0) {
+    if (connWantsWrite(c)) {
         ev.events |= EPOLLOUT;
     }
     c->writeArmed = (ev.events & EPOLLOUT) != 0;
@@ -169,11 +190,30 @@ connOpen(Load* l, Conn* c)
         return rc;
     }
     c->connected = false;
+    c->secured = false;
+    c->tlsWantsWrite = false;
+    if (l->plan->tls != NULL) {
+        c->ssl = corReqTlsNew(l->plan->tls, c->fd, l->plan->host);
+        if (c->ssl == NULL) {
+            return -ENOMEM;
+        }
+    }
     c->state = p->stateNew != NULL ? p->stateNew() : NULL;
     if (p->greet != NULL && p->greet(c->state, &c->out) != 0) {
         return -ENOMEM;
     }
     return armConn(l, c, EPOLL_CTL_ADD);
+}
+
+static void
+connClose(Conn* c)
+{
+    SSL_free(c->ssl);
+    c->ssl = NULL;
+    if (c->fd >= 0) {
+        close(c->fd);
+        c->fd = -1;
+    }
 }
 
 /* The connection failed: what it had in flight failed with it. */
@@ -187,10 +227,7 @@ connFail(Load* l, Conn* c, const char* why)
     l->failed += c->count;
     c->count = 0;
     c->retiring = false;
-    if (c->fd >= 0) {
-        close(c->fd);
-        c->fd = -1;
-    }
+    connClose(c);
     if (c->state != NULL) {
         l->plan->protocol->stateFree(c->state);
         c->state = NULL;
@@ -203,19 +240,28 @@ connFail(Load* l, Conn* c, const char* why)
 static void
 connFlush(Load* l, Conn* c)
 {
-    while (c->connected && c->out.len > 0) {
-        ssize_t n = send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL);
+    char why[512] = "";
 
+    while (connReady(c) && c->out.len > 0) {
+        ssize_t n = c->ssl != NULL
+            ? corReqTlsWrite(c->ssl, c->out.data, c->out.len,
+                             &c->tlsWantsWrite, why, sizeof(why))
+            : send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL);
+
+        if (n < 0 && c->ssl == NULL) {
+            n = -errno;
+            snprintf(why, sizeof(why), "%s", strerror(errno));
+        }
         if (n < 0) {
-            if (errno != EAGAIN) {
-                connFail(l, c, strerror(errno));
+            if (n != -EAGAIN) {
+                connFail(l, c, why);
                 return;
             }
             break;
         }
         corReqBufConsume(&c->out, (size_t)n);
     }
-    if (c->fd >= 0 && c->writeArmed != (c->out.len > 0 || !c->connected)) {
+    if (c->fd >= 0 && c->writeArmed != connWantsWrite(c)) {
         armConn(l, c, EPOLL_CTL_MOD);
     }
 }
@@ -412,8 +458,7 @@ connRetire(Load* l, Conn* c)
 {
     if (c->retiring && c->count == 0 && c->out.len == 0) {
         c->retiring = false;
-        close(c->fd);
-        c->fd = -1;
+        connClose(c);
         l->plan->protocol->stateFree(c->state);
         c->state = NULL;
         c->in.len = 0;
@@ -423,6 +468,8 @@ connRetire(Load* l, Conn* c)
 static void
 connReadable(Load* l, Conn* c)
 {
+    char why[512] = "the server closed the connection";
+
     for (;;) {
         ssize_t n;
 
@@ -430,10 +477,17 @@ connReadable(Load* l, Conn* c)
             connFail(l, c, "no memory");
             return;
         }
-        n = recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
-        if (n == 0 || (n < 0 && errno != EAGAIN)) {
-            connFail(l, c, n == 0 ? "the server closed the connection"
-                                  : strerror(errno));
+        n = c->ssl != NULL
+            ? corReqTlsRead(c->ssl, c->in.data + c->in.len,
+                            c->in.cap - c->in.len, &c->tlsWantsWrite, why,
+                            sizeof(why))
+            : recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
+        if (n < 0 && c->ssl == NULL) {
+            n = -errno;
+            snprintf(why, sizeof(why), "%s", strerror(errno));
+        }
+        if (n == 0 || (n < 0 && n != -EAGAIN)) {
+            connFail(l, c, why);
             return;
         }
         if (n < 0) {
@@ -465,6 +519,21 @@ connEvent(Load* l, Conn* c, uint32_t events)
             return;
         }
         c->connected = true;
+    }
+    if (c->ssl != NULL && !c->secured && c->connected) {
+        char why[512];
+        int rc = corReqTlsHandshake(c->ssl, &c->tlsWantsWrite, why,
+                                    sizeof(why));
+
+        if (rc < 0 && rc != -EAGAIN) {
+            connFail(l, c, why);
+            return;
+        }
+        c->secured = rc == 1;
+        if (!c->secured) {
+            armConn(l, c, EPOLL_CTL_MOD);
+            return;
+        }
     }
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         connReadable(l, c);
@@ -578,7 +647,7 @@ summary(const Load* l)
     static const double percents[] = { 50, 90, 99, 99.9 };
 
     printf("%s://%s:%u%s: %u connections x %u deep, %.1f s%s\n",
-           l->plan->protocol->scheme, l->plan->host, l->plan->port,
+           l->plan->scheme, l->plan->host, l->plan->port,
            l->plan->messages[0].target, l->plan->connections, l->depth,
            seconds, l->plan->rate > 0 ? ", open loop" : "");
     printf("  requests %llu  failed %llu  2xx %llu  non-2xx %llu  "

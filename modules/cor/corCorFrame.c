@@ -54,6 +54,13 @@ corCorHeadRead(const uint8_t* buf, size_t len, uint32_t maxLength,
         corCorWhy(why, whyLen, "a frame header cut short at %zu bytes", len);
         return -EAGAIN;
     }
+    if (memcmp(buf, "HTTP", 4) == 0) {
+        /* An answer to our HELLO from an HTTP server: the URL's port is
+         * an http:// one. */
+        corCorWhy(why, whyLen, "the peer speaks HTTP, not cor:// (an "
+                  "http:// port?)");
+        return -EPROTO;
+    }
     if (memcmp(buf, magic, 4) != 0) {
         corCorWhy(why, whyLen, "frame byte 0: magic %02x %02x %02x %02x, "
                   "not c0 4f 52 01", buf[0], buf[1], buf[2], buf[3]);

@@ -3,7 +3,8 @@
  * cor-request against the real server: one request printed as curl -i
  * prints it, several at once on one connection, bodies, HEAD, a chunked
  * answer, a closed and an open loop load, a load on connections the
- * server closes, and its failures.
+ * server closes, https:// and cors:// with their certificates checked,
+ * and its failures.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -137,7 +138,55 @@ START_TEST(test_failures_are_reported)
     ck_assert_int_eq(run("--timeout 200ms http://127.0.0.1:{PORT}/sleep?ms=3000"), 1);
     ck_assert_ptr_nonnull(strstr(out, "no answer within the timeout"));
     ck_assert_int_eq(run("ftp://127.0.0.1/"), 2);
+    ck_assert_ptr_nonnull(strstr(out, "unknown scheme 'ftp' (expected http, "
+                                 "https, cor or cors)"));
     ck_assert_int_eq(run("-c 0 http://127.0.0.1:{PORT}/"), 2);
+    ck_assert_int_eq(run("cor://127.0.0.1:{PORT}/hello"), 1);
+    ck_assert_ptr_nonnull(strstr(out, "the peer speaks HTTP, not cor://"));
+    ck_assert_int_eq(run("-k https://127.0.0.1:{PORT}/hello"), 1);
+    ck_assert_ptr_nonnull(strstr(out, "the server does not speak TLS"));
+}
+END_TEST
+
+/* https:// and cors://, verified against a CA file or the system's store
+ * (which does not know the test CA), or not at all with -k. */
+START_TEST(test_tls_urls_are_verified)
+{
+    char certs[64];
+    char yaml[1024];
+    char args[256];
+
+    corServerStop(&server);
+    corTestCertsMake(certs, sizeof(certs));
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 1, workers: 1 }\n"
+             "listen:\n"
+             "  - { protocol: https, address: 127.0.0.1:{PORT}, tls: "
+             "{ certificate: %s/server.pem, key: %s/server.key } }\n"
+             "  - { protocol: cors, address: 127.0.0.1:{PORT2}, tls: "
+             "{ certificate: %s/server.pem, key: %s/server.key } }\n"
+             "modules: [ { load: http }, { load: cor }, { load: hello } ]\n"
+             "routes: [ { match: \"GET /hello\", handler: hello } ]\n"
+             "log: { pid_file: {DIR}/cor.pid }\n",
+             certs, certs, certs, certs);
+    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+    snprintf(args, sizeof(args), "--cacert %s/ca.pem "
+             "https://127.0.0.1:{PORT}/hello", certs);
+    ck_assert_msg(run(args) == 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "HTTP/1.1 200 OK"));
+    snprintf(args, sizeof(args), "--cacert %s/ca.pem "
+             "cors://127.0.0.1:{PORT2}/hello /hello", certs);
+    ck_assert_msg(run(args) == 0, "%s", out);
+    ck_assert_ptr_nonnull(strstr(out, "COR/1 200"));
+    snprintf(args, sizeof(args), "--cacert %s/ca.pem -c 2 --duration 300ms "
+             "https://127.0.0.1:{PORT}/hello", certs);
+    ck_assert_msg(run(args) == 0, "%s", out);
+    ck_assert_int_eq(summaryCount("failed "), 0);
+    ck_assert_int_eq(run("https://127.0.0.1:{PORT}/hello"), 1);
+    ck_assert_ptr_nonnull(strstr(out, "the server's certificate: unable to "
+                                 "get local issuer certificate"));
+    ck_assert_msg(run("-k https://127.0.0.1:{PORT}/hello") == 0, "%s", out);
+    corTestCertsRemove(certs);
 }
 END_TEST
 
@@ -153,5 +202,6 @@ COR_TEST_SUITE(corRequestTool)
     tcase_add_test(tc,
         test_an_open_loop_load_keeps_its_rate_and_charges_a_stall);
     tcase_add_test(tc, test_failures_are_reported);
+    tcase_add_test(tc, test_tls_urls_are_verified);
     tcase_add_test(tc, test_a_load_leaves_a_connection_the_server_closes);
 }
