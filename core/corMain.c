@@ -25,7 +25,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define DEFAULT_CONFIG "conf/cor.yaml"
+/* The installed configuration, as nginx reads its compiled-in path: a
+ * relative default would depend on the folder cor runs in. The tree's
+ * `make run` names conf/cor.yaml. */
+#define DEFAULT_CONFIG COR_CONFIG_DEFAULT
 #define RELOAD_WAIT_MS 60000
 
 const char* corSelfPath = "cor";
