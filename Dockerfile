@@ -16,7 +16,7 @@ COPY . .
 # they are not beside it. --install-deps also brings the test and
 # benchmark peers; it is the one documented way to get the build's
 # packages, and none of it reaches the final image.
-RUN ./configure --install-deps --prefix=/usr/local \
+RUN ./configure --install-deps --prefix=/usr/local --sysconfdir=/etc \
     && make -j"$(nproc)" \
     && make install DESTDIR=/stage prefix=/usr/local
 
