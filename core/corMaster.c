@@ -450,12 +450,33 @@ signalGenerations(int sig)
     }
 }
 
+/* The errors as one log entry: a line each would read as several
+ * events, and the text's last newline as a blank one. */
+static void
+reloadFailedLog(const CorConfErrors* errors)
+{
+    char joined[4096];
+    size_t n = 0;
+
+    for (const char* p = errors->text; p != NULL && *p != '\0'
+                                       && n + 3 < sizeof(joined); p++) {
+        if (*p != '\n') {
+            joined[n++] = *p;
+        } else if (p[1] != '\0') {
+            joined[n++] = ';';
+            joined[n++] = ' ';
+        }
+    }
+    joined[n] = '\0';
+    corLog(COR_LOG_ERROR, "reload failed, generation %u keeps serving "
+           "(%u error%s): %s", current.number, errors->count,
+           errors->count == 1 ? "" : "s", joined);
+}
+
 static void
 reloadFailed(Generation* next, CorConfErrors* errors)
 {
-    corLog(COR_LOG_ERROR, "reload failed, generation %u keeps "
-           "serving:\n%s", current.number,
-           errors->text ? errors->text : "");
+    reloadFailedLog(errors);
     atomic_fetch_add(&corMasterCounters->reloadsFailed, 1);
     corMasterStatusWrite(current.config, "failed", errors->text);
     corSystemdReloaded("failed", current.number, errors->text);

@@ -220,6 +220,14 @@ START_TEST(test_broken_reload_keeps_serving_and_says_why)
                                 "\r\n\r\n", buf, sizeof(buf)), 200);
     ck_assert_int_eq(corMetric(server.port,
                                "cor_reloads_total{result=\"failed\"}"), 1);
+    /* One log entry, whole: its errors on its line, no blank one. */
+    snprintf(buf, sizeof(buf), "grep -A1 'reload failed' %s", server.log);
+    ck_assert_int_eq(corShell(buf, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "keeps serving (2 errors): ") != NULL
+                  && strstr(out, "cor.yaml:2:10: loops: expected auto")
+                     != NULL
+                  && strstr(out, "; ") != NULL, "%s", out);
+    ck_assert_int_eq(corServerLogCount(&server, "^$"), 0);
 }
 END_TEST
 
