@@ -31,6 +31,11 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+/* A drain that lasts says what it waits for: after a second, then every
+ * five. */
+#define DRAIN_LOG_FIRST_MS 1000
+#define DRAIN_LOG_EVERY_MS 5000
+
 CorRuntime corRuntime;
 
 typedef struct {
@@ -225,20 +230,56 @@ listenersCloseOwn(void)
     }
 }
 
+/* The connections protocol p has open on every loop. */
+static unsigned
+protocolConnections(const CorProtocolEntry* entry)
+{
+    unsigned open = 0;
+
+    for (unsigned i = 0; entry->protocol.connections != NULL
+                         && i < corRuntime.loopCount; i++) {
+        open += entry->protocol.connections(entry->module, i);
+    }
+    return open;
+}
+
 static unsigned
 connectionsOpen(void)
 {
     unsigned open = 0;
 
     for (unsigned p = 0; p < corProtocolCount(); p++) {
-        const CorProtocolEntry* entry = corProtocolAt(p);
-
-        for (unsigned i = 0; entry->protocol.connections != NULL
-                             && i < corRuntime.loopCount; i++) {
-            open += entry->protocol.connections(entry->module, i);
-        }
+        open += protocolConnections(corProtocolAt(p));
     }
     return open;
+}
+
+/* What a drain still waits for, said while it waits: a drain that runs to
+ * runtime.stop_timeout is otherwise silent about why. */
+static void
+drainWaitingLog(uint64_t deadline)
+{
+    char byProtocol[256] = "";
+    size_t n = 0;
+
+    for (unsigned p = 0; p < corProtocolCount(); p++) {
+        const CorProtocolEntry* entry = corProtocolAt(p);
+        unsigned open = protocolConnections(entry);
+
+        if (open > 0 && n < sizeof(byProtocol)) {
+            n += (size_t)snprintf(byProtocol + n, sizeof(byProtocol) - n,
+                                  "%s%s %u", n > 0 ? ", " : "",
+                                  entry->protocol.name, open);
+        }
+    }
+    corLog(COR_LOG_INFO, "draining: waiting for %u connection%s%s%s%s, %u "
+           "request%s in flight (%u in a post-response phase); stopped in "
+           "%llu ms at the latest (runtime.stop_timeout)",
+           connectionsOpen(), connectionsOpen() == 1 ? "" : "s",
+           n > 0 ? " (" : "", byProtocol, n > 0 ? ")" : "",
+           corRequestsInFlight(), corRequestsInFlight() == 1 ? "" : "s",
+           corRequestsFinishing(),
+           (unsigned long long)(deadline - corEvClockMs()));
 }
 
 /* Stop accepting, close the listeners, and let what is in flight finish,
@@ -252,6 +293,7 @@ drain(const sigset_t* signals)
     static DrainTask* tasks;
     uint64_t deadline = corEvClockMs()
                         + corRuntime.config->runtime.stopTimeoutMs;
+    uint64_t nextLog = corEvClockMs() + DRAIN_LOG_FIRST_MS;
     struct timespec tick = { 0, 10 * 1000 * 1000 };
     bool closed = false;
 
@@ -274,6 +316,10 @@ drain(const sigset_t* signals)
         if (closed && connectionsOpen() == 0
             && corRequestsInFlight() == 0) {
             return;
+        }
+        if (corEvClockMs() >= nextLog) {
+            drainWaitingLog(deadline);
+            nextLog += DRAIN_LOG_EVERY_MS;
         }
         sig = sigtimedwait(signals, NULL, &tick);
 

@@ -145,6 +145,7 @@ END_TEST
 typedef struct {
     int port;
     int status;
+    int ms;                 /* how long it sleeps */
 } Pending;
 
 static void*
@@ -152,9 +153,11 @@ slowRequest(void* arg)
 {
     Pending* p = arg;
     char local[4096];
+    char request[128];
 
-    p->status = corRequest(p->port, "GET /sleep?ms=1500 HTTP/1.1\r\nHost: t"
-                           "\r\n\r\n", local, sizeof(local));
+    snprintf(request, sizeof(request), "GET /sleep?ms=%d HTTP/1.1\r\nHost: "
+             "t\r\n\r\n", p->ms);
+    p->status = corRequest(p->port, request, local, sizeof(local));
     return NULL;
 }
 
@@ -190,7 +193,7 @@ START_TEST(test_graceful_stop_refuses_new_connections)
     long t;
 
     ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
-    pending = (Pending){ server.port, 0 };
+    pending = (Pending){ server.port, 0, 1500 };
     pthread_create(&thread, NULL, slowRequest, &pending);
     usleep(300 * 1000);
     t = corNowMs();
@@ -208,7 +211,8 @@ END_TEST
 
 /* A reload while a slow request is in flight: the old generation closes
  * its listeners, the new one goes on accepting on the master's, and every
- * connection made around the reload is served. */
+ * connection made around the reload is served; the old one says what
+ * its drain waits for. */
 START_TEST(test_reload_keeps_accepting_while_the_old_one_drains)
 {
     Pending pending;
@@ -217,7 +221,7 @@ START_TEST(test_reload_keeps_accepting_while_the_old_one_drains)
     int served = 0;
 
     ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
-    pending = (Pending){ server.port, 0 };
+    pending = (Pending){ server.port, 0, 3000 };
     pthread_create(&thread, NULL, slowRequest, &pending);
     usleep(300 * 1000);
     snprintf(command, sizeof(command), "%s -s reload -c %s 2>&1", bin(),
@@ -229,6 +233,9 @@ START_TEST(test_reload_keeps_accepting_while_the_old_one_drains)
                          200);
         usleep(10 * 1000);
     }
+    /* The old generation says what its drain waits for. */
+    ck_assert(logSays(&server, "draining: waiting for 1 connection (http 1), "
+                      "1 request in flight", 3000));
     pthread_join(thread, NULL);
     ck_assert_int_eq(pending.status, 200);
     ck_assert_int_gt(served, 20);
