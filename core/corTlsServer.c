@@ -183,9 +183,12 @@ certLoad(SSL_CTX* ctx, const CorConfigCert* c, const char* configFile,
     }
     if (SSL_CTX_use_PrivateKey(ctx, pkey) != 1
         || SSL_CTX_check_private_key(ctx) != 1) {
-        corTlsWhy(why, sizeof(why), "mismatch");
+        /* OpenSSL's last word here is "no certificate assigned" (the
+         * failed use dropped the pair), which points the wrong way. */
+        ERR_clear_error();
         corConfErrorf(e, keyAt, "key: '%s' does not match the certificate "
-                      "'%s' (%s)", key, cert, why);
+                      "'%s': it is the private key of another certificate",
+                      key, cert);
         goto failed;
     }
     rc = 0;

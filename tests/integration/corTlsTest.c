@@ -375,6 +375,7 @@ START_TEST(test_cor_t_refuses_bad_certificates_at_their_line)
                  "    tls:", "is not a PEM private key");
     checkRefuses("{ certificate: CERTS/b.pem, key: CERTS/other.key }",
                  "    tls:", "does not match the certificate");
+    ck_assert_msg(strstr(out, "no certificate assigned") == NULL, "%s", out);
     checkRefuses("{ certificate: CERTS/b.pem }", "    tls:",
                  "missing 'key'");
     checkRefuses("{ certificate: CERTS/b.pem, key: CERTS/b.key, "
