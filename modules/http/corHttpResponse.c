@@ -269,9 +269,18 @@ httpChunkEnd(HttpConn* c, const HttpRequest* req)
 int
 httpErrorAppend(HttpConn* c, int status)
 {
-    char body[96];
-    int len = snprintf(body, sizeof(body), "%d %s\n", status,
-                       httpStatusText(status));
+    return httpErrorAppendWhy(c, status, httpStatusText(status));
+}
+
+int
+httpErrorAppendWhy(HttpConn* c, int status, const char* why)
+{
+    char body[128];
+    int len = snprintf(body, sizeof(body), "%d %s\n", status, why);
+
+    if (len >= (int)sizeof(body)) {
+        len = (int)sizeof(body) - 1;
+    }
 
     if (appendHead(c, status, "text/plain", (size_t)len, NULL, 0, false,
                    false) != 0) {
