@@ -551,6 +551,24 @@ bool corTransportWantsWrite(const CorTransport* t);
  * a reader must not wait on the socket then. False for plain. */
 bool corTransportPending(const CorTransport* t);
 
+/*
+ * Shut the sending side of t, as shutdown(SHUT_WR) does, after a TLS
+ * close_notify (the peer reads a clean end, not a truncation); reading goes
+ * on (a lingering close drains what the peer still sends). Returns 0, or
+ * -errno (-EAGAIN: no room for the close_notify): the caller closes.
+ */
+int corTransportShutWrite(CorTransport* t);
+
+/*
+ * Whether the peer of a TLS listener's connection speaks plain text: its
+ * first byte starts no TLS record (recv failed with EPROTO, reading
+ * nothing). If so, t becomes a plain transport over the same socket, for
+ * the protocol to say in plain text that this port speaks TLS (HTTP: 400,
+ * as nginx) before it closes, never to serve the peer. False otherwise,
+ * and t is unchanged.
+ */
+bool corTransportTlsPlainPeer(CorTransport* t);
+
 /* After a TLS handshake: whether the session was resumed, and the ALPN
  * protocol chosen (NULL if none, or plain). */
 bool corTransportTlsResumed(const CorTransport* t);

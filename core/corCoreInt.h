@@ -142,6 +142,8 @@ typedef struct {
     bool wantsWrite;            /* the last recv wants the socket writable */
     bool drained;               /* the last socket read came back short */
     bool failed;                /* a fatal error: no close_notify */
+    bool opened;                /* a server's first byte starts a record */
+    bool plain;                 /* a server's first byte starts none */
     char alpn[256];             /* the chosen protocol, NUL-terminated */
 } CorTlsConn;
 

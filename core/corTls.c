@@ -27,6 +27,12 @@
  * pread() and SSL_write, a record at a time: a retry after EAGAIN reads
  * the same bytes again from the same offset, which is what OpenSSL asks of
  * a retried write.
+ *
+ * A server's connection whose first byte can start no TLS record is a
+ * client speaking plain text: it is told apart before OpenSSL reads, so
+ * that the protocol can answer it in plain text. Every close of an
+ * established connection, and a protocol's shut of its sending side, says
+ * close_notify first.
  */
 #include "corCoreInt.h"
 
@@ -38,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 /* A file is sent in pieces of one TLS record's worth. */
@@ -104,8 +111,9 @@ tlsResult(CorTlsConn* tc, int rc, size_t done, bool reading)
         errno = sysErrno != 0 ? sysErrno : ECONNRESET;
         return -1;
     default:
-        /* A protocol error (a plain HTTP request, a bad record, a failed
-         * handshake): the connection is done, without a close_notify. */
+        /* A protocol error (a bad record, a failed handshake): the
+         * connection is done, and OpenSSL's alert said so; no
+         * close_notify follows. */
         if (!tc->failed) {
             char why[128];
 
@@ -122,12 +130,51 @@ tlsResult(CorTlsConn* tc, int rc, size_t done, bool reading)
     }
 }
 
+/*
+ * A server's first byte, peeked before OpenSSL reads anything: a client's
+ * first TLS record is a handshake (0x16) or an SSLv2-style hello (the high
+ * bit set), as nginx tells them apart. Anything else is a client speaking
+ * plain text to a TLS port (http:// on an https listener): recv then
+ * fails with EPROTO, having read nothing, so that the protocol can answer
+ * in plain text (corTransportTlsPlainPeer). One peek per connection.
+ * Returns 0 to read through OpenSSL, or -1 with errno.
+ */
+static int
+firstByteCheck(CorTlsConn* tc, int fd)
+{
+    unsigned char byte;
+    ssize_t n;
+
+    if (!tc->plain) {
+        n = recv(fd, &byte, 1, MSG_PEEK);
+        if (n < 0 && errno == EAGAIN) {
+            return -1;
+        }
+        /* The end or an error: OpenSSL's read says which. */
+        tc->opened = n == 1 && (byte == 0x16 || (byte & 0x80) != 0);
+        tc->plain = n == 1 && !tc->opened;
+        if (tc->plain) {
+            corLog(COR_LOG_DEBUG, "tls: fd %d: plain text on a TLS port",
+                   fd);
+        }
+    }
+    if (tc->plain) {
+        errno = EPROTO;
+        return -1;
+    }
+    return 0;
+}
+
 static ssize_t
 tlsRecv(CorTransport* t, void* buf, size_t len)
 {
     CorTlsConn* tc = t->data;
     size_t got = 0;
 
+    if (!tc->opened && tc->client == NULL
+        && firstByteCheck(tc, t->fd) != 0) {
+        return -1;
+    }
     tc->wantsWrite = false;
     while (got < len) {
         size_t n;
@@ -197,17 +244,38 @@ tlsSendFile(CorTransport* t, int fileFd, off_t* offset, size_t len)
     return n;
 }
 
-/* A close_notify is sent when the socket takes it at once; a peer that is
- * gone or slow gets none. The close never waits. */
-static void
-tlsClose(CorTransport* t)
+/*
+ * Say close_notify, once, on an established connection that met no fatal
+ * error (after one, OpenSSL's alert said it already), so that the peer
+ * reads an end and not a truncation: an OpenSSL 3 client reports
+ * "unexpected eof" without it, whatever the answer before. It goes out
+ * when the socket takes it at once; the peer's is never waited for.
+ * Returns 0, or -EAGAIN when the socket had no room, -EPIPE when it is
+ * gone.
+ */
+static int
+closeNotify(CorTlsConn* tc)
 {
-    CorTlsConn* tc = t->data;
+    int rc;
 
-    if (!tc->failed && SSL_is_init_finished(tc->ssl)) {
-        ERR_clear_error();
-        SSL_shutdown(tc->ssl);
+    if (tc->failed || !SSL_is_init_finished(tc->ssl)
+        || (SSL_get_shutdown(tc->ssl) & SSL_SENT_SHUTDOWN) != 0) {
+        return 0;
     }
+    errorsClear();
+    rc = SSL_shutdown(tc->ssl);
+    if (rc < 0) {
+        rc = SSL_get_error(tc->ssl, rc) == SSL_ERROR_WANT_WRITE ? -EAGAIN
+                                                               : -EPIPE;
+    }
+    ERR_clear_error();
+    return rc < 0 ? rc : 0;
+}
+
+/* What a TLS connection holds besides its socket. */
+static void
+tlsConnFree(CorTlsConn* tc)
+{
     SSL_free(tc->ssl);
     ERR_clear_error();
     if (tc->client != NULL) {
@@ -215,6 +283,15 @@ tlsClose(CorTransport* t)
     }
     free(tc->peer);
     free(tc);
+}
+
+/* Every close of an established connection says close_notify first, an
+ * error's as much as an end's. The close never waits. */
+static void
+tlsClose(CorTransport* t)
+{
+    closeNotify(t->data);
+    tlsConnFree(t->data);
     /* A coroutine of this loop may wait on it (a session's reader while
      * another closes): its wait ends now, and on io_uring its poll stops
      * holding the socket open. Elsewhere it is close(). */
@@ -306,6 +383,32 @@ corTransportPending(const CorTransport* t)
      * a record that has only partly come, which no read can return
      * before the rest arrives. */
     return tc != NULL && SSL_pending(tc->ssl) > 0;
+}
+
+int
+corTransportShutWrite(CorTransport* t)
+{
+    CorTlsConn* tc = tlsConn(t);
+    int rc = tc != NULL ? closeNotify(tc) : 0;
+
+    if (rc == 0 && shutdown(t->fd, SHUT_WR) != 0) {
+        rc = -errno;
+    }
+    return rc;
+}
+
+bool
+corTransportTlsPlainPeer(CorTransport* t)
+{
+    CorTlsConn* tc = tlsConn(t);
+    int fd = t->fd;
+
+    if (tc == NULL || !tc->plain) {
+        return false;
+    }
+    tlsConnFree(tc);
+    corTransportPlain(t, fd);
+    return true;
 }
 
 bool

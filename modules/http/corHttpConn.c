@@ -268,6 +268,20 @@ outputRelease(HttpConn* c)
 
 /* ---- Reading and writing ------------------------------------------------- */
 
+/*
+ * A client sent plain HTTP to a TLS listener: answered 400 in plain text,
+ * as nginx does, then closed lingering, so that it reads the answer rather
+ * than a reset. Its request is never served: the connection only closes.
+ */
+static void
+plainRefuse(HttpConn* c)
+{
+    httpErrorAppendWhy(c, 400, "The plain HTTP request was sent to HTTPS "
+                       "port");
+    c->state = HTTP_CLOSING;
+    c->linger = true;
+}
+
 /* Read what the socket has. Returns -1 on an error (close). */
 static int
 httpRead(HttpConn* c)
@@ -294,6 +308,9 @@ httpRead(HttpConn* c)
             c->peerClosed = true;
             return 0;
         } else if (errno == EAGAIN) {
+            return 0;
+        } else if (errno == EPROTO && corTransportTlsPlainPeer(&c->t)) {
+            plainRefuse(c);
             return 0;
         } else if (errno != EINTR) {
             return -1;
@@ -386,7 +403,7 @@ connEnd(HttpConn* c)
     bool unread = c->inLen > c->inStart || c->readPaused;
 
     if (!(c->linger || unread) || c->peerClosed
-        || shutdown(c->t.fd, SHUT_WR) != 0) {
+        || corTransportShutWrite(&c->t) != 0) {
         httpConnClose(c);
         return;
     }

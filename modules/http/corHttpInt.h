@@ -164,6 +164,9 @@ int httpChunkAppend(HttpConn* c, const HttpRequest* req, const void* data,
 int httpChunkEnd(HttpConn* c, const HttpRequest* req);
 /* Append a bare error response (a refused request) that closes. */
 int httpErrorAppend(HttpConn* c, int status);
+/* The same, with why in the body instead of the status's reason (cut at
+ * about 120 bytes). */
+int httpErrorAppendWhy(HttpConn* c, int status, const char* why);
 /* Append "HTTP/1.1 100 Continue". */
 int httpContinueAppend(HttpConn* c);
 const char* httpStatusText(int status);

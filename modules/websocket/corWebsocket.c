@@ -7,7 +7,9 @@
  * fragments, answers pings, and closes with the handshake and a status:
  * 1000 back to a client that closes, 1002 for a frame no client may send
  * (unmasked, reserved bits, a bad fragment order), 1007 for text that is
- * not UTF-8, 1009 for a message over max_message, 1001 at a stop.
+ * not UTF-8, 1009 for a message over max_message, 1001 at a stop or
+ * past idle_timeout. After its own close frame it drains what the client
+ * still sends until the client's (bounded), then closes at once.
  *
  *     modules:
  *       - { load: websocket, max_message: 1MiB, idle_timeout: 60s }
@@ -31,8 +33,16 @@
 #define WS_GUID "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 /* What a read asks the connection for. */
 #define WS_READ_BYTES 16384
-/* How long a close waits for the client's, and a write for room. */
+/* After its close frame, the server drains what the client still sends
+ * until the client's close frame: a close with bytes unread would reset
+ * the connection, and a client still sending (the rest of a message over
+ * max_message) would lose the close frame to the reset (seen as 1006).
+ * The drain ends when the client is quiet for WS_CLOSE_WAIT_MS, or after
+ * WS_DRAIN_MS or WS_DRAIN_BYTES in all, as nginx's lingering close. */
 #define WS_CLOSE_WAIT_MS 2000
+#define WS_DRAIN_MS 30000
+#define WS_DRAIN_BYTES ((uint64_t)64 * 1024 * 1024)
+/* How long a write waits for room. */
 #define WS_WRITE_MS 10000
 
 /* The module's settings, set at init. */
@@ -53,6 +63,9 @@ typedef struct {
     size_t messageLen;
     size_t messageCap;
     unsigned messageOpcode;     /* 0: none in progress */
+    uint64_t skip;              /* payload of a refused frame still due */
+    uint64_t drained;           /* bytes dropped since the close frame */
+    uint64_t drainEndMs;        /* when the drain gives up */
 } WsSession;
 
 /* ---- Reading ------------------------------------------------------------- */
@@ -126,48 +139,82 @@ frameWrite(WsSession* s, unsigned opcode, const void* payload, size_t len)
     return rc;
 }
 
+/* Have at least want bytes of input while draining, within the drain's
+ * bounds. Returns 0, or non-zero to close now. */
+static int
+drainNeed(WsSession* s, size_t want)
+{
+    uint64_t now = corEvClockMs();
+    uint64_t wait = s->drainEndMs > now ? s->drainEndMs - now : 0;
+
+    if (wait == 0 || s->drained > WS_DRAIN_BYTES) {
+        return 1;
+    }
+    return inputNeed(s, want, wait < WS_CLOSE_WAIT_MS ? (int)wait
+                                                      : WS_CLOSE_WAIT_MS);
+}
+
+/* Drop len bytes of input as they come. Returns 0, or non-zero to close
+ * now. */
+static int
+drainSkip(WsSession* s, uint64_t len)
+{
+    while (len > 0) {
+        size_t skip;
+
+        if (drainNeed(s, 1) != 0) {
+            return 1;
+        }
+        skip = s->inLen - s->inPos;
+        if (skip > len) {
+            skip = (size_t)len;
+        }
+        s->inPos += skip;
+        s->drained += skip;
+        len -= skip;
+    }
+    return 0;
+}
+
 /*
- * Close with code: send the close frame, then read what the client still
- * sends, until its close frame (the handshake's end) or a short wait, and
- * close the connection. A stop's cancel ends the wait at once.
+ * Close with code: send the close frame, then drain what the client still
+ * sends (the rest of a refused frame, frames sent before it read ours)
+ * until its close frame, and close the connection at once, the exchange
+ * being over. Input whose framing is lost (a bad head) is dropped until
+ * the client ends or goes quiet. A stop's cancel ends the wait at once.
  */
 static void
 sessionClose(WsSession* s, unsigned code)
 {
     uint8_t payload[2] = { (uint8_t)(code >> 8), (uint8_t)code };
     CorWsFrameHead h;
+    int rc;
 
-    if (frameWrite(s, COR_WS_CLOSE, payload, 2) == 0) {
-        for (;;) {
-            int rc;
-
-            if (inputNeed(s, 2, WS_CLOSE_WAIT_MS) != 0) {
+    if (frameWrite(s, COR_WS_CLOSE, payload, 2) != 0) {
+        goto done;
+    }
+    s->drainEndMs = corEvClockMs() + WS_DRAIN_MS;
+    if (drainSkip(s, s->skip) != 0) {
+        goto done;
+    }
+    for (;;) {
+        rc = corWsFrameHeadRead(s->in + s->inPos, s->inLen - s->inPos, &h);
+        if (rc == 0) {
+            if (drainNeed(s, s->inLen - s->inPos + 1) != 0) {
                 break;
             }
-            rc = corWsFrameHeadRead(s->in + s->inPos, s->inLen - s->inPos,
-                                    &h);
-            if (rc == 0 && inputNeed(s, s->inLen - s->inPos + 1,
-                                     WS_CLOSE_WAIT_MS) == 0) {
-                continue;
-            }
-            if (rc <= 0 || h.opcode == COR_WS_CLOSE) {
-                break;
-            }
-            /* Skip a frame that came before the client's close. */
-            s->inPos += h.headLen;
-            while (h.payloadLen > 0) {
-                size_t skip;
-
-                if (inputNeed(s, 1, WS_CLOSE_WAIT_MS) != 0) {
-                    goto done;
-                }
-                skip = s->inLen - s->inPos;
-                if (skip > h.payloadLen) {
-                    skip = (size_t)h.payloadLen;
-                }
-                s->inPos += skip;
-                h.payloadLen -= skip;
-            }
+            continue;
+        }
+        if (rc < 0) {
+            drainSkip(s, UINT64_MAX);
+            break;
+        }
+        if (h.opcode == COR_WS_CLOSE) {
+            break;
+        }
+        s->inPos += h.headLen;
+        if (drainSkip(s, h.payloadLen) != 0) {
+            break;
         }
     }
 
@@ -210,6 +257,9 @@ dataFrame(WsSession* s, const CorWsFrameHead* h)
     uint64_t total;
     int rc;
 
+    /* A refusal before the payload is read leaves it to the close's
+     * drain. */
+    s->skip = h->payloadLen;
     if ((h->opcode == COR_WS_CONTINUATION) != (s->messageOpcode != 0)) {
         return COR_WS_CLOSE_PROTOCOL;   /* a fragment out of order */
     }
@@ -235,6 +285,7 @@ dataFrame(WsSession* s, const CorWsFrameHead* h)
         s->message = grown;
         s->messageCap = cap;
     }
+    s->skip = 0;
     rc = payloadRead(s, s->message + s->messageLen, h->payloadLen, h->mask,
                      WS_WRITE_MS);
     if (rc != 0) {
@@ -274,10 +325,14 @@ frameNext(WsSession* s)
                        ? COR_WS_CLOSE_GOING_AWAY : COR_WS_CLOSE_NO_STATUS;
         }
     }
-    if (rc < 0 || !h.masked) {
-        return COR_WS_CLOSE_PROTOCOL;   /* a client masks every frame */
+    if (rc < 0) {
+        return COR_WS_CLOSE_PROTOCOL;
     }
     s->inPos += h.headLen;
+    if (!h.masked) {
+        s->skip = h.payloadLen;
+        return COR_WS_CLOSE_PROTOCOL;   /* a client masks every frame */
+    }
     if (h.opcode < COR_WS_CLOSE) {
         return dataFrame(s, &h);
     }

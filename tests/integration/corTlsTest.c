@@ -5,7 +5,8 @@
  * answers, TLS 1.3 and 1.2 work and 1.1 is refused, SNI picks the
  * certificate, ALPN says http/1.1, a session is resumed, large answers and
  * files go out whole, a silent client is cut at the handshake timeout, a
- * plain HTTP request gets a clean close, a reload renews the certificate;
+ * plain HTTP request gets a 400 (as nginx), a close after an error says
+ * close_notify, a reload renews the certificate;
  * and cor -t refuses each bad certificate setup at its file:line.
  */
 #include "corTest.h"
@@ -247,21 +248,50 @@ START_TEST(test_a_silent_client_is_cut_at_the_handshake_timeout)
 }
 END_TEST
 
-START_TEST(test_plain_http_to_the_tls_port_is_closed_cleanly)
+/* As nginx: a 400 that says why, in plain text, then the close; the
+ * listener goes on serving TLS. */
+START_TEST(test_plain_http_to_the_tls_port_gets_400)
 {
+    static const char request[] = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n";
+    char buf[4096];
     int fd;
 
     startTls(DEFAULT_TLS);
     fd = corConnect(server.port);
     ck_assert_int_ge(fd, 0);
-    ck_assert_int_eq(corSendAll(fd, "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n",
-                                33), 0);
-    ck_assert(corPeerClosed(fd, 2000));
+    ck_assert_int_eq(corSendAll(fd, request, sizeof(request) - 1), 0);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_int_eq(corStatus(buf), 400);
+    ck_assert_msg(strstr(buf, "\r\nConnection: close\r\n") != NULL
+                  && strstr(buf, "The plain HTTP request was sent to HTTPS "
+                                 "port") != NULL, "%s", buf);
+    ck_assert(corPeerClosed(fd, 5000));
     close(fd);
+    ck_assert_int_eq(shell("curl -sS -w ' %{http_code}' "
+                           "http://127.0.0.1:$P/hello"), 0);
+    ck_assert_msg(strstr(out, "HTTPS port\n 400") != NULL, "%s", out);
     ck_assert_int_eq(shell("curl -sS --cacert $C/ca.pem "
                            "https://localhost:$P/hello"), 0);
     ck_assert_str_eq(out, "hello, world\n");
     ck_assert_int_eq(kill(server.pid, 0), 0);
+}
+END_TEST
+
+/* A request refused (400, lingering close) ends with close_notify, as one
+ * answered does: OpenSSL 3's s_client says "unexpected eof" otherwise. */
+START_TEST(test_a_close_after_an_error_says_close_notify)
+{
+    startTls(DEFAULT_TLS);
+    ck_assert_int_eq(shell("printf 'GARBAGE\\r\\n\\r\\n' | openssl s_client "
+                           "-connect 127.0.0.1:$P -quiet -ign_eof"), 0);
+    ck_assert_msg(strstr(out, "400 Bad Request") != NULL
+                  && strstr(out, "unexpected eof") == NULL, "%s", out);
+    ck_assert_int_eq(shell("printf 'GET /hello HTTP/1.1\\r\\nHost: x\\r\\n"
+                           "Connection: close\\r\\n\\r\\n' | openssl "
+                           "s_client -connect 127.0.0.1:$P -quiet -ign_eof"),
+                     0);
+    ck_assert_msg(strstr(out, "hello, world") != NULL
+                  && strstr(out, "unexpected eof") == NULL, "%s", out);
 }
 END_TEST
 
@@ -415,7 +445,8 @@ COR_TEST_SUITE(corTls)
     tcase_add_test(tc, test_without_tickets_nothing_resumes);
     tcase_add_test(tc, test_large_answers_and_files_go_out_whole);
     tcase_add_test(tc, test_a_silent_client_is_cut_at_the_handshake_timeout);
-    tcase_add_test(tc, test_plain_http_to_the_tls_port_is_closed_cleanly);
+    tcase_add_test(tc, test_plain_http_to_the_tls_port_gets_400);
+    tcase_add_test(tc, test_a_close_after_an_error_says_close_notify);
     tcase_add_test(tc, test_a_reload_renews_the_certificate);
     tcase_add_test(tc, test_cor_t_refuses_bad_certificates_at_their_line);
 }

@@ -3,13 +3,16 @@
  * modules/websocket against a real client (Debian's python3-websockets,
  * tests/websocket/wsClient.py), over http and https: echo of text and
  * binary messages (100 KB ones, fragmented ones), ping/pong, the close
- * handshake, an unmasked frame closed with 1002, a message past
- * max_message closed with 1009; handshakes refused (426, 400); and a stop
- * with sessions open is prompt, each told 1001.
+ * handshake, an unmasked frame closed with 1002, messages past
+ * max_message (to 16 MiB) closed with 1009 that python-websockets and
+ * npm's ws (Debian's node-ws) both read; the close exchange ends at once;
+ * handshakes refused (426 with its reason, 400); and a stop with sessions
+ * open is prompt, each told 1001.
  */
 #include "corTest.h"
 #include "corServer.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +25,8 @@ static char certs[64];
 static char out[1 << 16];
 
 #define CLIENT "/usr/bin/python3 tests/websocket/wsClient.py"
+#define NPM_TOO_BIG                                                       \
+    "env NODE_PATH=/usr/share/nodejs node tests/websocket/wsTooBig.js"
 
 static void
 setUp(void)
@@ -68,31 +73,51 @@ startServer(bool tls)
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
 }
 
+/* Run a client (its command, which ends with its arguments before the
+ * URL) against the server: it must say ALL OK. */
 static void
-clientRuns(const char* scheme, bool tls)
+runAgainst(const char* client, bool tls, const char* after)
 {
     char command[512];
     int rc;
 
-    snprintf(command, sizeof(command), "timeout 60 " CLIENT
-             " %s://127.0.0.1:%d/ws %s%s 2>&1", scheme, server.port,
+    snprintf(command, sizeof(command), "timeout 60 %s %s://127.0.0.1:%d/ws "
+             "%s %s%s 2>&1", client, tls ? "wss" : "ws", server.port, after,
              tls ? certs : "", tls ? "/ca.pem" : "");
     rc = corShell(command, out, sizeof(out));
     ck_assert_msg(rc == 0 && strstr(out, "ALL OK") != NULL, "rc %d:\n%s",
                   rc, out);
 }
 
+
 START_TEST(test_the_real_client_over_http)
 {
     startServer(false);
-    clientRuns("ws", false);
+    runAgainst(CLIENT, false, "");
 }
 END_TEST
 
 START_TEST(test_the_real_client_over_https)
 {
     startServer(true);
-    clientRuns("wss", true);
+    runAgainst(CLIENT, true, "");
+}
+END_TEST
+
+/* npm's ws, 3 messages of 16 MiB each, past max_message: each client reads
+ * the 1009, since the server drains what it still sends before the close
+ * (a close with its bytes unread reset the connection: 1006). */
+START_TEST(test_npm_ws_reads_1009_over_http)
+{
+    startServer(false);
+    runAgainst(NPM_TOO_BIG, false, "3 16777216");
+}
+END_TEST
+
+START_TEST(test_npm_ws_reads_1009_over_https)
+{
+    startServer(true);
+    runAgainst(NPM_TOO_BIG, true, "3 16777216");
 }
 END_TEST
 
@@ -118,6 +143,136 @@ START_TEST(test_bad_handshakes_are_refused)
                                 buf, sizeof(buf)), 101);
     ck_assert_ptr_nonnull(strstr(buf, "Sec-WebSocket-Accept: "
                                       "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"));
+}
+END_TEST
+
+/* Read len bytes within timeoutMs. Returns true when they came. */
+static bool
+readExactly(int fd, unsigned char* buf, size_t len, int timeoutMs)
+{
+    long deadline = corNowMs() + timeoutMs;
+    size_t got = 0;
+
+    while (got < len && corNowMs() < deadline) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        ssize_t n;
+
+        if (poll(&p, 1, (int)(deadline - corNowMs())) != 1) {
+            return false;
+        }
+        n = recv(fd, buf + got, len - got, 0);
+        if (n <= 0) {
+            return false;
+        }
+        got += (size_t)n;
+    }
+    return got == len;
+}
+
+/* A connection after its 101, or -1. */
+static int
+sessionOpen(void)
+{
+    static const char handshake[] = HANDSHAKE("dGhlIHNhbXBsZSBub25jZQ==",
+                                              "13");
+    char buf[4096];
+    int fd = corConnect(server.port);
+
+    if (fd < 0 || corSendAll(fd, handshake, sizeof(handshake) - 1) != 0
+        || corReadResponse(fd, buf, sizeof(buf), 3000) <= 0
+        || corStatus(buf) != 101) {
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    return fd;
+}
+
+/*
+ * A message past max_message (256 KiB) whose payload starts like a frame
+ * head of 2^40 bytes: the server's 1009 comes, the client answers with its
+ * close frame, and the server closes at once, cleanly (an end, no reset).
+ * It used to read the refused payload as frames, so that it waited for a
+ * 2^40-byte frame and closed 2 s after the client's close.
+ */
+START_TEST(test_the_close_exchange_ends_at_once)
+{
+    static const unsigned char head[] = { 0x82, 0xFF, 0, 0, 0, 0, 0, 0x04,
+                                          0, 0x01, 0, 0, 0, 0 };
+    static const unsigned char fakeHead[] = { 0x82, 0xFF, 0, 0, 0x01, 0, 0,
+                                              0, 0, 0 };
+    static const unsigned char clientClose[] = { 0x88, 0x82, 0, 0, 0, 0,
+                                                 0x03, 0xF1 };
+    size_t payloadLen = 256 * 1024 + 1;
+    unsigned char* payload = calloc(1, payloadLen);
+    unsigned char frame[4];
+    struct pollfd p;
+    long start;
+    int fd;
+
+    startServer(false);
+    fd = sessionOpen();
+    ck_assert_int_ge(fd, 0);
+    ck_assert_ptr_nonnull(payload);
+    memcpy(payload, fakeHead, sizeof(fakeHead));
+    ck_assert_int_eq(corSendAll(fd, head, sizeof(head)), 0);
+    ck_assert_int_eq(corSendAll(fd, payload, payloadLen), 0);
+    free(payload);
+    ck_assert(readExactly(fd, frame, sizeof(frame), 5000));
+    ck_assert_uint_eq(frame[0], 0x88);
+    ck_assert_uint_eq((unsigned)frame[2] << 8 | frame[3], 1009);
+    ck_assert_int_eq(corSendAll(fd, clientClose, sizeof(clientClose)), 0);
+    start = corNowMs();
+    p = (struct pollfd){ .fd = fd, .events = POLLIN };
+    ck_assert_int_eq(poll(&p, 1, 5000), 1);
+    ck_assert_int_eq(recv(fd, frame, 1, 0), 0);
+    ck_assert_msg(corNowMs() - start < 1000, "the close took %ld ms",
+                  corNowMs() - start);
+    close(fd);
+}
+END_TEST
+
+/* Send zeros until the connection fails or most bytes went. Returns the
+ * bytes sent, or -1 when it never failed. */
+static long
+sendUntilCut(int fd, long most)
+{
+    static const unsigned char zeros[65536];
+    long sent = 0;
+
+    while (sent < most) {
+        struct pollfd p = { .fd = fd, .events = POLLOUT };
+        ssize_t n;
+
+        if (poll(&p, 1, 10000) != 1) {
+            return -1;
+        }
+        n = send(fd, zeros, sizeof(zeros), MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n < 0 && errno != EAGAIN) {
+            return sent;
+        }
+        sent += n > 0 ? n : 0;
+    }
+    return -1;
+}
+
+/* A client that sends on after the server's close frame and never closes
+ * (here a frame of 2^40 bytes) is read for 64 MiB at most, then cut. */
+START_TEST(test_the_drain_after_a_close_is_bounded)
+{
+    static const unsigned char head[] = { 0x82, 0xFF, 0, 0, 0x01, 0, 0, 0,
+                                          0, 0, 0, 0, 0, 0 };
+    long sent;
+    int fd;
+
+    startServer(false);
+    fd = sessionOpen();
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(corSendAll(fd, head, sizeof(head)), 0);
+    sent = sendUntilCut(fd, 512L << 20);
+    ck_assert_msg(sent > 0 && sent < 96L << 20, "sent %ld bytes", sent);
+    close(fd);
 }
 END_TEST
 
@@ -166,6 +321,10 @@ COR_TEST_SUITE(corWebsocket)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_the_real_client_over_http);
     tcase_add_test(tc, test_the_real_client_over_https);
+    tcase_add_test(tc, test_npm_ws_reads_1009_over_http);
+    tcase_add_test(tc, test_npm_ws_reads_1009_over_https);
+    tcase_add_test(tc, test_the_close_exchange_ends_at_once);
+    tcase_add_test(tc, test_the_drain_after_a_close_is_bounded);
     tcase_add_test(tc, test_bad_handshakes_are_refused);
     tcase_add_test(tc, test_a_stop_with_sessions_open_is_prompt);
 }

@@ -3,7 +3,7 @@
 """A real WebSocket client (Debian's python3-websockets) against cor's
 websocket module: echo of text and binary messages (a 100 KB one and a
 fragmented one), ping/pong, the close handshake, an unmasked frame closed
-with 1002, a message over max_message closed with 1009.
+with 1002, messages over max_message (300 KiB, 16 MiB) closed with 1009.
 
     wsClient.py URL [CA_FILE]
 
@@ -63,17 +63,21 @@ async def echoes(url, ctx):
               "the server closed with %s" % ws.close_code)
 
 
-async def too_big(url, ctx):
+async def too_big(url, ctx, size):
+    """A message of size bytes, past max_message: the server's 1009 comes
+    while the client still sends, and the server reads on until the
+    client's close, so the client reads the 1009, not a reset."""
     async with websockets.connect(url, ssl=ctx, max_size=None,
                                   compression=None) as ws:
-        await ws.send(b"x" * (300 * 1024))
         try:
-            await asyncio.wait_for(ws.recv(), 5)
+            await ws.send(os.urandom(size))
+            await asyncio.wait_for(ws.recv(), 30)
             check("too big closed with 1009", False, "echoed")
         except websockets.ConnectionClosed:
             pass
-        check("too big closed with 1009", ws.close_code == 1009,
-              "got %s" % ws.close_code)
+        await ws.wait_closed()
+        check("%d KiB closed with 1009" % (size // 1024),
+              ws.close_code == 1009, "got %s" % ws.close_code)
 
 
 def raw_unmasked(url, ca):
@@ -115,7 +119,8 @@ def main():
     ca = sys.argv[2] if len(sys.argv) > 2 else None
     ctx = context(ca)
     asyncio.run(echoes(url, ctx))
-    asyncio.run(too_big(url, ctx))
+    asyncio.run(too_big(url, ctx, 300 * 1024))
+    asyncio.run(too_big(url, ctx, 16 * 1024 * 1024))
     raw_unmasked(url, ca)
     print("ALL OK", flush=True)
 
