@@ -17,7 +17,11 @@
  *
  * Limits: max_frame (a longer frame closes the connection), max_in_flight
  * (a REQUEST past it is answered 503 at once, not queued: a peer must not
- * pile up work without end), the HELLO within hello_timeout, output that
+ * pile up work without end), max_in_flight_bytes (past what the requests
+ * in flight hold, the connection is not read until their handlers are
+ * done: a peer that floods large requests holds bounded memory), the
+ * limits of every request (corLimitsHead, corLimitsBody: 414, 431 and 413
+ * on the request's own stream), the HELLO within hello_timeout, output that
  * makes no progress within limits.send_timeout, and idle_timeout for a
  * connection with nothing due (PING keeps one alive). A frame that does
  * not decode closes its connection and fails only what was on it.
@@ -58,6 +62,17 @@
 
 static void frameLoop(CorServerConn* c, unsigned events);
 static void connClose(CorServerConn* c);
+
+/* Whether more may be read from the peer: its answers are read (not too
+ * much unsent output), and its requests in flight hold less than
+ * max_in_flight_bytes (a request larger than that alone is taken when
+ * nothing else is held, so it is served, alone). */
+static bool
+readMay(const CorServerConn* c)
+{
+    return c->out.len - c->outSent <= OUT_HIGH_WATER
+           && c->heldBytes < corServerConf.maxHeldBytes;
+}
 
 /* ---- Output -------------------------------------------------------------- */
 
@@ -180,7 +195,9 @@ timerUpdate(CorServerConn* c)
     }
     if (outputPending(c) && c->outStalledMs != 0) {
         timerAt(c, c->outStalledMs, corLimits()->sendTimeoutMs);
-    } else if (c->inLen > 0) {
+    } else if (c->inLen > 0 && !c->readPaused) {
+        /* (A frame held back by its requests in flight waits for them,
+         * which have deadlines of their own.) */
         timerAt(c, c->frameStartMs, corLimits()->requestTimeoutMs);
     } else if (c->inFlight == 0) {
         corEvTimerStart(loop, &c->timer, corServerConf.idleTimeoutMs,
@@ -214,8 +231,8 @@ flushDue(CorEvTimer* timer)
         connClose(c);
         return;
     }
-    if (c->readPaused && c->out.len - c->outSent <= OUT_HIGH_WATER) {
-        frameLoop(c, 0);    /* it was not read while the output was high */
+    if (c->readPaused && readMay(c)) {
+        frameLoop(c, 0);    /* it was not read while it could not be */
         return;
     }
     if (!connDoneWith(c)) {
@@ -360,7 +377,8 @@ framesTake(CorServerConn* c)
     char why[COR_COR_WHY_MAX] = "";
     int rc = 0;
 
-    while (rc == 0 && c->inLen - off >= COR_COR_HEAD_LEN) {
+    while (rc == 0 && c->inLen - off >= COR_COR_HEAD_LEN
+           && c->heldBytes < corServerConf.maxHeldBytes) {
         CorCorHead h;
 
         rc = corCorHeadRead(c->in + off, c->inLen - off, frameMax(c), &h,
@@ -390,18 +408,22 @@ static int
 connRead(CorServerConn* c)
 {
     c->readPaused = false;
+    /* Frames that came whole while the requests in flight held too much
+     * wait in the buffer: they go first. */
+    if (c->inLen > 0 && framesTake(c) != 0) {
+        return -1;
+    }
     for (;;) {
         ssize_t n;
 
-        if (c->out.len - c->outSent > OUT_HIGH_WATER) {
-            if (connFlush(c) != 0) {
-                connClose(c);
-                return -1;
-            }
-            if (c->out.len - c->outSent > OUT_HIGH_WATER) {
-                c->readPaused = true;   /* read on when it drained */
-                return 0;
-            }
+        if (!readMay(c) && connFlush(c) != 0) {
+            connClose(c);
+            return -1;
+        }
+        if (!readMay(c)) {
+            c->readPaused = true;   /* read on when it drained or the
+                                     * handlers are done */
+            return 0;
         }
         if (corCorInputReserve(&c->in, c->inLen, &c->inCap, frameMax(c),
                                READ_ROOM) != 0) {
@@ -487,7 +509,7 @@ onIo(CorEvIo* io, unsigned events)
         }
         /* A read paused for a peer that did not read: what it sent since
          * raised no edge of its own. */
-        if (c->readPaused && c->out.len - c->outSent <= OUT_HIGH_WATER) {
+        if (c->readPaused && readMay(c)) {
             frameLoop(c, 0);
             return;
         }

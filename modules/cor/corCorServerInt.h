@@ -19,6 +19,9 @@ typedef struct CorServerRequest CorServerRequest;
 typedef struct {
     uint32_t maxFrame;          /* max_frame: the largest tree taken */
     unsigned maxInFlight;       /* max_in_flight: per connection */
+    uint64_t maxHeldBytes;      /* max_in_flight_bytes: what the requests
+                                 * of a connection hold, past which it is
+                                 * not read */
     uint64_t idleTimeoutMs;     /* idle_timeout: no frame, nothing due */
     uint64_t helloTimeoutMs;    /* hello_timeout: the HELLO must come */
 } CorServerConf;
@@ -47,6 +50,7 @@ struct CorServerRequest {
     CorServerRequest* prev;     /* the connection's requests */
     CorServerRequest* next;
     uint32_t id;                /* the REQUEST's correlation id */
+    size_t held;                /* its bytes, in conn->heldBytes */
     bool answered;              /* its RESPONSE is queued (or failed) */
     bool streamFailed;          /* its streamed body outgrew a frame, or
                                  * its stream was aborted */
@@ -76,9 +80,11 @@ struct CorServerConn {
     CorServerRequest* requests; /* in flight, not yet answered or
                                  * released */
     unsigned inFlight;          /* of them, not yet answered */
+    size_t heldBytes;           /* what they hold, until their release */
     uint64_t outStalledMs;      /* output waits since then, or 0 */
     uint64_t frameStartMs;      /* the frame being read began then */
-    bool readPaused;            /* too much unsent output: not reading */
+    bool readPaused;            /* too much unsent output, or held by
+                                 * requests: not reading */
     bool peerShut;              /* its FIN came: read to its end */
     bool tls;                   /* over its listener's TLS (cors) */
     bool greeted;               /* the HELLO came and was answered */
@@ -107,7 +113,7 @@ void corServerConnStop(CorServerConn* c, uint64_t deadline);
 int corServerResponseQueue(CorServerConn* c, uint32_t id,
                            const CorCorMessage* m, char* why, size_t whyLen);
 /* Write c's output at the loop's next iteration (every answer of this one
- * in one write). */
+ * in one write), and read on if its read was paused. */
 void corServerFlushSoon(CorServerConn* c);
 
 /* ---- corCorServerRequest.c ----------------------------------------------- */

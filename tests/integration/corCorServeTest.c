@@ -19,16 +19,17 @@ static CorServer server;
 static char out[1 << 16];
 static char out2[1 << 16];
 
-/* HTTP on {PORT}, cor:// on {PORT2}; extra is more YAML for the cor
- * module's mapping. */
+/* HTTP on {PORT}, cor:// on {PORT2}; top is more YAML at the top level
+ * (limits), extra more for the cor module's mapping. */
 static int
-start(const char* extra)
+startWith(const char* top, const char* extra)
 {
     char yaml[2048];
 
     snprintf(yaml, sizeof(yaml),
              "runtime: { loops: 2, workers: 2,\n"
              "           coroutines: { enabled: {COROUTINES} } }\n"
+             "%s"
              "listen:\n"
              "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
              "  - { protocol: cor, address: 127.0.0.1:{PORT2} }\n"
@@ -43,8 +44,14 @@ start(const char* extra)
              "  - { match: \"/echo\", handler: echo }\n"
              "  - { match: \"GET /stream\", handler: stream }\n"
              "  - { match: \"GET /metrics\", handler: metrics }\n"
-             "log: { pid_file: {DIR}/cor.pid }\n", extra);
+             "log: { pid_file: {DIR}/cor.pid }\n", top, extra);
     return corServerStart(&server, yaml);
+}
+
+static int
+start(const char* extra)
+{
+    return startWith("", extra);
 }
 
 static void
@@ -266,6 +273,69 @@ END_TEST
 
 /* cors: the listener's TLS under the same protocol; a HELLO over TLS is
  * answered with a HELLO_ACK (python3's ssl as the client, the test CA). */
+/* tests/cor/corRawClient.py on {PORT2} with requests (its arguments,
+ * quoted): "ID STATUS" for each answer, into out. */
+static int
+raw(const char* requests)
+{
+    char command[512];
+
+    snprintf(command, sizeof(command), "python3 tests/cor/corRawClient.py "
+             "%d %s", server.port2, requests);
+    return corShell(command, out, sizeof(out));
+}
+
+/* The limits of every protocol's requests hold over cor:// as over HTTP:
+ * a body past body_bytes is 413, too many headers or too many bytes of
+ * them 431, each on its own stream, and the connection goes on serving
+ * the requests after them. */
+START_TEST(test_past_the_limits_refused_on_their_stream)
+{
+    ck_assert_int_eq(startWith("limits: { body_bytes: 1KiB, header_count: 5,"
+                               " header_bytes: 1KiB }\n", ""), 0);
+    ck_assert_int_eq(raw("'POST /echo body=2048' 'GET /hello headers=10' "
+                         "'GET /hello hsize=2000' 'POST /echo body=1000 "
+                         "headers=5' 'GET /hello'"), 0);
+    ck_assert_str_eq(out, "1 413\n2 431\n3 431\n4 200\n5 200\n");
+    ck_assert_int_eq(corServerLogCount(&server, "past the limits"), 3);
+}
+END_TEST
+
+/*
+ * Large requests flooded on one connection, each within body_bytes: past
+ * max_in_flight_bytes the server reads no more of the connection until
+ * handlers are done, so the memory it holds is bounded (here about three
+ * requests: the one served, the next frame read, its decoding) whatever
+ * the peer sends; every request is still served. Without the bound all
+ * eight would be held at once. Sanitizers' memory makes no sense of it.
+ */
+START_TEST(test_a_flood_of_large_requests_holds_bounded_memory)
+{
+    const char* sanitized = getenv("COR_TEST_SANITIZED");
+    char requests[512] = "";
+    pid_t gen;
+    long before;
+    long after;
+
+    ck_assert_int_eq(startWith("limits: { body_bytes: 32MiB }\n",
+                               ", max_in_flight_bytes: 1MiB"), 0);
+    gen = corServerGeneration(&server);
+    before = corProcStatusKb(gen, "VmHWM");
+    for (int i = 0; i < 8; i++) {
+        strcat(requests, "'GET /sleep?ms=200 body=16777216' ");
+    }
+    ck_assert_int_eq(raw(requests), 0);
+    ck_assert_str_eq(out, "1 200\n2 200\n3 200\n4 200\n5 200\n6 200\n"
+                          "7 200\n8 200\n");
+    after = corProcStatusKb(gen, "VmHWM");
+    fprintf(stderr, "corCorServeTest: 8 requests of 16 MiB on one "
+            "connection: VmHWM %ld kB, then %ld kB\n", before, after);
+    if (sanitized == NULL || strcmp(sanitized, "1") != 0) {
+        ck_assert_int_lt(after - before, 80 * 1024);
+    }
+}
+END_TEST
+
 START_TEST(test_hello_over_tls)
 {
     char certs[128];
@@ -318,4 +388,6 @@ COR_TEST_SUITE(corCorServe)
     tcase_add_test(tc, test_ping_and_the_idle_timeout);
     tcase_add_test(tc, test_a_reload_under_load_loses_nothing);
     tcase_add_test(tc, test_hello_over_tls);
+    tcase_add_test(tc, test_past_the_limits_refused_on_their_stream);
+    tcase_add_test(tc, test_a_flood_of_large_requests_holds_bounded_memory);
 }
