@@ -21,7 +21,9 @@
  * in flight hold, the connection is not read until their handlers are
  * done: a peer that floods large requests holds bounded memory), the
  * limits of every request (corLimitsHead, corLimitsBody: 414, 431 and 413
- * on the request's own stream), the HELLO within hello_timeout, output that
+ * on the request's own stream; a REQUEST longer than any within them is
+ * refused from its head as it comes, its body dropped unread:
+ * corCorServerCut.c), the HELLO within hello_timeout, output that
  * makes no progress within limits.send_timeout, and idle_timeout for a
  * connection with nothing due (PING keeps one alive). A frame that does
  * not decode closes its connection and fails only what was on it.
@@ -49,6 +51,8 @@
 
 /* The room a read asks for beyond what the frame being read needs. */
 #define READ_ROOM 4096
+/* And while the rest of a REQUEST cut short is dropped. */
+#define SKIP_ROOM (64 * 1024)
 /* The most a first frame (the HELLO) may hold: nothing is read into a
  * large buffer for a peer that has not said who it is. */
 #define HELLO_FRAME_MAX 4096
@@ -195,7 +199,7 @@ timerUpdate(CorServerConn* c)
     }
     if (outputPending(c) && c->outStalledMs != 0) {
         timerAt(c, c->outStalledMs, corLimits()->sendTimeoutMs);
-    } else if (c->inLen > 0 && !c->readPaused) {
+    } else if ((c->inLen > 0 || c->skipLeft > 0) && !c->readPaused) {
         /* (A frame held back by its requests in flight waits for them,
          * which have deadlines of their own.) */
         timerAt(c, c->frameStartMs, corLimits()->requestTimeoutMs);
@@ -377,12 +381,33 @@ framesTake(CorServerConn* c)
     char why[COR_COR_WHY_MAX] = "";
     int rc = 0;
 
+    if (c->skipLeft > 0) {
+        off = c->inLen < c->skipLeft ? c->inLen : (size_t)c->skipLeft;
+        c->skipLeft -= off;
+    }
     while (rc == 0 && c->inLen - off >= COR_COR_HEAD_LEN
            && c->heldBytes < corServerConf.maxHeldBytes) {
         CorCorHead h;
 
         rc = corCorHeadRead(c->in + off, c->inLen - off, frameMax(c), &h,
                             why, sizeof(why));
+        if (rc < 0) {
+            break;
+        }
+        rc = c->greeted ? corServerRequestCut(c, &h, c->in + off,
+                                              c->inLen - off, why,
+                                              sizeof(why)) : 0;
+        if (rc > 0) {
+            /* Its rest is dropped as it comes, within request_timeout. */
+            off += (size_t)rc;
+            c->frameStartMs = corEvNow(c->sl->loop);
+            rc = 0;
+            continue;
+        }
+        if (rc == -EAGAIN) {
+            rc = 0;                 /* its head is not all there yet */
+            break;
+        }
         if (rc < 0 || c->inLen - off < COR_COR_HEAD_LEN + h.length) {
             break;
         }
@@ -394,7 +419,7 @@ framesTake(CorServerConn* c)
         connRefuse(c, why);
         return -1;
     }
-    if (off > 0 || c->inLen == 0) {
+    if ((off > 0 || c->inLen == 0) && c->skipLeft == 0) {
         c->frameStartMs = corEvNow(c->sl->loop);  /* the next frame's */
     }
     memmove(c->in, c->in + off, c->inLen - off);
@@ -426,7 +451,8 @@ connRead(CorServerConn* c)
             return 0;
         }
         if (corCorInputReserve(&c->in, c->inLen, &c->inCap, frameMax(c),
-                               READ_ROOM) != 0) {
+                               c->skipLeft > 0 ? SKIP_ROOM : READ_ROOM)
+            != 0) {
             connRefuse(c, "no memory for a frame");
             return -1;
         }

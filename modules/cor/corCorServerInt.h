@@ -73,6 +73,8 @@ struct CorServerConn {
     uint8_t* in;                /* what came and is not yet a frame */
     size_t inLen;
     size_t inCap;
+    uint64_t skipLeft;          /* bytes of a REQUEST cut short still to
+                                 * come, dropped (corServerRequestCut) */
     CorCorBuf out;              /* frames to send */
     size_t outSent;
     CorCorTables* received;     /* the tables of each direction, after */
@@ -123,12 +125,34 @@ void corServerFlushSoon(CorServerConn* c);
  * memory, is answered at once. Returns 0, or -errno when even that
  * answer could not be queued. */
 int corServerRequestServe(CorServerConn* c, uint32_t id, CorCorMessage* m);
+/* The request of a REQUEST whose body (bodyLen bytes) was cut short as it
+ * came, past the limits: m (its head, taken over, cleared) is answered
+ * as corServerRequestServe answers a request past them (413, or 431 for
+ * a head past them too), never served. Returns 0, or -errno when that
+ * answer could not be queued. */
+int corServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,
+                           uint64_t bodyLen);
 /* A RESPONSE that no handler made (a bad target, past max_in_flight, a
  * stop). Returns 0 or -errno. */
 int corServerAnswerBare(CorServerConn* c, uint32_t id, int status,
                         const char* text);
 /* Take req off its connection (which closes): it finishes into the void. */
 void corServerRequestUnlink(CorServerRequest* req);
+
+/* ---- corCorServerCut.c --------------------------------------------------- */
+
+/*
+ * A frame whose head h is read at frame (n bytes of it came): when it is
+ * a REQUEST longer than any request within the limits takes, and its body
+ * a string at its end, refuse it now (corServerRequestRefuse) with its
+ * head decoded and its body cut short, and leave the rest of its bytes in
+ * c->skipLeft, to drop as they come. Returns the bytes of the frame
+ * taken; 0 when it is not one to cut (read it whole); -EAGAIN when more
+ * of it must come to tell; or -errno with why (close).
+ */
+int corServerRequestCut(CorServerConn* c, const CorCorHead* h,
+                        const uint8_t* frame, size_t n, char* why,
+                        size_t whyLen);
 
 /* ---- corCorModule.c ------------------------------------------------------ */
 

@@ -337,6 +337,22 @@ limitsRefuse(CorServerConn* c, CorServerRequest* req, int status)
 }
 
 int
+corServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,
+                       uint64_t bodyLen)
+{
+    CorServerRequest* req = requestCreate(c, id, m);
+    int status;
+
+    corCorMessageClear(m);
+    if (req == NULL) {
+        return 0;   /* answered already */
+    }
+    req->r.bodyLen = bodyLen;
+    status = limitsCheck(&req->r);
+    return limitsRefuse(c, req, status != 0 ? status : 413);
+}
+
+int
 corServerRequestServe(CorServerConn* c, uint32_t id, CorCorMessage* m)
 {
     CorServerRequest* req = requestCreate(c, id, m);

@@ -7,8 +7,9 @@ stream's names table kept as the spec says.
 
     corRawClient.py PORT REQUEST...
 
-A REQUEST is "VERB PATH[ headers=N][ hsize=N][ body=N]": N headers
-"X-Hn: v" (hsize: one header of that many bytes), a text body of N bytes.
+A REQUEST is "VERB PATH[ headers=N][ hsize=N[ hname=NAME]][ body=N]": N
+headers "X-Hn: v" (hsize: one more, X-Big or NAME, of that many bytes), a
+text body of N bytes.
 The requests go out right after the HELLO, ids 1, 2, ..., sent from a
 thread while the answers are read (a server that stops reading must not
 stop us reading). Prints "ID STATUS" for each answer in id order, then
@@ -83,7 +84,8 @@ def parse(arg):
     headers = [(b"X-H%d" % i, b"v") for i in range(int(opts.get("headers",
                                                               0)))]
     if "hsize" in opts:
-        headers.append((b"X-Big", b"b" * int(opts["hsize"])))
+        headers.append((opts.get("hname", "X-Big").encode(),
+                        b"b" * int(opts["hsize"])))
     return words[0].encode(), words[1].encode(), headers, \
         int(opts.get("body", 0))
 
