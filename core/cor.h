@@ -663,6 +663,19 @@ typedef struct {
 
 const CorLimits* corLimits(void);
 
+/*
+ * The limits of every protocol's requests, checked as a request's head and
+ * then its body arrive, before a handler runs (HTTP's parser applies the
+ * same ones as it reads). corLimitsHead measures r's method, target and
+ * headers as HTTP/1.1 writes them: 0 within limits.header_bytes and
+ * header_count, else the status to refuse r with, 414 (the request line
+ * alone is longer than header_bytes) or 431. corLimitsBody: 0 when a body
+ * of bytes (declared, or come so far) is within limits.body_bytes, else
+ * 413. Any thread.
+ */
+int corLimitsHead(const CorRequest* r);
+int corLimitsBody(uint64_t bytes);
+
 /* The access log (log.access): whether it is on, its format ("combined"
  * or "json"), and a write of one whole line (reopened on SIGUSR1). */
 bool corAccessLogEnabled(void);

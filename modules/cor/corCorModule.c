@@ -10,6 +10,8 @@
  *       - load: cor
  *         max_frame: 64MiB       # the largest frame taken (its tree)
  *         max_in_flight: 256     # requests in flight per connection
+ *         max_in_flight_bytes: 16MiB  # what they hold, past which the
+ *                                #   connection is not read
  *         idle_timeout: 60s      # a connection with nothing due
  *         hello_timeout: 10s     # the HELLO after the connect
  */
@@ -116,6 +118,9 @@ corInit(CorModule* m, const CorConf* conf)
                                                    errors);
     corServerConf.maxInFlight = (unsigned)corConfInt(conf, "max_in_flight",
                                                      256, 1, 65536, errors);
+    corServerConf.maxHeldBytes = corConfSize(conf, "max_in_flight_bytes",
+                                             (uint64_t)16 << 20, 1024,
+                                             (uint64_t)1 << 40, errors);
     corServerConf.idleTimeoutMs = corConfDurationMs(conf, "idle_timeout",
                                                     60000, 1,
                                                     24 * 3600 * 1000, errors);

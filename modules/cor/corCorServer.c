@@ -17,7 +17,13 @@
  *
  * Limits: max_frame (a longer frame closes the connection), max_in_flight
  * (a REQUEST past it is answered 503 at once, not queued: a peer must not
- * pile up work without end), the HELLO within hello_timeout, output that
+ * pile up work without end), max_in_flight_bytes (past what the requests
+ * in flight hold, the connection is not read until their handlers are
+ * done: a peer that floods large requests holds bounded memory), the
+ * limits of every request (corLimitsHead, corLimitsBody: 414, 431 and 413
+ * on the request's own stream; a REQUEST longer than any within them is
+ * refused from its head as it comes, its body dropped unread:
+ * corCorServerCut.c), the HELLO within hello_timeout, output that
  * makes no progress within limits.send_timeout, and idle_timeout for a
  * connection with nothing due (PING keeps one alive). A frame that does
  * not decode closes its connection and fails only what was on it.
@@ -45,6 +51,8 @@
 
 /* The room a read asks for beyond what the frame being read needs. */
 #define READ_ROOM 4096
+/* And while the rest of a REQUEST cut short is dropped. */
+#define SKIP_ROOM (64 * 1024)
 /* The most a first frame (the HELLO) may hold: nothing is read into a
  * large buffer for a peer that has not said who it is. */
 #define HELLO_FRAME_MAX 4096
@@ -58,6 +66,17 @@
 
 static void frameLoop(CorServerConn* c, unsigned events);
 static void connClose(CorServerConn* c);
+
+/* Whether more may be read from the peer: its answers are read (not too
+ * much unsent output), and its requests in flight hold less than
+ * max_in_flight_bytes (a request larger than that alone is taken when
+ * nothing else is held, so it is served, alone). */
+static bool
+readMay(const CorServerConn* c)
+{
+    return c->out.len - c->outSent <= OUT_HIGH_WATER
+           && c->heldBytes < corServerConf.maxHeldBytes;
+}
 
 /* ---- Output -------------------------------------------------------------- */
 
@@ -180,7 +199,9 @@ timerUpdate(CorServerConn* c)
     }
     if (outputPending(c) && c->outStalledMs != 0) {
         timerAt(c, c->outStalledMs, corLimits()->sendTimeoutMs);
-    } else if (c->inLen > 0) {
+    } else if ((c->inLen > 0 || c->skipLeft > 0) && !c->readPaused) {
+        /* (A frame held back by its requests in flight waits for them,
+         * which have deadlines of their own.) */
         timerAt(c, c->frameStartMs, corLimits()->requestTimeoutMs);
     } else if (c->inFlight == 0) {
         corEvTimerStart(loop, &c->timer, corServerConf.idleTimeoutMs,
@@ -214,8 +235,8 @@ flushDue(CorEvTimer* timer)
         connClose(c);
         return;
     }
-    if (c->readPaused && c->out.len - c->outSent <= OUT_HIGH_WATER) {
-        frameLoop(c, 0);    /* it was not read while the output was high */
+    if (c->readPaused && readMay(c)) {
+        frameLoop(c, 0);    /* it was not read while it could not be */
         return;
     }
     if (!connDoneWith(c)) {
@@ -360,11 +381,33 @@ framesTake(CorServerConn* c)
     char why[COR_COR_WHY_MAX] = "";
     int rc = 0;
 
-    while (rc == 0 && c->inLen - off >= COR_COR_HEAD_LEN) {
+    if (c->skipLeft > 0) {
+        off = c->inLen < c->skipLeft ? c->inLen : (size_t)c->skipLeft;
+        c->skipLeft -= off;
+    }
+    while (rc == 0 && c->inLen - off >= COR_COR_HEAD_LEN
+           && c->heldBytes < corServerConf.maxHeldBytes) {
         CorCorHead h;
 
         rc = corCorHeadRead(c->in + off, c->inLen - off, frameMax(c), &h,
                             why, sizeof(why));
+        if (rc < 0) {
+            break;
+        }
+        rc = c->greeted ? corServerRequestCut(c, &h, c->in + off,
+                                              c->inLen - off, why,
+                                              sizeof(why)) : 0;
+        if (rc > 0) {
+            /* Its rest is dropped as it comes, within request_timeout. */
+            off += (size_t)rc;
+            c->frameStartMs = corEvNow(c->sl->loop);
+            rc = 0;
+            continue;
+        }
+        if (rc == -EAGAIN) {
+            rc = 0;                 /* its head is not all there yet */
+            break;
+        }
         if (rc < 0 || c->inLen - off < COR_COR_HEAD_LEN + h.length) {
             break;
         }
@@ -376,7 +419,7 @@ framesTake(CorServerConn* c)
         connRefuse(c, why);
         return -1;
     }
-    if (off > 0 || c->inLen == 0) {
+    if ((off > 0 || c->inLen == 0) && c->skipLeft == 0) {
         c->frameStartMs = corEvNow(c->sl->loop);  /* the next frame's */
     }
     memmove(c->in, c->in + off, c->inLen - off);
@@ -390,21 +433,26 @@ static int
 connRead(CorServerConn* c)
 {
     c->readPaused = false;
+    /* Frames that came whole while the requests in flight held too much
+     * wait in the buffer: they go first. */
+    if (c->inLen > 0 && framesTake(c) != 0) {
+        return -1;
+    }
     for (;;) {
         ssize_t n;
 
-        if (c->out.len - c->outSent > OUT_HIGH_WATER) {
-            if (connFlush(c) != 0) {
-                connClose(c);
-                return -1;
-            }
-            if (c->out.len - c->outSent > OUT_HIGH_WATER) {
-                c->readPaused = true;   /* read on when it drained */
-                return 0;
-            }
+        if (!readMay(c) && connFlush(c) != 0) {
+            connClose(c);
+            return -1;
+        }
+        if (!readMay(c)) {
+            c->readPaused = true;   /* read on when it drained or the
+                                     * handlers are done */
+            return 0;
         }
         if (corCorInputReserve(&c->in, c->inLen, &c->inCap, frameMax(c),
-                               READ_ROOM) != 0) {
+                               c->skipLeft > 0 ? SKIP_ROOM : READ_ROOM)
+            != 0) {
             connRefuse(c, "no memory for a frame");
             return -1;
         }
@@ -487,7 +535,7 @@ onIo(CorEvIo* io, unsigned events)
         }
         /* A read paused for a peer that did not read: what it sent since
          * raised no edge of its own. */
-        if (c->readPaused && c->out.len - c->outSent <= OUT_HIGH_WATER) {
+        if (c->readPaused && readMay(c)) {
             frameLoop(c, 0);
             return;
         }

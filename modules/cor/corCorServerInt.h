@@ -19,6 +19,9 @@ typedef struct CorServerRequest CorServerRequest;
 typedef struct {
     uint32_t maxFrame;          /* max_frame: the largest tree taken */
     unsigned maxInFlight;       /* max_in_flight: per connection */
+    uint64_t maxHeldBytes;      /* max_in_flight_bytes: what the requests
+                                 * of a connection hold, past which it is
+                                 * not read */
     uint64_t idleTimeoutMs;     /* idle_timeout: no frame, nothing due */
     uint64_t helloTimeoutMs;    /* hello_timeout: the HELLO must come */
 } CorServerConf;
@@ -47,6 +50,7 @@ struct CorServerRequest {
     CorServerRequest* prev;     /* the connection's requests */
     CorServerRequest* next;
     uint32_t id;                /* the REQUEST's correlation id */
+    size_t held;                /* its bytes, in conn->heldBytes */
     bool answered;              /* its RESPONSE is queued (or failed) */
     bool streamFailed;          /* its streamed body outgrew a frame, or
                                  * its stream was aborted */
@@ -69,6 +73,8 @@ struct CorServerConn {
     uint8_t* in;                /* what came and is not yet a frame */
     size_t inLen;
     size_t inCap;
+    uint64_t skipLeft;          /* bytes of a REQUEST cut short still to
+                                 * come, dropped (corServerRequestCut) */
     CorCorBuf out;              /* frames to send */
     size_t outSent;
     CorCorTables* received;     /* the tables of each direction, after */
@@ -76,9 +82,11 @@ struct CorServerConn {
     CorServerRequest* requests; /* in flight, not yet answered or
                                  * released */
     unsigned inFlight;          /* of them, not yet answered */
+    size_t heldBytes;           /* what they hold, until their release */
     uint64_t outStalledMs;      /* output waits since then, or 0 */
     uint64_t frameStartMs;      /* the frame being read began then */
-    bool readPaused;            /* too much unsent output: not reading */
+    bool readPaused;            /* too much unsent output, or held by
+                                 * requests: not reading */
     bool peerShut;              /* its FIN came: read to its end */
     bool tls;                   /* over its listener's TLS (cors) */
     bool greeted;               /* the HELLO came and was answered */
@@ -107,7 +115,7 @@ void corServerConnStop(CorServerConn* c, uint64_t deadline);
 int corServerResponseQueue(CorServerConn* c, uint32_t id,
                            const CorCorMessage* m, char* why, size_t whyLen);
 /* Write c's output at the loop's next iteration (every answer of this one
- * in one write). */
+ * in one write), and read on if its read was paused. */
 void corServerFlushSoon(CorServerConn* c);
 
 /* ---- corCorServerRequest.c ----------------------------------------------- */
@@ -117,12 +125,34 @@ void corServerFlushSoon(CorServerConn* c);
  * memory, is answered at once. Returns 0, or -errno when even that
  * answer could not be queued. */
 int corServerRequestServe(CorServerConn* c, uint32_t id, CorCorMessage* m);
+/* The request of a REQUEST whose body (bodyLen bytes) was cut short as it
+ * came, past the limits: m (its head, taken over, cleared) is answered
+ * as corServerRequestServe answers a request past them (413, or 431 for
+ * a head past them too), never served. Returns 0, or -errno when that
+ * answer could not be queued. */
+int corServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,
+                           uint64_t bodyLen);
 /* A RESPONSE that no handler made (a bad target, past max_in_flight, a
  * stop). Returns 0 or -errno. */
 int corServerAnswerBare(CorServerConn* c, uint32_t id, int status,
                         const char* text);
 /* Take req off its connection (which closes): it finishes into the void. */
 void corServerRequestUnlink(CorServerRequest* req);
+
+/* ---- corCorServerCut.c --------------------------------------------------- */
+
+/*
+ * A frame whose head h is read at frame (n bytes of it came): when it is
+ * a REQUEST longer than any request within the limits takes, and its body
+ * a string at its end, refuse it now (corServerRequestRefuse) with its
+ * head decoded and its body cut short, and leave the rest of its bytes in
+ * c->skipLeft, to drop as they come. Returns the bytes of the frame
+ * taken; 0 when it is not one to cut (read it whole); -EAGAIN when more
+ * of it must come to tell; or -errno with why (close).
+ */
+int corServerRequestCut(CorServerConn* c, const CorCorHead* h,
+                        const uint8_t* frame, size_t n, char* why,
+                        size_t whyLen);
 
 /* ---- corCorModule.c ------------------------------------------------------ */
 

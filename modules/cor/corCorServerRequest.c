@@ -6,7 +6,9 @@
  * the moment its handler is done (a streamed answer gathered whole, a
  * file read whole: a frame carries a whole body), released after its
  * post-response phase. A request owns what it reads, so a connection
- * that closes under it frees nothing it uses.
+ * that closes under it frees nothing it uses. What it holds counts
+ * against its connection's max_in_flight_bytes until its release, which
+ * lets a connection paused by it read on.
  */
 #include "corCorServerInt.h"
 #include "corCorInt.h"
@@ -62,6 +64,7 @@ requestLink(CorServerConn* c, CorServerRequest* req)
     }
     c->requests = req;
     c->inFlight++;
+    c->heldBytes += req->held;
 }
 
 void
@@ -83,6 +86,7 @@ corServerRequestUnlink(CorServerRequest* req)
     if (!req->answered) {
         c->inFlight--;
     }
+    c->heldBytes -= req->held;
     req->conn = NULL;
     req->prev = req->next = NULL;
 }
@@ -120,6 +124,8 @@ requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
             .valueLen = strlen(m->contentType) };
     }
     req->id = id;
+    req->held = sizeof(*req) + count * sizeof(CorHeader) + targetLen
+                + m->headerCount * sizeof(CorHeader) + m->bodyLen;
     req->message = *m;
     *m = (CorCorMessage){ 0 };
     req->r = (CorRequest){
@@ -291,19 +297,73 @@ static void
 requestRelease(CorRequest* r)
 {
     CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
+    CorServerConn* c = req->conn;
 
     corServerRequestUnlink(req);
+    if (c != NULL && c->readPaused && !c->processing) {
+        corServerFlushSoon(c);  /* what it held may let the read go on */
+    }
     requestFree(req);
+}
+
+/* The status of a request past a limit of every protocol's (0: none). */
+static int
+limitsCheck(const CorRequest* r)
+{
+    int status = corLimitsHead(r);
+
+    return status != 0 ? status : corLimitsBody(r->bodyLen);
+}
+
+/* A request past a limit, answered on its own stream as HTTP answers it:
+ * the connection and its other requests go on. */
+static int
+limitsRefuse(CorServerConn* c, CorServerRequest* req, int status)
+{
+    static const char* const texts[] = {
+        "413 Content Too Large\n", "414 URI Too Long\n",
+        "431 Request Header Fields Too Large\n" };
+    const CorRequest* r = &req->r;
+    uint32_t id = req->id;
+
+    corLog(COR_LOG_INFO, "cor: %s: %.*s %.*s refused %d: %u headers, "
+           "%zu body bytes, past the limits", c->peerName,
+           (int)r->methodLen, r->method, (int)r->pathLen, r->path, status,
+           r->headerCount, r->bodyLen);
+    requestFree(req);
+    return corServerAnswerBare(c, id, status,
+                               texts[status == 413 ? 0
+                                     : status == 414 ? 1 : 2]);
+}
+
+int
+corServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,
+                       uint64_t bodyLen)
+{
+    CorServerRequest* req = requestCreate(c, id, m);
+    int status;
+
+    corCorMessageClear(m);
+    if (req == NULL) {
+        return 0;   /* answered already */
+    }
+    req->r.bodyLen = bodyLen;
+    status = limitsCheck(&req->r);
+    return limitsRefuse(c, req, status != 0 ? status : 413);
 }
 
 int
 corServerRequestServe(CorServerConn* c, uint32_t id, CorCorMessage* m)
 {
     CorServerRequest* req = requestCreate(c, id, m);
+    int status;
 
     corCorMessageClear(m);
     if (req == NULL) {
         return 0;   /* answered already */
+    }
+    if ((status = limitsCheck(&req->r)) != 0) {
+        return limitsRefuse(c, req, status);
     }
     requestLink(c, req);
     corRequestServe(&req->r, &corOps, req);

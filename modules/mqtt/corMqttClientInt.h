@@ -141,7 +141,8 @@ typedef enum {
     COR_MQTT_COUNT_SENT,            /* it ended acknowledged */
     COR_MQTT_COUNT_FAILED,          /* it ended otherwise */
     COR_MQTT_COUNT_RECEIVED,        /* a subscription's message served */
-    COR_MQTT_COUNT_UNACKNOWLEDGED   /* and not acknowledged (5xx) */
+    COR_MQTT_COUNT_UNACKNOWLEDGED,  /* and not acknowledged (5xx) */
+    COR_MQTT_COUNT_REFUSED          /* one past the limits: no handler */
 } CorMqttCount;
 
 /* b's counters (by its scheme, host and port), made at first; NULL

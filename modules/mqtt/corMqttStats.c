@@ -25,6 +25,7 @@ struct CorMqttStats {
     atomic_uint inFlight;
     atomic_ulong received;
     atomic_ulong unacknowledged;
+    atomic_ulong refused;
 };
 
 static pthread_mutex_t statsLock = PTHREAD_MUTEX_INITIALIZER;
@@ -74,6 +75,9 @@ corMqttStatsCount(CorMqttStats* s, CorMqttCount which)
     case COR_MQTT_COUNT_UNACKNOWLEDGED:
         atomic_fetch_add(&s->unacknowledged, 1);
         break;
+    case COR_MQTT_COUNT_REFUSED:
+        atomic_fetch_add(&s->refused, 1);
+        break;
     }
 }
 
@@ -98,6 +102,10 @@ static const struct {
     { "cor_mqtt_unacknowledged_total", "counter",
       "Messages of subscriptions answered 5xx or cut short: not "
       "acknowledged.", offsetof(CorMqttStats, unacknowledged) },
+    { "cor_mqtt_refused_total", "counter",
+      "Messages of subscriptions past limits.body_bytes (or the head's "
+      "limits): acknowledged, never handled.",
+      offsetof(CorMqttStats, refused) },
 };
 
 void

@@ -480,10 +480,35 @@ inboundRelease(CorRequest* r)
     free(in);
 }
 
+/* A message past the limits of every protocol's requests (status 413,
+ * 431 or 414 over HTTP) never reaches a handler: said once, counted, and
+ * acknowledged, so that the broker does not send it again and it does
+ * not hold the subscription. */
+static int
+inboundRefuse(Link* l, const CorMqttPacket* pkt, int status)
+{
+    CorMqttPacket ack = { .type = pkt->qos == 1 ? COR_MQTT_PUBACK
+                                                : COR_MQTT_PUBREC,
+                          .packetId = pkt->packetId };
+
+    corLog(COR_LOG_WARN, "mqtt: %s: a message of %zu bytes on %.*s is past "
+           "the limits (%d; limits.body_bytes %zu): acknowledged, not "
+           "handled", l->name, pkt->payload.len, (int)pkt->topic.len,
+           pkt->topic.data, status, corLimits()->bodyBytes);
+    corMqttStatsCount(corMqttStatsFor(&l->broker), COR_MQTT_COUNT_REFUSED);
+    if (pkt->qos > 0 && corMqttLinkSend(l, &ack) != 0) {
+        corLog(COR_LOG_WARN, "mqtt: %s: no memory to acknowledge %.*s",
+               l->name, (int)pkt->topic.len, pkt->topic.data);
+    }
+    return 0;
+}
+
 int
 corMqttInboundTake(Link* l, const CorMqttPacket* pkt, char* why,
                    size_t whyLen)
 {
+    int status;
+
     Inbound* in;
 
     if (pkt->type == COR_MQTT_SUBACK) {
@@ -504,10 +529,17 @@ corMqttInboundTake(Link* l, const CorMqttPacket* pkt, char* why,
          * generation (a QoS 0 one is at most once anyway). */
         return 0;
     }
+    if ((status = corLimitsBody(pkt->payload.len)) != 0) {
+        return inboundRefuse(l, pkt, status);
+    }
     in = inboundNew(l, pkt);
     if (in == NULL) {
         snprintf(why, whyLen, "no memory for a message");
         return -1;
+    }
+    if ((status = corLimitsHead(&in->r)) != 0) {
+        free(in);
+        return inboundRefuse(l, pkt, status);
     }
     corMqttLinkHold(l);
     l->serving++;

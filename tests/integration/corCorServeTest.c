@@ -4,7 +4,10 @@
  * client: answers in the order they finish, the same handlers and bodies
  * as over HTTP, many clients at once with requests behind their HELLO,
  * the in-flight limit, garbage that closes only its connection, a reload
- * under load that loses nothing, and TLS.
+ * under load that loses nothing, TLS, and the limits of every request
+ * (with tests/cor/corRawClient.py, which sends what cor-request cannot):
+ * 413 and 431 on their streams, a body past body_bytes never read whole,
+ * a flood of large requests in bounded memory.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -19,16 +22,17 @@ static CorServer server;
 static char out[1 << 16];
 static char out2[1 << 16];
 
-/* HTTP on {PORT}, cor:// on {PORT2}; extra is more YAML for the cor
- * module's mapping. */
+/* HTTP on {PORT}, cor:// on {PORT2}; top is more YAML at the top level
+ * (limits), extra more for the cor module's mapping. */
 static int
-start(const char* extra)
+startWith(const char* top, const char* extra)
 {
     char yaml[2048];
 
     snprintf(yaml, sizeof(yaml),
              "runtime: { loops: 2, workers: 2,\n"
              "           coroutines: { enabled: {COROUTINES} } }\n"
+             "%s"
              "listen:\n"
              "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
              "  - { protocol: cor, address: 127.0.0.1:{PORT2} }\n"
@@ -43,8 +47,14 @@ start(const char* extra)
              "  - { match: \"/echo\", handler: echo }\n"
              "  - { match: \"GET /stream\", handler: stream }\n"
              "  - { match: \"GET /metrics\", handler: metrics }\n"
-             "log: { pid_file: {DIR}/cor.pid }\n", extra);
+             "log: { pid_file: {DIR}/cor.pid }\n", top, extra);
     return corServerStart(&server, yaml);
+}
+
+static int
+start(const char* extra)
+{
+    return startWith("", extra);
 }
 
 static void
@@ -264,6 +274,104 @@ START_TEST(test_a_reload_under_load_loses_nothing)
 }
 END_TEST
 
+/* tests/cor/corRawClient.py on {PORT2} with requests (its arguments,
+ * quoted): "ID STATUS" for each answer, into out. */
+static int
+raw(const char* requests)
+{
+    char command[512];
+
+    snprintf(command, sizeof(command), "python3 tests/cor/corRawClient.py "
+             "%d %s", server.port2, requests);
+    return corShell(command, out, sizeof(out));
+}
+
+/* The limits of every protocol's requests hold over cor:// as over HTTP:
+ * a body past body_bytes is 413, too many headers or too many bytes of
+ * them 431, each on its own stream, and the connection goes on serving
+ * the requests after them. Requests 6 to 8 are longer than any request
+ * within the limits, so they are refused before their bodies came, cut
+ * short: the names their heads brought (X-H10, X-New) are in the tables
+ * all the same, for request 9, which sends X-New by its index. */
+START_TEST(test_past_the_limits_refused_on_their_stream)
+{
+    ck_assert_int_eq(startWith("limits: { body_bytes: 1KiB, header_count: 5,"
+                               " header_bytes: 1KiB }\n", ""), 0);
+    ck_assert_int_eq(raw("'POST /echo body=2048' 'GET /hello headers=10' "
+                         "'GET /hello hsize=2000' 'POST /echo body=1000 "
+                         "headers=5' 'GET /hello' 'POST /echo body=3000000' "
+                         "'POST /echo body=3000000 headers=12' "
+                         "'POST /echo body=3000000 hsize=9 hname=X-New' "
+                         "'GET /hello headers=3 hsize=9 hname=X-New'"), 0);
+    ck_assert_str_eq(out, "1 413\n2 431\n3 431\n4 200\n5 200\n6 413\n"
+                          "7 431\n8 413\n9 200\n");
+    ck_assert_int_eq(corServerLogCount(&server, "past the limits"), 6);
+}
+END_TEST
+
+/* Eight copies of request, then last (NULL: none), on one connection
+ * (raw); the growth of the generation's VmHWM in kB, printed as what, or
+ * 0 under sanitizers, whose memory makes no sense of it. */
+static long
+floodGrowth(const char* request, const char* last, const char* what)
+{
+    const char* sanitized = getenv("COR_TEST_SANITIZED");
+    char requests[1024] = "";
+    pid_t gen = corServerGeneration(&server);
+    long before = corProcStatusKb(gen, "VmHWM");
+    long after;
+
+    for (int i = 0; i < 8; i++) {
+        strcat(requests, request);
+        strcat(requests, " ");
+    }
+    strcat(requests, last != NULL ? last : "");
+    ck_assert_int_eq(raw(requests), 0);
+    after = corProcStatusKb(gen, "VmHWM");
+    fprintf(stderr, "corCorServeTest: %s: VmHWM %ld kB, then %ld kB\n",
+            what, before, after);
+    return sanitized != NULL && strcmp(sanitized, "1") == 0
+           ? 0 : after - before;
+}
+
+/* A request past body_bytes (the default 1MiB) is refused as it comes,
+ * never read whole: eight of 16 MiB on one connection leave the memory
+ * as it was, and the connection answers the next request. */
+START_TEST(test_a_body_past_body_bytes_is_never_read_whole)
+{
+    long grown;
+
+    ck_assert_int_eq(start(""), 0);
+    grown = floodGrowth("'POST /echo body=16777216'", "'GET /hello'",
+                        "8 requests of 16 MiB past body_bytes");
+    ck_assert_str_eq(out, "1 413\n2 413\n3 413\n4 413\n5 413\n6 413\n"
+                          "7 413\n8 413\n9 200\n");
+    ck_assert_int_lt(grown, 8 * 1024);
+}
+END_TEST
+
+/*
+ * Large requests flooded on one connection, each within body_bytes: past
+ * max_in_flight_bytes the server reads no more of the connection until
+ * handlers are done, so the memory it holds is bounded (here about three
+ * requests: the one served, the next frame read, its decoding) whatever
+ * the peer sends; every request is still served. Without the bound all
+ * eight would be held at once.
+ */
+START_TEST(test_a_flood_of_large_requests_holds_bounded_memory)
+{
+    long grown;
+
+    ck_assert_int_eq(startWith("limits: { body_bytes: 32MiB }\n",
+                               ", max_in_flight_bytes: 1MiB"), 0);
+    grown = floodGrowth("'GET /sleep?ms=200 body=16777216'", NULL,
+                        "8 requests of 16 MiB within body_bytes");
+    ck_assert_str_eq(out, "1 200\n2 200\n3 200\n4 200\n5 200\n6 200\n"
+                          "7 200\n8 200\n");
+    ck_assert_int_lt(grown, 80 * 1024);
+}
+END_TEST
+
 /* cors: the listener's TLS under the same protocol; a HELLO over TLS is
  * answered with a HELLO_ACK (python3's ssl as the client, the test CA). */
 START_TEST(test_hello_over_tls)
@@ -318,4 +426,7 @@ COR_TEST_SUITE(corCorServe)
     tcase_add_test(tc, test_ping_and_the_idle_timeout);
     tcase_add_test(tc, test_a_reload_under_load_loses_nothing);
     tcase_add_test(tc, test_hello_over_tls);
+    tcase_add_test(tc, test_past_the_limits_refused_on_their_stream);
+    tcase_add_test(tc, test_a_flood_of_large_requests_holds_bounded_memory);
+    tcase_add_test(tc, test_a_body_past_body_bytes_is_never_read_whole);
 }

@@ -273,6 +273,36 @@ START_TEST(test_a_reload_mid_subscription_loses_nothing)
 }
 END_TEST
 
+/*
+ * limits.body_bytes holds for messages as for HTTP bodies: one past it
+ * (2 MiB under the default 1 MiB, QoS 1) never reaches its handler, is
+ * logged once with its topic and size, counted, and acknowledged, so the
+ * message after it on the subscription is served.
+ */
+START_TEST(test_a_message_past_body_bytes_is_never_handled)
+{
+    char command[512];
+    CorTestSub s;
+
+    corWithSubscriptions(false);      /* limits.body_bytes: 1MiB */
+    corTestSubStart(&s, "out/#", 0, "");
+    snprintf(command, sizeof(command), "head -c 2097152 /dev/zero | tr "
+             "'\\0' x > %s/big && mosquitto_pub -h 127.0.0.1 -p %d -V "
+             "mqttv5 -q 1 -t in/a/big -f %s/big -D publish response-topic "
+             "out/reply", cor.dir, corTestBroker.port, cor.dir);
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
+    publish("in/a/1", "small", 1, "");
+    repliesWait(&s, 1, 5000);
+    ck_assert_int_eq(corTestCountOf(buf, "status:"), 1);
+    ck_assert_msg(strstr(buf, "out/reply small status:200") != NULL, "%s",
+                  buf);
+    ck_assert_int_eq(corServerLogCount(&cor, "a message of 2097152 bytes "
+                                       "on in/a/big is past the limits"), 1);
+    ck_assert_int_eq(corTestBrokerCounter(cor.port,
+                                          "cor_mqtt_refused_total"), 1);
+}
+END_TEST
+
 #else
 /* A subscriber's connection lives in a coroutine of loop 0: a cor built
  * without coroutines refuses subscriptions at start, saying why (the
@@ -335,6 +365,7 @@ COR_TEST_SUITE(corMqttSub)
     tcase_add_test(tc, test_a_waiting_handler_holds_up_no_other_message);
     tcase_add_test(tc, test_messages_in_handlers_at_a_stop_come_again);
     tcase_add_test(tc, test_a_reload_mid_subscription_loses_nothing);
+    tcase_add_test(tc, test_a_message_past_body_bytes_is_never_handled);
 #else
     tcase_add_test(tc, test_subscriptions_refused_without_coroutines);
 #endif
