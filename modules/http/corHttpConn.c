@@ -53,6 +53,10 @@
 #define LINGER_IDLE_MS 5000
 #define LINGER_MS 30000
 #define LINGER_BYTES (64 * 1024 * 1024)
+/* While a generation drains, a keep-alive connection idle between requests
+ * closes after this long: a busy client's next request comes sooner (and
+ * is answered, with a close), an idle client's does not hold the drain. */
+#define DRAIN_IDLE_MS 500
 
 static void requestDone(CorRequest* r);
 static void requestRelease(CorRequest* r);
@@ -136,6 +140,17 @@ readLeftMs(const HttpConn* c)
     return spent < limit ? limit - spent : 1;
 }
 
+/* How long c may stay idle: keep-alive, or less once its generation
+ * drains (a connection still to bring its first request is not cut). */
+static uint64_t
+idleMs(const HttpConn* c)
+{
+    uint64_t ms = corLimits()->keepaliveTimeoutMs;
+
+    return c->hl->draining && c->served && ms > DRAIN_IDLE_MS
+           ? DRAIN_IDLE_MS : ms;
+}
+
 /*
  * Arm the timer the state (or pending output) calls for. A new state gets
  * a fresh timer; progress (a read of body, a write) restarts the body and
@@ -153,7 +168,7 @@ timerUpdate(HttpConn* c, bool progress)
         ms = limits->sendTimeoutMs;
         break;
     case HTTP_IDLE:
-        ms = limits->keepaliveTimeoutMs;
+        ms = idleMs(c);
         break;
     case HTTP_HEAD:
         ms = readLeftMs(c);
@@ -435,6 +450,7 @@ answered(HttpConn* c, CorRequest* r)
     HttpRequest* req = corContainerOf(r, HttpRequest, r);
 
     c->state = c->keepAlive ? HTTP_IDLE : HTTP_CLOSING;
+    c->served = true;
     /* The next request gets a record of its own: this one stays the
      * core's until its post-response phase is over, which may outlast the
      * connection; then it is released into the void. */
@@ -1234,4 +1250,20 @@ httpConnStop(HttpConn* c)
         }
     }
     httpConnClose(c);
+}
+
+/*
+ * A drain closes a keep-alive connection idle between requests soon
+ * (DRAIN_IDLE_MS), rather than let one idle client hold the old generation
+ * for the whole stop_timeout. Not at once, as nginx does: a client between
+ * two requests of a run would see its next request meet a closed
+ * connection; this way it is answered, with "Connection: close".
+ */
+void
+httpConnDrain(HttpConn* c)
+{
+    if (c->state == HTTP_IDLE && !outputPending(c)) {
+        c->timerFor = HTTP_IDLE;
+        corEvTimerStart(c->hl->loop, &c->timer, idleMs(c), onTimer);
+    }
 }

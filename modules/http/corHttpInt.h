@@ -125,6 +125,8 @@ struct HttpConn {
     bool peerClosed;            /* the end was read */
     bool processing;            /* inside httpProcess (re-entry guard) */
     bool tls;                   /* its listener speaks TLS */
+    bool served;                /* answered a request: idle now is between
+                                 * requests, not before the first */
     struct sockaddr_storage peer;
 };
 
@@ -149,6 +151,8 @@ void httpConnOpen(unsigned loopIndex, const CorListener* l, int fd,
 void httpConnClose(HttpConn* c);
 /* Answer what holds a request as failed and close (a stop). */
 void httpConnStop(HttpConn* c);
+/* A drain: c, idle between requests, closes soon. */
+void httpConnDrain(HttpConn* c);
 
 HttpLoop* httpLoopAt(unsigned index);
 

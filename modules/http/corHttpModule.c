@@ -33,17 +33,19 @@ static void
 httpDrain(CorModule* m, CorEvLoop* loop, unsigned index)
 {
     HttpLoop* hl = httpLoopAt(index);
+    HttpConn* next;
 
     (void)m;
     (void)loop;
     hl->draining = true;
     corAcceptStop(hl->accept);
     hl->accept = NULL;
-    /* Every connection's next answer says "Connection: close". An idle
-     * keep-alive connection is not closed now: the client may be sending
-     * on it this very moment, and a close would lose that request. It is
-     * answered (and closed) when its request comes, or closed by its idle
-     * timer, or by the stop at runtime.stop_timeout. */
+    /* Every connection's next answer says "Connection: close"; one idle
+     * between requests closes soon. */
+    for (HttpConn* c = hl->conns; c != NULL; c = next) {
+        next = c->next;
+        httpConnDrain(c);
+    }
 }
 
 static void
