@@ -40,7 +40,7 @@
 
 /* Bumped whenever a struct or a signature of this header, or of one it
  * includes, changes. */
-#define COR_ABI_VERSION 8
+#define COR_ABI_VERSION 9
 #define COR_VERSION "0.1.0"
 
 typedef struct CorModule CorModule;
@@ -196,6 +196,11 @@ struct CorRequest {
     const char* remote;         /* the client's address ("192.0.2.7",
                                    "2001:db8::7"), or NULL when unknown */
     bool secure;                /* it came over TLS */
+    /* For the access log: the target as the client wrote it (NULL: the
+     * path and query say it), and how it came ("HTTP/1.1", "COR/1"). */
+    const char* target;
+    size_t targetLen;
+    const char* version;
 
     /* The response, set by the handler through corRespond*(). */
     int status;
@@ -208,6 +213,11 @@ struct CorRequest {
     int fileFd;                 /* a file body (corRespondFile), or -1 */
     int64_t fileOffset;
     CorStream* stream;          /* a streamed body, or NULL */
+    /* What went out, set by the protocol by corRequestSent: the bytes of
+     * the body (not of the head), and whether the answer was cut (its
+     * stream failed, its client left). */
+    uint64_t bodySent;
+    bool cut;
 
     /* The core's, between dispatch and release. */
     CorRan ran;
@@ -675,12 +685,6 @@ const CorLimits* corLimits(void);
  */
 int corLimitsHead(const CorRequest* r);
 int corLimitsBody(uint64_t bytes);
-
-/* The access log (log.access): whether it is on, its format ("combined"
- * or "json"), and a write of one whole line (reopened on SIGUSR1). */
-bool corAccessLogEnabled(void);
-const char* corAccessLogFormat(void);
-void corAccessLogWrite(const char* line, size_t len);
 
 /*
  * Accepting, for a protocol module: from its start, on each loop's

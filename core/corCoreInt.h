@@ -551,6 +551,13 @@ void corSystemdListenCloseRest(void);
 int corLogOpen(const char* errorPath, const char* level);
 /* Reopens the error log and the access log (SIGUSR1). */
 int corLogReopen(void);
+/* The access log (log.access): whether it is on, its format ("combined"
+ * or "json"), and a write of one whole line (reopened on SIGUSR1). */
+bool corAccessLogEnabled(void);
+const char* corAccessLogFormat(void);
+void corAccessLogWrite(const char* line, size_t len);
+/* r's line in the access log (corAccessLine.c), when it was sent. */
+void corAccessLogRequest(const CorRequest* r);
 int corAccessLogOpen(const char* path, const char* format,
                      CorConfErrors* errors);
 

@@ -629,9 +629,19 @@ runFinish(CorRequest* r)
                 && corRuntime.coroutines, 0);
 }
 
+/* Every request of every protocol has its line, once sent. */
+static void
+accessLog(const CorRequest* r)
+{
+    if (corAccessLogEnabled()) {
+        corAccessLogRequest(r);
+    }
+}
+
 void
 corRequestSent(CorRequest* r)
 {
+    accessLog(r);
     counters()->responses[r->status >= 100 && r->status < 600
                           ? r->status / 100 - 1 : 5]++;
     if (r->upgrade != NULL) {
@@ -687,6 +697,7 @@ corRequestUpgraded(CorRequest* r, const CorTransport* t, const void* rest,
                    size_t restLen, const void* unsent, size_t unsentLen)
 {
     counters()->responses[0]++;
+    accessLog(r);
     corUpgradedAdopt(r->upgrade, t, rest, restLen, unsent, unsentLen);
     sessionStart(r);
 }

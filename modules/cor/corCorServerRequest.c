@@ -138,6 +138,7 @@ requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
         .head = strcmp(req->message.verb, "HEAD") == 0,
         .remote = req->remote,
         .secure = c->tls,
+        .version = "COR/1",
     };
     corPeerAddress(&c->peer, req->remote, sizeof(req->remote));
     return req;
@@ -211,9 +212,15 @@ respond(CorServerConn* c, CorServerRequest* req)
         m.body = NULL;
         m.bodyLen = 0;
     }
+    /* What the access log says is what went out. */
+    r->status = m.status;
+    r->bodySent = m.bodyLen;
+    r->cut = req->streamFailed;
     if (corServerResponseQueue(c, req->id, &m, why, sizeof(why)) != 0) {
         corLog(COR_LOG_ERROR, "cor: the answer to %.*s %.*s: %s",
                (int)r->methodLen, r->method, (int)r->pathLen, r->path, why);
+        r->status = 500;
+        r->bodySent = 0;
         corServerAnswerBare(c, req->id, 500, "the answer could not be encoded\n");
     }
     corCorBufFree(&file);
@@ -230,6 +237,8 @@ answered(CorServerRequest* req)
         respond(c, req);
         req->answered = true;
         c->inFlight--;
+    } else {
+        req->r.cut = true;
     }
     corRequestSent(&req->r);
     if (c != NULL && !c->processing) {

@@ -534,9 +534,10 @@ requestCreate(HttpConn* c, const CorHttpRequestHead* h)
     corPeerAddress(&c->peer, req->remote, sizeof(req->remote));
     r->remote = req->remote;
     r->secure = c->tls;
-    req->target = MOVED(h->target);
+    r->target = MOVED(h->target);
 #undef MOVED
-    req->targetLen = h->targetLen;
+    r->targetLen = h->targetLen;
+    r->version = h->versionMinor == 0 ? "HTTP/1.0" : "HTTP/1.1";
     req->conn = c;
     req->hl = c->hl;
     req->contentLength = h->contentLength;
@@ -842,15 +843,10 @@ httpProcess(HttpConn* c)
 static void
 upgradeAnswered(HttpConn* c, HttpRequest* req)
 {
-    size_t before = c->outLen;
-
     if (httpResponseAppend(c, req, true) != 0) {
         c->keepAlive = false;
         answered(c, &req->r);       /* the session finds no connection */
         return;
-    }
-    if (corAccessLogEnabled()) {
-        httpAccessLog(c, req, c->outLen - before);
     }
     c->state = HTTP_UPGRADED;
     c->req = NULL;
@@ -866,12 +862,12 @@ requestDone(CorRequest* r)
 {
     HttpRequest* req = corContainerOf(r, HttpRequest, r);
     HttpConn* c = req->conn;
-    size_t before;
 
     if (c == NULL) {
         /* The client left meanwhile. A stream ends through its own end
          * (which finds no connection), since its writer may go on. */
         if (r->stream == NULL) {
+            r->cut = true;
             corRequestSent(r);
         }
         return;
@@ -883,14 +879,10 @@ requestDone(CorRequest* r)
     /* An HTTP/1.0 stream ends with the close. */
     c->keepAlive = req->keepAlive && !c->hl->draining
                    && !(r->stream != NULL && req->versionMinor == 0);
-    before = c->outLen;
     if (httpResponseAppend(c, req, c->keepAlive) != 0) {
         c->keepAlive = false;
     }
-    if (corAccessLogEnabled()) {
-        httpAccessLog(c, req, c->outLen - before
-                              + (r->fileFd >= 0 ? r->responseLen : 0));
-    }
+    r->bodySent = r->head || r->stream != NULL ? 0 : r->responseLen;
     if (r->stream != NULL) {
         /* The head goes now; the pieces and the end come as written. */
         if (!c->processing && httpFlush(c) != 0) {
@@ -924,6 +916,9 @@ streamData(CorRequest* r, const void* data, size_t len)
         httpConnClose(c);
         return;
     }
+    if (!r->head) {
+        r->bodySent += len;
+    }
     timerUpdate(c, false);
 }
 
@@ -934,6 +929,7 @@ streamEnd(CorRequest* r)
     HttpConn* c = req->conn;
 
     if (c == NULL) {
+        r->cut = true;
         corRequestSent(r);
         return;
     }
@@ -949,6 +945,7 @@ streamAbort(CorRequest* r)
 {
     HttpConn* c = corContainerOf(r, HttpRequest, r)->conn;
 
+    r->cut = true;
     if (c == NULL) {
         corRequestSent(r);
         return;

@@ -66,8 +66,6 @@ typedef struct {
     CorRequest r;
     HttpConn* conn;             /* NULL once the connection is gone */
     HttpLoop* hl;               /* the loop that read it */
-    const char* target;         /* for the access log */
-    size_t targetLen;
     int64_t contentLength;      /* -1 when absent */
     bool chunked;
     bool keepAlive;             /* what the head asked for */
@@ -176,10 +174,5 @@ int httpContinueAppend(HttpConn* c);
 const char* httpStatusText(int status);
 /* The Date header's value, cached per second. */
 const char* httpDate(HttpLoop* hl);
-
-/* ---- corHttpLog.c -------------------------------------------------------- */
-
-void httpAccessLog(const HttpConn* c, const HttpRequest* req,
-                   size_t bytes);
 
 #endif /* COR_HTTP_INT_H */

@@ -365,6 +365,7 @@ inboundNew(Link* l, const CorMqttPacket* pkt)
     in->qosText[0] = (char)('0' + pkt->qos);
     in->r.method = "MQTT";
     in->r.methodLen = 4;
+    in->r.version = in->version == COR_MQTT_V5 ? "MQTT/5.0" : "MQTT/3.1.1";
     *p = '/';
     in->r.pathLen = pkt->topic.len + 1;
     in->r.path = p;

@@ -47,7 +47,8 @@ startWith(const char* top, const char* extra)
              "  - { match: \"/echo\", handler: echo }\n"
              "  - { match: \"GET /stream\", handler: stream }\n"
              "  - { match: \"GET /metrics\", handler: metrics }\n"
-             "log: { pid_file: {DIR}/cor.pid }\n", top, extra);
+             "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log,\n"
+             "       access_format: json }\n", top, extra);
     return corServerStart(&server, yaml);
 }
 
@@ -69,12 +70,58 @@ run(const char* args)
     return corRequestTool(&server, args, out, sizeof(out));
 }
 
+/* The access log's line holding needle, waited for (a line is written
+ * when its answer went out, which may follow the client's read). */
+static bool
+accessLogHas(const char* needle)
+{
+    char path[512];
+    char line[2048];
+
+    snprintf(path, sizeof(path), "%s/access.log", server.dir);
+    for (long t = corNowMs(); corNowMs() - t < 5000; usleep(20 * 1000)) {
+        FILE* f = fopen(path, "r");
+
+        while (f != NULL && fgets(line, sizeof(line), f) != NULL) {
+            if (strstr(line, needle) != NULL) {
+                fclose(f);
+                return true;
+            }
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+    }
+    return false;
+}
+
 START_TEST(test_a_request_is_answered)
 {
     ck_assert_int_eq(start(""), 0);
     ck_assert_int_eq(run("cor://127.0.0.1:{PORT2}/hello"), 0);
     ck_assert_str_eq(out, "COR/1 200\r\nContent-Type: text/plain\r\n\r\n"
                           "hello, world\n");
+}
+END_TEST
+
+/* Every protocol's requests are in the access log, the same way: a cor://
+ * one with its body bytes, and a stream cut midway (over HTTP here) says
+ * it was, with the bytes that went out. */
+START_TEST(test_the_access_log_has_every_protocol)
+{
+    char command[512];
+
+    ck_assert_int_eq(start(""), 0);
+    ck_assert_int_eq(run("cor://127.0.0.1:{PORT2}/hello?x=1"), 0);
+    ck_assert(accessLogHas("\"method\":\"GET\",\"target\":\"/hello?x=1\","
+                           "\"protocol\":\"COR/1\",\"status\":200,"
+                           "\"bytes\":13,\"complete\":true"));
+    snprintf(command, sizeof(command), "curl -s -o /dev/null "
+             "'http://127.0.0.1:%d/stream?n=3&cut=1'", server.port);
+    corShell(command, out, sizeof(out));
+    ck_assert(accessLogHas("\"target\":\"/stream?n=3&cut=1\","
+                           "\"protocol\":\"HTTP/1.1\",\"status\":200,"
+                           "\"bytes\":24,\"complete\":false"));
 }
 END_TEST
 
@@ -418,6 +465,7 @@ COR_TEST_SUITE(corCorServe)
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, NULL, tearDown);
     tcase_add_test(tc, test_a_request_is_answered);
+    tcase_add_test(tc, test_the_access_log_has_every_protocol);
     tcase_add_test(tc, test_answers_go_out_in_the_order_they_finish);
     tcase_add_test(tc, test_bodies_come_back_as_over_http);
     tcase_add_test(tc, test_64_clients_at_once_behind_their_hello);

@@ -89,6 +89,7 @@ fileServe(CorRequest* r)
 typedef struct {
     CorRequest* r;
     int pieces;
+    bool cut;                   /* aborted after its pieces */
 } StreamJob;
 
 static void*
@@ -105,7 +106,11 @@ streamPieces(void* arg)
         }
         usleep(5000);
     }
-    corResponseStreamEnd(job->r);
+    if (job->cut) {
+        corResponseStreamAbort(job->r);
+    } else {
+        corResponseStreamEnd(job->r);
+    }
     free(job);
     return NULL;
 }
@@ -124,6 +129,7 @@ streamServe(CorRequest* r)
     }
     job->r = r;
     job->pieces = n ? atoi(n) : 5;
+    job->cut = corRequestQuery(r, "cut") != NULL;
     if (later != NULL && pthread_create(&thread, NULL, streamPieces, job)
                              == 0) {
         pthread_detach(thread);
