@@ -263,6 +263,7 @@ struct CorConn {
     struct CorConn* older;      /* the pool's idle list, oldest first */
     struct CorConn* newer;
     struct CorConnPeer* idlePeer;   /* the peer list it idles in */
+    CorCoWatch watch;           /* idle in a loop's pool: its loop's */
     uint64_t idleSince;         /* corEvClockMs() when it was released */
     bool tls;
     bool reused;

@@ -267,6 +267,30 @@ START_TEST(test_pooled_connection_lost_is_retried_once)
 }
 END_TEST
 
+/* An upstream sends a second answer nobody asked for, 20 ms after the
+ * first (a HEAD answered with a body, a body longer than its length):
+ * the connection never carries it to the next exchange, which gets its
+ * own answer. The pool of a loop closes it when the bytes come, the
+ * shared one sees them when it is taken. */
+START_TEST(test_surplus_never_reaches_the_next_exchange)
+{
+    for (int m = 0; m < 2; m++) {
+        for (int round = 0; round < 4; round++) {
+            char extra[64];
+
+            snprintf(extra, sizeof(extra), "%s%s",
+                     round % 2 ? "method=HEAD" : "",
+                     round % 2 && m ? "&worker=1" : modes[m]);
+            ck_assert_int_eq(client("/surplus", extra), 200);
+            CHECK_BODY_HAS("x-test=surplus");
+            usleep(60 * 1000);
+            ck_assert_int_eq(client("/cl", modes[m]), 200);
+            CHECK_BODY_HAS("body=hello x-test=cl");
+        }
+    }
+}
+END_TEST
+
 /* A peer that dies mid-body: a clean error, never retried, and the next
  * exchange is fine. */
 START_TEST(test_peer_dies_mid_body)
@@ -469,6 +493,7 @@ COR_TEST_SUITE(corHttpClient)
     tcase_add_test(tc, test_no_body_for_head_204_304);
     tcase_add_test(tc, test_malformed_answer_refused);
     tcase_add_test(tc, test_pooled_connection_lost_is_retried_once);
+    tcase_add_test(tc, test_surplus_never_reaches_the_next_exchange);
     tcase_add_test(tc, test_peer_dies_mid_body);
     tcase_add_test(tc, test_size_limit);
     tcase_add_test(tc, test_first_byte_deadline);
