@@ -13,11 +13,16 @@
  * passed.
  *
  * The retry rule: a connection from the pool may have been closed by the
- * peer after the pool checked it (a keep-alive timeout that crossed our
- * request). When such a connection fails before any byte of the answer
- * came, the peer has not acted on the request (RFC 9112 section 9.3.1
- * lets a client retry then), so it is sent once more on a new connection.
- * Never after a byte came, never on a new connection, never twice.
+ * peer as our request crossed its keep-alive timeout. When such a
+ * connection fails before any byte of the answer came, the request is
+ * sent once more on a new connection if the peer cannot have acted on it
+ * (no byte of it was written), or if acting twice is acting once (an
+ * idempotent method, RFC 9110 section 9.2.2, which RFC 9112 section 9.3.1
+ * lets a client retry). A POST that was written
+ * fails instead: the peer may have read it whole before it closed, and
+ * only the caller knows whether a second one is harmless (nginx and
+ * HAProxy answer 502 there too). Never after a byte of the answer came,
+ * never on a new connection, never twice.
  *
  * Memory: the head is read into a buffer that becomes res->head (the
  * headers point into it); the body grows in a buffer of its own up to its
@@ -581,6 +586,18 @@ connOpen(Exchange* ex, const CorHttpClientUrl* url)
     return ex->c != NULL ? 0 : rc;
 }
 
+/* Whether a failed attempt goes again on a new connection: a pooled one
+ * lost before any byte of the answer, with the request not written at
+ * all, or idempotent. */
+static bool
+resendable(const Exchange* ex, int rc)
+{
+    return !ex->gotByte && ex->res->reused
+           && (rc == -ECONNRESET || rc == -EPIPE)
+           && (corConnWritten(ex->c) == 0
+               || corHttpClientIdempotent(ex->req->method));
+}
+
 /* Send the request and read the answer's head on a connection. Returns 0
  * (ex->c open), 1 when a pooled connection failed before the answer's
  * first byte (send again on a new one), or -errno (ex->c closed). */
@@ -607,8 +624,7 @@ attempt(Exchange* ex, const CorHttpClientUrl* url, const char* request,
         rc = answerOpen(ex);
     }
     if (rc < 0) {
-        bool again = !ex->gotByte && ex->res->reused
-                     && (rc == -ECONNRESET || rc == -EPIPE);
+        bool again = resendable(ex, rc);
 
         corConnClose(ex->c);
         ex->c = NULL;

@@ -83,7 +83,9 @@ typedef struct {
  * connection back to the pool when the answer was read whole and
  * keep-alive applies. A request that failed on a pooled connection that
  * the peer had closed before any byte of the answer came is sent once
- * more on a new connection; never otherwise.
+ * more on a new connection when no byte of it had been written, or when
+ * its method is idempotent (corHttpClientIdempotent); never otherwise: a
+ * POST the peer may have acted on fails with -ECONNRESET.
  *
  * Returns 0 with res set (any status is an answer), or -errno with
  * res->error saying why: -EINVAL (a bad URL, method or header),
@@ -152,6 +154,11 @@ bool corHttpClientBodyDone(const CorHttpClientExchange* x);
  * otherwise (an answer left half read cannot carry another exchange). x
  * is gone after; res stays the caller's. */
 void corHttpClientClose(CorHttpClientExchange* x);
+
+/* Whether method (NULL: GET) is idempotent (RFC 9110 section 9.2.2: GET,
+ * HEAD, OPTIONS, TRACE, PUT, DELETE): sent twice, it does what it does
+ * once, so a request the peer may have seen can be sent again. */
+bool corHttpClientIdempotent(const char* method);
 
 /* The first response header named name (case-insensitive), or NULL; it
  * lives as long as res. */

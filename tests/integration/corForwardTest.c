@@ -334,6 +334,21 @@ START_TEST(test_504_past_the_read_timeout)
 }
 END_TEST
 
+/* A POST on a pooled connection that the upstream read whole and closed
+ * without a byte of answer is not sent again: 502, and the upstream saw
+ * it once (nginx and HAProxy do the same). */
+START_TEST(test_post_lost_on_a_pooled_connection_is_502)
+{
+    ck_assert_int_eq(curl("", "/drop"), 0);
+    ck_assert_str_eq(out, "drop");
+    ck_assert_int_eq(curl("-o /dev/null -w '%{http_code}' -d once", "/echo"),
+                     0);
+    ck_assert_str_eq(out, "502");
+    ck_assert_int_eq(curl("", "/posts"), 0);
+    ck_assert_str_eq(out, "1");
+}
+END_TEST
+
 /* An upstream that sends more than its answer, 20 ms later (a HEAD
  * answered with a body, a body past its Content-Length): the connection
  * is closed, and the next client's request gets its own answer, never
@@ -457,6 +472,7 @@ COR_TEST_SUITE(corForward)
     tcase_add_test(tc, test_chunked_upload);
     tcase_add_test(tc, test_502_when_nothing_answers);
     tcase_add_test(tc, test_504_past_the_read_timeout);
+    tcase_add_test(tc, test_post_lost_on_a_pooled_connection_is_502);
     tcase_add_test(tc, test_surplus_never_reaches_another_client);
     tcase_add_test(tc, test_round_robin_skips_a_dead_server);
     tcase_add_test(tc, test_past_the_coroutine_cap);

@@ -267,6 +267,26 @@ START_TEST(test_pooled_connection_lost_is_retried_once)
 }
 END_TEST
 
+/* The same loss under a POST that was written whole: the upstream may
+ * have acted on it, so it is not sent again (502, -ECONNRESET), and the
+ * upstream read it once. */
+START_TEST(test_written_post_is_not_sent_again)
+{
+    for (int m = 0; m < 2; m++) {
+        char extra[64];
+
+        ck_assert_int_eq(client("/drop", modes[m]), 200);
+        snprintf(extra, sizeof(extra), "method=POST&body=once%s%s",
+                 m ? "&" : "", modes[m]);
+        ck_assert_int_eq(client("/echo", extra), 502);
+        CHECK_BODY_HAS("rc=-104 ");
+        ck_assert_int_eq(client("/posts", modes[m]), 200);
+        ck_assert_msg(strstr(corBody(buf), m == 0 ? "body=1 " : "body=2 ")
+                      != NULL, "%s", corBody(buf));
+    }
+}
+END_TEST
+
 /* An upstream sends a second answer nobody asked for, 20 ms after the
  * first (a HEAD answered with a body, a body longer than its length):
  * the connection never carries it to the next exchange, which gets its
@@ -493,6 +513,7 @@ COR_TEST_SUITE(corHttpClient)
     tcase_add_test(tc, test_no_body_for_head_204_304);
     tcase_add_test(tc, test_malformed_answer_refused);
     tcase_add_test(tc, test_pooled_connection_lost_is_retried_once);
+    tcase_add_test(tc, test_written_post_is_not_sent_again);
     tcase_add_test(tc, test_surplus_never_reaches_the_next_exchange);
     tcase_add_test(tc, test_peer_dies_mid_body);
     tcase_add_test(tc, test_size_limit);
