@@ -8,8 +8,10 @@
  * coroutine and polls on a worker, and a cancel ends it.
  *
  * Deadlines are absolute, from the monotonic clock: the total one from the
- * call, the first-byte one from the request's last byte. A wait gets the
- * nearer of those that apply, and a timeout is told by the one that
+ * call, the first-byte one from the request's last byte, and once a byte
+ * came, the read one from each read (a head that stalls halfway, or after
+ * a 100 Continue, is as bounded as one that never starts). A wait gets
+ * the nearer of those that apply, and a timeout is told by the one that
  * passed.
  *
  * The retry rule: a connection from the pool may have been closed by the
@@ -62,10 +64,11 @@ struct CorHttpClientExchange {
     CorHttpClientResponse* res;
     uint64_t totalDeadline;     /* 0: none */
     uint64_t firstByteDeadline; /* 0: none, or not yet armed */
-    uint64_t readDeadline;      /* the body read's own, 0: none */
+    uint64_t readDeadline;      /* the next byte's (0: none) */
     int firstByteTimeoutMs;
     int totalTimeoutMs;
-    int readTimeoutMs;
+    int readTimeoutMs;          /* readDeadline's */
+    int betweenMs;              /* the request's read timeout, 0: none */
     bool gotByte;
     bool wantClose;             /* the caller sent Connection: close */
     bool keepAlive;             /* the answer allows another exchange */
@@ -153,8 +156,9 @@ timeoutSay(Exchange* ex)
         failf(ex, "%s: the exchange exceeded its total timeout (%d ms)",
               peer, ex->totalTimeoutMs);
     } else if (deadline == ex->readDeadline) {
-        failf(ex, "%s: no byte of the body within the read timeout "
-              "(%d ms)", peer, ex->readTimeoutMs);
+        failf(ex, "%s: no byte of the %s within the read timeout (%d ms)",
+              peer, ex->res->status == 0 ? "answer's head" : "body",
+              ex->readTimeoutMs);
     } else {
         failf(ex, "%s: no answer within the first-byte timeout (%d ms)",
               peer, ex->firstByteTimeoutMs);
@@ -304,6 +308,23 @@ headRoom(Exchange* ex)
     return 0;
 }
 
+/* More of the head into ex->buf: once a byte came, within the read
+ * timeout. Returns > 0, or -errno. */
+static ssize_t
+headMore(Exchange* ex)
+{
+    ssize_t n;
+
+    if (ex->gotByte) {
+        ex->readTimeoutMs = ex->betweenMs;
+        ex->readDeadline = deadlineOf(ex->betweenMs, corEvClockMs());
+    }
+    n = readSome(ex, ex->buf + ex->len, ex->cap - ex->len, false,
+                 "before the answer's head");
+    ex->readDeadline = 0;
+    return n;
+}
+
 /* The final head (1xx skipped) parsed at the start of ex->buf; its length,
  * or -errno. */
 static int
@@ -327,8 +348,7 @@ headRead(Exchange* ex, CorHttpResponseHead* head)
             ssize_t n = headRoom(ex);
 
             if (n == 0) {
-                n = readSome(ex, ex->buf + ex->len, ex->cap - ex->len, false,
-                             "before the answer's head");
+                n = headMore(ex);
             }
             if (n < 0) {
                 return (int)n;
@@ -677,7 +697,10 @@ exchangeOpen(Exchange* ex, const CorHttpClientRequest* req,
     memset(res, 0, sizeof(*res));
     *ex = (Exchange){ .req = req, .res = res, .c = NULL,
                       .firstByteTimeoutMs = req->firstByteTimeoutMs,
-                      .totalTimeoutMs = req->totalTimeoutMs };
+                      .totalTimeoutMs = req->totalTimeoutMs,
+                      .betweenMs = req->readTimeoutMs > 0
+                                   ? req->readTimeoutMs
+                                   : req->firstByteTimeoutMs };
     rc = corHttpClientUrlParse(req->url, &url, res->error,
                                sizeof(res->error));
     if (rc == 0) {
@@ -793,7 +816,8 @@ bodyCollect(Exchange* ex, size_t limit)
             cap *= 2;
         }
         n = corHttpClientBodyRead(ex, res->body + res->bodyLen,
-                                  cap - res->bodyLen - 1, -1);
+                                  cap - res->bodyLen - 1,
+                                  ex->betweenMs > 0 ? ex->betweenMs : -1);
         if (n < 0) {
             return (int)n;
         }

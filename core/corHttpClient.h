@@ -50,10 +50,14 @@ typedef struct {
     /* Deadlines, 0 for the default: connect (the name, the connect and a
      * TLS handshake; default client.connect_timeout), first byte (from
      * the request sent to the first byte of the answer; default none),
-     * total (the whole exchange, retry included; default none). */
+     * total (the whole exchange, retry included; default none), read
+     * (every wait for the next byte once the first came: in the head, a
+     * 1xx's included, and in corHttpClientFetch's body;
+     * corHttpClientBodyRead takes its own; default the first byte's). */
     int connectTimeoutMs;
     int firstByteTimeoutMs;
     int totalTimeoutMs;
+    int readTimeoutMs;
     size_t maxBodyBytes;        /* 0: COR_HTTP_CLIENT_BODY_MAX */
     CorTlsClient* tlsClient;    /* NULL: the default (client.ca_file) */
 } CorHttpClientRequest;

@@ -356,6 +356,39 @@ START_TEST(test_first_byte_deadline)
 }
 END_TEST
 
+/* The answer's first bytes come, then nothing: halfway through the
+ * status line, after a 100 Continue, or halfway through the body. The
+ * read timeout (by default the first byte's) bounds every wait between
+ * bytes, head and body. */
+START_TEST(test_stall_after_a_byte_is_bounded)
+{
+    static const char* const cases[][3] = {
+        { "/stall?ms=4000", "first_ms=300", "answer's head" },
+        { "/stall1xx?ms=4000", "first_ms=300", "answer's head" },
+        { "/stall1xx?ms=4000", "first_ms=9000&read_ms=300",
+          "answer's head" },
+        { "/stallbody?ms=4000", "first_ms=300", "body" },
+        { "/stallbody?ms=4000", "read_ms=300", "body" },
+    };
+
+    for (int m = 0; m < 2; m++) {
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+            char extra[96];
+            char said[96];
+            long start = corNowMs();
+
+            snprintf(extra, sizeof(extra), "%s%s%s", cases[i][1],
+                     m ? "&" : "", modes[m]);
+            ck_assert_int_eq(client(cases[i][0], extra), 504);
+            snprintf(said, sizeof(said), "no byte of the %s within the "
+                     "read timeout (300 ms)", cases[i][2]);
+            CHECK_BODY_HAS(said);
+            ck_assert_int_lt(corNowMs() - start, 3000);
+        }
+    }
+}
+END_TEST
+
 /* The first byte comes at once, the rest trickles past the total. */
 START_TEST(test_total_deadline)
 {
@@ -516,6 +549,7 @@ COR_TEST_SUITE(corHttpClient)
     tcase_add_test(tc, test_written_post_is_not_sent_again);
     tcase_add_test(tc, test_surplus_never_reaches_the_next_exchange);
     tcase_add_test(tc, test_peer_dies_mid_body);
+    tcase_add_test(tc, test_stall_after_a_byte_is_bounded);
     tcase_add_test(tc, test_size_limit);
     tcase_add_test(tc, test_first_byte_deadline);
     tcase_add_test(tc, test_total_deadline);

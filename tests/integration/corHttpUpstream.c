@@ -23,6 +23,7 @@
  *               a second answer nobody asked for (X-Test: evil, "EVIL")
  *   /stall?ms=N the status line, then the rest of the head N ms later
  *   /stall1xx?ms=N  100 Continue, then the answer N ms later
+ *   /stallbody?ms=N the head and half the body, the rest N ms later
  *   /echo       200, the request's head as it came, then the length and
  *               a checksum of its body (any size: it is read, not kept)
  *               and this upstream's port
@@ -143,6 +144,29 @@ queryMs(const char* target, const char* key)
     return p != NULL ? atoi(p + strlen(key)) : 0;
 }
 
+/* /stall, /stall1xx, /stallbody: an answer in two parts, ms= apart
+ * (/stall last: the others start with it). */
+static void
+stallAnswer(int fd, const char* target)
+{
+    static const char* const parts[][3] = {
+        { "/stall1xx", "HTTP/1.1 100 Continue\r\n\r\n",
+          "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n" },
+        { "/stallbody", "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nst",
+          "ll" },
+        { "/stall", "HTTP/1.1 ", "200 OK\r\nContent-Length: 0\r\n\r\n" },
+    };
+
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        if (strncmp(target, parts[i][0], strlen(parts[i][0])) == 0) {
+            sendText(fd, parts[i][1]);
+            usleep((useconds_t)queryMs(target, "ms=") * 1000);
+            sendText(fd, parts[i][2]);
+            return;
+        }
+    }
+}
+
 /* Answer one request; false when the connection is to close. */
 static bool
 answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
@@ -230,12 +254,7 @@ answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
         sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: evil\r\n"
                      "Content-Length: 4\r\n\r\nEVIL");
     } else if (strncmp(target, "/stall", 6) == 0) {
-        sendText(fd, strncmp(target, "/stall1xx", 9) == 0
-                     ? "HTTP/1.1 100 Continue\r\n\r\n" : "HTTP/1.1 ");
-        usleep((useconds_t)queryMs(target, "ms=") * 1000);
-        sendText(fd, strncmp(target, "/stall1xx", 9) == 0
-                     ? "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
-                     : "200 OK\r\nContent-Length: 0\r\n\r\n");
+        stallAnswer(fd, target);
     } else if (strcmp(target, "/posts") == 0
                || strcmp(target, "/conns") == 0) {
         char body[32];
