@@ -826,8 +826,15 @@ int corConnWriteAll(CorConn* c, const void* buf, size_t len, int timeoutMs);
 
 /* Whether c came from the pool rather than a new connect: a request that
  * failed on it before any byte of the answer came may be sent once more
- * on a new connection (the peer may have closed it meanwhile). */
+ * on a new connection (the peer may have closed it meanwhile) when
+ * nothing of it was written, or when repeating it is harmless (an
+ * idempotent method). */
 bool corConnReused(const CorConn* c);
+
+/* The bytes written on c since it was opened or taken from the pool
+ * (whatever a failed write got out too): 0 proves the peer saw nothing of
+ * what this user sent, so a request may go again on another connection. */
+size_t corConnWritten(const CorConn* c);
 
 /* The connection's transport and socket, for a protocol client that
  * waits itself (corRestWaitFd on the fd); owned by c. */

@@ -453,6 +453,7 @@ corConnOpen(const CorConnTarget* target, int* errP, char* why, size_t whyLen)
     c = pool != NULL && !target->fresh ? corConnPoolTake(pool, key) : NULL;
     if (c != NULL) {
         c->reused = true;
+        c->written = 0;
         corMetricsClient(COR_CLIENT_REUSED);
         return c;
     }
@@ -508,7 +509,7 @@ int
 corConnWriteAll(CorConn* c, const void* buf, size_t len, int timeoutMs)
 {
     int rc = corDeadlineSendAll(&c->transport, buf, len,
-                                corDeadlineAfter(timeoutMs));
+                                corDeadlineAfter(timeoutMs), &c->written);
 
     if (rc < 0) {
         c->broken = true;
@@ -520,6 +521,12 @@ bool
 corConnReused(const CorConn* c)
 {
     return c->reused;
+}
+
+size_t
+corConnWritten(const CorConn* c)
+{
+    return c->written;
 }
 
 CorTransport*

@@ -3,10 +3,22 @@
  * The keep-alive pool of connections out. Each loop has one of its own,
  * touched only by its thread, so it takes no lock; the workers and every
  * other thread share one under a mutex, which is held only to move a
- * connection in or out and never across a wait (the aliveness check is a
- * non-blocking recv). A connection goes back to the pool of the thread
- * that opened it: a loop's connection is waited on through that loop's
- * epoll, and a worker's is handed from worker to worker under the lock.
+ * connection in or out and never across a wait. A connection goes back
+ * to the pool of the thread that opened it: a loop's connection is waited
+ * on through that loop, and a worker's is handed from worker to worker
+ * under the lock.
+ *
+ * A connection in a pool carries nothing: whatever it has to read when it
+ * is taken (the peer's end, an answer nobody asked for, the rest of a
+ * body longer than its length, a TLS alert) would be read as the next
+ * exchange's, by another client. So a put refuses one with bytes already
+ * decoded (TLS), and an idle connection is watched: a loop's by its loop
+ * (corCoLoopWatch, as nginx's upstream keepalive does), which closes it at
+ * the first event, so that a take needs no look and no system call (the
+ * watch's arming becomes the wait for the answer: a request costs the
+ * calls it did before); the shared pool's with a non-blocking peek at
+ * every take. The caller puts a connection back only at a message's end
+ * (the HTTP client: the answer read whole, nothing past it).
  *
  * Idle connections are listed twice: per peer (newest last: the next one
  * handed out is the one most recently known to work) and per pool by age
@@ -21,6 +33,7 @@
 #include "corCoreInt.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,34 +186,17 @@ chainFree(CorConn* chain)
 }
 
 /*
- * A connection idle for less than this is taken without a look at its
- * socket: no keep-alive timeout closes a connection that young, and under
- * load (where every connection is this young) the look was a system call
- * on every request, a sixth of a forwarded request's. What else closes
- * one (the peer stopping, or dying) in that time the client's retry
- * covers: a pooled connection that fails before any byte of the answer
- * is sent once more on a new one (corHttpClient.c).
- */
-#define FRESH_MS 100
-
-/*
- * Whether an idle connection is still fit: nothing to read, no end, no
- * error. A peer that closed it (its keep-alive timeout) left an end to
- * read; stray bytes (an answer nobody asked for, a TLS alert) make it
- * unfit as surely. Bytes a TLS transport already decoded count too.
+ * Whether a connection idle in the shared pool is still fit: nothing to
+ * read, no end, no error. A peer that closed it (its keep-alive timeout)
+ * left an end to read; stray bytes (an answer nobody asked for, a TLS
+ * alert) make it unfit as surely.
  */
 static bool
-idleAlive(CorConn* c, uint64_t now)
+idleAlive(CorConn* c)
 {
     char byte;
     ssize_t n;
 
-    if (corTransportPending(&c->transport)) {
-        return false;
-    }
-    if (now - c->idleSince < FRESH_MS) {
-        return true;
-    }
     n = recv(c->transport.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
     return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
 }
@@ -292,10 +288,10 @@ corConnPoolCurrent(void)
     return loopPool;
 }
 
-/* The newest idle connection of key that is still alive; the dead ones
- * met on the way are unlinked into *dead. */
+/* The newest idle connection of key in the shared pool that is still
+ * alive; the dead ones met on the way are unlinked into *dead. */
 static CorConn*
-takeAlive(CorConnPool* pool, const char* key, uint64_t now, CorConn** dead)
+takeAlive(CorConnPool* pool, const char* key, CorConn** dead)
 {
     CorConnPeer* peer = peerFind(pool, key, false);
 
@@ -304,7 +300,7 @@ takeAlive(CorConnPool* pool, const char* key, uint64_t now, CorConn** dead)
         bool last = peer->count == 1;
 
         idleUnlink(pool, c);
-        if (idleAlive(c, now)) {
+        if (idleAlive(c)) {
             return c;
         }
         corMetricsClient(COR_CLIENT_STALE);
@@ -317,6 +313,24 @@ takeAlive(CorConnPool* pool, const char* key, uint64_t now, CorConn** dead)
     return NULL;
 }
 
+/* The newest idle connection of key in a loop's pool: its watch would
+ * have closed it if it had anything to read. No system call: the watch's
+ * arming is left to the wait for the answer. */
+static CorConn*
+takeWatched(CorConnPool* pool, const char* key)
+{
+    CorConnPeer* peer = peerFind(pool, key, false);
+    CorConn* c;
+
+    if (peer == NULL) {
+        return NULL;
+    }
+    c = peer->newest;
+    idleUnlink(pool, c);
+    corCoLoopUnwatch(&c->watch);
+    return c;
+}
+
 CorConn*
 corConnPoolTake(CorConnPool* pool, const char* key)
 {
@@ -325,17 +339,28 @@ corConnPoolTake(CorConnPool* pool, const char* key)
     CorConn* c;
 
     if (pool->loop != NULL) {
-        dead = expiredTake(pool, now);
-        c = takeAlive(pool, key, now, &dead);
-        chainFree(dead);
-        return c;
+        chainFree(expiredTake(pool, now));
+        return takeWatched(pool, key);
     }
     pthread_mutex_lock(&sharedLock);
     dead = expiredTake(pool, now);
-    c = takeAlive(pool, key, now, &dead);
+    c = takeAlive(pool, key, &dead);
     pthread_mutex_unlock(&sharedLock);
     chainFree(dead);
     return c;
+}
+
+/* A loop's idle connection had something to read (the peer's end, bytes
+ * nobody asked for): closed at once, on its loop. */
+static void
+idleEvent(CorCoWatch* watch, unsigned events)
+{
+    CorConn* c = corContainerOf(watch, CorConn, watch);
+
+    (void)events;
+    idleUnlink(c->pool, c);
+    corMetricsClient(COR_CLIENT_STALE);
+    corConnFree(c);
 }
 
 /* Put c in, newest; past keepalive_per_peer the peer's oldest go (into
@@ -348,6 +373,14 @@ put(CorConnPool* pool, CorConn* c, CorConn** dead)
     CorConn* expired;
 
     if (peer == NULL) {
+        return false;
+    }
+    if (pool->loop != NULL
+        && corCoLoopWatch(&c->watch, c->transport.fd, POLLIN, idleEvent)
+           < 0) {
+        if (peer->count == 0) {
+            peerFree(pool, peer);
+        }
         return false;
     }
     c->idleSince = corEvClockMs();
@@ -378,7 +411,10 @@ corConnPoolPut(CorConn* c)
     CorConn* dead = NULL;
     bool kept;
 
-    if (corConnSettings()->keepalivePerPeer == 0) {
+    /* Bytes a TLS transport decoded past the answer: not at a message's
+     * end. */
+    if (corConnSettings()->keepalivePerPeer == 0
+        || corTransportPending(&c->transport)) {
         return false;
     }
     if (pool->loop != NULL) {

@@ -124,10 +124,11 @@ int corDeadlineLeftMs(uint64_t deadline);
  * ready (or failed: the next call on it says how), -ETIMEDOUT, or the
  * wait's -errno (-ECANCELED). */
 int corDeadlineWaitFd(int fd, short events, uint64_t deadline);
-/* Send all len bytes of buf through t, waiting for room until deadline.
+/* Send all len bytes of buf through t, waiting for room until deadline;
+ * *sentP (NULL: not counted) grows by what went out, whatever the result.
  * May yield. Returns 0, or -errno (-EPIPE, -ETIMEDOUT, -ECANCELED...). */
 int corDeadlineSendAll(CorTransport* t, const void* buf, size_t len,
-                       uint64_t deadline);
+                       uint64_t deadline, size_t* sentP);
 
 /* ---- TLS (corTls.c, corTlsServer.c, corTlsClient.c) ---------------------- */
 
@@ -261,9 +262,11 @@ struct CorConn {
     struct CorConn* older;      /* the pool's idle list, oldest first */
     struct CorConn* newer;
     struct CorConnPeer* idlePeer;   /* the peer list it idles in */
+    CorCoWatch watch;           /* idle in a loop's pool: its loop's */
     uint64_t idleSince;         /* corEvClockMs() when it was released */
     bool tls;
     bool reused;
+    size_t written;             /* bytes out since it was opened or taken */
     bool broken;                /* a failure or the peer's end: not
                                    reusable */
     const char* peer;

@@ -47,7 +47,7 @@ corDeadlineWaitFd(int fd, short events, uint64_t deadline)
 
 int
 corDeadlineSendAll(CorTransport* t, const void* buf, size_t len,
-                   uint64_t deadline)
+                   uint64_t deadline, size_t* sentP)
 {
     const char* p = buf;
     int rc;
@@ -58,6 +58,9 @@ corDeadlineSendAll(CorTransport* t, const void* buf, size_t len,
         if (n > 0) {
             p += n;
             len -= (size_t)n;
+            if (sentP != NULL) {
+                *sentP += (size_t)n;
+            }
             continue;
         }
         rc = n == 0 ? -EPIPE : -errno;

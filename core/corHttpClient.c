@@ -8,16 +8,23 @@
  * coroutine and polls on a worker, and a cancel ends it.
  *
  * Deadlines are absolute, from the monotonic clock: the total one from the
- * call, the first-byte one from the request's last byte. A wait gets the
- * nearer of those that apply, and a timeout is told by the one that
+ * call, the first-byte one from the request's last byte, and once a byte
+ * came, the read one from each read (a head that stalls halfway, or after
+ * a 100 Continue, is as bounded as one that never starts). A wait gets
+ * the nearer of those that apply, and a timeout is told by the one that
  * passed.
  *
  * The retry rule: a connection from the pool may have been closed by the
- * peer after the pool checked it (a keep-alive timeout that crossed our
- * request). When such a connection fails before any byte of the answer
- * came, the peer has not acted on the request (RFC 9112 section 9.3.1
- * lets a client retry then), so it is sent once more on a new connection.
- * Never after a byte came, never on a new connection, never twice.
+ * peer as our request crossed its keep-alive timeout. When such a
+ * connection fails before any byte of the answer came, the request is
+ * sent once more on a new connection if the peer cannot have acted on it
+ * (no byte of it was written), or if acting twice is acting once (an
+ * idempotent method, RFC 9110 section 9.2.2, which RFC 9112 section 9.3.1
+ * lets a client retry). A POST that was written
+ * fails instead: the peer may have read it whole before it closed, and
+ * only the caller knows whether a second one is harmless (nginx and
+ * HAProxy answer 502 there too). Never after a byte of the answer came,
+ * never on a new connection, never twice.
  *
  * Memory: the head is read into a buffer that becomes res->head (the
  * headers point into it); the body grows in a buffer of its own up to its
@@ -57,10 +64,11 @@ struct CorHttpClientExchange {
     CorHttpClientResponse* res;
     uint64_t totalDeadline;     /* 0: none */
     uint64_t firstByteDeadline; /* 0: none, or not yet armed */
-    uint64_t readDeadline;      /* the body read's own, 0: none */
+    uint64_t readDeadline;      /* the next byte's (0: none) */
     int firstByteTimeoutMs;
     int totalTimeoutMs;
-    int readTimeoutMs;
+    int readTimeoutMs;          /* readDeadline's */
+    int betweenMs;              /* the request's read timeout, 0: none */
     bool gotByte;
     bool wantClose;             /* the caller sent Connection: close */
     bool keepAlive;             /* the answer allows another exchange */
@@ -148,8 +156,9 @@ timeoutSay(Exchange* ex)
         failf(ex, "%s: the exchange exceeded its total timeout (%d ms)",
               peer, ex->totalTimeoutMs);
     } else if (deadline == ex->readDeadline) {
-        failf(ex, "%s: no byte of the body within the read timeout "
-              "(%d ms)", peer, ex->readTimeoutMs);
+        failf(ex, "%s: no byte of the %s within the read timeout (%d ms)",
+              peer, ex->res->status == 0 ? "answer's head" : "body",
+              ex->readTimeoutMs);
     } else {
         failf(ex, "%s: no answer within the first-byte timeout (%d ms)",
               peer, ex->firstByteTimeoutMs);
@@ -299,6 +308,23 @@ headRoom(Exchange* ex)
     return 0;
 }
 
+/* More of the head into ex->buf: once a byte came, within the read
+ * timeout. Returns > 0, or -errno. */
+static ssize_t
+headMore(Exchange* ex)
+{
+    ssize_t n;
+
+    if (ex->gotByte) {
+        ex->readTimeoutMs = ex->betweenMs;
+        ex->readDeadline = deadlineOf(ex->betweenMs, corEvClockMs());
+    }
+    n = readSome(ex, ex->buf + ex->len, ex->cap - ex->len, false,
+                 "before the answer's head");
+    ex->readDeadline = 0;
+    return n;
+}
+
 /* The final head (1xx skipped) parsed at the start of ex->buf; its length,
  * or -errno. */
 static int
@@ -322,8 +348,7 @@ headRead(Exchange* ex, CorHttpResponseHead* head)
             ssize_t n = headRoom(ex);
 
             if (n == 0) {
-                n = readSome(ex, ex->buf + ex->len, ex->cap - ex->len, false,
-                             "before the answer's head");
+                n = headMore(ex);
             }
             if (n < 0) {
                 return (int)n;
@@ -581,6 +606,18 @@ connOpen(Exchange* ex, const CorHttpClientUrl* url)
     return ex->c != NULL ? 0 : rc;
 }
 
+/* Whether a failed attempt goes again on a new connection: a pooled one
+ * lost before any byte of the answer, with the request not written at
+ * all, or idempotent. */
+static bool
+resendable(const Exchange* ex, int rc)
+{
+    return !ex->gotByte && ex->res->reused
+           && (rc == -ECONNRESET || rc == -EPIPE)
+           && (corConnWritten(ex->c) == 0
+               || corHttpClientIdempotent(ex->req->method));
+}
+
 /* Send the request and read the answer's head on a connection. Returns 0
  * (ex->c open), 1 when a pooled connection failed before the answer's
  * first byte (send again on a new one), or -errno (ex->c closed). */
@@ -607,8 +644,7 @@ attempt(Exchange* ex, const CorHttpClientUrl* url, const char* request,
         rc = answerOpen(ex);
     }
     if (rc < 0) {
-        bool again = !ex->gotByte && ex->res->reused
-                     && (rc == -ECONNRESET || rc == -EPIPE);
+        bool again = resendable(ex, rc);
 
         corConnClose(ex->c);
         ex->c = NULL;
@@ -661,7 +697,10 @@ exchangeOpen(Exchange* ex, const CorHttpClientRequest* req,
     memset(res, 0, sizeof(*res));
     *ex = (Exchange){ .req = req, .res = res, .c = NULL,
                       .firstByteTimeoutMs = req->firstByteTimeoutMs,
-                      .totalTimeoutMs = req->totalTimeoutMs };
+                      .totalTimeoutMs = req->totalTimeoutMs,
+                      .betweenMs = req->readTimeoutMs > 0
+                                   ? req->readTimeoutMs
+                                   : req->firstByteTimeoutMs };
     rc = corHttpClientUrlParse(req->url, &url, res->error,
                                sizeof(res->error));
     if (rc == 0) {
@@ -777,7 +816,8 @@ bodyCollect(Exchange* ex, size_t limit)
             cap *= 2;
         }
         n = corHttpClientBodyRead(ex, res->body + res->bodyLen,
-                                  cap - res->bodyLen - 1, -1);
+                                  cap - res->bodyLen - 1,
+                                  ex->betweenMs > 0 ? ex->betweenMs : -1);
         if (n < 0) {
             return (int)n;
         }

@@ -50,10 +50,14 @@ typedef struct {
     /* Deadlines, 0 for the default: connect (the name, the connect and a
      * TLS handshake; default client.connect_timeout), first byte (from
      * the request sent to the first byte of the answer; default none),
-     * total (the whole exchange, retry included; default none). */
+     * total (the whole exchange, retry included; default none), read
+     * (every wait for the next byte once the first came: in the head, a
+     * 1xx's included, and in corHttpClientFetch's body;
+     * corHttpClientBodyRead takes its own; default the first byte's). */
     int connectTimeoutMs;
     int firstByteTimeoutMs;
     int totalTimeoutMs;
+    int readTimeoutMs;
     size_t maxBodyBytes;        /* 0: COR_HTTP_CLIENT_BODY_MAX */
     CorTlsClient* tlsClient;    /* NULL: the default (client.ca_file) */
 } CorHttpClientRequest;
@@ -83,7 +87,9 @@ typedef struct {
  * connection back to the pool when the answer was read whole and
  * keep-alive applies. A request that failed on a pooled connection that
  * the peer had closed before any byte of the answer came is sent once
- * more on a new connection; never otherwise.
+ * more on a new connection when no byte of it had been written, or when
+ * its method is idempotent (corHttpClientIdempotent); never otherwise: a
+ * POST the peer may have acted on fails with -ECONNRESET.
  *
  * Returns 0 with res set (any status is an answer), or -errno with
  * res->error saying why: -EINVAL (a bad URL, method or header),
@@ -152,6 +158,11 @@ bool corHttpClientBodyDone(const CorHttpClientExchange* x);
  * otherwise (an answer left half read cannot carry another exchange). x
  * is gone after; res stays the caller's. */
 void corHttpClientClose(CorHttpClientExchange* x);
+
+/* Whether method (NULL: GET) is idempotent (RFC 9110 section 9.2.2: GET,
+ * HEAD, OPTIONS, TRACE, PUT, DELETE): sent twice, it does what it does
+ * once, so a request the peer may have seen can be sent again. */
+bool corHttpClientIdempotent(const char* method);
 
 /* The first response header named name (case-insensitive), or NULL; it
  * lives as long as res. */

@@ -308,8 +308,8 @@ corMetricsText(size_t* lenP)
          (unsigned long long)sum.client[COR_CLIENT_NEW],
          (unsigned long long)sum.client[COR_CLIENT_FAILED]);
     emitNotify(&t);
-    emitCounter(&t, "client_stale_total", "Idle connections out the peer "
-                "had closed, found before they were reused.", "",
+    emitCounter(&t, "client_stale_total", "Idle connections out closed "
+                "because the peer closed them or sent bytes while idle.", "",
                 sum.client[COR_CLIENT_STALE]);
     if (corMasterCounters != NULL) {
         emitCounter(&t, "generations_total", "Worker generations started.",

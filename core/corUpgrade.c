@@ -212,7 +212,7 @@ flushUnsent(CorUpgraded* u, uint64_t deadline)
         return 0;
     }
     rc = corDeadlineSendAll(&u->t, u->out + u->outSent,
-                            u->outLen - u->outSent, deadline);
+                            u->outLen - u->outSent, deadline, NULL);
     if (rc == 0) {
         free(u->out);
         u->out = NULL;
@@ -286,5 +286,5 @@ corUpgradedWriteAll(CorUpgraded* u, const void* buf, size_t len,
     if (rc < 0) {
         return rc;
     }
-    return corDeadlineSendAll(&u->t, buf, len, deadline);
+    return corDeadlineSendAll(&u->t, buf, len, deadline, NULL);
 }

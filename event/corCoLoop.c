@@ -17,6 +17,12 @@
  * take the fd out, since an armed fd would later deliver an event for a
  * waiter that no longer exists.
  *
+ * A watch (corCoLoopWatch) is such an arming with nobody waiting: an idle
+ * pooled connection's, whose event calls its owner back. Ended, it leaves
+ * its arming to the coroutine that ended it, whose next wait for the same
+ * events takes it over: a connection taken and waited on costs no more
+ * calls than one that was never watched.
+ *
  * Only the loop resumes a waiting coroutine, and only between event
  * batches (wakes and cancels go through the ready queue): so a waiter whose
  * event is still further down the current batch is alive when it is
@@ -262,6 +268,7 @@ settle(CorEvLoop* loop, CorCoWaiter* waiter, CorCoWaitOutcome outcome)
         CorCoFdSlot* slot = &loop->fds[waiter->fd];
 
         slot->waiter = NULL;
+        slot->armed = 0;
         if (loop->uring != NULL && outcome != COR_WAIT_READY) {
             corEvUringWaitDisarm(loop, corEvArming(waiter->fd,
                                                    slot->generation,
@@ -285,13 +292,25 @@ corCoLoopEvent(CorEvLoop* loop, uint64_t data, unsigned events)
     unsigned fd = (unsigned)(data >> 32);
     uint32_t generation = (uint32_t)(data >> 1) & 0x7fffffff;
     CorCoWaiter* waiter;
+    CorCoFdSlot* slot;
 
-    if (fd >= loop->fdCount) {
-        return;
+    if (fd >= loop->fdCount || loop->fds[fd].generation != generation) {
+        return;     /* an older arming's event */
     }
-    waiter = loop->fds[fd].waiter;
-    if (waiter == NULL || loop->fds[fd].generation != generation) {
-        return;     /* settled already, or an older arming's event */
+    slot = &loop->fds[fd];
+    slot->armed = 0;            /* one-shot: it fired */
+    waiter = slot->waiter;
+    if (waiter == NULL) {
+        /* Settled already, or a watch's (its owner is told), or an heir's
+         * that did not wait yet (it arms again when it does). */
+        CorCoWatch* watch = slot->watch;
+
+        slot->watch = NULL;
+        slot->heir = NULL;
+        if (watch != NULL) {
+            watch->fn(watch, events);
+        }
+        return;
     }
     waiter->revents = (short)events;
     settle(loop, waiter, COR_WAIT_READY);
@@ -325,45 +344,80 @@ waitingLoop(void)
     return loop;
 }
 
-static int
-armFd(CorEvLoop* loop, CorCoWaiter* waiter, short events)
+/* Forget an arming no coroutine waits on (replaced, its fd closed or a
+ * CorEvIo's): io_uring's poll is removed (it would hold the file open);
+ * epoll forgets it with the fd, or a MOD replaces it. */
+static void
+armingDrop(CorEvLoop* loop, int fd, CorCoFdSlot* slot)
 {
-    CorCoFdSlot* slot = fdSlot(loop, waiter->fd);
+    if (loop->uring != NULL && slot->armed != 0) {
+        corEvUringWaitDisarm(loop, corEvArming(fd, slot->generation,
+                                               COR_EV_WAITER_TAG));
+    }
+    slot->armed = 0;
+    slot->watch = NULL;
+    slot->heir = NULL;
+}
+
+/*
+ * Arm fd one-shot for events, under a new generation: an arming still
+ * pending is replaced (epoll's MOD does it; on io_uring its poll is
+ * removed). Returns 0, or -1 with errno.
+ */
+static int
+armSlot(CorEvLoop* loop, int fd, CorCoFdSlot* slot, short events)
+{
     struct epoll_event ev;
     int op;
 
-    if (slot == NULL) {
-        return -1;
-    }
-    if (slot->waiter != NULL || slot->ioOwned) {
-        errno = EBUSY;
-        return -1;
-    }
+    armingDrop(loop, fd, slot);
     slot->generation = corEvGenerationNext(slot->generation);
     ev.events = (unsigned)events | EPOLLONESHOT;
-    ev.data.u64 = corEvArming(waiter->fd, slot->generation,
-                              COR_EV_WAITER_TAG);
+    ev.data.u64 = corEvArming(fd, slot->generation, COR_EV_WAITER_TAG);
     if (loop->uring != NULL) {
-        int rc = corEvUringWaitArm(loop, waiter->fd, events, ev.data.u64);
+        int rc = corEvUringWaitArm(loop, fd, events, ev.data.u64);
 
         if (rc != 0) {
             errno = -rc;
             return -1;
         }
-        slot->waiter = waiter;
+        slot->armed = events;
         return 0;
     }
     /* The slot is a hint: a closed and reopened fd is no longer in the
      * set, a dup'ed one may be. Either way one retry settles it. */
     op = slot->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-    if (epoll_ctl(loop->epfd, op, waiter->fd, &ev) != 0) {
+    if (epoll_ctl(loop->epfd, op, fd, &ev) != 0) {
         op = errno == ENOENT ? EPOLL_CTL_ADD
              : errno == EEXIST ? EPOLL_CTL_MOD : -1;
-        if (op < 0 || epoll_ctl(loop->epfd, op, waiter->fd, &ev) != 0) {
+        if (op < 0 || epoll_ctl(loop->epfd, op, fd, &ev) != 0) {
             return -1;
         }
     }
     slot->registered = true;
+    slot->armed = events;
+    return 0;
+}
+
+/* Arm the waiter's fd, or take over the arming its watch left to this
+ * coroutine (corCoLoopUnwatch): no system call then. */
+static int
+armFd(CorEvLoop* loop, CorCoWaiter* waiter, short events)
+{
+    CorCoFdSlot* slot = fdSlot(loop, waiter->fd);
+
+    if (slot == NULL) {
+        return -1;
+    }
+    if (slot->waiter != NULL || slot->ioOwned || slot->watch != NULL) {
+        errno = EBUSY;
+        return -1;
+    }
+    if ((slot->armed != events || slot->heir != corCoCurrent())
+        && armSlot(loop, waiter->fd, slot, events) != 0) {
+        return -1;
+    }
+    slot->heir = NULL;
     slot->waiter = waiter;
     return 0;
 }
@@ -596,6 +650,50 @@ corCoLoopWakeOn(CorEvLoop* loop, CorCoPark handle)
     return 1;
 }
 
+/* ---- Watches ------------------------------------------------------------- */
+
+int
+corCoLoopWatch(CorCoWatch* watch, int fd, short events, CorCoWatchFn fn)
+{
+    CorEvLoop* loop = corEvLoopCurrent();
+    CorCoFdSlot* slot;
+
+    if (loop == NULL || fd < 0) {
+        return -EPERM;
+    }
+    slot = fdSlot(loop, fd);
+    if (slot == NULL) {
+        return -ENOMEM;
+    }
+    if (slot->waiter != NULL || slot->ioOwned || slot->watch != NULL) {
+        return -EBUSY;
+    }
+    /* Anew: an heir's arming may have fired, unseen yet (io_uring). */
+    if (armSlot(loop, fd, slot, events) != 0) {
+        return -errno;
+    }
+    watch->fn = fn;
+    watch->fd = fd;
+    slot->watch = watch;
+    return 0;
+}
+
+void
+corCoLoopUnwatch(CorCoWatch* watch)
+{
+    CorEvLoop* loop = corEvLoopCurrent();
+    CorCoFdSlot* slot;
+
+    if (loop == NULL || (unsigned)watch->fd >= loop->fdCount) {
+        return;
+    }
+    slot = &loop->fds[watch->fd];
+    if (slot->watch == watch) {
+        slot->watch = NULL;
+        slot->heir = corCoCurrent();
+    }
+}
+
 int
 corCoLoopFdOwned(CorEvLoop* loop, int fd, bool owned)
 {
@@ -611,6 +709,9 @@ corCoLoopFdOwned(CorEvLoop* loop, int fd, bool owned)
 
         settle(loop, waiter, COR_WAIT_CLOSED);
         readyPush(loop, waiter);
+    }
+    if (owned) {
+        armingDrop(loop, fd, slot);
     }
     bool registered = slot->registered;
 
@@ -635,6 +736,7 @@ corCoLoopClose(int fd)
             settle(loop, waiter, COR_WAIT_CLOSED);
             readyPush(loop, waiter);
         }
+        armingDrop(loop, fd, slot);
         /* close() takes the fd out of the epoll set by itself. */
         slot->registered = false;
     }

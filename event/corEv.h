@@ -246,6 +246,41 @@ int corCoLoopWake(CorCoPark handle);
 int corCoLoopWakeOn(CorEvLoop* loop, CorCoPark handle);
 
 /*
+ * A watch on an fd that coroutines of a loop wait on, for the time none
+ * does: a pooled connection, idle between two exchanges, whose peer may
+ * close it or send what nobody asked for. Embedded in its owner (recovered
+ * with corContainerOf); the fields are the loop's.
+ */
+typedef struct CorCoWatch CorCoWatch;
+typedef void (*CorCoWatchFn)(CorCoWatch* watch, unsigned events);
+
+struct CorCoWatch {
+    CorCoWatchFn fn;
+    int fd;
+};
+
+/*
+ * Watch fd on the calling thread's loop for events (POLLIN...): fn runs
+ * once, on the loop, when they come (the peer's end and errors always
+ * come), and the watch is over then. Costs what a wait's arming does (one
+ * epoll_ctl; an entry of the ring on io_uring). Returns 0, or -errno:
+ * -EBUSY (a coroutine waits on fd, or a CorEvIo watches it), -EPERM off a
+ * loop's thread, -ENOMEM.
+ */
+int corCoLoopWatch(CorCoWatch* watch, int fd, short events,
+                   CorCoWatchFn fn);
+
+/*
+ * End the watch, at no cost: its arming is left to the next wait of the
+ * calling coroutine on the fd for the same events, which takes it over
+ * instead of arming again (a connection taken from the pool is waited on
+ * for its answer at once: the take and the wait cost no system call). An
+ * event that comes before that wait is not lost: the wait arms again, and
+ * finds it.
+ */
+void corCoLoopUnwatch(CorCoWatch* watch);
+
+/*
  * Close fd, first ending a coroutine wait on it (which returns 1 with
  * POLLNVAL, as poll() does for a closed fd). Use it for any fd a coroutine
  * may be waiting on: after a plain close() that wait lasts to its timeout

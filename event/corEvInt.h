@@ -68,6 +68,13 @@ typedef struct {
     CorCoWaiter* waiter;             /* waiting now, or NULL */
     uint32_t generation;             /* of the last arming, 31 bits */
     bool registered;                 /* in the epoll set (maybe disarmed) */
+    /* The events of a one-shot arming that has neither fired nor been
+     * taken away (0: none); while no coroutine waits, the watch it serves
+     * (corCoLoopWatch), or the coroutine whose next wait for the same
+     * events may take it over (corCoLoopUnwatch). */
+    short armed;
+    CorCoWatch* watch;
+    CorCo* heir;
     bool ioOwned;                    /* a CorEvIo watches it: no waits */
     /* On io_uring (corEvUring.c): the CorEvIo that watches the fd, whether
      * its poll is armed, and where its completions of the batch being

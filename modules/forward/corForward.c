@@ -62,20 +62,6 @@ serverPick(ForwardGroup* g)
     return &g->servers[start % g->serverCount];
 }
 
-static bool
-idempotent(const char* method)
-{
-    static const char* const safe[] = { "GET", "HEAD", "PUT", "DELETE",
-                                        "OPTIONS", "TRACE", NULL };
-
-    for (unsigned i = 0; safe[i] != NULL; i++) {
-        if (strcmp(method, safe[i]) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /*
  * Open the exchange on a server of g, trying the next one when a server
  * could not be reached (the request was not sent: it cannot have been
@@ -113,7 +99,7 @@ upstreamOpen(CorRequest* r, ForwardGroup* g, CorHttpClientRequest* q,
         }
         if (!res->sent) {
             atomic_store(&s->downUntil, corEvClockMs() + g->failTimeoutMs);
-        } else if (!idempotent(q->method)
+        } else if (!corHttpClientIdempotent(q->method)
                    || (rc != -ECONNRESET && rc != -EPIPE)) {
             return rc;
         }

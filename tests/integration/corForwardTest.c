@@ -334,6 +334,71 @@ START_TEST(test_504_past_the_read_timeout)
 }
 END_TEST
 
+/* The head's first bytes, or a 100 Continue, then nothing: read_timeout
+ * bounds every wait between bytes of the head too (504, logged); in the
+ * body, the answer is cut (curl: 18). */
+START_TEST(test_504_when_the_head_stalls)
+{
+    static const char* paths[] = { "/stall?ms=5000", "/stall1xx?ms=5000" };
+    long start;
+
+    for (int i = 0; i < 2; i++) {
+        start = corNowMs();
+        ck_assert_int_eq(curl("-o /dev/null -w '%{http_code}'", paths[i]),
+                         0);
+        ck_assert_str_eq(out, "504");
+        ck_assert_int_lt(corNowMs() - start, 3500);
+    }
+    ck_assert_int_eq(corServerLogCount(&server, "head within the read "
+                                       "timeout (700 ms)"), 2);
+    start = corNowMs();
+    ck_assert_int_eq(curl("-o /dev/null", "/stallbody?ms=5000"), 18);
+    ck_assert_int_lt(corNowMs() - start, 3500);
+    ck_assert_int_eq(corServerLogCount(&server, "body within the read "
+                                       "timeout (700 ms)"), 1);
+}
+END_TEST
+
+/* A POST on a pooled connection that the upstream read whole and closed
+ * without a byte of answer is not sent again: 502, and the upstream saw
+ * it once (nginx and HAProxy do the same). */
+START_TEST(test_post_lost_on_a_pooled_connection_is_502)
+{
+    ck_assert_int_eq(curl("", "/drop"), 0);
+    ck_assert_str_eq(out, "drop");
+    ck_assert_int_eq(curl("-o /dev/null -w '%{http_code}' -d once", "/echo"),
+                     0);
+    ck_assert_str_eq(out, "502");
+    ck_assert_int_eq(curl("", "/posts"), 0);
+    ck_assert_str_eq(out, "1");
+}
+END_TEST
+
+/* An upstream that sends more than its answer, 20 ms later (a HEAD
+ * answered with a body, a body past its Content-Length): the connection
+ * is closed, and the next client's request gets its own answer, never
+ * those bytes. Raw requests: a new client comes well within 100 ms. */
+START_TEST(test_surplus_never_reaches_another_client)
+{
+    for (int round = 0; round < 6; round++) {
+        if (round % 2 == 0) {
+            ck_assert_int_eq(corRequest(server.port, "GET /surplus HTTP/1.1"
+                                        "\r\nHost: t\r\n\r\n", out,
+                                        sizeof(out)), 200);
+        } else {
+            ck_assert_int_eq(curl("-I", "/surplus"), 0);
+        }
+        CHECK_HAS("X-Test: surplus");
+        usleep(60 * 1000);
+        ck_assert_int_eq(corRequest(server.port, "GET /cl HTTP/1.1\r\n"
+                                    "Host: t\r\n\r\n", out, sizeof(out)),
+                         200);
+        CHECK_HAS("X-Test: cl");
+        ck_assert_str_eq(corBody(out), "hello");
+    }
+}
+END_TEST
+
 /* Round robin over two live servers and a dead one: every request is
  * answered, by both live ones, and the dead one is tried once, then
  * skipped for fail_timeout. */
@@ -432,6 +497,9 @@ COR_TEST_SUITE(corForward)
     tcase_add_test(tc, test_chunked_upload);
     tcase_add_test(tc, test_502_when_nothing_answers);
     tcase_add_test(tc, test_504_past_the_read_timeout);
+    tcase_add_test(tc, test_504_when_the_head_stalls);
+    tcase_add_test(tc, test_post_lost_on_a_pooled_connection_is_502);
+    tcase_add_test(tc, test_surplus_never_reaches_another_client);
     tcase_add_test(tc, test_round_robin_skips_a_dead_server);
     tcase_add_test(tc, test_past_the_coroutine_cap);
     tcase_add_test(tc, test_bad_yaml_refused_at_its_line);

@@ -267,6 +267,50 @@ START_TEST(test_pooled_connection_lost_is_retried_once)
 }
 END_TEST
 
+/* The same loss under a POST that was written whole: the upstream may
+ * have acted on it, so it is not sent again (502, -ECONNRESET), and the
+ * upstream read it once. */
+START_TEST(test_written_post_is_not_sent_again)
+{
+    for (int m = 0; m < 2; m++) {
+        char extra[64];
+
+        ck_assert_int_eq(client("/drop", modes[m]), 200);
+        snprintf(extra, sizeof(extra), "method=POST&body=once%s%s",
+                 m ? "&" : "", modes[m]);
+        ck_assert_int_eq(client("/echo", extra), 502);
+        CHECK_BODY_HAS("rc=-104 ");
+        ck_assert_int_eq(client("/posts", modes[m]), 200);
+        ck_assert_msg(strstr(corBody(buf), m == 0 ? "body=1 " : "body=2 ")
+                      != NULL, "%s", corBody(buf));
+    }
+}
+END_TEST
+
+/* An upstream sends a second answer nobody asked for, 20 ms after the
+ * first (a HEAD answered with a body, a body longer than its length):
+ * the connection never carries it to the next exchange, which gets its
+ * own answer. The pool of a loop closes it when the bytes come, the
+ * shared one sees them when it is taken. */
+START_TEST(test_surplus_never_reaches_the_next_exchange)
+{
+    for (int m = 0; m < 2; m++) {
+        for (int round = 0; round < 4; round++) {
+            char extra[64];
+
+            snprintf(extra, sizeof(extra), "%s%s",
+                     round % 2 ? "method=HEAD" : "",
+                     round % 2 && m ? "&worker=1" : modes[m]);
+            ck_assert_int_eq(client("/surplus", extra), 200);
+            CHECK_BODY_HAS("x-test=surplus");
+            usleep(60 * 1000);
+            ck_assert_int_eq(client("/cl", modes[m]), 200);
+            CHECK_BODY_HAS("body=hello x-test=cl");
+        }
+    }
+}
+END_TEST
+
 /* A peer that dies mid-body: a clean error, never retried, and the next
  * exchange is fine. */
 START_TEST(test_peer_dies_mid_body)
@@ -308,6 +352,39 @@ START_TEST(test_first_byte_deadline)
         ck_assert_int_eq(client("/sleep?ms=1500", extra), 504);
         CHECK_BODY_HAS("no answer within the first-byte timeout (300 ms)");
         ck_assert_int_lt(corNowMs() - start, 1200);
+    }
+}
+END_TEST
+
+/* The answer's first bytes come, then nothing: halfway through the
+ * status line, after a 100 Continue, or halfway through the body. The
+ * read timeout (by default the first byte's) bounds every wait between
+ * bytes, head and body. */
+START_TEST(test_stall_after_a_byte_is_bounded)
+{
+    static const char* const cases[][3] = {
+        { "/stall?ms=4000", "first_ms=300", "answer's head" },
+        { "/stall1xx?ms=4000", "first_ms=300", "answer's head" },
+        { "/stall1xx?ms=4000", "first_ms=9000&read_ms=300",
+          "answer's head" },
+        { "/stallbody?ms=4000", "first_ms=300", "body" },
+        { "/stallbody?ms=4000", "read_ms=300", "body" },
+    };
+
+    for (int m = 0; m < 2; m++) {
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+            char extra[96];
+            char said[96];
+            long start = corNowMs();
+
+            snprintf(extra, sizeof(extra), "%s%s%s", cases[i][1],
+                     m ? "&" : "", modes[m]);
+            ck_assert_int_eq(client(cases[i][0], extra), 504);
+            snprintf(said, sizeof(said), "no byte of the %s within the "
+                     "read timeout (300 ms)", cases[i][2]);
+            CHECK_BODY_HAS(said);
+            ck_assert_int_lt(corNowMs() - start, 3000);
+        }
     }
 }
 END_TEST
@@ -469,7 +546,10 @@ COR_TEST_SUITE(corHttpClient)
     tcase_add_test(tc, test_no_body_for_head_204_304);
     tcase_add_test(tc, test_malformed_answer_refused);
     tcase_add_test(tc, test_pooled_connection_lost_is_retried_once);
+    tcase_add_test(tc, test_written_post_is_not_sent_again);
+    tcase_add_test(tc, test_surplus_never_reaches_the_next_exchange);
     tcase_add_test(tc, test_peer_dies_mid_body);
+    tcase_add_test(tc, test_stall_after_a_byte_is_bounded);
     tcase_add_test(tc, test_size_limit);
     tcase_add_test(tc, test_first_byte_deadline);
     tcase_add_test(tc, test_total_deadline);

@@ -18,6 +18,12 @@
  *   /big?n=N    200, N bytes of 'x'
  *   /bad        a head with Content-Length and Transfer-Encoding
  *   /conns      200, the connections accepted so far
+ *   /posts      200, the POST requests read so far (answered or not)
+ *   /surplus    200 "ok" (HEAD: the head), then 20 ms later, on its own,
+ *               a second answer nobody asked for (X-Test: evil, "EVIL")
+ *   /stall?ms=N the status line, then the rest of the head N ms later
+ *   /stall1xx?ms=N  100 Continue, then the answer N ms later
+ *   /stallbody?ms=N the head and half the body, the rest N ms later
  *   /echo       200, the request's head as it came, then the length and
  *               a checksum of its body (any size: it is read, not kept)
  *               and this upstream's port
@@ -39,6 +45,7 @@
 #include <unistd.h>
 
 static atomic_uint conns;
+static atomic_uint posts;
 static int listenPort;
 
 /* What a request's body was: it is summed as it is read, not kept. */
@@ -137,6 +144,29 @@ queryMs(const char* target, const char* key)
     return p != NULL ? atoi(p + strlen(key)) : 0;
 }
 
+/* /stall, /stall1xx, /stallbody: an answer in two parts, ms= apart
+ * (/stall last: the others start with it). */
+static void
+stallAnswer(int fd, const char* target)
+{
+    static const char* const parts[][3] = {
+        { "/stall1xx", "HTTP/1.1 100 Continue\r\n\r\n",
+          "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n" },
+        { "/stallbody", "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nst",
+          "ll" },
+        { "/stall", "HTTP/1.1 ", "200 OK\r\nContent-Length: 0\r\n\r\n" },
+    };
+
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+        if (strncmp(target, parts[i][0], strlen(parts[i][0])) == 0) {
+            sendText(fd, parts[i][1]);
+            usleep((useconds_t)queryMs(target, "ms=") * 1000);
+            sendText(fd, parts[i][2]);
+            return;
+        }
+    }
+}
+
 /* Answer one request; false when the connection is to close. */
 static bool
 answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
@@ -215,12 +245,24 @@ answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
         sendText(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
                      "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
         return false;
-    } else if (strcmp(target, "/conns") == 0) {
+    } else if (strcmp(target, "/surplus") == 0) {
+        sendText(fd, isHead ? "HTTP/1.1 200 OK\r\nX-Test: surplus\r\n"
+                              "Content-Length: 2\r\n\r\n"
+                            : "HTTP/1.1 200 OK\r\nX-Test: surplus\r\n"
+                              "Content-Length: 2\r\n\r\nok");
+        usleep(20000);
+        sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: evil\r\n"
+                     "Content-Length: 4\r\n\r\nEVIL");
+    } else if (strncmp(target, "/stall", 6) == 0) {
+        stallAnswer(fd, target);
+    } else if (strcmp(target, "/posts") == 0
+               || strcmp(target, "/conns") == 0) {
         char body[32];
-        int n = snprintf(body, sizeof(body), "%u", atomic_load(&conns));
+        int n = snprintf(body, sizeof(body), "%u",
+                         atomic_load(target[1] == 'p' ? &posts : &conns));
 
-        snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: conns\r\n"
-                 "Content-Length: %d\r\n\r\n%s", n, body);
+        snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: %s\r\n"
+                 "Content-Length: %d\r\n\r\n%s", target + 1, n, body);
         sendText(fd, out);
     } else if (strncmp(target, "/echo", 5) == 0) {
         char tail[160];
@@ -253,6 +295,9 @@ connServe(void* arg)
     while (requestRead(fd, buf, sizeof(buf), &have, &seen)) {
         size_t headLen = strlen(buf) + 1;
 
+        if (strncmp(buf, "POST ", 5) == 0) {
+            atomic_fetch_add(&posts, 1);
+        }
         if (dropNext) {
             break;
         }

@@ -3,7 +3,8 @@
  * The testkit's HTTP client handlers (corHttpClient.h), for
  * corHttpClientTest:
  *
- *   /client?url=U&method=M&connect_ms=&first_ms=&total_ms=&max=&body=
+ *   /client?url=U&method=M&connect_ms=&first_ms=&read_ms=&total_ms=&max=
+ *          &body=
  *       one exchange: "status=S reused=R retried=T len=N body=LINE
  *       x-test=V", LINE the body's first line (64 bytes at most), V the
  *       upstream's X-Test header; or on failure 502 (504 timed out, 503
@@ -50,6 +51,7 @@ requestFrom(CorRequest* r, CorHttpClientRequest* q)
         .url = corRequestQuery(r, "url"),
         .connectTimeoutMs = queryNum(r, "connect_ms", 0),
         .firstByteTimeoutMs = queryNum(r, "first_ms", 0),
+        .readTimeoutMs = queryNum(r, "read_ms", 0),
         .totalTimeoutMs = queryNum(r, "total_ms", 0),
         .maxBodyBytes = (size_t)queryNum(r, "max", 0),
         .body = body,
