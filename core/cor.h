@@ -40,7 +40,7 @@
 
 /* Bumped whenever a struct or a signature of this header, or of one it
  * includes, changes. */
-#define COR_ABI_VERSION 9
+#define COR_ABI_VERSION 10
 #define COR_VERSION "0.1.0"
 
 typedef struct CorModule CorModule;
