@@ -160,7 +160,7 @@ timeoutSay(Exchange* ex)
               peer, ex->res->status == 0 ? "answer's head" : "body",
               ex->readTimeoutMs);
     } else {
-        failf(ex, "%s: no answer within the first-byte timeout (%d ms)",
+        failf(ex, "%s: no answer within the read timeout (%d ms)",
               peer, ex->firstByteTimeoutMs);
     }
 }

@@ -350,7 +350,7 @@ START_TEST(test_first_byte_deadline)
         snprintf(extra, sizeof(extra), "first_ms=300%s%s", m ? "&" : "",
                  modes[m]);
         ck_assert_int_eq(client("/sleep?ms=1500", extra), 504);
-        CHECK_BODY_HAS("no answer within the first-byte timeout (300 ms)");
+        CHECK_BODY_HAS("no answer within the read timeout (300 ms)");
         ck_assert_int_lt(corNowMs() - start, 1200);
     }
 }
