@@ -164,13 +164,14 @@ copyOf(CorRequest* r, const char* s, size_t len)
     return out;
 }
 
-/* Fields of an answer this hop writes itself. The length of the answer
- * to a HEAD is the upstream's (what a GET would get), not this hop's. */
+/* Fields of an answer this hop writes itself. The upstream's
+ * Content-Length stays: the HTTP module frames the answer with it (a
+ * streamed answer goes out with the length it will have, a HEAD's says
+ * what a GET would get) rather than with a length of its own. */
 static bool
-responseOwn(const CorRequest* r, const CorHeader* h)
+responseOwn(const CorHeader* h)
 {
-    return (nameIs(h, "content-length") && !r->head)
-           || nameIs(h, "content-type") || nameIs(h, "server")
+    return nameIs(h, "content-type") || nameIs(h, "server")
            || nameIs(h, "date");
 }
 
@@ -190,7 +191,7 @@ forwardResponseHeaders(CorRequest* r, const CorHttpClientResponse* res,
         char* name;
         char* value;
 
-        if (responseOwn(r, h) || hopByHop(h, res->headers, res->headerCount)) {
+        if (responseOwn(h) || hopByHop(h, res->headers, res->headerCount)) {
             continue;
         }
         name = copyOf(r, h->name, h->nameLen);

@@ -856,7 +856,7 @@ requestDone(CorRequest* r)
     }
     if (corAccessLogEnabled()) {
         httpAccessLog(c, req, c->outLen - before
-                              + (r->fileFd >= 0 ? r->responseLen : 0));
+                              + (r->fileFd >= 0 ? req->bodyLeft : 0));
     }
     if (r->stream != NULL) {
         /* The head goes now; the pieces and the end come as written. */
@@ -869,7 +869,7 @@ requestDone(CorRequest* r)
         /* The connection owns the file now; a HEAD sends none of it. */
         c->fileFd = r->fileFd;
         c->fileOffset = (off_t)r->fileOffset;
-        c->fileLeft = r->head ? 0 : r->responseLen;
+        c->fileLeft = (size_t)req->bodyLeft;
         r->fileFd = -1;
         if (c->fileLeft == 0) {
             fileDone(c);
