@@ -196,6 +196,10 @@ struct CorRequest {
     const char* remote;         /* the client's address ("192.0.2.7",
                                    "2001:db8::7"), or NULL when unknown */
     bool secure;                /* it came over TLS */
+    const char* rawPath;        /* the path as the client encoded it, only
+                                   its dot segments removed (what a proxy
+                                   passes on: "%2F" stays), or NULL */
+    size_t rawPathLen;
 
     /* The response, set by the handler through corRespond*(). */
     int status;

@@ -16,6 +16,7 @@
  *             read_timeout: 30s      (first byte, and between bytes)
  *             fail_timeout: 10s
  *             host: upstream         (keep | upstream | a name)
+ *             underscores_in_headers: false  (X_Name fields dropped)
  *     routes:
  *       - { match: "/api/...", handler: backend }
  *
@@ -371,7 +372,8 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
 {
     static const char* const keys[] = { "name", "servers", "connect_timeout",
                                         "read_timeout", "fail_timeout",
-                                        "host", NULL };
+                                        "host", "underscores_in_headers",
+                                        NULL };
     CorConfErrors* e = corModuleErrors(m);
     ForwardGroup* g = &groups[index];
     const char* name = corConfString(entry, "name", NULL, e);
@@ -395,6 +397,7 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
                                               1, 24 * 3600000, e);
     g->failTimeoutMs = corConfDurationMs(entry, "fail_timeout", 10000, 0,
                                          24 * 3600000, e);
+    g->underscores = corConfBool(entry, "underscores_in_headers", false, e);
     if (g->name == NULL || serversRead(m, entry, g) < 0
         || hostRead(m, entry, g) < 0) {
         return -1;

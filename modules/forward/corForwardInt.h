@@ -39,6 +39,7 @@ typedef struct {
     uint64_t failTimeoutMs;
     ForwardHostMode hostMode;
     char* host;                 /* FORWARD_HOST_NAME */
+    bool underscores;           /* header names with '_' go on */
 } ForwardGroup;
 
 /*

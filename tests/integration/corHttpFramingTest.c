@@ -6,20 +6,21 @@
  * body shaped as a second response, which must not become the answer of
  * the client's next pipelined request); no status but a final one (and
  * 101 only for an upgrade); the upstream's length kept, never invented,
- * so that an HTTP/1.0 client sees a cut answer as cut. Clients: raw
- * sockets and curl; upstreams: the scripted one
- * (tests/integration/corHttpUpstream.c) and a second cor over cor://.
+ * so that an HTTP/1.0 client sees a cut answer as cut; and what reaches
+ * the upstream: the path as the client encoded it ("%2F" stays), dot
+ * segments removed, and no header name with an underscore unless the
+ * group allows them. Clients: raw sockets and curl; upstreams: the
+ * scripted one (tests/integration/corHttpUpstream.c) and a second cor
+ * over cor://.
  */
 #include "corTest.h"
 #include "corServer.h"
 
 #include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static CorServer server;
@@ -28,15 +29,19 @@ static pid_t upstreamPid;
 static int upstreamPort;
 static char out[1 << 16];
 
-/* The cor:// upstream: every path to the testkit's "status". */
-static const char upstreamConfig[] =
+/* The cor:// upstream: /cor/chain/... on to the HTTP upstream, every other
+ * path to the testkit's "status". */
+static const char upstreamFormat[] =
     "runtime: { loops: 1, coroutines: { enabled: {COROUTINES} } }\n"
     "listen:\n"
     "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
     "  - { protocol: cor, address: 127.0.0.1:{PORT2} }\n"
     "modules: [ { load: http }, { load: cor },\n"
-    "           { load: {MODULES}/testkit.so } ]\n"
-    "routes: [ { match: \"/*\", handler: status } ]\n"
+    "           { load: {MODULES}/testkit.so },\n"
+    "           { load: forward, upstreams: [ { name: backend,\n"
+    "             servers: [ \"http://127.0.0.1:%d\" ] } ] } ]\n"
+    "routes: [ { match: \"/cor/chain/*\", handler: backend },\n"
+    "          { match: \"/*\", handler: status } ]\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
 static const char configFormat[] =
@@ -51,10 +56,13 @@ static const char configFormat[] =
     "  - load: forward\n"
     "    upstreams:\n"
     "      - { name: backend, servers: [ \"http://127.0.0.1:%d\" ] }\n"
+    "      - { name: loose, servers: [ \"http://127.0.0.1:%d\" ],\n"
+    "          underscores_in_headers: true }\n"
     "      - { name: corup, servers: [ \"cor://127.0.0.1:%d\" ] }\n"
     "routes:\n"
     "  - { match: \"/status\", handler: status }\n"
     "  - { match: \"/cor/*\", handler: corup }\n"
+    "  - { match: \"/loose/*\", handler: loose }\n"
     "  - { match: \"/*\", handler: backend }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
@@ -65,8 +73,9 @@ setUp(void)
 
     upstreamPid = corUpstreamStart(&upstreamPort);
     ck_assert_int_gt(upstreamPid, 0);
-    ck_assert_int_eq(corServerStart(&corUpstream, upstreamConfig), 0);
-    snprintf(yaml, sizeof(yaml), configFormat, upstreamPort,
+    snprintf(yaml, sizeof(yaml), upstreamFormat, upstreamPort);
+    ck_assert_int_eq(corServerStart(&corUpstream, yaml), 0);
+    snprintf(yaml, sizeof(yaml), configFormat, upstreamPort, upstreamPort,
              corUpstream.port2);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
 }
@@ -76,11 +85,7 @@ tearDown(void)
 {
     corServerStop(&server);
     corServerStop(&corUpstream);
-    if (upstreamPid > 0) {
-        kill(upstreamPid, SIGTERM);
-        waitpid(upstreamPid, NULL, 0);
-        upstreamPid = 0;
-    }
+    corUpstreamStop(&upstreamPid);
 }
 
 /* curl with args on path of the server; its output in out, its exit
@@ -88,11 +93,7 @@ tearDown(void)
 static int
 curl(const char* args, const char* path)
 {
-    char command[1024];
-
-    snprintf(command, sizeof(command), "curl -s --max-time 20 %s "
-             "'http://127.0.0.1:%d%s' 2>&1", args, server.port, path);
-    return corShell(command, out, sizeof(out));
+    return corCurl(server.port, args, path, out, sizeof(out));
 }
 
 static int
@@ -261,6 +262,38 @@ START_TEST(test_handler_length_held)
 }
 END_TEST
 
+/* ---- What reaches the upstream ------------------------------------------- */
+
+/* The path as the client encoded it, only its dot segments removed (those
+ * the routes saw removed: "%2F" separates there too); the query raw. */
+START_TEST(test_path_reaches_upstream_as_encoded)
+{
+    ck_assert_int_eq(curl("--path-as-is", "/echo/group%2Fproject/./a/../b"
+                          "%20c?q=%2F"), 0);
+    CHECK_HAS("GET /echo/group%2Fproject/b%20c?q=%2F HTTP/1.1\r\n");
+    ck_assert_int_eq(curl("--path-as-is", "/x%2Fy/../%2e%2e/echo%2fz"), 0);
+    CHECK_HAS("GET /echo%2fz HTTP/1.1\r\n");
+    /* Through a cor:// hop too: its server keeps the path as it came. */
+    ck_assert_int_eq(curl("--path-as-is", "/cor/chain/./echo/a%2Fb"), 0);
+    CHECK_HAS("GET /cor/chain/echo/a%2Fb HTTP/1.1\r\n");
+}
+END_TEST
+
+/* Header names with an underscore are dropped (Transfer_Encoding would
+ * be Transfer-Encoding to many servers), unless the group allows them. */
+START_TEST(test_underscore_headers_dropped)
+{
+    ck_assert_int_eq(curl("-H 'Transfer_Encoding: chunked' "
+                          "-H 'Content_Length: 9' -H 'X-Kept: 1'", "/echo"),
+                     0);
+    CHECK_HAS("X-Kept: 1");
+    CHECK_HAS_NOT("Transfer_Encoding");
+    CHECK_HAS_NOT("Content_Length");
+    ck_assert_int_eq(curl("-H 'X_Name: 1'", "/loose/echo"), 0);
+    CHECK_HAS("X_Name: 1");
+}
+END_TEST
+
 COR_TEST_SUITE(corHttpFraming)
 {
     tcase_set_timeout(tc, 120);
@@ -271,4 +304,6 @@ COR_TEST_SUITE(corHttpFraming)
     tcase_add_test(tc, test_upstream_length_kept);
     tcase_add_test(tc, test_head_length_never_invented);
     tcase_add_test(tc, test_handler_length_held);
+    tcase_add_test(tc, test_path_reaches_upstream_as_encoded);
+    tcase_add_test(tc, test_underscore_headers_dropped);
 }
