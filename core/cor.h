@@ -201,6 +201,10 @@ struct CorRequest {
     const char* target;
     size_t targetLen;
     const char* version;
+    const char* rawPath;        /* the path as the client encoded it, only
+                                   its dot segments removed (what a proxy
+                                   passes on: "%2F" stays), or NULL */
+    size_t rawPathLen;
 
     /* The response, set by the handler through corRespond*(). */
     int status;

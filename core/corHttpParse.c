@@ -568,6 +568,104 @@ normalizePath(char* path, size_t n, size_t* outLen)
     return 0;
 }
 
+/* The length of the separator at p[0..n): '/', "%2F" or "%2f"; 0 for
+ * none. */
+static size_t
+separatorAt(const char* p, size_t n)
+{
+    if (p[0] == '/') {
+        return 1;
+    }
+    return n >= 3 && p[0] == '%' && p[1] == '2' && lower(p[2]) == 'f' ? 3
+                                                                       : 0;
+}
+
+/* 1 when the raw segment s[0..n) decodes to ".", 2 to "..", else 0. */
+static int
+dotSegment(const char* s, size_t n)
+{
+    int dots = 0;
+
+    for (size_t i = 0; i < n && dots <= 2; dots++) {
+        if (s[i] == '.') {
+            i++;
+        } else if (n - i >= 3 && s[i] == '%' && s[i + 1] == '2'
+                   && lower(s[i + 2]) == 'e') {
+            i += 3;
+        } else {
+            return 0;
+        }
+    }
+    return dots <= 2 ? dots : 0;
+}
+
+/* Where the last separator in out[0..w) starts (w > 0, out[0] is one). */
+static size_t
+separatorLast(const char* out, size_t w)
+{
+    while (--w > 0 && separatorAt(out + w, 3) == 0) {
+    }
+    return w;
+}
+
+int
+corHttpPathRaw(const char* path, size_t n, char* out)
+{
+    size_t w = 0;
+
+    /* normalizePath's loop over the same segments; the separator that
+     * starts each one is kept as it came, but at the very start, where
+     * only a '/' makes a path. */
+    for (size_t r = 0; r < n;) {
+        size_t sep = separatorAt(path + r, n - r);
+        size_t e = r + sep;
+        int dots;
+
+        while (e < n && separatorAt(path + e, n - e) == 0) {
+            e++;
+        }
+        dots = dotSegment(path + r + sep, e - r - sep);
+        if (dots == 2) {
+            if (w == 0) {
+                return -400;
+            }
+            w = separatorLast(out, w);
+        }
+        if (dots > 0) {
+            if (e == n) {
+                out[w++] = '/';
+            }
+        } else if (w == 0 && sep == 3) {
+            out[w++] = '/';
+            memmove(out + w, path + r + 3, e - r - 3);
+            w += e - r - 3;
+        } else {
+            memmove(out + w, path + r, e - r);
+            w += e - r;
+        }
+        r = e;
+    }
+    return (int)w;
+}
+
+/* Keep a path with escapes as it came, dot segments removed, in the
+ * caller's room before decoding overwrites it. */
+static void
+pathRawKeep(CorHttpRequestHead* head)
+{
+    int n;
+
+    head->rawPath = NULL;
+    if (head->rawBuf == NULL || head->rawCap < head->pathLen) {
+        return;
+    }
+    n = corHttpPathRaw(head->path, head->pathLen, head->rawBuf);
+    if (n >= 0) {
+        head->rawPath = head->rawBuf;
+        head->rawPathLen = (size_t)n;
+    }
+}
+
 /*
  * Normalize the path in place, then close the gap it leaves in the target:
  * the query moves up behind the shorter path, so that the target still
@@ -580,11 +678,18 @@ pathRewrite(CorHttpRequestHead* head)
     /* The path points into the caller's buffer, which is writable: only
      * "/" and "*" are constants, and they never need rewriting. */
     char* path = (char*)head->path;
+    bool escaped = memchr(path, '%', head->pathLen) != NULL;
     char* end;
     size_t n;
 
+    if (escaped) {
+        pathRawKeep(head);
+    }
     if (normalizePath(path, head->pathLen, &n) < 0) {
         return -400;
+    }
+    if (!escaped) {
+        head->rawPathLen = n;   /* without escapes, the two are one */
     }
     if (n == head->pathLen) {
         return (int)head->headLen;
@@ -649,6 +754,8 @@ headFinish(CorHttpRequestHead* head, const HeadFacts* facts,
     head->keepAlive = !facts->close
                       && (head->versionMinor == 1 || facts->keepAlive);
     head->head = head->methodLen == 4 && memcmp(head->method, "HEAD", 4) == 0;
+    head->rawPath = head->path;
+    head->rawPathLen = head->pathLen;
     if (facts->rewritePath) {
         return pathRewrite(head);
     }
@@ -695,6 +802,8 @@ corHttpParseHead(char* buf, size_t len, const CorHttpLimits* limits,
     head->chunked = head->keepAlive = head->expectContinue = false;
     head->head = head->pathRewritten = false;
     head->headLen = 0;
+    head->rawPath = NULL;
+    head->rawPathLen = 0;
 
     while (p < end && *p == '\r') {
         if (end - p < 2) {

@@ -87,6 +87,16 @@ typedef struct {
     bool expectContinue;      /* Expect: 100-continue, HTTP/1.1 only */
     bool head;                /* the method is HEAD */
     bool pathRewritten;       /* decoding changed the path and target */
+    /* The caller's room for a raw path of up to rawCap bytes, set before
+     * the call like headers (NULL: none is kept). */
+    char* rawBuf;
+    size_t rawCap;
+    /* The path as the client encoded it, with only its dot segments
+     * removed (corHttpPathRaw): what a proxy passes on, "%2F" as it came.
+     * path itself when the path has no escape (the two are the same);
+     * else in rawBuf, or NULL when rawBuf is NULL or too small. */
+    const char* rawPath;
+    size_t rawPathLen;
     size_t headLen;           /* bytes of the head, the empty line included */
 } CorHttpRequestHead;
 
@@ -131,6 +141,18 @@ typedef struct {
  * the root).
  */
 int corHttpTargetDecode(char* target, size_t len, CorHttpTarget* t);
+
+/*
+ * The path path[0..n) (starting with '/', its escapes checked) with its
+ * dot segments removed but its escapes kept as they are, into out (n
+ * bytes at most; out may be path). The segments are those of the decoded
+ * path: "%2F" separates too, and "%2e" is a '.', so that decoding the
+ * result gives exactly the path corHttpParseHead gives (a proxy that
+ * passes this on sends its upstream the path its routes saw, and
+ * "a%2Fb" stays one segment for an upstream that keeps it so). Returns
+ * the length written, or -400 for a path above the root.
+ */
+int corHttpPathRaw(const char* path, size_t n, char* out);
 
 /* The first header field named name (case-insensitive), or NULL. */
 const CorHttpHeader* corHttpHeaderFind(const CorHttpRequestHead* head,

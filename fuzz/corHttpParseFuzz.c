@@ -125,6 +125,27 @@ checkHead(const uint8_t* data, const char* buf, size_t size,
     }
 }
 
+/* The raw path (escapes as they came, dot segments gone) decodes to the
+ * path the parser gives: a proxy passing it on sends what the routes
+ * saw. */
+static void
+checkRawPath(const CorHttpRequestHead* head)
+{
+    char target[4096 + 16];
+    CorHttpTarget t;
+
+    require(head->rawPath != NULL && head->rawPathLen >= 1);
+    if (head->path[0] == '*') {
+        return;
+    }
+    require(head->rawPath[0] == '/');
+    require(head->rawPathLen < sizeof(target));
+    memcpy(target, head->rawPath, head->rawPathLen);
+    require(corHttpTargetDecode(target, head->rawPathLen, &t) == 0);
+    require(t.pathLen == head->pathLen
+            && memcmp(t.path, head->path, t.pathLen) == 0);
+}
+
 static void
 checkQuery(const CorHttpRequestHead* head)
 {
@@ -217,13 +238,18 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     char* buf = copyOf(data, size);
     int rc;
 
+    static char raw[4096];              /* past limits.headerBytes */
+
     require(head != NULL);
     head->headers = headers;
+    head->rawBuf = raw;
+    head->rawCap = sizeof(raw);
     rc = corHttpParseHead(buf, size, &limits, head);
     require(rc >= 0 || knownStatus(rc));
     if (rc > 0) {
         checkHead(data, buf, size, head, rc);
         checkQuery(head);
+        checkRawPath(head);
         (void)corHttpHeaderFind(head, "content-type");
     }
     for (size_t i = 0; i < size && i <= COR_FUZZ_SPLITS; i++) {

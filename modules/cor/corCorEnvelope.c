@@ -49,8 +49,8 @@ putFirst(CorCorEncoder* e, CorCorType type, const CorCorMessage* m)
         return -EINVAL;
     }
     if (type == COR_COR_RESPONSE) {
-        if (m->status < 100 || m->status > 999) {
-            corCorWhy(e->why, e->whyLen, "status %d, not 100..999",
+        if (!corCorStatusFinal(m->status)) {
+            corCorWhy(e->why, e->whyLen, "status %d, not 200..599",
                       m->status);
             return -EINVAL;
         }
@@ -535,9 +535,9 @@ static int
 checkFirst(Reader* r)
 {
     if (r->type == COR_COR_RESPONSE) {
-        if ((r->seen & MEMBER_STATUS) == 0 || r->status < 100
-            || r->status > 999) {
-            return refuse(r, "RESPONSE: no status in 100..999");
+        if ((r->seen & MEMBER_STATUS) == 0
+            || !corCorStatusFinal(r->status)) {
+            return refuse(r, "RESPONSE: no status in 200..599");
         }
         return 0;
     }

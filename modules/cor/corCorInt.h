@@ -209,6 +209,9 @@ bool corCorNamed(const char* name, size_t len, const char* what);
 
 /* Date and Content-Length, which do not travel. */
 bool corCorDropped(const char* name, size_t len);
+/* Whether status may be a RESPONSE's: a final HTTP status, 200..599 (a
+ * 1xx is no answer, 101 an upgrade cor:// has not). */
+bool corCorStatusFinal(long long status);
 
 /* The content type of m as a header (the field, else the first
  * Content-Type among its headers); false when there is none. */

@@ -74,6 +74,16 @@ corCorDropped(const char* name, size_t len)
            || corCorNamed(name, len, "Content-Length");
 }
 
+/* A RESPONSE answers its REQUEST once, finally: a 1xx is no answer (an
+ * HTTP client would read it as an interim one and take what follows for
+ * the answer), 101 is an HTTP upgrade, which cor:// has not, and a status
+ * past 599 no HTTP client takes. */
+bool
+corCorStatusFinal(long long status)
+{
+    return status >= 200 && status <= 599;
+}
+
 /* ---- Bodies ------------------------------------------------------------- */
 
 /* Whether the tree fits under a frame's root within the codec's limits. */
@@ -307,8 +317,8 @@ headPut(json_t* root, CorCorType type, const CorCorMessage* m, char* why,
         return -EINVAL;
     }
     if (type == COR_COR_RESPONSE) {
-        if (m->status < 100 || m->status > 999) {
-            corCorWhy(why, whyLen, "status %d, not 100..999", m->status);
+        if (!corCorStatusFinal(m->status)) {
+            corCorWhy(why, whyLen, "status %d, not 200..599", m->status);
             return -EINVAL;
         }
         return json_object_set_new_nocheck(root, "status",
@@ -470,9 +480,8 @@ headRead(CorCorType type, json_t* tree, CorCorMessage* m, char* why,
 
     if (type == COR_COR_RESPONSE) {
         v = json_object_get(tree, "status");
-        if (v == NULL || json_integer_value(v) < 100
-            || json_integer_value(v) > 999) {
-            return refuse(why, whyLen, "RESPONSE: no status in 100..999");
+        if (v == NULL || !corCorStatusFinal(json_integer_value(v))) {
+            return refuse(why, whyLen, "RESPONSE: no status in 200..599");
         }
         m->status = (int)json_integer_value(v);
         return 0;

@@ -91,10 +91,27 @@ corServerRequestUnlink(CorServerRequest* req)
     req->prev = req->next = NULL;
 }
 
+/* The path of target (checked) as it was encoded, dot segments removed,
+ * into room, for a proxy to pass on as HTTP's (corHttpPathRaw). */
+static void
+pathRawKeep(CorRequest* r, const char* target, char* room)
+{
+    size_t n = strcspn(target, "?");
+    int len;
+
+    memcpy(room, target, n);
+    len = corHttpPathRaw(room, n, room);
+    if (len >= 0) {
+        r->rawPath = room;
+        r->rawPathLen = (size_t)len;
+    }
+}
+
 /*
  * The request of a REQUEST message, which it takes over. Its target is
  * decoded as HTTP decodes a request line's (the same routes must match
- * the same paths); a target HTTP would refuse is answered 400 here.
+ * the same paths); a target HTTP would refuse is answered 400 here. The
+ * path as it came is kept beside it.
  * Returns the request, or NULL (answered, or no memory).
  */
 static CorServerRequest*
@@ -103,7 +120,7 @@ requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
     size_t targetLen = strlen(m->path);
     unsigned count = m->headerCount + (m->contentType != NULL);
     CorServerRequest* req = calloc(1, sizeof(*req) + count * sizeof(CorHeader)
-                                      + targetLen + 1);
+                                      + 2 * targetLen + 1);
     char* target;
     CorHttpTarget t;
 
@@ -140,6 +157,7 @@ requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
         .secure = c->tls,
         .version = "COR/1",
     };
+    pathRawKeep(&req->r, req->message.path, target + targetLen + 1);
     corPeerAddress(&c->peer, req->remote, sizeof(req->remote));
     return req;
 }

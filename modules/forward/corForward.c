@@ -16,6 +16,7 @@
  *             read_timeout: 30s      (first byte, and between bytes)
  *             fail_timeout: 10s
  *             host: upstream         (keep | upstream | a name)
+ *             underscores_in_headers: false  (X_Name fields dropped)
  *     routes:
  *       - { match: "/api/...", handler: backend }
  *
@@ -160,6 +161,31 @@ bodyStream(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
     corResponseStreamEnd(r);
 }
 
+/* An answer of a module's scheme (cor://) comes whole: its length is
+ * known, and said as an HTTP upstream's Content-Length is (but for a
+ * HEAD, whose answer is empty whatever a GET would get). */
+static int
+lengthKeep(CorRequest* r, const CorHttpClientResponse* res)
+{
+    char len[24];
+
+    if (res->body == NULL || r->head
+        || corHttpClientHeader(res, "content-length") != NULL) {
+        return 0;
+    }
+    snprintf(len, sizeof(len), "%zu", res->bodyLen);
+    return corResponseHeader(r, "Content-Length", len);
+}
+
+/* A HEAD whose upstream said no length: its answer must say none either
+ * (an empty response would say "Content-Length: 0"), so it goes as a
+ * stream of no piece. */
+static bool
+lengthUnknownHead(const CorRequest* r, const CorHttpClientResponse* res)
+{
+    return r->head && corHttpClientHeader(res, "content-length") == NULL;
+}
+
 /* The head is in: pass the answer on. A body that comes whole with its
  * first read (a small one) goes as one response; a longer one is
  * streamed. Never inlined: its buffer must not be on the stack while the
@@ -173,7 +199,7 @@ answerPass(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
     char* buf;
     ssize_t n = 0;
 
-    if (forwardResponseHeaders(r, res, &type) < 0) {
+    if (forwardResponseHeaders(r, res, &type) < 0 || lengthKeep(r, res) < 0) {
         corRespondStatic(r, 500, "text/plain", "no memory\n", 10);
         return;
     }
@@ -187,11 +213,15 @@ answerPass(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
         failRespond(r, (int)n);
         return;
     }
-    if (corHttpClientBodyDone(x)) {
+    if (corHttpClientBodyDone(x) && !lengthUnknownHead(r, res)) {
         corRespond(r, res->status, type, first, (size_t)n);
         return;
     }
     if (corResponseStreamStart(r, res->status, type) != 0) {
+        return;
+    }
+    if (corHttpClientBodyDone(x)) {
+        corResponseStreamEnd(r);
         return;
     }
     buf = malloc(FORWARD_READ_BYTES);
@@ -328,7 +358,8 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
 {
     static const char* const keys[] = { "name", "servers", "connect_timeout",
                                         "read_timeout", "fail_timeout",
-                                        "host", NULL };
+                                        "host", "underscores_in_headers",
+                                        NULL };
     CorConfErrors* e = corModuleErrors(m);
     ForwardGroup* g = &groups[index];
     const char* name = corConfString(entry, "name", NULL, e);
@@ -352,6 +383,7 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
                                               1, 24 * 3600000, e);
     g->failTimeoutMs = corConfDurationMs(entry, "fail_timeout", 10000, 0,
                                          24 * 3600000, e);
+    g->underscores = corConfBool(entry, "underscores_in_headers", false, e);
     if (g->name == NULL || serversRead(m, entry, g) < 0
         || hostRead(m, entry, g) < 0) {
         return -1;

@@ -131,7 +131,8 @@ forwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
     for (unsigned i = 0; i < r->headerCount; i++) {
         const CorHeader* h = &r->headers[i];
 
-        if (!requestOwn(h) && !hopByHop(h, r->headers, r->headerCount)) {
+        if (!requestOwn(h) && !hopByHop(h, r->headers, r->headerCount)
+            && (g->underscores || memchr(h->name, '_', h->nameLen) == NULL)) {
             out[n++] = *h;
         }
     }
@@ -164,13 +165,14 @@ copyOf(CorRequest* r, const char* s, size_t len)
     return out;
 }
 
-/* Fields of an answer this hop writes itself. The length of the answer
- * to a HEAD is the upstream's (what a GET would get), not this hop's. */
+/* Fields of an answer this hop writes itself. The upstream's
+ * Content-Length stays: the HTTP module frames the answer with it (a
+ * streamed answer goes out with the length it will have, a HEAD's says
+ * what a GET would get) rather than with a length of its own. */
 static bool
-responseOwn(const CorRequest* r, const CorHeader* h)
+responseOwn(const CorHeader* h)
 {
-    return (nameIs(h, "content-length") && !r->head)
-           || nameIs(h, "content-type") || nameIs(h, "server")
+    return nameIs(h, "content-type") || nameIs(h, "server")
            || nameIs(h, "date");
 }
 
@@ -190,7 +192,7 @@ forwardResponseHeaders(CorRequest* r, const CorHttpClientResponse* res,
         char* name;
         char* value;
 
-        if (responseOwn(r, h) || hopByHop(h, res->headers, res->headerCount)) {
+        if (responseOwn(h) || hopByHop(h, res->headers, res->headerCount)) {
             continue;
         }
         name = copyOf(r, h->name, h->nameLen);
@@ -218,8 +220,8 @@ forwardUrl(CorRequest* r, const ForwardServer* s)
 {
     static const char hex[] = "0123456789ABCDEF";
     size_t base = strlen(s->url);
-    char* out = corRequestAlloc(r, base + 3 * r->pathLen + 3 * r->queryLen
-                                       + 3);
+    char* out = corRequestAlloc(r, base + 3 * r->pathLen + r->rawPathLen
+                                       + 3 * r->queryLen + 3);
     char* p = out;
 
     if (out == NULL) {
@@ -227,9 +229,15 @@ forwardUrl(CorRequest* r, const ForwardServer* s)
     }
     memcpy(p, s->url, base);
     p += base;
-    /* The server decoded the path; encode again what must be, '%' too, so
-     * that the upstream decodes the same path. */
-    for (size_t i = 0; i < r->pathLen; i++) {
+    if (r->rawPath != NULL) {
+        /* As the client encoded it: "%2F" is not '/' to every server. */
+        memcpy(p, r->rawPath, r->rawPathLen);
+        p += r->rawPathLen;
+    }
+    /* A protocol without a raw path (a subscription's): encode the decoded
+     * one again where it must be, '%' too, so that the upstream decodes
+     * the same path. */
+    for (size_t i = 0; r->rawPath == NULL && i < r->pathLen; i++) {
         unsigned char ch = (unsigned char)r->path[i];
 
         if (ch != '\0' && pathSafe(ch)) {

@@ -39,6 +39,7 @@ typedef struct {
     uint64_t failTimeoutMs;
     ForwardHostMode hostMode;
     char* host;                 /* FORWARD_HOST_NAME */
+    bool underscores;           /* header names with '_' go on */
 } ForwardGroup;
 
 /*
@@ -47,23 +48,29 @@ typedef struct {
  * Trailer, Transfer-Encoding, Upgrade, Proxy-*; the body's framing and
  * Expect, which this hop settled), Host as g says, X-Forwarded-For with
  * the client appended, X-Forwarded-Proto, and Via with this hop
- * appended. Returns 0 with *headersP and *countP set, or -ENOMEM.
+ * appended. A field whose name has an underscore is dropped unless g
+ * allows them (nginx's underscores_in_headers): "Transfer_Encoding" is
+ * Transfer-Encoding to a server that maps '_' to '-' (CGI, PHP, many
+ * frameworks) and would frame the body its own way. Returns 0 with
+ * *headersP and *countP set, or -ENOMEM.
  */
 int forwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
                           CorHeader** headersP, unsigned* countP);
 
 /*
  * Set the end-to-end headers of an upstream's answer on r (hop-by-hop
- * ones, the framing, Server and Date, which this hop writes, are left
- * out; a HEAD keeps the upstream's Content-Length), and return its
+ * ones, Transfer-Encoding, Server and Date, which this hop writes, are
+ * left out; its Content-Length stays, for the HTTP module to frame the
+ * answer with), and return its
  * Content-Type as a string in r's arena (NULL when it has none). Returns
  * 0 or -ENOMEM.
  */
 int forwardResponseHeaders(CorRequest* r, const CorHttpClientResponse* res,
                            const char** contentTypeP);
 
-/* The URL of r on server s (its path percent-encoded again, its query as
- * it came), in r's arena; NULL without memory. */
+/* The URL of r on server s (its path as the client encoded it, dot
+ * segments removed, or else percent-encoded again; its query as it came),
+ * in r's arena; NULL without memory. */
 char* forwardUrl(CorRequest* r, const ForwardServer* s);
 
 #endif /* COR_FORWARD_INT_H */

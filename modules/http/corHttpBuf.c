@@ -41,7 +41,9 @@ httpLoopBuffersInit(HttpLoop* hl)
 {
     hl->head.headers = calloc(corLimits()->headerCount,
                               sizeof(*hl->head.headers));
-    return hl->head.headers != NULL ? 0 : -1;
+    hl->head.rawCap = corLimits()->headerBytes;
+    hl->head.rawBuf = malloc(hl->head.rawCap);
+    return hl->head.headers != NULL && hl->head.rawBuf != NULL ? 0 : -1;
 }
 
 void
@@ -52,4 +54,6 @@ httpLoopBuffersFree(HttpLoop* hl)
     }
     free(hl->head.headers);
     hl->head.headers = NULL;
+    free(hl->head.rawBuf);
+    hl->head.rawBuf = NULL;
 }

@@ -496,14 +496,16 @@ movedInto(const char* p, const char* base, size_t len, char* copy)
  * The record of a request whose head h was just parsed at the connection's
  * inStart: the head's bytes are copied behind it, and everything it says
  * points into that copy, exactly as long as the head is (its fields, not
- * the configured maximum).
+ * the configured maximum); then the raw path, when decoding left it in
+ * the loop's room rather than in the head.
  */
 static HttpRequest*
 requestCreate(HttpConn* c, const CorHttpRequestHead* h)
 {
     const char* base = c->in + c->inStart;
     size_t fields = h->headerCount * sizeof(CorHeader);
-    HttpRequest* req = malloc(sizeof(*req) + fields + h->headLen);
+    size_t raw = h->rawPath == h->rawBuf ? h->rawPathLen : 0;
+    HttpRequest* req = malloc(sizeof(*req) + fields + h->headLen + raw);
     CorRequest* r;
     char* copy;
 
@@ -512,6 +514,7 @@ requestCreate(HttpConn* c, const CorHttpRequestHead* h)
     }
     copy = (char*)req->headers + fields;
     memcpy(copy, base, h->headLen);
+    memcpy(copy + h->headLen, h->rawBuf, raw);
 #define MOVED(p) movedInto((p), base, h->headLen, copy)
     for (unsigned i = 0; i < h->headerCount; i++) {
         req->headers[i] = (CorHeader){ MOVED(h->headers[i].name),
@@ -527,6 +530,8 @@ requestCreate(HttpConn* c, const CorHttpRequestHead* h)
     r->pathLen = h->pathLen;
     r->query = MOVED(h->query);
     r->queryLen = h->queryLen;
+    r->rawPath = raw > 0 ? copy + h->headLen : MOVED(h->rawPath);
+    r->rawPathLen = h->rawPathLen;
     r->headers = req->headers;
     r->headerCount = h->headerCount;
     r->body = "";
@@ -882,7 +887,8 @@ requestDone(CorRequest* r)
     if (httpResponseAppend(c, req, c->keepAlive) != 0) {
         c->keepAlive = false;
     }
-    r->bodySent = r->head || r->stream != NULL ? 0 : r->responseLen;
+    r->bodySent = req->framing != HTTP_FRAME_LENGTH ? 0
+                  : r->fileFd >= 0 ? req->bodyLeft : r->responseLen;
     if (r->stream != NULL) {
         /* The head goes now; the pieces and the end come as written. */
         if (!c->processing && httpFlush(c) != 0) {
@@ -894,7 +900,7 @@ requestDone(CorRequest* r)
         /* The connection owns the file now; a HEAD sends none of it. */
         c->fileFd = r->fileFd;
         c->fileOffset = (off_t)r->fileOffset;
-        c->fileLeft = r->head ? 0 : r->responseLen;
+        c->fileLeft = (size_t)req->bodyLeft;
         r->fileFd = -1;
         if (c->fileLeft == 0) {
             fileDone(c);

@@ -54,6 +54,14 @@ typedef enum {
     HTTP_UPGRADED               /* its 101 is set: handed over next */
 } HttpState;
 
+/* How a response's body goes out after its head. */
+typedef enum {
+    HTTP_FRAME_NONE,            /* no body: a HEAD, a 1xx, 204 or 304 */
+    HTTP_FRAME_LENGTH,          /* Content-Length: bodyLeft bytes to go */
+    HTTP_FRAME_CHUNKED,         /* a stream of unknown length, HTTP/1.1 */
+    HTTP_FRAME_CLOSE            /* the same for HTTP/1.0: to the close */
+} HttpFraming;
+
 /*
  * A request, from its head to its release. Owned by the core between
  * corRequestServe and ops->release. It owns everything its CorRequest
@@ -72,6 +80,10 @@ typedef struct {
     bool expectContinue;
     int versionMinor;
     bool shutBefore;            /* its client had shut its side already */
+    HttpFraming framing;        /* the answer's, set with its head */
+    uint64_t lengthSaid;        /* its head's Content-Length, or
+                                 * UINT64_MAX for none */
+    uint64_t bodyLeft;          /* HTTP_FRAME_LENGTH: bytes still owed */
     char remote[48];            /* the client's address, as r.remote */
     char* body;                 /* the body's buffer, or NULL */
     size_t bodyCap;             /* its size: a loop buffer's goes back */
@@ -157,12 +169,16 @@ HttpLoop* httpLoopAt(unsigned index);
 /* ---- corHttpResponse.c --------------------------------------------------- */
 
 /* Append the response of r to the connection's output (the head only for
- * a file or a stream). */
-int httpResponseAppend(HttpConn* c, const HttpRequest* req, bool keepAlive);
-/* A piece of a streamed body: a chunk on HTTP/1.1, raw on HTTP/1.0. */
-int httpChunkAppend(HttpConn* c, const HttpRequest* req, const void* data,
+ * a file or a stream), and choose how its body goes (req->framing): none
+ * where the status or a HEAD forbids one, whoever produced it. */
+int httpResponseAppend(HttpConn* c, HttpRequest* req, bool keepAlive);
+/* A piece of a streamed body: a chunk (HTTP/1.1, length unknown), raw
+ * (a length said, or HTTP/1.0), nothing (no body allowed). What passes a
+ * length said is dropped and the connection set to close. */
+int httpChunkAppend(HttpConn* c, HttpRequest* req, const void* data,
                     size_t len);
-/* The end of a streamed body. */
+/* The end of a streamed body; -1 when it fell short of its length (the
+ * connection must close). */
 int httpChunkEnd(HttpConn* c, const HttpRequest* req);
 /* Append a bare error response (a refused request) that closes. */
 int httpErrorAppend(HttpConn* c, int status);

@@ -174,63 +174,77 @@ putDecimal(char* at, size_t value)
     return at;
 }
 
+/* A status that allows no body: nothing follows its head, whatever the
+ * handler gave (RFC 9110 6.4.1, 15.3.5, 15.4.5). */
+static bool
+statusBodiless(int status)
+{
+    return (status >= 100 && status < 200) || status == 204 || status == 304;
+}
+
+/* The fields that frame a body: the writer's alone, never a handler's. */
+static bool
+headerFraming(const CorHeader* h)
+{
+    return (h->nameLen == 14 && strncasecmp(h->name, "content-length",
+                                            14) == 0)
+           || (h->nameLen == 17 && strncasecmp(h->name, "transfer-encoding",
+                                               17) == 0);
+}
+
 /*
  * The head of a response, put together with copies rather than printf:
  * this runs once per request, and formatting was a good part of its cost.
+ * The framing field is the one req->framing says, and the handler's
+ * framing fields are left out.
  */
-/* length: SIZE_MAX for a streamed body (chunked, or to the close);
- * LENGTH_GIVEN for a HEAD whose handler set the Content-Length (a proxy
- * passing on the length of what a GET would get). */
-#define LENGTH_GIVEN (SIZE_MAX - 1)
-
 static int
-appendHead(HttpConn* c, int status, const char* contentType, size_t length,
-           const CorHeader* headers, unsigned headerCount, bool keepAlive,
-           bool http10)
+appendHead(HttpConn* c, const HttpRequest* req, int status, bool keepAlive)
 {
+    const CorRequest* r = &req->r;
     const char* reason = httpStatusText(status);
-    size_t typeLen = contentType ? strlen(contentType) : 0;
+    size_t typeLen = r->contentType ? strlen(r->contentType) : 0;
     size_t extra = strlen(reason) + typeLen + 160;
     char* start;
     char* at;
 
-    for (unsigned i = 0; i < headerCount; i++) {
-        extra += headers[i].nameLen + headers[i].valueLen + 4;
+    for (unsigned i = 0; i < r->responseHeaderCount; i++) {
+        extra += r->responseHeaders[i].nameLen
+                 + r->responseHeaders[i].valueLen + 4;
     }
     start = at = outputReserve(c, extra);
     if (at == NULL) {
         return -1;
     }
     at = PUT_LITERAL(at, "HTTP/1.1 ");
-    at = putDecimal(at, (size_t)(status >= 100 && status <= 999 ? status
-                                                                 : 500));
+    at = putDecimal(at, (size_t)status);
     *at++ = ' ';
     at = put(at, reason, strlen(reason));
     at = PUT_LITERAL(at, "\r\nServer: cor\r\nDate: ");
     at = put(at, httpDate(c->hl), 29);
-    if ((status >= 100 && status < 200) || status == 204 || status == 304) {
-        /* These have no body and say nothing of one (RFC 9110 8.6). */
-    } else if (length == LENGTH_GIVEN) {
-        /* Among the handler's headers. */
-    } else if (length != SIZE_MAX) {
+    if (req->lengthSaid != UINT64_MAX) {
         at = PUT_LITERAL(at, "\r\nContent-Length: ");
-        at = putDecimal(at, length);
-    } else if (!http10) {
+        at = putDecimal(at, req->lengthSaid);
+    } else if (req->framing == HTTP_FRAME_CHUNKED) {
         at = PUT_LITERAL(at, "\r\nTransfer-Encoding: chunked");
     }
-    if (contentType != NULL) {
+    if (r->contentType != NULL) {
         at = PUT_LITERAL(at, "\r\nContent-Type: ");
-        at = put(at, contentType, typeLen);
+        at = put(at, r->contentType, typeLen);
     }
-    for (unsigned i = 0; i < headerCount; i++) {
-        at = PUT_LITERAL(at, "\r\n");
-        at = put(at, headers[i].name, headers[i].nameLen);
-        at = PUT_LITERAL(at, ": ");
-        at = put(at, headers[i].value, headers[i].valueLen);
+    for (unsigned i = 0; i < r->responseHeaderCount; i++) {
+        const CorHeader* h = &r->responseHeaders[i];
+
+        if (!headerFraming(h)) {
+            at = PUT_LITERAL(at, "\r\n");
+            at = put(at, h->name, h->nameLen);
+            at = PUT_LITERAL(at, ": ");
+            at = put(at, h->value, h->valueLen);
+        }
     }
     if (!keepAlive) {
         at = PUT_LITERAL(at, "\r\nConnection: close");
-    } else if (http10) {
+    } else if (req->versionMinor == 0) {
         at = PUT_LITERAL(at, "\r\nConnection: keep-alive");
     }
     at = PUT_LITERAL(at, "\r\n\r\n");
@@ -238,55 +252,129 @@ appendHead(HttpConn* c, int status, const char* contentType, size_t length,
     return 0;
 }
 
-/* Whether the handler set a header named name. */
-static bool
-headerGiven(const CorRequest* r, const char* name)
+/* The Content-Length the handler set (a proxy passing its upstream's
+ * on), when it is one number; UINT64_MAX when none is. */
+static uint64_t
+lengthGiven(const CorRequest* r)
 {
-    size_t len = strlen(name);
-
     for (unsigned i = 0; i < r->responseHeaderCount; i++) {
         const CorHeader* h = &r->responseHeaders[i];
+        uint64_t n = 0;
+        size_t k;
 
-        if (h->nameLen == len && strncasecmp(h->name, name, len) == 0) {
-            return true;
+        if (!headerFraming(h) || h->name[0] == 't' || h->name[0] == 'T'
+            || h->valueLen == 0 || h->valueLen > 18) {
+            continue;
+        }
+        for (k = 0; k < h->valueLen && h->value[k] >= '0'
+                    && h->value[k] <= '9'; k++) {
+            n = n * 10 + (uint64_t)(h->value[k] - '0');
+        }
+        if (k == h->valueLen) {
+            return n;
         }
     }
-    return false;
+    return UINT64_MAX;
+}
+
+/*
+ * How the body of req goes out, and the length its head says. A body the
+ * status forbids, or a HEAD's, is never sent. A length is said only when
+ * it is known: the body's, or the handler's for a stream (a proxy passing
+ * on its upstream's; the stream is then held to it) and for a HEAD (what
+ * a GET would get). Never one made up: a stream of unknown length is
+ * chunked (HTTP/1.1) or ends with the close (HTTP/1.0), and a HEAD of one
+ * says no length.
+ */
+static void
+framingChoose(HttpRequest* req, int status)
+{
+    const CorRequest* r = &req->r;
+    uint64_t given = lengthGiven(r);
+
+    req->lengthSaid = UINT64_MAX;
+    req->bodyLeft = 0;
+    if (statusBodiless(status)) {
+        req->framing = HTTP_FRAME_NONE;
+        return;
+    }
+    if (r->stream == NULL) {
+        req->lengthSaid = r->head && given != UINT64_MAX ? given
+                                                          : r->responseLen;
+    } else {
+        req->lengthSaid = given;
+    }
+    if (r->head) {
+        req->framing = HTTP_FRAME_NONE;
+    } else if (req->lengthSaid != UINT64_MAX) {
+        req->framing = HTTP_FRAME_LENGTH;
+        req->bodyLeft = req->lengthSaid;
+    } else {
+        req->framing = req->versionMinor == 0 ? HTTP_FRAME_CLOSE
+                                              : HTTP_FRAME_CHUNKED;
+    }
+}
+
+/* The status that goes out: a final one (200..599), or 101 for the
+ * upgrade hand-off. Any other is a handler's mistake (or an upstream's
+ * that reached it): a 1xx would be read as interim, the answer after it
+ * as this one's. */
+static int
+statusSent(const HttpRequest* req)
+{
+    const CorRequest* r = &req->r;
+
+    if ((r->status >= 200 && r->status <= 599)
+        || (r->status == 101 && r->upgrade != NULL)) {
+        return r->status;
+    }
+    corLog(COR_LOG_ERROR, "handler %s: status %d is not a final answer "
+           "(200..599; 101 only through corRequestUpgrade): 500 sent",
+           corRequestHandlerName(r), r->status);
+    return 500;
 }
 
 int
-httpResponseAppend(HttpConn* c, const HttpRequest* req, bool keepAlive)
+httpResponseAppend(HttpConn* c, HttpRequest* req, bool keepAlive)
 {
     const CorRequest* r = &req->r;
-    size_t length = r->stream != NULL ? SIZE_MAX : r->responseLen;
+    int status = statusSent(req);
 
-    if (r->head && headerGiven(r, "content-length")) {
-        length = LENGTH_GIVEN;
-    }
-    if (appendHead(c, r->status, r->contentType, length,
-                   r->responseHeaders, r->responseHeaderCount, keepAlive,
-                   req->versionMinor == 0) != 0) {
+    framingChoose(req, status);
+    if (appendHead(c, req, status, keepAlive) != 0) {
         return -1;
     }
-    if (r->head || r->responseLen == 0 || r->fileFd >= 0
-        || r->stream != NULL) {
+    if (req->framing != HTTP_FRAME_LENGTH || r->responseLen == 0
+        || r->fileFd >= 0 || r->stream != NULL) {
         return 0;
     }
+    req->bodyLeft = 0;
     return appendBytes(c, r->responseBody, r->responseLen);
 }
 
 int
-httpChunkAppend(HttpConn* c, const HttpRequest* req, const void* data,
+httpChunkAppend(HttpConn* c, HttpRequest* req, const void* data,
                 size_t len)
 {
     char size[24];
     int n;
 
-    if (req->r.head) {
+    switch (req->framing) {
+    case HTTP_FRAME_NONE:
         return 0;
-    }
-    if (req->versionMinor == 0) {
+    case HTTP_FRAME_CLOSE:
         return appendBytes(c, data, len);   /* delimited by the close */
+    case HTTP_FRAME_LENGTH:
+        /* More than the length said would be read as the next answer:
+         * what is past it is dropped, and the close tells the client. */
+        if (len > req->bodyLeft) {
+            len = (size_t)req->bodyLeft;
+            c->keepAlive = false;
+        }
+        req->bodyLeft -= len;
+        return appendBytes(c, data, len);
+    case HTTP_FRAME_CHUNKED:
+        break;
     }
     n = snprintf(size, sizeof(size), "%zx\r\n", len);
     if (appendBytes(c, size, (size_t)n) != 0
@@ -299,7 +387,12 @@ httpChunkAppend(HttpConn* c, const HttpRequest* req, const void* data,
 int
 httpChunkEnd(HttpConn* c, const HttpRequest* req)
 {
-    if (req->r.head || req->versionMinor == 0) {
+    if (req->framing == HTTP_FRAME_LENGTH) {
+        /* Short of its length: only the close can tell the client that
+         * the answer was cut (never padded). */
+        return req->bodyLeft == 0 ? 0 : -1;
+    }
+    if (req->framing != HTTP_FRAME_CHUNKED) {
         return 0;
     }
     return appendBytes(c, "0\r\n\r\n", 5);
@@ -316,13 +409,16 @@ httpErrorAppendWhy(HttpConn* c, int status, const char* why)
 {
     char body[128];
     int len = snprintf(body, sizeof(body), "%d %s\n", status, why);
+    HttpRequest req;
 
     if (len >= (int)sizeof(body)) {
         len = (int)sizeof(body) - 1;
     }
+    req = (HttpRequest){ .r.contentType = "text/plain", .versionMinor = 1,
+                         .framing = HTTP_FRAME_LENGTH,
+                         .lengthSaid = (uint64_t)len };
 
-    if (appendHead(c, status, "text/plain", (size_t)len, NULL, 0, false,
-                   false) != 0) {
+    if (appendHead(c, &req, status, false) != 0) {
         return -1;
     }
     return appendBytes(c, body, (size_t)len);

@@ -301,6 +301,10 @@ START_TEST(test_the_message_cases_encode_and_decode_alike)
     sendAlike(&p, COR_COR_PUSH, &(CorCorMessage){ .status = 200 });
     sendAlike(&p, COR_COR_RESPONSE, &(CorCorMessage){ .status = 99 });
     sendAlike(&p, COR_COR_RESPONSE, &(CorCorMessage){ .status = 1000 });
+    /* No interim answer, no upgrade, nothing an HTTP client refuses. */
+    sendAlike(&p, COR_COR_RESPONSE, &(CorCorMessage){ .status = 101 });
+    sendAlike(&p, COR_COR_RESPONSE, &(CorCorMessage){ .status = 199 });
+    sendAlike(&p, COR_COR_RESPONSE, &(CorCorMessage){ .status = 600 });
     sendAlike(&p, COR_COR_RESPONSE, &(CorCorMessage){ .status = 200,
               .contentType = "text/plain\n" });
     pairFree(&p);
@@ -413,6 +417,9 @@ START_TEST(test_trees_that_are_not_messages_are_refused_alike)
         "{\"status\":200,\"headers\":{}}",
         "{\"status\":200}",
         "{\"status\":99}",
+        "{\"status\":100}",
+        "{\"status\":101}",
+        "{\"status\":600}",
         "{\"status\":\"200\"}",
         "{\"status\":200,\"verb\":\"GET\"}",
         "{\"verb\":\"GET\",\"path\":\"/\"}",

@@ -269,6 +269,13 @@ START_TEST(test_bad_messages_are_not_sent)
     notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 99 }, "status 99");
     notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 1000 },
             "status 1000");
+    /* No interim answer, no upgrade, nothing an HTTP client refuses. */
+    notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 100 },
+            "status 100");
+    notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 101 },
+            "status 101");
+    notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 600 },
+            "status 600");
     notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 200,
             .headers = badName, .headerCount = 1 }, "not a token");
     notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 200,
@@ -317,6 +324,10 @@ START_TEST(test_bad_messages_are_refused)
         { COR_COR_RESPONSE, "{\"status\":200,\"verb\":\"GET\"}", "\"verb\"" },
         { COR_COR_RESPONSE, "{}", "no status" },
         { COR_COR_RESPONSE, "{\"status\":42}", "no status" },
+        { COR_COR_RESPONSE, "{\"status\":100}", "no status in 200..599" },
+        { COR_COR_RESPONSE, "{\"status\":101}", "no status in 200..599" },
+        { COR_COR_RESPONSE, "{\"status\":199}", "no status in 200..599" },
+        { COR_COR_RESPONSE, "{\"status\":600}", "no status in 200..599" },
         { COR_COR_RESPONSE, "{\"status\":\"200\"}", "\"status\"" },
         { COR_COR_RESPONSE, "{\"status\":200,\"body\":1,\"text\":\"a\"}",
           "second body" },

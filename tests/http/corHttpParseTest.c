@@ -307,6 +307,50 @@ START_TEST(test_dot_segments)
 }
 END_TEST
 
+/* The raw path keeps the escapes as they came and loses only the dot
+ * segments, the decoded path's: it decodes to the path the routes see. */
+START_TEST(test_raw_path_for_a_proxy)
+{
+    static const struct {
+        const char* target;
+        const char* path;
+        const char* raw;
+    } cases[] = {
+        { "/a/b?x", "/a/b", "/a/b" },
+        { "/a/./b/../c", "/a/c", "/a/c" },
+        { "/api/group%2Fproject", "/api/group/project",
+          "/api/group%2Fproject" },
+        { "/a%2Fb/../c", "/a/c", "/a/c" },
+        { "/a/%2e%2E/b%20c", "/b c", "/b%20c" },
+        { "/a/..%2Fb%2f", "/b/", "/b%2f" },
+        { "/a%2F.", "/a/", "/a/" },
+        { "/x/%2e/y%3F", "/x/y?", "/x/y%3F" },
+        { "/a/b%2F..%2F..%2Fc", "/c", "/c" },
+        { "/%41%2e%2e/b", "/A../b", "/%41%2e%2e/b" },
+    };
+    static char raw[64];
+    char req[256];
+
+    head.rawBuf = raw;
+    head.rawCap = sizeof(raw);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: a\r\n\r\n",
+                 cases[i].target);
+        ck_assert_msg(parse(req) > 0, "%s", cases[i].target);
+        CHECK_SPAN(head.path, head.pathLen, cases[i].path);
+        CHECK_SPAN(head.rawPath, head.rawPathLen, cases[i].raw);
+    }
+    ck_assert_int_eq(parse("GET /a%2F..%2F.. HTTP/1.1\r\nHost: a\r\n\r\n"),
+                     -400);
+    /* Without room, no raw path: a caller never gets a decoded one. */
+    head.rawCap = 4;
+    ck_assert_int_gt(parse("GET /a%2Fbc HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
+    ck_assert_ptr_null(head.rawPath);
+    head.rawBuf = NULL;
+    head.rawCap = 0;
+}
+END_TEST
+
 START_TEST(test_many_headers)
 {
     CorHttpLimits ten = limits;
@@ -1146,6 +1190,7 @@ COR_TEST_SUITE(corHttpParse)
     tcase_add_test(tc, test_keep_alive_by_version_and_connection);
     tcase_add_test(tc, test_expect_continue);
     tcase_add_test(tc, test_path_decoded_in_place_query_raw);
+    tcase_add_test(tc, test_raw_path_for_a_proxy);
     tcase_add_test(tc, test_dot_segments);
     tcase_add_test(tc, test_many_headers);
     tcase_add_test(tc, test_fragment_dropped);

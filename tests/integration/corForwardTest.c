@@ -14,11 +14,9 @@
 #include "corTest.h"
 #include "corServer.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static CorServer server;
@@ -106,11 +104,7 @@ tearDown(void)
     corServerStop(&server);
     corServerStop(&tlsUpstream);
     for (int i = 0; i < 2; i++) {
-        if (upstreamPid[i] > 0) {
-            kill(upstreamPid[i], SIGTERM);
-            waitpid(upstreamPid[i], NULL, 0);
-            upstreamPid[i] = 0;
-        }
+        corUpstreamStop(&upstreamPid[i]);
     }
     corTestCertsRemove(certs);
 }
@@ -120,11 +114,7 @@ tearDown(void)
 static int
 curl(const char* args, const char* path)
 {
-    char command[1024];
-
-    snprintf(command, sizeof(command), "curl -s --max-time 20 %s "
-             "'http://127.0.0.1:%d%s' 2>&1", args, server.port, path);
-    return corShell(command, out, sizeof(out));
+    return corCurl(server.port, args, path, out, sizeof(out));
 }
 
 static bool

@@ -15,12 +15,10 @@
 #include <arpa/inet.h>
 #include <limits.h>
 #include <netinet/in.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static CorServer server;
@@ -99,11 +97,7 @@ tearDown(void)
 {
     corServerStop(&server);
     corServerStop(&tlsUpstream);
-    if (upstreamPid > 0) {
-        kill(upstreamPid, SIGTERM);
-        waitpid(upstreamPid, NULL, 0);
-        upstreamPid = 0;
-    }
+    corUpstreamStop(&upstreamPid);
 }
 
 /* GET handler?url=http://127.0.0.1:UPSTREAM/path&extra; extra may be "".

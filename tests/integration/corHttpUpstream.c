@@ -13,6 +13,7 @@
  *   /trickle?ms=N  the head at once, then one body byte every 100 ms for
  *                  N ms
  *   /die        a Content-Length of 100, 10 bytes, then the close
+ *   /cut        a Content-Length of 5000, 3000 bytes, then the close
  *   /drop       200 "drop"; the next request on this connection is read
  *               and the connection closed without a byte
  *   /big?n=N    200, N bytes of 'x'
@@ -24,7 +25,7 @@
  *   /stall?ms=N the status line, then the rest of the head N ms later
  *   /stall1xx?ms=N  100 Continue, then the answer N ms later
  *   /stallbody?ms=N the head and half the body, the rest N ms later
- *   /echo       200, the request's head as it came, then the length and
+ *   .../echo... 200, the request's head as it came, then the length and
  *               a checksum of its body (any size: it is read, not kept)
  *               and this upstream's port
  *
@@ -227,6 +228,15 @@ answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
                      "Content-Length: 100\r\n\r\n0123456789");
         usleep(20000);
         return false;
+    } else if (strcmp(target, "/cut") == 0) {
+        char body[3000];
+
+        memset(body, 'c', sizeof(body));
+        sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: cut\r\n"
+                     "Content-Length: 5000\r\n\r\n");
+        sendAll(fd, body, sizeof(body));
+        usleep(20000);
+        return false;
     } else if (strcmp(target, "/drop") == 0) {
         sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: drop\r\n"
                      "Content-Length: 4\r\n\r\ndrop");
@@ -264,7 +274,7 @@ answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
         snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: %s\r\n"
                  "Content-Length: %d\r\n\r\n%s", target + 1, n, body);
         sendText(fd, out);
-    } else if (strncmp(target, "/echo", 5) == 0) {
+    } else if (strstr(target, "/echo") != NULL) {
         char tail[160];
         int n = snprintf(tail, sizeof(tail), "\r\nbody-length: %zu\r\n"
                          "body-sum: %u\r\nport: %d\r\n", seen->len,

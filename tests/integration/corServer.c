@@ -692,6 +692,26 @@ corUpstreamStart(int* portP)
     return *portP > 0 ? pid : -1;
 }
 
+void
+corUpstreamStop(pid_t* pidP)
+{
+    if (*pidP > 0) {
+        kill(*pidP, SIGTERM);
+        waitpid(*pidP, NULL, 0);
+        *pidP = 0;
+    }
+}
+
+int
+corCurl(int port, const char* args, const char* path, char* out, size_t cap)
+{
+    char command[1024];
+
+    snprintf(command, sizeof(command), "curl -s --max-time 20 %s "
+             "'http://127.0.0.1:%d%s' 2>&1", args, port, path);
+    return corShell(command, out, cap);
+}
+
 int
 corNotifyOpen(bool abstract, char* name, size_t cap)
 {

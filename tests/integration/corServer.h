@@ -91,8 +91,14 @@ pid_t corServerGeneration(const CorServer* s);
 long corProcStatusKb(pid_t pid, const char* field);
 /* Start tests/integration/corHttpUpstream (beside the running test
  * program) on a free loopback port; its PID, with the port in *portP, or
- * -1. Stop it with kill and waitpid. */
+ * -1. Stop it with corUpstreamStop. */
 pid_t corUpstreamStart(int* portP);
+/* Stop the upstream *pidP if it runs (> 0), and set *pidP to 0. */
+void corUpstreamStop(pid_t* pidP);
+/* curl -s with args on http://127.0.0.1:port/path (a 20 s limit), its
+ * output and errors in out; its exit status. */
+int corCurl(int port, const char* args, const char* path, char* out,
+            size_t cap);
 
 /* A service manager's notify socket (sd_notify's NOTIFY_SOCKET): bound
  * at an abstract name ("@/tmp/...") or a path in /tmp, its name into name

@@ -12,6 +12,7 @@
 void corTestkitClientAdd(CorModule* m, int* rc);
 void corTestkitCondWaitAdd(CorModule* m, int* rc);
 void corTestkitNotifyAdd(CorModule* m, int* rc);
+void corTestkitStatusAdd(CorModule* m, int* rc);
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -933,6 +934,7 @@ testkitInitAll(CorModule* m, const CorConf* conf)
     corTestkitClientAdd(m, &rc);
     corTestkitCondWaitAdd(m, &rc);
     corTestkitNotifyAdd(m, &rc);
+    corTestkitStatusAdd(m, &rc);
     return rc;
 }
 
