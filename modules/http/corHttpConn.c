@@ -887,7 +887,8 @@ requestDone(CorRequest* r)
     if (httpResponseAppend(c, req, c->keepAlive) != 0) {
         c->keepAlive = false;
     }
-    r->bodySent = req->framing != HTTP_FRAME_LENGTH ? 0
+    /* A stream's body is counted as its pieces go (httpChunkAppend). */
+    r->bodySent = r->stream != NULL || req->framing != HTTP_FRAME_LENGTH ? 0
                   : r->fileFd >= 0 ? req->bodyLeft : r->responseLen;
     if (r->stream != NULL) {
         /* The head goes now; the pieces and the end come as written. */
@@ -922,9 +923,6 @@ streamData(CorRequest* r, const void* data, size_t len)
         httpConnClose(c);
         return;
     }
-    if (!r->head) {
-        r->bodySent += len;
-    }
     timerUpdate(c, false);
 }
 
@@ -941,6 +939,7 @@ streamEnd(CorRequest* r)
     }
     if (httpChunkEnd(c, req) != 0) {
         c->keepAlive = false;
+        r->cut = true;              /* short of its length, or no memory */
     }
     answered(c, r);
 }

@@ -363,6 +363,7 @@ httpChunkAppend(HttpConn* c, HttpRequest* req, const void* data,
     case HTTP_FRAME_NONE:
         return 0;
     case HTTP_FRAME_CLOSE:
+        req->r.bodySent += len;
         return appendBytes(c, data, len);   /* delimited by the close */
     case HTTP_FRAME_LENGTH:
         /* More than the length said would be read as the next answer:
@@ -372,10 +373,12 @@ httpChunkAppend(HttpConn* c, HttpRequest* req, const void* data,
             c->keepAlive = false;
         }
         req->bodyLeft -= len;
+        req->r.bodySent += len;
         return appendBytes(c, data, len);
     case HTTP_FRAME_CHUNKED:
         break;
     }
+    req->r.bodySent += len;
     n = snprintf(size, sizeof(size), "%zx\r\n", len);
     if (appendBytes(c, size, (size_t)n) != 0
         || appendBytes(c, data, len) != 0) {
