@@ -99,6 +99,19 @@ corLog(CorLogLevel level, const char* fmt, ...)
     (void)fmt;
 }
 
+/* No access log here: its lines are the integration tests'. */
+bool
+corAccessLogEnabled(void)
+{
+    return false;
+}
+
+void
+corAccessLogRequest(const CorRequest* r)
+{
+    (void)r;
+}
+
 /* The HTTP client's hooks: the test's handlers start no exchange. */
 void
 corHttpClientRequestCancel(CorRequest* r)
