@@ -1264,7 +1264,9 @@ httpConnStop(HttpConn* c)
 void
 httpConnDrain(HttpConn* c)
 {
-    if (c->state == HTTP_IDLE && !outputPending(c)) {
+    /* One still to bring its first request keeps its timer: over TLS that
+     * is the handshake's, shorter than keep-alive. */
+    if (c->state == HTTP_IDLE && c->served && !outputPending(c)) {
         c->timerFor = HTTP_IDLE;
         corEvTimerStart(c->hl->loop, &c->timer, idleMs(c), onTimer);
     }
