@@ -210,13 +210,24 @@ linkFlush(Link* l)
     }
 }
 
+static void linkRead(Link* l);
+static int packetsTake(Link* l);
+
+/* Also where a paused subscriber reads again (corMqttLinkResume). */
 static void
 flushFire(CorEvTimer* timer)
 {
     Link* l = corContainerOf(timer, Link, flushSoon);
 
     l->refs++;      /* a failed write may drop it */
-    linkFlush(l);
+    if (l->paused && l->state == LINK_READY && !corMqttInboundFull(l)) {
+        l->paused = false;
+        if (packetsTake(l) == 0) {
+            linkRead(l);    /* until EAGAIN: the edge came while paused */
+        }
+    } else {
+        linkFlush(l);
+    }
     linkRelease(l);
 }
 
@@ -270,6 +281,7 @@ linkPump(Link* l)
 }
 
 static void linkConnect(void* arg);
+static void linkNoCoroutine(Link* l, int rc);
 
 static void
 retryFire(CorEvTimer* timer)
@@ -282,8 +294,29 @@ retryFire(CorEvTimer* timer)
     rc = corCoLoopSpawn(l->loop, linkConnect, l);
     if (rc != 0) {
         l->refs--;
-        linkGiveUp(l, rc, "no coroutine to connect");
+        linkNoCoroutine(l, rc);
     }
+}
+
+/* No coroutine to connect in (the loop's cap, no stack): a subscriber
+ * tries again after its back-off, saying so once; publishes fail. */
+static void
+linkNoCoroutine(Link* l, int rc)
+{
+    if (l->group == NULL || l->draining || rc == -ECANCELED
+        || rc == -ENOTSUP) {
+        linkGiveUp(l, rc, "no coroutine to connect");
+        return;
+    }
+    if (!l->capSaid) {
+        corLog(COR_LOG_WARN, "mqtt: %s: no coroutine to connect as %s "
+               "(runtime.coroutines.per_loop reached?): trying again every "
+               "%llu ms until one is free", l->name, l->group->clientId,
+               (unsigned long long)l->backoffMs);
+        l->capSaid = true;
+    }
+    l->state = LINK_WAITING;
+    corEvTimerStart(l->loop, &l->retry, l->backoffMs, retryFire);
 }
 
 /* Connect again after the back-off, if anything waits (a subscriber
@@ -443,7 +476,8 @@ packetsTake(Link* l)
 {
     size_t off = 0;
 
-    while (l->state == LINK_READY && off < l->inLen) {
+    while (l->state == LINK_READY && off < l->inLen
+           && !(l->paused = corMqttInboundFull(l))) {
         CorMqttPacket pkt;
         CorMqttStatus st = { 0 };
         int n = corMqttDecode(l->in + off, l->inLen - off, l->broker.version,
@@ -474,7 +508,7 @@ linkRead(Link* l)
 {
     CorTransport* t = corConnTransport(l->conn);
 
-    while (l->state == LINK_READY) {
+    while (l->state == LINK_READY && !(l->paused = corMqttInboundFull(l))) {
         ssize_t n;
 
         if (corMqttInputReserve(&l->in, l->inLen, &l->inCap, 0) != 0) {
@@ -527,9 +561,10 @@ pingFire(CorEvTimer* timer)
     uint64_t now = corEvNow(l->loop);
 
     l->refs++;      /* a failed write may drop it: it stays readable */
-    if (l->pingDue && now - l->pingSentMs >= l->keepAliveMs) {
+    /* A paused subscriber reads no PINGRESP, but pings still. */
+    if (l->pingDue && !l->paused && now - l->pingSentMs >= l->keepAliveMs) {
         linkDrop(l, -ETIMEDOUT, "no PINGRESP within the keep alive");
-    } else if (!l->pingDue
+    } else if ((!l->pingDue || l->paused)
                && now - l->lastWriteMs >= l->keepAliveMs * 3 / 4) {
         CorMqttPacket ping = { .type = COR_MQTT_PINGREQ };
 
@@ -566,6 +601,7 @@ linkReady(Link* l, CorConn* conn, const CorMqttSession* s)
     l->state = LINK_READY;
     l->served = true;
     l->backoffMs = corMqttConf.reconnectMinMs;
+    l->capSaid = false;
     l->keepAliveMs = s->keepAliveS * 1000;
     l->lastWriteMs = corEvNow(l->loop);
     l->gen++;
@@ -580,7 +616,7 @@ linkReady(Link* l, CorConn* conn, const CorMqttSession* s)
     if (l->keepAliveMs > 0) {
         corEvTimerStart(l->loop, &l->ping, l->keepAliveMs / 4 + 1, pingFire);
     }
-    if (l->group != NULL && corMqttSubscribeSend(l) != 0) {
+    if (l->group != NULL && corMqttSubscribeSend(l, s->present) != 0) {
         linkDrop(l, -ENOMEM, "no memory for SUBSCRIBE");
     } else if (packetsTake(l) == 0) {
         linkPump(l);
@@ -655,6 +691,11 @@ linkNew(const CorMqttBroker* b, const CorMqttSubGroup* group, int* rc,
     if (*rc != 0) {
         snprintf(why, whyLen, "no coroutine to connect to %s", l->name);
         l->refs--;
+        if (group != NULL && *rc == -EAGAIN) {
+            linkNoCoroutine(l, *rc);    /* a subscriber waits for one */
+            *rc = 0;
+            return l;
+        }
         linkForget(l);
         return NULL;
     }
@@ -750,6 +791,14 @@ corMqttLinkSend(Link* l, const CorMqttPacket* pkt)
         linkFlushSoon(l);
     }
     return rc;
+}
+
+void
+corMqttLinkResume(Link* l)
+{
+    if (l->paused) {
+        linkFlushSoon(l);
+    }
 }
 
 Link*

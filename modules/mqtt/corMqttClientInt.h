@@ -31,6 +31,12 @@ typedef struct {
     uint64_t reconnectMinMs;    /* the first back-off */
     uint64_t reconnectMaxMs;    /* its ceiling (it doubles) */
     uint32_t sessionExpiryS;    /* a subscriber's 5.0 session, kept */
+    unsigned maxInHandlers;     /* a subscriber's messages in handlers at
+                                   once: past it, its socket is not read */
+    unsigned redeliver;         /* a failed message served again, at most */
+    uint64_t redeliverDelayMs;  /* before each time */
+    char deadLetter[256];       /* a topic for messages that failed for
+                                   good, or "" */
     unsigned qos;               /* a notification's, by default */
     unsigned version;           /* COR_MQTT_V311 or COR_MQTT_V5 */
 } CorMqttConf;

@@ -86,6 +86,8 @@ struct CorMqttLink {
     unsigned serving;           /* its messages in their handlers */
     bool draining;              /* serve nothing new, never reconnect */
     bool bye;                   /* DISCONNECT queued: close once written */
+    bool paused;                /* not read: its handlers are full */
+    bool capSaid;               /* "no coroutine to connect" logged */
 };
 
 /*
@@ -103,6 +105,10 @@ int corMqttLinkSubscriber(const CorMqttSubGroup* group, char* why,
  * it, no memory). */
 int corMqttLinkSend(Link* l, const CorMqttPacket* pkt);
 
+/* A subscriber's handlers took a message off the bound: l reads again
+ * at the loop's next iteration if it paused. */
+void corMqttLinkResume(Link* l);
+
 /* The calling loop's links, linked by next. */
 Link* corMqttLoopLinks(void);
 
@@ -116,8 +122,17 @@ void corMqttLinkRelease(Link* l);
 
 /* ---- corMqttSubscribe.c -------------------------------------------------- */
 
-/* l is connected: send its SUBSCRIBE. Returns 0, or -errno. */
-int corMqttSubscribeSend(Link* l);
+/* l is connected, the broker had its session if present: send its
+ * SUBSCRIBE (in 3.1.1, only to a new session). Returns 0, or -errno. */
+int corMqttSubscribeSend(Link* l, bool present);
+
+/* Let go of every message waiting to be served again (the loop ends):
+ * the broker sends them again. */
+void corMqttInboundsDrop(void);
+
+/* Whether l is a subscriber whose messages in handlers reached the
+ * bound (max_in_handlers): it reads nothing more from its broker. */
+bool corMqttInboundFull(const Link* l);
 
 /*
  * A packet only a subscriber takes (PUBLISH, PUBREL, SUBACK): 0 taken,

@@ -19,6 +19,10 @@
  *         qos: 1                 # a notification's, by default
  *         version: "5"           # "3.1.1" or "5", by default
  *         session_expiry: 24h    # a subscriber's 5.0 session, kept
+ *         max_in_handlers: 64    # a subscriber's messages in handlers
+ *         redeliver: 3           # a failed message served again (5xx)
+ *         redeliver_delay: 1s    #   after this
+ *         dead_letter: ""        # where it goes then (a topic), if set
  *         subscriptions:         # corMqttSubscribe.c
  *           - { broker: "mqtt://127.0.0.1", filter: "a/+/b", qos: 1 }
  */
@@ -26,6 +30,32 @@
 
 #include <stdio.h>
 #include <string.h>
+
+/* The settings of subscribers: flow control, redelivery, dead letters.
+ * Returns 0, or -1 after an error. */
+static int
+subscriberConfRead(CorModule* m, const CorConf* conf)
+{
+    CorConfErrors* errors = corModuleErrors(m);
+    const char* dead = corConfString(conf, "dead_letter", "", errors);
+    const char* bad = corMqttTopicNameCheck(dead, strlen(dead));
+
+    corMqttConf.maxInHandlers = (unsigned)corConfInt(
+        conf, "max_in_handlers", 64, 1, 65535, errors);
+    corMqttConf.redeliver = (unsigned)corConfInt(conf, "redeliver", 3, 0,
+                                                 1000, errors);
+    corMqttConf.redeliverDelayMs = corConfDurationMs(
+        conf, "redeliver_delay", 1000, 0, 3600000, errors);
+    if (dead[0] != '\0' && (bad != NULL || strlen(dead)
+                            >= sizeof(corMqttConf.deadLetter))) {
+        corModuleError(m, corConfGet(conf, "dead_letter"), "dead_letter: %s",
+                       bad != NULL ? bad : "over 255 bytes");
+        return -1;
+    }
+    snprintf(corMqttConf.deadLetter, sizeof(corMqttConf.deadLetter), "%s",
+             dead);
+    return 0;
+}
 
 /* The settings, into corMqttConf. Returns 0, or -1 after an error. */
 static int
@@ -56,6 +86,9 @@ confRead(CorModule* m, const CorConf* conf)
         conf, "session_expiry", 86400000, 1000, 4294967295000ull, errors)
         / 1000);
     corMqttConf.qos = (unsigned)corConfInt(conf, "qos", 1, 0, 2, errors);
+    if (subscriberConfRead(m, conf) != 0) {
+        return -1;
+    }
     if (strcmp(version, "3.1.1") == 0) {
         corMqttConf.version = COR_MQTT_V311;
     } else if (strcmp(version, "5") == 0 || strcmp(version, "5.0") == 0) {
@@ -148,6 +181,7 @@ mqttLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
     (void)m;
     (void)loop;
     (void)index;
+    corMqttInboundsDrop();
     corMqttClientLoopExit();
 }
 

@@ -257,8 +257,10 @@ connectSend(CorConn* c, const CorMqttBroker* b, const char* clientId,
     int rc;
 
     if (b->version == COR_MQTT_V5) {
-        /* Room for every QoS 1/2 message a subscription may send. */
-        pkt.props.receiveMaximum = (uint16_t)corMqttConf.maxInFlight;
+        /* A subscriber's QoS 1/2 messages in flight are at most what
+         * its handlers take at once (its socket is not read past it). */
+        pkt.props.receiveMaximum = (uint16_t)(
+            persistent ? corMqttConf.maxInHandlers : corMqttConf.maxInFlight);
         corMqttPropSet(&pkt.props, COR_MQTT_PROP_RECEIVE_MAXIMUM);
         if (persistent) {
             /* 0, the default, would end the session with the

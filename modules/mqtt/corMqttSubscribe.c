@@ -54,11 +54,26 @@
 CorMqttSubGroup* corMqttGroups;
 unsigned corMqttGroupCount;
 
-/* A message served as a request; owned by itself until its release. */
-typedef struct {
+/* What becomes of a message once its request ended. */
+typedef enum {
+    FATE_ACK,                   /* served (under 500): acknowledged */
+    FATE_LEAVE,                 /* failed, its connection gone or draining:
+                                   the broker sends it again */
+    FATE_AGAIN,                 /* failed: served again after a delay */
+    FATE_GIVE_UP                /* failed for good: acknowledged (after its
+                                   dead letter) */
+} Fate;
+
+/* A message served as a request; owned by itself until it is freed, after
+ * its last request's release (or while it waits to be served again). */
+typedef struct Inbound {
     CorRequest r;
     Link* link;
     CorMqttStats* stats;
+    struct Inbound* nextWaiting;    /* waits to be served again */
+    CorEvTimer again;
+    unsigned attempts;              /* requests made of it */
+    Fate fate;
     unsigned gen;
     unsigned version;
     uint16_t packetId;
@@ -68,6 +83,9 @@ typedef struct {
     char qosText[2];
     CorHeader headers[];
 } Inbound;
+
+/* Loop 0's messages waiting to be served again. */
+static Inbound* waiting;
 
 /* ---- The YAML ------------------------------------------------------------ */
 
@@ -168,8 +186,12 @@ subscriptionRead(CorModule* m, const CorConf* item, const char* where)
         return -1;
     }
     g->subs = subs;
-    subs[g->count++] = (CorMqttSub){ { filter, strlen(filter) },
-                                     (uint8_t)qos };
+    /* 5.0: retained messages only to a new subscription, not again at
+     * each connect (the session keeps the subscription). */
+    subs[g->count++] = (CorMqttSub){
+        { filter, strlen(filter) },
+        (uint8_t)(qos | (b.version == COR_MQTT_V5
+                         ? 1 << COR_MQTT_SUB_RETAIN_HANDLING_SHIFT : 0)) };
     return 0;
 }
 
@@ -211,13 +233,22 @@ corMqttSubscriptionsFree(void)
 /* ---- On the wire --------------------------------------------------------- */
 
 int
-corMqttSubscribeSend(Link* l)
+corMqttSubscribeSend(Link* l, bool present)
 {
     /* The link publishes nothing: packet id 1 is free. */
     CorMqttPacket pkt = { .type = COR_MQTT_SUBSCRIBE, .packetId = 1,
                           .subs = l->group->subs,
                           .subCount = l->group->count };
 
+    if (present && l->broker.version == COR_MQTT_V311) {
+        /* The session has them, and a SUBSCRIBE again would bring every
+         * retained message again (3.1.1 has no Retain Handling). */
+        for (unsigned i = 0; i < l->group->count; i++) {
+            corLog(COR_LOG_INFO, "mqtt: subscribed to '%s' on %s (kept by "
+                   "the session)", l->group->subs[i].filter.data, l->name);
+        }
+        return 0;
+    }
     return corMqttLinkSend(l, &pkt);
 }
 
@@ -420,6 +451,120 @@ responsePublish(Inbound* in)
     }
 }
 
+/* Whether in's connection is the one it came on, up, and not draining:
+ * only there can it be acknowledged. */
+static bool
+inboundCurrent(const Inbound* in)
+{
+    const Link* l = in->link;
+
+    return l->state == LINK_READY && l->gen == in->gen && !l->draining;
+}
+
+/* Append to *p (cap bytes left) s percent-encoded but for '/' and the
+ * unreserved characters of a URL. */
+static void
+percentEncode(char** p, size_t* cap, const char* s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+
+    for (; *s != '\0' && *cap > 3; s++) {
+        unsigned char ch = (unsigned char)*s;
+
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
+            || (ch >= '0' && ch <= '9') || strchr("-._~/", ch) != NULL) {
+            *(*p)++ = (char)ch;
+            *cap -= 1;
+        } else {
+            *(*p)++ = '%';
+            *(*p)++ = hex[ch >> 4];
+            *(*p)++ = hex[ch & 15];
+            *cap -= 3;
+        }
+    }
+    **p = '\0';
+}
+
+/*
+ * Publish in's message to the dead-letter topic, on its broker, as a
+ * notification of its request (whose release, the acknowledgement, waits
+ * for it): the payload, its content type, and as headers (5.0 user
+ * properties) its topic, the last status and the attempts. Returns 0, or
+ * -errno when it could not start.
+ */
+static int
+deadLetterSend(Inbound* in)
+{
+    CorRequest* r = &in->r;
+    const CorHeader* type = corRequestHeader(r, "Content-Type");
+    char url[1200];
+    char status[16];
+    char attempts[16];
+    char* p = url;
+    size_t cap = sizeof(url) - 8;
+    int n = snprintf(url, cap, "%s", in->link->group->url);
+    CorHeader headers[] = {
+        { "topic", 5, r->path + 1, r->pathLen - 1 },
+        { "status", 6, status, (size_t)snprintf(status, sizeof(status), "%d",
+                                                r->status) },
+        { "attempts", 8, attempts, (size_t)snprintf(attempts,
+                                                    sizeof(attempts), "%u",
+                                                    in->attempts) } };
+
+    p += n > 0 && url[n - 1] == '/' ? n - 1 : n;   /* no path: checked */
+    cap -= (size_t)(p - url);
+    percentEncode(&p, &cap, "/");
+    percentEncode(&p, &cap, corMqttConf.deadLetter);
+    snprintf(p, 8, "?qos=%s", in->qosText);
+    return corNotify(r, &(CorNotification){
+        .url = url, .headers = headers, .headerCount = 3,
+        .contentType = type != NULL ? type->value : NULL,
+        .body = r->body, .bodyLen = r->bodyLen });
+}
+
+/* in's request failed for good: logged, and published to the dead-letter
+ * topic if there is one. Its fate: acknowledged, or left to the broker
+ * when the dead letter could not start. */
+static Fate
+inboundGiveUp(Inbound* in)
+{
+    CorRequest* r = &in->r;
+    Link* l = in->link;
+    bool dead = corMqttConf.deadLetter[0] != '\0';
+    int rc = dead ? deadLetterSend(in) : 0;
+
+    if (rc != 0) {
+        corLog(COR_LOG_ERROR, "mqtt: %s: %.*s answered %d; no dead letter "
+               "to '%s' (%s): not acknowledged", l->name, (int)r->pathLen,
+               r->path, r->status, corMqttConf.deadLetter, strerror(-rc));
+        return FATE_LEAVE;
+    }
+    corLog(COR_LOG_WARN, "mqtt: %s: %.*s (QoS %u) answered %d, %u time%s: "
+           "given up%s%s%s", l->name, (int)r->pathLen, r->path, in->qos,
+           r->status, in->attempts, in->attempts > 1 ? "s" : "",
+           in->qos > 0 ? ", acknowledged" : "",
+           dead ? ", published to " : "", dead ? corMqttConf.deadLetter : "");
+    return FATE_GIVE_UP;
+}
+
+/* The request was answered: what becomes of its message. */
+static void
+inboundAnswered(CorRequest* r)
+{
+    Inbound* in = (Inbound*)r;
+
+    if (r->status < 500) {
+        in->fate = FATE_ACK;
+    } else if (!inboundCurrent(in)) {
+        in->fate = FATE_LEAVE;
+    } else if (in->qos > 0 && in->attempts <= corMqttConf.redeliver) {
+        in->fate = FATE_AGAIN;
+    } else {
+        in->fate = inboundGiveUp(in);
+    }
+    corRequestSent(r);
+}
+
 static void
 inboundDone(CorRequest* r)
 {
@@ -427,7 +572,7 @@ inboundDone(CorRequest* r)
         return;                 /* its end ends it */
     }
     responsePublish((Inbound*)r);
-    corRequestSent(r);
+    inboundAnswered(r);
 }
 
 static void
@@ -441,7 +586,7 @@ inboundStreamData(CorRequest* r, const void* data, size_t len)
 static void
 inboundStreamEnd(CorRequest* r)
 {
-    corRequestSent(r);
+    inboundAnswered(r);
 }
 
 static bool
@@ -451,8 +596,59 @@ inboundStreamAlive(const CorRequest* r)
     return false;
 }
 
+/* in is over: off the bound (its link reads again if it paused), and
+ * freed. */
+static void
+inboundFree(Inbound* in)
+{
+    Link* l = in->link;
+
+    l->serving--;
+    corMqttLinkResume(l);
+    if (l->draining && l->serving == 0) {
+        linkLetGo(l);           /* its last acknowledgement is out */
+    }
+    corMqttLinkRelease(l);
+    free(in);
+}
+
+static void
+waitingRemove(Inbound* in)
+{
+    for (Inbound** at = &waiting; *at != NULL; at = &(*at)->nextWaiting) {
+        if (*at == in) {
+            *at = in->nextWaiting;
+            return;
+        }
+    }
+}
+
+/* Serve in again, as a fresh request, if its connection is still the
+ * one it came on; else the broker sends it again: let it go. */
+static void
+againFire(CorEvTimer* timer)
+{
+    Inbound* in = corContainerOf(timer, Inbound, again);
+    CorRequest* r = &in->r;
+    CorRequest input = { .method = r->method, .methodLen = r->methodLen,
+                         .path = r->path, .pathLen = r->pathLen,
+                         .headers = r->headers,
+                         .headerCount = r->headerCount, .body = r->body,
+                         .bodyLen = r->bodyLen };
+
+    waitingRemove(in);
+    if (!inboundCurrent(in)) {
+        inboundFree(in);
+        return;
+    }
+    memcpy(r, &input, sizeof(input));
+    in->attempts++;
+    corRequestServe(r, &inboundOps, in);
+}
+
 /* The request ended: acknowledge its message if it was served (under
- * 500) on the connection it came on. */
+ * 500), or failed for good, on the connection it came on; or serve it
+ * again later. */
 static void
 inboundRelease(CorRequest* r)
 {
@@ -464,21 +660,57 @@ inboundRelease(CorRequest* r)
 
     corMqttStatsCount(in->stats, r->status < 500 ? COR_MQTT_COUNT_RECEIVED
                                  : COR_MQTT_COUNT_UNACKNOWLEDGED);
-    l->serving--;
-    if (in->qos > 0 && r->status < 500 && l->state == LINK_READY
-        && l->gen == in->gen && corMqttLinkSend(l, &ack) != 0) {
+    if (in->fate == FATE_AGAIN && inboundCurrent(in)) {
+        corLog(COR_LOG_WARN, "mqtt: %s: %.*s answered %d: served again in "
+               "%llu ms", l->name, (int)r->pathLen, r->path, r->status,
+               (unsigned long long)corMqttConf.redeliverDelayMs);
+        in->nextWaiting = waiting;
+        waiting = in;
+        corEvTimerStart(l->loop, &in->again, corMqttConf.redeliverDelayMs,
+                        againFire);
+        return;                 /* still on the bound */
+    }
+    if (in->qos > 0 && (in->fate == FATE_ACK || in->fate == FATE_GIVE_UP)
+        && l->state == LINK_READY && l->gen == in->gen
+        && corMqttLinkSend(l, &ack) != 0) {
         corLog(COR_LOG_WARN, "mqtt: %s: no memory to acknowledge %.*s",
                l->name, (int)r->pathLen, r->path);
-    } else if (in->qos > 0 && r->status >= 500) {
+    } else if (in->qos > 0 && in->fate == FATE_LEAVE) {
         corLog(COR_LOG_WARN, "mqtt: %s: %.*s answered %d: not "
                "acknowledged, the broker sends it again", l->name,
                (int)r->pathLen, r->path, r->status);
     }
-    if (l->draining && l->serving == 0) {
-        linkLetGo(l);           /* its last acknowledgement is out */
+    inboundFree(in);
+}
+
+/* Let go of l's messages waiting to be served again (all of them, for
+ * NULL): the broker sends them again. */
+static void
+waitingDrop(const Link* l)
+{
+    for (Inbound** at = &waiting; *at != NULL;) {
+        Inbound* in = *at;
+
+        if (l == NULL || in->link == l) {
+            *at = in->nextWaiting;
+            corEvTimerStop(in->link->loop, &in->again);
+            inboundFree(in);
+        } else {
+            at = &in->nextWaiting;
+        }
     }
-    corMqttLinkRelease(l);
-    free(in);
+}
+
+bool
+corMqttInboundFull(const Link* l)
+{
+    return l->group != NULL && l->serving >= corMqttConf.maxInHandlers;
+}
+
+void
+corMqttInboundsDrop(void)
+{
+    waitingDrop(NULL);
 }
 
 /* A message past the limits of every protocol's requests (status 413,
@@ -544,6 +776,7 @@ corMqttInboundTake(Link* l, const CorMqttPacket* pkt, char* why,
     }
     corMqttLinkHold(l);
     l->serving++;
+    in->attempts = 1;
     corRequestServe(&in->r, &inboundOps, in);
     return 0;
 }
@@ -559,8 +792,11 @@ corMqttClientDrain(void)
             continue;       /* publishers: the drain waits for their sends */
         }
         l->draining = true;
+        corMqttLinkHold(l);     /* a let-go may forget it */
+        waitingDrop(l);
         if (l->serving == 0) {
             linkLetGo(l);
         }
+        corMqttLinkRelease(l);
     }
 }

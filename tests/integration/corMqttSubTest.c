@@ -34,52 +34,87 @@ tearDown(void)
     corTestBrokerRemove();
 }
 
+/* What a test's cor subscribes to, beside the three subscriptions every
+ * one has (corSubscribingWith). */
+typedef struct {
+    int broker;                 /* the broker's port */
+    bool neverEchoes;
+    unsigned perLoop;           /* coroutines.per_loop, 0: the default */
+    const char* keys;           /* more keys of the module, "    k: v\n" */
+    const char* subs;           /* more subscriptions, "      - {...}\n" */
+    const char* routes;         /* more routes, "  - {...}\n" */
+} SubConf;
+
 /* cor again with subscriptions to the broker: in/a/+ (QoS 1) served by
  * echo, in/b/# (QoS 2) by waitecho (which answers with what it got, after
- * 100 ms), in/never/# (QoS 1) by never (waits for ever), or by echo when
- * neverEchoes. */
+ * 100 ms), in/never/# (QoS 1) by never (which answers nothing: the core
+ * answers 500), or by echo when neverEchoes; and what sc adds. */
 static int
-corSubscribing(bool neverEchoes)
+corSubscribingWith(const SubConf* sc)
 {
-    char yaml[2048];
+    char yaml[4096];
+    char perLoop[32] = "";
 
+    if (sc->perLoop > 0) {
+        snprintf(perLoop, sizeof(perLoop), ", per_loop: %u", sc->perLoop);
+    }
     snprintf(yaml, sizeof(yaml),
-             "runtime: { loops: 2, workers: 2,\n"
-             "           coroutines: { enabled: {COROUTINES} } }\n"
+             "runtime: { loops: 2, workers: 4,\n"
+             "           coroutines: { enabled: {COROUTINES}%s } }\n"
              "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
              "modules:\n"
              "  - { load: http }\n"
              "  - load: mqtt\n"
              "    reconnect_max: 200ms\n"
+             "%s"
              "    subscriptions:\n"
              "      - { broker: \"mqtt://127.0.0.1:%d\", filter: \"in/a/+\" }\n"
              "      - { broker: \"mqtt://127.0.0.1:%d\", filter: \"in/b/#\",\n"
              "          qos: 2 }\n"
              "      - { broker: \"mqtt://127.0.0.1:%d\",\n"
              "          filter: \"in/never/#\" }\n"
+             "%s"
              "  - { load: {MODULES}/testkit.so }\n"
              "routes:\n"
              "  - { match: \"MQTT /in/a/*\", handler: echo }\n"
              "  - { match: \"MQTT /in/b/*\", handler: waitecho }\n"
              "  - { match: \"MQTT /in/never/*\", handler: %s }\n"
              "  - { match: \"GET /metrics\", handler: metrics }\n"
+             "%s"
              "log: { pid_file: {DIR}/cor.pid }\n",
-             corTestBroker.port, corTestBroker.port, corTestBroker.port,
-             neverEchoes ? "echo" : "never");
+             perLoop, sc->keys != NULL ? sc->keys : "", sc->broker,
+             sc->broker, sc->broker, sc->subs != NULL ? sc->subs : "",
+             sc->neverEchoes ? "echo" : "never",
+             sc->routes != NULL ? sc->routes : "");
     corServerStop(&cor);
     return corServerStart(&cor, yaml);
 }
 
+static int
+corSubscribing(bool neverEchoes)
+{
+    return corSubscribingWith(&(SubConf){ .broker = corTestBroker.port,
+                                          .neverEchoes = neverEchoes });
+}
+
 #if COR_HAVE_COROUTINES
+/* Wait until cor's log says "subscribed to" count times. */
+static void
+subscribedWait(int count)
+{
+    for (long t = corNowMs();
+         corServerLogCount(&cor, "subscribed to") < count;) {
+        ck_assert_int_lt(corNowMs() - t, 10000);
+        usleep(20 * 1000);
+    }
+}
+
 /* cor subscribing, once its three subscriptions are made. */
 static void
 corWithSubscriptions(bool neverEchoes)
 {
     ck_assert_int_eq(corSubscribing(neverEchoes), 0);
-    for (long t = corNowMs(); corServerLogCount(&cor, "subscribed to") < 3;) {
-        ck_assert_int_lt(corNowMs() - t, 5000);
-        usleep(20 * 1000);
-    }
+    subscribedWait(3);
 }
 
 /* mosquitto_pub, 5.0, QoS qos, the response to out/reply. */
@@ -273,6 +308,231 @@ START_TEST(test_a_reload_mid_subscription_loses_nothing)
 }
 END_TEST
 
+/* Wait until the broker's counter name in cor's /metrics is at least
+ * value, up to ms; its value then. */
+static long
+counterWait(const char* name, long value, int ms)
+{
+    long deadline = corNowMs() + ms;
+    long v;
+
+    while ((v = corTestBrokerCounter(cor.port, name)) < value
+           && corNowMs() < deadline) {
+        usleep(20 * 1000);
+    }
+    return v;
+}
+
+/* Publish count messages "PREFIX1".. at QoS qos to topic on port, as
+ * fast as mosquitto_pub -l goes, each with out/reply as its Response
+ * Topic. */
+static void
+publishMany(int port, const char* topic, const char* prefix, int count,
+            int qos)
+{
+    char command[512];
+
+    snprintf(command, sizeof(command), "seq -f '%s%%g' 1 %d | mosquitto_pub "
+             "-h 127.0.0.1 -p %d -V mqttv5 -q %d -t '%s' -l -D publish "
+             "response-topic out/reply", prefix, count, port, qos, topic);
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
+}
+
+/* Requests handed to a coroutine or a worker so far, less the messages
+ * they ended: the messages in handlers, or fewer (read in that order,
+ * what ended meanwhile is subtracted too). */
+static long
+inHandlers(void)
+{
+    long handed = corMetric(cor.port, "cor_requests_total{ran=\"coroutine\"}")
+                  + corMetric(cor.port, "cor_requests_total{ran=\"worker\"}");
+
+    return handed - corTestBrokerCounter(cor.port, "cor_mqtt_received_total")
+           - corTestBrokerCounter(cor.port,
+                                  "cor_mqtt_unacknowledged_total");
+}
+
+/*
+ * A QoS 0 flood on one subscription into a handler that takes 100 ms:
+ * at most max_in_handlers (20) messages are in handlers at once (the
+ * subscriber stops reading its socket at the bound and reads again as
+ * handlers end), and every message is handled in the end. Without the
+ * bound, all of them were requests at once.
+ */
+static void
+floodIsBounded(int broker)
+{
+    enum { COUNT = 400, BOUND = 20 };
+    char subs[256];
+    long peak = 0;
+    long deadline;
+
+    snprintf(subs, sizeof(subs), "      - { broker: \"mqtt://127.0.0.1:%d\","
+             " filter: \"in/flood/#\", qos: 0 }\n", broker);
+    ck_assert_int_eq(corSubscribingWith(&(SubConf){
+        .broker = broker, .keys = "    max_in_handlers: 20\n", .subs = subs,
+        .routes = "  - { match: \"MQTT /in/flood/*\", handler: waitecho }\n"
+    }), 0);
+    subscribedWait(4);
+    publishMany(broker, "in/flood/x", "f", COUNT, 0);
+    deadline = corNowMs() + 60000;
+    while (corTestBrokerCounter(cor.port, "cor_mqtt_received_total") < COUNT
+           && corNowMs() < deadline) {
+        long n = inHandlers();
+
+        peak = n > peak ? n : peak;
+        usleep(20 * 1000);
+    }
+    fprintf(stderr, "corMqttSubTest: QoS 0 flood of %d: at most %ld in "
+            "handlers (%s)\n", COUNT, peak,
+            corTestCoroutines() ? "coroutines" : "threads");
+    ck_assert_int_le(peak, BOUND);
+    ck_assert_int_eq(corTestBrokerCounter(cor.port,
+                                          "cor_mqtt_received_total"), COUNT);
+}
+
+START_TEST(test_a_qos0_flood_is_bounded)
+{
+    floodIsBounded(corTestBroker.port);
+}
+END_TEST
+
+/*
+ * At the coroutine cap (per_loop: 1), a subscriber whose connect finds
+ * no coroutine is not abandoned: two subscribers (two client ids) take
+ * turns with the one coroutine, at the start and when the broker comes
+ * back, and both are served; the log says so once per episode.
+ */
+static void
+capKeepsTrying(int broker)
+{
+    char subs[256];
+
+    snprintf(subs, sizeof(subs), "      - { broker: \"mqtt://127.0.0.1:%d\","
+             " filter: \"in/c/+\", client_id: other }\n", broker);
+    ck_assert_int_eq(corSubscribingWith(&(SubConf){
+        .broker = broker, .perLoop = 1, .subs = subs,
+        .routes = "  - { match: \"MQTT /in/c/*\", handler: echo }\n" }), 0);
+    subscribedWait(4);
+    ck_assert_int_eq(corServerLogCount(&cor, "no coroutine to connect"), 1);
+    corTestBrokerStop(SIGTERM);
+    corTestBrokerStart();
+    subscribedWait(8);
+    for (int i = 0; i < 2; i++) {
+        CorTestSub s;
+
+        corTestSubStart(&s, "out/#", 0, "");
+        publish(i == 0 ? "in/a/1" : "in/c/1", "served", 1, "");
+        repliesWait(&s, 1, 10000);
+        ck_assert_int_eq(corTestCountOf(buf, "out/reply served status:200"),
+                         1);
+    }
+}
+
+START_TEST(test_subscribers_at_the_coroutine_cap_keep_trying)
+{
+    capKeepsTrying(corTestBroker.port);
+}
+END_TEST
+
+/*
+ * Poison messages: QoS 1 messages whose handler answers 500 are served
+ * again twice (redeliver: 2), then acknowledged and published to the
+ * dead-letter topic with their topic, status and attempts; they do not
+ * fill the window (max_in_handlers: 4, six of them), so a good message
+ * after them is served, and the next cor does not get them again.
+ */
+static void
+poisonIsDeadLettered(int broker)
+{
+    static const char keys[] =
+        "    max_in_handlers: 4\n    redeliver: 2\n"
+        "    redeliver_delay: 100ms\n    dead_letter: \"dead/in\"\n";
+    CorTestSub dead;
+    CorTestSub s;
+
+    ck_assert_int_eq(corSubscribingWith(&(SubConf){ .broker = broker,
+                                                    .keys = keys }), 0);
+    subscribedWait(3);
+    corTestSubStart(&dead, "dead/#", 6, "");
+    corTestSubStart(&s, "out/#", 0, "");
+    publishMany(broker, "in/never/p", "p", 6, 1);
+    publish("in/a/1", "good", 1, "");
+    ck_assert_int_eq(corTestSubCollect(&dead, 20000, buf, sizeof(buf)), 6);
+    for (int i = 1; i <= 6; i++) {
+        char want[96];
+
+        snprintf(want, sizeof(want), "dead/in p%d topic:in/never/p status:"
+                 "500 attempts:3", i);
+        ck_assert_msg(strstr(buf, want) != NULL, "%s not in:\n%s", want,
+                      buf);
+    }
+    repliesWait(&s, 1, 5000);
+    ck_assert_int_eq(corTestCountOf(buf, "out/reply good status:200"), 1);
+    ck_assert_int_eq(corServerLogCount(&cor, "given up, acknowledged, "
+                                       "published to dead/in"), 6);
+    ck_assert_int_eq(corSubscribingWith(&(SubConf){ .broker = broker,
+                                                    .keys = keys }), 0);
+    subscribedWait(3);
+    corTestSubStart(&s, "out/#", 0, "");
+    publish("in/a/1", "next", 1, "");
+    repliesWait(&s, 1, 5000);
+    ck_assert_int_eq(corTestCountOf(buf, "out/reply next status:200"), 1);
+    ck_assert_int_eq(corTestBrokerCounter(cor.port,
+                                          "cor_mqtt_unacknowledged_total"),
+                     0);
+}
+
+START_TEST(test_a_poison_message_is_dead_lettered)
+{
+    poisonIsDeadLettered(corTestBroker.port);
+}
+END_TEST
+
+/*
+ * A retained message is handled once, not again at the next connect of
+ * the same session (a restart): 5.0 subscribes with Retain Handling 1,
+ * 3.1.1 does not subscribe again when the session is present. The fresh
+ * message published after the restart comes after any retained one, so
+ * once it is counted, a retained one would have been.
+ */
+static void
+retainedOnce(int broker, const char* version)
+{
+    char keys[64];
+    char command[256];
+
+    snprintf(keys, sizeof(keys), "    version: \"%s\"\n", version);
+    snprintf(command, sizeof(command), "mosquitto_pub -h 127.0.0.1 -p %d "
+             "-q 1 -r -t in/a/r -m kept", broker);
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
+    for (int run = 0; run < 2; run++) {
+        ck_assert_int_eq(corSubscribingWith(&(SubConf){ .broker = broker,
+                                                        .keys = keys }), 0);
+        subscribedWait(3);
+        if (run == 1) {
+            publish("in/a/fresh", "fresh", 1, "");
+        }
+        ck_assert_int_eq(counterWait("cor_mqtt_received_total", 1, 10000),
+                         1);
+        usleep(300 * 1000);
+        ck_assert_int_eq(corTestBrokerCounter(cor.port,
+                                              "cor_mqtt_received_total"), 1);
+    }
+}
+
+START_TEST(test_retained_messages_once_in_5)
+{
+    retainedOnce(corTestBroker.port, "5");
+}
+END_TEST
+
+START_TEST(test_retained_messages_once_in_311)
+{
+    retainedOnce(corTestBroker.port, "3.1.1");
+}
+END_TEST
+
 /*
  * limits.body_bytes holds for messages as for HTTP bodies: one past it
  * (2 MiB under the default 1 MiB, QoS 1) never reaches its handler, is
@@ -366,6 +626,11 @@ COR_TEST_SUITE(corMqttSub)
     tcase_add_test(tc, test_messages_in_handlers_at_a_stop_come_again);
     tcase_add_test(tc, test_a_reload_mid_subscription_loses_nothing);
     tcase_add_test(tc, test_a_message_past_body_bytes_is_never_handled);
+    tcase_add_test(tc, test_a_qos0_flood_is_bounded);
+    tcase_add_test(tc, test_subscribers_at_the_coroutine_cap_keep_trying);
+    tcase_add_test(tc, test_a_poison_message_is_dead_lettered);
+    tcase_add_test(tc, test_retained_messages_once_in_5);
+    tcase_add_test(tc, test_retained_messages_once_in_311);
 #else
     tcase_add_test(tc, test_subscriptions_refused_without_coroutines);
 #endif
