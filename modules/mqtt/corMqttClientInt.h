@@ -97,7 +97,8 @@ int corMqttPublishOnThread(const CorMqttMessage* msg, char* why,
 /*
  * Take an mqtt:// or mqtts:// URL apart into u and its broker b (the
  * default port filled in, the user and password percent-decoded, the
- * module's default version). Returns 0, or -EINVAL with why.
+ * module's default version). Returns 0, or -EINVAL with why (a literal
+ * '#' too: a URL's fragment would silently cut the topic).
  */
 int corMqttUrlBroker(const char* url, CorMqttBroker* b, CorUrl* u, char* why,
                      size_t whyLen);
@@ -105,6 +106,8 @@ int corMqttUrlBroker(const char* url, CorMqttBroker* b, CorUrl* u, char* why,
 /* The mqtt and mqtts schemes' sender (corMqttNotify.c). May yield. */
 int corMqttNotifySend(CorModule* m, const CorNotification* n, char* why,
                       size_t whyLen);
+/* Their check, before a send starts: the URL and its topic. */
+int corMqttNotifyCheck(const char* url, char* why, size_t whyLen);
 
 /* Close the calling loop's connections (its loopExit). */
 void corMqttClientLoopExit(void);

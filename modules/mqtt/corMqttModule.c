@@ -111,9 +111,11 @@ mqttInit(CorModule* m, const CorConf* conf)
     if (confRead(m, conf) != 0
         || corMqttSubscriptionsRead(m, subs) != 0
         || corNotifySchemeAdd(m, &(CorNotifyScheme){
-               .scheme = "mqtt", .send = corMqttNotifySend }) != 0
+               .scheme = "mqtt", .send = corMqttNotifySend,
+               .check = corMqttNotifyCheck }) != 0
         || corNotifySchemeAdd(m, &(CorNotifyScheme){
-               .scheme = "mqtts", .send = corMqttNotifySend }) != 0
+               .scheme = "mqtts", .send = corMqttNotifySend,
+               .check = corMqttNotifyCheck }) != 0
         || corMetricsSourceAdd(m, corMqttStatsEmit, NULL) != 0
         || corProtocolAdd(m, &(CorProtocol){
                .name = "mqtt-subscriptions", .start = subscriptionsStart,

@@ -340,6 +340,26 @@ connackTake(const CorMqttBroker* b, const CorMqttPacket* pkt,
     return 0;
 }
 
+/*
+ * A 5.0 CONNECT answered with a 3.1.1 CONNACK that refuses the protocol
+ * level (return code 1, which the 5.0 decoder refuses as malformed): the
+ * broker speaks 3.1.1 only (aedes, RabbitMQ before 3.13). Says so in why
+ * and returns -EACCES, or returns rc.
+ */
+static int
+v311Refusal(const CorMqttBroker* b, const uint8_t* in, size_t inLen, int rc,
+            char* why, size_t whyLen)
+{
+    if (rc != -EPROTO || b->version != COR_MQTT_V5 || inLen < 4
+        || in[0] != 0x20 || in[1] != 0x02 || in[3] != 0x01) {
+        return rc;
+    }
+    snprintf(why, whyLen, "the broker does not speak 5.0 (its 3.1.1 "
+             "CONNACK refused the protocol level): use version \"3.1.1\" "
+             "(the module's key, or ?version=3.1.1 in a URL)");
+    return -EACCES;
+}
+
 CorConn*
 corMqttSessionOpen(const CorMqttBroker* b, const char* clientId,
                    uint64_t deadlineMs, CorMqttSession* s, uint8_t** in,
@@ -373,6 +393,8 @@ corMqttSessionOpen(const CorMqttBroker* b, const char* clientId,
         }
         memmove(*in, *in + used, *inLen - used);
         *inLen -= used;
+    } else {
+        rc = v311Refusal(b, *in, *inLen, rc, reason, sizeof(reason));
     }
     if (rc < 0) {
         snprintf(why, whyLen, "%s: %s", corMqttBrokerName(b, name,
