@@ -59,35 +59,6 @@ static void linkPump(Link* l);
 
 /* ---- Lists and publishes ------------------------------------------------- */
 
-static void
-listAppend(PubList* list, Pub* p)
-{
-    p->next = NULL;
-    p->prev = list->tail;
-    if (list->tail != NULL) {
-        list->tail->next = p;
-    } else {
-        list->head = p;
-    }
-    list->tail = p;
-}
-
-static void
-listRemove(PubList* list, Pub* p)
-{
-    if (p->prev != NULL) {
-        p->prev->next = p->next;
-    } else {
-        list->head = p->next;
-    }
-    if (p->next != NULL) {
-        p->next->prev = p->prev;
-    } else {
-        list->tail = p->prev;
-    }
-    p->next = p->prev = NULL;
-}
-
 /* Take p off its link (whichever list holds it) and free its slot. */
 static void
 pubUnlink(Link* l, Pub* p)
@@ -299,8 +270,33 @@ linkRetry(Link* l, const char* why)
            l->name, why, (unsigned long long)l->backoffMs);
     l->state = LINK_WAITING;
     corEvTimerStart(l->loop, &l->retry, l->backoffMs, retryFire);
-    l->backoffMs = l->backoffMs * 2 < corMqttConf.reconnectMaxMs
-                   ? l->backoffMs * 2 : corMqttConf.reconnectMaxMs;
+    l->backoffMs = corMqttBackoffNext(l->backoffMs);
+}
+
+/*
+ * What a lost connection teaches: the back-off starts again only after a
+ * connection that lived (one lost at once, a broker that refuses what it
+ * is sent or a takeover fight, waits longer each time); a broker that
+ * closed it with the window full refuses past a smaller one.
+ */
+static void
+linkLost(Link* l, int rc)
+{
+    bool lived = corEvNow(l->loop) - l->readyMs >= corMqttConf.reconnectMaxMs;
+
+    if (lived) {
+        l->backoffMs = corMqttConf.reconnectMinMs;
+    }
+    if (rc == -ECONNRESET && l->inFlight == l->window && l->window > 1) {
+        corLog(COR_LOG_WARN, "mqtt: %s closed the connection with %u "
+               "messages in flight: at most %u from now on", l->name,
+               l->inFlight, corMqttWindowShrink(&l->broker, l->inFlight));
+    }
+    if (rc == -ECONNRESET && l->group != NULL && !lived
+        && l->broker.version == COR_MQTT_V311) {
+        /* 3.1.1 says nothing: a takeover is a close. */
+        corMqttTakeoverSay(&l->broker, l->name, l->clientId, true);
+    }
 }
 
 /*
@@ -317,6 +313,7 @@ linkDrop(Link* l, int rc, const char* why)
         return;
     }
     snprintf(text, sizeof(text), "%s: %s", l->name, why);
+    linkLost(l, rc);
     corEvIoStop(l->loop, &l->io);
     corConnClose(l->conn);
     l->conn = NULL;
@@ -385,9 +382,12 @@ ackTake(Link* l, const CorMqttPacket* pkt)
         orphanFree(l, pkt->packetId);
     } else if (pkt->reasonCode >= 0x80) {
         pubRefused(l, p, pkt);
-    } else if ((pkt->type == COR_MQTT_PUBACK && p->msg->qos == 1)
+    } else if ((pkt->type == COR_MQTT_PUBACK && p->stage == PUB_SENT)
                || (pkt->type == COR_MQTT_PUBCOMP
                    && p->stage == PUB_RELEASED)) {
+        if (p->msg->qos == 2 && pkt->type == COR_MQTT_PUBACK) {
+            corMqttDowngradeSay(&l->broker, l->name);   /* QoS 1 granted */
+        }
         pubFinish(l, p, 0, NULL);
     } else {
         return -1;
@@ -420,7 +420,13 @@ packetTake(Link* l, const CorMqttPacket* pkt)
                  "code 0x%02x)", corMqttReasonText(COR_MQTT_V5, false,
                                                    pkt->reasonCode),
                  pkt->reasonCode);
-        break;
+        if (pkt->reasonCode == 0x8E) {
+            corMqttTakeoverSay(&l->broker, l->name, l->clientId, false);
+        }
+        /* As a 3.1.1 broker's close: a takeover, a window refused. */
+        linkDrop(l, pkt->reasonCode == 0x8E || pkt->reasonCode == 0x93
+                    ? -ECONNRESET : -EPROTO, why);
+        return -1;
     default:
         rc = l->group != NULL ? corMqttInboundTake(l, pkt, why, sizeof(why))
                               : 1;
@@ -565,7 +571,7 @@ linkReady(Link* l, CorConn* conn, const CorMqttSession* s)
     l->conn = conn;
     l->state = LINK_READY;
     l->served = true;
-    l->backoffMs = corMqttConf.reconnectMinMs;
+    l->readyMs = corEvNow(l->loop);
     l->keepAliveMs = s->keepAliveS * 1000;
     l->lastWriteMs = corEvNow(l->loop);
     l->gen++;

@@ -39,6 +39,36 @@ typedef struct {
     Pub* tail;
 } PubList;
 
+/* A list of publishes, in order. */
+static inline void
+listAppend(PubList* list, Pub* p)
+{
+    p->next = NULL;
+    p->prev = list->tail;
+    if (list->tail != NULL) {
+        list->tail->next = p;
+    } else {
+        list->head = p;
+    }
+    list->tail = p;
+}
+
+static inline void
+listRemove(PubList* list, Pub* p)
+{
+    if (p->prev != NULL) {
+        p->prev->next = p->next;
+    } else {
+        list->head = p->next;
+    }
+    if (p->next != NULL) {
+        p->next->prev = p->prev;
+    } else {
+        list->tail = p->prev;
+    }
+    p->next = p->prev = NULL;
+}
+
 typedef enum {
     LINK_CONNECTING,
     LINK_READY,
@@ -62,6 +92,7 @@ struct CorMqttLink {
     CorEvTimer retry;
     CorEvTimer flushSoon;       /* the output written once an iteration */
     uint64_t backoffMs;
+    uint64_t readyMs;           /* when the last CONNACK came */
     unsigned keepAliveMs;
     uint64_t lastWriteMs;
     bool pingDue;               /* a PINGREQ went, no PINGRESP yet */

@@ -27,9 +27,9 @@
  *
  * The subscriptions to one broker share a connection, made by loop 0
  * (one per process: another loop's would get every message again), with
- * a client id of its own (client_id, by default the module's client_id
- * and "-sub-N") and a persistent session, subscribed again on each
- * connect.
+ * a client id of its own (client_id, by default the module's client_id,
+ * the instance (corMqttInstance) and "-sub-N") and a persistent session,
+ * subscribed again on each connect.
  *
  * A reload runs two generations side by side, and two connections with
  * one client id take the session from each other. So a draining
@@ -95,8 +95,8 @@ groupFor(const char* url, const CorMqttBroker* b, const char* clientId)
     memset(g, 0, sizeof(*g));
     g->broker = *b;
     snprintf(g->url, sizeof(g->url), "%s", url);
-    snprintf(g->clientId, sizeof(g->clientId), "%s-sub-%u",
-             corMqttConf.clientId, corMqttGroupCount + 1);
+    snprintf(g->clientId, sizeof(g->clientId), "%s-%s-sub-%u",
+             corMqttConf.clientId, corMqttInstance(), corMqttGroupCount + 1);
     if (clientId != NULL) {
         snprintf(g->clientId, sizeof(g->clientId), "%s", clientId);
     }
