@@ -40,7 +40,7 @@
 
 /* Bumped whenever a struct or a signature of this header, or of one it
  * includes, changes. */
-#define COR_ABI_VERSION 10
+#define COR_ABI_VERSION 11
 #define COR_VERSION "0.1.0"
 
 typedef struct CorModule CorModule;
@@ -1029,10 +1029,10 @@ typedef struct {
  * above; r (NULL for none: a background task's) is the request whose
  * release waits for it. Returns 0 once it is started (its outcome is
  * counted and a failure logged, with the URL less any password, and
- * why); or -EINVAL (no "scheme://" URL, a scheme nobody registered, too
- * many headers), -ECANCELED (the generation is stopping), -ENOMEM, or
- * -EAGAIN (no thread to be had); nothing is sent then, and nothing
- * counted.
+ * why); or -EINVAL (no "scheme://" URL, a scheme nobody registered, a
+ * URL its scheme's check refused (logged), too many headers),
+ * -ECANCELED (the generation is stopping), -ENOMEM, or -EAGAIN (no
+ * thread to be had); nothing is sent then, and nothing counted.
  */
 int corNotify(CorRequest* r, const CorNotification* n);
 
@@ -1050,6 +1050,9 @@ typedef struct {
                                    digits, + - .; at most 15 */
     int (*send)(CorModule* m, const CorNotification* n, char* why,
                 size_t whyLen);
+    /* NULL, or whether url is one send could take: 0, or -EINVAL with
+     * why, which corNotify logs and returns before anything starts. */
+    int (*check)(const char* url, char* why, size_t whyLen);
 } CorNotifyScheme;
 
 /* Register a scheme (copied), from a module's init. Returns 0, or -1

@@ -46,6 +46,7 @@ typedef struct {
     char name[SCHEME_NAME_MAX + 1];
     int (*send)(CorModule* m, const CorNotification* n, char* why,
                 size_t whyLen);
+    int (*check)(const char* url, char* why, size_t whyLen);
     CorModule* module;          /* NULL: the core's */
     atomic_ulong sent;
     atomic_ulong failed;
@@ -133,6 +134,7 @@ corNotifySchemeAdd(CorModule* m, const CorNotifyScheme* s)
 
     snprintf(entry->name, sizeof(entry->name), "%s", s->scheme);
     entry->send = s->send;
+    entry->check = s->check;
     entry->module = m;
     return 0;
 }
@@ -299,6 +301,21 @@ urlScheme(const char* url)
     return schemeFind(url, (size_t)(sep - url));
 }
 
+/* Whether s's check refuses url: logged then, as a failed send is. */
+static bool
+urlRefused(const Scheme* s, const char* url)
+{
+    char why[256];
+    char shown[512];
+
+    if (s->check(url, why, sizeof(why)) == 0) {
+        return false;
+    }
+    urlForLog(url, shown, sizeof(shown));
+    corLog(COR_LOG_ERROR, "notification to %s refused: %s", shown, why);
+    return true;
+}
+
 int
 corNotify(CorRequest* r, const CorNotification* n)
 {
@@ -308,6 +325,9 @@ corNotify(CorRequest* r, const CorNotification* n)
 
     if (s == NULL || n->headerCount > COR_NOTIFY_HEADERS_MAX
         || (n->bodyLen > 0 && n->body == NULL)) {
+        return -EINVAL;
+    }
+    if (s->check != NULL && urlRefused(s, n->url)) {
         return -EINVAL;
     }
     if (atomic_load(&corRuntime.stopping)) {

@@ -24,7 +24,7 @@
  * never connected, or that the broker refused (a CONNACK's reason code),
  * fails what waits on it with the reason, and the next publish tries
  * anew. A publish that timed out or was cancelled leaves the queue; if it
- * was in flight, its packet id stays taken (an orphan) until its
+ * was in flight, its packet id stays taken (an corMqttOrphan) until its
  * acknowledgement comes or the connection ends, so a late PUBACK never
  * acknowledges another message.
  *
@@ -46,7 +46,7 @@
 #define OUT_HIGH ((size_t)1024 * 1024)
 
 /* What a slot holds whose publish left (timed out, cancelled). */
-static Pub orphan;
+Pub corMqttOrphan;
 
 static __thread Link* loopLinks;
 
@@ -54,39 +54,8 @@ static __thread Link* loopLinks;
  * for (counted on loop 0, read by the generation's main thread). */
 static atomic_uint subscribersOpen;
 
-static void linkDrop(Link* l, int rc, const char* why);
-static void linkPump(Link* l);
 
 /* ---- Lists and publishes ------------------------------------------------- */
-
-static void
-listAppend(PubList* list, Pub* p)
-{
-    p->next = NULL;
-    p->prev = list->tail;
-    if (list->tail != NULL) {
-        list->tail->next = p;
-    } else {
-        list->head = p;
-    }
-    list->tail = p;
-}
-
-static void
-listRemove(PubList* list, Pub* p)
-{
-    if (p->prev != NULL) {
-        p->prev->next = p->next;
-    } else {
-        list->head = p->next;
-    }
-    if (p->next != NULL) {
-        p->next->prev = p->prev;
-    } else {
-        list->tail = p->prev;
-    }
-    p->next = p->prev = NULL;
-}
 
 /* Take p off its link (whichever list holds it) and free its slot. */
 static void
@@ -102,8 +71,8 @@ pubUnlink(Link* l, Pub* p)
     }
 }
 
-static void
-pubFinish(Link* l, Pub* p, int rc, const char* why)
+void
+corMqttPubFinish(Link* l, Pub* p, int rc, const char* why)
 {
     pubUnlink(l, p);
     p->done = true;
@@ -120,7 +89,7 @@ static void
 listFail(Link* l, PubList* list, int rc, const char* why)
 {
     while (list->head != NULL) {
-        pubFinish(l, list->head, rc, why);
+        corMqttPubFinish(l, list->head, rc, why);
     }
 }
 
@@ -174,8 +143,8 @@ linkGiveUp(Link* l, int rc, const char* why)
 }
 
 /* Write what the socket takes; EPOLLOUT brings the rest. */
-static void
-linkFlush(Link* l)
+void
+corMqttLinkFlush(Link* l)
 {
     CorTransport* t;
 
@@ -193,13 +162,13 @@ linkFlush(Link* l)
         } else if (n < 0 && errno == EAGAIN) {
             break;
         } else if (!(n < 0 && errno == EINTR)) {
-            linkDrop(l, -ECONNRESET, "the connection failed while writing");
+            corMqttLinkDrop(l, -ECONNRESET, "the connection failed while writing");
             return;
         }
     }
     while (l->written.head != NULL
            && l->written.head->outEnd <= l->outStart + l->outSent) {
-        pubFinish(l, l->written.head, 0, NULL);
+        corMqttPubFinish(l, l->written.head, 0, NULL);
     }
     if (l->outSent == l->out.len) {
         l->outStart += l->out.len;
@@ -210,8 +179,6 @@ linkFlush(Link* l)
     }
 }
 
-static void linkRead(Link* l);
-static int packetsTake(Link* l);
 
 /* Also where a paused subscriber reads again (corMqttLinkResume). */
 static void
@@ -222,11 +189,11 @@ flushFire(CorEvTimer* timer)
     l->refs++;      /* a failed write may drop it */
     if (l->paused && l->state == LINK_READY && !corMqttInboundFull(l)) {
         l->paused = false;
-        if (packetsTake(l) == 0) {
-            linkRead(l);    /* until EAGAIN: the edge came while paused */
+        if (corMqttPacketsTake(l) == 0) {
+            corMqttLinkRead(l);    /* until EAGAIN: the edge came while paused */
         }
     } else {
-        linkFlush(l);
+        corMqttLinkFlush(l);
     }
     linkRelease(l);
 }
@@ -254,8 +221,8 @@ slotTake(Link* l, Pub* p)
 }
 
 /* Encode the queued publishes the window lets out. */
-static void
-linkPump(Link* l)
+void
+corMqttLinkPump(Link* l)
 {
     while (l->state == LINK_READY && l->pending != NULL
            && (l->pending->msg->qos == 0 || l->inFlight < l->window)) {
@@ -267,7 +234,7 @@ linkPump(Link* l)
         p->packetId = id;
         p->stage = p->msg->qos > 0 ? PUB_SENT : PUB_QUEUED;
         if (rc != 0) {
-            pubFinish(l, p, rc, rc == -ENOMEM ? "no memory for a PUBLISH"
+            corMqttPubFinish(l, p, rc, rc == -ENOMEM ? "no memory for a PUBLISH"
                       : "the codec refused the PUBLISH");
         } else if (p->msg->qos == 0 && l->out.len - l->outSent > OUT_HIGH) {
             listRemove(&l->queue, p);
@@ -275,7 +242,7 @@ linkPump(Link* l)
             p->outEnd = l->outStart + l->out.len;
             listAppend(&l->written, p);
         } else if (p->msg->qos == 0) {
-            pubFinish(l, p, 0, NULL);
+            corMqttPubFinish(l, p, 0, NULL);
         }
     }
 }
@@ -328,12 +295,38 @@ linkRetry(Link* l, const char* why)
         linkForget(l);
         return;
     }
-    corLog(COR_LOG_WARN, "mqtt: %s: %s; connecting again in %llu ms",
-           l->name, why, (unsigned long long)l->backoffMs);
+    corLog(COR_LOG_WARN, "mqtt: %s %s: %s; connecting again in %llu ms",
+           l->group != NULL ? "subscriber" : "publisher", l->name, why,
+           (unsigned long long)l->backoffMs);
     l->state = LINK_WAITING;
     corEvTimerStart(l->loop, &l->retry, l->backoffMs, retryFire);
-    l->backoffMs = l->backoffMs * 2 < corMqttConf.reconnectMaxMs
-                   ? l->backoffMs * 2 : corMqttConf.reconnectMaxMs;
+    l->backoffMs = corMqttBackoffNext(l->backoffMs);
+}
+
+/*
+ * What a lost connection teaches: the back-off starts again only after a
+ * connection that lived (one lost at once, a broker that refuses what it
+ * is sent or a takeover fight, waits longer each time); a broker that
+ * closed it with the window full refuses past a smaller one.
+ */
+static void
+linkLost(Link* l, int rc)
+{
+    bool lived = corEvNow(l->loop) - l->readyMs >= corMqttConf.reconnectMaxMs;
+
+    if (lived) {
+        l->backoffMs = corMqttConf.reconnectMinMs;
+    }
+    if (rc == -ECONNRESET && l->inFlight == l->window && l->window > 1) {
+        corLog(COR_LOG_WARN, "mqtt: %s closed the connection with %u "
+               "messages in flight: at most %u from now on", l->name,
+               l->inFlight, corMqttWindowShrink(&l->broker, l->inFlight));
+    }
+    if (rc == -ECONNRESET && l->group != NULL && !lived
+        && l->broker.version == COR_MQTT_V311) {
+        /* 3.1.1 says nothing: a takeover is a close. */
+        corMqttTakeoverSay(&l->broker, l->name, l->clientId, true);
+    }
 }
 
 /*
@@ -341,8 +334,8 @@ linkRetry(Link* l, const char* why)
  * most once); every QoS 1/2 message in flight goes back to the queue, in
  * its place, to be published again with DUP set.
  */
-static void
-linkDrop(Link* l, int rc, const char* why)
+void
+corMqttLinkDrop(Link* l, int rc, const char* why)
 {
     char text[640];
 
@@ -350,6 +343,7 @@ linkDrop(Link* l, int rc, const char* why)
         return;
     }
     snprintf(text, sizeof(text), "%s: %s", l->name, why);
+    linkLost(l, rc);
     corEvIoStop(l->loop, &l->io);
     corConnClose(l->conn);
     l->conn = NULL;
@@ -366,218 +360,6 @@ linkDrop(Link* l, int rc, const char* why)
     l->inLen = 0;
     l->pingDue = false;
     linkRetry(l, why);
-}
-
-/* ---- Packets from the broker -------------------------------------------- */
-
-/* The publish of packet id, stage stage (NULL: none; &orphan: left). */
-static Pub*
-slotFind(Link* l, uint16_t id)
-{
-    return id >= 1 && id <= l->window ? l->slots[id - 1] : NULL;
-}
-
-static void
-orphanFree(Link* l, uint16_t id)
-{
-    l->slots[id - 1] = NULL;
-    l->inFlight--;
-}
-
-/* The broker's word on a message it refused (a 5.0 reason code). */
-static void
-pubRefused(Link* l, Pub* p, const CorMqttPacket* pkt)
-{
-    char why[400];
-
-    snprintf(why, sizeof(why), "%s refused the message: %s (reason code "
-             "0x%02x)", l->name, corMqttReasonText(COR_MQTT_V5, false,
-                                                   pkt->reasonCode),
-             pkt->reasonCode);
-    pubFinish(l, p, -EACCES, why);
-}
-
-/* A PUBACK, PUBREC or PUBCOMP. Returns 0, or -1 when it fits nothing. */
-static int
-ackTake(Link* l, const CorMqttPacket* pkt)
-{
-    Pub* p = slotFind(l, pkt->packetId);
-    CorMqttPacket rel = { .type = COR_MQTT_PUBREL,
-                          .packetId = pkt->packetId };
-
-    if (p == NULL) {
-        return -1;
-    }
-    if (pkt->type == COR_MQTT_PUBREC && pkt->reasonCode < 0x80) {
-        if (p != &orphan) {
-            p->stage = PUB_RELEASED;
-        }
-        return corMqttBufPut(&l->out, l->broker.version, &rel) == 0 ? 0 : -1;
-    }
-    if (p == &orphan) {
-        orphanFree(l, pkt->packetId);
-    } else if (pkt->reasonCode >= 0x80) {
-        pubRefused(l, p, pkt);
-    } else if ((pkt->type == COR_MQTT_PUBACK && p->msg->qos == 1)
-               || (pkt->type == COR_MQTT_PUBCOMP
-                   && p->stage == PUB_RELEASED)) {
-        pubFinish(l, p, 0, NULL);
-    } else {
-        return -1;
-    }
-    return 0;
-}
-
-/* One packet. Returns 0, or -1 after dropping the link. */
-static int
-packetTake(Link* l, const CorMqttPacket* pkt)
-{
-    char why[400];
-    int rc;
-
-    switch (pkt->type) {
-    case COR_MQTT_PUBACK:
-    case COR_MQTT_PUBREC:
-    case COR_MQTT_PUBCOMP:
-        if (ackTake(l, pkt) == 0) {
-            return 0;
-        }
-        snprintf(why, sizeof(why), "a %s for packet id %u, which is not in "
-                 "flight", corMqttTypeName(pkt->type), pkt->packetId);
-        break;
-    case COR_MQTT_PINGRESP:
-        l->pingDue = false;
-        return 0;
-    case COR_MQTT_DISCONNECT:
-        snprintf(why, sizeof(why), "the broker disconnected: %s (reason "
-                 "code 0x%02x)", corMqttReasonText(COR_MQTT_V5, false,
-                                                   pkt->reasonCode),
-                 pkt->reasonCode);
-        break;
-    default:
-        rc = l->group != NULL ? corMqttInboundTake(l, pkt, why, sizeof(why))
-                              : 1;
-        if (rc == 0) {
-            return 0;
-        }
-        if (rc > 0) {
-            snprintf(why, sizeof(why), "an unexpected %s",
-                     corMqttTypeName(pkt->type));
-        }
-        break;
-    }
-    linkDrop(l, -EPROTO, why);
-    return -1;
-}
-
-/* Take every whole packet read. Returns 0, or -1 after dropping. */
-static int
-packetsTake(Link* l)
-{
-    size_t off = 0;
-
-    while (l->state == LINK_READY && off < l->inLen
-           && !(l->paused = corMqttInboundFull(l))) {
-        CorMqttPacket pkt;
-        CorMqttStatus st = { 0 };
-        int n = corMqttDecode(l->in + off, l->inLen - off, l->broker.version,
-                              COR_MQTT_READ_MAX, &pkt, &st);
-
-        if (n == 0) {
-            break;
-        }
-        if (n < 0) {
-            char why[200];
-
-            snprintf(why, sizeof(why), "a bad packet: %s", st.reason);
-            linkDrop(l, -EPROTO, why);
-            return -1;
-        }
-        if (packetTake(l, &pkt) != 0) {
-            return -1;
-        }
-        off += (size_t)n;
-    }
-    memmove(l->in, l->in + off, l->inLen - off);
-    l->inLen -= off;
-    return 0;
-}
-
-static void
-linkRead(Link* l)
-{
-    CorTransport* t = corConnTransport(l->conn);
-
-    while (l->state == LINK_READY && !(l->paused = corMqttInboundFull(l))) {
-        ssize_t n;
-
-        if (corMqttInputReserve(&l->in, l->inLen, &l->inCap, 0) != 0) {
-            linkDrop(l, -ENOMEM, "no memory for a packet");
-            return;
-        }
-        n = t->ops->recv(t, l->in + l->inLen, l->inCap - l->inLen);
-        if (n > 0) {
-            l->inLen += (size_t)n;
-            if (packetsTake(l) != 0) {
-                return;
-            }
-        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-            linkDrop(l, -ECONNRESET, n == 0 ? "the broker closed the "
-                     "connection" : "the connection failed while reading");
-            return;
-        } else if (errno == EAGAIN) {
-            break;
-        }
-    }
-    linkPump(l);
-    linkFlush(l);
-}
-
-static void
-linkIo(CorEvIo* io, unsigned events)
-{
-    Link* l = corContainerOf(io, Link, io);
-
-    if (l->state != LINK_READY) {
-        return;                 /* dropped earlier in this batch */
-    }
-    l->refs++;      /* a packet may drop it: it stays readable here */
-    if ((events & EPOLLOUT)
-        && corTransportWantsWrite(corConnTransport(l->conn))) {
-        events |= EPOLLIN;
-    }
-    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-        linkRead(l);
-    } else {
-        linkFlush(l);
-    }
-    linkRelease(l);
-}
-
-static void
-pingFire(CorEvTimer* timer)
-{
-    Link* l = corContainerOf(timer, Link, ping);
-    uint64_t now = corEvNow(l->loop);
-
-    l->refs++;      /* a failed write may drop it: it stays readable */
-    /* A paused subscriber reads no PINGRESP, but pings still. */
-    if (l->pingDue && !l->paused && now - l->pingSentMs >= l->keepAliveMs) {
-        linkDrop(l, -ETIMEDOUT, "no PINGRESP within the keep alive");
-    } else if ((!l->pingDue || l->paused)
-               && now - l->lastWriteMs >= l->keepAliveMs * 3 / 4) {
-        CorMqttPacket ping = { .type = COR_MQTT_PINGREQ };
-
-        if (corMqttBufPut(&l->out, l->broker.version, &ping) == 0) {
-            l->pingDue = true;
-            l->pingSentMs = now;
-            linkFlush(l);
-        }
-    }
-    if (l->state == LINK_READY) {
-        corEvTimerStart(l->loop, &l->ping, l->keepAliveMs / 4 + 1, pingFire);
-    }
-    linkRelease(l);
 }
 
 /* ---- Connecting ---------------------------------------------------------- */
@@ -600,27 +382,27 @@ linkReady(Link* l, CorConn* conn, const CorMqttSession* s)
     l->conn = conn;
     l->state = LINK_READY;
     l->served = true;
-    l->backoffMs = corMqttConf.reconnectMinMs;
     l->capSaid = false;
+    l->readyMs = corEvNow(l->loop);
     l->keepAliveMs = s->keepAliveS * 1000;
     l->lastWriteMs = corEvNow(l->loop);
     l->gen++;
     if (corEvIoStart(l->loop, &l->io, corConnTransport(conn)->fd,
-                     EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, linkIo)
+                     EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, corMqttLinkIo)
         != 0) {
-        linkDrop(l, -EIO, "the loop cannot watch the connection");
+        corMqttLinkDrop(l, -EIO, "the loop cannot watch the connection");
         return;
     }
     corLog(COR_LOG_INFO, "mqtt: connected to %s as %s (window %u)", l->name,
            l->clientId, l->window);
     if (l->keepAliveMs > 0) {
-        corEvTimerStart(l->loop, &l->ping, l->keepAliveMs / 4 + 1, pingFire);
+        corEvTimerStart(l->loop, &l->ping, l->keepAliveMs / 4 + 1, corMqttLinkPingFire);
     }
     if (l->group != NULL && corMqttSubscribeSend(l, s->present) != 0) {
-        linkDrop(l, -ENOMEM, "no memory for SUBSCRIBE");
-    } else if (packetsTake(l) == 0) {
-        linkPump(l);
-        linkFlush(l);
+        corMqttLinkDrop(l, -ENOMEM, "no memory for SUBSCRIBE");
+    } else if (corMqttPacketsTake(l) == 0) {
+        corMqttLinkPump(l);
+        corMqttLinkFlush(l);
     }
 }
 
@@ -732,10 +514,10 @@ pubWait(Link* l, Pub* p)
             if (p->stage == PUB_SENT || p->stage == PUB_RELEASED) {
                 /* Its id stays taken until its ack or the connection's
                  * end; as queued, pubUnlink leaves the slot alone. */
-                l->slots[p->packetId - 1] = &orphan;
+                l->slots[p->packetId - 1] = &corMqttOrphan;
                 p->stage = PUB_QUEUED;
             }
-            pubFinish(l, p, late ? -ETIMEDOUT : -ECANCELED,
+            corMqttPubFinish(l, p, late ? -ETIMEDOUT : -ECANCELED,
                       late ? "no acknowledgement in time" : "cancelled");
         }
     }
@@ -756,7 +538,7 @@ corMqttPublishOnLoop(const CorMqttMessage* msg, char* why, size_t whyLen)
     if (l->pending == NULL) {
         l->pending = &p;
     }
-    linkPump(l);
+    corMqttLinkPump(l);
     linkFlushSoon(l);
     pubWait(l, &p);
     if (p.rc != 0) {

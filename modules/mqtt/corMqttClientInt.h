@@ -103,7 +103,8 @@ int corMqttPublishOnThread(const CorMqttMessage* msg, char* why,
 /*
  * Take an mqtt:// or mqtts:// URL apart into u and its broker b (the
  * default port filled in, the user and password percent-decoded, the
- * module's default version). Returns 0, or -EINVAL with why.
+ * module's default version). Returns 0, or -EINVAL with why (a literal
+ * '#' too: a URL's fragment would silently cut the topic).
  */
 int corMqttUrlBroker(const char* url, CorMqttBroker* b, CorUrl* u, char* why,
                      size_t whyLen);
@@ -111,6 +112,8 @@ int corMqttUrlBroker(const char* url, CorMqttBroker* b, CorUrl* u, char* why,
 /* The mqtt and mqtts schemes' sender (corMqttNotify.c). May yield. */
 int corMqttNotifySend(CorModule* m, const CorNotification* n, char* why,
                       size_t whyLen);
+/* Their check, before a send starts: the URL and its topic. */
+int corMqttNotifyCheck(const char* url, char* why, size_t whyLen);
 
 /* Close the calling loop's connections (its loopExit). */
 void corMqttClientLoopExit(void);
@@ -184,7 +187,17 @@ int corMqttBufPublish(CorMqttBuf* b, const CorMqttMessage* msg,
  * 4096, and the whole of a packet whose length need says. 0, -ENOMEM. */
 int corMqttInputReserve(uint8_t** in, size_t len, size_t* cap, size_t need);
 
-/* A fresh client id: the prefix, the process, a number of this process. */
+/*
+ * This instance of cor, as every default client id says it: its host
+ * name (12 bytes of it), PID and a random part, "host-PID-RRRRRR", so
+ * that two instances of one configuration (two replicas, two containers
+ * whose PIDs are alike) never take each other's ids. Made at the first
+ * call (the module's init) and kept for the process's life, and for a
+ * binary upgrade it execs (in its environment). Static text.
+ */
+const char* corMqttInstance(void);
+
+/* A fresh client id: the prefix, the instance, a number of the process. */
 void corMqttClientIdMake(char* out, size_t cap);
 
 /* The words of a CONNACK's code (3.1.1 return code, 5.0 reason code) or
@@ -222,6 +235,36 @@ CorConn* corMqttSessionOpen(const CorMqttBroker* b, const char* clientId,
 void corMqttServedMark(const CorMqttBroker* b);
 bool corMqttServed(const CorMqttBroker* b);
 void corMqttServedClear(void);
+
+/*
+ * The window of QoS 1/2 messages in flight to b: window, at most
+ * COR_MQTT_V311_WINDOW in 3.1.1 (which has no Receive Maximum; a broker
+ * past its own drops or refuses: mosquitto's is 20), and at most what
+ * corMqttWindowShrink learnt. Shrink: b closed a connection with inFlight
+ * in flight (a 3.1.1 refusal, or 5.0's 0x93): half of it from now on, for
+ * the process's life. Returns the new window. Any thread.
+ */
+#define COR_MQTT_V311_WINDOW 20
+unsigned corMqttWindowCap(const CorMqttBroker* b, unsigned window);
+unsigned corMqttWindowShrink(const CorMqttBroker* b, unsigned inFlight);
+
+/* What is logged once per broker and process. */
+typedef enum {
+    COR_MQTT_NOTE_DOWNGRADE,    /* QoS 2 answered with PUBACK */
+    COR_MQTT_NOTE_TAKEOVER      /* our client id taken by another */
+} CorMqttNote;
+
+/* Whether note about b is new (true once; the caller logs it). */
+bool corMqttSayOnce(const CorMqttBroker* b, CorMqttNote note);
+/* Log once per broker: b (named name) answered a QoS 2 PUBLISH with
+ * PUBACK; another client took clientId's session (maybe: a 3.1.1 close
+ * only looks like one), with what to do. */
+void corMqttDowngradeSay(const CorMqttBroker* b, const char* name);
+void corMqttTakeoverSay(const CorMqttBroker* b, const char* name,
+                        const char* clientId, bool maybe);
+
+/* The back-off after ms: doubled, up to reconnectMaxMs. */
+uint64_t corMqttBackoffNext(uint64_t ms);
 
 /* Milliseconds from now to deadlineMs (0 if past). */
 int corMqttLeftMs(uint64_t deadlineMs);

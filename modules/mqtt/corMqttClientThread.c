@@ -172,8 +172,11 @@ packetTake(ThreadLink* l, uint16_t id, unsigned qos, const CorMqttPacket* pkt,
                  pkt->reasonCode);
         return -EACCES;
     }
-    if ((pkt->type == COR_MQTT_PUBACK && qos == 1)
+    if ((pkt->type == COR_MQTT_PUBACK && qos >= 1)
         || (pkt->type == COR_MQTT_PUBCOMP && qos == 2)) {
+        if (mine && qos == 2 && pkt->type == COR_MQTT_PUBACK) {
+            corMqttDowngradeSay(&l->broker, l->name);
+        }
         return mine ? 1 : 0;
     }
     if (pkt->type == COR_MQTT_PUBACK || pkt->type == COR_MQTT_PUBREC
@@ -257,11 +260,10 @@ backoffWait(const CorMqttBroker* b, int attempt, uint64_t* backoffMs,
     if (attempt == 0) {
         return 0;
     }
-    corLog(COR_LOG_WARN, "mqtt: %s: %s; connecting again in %llu ms",
-           corMqttBrokerName(b, name, sizeof(name)), why,
+    corLog(COR_LOG_WARN, "mqtt: publisher %s: %s; connecting again in "
+           "%llu ms", corMqttBrokerName(b, name, sizeof(name)), why,
            (unsigned long long)ms);
-    *backoffMs = *backoffMs * 2 < corMqttConf.reconnectMaxMs
-                 ? *backoffMs * 2 : corMqttConf.reconnectMaxMs;
+    *backoffMs = corMqttBackoffNext(*backoffMs);
     return corRestWaitFd(-1, 0, (int)ms, &revents) < 0 ? -1 : 0;
 }
 

@@ -39,6 +39,36 @@ typedef struct {
     Pub* tail;
 } PubList;
 
+/* A list of publishes, in order. */
+static inline void
+listAppend(PubList* list, Pub* p)
+{
+    p->next = NULL;
+    p->prev = list->tail;
+    if (list->tail != NULL) {
+        list->tail->next = p;
+    } else {
+        list->head = p;
+    }
+    list->tail = p;
+}
+
+static inline void
+listRemove(PubList* list, Pub* p)
+{
+    if (p->prev != NULL) {
+        p->prev->next = p->next;
+    } else {
+        list->head = p->next;
+    }
+    if (p->next != NULL) {
+        p->next->prev = p->prev;
+    } else {
+        list->tail = p->prev;
+    }
+    p->next = p->prev = NULL;
+}
+
 typedef enum {
     LINK_CONNECTING,
     LINK_READY,
@@ -62,6 +92,7 @@ struct CorMqttLink {
     CorEvTimer retry;
     CorEvTimer flushSoon;       /* the output written once an iteration */
     uint64_t backoffMs;
+    uint64_t readyMs;           /* when the last CONNACK came */
     unsigned keepAliveMs;
     uint64_t lastWriteMs;
     bool pingDue;               /* a PINGREQ went, no PINGRESP yet */
@@ -119,6 +150,33 @@ void corMqttLinkClose(Link* l);
 /* One reference to l more, one less (it is freed at none). */
 void corMqttLinkHold(Link* l);
 void corMqttLinkRelease(Link* l);
+
+/* ---- Between corMqttClient.c (writes) and corMqttLinkRead.c (reads) ----- */
+
+/* What a slot holds whose publish left (timed out, cancelled). */
+extern Pub corMqttOrphan;
+
+/* End p (rc 0: acknowledged; else why) and wake its publisher. */
+void corMqttPubFinish(Link* l, Pub* p, int rc, const char* why);
+
+/* The connection is gone (rc, why): in-flight QoS 1/2 publishes go back
+ * to the queue, and the link connects again after its back-off. */
+void corMqttLinkDrop(Link* l, int rc, const char* why);
+
+/* Encode the queued publishes the window lets out; write what the
+ * socket takes (EPOLLOUT brings the rest). */
+void corMqttLinkPump(Link* l);
+void corMqttLinkFlush(Link* l);
+
+/* Take every whole packet read: 0, or -1 after dropping the link. */
+int corMqttPacketsTake(Link* l);
+
+/* Read until EAGAIN (or a paused subscriber's bound), taking packets. */
+void corMqttLinkRead(Link* l);
+
+/* The link's socket watcher and keepalive timer. */
+void corMqttLinkIo(CorEvIo* io, unsigned events);
+void corMqttLinkPingFire(CorEvTimer* timer);
 
 /* ---- corMqttSubscribe.c -------------------------------------------------- */
 

@@ -79,6 +79,13 @@ corMqttUrlBroker(const char* url, CorMqttBroker* b, CorUrl* u, char* why,
 {
     int rc = corUrlParse(url, u, why, whyLen);
 
+    if (rc == 0 && strchr(url, '#') != NULL) {
+        /* The URL's fragment to corUrlParse, which drops it: "alarms/#"
+         * would go to "alarms/". A topic name holds no wildcard. */
+        snprintf(why, whyLen, "a '#' in the URL: a topic name holds no "
+                 "wildcard (and a URL no fragment)");
+        rc = -EINVAL;
+    }
     if (rc != 0) {
         return rc;
     }
@@ -226,6 +233,31 @@ topicTake(const CorUrl* u, size_t pathLen, int* len, char** copy, char* why,
 }
 
 int
+corMqttNotifyCheck(const char* url, char* why, size_t whyLen)
+{
+    CorMqttBroker b;
+    CorMqttMessage scratch = { .broker = &b };
+    CorUrl u;
+    size_t pathLen;
+    int len;
+    char* copy = NULL;
+    int rc = corMqttUrlBroker(url, &b, &u, why, whyLen);
+
+    if (rc != 0) {
+        return rc;
+    }
+    pathLen = strcspn(u.target, "?");
+    if (topicTake(&u, pathLen, &len, &copy, why, whyLen) == NULL
+        || (pathLen < u.targetLen
+            && queryTake(&scratch, &b, u.target + pathLen + 1,
+                         u.targetLen - pathLen - 1, why, whyLen) != 0)) {
+        rc = -EINVAL;
+    }
+    free(copy);
+    return rc;
+}
+
+int
 corMqttNotifySend(CorModule* m, const CorNotification* n, char* why,
                   size_t whyLen)
 {
@@ -248,7 +280,7 @@ corMqttNotifySend(CorModule* m, const CorNotification* n, char* why,
     if (rc != 0) {
         return rc;
     }
-    pathLen = strcspn(u.target, "?#");
+    pathLen = strcspn(u.target, "?");
     topic = topicTake(&u, pathLen, &len, &copy, why, whyLen);
     msg.topic = (CorMqttStr){ topic, (size_t)len };
     if (topic == NULL

@@ -17,15 +17,21 @@
  */
 #include "corMqttClientInt.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #define INPUT_ROOM 4096
+
+/* Where corMqttInstance keeps its value for a reload, or a binary upgrade
+ * (exec keeps the environment). */
+#define INSTANCE_ENV "COR_MQTT_INSTANCE"
 
 CorMqttConf corMqttConf = {
     .clientId = "cor",
@@ -41,10 +47,13 @@ CorMqttConf corMqttConf = {
 
 static atomic_uint clientIdCount;
 
-/* The brokers a connection of this process was accepted by. */
+/* The brokers a connection of this process was accepted by, and what
+ * each showed: the window it refused past (0: none), the notes said. */
 typedef struct Served {
     struct Served* next;
     CorMqttBroker broker;
+    unsigned window;
+    unsigned said;              /* 1 << CorMqttNote */
 } Served;
 
 static pthread_mutex_t servedLock = PTHREAD_MUTEX_INITIALIZER;
@@ -116,10 +125,40 @@ corMqttInputReserve(uint8_t** in, size_t len, size_t* cap, size_t need)
     return 0;
 }
 
+const char*
+corMqttInstance(void)
+{
+    static char instance[40];
+    const char* kept = getenv(INSTANCE_ENV);
+    char host[13] = "";
+    uint32_t random = 0;
+
+    if (instance[0] != '\0') {
+        return instance;
+    }
+    if (kept != NULL && kept[0] != '\0' && strlen(kept) < sizeof(instance)) {
+        snprintf(instance, sizeof(instance), "%s", kept);
+        return instance;
+    }
+    gethostname(host, sizeof(host) - 1);
+    for (char* c = host; *c != '\0'; c++) {
+        if (!isalnum((unsigned char)*c)) {
+            *c = '_';       /* a dash is the parts' separator */
+        }
+    }
+    if (getrandom(&random, sizeof(random), 0) != sizeof(random)) {
+        random = (uint32_t)corEvClockMs() ^ (uint32_t)getpid() << 16;
+    }
+    snprintf(instance, sizeof(instance), "%s-%ld-%06x", host,
+             (long)getpid(), random & 0xFFFFFF);
+    setenv(INSTANCE_ENV, instance, 0);
+    return instance;
+}
+
 void
 corMqttClientIdMake(char* out, size_t cap)
 {
-    snprintf(out, cap, "%s-%ld-%u", corMqttConf.clientId, (long)getpid(),
+    snprintf(out, cap, "%s-%s-%u", corMqttConf.clientId, corMqttInstance(),
              atomic_fetch_add(&clientIdCount, 1) + 1);
 }
 
@@ -160,6 +199,13 @@ corMqttReasonText(unsigned version, bool connack, uint8_t code)
         }
     }
     return "unknown reason code";
+}
+
+uint64_t
+corMqttBackoffNext(uint64_t ms)
+{
+    return ms * 2 < corMqttConf.reconnectMaxMs ? ms * 2
+                                               : corMqttConf.reconnectMaxMs;
 }
 
 int
@@ -207,7 +253,7 @@ corMqttServedMark(const CorMqttBroker* b)
     Served* s;
 
     pthread_mutex_lock(&servedLock);
-    if (servedFind(b) == NULL && (s = malloc(sizeof(*s))) != NULL) {
+    if (servedFind(b) == NULL && (s = calloc(1, sizeof(*s))) != NULL) {
         s->broker = *b;
         s->next = servedList;
         servedList = s;
@@ -224,6 +270,79 @@ corMqttServed(const CorMqttBroker* b)
     served = servedFind(b) != NULL;
     pthread_mutex_unlock(&servedLock);
     return served;
+}
+
+unsigned
+corMqttWindowCap(const CorMqttBroker* b, unsigned window)
+{
+    Served* s;
+
+    if (b->version == COR_MQTT_V311 && window > COR_MQTT_V311_WINDOW) {
+        window = COR_MQTT_V311_WINDOW;
+    }
+    pthread_mutex_lock(&servedLock);
+    s = servedFind(b);
+    if (s != NULL && s->window > 0 && s->window < window) {
+        window = s->window;
+    }
+    pthread_mutex_unlock(&servedLock);
+    return window;
+}
+
+unsigned
+corMqttWindowShrink(const CorMqttBroker* b, unsigned inFlight)
+{
+    unsigned window = inFlight > 1 ? inFlight / 2 : 1;
+    Served* s;
+
+    pthread_mutex_lock(&servedLock);
+    s = servedFind(b);
+    if (s != NULL && (s->window == 0 || window < s->window)) {
+        s->window = window;
+    }
+    pthread_mutex_unlock(&servedLock);
+    return window;
+}
+
+bool
+corMqttSayOnce(const CorMqttBroker* b, CorMqttNote note)
+{
+    bool first = false;
+    Served* s;
+
+    pthread_mutex_lock(&servedLock);
+    s = servedFind(b);
+    if (s != NULL && !(s->said & (1u << note))) {
+        s->said |= 1u << note;
+        first = true;
+    }
+    pthread_mutex_unlock(&servedLock);
+    return first;
+}
+
+void
+corMqttDowngradeSay(const CorMqttBroker* b, const char* name)
+{
+    if (corMqttSayOnce(b, COR_MQTT_NOTE_DOWNGRADE)) {
+        corLog(COR_LOG_WARN, "mqtt: %s answers QoS 2 with PUBACK: it grants "
+               "QoS 1 (as RabbitMQ does), so messages reach it at least "
+               "once, not exactly once", name);
+    }
+}
+
+void
+corMqttTakeoverSay(const CorMqttBroker* b, const char* name,
+                   const char* clientId, bool maybe)
+{
+    if (corMqttSayOnce(b, COR_MQTT_NOTE_TAKEOVER)) {
+        corLog(COR_LOG_WARN, "mqtt: %s: %s client connected with client id "
+               "'%s' and took the session over; give each instance its own "
+               "client_id (or leave it out: the default is unique), and "
+               "spread a subscription over instances with "
+               "$share/GROUP/filter", name,
+               maybe ? "the broker closed the connection at once: maybe "
+                       "another" : "another", clientId);
+    }
 }
 
 void
@@ -330,7 +449,7 @@ connackTake(const CorMqttBroker* b, const CorMqttPacket* pkt,
         return -EACCES;
     }
     s->present = pkt->sessionPresent;
-    s->window = corMqttConf.maxInFlight;
+    s->window = corMqttWindowCap(b, corMqttConf.maxInFlight);
     s->keepAliveS = corMqttConf.keepAliveS;
     if (corMqttPropHas(&pkt->props, COR_MQTT_PROP_RECEIVE_MAXIMUM)
         && pkt->props.receiveMaximum < s->window) {
@@ -340,6 +459,26 @@ connackTake(const CorMqttBroker* b, const CorMqttPacket* pkt,
         s->keepAliveS = pkt->props.serverKeepAlive;
     }
     return 0;
+}
+
+/*
+ * A 5.0 CONNECT answered with a 3.1.1 CONNACK that refuses the protocol
+ * level (return code 1, which the 5.0 decoder refuses as malformed): the
+ * broker speaks 3.1.1 only (aedes, RabbitMQ before 3.13). Says so in why
+ * and returns -EACCES, or returns rc.
+ */
+static int
+v311Refusal(const CorMqttBroker* b, const uint8_t* in, size_t inLen, int rc,
+            char* why, size_t whyLen)
+{
+    if (rc != -EPROTO || b->version != COR_MQTT_V5 || inLen < 4
+        || in[0] != 0x20 || in[1] != 0x02 || in[3] != 0x01) {
+        return rc;
+    }
+    snprintf(why, whyLen, "the broker does not speak 5.0 (its 3.1.1 "
+             "CONNACK refused the protocol level): use version \"3.1.1\" "
+             "(the module's key, or ?version=3.1.1 in a URL)");
+    return -EACCES;
 }
 
 CorConn*
@@ -375,6 +514,8 @@ corMqttSessionOpen(const CorMqttBroker* b, const char* clientId,
         }
         memmove(*in, *in + used, *inLen - used);
         *inLen -= used;
+    } else {
+        rc = v311Refusal(b, *in, *inLen, rc, reason, sizeof(reason));
     }
     if (rc < 0) {
         snprintf(why, whyLen, "%s: %s", corMqttBrokerName(b, name,

@@ -21,9 +21,9 @@
 
 CorTestBroker corTestBroker;
 
-/* count ports free at once (each bound until all are known). */
-static void
-portsTake(int* ports, int count)
+/* Each bound until all are known. */
+void
+corTestPortsTake(int* ports, int count)
 {
     int fds[8];
 
@@ -186,7 +186,7 @@ corTestBrokerMake(void)
     snprintf(command, sizeof(command), "mosquitto_passwd -b -c %s/passwd u p",
              corTestBroker.dir);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
-    portsTake(ports, 4);
+    corTestPortsTake(ports, 4);
     corTestBroker.port = ports[0];
     corTestBroker.portAuth = ports[1];
     corTestBroker.portTls = ports[2];
@@ -209,12 +209,18 @@ corTestBrokerRemove(void)
 long
 corTestBrokerCounter(int corPort, const char* name)
 {
+    return corTestBrokerCounterAt(corPort, corTestBroker.port, name);
+}
+
+long
+corTestBrokerCounterAt(int corPort, int brokerPort, const char* name)
+{
     static char out[1 << 16];
     char key[128];
     const char* at;
 
     snprintf(key, sizeof(key), "\n%s{broker=\"mqtt://127.0.0.1:%d\"} ", name,
-             corTestBroker.port);
+             brokerPort);
     if (corRequest(corPort, "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n",
                    out, sizeof(out)) != 200
         || (at = strstr(out, key)) == NULL) {

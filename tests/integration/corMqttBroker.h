@@ -52,6 +52,43 @@ void corTestSubStart(CorTestSub* s, const char* topic, int count,
  * its output (cap bytes at most) into out. Returns the number of lines. */
 int corTestSubCollect(CorTestSub* s, int ms, char* out, size_t cap);
 
+/* count free loopback ports at once. */
+void corTestPortsTake(int* ports, int count);
+
+/*
+ * The brokers the tests take as a parameter (corMqttPeer.c), each on a
+ * loopback port of its own: mosquitto (3.1.1 and 5.0), RabbitMQ's MQTT
+ * plugin (3.1.1: it grants QoS 1 for QoS 2) and aedes (3.1.1).
+ */
+typedef enum {
+    COR_PEER_MOSQUITTO,
+    COR_PEER_RABBITMQ,
+    COR_PEER_AEDES,
+    COR_PEER_KINDS
+} CorTestPeerKind;
+
+typedef struct {
+    CorTestPeerKind kind;
+    pid_t pid;
+    pid_t epmd;                 /* RabbitMQ's own */
+    int port;                   /* MQTT, anonymous */
+    int ports[3];               /* RabbitMQ's epmd, node and dist ports */
+    char dir[64];               /* its files, log (broker.log) */
+} CorTestPeer;
+
+const char* corTestPeerName(CorTestPeerKind kind);
+/* Start a broker of kind (extra: more lines of mosquitto's configuration)
+ * and return once it answers: 0, or -1 with why when it is not
+ * installed (the test skips then, saying why). */
+int corTestPeerStart(CorTestPeer* p, CorTestPeerKind kind, const char* extra,
+                     char* why, size_t whyLen);
+/* Stop it (by its PID) and remove its folder. */
+void corTestPeerStop(CorTestPeer* p);
+
+/* Counter name of the broker on brokerPort in the /metrics of the cor on
+ * corPort; -1 if none. */
+long corTestBrokerCounterAt(int corPort, int brokerPort, const char* name);
+
 /* Counter name of the broker's plain port in the /metrics of the cor on
  * corPort (routed at GET /metrics); -1 if none. */
 long corTestBrokerCounter(int corPort, const char* name);

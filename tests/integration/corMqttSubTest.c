@@ -68,11 +68,12 @@ corSubscribingWith(const SubConf* sc)
              "    reconnect_max: 200ms\n"
              "%s"
              "    subscriptions:\n"
-             "      - { broker: \"mqtt://127.0.0.1:%d\", filter: \"in/a/+\" }\n"
+             "      - { broker: \"mqtt://127.0.0.1:%d\", filter: \"in/a/+\",\n"
+             "          client_id: cor-sub-1 }\n"
              "      - { broker: \"mqtt://127.0.0.1:%d\", filter: \"in/b/#\",\n"
-             "          qos: 2 }\n"
+             "          qos: 2, client_id: cor-sub-1 }\n"
              "      - { broker: \"mqtt://127.0.0.1:%d\",\n"
-             "          filter: \"in/never/#\" }\n"
+             "          filter: \"in/never/#\", client_id: cor-sub-1 }\n"
              "%s"
              "  - { load: {MODULES}/testkit.so }\n"
              "routes:\n"
@@ -418,6 +419,9 @@ capKeepsTrying(int broker)
     corTestBrokerStop(SIGTERM);
     corTestBrokerStart();
     subscribedWait(8);
+    /* The back-off's line says whose connection it is. */
+    ck_assert_int_ge(corServerLogCount(&cor, "mqtt: subscriber mqtt://"),
+                     1);
     for (int i = 0; i < 2; i++) {
         CorTestSub s;
 
