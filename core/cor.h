@@ -703,6 +703,14 @@ int corLimitsRequest(const CorRequest* r);
 void corLimitsRefused(const char* protocol, const char* who,
                       const char* what, int status);
 const char* corLimitsText(int status);
+/*
+ * Refuse r at a limit, status (0: none, r is within them): said and
+ * counted as above, under the protocol r->version names ("COR/1": cor),
+ * and r's answer set to the status and its text, for the protocol to send
+ * as it sends any. Returns status. corRequestServe calls it with
+ * corLimitsRequest(r); a protocol that refuses before then calls it too.
+ */
+int corLimitsAnswer(CorRequest* r, int status);
 
 /*
  * Accepting, for a protocol module: from its start, on each loop's

@@ -430,10 +430,6 @@ void corMetricsConnectionRefused(void);
 void corMetricsAcceptFdLimit(void);
 /* The refusals at the limits, by protocol and status (corLimits.c). */
 void corLimitsEmit(CorMetricsOut* out);
-/* Whether r is past the limits: then it is said, counted, and answered
- * with the status (its response set), for corRequestServe to send before
- * any handler runs. */
-bool corLimitsRefuse(CorRequest* r);
 
 int corMetricsInit(unsigned loops);
 void corMetricsFree(void);

@@ -206,16 +206,15 @@ protocolOf(const char* version, char* out, size_t size)
     }
 }
 
-bool
-corLimitsRefuse(CorRequest* r)
+int
+corLimitsAnswer(CorRequest* r, int status)
 {
-    int status = corLimitsRequest(r);
     char protocol[PROTOCOL_NAME_MAX];
     char what[160];
-    const char* text;
+    const char* text = corLimitsText(status);
 
-    if (status == 0) {
-        return false;
+    if (text == NULL) {
+        return 0;
     }
     protocolOf(r->version, protocol, sizeof(protocol));
     /* A path past header_bytes is shown in part: the line says why. */
@@ -224,7 +223,6 @@ corLimitsRefuse(CorRequest* r)
              r->method, (int)(r->pathLen < 64 ? r->pathLen : 64), r->path,
              r->pathLen > 64 ? "..." : "", r->headerCount, r->bodyLen);
     corLimitsRefused(protocol, r->remote, what, status);
-    text = corLimitsText(status);
     corRespondSet(r, status, "text/plain", text, strlen(text));
-    return true;
+    return status;
 }

@@ -560,7 +560,7 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
 
     requestInit(r, ops, protocolData);
     gaugeAdd(&c->inFlight, 1);
-    if (corLimitsRefuse(r)) {
+    if (corLimitsAnswer(r, corLimitsRequest(r)) != 0) {
         served(r);
         return;
     }

@@ -169,18 +169,18 @@ START_TEST(test_a_request_past_the_limits_is_answered)
 {
     CorRequest r = request("/p", NULL, 0);
 
-    ck_assert(!corLimitsRefuse(&r));
+    ck_assert_int_eq(corLimitsAnswer(&r, corLimitsRequest(&r)), 0);
     ck_assert_int_eq(r.status, 0);
     ck_assert_int_eq(logLines, 0);
     r.bodyLen = 11;
-    ck_assert(corLimitsRefuse(&r));
+    ck_assert_int_eq(corLimitsAnswer(&r, corLimitsRequest(&r)), 413);
     ck_assert_int_eq(r.status, 413);
     ck_assert_str_eq(r.responseBody, "413 Content Too Large\n");
     ck_assert_str_eq(logged, "cor: 192.0.2.7: GET /p (0 headers, 11 body "
                              "bytes) is past the limits (limits.body_bytes "
                              "10): refused 413");
     r.version = NULL;
-    ck_assert(corLimitsRefuse(&r));
+    ck_assert_int_eq(corLimitsAnswer(&r, 431), 431);
     ck_assert_ptr_nonnull(strstr(logged, "unknown: "));
 }
 END_TEST
