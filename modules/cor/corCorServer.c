@@ -23,10 +23,8 @@
  * limits of every request (the core's: corRequestServe answers one past
  * them 414, 431 or 413 on its own stream; a REQUEST longer than any within
  * them is refused from its head as it comes, its body dropped unread:
- * corCorServerCut.c), a frame whole within limits.request_timeout (its
- * connection closed, counted as a 408), the HELLO within hello_timeout,
- * output that makes no progress within limits.send_timeout, and
- * idle_timeout for a
+ * corCorServerCut.c), the HELLO within hello_timeout, output that
+ * makes no progress within limits.send_timeout, and idle_timeout for a
  * connection with nothing due (PING keeps one alive). A frame that does
  * not decode closes its connection and fails only what was on it.
  *
@@ -164,32 +162,21 @@ connRefuse(CorServerConn* c, const char* why)
 
 /* ---- The timer ----------------------------------------------------------- */
 
-/* Whether the deadline that applies is the frame's that came in part:
- * whole within limits.request_timeout of its first byte, however slowly
- * its bytes trickle. (A frame held back by its requests in flight waits
- * for them, which have deadlines of their own.) */
-static bool
-frameTimed(const CorServerConn* c)
-{
-    return c->greeted && !(outputPending(c) && c->outStalledMs != 0)
-           && (c->inLen > 0 || c->skipLeft > 0) && !c->readPaused;
-}
-
 static void
 onTimer(CorEvTimer* timer)
 {
     CorServerConn* c = corContainerOf(timer, CorServerConn, timer);
 
-    if (frameTimed(c)) {
-        /* A request too slow to come, as HTTP's 408; the stream it would
-         * be answered on is not known, so the connection ends. */
+    if (c->greeted && !outputPending(c) && c->inLen > 0) {
+        /* A request too slow to come, HTTP's 408: its stream is not
+         * known, so the connection ends. */
         corLimitsRefused("cor", c->peerName, "a frame that did not come "
                          "whole", 408);
-    } else {
-        corLog(COR_LOG_DEBUG, "cor: %s: %s", c->peerName,
-               !c->greeted ? "no HELLO in time"
-               : outputPending(c) ? "the peer reads nothing" : "idle");
     }
+    corLog(COR_LOG_DEBUG, "cor: %s: %s", c->peerName,
+           !c->greeted ? "no HELLO in time"
+           : outputPending(c) ? "the peer reads nothing"
+           : c->inLen > 0 ? "a frame did not come whole in time" : "idle");
     connClose(c);
 }
 
@@ -204,8 +191,9 @@ timerAt(CorServerConn* c, uint64_t since, uint64_t ms)
 }
 
 /* Arm the one deadline that applies now: the HELLO's, the output's, a
- * frame's that came in part (frameTimed), or the idle one (none while
- * requests are with their handlers: those have deadlines of their
+ * frame that came in part (whole within limits.request_timeout of its
+ * first byte, however slowly its bytes trickle), or the idle one (none
+ * while requests are with their handlers: those have deadlines of their
  * own). */
 static void
 timerUpdate(CorServerConn* c)
@@ -217,7 +205,9 @@ timerUpdate(CorServerConn* c)
     }
     if (outputPending(c) && c->outStalledMs != 0) {
         timerAt(c, c->outStalledMs, corLimits()->sendTimeoutMs);
-    } else if (frameTimed(c)) {
+    } else if ((c->inLen > 0 || c->skipLeft > 0) && !c->readPaused) {
+        /* (A frame held back by its requests in flight waits for them,
+         * which have deadlines of their own.) */
         timerAt(c, c->frameStartMs, corLimits()->requestTimeoutMs);
     } else if (c->inFlight == 0) {
         corEvTimerStart(loop, &c->timer, corServerConf.idleTimeoutMs,

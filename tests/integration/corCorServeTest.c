@@ -404,6 +404,37 @@ START_TEST(test_one_metric_counts_refusals_of_every_protocol)
 }
 END_TEST
 
+/* A request too slow to come is the core's refusal too, HTTP's 408 or a
+ * cor:// frame that does not come whole within request_timeout (its
+ * connection closed): one metric counts both. */
+START_TEST(test_one_metric_counts_slow_requests_of_every_protocol)
+{
+    static const unsigned char part[] = {   /* a REQUEST of 50, in part */
+        0xc0, 0x4f, 0x52, 0x01, 3, 0, 0, 0, 1, 0, 0, 0, 50, 0, 0, 0, 0x06 };
+    static const char head[] = "GET /hello HTTP/1.1\r\nHost: t\r\n";
+    int fd;
+
+    ck_assert_int_eq(startWith("limits: { request_timeout: 300ms }\n", ""),
+                     0);
+    fd = corConnect(server.port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(corSendAll(fd, head, sizeof(head) - 1), 0);
+    ck_assert_int_gt(corReadResponse(fd, out2, sizeof(out2), 10000), 0);
+    ck_assert_int_eq(corStatus(out2), 408);
+    close(fd);
+    fd = corConnect(server.port2);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(corSendAll(fd, hello, sizeof(hello)), 0);
+    ck_assert_int_eq(corSendAll(fd, part, sizeof(part)), 0);
+    ck_assert(corPeerClosed(fd, 10000));
+    close(fd);
+    ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total{"
+                               "protocol=\"http\",status=\"408\"}"), 1);
+    ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total{"
+                               "protocol=\"cor\",status=\"408\"}"), 1);
+}
+END_TEST
+
 /* Eight copies of request, then last (NULL: none), on one connection
  * (raw); the growth of the generation's VmHWM in kB, printed as what, or
  * 0 under sanitizers, whose memory makes no sense of it. */
@@ -524,6 +555,7 @@ COR_TEST_SUITE(corCorServe)
     tcase_add_test(tc, test_hello_over_tls);
     tcase_add_test(tc, test_past_the_limits_refused_on_their_stream);
     tcase_add_test(tc, test_one_metric_counts_refusals_of_every_protocol);
+    tcase_add_test(tc, test_one_metric_counts_slow_requests_of_every_protocol);
     tcase_add_test(tc, test_a_flood_of_large_requests_holds_bounded_memory);
     tcase_add_test(tc, test_a_body_past_body_bytes_is_never_read_whole);
 }
