@@ -467,9 +467,10 @@ struct CorProtocolOps {
  * Serve a request the protocol has read whole, on the loop that read it:
  * find its route, run its handler where it must run (inline, a coroutine of
  * this loop, a worker), and call ops->done when the response is set, then
- * ops->release after the post-response phase. A request with no route is
- * answered 404 (405 when only the method differs). Must be called on a
- * loop of the generation.
+ * ops->release after the post-response phase. A request past the limits
+ * (corLimitsRequest) is answered with their status, its handler never
+ * called; one with no route is answered 404 (405 when only the method
+ * differs). Must be called on a loop of the generation.
  */
 void corRequestServe(CorRequest* r, const CorProtocolOps* ops,
                      void* protocolData);
@@ -678,17 +679,38 @@ typedef struct {
 const CorLimits* corLimits(void);
 
 /*
- * The limits of every protocol's requests, checked as a request's head and
- * then its body arrive, before a handler runs (HTTP's parser applies the
- * same ones as it reads). corLimitsHead measures r's method, target and
- * headers as HTTP/1.1 writes them: 0 within limits.header_bytes and
- * header_count, else the status to refuse r with, 414 (the request line
- * alone is longer than header_bytes) or 431. corLimitsBody: 0 when a body
- * of bytes (declared, or come so far) is within limits.body_bytes, else
- * 413. Any thread.
+ * The limits of every protocol's requests, in one place: a protocol asks
+ * as a request's head and then its body arrive, and corRequestServe asks
+ * again before any handler runs (a request past them is answered with the
+ * status, its handler never called). corLimitsHead measures r's method,
+ * target and headers as HTTP/1.1 writes them: 0 within
+ * limits.header_bytes and header_count, else the status to refuse r with,
+ * 414 (the request line alone is longer than header_bytes) or 431.
+ * corLimitsBody: 0 when a body of bytes (declared, or come so far) is
+ * within limits.body_bytes, else 413. corLimitsRequest: both, for r whole
+ * (r->bodyLen). Any thread.
  */
 int corLimitsHead(const CorRequest* r);
 int corLimitsBody(uint64_t bytes);
+int corLimitsRequest(const CorRequest* r);
+/*
+ * A request refused at a limit (status 408, 413, 414 or 431; another is
+ * ignored), however its protocol says no on its wire: logged once
+ * ("PROTOCOL: WHO: WHAT is past the limits (LIMIT): refused STATUS") and
+ * counted in cor_requests_refused_total{protocol, status}. corLimitsText:
+ * the answer's text ("413 Content Too Large\n"), NULL for another status.
+ */
+void corLimitsRefused(const char* protocol, const char* who,
+                      const char* what, int status);
+const char* corLimitsText(int status);
+/*
+ * Refuse r at a limit, status (0: none, r is within them): said and
+ * counted as above, under the protocol r->version names ("COR/1": cor),
+ * and r's answer set to the status and its text, for the protocol to send
+ * as it sends any. Returns status. corRequestServe calls it with
+ * corLimitsRequest(r); a protocol that refuses before then calls it too.
+ */
+int corLimitsAnswer(CorRequest* r, int status);
 
 /*
  * Accepting, for a protocol module: from its start, on each loop's

@@ -428,6 +428,8 @@ void corMetricsClient(CorClientCount which);
 void corMetricsConnectionRefused(void);
 /* Count an accept that failed at the fd limit (EMFILE, ENFILE). */
 void corMetricsAcceptFdLimit(void);
+/* The refusals at the limits, by protocol and status (corLimits.c). */
+void corLimitsEmit(CorMetricsOut* out);
 
 int corMetricsInit(unsigned loops);
 void corMetricsFree(void);

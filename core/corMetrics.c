@@ -293,6 +293,7 @@ corMetricsText(size_t* lenP)
     emitCounter(&t, "connections_refused_total", "Connections closed at "
                 "once past limits.connections.", "",
                 atomic_load(&connectionsRefused));
+    corLimitsEmit(&t);
     emitCounter(&t, "accept_fd_limit_total", "Accepts that failed at the "
                 "fd limit (EMFILE, ENFILE); accepting paused after each.", "",
                 atomic_load(&acceptFdLimit));

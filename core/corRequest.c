@@ -560,6 +560,10 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
 
     requestInit(r, ops, protocolData);
     gaugeAdd(&c->inFlight, 1);
+    if (corLimitsAnswer(r, corLimitsRequest(r)) != 0) {
+        served(r);
+        return;
+    }
     switch (corRouteFind(r->method, r->methodLen, r->path, r->pathLen,
                          &match)) {
     case COR_ROUTE_NO_PATH:

@@ -20,9 +20,9 @@
  * pile up work without end), max_in_flight_bytes (past what the requests
  * in flight hold, the connection is not read until their handlers are
  * done: a peer that floods large requests holds bounded memory), the
- * limits of every request (corLimitsHead, corLimitsBody: 414, 431 and 413
- * on the request's own stream; a REQUEST longer than any within them is
- * refused from its head as it comes, its body dropped unread:
+ * limits of every request (the core's: corRequestServe answers one past
+ * them 414, 431 or 413 on its own stream; a REQUEST longer than any within
+ * them is refused from its head as it comes, its body dropped unread:
  * corCorServerCut.c), the HELLO within hello_timeout, output that
  * makes no progress within limits.send_timeout, and idle_timeout for a
  * connection with nothing due (PING keeps one alive). A frame that does
@@ -167,6 +167,12 @@ onTimer(CorEvTimer* timer)
 {
     CorServerConn* c = corContainerOf(timer, CorServerConn, timer);
 
+    if (c->greeted && !outputPending(c) && c->inLen > 0) {
+        /* A request too slow to come, HTTP's 408: its stream is not
+         * known, so the connection ends. */
+        corLimitsRefused("cor", c->peerName, "a frame that did not come "
+                         "whole", 408);
+    }
     corLog(COR_LOG_DEBUG, "cor: %s: %s", c->peerName,
            !c->greeted ? "no HELLO in time"
            : outputPending(c) ? "the peer reads nothing"

@@ -126,8 +126,8 @@ void corServerFlushSoon(CorServerConn* c);
  * answer could not be queued. */
 int corServerRequestServe(CorServerConn* c, uint32_t id, CorCorMessage* m);
 /* The request of a REQUEST whose body (bodyLen bytes) was cut short as it
- * came, past the limits: m (its head, taken over, cleared) is answered
- * as corServerRequestServe answers a request past them (413, or 431 for
+ * came, past the limits: m (its head, taken over, cleared) is refused as
+ * the core refuses a request past them (corLimitsAnswer: 413, or 431 for
  * a head past them too), never served. Returns 0, or -errno when that
  * answer could not be queued. */
 int corServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,

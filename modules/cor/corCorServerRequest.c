@@ -333,36 +333,6 @@ requestRelease(CorRequest* r)
     requestFree(req);
 }
 
-/* The status of a request past a limit of every protocol's (0: none). */
-static int
-limitsCheck(const CorRequest* r)
-{
-    int status = corLimitsHead(r);
-
-    return status != 0 ? status : corLimitsBody(r->bodyLen);
-}
-
-/* A request past a limit, answered on its own stream as HTTP answers it:
- * the connection and its other requests go on. */
-static int
-limitsRefuse(CorServerConn* c, CorServerRequest* req, int status)
-{
-    static const char* const texts[] = {
-        "413 Content Too Large\n", "414 URI Too Long\n",
-        "431 Request Header Fields Too Large\n" };
-    const CorRequest* r = &req->r;
-    uint32_t id = req->id;
-
-    corLog(COR_LOG_INFO, "cor: %s: %.*s %.*s refused %d: %u headers, "
-           "%zu body bytes, past the limits", c->peerName,
-           (int)r->methodLen, r->method, (int)r->pathLen, r->path, status,
-           r->headerCount, r->bodyLen);
-    requestFree(req);
-    return corServerAnswerBare(c, id, status,
-                               texts[status == 413 ? 0
-                                     : status == 414 ? 1 : 2]);
-}
-
 int
 corServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,
                        uint64_t bodyLen)
@@ -375,22 +345,23 @@ corServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,
         return 0;   /* answered already */
     }
     req->r.bodyLen = bodyLen;
-    status = limitsCheck(&req->r);
-    return limitsRefuse(c, req, status != 0 ? status : 413);
+    /* Its frame is longer than any request within the limits can take: a
+     * member that counts against none of them made it so, if none is
+     * past. Answered on its own stream: the connection goes on. */
+    status = corLimitsRequest(&req->r);
+    status = corLimitsAnswer(&req->r, status != 0 ? status : 413);
+    requestFree(req);
+    return corServerAnswerBare(c, id, status, corLimitsText(status));
 }
 
 int
 corServerRequestServe(CorServerConn* c, uint32_t id, CorCorMessage* m)
 {
     CorServerRequest* req = requestCreate(c, id, m);
-    int status;
 
     corCorMessageClear(m);
     if (req == NULL) {
         return 0;   /* answered already */
-    }
-    if ((status = limitsCheck(&req->r)) != 0) {
-        return limitsRefuse(c, req, status);
     }
     requestLink(c, req);
     corRequestServe(&req->r, &corOps, req);

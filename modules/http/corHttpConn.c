@@ -36,6 +36,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -98,6 +99,31 @@ fileDone(HttpConn* c)
     c->fileLeft = 0;
 }
 
+/* A refusal at a limit (413, 414, 431, 408) is the core's: said and
+ * counted as every protocol's. Another status is HTTP's own. */
+static void
+limitsSay(const HttpConn* c, int status)
+{
+    const HttpRequest* req = c->req;
+    char who[48];
+    char what[96];
+
+    if (corLimitsText(status) == NULL) {
+        return;
+    }
+    corPeerAddress(&c->peer, who, sizeof(who));
+    if (req != NULL) {
+        snprintf(what, sizeof(what), "%.*s %.*s",
+                 (int)(req->r.methodLen < 16 ? req->r.methodLen : 16),
+                 req->r.method,
+                 (int)(req->r.pathLen < 64 ? req->r.pathLen : 64),
+                 req->r.path);
+    } else {
+        snprintf(what, sizeof(what), "a request's head");
+    }
+    corLimitsRefused("http", who, what, status);
+}
+
 static void
 onTimer(CorEvTimer* timer)
 {
@@ -112,6 +138,7 @@ onTimer(CorEvTimer* timer)
          * lingering here: the client earned its cut, and a slow one that
          * still sends may get a reset instead of the 408. */
         c->outLen = c->outSent = 0;
+        limitsSay(c, 408);
         if (httpErrorAppend(c, 408) == 0
             && c->t.ops->send(&c->t, c->out, c->outLen) < 0) {
             /* It is being closed for not sending; a lost 408 is fine. */
@@ -438,6 +465,7 @@ connEnd(HttpConn* c)
 static void
 refuse(HttpConn* c, int status)
 {
+    limitsSay(c, status);
     httpErrorAppend(c, status);
     c->state = HTTP_CLOSING;
     c->linger = true;
@@ -625,8 +653,15 @@ headDone(HttpConn* c)
         startRequest(c);
         return;
     }
+    /* A length said past the limit is refused before any body byte. */
+    if (!req->chunked && corLimitsBody((uint64_t)req->contentLength) != 0) {
+        refuse(c, 413);
+        return;
+    }
     if (req->chunked) {
-        corHttpChunkedInit(&c->chunked, corLimits()->bodyBytes);
+        /* What its chunks say they bring is judged as they say it
+         * (bodyProgress): the decoder itself is unbounded. */
+        corHttpChunkedInit(&c->chunked, UINT64_MAX);
     }
     c->state = HTTP_BODY;
     if (req->expectContinue && c->inLen == c->inStart) {
@@ -662,6 +697,10 @@ bodyProgress(HttpConn* c)
     memmove(c->in + bodyStart + c->bodyLen, c->in + c->bodyRaw, produced);
     c->bodyLen += produced;
     c->bodyRaw += consumed;
+    if (corLimitsBody(c->chunked.total) != 0) {
+        refuse(c, 413);         /* a chunk said it brings too much */
+        return false;
+    }
     if (rc == 0) {
         /* Every byte was taken: the framing goes, so that it counts
          * against neither the buffer nor the body's limit. */
@@ -730,10 +769,12 @@ processStep(HttpConn* c)
         headWait(c);
         return false;
     }
+    /* The parser reads no further than the head's limits; the body's
+     * is the core's verdict, asked once the head is in (headDone). */
     rc = corHttpParseHead(c->in + c->inStart, c->inLen - c->inStart,
                           &(CorHttpLimits){ limits->headerBytes,
                                             limits->headerCount,
-                                            limits->bodyBytes },
+                                            UINT64_MAX },
                           &hl->head);
     if (rc == 0) {
         c->headParsed = c->inLen - c->inStart;

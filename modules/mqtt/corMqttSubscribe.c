@@ -567,21 +567,24 @@ corMqttInboundsDrop(void)
     waitingDrop(NULL);
 }
 
-/* A message past the limits of every protocol's requests (status 413,
- * 431 or 414 over HTTP) never reaches a handler: said once, counted, and
- * acknowledged, so that the broker does not send it again and it does
- * not hold the subscription. */
+/* A message past the limits of every protocol's requests never reaches a
+ * handler: said and counted as the core says every refusal
+ * (corLimitsRefused), counted for its broker too, and acknowledged (no
+ * answer published), so that the broker does not send it again and it
+ * does not hold the subscription. */
 static int
 inboundRefuse(Link* l, const CorMqttPacket* pkt, int status)
 {
     CorMqttPacket ack = { .type = pkt->qos == 1 ? COR_MQTT_PUBACK
                                                 : COR_MQTT_PUBREC,
                           .packetId = pkt->packetId };
+    char what[160];
 
-    corLog(COR_LOG_WARN, "mqtt: %s: a message of %zu bytes on %.*s is past "
-           "the limits (%d; limits.body_bytes %zu): acknowledged, not "
-           "handled", l->name, pkt->payload.len, (int)pkt->topic.len,
-           pkt->topic.data, status, corLimits()->bodyBytes);
+    snprintf(what, sizeof(what), "a message of %zu bytes on %.*s",
+             pkt->payload.len, (int)(pkt->topic.len < 96 ? pkt->topic.len
+                                                         : 96),
+             pkt->topic.data);
+    corLimitsRefused("mqtt", l->name, what, status);
     corMqttStatsCount(corMqttStatsFor(&l->broker), COR_MQTT_COUNT_REFUSED);
     if (pkt->qos > 0 && corMqttLinkSend(l, &ack) != 0) {
         corLog(COR_LOG_WARN, "mqtt: %s: no memory to acknowledge %.*s",

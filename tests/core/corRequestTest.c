@@ -27,6 +27,7 @@ metricsRealloc(void* p, size_t size)
 #include "../../core/corMetrics.c"
 #undef realloc
 #include "../../core/corRequest.c"
+#include "../../core/corLimits.c"
 #include "../../core/corRespond.c"
 #include "../../core/corRoute.c"
 #include "../../core/corStream.c"
@@ -48,6 +49,12 @@ corTransportWantsWrite(const CorTransport* t)
 }
 
 CorRuntime corRuntime;
+
+const CorLimits*
+corLimits(void)
+{
+    return &corRuntime.limits;
+}
 
 /* corMetrics.c reports a module's bad metrics source through it. */
 void
@@ -278,6 +285,8 @@ setUp(void)
                                     .finish = countFinish,
                                     .finishRun = COR_RUN_WORKER }, 0);
     corRuntime.config = &config;
+    corRuntime.limits = (CorLimits){ .headerBytes = 1024, .headerCount = 4,
+                                     .bodyBytes = 100 };
     corRuntime.coroutines = COR_HAVE_COROUTINES;
     loop = corEvLoopCreate();
     ck_assert_ptr_nonnull(loop);
@@ -521,6 +530,44 @@ START_TEST(test_metrics_text_survives_a_failed_realloc)
 }
 END_TEST
 
+/* A request past the limits, whatever its protocol, never reaches its
+ * handler: the core answers it with the limit's status and counts it
+ * under its protocol, which its version names. */
+START_TEST(test_past_the_limits_no_handler_runs)
+{
+    static const CorHeader many[5] = {
+        { "A", 1, "1", 1 }, { "B", 1, "2", 1 }, { "C", 1, "3", 1 },
+        { "D", 1, "4", 1 }, { "E", 1, "5", 1 } };
+    TestRequest t;
+    size_t len = 0;
+    char* text;
+
+    memset(&t, 0, sizeof(t));
+    t.r = (CorRequest){ .method = "GET", .methodLen = 3, .path = "/finish",
+                        .pathLen = 7, .bodyLen = 101, .version = "COR/1" };
+    corRequestServe(&t.r, &ops, NULL);
+    runUntilReleased(&t);
+    ck_assert_int_eq(t.r.status, 413);
+    ck_assert_int_eq(finishRuns, 0);        /* no handler, no finish */
+    memset(&t, 0, sizeof(t));
+    t.r = (CorRequest){ .method = "GET", .methodLen = 3, .path = "/finish",
+                        .pathLen = 7, .headers = many, .headerCount = 5,
+                        .version = "HTTP/1.1" };
+    corRequestServe(&t.r, &ops, NULL);
+    runUntilReleased(&t);
+    ck_assert_int_eq(t.r.status, 431);
+    serve(&t, "/finish");                   /* within them: served */
+    runUntilReleased(&t);
+    ck_assert_int_eq(t.r.status, 200);
+    text = corMetricsText(&len);
+    ck_assert_ptr_nonnull(strstr(text, "cor_requests_refused_total{protocol="
+                                       "\"cor\",status=\"413\"} 1\n"));
+    ck_assert_ptr_nonnull(strstr(text, "cor_requests_refused_total{protocol="
+                                       "\"http\",status=\"431\"} 1\n"));
+    free(text);
+}
+END_TEST
+
 /* corRequestUpgrade's reading of Connection and Upgrade: comma lists,
  * any case, spaces around, "protocol/version". */
 START_TEST(test_upgrade_header_lists)
@@ -553,4 +600,5 @@ COR_TEST_SUITE(corRequest)
     tcase_add_test(tc, test_alloc_refuses_sizes_that_wrap);
     tcase_add_test(tc, test_response_header_refuses_injection);
     tcase_add_test(tc, test_metrics_text_survives_a_failed_realloc);
+    tcase_add_test(tc, test_past_the_limits_no_handler_runs);
 }

@@ -356,6 +356,85 @@ START_TEST(test_past_the_limits_refused_on_their_stream)
 }
 END_TEST
 
+/* HTTP's and cor://'s refusals at the limits are the core's: one metric,
+ * cor_requests_refused_total, counts both by protocol and status, and
+ * each is said in one line of the same form. HTTP: a Content-Length past
+ * body_bytes, a chunk that says it brings too much, too many headers;
+ * cor://: a body past body_bytes, whole and cut from its head, too many
+ * headers. */
+START_TEST(test_one_metric_counts_refusals_of_every_protocol)
+{
+    static const char chunked[] = "POST /echo HTTP/1.1\r\nHost: t\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n800\r\n";
+    char req[512] = "GET /hello HTTP/1.1\r\nHost: t\r\n";
+
+    ck_assert_int_eq(startWith("limits: { body_bytes: 1KiB, header_count: 5,"
+                               " header_bytes: 1KiB }\n", ""), 0);
+    ck_assert_int_eq(corRequest(server.port, "POST /echo HTTP/1.1\r\n"
+                                "Host: t\r\nContent-Length: 2048\r\n\r\n",
+                                out2, sizeof(out2)), 413);
+    ck_assert_int_eq(corRequest(server.port, chunked, out2, sizeof(out2)),
+                     413);
+    for (int i = 0; i < 6; i++) {
+        snprintf(req + strlen(req), sizeof(req) - strlen(req),
+                 "X-H%d: v\r\n", i);
+    }
+    strcat(req, "\r\n");
+    ck_assert_int_eq(corRequest(server.port, req, out2, sizeof(out2)), 431);
+    ck_assert_int_eq(raw("'POST /echo body=2048' 'GET /hello headers=10' "
+                         "'POST /echo body=3000000' 'GET /hello'"), 0);
+    ck_assert_str_eq(out, "1 413\n2 431\n3 413\n4 200\n");
+    ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total{"
+                               "protocol=\"http\",status=\"413\"}"), 2);
+    ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total{"
+                               "protocol=\"http\",status=\"431\"}"), 1);
+    ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total{"
+                               "protocol=\"cor\",status=\"413\"}"), 2);
+    ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total{"
+                               "protocol=\"cor\",status=\"431\"}"), 1);
+    ck_assert_int_eq(corServerLogCount(&server, "http: 127.0.0.1: POST "
+                                       "/echo is past the limits "
+                                       "(limits.body_bytes 1024): refused "
+                                       "413"), 2);
+    ck_assert_int_eq(corServerLogCount(&server, "cor: 127.0.0.1: GET /hello"
+                                       " (10 headers, 0 body bytes) is past "
+                                       "the limits (limits.header_bytes "
+                                       "1024, header_count 5): refused 431"),
+                     1);
+}
+END_TEST
+
+/* A request too slow to come is the core's refusal too, HTTP's 408 or a
+ * cor:// frame that does not come whole within request_timeout (its
+ * connection closed): one metric counts both. */
+START_TEST(test_one_metric_counts_slow_requests_of_every_protocol)
+{
+    static const unsigned char part[] = {   /* a REQUEST of 50, in part */
+        0xc0, 0x4f, 0x52, 0x01, 3, 0, 0, 0, 1, 0, 0, 0, 50, 0, 0, 0, 0x06 };
+    static const char head[] = "GET /hello HTTP/1.1\r\nHost: t\r\n";
+    int fd;
+
+    ck_assert_int_eq(startWith("limits: { request_timeout: 300ms }\n", ""),
+                     0);
+    fd = corConnect(server.port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(corSendAll(fd, head, sizeof(head) - 1), 0);
+    ck_assert_int_gt(corReadResponse(fd, out2, sizeof(out2), 10000), 0);
+    ck_assert_int_eq(corStatus(out2), 408);
+    close(fd);
+    fd = corConnect(server.port2);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(corSendAll(fd, hello, sizeof(hello)), 0);
+    ck_assert_int_eq(corSendAll(fd, part, sizeof(part)), 0);
+    ck_assert(corPeerClosed(fd, 10000));
+    close(fd);
+    ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total{"
+                               "protocol=\"http\",status=\"408\"}"), 1);
+    ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total{"
+                               "protocol=\"cor\",status=\"408\"}"), 1);
+}
+END_TEST
+
 /* Eight copies of request, then last (NULL: none), on one connection
  * (raw); the growth of the generation's VmHWM in kB, printed as what, or
  * 0 under sanitizers, whose memory makes no sense of it. */
@@ -475,6 +554,8 @@ COR_TEST_SUITE(corCorServe)
     tcase_add_test(tc, test_a_reload_under_load_loses_nothing);
     tcase_add_test(tc, test_hello_over_tls);
     tcase_add_test(tc, test_past_the_limits_refused_on_their_stream);
+    tcase_add_test(tc, test_one_metric_counts_refusals_of_every_protocol);
+    tcase_add_test(tc, test_one_metric_counts_slow_requests_of_every_protocol);
     tcase_add_test(tc, test_a_flood_of_large_requests_holds_bounded_memory);
     tcase_add_test(tc, test_a_body_past_body_bytes_is_never_read_whole);
 }
