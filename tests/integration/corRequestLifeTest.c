@@ -7,7 +7,8 @@
  * the request an inline handler sees when it runs on a coroutine's stack,
  * the Allow of a 405, response headers that would inject, waits the
  * example refuses, parked coroutines woken from another loop, and what a
- * waiting handler answers when its client left (logged incomplete).
+ * waiting handler answers when its client left (logged incomplete) or a
+ * stop came (503).
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -431,6 +432,25 @@ START_TEST(test_a_client_that_left_is_logged_incomplete)
 }
 END_TEST
 
+/* A fast stop ends a parked request's wait, on a coroutine and on a
+ * worker alike: it is answered 503 (the server is stopping) at once, as
+ * a sleep is, not 504. */
+START_TEST(test_a_stop_answers_a_parked_request_503)
+{
+    int fd = waitingRequest("/park?ms=20000", 1);
+    int status;
+    ssize_t n;
+
+    kill(server.pid, SIGTERM);
+    n = corReadResponse(fd, buf, sizeof(buf), 5000);
+    close(fd);
+    ck_assert_int_eq(waitpid(server.pid, &status, 0), server.pid);
+    server.pid = 0;
+    ck_assert_msg(n > 0 && corStatus(buf) == 503, "%zd: %s", n,
+                  n > 0 ? buf : "");
+}
+END_TEST
+
 COR_TEST_SUITE(corRequestLife)
 {
     tcase_set_timeout(tc, 60);
@@ -447,4 +467,5 @@ COR_TEST_SUITE(corRequestLife)
     tcase_add_test(tc, test_sleep_refuses_nonsense);
     tcase_add_test(tc, test_wake_reaches_every_loop);
     tcase_add_test(tc, test_a_client_that_left_is_logged_incomplete);
+    tcase_add_test(tc, test_a_stop_answers_a_parked_request_503);
 }
