@@ -131,6 +131,23 @@ START_TEST(test_an_open_loop_load_keeps_its_rate_and_charges_a_stall)
 }
 END_TEST
 
+/* Host is the URL's host and, off the scheme's default port, its port
+ * (RFC 9110, 7.2), as curl sends it; a Host given with -H replaces it. */
+START_TEST(test_host_says_the_port)
+{
+    char want[64];
+
+    ck_assert_int_eq(run("http://127.0.0.1:{PORT}/waitecho?ms=0"), 0);
+    snprintf(want, sizeof(want), "\nhost: 127.0.0.1:%d\n", server.port);
+    ck_assert_msg(strcasestr(out, want) != NULL, "%s", out);
+    ck_assert_int_eq(run("-H 'Host: b.example' "
+                         "http://127.0.0.1:{PORT}/waitecho?ms=0"), 0);
+    ck_assert_msg(strcasestr(out, "\nhost: b.example\n") != NULL
+                  && strcasestr(out, "\nhost: 127.0.0.1") == NULL, "%s",
+                  out);
+}
+END_TEST
+
 START_TEST(test_failures_are_reported)
 {
     ck_assert_int_eq(run("http://127.0.0.1:1/"), 1);
@@ -201,6 +218,7 @@ COR_TEST_SUITE(corRequestTool)
     tcase_add_test(tc, test_a_closed_loop_load_counts_answers_and_percentiles);
     tcase_add_test(tc,
         test_an_open_loop_load_keeps_its_rate_and_charges_a_stall);
+    tcase_add_test(tc, test_host_says_the_port);
     tcase_add_test(tc, test_failures_are_reported);
     tcase_add_test(tc, test_tls_urls_are_verified);
     tcase_add_test(tc, test_a_load_leaves_a_connection_the_server_closes);
