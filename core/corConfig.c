@@ -1144,6 +1144,12 @@ corConfigPathBeside(const char* configFile, const char* path)
     if (path[0] == '/') {
         return strdup(path);
     }
+    /* "./x.so" is "x.so": the folder is prefixed once ("././x.so" from
+     * cor --module-info ./x.so said it twice). */
+    while (path[0] == '.' && path[1] == '/') {
+        path += 2;
+        len -= 2;
+    }
     joined = malloc(len);
     if (joined != NULL) {
         snprintf(joined, len, "%.*s/%s", dirLen,

@@ -762,6 +762,10 @@ START_TEST(test_paths_beside_the_file)
         { "cor.yaml", "wait.so", "./wait.so" },
         { "/cor.yaml", "cor.pid", "/cor.pid" },
         { "conf/cor.yaml", "/run/cor.pid", "/run/cor.pid" },
+        { "cor.yaml", "./x.so", "./x.so" },
+        { "cor.yaml", "././x.so", "./x.so" },
+        { "conf/cor.yaml", "./hi.so", "conf/hi.so" },
+        { "./cor.yaml", "./run/cor.pid", "./run/cor.pid" },
     };
     const char* text = LISTEN "log: { pid_file: run/cor.pid }\n";
     CorConfErrors e = {0};

@@ -152,6 +152,12 @@ START_TEST(test_module_for_another_abi_is_refused)
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "module:       forward") != NULL
                   && strstr(out, ": compatible") != NULL, "%s", out);
+    /* A path as given, not "././forward.so". */
+    snprintf(command, sizeof(command), "cd \"$(dirname %s)/modules\" && %s "
+             "--module-info ./forward.so 2>&1", bin(), bin());
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "file:         ./forward.so\n") != NULL, "%s",
+                  out);
     snprintf(path, sizeof(path), "%s/old.yaml", server.dir);
     snprintf(command, sizeof(command), "listen: [ { protocol: http, address: "
              "127.0.0.1:1 } ]\nmodules: [ { load: %s/old.so } ]\n",
