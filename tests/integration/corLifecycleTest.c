@@ -38,6 +38,21 @@ bin(void)
     return b ? b : "build/cor";
 }
 
+/* A count in the log agrees with its noun: "1 loop, 1 worker", not
+ * "1 loops, 1 workers". */
+START_TEST(test_a_count_in_the_log_agrees_with_its_noun)
+{
+    ck_assert_int_eq(corServerStart(&server, "runtime: { loops: 1, workers: "
+                                    "1, coroutines: { enabled: {COROUTINES} "
+                                    "} }\nlisten:\n  - { protocol: http, "
+                                    "address: 127.0.0.1:{PORT} }\nmodules: "
+                                    "[ { load: http } ]\nlog: { pid_file: "
+                                    "{DIR}/cor.pid }\n"), 0);
+    ck_assert_int_eq(corServerLogCount(&server, "starting: 1 loop, 1 worker, "),
+                     1);
+}
+END_TEST
+
 /* ---- cor -t -------------------------------------------------------------- */
 
 START_TEST(test_check_reports_ok_and_listens_on_nothing)
@@ -649,6 +664,7 @@ COR_TEST_SUITE(corLifecycle)
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, NULL, tearDown);
     tcase_add_test(tc, test_check_reports_ok_and_listens_on_nothing);
+    tcase_add_test(tc, test_a_count_in_the_log_agrees_with_its_noun);
     tcase_add_test(tc, test_bad_config_corpus);
     tcase_add_test(tc, test_unknown_handler_and_missing_module_named_at_their_line);
     tcase_add_test(tc, test_module_for_another_abi_is_refused);

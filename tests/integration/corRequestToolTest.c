@@ -98,6 +98,9 @@ START_TEST(test_a_closed_loop_load_counts_answers_and_percentiles)
     ck_assert_int_eq(run("-c 2 --depth 4 --duration 1s "
                          "http://127.0.0.1:{PORT}/nowhere"), 0);
     ck_assert_int_eq(summaryCount("non-2xx "), summaryCount("requests "));
+    ck_assert_int_eq(run("--duration 300ms http://127.0.0.1:{PORT}/hello"),
+                     0);
+    ck_assert_msg(strstr(out, ": 1 connection x 1 deep,") != NULL, "%s", out);
 }
 END_TEST
 
