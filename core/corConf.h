@@ -69,6 +69,24 @@ CorConf* corConfLoadFile(const char* path, CorConfErrors* errors);
 CorConf* corConfLoadString(const char* name, const char* text, size_t len,
                            CorConfErrors* errors);
 
+/*
+ * The same, but the tree comes back in spite of errors, as far as it was
+ * read, so that one run can report every error of a file: NULL only when
+ * nothing was read (the file cannot be read, is empty, or does not start
+ * as YAML). *whole says whether reading went to the end of the file: true
+ * when each error was local to one node (an anchor, a tag, a key given
+ * twice, a NUL in a string: the tree holds the value as if written
+ * plainly, and a repeated key's second value as read, so that it is not
+ * reported again as unknown); false after what stops the reader (a syntax
+ * error, an alias, a second document, nesting too deep), whose tree ends
+ * where it stopped. The caller frees the result with corConfFree().
+ */
+CorConf* corConfLoadFilePartial(const char* path, CorConfErrors* errors,
+                                bool* whole);
+CorConf* corConfLoadStringPartial(const char* name, const char* text,
+                                  size_t len, CorConfErrors* errors,
+                                  bool* whole);
+
 /* Free a tree and everything in it. NULL is fine. */
 void corConfFree(CorConf* root);
 
