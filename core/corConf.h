@@ -176,11 +176,21 @@ unsigned corConfUnusedKeys(const CorConf* map, const char* where,
                            CorConfErrors* errors);
 
 /*
+ * The same for a reader that stopped early (it reported an error first):
+ * only the keys it did not read that are a typo of one it read or looked
+ * for ("upstream" beside "upstreams"), which are mistakes whatever it did
+ * not come to; the others may be keys it would have read.
+ */
+unsigned corConfMistypedKeys(const CorConf* map, const char* where,
+                             CorConfErrors* errors);
+
+/*
  * The tail of a message about an unknown name, word: " (LABEL: a, b, c);
  * did you mean 'b'?" with the known names (a NULL-terminated list) and the
- * nearest of them, if one is within two edits and less than half its
- * length; without a near one, just the list. Written into buf (cut at
- * size); returns buf. Route and key errors share it.
+ * nearest of them, if one is within two edits (a swap of two neighbours
+ * is one) and less than half its length; without a near one, just the
+ * list. Written into buf (cut at size); returns buf. Route and key errors
+ * share it.
  */
 const char* corConfSuggest(const char* word, const char* const* known,
                            const char* label, char* buf, size_t size);
