@@ -24,10 +24,17 @@ static CorServer server;
 static char buf[1 << 16];
 static char out[1 << 16];
 
+/* A master a test started itself, beside the harness's server. */
+static pid_t sitePid;
+
 static void
 tearDown(void)
 {
     corServerStop(&server);
+    if (sitePid > 0) {
+        kill(sitePid, SIGTERM);
+        sitePid = 0;
+    }
 }
 
 static const char*
@@ -250,6 +257,69 @@ START_TEST(test_broken_reload_keeps_serving_and_says_why)
                      != NULL
                   && strstr(out, "; ") != NULL, "%s", out);
     ck_assert_int_eq(corServerLogCount(&server, "^$"), 0);
+}
+END_TEST
+
+/* A configuration in DIR/site whose pid file is not the default there
+ * (DIR/site/cor.pid) but DIR/run.pid; broken, its YAML error after the log
+ * section, or before it. */
+static const char siteGood[] =
+    "log: { pid_file: ../run.pid }\n"
+    "listen: [ { protocol: http, address: 127.0.0.1:%d } ]\n"
+    "modules: [ { load: http } ]\n";
+
+static void
+siteWrite(const char* before, const char* after)
+{
+    char path[256];
+    char text[1024];
+    int n;
+
+    n = snprintf(text, sizeof(text), "%s", before);
+    n += snprintf(text + n, sizeof(text) - (size_t)n, siteGood, server.port2);
+    snprintf(text + n, sizeof(text) - (size_t)n, "%s", after);
+    snprintf(path, sizeof(path), "%s/site/cor.yaml", server.dir);
+    writeFile(path, text);
+}
+
+/* cor -s reload on a file that is not YAML: a pid file the file names
+ * before its error is found (the master then refuses the reload and says
+ * why, at file:line), and one it cannot reach is said to be unknown,
+ * with the YAML error: never "no running master" from the default path
+ * while a master runs. */
+START_TEST(test_reload_of_broken_yaml_finds_the_pid_file_it_names)
+{
+    char command[1024];
+    char pidFile[256];
+    long t = corNowMs();
+
+    ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
+    snprintf(command, sizeof(command), "mkdir %s/site", server.dir);
+    ck_assert_int_eq(corShell(command, NULL, 0), 0);
+    siteWrite("", "");
+    snprintf(command, sizeof(command), "%s -c %s/site/cor.yaml >%s/site.log "
+             "2>&1 & echo $!", bin(), server.dir, server.dir);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    sitePid = (pid_t)atoi(out);
+    snprintf(pidFile, sizeof(pidFile), "%s/run.pid", server.dir);
+    while (access(pidFile, R_OK) != 0) {
+        ck_assert_int_lt(corNowMs() - t, 10000);
+        usleep(20 * 1000);
+    }
+    snprintf(command, sizeof(command), "%s -s reload -c %s/site/cor.yaml "
+             "2>&1", bin(), server.dir);
+    siteWrite("", "routes: [ { match: \"GET /x\", handler: x\n");
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
+    ck_assert_msg(strstr(out, "reload failed") != NULL
+                  && strstr(out, "site/cor.yaml:5:1: did not find expected")
+                     != NULL, "%s", out);
+    siteWrite("runtime: [ {\n", "");
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
+    ck_assert_msg(strstr(out, "the master's pid file is unknown: ") != NULL
+                  && strstr(out, "site/cor.yaml:3:1: did not find expected")
+                     != NULL, "%s", out);
+    siteWrite("", "");
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
 }
 END_TEST
 
@@ -670,6 +740,7 @@ COR_TEST_SUITE(corLifecycle)
     tcase_add_test(tc, test_module_for_another_abi_is_refused);
     tcase_add_test(tc, test_reload_under_load_loses_nothing);
     tcase_add_test(tc, test_broken_reload_keeps_serving_and_says_why);
+    tcase_add_test(tc, test_reload_of_broken_yaml_finds_the_pid_file_it_names);
     tcase_add_test(tc, test_rebuilt_module_is_picked_up_by_a_reload);
     tcase_add_test(tc, test_idle_keep_alive_connection_is_closed_by_a_reload);
     tcase_add_test(tc, test_fresh_connection_is_answered_across_a_reload);
