@@ -245,6 +245,23 @@ END_TEST
 
 /* ---- cor -t looks at the files a start opens ---------------------------- */
 
+/* cor -t on yaml, written to the scratch folder; its output into buf. */
+static int
+check(const char* yaml)
+{
+    char path[256];
+    char command[512];
+    FILE* f;
+
+    snprintf(path, sizeof(path), "%s/cor.yaml", scratch);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(yaml, f);
+    fclose(f);
+    snprintf(command, sizeof(command), "%s -t -c %s 2>&1", bin(), path);
+    return corShell(command, buf, sizeof(buf));
+}
+
 /* A log in a folder that does not exist, a pid file where a folder is:
  * cor -t fails at each key's line (it used to pass a configuration that
  * could not start), and an access log that exists is left as it was. */
@@ -270,13 +287,7 @@ START_TEST(test_check_refuses_files_a_start_could_not_open)
              "  error: %s/none/error.log\n"
              "  access: %s/access.log\n"
              "  pid_file: folder\n", scratch, scratch);
-    snprintf(path, sizeof(path), "%s/cor.yaml", scratch);
-    f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(yaml, f);
-    fclose(f);
-    snprintf(command, sizeof(command), "%s -t -c %s 2>&1", bin(), path);
-    ck_assert_int_ne(corShell(command, buf, sizeof(buf)), 0);
+    ck_assert_int_ne(check(yaml), 0);
     ck_assert_msg(strstr(buf, "cor.yaml:4:10: log.error: cannot create")
                   != NULL && strstr(buf, "/none does not exist") != NULL,
                   "%s", buf);
@@ -454,23 +465,6 @@ START_TEST(test_typos_in_module_keys_and_handlers_say_what_exists)
                          "mean 'hello'?") != NULL, "%s", buf);
 }
 END_TEST
-
-/* cor -t on yaml, written to the scratch folder; its output into buf. */
-static int
-check(const char* yaml)
-{
-    char path[256];
-    char command[512];
-    FILE* f;
-
-    snprintf(path, sizeof(path), "%s/cor.yaml", scratch);
-    f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(yaml, f);
-    fclose(f);
-    snprintf(command, sizeof(command), "%s -t -c %s 2>&1", bin(), path);
-    return corShell(command, buf, sizeof(buf));
-}
 
 /* Nested keys get the nearest too, two letters swapped (tsl, hots) being
  * one edit; and a module's key near one it asked for is named even when
