@@ -474,8 +474,8 @@ START_TEST(test_bad_yaml_refused_at_its_line)
     snprintf(command, sizeof(command), "printf 'listen: [ { protocol: "
              "http, address: \"127.0.0.1:1\" } ]\\nmodules:\\n  - { load: "
              "http }\\n  - load: forward\\n    upstreams:\\n      - { name: "
-             "a, servers: [ \"ftp://a\", \"http://b/p\" ], hots: c }\\n      - { servers: "
-             "[ ] }\\n' > %s/many.yaml && %s -t -c %s/many.yaml 2>&1",
+             "a, servers: [ \"ftp://a\", \"http://b/p\" ], hots: c }\\n"
+             "      - { servers: [ ] }\\n' > %s/many.yaml && %s -t -c %s/many.yaml 2>&1",
              server.dir, getenv("COR_BIN"), server.dir);
     ck_assert_int_ne(corShell(command, out, sizeof(out)), 0);
     CHECK_HAS("many.yaml:6:31: module forward: servers[0]: expected");
