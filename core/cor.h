@@ -219,7 +219,7 @@ struct CorRequest {
     CorStream* stream;          /* a streamed body, or NULL */
     /* What went out, set by the protocol by corRequestSent: the bytes of
      * the body (not of the head), and whether the answer was cut (its
-     * stream failed, its client left). */
+     * stream failed, its client left: corRequestCancel sets it). */
     uint64_t bodySent;
     bool cut;
 

@@ -164,6 +164,7 @@ typedef struct {
     unsigned keyLine;
     unsigned keyColumn;
     unsigned documents;
+    bool keyRepeated; /* the pending key was given before in its mapping */
     bool failed; /* stop reading: the rest cannot be trusted */
 } Loader;
 
@@ -273,7 +274,10 @@ nodeAdd(Loader* ld, CorConf* node, yaml_mark_t mark)
         node->key = ld->key;
         node->keyLine = ld->keyLine;
         node->keyColumn = ld->keyColumn;
+        /* Reported as a duplicate: not again as a key nothing read. */
+        node->used = ld->keyRepeated;
         ld->key = NULL;
+        ld->keyRepeated = false;
     }
     parent->items[parent->count++] = node;
     return true;
@@ -300,6 +304,7 @@ takeKey(Loader* ld, const yaml_event_t* ev)
                       corConfQuote(key, buf, sizeof(buf)),
                       map->items[i]->keyLine,
                       map->items[i]->keyColumn);
+            ld->keyRepeated = true;
             break;
         }
     }
@@ -491,18 +496,19 @@ syntaxError(Loader* ld, const yaml_parser_t* parser)
     }
 }
 
-CorConf*
-corConfLoadFile(const char* path, CorConfErrors* errors)
+/* The whole file into *bufP (the caller frees it). Returns 0, or -1 with
+ * the reason in errors. */
+static int
+fileRead(const char* path, char** bufP, size_t* lenP, CorConfErrors* errors)
 {
     char* buf = NULL;
     size_t len = 0;
     size_t cap = 0;
-    CorConf* root = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
 
     if (fd < 0) {
         corConfErrorAt(errors, path, 0, 0, "cannot open: %s", strerror(errno));
-        return NULL;
+        return -1;
     }
     for (;;) {
         ssize_t n;
@@ -532,10 +538,43 @@ corConfLoadFile(const char* path, CorConfErrors* errors)
         }
         len += (size_t)n;
     }
-    root = corConfLoadString(path, buf, len, errors);
+    close(fd);
+    *bufP = buf;
+    *lenP = len;
+    return 0;
 
 failed:
     close(fd);
+    free(buf);
+    return -1;
+}
+
+CorConf*
+corConfLoadFile(const char* path, CorConfErrors* errors)
+{
+    unsigned before = errors->count;
+    bool whole;
+    CorConf* root = corConfLoadFilePartial(path, errors, &whole);
+
+    if (root != NULL && errors->count != before) {
+        corConfFree(root);
+        return NULL;
+    }
+    return root;
+}
+
+CorConf*
+corConfLoadFilePartial(const char* path, CorConfErrors* errors, bool* whole)
+{
+    char* buf;
+    size_t len;
+    CorConf* root;
+
+    *whole = false;
+    if (fileRead(path, &buf, &len, errors) != 0) {
+        return NULL;
+    }
+    root = corConfLoadStringPartial(path, buf, len, errors, whole);
     free(buf);
     return root;
 }
@@ -544,6 +583,21 @@ CorConf*
 corConfLoadString(const char* name, const char* text, size_t len,
                   CorConfErrors* errors)
 {
+    unsigned before = errors->count;
+    bool whole;
+    CorConf* root = corConfLoadStringPartial(name, text, len, errors, &whole);
+
+    if (root != NULL && errors->count != before) {
+        corConfFree(root);
+        return NULL;
+    }
+    return root;
+}
+
+CorConf*
+corConfLoadStringPartial(const char* name, const char* text, size_t len,
+                         CorConfErrors* errors, bool* whole)
+{
     yaml_parser_t parser;
     yaml_event_t ev;
     unsigned before = errors->count;
@@ -551,6 +605,7 @@ corConfLoadString(const char* name, const char* text, size_t len,
         .input = (const unsigned char*)text, .inputLen = len, .errors = errors};
     char* file = strdup(name);
 
+    *whole = false;
     if (file == NULL || !yaml_parser_initialize(&parser)) {
         free(file);
         corConfErrorAt(errors, name, 0, 0,
@@ -565,6 +620,7 @@ corConfLoadString(const char* name, const char* text, size_t len,
 
         if (!yaml_parser_parse(&parser, &ev)) {
             syntaxError(&ld, &parser);
+            ld.failed = true;
             break;
         }
         more = onEvent(&ld, &ev);
@@ -579,11 +635,11 @@ corConfLoadString(const char* name, const char* text, size_t len,
         corConfErrorAt(errors, file, 1, 1,
                 "the file is empty (expected a mapping of settings)");
     }
-    if (errors->count != before) {
-        nodeFree(ld.root);
+    if (ld.root == NULL) {
         free(file);
         return NULL;
     }
+    *whole = !ld.failed;
     ld.root->ownedFile = file;
     return ld.root;
 }

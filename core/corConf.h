@@ -69,6 +69,24 @@ CorConf* corConfLoadFile(const char* path, CorConfErrors* errors);
 CorConf* corConfLoadString(const char* name, const char* text, size_t len,
                            CorConfErrors* errors);
 
+/*
+ * The same, but the tree comes back in spite of errors, as far as it was
+ * read, so that one run can report every error of a file: NULL only when
+ * nothing was read (the file cannot be read, is empty, or does not start
+ * as YAML). *whole says whether reading went to the end of the file: true
+ * when each error was local to one node (an anchor, a tag, a key given
+ * twice, a NUL in a string: the tree holds the value as if written
+ * plainly, and a repeated key's second value as read, so that it is not
+ * reported again as unknown); false after what stops the reader (a syntax
+ * error, an alias, a second document, nesting too deep), whose tree ends
+ * where it stopped. The caller frees the result with corConfFree().
+ */
+CorConf* corConfLoadFilePartial(const char* path, CorConfErrors* errors,
+                                bool* whole);
+CorConf* corConfLoadStringPartial(const char* name, const char* text,
+                                  size_t len, CorConfErrors* errors,
+                                  bool* whole);
+
 /* Free a tree and everything in it. NULL is fine. */
 void corConfFree(CorConf* root);
 
@@ -158,11 +176,21 @@ unsigned corConfUnusedKeys(const CorConf* map, const char* where,
                            CorConfErrors* errors);
 
 /*
+ * The same for a reader that stopped early (it reported an error first):
+ * only the keys it did not read that are a typo of one it read or looked
+ * for ("upstream" beside "upstreams"), which are mistakes whatever it did
+ * not come to; the others may be keys it would have read.
+ */
+unsigned corConfMistypedKeys(const CorConf* map, const char* where,
+                             CorConfErrors* errors);
+
+/*
  * The tail of a message about an unknown name, word: " (LABEL: a, b, c);
  * did you mean 'b'?" with the known names (a NULL-terminated list) and the
- * nearest of them, if one is within two edits and less than half its
- * length; without a near one, just the list. Written into buf (cut at
- * size); returns buf. Route and key errors share it.
+ * nearest of them, if one is within two edits (a swap of two neighbours
+ * is one) and less than half its length; without a near one, just the
+ * list. Written into buf (cut at size); returns buf. Route and key errors
+ * share it.
  */
 const char* corConfSuggest(const char* word, const char* const* known,
                            const char* label, char* buf, size_t size);

@@ -543,61 +543,76 @@ corConfDurationMs(const CorConf* map, const char* key, uint64_t def,
     return v;
 }
 
-/* Levenshtein distance, capped: only small ones matter for a suggestion. */
+/* Edit distance (optimal string alignment: an insertion, a deletion, a
+ * change or two neighbours swapped are one edit each, so "hots" is one
+ * from "host"), capped: only small ones matter for a suggestion. */
 static size_t
 distance(const char* a, const char* b)
 {
     size_t la = strlen(a);
     size_t lb = strlen(b);
-    size_t row[33];
+    size_t rows[3][33];
 
     if (la > 32 || lb > 32) {
         return SIZE_MAX;
     }
     for (size_t j = 0; j <= lb; j++) {
-        row[j] = j;
+        rows[0][j] = j;
     }
     for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
+        size_t* row = rows[i % 3];
+        const size_t* up = rows[(i + 2) % 3];
+        const size_t* upUp = rows[(i + 1) % 3];
 
         row[0] = i;
         for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t best = diag + (a[i - 1] != b[j - 1]);
+            size_t best = up[j - 1] + (a[i - 1] != b[j - 1]);
 
-            if (up + 1 < best) {
-                best = up + 1;
+            if (up[j] + 1 < best) {
+                best = up[j] + 1;
             }
             if (row[j - 1] + 1 < best) {
                 best = row[j - 1] + 1;
             }
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2]
+                && a[i - 2] == b[j - 1] && upUp[j - 2] + 1 < best) {
+                best = upUp[j - 2] + 1;
+            }
             row[j] = best;
-            diag = up;
         }
     }
-    return row[lb];
+    return rows[la % 3][lb];
+}
+
+/* The known name word is a typo of: up to two edits, and fewer than half
+ * the name; NULL when none is. */
+static const char*
+nearest(const char* word, const char* const* known)
+{
+    const char* near = NULL;
+    size_t least = 3;
+
+    for (size_t k = 0; known[k] != NULL; k++) {
+        size_t d = distance(word, known[k]);
+
+        if (d < least && d * 2 < strlen(known[k])) {
+            least = d;
+            near = known[k];
+        }
+    }
+    return near;
 }
 
 const char*
 corConfSuggest(const char* word, const char* const* known, const char* label,
                char* buf, size_t size)
 {
-    const char* near = NULL;
-    size_t nearest = 3;
+    const char* near = nearest(word, known);
     size_t len = (size_t)snprintf(buf, size, " (%s: ", label);
 
-    for (size_t k = 0; known[k] != NULL; k++) {
-        size_t d = distance(word, known[k]);
-
-        /* Up to two edits, and fewer than half the word. */
-        if (d < nearest && d * 2 < strlen(known[k])) {
-            nearest = d;
-            near = known[k];
-        }
-        if (len < size) {
-            len += (size_t)snprintf(buf + len, size - len, "%s%s",
-                                    k ? ", " : "", known[k]);
-        }
+    for (size_t k = 0; known[k] != NULL && len < size; k++) {
+        len += (size_t)snprintf(buf + len, size - len, "%s%s",
+                                k ? ", " : "", known[k]);
     }
     if (len < size && near != NULL) {
         snprintf(buf + len, size - len, "); did you mean '%s'?", near);
@@ -607,11 +622,12 @@ corConfSuggest(const char* word, const char* const* known, const char* label,
     return buf;
 }
 
-/* Report every key of map nothing read: its mark, where, and what the
- * mapping takes. */
+/* Report every key of map nothing read (only those that are a typo of a
+ * known one, when typosOnly): its mark, where, and what the mapping
+ * takes. */
 static unsigned
 unreadKeys(const CorConf* map, const char* where, const char* const* known,
-           CorConfErrors* e)
+           bool typosOnly, CorConfErrors* e)
 {
     char q[QUOTE_MAX];
     char tail[1024];
@@ -620,7 +636,8 @@ unreadKeys(const CorConf* map, const char* where, const char* const* known,
     for (size_t i = 0; i < map->count; i++) {
         const CorConf* value = map->items[i];
 
-        if (value->used) {
+        if (value->used
+            || (typosOnly && nearest(value->key, known) == NULL)) {
             continue;
         }
         corConfErrorAt(e, value->file, value->keyLine, value->keyColumn,
@@ -641,24 +658,20 @@ corConfUnknownKeys(const CorConf* map, const char* where,
     if (map == NULL || map->kind != COR_CONF_MAP) {
         return 0;
     }
-    return unreadKeys(map, where, known, errors);
+    return unreadKeys(map, where, known, false, errors);
 }
 
-unsigned
-corConfUnusedKeys(const CorConf* map, const char* where, CorConfErrors* errors)
+/* The keys of map its reader took: those it read, and those it looked
+ * for. NULL-terminated; the caller frees it; NULL when out of memory. */
+static const char**
+keysTaken(const CorConf* map)
 {
     const char** known;
     size_t count = 0;
-    unsigned reported;
 
-    if (map == NULL || map->kind != COR_CONF_MAP) {
-        return 0;
-    }
-    /* What the reader takes: the keys it read, and those it looked for. */
     known = malloc((map->count + map->askedCount + 1) * sizeof(*known));
     if (known == NULL) {
-        corConfErrorf(errors, map, "out of memory checking the keys");
-        return 1;
+        return NULL;
     }
     for (size_t i = 0; i < map->count; i++) {
         if (map->items[i]->used) {
@@ -669,7 +682,38 @@ corConfUnusedKeys(const CorConf* map, const char* where, CorConfErrors* errors)
         known[count++] = map->asked[i];
     }
     known[count] = NULL;
-    reported = unreadKeys(map, where, known, errors);
+    return known;
+}
+
+static unsigned
+unusedKeys(const CorConf* map, const char* where, bool typosOnly,
+           CorConfErrors* errors)
+{
+    const char** known;
+    unsigned reported;
+
+    if (map == NULL || map->kind != COR_CONF_MAP) {
+        return 0;
+    }
+    known = keysTaken(map);
+    if (known == NULL) {
+        corConfErrorf(errors, map, "out of memory checking the keys");
+        return 1;
+    }
+    reported = unreadKeys(map, where, known, typosOnly, errors);
     free(known);
     return reported;
+}
+
+unsigned
+corConfUnusedKeys(const CorConf* map, const char* where, CorConfErrors* errors)
+{
+    return unusedKeys(map, where, false, errors);
+}
+
+unsigned
+corConfMistypedKeys(const CorConf* map, const char* where,
+                    CorConfErrors* errors)
+{
+    return unusedKeys(map, where, true, errors);
 }

@@ -1116,21 +1116,48 @@ failed:
     return NULL;
 }
 
+/* The configuration of a tree read whole, checked through even when the
+ * reading found errors (an anchor, a key given twice) so that one run
+ * reports them all; NULL when anything was wrong. A tree that stops
+ * short (a syntax error) is not checked: what is missing would be
+ * reported as missing. */
+static CorConfig*
+fromLoaded(const char* name, CorConf* root, bool whole, unsigned before,
+           CorConfErrors* errors)
+{
+    CorConfig* cf;
+
+    if (root == NULL || !whole) {
+        corConfFree(root);
+        return NULL;
+    }
+    cf = fromTree(name, root, errors);
+    if (cf != NULL && errors->count != before) {
+        corConfigFree(cf);
+        return NULL;
+    }
+    return cf;
+}
+
 CorConfig*
 corConfigLoad(const char* path, CorConfErrors* errors)
 {
-    CorConf* root = corConfLoadFile(path, errors);
+    unsigned before = errors->count;
+    bool whole;
+    CorConf* root = corConfLoadFilePartial(path, errors, &whole);
 
-    return root ? fromTree(path, root, errors) : NULL;
+    return fromLoaded(path, root, whole, before, errors);
 }
 
 CorConfig*
 corConfigLoadString(const char* name, const char* text, size_t len,
                     CorConfErrors* errors)
 {
-    CorConf* root = corConfLoadString(name, text, len, errors);
+    unsigned before = errors->count;
+    bool whole;
+    CorConf* root = corConfLoadStringPartial(name, text, len, errors, &whole);
 
-    return root ? fromTree(name, root, errors) : NULL;
+    return fromLoaded(name, root, whole, before, errors);
 }
 
 char*
@@ -1143,6 +1170,12 @@ corConfigPathBeside(const char* configFile, const char* path)
 
     if (path[0] == '/') {
         return strdup(path);
+    }
+    /* "./x.so" is "x.so": the folder is prefixed once ("././x.so" from
+     * cor --module-info ./x.so said it twice). */
+    while (path[0] == '.' && path[1] == '/') {
+        path += 2;
+        len -= 2;
     }
     joined = malloc(len);
     if (joined != NULL) {

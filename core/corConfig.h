@@ -185,7 +185,8 @@ CorConfig* corConfigLoadString(const char* name, const char* text, size_t len,
  * path as the configuration file at configFile names it: an absolute path
  * as it is, a relative one in the file's folder ("conf/cor.yaml" and
  * "cor.pid" give "conf/cor.pid"; "cor.yaml" gives "./cor.pid", a path
- * with a slash, which dlopen does not look up in its search path).
+ * with a slash, which dlopen does not look up in its search path; a
+ * leading "./" of path is dropped, not doubled: "./x.so" gives "./x.so").
  * Returns a string the caller frees, or NULL when out of memory.
  */
 char* corConfigPathBeside(const char* configFile, const char* path);

@@ -338,9 +338,9 @@ stop(void)
     unsigned finishing = corRequestsFinishing();
 
     if (finishing > 0) {
-        corLog(COR_LOG_WARN, "stopping with %u post-response phases still "
+        corLog(COR_LOG_WARN, "stopping with %u post-response phase%s still "
                "running: their waits are cancelled (runtime.stop_timeout "
-               "allows longer)", finishing);
+               "allows longer)", finishing, finishing == 1 ? "" : "s");
     }
     atomic_store(&corRuntime.stopping, true);
     corNotifyStopping();
@@ -502,10 +502,11 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
 
     masterDeathWatch(master);
 
-    corLog(COR_LOG_INFO, "generation %u starting: %u loops%s, %u workers, "
+    corLog(COR_LOG_INFO, "generation %u starting: %u loop%s%s, %u worker%s, "
            "coroutines %s", generation, config->runtime.loops,
+           config->runtime.loops == 1 ? "" : "s",
            config->runtime.uring ? " on io_uring" : "",
-           config->runtime.workers,
+           config->runtime.workers, config->runtime.workers == 1 ? "" : "s",
            config->runtime.coroutines.enabled && COR_HAVE_COROUTINES
                ? "on" : "off");
     if (corGenerationPrepare(config, &errors) != 0

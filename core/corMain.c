@@ -71,23 +71,27 @@ corConfigCheck(const CorOptions* options)
 /*
  * The pid file a configuration names, beside it as the master reads it
  * (corConfigPathBeside). A file that fails its checks (the reload that is
- * about to be refused) still names it, as long as it is YAML: the master
- * should hear of the failed reload and say why.
+ * about to be refused) still names it, the master should hear of the
+ * failed reload and say why: as long as its log.pid_file comes before
+ * what breaks the YAML, since the file is read as far as it goes. NULL,
+ * with why in errors, when the file cannot tell: it does not read up to a
+ * pid_file (the default, cor.pid beside it, holds only for a file read
+ * to its end).
  */
 static char*
-pidFilePath(const char* configFile)
+pidFilePath(const char* configFile, CorConfErrors* errors)
 {
-    CorConfErrors errors = { 0 };
-    CorConf* root = corConfLoadFile(configFile, &errors);
-    const CorConf* log = corConfGet(root, "log");
-    const CorConf* pid = corConfGet(log, "pid_file");
-    char* path = corConfigPathBeside(configFile,
-                                     pid != NULL
-                                     && corConfKind(pid) == COR_CONF_SCALAR
-                                     ? corConfText(pid) : "cor.pid");
+    bool whole;
+    CorConf* root = corConfLoadFilePartial(configFile, errors, &whole);
+    const CorConf* pid = corConfGet(corConfGet(root, "log"), "pid_file");
+    char* path = NULL;
 
+    if (pid != NULL && corConfKind(pid) == COR_CONF_SCALAR) {
+        path = corConfigPathBeside(configFile, corConfText(pid));
+    } else if (whole) {
+        path = corConfigPathBeside(configFile, "cor.pid");
+    }
     corConfFree(root);
-    corConfErrorsFree(&errors);
     return path;
 }
 
@@ -175,8 +179,9 @@ corSignalSend(const CorOptions* options, const char* command)
         { "reopen", SIGUSR1 }, { "upgrade", SIGUSR2 },
     };
     CorConfErrors errors = { 0 };
+    CorConfErrors pidErrors = { 0 };
     CorConfig* config = corConfigLoad(options->configFile, &errors);
-    char* pidFile = pidFilePath(options->configFile);
+    char* pidFile = pidFilePath(options->configFile, &pidErrors);
     char status[PATH_MAX];
     char detail[8192];
     bool ok = false;
@@ -192,6 +197,12 @@ corSignalSend(const CorOptions* options, const char* command)
     if (sig == 0) {
         fprintf(stderr, "cor: -s %s: expected reload, stop, quit, reopen or "
                 "upgrade\n", command);
+        return 1;
+    }
+    if (pidFile == NULL) {
+        fprintf(stderr, "cor: -s %s: the master's pid file is unknown: %s "
+                "cannot be read up to its log.pid_file:\n%s", command,
+                options->configFile, pidErrors.text ? pidErrors.text : "");
         return 1;
     }
     pid = masterPid(pidFile);

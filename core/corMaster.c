@@ -228,6 +228,7 @@ static void
 fdLimitCheck(const CorConfig* config)
 {
     struct rlimit limit;
+    unsigned long long room;
 
     if (getrlimit(RLIMIT_NOFILE, &limit) != 0
         || limit.rlim_cur == RLIM_INFINITY
@@ -235,13 +236,13 @@ fdLimitCheck(const CorConfig* config)
            <= limit.rlim_cur) {
         return;
     }
+    room = limit.rlim_cur > FDS_RESERVED ? limit.rlim_cur - FDS_RESERVED
+                                         : 0;
     corLog(COR_LOG_WARN, "limits.connections is %u but the fd limit "
-           "(RLIMIT_NOFILE) is %llu, enough for about %llu connections: "
+           "(RLIMIT_NOFILE) is %llu, enough for about %llu connection%s: "
            "raise the limit (ulimit -n, LimitNOFILE) or lower "
            "limits.connections", config->limits.connections,
-           (unsigned long long)limit.rlim_cur,
-           limit.rlim_cur > FDS_RESERVED
-           ? (unsigned long long)(limit.rlim_cur - FDS_RESERVED) : 0ULL);
+           (unsigned long long)limit.rlim_cur, room, room == 1 ? "" : "s");
 }
 
 /* ---- Generations --------------------------------------------------------- */

@@ -362,17 +362,20 @@ corModulesLoad(const CorConfig* config, CorConfErrors* errors)
     for (unsigned i = 0; i < config->moduleCount; i++) {
         const CorConfigModule* entry = &config->modules[i];
         unsigned before = errors->count;
+        char where[32];
 
         if (loadOne(&modules[moduleCount], entry, config, errors) != 0) {
             rc = -1;
         }
         moduleCount++;
-        /* What the module never read of its mapping is a typo. */
+        /* What the module never read of its mapping is a typo; after an
+         * error of its own, only a key near one it took ("upstream" for
+         * "upstreams") surely is: it may not have come to the others. */
+        snprintf(where, sizeof(where), "modules[%u]", i);
         if (errors->count == before) {
-            char where[32];
-
-            snprintf(where, sizeof(where), "modules[%u]", i);
             corConfUnusedKeys(entry->node, where, errors);
+        } else {
+            corConfMistypedKeys(entry->node, where, errors);
         }
         if (errors->count != before) {
             rc = -1;

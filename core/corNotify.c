@@ -180,8 +180,8 @@ corNotifyStopping(void)
     unsigned inFlight = inFlightSum();
 
     if (inFlight > 0) {
-        corLog(COR_LOG_WARN, "stopping with %u notifications in flight: "
-               "cancelled, counted failed", inFlight);
+        corLog(COR_LOG_WARN, "stopping with %u notification%s in flight: "
+               "cancelled, counted failed", inFlight, inFlight == 1 ? "" : "s");
     }
 }
 

@@ -599,6 +599,9 @@ corRequestCancel(CorRequest* r)
         return;
     }
     counters()->cancelled++;
+    /* Its answer reaches nobody, whatever the protocol still writes: the
+     * access log must not call it complete. */
+    r->cut = true;
     corRestCancel(&r->cancel);
     corHttpClientRequestCancel(r);
 }

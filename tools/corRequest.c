@@ -12,6 +12,9 @@
 
 #define HEADERS_MAX 64
 #define MESSAGES_MAX 256
+#define HOST_MAX 256
+/* host:port */
+#define AUTHORITY_MAX (HOST_MAX + 8)
 
 static const struct {
     const char* scheme;
@@ -103,12 +106,28 @@ bodyRead(const char* arg, const char** body, size_t* len)
     return 0;
 }
 
-/* Split scheme://host[:port][/target] into plan and the first target;
- * *tls: whether the scheme is TLS's. Returns 0, or -1 said on stderr. */
+/* What HTTP's Host says (RFC 9110, 7.2): the host, and the port unless it
+ * is the scheme's default. */
+static void
+authorityOf(const CorReqPlan* plan, unsigned defaultPort, char* out,
+            size_t cap)
+{
+    if (plan->port == defaultPort) {
+        snprintf(out, cap, "%s", plan->host);
+    } else {
+        snprintf(out, cap, "%s:%u", plan->host, plan->port);
+    }
+}
+
+/* Split scheme://host[:port][/target] into plan, the first target and
+ * the Host to send (host and hostHeader hold HOST_MAX and AUTHORITY_MAX
+ * bytes); *tls: whether the scheme is TLS's. Returns 0, or -1 said on
+ * stderr. */
 static int
-parseUrl(const char* url, CorReqPlan* plan, char* host, size_t hostCap,
+parseUrl(const char* url, CorReqPlan* plan, char* host, char* hostHeader,
          const char** target, bool* tls)
 {
+    unsigned defaultPort = 0;
     const char* sep = strstr(url, "://");
     const char* authority;
     const char* slash;
@@ -126,6 +145,7 @@ parseUrl(const char* url, CorReqPlan* plan, char* host, size_t hostCap,
             plan->protocol = schemes[i].protocol;
             plan->scheme = schemes[i].scheme;
             plan->port = schemes[i].defaultPort;
+            defaultPort = plan->port;
             *tls = schemes[i].tls;
         }
     }
@@ -142,13 +162,14 @@ parseUrl(const char* url, CorReqPlan* plan, char* host, size_t hostCap,
         plan->port = (unsigned)strtoul(colon + 1, NULL, 10);
         len = (size_t)(colon - authority);
     }
-    if (len == 0 || len >= hostCap || plan->port == 0 || plan->port > 65535) {
+    if (len == 0 || len >= HOST_MAX || plan->port == 0 || plan->port > 65535) {
         fprintf(stderr, "cor-request: %s: a bad host or port\n", url);
         return -1;
     }
     memcpy(host, authority, len);
     host[len] = '\0';
     plan->host = host;
+    authorityOf(plan, defaultPort, hostHeader, AUTHORITY_MAX);
     *target = slash ? slash : "/";
     return 0;
 }
@@ -236,7 +257,8 @@ main(int argc, char** argv)
     static CorReqMessage messages[MESSAGES_MAX];
     CorReqPlan plan = { .connections = 1, .depth = 1 };
     Options o = { 0 };
-    char host[256];
+    char host[HOST_MAX];
+    char authority[AUTHORITY_MAX];
     char why[512];
     const char* target;
     bool tls = false;
@@ -247,7 +269,7 @@ main(int argc, char** argv)
         usage(stderr);
         return 2;
     }
-    if (parseUrl(argv[optind], &plan, host, sizeof(host), &target, &tls)
+    if (parseUrl(argv[optind], &plan, host, authority, &target, &tls)
         != 0) {
         return 2;
     }
@@ -266,7 +288,7 @@ main(int argc, char** argv)
         messages[plan.messageCount++] = (CorReqMessage){
             .method = o.method,
             .target = i == optind ? target : argv[i],
-            .host = host,
+            .host = authority,
             .headers = o.headers,
             .headerCount = o.headerCount,
             .body = o.body,

@@ -35,7 +35,7 @@ void corReqBufConsume(CorReqBuf* b, size_t n);
 typedef struct {
     const char* method;
     const char* target;         /* path and query */
-    const char* host;           /* for HTTP's Host */
+    const char* host;           /* HTTP's Host: host[:port] */
     const char* const* headers; /* "Name: value" each */
     unsigned headerCount;
     const char* body;

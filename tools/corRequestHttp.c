@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define HTTP_FIELDS_MAX 100
 #define HTTP_HEAD_MAX 65536
@@ -37,6 +38,18 @@ httpStateNew(void)
     return calloc(1, sizeof(HttpState));
 }
 
+/* Whether -H gave a Host of its own, which replaces the URL's. */
+static bool
+hostGiven(const CorReqMessage* m)
+{
+    for (unsigned i = 0; i < m->headerCount; i++) {
+        if (strncasecmp(m->headers[i], "host:", 5) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 static int
 httpEncode(void* state, const CorReqMessage* m, uint32_t id, CorReqBuf* out)
 {
@@ -45,8 +58,12 @@ httpEncode(void* state, const CorReqMessage* m, uint32_t id, CorReqBuf* out)
 
     (void)state;
     (void)id;
-    n = snprintf(line, sizeof(line), "%s %s HTTP/1.1\r\nHost: %s\r\n",
-                 m->method, m->target, m->host);
+    n = snprintf(line, sizeof(line), "%s %s HTTP/1.1\r\n", m->method,
+                 m->target);
+    if (n > 0 && (size_t)n < sizeof(line) && !hostGiven(m)) {
+        n += snprintf(line + n, sizeof(line) - (size_t)n, "Host: %s\r\n",
+                      m->host);
+    }
     if (n < 0 || (size_t)n >= sizeof(line)
         || corReqBufAppend(out, line, (size_t)n) != 0) {
         return -ENOMEM;

@@ -646,9 +646,10 @@ summary(const Load* l)
     double seconds = (double)(nowNs() - l->startNs) / 1e9;
     static const double percents[] = { 50, 90, 99, 99.9 };
 
-    printf("%s://%s:%u%s: %u connections x %u deep, %.1f s%s\n",
+    printf("%s://%s:%u%s: %u connection%s x %u deep, %.1f s%s\n",
            l->plan->scheme, l->plan->host, l->plan->port,
-           l->plan->messages[0].target, l->plan->connections, l->depth,
+           l->plan->messages[0].target, l->plan->connections,
+           l->plan->connections == 1 ? "" : "s", l->depth,
            seconds, l->plan->rate > 0 ? ", open loop" : "");
     printf("  requests %llu  failed %llu  2xx %llu  non-2xx %llu  "
            "%.0f req/s\n", (unsigned long long)l->answered,

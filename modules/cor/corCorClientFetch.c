@@ -44,12 +44,16 @@ requestFree(Request* r)
     free(r->contentType);
 }
 
-/* The REQUEST of req to u in *r. Returns 0, or -ENOMEM with why (and
- * nothing held); what it holds the encoder checks when it is sent. */
+/* The REQUEST of req to u in *r: its headers (Content-Type apart), and a
+ * Host of u's authority when req gave none, as the HTTP client sends one.
+ * Returns 0, or -ENOMEM with why (and nothing held); what it holds the
+ * encoder checks when it is sent. */
 static int
 requestMake(const CorHttpClientRequest* req, const CorUrl* u, Request* r,
             char* why, size_t whyLen)
 {
+    bool hasHost = false;
+
     *r = (Request){ .headers = calloc(req->headerCount + 1,
                                       sizeof(CorHeader)),
                     .target = strndup(u->target, u->targetLen) };
@@ -70,8 +74,13 @@ requestMake(const CorHttpClientRequest* req, const CorUrl* u, Request* r,
             r->contentType = strndup(h->value, h->valueLen);
             r->m.contentType = r->contentType;
         } else {
+            hasHost |= h->nameLen == 4 && strncasecmp(h->name, "Host", 4) == 0;
             r->headers[r->m.headerCount++] = *h;
         }
+    }
+    if (!hasHost) {
+        r->headers[r->m.headerCount++] = (CorHeader){
+            "Host", 4, u->authority, u->authorityLen };
     }
     return 0;
 }

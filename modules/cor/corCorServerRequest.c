@@ -233,7 +233,7 @@ respond(CorServerConn* c, CorServerRequest* req)
     /* What the access log says is what went out. */
     r->status = m.status;
     r->bodySent = m.bodyLen;
-    r->cut = req->streamFailed;
+    r->cut = r->cut || req->streamFailed;    /* or its client left */
     if (corServerResponseQueue(c, req->id, &m, why, sizeof(why)) != 0) {
         corLog(COR_LOG_ERROR, "cor: the answer to %.*s %.*s: %s",
                (int)r->methodLen, r->method, (int)r->pathLen, r->path, why);

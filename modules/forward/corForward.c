@@ -295,6 +295,7 @@ serversRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
 {
     const CorConf* list = corConfSeq(entry, "servers",
                                      corModuleErrors(m));
+    int rc = 0;
 
     if (corConfCount(list) == 0) {
         corModuleError(m, list != NULL ? list : entry,
@@ -306,9 +307,11 @@ serversRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
     if (g->servers == NULL) {
         return -1;
     }
+    /* Each bad one is reported, not only the first. */
     for (size_t i = 0; i < corConfCount(list); i++) {
         const CorConf* node = corConfAt(list, i);
         const char* url = corConfText(node);
+        ForwardServer* server = &g->servers[g->serverCount];
         size_t len;
 
         if (url == NULL || !serverUrlValid(url)) {
@@ -316,17 +319,17 @@ serversRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
                            "http[s]://host[:port], or a scheme of a module "
                            "loaded before forward (cor://), got '%s'", i,
                            url != NULL ? url : "(not a string)");
-            return -1;
+            rc = -1;
+            continue;
         }
         len = strlen(url);
-        g->servers[i].url = strndup(url, url[len - 1] == '/' ? len - 1
-                                                             : len);
-        if (g->servers[i].url == NULL) {
+        server->url = strndup(url, url[len - 1] == '/' ? len - 1 : len);
+        if (server->url == NULL) {
             return -1;
         }
         g->serverCount++;
     }
-    return 0;
+    return rc;
 }
 
 /* The Host setting of a group. */
@@ -352,7 +355,34 @@ hostRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
     return 0;
 }
 
-/* One group of the upstreams list, registered as a handler. */
+/* The name of a group: present, and not another group's. Returns 0 or
+ * -1 after a module error. */
+static int
+nameRead(CorModule* m, const CorConf* entry, unsigned index)
+{
+    const char* name = corConfString(entry, "name", NULL,
+                                     corModuleErrors(m));
+
+    if (name == NULL || name[0] == '\0') {
+        corModuleError(m, entry, "upstreams[%u]: a name is needed", index);
+        return -1;
+    }
+    for (unsigned i = 0; i < index; i++) {
+        if (groups[i].name != NULL && strcmp(groups[i].name, name) == 0) {
+            corModuleError(m, corConfGet(entry, "name"), "upstreams[%u]: "
+                           "the name '%s' is taken already", index, name);
+            return -1;
+        }
+    }
+    groups[index].name = strdup(name);
+    return groups[index].name != NULL ? 0 : -1;
+}
+
+/*
+ * One group of the upstreams list, registered as a handler. Every part is
+ * read whatever an earlier one said, so that cor -t reports each mistake
+ * of the group at once. Returns 0 or -1 after a module error.
+ */
 static int
 groupRead(CorModule* m, const CorConf* entry, unsigned index)
 {
@@ -362,21 +392,11 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
                                         NULL };
     CorConfErrors* e = corModuleErrors(m);
     ForwardGroup* g = &groups[index];
-    const char* name = corConfString(entry, "name", NULL, e);
+    unsigned before = e->count;
     char where[48];
+    bool failed;
 
-    if (name == NULL || name[0] == '\0') {
-        corModuleError(m, entry, "upstreams[%u]: a name is needed", index);
-        return -1;
-    }
-    for (unsigned i = 0; i < index; i++) {
-        if (strcmp(groups[i].name, name) == 0) {
-            corModuleError(m, corConfGet(entry, "name"), "upstreams[%u]: "
-                           "the name '%s' is taken already", index, name);
-            return -1;
-        }
-    }
-    g->name = strdup(name);
+    failed = nameRead(m, entry, index) < 0;
     g->connectTimeoutMs = (int)corConfDurationMs(entry, "connect_timeout",
                                                  5000, 1, 3600000, e);
     g->readTimeoutMs = (int)corConfDurationMs(entry, "read_timeout", 60000,
@@ -384,12 +404,11 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     g->failTimeoutMs = corConfDurationMs(entry, "fail_timeout", 10000, 0,
                                          24 * 3600000, e);
     g->underscores = corConfBool(entry, "underscores_in_headers", false, e);
-    if (g->name == NULL || serversRead(m, entry, g) < 0
-        || hostRead(m, entry, g) < 0) {
-        return -1;
-    }
+    failed |= serversRead(m, entry, g) < 0;
+    failed |= hostRead(m, entry, g) < 0;
     snprintf(where, sizeof(where), "upstreams[%u]", index);
-    if (corConfUnknownKeys(entry, where, keys, e) > 0 || e->count > 0) {
+    corConfUnknownKeys(entry, where, keys, e);
+    if (failed || e->count != before) {
         return -1;
     }
     return corHandlerAdd(m, &(CorHandler){ .name = g->name,
@@ -419,6 +438,7 @@ forwardInit(CorModule* m, const CorConf* conf)
 {
     const CorConf* list = corConfSeq(conf, "upstreams", corModuleErrors(m));
     size_t count = corConfCount(list);
+    int rc = 0;
 
     if (count == 0) {
         corModuleError(m, list != NULL ? list : conf,
@@ -430,18 +450,18 @@ forwardInit(CorModule* m, const CorConf* conf)
         corModuleError(m, conf, "no memory");
         return -1;
     }
+    /* Every group is checked, one with errors or not. */
     for (size_t i = 0; i < count; i++) {
         groupCount++;
         if (corConfKind(corConfAt(list, i)) != COR_CONF_MAP) {
             corModuleError(m, corConfAt(list, i), "upstreams[%zu]: expected "
                            "a mapping (name, servers...)", i);
-            return -1;
-        }
-        if (groupRead(m, corConfAt(list, i), (unsigned)i) < 0) {
-            return -1;
+            rc = -1;
+        } else if (groupRead(m, corConfAt(list, i), (unsigned)i) < 0) {
+            rc = -1;
         }
     }
-    return 0;
+    return rc;
 }
 
 COR_MODULE(forward, .init = forwardInit, .exit = forwardExit);

@@ -11,11 +11,13 @@
  *           coroutine of the loop
  *           where its hook says yes, a worker thread where it says no
  *           (?worker=1) or coroutines are off. Same source both ways.
- *   park    parks until /wake (or ?ms=N passes, at most 60 s): corCoLoopPark
- *           in a coroutine, a condition variable on a worker.
+ *   park    parks until /wake (or ?ms=N passes, at most 60 s: 504):
+ *           corCoLoopPark in a coroutine, a condition variable on a worker
+ *           (which looks for a cancel every 50 ms).
  *   wake    wakes every parked request, on whichever loop it parked.
  *
- * A wait that a stop cancels takes the failure path: 503, at once.
+ * A wait that a stop (or the client leaving) cancels takes the failure
+ * path: 503, at once.
  */
 #include "cor.h"
 
@@ -144,24 +146,54 @@ parkOnLoop(int ms)
     return rc;
 }
 
+/* Whether the calling request's waits were cancelled (a stop, its client
+ * gone): a park that a cancel ended returns as a timeout does, and a wait
+ * that only looks fails with ECANCELED once a cancel came. */
+static bool
+waitsCancelled(void)
+{
+    short revents;
+
+    return corRestWaitFd(-1, 0, 0, &revents) < 0 && errno == ECANCELED;
+}
+
+/* A worker's park looks for a cancel this often: a condition variable
+ * knows nothing of stops or of a client that left. */
+#define PARK_SLICE_MS 50
+
+static void
+deadlineAfter(struct timespec* ts, int ms)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000;
+    if (ts->tv_nsec >= 1000000000) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000;
+    }
+}
+
 static int
 parkOnWorker(int ms)
 {
-    struct timespec until;
+    struct timespec slice;
     unsigned long seen;
-    int rc = 0;
+    bool cancelled = false;
+    int left = ms;
 
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000;
-    if (until.tv_nsec >= 1000000000) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000;
-    }
     pthread_mutex_lock(&parkLock);
     seen = wakeups;
-    while (wakeups == seen && rc == 0) {
-        rc = pthread_cond_timedwait(&workerWake, &parkLock, &until);
+    while (wakeups == seen && left > 0 && !cancelled) {
+        int step = left < PARK_SLICE_MS ? left : PARK_SLICE_MS;
+
+        deadlineAfter(&slice, step);
+        if (pthread_cond_timedwait(&workerWake, &parkLock, &slice)
+            == ETIMEDOUT) {
+            left -= step;
+        }
+        pthread_mutex_unlock(&parkLock);
+        cancelled = waitsCancelled();
+        pthread_mutex_lock(&parkLock);
     }
     pthread_mutex_unlock(&parkLock);
     return wakeups != seen;
@@ -177,6 +209,11 @@ parkServe(CorRequest* r)
         return;
     }
     woken = corCoCurrent() != NULL ? parkOnLoop(ms) : parkOnWorker(ms);
+    if (woken <= 0 && waitsCancelled()) {
+        corRespondf(r, 503, "text/plain", "park cancelled: %s\n",
+                    strerror(ECANCELED));
+        return;
+    }
     corRespondf(r, woken > 0 ? 200 : 504, "text/plain", "%s\n",
                 woken > 0 ? "woken" : "nobody woke me");
 }

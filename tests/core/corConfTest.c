@@ -662,6 +662,7 @@ END_TEST
 START_TEST(test_suggest)
 {
     static const char* const names[] = {"hello", "sleep", "metrics", NULL};
+    static const char* const keys[] = {"name", "host", NULL};
     static const char* const none[] = {NULL};
     char buf[64];
 
@@ -669,6 +670,9 @@ START_TEST(test_suggest)
                                     sizeof(buf)),
                      " (handlers: hello, sleep, metrics); did you mean "
                      "'hello'?");
+    /* Two neighbours swapped are one edit: "hots" is near "host". */
+    ck_assert_str_eq(corConfSuggest("hots", keys, "keys", buf, sizeof(buf)),
+                     " (keys: name, host); did you mean 'host'?");
     ck_assert_str_eq(corConfSuggest("zzz", names, "handlers", buf,
                                     sizeof(buf)),
                      " (handlers: hello, sleep, metrics)");

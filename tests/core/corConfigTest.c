@@ -339,6 +339,41 @@ START_TEST(test_all_errors_collected)
 }
 END_TEST
 
+/* What the reader refuses in one node (an anchor, a tag, a key given
+ * twice) does not hide the file's other errors; a syntax error stops the
+ * reading, and is then the one error. */
+START_TEST(test_errors_beside_an_anchor_are_collected)
+{
+    static const char text[] =
+        "runtime: { loops: &n 0, workers: !!int 8 }\n"
+        LISTEN
+        "limits: { header_count: 0, header_count: 5 }\n"
+        "extra: 1\n";
+    static const char* const want[] = {
+        "t.yaml:1:19: anchor '&n' is not supported",
+        "t.yaml:1:34: tag 'tag:yaml.org,2002:int' is not supported",
+        "t.yaml:3:28: duplicate key 'header_count' (first at 3:11)",
+        "t.yaml:1:19: loops: 0 is out of range (1..1024)",
+        "t.yaml:3:25: header_count: 0 is out of range (1..10000)",
+        "t.yaml:4:1: unknown key 'extra' at the top level",
+    };
+    CorConfErrors e = {0};
+    const char* line;
+
+    ck_assert_ptr_null(load(text, &e));
+    ck_assert_msg(e.count == sizeof(want) / sizeof(want[0]), "%s", e.text);
+    line = e.text;
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        ck_assert_msg(strncmp(line, want[i], strlen(want[i])) == 0,
+                      "error %zu: %s", i, line);
+        line += strcspn(line, "\n") + 1;
+    }
+    corConfErrorsFree(&e);
+    ck_assert_str_eq(refused("runtime: { loops: 0 }\n" LISTEN "log: [\n"),
+                     "t.yaml:4:1: did not find expected node content\n");
+}
+END_TEST
+
 START_TEST(test_sections_of_the_wrong_kind)
 {
     ck_assert_str_eq(refused(LISTEN "runtime: 4\n"),
@@ -762,6 +797,10 @@ START_TEST(test_paths_beside_the_file)
         { "cor.yaml", "wait.so", "./wait.so" },
         { "/cor.yaml", "cor.pid", "/cor.pid" },
         { "conf/cor.yaml", "/run/cor.pid", "/run/cor.pid" },
+        { "cor.yaml", "./x.so", "./x.so" },
+        { "cor.yaml", "././x.so", "./x.so" },
+        { "conf/cor.yaml", "./hi.so", "conf/hi.so" },
+        { "./cor.yaml", "./run/cor.pid", "./run/cor.pid" },
     };
     const char* text = LISTEN "log: { pid_file: run/cor.pid }\n";
     CorConfErrors e = {0};
@@ -860,6 +899,7 @@ COR_TEST_SUITE(corConfig)
     tcase_add_test(tc, test_complete_config);
     tcase_add_test(tc, test_design_example);
     tcase_add_test(tc, test_all_errors_collected);
+    tcase_add_test(tc, test_errors_beside_an_anchor_are_collected);
     tcase_add_test(tc, test_sections_of_the_wrong_kind);
     tcase_add_test(tc, test_listen_addresses);
     tcase_add_test(tc, test_listen_duplicates);

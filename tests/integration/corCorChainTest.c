@@ -4,7 +4,8 @@
  * HTTP (/h/...) and once over cor:// (/c/...). curl asks A; what comes
  * back must be the same byte for byte (status, Content-Type, body) for
  * JSON, text and binary bodies, and for the errors: a 404 from C, a 502
- * when B's upstream is gone, a 504 when it is too slow.
+ * when B's upstream is gone, a 504 when it is too slow; and the Host each
+ * hop sends.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -33,6 +34,8 @@ static const char cConfig[] =
     "  - { match: \"/c/echo\", handler: echo }\n"
     "  - { match: \"GET /h/sleep\", handler: sleep }\n"
     "  - { match: \"GET /c/sleep\", handler: sleep }\n"
+    "  - { match: \"GET /h/waitecho\", handler: waitecho }\n"
+    "  - { match: \"GET /c/waitecho\", handler: waitecho }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
 /* A hop: /h/... forwards over HTTP, /c/... over cor://, to the next server's
@@ -135,9 +138,28 @@ START_TEST(test_the_chain_answers_the_same_over_cor_and_http)
 }
 END_TEST
 
+/* A group's host (upstream by default) holds for cor:// servers as for
+ * HTTP ones: C is sent B's server's host:port, which the cor:// hop did
+ * not send at all. */
+START_TEST(test_the_upstream_host_goes_over_cor_as_over_http)
+{
+    char want[64];
+
+    ck_assert_int_eq(corCurl(a.port, "", "/h/waitecho?ms=0", outHttp,
+                             sizeof(outHttp)), 0);
+    snprintf(want, sizeof(want), "\nHost: 127.0.0.1:%d\n", c.port);
+    ck_assert_msg(strstr(outHttp, want) != NULL, "%s", outHttp);
+    ck_assert_int_eq(corCurl(a.port, "", "/c/waitecho?ms=0", outCor,
+                             sizeof(outCor)), 0);
+    snprintf(want, sizeof(want), "\nHost: 127.0.0.1:%d\n", c.port2);
+    ck_assert_msg(strstr(outCor, want) != NULL, "%s", outCor);
+}
+END_TEST
+
 COR_TEST_SUITE(corCorChain)
 {
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, setUp, tearDown);
     tcase_add_test(tc, test_the_chain_answers_the_same_over_cor_and_http);
+    tcase_add_test(tc, test_the_upstream_host_goes_over_cor_as_over_http);
 }

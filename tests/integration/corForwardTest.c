@@ -470,6 +470,21 @@ START_TEST(test_bad_yaml_refused_at_its_line)
     ck_assert_int_ne(corShell(command, out, sizeof(out)), 0);
     CHECK_HAS("dup.yaml:6:");
     CHECK_HAS("'a' is taken");
+    /* Every mistake of every group in one run, not the first alone. */
+    snprintf(command, sizeof(command), "printf 'listen: [ { protocol: "
+             "http, address: \"127.0.0.1:1\" } ]\\nmodules:\\n  - { load: "
+             "http }\\n  - load: forward\\n    upstreams:\\n      - { name: "
+             "a, servers: [ \"ftp://a\", \"http://b/p\" ], hots: c }\\n"
+             "      - { servers: [ ] }\\n' > %s/many.yaml && %s -t -c %s/many.yaml 2>&1",
+             server.dir, getenv("COR_BIN"), server.dir);
+    ck_assert_int_ne(corShell(command, out, sizeof(out)), 0);
+    CHECK_HAS("many.yaml:6:31: module forward: servers[0]: expected");
+    CHECK_HAS("many.yaml:6:42: module forward: servers[1]: expected");
+    CHECK_HAS("many.yaml:6:58: unknown key 'hots' in upstreams[0]");
+    CHECK_HAS("many.yaml:7:9: module forward: upstreams[1]: a name is "
+              "needed");
+    CHECK_HAS("many.yaml:7:20: module forward: servers: at least one");
+    CHECK_HAS("(5 errors)");
 }
 END_TEST
 

@@ -24,10 +24,17 @@ static CorServer server;
 static char buf[1 << 16];
 static char out[1 << 16];
 
+/* A master a test started itself, beside the harness's server. */
+static pid_t sitePid;
+
 static void
 tearDown(void)
 {
     corServerStop(&server);
+    if (sitePid > 0) {
+        kill(sitePid, SIGTERM);
+        sitePid = 0;
+    }
 }
 
 static const char*
@@ -37,6 +44,21 @@ bin(void)
 
     return b ? b : "build/cor";
 }
+
+/* A count in the log agrees with its noun: "1 loop, 1 worker", not
+ * "1 loops, 1 workers". */
+START_TEST(test_a_count_in_the_log_agrees_with_its_noun)
+{
+    ck_assert_int_eq(corServerStart(&server, "runtime: { loops: 1, workers: "
+                                    "1, coroutines: { enabled: {COROUTINES} "
+                                    "} }\nlisten:\n  - { protocol: http, "
+                                    "address: 127.0.0.1:{PORT} }\nmodules: "
+                                    "[ { load: http } ]\nlog: { pid_file: "
+                                    "{DIR}/cor.pid }\n"), 0);
+    ck_assert_int_eq(corServerLogCount(&server, "starting: 1 loop, 1 worker, "),
+                     1);
+}
+END_TEST
 
 /* ---- cor -t -------------------------------------------------------------- */
 
@@ -152,6 +174,12 @@ START_TEST(test_module_for_another_abi_is_refused)
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "module:       forward") != NULL
                   && strstr(out, ": compatible") != NULL, "%s", out);
+    /* A path as given, not "././forward.so". */
+    snprintf(command, sizeof(command), "cd \"$(dirname %s)/modules\" && %s "
+             "--module-info ./forward.so 2>&1", bin(), bin());
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    ck_assert_msg(strstr(out, "file:         ./forward.so\n") != NULL, "%s",
+                  out);
     snprintf(path, sizeof(path), "%s/old.yaml", server.dir);
     snprintf(command, sizeof(command), "listen: [ { protocol: http, address: "
              "127.0.0.1:1 } ]\nmodules: [ { load: %s/old.so } ]\n",
@@ -229,6 +257,69 @@ START_TEST(test_broken_reload_keeps_serving_and_says_why)
                      != NULL
                   && strstr(out, "; ") != NULL, "%s", out);
     ck_assert_int_eq(corServerLogCount(&server, "^$"), 0);
+}
+END_TEST
+
+/* A configuration in DIR/site whose pid file is not the default there
+ * (DIR/site/cor.pid) but DIR/run.pid; broken, its YAML error after the log
+ * section, or before it. */
+static const char siteGood[] =
+    "log: { pid_file: ../run.pid }\n"
+    "listen: [ { protocol: http, address: 127.0.0.1:%d } ]\n"
+    "modules: [ { load: http } ]\n";
+
+static void
+siteWrite(const char* before, const char* after)
+{
+    char path[256];
+    char text[1024];
+    int n;
+
+    n = snprintf(text, sizeof(text), "%s", before);
+    n += snprintf(text + n, sizeof(text) - (size_t)n, siteGood, server.port2);
+    snprintf(text + n, sizeof(text) - (size_t)n, "%s", after);
+    snprintf(path, sizeof(path), "%s/site/cor.yaml", server.dir);
+    writeFile(path, text);
+}
+
+/* cor -s reload on a file that is not YAML: a pid file the file names
+ * before its error is found (the master then refuses the reload and says
+ * why, at file:line), and one it cannot reach is said to be unknown,
+ * with the YAML error: never "no running master" from the default path
+ * while a master runs. */
+START_TEST(test_reload_of_broken_yaml_finds_the_pid_file_it_names)
+{
+    char command[1024];
+    char pidFile[256];
+    long t = corNowMs();
+
+    ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
+    snprintf(command, sizeof(command), "mkdir %s/site", server.dir);
+    ck_assert_int_eq(corShell(command, NULL, 0), 0);
+    siteWrite("", "");
+    snprintf(command, sizeof(command), "%s -c %s/site/cor.yaml >%s/site.log "
+             "2>&1 & echo $!", bin(), server.dir, server.dir);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    sitePid = (pid_t)atoi(out);
+    snprintf(pidFile, sizeof(pidFile), "%s/run.pid", server.dir);
+    while (access(pidFile, R_OK) != 0) {
+        ck_assert_int_lt(corNowMs() - t, 10000);
+        usleep(20 * 1000);
+    }
+    snprintf(command, sizeof(command), "%s -s reload -c %s/site/cor.yaml "
+             "2>&1", bin(), server.dir);
+    siteWrite("", "routes: [ { match: \"GET /x\", handler: x\n");
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
+    ck_assert_msg(strstr(out, "reload failed") != NULL
+                  && strstr(out, "site/cor.yaml:5:1: did not find expected")
+                     != NULL, "%s", out);
+    siteWrite("runtime: [ {\n", "");
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
+    ck_assert_msg(strstr(out, "the master's pid file is unknown: ") != NULL
+                  && strstr(out, "site/cor.yaml:3:1: did not find expected")
+                     != NULL, "%s", out);
+    siteWrite("", "");
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
 }
 END_TEST
 
@@ -643,11 +734,13 @@ COR_TEST_SUITE(corLifecycle)
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, NULL, tearDown);
     tcase_add_test(tc, test_check_reports_ok_and_listens_on_nothing);
+    tcase_add_test(tc, test_a_count_in_the_log_agrees_with_its_noun);
     tcase_add_test(tc, test_bad_config_corpus);
     tcase_add_test(tc, test_unknown_handler_and_missing_module_named_at_their_line);
     tcase_add_test(tc, test_module_for_another_abi_is_refused);
     tcase_add_test(tc, test_reload_under_load_loses_nothing);
     tcase_add_test(tc, test_broken_reload_keeps_serving_and_says_why);
+    tcase_add_test(tc, test_reload_of_broken_yaml_finds_the_pid_file_it_names);
     tcase_add_test(tc, test_rebuilt_module_is_picked_up_by_a_reload);
     tcase_add_test(tc, test_idle_keep_alive_connection_is_closed_by_a_reload);
     tcase_add_test(tc, test_fresh_connection_is_answered_across_a_reload);

@@ -245,6 +245,23 @@ END_TEST
 
 /* ---- cor -t looks at the files a start opens ---------------------------- */
 
+/* cor -t on yaml, written to the scratch folder; its output into buf. */
+static int
+check(const char* yaml)
+{
+    char path[256];
+    char command[512];
+    FILE* f;
+
+    snprintf(path, sizeof(path), "%s/cor.yaml", scratch);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(yaml, f);
+    fclose(f);
+    snprintf(command, sizeof(command), "%s -t -c %s 2>&1", bin(), path);
+    return corShell(command, buf, sizeof(buf));
+}
+
 /* A log in a folder that does not exist, a pid file where a folder is:
  * cor -t fails at each key's line (it used to pass a configuration that
  * could not start), and an access log that exists is left as it was. */
@@ -270,13 +287,7 @@ START_TEST(test_check_refuses_files_a_start_could_not_open)
              "  error: %s/none/error.log\n"
              "  access: %s/access.log\n"
              "  pid_file: folder\n", scratch, scratch);
-    snprintf(path, sizeof(path), "%s/cor.yaml", scratch);
-    f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(yaml, f);
-    fclose(f);
-    snprintf(command, sizeof(command), "%s -t -c %s 2>&1", bin(), path);
-    ck_assert_int_ne(corShell(command, buf, sizeof(buf)), 0);
+    ck_assert_int_ne(check(yaml), 0);
     ck_assert_msg(strstr(buf, "cor.yaml:4:10: log.error: cannot create")
                   != NULL && strstr(buf, "/none does not exist") != NULL,
                   "%s", buf);
@@ -455,6 +466,37 @@ START_TEST(test_typos_in_module_keys_and_handlers_say_what_exists)
 }
 END_TEST
 
+/* Nested keys get the nearest too, two letters swapped (tsl, hots) being
+ * one edit; and a module's key near one it asked for is named even when
+ * the module stopped at an error of its own (a forward without
+ * "upstreams", whose author wrote "upstream"). */
+START_TEST(test_typos_in_nested_keys_say_the_nearest)
+{
+    scratchMake();
+    ck_assert_int_eq(check("listen: [ { protocol: http, address: "
+                           "127.0.0.1:1, tsl: {} } ]\n"), 1);
+    ck_assert_msg(strstr(buf, "cor.yaml:1:51: unknown key 'tsl' in listen[0] "
+                         "(expected one of: protocol, address, tls, "
+                         "accept); did you mean 'tls'?") != NULL, "%s", buf);
+    ck_assert_int_eq(check("listen: [ { protocol: http, address: "
+                           "127.0.0.1:1 } ]\nmodules:\n  - { load: http }\n"
+                           "  - load: forward\n    upstreams: [ { name: a, "
+                           "servers: [ \"http://127.0.0.1:1\" ], hots: b "
+                           "} ]\n"), 1);
+    ck_assert_msg(strstr(buf, "cor.yaml:5:64: unknown key 'hots' in "
+                         "upstreams[0] (") != NULL
+                  && strstr(buf, "); did you mean 'host'?") != NULL, "%s",
+                  buf);
+    ck_assert_int_eq(check("listen: [ { protocol: http, address: "
+                           "127.0.0.1:1 } ]\nmodules:\n  - { load: http }\n"
+                           "  - load: forward\n    upstream: [ { name: a, "
+                           "servers: [ \"http://127.0.0.1:1\" ] } ]\n"), 1);
+    ck_assert_msg(strstr(buf, "cor.yaml:5:5: unknown key 'upstream' in "
+                         "modules[1] (expected one of: load, upstreams); did "
+                         "you mean 'upstreams'?") != NULL, "%s", buf);
+}
+END_TEST
+
 COR_TEST_SUITE(corMaster)
 {
     tcase_set_timeout(tc, 60);
@@ -467,4 +509,5 @@ COR_TEST_SUITE(corMaster)
     tcase_add_test(tc, test_module_path_is_relative_to_the_config_file);
     tcase_add_test(tc, test_pid_file_is_relative_to_the_config_file);
     tcase_add_test(tc, test_typos_in_module_keys_and_handlers_say_what_exists);
+    tcase_add_test(tc, test_typos_in_nested_keys_say_the_nearest);
 }

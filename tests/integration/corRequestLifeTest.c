@@ -6,7 +6,9 @@
  * corRequestCancel), drains that wait for post-response phases,
  * the request an inline handler sees when it runs on a coroutine's stack,
  * the Allow of a 405, response headers that would inject, waits the
- * example refuses, and parked coroutines woken from another loop.
+ * example refuses, parked coroutines woken from another loop, and what a
+ * waiting handler answers when its client left (logged incomplete) or a
+ * stop came (503).
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -361,6 +363,94 @@ START_TEST(test_wake_reaches_every_loop)
 }
 END_TEST
 
+/* ---- A client gone, a stop: what the waiting handler answers ------------ */
+
+/* Sends GET target on a new connection and waits until its handler runs
+ * (the requests dispatched to where this mode runs them reach count).
+ * Returns the connection. */
+static int
+waitingRequest(const char* target, long count)
+{
+    const char* metric = corTestCoroutines()
+                         ? "cor_requests_total{ran=\"coroutine\"}"
+                         : "cor_requests_total{ran=\"worker\"}";
+    char req[256];
+    int fd = corConnect(server.port);
+    long t = corNowMs();
+
+    ck_assert_int_ge(fd, 0);
+    snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", target);
+    ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
+    while (corMetric(server.port, metric) < count) {
+        ck_assert_int_lt(corNowMs() - t, 10000);
+        usleep(20 * 1000);
+    }
+    return fd;
+}
+
+/* The access log's line for target, waited for (10 s at most). */
+static void
+accessLine(const char* target, char* line, size_t cap)
+{
+    char path[256];
+    char want[256];
+    long t = corNowMs();
+    bool found = false;
+
+    snprintf(path, sizeof(path), "%s/access.log", server.dir);
+    snprintf(want, sizeof(want), "\"target\":\"%s\"", target);
+    while (!found && corNowMs() - t < 10000) {
+        FILE* f = fopen(path, "r");
+
+        while (f != NULL && !found && fgets(line, (int)cap, f) != NULL) {
+            found = strstr(line, want) != NULL;
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+        usleep(found ? 0 : 20 * 1000);
+    }
+    ck_assert_msg(found, "no access log line for %s", target);
+}
+
+/* A client that leaves while its handler waits (a sleep, a park): the
+ * handler is cancelled and answers to nobody, and its access-log line
+ * says so with "complete": false, not true. */
+START_TEST(test_a_client_that_left_is_logged_incomplete)
+{
+    static const char* const targets[] = { "/sleep?ms=20000",
+                                           "/park?ms=20000" };
+    char line[4096];
+
+    for (unsigned i = 0; i < 2; i++) {
+        close(waitingRequest(targets[i], i + 1));
+        accessLine(targets[i], line, sizeof(line));
+        ck_assert_msg(strstr(line, "\"status\":503,") != NULL
+                      && strstr(line, "\"complete\":false,") != NULL,
+                      "%s", line);
+    }
+}
+END_TEST
+
+/* A fast stop ends a parked request's wait, on a coroutine and on a
+ * worker alike: it is answered 503 (the server is stopping) at once, as
+ * a sleep is, not 504. */
+START_TEST(test_a_stop_answers_a_parked_request_503)
+{
+    int fd = waitingRequest("/park?ms=20000", 1);
+    int status;
+    ssize_t n;
+
+    kill(server.pid, SIGTERM);
+    n = corReadResponse(fd, buf, sizeof(buf), 5000);
+    close(fd);
+    ck_assert_int_eq(waitpid(server.pid, &status, 0), server.pid);
+    server.pid = 0;
+    ck_assert_msg(n > 0 && corStatus(buf) == 503, "%zd: %s", n,
+                  n > 0 ? buf : "");
+}
+END_TEST
+
 COR_TEST_SUITE(corRequestLife)
 {
     tcase_set_timeout(tc, 60);
@@ -376,4 +466,6 @@ COR_TEST_SUITE(corRequestLife)
     tcase_add_test(tc, test_json_access_log_escapes_as_json);
     tcase_add_test(tc, test_sleep_refuses_nonsense);
     tcase_add_test(tc, test_wake_reaches_every_loop);
+    tcase_add_test(tc, test_a_client_that_left_is_logged_incomplete);
+    tcase_add_test(tc, test_a_stop_answers_a_parked_request_503);
 }

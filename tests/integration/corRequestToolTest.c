@@ -98,6 +98,9 @@ START_TEST(test_a_closed_loop_load_counts_answers_and_percentiles)
     ck_assert_int_eq(run("-c 2 --depth 4 --duration 1s "
                          "http://127.0.0.1:{PORT}/nowhere"), 0);
     ck_assert_int_eq(summaryCount("non-2xx "), summaryCount("requests "));
+    ck_assert_int_eq(run("--duration 300ms http://127.0.0.1:{PORT}/hello"),
+                     0);
+    ck_assert_msg(strstr(out, ": 1 connection x 1 deep,") != NULL, "%s", out);
 }
 END_TEST
 
@@ -128,6 +131,23 @@ START_TEST(test_an_open_loop_load_keeps_its_rate_and_charges_a_stall)
     ck_assert_int_eq(run("-c 1 --rate 30 --duration 1s "
                          "http://127.0.0.1:{PORT}/sleep?ms=50"), 0);
     ck_assert_msg(strtod(strstr(out, "max ") + 4, NULL) > 100.0, "%s", out);
+}
+END_TEST
+
+/* Host is the URL's host and, off the scheme's default port, its port
+ * (RFC 9110, 7.2), as curl sends it; a Host given with -H replaces it. */
+START_TEST(test_host_says_the_port)
+{
+    char want[64];
+
+    ck_assert_int_eq(run("http://127.0.0.1:{PORT}/waitecho?ms=0"), 0);
+    snprintf(want, sizeof(want), "\nhost: 127.0.0.1:%d\n", server.port);
+    ck_assert_msg(strcasestr(out, want) != NULL, "%s", out);
+    ck_assert_int_eq(run("-H 'Host: b.example' "
+                         "http://127.0.0.1:{PORT}/waitecho?ms=0"), 0);
+    ck_assert_msg(strcasestr(out, "\nhost: b.example\n") != NULL
+                  && strcasestr(out, "\nhost: 127.0.0.1") == NULL, "%s",
+                  out);
 }
 END_TEST
 
@@ -201,6 +221,7 @@ COR_TEST_SUITE(corRequestTool)
     tcase_add_test(tc, test_a_closed_loop_load_counts_answers_and_percentiles);
     tcase_add_test(tc,
         test_an_open_loop_load_keeps_its_rate_and_charges_a_stall);
+    tcase_add_test(tc, test_host_says_the_port);
     tcase_add_test(tc, test_failures_are_reported);
     tcase_add_test(tc, test_tls_urls_are_verified);
     tcase_add_test(tc, test_a_load_leaves_a_connection_the_server_closes);
