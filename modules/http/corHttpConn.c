@@ -168,11 +168,17 @@ readLeftMs(const HttpConn* c)
 }
 
 /* How long c may stay idle: keep-alive, or less once its generation
- * drains (a connection still to bring its first request is not cut). */
+ * drains (a connection still to bring its first request is not cut).
+ * keepalive_timeout 0 turns keep-alive off (nginx's meaning): a new
+ * connection then has the request timeout to bring its first byte. */
 static uint64_t
 idleMs(const HttpConn* c)
 {
     uint64_t ms = corLimits()->keepaliveTimeoutMs;
+
+    if (ms == 0) {
+        return corLimits()->requestTimeoutMs;
+    }
 
     return c->hl->draining && c->served && ms > DRAIN_IDLE_MS
            ? DRAIN_IDLE_MS : ms;
@@ -924,6 +930,7 @@ requestDone(CorRequest* r)
     }
     /* An HTTP/1.0 stream ends with the close. */
     c->keepAlive = req->keepAlive && !c->hl->draining
+                   && corLimits()->keepaliveTimeoutMs > 0
                    && !(r->stream != NULL && req->versionMinor == 0);
     if (httpResponseAppend(c, req, c->keepAlive) != 0) {
         c->keepAlive = false;

@@ -178,6 +178,26 @@ START_TEST(test_idle_keep_alive_connection_closed_at_its_timeout)
 }
 END_TEST
 
+/* keepalive_timeout 0 turns keep-alive off, as in nginx: a client that
+ * takes its time over its first request is served (it was reset at
+ * once), and the answer says Connection: close, then closes. */
+START_TEST(test_keepalive_timeout_0_serves_one_request_a_connection)
+{
+    const char* req = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
+    int fd;
+
+    start("limits: { keepalive_timeout: 0s }\n");
+    fd = corConnect(server.port);
+    usleep(300 * 1000);
+    ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_int_eq(corStatus(buf), 200);
+    ck_assert_ptr_nonnull(strcasestr(buf, "Connection: close"));
+    ck_assert(corPeerClosed(fd, 3000));
+    close(fd);
+}
+END_TEST
+
 static long
 medianLatencyUs(int fd, int count)
 {
@@ -386,6 +406,7 @@ COR_TEST_SUITE(corHttpLimits)
     tcase_add_test(tc, test_slowloris_is_cut_while_others_are_served);
     tcase_add_test(tc, test_client_that_never_reads_is_cut_at_the_send_timeout);
     tcase_add_test(tc, test_idle_keep_alive_connection_closed_at_its_timeout);
+    tcase_add_test(tc, test_keepalive_timeout_0_serves_one_request_a_connection);
     tcase_add_test(tc, test_10000_idle_connections_beside_a_busy_one);
     tcase_add_test(tc, test_accept_at_the_fd_limit_pauses_and_reports);
     tcase_add_test(tc, test_the_soft_fd_limit_is_raised_to_the_hard_one);
