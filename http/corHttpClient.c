@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The HTTP/1.1 client: one exchange on a connection of the connection
- * layer (corConn.c), read with the core's response head parser and chunked
+ * layer (corConn.c), read with the floor's response head parser and chunked
  * decoder (corHttpParse.c), so that the client never sees a socket or
  * OpenSSL and reads HTTP with the server's code. Every wait is a read or a
  * write of the CorConn, hence a corRestWaitFd: the same code yields in a
