@@ -240,9 +240,10 @@ struct CorRequest {
     bool inFinish;
     bool serving;               /* the handler runs: it can be cancelled */
     CorRestCancel cancel;       /* ends the running phase's waits */
-    /* HTTP client exchanges the running phase started and has not
-     * collected (corHttpClient.h): cancelled with it, and at its end. */
-    struct CorHttpClientCall* clientCalls;
+    /* What the running phase started beside itself and must not outlive
+     * it (a client call not collected): cancelled with it, given up at
+     * its end (corRequestCleanupAdd, corCoreInt.h). */
+    struct CorRequestCleanup* cleanups;
     CorEvTimer deadline;        /* the handler's timeout, when it has one */
     atomic_uint answer;         /* with a deadline: who answered first */
     CorUpgraded* upgrade;       /* corRequestUpgrade was called */

@@ -375,13 +375,34 @@ const char* corNotifySchemeStats(unsigned index, CorNotifyStats* stats);
 void corNotifyStopping(void);
 void corNotifyStopped(void);
 
-/* ---- The HTTP client (corHttpClientCall.c) ------------------------------ */
+/* ---- Per-request cleanups (corRequest.c) --------------------------------- */
 
-/* Cancel the exchanges r started and has not collected (r was cancelled);
- * on r's loop. */
-void corHttpClientRequestCancel(CorRequest* r);
-/* r's phase is over: give up what it left uncollected. */
-void corHttpClientRequestEnd(CorRequest* r);
+/*
+ * Work that a request's running phase started beside itself (a client
+ * call, which any protocol's client makes) and that must not outlive it.
+ * The entry is its owner's memory, in r's list from corRequestCleanupAdd
+ * until corRequestCleanupRemove or its end. cancel runs when r is
+ * cancelled (its client left, its deadline passed), on r's loop, under
+ * the list's lock: it must neither wait nor touch the list. end runs when
+ * the phase that added it is over and it is still listed, unlinked
+ * first and outside the lock: the owner gives its work up there.
+ */
+typedef struct CorRequestCleanup {
+    void (*cancel)(struct CorRequestCleanup* c);
+    void (*end)(struct CorRequestCleanup* c);
+    CorRequest* owner;          /* under the lock; NULL: not listed */
+    struct CorRequestCleanup* prev;
+    struct CorRequestCleanup* next;
+} CorRequestCleanup;
+
+/* Any thread. r must be in its running phase. */
+void corRequestCleanupAdd(CorRequest* r, CorRequestCleanup* c);
+/* c leaves its request's list (nothing when it is in none); once this
+ * returns, its cancel no longer runs. Any thread. */
+void corRequestCleanupRemove(CorRequestCleanup* c);
+/* For corRequest.c: r was cancelled (on its loop), r's phase is over. */
+void corRequestCleanupsCancel(CorRequest* r);
+void corRequestCleanupsEnd(CorRequest* r);
 
 /* ---- Counters (corMetrics.c) --------------------------------------------- */
 
