@@ -361,13 +361,26 @@ typedef struct {
     unsigned inFlight;
 } CorNotifyStats;
 
-/* The registered schemes (the core's http and https first), and the
- * counters of one: its name is returned. */
-/* A client scheme (corClientSchemeAdd) sends notifications too, as an
- * exchange acknowledged by a 2xx. Returns 0, or -1 after a module error. */
-int corNotifySchemeAddClient(CorModule* m, const char* scheme);
+/* ---- URL schemes (corScheme.c) ------------------------------------------- */
+
+#define COR_SCHEME_NAME_MAX 15
+
+/* A registered scheme: what corSchemeFind gives is its s. */
+typedef struct {
+    CorScheme s;                /* s.scheme is name */
+    char name[COR_SCHEME_NAME_MAX + 1];
+    CorModule* module;          /* NULL: the HTTP floor's */
+    atomic_ulong sent;          /* its notifications' counters */
+    atomic_ulong failed;
+    atomic_uint inFlight;
+} CorSchemeEntry;
+
+/* The registered schemes (the HTTP floor's http and https first), and the
+ * notification counters of one: its name is returned. */
 unsigned corNotifySchemeCount(void);
 const char* corNotifySchemeStats(unsigned index, CorNotifyStats* stats);
+/* The notifications in flight, every scheme's. */
+unsigned corNotifyInFlight(void);
 /* A stop begins: log the number of notifications it cancels, once. And
  * the loops have ended: let those on threads, cancelled, leave their
  * senders before the modules' exit (a bound of 100 ms, not a wait for

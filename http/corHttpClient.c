@@ -509,7 +509,7 @@ bodyNext(Exchange* ex, char* buf, size_t len)
  * open, and the reads give its body out of res->body. */
 static int
 wholeOpen(Exchange* ex, const CorHttpClientRequest* req,
-          CorHttpClientResponse* res)
+          CorHttpClientResponse* res, const CorScheme* s)
 {
     /* The streamed read has no limit of its own over HTTP: none here
      * either, past what the scheme's frames carry. */
@@ -519,7 +519,7 @@ wholeOpen(Exchange* ex, const CorHttpClientRequest* req,
     if (whole.maxBodyBytes == 0) {
         whole.maxBodyBytes = SIZE_MAX;
     }
-    rc = corClientSchemeOf(req->url)(&whole, res);
+    rc = s->fetch(&whole, res);
 
     *ex = (Exchange){ .res = res, .whole = true, .done = rc == 0
                                                          && res->bodyLen == 0 };
@@ -759,6 +759,7 @@ corHttpClientOpen(const CorHttpClientRequest* req,
                   CorHttpClientResponse* res, CorHttpClientExchange** xP)
 {
     Exchange* x = malloc(sizeof(*x));
+    const CorScheme* s = corSchemeOf(req->url);
     int rc;
 
     *xP = NULL;
@@ -767,8 +768,8 @@ corHttpClientOpen(const CorHttpClientRequest* req,
         snprintf(res->error, sizeof(res->error), "no memory");
         return -ENOMEM;
     }
-    if (corClientSchemeOf(req->url) != NULL) {
-        rc = wholeOpen(x, req, res);
+    if (s != NULL && s->fetch != NULL && s->fetch != corHttpClientExchange) {
+        rc = wholeOpen(x, req, res, s);
     } else {
         rc = exchangeOpen(x, req, res);
     }
@@ -840,18 +841,14 @@ tooLarge:
 }
 
 int
-corHttpClientFetch(const CorHttpClientRequest* req,
-                   CorHttpClientResponse* res)
+corHttpClientExchange(const CorHttpClientRequest* req,
+                      CorHttpClientResponse* res)
 {
     size_t limit = req->maxBodyBytes > 0 ? req->maxBodyBytes
                                          : COR_HTTP_CLIENT_BODY_MAX;
-    CorClientFetchFn other = corClientSchemeOf(req->url);
     Exchange ex;
     int rc;
 
-    if (other != NULL) {
-        return other(req, res);     /* a module's scheme: cor:// */
-    }
     rc = exchangeOpen(&ex, req, res);
     if (rc < 0) {
         return rc;

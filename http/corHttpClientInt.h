@@ -31,6 +31,11 @@ typedef struct {
 int corHttpClientUrlParse(const char* s, CorHttpClientUrl* u, char* why,
                           size_t whyLen);
 
+/* One exchange to an http:// or https:// URL (corHttpClientFetch, less
+ * the other schemes): their fetch (corHttpScheme.c). */
+int corHttpClientExchange(const CorHttpClientRequest* req,
+                          CorHttpClientResponse* res);
+
 /* Check q's method and headers. Returns 0, or -EINVAL with why. */
 int corHttpClientRequestCheck(const CorHttpClientRequest* q, char* why,
                               size_t whyLen);
