@@ -736,7 +736,9 @@ typedef struct {
     unsigned port;              /* 0 when absent: the scheme's default */
     const char* authority;      /* host[:port] as written */
     size_t authorityLen;
-    const char* target;         /* path and query as written, or "/" */
+    /* path and query as written ("/p?q"); "/" when both are absent; a
+     * query without a path is "?q" (its path is "/": RFC 3986 6.2.3). */
+    const char* target;
     size_t targetLen;
 } CorUrl;
 
@@ -744,9 +746,9 @@ typedef struct {
  * Take the URL s apart into u, the one way every client of cor does. A
  * "#fragment" is dropped; a host is a name, an IPv4 address or [an IPv6
  * one]. Returns 0, or -EINVAL with the reason in why: no "scheme://", a
- * bad host or port, a query without a path, a space, a control or a
- * non-ASCII byte in the path. Whether the scheme, a user or a password is
- * right for it is the client's to say.
+ * bad host or port, a space, a control or a non-ASCII byte in the path or
+ * query. Whether the scheme, a user or a password is right for it is the
+ * client's to say.
  */
 int corUrlParse(const char* s, CorUrl* u, char* why, size_t whyLen);
 

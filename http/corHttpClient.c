@@ -577,13 +577,13 @@ corHttpClientBodyDone(const CorHttpClientExchange* x)
 /* A connection for the exchange: pooled or new, within the deadlines.
  * Returns 0 (ex->c set) or -errno (res->error said). */
 static int
-connOpen(Exchange* ex, const CorHttpClientUrl* url)
+connOpen(Exchange* ex, const CorUrl* url)
 {
     const CorHttpClientRequest* q = ex->req;
     CorConnTarget target = {
         .host = url->host,
         .port = url->port,
-        .tls = url->tls,
+        .tls = strcmp(url->scheme, "https") == 0,
         .connectTimeoutMs = q->connectTimeoutMs,
         .tlsClient = q->tlsClient,
         .fresh = ex->res->retried,
@@ -622,7 +622,7 @@ resendable(const Exchange* ex, int rc)
  * (ex->c open), 1 when a pooled connection failed before the answer's
  * first byte (send again on a new one), or -errno (ex->c closed). */
 static int
-attempt(Exchange* ex, const CorHttpClientUrl* url, const char* request,
+attempt(Exchange* ex, const CorUrl* url, const char* request,
         size_t requestLen)
 {
     int rc = connOpen(ex, url);
@@ -666,7 +666,7 @@ responseReset(CorHttpClientResponse* res)
 /* An attempt, and the one retry when the peer closed the pooled
  * connection under the request. Returns 0 or -errno. */
 static int
-attemptTwice(Exchange* ex, const CorHttpClientUrl* url, const char* request,
+attemptTwice(Exchange* ex, const CorUrl* url, const char* request,
              size_t requestLen)
 {
     int rc = attempt(ex, url, request, requestLen);
@@ -691,7 +691,7 @@ exchangeOpen(Exchange* ex, const CorHttpClientRequest* req,
 {
     char* request = NULL;
     size_t requestLen = 0;
-    CorHttpClientUrl url;
+    CorUrl url;
     int rc;
 
     memset(res, 0, sizeof(*res));
@@ -701,7 +701,7 @@ exchangeOpen(Exchange* ex, const CorHttpClientRequest* req,
                       .betweenMs = req->readTimeoutMs > 0
                                    ? req->readTimeoutMs
                                    : req->firstByteTimeoutMs };
-    rc = corHttpClientUrlParse(req->url, &url, res->error,
+    rc = corHttpClientUrlCheck(req->url, &url, res->error,
                                sizeof(res->error));
     if (rc == 0) {
         rc = corHttpClientRequestCheck(req, res->error, sizeof(res->error));

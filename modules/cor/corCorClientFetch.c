@@ -45,14 +45,18 @@ requestFree(Request* r)
 }
 
 /* The REQUEST of req to u in *r. Returns 0, or -ENOMEM with why (and
- * nothing held); what it holds the encoder checks when it is sent. */
+ * nothing held); what it holds the encoder checks when it is sent. A
+ * query without a path ("cor://h?x") asks for "/?x", as over HTTP. */
 static int
 requestMake(const CorHttpClientRequest* req, const CorUrl* u, Request* r,
             char* why, size_t whyLen)
 {
     *r = (Request){ .headers = calloc(req->headerCount + 1,
-                                      sizeof(CorHeader)),
-                    .target = strndup(u->target, u->targetLen) };
+                                      sizeof(CorHeader)) };
+    if (asprintf(&r->target, "%s%.*s", u->target[0] == '?' ? "/" : "",
+                 (int)u->targetLen, u->target) < 0) {
+        r->target = NULL;
+    }
     r->m = (CorCorMessage){ .verb = req->method != NULL ? req->method
                                                         : "GET",
                             .path = r->target, .headers = r->headers,
