@@ -1069,6 +1069,7 @@ typedef struct {
     /* NULL, or whether url is one send could take: 0, or -EINVAL with
      * why, which corNotify logs and returns before anything starts. */
     int (*check)(const char* url, char* why, size_t whyLen);
+    /* NULL, or one exchange: the client takes the scheme's URLs. */
     int (*fetch)(const struct CorHttpClientRequest* req,
                  struct CorHttpClientResponse* res);
 } CorScheme;
