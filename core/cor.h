@@ -40,7 +40,7 @@
 
 /* Bumped whenever a struct or a signature of this header, or of one it
  * includes, changes. */
-#define COR_ABI_VERSION 11
+#define COR_ABI_VERSION 12
 #define COR_VERSION "0.1.0"
 
 typedef struct CorModule CorModule;
@@ -240,9 +240,10 @@ struct CorRequest {
     bool inFinish;
     bool serving;               /* the handler runs: it can be cancelled */
     CorRestCancel cancel;       /* ends the running phase's waits */
-    /* HTTP client exchanges the running phase started and has not
-     * collected (corHttpClient.h): cancelled with it, and at its end. */
-    struct CorHttpClientCall* clientCalls;
+    /* What the running phase started beside itself and must not outlive
+     * it (a client call not collected): cancelled with it, given up at
+     * its end (corRequestCleanupAdd, corCoreInt.h). */
+    struct CorRequestCleanup* cleanups;
     CorEvTimer deadline;        /* the handler's timeout, when it has one */
     atomic_uint answer;         /* with a deadline: who answered first */
     CorUpgraded* upgrade;       /* corRequestUpgrade was called */
@@ -757,7 +758,9 @@ typedef struct {
     unsigned port;              /* 0 when absent: the scheme's default */
     const char* authority;      /* host[:port] as written */
     size_t authorityLen;
-    const char* target;         /* path and query as written, or "/" */
+    /* path and query as written ("/p?q"); "/" when both are absent; a
+     * query without a path is "?q" (its path is "/": RFC 3986 6.2.3). */
+    const char* target;
     size_t targetLen;
 } CorUrl;
 
@@ -765,9 +768,9 @@ typedef struct {
  * Take the URL s apart into u, the one way every client of cor does. A
  * "#fragment" is dropped; a host is a name, an IPv4 address or [an IPv6
  * one]. Returns 0, or -EINVAL with the reason in why: no "scheme://", a
- * bad host or port, a query without a path, a space, a control or a
- * non-ASCII byte in the path. Whether the scheme, a user or a password is
- * right for it is the client's to say.
+ * bad host or port, a space, a control or a non-ASCII byte in the path or
+ * query. Whether the scheme, a user or a password is right for it is the
+ * client's to say.
  */
 int corUrlParse(const char* s, CorUrl* u, char* why, size_t whyLen);
 
@@ -1006,10 +1009,10 @@ void corSharedRelease(CorShared* s);
 /* ---- Notifications ------------------------------------------------------
  *
  * A notification is a message sent to a URL after something happened (a
- * write answered): its scheme picks who sends it. http and https are the
- * core's (a request with the body, acknowledged by a 2xx); a module adds
- * others (the MQTT bridge mqtt and mqtts, modules/cor cor), which is what
- * makes a module a bridge:
+ * write answered): its scheme picks who sends it (corSchemeAdd). http and
+ * https are the HTTP floor's (a request with the body, acknowledged by a
+ * 2xx); a module adds others (the MQTT bridge mqtt and mqtts, modules/cor
+ * cor), which is what makes a module a bridge:
  *
  *     static void
  *     writeFinish(CorRequest* r)           (the post-response phase)
@@ -1058,14 +1061,27 @@ typedef struct {
  */
 int corNotify(CorRequest* r, const CorNotification* n);
 
+/* ---- URL schemes: one registry for every client ------------------------- */
+
+/* The client's exchange and its answer (corHttpClient.h), whatever the
+ * scheme. */
+struct CorHttpClientRequest;
+struct CorHttpClientResponse;
+
 /*
- * A scheme's sender. send is straight-line code that waits through
- * corRestWaitFd (corConnOpen, corConnRead...: it yields in a coroutine
- * and polls on a thread; a stop ends its waits with ECANCELED), and
- * returns 0 when the receiver acknowledged n, or -errno with a sentence
- * in why (the URL is logged beside it: why need not repeat it). n and
- * what it points to live until send returns; n->timeoutMs is set (the
- * default filled in). May yield.
+ * A URL scheme and what takes its URLs: one exchange of the client
+ * (fetch: corHttpClientFetch and corHttpClientStart take its URLs, and so
+ * the forward module), notifications (send), or both. http and https are
+ * the HTTP floor's (http/); modules add cor, cors, mqtt, mqtts.
+ *
+ * fetch makes one exchange as corHttpClientFetch says (the same request,
+ * answer and errors). send is straight-line code that returns 0 when the
+ * receiver acknowledged n, or -errno with a sentence in why (the URL is
+ * logged beside it: why need not repeat it); n and what it points to live
+ * until send returns, n->timeoutMs is set (the default filled in). Both
+ * wait through corRestWaitFd (corConnOpen, corConnRead...: they yield in
+ * a coroutine and poll on a thread; a stop ends their waits with
+ * ECANCELED). May yield.
  */
 typedef struct {
     const char* scheme;         /* lowercase: a letter, then letters,
@@ -1075,12 +1091,20 @@ typedef struct {
     /* NULL, or whether url is one send could take: 0, or -EINVAL with
      * why, which corNotify logs and returns before anything starts. */
     int (*check)(const char* url, char* why, size_t whyLen);
-} CorNotifyScheme;
+    /* NULL, or one exchange: the client takes the scheme's URLs. */
+    int (*fetch)(const struct CorHttpClientRequest* req,
+                 struct CorHttpClientResponse* res);
+} CorScheme;
 
 /* Register a scheme (copied), from a module's init. Returns 0, or -1
- * after a module error (a bad or taken name, too many schemes, called
- * after init). */
-int corNotifySchemeAdd(CorModule* m, const CorNotifyScheme* s);
+ * after a module error (a bad or taken name, neither fetch nor send, too
+ * many schemes, called after init). */
+int corSchemeAdd(CorModule* m, const CorScheme* s);
+
+/* The scheme registered as name (lowercase), or of url ("scheme://...",
+ * any case); NULL when none. */
+const CorScheme* corSchemeFind(const char* name);
+const CorScheme* corSchemeOf(const char* url);
 
 /* ---- Logging ------------------------------------------------------------- */
 

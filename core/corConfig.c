@@ -569,21 +569,9 @@ readProtocol(CorConfigListen* l, const char* where, CorConfErrors* e)
     setString(&l->protocol, protocol, e);
 }
 
-/* TLS belongs to the listener: any protocol may take tls. https is HTTP
- * over TLS, so it needs it. */
-static void
-checkTlsUse(const CorConfigListen* l, const char* where, CorConfErrors* e)
-{
-    bool https = l->protocol != NULL && strcmp(l->protocol, "https") == 0;
-
-    if (https && corConfGet(l->node, "tls") == NULL) {
-        corConfErrorf(e, l->node,
-                      "%s: protocol https needs tls: { certificate: FILE, "
-                      "key: FILE }",
-                      where);
-    }
-}
-
+/* Whether a listener needs tls is its protocol's to say (https, named by
+ * CorProtocol.tlsName): the generation checks it once the modules are
+ * loaded (checkListeners); the master knows no protocol. */
 static void
 readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
 {
@@ -610,7 +598,6 @@ readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
     l->reusePort =
         strcmp(oneOf(l->node, "accept", "share", accepts, e), "reuseport") == 0;
     corConfUnknownKeys(l->node, w.text, keys, e);
-    checkTlsUse(l, w.text, e);
 }
 
 static void

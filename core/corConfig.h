@@ -92,7 +92,7 @@ typedef struct {
                        "*:8080", ":8080" (* or empty: any IPv4) */
     struct sockaddr_storage addr;
     socklen_t addrLen;
-    CorConfigTls* tls;   /* NULL: plain (https requires it) */
+    CorConfigTls* tls;   /* NULL: plain (a TLS name, https, requires it) */
     bool reusePort;      /* accept: share (false) | reuseport (true) */
     const CorConf* node; /* the entry's mapping */
 } CorConfigListen;

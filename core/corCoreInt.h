@@ -361,13 +361,26 @@ typedef struct {
     unsigned inFlight;
 } CorNotifyStats;
 
-/* The registered schemes (the core's http and https first), and the
- * counters of one: its name is returned. */
-/* A client scheme (corClientSchemeAdd) sends notifications too, as an
- * exchange acknowledged by a 2xx. Returns 0, or -1 after a module error. */
-int corNotifySchemeAddClient(CorModule* m, const char* scheme);
+/* ---- URL schemes (corScheme.c) ------------------------------------------- */
+
+#define COR_SCHEME_NAME_MAX 15
+
+/* A registered scheme: what corSchemeFind gives is its s. */
+typedef struct {
+    CorScheme s;                /* s.scheme is name */
+    char name[COR_SCHEME_NAME_MAX + 1];
+    CorModule* module;          /* NULL: the HTTP floor's */
+    atomic_ulong sent;          /* its notifications' counters */
+    atomic_ulong failed;
+    atomic_uint inFlight;
+} CorSchemeEntry;
+
+/* The registered schemes (the HTTP floor's http and https first), and the
+ * notification counters of one: its name is returned. */
 unsigned corNotifySchemeCount(void);
 const char* corNotifySchemeStats(unsigned index, CorNotifyStats* stats);
+/* The notifications in flight, every scheme's. */
+unsigned corNotifyInFlight(void);
 /* A stop begins: log the number of notifications it cancels, once. And
  * the loops have ended: let those on threads, cancelled, leave their
  * senders before the modules' exit (a bound of 100 ms, not a wait for
@@ -375,13 +388,34 @@ const char* corNotifySchemeStats(unsigned index, CorNotifyStats* stats);
 void corNotifyStopping(void);
 void corNotifyStopped(void);
 
-/* ---- The HTTP client (corHttpClientCall.c) ------------------------------ */
+/* ---- Per-request cleanups (corRequest.c) --------------------------------- */
 
-/* Cancel the exchanges r started and has not collected (r was cancelled);
- * on r's loop. */
-void corHttpClientRequestCancel(CorRequest* r);
-/* r's phase is over: give up what it left uncollected. */
-void corHttpClientRequestEnd(CorRequest* r);
+/*
+ * Work that a request's running phase started beside itself (a client
+ * call, which any protocol's client makes) and that must not outlive it.
+ * The entry is its owner's memory, in r's list from corRequestCleanupAdd
+ * until corRequestCleanupRemove or its end. cancel runs when r is
+ * cancelled (its client left, its deadline passed), on r's loop, under
+ * the list's lock: it must neither wait nor touch the list. end runs when
+ * the phase that added it is over and it is still listed, unlinked
+ * first and outside the lock: the owner gives its work up there.
+ */
+typedef struct CorRequestCleanup {
+    void (*cancel)(struct CorRequestCleanup* c);
+    void (*end)(struct CorRequestCleanup* c);
+    CorRequest* owner;          /* under the lock; NULL: not listed */
+    struct CorRequestCleanup* prev;
+    struct CorRequestCleanup* next;
+} CorRequestCleanup;
+
+/* Any thread. r must be in its running phase. */
+void corRequestCleanupAdd(CorRequest* r, CorRequestCleanup* c);
+/* c leaves its request's list (nothing when it is in none); once this
+ * returns, its cancel no longer runs. Any thread. */
+void corRequestCleanupRemove(CorRequestCleanup* c);
+/* For corRequest.c: r was cancelled (on its loop), r's phase is over. */
+void corRequestCleanupsCancel(CorRequest* r);
+void corRequestCleanupsEnd(CorRequest* r);
 
 /* ---- Counters (corMetrics.c) --------------------------------------------- */
 

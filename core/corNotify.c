@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Notifications (cor.h): a registry of URL schemes, each with a sender,
- * and corNotify, which copies a notification and sends it beside the
- * caller (corBeside.c) with the sender its URL's scheme names. http and
- * https are here, on the HTTP client; modules add the others.
+ * Notifications (cor.h): corNotify copies a notification and sends it
+ * beside the caller (corBeside.c) with the sender of its URL's scheme
+ * (corScheme.c: http and https from the HTTP floor, the others from
+ * modules).
  *
  * A coroutine per notification, not one per write that sends them all:
  * each sender stays a straight-line function that waits through
@@ -21,12 +21,9 @@
  * those on threads a moment to leave their senders before the modules'
  * exit.
  *
- * The registry is written by the modules' init, before any loop runs, and
- * only read after: no lock. Its counters are atomics, since a scheme's
- * notifications end on every loop and thread.
+ * The counters are the registry's, per scheme.
  */
 #include "corCoreInt.h"
-#include "corHttpClient.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -34,150 +31,26 @@
 #include <string.h>
 #include <time.h>
 
-#define SCHEMES_MAX 16
-#define SCHEME_NAME_MAX 15
 /* How long a stop gives the notifications on threads, cancelled, to leave
  * their senders before the modules' exit (which may free what a sender
  * uses): they return at once from a cancelled wait, so this is a bound,
  * not a wait for their receivers. */
 #define STOP_GRACE_MS 100
 
-typedef struct {
-    char name[SCHEME_NAME_MAX + 1];
-    int (*send)(CorModule* m, const CorNotification* n, char* why,
-                size_t whyLen);
-    int (*check)(const char* url, char* why, size_t whyLen);
-    CorModule* module;          /* NULL: the core's */
-    atomic_ulong sent;
-    atomic_ulong failed;
-    atomic_uint inFlight;
-} Scheme;
-
 /* One notification in flight: owned by itself, from corNotify to the end
  * of its send. One block: its copy of n and all n points to follow. */
 typedef struct {
     CorBeside beside;
     CorNotification n;
-    Scheme* scheme;
+    CorSchemeEntry* scheme;
     CorRequest* r;              /* held until the end, or NULL */
     char copy[];
 } Notice;
 
-static int httpSend(CorModule* m, const CorNotification* n, char* why,
-                    size_t whyLen);
-
-static Scheme schemes[SCHEMES_MAX] = {
-    { .name = "http", .send = httpSend },
-    { .name = "https", .send = httpSend },
-};
-static unsigned schemeCount = 2;
-
-/* ---- The registry -------------------------------------------------------- */
-
-static Scheme*
-schemeFind(const char* name, size_t len)
-{
-    for (unsigned i = 0; i < schemeCount; i++) {
-        if (strlen(schemes[i].name) == len
-            && memcmp(schemes[i].name, name, len) == 0) {
-            return &schemes[i];
-        }
-    }
-    return NULL;
-}
-
-/* RFC 3986 3.1, lowercase only: a scheme is compared as it is written. */
-static bool
-schemeNameValid(const char* name)
-{
-    size_t len = strlen(name);
-
-    if (len == 0 || len > SCHEME_NAME_MAX || name[0] < 'a' || name[0] > 'z') {
-        return false;
-    }
-    for (size_t i = 1; i < len; i++) {
-        char ch = name[i];
-
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')
-              || ch == '+' || ch == '-' || ch == '.')) {
-            return false;
-        }
-    }
-    return true;
-}
-
-int
-corNotifySchemeAdd(CorModule* m, const CorNotifyScheme* s)
-{
-    if (corRuntime.loops != NULL) {
-        corModuleError(m, NULL, "notification schemes are registered from "
-                       "init, before the loops run");
-        return -1;
-    }
-    if (s->scheme == NULL || !schemeNameValid(s->scheme) || s->send == NULL) {
-        corModuleError(m, NULL, "a notification scheme needs a name (a "
-                       "lowercase letter, then letters, digits, + - ., at "
-                       "most %d) and a send function", SCHEME_NAME_MAX);
-        return -1;
-    }
-    if (schemeFind(s->scheme, strlen(s->scheme)) != NULL) {
-        corModuleError(m, NULL, "notification scheme '%s' is already "
-                       "registered", s->scheme);
-        return -1;
-    }
-    if (schemeCount == SCHEMES_MAX) {
-        corModuleError(m, NULL, "no room for notification scheme '%s' (%d "
-                       "at most)", s->scheme, SCHEMES_MAX);
-        return -1;
-    }
-    Scheme* entry = &schemes[schemeCount++];
-
-    snprintf(entry->name, sizeof(entry->name), "%s", s->scheme);
-    entry->send = s->send;
-    entry->check = s->check;
-    entry->module = m;
-    return 0;
-}
-
-int
-corNotifySchemeAddClient(CorModule* m, const char* scheme)
-{
-    return corNotifySchemeAdd(m, &(CorNotifyScheme){ .scheme = scheme,
-                                                     .send = httpSend });
-}
-
-unsigned
-corNotifySchemeCount(void)
-{
-    return schemeCount;
-}
-
-const char*
-corNotifySchemeStats(unsigned index, CorNotifyStats* stats)
-{
-    const Scheme* s = &schemes[index < schemeCount ? index : 0];
-
-    stats->sent = atomic_load(&s->sent);
-    stats->failed = atomic_load(&s->failed);
-    stats->inFlight = atomic_load(&s->inFlight);
-    return s->name;
-}
-
-static unsigned
-inFlightSum(void)
-{
-    unsigned sum = 0;
-
-    for (unsigned i = 0; i < schemeCount; i++) {
-        sum += atomic_load(&schemes[i].inFlight);
-    }
-    return sum;
-}
-
 void
 corNotifyStopping(void)
 {
-    unsigned inFlight = inFlightSum();
+    unsigned inFlight = corNotifyInFlight();
 
     if (inFlight > 0) {
         corLog(COR_LOG_WARN, "stopping with %u notification%s in flight: "
@@ -190,7 +63,7 @@ corNotifyStopped(void)
 {
     struct timespec tick = { 0, 1000 * 1000 };
 
-    for (int i = 0; i < STOP_GRACE_MS && inFlightSum() > 0; i++) {
+    for (int i = 0; i < STOP_GRACE_MS && corNotifyInFlight() > 0; i++) {
         nanosleep(&tick, NULL);
     }
 }
@@ -223,10 +96,10 @@ static void
 noticeRun(CorBeside* b)
 {
     Notice* notice = corContainerOf(b, Notice, beside);
-    Scheme* s = notice->scheme;
+    CorSchemeEntry* s = notice->scheme;
     char why[256] = "";
     char url[512];
-    int rc = s->send(s->module, &notice->n, why, sizeof(why));
+    int rc = s->s.send(s->module, &notice->n, why, sizeof(why));
 
     if (rc == 0) {
         atomic_fetch_add(&s->sent, 1);
@@ -289,21 +162,22 @@ noticeNew(const CorNotification* n)
     return notice;
 }
 
-/* The registered scheme of url (scheme://something), or NULL. */
-static Scheme*
+/* The registered scheme of url (scheme://something) that sends, or
+ * NULL. */
+static CorSchemeEntry*
 urlScheme(const char* url)
 {
-    const char* sep = url != NULL ? strstr(url, "://") : NULL;
+    const CorScheme* s = corSchemeOf(url);
 
-    if (sep == NULL || sep == url || sep[3] == '\0') {
+    if (s == NULL || s->send == NULL || strstr(url, "://")[3] == '\0') {
         return NULL;
     }
-    return schemeFind(url, (size_t)(sep - url));
+    return corContainerOf(s, CorSchemeEntry, s);
 }
 
 /* Whether s's check refuses url: logged then, as a failed send is. */
 static bool
-urlRefused(const Scheme* s, const char* url)
+urlRefused(const CorScheme* s, const char* url)
 {
     char why[256];
     char shown[512];
@@ -319,7 +193,7 @@ urlRefused(const Scheme* s, const char* url)
 int
 corNotify(CorRequest* r, const CorNotification* n)
 {
-    Scheme* s = urlScheme(n->url);
+    CorSchemeEntry* s = urlScheme(n->url);
     Notice* notice;
     int rc;
 
@@ -327,7 +201,7 @@ corNotify(CorRequest* r, const CorNotification* n)
         || (n->bodyLen > 0 && n->body == NULL)) {
         return -EINVAL;
     }
-    if (s->check != NULL && urlRefused(s, n->url)) {
+    if (s->s.check != NULL && urlRefused(&s->s, n->url)) {
         return -EINVAL;
     }
     if (atomic_load(&corRuntime.stopping)) {
@@ -354,40 +228,5 @@ corNotify(CorRequest* r, const CorNotification* n)
         corLog(COR_LOG_ERROR, "notification: no thread to send it: %s",
                strerror(-rc));
     }
-    return rc;
-}
-
-/* ---- http, https, and the client schemes of modules ----------------------- */
-
-/* A request with n's method, headers and body through the client (which
- * takes the client schemes modules register: cor://); acknowledged by a
- * 2xx. */
-static int
-httpSend(CorModule* m, const CorNotification* n, char* why, size_t whyLen)
-{
-    CorHeader headers[COR_NOTIFY_HEADERS_MAX + 1];
-    unsigned count = n->headerCount;
-    CorHttpClientResponse res;
-    int rc;
-
-    (void)m;
-    if (count > 0) {
-        memcpy(headers, n->headers, count * sizeof(*headers));
-    }
-    if (n->contentType != NULL) {
-        headers[count++] = (CorHeader){ "Content-Type", 12, n->contentType,
-                                        strlen(n->contentType) };
-    }
-    rc = corHttpClientFetch(&(CorHttpClientRequest){
-        .method = n->method, .url = n->url, .headers = headers,
-        .headerCount = count, .body = n->body, .bodyLen = n->bodyLen,
-        .totalTimeoutMs = n->timeoutMs }, &res);
-    if (rc < 0) {
-        snprintf(why, whyLen, "%s", res.error);
-    } else if (res.status < 200 || res.status > 299) {
-        snprintf(why, whyLen, "answered %d", res.status);
-        rc = -EPROTO;
-    }
-    corHttpClientResponseFree(&res);
     return rc;
 }

@@ -263,8 +263,8 @@ served(CorRequest* r)
 {
     corEvTimerStop(r->loop, &r->deadline);
     r->serving = false;
-    if (r->clientCalls != NULL) {
-        corHttpClientRequestEnd(r);
+    if (r->cleanups != NULL) {
+        corRequestCleanupsEnd(r);
     }
     if (r->deadline.fn != NULL
         && atomic_load(&r->answer) == ANSWER_TIMEOUT) {
@@ -311,8 +311,8 @@ releaseOnLoop(CorEvTask* task)
 static void
 requestEnd(CorRequest* r)
 {
-    if (r->clientCalls != NULL) {
-        corHttpClientRequestEnd(r);
+    if (r->cleanups != NULL) {
+        corRequestCleanupsEnd(r);
     }
     if (atomic_fetch_sub(&r->holds, 1) == 1) {
         requestRelease(r);
@@ -471,7 +471,7 @@ deadlinePassed(CorEvTimer* timer)
     }
     counters()->timedOut++;
     corRestCancel(&r->cancel);
-    corHttpClientRequestCancel(r);
+    corRequestCleanupsCancel(r);
 }
 
 /*
@@ -543,7 +543,7 @@ requestInit(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     r->startMs = corEvNow(r->loop);
     r->serving = false;
     r->upgrade = NULL;
-    r->clientCalls = NULL;
+    r->cleanups = NULL;
     memset(&r->cancel, 0, sizeof(r->cancel));
     memset(&r->deadline, 0, sizeof(r->deadline));
     atomic_init(&r->answer, ANSWER_OPEN);
@@ -603,7 +603,7 @@ corRequestCancel(CorRequest* r)
      * access log must not call it complete. */
     r->cut = true;
     corRestCancel(&r->cancel);
-    corHttpClientRequestCancel(r);
+    corRequestCleanupsCancel(r);
 }
 
 bool

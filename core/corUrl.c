@@ -2,9 +2,11 @@
 /*
  * URLs of the clients: scheme://[user[:password]@]host[:port][/path][?query]
  * taken apart once, the same way for every scheme (http, https, cor, cors,
- * mqtt, mqtts), so that no client has a parser of its own. Strict: what a
- * client would send as it is must not carry a space, a control byte or a
- * byte past ASCII; a host is a name, an IPv4 address or [an IPv6 one].
+ * mqtt, mqtts), so that no client has a parser of its own (the HTTP
+ * client had one, which read "http://a?x" where this refused it: RFC 3986
+ * 6.2.3 reads it as "http://a/?x", so both do now). Strict: what a client
+ * would send as it is must not carry a space, a control byte or a byte
+ * past ASCII; a host is a name, an IPv4 address or [an IPv6 one].
  */
 #include "cor.h"
 
@@ -137,17 +139,15 @@ corUrlParse(const char* s, CorUrl* u, char* why, size_t whyLen)
     if (hostTake(p, end, u) != 0) {
         return urlBad(s, "a bad host or port", why, whyLen);
     }
-    if (*end == '?') {
-        return urlBad(s, "a query without a path", why, whyLen);
-    }
-    u->target = *end == '/' ? end : "/";
-    u->targetLen = *end == '/' ? strcspn(end, "#") : 1;
+    /* An empty path is "/"; before a query it stays empty ("?x"). */
+    u->target = *end == '#' || *end == '\0' ? "/" : end;
+    u->targetLen = *end == '#' || *end == '\0' ? 1 : strcspn(end, "#");
     for (size_t i = 0; i < u->targetLen; i++) {
         unsigned char ch = (unsigned char)u->target[i];
 
         if (ch <= 0x20 || ch >= 0x7f) {
             return urlBad(s, "a space, a control or a non-ASCII byte in its "
-                          "path", why, whyLen);
+                          "path or query", why, whyLen);
         }
     }
     return 0;

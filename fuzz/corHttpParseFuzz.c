@@ -13,8 +13,8 @@
  *   - a body decoded in two pieces, cut at any of its first 64 bytes, gives
  *     the same bytes, consumption and result as in one piece.
  *
- * Build: clang -g -O1 -fsanitize=fuzzer,address,undefined -Icore
- *        core/corHttpParse.c fuzz/corHttpParseFuzz.c
+ * Build: clang -g -O1 -fsanitize=fuzzer,address,undefined -Icore -Ihttp
+ *        http/corHttpParse.c fuzz/corHttpParseFuzz.c
  * Seeds: fuzz/corpus/http/.
  */
 #include "corHttpParse.h"

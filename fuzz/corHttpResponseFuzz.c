@@ -13,8 +13,8 @@
  *     Content-Length and chunked;
  *   - a refusal has a sentence.
  *
- * Build: clang -g -O1 -fsanitize=fuzzer,address,undefined -Icore
- *        core/corHttpParse.c fuzz/corHttpResponseFuzz.c
+ * Build: clang -g -O1 -fsanitize=fuzzer,address,undefined -Icore -Ihttp
+ *        http/corHttpParse.c fuzz/corHttpResponseFuzz.c
  * Seeds: fuzz/corpus/response/.
  */
 #include "corHttpParse.h"

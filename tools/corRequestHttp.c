@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * HTTP/1.1 for cor-request: requests written with a Content-Length, and
- * answers cut by the core's strict response parser (core/corHttpParse.c),
+ * answers cut by the core's strict response parser (http/corHttpParse.c),
  * framed by Content-Length or chunked. An answer framed by the
  * connection's end is refused: a load generator cannot tell it from a
  * server that died, and cor never sends one.

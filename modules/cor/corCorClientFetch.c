@@ -46,6 +46,7 @@ requestFree(Request* r)
 
 /* The REQUEST of req to u in *r: its headers (Content-Type apart), and a
  * Host of u's authority when req gave none, as the HTTP client sends one.
+ * A query without a path ("cor://h?x") asks for "/?x", as over HTTP.
  * Returns 0, or -ENOMEM with why (and nothing held); what it holds the
  * encoder checks when it is sent. */
 static int
@@ -55,8 +56,11 @@ requestMake(const CorHttpClientRequest* req, const CorUrl* u, Request* r,
     bool hasHost = false;
 
     *r = (Request){ .headers = calloc(req->headerCount + 1,
-                                      sizeof(CorHeader)),
-                    .target = strndup(u->target, u->targetLen) };
+                                      sizeof(CorHeader)) };
+    if (asprintf(&r->target, "%s%.*s", u->target[0] == '?' ? "/" : "",
+                 (int)u->targetLen, u->target) < 0) {
+        r->target = NULL;
+    }
     r->m = (CorCorMessage){ .verb = req->method != NULL ? req->method
                                                         : "GET",
                             .path = r->target, .headers = r->headers,

@@ -133,9 +133,14 @@ corInit(CorModule* m, const CorConf* conf)
         corModuleError(m, NULL, "out of memory");
         return -1;
     }
-    if (corClientSchemeAdd(m, "cor", corCorFetch) != 0
-        || corClientSchemeAdd(m, "cors", corCorFetch) != 0) {
-        return -1;
+    /* Its notifications go as exchanges, as http's do. */
+    for (unsigned i = 0; i < 2; i++) {
+        if (corSchemeAdd(m, &(CorScheme){ .scheme = i == 0 ? "cor" : "cors",
+                                          .fetch = corCorFetch,
+                                          .send = corHttpClientNotify })
+            != 0) {
+            return -1;
+        }
     }
     return corProtocolAdd(m, &(CorProtocol){
         .name = "cor",

@@ -280,13 +280,14 @@ serverUrlValid(const char* s)
 {
     CorUrl u;
     char why[256];
+    const CorScheme* scheme;
 
     if (corUrlParse(s, &u, why, sizeof(why)) != 0 || u.user != NULL
         || u.targetLen != 1 || strchr(s, '#') != NULL) {
         return false;
     }
-    return strcmp(u.scheme, "http") == 0 || strcmp(u.scheme, "https") == 0
-           || corClientSchemeFind(u.scheme) != NULL;
+    scheme = corSchemeFind(u.scheme);
+    return scheme != NULL && scheme->fetch != NULL;
 }
 
 /* The servers of one group. Returns 0 or -1 after a module error. */

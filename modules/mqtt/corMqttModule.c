@@ -144,10 +144,10 @@ mqttInit(CorModule* m, const CorConf* conf)
 
     if (confRead(m, conf) != 0
         || corMqttSubscriptionsRead(m, subs) != 0
-        || corNotifySchemeAdd(m, &(CorNotifyScheme){
+        || corSchemeAdd(m, &(CorScheme){
                .scheme = "mqtt", .send = corMqttNotifySend,
                .check = corMqttNotifyCheck }) != 0
-        || corNotifySchemeAdd(m, &(CorNotifyScheme){
+        || corSchemeAdd(m, &(CorScheme){
                .scheme = "mqtts", .send = corMqttNotifySend,
                .check = corMqttNotifyCheck }) != 0
         || corMetricsSourceAdd(m, corMqttStatsEmit, NULL) != 0

@@ -213,10 +213,11 @@ static const char*
 topicTake(const CorUrl* u, size_t pathLen, int* len, char** copy, char* why,
           size_t whyLen)
 {
-    const char* topic = u->target + 1;
+    /* No path before a query ("mqtt://h?qos=1"): no topic, as for "/". */
+    const char* topic = u->target + (pathLen > 0);
     const char* bad;
 
-    *len = (int)pathLen - 1;
+    *len = pathLen > 0 ? (int)pathLen - 1 : 0;
     if (memchr(topic, '%', (size_t)*len) != NULL) {
         *copy = malloc(TOPIC_MAX);
         *len = *copy != NULL ? percentDecode(topic, (size_t)*len, *copy,

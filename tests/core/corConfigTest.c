@@ -303,8 +303,6 @@ START_TEST(test_all_errors_collected)
         "t.yaml:1:19: loops: 0 is out of range (1..1024)",
         "t.yaml:1:31: workers: expected an integer, got 'many'",
         "t.yaml:3:33: address: port 99999 is out of range (1..65535)",
-        "t.yaml:3:5: listen[0]: protocol https needs tls: { certificate: "
-        "FILE, key: FILE }",
         "t.yaml:4:25: header_bytes: 10 is out of range (1KiB..1MiB)",
         "t.yaml:4:46: request_timeout: expected a duration, got '30' (add a "
         "unit: ms, s, m, h)",

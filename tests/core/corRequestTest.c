@@ -28,6 +28,7 @@ metricsRealloc(void* p, size_t size)
 #undef realloc
 #include "../../core/corRequest.c"
 #include "../../core/corLimits.c"
+#include "../../core/corRequestCleanup.c"
 #include "../../core/corRespond.c"
 #include "../../core/corRoute.c"
 #include "../../core/corStream.c"
@@ -117,19 +118,6 @@ void
 corAccessLogRequest(const CorRequest* r)
 {
     (void)r;
-}
-
-/* The HTTP client's hooks: the test's handlers start no exchange. */
-void
-corHttpClientRequestCancel(CorRequest* r)
-{
-    (void)r;
-}
-
-void
-corHttpClientRequestEnd(CorRequest* r)
-{
-    ck_assert_ptr_null(r->clientCalls);
 }
 
 /* The notifications' counters in /metrics: one scheme, none sent. */

@@ -261,6 +261,18 @@ START_TEST(test_pooled_connection_lost_is_retried_once)
 }
 END_TEST
 
+/* A query with no path (RFC 3986 6.2.3) is read by the one URL parser of
+ * every client as the HTTP client always read it: the request asks for
+ * "/?..." (the upstream echoes its head). */
+START_TEST(test_a_query_without_a_path_asks_for_the_root)
+{
+    for (int m = 0; m < 2; m++) {
+        ck_assert_int_eq(client("?q=1/echo", modes[m]), 200);
+        CHECK_BODY_HAS("body=GET /?q=1/echo HTTP/1.1");
+    }
+}
+END_TEST
+
 /* The same loss under a POST that was written whole: the upstream may
  * have acted on it, so it is not sent again (502, -ECONNRESET), and the
  * upstream read it once. */
@@ -534,6 +546,7 @@ COR_TEST_SUITE(corHttpClient)
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, setUp, tearDown);
     tcase_add_test(tc, test_body_framings);
+    tcase_add_test(tc, test_a_query_without_a_path_asks_for_the_root);
     tcase_add_test(tc, test_streamed_read_each_framing);
     tcase_add_test(tc, test_streamed_read_peer_dies_mid_body);
     tcase_add_test(tc, test_informational_answers_skipped);

@@ -141,6 +141,26 @@ START_TEST(test_unknown_handler_and_missing_module_named_at_their_line)
 }
 END_TEST
 
+/* A protocol's name over TLS (https, CorProtocol.tlsName) needs tls: the
+ * protocol's module says so, the core names no protocol. */
+START_TEST(test_tls_name_without_tls_is_refused_at_its_line)
+{
+    char path[256];
+    char command[512];
+
+    ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
+    snprintf(path, sizeof(path), "%s/bad.yaml", server.dir);
+    writeFile(path, "listen:\n  - { protocol: http, address: "
+              "127.0.0.1:1 }\n  - { protocol: https, address: "
+              "127.0.0.1:2 }\nmodules:\n  - { load: http }\n");
+    snprintf(command, sizeof(command), "%s -t -c %s 2>&1", bin(), path);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
+    ck_assert_msg(strstr(out, "bad.yaml:3:5: listen: protocol https needs "
+                         "tls: { certificate: FILE, key: FILE }") != NULL,
+                  "%s", out);
+}
+END_TEST
+
 /* A module built for another ABI: refused, with what differs. */
 START_TEST(test_module_for_another_abi_is_refused)
 {
@@ -737,6 +757,7 @@ COR_TEST_SUITE(corLifecycle)
     tcase_add_test(tc, test_a_count_in_the_log_agrees_with_its_noun);
     tcase_add_test(tc, test_bad_config_corpus);
     tcase_add_test(tc, test_unknown_handler_and_missing_module_named_at_their_line);
+    tcase_add_test(tc, test_tls_name_without_tls_is_refused_at_its_line);
     tcase_add_test(tc, test_module_for_another_abi_is_refused);
     tcase_add_test(tc, test_reload_under_load_loses_nothing);
     tcase_add_test(tc, test_broken_reload_keeps_serving_and_says_why);

@@ -150,9 +150,8 @@ corTestkitNotifyAdd(CorModule* m, int* rc)
         || corHandlerAdd(m, &(CorHandler){ .name = "testscheme",
                                            .serve = testSchemeServe,
                                            .run = COR_RUN_INLINE }) != 0
-        || corNotifySchemeAdd(m, &(CorNotifyScheme){ .scheme = "test",
-                                                     .send = testSend })
-               != 0) {
+        || corSchemeAdd(m, &(CorScheme){ .scheme = "test",
+                                         .send = testSend }) != 0) {
         *rc = -1;
     }
 }

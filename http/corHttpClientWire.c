@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The HTTP client's request on the wire: the URL taken apart, the method
- * and headers checked (a CR or LF in a value would inject a header), and
+ * The HTTP client's request on the wire: the URL checked (taken apart by
+ * corUrlParse, the one parser of every client), the method and headers
+ * checked (a CR or LF in a value would inject a header), and
  * the head built with the framing the client owns (Content-Length).
  */
 #include "corHttpClientInt.h"
@@ -73,88 +74,27 @@ corHttpClientIdempotent(const char* method)
 /* ---- The URL ------------------------------------------------------------- */
 
 int
-corHttpClientUrlParse(const char* s, CorHttpClientUrl* u, char* why,
-                      size_t whyLen)
+corHttpClientUrlCheck(const char* s, CorUrl* u, char* why, size_t whyLen)
 {
-    const char* p;
-    const char* host;
-    const char* hostEnd;
-    const char* end;
-    unsigned long port;
+    int rc = corUrlParse(s, u, why, whyLen);
+    bool tls = rc == 0 && strcmp(u->scheme, "https") == 0;
 
-    if (s == NULL) {
-        goto bad;
+    if (rc != 0) {
+        return rc;
     }
-    if (strncasecmp(s, "http://", 7) == 0) {
-        u->tls = false;
-        p = s + 7;
-    } else if (strncasecmp(s, "https://", 8) == 0) {
-        u->tls = true;
-        p = s + 8;
-    } else {
+    if (!tls && strcmp(u->scheme, "http") != 0) {
         snprintf(why, whyLen, "URL %.80s: not http:// or https://", s);
         return -EINVAL;
     }
-    u->authority = p;
-    end = p + strcspn(p, "/?#");
-    u->authorityLen = (size_t)(end - p);
-    if (*p == '[') {
-        host = p + 1;
-        hostEnd = memchr(host, ']', (size_t)(end - host));
-        if (hostEnd == NULL) {
-            goto bad;
-        }
-        p = hostEnd + 1;
-    } else {
-        host = p;
-        while (p < end && *p != ':') {
-            p++;
-        }
-        hostEnd = p;
+    if (u->user != NULL) {
+        snprintf(why, whyLen, "URL %.80s: a user or password, which the "
+                 "HTTP client does not send", s);
+        return -EINVAL;
     }
-    if (hostEnd == host || (size_t)(hostEnd - host) >= sizeof(u->host)
-        || memchr(host, '@', (size_t)(hostEnd - host)) != NULL) {
-        goto bad;
-    }
-    for (const char* h = host; h < hostEnd; h++) {
-        if (!isTchar(*h) && *h != ':') {
-            goto bad;
-        }
-    }
-    memcpy(u->host, host, (size_t)(hostEnd - host));
-    u->host[hostEnd - host] = '\0';
-    u->port = u->tls ? 443 : 80;
-    if (p < end) {
-        char* stop;
-
-        if (*p != ':' || p + 1 == end) {
-            goto bad;
-        }
-        port = strtoul(p + 1, &stop, 10);
-        if (stop != end || port == 0 || port > 65535 || p[1] < '0'
-            || p[1] > '9') {
-            goto bad;
-        }
-        u->port = (unsigned)port;
-    }
-    p = end;
-    u->target = p;
-    u->targetLen = strcspn(p, "#");
-    for (size_t i = 0; i < u->targetLen; i++) {
-        if ((unsigned char)p[i] <= 0x20 || (unsigned char)p[i] >= 0x7f) {
-            goto bad;
-        }
-    }
-    /* "http://a?x" asks for "/?x": requestBuild adds the '/'. */
-    if (u->targetLen == 0) {
-        u->target = "/";
-        u->targetLen = 1;
+    if (u->port == 0) {
+        u->port = tls ? 443 : 80;
     }
     return 0;
-
-bad:
-    snprintf(why, whyLen, "URL %.80s: malformed", s ? s : "(null)");
-    return -EINVAL;
 }
 
 int
@@ -202,7 +142,7 @@ corHttpClientBodyInline(const CorHttpClientRequest* q)
 
 char*
 corHttpClientRequestHead(const CorHttpClientRequest* q,
-                         const CorHttpClientUrl* url,
+                         const CorUrl* url,
                          size_t* lenP, bool* wantCloseP)
 {
     const char* method = q->method ? q->method : "GET";

@@ -22,13 +22,14 @@
  * cancelled, its request cancelled or finished) by cancelling that and
  * marking it orphaned, and whichever of the two sides
  * comes last frees it: the collector when the exchange had ended, the
- * exchange when it ends orphaned. callsLock guards done, orphaned and the
- * request's list, and is never held across a wait.
+ * exchange when it ends orphaned. callsLock guards done and orphaned, and
+ * is never held across a wait.
  *
- * A request keeps the calls it started and has not collected in
- * r->clientCalls: corRequest.c cancels them when the request is cancelled
- * (on the loop: a coroutine call is of the same loop, a thread's cancel
- * is an eventfd) and abandons them when its phase ends.
+ * A call started by a request is one of the request's cleanups (the
+ * core's list, corCoreInt.h) until it is collected: the core cancels it
+ * when the request is cancelled (on the loop: a coroutine call is of the
+ * same loop, a thread's cancel is an eventfd) and ends it, abandoned,
+ * when the request's phase is over. Locks: callsLock, then the list's.
  */
 #include "corHttpClient.h"
 #include "corCoreInt.h"
@@ -51,9 +52,7 @@ struct CorHttpClientCall {
     int doneFd;                 /* eventfd, written when the exchange ends */
     bool done;                  /* under callsLock */
     bool orphaned;              /* under callsLock: nobody collects it */
-    CorRequest* owner;          /* the request whose list holds it */
-    struct CorHttpClientCall* prev;
-    struct CorHttpClientCall* next;
+    CorRequestCleanup cleanup;  /* in the starting request's list */
     char copy[];
 };
 
@@ -104,36 +103,6 @@ callNew(const CorHttpClientRequest* req)
     return call;
 }
 
-/* Link call into its request's list, or unlink it; under callsLock. */
-static void
-callLink(CorHttpClientCall* call, CorRequest* r)
-{
-    call->owner = r;
-    call->next = r->clientCalls;
-    if (r->clientCalls != NULL) {
-        r->clientCalls->prev = call;
-    }
-    r->clientCalls = call;
-}
-
-static void
-callUnlink(CorHttpClientCall* call)
-{
-    if (call->owner == NULL) {
-        return;
-    }
-    if (call->prev != NULL) {
-        call->prev->next = call->next;
-    } else {
-        call->owner->clientCalls = call->next;
-    }
-    if (call->next != NULL) {
-        call->next->prev = call->prev;
-    }
-    call->owner = NULL;
-    call->prev = call->next = NULL;
-}
-
 /* The exchange, wherever it runs. */
 static void
 callRun(CorBeside* b)
@@ -168,13 +137,27 @@ callDone(CorBeside* b)
 static bool
 callAbandon(CorHttpClientCall* call)
 {
-    callUnlink(call);
+    corRequestCleanupRemove(&call->cleanup);
     if (call->done) {
         return true;
     }
     call->orphaned = true;
     corBesideCancel(&call->beside);
     return false;
+}
+
+/* Its request was cancelled: under the list's lock, never callsLock. */
+static void
+callCancelled(CorRequestCleanup* c)
+{
+    corBesideCancel(&corContainerOf(c, CorHttpClientCall, cleanup)->beside);
+}
+
+/* Its request's phase is over and nobody collected it. */
+static void
+callEnded(CorRequestCleanup* c)
+{
+    corHttpClientCancel(corContainerOf(c, CorHttpClientCall, cleanup));
 }
 
 CorHttpClientCall*
@@ -194,16 +177,14 @@ corHttpClientStart(const CorHttpClientRequest* req, int* errP)
         goto failed;
     }
     if (r != NULL) {
-        pthread_mutex_lock(&callsLock);
-        callLink(call, r);
-        pthread_mutex_unlock(&callsLock);
+        call->cleanup = (CorRequestCleanup){ .cancel = callCancelled,
+                                             .end = callEnded };
+        corRequestCleanupAdd(r, &call->cleanup);
     }
     /* A coroutine runs at once, maybe to its end: it is linked first. */
     rc = corBesideStart(&call->beside, callRun, callDone, 0);
     if (rc < 0) {
-        pthread_mutex_lock(&callsLock);
-        callUnlink(call);
-        pthread_mutex_unlock(&callsLock);
+        corRequestCleanupRemove(&call->cleanup);
         callFree(call);
         corLog(COR_LOG_ERROR, "HTTP client: no thread for an exchange: %s",
                strerror(-rc));
@@ -247,9 +228,7 @@ corHttpClientWait(CorHttpClientCall* call, CorHttpClientResponse* res)
             return -ECANCELED;
         }
     }
-    pthread_mutex_lock(&callsLock);
-    callUnlink(call);
-    pthread_mutex_unlock(&callsLock);
+    corRequestCleanupRemove(&call->cleanup);
     *res = call->res;
     memset(&call->res, 0, sizeof(call->res));
     rc = call->rc;
@@ -268,34 +247,4 @@ corHttpClientCancel(CorHttpClientCall* call)
     if (mine) {
         callFree(call);
     }
-}
-
-void
-corHttpClientRequestCancel(CorRequest* r)
-{
-    /* Read under the lock: a worker may be starting one now. */
-    pthread_mutex_lock(&callsLock);
-    for (CorHttpClientCall* call = r->clientCalls; call != NULL;
-         call = call->next) {
-        corBesideCancel(&call->beside);
-    }
-    pthread_mutex_unlock(&callsLock);
-}
-
-void
-corHttpClientRequestEnd(CorRequest* r)
-{
-    pthread_mutex_lock(&callsLock);
-    while (r->clientCalls != NULL) {
-        CorHttpClientCall* call = r->clientCalls;
-
-        if (callAbandon(call)) {
-            /* Ended, never collected: freed outside the lock below. */
-            call->orphaned = true;
-            pthread_mutex_unlock(&callsLock);
-            callFree(call);
-            pthread_mutex_lock(&callsLock);
-        }
-    }
-    pthread_mutex_unlock(&callsLock);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The HTTP/1.1 client: one exchange on a connection of the connection
- * layer (corConn.c), read with the core's response head parser and chunked
+ * layer (corConn.c), read with the floor's response head parser and chunked
  * decoder (corHttpParse.c), so that the client never sees a socket or
  * OpenSSL and reads HTTP with the server's code. Every wait is a read or a
  * write of the CorConn, hence a corRestWaitFd: the same code yields in a
@@ -509,7 +509,7 @@ bodyNext(Exchange* ex, char* buf, size_t len)
  * open, and the reads give its body out of res->body. */
 static int
 wholeOpen(Exchange* ex, const CorHttpClientRequest* req,
-          CorHttpClientResponse* res)
+          CorHttpClientResponse* res, const CorScheme* s)
 {
     /* The streamed read has no limit of its own over HTTP: none here
      * either, past what the scheme's frames carry. */
@@ -519,7 +519,7 @@ wholeOpen(Exchange* ex, const CorHttpClientRequest* req,
     if (whole.maxBodyBytes == 0) {
         whole.maxBodyBytes = SIZE_MAX;
     }
-    rc = corClientSchemeOf(req->url)(&whole, res);
+    rc = s->fetch(&whole, res);
 
     *ex = (Exchange){ .res = res, .whole = true, .done = rc == 0
                                                          && res->bodyLen == 0 };
@@ -577,13 +577,13 @@ corHttpClientBodyDone(const CorHttpClientExchange* x)
 /* A connection for the exchange: pooled or new, within the deadlines.
  * Returns 0 (ex->c set) or -errno (res->error said). */
 static int
-connOpen(Exchange* ex, const CorHttpClientUrl* url)
+connOpen(Exchange* ex, const CorUrl* url)
 {
     const CorHttpClientRequest* q = ex->req;
     CorConnTarget target = {
         .host = url->host,
         .port = url->port,
-        .tls = url->tls,
+        .tls = strcmp(url->scheme, "https") == 0,
         .connectTimeoutMs = q->connectTimeoutMs,
         .tlsClient = q->tlsClient,
         .fresh = ex->res->retried,
@@ -622,7 +622,7 @@ resendable(const Exchange* ex, int rc)
  * (ex->c open), 1 when a pooled connection failed before the answer's
  * first byte (send again on a new one), or -errno (ex->c closed). */
 static int
-attempt(Exchange* ex, const CorHttpClientUrl* url, const char* request,
+attempt(Exchange* ex, const CorUrl* url, const char* request,
         size_t requestLen)
 {
     int rc = connOpen(ex, url);
@@ -666,7 +666,7 @@ responseReset(CorHttpClientResponse* res)
 /* An attempt, and the one retry when the peer closed the pooled
  * connection under the request. Returns 0 or -errno. */
 static int
-attemptTwice(Exchange* ex, const CorHttpClientUrl* url, const char* request,
+attemptTwice(Exchange* ex, const CorUrl* url, const char* request,
              size_t requestLen)
 {
     int rc = attempt(ex, url, request, requestLen);
@@ -691,7 +691,7 @@ exchangeOpen(Exchange* ex, const CorHttpClientRequest* req,
 {
     char* request = NULL;
     size_t requestLen = 0;
-    CorHttpClientUrl url;
+    CorUrl url;
     int rc;
 
     memset(res, 0, sizeof(*res));
@@ -701,7 +701,7 @@ exchangeOpen(Exchange* ex, const CorHttpClientRequest* req,
                       .betweenMs = req->readTimeoutMs > 0
                                    ? req->readTimeoutMs
                                    : req->firstByteTimeoutMs };
-    rc = corHttpClientUrlParse(req->url, &url, res->error,
+    rc = corHttpClientUrlCheck(req->url, &url, res->error,
                                sizeof(res->error));
     if (rc == 0) {
         rc = corHttpClientRequestCheck(req, res->error, sizeof(res->error));
@@ -759,6 +759,7 @@ corHttpClientOpen(const CorHttpClientRequest* req,
                   CorHttpClientResponse* res, CorHttpClientExchange** xP)
 {
     Exchange* x = malloc(sizeof(*x));
+    const CorScheme* s = corSchemeOf(req->url);
     int rc;
 
     *xP = NULL;
@@ -767,8 +768,8 @@ corHttpClientOpen(const CorHttpClientRequest* req,
         snprintf(res->error, sizeof(res->error), "no memory");
         return -ENOMEM;
     }
-    if (corClientSchemeOf(req->url) != NULL) {
-        rc = wholeOpen(x, req, res);
+    if (s != NULL && s->fetch != NULL && s->fetch != corHttpClientExchange) {
+        rc = wholeOpen(x, req, res, s);
     } else {
         rc = exchangeOpen(x, req, res);
     }
@@ -840,18 +841,14 @@ tooLarge:
 }
 
 int
-corHttpClientFetch(const CorHttpClientRequest* req,
-                   CorHttpClientResponse* res)
+corHttpClientExchange(const CorHttpClientRequest* req,
+                      CorHttpClientResponse* res)
 {
     size_t limit = req->maxBodyBytes > 0 ? req->maxBodyBytes
                                          : COR_HTTP_CLIENT_BODY_MAX;
-    CorClientFetchFn other = corClientSchemeOf(req->url);
     Exchange ex;
     int rc;
 
-    if (other != NULL) {
-        return other(req, res);     /* a module's scheme: cor:// */
-    }
     rc = exchangeOpen(&ex, req, res);
     if (rc < 0) {
         return rc;

@@ -36,7 +36,7 @@
 
 /* An exchange to make. The caller's; read during corHttpClientFetch, and
  * copied by corHttpClientStart. */
-typedef struct {
+typedef struct CorHttpClientRequest {
     const char* method;         /* NULL: GET */
     /* http://host[:port][/path][?query], or https://; host may be a name,
      * an IPv4 address or [an IPv6 one]. */
@@ -64,7 +64,7 @@ typedef struct {
 
 /* What came back. Owned by the caller, who frees it with
  * corHttpClientResponseFree whatever the result of the call that set it. */
-typedef struct {
+typedef struct CorHttpClientResponse {
     int status;                 /* the final status, 0 on failure */
     CorHeader* headers;         /* of the final answer (not of a 1xx) */
     unsigned headerCount;
@@ -220,27 +220,16 @@ corRestCorWait(CorHttpClientCall* call, CorHttpClientResponse* res)
     return corHttpClientWait(call, res);
 }
 
-/* ---- Client URL schemes --------------------------------------------------
+/* ---- URL schemes -----------------------------------------------------------
  *
- * A module that speaks a protocol to servers registers its URL scheme with
- * one exchange function, made as corHttpClientFetch makes one (the same
- * request and response, the same errors, its waits through the connection
- * layer so that it yields in a coroutine and polls on a thread, "May
- * yield"). From then on corHttpClientFetch and corHttpClientStart take its
- * URLs, and so do every client built on them: the forward module and the
- * notifications. modules/cor registers cor and cors.
+ * corHttpClientFetch, corHttpClientOpen and corHttpClientStart take the
+ * URLs of every scheme with a fetch (corSchemeAdd, cor.h): http and https
+ * are this floor's, modules/cor registers cor and cors. A scheme that
+ * fetches may send its notifications as exchanges with corHttpClientNotify
+ * as its send: a request with the notification's method, headers and
+ * body, acknowledged by a 2xx.
  */
-typedef int (*CorClientFetchFn)(const CorHttpClientRequest* req,
-                                CorHttpClientResponse* res);
-
-/* From a module's init. Returns 0, or -1 after a module error (not a
- * lowercase scheme name, http or https, taken already). */
-int corClientSchemeAdd(CorModule* m, const char* scheme,
-                       CorClientFetchFn fetch);
-
-/* The exchange of scheme (lowercase), or of url's scheme; NULL when none
- * is registered (http and https are the core's own). */
-CorClientFetchFn corClientSchemeFind(const char* scheme);
-CorClientFetchFn corClientSchemeOf(const char* url);
+int corHttpClientNotify(CorModule* m, const CorNotification* n, char* why,
+                        size_t whyLen);
 
 #endif /* COR_HTTP_CLIENT_H */

@@ -2,14 +2,14 @@
 /*
  * The HTTP/1.1 wire format, both sides: the request head (RFC 9112
  * sections 2 to 7) that the HTTP server module reads, the response head
- * that the core's HTTP client reads, chunked bodies (either way), and two
+ * that the HTTP client (corHttpClient.c) reads, chunked bodies (either way), and two
  * helpers around them (header lookup, query splitting). Pure code: no
  * allocation, no I/O and nothing from the rest of cor, so that it can be
  * tested and fuzzed alone.
  *
- * One copy: it is compiled into the core (the cor binary), which exports
- * its symbols (-rdynamic) to the modules, so the server module and the
- * client read HTTP with the same code.
+ * One copy: it is compiled into the cor binary (the HTTP floor, above the
+ * core), which exports its symbols (-rdynamic) to the modules, so the
+ * server module and the client read HTTP with the same code.
  *
  * It is strict on purpose. Whatever two parsers could read differently
  * (the framing headers, bare CR or LF, obs-fold, odd bytes) is refused,
