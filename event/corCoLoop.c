@@ -245,29 +245,25 @@ runReady(CorEvLoop* loop)
 
 /* ---- Settling a wait ----------------------------------------------------- */
 
-/* fd's slot of the layer, made zeroed when the table must grow; NULL
- * without memory. */
-static CorCoFdSlot*
-fdSlot(CorCoLoop* co, int fd)
+CorCoFdSlot*
+corCoFdGrow(CorCoLoop* co, int fd)
 {
-    if ((unsigned)fd >= co->fdCount) {
-        unsigned count = co->fdCount ? co->fdCount : 64;
-        CorCoFdSlot* fds;
+    unsigned count = co->fdCount ? co->fdCount : 64;
+    CorCoFdSlot* fds;
 
-        while (count <= (unsigned)fd) {
-            count *= 2;
-        }
-        fds = realloc(co->fds, count * sizeof(*fds));
-        if (fds == NULL) {
-            return NULL;
-        }
-        for (unsigned i = co->fdCount; i < count; i++) {
-            fds[i] = (CorCoFdSlot){ 0 };
-        }
-        co->fds = fds;
-        co->fdCount = count;
+    while (count <= (unsigned)fd) {
+        count *= 2;
     }
-    return &co->fds[fd];
+    fds = realloc(co->fds, count * sizeof(*fds));
+    if (fds == NULL) {
+        return NULL;
+    }
+    for (unsigned i = co->fdCount; i < count; i++) {
+        fds[i] = (CorCoFdSlot){ 0 };
+    }
+    co->fds = fds;
+    co->fdCount = count;
+    return &fds[fd];
 }
 
 static void
@@ -380,23 +376,6 @@ corCoFdArm(CorEvLoop* loop, int fd, CorCoFdSlot* slot, short events)
 
 /* Arm the waiter's fd, or take over the arming its watch left to this
  * coroutine (corCoLoopUnwatch): no system call then. */
-CorCoFdSlot*
-corCoFdClaim(CorEvLoop* loop, int fd)
-{
-    CorCoFdSlot* slot = fdSlot(loop->co, fd);
-    CorEvFdSlot* evSlot = corEvFdSlot(loop, fd);
-
-    if (slot == NULL || evSlot == NULL) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    if (slot->waiter != NULL || evSlot->ioOwned || slot->watch != NULL) {
-        errno = EBUSY;
-        return NULL;
-    }
-    return slot;
-}
-
 static int
 armFd(CorEvLoop* loop, CorCoWaiter* waiter, short events)
 {

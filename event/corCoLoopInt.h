@@ -10,6 +10,8 @@
 #ifndef COR_CO_LOOP_INT_H
 #define COR_CO_LOOP_INT_H
 
+#include <errno.h>
+
 #include "corEvInt.h"
 
 typedef enum {
@@ -83,10 +85,33 @@ void corCoLoopReady(CorEvLoop* loop, CorCoWaiter* waiter);
 /* fd's slot of the layer (fd >= 0), for a new wait or watch: NULL with
  * errno ENOMEM, or EBUSY when a coroutine waits on fd, a watch or a
  * CorEvIo has it. */
-CorCoFdSlot* corCoFdClaim(CorEvLoop* loop, int fd);
+static inline CorCoFdSlot* corCoFdClaim(CorEvLoop* loop, int fd);
+/* The table grown to hold fd, its slot zeroed; NULL without memory. */
+CorCoFdSlot* corCoFdGrow(CorCoLoop* co, int fd);
 
 /* Arm fd one-shot for events for a wait or a watch: what watched it, or
  * was to inherit its arming, is forgotten. Returns 0, or -1 with errno. */
 int corCoFdArm(CorEvLoop* loop, int fd, CorCoFdSlot* slot, short events);
+
+/* ---- Inline definitions ------------------------------------------------ */
+
+static inline CorCoFdSlot*
+corCoFdClaim(CorEvLoop* loop, int fd)
+{
+    CorCoLoop* co = loop->co;
+    CorCoFdSlot* slot = (unsigned)fd < co->fdCount ? &co->fds[fd]
+                                                   : corCoFdGrow(co, fd);
+    CorEvFdSlot* evSlot = corEvFdSlot(loop, fd);
+
+    if (slot == NULL || evSlot == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (slot->waiter != NULL || evSlot->ioOwned || slot->watch != NULL) {
+        errno = EBUSY;
+        return NULL;
+    }
+    return slot;
+}
 
 #endif /* COR_CO_LOOP_INT_H */

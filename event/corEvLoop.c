@@ -219,16 +219,20 @@ corEvFdGrow(CorEvLoop* loop, int fd)
     return &fds[fd];
 }
 
-void
-corEvOnceDrop(CorEvLoop* loop, int fd)
+static inline void
+onceDrop(CorEvLoop* loop, int fd, CorEvFdSlot* slot)
 {
-    CorEvFdSlot* slot = &loop->fds[fd];
-
     if (loop->uring != NULL && slot->armed != 0) {
         corEvUringWaitDisarm(loop, corEvArming(fd, slot->generation,
                                                COR_EV_WAITER_TAG));
     }
     slot->armed = 0;
+}
+
+void
+corEvOnceDrop(CorEvLoop* loop, int fd)
+{
+    onceDrop(loop, fd, &loop->fds[fd]);
 }
 
 int
@@ -238,7 +242,7 @@ corEvOnceArm(CorEvLoop* loop, int fd, short events)
     struct epoll_event ev;
     int op;
 
-    corEvOnceDrop(loop, fd);
+    onceDrop(loop, fd, slot);
     slot->generation = corEvGenerationNext(slot->generation);
     ev.events = (unsigned)events | EPOLLONESHOT;
     ev.data.u64 = corEvArming(fd, slot->generation, COR_EV_WAITER_TAG);
