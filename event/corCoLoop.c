@@ -248,21 +248,13 @@ runReady(CorEvLoop* loop)
 CorCoFdSlot*
 corCoFdGrow(CorCoLoop* co, int fd)
 {
-    unsigned count = co->fdCount ? co->fdCount : 64;
-    CorCoFdSlot* fds;
+    CorCoFdSlot* fds = corEvTableGrow(co->fds, &co->fdCount, sizeof(*fds),
+                                      fd);
 
-    while (count <= (unsigned)fd) {
-        count *= 2;
-    }
-    fds = realloc(co->fds, count * sizeof(*fds));
     if (fds == NULL) {
         return NULL;
     }
-    for (unsigned i = co->fdCount; i < count; i++) {
-        fds[i] = (CorCoFdSlot){ 0 };
-    }
     co->fds = fds;
-    co->fdCount = count;
     return &fds[fd];
 }
 

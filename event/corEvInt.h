@@ -139,6 +139,11 @@ CorEvLoop* corEvLoopMake(CorEvBackend backend);
 static inline CorEvFdSlot* corEvFdSlot(CorEvLoop* loop, int fd);
 CorEvFdSlot* corEvFdGrow(CorEvLoop* loop, int fd);
 
+/* A table of *countP entries of size bytes, indexed by fd, grown (by
+ * doubling, the new entries zeroed) to hold fd: its new address, with
+ * *countP updated; NULL without memory (the table is as it was). */
+void* corEvTableGrow(void* table, unsigned* countP, size_t size, int fd);
+
 /*
  * Arm fd one-shot for events (POLLIN...) under a new generation; an arming
  * still pending is replaced. Its event goes to the hooks' fired, once.

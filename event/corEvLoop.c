@@ -198,24 +198,34 @@ corEvNow(const CorEvLoop* loop)
 
 /* ---- The fd table and one-shot armings ----------------------------------- */
 
-CorEvFdSlot*
-corEvFdGrow(CorEvLoop* loop, int fd)
+void*
+corEvTableGrow(void* table, unsigned* countP, size_t size, int fd)
 {
-    unsigned count = loop->fdCount ? loop->fdCount : 64;
-    CorEvFdSlot* fds;
+    unsigned count = *countP ? *countP : 64;
+    char* grown;
 
     while (count <= (unsigned)fd) {
         count *= 2;
     }
-    fds = realloc(loop->fds, count * sizeof(*fds));
+    grown = realloc(table, count * size);
+    if (grown == NULL) {
+        return NULL;
+    }
+    memset(grown + *countP * size, 0, (count - *countP) * size);
+    *countP = count;
+    return grown;
+}
+
+CorEvFdSlot*
+corEvFdGrow(CorEvLoop* loop, int fd)
+{
+    CorEvFdSlot* fds = corEvTableGrow(loop->fds, &loop->fdCount,
+                                      sizeof(*fds), fd);
+
     if (fds == NULL) {
         return NULL;
     }
-    for (unsigned i = loop->fdCount; i < count; i++) {
-        fds[i] = (CorEvFdSlot){ 0 };
-    }
     loop->fds = fds;
-    loop->fdCount = count;
     return &fds[fd];
 }
 
