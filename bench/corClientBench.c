@@ -17,7 +17,7 @@
  * runs BUILD/cor and tests/tls/makeCerts).
  */
 #include "corBench.h"
-#include "corCoreInt.h"
+#include "cor.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,14 +30,6 @@
 #include <unistd.h>
 
 #define COROUTINES 16
-
-CorRuntime corRuntime;
-
-void
-corMetricsClient(CorClientCount which)
-{
-    (void)which;
-}
 
 typedef struct {
     const CorConnTarget* target;
@@ -226,7 +218,8 @@ main(int argc, char** argv)
     char absolute[PATH_MAX];
     char command[PATH_MAX + 64];
     char caFile[PATH_MAX + 16];
-    CorConfig cf = { 0 };
+    CorTlsClient* tlsClient;
+    char why[256];
     CorConnTarget plain;
     CorConnTarget tls;
     CorEvLoop* loop;
@@ -247,16 +240,19 @@ main(int argc, char** argv)
     snprintf(certs, sizeof(certs), "%s", absolute);
     pid = upstreamStart(build, dir, certs, port, tlsPort);
     snprintf(caFile, sizeof(caFile), "%s/ca.pem", certs);
-    cf.client.connectTimeoutMs = 5000;
-    cf.client.keepalivePerPeer = COROUTINES;
-    cf.client.idleTimeoutMs = 60000;
-    cf.client.caFile = caFile;
-    if (corConnSetup(&cf, NULL) != 0) {
+    /* The pool's defaults (client.keepalive_per_peer 32, idle 60 s) keep
+     * every coroutine's connection. */
+    tlsClient = corTlsClientNew(&(CorTlsClientOptions){ .caFile = caFile },
+                                why, sizeof(why));
+    if (tlsClient == NULL) {
+        fprintf(stderr, "client.get: %s\n", why);
         return 1;
     }
-    plain = (CorConnTarget){ .host = "127.0.0.1", .port = (unsigned)port };
+    plain = (CorConnTarget){ .host = "127.0.0.1", .port = (unsigned)port,
+                             .connectTimeoutMs = 5000 };
     tls = (CorConnTarget){ .host = "127.0.0.1", .port = (unsigned)tlsPort,
-                           .tls = true };
+                           .tls = true, .connectTimeoutMs = 5000,
+                           .tlsClient = tlsClient };
     loop = corEvLoopCreate();
     corEvLoopBind(loop);
     for (int r = 0; r < rounds; r++) {
@@ -268,7 +264,6 @@ main(int argc, char** argv)
     for (int i = 0; i < 4; i++) {
         corBenchPrint(names[i], corBenchMedian(results[i], rounds), "req/s");
     }
-    corConnPoolLoopExit();
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
     snprintf(command, sizeof(command), "rm -rf %s", dir);

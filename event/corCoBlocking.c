@@ -14,7 +14,7 @@
  * must outlive it. A stop drains the pools first, so it is not waited out
  * for long.
  */
-#include "corEvInt.h"
+#include "corCoLoopInt.h"
 
 #include <pthread.h>
 

@@ -4,11 +4,18 @@
  * and cancel (the whole loop's, or one coroutine's through the cancel its
  * waits are bound to).
  *
- * A waiting coroutine keeps a CorCoWaiter on its own stack. The loop finds
- * it three ways: through epoll (the waiter's address, low bit set, as
- * epoll_data), through its timer, and through the loop's list of waits
- * (which is what cancel walks). Whichever comes first settles the outcome,
- * undoes the other two, and resumes the coroutine.
+ * This is the layer above the loop: it makes the loop (corEvLoopCreate)
+ * and gives it its hooks (CorEvHooks: before the loop sleeps, the ready
+ * coroutines run; a one-shot arming's event resumes its waiter; a stop
+ * cancels the waits), and keeps its state of the loop (CorCoLoop) behind
+ * the one pointer the loop holds for it. The loop names none of it.
+ *
+ * A waiting coroutine keeps a CorCoWaiter on its own stack. The layer finds
+ * it three ways: through the one-shot arming of its fd (the loop's
+ * corEvOnceArm, whose event comes back through the hooks), through its
+ * timer, and through the loop's list of waits (which is what cancel walks).
+ * Whichever comes first settles the outcome, undoes the other two, and
+ * resumes the coroutine.
  *
  * One epoll_ctl per wait: fds are armed EPOLLONESHOT, so an event disarms
  * the fd without a call, and the loop remembers which fds it has in the
@@ -17,18 +24,15 @@
  * take the fd out, since an armed fd would later deliver an event for a
  * waiter that no longer exists.
  *
- * A watch (corCoLoopWatch) is such an arming with nobody waiting: an idle
- * pooled connection's, whose event calls its owner back. Ended, it leaves
- * its arming to the coroutine that ended it, whose next wait for the same
- * events takes it over: a connection taken and waited on costs no more
- * calls than one that was never watched.
+ * A watch (corCoLoopWatch, corCoWatch.c) is such an arming with nobody
+ * waiting: an idle pooled connection's, whose event calls its owner back.
  *
  * Only the loop resumes a waiting coroutine, and only between event
  * batches (wakes and cancels go through the ready queue): so a waiter whose
  * event is still further down the current batch is alive when it is
  * reached, and is skipped because it is settled.
  */
-#include "corEvInt.h"
+#include "corCoLoopInt.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -39,29 +43,52 @@
 
 #define COR_CO_LOOP_CAP_DEFAULT 1024
 
-void
-corCoLoopInit(CorEvLoop* loop)
+static const CorEvHooks hooks;
+
+CorEvLoop*
+corEvLoopCreate(void)
 {
-    loop->cap = COR_CO_LOOP_CAP_DEFAULT;
+    return corEvLoopCreateWith(COR_EV_EPOLL);
 }
 
-void
-corCoLoopFree(CorEvLoop* loop)
+CorEvLoop*
+corEvLoopCreateWith(CorEvBackend backend)
 {
-    free(loop->fds);
-    free(loop->parks);
+    CorEvLoop* loop = corEvLoopMake(backend);
+
+    if (loop == NULL) {
+        return NULL;
+    }
+    loop->co = calloc(1, sizeof(*loop->co));
+    if (loop->co == NULL) {
+        corEvLoopDestroy(loop);
+        errno = ENOMEM;
+        return NULL;
+    }
+    loop->co->cap = COR_CO_LOOP_CAP_DEFAULT;
+    loop->hooks = &hooks;
+    return loop;
+}
+
+static void
+coDestroy(CorEvLoop* loop)
+{
+    free(loop->co->fds);
+    free(loop->co->parks);
+    free(loop->co);
+    loop->co = NULL;
 }
 
 void
 corCoLoopCapSet(CorEvLoop* loop, unsigned cap)
 {
-    loop->cap = cap;
+    loop->co->cap = cap;
 }
 
 void
 corCoLoopStatsGet(const CorEvLoop* loop, CorCoLoopStats* stats)
 {
-    *stats = loop->stats;
+    *stats = loop->co->stats;
 }
 
 /* ---- Running coroutines -------------------------------------------------- */
@@ -69,8 +96,8 @@ corCoLoopStatsGet(const CorEvLoop* loop, CorCoLoopStats* stats)
 void
 corCoLoopStallSet(CorEvLoop* loop, uint64_t thresholdMs, CorCoStallFn fn)
 {
-    loop->stallMs = thresholdMs;
-    loop->stallFn = fn;
+    loop->co->stallMs = thresholdMs;
+    loop->co->stallFn = fn;
 }
 
 static uint64_t
@@ -86,20 +113,21 @@ coarseMs(void)
 static void
 resume(CorEvLoop* loop, CorCo* co)
 {
-    uint64_t stallMs = loop->stallFn != NULL ? loop->stallMs : 0;
+    CorCoLoop* state = loop->co;
+    uint64_t stallMs = state->stallFn != NULL ? state->stallMs : 0;
     uint64_t start = stallMs > 0 ? coarseMs() : 0;
     bool finished = corCoResume(co);
 
     if (stallMs > 0) {
         uint64_t held = coarseMs() - start;
 
-        if (held > stallMs && loop->stallFn != NULL) {
-            loop->stallFn(co, held);
+        if (held > stallMs && state->stallFn != NULL) {
+            state->stallFn(co, held);
         }
     }
     if (finished && corCoSched(co) == loop) {
         corCoDestroy(co);
-        loop->stats.live--;
+        state->stats.live--;
     }
 }
 
@@ -140,27 +168,28 @@ int
 corCoLoopSpawn(CorEvLoop* loop, CorCoFn fn, void* arg)
 {
     Spawned spawned = { .loop = loop, .fn = fn, .arg = arg };
+    CorCoLoopStats* stats = &loop->co->stats;
     CorCo* co;
 
     if (loop != corEvLoopCurrent()) {
         return -EPERM;
     }
-    if (loop->cancelled || loop->stopping) {
-        loop->stats.refused++;
+    if (loop->co->cancelled || loop->stopping) {
+        stats->refused++;
         return -ECANCELED;
     }
-    if (loop->stats.live >= loop->cap) {
-        loop->stats.refused++;
+    if (stats->live >= loop->co->cap) {
+        stats->refused++;
         return -EAGAIN;
     }
     co = corCoCreate(spawnedMain, &spawned);
     if (co == NULL) {
-        loop->stats.refused++;
+        stats->refused++;
         return -errno;
     }
-    loop->stats.spawned++;
-    if (++loop->stats.live > loop->stats.peak) {
-        loop->stats.peak = loop->stats.live;
+    stats->spawned++;
+    if (++stats->live > stats->peak) {
+        stats->peak = stats->live;
     }
     resume(loop, co);
     return 0;
@@ -169,26 +198,30 @@ corCoLoopSpawn(CorEvLoop* loop, CorCoFn fn, void* arg)
 static void
 readyPush(CorEvLoop* loop, CorCoWaiter* waiter)
 {
+    CorCoLoop* co = loop->co;
+
     waiter->readyNext = NULL;
-    if (loop->readyTail != NULL) {
-        loop->readyTail->readyNext = waiter;
+    if (co->readyTail != NULL) {
+        co->readyTail->readyNext = waiter;
     } else {
-        loop->readyHead = waiter;
+        co->readyHead = waiter;
     }
-    loop->readyTail = waiter;
+    co->readyTail = waiter;
 }
 
 /*
- * Resume the coroutines that were ready when it was called; those they make
- * ready wait for the next call, so a wake chain cannot hold the loop.
- * Returns whether it resumed any: then the loop must not sleep before its
- * owner looks again (what ran may have been all it waited for).
+ * The hook before the loop sleeps: resume the coroutines that were ready
+ * when it was called; those they make ready wait for the next call, so a
+ * wake chain cannot hold the loop. True when it resumed any, or more are
+ * ready: then the loop must not sleep before its owner looks again (what
+ * ran may have been all it waited for).
  */
-bool
-corCoLoopRunReady(CorEvLoop* loop)
+static bool
+runReady(CorEvLoop* loop)
 {
-    CorCoWaiter* waiter = loop->readyHead;
-    CorCoWaiter* last = loop->readyTail;
+    CorCoLoop* co = loop->co;
+    CorCoWaiter* waiter = co->readyHead;
+    CorCoWaiter* last = co->readyTail;
 
     if (waiter == NULL) {
         return false;
@@ -197,9 +230,9 @@ corCoLoopRunReady(CorEvLoop* loop)
         CorCoWaiter* next = waiter->readyNext;
         bool wasLast = waiter == last;
 
-        loop->readyHead = next;
+        co->readyHead = next;
         if (next == NULL) {
-            loop->readyTail = NULL;
+            co->readyTail = NULL;
         }
         resume(loop, waiter->co);
         if (wasLast) {
@@ -212,93 +245,74 @@ corCoLoopRunReady(CorEvLoop* loop)
 
 /* ---- Settling a wait ----------------------------------------------------- */
 
-static CorCoFdSlot*
-fdSlot(CorEvLoop* loop, int fd)
+CorCoFdSlot*
+corCoFdGrow(CorCoLoop* co, int fd)
 {
-    if ((unsigned)fd >= loop->fdCount) {
-        unsigned count = loop->fdCount ? loop->fdCount : 64;
-        CorCoFdSlot* fds;
+    CorCoFdSlot* fds = corEvTableGrow(co->fds, &co->fdCount, sizeof(*fds),
+                                      fd);
 
-        while (count <= (unsigned)fd) {
-            count *= 2;
-        }
-        fds = realloc(loop->fds, count * sizeof(*fds));
-        if (fds == NULL) {
-            return NULL;
-        }
-        for (unsigned i = loop->fdCount; i < count; i++) {
-            fds[i] = (CorCoFdSlot){ 0 };
-        }
-        loop->fds = fds;
-        loop->fdCount = count;
+    if (fds == NULL) {
+        return NULL;
     }
-    return &loop->fds[fd];
+    co->fds = fds;
+    return &fds[fd];
 }
 
 static void
-parkSlotRelease(CorEvLoop* loop, uint32_t slot)
+parkSlotRelease(CorCoLoop* co, uint32_t slot)
 {
-    CorCoParkSlot* park = &loop->parks[slot - 1];
+    CorCoParkSlot* park = &co->parks[slot - 1];
 
     park->waiter = NULL;
     park->generation++;
-    park->nextFree = loop->parkFree;
-    loop->parkFree = slot;
+    park->nextFree = co->parkFree;
+    co->parkFree = slot;
 }
 
 /*
  * Settle a wait: record the outcome, undo its registrations (the timer,
- * the list of waits, the fd or the park slot). An fd still armed in epoll
- * (the wait ended some other way than its event) is taken out.
+ * the list of waits, the fd or the park slot). An fd still armed (the wait
+ * ended some other way than its event) is taken out.
  */
 static void
 settle(CorEvLoop* loop, CorCoWaiter* waiter, CorCoWaitOutcome outcome)
 {
+    CorCoLoop* co = loop->co;
+
     waiter->outcome = (uint8_t)outcome;
     corEvTimerStop(loop, &waiter->timer);
     if (waiter->prev != NULL) {
         waiter->prev->next = waiter->next;
     } else {
-        loop->waits = waiter->next;
+        co->waits = waiter->next;
     }
     if (waiter->next != NULL) {
         waiter->next->prev = waiter->prev;
     }
     if (waiter->fd >= 0) {
-        CorCoFdSlot* slot = &loop->fds[waiter->fd];
-
-        slot->waiter = NULL;
-        slot->armed = 0;
-        if (loop->uring != NULL && outcome != COR_WAIT_READY) {
-            corEvUringWaitDisarm(loop, corEvArming(waiter->fd,
-                                                   slot->generation,
-                                                   COR_EV_WAITER_TAG));
-        }
-        /* A CorEvIo that took the fd over (a closed fd's number reused)
-         * keeps its registration. */
-        if (outcome != COR_WAIT_READY && slot->registered && !slot->ioOwned) {
-            epoll_ctl(loop->epfd, EPOLL_CTL_DEL, waiter->fd, NULL);
-            slot->registered = false;
+        co->fds[waiter->fd].waiter = NULL;
+        /* Its event disarmed it; any other end leaves it armed. */
+        if (outcome != COR_WAIT_READY) {
+            corEvOnceEnd(loop, waiter->fd);
         }
     }
     if (waiter->parkSlot != 0) {
-        parkSlotRelease(loop, waiter->parkSlot);
+        parkSlotRelease(co, waiter->parkSlot);
     }
 }
 
-void
-corCoLoopEvent(CorEvLoop* loop, uint64_t data, unsigned events)
+/* The hook of a one-shot arming's event: its waiter resumes, or the watch
+ * it serves is told. */
+static void
+fired(CorEvLoop* loop, int fd, unsigned events)
 {
-    unsigned fd = (unsigned)(data >> 32);
-    uint32_t generation = (uint32_t)(data >> 1) & 0x7fffffff;
-    CorCoWaiter* waiter;
     CorCoFdSlot* slot;
+    CorCoWaiter* waiter;
 
-    if (fd >= loop->fdCount || loop->fds[fd].generation != generation) {
-        return;     /* an older arming's event */
+    if ((unsigned)fd >= loop->co->fdCount) {
+        return;
     }
-    slot = &loop->fds[fd];
-    slot->armed = 0;            /* one-shot: it fired */
+    slot = &loop->co->fds[fd];
     waiter = slot->waiter;
     if (waiter == NULL) {
         /* Settled already, or a watch's (its owner is told), or an heir's
@@ -344,59 +358,12 @@ waitingLoop(void)
     return loop;
 }
 
-/* Forget an arming no coroutine waits on (replaced, its fd closed or a
- * CorEvIo's): io_uring's poll is removed (it would hold the file open);
- * epoll forgets it with the fd, or a MOD replaces it. */
-static void
-armingDrop(CorEvLoop* loop, int fd, CorCoFdSlot* slot)
+int
+corCoFdArm(CorEvLoop* loop, int fd, CorCoFdSlot* slot, short events)
 {
-    if (loop->uring != NULL && slot->armed != 0) {
-        corEvUringWaitDisarm(loop, corEvArming(fd, slot->generation,
-                                               COR_EV_WAITER_TAG));
-    }
-    slot->armed = 0;
     slot->watch = NULL;
     slot->heir = NULL;
-}
-
-/*
- * Arm fd one-shot for events, under a new generation: an arming still
- * pending is replaced (epoll's MOD does it; on io_uring its poll is
- * removed). Returns 0, or -1 with errno.
- */
-static int
-armSlot(CorEvLoop* loop, int fd, CorCoFdSlot* slot, short events)
-{
-    struct epoll_event ev;
-    int op;
-
-    armingDrop(loop, fd, slot);
-    slot->generation = corEvGenerationNext(slot->generation);
-    ev.events = (unsigned)events | EPOLLONESHOT;
-    ev.data.u64 = corEvArming(fd, slot->generation, COR_EV_WAITER_TAG);
-    if (loop->uring != NULL) {
-        int rc = corEvUringWaitArm(loop, fd, events, ev.data.u64);
-
-        if (rc != 0) {
-            errno = -rc;
-            return -1;
-        }
-        slot->armed = events;
-        return 0;
-    }
-    /* The slot is a hint: a closed and reopened fd is no longer in the
-     * set, a dup'ed one may be. Either way one retry settles it. */
-    op = slot->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
-    if (epoll_ctl(loop->epfd, op, fd, &ev) != 0) {
-        op = errno == ENOENT ? EPOLL_CTL_ADD
-             : errno == EEXIST ? EPOLL_CTL_MOD : -1;
-        if (op < 0 || epoll_ctl(loop->epfd, op, fd, &ev) != 0) {
-            return -1;
-        }
-    }
-    slot->registered = true;
-    slot->armed = events;
-    return 0;
+    return corEvOnceArm(loop, fd, events);
 }
 
 /* Arm the waiter's fd, or take over the arming its watch left to this
@@ -404,17 +371,14 @@ armSlot(CorEvLoop* loop, int fd, CorCoFdSlot* slot, short events)
 static int
 armFd(CorEvLoop* loop, CorCoWaiter* waiter, short events)
 {
-    CorCoFdSlot* slot = fdSlot(loop, waiter->fd);
+    CorCoFdSlot* slot = corCoFdClaim(loop, waiter->fd);
 
     if (slot == NULL) {
         return -1;
     }
-    if (slot->waiter != NULL || slot->ioOwned || slot->watch != NULL) {
-        errno = EBUSY;
-        return -1;
-    }
-    if ((slot->armed != events || slot->heir != corCoCurrent())
-        && armSlot(loop, waiter->fd, slot, events) != 0) {
+    if ((loop->fds[waiter->fd].armed != events
+         || slot->heir != corCoCurrent())
+        && corCoFdArm(loop, waiter->fd, slot, events) != 0) {
         return -1;
     }
     slot->heir = NULL;
@@ -426,14 +390,16 @@ armFd(CorEvLoop* loop, CorCoWaiter* waiter, short events)
 void
 corCoLoopSuspend(CorEvLoop* loop, CorCoWaiter* waiter, int timeoutMs)
 {
+    CorCoLoop* co = loop->co;
+
     waiter->co = corCoCurrent();
     waiter->outcome = COR_WAIT_PENDING;
     waiter->prev = NULL;
-    waiter->next = loop->waits;
-    if (loop->waits != NULL) {
-        loop->waits->prev = waiter;
+    waiter->next = co->waits;
+    if (co->waits != NULL) {
+        co->waits->prev = waiter;
     }
-    loop->waits = waiter;
+    co->waits = waiter;
     if (timeoutMs >= 0) {
         corEvTimerStart(loop, &waiter->timer, (uint64_t)timeoutMs,
                         waiterTimeout);
@@ -455,7 +421,8 @@ boundCancel(void)
 static bool
 waitRefused(const CorEvLoop* loop, const CorRestCancel* cancel)
 {
-    return loop->cancelled || (cancel != NULL && corRestCancelled(cancel));
+    return loop->co->cancelled
+           || (cancel != NULL && corRestCancelled(cancel));
 }
 
 /* Suspend as corCoLoopSuspend does, where the coroutine's cancel can find
@@ -524,26 +491,26 @@ corCoLoopWait(int fd, short events, int timeoutMs, short* reventsP)
 /* ---- Park and wake ------------------------------------------------------- */
 
 static uint32_t
-parkSlotTake(CorEvLoop* loop)
+parkSlotTake(CorCoLoop* co)
 {
-    if (loop->parkFree == 0) {
-        unsigned count = loop->parkCount ? loop->parkCount * 2 : 64;
-        CorCoParkSlot* parks = realloc(loop->parks, count * sizeof(*parks));
+    if (co->parkFree == 0) {
+        unsigned count = co->parkCount ? co->parkCount * 2 : 64;
+        CorCoParkSlot* parks = realloc(co->parks, count * sizeof(*parks));
 
         if (parks == NULL) {
             return 0;
         }
-        for (unsigned i = loop->parkCount; i < count; i++) {
+        for (unsigned i = co->parkCount; i < count; i++) {
             parks[i] = (CorCoParkSlot){ NULL, 1, i + 2 };
         }
         parks[count - 1].nextFree = 0;
-        loop->parkFree = loop->parkCount + 1;
-        loop->parks = parks;
-        loop->parkCount = count;
+        co->parkFree = co->parkCount + 1;
+        co->parks = parks;
+        co->parkCount = count;
     }
-    uint32_t slot = loop->parkFree;
+    uint32_t slot = co->parkFree;
 
-    loop->parkFree = loop->parks[slot - 1].nextFree;
+    co->parkFree = co->parks[slot - 1].nextFree;
     return slot;
 }
 
@@ -554,7 +521,7 @@ static CorCoPark
 parkHandle(const CorEvLoop* loop, uint32_t slot)
 {
     return (uint64_t)(loop->id & 0xfff) << 52
-           | (uint64_t)(loop->parks[slot - 1].generation & 0xfffff) << 32
+           | (uint64_t)(loop->co->parks[slot - 1].generation & 0xfffff) << 32
            | slot;
 }
 
@@ -573,12 +540,12 @@ corCoLoopPark(CorCoPark* handle, int timeoutMs)
         errno = ECANCELED;
         return -1;
     }
-    waiter.parkSlot = parkSlotTake(loop);
+    waiter.parkSlot = parkSlotTake(loop->co);
     if (waiter.parkSlot == 0) {
         errno = ENOMEM;
         return -1;
     }
-    loop->parks[waiter.parkSlot - 1].waiter = &waiter;
+    loop->co->parks[waiter.parkSlot - 1].waiter = &waiter;
     /* Release stores: a thread that reads the handle with an acquire
      * load may wake it from there (corCoLoopWakeOn). */
     __atomic_store_n(handle, parkHandle(loop, waiter.parkSlot),
@@ -602,10 +569,10 @@ corCoLoopWake(CorCoPark handle)
     uint32_t slot = (uint32_t)handle;
     CorCoParkSlot* park;
 
-    if (loop == NULL || slot == 0 || slot > loop->parkCount) {
+    if (loop == NULL || slot == 0 || slot > loop->co->parkCount) {
         return 0;
     }
-    park = &loop->parks[slot - 1];
+    park = &loop->co->parks[slot - 1];
     if (park->waiter == NULL || parkHandle(loop, slot) != handle) {
         return 0;
     }
@@ -650,74 +617,26 @@ corCoLoopWakeOn(CorEvLoop* loop, CorCoPark handle)
     return 1;
 }
 
-/* ---- Watches ------------------------------------------------------------- */
-
-int
-corCoLoopWatch(CorCoWatch* watch, int fd, short events, CorCoWatchFn fn)
+/* The hook of a CorEvIo that takes fd (its number reused after a plain
+ * close()): the wait on it is over, as for corCoLoopClose, and what
+ * watched it is forgotten. */
+static void
+fdTaken(CorEvLoop* loop, int fd)
 {
-    CorEvLoop* loop = corEvLoopCurrent();
     CorCoFdSlot* slot;
 
-    if (loop == NULL || fd < 0) {
-        return -EPERM;
-    }
-    slot = fdSlot(loop, fd);
-    if (slot == NULL) {
-        return -ENOMEM;
-    }
-    if (slot->waiter != NULL || slot->ioOwned || slot->watch != NULL) {
-        return -EBUSY;
-    }
-    /* Anew: an heir's arming may have fired, unseen yet (io_uring). */
-    if (armSlot(loop, fd, slot, events) != 0) {
-        return -errno;
-    }
-    watch->fn = fn;
-    watch->fd = fd;
-    slot->watch = watch;
-    return 0;
-}
-
-void
-corCoLoopUnwatch(CorCoWatch* watch)
-{
-    CorEvLoop* loop = corEvLoopCurrent();
-    CorCoFdSlot* slot;
-
-    if (loop == NULL || (unsigned)watch->fd >= loop->fdCount) {
+    if ((unsigned)fd >= loop->co->fdCount) {
         return;
     }
-    slot = &loop->fds[watch->fd];
-    if (slot->watch == watch) {
-        slot->watch = NULL;
-        slot->heir = corCoCurrent();
-    }
-}
-
-int
-corCoLoopFdOwned(CorEvLoop* loop, int fd, bool owned)
-{
-    CorCoFdSlot* slot = fd >= 0 ? fdSlot(loop, fd) : NULL;
-
-    if (slot == NULL) {
-        return fd >= 0 ? -1 : 0;
-    }
-    if (owned && slot->waiter != NULL) {
-        /* The fd a coroutine waits on was closed with close() and its
-         * number reused: that wait is over, as for corCoLoopClose. */
+    slot = &loop->co->fds[fd];
+    if (slot->waiter != NULL) {
         CorCoWaiter* waiter = slot->waiter;
 
         settle(loop, waiter, COR_WAIT_CLOSED);
         readyPush(loop, waiter);
     }
-    if (owned) {
-        armingDrop(loop, fd, slot);
-    }
-    bool registered = slot->registered;
-
-    slot->ioOwned = owned;
-    slot->registered = false;
-    return registered ? 1 : 0;
+    slot->watch = NULL;
+    slot->heir = NULL;
 }
 
 /* ---- Close and cancel ---------------------------------------------------- */
@@ -728,23 +647,15 @@ corCoLoopClose(int fd)
     CorEvLoop* loop = corEvLoopCurrent();
 
     if (loop != NULL && fd >= 0 && (unsigned)fd < loop->fdCount) {
-        CorCoFdSlot* slot = &loop->fds[fd];
-
-        if (slot->waiter != NULL) {
-            CorCoWaiter* waiter = slot->waiter;
-
-            settle(loop, waiter, COR_WAIT_CLOSED);
-            readyPush(loop, waiter);
-        }
-        armingDrop(loop, fd, slot);
+        fdTaken(loop, fd);
         /* close() takes the fd out of the epoll set by itself. */
-        slot->registered = false;
+        corEvOnceClosed(loop, fd);
     }
     return close(fd);
 }
 
-int
-corCoLoopCancelBind(CorRestCancel* cancel)
+static int
+cancelBind(CorRestCancel* cancel)
 {
     Spawned* spawned = spawnedCurrent();
 
@@ -761,40 +672,83 @@ cancelWait(CorEvLoop* loop, CorCoWaiter* waiter)
 {
     settle(loop, waiter, COR_WAIT_CANCELLED);
     readyPush(loop, waiter);
-    loop->stats.cancelledWaits++;
+    loop->co->stats.cancelledWaits++;
 }
 
-void
-corCoLoopCancelWait(CorCoWaiter* waiter)
+/* The hook of a cancel (corRestCancel) on loop's thread: end the wait
+ * bound to it, when it is a pending wait of this loop's. */
+static void
+cancelWaitOn(CorEvLoop* loop, CorCoWaiter* waiter)
 {
-    CorEvLoop* loop = corEvLoopCurrent();
     Spawned* spawned = corCoSched(waiter->co);
 
     /* Only a pending wait of this loop's: one already settled is about
      * to resume with its outcome, and another loop's list is not ours to
      * touch. */
-    if (loop == NULL || spawned == NULL || spawned->loop != loop
+    if (spawned == NULL || spawned->loop != loop
         || waiter->outcome != COR_WAIT_PENDING || !waiter->cancellable) {
         return;
     }
     cancelWait(loop, waiter);
 }
 
-void
-corCoLoopCancel(void)
+/* The hook of a stop, and corCoLoopCancel: every wait of loop ends, and
+ * every later one fails at once, until the run ends. */
+static void
+cancelAll(CorEvLoop* loop)
 {
-    CorEvLoop* loop = corEvLoopCurrent();
     CorCoWaiter* waiter;
     CorCoWaiter* next;
 
-    if (loop == NULL) {
-        return;
-    }
-    loop->cancelled = true;
-    for (waiter = loop->waits; waiter != NULL; waiter = next) {
+    loop->co->cancelled = true;
+    for (waiter = loop->co->waits; waiter != NULL; waiter = next) {
         next = waiter->next;
         if (waiter->cancellable) {
             cancelWait(loop, waiter);
         }
     }
 }
+
+void
+corCoLoopCancel(void)
+{
+    CorEvLoop* loop = corEvLoopCurrent();
+
+    if (loop != NULL) {
+        cancelAll(loop);
+    }
+}
+
+/* ---- The hooks the loop calls -------------------------------------------- */
+
+static bool
+live(const CorEvLoop* loop)
+{
+    return loop->co->stats.live > 0;
+}
+
+static void
+runEnd(CorEvLoop* loop)
+{
+    loop->co->cancelled = false;
+}
+
+static bool
+running(void)
+{
+    return corCoCurrent() != NULL;
+}
+
+static const CorEvHooks hooks = {
+    .beforePoll = runReady,
+    .fired = fired,
+    .fdTaken = fdTaken,
+    .stop = cancelAll,
+    .live = live,
+    .runEnd = runEnd,
+    .destroy = coDestroy,
+    .running = running,
+    .wait = corCoLoopWait,
+    .cancelBind = cancelBind,
+    .cancelWait = cancelWaitOn,
+};

@@ -34,7 +34,9 @@ typedef struct CorEvHeapNode {
 
 /* ---- The loop ------------------------------------------------------------ */
 
-/* Create a loop (its epoll and eventfd). NULL with errno set on failure. */
+/* Create a loop (its epoll and eventfd), with its coroutine layer (the
+ * loop calls it through hooks, and names none of it). NULL with errno set
+ * on failure. */
 CorEvLoop* corEvLoopCreate(void);
 
 /*

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Internals of event/: the loop record, the heap, and the hooks between the
- * loop (corEvLoop.c) and its coroutine layer (corCoLoop.c). Never included
- * from outside event/.
+ * Internals of event/: the loop record, its fd table and one-shot armings,
+ * the heap, and the hooks the layer above the loop (the coroutines,
+ * corCoLoopInt.h) gives it. Never included from outside event/ (and its
+ * tests).
  */
 #ifndef COR_EV_INT_H
 #define COR_EV_INT_H
@@ -30,66 +31,62 @@ void corEvHeapInsert(CorEvHeap* heap, CorEvHeapNode* node,
 void corEvHeapRemove(CorEvHeap* heap, CorEvHeapNode* node,
                      CorEvHeapLessFn less);
 
-/* ---- Coroutine waits ----------------------------------------------------- */
-
-typedef enum {
-    COR_WAIT_PENDING,
-    COR_WAIT_READY,      /* the fd has events, or a park was woken */
-    COR_WAIT_TIMEOUT,
-    COR_WAIT_CANCELLED,
-    COR_WAIT_CLOSED      /* corCoLoopClose() took the fd away */
-} CorCoWaitOutcome;
+/* ---- The fds the loop knows ---------------------------------------------- */
 
 /*
- * One suspended coroutine. Lives on that coroutine's stack for the length
- * of the wait; the loop links it while it waits and tags its address with
- * the low bit in epoll_data so events for it are told from CorEvIo ones.
- */
-typedef struct CorCoWaiter {
-    CorCo* co;
-    CorEvTimer timer;
-    struct CorCoWaiter* prev;        /* the loop's waits, for cancel */
-    struct CorCoWaiter* next;
-    struct CorCoWaiter* readyNext;   /* the loop's ready queue */
-    int fd;                          /* < 0: a timer or a park */
-    uint32_t parkSlot;               /* 1-based; 0: not a park */
-    short revents;
-    uint8_t outcome;
-    bool cancellable;
-} CorCoWaiter;
-
-/*
- * What the loop knows of an fd. epoll_data of a coroutine wait carries the
+ * What the loop knows of an fd. epoll_data of a one-shot arming carries the
  * fd and the generation of its arming, never a pointer into a coroutine's
- * stack: an event that outlived its wait (an fd closed while armed, shared
+ * stack: an event that outlived its arming (an fd closed while armed, shared
  * with another process) finds a newer generation and is dropped.
  */
 typedef struct {
-    CorCoWaiter* waiter;             /* waiting now, or NULL */
     uint32_t generation;             /* of the last arming, 31 bits */
     bool registered;                 /* in the epoll set (maybe disarmed) */
-    /* The events of a one-shot arming that has neither fired nor been
-     * taken away (0: none); while no coroutine waits, the watch it serves
-     * (corCoLoopWatch), or the coroutine whose next wait for the same
-     * events may take it over (corCoLoopUnwatch). */
+    /* The events of a one-shot arming (corEvOnceArm) that has neither
+     * fired nor been taken away; 0: none. */
     short armed;
-    CorCoWatch* watch;
-    CorCo* heir;
-    bool ioOwned;                    /* a CorEvIo watches it: no waits */
+    bool ioOwned;                    /* a CorEvIo watches it */
     /* On io_uring (corEvUring.c): the CorEvIo that watches the fd, whether
      * its poll is armed, and where its completions of the batch being
      * read are merged (1-based; 0: none yet). */
     bool ioArmed;
     unsigned ioBatchAt;
     CorEvIo* io;
-} CorCoFdSlot;
+} CorEvFdSlot;
 
-/* A park's name: the generation tells a live park from a stale handle. */
-typedef struct {
-    CorCoWaiter* waiter;
-    uint32_t generation;
-    uint32_t nextFree;               /* 1-based free list */
-} CorCoParkSlot;
+/* ---- The layer above the loop -------------------------------------------- */
+
+struct CorCoLoop;
+
+/*
+ * What the layer above the loop (the coroutines, corCoLoop.c) gives a loop
+ * when it makes one, as Redis's aeSetBeforeSleepProc: the loop calls these
+ * at the points of its turn they name, and names nothing of that layer.
+ */
+typedef struct CorEvHooks {
+    /* Before the loop sleeps: resume what was made ready. True when the
+     * loop must not sleep (what ran may have been all it waited for). */
+    bool (*beforePoll)(CorEvLoop* loop);
+    /* A one-shot arming of fd (corEvOnceArm) fired, and is disarmed. */
+    void (*fired)(CorEvLoop* loop, int fd, unsigned events);
+    /* A CorEvIo takes fd (a closed fd's number reused): what waits on it
+     * is over, what watches it forgotten. */
+    void (*fdTaken)(CorEvLoop* loop, int fd);
+    /* The loop's first turn of a stop: end every wait. */
+    void (*stop)(CorEvLoop* loop);
+    /* Whether work is still live: a stopping loop turns until it is not. */
+    bool (*live)(const CorEvLoop* loop);
+    /* A run ended; the loop may run again. */
+    void (*runEnd)(CorEvLoop* loop);
+    /* The loop is destroyed: the layer lets its state go. */
+    void (*destroy)(CorEvLoop* loop);
+    /* corRestWait.c's: whether code of the layer runs now (a coroutine),
+     * its wait, and a cancel's binding and its end of one wait. */
+    bool (*running)(void);
+    int (*wait)(int fd, short events, int timeoutMs, short* reventsP);
+    int (*cancelBind)(CorRestCancel* cancel);
+    void (*cancelWait)(CorEvLoop* loop, struct CorCoWaiter* waiter);
+} CorEvHooks;
 
 /* ---- The loop ------------------------------------------------------------ */
 
@@ -113,21 +110,13 @@ struct CorEvLoop {
     struct epoll_event* batch;
     int batchCount;
     int batchIndex;
-
-    /* The coroutine layer (corCoLoop.c). */
-    CorCoWaiter* waits;
-    CorCoWaiter* readyHead;
-    CorCoWaiter* readyTail;
-    bool cancelled;
-    unsigned cap;
-    CorCoLoopStats stats;
-    CorCoFdSlot* fds;
+    CorEvFdSlot* fds;
     unsigned fdCount;
-    CorCoParkSlot* parks;
-    unsigned parkCount;
-    uint32_t parkFree;
-    uint64_t stallMs;
-    CorCoStallFn stallFn;
+
+    /* The layer above (corCoLoop.c): its hooks, and its state, opaque
+     * here; NULL on a loop made bare (corEvLoopMake). */
+    const CorEvHooks* hooks;
+    struct CorCoLoop* co;
 
     /* The resolver's channel and cache (corResolve.c), made at the loop's
      * first lookup and freed when its run ends or it is destroyed; the
@@ -137,39 +126,52 @@ struct CorEvLoop {
     void (*resolverFree)(struct CorResolver* resolver);
 };
 
-/* The low bit that marks a coroutine wait in epoll_data (a CorEvIo
+/* The low bit that marks a one-shot arming in epoll_data (a CorEvIo
  * pointer has it clear). */
 #define COR_EV_WAITER_TAG ((uint64_t)1)
 
-/* Hooks of the coroutine layer, called by the loop. */
-void corCoLoopInit(CorEvLoop* loop);
-void corCoLoopFree(CorEvLoop* loop);
-void corCoLoopEvent(CorEvLoop* loop, uint64_t data, unsigned events);
-/* A CorEvIo takes fd, or lets it go: coroutine waits on it are refused
- * meanwhile, and a stale wait is ended. Returns 1 when coroutine waits had
- * left fd in the epoll set (one-shot, disarmed), 0 when they had not, -1
- * for an fd past the loop's table. */
-int corCoLoopFdOwned(CorEvLoop* loop, int fd, bool owned);
-bool corCoLoopRunReady(CorEvLoop* loop);
+/* A loop with no layer above it (no hooks): corEvLoopCreateWith (the
+ * coroutine layer's) makes one and gives it its hooks. NULL with errno. */
+CorEvLoop* corEvLoopMake(CorEvBackend backend);
 
-/* Suspend the running coroutine on waiter (linked into the loop's waits)
- * until it is settled; timeoutMs < 0 arms no timer. May yield. */
-void corCoLoopSuspend(CorEvLoop* loop, CorCoWaiter* waiter, int timeoutMs);
+/* fd's slot (fd >= 0), made zeroed when the table must grow; NULL without
+ * memory. */
+static inline CorEvFdSlot* corEvFdSlot(CorEvLoop* loop, int fd);
+CorEvFdSlot* corEvFdGrow(CorEvLoop* loop, int fd);
+
+/* A table of *countP entries of size bytes, indexed by fd, grown (by
+ * doubling, the new entries zeroed) to hold fd: its new address, with
+ * *countP updated; NULL without memory (the table is as it was). */
+void* corEvTableGrow(void* table, unsigned* countP, size_t size, int fd);
+
+/*
+ * Arm fd one-shot for events (POLLIN...) under a new generation; an arming
+ * still pending is replaced. Its event goes to the hooks' fired, once.
+ * Returns 0, or -1 with errno. One epoll_ctl; an entry of the ring on
+ * io_uring.
+ */
+int corEvOnceArm(CorEvLoop* loop, int fd, short events);
+
+/* Forget fd's pending arming, if any: io_uring's poll is removed (it would
+ * hold the file open); epoll forgets it with the fd, or a MOD replaces it. */
+void corEvOnceDrop(CorEvLoop* loop, int fd);
+
+/* fd's arming ended without its event (a timeout, a cancel, a close): it
+ * is taken away, and fd out of the epoll set unless a CorEvIo has it. */
+void corEvOnceEnd(CorEvLoop* loop, int fd);
+
+/* fd is being closed (close() takes it out of the epoll set): its arming
+ * is forgotten. */
+void corEvOnceClosed(CorEvLoop* loop, int fd);
+
+/* An event of a one-shot arming (data as corEvArming): dropped when a newer
+ * arming replaced it, else given to the hooks. */
+static inline void corEvOnceFire(CorEvLoop* loop, uint64_t data,
+                                 unsigned events);
 
 /* Whether the calling thread may yield a coroutine to wait now
  * (corRestYieldAllow). */
 bool corRestYieldAllowed(void);
-
-/* Bind the running coroutine's waits to cancel: 0, or -EPERM when no
- * loop spawned it. */
-int corCoLoopCancelBind(CorRestCancel* cancel);
-
-/* End a coroutine's pending wait as cancelled, when it is a wait of the
- * calling thread's loop; nothing otherwise. */
-void corCoLoopCancelWait(CorCoWaiter* waiter);
-
-/* Settle a waiter as ready and queue its coroutine to be resumed. */
-void corCoLoopReady(CorEvLoop* loop, CorCoWaiter* waiter);
 
 /* Run posted tasks and expire timers: one iteration's chores. */
 void corEvTimersExpire(CorEvLoop* loop);
@@ -207,7 +209,7 @@ void corEvUringDestroy(CorEvLoop* loop);
 int corEvUringIoStart(CorEvLoop* loop, CorEvIo* io);
 int corEvUringIoSet(CorEvLoop* loop, CorEvIo* io, unsigned events);
 void corEvUringIoStop(CorEvLoop* loop, CorEvIo* io);
-/* A coroutine wait's one-shot poll, and its removal when the wait ended
+/* A one-shot arming's poll (corEvOnceArm), and its removal when it ended
  * another way; data as corEvArming. */
 int corEvUringWaitArm(CorEvLoop* loop, int fd, short events, uint64_t data);
 void corEvUringWaitDisarm(CorEvLoop* loop, uint64_t data);
@@ -348,5 +350,29 @@ CorResolveEntry* corResolveCacheFind(CorResolveCache* cache,
  * of queries in flight). now: what has expired may make room. */
 CorResolveEntry* corResolveCacheAdd(CorResolveCache* cache, const char* name,
                                     uint64_t now);
+
+/* ---- Inline definitions ------------------------------------------------ */
+
+static inline CorEvFdSlot*
+corEvFdSlot(CorEvLoop* loop, int fd)
+{
+    return (unsigned)fd < loop->fdCount ? &loop->fds[fd]
+                                        : corEvFdGrow(loop, fd);
+}
+
+static inline void
+corEvOnceFire(CorEvLoop* loop, uint64_t data, unsigned events)
+{
+    unsigned fd = (unsigned)(data >> 32);
+    uint32_t generation = (uint32_t)(data >> 1) & 0x7fffffff;
+
+    if (fd >= loop->fdCount || loop->fds[fd].generation != generation) {
+        return;     /* an older arming's event */
+    }
+    loop->fds[fd].armed = 0;        /* one-shot: it fired */
+    if (loop->hooks != NULL) {
+        loop->hooks->fired(loop, (int)fd, events);
+    }
+}
 
 #endif /* COR_EV_INT_H */

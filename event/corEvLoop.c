@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The event loop: one per thread, on epoll (or io_uring, corEvUring.c,
- * through the same calls). An iteration resumes the
+ * through the same calls). An iteration lets the layer above it resume the
  * coroutines made ready since the last one, sleeps in epoll_wait until the
- * earliest timer, dispatches the events (a tagged pointer is a coroutine
- * waiting, any other a CorEvIo), fires the timers that are due, and runs
- * the tasks other threads posted.
+ * earliest timer, dispatches the events (a tagged one is a one-shot
+ * arming's, given to that layer; any other a CorEvIo's), fires the timers
+ * that are due, and runs the tasks other threads posted.
+ *
+ * The loop knows no coroutine: the layer above it (corCoLoop.c) gives it
+ * hooks when it makes a loop (CorEvHooks, as Redis's
+ * aeSetBeforeSleepProc), and keeps its state behind one pointer.
  *
  * Other threads reach a loop only through corEvLoopPost and corEvLoopStop:
  * a lock-free stack of tasks and an eventfd that is written only when the
@@ -97,13 +101,7 @@ backendDestroy(CorEvLoop* loop)
 }
 
 CorEvLoop*
-corEvLoopCreate(void)
-{
-    return corEvLoopCreateWith(COR_EV_EPOLL);
-}
-
-CorEvLoop*
-corEvLoopCreateWith(CorEvBackend backend)
+corEvLoopMake(CorEvBackend backend)
 {
     CorEvLoop* loop = corCallocLines(1, sizeof(*loop));
     int err;
@@ -126,7 +124,6 @@ corEvLoopCreateWith(CorEvBackend backend)
         != 0) {
         goto failed;
     }
-    corCoLoopInit(loop);
     return loop;
 
 failed:
@@ -135,7 +132,7 @@ failed:
         close(loop->wakeFd);
     }
     backendDestroy(loop);
-    corCoLoopFree(loop);
+    free(loop->fds);
     free(loop);
     errno = err;
     return NULL;
@@ -172,9 +169,12 @@ corEvLoopDestroy(CorEvLoop* loop)
         sched_yield();
     }
     resolverRelease(loop);
-    corCoLoopFree(loop);
+    if (loop->hooks != NULL) {
+        loop->hooks->destroy(loop);
+    }
     close(loop->wakeFd);
     backendDestroy(loop);
+    free(loop->fds);
     free(loop);
 }
 
@@ -196,6 +196,143 @@ corEvNow(const CorEvLoop* loop)
     return loop->now;
 }
 
+/* ---- The fd table and one-shot armings ----------------------------------- */
+
+void*
+corEvTableGrow(void* table, unsigned* countP, size_t size, int fd)
+{
+    unsigned count = *countP ? *countP : 64;
+    char* grown;
+
+    while (count <= (unsigned)fd) {
+        count *= 2;
+    }
+    grown = realloc(table, count * size);
+    if (grown == NULL) {
+        return NULL;
+    }
+    memset(grown + *countP * size, 0, (count - *countP) * size);
+    *countP = count;
+    return grown;
+}
+
+CorEvFdSlot*
+corEvFdGrow(CorEvLoop* loop, int fd)
+{
+    CorEvFdSlot* fds = corEvTableGrow(loop->fds, &loop->fdCount,
+                                      sizeof(*fds), fd);
+
+    if (fds == NULL) {
+        return NULL;
+    }
+    loop->fds = fds;
+    return &fds[fd];
+}
+
+static inline void
+onceDrop(CorEvLoop* loop, int fd, CorEvFdSlot* slot)
+{
+    if (loop->uring != NULL && slot->armed != 0) {
+        corEvUringWaitDisarm(loop, corEvArming(fd, slot->generation,
+                                               COR_EV_WAITER_TAG));
+    }
+    slot->armed = 0;
+}
+
+void
+corEvOnceDrop(CorEvLoop* loop, int fd)
+{
+    onceDrop(loop, fd, &loop->fds[fd]);
+}
+
+int
+corEvOnceArm(CorEvLoop* loop, int fd, short events)
+{
+    CorEvFdSlot* slot = &loop->fds[fd];
+    struct epoll_event ev;
+    int op;
+
+    onceDrop(loop, fd, slot);
+    slot->generation = corEvGenerationNext(slot->generation);
+    ev.events = (unsigned)events | EPOLLONESHOT;
+    ev.data.u64 = corEvArming(fd, slot->generation, COR_EV_WAITER_TAG);
+    if (loop->uring != NULL) {
+        int rc = corEvUringWaitArm(loop, fd, events, ev.data.u64);
+
+        if (rc != 0) {
+            errno = -rc;
+            return -1;
+        }
+        slot->armed = events;
+        return 0;
+    }
+    /* The slot is a hint: a closed and reopened fd is no longer in the
+     * set, a dup'ed one may be. Either way one retry settles it. */
+    op = slot->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(loop->epfd, op, fd, &ev) != 0) {
+        op = errno == ENOENT ? EPOLL_CTL_ADD
+             : errno == EEXIST ? EPOLL_CTL_MOD : -1;
+        if (op < 0 || epoll_ctl(loop->epfd, op, fd, &ev) != 0) {
+            return -1;
+        }
+    }
+    slot->registered = true;
+    slot->armed = events;
+    return 0;
+}
+
+void
+corEvOnceEnd(CorEvLoop* loop, int fd)
+{
+    CorEvFdSlot* slot = &loop->fds[fd];
+
+    slot->armed = 0;
+    if (loop->uring != NULL) {
+        corEvUringWaitDisarm(loop, corEvArming(fd, slot->generation,
+                                               COR_EV_WAITER_TAG));
+    }
+    /* A CorEvIo that took the fd over (a closed fd's number reused) keeps
+     * its registration. */
+    if (slot->registered && !slot->ioOwned) {
+        epoll_ctl(loop->epfd, EPOLL_CTL_DEL, fd, NULL);
+        slot->registered = false;
+    }
+}
+
+void
+corEvOnceClosed(CorEvLoop* loop, int fd)
+{
+    corEvOnceDrop(loop, fd);
+    loop->fds[fd].registered = false;
+}
+
+/*
+ * A CorEvIo takes fd, or lets it go: one-shot armings of it are refused
+ * meanwhile (the layer above checks ioOwned), and what waited on it is
+ * ended (the hooks' fdTaken). Returns 1 when one-shot armings had left fd
+ * in the epoll set (disarmed), 0 when they had not, -1 without memory.
+ */
+static int
+fdOwned(CorEvLoop* loop, int fd, bool owned)
+{
+    CorEvFdSlot* slot = fd >= 0 ? corEvFdSlot(loop, fd) : NULL;
+
+    if (slot == NULL) {
+        return fd >= 0 ? -1 : 0;
+    }
+    if (owned && loop->hooks != NULL) {
+        loop->hooks->fdTaken(loop, fd);
+    }
+    if (owned) {
+        corEvOnceDrop(loop, fd);
+    }
+    bool registered = slot->registered;
+
+    slot->ioOwned = owned;
+    slot->registered = false;
+    return registered ? 1 : 0;
+}
+
 /* ---- File events --------------------------------------------------------- */
 
 int
@@ -215,7 +352,7 @@ corEvIoStart(CorEvLoop* loop, CorEvIo* io, int fd, unsigned events,
      * the set after its one-shot waits: it is taken over as it is. That is
      * a hint (a closed and reopened fd left the set): one retry settles
      * it. Any other fd already in the set is another CorEvIo's: EEXIST. */
-    int inSet = corCoLoopFdOwned(loop, fd, true);
+    int inSet = fdOwned(loop, fd, true);
 
     if (loop->uring != NULL && inSet >= 0) {
         int rc;
@@ -224,7 +361,7 @@ corEvIoStart(CorEvLoop* loop, CorEvIo* io, int fd, unsigned events,
         rc = corEvUringIoStart(loop, io);
         if (rc != 0) {
             io->events = 0;
-            corCoLoopFdOwned(loop, fd, false);
+            fdOwned(loop, fd, false);
         }
         return rc;
     }
@@ -235,7 +372,7 @@ corEvIoStart(CorEvLoop* loop, CorEvIo* io, int fd, unsigned events,
                  && epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) == 0))) {
         int err = errno;
 
-        corCoLoopFdOwned(loop, fd, false);
+        fdOwned(loop, fd, false);
         return -err;
     }
     io->events = events;
@@ -265,12 +402,12 @@ corEvIoStop(CorEvLoop* loop, CorEvIo* io)
 {
     if (loop->uring != NULL) {
         corEvUringIoStop(loop, io);
-        corCoLoopFdOwned(loop, io->fd, false);
+        fdOwned(loop, io->fd, false);
         io->events = 0;
         return;
     }
     epoll_ctl(loop->epfd, EPOLL_CTL_DEL, io->fd, NULL);
-    corCoLoopFdOwned(loop, io->fd, false);
+    fdOwned(loop, io->fd, false);
     io->events = 0;
     for (int i = loop->batchIndex + 1; i < loop->batchCount; i++) {
         if (loop->batch[i].data.ptr == io) {
@@ -338,7 +475,7 @@ static void
 dispatch(CorEvLoop* loop, const struct epoll_event* ev)
 {
     if (ev->data.u64 & COR_EV_WAITER_TAG) {
-        corCoLoopEvent(loop, ev->data.u64, ev->events);
+        corEvOnceFire(loop, ev->data.u64, ev->events);
     } else if (ev->data.ptr != NULL) {
         CorEvIo* io = ev->data.ptr;
 
@@ -347,19 +484,23 @@ dispatch(CorEvLoop* loop, const struct epoll_event* ev)
 }
 
 /*
- * A stop cancels the coroutine waits once, then the loop keeps turning
- * until its coroutines have run their failure paths to the end (a blocking
- * call still finishing on another thread brings its coroutine back through
- * a posted task) and what other threads posted has run.
+ * A stop cancels the coroutine waits once (the hooks' stop), then the loop
+ * keeps turning until its coroutines have run their failure paths to the
+ * end (a blocking call still finishing on another thread brings its
+ * coroutine back through a posted task) and what other threads posted has
+ * run.
  */
 static bool
 keepRunning(CorEvLoop* loop)
 {
     if (!loop->stopping && atomic_load(&loop->stopRequested)) {
         loop->stopping = true;
-        corCoLoopCancel();
+        if (loop->hooks != NULL) {
+            loop->hooks->stop(loop);
+        }
     }
-    return !loop->stopping || loop->stats.live > 0;
+    return !loop->stopping
+           || (loop->hooks != NULL && loop->hooks->live(loop));
 }
 
 /* Sleep in epoll_wait up to timeoutMs and dispatch what it found. */
@@ -391,10 +532,10 @@ corEvLoopRunOnce(CorEvLoop* loop, int timeoutMs)
 
     corEvLoopBind(loop);
     /* The ready coroutines first: they may arm the earliest timer. */
-    bool ranReady = corCoLoopRunReady(loop);
+    bool awake = loop->hooks != NULL && loop->hooks->beforePoll(loop);
 
     nextTimer = corEvTimersNextMs(loop);
-    if (ranReady || loop->readyHead != NULL
+    if (awake
         || atomic_load_explicit(&loop->posted, memory_order_relaxed) != NULL) {
         timeoutMs = 0;
     } else if (nextTimer >= 0 && (timeoutMs < 0 || nextTimer < timeoutMs)) {
@@ -429,6 +570,8 @@ corEvLoopRun(CorEvLoop* loop)
     }
     atomic_store(&loop->stopRequested, false);
     loop->stopping = false;
-    loop->cancelled = false;
+    if (loop->hooks != NULL) {
+        loop->hooks->runEnd(loop);
+    }
     return rc;
 }

@@ -188,7 +188,7 @@ pollRemove(CorEvLoop* loop, uint64_t data)
 static int
 ioArm(CorEvLoop* loop, CorEvIo* io)
 {
-    CorCoFdSlot* slot = &loop->fds[io->fd];
+    CorEvFdSlot* slot = &loop->fds[io->fd];
     uint32_t generation = corEvGenerationNext(slot->generation);
     int rc = pollAdd(loop, io->fd, io->events, corEvArming(io->fd,
                                                            generation, 0),
@@ -206,7 +206,7 @@ ioArm(CorEvLoop* loop, CorEvIo* io)
 static void
 ioDisarm(CorEvLoop* loop, CorEvIo* io)
 {
-    CorCoFdSlot* slot = &loop->fds[io->fd];
+    CorEvFdSlot* slot = &loop->fds[io->fd];
 
     if (slot->ioArmed) {
         pollRemove(loop, corEvArming(io->fd, slot->generation, 0));
@@ -229,7 +229,7 @@ ioArmOrDefer(CorEvLoop* loop, CorEvIo* io)
 int
 corEvUringIoStart(CorEvLoop* loop, CorEvIo* io)
 {
-    CorCoFdSlot* slot = &loop->fds[io->fd];
+    CorEvFdSlot* slot = &loop->fds[io->fd];
     int rc;
 
     slot->io = io;
@@ -259,7 +259,7 @@ corEvUringIoStop(CorEvLoop* loop, CorEvIo* io)
     loop->fds[io->fd].io = NULL;
 }
 
-/* ---- Coroutine waits ----------------------------------------------------- */
+/* ---- One-shot armings (a coroutine's wait) ------------------------------- */
 
 int
 corEvUringWaitArm(CorEvLoop* loop, int fd, short events, uint64_t data)
@@ -330,7 +330,7 @@ keep(CorEvLoop* loop, const struct io_uring_cqe* cqe, Completion* batch,
     unsigned fd = (unsigned)(data >> 32);
     unsigned events = cqe->res >= 0 ? (unsigned)cqe->res
                       : cqe->res == -ECANCELED ? 0 : EPOLLERR;
-    CorCoFdSlot* slot;
+    CorEvFdSlot* slot;
 
     if (data == 0 || data == LIBURING_UDATA_TIMEOUT) {
         return count;
@@ -366,11 +366,11 @@ deliver(CorEvLoop* loop, const Completion* c)
 {
     unsigned fd = (unsigned)(c->data >> 32);
     uint32_t generation = (uint32_t)(c->data >> 1) & 0x7fffffff;
-    CorCoFdSlot* slot;
+    CorEvFdSlot* slot;
     CorEvIo* io;
 
     if (c->data & COR_EV_WAITER_TAG) {
-        corCoLoopEvent(loop, c->data, c->events);
+        corEvOnceFire(loop, c->data, c->events);
         return;
     }
     slot = &loop->fds[fd];
@@ -408,7 +408,7 @@ deferredWrite(CorEvLoop* loop)
             pollRemove(loop, d[i].data);
             continue;
         }
-        CorCoFdSlot* slot = &loop->fds[d[i].fd];
+        CorEvFdSlot* slot = &loop->fds[d[i].fd];
 
         if (slot->io != NULL && !slot->ioArmed
             && ioArmOrDefer(loop, slot->io) != 0) {

@@ -4,6 +4,8 @@
  * coroutine on a loop it is the loop's wait (the coroutine yields, the loop
  * goes on); anywhere else, a worker thread or a program without a loop, it
  * is poll(). That is what lets one handler's source run in both modes.
+ * The loop's wait is the layer's above the loop (the coroutines): reached
+ * through the hooks it gave the loop, as the loop reaches it.
  */
 #include "corEvInt.h"
 
@@ -70,11 +72,25 @@ corRestYieldAllowed(void)
     return !yieldForbidden;
 }
 
+/* The calling thread's loop when a wait now is its layer's (a coroutine
+ * runs, and may yield), else NULL. */
+static CorEvLoop*
+layerLoop(void)
+{
+    CorEvLoop* loop;
+
+    if (!COR_HAVE_COROUTINES || yieldForbidden) {
+        return NULL;
+    }
+    loop = corEvLoopCurrent();
+    return loop != NULL && loop->hooks != NULL && loop->hooks->running()
+           ? loop : NULL;
+}
+
 bool
 corRestOnCoroutine(void)
 {
-    return COR_HAVE_COROUTINES && !yieldForbidden && corCoCurrent() != NULL
-           && corEvLoopCurrent() != NULL;
+    return layerLoop() != NULL;
 }
 
 static int
@@ -102,8 +118,10 @@ threadCancelBind(CorRestCancel* c)
 int
 corRestCancelBind(CorRestCancel* c)
 {
-    if (corRestOnCoroutine()) {
-        return corCoLoopCancelBind(c);
+    CorEvLoop* loop = layerLoop();
+
+    if (loop != NULL) {
+        return loop->hooks->cancelBind(c);
     }
     return threadCancelBind(c);
 }
@@ -120,7 +138,12 @@ corRestCancel(CorRestCancel* c)
         /* Saturated: it is readable anyway. */
     }
     if (c->waiter != NULL) {
-        corCoLoopCancelWait(c->waiter);
+        CorEvLoop* loop = corEvLoopCurrent();
+
+        /* Only this thread's loop may settle a wait of its own. */
+        if (loop != NULL && loop->hooks != NULL) {
+            loop->hooks->cancelWait(loop, c->waiter);
+        }
     }
 }
 
@@ -207,8 +230,10 @@ pollFd(int fd, short events, int timeoutMs, short* reventsP)
 int
 corRestWaitFd(int fd, short events, int timeoutMs, short* reventsP)
 {
-    if (corRestOnCoroutine()) {
-        return corCoLoopWait(fd, events, timeoutMs, reventsP);
+    CorEvLoop* loop = layerLoop();
+
+    if (loop != NULL) {
+        return loop->hooks->wait(fd, events, timeoutMs, reventsP);
     }
     return pollFd(fd, events, timeoutMs, reventsP);
 }

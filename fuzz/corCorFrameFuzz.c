@@ -27,7 +27,7 @@
  * Build: see `make fuzz` (clang -fsanitize=fuzzer,address,undefined, the
  * codec's files, -ljansson).
  */
-#include "corCorInt.h"
+#include "corCorCodec.h"
 
 #include <errno.h>
 #include <stdlib.h>

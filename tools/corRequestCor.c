@@ -8,7 +8,6 @@
  */
 #include "corRequest.h"
 #include "corCorCodec.h"
-#include "corCorInt.h"
 
 #include <errno.h>
 #include <stdarg.h>

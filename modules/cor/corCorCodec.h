@@ -78,6 +78,10 @@ typedef struct {
 
 void corCorBufFree(CorCorBuf* b);
 
+/* Make room for n more bytes in b (a writer that appends by hand: a
+ * client's frames, cor-request's). Returns 0, or -ENOMEM. */
+int corCorBufReserve(CorCorBuf* b, size_t n);
+
 /* ---- Tables ------------------------------------------------------------ */
 
 /* One direction's pair of tables (namespaces, names). The connection's:
@@ -254,5 +258,16 @@ int corCorMessageDecode(CorCorTables* t, const uint8_t* frame, size_t len,
 /* Release what a message read by corCorMessageRead or corCorMessageDecode
  * holds, and zero it. */
 void corCorMessageClear(CorCorMessage* m);
+
+/*
+ * The direct decoder alone, the path corCorMessageDecode tries first: it
+ * refuses what corCorMessageDecode would hand to the reference path
+ * (corCorFrameDecode and corCorMessageRead), and where it takes a frame
+ * the two must agree (the tests and the fuzzer hold them to it). Same
+ * arguments and results as corCorMessageDecode.
+ */
+int corCorEnvelopeRead(CorCorTables* t, const uint8_t* frame, size_t len,
+                       uint32_t maxLength, CorCorHead* h, CorCorMessage* m,
+                       char* why, size_t whyLen);
 
 #endif /* COR_COR_CODEC_H */

@@ -52,9 +52,6 @@ void corCorTableTruncate(CorCorTable* tb, unsigned count);
  * last '/', '#' or ':'. */
 size_t corCorSplit(const char* s, size_t len);
 
-/* Make room for n more bytes in b. Returns 0, or -ENOMEM. */
-int corCorBufReserve(CorCorBuf* b, size_t n);
-
 /* Whether the len bytes at s are UTF-8 (RFC 3629: shortest forms, no
  * surrogates, nothing past U+10FFFF). */
 bool corCorUtf8(const uint8_t* s, size_t len);
@@ -236,11 +233,5 @@ int corCorUnbase64(const char* s, size_t len, uint8_t* out);
 /* Print a body's tree as the receiver hands it on (jansson's compact
  * form) into out of size bytes, as json_dumpb: its length. */
 size_t corCorBodyPrint(const json_t* tree, char* out, size_t size);
-
-/* The direct decoder alone, which refuses what corCorMessageDecode would
- * hand to the reference path (for the tests: the two must agree). */
-int corCorEnvelopeRead(CorCorTables* t, const uint8_t* frame, size_t len,
-                       uint32_t maxLength, CorCorHead* h, CorCorMessage* m,
-                       char* why, size_t whyLen);
 
 #endif /* COR_COR_INT_H */

@@ -6,7 +6,7 @@
  * is forbidden.
  */
 #include "corTest.h"
-#include "corEvInt.h"
+#include "corCoLoopInt.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -38,8 +38,8 @@ tearDown(void)
 
     corCoLoopStatsGet(loop, &stats);
     ck_assert_uint_eq(stats.live, 0);
-    ck_assert_ptr_null(loop->waits);
-    ck_assert_ptr_null(loop->readyHead);
+    ck_assert_ptr_null(loop->co->waits);
+    ck_assert_ptr_null(loop->co->readyHead);
     ck_assert_uint_eq(loop->timers.count, 0);
     close(fds[0]);
     close(fds[1]);
