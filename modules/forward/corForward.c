@@ -81,7 +81,7 @@ upstreamOpen(CorRequest* r, ForwardGroup* g, CorHttpClientRequest* q,
     for (unsigned i = 0; i < g->serverCount; i++) {
         ForwardServer* s = serverPick(g);
 
-        q->url = forwardUrl(r, s);
+        q->url = corForwardUrl(r, s);
         if (q->url == NULL) {
             snprintf(res->error, sizeof(res->error), "no memory");
             return -ENOMEM;
@@ -199,7 +199,8 @@ answerPass(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
     char* buf;
     ssize_t n = 0;
 
-    if (forwardResponseHeaders(r, res, &type) < 0 || lengthKeep(r, res) < 0) {
+    if (corForwardResponseHeaders(r, res, &type) < 0
+        || lengthKeep(r, res) < 0) {
         corRespondStatic(r, 500, "text/plain", "no memory\n", 10);
         return;
     }
@@ -250,7 +251,7 @@ forwardServe(CorRequest* r)
     int rc;
 
     if (method == NULL
-        || forwardRequestHeaders(r, g, &headers, &q.headerCount) < 0) {
+        || corForwardRequestHeaders(r, g, &headers, &q.headerCount) < 0) {
         corRespondStatic(r, 500, "text/plain", "no memory\n", 10);
         return;
     }

@@ -116,8 +116,8 @@ requestOwn(const CorHeader* h)
 }
 
 int
-forwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
-                      CorHeader** headersP, unsigned* countP)
+corForwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
+                         CorHeader** headersP, unsigned* countP)
 {
     const CorHeader* host = corRequestHeader(r, "host");
     bool failed = false;
@@ -177,8 +177,8 @@ responseOwn(const CorHeader* h)
 }
 
 int
-forwardResponseHeaders(CorRequest* r, const CorHttpClientResponse* res,
-                       const char** contentTypeP)
+corForwardResponseHeaders(CorRequest* r, const CorHttpClientResponse* res,
+                          const char** contentTypeP)
 {
     const CorHeader* type = corHttpClientHeader(res, "content-type");
 
@@ -216,7 +216,7 @@ pathSafe(unsigned char ch)
 }
 
 char*
-forwardUrl(CorRequest* r, const ForwardServer* s)
+corForwardUrl(CorRequest* r, const ForwardServer* s)
 {
     static const char hex[] = "0123456789ABCDEF";
     size_t base = strlen(s->url);

@@ -54,8 +54,8 @@ typedef struct {
  * frameworks) and would frame the body its own way. Returns 0 with
  * *headersP and *countP set, or -ENOMEM.
  */
-int forwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
-                          CorHeader** headersP, unsigned* countP);
+int corForwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
+                             CorHeader** headersP, unsigned* countP);
 
 /*
  * Set the end-to-end headers of an upstream's answer on r (hop-by-hop
@@ -65,12 +65,12 @@ int forwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
  * Content-Type as a string in r's arena (NULL when it has none). Returns
  * 0 or -ENOMEM.
  */
-int forwardResponseHeaders(CorRequest* r, const CorHttpClientResponse* res,
-                           const char** contentTypeP);
+int corForwardResponseHeaders(CorRequest* r, const CorHttpClientResponse* res,
+                              const char** contentTypeP);
 
 /* The URL of r on server s (its path as the client encoded it, dot
  * segments removed, or else percent-encoded again; its query as it came),
  * in r's arena; NULL without memory. */
-char* forwardUrl(CorRequest* r, const ForwardServer* s);
+char* corForwardUrl(CorRequest* r, const ForwardServer* s);
 
 #endif /* COR_FORWARD_INT_H */

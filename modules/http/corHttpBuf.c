@@ -15,7 +15,7 @@
 #include <stdlib.h>
 
 char*
-httpBufTake(HttpLoop* hl)
+corHttpBufTake(HttpLoop* hl)
 {
     if (hl->bufCount > 0) {
         return hl->bufs[--hl->bufCount];
@@ -24,7 +24,7 @@ httpBufTake(HttpLoop* hl)
 }
 
 void
-httpBufGive(HttpLoop* hl, char* buf, size_t cap)
+corHttpBufGive(HttpLoop* hl, char* buf, size_t cap)
 {
     if (buf == NULL) {
         return;
@@ -37,7 +37,7 @@ httpBufGive(HttpLoop* hl, char* buf, size_t cap)
 }
 
 int
-httpLoopBuffersInit(HttpLoop* hl)
+corHttpLoopBuffersInit(HttpLoop* hl)
 {
     hl->head.headers = calloc(corLimits()->headerCount,
                               sizeof(*hl->head.headers));
@@ -47,7 +47,7 @@ httpLoopBuffersInit(HttpLoop* hl)
 }
 
 void
-httpLoopBuffersFree(HttpLoop* hl)
+corHttpLoopBuffersFree(HttpLoop* hl)
 {
     while (hl->bufCount > 0) {
         free(hl->bufs[--hl->bufCount]);

@@ -139,11 +139,11 @@ onTimer(CorEvTimer* timer)
          * still sends may get a reset instead of the 408. */
         c->outLen = c->outSent = 0;
         limitsSay(c, 408);
-        if (httpErrorAppend(c, 408) == 0
+        if (corHttpErrorAppend(c, 408) == 0
             && c->t.ops->send(&c->t, c->out, c->outLen) < 0) {
             /* It is being closed for not sending; a lost 408 is fine. */
         }
-        httpConnClose(c);
+        corHttpConnClose(c);
         return;
     }
     if (outputPending(c)) {
@@ -153,7 +153,7 @@ onTimer(CorEvTimer* timer)
 
         setsockopt(c->t.fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
     }
-    httpConnClose(c);
+    corHttpConnClose(c);
 }
 
 /* What is left of limits.request_timeout for the request being read: its
@@ -249,7 +249,7 @@ inputReserve(HttpConn* c, size_t need)
     char* grown;
 
     if (c->in == NULL) {
-        c->in = httpBufTake(c->hl);
+        c->in = corHttpBufTake(c->hl);
         if (c->in == NULL) {
             return false;
         }
@@ -301,7 +301,7 @@ inputRelease(HttpConn* c)
         || c->state == HTTP_BODY) {
         return;
     }
-    httpBufGive(c->hl, c->in, c->inCap);
+    corHttpBufGive(c->hl, c->in, c->inCap);
     c->in = NULL;
     c->inCap = c->inLen = c->inStart = c->bodyRaw = 0;
 }
@@ -309,7 +309,7 @@ inputRelease(HttpConn* c)
 static void
 outputRelease(HttpConn* c)
 {
-    httpBufGive(c->hl, c->out, c->outCap);
+    corHttpBufGive(c->hl, c->out, c->outCap);
     c->out = NULL;
     c->outCap = c->outLen = c->outSent = 0;
 }
@@ -324,8 +324,8 @@ outputRelease(HttpConn* c)
 static void
 plainRefuse(HttpConn* c)
 {
-    httpErrorAppendWhy(c, 400, "The plain HTTP request was sent to HTTPS "
-                       "port");
+    corHttpErrorAppendWhy(c, 400, "The plain HTTP request was sent to HTTPS "
+                          "port");
     c->state = HTTP_CLOSING;
     c->linger = true;
 }
@@ -452,7 +452,7 @@ connEnd(HttpConn* c)
 
     if (!(c->linger || unread) || c->peerClosed
         || corTransportShutWrite(&c->t) != 0) {
-        httpConnClose(c);
+        corHttpConnClose(c);
         return;
     }
     c->state = HTTP_LINGER;
@@ -462,7 +462,7 @@ connEnd(HttpConn* c)
     inputRelease(c);
     timerUpdate(c, true);
     if (lingerDrain(c) != 0) {
-        httpConnClose(c);
+        corHttpConnClose(c);
     }
 }
 
@@ -472,7 +472,7 @@ static void
 refuse(HttpConn* c, int status)
 {
     limitsSay(c, status);
-    httpErrorAppend(c, status);
+    corHttpErrorAppend(c, status);
     c->state = HTTP_CLOSING;
     c->linger = true;
 }
@@ -504,7 +504,7 @@ answered(HttpConn* c, CorRequest* r)
      * have come, and a read would only say EAGAIN. */
     if (c->readPaused || c->peerShut) {
         if (httpRead(c) != 0) {
-            httpConnClose(c);
+            corHttpConnClose(c);
             return;
         }
     }
@@ -592,7 +592,7 @@ requestCreate(HttpConn* c, const CorHttpRequestHead* h)
 static void
 requestFree(HttpRequest* req)
 {
-    httpBufGive(req->hl, req->body, req->bodyCap);
+    corHttpBufGive(req->hl, req->body, req->bodyCap);
     free(req);
 }
 
@@ -671,7 +671,7 @@ headDone(HttpConn* c)
     }
     c->state = HTTP_BODY;
     if (req->expectContinue && c->inLen == c->inStart) {
-        httpContinueAppend(c);
+        corHttpContinueAppend(c);
     }
     timerUpdate(c, true);
 }
@@ -857,13 +857,13 @@ httpProcess(HttpConn* c)
     do {
         if (processInput(c) != 0) {
             c->processing = false;
-            httpConnClose(c);
+            corHttpConnClose(c);
             return;
         }
         heldBack = reading(c) && !outputAllowsMore(c);
         if (httpFlush(c) != 0) {
             c->processing = false;
-            httpConnClose(c);
+            corHttpConnClose(c);
             return;
         }
         /* Held back by output that has all gone out now: go on. */
@@ -878,7 +878,7 @@ httpProcess(HttpConn* c)
         return;
     }
     if (c->peerClosed && c->state != HTTP_SERVING && !outputPending(c)) {
-        httpConnClose(c);
+        corHttpConnClose(c);
         return;
     }
     inputRelease(c);
@@ -895,7 +895,7 @@ httpProcess(HttpConn* c)
 static void
 upgradeAnswered(HttpConn* c, HttpRequest* req)
 {
-    if (httpResponseAppend(c, req, true) != 0) {
+    if (corHttpResponseAppend(c, req, true) != 0) {
         c->keepAlive = false;
         answered(c, &req->r);       /* the session finds no connection */
         return;
@@ -932,16 +932,16 @@ requestDone(CorRequest* r)
     c->keepAlive = req->keepAlive && !c->hl->draining
                    && corLimits()->keepaliveTimeoutMs > 0
                    && !(r->stream != NULL && req->versionMinor == 0);
-    if (httpResponseAppend(c, req, c->keepAlive) != 0) {
+    if (corHttpResponseAppend(c, req, c->keepAlive) != 0) {
         c->keepAlive = false;
     }
-    /* A stream's body is counted as its pieces go (httpChunkAppend). */
+    /* A stream's body is counted as its pieces go (corHttpChunkAppend). */
     r->bodySent = r->stream != NULL || req->framing != HTTP_FRAME_LENGTH ? 0
                   : r->fileFd >= 0 ? req->bodyLeft : r->responseLen;
     if (r->stream != NULL) {
         /* The head goes now; the pieces and the end come as written. */
         if (!c->processing && httpFlush(c) != 0) {
-            httpConnClose(c);
+            corHttpConnClose(c);
         }
         return;
     }
@@ -967,8 +967,8 @@ streamData(CorRequest* r, const void* data, size_t len)
     if (c == NULL) {
         return;
     }
-    if (httpChunkAppend(c, req, data, len) != 0 || httpFlush(c) != 0) {
-        httpConnClose(c);
+    if (corHttpChunkAppend(c, req, data, len) != 0 || httpFlush(c) != 0) {
+        corHttpConnClose(c);
         return;
     }
     timerUpdate(c, false);
@@ -985,7 +985,7 @@ streamEnd(CorRequest* r)
         corRequestSent(r);
         return;
     }
-    if (httpChunkEnd(c, req) != 0) {
+    if (corHttpChunkEnd(c, req) != 0) {
         c->keepAlive = false;
         r->cut = true;              /* short of its length, or no memory */
     }
@@ -1083,7 +1083,7 @@ onIo(CorEvIo* io, unsigned events)
     }
     if ((events & EPOLLOUT) && outputPending(c)) {
         if (httpFlush(c) != 0) {
-            httpConnClose(c);
+            corHttpConnClose(c);
             return;
         }
         if (c->state == HTTP_CLOSING && !outputPending(c)) {
@@ -1099,7 +1099,7 @@ onIo(CorEvIo* io, unsigned events)
     if (c->state == HTTP_LINGER) {
         if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
             if (lingerDrain(c) != 0) {
-                httpConnClose(c);
+                corHttpConnClose(c);
                 return;
             }
             timerUpdate(c, true);
@@ -1118,7 +1118,7 @@ onIo(CorEvIo* io, unsigned events)
     if (c->state == HTTP_SERVING) {
         switch (clientState(c, events)) {
         case CLIENT_RESET:
-            httpConnClose(c);       /* which cancels the request's waits */
+            corHttpConnClose(c);       /* which cancels the request's waits */
             return;
         case CLIENT_SHUT:
             /* Its handler stops waiting; the answers before it still go
@@ -1134,7 +1134,7 @@ onIo(CorEvIo* io, unsigned events)
         return;
     }
     if (httpRead(c) != 0) {
-        httpConnClose(c);
+        corHttpConnClose(c);
         return;
     }
     if (c->state == HTTP_BODY) {
@@ -1144,10 +1144,10 @@ onIo(CorEvIo* io, unsigned events)
 }
 
 void
-httpConnOpen(unsigned loopIndex, const CorListener* l, int fd,
-             const struct sockaddr_storage* peer)
+corHttpConnOpen(unsigned loopIndex, const CorListener* l, int fd,
+                const struct sockaddr_storage* peer)
 {
-    HttpLoop* hl = httpLoopAt(loopIndex);
+    HttpLoop* hl = corHttpLoopAt(loopIndex);
     HttpConn* c = calloc(1, sizeof(*c));
     uint64_t handshakeMs = corListenerHandshakeTimeoutMs(l);
     int one = 1;
@@ -1172,7 +1172,7 @@ httpConnOpen(unsigned loopIndex, const CorListener* l, int fd,
     atomic_fetch_add(&hl->connCount, 1);
     if (corEvIoStart(hl->loop, &c->io, fd,
                      EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, onIo) != 0) {
-        httpConnClose(c);
+        corHttpConnClose(c);
         return;
     }
     /* The first request gets the head's deadline from its first byte; a
@@ -1211,8 +1211,8 @@ static void
 connFree(HttpConn* c)
 {
     fileDone(c);
-    httpBufGive(c->hl, c->in, c->inCap);
-    httpBufGive(c->hl, c->out, c->outCap);
+    corHttpBufGive(c->hl, c->in, c->inCap);
+    corHttpBufGive(c->hl, c->out, c->outCap);
     free(c);
 }
 
@@ -1229,7 +1229,7 @@ upgradeHandOff(HttpConn* c)
     CorTransport t = c->t;
 
     if (!c->processing && outputPending(c) && httpFlush(c) != 0) {
-        httpConnClose(c);           /* the session finds no connection */
+        corHttpConnClose(c);           /* the session finds no connection */
         return;
     }
     connUnlink(c);
@@ -1252,7 +1252,7 @@ upgradable(const CorRequest* r)
 }
 
 void
-httpConnClose(HttpConn* c)
+corHttpConnClose(HttpConn* c)
 {
     connUnlink(c);
     c->t.ops->close(&c->t);
@@ -1277,7 +1277,7 @@ httpConnClose(HttpConn* c)
 }
 
 void
-httpConnStop(HttpConn* c)
+corHttpConnStop(HttpConn* c)
 {
     uint64_t deadline = corEvClockMs() + STOP_FLUSH_MS;
 
@@ -1289,7 +1289,7 @@ httpConnStop(HttpConn* c)
         c->req->conn = NULL;
         c->req = NULL;
         if (!streaming) {
-            httpErrorAppend(c, 503);
+            corHttpErrorAppend(c, 503);
         }
     }
     while (outputPending(c) && corEvClockMs() < deadline) {
@@ -1299,7 +1299,7 @@ httpConnStop(HttpConn* c)
             break;
         }
     }
-    httpConnClose(c);
+    corHttpConnClose(c);
 }
 
 /*
@@ -1310,7 +1310,7 @@ httpConnStop(HttpConn* c)
  * connection; this way it is answered, with "Connection: close".
  */
 void
-httpConnDrain(HttpConn* c)
+corHttpConnDrain(HttpConn* c)
 {
     /* One still to bring its first request keeps its timer: over TLS that
      * is the handshake's, shorter than keep-alive. */

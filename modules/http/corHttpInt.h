@@ -144,51 +144,51 @@ struct HttpConn {
 
 /* A buffer of HTTP_BUF_BYTES from the loop's cache, or malloc; NULL when
  * there is no memory. */
-char* httpBufTake(HttpLoop* hl);
+char* corHttpBufTake(HttpLoop* hl);
 /* Give a buffer of cap bytes back (kept when it is a cached size and the
  * cache has room, freed otherwise); NULL is ignored. */
-void httpBufGive(HttpLoop* hl, char* buf, size_t cap);
+void corHttpBufGive(HttpLoop* hl, char* buf, size_t cap);
 /* Free the cache and the loop's header array (the loop ended). */
-void httpLoopBuffersFree(HttpLoop* hl);
+void corHttpLoopBuffersFree(HttpLoop* hl);
 /* Size the loop's header array for limits.header_count. Returns 0 or -1. */
-int httpLoopBuffersInit(HttpLoop* hl);
+int corHttpLoopBuffersInit(HttpLoop* hl);
 
 /* ---- corHttpConn.c ------------------------------------------------------- */
 
 /* Adopt an accepted socket on the calling loop (a CorAcceptFn). */
-void httpConnOpen(unsigned loopIndex, const CorListener* l, int fd,
-                  const struct sockaddr_storage* peer);
-void httpConnClose(HttpConn* c);
+void corHttpConnOpen(unsigned loopIndex, const CorListener* l, int fd,
+                     const struct sockaddr_storage* peer);
+void corHttpConnClose(HttpConn* c);
 /* Answer what holds a request as failed and close (a stop). */
-void httpConnStop(HttpConn* c);
+void corHttpConnStop(HttpConn* c);
 /* A drain: c, idle between requests, closes soon. */
-void httpConnDrain(HttpConn* c);
+void corHttpConnDrain(HttpConn* c);
 
-HttpLoop* httpLoopAt(unsigned index);
+HttpLoop* corHttpLoopAt(unsigned index);
 
 /* ---- corHttpResponse.c --------------------------------------------------- */
 
 /* Append the response of r to the connection's output (the head only for
  * a file or a stream), and choose how its body goes (req->framing): none
  * where the status or a HEAD forbids one, whoever produced it. */
-int httpResponseAppend(HttpConn* c, HttpRequest* req, bool keepAlive);
+int corHttpResponseAppend(HttpConn* c, HttpRequest* req, bool keepAlive);
 /* A piece of a streamed body: a chunk (HTTP/1.1, length unknown), raw
  * (a length said, or HTTP/1.0), nothing (no body allowed). What passes a
  * length said is dropped and the connection set to close. */
-int httpChunkAppend(HttpConn* c, HttpRequest* req, const void* data,
-                    size_t len);
+int corHttpChunkAppend(HttpConn* c, HttpRequest* req, const void* data,
+                       size_t len);
 /* The end of a streamed body; -1 when it fell short of its length (the
  * connection must close). */
-int httpChunkEnd(HttpConn* c, const HttpRequest* req);
+int corHttpChunkEnd(HttpConn* c, const HttpRequest* req);
 /* Append a bare error response (a refused request) that closes. */
-int httpErrorAppend(HttpConn* c, int status);
+int corHttpErrorAppend(HttpConn* c, int status);
 /* The same, with why in the body instead of the status's reason (cut at
  * about 120 bytes). */
-int httpErrorAppendWhy(HttpConn* c, int status, const char* why);
+int corHttpErrorAppendWhy(HttpConn* c, int status, const char* why);
 /* Append "HTTP/1.1 100 Continue". */
-int httpContinueAppend(HttpConn* c);
-const char* httpStatusText(int status);
+int corHttpContinueAppend(HttpConn* c);
+const char* corHttpStatusText(int status);
 /* The Date header's value, cached per second. */
-const char* httpDate(HttpLoop* hl);
+const char* corHttpDate(HttpLoop* hl);
 
 #endif /* COR_HTTP_INT_H */

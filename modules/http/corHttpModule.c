@@ -14,7 +14,7 @@ static HttpLoop* httpLoops;
 static unsigned httpLoopCount;
 
 HttpLoop*
-httpLoopAt(unsigned index)
+corHttpLoopAt(unsigned index)
 {
     return &httpLoops[index % httpLoopCount];
 }
@@ -24,15 +24,15 @@ httpStart(CorModule* m, CorEvLoop* loop, unsigned index,
           CorListener* const* listeners, unsigned count)
 {
     (void)m;
-    httpLoopAt(index)->accept = corAcceptStart(loop, index, listeners,
-                                               count, httpConnOpen);
-    return httpLoopAt(index)->accept != NULL ? 0 : -1;
+    corHttpLoopAt(index)->accept = corAcceptStart(loop, index, listeners,
+                                                  count, corHttpConnOpen);
+    return corHttpLoopAt(index)->accept != NULL ? 0 : -1;
 }
 
 static void
 httpDrain(CorModule* m, CorEvLoop* loop, unsigned index)
 {
-    HttpLoop* hl = httpLoopAt(index);
+    HttpLoop* hl = corHttpLoopAt(index);
     HttpConn* next;
 
     (void)m;
@@ -44,21 +44,21 @@ httpDrain(CorModule* m, CorEvLoop* loop, unsigned index)
      * between requests closes soon. */
     for (HttpConn* c = hl->conns; c != NULL; c = next) {
         next = c->next;
-        httpConnDrain(c);
+        corHttpConnDrain(c);
     }
 }
 
 static void
 httpStop(CorModule* m, CorEvLoop* loop, unsigned index)
 {
-    HttpLoop* hl = httpLoopAt(index);
+    HttpLoop* hl = corHttpLoopAt(index);
 
     (void)m;
     (void)loop;
     corAcceptStop(hl->accept);
     hl->accept = NULL;
     while (hl->conns != NULL) {
-        httpConnStop(hl->conns);
+        corHttpConnStop(hl->conns);
     }
 }
 
@@ -66,18 +66,18 @@ static unsigned
 httpConnections(CorModule* m, unsigned index)
 {
     (void)m;
-    return atomic_load(&httpLoopAt(index)->connCount);
+    return atomic_load(&corHttpLoopAt(index)->connCount);
 }
 
 static int
 httpLoopInit(CorModule* m, CorEvLoop* loop, unsigned index)
 {
-    HttpLoop* hl = httpLoopAt(index);
+    HttpLoop* hl = corHttpLoopAt(index);
 
     (void)m;
     hl->loop = loop;
     hl->index = index;
-    if (httpLoopBuffersInit(hl) != 0) {
+    if (corHttpLoopBuffersInit(hl) != 0) {
         corLog(COR_LOG_ERROR, "http: no memory for loop %u", index);
         return -1;
     }
@@ -89,7 +89,7 @@ httpLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
 {
     (void)m;
     (void)loop;
-    httpLoopBuffersFree(httpLoopAt(index));
+    corHttpLoopBuffersFree(corHttpLoopAt(index));
 }
 
 static int

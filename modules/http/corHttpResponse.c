@@ -83,7 +83,7 @@ static const char* const reasons[512] = {
 };
 
 const char*
-httpStatusText(int status)
+corHttpStatusText(int status)
 {
     const char* reason = status >= 0 && status < 512 ? reasons[status]
                                                      : NULL;
@@ -92,7 +92,7 @@ httpStatusText(int status)
 }
 
 const char*
-httpDate(HttpLoop* hl)
+corHttpDate(HttpLoop* hl)
 {
     time_t now = time(NULL);
 
@@ -112,7 +112,7 @@ static char*
 outputReserve(HttpConn* c, size_t more)
 {
     if (c->out == NULL && more <= HTTP_BUF_BYTES) {
-        c->out = httpBufTake(c->hl);
+        c->out = corHttpBufTake(c->hl);
         if (c->out == NULL) {
             return NULL;
         }
@@ -202,7 +202,7 @@ static int
 appendHead(HttpConn* c, const HttpRequest* req, int status, bool keepAlive)
 {
     const CorRequest* r = &req->r;
-    const char* reason = httpStatusText(status);
+    const char* reason = corHttpStatusText(status);
     size_t typeLen = r->contentType ? strlen(r->contentType) : 0;
     size_t extra = strlen(reason) + typeLen + 160;
     char* start;
@@ -221,7 +221,7 @@ appendHead(HttpConn* c, const HttpRequest* req, int status, bool keepAlive)
     *at++ = ' ';
     at = put(at, reason, strlen(reason));
     at = PUT_LITERAL(at, "\r\nServer: cor\r\nDate: ");
-    at = put(at, httpDate(c->hl), 29);
+    at = put(at, corHttpDate(c->hl), 29);
     if (req->lengthSaid != UINT64_MAX) {
         at = PUT_LITERAL(at, "\r\nContent-Length: ");
         at = putDecimal(at, req->lengthSaid);
@@ -335,7 +335,7 @@ statusSent(const HttpRequest* req)
 }
 
 int
-httpResponseAppend(HttpConn* c, HttpRequest* req, bool keepAlive)
+corHttpResponseAppend(HttpConn* c, HttpRequest* req, bool keepAlive)
 {
     const CorRequest* r = &req->r;
     int status = statusSent(req);
@@ -353,8 +353,8 @@ httpResponseAppend(HttpConn* c, HttpRequest* req, bool keepAlive)
 }
 
 int
-httpChunkAppend(HttpConn* c, HttpRequest* req, const void* data,
-                size_t len)
+corHttpChunkAppend(HttpConn* c, HttpRequest* req, const void* data,
+                   size_t len)
 {
     char size[24];
     int n;
@@ -388,7 +388,7 @@ httpChunkAppend(HttpConn* c, HttpRequest* req, const void* data,
 }
 
 int
-httpChunkEnd(HttpConn* c, const HttpRequest* req)
+corHttpChunkEnd(HttpConn* c, const HttpRequest* req)
 {
     if (req->framing == HTTP_FRAME_LENGTH) {
         /* Short of its length: only the close can tell the client that
@@ -402,13 +402,13 @@ httpChunkEnd(HttpConn* c, const HttpRequest* req)
 }
 
 int
-httpErrorAppend(HttpConn* c, int status)
+corHttpErrorAppend(HttpConn* c, int status)
 {
-    return httpErrorAppendWhy(c, status, httpStatusText(status));
+    return corHttpErrorAppendWhy(c, status, corHttpStatusText(status));
 }
 
 int
-httpErrorAppendWhy(HttpConn* c, int status, const char* why)
+corHttpErrorAppendWhy(HttpConn* c, int status, const char* why)
 {
     char body[128];
     int len = snprintf(body, sizeof(body), "%d %s\n", status, why);
@@ -428,7 +428,7 @@ httpErrorAppendWhy(HttpConn* c, int status, const char* why)
 }
 
 int
-httpContinueAppend(HttpConn* c)
+corHttpContinueAppend(HttpConn* c)
 {
     static const char line[] = "HTTP/1.1 100 Continue\r\n\r\n";
 

@@ -13,7 +13,7 @@
 
 /* The one thing of the connection's loop that appending uses. */
 char*
-httpBufTake(HttpLoop* hl)
+corHttpBufTake(HttpLoop* hl)
 {
     (void)hl;
     return malloc(HTTP_BUF_BYTES);
@@ -50,14 +50,14 @@ static const int registered[] = {
 START_TEST(test_every_registered_status_has_its_phrase)
 {
     for (size_t i = 0; i < sizeof(registered) / sizeof(registered[0]); i++) {
-        ck_assert_msg(strcmp(httpStatusText(registered[i]), "Unknown") != 0,
+        ck_assert_msg(strcmp(corHttpStatusText(registered[i]), "Unknown") != 0,
                       "%d has no reason phrase", registered[i]);
     }
-    ck_assert_str_eq(httpStatusText(426), "Upgrade Required");
-    ck_assert_str_eq(httpStatusText(421), "Misdirected Request");
-    ck_assert_str_eq(httpStatusText(422), "Unprocessable Content");
-    ck_assert_str_eq(httpStatusText(451), "Unavailable For Legal Reasons");
-    ck_assert_str_eq(httpStatusText(511), "Network Authentication Required");
+    ck_assert_str_eq(corHttpStatusText(426), "Upgrade Required");
+    ck_assert_str_eq(corHttpStatusText(421), "Misdirected Request");
+    ck_assert_str_eq(corHttpStatusText(422), "Unprocessable Content");
+    ck_assert_str_eq(corHttpStatusText(451), "Unavailable For Legal Reasons");
+    ck_assert_str_eq(corHttpStatusText(511), "Network Authentication Required");
 }
 END_TEST
 
@@ -67,7 +67,7 @@ START_TEST(test_an_unregistered_status_is_unknown)
                                   430, 432, 450, 509, 512, 599, 1000 };
 
     for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
-        ck_assert_str_eq(httpStatusText(others[i]), "Unknown");
+        ck_assert_str_eq(corHttpStatusText(others[i]), "Unknown");
     }
 }
 END_TEST
@@ -78,7 +78,7 @@ START_TEST(test_an_error_answer_carries_the_phrase)
     HttpConn c = { .hl = &hl };
     char* text;
 
-    ck_assert_int_eq(httpErrorAppend(&c, 426), 0);
+    ck_assert_int_eq(corHttpErrorAppend(&c, 426), 0);
     text = strndup(c.out, c.outLen);
     ck_assert_ptr_nonnull(text);
     ck_assert_msg(strncmp(text, "HTTP/1.1 426 Upgrade Required\r\n", 31) == 0,
