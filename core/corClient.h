@@ -1,0 +1,351 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * corClient.h: what a module that talks to other servers uses: URLs (one
+ * parser), connections out (plain or TLS, pooled per loop), TLS client
+ * contexts, and the registry of URL schemes that fetch (corHttpClient*
+ * exchanges) and notify.
+ */
+#ifndef COR_CLIENT_H
+#define COR_CLIENT_H
+
+#include "corModule.h"
+
+/* ---- TLS clients ----------------------------------------------------------
+ *
+ * A client context holds what connections to servers share: the trust
+ * (the system's CA store or a CA file), whether to verify, the ALPN list,
+ * and a session cache per peer (serverName:port) for resumption. One
+ * context serves every thread (the cache is locked, never across a wait).
+ */
+
+typedef struct {
+    const char* caFile;     /* NULL: the system's CA store */
+    bool insecure;          /* skip verification (tests, explicit opt-in) */
+    const char* alpn;       /* comma list, e.g. "http/1.1", or NULL */
+} CorTlsClientOptions;
+
+/* A client context (verification on unless o->insecure). Returns NULL
+ * with the reason in why (a CA file that does not load, a bad ALPN list,
+ * no memory). The caller frees it with corTlsClientFree, after every
+ * transport made with it is closed. */
+CorTlsClient* corTlsClientNew(const CorTlsClientOptions* o, char* why,
+                              size_t whyLen);
+void corTlsClientFree(CorTlsClient* ctx);
+
+/*
+ * Make t a TLS client transport over the connected non-blocking socket
+ * fd, for serverName (sent as SNI unless it is an IP address; the
+ * certificate is checked against it, name or IP); the session of an
+ * earlier connection to the same serverName:port is offered for
+ * resumption. No byte moves yet: corTransportTlsHandshake runs the
+ * handshake. Returns 0 (t owns fd; close it with t->ops->close), or
+ * -errno (fd stays the caller's).
+ */
+int corTransportTlsClient(CorTransport* t, int fd, CorTlsClient* ctx,
+                          const char* serverName, unsigned port);
+
+/*
+ * Run the handshake of a client transport to its end, waiting through
+ * corRestWaitFd (it yields in a coroutine and polls elsewhere; a stop
+ * cancels it: -ECANCELED). Returns 0, or -errno with OpenSSL's reason in
+ * why ("certificate has expired", "hostname mismatch", "self-signed
+ * certificate"...): -ETIMEDOUT past timeoutMs (< 0: none), -EPROTO for a
+ * verification or handshake failure, -ECONNRESET when the peer closed.
+ * May yield.
+ */
+int corTransportTlsHandshake(CorTransport* t, int timeoutMs, char* why,
+                             size_t whyLen);
+
+typedef struct {
+    const char* name;           /* as `listen: - protocol:` names it */
+    /* What it speaks, as TLS ALPN names it, a comma list ("http/1.1"), or
+     * NULL: a TLS listener of this protocol offers it. */
+    const char* alpn;
+    /* Its name over TLS ("https"), or NULL: a listener so named is served
+     * by this protocol, and must have tls. */
+    const char* tlsName;
+    /* On each loop's thread, with the generation's listeners of this
+     * protocol: start serving. Returns 0 or -1 (logged). */
+    int (*start)(CorModule* m, CorEvLoop* loop, unsigned loopIndex,
+                 CorListener* const* listeners, unsigned count);
+    /* On each loop's thread: stop accepting, let what is in flight finish,
+     * answer the next request on each connection with a close. */
+    void (*drain)(CorModule* m, CorEvLoop* loop, unsigned loopIndex);
+    /* After the loop stopped (its waits cancelled, its coroutines ended):
+     * answer what still holds a request as failed, close everything. */
+    void (*stop)(CorModule* m, CorEvLoop* loop, unsigned loopIndex);
+    /* Connections still open on this loop (a drain is over at 0). */
+    unsigned (*connections)(CorModule* m, unsigned loopIndex);
+} CorProtocol;
+
+int corProtocolAdd(CorModule* m, const CorProtocol* protocol);
+
+/* The generation's loops. */
+unsigned corLoopCount(void);
+CorEvLoop* corLoopAt(unsigned index);
+
+/* The limits of the running configuration. */
+typedef struct {
+    unsigned connections;
+    size_t headerBytes;
+    unsigned headerCount;
+    size_t bodyBytes;
+    uint64_t requestTimeoutMs;
+    uint64_t bodyTimeoutMs;
+    uint64_t keepaliveTimeoutMs;
+    uint64_t sendTimeoutMs;
+} CorLimits;
+
+const CorLimits* corLimits(void);
+
+/*
+ * The limits of every protocol's requests, in one place: a protocol asks
+ * as a request's head and then its body arrive, and corRequestServe asks
+ * again before any handler runs (a request past them is answered with the
+ * status, its handler never called). corLimitsHead measures r's method,
+ * target and headers as HTTP/1.1 writes them: 0 within
+ * limits.header_bytes and header_count, else the status to refuse r with,
+ * 414 (the request line alone is longer than header_bytes) or 431.
+ * corLimitsBody: 0 when a body of bytes (declared, or come so far) is
+ * within limits.body_bytes, else 413. corLimitsRequest: both, for r whole
+ * (r->bodyLen). Any thread.
+ */
+int corLimitsHead(const CorRequest* r);
+int corLimitsBody(uint64_t bytes);
+int corLimitsRequest(const CorRequest* r);
+/*
+ * A request refused at a limit (status 408, 413, 414 or 431; another is
+ * ignored), however its protocol says no on its wire: logged once
+ * ("PROTOCOL: WHO: WHAT is past the limits (LIMIT): refused STATUS") and
+ * counted in cor_requests_refused_total{protocol, status}. corLimitsText:
+ * the answer's text ("413 Content Too Large\n"), NULL for another status.
+ */
+void corLimitsRefused(const char* protocol, const char* who,
+                      const char* what, int status);
+const char* corLimitsText(int status);
+/*
+ * Refuse r at a limit, status (0: none, r is within them): said and
+ * counted as above, under the protocol r->version names ("COR/1": cor),
+ * and r's answer set to the status and its text, for the protocol to send
+ * as it sends any. Returns status. corRequestServe calls it with
+ * corLimitsRequest(r); a protocol that refuses before then calls it too.
+ */
+int corLimitsAnswer(CorRequest* r, int status);
+
+/*
+ * Accepting, for a protocol module: from its start, on each loop's
+ * thread, with the generation's listeners of the protocol. Loop 0 accepts
+ * on a shared listener and deals its connections out to the loops in
+ * turn; a `reuseport` listener is accepted on by every loop. open(index,
+ * l, fd, peer) runs on the thread of loop index, which owns the
+ * non-blocking socket fd from then on: it makes the connection's
+ * transport (corListenerTransport) and serves it, and calls
+ * corAcceptClosed() when it closes it, even at once (a connection counts
+ * against limits.connections, all protocols together, from its accept to
+ * then). Past limits.connections a connection is closed at accept and
+ * counted; at the fd limit accepting pauses 100 ms, and is logged once a
+ * second at most.
+ */
+typedef void (*CorAcceptFn)(unsigned loopIndex, const CorListener* l,
+                            int fd, const struct sockaddr_storage* peer);
+typedef struct CorAccept CorAccept;
+
+/* Start accepting on this loop; returns the acceptor, or NULL (logged). */
+CorAccept* corAcceptStart(CorEvLoop* loop, unsigned index,
+                          CorListener* const* listeners, unsigned count,
+                          CorAcceptFn open);
+/* Stop accepting and free a (on its loop's thread); NULL is ignored. */
+void corAcceptStop(CorAccept* a);
+/* A connection that was accepted is closed. */
+void corAcceptClosed(void);
+/* A peer's address as text ("192.0.2.7", "2001:db8::1"), without its port,
+ * into out (size bytes; 46 hold any): what r->remote says. */
+void corPeerAddress(const struct sockaddr_storage* peer, char* out,
+                    size_t size);
+
+/* ---- URLs ----------------------------------------------------------------- */
+
+/* scheme://[user[:password]@]host[:port][/path][?query] taken apart; the
+ * pointers point into the URL parsed. */
+typedef struct {
+    char scheme[16];            /* lowercased: "http", "cor", "mqtts" */
+    const char* user;           /* NULL when none */
+    size_t userLen;
+    const char* password;       /* NULL when none */
+    size_t passwordLen;
+    char host[256];             /* a name or an address, no brackets */
+    unsigned port;              /* 0 when absent: the scheme's default */
+    const char* authority;      /* host[:port] as written */
+    size_t authorityLen;
+    /* path and query as written ("/p?q"); "/" when both are absent; a
+     * query without a path is "?q" (its path is "/": RFC 3986 6.2.3). */
+    const char* target;
+    size_t targetLen;
+} CorUrl;
+
+/*
+ * Take the URL s apart into u, the one way every client of cor does. A
+ * "#fragment" is dropped; a host is a name, an IPv4 address or [an IPv6
+ * one]. Returns 0, or -EINVAL with the reason in why: no "scheme://", a
+ * bad host or port, a space, a control or a non-ASCII byte in the path or
+ * query. Whether the scheme, a user or a password is right for it is the
+ * client's to say.
+ */
+int corUrlParse(const char* s, CorUrl* u, char* why, size_t whyLen);
+
+/* ---- Connections out: the one layer every client stands on ------------- */
+
+/*
+ * A connection to another server, plain or TLS, that the HTTP client, the
+ * cor:// and MQTT clients and the notifications all read and write: no
+ * protocol knows how it was opened or where it came from. Every wait on it
+ * (the connect, a TLS handshake, a read, a write) is a corRestWaitFd, so
+ * the same code yields in a coroutine and polls on a worker, and a stop or
+ * the request's cancel ends it with ECANCELED.
+ *
+ * Ownership: a connection belongs to the code that opened it until it
+ * gives it back with corConnRelease (reusable: it goes to the keep-alive
+ * pool of the calling thread) or corConnClose; it is used by one piece of
+ * work at a time and released on the thread that opened it. Each loop
+ * keeps a pool of its own; the workers and every other thread share one,
+ * under a lock that is never held across a wait. Idle connections are
+ * kept per peer (host, port and TLS identity: TLS or not, the server name
+ * and the CorTlsClient, which carries the CA and verification policy) up
+ * to client.keepalive_per_peer, each for client.idle_timeout.
+ */
+
+/* Where to connect; the strings are read during corConnOpen only. */
+typedef struct {
+    const char* host;           /* a name, an IPv4 or an IPv6 address (no
+                                   brackets) */
+    unsigned port;              /* 1..65535 */
+    bool tls;
+    const char* serverName;     /* TLS: the name sent (SNI) and verified;
+                                   NULL: host */
+    int connectTimeoutMs;       /* the name, the connect and the TLS
+                                   handshake, all addresses together (each
+                                   connect takes an equal share of what is
+                                   left, the last all of it); 0:
+                                   client.connect_timeout */
+    CorTlsClient* tlsClient;    /* TLS settings (CA, verification, ALPN);
+                                   NULL: the default, from client.ca_file */
+    bool fresh;                 /* a new connection, never a pooled one
+                                   (the retry of a request that a pooled
+                                   connection lost) */
+} CorConnTarget;
+
+/*
+ * A connection to target: an idle one of this thread's pool for the same
+ * peer, checked first that the peer has not closed it, or a new one. A
+ * new one resolves the host (corResolve; numeric addresses and localhost
+ * ask nobody), connects to each address in turn until one answers,
+ * without blocking, and with TLS does the handshake, all within the
+ * connect deadline. Returns the connection, which the caller owns; or
+ * NULL with *errP set to -errno (-ECONNREFUSED, -ETIMEDOUT, -ECANCELED,
+ * -EHOSTUNREACH, -ENOENT for an unknown name, -EPROTO for a TLS failure,
+ * -EINVAL for a bad target) and why (when not NULL) set to a sentence that
+ * names the peer and the reason ("connect to 127.0.0.1:1: Connection
+ * refused", "TLS to a.test:443: certificate has expired"). errP may be
+ * NULL. May yield.
+ */
+CorConn* corConnOpen(const CorConnTarget* target, int* errP, char* why,
+                     size_t whyLen);
+
+/*
+ * Read up to len (> 0) bytes into buf (the caller's), waiting for them at
+ * most timeoutMs (< 0: no deadline; 0: not at all). Returns the bytes
+ * read (> 0), 0 when the peer closed, or -errno: -ETIMEDOUT, -ECANCELED,
+ * -EAGAIN (timeoutMs 0 and nothing there), -ECONNRESET, -EPROTO (TLS),
+ * -EINVAL (len 0). Bytes a TLS record already brought in are returned
+ * without waiting on the socket. May yield.
+ */
+ssize_t corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs);
+
+/*
+ * Write all len bytes of buf (the caller's, read during the call only),
+ * waiting for room (a full send buffer) as needed, all within timeoutMs
+ * (< 0: no deadline; 0: what the socket takes at once). Returns 0, or
+ * -errno: -ETIMEDOUT, -ECANCELED, -EPIPE or -ECONNRESET (the peer is
+ * gone). After a failure part of buf may have gone out. May yield.
+ */
+int corConnWriteAll(CorConn* c, const void* buf, size_t len, int timeoutMs);
+
+/* Whether c came from the pool rather than a new connect: a request that
+ * failed on it before any byte of the answer came may be sent once more
+ * on a new connection (the peer may have closed it meanwhile) when
+ * nothing of it was written, or when repeating it is harmless (an
+ * idempotent method). */
+bool corConnReused(const CorConn* c);
+
+/* The bytes written on c since it was opened or taken from the pool
+ * (whatever a failed write got out too): 0 proves the peer saw nothing of
+ * what this user sent, so a request may go again on another connection. */
+size_t corConnWritten(const CorConn* c);
+
+/* The connection's transport and socket, for a protocol client that
+ * waits itself (corRestWaitFd on the fd); owned by c. */
+CorTransport* corConnTransport(CorConn* c);
+
+/* "host:port", for messages; owned by c. */
+const char* corConnPeer(const CorConn* c);
+
+/*
+ * Done with c, which is fit to carry another exchange (its last answer
+ * was read to the end): it goes back to the calling thread's pool. It is
+ * closed instead when a read or write on it failed, timed out or saw the
+ * peer's end, when the pool of that peer is full (the oldest goes), when
+ * pooling is off, or when it is released on another thread than the one
+ * that opened it. c is gone after the call.
+ */
+void corConnRelease(CorConn* c);
+
+/* Done with c, not reusable (an answer not read to its end, a protocol
+ * error): closed at once. c is gone after the call. */
+void corConnClose(CorConn* c);
+
+/* ---- URL schemes: one registry for every client ------------------------- */
+
+/* The client's exchange and its answer (corHttpClient.h), whatever the
+ * scheme. */
+struct CorHttpClientRequest;
+struct CorHttpClientResponse;
+
+/*
+ * A URL scheme and what takes its URLs: one exchange of the client
+ * (fetch: corHttpClientFetch and corHttpClientStart take its URLs, and so
+ * the forward module), notifications (send), or both. http and https are
+ * the HTTP floor's (http/); modules add cor, cors, mqtt, mqtts.
+ *
+ * fetch makes one exchange as corHttpClientFetch says (the same request,
+ * answer and errors). send is straight-line code that returns 0 when the
+ * receiver acknowledged n, or -errno with a sentence in why (the URL is
+ * logged beside it: why need not repeat it); n and what it points to live
+ * until send returns, n->timeoutMs is set (the default filled in). Both
+ * wait through corRestWaitFd (corConnOpen, corConnRead...: they yield in
+ * a coroutine and poll on a thread; a stop ends their waits with
+ * ECANCELED). May yield.
+ */
+typedef struct {
+    const char* scheme;         /* lowercase: a letter, then letters,
+                                   digits, + - .; at most 15 */
+    int (*send)(CorModule* m, const CorNotification* n, char* why,
+                size_t whyLen);
+    /* NULL, or whether url is one send could take: 0, or -EINVAL with
+     * why, which corNotify logs and returns before anything starts. */
+    int (*check)(const char* url, char* why, size_t whyLen);
+    /* NULL, or one exchange: the client takes the scheme's URLs. */
+    int (*fetch)(const struct CorHttpClientRequest* req,
+                 struct CorHttpClientResponse* res);
+} CorScheme;
+
+/* Register a scheme (copied), from a module's init. Returns 0, or -1
+ * after a module error (a bad or taken name, neither fetch nor send, too
+ * many schemes, called after init). */
+int corSchemeAdd(CorModule* m, const CorScheme* s);
+
+/* The scheme registered as name (lowercase), or of url ("scheme://...",
+ * any case); NULL when none. */
+const CorScheme* corSchemeFind(const char* name);
+const CorScheme* corSchemeOf(const char* url);
+
+#endif /* COR_CLIENT_H */

@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * corModule.h: what an application module uses. A module exports one
+ * descriptor (COR_MODULE), registers handlers, serves requests (answers,
+ * streams), runs background tasks, shares downloads, sends notifications
+ * and logs. cor.h includes it with corProtocol.h (what a protocol module
+ * adds: listeners, transports, accept, upgrades) and corClient.h (URLs,
+ * connections out, TLS clients, URL schemes).
+ */
+#ifndef COR_MODULE_H
+#define COR_MODULE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "corConf.h"
+#include "corEv.h"
+
+/* Bumped whenever a struct or a signature of cor.h's headers, or of one
+ * they include, changes. */
+#define COR_ABI_VERSION 12
+#define COR_VERSION "0.1.0"
+
+/* The types the three headers share, declared once. */
+typedef struct CorModule CorModule;
+typedef struct CorRequest CorRequest;
+typedef struct CorTransport CorTransport;
+typedef struct CorTlsClient CorTlsClient;
+typedef struct CorListener CorListener;
+typedef struct CorConn CorConn;
+
+/* ---- Modules ------------------------------------------------------------- */
+
+/* What a module exports (as the symbol corModuleDescriptor). */
+typedef struct {
+    uint32_t abiVersion;        /* COR_ABI_VERSION when it was built */
+    uint32_t descriptorSize;    /* sizeof(CorModuleDescriptor) then */
+    uint32_t requestSize;       /* sizeof(CorRequest) then */
+    uint32_t pointerSize;
+    const char* corVersion;     /* COR_VERSION then */
+    const char* compiler;
+    const char* name;
+    /* Once per generation, with the module's own YAML mapping. Registers
+     * handlers and protocols. Returns 0, or -1 after corModuleError(). */
+    int (*init)(CorModule* m, const CorConf* conf);
+    /* On each loop's thread before it serves, and after it stopped. */
+    int (*loopInit)(CorModule* m, CorEvLoop* loop, unsigned index);
+    void (*loopExit)(CorModule* m, CorEvLoop* loop, unsigned index);
+    /* When the generation ends. */
+    void (*exit)(CorModule* m);
+} CorModuleDescriptor;
+
+#define COR_MODULE(moduleName, ...)                                        \
+    __attribute__((visibility("default")))                                 \
+    const CorModuleDescriptor corModuleDescriptor = {                      \
+        .abiVersion = COR_ABI_VERSION,                                     \
+        .descriptorSize = sizeof(CorModuleDescriptor),                     \
+        .requestSize = sizeof(CorRequest),                                 \
+        .pointerSize = sizeof(void*),                                      \
+        .corVersion = COR_VERSION,                                         \
+        .compiler = __VERSION__,                                           \
+        .name = #moduleName,                                               \
+        __VA_ARGS__                                                        \
+    }
+
+/* The module's name, its private data pointer, and where its init reports
+ * configuration errors (file:line:column is taken from the node). */
+const char* corModuleName(const CorModule* m);
+void corModuleSetData(CorModule* m, void* data);
+void* corModuleData(const CorModule* m);
+CorConfErrors* corModuleErrors(CorModule* m);
+void corModuleError(CorModule* m, const CorConf* at, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- Handlers: where a request runs -------------------------------------- */
+
+typedef enum {
+    COR_RUN_INLINE,     /* never waits: on the loop that read it */
+    COR_RUN_COROUTINE,  /* waits through corRestWaitFd: a coroutine */
+    COR_RUN_WORKER      /* blocks in a library that knows nothing of the
+                           loop: a worker thread */
+} CorRun;
+
+typedef void (*CorHandlerFn)(CorRequest* r);
+
+/* Per request: may it run as a coroutine (true) or must it go to a worker
+ * (false)? Given, it decides for COR_RUN_COROUTINE and COR_RUN_WORKER
+ * handlers alike. Runs on the loop: it must not wait. */
+typedef bool (*CorRestCoroutineHook)(const CorRequest* r);
+/* The same for the post-response phase. */
+typedef bool (*CorRestFinishCoroutineHook)(const CorRequest* r);
+
+typedef struct {
+    const char* name;               /* what routes name */
+    CorHandlerFn serve;
+    CorRun run;
+    CorRestCoroutineHook coroutineHook;
+    /* Runs after the response is out (notifications after a write); it
+     * runs inline unless finishRun says it may wait. */
+    CorHandlerFn finish;
+    CorRun finishRun;
+    CorRestFinishCoroutineHook finishCoroutineHook;
+    /* A deadline for serve, 0 for none (a route's `timeout` overrides
+     * it): past it the handler's waits fail with ECANCELED and the
+     * client is answered 504, unless the handler answered first. An
+     * inline handler has none (it never waits). */
+    uint64_t timeoutMs;
+} CorHandler;
+
+/* Register a handler (copied). Returns 0, or -1 after a module error
+ * (a duplicate name). */
+int corHandlerAdd(CorModule* m, const CorHandler* handler);
+
+/* The text of /metrics being written; the core's. */
+typedef struct CorMetricsOut CorMetricsOut;
+
+/* Writes a module's lines into out (corMetricsPrintf); arg is the one
+ * given at its registration. */
+typedef void (*CorMetricsSourceFn)(CorMetricsOut* out, void* arg);
+
+/*
+ * Register a source of lines for /metrics, from the module's init (arg
+ * stays the module's and must live until its exit). emit runs each time
+ * /metrics is served, after the core's own lines, on whatever thread
+ * serves it (a loop, a coroutine, a worker), maybe on several at once:
+ * it reads what it counts with atomics, or under a lock it never holds
+ * across a wait, and does not yield. Returns 0, or -1 after a module
+ * error (no memory).
+ */
+int corMetricsSourceAdd(CorModule* m, CorMetricsSourceFn emit, void* arg);
+
+/* Append to out, as printf: whole lines of the Prometheus text format
+ * ("# HELP", "# TYPE", "name{label=\"v\"} 1"), each ending in \n. */
+void corMetricsPrintf(CorMetricsOut* out, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* ---- Requests ------------------------------------------------------------ */
+
+typedef struct {
+    const char* name;
+    size_t nameLen;
+    const char* value;
+    size_t valueLen;
+} CorHeader;
+
+/* Where a request ran, for logs and counters. */
+typedef enum {
+    COR_RAN_INLINE,
+    COR_RAN_COROUTINE,
+    COR_RAN_WORKER
+} CorRan;
+
+typedef struct CorArenaChunk CorArenaChunk;
+typedef struct CorStream CorStream;
+typedef struct CorUpgraded CorUpgraded;
+typedef struct CorProtocolOps CorProtocolOps;
+typedef struct CorHandlerEntry CorHandlerEntry;
+
+/*
+ * A request. The protocol module that read it owns it (embedded in its own
+ * per-request record) and keeps it alive until the core calls its done()
+ * and, after the post-response phase, its release(). Everything the request
+ * points to stays valid as long.
+ */
+struct CorRequest {
+    /* The input, set by the protocol. */
+    const char* method;
+    size_t methodLen;
+    const char* path;           /* percent-decoded */
+    size_t pathLen;
+    const char* query;          /* raw, NULL when none */
+    size_t queryLen;
+    const CorHeader* headers;
+    unsigned headerCount;
+    const char* body;
+    size_t bodyLen;
+    bool head;                  /* HEAD: the protocol sends no body */
+    const char* remote;         /* the client's address ("192.0.2.7",
+                                   "2001:db8::7"), or NULL when unknown */
+    bool secure;                /* it came over TLS */
+    /* For the access log: the target as the client wrote it (NULL: the
+     * path and query say it), and how it came ("HTTP/1.1", "COR/1"). */
+    const char* target;
+    size_t targetLen;
+    const char* version;
+    const char* rawPath;        /* the path as the client encoded it, only
+                                   its dot segments removed (what a proxy
+                                   passes on: "%2F" stays), or NULL */
+    size_t rawPathLen;
+
+    /* The response, set by the handler through corRespond*(). */
+    int status;
+    const char* contentType;
+    const void* responseBody;
+    size_t responseLen;
+    CorHeader* responseHeaders;
+    unsigned responseHeaderCount;
+    bool responded;
+    int fileFd;                 /* a file body (corRespondFile), or -1 */
+    int64_t fileOffset;
+    CorStream* stream;          /* a streamed body, or NULL */
+    /* What went out, set by the protocol by corRequestSent: the bytes of
+     * the body (not of the head), and whether the answer was cut (its
+     * stream failed, its client left: corRequestCancel sets it). */
+    uint64_t bodySent;
+    bool cut;
+
+    /* The core's, between dispatch and release. */
+    CorRan ran;
+    const CorHandlerEntry* handler;
+    const CorProtocolOps* ops;
+    /* The protocol's own (its connection): the core never reads it, only
+     * hands r back through ops. What it points to may be gone once the
+     * connection closed: the protocol clears it then, or keeps it alive
+     * until release. */
+    void* protocolData;
+    CorEvLoop* loop;
+    CorArenaChunk* arena;
+    CorEvTask task;             /* to a worker, and back to the loop */
+    uint64_t startMs;
+    unsigned responseHeaderCap;
+    bool inFinish;
+    bool serving;               /* the handler runs: it can be cancelled */
+    CorRestCancel cancel;       /* ends the running phase's waits */
+    /* What the running phase started beside itself and must not outlive
+     * it (a client call not collected): cancelled with it, given up at
+     * its end (corRequestCleanupAdd, corCoreInt.h). */
+    struct CorRequestCleanup* cleanups;
+    CorEvTimer deadline;        /* the handler's timeout, when it has one */
+    atomic_uint answer;         /* with a deadline: who answered first */
+    CorUpgraded* upgrade;       /* corRequestUpgrade was called */
+    /* The notifications r started that have not ended, plus one until
+     * its last phase ends: it is released at 0. */
+    atomic_uint holds;
+};
+
+/* A request header (case-insensitive), NULL when absent. */
+const CorHeader* corRequestHeader(const CorRequest* r, const char* name);
+
+/* Whether h's value, a comma list (Connection, Upgrade), holds the token
+ * token[0..tokenLen), compared without case. */
+bool corHeaderListHas(const CorHeader* h, const char* token,
+                      size_t tokenLen);
+
+/* The value of a query parameter, percent-decoded into the request's
+ * arena; NULL when absent. */
+const char* corRequestQuery(CorRequest* r, const char* key);
+
+/* Memory that lives as long as the request (the arena is freed with it). */
+void* corRequestAlloc(CorRequest* r, size_t size);
+
+/* The request the calling code serves: right in a coroutine (it follows
+ * the coroutine across waits), on a worker and inline. */
+CorRequest* corRequestCurrent(void);
+
+/*
+ * The client that sent r is gone (it closed or reset the connection): end
+ * the waits of r's handler. Its wait through corRestWaitFd returns -1
+ * with errno ECANCELED now, and every later one at once, so the handler
+ * runs its failure path and returns early; on a worker thread its poll()
+ * ends too. Call it on r's loop, between corRequestServe and ops->release.
+ * It does nothing once the handler has returned, in the post-response
+ * phase (which is not the client's: its notifications still go out), and
+ * for an inline handler (which never waits); calling it twice is calling
+ * it once. The core then goes on as for any request: ops->done with what
+ * the handler answered (which nobody reads), ops->release after the
+ * post-response phase. Counted in /metrics.
+ */
+void corRequestCancel(CorRequest* r);
+
+/* Whether r's handler was cancelled (its client left, or its deadline
+ * passed): a handler that computes for long without waiting can look at
+ * it between steps and stop early. From any thread. */
+bool corRequestCancelled(const CorRequest* r);
+
+/* The handler and the route name the request was routed to. */
+const char* corRequestHandlerName(const CorRequest* r);
+
+/* Respond with a body from memory (copied unless it outlives the request:
+ * corRespondStatic). A second response to one request is ignored. */
+void corRespond(CorRequest* r, int status, const char* contentType,
+                const void* body, size_t len);
+void corRespondStatic(CorRequest* r, int status, const char* contentType,
+                      const void* body, size_t len);
+void corRespondf(CorRequest* r, int status, const char* contentType,
+                 const char* fmt, ...) __attribute__((format(printf, 4, 5)));
+/* A response header, before corRespond (both strings are copied).
+ * Returns 0; -EINVAL, refused and logged, when name is not a token (RFC
+ * 9110: letters, digits and !#$%&'*+-.^_`|~) or value holds a control
+ * character other than tab (a CR or LF would inject headers); or -ENOMEM. */
+int corResponseHeader(CorRequest* r, const char* name, const char* value);
+
+/* Respond with len bytes of an open file from offset, sent with
+ * sendfile(). The core owns fd from here and closes it. */
+void corRespondFile(CorRequest* r, int status, const char* contentType,
+                    int fd, int64_t offset, size_t len);
+
+/*
+ * A streamed response, for a body not known in advance (a proxy passing
+ * an upstream's answer on): set the response headers, start it in the
+ * handler, write pieces from any thread (each is copied; HTTP/1.1 sends
+ * it as a chunk), and end it from any thread; the handler may return
+ * before the end (the request lives until it). Start returns 0 or -1
+ * (already answered, or no memory). The head goes out at once, not when
+ * the handler returns, and the pieces follow it as they are written.
+ *
+ * What a stream holds unsent, in the core and in the protocol, is bounded
+ * by COR_STREAM_QUEUE_MAX, so a body of any size passes in that much
+ * memory: a writer waits for room while the client reads slowly (a
+ * worker or a thread of its own blocks; a coroutine of the request's
+ * loop yields until the loop drained enough). Only code that cannot wait
+ * (an inline handler, on the loop's own stack) gets -EAGAIN: write from
+ * elsewhere. A write returns 0, -EAGAIN as said, -EPIPE once the client
+ * is gone or the handler was cancelled (stop producing), -ENOMEM. Always
+ * end a stream that was started: the request ends with it. May yield.
+ */
+#define COR_STREAM_QUEUE_MAX ((size_t)256 * 1024)
+
+int corResponseStreamStart(CorRequest* r, int status,
+                           const char* contentType);
+int corResponseStreamWrite(CorRequest* r, const void* data, size_t len);
+void corResponseStreamEnd(CorRequest* r);
+/* End a stream as failed (its producer lost its source mid-body): what
+ * was written goes out, then the client is told the body is incomplete
+ * (HTTP/1.1 closes the connection without the last chunk), never that
+ * it is whole. Instead of corResponseStreamEnd. */
+void corResponseStreamAbort(CorRequest* r);
+
+/* ---- Background tasks ----------------------------------------------------
+ *
+ * Long-running work of a module (a health check, a subscriber, a cache
+ * refresher), the bi-modal seed's SPAWN, schedule_after and schedule; the
+ * same source runs in both modes:
+ *
+ *     static void
+ *     healthCheck(void* arg)
+ *     {
+ *         while (corTaskScheduleAfter(1000) == 0) {
+ *             probe(arg);             (waits through corRestWaitFd)
+ *         }
+ *     }
+ *
+ *     corTaskSpawn(healthCheck, upstream, "health");   (in loopInit)
+ */
+typedef void (*CorTaskFn)(void* arg);
+
+/*
+ * Start fn(arg) as a background task named name (for logs; copied). With
+ * coroutines on and called on a loop's thread (a module's loopInit, an
+ * inline or coroutine handler) it is a coroutine of that loop, started at
+ * the loop's next iteration; elsewhere (a worker, blocking mode, or
+ * past the loop's coroutine cap) a thread of its own, not a pool worker,
+ * which it would hold for the generation's life. A stop or a reload (the
+ * generation ends) cancels its waits: fn must return when a wait fails
+ * with ECANCELED, and the stop waits for it (the coroutine ends with its
+ * loop, the thread is joined). arg is the caller's and must outlive the
+ * task (the generation, for one spawned in loopInit).
+ *
+ * Not from a module's init, which runs before the loops exist: spawn in
+ * loopInit (one per loop) or from a handler. Returns 0, or -EPERM (no
+ * generation is running: module init, or no server), -ECANCELED (the
+ * generation is stopping), -EINVAL (fn NULL), -ENOMEM or -EAGAIN (no
+ * thread to be had); a refusal is logged, and nothing runs.
+ */
+int corTaskSpawn(CorTaskFn fn, void* arg, const char* name);
+
+/*
+ * The seed's shutdown-aware schedule_after: wait ms (through
+ * corRestWaitFd: a coroutine yields, a thread polls). Returns 0 when the
+ * time passed, -ECANCELED at once when a stop (or the request's cancel,
+ * in a handler) ended the wait, and for every call after. May yield.
+ */
+int corTaskScheduleAfter(int ms);
+
+/*
+ * The seed's schedule(): a cooperative yield. In a coroutine the loop
+ * serves its events and its other coroutines first, then this one goes
+ * on; call it between the steps of a long computation so that the loop's
+ * other requests are not starved. On a thread (a worker, a task's own
+ * thread, blocking mode) it is a no-op, since the thread is its own.
+ * Returns 0, or -ECANCELED once a stop (or the request's cancel) came:
+ * stop computing. May yield.
+ */
+int corTaskSchedule(void);
+
+/* ---- Shared downloads ----------------------------------------------------
+ *
+ * A keyed single-flight fetch with a cache (the seed's @context case): the
+ * first request that needs a resource fetches it; every other request that
+ * needs the same key meanwhile, on any loop, worker or thread, waits for
+ * that one fetch and gets its result, and then the cached copy while its
+ * TTL lasts:
+ *
+ *     static int
+ *     fetchConfig(const char* key, void* arg, void** dataP, size_t* lenP)
+ *     {
+ *         return download(arg, key, dataP, lenP);  (waits: corRestWaitFd)
+ *     }
+ *
+ *     CorShared* s;
+ *     int rc = corShared("config", fetchConfig, origin, 5000, &s);
+ *
+ *     if (rc == 0) {
+ *         corRespond(r, 200, "application/json", corSharedData(s),
+ *                    corSharedLen(s));
+ *         corSharedRelease(s);
+ *     }
+ */
+typedef struct CorShared CorShared;
+
+/* Fetch key: on success set *dataP to malloc'ed bytes (corShared owns them
+ * from here, and frees them with the last reference) and *lenP, and return
+ * 0; else return -errno (every waiter gets it). It runs in the caller that
+ * fetches, and may wait through corRestWaitFd like any handler. */
+typedef int (*CorSharedFetchFn)(const char* key, void* arg, void** dataP,
+                                size_t* lenP);
+
+/*
+ * The result for key (a string, copied): the cached copy if one is there
+ * and its TTL lasts; the result of the fetch in flight for key, waited
+ * for; else fetch(key, arg, ...) is run here, by this caller, for every
+ * caller of key until it ends. A success is cached ttlMs (<= 0: not
+ * cached, only shared with those who waited); a failure is never cached.
+ * The owner of a fetch is the request (corRequestCurrent), else the
+ * coroutine, else the thread: two requests of one loop are a fetch and a
+ * waiter; the owner asking for the key it is fetching (from inside its
+ * fetch) is a cycle. A waiter whose wait is cancelled (a stop, its
+ * request's deadline or client) leaves alone; the fetch goes on for the
+ * others. A waiter whose fetcher was cancelled asks again (and may fetch
+ * itself).
+ *
+ * Returns 0 with *resultP set to a reference the caller owns (release it
+ * with corSharedRelease; the bytes are shared, read-only, and live while a
+ * reference does); or -errno with *resultP NULL: the fetch's error,
+ * -EDEADLK for a cycle, -ECANCELED (a stop or the caller's cancel ended
+ * its wait), -EINVAL, -ENOMEM, -EMFILE. May yield.
+ */
+int corShared(const char* key, CorSharedFetchFn fetch, void* arg,
+              int64_t ttlMs, CorShared** resultP);
+
+/* The bytes and their length; they live while a reference does. */
+const void* corSharedData(const CorShared* s);
+size_t corSharedLen(const CorShared* s);
+/* Another reference to s (for another owner), and the end of one. From
+ * any thread; releasing NULL does nothing. */
+CorShared* corSharedRef(CorShared* s);
+void corSharedRelease(CorShared* s);
+
+/* ---- Notifications ------------------------------------------------------
+ *
+ * A notification is a message sent to a URL after something happened (a
+ * write answered): its scheme picks who sends it (corSchemeAdd). http and
+ * https are the HTTP floor's (a request with the body, acknowledged by a
+ * 2xx); a module adds others (the MQTT bridge mqtt and mqtts, modules/cor
+ * cor), which is what makes a module a bridge:
+ *
+ *     static void
+ *     writeFinish(CorRequest* r)           (the post-response phase)
+ *     {
+ *         corNotify(r, &(CorNotification){
+ *             .url = "https://hooks.example/changed",
+ *             .contentType = "application/json",
+ *             .body = r->body, .bodyLen = r->bodyLen });
+ *     }
+ *
+ * corNotify starts the send and returns: it runs beside the caller, a
+ * coroutine of the caller's loop when the caller runs on one (a
+ * coroutine, or inline: the notification then starts at the loop's next
+ * iteration), else a kept thread (a worker, blocking mode); so all of a
+ * write's notifications are in flight at once, whatever the phase's
+ * place. r is released only once every notification it started has
+ * ended: a drain (reload, graceful stop) waits for them, up to
+ * runtime.stop_timeout; a stop cancels them (each counted failed, one log
+ * line with their number) and does not wait. /metrics counts per scheme
+ * cor_notify_sent_total, cor_notify_failed_total, cor_notify_in_flight.
+ */
+typedef struct {
+    const char* url;            /* scheme://...: the scheme picks the
+                                   sender */
+    const char* method;         /* NULL: POST (what a scheme makes of it
+                                   is its own: http sends it as is) */
+    const CorHeader* headers;   /* sent as they are (http: after Host) */
+    unsigned headerCount;       /* at most COR_NOTIFY_HEADERS_MAX */
+    const char* contentType;    /* NULL: none */
+    const void* body;
+    size_t bodyLen;
+    int timeoutMs;              /* the whole send; 0: client.notify_timeout */
+} CorNotification;
+
+#define COR_NOTIFY_HEADERS_MAX 64
+
+/*
+ * Send n (copied, with all it points to) beside the caller, as said
+ * above; r (NULL for none: a background task's) is the request whose
+ * release waits for it. Returns 0 once it is started (its outcome is
+ * counted and a failure logged, with the URL less any password, and
+ * why); or -EINVAL (no "scheme://" URL, a scheme nobody registered, a
+ * URL its scheme's check refused (logged), too many headers),
+ * -ECANCELED (the generation is stopping), -ENOMEM, or -EAGAIN (no
+ * thread to be had); nothing is sent then, and nothing counted.
+ */
+int corNotify(CorRequest* r, const CorNotification* n);
+
+/* ---- Logging ------------------------------------------------------------- */
+
+typedef enum {
+    COR_LOG_DEBUG,
+    COR_LOG_INFO,
+    COR_LOG_WARN,
+    COR_LOG_ERROR
+} CorLogLevel;
+
+void corLog(CorLogLevel level, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#endif /* COR_MODULE_H */

@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * corProtocol.h: what a protocol module (HTTP, cor://) builds on: the
+ * listeners the master opened, the transports a connection's bytes move
+ * through (plain or TLS), the accept of a loop, and the upgrade that hands
+ * a connection to a handler (WebSocket). Requests it reads go to the core
+ * with corRequestServe (corModule.h).
+ */
+#ifndef COR_PROTOCOL_H
+#define COR_PROTOCOL_H
+
+#include "corModule.h"
+
+/* ---- Upgrades: a handler takes the connection ---------------------------
+ *
+ * A handler answers 101 (Switching Protocols) and takes the connection for
+ * another protocol (WebSocket): once the 101 is set and the handler has
+ * returned, the protocol sends it and hands its connection over (its
+ * transport, so TLS too, and the bytes it read past the request, which
+ * belong to the new protocol, pipelined or not); nothing on it is HTTP
+ * any more. The core then calls fn(u, arg), the session, which reads and
+ * writes u until it returns:
+ *
+ *     static void
+ *     echo(CorUpgraded* u, void* arg)
+ *     {
+ *         char buf[4096];
+ *         ssize_t n;
+ *
+ *         while ((n = corUpgradedRead(u, buf, sizeof(buf), 60000)) > 0
+ *                && corUpgradedWriteAll(u, buf, (size_t)n, 10000) == 0) {
+ *         }
+ *     }
+ *
+ *     static void
+ *     serve(CorRequest* r)
+ *     {
+ *         if (corRequestUpgrade(r, "echo", echo, NULL) != 0) {
+ *             corRespond(r, 400, "text/plain", "no upgrade\n", 11);
+ *         }
+ *     }
+ *
+ * The session runs as a coroutine of the connection's loop when
+ * coroutines are on and the handler's run (and hook) allow one (an inline
+ * handler's session is a coroutine), else on a worker, where its waits
+ * poll(): the same source. A stop cancels its waits (-ECANCELED), as a
+ * request's; a drain (reload, graceful stop) waits for it as for any
+ * request in flight, up to runtime.stop_timeout. The request (its method,
+ * path, headers) stays readable through the session, from
+ * corUpgradedRequest; the session is its last phase (no finish follows).
+ */
+typedef void (*CorUpgradeFn)(CorUpgraded* u, void* arg);
+
+/*
+ * Answer r with 101 and take its connection for protocol (a token, sent
+ * as Upgrade: protocol) once the handler returns; fn(u, arg) then runs as
+ * said above, exactly once (with a u whose reads and writes fail when the
+ * client left before the 101 went out). Call it from r's handler, instead
+ * of a response. Checks that r may be upgraded: a GET, whose Connection
+ * header lists "upgrade" and whose Upgrade header lists protocol
+ * (case-insensitive; "protocol/version" matches too), over a protocol
+ * that can hand its connection over (HTTP/1.1; not HTTP/1.0). Returns 0;
+ * -EINVAL when r is not such a request (answer it yourself: 400, or 426),
+ * -ENOTSUP when its protocol cannot upgrade, -EALREADY when r was
+ * answered, -ENOMEM. On failure fn is never called.
+ */
+int corRequestUpgrade(CorRequest* r, const char* protocol, CorUpgradeFn fn,
+                      void* arg);
+
+/* The request that was upgraded; valid through the session. */
+CorRequest* corUpgradedRequest(CorUpgraded* u);
+
+/*
+ * Read up to len (> 0) bytes into buf, within timeoutMs (< 0: no
+ * deadline; 0: not at all): first the bytes that came with the request,
+ * then the connection's (through its transport). Returns the bytes read
+ * (> 0), 0 when the peer closed, or -errno: -ETIMEDOUT, -ECANCELED (a
+ * stop), -EAGAIN (timeoutMs 0, nothing there), -ECONNRESET, -EPROTO
+ * (TLS), -EBADF (closed), -EINVAL (len 0). May yield.
+ */
+ssize_t corUpgradedRead(CorUpgraded* u, void* buf, size_t len,
+                        int timeoutMs);
+
+/*
+ * Write all len bytes of buf (read during the call only), waiting for
+ * room as needed, all within timeoutMs (< 0: no deadline). Returns 0, or
+ * -errno: -ETIMEDOUT, -ECANCELED, -EPIPE or -ECONNRESET (the peer is
+ * gone), -EBADF (closed). After a failure part of buf may have gone out.
+ * May yield.
+ */
+int corUpgradedWriteAll(CorUpgraded* u, const void* buf, size_t len,
+                        int timeoutMs);
+
+/* Close the connection (TLS: with its close_notify), at once; later reads
+ * and writes fail with -EBADF. The session's end closes it otherwise. */
+void corUpgradedClose(CorUpgraded* u);
+
+/* ---- Protocols: what protocol modules (HTTP, cor://) build on ---------- */
+
+/*
+ * What the core calls back on the protocol that read a request. Both run
+ * on the loop that read it.
+ */
+struct CorProtocolOps {
+    /* The response is set (by the handler, or a failure status): send it,
+     * then call corRequestSent() once it is out (or failed). A streamed
+     * response gets its head here (as soon as the stream starts: its
+     * handler may still run), its pieces through streamData and its end
+     * through streamEnd, once the handler returned; corRequestSent
+     * follows the end. */
+    void (*done)(CorRequest* r);
+    /* The post-response phase is over: the request may be freed. */
+    void (*release)(CorRequest* r);
+    void (*streamData)(CorRequest* r, const void* data, size_t len);
+    void (*streamEnd)(CorRequest* r);
+    /* Whether the client is still there to stream to. */
+    bool (*streamAlive)(const CorRequest* r);
+    /* Bytes of the stream the protocol holds, unsent; the core hands it
+     * more only while that is under COR_STREAM_QUEUE_MAX. NULL: it sends
+     * everything at once (then only the core's queue is bounded). */
+    size_t (*streamBacklog)(const CorRequest* r);
+    /* Whether r's connection can be handed over (corRequestUpgrade); NULL:
+     * never. From any thread: it reads r only. A protocol that can hands
+     * it over in done, when r->upgrade is set and r->status is 101: it
+     * sends the 101 (or passes it on unsent) and calls
+     * corRequestUpgraded instead of corRequestSent. */
+    bool (*upgradable)(const CorRequest* r);
+    /* A stream ended as failed (corResponseStreamAbort): end the response
+     * so that the client sees it incomplete, then corRequestSent as after
+     * streamEnd. NULL: streamEnd. */
+    void (*streamAbort)(CorRequest* r);
+};
+
+/*
+ * Serve a request the protocol has read whole, on the loop that read it:
+ * find its route, run its handler where it must run (inline, a coroutine of
+ * this loop, a worker), and call ops->done when the response is set, then
+ * ops->release after the post-response phase. A request past the limits
+ * (corLimitsRequest) is answered with their status, its handler never
+ * called; one with no route is answered 404 (405 when only the method
+ * differs). Must be called on a loop of the generation.
+ */
+void corRequestServe(CorRequest* r, const CorProtocolOps* ops,
+                     void* protocolData);
+
+/* The protocol sent (most of) what it held of r's streamed body: the core
+ * hands it more now instead of at its next look. On r's loop; nothing
+ * when r has no stream. */
+void corResponseStreamDrained(CorRequest* r);
+
+/* The protocol has sent the response (or gave up on the connection): run
+ * the post-response phase, free the arena, then ops->release. On the
+ * request's loop. */
+void corRequestSent(CorRequest* r);
+
+/*
+ * The protocol hands r's connection over (in its done, for an upgrade):
+ * its transport t (copied: the core owns it from here, and the socket
+ * must no longer be on the loop's epoll), rest, the bytes read past the
+ * request, and unsent, output not yet written (the 101 itself, perhaps),
+ * both copied. Then the session runs, and ops->release follows its end.
+ * On r's loop.
+ */
+void corRequestUpgraded(CorRequest* r, const CorTransport* t,
+                        const void* rest, size_t restLen,
+                        const void* unsent, size_t unsentLen);
+
+/* A listening socket the master opened for a protocol. */
+
+int corListenerFd(const CorListener* l, unsigned loopIndex);
+const char* corListenerAddress(const CorListener* l);
+bool corListenerReusePort(const CorListener* l);
+
+/*
+ * A transport: how a connection's bytes move. Protocol modules read and
+ * write their connections only through one, so that TLS slots in under a
+ * protocol without the protocol knowing (the later https listener gives
+ * its connections a transport over OpenSSL). Calls never block: -1 with
+ * errno EAGAIN means no bytes or no room now; the caller waits for the
+ * socket's next edge and calls again. Owned by its connection; fd stays
+ * the socket, for the loop and for socket options.
+ */
+
+typedef struct {
+    /* As read(2): bytes read, 0 at the peer's end, or -1 with errno. A
+     * short count means nothing more is ready: a transport that decodes
+     * in records (TLS) goes on filling buf until its socket says EAGAIN,
+     * since no further edge comes for bytes it already took in. */
+    ssize_t (*recv)(CorTransport* t, void* buf, size_t len);
+    /* As write(2). */
+    ssize_t (*send)(CorTransport* t, const void* buf, size_t len);
+    /* As sendfile(2): up to len bytes of fileFd from *offset, which moves
+     * on; 0 when the file ended early. */
+    ssize_t (*sendFile)(CorTransport* t, int fileFd, off_t* offset,
+                        size_t len);
+    /* Release what the transport holds and close the socket. */
+    void (*close)(CorTransport* t);
+} CorTransportOps;
+
+struct CorTransport {
+    const CorTransportOps* ops;
+    int fd;
+    void* data;         /* the transport's own per-connection state */
+};
+
+/* Bytes as they are, over the socket fd (which the transport now owns). */
+void corTransportPlain(CorTransport* t, int fd);
+
+/*
+ * The transport a listener gives the connections it accepts: plain, or
+ * TLS (server side) when the listener has tls in the configuration. The
+ * TLS handshake runs inside the transport's recv and send, on the loop
+ * that owns the connection. Returns 0 (t owns fd), or -errno (fd stays
+ * the caller's).
+ */
+int corListenerTransport(const CorListener* l, CorTransport* t, int fd);
+
+/* The listener's tls.handshake_timeout, 0 for a plain listener: a
+ * protocol cuts a TLS connection whose handshake (and first request) has
+ * not come by then. */
+uint64_t corListenerHandshakeTimeoutMs(const CorListener* l);
+
+/*
+ * Whether the last recv stopped because the transport must write before
+ * it can read on (a TLS handshake's answer met a full socket): the caller
+ * calls recv again when the socket turns writable, not only readable. A
+ * protocol that arms its socket edge-triggered for both needs this.
+ */
+bool corTransportWantsWrite(const CorTransport* t);
+
+/* Whether the transport holds decrypted bytes not yet read (SSL_pending):
+ * a reader must not wait on the socket then. False for plain. */
+bool corTransportPending(const CorTransport* t);
+
+/*
+ * Shut the sending side of t, as shutdown(SHUT_WR) does, after a TLS
+ * close_notify (the peer reads a clean end, not a truncation); reading goes
+ * on (a lingering close drains what the peer still sends). Returns 0, or
+ * -errno (-EAGAIN: no room for the close_notify): the caller closes.
+ */
+int corTransportShutWrite(CorTransport* t);
+
+/*
+ * Whether the peer of a TLS listener's connection speaks plain text: its
+ * first byte starts no TLS record (recv failed with EPROTO, reading
+ * nothing). If so, t becomes a plain transport over the same socket, for
+ * the protocol to say in plain text that this port speaks TLS (HTTP: 400,
+ * as nginx) before it closes, never to serve the peer. False otherwise,
+ * and t is unchanged.
+ */
+bool corTransportTlsPlainPeer(CorTransport* t);
+
+/* After a TLS handshake: whether the session was resumed, and the ALPN
+ * protocol chosen (NULL if none, or plain). */
+bool corTransportTlsResumed(const CorTransport* t);
+const char* corTransportTlsAlpn(const CorTransport* t);
+
+#endif /* COR_PROTOCOL_H */
