@@ -52,9 +52,6 @@ void corCorTableTruncate(CorCorTable* tb, unsigned count);
  * last '/', '#' or ':'. */
 size_t corCorSplit(const char* s, size_t len);
 
-/* Make room for n more bytes in b. Returns 0, or -ENOMEM. */
-int corCorBufReserve(CorCorBuf* b, size_t n);
-
 /* Whether the len bytes at s are UTF-8 (RFC 3629: shortest forms, no
  * surrogates, nothing past U+10FFFF). */
 bool corCorUtf8(const uint8_t* s, size_t len);
@@ -110,7 +107,7 @@ enum {
  * which a failure goes back to. The caller's, on its stack. */
 typedef struct {
     CorCorTables* t;
-    CorCorBuf* out;
+    CorBuf* out;
     size_t nodes;
     char* why;
     size_t whyLen;
@@ -120,7 +117,7 @@ typedef struct {
 } CorCorEncoder;
 
 /* Begin a tree at the end of out, with the tables t (NULL: none). */
-void corCorEncodeBegin(CorCorEncoder* e, CorCorTables* t, CorCorBuf* out,
+void corCorEncodeBegin(CorCorEncoder* e, CorCorTables* t, CorBuf* out,
                        char* why, size_t whyLen);
 
 /* End it: rc is how the writing went. Returns the tree's bytes, or an
@@ -168,7 +165,7 @@ typedef struct {
     const uint8_t* buf;
     size_t pos;
     size_t nodes;
-    CorCorBuf scratch;          /* a string joined to its namespace */
+    CorBuf scratch;          /* a string joined to its namespace */
     char* why;
     size_t whyLen;
     unsigned namespaces;

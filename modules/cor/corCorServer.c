@@ -140,7 +140,7 @@ connFlush(CorServerConn* c)
     c->out.len = c->outSent = 0;
     c->outStalledMs = 0;
     if (c->out.cap > OUT_KEEP) {
-        corCorBufFree(&c->out);
+        corBufFree(&c->out);
     }
     return 0;
 }
@@ -170,7 +170,7 @@ onTimer(CorEvTimer* timer)
     corLog(COR_LOG_DEBUG, "cor: %s: %s", c->peerName,
            !c->greeted ? "no HELLO in time"
            : outputPending(c) ? "the peer reads nothing"
-           : c->inLen > 0 ? "a frame did not come whole in time" : "idle");
+           : c->in.len > 0 ? "a frame did not come whole in time" : "idle");
     connClose(c);
 }
 
@@ -199,7 +199,7 @@ timerUpdate(CorServerConn* c)
     }
     if (outputPending(c) && c->outStalledMs != 0) {
         timerAt(c, c->outStalledMs, corLimits()->sendTimeoutMs);
-    } else if ((c->inLen > 0 || c->skipLeft > 0) && !c->readPaused) {
+    } else if ((c->in.len > 0 || c->skipLeft > 0) && !c->readPaused) {
         /* (A frame held back by its requests in flight waits for them,
          * which have deadlines of their own.) */
         timerAt(c, c->frameStartMs, corLimits()->requestTimeoutMs);
@@ -382,20 +382,20 @@ framesTake(CorServerConn* c)
     int rc = 0;
 
     if (c->skipLeft > 0) {
-        off = c->inLen < c->skipLeft ? c->inLen : (size_t)c->skipLeft;
+        off = c->in.len < c->skipLeft ? c->in.len : (size_t)c->skipLeft;
         c->skipLeft -= off;
     }
-    while (rc == 0 && c->inLen - off >= COR_COR_HEAD_LEN
+    while (rc == 0 && c->in.len - off >= COR_COR_HEAD_LEN
            && c->heldBytes < corServerConf.maxHeldBytes) {
         CorCorHead h;
 
-        rc = corCorHeadRead(c->in + off, c->inLen - off, frameMax(c), &h,
+        rc = corCorHeadRead(c->in.data + off, c->in.len - off, frameMax(c), &h,
                             why, sizeof(why));
         if (rc < 0) {
             break;
         }
-        rc = c->greeted ? corServerRequestCut(c, &h, c->in + off,
-                                              c->inLen - off, why,
+        rc = c->greeted ? corServerRequestCut(c, &h, c->in.data + off,
+                                              c->in.len - off, why,
                                               sizeof(why)) : 0;
         if (rc > 0) {
             /* Its rest is dropped as it comes, within request_timeout. */
@@ -408,22 +408,22 @@ framesTake(CorServerConn* c)
             rc = 0;                 /* its head is not all there yet */
             break;
         }
-        if (rc < 0 || c->inLen - off < COR_COR_HEAD_LEN + h.length) {
+        if (rc < 0 || c->in.len - off < COR_COR_HEAD_LEN + h.length) {
             break;
         }
-        rc = c->greeted ? frameTake(c, &h, c->in + off, why, sizeof(why))
-                        : helloTake(c, &h, c->in + off, why, sizeof(why));
+        rc = c->greeted ? frameTake(c, &h, c->in.data + off, why, sizeof(why))
+                        : helloTake(c, &h, c->in.data + off, why, sizeof(why));
         off += COR_COR_HEAD_LEN + h.length;
     }
     if (rc < 0) {
         connRefuse(c, why);
         return -1;
     }
-    if ((off > 0 || c->inLen == 0) && c->skipLeft == 0) {
+    if ((off > 0 || c->in.len == 0) && c->skipLeft == 0) {
         c->frameStartMs = corEvNow(c->sl->loop);  /* the next frame's */
     }
-    memmove(c->in, c->in + off, c->inLen - off);
-    c->inLen -= off;
+    corBufConsume(&c->in, off);
+    corBufCompact(&c->in);
     return 0;
 }
 
@@ -435,7 +435,7 @@ connRead(CorServerConn* c)
     c->readPaused = false;
     /* Frames that came whole while the requests in flight held too much
      * wait in the buffer: they go first. */
-    if (c->inLen > 0 && framesTake(c) != 0) {
+    if (c->in.len > 0 && framesTake(c) != 0) {
         return -1;
     }
     for (;;) {
@@ -450,17 +450,17 @@ connRead(CorServerConn* c)
                                      * handlers are done */
             return 0;
         }
-        if (corCorInputReserve(&c->in, c->inLen, &c->inCap, frameMax(c),
+        if (corCorInputReserve(&c->in, frameMax(c),
                                c->skipLeft > 0 ? SKIP_ROOM : READ_ROOM)
             != 0) {
             connRefuse(c, "no memory for a frame");
             return -1;
         }
-        size_t room = c->inCap - c->inLen;
+        size_t room = c->in.cap - c->in.len;
 
-        n = c->t.ops->recv(&c->t, c->in + c->inLen, room);
+        n = c->t.ops->recv(&c->t, c->in.data + c->in.len, room);
         if (n > 0) {
-            c->inLen += (size_t)n;
+            c->in.len += (size_t)n;
             if (framesTake(c) != 0) {
                 return -1;
             }
@@ -506,10 +506,8 @@ frameLoop(CorServerConn* c, unsigned events)
         connClose(c);
         return;
     }
-    if (c->inLen == 0 && c->inFlight == 0) {
-        free(c->in);            /* an idle connection holds no buffer */
-        c->in = NULL;
-        c->inCap = 0;
+    if (c->in.len == 0 && c->inFlight == 0) {
+        corBufFree(&c->in);     /* an idle connection holds no buffer */
     }
     if (!connDoneWith(c)) {
         timerUpdate(c);
@@ -631,8 +629,8 @@ connClose(CorServerConn* c)
     }
     corCorTablesFree(c->received);
     corCorTablesFree(c->sent);
-    corCorBufFree(&c->out);
-    free(c->in);
+    corBufFree(&c->out);
+    corBufFree(&c->in);
     free(c);
 }
 

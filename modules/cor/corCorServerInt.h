@@ -56,7 +56,7 @@ struct CorServerRequest {
                                  * its stream was aborted */
     char remote[48];            /* the peer's address, as r.remote */
     CorCorMessage message;      /* what came: verb, headers, body */
-    CorCorBuf streamed;         /* a streamed body, gathered whole */
+    CorBuf streamed;         /* a streamed body, gathered whole */
     CorHeader headers[];        /* the message's and its Content-Type,
                                  * then the target's decoded copy */
 };
@@ -70,12 +70,10 @@ struct CorServerConn {
     CorServerConn* prev;
     CorServerConn* next;
     CorTransport t;
-    uint8_t* in;                /* what came and is not yet a frame */
-    size_t inLen;
-    size_t inCap;
+    CorBuf in;                  /* what came and is not yet a frame */
     uint64_t skipLeft;          /* bytes of a REQUEST cut short still to
                                  * come, dropped (corServerRequestCut) */
-    CorCorBuf out;              /* frames to send */
+    CorBuf out;              /* frames to send */
     size_t outSent;
     CorCorTables* received;     /* the tables of each direction, after */
     CorCorTables* sent;         /* the HELLO */

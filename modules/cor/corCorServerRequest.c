@@ -166,13 +166,13 @@ static void
 requestFree(CorServerRequest* req)
 {
     corCorMessageClear(&req->message);
-    corCorBufFree(&req->streamed);
+    corBufFree(&req->streamed);
     free(req);
 }
 
 /* A file body (corRespondFile), read whole: a frame carries it. */
 static int
-fileRead(CorRequest* r, CorCorBuf* into)
+fileRead(CorRequest* r, CorBuf* into)
 {
     size_t len = r->responseLen;
     size_t got = 0;
@@ -203,7 +203,7 @@ static void
 respond(CorServerConn* c, CorServerRequest* req)
 {
     CorRequest* r = &req->r;
-    CorCorBuf file = { 0 };
+    CorBuf file = { 0 };
     CorCorMessage m = { .status = r->status,
                         .headers = r->responseHeaders,
                         .headerCount = r->responseHeaderCount,
@@ -241,7 +241,7 @@ respond(CorServerConn* c, CorServerRequest* req)
         r->bodySent = 0;
         corServerAnswerBare(c, req->id, 500, "the answer could not be encoded\n");
     }
-    corCorBufFree(&file);
+    corBufFree(&file);
 }
 
 /* req is answered (or its connection gone): the core runs its
@@ -282,13 +282,13 @@ streamData(CorRequest* r, const void* data, size_t len)
         return;
     }
     if (req->streamed.len + len > corServerConf.maxFrame
-        || corCorBufReserve(&req->streamed, len) != 0) {
+        || corBufReserve(&req->streamed, len) != 0) {
         /* No room for it in one frame: the answer fails whole. */
         corLog(COR_LOG_ERROR, "cor: a streamed answer to %.*s past "
                "max_frame (%u bytes): answered 502", (int)r->pathLen,
                r->path, corServerConf.maxFrame);
         req->streamFailed = true;
-        corCorBufFree(&req->streamed);
+        corBufFree(&req->streamed);
         return;
     }
     memcpy(req->streamed.data + req->streamed.len, data, len);
@@ -310,7 +310,7 @@ streamAbort(CorRequest* r)
     CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
 
     req->streamFailed = true;
-    corCorBufFree(&req->streamed);
+    corBufFree(&req->streamed);
     answered(req);
 }
 
