@@ -58,11 +58,7 @@ static void
 requestLink(CorServerConn* c, CorServerRequest* req)
 {
     req->conn = c;
-    req->next = c->requests;
-    if (c->requests != NULL) {
-        c->requests->prev = req;
-    }
-    c->requests = req;
+    corListInsert(&c->requests, &req->link);
     c->inFlight++;
     c->heldBytes += req->held;
 }
@@ -75,20 +71,12 @@ corServerRequestUnlink(CorServerRequest* req)
     if (c == NULL) {
         return;
     }
-    if (req->prev != NULL) {
-        req->prev->next = req->next;
-    } else {
-        c->requests = req->next;
-    }
-    if (req->next != NULL) {
-        req->next->prev = req->prev;
-    }
+    corListRemove(&req->link);
     if (!req->answered) {
         c->inFlight--;
     }
     c->heldBytes -= req->held;
     req->conn = NULL;
-    req->prev = req->next = NULL;
 }
 
 /* The path of target (checked) as it was encoded, dot segments removed,
@@ -260,7 +248,7 @@ answered(CorServerRequest* req)
     }
     corRequestSent(&req->r);
     if (c != NULL && !c->processing) {
-        corServerFlushSoon(c);   /* frameLoop flushes by itself */
+        corKitConnFlushSoon(&c->k);  /* frameLoop flushes by itself */
     }
 }
 
@@ -327,8 +315,9 @@ requestRelease(CorRequest* r)
     CorServerConn* c = req->conn;
 
     corServerRequestUnlink(req);
-    if (c != NULL && c->readPaused && !c->processing) {
-        corServerFlushSoon(c);  /* what it held may let the read go on */
+    if (c != NULL && c->k.readPaused && !c->processing) {
+        /* What it held may let the read go on. */
+        corKitConnFlushSoon(&c->k);
     }
     requestFree(req);
 }
