@@ -66,8 +66,9 @@ typedef struct CorList {
 
 static inline void corListInit(CorList* head);
 static inline bool corListEmpty(const CorList* head);
-/* Insert node first in head's list. */
+/* Insert node first in head's list; corListAppend, last. */
 static inline void corListInsert(CorList* head, CorList* node);
+static inline void corListAppend(CorList* head, CorList* node);
 static inline void corListRemove(CorList* node);
 /* Whether node is in a list (not zeroed, not removed). */
 static inline bool corListLinked(const CorList* node);
@@ -106,7 +107,7 @@ typedef struct {
     int (*reserve)(CorKitConn* k);
     /* Whether more input is taken now, beside the high-water mark.
      * NULL: always. */
-    bool (*readMay)(const CorKitConn* k);
+    bool (*readMay)(CorKitConn* k);
     /* The output was written on its own (EPOLLOUT, a flush due) and
      * nothing was to read: arm the deadline that applies. May be NULL. */
     void (*wrote)(CorKitConn* k);
@@ -132,6 +133,9 @@ struct CorKitConn {
     size_t outKeep;             /* an empty output buffer larger than
                                  * this goes back to malloc; 0: kept */
     uint64_t outStalledMs;      /* the output waits since then, or 0 */
+    uint64_t sentBytes;         /* written in all: a writer waits for its
+                                 * last byte's count to be passed */
+    uint64_t sentMs;            /* when bytes last went (keepalives) */
     bool peerShut;              /* its FIN came: read to its end */
     bool readPaused;            /* past the mark or ops->readMay: not
                                  * read until the output drains */
@@ -147,9 +151,10 @@ typedef struct CorKitSet {
 /* Buffers empty, nothing watched yet: output may be queued before the
  * transport is there (it goes when it is started). */
 void corKitConnInit(CorKitConn* k, CorEvLoop* loop, const CorKitOps* ops);
-/* Watch t (its fd, edge-triggered, in and out) and write what is queued.
- * Joins set when not NULL. Returns 0, or -errno (not watched; what a
- * flush failed on is for the first ready). */
+/* Watch t (its fd, edge-triggered, in and out: the first writable edge
+ * writes what was queued before); again after a stop, for a new
+ * connection (a reconnect), with the buffers as they are. Joins set when
+ * not NULL. Returns 0, or -EIO (not watched: the caller closes). */
 int corKitConnStart(CorKitConn* k, CorTransport* t, CorKitSet* set);
 /* Stop watching: the io, the timers, the set. The transport stays the
  * owner's to close; the buffers stay until corKitConnFree. */
@@ -168,7 +173,7 @@ int corKitConnFlush(CorKitConn* k);
  * this one queue goes in one write. */
 void corKitConnFlushSoon(CorKitConn* k);
 /* Whether more may be read: below the mark, and ops->readMay. */
-bool corKitConnReadMay(const CorKitConn* k);
+bool corKitConnReadMay(CorKitConn* k);
 /* ops->expired at since + ms (at once when that is past), replacing the
  * deadline armed before; corKitConnDeadlineStop disarms it. */
 void corKitConnDeadline(CorKitConn* k, uint64_t since, uint64_t ms);
@@ -210,6 +215,15 @@ corListInsert(CorList* head, CorList* node)
     node->prev = head;
     head->next->prev = node;
     head->next = node;
+}
+
+static inline void
+corListAppend(CorList* head, CorList* node)
+{
+    if (head->next == NULL) {
+        corListInit(head);
+    }
+    corListInsert(head->prev, node);
 }
 
 static inline void

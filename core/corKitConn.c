@@ -59,6 +59,7 @@ int
 corKitConnStart(CorKitConn* k, CorTransport* t, CorKitSet* set)
 {
     k->t = t;
+    k->peerShut = false;
     k->set = set;
     if (set != NULL) {
         corListInsert(&set->conns, &k->link);
@@ -95,7 +96,7 @@ corKitConnFree(CorKitConn* k)
 }
 
 bool
-corKitConnReadMay(const CorKitConn* k)
+corKitConnReadMay(CorKitConn* k)
 {
     return (k->highWater == 0 || corBufPending(&k->out) <= k->highWater)
            && (k->ops->readMay == NULL || k->ops->readMay(k));
@@ -184,6 +185,8 @@ corKitConnFlush(CorKitConn* k)
 
         if (n > 0) {
             corBufConsume(&k->out, (size_t)n);
+            k->sentBytes += (size_t)n;
+            k->sentMs = corEvNow(k->loop);
             k->outStalledMs = 0;
         } else if (n < 0 && errno == EAGAIN) {
             if (k->outStalledMs == 0) {

@@ -71,7 +71,7 @@ static void connClose(CorServerConn* c);
  * max_in_flight_bytes (a request larger than that alone is taken when
  * nothing else is held, so it is served, alone). */
 static bool
-readMay(const CorKitConn* k)
+readMay(CorKitConn* k)
 {
     return corContainerOf(k, CorServerConn, k)->heldBytes
            < corServerConf.maxHeldBytes;

@@ -22,19 +22,17 @@
 #include <string.h>
 
 typedef struct ThreadLink {
-    struct ThreadLink* next;
+    CorList link;               /* the thread's links */
     CorMqttBroker broker;
     char name[300];
     CorConn* conn;
-    uint8_t* in;
-    size_t inLen;
-    size_t inCap;
+    CorBuf in;                  /* what came and is not yet a packet */
     uint16_t nextId;
     unsigned keepAliveMs;
     uint64_t lastUsedMs;
 } ThreadLink;
 
-static __thread ThreadLink* threadLinks;
+static __thread CorList threadLinks;
 
 /* Close l's connection; l stays, for the next connection to its broker
  * (its input buffer, its packet ids). */
@@ -43,13 +41,18 @@ linkClose(ThreadLink* l)
 {
     corConnClose(l->conn);
     l->conn = NULL;
-    l->inLen = 0;
+    l->in.len = l->in.off = 0;
 }
 
 static ThreadLink*
 linkFind(const CorMqttBroker* b)
 {
-    for (ThreadLink* l = threadLinks; l != NULL; l = l->next) {
+    CorList* node;
+    CorList* next;
+
+    corListForEach(node, next, &threadLinks) {
+        ThreadLink* l = corContainerOf(node, ThreadLink, link);
+
         if (corMqttBrokerSame(&l->broker, b)) {
             return l;
         }
@@ -81,13 +84,12 @@ linkFor(const CorMqttBroker* b, uint64_t deadlineMs, int* rc, char* why,
         }
         l->broker = *b;
         corMqttBrokerName(b, l->name, sizeof(l->name));
-        l->next = threadLinks;
-        threadLinks = l;
+        corListInsert(&threadLinks, &l->link);
     }
     linkClose(l);
     corMqttClientIdMake(clientId, sizeof(clientId));
-    l->conn = corMqttSessionOpen(b, clientId, deadlineMs, &s, &l->in,
-                                 &l->inLen, &l->inCap, rc, why, whyLen);
+    l->conn = corMqttSessionOpen(b, clientId, deadlineMs, &s, &l->in, rc,
+                                 why, whyLen);
     if (l->conn == NULL) {
         return NULL;
     }
@@ -98,14 +100,14 @@ linkFor(const CorMqttBroker* b, uint64_t deadlineMs, int* rc, char* why,
 static int
 packetSend(ThreadLink* l, const CorMqttPacket* pkt, uint64_t deadlineMs)
 {
-    CorMqttBuf out = { 0 };
+    CorBuf out = { 0 };
     int rc = corMqttBufPut(&out, l->broker.version, pkt);
 
     if (rc == 0) {
         rc = corConnWriteAll(l->conn, out.data, out.len,
                              corMqttLeftMs(deadlineMs));
     }
-    free(out.data);
+    corBufFree(&out);
     return rc;
 }
 
@@ -115,14 +117,14 @@ static int
 packetNext(ThreadLink* l, size_t* used, CorMqttPacket* pkt,
            uint64_t deadlineMs, char* why, size_t whyLen)
 {
-    memmove(l->in, l->in + *used, l->inLen - *used);
-    l->inLen -= *used;
+    corBufConsume(&l->in, *used);
     *used = 0;
     for (;;) {
         CorMqttStatus st = { 0 };
         ssize_t n;
-        int rc = corMqttDecode(l->in, l->inLen, l->broker.version,
-                               COR_MQTT_READ_MAX, pkt, &st);
+        int rc = corMqttDecode(corBufHead(&l->in), corBufPending(&l->in),
+                               l->broker.version, COR_MQTT_READ_MAX, pkt,
+                               &st);
 
         if (rc != 0) {
             if (rc < 0) {
@@ -132,11 +134,12 @@ packetNext(ThreadLink* l, size_t* used, CorMqttPacket* pkt,
             *used = rc > 0 ? (size_t)rc : 0;
             return rc < 0 ? -EPROTO : rc;
         }
-        if (corMqttInputReserve(&l->in, l->inLen, &l->inCap, st.need) != 0) {
+        if (corMqttInputReserve(&l->in, st.need) != 0) {
             snprintf(why, whyLen, "no memory for a packet");
             return -ENOMEM;
         }
-        n = corConnRead(l->conn, l->in + l->inLen, l->inCap - l->inLen,
+        n = corConnRead(l->conn, l->in.data + l->in.len,
+                        l->in.cap - l->in.len,
                         corMqttLeftMs(deadlineMs));
         if (n <= 0) {
             snprintf(why, whyLen, "%s: %s", l->name, n == 0
@@ -144,7 +147,7 @@ packetNext(ThreadLink* l, size_t* used, CorMqttPacket* pkt,
                      ? "no acknowledgement in time" : strerror((int)-n));
             return n == 0 ? -ECONNRESET : (int)n;
         }
-        l->inLen += (size_t)n;
+        l->in.len += (size_t)n;
     }
 }
 
@@ -194,7 +197,7 @@ static int
 publishOn(ThreadLink* l, const CorMqttMessage* msg, bool dup, char* why,
           size_t whyLen)
 {
-    CorMqttBuf out = { 0 };
+    CorBuf out = { 0 };
     uint16_t id = 0;
     size_t used = 0;
     int rc;
@@ -213,7 +216,7 @@ publishOn(ThreadLink* l, const CorMqttMessage* msg, bool dup, char* why,
     } else {
         snprintf(why, whyLen, "the codec refused the PUBLISH");
     }
-    free(out.data);
+    corBufFree(&out);
     while (rc == 0 && msg->qos > 0) {
         CorMqttPacket pkt;
 
@@ -226,8 +229,7 @@ publishOn(ThreadLink* l, const CorMqttMessage* msg, bool dup, char* why,
             break;
         }
     }
-    memmove(l->in, l->in + used, l->inLen - used);
-    l->inLen -= used;
+    corBufConsume(&l->in, used);
     return rc < 0 ? rc : 0;
 }
 
