@@ -8,8 +8,10 @@
  * EPOLLOUT (armed once, edge-triggered), a high-water mark past which the
  * owner reads nothing more (its peer must read first), one deadline timer,
  * a flush at the loop's next iteration, and a set of live connections per
- * loop that a drain and a stop walk. A module keeps only its framing and
- * its policy: what a frame is, when a deadline applies, what a drain says.
+ * loop that a drain and a stop walk. Off the loops (a worker, a client's
+ * thread twin) the same connection is driven by poll(): one exchange at a
+ * time, each wait bounded. A module keeps only its framing and its
+ * policy: what a frame is, when a deadline applies, what a drain says.
  */
 #ifndef COR_KIT_H
 #define COR_KIT_H
@@ -178,6 +180,21 @@ bool corKitConnReadMay(CorKitConn* k);
  * deadline armed before; corKitConnDeadlineStop disarms it. */
 void corKitConnDeadline(CorKitConn* k, uint64_t since, uint64_t ms);
 void corKitConnDeadlineStop(CorKitConn* k);
+
+/* ---- The same connection off the loops ---------------------------------- */
+
+/* Bytes go through t, waited for with poll() (corRestWaitFd: a coroutine
+ * yields, a thread polls; a stop or the request's cancel ends a wait);
+ * k was made with corKitConnInit(k, NULL, NULL): no loop, no ops. */
+void corKitConnAttach(CorKitConn* k, CorTransport* t);
+/* Read once into the room k->in has (the caller reserved it), waiting up
+ * to timeoutMs (-1: no limit; 0: not at all) for bytes. Returns the bytes
+ * read, 0 at the peer's end, or -errno (-EAGAIN for 0 ms and nothing
+ * there, -ETIMEDOUT, -ECANCELED, the transport's). May yield. */
+ssize_t corKitConnReadWait(CorKitConn* k, int timeoutMs);
+/* Write all of k->out within timeoutMs (-1: no limit). Returns 0, or
+ * -errno (what went is consumed; the connection is in doubt). May yield. */
+int corKitConnFlushWait(CorKitConn* k, int timeoutMs);
 
 /* ---- inline definitions -------------------------------------------------- */
 

@@ -6,10 +6,14 @@
  * unchanged. The socket is armed once, edge-triggered for input and
  * output: a read goes on until the socket has no more (a short read), and
  * the output is written as the socket takes it, the rest on EPOLLOUT.
+ * Off the loops the same connection reads and writes with the core's
+ * deadline waits instead (its last section).
  */
 #include "corKit.h"
+#include "corCoreInt.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/epoll.h>
 
@@ -248,4 +252,55 @@ void
 corKitConnDeadlineStop(CorKitConn* k)
 {
     corEvTimerStop(k->loop, &k->deadline);
+}
+
+/* ---- Off the loops ------------------------------------------------------- */
+
+void
+corKitConnAttach(CorKitConn* k, CorTransport* t)
+{
+    k->t = t;
+    k->peerShut = false;
+}
+
+ssize_t
+corKitConnReadWait(CorKitConn* k, int timeoutMs)
+{
+    uint64_t deadline = corDeadlineAfter(timeoutMs);
+
+    for (;;) {
+        ssize_t n = k->t->ops->recv(k->t, k->in.data + k->in.len,
+                                    k->in.cap - k->in.len);
+        int rc;
+
+        if (n >= 0) {
+            k->in.len += (size_t)n;
+            return n;
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno != EAGAIN || timeoutMs == 0) {
+            return -errno;
+        }
+        /* A TLS handshake step may wait for room rather than bytes. */
+        rc = corDeadlineWaitFd(k->t->fd, corTransportWantsWrite(k->t)
+                               ? POLLOUT : POLLIN, deadline);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+}
+
+int
+corKitConnFlushWait(CorKitConn* k, int timeoutMs)
+{
+    size_t sent = 0;
+    int rc = corDeadlineSendAll(k->t, corBufHead(&k->out),
+                                corBufPending(&k->out),
+                                corDeadlineAfter(timeoutMs), &sent);
+
+    corBufConsume(&k->out, sent);
+    k->sentBytes += sent;
+    return rc;
 }

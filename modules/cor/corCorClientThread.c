@@ -2,9 +2,9 @@
 /*
  * cor:// calls off the loops (a worker, blocking mode, a thread of the
  * client's own): each thread keeps one connection per peer, with its
- * tables, and makes one exchange at a time on it, its waits poll()ing
- * through the connection layer (corConnRead, corConnWriteAll), which a
- * stop or the request's cancel ends. An answer of an earlier call that
+ * tables, and makes one exchange at a time on it: the connection kit
+ * driven by poll() (corKitConnReadWait, corKitConnFlushWait), whose waits
+ * a stop or the request's cancel ends. An answer of an earlier call that
  * timed out may still come first: it is decoded (the tables need it) and
  * dropped.
  */
@@ -31,7 +31,8 @@ typedef struct ThreadPeer {
     CorConn* conn;
     CorCorTables* sent;
     CorCorTables* received;
-    CorBuf in;                  /* what came and is not yet a frame */
+    CorKitConn k;               /* its bytes: what came and is not yet a
+                                 * frame, what goes */
     uint32_t nextId;
 } ThreadPeer;
 
@@ -44,7 +45,7 @@ peerDrop(ThreadPeer* p)
     corConnClose(p->conn);
     corCorTablesFree(p->sent);
     corCorTablesFree(p->received);
-    corBufFree(&p->in);
+    corKitConnFree(&p->k);
     free(p);
 }
 
@@ -64,21 +65,19 @@ frameSend(ThreadPeer* p, CorCorType type, uint32_t id, const json_t* tree,
           const CorCorMessage* m, uint64_t deadlineMs, char* why,
           size_t whyLen)
 {
-    CorBuf out = { 0 };
     int rc = m != NULL
-                 ? corCorMessageEncode(p->sent, type, id, m, &out, why,
+                 ? corCorMessageEncode(p->sent, type, id, m, &p->k.out, why,
                                        whyLen)
                  : corCorFrameEncode(type == COR_COR_HELLO ? NULL : p->sent,
-                                     type, id, tree, &out, why, whyLen);
+                                     type, id, tree, &p->k.out, why, whyLen);
 
     if (rc >= 0) {
-        rc = corConnWriteAll(p->conn, out.data, out.len, leftMs(deadlineMs));
+        rc = corKitConnFlushWait(&p->k, leftMs(deadlineMs));
         if (rc < 0) {
             snprintf(why, whyLen, "cor://%s:%u: %s", p->host, p->port,
                      strerror(-rc));
         }
     }
-    corBufFree(&out);
     return rc < 0 ? rc : 0;
 }
 
@@ -125,6 +124,8 @@ peerFor(const CorCorCall* c, int* rc, char* why, size_t whyLen)
     if (p->conn == NULL) {
         goto failed;
     }
+    corKitConnInit(&p->k, NULL, NULL);
+    corKitConnAttach(&p->k, corConnTransport(p->conn));
     snprintf(p->host, sizeof(p->host), "%s", c->url->host);
     p->port = c->url->port;
     p->tls = c->tls;
@@ -154,7 +155,7 @@ static int
 frameTake(ThreadPeer* p, uint32_t id, size_t len, CorCorMessage* answer,
           uint64_t deadlineMs, char* why, size_t whyLen)
 {
-    const uint8_t* frame = corBufHead(&p->in);
+    const uint8_t* frame = corBufHead(&p->k.in);
     CorCorHead h;
     CorCorMessage other;
     json_t* tree = NULL;
@@ -208,17 +209,17 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
     for (;;) {
         CorCorHead h;
         ssize_t n;
-        size_t have = corBufPending(&p->in);
+        size_t have = corBufPending(&p->k.in);
         int rc = have >= COR_COR_HEAD_LEN
-                 ? corCorHeadRead(corBufHead(&p->in), have, COR_COR_FRAME_MAX,
-                                  &h, why, whyLen)
+                 ? corCorHeadRead(corBufHead(&p->k.in), have,
+                                  COR_COR_FRAME_MAX, &h, why, whyLen)
                  : -EAGAIN;
 
         if (rc >= 0 && have >= COR_COR_HEAD_LEN + h.length) {
             size_t len = COR_COR_HEAD_LEN + h.length;
 
             rc = frameTake(p, id, len, answer, deadlineMs, why, whyLen);
-            corBufConsume(&p->in, len);
+            corBufConsume(&p->k.in, len);
             if (rc != 0) {
                 return rc > 0 ? 0 : rc;
             }
@@ -227,7 +228,7 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
         if (rc < 0 && rc != -EAGAIN) {
             return rc;
         }
-        if (corCorInputReserve(&p->in, COR_COR_FRAME_MAX, THREAD_READ_ROOM)
+        if (corCorInputReserve(&p->k.in, COR_COR_FRAME_MAX, THREAD_READ_ROOM)
             != 0) {
             return -ENOMEM;
         }
@@ -236,8 +237,7 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
                      p->port);
             return -ETIMEDOUT;
         }
-        n = corConnRead(p->conn, p->in.data + p->in.len, p->in.cap - p->in.len,
-                        id != 0 ? leftMs(deadlineMs) : 0);
+        n = corKitConnReadWait(&p->k, id != 0 ? leftMs(deadlineMs) : 0);
         if (id == 0 && n == -EAGAIN) {
             return 0;
         }
@@ -248,7 +248,6 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
                                        : strerror((int)-n));
             return n == 0 ? -ECONNRESET : (int)n;
         }
-        p->in.len += (size_t)n;
     }
 }
 

@@ -2,9 +2,9 @@
 /*
  * MQTT publishes off the loops (a worker, blocking mode, a notification's
  * thread): each thread keeps one connection per broker and makes one
- * publish at a time on it, its waits poll()ing through the connection
- * layer (corConnRead, corConnWriteAll), which a stop or the caller's
- * cancel ends. An acknowledgement of an earlier publish that timed out
+ * publish at a time on it: the connection kit driven by poll()
+ * (corKitConnReadWait, corKitConnFlushWait), whose waits a stop or the
+ * caller's cancel ends. An acknowledgement of an earlier publish that timed out
  * may still come first: it is read past (a PUBREC of one is released, so
  * that the broker lets its id go). A thread sends no PINGREQ between its
  * publishes: a connection idle past one and a half keep alives (which
@@ -26,7 +26,8 @@ typedef struct ThreadLink {
     CorMqttBroker broker;
     char name[300];
     CorConn* conn;
-    CorBuf in;                  /* what came and is not yet a packet */
+    CorKitConn k;               /* its bytes, driven by poll(): what came
+                                 * and is not yet a packet, what goes */
     uint16_t nextId;
     unsigned keepAliveMs;
     uint64_t lastUsedMs;
@@ -41,7 +42,8 @@ linkClose(ThreadLink* l)
 {
     corConnClose(l->conn);
     l->conn = NULL;
-    l->in.len = l->in.off = 0;
+    l->k.in.len = l->k.in.off = 0;
+    l->k.out.len = l->k.out.off = 0;
 }
 
 static ThreadLink*
@@ -82,17 +84,19 @@ linkFor(const CorMqttBroker* b, uint64_t deadlineMs, int* rc, char* why,
             snprintf(why, whyLen, "no memory for a connection");
             return NULL;
         }
+        corKitConnInit(&l->k, NULL, NULL);
         l->broker = *b;
         corMqttBrokerName(b, l->name, sizeof(l->name));
         corListInsert(&threadLinks, &l->link);
     }
     linkClose(l);
     corMqttClientIdMake(clientId, sizeof(clientId));
-    l->conn = corMqttSessionOpen(b, clientId, deadlineMs, &s, &l->in, rc,
+    l->conn = corMqttSessionOpen(b, clientId, deadlineMs, &s, &l->k.in, rc,
                                  why, whyLen);
     if (l->conn == NULL) {
         return NULL;
     }
+    corKitConnAttach(&l->k, corConnTransport(l->conn));
     l->keepAliveMs = s.keepAliveS * 1000;
     return l;
 }
@@ -100,29 +104,24 @@ linkFor(const CorMqttBroker* b, uint64_t deadlineMs, int* rc, char* why,
 static int
 packetSend(ThreadLink* l, const CorMqttPacket* pkt, uint64_t deadlineMs)
 {
-    CorBuf out = { 0 };
-    int rc = corMqttBufPut(&out, l->broker.version, pkt);
+    int rc = corMqttBufPut(&l->k.out, l->broker.version, pkt);
 
-    if (rc == 0) {
-        rc = corConnWriteAll(l->conn, out.data, out.len,
-                             corMqttLeftMs(deadlineMs));
-    }
-    corBufFree(&out);
-    return rc;
+    return rc == 0 ? corKitConnFlushWait(&l->k, corMqttLeftMs(deadlineMs))
+                   : rc;
 }
 
-/* The next whole packet into *pkt (it points into l->in until the next
+/* The next whole packet into *pkt (it points into l->k.in until the next
  * call): its length, or -errno with why. */
 static int
 packetNext(ThreadLink* l, size_t* used, CorMqttPacket* pkt,
            uint64_t deadlineMs, char* why, size_t whyLen)
 {
-    corBufConsume(&l->in, *used);
+    corBufConsume(&l->k.in, *used);
     *used = 0;
     for (;;) {
         CorMqttStatus st = { 0 };
         ssize_t n;
-        int rc = corMqttDecode(corBufHead(&l->in), corBufPending(&l->in),
+        int rc = corMqttDecode(corBufHead(&l->k.in), corBufPending(&l->k.in),
                                l->broker.version, COR_MQTT_READ_MAX, pkt,
                                &st);
 
@@ -134,20 +133,17 @@ packetNext(ThreadLink* l, size_t* used, CorMqttPacket* pkt,
             *used = rc > 0 ? (size_t)rc : 0;
             return rc < 0 ? -EPROTO : rc;
         }
-        if (corMqttInputReserve(&l->in, st.need) != 0) {
+        if (corMqttInputReserve(&l->k.in, st.need) != 0) {
             snprintf(why, whyLen, "no memory for a packet");
             return -ENOMEM;
         }
-        n = corConnRead(l->conn, l->in.data + l->in.len,
-                        l->in.cap - l->in.len,
-                        corMqttLeftMs(deadlineMs));
+        n = corKitConnReadWait(&l->k, corMqttLeftMs(deadlineMs));
         if (n <= 0) {
             snprintf(why, whyLen, "%s: %s", l->name, n == 0
                      ? "the broker closed the connection" : n == -ETIMEDOUT
                      ? "no acknowledgement in time" : strerror((int)-n));
             return n == 0 ? -ECONNRESET : (int)n;
         }
-        l->in.len += (size_t)n;
     }
 }
 
@@ -197,7 +193,6 @@ static int
 publishOn(ThreadLink* l, const CorMqttMessage* msg, bool dup, char* why,
           size_t whyLen)
 {
-    CorBuf out = { 0 };
     uint16_t id = 0;
     size_t used = 0;
     int rc;
@@ -206,17 +201,15 @@ publishOn(ThreadLink* l, const CorMqttMessage* msg, bool dup, char* why,
         l->nextId = l->nextId == UINT16_MAX ? 1 : l->nextId + 1;
         id = l->nextId;
     }
-    rc = corMqttBufPublish(&out, msg, id, dup);
+    rc = corMqttBufPublish(&l->k.out, msg, id, dup);
     if (rc == 0) {
-        rc = corConnWriteAll(l->conn, out.data, out.len,
-                             corMqttLeftMs(msg->deadlineMs));
+        rc = corKitConnFlushWait(&l->k, corMqttLeftMs(msg->deadlineMs));
         if (rc < 0) {
             snprintf(why, whyLen, "%s: %s", l->name, strerror(-rc));
         }
     } else {
         snprintf(why, whyLen, "the codec refused the PUBLISH");
     }
-    corBufFree(&out);
     while (rc == 0 && msg->qos > 0) {
         CorMqttPacket pkt;
 
@@ -229,7 +222,7 @@ publishOn(ThreadLink* l, const CorMqttMessage* msg, bool dup, char* why,
             break;
         }
     }
-    corBufConsume(&l->in, used);
+    corBufConsume(&l->k.in, used);
     return rc < 0 ? rc : 0;
 }
 

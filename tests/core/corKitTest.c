@@ -5,7 +5,8 @@
  * socket pair on a real loop: frames taken as they come, output larger
  * than the socket takes written on EPOLLOUT in order (EAGAIN and partial
  * writes), a read paused past the high-water mark and resumed when the
- * peer reads, the peer's end, a deadline firing, and a set's count. No
+ * peer reads, the peer's end, a deadline firing, and a set's count; and
+ * the same connection off the loops, driven by poll(). No
  * timing is asserted: the loop turns until a condition holds, with a
  * generous bound.
  */
@@ -301,6 +302,38 @@ START_TEST(test_a_stopped_connection_leaves_its_set)
 }
 END_TEST
 
+/* Off the loops: no loop, no ops, waits bounded by their timeouts. */
+START_TEST(test_off_the_loops_it_reads_and_writes_with_waits)
+{
+    CorKitConn k;
+    CorTransport t;
+    char buf[8];
+    int sv[2];
+
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
+                                sv), 0);
+    corKitConnInit(&k, NULL, NULL);
+    corTransportPlain(&t, sv[0]);
+    corKitConnAttach(&k, &t);
+    ck_assert_int_eq(corBufReserve(&k.in, 64), 0);
+    ck_assert_int_eq(corKitConnReadWait(&k, 0), -EAGAIN);
+    ck_assert_int_eq(corKitConnReadWait(&k, 20), -ETIMEDOUT);
+    ck_assert_int_eq(write(sv[1], "abcd", 4), 4);
+    ck_assert_int_eq(corKitConnReadWait(&k, -1), 4);
+    ck_assert_int_eq(memcmp(corBufHead(&k.in), "abcd", 4), 0);
+    ck_assert_int_eq(corBufAppend(&k.out, "hello", 5), 0);
+    ck_assert_int_eq(corKitConnFlushWait(&k, -1), 0);
+    ck_assert_uint_eq(corBufPending(&k.out), 0);
+    ck_assert_uint_eq(k.sentBytes, 5);
+    ck_assert_int_eq(read(sv[1], buf, sizeof(buf)), 5);
+    shutdown(sv[1], SHUT_WR);
+    ck_assert_int_eq(corKitConnReadWait(&k, -1), 0);    /* its end */
+    corKitConnFree(&k);
+    close(sv[0]);
+    close(sv[1]);
+}
+END_TEST
+
 COR_TEST_SUITE(corKit)
 {
     tcase_add_checked_fixture(tc, setUp, tearDown);
@@ -311,4 +344,5 @@ COR_TEST_SUITE(corKit)
     tcase_add_test(tc, test_a_read_pauses_past_the_mark_until_drained);
     tcase_add_test(tc, test_the_peers_end_and_a_deadline_reach_the_owner);
     tcase_add_test(tc, test_a_stopped_connection_leaves_its_set);
+    tcase_add_test(tc, test_off_the_loops_it_reads_and_writes_with_waits);
 }
