@@ -88,12 +88,12 @@ static void
 messageSend(Tables* t, CorCorType type, const CorCorMessage* m,
             CorCorMessage* back)
 {
-    CorCorBuf b = { 0 };
+    CorBuf b = { 0 };
     CorCorHead h;
     json_t* sent = corCorMessageTree(type, m, NULL, 0);
     json_t* got;
 
-    CorCorBuf direct = { 0 };
+    CorBuf direct = { 0 };
 
     if (sent == NULL
         || corCorFrameEncode(t->out, type, 1, sent, &b, NULL, 0) <= 0
@@ -106,8 +106,8 @@ messageSend(Tables* t, CorCorType type, const CorCorMessage* m,
         abort();
     }
     json_decref(sent);
-    corCorBufFree(&b);
-    corCorBufFree(&direct);
+    corBufFree(&b);
+    corBufFree(&direct);
 }
 
 /* Send m, read from the input, again through t->out and t->in. */
@@ -187,7 +187,7 @@ frame(Tables* t, const uint8_t* data, size_t size)
 {
     unsigned names = corCorTablesNames(t->received);
     unsigned namespaces = corCorTablesNamespaces(t->received);
-    CorCorBuf b = { 0 };
+    CorBuf b = { 0 };
     CorCorHead h;
     json_t* tree;
     size_t len;
@@ -216,7 +216,7 @@ frame(Tables* t, const uint8_t* data, size_t size)
     }
     messageCheck(t, h.type, tree, data, len);
     json_decref(tree);
-    corCorBufFree(&b);
+    corBufFree(&b);
     return len;
 }
 
@@ -226,7 +226,7 @@ textHop(Tables* t, const uint8_t* data, size_t size)
 {
     CorCorMessage m = { .status = 200, .body = data, .bodyLen = size };
     CorCorMessage back;
-    CorCorBuf b = { 0 };
+    CorBuf b = { 0 };
     json_t* tree;
     json_t* got;
     int rc;
@@ -259,7 +259,7 @@ textHop(Tables* t, const uint8_t* data, size_t size)
         json_decref(got);
     }
     json_decref(tree);
-    corCorBufFree(&b);
+    corBufFree(&b);
 }
 
 int

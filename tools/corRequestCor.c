@@ -21,7 +21,7 @@ typedef struct {
     CorCorTables* sent;
     CorCorTables* received;
     CorCorMessage answer;
-    CorCorBuf head;             /* the answer's head, as printed */
+    CorBuf head;             /* the answer's head, as printed */
     CorReqBuf* out;             /* where a CLOSE in answer goes */
 } CorState;
 
@@ -49,7 +49,7 @@ corStateFree(void* state)
     corCorTablesFree(s->sent);
     corCorTablesFree(s->received);
     corCorMessageClear(&s->answer);
-    corCorBufFree(&s->head);
+    corBufFree(&s->head);
     free(s);
 }
 
@@ -59,7 +59,7 @@ static int
 frameAppend(CorState* s, CorCorType type, uint32_t id, const json_t* tree,
             const CorCorMessage* m, CorReqBuf* out)
 {
-    CorCorBuf frame = { 0 };
+    CorBuf frame = { 0 };
     char why[COR_COR_WHY_MAX];
     int rc = m != NULL ? corCorMessageEncode(s->sent, type, id, m, &frame,
                                              why, sizeof(why))
@@ -71,7 +71,7 @@ frameAppend(CorState* s, CorCorType type, uint32_t id, const json_t* tree,
     } else {
         rc = corReqBufAppend(out, frame.data, frame.len);
     }
-    corCorBufFree(&frame);
+    corBufFree(&frame);
     return rc < 0 ? rc : 0;
 }
 
@@ -132,7 +132,7 @@ headAppend(CorState* s, const char* fmt, ...)
     va_start(ap, fmt);
     n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0 || corCorBufReserve(&s->head, (size_t)n + 1) != 0) {
+    if (n < 0 || corBufReserve(&s->head, (size_t)n + 1) != 0) {
         return -ENOMEM;
     }
     va_start(ap, fmt);

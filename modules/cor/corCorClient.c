@@ -37,7 +37,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/epoll.h>
 
 #define CLIENT_READ_ROOM 4096
 /* Calls in a row that timed out with no frame from the server meanwhile,
@@ -46,7 +45,7 @@
 
 /* A call in flight on a loop's peer; on its coroutine's stack. */
 typedef struct PeerCall {
-    struct PeerCall* next;
+    CorList link;               /* the peer's calls */
     uint32_t id;
     CorCoPark park;
     bool done;
@@ -63,8 +62,7 @@ typedef enum {
 
 /* One loop's connection to one server; the loop's. */
 typedef struct Peer {
-    struct Peer* next;          /* the loop's peers */
-    CorEvLoop* loop;
+    CorList link;               /* the loop's peers */
     char host[256];
     unsigned port;
     bool tls;
@@ -76,17 +74,10 @@ typedef struct Peer {
                                  * it closed may go again */
     unsigned refs;              /* the loop's list, the connector, calls */
     CorConn* conn;
-    CorEvIo io;
-    CorEvTimer flushTimer;      /* the output, at the next iteration */
-    bool peerShut;              /* its FIN came: read to its end */
+    CorKitConn k;               /* its bytes, on the loop */
     CorCorTables* sent;
     CorCorTables* received;
-    CorCorBuf out;
-    size_t outSent;
-    uint8_t* in;
-    size_t inLen;
-    size_t inCap;
-    PeerCall* calls;
+    CorList calls;              /* in flight */
     uint32_t nextId;
     unsigned silentTimeouts;    /* timed-out calls since the last frame */
     bool acked;                 /* the HELLO_ACK came */
@@ -94,7 +85,7 @@ typedef struct Peer {
     char why[448];
 } Peer;
 
-static __thread Peer* loopPeers;
+static __thread CorList loopPeers;
 
 static void peerFail(Peer* p, int rc, const char* why);
 
@@ -108,8 +99,7 @@ peerRelease(Peer* p)
     }
     corCorTablesFree(p->sent);
     corCorTablesFree(p->received);
-    corCorBufFree(&p->out);
-    free(p->in);
+    corKitConnFree(&p->k);
     free(p);
 }
 
@@ -117,12 +107,9 @@ peerRelease(Peer* p)
 static void
 peerForget(Peer* p)
 {
-    for (Peer** at = &loopPeers; *at != NULL; at = &(*at)->next) {
-        if (*at == p) {
-            *at = p->next;
-            peerRelease(p);
-            return;
-        }
+    if (corListLinked(&p->link)) {
+        corListRemove(&p->link);
+        peerRelease(p);
     }
 }
 
@@ -139,12 +126,9 @@ callFinish(PeerCall* call, int rc)
 static void
 callUnlink(Peer* p, PeerCall* call)
 {
-    for (PeerCall** at = &p->calls; *at != NULL; at = &(*at)->next) {
-        if (*at == call) {
-            *at = call->next;
-            peerRelease(p);
-            return;
-        }
+    if (corListLinked(&call->link)) {
+        corListRemove(&call->link);
+        peerRelease(p);
     }
 }
 
@@ -157,63 +141,29 @@ peerFail(Peer* p, int rc, const char* why)
     }
     p->state = PEER_DEAD;
     p->failure = rc;
-    corEvTimerStop(p->loop, &p->flushTimer);
+    corKitConnStop(&p->k);
     snprintf(p->why, sizeof(p->why), "cor://%s:%u: %s", p->host, p->port,
              why);
-    if (p->conn != NULL) {
-        corEvIoStop(p->loop, &p->io);
-        corConnClose(p->conn);
-        p->conn = NULL;
-    }
-    while (p->calls != NULL) {
-        PeerCall* call = p->calls;
+    corConnClose(p->conn);      /* NULL-safe: still connecting */
+    p->conn = NULL;
+    while (!corListEmpty(&p->calls)) {
+        PeerCall* call = corContainerOf(corListFirst(&p->calls), PeerCall,
+                                        link);
 
-        p->calls = call->next;
+        corListRemove(&call->link);
         callFinish(call, rc);
         peerRelease(p);
     }
     peerForget(p);
 }
 
-/* Write what the socket takes; EPOLLOUT brings the rest. */
+/* Write what the socket takes (nothing before the connect); EPOLLOUT
+ * brings the rest. */
 static void
 peerFlush(Peer* p)
 {
-    CorTransport* t;
-
-    if (p->state == PEER_CONNECTING || p->state == PEER_DEAD) {
-        return;
-    }
-    t = corConnTransport(p->conn);
-    while (p->outSent < p->out.len) {
-        ssize_t n = t->ops->send(t, p->out.data + p->outSent,
-                                 p->out.len - p->outSent);
-
-        if (n > 0) {
-            p->outSent += (size_t)n;
-        } else if (n < 0 && errno == EAGAIN) {
-            return;
-        } else if (!(n < 0 && errno == EINTR)) {
-            peerFail(p, -ECONNRESET, "the connection failed while writing");
-            return;
-        }
-    }
-    p->out.len = p->outSent = 0;
-}
-
-/* The output at the loop's next iteration: the REQUESTs of every call of
- * this iteration (coroutines woken by the same events) go in one write. */
-static void
-peerFlushDue(CorEvTimer* timer)
-{
-    peerFlush(corContainerOf(timer, Peer, flushTimer));
-}
-
-static void
-peerFlushSoon(Peer* p)
-{
-    if (!p->flushTimer.active) {
-        corEvTimerStart(p->loop, &p->flushTimer, 0, peerFlushDue);
+    if (corKitConnFlush(&p->k) != 0) {
+        peerFail(p, -ECONNRESET, "the connection failed while writing");
     }
 }
 
@@ -221,8 +171,8 @@ peerFlushSoon(Peer* p)
 static void
 peerRetire(Peer* p)
 {
-    if (p->state == PEER_CLOSING && p->calls == NULL && p->outSent
-        == p->out.len) {
+    if (p->state == PEER_CLOSING && corListEmpty(&p->calls)
+        && corBufPending(&p->k.out) == 0) {
         peerFail(p, -ECONNRESET, "closed after its CLOSE");
     }
 }
@@ -232,7 +182,12 @@ peerRetire(Peer* p)
 static PeerCall*
 callFind(Peer* p, uint32_t id)
 {
-    for (PeerCall* call = p->calls; call != NULL; call = call->next) {
+    CorList* node;
+    CorList* next;
+
+    corListForEach(node, next, &p->calls) {
+        PeerCall* call = corContainerOf(node, PeerCall, link);
+
         if (call->id == id) {
             return call;
         }
@@ -294,11 +249,11 @@ frameTake(Peer* p, const uint8_t* frame, size_t len)
         rc = corCorHelloCheck(tree, why, sizeof(why));
         p->acked = rc == 0;
     } else if (rc == 0 && h.type == COR_COR_PING) {
-        rc = corCorFrameEncode(p->sent, COR_COR_PONG, h.id, NULL, &p->out,
+        rc = corCorFrameEncode(p->sent, COR_COR_PONG, h.id, NULL, &p->k.out,
                                why, sizeof(why));
     } else if (rc == 0 && h.type == COR_COR_CLOSE) {
         p->state = p->state == PEER_READY ? PEER_CLOSING : p->state;
-        rc = corCorFrameEncode(p->sent, COR_COR_CLOSE, 0, NULL, &p->out,
+        rc = corCorFrameEncode(p->sent, COR_COR_CLOSE, 0, NULL, &p->k.out,
                                why, sizeof(why));
     } else if (rc == 0 && h.type == COR_COR_ERROR) {
         const char* message = json_string_value(json_object_get(tree,
@@ -320,90 +275,83 @@ frameTake(Peer* p, const uint8_t* frame, size_t len)
     return 0;
 }
 
-/* Take every whole frame read. Returns 0, or -1 after failing the peer. */
+/* Take every whole frame read (the kit's take). Returns 0, or -1 after
+ * failing the peer. */
 static int
-framesTake(Peer* p)
+framesTake(CorKitConn* k)
 {
+    Peer* p = corContainerOf(k, Peer, k);
     char why[COR_COR_WHY_MAX];
+    const uint8_t* in = corBufHead(&k->in);
+    size_t len = corBufPending(&k->in);
     size_t off = 0;
 
-    while (p->inLen - off >= COR_COR_HEAD_LEN) {
+    while (len - off >= COR_COR_HEAD_LEN) {
         CorCorHead h;
 
-        if (corCorHeadRead(p->in + off, p->inLen - off, COR_COR_FRAME_MAX, &h,
-                           why, sizeof(why)) < 0) {
+        if (corCorHeadRead(in + off, len - off, COR_COR_FRAME_MAX, &h, why,
+                           sizeof(why)) < 0) {
             peerFail(p, -EPROTO, why);
             return -1;
         }
-        if (p->inLen - off < COR_COR_HEAD_LEN + h.length) {
+        if (len - off < COR_COR_HEAD_LEN + h.length) {
             break;
         }
-        if (frameTake(p, p->in + off, COR_COR_HEAD_LEN + h.length) != 0) {
+        if (frameTake(p, in + off, COR_COR_HEAD_LEN + h.length) != 0) {
             return -1;
         }
         off += COR_COR_HEAD_LEN + h.length;
     }
-    memmove(p->in, p->in + off, p->inLen - off);
-    p->inLen -= off;
+    corBufConsume(&k->in, off);
     return 0;
 }
 
-static void
-peerRead(Peer* p)
+static int
+peerReserve(CorKitConn* k)
 {
-    CorTransport* t = corConnTransport(p->conn);
+    return corCorInputReserve(&k->in, COR_COR_FRAME_MAX, CLIENT_READ_ROOM);
+}
+
+/* The server's end: its calls fail (those on a connection that had
+ * served may go once more). */
+static int
+peerEnd(CorKitConn* k)
+{
+    peerFail(corContainerOf(k, Peer, k), -ECONNRESET,
+             "the server closed the connection");
+    return -1;
+}
+
+static void
+peerBroken(CorKitConn* k, int rc, const char* why)
+{
+    peerFail(corContainerOf(k, Peer, k), rc, why);
+}
+
+/* The socket has something: read every frame, then write the PONGs and
+ * CLOSEs it answered. */
+static void
+peerReady(CorKitConn* k)
+{
+    Peer* p = corContainerOf(k, Peer, k);
 
     p->refs++;      /* a frame may fail it: it stays readable here */
-    while (p->state != PEER_DEAD) {
-        ssize_t n;
-
-        if (corCorInputReserve(&p->in, p->inLen, &p->inCap,
-                               COR_COR_FRAME_MAX, CLIENT_READ_ROOM) != 0) {
-            peerFail(p, -ENOMEM, "no memory for a frame");
-            break;
+    if (corKitConnRead(k) == 0 && p->state != PEER_DEAD) {
+        peerFlush(p);
+        if (p->state != PEER_DEAD) {
+            peerRetire(p);
         }
-        size_t room = p->inCap - p->inLen;
-
-        n = t->ops->recv(t, p->in + p->inLen, room);
-        if (n > 0) {
-            p->inLen += (size_t)n;
-            /* A short read drained the socket, unless the server shut its
-             * side: its end is still to read, and no edge announces it. */
-            if (framesTake(p) != 0 || ((size_t)n < room && !p->peerShut)) {
-                break;
-            }
-        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-            peerFail(p, -ECONNRESET, n == 0 ? "the server closed the "
-                     "connection" : "the connection failed while reading");
-        } else if (errno == EAGAIN) {
-            break;
-        }
-    }
-    if (p->state != PEER_DEAD) {
-        peerFlush(p);       /* the PONGs and CLOSEs it answered */
-        peerRetire(p);
     }
     peerRelease(p);
 }
 
-static void
-peerIo(CorEvIo* io, unsigned events)
-{
-    Peer* p = corContainerOf(io, Peer, io);
-
-    if ((events & EPOLLOUT)
-        && corTransportWantsWrite(corConnTransport(p->conn))) {
-        events |= EPOLLIN;
-    }
-    if (events & (EPOLLRDHUP | EPOLLHUP)) {
-        p->peerShut = true;
-    }
-    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-        peerRead(p);
-        return;
-    }
-    peerFlush(p);
-}
+static const CorKitOps peerOps = {
+    .ready = peerReady,
+    .take = framesTake,
+    .end = peerEnd,
+    .fail = peerBroken,
+    .reserve = peerReserve,
+};
 
 /* ---- Connecting ---------------------------------------------------------- */
 
@@ -427,9 +375,7 @@ peerConnect(void* arg)
         p->conn = conn;
         p->state = PEER_READY;
         p->connected = true;
-        if (corEvIoStart(p->loop, &p->io, corConnTransport(conn)->fd,
-                         EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, peerIo)
-            != 0) {
+        if (corKitConnStart(&p->k, corConnTransport(conn), NULL) != 0) {
             peerFail(p, -EIO, "the loop cannot watch the connection");
         } else {
             peerFlush(p);
@@ -447,7 +393,11 @@ peerFor(const CorUrl* u, bool tls, int connectTimeoutMs, int* rc, char* why,
     Peer* p;
     json_t* hello;
 
-    for (p = loopPeers; p != NULL; p = p->next) {
+    CorList* node;
+    CorList* next;
+
+    corListForEach(node, next, &loopPeers) {
+        p = corContainerOf(node, Peer, link);
         if (p->port == u->port && p->tls == tls && strcmp(p->host, u->host)
             == 0 && (p->state == PEER_READY || p->state == PEER_CONNECTING)) {
             p->refs++;          /* the caller's */
@@ -455,10 +405,13 @@ peerFor(const CorUrl* u, bool tls, int connectTimeoutMs, int* rc, char* why,
         }
     }
     p = calloc(1, sizeof(*p));
+    if (p != NULL) {
+        corKitConnInit(&p->k, corEvLoopCurrent(), &peerOps);
+    }
     hello = corCorHelloTree();
     if (p == NULL || hello == NULL || (p->sent = corCorTablesNew()) == NULL
         || (p->received = corCorTablesNew()) == NULL
-        || corCorFrameEncode(NULL, COR_COR_HELLO, 0, hello, &p->out, why,
+        || corCorFrameEncode(NULL, COR_COR_HELLO, 0, hello, &p->k.out, why,
                              whyLen) < 0) {
         json_decref(hello);
         if (p != NULL) {
@@ -474,14 +427,12 @@ peerFor(const CorUrl* u, bool tls, int connectTimeoutMs, int* rc, char* why,
     p->port = u->port;
     p->tls = tls;
     p->connectTimeoutMs = connectTimeoutMs;
-    p->loop = corEvLoopCurrent();
     p->refs = 3;                /* the list, the connector, the caller */
-    p->next = loopPeers;
-    loopPeers = p;
+    corListInsert(&loopPeers, &p->link);
     /* The connector runs at once, up to its first wait: a connect that
      * fails without waiting (a name known not to exist, no fd) has failed
      * the peer when the spawn returns. */
-    *rc = corCoLoopSpawn(p->loop, peerConnect, p);
+    *rc = corCoLoopSpawn(p->k.loop, peerConnect, p);
     if (*rc != 0) {
         snprintf(why, whyLen, "no coroutine to connect to cor://%s:%u",
                  p->host, p->port);
@@ -552,15 +503,14 @@ corCorCallOnLoop(const CorCorCall* c, CorCorMessage* answer,
     out->reused = p->state != PEER_CONNECTING;
     call.id = ++p->nextId;
     rc = corCorMessageEncode(p->sent, COR_COR_REQUEST, call.id, c->request,
-                             &p->out, why, whyLen);
+                             &p->k.out, why, whyLen);
     if (rc < 0) {
         peerRelease(p);
         return rc;
     }
-    call.next = p->calls;
-    p->calls = &call;
+    corListInsert(&p->calls, &call.link);
     p->refs++;                  /* the call's link */
-    peerFlushSoon(p);
+    corKitConnFlushSoon(&p->k);
     rc = callWait(p, &call, c->deadlineMs);
     if (rc == -ETIMEDOUT) {
         peerSilence(p);
@@ -584,7 +534,8 @@ corCorCallOnLoop(const CorCorCall* c, CorCorMessage* answer,
 void
 corCorClientLoopExit(void)
 {
-    while (loopPeers != NULL) {
-        peerFail(loopPeers, -ECANCELED, "the loop stopped");
+    while (!corListEmpty(&loopPeers)) {
+        peerFail(corContainerOf(corListFirst(&loopPeers), Peer, link),
+                 -ECANCELED, "the loop stopped");
     }
 }

@@ -55,12 +55,12 @@ int corCorFetch(const CorHttpClientRequest* req, CorHttpClientResponse* res);
 /* ---- corCorIo.c: what the server and the client share -------------------- */
 
 /*
- * Make room in the input buffer *in (len bytes in it, *cap its size) for
- * at least room more bytes and, toward the whole frame being read as its
- * header says (when it is there and not over maxFrame), twice what it has:
- * a large frame's buffer grows as its bytes come. Returns 0 or -ENOMEM.
+ * Make room in the input buffer in (what is pending moved to its front)
+ * for at least room more bytes and, toward the whole frame being read as
+ * its header says (when it is there and not over maxFrame), twice what it
+ * has: a large frame's buffer grows as its bytes come. Returns 0 or
+ * -ENOMEM.
  */
-int corCorInputReserve(uint8_t** in, size_t len, size_t* cap,
-                       uint32_t maxFrame, size_t room);
+int corCorInputReserve(CorBuf* in, uint32_t maxFrame, size_t room);
 
 #endif /* COR_COR_CLIENT_INT_H */

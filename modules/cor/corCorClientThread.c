@@ -2,9 +2,9 @@
 /*
  * cor:// calls off the loops (a worker, blocking mode, a thread of the
  * client's own): each thread keeps one connection per peer, with its
- * tables, and makes one exchange at a time on it, its waits poll()ing
- * through the connection layer (corConnRead, corConnWriteAll), which a
- * stop or the request's cancel ends. An answer of an earlier call that
+ * tables, and makes one exchange at a time on it: the connection kit
+ * driven by poll() (corKitConnReadWait, corKitConnFlushWait), whose waits
+ * a stop or the request's cancel ends. An answer of an earlier call that
  * timed out may still come first: it is decoded (the tables need it) and
  * dropped.
  */
@@ -21,7 +21,7 @@
 #define SILENT_TIMEOUTS 3
 
 typedef struct ThreadPeer {
-    struct ThreadPeer* next;
+    CorList link;               /* the thread's peers */
     char host[256];
     unsigned port;
     bool tls;
@@ -31,27 +31,21 @@ typedef struct ThreadPeer {
     CorConn* conn;
     CorCorTables* sent;
     CorCorTables* received;
-    uint8_t* in;
-    size_t inLen;
-    size_t inCap;
+    CorKitConn k;               /* its bytes: what came and is not yet a
+                                 * frame, what goes */
     uint32_t nextId;
 } ThreadPeer;
 
-static __thread ThreadPeer* threadPeers;
+static __thread CorList threadPeers;
 
 static void
 peerDrop(ThreadPeer* p)
 {
-    for (ThreadPeer** at = &threadPeers; *at != NULL; at = &(*at)->next) {
-        if (*at == p) {
-            *at = p->next;
-            break;
-        }
-    }
+    corListRemove(&p->link);
     corConnClose(p->conn);
     corCorTablesFree(p->sent);
     corCorTablesFree(p->received);
-    free(p->in);
+    corKitConnFree(&p->k);
     free(p);
 }
 
@@ -71,28 +65,31 @@ frameSend(ThreadPeer* p, CorCorType type, uint32_t id, const json_t* tree,
           const CorCorMessage* m, uint64_t deadlineMs, char* why,
           size_t whyLen)
 {
-    CorCorBuf out = { 0 };
     int rc = m != NULL
-                 ? corCorMessageEncode(p->sent, type, id, m, &out, why,
+                 ? corCorMessageEncode(p->sent, type, id, m, &p->k.out, why,
                                        whyLen)
                  : corCorFrameEncode(type == COR_COR_HELLO ? NULL : p->sent,
-                                     type, id, tree, &out, why, whyLen);
+                                     type, id, tree, &p->k.out, why, whyLen);
 
     if (rc >= 0) {
-        rc = corConnWriteAll(p->conn, out.data, out.len, leftMs(deadlineMs));
+        rc = corKitConnFlushWait(&p->k, leftMs(deadlineMs));
         if (rc < 0) {
             snprintf(why, whyLen, "cor://%s:%u: %s", p->host, p->port,
                      strerror(-rc));
         }
     }
-    corCorBufFree(&out);
     return rc < 0 ? rc : 0;
 }
 
 static ThreadPeer*
 threadPeerFind(const CorCorCall* c)
 {
-    for (ThreadPeer* p = threadPeers; p != NULL; p = p->next) {
+    CorList* node;
+    CorList* next;
+
+    corListForEach(node, next, &threadPeers) {
+        ThreadPeer* p = corContainerOf(node, ThreadPeer, link);
+
         if (p->port == c->url->port && p->tls == c->tls
             && strcmp(p->host, c->url->host) == 0) {
             return p;
@@ -127,11 +124,12 @@ peerFor(const CorCorCall* c, int* rc, char* why, size_t whyLen)
     if (p->conn == NULL) {
         goto failed;
     }
+    corKitConnInit(&p->k, NULL, NULL);
+    corKitConnAttach(&p->k, corConnTransport(p->conn));
     snprintf(p->host, sizeof(p->host), "%s", c->url->host);
     p->port = c->url->port;
     p->tls = c->tls;
-    p->next = threadPeers;
-    threadPeers = p;
+    corListInsert(&threadPeers, &p->link);
     hello = corCorHelloTree();
     *rc = hello != NULL ? frameSend(p, COR_COR_HELLO, 0, hello, NULL,
                                     c->deadlineMs, why, whyLen) : -ENOMEM;
@@ -157,6 +155,7 @@ static int
 frameTake(ThreadPeer* p, uint32_t id, size_t len, CorCorMessage* answer,
           uint64_t deadlineMs, char* why, size_t whyLen)
 {
+    const uint8_t* frame = corBufHead(&p->k.in);
     CorCorHead h;
     CorCorMessage other;
     json_t* tree = NULL;
@@ -164,7 +163,7 @@ frameTake(ThreadPeer* p, uint32_t id, size_t len, CorCorMessage* answer,
     int rc;
 
     p->silentTimeouts = 0;
-    if (corCorHeadRead(p->in, len, COR_COR_FRAME_MAX, &h, NULL, 0) > 0
+    if (corCorHeadRead(frame, len, COR_COR_FRAME_MAX, &h, NULL, 0) > 0
         && h.type == COR_COR_RESPONSE) {
         /* Straight into a message; one nobody waits for any more (a
          * timed-out call's, or any while catching up with id 0, which no
@@ -172,14 +171,14 @@ frameTake(ThreadPeer* p, uint32_t id, size_t len, CorCorMessage* answer,
          * same, for the tables. */
         mine = id != 0 && h.id == id;
         p->served = true;
-        rc = corCorMessageDecode(p->received, p->in, len, COR_COR_FRAME_MAX,
+        rc = corCorMessageDecode(p->received, frame, len, COR_COR_FRAME_MAX,
                                  &h, mine ? answer : &other, why, whyLen);
         if (rc == 0 && !mine) {
             corCorMessageClear(&other);
         }
         return rc == 0 && mine ? 1 : rc;
     }
-    rc = corCorFrameDecode(p->received, p->in, len, COR_COR_FRAME_MAX, &h,
+    rc = corCorFrameDecode(p->received, frame, len, COR_COR_FRAME_MAX, &h,
                            &tree, why, whyLen);
     if (rc == 0 && h.type == COR_COR_HELLO_ACK) {
         rc = corCorHelloCheck(tree, why, whyLen);
@@ -210,17 +209,17 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
     for (;;) {
         CorCorHead h;
         ssize_t n;
-        int rc = p->inLen >= COR_COR_HEAD_LEN
-                 ? corCorHeadRead(p->in, p->inLen, COR_COR_FRAME_MAX, &h, why,
-                                  whyLen)
+        size_t have = corBufPending(&p->k.in);
+        int rc = have >= COR_COR_HEAD_LEN
+                 ? corCorHeadRead(corBufHead(&p->k.in), have,
+                                  COR_COR_FRAME_MAX, &h, why, whyLen)
                  : -EAGAIN;
 
-        if (rc >= 0 && p->inLen >= COR_COR_HEAD_LEN + h.length) {
+        if (rc >= 0 && have >= COR_COR_HEAD_LEN + h.length) {
             size_t len = COR_COR_HEAD_LEN + h.length;
 
             rc = frameTake(p, id, len, answer, deadlineMs, why, whyLen);
-            memmove(p->in, p->in + len, p->inLen - len);
-            p->inLen -= len;
+            corBufConsume(&p->k.in, len);
             if (rc != 0) {
                 return rc > 0 ? 0 : rc;
             }
@@ -229,8 +228,8 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
         if (rc < 0 && rc != -EAGAIN) {
             return rc;
         }
-        if (corCorInputReserve(&p->in, p->inLen, &p->inCap,
-                               COR_COR_FRAME_MAX, THREAD_READ_ROOM) != 0) {
+        if (corCorInputReserve(&p->k.in, COR_COR_FRAME_MAX, THREAD_READ_ROOM)
+            != 0) {
             return -ENOMEM;
         }
         if (id != 0 && leftMs(deadlineMs) == 0) {
@@ -238,8 +237,7 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
                      p->port);
             return -ETIMEDOUT;
         }
-        n = corConnRead(p->conn, p->in + p->inLen, p->inCap - p->inLen,
-                        id != 0 ? leftMs(deadlineMs) : 0);
+        n = corKitConnReadWait(&p->k, id != 0 ? leftMs(deadlineMs) : 0);
         if (id == 0 && n == -EAGAIN) {
             return 0;
         }
@@ -250,7 +248,6 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
                                        : strerror((int)-n));
             return n == 0 ? -ECONNRESET : (int)n;
         }
-        p->inLen += (size_t)n;
     }
 }
 

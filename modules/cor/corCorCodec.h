@@ -36,6 +36,7 @@
 #include <stdint.h>
 
 #include "cor.h"
+#include "corKit.h"
 
 /* The frame header, and the largest tree a receiver takes by default. */
 #define COR_COR_HEAD_LEN 16
@@ -68,19 +69,9 @@ typedef enum {
 
 /* ---- Output buffers ---------------------------------------------------- */
 
-/* Bytes an encoder appends to: the caller's, zeroed to begin with; it
- * grows as needed, and the caller frees it with corCorBufFree. */
-typedef struct {
-    uint8_t* data;
-    size_t len;
-    size_t cap;
-} CorCorBuf;
-
-void corCorBufFree(CorCorBuf* b);
-
-/* Make room for n more bytes in b (a writer that appends by hand: a
- * client's frames, cor-request's). Returns 0, or -ENOMEM. */
-int corCorBufReserve(CorCorBuf* b, size_t n);
+/* An encoder appends to a CorBuf (corKit.h) at its len: the caller's,
+ * zeroed to begin with; it grows as needed, and the caller frees it with
+ * corBufFree. */
 
 /* ---- Tables ------------------------------------------------------------ */
 
@@ -109,7 +100,7 @@ unsigned corCorTablesNames(const CorCorTables* t);
  * nodes, longer than COR_COR_FRAME_MAX), -ENOMEM; t and out are then as
  * they were. What it writes, corCorTreeDecode reads.
  */
-int corCorTreeEncode(CorCorTables* t, const json_t* tree, CorCorBuf* out,
+int corCorTreeEncode(CorCorTables* t, const json_t* tree, CorBuf* out,
                      char* why, size_t whyLen);
 
 /*
@@ -155,7 +146,7 @@ int corCorHeadRead(const uint8_t* buf, size_t len, uint32_t maxLength,
  * as they were).
  */
 int corCorFrameEncode(CorCorTables* t, CorCorType type, uint32_t id,
-                      const json_t* tree, CorCorBuf* out, char* why,
+                      const json_t* tree, CorBuf* out, char* why,
                       size_t whyLen);
 
 /*
@@ -239,7 +230,7 @@ int corCorMessageRead(CorCorType type, json_t* tree, CorCorMessage* m,
  * -ENOMEM; t and out are then as they were.
  */
 int corCorMessageEncode(CorCorTables* t, CorCorType type, uint32_t id,
-                        const CorCorMessage* m, CorCorBuf* out, char* why,
+                        const CorCorMessage* m, CorBuf* out, char* why,
                         size_t whyLen);
 
 /*

@@ -217,14 +217,14 @@ putMessage(CorCorEncoder* e, CorCorType type, const CorCorMessage* m)
 
 int
 corCorMessageEncode(CorCorTables* t, CorCorType type, uint32_t id,
-                    const CorCorMessage* m, CorCorBuf* out, char* why,
+                    const CorCorMessage* m, CorBuf* out, char* why,
                     size_t whyLen)
 {
     size_t start = out->len;
     CorCorEncoder e;
     int n;
 
-    if (corCorBufReserve(out, COR_COR_HEAD_LEN) != 0) {
+    if (corBufReserve(out, COR_COR_HEAD_LEN) != 0) {
         corCorWhy(why, whyLen, "no memory for a frame");
         return -ENOMEM;
     }
@@ -294,8 +294,8 @@ typedef struct {
     Kept body;                  /* text or bytes (base64) as sent */
     json_t* bodyTree;
     Line contentType;
-    CorCorBuf store;
-    CorCorBuf lines;            /* of Line */
+    CorBuf store;
+    CorBuf lines;            /* of Line */
     unsigned lineCount;
 } Reader;
 
@@ -318,7 +318,7 @@ keptAt(const Reader* r, Kept k)
 static int
 keep(Reader* r, const CorCorStr* s, Kept* k)
 {
-    if (corCorBufReserve(&r->store, s->len + 1) != 0) {
+    if (corBufReserve(&r->store, s->len + 1) != 0) {
         return noMemory(r);
     }
     k->at = r->store.len;
@@ -371,7 +371,7 @@ getLine(Reader* r, size_t end, unsigned tag, Kept name)
         return refuse(r, "header \"%.40s\": a value that is not a string "
                       "HTTP can carry", keptAt(r, name));
     }
-    if (corCorBufReserve(&r->lines, sizeof(line)) != 0) {
+    if (corBufReserve(&r->lines, sizeof(line)) != 0) {
         return noMemory(r);
     }
     memcpy(r->lines.data + r->lines.len, &line, sizeof(line));
@@ -622,7 +622,7 @@ messageFill(Reader* r, CorCorMessage* m)
     }
     at = (bodyAt + bodyLen + 1 + _Alignof(CorHeader) - 1)
          / _Alignof(CorHeader) * _Alignof(CorHeader);
-    if (rc != 0 || (rc = corCorBufReserve(&r->store, at - bodyAt
+    if (rc != 0 || (rc = corBufReserve(&r->store, at - bodyAt
                                           + n * sizeof(CorHeader))) != 0) {
         return rc != -ENOMEM ? rc : noMemory(r);
     }
@@ -641,7 +641,7 @@ messageFill(Reader* r, CorCorMessage* m)
     }
     m->contentType = r->contentType.keep ? keptAt(r, r->contentType.value)
                                          : NULL;
-    r->store = (CorCorBuf){ 0 };
+    r->store = (CorBuf){ 0 };
     return 0;
 }
 
@@ -670,8 +670,8 @@ corCorEnvelopeRead(CorCorTables* t, const uint8_t* frame, size_t len,
         corCorTableTruncate(&t->namespaces, r.d.namespaces);
         corCorTableTruncate(&t->names, r.d.names);
     }
-    corCorBufFree(&r.store);
-    corCorBufFree(&r.lines);
+    corBufFree(&r.store);
+    corBufFree(&r.lines);
     json_decref(r.bodyTree);
     return rc;
 }

@@ -88,13 +88,13 @@ corCorHeadRead(const uint8_t* buf, size_t len, uint32_t maxLength,
 
 int
 corCorFrameEncode(CorCorTables* t, CorCorType type, uint32_t id,
-                  const json_t* tree, CorCorBuf* out, char* why,
+                  const json_t* tree, CorBuf* out, char* why,
                   size_t whyLen)
 {
     size_t start = out->len;
     int n = 0;
 
-    if (corCorBufReserve(out, COR_COR_HEAD_LEN) != 0) {
+    if (corBufReserve(out, COR_COR_HEAD_LEN) != 0) {
         corCorWhy(why, whyLen, "no memory for a frame");
         return -ENOMEM;
     }

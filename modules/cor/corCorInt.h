@@ -107,7 +107,7 @@ enum {
  * which a failure goes back to. The caller's, on its stack. */
 typedef struct {
     CorCorTables* t;
-    CorCorBuf* out;
+    CorBuf* out;
     size_t nodes;
     char* why;
     size_t whyLen;
@@ -117,7 +117,7 @@ typedef struct {
 } CorCorEncoder;
 
 /* Begin a tree at the end of out, with the tables t (NULL: none). */
-void corCorEncodeBegin(CorCorEncoder* e, CorCorTables* t, CorCorBuf* out,
+void corCorEncodeBegin(CorCorEncoder* e, CorCorTables* t, CorBuf* out,
                        char* why, size_t whyLen);
 
 /* End it: rc is how the writing went. Returns the tree's bytes, or an
@@ -165,7 +165,7 @@ typedef struct {
     const uint8_t* buf;
     size_t pos;
     size_t nodes;
-    CorCorBuf scratch;          /* a string joined to its namespace */
+    CorBuf scratch;          /* a string joined to its namespace */
     char* why;
     size_t whyLen;
     unsigned namespaces;

@@ -6,37 +6,27 @@
 
 #include <endian.h>
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 int
-corCorInputReserve(uint8_t** in, size_t len, size_t* cap, uint32_t maxFrame,
-                   size_t room)
+corCorInputReserve(CorBuf* in, uint32_t maxFrame, size_t room)
 {
-    size_t need = len + room;
-    uint8_t* grown;
+    size_t need;
 
-    if (len >= COR_COR_HEAD_LEN) {
+    corBufCompact(in);
+    need = in->len + room;
+    if (in->len >= COR_COR_HEAD_LEN) {
         uint32_t length;
         size_t frame;
 
-        memcpy(&length, *in + 12, sizeof(length));
+        memcpy(&length, in->data + 12, sizeof(length));
         frame = COR_COR_HEAD_LEN + (size_t)le32toh(length);
         /* Toward the frame's size by doubling: a peer that announces a
          * large frame gets room as it sends, not at its word. */
         if (length <= maxFrame && frame > need) {
-            need = *cap * 2 > need ? *cap * 2 : need;
+            need = in->cap * 2 > need ? in->cap * 2 : need;
             need = need < frame ? need : frame;
         }
     }
-    if (need <= *cap) {
-        return 0;
-    }
-    grown = realloc(*in, need);
-    if (grown == NULL) {
-        return -ENOMEM;
-    }
-    *in = grown;
-    *cap = need;
-    return 0;
+    return corBufGrowTo(in, need);
 }

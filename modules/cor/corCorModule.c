@@ -51,16 +51,17 @@ static void
 corDrain(CorModule* m, CorEvLoop* loop, unsigned index)
 {
     CorServerLoop* sl = corServerLoopAt(index);
-    CorServerConn* next;
+    CorList* node;
+    CorList* next;
 
     (void)m;
     (void)loop;
     sl->draining = true;
     corAcceptStop(sl->accept);
     sl->accept = NULL;
-    for (CorServerConn* c = sl->conns; c != NULL; c = next) {
-        next = c->next;         /* a failed flush closes c */
-        corServerConnDrain(c);
+    corListForEach(node, next, &sl->conns.conns) {
+        /* (A failed flush closes it: the next was read before.) */
+        corServerConnDrain(corContainerOf(node, CorServerConn, k.link));
     }
 }
 
@@ -75,8 +76,9 @@ corStop(CorModule* m, CorEvLoop* loop, unsigned index)
     (void)loop;
     corAcceptStop(sl->accept);
     sl->accept = NULL;
-    while (sl->conns != NULL) {
-        corServerConnStop(sl->conns, deadline);
+    while (!corListEmpty(&sl->conns.conns)) {
+        corServerConnStop(corContainerOf(corListFirst(&sl->conns.conns),
+                                         CorServerConn, k.link), deadline);
     }
 }
 
@@ -84,7 +86,7 @@ static unsigned
 corConnections(CorModule* m, unsigned index)
 {
     (void)m;
-    return atomic_load(&corServerLoopAt(index)->connCount);
+    return atomic_load(&corServerLoopAt(index)->conns.count);
 }
 
 static int

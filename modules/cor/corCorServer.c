@@ -10,10 +10,11 @@
  * arrive and encoded in the order they are queued, both on the loop, so a
  * response finished on a worker is encoded only once it is back here.
  *
- * The socket is armed once, edge-triggered for input and output; bytes go
- * through the listener's transport (plain or TLS). A connection keeps one
- * input buffer that grows to the frame being read (at most max_frame
- * beside its header) and an output buffer of queued frames.
+ * The bytes are the connection kit's (corKit.h: armed once,
+ * edge-triggered, through the listener's transport, plain or TLS); this
+ * file is the framing and the policy. The kit's input buffer grows to the
+ * frame being read (at most max_frame beside its header); its output
+ * buffer holds the queued frames.
  *
  * Limits: max_frame (a longer frame closes the connection), max_in_flight
  * (a REQUEST past it is answered 503 at once, not queued: a peer must not
@@ -45,7 +46,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
@@ -64,18 +64,17 @@
 /* An output buffer this large, once empty, goes back to malloc. */
 #define OUT_KEEP (64 * 1024)
 
-static void frameLoop(CorServerConn* c, unsigned events);
 static void connClose(CorServerConn* c);
 
-/* Whether more may be read from the peer: its answers are read (not too
- * much unsent output), and its requests in flight hold less than
+/* Whether more may be read from the peer, beside the kit's high-water
+ * mark on its unread answers: its requests in flight hold less than
  * max_in_flight_bytes (a request larger than that alone is taken when
  * nothing else is held, so it is served, alone). */
 static bool
-readMay(const CorServerConn* c)
+readMay(CorKitConn* k)
 {
-    return c->out.len - c->outSent <= OUT_HIGH_WATER
-           && c->heldBytes < corServerConf.maxHeldBytes;
+    return corContainerOf(k, CorServerConn, k)->heldBytes
+           < corServerConf.maxHeldBytes;
 }
 
 /* ---- Output -------------------------------------------------------------- */
@@ -83,7 +82,7 @@ readMay(const CorServerConn* c)
 static bool
 outputPending(const CorServerConn* c)
 {
-    return c->outSent < c->out.len;
+    return corBufPending(&c->k.out) > 0;
 }
 
 /* Queue one frame, encoded now with the tables of what we sent. Returns 0,
@@ -93,7 +92,7 @@ frameQueue(CorServerConn* c, CorCorType type, uint32_t id,
            const json_t* tree)
 {
     char why[COR_COR_WHY_MAX];
-    int rc = corCorFrameEncode(c->sent, type, id, tree, &c->out, why,
+    int rc = corCorFrameEncode(c->sent, type, id, tree, &c->k.out, why,
                                sizeof(why));
 
     if (rc < 0) {
@@ -111,38 +110,10 @@ int
 corServerResponseQueue(CorServerConn* c, uint32_t id, const CorCorMessage* m,
               char* why, size_t whyLen)
 {
-    int rc = corCorMessageEncode(c->sent, COR_COR_RESPONSE, id, m, &c->out,
+    int rc = corCorMessageEncode(c->sent, COR_COR_RESPONSE, id, m, &c->k.out,
                                  why, whyLen);
 
     return rc < 0 ? rc : 0;
-}
-
-/* Write what is queued. Returns -1 on an error (close). */
-static int
-connFlush(CorServerConn* c)
-{
-    while (outputPending(c)) {
-        ssize_t n = c->t.ops->send(&c->t, c->out.data + c->outSent,
-                                   c->out.len - c->outSent);
-
-        if (n > 0) {
-            c->outSent += (size_t)n;
-            c->outStalledMs = 0;
-        } else if (n < 0 && errno == EAGAIN) {
-            if (c->outStalledMs == 0) {
-                c->outStalledMs = corEvNow(c->sl->loop);
-            }
-            return 0;
-        } else if (n < 0 && errno != EINTR) {
-            return -1;
-        }
-    }
-    c->out.len = c->outSent = 0;
-    c->outStalledMs = 0;
-    if (c->out.cap > OUT_KEEP) {
-        corCorBufFree(&c->out);
-    }
-    return 0;
 }
 
 /* A protocol failure: say why in an ERROR frame (best effort), close. */
@@ -154,7 +125,7 @@ connRefuse(CorServerConn* c, const char* why)
     corLog(COR_LOG_WARN, "cor: %s: %s; closing the connection", c->peerName,
            why);
     if (tree != NULL && frameQueue(c, COR_COR_ERROR, 0, tree) == 0) {
-        connFlush(c);
+        corKitConnFlush(&c->k);
     }
     json_decref(tree);
     connClose(c);
@@ -163,11 +134,11 @@ connRefuse(CorServerConn* c, const char* why)
 /* ---- The timer ----------------------------------------------------------- */
 
 static void
-onTimer(CorEvTimer* timer)
+onTimer(CorKitConn* k)
 {
-    CorServerConn* c = corContainerOf(timer, CorServerConn, timer);
+    CorServerConn* c = corContainerOf(k, CorServerConn, k);
 
-    if (c->greeted && !outputPending(c) && c->inLen > 0) {
+    if (c->greeted && !outputPending(c) && corBufPending(&c->k.in) > 0) {
         /* A request too slow to come, HTTP's 408: its stream is not
          * known, so the connection ends. */
         corLimitsRefused("cor", c->peerName, "a frame that did not come "
@@ -176,18 +147,9 @@ onTimer(CorEvTimer* timer)
     corLog(COR_LOG_DEBUG, "cor: %s: %s", c->peerName,
            !c->greeted ? "no HELLO in time"
            : outputPending(c) ? "the peer reads nothing"
-           : c->inLen > 0 ? "a frame did not come whole in time" : "idle");
+           : corBufPending(&c->k.in) > 0 ? "a frame did not come whole in "
+           "time" : "idle");
     connClose(c);
-}
-
-/* Fire at since + ms (at once when that is past). */
-static void
-timerAt(CorServerConn* c, uint64_t since, uint64_t ms)
-{
-    uint64_t now = corEvNow(c->sl->loop);
-
-    corEvTimerStart(c->sl->loop, &c->timer,
-                    since + ms > now ? since + ms - now : 0, onTimer);
 }
 
 /* Arm the one deadline that applies now: the HELLO's, the output's, a
@@ -198,22 +160,24 @@ timerAt(CorServerConn* c, uint64_t since, uint64_t ms)
 static void
 timerUpdate(CorServerConn* c)
 {
-    CorEvLoop* loop = c->sl->loop;
+    CorKitConn* k = &c->k;
 
     if (!c->greeted) {
         return;         /* armed once, at the open */
     }
-    if (outputPending(c) && c->outStalledMs != 0) {
-        timerAt(c, c->outStalledMs, corLimits()->sendTimeoutMs);
-    } else if ((c->inLen > 0 || c->skipLeft > 0) && !c->readPaused) {
+    if (outputPending(c) && k->outStalledMs != 0) {
+        corKitConnDeadline(k, k->outStalledMs, corLimits()->sendTimeoutMs);
+    } else if ((corBufPending(&k->in) > 0 || c->skipLeft > 0)
+               && !k->readPaused) {
         /* (A frame held back by its requests in flight waits for them,
          * which have deadlines of their own.) */
-        timerAt(c, c->frameStartMs, corLimits()->requestTimeoutMs);
+        corKitConnDeadline(k, c->frameStartMs,
+                           corLimits()->requestTimeoutMs);
     } else if (c->inFlight == 0) {
-        corEvTimerStart(loop, &c->timer, corServerConf.idleTimeoutMs,
-                        onTimer);
+        corKitConnDeadline(k, corEvNow(k->loop),
+                           corServerConf.idleTimeoutMs);
     } else {
-        corEvTimerStop(loop, &c->timer);
+        corKitConnDeadlineStop(k);
     }
 }
 
@@ -228,33 +192,18 @@ connDoneWith(CorServerConn* c)
     return false;
 }
 
-/* The output, written at the loop's next iteration: every answer that
- * finishes in this one (coroutines woken by the same events, workers'
- * answers posted back together) goes out in one write, which is what a
- * multiplexed connection saves over one answer a write. */
+/* The output went on its own (EPOLLOUT, or the flush of the loop's next
+ * iteration, which gathers every answer that finishes in this one:
+ * coroutines woken by the same events, workers' answers posted back
+ * together, which is what a multiplexed connection saves over one answer
+ * a write). */
 static void
-flushDue(CorEvTimer* timer)
+wrote(CorKitConn* k)
 {
-    CorServerConn* c = corContainerOf(timer, CorServerConn, flushTimer);
+    CorServerConn* c = corContainerOf(k, CorServerConn, k);
 
-    if (connFlush(c) != 0) {
-        connClose(c);
-        return;
-    }
-    if (c->readPaused && readMay(c)) {
-        frameLoop(c, 0);    /* it was not read while it could not be */
-        return;
-    }
     if (!connDoneWith(c)) {
         timerUpdate(c);
-    }
-}
-
-void
-corServerFlushSoon(CorServerConn* c)
-{
-    if (!c->flushTimer.active) {
-        corEvTimerStart(c->sl->loop, &c->flushTimer, 0, flushDue);
     }
 }
 
@@ -379,30 +328,33 @@ frameMax(const CorServerConn* c)
     return c->greeted ? corServerConf.maxFrame : HELLO_FRAME_MAX;
 }
 
-/* Take every whole frame that came. Returns 0, or -1 after closing. */
+/* Take every whole frame that came (the kit's take). Returns 0, or -1
+ * after closing. */
 static int
-framesTake(CorServerConn* c)
+framesTake(CorKitConn* k)
 {
+    CorServerConn* c = corContainerOf(k, CorServerConn, k);
+    const uint8_t* in = corBufHead(&k->in);
+    size_t len = corBufPending(&k->in);
     size_t off = 0;
     char why[COR_COR_WHY_MAX] = "";
     int rc = 0;
 
     if (c->skipLeft > 0) {
-        off = c->inLen < c->skipLeft ? c->inLen : (size_t)c->skipLeft;
+        off = len < c->skipLeft ? len : (size_t)c->skipLeft;
         c->skipLeft -= off;
     }
-    while (rc == 0 && c->inLen - off >= COR_COR_HEAD_LEN
+    while (rc == 0 && len - off >= COR_COR_HEAD_LEN
            && c->heldBytes < corServerConf.maxHeldBytes) {
         CorCorHead h;
 
-        rc = corCorHeadRead(c->in + off, c->inLen - off, frameMax(c), &h,
-                            why, sizeof(why));
+        rc = corCorHeadRead(in + off, len - off, frameMax(c), &h, why,
+                            sizeof(why));
         if (rc < 0) {
             break;
         }
-        rc = c->greeted ? corServerRequestCut(c, &h, c->in + off,
-                                              c->inLen - off, why,
-                                              sizeof(why)) : 0;
+        rc = c->greeted ? corServerRequestCut(c, &h, in + off, len - off,
+                                              why, sizeof(why)) : 0;
         if (rc > 0) {
             /* Its rest is dropped as it comes, within request_timeout. */
             off += (size_t)rc;
@@ -414,142 +366,87 @@ framesTake(CorServerConn* c)
             rc = 0;                 /* its head is not all there yet */
             break;
         }
-        if (rc < 0 || c->inLen - off < COR_COR_HEAD_LEN + h.length) {
+        if (rc < 0 || len - off < COR_COR_HEAD_LEN + h.length) {
             break;
         }
-        rc = c->greeted ? frameTake(c, &h, c->in + off, why, sizeof(why))
-                        : helloTake(c, &h, c->in + off, why, sizeof(why));
+        rc = c->greeted ? frameTake(c, &h, in + off, why, sizeof(why))
+                        : helloTake(c, &h, in + off, why, sizeof(why));
         off += COR_COR_HEAD_LEN + h.length;
     }
     if (rc < 0) {
         connRefuse(c, why);
         return -1;
     }
-    if ((off > 0 || c->inLen == 0) && c->skipLeft == 0) {
+    if ((off > 0 || len == 0) && c->skipLeft == 0) {
         c->frameStartMs = corEvNow(c->sl->loop);  /* the next frame's */
     }
-    memmove(c->in, c->in + off, c->inLen - off);
-    c->inLen -= off;
+    corBufConsume(&k->in, off);
     return 0;
 }
 
-/* Read what came, taking frames as they complete. Returns 0, or -1 after
- * closing. */
 static int
-connRead(CorServerConn* c)
+inputReserve(CorKitConn* k)
 {
-    c->readPaused = false;
-    /* Frames that came whole while the requests in flight held too much
-     * wait in the buffer: they go first. */
-    if (c->inLen > 0 && framesTake(c) != 0) {
-        return -1;
-    }
-    for (;;) {
-        ssize_t n;
+    CorServerConn* c = corContainerOf(k, CorServerConn, k);
 
-        if (!readMay(c) && connFlush(c) != 0) {
-            connClose(c);
-            return -1;
-        }
-        if (!readMay(c)) {
-            c->readPaused = true;   /* read on when it drained or the
-                                     * handlers are done */
-            return 0;
-        }
-        if (corCorInputReserve(&c->in, c->inLen, &c->inCap, frameMax(c),
-                               c->skipLeft > 0 ? SKIP_ROOM : READ_ROOM)
-            != 0) {
-            connRefuse(c, "no memory for a frame");
-            return -1;
-        }
-        size_t room = c->inCap - c->inLen;
+    return corCorInputReserve(&k->in, frameMax(c),
+                              c->skipLeft > 0 ? SKIP_ROOM : READ_ROOM);
+}
 
-        n = c->t.ops->recv(&c->t, c->in + c->inLen, room);
-        if (n > 0) {
-            c->inLen += (size_t)n;
-            if (framesTake(c) != 0) {
-                return -1;
-            }
-            /* A short read drained the socket (edge-triggered: the next
-             * bytes raise a new edge), unless the peer shut its side: its
-             * end is still to read, and no edge announces it. */
-            if ((size_t)n < room && !c->peerShut) {
-                return 0;
-            }
-            continue;
-        }
-        if (n == 0) {
-            c->peerDone = true;
-            return 0;
-        }
-        if (errno == EAGAIN) {
-            return 0;
-        }
-        if (errno != EINTR) {
-            connClose(c);
-            return -1;
-        }
+/* Its end: nothing more comes (it closes once everything is answered). */
+static int
+peerEnd(CorKitConn* k)
+{
+    corContainerOf(k, CorServerConn, k)->peerDone = true;
+    return 0;
+}
+
+static void
+connBroken(CorKitConn* k, int rc, const char* why)
+{
+    CorServerConn* c = corContainerOf(k, CorServerConn, k);
+
+    if (rc == -ENOMEM) {
+        connRefuse(c, why);
+    } else {
+        connClose(c);
     }
 }
 
 /* Read, serve what came, write what is due. Frames are taken inside a
  * guard: an inline handler's answer only queues, and is written here. */
 static void
-frameLoop(CorServerConn* c, unsigned events)
+frameLoop(CorKitConn* k)
 {
-    int rc;
+    CorServerConn* c = corContainerOf(k, CorServerConn, k);
 
-    if (events & (EPOLLRDHUP | EPOLLHUP)) {
-        c->peerShut = true;
-    }
     c->processing = true;
-    rc = connRead(c);
-    if (rc != 0) {
+    if (corKitConnRead(k) != 0) {
         return;     /* closed */
     }
     c->processing = false;
-    if (connFlush(c) != 0) {
+    if (corKitConnFlush(k) != 0) {
         connClose(c);
         return;
     }
-    if (c->inLen == 0 && c->inFlight == 0) {
-        free(c->in);            /* an idle connection holds no buffer */
-        c->in = NULL;
-        c->inCap = 0;
+    if (corBufPending(&k->in) == 0 && c->inFlight == 0) {
+        corBufFree(&k->in);     /* an idle connection holds no buffer */
     }
     if (!connDoneWith(c)) {
         timerUpdate(c);
     }
 }
 
-static void
-onIo(CorEvIo* io, unsigned events)
-{
-    CorServerConn* c = corContainerOf(io, CorServerConn, io);
-
-    if ((events & EPOLLOUT) && corTransportWantsWrite(&c->t)) {
-        events |= EPOLLIN;
-    }
-    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-        frameLoop(c, events);
-        return;
-    }
-    if (outputPending(c)) {
-        if (connFlush(c) != 0) {
-            connClose(c);
-            return;
-        }
-        /* A read paused for a peer that did not read: what it sent since
-         * raised no edge of its own. */
-        if (c->readPaused && readMay(c)) {
-            frameLoop(c, 0);
-            return;
-        }
-        if (!connDoneWith(c)) {
-            timerUpdate(c);
-        }
-    }
-}
+static const CorKitOps connOps = {
+    .ready = frameLoop,
+    .take = framesTake,
+    .end = peerEnd,
+    .fail = connBroken,
+    .reserve = inputReserve,
+    .readMay = readMay,
+    .wrote = wrote,
+    .expired = onTimer,
+};
 
 /* ---- The connection ------------------------------------------------------ */
 
@@ -582,27 +479,23 @@ corServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
         corAcceptClosed();
         return;
     }
+    corKitConnInit(&c->k, sl->loop, &connOps);
+    c->k.highWater = OUT_HIGH_WATER;
+    c->k.outKeep = OUT_KEEP;
     c->sl = sl;
     c->peer = *peer;
     c->tls = helloMs > 0;       /* a plain listener has no handshake */
     peerName(c);
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    c->next = sl->conns;
-    if (sl->conns != NULL) {
-        sl->conns->prev = c;
-    }
-    sl->conns = c;
-    atomic_fetch_add(&sl->connCount, 1);
-    if (corEvIoStart(sl->loop, &c->io, fd,
-                     EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, onIo) != 0) {
+    if (corKitConnStart(&c->k, &c->t, &sl->conns) != 0) {
         connClose(c);
         return;
     }
     /* Over TLS the handshake comes first: the listener's timeout, if
      * longer, covers both. */
-    corEvTimerStart(sl->loop, &c->timer,
-                    helloMs > corServerConf.helloTimeoutMs
-                    ? helloMs : corServerConf.helloTimeoutMs, onTimer);
+    corKitConnDeadline(&c->k, corEvNow(sl->loop),
+                       helloMs > corServerConf.helloTimeoutMs
+                       ? helloMs : corServerConf.helloTimeoutMs);
     if (sl->draining) {
         corServerConnDrain(c);
     }
@@ -613,32 +506,19 @@ corServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
 static void
 connClose(CorServerConn* c)
 {
-    CorServerLoop* sl = c->sl;
-
-    corEvIoStop(sl->loop, &c->io);
-    corEvTimerStop(sl->loop, &c->timer);
-    corEvTimerStop(sl->loop, &c->flushTimer);
-    if (c->prev != NULL) {
-        c->prev->next = c->next;
-    } else {
-        sl->conns = c->next;
-    }
-    if (c->next != NULL) {
-        c->next->prev = c->prev;
-    }
-    atomic_fetch_sub(&sl->connCount, 1);
+    corKitConnStop(&c->k);
     corAcceptClosed();
     c->t.ops->close(&c->t);
-    while (c->requests != NULL) {
-        CorServerRequest* req = c->requests;
+    while (!corListEmpty(&c->requests)) {
+        CorServerRequest* req = corContainerOf(corListFirst(&c->requests),
+                                               CorServerRequest, link);
 
         corServerRequestUnlink(req);
         corRequestCancel(&req->r);
     }
     corCorTablesFree(c->received);
     corCorTablesFree(c->sent);
-    corCorBufFree(&c->out);
-    free(c->in);
+    corKitConnFree(&c->k);
     free(c);
 }
 
@@ -651,7 +531,7 @@ corServerConnDrain(CorServerConn* c)
         return;
     }
     c->closeSent = true;
-    if (!c->processing && connFlush(c) != 0) {
+    if (!c->processing && corKitConnFlush(&c->k) != 0) {
         connClose(c);
     }
 }
@@ -659,8 +539,12 @@ corServerConnDrain(CorServerConn* c)
 void
 corServerConnStop(CorServerConn* c, uint64_t deadline)
 {
-    for (CorServerRequest* req = c->requests; req != NULL;
-         req = req->next) {
+    CorList* node;
+    CorList* next;
+
+    corListForEach(node, next, &c->requests) {
+        CorServerRequest* req = corContainerOf(node, CorServerRequest, link);
+
         if (!req->answered) {
             corServerAnswerBare(c, req->id, 503, "stopping\n");
         }
@@ -671,7 +555,7 @@ corServerConnStop(CorServerConn* c, uint64_t deadline)
         int left = (int)(deadline > corEvClockMs()
                          ? deadline - corEvClockMs() : 0);
 
-        if (connFlush(c) != 0 || poll(&pfd, 1, left) <= 0) {
+        if (corKitConnFlush(&c->k) != 0 || poll(&pfd, 1, left) <= 0) {
             break;
         }
     }

@@ -6,11 +6,11 @@
 #ifndef COR_COR_SERVER_INT_H
 #define COR_COR_SERVER_INT_H
 
-#include <stdatomic.h>
 #include <sys/socket.h>
 
 #include "cor.h"
 #include "corCorCodec.h"
+#include "corKit.h"
 
 typedef struct CorServerConn CorServerConn;
 typedef struct CorServerRequest CorServerRequest;
@@ -32,8 +32,7 @@ extern CorServerConf corServerConf;
 typedef struct {
     _Alignas(COR_CACHE_LINE) CorEvLoop* loop;
     unsigned index;
-    CorServerConn* conns;       /* every open connection of the loop */
-    atomic_uint connCount;      /* read by the generation while draining */
+    CorKitSet conns;            /* every open connection of the loop */
     CorAccept* accept;
     bool draining;
 } CorServerLoop;
@@ -47,8 +46,7 @@ typedef struct {
 struct CorServerRequest {
     CorRequest r;
     CorServerConn* conn;        /* NULL once the connection is gone */
-    CorServerRequest* prev;     /* the connection's requests */
-    CorServerRequest* next;
+    CorList link;               /* the connection's requests */
     uint32_t id;                /* the REQUEST's correlation id */
     size_t held;                /* its bytes, in conn->heldBytes */
     bool answered;              /* its RESPONSE is queued (or failed) */
@@ -56,38 +54,27 @@ struct CorServerRequest {
                                  * its stream was aborted */
     char remote[48];            /* the peer's address, as r.remote */
     CorCorMessage message;      /* what came: verb, headers, body */
-    CorCorBuf streamed;         /* a streamed body, gathered whole */
+    CorBuf streamed;         /* a streamed body, gathered whole */
     CorHeader headers[];        /* the message's and its Content-Type,
                                  * then the target's decoded copy */
 };
 
 /* A connection; owned by its loop, freed when it closes. */
 struct CorServerConn {
-    CorEvIo io;
-    CorEvTimer timer;
-    CorEvTimer flushTimer;      /* the output, at the next iteration */
+    CorKitConn k;               /* its bytes: what came and is not yet a
+                                 * frame, the frames to send; its
+                                 * deadline; in its loop's set */
     CorServerLoop* sl;
-    CorServerConn* prev;
-    CorServerConn* next;
     CorTransport t;
-    uint8_t* in;                /* what came and is not yet a frame */
-    size_t inLen;
-    size_t inCap;
     uint64_t skipLeft;          /* bytes of a REQUEST cut short still to
                                  * come, dropped (corServerRequestCut) */
-    CorCorBuf out;              /* frames to send */
-    size_t outSent;
     CorCorTables* received;     /* the tables of each direction, after */
     CorCorTables* sent;         /* the HELLO */
-    CorServerRequest* requests; /* in flight, not yet answered or
+    CorList requests;           /* in flight, not yet answered or
                                  * released */
     unsigned inFlight;          /* of them, not yet answered */
     size_t heldBytes;           /* what they hold, until their release */
-    uint64_t outStalledMs;      /* output waits since then, or 0 */
     uint64_t frameStartMs;      /* the frame being read began then */
-    bool readPaused;            /* too much unsent output, or held by
-                                 * requests: not reading */
-    bool peerShut;              /* its FIN came: read to its end */
     bool tls;                   /* over its listener's TLS (cors) */
     bool greeted;               /* the HELLO came and was answered */
     bool closeSent;             /* our CLOSE: no new work (a drain) */
@@ -114,10 +101,6 @@ void corServerConnStop(CorServerConn* c, uint64_t deadline);
  * (nothing queued, the tables as they were). */
 int corServerResponseQueue(CorServerConn* c, uint32_t id,
                            const CorCorMessage* m, char* why, size_t whyLen);
-/* Write c's output at the loop's next iteration (every answer of this one
- * in one write), and read on if its read was paused. */
-void corServerFlushSoon(CorServerConn* c);
-
 /* ---- corCorServerRequest.c ----------------------------------------------- */
 
 /* Serve the request of a REQUEST message m (taken over, cleared): made,

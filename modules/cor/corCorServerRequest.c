@@ -58,11 +58,7 @@ static void
 requestLink(CorServerConn* c, CorServerRequest* req)
 {
     req->conn = c;
-    req->next = c->requests;
-    if (c->requests != NULL) {
-        c->requests->prev = req;
-    }
-    c->requests = req;
+    corListInsert(&c->requests, &req->link);
     c->inFlight++;
     c->heldBytes += req->held;
 }
@@ -75,20 +71,12 @@ corServerRequestUnlink(CorServerRequest* req)
     if (c == NULL) {
         return;
     }
-    if (req->prev != NULL) {
-        req->prev->next = req->next;
-    } else {
-        c->requests = req->next;
-    }
-    if (req->next != NULL) {
-        req->next->prev = req->prev;
-    }
+    corListRemove(&req->link);
     if (!req->answered) {
         c->inFlight--;
     }
     c->heldBytes -= req->held;
     req->conn = NULL;
-    req->prev = req->next = NULL;
 }
 
 /* The path of target (checked) as it was encoded, dot segments removed,
@@ -166,13 +154,13 @@ static void
 requestFree(CorServerRequest* req)
 {
     corCorMessageClear(&req->message);
-    corCorBufFree(&req->streamed);
+    corBufFree(&req->streamed);
     free(req);
 }
 
 /* A file body (corRespondFile), read whole: a frame carries it. */
 static int
-fileRead(CorRequest* r, CorCorBuf* into)
+fileRead(CorRequest* r, CorBuf* into)
 {
     size_t len = r->responseLen;
     size_t got = 0;
@@ -203,7 +191,7 @@ static void
 respond(CorServerConn* c, CorServerRequest* req)
 {
     CorRequest* r = &req->r;
-    CorCorBuf file = { 0 };
+    CorBuf file = { 0 };
     CorCorMessage m = { .status = r->status,
                         .headers = r->responseHeaders,
                         .headerCount = r->responseHeaderCount,
@@ -241,7 +229,7 @@ respond(CorServerConn* c, CorServerRequest* req)
         r->bodySent = 0;
         corServerAnswerBare(c, req->id, 500, "the answer could not be encoded\n");
     }
-    corCorBufFree(&file);
+    corBufFree(&file);
 }
 
 /* req is answered (or its connection gone): the core runs its
@@ -260,7 +248,7 @@ answered(CorServerRequest* req)
     }
     corRequestSent(&req->r);
     if (c != NULL && !c->processing) {
-        corServerFlushSoon(c);   /* frameLoop flushes by itself */
+        corKitConnFlushSoon(&c->k);  /* frameLoop flushes by itself */
     }
 }
 
@@ -282,13 +270,13 @@ streamData(CorRequest* r, const void* data, size_t len)
         return;
     }
     if (req->streamed.len + len > corServerConf.maxFrame
-        || corCorBufReserve(&req->streamed, len) != 0) {
+        || corBufReserve(&req->streamed, len) != 0) {
         /* No room for it in one frame: the answer fails whole. */
         corLog(COR_LOG_ERROR, "cor: a streamed answer to %.*s past "
                "max_frame (%u bytes): answered 502", (int)r->pathLen,
                r->path, corServerConf.maxFrame);
         req->streamFailed = true;
-        corCorBufFree(&req->streamed);
+        corBufFree(&req->streamed);
         return;
     }
     memcpy(req->streamed.data + req->streamed.len, data, len);
@@ -310,7 +298,7 @@ streamAbort(CorRequest* r)
     CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
 
     req->streamFailed = true;
-    corCorBufFree(&req->streamed);
+    corBufFree(&req->streamed);
     answered(req);
 }
 
@@ -327,8 +315,9 @@ requestRelease(CorRequest* r)
     CorServerConn* c = req->conn;
 
     corServerRequestUnlink(req);
-    if (c != NULL && c->readPaused && !c->processing) {
-        corServerFlushSoon(c);  /* what it held may let the read go on */
+    if (c != NULL && c->k.readPaused && !c->processing) {
+        /* What it held may let the read go on. */
+        corKitConnFlushSoon(&c->k);
     }
     requestFree(req);
 }

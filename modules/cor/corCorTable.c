@@ -245,39 +245,6 @@ corCorSplit(const char* s, size_t len)
     return len;
 }
 
-void
-corCorBufFree(CorCorBuf* b)
-{
-    free(b->data);
-    b->data = NULL;
-    b->len = 0;
-    b->cap = 0;
-}
-
-int
-corCorBufReserve(CorCorBuf* b, size_t n)
-{
-    size_t cap = b->cap == 0 ? 256 : b->cap;
-    uint8_t* data;
-
-    if (n <= b->cap - b->len) {
-        return 0;
-    }
-    if (n > SIZE_MAX / 2 - b->len) {
-        return -ENOMEM;
-    }
-    while (cap - b->len < n) {
-        cap *= 2;
-    }
-    data = realloc(b->data, cap);
-    if (data == NULL) {
-        return -ENOMEM;
-    }
-    b->data = data;
-    b->cap = cap;
-    return 0;
-}
-
 /* The length of the UTF-8 sequence that starts with lead, and the range
  * its second byte must be in (which excludes overlong forms, surrogates
  * and code points past U+10FFFF); 0 for a byte no sequence starts with. */

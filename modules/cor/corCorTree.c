@@ -26,7 +26,7 @@ tagOf(unsigned type, unsigned mode, unsigned flags)
 static int
 putBytes(CorCorEncoder* e, const void* p, size_t n)
 {
-    if (corCorBufReserve(e->out, n) != 0) {
+    if (corBufReserve(e->out, n) != 0) {
         corCorWhy(e->why, e->whyLen, "no memory for %zu bytes of tree",
                   e->out->len + n);
         return -ENOMEM;
@@ -239,7 +239,7 @@ putValue(CorCorEncoder* e, const json_t* node, unsigned depth)
 }
 
 void
-corCorEncodeBegin(CorCorEncoder* e, CorCorTables* t, CorCorBuf* out,
+corCorEncodeBegin(CorCorEncoder* e, CorCorTables* t, CorBuf* out,
                   char* why, size_t whyLen)
 {
     *e = (CorCorEncoder){ .t = t, .out = out, .why = why, .whyLen = whyLen,
@@ -345,7 +345,7 @@ corCorPutNode(CorCorEncoder* e, const json_t* node, const char* name,
 }
 
 int
-corCorTreeEncode(CorCorTables* t, const json_t* tree, CorCorBuf* out,
+corCorTreeEncode(CorCorTables* t, const json_t* tree, CorBuf* out,
                  char* why, size_t whyLen)
 {
     CorCorEncoder e;

@@ -136,7 +136,7 @@ getString(CorCorDecoder* d, size_t end, CorCorStr* out)
         return rc;
     }
     d->scratch.len = 0;
-    if (corCorBufReserve(&d->scratch, prefix.len + local.len + 1) != 0) {
+    if (corBufReserve(&d->scratch, prefix.len + local.len + 1) != 0) {
         return noMemory(d);
     }
     memcpy(d->scratch.data, prefix.s, prefix.len);
@@ -458,7 +458,7 @@ corCorDecodeEnd(CorCorDecoder* d, size_t len, int rc)
     if (rc == 0 && d->pos != len) {
         rc = refuse(d, d->pos, "%zu bytes after the tree", len - d->pos);
     }
-    corCorBufFree(&d->scratch);
+    corBufFree(&d->scratch);
     if (rc != 0 && d->t != NULL) {
         corCorTableTruncate(&d->t->namespaces, d->namespaces);
         corCorTableTruncate(&d->t->names, d->names);

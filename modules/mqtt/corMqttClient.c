@@ -39,7 +39,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 
 /* Output not yet written past which a QoS 0 publish waits for the socket
  * rather than ending once its PUBLISH is in the output. */
@@ -48,7 +47,7 @@
 /* What a slot holds whose publish left (timed out, cancelled). */
 Pub corMqttOrphan;
 
-static __thread Link* loopLinks;
+static __thread CorList loopLinks;
 
 /* Subscriber links on every loop not yet forgotten: what a drain waits
  * for (counted on loop 0, read by the generation's main thread). */
@@ -62,9 +61,9 @@ static void
 pubUnlink(Link* l, Pub* p)
 {
     if (l->pending == p) {
-        l->pending = p->next;
+        l->pending = pubAfter(&l->queue, p);
     }
-    listRemove(p->stage == PUB_WRITTEN ? &l->written : &l->queue, p);
+    corListRemove(&p->link);
     if (p->stage == PUB_SENT || p->stage == PUB_RELEASED) {
         l->slots[p->packetId - 1] = NULL;
         l->inFlight--;
@@ -86,10 +85,10 @@ corMqttPubFinish(Link* l, Pub* p, int rc, const char* why)
 }
 
 static void
-listFail(Link* l, PubList* list, int rc, const char* why)
+listFail(Link* l, CorList* list, int rc, const char* why)
 {
-    while (list->head != NULL) {
-        corMqttPubFinish(l, list->head, rc, why);
+    while (!corListEmpty(list)) {
+        corMqttPubFinish(l, pubFirst(list), rc, why);
     }
 }
 
@@ -101,8 +100,7 @@ linkRelease(Link* l)
     if (--l->refs > 0) {
         return;
     }
-    free(l->out.data);
-    free(l->in);
+    corKitConnFree(&l->k);
     free(l->slots);
     free(l);
 }
@@ -112,24 +110,18 @@ linkRelease(Link* l)
 static void
 linkForget(Link* l)
 {
-    if (l->conn != NULL) {
-        corEvIoStop(l->loop, &l->io);
-        corConnClose(l->conn);
-        l->conn = NULL;
-    }
+    corKitConnStop(&l->k);
+    corConnClose(l->conn);      /* NULL-safe */
+    l->conn = NULL;
     l->state = LINK_DEAD;
-    corEvTimerStop(l->loop, &l->ping);
-    corEvTimerStop(l->loop, &l->retry);
-    corEvTimerStop(l->loop, &l->flushSoon);
-    for (Link** at = &loopLinks; *at != NULL; at = &(*at)->next) {
-        if (*at == l) {
-            *at = l->next;
-            if (l->group != NULL) {
-                atomic_fetch_sub(&subscribersOpen, 1);
-            }
-            linkRelease(l);
-            return;
+    corEvTimerStop(l->k.loop, &l->ping);
+    corEvTimerStop(l->k.loop, &l->retry);
+    if (corListLinked(&l->link)) {
+        corListRemove(&l->link);
+        if (l->group != NULL) {
+            atomic_fetch_sub(&subscribersOpen, 1);
         }
+        linkRelease(l);
     }
 }
 
@@ -142,70 +134,31 @@ linkGiveUp(Link* l, int rc, const char* why)
     linkForget(l);
 }
 
+void
+corMqttLinkWrote(Link* l)
+{
+    while (!corListEmpty(&l->written)
+           && pubFirst(&l->written)->outEnd <= l->k.sentBytes) {
+        corMqttPubFinish(l, pubFirst(&l->written), 0, NULL);
+    }
+    if (corBufPending(&l->k.out) == 0 && l->bye) {
+        corMqttLinkClose(l);    /* DISCONNECT written: let go */
+    }
+}
+
 /* Write what the socket takes; EPOLLOUT brings the rest. */
 void
 corMqttLinkFlush(Link* l)
 {
-    CorTransport* t;
-
     if (l->state != LINK_READY) {
         return;
     }
-    t = corConnTransport(l->conn);
-    while (l->outSent < l->out.len) {
-        ssize_t n = t->ops->send(t, l->out.data + l->outSent,
-                                 l->out.len - l->outSent);
-
-        if (n > 0) {
-            l->outSent += (size_t)n;
-            l->lastWriteMs = corEvNow(l->loop);
-        } else if (n < 0 && errno == EAGAIN) {
-            break;
-        } else if (!(n < 0 && errno == EINTR)) {
-            corMqttLinkDrop(l, -ECONNRESET, "the connection failed while writing");
-            return;
-        }
+    if (corKitConnFlush(&l->k) != 0) {
+        corMqttLinkDrop(l, -ECONNRESET, "the connection failed while "
+                        "writing");
+        return;
     }
-    while (l->written.head != NULL
-           && l->written.head->outEnd <= l->outStart + l->outSent) {
-        corMqttPubFinish(l, l->written.head, 0, NULL);
-    }
-    if (l->outSent == l->out.len) {
-        l->outStart += l->out.len;
-        l->out.len = l->outSent = 0;
-        if (l->bye) {
-            corMqttLinkClose(l);    /* DISCONNECT written: let go */
-        }
-    }
-}
-
-
-/* Also where a paused subscriber reads again (corMqttLinkResume). */
-static void
-flushFire(CorEvTimer* timer)
-{
-    Link* l = corContainerOf(timer, Link, flushSoon);
-
-    l->refs++;      /* a failed write may drop it */
-    if (l->paused && l->state == LINK_READY && !corMqttInboundFull(l)) {
-        l->paused = false;
-        if (corMqttPacketsTake(l) == 0) {
-            corMqttLinkRead(l);    /* until EAGAIN: the edge came while paused */
-        }
-    } else {
-        corMqttLinkFlush(l);
-    }
-    linkRelease(l);
-}
-
-/* Write the output at the loop's next iteration: what every publish and
- * acknowledgement of this iteration added goes out in one write. */
-static void
-linkFlushSoon(Link* l)
-{
-    if (!l->flushSoon.active) {
-        corEvTimerStart(l->loop, &l->flushSoon, 0, flushFire);
-    }
+    corMqttLinkWrote(l);
 }
 
 /* A free packet id for a QoS 1/2 publish (window > inFlight). */
@@ -228,19 +181,19 @@ corMqttLinkPump(Link* l)
            && (l->pending->msg->qos == 0 || l->inFlight < l->window)) {
         Pub* p = l->pending;
         uint16_t id = p->msg->qos > 0 ? slotTake(l, p) : 0;
-        int rc = corMqttBufPublish(&l->out, p->msg, id, p->dup);
+        int rc = corMqttBufPublish(&l->k.out, p->msg, id, p->dup);
 
-        l->pending = p->next;
+        l->pending = pubAfter(&l->queue, p);
         p->packetId = id;
         p->stage = p->msg->qos > 0 ? PUB_SENT : PUB_QUEUED;
         if (rc != 0) {
             corMqttPubFinish(l, p, rc, rc == -ENOMEM ? "no memory for a PUBLISH"
                       : "the codec refused the PUBLISH");
-        } else if (p->msg->qos == 0 && l->out.len - l->outSent > OUT_HIGH) {
-            listRemove(&l->queue, p);
+        } else if (p->msg->qos == 0 && corBufPending(&l->k.out) > OUT_HIGH) {
+            corListRemove(&p->link);
             p->stage = PUB_WRITTEN;
-            p->outEnd = l->outStart + l->out.len;
-            listAppend(&l->written, p);
+            p->outEnd = l->k.sentBytes + corBufPending(&l->k.out);
+            corListAppend(&l->written, &p->link);
         } else if (p->msg->qos == 0) {
             corMqttPubFinish(l, p, 0, NULL);
         }
@@ -258,7 +211,7 @@ retryFire(CorEvTimer* timer)
 
     l->state = LINK_CONNECTING;
     l->refs++;                  /* the connector's */
-    rc = corCoLoopSpawn(l->loop, linkConnect, l);
+    rc = corCoLoopSpawn(l->k.loop, linkConnect, l);
     if (rc != 0) {
         l->refs--;
         linkNoCoroutine(l, rc);
@@ -283,7 +236,7 @@ linkNoCoroutine(Link* l, int rc)
         l->capSaid = true;
     }
     l->state = LINK_WAITING;
-    corEvTimerStart(l->loop, &l->retry, l->backoffMs, retryFire);
+    corEvTimerStart(l->k.loop, &l->retry, l->backoffMs, retryFire);
 }
 
 /* Connect again after the back-off, if anything waits (a subscriber
@@ -291,7 +244,7 @@ linkNoCoroutine(Link* l, int rc)
 static void
 linkRetry(Link* l, const char* why)
 {
-    if ((l->queue.head == NULL && l->group == NULL) || l->draining) {
+    if ((corListEmpty(&l->queue) && l->group == NULL) || l->draining) {
         linkForget(l);
         return;
     }
@@ -299,7 +252,7 @@ linkRetry(Link* l, const char* why)
            l->group != NULL ? "subscriber" : "publisher", l->name, why,
            (unsigned long long)l->backoffMs);
     l->state = LINK_WAITING;
-    corEvTimerStart(l->loop, &l->retry, l->backoffMs, retryFire);
+    corEvTimerStart(l->k.loop, &l->retry, l->backoffMs, retryFire);
     l->backoffMs = corMqttBackoffNext(l->backoffMs);
 }
 
@@ -312,7 +265,7 @@ linkRetry(Link* l, const char* why)
 static void
 linkLost(Link* l, int rc)
 {
-    bool lived = corEvNow(l->loop) - l->readyMs >= corMqttConf.reconnectMaxMs;
+    bool lived = corEvNow(l->k.loop) - l->readyMs >= corMqttConf.reconnectMaxMs;
 
     if (lived) {
         l->backoffMs = corMqttConf.reconnectMinMs;
@@ -344,20 +297,21 @@ corMqttLinkDrop(Link* l, int rc, const char* why)
     }
     snprintf(text, sizeof(text), "%s: %s", l->name, why);
     linkLost(l, rc);
-    corEvIoStop(l->loop, &l->io);
+    corKitConnStop(&l->k);
     corConnClose(l->conn);
     l->conn = NULL;
-    corEvTimerStop(l->loop, &l->ping);
+    corEvTimerStop(l->k.loop, &l->ping);
     listFail(l, &l->written, rc, text);
-    for (Pub* p = l->queue.head; p != l->pending; p = p->next) {
+    for (Pub* p = pubFirst(&l->queue); p != l->pending;
+         p = pubAfter(&l->queue, p)) {
         p->stage = PUB_QUEUED;
         p->dup = true;
     }
     memset(l->slots, 0, l->window * sizeof(*l->slots));
     l->inFlight = 0;
-    l->pending = l->queue.head;
-    l->out.len = l->outSent = 0;
-    l->inLen = 0;
+    l->pending = pubFirst(&l->queue);
+    l->k.out.len = l->k.out.off = 0;
+    l->k.in.len = l->k.in.off = 0;
     l->pingDue = false;
     linkRetry(l, why);
 }
@@ -383,24 +337,23 @@ linkReady(Link* l, CorConn* conn, const CorMqttSession* s)
     l->state = LINK_READY;
     l->served = true;
     l->capSaid = false;
-    l->readyMs = corEvNow(l->loop);
+    l->readyMs = corEvNow(l->k.loop);
     l->keepAliveMs = s->keepAliveS * 1000;
-    l->lastWriteMs = corEvNow(l->loop);
+    l->k.sentMs = corEvNow(l->k.loop);
     l->gen++;
-    if (corEvIoStart(l->loop, &l->io, corConnTransport(conn)->fd,
-                     EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, corMqttLinkIo)
-        != 0) {
+    if (corKitConnStart(&l->k, corConnTransport(conn), NULL) != 0) {
         corMqttLinkDrop(l, -EIO, "the loop cannot watch the connection");
         return;
     }
     corLog(COR_LOG_INFO, "mqtt: connected to %s as %s (window %u)", l->name,
            l->clientId, l->window);
     if (l->keepAliveMs > 0) {
-        corEvTimerStart(l->loop, &l->ping, l->keepAliveMs / 4 + 1, corMqttLinkPingFire);
+        corEvTimerStart(l->k.loop, &l->ping, l->keepAliveMs / 4 + 1,
+                        corMqttLinkPingFire);
     }
     if (l->group != NULL && corMqttSubscribeSend(l, s->present) != 0) {
         corMqttLinkDrop(l, -ENOMEM, "no memory for SUBSCRIBE");
-    } else if (corMqttPacketsTake(l) == 0) {
+    } else if (corMqttPacketsTake(&l->k) == 0) {
         corMqttLinkPump(l);
         corMqttLinkFlush(l);
     }
@@ -423,8 +376,7 @@ linkConnect(void* arg)
     }
     conn = corMqttSessionOpen(&l->broker, l->clientId,
                               corEvClockMs() + corMqttConf.connectTimeoutMs,
-                              &s, &l->in, &l->inLen, &l->inCap, &err, why,
-                              sizeof(why));
+                              &s, &l->k.in, &err, why, sizeof(why));
     if (l->state == LINK_DEAD || l->draining) {
         /* NULL-safe. The loop stopped meanwhile, or the generation drains
          * and lets the session go to the next one. */
@@ -460,16 +412,15 @@ linkNew(const CorMqttBroker* b, const CorMqttSubGroup* group, int* rc,
     l->broker = *b;
     l->group = group;
     corMqttBrokerName(b, l->name, sizeof(l->name));
-    l->loop = corEvLoopCurrent();
+    corKitConnInit(&l->k, corEvLoopCurrent(), &corMqttLinkOps);
     l->state = LINK_CONNECTING;
     l->backoffMs = corMqttConf.reconnectMinMs;
     l->refs = 2;                /* the list, the connector */
-    l->next = loopLinks;
-    loopLinks = l;
+    corListInsert(&loopLinks, &l->link);
     if (group != NULL) {
         atomic_fetch_add(&subscribersOpen, 1);
     }
-    *rc = corCoLoopSpawn(l->loop, linkConnect, l);
+    *rc = corCoLoopSpawn(l->k.loop, linkConnect, l);
     if (*rc != 0) {
         snprintf(why, whyLen, "no coroutine to connect to %s", l->name);
         l->refs--;
@@ -488,9 +439,12 @@ linkNew(const CorMqttBroker* b, const CorMqttSubGroup* group, int* rc,
 static Link*
 linkFor(const CorMqttBroker* b, int* rc, char* why, size_t whyLen)
 {
-    Link* l;
+    CorList* node;
+    CorList* next;
 
-    for (l = loopLinks; l != NULL; l = l->next) {
+    corListForEach(node, next, &loopLinks) {
+        Link* l = corContainerOf(node, Link, link);
+
         if (l->group == NULL && corMqttBrokerSame(&l->broker, b)) {
             return l;
         }
@@ -534,12 +488,12 @@ corMqttPublishOnLoop(const CorMqttMessage* msg, char* why, size_t whyLen)
         return rc;
     }
     l->refs++;
-    listAppend(&l->queue, &p);
+    corListAppend(&l->queue, &p.link);
     if (l->pending == NULL) {
         l->pending = &p;
     }
     corMqttLinkPump(l);
-    linkFlushSoon(l);
+    corKitConnFlushSoon(&l->k);
     pubWait(l, &p);
     if (p.rc != 0) {
         snprintf(why, whyLen, "%s", p.why);
@@ -567,10 +521,10 @@ corMqttLinkSubscriber(const CorMqttSubGroup* group, char* why, size_t whyLen)
 int
 corMqttLinkSend(Link* l, const CorMqttPacket* pkt)
 {
-    int rc = corMqttBufPut(&l->out, l->broker.version, pkt);
+    int rc = corMqttBufPut(&l->k.out, l->broker.version, pkt);
 
     if (rc == 0) {
-        linkFlushSoon(l);
+        corKitConnFlushSoon(&l->k);
     }
     return rc;
 }
@@ -578,15 +532,15 @@ corMqttLinkSend(Link* l, const CorMqttPacket* pkt)
 void
 corMqttLinkResume(Link* l)
 {
-    if (l->paused) {
-        linkFlushSoon(l);
+    if (l->k.readPaused) {
+        corKitConnFlushSoon(&l->k);  /* it reads on if it may */
     }
 }
 
-Link*
+CorList*
 corMqttLoopLinks(void)
 {
-    return loopLinks;
+    return &loopLinks;
 }
 
 void
@@ -616,9 +570,8 @@ corMqttLinkRelease(Link* l)
 void
 corMqttClientLoopExit(void)
 {
-    while (loopLinks != NULL) {
-        Link* l = loopLinks;
-
-        linkGiveUp(l, -ECANCELED, "the loop stopped");
+    while (!corListEmpty(&loopLinks)) {
+        linkGiveUp(corContainerOf(corListFirst(&loopLinks), Link, link),
+                   -ECANCELED, "the loop stopped");
     }
 }

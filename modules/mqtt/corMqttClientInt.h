@@ -11,6 +11,7 @@
 
 #include "cor.h"
 #include "corMqttCodec.h"
+#include "corKit.h"
 
 /* The default ports of mqtt:// and mqtts://. */
 #define COR_MQTT_PORT 1883
@@ -168,24 +169,18 @@ void corMqttStatsFree(void);
 
 /* ---- corMqttSession.c ---------------------------------------------------- */
 
-/* A growable output buffer; the owner frees data. */
-typedef struct {
-    uint8_t* data;
-    size_t len;
-    size_t cap;
-} CorMqttBuf;
-
 /* Append pkt encoded for version. Returns 0, -EINVAL (the codec refused
  * it), -ENOMEM. */
-int corMqttBufPut(CorMqttBuf* b, unsigned version, const CorMqttPacket* pkt);
+int corMqttBufPut(CorBuf* b, unsigned version, const CorMqttPacket* pkt);
 
 /* Append msg's PUBLISH with packetId (0 for QoS 0), DUP as dup. */
-int corMqttBufPublish(CorMqttBuf* b, const CorMqttMessage* msg,
+int corMqttBufPublish(CorBuf* b, const CorMqttMessage* msg,
                       uint16_t packetId, bool dup);
 
-/* Make room for more bytes in an input buffer of len bytes: at least
- * 4096, and the whole of a packet whose length need says. 0, -ENOMEM. */
-int corMqttInputReserve(uint8_t** in, size_t len, size_t* cap, size_t need);
+/* Make room for more bytes in an input buffer (what is pending moved to
+ * its front): at least 4096, and the whole of a packet whose length need
+ * says. 0, -ENOMEM. */
+int corMqttInputReserve(CorBuf* in, size_t need);
 
 /*
  * This instance of cor, as every default client id says it: its host
@@ -216,14 +211,14 @@ typedef struct {
  * Open a connection to b and run CONNECT/CONNACK on it (clean session
  * unless s->persistent, clientId, b's user and password, corMqttConf's
  * keep alive) by
- * deadlineMs. Bytes read past the CONNACK are left in *in (its owner's,
- * inLen of them, *inCap its size). Returns the connection, or NULL with
+ * deadlineMs. Bytes read past the CONNACK are left pending in in (its
+ * owner's). Returns the connection, or NULL with
  * *errP (-EACCES for a refusal: its reason in why) and why. May yield.
  */
 CorConn* corMqttSessionOpen(const CorMqttBroker* b, const char* clientId,
                             uint64_t deadlineMs, CorMqttSession* s,
-                            uint8_t** in, size_t* inLen, size_t* inCap,
-                            int* errP, char* why, size_t whyLen);
+                            CorBuf* in, int* errP, char* why,
+                            size_t whyLen);
 
 /*
  * Whether a connection of this process to b was accepted once: a broker

@@ -2,9 +2,9 @@
 /*
  * MQTT publishes off the loops (a worker, blocking mode, a notification's
  * thread): each thread keeps one connection per broker and makes one
- * publish at a time on it, its waits poll()ing through the connection
- * layer (corConnRead, corConnWriteAll), which a stop or the caller's
- * cancel ends. An acknowledgement of an earlier publish that timed out
+ * publish at a time on it: the connection kit driven by poll()
+ * (corKitConnReadWait, corKitConnFlushWait), whose waits a stop or the
+ * caller's cancel ends. An acknowledgement of an earlier publish that timed out
  * may still come first: it is read past (a PUBREC of one is released, so
  * that the broker lets its id go). A thread sends no PINGREQ between its
  * publishes: a connection idle past one and a half keep alives (which
@@ -22,19 +22,18 @@
 #include <string.h>
 
 typedef struct ThreadLink {
-    struct ThreadLink* next;
+    CorList link;               /* the thread's links */
     CorMqttBroker broker;
     char name[300];
     CorConn* conn;
-    uint8_t* in;
-    size_t inLen;
-    size_t inCap;
+    CorKitConn k;               /* its bytes, driven by poll(): what came
+                                 * and is not yet a packet, what goes */
     uint16_t nextId;
     unsigned keepAliveMs;
     uint64_t lastUsedMs;
 } ThreadLink;
 
-static __thread ThreadLink* threadLinks;
+static __thread CorList threadLinks;
 
 /* Close l's connection; l stays, for the next connection to its broker
  * (its input buffer, its packet ids). */
@@ -43,13 +42,19 @@ linkClose(ThreadLink* l)
 {
     corConnClose(l->conn);
     l->conn = NULL;
-    l->inLen = 0;
+    l->k.in.len = l->k.in.off = 0;
+    l->k.out.len = l->k.out.off = 0;
 }
 
 static ThreadLink*
 linkFind(const CorMqttBroker* b)
 {
-    for (ThreadLink* l = threadLinks; l != NULL; l = l->next) {
+    CorList* node;
+    CorList* next;
+
+    corListForEach(node, next, &threadLinks) {
+        ThreadLink* l = corContainerOf(node, ThreadLink, link);
+
         if (corMqttBrokerSame(&l->broker, b)) {
             return l;
         }
@@ -79,18 +84,19 @@ linkFor(const CorMqttBroker* b, uint64_t deadlineMs, int* rc, char* why,
             snprintf(why, whyLen, "no memory for a connection");
             return NULL;
         }
+        corKitConnInit(&l->k, NULL, NULL);
         l->broker = *b;
         corMqttBrokerName(b, l->name, sizeof(l->name));
-        l->next = threadLinks;
-        threadLinks = l;
+        corListInsert(&threadLinks, &l->link);
     }
     linkClose(l);
     corMqttClientIdMake(clientId, sizeof(clientId));
-    l->conn = corMqttSessionOpen(b, clientId, deadlineMs, &s, &l->in,
-                                 &l->inLen, &l->inCap, rc, why, whyLen);
+    l->conn = corMqttSessionOpen(b, clientId, deadlineMs, &s, &l->k.in, rc,
+                                 why, whyLen);
     if (l->conn == NULL) {
         return NULL;
     }
+    corKitConnAttach(&l->k, corConnTransport(l->conn));
     l->keepAliveMs = s.keepAliveS * 1000;
     return l;
 }
@@ -98,31 +104,26 @@ linkFor(const CorMqttBroker* b, uint64_t deadlineMs, int* rc, char* why,
 static int
 packetSend(ThreadLink* l, const CorMqttPacket* pkt, uint64_t deadlineMs)
 {
-    CorMqttBuf out = { 0 };
-    int rc = corMqttBufPut(&out, l->broker.version, pkt);
+    int rc = corMqttBufPut(&l->k.out, l->broker.version, pkt);
 
-    if (rc == 0) {
-        rc = corConnWriteAll(l->conn, out.data, out.len,
-                             corMqttLeftMs(deadlineMs));
-    }
-    free(out.data);
-    return rc;
+    return rc == 0 ? corKitConnFlushWait(&l->k, corMqttLeftMs(deadlineMs))
+                   : rc;
 }
 
-/* The next whole packet into *pkt (it points into l->in until the next
+/* The next whole packet into *pkt (it points into l->k.in until the next
  * call): its length, or -errno with why. */
 static int
 packetNext(ThreadLink* l, size_t* used, CorMqttPacket* pkt,
            uint64_t deadlineMs, char* why, size_t whyLen)
 {
-    memmove(l->in, l->in + *used, l->inLen - *used);
-    l->inLen -= *used;
+    corBufConsume(&l->k.in, *used);
     *used = 0;
     for (;;) {
         CorMqttStatus st = { 0 };
         ssize_t n;
-        int rc = corMqttDecode(l->in, l->inLen, l->broker.version,
-                               COR_MQTT_READ_MAX, pkt, &st);
+        int rc = corMqttDecode(corBufHead(&l->k.in), corBufPending(&l->k.in),
+                               l->broker.version, COR_MQTT_READ_MAX, pkt,
+                               &st);
 
         if (rc != 0) {
             if (rc < 0) {
@@ -132,19 +133,17 @@ packetNext(ThreadLink* l, size_t* used, CorMqttPacket* pkt,
             *used = rc > 0 ? (size_t)rc : 0;
             return rc < 0 ? -EPROTO : rc;
         }
-        if (corMqttInputReserve(&l->in, l->inLen, &l->inCap, st.need) != 0) {
+        if (corMqttInputReserve(&l->k.in, st.need) != 0) {
             snprintf(why, whyLen, "no memory for a packet");
             return -ENOMEM;
         }
-        n = corConnRead(l->conn, l->in + l->inLen, l->inCap - l->inLen,
-                        corMqttLeftMs(deadlineMs));
+        n = corKitConnReadWait(&l->k, corMqttLeftMs(deadlineMs));
         if (n <= 0) {
             snprintf(why, whyLen, "%s: %s", l->name, n == 0
                      ? "the broker closed the connection" : n == -ETIMEDOUT
                      ? "no acknowledgement in time" : strerror((int)-n));
             return n == 0 ? -ECONNRESET : (int)n;
         }
-        l->inLen += (size_t)n;
     }
 }
 
@@ -194,7 +193,6 @@ static int
 publishOn(ThreadLink* l, const CorMqttMessage* msg, bool dup, char* why,
           size_t whyLen)
 {
-    CorMqttBuf out = { 0 };
     uint16_t id = 0;
     size_t used = 0;
     int rc;
@@ -203,17 +201,15 @@ publishOn(ThreadLink* l, const CorMqttMessage* msg, bool dup, char* why,
         l->nextId = l->nextId == UINT16_MAX ? 1 : l->nextId + 1;
         id = l->nextId;
     }
-    rc = corMqttBufPublish(&out, msg, id, dup);
+    rc = corMqttBufPublish(&l->k.out, msg, id, dup);
     if (rc == 0) {
-        rc = corConnWriteAll(l->conn, out.data, out.len,
-                             corMqttLeftMs(msg->deadlineMs));
+        rc = corKitConnFlushWait(&l->k, corMqttLeftMs(msg->deadlineMs));
         if (rc < 0) {
             snprintf(why, whyLen, "%s: %s", l->name, strerror(-rc));
         }
     } else {
         snprintf(why, whyLen, "the codec refused the PUBLISH");
     }
-    free(out.data);
     while (rc == 0 && msg->qos > 0) {
         CorMqttPacket pkt;
 
@@ -226,8 +222,7 @@ publishOn(ThreadLink* l, const CorMqttMessage* msg, bool dup, char* why,
             break;
         }
     }
-    memmove(l->in, l->in + used, l->inLen - used);
-    l->inLen -= used;
+    corBufConsume(&l->k.in, used);
     return rc < 0 ? rc : 0;
 }
 

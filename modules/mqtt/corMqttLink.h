@@ -21,52 +21,34 @@ typedef enum {
 
 /* A publish waiting on a link; on its coroutine's stack. */
 typedef struct Pub {
-    struct Pub* next;
-    struct Pub* prev;
+    CorList link;               /* in its link's queue or written */
     const CorMqttMessage* msg;
     PubStage stage;
     uint16_t packetId;
     bool dup;                   /* published before on a lost connection */
-    uint64_t outEnd;            /* QoS 0: written when the output is past */
+    uint64_t outEnd;            /* QoS 0: written when the kit's
+                                 * sentBytes is past */
     CorCoPark park;
     bool done;
     int rc;
     char why[200];
 } Pub;
 
-typedef struct {
-    Pub* head;
-    Pub* tail;
-} PubList;
-
-/* A list of publishes, in order. */
-static inline void
-listAppend(PubList* list, Pub* p)
+/* The first publish of list, or NULL. */
+static inline Pub*
+pubFirst(const CorList* list)
 {
-    p->next = NULL;
-    p->prev = list->tail;
-    if (list->tail != NULL) {
-        list->tail->next = p;
-    } else {
-        list->head = p;
-    }
-    list->tail = p;
+    CorList* node = corListFirst(list);
+
+    return node != NULL ? corContainerOf(node, Pub, link) : NULL;
 }
 
-static inline void
-listRemove(PubList* list, Pub* p)
+/* The publish after p in list, or NULL. */
+static inline Pub*
+pubAfter(const CorList* list, const Pub* p)
 {
-    if (p->prev != NULL) {
-        p->prev->next = p->next;
-    } else {
-        list->head = p->next;
-    }
-    if (p->next != NULL) {
-        p->next->prev = p->prev;
-    } else {
-        list->tail = p->prev;
-    }
-    p->next = p->prev = NULL;
+    return p->link.next != list ? corContainerOf(p->link.next, Pub, link)
+                                : NULL;
 }
 
 typedef enum {
@@ -78,8 +60,7 @@ typedef enum {
 
 /* One loop's connection to one broker; the loop's. */
 struct CorMqttLink {
-    struct CorMqttLink* next;   /* the loop's links */
-    CorEvLoop* loop;
+    CorList link;               /* the loop's links */
     CorMqttBroker broker;
     char name[300];             /* mqtt://host:port, for messages */
     char clientId[64];
@@ -87,25 +68,20 @@ struct CorMqttLink {
     bool served;                /* a CONNACK came once: reconnect */
     unsigned refs;              /* the list, the connector, publishes */
     CorConn* conn;
-    CorEvIo io;
+    CorKitConn k;               /* its bytes, on the loop: the output
+                                 * written once an iteration; not read
+                                 * while paused (k.readPaused: its
+                                 * subscriber's handlers are full) */
     CorEvTimer ping;
     CorEvTimer retry;
-    CorEvTimer flushSoon;       /* the output written once an iteration */
     uint64_t backoffMs;
     uint64_t readyMs;           /* when the last CONNACK came */
     unsigned keepAliveMs;
-    uint64_t lastWriteMs;
     bool pingDue;               /* a PINGREQ went, no PINGRESP yet */
     uint64_t pingSentMs;
-    CorMqttBuf out;
-    size_t outSent;
-    uint64_t outStart;          /* bytes written before out's first */
-    uint8_t* in;
-    size_t inLen;
-    size_t inCap;
-    PubList queue;              /* in flight, then queued: in order */
+    CorList queue;              /* in flight, then queued: in order */
     Pub* pending;               /* the first queued, or NULL */
-    PubList written;            /* QoS 0 waiting for the socket */
+    CorList written;            /* QoS 0 waiting for the socket */
     Pub** slots;                /* packet id - 1 to its publish */
     unsigned window;
     unsigned inFlight;
@@ -117,7 +93,6 @@ struct CorMqttLink {
     unsigned serving;           /* its messages in their handlers */
     bool draining;              /* serve nothing new, never reconnect */
     bool bye;                   /* DISCONNECT queued: close once written */
-    bool paused;                /* not read: its handlers are full */
     bool capSaid;               /* "no coroutine to connect" logged */
 };
 
@@ -140,8 +115,8 @@ int corMqttLinkSend(Link* l, const CorMqttPacket* pkt);
  * at the loop's next iteration if it paused. */
 void corMqttLinkResume(Link* l);
 
-/* The calling loop's links, linked by next. */
-Link* corMqttLoopLinks(void);
+/* The calling loop's links (Link.link). */
+CorList* corMqttLoopLinks(void);
 
 /* Close l's connection, if any, and forget l: nothing more is tried. A
  * link whose bye is set is closed so once its output was written. */
@@ -167,15 +142,16 @@ void corMqttLinkDrop(Link* l, int rc, const char* why);
  * socket takes (EPOLLOUT brings the rest). */
 void corMqttLinkPump(Link* l);
 void corMqttLinkFlush(Link* l);
+/* After a write: the QoS 0 publishes whose bytes all went end, and a
+ * link that said DISCONNECT lets go once it is written. */
+void corMqttLinkWrote(Link* l);
 
 /* Take every whole packet read: 0, or -1 after dropping the link. */
-int corMqttPacketsTake(Link* l);
+int corMqttPacketsTake(CorKitConn* k);
 
-/* Read until EAGAIN (or a paused subscriber's bound), taking packets. */
-void corMqttLinkRead(Link* l);
-
-/* The link's socket watcher and keepalive timer. */
-void corMqttLinkIo(CorEvIo* io, unsigned events);
+/* The kit's side of a link (its socket has something, packets came, ...)
+ * and its keepalive timer. */
+extern const CorKitOps corMqttLinkOps;
 void corMqttLinkPingFire(CorEvTimer* timer);
 
 /* ---- corMqttSubscribe.c -------------------------------------------------- */

@@ -3,14 +3,14 @@
  * The MQTT client's side that reads: every packet a broker sends to a
  * link (acknowledgements of its publishes, PINGRESP, DISCONNECT, and a
  * subscriber's messages, which corMqttSubscribe.c serves), and the
- * keepalive that notices a broker gone quiet. corMqttClient.c writes.
+ * keepalive that notices a broker gone quiet, on the connection kit
+ * (corKit.h), which reads and wakes it. corMqttClient.c writes.
  */
 #include "corMqttLink.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/epoll.h>
 
 /* The publish of packet id, stage stage (NULL: none; &corMqttOrphan: left). */
 static Pub*
@@ -54,7 +54,7 @@ ackTake(Link* l, const CorMqttPacket* pkt)
         if (p != &corMqttOrphan) {
             p->stage = PUB_RELEASED;
         }
-        return corMqttBufPut(&l->out, l->broker.version, &rel) == 0 ? 0 : -1;
+        return corMqttBufPut(&l->k.out, l->broker.version, &rel) == 0 ? 0 : -1;
     }
     if (p == &corMqttOrphan) {
         orphanFree(l, pkt->packetId);
@@ -121,17 +121,21 @@ packetTake(Link* l, const CorMqttPacket* pkt)
     return -1;
 }
 
-/* Take every whole packet read. Returns 0, or -1 after dropping. */
+/* Take every whole packet read (the kit's take). Returns 0, or -1 after
+ * dropping. */
 int
-corMqttPacketsTake(Link* l)
+corMqttPacketsTake(CorKitConn* k)
 {
+    Link* l = corContainerOf(k, Link, k);
+    const uint8_t* in = corBufHead(&k->in);
+    size_t len = corBufPending(&k->in);
     size_t off = 0;
 
-    while (l->state == LINK_READY && off < l->inLen
-           && !(l->paused = corMqttInboundFull(l))) {
+    while (l->state == LINK_READY && off < len
+           && !(k->readPaused = corMqttInboundFull(l))) {
         CorMqttPacket pkt;
         CorMqttStatus st = { 0 };
-        int n = corMqttDecode(l->in + off, l->inLen - off, l->broker.version,
+        int n = corMqttDecode(in + off, len - off, l->broker.version,
                               COR_MQTT_READ_MAX, &pkt, &st);
 
         if (n == 0) {
@@ -149,84 +153,103 @@ corMqttPacketsTake(Link* l)
         }
         off += (size_t)n;
     }
-    memmove(l->in, l->in + off, l->inLen - off);
-    l->inLen -= off;
+    corBufConsume(&k->in, off);
     return 0;
 }
 
-void
-corMqttLinkRead(Link* l)
+/* The socket has something, or a paused subscriber may read again: read
+ * what the bound lets in, then write the publishes and answers due. */
+static void
+linkReady(CorKitConn* k)
 {
-    CorTransport* t = corConnTransport(l->conn);
-
-    while (l->state == LINK_READY && !(l->paused = corMqttInboundFull(l))) {
-        ssize_t n;
-
-        if (corMqttInputReserve(&l->in, l->inLen, &l->inCap, 0) != 0) {
-            corMqttLinkDrop(l, -ENOMEM, "no memory for a packet");
-            return;
-        }
-        n = t->ops->recv(t, l->in + l->inLen, l->inCap - l->inLen);
-        if (n > 0) {
-            l->inLen += (size_t)n;
-            if (corMqttPacketsTake(l) != 0) {
-                return;
-            }
-        } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-            corMqttLinkDrop(l, -ECONNRESET, n == 0 ? "the broker closed the "
-                     "connection" : "the connection failed while reading");
-            return;
-        } else if (errno == EAGAIN) {
-            break;
-        }
-    }
-    corMqttLinkPump(l);
-    corMqttLinkFlush(l);
-}
-
-void
-corMqttLinkIo(CorEvIo* io, unsigned events)
-{
-    Link* l = corContainerOf(io, Link, io);
+    Link* l = corContainerOf(k, Link, k);
 
     if (l->state != LINK_READY) {
         return;                 /* dropped earlier in this batch */
     }
     l->refs++;      /* a packet may drop it: it stays readable here */
-    if ((events & EPOLLOUT)
-        && corTransportWantsWrite(corConnTransport(l->conn))) {
-        events |= EPOLLIN;
-    }
-    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
-        corMqttLinkRead(l);
-    } else {
+    if (corKitConnRead(k) == 0) {
+        corMqttLinkPump(l);
         corMqttLinkFlush(l);
     }
     corMqttLinkRelease(l);
 }
 
+static int
+linkReserve(CorKitConn* k)
+{
+    return corMqttInputReserve(&k->in, 0);
+}
+
+/* A subscriber whose handlers are full reads nothing more. */
+static bool
+linkReadMay(CorKitConn* k)
+{
+    Link* l = corContainerOf(k, Link, k);
+
+    return l->state == LINK_READY && !corMqttInboundFull(l);
+}
+
+static int
+linkEnd(CorKitConn* k)
+{
+    corMqttLinkDrop(corContainerOf(k, Link, k), -ECONNRESET,
+                    "the broker closed the connection");
+    return -1;
+}
+
+static void
+linkBroken(CorKitConn* k, int rc, const char* why)
+{
+    corMqttLinkDrop(corContainerOf(k, Link, k), rc,
+                    rc == -ENOMEM ? "no memory for a packet" : why);
+}
+
+/* The kit wrote on its own (EPOLLOUT, the flush of the next iteration). */
+static void
+linkWroteKit(CorKitConn* k)
+{
+    Link* l = corContainerOf(k, Link, k);
+
+    if (l->state == LINK_READY) {
+        corMqttLinkWrote(l);
+    }
+}
+
+const CorKitOps corMqttLinkOps = {
+    .ready = linkReady,
+    .take = corMqttPacketsTake,
+    .end = linkEnd,
+    .fail = linkBroken,
+    .reserve = linkReserve,
+    .readMay = linkReadMay,
+    .wrote = linkWroteKit,
+};
+
 void
 corMqttLinkPingFire(CorEvTimer* timer)
 {
     Link* l = corContainerOf(timer, Link, ping);
-    uint64_t now = corEvNow(l->loop);
+    uint64_t now = corEvNow(l->k.loop);
 
     l->refs++;      /* a failed write may drop it: it stays readable */
     /* A paused subscriber reads no PINGRESP, but pings still. */
-    if (l->pingDue && !l->paused && now - l->pingSentMs >= l->keepAliveMs) {
+    if (l->pingDue && !l->k.readPaused
+        && now - l->pingSentMs >= l->keepAliveMs) {
         corMqttLinkDrop(l, -ETIMEDOUT, "no PINGRESP within the keep alive");
-    } else if ((!l->pingDue || l->paused)
-               && now - l->lastWriteMs >= l->keepAliveMs * 3 / 4) {
+    } else if ((!l->pingDue || l->k.readPaused)
+               && now - l->k.sentMs >= l->keepAliveMs * 3 / 4) {
         CorMqttPacket ping = { .type = COR_MQTT_PINGREQ };
 
-        if (corMqttBufPut(&l->out, l->broker.version, &ping) == 0) {
+        if (corMqttBufPut(&l->k.out, l->broker.version, &ping) == 0) {
             l->pingDue = true;
             l->pingSentMs = now;
             corMqttLinkFlush(l);
         }
     }
     if (l->state == LINK_READY) {
-        corEvTimerStart(l->loop, &l->ping, l->keepAliveMs / 4 + 1, corMqttLinkPingFire);
+        corEvTimerStart(l->k.loop, &l->ping, l->keepAliveMs / 4 + 1,
+                        corMqttLinkPingFire);
     }
     corMqttLinkRelease(l);
 }

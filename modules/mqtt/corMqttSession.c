@@ -60,26 +60,15 @@ static pthread_mutex_t servedLock = PTHREAD_MUTEX_INITIALIZER;
 static Served* servedList;
 
 int
-corMqttBufPut(CorMqttBuf* b, unsigned version, const CorMqttPacket* pkt)
+corMqttBufPut(CorBuf* b, unsigned version, const CorMqttPacket* pkt)
 {
     int size = corMqttEncodedSize(version, pkt);
 
     if (size < 0) {
         return -EINVAL;
     }
-    if (b->cap - b->len < (size_t)size) {
-        size_t cap = b->cap > 0 ? b->cap : INPUT_ROOM;
-        uint8_t* data;
-
-        while (cap - b->len < (size_t)size) {
-            cap *= 2;
-        }
-        data = realloc(b->data, cap);
-        if (data == NULL) {
-            return -ENOMEM;
-        }
-        b->data = data;
-        b->cap = cap;
+    if (corBufReserve(b, (size_t)size) != 0) {
+        return -ENOMEM;
     }
     size = corMqttEncode(b->data + b->len, b->cap - b->len, version, pkt);
     if (size < 0) {
@@ -90,7 +79,7 @@ corMqttBufPut(CorMqttBuf* b, unsigned version, const CorMqttPacket* pkt)
 }
 
 int
-corMqttBufPublish(CorMqttBuf* b, const CorMqttMessage* msg,
+corMqttBufPublish(CorBuf* b, const CorMqttMessage* msg,
                   uint16_t packetId, bool dup)
 {
     CorMqttPacket pkt = { .type = COR_MQTT_PUBLISH, .qos = (uint8_t)msg->qos,
@@ -105,24 +94,13 @@ corMqttBufPublish(CorMqttBuf* b, const CorMqttMessage* msg,
 }
 
 int
-corMqttInputReserve(uint8_t** in, size_t len, size_t* cap, size_t need)
+corMqttInputReserve(CorBuf* in, size_t need)
 {
-    size_t want = len + INPUT_ROOM;
-    uint8_t* data;
+    size_t want;
 
-    if (need > want) {
-        want = need;
-    }
-    if (*cap >= want) {
-        return 0;
-    }
-    data = realloc(*in, want);
-    if (data == NULL) {
-        return -ENOMEM;
-    }
-    *in = data;
-    *cap = want;
-    return 0;
+    corBufCompact(in);
+    want = in->len + INPUT_ROOM;
+    return corBufGrowTo(in, need > want ? need : want);
 }
 
 const char*
@@ -364,7 +342,7 @@ static int
 connectSend(CorConn* c, const CorMqttBroker* b, const char* clientId,
             bool persistent, uint64_t deadlineMs)
 {
-    CorMqttBuf out = { 0 };
+    CorBuf out = { 0 };
     CorMqttPacket pkt = {
         .type = COR_MQTT_CONNECT, .version = (uint8_t)b->version,
         .cleanStart = !persistent,
@@ -392,21 +370,20 @@ connectSend(CorConn* c, const CorMqttBroker* b, const char* clientId,
     if (rc == 0) {
         rc = corConnWriteAll(c, out.data, out.len, corMqttLeftMs(deadlineMs));
     }
-    free(out.data);
+    corBufFree(&out);
     return rc;
 }
 
 /* Read until one whole packet is in; its length, or -errno with why. */
 static int
 packetRead(CorConn* c, const CorMqttBroker* b, uint64_t deadlineMs,
-           CorMqttPacket* pkt, uint8_t** in, size_t* inLen, size_t* inCap,
-           char* why, size_t whyLen)
+           CorMqttPacket* pkt, CorBuf* in, char* why, size_t whyLen)
 {
     for (;;) {
         CorMqttStatus st = { 0 };
         ssize_t n;
-        int rc = corMqttDecode(*in, *inLen, b->version, COR_MQTT_READ_MAX,
-                               pkt, &st);
+        int rc = corMqttDecode(corBufHead(in), corBufPending(in), b->version,
+                               COR_MQTT_READ_MAX, pkt, &st);
 
         if (rc != 0) {
             if (rc < 0) {
@@ -414,11 +391,11 @@ packetRead(CorConn* c, const CorMqttBroker* b, uint64_t deadlineMs,
             }
             return rc < 0 ? -EPROTO : rc;
         }
-        if (corMqttInputReserve(in, *inLen, inCap, st.need) != 0) {
+        if (corMqttInputReserve(in, st.need) != 0) {
             snprintf(why, whyLen, "no memory for a packet");
             return -ENOMEM;
         }
-        n = corConnRead(c, *in + *inLen, *inCap - *inLen,
+        n = corConnRead(c, in->data + in->len, in->cap - in->len,
                         corMqttLeftMs(deadlineMs));
         if (n <= 0) {
             snprintf(why, whyLen, "%s", n == 0 ? "the broker closed the "
@@ -426,7 +403,7 @@ packetRead(CorConn* c, const CorMqttBroker* b, uint64_t deadlineMs,
                      : strerror((int)-n));
             return n == 0 ? -ECONNRESET : (int)n;
         }
-        *inLen += (size_t)n;
+        in->len += (size_t)n;
     }
 }
 
@@ -483,9 +460,8 @@ v311Refusal(const CorMqttBroker* b, const uint8_t* in, size_t inLen, int rc,
 
 CorConn*
 corMqttSessionOpen(const CorMqttBroker* b, const char* clientId,
-                   uint64_t deadlineMs, CorMqttSession* s, uint8_t** in,
-                   size_t* inLen, size_t* inCap, int* errP, char* why,
-                   size_t whyLen)
+                   uint64_t deadlineMs, CorMqttSession* s, CorBuf* in,
+                   int* errP, char* why, size_t whyLen)
 {
     char name[300];
     char reason[256] = "";
@@ -500,22 +476,22 @@ corMqttSessionOpen(const CorMqttBroker* b, const char* clientId,
     if (c == NULL) {
         return NULL;
     }
-    *inLen = 0;
+    in->len = in->off = 0;
     rc = connectSend(c, b, clientId, s->persistent, deadlineMs);
     if (rc < 0) {
         snprintf(reason, sizeof(reason), "CONNECT: %s", strerror(-rc));
-    } else if ((rc = packetRead(c, b, deadlineMs, &pkt, in, inLen, inCap,
-                                reason, sizeof(reason))) > 0) {
+    } else if ((rc = packetRead(c, b, deadlineMs, &pkt, in, reason,
+                                sizeof(reason))) > 0) {
         size_t used = (size_t)rc;
 
         rc = connackTake(b, &pkt, s, reason, sizeof(reason));
         if (rc == 0) {
             corMqttServedMark(b);
         }
-        memmove(*in, *in + used, *inLen - used);
-        *inLen -= used;
+        corBufConsume(in, used);
     } else {
-        rc = v311Refusal(b, *in, *inLen, rc, reason, sizeof(reason));
+        rc = v311Refusal(b, corBufHead(in), corBufPending(in), rc, reason,
+                         sizeof(reason));
     }
     if (rc < 0) {
         snprintf(why, whyLen, "%s: %s", corMqttBrokerName(b, name,

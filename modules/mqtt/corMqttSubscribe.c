@@ -520,7 +520,7 @@ inboundRelease(CorRequest* r)
                (unsigned long long)corMqttConf.redeliverDelayMs);
         in->nextWaiting = waiting;
         waiting = in;
-        corEvTimerStart(l->loop, &in->again, corMqttConf.redeliverDelayMs,
+        corEvTimerStart(l->k.loop, &in->again, corMqttConf.redeliverDelayMs,
                         againFire);
         return;                 /* still on the bound */
     }
@@ -547,7 +547,7 @@ waitingDrop(const Link* l)
 
         if (l == NULL || in->link == l) {
             *at = in->nextWaiting;
-            corEvTimerStop(in->link->loop, &in->again);
+            corEvTimerStop(in->link->k.loop, &in->again);
             inboundFree(in);
         } else {
             at = &in->nextWaiting;
@@ -641,10 +641,12 @@ corMqttInboundTake(Link* l, const CorMqttPacket* pkt, char* why,
 void
 corMqttClientDrain(void)
 {
-    Link* next;
+    CorList* node;
+    CorList* next;
 
-    for (Link* l = corMqttLoopLinks(); l != NULL; l = next) {
-        next = l->next;
+    corListForEach(node, next, corMqttLoopLinks()) {
+        Link* l = corContainerOf(node, Link, link);
+
         if (l->group == NULL) {
             continue;       /* publishers: the drain waits for their sends */
         }

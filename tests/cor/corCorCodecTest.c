@@ -26,7 +26,7 @@
 static size_t
 roundTrip(CorCorTables* s, CorCorTables* r, json_t* tree)
 {
-    CorCorBuf b = { 0 };
+    CorBuf b = { 0 };
     char why[COR_COR_WHY_MAX] = "";
     json_t* back = NULL;
     int n = corCorTreeEncode(s, tree, &b, why, sizeof(why));
@@ -42,7 +42,7 @@ roundTrip(CorCorTables* s, CorCorTables* r, json_t* tree)
                           corCorTablesNamespaces(r));
     }
     json_decref(back);
-    corCorBufFree(&b);
+    corBufFree(&b);
     return (size_t)n;
 }
 
@@ -50,14 +50,14 @@ roundTrip(CorCorTables* s, CorCorTables* r, json_t* tree)
 static void
 encodesTo(CorCorTables* t, json_t* tree, const uint8_t* want, size_t len)
 {
-    CorCorBuf b = { 0 };
+    CorBuf b = { 0 };
     char why[COR_COR_WHY_MAX] = "";
     int n = corCorTreeEncode(t, tree, &b, why, sizeof(why));
 
     ck_assert_msg(n >= 0, "%s", why);
     ck_assert_uint_eq(b.len, len);
     ck_assert_mem_eq(b.data, want, len);
-    corCorBufFree(&b);
+    corBufFree(&b);
     json_decref(tree);
 }
 
@@ -164,7 +164,7 @@ START_TEST(test_floats_take_4_bytes_when_exact)
     }
     /* -0.0 keeps its sign, which json_equal does not look at. */
     {
-        CorCorBuf b = { 0 };
+        CorBuf b = { 0 };
         json_t* v = json_real(-0.0);
         json_t* back;
 
@@ -174,7 +174,7 @@ START_TEST(test_floats_take_4_bytes_when_exact)
         ck_assert(signbit(json_real_value(back)));
         json_decref(v);
         json_decref(back);
-        corCorBufFree(&b);
+        corBufFree(&b);
     }
     /* NaN and the infinities: JSON has none, jansson makes none, and the
      * decoder refuses them. */
@@ -316,7 +316,7 @@ nestedBytes(uint8_t* out, int n)
 
 START_TEST(test_depth_is_bounded_at_256)
 {
-    CorCorBuf b = { 0 };
+    CorBuf b = { 0 };
     uint8_t bytes[1024];
     json_t* v = nested(COR_COR_DEPTH_MAX);
     json_t* back;
@@ -333,7 +333,7 @@ START_TEST(test_depth_is_bounded_at_256)
     json_decref(back);
     len = nestedBytes(bytes, COR_COR_DEPTH_MAX + 1);
     refused(NULL, bytes, len, "deeper than 256");
-    corCorBufFree(&b);
+    corBufFree(&b);
 }
 END_TEST
 
@@ -341,7 +341,7 @@ START_TEST(test_nodes_are_bounded)
 {
     size_t n = COR_COR_NODES_MAX;
     json_t* v = json_array();
-    CorCorBuf b = { 0 };
+    CorBuf b = { 0 };
     char why[COR_COR_WHY_MAX] = "";
     json_t* back;
 
@@ -373,7 +373,7 @@ START_TEST(test_nodes_are_bounded)
         free(bytes);
     }
     json_decref(v);
-    corCorBufFree(&b);
+    corBufFree(&b);
 }
 END_TEST
 
@@ -457,7 +457,7 @@ START_TEST(test_a_failed_encode_leaves_the_tables)
 {
     CorCorTables* s = corCorTablesNew();
     CorCorTables* r = corCorTablesNew();
-    CorCorBuf b = { 0 };
+    CorBuf b = { 0 };
     char why[COR_COR_WHY_MAX] = "";
     json_t* bad = json_pack("{s:s, s:s#}", "http://x/new", "urn:a:b", "v",
                             "a\0b", (size_t)3);
@@ -489,7 +489,7 @@ START_TEST(test_a_failed_encode_leaves_the_tables)
     roundTrip(s, r, good);
     json_decref(bad);
     json_decref(good);
-    corCorBufFree(&b);
+    corBufFree(&b);
     corCorTablesFree(s);
     corCorTablesFree(r);
 }
@@ -498,7 +498,7 @@ END_TEST
 START_TEST(test_every_truncation_is_refused)
 {
     CorCorTables* s = corCorTablesNew();
-    CorCorBuf b = { 0 };
+    CorBuf b = { 0 };
     json_t* tree = json_pack(
         "{s:[i, f, f, b, n, s, s], s:{s:s}, s:I}", "list", 7, 1.5, 0.1, 1,
         "http://example.com/x", "plain", "urn:a:b", "k", "v", "big",
@@ -528,7 +528,7 @@ START_TEST(test_every_truncation_is_refused)
         corCorTablesFree(r);
     }
     json_decref(tree);
-    corCorBufFree(&b);
+    corBufFree(&b);
     corCorTablesFree(s);
 }
 END_TEST

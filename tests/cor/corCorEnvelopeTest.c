@@ -209,8 +209,8 @@ static void
 sendAlike(Pair* p, CorCorType type, const CorCorMessage* m)
 {
     char why[COR_COR_WHY_MAX] = "";
-    CorCorBuf ref = { 0 };
-    CorCorBuf direct = { 0 };
+    CorBuf ref = { 0 };
+    CorBuf direct = { 0 };
     json_t* tree = corCorMessageTree(type, m, why, sizeof(why));
     int rc = tree != NULL ? corCorFrameEncode(p->refSent, type, 7, tree, &ref,
                                               why, sizeof(why))
@@ -237,8 +237,8 @@ sendAlike(Pair* p, CorCorType type, const CorCorMessage* m)
     }
     p->frames++;
     json_decref(tree);
-    corCorBufFree(&ref);
-    corCorBufFree(&direct);
+    corBufFree(&ref);
+    corBufFree(&direct);
 }
 
 /* ---- The message test's cases ----------------------------------------- */
@@ -461,7 +461,7 @@ START_TEST(test_trees_that_are_not_messages_are_refused_alike)
     for (size_t i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
         for (size_t k = 0; k < sizeof(types) / sizeof(types[0]); k++) {
             json_t* tree = json_loads(trees[i], JSON_DECODE_ANY, NULL);
-            CorCorBuf b = { 0 };
+            CorBuf b = { 0 };
 
             pairInit(&p);
             ck_assert_ptr_nonnull(tree);
@@ -469,7 +469,7 @@ START_TEST(test_trees_that_are_not_messages_are_refused_alike)
                                                &b, why, sizeof(why)), 0);
             decodeAlike(&p, b.data, b.len, true);
             json_decref(tree);
-            corCorBufFree(&b);
+            corBufFree(&b);
             pairFree(&p);
         }
     }

@@ -31,7 +31,7 @@ static const uint8_t hello[] = {
 START_TEST(test_hello_is_the_test_vector)
 {
     CorCorTables* t = corCorTablesNew();
-    CorCorBuf b = { 0 };
+    CorBuf b = { 0 };
     json_t* tree = corCorHelloTree();
     char why[COR_COR_WHY_MAX] = "";
     CorCorHead h;
@@ -62,7 +62,7 @@ START_TEST(test_hello_is_the_test_vector)
     ck_assert_mem_eq(b.data + 5, hello + 5, sizeof(hello) - 5);
     json_decref(back);
     json_decref(tree);
-    corCorBufFree(&b);
+    corBufFree(&b);
     corCorTablesFree(t);
 }
 END_TEST
@@ -158,7 +158,7 @@ START_TEST(test_frames_are_whole_or_refused)
 {
     CorCorTables* s = corCorTablesNew();
     CorCorTables* r = corCorTablesNew();
-    CorCorBuf b = { 0 };
+    CorBuf b = { 0 };
     json_t* tree = json_pack("{s:s, s:s, s:{s:s}}", "verb", "GET", "path",
                              "/a", "headers", "Accept", "*/*");
     char why[COR_COR_WHY_MAX] = "";
@@ -197,7 +197,7 @@ START_TEST(test_frames_are_whole_or_refused)
                                        sizeof(why)), -EMSGSIZE);
     ck_assert_ptr_null(back);
     json_decref(tree);
-    corCorBufFree(&b);
+    corBufFree(&b);
     corCorTablesFree(s);
     corCorTablesFree(r);
 }
@@ -205,7 +205,7 @@ END_TEST
 
 START_TEST(test_frames_without_a_tree)
 {
-    CorCorBuf b = { 0 };
+    CorBuf b = { 0 };
     CorCorHead h;
     json_t* back = json_null();
 
@@ -218,7 +218,7 @@ START_TEST(test_frames_without_a_tree)
                                        0), 0);
     ck_assert_int_eq(h.type, COR_COR_PONG);
     ck_assert_ptr_null(back);
-    corCorBufFree(&b);
+    corBufFree(&b);
 }
 END_TEST
 

@@ -21,7 +21,7 @@ static const char*
 sendThrough(CorCorTables* s, CorCorTables* r, CorCorType type,
             const CorCorMessage* m, CorCorMessage* back)
 {
-    CorCorBuf b = { 0 };
+    CorBuf b = { 0 };
     char why[COR_COR_WHY_MAX] = "";
     json_t* tree = corCorMessageTree(type, m, why, sizeof(why));
     const char* member = NULL;
@@ -41,7 +41,7 @@ sendThrough(CorCorTables* s, CorCorTables* r, CorCorType type,
              : json_object_get(tree, "bytes") ? "bytes"
                                               : NULL;
     json_decref(tree);
-    corCorBufFree(&b);
+    corBufFree(&b);
     return member;
 }
 

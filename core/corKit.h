@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The connection kit: what every protocol's connection needs and each
+ * wrote by hand before. Small blocks first (a growable byte buffer with a
+ * consume offset, an intrusive doubly linked list), then a buffered
+ * non-blocking connection on a loop: an input and an output buffer over a
+ * CorTransport (plain or TLS), flushed as the socket takes it and on
+ * EPOLLOUT (armed once, edge-triggered), a high-water mark past which the
+ * owner reads nothing more (its peer must read first), one deadline timer,
+ * a flush at the loop's next iteration, and a set of live connections per
+ * loop that a drain and a stop walk. Off the loops (a worker, a client's
+ * thread twin) the same connection is driven by poll(): one exchange at a
+ * time, each wait bounded. A module keeps only its framing and its
+ * policy: what a frame is, when a deadline applies, what a drain says.
+ */
+#ifndef COR_KIT_H
+#define COR_KIT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cor.h"
+
+/* ---- Byte buffers -------------------------------------------------------- */
+
+/*
+ * Bytes appended at len and taken from off: data[off, len) is what is
+ * still to take (unread input, unsent output). The owner's, zeroed to
+ * begin with; corBufFree gives its memory back.
+ */
+typedef struct {
+    uint8_t* data;
+    size_t len;
+    size_t cap;
+    size_t off;
+} CorBuf;
+
+/* Room for n more bytes past len, the size doubling from 256. Returns 0
+ * or -ENOMEM (the buffer as it was). */
+int corBufReserve(CorBuf* b, size_t n);
+/* A size of exactly cap when it is less (no doubling: an input buffer
+ * sized to the frame it reads). Returns 0 or -ENOMEM. */
+int corBufGrowTo(CorBuf* b, size_t cap);
+/* Append the n bytes at p. Returns 0 or -ENOMEM. */
+int corBufAppend(CorBuf* b, const void* p, size_t n);
+/* n bytes taken (n <= what is pending); all taken empties it. */
+void corBufConsume(CorBuf* b, size_t n);
+/* Move what is pending to the front (off 0), making room at the end. */
+void corBufCompact(CorBuf* b);
+void corBufFree(CorBuf* b);
+static inline size_t corBufPending(const CorBuf* b);
+static inline uint8_t* corBufHead(const CorBuf* b);
+
+/* ---- Intrusive lists ----------------------------------------------------- */
+
+/*
+ * A doubly linked circular list through nodes embedded in their items
+ * (recovered with corContainerOf). A zeroed head is an empty list, so a
+ * list in calloc'ed or static memory needs no init; a node removed points
+ * to itself, so removing it again does nothing.
+ */
+typedef struct CorList {
+    struct CorList* prev;
+    struct CorList* next;
+} CorList;
+
+static inline void corListInit(CorList* head);
+static inline bool corListEmpty(const CorList* head);
+/* Insert node first in head's list; corListAppend, last. */
+static inline void corListInsert(CorList* head, CorList* node);
+static inline void corListAppend(CorList* head, CorList* node);
+static inline void corListRemove(CorList* node);
+/* Whether node is in a list (not zeroed, not removed). */
+static inline bool corListLinked(const CorList* node);
+/* The first node, or NULL for an empty list. */
+static inline CorList* corListFirst(const CorList* head);
+
+/* Each node of head's list in turn; the body may remove the current one
+ * (the next is read before it runs). */
+#define corListForEach(node, nextNode, head)                               \
+    for ((node) = corListFirst(head),                                    \
+         (nextNode) = (node) != NULL ? (node)->next : NULL;              \
+         (node) != NULL && (node) != (head);                             \
+         (node) = (nextNode), (nextNode) = (node)->next)
+
+/* ---- A buffered connection on a loop ------------------------------------- */
+
+typedef struct CorKitConn CorKitConn;
+
+/*
+ * The owner's side of a connection. Each function that returns int
+ * returns 0, or -1 when it closed the connection (the kit then touches it
+ * no more).
+ */
+typedef struct {
+    /* The socket has something (bytes, its end, an error): read
+     * (corKitConnRead), take, flush. */
+    void (*ready)(CorKitConn* k);
+    /* Bytes came (corBufHead(&k->in)): take the whole frames and
+     * corBufConsume them. */
+    int (*take)(CorKitConn* k);
+    /* The peer's end came (a read of 0). */
+    int (*end)(CorKitConn* k);
+    /* Reading or writing failed (rc -errno, why): close. */
+    void (*fail)(CorKitConn* k, int rc, const char* why);
+    /* Room in k->in for the next read. NULL: k->readRoom more bytes. */
+    int (*reserve)(CorKitConn* k);
+    /* Whether more input is taken now, beside the high-water mark.
+     * NULL: always. */
+    bool (*readMay)(CorKitConn* k);
+    /* The output was written on its own (EPOLLOUT, a flush due) and
+     * nothing was to read: arm the deadline that applies. May be NULL. */
+    void (*wrote)(CorKitConn* k);
+    /* The deadline (corKitConnDeadline) passed: close. */
+    void (*expired)(CorKitConn* k);
+} CorKitOps;
+
+/* A connection; embedded in its owner's, on one loop. */
+struct CorKitConn {
+    const CorKitOps* ops;
+    CorEvLoop* loop;
+    CorTransport* t;            /* NULL until started */
+    CorEvIo io;
+    CorEvTimer deadline;
+    CorEvTimer flushTimer;      /* the output, at the next iteration */
+    struct CorKitSet* set;      /* NULL: in none */
+    CorList link;               /* in its set */
+    CorBuf in;
+    CorBuf out;
+    size_t readRoom;            /* a read's room when ops->reserve is NULL */
+    size_t highWater;           /* unsent output past which nothing is
+                                 * read; 0: no mark */
+    size_t outKeep;             /* an empty output buffer larger than
+                                 * this goes back to malloc; 0: kept */
+    uint64_t outStalledMs;      /* the output waits since then, or 0 */
+    uint64_t sentBytes;         /* written in all: a writer waits for its
+                                 * last byte's count to be passed */
+    uint64_t sentMs;            /* when bytes last went (keepalives) */
+    bool peerShut;              /* its FIN came: read to its end */
+    bool readPaused;            /* past the mark or ops->readMay: not
+                                 * read until the output drains */
+};
+
+/* The connections of one loop that a drain and a stop reach; the loop
+ * owner's, zeroed to begin with. */
+typedef struct CorKitSet {
+    CorList conns;
+    atomic_uint count;          /* read by other threads (a drain's wait) */
+} CorKitSet;
+
+/* Buffers empty, nothing watched yet: output may be queued before the
+ * transport is there (it goes when it is started). */
+void corKitConnInit(CorKitConn* k, CorEvLoop* loop, const CorKitOps* ops);
+/* Watch t (its fd, edge-triggered, in and out: the first writable edge
+ * writes what was queued before); again after a stop, for a new
+ * connection (a reconnect), with the buffers as they are. Joins set when
+ * not NULL. Returns 0, or -EIO (not watched: the caller closes). */
+int corKitConnStart(CorKitConn* k, CorTransport* t, CorKitSet* set);
+/* Stop watching: the io, the timers, the set. The transport stays the
+ * owner's to close; the buffers stay until corKitConnFree. */
+void corKitConnStop(CorKitConn* k);
+void corKitConnFree(CorKitConn* k);
+
+/* Read what came, ops->take after each read, until the socket has no
+ * more, the peer's end, or a pause (readMay, the mark: the output is
+ * flushed first). Frames still pending in k->in are taken first. Returns
+ * 0, or -1 when an op closed it. */
+int corKitConnRead(CorKitConn* k);
+/* Write what the socket takes of k->out. Returns 0 (the rest waits for
+ * EPOLLOUT), or -1 on an error (the caller closes). */
+int corKitConnFlush(CorKitConn* k);
+/* Flush at the loop's next iteration: what the coroutines and workers of
+ * this one queue goes in one write. */
+void corKitConnFlushSoon(CorKitConn* k);
+/* Whether more may be read: below the mark, and ops->readMay. */
+bool corKitConnReadMay(CorKitConn* k);
+/* ops->expired at since + ms (at once when that is past), replacing the
+ * deadline armed before; corKitConnDeadlineStop disarms it. */
+void corKitConnDeadline(CorKitConn* k, uint64_t since, uint64_t ms);
+void corKitConnDeadlineStop(CorKitConn* k);
+
+/* ---- The same connection off the loops ---------------------------------- */
+
+/* Bytes go through t, waited for with poll() (corRestWaitFd: a coroutine
+ * yields, a thread polls; a stop or the request's cancel ends a wait);
+ * k was made with corKitConnInit(k, NULL, NULL): no loop, no ops. */
+void corKitConnAttach(CorKitConn* k, CorTransport* t);
+/* Read once into the room k->in has (the caller reserved it), waiting up
+ * to timeoutMs (-1: no limit; 0: not at all) for bytes. Returns the bytes
+ * read, 0 at the peer's end, or -errno (-EAGAIN for 0 ms and nothing
+ * there, -ETIMEDOUT, -ECANCELED, the transport's). May yield. */
+ssize_t corKitConnReadWait(CorKitConn* k, int timeoutMs);
+/* Write all of k->out within timeoutMs (-1: no limit). Returns 0, or
+ * -errno (what went is consumed; the connection is in doubt). May yield. */
+int corKitConnFlushWait(CorKitConn* k, int timeoutMs);
+
+/* ---- inline definitions -------------------------------------------------- */
+
+static inline size_t
+corBufPending(const CorBuf* b)
+{
+    return b->len - b->off;
+}
+
+static inline uint8_t*
+corBufHead(const CorBuf* b)
+{
+    return b->data + b->off;
+}
+
+static inline void
+corListInit(CorList* head)
+{
+    head->prev = head->next = head;
+}
+
+static inline bool
+corListEmpty(const CorList* head)
+{
+    return head->next == NULL || head->next == head;
+}
+
+static inline void
+corListInsert(CorList* head, CorList* node)
+{
+    if (head->next == NULL) {
+        corListInit(head);
+    }
+    node->next = head->next;
+    node->prev = head;
+    head->next->prev = node;
+    head->next = node;
+}
+
+static inline void
+corListAppend(CorList* head, CorList* node)
+{
+    if (head->next == NULL) {
+        corListInit(head);
+    }
+    corListInsert(head->prev, node);
+}
+
+static inline void
+corListRemove(CorList* node)
+{
+    if (node->next != NULL) {
+        node->prev->next = node->next;
+        node->next->prev = node->prev;
+    }
+    node->prev = node->next = node;
+}
+
+static inline bool
+corListLinked(const CorList* node)
+{
+    return node->next != NULL && node->next != node;
+}
+
+static inline CorList*
+corListFirst(const CorList* head)
+{
+    return corListEmpty(head) ? NULL : head->next;
+}
+
+#endif /* COR_KIT_H */

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A buffered non-blocking connection on a loop (corKit.h): the reading,
+ * writing and waking that the cor:// server and client connections each
+ * did by hand, over their transport (plain or TLS) so that TLS works
+ * unchanged. The socket is armed once, edge-triggered for input and
+ * output: a read goes on until the socket has no more (a short read), and
+ * the output is written as the socket takes it, the rest on EPOLLOUT.
+ * Off the loops the same connection reads and writes with the core's
+ * deadline waits instead (its last section).
+ */
+#include "corKit.h"
+#include "corCoreInt.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/epoll.h>
+
+void
+corKitConnInit(CorKitConn* k, CorEvLoop* loop, const CorKitOps* ops)
+{
+    memset(k, 0, sizeof(*k));
+    k->loop = loop;
+    k->ops = ops;
+    corListInit(&k->link);
+}
+
+/* A TLS transport that wants to write to read on is ready to read too;
+ * the peer's end and errors are read to. */
+static void
+onIo(CorEvIo* io, unsigned events)
+{
+    CorKitConn* k = corContainerOf(io, CorKitConn, io);
+
+    if ((events & EPOLLOUT) && corTransportWantsWrite(k->t)) {
+        events |= EPOLLIN;
+    }
+    if (events & (EPOLLRDHUP | EPOLLHUP)) {
+        k->peerShut = true;
+    }
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+        k->ops->ready(k);
+        return;
+    }
+    if (corBufPending(&k->out) == 0) {
+        return;
+    }
+    if (corKitConnFlush(k) != 0) {
+        k->ops->fail(k, -ECONNRESET, "the connection failed while writing");
+        return;
+    }
+    /* A read paused for a peer that did not read: what it sent since
+     * raised no edge of its own. */
+    if (k->readPaused && corKitConnReadMay(k)) {
+        k->ops->ready(k);
+    } else if (k->ops->wrote != NULL) {
+        k->ops->wrote(k);
+    }
+}
+
+int
+corKitConnStart(CorKitConn* k, CorTransport* t, CorKitSet* set)
+{
+    k->t = t;
+    k->peerShut = false;
+    k->set = set;
+    if (set != NULL) {
+        corListInsert(&set->conns, &k->link);
+        atomic_fetch_add(&set->count, 1);
+    }
+    if (corEvIoStart(k->loop, &k->io, t->fd,
+                     EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, onIo) != 0) {
+        return -EIO;
+    }
+    return 0;
+}
+
+void
+corKitConnStop(CorKitConn* k)
+{
+    if (k->t != NULL) {
+        corEvIoStop(k->loop, &k->io);
+        k->t = NULL;
+    }
+    corEvTimerStop(k->loop, &k->deadline);
+    corEvTimerStop(k->loop, &k->flushTimer);
+    if (k->set != NULL) {
+        corListRemove(&k->link);
+        atomic_fetch_sub(&k->set->count, 1);
+        k->set = NULL;
+    }
+}
+
+void
+corKitConnFree(CorKitConn* k)
+{
+    corBufFree(&k->in);
+    corBufFree(&k->out);
+}
+
+bool
+corKitConnReadMay(CorKitConn* k)
+{
+    return (k->highWater == 0 || corBufPending(&k->out) <= k->highWater)
+           && (k->ops->readMay == NULL || k->ops->readMay(k));
+}
+
+/* Room for the next read, the taken bytes moved out of the way. */
+static int
+inputReserve(CorKitConn* k)
+{
+    corBufCompact(&k->in);
+    return k->ops->reserve != NULL ? k->ops->reserve(k)
+           : corBufReserve(&k->in, k->readRoom);
+}
+
+/* One read into k->in. Returns 1 to read on, 0 when done, -1 closed. */
+static int
+readOnce(CorKitConn* k)
+{
+    size_t room;
+    ssize_t n;
+
+    if (inputReserve(k) != 0) {
+        k->ops->fail(k, -ENOMEM, "no memory for a frame");
+        return -1;
+    }
+    room = k->in.cap - k->in.len;
+    n = k->t->ops->recv(k->t, k->in.data + k->in.len, room);
+    if (n > 0) {
+        k->in.len += (size_t)n;
+        if (k->ops->take(k) != 0) {
+            return -1;
+        }
+        /* A short read drained the socket (the next bytes raise a new
+         * edge), unless the peer shut its side: its end is still to
+         * read, and no edge announces it. */
+        return (size_t)n < room && !k->peerShut ? 0 : 1;
+    }
+    if (n == 0) {
+        return k->ops->end(k) != 0 ? -1 : 0;
+    }
+    if (errno == EAGAIN) {
+        return 0;
+    }
+    if (errno == EINTR) {
+        return 1;
+    }
+    k->ops->fail(k, -ECONNRESET, "the connection failed while reading");
+    return -1;
+}
+
+int
+corKitConnRead(CorKitConn* k)
+{
+    int rc = 1;
+
+    k->readPaused = false;
+    /* Frames that came whole while the owner took no more wait in the
+     * buffer: they go first. */
+    if (corBufPending(&k->in) > 0 && k->ops->take(k) != 0) {
+        return -1;
+    }
+    while (rc > 0) {
+        if (!corKitConnReadMay(k) && corKitConnFlush(k) != 0) {
+            k->ops->fail(k, -ECONNRESET, "the connection failed while "
+                         "writing");
+            return -1;
+        }
+        if (!corKitConnReadMay(k)) {
+            k->readPaused = true;   /* read on when it drained */
+            return 0;
+        }
+        rc = readOnce(k);
+    }
+    return rc;
+}
+
+int
+corKitConnFlush(CorKitConn* k)
+{
+    if (k->t == NULL) {
+        return 0;       /* not started: it goes when it is */
+    }
+    while (corBufPending(&k->out) > 0) {
+        ssize_t n = k->t->ops->send(k->t, corBufHead(&k->out),
+                                    corBufPending(&k->out));
+
+        if (n > 0) {
+            corBufConsume(&k->out, (size_t)n);
+            k->sentBytes += (size_t)n;
+            k->sentMs = corEvNow(k->loop);
+            k->outStalledMs = 0;
+        } else if (n < 0 && errno == EAGAIN) {
+            if (k->outStalledMs == 0) {
+                k->outStalledMs = corEvNow(k->loop);
+            }
+            return 0;
+        } else if (!(n < 0 && errno == EINTR)) {
+            return -1;
+        }
+    }
+    k->out.len = k->out.off = 0;
+    k->outStalledMs = 0;
+    if (k->outKeep > 0 && k->out.cap > k->outKeep) {
+        corBufFree(&k->out);
+    }
+    return 0;
+}
+
+static void
+flushDue(CorEvTimer* timer)
+{
+    CorKitConn* k = corContainerOf(timer, CorKitConn, flushTimer);
+
+    if (corKitConnFlush(k) != 0) {
+        k->ops->fail(k, -ECONNRESET, "the connection failed while writing");
+    } else if (k->readPaused && corKitConnReadMay(k)) {
+        k->ops->ready(k);   /* it was not read while it could not be */
+    } else if (k->ops->wrote != NULL) {
+        k->ops->wrote(k);
+    }
+}
+
+void
+corKitConnFlushSoon(CorKitConn* k)
+{
+    if (!k->flushTimer.active) {
+        corEvTimerStart(k->loop, &k->flushTimer, 0, flushDue);
+    }
+}
+
+static void
+deadlineDue(CorEvTimer* timer)
+{
+    CorKitConn* k = corContainerOf(timer, CorKitConn, deadline);
+
+    k->ops->expired(k);
+}
+
+void
+corKitConnDeadline(CorKitConn* k, uint64_t since, uint64_t ms)
+{
+    uint64_t now = corEvNow(k->loop);
+
+    corEvTimerStart(k->loop, &k->deadline,
+                    since + ms > now ? since + ms - now : 0, deadlineDue);
+}
+
+void
+corKitConnDeadlineStop(CorKitConn* k)
+{
+    corEvTimerStop(k->loop, &k->deadline);
+}
+
+/* ---- Off the loops ------------------------------------------------------- */
+
+void
+corKitConnAttach(CorKitConn* k, CorTransport* t)
+{
+    k->t = t;
+    k->peerShut = false;
+}
+
+ssize_t
+corKitConnReadWait(CorKitConn* k, int timeoutMs)
+{
+    uint64_t deadline = corDeadlineAfter(timeoutMs);
+
+    for (;;) {
+        ssize_t n = k->t->ops->recv(k->t, k->in.data + k->in.len,
+                                    k->in.cap - k->in.len);
+        int rc;
+
+        if (n >= 0) {
+            k->in.len += (size_t)n;
+            return n;
+        }
+        if (errno == EINTR) {
+            continue;
+        }
+        if (errno != EAGAIN || timeoutMs == 0) {
+            return -errno;
+        }
+        /* A TLS handshake step may wait for room rather than bytes. */
+        rc = corDeadlineWaitFd(k->t->fd, corTransportWantsWrite(k->t)
+                               ? POLLOUT : POLLIN, deadline);
+        if (rc < 0) {
+            return rc;
+        }
+    }
+}
+
+int
+corKitConnFlushWait(CorKitConn* k, int timeoutMs)
+{
+    size_t sent = 0;
+    int rc = corDeadlineSendAll(k->t, corBufHead(&k->out),
+                                corBufPending(&k->out),
+                                corDeadlineAfter(timeoutMs), &sent);
+
+    corBufConsume(&k->out, sent);
+    k->sentBytes += sent;
+    return rc;
+}
