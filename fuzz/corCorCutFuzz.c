@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 #define FUZZ_FRAME_MAX ((uint32_t)1 << 20)
 
-CorServerConf corServerConf = { .maxFrame = FUZZ_FRAME_MAX };
+CorServerConf corCorServerConf = { .maxFrame = FUZZ_FRAME_MAX };
 
 /* What the cut file asks of the rest of the server. */
 const CorLimits*
@@ -33,8 +33,8 @@ corLimits(void)
 }
 
 int
-corServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,
-                       uint64_t bodyLen)
+corCorServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,
+                          uint64_t bodyLen)
 {
     (void)c;
     (void)id;

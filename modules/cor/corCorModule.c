@@ -24,13 +24,13 @@
  * of a loop together. */
 #define STOP_FLUSH_MS 100
 
-CorServerConf corServerConf;
+CorServerConf corCorServerConf;
 
 static CorServerLoop* serverLoops;
 static unsigned serverLoopCount;
 
 CorServerLoop*
-corServerLoopAt(unsigned index)
+corCorServerLoopAt(unsigned index)
 {
     return &serverLoops[index % serverLoopCount];
 }
@@ -39,18 +39,18 @@ static int
 corStart(CorModule* m, CorEvLoop* loop, unsigned index,
          CorListener* const* listeners, unsigned count)
 {
-    CorServerLoop* sl = corServerLoopAt(index);
+    CorServerLoop* sl = corCorServerLoopAt(index);
 
     (void)m;
     sl->accept = corAcceptStart(loop, index, listeners, count,
-                                corServerConnOpen);
+                                corCorServerConnOpen);
     return sl->accept != NULL ? 0 : -1;
 }
 
 static void
 corDrain(CorModule* m, CorEvLoop* loop, unsigned index)
 {
-    CorServerLoop* sl = corServerLoopAt(index);
+    CorServerLoop* sl = corCorServerLoopAt(index);
     CorList* node;
     CorList* next;
 
@@ -61,14 +61,14 @@ corDrain(CorModule* m, CorEvLoop* loop, unsigned index)
     sl->accept = NULL;
     corListForEach(node, next, &sl->conns.conns) {
         /* (A failed flush closes it: the next was read before.) */
-        corServerConnDrain(corContainerOf(node, CorServerConn, k.link));
+        corCorServerConnDrain(corContainerOf(node, CorServerConn, k.link));
     }
 }
 
 static void
 corStop(CorModule* m, CorEvLoop* loop, unsigned index)
 {
-    CorServerLoop* sl = corServerLoopAt(index);
+    CorServerLoop* sl = corCorServerLoopAt(index);
     /* The answers a stop makes get STOP_FLUSH_MS in all to go out. */
     uint64_t deadline = corEvClockMs() + STOP_FLUSH_MS;
 
@@ -77,8 +77,8 @@ corStop(CorModule* m, CorEvLoop* loop, unsigned index)
     corAcceptStop(sl->accept);
     sl->accept = NULL;
     while (!corListEmpty(&sl->conns.conns)) {
-        corServerConnStop(corContainerOf(corListFirst(&sl->conns.conns),
-                                         CorServerConn, k.link), deadline);
+        corCorServerConnStop(corContainerOf(corListFirst(&sl->conns.conns),
+                                            CorServerConn, k.link), deadline);
     }
 }
 
@@ -86,13 +86,13 @@ static unsigned
 corConnections(CorModule* m, unsigned index)
 {
     (void)m;
-    return atomic_load(&corServerLoopAt(index)->conns.count);
+    return atomic_load(&corCorServerLoopAt(index)->conns.count);
 }
 
 static int
 corLoopInit(CorModule* m, CorEvLoop* loop, unsigned index)
 {
-    CorServerLoop* sl = corServerLoopAt(index);
+    CorServerLoop* sl = corCorServerLoopAt(index);
 
     (void)m;
     sl->loop = loop;
@@ -114,21 +114,21 @@ corInit(CorModule* m, const CorConf* conf)
 {
     CorConfErrors* errors = corModuleErrors(m);
 
-    corServerConf.maxFrame = (uint32_t)corConfSize(conf, "max_frame",
-                                                   COR_COR_FRAME_MAX, 1024,
-                                                   (uint64_t)1 << 30,
-                                                   errors);
-    corServerConf.maxInFlight = (unsigned)corConfInt(conf, "max_in_flight",
-                                                     256, 1, 65536, errors);
-    corServerConf.maxHeldBytes = corConfSize(conf, "max_in_flight_bytes",
-                                             (uint64_t)16 << 20, 1024,
-                                             (uint64_t)1 << 40, errors);
-    corServerConf.idleTimeoutMs = corConfDurationMs(conf, "idle_timeout",
-                                                    60000, 1,
-                                                    24 * 3600 * 1000, errors);
-    corServerConf.helloTimeoutMs = corConfDurationMs(conf, "hello_timeout",
-                                                     10000, 1, 3600 * 1000,
-                                                     errors);
+    corCorServerConf.maxFrame = (uint32_t)corConfSize(conf, "max_frame",
+                                                      COR_COR_FRAME_MAX, 1024,
+                                                      (uint64_t)1 << 30,
+                                                      errors);
+    corCorServerConf.maxInFlight = (unsigned)corConfInt(conf, "max_in_flight",
+                                                        256, 1, 65536, errors);
+    corCorServerConf.maxHeldBytes = corConfSize(conf, "max_in_flight_bytes",
+                                                (uint64_t)16 << 20, 1024,
+                                                (uint64_t)1 << 40, errors);
+    corCorServerConf.idleTimeoutMs =
+        corConfDurationMs(conf, "idle_timeout", 60000, 1, 24 * 3600 * 1000,
+                          errors);
+    corCorServerConf.helloTimeoutMs = corConfDurationMs(conf, "hello_timeout",
+                                                        10000, 1, 3600 * 1000,
+                                                        errors);
     serverLoopCount = corLoopCount();
     serverLoops = corCallocLines(serverLoopCount, sizeof(*serverLoops));
     if (serverLoops == NULL) {

@@ -74,7 +74,7 @@ static bool
 readMay(CorKitConn* k)
 {
     return corContainerOf(k, CorServerConn, k)->heldBytes
-           < corServerConf.maxHeldBytes;
+           < corCorServerConf.maxHeldBytes;
 }
 
 /* ---- Output -------------------------------------------------------------- */
@@ -107,7 +107,7 @@ frameQueue(CorServerConn* c, CorCorType type, uint32_t id,
  * body's). Returns 0, or -errno with why (nothing was queued, the tables
  * did not move). */
 int
-corServerResponseQueue(CorServerConn* c, uint32_t id, const CorCorMessage* m,
+corCorServerResponseQueue(CorServerConn* c, uint32_t id, const CorCorMessage* m,
               char* why, size_t whyLen)
 {
     int rc = corCorMessageEncode(c->sent, COR_COR_RESPONSE, id, m, &c->k.out,
@@ -175,7 +175,7 @@ timerUpdate(CorServerConn* c)
                            corLimits()->requestTimeoutMs);
     } else if (c->inFlight == 0) {
         corKitConnDeadline(k, corEvNow(k->loop),
-                           corServerConf.idleTimeoutMs);
+                           corCorServerConf.idleTimeoutMs);
     } else {
         corKitConnDeadlineStop(k);
     }
@@ -225,7 +225,7 @@ helloTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
         return -EPROTO;
     }
     rc = corCorFrameDecode(NULL, frame, COR_COR_HEAD_LEN + h->length,
-                           corServerConf.maxFrame, &decoded, &tree, why,
+                           corCorServerConf.maxFrame, &decoded, &tree, why,
                            whyLen);
     if (rc == 0) {
         rc = corCorHelloCheck(tree, why, whyLen);
@@ -246,7 +246,7 @@ helloTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
     }
     c->greeted = true;
     if (c->sl->draining) {
-        corServerConnDrain(c);      /* served, but nothing new after */
+        corCorServerConnDrain(c);      /* served, but nothing new after */
     }
     return 0;
 }
@@ -261,7 +261,7 @@ requestTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
     CorCorHead decoded;
     int rc = corCorMessageDecode(c->received, frame,
                                  COR_COR_HEAD_LEN + h->length,
-                                 corServerConf.maxFrame, &decoded, &m, why,
+                                 corCorServerConf.maxFrame, &decoded, &m, why,
                                  whyLen);
 
     if (rc != 0) {
@@ -272,12 +272,12 @@ requestTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
         snprintf(why, whyLen, "a REQUEST after its CLOSE");
         return -EPROTO;
     }
-    if (c->inFlight >= corServerConf.maxInFlight) {
+    if (c->inFlight >= corCorServerConf.maxInFlight) {
         corCorMessageClear(&m);
-        return corServerAnswerBare(c, h->id, 503, "too many requests in "
-                                   "flight on this connection\n");
+        return corCorServerAnswerBare(c, h->id, 503, "too many requests in "
+                                      "flight on this connection\n");
     }
-    return corServerRequestServe(c, h->id, &m);
+    return corCorServerRequestServe(c, h->id, &m);
 }
 
 /* One whole frame after the HELLO. Returns 0, or -errno with why (the
@@ -294,7 +294,7 @@ frameTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
         return requestTake(c, h, frame, why, whyLen);
     }
     rc = corCorFrameDecode(c->received, frame, COR_COR_HEAD_LEN + h->length,
-                           corServerConf.maxFrame, &decoded, &tree, why,
+                           corCorServerConf.maxFrame, &decoded, &tree, why,
                            whyLen);
     if (rc != 0) {
         return rc;
@@ -325,7 +325,7 @@ frameTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
 static uint32_t
 frameMax(const CorServerConn* c)
 {
-    return c->greeted ? corServerConf.maxFrame : HELLO_FRAME_MAX;
+    return c->greeted ? corCorServerConf.maxFrame : HELLO_FRAME_MAX;
 }
 
 /* Take every whole frame that came (the kit's take). Returns 0, or -1
@@ -345,7 +345,7 @@ framesTake(CorKitConn* k)
         c->skipLeft -= off;
     }
     while (rc == 0 && len - off >= COR_COR_HEAD_LEN
-           && c->heldBytes < corServerConf.maxHeldBytes) {
+           && c->heldBytes < corCorServerConf.maxHeldBytes) {
         CorCorHead h;
 
         rc = corCorHeadRead(in + off, len - off, frameMax(c), &h, why,
@@ -353,8 +353,8 @@ framesTake(CorKitConn* k)
         if (rc < 0) {
             break;
         }
-        rc = c->greeted ? corServerRequestCut(c, &h, in + off, len - off,
-                                              why, sizeof(why)) : 0;
+        rc = c->greeted ? corCorServerRequestCut(c, &h, in + off, len - off,
+                                                 why, sizeof(why)) : 0;
         if (rc > 0) {
             /* Its rest is dropped as it comes, within request_timeout. */
             off += (size_t)rc;
@@ -465,10 +465,10 @@ peerName(CorServerConn* c)
 }
 
 void
-corServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
-                  const struct sockaddr_storage* peer)
+corCorServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
+                     const struct sockaddr_storage* peer)
 {
-    CorServerLoop* sl = corServerLoopAt(loopIndex);
+    CorServerLoop* sl = corCorServerLoopAt(loopIndex);
     CorServerConn* c = calloc(1, sizeof(*c));
     uint64_t helloMs = corListenerHandshakeTimeoutMs(l);
     int one = 1;
@@ -494,10 +494,10 @@ corServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
     /* Over TLS the handshake comes first: the listener's timeout, if
      * longer, covers both. */
     corKitConnDeadline(&c->k, corEvNow(sl->loop),
-                       helloMs > corServerConf.helloTimeoutMs
-                       ? helloMs : corServerConf.helloTimeoutMs);
+                       helloMs > corCorServerConf.helloTimeoutMs
+                       ? helloMs : corCorServerConf.helloTimeoutMs);
     if (sl->draining) {
-        corServerConnDrain(c);
+        corCorServerConnDrain(c);
     }
 }
 
@@ -513,7 +513,7 @@ connClose(CorServerConn* c)
         CorServerRequest* req = corContainerOf(corListFirst(&c->requests),
                                                CorServerRequest, link);
 
-        corServerRequestUnlink(req);
+        corCorServerRequestUnlink(req);
         corRequestCancel(&req->r);
     }
     corCorTablesFree(c->received);
@@ -523,7 +523,7 @@ connClose(CorServerConn* c)
 }
 
 void
-corServerConnDrain(CorServerConn* c)
+corCorServerConnDrain(CorServerConn* c)
 {
     /* Before the HELLO, its answer carries the CLOSE (helloTake). */
     if (!c->greeted || c->closeSent
@@ -537,7 +537,7 @@ corServerConnDrain(CorServerConn* c)
 }
 
 void
-corServerConnStop(CorServerConn* c, uint64_t deadline)
+corCorServerConnStop(CorServerConn* c, uint64_t deadline)
 {
     CorList* node;
     CorList* next;
@@ -546,7 +546,7 @@ corServerConnStop(CorServerConn* c, uint64_t deadline)
         CorServerRequest* req = corContainerOf(node, CorServerRequest, link);
 
         if (!req->answered) {
-            corServerAnswerBare(c, req->id, 503, "stopping\n");
+            corCorServerAnswerBare(c, req->id, 503, "stopping\n");
         }
     }
     while (outputPending(c) && corEvClockMs() < deadline) {

@@ -237,16 +237,16 @@ cutDecode(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
     memcpy(out + n, fill, fillLen + 1);     /* and its 00 */
     n += fillLen + 1;
     corCorHeadWrite(out, h->type, h->id, (uint32_t)(n - COR_COR_HEAD_LEN));
-    rc = corCorMessageDecode(c->received, out, n, corServerConf.maxFrame,
+    rc = corCorMessageDecode(c->received, out, n, corCorServerConf.maxFrame,
                              &decoded, m, why, whyLen);
     free(out);
     return rc;
 }
 
 int
-corServerRequestCut(CorServerConn* c, const CorCorHead* h,
-                    const uint8_t* frame, size_t n, char* why,
-                    size_t whyLen)
+corCorServerRequestCut(CorServerConn* c, const CorCorHead* h,
+                       const uint8_t* frame, size_t n, char* why,
+                       size_t whyLen)
 {
     size_t whole = COR_COR_HEAD_LEN + (size_t)h->length;
     size_t avail = (n < whole ? n : whole) - COR_COR_HEAD_LEN;
@@ -265,7 +265,7 @@ corServerRequestCut(CorServerConn* c, const CorCorHead* h,
     if (rc != 0) {
         return rc;
     }
-    rc = corServerRequestRefuse(c, h->id, &m, cut.base64 ? cut.len / 4 * 3
+    rc = corCorServerRequestRefuse(c, h->id, &m, cut.base64 ? cut.len / 4 * 3
                                                          : cut.len);
     if (rc != 0) {
         corCorWhy(why, whyLen, "no memory for an answer");

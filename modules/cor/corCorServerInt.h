@@ -26,7 +26,7 @@ typedef struct {
     uint64_t helloTimeoutMs;    /* hello_timeout: the HELLO must come */
 } CorServerConf;
 
-extern CorServerConf corServerConf;
+extern CorServerConf corCorServerConf;
 
 /* One loop's part of the server; owned by that loop, on lines of its own. */
 typedef struct {
@@ -67,7 +67,7 @@ struct CorServerConn {
     CorServerLoop* sl;
     CorTransport t;
     uint64_t skipLeft;          /* bytes of a REQUEST cut short still to
-                                 * come, dropped (corServerRequestCut) */
+                                 * come, dropped (corCorServerRequestCut) */
     CorCorTables* received;     /* the tables of each direction, after */
     CorCorTables* sent;         /* the HELLO */
     CorList requests;           /* in flight, not yet answered or
@@ -88,57 +88,57 @@ struct CorServerConn {
 /* ---- corCorServer.c ------------------------------------------------------ */
 
 /* Adopt an accepted socket on loop loopIndex (a CorAcceptFn). */
-void corServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
-                       const struct sockaddr_storage* peer);
+void corCorServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
+                          const struct sockaddr_storage* peer);
 /* A drain reached this connection: CLOSE is sent, and it closes once the
  * peer said it sends nothing more and everything is answered. */
-void corServerConnDrain(CorServerConn* c);
+void corCorServerConnDrain(CorServerConn* c);
 /* Answer what is still with its handler as failed (503), flush what
  * goes out until deadline (corEvClockMs time), close (a stop). */
-void corServerConnStop(CorServerConn* c, uint64_t deadline);
+void corCorServerConnStop(CorServerConn* c, uint64_t deadline);
 
 /* Queue a RESPONSE encoded now from m. Returns 0, or -errno with why
  * (nothing queued, the tables as they were). */
-int corServerResponseQueue(CorServerConn* c, uint32_t id,
-                           const CorCorMessage* m, char* why, size_t whyLen);
+int corCorServerResponseQueue(CorServerConn* c, uint32_t id,
+                              const CorCorMessage* m, char* why, size_t whyLen);
 /* ---- corCorServerRequest.c ----------------------------------------------- */
 
 /* Serve the request of a REQUEST message m (taken over, cleared): made,
  * linked to c and handed to the core; a target HTTP would refuse, or no
  * memory, is answered at once. Returns 0, or -errno when even that
  * answer could not be queued. */
-int corServerRequestServe(CorServerConn* c, uint32_t id, CorCorMessage* m);
+int corCorServerRequestServe(CorServerConn* c, uint32_t id, CorCorMessage* m);
 /* The request of a REQUEST whose body (bodyLen bytes) was cut short as it
  * came, past the limits: m (its head, taken over, cleared) is refused as
  * the core refuses a request past them (corLimitsAnswer: 413, or 431 for
  * a head past them too), never served. Returns 0, or -errno when that
  * answer could not be queued. */
-int corServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,
-                           uint64_t bodyLen);
+int corCorServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,
+                              uint64_t bodyLen);
 /* A RESPONSE that no handler made (a bad target, past max_in_flight, a
  * stop). Returns 0 or -errno. */
-int corServerAnswerBare(CorServerConn* c, uint32_t id, int status,
-                        const char* text);
+int corCorServerAnswerBare(CorServerConn* c, uint32_t id, int status,
+                           const char* text);
 /* Take req off its connection (which closes): it finishes into the void. */
-void corServerRequestUnlink(CorServerRequest* req);
+void corCorServerRequestUnlink(CorServerRequest* req);
 
 /* ---- corCorServerCut.c --------------------------------------------------- */
 
 /*
  * A frame whose head h is read at frame (n bytes of it came): when it is
  * a REQUEST longer than any request within the limits takes, and its body
- * a string at its end, refuse it now (corServerRequestRefuse) with its
+ * a string at its end, refuse it now (corCorServerRequestRefuse) with its
  * head decoded and its body cut short, and leave the rest of its bytes in
  * c->skipLeft, to drop as they come. Returns the bytes of the frame
  * taken; 0 when it is not one to cut (read it whole); -EAGAIN when more
  * of it must come to tell; or -errno with why (close).
  */
-int corServerRequestCut(CorServerConn* c, const CorCorHead* h,
-                        const uint8_t* frame, size_t n, char* why,
-                        size_t whyLen);
+int corCorServerRequestCut(CorServerConn* c, const CorCorHead* h,
+                           const uint8_t* frame, size_t n, char* why,
+                           size_t whyLen);
 
 /* ---- corCorModule.c ------------------------------------------------------ */
 
-CorServerLoop* corServerLoopAt(unsigned index);
+CorServerLoop* corCorServerLoopAt(unsigned index);
 
 #endif /* COR_COR_SERVER_INT_H */

@@ -40,12 +40,13 @@ static const CorProtocolOps corOps = {
 
 /* A RESPONSE that no handler made (a bad target, past max_in_flight). */
 int
-corServerAnswerBare(CorServerConn* c, uint32_t id, int status, const char* text)
+corCorServerAnswerBare(CorServerConn* c, uint32_t id, int status,
+                       const char* text)
 {
     CorCorMessage m = { .status = status, .contentType = "text/plain",
                         .body = text, .bodyLen = strlen(text) };
     char why[COR_COR_WHY_MAX];
-    int rc = corServerResponseQueue(c, id, &m, why, sizeof(why));
+    int rc = corCorServerResponseQueue(c, id, &m, why, sizeof(why));
 
     if (rc < 0) {
         corLog(COR_LOG_ERROR, "cor: a frame to %s not encoded: %s",
@@ -64,7 +65,7 @@ requestLink(CorServerConn* c, CorServerRequest* req)
 }
 
 void
-corServerRequestUnlink(CorServerRequest* req)
+corCorServerRequestUnlink(CorServerRequest* req)
 {
     CorServerConn* c = req->conn;
 
@@ -113,13 +114,13 @@ requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
     CorHttpTarget t;
 
     if (req == NULL) {
-        corServerAnswerBare(c, id, 503, "no memory\n");
+        corCorServerAnswerBare(c, id, 503, "no memory\n");
         return NULL;
     }
     target = memcpy((char*)(req->headers + count), m->path, targetLen + 1);
     if (corHttpTargetDecode(target, targetLen, &t) != 0) {
         free(req);
-        corServerAnswerBare(c, id, 400, "bad path\n");
+        corCorServerAnswerBare(c, id, 400, "bad path\n");
         return NULL;
     }
     memcpy(req->headers, m->headers, m->headerCount * sizeof(CorHeader));
@@ -165,7 +166,7 @@ fileRead(CorRequest* r, CorBuf* into)
     size_t len = r->responseLen;
     size_t got = 0;
 
-    if (len > corServerConf.maxFrame) {
+    if (len > corCorServerConf.maxFrame) {
         return -EFBIG;
     }
     into->data = malloc(len > 0 ? len : 1);
@@ -222,12 +223,13 @@ respond(CorServerConn* c, CorServerRequest* req)
     r->status = m.status;
     r->bodySent = m.bodyLen;
     r->cut = r->cut || req->streamFailed;    /* or its client left */
-    if (corServerResponseQueue(c, req->id, &m, why, sizeof(why)) != 0) {
+    if (corCorServerResponseQueue(c, req->id, &m, why, sizeof(why)) != 0) {
         corLog(COR_LOG_ERROR, "cor: the answer to %.*s %.*s: %s",
                (int)r->methodLen, r->method, (int)r->pathLen, r->path, why);
         r->status = 500;
         r->bodySent = 0;
-        corServerAnswerBare(c, req->id, 500, "the answer could not be encoded\n");
+        corCorServerAnswerBare(c, req->id, 500,
+                               "the answer could not be encoded\n");
     }
     corBufFree(&file);
 }
@@ -269,12 +271,12 @@ streamData(CorRequest* r, const void* data, size_t len)
     if (req->conn == NULL || req->streamFailed) {
         return;
     }
-    if (req->streamed.len + len > corServerConf.maxFrame
+    if (req->streamed.len + len > corCorServerConf.maxFrame
         || corBufReserve(&req->streamed, len) != 0) {
         /* No room for it in one frame: the answer fails whole. */
         corLog(COR_LOG_ERROR, "cor: a streamed answer to %.*s past "
                "max_frame (%u bytes): answered 502", (int)r->pathLen,
-               r->path, corServerConf.maxFrame);
+               r->path, corCorServerConf.maxFrame);
         req->streamFailed = true;
         corBufFree(&req->streamed);
         return;
@@ -314,7 +316,7 @@ requestRelease(CorRequest* r)
     CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
     CorServerConn* c = req->conn;
 
-    corServerRequestUnlink(req);
+    corCorServerRequestUnlink(req);
     if (c != NULL && c->k.readPaused && !c->processing) {
         /* What it held may let the read go on. */
         corKitConnFlushSoon(&c->k);
@@ -323,8 +325,8 @@ requestRelease(CorRequest* r)
 }
 
 int
-corServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,
-                       uint64_t bodyLen)
+corCorServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,
+                          uint64_t bodyLen)
 {
     CorServerRequest* req = requestCreate(c, id, m);
     int status;
@@ -340,11 +342,11 @@ corServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,
     status = corLimitsRequest(&req->r);
     status = corLimitsAnswer(&req->r, status != 0 ? status : 413);
     requestFree(req);
-    return corServerAnswerBare(c, id, status, corLimitsText(status));
+    return corCorServerAnswerBare(c, id, status, corLimitsText(status));
 }
 
 int
-corServerRequestServe(CorServerConn* c, uint32_t id, CorCorMessage* m)
+corCorServerRequestServe(CorServerConn* c, uint32_t id, CorCorMessage* m)
 {
     CorServerRequest* req = requestCreate(c, id, m);
 
