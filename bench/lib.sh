@@ -278,7 +278,8 @@ ratio() {   # A B
 
 # The median of the ratios of each round's two figures: the machine's
 # drift between rounds (other tenants) falls on both sides of each ratio.
-pairedRatio() {   # FILE_A FILE_B, one figure a line, round by round
-    paste "$1" "$2" | awk '$2 > 0 { printf "%.4f\n", $1 / $2 }' | median \
-        | awk '{ printf "%.2f", $1 }'
+# DECIMALS (2) where a finer figure is wanted (abBench's 2 %).
+pairedRatio() {   # FILE_A FILE_B [DECIMALS], one figure a line, round by round
+    paste "$1" "$2" | awk '$2 > 0 { printf "%.6f\n", $1 / $2 }' | median \
+        | awk -v d="${3:-2}" '{ printf "%.*f", d, $1 }'
 }
