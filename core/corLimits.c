@@ -51,10 +51,10 @@ static struct {
 static atomic_uint protocolCount;
 static pthread_mutex_t protocolLock = PTHREAD_MUTEX_INITIALIZER;
 
-int
-corLimitsHead(const CorRequest* r)
+/* The head's verdict under limits (one corLimits() for a whole check). */
+static int
+headStatus(const CorRequest* r, const CorLimits* limits)
 {
-    const CorLimits* limits = corLimits();
     size_t target = r->pathLen + (r->query != NULL ? 1 + r->queryLen : 0);
     size_t bytes = r->methodLen + target + REQUEST_LINE_EXTRA;
 
@@ -73,6 +73,12 @@ corLimitsHead(const CorRequest* r)
 }
 
 int
+corLimitsHead(const CorRequest* r)
+{
+    return headStatus(r, corLimits());
+}
+
+int
 corLimitsBody(uint64_t bytes)
 {
     return bytes > corLimits()->bodyBytes ? 413 : 0;
@@ -81,9 +87,10 @@ corLimitsBody(uint64_t bytes)
 int
 corLimitsRequest(const CorRequest* r)
 {
-    int status = corLimitsHead(r);
+    const CorLimits* limits = corLimits();
+    int status = headStatus(r, limits);
 
-    return status != 0 ? status : corLimitsBody(r->bodyLen);
+    return status != 0 || r->bodyLen <= limits->bodyBytes ? status : 413;
 }
 
 static int

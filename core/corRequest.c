@@ -557,10 +557,13 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     const CorHandler* handler;
     CorLoopCounters* c = counters();
     bool coroutine;
+    int refused;
 
     requestInit(r, ops, protocolData);
     gaugeAdd(&c->inFlight, 1);
-    if (corLimitsAnswer(r, corLimitsRequest(r)) != 0) {
+    refused = corLimitsRequest(r);
+    if (refused != 0) {
+        corLimitsAnswer(r, refused);
         served(r);
         return;
     }

@@ -57,8 +57,10 @@ requestMake(const CorHttpClientRequest* req, const CorUrl* u, Request* r,
 
     *r = (Request){ .headers = calloc(req->headerCount + 1,
                                       sizeof(CorHeader)) };
-    if (asprintf(&r->target, "%s%.*s", u->target[0] == '?' ? "/" : "",
-                 (int)u->targetLen, u->target) < 0) {
+    if (u->target[0] != '?') {
+        r->target = strndup(u->target, u->targetLen);
+    } else if (asprintf(&r->target, "/%.*s", (int)u->targetLen,
+                        u->target) < 0) {
         r->target = NULL;
     }
     r->m = (CorCorMessage){ .verb = req->method != NULL ? req->method
