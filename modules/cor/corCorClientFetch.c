@@ -3,8 +3,8 @@
  * One cor:// exchange as corClientFetch makes one: the request turned
  * into a REQUEST tree once, made on the loop (a coroutine's) or on the
  * thread, sent once more on a new connection when one that had served was
- * found closed, and the RESPONSE turned into the HTTP client's response
- * (its Content-Type among the headers again), which the caller frees with
+ * found closed, and the RESPONSE turned into the client's response (its
+ * Content-Type among the headers again), which the caller frees with
  * corClientResponseFree.
  */
 #include "corCorClientInt.h"

@@ -3,7 +3,7 @@
  * modules/forward: a reverse proxy. Each upstream group of the YAML is a
  * handler that routes name; a request routed to it goes to one of the
  * group's servers (round robin; a server that failed to connect is
- * skipped for fail_timeout) with the HTTP client of the core, and the
+ * skipped for fail_timeout) with the HTTP floor's client, and the
  * answer comes back as it arrives: a streamed response whose writes wait
  * for the client, so a body of any size passes in bounded memory.
  *
