@@ -310,8 +310,8 @@ void corConnClose(CorConn* c);
  * body) and its answer (a status, headers and a body), made in a
  * coroutine and on a worker alike. The core knows no protocol: it hands
  * the URL to the fetch of its scheme (corSchemeAdd below); http and https
- * are the HTTP floor's (http/, which adds the streaming corHttpClientOpen
- * in corHttpClient.h), cor and cors modules/cor's.
+ * are the HTTP floor's (http/, which adds a streamed read of a body too
+ * large to hold), cor and cors modules/cor's.
  *
  *     CorClientRequest q = { .url = "http://10.0.0.7:8080/price",
  *                            .totalTimeoutMs = 2000 };
@@ -349,8 +349,8 @@ typedef struct CorClientRequest {
      * the request sent to the first byte of the answer; default none),
      * total (the whole exchange, retry included; default none), read
      * (every wait for the next byte once the first came: in the head, a
-     * 1xx's included, and in corClientFetch's body;
-     * corHttpClientBodyRead takes its own; default the first byte's). */
+     * 1xx's included, and in corClientFetch's body; a streamed read
+     * takes its own; default the first byte's). */
     int connectTimeoutMs;
     int firstByteTimeoutMs;
     int totalTimeoutMs;
@@ -377,17 +377,11 @@ typedef struct CorClientResponse {
 } CorClientResponse;
 
 /*
- * Make one exchange through the fetch of the URL's scheme. For http and
- * https: take a connection to the URL's host and port (TLS for https)
- * from the pool or open one, send the request, read the answer (1xx
- * answers skipped; no body for HEAD, 204 and 304; the body framed by
- * Content-Length, chunked, or the connection's end), and give the
- * connection back to the pool when the answer was read whole and
- * keep-alive applies. A request that failed on a pooled connection that
- * the peer had closed before any byte of the answer came is sent once
- * more on a new connection when no byte of it had been written, or when
- * its method is idempotent (corHttpClientIdempotent); never otherwise: a
- * POST the peer may have acted on fails with -ECONNRESET.
+ * Make one exchange through the fetch of the URL's scheme (what http and
+ * https do is in the HTTP floor's corHttpClient.h, cor:// in docs/cor.md):
+ * a connection to the URL's peer from the pool or a new one, the request
+ * sent, the answer read whole; whether a request is sent once more on a
+ * new connection (res->retried) is the scheme's rule.
  *
  * Returns 0 with res set (any status is an answer), or -errno with
  * res->error saying why: -EINVAL (a bad URL, a scheme no client takes, a

@@ -15,6 +15,20 @@
 
 #include "cor.h"
 
+/*
+ * corClientFetch of an http:// or https:// URL: take a connection to the
+ * URL's host and port (TLS for https) from the pool or open one, send the
+ * request, read the answer (1xx answers skipped; no body for HEAD, 204
+ * and 304; the body framed by Content-Length, chunked, or the
+ * connection's end), and give the connection back to the pool when the
+ * answer was read whole and keep-alive applies. A request that failed on
+ * a pooled connection that the peer had closed before any byte of the
+ * answer came is sent once more on a new connection when no byte of it
+ * had been written, or when its method is idempotent
+ * (corHttpClientIdempotent); never otherwise: a POST the peer may have
+ * acted on fails with -ECONNRESET.
+ */
+
 /* The most bytes of a response head, and fields in it. */
 #define COR_HTTP_CLIENT_HEAD_MAX 16384
 #define COR_HTTP_CLIENT_FIELDS_MAX 100
