@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Work run beside the code that started it: a client call started now
- * and collected later (http/corHttpClientCall.c), a notification sent while
+ * and collected later (core/corClientCall.c), a notification sent while
  * its request goes on (corNotify.c). Both are straight-line code that
  * waits through corRestWaitFd, so they run the same as a coroutine of a
  * loop and on a thread; this file decides which, and keeps the threads.

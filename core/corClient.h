@@ -2,8 +2,9 @@
 /*
  * corClient.h: what a module that talks to other servers uses: URLs (one
  * parser), connections out (plain or TLS, pooled per loop), TLS client
- * contexts, and the registry of URL schemes that fetch (corHttpClient*
- * exchanges) and notify.
+ * contexts, the client (one exchange, whatever the scheme; started and
+ * collected later), and the registry of URL schemes that fetch and
+ * notify.
  */
 #ifndef COR_CLIENT_H
 #define COR_CLIENT_H
@@ -303,20 +304,158 @@ void corConnRelease(CorConn* c);
  * error): closed at once. c is gone after the call. */
 void corConnClose(CorConn* c);
 
-/* ---- URL schemes: one registry for every client ------------------------- */
+/* ---- The client: one exchange, whatever the scheme -----------------------
+ *
+ * A request (a method, a URL of any registered scheme, headers and a
+ * body) and its answer (a status, headers and a body), made in a
+ * coroutine and on a worker alike. The core knows no protocol: it hands
+ * the URL to the fetch of its scheme (corSchemeAdd below); http and https
+ * are the HTTP floor's (http/, which adds a streamed read of a body too
+ * large to hold), cor and cors modules/cor's.
+ *
+ *     CorClientRequest q = { .url = "http://10.0.0.7:8080/price",
+ *                            .totalTimeoutMs = 2000 };
+ *     CorClientResponse res;
+ *
+ *     if (corClientFetch(&q, &res) == 0 && res.status == 200) {
+ *         corRespond(r, 200, "application/json", res.body, res.bodyLen);
+ *     } else {
+ *         corRespondf(r, 502, "text/plain", "%s\n", res.error);
+ *     }
+ *     corClientResponseFree(&res);
+ *
+ * Several at once: corClientStart each, then corClientWait each; they run
+ * meanwhile, so a fan-out takes as long as its slowest answer.
+ */
 
-/* The client's exchange and its answer (corHttpClient.h), whatever the
- * scheme. */
-struct CorHttpClientRequest;
-struct CorHttpClientResponse;
+/* The default limit of a response body. */
+#define COR_CLIENT_BODY_MAX ((size_t)8 << 20)
+
+/* An exchange to make. The caller's; read during corClientFetch, and
+ * copied by corClientStart. */
+typedef struct CorClientRequest {
+    const char* method;         /* NULL: GET */
+    /* scheme://host[:port][/path][?query] of a scheme that fetches; host
+     * may be a name, an IPv4 address or [an IPv6 one]. */
+    const char* url;
+    /* Sent after Host, as they are; a Host here replaces the URL's.
+     * Content-Length and Transfer-Encoding are the client's (refused). */
+    const CorHeader* headers;
+    unsigned headerCount;
+    const void* body;           /* sent with a Content-Length */
+    size_t bodyLen;
+    /* Deadlines, 0 for the default: connect (the name, the connect and a
+     * TLS handshake; default client.connect_timeout), first byte (from
+     * the request sent to the first byte of the answer; default none),
+     * total (the whole exchange, retry included; default none), read
+     * (every wait for the next byte once the first came: in the head, a
+     * 1xx's included, and in corClientFetch's body; a streamed read
+     * takes its own; default the first byte's). */
+    int connectTimeoutMs;
+    int firstByteTimeoutMs;
+    int totalTimeoutMs;
+    int readTimeoutMs;
+    size_t maxBodyBytes;        /* 0: COR_CLIENT_BODY_MAX */
+    CorTlsClient* tlsClient;    /* NULL: the default (client.ca_file) */
+} CorClientRequest;
+
+/* What came back. Owned by the caller, who frees it with
+ * corClientResponseFree whatever the result of the call that set it. */
+typedef struct CorClientResponse {
+    int status;                 /* the final status, 0 on failure */
+    CorHeader* headers;         /* of the final answer (not of a 1xx) */
+    unsigned headerCount;
+    char* body;                 /* NUL-terminated (not counted) */
+    size_t bodyLen;
+    bool reused;                /* answered on a pooled connection */
+    bool retried;               /* sent again on a new connection */
+    bool sent;                  /* the request went to a peer (whole or in
+                                   part): a failure after it may have
+                                   been acted on */
+    char error[256];            /* on failure: what and where */
+    char* head;                 /* the client's: what headers point to */
+} CorClientResponse;
+
+/*
+ * Make one exchange through the fetch of the URL's scheme (what http and
+ * https do is in the HTTP floor's corHttpClient.h, cor:// in docs/cor.md):
+ * a connection to the URL's peer from the pool or a new one, the request
+ * sent, the answer read whole; whether a request is sent once more on a
+ * new connection (res->retried) is the scheme's rule.
+ *
+ * Returns 0 with res set (any status is an answer), or -errno with
+ * res->error saying why: -EINVAL (a bad URL, a scheme no client takes, a
+ * bad method or header), -ETIMEDOUT (a deadline; the error names which),
+ * -ECANCELED (the request was cancelled, or a stop), -ECONNREFUSED and
+ * the other errors of corConnOpen, -ECONNRESET (the peer closed or reset
+ * before the end of the answer), -EPROTO (a malformed answer, or TLS),
+ * -EFBIG (a body over maxBodyBytes), -ENOMEM. May yield.
+ */
+int corClientFetch(const CorClientRequest* req, CorClientResponse* res);
+
+/* The first response header named name (case-insensitive), or NULL; it
+ * lives as long as res. */
+const CorHeader* corClientHeader(const CorClientResponse* res,
+                                 const char* name);
+
+void corClientResponseFree(CorClientResponse* res);
+
+/*
+ * An exchange started and collected later. Owned by the code that started
+ * it until it is collected (corClientWait) or cancelled (corClientCancel),
+ * exactly once; one that the serving request left behind is cancelled
+ * when the request's handler returns, and a request cancelled (its client
+ * left, its deadline passed) cancels every exchange it started.
+ *
+ * Where it runs: started in a coroutine of a loop, as a coroutine of its
+ * own on that loop; anywhere else (a worker, blocking mode, past the
+ * coroutine cap), on a thread of its own, which waits in poll() through
+ * the same connection layer. Either way it runs at once, beside the code
+ * that started it.
+ */
+typedef struct CorClientCall CorClientCall;
+
+/* Start an exchange (req and all it points to are copied). Returns the
+ * call, or NULL with *errP (may be NULL) set to -errno: -EINVAL (a bad
+ * URL, method or header), -ECANCELED (the calling request is cancelled),
+ * -ENOMEM. */
+CorClientCall* corClientStart(const CorClientRequest* req, int* errP);
+
+/* Wait for call's end and collect it: as corClientFetch, whose result
+ * and res it gives. A wait cancelled (the calling request's cancel, a
+ * stop) cancels the exchange and returns -ECANCELED. call is gone after.
+ * May yield. */
+int corClientWait(CorClientCall* call, CorClientResponse* res);
+
+/* Give up call: its waits end with ECANCELED and it frees itself once it
+ * has stopped. call is gone after. Does not wait. */
+void corClientCancel(CorClientCall* call);
+
+/* The seed's names for the same calls, as its cor:// code reads:
+ * corRestCorStart(&(CorClientRequest){ .url = "cor://b:7070/x" }, &err)
+ * starts a call now, corRestCorWait collects it. One client takes every
+ * scheme, so they are the calls above. */
+static inline CorClientCall*
+corRestCorStart(const CorClientRequest* req, int* errP)
+{
+    return corClientStart(req, errP);
+}
+
+static inline int
+corRestCorWait(CorClientCall* call, CorClientResponse* res)
+{
+    return corClientWait(call, res);
+}
+
+/* ---- URL schemes: one registry for every client ------------------------- */
 
 /*
  * A URL scheme and what takes its URLs: one exchange of the client
- * (fetch: corHttpClientFetch and corHttpClientStart take its URLs, and so
+ * (fetch: corClientFetch and corClientStart take its URLs, and so
  * the forward module), notifications (send), or both. http and https are
  * the HTTP floor's (http/); modules add cor, cors, mqtt, mqtts.
  *
- * fetch makes one exchange as corHttpClientFetch says (the same request,
+ * fetch makes one exchange as corClientFetch says (the same request,
  * answer and errors). send is straight-line code that returns 0 when the
  * receiver acknowledged n, or -errno with a sentence in why (the URL is
  * logged beside it: why need not repeat it); n and what it points to live
@@ -334,8 +473,7 @@ typedef struct {
      * why, which corNotify logs and returns before anything starts. */
     int (*check)(const char* url, char* why, size_t whyLen);
     /* NULL, or one exchange: the client takes the scheme's URLs. */
-    int (*fetch)(const struct CorHttpClientRequest* req,
-                 struct CorHttpClientResponse* res);
+    int (*fetch)(const CorClientRequest* req, CorClientResponse* res);
 } CorScheme;
 
 /* Register a scheme (copied), from a module's init. Returns 0, or -1

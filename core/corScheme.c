@@ -2,7 +2,7 @@
 /*
  * URL schemes: one registry for every client of cor, and what makes a
  * module a bridge. A scheme may fetch (one exchange of the client:
- * corHttpClientFetch and corHttpClientStart take its URLs, and so the
+ * corClientFetch and corClientStart take its URLs, and so the
  * forward module), send notifications (corNotify.c), or both. http and
  * https are registered by the HTTP floor (http/corHttpScheme.c), cor and
  * cors by modules/cor, mqtt and mqtts by modules/mqtt: the core names

@@ -60,8 +60,8 @@ typedef enum {
  * res->head, taken only once the first byte of the answer is there.
  */
 struct CorHttpClientExchange {
-    const CorHttpClientRequest* req;    /* while it is opened only */
-    CorHttpClientResponse* res;
+    const CorClientRequest* req;        /* while it is opened only */
+    CorClientResponse* res;
     uint64_t totalDeadline;     /* 0: none */
     uint64_t firstByteDeadline; /* 0: none, or not yet armed */
     uint64_t readDeadline;      /* the next byte's (0: none) */
@@ -171,7 +171,7 @@ timeoutSay(Exchange* ex)
 static int
 requestSend(Exchange* ex, const char* request, size_t requestLen)
 {
-    const CorHttpClientRequest* q = ex->req;
+    const CorClientRequest* q = ex->req;
     int ms = waitMs(ex);
     int rc;
 
@@ -374,7 +374,7 @@ headRead(Exchange* ex, CorHttpResponseHead* head)
 static int
 headersKeep(Exchange* ex, const CorHttpResponseHead* head)
 {
-    CorHttpClientResponse* res = ex->res;
+    CorClientResponse* res = ex->res;
 
     res->headers = calloc(head->headerCount + 1, sizeof(CorHeader));
     if (res->headers == NULL) {
@@ -402,7 +402,7 @@ answerOpen(Exchange* ex)
 {
     CorHttpHeader fields[COR_HTTP_CLIENT_FIELDS_MAX];
     CorHttpResponseHead head = { .headers = fields };
-    const CorHttpClientRequest* q = ex->req;
+    const CorClientRequest* q = ex->req;
     int rc;
 
     rc = headRead(ex, &head);
@@ -508,12 +508,12 @@ bodyNext(Exchange* ex, char* buf, size_t len)
 /* A module's scheme (cor://) answers whole: its exchange is made at the
  * open, and the reads give its body out of res->body. */
 static int
-wholeOpen(Exchange* ex, const CorHttpClientRequest* req,
-          CorHttpClientResponse* res, const CorScheme* s)
+wholeOpen(Exchange* ex, const CorClientRequest* req,
+          CorClientResponse* res, const CorScheme* s)
 {
     /* The streamed read has no limit of its own over HTTP: none here
      * either, past what the scheme's frames carry. */
-    CorHttpClientRequest whole = *req;
+    CorClientRequest whole = *req;
     int rc;
 
     if (whole.maxBodyBytes == 0) {
@@ -579,7 +579,7 @@ corHttpClientBodyDone(const CorHttpClientExchange* x)
 static int
 connOpen(Exchange* ex, const CorUrl* url)
 {
-    const CorHttpClientRequest* q = ex->req;
+    const CorClientRequest* q = ex->req;
     CorConnTarget target = {
         .host = url->host,
         .port = url->port,
@@ -655,7 +655,7 @@ attempt(Exchange* ex, const CorUrl* url, const char* request,
 
 /* What a failed or finished attempt left in res, cleared for the next. */
 static void
-responseReset(CorHttpClientResponse* res)
+responseReset(CorClientResponse* res)
 {
     free(res->headers);
     res->headers = NULL;
@@ -686,8 +686,8 @@ attemptTwice(Exchange* ex, const CorUrl* url, const char* request,
 /* Open ex (on the caller's memory): send and read the head, with the one
  * retry. Returns 0 or -errno, res->error said. */
 static int
-exchangeOpen(Exchange* ex, const CorHttpClientRequest* req,
-             CorHttpClientResponse* res)
+exchangeOpen(Exchange* ex, const CorClientRequest* req,
+             CorClientResponse* res)
 {
     char* request = NULL;
     size_t requestLen = 0;
@@ -755,8 +755,8 @@ exchangeClose(Exchange* ex)
 }
 
 int
-corHttpClientOpen(const CorHttpClientRequest* req,
-                  CorHttpClientResponse* res, CorHttpClientExchange** xP)
+corHttpClientOpen(const CorClientRequest* req, CorClientResponse* res,
+                  CorHttpClientExchange** xP)
 {
     Exchange* x = malloc(sizeof(*x));
     const CorScheme* s = corSchemeOf(req->url);
@@ -794,7 +794,7 @@ corHttpClientClose(CorHttpClientExchange* x)
 static int
 bodyCollect(Exchange* ex, size_t limit)
 {
-    CorHttpClientResponse* res = ex->res;
+    CorClientResponse* res = ex->res;
     size_t cap = BODY_READ_MIN;
 
     if (ex->framing == FRAME_LENGTH) {
@@ -841,11 +841,10 @@ tooLarge:
 }
 
 int
-corHttpClientExchange(const CorHttpClientRequest* req,
-                      CorHttpClientResponse* res)
+corHttpClientExchange(const CorClientRequest* req, CorClientResponse* res)
 {
     size_t limit = req->maxBodyBytes > 0 ? req->maxBodyBytes
-                                         : COR_HTTP_CLIENT_BODY_MAX;
+                                         : COR_CLIENT_BODY_MAX;
     Exchange ex;
     int rc;
 
@@ -859,36 +858,10 @@ corHttpClientExchange(const CorHttpClientRequest* req,
     }
     exchangeClose(&ex);
     if (rc < 0) {
-        corHttpClientResponseFree(res);
+        corClientResponseFree(res);
         res->status = 0;
         return rc;
     }
     res->error[0] = '\0';
     return 0;
-}
-
-const CorHeader*
-corHttpClientHeader(const CorHttpClientResponse* res, const char* name)
-{
-    for (unsigned i = 0; i < res->headerCount; i++) {
-        const CorHeader* h = &res->headers[i];
-
-        if (corHttpClientNameIs(h->name, h->nameLen, name)) {
-            return &res->headers[i];
-        }
-    }
-    return NULL;
-}
-
-void
-corHttpClientResponseFree(CorHttpClientResponse* res)
-{
-    free(res->headers);
-    free(res->body);
-    free(res->head);
-    res->headers = NULL;
-    res->body = NULL;
-    res->head = NULL;
-    res->headerCount = 0;
-    res->bodyLen = 0;
 }

@@ -20,22 +20,22 @@
 int corHttpClientUrlCheck(const char* s, CorUrl* u, char* why,
                           size_t whyLen);
 
-/* One exchange to an http:// or https:// URL (corHttpClientFetch, less
+/* One exchange to an http:// or https:// URL (corClientFetch, less
  * the other schemes): their fetch (corHttpScheme.c). */
-int corHttpClientExchange(const CorHttpClientRequest* req,
-                          CorHttpClientResponse* res);
+int corHttpClientExchange(const CorClientRequest* req,
+                          CorClientResponse* res);
 
 /* Check q's method and headers. Returns 0, or -EINVAL with why. */
-int corHttpClientRequestCheck(const CorHttpClientRequest* q, char* why,
+int corHttpClientRequestCheck(const CorClientRequest* q, char* why,
                               size_t whyLen);
 
 /* Whether q's body goes out in the head's buffer. */
-bool corHttpClientBodyInline(const CorHttpClientRequest* q);
+bool corHttpClientBodyInline(const CorClientRequest* q);
 
 /* q's head (and its body when inline) in one buffer (malloc; NULL with no
  * memory), its length in *lenP; *wantCloseP set when q asks for
  * Connection: close. */
-char* corHttpClientRequestHead(const CorHttpClientRequest* q,
+char* corHttpClientRequestHead(const CorClientRequest* q,
                                const CorUrl* url, size_t* lenP,
                                bool* wantCloseP);
 

@@ -98,7 +98,7 @@ corHttpClientUrlCheck(const char* s, CorUrl* u, char* why, size_t whyLen)
 }
 
 int
-corHttpClientRequestCheck(const CorHttpClientRequest* q, char* why,
+corHttpClientRequestCheck(const CorClientRequest* q, char* why,
                           size_t whyLen)
 {
     const char* method = q->method ? q->method : "GET";
@@ -135,13 +135,13 @@ put(char** p, const char* s, size_t n)
 }
 
 bool
-corHttpClientBodyInline(const CorHttpClientRequest* q)
+corHttpClientBodyInline(const CorClientRequest* q)
 {
     return q->bodyLen <= COR_HTTP_CLIENT_BODY_INLINE_MAX;
 }
 
 char*
-corHttpClientRequestHead(const CorHttpClientRequest* q,
+corHttpClientRequestHead(const CorClientRequest* q,
                          const CorUrl* url,
                          size_t* lenP, bool* wantCloseP)
 {

@@ -4,8 +4,9 @@
  * the HTTP floor registers them itself, as modules/cor registers cor, so
  * that the core names no protocol. Their fetch is the HTTP/1 exchange
  * (corHttpClient.c); their notifications go as exchanges, and so may
- * those of any scheme that fetches (corHttpClientNotify). And
- * corHttpClientFetch, the one client entry, hands a URL to its scheme.
+ * those of any scheme that fetches (corHttpClientNotify). corClientFetch
+ * (core/corClientCall.c), the one client entry, hands a URL to its
+ * scheme.
  *
  * Registered when the binary starts (a constructor): the floor is linked
  * into it and has no init of its own, and the core may not call up into
@@ -31,24 +32,12 @@ httpSchemesAdd(void)
 }
 
 int
-corHttpClientFetch(const CorHttpClientRequest* req,
-                   CorHttpClientResponse* res)
-{
-    const CorScheme* s = corSchemeOf(req->url);
-
-    /* No scheme that fetches: the HTTP exchange says what is wrong with
-     * the URL. */
-    return s != NULL && s->fetch != NULL ? s->fetch(req, res)
-                                         : corHttpClientExchange(req, res);
-}
-
-int
 corHttpClientNotify(CorModule* m, const CorNotification* n, char* why,
                     size_t whyLen)
 {
     CorHeader headers[COR_NOTIFY_HEADERS_MAX + 1];
     unsigned count = n->headerCount;
-    CorHttpClientResponse res;
+    CorClientResponse res;
     int rc;
 
     (void)m;
@@ -59,7 +48,7 @@ corHttpClientNotify(CorModule* m, const CorNotification* n, char* why,
         headers[count++] = (CorHeader){ "Content-Type", 12, n->contentType,
                                         strlen(n->contentType) };
     }
-    rc = corHttpClientFetch(&(CorHttpClientRequest){
+    rc = corClientFetch(&(CorClientRequest){
         .method = n->method, .url = n->url, .headers = headers,
         .headerCount = count, .body = n->body, .bodyLen = n->bodyLen,
         .totalTimeoutMs = n->timeoutMs }, &res);
@@ -69,6 +58,6 @@ corHttpClientNotify(CorModule* m, const CorNotification* n, char* why,
         snprintf(why, whyLen, "answered %d", res.status);
         rc = -EPROTO;
     }
-    corHttpClientResponseFree(&res);
+    corClientResponseFree(&res);
     return rc;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The cor:// client: one exchange (cor://host[:port]/path, cors:// over
- * TLS) as the HTTP client makes one, with the same request and response
- * (corHttpClient.h), so that every place that takes a URL (forwarding,
+ * TLS) as the http scheme makes one, with the same request and response
+ * (corClient.h), so that every place that takes a URL (forwarding,
  * notifications, a handler's own calls, their start-now-collect-later
  * form) takes cor:// too.
  *

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * One cor:// exchange as corHttpClientFetch makes one: the request turned
+ * One cor:// exchange as corClientFetch makes one: the request turned
  * into a REQUEST tree once, made on the loop (a coroutine's) or on the
  * thread, sent once more on a new connection when one that had served was
- * found closed, and the RESPONSE turned into the HTTP client's response
- * (its Content-Type among the headers again), which the caller frees with
- * corHttpClientResponseFree.
+ * found closed, and the RESPONSE turned into the client's response (its
+ * Content-Type among the headers again), which the caller frees with
+ * corClientResponseFree.
  */
 #include "corCorClientInt.h"
 
@@ -50,7 +50,7 @@ requestFree(Request* r)
  * Returns 0, or -ENOMEM with why (and nothing held); what it holds the
  * encoder checks when it is sent. */
 static int
-requestMake(const CorHttpClientRequest* req, const CorUrl* u, Request* r,
+requestMake(const CorClientRequest* req, const CorUrl* u, Request* r,
             char* why, size_t whyLen)
 {
     bool hasHost = false;
@@ -95,7 +95,7 @@ requestMake(const CorHttpClientRequest* req, const CorUrl* u, Request* r,
  * NUL-terminated copy. Returns 0, -EFBIG, -ENOMEM. */
 static int
 answerTake(const CorCorMessage* answer, size_t maxBody,
-           CorHttpClientResponse* res)
+           CorClientResponse* res)
 {
     unsigned count = answer->headerCount + (answer->contentType != NULL);
     size_t size = 0;
@@ -142,7 +142,7 @@ answerTake(const CorCorMessage* answer, size_t maxBody,
 /* The deadline of req: its total, or its first byte (an answer comes in
  * one frame: its first byte is nearly its last), whichever is sooner. */
 static uint64_t
-deadlineOf(const CorHttpClientRequest* req)
+deadlineOf(const CorClientRequest* req)
 {
     int ms = req->totalTimeoutMs;
 
@@ -154,7 +154,7 @@ deadlineOf(const CorHttpClientRequest* req)
 }
 
 int
-corCorFetch(const CorHttpClientRequest* req, CorHttpClientResponse* res)
+corCorFetch(const CorClientRequest* req, CorClientResponse* res)
 {
     CorUrl u;
     CorCorMessage answer = { 0 };
@@ -191,11 +191,11 @@ corCorFetch(const CorHttpClientRequest* req, CorHttpClientResponse* res)
     requestFree(&request);
     if (rc == 0) {
         rc = answerTake(&answer, req->maxBodyBytes > 0
-                        ? req->maxBodyBytes : COR_HTTP_CLIENT_BODY_MAX, res);
+                        ? req->maxBodyBytes : COR_CLIENT_BODY_MAX, res);
     }
     corCorMessageClear(&answer);
     if (rc != 0) {
-        corHttpClientResponseFree(res);
+        corClientResponseFree(res);
         res->status = 0;
     }
     return rc;

@@ -48,9 +48,9 @@ int corCorCallOnThread(const CorCorCall* c, CorCorMessage* answer,
 /* Close the calling loop's connections (its loopExit). */
 void corCorClientLoopExit(void);
 
-/* One exchange, as corHttpClientFetch makes one (corCorClientFetch.c): the
+/* One exchange, as corClientFetch makes one (corCorClientFetch.c): the
  * scheme the module registers for cor:// and cors://. May yield. */
-int corCorFetch(const CorHttpClientRequest* req, CorHttpClientResponse* res);
+int corCorFetch(const CorClientRequest* req, CorClientResponse* res);
 
 /* ---- corCorIo.c: what the server and the client share -------------------- */
 

@@ -3,7 +3,7 @@
  * modules/forward: a reverse proxy. Each upstream group of the YAML is a
  * handler that routes name; a request routed to it goes to one of the
  * group's servers (round robin; a server that failed to connect is
- * skipped for fail_timeout) with the HTTP client of the core, and the
+ * skipped for fail_timeout) with the HTTP floor's client, and the
  * answer comes back as it arrives: a streamed response whose writes wait
  * for the client, so a body of any size passes in bounded memory.
  *
@@ -73,8 +73,8 @@ serverPick(ForwardGroup* g)
  * (res->error said, and logged here).
  */
 static int
-upstreamOpen(CorRequest* r, ForwardGroup* g, CorHttpClientRequest* q,
-             CorHttpClientResponse* res, CorHttpClientExchange** xP)
+upstreamOpen(CorRequest* r, ForwardGroup* g, CorClientRequest* q,
+             CorClientResponse* res, CorHttpClientExchange** xP)
 {
     int rc = -EHOSTUNREACH;
 
@@ -87,7 +87,7 @@ upstreamOpen(CorRequest* r, ForwardGroup* g, CorHttpClientRequest* q,
             return -ENOMEM;
         }
         if (i > 0) {
-            corHttpClientResponseFree(res);
+            corClientResponseFree(res);
         }
         rc = corHttpClientOpen(q, res, xP);
         if (rc == 0 || rc == -ECANCELED) {
@@ -140,7 +140,7 @@ failRespond(CorRequest* r, int rc)
  * take a truncated body for a whole one. */
 static void
 bodyStream(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
-           CorHttpClientResponse* res, char* buf)
+           CorClientResponse* res, char* buf)
 {
     ssize_t n;
 
@@ -165,12 +165,12 @@ bodyStream(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
  * known, and said as an HTTP upstream's Content-Length is (but for a
  * HEAD, whose answer is empty whatever a GET would get). */
 static int
-lengthKeep(CorRequest* r, const CorHttpClientResponse* res)
+lengthKeep(CorRequest* r, const CorClientResponse* res)
 {
     char len[24];
 
     if (res->body == NULL || r->head
-        || corHttpClientHeader(res, "content-length") != NULL) {
+        || corClientHeader(res, "content-length") != NULL) {
         return 0;
     }
     snprintf(len, sizeof(len), "%zu", res->bodyLen);
@@ -181,9 +181,9 @@ lengthKeep(CorRequest* r, const CorHttpClientResponse* res)
  * (an empty response would say "Content-Length: 0"), so it goes as a
  * stream of no piece. */
 static bool
-lengthUnknownHead(const CorRequest* r, const CorHttpClientResponse* res)
+lengthUnknownHead(const CorRequest* r, const CorClientResponse* res)
 {
-    return r->head && corHttpClientHeader(res, "content-length") == NULL;
+    return r->head && corClientHeader(res, "content-length") == NULL;
 }
 
 /* The head is in: pass the answer on. A body that comes whole with its
@@ -192,7 +192,7 @@ lengthUnknownHead(const CorRequest* r, const CorHttpClientResponse* res)
  * request waits for the upstream (what a wait touches stays resident). */
 static __attribute__((noinline)) void
 answerPass(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
-           CorHttpClientResponse* res)
+           CorClientResponse* res)
 {
     char first[FORWARD_FIRST_BYTES];
     const char* type;
@@ -238,13 +238,13 @@ static void
 forwardServe(CorRequest* r)
 {
     ForwardGroup* g = groupOf(r);
-    CorHttpClientRequest q = {
+    CorClientRequest q = {
         .body = r->body,
         .bodyLen = r->bodyLen,
         .connectTimeoutMs = g->connectTimeoutMs,
         .firstByteTimeoutMs = g->readTimeoutMs,
     };
-    CorHttpClientResponse res;
+    CorClientResponse res;
     CorHttpClientExchange* x = NULL;
     CorHeader* headers;
     char* method = corRequestAlloc(r, r->methodLen + 1);
@@ -267,7 +267,7 @@ forwardServe(CorRequest* r)
         answerPass(r, g, x, &res);
     }
     corHttpClientClose(x);
-    corHttpClientResponseFree(&res);
+    corClientResponseFree(&res);
 }
 
 /* ---- Configuration ------------------------------------------------------- */

@@ -177,10 +177,10 @@ responseOwn(const CorHeader* h)
 }
 
 int
-corForwardResponseHeaders(CorRequest* r, const CorHttpClientResponse* res,
+corForwardResponseHeaders(CorRequest* r, const CorClientResponse* res,
                           const char** contentTypeP)
 {
-    const CorHeader* type = corHttpClientHeader(res, "content-type");
+    const CorHeader* type = corClientHeader(res, "content-type");
 
     *contentTypeP = NULL;
     if (type != NULL

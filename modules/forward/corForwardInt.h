@@ -65,7 +65,7 @@ int corForwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
  * Content-Type as a string in r's arena (NULL when it has none). Returns
  * 0 or -ENOMEM.
  */
-int corForwardResponseHeaders(CorRequest* r, const CorHttpClientResponse* res,
+int corForwardResponseHeaders(CorRequest* r, const CorClientResponse* res,
                               const char** contentTypeP);
 
 /* The URL of r on server s (its path as the client encoded it, dot

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The testkit's HTTP client handlers (corHttpClient.h), for
+ * The testkit's client handlers (corClient.h), for
  * corHttpClientTest:
  *
  *   /client?url=U&method=M&connect_ms=&first_ms=&read_ms=&total_ms=&max=
@@ -18,7 +18,7 @@
  *
  * Each is a coroutine, a worker with ?worker=1 (and in blocking mode).
  */
-#include "corHttpClient.h"
+#include "cor.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -42,11 +42,11 @@ clientOnLoop(const CorRequest* r)
 }
 
 static void
-requestFrom(CorRequest* r, CorHttpClientRequest* q)
+requestFrom(CorRequest* r, CorClientRequest* q)
 {
     const char* body = corRequestQuery(r, "body");
 
-    *q = (CorHttpClientRequest){
+    *q = (CorClientRequest){
         .method = corRequestQuery(r, "method"),
         .url = corRequestQuery(r, "url"),
         .connectTimeoutMs = queryNum(r, "connect_ms", 0),
@@ -69,8 +69,8 @@ static void
 clientServe(CorRequest* r)
 {
     CorHeader extra = { "X-Client", 8, "cor", 3 };
-    CorHttpClientRequest q;
-    CorHttpClientResponse res;
+    CorClientRequest q;
+    CorClientResponse res;
     const CorHeader* test;
     size_t line;
     int rc;
@@ -78,21 +78,21 @@ clientServe(CorRequest* r)
     requestFrom(r, &q);
     q.headers = &extra;
     q.headerCount = 1;
-    rc = corHttpClientFetch(&q, &res);
+    rc = corClientFetch(&q, &res);
     if (rc < 0) {
         corRespondf(r, failStatus(rc), "text/plain", "rc=%d error=%s\n", rc,
                     res.error);
-        corHttpClientResponseFree(&res);
+        corClientResponseFree(&res);
         return;
     }
-    test = corHttpClientHeader(&res, "x-test");
+    test = corClientHeader(&res, "x-test");
     line = strcspn(res.body, "\r\n");
     corRespondf(r, 200, "text/plain", "status=%d reused=%d retried=%d "
                 "len=%zu body=%.*s x-test=%.*s\n", res.status, res.reused,
                 res.retried, res.bodyLen, (int)(line < 64 ? line : 64),
                 res.body, test ? (int)test->valueLen : 0,
                 test ? test->value : "");
-    corHttpClientResponseFree(&res);
+    corClientResponseFree(&res);
 }
 
 #define FAN_MAX 64
@@ -100,8 +100,8 @@ clientServe(CorRequest* r)
 static void
 fanoutServe(CorRequest* r)
 {
-    CorHttpClientCall* calls[FAN_MAX];
-    CorHttpClientRequest q;
+    CorClientCall* calls[FAN_MAX];
+    CorClientRequest q;
     uint64_t start = corEvClockMs();
     char statuses[FAN_MAX * 5 + 1] = "";
     char firstError[256] = "";
@@ -116,11 +116,11 @@ fanoutServe(CorRequest* r)
     }
     requestFrom(r, &q);
     for (int i = 0; i < n; i++) {
-        calls[i] = corHttpClientStart(&q, &err);
+        calls[i] = corClientStart(&q, &err);
         started += calls[i] != NULL;
     }
     for (int i = 0; i < n; i++) {
-        CorHttpClientResponse res;
+        CorClientResponse res;
         size_t len = strlen(statuses);
         int rc;
 
@@ -129,14 +129,14 @@ fanoutServe(CorRequest* r)
                      i ? "," : "", err);
             continue;
         }
-        rc = corHttpClientWait(calls[i], &res);
+        rc = corClientWait(calls[i], &res);
         ok += rc == 0 && res.status == 200;
         snprintf(statuses + len, sizeof(statuses) - len, "%s%d",
                  i ? "," : "", rc == 0 ? res.status : rc);
         if (rc < 0 && firstError[0] == '\0') {
             snprintf(firstError, sizeof(firstError), "%s", res.error);
         }
-        corHttpClientResponseFree(&res);
+        corClientResponseFree(&res);
     }
     corRespondf(r, 200, "text/plain", "n=%d started=%d ok=%d ms=%llu "
                 "statuses=%s error=%s\n", n, started, ok,
@@ -147,13 +147,13 @@ fanoutServe(CorRequest* r)
 static void
 fanleaveServe(CorRequest* r)
 {
-    CorHttpClientRequest q;
+    CorClientRequest q;
     int n = queryNum(r, "n", 1);
     int started = 0;
 
     requestFrom(r, &q);
     for (int i = 0; i < n && i < FAN_MAX; i++) {
-        started += corHttpClientStart(&q, NULL) != NULL;
+        started += corClientStart(&q, NULL) != NULL;
     }
     corRespondf(r, 200, "text/plain", "started=%d\n", started);
 }

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Start now, collect later: an HTTP exchange (corHttpClient.c) run beside
- * the code that started it, so that a handler that asks N servers waits as
- * long as the slowest, not the sum.
+ * The client of every scheme (corClient.h): one exchange handed to the
+ * fetch of its URL's scheme (corScheme.c; http and https are the HTTP
+ * floor's, cor and cors modules/cor's), so that the core names no
+ * protocol; and an exchange started now and collected later, run beside
+ * the code that started it, so that a handler that asks N servers waits
+ * as long as the slowest, not the sum.
  *
  * Where it runs: beside the caller (corBeside.c), a coroutine of the
  * caller's loop when the caller is one of its coroutines, else a kept
@@ -18,7 +21,7 @@
  * collector waits on with corRestWaitFd: the same wait in a coroutine and
  * on a thread, and one that the collector's own cancel (its request's, or
  * a stop) ends. The exchange's waits are bound to the cancel of its
- * CorBeside; a call is cancelled (corHttpClientCancel, a wait that was
+ * CorBeside; a call is cancelled (corClientCancel, a wait that was
  * cancelled, its request cancelled or finished) by cancelling that and
  * marking it orphaned, and whichever of the two sides
  * comes last frees it: the collector when the exchange had ended, the
@@ -31,7 +34,6 @@
  * same loop, a thread's cancel is an eventfd) and ends it, abandoned,
  * when the request's phase is over. Locks: callsLock, then the list's.
  */
-#include "corHttpClient.h"
 #include "corCoreInt.h"
 
 #include <errno.h>
@@ -41,12 +43,62 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-struct CorHttpClientCall {
-    CorHttpClientRequest req;   /* a copy: its strings point into copy */
-    CorHttpClientResponse res;
+int
+corClientFetch(const CorClientRequest* req, CorClientResponse* res)
+{
+    const CorScheme* s;
+    CorUrl u;
+    int rc;
+
+    memset(res, 0, sizeof(*res));
+    rc = corUrlParse(req->url, &u, res->error, sizeof(res->error));
+    if (rc < 0) {
+        return rc;
+    }
+    s = corSchemeFind(u.scheme);
+    if (s == NULL || s->fetch == NULL) {
+        snprintf(res->error, sizeof(res->error), "URL %.80s: no client "
+                 "takes %.20s://", req->url, u.scheme);
+        return -EINVAL;
+    }
+    return s->fetch(req, res);
+}
+
+const CorHeader*
+corClientHeader(const CorClientResponse* res, const char* name)
+{
+    size_t n = strlen(name);
+
+    for (unsigned i = 0; i < res->headerCount; i++) {
+        const CorHeader* h = &res->headers[i];
+
+        if (h->nameLen == n && strncasecmp(h->name, name, n) == 0) {
+            return h;
+        }
+    }
+    return NULL;
+}
+
+void
+corClientResponseFree(CorClientResponse* res)
+{
+    free(res->headers);
+    free(res->body);
+    free(res->head);
+    res->headers = NULL;
+    res->body = NULL;
+    res->head = NULL;
+    res->headerCount = 0;
+    res->bodyLen = 0;
+}
+
+struct CorClientCall {
+    CorClientRequest req;   /* a copy: its strings point into copy */
+    CorClientResponse res;
     int rc;
     CorBeside beside;           /* where it runs, and its cancel */
     int doneFd;                 /* eventfd, written when the exchange ends */
@@ -59,23 +111,23 @@ struct CorHttpClientCall {
 static pthread_mutex_t callsLock = PTHREAD_MUTEX_INITIALIZER;
 
 static void
-callFree(CorHttpClientCall* call)
+callFree(CorClientCall* call)
 {
-    corHttpClientResponseFree(&call->res);
+    corClientResponseFree(&call->res);
     close(call->doneFd);
     free(call);
 }
 
 /* Copy what req points to into one block. */
-static CorHttpClientCall*
-callNew(const CorHttpClientRequest* req)
+static CorClientCall*
+callNew(const CorClientRequest* req)
 {
     const char* method = req->method ? req->method : "GET";
     size_t urlLen = req->url ? strlen(req->url) : 0;
-    size_t size = sizeof(CorHttpClientCall) + strlen(method) + 1 + urlLen + 1
+    size_t size = sizeof(CorClientCall) + strlen(method) + 1 + urlLen + 1
                   + req->bodyLen
                   + corHeadersCopySize(req->headers, req->headerCount);
-    CorHttpClientCall* call;
+    CorClientCall* call;
     CorHeader* headers;
     char* p;
 
@@ -107,16 +159,16 @@ callNew(const CorHttpClientRequest* req)
 static void
 callRun(CorBeside* b)
 {
-    CorHttpClientCall* call = corContainerOf(b, CorHttpClientCall, beside);
+    CorClientCall* call = corContainerOf(b, CorClientCall, beside);
 
-    call->rc = corHttpClientFetch(&call->req, &call->res);
+    call->rc = corClientFetch(&call->req, &call->res);
 }
 
 /* Its end is told, or, orphaned, it frees itself. */
 static void
 callDone(CorBeside* b)
 {
-    CorHttpClientCall* call = corContainerOf(b, CorHttpClientCall, beside);
+    CorClientCall* call = corContainerOf(b, CorClientCall, beside);
     uint64_t one = 1;
     bool orphaned;
 
@@ -135,7 +187,7 @@ callDone(CorBeside* b)
 /* Give call up; under callsLock. Returns whether the caller frees it (it
  * had ended). */
 static bool
-callAbandon(CorHttpClientCall* call)
+callAbandon(CorClientCall* call)
 {
     corRequestCleanupRemove(&call->cleanup);
     if (call->done) {
@@ -150,21 +202,21 @@ callAbandon(CorHttpClientCall* call)
 static void
 callCancelled(CorRequestCleanup* c)
 {
-    corBesideCancel(&corContainerOf(c, CorHttpClientCall, cleanup)->beside);
+    corBesideCancel(&corContainerOf(c, CorClientCall, cleanup)->beside);
 }
 
 /* Its request's phase is over and nobody collected it. */
 static void
 callEnded(CorRequestCleanup* c)
 {
-    corHttpClientCancel(corContainerOf(c, CorHttpClientCall, cleanup));
+    corClientCancel(corContainerOf(c, CorClientCall, cleanup));
 }
 
-CorHttpClientCall*
-corHttpClientStart(const CorHttpClientRequest* req, int* errP)
+CorClientCall*
+corClientStart(const CorClientRequest* req, int* errP)
 {
     CorRequest* r = corRequestCurrent();
-    CorHttpClientCall* call;
+    CorClientCall* call;
     int rc;
 
     if (r != NULL && corRequestCancelled(r)) {
@@ -186,7 +238,7 @@ corHttpClientStart(const CorHttpClientRequest* req, int* errP)
     if (rc < 0) {
         corRequestCleanupRemove(&call->cleanup);
         callFree(call);
-        corLog(COR_LOG_ERROR, "HTTP client: no thread for an exchange: %s",
+        corLog(COR_LOG_ERROR, "client: no thread for an exchange: %s",
                strerror(-rc));
         goto failed;
     }
@@ -200,7 +252,7 @@ failed:
 }
 
 int
-corHttpClientWait(CorHttpClientCall* call, CorHttpClientResponse* res)
+corClientWait(CorClientCall* call, CorClientResponse* res)
 {
     bool done;
     bool mine;
@@ -237,7 +289,7 @@ corHttpClientWait(CorHttpClientCall* call, CorHttpClientResponse* res)
 }
 
 void
-corHttpClientCancel(CorHttpClientCall* call)
+corClientCancel(CorClientCall* call)
 {
     bool mine;
 
