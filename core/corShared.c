@@ -21,7 +21,6 @@
  * the fetch never writes to the eventfd of a waiter that left.
  */
 #include "corCoreInt.h"
-#include "corList.h"
 
 #include <errno.h>
 #include <poll.h>
