@@ -41,16 +41,15 @@
 
 typedef struct CorConnPeer {
     struct CorConnPeer* next;
-    CorConn* oldest;            /* idle, by age: newest is taken first */
-    CorConn* newest;
+    CorList idle;               /* CorConn.peerLink, by age: the newest
+                                   (last) is taken first */
     unsigned count;
     char key[];
 } CorConnPeer;
 
 struct CorConnPool {
     CorConnPeer* peers;
-    CorConn* oldest;            /* every idle connection, by age */
-    CorConn* newest;
+    CorList idle;               /* CorConn.ageLink: every idle one, by age */
     CorEvLoop* loop;            /* NULL: the shared pool */
     CorEvTimer sweep;           /* the loop's: the next idle timeout */
     CorEvTask sweepTask;        /* the shared pool's, on the workers */
@@ -106,27 +105,8 @@ idleUnlink(CorConnPool* pool, CorConn* c)
 {
     CorConnPeer* peer = c->idlePeer;
 
-    if (c->prev != NULL) {
-        c->prev->next = c->next;
-    } else {
-        peer->oldest = c->next;
-    }
-    if (c->next != NULL) {
-        c->next->prev = c->prev;
-    } else {
-        peer->newest = c->prev;
-    }
-    if (c->older != NULL) {
-        c->older->newer = c->newer;
-    } else {
-        pool->oldest = c->newer;
-    }
-    if (c->newer != NULL) {
-        c->newer->older = c->older;
-    } else {
-        pool->newest = c->older;
-    }
-    c->prev = c->next = c->older = c->newer = NULL;
+    corListRemove(&c->peerLink);
+    corListRemove(&c->ageLink);
     c->idlePeer = NULL;
     if (--peer->count == 0) {
         peerFree(pool, peer);
@@ -137,51 +117,49 @@ static void
 idleLink(CorConnPool* pool, CorConnPeer* peer, CorConn* c)
 {
     c->idlePeer = peer;
-    c->prev = peer->newest;
-    c->next = NULL;
-    if (peer->newest != NULL) {
-        peer->newest->next = c;
-    } else {
-        peer->oldest = c;
-    }
-    peer->newest = c;
+    corListAppend(&peer->idle, &c->peerLink);
     peer->count++;
-    c->older = pool->newest;
-    c->newer = NULL;
-    if (pool->newest != NULL) {
-        pool->newest->newer = c;
-    } else {
-        pool->oldest = c;
-    }
-    pool->newest = c;
+    corListAppend(&pool->idle, &c->ageLink);
 }
 
-/* Unlink what outlived the idle timeout, into a chain through next for
- * the caller to close outside the lock. */
+/* The pool's oldest idle connection, or NULL. */
 static CorConn*
-expiredTake(CorConnPool* pool, uint64_t now)
+idleOldest(const CorConnPool* pool)
+{
+    CorList* node = corListFirst(&pool->idle);
+
+    return node != NULL ? corContainerOf(node, CorConn, ageLink) : NULL;
+}
+
+/* Unlink c into dead (through peerLink: the newest first), for the caller
+ * to close outside the lock. */
+static void
+deadAdd(CorConnPool* pool, CorConn* c, CorList* dead)
+{
+    idleUnlink(pool, c);
+    corListInsert(dead, &c->peerLink);
+}
+
+/* Unlink what outlived the idle timeout into dead. */
+static void
+expiredTake(CorConnPool* pool, uint64_t now, CorList* dead)
 {
     uint64_t idleMs = corConnSettings()->idleTimeoutMs;
-    CorConn* chain = NULL;
+    CorConn* c;
 
-    while (pool->oldest != NULL && pool->oldest->idleSince + idleMs <= now) {
-        CorConn* c = pool->oldest;
-
-        idleUnlink(pool, c);
-        c->next = chain;
-        chain = c;
+    while ((c = idleOldest(pool)) != NULL && c->idleSince + idleMs <= now) {
+        deadAdd(pool, c, dead);
     }
-    return chain;
 }
 
 static void
-chainFree(CorConn* chain)
+deadFree(CorList* dead)
 {
-    while (chain != NULL) {
-        CorConn* next = chain->next;
+    CorList* node;
+    CorList* next;
 
-        corConnFree(chain);
-        chain = next;
+    corListForEach(node, next, dead) {
+        corConnFree(corContainerOf(node, CorConn, peerLink));
     }
 }
 
@@ -209,15 +187,16 @@ static void loopSweep(CorEvTimer* timer);
 static void
 loopSweepArm(CorConnPool* pool)
 {
+    CorConn* oldest = idleOldest(pool);
     uint64_t idleMs = corConnSettings()->idleTimeoutMs;
     uint64_t now = corEvClockMs();
     uint64_t due;
 
-    if (pool->oldest == NULL) {
+    if (oldest == NULL) {
         corEvTimerStop(pool->loop, &pool->sweep);
         return;
     }
-    due = pool->oldest->idleSince + idleMs;
+    due = oldest->idleSince + idleMs;
     corEvTimerStart(pool->loop, &pool->sweep, due > now ? due - now + 1 : 1,
                     loopSweep);
 }
@@ -226,8 +205,10 @@ static void
 loopSweep(CorEvTimer* timer)
 {
     CorConnPool* pool = corContainerOf(timer, CorConnPool, sweep);
+    CorList dead = { 0 };
 
-    chainFree(expiredTake(pool, corEvClockMs()));
+    expiredTake(pool, corEvClockMs(), &dead);
+    deadFree(&dead);
     loopSweepArm(pool);
 }
 
@@ -239,15 +220,16 @@ static void sharedSweep(CorEvTask* task);
 static void
 sharedSweepPost(void)
 {
+    CorConn* oldest = idleOldest(&sharedPool);
     uint64_t idleMs = corConnSettings()->idleTimeoutMs;
     uint64_t now = corEvClockMs();
     uint64_t due;
 
-    if (sharedPool.sweepPosted || sharedPool.oldest == NULL
+    if (sharedPool.sweepPosted || oldest == NULL
         || corRuntime.workers == NULL) {
         return;
     }
-    due = sharedPool.oldest->idleSince + idleMs;
+    due = oldest->idleSince + idleMs;
     if (corEvPoolPostAfter(corRuntime.workers, &sharedPool.sweepTask,
                            sharedSweep,
                            due > now ? (unsigned)(due - now + 1) : 1) == 0) {
@@ -258,15 +240,15 @@ sharedSweepPost(void)
 static void
 sharedSweep(CorEvTask* task)
 {
-    CorConn* chain;
+    CorList dead = { 0 };
 
     (void)task;
     pthread_mutex_lock(&sharedLock);
     sharedPool.sweepPosted = false;
-    chain = expiredTake(&sharedPool, corEvClockMs());
+    expiredTake(&sharedPool, corEvClockMs(), &dead);
     sharedSweepPost();
     pthread_mutex_unlock(&sharedLock);
-    chainFree(chain);
+    deadFree(&dead);
 }
 
 /* ---- The pool ------------------------------------------------------------ */
@@ -289,14 +271,14 @@ corConnPoolCurrent(void)
 }
 
 /* The newest idle connection of key in the shared pool that is still
- * alive; the dead ones met on the way are unlinked into *dead. */
+ * alive; the dead ones met on the way are unlinked into dead. */
 static CorConn*
-takeAlive(CorConnPool* pool, const char* key, CorConn** dead)
+takeAlive(CorConnPool* pool, const char* key, CorList* dead)
 {
     CorConnPeer* peer = peerFind(pool, key, false);
 
     while (peer != NULL) {
-        CorConn* c = peer->newest;
+        CorConn* c = corContainerOf(peer->idle.prev, CorConn, peerLink);
         bool last = peer->count == 1;
 
         idleUnlink(pool, c);
@@ -304,8 +286,7 @@ takeAlive(CorConnPool* pool, const char* key, CorConn** dead)
             return c;
         }
         corMetricsClient(COR_CLIENT_STALE);
-        c->next = *dead;
-        *dead = c;
+        corListInsert(dead, &c->peerLink);
         if (last) {
             break;
         }
@@ -325,7 +306,7 @@ takeWatched(CorConnPool* pool, const char* key)
     if (peer == NULL) {
         return NULL;
     }
-    c = peer->newest;
+    c = corContainerOf(peer->idle.prev, CorConn, peerLink);
     idleUnlink(pool, c);
     corCoLoopUnwatch(&c->watch);
     return c;
@@ -335,18 +316,19 @@ CorConn*
 corConnPoolTake(CorConnPool* pool, const char* key)
 {
     uint64_t now = corEvClockMs();
-    CorConn* dead;
+    CorList dead = { 0 };
     CorConn* c;
 
     if (pool->loop != NULL) {
-        chainFree(expiredTake(pool, now));
+        expiredTake(pool, now, &dead);
+        deadFree(&dead);
         return takeWatched(pool, key);
     }
     pthread_mutex_lock(&sharedLock);
-    dead = expiredTake(pool, now);
+    expiredTake(pool, now, &dead);
     c = takeAlive(pool, key, &dead);
     pthread_mutex_unlock(&sharedLock);
-    chainFree(dead);
+    deadFree(&dead);
     return c;
 }
 
@@ -364,13 +346,12 @@ idleEvent(CorCoWatch* watch, unsigned events)
 }
 
 /* Put c in, newest; past keepalive_per_peer the peer's oldest go (into
- * *dead), together with what outlived the idle timeout. */
+ * dead), together with what outlived the idle timeout. */
 static bool
-put(CorConnPool* pool, CorConn* c, CorConn** dead)
+put(CorConnPool* pool, CorConn* c, CorList* dead)
 {
     unsigned max = corConnSettings()->keepalivePerPeer;
     CorConnPeer* peer = peerFind(pool, c->key, true);
-    CorConn* expired;
 
     if (peer == NULL) {
         return false;
@@ -387,20 +368,10 @@ put(CorConnPool* pool, CorConn* c, CorConn** dead)
     idleLink(pool, peer, c);
     /* count > max >= 1: the peer keeps c, so it is never freed here. */
     while (peer->count > max) {
-        CorConn* oldest = peer->oldest;
-
-        idleUnlink(pool, oldest);
-        oldest->next = *dead;
-        *dead = oldest;
+        deadAdd(pool, corContainerOf(peer->idle.next, CorConn, peerLink),
+                dead);
     }
-    expired = expiredTake(pool, c->idleSince);
-    while (expired != NULL) {
-        CorConn* next = expired->next;
-
-        expired->next = *dead;
-        *dead = expired;
-        expired = next;
-    }
+    expiredTake(pool, c->idleSince, dead);
     return true;
 }
 
@@ -408,7 +379,7 @@ bool
 corConnPoolPut(CorConn* c)
 {
     CorConnPool* pool = c->pool;
-    CorConn* dead = NULL;
+    CorList dead = { 0 };
     bool kept;
 
     /* Bytes a TLS transport decoded past the answer: not at a message's
@@ -428,30 +399,26 @@ corConnPoolPut(CorConn* c)
         sharedSweepPost();
         pthread_mutex_unlock(&sharedLock);
     }
-    chainFree(dead);
+    deadFree(&dead);
     return kept;
 }
 
-/* Unlink every idle connection into a chain. */
-static CorConn*
-allTake(CorConnPool* pool)
+/* Unlink every idle connection into dead. */
+static void
+allTake(CorConnPool* pool, CorList* dead)
 {
-    CorConn* chain = NULL;
+    CorConn* c;
 
-    while (pool->oldest != NULL) {
-        CorConn* c = pool->oldest;
-
-        idleUnlink(pool, c);
-        c->next = chain;
-        chain = c;
+    while ((c = idleOldest(pool)) != NULL) {
+        deadAdd(pool, c, dead);
     }
-    return chain;
 }
 
 void
 corConnPoolLoopExit(void)
 {
     CorConnPool* pool = loopPool;
+    CorList dead = { 0 };
 
     loopPoolClosed = true;
     loopPool = NULL;
@@ -459,17 +426,18 @@ corConnPoolLoopExit(void)
         return;
     }
     corEvTimerStop(pool->loop, &pool->sweep);
-    chainFree(allTake(pool));
+    allTake(pool, &dead);
+    deadFree(&dead);
     free(pool);
 }
 
 void
 corConnPoolShutdown(void)
 {
-    CorConn* chain;
+    CorList dead = { 0 };
 
     pthread_mutex_lock(&sharedLock);
-    chain = allTake(&sharedPool);
+    allTake(&sharedPool, &dead);
     pthread_mutex_unlock(&sharedLock);
-    chainFree(chain);
+    deadFree(&dead);
 }

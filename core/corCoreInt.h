@@ -14,6 +14,7 @@
 
 #include "cor.h"
 #include "corConfig.h"
+#include "corList.h"
 
 /* ---- Modules (corModule.c) ----------------------------------------------- */
 
@@ -257,10 +258,9 @@ typedef struct CorConnPool CorConnPool;
 struct CorConn {
     CorTransport transport;
     CorConnPool* pool;          /* where it goes back: its thread's */
-    struct CorConn* prev;       /* its peer's idle list, newest last */
-    struct CorConn* next;
-    struct CorConn* older;      /* the pool's idle list, oldest first */
-    struct CorConn* newer;
+    CorList peerLink;           /* its peer's idle list, newest last; then
+                                   the list of those to close */
+    CorList ageLink;            /* the pool's idle list, oldest first */
     struct CorConnPeer* idlePeer;   /* the peer list it idles in */
     CorCoWatch watch;           /* idle in a loop's pool: its loop's */
     uint64_t idleSince;         /* corEvClockMs() when it was released */

@@ -2,7 +2,7 @@
 /*
  * The connection kit: what every protocol's connection needs and each
  * wrote by hand before. Small blocks first (a growable byte buffer with a
- * consume offset, an intrusive doubly linked list), then a buffered
+ * consume offset; the intrusive lists are corList.h's), then a buffered
  * non-blocking connection on a loop: an input and an output buffer over a
  * CorTransport (plain or TLS), flushed as the socket takes it and on
  * EPOLLOUT (armed once, edge-triggered), a high-water mark past which the
@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "cor.h"
+#include "corList.h"
 
 /* ---- Byte buffers -------------------------------------------------------- */
 
@@ -52,38 +53,6 @@ void corBufCompact(CorBuf* b);
 void corBufFree(CorBuf* b);
 static inline size_t corBufPending(const CorBuf* b);
 static inline uint8_t* corBufHead(const CorBuf* b);
-
-/* ---- Intrusive lists ----------------------------------------------------- */
-
-/*
- * A doubly linked circular list through nodes embedded in their items
- * (recovered with corContainerOf). A zeroed head is an empty list, so a
- * list in calloc'ed or static memory needs no init; a node removed points
- * to itself, so removing it again does nothing.
- */
-typedef struct CorList {
-    struct CorList* prev;
-    struct CorList* next;
-} CorList;
-
-static inline void corListInit(CorList* head);
-static inline bool corListEmpty(const CorList* head);
-/* Insert node first in head's list; corListAppend, last. */
-static inline void corListInsert(CorList* head, CorList* node);
-static inline void corListAppend(CorList* head, CorList* node);
-static inline void corListRemove(CorList* node);
-/* Whether node is in a list (not zeroed, not removed). */
-static inline bool corListLinked(const CorList* node);
-/* The first node, or NULL for an empty list. */
-static inline CorList* corListFirst(const CorList* head);
-
-/* Each node of head's list in turn; the body may remove the current one
- * (the next is read before it runs). */
-#define corListForEach(node, nextNode, head)                               \
-    for ((node) = corListFirst(head),                                    \
-         (nextNode) = (node) != NULL ? (node)->next : NULL;              \
-         (node) != NULL && (node) != (head);                             \
-         (node) = (nextNode), (nextNode) = (node)->next)
 
 /* ---- A buffered connection on a loop ------------------------------------- */
 
@@ -208,61 +177,6 @@ static inline uint8_t*
 corBufHead(const CorBuf* b)
 {
     return b->data + b->off;
-}
-
-static inline void
-corListInit(CorList* head)
-{
-    head->prev = head->next = head;
-}
-
-static inline bool
-corListEmpty(const CorList* head)
-{
-    return head->next == NULL || head->next == head;
-}
-
-static inline void
-corListInsert(CorList* head, CorList* node)
-{
-    if (head->next == NULL) {
-        corListInit(head);
-    }
-    node->next = head->next;
-    node->prev = head;
-    head->next->prev = node;
-    head->next = node;
-}
-
-static inline void
-corListAppend(CorList* head, CorList* node)
-{
-    if (head->next == NULL) {
-        corListInit(head);
-    }
-    corListInsert(head->prev, node);
-}
-
-static inline void
-corListRemove(CorList* node)
-{
-    if (node->next != NULL) {
-        node->prev->next = node->next;
-        node->next->prev = node->prev;
-    }
-    node->prev = node->next = node;
-}
-
-static inline bool
-corListLinked(const CorList* node)
-{
-    return node->next != NULL && node->next != node;
-}
-
-static inline CorList*
-corListFirst(const CorList* head)
-{
-    return corListEmpty(head) ? NULL : head->next;
 }
 
 #endif /* COR_KIT_H */

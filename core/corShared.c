@@ -37,8 +37,7 @@ struct CorShared {
 };
 
 typedef struct SharedWaiter {
-    struct SharedWaiter* next;
-    struct SharedWaiter* prev;
+    CorList link;               /* in its entry's waiters */
     int fd;                     /* its eventfd */
     bool done;                  /* the fetch ended: err and result set */
     int err;
@@ -51,7 +50,7 @@ typedef struct SharedEntry {
     struct SharedEntry* next;
     const void* owner;          /* the fetching request (or coroutine,
                                    thread); NULL once done */
-    SharedWaiter* waiters;
+    CorList waiters;            /* SharedWaiter.link */
     CorShared* result;          /* the table's reference, when cached */
     uint64_t expires;
     char key[];
@@ -139,24 +138,11 @@ entryFind(const char* key, SharedEntry*** slotP)
     return NULL;
 }
 
-static void
-waiterUnlink(SharedEntry* e, SharedWaiter* w)
-{
-    if (w->prev != NULL) {
-        w->prev->next = w->next;
-    } else {
-        e->waiters = w->next;
-    }
-    if (w->next != NULL) {
-        w->next->prev = w->prev;
-    }
-}
-
-/* Wait for e's fetch as w (linked, under sharedLock, which is released
+/* Wait for its entry's fetch as w (linked, under sharedLock, which is released
  * for the wait and held again on return). Returns 0 with w->done, or
  * -ECANCELED (a stop or the caller's cancel: w unlinked). May yield. */
 static int
-waitFetch(SharedEntry* e, SharedWaiter* w)
+waitFetch(SharedWaiter* w)
 {
     int rc = 0;
 
@@ -168,7 +154,7 @@ waitFetch(SharedEntry* e, SharedWaiter* w)
         pthread_mutex_lock(&sharedLock);
         if (rc != 0 && !w->done) {
             /* The entry is alive: w is still linked in it. */
-            waiterUnlink(e, w);
+            corListRemove(&w->link);
             return rc;
         }
     }
@@ -185,6 +171,8 @@ runFetch(SharedEntry* e, CorSharedFetchFn fetch,
     void* data = NULL;
     size_t len = 0;
     int rc = s != NULL ? fetch(e->key, arg, &data, &len) : -ENOMEM;
+    CorList* node;
+    CorList* next;
 
     if (rc > 0) {
         rc = 0;
@@ -199,7 +187,8 @@ runFetch(SharedEntry* e, CorSharedFetchFn fetch,
         s = NULL;
     }
     pthread_mutex_lock(&sharedLock);
-    for (SharedWaiter* w = e->waiters; w != NULL; w = w->next) {
+    corListForEach(node, next, &e->waiters) {
+        SharedWaiter* w = corContainerOf(node, SharedWaiter, link);
         uint64_t one = 1;
 
         w->done = true;
@@ -209,7 +198,7 @@ runFetch(SharedEntry* e, CorSharedFetchFn fetch,
             /* An eventfd's counter cannot overflow from one write. */
         }
     }
-    e->waiters = NULL;
+    corListInit(&e->waiters);
     e->owner = NULL;
     if (s != NULL && ttlMs > 0) {
         e->result = corSharedRef(s);
@@ -271,12 +260,8 @@ corShared(const char* key, CorSharedFetchFn fetch, void* arg, int64_t ttlMs,
             pthread_mutex_unlock(&sharedLock);
             return rc;
         }
-        w.next = e->waiters;
-        if (e->waiters != NULL) {
-            e->waiters->prev = &w;
-        }
-        e->waiters = &w;
-        rc = waitFetch(e, &w);
+        corListInsert(&e->waiters, &w.link);
+        rc = waitFetch(&w);
         pthread_mutex_unlock(&sharedLock);
         close(w.fd);
         if (rc != 0) {

@@ -281,14 +281,7 @@ settle(CorEvLoop* loop, CorCoWaiter* waiter, CorCoWaitOutcome outcome)
 
     waiter->outcome = (uint8_t)outcome;
     corEvTimerStop(loop, &waiter->timer);
-    if (waiter->prev != NULL) {
-        waiter->prev->next = waiter->next;
-    } else {
-        co->waits = waiter->next;
-    }
-    if (waiter->next != NULL) {
-        waiter->next->prev = waiter->prev;
-    }
+    corListRemove(&waiter->link);
     if (waiter->fd >= 0) {
         co->fds[waiter->fd].waiter = NULL;
         /* Its event disarmed it; any other end leaves it armed. */
@@ -394,12 +387,7 @@ corCoLoopSuspend(CorEvLoop* loop, CorCoWaiter* waiter, int timeoutMs)
 
     waiter->co = corCoCurrent();
     waiter->outcome = COR_WAIT_PENDING;
-    waiter->prev = NULL;
-    waiter->next = co->waits;
-    if (co->waits != NULL) {
-        co->waits->prev = waiter;
-    }
-    co->waits = waiter;
+    corListInsert(&co->waits, &waiter->link);
     if (timeoutMs >= 0) {
         corEvTimerStart(loop, &waiter->timer, (uint64_t)timeoutMs,
                         waiterTimeout);
@@ -697,12 +685,13 @@ cancelWaitOn(CorEvLoop* loop, CorCoWaiter* waiter)
 static void
 cancelAll(CorEvLoop* loop)
 {
-    CorCoWaiter* waiter;
-    CorCoWaiter* next;
+    CorList* node;
+    CorList* next;
 
     loop->co->cancelled = true;
-    for (waiter = loop->co->waits; waiter != NULL; waiter = next) {
-        next = waiter->next;
+    corListForEach(node, next, &loop->co->waits) {
+        CorCoWaiter* waiter = corContainerOf(node, CorCoWaiter, link);
+
         if (waiter->cancellable) {
             cancelWait(loop, waiter);
         }

@@ -29,8 +29,7 @@ typedef enum {
 typedef struct CorCoWaiter {
     CorCo* co;
     CorEvTimer timer;
-    struct CorCoWaiter* prev;        /* the loop's waits, for cancel */
-    struct CorCoWaiter* next;
+    CorList link;                    /* in the loop's waits, for cancel */
     struct CorCoWaiter* readyNext;   /* the loop's ready queue */
     int fd;                          /* < 0: a timer or a park */
     uint32_t parkSlot;               /* 1-based; 0: not a park */
@@ -60,7 +59,7 @@ typedef struct {
 
 /* The layer's state of one loop (CorEvLoop.co); the loop's thread's. */
 typedef struct CorCoLoop {
-    CorCoWaiter* waits;
+    CorList waits;                   /* CorCoWaiter.link */
     CorCoWaiter* readyHead;
     CorCoWaiter* readyTail;
     bool cancelled;

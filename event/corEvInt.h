@@ -15,6 +15,7 @@
 
 #include "corAutoConfig.h"
 #include "corEv.h"
+#include "corList.h"
 
 /* ---- Intrusive binary min-heap ------------------------------------------- */
 
@@ -329,7 +330,7 @@ typedef struct CorResolveCache CorResolveCache;
 typedef struct CorResolveEntry {
     struct CorResolveEntry* next;    /* the hash chain */
     struct CorResolver* resolver;
-    CorResolveWaiter* waiters;       /* while pending */
+    CorList waiters;                 /* CorResolveWaiter.link; pending */
     uint64_t expires;                /* ms of the clock; an answer */
     int status;                      /* c-ares' status of the answer */
     bool pending;

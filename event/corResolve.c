@@ -24,8 +24,7 @@
 
 /* One lookup waiting for its name's query; on the lookup's stack. */
 struct CorResolveWaiter {
-    CorResolveWaiter* next;
-    CorResolveWaiter* prev;
+    CorList link;               /* in its entry's waiters */
     CorAddrs* out;
     char* why;
     size_t whyLen;
@@ -235,6 +234,8 @@ answered(void* arg, int status, int timeouts, struct ares_addrinfo* res)
     CorResolveEntry* entry = arg;
     CorResolver* r = entry->resolver;
     unsigned ttl = 0;
+    CorList* node;
+    CorList* next;
 
     (void)timeouts;
     entry->status = status;
@@ -253,14 +254,16 @@ answered(void* arg, int status, int timeouts, struct ares_addrinfo* res)
     entry->expires = nowMs(r) + (uint64_t)ttl * 1000;
     entry->pending = false;
     r->pending--;
-    for (CorResolveWaiter* w = entry->waiters; w != NULL; w = w->next) {
+    corListForEach(node, next, &entry->waiters) {
+        CorResolveWaiter* w = corContainerOf(node, CorResolveWaiter, link);
+
         w->rc = answerCopy(entry, w->out, w->why, w->whyLen);
         w->done = true;
         if (w->park != 0) {
             corCoLoopWake(w->park);
         }
     }
-    entry->waiters = NULL;
+    corListInit(&entry->waiters);
 }
 
 static void
@@ -275,30 +278,6 @@ queryStart(CorResolver* r, CorResolveEntry* entry)
     /* The callback may run before this returns (a hosts-file answer). */
     ares_getaddrinfo(r->channel, entry->name, NULL, &hints, answered, entry);
     corResolverTimerArm(r);
-}
-
-static void
-waiterLink(CorResolveEntry* entry, CorResolveWaiter* w)
-{
-    w->prev = NULL;
-    w->next = entry->waiters;
-    if (entry->waiters != NULL) {
-        entry->waiters->prev = w;
-    }
-    entry->waiters = w;
-}
-
-static void
-waiterUnlink(CorResolveEntry* entry, CorResolveWaiter* w)
-{
-    if (w->prev != NULL) {
-        w->prev->next = w->next;
-    } else {
-        entry->waiters = w->next;
-    }
-    if (w->next != NULL) {
-        w->next->prev = w->prev;
-    }
 }
 
 /* In a coroutine: park until the query's callback wakes it. 0, or -errno
@@ -398,7 +377,7 @@ corResolve(const char* host, int timeoutMs, CorAddrs* out, char* why,
             return -ENOMEM;
         }
     }
-    waiterLink(entry, &w);
+    corListInsert(&entry->waiters, &w.link);
     if (!entry->pending) {
         queryStart(r, entry);
     }
@@ -411,7 +390,7 @@ corResolve(const char* host, int timeoutMs, CorAddrs* out, char* why,
     if (w.done) {
         return w.rc;
     }
-    waiterUnlink(entry, &w);
+    corListRemove(&w.link);
     if (rc == -ETIMEDOUT) {
         whySet(why, whyLen, "name '%s': timed out after %d ms", name,
                timeoutMs);

@@ -1164,11 +1164,7 @@ corHttpConnOpen(unsigned loopIndex, const CorListener* l, int fd,
     c->tls = handshakeMs > 0;   /* a plain listener has no handshake */
     c->state = HTTP_IDLE;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    c->next = hl->conns;
-    if (hl->conns != NULL) {
-        hl->conns->prev = c;
-    }
-    hl->conns = c;
+    corListInsert(&hl->conns, &c->link);
     atomic_fetch_add(&hl->connCount, 1);
     if (corEvIoStart(hl->loop, &c->io, fd,
                      EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, onIo) != 0) {
@@ -1194,14 +1190,7 @@ connUnlink(HttpConn* c)
 
     corEvIoStop(hl->loop, &c->io);
     corEvTimerStop(hl->loop, &c->timer);
-    if (c->prev != NULL) {
-        c->prev->next = c->next;
-    } else {
-        hl->conns = c->next;
-    }
-    if (c->next != NULL) {
-        c->next->prev = c->prev;
-    }
+    corListRemove(&c->link);
     atomic_fetch_sub(&hl->connCount, 1);
     corAcceptClosed();
 }

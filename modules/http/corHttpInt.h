@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "cor.h"
+#include "corList.h"
 #include "corHttpParse.h"
 
 typedef struct HttpConn HttpConn;
@@ -28,7 +29,7 @@ typedef struct HttpLoop HttpLoop;
 struct HttpLoop {
     _Alignas(COR_CACHE_LINE) CorEvLoop* loop;
     unsigned index;
-    HttpConn* conns;            /* every open connection of the loop */
+    CorList conns;              /* every open connection (HttpConn.link) */
     atomic_uint connCount;      /* read by the generation while draining */
     CorAccept* accept;          /* this loop's accepting, or NULL */
     bool draining;
@@ -98,8 +99,7 @@ struct HttpConn {
     CorEvIo io;
     CorEvTimer timer;
     HttpLoop* hl;
-    HttpConn* prev;
-    HttpConn* next;
+    CorList link;               /* in its loop's conns */
     CorTransport t;             /* its bytes go through this */
     HttpState state;
     HttpState timerFor;         /* what the timer was armed for */

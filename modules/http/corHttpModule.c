@@ -33,7 +33,8 @@ static void
 httpDrain(CorModule* m, CorEvLoop* loop, unsigned index)
 {
     HttpLoop* hl = corHttpLoopAt(index);
-    HttpConn* next;
+    CorList* node;
+    CorList* next;
 
     (void)m;
     (void)loop;
@@ -42,9 +43,8 @@ httpDrain(CorModule* m, CorEvLoop* loop, unsigned index)
     hl->accept = NULL;
     /* Every connection's next answer says "Connection: close"; one idle
      * between requests closes soon. */
-    for (HttpConn* c = hl->conns; c != NULL; c = next) {
-        next = c->next;
-        corHttpConnDrain(c);
+    corListForEach(node, next, &hl->conns) {
+        corHttpConnDrain(corContainerOf(node, HttpConn, link));
     }
 }
 
@@ -57,8 +57,9 @@ httpStop(CorModule* m, CorEvLoop* loop, unsigned index)
     (void)loop;
     corAcceptStop(hl->accept);
     hl->accept = NULL;
-    while (hl->conns != NULL) {
-        corHttpConnStop(hl->conns);
+    while (!corListEmpty(&hl->conns)) {
+        corHttpConnStop(corContainerOf(corListFirst(&hl->conns), HttpConn,
+                                       link));
     }
 }
 

@@ -381,8 +381,8 @@ START_TEST(test_coroutine_uses_the_loops_pool)
     ck_assert_int_eq(x.reused[1], 1);
     ck_assert_str_eq(x.echo[1], "ping");
     ck_assert_ptr_nonnull(loopPool);
-    ck_assert_ptr_null(sharedPool.oldest);
-    ck_assert_ptr_nonnull(loopPool->oldest);
+    ck_assert_ptr_null(idleOldest(&sharedPool));
+    ck_assert_ptr_nonnull(idleOldest(loopPool));
     corConnPoolLoopExit();
     ck_assert_ptr_null(corConnPoolCurrent());
     pthread_join(thread, NULL);
@@ -457,7 +457,7 @@ loopPoolWatches(CorEvLoop* loop)
             close(peer);
         }
         turnUntilStale(loop, stale);
-        ck_assert_ptr_null(loopPool->oldest);
+        ck_assert_ptr_null(idleOldest(loopPool));
         if (round == 0) {
             close(peer);
         }

@@ -38,7 +38,7 @@ tearDown(void)
 
     corCoLoopStatsGet(loop, &stats);
     ck_assert_uint_eq(stats.live, 0);
-    ck_assert_ptr_null(loop->co->waits);
+    ck_assert(corListEmpty(&loop->co->waits));
     ck_assert_ptr_null(loop->co->readyHead);
     ck_assert_uint_eq(loop->timers.count, 0);
     close(fds[0]);
