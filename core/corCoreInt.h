@@ -404,8 +404,7 @@ typedef struct CorRequestCleanup {
     void (*cancel)(struct CorRequestCleanup* c);
     void (*end)(struct CorRequestCleanup* c);
     CorRequest* owner;          /* under the lock; NULL: not listed */
-    struct CorRequestCleanup* prev;
-    struct CorRequestCleanup* next;
+    CorList link;               /* in owner->cleanups */
 } CorRequestCleanup;
 
 /* Any thread. r must be in its running phase. */

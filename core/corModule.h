@@ -19,10 +19,11 @@
 
 #include "corConf.h"
 #include "corEv.h"
+#include "corList.h"
 
 /* Bumped whenever a struct or a signature of cor.h's headers, or of one
  * they include, changes. */
-#define COR_ABI_VERSION 13
+#define COR_ABI_VERSION 14
 #define COR_VERSION "0.1.0"
 
 /* The types the three headers share, declared once. */
@@ -228,8 +229,9 @@ struct CorRequest {
     CorRestCancel cancel;       /* ends the running phase's waits */
     /* What the running phase started beside itself and must not outlive
      * it (a client call not collected): cancelled with it, given up at
-     * its end (corRequestCleanupAdd, corCoreInt.h). */
-    struct CorRequestCleanup* cleanups;
+     * its end (corRequestCleanupAdd, corCoreInt.h); a zeroed head is an
+     * empty list. */
+    CorList cleanups;
     CorEvTimer deadline;        /* the handler's timeout, when it has one */
     atomic_uint answer;         /* with a deadline: who answered first */
     CorUpgraded* upgrade;       /* corRequestUpgrade was called */

@@ -263,7 +263,7 @@ served(CorRequest* r)
 {
     corEvTimerStop(r->loop, &r->deadline);
     r->serving = false;
-    if (r->cleanups != NULL) {
+    if (!corListEmpty(&r->cleanups)) {
         corRequestCleanupsEnd(r);
     }
     if (r->deadline.fn != NULL
@@ -311,7 +311,7 @@ releaseOnLoop(CorEvTask* task)
 static void
 requestEnd(CorRequest* r)
 {
-    if (r->cleanups != NULL) {
+    if (!corListEmpty(&r->cleanups)) {
         corRequestCleanupsEnd(r);
     }
     if (atomic_fetch_sub(&r->holds, 1) == 1) {
@@ -543,7 +543,7 @@ requestInit(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     r->startMs = corEvNow(r->loop);
     r->serving = false;
     r->upgrade = NULL;
-    r->cleanups = NULL;
+    corListInit(&r->cleanups);
     memset(&r->cancel, 0, sizeof(r->cancel));
     memset(&r->deadline, 0, sizeof(r->deadline));
     atomic_init(&r->answer, ANSWER_OPEN);

@@ -17,16 +17,8 @@ static pthread_mutex_t cleanupLock = PTHREAD_MUTEX_INITIALIZER;
 static void
 cleanupUnlink(CorRequestCleanup* c)
 {
-    if (c->prev != NULL) {
-        c->prev->next = c->next;
-    } else {
-        c->owner->cleanups = c->next;
-    }
-    if (c->next != NULL) {
-        c->next->prev = c->prev;
-    }
+    corListRemove(&c->link);
     c->owner = NULL;
-    c->prev = c->next = NULL;
 }
 
 void
@@ -34,12 +26,7 @@ corRequestCleanupAdd(CorRequest* r, CorRequestCleanup* c)
 {
     pthread_mutex_lock(&cleanupLock);
     c->owner = r;
-    c->prev = NULL;
-    c->next = r->cleanups;
-    if (r->cleanups != NULL) {
-        r->cleanups->prev = c;
-    }
-    r->cleanups = c;
+    corListInsert(&r->cleanups, &c->link);
     pthread_mutex_unlock(&cleanupLock);
 }
 
@@ -56,8 +43,13 @@ corRequestCleanupRemove(CorRequestCleanup* c)
 void
 corRequestCleanupsCancel(CorRequest* r)
 {
+    CorList* node;
+    CorList* next;
+
     pthread_mutex_lock(&cleanupLock);
-    for (CorRequestCleanup* c = r->cleanups; c != NULL; c = c->next) {
+    corListForEach(node, next, &r->cleanups) {
+        CorRequestCleanup* c = corContainerOf(node, CorRequestCleanup, link);
+
         c->cancel(c);
     }
     pthread_mutex_unlock(&cleanupLock);
@@ -68,11 +60,13 @@ void
 corRequestCleanupsEnd(CorRequest* r)
 {
     for (;;) {
-        CorRequestCleanup* c;
+        CorList* node;
+        CorRequestCleanup* c = NULL;
 
         pthread_mutex_lock(&cleanupLock);
-        c = r->cleanups;
-        if (c != NULL) {
+        node = corListFirst(&r->cleanups);
+        if (node != NULL) {
+            c = corContainerOf(node, CorRequestCleanup, link);
             cleanupUnlink(c);
         }
         pthread_mutex_unlock(&cleanupLock);
