@@ -15,6 +15,13 @@
  *           corCoLoopPark in a coroutine, a condition variable on a worker
  *           (which looks for a cancel every 50 ms).
  *   wake    wakes every parked request, on whichever loop it parked.
+ *   gather  the seed's distributed operation: a call to every URL of the
+ *           module's `gather:` list at once (http://, https://, cor://:
+ *           any scheme the client takes), answered when the slowest
+ *           answered, with each one's status and time. A coroutine of the
+ *           loop where coroutines are on (each call a coroutine of its
+ *           own), a worker otherwise (each call a thread of its own): the
+ *           calls overlap either way, so it takes the slowest one's time.
  *
  * A wait that a stop (or the client leaving) cancels takes the failure
  * path: 503, at once.
@@ -239,10 +246,99 @@ wakeServe(CorRequest* r)
     corRespondf(r, 200, "text/plain", "woke %u parked coroutines\n", woken);
 }
 
+/* ---- Gather ------------------------------------------------------------- */
+
+#define GATHER_MAX 64
+
+static const char* gatherUrls[GATHER_MAX];
+static unsigned gatherCount;
+
+/* The clock itself, not a loop's: a worker has no loop. */
+static uint64_t
+nowMs(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* One line per URL, "STATUS URL" (STATUS 0 and the client's reason for a
+ * call that failed), then "took MS ms"; 200 when every call got a 2xx,
+ * 502 otherwise. */
+static void
+gatherServe(CorRequest* r)
+{
+    CorClientCall* calls[GATHER_MAX];
+    int errs[GATHER_MAX];
+    char body[GATHER_MAX * 320];
+    size_t n = 0;
+    bool allGood = gatherCount > 0;
+    uint64_t start = nowMs();
+    int w;
+
+    for (unsigned i = 0; i < gatherCount; i++) {
+        calls[i] = corClientStart(&(CorClientRequest){ .url = gatherUrls[i] },
+                                  &errs[i]);
+    }
+    for (unsigned i = 0; i < gatherCount; i++) {
+        CorClientResponse res = { 0 };
+        int rc = calls[i] != NULL ? corClientWait(calls[i], &res) : errs[i];
+
+        if (rc < 0 || res.status < 200 || res.status > 299) {
+            allGood = false;
+        }
+        w = rc < 0 ? snprintf(body + n, sizeof(body) - n, "0 %s %s\n",
+                              gatherUrls[i], res.error[0] != '\0'
+                              ? res.error : strerror(-rc))
+                   : snprintf(body + n, sizeof(body) - n, "%d %s\n",
+                              res.status, gatherUrls[i]);
+        n += w > 0 && (size_t)w < sizeof(body) - n ? (size_t)w : 0;
+        corClientResponseFree(&res);
+    }
+    w = snprintf(body + n, sizeof(body) - n, "took %llu ms\n",
+                 (unsigned long long)(nowMs() - start));
+    n += w > 0 && (size_t)w < sizeof(body) - n ? (size_t)w : 0;
+    corRespond(r, allGood ? 200 : 502, "text/plain", body, n);
+}
+
+/* gather: [ URLs ], each taken apart now so that a typo is a config
+ * error at its line rather than a 502 at the first request. */
+static int
+gatherConfigure(CorModule* m, const CorConf* conf)
+{
+    const CorConf* list = corConfSeq(conf, "gather", corModuleErrors(m));
+    size_t count = corConfCount(list);
+
+    gatherCount = 0;
+    if (count > GATHER_MAX) {
+        corModuleError(m, list, "gather: at most %d URLs, got %zu",
+                       GATHER_MAX, count);
+        return -1;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const CorConf* item = corConfAt(list, i);
+        const char* url = corConfText(item);
+        char why[128];
+        CorUrl u;
+
+        if (url == NULL || corUrlParse(url, &u, why, sizeof(why)) != 0) {
+            corModuleError(m, item, "gather: %s", url == NULL
+                           ? "expected a URL" : why);
+            return -1;
+        }
+        gatherUrls[gatherCount++] = url;
+    }
+    return 0;
+}
+
 static int
 helloInit(CorModule* m, const CorConf* conf)
 {
     greeting = corConfString(conf, "greeting", greeting, corModuleErrors(m));
+    if (gatherConfigure(m, conf) != 0) {
+        return -1;
+    }
     greetingLen = (size_t)snprintf(greetingLine, sizeof(greetingLine), "%s\n",
                                    greeting);
     if (greetingLen >= sizeof(greetingLine)) {
@@ -271,7 +367,10 @@ helloInit(CorModule* m, const CorConf* conf)
                != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "wake",
                                            .serve = wakeServe,
-                                           .run = COR_RUN_INLINE }) != 0) {
+                                           .run = COR_RUN_INLINE }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "gather",
+                                           .serve = gatherServe,
+                                           .run = COR_RUN_COROUTINE }) != 0) {
         return -1;
     }
     return 0;
