@@ -240,8 +240,8 @@ main(int argc, char** argv)
     snprintf(certs, sizeof(certs), "%s", absolute);
     pid = upstreamStart(build, dir, certs, port, tlsPort);
     snprintf(caFile, sizeof(caFile), "%s/ca.pem", certs);
-    /* The pool's defaults (client.keepalive_per_peer 32, idle 60 s) keep
-     * every coroutine's connection. */
+    /* The pool's defaults (client.keepalive_per_peer auto, idle 60 s)
+     * keep every coroutine's connection. */
     tlsClient = corTlsClientNew(&(CorTlsClientOptions){ .caFile = caFile },
                                 why, sizeof(why));
     if (tlsClient == NULL) {

@@ -802,6 +802,19 @@ readResolver(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 
 /* ---- client -------------------------------------------------------------- */
 
+/* client.keepalive_per_peer: auto (the default), or a fixed bound. */
+static unsigned
+keepaliveRead(const CorConf* m, CorConfErrors* e)
+{
+    const CorConf* value = corConfGet(m, "keepalive_per_peer");
+    const char* text = corConfText(value);
+
+    if (value == NULL || (text != NULL && strcmp(text, "auto") == 0)) {
+        return COR_CONN_KEEPALIVE_AUTO;
+    }
+    return (unsigned)corConfInt(m, "keepalive_per_peer", 0, 0, 100000, e);
+}
+
 /* Connections out: their deadline and keep-alive pool, a notification's
  * deadline, and the CA file that verifies TLS peers by default (checked
  * readable here, so that `cor -t` names it; the TLS client loads it). */
@@ -817,8 +830,7 @@ readClient(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 
     cf->client.connectTimeoutMs =
         corConfDurationMs(m, "connect_timeout", 5 * second, 1, 10 * minute, e);
-    cf->client.keepalivePerPeer =
-        (unsigned)corConfInt(m, "keepalive_per_peer", 32, 0, 100000, e);
+    cf->client.keepalivePerPeer = keepaliveRead(m, e);
     cf->client.idleTimeoutMs =
         corConfDurationMs(m, "idle_timeout", minute, 1, hour, e);
     cf->client.notifyTimeoutMs =

@@ -28,16 +28,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #define CONN_HOST_MAX 253       /* a DNS name; an IPv6 address is shorter */
 
-static CorConnSettings settings = {
+/* What a program of its own gets (no configuration): the defaults. */
+static const CorConnSettings defaults = {
     .connectTimeoutMs = 5000,
-    .keepalivePerPeer = 32,
+    .keepalivePerPeer = COR_CONN_KEEPALIVE_AUTO,
     .idleTimeoutMs = 60000,
+    .keepFdMax = 1024 * 3 / 4,
 };
+static CorConnSettings settings = defaults;
 
 /* The TLS client of targets that name none: client.ca_file's trust, made
  * by corConnSetup (or at the first use, where nothing set it up: a
@@ -388,15 +392,18 @@ corConnSetup(const CorConfig* config, CorConfErrors* errors)
     CorTlsClient* tls = NULL;
     char why[256] = "";
 
-    settings = (CorConnSettings){ .connectTimeoutMs = 5000,
-                                  .keepalivePerPeer = 32,
-                                  .idleTimeoutMs = 60000 };
+    struct rlimit files;
+
+    settings = defaults;
     if (config != NULL) {
-        settings = (CorConnSettings){
-            .connectTimeoutMs = config->client.connectTimeoutMs,
-            .keepalivePerPeer = config->client.keepalivePerPeer,
-            .idleTimeoutMs = config->client.idleTimeoutMs,
-        };
+        settings.connectTimeoutMs = config->client.connectTimeoutMs;
+        settings.keepalivePerPeer = config->client.keepalivePerPeer;
+        settings.idleTimeoutMs = config->client.idleTimeoutMs;
+    }
+    /* Read here, after the master raised the soft limit to the hard one. */
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
+        && files.rlim_cur < INT_MAX) {
+        settings.keepFdMax = (int)(files.rlim_cur / 4 * 3);
     }
     /* The system's store is found at the first handshake; a CA file is
      * read now, so that `cor -t` says when it is not PEM. */

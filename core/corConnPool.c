@@ -346,13 +346,22 @@ idleEvent(CorCoWatch* watch, unsigned events)
 }
 
 /* Put c in, newest; past keepalive_per_peer the peer's oldest go (into
- * dead), together with what outlived the idle timeout. */
+ * dead), together with what outlived the idle timeout. auto: every one
+ * up to its bound, none on an fd past the settings' keepFdMax. */
 static bool
 put(CorConnPool* pool, CorConn* c, CorList* dead)
 {
-    unsigned max = corConnSettings()->keepalivePerPeer;
-    CorConnPeer* peer = peerFind(pool, c->key, true);
+    const CorConnSettings* set = corConnSettings();
+    unsigned max = set->keepalivePerPeer;
+    CorConnPeer* peer;
 
+    if (max == COR_CONN_KEEPALIVE_AUTO) {
+        if (c->transport.fd >= set->keepFdMax) {
+            return false;
+        }
+        max = COR_CONN_KEEPALIVE_AUTO_MAX;
+    }
+    peer = peerFind(pool, c->key, true);
     if (peer == NULL) {
         return false;
     }

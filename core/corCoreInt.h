@@ -241,10 +241,15 @@ void corTasksStop(void);
 /* ---- Connections out (corConn.c, corConnPool.c) ------------------------- */
 
 /* What client: in the configuration sets (corConnSetup). */
+/* What client: in the configuration sets (corConnSetup). */
 typedef struct {
     uint64_t connectTimeoutMs;
-    unsigned keepalivePerPeer;  /* 0: no pool */
+    unsigned keepalivePerPeer;  /* 0: no pool; COR_CONN_KEEPALIVE_AUTO */
     uint64_t idleTimeoutMs;
+    /* auto: a connection on an fd at or past this is not kept (fds are
+     * handed out lowest first: a high one says most are open), so that
+     * idle connections never crowd out accepts (3/4 of RLIMIT_NOFILE). */
+    int keepFdMax;
 } CorConnSettings;
 
 typedef struct CorConnPool CorConnPool;

@@ -653,7 +653,7 @@ START_TEST(test_client_section)
 
     ck_assert_msg(cf != NULL, "%s", e.text);
     ck_assert_uint_eq(cf->client.connectTimeoutMs, 5000);
-    ck_assert_uint_eq(cf->client.keepalivePerPeer, 32);
+    ck_assert_uint_eq(cf->client.keepalivePerPeer, COR_CONN_KEEPALIVE_AUTO);
     ck_assert_uint_eq(cf->client.idleTimeoutMs, 60000);
     ck_assert_ptr_null(cf->client.caFile);
     corConfigFree(cf);

@@ -170,6 +170,38 @@ START_TEST(test_pool_reuses_per_peer_up_to_its_bound)
 }
 END_TEST
 
+/* The default (auto) keeps what the load had in use at once: 64 given
+ * back at the same moment are 64 taken again, none opened anew (a bound
+ * of 32 closed half of them at every such burst). */
+START_TEST(test_pool_by_default_keeps_what_was_in_use)
+{
+    enum { N = 64 };
+    unsigned port;
+    int l = listener(N + 8, &port);
+    CorConn* c[N];
+    int reused = 0;
+
+    corConnSetup(&(CorConfig){ .client = {
+                     .connectTimeoutMs = 1000,
+                     .keepalivePerPeer = COR_CONN_KEEPALIVE_AUTO,
+                     .idleTimeoutMs = 60000 } }, NULL);
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < N; i++) {
+            c[i] = open1(port, "127.0.0.1");
+            reused += corConnReused(c[i]);
+        }
+        for (int i = 0; i < N; i++) {
+            corConnRelease(c[i]);
+        }
+    }
+    ck_assert_int_eq(reused, N);
+    for (int i = 0; i < N; i++) {
+        corConnClose(open1(port, "127.0.0.1"));
+    }
+    close(l);
+}
+END_TEST
+
 /* A listener whose one connection is in the pool and was closed by the
  * peer just now. */
 static int
@@ -604,6 +636,7 @@ COR_TEST_SUITE(corConn)
     tcase_add_test(tc, test_write_waits_for_room);
     tcase_add_test(tc, test_write_to_a_full_buffer_times_out);
     tcase_add_test(tc, test_pool_reuses_per_peer_up_to_its_bound);
+    tcase_add_test(tc, test_pool_by_default_keeps_what_was_in_use);
     tcase_add_test(tc, test_pool_skips_what_the_peer_closed);
     tcase_add_test(tc, test_pool_keeps_only_fit_connections);
     tcase_add_test(tc, test_addresses_share_the_connect_deadline);
