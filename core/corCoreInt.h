@@ -37,9 +37,12 @@ typedef struct {
     CorModule* module;
 } CorProtocolEntry;
 
-/* Load every module of the configuration and run its init; errors go to
- * errors with the module entry's file:line:column. Returns 0 or -1. */
-int corModulesLoad(const CorConfig* config, CorConfErrors* errors);
+/* Register the core's own handlers (builtins, builtinCount of them: the
+ * generation's, which serve from above the requests), then load every
+ * module of the configuration and run its init; errors go to errors with
+ * the module entry's file:line:column. Returns 0 or -1. */
+int corModulesLoad(const CorConfig* config, const CorHandler* builtins,
+                   unsigned builtinCount, CorConfErrors* errors);
 void corModulesExit(void);
 /* Call each module's loopInit / loopExit on the calling loop thread. */
 int corModulesLoopInit(CorEvLoop* loop, unsigned index);
@@ -88,7 +91,7 @@ CorRouteResult corRouteFind(const char* method, size_t methodLen,
                             const char* path, size_t pathLen,
                             CorRouteMatch* match);
 
-/* ---- The generation's runtime (corGeneration.c) ------------------------- */
+/* ---- The generation's runtime (corRuntime.c) ---------------------------- */
 
 typedef struct {
     const CorConfig* config;
@@ -101,6 +104,10 @@ typedef struct {
 } CorRuntime;
 
 extern CorRuntime corRuntime;
+
+/* The binary's path, from /proc/self/exe (main sets it); "cor" until
+ * then. */
+extern const char* corSelfPath;
 
 /* A listener as the master opened it: one fd, or one per loop with
  * reuseport. */
@@ -653,7 +660,5 @@ void corGenerationRun(const CorConfig* config, CorListener* listeners,
                       unsigned listenerCount, int readyFd,
                       unsigned generation, pid_t master)
     __attribute__((noreturn));
-
-extern const char* corSelfPath;
 
 #endif /* COR_CORE_INT_H */
