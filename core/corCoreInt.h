@@ -424,7 +424,7 @@ void corRequestCleanupRemove(CorRequestCleanup* c);
 void corRequestCleanupsCancel(CorRequest* r);
 void corRequestCleanupsEnd(CorRequest* r);
 
-/* ---- Counters (corMetrics.c) --------------------------------------------- */
+/* ---- Counters (corMetricsCount.c, corMetricsOut.c, corMetrics.c) ---- */
 
 /* Counted by the loop that owns them (no atomics), summed when read; each
  * loop's on lines of their own, or the loops would bounce them between
@@ -472,13 +472,37 @@ void corMetricsAcceptFdLimit(void);
 /* The refusals at the limits, by protocol and status (corLimits.c). */
 void corLimitsEmit(CorMetricsOut* out);
 
+/* What is counted off the loops, as corMetricsSum read it. */
+typedef struct {
+    uint64_t connectionsRefused;
+    uint64_t acceptFdLimit;
+} CorOffLoopCounts;
+
+/* The counters of loops loops (corMetricsCount.c), each loop's block,
+ * their number, and the sum of them all with what was counted off the
+ * loops (sum's client[] includes the connections out off the loops). */
 int corMetricsInit(unsigned loops);
 void corMetricsFree(void);
 CorLoopCounters* corMetricsLoop(unsigned index);
+unsigned corMetricsLoopCount(void);
+void corMetricsSum(CorLoopCounters* sum, CorOffLoopCounts* off);
 /* The loop index of the calling thread, or -1 off the loops. */
 int corLoopIndexCurrent(void);
 void corLoopIndexSet(int index);
-/* Prometheus text into a malloc'ed buffer; NULL when out of memory. */
+
+/* The text of /metrics being written (corMetricsOut.c): corMetricsPrintf
+ * appends to it; text is NULL once a growth failed. */
+struct CorMetricsOut {
+    char* text;
+    size_t len;
+    size_t cap;
+};
+
+/* An empty text with room for cap bytes. Returns 0, or -1 (no memory). */
+int corMetricsOutInit(CorMetricsOut* out, size_t cap);
+
+/* Prometheus text into a malloc'ed buffer; NULL when out of memory
+ * (corMetrics.c). */
 char* corMetricsText(size_t* lenP);
 /* The built-in handler `metrics`: that text. */
 void corMetricsServe(CorRequest* r);
