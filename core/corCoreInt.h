@@ -182,7 +182,10 @@ int corTlsServersLoad(const CorConfig* config, CorConfErrors* errors);
 /* The context of the config's listen[index], NULL for a plain one. */
 CorTlsServer* corTlsServerAt(unsigned index);
 
-/* ---- Requests (corRequest.c) --------------------------------------------- */
+/* ---- Requests (corRequest.c, corRequestRead.c) --------------------------- */
+
+/* Free r's arena, every chunk (corRequestRead.c). */
+void corRequestArenaFree(CorRequest* r);
 
 /* Called by the loop when a coroutine ran longer than the stall limit. */
 void corRequestStallInit(CorEvLoop* loop);
@@ -338,6 +341,11 @@ int corBesideStart(CorBeside* b, CorBesideFn run, CorBesideFn done,
  * its loop for a coroutine. */
 void corBesideCancel(CorBeside* b);
 
+/* ---- Headers (corHeaders.c) ---------------------------------------------- */
+
+/* The first of count headers named name (any case), or NULL. */
+const CorHeader* corHeadersFind(const CorHeader* headers, unsigned count,
+                                const char* name);
 /* What work beside its caller keeps of the caller's headers: the bytes a
  * copy of count headers takes (the array, aligned, then their names and
  * values), and the copy into p, which has that many; the array is

@@ -29,6 +29,8 @@ metricsRealloc(void* p, size_t size)
 #include "../../core/corMetrics.c"
 #include "../../core/corMetricsCount.c"
 #include "../../core/corRequest.c"
+#include "../../core/corRequestRead.c"
+#include "../../core/corHeaders.c"
 #include "../../core/corLimits.c"
 #include "../../core/corRequestCleanup.c"
 #include "../../core/corRespond.c"
