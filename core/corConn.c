@@ -33,12 +33,6 @@
 
 #define CONN_HOST_MAX 253       /* a DNS name; an IPv6 address is shorter */
 
-static CorConnSettings settings = {
-    .connectTimeoutMs = 5000,
-    .keepalivePerPeer = 32,
-    .idleTimeoutMs = 60000,
-};
-
 /* The TLS client of targets that name none: client.ca_file's trust, made
  * by corConnSetup (or at the first use, where nothing set it up: a
  * program of its own). */
@@ -299,7 +293,7 @@ connOpenNew(const CorConnTarget* target, CorTlsClient* tls, const char* key,
 {
     int timeoutMs = target->connectTimeoutMs > 0
                     ? target->connectTimeoutMs
-                    : (int)settings.connectTimeoutMs;
+                    : (int)corConnSettings()->connectTimeoutMs;
     uint64_t deadline = corDeadlineAfter(timeoutMs);
     char peer[CONN_HOST_MAX + 16];
     char resolveWhy[256] = "";
@@ -388,16 +382,11 @@ corConnSetup(const CorConfig* config, CorConfErrors* errors)
     CorTlsClient* tls = NULL;
     char why[256] = "";
 
-    settings = (CorConnSettings){ .connectTimeoutMs = 5000,
-                                  .keepalivePerPeer = 32,
-                                  .idleTimeoutMs = 60000 };
-    if (config != NULL) {
-        settings = (CorConnSettings){
-            .connectTimeoutMs = config->client.connectTimeoutMs,
-            .keepalivePerPeer = config->client.keepalivePerPeer,
-            .idleTimeoutMs = config->client.idleTimeoutMs,
-        };
-    }
+    corConnSettingsSet(config == NULL ? NULL : &(CorConnSettings){
+        .connectTimeoutMs = config->client.connectTimeoutMs,
+        .keepalivePerPeer = config->client.keepalivePerPeer,
+        .idleTimeoutMs = config->client.idleTimeoutMs,
+    });
     /* The system's store is found at the first handshake; a CA file is
      * read now, so that `cor -t` says when it is not PEM. */
     if (caFile != NULL) {
@@ -418,12 +407,6 @@ corConnSetup(const CorConfig* config, CorConfErrors* errors)
     defaultTls = tls;
     pthread_mutex_unlock(&defaultTlsLock);
     return 0;
-}
-
-const CorConnSettings*
-corConnSettings(void)
-{
-    return &settings;
 }
 
 CorConn*
@@ -559,13 +542,4 @@ corConnClose(CorConn* c)
     if (c != NULL) {
         corConnFree(c);
     }
-}
-
-void
-corConnFree(CorConn* c)
-{
-    if (c->transport.ops != NULL) {
-        c->transport.ops->close(&c->transport);
-    }
-    free(c);
 }

@@ -287,9 +287,13 @@ struct CorConn {
  * TLS client from client.ca_file. Returns 0, or -1 with the error at
  * ca_file in errors (a file that is not PEM). */
 int corConnSetup(const CorConfig* config, CorConfErrors* errors);
+
+/* The settings of connections out (corConnPool.c): set (NULL: the
+ * defaults) by corConnSetup, read by the opener and the pool. */
+void corConnSettingsSet(const CorConnSettings* s);
 const CorConnSettings* corConnSettings(void);
 
-/* Close c's transport and free it. */
+/* Close c's transport and free it (corConnPool.c). */
 void corConnFree(CorConn* c);
 
 /* This thread's pool: the loop's when the thread runs one, else the one
