@@ -436,7 +436,7 @@ void corRequestCleanupRemove(CorRequestCleanup* c);
 void corRequestCleanupsCancel(CorRequest* r);
 void corRequestCleanupsEnd(CorRequest* r);
 
-/* ---- Counters (corMetricsCount.c, corMetricsOut.c, corMetrics.c) ---- */
+/* ---- Counters (corMetricsCount.c, corMetricsOut.c, corMetrics.c) --------- */
 
 /* Counted by the loop that owns them (no atomics), summed when read; each
  * loop's on lines of their own, or the loops would bounce them between

@@ -51,7 +51,7 @@ static void runFinish(CorRequest* r);
 static void sessionStart(CorRequest* r);
 static void sessionEnd(CorRequest* r);
 
-/* ---- Memory ------------------------------------------------------------- */
+/* ---- Memory -------------------------------------------------------------- */
 
 static void
 arenaFree(CorRequest* r)
