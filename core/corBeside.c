@@ -29,8 +29,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdint.h>
-#include <string.h>
 
 #define LINE_THREAD_STACK ((size_t)256 * 1024)
 /* The most threads that run work off the loops; more waits in line. */
@@ -183,40 +181,4 @@ void
 corBesideCancel(CorBeside* b)
 {
     corRestCancel(&b->cancel);
-}
-
-/* ---- Copies -------------------------------------------------------------- */
-
-size_t
-corHeadersCopySize(const CorHeader* headers, unsigned count)
-{
-    size_t size = count * sizeof(CorHeader) + _Alignof(CorHeader);
-
-    for (unsigned i = 0; i < count; i++) {
-        size += headers[i].nameLen + headers[i].valueLen;
-    }
-    return size;
-}
-
-CorHeader*
-corHeadersCopy(const CorHeader* headers, unsigned count, char* p,
-               char** endP)
-{
-    CorHeader* copy = (CorHeader*)(void*)(((uintptr_t)p
-                                           + _Alignof(CorHeader) - 1)
-                                          & ~(uintptr_t)(_Alignof(CorHeader)
-                                                         - 1));
-
-    p = (char*)(copy + count);
-    for (unsigned i = 0; i < count; i++) {
-        copy[i] = headers[i];
-        copy[i].name = memcpy(p, headers[i].name, headers[i].nameLen);
-        p += headers[i].nameLen;
-        if (headers[i].valueLen > 0) {
-            copy[i].value = memcpy(p, headers[i].value, headers[i].valueLen);
-            p += headers[i].valueLen;
-        }
-    }
-    *endP = p;
-    return copy;
 }

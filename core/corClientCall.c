@@ -43,7 +43,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -71,16 +70,7 @@ corClientFetch(const CorClientRequest* req, CorClientResponse* res)
 const CorHeader*
 corClientHeader(const CorClientResponse* res, const char* name)
 {
-    size_t n = strlen(name);
-
-    for (unsigned i = 0; i < res->headerCount; i++) {
-        const CorHeader* h = &res->headers[i];
-
-        if (h->nameLen == n && strncasecmp(h->name, name, n) == 0) {
-            return h;
-        }
-    }
-    return NULL;
+    return corHeadersFind(res->headers, res->headerCount, name);
 }
 
 void

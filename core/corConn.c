@@ -28,20 +28,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #define CONN_HOST_MAX 253       /* a DNS name; an IPv6 address is shorter */
-
-/* What a program of its own gets (no configuration): the defaults. */
-static const CorConnSettings defaults = {
-    .connectTimeoutMs = 5000,
-    .keepalivePerPeer = COR_CONN_KEEPALIVE_AUTO,
-    .idleTimeoutMs = 60000,
-    .keepFdMax = 1024 * 3 / 4,
-};
-static CorConnSettings settings = defaults;
 
 /* The TLS client of targets that name none: client.ca_file's trust, made
  * by corConnSetup (or at the first use, where nothing set it up: a
@@ -303,7 +293,7 @@ connOpenNew(const CorConnTarget* target, CorTlsClient* tls, const char* key,
 {
     int timeoutMs = target->connectTimeoutMs > 0
                     ? target->connectTimeoutMs
-                    : (int)settings.connectTimeoutMs;
+                    : (int)corConnSettings()->connectTimeoutMs;
     uint64_t deadline = corDeadlineAfter(timeoutMs);
     char peer[CONN_HOST_MAX + 16];
     char resolveWhy[256] = "";
@@ -392,19 +382,11 @@ corConnSetup(const CorConfig* config, CorConfErrors* errors)
     CorTlsClient* tls = NULL;
     char why[256] = "";
 
-    struct rlimit files;
-
-    settings = defaults;
-    if (config != NULL) {
-        settings.connectTimeoutMs = config->client.connectTimeoutMs;
-        settings.keepalivePerPeer = config->client.keepalivePerPeer;
-        settings.idleTimeoutMs = config->client.idleTimeoutMs;
-    }
-    /* Read here, after the master raised the soft limit to the hard one. */
-    if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
-        && files.rlim_cur < INT_MAX) {
-        settings.keepFdMax = (int)(files.rlim_cur / 4 * 3);
-    }
+    corConnSettingsSet(config == NULL ? NULL : &(CorConnSettings){
+        .connectTimeoutMs = config->client.connectTimeoutMs,
+        .keepalivePerPeer = config->client.keepalivePerPeer,
+        .idleTimeoutMs = config->client.idleTimeoutMs,
+    });
     /* The system's store is found at the first handshake; a CA file is
      * read now, so that `cor -t` says when it is not PEM. */
     if (caFile != NULL) {
@@ -425,12 +407,6 @@ corConnSetup(const CorConfig* config, CorConfErrors* errors)
     defaultTls = tls;
     pthread_mutex_unlock(&defaultTlsLock);
     return 0;
-}
-
-const CorConnSettings*
-corConnSettings(void)
-{
-    return &settings;
 }
 
 CorConn*
@@ -566,13 +542,4 @@ corConnClose(CorConn* c)
     if (c != NULL) {
         corConnFree(c);
     }
-}
-
-void
-corConnFree(CorConn* c)
-{
-    if (c->transport.ops != NULL) {
-        c->transport.ops->close(&c->transport);
-    }
-    free(c);
 }

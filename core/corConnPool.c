@@ -29,6 +29,12 @@
  * Peers are few (the upstreams a configuration names), so a peer is
  * found by a walk of a short list; a peer with no idle connection left is
  * freed.
+ *
+ * The pool is under the code that opens connections (corConn.c), which
+ * takes from it and puts back: so the settings every connection out is
+ * made and kept by (client.*, set by corConnSetup) are kept here, and a
+ * connection's end (corConnFree), which the pool comes to for the idle
+ * ones it closes and the opener for the others, is here too.
  */
 #include "corCoreInt.h"
 
@@ -37,6 +43,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 typedef struct CorConnPeer {
@@ -56,10 +63,49 @@ struct CorConnPool {
     bool sweepPosted;
 };
 
+/* The defaults, for a program that sets up none (corConnSetup(NULL)). */
+static const CorConnSettings settingsDefault = {
+    .connectTimeoutMs = 5000,
+    .keepalivePerPeer = COR_CONN_KEEPALIVE_AUTO,
+    .idleTimeoutMs = 60000,
+    .keepFdMax = 1024 * 3 / 4,
+};
+static CorConnSettings settings = settingsDefault;
 static __thread CorConnPool* loopPool;
 static __thread bool loopPoolClosed;
 static CorConnPool sharedPool;
 static pthread_mutex_t sharedLock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- Settings and a connection's end ------------------------------------- */
+
+void
+corConnSettingsSet(const CorConnSettings* s)
+{
+    struct rlimit files;
+
+    settings = s != NULL ? *s : settingsDefault;
+    settings.keepFdMax = settingsDefault.keepFdMax;
+    /* Read here, after the master raised the soft limit to the hard one. */
+    if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
+        && files.rlim_cur < INT_MAX) {
+        settings.keepFdMax = (int)(files.rlim_cur / 4 * 3);
+    }
+}
+
+const CorConnSettings*
+corConnSettings(void)
+{
+    return &settings;
+}
+
+void
+corConnFree(CorConn* c)
+{
+    if (c->transport.ops != NULL) {
+        c->transport.ops->close(&c->transport);
+    }
+    free(c);
+}
 
 /* ---- Lists --------------------------------------------------------------- */
 

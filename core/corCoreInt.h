@@ -37,9 +37,12 @@ typedef struct {
     CorModule* module;
 } CorProtocolEntry;
 
-/* Load every module of the configuration and run its init; errors go to
- * errors with the module entry's file:line:column. Returns 0 or -1. */
-int corModulesLoad(const CorConfig* config, CorConfErrors* errors);
+/* Register the core's own handlers (builtins, builtinCount of them: the
+ * generation's, which serve from above the requests), then load every
+ * module of the configuration and run its init; errors go to errors with
+ * the module entry's file:line:column. Returns 0 or -1. */
+int corModulesLoad(const CorConfig* config, const CorHandler* builtins,
+                   unsigned builtinCount, CorConfErrors* errors);
 void corModulesExit(void);
 /* Call each module's loopInit / loopExit on the calling loop thread. */
 int corModulesLoopInit(CorEvLoop* loop, unsigned index);
@@ -88,7 +91,7 @@ CorRouteResult corRouteFind(const char* method, size_t methodLen,
                             const char* path, size_t pathLen,
                             CorRouteMatch* match);
 
-/* ---- The generation's runtime (corGeneration.c) ------------------------- */
+/* ---- The generation's runtime (corRuntime.c) ---------------------------- */
 
 typedef struct {
     const CorConfig* config;
@@ -101,6 +104,10 @@ typedef struct {
 } CorRuntime;
 
 extern CorRuntime corRuntime;
+
+/* The binary's path, from /proc/self/exe (main sets it); "cor" until
+ * then. */
+extern const char* corSelfPath;
 
 /* A listener as the master opened it: one fd, or one per loop with
  * reuseport. */
@@ -175,7 +182,10 @@ int corTlsServersLoad(const CorConfig* config, CorConfErrors* errors);
 /* The context of the config's listen[index], NULL for a plain one. */
 CorTlsServer* corTlsServerAt(unsigned index);
 
-/* ---- Requests (corRequest.c) --------------------------------------------- */
+/* ---- Requests (corRequest.c, corRequestRead.c) --------------------------- */
+
+/* Free r's arena, every chunk (corRequestRead.c). */
+void corRequestArenaFree(CorRequest* r);
 
 /* Called by the loop when a coroutine ran longer than the stall limit. */
 void corRequestStallInit(CorEvLoop* loop);
@@ -282,9 +292,13 @@ struct CorConn {
  * TLS client from client.ca_file. Returns 0, or -1 with the error at
  * ca_file in errors (a file that is not PEM). */
 int corConnSetup(const CorConfig* config, CorConfErrors* errors);
+
+/* The settings of connections out (corConnPool.c): set (NULL: the
+ * defaults) by corConnSetup, read by the opener and the pool. */
+void corConnSettingsSet(const CorConnSettings* s);
 const CorConnSettings* corConnSettings(void);
 
-/* Close c's transport and free it. */
+/* Close c's transport and free it (corConnPool.c). */
 void corConnFree(CorConn* c);
 
 /* This thread's pool: the loop's when the thread runs one, else the one
@@ -336,6 +350,11 @@ int corBesideStart(CorBeside* b, CorBesideFn run, CorBesideFn done,
  * its loop for a coroutine. */
 void corBesideCancel(CorBeside* b);
 
+/* ---- Headers (corHeaders.c) ---------------------------------------------- */
+
+/* The first of count headers named name (any case), or NULL. */
+const CorHeader* corHeadersFind(const CorHeader* headers, unsigned count,
+                                const char* name);
 /* What work beside its caller keeps of the caller's headers: the bytes a
  * copy of count headers takes (the array, aligned, then their names and
  * values), and the copy into p, which has that many; the array is
@@ -421,7 +440,7 @@ void corRequestCleanupRemove(CorRequestCleanup* c);
 void corRequestCleanupsCancel(CorRequest* r);
 void corRequestCleanupsEnd(CorRequest* r);
 
-/* ---- Counters (corMetrics.c) --------------------------------------------- */
+/* ---- Counters (corMetricsCount.c, corMetricsOut.c, corMetrics.c) --------- */
 
 /* Counted by the loop that owns them (no atomics), summed when read; each
  * loop's on lines of their own, or the loops would bounce them between
@@ -469,13 +488,37 @@ void corMetricsAcceptFdLimit(void);
 /* The refusals at the limits, by protocol and status (corLimits.c). */
 void corLimitsEmit(CorMetricsOut* out);
 
+/* What is counted off the loops, as corMetricsSum read it. */
+typedef struct {
+    uint64_t connectionsRefused;
+    uint64_t acceptFdLimit;
+} CorOffLoopCounts;
+
+/* The counters of loops loops (corMetricsCount.c), each loop's block,
+ * their number, and the sum of them all with what was counted off the
+ * loops (sum's client[] includes the connections out off the loops). */
 int corMetricsInit(unsigned loops);
 void corMetricsFree(void);
 CorLoopCounters* corMetricsLoop(unsigned index);
+unsigned corMetricsLoopCount(void);
+void corMetricsSum(CorLoopCounters* sum, CorOffLoopCounts* off);
 /* The loop index of the calling thread, or -1 off the loops. */
 int corLoopIndexCurrent(void);
 void corLoopIndexSet(int index);
-/* Prometheus text into a malloc'ed buffer; NULL when out of memory. */
+
+/* The text of /metrics being written (corMetricsOut.c): corMetricsPrintf
+ * appends to it; text is NULL once a growth failed. */
+struct CorMetricsOut {
+    char* text;
+    size_t len;
+    size_t cap;
+};
+
+/* An empty text with room for cap bytes. Returns 0, or -1 (no memory). */
+int corMetricsOutInit(CorMetricsOut* out, size_t cap);
+
+/* Prometheus text into a malloc'ed buffer; NULL when out of memory
+ * (corMetrics.c). */
 char* corMetricsText(size_t* lenP);
 /* The built-in handler `metrics`: that text. */
 void corMetricsServe(CorRequest* r);
@@ -657,7 +700,5 @@ void corGenerationRun(const CorConfig* config, CorListener* listeners,
                       unsigned listenerCount, int readyFd,
                       unsigned generation, pid_t master)
     __attribute__((noreturn));
-
-extern const char* corSelfPath;
 
 #endif /* COR_CORE_INT_H */

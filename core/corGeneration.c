@@ -36,8 +36,6 @@
 #define DRAIN_LOG_FIRST_MS 1000
 #define DRAIN_LOG_EVERY_MS 5000
 
-CorRuntime corRuntime;
-
 typedef struct {
     pthread_t thread;
     unsigned index;
@@ -48,30 +46,21 @@ typedef struct {
     CorEvTimer beat;            /* the heartbeat the master watches */
 } LoopThread;
 
+/* The core's own handlers, routed like a module's. They answer from
+ * above the requests they serve (the counters' text, the generation's
+ * state), so the generation, which starts both, hands them to the
+ * registry rather than the registry reaching up for them. */
+static const CorHandler builtins[] = {
+    { .name = "metrics", .serve = corMetricsServe, .run = COR_RUN_INLINE },
+    { .name = "health", .serve = corHealthServe, .run = COR_RUN_INLINE },
+};
+
 static LoopThread* loopThreads;
 /* The listening sockets, the generation's copies of the master's. */
 static CorListener* listenersOwn;
 static unsigned listenerOwnCount;
 /* Loops that have run their protocols' drain (and so stopped accepting). */
 static atomic_uint loopsDrained;
-
-unsigned
-corLoopCount(void)
-{
-    return corRuntime.loopCount;
-}
-
-CorEvLoop*
-corLoopAt(unsigned index)
-{
-    return index < corRuntime.loopCount ? corRuntime.loops[index] : NULL;
-}
-
-const CorLimits*
-corLimits(void)
-{
-    return &corRuntime.limits;
-}
 
 /* ---- Listeners ----------------------------------------------------------- */
 
@@ -445,7 +434,8 @@ corGenerationPrepare(const CorConfig* config, CorConfErrors* errors)
         return -1;
     }
     rc |= resolverConfigure(config, errors);
-    rc |= corModulesLoad(config, errors);
+    rc |= corModulesLoad(config, builtins,
+                         sizeof(builtins) / sizeof(builtins[0]), errors);
     rc |= corRoutesBuild(config, errors);
     rc |= checkListeners(config, errors);
     rc |= corTlsServersLoad(config, errors);

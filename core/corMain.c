@@ -31,8 +31,6 @@
 #define DEFAULT_CONFIG COR_CONFIG_DEFAULT
 #define RELOAD_WAIT_MS 60000
 
-const char* corSelfPath = "cor";
-
 static void
 usage(FILE* out)
 {

@@ -331,29 +331,17 @@ loadOne(CorModule* m, const CorConfigModule* entry, const CorConfig* config,
     return 0;
 }
 
-/* The core's own handlers belong to a module of its own. */
-static void
-builtinsRegister(void)
-{
-    corHandlerAdd(&builtinModule, &(CorHandler){
-        .name = "metrics",
-        .serve = corMetricsServe,
-        .run = COR_RUN_INLINE,
-    });
-    corHandlerAdd(&builtinModule, &(CorHandler){
-        .name = "health",
-        .serve = corHealthServe,
-        .run = COR_RUN_INLINE,
-    });
-}
-
 int
-corModulesLoad(const CorConfig* config, CorConfErrors* errors)
+corModulesLoad(const CorConfig* config, const CorHandler* builtins,
+               unsigned builtinCount, CorConfErrors* errors)
 {
     int rc = 0;
 
+    /* The core's own handlers belong to a module of its own. */
     builtinModule.errors = errors;
-    builtinsRegister();
+    for (unsigned i = 0; i < builtinCount; i++) {
+        corHandlerAdd(&builtinModule, &builtins[i]);
+    }
     modules = calloc(config->moduleCount ? config->moduleCount : 1,
                      sizeof(*modules));
     if (modules == NULL) {

@@ -28,22 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <unistd.h>
-
-/* A request's arena starts small, since a request that waits holds it
- * for as long as it waits (a query parameter or two is what most take),
- * and each further chunk doubles, up to ARENA_CHUNK_MAX. */
-#define ARENA_CHUNK_FIRST 256
-#define ARENA_CHUNK_MAX 4096
-
-struct CorArenaChunk {
-    CorArenaChunk* next;
-    size_t used;
-    size_t size;
-    max_align_t data[];
-};
 
 /* The request a worker or an inline handler serves (a coroutine keeps its
  * own in its data pointer, since the thread is shared). An inline handler
@@ -67,38 +53,6 @@ static void sessionEnd(CorRequest* r);
 
 /* ---- Memory -------------------------------------------------------------- */
 
-void*
-corRequestAlloc(CorRequest* r, size_t size)
-{
-    CorArenaChunk* chunk = r->arena;
-    size_t aligned;
-    void* p;
-
-    /* Past this the rounding, or the chunk's header, would wrap. */
-    if (size > SIZE_MAX - sizeof(*chunk) - sizeof(max_align_t)) {
-        return NULL;
-    }
-    aligned = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
-    if (chunk == NULL || chunk->size - chunk->used < aligned) {
-        size_t grow = chunk == NULL ? ARENA_CHUNK_FIRST
-                      : chunk->size < ARENA_CHUNK_MAX / 2 ? chunk->size * 2
-                                                          : ARENA_CHUNK_MAX;
-        size_t data = aligned > grow ? aligned : grow;
-
-        chunk = malloc(sizeof(*chunk) + data);
-        if (chunk == NULL) {
-            return NULL;
-        }
-        chunk->next = r->arena;
-        chunk->used = 0;
-        chunk->size = data;
-        r->arena = chunk;
-    }
-    p = (char*)chunk->data + chunk->used;
-    chunk->used += aligned;
-    return p;
-}
-
 static void
 arenaFree(CorRequest* r)
 {
@@ -107,82 +61,7 @@ arenaFree(CorRequest* r)
         r->fileFd = -1;
     }
     corStreamFree(r);
-    while (r->arena != NULL) {
-        CorArenaChunk* next = r->arena->next;
-
-        free(r->arena);
-        r->arena = next;
-    }
-}
-
-/* ---- Reading the request ------------------------------------------------- */
-
-const CorHeader*
-corRequestHeader(const CorRequest* r, const char* name)
-{
-    size_t len = strlen(name);
-
-    for (unsigned i = 0; i < r->headerCount; i++) {
-        const CorHeader* h = &r->headers[i];
-
-        if (h->nameLen == len && strncasecmp(h->name, name, len) == 0) {
-            return h;
-        }
-    }
-    return NULL;
-}
-
-static int
-hexValue(char c)
-{
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    c |= 0x20;
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-/* Percent-decode (and '+' to space, as forms send) into out. */
-static void
-queryDecode(const char* in, size_t len, char* out)
-{
-    for (size_t i = 0; i < len; i++) {
-        if (in[i] == '%' && i + 2 < len && hexValue(in[i + 1]) >= 0
-            && hexValue(in[i + 2]) >= 0) {
-            *out++ = (char)(hexValue(in[i + 1]) * 16 + hexValue(in[i + 2]));
-            i += 2;
-        } else {
-            *out++ = in[i] == '+' ? ' ' : in[i];
-        }
-    }
-    *out = '\0';
-}
-
-const char*
-corRequestQuery(CorRequest* r, const char* key)
-{
-    size_t keyLen = strlen(key);
-    const char* p = r->query;
-    const char* end = r->query + r->queryLen;
-
-    while (p != NULL && p < end) {
-        const char* amp = memchr(p, '&', (size_t)(end - p));
-        const char* stop = amp ? amp : end;
-        const char* eq = memchr(p, '=', (size_t)(stop - p));
-        const char* nameEnd = eq ? eq : stop;
-
-        if ((size_t)(nameEnd - p) == keyLen && memcmp(p, key, keyLen) == 0) {
-            const char* value = eq ? eq + 1 : stop;
-            char* out = corRequestAlloc(r, (size_t)(stop - value) + 1);
-
-            if (out != NULL) {
-                queryDecode(value, (size_t)(stop - value), out);
-            }
-            return out;
-        }
-        p = stop + 1;
-    }
-    return NULL;
+    corRequestArenaFree(r);
 }
 
 CorRequest*
@@ -195,12 +74,6 @@ corRequestCurrent(void)
     }
     co = corCoCurrent();
     return co != NULL ? corCoData(co) : NULL;
-}
-
-const char*
-corRequestHandlerName(const CorRequest* r)
-{
-    return r->handler != NULL ? r->handler->handler.name : "-";
 }
 
 /* ---- Where it runs ------------------------------------------------------- */
@@ -607,12 +480,6 @@ corRequestCancel(CorRequest* r)
     r->cut = true;
     corRestCancel(&r->cancel);
     corRequestCleanupsCancel(r);
-}
-
-bool
-corRequestCancelled(const CorRequest* r)
-{
-    return corRestCancelled(&r->cancel);
 }
 
 /* ---- After the response -------------------------------------------------- */

@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-/* The metrics' reallocs fail on demand. */
+/* The metrics writer's reallocs fail on demand. */
 static bool reallocFails;
 
 static void*
@@ -24,9 +24,13 @@ metricsRealloc(void* p, size_t size)
 }
 
 #define realloc metricsRealloc
-#include "../../core/corMetrics.c"
+#include "../../core/corMetricsOut.c"
 #undef realloc
+#include "../../core/corMetrics.c"
+#include "../../core/corMetricsCount.c"
 #include "../../core/corRequest.c"
+#include "../../core/corRequestRead.c"
+#include "../../core/corHeaders.c"
 #include "../../core/corLimits.c"
 #include "../../core/corRequestCleanup.c"
 #include "../../core/corRespond.c"
