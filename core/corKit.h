@@ -7,7 +7,7 @@
  * CorTransport (plain or TLS), flushed as the socket takes it and on
  * EPOLLOUT (armed once, edge-triggered), a high-water mark past which the
  * owner reads nothing more (its peer must read first), one deadline timer,
- * a flush at the loop's next iteration, and a set of live connections per
+ * a flush before the loop sleeps, and a set of live connections per
  * loop that a drain and a stop walk. Off the loops (a worker, a client's
  * thread twin) the same connection is driven by poll(): one exchange at a
  * time, each wait bounded. A module keeps only its framing and its
@@ -93,7 +93,7 @@ struct CorKitConn {
     CorTransport* t;            /* NULL until started */
     CorEvIo io;
     CorEvTimer deadline;
-    CorEvTimer flushTimer;      /* the output, at the next iteration */
+    CorEvSoon flushSoon;        /* the output, before the loop sleeps */
     struct CorKitSet* set;      /* NULL: in none */
     CorList link;               /* in its set */
     CorBuf in;
@@ -140,8 +140,8 @@ int corKitConnRead(CorKitConn* k);
 /* Write what the socket takes of k->out. Returns 0 (the rest waits for
  * EPOLLOUT), or -1 on an error (the caller closes). */
 int corKitConnFlush(CorKitConn* k);
-/* Flush at the loop's next iteration: what the coroutines and workers of
- * this one queue goes in one write. */
+/* Flush before the loop sleeps: what this turn's handlers, coroutines and
+ * workers' answers queue goes in one write, in this turn. */
 void corKitConnFlushSoon(CorKitConn* k);
 /* Whether more may be read: below the mark, and ops->readMay. */
 bool corKitConnReadMay(CorKitConn* k);

@@ -84,7 +84,7 @@ corKitConnStop(CorKitConn* k)
         k->t = NULL;
     }
     corEvTimerStop(k->loop, &k->deadline);
-    corEvTimerStop(k->loop, &k->flushTimer);
+    corEvSoonStop(&k->flushSoon);
     if (k->set != NULL) {
         corListRemove(&k->link);
         atomic_fetch_sub(&k->set->count, 1);
@@ -210,9 +210,9 @@ corKitConnFlush(CorKitConn* k)
 }
 
 static void
-flushDue(CorEvTimer* timer)
+flushDue(CorEvSoon* soon)
 {
-    CorKitConn* k = corContainerOf(timer, CorKitConn, flushTimer);
+    CorKitConn* k = corContainerOf(soon, CorKitConn, flushSoon);
 
     if (corKitConnFlush(k) != 0) {
         k->ops->fail(k, -ECONNRESET, "the connection failed while writing");
@@ -226,9 +226,7 @@ flushDue(CorEvTimer* timer)
 void
 corKitConnFlushSoon(CorKitConn* k)
 {
-    if (!k->flushTimer.active) {
-        corEvTimerStart(k->loop, &k->flushTimer, 0, flushDue);
-    }
+    corEvSoonStart(k->loop, &k->flushSoon, flushDue);
 }
 
 static void

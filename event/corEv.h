@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 
 #include "corCo.h"
+#include "corList.h"
 
 typedef struct CorEvLoop CorEvLoop;
 typedef struct CorEvPool CorEvPool;
@@ -145,6 +146,31 @@ void corEvTimerStart(CorEvLoop* loop, CorEvTimer* timer, uint64_t timeoutMs,
 
 /* Disarm; nothing happens if it is not armed. O(log n). */
 void corEvTimerStop(CorEvLoop* loop, CorEvTimer* timer);
+
+/* ---- Before the loop sleeps --------------------------------------------- */
+
+/*
+ * Work the loop runs once, on its thread, after this turn's events,
+ * timers and ready coroutines and before it next sleeps: what they queued
+ * to write goes in one write (several requests' frames together), in
+ * this turn rather than the next (Redis's beforeSleep, H2O's pending
+ * writes). Embedded in its owner; zero-initialise it.
+ */
+typedef struct CorEvSoon CorEvSoon;
+typedef void (*CorEvSoonFn)(CorEvSoon* soon);
+
+struct CorEvSoon {
+    CorList link;       /* in the loop's list while due */
+    CorEvSoonFn fn;
+};
+
+/* Run fn before the loop sleeps; nothing when soon is already due. On the
+ * loop's thread. fn may arm it again (it then runs before the sleep after
+ * the next turn's, or in the same pass when the loop must go on). */
+void corEvSoonStart(CorEvLoop* loop, CorEvSoon* soon, CorEvSoonFn fn);
+/* Not to run; nothing when it is not due. */
+void corEvSoonStop(CorEvSoon* soon);
+static inline bool corEvSoonDue(const CorEvSoon* soon);
 
 /* ---- Tasks: work handed to a loop or a pool, from any thread ------------- */
 
@@ -479,6 +505,14 @@ static inline bool
 corRestCancelled(const CorRestCancel* c)
 {
     return atomic_load(&c->cancelled);
+}
+
+/* ---- inline definitions -------------------------------------------------- */
+
+static inline bool
+corEvSoonDue(const CorEvSoon* soon)
+{
+    return corListLinked(&soon->link);
 }
 
 #endif /* COR_EV_H */

@@ -102,6 +102,7 @@ struct CorEvLoop {
     CorEvHeap timers;
     uint64_t timerSeq;
     _Atomic(CorEvTask*) posted;      /* pushed by any thread, LIFO */
+    CorList soon;                    /* CorEvSoon.link: due before sleep */
     atomic_uint posters;             /* posts between push and wake */
     atomic_bool stopRequested;
     bool stopping;

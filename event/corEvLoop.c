@@ -2,7 +2,9 @@
 /*
  * The event loop: one per thread, on epoll (or io_uring, corEvUring.c,
  * through the same calls). An iteration lets the layer above it resume the
- * coroutines made ready since the last one, sleeps in epoll_wait until the
+ * coroutines made ready since the last one, runs what the last one left
+ * to do before the sleep (CorEvSoon: the writes its handlers queued, one
+ * write a connection, and no turn of its own), sleeps in epoll_wait until the
  * earliest timer, dispatches the events (a tagged one is a one-shot
  * arming's, given to that layer; any other a CorEvIo's), fires the timers
  * that are due, and runs the tasks other threads posted.
@@ -26,6 +28,9 @@
 #include <unistd.h>
 
 #define EVENTS_PER_WAIT 256
+/* Runs of the before-sleep work in one turn before the loop polls without
+ * sleeping instead (work that keeps arming itself must not starve I/O). */
+#define SOON_PASSES 4
 
 static __thread CorEvLoop* currentLoop;
 static atomic_uint loopsCreated;
@@ -462,6 +467,44 @@ runPosted(CorEvLoop* loop)
     }
 }
 
+/* ---- Before the loop sleeps ---------------------------------------------- */
+
+void
+corEvSoonStart(CorEvLoop* loop, CorEvSoon* soon, CorEvSoonFn fn)
+{
+    if (!corEvSoonDue(soon)) {
+        soon->fn = fn;
+        corListAppend(&loop->soon, &soon->link);
+    }
+}
+
+void
+corEvSoonStop(CorEvSoon* soon)
+{
+    corListRemove(&soon->link);
+}
+
+/* Run what is due now, in the order it was armed; what a run arms again
+ * waits for the next pass. Whether anything ran. */
+static bool
+runSoon(CorEvLoop* loop)
+{
+    CorList due;
+    CorList* node;
+
+    if (corListEmpty(&loop->soon)) {
+        return false;
+    }
+    corListMove(&due, &loop->soon);
+    while ((node = corListFirst(&due)) != NULL) {
+        CorEvSoon* soon = corContainerOf(node, CorEvSoon, link);
+
+        corListRemove(node);
+        soon->fn(soon);
+    }
+    return true;
+}
+
 /* ---- Running ------------------------------------------------------------- */
 
 void
@@ -531,11 +574,17 @@ corEvLoopRunOnce(CorEvLoop* loop, int timeoutMs)
     int rc;
 
     corEvLoopBind(loop);
-    /* The ready coroutines first: they may arm the earliest timer. */
+    /* The ready coroutines first: they may arm the earliest timer. Then
+     * what this turn left to do before the sleep (its writes), which may
+     * make coroutines ready again (a writer that waited for room): a few
+     * passes, and no sleep while anything is left. */
     bool awake = loop->hooks != NULL && loop->hooks->beforePoll(loop);
 
+    for (int pass = 0; pass < SOON_PASSES && runSoon(loop); pass++) {
+        awake = loop->hooks != NULL && loop->hooks->beforePoll(loop);
+    }
     nextTimer = corEvTimersNextMs(loop);
-    if (awake
+    if (awake || !corListEmpty(&loop->soon)
         || atomic_load_explicit(&loop->posted, memory_order_relaxed) != NULL) {
         timeoutMs = 0;
     } else if (nextTimer >= 0 && (timeoutMs < 0 || nextTimer < timeoutMs)) {
@@ -564,6 +613,7 @@ corEvLoopRun(CorEvLoop* loop)
     /* What other threads posted before the stop (a worker's finished
      * request) still runs: it carries an answer. */
     runPosted(loop);
+    runSoon(loop);
     resolverRelease(loop);
     if (loop->uring != NULL) {
         corEvUringRunEnd(loop);

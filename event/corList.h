@@ -32,6 +32,9 @@ static inline void corListRemove(CorList* node);
 static inline bool corListLinked(const CorList* node);
 /* The first node, or NULL for an empty list. */
 static inline CorList* corListFirst(const CorList* head);
+/* Every node of from moves to to (an empty list before), in order; from
+ * is left empty. */
+static inline void corListMove(CorList* to, CorList* from);
 
 /* Each node of head's list in turn; the body may remove the current one
  * (the next is read before it runs). */
@@ -94,6 +97,20 @@ static inline CorList*
 corListFirst(const CorList* head)
 {
     return corListEmpty(head) ? NULL : head->next;
+}
+
+static inline void
+corListMove(CorList* to, CorList* from)
+{
+    if (corListEmpty(from)) {
+        corListInit(to);
+        return;
+    }
+    to->next = from->next;
+    to->prev = from->prev;
+    to->next->prev = to;
+    to->prev->next = to;
+    corListInit(from);
 }
 
 #endif /* COR_LIST_H */
