@@ -94,8 +94,8 @@ getNamespace(CorCorDecoder* d, size_t end, uint64_t ns, CorCorStr* out)
             return refuse(d, at, "namespace %llu of a table of %u",
                           (unsigned long long)(ns - 2), tb->count);
         }
-        out->s = tb->items[ns - 2];
-        out->len = tb->lens[ns - 2];
+        out->s = corCorTableAt(tb, (unsigned)(ns - 2))->s;
+        out->len = corCorTableAt(tb, (unsigned)(ns - 2))->len;
         return 0;
     }
     if ((rc = getLocal(d, end, out)) != 0) {
@@ -175,8 +175,8 @@ getName(CorCorDecoder* d, size_t end, unsigned mode, CorCorStr* out)
                           (unsigned long long)index,
                           tb != NULL ? tb->count : 0);
         }
-        out->s = tb->items[index];
-        out->len = tb->lens[index];
+        out->s = corCorTableAt(tb, (unsigned)index)->s;
+        out->len = corCorTableAt(tb, (unsigned)index)->len;
         return 0;
     }
     if ((rc = getString(d, end, out)) != 0 || tb == NULL) {
