@@ -11,9 +11,9 @@
  * is in the output, which the loop writes at its next iteration with all
  * this iteration added (one write for many), or, past OUT_HIGH of output
  * unwritten (corMqttLink.c: a broker that reads slowly), once its bytes
- * went to the socket. One queue, written in order: the messages of one loop to one
- * topic reach the broker in the order they were published, resends
- * included.
+ * went to the socket. One queue, written in order: the messages of one
+ * loop to one topic reach the broker in the order they were published,
+ * resends included.
  *
  * A publish that timed out or was cancelled leaves the queue; if it was
  * in flight, its packet id stays taken (an corMqttOrphan) until its
