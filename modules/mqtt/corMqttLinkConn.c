@@ -128,7 +128,7 @@ packetTake(Link* l, const CorMqttPacket* pkt)
         }
         /* As a 3.1.1 broker's close: a takeover, a window refused. */
         linkDrop(l, pkt->reasonCode == 0x8E || pkt->reasonCode == 0x93
-                    ? -ECONNRESET : -EPROTO, why);
+                     ? -ECONNRESET : -EPROTO, why);
         return -1;
     default:
         rc = l->group != NULL ? corMqttInboundTake(l, pkt, why, sizeof(why))
@@ -219,7 +219,7 @@ static int
 linkEnd(CorKitConn* k)
 {
     linkDrop(corContainerOf(k, Link, k), -ECONNRESET,
-                    "the broker closed the connection");
+             "the broker closed the connection");
     return -1;
 }
 
@@ -227,7 +227,7 @@ static void
 linkBroken(CorKitConn* k, int rc, const char* why)
 {
     linkDrop(corContainerOf(k, Link, k), rc,
-                    rc == -ENOMEM ? "no memory for a packet" : why);
+             rc == -ENOMEM ? "no memory for a packet" : why);
 }
 
 /* The kit wrote on its own (EPOLLOUT, the flush of the next iteration). */
