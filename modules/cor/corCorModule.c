@@ -18,7 +18,6 @@
 #include "corCorServerInt.h"
 #include "corCorClientInt.h"
 
-#include <stdlib.h>
 
 /* How long a stop gives the answers it makes to go out, all connections
  * of a loop together. */

@@ -13,7 +13,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 /* Output not yet written past which a QoS 0 publish waits for the socket
  * rather than ending once its PUBLISH is in the output. */
