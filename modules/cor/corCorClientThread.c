@@ -26,7 +26,6 @@ typedef struct ThreadPeer {
                                  * frame, what goes) */
     char host[256];
     unsigned port;
-    bool tls;
     bool served;                /* an answer came on it */
     bool closing;               /* its CLOSE came: closed after this call */
     unsigned silentTimeouts;    /* timed-out calls since the last frame */
@@ -135,7 +134,6 @@ peerFor(const CorCorCall* c, int* rc, char* why, size_t whyLen)
     corKitKeptAttach(&p->kept, conn);
     snprintf(p->host, sizeof(p->host), "%s", c->url->host);
     p->port = c->url->port;
-    p->tls = c->tls;
     hello = corCorHelloTree();
     *rc = hello != NULL ? frameSend(p, COR_COR_HELLO, 0, hello, NULL,
                                     c->deadlineMs, why, whyLen) : -ENOMEM;
