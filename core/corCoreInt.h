@@ -146,7 +146,8 @@ typedef struct CorTlsServer CorTlsServer;
  * transport, freed by its close. */
 typedef struct {
     struct ssl_st* ssl;
-    CorTlsClient* client;       /* a client's context, else NULL */
+    CorTlsClient* client;       /* a client's context (held by ssl's
+                                 * SSL_CTX), else NULL */
     char* peer;                 /* a client's "serverName:port" */
     bool wantsWrite;            /* the last recv wants the socket writable */
     bool drained;               /* the last socket read came back short */
@@ -159,10 +160,6 @@ typedef struct {
 /* Make t a TLS transport over fd with ssl (which it owns from here).
  * Returns 0 or -ENOMEM (ssl freed, fd the caller's). */
 int corTlsTransportInit(CorTransport* t, int fd, struct ssl_st* ssl);
-/* A client context is counted: its owner's reference (dropped by
- * corTlsClientFree) and one per transport made with it, so that a pooled
- * connection outlives a context freed under it. */
-void corTlsClientUnref(CorTlsClient* ctx);
 /* Never the same for two contexts of a process, unlike an address that
  * malloc hands out again: what a pool keys connections by. */
 uint64_t corTlsClientId(const CorTlsClient* ctx);

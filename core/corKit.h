@@ -165,6 +165,35 @@ ssize_t corKitConnReadWait(CorKitConn* k, int timeoutMs);
  * -errno (what went is consumed; the connection is in doubt). May yield. */
 int corKitConnFlushWait(CorKitConn* k, int timeoutMs);
 
+/*
+ * A connection a thread keeps for its next call to the same peer (a
+ * client off the loops: a worker, blocking mode, a thread of its own),
+ * on the thread's list (a CorList the caller keeps per thread): the peer's
+ * key, its CorConn (NULL between connections) and the kit over it, driven
+ * by poll(). Embedded in the caller's record, which outlives it.
+ */
+typedef struct {
+    CorList link;               /* the thread's kept connections */
+    char* key;                  /* the peer as the caller tells peers
+                                 * apart ("cor://host:port", ...) */
+    CorConn* conn;
+    CorKitConn k;
+} CorKitKept;
+
+/* The connection of the list kept to the peer key, or NULL. */
+CorKitKept* corKitKeptFind(CorList* kept, const char* key);
+/* Put kk on kept as the connection to key (a copy), not connected yet.
+ * Returns 0 or -ENOMEM (kk not on it). */
+int corKitKeptAdd(CorList* kept, CorKitKept* kk, const char* key);
+/* kk's bytes go through conn (connected; kk's from here). */
+void corKitKeptAttach(CorKitKept* kk, CorConn* conn);
+/* Close kk's connection and empty its buffers (what they hold stays
+ * allocated): kk stays on its list for the next connection to its peer. */
+void corKitKeptClose(CorKitKept* kk);
+/* Take kk off its list, close it, free its buffers and its key (kk itself
+ * is the caller's). */
+void corKitKeptFree(CorKitKept* kk);
+
 /* ---- inline definitions -------------------------------------------------- */
 
 static inline size_t

@@ -278,9 +278,6 @@ tlsConnFree(CorTlsConn* tc)
 {
     SSL_free(tc->ssl);
     ERR_clear_error();
-    if (tc->client != NULL) {
-        corTlsClientUnref(tc->client);
-    }
     free(tc->peer);
     free(tc);
 }

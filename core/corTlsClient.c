@@ -37,8 +37,15 @@ typedef struct {
 
 static atomic_uint_fast64_t nextClientId = 1;
 
+/*
+ * A context lives as long as its SSL_CTX, which OpenSSL counts: the
+ * owner's reference (dropped by corTlsClientFree) and one per SSL made
+ * from it, so that a pooled connection outlives a context freed under it.
+ * The last SSL_CTX_free frees the context too (clientFree, as the
+ * SSL_CTX's ex_data): the transport that drops the last SSL knows nothing
+ * of clients.
+ */
 struct CorTlsClient {
-    atomic_uint refs;           /* the owner's, and one per transport */
     uint64_t id;
     SSL_CTX* ctx;
     pthread_mutex_t lock;
@@ -46,6 +53,37 @@ struct CorTlsClient {
     unsigned cacheCount;
     unsigned cacheNext;         /* the entry replaced next when full */
 };
+
+static pthread_once_t exIndexOnce = PTHREAD_ONCE_INIT;
+static int exIndex = -1;
+
+static void
+clientFree(void* parent, void* ptr, CRYPTO_EX_DATA* ad, int idx, long argl,
+           void* argp)
+{
+    CorTlsClient* ctx = ptr;
+
+    (void)parent;
+    (void)ad;
+    (void)idx;
+    (void)argl;
+    (void)argp;
+    if (ctx == NULL) {
+        return;
+    }
+    for (unsigned i = 0; i < ctx->cacheCount; i++) {
+        free(ctx->cache[i].peer);
+        SSL_SESSION_free(ctx->cache[i].session);
+    }
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+}
+
+static void
+exIndexNew(void)
+{
+    exIndex = SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, clientFree);
+}
 
 /* Keep the new session of a connection for its peer. Returns 1: the
  * cache holds the reference OpenSSL handed over. */
@@ -134,7 +172,6 @@ corTlsClientNew(const CorTlsClientOptions* o, char* why, size_t whyLen)
         return NULL;
     }
     pthread_mutex_init(&ctx->lock, NULL);
-    atomic_init(&ctx->refs, 1);
     ctx->id = atomic_fetch_add(&nextClientId, 1);
     if (o->alpn != NULL) {
         alpnLen = corTlsAlpnWire(o->alpn, alpn, sizeof(alpn));
@@ -144,8 +181,9 @@ corTlsClientNew(const CorTlsClientOptions* o, char* why, size_t whyLen)
             goto failed;
         }
     }
-    ctx->ctx = SSL_CTX_new(TLS_client_method());
-    if (ctx->ctx == NULL) {
+    pthread_once(&exIndexOnce, exIndexNew);
+    ctx->ctx = exIndex < 0 ? NULL : SSL_CTX_new(TLS_client_method());
+    if (ctx->ctx == NULL || SSL_CTX_set_ex_data(ctx->ctx, exIndex, ctx) != 1) {
         corTlsWhy(why, whyLen, "out of memory");
         goto failed;
     }
@@ -175,30 +213,22 @@ failed:
 void
 corTlsClientFree(CorTlsClient* ctx)
 {
-    if (ctx != NULL) {
-        corTlsClientUnref(ctx);
+    if (ctx == NULL) {
+        return;
     }
+    if (ctx->ctx == NULL || SSL_CTX_get_ex_data(ctx->ctx, exIndex) != ctx) {
+        /* Failed before the SSL_CTX held it. */
+        SSL_CTX_free(ctx->ctx);
+        clientFree(NULL, ctx, NULL, 0, 0, NULL);
+        return;
+    }
+    SSL_CTX_free(ctx->ctx);
 }
 
 uint64_t
 corTlsClientId(const CorTlsClient* ctx)
 {
     return ctx->id;
-}
-
-void
-corTlsClientUnref(CorTlsClient* ctx)
-{
-    if (atomic_fetch_sub(&ctx->refs, 1) != 1) {
-        return;
-    }
-    for (unsigned i = 0; i < ctx->cacheCount; i++) {
-        free(ctx->cache[i].peer);
-        SSL_SESSION_free(ctx->cache[i].session);
-    }
-    SSL_CTX_free(ctx->ctx);
-    pthread_mutex_destroy(&ctx->lock);
-    free(ctx);
 }
 
 /* The name to check the peer's certificate against: a host name, or an
@@ -257,6 +287,5 @@ corTransportTlsClient(CorTransport* t, int fd, CorTlsClient* ctx,
         return -ENOMEM;
     }
     tc->client = ctx;
-    atomic_fetch_add(&ctx->refs, 1);
     return 0;
 }

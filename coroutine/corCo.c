@@ -2,9 +2,10 @@
 /*
  * corCo: create, start, finish and destroy. Resume and yield are inline in
  * corCo.h, the switch itself is assembly (corCoSwitchX8664.h,
- * corCoSwitchAarch64.h), stacks come from corCoStack.c. Each coroutine
- * remembers who resumed it, which is all nesting needs: a yield always
- * returns to the resumer, whether that is the thread or another coroutine.
+ * corCoSwitchAarch64.h) with its running pointer in corCoSwitch.c, stacks
+ * come from corCoStack.c. Each coroutine remembers who resumed it, which is
+ * all nesting needs: a yield always returns to the resumer, whether that is
+ * the thread or another coroutine.
  */
 #include "corCoInt.h"
 
@@ -12,41 +13,6 @@
 
 #if COR_HAVE_ASAN
 #include <sanitizer/common_interface_defs.h>
-#endif
-
-__thread CorCo* corCoRunning __attribute__((tls_model("initial-exec")));
-
-#if COR_HAVE_ASAN
-/*
- * AddressSanitizer tracks one stack per thread; it must be told of each
- * switch (a start before, a finish after), or it takes the coroutine's
- * frames for wild accesses.
- */
-void
-corCoAsanResume(CorCo* co, void** fakeP)
-{
-    __sanitizer_start_switch_fiber(fakeP, co->stackLow, co->stackSize);
-}
-
-void
-corCoAsanResumed(void* fake)
-{
-    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
-}
-
-void
-corCoAsanYield(CorCo* co)
-{
-    __sanitizer_start_switch_fiber(&co->asanFake, co->asanResumerLow,
-                                   co->asanResumerSize);
-}
-
-void
-corCoAsanYielded(CorCo* co)
-{
-    __sanitizer_finish_switch_fiber(co->asanFake, &co->asanResumerLow,
-                                    &co->asanResumerSize);
-}
 #endif
 
 #if COR_HAVE_COROUTINES

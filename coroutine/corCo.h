@@ -121,11 +121,12 @@ typedef struct {
     bool finished;
 } CorCoCore;
 
-/* The coroutine running on this thread. */
+/* The coroutine running on this thread (corCoSwitch.c). */
 extern __thread CorCo* corCoRunning __attribute__((tls_model("initial-exec")));
 
 #if COR_HAVE_ASAN
-/* AddressSanitizer is told of each switch (corCo.c); only its builds pay. */
+/* AddressSanitizer is told of each switch (corCoSwitch.c); only its builds
+ * pay. */
 void corCoAsanResume(CorCo* co, void** fakeP);
 void corCoAsanResumed(void* fake);
 void corCoAsanYield(CorCo* co);

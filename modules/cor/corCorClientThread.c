@@ -21,18 +21,16 @@
 #define SILENT_TIMEOUTS 3
 
 typedef struct ThreadPeer {
-    CorList link;               /* the thread's peers */
+    CorKitKept kept;            /* on the thread's peers: its connection,
+                                 * its bytes (what came and is not yet a
+                                 * frame, what goes) */
     char host[256];
     unsigned port;
-    bool tls;
     bool served;                /* an answer came on it */
     bool closing;               /* its CLOSE came: closed after this call */
     unsigned silentTimeouts;    /* timed-out calls since the last frame */
-    CorConn* conn;
     CorCorTables* sent;
     CorCorTables* received;
-    CorKitConn k;               /* its bytes: what came and is not yet a
-                                 * frame, what goes */
     uint32_t nextId;
 } ThreadPeer;
 
@@ -41,11 +39,9 @@ static __thread CorList threadPeers;
 static void
 peerDrop(ThreadPeer* p)
 {
-    corListRemove(&p->link);
-    corConnClose(p->conn);
+    corKitKeptFree(&p->kept);
     corCorTablesFree(p->sent);
     corCorTablesFree(p->received);
-    corKitConnFree(&p->k);
     free(p);
 }
 
@@ -65,14 +61,14 @@ frameSend(ThreadPeer* p, CorCorType type, uint32_t id, const json_t* tree,
           const CorCorMessage* m, uint64_t deadlineMs, char* why,
           size_t whyLen)
 {
+    CorBuf* out = &p->kept.k.out;
     int rc = m != NULL
-                 ? corCorMessageEncode(p->sent, type, id, m, &p->k.out, why,
-                                       whyLen)
+                 ? corCorMessageEncode(p->sent, type, id, m, out, why, whyLen)
                  : corCorFrameEncode(type == COR_COR_HELLO ? NULL : p->sent,
-                                     type, id, tree, &p->k.out, why, whyLen);
+                                     type, id, tree, out, why, whyLen);
 
     if (rc >= 0) {
-        rc = corKitConnFlushWait(&p->k, leftMs(deadlineMs));
+        rc = corKitConnFlushWait(&p->kept.k, leftMs(deadlineMs));
         if (rc < 0) {
             snprintf(why, whyLen, "cor://%s:%u: %s", p->host, p->port,
                      strerror(-rc));
@@ -81,21 +77,23 @@ frameSend(ThreadPeer* p, CorCorType type, uint32_t id, const json_t* tree,
     return rc < 0 ? rc : 0;
 }
 
+/* The key of c's peer among the thread's kept connections. */
+static void
+peerKey(const CorCorCall* c, char* key, size_t cap)
+{
+    snprintf(key, cap, "%s://%s:%u", c->tls ? "cors" : "cor", c->url->host,
+             c->url->port);
+}
+
 static ThreadPeer*
 threadPeerFind(const CorCorCall* c)
 {
-    CorList* node;
-    CorList* next;
+    char key[300];
+    CorKitKept* kk;
 
-    corListForEach(node, next, &threadPeers) {
-        ThreadPeer* p = corContainerOf(node, ThreadPeer, link);
-
-        if (p->port == c->url->port && p->tls == c->tls
-            && strcmp(p->host, c->url->host) == 0) {
-            return p;
-        }
-    }
-    return NULL;
+    peerKey(c, key, sizeof(key));
+    kk = corKitKeptFind(&threadPeers, key);
+    return kk != NULL ? corContainerOf(kk, ThreadPeer, kept) : NULL;
 }
 
 /* This thread's connection to c's peer, or a new one with its HELLO sent
@@ -107,7 +105,9 @@ peerFor(const CorCorCall* c, int* rc, char* why, size_t whyLen)
                              .tls = c->tls,
                              .connectTimeoutMs = c->connectTimeoutMs,
                              .fresh = true };
+    char key[300];
     ThreadPeer* p;
+    CorConn* conn;
     json_t* hello;
 
     if ((p = threadPeerFind(c)) != NULL) {
@@ -120,16 +120,20 @@ peerFor(const CorCorCall* c, int* rc, char* why, size_t whyLen)
         snprintf(why, whyLen, "no memory for a connection");
         goto failed;
     }
-    p->conn = corConnOpen(&target, rc, why, whyLen);
-    if (p->conn == NULL) {
+    conn = corConnOpen(&target, rc, why, whyLen);
+    if (conn == NULL) {
         goto failed;
     }
-    corKitConnInit(&p->k, NULL, NULL);
-    corKitConnAttach(&p->k, corConnTransport(p->conn));
+    peerKey(c, key, sizeof(key));
+    if (corKitKeptAdd(&threadPeers, &p->kept, key) != 0) {
+        corConnClose(conn);
+        *rc = -ENOMEM;
+        snprintf(why, whyLen, "no memory for a connection");
+        goto failed;
+    }
+    corKitKeptAttach(&p->kept, conn);
     snprintf(p->host, sizeof(p->host), "%s", c->url->host);
     p->port = c->url->port;
-    p->tls = c->tls;
-    corListInsert(&threadPeers, &p->link);
     hello = corCorHelloTree();
     *rc = hello != NULL ? frameSend(p, COR_COR_HELLO, 0, hello, NULL,
                                     c->deadlineMs, why, whyLen) : -ENOMEM;
@@ -155,7 +159,7 @@ static int
 frameTake(ThreadPeer* p, uint32_t id, size_t len, CorCorMessage* answer,
           uint64_t deadlineMs, char* why, size_t whyLen)
 {
-    const uint8_t* frame = corBufHead(&p->k.in);
+    const uint8_t* frame = corBufHead(&p->kept.k.in);
     CorCorHead h;
     CorCorMessage other;
     json_t* tree = NULL;
@@ -209,9 +213,9 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
     for (;;) {
         CorCorHead h;
         ssize_t n;
-        size_t have = corBufPending(&p->k.in);
+        size_t have = corBufPending(&p->kept.k.in);
         int rc = have >= COR_COR_HEAD_LEN
-                 ? corCorHeadRead(corBufHead(&p->k.in), have,
+                 ? corCorHeadRead(corBufHead(&p->kept.k.in), have,
                                   COR_COR_FRAME_MAX, &h, why, whyLen)
                  : -EAGAIN;
 
@@ -219,7 +223,7 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
             size_t len = COR_COR_HEAD_LEN + h.length;
 
             rc = frameTake(p, id, len, answer, deadlineMs, why, whyLen);
-            corBufConsume(&p->k.in, len);
+            corBufConsume(&p->kept.k.in, len);
             if (rc != 0) {
                 return rc > 0 ? 0 : rc;
             }
@@ -228,8 +232,8 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
         if (rc < 0 && rc != -EAGAIN) {
             return rc;
         }
-        if (corCorInputReserve(&p->k.in, COR_COR_FRAME_MAX, THREAD_READ_ROOM)
-            != 0) {
+        if (corCorInputReserve(&p->kept.k.in, COR_COR_FRAME_MAX,
+                               THREAD_READ_ROOM) != 0) {
             return -ENOMEM;
         }
         if (id != 0 && leftMs(deadlineMs) == 0) {
@@ -237,7 +241,7 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
                      p->port);
             return -ETIMEDOUT;
         }
-        n = corKitConnReadWait(&p->k, id != 0 ? leftMs(deadlineMs) : 0);
+        n = corKitConnReadWait(&p->kept.k, id != 0 ? leftMs(deadlineMs) : 0);
         if (id == 0 && n == -EAGAIN) {
             return 0;
         }

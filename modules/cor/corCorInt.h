@@ -17,12 +17,16 @@
 
 #include "corCorCodec.h"
 
+/* An entry of a table: a NUL-terminated copy, malloc'ed, and its length. */
+typedef struct {
+    char* s;
+    uint32_t len;
+} CorCorEntry;
+
 /* One table: append-only, except that a failed frame truncates it back. */
 typedef struct {
-    char** items;               /* NUL-terminated copies, malloc'ed */
-    uint32_t* lens;
+    CorBuf entries;             /* count CorCorEntry, grown as a buffer */
     unsigned count;
-    unsigned cap;               /* of items and lens */
     unsigned max;               /* COR_COR_NAMES_MAX or _NAMESPACES_MAX */
     uint32_t* slots;            /* index + 1 of an entry, 0 when empty */
     unsigned slotCount;         /* a power of two, or 0 */
@@ -33,6 +37,13 @@ struct CorCorTables {
     CorCorTable namespaces;
     CorCorTable names;
 };
+
+/* Entry index (< tb->count) of tb. */
+static inline const CorCorEntry*
+corCorTableAt(const CorCorTable* tb, unsigned index)
+{
+    return (const CorCorEntry*)(const void*)tb->entries.data + index;
+}
 
 /* The index of the entry s (len bytes), or -1 when absent. */
 int corCorTableFind(const CorCorTable* tb, const char* s, size_t len);

@@ -18,22 +18,10 @@
 #include "corCorServerInt.h"
 #include "corCorClientInt.h"
 
-#include <stdlib.h>
 
 /* How long a stop gives the answers it makes to go out, all connections
  * of a loop together. */
 #define STOP_FLUSH_MS 100
-
-CorServerConf corCorServerConf;
-
-static CorServerLoop* serverLoops;
-static unsigned serverLoopCount;
-
-CorServerLoop*
-corCorServerLoopAt(unsigned index)
-{
-    return &serverLoops[index % serverLoopCount];
-}
 
 static int
 corStart(CorModule* m, CorEvLoop* loop, unsigned index,
@@ -114,24 +102,8 @@ corInit(CorModule* m, const CorConf* conf)
 {
     CorConfErrors* errors = corModuleErrors(m);
 
-    corCorServerConf.maxFrame = (uint32_t)corConfSize(conf, "max_frame",
-                                                      COR_COR_FRAME_MAX, 1024,
-                                                      (uint64_t)1 << 30,
-                                                      errors);
-    corCorServerConf.maxInFlight = (unsigned)corConfInt(conf, "max_in_flight",
-                                                        256, 1, 65536, errors);
-    corCorServerConf.maxHeldBytes = corConfSize(conf, "max_in_flight_bytes",
-                                                (uint64_t)16 << 20, 1024,
-                                                (uint64_t)1 << 40, errors);
-    corCorServerConf.idleTimeoutMs =
-        corConfDurationMs(conf, "idle_timeout", 60000, 1, 24 * 3600 * 1000,
-                          errors);
-    corCorServerConf.helloTimeoutMs = corConfDurationMs(conf, "hello_timeout",
-                                                        10000, 1, 3600 * 1000,
-                                                        errors);
-    serverLoopCount = corLoopCount();
-    serverLoops = corCallocLines(serverLoopCount, sizeof(*serverLoops));
-    if (serverLoops == NULL) {
+    corCorServerConfRead(conf, errors);
+    if (corCorServerLoopsNew(corLoopCount()) != 0) {
         corModuleError(m, NULL, "out of memory");
         return -1;
     }
@@ -159,8 +131,7 @@ static void
 corExit(CorModule* m)
 {
     (void)m;
-    free(serverLoops);
-    serverLoops = NULL;
+    corCorServerLoopsFree();
 }
 
 COR_MODULE(cor, .init = corInit, .loopInit = corLoopInit,

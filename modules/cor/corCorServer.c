@@ -64,6 +64,9 @@
 /* An output buffer this large, once empty, goes back to malloc. */
 #define OUT_KEEP (64 * 1024)
 
+static CorServerLoop* serverLoops;
+static unsigned serverLoopCount;
+
 static void connClose(CorServerConn* c);
 
 /* Whether more may be read from the peer, beside the kit's high-water
@@ -101,19 +104,6 @@ frameQueue(CorServerConn* c, CorCorType type, uint32_t id,
         return rc;
     }
     return 0;
-}
-
-/* Queue a RESPONSE, encoded now from m with no tree between (but a JSON
- * body's). Returns 0, or -errno with why (nothing was queued, the tables
- * did not move). */
-int
-corCorServerResponseQueue(CorServerConn* c, uint32_t id, const CorCorMessage* m,
-              char* why, size_t whyLen)
-{
-    int rc = corCorMessageEncode(c->sent, COR_COR_RESPONSE, id, m, &c->k.out,
-                                 why, whyLen);
-
-    return rc < 0 ? rc : 0;
 }
 
 /* A protocol failure: say why in an ERROR frame (best effort), close. */
@@ -447,6 +437,29 @@ static const CorKitOps connOps = {
     .wrote = wrote,
     .expired = onTimer,
 };
+
+/* ---- The loops ----------------------------------------------------------- */
+
+int
+corCorServerLoopsNew(unsigned count)
+{
+    serverLoopCount = count;
+    serverLoops = corCallocLines(count, sizeof(*serverLoops));
+    return serverLoops != NULL ? 0 : -ENOMEM;
+}
+
+void
+corCorServerLoopsFree(void)
+{
+    free(serverLoops);
+    serverLoops = NULL;
+}
+
+CorServerLoop*
+corCorServerLoopAt(unsigned index)
+{
+    return &serverLoops[index % serverLoopCount];
+}
 
 /* ---- The connection ------------------------------------------------------ */
 

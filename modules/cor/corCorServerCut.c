@@ -115,8 +115,8 @@ nameRead(Cursor* k, unsigned mode, const CorCorTable* names)
         uint64_t i = varint(k);
 
         if (!k->out && i < names->count) {
-            s = names->items[i];
-            len = names->lens[i];
+            s = corCorTableAt(names, (unsigned)i)->s;
+            len = corCorTableAt(names, (unsigned)i)->len;
         }
     } else if (varint(k) == 0 && !k->out) {     /* no namespace */
         len = (size_t)varint(k);

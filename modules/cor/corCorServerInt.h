@@ -26,6 +26,8 @@ typedef struct {
     uint64_t helloTimeoutMs;    /* hello_timeout: the HELLO must come */
 } CorServerConf;
 
+/* Set by corCorServerConfRead (corCorServerConf.c), read by every file of
+ * the server. */
 extern CorServerConf corCorServerConf;
 
 /* One loop's part of the server; owned by that loop, on lines of its own. */
@@ -97,10 +99,13 @@ void corCorServerConnDrain(CorServerConn* c);
  * goes out until deadline (corEvClockMs time), close (a stop). */
 void corCorServerConnStop(CorServerConn* c, uint64_t deadline);
 
-/* Queue a RESPONSE encoded now from m. Returns 0, or -errno with why
- * (nothing queued, the tables as they were). */
-int corCorServerResponseQueue(CorServerConn* c, uint32_t id,
-                              const CorCorMessage* m, char* why, size_t whyLen);
+/* The loops' shares of the server, count of them (the module's init and
+ * exit). Returns 0 or -ENOMEM. */
+int corCorServerLoopsNew(unsigned count);
+void corCorServerLoopsFree(void);
+/* The share of loop index. */
+CorServerLoop* corCorServerLoopAt(unsigned index);
+
 /* ---- corCorServerRequest.c ----------------------------------------------- */
 
 /* Serve the request of a REQUEST message m (taken over, cleared): made,
@@ -137,8 +142,10 @@ int corCorServerRequestCut(CorServerConn* c, const CorCorHead* h,
                            const uint8_t* frame, size_t n, char* why,
                            size_t whyLen);
 
-/* ---- corCorModule.c ------------------------------------------------------ */
+/* ---- corCorServerConf.c -------------------------------------------------- */
 
-CorServerLoop* corCorServerLoopAt(unsigned index);
+/* Read the module's settings from conf into corCorServerConf (an error
+ * goes to errors). */
+void corCorServerConfRead(const CorConf* conf, CorConfErrors* errors);
 
 #endif /* COR_COR_SERVER_INT_H */

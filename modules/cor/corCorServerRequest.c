@@ -38,6 +38,19 @@ static const CorProtocolOps corOps = {
     .streamAbort = streamAbort,
 };
 
+/* Queue a RESPONSE, encoded now from m with no tree between (but a JSON
+ * body's). Returns 0, or -errno with why (nothing was queued, the tables
+ * did not move). */
+static int
+responseQueue(CorServerConn* c, uint32_t id, const CorCorMessage* m,
+              char* why, size_t whyLen)
+{
+    int rc = corCorMessageEncode(c->sent, COR_COR_RESPONSE, id, m, &c->k.out,
+                                 why, whyLen);
+
+    return rc < 0 ? rc : 0;
+}
+
 /* A RESPONSE that no handler made (a bad target, past max_in_flight). */
 int
 corCorServerAnswerBare(CorServerConn* c, uint32_t id, int status,
@@ -46,7 +59,7 @@ corCorServerAnswerBare(CorServerConn* c, uint32_t id, int status,
     CorCorMessage m = { .status = status, .contentType = "text/plain",
                         .body = text, .bodyLen = strlen(text) };
     char why[COR_COR_WHY_MAX];
-    int rc = corCorServerResponseQueue(c, id, &m, why, sizeof(why));
+    int rc = responseQueue(c, id, &m, why, sizeof(why));
 
     if (rc < 0) {
         corLog(COR_LOG_ERROR, "cor: a frame to %s not encoded: %s",
@@ -223,7 +236,7 @@ respond(CorServerConn* c, CorServerRequest* req)
     r->status = m.status;
     r->bodySent = m.bodyLen;
     r->cut = r->cut || req->streamFailed;    /* or its client left */
-    if (corCorServerResponseQueue(c, req->id, &m, why, sizeof(why)) != 0) {
+    if (responseQueue(c, req->id, &m, why, sizeof(why)) != 0) {
         corLog(COR_LOG_ERROR, "cor: the answer to %.*s %.*s: %s",
                (int)r->methodLen, r->method, (int)r->pathLen, r->path, why);
         r->status = 500;

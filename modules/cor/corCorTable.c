@@ -53,9 +53,9 @@ seedOf(const void* p)
 static void
 slotPut(CorCorTable* tb, unsigned index)
 {
+    const CorCorEntry* e = corCorTableAt(tb, index);
     unsigned mask = tb->slotCount - 1;
-    unsigned i = (unsigned)hashOf(tb, tb->items[index], tb->lens[index])
-                 & mask;
+    unsigned i = (unsigned)hashOf(tb, e->s, e->len) & mask;
 
     while (tb->slots[i] != 0) {
         i = (i + 1) & mask;
@@ -100,8 +100,9 @@ corCorTableFind(const CorCorTable* tb, const char* s, size_t len)
     for (i = (unsigned)hashOf(tb, s, len) & mask; tb->slots[i] != 0;
          i = (i + 1) & mask) {
         unsigned index = tb->slots[i] - 1;
+        const CorCorEntry* e = corCorTableAt(tb, index);
 
-        if (tb->lens[index] == len && memcmp(tb->items[index], s, len) == 0) {
+        if (e->len == len && memcmp(e->s, s, len) == 0) {
             return (int)index;
         }
     }
@@ -114,35 +115,16 @@ corCorTableTakes(const CorCorTable* tb, size_t len)
     return tb->count < tb->max && len <= COR_COR_ENTRY_MAX;
 }
 
-static int
-grow(CorCorTable* tb)
-{
-    unsigned cap = tb->cap == 0 ? 16 : tb->cap * 2;
-    char** items = realloc(tb->items, cap * sizeof(*items));
-    uint32_t* lens;
-
-    if (items == NULL) {
-        return -ENOMEM;
-    }
-    tb->items = items;
-    lens = realloc(tb->lens, cap * sizeof(*lens));
-    if (lens == NULL) {
-        return -ENOMEM;
-    }
-    tb->lens = lens;
-    tb->cap = cap;
-    return 0;
-}
-
 int
 corCorTableAppend(CorCorTable* tb, const char* s, size_t len)
 {
+    CorCorEntry* e;
     char* copy;
 
     if (!corCorTableTakes(tb, len)) {
         return 0;
     }
-    if ((tb->count == tb->cap && grow(tb) != 0)
+    if (corBufReserve(&tb->entries, sizeof(*e)) != 0
         || ((tb->count + 1) * 2 > tb->slotCount
             && rehash(tb, tb->count + 1) != 0)) {
         return -ENOMEM;
@@ -153,8 +135,10 @@ corCorTableAppend(CorCorTable* tb, const char* s, size_t len)
     }
     memcpy(copy, s, len);
     copy[len] = '\0';
-    tb->items[tb->count] = copy;
-    tb->lens[tb->count] = (uint32_t)len;
+    e = (CorCorEntry*)(void*)(tb->entries.data + tb->entries.len);
+    e->s = copy;
+    e->len = (uint32_t)len;
+    tb->entries.len += sizeof(*e);
     slotPut(tb, tb->count);
     tb->count++;
     return 0;
@@ -167,8 +151,9 @@ corCorTableTruncate(CorCorTable* tb, unsigned count)
         return;
     }
     while (tb->count > count) {
-        free(tb->items[--tb->count]);
+        free(corCorTableAt(tb, --tb->count)->s);
     }
+    tb->entries.len = tb->count * sizeof(CorCorEntry);
     /* Open addressing cannot simply forget an entry: rebuild, which only
      * a failed frame pays for. Without memory for it, clear the slots in
      * place and put the survivors back. */
@@ -184,8 +169,7 @@ static void
 tableFree(CorCorTable* tb)
 {
     corCorTableTruncate(tb, 0);
-    free(tb->items);
-    free(tb->lens);
+    corBufFree(&tb->entries);
     free(tb->slots);
 }
 

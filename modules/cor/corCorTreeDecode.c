@@ -51,20 +51,35 @@ getVarint(CorCorDecoder* d, size_t end, uint64_t* vp)
     }
 }
 
+/* A length, then that many bytes and nul more (0 or 1) within end: what
+ * they are ("a string", "its") names them in a refusal. */
+static int
+getSpan(CorCorDecoder* d, size_t end, size_t nul, const char* what,
+        const char* whose, uint64_t* np)
+{
+    size_t at = d->pos;
+    int rc = getVarint(d, end, np);
+
+    if (rc != 0) {
+        return rc;
+    }
+    if (end - d->pos < nul || *np > end - d->pos - nul) {
+        return refuse(d, at, "%s of %llu bytes past %s container", what,
+                      (unsigned long long)*np, whose);
+    }
+    return 0;
+}
+
 /* A local part or an inline namespace: length, bytes, NUL. */
 static int
 getLocal(CorCorDecoder* d, size_t end, CorCorStr* out)
 {
     size_t at = d->pos;
     uint64_t n;
-    int rc = getVarint(d, end, &n);
+    int rc = getSpan(d, end, 1, "a string", "its", &n);
 
     if (rc != 0) {
         return rc;
-    }
-    if (n >= end - d->pos) {
-        return refuse(d, at, "a string of %llu bytes past its container",
-                      (unsigned long long)n);
     }
     out->s = (const char*)d->buf + d->pos;
     out->len = (size_t)n;
@@ -94,8 +109,8 @@ getNamespace(CorCorDecoder* d, size_t end, uint64_t ns, CorCorStr* out)
             return refuse(d, at, "namespace %llu of a table of %u",
                           (unsigned long long)(ns - 2), tb->count);
         }
-        out->s = tb->items[ns - 2];
-        out->len = tb->lens[ns - 2];
+        out->s = corCorTableAt(tb, (unsigned)(ns - 2))->s;
+        out->len = corCorTableAt(tb, (unsigned)(ns - 2))->len;
         return 0;
     }
     if ((rc = getLocal(d, end, out)) != 0) {
@@ -175,8 +190,8 @@ getName(CorCorDecoder* d, size_t end, unsigned mode, CorCorStr* out)
                           (unsigned long long)index,
                           tb != NULL ? tb->count : 0);
         }
-        out->s = tb->items[index];
-        out->len = tb->lens[index];
+        out->s = corCorTableAt(tb, (unsigned)index)->s;
+        out->len = corCorTableAt(tb, (unsigned)index)->len;
         return 0;
     }
     if ((rc = getString(d, end, out)) != 0 || tb == NULL) {
@@ -263,16 +278,11 @@ static int getNode(CorCorDecoder* d, size_t end, unsigned depth,
 int
 corCorGetLength(CorCorDecoder* d, size_t end, size_t* childEndP)
 {
-    size_t at = d->pos;
     uint64_t n;
-    int rc = getVarint(d, end, &n);
+    int rc = getSpan(d, end, 0, "children", "their", &n);
 
     if (rc != 0) {
         return rc;
-    }
-    if (n > end - d->pos) {
-        return refuse(d, at, "children of %llu bytes past their container",
-                      (unsigned long long)n);
     }
     *childEndP = d->pos + (size_t)n;
     return 0;

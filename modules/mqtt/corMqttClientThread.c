@@ -22,12 +22,11 @@
 #include <string.h>
 
 typedef struct ThreadLink {
-    CorList link;               /* the thread's links */
+    CorKitKept kept;            /* on the thread's links: its connection,
+                                 * its bytes (what came and is not yet a
+                                 * packet, what goes) */
     CorMqttBroker broker;
     char name[300];
-    CorConn* conn;
-    CorKitConn k;               /* its bytes, driven by poll(): what came
-                                 * and is not yet a packet, what goes */
     uint16_t nextId;
     unsigned keepAliveMs;
     uint64_t lastUsedMs;
@@ -35,31 +34,18 @@ typedef struct ThreadLink {
 
 static __thread CorList threadLinks;
 
-/* Close l's connection; l stays, for the next connection to its broker
- * (its input buffer, its packet ids). */
+/* The key of b among the thread's kept connections: its name, version,
+ * user and password (each with its length: no two brokers alike), as
+ * corMqttBrokerSame tells brokers apart. */
 static void
-linkClose(ThreadLink* l)
+brokerKey(const CorMqttBroker* b, char* key, size_t cap)
 {
-    corConnClose(l->conn);
-    l->conn = NULL;
-    l->k.in.len = l->k.in.off = 0;
-    l->k.out.len = l->k.out.off = 0;
-}
+    char name[300];
 
-static ThreadLink*
-linkFind(const CorMqttBroker* b)
-{
-    CorList* node;
-    CorList* next;
-
-    corListForEach(node, next, &threadLinks) {
-        ThreadLink* l = corContainerOf(node, ThreadLink, link);
-
-        if (corMqttBrokerSame(&l->broker, b)) {
-            return l;
-        }
-    }
-    return NULL;
+    snprintf(key, cap, "%s %u %d%zu:%s %d%zu:%s",
+             corMqttBrokerName(b, name, sizeof(name)), b->version,
+             b->hasUser, strlen(b->user), b->user, b->hasPassword,
+             strlen(b->password), b->password);
 }
 
 /* This thread's connection to b: a kept one not idle too long, or a new
@@ -68,35 +54,41 @@ static ThreadLink*
 linkFor(const CorMqttBroker* b, uint64_t deadlineMs, int* rc, char* why,
         size_t whyLen)
 {
+    char key[2 * COR_MQTT_CRED_MAX + 340];
     char clientId[64];
     CorMqttSession s = { .persistent = false };
-    ThreadLink* l = linkFind(b);
+    CorKitKept* kk;
+    ThreadLink* l;
+    CorConn* conn;
 
-    if (l != NULL && l->conn != NULL
+    brokerKey(b, key, sizeof(key));
+    kk = corKitKeptFind(&threadLinks, key);
+    l = kk != NULL ? corContainerOf(kk, ThreadLink, kept) : NULL;
+    if (l != NULL && l->kept.conn != NULL
         && (l->keepAliveMs == 0
             || corEvClockMs() - l->lastUsedMs < l->keepAliveMs * 3 / 2)) {
         return l;
     }
     if (l == NULL) {
         l = calloc(1, sizeof(*l));
-        if (l == NULL) {
+        if (l == NULL || corKitKeptAdd(&threadLinks, &l->kept, key) != 0) {
+            free(l);
             *rc = -ENOMEM;
             snprintf(why, whyLen, "no memory for a connection");
             return NULL;
         }
-        corKitConnInit(&l->k, NULL, NULL);
         l->broker = *b;
         corMqttBrokerName(b, l->name, sizeof(l->name));
-        corListInsert(&threadLinks, &l->link);
     }
-    linkClose(l);
+    /* A kept one too old: l stays, for its input buffer and packet ids. */
+    corKitKeptClose(&l->kept);
     corMqttClientIdMake(clientId, sizeof(clientId));
-    l->conn = corMqttSessionOpen(b, clientId, deadlineMs, &s, &l->k.in, rc,
-                                 why, whyLen);
-    if (l->conn == NULL) {
+    conn = corMqttSessionOpen(b, clientId, deadlineMs, &s, &l->kept.k.in, rc,
+                              why, whyLen);
+    if (conn == NULL) {
         return NULL;
     }
-    corKitConnAttach(&l->k, corConnTransport(l->conn));
+    corKitKeptAttach(&l->kept, conn);
     l->keepAliveMs = s.keepAliveS * 1000;
     return l;
 }
@@ -104,24 +96,25 @@ linkFor(const CorMqttBroker* b, uint64_t deadlineMs, int* rc, char* why,
 static int
 packetSend(ThreadLink* l, const CorMqttPacket* pkt, uint64_t deadlineMs)
 {
-    int rc = corMqttBufPut(&l->k.out, l->broker.version, pkt);
+    int rc = corMqttBufPut(&l->kept.k.out, l->broker.version, pkt);
 
-    return rc == 0 ? corKitConnFlushWait(&l->k, corMqttLeftMs(deadlineMs))
+    return rc == 0 ? corKitConnFlushWait(&l->kept.k, corMqttLeftMs(deadlineMs))
                    : rc;
 }
 
-/* The next whole packet into *pkt (it points into l->k.in until the next
- * call): its length, or -errno with why. */
+/* The next whole packet into *pkt (it points into l->kept.k.in until the
+ * next call): its length, or -errno with why. */
 static int
 packetNext(ThreadLink* l, size_t* used, CorMqttPacket* pkt,
            uint64_t deadlineMs, char* why, size_t whyLen)
 {
-    corBufConsume(&l->k.in, *used);
+    corBufConsume(&l->kept.k.in, *used);
     *used = 0;
     for (;;) {
         CorMqttStatus st = { 0 };
         ssize_t n;
-        int rc = corMqttDecode(corBufHead(&l->k.in), corBufPending(&l->k.in),
+        int rc = corMqttDecode(corBufHead(&l->kept.k.in),
+                               corBufPending(&l->kept.k.in),
                                l->broker.version, COR_MQTT_READ_MAX, pkt,
                                &st);
 
@@ -133,11 +126,11 @@ packetNext(ThreadLink* l, size_t* used, CorMqttPacket* pkt,
             *used = rc > 0 ? (size_t)rc : 0;
             return rc < 0 ? -EPROTO : rc;
         }
-        if (corMqttInputReserve(&l->k.in, st.need) != 0) {
+        if (corMqttInputReserve(&l->kept.k.in, st.need) != 0) {
             snprintf(why, whyLen, "no memory for a packet");
             return -ENOMEM;
         }
-        n = corKitConnReadWait(&l->k, corMqttLeftMs(deadlineMs));
+        n = corKitConnReadWait(&l->kept.k, corMqttLeftMs(deadlineMs));
         if (n <= 0) {
             snprintf(why, whyLen, "%s: %s", l->name, n == 0
                      ? "the broker closed the connection" : n == -ETIMEDOUT
@@ -201,9 +194,9 @@ publishOn(ThreadLink* l, const CorMqttMessage* msg, bool dup, char* why,
         l->nextId = l->nextId == UINT16_MAX ? 1 : l->nextId + 1;
         id = l->nextId;
     }
-    rc = corMqttBufPublish(&l->k.out, msg, id, dup);
+    rc = corMqttBufPublish(&l->kept.k.out, msg, id, dup);
     if (rc == 0) {
-        rc = corKitConnFlushWait(&l->k, corMqttLeftMs(msg->deadlineMs));
+        rc = corKitConnFlushWait(&l->kept.k, corMqttLeftMs(msg->deadlineMs));
         if (rc < 0) {
             snprintf(why, whyLen, "%s: %s", l->name, strerror(-rc));
         }
@@ -222,7 +215,7 @@ publishOn(ThreadLink* l, const CorMqttMessage* msg, bool dup, char* why,
             break;
         }
     }
-    corBufConsume(&l->k.in, used);
+    corBufConsume(&l->kept.k.in, used);
     return rc < 0 ? rc : 0;
 }
 
@@ -281,7 +274,7 @@ corMqttPublishOnThread(const CorMqttMessage* msg, char* why, size_t whyLen)
             /* A timeout leaves an ack to come, which the next publish
              * reads past; anything else leaves the connection in doubt. */
             if (rc != -ETIMEDOUT && rc != -EACCES) {
-                linkClose(l);
+                corKitKeptClose(&l->kept);
             }
         }
         if (!corMqttServed(msg->broker) || !retryable(rc)

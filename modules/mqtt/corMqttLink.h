@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A loop's connection to a broker (a link), shared by corMqttClient.c,
- * which runs it and publishes on it, and corMqttSubscribe.c, which
+ * A loop's connection to a broker (a link): what waits on it
+ * (corMqttLink.c), its connection (corMqttLinkConn.c), a publish on it
+ * (corMqttClient.c) and a subscriber's (corMqttSubscribe.c), which
  * subscribes on one and serves the messages that come. Nothing outside
  * modules/mqtt/ includes it.
  */
@@ -126,33 +127,33 @@ void corMqttLinkClose(Link* l);
 void corMqttLinkHold(Link* l);
 void corMqttLinkRelease(Link* l);
 
-/* ---- Between corMqttClient.c (writes) and corMqttLinkRead.c (reads) ----- */
+/* ---- corMqttLink.c: what waits on a link --------------------------------- */
 
 /* What a slot holds whose publish left (timed out, cancelled). */
 extern Pub corMqttOrphan;
 
-/* End p (rc 0: acknowledged; else why) and wake its publisher. */
+/* End p (rc 0: acknowledged; else why) and wake its publisher; end every
+ * publish of list so. */
 void corMqttPubFinish(Link* l, Pub* p, int rc, const char* why);
+void corMqttPubsFail(Link* l, CorList* list, int rc, const char* why);
 
-/* The connection is gone (rc, why): in-flight QoS 1/2 publishes go back
- * to the queue, and the link connects again after its back-off. */
-void corMqttLinkDrop(Link* l, int rc, const char* why);
-
-/* Encode the queued publishes the window lets out; write what the
- * socket takes (EPOLLOUT brings the rest). */
+/* Encode the queued publishes the window lets out. */
 void corMqttLinkPump(Link* l);
-void corMqttLinkFlush(Link* l);
 /* After a write: the QoS 0 publishes whose bytes all went end, and a
  * link that said DISCONNECT lets go once it is written. */
 void corMqttLinkWrote(Link* l);
 
-/* Take every whole packet read: 0, or -1 after dropping the link. */
-int corMqttPacketsTake(CorKitConn* k);
+/* Put a new l on the calling loop's list (its reference). */
+void corMqttLinkAdd(Link* l);
+/* Nothing more will be tried: every publish on l fails, l is forgotten. */
+void corMqttLinkGiveUp(Link* l, int rc, const char* why);
 
-/* The kit's side of a link (its socket has something, packets came, ...)
- * and its keepalive timer. */
-extern const CorKitOps corMqttLinkOps;
-void corMqttLinkPingFire(CorEvTimer* timer);
+/* ---- corMqttLinkConn.c: its connection ----------------------------------- */
+
+/* A new link to b (group's, for a subscriber) on the calling loop,
+ * connecting in a coroutine of its own. NULL with rc and why. */
+Link* corMqttLinkNew(const CorMqttBroker* b, const CorMqttSubGroup* group,
+                     int* rc, char* why, size_t whyLen);
 
 /* ---- corMqttSubscribe.c -------------------------------------------------- */
 

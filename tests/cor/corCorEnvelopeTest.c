@@ -54,8 +54,10 @@ tableEq(const CorCorTable* a, const CorCorTable* b)
     unsigned i = 0;
 
     ck_assert_uint_eq(a->count, b->count);
-    while (i < a->count && a->lens[i] == b->lens[i]
-           && memcmp(a->items[i], b->items[i], a->lens[i]) == 0) {
+    while (i < a->count
+           && corCorTableAt(a, i)->len == corCorTableAt(b, i)->len
+           && memcmp(corCorTableAt(a, i)->s, corCorTableAt(b, i)->s,
+                     corCorTableAt(a, i)->len) == 0) {
         i++;
     }
     ck_assert_msg(i == a->count, "entry %u differs", i);

@@ -339,6 +339,45 @@ START_TEST(test_off_the_loops_it_reads_and_writes_with_waits)
 }
 END_TEST
 
+/* A kept connection's CorConn: the test makes none (corConn.c is not
+ * linked), so a close is of NULL. */
+void
+corConnClose(CorConn* c)
+{
+    ck_assert_ptr_null(c);
+}
+
+CorTransport*
+corConnTransport(CorConn* c)
+{
+    (void)c;
+    return NULL;
+}
+
+/* A thread's kept connections are found by their key, and one freed
+ * leaves the list (no connection made: conn stays NULL). */
+START_TEST(test_kept_connections_are_found_by_their_key)
+{
+    CorList kept;
+    CorKitKept a;
+    CorKitKept b;
+
+    corListInit(&kept);
+    ck_assert_int_eq(corKitKeptAdd(&kept, &a, "cor://h:1"), 0);
+    ck_assert_int_eq(corKitKeptAdd(&kept, &b, "cors://h:1"), 0);
+    ck_assert_ptr_eq(corKitKeptFind(&kept, "cor://h:1"), &a);
+    ck_assert_ptr_eq(corKitKeptFind(&kept, "cors://h:1"), &b);
+    ck_assert_ptr_null(corKitKeptFind(&kept, "cor://h:2"));
+    ck_assert_ptr_null(a.conn);
+    corKitKeptClose(&a);        /* not connected: nothing to close */
+    corKitKeptFree(&a);
+    ck_assert_ptr_null(corKitKeptFind(&kept, "cor://h:1"));
+    ck_assert_ptr_eq(corKitKeptFind(&kept, "cors://h:1"), &b);
+    corKitKeptFree(&b);
+    ck_assert(corListEmpty(&kept));
+}
+END_TEST
+
 COR_TEST_SUITE(corKit)
 {
     tcase_add_checked_fixture(tc, setUp, tearDown);
@@ -350,4 +389,5 @@ COR_TEST_SUITE(corKit)
     tcase_add_test(tc, test_the_peers_end_and_a_deadline_reach_the_owner);
     tcase_add_test(tc, test_a_stopped_connection_leaves_its_set);
     tcase_add_test(tc, test_off_the_loops_it_reads_and_writes_with_waits);
+    tcase_add_test(tc, test_kept_connections_are_found_by_their_key);
 }
