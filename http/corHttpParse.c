@@ -1382,6 +1382,30 @@ chunkExtStep(CorHttpChunked* c, char ch)
     return 0;
 }
 
+/* A framing byte that must be want (a CR or LF), after which the body is
+ * in state next. */
+static inline int
+chunkByte(CorHttpChunked* c, char ch, char want, int next)
+{
+    if (ch != want) {
+        return -400;
+    }
+    c->state = next;
+    return 0;
+}
+
+/* A byte of a run of class cls that the byte end closes, after which the
+ * body is in state next: a trailer field's name or value. */
+static inline int
+chunkRun(CorHttpChunked* c, char ch, unsigned cls, char end, int next)
+{
+    if (ch == end) {
+        c->state = next;
+        return 0;
+    }
+    return isClass(ch, cls) ? 0 : -400;
+}
+
 /* One byte of the trailer section: field lines as in the head (no
  * obs-fold), checked and dropped, then the empty line. */
 static int
@@ -1402,31 +1426,15 @@ chunkTrailerStep(CorHttpChunked* c, char ch)
         c->state = COR_HTTP_CHUNK_TRAILER_NAME;
         return 0;
     case COR_HTTP_CHUNK_TRAILER_NAME:
-        if (ch == ':') {
-            c->state = COR_HTTP_CHUNK_TRAILER_VALUE;
-        } else if (!isClass(ch, COR_HTTP_CH_TOKEN)) {
-            return -400;
-        }
-        return 0;
+        return chunkRun(c, ch, COR_HTTP_CH_TOKEN, ':',
+                        COR_HTTP_CHUNK_TRAILER_VALUE);
     case COR_HTTP_CHUNK_TRAILER_VALUE:
-        if (ch == '\r') {
-            c->state = COR_HTTP_CHUNK_TRAILER_LF;
-        } else if (!isClass(ch, COR_HTTP_CH_FIELD)) {
-            return -400;
-        }
-        return 0;
+        return chunkRun(c, ch, COR_HTTP_CH_FIELD, '\r',
+                        COR_HTTP_CHUNK_TRAILER_LF);
     case COR_HTTP_CHUNK_TRAILER_LF:
-        if (ch != '\n') {
-            return -400;
-        }
-        c->state = COR_HTTP_CHUNK_TRAILER_START;
-        return 0;
-    default: /* COR_HTTP_CHUNK_END_LF */
-        if (ch != '\n') {
-            return -400;
-        }
-        c->state = COR_HTTP_CHUNK_DONE;
-        return 1;
+        return chunkByte(c, ch, '\n', COR_HTTP_CHUNK_TRAILER_START);
+    default: /* COR_HTTP_CHUNK_END_LF: the body's last byte */
+        return chunkByte(c, ch, '\n', COR_HTTP_CHUNK_DONE) < 0 ? -400 : 1;
     }
 }
 
@@ -1469,17 +1477,9 @@ chunkStep(CorHttpChunked* c, char ch)
                                 : COR_HTTP_CHUNK_DATA;
         return 0;
     case COR_HTTP_CHUNK_DATA_CR:
-        if (ch != '\r') {
-            return -400;
-        }
-        c->state = COR_HTTP_CHUNK_DATA_LF;
-        return 0;
+        return chunkByte(c, ch, '\r', COR_HTTP_CHUNK_DATA_LF);
     case COR_HTTP_CHUNK_DATA_LF:
-        if (ch != '\n') {
-            return -400;
-        }
-        c->state = COR_HTTP_CHUNK_SIZE_START;
-        return 0;
+        return chunkByte(c, ch, '\n', COR_HTTP_CHUNK_SIZE_START);
     default:
         if (c->state >= COR_HTTP_CHUNK_TRAILER_START) {
             return chunkTrailerStep(c, ch);
