@@ -128,6 +128,35 @@ scalar(const CorConf* map, const char* key, const char* expected,
     return node;
 }
 
+/* Report that key's value is not what a getter takes: "key: expected
+ * EXPECTED, got 'VALUE'", then why in parentheses when there is one. */
+static void
+expectedError(CorConfErrors* e, const CorConf* node, const char* key,
+              const char* expected, const char* why)
+{
+    char q[QUOTE_MAX];
+    const char* value = corConfQuote(node->text, q, sizeof(q));
+
+    if (why != NULL) {
+        corConfErrorf(e, node, "%s: expected %s, got '%s' (%s)", key,
+                      expected, value, why);
+    } else {
+        corConfErrorf(e, node, "%s: expected %s, got '%s'", key, expected,
+                      value);
+    }
+}
+
+/* Report that key's value is out of range, the range said as text. */
+static void
+rangeError(CorConfErrors* e, const CorConf* node, const char* key,
+           const char* range)
+{
+    char q[QUOTE_MAX];
+
+    corConfErrorf(e, node, "%s: %s is out of range (%s)", key,
+                  corConfQuote(node->text, q, sizeof(q)), range);
+}
+
 const char*
 corConfString(const CorConf* map, const char* key, const char* def,
               CorConfErrors* e)
@@ -147,7 +176,6 @@ corConfBool(const CorConf* map, const char* key, bool def, CorConfErrors* e)
         {"FALSE", "false"},
     };
     const CorConf* node = scalar(map, key, "true or false", e);
-    char q[QUOTE_MAX];
 
     if (node == NULL) {
         return def;
@@ -166,8 +194,7 @@ corConfBool(const CorConf* map, const char* key, bool def, CorConfErrors* e)
             return def;
         }
     }
-    corConfErrorf(e, node, "%s: expected true or false, got '%s'", key,
-                  corConfQuote(node->text, q, sizeof(q)));
+    expectedError(e, node, key, "true or false", NULL);
     return def;
 }
 
@@ -245,7 +272,6 @@ corConfInt(const CorConf* map, const char* key, int64_t def, int64_t min,
            int64_t max, CorConfErrors* e)
 {
     const CorConf* node = scalar(map, key, "an integer", e);
-    char q[QUOTE_MAX];
     char range[64];
     int64_t v = 0;
     ParseResult rc;
@@ -255,14 +281,12 @@ corConfInt(const CorConf* map, const char* key, int64_t def, int64_t min,
     }
     rc = parseInt(node->text, &v);
     if (rc == PARSE_BAD) {
-        corConfErrorf(e, node, "%s: expected an integer, got '%s'", key,
-                      corConfQuote(node->text, q, sizeof(q)));
+        expectedError(e, node, key, "an integer", NULL);
         return def;
     }
     if (rc == PARSE_RANGE || v < min || v > max) {
         formatIntRange(min, max, range, sizeof(range));
-        corConfErrorf(e, node, "%s: %s is out of range (%s)", key,
-                      corConfQuote(node->text, q, sizeof(q)), range);
+        rangeError(e, node, key, range);
         return def;
     }
     return v;
@@ -376,7 +400,6 @@ corConfSize(const CorConf* map, const char* key, uint64_t def, uint64_t min,
 {
     const CorConf* node = scalar(map, key, "a size", e);
     const size_t units = sizeof(sizeUnits) / sizeof(sizeUnits[0]);
-    char q[QUOTE_MAX];
     char range[80];
     uint64_t v = 0;
     ParseResult rc;
@@ -386,24 +409,19 @@ corConfSize(const CorConf* map, const char* key, uint64_t def, uint64_t min,
     }
     rc = parseSize(node->text, &v);
     if (rc == PARSE_NEGATIVE) {
-        corConfErrorf(e, node,
-                      "%s: expected a size, got '%s' (a size cannot be "
-                      "negative)",
-                      key, corConfQuote(node->text, q, sizeof(q)));
+        expectedError(e, node, key, "a size", "a size cannot be negative");
         return def;
     }
     if (rc == PARSE_BAD) {
-        corConfErrorf(e, node,
-                      "%s: expected a size such as 512, 16KiB or 1MiB "
-                      "(units: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB), "
-                      "got '%s'",
-                      key, corConfQuote(node->text, q, sizeof(q)));
+        expectedError(e, node, key,
+                      "a size such as 512, 16KiB or 1MiB (units: B, KB, MB, "
+                      "GB, TB, KiB, MiB, GiB, TiB)",
+                      NULL);
         return def;
     }
     if (rc == PARSE_RANGE || v < min || v > max) {
         formatRange(min, max, sizeUnits, units, "", range, sizeof(range));
-        corConfErrorf(e, node, "%s: %s is out of range (%s)", key,
-                      corConfQuote(node->text, q, sizeof(q)), range);
+        rangeError(e, node, key, range);
         return def;
     }
     return v;
@@ -499,7 +517,6 @@ corConfDurationMs(const CorConf* map, const char* key, uint64_t def,
     const CorConf* node = scalar(map, key, "a duration", e);
     const char* why = NULL;
     bool tooBig = false;
-    char q[QUOTE_MAX];
     char range[80];
     uint64_t v = 0;
 
@@ -519,25 +536,21 @@ corConfDurationMs(const CorConf* map, const char* key, uint64_t def,
         why = "the smallest step is 1ms";
         break;
     case PARSE_BAD:
-        corConfErrorf(e, node,
-                      "%s: expected a duration such as 100ms, 30s, 2m or 1h, "
-                      "got '%s'",
-                      key, corConfQuote(node->text, q, sizeof(q)));
+        expectedError(e, node, key, "a duration such as 100ms, 30s, 2m or 1h",
+                      NULL);
         return def;
     case PARSE_RANGE:
         tooBig = true;
         break;
     }
     if (why != NULL) {
-        corConfErrorf(e, node, "%s: expected a duration, got '%s' (%s)", key,
-                      corConfQuote(node->text, q, sizeof(q)), why);
+        expectedError(e, node, key, "a duration", why);
         return def;
     }
     if (tooBig || v < min || v > max) {
         formatRange(min, max, display, sizeof(display) / sizeof(display[0]),
                     "ms", range, sizeof(range));
-        corConfErrorf(e, node, "%s: %s is out of range (%s)", key,
-                      corConfQuote(node->text, q, sizeof(q)), range);
+        rangeError(e, node, key, range);
         return def;
     }
     return v;

@@ -145,6 +145,38 @@ kindName(const CorConf* node)
     return w;
 }
 
+/* Whether a list's entry is a mapping; reports it at where when not. */
+static bool
+isMapping(const CorConf* entry, const char* where, const char* example,
+          CorConfErrors* e)
+{
+    if (corConfKind(entry) == COR_CONF_MAP) {
+        return true;
+    }
+    corConfErrorf(e, entry, "%s: expected a mapping such as %s, got %s",
+                  where, example, kindName(entry).text);
+    return false;
+}
+
+/*
+ * The zeroed entries of a list (NULL: absent), size bytes each, one per
+ * item, and their count in *count; NULL and 0 for an empty list or out
+ * of memory (reported).
+ */
+static void*
+entriesAlloc(const CorConf* list, size_t size, unsigned* count,
+             CorConfErrors* e)
+{
+    size_t n = list != NULL ? corConfCount(list) : 0;
+    void* entries = n > 0 ? calloc(n, size) : NULL;
+
+    if (n > 0 && entries == NULL) {
+        corConfErrorf(e, list, "out of memory reading the configuration");
+    }
+    *count = entries != NULL ? (unsigned)n : 0;
+    return entries;
+}
+
 static bool
 isToken(const char* s, const char* extra)
 {
@@ -584,6 +616,10 @@ readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
     const CorConf* tls;
     const CorConf* address;
 
+    if (!isMapping(l->node, w.text,
+                   "{ protocol: http, address: 127.0.0.1:8080 }", e)) {
+        return;
+    }
     readProtocol(l, w.text, e);
     address = required(l->node, "address", w.text, "such as 127.0.0.1:8080", e);
     if (address != NULL && corConfString(l->node, "address", NULL, e) != NULL &&
@@ -604,7 +640,6 @@ static void
 readListen(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {
     const CorConf* list;
-    size_t count;
 
     if (corConfGet(root, "listen") == NULL) {
         corConfErrorf(e, root,
@@ -621,30 +656,15 @@ readListen(CorConfig* cf, const CorConf* root, CorConfErrors* e)
                       kindName(list).text);
         return;
     }
-    count = corConfCount(list);
-    if (count == 0) {
+    if (corConfCount(list) == 0) {
         corConfErrorf(e, list,
                       "listen: at least one listener is required, such as "
                       "{ protocol: http, address: 127.0.0.1:8080 }");
         return;
     }
-    cf->listen = calloc(count, sizeof(*cf->listen));
-    if (cf->listen == NULL) {
-        corConfErrorf(e, list, "out of memory reading the configuration");
-        return;
-    }
-    cf->listenCount = (unsigned)count;
+    cf->listen = entriesAlloc(list, sizeof(*cf->listen), &cf->listenCount, e);
     for (unsigned i = 0; i < cf->listenCount; i++) {
-        const CorConf* entry = corConfAt(list, i);
-
-        cf->listen[i].node = entry;
-        if (corConfKind(entry) != COR_CONF_MAP) {
-            corConfErrorf(e, entry,
-                          "listen[%u]: expected a mapping such as { protocol: "
-                          "http, address: 127.0.0.1:8080 }, got %s",
-                          i, kindName(entry).text);
-            continue;
-        }
+        cf->listen[i].node = corConfAt(list, i);
         readListenEntry(cf, i, e);
     }
 }
@@ -860,10 +880,7 @@ readModule(CorConfig* cf, unsigned i, CorConfErrors* e)
     Where w = whereAt("modules", i);
     const char* load;
 
-    if (corConfKind(entry) != COR_CONF_MAP) {
-        corConfErrorf(e, entry,
-                      "%s: expected a mapping such as { load: hello }, got %s",
-                      w.text, kindName(entry).text);
+    if (!isMapping(entry, w.text, "{ load: hello }", e)) {
         return;
     }
     if (!required(entry, "load", w.text,
@@ -900,15 +917,8 @@ readModules(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {
     const CorConf* list = corConfSeq(root, "modules", e);
 
-    if (list == NULL || corConfCount(list) == 0) {
-        return;
-    }
-    cf->modules = calloc(corConfCount(list), sizeof(*cf->modules));
-    if (cf->modules == NULL) {
-        corConfErrorf(e, list, "out of memory reading the configuration");
-        return;
-    }
-    cf->moduleCount = (unsigned)corConfCount(list);
+    cf->modules = entriesAlloc(list, sizeof(*cf->modules), &cf->moduleCount,
+                               e);
     for (unsigned i = 0; i < cf->moduleCount; i++) {
         cf->modules[i].node = corConfAt(list, i);
         readModule(cf, i, e);
@@ -985,9 +995,14 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
     CorConfigRoute* r = &cf->routes[i];
     const CorConf* entry = r->node;
     Where w = whereAt("routes", i);
-    const CorConf* match = required(
-        entry, "match", w.text, "such as \"GET /hello\" or \"/static/*\"", e);
+    const CorConf* match;
 
+    if (!isMapping(entry, w.text,
+                   "{ match: \"GET /hello\", handler: hello }", e)) {
+        return;
+    }
+    match = required(entry, "match", w.text,
+                     "such as \"GET /hello\" or \"/static/*\"", e);
     if (required(entry, "handler", w.text, "the name of a handler", e)) {
         setString(&r->handler,
                   nonEmpty(entry, "handler", NULL, "a handler name", e), e);
@@ -1016,26 +1031,9 @@ readRoutes(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {
     const CorConf* list = corConfSeq(root, "routes", e);
 
-    if (list == NULL || corConfCount(list) == 0) {
-        return;
-    }
-    cf->routes = calloc(corConfCount(list), sizeof(*cf->routes));
-    if (cf->routes == NULL) {
-        corConfErrorf(e, list, "out of memory reading the configuration");
-        return;
-    }
-    cf->routeCount = (unsigned)corConfCount(list);
+    cf->routes = entriesAlloc(list, sizeof(*cf->routes), &cf->routeCount, e);
     for (unsigned i = 0; i < cf->routeCount; i++) {
-        const CorConf* entry = corConfAt(list, i);
-
-        cf->routes[i].node = entry;
-        if (corConfKind(entry) != COR_CONF_MAP) {
-            corConfErrorf(e, entry,
-                          "routes[%u]: expected a mapping such as { match: "
-                          "\"GET /hello\", handler: hello }, got %s",
-                          i, kindName(entry).text);
-            continue;
-        }
+        cf->routes[i].node = corConfAt(list, i);
         readRoute(cf, i, e);
     }
 }

@@ -10,6 +10,7 @@
 #include "corCoInt.h"
 
 #include <errno.h>
+#include <string.h>
 
 #if COR_HAVE_ASAN
 #include <sanitizer/common_interface_defs.h>
@@ -42,6 +43,24 @@ coroutineMain(void)
     __builtin_unreachable();
 }
 
+/*
+ * The first context of a new coroutine, below top. Both switches keep a
+ * suspended context in four words on a 16-byte boundary, and a new one is
+ * all zeros (the end of the frame chain, the FP control state at reset)
+ * but for what corCoFrameFill, the switch's own, puts in.
+ */
+static void*
+frameInit(char* top, void (*entry)(void))
+{
+    uint64_t* frame;
+
+    top = (char*)((uintptr_t)top & ~(uintptr_t)15);
+    frame = (uint64_t*)(top - 32);
+    memset(frame, 0, 32);
+    corCoFrameFill(frame, entry);
+    return frame;
+}
+
 CorCo*
 corCoCreate(CorCoFn fn, void* arg)
 {
@@ -56,7 +75,7 @@ corCoCreate(CorCoFn fn, void* arg)
     co->sched = NULL;
     co->core.resumer = NULL;
     co->core.finished = false;
-    co->core.sp = corCoFrameInit((char*)co, coroutineMain);
+    co->core.sp = frameInit((char*)co, coroutineMain);
     return co;
 }
 

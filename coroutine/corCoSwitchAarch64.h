@@ -22,7 +22,6 @@
 #define COR_CO_SWITCH_AARCH64_H
 
 #include <stdint.h>
-#include <string.h>
 
 /* Save the running context in *fromSp and continue the one saved at toSp. */
 static inline __attribute__((always_inline)) void
@@ -62,20 +61,14 @@ corCoSwitch(void** fromSp, void* toSp)
 }
 
 /*
- * The first context of a new coroutine, below top: the switch into it
- * loads x29 = 0 (the end of the frame chain) and FPCR = 0 (its reset
- * value), and branches to entry with sp on a 16-byte boundary.
+ * The first context of a new coroutine, in frame (zeroed by corCo.c):
+ * the switch into it loads x29 = 0 (the end of the frame chain) and
+ * FPCR = 0 (its reset value), and branches to entry.
  */
-static inline void*
-corCoFrameInit(char* top, void (*entry)(void))
+static inline void
+corCoFrameFill(uint64_t frame[4], void (*entry)(void))
 {
-    uint64_t* frame;
-
-    top = (char*)((uintptr_t)top & ~(uintptr_t)15);
-    frame = (uint64_t*)(top - 32);
-    memset(frame, 0, 32);
     frame[1] = (uintptr_t)entry;
-    return frame;
 }
 
 #endif /* COR_CO_SWITCH_AARCH64_H */

@@ -40,7 +40,6 @@
 #define COR_CO_SWITCH_X8664_H
 
 #include <stdint.h>
-#include <string.h>
 
 /* Built for AVX-512, the compiler also keeps values in xmm16-31 and in the
  * mask registers k0-k7 (all caller-saved), which the other side may
@@ -103,23 +102,18 @@ corCoSwitch(void** fromSp, void* toSp)
 }
 
 /*
- * The first context of a new coroutine, below top: the switch into it pops
- * entry as the address to continue at, the x87 control word at reset, and
- * rbp = 0 (the end of the frame chain), and arrives in entry with the stack
- * as a call would leave it (a null return address on a 16-byte boundary).
+ * The first context of a new coroutine, in frame (zeroed by corCo.c):
+ * the switch into it pops entry as the address to continue at, the x87
+ * control word at reset, and rbp = 0 (the end of the frame chain), and
+ * arrives in entry with the stack as a call would leave it (a null return
+ * address on a 16-byte boundary).
  */
-static inline void*
-corCoFrameInit(char* top, void (*entry)(void))
+static inline void
+corCoFrameFill(uint64_t frame[4], void (*entry)(void))
 {
-    uint64_t* frame;
-
-    top = (char*)((uintptr_t)top & ~(uintptr_t)15);
-    frame = (uint64_t*)(top - 32);
-    memset(frame, 0, 32);
     frame[0] = (uintptr_t)entry;
     ((uint16_t*)frame)[4] = 0x037f;         /* x87 control word at reset */
     /* frame[2]: rbp; frame[3]: the null return address of entry. */
-    return frame;
 }
 
 #endif /* COR_CO_SWITCH_X8664_H */

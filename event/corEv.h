@@ -456,6 +456,14 @@ int corResolverConfigure(const CorResolverConfig* config);
 int corResolve(const char* host, int timeoutMs, CorAddrs* out, char* why,
                size_t whyLen);
 
+/*
+ * Write why a call failed into why, printf-style, cut to whyLen bytes;
+ * nothing when why is NULL or whyLen 0 (the caller did not ask). For the
+ * calls that take a why buffer, as corResolve does.
+ */
+void corEvWhy(char* why, size_t whyLen, const char* format, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* ---- The worker pool ----------------------------------------------------- */
 
 /*

@@ -24,6 +24,32 @@ slotOf(CorEvHeap* heap, unsigned k, CorEvHeapNode** parentP)
     return slot;
 }
 
+/* Point node's children back at it. */
+static inline void
+adopt(CorEvHeapNode* node)
+{
+    if (node->left != NULL) {
+        node->left->parent = node;
+    }
+    if (node->right != NULL) {
+        node->right->parent = node;
+    }
+}
+
+/* Hang node where old hung: node->parent is old's parent (NULL at the
+ * root), whose child pointer still points at old. */
+static inline void
+hang(CorEvHeap* heap, const CorEvHeapNode* old, CorEvHeapNode* node)
+{
+    if (node->parent == NULL) {
+        heap->min = node;
+    } else if (node->parent->left == old) {
+        node->parent->left = node;
+    } else {
+        node->parent->right = node;
+    }
+}
+
 /* Exchange child with its parent, fixing every link around the two. */
 static void
 swapWithParent(CorEvHeap* heap, CorEvHeapNode* parent, CorEvHeapNode* child)
@@ -44,19 +70,8 @@ swapWithParent(CorEvHeap* heap, CorEvHeapNode* parent, CorEvHeapNode* child)
     if (sibling != NULL) {
         sibling->parent = child;
     }
-    if (parent->left != NULL) {
-        parent->left->parent = parent;
-    }
-    if (parent->right != NULL) {
-        parent->right->parent = parent;
-    }
-    if (child->parent == NULL) {
-        heap->min = child;
-    } else if (child->parent->left == parent) {
-        child->parent->left = child;
-    } else {
-        child->parent->right = child;
-    }
+    adopt(parent);
+    hang(heap, parent, child);
 }
 
 static void
@@ -114,19 +129,8 @@ corEvHeapRemove(CorEvHeap* heap, CorEvHeapNode* node, CorEvHeapLessFn less)
     }
     /* The last node takes the removed one's place, then finds its level. */
     *last = *node;
-    if (last->left != NULL) {
-        last->left->parent = last;
-    }
-    if (last->right != NULL) {
-        last->right->parent = last;
-    }
-    if (node->parent == NULL) {
-        heap->min = last;
-    } else if (node->parent->left == node) {
-        node->parent->left = last;
-    } else {
-        node->parent->right = last;
-    }
+    adopt(last);
+    hang(heap, node, last);
     siftDown(heap, last, less);
     siftUp(heap, last, less);
 }

@@ -32,6 +32,13 @@ void corEvHeapInsert(CorEvHeap* heap, CorEvHeapNode* node,
 void corEvHeapRemove(CorEvHeap* heap, CorEvHeapNode* node,
                      CorEvHeapLessFn less);
 
+/* The order of both heaps, the timers and the delayed tasks: whether what
+ * is due at deadline, queued as seq, comes before what is due at
+ * otherDeadline, queued as otherSeq. Equal deadlines go in the order they
+ * were queued. */
+static inline bool corEvDueBefore(uint64_t deadline, uint64_t seq,
+                                  uint64_t otherDeadline, uint64_t otherSeq);
+
 /* ---- The fds the loop knows ---------------------------------------------- */
 
 /*
@@ -354,6 +361,16 @@ CorResolveEntry* corResolveCacheAdd(CorResolveCache* cache, const char* name,
                                     uint64_t now);
 
 /* ---- Inline definitions ------------------------------------------------ */
+
+static inline bool
+corEvDueBefore(uint64_t deadline, uint64_t seq, uint64_t otherDeadline,
+               uint64_t otherSeq)
+{
+    if (deadline != otherDeadline) {
+        return deadline < otherDeadline;
+    }
+    return seq < otherSeq;
+}
 
 static inline CorEvFdSlot*
 corEvFdSlot(CorEvLoop* loop, int fd)

@@ -52,10 +52,7 @@ delayedLess(const CorEvHeapNode* a, const CorEvHeapNode* b)
     const CorEvTask* ta = corContainerOf(a, CorEvTask, node);
     const CorEvTask* tb = corContainerOf(b, CorEvTask, node);
 
-    if (ta->deadline != tb->deadline) {
-        return ta->deadline < tb->deadline;
-    }
-    return ta->seq < tb->seq;
+    return corEvDueBefore(ta->deadline, ta->seq, tb->deadline, tb->seq);
 }
 
 static void

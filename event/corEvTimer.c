@@ -29,10 +29,7 @@ timerLess(const CorEvHeapNode* a, const CorEvHeapNode* b)
     const CorEvTimer* ta = corContainerOf(a, CorEvTimer, node);
     const CorEvTimer* tb = corContainerOf(b, CorEvTimer, node);
 
-    if (ta->deadline != tb->deadline) {
-        return ta->deadline < tb->deadline;
-    }
-    return ta->seq < tb->seq;
+    return corEvDueBefore(ta->deadline, ta->seq, tb->deadline, tb->seq);
 }
 
 uint64_t

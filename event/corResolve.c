@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -32,20 +31,6 @@ struct CorResolveWaiter {
     bool done;
     CorCoPark park;             /* a parked coroutine; 0 when it polls */
 };
-
-/* Say why into why (may be NULL). */
-static void
-whySet(char* why, size_t whyLen, const char* format, ...)
-{
-    va_list ap;
-
-    if (why == NULL || whyLen == 0) {
-        return;
-    }
-    va_start(ap, format);
-    vsnprintf(why, whyLen, format, ap);
-    va_end(ap);
-}
 
 static void
 addIpv4(CorAddrs* out, const struct in_addr* addr)
@@ -142,56 +127,51 @@ nameKey(const char* host, char* name, size_t cap)
     return true;
 }
 
+/* What a failed query means, by c-ares status: the errno a lookup returns
+ * and the why after "name 'x': ". A status not here is -EIO with c-ares'
+ * own words. */
+static const struct {
+    int status;
+    int rc;
+    const char* text;
+} failures[] = {
+    { ARES_ENOTFOUND, -ENOENT, "NXDOMAIN (no such name)" },
+    { ARES_ENODATA, -ENOENT, "no address (no A or AAAA record)" },
+    { ARES_ETIMEOUT, -ETIMEDOUT,
+      "timed out (no answer from the DNS servers)" },
+    { ARES_EREFUSED, -ECONNREFUSED, "REFUSED by the DNS server" },
+    { ARES_ECONNREFUSED, -ECONNREFUSED,
+      "the DNS server refused the connection" },
+    { ARES_ESERVFAIL, -EIO, "SERVFAIL (the DNS server failed)" },
+    { ARES_ENOMEM, -ENOMEM, "out of memory" },
+    { ARES_EDESTRUCTION, -ECANCELED, "cancelled" },
+    { ARES_ECANCELLED, -ECANCELED, "cancelled" },
+};
+
 /* An entry's answer, for one lookup: addresses into out, or -errno and
  * why. */
 static int
 answerCopy(const CorResolveEntry* entry, CorAddrs* out, char* why,
            size_t whyLen)
 {
-    const char* name = entry->name;
-
-    switch (entry->status) {
-    case ARES_SUCCESS:
+    if (entry->status == ARES_SUCCESS) {
         out->count = entry->count;
         for (unsigned i = 0; i < entry->count; i++) {
             memset(&out->addrs[i], 0, sizeof(out->addrs[i]));
             memcpy(&out->addrs[i], &entry->addrs[i], sizeof(entry->addrs[i]));
         }
         return 0;
-    case ARES_ENOTFOUND:
-        whySet(why, whyLen, "name '%s': NXDOMAIN (no such name)", name);
-        return -ENOENT;
-    case ARES_ENODATA:
-        whySet(why, whyLen, "name '%s': no address (no A or AAAA record)",
-               name);
-        return -ENOENT;
-    case ARES_ETIMEOUT:
-        whySet(why, whyLen, "name '%s': timed out (no answer from the DNS "
-               "servers)", name);
-        return -ETIMEDOUT;
-    case ARES_EREFUSED:
-        whySet(why, whyLen, "name '%s': REFUSED by the DNS server", name);
-        return -ECONNREFUSED;
-    case ARES_ECONNREFUSED:
-        whySet(why, whyLen, "name '%s': the DNS server refused the "
-               "connection", name);
-        return -ECONNREFUSED;
-    case ARES_ESERVFAIL:
-        whySet(why, whyLen, "name '%s': SERVFAIL (the DNS server failed)",
-               name);
-        return -EIO;
-    case ARES_ENOMEM:
-        whySet(why, whyLen, "name '%s': out of memory", name);
-        return -ENOMEM;
-    case ARES_EDESTRUCTION:
-    case ARES_ECANCELLED:
-        whySet(why, whyLen, "name '%s': cancelled", name);
-        return -ECANCELED;
-    default:
-        whySet(why, whyLen, "name '%s': %s", name,
-               ares_strerror(entry->status));
-        return -EIO;
     }
+    for (size_t i = 0; i < sizeof(failures) / sizeof(failures[0]); i++) {
+        if (failures[i].status == entry->status) {
+            corEvWhy(why, whyLen, "name '%s': %s", entry->name,
+                     failures[i].text);
+            return failures[i].rc;
+        }
+    }
+    corEvWhy(why, whyLen, "name '%s': %s", entry->name,
+             ares_strerror(entry->status));
+    return -EIO;
 }
 
 /* Keep what an answer says: its addresses, in c-ares' order (RFC 6724,
@@ -356,14 +336,14 @@ corResolve(const char* host, int timeoutMs, CorAddrs* out, char* why,
         return 0;
     }
     if (!nameKey(host, name, sizeof(name))) {
-        whySet(why, whyLen, "name '%s': not a valid host name", host);
+        corEvWhy(why, whyLen, "name '%s': not a valid host name", host);
         return -ENOENT;
     }
     r = corResolverGet();
     if (r == NULL) {
         rc = -errno;
-        whySet(why, whyLen, "name '%s': the resolver cannot start: %s", name,
-               strerror(-rc));
+        corEvWhy(why, whyLen, "name '%s': the resolver cannot start: %s",
+                 name, strerror(-rc));
         return rc;
     }
     entry = corResolveCacheFind(r->cache, name);
@@ -373,7 +353,7 @@ corResolve(const char* host, int timeoutMs, CorAddrs* out, char* why,
     if (entry == NULL) {
         entry = corResolveCacheAdd(r->cache, name, nowMs(r));
         if (entry == NULL) {
-            whySet(why, whyLen, "name '%s': out of memory", name);
+            corEvWhy(why, whyLen, "name '%s': out of memory", name);
             return -ENOMEM;
         }
     }
@@ -392,11 +372,11 @@ corResolve(const char* host, int timeoutMs, CorAddrs* out, char* why,
     }
     corListRemove(&w.link);
     if (rc == -ETIMEDOUT) {
-        whySet(why, whyLen, "name '%s': timed out after %d ms", name,
-               timeoutMs);
+        corEvWhy(why, whyLen, "name '%s': timed out after %d ms", name,
+                 timeoutMs);
     } else {
-        whySet(why, whyLen, "name '%s': %s", name,
-               rc == -ECANCELED ? "cancelled" : strerror(-rc));
+        corEvWhy(why, whyLen, "name '%s': %s", name,
+                 rc == -ECANCELED ? "cancelled" : strerror(-rc));
     }
     return rc;
 }

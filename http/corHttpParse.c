@@ -229,6 +229,183 @@ scanField(const char* p, const char* end)
 }
 
 /*
+ * What ends a line's content, at p: 1 for its CRLF, 0 when the bytes run
+ * out before it is known, -1 for anything else (a bare CR or LF, a CTL).
+ */
+static inline int
+crlfAt(const char* p, const char* end)
+{
+    if (p == end || (*p == '\r' && end - p < 2)) {
+        return 0;
+    }
+    return *p == '\r' && p[1] == '\n' ? 1 : -1;
+}
+
+/*
+ * How many bytes at p, up to end, match the n bytes of pattern ('#': a
+ * digit): n when all do. Fewer with p + that == end: the bytes ran out;
+ * before end: a mismatch there.
+ */
+static inline size_t
+patternMatch(const char* p, const char* end, const char* pattern, size_t n)
+{
+    size_t i;
+
+    if (n > (size_t)(end - p)) {
+        n = (size_t)(end - p);
+    }
+    for (i = 0; i < n; i++) {
+        if (pattern[i] == '#' ? p[i] < '0' || p[i] > '9'
+                              : p[i] != pattern[i]) {
+            break;
+        }
+    }
+    return i;
+}
+
+/* The minor version of "HTTP/d.d" at v: 0 or 1, or -1 for a version other
+ * than 1.0 and 1.1. */
+static inline int
+versionMinor(const char* v)
+{
+    return v[5] != '1' || v[7] > '1' ? -1 : v[7] - '0';
+}
+
+/* A decimal number s[0..n) (n > 0), or -1 when a byte is not a digit or it
+ * is above INT64_MAX. */
+static int64_t
+decimalParse(const char* s, size_t n)
+{
+    int64_t v = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        unsigned d = (unsigned)((unsigned char)s[i] - '0');
+
+        if (d > 9 || v > (INT64_MAX - d) / 10) {
+            return -1;
+        }
+        v = v * 10 + d;
+    }
+    return v;
+}
+
+/*
+ * The next element of a comma-separated list (RFC 9110 section 5.6.1) at
+ * *pp, before end: empty elements and the OWS around an element are
+ * skipped. Sets *elem and *n and moves *pp to the comma or end after it;
+ * false when no element is left.
+ */
+static inline bool
+listNext(const char** pp, const char* end, const char** elem, size_t* n)
+{
+    const char* p = *pp;
+    const char* stop;
+
+    while (p < end && (*p == ',' || isOws(*p))) {
+        p++;
+    }
+    *pp = p;
+    if (p == end) {
+        return false;
+    }
+    while (p < end && *p != ',') {
+        p++;
+    }
+    stop = p;
+    while (isOws(stop[-1])) {
+        stop--;
+    }
+    *elem = *pp;
+    *n = (size_t)(stop - *pp);
+    *pp = p;
+    return true;
+}
+
+/* What fieldLine found. */
+typedef enum {
+    LINE_FIELD, /* a field line, in *h */
+    LINE_END,   /* the empty line that ends the head */
+    LINE_MORE,  /* not all of the line is there yet */
+    LINE_BAD,   /* a line the grammar refuses */
+    LINE_FULL   /* a field line, and no room for it (h is NULL) */
+} LineKind;
+
+/*
+ * The next line of a head's field section, at *pp: a field line,
+ * name ":" OWS value OWS CRLF, taken into h, or the empty line. *pp moves
+ * past a whole line. Inline in both head parsers' loops: it runs for
+ * every field of every head.
+ */
+static inline __attribute__((always_inline)) LineKind
+fieldLine(const char** pp, const char* end, CorHttpHeader* h)
+{
+    const char* p = *pp;
+    const char* start = p;
+    const char* valueEnd;
+    int rc;
+
+    if (p == end) {
+        return LINE_MORE;
+    }
+    if (*p == '\r') {
+        rc = crlfAt(p, end);
+        *pp = rc > 0 ? p + 2 : p;
+        return rc > 0 ? LINE_END : rc == 0 ? LINE_MORE : LINE_BAD;
+    }
+    if (h == NULL) {
+        return LINE_FULL;
+    }
+    p = scanClass(p, end, COR_HTTP_CH_TOKEN);
+    if (p == end) {
+        return LINE_MORE;
+    }
+    /* This also refuses obs-fold (a line that starts with SP or HTAB),
+     * whitespace before the colon, and a line without a colon. */
+    if (*p != ':' || p == start) {
+        return LINE_BAD;
+    }
+    h->name = start;
+    h->nameLen = (size_t)(p - start);
+    p++;
+    while (p < end && isOws(*p)) {
+        p++;
+    }
+    start = p;
+    p = scanField(p, end);
+    /* Not a CRLF: a CTL, NUL, DEL or bare LF, or a CR not before LF. */
+    rc = crlfAt(p, end);
+    if (rc <= 0) {
+        return rc == 0 ? LINE_MORE : LINE_BAD;
+    }
+    valueEnd = p;
+    while (valueEnd > start && isOws(valueEnd[-1])) {
+        valueEnd--;
+    }
+    h->value = start;
+    h->valueLen = (size_t)(valueEnd - start);
+    *pp = p + 2;
+    return LINE_FIELD;
+}
+
+/* How much of len bytes a head may take: limits->headerBytes, and what an
+ * int result can say. */
+static inline size_t
+headCap(size_t len, const CorHttpLimits* limits)
+{
+    size_t cap = len < limits->headerBytes ? len : limits->headerBytes;
+
+    return cap < INT_MAX ? cap : INT_MAX;
+}
+
+/* Whether the connection stays open after this message (RFC 9112 section
+ * 9.3): HTTP/1.1 unless it says close, 1.0 only when it says keep-alive. */
+static inline bool
+keepAliveOf(int versionMinor, bool close, bool keepAlive)
+{
+    return !close && (versionMinor == 1 || keepAlive);
+}
+
+/*
  * A Host value or the authority of a URI: host and port as RFC 3986 spells
  * them, without userinfo. ".." is refused as nginx does: a host often ends
  * up in a file name (a virtual host's root, a log).
@@ -342,24 +519,14 @@ static int
 contentLengthSeen(CorHttpRequestHead* head, const CorHttpHeader* h,
                   HeadFacts* facts)
 {
-    int64_t n = 0;
-
     /* Two are refused even when they agree: a proxy may have used
      * either. */
     if (facts->contentLength || h->valueLen == 0) {
         return -400;
     }
     facts->contentLength = true;
-    for (size_t i = 0; i < h->valueLen; i++) {
-        unsigned d = (unsigned)((unsigned char)h->value[i] - '0');
-
-        if (d > 9 || n > (INT64_MAX - d) / 10) {
-            return -400;
-        }
-        n = n * 10 + d;
-    }
-    head->contentLength = n;
-    return 0;
+    head->contentLength = decimalParse(h->value, h->valueLen);
+    return head->contentLength < 0 ? -400 : 0;
 }
 
 /*
@@ -441,26 +608,13 @@ connectionSeen(const CorHttpHeader* h, HeadFacts* facts)
 {
     const char* p = h->value;
     const char* end = p + h->valueLen;
+    const char* option;
+    size_t n;
 
-    while (p < end) {
-        const char* option;
-        const char* optionEnd;
-
-        while (p < end && (*p == ',' || isOws(*p))) {
-            p++;
-        }
-        option = p;
-        while (p < end && *p != ',') {
-            p++;
-        }
-        optionEnd = p;
-        while (optionEnd > option && isOws(optionEnd[-1])) {
-            optionEnd--;
-        }
-        if (equalsNoCase(option, (size_t)(optionEnd - option), "close")) {
+    while (listNext(&p, end, &option, &n)) {
+        if (equalsNoCase(option, n, "close")) {
             facts->close = true;
-        } else if (equalsNoCase(option, (size_t)(optionEnd - option),
-                                "keep-alive")) {
+        } else if (equalsNoCase(option, n, "keep-alive")) {
             facts->keepAlive = true;
         }
     }
@@ -751,8 +905,8 @@ headFinish(CorHttpRequestHead* head, const HeadFacts* facts,
         && (uint64_t)head->contentLength > limits->bodyBytes) {
         return -413;
     }
-    head->keepAlive = !facts->close
-                      && (head->versionMinor == 1 || facts->keepAlive);
+    head->keepAlive = keepAliveOf(head->versionMinor, facts->close,
+                                  facts->keepAlive);
     head->head = head->methodLen == 4 && memcmp(head->method, "HEAD", 4) == 0;
     head->rawPath = head->path;
     head->rawPathLen = head->pathLen;
@@ -773,21 +927,18 @@ corHttpParseHead(char* buf, size_t len, const CorHttpLimits* limits,
 {
     static const char version[] = "HTTP/#.#\r\n"; /* '#': a digit */
     HeadFacts facts = { 0 };
-    size_t cap = len;
+    size_t cap;
     const char* p = buf;
     const char* end;
     const char* start;
     const char* query;
+    size_t n;
     unsigned maxHeaders;
+    LineKind line;
     int rc;
 
     assert(limits != NULL && head != NULL);
-    if (cap > limits->headerBytes) {
-        cap = limits->headerBytes;
-    }
-    if (cap > INT_MAX) {
-        cap = INT_MAX;
-    }
+    cap = headCap(len, limits);
     end = buf + cap;
     maxHeaders = limits->maxHeaders;
     /* Not a memset: the header array is the caller's, and only
@@ -806,10 +957,11 @@ corHttpParseHead(char* buf, size_t len, const CorHttpLimits* limits,
     head->rawPathLen = 0;
 
     while (p < end && *p == '\r') {
-        if (end - p < 2) {
+        rc = crlfAt(p, end);
+        if (rc == 0) {
             goto moreHead;
         }
-        if (p[1] != '\n') {
+        if (rc < 0) {
             return -400;
         }
         p += 2;
@@ -846,90 +998,47 @@ corHttpParseHead(char* buf, size_t len, const CorHttpLimits* limits,
     }
     query = memchr(start, '?', head->targetLen);
     start = ++p;
-    for (const char* v = version; *v != '\0'; v++, p++) {
-        if (p == end) {
+    n = patternMatch(p, end, version, sizeof(version) - 1);
+    if (n < sizeof(version) - 1) {
+        if (p + n == end) {
             goto moreLine;
         }
-        if (*v == '#' ? *p < '0' || *p > '9' : *p != *v) {
-            return -400;
-        }
+        return -400;
     }
-    if (start[5] != '1' || start[7] > '1') {
+    p += n;
+    head->versionMinor = versionMinor(start);
+    if (head->versionMinor < 0) {
         return -505;
     }
-    head->versionMinor = start[7] - '0';
     rc = parseTarget(head, query, &facts);
     if (rc < 0) {
         return rc;
     }
 
     for (;;) {
-        CorHttpHeader* h;
-        const char* valueEnd;
+        CorHttpHeader* h = &head->headers[head->headerCount];
 
-        if (p == end) {
-            goto moreHead;
-        }
-        if (*p == '\r') {
-            if (end - p < 2) {
-                goto moreHead;
-            }
-            if (p[1] != '\n') {
-                return -400;
-            }
-            p += 2;
+        line = fieldLine(&p, end, head->headerCount < maxHeaders ? h : NULL);
+        if (line != LINE_FIELD) {
             break;
         }
-        if (head->headerCount == maxHeaders) {
-            return -431;
-        }
-        start = p;
-        p = scanClass(p, end, COR_HTTP_CH_TOKEN);
-        if (p == end) {
-            goto moreHead;
-        }
-        /* This also refuses obs-fold (a line that starts with SP or HTAB),
-         * whitespace before the colon, and a line without a colon. */
-        if (*p != ':' || p == start) {
-            return -400;
-        }
-        h = &head->headers[head->headerCount];
-        h->name = start;
-        h->nameLen = (size_t)(p - start);
-        p++;
-        while (p < end && isOws(*p)) {
-            p++;
-        }
-        start = p;
-        p = scanField(p, end);
-        if (p == end) {
-            goto moreHead;
-        }
-        /* A CTL, NUL, DEL or bare LF, or a CR not before LF. */
-        if (*p != '\r') {
-            return -400;
-        }
-        if (end - p < 2) {
-            goto moreHead;
-        }
-        if (p[1] != '\n') {
-            return -400;
-        }
-        valueEnd = p;
-        while (valueEnd > start && isOws(valueEnd[-1])) {
-            valueEnd--;
-        }
-        h->value = start;
-        h->valueLen = (size_t)(valueEnd - start);
-        p += 2;
         head->headerCount++;
         rc = headerSeen(head, h, &facts);
         if (rc < 0) {
             return rc;
         }
     }
-    head->headLen = (size_t)(p - buf);
-    return headFinish(head, &facts, limits);
+    switch (line) {
+    case LINE_END:
+        head->headLen = (size_t)(p - buf);
+        return headFinish(head, &facts, limits);
+    case LINE_MORE:
+        goto moreHead;
+    case LINE_FULL:
+        return -431;
+    default:
+        return -400;
+    }
 
 moreLine:
     return len > cap ? -414 : 0;
@@ -956,35 +1065,15 @@ responseLengthSeen(CorHttpResponseHead* head, const CorHttpHeader* h,
 {
     const char* p = h->value;
     const char* end = p + h->valueLen;
+    const char* value;
+    size_t len;
     bool any = false;
 
-    while (p < end) {
-        int64_t n = 0;
-        const char* start;
+    while (listNext(&p, end, &value, &len)) {
+        int64_t n = decimalParse(value, len);
 
-        while (p < end && (*p == ',' || isOws(*p))) {
-            p++;
-        }
-        if (p == end) {
-            break;
-        }
-        start = p;
-        while (p < end && *p >= '0' && *p <= '9') {
-            unsigned d = (unsigned)(*p - '0');
-
-            if (n > (INT64_MAX - d) / 10) {
-                return COR_HTTP_RESPONSE_BAD_LENGTH;
-            }
-            n = n * 10 + d;
-            p++;
-        }
-        while (p < end && isOws(*p)) {
-            p++;
-        }
-        if (p == start || (p < end && *p != ',')) {
-            return COR_HTTP_RESPONSE_BAD_LENGTH;
-        }
-        if ((facts->contentLength || any) && n != head->contentLength) {
+        if (n < 0 || ((facts->contentLength || any)
+                      && n != head->contentLength)) {
             return COR_HTTP_RESPONSE_BAD_LENGTH;
         }
         head->contentLength = n;
@@ -1004,31 +1093,16 @@ responseCodingSeen(CorHttpResponseHead* head, const CorHttpHeader* h,
 {
     const char* p = h->value;
     const char* end = p + h->valueLen;
+    const char* coding;
+    size_t n;
     unsigned codings = 0;
 
     if (head->versionMinor == 0 || facts->transferEncoding) {
         return COR_HTTP_RESPONSE_BAD_FRAMING;
     }
     facts->transferEncoding = true;
-    while (p < end) {
-        const char* start;
-        const char* stop;
-
-        while (p < end && (*p == ',' || isOws(*p))) {
-            p++;
-        }
-        if (p == end) {
-            break;
-        }
-        start = p;
-        while (p < end && *p != ',') {
-            p++;
-        }
-        stop = p;
-        while (stop > start && isOws(stop[-1])) {
-            stop--;
-        }
-        if (!equalsNoCase(start, (size_t)(stop - start), "chunked")) {
+    while (listNext(&p, end, &coding, &n)) {
+        if (!equalsNoCase(coding, n, "chunked")) {
             return COR_HTTP_RESPONSE_BAD_CODING;
         }
         codings++;
@@ -1069,21 +1143,21 @@ statusLineParse(const char* p, const char* end, CorHttpResponseHead* head,
     static const char version[] = "HTTP/#.# ###"; /* '#': a digit */
     const char* start = p;
     const char* reason;
+    size_t n = patternMatch(p, end, version, sizeof(version) - 1);
+    int rc;
 
-    for (const char* v = version; *v != '\0'; v++, p++) {
-        if (p == end) {
+    if (n < sizeof(version) - 1) {
+        if (p + n == end) {
             return 1;
         }
-        if (*v == '#' ? *p < '0' || *p > '9' : *p != *v) {
-            return v - version >= 5 && v - version < 8
-                   ? COR_HTTP_RESPONSE_BAD_VERSION
-                   : COR_HTTP_RESPONSE_BAD_STATUS_LINE;
-        }
+        return n >= 5 && n < 8 ? COR_HTTP_RESPONSE_BAD_VERSION
+                               : COR_HTTP_RESPONSE_BAD_STATUS_LINE;
     }
-    if (start[5] != '1' || start[7] > '1') {
+    p += n;
+    head->versionMinor = versionMinor(start);
+    if (head->versionMinor < 0) {
         return COR_HTTP_RESPONSE_BAD_VERSION;
     }
-    head->versionMinor = start[7] - '0';
     head->status = (start[9] - '0') * 100 + (start[10] - '0') * 10
                    + (start[11] - '0');
     if (head->status < 100 || head->status > 599) {
@@ -1099,11 +1173,9 @@ statusLineParse(const char* p, const char* end, CorHttpResponseHead* head,
     }
     reason = p;
     p = scanField(p, end);
-    if (p == end || (*p == '\r' && end - p < 2)) {
-        return 1;
-    }
-    if (*p != '\r' || p[1] != '\n') {
-        return COR_HTTP_RESPONSE_BAD_STATUS_LINE;
+    rc = crlfAt(p, end);
+    if (rc <= 0) {
+        return rc == 0 ? 1 : COR_HTTP_RESPONSE_BAD_STATUS_LINE;
     }
     head->reason = reason;
     head->reasonLen = (size_t)(p - reason);
@@ -1117,20 +1189,17 @@ corHttpParseResponseHead(const char* buf, size_t len,
                          CorHttpResponseHead* head)
 {
     ResponseFacts facts = { 0 };
-    size_t cap = len;
+    size_t cap;
     const char* p = buf;
     const char* end;
-    const char* start;
+    unsigned maxHeaders;
+    LineKind line;
     int rc;
 
     assert(limits != NULL && head != NULL);
-    if (cap > limits->headerBytes) {
-        cap = limits->headerBytes;
-    }
-    if (cap > INT_MAX) {
-        cap = INT_MAX;
-    }
+    cap = headCap(len, limits);
     end = buf + cap;
+    maxHeaders = limits->maxHeaders;
     head->versionMinor = 0;
     head->status = 0;
     head->reason = NULL;
@@ -1148,67 +1217,33 @@ corHttpParseResponseHead(const char* buf, size_t len,
         return rc;
     }
     for (;;) {
-        CorHttpHeader* h;
-        const char* valueEnd;
+        CorHttpHeader* h = &head->headers[head->headerCount];
 
-        if (p == end) {
-            goto more;
-        }
-        if (*p == '\r') {
-            if (end - p < 2) {
-                goto more;
-            }
-            if (p[1] != '\n') {
-                return COR_HTTP_RESPONSE_BAD_FIELD;
-            }
-            p += 2;
+        line = fieldLine(&p, end, head->headerCount < maxHeaders ? h : NULL);
+        if (line != LINE_FIELD) {
             break;
         }
-        if (head->headerCount == limits->maxHeaders) {
-            return COR_HTTP_RESPONSE_TOO_MANY_FIELDS;
-        }
-        start = p;
-        p = scanClass(p, end, COR_HTTP_CH_TOKEN);
-        if (p == end) {
-            goto more;
-        }
-        /* Refuses obs-fold, whitespace before the colon, no colon. */
-        if (*p != ':' || p == start) {
-            return COR_HTTP_RESPONSE_BAD_FIELD;
-        }
-        h = &head->headers[head->headerCount];
-        h->name = start;
-        h->nameLen = (size_t)(p - start);
-        p++;
-        while (p < end && isOws(*p)) {
-            p++;
-        }
-        start = p;
-        p = scanField(p, end);
-        if (p == end || (*p == '\r' && end - p < 2)) {
-            goto more;
-        }
-        if (*p != '\r' || p[1] != '\n') {
-            return COR_HTTP_RESPONSE_BAD_FIELD;
-        }
-        valueEnd = p;
-        while (valueEnd > start && isOws(valueEnd[-1])) {
-            valueEnd--;
-        }
-        h->value = start;
-        h->valueLen = (size_t)(valueEnd - start);
-        p += 2;
         head->headerCount++;
         rc = responseFieldSeen(head, h, &facts);
         if (rc < 0) {
             return rc;
         }
     }
+    switch (line) {
+    case LINE_END:
+        break;
+    case LINE_MORE:
+        goto more;
+    case LINE_FULL:
+        return COR_HTTP_RESPONSE_TOO_MANY_FIELDS;
+    default:
+        return COR_HTTP_RESPONSE_BAD_FIELD;
+    }
     if (facts.contentLength && facts.transferEncoding) {
         return COR_HTTP_RESPONSE_BAD_FRAMING;
     }
-    head->keepAlive = !facts.close
-                      && (head->versionMinor == 1 || facts.keepAlive);
+    head->keepAlive = keepAliveOf(head->versionMinor, facts.close,
+                                  facts.keepAlive);
     head->headLen = (size_t)(p - buf);
     return (int)head->headLen;
 
@@ -1347,6 +1382,30 @@ chunkExtStep(CorHttpChunked* c, char ch)
     return 0;
 }
 
+/* A framing byte that must be want (a CR or LF), after which the body is
+ * in state next. */
+static inline int
+chunkByte(CorHttpChunked* c, char ch, char want, int next)
+{
+    if (ch != want) {
+        return -400;
+    }
+    c->state = next;
+    return 0;
+}
+
+/* A byte of a run of class cls that the byte end closes, after which the
+ * body is in state next: a trailer field's name or value. */
+static inline int
+chunkRun(CorHttpChunked* c, char ch, unsigned cls, char end, int next)
+{
+    if (ch == end) {
+        c->state = next;
+        return 0;
+    }
+    return isClass(ch, cls) ? 0 : -400;
+}
+
 /* One byte of the trailer section: field lines as in the head (no
  * obs-fold), checked and dropped, then the empty line. */
 static int
@@ -1367,31 +1426,15 @@ chunkTrailerStep(CorHttpChunked* c, char ch)
         c->state = COR_HTTP_CHUNK_TRAILER_NAME;
         return 0;
     case COR_HTTP_CHUNK_TRAILER_NAME:
-        if (ch == ':') {
-            c->state = COR_HTTP_CHUNK_TRAILER_VALUE;
-        } else if (!isClass(ch, COR_HTTP_CH_TOKEN)) {
-            return -400;
-        }
-        return 0;
+        return chunkRun(c, ch, COR_HTTP_CH_TOKEN, ':',
+                        COR_HTTP_CHUNK_TRAILER_VALUE);
     case COR_HTTP_CHUNK_TRAILER_VALUE:
-        if (ch == '\r') {
-            c->state = COR_HTTP_CHUNK_TRAILER_LF;
-        } else if (!isClass(ch, COR_HTTP_CH_FIELD)) {
-            return -400;
-        }
-        return 0;
+        return chunkRun(c, ch, COR_HTTP_CH_FIELD, '\r',
+                        COR_HTTP_CHUNK_TRAILER_LF);
     case COR_HTTP_CHUNK_TRAILER_LF:
-        if (ch != '\n') {
-            return -400;
-        }
-        c->state = COR_HTTP_CHUNK_TRAILER_START;
-        return 0;
-    default: /* COR_HTTP_CHUNK_END_LF */
-        if (ch != '\n') {
-            return -400;
-        }
-        c->state = COR_HTTP_CHUNK_DONE;
-        return 1;
+        return chunkByte(c, ch, '\n', COR_HTTP_CHUNK_TRAILER_START);
+    default: /* COR_HTTP_CHUNK_END_LF: the body's last byte */
+        return chunkByte(c, ch, '\n', COR_HTTP_CHUNK_DONE) < 0 ? -400 : 1;
     }
 }
 
@@ -1434,17 +1477,9 @@ chunkStep(CorHttpChunked* c, char ch)
                                 : COR_HTTP_CHUNK_DATA;
         return 0;
     case COR_HTTP_CHUNK_DATA_CR:
-        if (ch != '\r') {
-            return -400;
-        }
-        c->state = COR_HTTP_CHUNK_DATA_LF;
-        return 0;
+        return chunkByte(c, ch, '\r', COR_HTTP_CHUNK_DATA_LF);
     case COR_HTTP_CHUNK_DATA_LF:
-        if (ch != '\n') {
-            return -400;
-        }
-        c->state = COR_HTTP_CHUNK_SIZE_START;
-        return 0;
+        return chunkByte(c, ch, '\n', COR_HTTP_CHUNK_SIZE_START);
     default:
         if (c->state >= COR_HTTP_CHUNK_TRAILER_START) {
             return chunkTrailerStep(c, ch);

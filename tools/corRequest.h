@@ -20,16 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* A growable byte buffer; owned by whoever embeds it. */
-typedef struct {
-    char* data;
-    size_t len;
-    size_t cap;
-} CorReqBuf;
-
-int corReqBufAppend(CorReqBuf* b, const void* data, size_t len);
-/* Drop the first n bytes. */
-void corReqBufConsume(CorReqBuf* b, size_t n);
+#include "corKit.h"     /* CorBuf: what a connection sends and reads */
 
 /* A request to send; the caller's, read for every send. */
 typedef struct {
@@ -65,10 +56,10 @@ typedef struct {
     void* (*stateNew)(void);
     void (*stateFree)(void* state);
     /* Bytes sent first on a new connection (a handshake); may be NULL. */
-    int (*greet)(void* state, CorReqBuf* out);
+    int (*greet)(void* state, CorBuf* out);
     /* Append the request with id to out. Returns 0 or -errno. */
     int (*encode)(void* state, const CorReqMessage* m, uint32_t id,
-                  CorReqBuf* out);
+                  CorBuf* out);
     /* Cut one answer from in[0..len): returns the bytes it took (> 0),
      * with a->status 0 for a frame that is not an answer (a handshake's,
      * or a CLOSE, which sets a->goAway; an answer that says the

@@ -22,7 +22,7 @@ typedef struct {
     CorCorTables* received;
     CorCorMessage answer;
     CorBuf head;             /* the answer's head, as printed */
-    CorReqBuf* out;             /* where a CLOSE in answer goes */
+    CorBuf* out;             /* where a CLOSE in answer goes */
 } CorState;
 
 static void*
@@ -57,7 +57,7 @@ corStateFree(void* state)
  * tree between). */
 static int
 frameAppend(CorState* s, CorCorType type, uint32_t id, const json_t* tree,
-            const CorCorMessage* m, CorReqBuf* out)
+            const CorCorMessage* m, CorBuf* out)
 {
     CorBuf frame = { 0 };
     char why[COR_COR_WHY_MAX];
@@ -69,14 +69,14 @@ frameAppend(CorState* s, CorCorType type, uint32_t id, const json_t* tree,
     if (rc < 0) {
         fprintf(stderr, "cor-request: %s\n", why);
     } else {
-        rc = corReqBufAppend(out, frame.data, frame.len);
+        rc = corBufAppend(out, frame.data, frame.len);
     }
     corBufFree(&frame);
     return rc < 0 ? rc : 0;
 }
 
 static int
-corGreet(void* state, CorReqBuf* out)
+corGreet(void* state, CorBuf* out)
 {
     CorState* s = state;
     json_t* hello = corCorHelloTree();
@@ -105,7 +105,7 @@ headerSplit(const char* line)
 }
 
 static int
-corEncode(void* state, const CorReqMessage* m, uint32_t id, CorReqBuf* out)
+corEncode(void* state, const CorReqMessage* m, uint32_t id, CorBuf* out)
 {
     CorHeader headers[65];
     CorCorMessage msg = { .verb = m->method, .path = m->target,

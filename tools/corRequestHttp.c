@@ -51,7 +51,7 @@ hostGiven(const CorReqMessage* m)
 }
 
 static int
-httpEncode(void* state, const CorReqMessage* m, uint32_t id, CorReqBuf* out)
+httpEncode(void* state, const CorReqMessage* m, uint32_t id, CorBuf* out)
 {
     char line[512];
     int n;
@@ -65,12 +65,12 @@ httpEncode(void* state, const CorReqMessage* m, uint32_t id, CorReqBuf* out)
                       m->host);
     }
     if (n < 0 || (size_t)n >= sizeof(line)
-        || corReqBufAppend(out, line, (size_t)n) != 0) {
+        || corBufAppend(out, line, (size_t)n) != 0) {
         return -ENOMEM;
     }
     for (unsigned i = 0; i < m->headerCount; i++) {
-        if (corReqBufAppend(out, m->headers[i], strlen(m->headers[i])) != 0
-            || corReqBufAppend(out, "\r\n", 2) != 0) {
+        if (corBufAppend(out, m->headers[i], strlen(m->headers[i])) != 0
+            || corBufAppend(out, "\r\n", 2) != 0) {
             return -ENOMEM;
         }
     }
@@ -78,12 +78,12 @@ httpEncode(void* state, const CorReqMessage* m, uint32_t id, CorReqBuf* out)
         || strcmp(m->method, "PUT") == 0) {
         n = snprintf(line, sizeof(line), "Content-Length: %zu\r\n",
                      m->bodyLen);
-        if (corReqBufAppend(out, line, (size_t)n) != 0) {
+        if (corBufAppend(out, line, (size_t)n) != 0) {
             return -ENOMEM;
         }
     }
-    if (corReqBufAppend(out, "\r\n", 2) != 0
-        || corReqBufAppend(out, m->body, m->bodyLen) != 0) {
+    if (corBufAppend(out, "\r\n", 2) != 0
+        || corBufAppend(out, m->body, m->bodyLen) != 0) {
         return -ENOMEM;
     }
     return 0;

@@ -52,8 +52,8 @@ typedef struct {
     bool writeArmed;
     bool retiring;              /* the server said CLOSE: no new ones */
     void* state;
-    CorReqBuf out;
-    CorReqBuf in;
+    CorBuf out;
+    CorBuf in;
     Pending* pending;
     unsigned count;
 } Conn;
@@ -94,47 +94,13 @@ nowNs(void)
 
 /* ---- Buffers ------------------------------------------------------------- */
 
-/* Room for more bytes after len. */
-static int
-bufReserve(CorReqBuf* b, size_t more)
+/* Drop the first n bytes of b, what is left moved to its start: a
+ * connection's buffers keep what is pending at data[0]. */
+static void
+bufTake(CorBuf* b, size_t n)
 {
-    size_t cap = b->cap ? b->cap : 4096;
-    char* grown;
-
-    if (b->len + more <= b->cap) {
-        return 0;
-    }
-    while (cap < b->len + more) {
-        cap *= 2;
-    }
-    grown = realloc(b->data, cap);
-    if (grown == NULL) {
-        return -ENOMEM;
-    }
-    b->data = grown;
-    b->cap = cap;
-    return 0;
-}
-
-int
-corReqBufAppend(CorReqBuf* b, const void* data, size_t len)
-{
-    if (len == 0) {
-        return 0;
-    }
-    if (bufReserve(b, len) != 0) {
-        return -ENOMEM;
-    }
-    memcpy(b->data + b->len, data, len);
-    b->len += len;
-    return 0;
-}
-
-void
-corReqBufConsume(CorReqBuf* b, size_t n)
-{
-    memmove(b->data, b->data + n, b->len - n);
-    b->len -= n;
+    corBufConsume(b, n);
+    corBufCompact(b);
 }
 
 /* ---- Connections --------------------------------------------------------- */
@@ -259,7 +225,7 @@ connFlush(Load* l, Conn* c)
             }
             break;
         }
-        corReqBufConsume(&c->out, (size_t)n);
+        bufTake(&c->out, (size_t)n);
     }
     if (c->fd >= 0 && c->writeArmed != connWantsWrite(c)) {
         armConn(l, c, EPOLL_CTL_MOD);
@@ -432,8 +398,8 @@ decodeAll(Load* l, Conn* c)
         if (off == c->in.len || (oldest == NULL && !p->multiplexed)) {
             break;
         }
-        took = p->decode(c->state, c->in.data + off, c->in.len - off,
-                         oldest, &a, why, sizeof(why));
+        took = p->decode(c->state, (char*)c->in.data + off,
+                         c->in.len - off, oldest, &a, why, sizeof(why));
         if (took < 0) {
             connFail(l, c, why);
             return -1;
@@ -447,7 +413,7 @@ decodeAll(Load* l, Conn* c)
         c->retiring |= a.goAway;
         off += (size_t)took;
     }
-    corReqBufConsume(&c->in, off);
+    bufTake(&c->in, off);
     return 0;
 }
 
@@ -473,7 +439,7 @@ connReadable(Load* l, Conn* c)
     for (;;) {
         ssize_t n;
 
-        if (bufReserve(&c->in, READ_CHUNK) != 0) {
+        if (corBufReserve(&c->in, READ_CHUNK) != 0) {
             connFail(l, c, "no memory");
             return;
         }
