@@ -24,7 +24,6 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,21 +37,6 @@
  * program of its own). */
 static CorTlsClient* defaultTls;
 static pthread_mutex_t defaultTlsLock = PTHREAD_MUTEX_INITIALIZER;
-
-/* ---- Helpers ------------------------------------------------------------- */
-
-static void
-whyf(char* why, size_t whyLen, const char* fmt, ...)
-{
-    va_list ap;
-
-    if (why == NULL || whyLen == 0) {
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(why, whyLen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- Addresses ----------------------------------------------------------- */
 
@@ -163,12 +147,12 @@ connectWhy(const char* peer, const CorAddrs* addrs, unsigned tried, int rc,
         snprintf(more, sizeof(more), " (the last of %u addresses)", tried);
     }
     if (rc == -ETIMEDOUT) {
-        whyf(why, whyLen, "connect to %s (%s)%s: timed out after %d ms",
+        corEvWhy(why, whyLen, "connect to %s (%s)%s: timed out after %d ms",
              peer, at, more, timeoutMs);
     } else if (rc == -ECANCELED) {
-        whyf(why, whyLen, "connect to %s (%s): cancelled", peer, at);
+        corEvWhy(why, whyLen, "connect to %s (%s): cancelled", peer, at);
     } else {
-        whyf(why, whyLen, "connect to %s (%s)%s: %s", peer, at, more,
+        corEvWhy(why, whyLen, "connect to %s (%s)%s: %s", peer, at, more,
              strerror(-rc));
     }
 }
@@ -232,17 +216,17 @@ targetCheck(const CorConnTarget* target, char* why, size_t whyLen)
 {
     if (target == NULL || target->host == NULL
         || !hostValid(target->host)) {
-        whyf(why, whyLen, "connect: no host, one longer than %d bytes, or "
+        corEvWhy(why, whyLen, "connect: no host, one longer than %d bytes, or "
              "one with characters no name or address has", CONN_HOST_MAX);
         return -EINVAL;
     }
     if (target->port == 0 || target->port > 65535) {
-        whyf(why, whyLen, "connect to %s: port %u is out of range "
+        corEvWhy(why, whyLen, "connect to %s: port %u is out of range "
              "(1..65535)", target->host, target->port);
         return -EINVAL;
     }
     if (target->serverName != NULL && !hostValid(target->serverName)) {
-        whyf(why, whyLen, "connect to %s: a bad server name (empty, longer "
+        corEvWhy(why, whyLen, "connect to %s: a bad server name (empty, longer "
              "than %d bytes, or with characters no name has)", target->host,
              CONN_HOST_MAX);
         return -EINVAL;
@@ -267,7 +251,7 @@ connTls(CorConn* c, const CorConnTarget* target, CorTlsClient* tls,
 
     rc = corTransportTlsClient(&c->transport, fd, tls, name, target->port);
     if (rc < 0) {
-        whyf(why, whyLen, "TLS to %s: %s", c->peer, strerror(-rc));
+        corEvWhy(why, whyLen, "TLS to %s: %s", c->peer, strerror(-rc));
         return rc;
     }
     rc = corDeadlineLeftMs(deadline);
@@ -275,12 +259,12 @@ connTls(CorConn* c, const CorConnTarget* target, CorTlsClient* tls,
                  : corTransportTlsHandshake(&c->transport, rc, reason,
                                             sizeof(reason));
     if (rc == -ETIMEDOUT) {
-        whyf(why, whyLen, "TLS to %s: no handshake within %d ms", c->peer,
+        corEvWhy(why, whyLen, "TLS to %s: no handshake within %d ms", c->peer,
              timeoutMs);
     } else if (rc == -ECANCELED) {
-        whyf(why, whyLen, "TLS to %s: cancelled", c->peer);
+        corEvWhy(why, whyLen, "TLS to %s: cancelled", c->peer);
     } else if (rc < 0) {
-        whyf(why, whyLen, "TLS to %s: %s", c->peer, reason);
+        corEvWhy(why, whyLen, "TLS to %s: %s", c->peer, reason);
     }
     return rc;
 }
@@ -314,7 +298,7 @@ connOpenNew(const CorConnTarget* target, CorTlsClient* tls, const char* key,
                  target->host);
     }
     if (rc < 0) {
-        whyf(why, whyLen, "connect to %s: %s", peer, resolveWhy);
+        corEvWhy(why, whyLen, "connect to %s: %s", peer, resolveWhy);
         goto failed;
     }
     while (tried < addrs.count) {
@@ -337,7 +321,7 @@ connOpenNew(const CorConnTarget* target, CorTlsClient* tls, const char* key,
     if (c == NULL) {
         close(fd);
         rc = -ENOMEM;
-        whyf(why, whyLen, "connect to %s: out of memory", peer);
+        corEvWhy(why, whyLen, "connect to %s: out of memory", peer);
         goto failed;
     }
     if (target->tls) {
