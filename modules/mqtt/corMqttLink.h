@@ -94,6 +94,8 @@ struct CorMqttLink {
     unsigned serving;           /* its messages in their handlers */
     bool draining;              /* serve nothing new, never reconnect */
     bool bye;                   /* DISCONNECT queued: close once written */
+    bool leaving;               /* draining, its $share filters' UNSUBACK
+                                   awaited: what comes meanwhile is served */
     bool capSaid;               /* "no coroutine to connect" logged */
 };
 

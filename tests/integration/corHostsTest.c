@@ -6,10 +6,12 @@
  * is 50 ms away is one whose /sleep takes 50 ms.
  *
  *   h0           the front: gather, forward round robin, the chain's start
- *   h1 .. h8     the hosts it calls
+ *   h1 .. h8     the hosts it calls (h1 also a broker, mosquitto, for
+ *                two subscribers on h2 and h3)
  *
  * Skipped, saying why, where namespaces cannot be made (not root, no ip).
  */
+#include "corAutoConfig.h"
 #include "corTest.h"
 #include "corServer.h"
 
@@ -377,6 +379,114 @@ START_TEST(test_a_chain_across_three_hosts_answers_as_one_host)
 }
 END_TEST
 
+/* mosquitto on host i, port 1883, started in its namespace; its pid. */
+static pid_t
+brokerStart(int i)
+{
+    static char conf[128];
+    char addr[32];
+    FILE* f;
+    pid_t pid;
+
+    hostAddress(i, addr, sizeof(addr));
+    snprintf(conf, sizeof(conf), "/tmp/cor-hosts-mosquitto-%d.conf",
+             (int)getpid());
+    f = fopen(conf, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "listener 1883 %s\nallow_anonymous true\n", addr);
+    fclose(f);
+    pid = fork();
+    if (pid == 0) {
+        enterHost(names[i]);
+        execl("/usr/sbin/mosquitto", "mosquitto", "-c", conf, (char*)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static long
+logWait(int i, const char* text, long timeoutMs)
+{
+    long deadline = corNowMs() + timeoutMs;
+    long n;
+
+    while ((n = corServerLogCount(&hosts[i], text)) == 0
+           && corNowMs() < deadline) {
+        usleep(50 * 1000);
+    }
+    return n;
+}
+
+/* Two instances on h2 and h3 share one subscription ($share/g/s/#) on a
+ * broker on h1; 20 000 QoS 1 messages; h3 stopped gracefully (SIGQUIT)
+ * while they come: the two split them, and none is lost (h3 leaves the
+ * group before it lets go of its session, which the broker would go on
+ * giving its share). */
+START_TEST(test_a_shared_subscription_loses_nothing_when_one_stops)
+{
+    enum { MESSAGES = 20000 };
+    char modules[1024];
+    char addr[32];
+    pid_t broker;
+    FILE* pub;
+    long total = 0;
+    long before;
+    long deadline;
+
+    if (!netUp) {
+        return;
+    }
+    if (access("/usr/sbin/mosquitto", X_OK) != 0) {
+        fprintf(stderr, "SKIP shared subscription: no mosquitto "
+                "(./configure --install-deps)\n");
+        return;
+    }
+    broker = brokerStart(1);
+    ck_assert_int_gt(broker, 0);
+    hostAddress(1, addr, sizeof(addr));
+    snprintf(modules, sizeof(modules),
+             "  - { load: hello }\n"
+             "  - load: mqtt\n"
+             "    subscriptions:\n"
+             "      - { broker: \"mqtt://%s:1883\", "
+             "filter: \"$share/g/s/#\", qos: 1 }\n", addr);
+    usleep(300 * 1000);
+    for (int i = 2; i <= 3; i++) {
+        ck_assert_int_eq(hostStart(i, modules,
+                                   "  - { match: \"MQTT /*\", "
+                                   "handler: echo }\n"), 0);
+        ck_assert_int_ge(logWait(i, "subscribed to", 15000), 1);
+    }
+    snprintf(modules, sizeof(modules), "seq %d | mosquitto_pub -h %s "
+             "-p 1883 -q 1 -t s/x -l", MESSAGES, addr);
+    pub = popen(modules, "r");
+    ck_assert_ptr_nonnull(pub);
+    for (deadline = corNowMs() + 10000;
+         accessLines(&hosts[3]) < MESSAGES / 10 && corNowMs() < deadline;) {
+        usleep(10 * 1000);
+    }
+    kill(hosts[3].pid, SIGQUIT);
+    waitpid(hosts[3].pid, NULL, 0);
+    before = accessLines(&hosts[3]);
+    ck_assert_int_eq(pclose(pub), 0);
+    for (deadline = corNowMs() + 20000;
+         (total = accessLines(&hosts[2]) + before) < MESSAGES
+         && corNowMs() < deadline;) {
+        usleep(50 * 1000);
+    }
+    fprintf(stderr, "corHosts: shared subscription, %d messages: h2 %ld, h3 "
+            "%ld (stopped while they came)\n", MESSAGES,
+            accessLines(&hosts[2]), before);
+    hosts[3].pid = 0;
+    kill(broker, SIGTERM);
+    waitpid(broker, NULL, 0);
+    ck_assert_int_gt(before, 0);
+    ck_assert_int_gt(accessLines(&hosts[2]), 0);
+    ck_assert_msg(total >= MESSAGES, "h2 %ld + h3 %ld of %d",
+                  accessLines(&hosts[2]), before, MESSAGES);
+}
+END_TEST
+
 COR_TEST_SUITE(corHosts)
 {
     tcase_set_timeout(tc, 90);
@@ -385,4 +495,7 @@ COR_TEST_SUITE(corHosts)
     tcase_add_test(tc, test_gather_over_eight_hosts_takes_the_slowest_ones_time);
     tcase_add_test(tc, test_round_robin_over_eight_survives_a_host_killed);
     tcase_add_test(tc, test_a_chain_across_three_hosts_answers_as_one_host);
+#if COR_HAVE_COROUTINES
+    tcase_add_test(tc, test_a_shared_subscription_loses_nothing_when_one_stops);
+#endif
 }
