@@ -49,7 +49,7 @@ int corBufGrowTo(CorBuf* b, size_t cap);
 /* Append the n bytes at p. Returns 0 or -ENOMEM. */
 int corBufAppend(CorBuf* b, const void* p, size_t n);
 /* n bytes taken (n <= what is pending); all taken empties it. */
-void corBufConsume(CorBuf* b, size_t n);
+static inline void corBufConsume(CorBuf* b, size_t n);
 /* Move what is pending to the front (off 0), making room at the end. */
 void corBufCompact(CorBuf* b);
 void corBufFree(CorBuf* b);
@@ -167,6 +167,8 @@ bool corKitConnReadMay(CorKitConn* k);
 /* ops->expired at since + ms (at once when that is past), replacing the
  * deadline armed before; corKitConnDeadlineStop disarms it. */
 void corKitConnDeadline(CorKitConn* k, uint64_t since, uint64_t ms);
+/* The same from now: ops->expired ms from the loop's clock. */
+void corKitConnDeadlineIn(CorKitConn* k, uint64_t ms);
 void corKitConnDeadlineStop(CorKitConn* k);
 
 /* ---- The same connection off the loops ---------------------------------- */
@@ -196,6 +198,15 @@ static inline uint8_t*
 corBufHead(const CorBuf* b)
 {
     return b->data + b->off;
+}
+
+static inline void
+corBufConsume(CorBuf* b, size_t n)
+{
+    b->off += n;
+    if (b->off == b->len) {
+        b->off = b->len = 0;
+    }
 }
 
 static inline size_t

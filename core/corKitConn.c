@@ -291,6 +291,12 @@ corKitConnDeadline(CorKitConn* k, uint64_t since, uint64_t ms)
 }
 
 void
+corKitConnDeadlineIn(CorKitConn* k, uint64_t ms)
+{
+    corEvTimerStart(k->loop, &k->deadline, ms, deadlineDue);
+}
+
+void
 corKitConnDeadlineStop(CorKitConn* k)
 {
     corEvTimerStop(k->loop, &k->deadline);
