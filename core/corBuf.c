@@ -61,15 +61,6 @@ corBufAppend(CorBuf* b, const void* p, size_t n)
 }
 
 void
-corBufConsume(CorBuf* b, size_t n)
-{
-    b->off += n;
-    if (b->off == b->len) {
-        b->off = b->len = 0;
-    }
-}
-
-void
 corBufCompact(CorBuf* b)
 {
     if (b->off > 0) {

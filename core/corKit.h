@@ -7,7 +7,8 @@
  * CorTransport (plain or TLS), flushed as the socket takes it and on
  * EPOLLOUT (armed once, edge-triggered), a high-water mark past which the
  * owner reads nothing more (its peer must read first), one deadline timer,
- * a flush before the loop sleeps, and a set of live connections per
+ * a flush before the loop sleeps, a file part of the output sent
+ * kernel to kernel after its bytes, and a set of live connections per
  * loop that a drain and a stop walk. Off the loops (a worker, a client's
  * thread twin) the same connection is driven by poll(): one exchange at a
  * time, each wait bounded. A module keeps only its framing and its
@@ -20,6 +21,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "cor.h"
 #include "corList.h"
@@ -47,7 +49,7 @@ int corBufGrowTo(CorBuf* b, size_t cap);
 /* Append the n bytes at p. Returns 0 or -ENOMEM. */
 int corBufAppend(CorBuf* b, const void* p, size_t n);
 /* n bytes taken (n <= what is pending); all taken empties it. */
-void corBufConsume(CorBuf* b, size_t n);
+static inline void corBufConsume(CorBuf* b, size_t n);
 /* Move what is pending to the front (off 0), making room at the end. */
 void corBufCompact(CorBuf* b);
 void corBufFree(CorBuf* b);
@@ -98,6 +100,10 @@ struct CorKitConn {
     CorList link;               /* in its set */
     CorBuf in;
     CorBuf out;
+    int fileFd;                 /* the output's file part, the kit's to
+                                 * close: valid while fileLeft > 0 */
+    off_t fileOffset;
+    size_t fileLeft;
     size_t readRoom;            /* a read's room when ops->reserve is NULL */
     size_t highWater;           /* unsent output past which nothing is
                                  * read; 0: no mark */
@@ -107,6 +113,8 @@ struct CorKitConn {
     uint64_t sentBytes;         /* written in all: a writer waits for its
                                  * last byte's count to be passed */
     uint64_t sentMs;            /* when bytes last went (keepalives) */
+    unsigned events;            /* the socket's last wake (EPOLL*): a
+                                 * reset told from a shut */
     bool peerShut;              /* its FIN came: read to its end */
     bool readPaused;            /* past the mark or ops->readMay: not
                                  * read until the output drains */
@@ -137,9 +145,20 @@ void corKitConnFree(CorKitConn* k);
  * flushed first). Frames still pending in k->in are taken first. Returns
  * 0, or -1 when an op closed it. */
 int corKitConnRead(CorKitConn* k);
-/* Write what the socket takes of k->out. Returns 0 (the rest waits for
- * EPOLLOUT), or -1 on an error (the caller closes). */
+/* Write what the socket takes of k->out, then of its file part. Returns
+ * 0 (the rest waits for EPOLLOUT), or -1 on an error or a file shorter
+ * than it said (the caller closes). */
 int corKitConnFlush(CorKitConn* k);
+/* The output's file part: len bytes of fd from offset, sent (the
+ * transport's sendFile) once k->out is empty; nothing is queued behind
+ * it until it went. The kit owns fd from here and closes it when the
+ * part is sent (at once for len 0) or at corKitConnFree. */
+void corKitConnSendFile(CorKitConn* k, int fd, off_t offset, size_t len);
+/* Unsent output: k->out's bytes and the file part's. */
+static inline size_t corKitConnOutPending(const CorKitConn* k);
+/* Past the high-water mark: more unsent bytes than it, or a file part
+ * (which holds what would follow). False without a mark. */
+static inline bool corKitConnOutFull(const CorKitConn* k);
 /* Flush before the loop sleeps: what this turn's handlers, coroutines and
  * workers' answers queue goes in one write, in this turn. */
 void corKitConnFlushSoon(CorKitConn* k);
@@ -148,6 +167,8 @@ bool corKitConnReadMay(CorKitConn* k);
 /* ops->expired at since + ms (at once when that is past), replacing the
  * deadline armed before; corKitConnDeadlineStop disarms it. */
 void corKitConnDeadline(CorKitConn* k, uint64_t since, uint64_t ms);
+/* The same from now: ops->expired ms from the loop's clock. */
+void corKitConnDeadlineIn(CorKitConn* k, uint64_t ms);
 void corKitConnDeadlineStop(CorKitConn* k);
 
 /* ---- The same connection off the loops ---------------------------------- */
@@ -206,6 +227,28 @@ static inline uint8_t*
 corBufHead(const CorBuf* b)
 {
     return b->data + b->off;
+}
+
+static inline void
+corBufConsume(CorBuf* b, size_t n)
+{
+    b->off += n;
+    if (b->off == b->len) {
+        b->off = b->len = 0;
+    }
+}
+
+static inline size_t
+corKitConnOutPending(const CorKitConn* k)
+{
+    return corBufPending(&k->out) + k->fileLeft;
+}
+
+static inline bool
+corKitConnOutFull(const CorKitConn* k)
+{
+    return k->highWater > 0
+           && (k->fileLeft > 0 || corBufPending(&k->out) > k->highWater);
 }
 
 #endif /* COR_KIT_H */

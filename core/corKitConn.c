@@ -16,6 +16,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <unistd.h>
 
 void
 corKitConnInit(CorKitConn* k, CorEvLoop* loop, const CorKitOps* ops)
@@ -39,11 +40,12 @@ onIo(CorEvIo* io, unsigned events)
     if (events & (EPOLLRDHUP | EPOLLHUP)) {
         k->peerShut = true;
     }
+    k->events = events;
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
         k->ops->ready(k);
         return;
     }
-    if (corBufPending(&k->out) == 0) {
+    if (corKitConnOutPending(k) == 0) {
         return;
     }
     if (corKitConnFlush(k) != 0) {
@@ -92,17 +94,28 @@ corKitConnStop(CorKitConn* k)
     }
 }
 
+/* The file part is sent, or dropped. */
+static void
+fileDone(CorKitConn* k)
+{
+    if (k->fileLeft > 0) {
+        close(k->fileFd);
+        k->fileLeft = 0;
+    }
+}
+
 void
 corKitConnFree(CorKitConn* k)
 {
     corBufFree(&k->in);
     corBufFree(&k->out);
+    fileDone(k);
 }
 
 bool
 corKitConnReadMay(CorKitConn* k)
 {
-    return (k->highWater == 0 || corBufPending(&k->out) <= k->highWater)
+    return !corKitConnOutFull(k)
            && (k->ops->readMay == NULL || k->ops->readMay(k));
 }
 
@@ -177,18 +190,35 @@ corKitConnRead(CorKitConn* k)
     return rc;
 }
 
+/* One write of the output: its bytes, or once they went, its file
+ * part, kernel to kernel. */
+static ssize_t
+sendSome(CorKitConn* k)
+{
+    if (corBufPending(&k->out) > 0) {
+        return k->t->ops->send(k->t, corBufHead(&k->out),
+                               corBufPending(&k->out));
+    }
+    return k->t->ops->sendFile(k->t, k->fileFd, &k->fileOffset,
+                               k->fileLeft);
+}
+
 int
 corKitConnFlush(CorKitConn* k)
 {
     if (k->t == NULL) {
         return 0;       /* not started: it goes when it is */
     }
-    while (corBufPending(&k->out) > 0) {
-        ssize_t n = k->t->ops->send(k->t, corBufHead(&k->out),
-                                    corBufPending(&k->out));
+    while (corKitConnOutPending(k) > 0) {
+        bool bytes = corBufPending(&k->out) > 0;
+        ssize_t n = sendSome(k);
 
         if (n > 0) {
-            corBufConsume(&k->out, (size_t)n);
+            if (bytes) {
+                corBufConsume(&k->out, (size_t)n);
+            } else if ((k->fileLeft -= (size_t)n) == 0) {
+                close(k->fileFd);
+            }
             k->sentBytes += (size_t)n;
             k->sentMs = corEvNow(k->loop);
             k->outStalledMs = 0;
@@ -198,7 +228,7 @@ corKitConnFlush(CorKitConn* k)
             }
             return 0;
         } else if (!(n < 0 && errno == EINTR)) {
-            return -1;
+            return -1;  /* an error, or a file shorter than it said */
         }
     }
     k->out.len = k->out.off = 0;
@@ -207,6 +237,18 @@ corKitConnFlush(CorKitConn* k)
         corBufFree(&k->out);
     }
     return 0;
+}
+
+void
+corKitConnSendFile(CorKitConn* k, int fd, off_t offset, size_t len)
+{
+    fileDone(k);
+    k->fileFd = fd;
+    k->fileOffset = offset;
+    k->fileLeft = len;
+    if (len == 0) {
+        close(fd);
+    }
 }
 
 static void
@@ -244,6 +286,12 @@ corKitConnDeadline(CorKitConn* k, uint64_t since, uint64_t ms)
 
     corEvTimerStart(k->loop, &k->deadline,
                     since + ms > now ? since + ms - now : 0, deadlineDue);
+}
+
+void
+corKitConnDeadlineIn(CorKitConn* k, uint64_t ms)
+{
+    corEvTimerStart(k->loop, &k->deadline, ms, deadlineDue);
 }
 
 void

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The buffers a loop lends its connections. A connection holds an input
- * or an output buffer only while bytes wait in it (nginx frees its buffers
- * at keep-alive the same way), so ten thousand idle connections hold none;
- * the loop keeps a few free ones, so that a busy connection that takes and
- * gives one back at every request does not go to malloc each time.
+ * The memory a loop lends its connections' kit buffers (CorBuf, which
+ * grows it past HTTP_BUF_BYTES on its own; a grown one goes back to
+ * malloc). A connection holds an input or an output buffer only while
+ * bytes wait in it (nginx frees its buffers at keep-alive the same way),
+ * so ten thousand idle connections hold none; the loop keeps a few free
+ * ones, so that a busy connection that takes and gives one back at every
+ * request does not go to malloc each time. The lending itself is inline
+ * (corHttpInt.h): it runs twice a request.
  *
  * And the loop's header array, which the parser fills for whichever
  * connection's head it parses: limits.header_count fields once per loop,
@@ -13,28 +16,6 @@
 #include "corHttpInt.h"
 
 #include <stdlib.h>
-
-char*
-corHttpBufTake(HttpLoop* hl)
-{
-    if (hl->bufCount > 0) {
-        return hl->bufs[--hl->bufCount];
-    }
-    return malloc(HTTP_BUF_BYTES);
-}
-
-void
-corHttpBufGive(HttpLoop* hl, char* buf, size_t cap)
-{
-    if (buf == NULL) {
-        return;
-    }
-    if (cap == HTTP_BUF_BYTES && hl->bufCount < HTTP_BUF_CACHE) {
-        hl->bufs[hl->bufCount++] = buf;
-        return;
-    }
-    free(buf);
-}
 
 int
 corHttpLoopBuffersInit(HttpLoop* hl)

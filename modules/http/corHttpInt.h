@@ -7,12 +7,13 @@
 #ifndef COR_HTTP_INT_H
 #define COR_HTTP_INT_H
 
+#include <errno.h>
 #include <netinet/in.h>
-#include <stdatomic.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 
 #include "cor.h"
-#include "corList.h"
+#include "corKit.h"
 #include "corHttpParse.h"
 
 typedef struct HttpConn HttpConn;
@@ -29,8 +30,7 @@ typedef struct HttpLoop HttpLoop;
 struct HttpLoop {
     _Alignas(COR_CACHE_LINE) CorEvLoop* loop;
     unsigned index;
-    CorList conns;              /* every open connection (HttpConn.link) */
-    atomic_uint connCount;      /* read by the generation while draining */
+    CorKitSet conns;            /* every open connection (HttpConn.k) */
     CorAccept* accept;          /* this loop's accepting, or NULL */
     bool draining;
     time_t dateSecond;
@@ -91,23 +91,21 @@ typedef struct {
     CorHeader headers[];        /* then the head's bytes */
 } HttpRequest;
 
-/* A connection; owned by its loop, freed on close (a request still with
- * its handler then holds none of it). Between requests it holds no buffer:
+/*
+ * A connection; owned by its loop, freed on close (a request still with
+ * its handler then holds none of it). It stands on the kit (corKit.h):
+ * its socket's events, its buffers (k.in: what was read and not yet
+ * consumed, from k.in.off; k.out and a file part: what is to send), its
+ * one deadline and its loop's set. Between requests it holds no buffer:
  * it takes one of its loop's when bytes come, and gives it back once they
- * are consumed, so an idle keep-alive connection costs this struct. */
+ * are consumed, so an idle keep-alive connection costs this struct.
+ */
 struct HttpConn {
-    CorEvIo io;
-    CorEvTimer timer;
+    CorKitConn k;
     HttpLoop* hl;
-    CorList link;               /* in its loop's conns */
     CorTransport t;             /* its bytes go through this */
     HttpState state;
-    HttpState timerFor;         /* what the timer was armed for */
-    char* in;                   /* what was read and not yet consumed */
-    size_t inStart;             /* where the current request (or, once its
-                                 * head is parsed, its body) begins */
-    size_t inLen;
-    size_t inCap;
+    HttpState timerFor;         /* what the deadline was armed for */
     size_t headParsed;          /* head bytes at the last parse that
                                  * wanted more */
     size_t headScanned;         /* head bytes searched for its end */
@@ -117,23 +115,16 @@ struct HttpConn {
     uint64_t readStartMs;       /* the request's first byte came then */
     uint64_t lingerEndMs;       /* a lingering close ends then at last */
     size_t lingerBytes;         /* what it dropped so far */
-
-    char* out;
-    size_t outLen;
-    size_t outSent;
-    size_t outCap;
-    int fileFd;                 /* a file body being sent, or -1 */
-    off_t fileOffset;
-    size_t fileLeft;
     HttpRequest* req;           /* from its parsed head to its answer */
     HttpRequest* releasing;     /* being answered: released at once? */
     HttpRequest* upgrading;     /* answered 101: takes the connection */
     bool keepAlive;
     bool linger;                /* an error answer: linger, then close */
-    bool readPaused;            /* the buffer is full: read again later */
-    bool peerShut;              /* its FIN came: read to the end */
+    bool readPaused;            /* input waits in the socket (the buffer
+                                 * was full, or a request was being
+                                 * served): read again later */
     bool peerClosed;            /* the end was read */
-    bool processing;            /* inside httpProcess (re-entry guard) */
+    bool processing;            /* serving the input (re-entry guard) */
     bool tls;                   /* its listener speaks TLS */
     bool served;                /* answered a request: idle now is between
                                  * requests, not before the first */
@@ -142,29 +133,84 @@ struct HttpConn {
 
 /* ---- corHttpBuf.c -------------------------------------------------------- */
 
-/* A buffer of HTTP_BUF_BYTES from the loop's cache, or malloc; NULL when
- * there is no memory. */
-char* corHttpBufTake(HttpLoop* hl);
+/* Lend b (which holds no memory) a buffer of HTTP_BUF_BYTES from the
+ * loop's cache, or malloc. Returns 0 or -ENOMEM. Inline: twice a
+ * request. */
+static inline int corHttpBufLend(HttpLoop* hl, CorBuf* b);
 /* Give a buffer of cap bytes back (kept when it is a cached size and the
  * cache has room, freed otherwise); NULL is ignored. */
-void corHttpBufGive(HttpLoop* hl, char* buf, size_t cap);
+static inline void corHttpBufGive(HttpLoop* hl, char* buf, size_t cap);
+/* b's memory back to the loop (corHttpBufGive); b is empty after. */
+static inline void corHttpBufReturn(HttpLoop* hl, CorBuf* b);
 /* Free the cache and the loop's header array (the loop ended). */
 void corHttpLoopBuffersFree(HttpLoop* hl);
 /* Size the loop's header array for limits.header_count. Returns 0 or -1. */
 int corHttpLoopBuffersInit(HttpLoop* hl);
 
+/* ---- corHttpRequest.c ---------------------------------------------------- */
+
+/* What a step of reading a request came to. */
+typedef enum {
+    HTTP_STEP_WAIT,             /* more bytes must come */
+    HTTP_STEP_HEAD,             /* a head's first bytes came (HTTP_HEAD):
+                                 * its deadline runs */
+    HTTP_STEP_BODY,             /* a head is in, its body comes */
+    HTTP_STEP_REQUEST,          /* c->req is whole (HTTP_SERVING): serve */
+    HTTP_STEP_REFUSED           /* refused (HTTP_CLOSING): the answer is
+                                 * queued, the connection ends after it */
+} HttpStep;
+
+/* Read what the socket has into c->k.in (c->readPaused when the buffer is
+ * full, c->peerClosed at its end). Returns -1 on an error (close). */
+int corHttpRead(HttpConn* c);
+/* Parse or gather what the input holds of the request being read, one
+ * step. */
+HttpStep corHttpRequestStep(HttpConn* c);
+/* Every byte read was consumed and no request is being read: the input's
+ * buffer goes back to the loop (an idle connection holds none). */
+void corHttpInputRelease(HttpConn* c);
+/* Say a refusal at a limit (413, 414, 431, 408) as every protocol does;
+ * another status is HTTP's own and not said. */
+void corHttpLimitsSay(const HttpConn* c, int status);
+void corHttpRequestFree(HttpRequest* req);
+
 /* ---- corHttpConn.c ------------------------------------------------------- */
 
-/* Adopt an accepted socket on the calling loop (a CorAcceptFn). */
-void corHttpConnOpen(unsigned loopIndex, const CorListener* l, int fd,
-                     const struct sockaddr_storage* peer);
+/* Hands a connection's bytes over (corHttpConnHandOff): t (copied: the
+ * taker's to close from here), the input read past what the server
+ * consumed and the output not yet written, both to copy. */
+typedef void (*HttpHandOffFn)(void* arg, const CorTransport* t,
+                              const void* in, size_t inLen,
+                              const void* out, size_t outLen);
+
+/* Arm the deadline the state (or pending output) calls for; progress (a
+ * read of body, a write) restarts the body and send timers. */
+void corHttpConnArm(HttpConn* c, bool progress);
+/* The kit's deadline passed (CorKitOps.expired). */
+void corHttpConnExpired(CorKitConn* k);
+/* Write the pending output, then corHttpConnFlushed. Returns -1 on an
+ * error (close). */
+int corHttpConnFlush(HttpConn* c);
+/* After a flush: the send timer runs while output waits; once all went,
+ * the buffer goes back to the loop. */
+void corHttpConnFlushed(HttpConn* c);
+/* The last answer is out: close, or linger first after a refusal. */
+void corHttpConnEnd(HttpConn* c);
+/* Lingering: drop what the client sends. Returns -1 when c closed. */
+int corHttpConnLinger(HttpConn* c);
+/* Take c off its loop and hand its bytes to fn, then free c. */
+void corHttpConnHandOff(HttpConn* c, HttpHandOffFn fn, void* arg);
 void corHttpConnClose(HttpConn* c);
 /* Answer what holds a request as failed and close (a stop). */
 void corHttpConnStop(HttpConn* c);
 /* A drain: c, idle between requests, closes soon. */
 void corHttpConnDrain(HttpConn* c);
 
-HttpLoop* corHttpLoopAt(unsigned index);
+/* ---- corHttpServe.c ------------------------------------------------------ */
+
+/* Adopt an accepted socket on hl's loop (the calling one). */
+void corHttpServeOpen(HttpLoop* hl, const CorListener* l, int fd,
+                      const struct sockaddr_storage* peer);
 
 /* ---- corHttpResponse.c --------------------------------------------------- */
 
@@ -190,5 +236,39 @@ int corHttpContinueAppend(HttpConn* c);
 const char* corHttpStatusText(int status);
 /* The Date header's value, cached per second. */
 const char* corHttpDate(HttpLoop* hl);
+
+/* ---- inline definitions -------------------------------------------------- */
+
+static inline int
+corHttpBufLend(HttpLoop* hl, CorBuf* b)
+{
+    uint8_t* data = hl->bufCount > 0 ? (uint8_t*)hl->bufs[--hl->bufCount]
+                                     : malloc(HTTP_BUF_BYTES);
+
+    if (data == NULL) {
+        return -ENOMEM;
+    }
+    *b = (CorBuf){ .data = data, .cap = HTTP_BUF_BYTES };
+    return 0;
+}
+
+static inline void
+corHttpBufGive(HttpLoop* hl, char* buf, size_t cap)
+{
+    if (cap == HTTP_BUF_BYTES && hl->bufCount < HTTP_BUF_CACHE) {
+        hl->bufs[hl->bufCount++] = buf;
+        return;
+    }
+    free(buf);
+}
+
+static inline void
+corHttpBufReturn(HttpLoop* hl, CorBuf* b)
+{
+    if (b->data != NULL) {
+        corHttpBufGive(hl, (char*)b->data, b->cap);
+        *b = (CorBuf){ 0 };
+    }
+}
 
 #endif /* COR_HTTP_INT_H */

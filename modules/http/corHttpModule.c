@@ -13,10 +13,18 @@
 static HttpLoop* httpLoops;
 static unsigned httpLoopCount;
 
-HttpLoop*
+static HttpLoop*
 corHttpLoopAt(unsigned index)
 {
     return &httpLoops[index % httpLoopCount];
+}
+
+/* An accepted socket, on the loop of loopIndex (a CorAcceptFn). */
+static void
+httpAccept(unsigned loopIndex, const CorListener* l, int fd,
+           const struct sockaddr_storage* peer)
+{
+    corHttpServeOpen(corHttpLoopAt(loopIndex), l, fd, peer);
 }
 
 static int
@@ -25,7 +33,7 @@ httpStart(CorModule* m, CorEvLoop* loop, unsigned index,
 {
     (void)m;
     corHttpLoopAt(index)->accept = corAcceptStart(loop, index, listeners,
-                                                  count, corHttpConnOpen);
+                                                  count, httpAccept);
     return corHttpLoopAt(index)->accept != NULL ? 0 : -1;
 }
 
@@ -43,8 +51,8 @@ httpDrain(CorModule* m, CorEvLoop* loop, unsigned index)
     hl->accept = NULL;
     /* Every connection's next answer says "Connection: close"; one idle
      * between requests closes soon. */
-    corListForEach(node, next, &hl->conns) {
-        corHttpConnDrain(corContainerOf(node, HttpConn, link));
+    corListForEach(node, next, &hl->conns.conns) {
+        corHttpConnDrain(corContainerOf(node, HttpConn, k.link));
     }
 }
 
@@ -57,9 +65,9 @@ httpStop(CorModule* m, CorEvLoop* loop, unsigned index)
     (void)loop;
     corAcceptStop(hl->accept);
     hl->accept = NULL;
-    while (!corListEmpty(&hl->conns)) {
-        corHttpConnStop(corContainerOf(corListFirst(&hl->conns), HttpConn,
-                                       link));
+    while (!corListEmpty(&hl->conns.conns)) {
+        corHttpConnStop(corContainerOf(corListFirst(&hl->conns.conns),
+                                       HttpConn, k.link));
     }
 }
 
@@ -67,7 +75,7 @@ static unsigned
 httpConnections(CorModule* m, unsigned index)
 {
     (void)m;
-    return atomic_load(&corHttpLoopAt(index)->connCount);
+    return atomic_load(&corHttpLoopAt(index)->conns.count);
 }
 
 static int

@@ -107,32 +107,21 @@ corHttpDate(HttpLoop* hl)
     return hl->date;
 }
 
-/* Room for more bytes at the end of the output. */
+/* Room for more bytes at the end of the output: a loop's buffer for the
+ * first that fit one, grown by the kit's buffer past it. */
 static char*
 outputReserve(HttpConn* c, size_t more)
 {
-    if (c->out == NULL && more <= HTTP_BUF_BYTES) {
-        c->out = corHttpBufTake(c->hl);
-        if (c->out == NULL) {
-            return NULL;
-        }
-        c->outCap = HTTP_BUF_BYTES;
-    }
-    if (c->outCap - c->outLen < more) {
-        size_t cap = c->outCap ? c->outCap : 4096;
-        char* grown;
+    CorBuf* out = &c->k.out;
 
-        while (cap - c->outLen < more) {
-            cap *= 2;
-        }
-        grown = realloc(c->out, cap);
-        if (grown == NULL) {
-            return NULL;
-        }
-        c->out = grown;
-        c->outCap = cap;
+    if (out->data == NULL && more <= HTTP_BUF_BYTES
+        && corHttpBufLend(c->hl, out) != 0) {
+        return NULL;
     }
-    return c->out + c->outLen;
+    if (out->cap - out->len < more && corBufReserve(out, more) != 0) {
+        return NULL;
+    }
+    return (char*)out->data + out->len;
 }
 
 static int
@@ -144,7 +133,7 @@ appendBytes(HttpConn* c, const void* bytes, size_t len)
         return -1;
     }
     memcpy(at, bytes, len);
-    c->outLen += len;
+    c->k.out.len += len;
     return 0;
 }
 
@@ -248,7 +237,7 @@ appendHead(HttpConn* c, const HttpRequest* req, int status, bool keepAlive)
         at = PUT_LITERAL(at, "\r\nConnection: keep-alive");
     }
     at = PUT_LITERAL(at, "\r\n\r\n");
-    c->outLen += (size_t)(at - start);
+    c->k.out.len += (size_t)(at - start);
     return 0;
 }
 

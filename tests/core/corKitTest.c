@@ -5,7 +5,8 @@
  * socket pair on a real loop: frames taken as they come, output larger
  * than the socket takes written on EPOLLOUT in order (EAGAIN and partial
  * writes), a read paused past the high-water mark and resumed when the
- * peer reads, the peer's end, a deadline firing, and a set's count; and
+ * peer reads, a file part sent after the bytes and closed, the peer's
+ * end, a deadline firing, and a set's count; and
  * the same connection off the loops, driven by poll(). No
  * timing is asserted: the loop turns until a condition holds, with a
  * generous bound.
@@ -16,6 +17,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -276,6 +278,57 @@ START_TEST(test_a_read_pauses_past_the_mark_until_drained)
 }
 END_TEST
 
+/* A file of n bytes following the pattern from byte `from`, open for
+ * reading (its name unlinked). */
+static int
+patternFile(size_t from, size_t n)
+{
+    char name[] = "/tmp/corKitTestXXXXXX";
+    int fd = mkstemp(name);
+    uint8_t* bytes = malloc(n);
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_ptr_nonnull(bytes);
+    unlink(name);
+    for (size_t i = 0; i < n; i++) {
+        bytes[i] = (uint8_t)((from + i) % 251);
+    }
+    ck_assert_int_eq(write(fd, bytes, n), (ssize_t)n);
+    free(bytes);
+    return fd;
+}
+
+START_TEST(test_a_file_part_follows_the_bytes_and_is_closed)
+{
+    size_t head = 1000;
+    size_t total = head + (4u << 20);
+    size_t have = 0;
+    int fd = patternFile(head, total - head);
+
+    owner.k.highWater = 4096;
+    ck_assert_int_eq(corBufReserve(&owner.k.out, head), 0);
+    for (size_t i = 0; i < head; i++) {
+        owner.k.out.data[i] = (uint8_t)(i % 251);
+    }
+    owner.k.out.len = head;
+    corKitConnSendFile(&owner.k, fd, 0, total - head);
+    ck_assert_uint_eq(corKitConnOutPending(&owner.k), total);
+    ck_assert(corKitConnOutFull(&owner.k));    /* a file holds the rest */
+    ck_assert_int_eq(corKitConnFlush(&owner.k), 0);
+    for (int turns = 0; have < total; turns++) {
+        ck_assert_int_lt(turns, 20000);     /* a bound, not a timing */
+        have = peerDrain(have);
+        corEvLoopRunOnce(loop, 10);
+    }
+    ck_assert_uint_eq(have, total);
+    ck_assert_uint_eq(corKitConnOutPending(&owner.k), 0);
+    ck_assert(!corKitConnOutFull(&owner.k));
+    ck_assert_uint_eq(owner.k.sentBytes, total);
+    ck_assert_int_eq(fcntl(fd, F_GETFD), -1);   /* the kit closed it */
+    ck_assert_int_eq(owner.failed, 0);
+}
+END_TEST
+
 START_TEST(test_the_peers_end_and_a_deadline_reach_the_owner)
 {
     corKitConnDeadline(&owner.k, corEvNow(loop), 1);
@@ -386,6 +439,7 @@ COR_TEST_SUITE(corKit)
     tcase_add_test(tc, test_frames_are_taken_as_they_come_whole);
     tcase_add_test(tc, test_output_past_the_socket_goes_on_epollout_in_order);
     tcase_add_test(tc, test_a_read_pauses_past_the_mark_until_drained);
+    tcase_add_test(tc, test_a_file_part_follows_the_bytes_and_is_closed);
     tcase_add_test(tc, test_the_peers_end_and_a_deadline_reach_the_owner);
     tcase_add_test(tc, test_a_stopped_connection_leaves_its_set);
     tcase_add_test(tc, test_off_the_loops_it_reads_and_writes_with_waits);

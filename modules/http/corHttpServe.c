@@ -1,0 +1,544 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Serving requests on an HTTP/1.x connection, one after the other: what
+ * the kit's events drive (input to read, output gone), the cycle of
+ * reading a request (corHttpRequest.c), handing it to the core and
+ * writing its answer (corHttpResponse.c), and the ops through which the
+ * core hands back an answer, a stream's pieces, or an upgrade.
+ *
+ * The socket is armed once by the kit, edge-triggered for input and
+ * output, and never re-armed: a connection costs no epoll_ctl after its
+ * first. Bytes move through the connection's transport, which its
+ * listener picks (plain or TLS). Requests are served one at a time and
+ * answered in order; while one is with its handler, nothing more is read
+ * or parsed, so a pipelined request never overtakes the one before it.
+ * Inline answers of a pipelined batch are gathered in the output buffer
+ * and written with one write().
+ */
+#include "corHttpInt.h"
+
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+/* Past this much unsent output (or while a file goes), no further
+ * pipelined request is served until the client reads: the kit's mark. */
+#define OUT_HIGH_WATER (1024 * 1024)
+
+static void requestDone(CorRequest* r);
+static void requestRelease(CorRequest* r);
+static void streamData(CorRequest* r, const void* data, size_t len);
+static void streamEnd(CorRequest* r);
+static void streamAbort(CorRequest* r);
+static bool streamAlive(const CorRequest* r);
+static size_t streamBacklog(const CorRequest* r);
+static bool upgradable(const CorRequest* r);
+static void upgradeHandOff(HttpConn* c);
+
+static const CorProtocolOps httpOps = {
+    .done = requestDone,
+    .release = requestRelease,
+    .streamData = streamData,
+    .streamEnd = streamEnd,
+    .streamAlive = streamAlive,
+    .streamBacklog = streamBacklog,
+    .streamAbort = streamAbort,
+    .upgradable = upgradable,
+};
+
+/* ---- The request cycle --------------------------------------------------- */
+
+static bool
+reading(const HttpConn* c)
+{
+    return c->state == HTTP_IDLE || c->state == HTTP_HEAD
+           || c->state == HTTP_BODY;
+}
+
+/* One step of the input, and the deadline or the serving it leads to:
+ * returns false when it must wait (for bytes, the handler, or the client
+ * to read). */
+static bool
+serveStep(HttpConn* c)
+{
+    switch (corHttpRequestStep(c)) {
+    case HTTP_STEP_HEAD:
+        corHttpConnArm(c, true);
+        return false;
+    case HTTP_STEP_BODY:
+        corHttpConnArm(c, true);
+        return true;
+    case HTTP_STEP_REQUEST:
+        corHttpConnArm(c, true);
+        /* The record is the protocol's data: it lives until its release,
+         * where the connection may not. */
+        corRequestServe(&c->req->r, &httpOps, c->req);
+        return true;
+    case HTTP_STEP_WAIT:
+    case HTTP_STEP_REFUSED:
+        break;
+    }
+    return false;
+}
+
+/*
+ * Parse and serve what the input holds. A read that stopped at a full
+ * buffer left bytes in the socket that no further edge announces: once a
+ * step made room (a chunked body's framing went), read on. Returns -1 on
+ * a read error (close).
+ */
+static int
+serveInput(HttpConn* c)
+{
+    for (;;) {
+        size_t before;
+
+        while (reading(c) && !corKitConnOutFull(&c->k) && serveStep(c)) {
+        }
+        if (!c->readPaused || !reading(c) || corKitConnOutFull(&c->k)) {
+            return 0;
+        }
+        /* Unconsumed bytes, which the read's slide to the front of the
+         * buffer leaves as they are. */
+        before = corBufPending(&c->k.in);
+        if (corHttpRead(c) != 0) {
+            return -1;
+        }
+        if (corBufPending(&c->k.in) == before) {
+            return 0;           /* still full */
+        }
+    }
+}
+
+/* Serve what came and write the answers, until it waits; then what the
+ * state calls for: the hand-over, the end, or the next deadline. */
+static void
+serve(HttpConn* c)
+{
+    bool heldBack;
+
+    if (c->processing) {
+        return;         /* an inline answer inside the loop below */
+    }
+    c->processing = true;
+    do {
+        if (serveInput(c) != 0) {
+            c->processing = false;
+            corHttpConnClose(c);
+            return;
+        }
+        heldBack = reading(c) && corKitConnOutFull(&c->k);
+        if (corHttpConnFlush(c) != 0) {
+            c->processing = false;
+            corHttpConnClose(c);
+            return;
+        }
+        /* Held back by output that has all gone out now: go on. */
+    } while (heldBack && corKitConnOutPending(&c->k) == 0);
+    c->processing = false;
+    if (c->state == HTTP_UPGRADED) {
+        upgradeHandOff(c);          /* answered 101 inside the loop above */
+        return;
+    }
+    if (c->state == HTTP_CLOSING && corKitConnOutPending(&c->k) == 0) {
+        corHttpConnEnd(c);
+        return;
+    }
+    if (c->peerClosed && c->state != HTTP_SERVING
+        && corKitConnOutPending(&c->k) == 0) {
+        corHttpConnClose(c);
+        return;
+    }
+    corHttpInputRelease(c);
+    corHttpConnArm(c, false);
+}
+
+/* What a finished answer leaves: the next request, or the close. */
+static void
+answered(HttpConn* c, CorRequest* r)
+{
+    HttpRequest* req = corContainerOf(r, HttpRequest, r);
+
+    c->state = c->keepAlive ? HTTP_IDLE : HTTP_CLOSING;
+    c->served = true;
+    /* The next request gets a record of its own: this one stays the
+     * core's until its post-response phase is over, which may outlast the
+     * connection; then it is released into the void. */
+    c->req = NULL;
+    c->releasing = req;
+    corRequestSent(r);
+    if (c->releasing == req) {
+        req->conn = NULL;
+    }
+    c->releasing = NULL;
+    if (c->processing) {
+        return;                     /* serve goes on by itself */
+    }
+    /* Bytes that came while the handler had the request raised their edge
+     * then (ready paused the read), and a peer that shut its side leaves
+     * an end to read that no further edge announces; otherwise nothing can
+     * have come, and a read would only say EAGAIN. */
+    if (c->readPaused || c->k.peerShut) {
+        if (corHttpRead(c) != 0) {
+            corHttpConnClose(c);
+            return;
+        }
+    }
+    serve(c);
+}
+
+/* ---- Upgrades ------------------------------------------------------------ */
+
+static void
+upgradeTake(void* arg, const CorTransport* t, const void* in, size_t inLen,
+            const void* out, size_t outLen)
+{
+    HttpRequest* req = arg;
+
+    /* The session may run to its end in there, and the request be
+     * released: req is not touched after. */
+    corRequestUpgraded(&req->r, t, in, inLen, out, outLen);
+}
+
+/*
+ * Hand the connection of an upgraded request over to the core: its
+ * transport, the bytes read past the request and the output not yet
+ * written (the 101, unless it went out already).
+ */
+static void
+upgradeHandOff(HttpConn* c)
+{
+    HttpRequest* req = c->upgrading;
+
+    if (!c->processing && corKitConnOutPending(&c->k) > 0
+        && corHttpConnFlush(c) != 0) {
+        corHttpConnClose(c);           /* the session finds no connection */
+        return;
+    }
+    c->upgrading = NULL;
+    req->conn = NULL;
+    corHttpConnHandOff(c, upgradeTake, req);
+}
+
+/*
+ * The handler took the connection (corRequestUpgrade): the 101 goes in
+ * the output, and the connection leaves the server, at once or, inside
+ * serve (an inline handler), when that is done with it. Nothing more is
+ * read or parsed here: what follows the request is the new protocol's.
+ */
+static void
+upgradeAnswered(HttpConn* c, HttpRequest* req)
+{
+    if (corHttpResponseAppend(c, req, true) != 0) {
+        c->keepAlive = false;
+        answered(c, &req->r);       /* the session finds no connection */
+        return;
+    }
+    c->state = HTTP_UPGRADED;
+    c->req = NULL;
+    c->upgrading = req;
+    if (!c->processing) {
+        upgradeHandOff(c);
+    }
+}
+
+static bool
+upgradable(const CorRequest* r)
+{
+    return corContainerOf(r, HttpRequest, r)->versionMinor >= 1;
+}
+
+/* ---- The core's ops: answers --------------------------------------------- */
+
+/* The handler is done: answer, then go on with the next request. */
+static void
+requestDone(CorRequest* r)
+{
+    HttpRequest* req = corContainerOf(r, HttpRequest, r);
+    HttpConn* c = req->conn;
+
+    if (c == NULL) {
+        /* The client left meanwhile. A stream ends through its own end
+         * (which finds no connection), since its writer may go on. */
+        if (r->stream == NULL) {
+            r->cut = true;
+            corRequestSent(r);
+        }
+        return;
+    }
+    if (r->upgrade != NULL && r->status == 101) {
+        upgradeAnswered(c, req);
+        return;
+    }
+    /* An HTTP/1.0 stream ends with the close. */
+    c->keepAlive = req->keepAlive && !c->hl->draining
+                   && corLimits()->keepaliveTimeoutMs > 0
+                   && !(r->stream != NULL && req->versionMinor == 0);
+    if (corHttpResponseAppend(c, req, c->keepAlive) != 0) {
+        c->keepAlive = false;
+    }
+    /* A stream's body is counted as its pieces go (corHttpChunkAppend). */
+    r->bodySent = r->stream != NULL || req->framing != HTTP_FRAME_LENGTH ? 0
+                  : r->fileFd >= 0 ? req->bodyLeft : r->responseLen;
+    if (r->stream != NULL) {
+        /* The head goes now; the pieces and the end come as written. */
+        if (!c->processing && corHttpConnFlush(c) != 0) {
+            corHttpConnClose(c);
+        }
+        return;
+    }
+    if (r->fileFd >= 0) {
+        /* The kit owns the file now; a HEAD sends none of it. */
+        corKitConnSendFile(&c->k, r->fileFd, (off_t)r->fileOffset,
+                           (size_t)req->bodyLeft);
+        r->fileFd = -1;
+    }
+    answered(c, r);
+}
+
+static void
+streamData(CorRequest* r, const void* data, size_t len)
+{
+    HttpRequest* req = corContainerOf(r, HttpRequest, r);
+    HttpConn* c = req->conn;
+
+    if (c == NULL) {
+        return;
+    }
+    if (corHttpChunkAppend(c, req, data, len) != 0
+        || corHttpConnFlush(c) != 0) {
+        corHttpConnClose(c);
+        return;
+    }
+    corHttpConnArm(c, false);
+}
+
+static void
+streamEnd(CorRequest* r)
+{
+    HttpRequest* req = corContainerOf(r, HttpRequest, r);
+    HttpConn* c = req->conn;
+
+    if (c == NULL) {
+        r->cut = true;
+        corRequestSent(r);
+        return;
+    }
+    if (corHttpChunkEnd(c, req) != 0) {
+        c->keepAlive = false;
+        r->cut = true;              /* short of its length, or no memory */
+    }
+    answered(c, r);
+}
+
+/* The body is cut: no last chunk, and the close tells the client. */
+static void
+streamAbort(CorRequest* r)
+{
+    HttpConn* c = corContainerOf(r, HttpRequest, r)->conn;
+
+    r->cut = true;
+    if (c == NULL) {
+        corRequestSent(r);
+        return;
+    }
+    c->keepAlive = false;
+    answered(c, r);
+}
+
+static bool
+streamAlive(const CorRequest* r)
+{
+    return corContainerOf(r, HttpRequest, r)->conn != NULL;
+}
+
+static size_t
+streamBacklog(const CorRequest* r)
+{
+    const HttpConn* c = corContainerOf(r, HttpRequest, r)->conn;
+
+    return c != NULL ? corBufPending(&c->k.out) : 0;
+}
+
+static void
+requestRelease(CorRequest* r)
+{
+    HttpRequest* req = corContainerOf(r, HttpRequest, r);
+    HttpConn* c = req->conn;
+
+    if (c != NULL && c->req == req) {
+        c->req = NULL;
+    }
+    if (c != NULL && c->releasing == req) {
+        c->releasing = NULL;        /* released while being answered */
+    }
+    corHttpRequestFree(req);
+}
+
+/* ---- The kit's events ---------------------------------------------------- */
+
+/* What a request in flight learns of its client from the socket's
+ * events. */
+typedef enum {
+    CLIENT_HERE,
+    CLIENT_SHUT,                /* it closed its side while it waited */
+    CLIENT_RESET                /* it reset, or both sides are closed */
+} ClientState;
+
+/*
+ * Whether the client of a request in flight has gone. A reset: at once. A
+ * close of its side with nothing left to read, after the request came:
+ * the client left (as nginx decides; a forward it asked for would be
+ * wasted work), though it may only have half-closed, which a server cannot
+ * tell from leaving. A client that sent its requests and its end together
+ * (pipelined, then shut) waits for the answers: its end came before the
+ * request started. The socket is peeked, not read.
+ */
+static ClientState
+clientState(const HttpConn* c)
+{
+    unsigned events = c->k.events;
+    char byte;
+
+    if (events & (EPOLLERR | EPOLLHUP)) {
+        return CLIENT_RESET;
+    }
+    if ((events & EPOLLRDHUP) && !c->req->shutBefore
+        && corBufPending(&c->k.in) == 0
+        && recv(c->t.fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT) == 0) {
+        return CLIENT_SHUT;
+    }
+    return CLIENT_HERE;
+}
+
+/* Output went on its own (EPOLLOUT). Returns -1 when c ended. */
+static int
+outputWent(HttpConn* c)
+{
+    if (c->state == HTTP_CLOSING && corKitConnOutPending(&c->k) == 0) {
+        corHttpConnEnd(c);
+        return -1;
+    }
+    corHttpConnArm(c, false);       /* the send timer is done with */
+    if (c->state == HTTP_SERVING && c->req != NULL
+        && c->req->r.stream != NULL) {
+        corResponseStreamDrained(&c->req->r);
+    }
+    return 0;
+}
+
+/* The kit flushed on EPOLLOUT, and nothing was to read. */
+static void
+wrote(CorKitConn* k)
+{
+    HttpConn* c = corContainerOf(k, HttpConn, k);
+
+    corHttpConnFlushed(c);
+    if (outputWent(c) != 0 || c->state == HTTP_LINGER) {
+        return;
+    }
+    if (corKitConnOutPending(k) == 0 && c->state != HTTP_SERVING) {
+        serve(c);           /* output drained below the high water */
+    }
+}
+
+/* The socket has input, its end or an error (and perhaps room). */
+static void
+ready(CorKitConn* k)
+{
+    HttpConn* c = corContainerOf(k, HttpConn, k);
+
+    if ((k->events & EPOLLOUT) && corKitConnOutPending(k) > 0) {
+        if (corHttpConnFlush(c) != 0) {
+            corHttpConnClose(c);
+            return;
+        }
+        if (outputWent(c) != 0) {
+            return;
+        }
+    }
+    if (c->state == HTTP_LINGER) {
+        corHttpConnLinger(c);
+        return;
+    }
+    if (c->state == HTTP_SERVING) {
+        switch (clientState(c)) {
+        case CLIENT_RESET:
+            corHttpConnClose(c);       /* which cancels the request's waits */
+            return;
+        case CLIENT_SHUT:
+            /* Its handler stops waiting; the answers before it still go
+             * out, then the end is read and the connection closes. */
+            corRequestCancel(&c->req->r);
+            break;
+        case CLIENT_HERE:
+            break;
+        }
+    }
+    if (c->state == HTTP_SERVING || c->state == HTTP_CLOSING) {
+        c->readPaused = true;       /* read once the handler is done */
+        return;
+    }
+    if (corHttpRead(c) != 0) {
+        corHttpConnClose(c);
+        return;
+    }
+    if (c->state == HTTP_BODY) {
+        corHttpConnArm(c, true);    /* body progress restarts its timer */
+    }
+    serve(c);
+}
+
+static void
+failed(CorKitConn* k, int rc, const char* why)
+{
+    (void)rc;
+    (void)why;
+    corHttpConnClose(corContainerOf(k, HttpConn, k));
+}
+
+/* HTTP reads through its own budget (corHttpRead), never the kit's
+ * corKitConnRead: no take, end, reserve or readMay. */
+static const CorKitOps kitOps = {
+    .ready = ready,
+    .fail = failed,
+    .wrote = wrote,
+    .expired = corHttpConnExpired,
+};
+
+void
+corHttpServeOpen(HttpLoop* hl, const CorListener* l, int fd,
+                 const struct sockaddr_storage* peer)
+{
+    HttpConn* c = calloc(1, sizeof(*c));
+    uint64_t handshakeMs = corListenerHandshakeTimeoutMs(l);
+    int one = 1;
+
+    if (c == NULL || corListenerTransport(l, &c->t, fd) != 0) {
+        free(c);
+        close(fd);
+        corAcceptClosed();
+        return;
+    }
+    corKitConnInit(&c->k, hl->loop, &kitOps);
+    c->k.highWater = OUT_HIGH_WATER;
+    c->hl = hl;
+    c->peer = *peer;
+    c->tls = handshakeMs > 0;   /* a plain listener has no handshake */
+    c->state = HTTP_IDLE;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (corKitConnStart(&c->k, &c->t, &hl->conns) != 0) {
+        corHttpConnClose(c);
+        return;
+    }
+    /* The first request gets the head's deadline from its first byte; a
+     * connection that sends nothing at all is an idle one. Over TLS, the
+     * handshake and that first byte must come within the listener's
+     * handshake timeout instead (the idle deadline, armed shorter). */
+    corHttpConnArm(c, true);
+    if (handshakeMs > 0) {
+        corKitConnDeadlineIn(&c->k, handshakeMs);
+    }
+}
