@@ -94,6 +94,8 @@ typedef struct {
     socklen_t addrLen;
     CorConfigTls* tls;   /* NULL: plain (a TLS name, https, requires it) */
     bool reusePort;      /* accept: share (false) | reuseport (true) */
+    bool http2;          /* http2: on | off (default: on over TLS, off
+                            plain); a protocol that speaks HTTP/2 reads it */
     const CorConf* node; /* the entry's mapping */
 } CorConfigListen;
 

@@ -30,6 +30,7 @@
  * client in the middle of an upload reads the answer instead of a reset.
  */
 #include "corHttpInt.h"
+#include "corHttp2Int.h"
 
 #include <errno.h>
 #include <netinet/tcp.h>
@@ -69,6 +70,7 @@ static size_t streamBacklog(const CorRequest* r);
 static bool upgradable(const CorRequest* r);
 static void httpProcess(HttpConn* c);
 static void upgradeHandOff(HttpConn* c);
+static bool http2HandOff(HttpConn* c);
 
 static const CorProtocolOps httpOps = {
     .done = requestDone,
@@ -1137,6 +1139,9 @@ onIo(CorEvIo* io, unsigned events)
         corHttpConnClose(c);
         return;
     }
+    if (http2HandOff(c)) {
+        return;
+    }
     if (c->state == HTTP_BODY) {
         timerUpdate(c, true);       /* body progress restarts its timer */
     }
@@ -1162,6 +1167,7 @@ corHttpConnOpen(unsigned loopIndex, const CorListener* l, int fd,
     c->hl = hl;
     c->peer = *peer;
     c->tls = handshakeMs > 0;   /* a plain listener has no handshake */
+    c->h2c = !c->tls && corListenerHttp2(l);
     c->state = HTTP_IDLE;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     corListInsert(&hl->conns, &c->link);
@@ -1232,6 +1238,43 @@ upgradeHandOff(HttpConn* c)
                        c->out != NULL ? c->out + c->outSent : NULL,
                        c->out != NULL ? c->outLen - c->outSent : 0);
     connFree(c);
+}
+
+/*
+ * Whether c speaks HTTP/2 (ALPN chose h2; or, on a plain listener with
+ * http2: on, its first bytes are the client preface): then it is handed
+ * to corHttp2Conn.c with its transport and what it read, and is gone
+ * from here. True as well while the bytes so far begin the preface (the
+ * rest is awaited, never parsed as HTTP/1).
+ */
+static bool
+http2HandOff(HttpConn* c)
+{
+    static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    size_t n = c->inLen - c->inStart;
+    const char* alpn = c->tls ? corTransportTlsAlpn(&c->t) : NULL;
+    bool h2 = alpn != NULL && strcmp(alpn, "h2") == 0;
+
+    if (c->served || c->state != HTTP_IDLE) {
+        return false;
+    }
+    if (!h2 && (!c->h2c || n == 0
+                || memcmp(c->in + c->inStart, preface,
+                          n < sizeof(preface) - 1 ? n : sizeof(preface) - 1)
+                   != 0)) {
+        return false;
+    }
+    if (!h2 && n < sizeof(preface) - 1) {
+        return true;
+    }
+    corEvIoStop(c->hl->loop, &c->io);
+    corEvTimerStop(c->hl->loop, &c->timer);
+    corListRemove(&c->link);
+    atomic_fetch_sub(&c->hl->connCount, 1);
+    corHttp2ConnOpen(c->hl, &c->t, &c->peer, c->tls,
+                     n > 0 ? c->in + c->inStart : NULL, n);
+    connFree(c);
+    return true;
 }
 
 static bool

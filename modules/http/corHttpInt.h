@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 
 #include "cor.h"
+#include "corKit.h"
 #include "corList.h"
 #include "corHttpParse.h"
 
@@ -32,6 +33,7 @@ struct HttpLoop {
     CorList conns;              /* every open connection (HttpConn.link) */
     atomic_uint connCount;      /* read by the generation while draining */
     CorAccept* accept;          /* this loop's accepting, or NULL */
+    CorKitSet h2Conns;          /* its HTTP/2 connections (corHttp2Conn.c) */
     bool draining;
     time_t dateSecond;
     char date[40];              /* "Sun, 29 Nov 2026 20:00:00 GMT" */
@@ -135,6 +137,8 @@ struct HttpConn {
     bool peerClosed;            /* the end was read */
     bool processing;            /* inside httpProcess (re-entry guard) */
     bool tls;                   /* its listener speaks TLS */
+    bool h2c;                   /* a plain listener with http2: on: the
+                                 * HTTP/2 preface may come first */
     bool served;                /* answered a request: idle now is between
                                  * requests, not before the first */
     struct sockaddr_storage peer;
