@@ -253,6 +253,7 @@ expired(CorKitConn* k)
     if (c->draining && !c->goaway && now >= c->windowMs + DRAIN_GRACE_MS) {
         finalGoaway(c);
     }
+    corHttp2StreamsDeadline(c, now);    /* resets what is past it */
     if (c->streamCount == 0 && now >= c->activeMs
                                       + limits->keepaliveTimeoutMs) {
         /* Idle: say so, then close. */
