@@ -196,7 +196,7 @@ deadlineNext(Http2Conn* c, uint64_t now)
         c->stallMs = 0;
     }
     if (c->draining && !c->goaway) {
-        EARLIER(c->windowMs + DRAIN_GRACE_MS);
+        EARLIER(c->drainMs + DRAIN_GRACE_MS);
     }
     at = corHttp2StreamsDeadline(c, now);
     if (at != 0) {
@@ -250,7 +250,7 @@ expired(CorKitConn* k)
         corHttp2ConnAbuse(c, H2_ABUSE_ZERO_WINDOW, NGHTTP2_ENHANCE_YOUR_CALM);
         return;
     }
-    if (c->draining && !c->goaway && now >= c->windowMs + DRAIN_GRACE_MS) {
+    if (c->draining && !c->goaway && now >= c->drainMs + DRAIN_GRACE_MS) {
         finalGoaway(c);
     }
     corHttp2StreamsDeadline(c, now);    /* resets what is past it */
@@ -270,7 +270,7 @@ counted(Http2Conn* c, unsigned* n, unsigned limit)
 {
     uint64_t now = corEvNow(c->k.loop);
 
-    if (now >= c->windowMs + 1000 && !c->draining) {
+    if (now >= c->windowMs + 1000) {
         c->windowMs = now;
         c->resets = c->pings = c->settings = 0;
     }
@@ -554,7 +554,7 @@ corHttp2ConnDrain(Http2Conn* c)
         return;
     }
     c->draining = true;
-    c->windowMs = corEvNow(c->k.loop);
+    c->drainMs = corEvNow(c->k.loop);
     nghttp2_submit_shutdown_notice(c->session);
     nghttp2_submit_ping(c->session, NGHTTP2_FLAG_NONE, NULL);
     if (!c->processing) {

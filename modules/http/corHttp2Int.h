@@ -92,6 +92,7 @@ struct Http2Conn {
     bool draining;              /* the notice went out */
     int abuse;                  /* 1 + the Http2Abuse a callback found */
     uint64_t windowMs;          /* the abuse counters' second began */
+    uint64_t drainMs;           /* the drain's notice went then */
     unsigned resets;            /* RST_STREAMs from the peer in it */
     unsigned pings;
     unsigned settings;

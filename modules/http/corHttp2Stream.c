@@ -359,8 +359,10 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     char statusText[4];
     char length[24];
     size_t n = 0;
-    bool body = bodyAllowed(r, status)
-                && (r->stream != NULL || r->responseLen > 0);
+    /* A stream has a provider even with no body to send: its end, not
+     * its head, closes it (corRequestSent follows the end). */
+    bool body = r->stream != NULL
+                || (bodyAllowed(r, status) && r->responseLen > 0);
     nghttp2_data_provider dp = { .source.ptr = st, .read_callback = bodyRead };
     int rc;
 
@@ -522,6 +524,31 @@ corHttp2StreamSent(Http2Conn* c, const nghttp2_frame* f)
     }
 }
 
+/* The stream is off the wire (closed, or its connection gone): one not
+ * served is freed; the core hears of a served one once its answer is
+ * whole on this side: now, or when its handler (or its stream's
+ * producer, cancelled) is done. cut: it did not end as it should. */
+static void
+streamGone(Http2Stream* st, bool cut)
+{
+    st->closed = true;
+    if (!st->served) {
+        streamUnlink(st);
+        streamFree(st);
+        return;
+    }
+    if (st->sent) {
+        return;
+    }
+    if (!st->answered || (st->r.stream != NULL && !st->ended)) {
+        corRequestCancel(&st->r);   /* done or streamEnd sends it */
+        return;
+    }
+    st->sent = true;
+    st->r.cut |= cut;
+    corRequestSent(&st->r);         /* st may be gone after */
+}
+
 int
 corHttp2StreamClose(nghttp2_session* s, int32_t id, uint32_t code,
                     void* arg)
@@ -529,21 +556,9 @@ corHttp2StreamClose(nghttp2_session* s, int32_t id, uint32_t code,
     Http2Stream* st = streamOf(s, id);
 
     (void)arg;
-    if (st == NULL) {
-        return 0;
-    }
-    nghttp2_session_set_stream_user_data(s, id, NULL);
-    st->closed = true;
-    if (!st->served) {
-        streamUnlink(st);
-        streamFree(st);
-    } else if (st->answered && !st->sent) {
-        st->sent = true;
-        st->r.cut |= code != NGHTTP2_NO_ERROR
-                     || (st->r.stream != NULL && !st->ended);
-        corRequestSent(&st->r);     /* st may be gone after */
-    } else if (!st->answered) {
-        corRequestCancel(&st->r);   /* the peer reset it mid-handler */
+    if (st != NULL) {
+        nghttp2_session_set_stream_user_data(s, id, NULL);
+        streamGone(st, code != NGHTTP2_NO_ERROR);
     }
     return 0;
 }
@@ -557,9 +572,11 @@ requestDone(CorRequest* r)
     Http2Conn* c = st->conn;
 
     if (c == NULL || st->closed) {
-        st->sent = true;
-        r->cut = true;
-        corRequestSent(r);
+        if (r->stream == NULL) {        /* else its end sends it */
+            st->sent = true;
+            r->cut = true;
+            corRequestSent(r);
+        }
         return;
     }
     if (responseSubmit(c, st) != 0) {
@@ -665,16 +682,7 @@ corHttp2StreamsDetach(Http2Conn* c)
                                          Http2Stream, link);
 
         streamUnlink(st);
-        st->closed = true;
-        if (!st->served) {
-            streamFree(st);
-        } else if (st->answered && !st->sent) {
-            st->sent = true;
-            st->r.cut = true;
-            corRequestSent(&st->r);
-        } else if (!st->answered) {
-            corRequestCancel(&st->r);   /* finishes into the void */
-        }
+        streamGone(st, true);       /* finishes into the void */
     }
 }
 
