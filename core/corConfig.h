@@ -22,6 +22,7 @@
  *     runtime.io                   epoll       epoll | uring (coroutine mode)
  *     listen                       required    at least one entry
  *     listen[].accept              share       share | reuseport
+ *     listen[].http2               on with tls on | off (HTTP/2, h2c plain)
  *     listen[].tls.min_version     "1.2"       "1.2" | "1.3"
  *     listen[].tls.handshake_timeout 10s       1ms..1h
  *     listen[].tls.session_tickets true

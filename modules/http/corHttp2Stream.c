@@ -459,7 +459,8 @@ requestReady(Http2Conn* c, Http2Stream* st)
         streamRefuse(c, st, status);
         return;
     }
-    st->r.body = (const char*)st->body.data;
+    /* No body is "", as HTTP/1's: a handler may copy it, length 0. */
+    st->r.body = st->body.data != NULL ? (const char*)st->body.data : "";
     st->r.bodyLen = st->body.len;
     st->served = true;
     corRequestServe(&st->r, &http2Ops, st);
