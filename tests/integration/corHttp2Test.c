@@ -255,6 +255,34 @@ START_TEST(test_a_reload_under_load_loses_nothing)
 }
 END_TEST
 
+/* A drain's GOAWAY: the stream in flight is answered, then the
+ * connection closes. */
+START_TEST(test_a_drain_says_goaway_and_finishes_the_stream)
+{
+    FILE* peer;
+    char command[512];
+    size_t n;
+
+    start("on", NULL);
+    snprintf(command, sizeof(command), "nghttp -v "
+             "'http://127.0.0.1:%d/sleep?ms=1500' 2>&1", server.port);
+    peer = popen(command, "r");
+    ck_assert_ptr_nonnull(peer);
+    usleep(500 * 1000);
+    kill(server.pid, SIGHUP);
+    n = fread(out, 1, sizeof(out) - 1, peer);
+    out[n] = '\0';
+    ck_assert_int_eq(pclose(peer), 0);
+    ck_assert_msg(strstr(out, "recv GOAWAY") != NULL, "%s", out);
+    /* The notice (2^31-1), then the last stream taken (nghttp's 13,
+     * after its five PRIORITY streams). */
+    ck_assert_msg(strstr(out, "last_stream_id=2147483647,") != NULL, "%s",
+                  out);
+    ck_assert_msg(strstr(out, "last_stream_id=13,") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, ":status: 200") != NULL, "%s", out);
+}
+END_TEST
+
 /* RFC 9113's rules, and each flood: ended alone, counted. */
 START_TEST(test_rfc9113_edge_cases_and_floods)
 {
@@ -289,5 +317,6 @@ COR_TEST_SUITE(corHttp2)
     tcase_add_test(tc, test_a_waiting_stream_holds_up_no_other);
     tcase_add_test(tc, test_nghttp_and_h2load);
     tcase_add_test(tc, test_a_reload_under_load_loses_nothing);
+    tcase_add_test(tc, test_a_drain_says_goaway_and_finishes_the_stream);
     tcase_add_test(tc, test_rfc9113_edge_cases_and_floods);
 }

@@ -94,6 +94,9 @@ class Peer:
         self.buf = self.buf[9 + n:]
         if f[0] == SETTINGS and not f[1] & ACK:
             self.send(frame(SETTINGS, ACK, 0))
+        if f[0] == HEADERS:
+            # Every block is decoded as it comes: the table follows them.
+            f = f + (self.dec.decode(f[3]),)
         return f
 
     def until(self, pred, timeout=5.0):
@@ -129,7 +132,7 @@ class Peer:
             if f[2] != stream:
                 continue
             if f[0] == HEADERS:
-                for k, v in self.dec.decode(f[3]):
+                for k, v in f[4]:
                     if k in (":status", b":status"):
                         status = int(v)
             elif f[0] == DATA:
@@ -457,6 +460,30 @@ def case_client_reset_mid_handler():
     p.send(frame(RST_STREAM, 0, 1, struct.pack(">I", CANCEL)))
     p.get(3, "/hello")
     check(p.response(3)[0] == 200, "the connection did not go on")
+
+
+def case_reset_mid_stream():
+    # A streamed answer reset after its first piece: its producer stops,
+    # the connection goes on.
+    p = Peer()
+    p.get(1, "/stream?n=60")
+    f = p.until(lambda f: f[0] == DATA and f[2] == 1)
+    check(f is not None, "no first piece")
+    p.send(frame(RST_STREAM, 0, 1, struct.pack(">I", CANCEL)))
+    p.get(3, "/hello")
+    check(p.response(3)[0] == 200, "the connection did not go on")
+
+
+def case_close_mid_stream():
+    # The connection closed under a streamed answer and a waiting handler:
+    # both finish into the void; the server serves on.
+    p = Peer()
+    p.get(1, "/stream?n=60")
+    p.get(3, "/sleep?ms=300")
+    p.until(lambda f: f[0] == DATA and f[2] == 1)
+    p.close()
+    time.sleep(0.5)
+    check(healthy(), "not served after")
 
 
 # ---- Floods: each ends its connection, counted --------------------------
