@@ -27,7 +27,7 @@ Http2Conf corHttp2Conf = {
     .controlPerSecond = 50,
 };
 
-/* ---- The stand-in core ---------------------------------------------------- */
+/* ---- The stand-in core --------------------------------------------------- */
 
 const CorLimits*
 corLimits(void)
@@ -160,7 +160,7 @@ corHttp2CountStream(void)
 {
 }
 
-/* ---- The stand-in connection kit: no socket, the clock stands still ---- */
+/* ---- The stand-in kit: no socket, the clock stands still --------------- */
 
 uint64_t
 corEvNow(const CorEvLoop* loop)

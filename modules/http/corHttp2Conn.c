@@ -172,6 +172,13 @@ corHttp2ConnAbuse(Http2Conn* c, Http2Abuse why, uint32_t code)
 
 /* ---- The timer ----------------------------------------------------------- */
 
+/* The earlier of next (0: none yet) and t. */
+static inline uint64_t
+earlier(uint64_t next, uint64_t t)
+{
+    return next == 0 || t < next ? t : next;
+}
+
 /* The next deadline that applies: unsent output that makes no progress
  * and a stream held by the peer's window (both limits.send_timeout), a
  * drain's final GOAWAY, a request still coming (limits.request_timeout),
@@ -183,29 +190,27 @@ deadlineNext(Http2Conn* c, uint64_t now)
     uint64_t next = 0;
     uint64_t at;
 
-#define EARLIER(t) (next = (next == 0 || (t) < next) ? (t) : next)
     if (c->k.outStalledMs != 0) {
-        EARLIER(c->k.outStalledMs + limits->sendTimeoutMs);
+        next = earlier(next, c->k.outStalledMs + limits->sendTimeoutMs);
     }
     if (corHttp2StreamsStalled(c)) {
         if (c->stallMs == 0) {
             c->stallMs = now;
         }
-        EARLIER(c->stallMs + limits->sendTimeoutMs);
+        next = earlier(next, c->stallMs + limits->sendTimeoutMs);
     } else {
         c->stallMs = 0;
     }
     if (c->draining && !c->goaway) {
-        EARLIER(c->drainMs + DRAIN_GRACE_MS);
+        next = earlier(next, c->drainMs + DRAIN_GRACE_MS);
     }
     at = corHttp2StreamsDeadline(c, now);
     if (at != 0) {
-        EARLIER(at);
+        next = earlier(next, at);
     }
     if (c->streamCount == 0) {
-        EARLIER(c->activeMs + limits->keepaliveTimeoutMs);
+        next = earlier(next, c->activeMs + limits->keepaliveTimeoutMs);
     }
-#undef EARLIER
     return next;
 }
 
@@ -219,6 +224,9 @@ timerUpdate(Http2Conn* c)
         corKitConnDeadlineStop(&c->k);
     } else {
         corKitConnDeadline(&c->k, now, next > now ? next - now : 0);
+    }
+    if (nghttp2_session_want_write(c->session)) {
+        corKitConnFlushSoon(&c->k);     /* a reset the walk above queued */
     }
 }
 
@@ -520,7 +528,8 @@ corHttp2ConnOpen(HttpLoop* hl, const CorTransport* t,
     c->k.outKeep = OUT_KEEP;
     c->activeMs = c->windowMs = corEvNow(hl->loop);
     corHttp2CountConnection();
-    if (sessionNew(c) != 0 || (len > 0 && corBufAppend(&c->k.in, in, len) != 0)
+    if (sessionNew(c) != 0
+        || (len > 0 && corBufAppend(&c->k.in, in, len) != 0)
         || corKitConnStart(&c->k, &c->t, &hl->h2Conns) != 0) {
         corLog(COR_LOG_ERROR, "http2: %s: no memory for the session",
                c->peerName);
@@ -575,7 +584,8 @@ corHttp2ConnStop(Http2Conn* c)
     while (corBufPending(&c->k.out) > 0 && corEvClockMs() < deadline) {
         struct pollfd pfd = { .fd = c->t.fd, .events = POLLOUT };
 
-        if (corKitConnFlush(&c->k) != 0 || poll(&pfd, 1, STOP_FLUSH_MS) <= 0) {
+        if (corKitConnFlush(&c->k) != 0 || corBufPending(&c->k.out) == 0
+            || poll(&pfd, 1, STOP_FLUSH_MS) <= 0) {
             break;
         }
     }

@@ -298,6 +298,15 @@ fieldDropped(const CorHeader* h)
     return false;
 }
 
+static inline void
+nvPut(nghttp2_nv* nv, size_t* n, const char* name, size_t nameLen,
+      const char* value, size_t valueLen)
+{
+    nv[(*n)++] = (nghttp2_nv){ (uint8_t*)(uintptr_t)name,
+                               (uint8_t*)(uintptr_t)value, nameLen, valueLen,
+                               NGHTTP2_NV_FLAG_NONE };
+}
+
 static ssize_t
 bodyRead(nghttp2_session* s, int32_t id, uint8_t* buf, size_t len,
          uint32_t* flags, nghttp2_data_source* source, void* arg)
@@ -366,8 +375,6 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     nghttp2_data_provider dp = { .source.ptr = st, .read_callback = bodyRead };
     int rc;
 
-#define NV(k, kl, v, vl) (nv[n++] = (nghttp2_nv){ (uint8_t*)(k), \
-                          (uint8_t*)(v), (kl), (vl), NGHTTP2_NV_FLAG_NONE })
     for (unsigned i = 0; i < r->responseHeaderCount; i++) {
         lowerLen += r->responseHeaders[i].nameLen;
     }
@@ -378,16 +385,17 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
         return -1;
     }
     snprintf(statusText, sizeof(statusText), "%d", status);
-    NV(":status", 7, statusText, 3);
-    NV("server", 6, "cor", 3);
-    NV("date", 4, corHttpDate(c->hl), 29);
+    nvPut(nv, &n, ":status", 7, statusText, 3);
+    nvPut(nv, &n, "server", 6, "cor", 3);
+    nvPut(nv, &n, "date", 4, corHttpDate(c->hl), 29);
     if (r->contentType != NULL) {
-        NV("content-type", 12, r->contentType, strlen(r->contentType));
+        nvPut(nv, &n, "content-type", 12, r->contentType,
+              strlen(r->contentType));
     }
     if (r->stream == NULL && (bodyAllowed(r, status) || r->head)) {
         int len = snprintf(length, sizeof(length), "%zu", r->responseLen);
 
-        NV("content-length", 14, length, (size_t)len);
+        nvPut(nv, &n, "content-length", 14, length, (size_t)len);
     }
     lowerLen = 0;
     for (unsigned i = 0; i < r->responseHeaderCount; i++) {
@@ -402,9 +410,8 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
                              ? h->name[k] | 0x20 : h->name[k]);
         }
         lowerLen += h->nameLen;
-        NV(name, h->nameLen, h->value, h->valueLen);
+        nvPut(nv, &n, name, h->nameLen, h->value, h->valueLen);
     }
-#undef NV
     r->status = status;
     rc = nghttp2_submit_response(c->session, st->id, nv, n,
                                  body ? &dp : NULL);
