@@ -150,14 +150,6 @@ connOutput(Http2Conn* c)
 }
 
 void
-corHttp2ConnKick(Http2Conn* c)
-{
-    if (!c->processing) {
-        corKitConnFlushSoon(&c->k);
-    }
-}
-
-void
 corHttp2ConnAbuse(Http2Conn* c, Http2Abuse why, uint32_t code)
 {
     corLog(COR_LOG_WARN, "http2: %s: %s; closing the connection",

@@ -118,8 +118,9 @@ void corHttp2ConnDrain(Http2Conn* c);
  * goes out briefly, the connection closes. */
 void corHttp2ConnStop(Http2Conn* c);
 /* Something for c to send (a response, a body's piece): sent at the loop's
- * next iteration, or by the read under way. */
-void corHttp2ConnKick(Http2Conn* c);
+ * next iteration, or by the read under way. Inline: the streams call it,
+ * and the connection calls the streams. */
+static inline void corHttp2ConnKick(Http2Conn* c);
 /* The connection is abusive: GOAWAY(code), counted, closed. */
 void corHttp2ConnAbuse(Http2Conn* c, Http2Abuse why, uint32_t code);
 
@@ -158,5 +159,15 @@ void corHttp2Count(Http2Abuse why);
 /* A connection or a stream began (for /metrics). */
 void corHttp2CountConnection(void);
 void corHttp2CountStream(void);
+
+/* ---- inline definitions -------------------------------------------------- */
+
+static inline void
+corHttp2ConnKick(Http2Conn* c)
+{
+    if (!c->processing) {
+        corKitConnFlushSoon(&c->k);
+    }
+}
 
 #endif /* COR_HTTP2_INT_H */
