@@ -181,7 +181,10 @@ void corHttpRequestFree(HttpRequest* req);
 
 /* Hands a connection's bytes over (corHttpConnHandOff): t (copied: the
  * taker's to close from here), the input read past what the server
- * consumed and the output not yet written, both to copy. */
+ * consumed and the output not yet written, both to copy. The taker holds
+ * the connection's accept slot too: corAcceptClosed once it is done with
+ * it (an HTTP/2 connection at its close; an upgrade at once, the core's
+ * session being counted apart). */
 typedef void (*HttpHandOffFn)(void* arg, const CorTransport* t,
                               const void* in, size_t inLen,
                               const void* out, size_t outLen);

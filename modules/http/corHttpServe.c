@@ -199,6 +199,7 @@ upgradeTake(void* arg, const CorTransport* t, const void* in, size_t inLen,
 {
     HttpRequest* req = arg;
 
+    corAcceptClosed();          /* the core counts its sessions apart */
     /* The session may run to its end in there, and the request be
      * released: req is not touched after. */
     corRequestUpgraded(&req->r, t, in, inLen, out, outLen);
