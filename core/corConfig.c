@@ -608,9 +608,10 @@ static void
 readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
 {
     static const char* const keys[] = {
-        "protocol", "address", "tls", "accept", NULL,
+        "protocol", "address", "tls", "accept", "http2", NULL,
     };
     static const char* const accepts[] = {"share", "reuseport", NULL};
+    static const char* const onOff[] = {"on", "off", NULL};
     CorConfigListen* l = &cf->listen[i];
     Where w = whereAt("listen", i);
     const CorConf* tls;
@@ -633,6 +634,8 @@ readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
     }
     l->reusePort =
         strcmp(oneOf(l->node, "accept", "share", accepts, e), "reuseport") == 0;
+    l->http2 = strcmp(oneOf(l->node, "http2", l->tls != NULL ? "on" : "off",
+                            onOff, e), "on") == 0;
     corConfUnknownKeys(l->node, w.text, keys, e);
 }
 

@@ -22,6 +22,7 @@
  *     runtime.io                   epoll       epoll | uring (coroutine mode)
  *     listen                       required    at least one entry
  *     listen[].accept              share       share | reuseport
+ *     listen[].http2               on with tls on | off (HTTP/2, h2c plain)
  *     listen[].tls.min_version     "1.2"       "1.2" | "1.3"
  *     listen[].tls.handshake_timeout 10s       1ms..1h
  *     listen[].tls.session_tickets true
@@ -107,6 +108,8 @@ typedef struct {
     socklen_t addrLen;
     CorConfigTls* tls;   /* NULL: plain (a TLS name, https, requires it) */
     bool reusePort;      /* accept: share (false) | reuseport (true) */
+    bool http2;          /* http2: on | off (default: on over TLS, off
+                            plain); a protocol that speaks HTTP/2 reads it */
     const CorConf* node; /* the entry's mapping */
 } CorConfigListen;
 

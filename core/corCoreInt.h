@@ -118,6 +118,7 @@ struct CorListener {
     unsigned fdCount;
     bool reusePort;
     bool passed;                /* systemd passed its socket (one fd) */
+    bool http2;                 /* its http2: on */
     struct CorTlsServer* tls;   /* the generation's, NULL: plain */
 };
 

@@ -82,6 +82,12 @@ corListenerReusePort(const CorListener* l)
     return l->reusePort;
 }
 
+bool
+corListenerHttp2(const CorListener* l)
+{
+    return l->http2;
+}
+
 /* ---- Loops --------------------------------------------------------------- */
 
 /* Start every protocol on this loop with its listeners. */
@@ -507,6 +513,7 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
     /* The master opened the listeners in the order of the file. */
     for (unsigned i = 0; i < listenerCount; i++) {
         listeners[i].tls = corTlsServerAt(i);
+        listeners[i].http2 = config->listen[i].http2;
     }
     corRuntime.workers = corEvPoolCreate(config->runtime.workers);
     corRuntime.loops = calloc(corRuntime.loopCount, sizeof(CorEvLoop*));

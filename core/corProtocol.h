@@ -170,6 +170,10 @@ void corRequestUpgraded(CorRequest* r, const CorTransport* t,
 int corListenerFd(const CorListener* l, unsigned loopIndex);
 const char* corListenerAddress(const CorListener* l);
 bool corListenerReusePort(const CorListener* l);
+/* The listener's http2 (on | off; by default on over TLS, off plain): a
+ * protocol that speaks HTTP/2 takes it there (h2 by ALPN, h2c by its
+ * preface); over TLS, off also drops "h2" from the ALPN offered. */
+bool corListenerHttp2(const CorListener* l);
 
 /*
  * A transport: how a connection's bytes move. Protocol modules read and

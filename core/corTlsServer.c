@@ -278,6 +278,11 @@ serverNew(const CorConfigListen* l, const char* configFile,
         return NULL;
     }
     server->handshakeTimeoutMs = l->tls->handshakeTimeoutMs;
+    /* A protocol that speaks HTTP/2 lists "h2" first; http2: off
+     * offers only what follows it. */
+    if (alpn != NULL && !l->http2 && strncmp(alpn, "h2,", 3) == 0) {
+        alpn += 3;
+    }
     if (alpn != NULL) {
         len = corTlsAlpnWire(alpn, server->alpn, sizeof(server->alpn));
         server->alpnLen = len > 0 ? (unsigned)len : 0;

@@ -277,7 +277,7 @@ corHttpConnHandOff(HttpConn* c, HttpHandOffFn fn, void* arg)
     const CorBuf* in = &c->k.in;
     const CorBuf* out = &c->k.out;
 
-    connUnlink(c);
+    corKitConnStop(&c->k);      /* the accept slot goes with it */
     fn(arg, &t, in->data != NULL ? corBufHead(in) : NULL, corBufPending(in),
        out->data != NULL ? corBufHead(out) : NULL, corBufPending(out));
     connFree(c);

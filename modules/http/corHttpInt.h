@@ -32,6 +32,7 @@ struct HttpLoop {
     unsigned index;
     CorKitSet conns;            /* every open connection (HttpConn.k) */
     CorAccept* accept;          /* this loop's accepting, or NULL */
+    CorKitSet h2Conns;          /* its HTTP/2 connections (corHttp2Conn.c) */
     bool draining;
     time_t dateSecond;
     char date[40];              /* "Sun, 29 Nov 2026 20:00:00 GMT" */
@@ -126,6 +127,8 @@ struct HttpConn {
     bool peerClosed;            /* the end was read */
     bool processing;            /* serving the input (re-entry guard) */
     bool tls;                   /* its listener speaks TLS */
+    bool h2c;                   /* a plain listener with http2: on: the
+                                 * HTTP/2 preface may come first */
     bool served;                /* answered a request: idle now is between
                                  * requests, not before the first */
     struct sockaddr_storage peer;
@@ -178,7 +181,10 @@ void corHttpRequestFree(HttpRequest* req);
 
 /* Hands a connection's bytes over (corHttpConnHandOff): t (copied: the
  * taker's to close from here), the input read past what the server
- * consumed and the output not yet written, both to copy. */
+ * consumed and the output not yet written, both to copy. The taker holds
+ * the connection's accept slot too: corAcceptClosed once it is done with
+ * it (an HTTP/2 connection at its close; an upgrade at once, the core's
+ * session being counted apart). */
 typedef void (*HttpHandOffFn)(void* arg, const CorTransport* t,
                               const void* in, size_t inLen,
                               const void* out, size_t outLen);

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The HTTP/1.1 server as a module: it registers the listener protocol
- * `http` (`https` over TLS, ALPN http/1.1), keeps one HttpLoop per loop,
+ * The HTTP server as a module: it registers the listener protocol `http`
+ * (`https` over TLS, ALPN h2 then http/1.1), keeps one HttpLoop per loop,
  * and follows the generation's lifecycle: start (accept), drain (stop
- * accepting, close after the next answer), stop (answer what is left as
- * failed, close).
+ * accepting, close after the next answer; HTTP/2: GOAWAY), stop (answer
+ * what is left as failed, close). HTTP/2 connections (corHttp2Conn.c)
+ * are the same protocol's, in the loop's h2Conns.
  */
 #include "corHttpInt.h"
+#include "corHttp2Int.h"
 
 #include <stdlib.h>
 
@@ -54,6 +56,9 @@ httpDrain(CorModule* m, CorEvLoop* loop, unsigned index)
     corListForEach(node, next, &hl->conns.conns) {
         corHttpConnDrain(corContainerOf(node, HttpConn, k.link));
     }
+    corListForEach(node, next, &hl->h2Conns.conns) {
+        corHttp2ConnDrain(corContainerOf(node, Http2Conn, k.link));
+    }
 }
 
 static void
@@ -69,13 +74,19 @@ httpStop(CorModule* m, CorEvLoop* loop, unsigned index)
         corHttpConnStop(corContainerOf(corListFirst(&hl->conns.conns),
                                        HttpConn, k.link));
     }
+    while (!corListEmpty(&hl->h2Conns.conns)) {
+        corHttp2ConnStop(corContainerOf(corListFirst(&hl->h2Conns.conns),
+                                        Http2Conn, k.link));
+    }
 }
 
 static unsigned
 httpConnections(CorModule* m, unsigned index)
 {
     (void)m;
-    return atomic_load(&corHttpLoopAt(index)->conns.count);
+    HttpLoop* hl = corHttpLoopAt(index);
+
+    return atomic_load(&hl->conns.count) + atomic_load(&hl->h2Conns.count);
 }
 
 static int
@@ -104,7 +115,9 @@ httpLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
 static int
 httpInit(CorModule* m, const CorConf* conf)
 {
-    (void)conf;
+    if (corHttp2ConfRead(m, conf) != 0) {
+        return -1;
+    }
     httpLoopCount = corLoopCount();
     httpLoops = corCallocLines(httpLoopCount, sizeof(*httpLoops));
     if (httpLoops == NULL) {
@@ -113,7 +126,7 @@ httpInit(CorModule* m, const CorConf* conf)
     }
     return corProtocolAdd(m, &(CorProtocol){
         .name = "http",
-        .alpn = "http/1.1",
+        .alpn = "h2,http/1.1",     /* h2 only where http2 is on */
         .tlsName = "https",
         .start = httpStart,
         .drain = httpDrain,

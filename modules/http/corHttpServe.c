@@ -16,9 +16,11 @@
  * and written with one write().
  */
 #include "corHttpInt.h"
+#include "corHttp2Int.h"
 
 #include <netinet/tcp.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -197,6 +199,7 @@ upgradeTake(void* arg, const CorTransport* t, const void* in, size_t inLen,
 {
     HttpRequest* req = arg;
 
+    corAcceptClosed();          /* the core counts its sessions apart */
     /* The session may run to its end in there, and the request be
      * released: req is not touched after. */
     corRequestUpgraded(&req->r, t, in, inLen, out, outLen);
@@ -377,6 +380,60 @@ requestRelease(CorRequest* r)
     corHttpRequestFree(req);
 }
 
+/* ---- HTTP/2 -------------------------------------------------------------- */
+
+typedef struct {
+    HttpLoop* hl;
+    const struct sockaddr_storage* peer;
+    bool tls;
+} Http2Open;
+
+static void
+http2Take(void* arg, const CorTransport* t, const void* in, size_t inLen,
+          const void* out, size_t outLen)
+{
+    Http2Open* o = arg;
+
+    (void)out;
+    (void)outLen;               /* nothing was answered yet */
+    corHttp2ConnOpen(o->hl, t, o->peer, o->tls, inLen > 0 ? in : NULL,
+                     inLen);
+}
+
+/*
+ * Whether c speaks HTTP/2 (ALPN chose h2; or, on a plain listener with
+ * http2: on, its first bytes are the client preface): then it is handed
+ * to corHttp2Conn.c with its transport and what it read, and is gone
+ * from here. True as well while the bytes so far begin the preface (the
+ * rest is awaited, never parsed as HTTP/1).
+ */
+static bool
+http2HandOff(HttpConn* c)
+{
+    static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+    const CorBuf* in = &c->k.in;
+    size_t n = in->data != NULL ? corBufPending(in) : 0;
+    const char* alpn = c->tls ? corTransportTlsAlpn(&c->t) : NULL;
+    bool h2 = alpn != NULL && strcmp(alpn, "h2") == 0;
+    struct sockaddr_storage peer = c->peer;
+    Http2Open open = { c->hl, &peer, c->tls };
+
+    if (c->served || c->state != HTTP_IDLE) {
+        return false;
+    }
+    if (!h2 && (!c->h2c || n == 0
+                || memcmp(corBufHead(in), preface,
+                          n < sizeof(preface) - 1 ? n : sizeof(preface) - 1)
+                   != 0)) {
+        return false;
+    }
+    if (!h2 && n < sizeof(preface) - 1) {
+        return true;
+    }
+    corHttpConnHandOff(c, http2Take, &open);
+    return true;
+}
+
 /* ---- The kit's events ---------------------------------------------------- */
 
 /* What a request in flight learns of its client from the socket's
@@ -485,6 +542,9 @@ ready(CorKitConn* k)
         corHttpConnClose(c);
         return;
     }
+    if (http2HandOff(c)) {
+        return;
+    }
     if (c->state == HTTP_BODY) {
         corHttpConnArm(c, true);    /* body progress restarts its timer */
     }
@@ -527,6 +587,7 @@ corHttpServeOpen(HttpLoop* hl, const CorListener* l, int fd,
     c->hl = hl;
     c->peer = *peer;
     c->tls = handshakeMs > 0;   /* a plain listener has no handshake */
+    c->h2c = !c->tls && corListenerHttp2(l);
     c->state = HTTP_IDLE;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (corKitConnStart(&c->k, &c->t, &hl->conns) != 0) {

@@ -516,6 +516,36 @@ START_TEST(test_listen_duplicates)
 }
 END_TEST
 
+/* http2: on by default over TLS, off plain; on | off, nothing else. */
+START_TEST(test_listen_http2)
+{
+    CorConfErrors e = {0};
+    CorConfig* cf = load("listen:\n"
+                         "  - { protocol: http, address: \"*:80\" }\n"
+                         "  - { protocol: http, address: \"*:81\", "
+                         "http2: on }\n"
+                         "  - protocol: https\n"
+                         "    address: \"*:443\"\n"
+                         "    tls: { certificate: c.pem, key: k.pem }\n"
+                         "  - protocol: https\n"
+                         "    address: \"*:444\"\n"
+                         "    http2: off\n"
+                         "    tls: { certificate: c.pem, key: k.pem }\n",
+                         &e);
+
+    ck_assert_msg(cf != NULL, "%s", e.text);
+    ck_assert(!cf->listen[0].http2);
+    ck_assert(cf->listen[1].http2);
+    ck_assert(cf->listen[2].http2);
+    ck_assert(!cf->listen[3].http2);
+    corConfigFree(cf);
+    ck_assert_msg(strstr(refused("listen:\n"
+                                 "  - { protocol: http, address: \"*:80\", "
+                                 "http2: yes }\n"), "http2") != NULL,
+                  "not refused");
+}
+END_TEST
+
 START_TEST(test_route_matches)
 {
     static const struct {
@@ -901,6 +931,7 @@ COR_TEST_SUITE(corConfig)
     tcase_add_test(tc, test_sections_of_the_wrong_kind);
     tcase_add_test(tc, test_listen_addresses);
     tcase_add_test(tc, test_listen_duplicates);
+    tcase_add_test(tc, test_listen_http2);
     tcase_add_test(tc, test_route_matches);
     tcase_add_test(tc, test_resolver_servers);
     tcase_add_test(tc, test_client_section);

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internals of HTTP/2 in the http module (docs/http2.md): the settings of
+ * its `http2:` mapping, a connection (an nghttp2 server session on the
+ * connection kit), a stream (a CorRequest like HTTP/1's), the defences
+ * it counts, and what the three files share. HPACK, flow control and
+ * the frame rules are nghttp2's; these files are the glue.
+ */
+#ifndef COR_HTTP2_INT_H
+#define COR_HTTP2_INT_H
+
+#include <nghttp2/nghttp2.h>
+
+#include "corHttpInt.h"
+#include "corKit.h"
+
+typedef struct Http2Conn Http2Conn;
+typedef struct Http2Stream Http2Stream;
+
+/* The http module's http2 mapping, read once per generation. */
+typedef struct {
+    unsigned maxConcurrentStreams;  /* max_concurrent_streams */
+    uint32_t initialWindowSize;     /* initial_window_size: each stream's
+                                     * receive window */
+    uint32_t connectionWindowSize;  /* connection_window_size */
+    size_t maxHeaderListSize;       /* max_header_list_size; 0:
+                                     * limits.header_bytes */
+    unsigned resetsPerSecond;       /* rapid_reset_limit */
+    unsigned controlPerSecond;      /* control_frame_limit: PING and
+                                     * SETTINGS a second */
+} Http2Conf;
+
+extern Http2Conf corHttp2Conf;
+
+/* What ends a connection as abuse, each counted in /metrics. */
+typedef enum {
+    H2_ABUSE_RAPID_RESET,
+    H2_ABUSE_CONTINUATION,
+    H2_ABUSE_HEADER_LIST,           /* an HPACK bomb */
+    H2_ABUSE_SETTINGS,
+    H2_ABUSE_PING,
+    H2_ABUSE_ZERO_WINDOW,
+    H2_ABUSE_PROTOCOL,              /* any other violation nghttp2 saw */
+    H2_ABUSE_COUNT
+} Http2Abuse;
+
+/*
+ * A stream from its HEADERS to its release. Owned by its connection until
+ * it is served, then by the core until ops->release. It owns what its
+ * CorRequest points to (its header bytes, its body), so a connection that
+ * closes under it frees nothing a handler in flight reads.
+ */
+struct Http2Stream {
+    CorRequest r;
+    Http2Conn* conn;            /* NULL once the connection is gone */
+    CorList link;               /* in conn->streams */
+    int32_t id;
+    uint64_t startMs;           /* its HEADERS came then */
+    CorBuf raw;                 /* the header bytes as they came */
+    CorBuf fields;              /* their places in raw (Http2Field) */
+    size_t listSize;            /* the header list as RFC 9113 counts it */
+    unsigned refuse;            /* a status to answer instead of serving */
+    CorBuf body;
+    bool served;                /* with the core */
+    bool answered;              /* its response is submitted */
+    bool closed;                /* nghttp2 closed it */
+    bool sent;                  /* corRequestSent was called */
+    bool peerEnded;             /* its END_STREAM came */
+    bool ended;                 /* a streamed body: its end came */
+    bool deferred;              /* its data provider waits for bytes */
+    bool drained;               /* bytes were taken: tell the core */
+    uint64_t sendOff;           /* of the body, in memory or a file */
+    CorBuf streamed;            /* a streamed body's pieces, unsent */
+    char remote[48];
+    char* target;               /* the :path as it came */
+    CorHeader* headers;         /* built once the head is whole */
+};
+
+/* A connection; owned by its loop, freed when it closes. */
+struct Http2Conn {
+    CorKitConn k;
+    CorTransport t;
+    HttpLoop* hl;
+    nghttp2_session* session;
+    CorList streams;            /* every stream not yet released */
+    unsigned streamCount;
+    struct sockaddr_storage peer;
+    char peerName[64];
+    bool tls;
+    bool processing;            /* in its read (re-entry guard) */
+    bool goaway;                /* the final GOAWAY is queued */
+    bool draining;              /* the notice went out */
+    int abuse;                  /* 1 + the Http2Abuse a callback found */
+    uint64_t windowMs;          /* the abuse counters' second began */
+    uint64_t drainMs;           /* the drain's notice went then */
+    unsigned resets;            /* RST_STREAMs from the peer in it */
+    unsigned pings;
+    unsigned settings;
+    uint64_t stallMs;           /* a stream waits on the peer's window
+                                 * since then, or 0 */
+    uint64_t activeMs;          /* its last stream ended then */
+};
+
+/* ---- corHttp2Conn.c ------------------------------------------------------ */
+
+/*
+ * Take over an HTTP/1 connection that turned out to speak HTTP/2 (its
+ * preface, or ALPN h2): its transport t (copied; its socket no longer on
+ * the loop's epoll) and the bytes read so far (copied). Counts as the
+ * same accepted connection (corAcceptClosed when it closes).
+ */
+void corHttp2ConnOpen(HttpLoop* hl, const CorTransport* t,
+                      const struct sockaddr_storage* peer, bool tls,
+                      const void* in, size_t len);
+/* A drain: GOAWAY, every stream in flight finished, then the close. */
+void corHttp2ConnDrain(Http2Conn* c);
+/* A stop: the streams still with a handler are cancelled, what is queued
+ * goes out briefly, the connection closes. */
+void corHttp2ConnStop(Http2Conn* c);
+/* Something for c to send (a response, a body's piece): sent at the loop's
+ * next iteration, or by the read under way. Inline: the streams call it,
+ * and the connection calls the streams. */
+static inline void corHttp2ConnKick(Http2Conn* c);
+/* The connection is abusive: GOAWAY(code), counted, closed. */
+void corHttp2ConnAbuse(Http2Conn* c, Http2Abuse why, uint32_t code);
+
+/* ---- corHttp2Stream.c ---------------------------------------------------- */
+
+/* The session callbacks for streams (c is the session's user data). */
+int corHttp2StreamBegin(nghttp2_session* s, const nghttp2_frame* f,
+                        void* c);
+int corHttp2StreamHeader(nghttp2_session* s, const nghttp2_frame* f,
+                         const uint8_t* name, size_t nameLen,
+                         const uint8_t* value, size_t valueLen,
+                         uint8_t flags, void* c);
+int corHttp2StreamData(nghttp2_session* s, uint8_t flags, int32_t id,
+                       const uint8_t* data, size_t len, void* c);
+/* A frame came whole: a request's end serves it. */
+int corHttp2StreamFrame(Http2Conn* c, const nghttp2_frame* f);
+/* A frame went: a refused stream's end resets the rest of its body. */
+void corHttp2StreamSent(Http2Conn* c, const nghttp2_frame* f);
+int corHttp2StreamClose(nghttp2_session* s, int32_t id, uint32_t code,
+                        void* c);
+/* The connection closes: its streams finish into the void. */
+void corHttp2StreamsDetach(Http2Conn* c);
+/* After a send: tell the core of each stream whose queue drained. */
+void corHttp2StreamsDrained(Http2Conn* c);
+/* Whether a stream has bytes to send that the peer's window holds. */
+bool corHttp2StreamsStalled(Http2Conn* c);
+/* The earliest deadline of a stream whose request is still coming
+ * (limits.request_timeout), 0 for none; those past it at now are reset. */
+uint64_t corHttp2StreamsDeadline(Http2Conn* c, uint64_t now);
+
+/* ---- corHttp2Conf.c ------------------------------------------------------ */
+
+/* Read the http2 mapping of the module's conf; register its metrics. */
+int corHttp2ConfRead(CorModule* m, const CorConf* conf);
+void corHttp2Count(Http2Abuse why);
+/* A connection or a stream began (for /metrics). */
+void corHttp2CountConnection(void);
+void corHttp2CountStream(void);
+
+/* ---- inline definitions -------------------------------------------------- */
+
+static inline void
+corHttp2ConnKick(Http2Conn* c)
+{
+    if (!c->processing) {
+        corKitConnFlushSoon(&c->k);
+    }
+}
+
+#endif /* COR_HTTP2_INT_H */

@@ -1,0 +1,760 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * An HTTP/2 stream as a request (docs/http2.md): its header block,
+ * decoded by nghttp2, is copied into the stream as it comes, its body
+ * gathered, and once its END_STREAM came it is served by the core like
+ * any request (the same routes, hooks, handlers and limits as HTTP/1's).
+ * Its answer goes out through an nghttp2 data provider that reads the
+ * body where it is (the handler's bytes, a file, the stream queue) only
+ * as the peer's window and the socket allow: a large answer is never
+ * copied whole, and a streamed one takes from the core's queue, which
+ * is handed more as it drains (streamBacklog).
+ *
+ * A stream owns what its request reads, so a connection that closes
+ * under a handler frees nothing the handler still uses: the stream
+ * finishes into the void and is freed at its release.
+ *
+ * Limits: the header list past max_header_list_size (limits.header_bytes
+ * by default) or limits.header_count is answered 431, past four times
+ * that the connection ends (an HPACK bomb: a few bytes that decode to a
+ * flood); a body past limits.body_bytes is answered 413 as soon as it is
+ * past, and the stream reset (NO_ERROR) once the answer is out; a request
+ * that does not come whole within limits.request_timeout is reset.
+ */
+#include "corHttp2Int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+/* A header's place in the stream's raw bytes. */
+typedef struct {
+    uint32_t nameOff;
+    uint32_t nameLen;
+    uint32_t valueOff;
+    uint32_t valueLen;
+} Http2Field;
+
+/* Past this many times the header list limit, the connection ends. */
+#define HEADER_BOMB_FACTOR 4
+/* Response fields beside the handler's: :status, server, date,
+ * content-type, content-length. */
+#define OWN_FIELDS 5
+
+static void requestDone(CorRequest* r);
+static void requestRelease(CorRequest* r);
+static void streamData(CorRequest* r, const void* data, size_t len);
+static void streamEnd(CorRequest* r);
+static bool streamAlive(const CorRequest* r);
+static size_t streamBacklog(const CorRequest* r);
+static void streamAbort(CorRequest* r);
+
+static const CorProtocolOps http2Ops = {
+    .done = requestDone,
+    .release = requestRelease,
+    .streamData = streamData,
+    .streamEnd = streamEnd,
+    .streamAlive = streamAlive,
+    .streamBacklog = streamBacklog,
+    .streamAbort = streamAbort,
+};
+
+static size_t
+listMax(void)
+{
+    return corHttp2Conf.maxHeaderListSize != 0
+           ? corHttp2Conf.maxHeaderListSize : corLimits()->headerBytes;
+}
+
+static Http2Stream*
+streamOf(nghttp2_session* s, int32_t id)
+{
+    return nghttp2_session_get_stream_user_data(s, id);
+}
+
+static void
+streamFree(Http2Stream* st)
+{
+    corBufFree(&st->raw);
+    corBufFree(&st->fields);
+    corBufFree(&st->body);
+    corBufFree(&st->streamed);
+    free(st->target);
+    free(st->headers);
+    free(st);
+}
+
+/* Take st off its connection. */
+static void
+streamUnlink(Http2Stream* st)
+{
+    Http2Conn* c = st->conn;
+
+    if (c == NULL) {
+        return;
+    }
+    corListRemove(&st->link);
+    st->conn = NULL;
+    if (--c->streamCount == 0) {
+        c->activeMs = corEvNow(c->k.loop);
+    }
+}
+
+/* ---- The request --------------------------------------------------------- */
+
+int
+corHttp2StreamBegin(nghttp2_session* s, const nghttp2_frame* f, void* arg)
+{
+    Http2Conn* c = arg;
+    Http2Stream* st;
+
+    if (f->hd.type != NGHTTP2_HEADERS
+        || f->headers.cat != NGHTTP2_HCAT_REQUEST) {
+        return 0;
+    }
+    st = calloc(1, sizeof(*st));
+    if (st == NULL) {
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  /* resets it */
+    }
+    st->id = f->hd.stream_id;
+    st->conn = c;
+    st->startMs = corEvNow(c->k.loop);
+    st->r.fileFd = -1;
+    corListInsert(&c->streams, &st->link);
+    c->streamCount++;
+    corHttp2CountStream();
+    nghttp2_session_set_stream_user_data(s, st->id, st);
+    return 0;
+}
+
+int
+corHttp2StreamHeader(nghttp2_session* s, const nghttp2_frame* f,
+                     const uint8_t* name, size_t nameLen,
+                     const uint8_t* value, size_t valueLen, uint8_t flags,
+                     void* arg)
+{
+    Http2Conn* c = arg;
+    Http2Stream* st = streamOf(s, f->hd.stream_id);
+    Http2Field field;
+    size_t count;
+
+    (void)flags;
+    if (st == NULL || f->headers.cat != NGHTTP2_HCAT_REQUEST) {
+        return 0;           /* trailers: not part of the request */
+    }
+    st->listSize += nameLen + valueLen + 32;
+    if (st->listSize > HEADER_BOMB_FACTOR * listMax()) {
+        c->abuse = 1 + H2_ABUSE_HEADER_LIST;
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
+    count = st->fields.len / sizeof(Http2Field);
+    if (st->listSize > listMax() || count >= corLimits()->headerCount + 4) {
+        st->refuse = 431;   /* the rest is decoded, not kept */
+        return 0;
+    }
+    if (st->refuse != 0) {
+        return 0;
+    }
+    field = (Http2Field){ (uint32_t)st->raw.len, (uint32_t)nameLen,
+                          (uint32_t)(st->raw.len + nameLen + 1),
+                          (uint32_t)valueLen };
+    if (corBufReserve(&st->raw, nameLen + valueLen + 2) != 0
+        || corBufAppend(&st->fields, &field, sizeof(field)) != 0) {
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    memcpy(st->raw.data + st->raw.len, name, nameLen);
+    st->raw.data[st->raw.len + nameLen] = '\0';
+    memcpy(st->raw.data + field.valueOff, value, valueLen);
+    st->raw.data[field.valueOff + valueLen] = '\0';
+    st->raw.len += nameLen + valueLen + 2;
+    return 0;
+}
+
+/* The :path's target, decoded as HTTP/1 decodes a request line's (the
+ * same routes match the same paths), kept as it came for the log and as
+ * a proxy passes it on. Returns 0 or -1 (a 400). */
+static int
+targetSet(Http2Stream* st, const char* path, size_t len)
+{
+    CorRequest* r = &st->r;
+    CorHttpTarget t;
+    char* decoded;
+    size_t n;
+    int rawLen;
+
+    st->target = malloc(3 * len + 3);
+    if (st->target == NULL) {
+        return -1;
+    }
+    memcpy(st->target, path, len + 1);
+    decoded = memcpy(st->target + len + 1, path, len + 1);
+    if (len == 0 || path[0] != '/'
+        || corHttpTargetDecode(decoded, len, &t) != 0) {
+        return -1;
+    }
+    r->path = t.path;
+    r->pathLen = t.pathLen;
+    r->query = t.query;
+    r->queryLen = t.queryLen;
+    r->target = st->target;
+    r->targetLen = len;
+    n = strcspn(st->target, "?");
+    memcpy(decoded + len + 1, st->target, n);
+    rawLen = corHttpPathRaw(decoded + len + 1, n, decoded + len + 1);
+    if (rawLen >= 0) {
+        r->rawPath = decoded + len + 1;
+        r->rawPathLen = (size_t)rawLen;
+    }
+    return 0;
+}
+
+/* The request of a whole header block: its pseudo-headers say the method
+ * and the target, :authority is its Host (when it has none). Returns 0,
+ * or a status to answer instead (400, 503). */
+static int
+requestBuild(Http2Conn* c, Http2Stream* st)
+{
+    const Http2Field* fields = (const Http2Field*)(void*)st->fields.data;
+    size_t count = st->fields.len / sizeof(Http2Field);
+    const char* raw = (const char*)st->raw.data;
+    const char* path = NULL;
+    const char* authority = NULL;
+    size_t pathLen = 0;
+    size_t authorityLen = 0;
+    bool host = false;
+    CorRequest* r = &st->r;
+
+    st->headers = calloc(count + 1, sizeof(CorHeader));
+    if (st->headers == NULL) {
+        return 503;
+    }
+    for (size_t i = 0; i < count; i++) {
+        const char* name = raw + fields[i].nameOff;
+        const char* value = raw + fields[i].valueOff;
+
+        if (name[0] != ':') {
+            host |= strcmp(name, "host") == 0;
+            st->headers[r->headerCount++] = (CorHeader){
+                .name = name, .nameLen = fields[i].nameLen,
+                .value = value, .valueLen = fields[i].valueLen };
+        } else if (strcmp(name, ":method") == 0) {
+            r->method = value;
+            r->methodLen = fields[i].valueLen;
+        } else if (strcmp(name, ":path") == 0) {
+            path = value;
+            pathLen = fields[i].valueLen;
+        } else if (strcmp(name, ":authority") == 0) {
+            authority = value;
+            authorityLen = fields[i].valueLen;
+        }
+    }
+    if (!host && authority != NULL) {
+        st->headers[r->headerCount++] = (CorHeader){
+            .name = "host", .nameLen = 4, .value = authority,
+            .valueLen = authorityLen };
+    }
+    r->headers = st->headers;
+    r->head = r->method != NULL && strcmp(r->method, "HEAD") == 0;
+    r->remote = st->remote;
+    r->secure = c->tls;
+    r->version = "HTTP/2.0";
+    corPeerAddress(&c->peer, st->remote, sizeof(st->remote));
+    if (r->method == NULL || path == NULL) {
+        r->method = r->method != NULL ? r->method : "-";
+        r->methodLen = strlen(r->method);
+        return 400;     /* CONNECT has no :path: not served here */
+    }
+    return targetSet(st, path, pathLen) == 0 ? 0 : 400;
+}
+
+/* ---- The answer ---------------------------------------------------------- */
+
+/* Whether the answer has a body to send: none for a HEAD, nor for a
+ * status that allows none. */
+static bool
+bodyAllowed(const CorRequest* r, int status)
+{
+    return !r->head && status >= 200 && status != 204 && status != 304;
+}
+
+/* The fields HTTP/2 forbids (RFC 9113 8.2.2) and the framing, ours. */
+static bool
+fieldDropped(const CorHeader* h)
+{
+    static const char* const dropped[] = {
+        "connection", "keep-alive", "proxy-connection", "transfer-encoding",
+        "upgrade", "content-length", NULL,
+    };
+
+    for (unsigned i = 0; dropped[i] != NULL; i++) {
+        if (h->nameLen == strlen(dropped[i])
+            && strncasecmp(h->name, dropped[i], h->nameLen) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static inline void
+nvPut(nghttp2_nv* nv, size_t* n, const char* name, size_t nameLen,
+      const char* value, size_t valueLen)
+{
+    nv[(*n)++] = (nghttp2_nv){ (uint8_t*)(uintptr_t)name,
+                               (uint8_t*)(uintptr_t)value, nameLen, valueLen,
+                               NGHTTP2_NV_FLAG_NONE };
+}
+
+static ssize_t
+bodyRead(nghttp2_session* s, int32_t id, uint8_t* buf, size_t len,
+         uint32_t* flags, nghttp2_data_source* source, void* arg)
+{
+    Http2Stream* st = source->ptr;
+    CorRequest* r = &st->r;
+    size_t n;
+
+    (void)s;
+    (void)id;
+    (void)arg;
+    if (r->stream != NULL) {
+        n = corBufPending(&st->streamed);
+        if (n == 0 && !st->ended) {
+            st->deferred = true;
+            return NGHTTP2_ERR_DEFERRED;
+        }
+        n = n < len ? n : len;
+        memcpy(buf, corBufHead(&st->streamed), n);
+        corBufConsume(&st->streamed, n);
+        st->drained = true;
+        if (st->ended && corBufPending(&st->streamed) == 0) {
+            *flags |= NGHTTP2_DATA_FLAG_EOF;
+        }
+    } else {
+        n = r->responseLen - st->sendOff < len
+            ? (size_t)(r->responseLen - st->sendOff) : len;
+        if (r->fileFd >= 0) {
+            ssize_t got = pread(r->fileFd, buf, n,
+                                (off_t)(r->fileOffset + (int64_t)st->sendOff));
+
+            if (got <= 0 && n > 0) {
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+            }
+            n = (size_t)got;
+        } else {
+            memcpy(buf, (const char*)r->responseBody + st->sendOff, n);
+        }
+        st->sendOff += n;
+        if (st->sendOff == r->responseLen) {
+            *flags |= NGHTTP2_DATA_FLAG_EOF;
+        }
+    }
+    r->bodySent += n;
+    return (ssize_t)n;
+}
+
+/* Submit the response r holds: its head, and its body through bodyRead.
+ * Returns 0 or -1 (the stream is reset). */
+static int
+responseSubmit(Http2Conn* c, Http2Stream* st)
+{
+    CorRequest* r = &st->r;
+    int status = r->status >= 200 && r->status <= 599 ? r->status : 500;
+    nghttp2_nv* nv = calloc(r->responseHeaderCount + OWN_FIELDS,
+                            sizeof(*nv));
+    char* lower = NULL;
+    size_t lowerLen = 0;
+    char statusText[4];
+    char length[24];
+    size_t n = 0;
+    /* A stream has a provider even with no body to send: its end, not
+     * its head, closes it (corRequestSent follows the end). */
+    bool body = r->stream != NULL
+                || (bodyAllowed(r, status) && r->responseLen > 0);
+    nghttp2_data_provider dp = { .source.ptr = st, .read_callback = bodyRead };
+    int rc;
+
+    for (unsigned i = 0; i < r->responseHeaderCount; i++) {
+        lowerLen += r->responseHeaders[i].nameLen;
+    }
+    lower = malloc(lowerLen + 1);
+    if (nv == NULL || lower == NULL) {
+        free(nv);
+        free(lower);
+        return -1;
+    }
+    snprintf(statusText, sizeof(statusText), "%d", status);
+    nvPut(nv, &n, ":status", 7, statusText, 3);
+    nvPut(nv, &n, "server", 6, "cor", 3);
+    nvPut(nv, &n, "date", 4, corHttpDate(c->hl), 29);
+    if (r->contentType != NULL) {
+        nvPut(nv, &n, "content-type", 12, r->contentType,
+              strlen(r->contentType));
+    }
+    if (r->stream == NULL && (bodyAllowed(r, status) || r->head)) {
+        int len = snprintf(length, sizeof(length), "%zu", r->responseLen);
+
+        nvPut(nv, &n, "content-length", 14, length, (size_t)len);
+    }
+    lowerLen = 0;
+    for (unsigned i = 0; i < r->responseHeaderCount; i++) {
+        const CorHeader* h = &r->responseHeaders[i];
+        char* name = lower + lowerLen;
+
+        if (fieldDropped(h)) {
+            continue;
+        }
+        for (size_t k = 0; k < h->nameLen; k++) {
+            name[k] = (char)(h->name[k] >= 'A' && h->name[k] <= 'Z'
+                             ? h->name[k] | 0x20 : h->name[k]);
+        }
+        lowerLen += h->nameLen;
+        nvPut(nv, &n, name, h->nameLen, h->value, h->valueLen);
+    }
+    r->status = status;
+    rc = nghttp2_submit_response(c->session, st->id, nv, n,
+                                 body ? &dp : NULL);
+    free(nv);
+    free(lower);
+    st->answered = true;
+    return rc == 0 ? 0 : -1;
+}
+
+/* Answer st at a limit or for a bad head, never served: status and its
+ * text, counted as every protocol's refusals are. */
+static void
+streamRefuse(Http2Conn* c, Http2Stream* st, int status)
+{
+    CorRequest* r = &st->r;
+    const char* text;
+
+    if (r->method == NULL) {
+        r->method = "-";
+        r->methodLen = 1;
+    }
+    if (r->path == NULL) {
+        r->path = "-";
+        r->pathLen = 1;
+    }
+    if (corLimitsAnswer(r, status) == 0) {
+        text = status == 400 ? "400 Bad Request\n"
+                             : "503 Service Unavailable\n";
+        r->status = status;
+        r->contentType = "text/plain";
+        r->responseBody = text;
+        r->responseLen = strlen(text);
+    }
+    st->refuse = (unsigned)status;
+    if (responseSubmit(c, st) != 0) {
+        nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
+                                  NGHTTP2_INTERNAL_ERROR);
+    }
+}
+
+/* The request came whole (its END_STREAM): serve it. */
+static void
+requestReady(Http2Conn* c, Http2Stream* st)
+{
+    int status;
+
+    if (st->answered) {
+        return;         /* refused already (a body past the limit) */
+    }
+    status = st->refuse != 0 ? (int)st->refuse : requestBuild(c, st);
+    if (status != 0) {
+        streamRefuse(c, st, status);
+        return;
+    }
+    /* No body is "", as HTTP/1's: a handler may copy it, length 0. */
+    st->r.body = st->body.data != NULL ? (const char*)st->body.data : "";
+    st->r.bodyLen = st->body.len;
+    st->served = true;
+    corRequestServe(&st->r, &http2Ops, st);
+}
+
+int
+corHttp2StreamData(nghttp2_session* s, uint8_t flags, int32_t id,
+                   const uint8_t* data, size_t len, void* arg)
+{
+    Http2Conn* c = arg;
+    Http2Stream* st = streamOf(s, id);
+
+    (void)flags;
+    if (st == NULL || st->answered) {
+        return 0;       /* dropped: the window still opens (nghttp2) */
+    }
+    if (corLimitsBody(st->body.len + len) != 0) {
+        /* Answered now, not once all of it came. */
+        if (st->refuse == 0 && requestBuild(c, st) != 0) {
+            st->refuse = 400;
+        }
+        st->r.bodyLen = st->body.len + len;
+        streamRefuse(c, st, st->refuse != 0 ? (int)st->refuse : 413);
+        return 0;
+    }
+    if (corBufAppend(&st->body, data, len) != 0) {
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    return 0;
+}
+
+int
+corHttp2StreamFrame(Http2Conn* c, const nghttp2_frame* f)
+{
+    Http2Stream* st;
+
+    if (f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA) {
+        return 0;
+    }
+    st = streamOf(c->session, f->hd.stream_id);
+    if (st != NULL && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+        st->peerEnded = true;
+        requestReady(c, st);
+    }
+    return 0;
+}
+
+void
+corHttp2StreamSent(Http2Conn* c, const nghttp2_frame* f)
+{
+    Http2Stream* st;
+
+    if ((f->hd.type != NGHTTP2_HEADERS && f->hd.type != NGHTTP2_DATA)
+        || !(f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+        return;
+    }
+    st = streamOf(c->session, f->hd.stream_id);
+    if (st != NULL && st->refuse != 0 && !st->peerEnded) {
+        /* Refused mid-body: the rest need not come (RFC 9113 8.1). */
+        nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
+                                  NGHTTP2_NO_ERROR);
+    }
+}
+
+/* The stream is off the wire (closed, or its connection gone): one not
+ * served is freed; the core hears of a served one once its answer is
+ * whole on this side: now, or when its handler (or its stream's
+ * producer, cancelled) is done. cut: it did not end as it should. */
+static void
+streamGone(Http2Stream* st, bool cut)
+{
+    st->closed = true;
+    if (!st->served) {
+        streamUnlink(st);
+        streamFree(st);
+        return;
+    }
+    if (st->sent) {
+        return;
+    }
+    if (!st->answered || (st->r.stream != NULL && !st->ended)) {
+        corRequestCancel(&st->r);   /* done or streamEnd sends it */
+        return;
+    }
+    st->sent = true;
+    st->r.cut |= cut;
+    corRequestSent(&st->r);         /* st may be gone after */
+}
+
+int
+corHttp2StreamClose(nghttp2_session* s, int32_t id, uint32_t code,
+                    void* arg)
+{
+    Http2Stream* st = streamOf(s, id);
+
+    (void)arg;
+    if (st != NULL) {
+        nghttp2_session_set_stream_user_data(s, id, NULL);
+        streamGone(st, code != NGHTTP2_NO_ERROR);
+    }
+    return 0;
+}
+
+/* ---- The core's side ----------------------------------------------------- */
+
+static void
+requestDone(CorRequest* r)
+{
+    Http2Stream* st = corContainerOf(r, Http2Stream, r);
+    Http2Conn* c = st->conn;
+
+    if (c == NULL || st->closed) {
+        if (r->stream == NULL) {        /* else its end sends it */
+            st->sent = true;
+            r->cut = true;
+            corRequestSent(r);
+        }
+        return;
+    }
+    if (responseSubmit(c, st) != 0) {
+        nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
+                                  NGHTTP2_INTERNAL_ERROR);
+    }
+    corHttp2ConnKick(c);
+}
+
+static void
+streamResume(Http2Stream* st)
+{
+    Http2Conn* c = st->conn;
+
+    if (c == NULL || st->closed) {
+        return;
+    }
+    if (st->deferred) {
+        st->deferred = false;
+        nghttp2_session_resume_data(c->session, st->id);
+    }
+    corHttp2ConnKick(c);
+}
+
+static void
+streamData(CorRequest* r, const void* data, size_t len)
+{
+    Http2Stream* st = corContainerOf(r, Http2Stream, r);
+
+    if (st->conn == NULL || st->closed || !bodyAllowed(r, r->status)) {
+        return;
+    }
+    if (corBufAppend(&st->streamed, data, len) != 0) {
+        streamAbort(r);
+        return;
+    }
+    streamResume(st);
+}
+
+static void
+streamEnd(CorRequest* r)
+{
+    Http2Stream* st = corContainerOf(r, Http2Stream, r);
+
+    st->ended = true;
+    if (st->conn == NULL || st->closed) {
+        if (!st->sent) {
+            st->sent = true;
+            r->cut = true;
+            corRequestSent(r);
+        }
+        return;
+    }
+    streamResume(st);
+}
+
+/* The stream failed midway: RST_STREAM says so (the peer sees it cut). */
+static void
+streamAbort(CorRequest* r)
+{
+    Http2Stream* st = corContainerOf(r, Http2Stream, r);
+
+    r->cut = true;
+    if (st->conn == NULL || st->closed) {
+        streamEnd(r);
+        return;
+    }
+    nghttp2_submit_rst_stream(st->conn->session, NGHTTP2_FLAG_NONE, st->id,
+                              NGHTTP2_INTERNAL_ERROR);
+    corHttp2ConnKick(st->conn);
+}
+
+static bool
+streamAlive(const CorRequest* r)
+{
+    const Http2Stream* st = corContainerOf(r, Http2Stream, r);
+
+    return st->conn != NULL && !st->closed;
+}
+
+static size_t
+streamBacklog(const CorRequest* r)
+{
+    return corBufPending(&corContainerOf(r, Http2Stream, r)->streamed);
+}
+
+static void
+requestRelease(CorRequest* r)
+{
+    Http2Stream* st = corContainerOf(r, Http2Stream, r);
+
+    streamUnlink(st);
+    streamFree(st);
+}
+
+/* ---- The connection's walks ---------------------------------------------- */
+
+void
+corHttp2StreamsDetach(Http2Conn* c)
+{
+    while (!corListEmpty(&c->streams)) {
+        Http2Stream* st = corContainerOf(corListFirst(&c->streams),
+                                         Http2Stream, link);
+
+        streamUnlink(st);
+        streamGone(st, true);       /* finishes into the void */
+    }
+}
+
+void
+corHttp2StreamsDrained(Http2Conn* c)
+{
+    CorList* node;
+    CorList* next;
+
+    corListForEach(node, next, &c->streams) {
+        Http2Stream* st = corContainerOf(node, Http2Stream, link);
+
+        if (st->drained) {
+            st->drained = false;
+            corResponseStreamDrained(&st->r);
+        }
+    }
+}
+
+bool
+corHttp2StreamsStalled(Http2Conn* c)
+{
+    bool connShut = nghttp2_session_get_remote_window_size(c->session) <= 0;
+    CorList* node;
+    CorList* next;
+
+    corListForEach(node, next, &c->streams) {
+        Http2Stream* st = corContainerOf(node, Http2Stream, link);
+        const CorRequest* r = &st->r;
+        bool waiting = r->stream != NULL ? corBufPending(&st->streamed) > 0
+                       : st->sendOff < r->responseLen && !r->head;
+
+        if (st->answered && !st->closed && waiting
+            && (connShut || nghttp2_session_get_stream_remote_window_size(
+                                c->session, st->id) <= 0)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+uint64_t
+corHttp2StreamsDeadline(Http2Conn* c, uint64_t now)
+{
+    uint64_t ms = corLimits()->requestTimeoutMs;
+    uint64_t next = 0;
+    CorList* node;
+    CorList* next2;
+
+    corListForEach(node, next2, &c->streams) {
+        Http2Stream* st = corContainerOf(node, Http2Stream, link);
+
+        if (st->served || st->answered || st->closed) {
+            continue;
+        }
+        if (st->startMs + ms <= now) {
+            corLimitsRefused("http", c->peerName, "a request that did not "
+                             "come whole in time", 408);
+            nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
+                                      NGHTTP2_CANCEL);
+            st->answered = true;    /* reset: nothing more to time */
+        } else if (next == 0 || st->startMs + ms < next) {
+            next = st->startMs + ms;
+        }
+    }
+    return next;
+}
