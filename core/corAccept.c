@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -254,4 +255,16 @@ corPeerAddress(const struct sockaddr_storage* peer, char* out, size_t size)
                   (socklen_t)size) == NULL && size > 0) {
         out[0] = '\0';
     }
+}
+
+void
+corPeerName(const struct sockaddr_storage* peer, char* out, size_t size)
+{
+    char addr[INET6_ADDRSTRLEN];
+    in_port_t port = peer->ss_family == AF_INET6
+        ? ((const struct sockaddr_in6*)(const void*)peer)->sin6_port
+        : ((const struct sockaddr_in*)(const void*)peer)->sin_port;
+
+    corPeerAddress(peer, addr, sizeof(addr));
+    snprintf(out, size, "%s:%u", addr, (unsigned)ntohs(port));
 }

@@ -163,6 +163,10 @@ void corAcceptClosed(void);
  * into out (size bytes; 46 hold any): what r->remote says. */
 void corPeerAddress(const struct sockaddr_storage* peer, char* out,
                     size_t size);
+/* The same with its port, "192.0.2.7:5000" (54 bytes hold any), for
+ * logs. */
+void corPeerName(const struct sockaddr_storage* peer, char* out,
+                 size_t size);
 
 /* ---- URLs ----------------------------------------------------------------- */
 

@@ -137,6 +137,13 @@ corPeerAddress(const struct sockaddr_storage* peer, char* out, size_t cap)
     snprintf(out, cap, "127.0.0.1");
 }
 
+void
+corPeerName(const struct sockaddr_storage* peer, char* out, size_t cap)
+{
+    (void)peer;
+    snprintf(out, cap, "127.0.0.1:1");
+}
+
 const char*
 corHttpDate(HttpLoop* hl)
 {

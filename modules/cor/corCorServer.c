@@ -463,20 +463,6 @@ corCorServerLoopAt(unsigned index)
 
 /* ---- The connection ------------------------------------------------------ */
 
-/* "address:port", for logs: the address as r->remote says it. */
-static void
-peerName(CorServerConn* c)
-{
-    char addr[INET6_ADDRSTRLEN];
-    in_port_t port = c->peer.ss_family == AF_INET6
-        ? ((const struct sockaddr_in6*)(const void*)&c->peer)->sin6_port
-        : ((const struct sockaddr_in*)(const void*)&c->peer)->sin_port;
-
-    corPeerAddress(&c->peer, addr, sizeof(addr));
-    snprintf(c->peerName, sizeof(c->peerName), "%s:%u", addr,
-             (unsigned)ntohs(port));
-}
-
 void
 corCorServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
                      const struct sockaddr_storage* peer)
@@ -498,7 +484,7 @@ corCorServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
     c->sl = sl;
     c->peer = *peer;
     c->tls = helloMs > 0;       /* a plain listener has no handshake */
-    peerName(c);
+    corPeerName(&c->peer, c->peerName, sizeof(c->peerName));
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (corKitConnStart(&c->k, &c->t, &sl->conns) != 0) {
         connClose(c);

@@ -483,19 +483,6 @@ failed:
 
 /* ---- The connection ------------------------------------------------------ */
 
-static void
-peerName(Http2Conn* c)
-{
-    char addr[INET6_ADDRSTRLEN];
-    in_port_t port = c->peer.ss_family == AF_INET6
-        ? ((const struct sockaddr_in6*)(const void*)&c->peer)->sin6_port
-        : ((const struct sockaddr_in*)(const void*)&c->peer)->sin_port;
-
-    corPeerAddress(&c->peer, addr, sizeof(addr));
-    snprintf(c->peerName, sizeof(c->peerName), "%s:%u", addr,
-             (unsigned)ntohs(port));
-}
-
 void
 corHttp2ConnOpen(HttpLoop* hl, const CorTransport* t,
                  const struct sockaddr_storage* peer, bool tls,
@@ -513,7 +500,7 @@ corHttp2ConnOpen(HttpLoop* hl, const CorTransport* t,
     c->hl = hl;
     c->peer = *peer;
     c->tls = tls;
-    peerName(c);
+    corPeerName(&c->peer, c->peerName, sizeof(c->peerName));
     corKitConnInit(&c->k, hl->loop, &connOps);
     c->k.readRoom = READ_ROOM;
     c->k.highWater = OUT_HIGH_WATER;
