@@ -163,8 +163,8 @@ Link* corMqttLinkNew(const CorMqttBroker* b, const CorMqttSubGroup* group,
  * SUBSCRIBE (in 3.1.1, only to a new session). Returns 0, or -errno. */
 int corMqttSubscribeSend(Link* l, bool present);
 
-/* Let go of every message waiting to be served again (the loop ends):
- * the broker sends them again. */
+/* Let go of every message waiting to be served again (loop 0, where the
+ * subscriptions live, ends): the broker sends them again. */
 void corMqttInboundsDrop(void);
 
 /* Whether l is a subscriber whose messages in handlers reached the

@@ -183,8 +183,9 @@ mqttLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
 {
     (void)m;
     (void)loop;
-    (void)index;
-    corMqttInboundsDrop();
+    if (index == 0) {           /* the subscriptions' loop */
+        corMqttInboundsDrop();
+    }
     corMqttClientLoopExit();
 }
 
