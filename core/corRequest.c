@@ -394,9 +394,11 @@ dispatch(CorRequest* r, bool coroutine, uint64_t timeoutMs)
         return;
     }
     if (inSession(r)) {
-        /* fn runs once, as promised: on a connection already closed, so
-         * that it cannot wait, and may free what arg holds. */
-        corUpgradedClose(r->upgrade);
+        /* fn runs once, as promised, here on the loop: the pool refuses
+         * only at a stop, after corRestCancelAll, so every wait of fn
+         * ends with ECANCELED at once and the loop is not held; its
+         * connection open, it can still say goodbye (a WebSocket's 1001)
+         * and free what arg holds. */
         runPhase(r);
         sessionEnd(r);
         return;
