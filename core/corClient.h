@@ -275,6 +275,14 @@ ssize_t corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs);
  */
 int corConnWriteAll(CorConn* c, const void* buf, size_t len, int timeoutMs);
 
+/* The TLS client of the default trust (client.ca_file's, or the
+ * system's store) that offers the ALPN list alpn ("h2"): a protocol that
+ * must know what the server chose (corTransportTlsAlpn) connects with it.
+ * NULL alpn: the one a target without a tlsClient gets. One context per
+ * list (at most four lists), made at its first use and kept until the
+ * next setup; NULL with why when it cannot be made. Any thread. */
+CorTlsClient* corConnTlsDefault(const char* alpn, char* why, size_t whyLen);
+
 /* Whether c came from the pool rather than a new connect: a request that
  * failed on it before any byte of the answer came may be sent once more
  * on a new connection (the peer may have closed it meanwhile) when
@@ -361,6 +369,10 @@ typedef struct CorClientRequest {
     int readTimeoutMs;
     size_t maxBodyBytes;        /* 0: COR_CLIENT_BODY_MAX */
     CorTlsClient* tlsClient;    /* NULL: the default (client.ca_file) */
+    /* http:// and https:// only: over HTTP/2 (h2 chosen by ALPN on
+     * https, prior knowledge on http), each exchange a stream on the one
+     * connection its loop keeps to the peer (docs/http2.md). */
+    bool http2;
 } CorClientRequest;
 
 /* What came back. Owned by the caller, who frees it with
@@ -378,6 +390,12 @@ typedef struct CorClientResponse {
                                    been acted on */
     char error[256];            /* on failure: what and where */
     char* head;                 /* the client's: what headers point to */
+    /* The fields after the body (HTTP/2 trailers: gRPC's grpc-status),
+     * set once the body was read to its end; they point into trailerHead,
+     * the client's. */
+    CorHeader* trailers;
+    unsigned trailerCount;
+    char* trailerHead;
 } CorClientResponse;
 
 /*
@@ -478,6 +496,10 @@ typedef struct {
     int (*check)(const char* url, char* why, size_t whyLen);
     /* NULL, or one exchange: the client takes the scheme's URLs. */
     int (*fetch)(const CorClientRequest* req, CorClientResponse* res);
+    /* NULL, or on each loop's thread after the loop stopped (its
+     * coroutines ended): close what the scheme's client keeps on that
+     * loop (connections shared by its exchanges). */
+    void (*loopExit)(void);
 } CorScheme;
 
 /* Register a scheme (copied), from a module's init. Returns 0, or -1

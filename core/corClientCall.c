@@ -79,6 +79,11 @@ corClientResponseFree(CorClientResponse* res)
     free(res->headers);
     free(res->body);
     free(res->head);
+    free(res->trailers);
+    free(res->trailerHead);
+    res->trailers = NULL;
+    res->trailerHead = NULL;
+    res->trailerCount = 0;
     res->headers = NULL;
     res->body = NULL;
     res->head = NULL;

@@ -38,6 +38,17 @@
 static CorTlsClient* defaultTls;
 static pthread_mutex_t defaultTlsLock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The same trust offering an ALPN list ("h2"): a client that must know
+ * which protocol the server chose asks for one (corConnTlsDefault). Made
+ * at the first use of each list, under defaultTlsLock, from the CA file
+ * corConnSetup was given. */
+#define TLS_ALPN_LISTS 4
+static struct {
+    char alpn[32];
+    CorTlsClient* tls;
+} defaultAlpnTls[TLS_ALPN_LISTS];
+static char* defaultCaFile;
+
 /* ---- Addresses ----------------------------------------------------------- */
 
 /* "1.2.3.4:80", "[::1]:80". */
@@ -389,8 +400,50 @@ corConnSetup(const CorConfig* config, CorConfErrors* errors)
     pthread_mutex_lock(&defaultTlsLock);
     corTlsClientFree(defaultTls);
     defaultTls = tls;
+    for (unsigned i = 0; i < TLS_ALPN_LISTS; i++) {
+        corTlsClientFree(defaultAlpnTls[i].tls);
+        defaultAlpnTls[i].tls = NULL;
+        defaultAlpnTls[i].alpn[0] = '\0';
+    }
+    free(defaultCaFile);
+    defaultCaFile = caFile != NULL ? strdup(caFile) : NULL;
     pthread_mutex_unlock(&defaultTlsLock);
     return 0;
+}
+
+CorTlsClient*
+corConnTlsDefault(const char* alpn, char* why, size_t whyLen)
+{
+    CorTlsClient* tls = NULL;
+    unsigned i;
+
+    if (alpn == NULL) {
+        return defaultTlsGet(why, whyLen);
+    }
+    if (strlen(alpn) >= sizeof(defaultAlpnTls[0].alpn)) {
+        snprintf(why, whyLen, "the ALPN list '%s' is too long", alpn);
+        return NULL;
+    }
+    pthread_mutex_lock(&defaultTlsLock);
+    for (i = 0; i < TLS_ALPN_LISTS && defaultAlpnTls[i].tls != NULL; i++) {
+        if (strcmp(defaultAlpnTls[i].alpn, alpn) == 0) {
+            tls = defaultAlpnTls[i].tls;
+            break;
+        }
+    }
+    if (tls == NULL && i == TLS_ALPN_LISTS) {
+        snprintf(why, whyLen, "more than %d ALPN lists", TLS_ALPN_LISTS);
+    } else if (tls == NULL) {
+        tls = corTlsClientNew(&(CorTlsClientOptions){
+            .caFile = defaultCaFile, .alpn = alpn }, why, whyLen);
+        if (tls != NULL) {
+            snprintf(defaultAlpnTls[i].alpn, sizeof(defaultAlpnTls[i].alpn),
+                     "%s", alpn);
+            defaultAlpnTls[i].tls = tls;
+        }
+    }
+    pthread_mutex_unlock(&defaultTlsLock);
+    return tls;
 }
 
 CorConn*

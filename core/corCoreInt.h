@@ -309,6 +309,8 @@ bool corConnPoolPut(CorConn* c);
 /* Close every idle connection of the calling loop's pool, for good (at
  * the loop's end), and those of the shared pool (at the generation's). */
 void corConnPoolLoopExit(void);
+/* Each scheme's loopExit, on the calling loop's thread (corScheme.c). */
+void corSchemesLoopExit(void);
 void corConnPoolShutdown(void);
 
 /* ---- Work beside the caller (corBeside.c) ------------------------------- */

@@ -138,6 +138,7 @@ loopMain(void* arg)
         }
     }
     corModulesLoopExit(loop, t->index);
+    corSchemesLoopExit();
     corConnPoolLoopExit();
     corCoThreadExit();
     return NULL;

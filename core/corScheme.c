@@ -109,6 +109,16 @@ corSchemeOf(const char* url)
     return corSchemeFind(name);
 }
 
+void
+corSchemesLoopExit(void)
+{
+    for (unsigned i = 0; i < schemeCount; i++) {
+        if (schemes[i].s.loopExit != NULL) {
+            schemes[i].s.loopExit();
+        }
+    }
+}
+
 unsigned
 corNotifySchemeCount(void)
 {

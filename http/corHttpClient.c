@@ -32,6 +32,7 @@
  */
 #include "corHttpClientInt.h"
 #include "corCoreInt.h"
+#include "corHttp2ClientInt.h"
 #include "corHttpParse.h"
 
 #include <errno.h>
@@ -86,6 +87,7 @@ struct CorHttpClientExchange {
     CorHttpChunked chunked;
     bool whole;                 /* a module's scheme: res->body has it all */
     size_t wholeSent;           /* what the reads gave of it */
+    CorHttp2Stream* h2;         /* over HTTP/2: its stream (c stays NULL) */
 };
 
 typedef CorHttpClientExchange Exchange;
@@ -101,6 +103,13 @@ failf(Exchange* ex, const char* fmt, ...)
     va_start(ap, fmt);
     vsnprintf(ex->res->error, sizeof(ex->res->error), fmt, ap);
     va_end(ap);
+}
+
+/* "host:port" of the exchange's server, for messages. */
+static const char*
+peerOf(const Exchange* ex)
+{
+    return ex->h2 != NULL ? corHttp2StreamPeer(ex->h2) : corConnPeer(ex->c);
 }
 
 /* ---- Deadlines ----------------------------------------------------------- */
@@ -150,7 +159,7 @@ static void
 timeoutSay(Exchange* ex)
 {
     uint64_t deadline = deadlineNext(ex);
-    const char* peer = corConnPeer(ex->c);
+    const char* peer = peerOf(ex);
 
     if (deadline == ex->totalDeadline) {
         failf(ex, "%s: the exchange exceeded its total timeout (%d ms)",
@@ -505,6 +514,112 @@ bodyNext(Exchange* ex, char* buf, size_t len)
     }
 }
 
+/* What a failed or finished attempt left in res, cleared for the next. */
+static void
+responseReset(CorClientResponse* res)
+{
+    free(res->headers);
+    res->headers = NULL;
+    res->headerCount = 0;
+    res->status = 0;
+}
+
+/* ---- Over HTTP/2 ---------------------------------------------------------- */
+
+/* Wait for news of the stream within the deadlines that apply. Returns 0
+ * or -errno (said). May yield. */
+static int
+h2Wait(Exchange* ex)
+{
+    int rc = waitMs(ex) == -ETIMEDOUT
+             ? -ETIMEDOUT : corHttp2StreamWait(ex->h2, deadlineNext(ex));
+
+    if (rc == -ETIMEDOUT) {
+        timeoutSay(ex);
+    } else if (rc == -ECANCELED) {
+        failf(ex, "%s: cancelled", peerOf(ex));
+    }
+    return rc;
+}
+
+/* The next body bytes of the stream; 0 at its end (its trailers in res). */
+static ssize_t
+h2Read(Exchange* ex, char* buf, size_t len)
+{
+    ssize_t n;
+
+    while ((n = corHttp2StreamRead(ex->h2, buf, len, ex->res)) == -EAGAIN) {
+        int rc = h2Wait(ex);
+
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    ex->done = corHttp2StreamDone(ex->h2);
+    return n;
+}
+
+/* One attempt over HTTP/2: the stream submitted, its head waited for.
+ * Returns 0 (ex->h2 open, res's head set), 1 when the server refused the
+ * stream unprocessed (a GOAWAY's or its own REFUSED_STREAM: send again on
+ * a new connection), or -errno (said; ex->h2 closed). May yield. */
+static int
+h2Attempt(Exchange* ex, const CorUrl* url)
+{
+    int ms = waitMs(ex);
+    int rc;
+
+    if (ms == -ETIMEDOUT) {
+        failf(ex, "%s:%u: the exchange exceeded its total timeout (%d ms)",
+              url->host, url->port, ex->totalTimeoutMs);
+        return -ETIMEDOUT;
+    }
+    rc = corHttp2StreamOpen(ex->req, url, ex->req->connectTimeoutMs,
+                            ex->res->retried, &ex->h2, &ex->res->reused,
+                            ex->res->error, sizeof(ex->res->error));
+    if (rc < 0) {
+        return rc;
+    }
+    ex->res->sent = true;
+    ex->firstByteDeadline = deadlineOf(ex->firstByteTimeoutMs,
+                                       corEvClockMs());
+    while ((rc = corHttp2StreamHead(ex->h2, ex->res)) == 0) {
+        rc = h2Wait(ex);
+        if (rc < 0) {
+            break;
+        }
+    }
+    if (rc < 0) {
+        bool again = ex->h2->refused;
+
+        corHttp2StreamClose(ex->h2);
+        ex->h2 = NULL;
+        return again ? 1 : rc;
+    }
+    ex->gotByte = true;
+    ex->keepAlive = true;
+    ex->done = corHttp2StreamDone(ex->h2);
+    return 0;
+}
+
+/* The attempt, and the one retry of a refused stream. */
+static int
+h2Open(Exchange* ex, const CorUrl* url)
+{
+    int rc = h2Attempt(ex, url);
+
+    if (rc == 1) {
+        ex->res->retried = true;
+        responseReset(ex->res);
+        ex->res->error[0] = '\0';
+        rc = h2Attempt(ex, url);
+        if (rc == 1) {
+            rc = -ECONNRESET;
+        }
+    }
+    return rc;
+}
+
 /* A module's scheme (cor://) answers whole: its exchange is made at the
  * open, and the reads give its body out of res->body. */
 static int
@@ -558,7 +673,7 @@ corHttpClientBodyRead(CorHttpClientExchange* x, void* buf, size_t len,
     }
     x->readTimeoutMs = timeoutMs;
     x->readDeadline = deadlineOf(timeoutMs, corEvClockMs());
-    n = bodyNext(x, buf, len);
+    n = x->h2 != NULL ? h2Read(x, buf, len) : bodyNext(x, buf, len);
     x->readDeadline = 0;
     if (n < 0) {
         x->failed = (int)n;
@@ -653,16 +768,6 @@ attempt(Exchange* ex, const CorUrl* url, const char* request,
     return 0;
 }
 
-/* What a failed or finished attempt left in res, cleared for the next. */
-static void
-responseReset(CorClientResponse* res)
-{
-    free(res->headers);
-    res->headers = NULL;
-    res->headerCount = 0;
-    res->status = 0;
-}
-
 /* An attempt, and the one retry when the peer closed the pooled
  * connection under the request. Returns 0 or -errno. */
 static int
@@ -710,6 +815,14 @@ exchangeOpen(Exchange* ex, const CorClientRequest* req,
         goto failed;
     }
     ex->totalDeadline = deadlineOf(req->totalTimeoutMs, corEvClockMs());
+    if (req->http2) {
+        rc = h2Open(ex, &url);
+        if (rc < 0) {
+            goto failed;
+        }
+        ex->req = NULL;
+        return 0;
+    }
     request = corHttpClientRequestHead(req, &url, &requestLen,
                                        &ex->wantClose);
     if (request == NULL) {
@@ -742,6 +855,8 @@ failed:
 static void
 exchangeClose(Exchange* ex)
 {
+    corHttp2StreamClose(ex->h2);
+    ex->h2 = NULL;
     if (ex->c == NULL) {
         return;
     }
@@ -836,7 +951,7 @@ bodyCollect(Exchange* ex, size_t limit)
 
 tooLarge:
     failf(ex, "%s: the answer's body is over the limit of %zu bytes",
-          corConnPeer(ex->c), limit);
+          peerOf(ex), limit);
     return -EFBIG;
 }
 

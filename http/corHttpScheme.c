@@ -14,6 +14,7 @@
  * generation (a fork) inherits them, first, before its modules' schemes.
  */
 #include "corHttpClientInt.h"
+#include "corHttp2ClientInt.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -27,7 +28,8 @@ httpSchemesAdd(void)
     for (unsigned i = 0; i < 2; i++) {
         corSchemeAdd(NULL, &(CorScheme){ .scheme = names[i],
                                          .fetch = corHttpClientExchange,
-                                         .send = corHttpClientNotify });
+                                         .send = corHttpClientNotify,
+                                         .loopExit = corHttp2ClientLoopExit });
     }
 }
 

@@ -17,6 +17,8 @@
  *             fail_timeout: 10s
  *             host: upstream         (keep | upstream | a name)
  *             underscores_in_headers: false  (X_Name fields dropped)
+ *             http2: off             (on: over HTTP/2, one connection a
+ *                                     server per loop, streams on it)
  *     routes:
  *       - { match: "/api/...", handler: backend }
  *
@@ -243,6 +245,7 @@ forwardServe(CorRequest* r)
         .bodyLen = r->bodyLen,
         .connectTimeoutMs = g->connectTimeoutMs,
         .firstByteTimeoutMs = g->readTimeoutMs,
+        .http2 = g->http2,
     };
     CorClientResponse res;
     CorHttpClientExchange* x = NULL;
@@ -357,6 +360,22 @@ hostRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
     return 0;
 }
 
+/* http2: on or off, as a listener's http2 is said. */
+static int
+http2Read(CorModule* m, const CorConf* entry, ForwardGroup* g)
+{
+    const char* http2 = corConfString(entry, "http2", "off",
+                                      corModuleErrors(m));
+
+    g->http2 = strcmp(http2, "on") == 0;
+    if (!g->http2 && strcmp(http2, "off") != 0) {
+        corModuleError(m, corConfGet(entry, "http2"), "http2: expected on "
+                       "or off, got '%s'", http2);
+        return -1;
+    }
+    return 0;
+}
+
 /* The name of a group: present, and not another group's. Returns 0 or
  * -1 after a module error. */
 static int
@@ -391,7 +410,7 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     static const char* const keys[] = { "name", "servers", "connect_timeout",
                                         "read_timeout", "fail_timeout",
                                         "host", "underscores_in_headers",
-                                        NULL };
+                                        "http2", NULL };
     CorConfErrors* e = corModuleErrors(m);
     ForwardGroup* g = &groups[index];
     unsigned before = e->count;
@@ -406,6 +425,7 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     g->failTimeoutMs = corConfDurationMs(entry, "fail_timeout", 10000, 0,
                                          24 * 3600000, e);
     g->underscores = corConfBool(entry, "underscores_in_headers", false, e);
+    failed |= http2Read(m, entry, g) < 0;
     failed |= serversRead(m, entry, g) < 0;
     failed |= hostRead(m, entry, g) < 0;
     snprintf(where, sizeof(where), "upstreams[%u]", index);

@@ -40,6 +40,7 @@ typedef struct {
     ForwardHostMode hostMode;
     char* host;                 /* FORWARD_HOST_NAME */
     bool underscores;           /* header names with '_' go on */
+    bool http2;                 /* to http(s):// servers over HTTP/2 */
 } ForwardGroup;
 
 /*

@@ -1,0 +1,717 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HTTP/2 client's connection: one nghttp2 session over a connection of
+ * the connection layer (corConnOpen: TLS with ALPN h2 for https, prior
+ * knowledge for http), its bytes through the connection kit.
+ *
+ * On a loop, every exchange of the loop to one peer (host, port, TLS and
+ * its client context) is a stream of one connection, as the cor:// client
+ * shares one: an exchange submits its request into the session (the
+ * session's output goes to the kit's output buffer) and parks; the kit
+ * writes as the socket takes it and reads every frame that comes, which
+ * nghttp2 hands to the stream it belongs to (corHttp2ClientStream.c),
+ * waking its exchange. The connect and the TLS handshake run in a
+ * coroutine of their own, so that no exchange's cancel can take the
+ * connection with it; requests queue in the output meanwhile. A GOAWAY
+ * makes the connection take no new stream (the next exchange opens
+ * another), the streams the server did not take (past its last stream id)
+ * are closed as refused and may go again, and the connection closes once
+ * its last stream did. A connection that fails fails each stream on it.
+ *
+ * Off the loops (a worker, blocking mode, a thread of the client's), an
+ * exchange has a connection of its own, opened with its stream and closed
+ * with it: its waits drive the session themselves, writing and reading
+ * with poll() (the kit's corKitConnFlushWait and corKitConnReadWait), so
+ * that nothing is shared between threads and nothing needs a lock.
+ *
+ * No HTTP/2 connection ever goes to the keep-alive pool: it is not
+ * HTTP/1's to take.
+ */
+#include "corHttp2ClientInt.h"
+#include "corCoreInt.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define READ_ROOM 16384
+
+typedef enum {
+    PEER_CONNECTING,
+    PEER_READY,
+    PEER_CLOSING,               /* GOAWAY: no new stream */
+    PEER_DEAD
+} PeerState;
+
+/* One connection to a server: a loop's (shared, on loopPeers) or one
+ * exchange's (off the loops). Freed with its last reference: the loop's
+ * list, its connector, each stream. */
+struct CorHttp2Peer {
+    CorList link;               /* the loop's peers */
+    char host[256];
+    unsigned port;
+    bool tls;
+    CorTlsClient* tlsClient;
+    int connectTimeoutMs;
+    bool onLoop;
+    PeerState state;
+    unsigned refs;
+    nghttp2_session* session;
+    CorConn* conn;
+    CorKitConn k;
+    CorList streams;            /* open on the wire */
+    int failure;                /* why it died, -errno */
+    char why[600];
+    char name[272];             /* "host:port" */
+};
+
+typedef CorHttp2Peer Peer;
+
+static __thread CorList loopPeers;
+
+static void peerFail(Peer* p, int rc, const char* why);
+
+/* ---- References and the end ---------------------------------------------- */
+
+static void
+peerRelease(Peer* p)
+{
+    if (--p->refs > 0) {
+        return;
+    }
+    nghttp2_session_del(p->session);
+    corKitConnFree(&p->k);
+    free(p);
+}
+
+/* Off the loop's list: no exchange finds it any more. */
+static void
+peerForget(Peer* p)
+{
+    if (corListLinked(&p->link)) {
+        corListRemove(&p->link);
+        peerRelease(p);
+    }
+}
+
+static void
+streamLetGo(Peer* p, CorHttp2Stream* s)
+{
+    corListRemove(&s->link);
+    if (s->id > 0 && p->state != PEER_DEAD) {
+        nghttp2_session_set_stream_user_data(p->session, s->id, NULL);
+    }
+}
+
+/* The connection is gone: every stream on it fails with rc. */
+static void
+peerFail(Peer* p, int rc, const char* why)
+{
+    if (p->state == PEER_DEAD) {
+        return;
+    }
+    p->state = PEER_DEAD;
+    p->failure = rc;
+    snprintf(p->why, sizeof(p->why), "%s: %s", p->name, why);
+    if (p->onLoop) {
+        corKitConnStop(&p->k);
+    }
+    corConnClose(p->conn);      /* NULL-safe: still connecting */
+    p->conn = NULL;
+    while (!corListEmpty(&p->streams)) {
+        CorHttp2Stream* s = corContainerOf(corListFirst(&p->streams),
+                                           CorHttp2Stream, link);
+
+        corListRemove(&s->link);
+        s->closed = true;
+        if (!s->ended && s->failed == 0) {
+            s->failed = rc;
+            snprintf(s->why, sizeof(s->why), "%.255s", p->why);
+        }
+        corHttp2StreamWake(s);
+    }
+    peerForget(p);
+}
+
+/* After a GOAWAY: closed once its last stream is. */
+static void
+peerRetire(Peer* p)
+{
+    if (p->state == PEER_CLOSING && corListEmpty(&p->streams)) {
+        peerFail(p, -ECONNRESET, "closed after its GOAWAY");
+    }
+}
+
+/* ---- The session --------------------------------------------------------- */
+
+/* What nghttp2 writes goes to the kit's output (flushed by the caller). */
+static ssize_t
+sessionWrite(nghttp2_session* session, const uint8_t* data, size_t len,
+             int flags, void* user)
+{
+    Peer* p = user;
+
+    (void)session;
+    (void)flags;
+    return corBufAppend(&p->k.out, data, len) == 0 ? (ssize_t)len
+                                                   : NGHTTP2_ERR_CALLBACK_FAILURE;
+}
+
+static int
+sessionFrame(nghttp2_session* session, const nghttp2_frame* f, void* user)
+{
+    Peer* p = user;
+
+    if (f->hd.type == NGHTTP2_GOAWAY) {
+        /* nghttp2 closes the streams past last_stream_id itself, each as
+         * REFUSED_STREAM (the stream's close says it may go again). */
+        if (p->state == PEER_READY || p->state == PEER_CONNECTING) {
+            p->state = PEER_CLOSING;
+        }
+        peerForget(p);
+        return 0;
+    }
+    if (f->hd.stream_id != 0) {
+        CorHttp2Stream* s = nghttp2_session_get_stream_user_data(
+            session, f->hd.stream_id);
+
+        if (s != NULL) {
+            corHttp2StreamFrame(s, f);
+        }
+    }
+    return 0;
+}
+
+static int
+sessionStreamClose(nghttp2_session* session, int32_t id, uint32_t code,
+                   void* user)
+{
+    Peer* p = user;
+    CorHttp2Stream* s = nghttp2_session_get_stream_user_data(session, id);
+
+    if (s != NULL) {
+        streamLetGo(p, s);
+        corHttp2StreamEnd(s, code);
+    }
+    return 0;
+}
+
+/* The session, its SETTINGS queued: no push, the stream window; and the
+ * connection's window opened wide. Returns 0 or -ENOMEM. */
+static int
+sessionNew(Peer* p)
+{
+    nghttp2_settings_entry settings[] = {
+        { NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
+        { NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE,
+          COR_HTTP2_CLIENT_STREAM_WINDOW },
+    };
+    nghttp2_session_callbacks* cb = NULL;
+    nghttp2_option* option = NULL;
+    int rc = -ENOMEM;
+
+    if (nghttp2_session_callbacks_new(&cb) != 0
+        || nghttp2_option_new(&option) != 0) {
+        goto failed;
+    }
+    nghttp2_session_callbacks_set_send_callback(cb, sessionWrite);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, sessionFrame);
+    nghttp2_session_callbacks_set_on_header_callback(cb,
+                                                     corHttp2StreamField);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
+        cb, corHttp2StreamData);
+    nghttp2_session_callbacks_set_on_stream_close_callback(
+        cb, sessionStreamClose);
+    /* The window opens as the exchange reads (corHttp2PeerConsumed), not
+     * as bytes come: a slow reader holds a bounded answer. */
+    nghttp2_option_set_no_auto_window_update(option, 1);
+    if (nghttp2_session_client_new2(&p->session, cb, p, option) == 0
+        && nghttp2_submit_settings(p->session, NGHTTP2_FLAG_NONE, settings,
+                                   2) == 0
+        && nghttp2_session_set_local_window_size(
+               p->session, NGHTTP2_FLAG_NONE, 0,
+               COR_HTTP2_CLIENT_CONN_WINDOW) == 0) {
+        rc = 0;
+    }
+
+failed:
+    nghttp2_option_del(option);
+    nghttp2_session_callbacks_del(cb);
+    return rc;
+}
+
+/* What the session has to say, into the output. Returns 0, or -1 after
+ * failing p. */
+static int
+sessionSend(Peer* p)
+{
+    int rc = nghttp2_session_send(p->session);
+
+    if (rc != 0) {
+        peerFail(p, -EPROTO, nghttp2_strerror(rc));
+        return -1;
+    }
+    return 0;
+}
+
+/* Every byte read, to the session. Returns 0, or -1 after failing p. */
+static int
+sessionTake(Peer* p)
+{
+    ssize_t n = nghttp2_session_mem_recv(p->session, corBufHead(&p->k.in),
+                                         corBufPending(&p->k.in));
+
+    if (n < 0) {
+        peerFail(p, -EPROTO, nghttp2_strerror((int)n));
+        return -1;
+    }
+    corBufConsume(&p->k.in, corBufPending(&p->k.in));
+    return 0;
+}
+
+/* ---- On a loop: the kit drives it ---------------------------------------- */
+
+static int
+kitTake(CorKitConn* k)
+{
+    return sessionTake(corContainerOf(k, Peer, k));
+}
+
+static int
+kitEnd(CorKitConn* k)
+{
+    peerFail(corContainerOf(k, Peer, k), -ECONNRESET,
+             "the server closed the connection");
+    return -1;
+}
+
+static void
+kitFail(CorKitConn* k, int rc, const char* why)
+{
+    peerFail(corContainerOf(k, Peer, k), rc, why);
+}
+
+/* Write what the session and the output have (nothing goes before the
+ * connect: the kit starts with it). */
+static void
+loopFlush(Peer* p)
+{
+    if (p->state != PEER_DEAD && sessionSend(p) == 0
+        && p->state != PEER_CONNECTING && corKitConnFlush(&p->k) != 0) {
+        peerFail(p, -ECONNRESET, "the connection failed while writing");
+    }
+}
+
+/* The socket has something: read every frame, answer what the session
+ * answers (SETTINGS acks, PINGs, window updates). */
+static void
+kitReady(CorKitConn* k)
+{
+    Peer* p = corContainerOf(k, Peer, k);
+
+    p->refs++;      /* a frame may fail it: it stays readable here */
+    if (corKitConnRead(k) == 0 && p->state != PEER_DEAD) {
+        loopFlush(p);
+        if (p->state != PEER_DEAD) {
+            peerRetire(p);
+        }
+    }
+    peerRelease(p);
+}
+
+static const CorKitOps peerOps = {
+    .ready = kitReady,
+    .take = kitTake,
+    .end = kitEnd,
+    .fail = kitFail,
+};
+
+/* ---- Connecting ---------------------------------------------------------- */
+
+/* The connection, TLS checked to have chosen h2. Returns it, or NULL with
+ * *rc and why. May yield. */
+static CorConn*
+connOpen(Peer* p, int* rc, char* why, size_t whyLen)
+{
+    CorConnTarget target = { .host = p->host, .port = p->port, .tls = p->tls,
+                             .connectTimeoutMs = p->connectTimeoutMs,
+                             .tlsClient = p->tlsClient, .fresh = true };
+    CorConn* conn = corConnOpen(&target, rc, why, whyLen);
+    const char* alpn;
+
+    if (conn == NULL || !p->tls) {
+        return conn;
+    }
+    alpn = corTransportTlsAlpn(corConnTransport(conn));
+    if (alpn == NULL || strcmp(alpn, "h2") != 0) {
+        snprintf(why, whyLen, "%s: the server did not choose h2 (ALPN: %s)",
+                 p->name, alpn != NULL ? alpn : "none");
+        *rc = -EPROTO;
+        corConnClose(conn);
+        return NULL;
+    }
+    return conn;
+}
+
+/* The loop peer's own coroutine: the connect, then the loop reads. */
+static void
+peerConnect(void* arg)
+{
+    Peer* p = arg;
+    char why[600];
+    int rc = 0;
+    CorConn* conn = connOpen(p, &rc, why, sizeof(why));
+
+    if (p->state == PEER_DEAD) {
+        corConnClose(conn);     /* NULL-safe: the loop stopped meanwhile */
+    } else if (conn == NULL) {
+        peerFail(p, rc, why);
+    } else {
+        p->conn = conn;
+        if (p->state == PEER_CONNECTING) {
+            p->state = PEER_READY;
+        }
+        if (corKitConnStart(&p->k, corConnTransport(conn), NULL) != 0) {
+            peerFail(p, -EIO, "the loop cannot watch the connection");
+        } else {
+            loopFlush(p);
+        }
+    }
+    peerRelease(p);
+}
+
+/* A new peer for url, its session made. NULL without memory. */
+static Peer*
+peerNew(const CorClientRequest* req, const CorUrl* url, int connectTimeoutMs,
+        bool onLoop, char* why, size_t whyLen)
+{
+    Peer* p = calloc(1, sizeof(*p));
+
+    if (p == NULL) {
+        snprintf(why, whyLen, "no memory for a connection");
+        return NULL;
+    }
+    corKitConnInit(&p->k, onLoop ? corEvLoopCurrent() : NULL,
+                   onLoop ? &peerOps : NULL);
+    p->k.readRoom = READ_ROOM;
+    snprintf(p->host, sizeof(p->host), "%s", url->host);
+    p->port = url->port;
+    p->tls = strcmp(url->scheme, "https") == 0;
+    p->tlsClient = req->tlsClient;
+    p->connectTimeoutMs = connectTimeoutMs;
+    p->onLoop = onLoop;
+    p->refs = 1;
+    snprintf(p->name, sizeof(p->name), "%s:%u", p->host, p->port);
+    if (p->tls && p->tlsClient == NULL) {
+        p->tlsClient = corConnTlsDefault("h2", why, whyLen);
+    }
+    if ((p->tls && p->tlsClient == NULL) || sessionNew(p) != 0) {
+        if (p->tlsClient != NULL) {
+            snprintf(why, whyLen, "no memory for an HTTP/2 session");
+        }
+        peerRelease(p);
+        return NULL;
+    }
+    return p;
+}
+
+/* The loop's peer for url, or a new one (connecting in a coroutine of its
+ * own). Returns it with a reference for the caller, or NULL with *rc and
+ * why. */
+static Peer*
+loopPeerFor(const CorClientRequest* req, const CorUrl* url,
+            int connectTimeoutMs, bool fresh, bool* reusedP, int* rc,
+            char* why, size_t whyLen)
+{
+    bool tls = strcmp(url->scheme, "https") == 0;
+    CorList* node;
+    CorList* next;
+    Peer* p;
+
+    corListForEach(node, next, &loopPeers) {
+        p = corContainerOf(node, Peer, link);
+        if (!fresh && p->port == url->port && p->tls == tls
+            && p->tlsClient == (req->tlsClient != NULL ? req->tlsClient
+                                                       : p->tlsClient)
+            && strcmp(p->host, url->host) == 0
+            && (p->state == PEER_READY || p->state == PEER_CONNECTING)) {
+            p->refs++;
+            *reusedP = true;
+            return p;
+        }
+    }
+    p = peerNew(req, url, connectTimeoutMs, true, why, whyLen);
+    if (p == NULL) {
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    p->refs = 3;                /* the list, the connector, the caller */
+    corListInsert(&loopPeers, &p->link);
+    *rc = corCoLoopSpawn(p->k.loop, peerConnect, p);
+    if (*rc != 0) {
+        p->refs--;
+        peerFail(p, *rc, "no coroutine to connect");
+    }
+    if (p->state == PEER_DEAD) {
+        *rc = p->failure;
+        snprintf(why, whyLen, "%.255s", p->why);
+        peerRelease(p);
+        return NULL;
+    }
+    *reusedP = false;
+    return p;
+}
+
+/* A connection of the calling thread's exchange alone, connected. */
+static Peer*
+threadPeerFor(const CorClientRequest* req, const CorUrl* url,
+              int connectTimeoutMs, int* rc, char* why, size_t whyLen)
+{
+    Peer* p = peerNew(req, url, connectTimeoutMs, false, why, whyLen);
+
+    if (p == NULL) {
+        *rc = -ENOMEM;
+        return NULL;
+    }
+    p->conn = connOpen(p, rc, why, whyLen);
+    if (p->conn == NULL) {
+        peerRelease(p);
+        return NULL;
+    }
+    corKitConnAttach(&p->k, corConnTransport(p->conn));
+    p->state = PEER_READY;
+    return p;
+}
+
+/* ---- Off the loops: the waits drive it ----------------------------------- */
+
+/* One turn: what the session has goes out, then what comes is read, until
+ * deadlineMs. Returns 0, -ETIMEDOUT or -ECANCELED (p failed for any other
+ * end, which its streams say). May yield. */
+static int
+threadTurn(Peer* p, uint64_t deadlineMs)
+{
+    uint64_t now = corEvClockMs();
+    int ms = deadlineMs == 0 ? -1
+             : deadlineMs > now ? (int)(deadlineMs - now) : 0;
+    ssize_t n;
+    int rc;
+
+    if (sessionSend(p) != 0) {
+        return 0;
+    }
+    rc = corKitConnFlushWait(&p->k, ms);
+    if (rc == 0) {
+        if (corBufReserve(&p->k.in, READ_ROOM) != 0) {
+            peerFail(p, -ENOMEM, "no memory to read");
+            return 0;
+        }
+        n = corKitConnReadWait(&p->k, ms);
+        rc = n > 0 ? 0 : n == 0 ? -ECONNRESET : (int)n;
+    }
+    if (rc == -ETIMEDOUT || rc == -ECANCELED) {
+        return rc;
+    }
+    if (rc == -ECONNRESET) {
+        peerFail(p, rc, "the server closed the connection");
+    } else if (rc < 0) {
+        peerFail(p, rc, strerror(-rc));
+    } else if (sessionTake(p) == 0) {
+        sessionSend(p);
+    }
+    return 0;
+}
+
+/* ---- Streams ------------------------------------------------------------- */
+
+/* Whether the calling code runs in a coroutine of a loop that may wait
+ * there (not an inline handler on a coroutine's stack). */
+static bool
+onLoop(void)
+{
+    bool yield = corRestYieldAllow(true);
+
+    corRestYieldAllow(yield);
+    return yield && corCoCurrent() != NULL && corEvLoopCurrent() != NULL;
+}
+
+/* Submit s's request on p. Returns 0, or -errno with why. */
+static int
+streamSubmit(Peer* p, CorHttp2Stream* s, const CorClientRequest* req,
+             const CorUrl* url, char* why, size_t whyLen)
+{
+    nghttp2_data_provider body = { .read_callback = corHttp2StreamBodyRead };
+    nghttp2_nv* nv;
+    size_t count;
+    int32_t id;
+
+    if (corHttp2RequestFields(req, url, &nv, &count) != 0) {
+        snprintf(why, whyLen, "no memory for a request");
+        return -ENOMEM;
+    }
+    body.source.ptr = s;
+    id = nghttp2_submit_request(p->session, NULL, nv, count,
+                                req->body != NULL || req->bodyLen > 0
+                                ? &body : NULL, s);
+    free(nv);
+    if (id < 0) {
+        snprintf(why, whyLen, "%s: %s", p->name, nghttp2_strerror(id));
+        return id == NGHTTP2_ERR_NOMEM ? -ENOMEM : -EPROTO;
+    }
+    s->id = id;
+    s->p = p;
+    corListInsert(&p->streams, &s->link);
+    return 0;
+}
+
+int
+corHttp2StreamOpen(const CorClientRequest* req, const CorUrl* url,
+                   int connectTimeoutMs, bool fresh, CorHttp2Stream** sP,
+                   bool* reusedP, char* why, size_t whyLen)
+{
+    bool loop = onLoop();
+    CorHttp2Stream* s = calloc(1, sizeof(*s));
+    Peer* p;
+    int rc = -ENOMEM;
+
+    *sP = NULL;
+    *reusedP = false;
+    if (s == NULL || (req->bodyLen > 0
+                      && (s->body = malloc(req->bodyLen)) == NULL)) {
+        snprintf(why, whyLen, "no memory for a request");
+        goto failed;
+    }
+    if (req->bodyLen > 0) {
+        memcpy(s->body, req->body, req->bodyLen);
+    }
+    s->bodyLen = req->bodyLen;
+    p = loop ? loopPeerFor(req, url, connectTimeoutMs, fresh, reusedP, &rc,
+                           why, whyLen)
+             : threadPeerFor(req, url, connectTimeoutMs, &rc, why, whyLen);
+    if (p == NULL) {
+        goto failed;
+    }
+    rc = streamSubmit(p, s, req, url, why, whyLen);
+    if (rc != 0) {
+        peerRelease(p);
+        goto failed;
+    }
+    if (loop) {
+        loopFlush(p);
+    }
+    *sP = s;
+    return 0;
+
+failed:
+    if (s != NULL) {
+        free(s->body);
+        free(s);
+    }
+    return rc;
+}
+
+/* Whether s has something for its exchange: its head not taken yet,
+ * body bytes, its end, a failure. */
+static bool
+streamNews(const CorHttp2Stream* s)
+{
+    return s->closed || s->ended || (s->head && !s->headTaken)
+           || corBufPending(&s->data) > 0;
+}
+
+int
+corHttp2StreamWait(CorHttp2Stream* s, uint64_t deadlineMs)
+{
+    Peer* p = s->p;
+    short revents;
+    int rc;
+
+    if (!p->onLoop) {
+        return streamNews(s) ? 0 : threadTurn(p, deadlineMs);
+    }
+    while (!streamNews(s)) {
+        uint64_t now = corEvClockMs();
+        int left = deadlineMs == 0 ? -1
+                   : deadlineMs > now ? (int)(deadlineMs - now) : 0;
+
+        rc = left == 0 ? 0 : corCoLoopPark(&s->park, left);
+        if (rc <= 0 && !streamNews(s)) {
+            /* A park says 0 for its timeout and for a cancel alike; after
+             * a cancel every wait fails at once, which tells them apart. */
+            return rc < 0 || corRestWaitFd(-1, 0, 0, &revents) < 0
+                   ? -ECANCELED : -ETIMEDOUT;
+        }
+    }
+    return 0;
+}
+
+void
+corHttp2StreamWake(CorHttp2Stream* s)
+{
+    if (s->park != 0) {
+        corCoLoopWake(s->park);
+    }
+}
+
+void
+corHttp2PeerConsumed(CorHttp2Peer* p, int32_t id, size_t n)
+{
+    if (p->state == PEER_DEAD || n == 0) {
+        return;
+    }
+    nghttp2_session_consume(p->session, id, n);
+    if (p->onLoop) {
+        if (sessionSend(p) == 0) {
+            corKitConnFlushSoon(&p->k);
+        }
+    }
+}
+
+const char*
+corHttp2StreamPeer(const CorHttp2Stream* s)
+{
+    return s->p->name;
+}
+
+void
+corHttp2StreamClose(CorHttp2Stream* s)
+{
+    Peer* p;
+
+    if (s == NULL) {
+        return;
+    }
+    p = s->p;
+    if (!s->closed) {
+        streamLetGo(p, s);
+        if (p->state != PEER_DEAD) {
+            nghttp2_submit_rst_stream(p->session, NGHTTP2_FLAG_NONE, s->id,
+                                      NGHTTP2_CANCEL);
+        }
+    }
+    corHttp2PeerConsumed(p, s->id, corBufPending(&s->data));
+    if (!p->onLoop) {
+        peerFail(p, -ECONNRESET, "closed with its exchange");
+    } else if (p->state != PEER_DEAD) {
+        loopFlush(p);
+        if (p->state != PEER_DEAD) {
+            peerRetire(p);
+        }
+    }
+    peerRelease(p);
+    corBufFree(&s->fields);
+    corBufFree(&s->trailers);
+    corBufFree(&s->data);
+    free(s->body);
+    free(s);
+}
+
+void
+corHttp2ClientLoopExit(void)
+{
+    while (!corListEmpty(&loopPeers)) {
+        peerFail(corContainerOf(corListFirst(&loopPeers), Peer, link),
+                 -ECANCELED, "the loop stopped");
+    }
+}
