@@ -144,6 +144,9 @@ connOutput(Http2Conn* c)
         return -1;
     }
     if (!was) {
+        if (corBufPending(&c->k.out) == 0 && corListEmpty(&c->streams)) {
+            corBufFree(&c->k.out);      /* idle: nothing kept for it */
+        }
         timerUpdate(c);
     }
     return 0;
@@ -337,6 +340,9 @@ ready(CorKitConn* k)
         return;     /* closed */
     }
     c->processing = false;
+    if (corBufPending(&k->in) == 0) {
+        corBufFree(&k->in);     /* an idle connection holds no buffer */
+    }
     connOutput(c);
 }
 
