@@ -180,7 +180,7 @@ ifRangeHolds(CorRequest* r, const StaticFile* f)
     if (v[0] == '"') {
         return strcmp(v, f->etag) == 0;
     }
-    return dateParse(v) == f->mtime && strncmp(v, "W/", 2) != 0;
+    return dateParse(v) == f->mtime;   /* a W/ tag parses as no date */
 }
 
 /* ---- Answers ------------------------------------------------------------- */
