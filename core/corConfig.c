@@ -991,10 +991,38 @@ sameRoute(const CorConfigRoute* a, const CorConfigRoute* b)
     return strcmp(a->method, b->method) == 0;
 }
 
+/*
+ * strip_prefix: a start of the route's path that the handler does not
+ * see (with "/s" on the prefix "/s/", "/s/a.txt" reaches it as
+ * "/a.txt"). It must end
+ * where a segment does, right before a '/' of the route's path, so that
+ * what is left of every path the route matches starts with '/'.
+ */
+static void
+parseStrip(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
+{
+    const CorConf* node = corConfGet(entry, "strip_prefix");
+    const char* strip = corConfString(entry, "strip_prefix", NULL, e);
+    size_t n = strip != NULL ? strlen(strip) : 0;
+
+    if (strip == NULL || r->path == NULL) {
+        return;
+    }
+    if (strip[0] != '/' || strncmp(r->path, strip, n) != 0
+        || r->path[n] != '/') {
+        corConfErrorf(e, node, "strip_prefix: expected a start of the "
+                      "route's path that ends before one of its '/' (\"/s\" "
+                      "for \"/s/*\"), got '%s'", strip);
+        return;
+    }
+    setString(&r->stripPrefix, strip, e);
+}
+
 static void
 readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
 {
-    static const char* const keys[] = {"match", "handler", "timeout", NULL};
+    static const char* const keys[] = {"match", "handler", "timeout",
+                                       "strip_prefix", NULL};
     CorConfigRoute* r = &cf->routes[i];
     const CorConf* entry = r->node;
     Where w = whereAt("routes", i);
@@ -1026,6 +1054,7 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
             }
         }
     }
+    parseStrip(r, entry, e);
     corConfUnknownKeys(entry, w.text, keys, e);
 }
 
@@ -1264,6 +1293,7 @@ corConfigFree(CorConfig* cf)
         free(cf->routes[i].method);
         free(cf->routes[i].path);
         free(cf->routes[i].handler);
+        free(cf->routes[i].stripPrefix);
     }
     free(cf->listen);
     free(cf->modules);

@@ -128,6 +128,8 @@ typedef struct {
     bool prefix;  /* the match ended in '*' */
     char* handler;
     uint64_t timeoutMs;  /* the handler's deadline here; 0: its own */
+    char* stripPrefix;   /* taken off the path the handler sees; NULL:
+                            none */
     const CorConf* node; /* the entry's mapping, to mark handler errors */
 } CorConfigRoute;
 

@@ -84,12 +84,17 @@ typedef enum {
 typedef struct {
     const CorHandlerEntry* handler;
     uint64_t timeoutMs;         /* the route's, else the handler's; 0: none */
+    size_t stripLen;            /* what strip_prefix takes off the path */
     char allow[COR_ROUTE_ALLOW_MAX];    /* "GET, HEAD, POST": a 405's */
 } CorRouteMatch;
 
 CorRouteResult corRouteFind(const char* method, size_t methodLen,
                             const char* path, size_t pathLen,
                             CorRouteMatch* match);
+
+/* Take strip_prefix's n bytes off r's path, and what they were off its
+ * raw path (NULL when what is left of it starts with an escaped '/'). */
+void corRoutePathStrip(CorRequest* r, size_t n);
 
 /* ---- The generation's runtime (corRuntime.c) ---------------------------- */
 

@@ -171,7 +171,8 @@ struct CorRequest {
     /* The input, set by the protocol. */
     const char* method;
     size_t methodLen;
-    const char* path;           /* percent-decoded */
+    const char* path;           /* percent-decoded; less the route's
+                                   strip_prefix, if it has one */
     size_t pathLen;
     const char* query;          /* raw, NULL when none */
     size_t queryLen;
@@ -190,7 +191,8 @@ struct CorRequest {
     const char* version;
     const char* rawPath;        /* the path as the client encoded it, only
                                    its dot segments removed (what a proxy
-                                   passes on: "%2F" stays), or NULL */
+                                   passes on: "%2F" stays) and the
+                                   route's strip_prefix, or NULL */
     size_t rawPathLen;
 
     /* The response, set by the handler through corRespond*(). */

@@ -457,6 +457,9 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
         break;
     }
     r->handler = match.handler;
+    if (match.stripLen > 0) {
+        corRoutePathStrip(r, match.stripLen);
+    }
     handler = &match.handler->handler;
     if (handler->run == COR_RUN_INLINE) {
         r->ran = COR_RAN_INLINE;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Routes: `match: "GET /hello"`, or a path ending in a star (a prefix),
- * to a handler by name, with an optional deadline (`timeout`).
+ * to a handler by name, with an optional deadline (`timeout`) and a
+ * start of the path the handler does not see (`strip_prefix`).
  * Resolved once per generation, after the modules registered their
  * handlers; a route that names no registered handler is a configuration
  * error at the route's line. Lookup walks the routes in the order the
@@ -21,6 +22,7 @@ typedef struct {
     bool prefix;
     const CorHandlerEntry* handler;
     uint64_t timeoutMs;         /* 0: the handler's */
+    size_t stripLen;            /* strip_prefix's length; 0: none */
 } Route;
 
 static Route* routes;
@@ -70,6 +72,7 @@ corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
         out->pathLen = strlen(in->path);
         out->prefix = in->prefix;
         out->timeoutMs = in->timeoutMs;
+        out->stripLen = in->stripPrefix ? strlen(in->stripPrefix) : 0;
         routeCount++;
     }
     return rc;
@@ -141,6 +144,7 @@ corRouteFind(const char* method, size_t methodLen, const char* path,
             match->timeoutMs = route->timeoutMs != 0
                                ? route->timeoutMs
                                : route->handler->handler.timeoutMs;
+            match->stripLen = route->stripLen;
             return COR_ROUTE_FOUND;
         }
         /* Only the method differs: the methods the path has make the
@@ -152,4 +156,30 @@ corRouteFind(const char* method, size_t methodLen, const char* path,
         result = COR_ROUTE_NO_METHOD;
     }
     return result;
+}
+
+void
+corRoutePathStrip(CorRequest* r, size_t n)
+{
+    const char* raw = r->rawPath;
+    size_t at = 0;
+
+    r->path += n;
+    r->pathLen -= n;
+    if (raw == NULL) {
+        return;
+    }
+    /* The start of the raw path that decodes to those n bytes: an escape
+     * is three raw bytes for one (both had the same dot segments
+     * removed, so they run side by side). */
+    for (size_t k = 0; k < n && at < r->rawPathLen; k++) {
+        at += raw[at] == '%' ? 3 : 1;
+    }
+    if (at < r->rawPathLen && raw[at] == '/') {
+        r->rawPath = raw + at;
+        r->rawPathLen -= at;
+    } else {
+        r->rawPath = NULL;      /* an escaped '/' starts the rest: the
+                                   decoded path says it */
+    }
 }

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Inside modules/static: the roots the YAML names and the module's
+ * settings (corStatic.c), the media types (corStaticMime.c), opening a
+ * path without leaving its root (corStaticOpen.c), the open-file cache
+ * (corStaticCache.c), the Range header (corStaticRange.c), the answers
+ * (corStaticServe.c) and the multipart/byteranges body
+ * (corStaticMultipart.c).
+ */
+#ifndef COR_STATIC_INT_H
+#define COR_STATIC_INT_H
+
+#include "cor.h"
+
+#include <stdint.h>
+#include <sys/stat.h>
+
+/* A root of the YAML: one handler. The module's, for the generation;
+ * read by every loop and worker at once, never written after init. */
+typedef struct {
+    char* name;                 /* the handler routes name */
+    char* path;                 /* the folder, absolute */
+    char* index;                /* served for a directory; NULL: none */
+    bool follow;                /* symlinks: follow (anywhere) rather than
+                                   beneath (only those that stay inside) */
+    unsigned id;                /* its place in the list: the cache's key */
+} StaticRoot;
+
+/* What the module's YAML set beside the roots. */
+typedef struct {
+    unsigned cacheEntries;      /* open_file_cache; 0: none */
+    uint64_t cacheValidMs;      /* open_file_cache_valid */
+} StaticSettings;
+
+extern StaticSettings corStaticSettings;
+
+/* ---- Media types (corStaticMime.c) ---------------------------------------- */
+
+/* Add (or replace) the type of an extension (".wasm", compared without
+ * case): a copy of both. Returns 0 or -ENOMEM. */
+int corStaticMimeAdd(const char* ext, const char* type);
+/* The type of a file name by its last extension; application/octet-stream
+ * when none is known. The table's: it lives for the generation. */
+const char* corStaticMimeOf(const char* name);
+void corStaticMimeFree(void);
+
+/* ---- Opening under a root (corStaticOpen.c) ------------------------------- */
+
+/*
+ * Open rel (a relative path with no dot segment, "." for the root itself)
+ * under root for reading, never blocking on a FIFO. With symlinks beneath,
+ * no step of the walk may leave the root: openat2's RESOLVE_BENEATH where
+ * the kernel has it (an absolute symlink is refused too), else the opened
+ * file's real path is compared with the root's. Returns the fd, or
+ * -errno: -EXDEV for a path that leaves the root.
+ */
+int corStaticOpen(const StaticRoot* root, const char* rel);
+
+/* ---- The open-file cache (corStaticCache.c) ------------------------------- */
+
+/* An opened file as a request sees it: its own fd (the caller closes it;
+ * -1 for a directory), what fstat said, and its validators. */
+typedef struct {
+    int fd;
+    bool dir;
+    uint64_t size;
+    time_t mtime;
+    const char* type;           /* the table's */
+    char etag[48];              /* "SIZE-MTIME", hex, quoted */
+    char lastModified[32];      /* IMF-fixdate */
+} StaticFile;
+
+/* Create the cache of corStaticSettings.cacheEntries entries, and free it.
+ * Returns 0 or -ENOMEM. */
+int corStaticCacheInit(void);
+void corStaticCacheFree(void);
+
+/*
+ * Open rel under root into *f, from the cache when it holds rel and it
+ * is fresh: opened by its path less than cacheValidMs ago, and fstat
+ * still says what it said then (a file written in place is seen at
+ * once, one replaced by a rename within cacheValidMs). A regular file or
+ * a directory; anything else is -EACCES. Returns 0, or -errno as
+ * corStaticOpen. From any thread; holds a lock only around the table,
+ * never across an open.
+ */
+int corStaticCacheOpen(const StaticRoot* root, const char* rel,
+                       StaticFile* f);
+
+/* ---- Range (corStaticRange.c) --------------------------------------------- */
+
+/* The most ranges one request may ask for: more, and the whole file is
+ * sent (RFC 9110 14.2 lets a server ignore a Range it finds abusive). */
+#define STATIC_RANGES_MAX 16
+
+/* Bytes [start, start + len) of the file. */
+typedef struct {
+    uint64_t start;
+    uint64_t len;
+} StaticRange;
+
+typedef enum {
+    STATIC_RANGE_WHOLE,         /* ignore the header: send all (another
+                                   unit, bad syntax, too many ranges, or
+                                   more bytes than the file has) */
+    STATIC_RANGE_PARTIAL,       /* 206 with the ranges */
+    STATIC_RANGE_UNSATISFIABLE  /* 416: none starts inside the file */
+} StaticRangeResult;
+
+/*
+ * Parse a Range value, value[0..len), for a file of size bytes, into at
+ * most STATIC_RANGES_MAX ranges of out (in the order asked; the ones that
+ * start past the end are left out, and the others cut at the end) with
+ * their number in *count. Any input is safe: numbers of any length
+ * saturate, and nothing is read past len.
+ */
+StaticRangeResult corStaticRangeParse(const char* value, size_t len,
+                                      uint64_t size, StaticRange* out,
+                                      unsigned* count);
+
+/* ---- Answers (corStaticServe.c, corStaticMultipart.c) --------------------- */
+
+/* The handler of every root. May yield (a multipart body's writes). */
+void corStaticServe(CorRequest* r);
+
+/* The root r was routed to. */
+const StaticRoot* corStaticRootOf(const CorRequest* r);
+
+/*
+ * Answer 206 with the ranges of f as a multipart/byteranges body, its
+ * length said: a stream, each part read from fd with pread. Owns fd.
+ * May yield.
+ */
+void corStaticMultipartSend(CorRequest* r, const StaticFile* f, int fd,
+                            const StaticRange* ranges, unsigned count);
+
+#endif /* COR_STATIC_INT_H */
