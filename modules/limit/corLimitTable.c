@@ -21,6 +21,7 @@
 #include <sys/random.h>
 
 #define SHARDS_MAX 64
+#define SHARD_KEYS_MIN 1024     /* a smaller table is one shard */
 #define EVICT_LOOK 8            /* LRU keys looked at for a full bucket */
 
 typedef struct Entry {
@@ -57,7 +58,7 @@ corLimitTableCreate(unsigned maxKeys)
     if (t == NULL) {
         return NULL;
     }
-    t->shardCount = maxKeys < SHARDS_MAX ? maxKeys : SHARDS_MAX;
+    t->shardCount = maxKeys >= SHARDS_MAX * SHARD_KEYS_MIN ? SHARDS_MAX : 1;
     if (getrandom(&t->seed, sizeof(t->seed), 0) != sizeof(t->seed)) {
         t->seed = (uint64_t)(uintptr_t)t ^ 0x9e3779b97f4a7c15u;
     }
