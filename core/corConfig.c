@@ -1018,11 +1018,61 @@ parseStrip(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
     setString(&r->stripPrefix, strip, e);
 }
 
+/*
+ * guard: a guard's name or a list of them, looked up once the modules
+ * registered theirs (corRoutesBuild): here only the shape is checked.
+ */
+static void
+parseGuard(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
+{
+    const CorConf* node = corConfGet(entry, "guard");
+    bool names = node != NULL;
+
+    for (size_t i = 0; node != NULL && corConfKind(node) == COR_CONF_SEQ
+                       && i < corConfCount(node); i++) {
+        const CorConf* name = corConfAt(node, i);
+
+        names &= corConfKind(name) == COR_CONF_SCALAR
+                 && corConfText(name)[0] != '\0';
+    }
+    if (node != NULL && corConfKind(node) == COR_CONF_SCALAR) {
+        names = corConfText(node)[0] != '\0';
+    }
+    if (node != NULL && !names) {
+        corConfErrorf(e, node, "guard: expected a guard's name or a list of "
+                      "them, such as [ lan, staff ]");
+        return;
+    }
+    r->guard = node;
+}
+
+/*
+ * headers: { Name: value, ... }, added to every answer of the route.
+ * Here the shape; the names and values are checked where answers are
+ * made (corRoutesBuild, with corRespond's own rules).
+ */
+static void
+parseHeaders(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
+{
+    const CorConf* map = corConfMap(entry, "headers", e);
+    bool good = true;
+
+    for (size_t i = 0; i < corConfCount(map); i++) {
+        if (corConfKind(corConfAt(map, i)) != COR_CONF_SCALAR) {
+            corConfErrorf(e, corConfAt(map, i), "headers: %s: expected a "
+                          "string", corConfKeyAt(map, i));
+            good = false;
+        }
+    }
+    r->headers = good && corConfCount(map) > 0 ? map : NULL;
+}
+
 static void
 readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
 {
     static const char* const keys[] = {"match", "handler", "timeout",
-                                       "strip_prefix", NULL};
+                                       "strip_prefix", "guard", "headers",
+                                       NULL};
     CorConfigRoute* r = &cf->routes[i];
     const CorConf* entry = r->node;
     Where w = whereAt("routes", i);
@@ -1055,6 +1105,8 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
         }
     }
     parseStrip(r, entry, e);
+    parseGuard(r, entry, e);
+    parseHeaders(r, entry, e);
     corConfUnknownKeys(entry, w.text, keys, e);
 }
 

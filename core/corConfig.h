@@ -130,6 +130,10 @@ typedef struct {
     uint64_t timeoutMs;  /* the handler's deadline here; 0: its own */
     char* stripPrefix;   /* taken off the path the handler sees; NULL:
                             none */
+    const CorConf* guard;   /* guard: a name or a list of names, run in
+                               order before the handler; NULL: none */
+    const CorConf* headers; /* headers: a mapping of names to values added
+                               to every answer of the route; NULL: none */
     const CorConf* node; /* the entry's mapping, to mark handler errors */
 } CorConfigRoute;
 

@@ -66,6 +66,20 @@ char* corModulePath(const char* load, const char* configFile);
 int corModuleInfo(const char* load);
 
 
+/* ---- Guards (corGuard.c) ------------------------------------------------- */
+
+typedef struct {
+    char* name;
+    CorGuardFn fn;
+    void* arg;
+    CorModule* module;
+} CorGuardEntry;
+
+const CorGuardEntry* corGuardFind(const char* name);
+/* The names of the registered guards, NULL-terminated, in the order they
+ * were added: an array the caller frees (not the names), or NULL. */
+const char** corGuardNames(void);
+
 /* ---- Routes (corRoute.c) ------------------------------------------------- */
 
 /* Resolve every route's handler; unknown names are errors at the route. */
@@ -85,6 +99,11 @@ typedef struct {
     const CorHandlerEntry* handler;
     uint64_t timeoutMs;         /* the route's, else the handler's; 0: none */
     size_t stripLen;            /* what strip_prefix takes off the path */
+    const CorGuardEntry* const* guards; /* run in order before it */
+    unsigned guardCount;
+    /* The route's headers (found, or a 405 of a route's path). */
+    const CorHeader* headers;
+    unsigned headerCount;
     char allow[COR_ROUTE_ALLOW_MAX];    /* "GET, HEAD, POST": a 405's */
 } CorRouteMatch;
 
@@ -95,6 +114,15 @@ CorRouteResult corRouteFind(const char* method, size_t methodLen,
 /* Take strip_prefix's n bytes off r's path, and what they were off its
  * raw path (NULL when what is left of it starts with an escaped '/'). */
 void corRoutePathStrip(CorRequest* r, size_t n);
+
+/* Run match's guards on r (corGuard.c): a refusal answers it, a pass
+ * goes on to corRequestRouted, now or when a late guard resumes. */
+void corGuardsRun(CorRequest* r, const CorRouteMatch* match);
+
+/* r passed its route's guards: on to the handler (corRequest.c). */
+void corRequestRouted(CorRequest* r, const CorRouteMatch* match);
+/* r is refused with status (>= 400), answered so unless its guard did. */
+void corRequestRefused(CorRequest* r, int status);
 
 /* ---- The generation's runtime (corRuntime.c) ---------------------------- */
 
@@ -358,6 +386,15 @@ void corBesideCancel(CorBeside* b);
 /* ---- Headers (corHeaders.c) ---------------------------------------------- */
 
 /* The first of count headers named name (any case), or NULL. */
+/* corResponseHeader's rules (RFC 9110 5.1, 5.5): a name is a token, a
+ * value has no control character but tab (a CR or LF would write
+ * headers, or a body, of its own). */
+bool corHeaderNameValid(const char* name);
+bool corHeaderValueValid(const char* value);
+/* Add n headers whose strings outlive r, not copied; -ENOMEM. */
+int corResponseHeadersAdd(CorRequest* r, const CorHeader* headers,
+                          unsigned n);
+
 const CorHeader* corHeadersFind(const CorHeader* headers, unsigned count,
                                 const char* name);
 /* What work beside its caller keeps of the caller's headers: the bytes a

@@ -116,6 +116,38 @@ typedef struct {
  * (a duplicate name). */
 int corHandlerAdd(CorModule* m, const CorHandler* handler);
 
+/* ---- Guards: the access phase -------------------------------------------
+ *
+ * A guard decides whether a request reaches its route's handler (an
+ * address list, a password, a rate): a route's `guard: [ lan, staff ]`
+ * runs the named guards in order, on the loop that read the request,
+ * before the handler. Each returns COR_GUARD_PASS (the next guard, then
+ * the handler), a status >= 400 (refused: the client gets that answer,
+ * the handler never runs), or COR_GUARD_LATER: it keeps `wait` and calls
+ * corGuardResume(wait, verdict) later on the request's loop, after work
+ * that must not hold the loop (a password hash on a thread of its own).
+ *
+ * A guard runs inline: it must not wait. A refusing guard may answer
+ * itself (corRespond, with its headers: WWW-Authenticate, Retry-After);
+ * one that does not gets a short text answer of its status from the
+ * core. The route's `headers` are on either.
+ */
+#define COR_GUARD_PASS 0
+#define COR_GUARD_LATER (-1)
+
+typedef struct CorGuardWait CorGuardWait;
+typedef int (*CorGuardFn)(CorRequest* r, void* arg, CorGuardWait* wait);
+
+/* Register a guard routes name, from the module's init (arg stays the
+ * module's until its exit). Returns 0, or -1 after a module error (a
+ * duplicate name, no memory). */
+int corGuardAdd(CorModule* m, const char* name, CorGuardFn fn, void* arg);
+
+/* The verdict of a guard that answered COR_GUARD_LATER (COR_GUARD_PASS
+ * or a status >= 400), on the request's loop (post it there from a
+ * thread: corEvLoopPost(r->loop, ...)); once per wait. */
+void corGuardResume(CorGuardWait* wait, int verdict);
+
 /* The text of /metrics being written; the core's. */
 typedef struct CorMetricsOut CorMetricsOut;
 

@@ -425,13 +425,64 @@ requestInit(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     atomic_init(&r->holds, 1);
 }
 
+/* The short text of a refusal whose guard did not answer. */
+static void
+refusalAnswer(CorRequest* r, int status)
+{
+    switch (status) {
+    case 401:
+        corRespondSet(r, 401, "text/plain", "unauthorized\n", 13);
+        break;
+    case 403:
+        corRespondSet(r, 403, "text/plain", "forbidden\n", 10);
+        break;
+    case 429:
+        corRespondSet(r, 429, "text/plain", "too many requests\n", 18);
+        break;
+    default:
+        corRespondSet(r, status >= 400 && status < 600 ? status : 500,
+                      "text/plain", "refused\n", 8);
+    }
+}
+
+void
+corRequestRefused(CorRequest* r, int status)
+{
+    if (!r->responded) {
+        refusalAnswer(r, status);
+    }
+    served(r);
+}
+
+void
+corRequestRouted(CorRequest* r, const CorRouteMatch* match)
+{
+    const CorHandler* handler = &match->handler->handler;
+    CorLoopCounters* c = counters();
+    bool coroutine;
+
+    r->handler = match->handler;
+    if (match->stripLen > 0) {
+        corRoutePathStrip(r, match->stripLen);
+    }
+    if (handler->run == COR_RUN_INLINE) {
+        r->ran = COR_RAN_INLINE;
+        c->ranInline++;
+        serveInline(r, handler->serve);
+        served(r);
+        return;
+    }
+    coroutine = wantsCoroutine(handler->run, handler->coroutineHook, r)
+                && corRuntime.coroutines;
+    dispatch(r, coroutine, match->timeoutMs);
+}
+
 void
 corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
 {
     CorRouteMatch match;
-    const CorHandler* handler;
+    CorRouteResult found;
     CorLoopCounters* c = counters();
-    bool coroutine;
     int refused;
 
     requestInit(r, ops, protocolData);
@@ -442,8 +493,17 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
         served(r);
         return;
     }
-    switch (corRouteFind(r->method, r->methodLen, r->path, r->pathLen,
-                         &match)) {
+    found = corRouteFind(r->method, r->methodLen, r->path, r->pathLen,
+                         &match);
+    /* The route's headers go on whatever answers it: its handler, a
+     * guard's refusal, a timeout, the core's 405. */
+    if (match.headerCount > 0
+        && corResponseHeadersAdd(r, match.headers, match.headerCount) != 0) {
+        corRespondSet(r, 500, "text/plain", "out of memory\n", 14);
+        served(r);
+        return;
+    }
+    switch (found) {
     case COR_ROUTE_NO_PATH:
         corRespondSet(r, 404, "text/plain", "not found\n", 10);
         served(r);
@@ -456,21 +516,7 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     case COR_ROUTE_FOUND:
         break;
     }
-    r->handler = match.handler;
-    if (match.stripLen > 0) {
-        corRoutePathStrip(r, match.stripLen);
-    }
-    handler = &match.handler->handler;
-    if (handler->run == COR_RUN_INLINE) {
-        r->ran = COR_RAN_INLINE;
-        c->ranInline++;
-        serveInline(r, handler->serve);
-        served(r);
-        return;
-    }
-    coroutine = wantsCoroutine(handler->run, handler->coroutineHook, r)
-                && corRuntime.coroutines;
-    dispatch(r, coroutine, match.timeoutMs);
+    corGuardsRun(r, &match);
 }
 
 void

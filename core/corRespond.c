@@ -114,9 +114,8 @@ corRespondFile(CorRequest* r, int status, const char* contentType, int fd,
     r->fileOffset = offset;
 }
 
-/* A field name is a token (RFC 9110 5.1). */
-static bool
-headerNameValid(const char* name)
+bool
+corHeaderNameValid(const char* name)
 {
     static const char tchar[] = "!#$%&'*+-.^_`|~";
 
@@ -135,11 +134,8 @@ headerNameValid(const char* name)
     return true;
 }
 
-/* A field value has no control character but tab (RFC 9110 5.5): a CR or
- * an LF would end the header and let the value write headers, or a body,
- * of its own. */
-static bool
-headerValueValid(const char* value)
+bool
+corHeaderValueValid(const char* value)
 {
     for (const char* p = value; *p != '\0'; p++) {
         unsigned char ch = (unsigned char)*p;
@@ -151,28 +147,55 @@ headerValueValid(const char* value)
     return true;
 }
 
+/* Room for n more response headers in r's array; -ENOMEM. */
+static int
+headersRoom(CorRequest* r, unsigned n)
+{
+    unsigned cap = r->responseHeaderCap ? r->responseHeaderCap : 8;
+    CorHeader* grown;
+
+    if (r->responseHeaderCount + n <= r->responseHeaderCap) {
+        return 0;
+    }
+    while (cap < r->responseHeaderCount + n) {
+        cap *= 2;
+    }
+    grown = corRequestAlloc(r, cap * sizeof(*grown));
+    if (grown == NULL) {
+        return -ENOMEM;
+    }
+    if (r->responseHeaderCount > 0) {
+        memcpy(grown, r->responseHeaders,
+               r->responseHeaderCount * sizeof(*grown));
+    }
+    r->responseHeaders = grown;
+    r->responseHeaderCap = cap;
+    return 0;
+}
+
+int
+corResponseHeadersAdd(CorRequest* r, const CorHeader* headers, unsigned n)
+{
+    if (headersRoom(r, n) != 0) {
+        return -ENOMEM;
+    }
+    memcpy(r->responseHeaders + r->responseHeaderCount, headers,
+           n * sizeof(*headers));
+    r->responseHeaderCount += n;
+    return 0;
+}
+
 int
 corResponseHeader(CorRequest* r, const char* name, const char* value)
 {
-    if (!headerNameValid(name) || !headerValueValid(value)) {
+    if (!corHeaderNameValid(name) || !corHeaderValueValid(value)) {
         corLog(COR_LOG_WARN, "handler %s: response header refused (a name "
                "must be a token, a value must have no CR, LF or other "
                "control character)", corRequestHandlerName(r));
         return -EINVAL;
     }
-    if (r->responseHeaderCount == r->responseHeaderCap) {
-        unsigned cap = r->responseHeaderCap ? r->responseHeaderCap * 2 : 8;
-        CorHeader* grown = corRequestAlloc(r, cap * sizeof(*grown));
-
-        if (grown == NULL) {
-            return -ENOMEM;
-        }
-        if (r->responseHeaderCount > 0) {
-            memcpy(grown, r->responseHeaders,
-                   r->responseHeaderCount * sizeof(*grown));
-        }
-        r->responseHeaders = grown;
-        r->responseHeaderCap = cap;
+    if (headersRoom(r, 1) != 0) {
+        return -ENOMEM;
     }
     size_t nameLen = strlen(name);
     size_t valueLen = strlen(value);

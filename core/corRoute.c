@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Routes: `match: "GET /hello"`, or a path ending in a star (a prefix),
- * to a handler by name, with an optional deadline (`timeout`) and a
- * start of the path the handler does not see (`strip_prefix`).
+ * to a handler by name, with an optional deadline (`timeout`), a
+ * start of the path the handler does not see (`strip_prefix`), guards
+ * run before the handler (`guard`, corGuard.c) and headers added to
+ * every answer (`headers`).
  * Resolved once per generation, after the modules registered their
  * handlers; a route that names no registered handler is a configuration
  * error at the route's line. Lookup walks the routes in the order the
@@ -23,6 +25,10 @@ typedef struct {
     const CorHandlerEntry* handler;
     uint64_t timeoutMs;         /* 0: the handler's */
     size_t stripLen;            /* strip_prefix's length; 0: none */
+    const CorGuardEntry** guards;
+    unsigned guardCount;
+    CorHeader* headers;         /* the strings are the configuration's */
+    unsigned headerCount;
 } Route;
 
 static Route* routes;
@@ -44,6 +50,82 @@ unknownHandler(const CorConfigRoute* in, CorConfErrors* errors)
                                                  sizeof(tail))
                                 : "");
     free(names);
+}
+
+/* A route names a guard nobody registered: the same, for guards. */
+static void
+unknownGuard(const CorConfigRoute* in, const CorConf* node,
+             CorConfErrors* errors)
+{
+    const char** names = corGuardNames();
+    char tail[1024];
+
+    corConfErrorf(errors, node, "route '%s%s%s': no module registered a "
+                  "guard named '%s'%s", in->method ? in->method : "",
+                  in->method ? " " : "", in->path, corConfText(node),
+                  names != NULL && names[0] != NULL
+                  ? corConfSuggest(corConfText(node), names, "guards", tail,
+                                   sizeof(tail))
+                  : " (no module registered a guard: load access or "
+                    "limit)");
+    free(names);
+}
+
+/* The route's guards, by name, in the order the file gives them. */
+static int
+guardsBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
+{
+    bool list = corConfKind(in->guard) == COR_CONF_SEQ;
+    unsigned count = list ? (unsigned)corConfCount(in->guard) : 1;
+    int rc = 0;
+
+    out->guards = calloc(count, sizeof(*out->guards));
+    if (out->guards == NULL) {
+        corConfErrorf(errors, in->guard, "out of memory");
+        return -1;
+    }
+    for (unsigned i = 0; i < count; i++) {
+        const CorConf* name = list ? corConfAt(in->guard, i) : in->guard;
+
+        out->guards[i] = corGuardFind(corConfText(name));
+        if (out->guards[i] == NULL) {
+            unknownGuard(in, name, errors);
+            rc = -1;
+        }
+    }
+    out->guardCount = count;
+    return rc;
+}
+
+/* The route's headers, checked as corResponseHeader checks a handler's. */
+static int
+headersBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
+{
+    unsigned count = (unsigned)corConfCount(in->headers);
+    int rc = 0;
+
+    out->headers = calloc(count, sizeof(*out->headers));
+    if (out->headers == NULL) {
+        corConfErrorf(errors, in->headers, "out of memory");
+        return -1;
+    }
+    for (unsigned i = 0; i < count; i++) {
+        const char* name = corConfKeyAt(in->headers, i);
+        const CorConf* value = corConfAt(in->headers, i);
+
+        if (!corHeaderNameValid(name) || !corHeaderValueValid(
+                corConfText(value))) {
+            corConfErrorf(errors, value, "headers: '%s': a name must be a "
+                          "token (letters, digits, !#$%%&'*+-.^_`|~) and a "
+                          "value must hold no CR, LF or other control "
+                          "character", name);
+            rc = -1;
+        }
+        out->headers[i] = (CorHeader){ name, strlen(name), corConfText(value),
+                                       strlen(corConfText(value)) };
+    }
+    out->headerCount = count;
+    return rc;
 }
 
 int
@@ -74,6 +156,12 @@ corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
         out->timeoutMs = in->timeoutMs;
         out->stripLen = in->stripPrefix ? strlen(in->stripPrefix) : 0;
         routeCount++;
+        if (in->guard != NULL) {
+            rc |= guardsBuild(in, out, errors);
+        }
+        if (in->headers != NULL) {
+            rc |= headersBuild(in, out, errors);
+        }
     }
     return rc;
 }
@@ -130,6 +218,7 @@ corRouteFind(const char* method, size_t methodLen, const char* path,
     CorRouteResult result = COR_ROUTE_NO_PATH;
 
     match->allow[0] = '\0';
+    match->headerCount = 0;
     for (unsigned i = 0; i < routeCount; i++) {
         const Route* route = &routes[i];
 
@@ -145,7 +234,17 @@ corRouteFind(const char* method, size_t methodLen, const char* path,
                                ? route->timeoutMs
                                : route->handler->handler.timeoutMs;
             match->stripLen = route->stripLen;
+            match->guards = route->guards;
+            match->guardCount = route->guardCount;
+            match->headers = route->headers;
+            match->headerCount = route->headerCount;
             return COR_ROUTE_FOUND;
+        }
+        /* A 405 is the path's answer: the first of its routes that has
+         * headers gives them. */
+        if (match->headerCount == 0) {
+            match->headers = route->headers;
+            match->headerCount = route->headerCount;
         }
         /* Only the method differs: the methods the path has make the
          * 405's Allow (RFC 9110 15.5.6); a GET route allows HEAD too. */

@@ -35,6 +35,7 @@ metricsRealloc(void* p, size_t size)
 #include "../../core/corRequestCleanup.c"
 #include "../../core/corRespond.c"
 #include "../../core/corRoute.c"
+#include "../../core/corGuard.c"
 #include "../../core/corStream.c"
 #include "../../core/corUpgrade.c"
 

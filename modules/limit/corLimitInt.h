@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The limit module's parts: the bucket's arithmetic (corLimitBucket.c,
+ * pure, unit-tested), the table of keys every loop and worker shares
+ * (corLimitTable.c), the guards and their counters (corLimit.c).
+ */
+#ifndef COR_LIMIT_INT_H
+#define COR_LIMIT_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A rate as a token's interval: "10/s" is one token each 100 ms. */
+typedef struct {
+    uint64_t intervalNs;
+    unsigned burst;             /* the bucket's size, in tokens */
+} LimitRate;
+
+/* "N/s" or "N/m" (N from 1 to 1000000) into rate->intervalNs; -1 when it
+ * is neither. */
+int corLimitRateParse(const char* text, LimitRate* rate);
+
+/*
+ * Take a token from a bucket at nowNs. A bucket is one number, its
+ * theoretical arrival time (GCRA): the moment it would be full again
+ * were no token taken from now on, 0 for a full one. True when a token
+ * was there (*tat moves on one interval); false leaves the bucket alone
+ * and sets *waitNs to the time until the next token.
+ */
+bool corLimitTake(uint64_t* tat, uint64_t nowNs, const LimitRate* rate,
+                  uint64_t* waitNs);
+
+/* Whether a bucket is full at nowNs (forgetting it loses nothing). */
+bool corLimitFull(uint64_t tat, uint64_t nowNs);
+
+/* The whole seconds a client is told to wait (Retry-After), at least 1. */
+unsigned corLimitRetrySeconds(uint64_t waitNs);
+
+/* A table of buckets by key, shared by every thread: shards, each a hash
+ * with its own mutex and its own LRU order, holding at most maxKeys in
+ * all. */
+typedef struct LimitTable LimitTable;
+
+LimitTable* corLimitTableCreate(unsigned maxKeys);
+void corLimitTableFree(LimitTable* t);
+
+/* Take a token of key's bucket (made full when new; the least recently
+ * used key of its shard makes room when the shard is full, a full
+ * bucket first). As corLimitTake. */
+bool corLimitTableTake(LimitTable* t, const char* key, size_t keyLen,
+                       uint64_t nowNs, const LimitRate* rate,
+                       uint64_t* waitNs);
+
+/* Keys held now, and keys let go to make room, since creation. */
+unsigned corLimitTableKeys(LimitTable* t);
+uint64_t corLimitTableEvictions(LimitTable* t);
+
+#endif /* COR_LIMIT_INT_H */
