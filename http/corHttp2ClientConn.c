@@ -53,6 +53,8 @@ struct CorHttp2Peer {
     unsigned port;
     bool tls;
     CorTlsClient* tlsClient;
+    CorTlsClient* named;        /* the request's own TLS client, NULL
+                                 * when it named none (the default's) */
     int connectTimeoutMs;
     bool onLoop;
     PeerState state;
@@ -399,6 +401,7 @@ peerNew(const CorClientRequest* req, const CorUrl* url, int connectTimeoutMs,
     p->port = url->port;
     p->tls = strcmp(url->scheme, "https") == 0;
     p->tlsClient = req->tlsClient;
+    p->named = req->tlsClient;
     p->connectTimeoutMs = connectTimeoutMs;
     p->onLoop = onLoop;
     p->refs = 1;
@@ -417,7 +420,9 @@ peerNew(const CorClientRequest* req, const CorUrl* url, int connectTimeoutMs,
 }
 
 /* The loop's peer for url, or a new one (connecting in a coroutine of its
- * own). Returns it with a reference for the caller, or NULL with *rc and
+ * own). A peer is shared only by requests naming the same TLS client (or
+ * none): one opened with a custom client's certificate or trust must not
+ * carry a request that asked for the default's checks. Returns it with a reference for the caller, or NULL with *rc and
  * why. */
 static Peer*
 loopPeerFor(const CorClientRequest* req, const CorUrl* url,
@@ -432,8 +437,7 @@ loopPeerFor(const CorClientRequest* req, const CorUrl* url,
     corListForEach(node, next, &loopPeers) {
         p = corContainerOf(node, Peer, link);
         if (!fresh && p->port == url->port && p->tls == tls
-            && p->tlsClient == (req->tlsClient != NULL ? req->tlsClient
-                                                       : p->tlsClient)
+            && p->named == req->tlsClient
             && strcmp(p->host, url->host) == 0
             && (p->state == PEER_READY || p->state == PEER_CONNECTING)) {
             p->refs++;
