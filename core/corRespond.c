@@ -151,8 +151,10 @@ headerValueValid(const char* value)
     return true;
 }
 
-int
-corResponseHeader(CorRequest* r, const char* name, const char* value)
+/* Add name: value to the list at *listP (copies in r's arena). */
+static int
+fieldAdd(CorRequest* r, CorHeader** listP, unsigned* countP,
+         unsigned* capP, const char* name, const char* value)
 {
     if (!headerNameValid(name) || !headerValueValid(value)) {
         corLog(COR_LOG_WARN, "handler %s: response header refused (a name "
@@ -160,19 +162,18 @@ corResponseHeader(CorRequest* r, const char* name, const char* value)
                "control character)", corRequestHandlerName(r));
         return -EINVAL;
     }
-    if (r->responseHeaderCount == r->responseHeaderCap) {
-        unsigned cap = r->responseHeaderCap ? r->responseHeaderCap * 2 : 8;
+    if (*countP == *capP) {
+        unsigned cap = *capP ? *capP * 2 : 8;
         CorHeader* grown = corRequestAlloc(r, cap * sizeof(*grown));
 
         if (grown == NULL) {
             return -ENOMEM;
         }
-        if (r->responseHeaderCount > 0) {
-            memcpy(grown, r->responseHeaders,
-                   r->responseHeaderCount * sizeof(*grown));
+        if (*countP > 0) {
+            memcpy(grown, *listP, *countP * sizeof(*grown));
         }
-        r->responseHeaders = grown;
-        r->responseHeaderCap = cap;
+        *listP = grown;
+        *capP = cap;
     }
     size_t nameLen = strlen(name);
     size_t valueLen = strlen(value);
@@ -183,8 +184,22 @@ corResponseHeader(CorRequest* r, const char* name, const char* value)
     }
     memcpy(copy, name, nameLen + 1);
     memcpy(copy + nameLen + 1, value, valueLen + 1);
-    r->responseHeaders[r->responseHeaderCount++] = (CorHeader){
+    (*listP)[(*countP)++] = (CorHeader){
         copy, nameLen, copy + nameLen + 1, valueLen
     };
     return 0;
+}
+
+int
+corResponseHeader(CorRequest* r, const char* name, const char* value)
+{
+    return fieldAdd(r, &r->responseHeaders, &r->responseHeaderCount,
+                    &r->responseHeaderCap, name, value);
+}
+
+int
+corResponseTrailer(CorRequest* r, const char* name, const char* value)
+{
+    return fieldAdd(r, &r->responseTrailers, &r->responseTrailerCount,
+                    &r->responseTrailerCap, name, value);
 }
