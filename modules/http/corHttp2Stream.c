@@ -548,12 +548,12 @@ requestReady(Http2Conn* c, Http2Stream* st)
 {
     int status;
 
+    if (st->r.bodyIn != NULL) {
+        corRequestBodyEnd(&st->r, 0);   /* answered or not: it is served */
+        return;
+    }
     if (st->answered) {
         return;         /* refused already (a body past the limit) */
-    }
-    if (st->r.bodyIn != NULL) {
-        corRequestBodyEnd(&st->r, 0);
-        return;
     }
     status = requestBuildOnce(c, st);
     if (status != 0) {
