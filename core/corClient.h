@@ -373,6 +373,15 @@ typedef struct CorClientRequest {
      * https, prior knowledge on http), each exchange a stream on the one
      * connection its loop keeps to the peer (docs/http2.md). */
     bool http2;
+    /* Not NULL: the body is this request's (the one the calling handler
+     * serves), passed on as it comes (a proxy of a stream: gRPC;
+     * CorHandler.streamBody), and body and bodyLen are unused. Over
+     * HTTP/2 each piece goes up as the handler's request gets it, with no
+     * Content-Length, while the answer is read; over HTTP/1.1 it is read
+     * whole first (within readTimeoutMs between pieces) and sent with its
+     * length. A refused stream is not sent again once a byte of it was
+     * taken. From r's handler only. */
+    CorRequest* bodyFrom;
 } CorClientRequest;
 
 /* What came back. Owned by the caller, who frees it with

@@ -233,6 +233,22 @@ unsigned corRequestsFinishing(void);
 void corRequestHold(CorRequest* r);
 void corRequestLetGo(CorRequest* r);
 
+/* Streamed request bodies (corRequestBody.c), as the HTTP client passes
+ * one on (CorClientRequest.bodyFrom). Take what came without waiting: a
+ * count, 0 at the end, -EAGAIN for nothing yet, or the failure
+ * corRequestBodyRead would say (a body that came whole is taken out of
+ * r->body). Watch: fn(arg) runs on r's loop after each piece and at the
+ * end (NULL: no more), set and cleared on r's loop only. WakeFd: an
+ * eventfd (r's) that turns readable at such news, for a taker on another
+ * thread (it drains it); -EINVAL for a body that came whole, or -errno.
+ * Free: at the request's end. */
+typedef void (*CorBodyWatchFn)(void* arg);
+
+ssize_t corRequestBodyTake(CorRequest* r, void* buf, size_t len);
+void corRequestBodyWatch(CorRequest* r, CorBodyWatchFn fn, void* arg);
+int corRequestBodyWakeFd(CorRequest* r);
+void corRequestBodyFree(CorRequest* r);
+
 /* Streams (corStream.c): the handler returned (the head goes out if it
  * has not, and the end may follow); and the stream's memory, at the
  * request's end. */

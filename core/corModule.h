@@ -23,7 +23,7 @@
 
 /* Bumped whenever a struct or a signature of cor.h's headers, or of one
  * they include, changes. */
-#define COR_ABI_VERSION 15
+#define COR_ABI_VERSION 16
 #define COR_VERSION "0.1.0"
 
 /* The types the three headers share, declared once. */
@@ -110,6 +110,12 @@ typedef struct {
      * client is answered 504, unless the handler answered first. An
      * inline handler has none (it never waits). */
     uint64_t timeoutMs;
+    /* Serve a request as soon as its head is in, and let the handler read
+     * its body as it comes (corRequestBodyRead), instead of once it came
+     * whole into r->body: a proxy of a stream both ways (gRPC). Where the
+     * protocol cannot (HTTP/1.1, cor://), the body still comes whole and
+     * corRequestBodyRead hands it out. */
+    bool streamBody;
 } CorHandler;
 
 /* Register a handler (copied). Returns 0, or -1 after a module error
@@ -192,6 +198,7 @@ typedef struct CorStream CorStream;
 typedef struct CorUpgraded CorUpgraded;
 typedef struct CorProtocolOps CorProtocolOps;
 typedef struct CorHandlerEntry CorHandlerEntry;
+typedef struct CorBodyIn CorBodyIn;
 
 /*
  * A request. The protocol module that read it owns it (embedded in its own
@@ -272,6 +279,15 @@ struct CorRequest {
     /* The notifications r started that have not ended, plus one until
      * its last phase ends: it is released at 0. */
     atomic_uint holds;
+
+    /* Trailers of the response (corResponseTrailer), sent after its body. */
+    CorHeader* responseTrailers;
+    unsigned responseTrailerCount;
+    unsigned responseTrailerCap;
+    /* A body that comes while the handler runs (CorHandler.streamBody, on
+     * a protocol that can): the core's, NULL when the body is whole. */
+    CorBodyIn* bodyIn;
+    size_t bodyTaken;           /* of r->body, by corRequestBodyRead */
 };
 
 /* A request header (case-insensitive), NULL when absent. */
@@ -329,6 +345,32 @@ void corRespondf(CorRequest* r, int status, const char* contentType,
  * 9110: letters, digits and !#$%&'*+-.^_`|~) or value holds a control
  * character other than tab (a CR or LF would inject headers); or -ENOMEM. */
 int corResponseHeader(CorRequest* r, const char* name, const char* value);
+
+/*
+ * Read the request's body as it comes: up to len bytes into buf. For a
+ * handler of streamBody on a protocol that streams it (HTTP/2) the bytes
+ * are handed on as the client sends them (what was read opens the
+ * client's window again, so a body of any size passes in bounded
+ * memory); otherwise the body came whole before the handler ran and the
+ * reads take it out of r->body. From the handler (any thread it runs on),
+ * one reader at a time. Waits up to timeoutMs for a byte (< 0: no
+ * limit, 0: not at all). Returns the count (> 0), 0 at the body's end,
+ * -EAGAIN (timeoutMs 0, nothing yet), -ETIMEDOUT, -ECANCELED (the
+ * handler was cancelled), -ECONNRESET (the client reset the body
+ * midway), -EMSGSIZE (the body went past limits.body_bytes). May yield.
+ */
+ssize_t corRequestBodyRead(CorRequest* r, void* buf, size_t len,
+                           int timeoutMs);
+
+/* A response trailer, sent after the body (both strings copied; the same
+ * checks as corResponseHeader's): before corRespond, or before
+ * corResponseStreamEnd for a streamed body. HTTP/2 sends them as a HEADERS
+ * frame that ends the stream; HTTP/1.1 in the last chunk of a chunked body
+ * (a body of known length has no place for them: they are dropped). A
+ * response with trailers and no body is one HEADERS frame over HTTP/2 (a
+ * gRPC "trailers-only" answer says its status in its head). Returns 0,
+ * -EINVAL or -ENOMEM. */
+int corResponseTrailer(CorRequest* r, const char* name, const char* value);
 
 /* Respond with len bytes of an open file from offset, sent with
  * sendfile(). The core owns fd from here and closes it. */

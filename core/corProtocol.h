@@ -129,6 +129,11 @@ struct CorProtocolOps {
      * so that the client sees it incomplete, then corRequestSent as after
      * streamEnd. NULL: streamEnd. */
     void (*streamAbort)(CorRequest* r);
+    /* The handler took n bytes of a streamed request body
+     * (corRequestBodyPut): the client may send as much more (HTTP/2
+     * opens its window). On r's loop. NULL: the protocol does not
+     * stream request bodies. */
+    void (*bodyConsumed)(CorRequest* r, size_t n);
 };
 
 /*
@@ -142,6 +147,23 @@ struct CorProtocolOps {
  */
 void corRequestServe(CorRequest* r, const CorProtocolOps* ops,
                      void* protocolData);
+
+/*
+ * A request body that comes while its handler runs. A protocol that can
+ * stream one asks, once r's method and path are set, whether r's route
+ * wants it so (corRequestBodyStreams: its handler has streamBody); if
+ * yes it calls corRequestBodyBegin, then corRequestServe at once, and
+ * hands the body on with corRequestBodyPut as it comes and
+ * corRequestBodyEnd at its end (0), or when it failed (-ECONNRESET: the
+ * client reset it; -EMSGSIZE: past limits.body_bytes). What a put
+ * gives is copied; ops->bodyConsumed says what the handler took. All on
+ * r's loop. Begin returns 0 or -ENOMEM (then serve it whole as usual);
+ * put returns 0 or -ENOMEM (then end it as failed).
+ */
+bool corRequestBodyStreams(const CorRequest* r);
+int corRequestBodyBegin(CorRequest* r);
+int corRequestBodyPut(CorRequest* r, const void* data, size_t len);
+void corRequestBodyEnd(CorRequest* r, int rc);
 
 /* The protocol sent (most of) what it held of r's streamed body: the core
  * hands it more now instead of at its next look. On r's loop; nothing

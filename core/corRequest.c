@@ -61,6 +61,7 @@ arenaFree(CorRequest* r)
         r->fileFd = -1;
     }
     corStreamFree(r);
+    corRequestBodyFree(r);
     corRequestArenaFree(r);
 }
 
@@ -418,6 +419,9 @@ requestInit(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     r->startMs = corEvNow(r->loop);
     r->serving = false;
     r->upgrade = NULL;
+    r->responseTrailers = NULL;
+    r->responseTrailerCount = r->responseTrailerCap = 0;
+    r->bodyTaken = 0;
     corListInit(&r->cleanups);
     memset(&r->cancel, 0, sizeof(r->cancel));
     memset(&r->deadline, 0, sizeof(r->deadline));

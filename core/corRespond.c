@@ -147,36 +147,37 @@ corHeaderValueValid(const char* value)
     return true;
 }
 
-/* Room for n more response headers in r's array; -ENOMEM. */
+/* Room for n more fields in the list at *listP; -ENOMEM. */
 static int
-headersRoom(CorRequest* r, unsigned n)
+fieldsRoom(CorRequest* r, CorHeader** listP, unsigned count, unsigned* capP,
+           unsigned n)
 {
-    unsigned cap = r->responseHeaderCap ? r->responseHeaderCap : 8;
+    unsigned cap = *capP ? *capP : 8;
     CorHeader* grown;
 
-    if (r->responseHeaderCount + n <= r->responseHeaderCap) {
+    if (count + n <= *capP) {
         return 0;
     }
-    while (cap < r->responseHeaderCount + n) {
+    while (cap < count + n) {
         cap *= 2;
     }
     grown = corRequestAlloc(r, cap * sizeof(*grown));
     if (grown == NULL) {
         return -ENOMEM;
     }
-    if (r->responseHeaderCount > 0) {
-        memcpy(grown, r->responseHeaders,
-               r->responseHeaderCount * sizeof(*grown));
+    if (count > 0) {
+        memcpy(grown, *listP, count * sizeof(*grown));
     }
-    r->responseHeaders = grown;
-    r->responseHeaderCap = cap;
+    *listP = grown;
+    *capP = cap;
     return 0;
 }
 
 int
 corResponseHeadersAdd(CorRequest* r, const CorHeader* headers, unsigned n)
 {
-    if (headersRoom(r, n) != 0) {
+    if (fieldsRoom(r, &r->responseHeaders, r->responseHeaderCount,
+                   &r->responseHeaderCap, n) != 0) {
         return -ENOMEM;
     }
     memcpy(r->responseHeaders + r->responseHeaderCount, headers,
@@ -185,8 +186,10 @@ corResponseHeadersAdd(CorRequest* r, const CorHeader* headers, unsigned n)
     return 0;
 }
 
-int
-corResponseHeader(CorRequest* r, const char* name, const char* value)
+/* Add name: value to the list at *listP (copies in r's arena). */
+static int
+fieldAdd(CorRequest* r, CorHeader** listP, unsigned* countP,
+         unsigned* capP, const char* name, const char* value)
 {
     if (!corHeaderNameValid(name) || !corHeaderValueValid(value)) {
         corLog(COR_LOG_WARN, "handler %s: response header refused (a name "
@@ -194,7 +197,7 @@ corResponseHeader(CorRequest* r, const char* name, const char* value)
                "control character)", corRequestHandlerName(r));
         return -EINVAL;
     }
-    if (headersRoom(r, 1) != 0) {
+    if (fieldsRoom(r, listP, *countP, capP, 1) != 0) {
         return -ENOMEM;
     }
     size_t nameLen = strlen(name);
@@ -206,8 +209,22 @@ corResponseHeader(CorRequest* r, const char* name, const char* value)
     }
     memcpy(copy, name, nameLen + 1);
     memcpy(copy + nameLen + 1, value, valueLen + 1);
-    r->responseHeaders[r->responseHeaderCount++] = (CorHeader){
+    (*listP)[(*countP)++] = (CorHeader){
         copy, nameLen, copy + nameLen + 1, valueLen
     };
     return 0;
+}
+
+int
+corResponseHeader(CorRequest* r, const char* name, const char* value)
+{
+    return fieldAdd(r, &r->responseHeaders, &r->responseHeaderCount,
+                    &r->responseHeaderCap, name, value);
+}
+
+int
+corResponseTrailer(CorRequest* r, const char* name, const char* value)
+{
+    return fieldAdd(r, &r->responseTrailers, &r->responseTrailerCount,
+                    &r->responseTrailerCap, name, value);
 }

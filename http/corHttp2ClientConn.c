@@ -34,6 +34,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #define READ_ROOM 16384
 
@@ -53,6 +55,8 @@ struct CorHttp2Peer {
     unsigned port;
     bool tls;
     CorTlsClient* tlsClient;
+    CorTlsClient* named;        /* the request's own TLS client, NULL
+                                 * when it named none (the default's) */
     int connectTimeoutMs;
     bool onLoop;
     PeerState state;
@@ -61,6 +65,14 @@ struct CorHttp2Peer {
     CorConn* conn;
     CorKitConn k;
     CorList streams;            /* open on the wire */
+    CorEvSoon sendSoon;         /* on a loop: a body's piece to send */
+    /* Off the loops, a stream whose body comes as it is read: its
+     * request's eventfd, and an epoll set of it and the socket, which
+     * the waits watch so that a piece goes up while the answer is
+     * awaited. -1 when none. */
+    CorHttp2Stream* bodyStream;
+    int bodyFd;
+    int epfd;
     int failure;                /* why it died, -errno */
     char why[600];
     char name[272];             /* "host:port" */
@@ -79,6 +91,12 @@ peerRelease(Peer* p)
 {
     if (--p->refs > 0) {
         return;
+    }
+    if (p->onLoop) {
+        corEvSoonStop(&p->sendSoon);
+    }
+    if (p->epfd >= 0) {
+        close(p->epfd);
     }
     nghttp2_session_del(p->session);
     corKitConnFree(&p->k);
@@ -399,9 +417,11 @@ peerNew(const CorClientRequest* req, const CorUrl* url, int connectTimeoutMs,
     p->port = url->port;
     p->tls = strcmp(url->scheme, "https") == 0;
     p->tlsClient = req->tlsClient;
+    p->named = req->tlsClient;
     p->connectTimeoutMs = connectTimeoutMs;
     p->onLoop = onLoop;
     p->refs = 1;
+    p->bodyFd = p->epfd = -1;
     snprintf(p->name, sizeof(p->name), "%s:%u", p->host, p->port);
     if (p->tls && p->tlsClient == NULL) {
         p->tlsClient = corConnTlsDefault("h2", why, whyLen);
@@ -417,7 +437,9 @@ peerNew(const CorClientRequest* req, const CorUrl* url, int connectTimeoutMs,
 }
 
 /* The loop's peer for url, or a new one (connecting in a coroutine of its
- * own). Returns it with a reference for the caller, or NULL with *rc and
+ * own). A peer is shared only by requests naming the same TLS client (or
+ * none): one opened with a custom client's certificate or trust must not
+ * carry a request that asked for the default's checks. Returns it with a reference for the caller, or NULL with *rc and
  * why. */
 static Peer*
 loopPeerFor(const CorClientRequest* req, const CorUrl* url,
@@ -432,8 +454,7 @@ loopPeerFor(const CorClientRequest* req, const CorUrl* url,
     corListForEach(node, next, &loopPeers) {
         p = corContainerOf(node, Peer, link);
         if (!fresh && p->port == url->port && p->tls == tls
-            && p->tlsClient == (req->tlsClient != NULL ? req->tlsClient
-                                                       : p->tlsClient)
+            && p->named == req->tlsClient
             && strcmp(p->host, url->host) == 0
             && (p->state == PEER_READY || p->state == PEER_CONNECTING)) {
             p->refs++;
@@ -486,6 +507,40 @@ threadPeerFor(const CorClientRequest* req, const CorUrl* url,
 
 /* ---- Off the loops: the waits drive it ----------------------------------- */
 
+/* A stream's body came on (its request's eventfd): its provider, if it
+ * waited for bytes, goes on. */
+static void
+bodyResume(Peer* p, CorHttp2Stream* s)
+{
+    if (s->deferred && !s->closed && p->state != PEER_DEAD) {
+        s->deferred = false;
+        nghttp2_session_resume_data(p->session, s->id);
+    }
+}
+
+/* Read what the socket has, or wait until it has some or the stream's
+ * body has news. Returns the count, 0 at the peer's end, -EAGAIN for the
+ * body's news, or -errno. May yield. */
+static ssize_t
+threadRead(Peer* p, uint64_t deadlineMs)
+{
+    ssize_t n = corKitConnReadWait(&p->k, 0);
+    uint64_t wakes;
+    int rc;
+
+    if (n != -EAGAIN) {
+        return n;
+    }
+    rc = corDeadlineWaitFd(p->epfd, POLLIN, deadlineMs);
+    if (rc < 0) {
+        return rc;
+    }
+    if (read(p->bodyFd, &wakes, sizeof(wakes)) > 0) {
+        bodyResume(p, p->bodyStream);
+    }
+    return corKitConnReadWait(&p->k, 0);
+}
+
 /* One turn: what the session has goes out, then what comes is read, until
  * deadlineMs. Returns 0, -ETIMEDOUT or -ECANCELED (p failed for any other
  * end, which its streams say). May yield. */
@@ -507,7 +562,11 @@ threadTurn(Peer* p, uint64_t deadlineMs)
             peerFail(p, -ENOMEM, "no memory to read");
             return 0;
         }
-        n = corKitConnReadWait(&p->k, ms);
+        n = p->epfd >= 0 ? threadRead(p, deadlineMs)
+                         : corKitConnReadWait(&p->k, ms);
+        if (n == -EAGAIN) {
+            return 0;           /* the body's news: the next turn sends */
+        }
         rc = n > 0 ? 0 : n == 0 ? -ECONNRESET : (int)n;
     }
     if (rc == -ETIMEDOUT || rc == -ECANCELED) {
@@ -536,6 +595,63 @@ onLoop(void)
     return yield && corCoCurrent() != NULL && corEvLoopCurrent() != NULL;
 }
 
+/* A loop's peer has a body's piece to send: it goes before the loop
+ * sleeps (not from inside the callback that brought it). */
+static void
+sendDue(CorEvSoon* soon)
+{
+    Peer* p = corContainerOf(soon, Peer, sendSoon);
+
+    p->refs++;
+    loopFlush(p);
+    peerRelease(p);
+}
+
+/* On the loop, after each piece of s's body came (or its end). */
+static void
+bodyNews(void* arg)
+{
+    CorHttp2Stream* s = arg;
+
+    if (s->deferred) {
+        bodyResume(s->p, s);
+        corEvSoonStart(s->p->k.loop, &s->p->sendSoon, sendDue);
+    }
+}
+
+/* Hear of the news of s's body: on a loop its request's watcher (the
+ * request is of this loop: its handler runs here); off the loops, the
+ * request's eventfd beside the socket in the waits' epoll set. A body
+ * that came whole has none: its provider never waits. Returns 0 or
+ * -errno with why. */
+static int
+bodyWatch(Peer* p, CorHttp2Stream* s, char* why, size_t whyLen)
+{
+    struct epoll_event ev = { .events = EPOLLIN };
+    int fd;
+
+    if (p->onLoop) {
+        corRequestBodyWatch(s->bodyFrom, bodyNews, s);
+        return 0;
+    }
+    fd = corRequestBodyWakeFd(s->bodyFrom);
+    if (fd == -EINVAL) {
+        return 0;
+    }
+    p->epfd = fd < 0 ? -1 : epoll_create1(EPOLL_CLOEXEC);
+    if (p->epfd < 0
+        || epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) != 0
+        || epoll_ctl(p->epfd, EPOLL_CTL_ADD, corConnTransport(p->conn)->fd,
+                     &ev) != 0) {
+        snprintf(why, whyLen, "no epoll set for a streamed body: %s",
+                 strerror(errno));
+        return -EMFILE;
+    }
+    p->bodyFd = fd;
+    p->bodyStream = s;
+    return 0;
+}
+
 /* Submit s's request on p. Returns 0, or -errno with why. */
 static int
 streamSubmit(Peer* p, CorHttp2Stream* s, const CorClientRequest* req,
@@ -551,16 +667,20 @@ streamSubmit(Peer* p, CorHttp2Stream* s, const CorClientRequest* req,
         return -ENOMEM;
     }
     body.source.ptr = s;
+    s->p = p;
+    if (s->bodyFrom != NULL && bodyWatch(p, s, why, whyLen) != 0) {
+        free(nv);
+        return -EMFILE;
+    }
     id = nghttp2_submit_request(p->session, NULL, nv, count,
-                                req->body != NULL || req->bodyLen > 0
-                                ? &body : NULL, s);
+                                req->bodyFrom != NULL || req->body != NULL
+                                || req->bodyLen > 0 ? &body : NULL, s);
     free(nv);
     if (id < 0) {
         snprintf(why, whyLen, "%s: %s", p->name, nghttp2_strerror(id));
         return id == NGHTTP2_ERR_NOMEM ? -ENOMEM : -EPROTO;
     }
     s->id = id;
-    s->p = p;
     corListInsert(&p->streams, &s->link);
     return 0;
 }
@@ -577,15 +697,16 @@ corHttp2StreamOpen(const CorClientRequest* req, const CorUrl* url,
 
     *sP = NULL;
     *reusedP = false;
-    if (s == NULL || (req->bodyLen > 0
+    if (s == NULL || (req->bodyFrom == NULL && req->bodyLen > 0
                       && (s->body = malloc(req->bodyLen)) == NULL)) {
         snprintf(why, whyLen, "no memory for a request");
         goto failed;
     }
-    if (req->bodyLen > 0) {
+    s->bodyFrom = req->bodyFrom;
+    if (s->bodyFrom == NULL && req->bodyLen > 0) {
         memcpy(s->body, req->body, req->bodyLen);
+        s->bodyLen = req->bodyLen;
     }
-    s->bodyLen = req->bodyLen;
     p = loop ? loopPeerFor(req, url, connectTimeoutMs, fresh, reusedP, &rc,
                            why, whyLen)
              : threadPeerFor(req, url, connectTimeoutMs, &rc, why, whyLen);
@@ -683,6 +804,9 @@ corHttp2StreamClose(CorHttp2Stream* s)
         return;
     }
     p = s->p;
+    if (s->bodyFrom != NULL && p->onLoop) {
+        corRequestBodyWatch(s->bodyFrom, NULL, NULL);
+    }
     if (!s->closed) {
         streamLetGo(p, s);
         if (p->state != PEER_DEAD) {

@@ -37,6 +37,8 @@ typedef struct CorHttp2Stream {
     uint8_t* body;              /* the request's body, a copy */
     size_t bodyLen;
     size_t bodySent;
+    CorRequest* bodyFrom;       /* or a body passed on as it comes */
+    bool deferred;              /* its data provider waits for bytes */
     int status;                 /* of the header block being read */
     bool head;                  /* the final head came */
     bool headTaken;             /* and went to the exchange */

@@ -12,6 +12,7 @@
  */
 #include "corHttp2ClientInt.h"
 #include "corHttpClientInt.h"
+#include "corCoreInt.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -103,7 +104,7 @@ corHttp2RequestFields(const CorClientRequest* req, const CorUrl* url,
         nv[n++] = nvOf(lower, h->nameLen, h->value, h->valueLen);
         lower += h->nameLen;
     }
-    if (req->body != NULL || req->bodyLen > 0) {
+    if (req->bodyFrom == NULL && (req->body != NULL || req->bodyLen > 0)) {
         int len = snprintf(lower, 24, "%zu", req->bodyLen);
 
         nv[n++] = nvOf("content-length", 14, lower, (size_t)len);
@@ -111,6 +112,27 @@ corHttp2RequestFields(const CorClientRequest* req, const CorUrl* url,
     *nvP = nv;
     *countP = n;
     return 0;
+}
+
+/* A body passed on as it comes: what its request has now; none yet
+ * defers the provider until the request's news resumes it. A body that
+ * failed (its client reset it) resets the stream. */
+static ssize_t
+bodyPass(CorHttp2Stream* s, uint8_t* buf, size_t len, uint32_t* flags)
+{
+    ssize_t n = corRequestBodyTake(s->bodyFrom, buf, len);
+
+    if (n == -EAGAIN) {
+        s->deferred = true;
+        return NGHTTP2_ERR_DEFERRED;
+    }
+    if (n < 0) {
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    if (n == 0) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    }
+    return n;
 }
 
 ssize_t
@@ -124,6 +146,9 @@ corHttp2StreamBodyRead(nghttp2_session* session, int32_t id, uint8_t* buf,
     (void)session;
     (void)id;
     (void)user;
+    if (s->bodyFrom != NULL) {
+        return bodyPass(s, buf, len, flags);
+    }
     n = n < len ? n : len;
     if (n > 0) {
         memcpy(buf, s->body + s->bodySent, n);
@@ -297,6 +322,23 @@ corHttp2StreamHead(CorHttp2Stream* s, CorClientResponse* res)
     return 1;
 }
 
+/* The trailers into res, once the answer ended with none of its body left
+ * (the last read takes them with it). Returns 0 or -ENOMEM (said). */
+static int
+trailersTake(CorHttp2Stream* s, CorClientResponse* res)
+{
+    if (s->trailerCount == 0 || res->trailers != NULL) {
+        return 0;
+    }
+    if (fieldsOut(&s->trailers, s->trailerCount, &res->trailers,
+                  &res->trailerHead) != 0) {
+        snprintf(res->error, sizeof(res->error), "no memory for trailers");
+        return -ENOMEM;
+    }
+    res->trailerCount = s->trailerCount;
+    return 0;
+}
+
 ssize_t
 corHttp2StreamRead(CorHttp2Stream* s, void* buf, size_t len,
                    CorClientResponse* res)
@@ -308,6 +350,9 @@ corHttp2StreamRead(CorHttp2Stream* s, void* buf, size_t len,
         memcpy(buf, corBufHead(&s->data), n);
         corBufConsume(&s->data, n);
         corHttp2PeerConsumed(s->p, s->id, n);
+        if (corHttp2StreamDone(s) && trailersTake(s, res) != 0) {
+            return -ENOMEM;
+        }
         return (ssize_t)n;
     }
     if (s->failed < 0) {
@@ -316,16 +361,7 @@ corHttp2StreamRead(CorHttp2Stream* s, void* buf, size_t len,
     if (!s->ended) {
         return -EAGAIN;
     }
-    if (s->trailerCount > 0 && res->trailers == NULL) {
-        if (fieldsOut(&s->trailers, s->trailerCount, &res->trailers,
-                      &res->trailerHead) != 0) {
-            snprintf(res->error, sizeof(res->error),
-                     "no memory for trailers");
-            return -ENOMEM;
-        }
-        res->trailerCount = s->trailerCount;
-    }
-    return 0;
+    return trailersTake(s, res);
 }
 
 bool

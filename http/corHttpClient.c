@@ -45,6 +45,10 @@
 
 #define BODY_READ_MIN 16384
 
+static int exchangeOpenAs(CorHttpClientExchange* ex,
+                          const CorClientRequest* req,
+                          CorClientResponse* res);
+
 /* How the answer's body is framed. */
 typedef enum {
     FRAME_NONE,                 /* HEAD, 204, 304: no body */
@@ -590,7 +594,11 @@ h2Attempt(Exchange* ex, const CorUrl* url)
         }
     }
     if (rc < 0) {
-        bool again = ex->h2->refused;
+        /* A body passed on as it comes cannot go twice once a byte of
+         * it was taken. */
+        bool again = ex->h2->refused
+                     && (ex->req->bodyFrom == NULL
+                         || ex->req->bodyFrom->bodyTaken == 0);
 
         corHttp2StreamClose(ex->h2);
         ex->h2 = NULL;
@@ -788,18 +796,75 @@ attemptTwice(Exchange* ex, const CorUrl* url, const char* request,
     return rc;
 }
 
+/* A body passed on as it comes, for HTTP/1.1: read whole, into *bodyP
+ * (malloc, the caller's), within the request's read timeout between
+ * pieces and its body limit. Returns its length or -errno, why said. */
+static ssize_t
+bodyGather(const CorClientRequest* req, char** bodyP, char* why,
+           size_t whyLen)
+{
+    CorBuf b = { 0 };
+    ssize_t n;
+    int ms = req->readTimeoutMs > 0 ? req->readTimeoutMs
+             : req->firstByteTimeoutMs > 0 ? req->firstByteTimeoutMs : -1;
+
+    do {
+        if (corBufReserve(&b, BODY_READ_MIN) != 0) {
+            n = -ENOMEM;
+            break;
+        }
+        n = corRequestBodyRead(req->bodyFrom, b.data + b.len, b.cap - b.len,
+                               ms);
+        b.len += n > 0 ? (size_t)n : 0;
+    } while (n > 0);
+    if (n < 0) {
+        snprintf(why, whyLen, "the request's body: %s", strerror((int)-n));
+        corBufFree(&b);
+        return n;
+    }
+    *bodyP = (char*)b.data;
+    return (ssize_t)b.len;
+}
+
 /* Open ex (on the caller's memory): send and read the head, with the one
  * retry. Returns 0 or -errno, res->error said. */
 static int
 exchangeOpen(Exchange* ex, const CorClientRequest* req,
              CorClientResponse* res)
 {
+    CorClientRequest whole;
+    char* body = NULL;
+    ssize_t n;
+    int rc;
+
+    memset(res, 0, sizeof(*res));
+    if (req->bodyFrom == NULL || req->http2) {
+        return exchangeOpenAs(ex, req, res);
+    }
+    n = bodyGather(req, &body, res->error, sizeof(res->error));
+    if (n < 0) {
+        return (int)n;
+    }
+    whole = *req;
+    whole.bodyFrom = NULL;
+    whole.body = body;
+    whole.bodyLen = (size_t)n;
+    rc = exchangeOpenAs(ex, &whole, res);
+    free(body);
+    return rc;
+}
+
+/* exchangeOpen, of a request whose body is in memory (or comes as it is
+ * read over HTTP/2). */
+static int
+exchangeOpenAs(Exchange* ex, const CorClientRequest* req,
+               CorClientResponse* res)
+{
     char* request = NULL;
     size_t requestLen = 0;
     CorUrl url;
     int rc;
 
-    memset(res, 0, sizeof(*res));
     *ex = (Exchange){ .req = req, .res = res, .c = NULL,
                       .firstByteTimeoutMs = req->firstByteTimeoutMs,
                       .totalTimeoutMs = req->totalTimeoutMs,

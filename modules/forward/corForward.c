@@ -103,8 +103,9 @@ upstreamOpen(CorRequest* r, ForwardGroup* g, CorClientRequest* q,
         if (!res->sent) {
             atomic_store(&s->downUntil, corEvClockMs() + g->failTimeoutMs);
         } else if (!corHttpClientIdempotent(q->method)
-                   || (rc != -ECONNRESET && rc != -EPIPE)) {
-            return rc;
+                   || (rc != -ECONNRESET && rc != -EPIPE)
+                   || r->bodyTaken > 0) {
+            return rc;          /* a body passed on as it came is gone */
         }
     }
     return rc;
@@ -137,6 +138,18 @@ failRespond(CorRequest* r, int rc)
     }
 }
 
+/* The end of a streamed answer, with the upstream's trailers (gRPC's
+ * status). */
+static void
+streamEnd(CorRequest* r, const CorClientResponse* res)
+{
+    if (corForwardResponseTrailers(r, res) < 0) {
+        corResponseStreamAbort(r);  /* never a status-less end */
+        return;
+    }
+    corResponseStreamEnd(r);
+}
+
 /* Pass the rest of the body on, piece by piece; each write waits for the
  * client. A failure on either side cuts the answer: the client must not
  * take a truncated body for a whole one. */
@@ -160,7 +173,7 @@ bodyStream(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
         corResponseStreamAbort(r);
         return;
     }
-    corResponseStreamEnd(r);
+    streamEnd(r, res);
 }
 
 /* An answer of a module's scheme (cor://) comes whole: its length is
@@ -216,7 +229,10 @@ answerPass(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
         failRespond(r, (int)n);
         return;
     }
-    if (corHttpClientBodyDone(x) && !lengthUnknownHead(r, res)) {
+    /* An answer with trailers goes as a stream, which has a place for
+     * them over HTTP/1.1 too (the last chunk). */
+    if (corHttpClientBodyDone(x) && !lengthUnknownHead(r, res)
+        && res->trailerCount == 0) {
         corRespond(r, res->status, type, first, (size_t)n);
         return;
     }
@@ -224,7 +240,11 @@ answerPass(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
         return;
     }
     if (corHttpClientBodyDone(x)) {
-        corResponseStreamEnd(r);
+        if (n > 0 && corResponseStreamWrite(r, first, (size_t)n) < 0) {
+            corResponseStreamAbort(r);
+        } else {
+            streamEnd(r, res);
+        }
         return;
     }
     buf = malloc(FORWARD_READ_BYTES);
@@ -246,6 +266,9 @@ forwardServe(CorRequest* r)
         .connectTimeoutMs = g->connectTimeoutMs,
         .firstByteTimeoutMs = g->readTimeoutMs,
         .http2 = g->http2,
+        /* Over HTTP/2 the body goes up as it comes (a gRPC stream),
+         * while the answer comes down. */
+        .bodyFrom = g->http2 ? r : NULL,
     };
     CorClientResponse res;
     CorHttpClientExchange* x = NULL;
@@ -435,7 +458,8 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     }
     return corHandlerAdd(m, &(CorHandler){ .name = g->name,
                                            .serve = forwardServe,
-                                           .run = COR_RUN_COROUTINE });
+                                           .run = COR_RUN_COROUTINE,
+                                           .streamBody = g->http2 });
 }
 
 static void

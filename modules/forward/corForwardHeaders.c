@@ -121,7 +121,8 @@ corForwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
 {
     const CorHeader* host = corRequestHeader(r, "host");
     bool failed = false;
-    CorHeader* out = corRequestAlloc(r, (r->headerCount + 4)
+    const CorHeader* te = corRequestHeader(r, "te");
+    CorHeader* out = corRequestAlloc(r, (r->headerCount + 5)
                                         * sizeof(CorHeader));
     unsigned n = 0;
 
@@ -147,6 +148,11 @@ corForwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
     add(out, &n, "X-Forwarded-Proto", r->secure ? "https" : "http");
     add(out, &n, "Via", joined(r, r->headers, r->headerCount, "via",
                                VIA_HOP, &failed));
+    /* TE is the hop's, but a client that takes trailers (gRPC's must)
+     * gets them through an HTTP/2 upstream: this hop passes them on. */
+    if (g->http2 && te != NULL && corHeaderListHas(te, "trailers", 8)) {
+        add(out, &n, "TE", "trailers");
+    }
     *headersP = out;
     *countP = n;
     return failed ? -ENOMEM : 0;
@@ -200,6 +206,28 @@ corForwardResponseHeaders(CorRequest* r, const CorClientResponse* res,
         /* A value the server refuses (a control byte) is left out. */
         if (name == NULL || value == NULL
             || corResponseHeader(r, name, value) == -ENOMEM) {
+            return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
+int
+corForwardResponseTrailers(CorRequest* r, const CorClientResponse* res)
+{
+    for (unsigned i = 0; i < res->trailerCount; i++) {
+        const CorHeader* h = &res->trailers[i];
+        char* name;
+        char* value;
+
+        if (hopByHop(h, res->trailers, res->trailerCount)
+            || nameIs(h, "content-length")) {
+            continue;
+        }
+        name = copyOf(r, h->name, h->nameLen);
+        value = copyOf(r, h->value, h->valueLen);
+        if (name == NULL || value == NULL
+            || corResponseTrailer(r, name, value) == -ENOMEM) {
             return -ENOMEM;
         }
     }

@@ -69,6 +69,11 @@ int corForwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
 int corForwardResponseHeaders(CorRequest* r, const CorClientResponse* res,
                               const char** contentTypeP);
 
+/* The trailers of an upstream's answer (res's, read to its end) set on r
+ * as its own (corResponseTrailer), less the hop-by-hop ones. Returns 0
+ * or -ENOMEM. */
+int corForwardResponseTrailers(CorRequest* r, const CorClientResponse* res);
+
 /* The URL of r on server s (its path as the client encoded it, dot
  * segments removed, or else percent-encoded again; its query as it came),
  * in r's arena; NULL without memory. */

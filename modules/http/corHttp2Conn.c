@@ -470,6 +470,10 @@ sessionNew(Http2Conn* c)
         opt, 2 * (uint64_t)corHttp2Conf.resetsPerSecond,
         corHttp2Conf.resetsPerSecond);
     nghttp2_option_set_max_deflate_dynamic_table_size(opt, 4096);
+    /* A body is consumed as its reader takes it (corHttp2Stream.c: at
+     * once when it is gathered whole, as its handler reads when it is
+     * streamed), so a handler that reads slowly holds the client back. */
+    nghttp2_option_set_no_auto_window_update(opt, 1);
     if (nghttp2_session_server_new2(&c->session, cb, c, opt) != 0) {
         goto failed;
     }

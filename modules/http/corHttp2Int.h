@@ -62,10 +62,15 @@ struct Http2Stream {
     unsigned refuse;            /* a status to answer instead of serving */
     CorBuf body;
     bool served;                /* with the core */
+    bool built;                 /* requestBuild ran (its status in refuse
+                                 * when it refused) */
     bool answered;              /* its response is submitted */
     bool closed;                /* nghttp2 closed it */
     bool sent;                  /* corRequestSent was called */
     bool peerEnded;             /* its END_STREAM came */
+    bool bodyFailed;            /* a streamed body ended as failed */
+    uint64_t bodyUnread;        /* of a streamed body, put and not yet
+                                 * taken by its handler */
     bool ended;                 /* a streamed body: its end came */
     bool deferred;              /* its data provider waits for bytes */
     bool drained;               /* bytes were taken: tell the core */

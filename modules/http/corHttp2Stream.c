@@ -4,6 +4,11 @@
  * decoded by nghttp2, is copied into the stream as it comes, its body
  * gathered, and once its END_STREAM came it is served by the core like
  * any request (the same routes, hooks, handlers and limits as HTTP/1's).
+ * A request whose handler streams its body (CorHandler.streamBody: a
+ * proxy of gRPC) is served at its head instead, and its DATA handed on
+ * as it comes (corRequestBodyPut), the window opened as the handler
+ * reads; either way the body's bytes are consumed by hand, so what the
+ * client may send unread is the stream's window.
  * Its answer goes out through an nghttp2 data provider that reads the
  * body where it is (the handler's bytes, a file, the stream queue) only
  * as the peer's window and the socket allow: a large answer is never
@@ -51,6 +56,7 @@ static void streamEnd(CorRequest* r);
 static bool streamAlive(const CorRequest* r);
 static size_t streamBacklog(const CorRequest* r);
 static void streamAbort(CorRequest* r);
+static void bodyConsumed(CorRequest* r, size_t n);
 
 static const CorProtocolOps http2Ops = {
     .done = requestDone,
@@ -60,6 +66,7 @@ static const CorProtocolOps http2Ops = {
     .streamAlive = streamAlive,
     .streamBacklog = streamBacklog,
     .streamAbort = streamAbort,
+    .bodyConsumed = bodyConsumed,
 };
 
 static size_t
@@ -307,6 +314,70 @@ nvPut(nghttp2_nv* nv, size_t* n, const char* name, size_t nameLen,
                                NGHTTP2_NV_FLAG_NONE };
 }
 
+/* The fields of list (count of them) into nv, their names lowercased
+ * into lower (room for all of them), less those HTTP/2 forbids. Returns
+ * what lower used. */
+static size_t
+fieldsPut(nghttp2_nv* nv, size_t* n, char* lower, const CorHeader* list,
+          unsigned count)
+{
+    size_t used = 0;
+
+    for (unsigned i = 0; i < count; i++) {
+        const CorHeader* h = &list[i];
+        char* name = lower + used;
+
+        if (fieldDropped(h)) {
+            continue;
+        }
+        for (size_t k = 0; k < h->nameLen; k++) {
+            name[k] = (char)(h->name[k] >= 'A' && h->name[k] <= 'Z'
+                             ? h->name[k] | 0x20 : h->name[k]);
+        }
+        used += h->nameLen;
+        nvPut(nv, n, name, h->nameLen, h->value, h->valueLen);
+    }
+    return used;
+}
+
+static size_t
+namesLen(const CorHeader* list, unsigned count)
+{
+    size_t len = 0;
+
+    for (unsigned i = 0; i < count; i++) {
+        len += list[i].nameLen;
+    }
+    return len;
+}
+
+/* The body's end: with trailers, a HEADERS frame ends the stream instead
+ * of the last DATA (nghttp2 sends it after). */
+static void
+bodyEnd(nghttp2_session* s, Http2Stream* st, uint32_t* flags)
+{
+    const CorRequest* r = &st->r;
+    nghttp2_nv* nv;
+    char* lower;
+    size_t n = 0;
+
+    *flags |= NGHTTP2_DATA_FLAG_EOF;
+    if (r->responseTrailerCount == 0) {
+        return;
+    }
+    nv = malloc(r->responseTrailerCount * sizeof(*nv)
+                + namesLen(r->responseTrailers, r->responseTrailerCount) + 1);
+    if (nv == NULL) {
+        return;         /* ends without them: the peer sees no status */
+    }
+    lower = (char*)(nv + r->responseTrailerCount);
+    fieldsPut(nv, &n, lower, r->responseTrailers, r->responseTrailerCount);
+    if (nghttp2_submit_trailer(s, st->id, nv, n) == 0) {
+        *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    }
+    free(nv);
+}
+
 static ssize_t
 bodyRead(nghttp2_session* s, int32_t id, uint8_t* buf, size_t len,
          uint32_t* flags, nghttp2_data_source* source, void* arg)
@@ -315,7 +386,6 @@ bodyRead(nghttp2_session* s, int32_t id, uint8_t* buf, size_t len,
     CorRequest* r = &st->r;
     size_t n;
 
-    (void)s;
     (void)id;
     (void)arg;
     if (r->stream != NULL) {
@@ -329,7 +399,7 @@ bodyRead(nghttp2_session* s, int32_t id, uint8_t* buf, size_t len,
         corBufConsume(&st->streamed, n);
         st->drained = true;
         if (st->ended && corBufPending(&st->streamed) == 0) {
-            *flags |= NGHTTP2_DATA_FLAG_EOF;
+            bodyEnd(s, st, flags);
         }
     } else {
         n = r->responseLen - st->sendOff < len
@@ -347,7 +417,7 @@ bodyRead(nghttp2_session* s, int32_t id, uint8_t* buf, size_t len,
         }
         st->sendOff += n;
         if (st->sendOff == r->responseLen) {
-            *flags |= NGHTTP2_DATA_FLAG_EOF;
+            bodyEnd(s, st, flags);
         }
     }
     r->bodySent += n;
@@ -361,10 +431,13 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
 {
     CorRequest* r = &st->r;
     int status = r->status >= 200 && r->status <= 599 ? r->status : 500;
-    nghttp2_nv* nv = calloc(r->responseHeaderCount + OWN_FIELDS,
+    nghttp2_nv* nv = calloc(r->responseHeaderCount
+                            + r->responseTrailerCount + OWN_FIELDS,
                             sizeof(*nv));
     char* lower = NULL;
-    size_t lowerLen = 0;
+    size_t lowerLen = namesLen(r->responseHeaders, r->responseHeaderCount)
+                      + namesLen(r->responseTrailers,
+                                 r->responseTrailerCount);
     char statusText[4];
     char length[24];
     size_t n = 0;
@@ -375,9 +448,6 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     nghttp2_data_provider dp = { .source.ptr = st, .read_callback = bodyRead };
     int rc;
 
-    for (unsigned i = 0; i < r->responseHeaderCount; i++) {
-        lowerLen += r->responseHeaders[i].nameLen;
-    }
     lower = malloc(lowerLen + 1);
     if (nv == NULL || lower == NULL) {
         free(nv);
@@ -397,20 +467,13 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
 
         nvPut(nv, &n, "content-length", 14, length, (size_t)len);
     }
-    lowerLen = 0;
-    for (unsigned i = 0; i < r->responseHeaderCount; i++) {
-        const CorHeader* h = &r->responseHeaders[i];
-        char* name = lower + lowerLen;
-
-        if (fieldDropped(h)) {
-            continue;
-        }
-        for (size_t k = 0; k < h->nameLen; k++) {
-            name[k] = (char)(h->name[k] >= 'A' && h->name[k] <= 'Z'
-                             ? h->name[k] | 0x20 : h->name[k]);
-        }
-        lowerLen += h->nameLen;
-        nvPut(nv, &n, name, h->nameLen, h->value, h->valueLen);
+    lowerLen = fieldsPut(nv, &n, lower, r->responseHeaders,
+                         r->responseHeaderCount);
+    if (!body) {
+        /* No DATA to follow: the trailers ride in the one HEADERS frame
+         * (gRPC's trailers-only answer). */
+        fieldsPut(nv, &n, lower + lowerLen, r->responseTrailers,
+                  r->responseTrailerCount);
     }
     r->status = status;
     rc = nghttp2_submit_response(c->session, st->id, nv, n,
@@ -452,16 +515,47 @@ streamRefuse(Http2Conn* c, Http2Stream* st, int status)
     }
 }
 
+/* The request from its head, once: 0, or the status to refuse it with. */
+static int
+requestBuildOnce(Http2Conn* c, Http2Stream* st)
+{
+    if (!st->built) {
+        st->built = true;
+        if (st->refuse == 0) {
+            st->refuse = (unsigned)requestBuild(c, st);
+        }
+    }
+    return (int)st->refuse;
+}
+
+/* The head came (no END_STREAM with it): a handler that streams its body
+ * is served now, its body handed on as it comes. */
+static void
+requestHead(Http2Conn* c, Http2Stream* st)
+{
+    if (st->answered || requestBuildOnce(c, st) != 0
+        || !corRequestBodyStreams(&st->r)
+        || corRequestBodyBegin(&st->r) != 0) {
+        return;         /* served, or refused, at its END_STREAM */
+    }
+    st->served = true;
+    corRequestServe(&st->r, &http2Ops, st);
+}
+
 /* The request came whole (its END_STREAM): serve it. */
 static void
 requestReady(Http2Conn* c, Http2Stream* st)
 {
     int status;
 
+    if (st->r.bodyIn != NULL) {
+        corRequestBodyEnd(&st->r, 0);   /* answered or not: it is served */
+        return;
+    }
     if (st->answered) {
         return;         /* refused already (a body past the limit) */
     }
-    status = st->refuse != 0 ? (int)st->refuse : requestBuild(c, st);
+    status = requestBuildOnce(c, st);
     if (status != 0) {
         streamRefuse(c, st, status);
         return;
@@ -473,6 +567,33 @@ requestReady(Http2Conn* c, Http2Stream* st)
     corRequestServe(&st->r, &http2Ops, st);
 }
 
+/* A piece of a streamed body, to its handler; its window opens as the
+ * handler takes it (bodyConsumed). Past limits.body_bytes the body fails
+ * and the stream is reset. */
+static int
+bodyPass(Http2Conn* c, Http2Stream* st, const uint8_t* data, size_t len)
+{
+    CorRequest* r = &st->r;
+
+    if (corLimitsBody(r->bodyLen + len) != 0 || st->bodyFailed) {
+        nghttp2_session_consume(c->session, st->id, len);
+        if (!st->bodyFailed) {
+            st->bodyFailed = true;
+            corRequestBodyEnd(r, -EMSGSIZE);
+            nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
+                                      NGHTTP2_REFUSED_STREAM);
+        }
+        return 0;
+    }
+    st->bodyUnread += len;
+    if (corRequestBodyPut(r, data, len) != 0) {
+        st->bodyFailed = true;
+        corRequestBodyEnd(r, -ENOMEM);
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    return 0;
+}
+
 int
 corHttp2StreamData(nghttp2_session* s, uint8_t flags, int32_t id,
                    const uint8_t* data, size_t len, void* arg)
@@ -481,16 +602,20 @@ corHttp2StreamData(nghttp2_session* s, uint8_t flags, int32_t id,
     Http2Stream* st = streamOf(s, id);
 
     (void)flags;
+    if (st != NULL && st->r.bodyIn != NULL) {
+        return bodyPass(c, st, data, len);
+    }
+    /* Gathered whole (or dropped): the window opens at once. */
+    nghttp2_session_consume(s, id, len);
     if (st == NULL || st->answered) {
-        return 0;       /* dropped: the window still opens (nghttp2) */
+        return 0;
     }
     if (corLimitsBody(st->body.len + len) != 0) {
         /* Answered now, not once all of it came. */
-        if (st->refuse == 0 && requestBuild(c, st) != 0) {
-            st->refuse = 400;
-        }
+        int status = requestBuildOnce(c, st);
+
         st->r.bodyLen = st->body.len + len;
-        streamRefuse(c, st, st->refuse != 0 ? (int)st->refuse : 413);
+        streamRefuse(c, st, status != 0 ? status : 413);
         return 0;
     }
     if (corBufAppend(&st->body, data, len) != 0) {
@@ -508,9 +633,15 @@ corHttp2StreamFrame(Http2Conn* c, const nghttp2_frame* f)
         return 0;
     }
     st = streamOf(c->session, f->hd.stream_id);
-    if (st != NULL && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+    if (st == NULL) {
+        return 0;
+    }
+    if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) {
         st->peerEnded = true;
         requestReady(c, st);
+    } else if (f->hd.type == NGHTTP2_HEADERS
+               && f->headers.cat == NGHTTP2_HCAT_REQUEST) {
+        requestHead(c, st);
     }
     return 0;
 }
@@ -525,8 +656,10 @@ corHttp2StreamSent(Http2Conn* c, const nghttp2_frame* f)
         return;
     }
     st = streamOf(c->session, f->hd.stream_id);
-    if (st != NULL && st->refuse != 0 && !st->peerEnded) {
-        /* Refused mid-body: the rest need not come (RFC 9113 8.1). */
+    if (st != NULL && (st->refuse != 0 || st->r.bodyIn != NULL)
+        && !st->peerEnded) {
+        /* Refused mid-body, or answered before the body a handler
+         * streams came whole: the rest need not come (RFC 9113 8.1). */
         nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
                                   NGHTTP2_NO_ERROR);
     }
@@ -540,6 +673,16 @@ static void
 streamGone(Http2Stream* st, bool cut)
 {
     st->closed = true;
+    if (st->r.bodyIn != NULL && !st->peerEnded) {
+        corRequestBodyEnd(&st->r, -ECONNRESET);
+    }
+    if (st->conn != NULL && st->bodyUnread > 0) {
+        /* What its handler will not take still opens the connection's
+         * window (nghttp2 counts it there with no stream). */
+        nghttp2_session_consume(st->conn->session, st->id,
+                                (size_t)st->bodyUnread);
+        st->bodyUnread = 0;
+    }
     if (!st->served) {
         streamUnlink(st);
         streamFree(st);
@@ -654,6 +797,19 @@ streamAbort(CorRequest* r)
     }
     nghttp2_submit_rst_stream(st->conn->session, NGHTTP2_FLAG_NONE, st->id,
                               NGHTTP2_INTERNAL_ERROR);
+    corHttp2ConnKick(st->conn);
+}
+
+static void
+bodyConsumed(CorRequest* r, size_t n)
+{
+    Http2Stream* st = corContainerOf(r, Http2Stream, r);
+
+    if (st->conn == NULL || st->closed) {
+        return;         /* given back at the close */
+    }
+    st->bodyUnread -= n;
+    nghttp2_session_consume(st->conn->session, st->id, n);
     corHttp2ConnKick(st->conn);
 }
 

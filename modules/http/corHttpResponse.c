@@ -387,7 +387,22 @@ corHttpChunkEnd(HttpConn* c, const HttpRequest* req)
     if (req->framing != HTTP_FRAME_CHUNKED) {
         return 0;
     }
-    return appendBytes(c, "0\r\n\r\n", 5);
+    if (appendBytes(c, "0\r\n", 3) != 0) {
+        return -1;
+    }
+    /* The trailer section (RFC 9112 7.1.2): the handler's fields, checked
+     * as its headers are (tokens, no CR or LF) when it added them. */
+    for (unsigned i = 0; i < req->r.responseTrailerCount; i++) {
+        const CorHeader* h = &req->r.responseTrailers[i];
+
+        if (appendBytes(c, h->name, h->nameLen) != 0
+            || appendBytes(c, ": ", 2) != 0
+            || appendBytes(c, h->value, h->valueLen) != 0
+            || appendBytes(c, "\r\n", 2) != 0) {
+            return -1;
+        }
+    }
+    return appendBytes(c, "\r\n", 2);
 }
 
 int

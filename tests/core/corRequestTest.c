@@ -30,6 +30,7 @@ metricsRealloc(void* p, size_t size)
 #include "../../core/corMetricsCount.c"
 #include "../../core/corRequest.c"
 #include "../../core/corRequestRead.c"
+#include "../../core/corRequestBody.c"
 #include "../../core/corHeaders.c"
 #include "../../core/corLimits.c"
 #include "../../core/corRequestCleanup.c"
@@ -563,6 +564,56 @@ END_TEST
 
 /* corRequestUpgrade's reading of Connection and Upgrade: comma lists,
  * any case, spaces around, "protocol/version". */
+static size_t consumedBytes;
+
+static void
+bodyConsumedCount(CorRequest* r, size_t n)
+{
+    (void)r;
+    consumedBytes += n;
+}
+
+/* A body that came whole is read out of r->body; a streamed one gives
+ * what was put, tells the protocol what was taken, -EAGAIN while nothing
+ * came (no wait), then its end or its failure. Trailers are kept. */
+START_TEST(test_request_body_read_whole_and_streamed)
+{
+    static const CorProtocolOps bodyOps = {
+        .bodyConsumed = bodyConsumedCount
+    };
+    CorRequest r = { .body = "hello", .bodyLen = 5, .ops = &bodyOps,
+                     .loop = corEvLoopCurrent() };
+    char buf[8];
+
+    ck_assert_int_eq(corRequestBodyRead(&r, buf, 3, -1), 3);
+    ck_assert_int_eq(corRequestBodyRead(&r, buf + 3, 8, -1), 2);
+    ck_assert_int_eq(memcmp(buf, "hello", 5), 0);
+    ck_assert_int_eq(corRequestBodyRead(&r, buf, 8, -1), 0);
+
+    ck_assert_int_eq(corRequestBodyBegin(&r), 0);
+    r.bodyTaken = 0;
+    consumedBytes = 0;
+    ck_assert_int_eq(corRequestBodyRead(&r, buf, 8, 0), -EAGAIN);
+    ck_assert_int_eq(corRequestBodyRead(&r, buf, 8, 20), -ETIMEDOUT);
+    ck_assert_int_eq(corRequestBodyPut(&r, "abcdef", 6), 0);
+    ck_assert_int_eq(corRequestBodyRead(&r, buf, 4, -1), 4);
+    ck_assert_int_eq(consumedBytes, 4);
+    corRequestBodyEnd(&r, 0);
+    ck_assert_int_eq(corRequestBodyRead(&r, buf + 4, 8, -1), 2);
+    ck_assert_int_eq(memcmp(buf, "abcdef", 6), 0);
+    ck_assert_int_eq(corRequestBodyRead(&r, buf, 8, -1), 0);
+    ck_assert_int_eq(consumedBytes, 6);
+    ck_assert_int_eq(r.bodyTaken, 6);
+    corRequestBodyFree(&r);
+
+    ck_assert_int_eq(corRequestBodyBegin(&r), 0);
+    corRequestBodyEnd(&r, -ECONNRESET);
+    ck_assert_int_eq(corRequestBodyRead(&r, buf, 8, -1), -ECONNRESET);
+    corRequestBodyFree(&r);
+    corRequestArenaFree(&r);
+}
+END_TEST
+
 START_TEST(test_upgrade_header_lists)
 {
     ck_assert(listHas("keep-alive, Upgrade", 19, "upgrade", false));
@@ -594,4 +645,5 @@ COR_TEST_SUITE(corRequest)
     tcase_add_test(tc, test_response_header_refuses_injection);
     tcase_add_test(tc, test_metrics_text_survives_a_failed_realloc);
     tcase_add_test(tc, test_past_the_limits_no_handler_runs);
+    tcase_add_test(tc, test_request_body_read_whole_and_streamed);
 }
