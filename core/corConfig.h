@@ -130,6 +130,9 @@ typedef struct {
     uint64_t timeoutMs;  /* the handler's deadline here; 0: its own */
     char* stripPrefix;   /* taken off the path the handler sees; NULL:
                             none */
+    char** filtersOff;   /* the filters it turns off (`filters:`), by
+                            name; checked once the modules added theirs */
+    unsigned filtersOffCount;
     const CorConf* node; /* the entry's mapping, to mark handler errors */
 } CorConfigRoute;
 

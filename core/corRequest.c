@@ -60,6 +60,7 @@ arenaFree(CorRequest* r)
         close(r->fileFd);       /* the protocol did not take it */
         r->fileFd = -1;
     }
+    corFilterEnd(r);            /* a body its filters never saw end */
     corStreamFree(r);
     corRequestArenaFree(r);
 }
@@ -147,6 +148,9 @@ served(CorRequest* r)
          * path and may not answer: the client still gets one. */
         corRespondSet(r, corRuntime.stopping ? 503 : 500, "text/plain",
                    "the handler gave no response\n", 29);
+    }
+    if (corFilterCount != 0 && r->stream == NULL) {
+        corFilterResponse(r);   /* a file body they take becomes a stream */
     }
     if (r->stream != NULL) {
         corStreamServed(r);     /* its head is out, or goes now */
@@ -418,6 +422,8 @@ requestInit(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     r->startMs = corEvNow(r->loop);
     r->serving = false;
     r->upgrade = NULL;
+    r->filterRun = NULL;
+    r->filtersOff = 0;
     corListInit(&r->cleanups);
     memset(&r->cancel, 0, sizeof(r->cancel));
     memset(&r->deadline, 0, sizeof(r->deadline));
@@ -457,6 +463,7 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
         break;
     }
     r->handler = match.handler;
+    r->filtersOff = match.filtersOff;
     if (match.stripLen > 0) {
         corRoutePathStrip(r, match.stripLen);
     }

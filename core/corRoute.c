@@ -2,7 +2,8 @@
 /*
  * Routes: `match: "GET /hello"`, or a path ending in a star (a prefix),
  * to a handler by name, with an optional deadline (`timeout`) and a
- * start of the path the handler does not see (`strip_prefix`).
+ * start of the path the handler does not see (`strip_prefix`) and the
+ * response filters that do not see its answers (`filters`).
  * Resolved once per generation, after the modules registered their
  * handlers; a route that names no registered handler is a configuration
  * error at the route's line. Lookup walks the routes in the order the
@@ -23,6 +24,7 @@ typedef struct {
     const CorHandlerEntry* handler;
     uint64_t timeoutMs;         /* 0: the handler's */
     size_t stripLen;            /* strip_prefix's length; 0: none */
+    uint32_t filtersOff;        /* one bit per filter it turns off */
 } Route;
 
 static Route* routes;
@@ -46,6 +48,39 @@ unknownHandler(const CorConfigRoute* in, CorConfErrors* errors)
     free(names);
 }
 
+/* The bits of the filters a route turns off; a name no module added is
+ * an error at its key, with the names there are. */
+static int
+filtersOffResolve(const CorConfigRoute* in, uint32_t* bitsP,
+                  CorConfErrors* errors)
+{
+    const CorConf* map = corConfGet(in->node, "filters");
+    int rc = 0;
+
+    *bitsP = 0;
+    for (unsigned k = 0; k < in->filtersOffCount; k++) {
+        const char* name = in->filtersOff[k];
+        int index = corFilterIndex(name);
+        const char** names;
+        char tail[1024];
+
+        if (index >= 0) {
+            *bitsP |= 1u << index;
+            continue;
+        }
+        names = corFilterNames();
+        corConfErrorf(errors, corConfGet(map, name), "filters: no module "
+                      "added a filter named '%s'%s", name,
+                      names != NULL && names[0] != NULL
+                      ? corConfSuggest(name, names, "filters", tail,
+                                       sizeof(tail))
+                      : " (no module loaded adds one)");
+        free(names);
+        rc = -1;
+    }
+    return rc;
+}
+
 int
 corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
 {
@@ -63,6 +98,10 @@ corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
         out->handler = corHandlerFind(in->handler);
         if (out->handler == NULL) {
             unknownHandler(in, errors);
+            rc = -1;
+            continue;
+        }
+        if (filtersOffResolve(in, &out->filtersOff, errors) != 0) {
             rc = -1;
             continue;
         }
@@ -145,6 +184,7 @@ corRouteFind(const char* method, size_t methodLen, const char* path,
                                ? route->timeoutMs
                                : route->handler->handler.timeoutMs;
             match->stripLen = route->stripLen;
+            match->filtersOff = route->filtersOff;
             return COR_ROUTE_FOUND;
         }
         /* Only the method differs: the methods the path has make the
