@@ -1065,6 +1065,33 @@ parseHeaders(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
         }
     }
     r->headers = good && corConfCount(map) > 0 ? map : NULL;
+ * filters: { compress: off }: the response filters (by name) that do not
+ * see this route's answers (a page that reflects input beside a secret
+ * must not be compressed: BREACH). The names are the modules', checked
+ * when the routes are built.
+ */
+static void
+parseFilters(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
+{
+    static const char* const onOff[] = {"on", "off", NULL};
+    const CorConf* map = corConfMap(entry, "filters", e);
+    size_t n = corConfCount(map);
+
+    if (n == 0) {
+        return;
+    }
+    r->filtersOff = calloc(n, sizeof(*r->filtersOff));
+    if (r->filtersOff == NULL) {
+        corConfErrorf(e, map, "out of memory reading the configuration");
+        return;
+    }
+    for (size_t k = 0; k < n; k++) {
+        const char* name = corConfKeyAt(map, k);
+
+        if (strcmp(oneOf(map, name, "on", onOff, e), "off") == 0) {
+            setString(&r->filtersOff[r->filtersOffCount++], name, e);
+        }
+    }
 }
 
 static void
@@ -1072,7 +1099,7 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
 {
     static const char* const keys[] = {"match", "handler", "timeout",
                                        "strip_prefix", "guard", "headers",
-                                       NULL};
+                                       "filters", NULL};
     CorConfigRoute* r = &cf->routes[i];
     const CorConf* entry = r->node;
     Where w = whereAt("routes", i);
@@ -1107,6 +1134,7 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
     parseStrip(r, entry, e);
     parseGuard(r, entry, e);
     parseHeaders(r, entry, e);
+    parseFilters(r, entry, e);
     corConfUnknownKeys(entry, w.text, keys, e);
 }
 
@@ -1346,6 +1374,10 @@ corConfigFree(CorConfig* cf)
         free(cf->routes[i].path);
         free(cf->routes[i].handler);
         free(cf->routes[i].stripPrefix);
+        for (unsigned k = 0; k < cf->routes[i].filtersOffCount; k++) {
+            free(cf->routes[i].filtersOff[k]);
+        }
+        free(cf->routes[i].filtersOff);
     }
     free(cf->listen);
     free(cf->modules);

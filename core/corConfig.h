@@ -134,6 +134,9 @@ typedef struct {
                                order before the handler; NULL: none */
     const CorConf* headers; /* headers: a mapping of names to values added
                                to every answer of the route; NULL: none */
+    char** filtersOff;   /* the filters it turns off (`filters:`), by
+                            name; checked once the modules added theirs */
+    unsigned filtersOffCount;
     const CorConf* node; /* the entry's mapping, to mark handler errors */
 } CorConfigRoute;
 

@@ -104,6 +104,7 @@ typedef struct {
     /* The route's headers (found, or a 405 of a route's path). */
     const CorHeader* headers;
     unsigned headerCount;
+    uint32_t filtersOff;        /* the filters it turns off, by index */
     char allow[COR_ROUTE_ALLOW_MAX];    /* "GET, HEAD, POST": a 405's */
 } CorRouteMatch;
 
@@ -254,6 +255,33 @@ void corRequestBodyFree(CorRequest* r);
  * request's end. */
 void corStreamServed(CorRequest* r);
 void corStreamFree(CorRequest* r);
+/* r's file body (fileFd, fileOffset, responseLen) made a stream that the
+ * loop reads in pieces and passes through r's filters; the stream owns
+ * the file from here. Returns 0 or -ENOMEM (r as it was). */
+int corStreamFile(CorRequest* r);
+
+/* ---- Response filters (corFilter.c) -------------------------------------- */
+
+/* How many filters the modules added: 0 keeps the output path as it is
+ * without them. */
+extern unsigned corFilterCount;
+/* A filter's index by name, -1 when none has it; and the names, as
+ * corHandlerNames gives the handlers'. */
+int corFilterIndex(const char* name);
+const char** corFilterNames(void);
+/* Run r's head through the filters (r->filterRun is set after it). */
+void corFilterHead(CorRequest* r);
+/* A whole answer (not a stream) before its head goes out: the head
+ * through the filters, and a body they take filtered now (in memory) or
+ * made a stream (a file). */
+void corFilterResponse(CorRequest* r);
+/* A piece of r's streamed body through the filters that took it, to
+ * the protocol's streamData; flags as a body function gets them. Returns
+ * 0 or a filter's -errno. */
+int corFilterData(CorRequest* r, const void* data, size_t len,
+                  unsigned flags);
+/* The filters' end, once: after the last piece, else at r's end. */
+void corFilterEnd(CorRequest* r);
 
 /* ---- Upgrades (corUpgrade.c) --------------------------------------------- */
 

@@ -23,7 +23,7 @@
 
 /* Bumped whenever a struct or a signature of cor.h's headers, or of one
  * they include, changes. */
-#define COR_ABI_VERSION 16
+#define COR_ABI_VERSION 17
 #define COR_VERSION "0.1.0"
 
 /* The types the three headers share, declared once. */
@@ -199,6 +199,7 @@ typedef struct CorUpgraded CorUpgraded;
 typedef struct CorProtocolOps CorProtocolOps;
 typedef struct CorHandlerEntry CorHandlerEntry;
 typedef struct CorBodyIn CorBodyIn;
+typedef struct CorFilterRun CorFilterRun;
 
 /*
  * A request. The protocol module that read it owns it (embedded in its own
@@ -288,6 +289,12 @@ struct CorRequest {
      * a protocol that can): the core's, NULL when the body is whole. */
     CorBodyIn* bodyIn;
     size_t bodyTaken;           /* of r->body, by corRequestBodyRead */
+    /* The response filters that took r's body (corFilterAdd), once its
+     * head went through them; NULL before. */
+    CorFilterRun* filterRun;
+    /* The filters r's route turned off (`filters: { NAME: off }`), one
+     * bit per filter in the order they were added. */
+    uint32_t filtersOff;
 };
 
 /* A request header (case-insensitive), NULL when absent. */
@@ -345,6 +352,10 @@ void corRespondf(CorRequest* r, int status, const char* contentType,
  * 9110: letters, digits and !#$%&'*+-.^_`|~) or value holds a control
  * character other than tab (a CR or LF would inject headers); or -ENOMEM. */
 int corResponseHeader(CorRequest* r, const char* name, const char* value);
+/* The response header name (case-insensitive) set so far, NULL when
+ * none is; and the removal of every one so named (returns how many). */
+const CorHeader* corResponseHeaderGet(const CorRequest* r, const char* name);
+unsigned corResponseHeaderRemove(CorRequest* r, const char* name);
 
 /*
  * Read the request's body as it comes: up to len bytes into buf. For a
@@ -407,6 +418,61 @@ void corResponseStreamEnd(CorRequest* r);
  * (HTTP/1.1 closes the connection without the last chunk), never that
  * it is whole. Instead of corResponseStreamEnd. */
 void corResponseStreamAbort(CorRequest* r);
+
+/* ---- Response filters --------------------------------------------------
+ *
+ * A filter sees every answer on its way out, as nginx's header and body
+ * filters do: its head function once, before the head goes out, where it
+ * may change the status line's headers (corResponseHeader,
+ * corResponseHeaderRemove) and say whether it takes the body; then, if
+ * it did, its body function for each piece of the body, whatever the
+ * handler answered with: a body in memory (one piece, the last), a
+ * stream (its pieces as they are written), a file (read in pieces; such
+ * an answer goes out as a stream, of no said length). What a body
+ * function makes it passes on with corFilterPass, to the next filter or
+ * to the client; it may keep bytes back between pieces (a compressor's
+ * window) but gives them all up when told COR_FILTER_FLUSH (the writer
+ * has nothing more for now: a stream's client must see what was written)
+ * or COR_FILTER_LAST (the body ends; len may be 0).
+ *
+ * Filters run in the order they were added (the first sees the
+ * handler's bytes), on the request's loop, and never wait. A route may
+ * turn one off by name (`filters: { compress: off }`). Upgrades (101)
+ * never pass through filters. With none added, answers go out as they
+ * would without this API, at no cost.
+ */
+typedef struct CorFilterOut CorFilterOut;
+
+enum {
+    COR_FILTER_FLUSH = 1,       /* pass on all that is held */
+    COR_FILTER_LAST = 2         /* the body ends here (a flush too) */
+};
+
+typedef struct {
+    const char* name;           /* what routes' filters: keys name */
+    /* Before r's head goes out (r's status, type and headers are set,
+     * r->head says a HEAD). Returns what its body function gets as ctx,
+     * non-NULL to take the body, NULL to let it pass untouched; memory
+     * it needs lives in r (corRequestAlloc) or is let go in end. */
+    void* (*head)(CorRequest* r, void* arg);
+    /* A piece of r's body (data NULL when len is 0). Returns 0, or
+     * -errno: the answer is cut (a stream's client told it is
+     * incomplete, a body in memory answered 500). */
+    int (*body)(CorRequest* r, void* ctx, const void* data, size_t len,
+                unsigned flags, CorFilterOut* out);
+    /* Once, after the last piece or when r ends without one (its client
+     * left); may be NULL. */
+    void (*end)(CorRequest* r, void* ctx);
+    void* arg;                  /* the module's, for head */
+} CorFilter;
+
+/* Add a filter (copied), from a module's init; at most 32. Returns 0, or
+ * -1 after a module error (no name, a name taken, too many). */
+int corFilterAdd(CorModule* m, const CorFilter* filter);
+
+/* Pass len bytes on from a body function (its out). Returns 0 or the
+ * -errno of what is after it. */
+int corFilterPass(CorFilterOut* out, const void* data, size_t len);
 
 /* ---- Background tasks ----------------------------------------------------
  *

@@ -60,6 +60,7 @@ arenaFree(CorRequest* r)
         close(r->fileFd);       /* the protocol did not take it */
         r->fileFd = -1;
     }
+    corFilterEnd(r);            /* a body its filters never saw end */
     corStreamFree(r);
     corRequestBodyFree(r);
     corRequestArenaFree(r);
@@ -148,6 +149,9 @@ served(CorRequest* r)
          * path and may not answer: the client still gets one. */
         corRespondSet(r, corRuntime.stopping ? 503 : 500, "text/plain",
                    "the handler gave no response\n", 29);
+    }
+    if (corFilterCount != 0 && r->stream == NULL) {
+        corFilterResponse(r);   /* a file body they take becomes a stream */
     }
     if (r->stream != NULL) {
         corStreamServed(r);     /* its head is out, or goes now */
@@ -422,6 +426,8 @@ requestInit(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     r->responseTrailers = NULL;
     r->responseTrailerCount = r->responseTrailerCap = 0;
     r->bodyTaken = 0;
+    r->filterRun = NULL;
+    r->filtersOff = 0;
     corListInit(&r->cleanups);
     memset(&r->cancel, 0, sizeof(r->cancel));
     memset(&r->deadline, 0, sizeof(r->deadline));
@@ -520,6 +526,7 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     case COR_ROUTE_FOUND:
         break;
     }
+    r->filtersOff = match.filtersOff;
     corGuardsRun(r, &match);
 }
 

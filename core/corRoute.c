@@ -3,8 +3,9 @@
  * Routes: `match: "GET /hello"`, or a path ending in a star (a prefix),
  * to a handler by name, with an optional deadline (`timeout`), a
  * start of the path the handler does not see (`strip_prefix`), guards
- * run before the handler (`guard`, corGuard.c) and headers added to
- * every answer (`headers`).
+ * run before the handler (`guard`, corGuard.c), headers added to every
+ * answer (`headers`) and the response filters that do not see its
+ * answers (`filters`).
  * Resolved once per generation, after the modules registered their
  * handlers; a route that names no registered handler is a configuration
  * error at the route's line. Lookup walks the routes in the order the
@@ -29,6 +30,7 @@ typedef struct {
     unsigned guardCount;
     CorHeader* headers;         /* the strings are the configuration's */
     unsigned headerCount;
+    uint32_t filtersOff;        /* one bit per filter it turns off */
 } Route;
 
 static Route* routes;
@@ -125,6 +127,36 @@ headersBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
                                        strlen(corConfText(value)) };
     }
     out->headerCount = count;
+/* The bits of the filters a route turns off; a name no module added is
+ * an error at its key, with the names there are. */
+static int
+filtersOffResolve(const CorConfigRoute* in, uint32_t* bitsP,
+                  CorConfErrors* errors)
+{
+    const CorConf* map = corConfGet(in->node, "filters");
+    int rc = 0;
+
+    *bitsP = 0;
+    for (unsigned k = 0; k < in->filtersOffCount; k++) {
+        const char* name = in->filtersOff[k];
+        int index = corFilterIndex(name);
+        const char** names;
+        char tail[1024];
+
+        if (index >= 0) {
+            *bitsP |= 1u << index;
+            continue;
+        }
+        names = corFilterNames();
+        corConfErrorf(errors, corConfGet(map, name), "filters: no module "
+                      "added a filter named '%s'%s", name,
+                      names != NULL && names[0] != NULL
+                      ? corConfSuggest(name, names, "filters", tail,
+                                       sizeof(tail))
+                      : " (no module loaded adds one)");
+        free(names);
+        rc = -1;
+    }
     return rc;
 }
 
@@ -145,6 +177,10 @@ corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
         out->handler = corHandlerFind(in->handler);
         if (out->handler == NULL) {
             unknownHandler(in, errors);
+            rc = -1;
+            continue;
+        }
+        if (filtersOffResolve(in, &out->filtersOff, errors) != 0) {
             rc = -1;
             continue;
         }
@@ -238,6 +274,7 @@ corRouteFind(const char* method, size_t methodLen, const char* path,
             match->guardCount = route->guardCount;
             match->headers = route->headers;
             match->headerCount = route->headerCount;
+            match->filtersOff = route->filtersOff;
             return COR_ROUTE_FOUND;
         }
         /* A 405 is the path's answer: the first of its routes that has

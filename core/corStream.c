@@ -20,8 +20,20 @@
  * cannot block the loop that makes it). Only code on the loop's own stack
  * (an inline handler) cannot wait, and is told -EAGAIN.
  *
+ * A file body that a response filter takes (corStreamFile) is such a
+ * stream too, with no writer: the flush reads the file in pieces, as
+ * many as the protocol has room for and a budget a turn of the loop
+ * allows, so a large file passes in bounded memory and the loop's other
+ * connections are served between its pieces.
+ *
+ * Every piece goes to the protocol through the request's filters, when
+ * some took the body: the end is told to them first (COR_FILTER_LAST),
+ * and a writer's queue found empty is a flush (what they hold goes out:
+ * a stream's client sees what was written).
+ *
  * The stream is built on the request's public API; the request calls in
- * here at two points only (the handler returned, the request ends).
+ * here at three points only (the handler returned, a filter took a file,
+ * the request ends).
  */
 #include "corCoreInt.h"
 
@@ -29,6 +41,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* How often the loop looks again at a protocol that holds too much and
  * does not say when it drained. */
@@ -36,6 +49,10 @@
 /* A parked writer looks again this often even unwoken (the client may
  * have left, which no flush tells). */
 #define STREAM_PARK_MS 100
+/* A file body is read this much at a time, and at most the budget in one
+ * turn of the loop. */
+#define STREAM_FILE_PIECE ((size_t)64 * 1024)
+#define STREAM_FILE_BUDGET ((size_t)256 * 1024)
 
 typedef struct StreamPiece {
     struct StreamPiece* next;
@@ -60,9 +77,16 @@ struct CorStream {
     bool flushPosted;           /* a flush task or the retry timer is due */
     bool retryArmed;            /* the retry timer is (not the task) */
     bool gone;                  /* the client left: writes fail */
+    bool failed;                /* a filter or the file failed: cut */
+    /* A file body (corStreamFile), the loop's alone; fileFd -1: none. */
+    int fileFd;
+    int64_t fileOffset;
+    uint64_t fileLeft;
+    char* fileBuf;
 };
 
 static void flushOnLoop(CorEvTask* task);
+static void streamDestroy(CorStream* s);
 
 /* What the protocol holds of the stream, unsent. */
 static size_t
@@ -117,7 +141,73 @@ headSend(CorStream* s)
     s->headSent = true;
     pthread_mutex_unlock(&s->lock);
     if (send) {
+        if (corFilterCount != 0 && s->r->filterRun == NULL) {
+            corFilterHead(s->r);
+        }
         s->r->ops->done(s->r);
+    }
+}
+
+/* A piece to the protocol, through the filters that took the body; one
+ * that fails cuts the answer (writers are told -EPIPE). */
+static void
+pieceOut(CorStream* s, const void* data, size_t len, unsigned flags)
+{
+    CorRequest* r = s->r;
+    int rc;
+
+    if (r->filterRun == NULL) {
+        if (len > 0) {
+            r->ops->streamData(r, data, len);
+        }
+        return;
+    }
+    rc = corFilterData(r, data, len, flags);
+    if (rc < 0) {
+        corLog(COR_LOG_ERROR, "handler %s: a response filter failed (%s): "
+               "the answer is cut", corRequestHandlerName(r),
+               strerror(-rc));
+        pthread_mutex_lock(&s->lock);
+        s->failed = true;
+        s->gone = true;
+        pthread_cond_broadcast(&s->room);
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+/* Read the file body on: pieces while the protocol has room and the
+ * turn's budget lasts; at its end (or the client's, or a failure) the
+ * file is closed and the stream ended. */
+static void
+fileRead(CorStream* s)
+{
+    CorRequest* r = s->r;
+    size_t budget = STREAM_FILE_BUDGET;
+
+    while (!s->gone && s->fileLeft > 0 && budget > 0
+           && backlog(r) < COR_STREAM_QUEUE_MAX) {
+        size_t n = s->fileLeft < STREAM_FILE_PIECE ? (size_t)s->fileLeft
+                                                   : STREAM_FILE_PIECE;
+        ssize_t got = pread(s->fileFd, s->fileBuf, n, s->fileOffset);
+
+        if (got <= 0) {
+            corLog(COR_LOG_ERROR, "handler %s: reading the file body: %s",
+                   corRequestHandlerName(r),
+                   got < 0 ? strerror(errno) : "it got shorter");
+            s->failed = true;
+            break;
+        }
+        s->fileOffset += got;
+        s->fileLeft -= (uint64_t)got;
+        budget -= (size_t)got < budget ? (size_t)got : budget;
+        pieceOut(s, s->fileBuf, (size_t)got, 0);
+    }
+    if (s->fileLeft == 0 || s->gone || s->failed) {
+        close(s->fileFd);
+        s->fileFd = -1;
+        pthread_mutex_lock(&s->lock);
+        s->ended = true;
+        pthread_mutex_unlock(&s->lock);
     }
 }
 
@@ -127,6 +217,7 @@ flushOnLoop(CorEvTask* task)
     CorStream* s = corContainerOf(task, CorStream, flush);
     CorRequest* r = s->r;
     StreamPiece* pieces;
+    bool delivered;
     bool ended;
     bool more;
 
@@ -136,9 +227,10 @@ flushOnLoop(CorEvTask* task)
         s->gone = true;
     }
     pieces = takeLocked(s, s->gone ? 0 : backlog(r));
+    delivered = pieces != NULL;
     more = s->head != NULL;
     ended = s->ended && s->served && !more;
-    s->flushPosted = more;
+    s->flushPosted = more || s->fileFd >= 0;
     if (s->writer != 0) {
         corCoLoopWake(s->writer);   /* room, or the client is gone */
     }
@@ -147,15 +239,31 @@ flushOnLoop(CorEvTask* task)
         StreamPiece* next = pieces->next;
 
         if (!s->gone) {
-            r->ops->streamData(r, pieces->data, pieces->len);
+            pieceOut(s, pieces->data, pieces->len, 0);
         }
         free(pieces);
         pieces = next;
     }
-    if (more) {
+    if (s->fileFd >= 0) {
+        /* No writer: the stream's fields are the loop's alone. */
+        fileRead(s);
+        more = s->fileFd >= 0;
+        ended = !more && s->served;
+        s->flushPosted = more;
+    }
+    if (!s->gone && !s->aborted && (ended || (delivered && !more))) {
+        pieceOut(s, NULL, 0, ended ? COR_FILTER_LAST : COR_FILTER_FLUSH);
+    }
+    if (more && s->fileFd >= 0 && !s->gone
+        && backlog(r) < COR_STREAM_QUEUE_MAX) {
+        /* The turn's budget is spent, not the protocol's room: on at the
+         * loop's next turn, after its other work. */
+        corEvLoopPost(r->loop, &s->flush, flushOnLoop);
+    } else if (more) {
         s->retryArmed = true;
         corEvTimerStart(r->loop, &s->retry, STREAM_RETRY_MS, retryOnLoop);
-    } else if (ended && s->aborted && r->ops->streamAbort != NULL) {
+    } else if (ended && (s->aborted || s->failed)
+               && r->ops->streamAbort != NULL) {
         r->ops->streamAbort(r); /* r may be gone after this */
     } else if (ended) {
         r->ops->streamEnd(r);   /* r may be gone after this */
@@ -168,10 +276,27 @@ static void
 flushPostLocked(CorStream* s)
 {
     if (!s->flushPosted && (!s->headSent || s->head != NULL
-                            || (s->ended && s->served))) {
+                            || s->fileFd >= 0 || (s->ended && s->served))) {
         s->flushPosted = true;
         corEvLoopPost(s->r->loop, &s->flush, flushOnLoop);
     }
+}
+
+/* A stream for r, answered already; NULL without memory. */
+static CorStream*
+streamNew(CorRequest* r)
+{
+    CorStream* s = calloc(1, sizeof(*s));
+
+    if (s == NULL) {
+        return NULL;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->room, NULL);
+    s->tail = &s->head;
+    s->r = r;
+    s->fileFd = -1;
+    return s;
 }
 
 int
@@ -182,24 +307,42 @@ corResponseStreamStart(CorRequest* r, int status, const char* contentType)
     if (r->responded) {
         return -1;
     }
-    s = calloc(1, sizeof(*s));
+    s = streamNew(r);
     if (s == NULL) {
         return -1;
     }
     corRespondStatic(r, status, contentType, NULL, 0);
     if (!r->responded) {
-        free(s);                /* its deadline answered first */
+        streamDestroy(s);    /* its deadline answered first */
         return -1;
     }
-    pthread_mutex_init(&s->lock, NULL);
-    pthread_cond_init(&s->room, NULL);
-    s->tail = &s->head;
-    s->r = r;
     r->stream = s;
     /* The head goes out now, not when the handler returns. */
     pthread_mutex_lock(&s->lock);
     flushPostLocked(s);
     pthread_mutex_unlock(&s->lock);
+    return 0;
+}
+
+int
+corStreamFile(CorRequest* r)
+{
+    CorStream* s = streamNew(r);
+
+    if (s == NULL) {
+        return -ENOMEM;
+    }
+    s->fileBuf = malloc(STREAM_FILE_PIECE);
+    if (s->fileBuf == NULL) {
+        streamDestroy(s);
+        return -ENOMEM;
+    }
+    s->fileFd = r->fileFd;
+    s->fileOffset = r->fileOffset;
+    s->fileLeft = r->responseLen;
+    r->fileFd = -1;
+    r->responseLen = 0;
+    r->stream = s;
     return 0;
 }
 
@@ -336,15 +479,14 @@ corStreamServed(CorRequest* r)
     pthread_mutex_unlock(&s->lock);
 }
 
-void
-corStreamFree(CorRequest* r)
+/* A stream's memory and its file; on the loop, its timer stopped. */
+static void
+streamDestroy(CorStream* s)
 {
-    CorStream* s = r->stream;
-
-    if (s == NULL) {
-        return;
+    if (s->fileFd >= 0) {
+        close(s->fileFd);
     }
-    corEvTimerStop(r->loop, &s->retry);
+    free(s->fileBuf);
     while (s->head != NULL) {
         StreamPiece* next = s->head->next;
 
@@ -354,5 +496,17 @@ corStreamFree(CorRequest* r)
     pthread_cond_destroy(&s->room);
     pthread_mutex_destroy(&s->lock);
     free(s);
+}
+
+void
+corStreamFree(CorRequest* r)
+{
+    CorStream* s = r->stream;
+
+    if (s == NULL) {
+        return;
+    }
+    corEvTimerStop(r->loop, &s->retry);
+    streamDestroy(s);
     r->stream = NULL;
 }

@@ -38,6 +38,7 @@ metricsRealloc(void* p, size_t size)
 #include "../../core/corRoute.c"
 #include "../../core/corGuard.c"
 #include "../../core/corStream.c"
+#include "../../core/corFilter.c"
 #include "../../core/corUpgrade.c"
 
 /* corUpgrade.c reads transports; TLS (corTls.c) is not linked here. */
@@ -151,6 +152,8 @@ typedef struct {
     uint64_t doneMs;
     atomic_size_t streamed;     /* what the protocol took of a stream */
     size_t held;                /* of that, unsent: the client reads not */
+    char body[16];              /* a body in memory, as done saw it */
+    size_t bodyLen;
 } TestRequest;
 
 static void
@@ -160,6 +163,10 @@ testDone(CorRequest* r)
 
     t->done++;
     t->doneMs = corEvClockMs();
+    if (r->responseBody != NULL && r->responseLen <= sizeof(t->body)) {
+        memcpy(t->body, r->responseBody, r->responseLen);
+        t->bodyLen = r->responseLen;
+    }
     if (r->stream == NULL) {
         corRequestSent(r);      /* sent at once */
     }
@@ -629,6 +636,88 @@ START_TEST(test_upgrade_header_lists)
 }
 END_TEST
 
+/* ---- Response filters ---------------------------------------------------- */
+
+static int filterEnds;
+
+/* Takes every answer, says so in a header, and passes each byte twice,
+ * in pieces of its own. */
+static void*
+doubleHead(CorRequest* r, void* arg)
+{
+    corResponseHeader(r, "X-Doubled", "yes");
+    return arg;
+}
+
+static int
+doubleBody(CorRequest* r, void* ctx, const void* data, size_t len,
+           unsigned flags, CorFilterOut* out)
+{
+    (void)r;
+    (void)ctx;
+    (void)flags;
+    for (size_t i = 0; i < len; i++) {
+        char two[2] = { ((const char*)data)[i], ((const char*)data)[i] };
+        int rc = corFilterPass(out, two, 2);
+
+        if (rc < 0) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
+static void
+doubleEnd(CorRequest* r, void* ctx)
+{
+    (void)r;
+    (void)ctx;
+    filterEnds++;
+}
+
+/* Each test runs in a process of its own: the filter added here is this
+ * test's alone. */
+START_TEST(test_filters_change_a_body_from_memory)
+{
+    static int arg;
+    TestRequest t;
+
+    ck_assert_int_eq(corFilterAdd(&module, &(CorFilter){
+        .name = "double", .head = doubleHead, .body = doubleBody,
+        .end = doubleEnd, .arg = &arg }), 0);
+    ck_assert_int_eq(corFilterAdd(&module, &(CorFilter){
+        .name = "double", .head = doubleHead, .body = doubleBody }), -1);
+    ck_assert_int_eq(corFilterIndex("double"), 0);
+    serve(&t, "/finish");
+    runUntilReleased(&t);
+    ck_assert_int_eq(t.done, 1);
+    ck_assert_uint_eq(t.bodyLen, 4);
+    ck_assert(memcmp(t.body, "ookk", 4) == 0);
+    ck_assert_int_eq(filterEnds, 1);
+    /* The head went through it too, once: its header (the count only:
+     * the arena that held it is gone). */
+    ck_assert_uint_eq(t.r.responseHeaderCount, 1);
+}
+END_TEST
+
+START_TEST(test_response_headers_found_and_removed)
+{
+    TestRequest t;
+
+    memset(&t, 0, sizeof(t));
+    ck_assert_int_eq(corResponseHeader(&t.r, "ETag", "\"a\""), 0);
+    ck_assert_int_eq(corResponseHeader(&t.r, "Vary", "Origin"), 0);
+    ck_assert_int_eq(corResponseHeader(&t.r, "etag", "\"b\""), 0);
+    ck_assert_str_eq(corResponseHeaderGet(&t.r, "ETAG")->value, "\"a\"");
+    ck_assert_ptr_null(corResponseHeaderGet(&t.r, "Content-Length"));
+    ck_assert_uint_eq(corResponseHeaderRemove(&t.r, "Etag"), 2);
+    ck_assert_uint_eq(t.r.responseHeaderCount, 1);
+    ck_assert_str_eq(t.r.responseHeaders[0].name, "Vary");
+    ck_assert_ptr_null(corResponseHeaderGet(&t.r, "etag"));
+    corRequestArenaFree(&t.r);
+}
+END_TEST
+
 COR_TEST_SUITE(corRequest)
 {
     tcase_set_timeout(tc, 30);
@@ -646,4 +735,6 @@ COR_TEST_SUITE(corRequest)
     tcase_add_test(tc, test_metrics_text_survives_a_failed_realloc);
     tcase_add_test(tc, test_past_the_limits_no_handler_runs);
     tcase_add_test(tc, test_request_body_read_whole_and_streamed);
+    tcase_add_test(tc, test_filters_change_a_body_from_memory);
+    tcase_add_test(tc, test_response_headers_found_and_removed);
 }
