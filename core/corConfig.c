@@ -1065,6 +1065,9 @@ parseHeaders(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
         }
     }
     r->headers = good && corConfCount(map) > 0 ? map : NULL;
+}
+
+/*
  * filters: { compress: off }: the response filters (by name) that do not
  * see this route's answers (a page that reflects input beside a secret
  * must not be compressed: BREACH). The names are the modules', checked

@@ -127,6 +127,9 @@ headersBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
                                        strlen(corConfText(value)) };
     }
     out->headerCount = count;
+    return rc;
+}
+
 /* The bits of the filters a route turns off; a name no module added is
  * an error at its key, with the names there are. */
 static int
