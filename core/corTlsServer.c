@@ -39,6 +39,7 @@
 
 struct CorTlsServer {
     SSL_CTX** ctx;              /* [0] the default, then the sni entries */
+    CorTlsOcsp** ocsp;          /* each one's stapling; NULL: none */
     char** names;               /* their names; names[0] is NULL */
     unsigned count;
     unsigned char alpn[256];    /* the protocol's, in wire format */
@@ -279,10 +280,12 @@ ctxTune(SSL_CTX* ctx, const CorConfigTls* tls, CorConfErrors* e)
     return ok;
 }
 
+/* The context of tls->certs[i], its stapling in server->ocsp[i]. */
 static SSL_CTX*
-ctxNew(CorTlsServer* server, const CorConfigTls* tls,
-       const CorConfigCert* c, const char* configFile, CorConfErrors* e)
+ctxNew(CorTlsServer* server, const CorConfigTls* tls, unsigned i,
+       const char* configFile, CorConfErrors* e)
 {
+    const CorConfigCert* c = &tls->certs[i];
     SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
     CorConfErrors quiet = { 0 };
     bool tuned;
@@ -317,9 +320,12 @@ ctxNew(CorTlsServer* server, const CorConfigTls* tls,
         SSL_CTX_set_alpn_select_cb(ctx, onAlpn, server);
     }
     /* The lists are the listener's: said once, at the default's turn. */
-    tuned = ctxTune(ctx, tls, c == &tls->certs[0] ? e : &quiet);
+    tuned = ctxTune(ctx, tls, i == 0 ? e : &quiet);
     corConfErrorsFree(&quiet);
-    if (!tuned || certLoad(ctx, c, configFile, e) != 0) {
+    if (!tuned || certLoad(ctx, c, configFile, e) != 0
+        || (c->ocsp.node != NULL
+            && (server->ocsp[i] = corTlsOcspNew(ctx, c, configFile, e))
+               == NULL)) {
         SSL_CTX_free(ctx);
         return NULL;
     }
@@ -334,8 +340,10 @@ serverFree(CorTlsServer* server)
     }
     for (unsigned i = 0; i < server->count; i++) {
         SSL_CTX_free(server->ctx[i]);
+        corTlsOcspFree(server->ocsp[i]);
     }
     free(server->ctx);
+    free(server->ocsp);
     free(server->names);
     free(server);
 }
@@ -354,6 +362,8 @@ serverNew(const CorConfigListen* l, const char* configFile,
 
     if (server == NULL
         || (server->ctx = calloc(l->tls->certCount, sizeof(SSL_CTX*))) == NULL
+        || (server->ocsp = calloc(l->tls->certCount, sizeof(CorTlsOcsp*)))
+           == NULL
         || (server->names = calloc(l->tls->certCount, sizeof(char*)))
            == NULL) {
         corConfErrorf(e, l->node, "out of memory");
@@ -371,8 +381,7 @@ serverNew(const CorConfigListen* l, const char* configFile,
         server->alpnLen = len > 0 ? (unsigned)len : 0;
     }
     for (unsigned i = 0; i < l->tls->certCount; i++) {
-        server->ctx[i] = ctxNew(server, l->tls, &l->tls->certs[i],
-                                configFile, e);
+        server->ctx[i] = ctxNew(server, l->tls, i, configFile, e);
         server->names[i] = l->tls->certs[i].name;
         ok &= server->ctx[i] != NULL;
         server->count++;
@@ -413,6 +422,19 @@ CorTlsServer*
 corTlsServerAt(unsigned index)
 {
     return index < serverCount ? servers[index] : NULL;
+}
+
+void
+corTlsServersStart(void)
+{
+    for (unsigned i = 0; i < serverCount; i++) {
+        for (unsigned k = 0; servers[i] != NULL && k < servers[i]->count;
+             k++) {
+            if (servers[i]->ocsp[k] != NULL) {
+                corTlsOcspStart(servers[i]->ocsp[k]);
+            }
+        }
+    }
 }
 
 int
