@@ -4,8 +4,6 @@
  */
 #include "corTlsConf.h"
 
-#include "corServer.h"
-
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +57,26 @@ corTlsConfigWrite(char* yaml, size_t cap, const char* certs,
              "log: { pid_file: {DIR}/cor.pid }\n", tlsText);
 }
 
+
+void
+corTlsServerStart(CorServer* s, const char* certs, const char* tls)
+{
+    char yaml[4096];
+
+    corTlsConfigWrite(yaml, sizeof(yaml), certs, tls);
+    ck_assert_int_eq(corServerStart(s, yaml), 0);
+}
+
+int
+corTlsShell(const CorServer* s, const char* certs, const char* command,
+            char* out, size_t cap)
+{
+    char line[2048];
+
+    snprintf(line, sizeof(line), "P=%d C=%s; %s 2>&1", s->port, certs,
+             command);
+    return corShell(line, out, cap);
+}
 
 void
 corTlsCheckRefuses(const char* certs, const char* tls, const char* mark,

@@ -115,22 +115,13 @@ responderStart(void)
 static void
 startTls(const char* tls)
 {
-    char yaml[4096];
-
-    corTlsConfigWrite(yaml, sizeof(yaml), certs, tls);
-    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+    corTlsServerStart(&server, certs, tls);
 }
 
-/* Run a shell command with $P (the server's port) and $C (the
- * certificates' folder). */
 static int
-shell(const char* fmt)
+shell(const char* command)
 {
-    char command[2048];
-
-    snprintf(command, sizeof(command), "P=%d C=%s; %s 2>&1", server.port,
-             certs, fmt);
-    return corShell(command, out, sizeof(out));
+    return corTlsShell(&server, certs, command, out, sizeof(out));
 }
 
 /* s_client's handshake with options: its exit status. */
@@ -268,6 +259,37 @@ START_TEST(test_ocsp_staple_from_a_file)
 }
 END_TEST
 
+/* A reload reads the file again: a response renewed in place (here one
+ * good for two days, not one) is the staple of the next generation. */
+START_TEST(test_ocsp_file_is_read_again_at_reload)
+{
+    char before[128];
+    const char* next;
+
+    ck_assert_int_eq(shell("cp $C/ocsp.der $C/live.der"), 0);
+    startTls("{ certificate: CERTS/ocsp.pem, key: CERTS/ocsp.key, "
+             "ocsp: { file: CERTS/live.der } }");
+    ck_assert_int_eq(handshake("-status"), 0);
+    next = strstr(out, "Next Update: ");
+    ck_assert_ptr_nonnull(next);
+    snprintf(before, sizeof(before), "%.*s", (int)strcspn(next, "\n"),
+             next);
+    ck_assert_int_eq(shell("cd $C && openssl ocsp -index index.txt "
+                           "-rsigner responder.pem -rkey responder.key -CA "
+                           "ca.pem -reqin ocsp.req -respout live.der "
+                           "-ndays 2 >/dev/null"), 0);
+    ck_assert_int_eq(kill(server.pid, SIGHUP), 0);
+    for (long end = corNowMs() + 5000;
+         corNowMs() < end && (handshake("-status") != 0
+                              || strstr(out, before) != NULL);) {
+        usleep(100 * 1000);
+    }
+    ck_assert_msg(strstr(out, "Cert Status: good") != NULL
+                  && strstr(out, "Next Update: ") != NULL
+                  && strstr(out, before) == NULL, "%s", out);
+}
+END_TEST
+
 START_TEST(test_ocsp_staple_fetched_from_the_responder)
 {
     responderStart();
@@ -363,6 +385,7 @@ COR_TEST_SUITE(corTlsKeys)
     tcase_add_test(tc, test_protocols_take_the_versions_named);
     tcase_add_test(tc, test_session_lifetime_is_the_ticket_hint_and_its_end);
     tcase_add_test(tc, test_ocsp_staple_from_a_file);
+    tcase_add_test(tc, test_ocsp_file_is_read_again_at_reload);
     tcase_add_test(tc, test_ocsp_staple_fetched_from_the_responder);
     tcase_add_test(tc, test_ocsp_responder_down_serves_without_a_staple);
     tcase_add_test(tc, test_cor_t_refuses_bad_values_at_their_line);

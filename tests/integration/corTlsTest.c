@@ -46,21 +46,13 @@ tearDown(void)
 static void
 startTls(const char* tls)
 {
-    char yaml[4096];
-
-    corTlsConfigWrite(yaml, sizeof(yaml), certs, tls);
-    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+    corTlsServerStart(&server, certs, tls);
 }
 
-/* Run a shell command with {PORT} and {CERTS} filled in. */
 static int
-shell(const char* fmt)
+shell(const char* command)
 {
-    char command[2048];
-
-    snprintf(command, sizeof(command), "P=%d C=%s; %s 2>&1", server.port,
-             certs, fmt);
-    return corShell(command, out, sizeof(out));
+    return corTlsShell(&server, certs, command, out, sizeof(out));
 }
 
 START_TEST(test_curl_gets_hello_over_tls_1_3_and_1_2)
