@@ -10,6 +10,7 @@
  * The defaults and ranges are the table in corConfig.h.
  */
 #include "corConfig.h"
+#include "corConfigRead.h"
 
 #include "corAutoConfig.h"
 
@@ -53,8 +54,8 @@ whereAt(const char* list, size_t i)
 }
 
 /* Replace *field with a copy of value. */
-static void
-setString(char** field, const char* value, CorConfErrors* e)
+void
+corConfigSetString(char** field, const char* value, CorConfErrors* e)
 {
     char* copy;
 
@@ -72,9 +73,9 @@ setString(char** field, const char* value, CorConfErrors* e)
 
 /* The value of a key a mapping must have; reports it missing at the
  * mapping. */
-static const CorConf*
-required(const CorConf* map, const char* key, const char* where,
-         const char* example, CorConfErrors* e)
+const CorConf*
+corConfigRequired(const CorConf* map, const char* key, const char* where,
+                  const char* example, CorConfErrors* e)
 {
     const CorConf* node = corConfGet(map, key);
 
@@ -85,9 +86,9 @@ required(const CorConf* map, const char* key, const char* where,
 }
 
 /* A string that may not be empty. */
-static const char*
-nonEmpty(const CorConf* map, const char* key, const char* def, const char* what,
-         CorConfErrors* e)
+const char*
+corConfigNonEmpty(const CorConf* map, const char* key, const char* def,
+                  const char* what, CorConfErrors* e)
 {
     const char* v = corConfString(map, key, def, e);
 
@@ -100,9 +101,9 @@ nonEmpty(const CorConf* map, const char* key, const char* def, const char* what,
 }
 
 /* A string that must be one of a few words. */
-static const char*
-oneOf(const CorConf* map, const char* key, const char* def,
-      const char* const* words, CorConfErrors* e)
+const char*
+corConfigOneOf(const CorConf* map, const char* key, const char* def,
+               const char* const* words, CorConfErrors* e)
 {
     const char* v = corConfString(map, key, def, e);
     char list[128];
@@ -500,94 +501,12 @@ checkDuplicate(const CorConfig* cf, unsigned i, const CorConf* node,
     }
 }
 
-/* One certificate: { certificate: FILE, key: FILE } (and, in sni, a
- * name). Whether the files load is the generation's to check. */
-static void
-readCert(CorConfigCert* c, const CorConf* map, const char* where,
-         CorConfErrors* e)
-{
-    c->node = map;
-    if (required(map, "certificate", where, "a PEM file", e)) {
-        setString(&c->certificate,
-                  nonEmpty(map, "certificate", NULL, "a path", e), e);
-    }
-    if (required(map, "key", where, "a PEM file", e)) {
-        setString(&c->key, nonEmpty(map, "key", NULL, "a path", e), e);
-    }
-}
-
-static void
-readSni(CorConfigTls* t, const CorConf* tls, const char* where,
-        CorConfErrors* e)
-{
-    static const char* const keys[] = {"name", "certificate", "key", NULL};
-    const CorConf* sni = corConfSeq(tls, "sni", e);
-    size_t count = sni != NULL ? corConfCount(sni) : 0;
-
-    t->certs = calloc(count + 1, sizeof(*t->certs));
-    if (t->certs == NULL) {
-        corConfErrorf(e, NULL, "out of memory reading the configuration");
-        return;
-    }
-    t->certCount = 1;
-    for (size_t i = 0; i < count; i++) {
-        const CorConf* entry = corConfAt(sni, i);
-        CorConfigCert* c = &t->certs[t->certCount];
-        char sniWhere[96];
-
-        snprintf(sniWhere, sizeof(sniWhere), "%s.sni[%zu]", where, i);
-        if (corConfKind(entry) != COR_CONF_MAP) {
-            corConfErrorf(e, entry, "%s: expected a mapping such as { name: "
-                          "example.com, certificate: FILE, key: FILE }",
-                          sniWhere);
-            continue;
-        }
-        t->certCount++;
-        if (required(entry, "name", sniWhere, "a host name", e)) {
-            setString(&c->name, nonEmpty(entry, "name", NULL, "a host name",
-                                         e), e);
-        }
-        readCert(c, entry, sniWhere, e);
-        corConfUnknownKeys(entry, sniWhere, keys, e);
-    }
-}
-
-static void
-readTls(CorConfigListen* l, const CorConf* tls, const char* where,
-        CorConfErrors* e)
-{
-    static const char* const keys[] = {
-        "certificate", "key", "sni", "min_version", "handshake_timeout",
-        "session_tickets", NULL,
-    };
-    static const char* const versions[] = {"1.2", "1.3", NULL};
-    char tlsWhere[64];
-
-    snprintf(tlsWhere, sizeof(tlsWhere), "%s.tls", where);
-    l->tls = calloc(1, sizeof(*l->tls));
-    if (l->tls == NULL) {
-        corConfErrorf(e, NULL, "out of memory reading the configuration");
-        return;
-    }
-    readSni(l->tls, tls, tlsWhere, e);
-    if (l->tls->certs != NULL) {
-        readCert(&l->tls->certs[0], tls, tlsWhere, e);
-    }
-    l->tls->minVersion =
-        strcmp(oneOf(tls, "min_version", "1.2", versions, e), "1.3") == 0
-            ? 0x0304 : 0x0303;
-    l->tls->handshakeTimeoutMs =
-        corConfDurationMs(tls, "handshake_timeout", 10000, 1, 3600000, e);
-    l->tls->sessionTickets = corConfBool(tls, "session_tickets", true, e);
-    corConfUnknownKeys(tls, tlsWhere, keys, e);
-}
-
 static void
 readProtocol(CorConfigListen* l, const char* where, CorConfErrors* e)
 {
     const char* protocol;
 
-    if (!required(l->node, "protocol", where, "such as http", e)) {
+    if (!corConfigRequired(l->node, "protocol", where, "such as http", e)) {
         return;
     }
     protocol = corConfString(l->node, "protocol", NULL, e);
@@ -598,7 +517,7 @@ readProtocol(CorConfigListen* l, const char* where, CorConfErrors* e)
                       protocol);
         return;
     }
-    setString(&l->protocol, protocol, e);
+    corConfigSetString(&l->protocol, protocol, e);
 }
 
 /* Whether a listener needs tls is its protocol's to say (https, named by
@@ -622,19 +541,19 @@ readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
         return;
     }
     readProtocol(l, w.text, e);
-    address = required(l->node, "address", w.text, "such as 127.0.0.1:8080", e);
+    address = corConfigRequired(l->node, "address", w.text, "such as 127.0.0.1:8080", e);
     if (address != NULL && corConfString(l->node, "address", NULL, e) != NULL &&
         parseAddress(l, address, e)) {
-        setString(&l->address, corConfText(address), e);
+        corConfigSetString(&l->address, corConfText(address), e);
         checkDuplicate(cf, i, address, e);
     }
     tls = corConfMap(l->node, "tls", e);
     if (tls != NULL) {
-        readTls(l, tls, w.text, e);
+        corConfigTlsRead(l, tls, w.text, e);
     }
     l->reusePort =
-        strcmp(oneOf(l->node, "accept", "share", accepts, e), "reuseport") == 0;
-    l->http2 = strcmp(oneOf(l->node, "http2", l->tls != NULL ? "on" : "off",
+        strcmp(corConfigOneOf(l->node, "accept", "share", accepts, e), "reuseport") == 0;
+    l->http2 = strcmp(corConfigOneOf(l->node, "http2", l->tls != NULL ? "on" : "off",
                             onOff, e), "on") == 0;
     corConfUnknownKeys(l->node, w.text, keys, e);
 }
@@ -798,7 +717,7 @@ readResolver(CorConfig* cf, const CorConf* root, CorConfErrors* e)
                       "servers: at most 8 servers, got %u",
                       serverCount(servers));
     } else if (strcmp(servers, "system") == 0 || isServerList(servers)) {
-        setString(&cf->resolver.servers, servers, e);
+        corConfigSetString(&cf->resolver.servers, servers, e);
     } else {
         corConfErrorf(e, corConfGet(m, "servers"),
                       "servers: expected system or IP addresses separated "
@@ -849,7 +768,7 @@ readClient(CorConfig* cf, const CorConf* root, CorConfErrors* e)
         "notify_timeout", "ca_file", NULL,
     };
     const CorConf* m = corConfMap(root, "client", e);
-    const char* ca = nonEmpty(m, "ca_file", "system", "a path or system", e);
+    const char* ca = corConfigNonEmpty(m, "ca_file", "system", "a path or system", e);
 
     cf->client.connectTimeoutMs =
         corConfDurationMs(m, "connect_timeout", 5 * second, 1, 10 * minute, e);
@@ -886,7 +805,7 @@ readModule(CorConfig* cf, unsigned i, CorConfErrors* e)
     if (!isMapping(entry, w.text, "{ load: hello }", e)) {
         return;
     }
-    if (!required(entry, "load", w.text,
+    if (!corConfigRequired(entry, "load", w.text,
                   "the module to load: a name such as hello, or a path "
                   "ending in .so",
                   e) ||
@@ -912,7 +831,7 @@ readModule(CorConfig* cf, unsigned i, CorConfErrors* e)
             return;
         }
     }
-    setString(&cf->modules[i].load, load, e);
+    corConfigSetString(&cf->modules[i].load, load, e);
 }
 
 static void
@@ -1015,7 +934,7 @@ parseStrip(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
                       "for \"/s/*\"), got '%s'", strip);
         return;
     }
-    setString(&r->stripPrefix, strip, e);
+    corConfigSetString(&r->stripPrefix, strip, e);
 }
 
 /*
@@ -1112,11 +1031,11 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
                    "{ match: \"GET /hello\", handler: hello }", e)) {
         return;
     }
-    match = required(entry, "match", w.text,
+    match = corConfigRequired(entry, "match", w.text,
                      "such as \"GET /hello\" or \"/static/*\"", e);
-    if (required(entry, "handler", w.text, "the name of a handler", e)) {
-        setString(&r->handler,
-                  nonEmpty(entry, "handler", NULL, "a handler name", e), e);
+    if (corConfigRequired(entry, "handler", w.text, "the name of a handler", e)) {
+        corConfigSetString(&r->handler,
+                  corConfigNonEmpty(entry, "handler", NULL, "a handler name", e), e);
     }
     r->timeoutMs = corConfDurationMs(entry, "timeout", 0, 1, hour, e);
     if (match != NULL && corConfString(entry, "match", NULL, e) != NULL &&
@@ -1168,14 +1087,14 @@ readLog(CorConfig* cf, const CorConf* root, CorConfErrors* e)
     const CorConf* m = corConfMap(root, "log", e);
     const char* pidFile;
 
-    setString(&cf->log.level, oneOf(m, "level", "info", levels, e), e);
-    setString(&cf->log.error,
-              nonEmpty(m, "error", "stderr", "stderr or a path", e), e);
-    setString(&cf->log.access, nonEmpty(m, "access", "off", "off or a path", e),
+    corConfigSetString(&cf->log.level, corConfigOneOf(m, "level", "info", levels, e), e);
+    corConfigSetString(&cf->log.error,
+              corConfigNonEmpty(m, "error", "stderr", "stderr or a path", e), e);
+    corConfigSetString(&cf->log.access, corConfigNonEmpty(m, "access", "off", "off or a path", e),
               e);
-    setString(&cf->log.accessFormat,
-              oneOf(m, "access_format", "combined", formats, e), e);
-    pidFile = nonEmpty(m, "pid_file", "cor.pid", "a path", e);
+    corConfigSetString(&cf->log.accessFormat,
+              corConfigOneOf(m, "access_format", "combined", formats, e), e);
+    pidFile = corConfigNonEmpty(m, "pid_file", "cor.pid", "a path", e);
     /* Beside the configuration file, not the current folder: `cor -s`
      * run from anywhere with the same -c finds the same file. */
     free(cf->log.pidFile);
@@ -1202,7 +1121,7 @@ fromTree(const char* name, CorConf* root, CorConfErrors* e)
         return NULL;
     }
     cf->root = root;
-    setString(&cf->file, name, e);
+    corConfigSetString(&cf->file, name, e);
     if (corConfKind(root) != COR_CONF_MAP) {
         corConfErrorf(e, root,
                       "expected a mapping of settings at the top level, "
@@ -1358,16 +1277,7 @@ corConfigFree(CorConfig* cf)
     for (unsigned i = 0; i < cf->listenCount; i++) {
         free(cf->listen[i].protocol);
         free(cf->listen[i].address);
-        for (unsigned k = 0; cf->listen[i].tls != NULL
-                             && k < cf->listen[i].tls->certCount; k++) {
-            free(cf->listen[i].tls->certs[k].name);
-            free(cf->listen[i].tls->certs[k].certificate);
-            free(cf->listen[i].tls->certs[k].key);
-        }
-        if (cf->listen[i].tls != NULL) {
-            free(cf->listen[i].tls->certs);
-        }
-        free(cf->listen[i].tls);
+        corConfigTlsFree(cf->listen[i].tls);
     }
     for (unsigned i = 0; i < cf->moduleCount; i++) {
         free(cf->modules[i].load);

@@ -25,7 +25,14 @@
  *     listen[].http2               on with tls on | off (HTTP/2, h2c plain)
  *     listen[].tls.min_version     "1.2"       "1.2" | "1.3"
  *     listen[].tls.handshake_timeout 10s       1ms..1h
+ *     listen[].tls.protocols       [TLSv1.2, TLSv1.3]  (or min_version)
+ *     listen[].tls.ciphers         OpenSSL's   an OpenSSL cipher list
+ *     listen[].tls.ciphersuites    OpenSSL's   TLS 1.3 suites, ':'-separated
+ *     listen[].tls.groups          OpenSSL's   groups, ':'-separated
  *     listen[].tls.session_tickets true
+ *     listen[].tls.session_lifetime 300s       1s..168h (whole seconds)
+ *     listen[].tls.ocsp            none        { file } | { fetch: on,
+ *                                              issuer }
  *     limits.connections           10000       1..10000000
  *     limits.header_bytes          16KiB       1KiB..1MiB
  *     limits.header_count          100         1..100
@@ -80,6 +87,18 @@
 #define COR_CONN_KEEPALIVE_AUTO UINT_MAX
 #define COR_CONN_KEEPALIVE_AUTO_MAX 1024
 
+/* A certificate's OCSP staple (its ocsp mapping): a response from a file,
+ * or one fetched from the responder the certificate names. Paths as
+ * written, relative ones beside the configuration file. */
+typedef struct {
+    char* file;          /* a DER OCSP response, stapled as it is; NULL:
+                            none */
+    bool fetch;          /* fetch: on */
+    char* issuer;        /* the issuer's PEM certificate, which verifies a
+                            fetched response; NULL: the chain's second */
+    const CorConf* node; /* the ocsp mapping; NULL: no stapling */
+} CorConfigOcsp;
+
 /* A certificate chain and its private key, PEM files, paths as written
  * (relative ones are beside the configuration file). */
 typedef struct {
@@ -87,16 +106,25 @@ typedef struct {
                             NULL for the listener's default */
     char* certificate;
     char* key;
+    CorConfigOcsp ocsp;
     const CorConf* node; /* its mapping, to mark load errors */
 } CorConfigCert;
 
-/* A listener's tls mapping: its connections speak TLS. */
+/* A listener's tls mapping: its connections speak TLS. The cipher and
+ * group lists are OpenSSL's syntax, checked by the generation's load
+ * (OpenSSL says what it takes). */
 typedef struct {
     CorConfigCert* certs;  /* [0] the default, then the sni entries */
     unsigned certCount;
     unsigned minVersion;   /* 0x0303 (TLS 1.2) or 0x0304 (TLS 1.3) */
+    unsigned maxVersion;   /* the same; 0x0304 unless protocols says */
+    char* ciphers;         /* TLS 1.2's; NULL: OpenSSL's default */
+    char* ciphersuites;    /* TLS 1.3's; NULL: OpenSSL's default */
+    char* groups;          /* key exchange; NULL: OpenSSL's default */
+    unsigned sessionLifetimeS; /* a session's and its ticket's */
     uint64_t handshakeTimeoutMs;
     bool sessionTickets;   /* resumption by tickets (no session cache) */
+    const CorConf* node;   /* the tls mapping, to mark load errors */
 } CorConfigTls;
 
 /* One listen entry: { protocol: http, address: 127.0.0.1:8080 }. */

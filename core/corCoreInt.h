@@ -213,6 +213,25 @@ void corTlsWhy(char* why, size_t whyLen, const char* fallback);
 int corTlsServersLoad(const CorConfig* config, CorConfErrors* errors);
 /* The context of the config's listen[index], NULL for a plain one. */
 CorTlsServer* corTlsServerAt(unsigned index);
+/* Start what the loaded listeners run beside the loops (the OCSP fetch
+ * tasks), once the generation's loops run. */
+void corTlsServersStart(void);
+
+struct ssl_ctx_st;
+/* A certificate's OCSP stapling (corTlsOcsp.c), owned by its listener's
+ * server. */
+typedef struct CorTlsOcsp CorTlsOcsp;
+struct ssl_ctx_st;
+
+/* Staple on ctx (its certificate loaded) as c->ocsp says: the file's
+ * response loaded, or the responder's URL and the issuer found; errors
+ * at c's marks. Returns the state, or NULL after an error. */
+CorTlsOcsp* corTlsOcspNew(struct ssl_ctx_st* ctx, const CorConfigCert* c,
+                          const char* configFile, CorConfErrors* e);
+void corTlsOcspFree(CorTlsOcsp* o);
+/* Start o's fetch task (nothing for a file's staple). Returns 0 or
+ * corTaskSpawn's -errno. */
+int corTlsOcspStart(CorTlsOcsp* o);
 
 /* ---- Requests (corRequest.c, corRequestRead.c) --------------------------- */
 

@@ -535,6 +535,7 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
                       "loops and workers (see the log)");
         reportAndExit(readyFd, &errors);
     }
+    corTlsServersStart();
     listenersOwn = listeners;
     listenerOwnCount = listenerCount;
     if (write(readyFd, "R", 1) != 1) {

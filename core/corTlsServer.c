@@ -39,6 +39,7 @@
 
 struct CorTlsServer {
     SSL_CTX** ctx;              /* [0] the default, then the sni entries */
+    CorTlsOcsp** ocsp;          /* each one's stapling; NULL: none */
     char** names;               /* their names; names[0] is NULL */
     unsigned count;
     unsigned char alpn[256];    /* the protocol's, in wire format */
@@ -200,18 +201,100 @@ failed:
     return rc;
 }
 
-static SSL_CTX*
-ctxNew(CorTlsServer* server, const CorConfigTls* tls,
-       const CorConfigCert* c, const char* configFile, CorConfErrors* e)
+/* Whether OpenSSL takes each ':'-separated name of list alone (set by
+ * set on ctx): a list of TLS 1.3 suites or of groups that names one it
+ * does not know is refused whole for groups, and taken without it for
+ * suites; either way the name is the user's mistake, said here. */
+static bool
+eachNameTaken(SSL_CTX* ctx, const char* list, const char* key,
+              int (*set)(SSL_CTX*, const char*), const CorConf* at,
+              CorConfErrors* e)
 {
+    char name[128];
+    char why[160];
+    bool ok = true;
+
+    for (const char* p = list; *p != '\0';) {
+        size_t len = strcspn(p, ":");
+
+        snprintf(name, sizeof(name), "%.*s", (int)len, p);
+        ERR_clear_error();
+        if (set(ctx, name) != 1) {
+            corTlsWhy(why, sizeof(why), "refused");
+            corConfErrorf(e, at, "%s: OpenSSL does not take '%s' (%s)", key,
+                          name, why);
+            ok = false;
+        }
+        p += len + (p[len] == ':');
+    }
+    return ok;
+}
+
+static int
+setCiphersuites(SSL_CTX* ctx, const char* list)
+{
+    return SSL_CTX_set_ciphersuites(ctx, list);
+}
+
+static int
+setGroups(SSL_CTX* ctx, const char* list)
+{
+    return SSL_CTX_set1_groups_list(ctx, list) == 1 ? 1 : 0;
+}
+
+/* The versions, the cipher and group lists and the session lifetime of
+ * the tls mapping, which every context of the listener shares; an error
+ * at the key's line with OpenSSL's reason. */
+static bool
+ctxTune(SSL_CTX* ctx, const CorConfigTls* tls, CorConfErrors* e)
+{
+    char why[160];
+    bool ok = true;
+
+    SSL_CTX_set_min_proto_version(ctx, (int)tls->minVersion);
+    SSL_CTX_set_max_proto_version(ctx, (int)tls->maxVersion);
+    /* A session, and the ticket that carries it (its lifetime hint), is
+     * good this long; OpenSSL's default is 7200 s. */
+    SSL_CTX_set_timeout(ctx, (long)tls->sessionLifetimeS);
+    ERR_clear_error();
+    if (tls->ciphers != NULL
+        && SSL_CTX_set_cipher_list(ctx, tls->ciphers) != 1) {
+        corTlsWhy(why, sizeof(why), "refused");
+        corConfErrorf(e, corConfGet(tls->node, "ciphers"), "ciphers: "
+                      "OpenSSL takes no TLS 1.2 cipher of '%s' (%s)",
+                      tls->ciphers, why);
+        ok = false;
+    }
+    if (tls->ciphersuites != NULL) {
+        ok &= eachNameTaken(ctx, tls->ciphersuites, "ciphersuites",
+                            setCiphersuites,
+                            corConfGet(tls->node, "ciphersuites"), e)
+              && setCiphersuites(ctx, tls->ciphersuites) == 1;
+    }
+    if (tls->groups != NULL) {
+        ok &= eachNameTaken(ctx, tls->groups, "groups", setGroups,
+                            corConfGet(tls->node, "groups"), e)
+              && setGroups(ctx, tls->groups) == 1;
+    }
+    ERR_clear_error();
+    return ok;
+}
+
+/* The context of tls->certs[i], its stapling in server->ocsp[i]. */
+static SSL_CTX*
+ctxNew(CorTlsServer* server, const CorConfigTls* tls, unsigned i,
+       const char* configFile, CorConfErrors* e)
+{
+    const CorConfigCert* c = &tls->certs[i];
     SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+    CorConfErrors quiet = { 0 };
+    bool tuned;
 
     if (ctx == NULL) {
         corConfErrorf(e, c->node, "tls: cannot make a context (out of "
                       "memory)");
         return NULL;
     }
-    SSL_CTX_set_min_proto_version(ctx, (int)tls->minVersion);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION
                              | SSL_OP_IGNORE_UNEXPECTED_EOF
                              | SSL_OP_CIPHER_SERVER_PREFERENCE);
@@ -236,7 +319,13 @@ ctxNew(CorTlsServer* server, const CorConfigTls* tls,
     if (server->alpnLen > 0) {
         SSL_CTX_set_alpn_select_cb(ctx, onAlpn, server);
     }
-    if (certLoad(ctx, c, configFile, e) != 0) {
+    /* The lists are the listener's: said once, at the default's turn. */
+    tuned = ctxTune(ctx, tls, i == 0 ? e : &quiet);
+    corConfErrorsFree(&quiet);
+    if (!tuned || certLoad(ctx, c, configFile, e) != 0
+        || (c->ocsp.node != NULL
+            && (server->ocsp[i] = corTlsOcspNew(ctx, c, configFile, e))
+               == NULL)) {
         SSL_CTX_free(ctx);
         return NULL;
     }
@@ -251,8 +340,10 @@ serverFree(CorTlsServer* server)
     }
     for (unsigned i = 0; i < server->count; i++) {
         SSL_CTX_free(server->ctx[i]);
+        corTlsOcspFree(server->ocsp[i]);
     }
     free(server->ctx);
+    free(server->ocsp);
     free(server->names);
     free(server);
 }
@@ -271,6 +362,8 @@ serverNew(const CorConfigListen* l, const char* configFile,
 
     if (server == NULL
         || (server->ctx = calloc(l->tls->certCount, sizeof(SSL_CTX*))) == NULL
+        || (server->ocsp = calloc(l->tls->certCount, sizeof(CorTlsOcsp*)))
+           == NULL
         || (server->names = calloc(l->tls->certCount, sizeof(char*)))
            == NULL) {
         corConfErrorf(e, l->node, "out of memory");
@@ -288,8 +381,7 @@ serverNew(const CorConfigListen* l, const char* configFile,
         server->alpnLen = len > 0 ? (unsigned)len : 0;
     }
     for (unsigned i = 0; i < l->tls->certCount; i++) {
-        server->ctx[i] = ctxNew(server, l->tls, &l->tls->certs[i],
-                                configFile, e);
+        server->ctx[i] = ctxNew(server, l->tls, i, configFile, e);
         server->names[i] = l->tls->certs[i].name;
         ok &= server->ctx[i] != NULL;
         server->count++;
@@ -330,6 +422,19 @@ CorTlsServer*
 corTlsServerAt(unsigned index)
 {
     return index < serverCount ? servers[index] : NULL;
+}
+
+void
+corTlsServersStart(void)
+{
+    for (unsigned i = 0; i < serverCount; i++) {
+        for (unsigned k = 0; servers[i] != NULL && k < servers[i]->count;
+             k++) {
+            if (servers[i]->ocsp[k] != NULL) {
+                corTlsOcspStart(servers[i]->ocsp[k]);
+            }
+        }
+    }
 }
 
 int

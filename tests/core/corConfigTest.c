@@ -546,6 +546,58 @@ START_TEST(test_listen_http2)
 }
 END_TEST
 
+/* A listener's TLS keys past the certificate: the versions, the lists as
+ * written (OpenSSL checks them at the load), the session lifetime, and
+ * each certificate's OCSP staple. */
+START_TEST(test_listen_tls_keys)
+{
+    CorConfErrors e = {0};
+    CorConfig* cf = load("listen:\n"
+                         "  - protocol: https\n"
+                         "    address: \"*:443\"\n"
+                         "    tls: { certificate: c.pem, key: k.pem }\n"
+                         "  - protocol: https\n"
+                         "    address: \"*:444\"\n"
+                         "    tls:\n"
+                         "      certificate: c.pem\n"
+                         "      key: k.pem\n"
+                         "      protocols: [TLSv1.3]\n"
+                         "      ciphers: \"ECDHE+AESGCM\"\n"
+                         "      ciphersuites: TLS_AES_128_GCM_SHA256\n"
+                         "      groups: \"X25519:P-256\"\n"
+                         "      session_lifetime: 1h\n"
+                         "      ocsp: { fetch: on, issuer: ca.pem }\n"
+                         "      sni:\n"
+                         "        - { name: b.test, certificate: b.pem, "
+                         "key: b.key, ocsp: { file: b.der } }\n",
+                         &e);
+    const CorConfigTls* t;
+
+    ck_assert_msg(cf != NULL, "%s", e.text);
+    t = cf->listen[0].tls;
+    ck_assert_uint_eq(t->minVersion, 0x0303);
+    ck_assert_uint_eq(t->maxVersion, 0x0304);
+    ck_assert_ptr_null(t->ciphers);
+    ck_assert_ptr_null(t->ciphersuites);
+    ck_assert_ptr_null(t->groups);
+    ck_assert_uint_eq(t->sessionLifetimeS, 300);
+    ck_assert_ptr_null(t->certs[0].ocsp.node);
+    t = cf->listen[1].tls;
+    ck_assert_uint_eq(t->minVersion, 0x0304);
+    ck_assert_uint_eq(t->maxVersion, 0x0304);
+    ck_assert_str_eq(t->ciphers, "ECDHE+AESGCM");
+    ck_assert_str_eq(t->ciphersuites, "TLS_AES_128_GCM_SHA256");
+    ck_assert_str_eq(t->groups, "X25519:P-256");
+    ck_assert_uint_eq(t->sessionLifetimeS, 3600);
+    ck_assert(t->certs[0].ocsp.fetch);
+    ck_assert_ptr_null(t->certs[0].ocsp.file);
+    ck_assert_str_eq(t->certs[0].ocsp.issuer, "ca.pem");
+    ck_assert(!t->certs[1].ocsp.fetch);
+    ck_assert_str_eq(t->certs[1].ocsp.file, "b.der");
+    corConfigFree(cf);
+}
+END_TEST
+
 START_TEST(test_route_matches)
 {
     static const struct {
@@ -932,6 +984,7 @@ COR_TEST_SUITE(corConfig)
     tcase_add_test(tc, test_listen_addresses);
     tcase_add_test(tc, test_listen_duplicates);
     tcase_add_test(tc, test_listen_http2);
+    tcase_add_test(tc, test_listen_tls_keys);
     tcase_add_test(tc, test_route_matches);
     tcase_add_test(tc, test_resolver_servers);
     tcase_add_test(tc, test_client_section);

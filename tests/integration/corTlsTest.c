@@ -11,6 +11,7 @@
  */
 #include "corTest.h"
 #include "corServer.h"
+#include "corTlsConf.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -37,55 +38,6 @@ tearDown(void)
     corTestCertsRemove(certs);
 }
 
-static const char*
-bin(void)
-{
-    const char* b = getenv("COR_BIN");
-
-    return b ? b : "build/cor";
-}
-
-/* The configuration of these tests: an https listener on {PORT} whose tls
- * mapping is tls (with CERTS for the certificates' folder). */
-static void
-configWrite(char* yaml, size_t cap, const char* tls)
-{
-    char tlsText[1024];
-    const char* at;
-    size_t n = 0;
-
-    /* CERTS -> the folder, wherever it occurs. */
-    for (const char* p = tls; *p != '\0' && n + 64 < sizeof(tlsText);) {
-        at = strstr(p, "CERTS");
-        if (at == NULL) {
-            n += (size_t)snprintf(tlsText + n, sizeof(tlsText) - n, "%s", p);
-            break;
-        }
-        n += (size_t)snprintf(tlsText + n, sizeof(tlsText) - n, "%.*s%s",
-                              (int)(at - p), p, certs);
-        p = at + 5;
-    }
-    snprintf(yaml, cap,
-             "runtime:\n"
-             "  loops: 2\n"
-             "  workers: 4\n"
-             "  coroutines: { enabled: {COROUTINES} }\n"
-             "listen:\n"
-             "  - protocol: https\n"
-             "    address: 127.0.0.1:{PORT}\n"
-             "    tls: %s\n"
-             "modules:\n"
-             "  - { load: http }\n"
-             "  - { load: hello }\n"
-             "  - { load: {MODULES}/testkit.so }\n"
-             "routes:\n"
-             "  - { match: \"GET /hello\", handler: hello }\n"
-             "  - { match: \"GET /bytes\", handler: bytes }\n"
-             "  - { match: \"GET /file\", handler: file }\n"
-             "  - { match: \"/waitecho\", handler: waitecho }\n"
-             "log: { pid_file: {DIR}/cor.pid }\n", tlsText);
-}
-
 #define DEFAULT_TLS                                                       \
     "{ certificate: CERTS/server.pem, key: CERTS/server.key, "            \
     "handshake_timeout: 500ms, sni: [ { name: b.test, certificate: "      \
@@ -94,21 +46,13 @@ configWrite(char* yaml, size_t cap, const char* tls)
 static void
 startTls(const char* tls)
 {
-    char yaml[4096];
-
-    configWrite(yaml, sizeof(yaml), tls);
-    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+    corTlsServerStart(&server, certs, tls);
 }
 
-/* Run a shell command with {PORT} and {CERTS} filled in. */
 static int
-shell(const char* fmt)
+shell(const char* command)
 {
-    char command[2048];
-
-    snprintf(command, sizeof(command), "P=%d C=%s; %s 2>&1", server.port,
-             certs, fmt);
-    return corShell(command, out, sizeof(out));
+    return corTlsShell(&server, certs, command, out, sizeof(out));
 }
 
 START_TEST(test_curl_gets_hello_over_tls_1_3_and_1_2)
@@ -339,56 +283,11 @@ START_TEST(test_a_reload_renews_the_certificate)
 }
 END_TEST
 
-/* cor -t on a configuration with tls: fails, saying want at the line of
- * the config where mark (a piece of the written file) is. */
+/* cor -t refuses tls, saying want at the line of mark (corTlsConf.h). */
 static void
 checkRefuses(const char* tls, const char* mark, const char* want)
 {
-    char yaml[4096];
-    char command[512];
-    char config[128];
-    FILE* f;
-    char* text;
-    size_t len;
-    unsigned line = 0;
-
-    configWrite(yaml, sizeof(yaml), tls);
-    snprintf(config, sizeof(config), "%s/check.yaml", certs);
-    /* The placeholders cor -t needs: a port and the modules. */
-    f = fopen(config, "w");
-    ck_assert_ptr_nonnull(f);
-    for (const char* p = yaml; *p != '\0'; p++) {
-        if (strncmp(p, "{PORT}", 6) == 0) {
-            fputs("1", f);
-            p += 5;
-        } else if (strncmp(p, "{COROUTINES}", 12) == 0) {
-            fputs("true", f);
-            p += 11;
-        } else if (strncmp(p, "{MODULES}", 9) == 0) {
-            const char* slash = strrchr(bin(), '/');
-
-            fprintf(f, "%.*s/modules", slash ? (int)(slash - bin()) : 1,
-                    slash ? bin() : ".");
-            p += 8;
-        } else if (strncmp(p, "{DIR}", 5) == 0) {
-            fputs(certs, f);
-            p += 4;
-        } else {
-            fputc(*p, f);
-        }
-    }
-    fclose(f);
-    text = strstr(yaml, mark);
-    ck_assert_ptr_nonnull(text);
-    for (const char* p = yaml; p < text; p++) {
-        line += *p == '\n';
-    }
-    snprintf(command, sizeof(command), "%s -t -c %s", bin(), config);
-    ck_assert_int_eq(shell(command), 1);
-    len = (size_t)snprintf(command, sizeof(command), "%s:%u:", config,
-                           line + 1);
-    ck_assert_msg(strncmp(out, command, len) == 0 && strstr(out, want),
-                  "want '%s' ... '%s', got %s", command, want, out);
+    corTlsCheckRefuses(certs, tls, mark, want, out, sizeof(out));
 }
 
 START_TEST(test_cor_t_refuses_bad_certificates_at_their_line)

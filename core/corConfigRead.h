@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internals of the core's schema, shared by its readers: corConfig.c (the
+ * sections) and corConfigTls.c (a listener's tls mapping). Never included
+ * from outside them.
+ */
+#ifndef COR_CONFIG_READ_H
+#define COR_CONFIG_READ_H
+
+#include "corConfig.h"
+
+/* Replace *field with a copy of value (NULL: none). */
+void corConfigSetString(char** field, const char* value, CorConfErrors* e);
+
+/* The value of a key a mapping must have; reports it missing at the
+ * mapping, where naming it ("listen[0].tls") and example saying what
+ * goes there. */
+const CorConf* corConfigRequired(const CorConf* map, const char* key,
+                                 const char* where, const char* example,
+                                 CorConfErrors* e);
+
+/* A string that may not be empty; what names it for the error. */
+const char* corConfigNonEmpty(const CorConf* map, const char* key,
+                              const char* def, const char* what,
+                              CorConfErrors* e);
+
+/* A string that must be one of words (NULL-terminated); def when absent
+ * or after an error. */
+const char* corConfigOneOf(const CorConf* map, const char* key,
+                           const char* def, const char* const* words,
+                           CorConfErrors* e);
+
+/* A listener's tls mapping into l->tls; where names the listener
+ * ("listen[0]"). */
+void corConfigTlsRead(CorConfigListen* l, const CorConf* tls,
+                      const char* where, CorConfErrors* e);
+
+/* Free what corConfigTlsRead set (tls may be NULL). */
+void corConfigTlsFree(CorConfigTls* tls);
+
+#endif /* COR_CONFIG_READ_H */
