@@ -1010,8 +1010,8 @@ parseFilters(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
     for (size_t k = 0; k < n; k++) {
         const char* name = corConfKeyAt(map, k);
 
-        if (strcmp(oneOf(map, name, "on", onOff, e), "off") == 0) {
-            setString(&r->filtersOff[r->filtersOffCount++], name, e);
+        if (strcmp(corConfigOneOf(map, name, "on", onOff, e), "off") == 0) {
+            corConfigSetString(&r->filtersOff[r->filtersOffCount++], name, e);
         }
     }
 }
