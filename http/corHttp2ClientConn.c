@@ -65,7 +65,8 @@ struct CorHttp2Peer {
     CorConn* conn;
     CorKitConn k;
     CorList streams;            /* open on the wire */
-    CorEvSoon sendSoon;         /* on a loop: a body's piece to send */
+    CorEvSoon sendSoon;         /* on a loop: streams or a body's piece to
+                                 * send before the loop sleeps */
     /* Off the loops, a stream whose body comes as it is read: its
      * request's eventfd, and an epoll set of it and the socket, which
      * the waits watch so that a piece goes up while the answer is
@@ -595,8 +596,9 @@ onLoop(void)
     return yield && corCoCurrent() != NULL && corEvLoopCurrent() != NULL;
 }
 
-/* A loop's peer has a body's piece to send: it goes before the loop
- * sleeps (not from inside the callback that brought it). */
+/* A loop's peer has new streams or a body's piece to send: they go
+ * before the loop sleeps (not from inside the callback that brought a
+ * piece), all of a turn's in one write. */
 static void
 sendDue(CorEvSoon* soon)
 {
@@ -719,7 +721,9 @@ corHttp2StreamOpen(const CorClientRequest* req, const CorUrl* url,
         goto failed;
     }
     if (loop) {
-        loopFlush(p);
+        /* Every stream the loop opens in this turn goes in one write,
+         * before it sleeps. */
+        corEvSoonStart(p->k.loop, &p->sendSoon, sendDue);
     }
     *sP = s;
     return 0;
