@@ -10,7 +10,6 @@
 #include "corCoInt.h"
 
 #include <errno.h>
-#include <string.h>
 
 #if COR_HAVE_ASAN
 #include <sanitizer/common_interface_defs.h>
@@ -20,7 +19,10 @@
 
 /*
  * Where a new coroutine starts, entered by a jump with a call's stack
- * layout; it is the one corCoResume just marked running.
+ * layout; it is the one corCoResume just marked running. It leaves by
+ * corCoJump, not a switch: its own context is never resumed, so saving it
+ * (and the callee-saved registers a switch makes the compiler keep) would
+ * be work for nobody.
  */
 static void __attribute__((noreturn))
 coroutineMain(void)
@@ -39,44 +41,56 @@ coroutineMain(void)
     __sanitizer_start_switch_fiber(NULL, co->asanResumerLow,
                                    co->asanResumerSize);
 #endif
-    corCoSwitch(&co->core.sp, co->core.resumerSp);
-    __builtin_unreachable();
+    corCoJump(co->core.resumerSp);
 }
 
 /*
  * The first context of a new coroutine, below top. Both switches keep a
- * suspended context in four words on a 16-byte boundary, and a new one is
- * all zeros (the end of the frame chain, the FP control state at reset)
- * but for what corCoFrameFill, the switch's own, puts in.
+ * suspended context in four words on a 16-byte boundary; corCoFrameFill,
+ * the switch's own, writes all four.
  */
-static void*
+static inline void*
 frameInit(char* top, void (*entry)(void))
 {
     uint64_t* frame;
 
     top = (char*)((uintptr_t)top & ~(uintptr_t)15);
     frame = (uint64_t*)(top - 32);
-    memset(frame, 0, 32);
     corCoFrameFill(frame, entry);
     return frame;
+}
+
+static inline CorCo*
+coInit(CorCo* co, CorCoFn fn, void* arg)
+{
+    co->fn = fn;
+    co->arg = arg;
+    co->data = NULL;
+    co->sched = NULL;
+    co->core.finished = false;          /* resumer is set by each resume */
+    co->core.sp = frameInit((char*)co, coroutineMain);
+    return co;
+}
+
+/* Out of line, so that the usual create, a pool pop, saves no registers
+ * for the call. */
+static CorCo* __attribute__((noinline))
+createSlow(CorCoFn fn, void* arg)
+{
+    CorCo* co = corCoStackTake();
+
+    return co == NULL ? NULL : coInit(co, fn, arg);
 }
 
 CorCo*
 corCoCreate(CorCoFn fn, void* arg)
 {
-    CorCo* co = corCoStackTake();
+    CorCo* co = corCoStackPop();
 
-    if (co == NULL) {
-        return NULL;
+    if (__builtin_expect(co == NULL, 0)) {
+        return createSlow(fn, arg);
     }
-    co->fn = fn;
-    co->arg = arg;
-    co->data = NULL;
-    co->sched = NULL;
-    co->core.resumer = NULL;
-    co->core.finished = false;
-    co->core.sp = frameInit((char*)co, coroutineMain);
-    return co;
+    return coInit(co, fn, arg);
 }
 
 void

@@ -8,6 +8,12 @@
 
 #include "corCo.h"
 
+#include <stdatomic.h>
+
+#if COR_HAVE_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 /*
  * A coroutine. It lives at the top of its own stack mapping, so creating one
  * costs no allocation beyond the stack (which the pool usually has): the
@@ -32,10 +38,31 @@ struct CorCo {
 #endif
 };
 
-/* The thread's stack pool: a mapped, guarded stack with its CorCo record at
- * the top, or NULL with errno set. */
+/*
+ * The thread's stack pool (corCoStack.c). Taking and giving back are inline
+ * so that corCoCreate and corCoDestroy cost a pointer pop and push and no
+ * call; mapping, unmapping and a thread's first stack are out of line.
+ */
+typedef struct {
+    CorCo* head;         /* free stacks, all of corCoStackBytes */
+    unsigned count;
+    uint64_t lastId;     /* 0 until the thread's first stack (and its crash
+                          * report) is set up by corCoStackTake */
+} CorCoPool;
+
+extern __thread CorCoPool corCoPool __attribute__((tls_model("initial-exec")));
+extern _Atomic size_t corCoStackBytes;   /* the size of new stacks */
+extern _Atomic unsigned corCoPoolMax;
+
+/* A pooled stack of the current size, or NULL when there is none or the
+ * thread has not taken one before: then corCoStackTake. */
+static inline CorCo* corCoStackPop(void);
+/* A mapped, guarded stack with its CorCo record at the top, or NULL with
+ * errno set. */
 CorCo* corCoStackTake(void);
-void corCoStackGive(CorCo* co);
+static inline void corCoStackGive(CorCo* co);
+/* Unmap a stack the pool has no room for. */
+void corCoStackUnmap(CorCo* co);
 
 /*
  * The PROT_NONE guard below each stack: 64 KiB of address space, no
@@ -49,5 +76,41 @@ void corCoStackGive(CorCo* co);
  * coroutine runs. */
 int corCoGuardArm(void);
 void corCoGuardThreadExit(void);
+
+/* ---- Inline definitions ------------------------------------------------ */
+
+static inline CorCo*
+corCoStackPop(void)
+{
+    CorCo* co = corCoPool.head;
+
+    if (co == NULL || corCoPool.lastId == 0
+        || co->stackSize != atomic_load_explicit(&corCoStackBytes,
+                                                 memory_order_relaxed)) {
+        return NULL;
+    }
+    corCoPool.head = co->nextFree;
+    corCoPool.count--;
+    co->id = ++corCoPool.lastId;
+    return co;
+}
+
+static inline void
+corCoStackGive(CorCo* co)
+{
+#if COR_HAVE_ASAN
+    /* A coroutine destroyed while suspended leaves its frames poisoned;
+     * the next one on this memory must not inherit that. */
+    ASAN_UNPOISON_MEMORY_REGION(co->stackLow, co->stackSize);
+#endif
+    if (corCoPool.count
+        >= atomic_load_explicit(&corCoPoolMax, memory_order_relaxed)) {
+        corCoStackUnmap(co);
+        return;
+    }
+    co->nextFree = corCoPool.head;
+    corCoPool.head = co;
+    corCoPool.count++;
+}
 
 #endif /* COR_CO_INT_H */

@@ -2,7 +2,8 @@
 /*
  * Coroutine stacks: one mapping each, a PROT_NONE guard page at the bottom,
  * the CorCo record at the top, and a free list per thread so that creating
- * a coroutine is usually a pointer pop, not two system calls.
+ * a coroutine is usually a pointer pop, not two system calls. The pop and
+ * the push are inline in corCoInt.h; what is here is what they fall back on.
  *
  * MAP_NORESERVE means a 256 KiB stack costs only the pages it touches; a
  * stack that comes back to the pool keeps what it touched, which is what a
@@ -15,19 +16,14 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdatomic.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #if COR_HAVE_VALGRIND
 #include <valgrind/valgrind.h>
 #endif
-#if COR_HAVE_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
 
-
-static _Atomic size_t stackSize = COR_CO_STACK_DEFAULT;
+_Atomic size_t corCoStackBytes = COR_CO_STACK_DEFAULT;
 /*
  * Sanitizer and debug builds keep no stacks, so that a coroutine used after
  * corCoDestroy() faults instead of running on a recycled stack.
@@ -38,20 +34,13 @@ static _Atomic size_t stackSize = COR_CO_STACK_DEFAULT;
 #define POOL_MAX_DEFAULT 1024
 #endif
 
-static _Atomic unsigned poolMax = POOL_MAX_DEFAULT;
+_Atomic unsigned corCoPoolMax = POOL_MAX_DEFAULT;
 static _Atomic uint64_t threadsSeen;
 
-/* Ids are a thread number in the high bits and a count in the low ones: an
- * atomic counter shared by all threads would cost more than the create. */
-static __thread uint64_t lastId;
-
-/* The free stacks of one thread. */
-typedef struct {
-    CorCo* head;
-    unsigned count;
-} StackPool;
-
-static __thread StackPool pool;
+/* Ids are a thread number in the high bits and a count in the low ones
+ * (corCoPool.lastId): an atomic counter shared by all threads would cost
+ * more than the create. */
+__thread CorCoPool corCoPool __attribute__((tls_model("initial-exec")));
 
 static size_t
 pageSize(void)
@@ -70,8 +59,8 @@ mappingSize(const CorCo* co)
     return co->stackSize + COR_CO_GUARD_BYTES;
 }
 
-static void
-stackUnmap(CorCo* co)
+void
+corCoStackUnmap(CorCo* co)
 {
     char* base = co->stackLow - COR_CO_GUARD_BYTES;
 
@@ -114,51 +103,41 @@ stackMap(size_t size)
     return co;
 }
 
+/*
+ * Arms the thread's crash report (again after corCoThreadExit) and numbers
+ * the thread at its first stack: a thread whose pool was filled by
+ * another's gives (a misuse, but one that must not lose the report) comes
+ * here too, as its lastId is still 0.
+ */
 CorCo*
 corCoStackTake(void)
 {
-    size_t size = atomic_load_explicit(&stackSize, memory_order_relaxed);
+    size_t size = atomic_load_explicit(&corCoStackBytes,
+                                       memory_order_relaxed);
     CorCo* co;
 
-    while ((co = pool.head) != NULL) {
-        pool.head = co->nextFree;
-        pool.count--;
+    if (corCoGuardArm() != 0) {
+        return NULL;
+    }
+    if (corCoPool.lastId == 0) {
+        corCoPool.lastId = (atomic_fetch_add(&threadsSeen, 1) + 1) << 40;
+    }
+    while ((co = corCoPool.head) != NULL) {
+        corCoPool.head = co->nextFree;
+        corCoPool.count--;
         if (co->stackSize == size) {
             break;
         }
-        stackUnmap(co);             /* left over from an older size */
+        corCoStackUnmap(co);        /* left over from an older size */
     }
     if (co == NULL) {
-        if (corCoGuardArm() != 0) {
-            return NULL;
-        }
         co = stackMap(size);
         if (co == NULL) {
             return NULL;
         }
     }
-    if (lastId == 0) {
-        lastId = (atomic_fetch_add(&threadsSeen, 1) + 1) << 40;
-    }
-    co->id = ++lastId;
+    co->id = ++corCoPool.lastId;
     return co;
-}
-
-void
-corCoStackGive(CorCo* co)
-{
-#if COR_HAVE_ASAN
-    /* A coroutine destroyed while suspended leaves its frames poisoned;
-     * the next one on this memory must not inherit that. */
-    ASAN_UNPOISON_MEMORY_REGION(co->stackLow, co->stackSize);
-#endif
-    if (pool.count >= atomic_load_explicit(&poolMax, memory_order_relaxed)) {
-        stackUnmap(co);
-        return;
-    }
-    co->nextFree = pool.head;
-    pool.head = co;
-    pool.count++;
 }
 
 int
@@ -170,7 +149,7 @@ corCoStackSizeSet(size_t bytes)
         return -EINVAL;
     }
     bytes = (bytes + page - 1) / page * page;
-    atomic_store(&stackSize, bytes);
+    atomic_store(&corCoStackBytes, bytes);
     return 0;
 }
 
@@ -201,13 +180,13 @@ corCoStackTrim(void)
 size_t
 corCoStackSize(void)
 {
-    return atomic_load(&stackSize);
+    return atomic_load(&corCoStackBytes);
 }
 
 void
 corCoPoolMaxSet(unsigned count)
 {
-    atomic_store(&poolMax, count);
+    atomic_store(&corCoPoolMax, count);
 }
 
 void
@@ -215,10 +194,10 @@ corCoThreadExit(void)
 {
     CorCo* co;
 
-    while ((co = pool.head) != NULL) {
-        pool.head = co->nextFree;
-        stackUnmap(co);
+    while ((co = corCoPool.head) != NULL) {
+        corCoPool.head = co->nextFree;
+        corCoStackUnmap(co);
     }
-    pool.count = 0;
+    corCoPool.count = 0;
     corCoGuardThreadExit();
 }

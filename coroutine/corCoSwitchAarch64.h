@@ -23,6 +23,21 @@
 
 #include <stdint.h>
 
+/*
+ * The arriving half of a switch, shared by corCoSwitch and corCoJump: x1
+ * is the incoming context, x10 the leaving side's FPCR.
+ */
+#define COR_CO_SWITCH_ARRIVE \
+        "mov     sp, x1\n\t" \
+        "ldp     x29, x16, [sp]\n\t" \
+        "ldr     x11, [sp, #16]\n\t" \
+        "add     sp, sp, #32\n\t" \
+        "cmp     x10, x11\n\t" \
+        "b.eq    2f\n\t" \
+        "msr     fpcr, x11\n" \
+        "2:\n\t" \
+        "br      x16\n"
+
 /* Save the running context in *fromSp and continue the one saved at toSp. */
 static inline __attribute__((always_inline)) void
 corCoSwitch(void** fromSp, void* toSp)
@@ -38,15 +53,7 @@ corCoSwitch(void** fromSp, void* toSp)
         "str     x10, [sp, #16]\n\t"
         "mov     x11, sp\n\t"
         "str     x11, [x0]\n\t"
-        "mov     sp, x1\n\t"
-        "ldp     x29, x16, [sp]\n\t"
-        "ldr     x11, [sp, #16]\n\t"
-        "add     sp, sp, #32\n\t"
-        "cmp     x10, x11\n\t"
-        "b.eq    2f\n\t"
-        "msr     fpcr, x11\n"
-        "2:\n\t"
-        "br      x16\n"
+        COR_CO_SWITCH_ARRIVE
         "1:\n\t"
         "hint    #38\n\t"                 /* bti jc */
         : "+r"(from), "+r"(to)
@@ -61,14 +68,36 @@ corCoSwitch(void** fromSp, void* toSp)
 }
 
 /*
- * The first context of a new coroutine, in frame (zeroed by corCo.c):
- * the switch into it loads x29 = 0 (the end of the frame chain) and
- * FPCR = 0 (its reset value), and branches to entry.
+ * Continue the context saved at toSp and drop the running one: a finished
+ * coroutine's last step. Nothing is saved, so the compiler need keep
+ * nothing for after it; FPCR is still compared, as in a switch.
+ */
+static inline __attribute__((always_inline, noreturn)) void
+corCoJump(void* toSp)
+{
+    register void* to __asm__("x1") = toSp;
+
+    __asm__ volatile(
+        "mrs     x10, fpcr\n\t"
+        COR_CO_SWITCH_ARRIVE
+        :
+        : "r"(to)
+        : "x10", "x11", "x16", "memory", "cc");
+    __builtin_unreachable();
+}
+
+/*
+ * The first context of a new coroutine, the four words at frame: the
+ * switch into it loads x29 = 0 (the end of the frame chain) and FPCR = 0
+ * (its reset value), and branches to entry.
  */
 static inline void
 corCoFrameFill(uint64_t frame[4], void (*entry)(void))
 {
+    frame[0] = 0;                           /* x29 */
     frame[1] = (uintptr_t)entry;
+    frame[2] = 0;                           /* FPCR */
+    frame[3] = 0;
 }
 
 #endif /* COR_CO_SWITCH_AARCH64_H */

@@ -52,6 +52,34 @@
 #define COR_CO_CLOBBER_AVX512
 #endif
 
+/*
+ * The arriving half of a switch, shared by corCoSwitch and corCoJump: rsp
+ * is the incoming context's just past its continue address (in rcx), ax is
+ * its x87 control word, the flags are the comparison with the leaving
+ * side's word.
+ */
+#define COR_CO_SWITCH_ARRIVE \
+        "jne     2f\n" \
+        "3:\n\t" \
+        "addq    $8, %%rsp\n\t" \
+        "popq    %%rbp\n\t" \
+        "jmpq    *%%rcx\n" \
+        "2:\n\t"                            /* environments differ */ \
+        "fldcw   (%%rsp)\n\t" \
+        "stmxcsr 4(%%rsp)\n\t" \
+        "movl    4(%%rsp), %%r8d\n\t" \
+        "andl    $0xffff807f, %%r8d\n\t"  /* clear MXCSR masks and RC */ \
+        "movl    %%eax, %%r9d\n\t" \
+        "andl    $0x3f, %%r9d\n\t"         /* x87 masks, bits 0-5 ... */ \
+        "shll    $7, %%r9d\n\t"            /* ... are MXCSR bits 7-12 */ \
+        "orl     %%r9d, %%r8d\n\t" \
+        "andl    $0xc00, %%eax\n\t"        /* x87 RC, bits 10-11 ... */ \
+        "shll    $3, %%eax\n\t"            /* ... is MXCSR RC, 13-14 */ \
+        "orl     %%eax, %%r8d\n\t" \
+        "movl    %%r8d, 4(%%rsp)\n\t" \
+        "ldmxcsr 4(%%rsp)\n\t" \
+        "jmp     3b\n"
+
 /* Save the running context in *fromSp and continue the one saved at toSp. */
 static inline __attribute__((always_inline)) void
 corCoSwitch(void** fromSp, void* toSp)
@@ -69,26 +97,7 @@ corCoSwitch(void** fromSp, void* toSp)
         "popq    %%rcx\n\t"                /* where the other one goes on */
         "movzwl  (%%rsp), %%eax\n\t"
         "cmpw    8(%%rdx), %%ax\n\t"
-        "jne     2f\n"
-        "3:\n\t"
-        "addq    $8, %%rsp\n\t"
-        "popq    %%rbp\n\t"
-        "jmpq    *%%rcx\n"
-        "2:\n\t"                            /* environments differ */
-        "fldcw   (%%rsp)\n\t"
-        "stmxcsr 4(%%rsp)\n\t"
-        "movl    4(%%rsp), %%r8d\n\t"
-        "andl    $0xffff807f, %%r8d\n\t"  /* clear MXCSR masks and RC */
-        "movl    %%eax, %%r9d\n\t"
-        "andl    $0x3f, %%r9d\n\t"         /* x87 masks, bits 0-5 ... */
-        "shll    $7, %%r9d\n\t"            /* ... are MXCSR bits 7-12 */
-        "orl     %%r9d, %%r8d\n\t"
-        "andl    $0xc00, %%eax\n\t"        /* x87 RC, bits 10-11 ... */
-        "shll    $3, %%eax\n\t"            /* ... is MXCSR RC, 13-14 */
-        "orl     %%eax, %%r8d\n\t"
-        "movl    %%r8d, 4(%%rsp)\n\t"
-        "ldmxcsr 4(%%rsp)\n\t"
-        "jmp     3b\n"
+        COR_CO_SWITCH_ARRIVE
         "1:\n\t"
         "leaq    128(%%rsp), %%rsp\n\t"
         : "+D"(fromSp), "+S"(toSp)
@@ -102,8 +111,31 @@ corCoSwitch(void** fromSp, void* toSp)
 }
 
 /*
- * The first context of a new coroutine, in frame (zeroed by corCo.c):
- * the switch into it pops entry as the address to continue at, the x87
+ * Continue the context saved at toSp and drop the running one: a finished
+ * coroutine's last step. Nothing is saved, so the compiler need keep
+ * nothing for after it; the x87 word is still compared, as in a switch.
+ */
+static inline __attribute__((always_inline, noreturn)) void
+corCoJump(void* toSp)
+{
+    uint16_t word;
+
+    __asm__ volatile("fnstcw %0" : "=m"(word));
+    __asm__ volatile(
+        "movq    %1, %%rsp\n\t"
+        "popq    %%rcx\n\t"
+        "movzwl  (%%rsp), %%eax\n\t"
+        "cmpw    %0, %%ax\n\t"
+        COR_CO_SWITCH_ARRIVE
+        :
+        : "d"(word), "S"(toSp)
+        : "rax", "rcx", "r8", "r9", "memory", "cc");
+    __builtin_unreachable();
+}
+
+/*
+ * The first context of a new coroutine, the four words at frame: the
+ * switch into it pops entry as the address to continue at, the x87
  * control word at reset, and rbp = 0 (the end of the frame chain), and
  * arrives in entry with the stack as a call would leave it (a null return
  * address on a 16-byte boundary).
@@ -112,8 +144,9 @@ static inline void
 corCoFrameFill(uint64_t frame[4], void (*entry)(void))
 {
     frame[0] = (uintptr_t)entry;
-    ((uint16_t*)frame)[4] = 0x037f;         /* x87 control word at reset */
-    /* frame[2]: rbp; frame[3]: the null return address of entry. */
+    frame[1] = 0x037f;                      /* x87 control word at reset */
+    frame[2] = 0;                           /* rbp */
+    frame[3] = 0;                           /* the return address of entry */
 }
 
 #endif /* COR_CO_SWITCH_X8664_H */

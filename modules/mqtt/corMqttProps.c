@@ -330,17 +330,28 @@ corMqttSubIdNext(const CorMqttProps* props, size_t* pos, uint32_t* id)
     return true;
 }
 
-/* Write the scalar properties present, from their fields. */
+/* The scalar properties: every one but the two lists. */
+#define SCALARS                                                         \
+    ((((uint64_t)1 << PROP_COUNT) - 1)                                  \
+     & ~((uint64_t)1 << COR_MQTT_PROP_USER)                             \
+     & ~((uint64_t)1 << COR_MQTT_PROP_SUBSCRIPTION_ID))
+
+/* Write the scalar properties present, from their fields, by increasing
+ * identifier. The bits of has are walked, not the table: a message has one
+ * or two of the 40, and a PUBLISH's block is written six times (twice in
+ * each of corMqttPropsWrite's three calls: the packet's size, the body's,
+ * the packet), which walking the table made a sixth of a notification's
+ * cost. */
 static void
 scalarsWrite(CorMqttWriter* w, const CorMqttProps* props)
 {
-    for (unsigned id = 1; id < PROP_COUNT; id++) {
+    for (uint64_t left = props->has & SCALARS; left != 0;
+         left &= left - 1) {
+        unsigned id = (unsigned)__builtin_ctzll(left);
         const PropDesc* d = &table[id];
         const char* field = (const char*)props + d->offset;
 
-        if (d->kind == KIND_NONE || d->kind == KIND_PAIR
-            || id == COR_MQTT_PROP_SUBSCRIPTION_ID
-            || !corMqttPropHas(props, id)) {
+        if (d->kind == KIND_NONE) {
             continue;
         }
         corMqttPutByte(w, (uint8_t)id);

@@ -59,18 +59,27 @@ typedef struct Served {
 static pthread_mutex_t servedLock = PTHREAD_MUTEX_INITIALIZER;
 static Served* servedList;
 
+/* Encoded into the room there is first: only a packet that does not fit
+ * pays for its size twice (measured, then encoded, which measures it
+ * again). */
 int
 corMqttBufPut(CorBuf* b, unsigned version, const CorMqttPacket* pkt)
 {
-    int size = corMqttEncodedSize(version, pkt);
+    int size = b->cap > b->len
+               ? corMqttEncode(b->data + b->len, b->cap - b->len, version, pkt)
+               : -ENOBUFS;
 
-    if (size < 0) {
-        return -EINVAL;
+    if (size == -ENOBUFS) {
+        size = corMqttEncodedSize(version, pkt);
+        if (size < 0) {
+            return -EINVAL;
+        }
+        if (corBufReserve(b, (size_t)size) != 0) {
+            return -ENOMEM;
+        }
+        size = corMqttEncode(b->data + b->len, b->cap - b->len, version,
+                             pkt);
     }
-    if (corBufReserve(b, (size_t)size) != 0) {
-        return -ENOMEM;
-    }
-    size = corMqttEncode(b->data + b->len, b->cap - b->len, version, pkt);
     if (size < 0) {
         return size == -ENOBUFS ? -ENOMEM : size;
     }

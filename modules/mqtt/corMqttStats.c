@@ -13,13 +13,15 @@
 #include "corMqttClientInt.h"
 
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct CorMqttStats {
     struct CorMqttStats* next;
-    char name[300];
+    bool tls;                   /* the key: scheme, host and port */
+    unsigned port;
+    char host[sizeof(((CorMqttBroker*)0)->host)];
+    char name[300];             /* the key as /metrics shows it */
     atomic_ulong sent;
     atomic_ulong failed;
     atomic_uint inFlight;
@@ -31,21 +33,25 @@ struct CorMqttStats {
 static pthread_mutex_t statsLock = PTHREAD_MUTEX_INITIALIZER;
 static CorMqttStats* statsList;
 
+/* Found by the key's fields, not by the name: formatting the name was a
+ * tenth of a notification's cost, and it is the same key. */
 CorMqttStats*
 corMqttStatsFor(const CorMqttBroker* b)
 {
-    char name[300];
     CorMqttStats* s;
 
-    corMqttBrokerName(b, name, sizeof(name));
     pthread_mutex_lock(&statsLock);
     for (s = statsList; s != NULL; s = s->next) {
-        if (strcmp(s->name, name) == 0) {
+        if (s->port == b->port && s->tls == b->tls
+            && strcmp(s->host, b->host) == 0) {
             break;
         }
     }
     if (s == NULL && (s = calloc(1, sizeof(*s))) != NULL) {
-        snprintf(s->name, sizeof(s->name), "%s", name);
+        s->tls = b->tls;
+        s->port = b->port;
+        memcpy(s->host, b->host, sizeof(s->host));
+        corMqttBrokerName(b, s->name, sizeof(s->name));
         s->next = statsList;
         statsList = s;
     }

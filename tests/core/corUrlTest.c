@@ -55,6 +55,8 @@ START_TEST(test_its_neighbours)
     parses("http://a#x", "a", 0, "/");
     parses("http://a/#x", "a", 0, "/");
     parses("http://a:80", "a", 80, "/");
+    parses("http://a:65535/", "a", 65535, "/");
+    parses("http://a:0080/", "a", 80, "/");
     parses("http://a:80/p?q#f", "a", 80, "/p?q");
     parses("http://[::1]", "::1", 0, "/");
     parses("http://[2001:db8::7]:8080/p?q", "2001:db8::7", 8080, "/p?q");
@@ -76,6 +78,10 @@ START_TEST(test_bad_urls_say_why)
     refused("http://?x", "a bad host or port");
     refused("http://a:0/", "a bad host or port");
     refused("http://a:65536/", "a bad host or port");
+    refused("http://a:99999999999999999999/", "a bad host or port");
+    refused("http://a:8x/", "a bad host or port");
+    refused("http://a:+80/", "a bad host or port");
+    refused("http://a:-1/", "a bad host or port");
     refused("http://a:/", "a bad host or port");
     refused("http://[::1/", "a bad host or port");
     refused("http://::1/", "a bad host or port");

@@ -186,6 +186,10 @@ START_TEST(test_floating_point_both_sides)
         }
     }
     ck_assert(corCoResume(co));
+    /* It finished rounding down: its last step back (corCoJump, not a
+     * switch) must still give this side its own rounding, x87 and SSE. */
+    ck_assert_int_eq(fegetround(), FE_TONEAREST);
+    ck_assert(oneTenth() == nearest);
     ck_assert_int_eq(st.sseDownSeen, 100);
     ck_assert(mine == 0.25 * 4950);
     /* The coroutine's arithmetic, redone here rounding down. */
