@@ -240,7 +240,7 @@ requestCreate(HttpConn* c, const CorHttpRequestHead* h)
     r->headerCount = h->headerCount;
     r->body = "";
     r->head = h->head;
-    corPeerAddress(&c->peer, req->remote, sizeof(req->remote));
+    memcpy(req->remote, c->remote, sizeof(req->remote));
     r->remote = req->remote;
     r->secure = c->tls;
     r->target = MOVED(h->target);

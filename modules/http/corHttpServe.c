@@ -591,6 +591,7 @@ corHttpServeOpen(HttpLoop* hl, const CorListener* l, int fd,
     c->k.highWater = OUT_HIGH_WATER;
     c->hl = hl;
     c->peer = *peer;
+    corPeerAddress(peer, c->remote, sizeof(c->remote));
     c->tls = handshakeMs > 0;   /* a plain listener has no handshake */
     c->h2c = !c->tls && corListenerHttp2(l);
     c->state = HTTP_IDLE;
