@@ -51,8 +51,9 @@ static struct {
 static atomic_uint protocolCount;
 static pthread_mutex_t protocolLock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The head's verdict under limits (one corLimits() for a whole check). */
-static int
+/* The head's verdict under limits (one corLimits() for a whole check).
+ * Inline: corRequestServe asks it of every request. */
+static inline int
 headStatus(const CorRequest* r, const CorLimits* limits)
 {
     size_t target = r->pathLen + (r->query != NULL ? 1 + r->queryLen : 0);

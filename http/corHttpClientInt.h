@@ -9,6 +9,9 @@
 
 #include "corHttpClient.h"
 
+#include <string.h>
+#include <strings.h>
+
 /* A body this small goes out in the head's buffer (one write); a larger
  * one is written from the caller's memory, never copied. */
 #define COR_HTTP_CLIENT_BODY_INLINE_MAX 4096
@@ -39,7 +42,17 @@ char* corHttpClientRequestHead(const CorClientRequest* q,
                                const CorUrl* url, size_t* lenP,
                                bool* wantCloseP);
 
-/* Whether the field name s[0..n) is name, case-insensitive. */
-bool corHttpClientNameIs(const char* s, size_t n, const char* name);
+/* Whether the field name s[0..n) is name, case-insensitive. Inline: the
+ * length of a literal name is known where it is called. */
+static inline bool corHttpClientNameIs(const char* s, size_t n,
+                                       const char* name);
+
+/* ---- inline definitions -------------------------------------------------- */
+
+static inline bool
+corHttpClientNameIs(const char* s, size_t n, const char* name)
+{
+    return strlen(name) == n && strncasecmp(s, name, n) == 0;
+}
 
 #endif /* COR_HTTP_CLIENT_INT_H */

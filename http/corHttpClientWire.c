@@ -6,53 +6,13 @@
  * the head built with the framing the client owns (Content-Length).
  */
 #include "corHttpClientInt.h"
+#include "corHttpParse.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-static bool
-isTchar(char ch)
-{
-    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
-           || (ch >= '0' && ch <= '9') || strchr("!#$%&'*+-.^_`|~", ch) != NULL;
-}
-
-static bool
-isToken(const char* s, size_t n)
-{
-    if (n == 0) {
-        return false;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '\0' || !isTchar(s[i])) {
-            return false;
-        }
-    }
-    return true;
-}
-
-/* A field value without CR, LF, NUL or another control byte but HTAB. */
-static bool
-isFieldValue(const char* s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)s[i];
-
-        if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
-            return false;
-        }
-    }
-    return true;
-}
-
-bool
-corHttpClientNameIs(const char* s, size_t n, const char* name)
-{
-    return strlen(name) == n && strncasecmp(s, name, n) == 0;
-}
 
 bool
 corHttpClientIdempotent(const char* method)
@@ -103,16 +63,16 @@ corHttpClientRequestCheck(const CorClientRequest* q, char* why,
 {
     const char* method = q->method ? q->method : "GET";
 
-    if (!isToken(method, strlen(method))) {
+    if (!corHttpIsToken(method, strlen(method))) {
         snprintf(why, whyLen, "method %.40s: not a token", method);
         return -EINVAL;
     }
     for (unsigned i = 0; i < q->headerCount; i++) {
         const CorHeader* h = &q->headers[i];
 
-        if (h->name == NULL || !isToken(h->name, h->nameLen)
+        if (h->name == NULL || !corHttpIsToken(h->name, h->nameLen)
             || (h->valueLen > 0 && h->value == NULL)
-            || !isFieldValue(h->value, h->valueLen)) {
+            || !corHttpIsFieldValue(h->value, h->valueLen)) {
             snprintf(why, whyLen, "request header %u: a bad name or value",
                      i);
             return -EINVAL;

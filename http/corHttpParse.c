@@ -1278,6 +1278,18 @@ corHttpResponseErrorText(int rc)
     }
 }
 
+bool
+corHttpIsToken(const char* s, size_t n)
+{
+    return n > 0 && scanClass(s, s + n, COR_HTTP_CH_TOKEN) == s + n;
+}
+
+bool
+corHttpIsFieldValue(const char* s, size_t n)
+{
+    return scanField(s, s + n) == s + n;
+}
+
 const CorHttpHeader*
 corHttpHeaderFind(const CorHttpRequestHead* head, const char* name)
 {

@@ -154,6 +154,13 @@ int corHttpTargetDecode(char* target, size_t len, CorHttpTarget* t);
  */
 int corHttpPathRaw(const char* path, size_t n, char* out);
 
+/* Whether s[0..n) is a token (RFC 9110 section 5.6.2): one tchar or more,
+ * as a method or a field name must be. */
+bool corHttpIsToken(const char* s, size_t n);
+/* Whether s[0..n) may be a field's value: no CTL but HTAB, no DEL (a CR or
+ * LF would end the field, and inject another). */
+bool corHttpIsFieldValue(const char* s, size_t n);
+
 /* The first header field named name (case-insensitive), or NULL. */
 const CorHttpHeader* corHttpHeaderFind(const CorHttpRequestHead* head,
                                        const char* name);

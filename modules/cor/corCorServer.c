@@ -484,6 +484,7 @@ corCorServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
     c->sl = sl;
     c->peer = *peer;
     c->tls = helloMs > 0;       /* a plain listener has no handshake */
+    corPeerAddress(&c->peer, c->remote, sizeof(c->remote));
     corPeerName(&c->peer, c->peerName, sizeof(c->peerName));
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (corKitConnStart(&c->k, &c->t, &sl->conns) != 0) {

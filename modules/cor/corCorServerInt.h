@@ -12,6 +12,9 @@
 #include "corCorCodec.h"
 #include "corKit.h"
 
+/* An address as text (INET6_ADDRSTRLEN, with room). */
+#define COR_SERVER_REMOTE_BYTES 48
+
 typedef struct CorServerConn CorServerConn;
 typedef struct CorServerRequest CorServerRequest;
 
@@ -54,7 +57,8 @@ struct CorServerRequest {
     bool answered;              /* its RESPONSE is queued (or failed) */
     bool streamFailed;          /* its streamed body outgrew a frame, or
                                  * its stream was aborted */
-    char remote[48];            /* the peer's address, as r.remote */
+    /* The peer's address, as r.remote. */
+    char remote[COR_SERVER_REMOTE_BYTES];
     CorCorMessage message;      /* what came: verb, headers, body */
     CorBuf streamed;         /* a streamed body, gathered whole */
     CorHeader headers[];        /* the message's and its Content-Type,
@@ -84,6 +88,8 @@ struct CorServerConn {
                                  * comes */
     bool processing;            /* in frameLoop (re-entry guard) */
     struct sockaddr_storage peer;
+    /* The peer's address as text, made once: each request copies it. */
+    char remote[COR_SERVER_REMOTE_BYTES];
     char peerName[64];          /* for logs */
 };
 

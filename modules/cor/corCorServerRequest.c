@@ -160,7 +160,7 @@ requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
         .version = "COR/1",
     };
     pathRawKeep(&req->r, req->message.path, target + targetLen + 1);
-    corPeerAddress(&c->peer, req->remote, sizeof(req->remote));
+    memcpy(req->remote, c->remote, sizeof(req->remote));
     return req;
 }
 

@@ -240,7 +240,7 @@ requestCreate(HttpConn* c, const CorHttpRequestHead* h)
     r->headerCount = h->headerCount;
     r->body = "";
     r->head = h->head;
-    corPeerAddress(&c->peer, req->remote, sizeof(req->remote));
+    memcpy(req->remote, c->remote, sizeof(req->remote));
     r->remote = req->remote;
     r->secure = c->tls;
     r->target = MOVED(h->target);
@@ -420,20 +420,17 @@ headWait(HttpConn* c)
     return HTTP_STEP_WAIT;
 }
 
-HttpStep
-corHttpRequestStep(HttpConn* c)
+/* A head has bytes in the input: parse it once it may be whole, and make
+ * its record. Out of line, so that the step that finds the input empty
+ * (after every request served at once) saves none of its registers. */
+static __attribute__((noinline)) HttpStep
+headStep(HttpConn* c)
 {
     const CorLimits* limits = corLimits();
     HttpLoop* hl = c->hl;
     CorBuf* in = &c->k.in;
     int rc;
 
-    if (c->state == HTTP_BODY) {
-        return bodyProgress(c);
-    }
-    if (in->len == in->off) {
-        return HTTP_STEP_WAIT;
-    }
     if (c->state == HTTP_IDLE) {
         c->readStartMs = corEvNow(hl->loop);
         c->headParsed = c->headScanned = 0;
@@ -461,4 +458,17 @@ corHttpRequestStep(HttpConn* c)
     }
     in->off += (size_t)rc;
     return headDone(c);
+}
+
+HttpStep
+corHttpRequestStep(HttpConn* c)
+{
+    if (c->state == HTTP_BODY) {
+        return bodyProgress(c);
+    }
+    /* Asked again after each request served at once. */
+    if (corBufPending(&c->k.in) == 0) {
+        return HTTP_STEP_WAIT;
+    }
+    return headStep(c);
 }

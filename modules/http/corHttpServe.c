@@ -413,14 +413,18 @@ http2HandOff(HttpConn* c)
     static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
     const CorBuf* in = &c->k.in;
     size_t n = in->data != NULL ? corBufPending(in) : 0;
-    const char* alpn = c->tls ? corTransportTlsAlpn(&c->t) : NULL;
-    bool h2 = alpn != NULL && strcmp(alpn, "h2") == 0;
-    struct sockaddr_storage peer = c->peer;
+    const char* alpn;
+    bool h2;
+    struct sockaddr_storage peer;
     Http2Open open = { c->hl, &peer, c->tls };
 
+    /* Asked at every read: a connection past its first request is done
+     * with here before anything else. */
     if (c->served || c->state != HTTP_IDLE) {
         return false;
     }
+    alpn = c->tls ? corTransportTlsAlpn(&c->t) : NULL;
+    h2 = alpn != NULL && strcmp(alpn, "h2") == 0;
     if (!h2 && (!c->h2c || n == 0
                 || memcmp(corBufHead(in), preface,
                           n < sizeof(preface) - 1 ? n : sizeof(preface) - 1)
@@ -430,6 +434,7 @@ http2HandOff(HttpConn* c)
     if (!h2 && n < sizeof(preface) - 1) {
         return true;
     }
+    peer = c->peer;             /* the hand-over frees c */
     corHttpConnHandOff(c, http2Take, &open);
     return true;
 }
@@ -586,6 +591,7 @@ corHttpServeOpen(HttpLoop* hl, const CorListener* l, int fd,
     c->k.highWater = OUT_HIGH_WATER;
     c->hl = hl;
     c->peer = *peer;
+    corPeerAddress(peer, c->remote, sizeof(c->remote));
     c->tls = handshakeMs > 0;   /* a plain listener has no handshake */
     c->h2c = !c->tls && corListenerHttp2(l);
     c->state = HTTP_IDLE;

@@ -3,7 +3,8 @@
  * The HTTP/1.1 request parser: valid heads of every form, the same heads
  * fed a byte at a time and pipelined, the limits, a corpus of malformed and
  * smuggling requests with the status each must get, the character classes
- * byte by byte, chunked bodies split at every byte, and query splitting.
+ * byte by byte (as the parser and a client's checks use them), chunked
+ * bodies split at every byte, and query splitting.
  */
 #include "corTest.h"
 #include "corHttpParse.h"
@@ -850,7 +851,16 @@ START_TEST(test_character_classes)
         n = sprintf(req, "GET / HTTP/1.1\r\nHost: a%cb\r\n\r\n", ch);
         ck_assert_msg((parseWith(req, (size_t)n, &limits) > 0) == host,
                       "host byte %d", ch);
+        /* The same classes as a client checks what it sends: a name, and
+         * a value long enough for the wide scan, the byte at its end. */
+        memset(req, 'v', 40);
+        req[1] = req[39] = (char)ch;
+        ck_assert_msg(corHttpIsToken(req, 3) == token, "token byte %d", ch);
+        ck_assert_msg(corHttpIsFieldValue(req, 40) == field,
+                      "field value byte %d", ch);
     }
+    ck_assert(!corHttpIsToken("", 0));
+    ck_assert(corHttpIsFieldValue("", 0));
 }
 END_TEST
 
