@@ -574,6 +574,7 @@ typedef struct {
     uint64_t cancelled;         /* handlers whose client left */
     uint64_t finishFailed;      /* post-response phases a stop cut short */
     uint64_t client[4];         /* connections out: CorClientCount */
+    uint64_t protocols[COR_PROTOCOL_KINDS]; /* requests read, by kind */
     /* Read by the generation's main thread during a drain. */
     atomic_uint inFlight;
     atomic_uint finishing;

@@ -499,6 +499,8 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
 
     requestInit(r, ops, protocolData);
     gaugeAdd(&c->inFlight, 1);
+    c->protocols[ops->kind < COR_PROTOCOL_KINDS ? ops->kind
+                                                : COR_PROTOCOL_OTHER]++;
     refused = corLimitsRequest(r);
     if (refused != 0) {
         corLimitsAnswer(r, refused);
