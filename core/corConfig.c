@@ -1021,7 +1021,7 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
 {
     static const char* const keys[] = {"match", "handler", "timeout",
                                        "strip_prefix", "guard", "headers",
-                                       "filters", NULL};
+                                       "filters", "notify", NULL};
     CorConfigRoute* r = &cf->routes[i];
     const CorConf* entry = r->node;
     Where w = whereAt("routes", i);
@@ -1057,6 +1057,7 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
     parseGuard(r, entry, e);
     parseHeaders(r, entry, e);
     parseFilters(r, entry, e);
+    corConfigNotifyRead(r, entry, w.text, e);
     corConfUnknownKeys(entry, w.text, keys, e);
 }
 
@@ -1291,6 +1292,7 @@ corConfigFree(CorConfig* cf)
             free(cf->routes[i].filtersOff[k]);
         }
         free(cf->routes[i].filtersOff);
+        corConfigNotifyFree(cf->routes[i].notify);
     }
     free(cf->listen);
     free(cf->modules);

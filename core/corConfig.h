@@ -149,6 +149,22 @@ typedef struct {
                             core reads only 'load' */
 } CorConfigModule;
 
+/*
+ * A route's notify: where the request's body goes (corNotify) once its
+ * answer is out, for the methods and statuses said. Every string is the
+ * configuration tree's; the URLs' schemes are checked once the modules
+ * registered theirs (corRouteNotify.c).
+ */
+typedef struct CorConfigNotify {
+    const CorConf** urls;       /* each a string node: its text is the URL,
+                                   its mark an error's */
+    unsigned urlCount;
+    const char** methods;       /* POST, PUT, PATCH, DELETE by default */
+    unsigned methodCount;
+    uint64_t statuses[10];      /* one bit per status 0..639; 2xx by
+                                   default */
+} CorConfigNotify;
+
 /* One routes entry: { match: "GET /hello", handler: hello, timeout: 2s }. */
 typedef struct {
     char* method; /* NULL: any method */
@@ -165,6 +181,7 @@ typedef struct {
     char** filtersOff;   /* the filters it turns off (`filters:`), by
                             name; checked once the modules added theirs */
     unsigned filtersOffCount;
+    CorConfigNotify* notify; /* notify: NULL when none */
     const CorConf* node; /* the entry's mapping, to mark handler errors */
 } CorConfigRoute;
 

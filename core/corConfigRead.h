@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Internals of the core's schema, shared by its readers: corConfig.c (the
- * sections) and corConfigTls.c (a listener's tls mapping). Never included
- * from outside them.
+ * sections), corConfigTls.c (a listener's tls mapping) and
+ * corConfigNotify.c (a route's notify). Never included from outside them.
  */
 #ifndef COR_CONFIG_READ_H
 #define COR_CONFIG_READ_H
@@ -37,5 +37,13 @@ void corConfigTlsRead(CorConfigListen* l, const CorConf* tls,
 
 /* Free what corConfigTlsRead set (tls may be NULL). */
 void corConfigTlsFree(CorConfigTls* tls);
+
+/* A route's notify key into r->notify (NULL when absent or wrong);
+ * where names the route ("routes[0]"). */
+void corConfigNotifyRead(CorConfigRoute* r, const CorConf* entry,
+                         const char* where, CorConfErrors* e);
+
+/* Free what corConfigNotifyRead set (n may be NULL). */
+void corConfigNotifyFree(CorConfigNotify* n);
 
 #endif /* COR_CONFIG_READ_H */

@@ -105,12 +105,22 @@ typedef struct {
     const CorHeader* headers;
     unsigned headerCount;
     uint32_t filtersOff;        /* the filters it turns off, by index */
+    const CorConfigNotify* notify;      /* the route's notify, or NULL */
     char allow[COR_ROUTE_ALLOW_MAX];    /* "GET, HEAD, POST": a 405's */
 } CorRouteMatch;
 
 CorRouteResult corRouteFind(const char* method, size_t methodLen,
                             const char* path, size_t pathLen,
                             CorRouteMatch* match);
+
+/* A route's notify (corRouteNotify.c): its URLs checked against the
+ * registered schemes, errors at their lines; and, once r's answer is out,
+ * r's body sent to each when r's method and status are listed. On r's
+ * loop; the sends run beside it (corNotify). */
+int corRouteNotifyCheck(const CorConfigRoute* in,
+                        const CorHandlerEntry* handler,
+                        CorConfErrors* errors);
+void corRouteNotifySend(CorRequest* r);
 
 /* Take strip_prefix's n bytes off r's path, and what they were off its
  * raw path (NULL when what is left of it starts with an escaped '/'). */
@@ -510,6 +520,9 @@ unsigned corNotifySchemeCount(void);
 const char* corNotifySchemeStats(unsigned index, CorNotifyStats* stats);
 /* The notifications in flight, every scheme's. */
 unsigned corNotifyInFlight(void);
+/* A notification to url was due and corNotify refused it (a stop, no
+ * memory, no thread): counted failed for url's scheme. */
+void corNotifyFailedCount(const char* url);
 /* A stop begins: log the number of notifications it cancels, once. And
  * the loops have ended: let those on threads, cancelled, leave their
  * senders before the modules' exit (a bound of 100 ms, not a wait for
@@ -561,6 +574,7 @@ typedef struct {
     uint64_t cancelled;         /* handlers whose client left */
     uint64_t finishFailed;      /* post-response phases a stop cut short */
     uint64_t client[4];         /* connections out: CorClientCount */
+    uint64_t protocols[COR_PROTOCOL_KINDS]; /* requests read, by kind */
     /* Read by the generation's main thread during a drain. */
     atomic_uint inFlight;
     atomic_uint finishing;

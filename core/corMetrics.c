@@ -79,7 +79,17 @@ emitNotify(CorMetricsOut* t)
     }
 }
 
-/* Where requests ran, by loop, and the responses by status class. */
+/* The label of each CorProtocolKind. */
+static const char* const protocolLabels[COR_PROTOCOL_KINDS] = {
+    [COR_PROTOCOL_OTHER] = "other",
+    [COR_PROTOCOL_HTTP1] = "http1",
+    [COR_PROTOCOL_HTTP2] = "http2",
+    [COR_PROTOCOL_COR] = "cor",
+    [COR_PROTOCOL_MQTT] = "mqtt",
+};
+
+/* Where requests ran, by loop, by protocol, and the responses by status
+ * class. */
 static void
 emitRequests(CorMetricsOut* t, const CorLoopCounters* sum)
 {
@@ -100,6 +110,14 @@ emitRequests(CorMetricsOut* t, const CorLoopCounters* sum)
         corMetricsPrintf(t, "cor_loop_requests_total{loop=\"%u\"} %llu\n", i,
                          (unsigned long long)(c->ranInline + c->ranCoroutine
                                               + c->ranWorker));
+    }
+    corMetricsPrintf(t, "# HELP cor_protocol_requests_total Requests read, "
+                     "by the protocol that read them (refused ones too).\n"
+                     "# TYPE cor_protocol_requests_total counter\n");
+    for (int k = 0; k < COR_PROTOCOL_KINDS; k++) {
+        corMetricsPrintf(t, "cor_protocol_requests_total{protocol=\"%s\"} "
+                         "%llu\n", protocolLabels[k],
+                         (unsigned long long)sum->protocols[k]);
     }
     corMetricsPrintf(t, "# HELP cor_responses_total Responses sent, by "
                      "status class.\n# TYPE cor_responses_total counter\n");

@@ -110,6 +110,9 @@ corMetricsSum(CorLoopCounters* sum, CorOffLoopCounts* off)
         for (int k = 0; k < 4; k++) {
             sum->client[k] += c->client[k];
         }
+        for (int k = 0; k < COR_PROTOCOL_KINDS; k++) {
+            sum->protocols[k] += c->protocols[k];
+        }
     }
     for (int k = 0; k < 4; k++) {
         sum->client[k] += atomic_load(&clientOffLoop[k]);

@@ -23,7 +23,7 @@
 
 /* Bumped whenever a struct or a signature of cor.h's headers, or of one
  * they include, changes. */
-#define COR_ABI_VERSION 17
+#define COR_ABI_VERSION 18
 #define COR_VERSION "0.1.0"
 
 /* The types the three headers share, declared once. */
@@ -295,6 +295,9 @@ struct CorRequest {
     /* The filters r's route turned off (`filters: { NAME: off }`), one
      * bit per filter in the order they were added. */
     uint32_t filtersOff;
+    /* What r's route sends its body to once answered (`notify:`): the
+     * core's, NULL when the route has none. */
+    const struct CorConfigNotify* notify;
 };
 
 /* A request header (case-insensitive), NULL when absent. */

@@ -175,6 +175,16 @@ urlScheme(const char* url)
     return corContainerOf(s, CorSchemeEntry, s);
 }
 
+void
+corNotifyFailedCount(const char* url)
+{
+    CorSchemeEntry* s = urlScheme(url);
+
+    if (s != NULL) {
+        atomic_fetch_add(&s->failed, 1);
+    }
+}
+
 /* Whether s's check refuses url: logged then, as a failed send is. */
 static bool
 urlRefused(const CorScheme* s, const char* url)

@@ -98,6 +98,22 @@ void corUpgradedClose(CorUpgraded* u);
 /* ---- Protocols: what protocol modules (HTTP, cor://) build on ---------- */
 
 /*
+ * The protocols /metrics counts requests of apart
+ * (cor_protocol_requests_total{protocol}): a protocol's ops say which it
+ * is, so the count is one increment of the loop's, with no name looked
+ * up. A protocol none of these names is OTHER (the zero an ops that says
+ * nothing has).
+ */
+typedef enum {
+    COR_PROTOCOL_OTHER,
+    COR_PROTOCOL_HTTP1,
+    COR_PROTOCOL_HTTP2,
+    COR_PROTOCOL_COR,
+    COR_PROTOCOL_MQTT,
+    COR_PROTOCOL_KINDS
+} CorProtocolKind;
+
+/*
  * What the core calls back on the protocol that read a request. Both run
  * on the loop that read it.
  */
@@ -134,6 +150,8 @@ struct CorProtocolOps {
      * opens its window). On r's loop. NULL: the protocol does not
      * stream request bodies. */
     void (*bodyConsumed)(CorRequest* r, size_t n);
+    /* Which protocol counts r in /metrics. */
+    CorProtocolKind kind;
 };
 
 /*

@@ -428,6 +428,7 @@ requestInit(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     r->bodyTaken = 0;
     r->filterRun = NULL;
     r->filtersOff = 0;
+    r->notify = NULL;
     corListInit(&r->cleanups);
     memset(&r->cancel, 0, sizeof(r->cancel));
     memset(&r->deadline, 0, sizeof(r->deadline));
@@ -472,6 +473,7 @@ corRequestRouted(CorRequest* r, const CorRouteMatch* match)
     bool coroutine;
 
     r->handler = match->handler;
+    r->notify = match->notify;
     if (match->stripLen > 0) {
         corRoutePathStrip(r, match->stripLen);
     }
@@ -497,6 +499,8 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
 
     requestInit(r, ops, protocolData);
     gaugeAdd(&c->inFlight, 1);
+    c->protocols[ops->kind < COR_PROTOCOL_KINDS ? ops->kind
+                                                : COR_PROTOCOL_OTHER]++;
     refused = corLimitsRequest(r);
     if (refused != 0) {
         corLimitsAnswer(r, refused);
@@ -588,6 +592,11 @@ corRequestSent(CorRequest* r)
          * session still runs, on a connection that is gone. */
         sessionStart(r);
         return;
+    }
+    /* Before the finish phase: the notifications start beside it, and
+     * hold r until they end. */
+    if (r->notify != NULL) {
+        corRouteNotifySend(r);
     }
     if (r->handler != NULL && r->handler->handler.finish != NULL) {
         if (!corRuntime.stopping) {

@@ -4,8 +4,9 @@
  * to a handler by name, with an optional deadline (`timeout`), a
  * start of the path the handler does not see (`strip_prefix`), guards
  * run before the handler (`guard`, corGuard.c), headers added to every
- * answer (`headers`) and the response filters that do not see its
- * answers (`filters`).
+ * answer (`headers`), the response filters that do not see its
+ * answers (`filters`) and where its writes are sent once answered
+ * (`notify`, corRouteNotify.c).
  * Resolved once per generation, after the modules registered their
  * handlers; a route that names no registered handler is a configuration
  * error at the route's line. Lookup walks the routes in the order the
@@ -31,6 +32,7 @@ typedef struct {
     CorHeader* headers;         /* the strings are the configuration's */
     unsigned headerCount;
     uint32_t filtersOff;        /* one bit per filter it turns off */
+    const CorConfigNotify* notify; /* the configuration's, or NULL */
 } Route;
 
 static Route* routes;
@@ -194,7 +196,11 @@ corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
         out->prefix = in->prefix;
         out->timeoutMs = in->timeoutMs;
         out->stripLen = in->stripPrefix ? strlen(in->stripPrefix) : 0;
+        out->notify = in->notify;
         routeCount++;
+        if (in->notify != NULL) {
+            rc |= corRouteNotifyCheck(in, out->handler, errors);
+        }
         if (in->guard != NULL) {
             rc |= guardsBuild(in, out, errors);
         }
@@ -278,6 +284,7 @@ corRouteFind(const char* method, size_t methodLen, const char* path,
             match->headers = route->headers;
             match->headerCount = route->headerCount;
             match->filtersOff = route->filtersOff;
+            match->notify = route->notify;
             return COR_ROUTE_FOUND;
         }
         /* A 405 is the path's answer: the first of its routes that has

@@ -36,6 +36,7 @@ static const CorProtocolOps corOps = {
     .streamEnd = streamEnd,
     .streamAlive = streamAlive,
     .streamAbort = streamAbort,
+    .kind = COR_PROTOCOL_COR,
 };
 
 /* Queue a RESPONSE, encoded now from m with no tree between (but a JSON

@@ -56,6 +56,8 @@ struct Http2Stream {
     CorList link;               /* in conn->streams */
     int32_t id;
     uint64_t startMs;           /* its HEADERS came then */
+    uint64_t bodyMs;            /* its head or its last DATA frame ended
+                                   then, while its body comes; 0 before */
     CorBuf raw;                 /* the header bytes as they came */
     CorBuf fields;              /* their places in raw (Http2Field) */
     size_t listSize;            /* the header list as RFC 9113 counts it */
@@ -153,7 +155,9 @@ void corHttp2StreamsDrained(Http2Conn* c);
 /* Whether a stream has bytes to send that the peer's window holds. */
 bool corHttp2StreamsStalled(Http2Conn* c);
 /* The earliest deadline of a stream whose request is still coming
- * (limits.request_timeout), 0 for none; those past it at now are reset. */
+ * (limits.request_timeout for the whole of it, limits.body_timeout
+ * between two frames of its body), 0 for none; those past it at now are
+ * reset. */
 uint64_t corHttp2StreamsDeadline(Http2Conn* c, uint64_t now);
 
 /* ---- corHttp2Conf.c ------------------------------------------------------ */

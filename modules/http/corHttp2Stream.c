@@ -24,7 +24,9 @@
  * that the connection ends (an HPACK bomb: a few bytes that decode to a
  * flood); a body past limits.body_bytes is answered 413 as soon as it is
  * past, and the stream reset (NO_ERROR) once the answer is out; a request
- * that does not come whole within limits.request_timeout is reset.
+ * that does not come whole within limits.request_timeout, or whose body
+ * stalls longer than limits.body_timeout between two frames (as HTTP/1's
+ * between two reads), is counted a 408 and reset.
  */
 #include "corHttp2Int.h"
 
@@ -67,6 +69,7 @@ static const CorProtocolOps http2Ops = {
     .streamBacklog = streamBacklog,
     .streamAbort = streamAbort,
     .bodyConsumed = bodyConsumed,
+    .kind = COR_PROTOCOL_HTTP2,
 };
 
 static size_t
@@ -636,6 +639,8 @@ corHttp2StreamFrame(Http2Conn* c, const nghttp2_frame* f)
     if (st == NULL) {
         return 0;
     }
+    /* After the head, each frame of the body restarts its timer. */
+    st->bodyMs = corEvNow(c->k.loop);
     if (f->hd.flags & NGHTTP2_FLAG_END_STREAM) {
         st->peerEnded = true;
         requestReady(c, st);
@@ -888,28 +893,44 @@ corHttp2StreamsStalled(Http2Conn* c)
     return false;
 }
 
+/* When st's request must have come whole, or its body's next frame. */
+static uint64_t
+streamDeadline(const Http2Stream* st, const CorLimits* l)
+{
+    uint64_t at = st->startMs + l->requestTimeoutMs;
+
+    if (st->bodyMs != 0 && st->bodyMs + l->bodyTimeoutMs < at) {
+        at = st->bodyMs + l->bodyTimeoutMs;
+    }
+    return at;
+}
+
 uint64_t
 corHttp2StreamsDeadline(Http2Conn* c, uint64_t now)
 {
-    uint64_t ms = corLimits()->requestTimeoutMs;
+    const CorLimits* l = corLimits();
     uint64_t next = 0;
     CorList* node;
     CorList* next2;
 
     corListForEach(node, next2, &c->streams) {
         Http2Stream* st = corContainerOf(node, Http2Stream, link);
+        uint64_t at;
 
         if (st->served || st->answered || st->closed) {
             continue;
         }
-        if (st->startMs + ms <= now) {
-            corLimitsRefused("http", c->peerName, "a request that did not "
-                             "come whole in time", 408);
+        at = streamDeadline(st, l);
+        if (at <= now) {
+            corLimitsRefused("http", c->peerName, st->startMs
+                             + l->requestTimeoutMs <= now
+                             ? "a request that did not come whole in time"
+                             : "a request body that stalled", 408);
             nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
                                       NGHTTP2_CANCEL);
             st->answered = true;    /* reset: nothing more to time */
-        } else if (next == 0 || st->startMs + ms < next) {
-            next = st->startMs + ms;
+        } else if (next == 0 || at < next) {
+            next = at;
         }
     }
     return next;

@@ -48,6 +48,7 @@ static const CorProtocolOps httpOps = {
     .streamBacklog = streamBacklog,
     .streamAbort = streamAbort,
     .upgradable = upgradable,
+    .kind = COR_PROTOCOL_HTTP1,
 };
 
 /* ---- The request cycle --------------------------------------------------- */

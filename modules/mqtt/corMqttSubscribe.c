@@ -236,6 +236,7 @@ static const CorProtocolOps inboundOps = {
     .streamData = inboundStreamData,
     .streamEnd = inboundStreamEnd,
     .streamAlive = inboundStreamAlive,
+    .kind = COR_PROTOCOL_MQTT,
 };
 
 /* Copy s to *p (moved past it); returns where it went. */

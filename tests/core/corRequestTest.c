@@ -36,6 +36,8 @@ metricsRealloc(void* p, size_t size)
 #include "../../core/corRequestCleanup.c"
 #include "../../core/corRespond.c"
 #include "../../core/corRoute.c"
+#include "../../core/corRouteNotify.c"
+#include "../../core/corConfigRead.h"
 #include "../../core/corGuard.c"
 #include "../../core/corStream.c"
 #include "../../core/corFilter.c"
@@ -140,6 +142,61 @@ corNotifySchemeStats(unsigned index, CorNotifyStats* stats)
     (void)index;
     *stats = (CorNotifyStats){ 0 };
     return "http";
+}
+
+/* The registry of notifications: one scheme, http, whose sends are
+ * written down here (the senders are the integration tests'). */
+static int
+httpSend(CorModule* m, const CorNotification* n, char* why, size_t whyLen)
+{
+    (void)m;
+    (void)n;
+    (void)why;
+    (void)whyLen;
+    return 0;
+}
+
+static const CorScheme httpScheme = { .scheme = "http", .send = httpSend };
+static char notified[4][64];
+static unsigned notifiedCount;
+
+const CorScheme*
+corSchemeOf(const char* url)
+{
+    return strncmp(url, "http://", 7) == 0 ? &httpScheme : NULL;
+}
+
+const CorScheme*
+corSchemeFind(const char* name)
+{
+    return strcmp(name, "http") == 0 ? &httpScheme : NULL;
+}
+
+int
+corUrlParse(const char* s, CorUrl* u, char* why, size_t whyLen)
+{
+    (void)s;
+    (void)u;
+    (void)why;
+    (void)whyLen;
+    return 0;
+}
+
+int
+corNotify(CorRequest* r, const CorNotification* n)
+{
+    if (notifiedCount < 4) {
+        snprintf(notified[notifiedCount++], sizeof(notified[0]), "%s %s %.*s",
+                 n->url, n->contentType ? n->contentType : "-",
+                 (int)n->bodyLen, (const char*)n->body);
+    }
+    return r != NULL ? 0 : -EINVAL;
+}
+
+void
+corNotifyFailedCount(const char* url)
+{
+    (void)url;
 }
 
 /* ---- The test's protocol ------------------------------------------------- */
@@ -264,6 +321,34 @@ route(const char* path, const CorHandler* handler, uint64_t timeoutMs)
 }
 
 static void
+refuse(CorRequest* r)
+{
+    corRespond(r, 422, "text/plain", "no", 2);
+}
+
+/* Two routes of any method whose notify is the same, read as the file
+ * would be. */
+static void
+notifyRoutes(CorConfErrors* errors)
+{
+    static const char yaml[] = "notify: \"http://a/in\"\n";
+    CorConf* root = corConfLoadString("t.yaml", yaml, sizeof(yaml) - 1,
+                                      errors);
+    CorConfigRoute* in = &configRoutes[config.routeCount];
+
+    ck_assert_ptr_nonnull(root);
+    route("/notify", &(CorHandler){ .name = "notify", .serve = answerAtOnce,
+                                    .run = COR_RUN_INLINE }, 0);
+    route("/notify-refused", &(CorHandler){ .name = "refuse",
+                                            .serve = refuse,
+                                            .run = COR_RUN_INLINE }, 0);
+    corConfigNotifyRead(&in[0], root, "routes[6]", errors);
+    ck_assert_ptr_nonnull(in[0].notify);
+    in[1].notify = in[0].notify;
+    in[0].method = in[1].method = NULL;
+}
+
+static void
 setUp(void)
 {
     CorConfErrors errors = { 0 };
@@ -285,6 +370,7 @@ setUp(void)
                                     .run = COR_RUN_INLINE,
                                     .finish = countFinish,
                                     .finishRun = COR_RUN_WORKER }, 0);
+    notifyRoutes(&errors);
     corRuntime.config = &config;
     corRuntime.limits = (CorLimits){ .headerBytes = 1024, .headerCount = 4,
                                      .bodyBytes = 100 };
@@ -700,6 +786,31 @@ START_TEST(test_filters_change_a_body_from_memory)
 }
 END_TEST
 
+/* A route's notify sends a write answered 2xx, with its body and
+ * Content-Type, once it was sent; a GET, or a 4xx, sends nothing. */
+START_TEST(test_route_notify_sends_listed_writes_only)
+{
+    static const CorHeader type = { "Content-Type", 12, "text/csv", 8 };
+    static const char* const asks[][2] = {
+        { "POST", "/notify" }, { "GET", "/notify" },
+        { "POST", "/notify-refused" } };
+    TestRequest t;
+
+    for (unsigned i = 0; i < 3; i++) {
+        memset(&t, 0, sizeof(t));
+        t.r = (CorRequest){ .method = asks[i][0],
+                            .methodLen = strlen(asks[i][0]),
+                            .path = asks[i][1], .pathLen = strlen(asks[i][1]),
+                            .headers = &type, .headerCount = 1,
+                            .body = "a,b", .bodyLen = 3 };
+        corRequestServe(&t.r, &ops, NULL);
+        runUntilReleased(&t);
+    }
+    ck_assert_uint_eq(notifiedCount, 1);
+    ck_assert_str_eq(notified[0], "http://a/in text/csv a,b");
+}
+END_TEST
+
 START_TEST(test_response_headers_found_and_removed)
 {
     TestRequest t;
@@ -737,4 +848,5 @@ COR_TEST_SUITE(corRequest)
     tcase_add_test(tc, test_request_body_read_whole_and_streamed);
     tcase_add_test(tc, test_filters_change_a_body_from_memory);
     tcase_add_test(tc, test_response_headers_found_and_removed);
+    tcase_add_test(tc, test_route_notify_sends_listed_writes_only);
 }

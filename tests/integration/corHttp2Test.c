@@ -40,6 +40,11 @@ tearDown(void)
     corTestCertsRemove(certs);
 }
 
+/* The limits' timeouts start() gives: the ones h2edge.py expects, unless
+ * a test says others. */
+static const char* requestTimeout = "1s";
+static const char* bodyTimeout = "30s";
+
 /* A plain listener on {PORT} with http2 as said (NULL: not said) and a
  * TLS one on {PORT2} with http2 as said; the limits h2edge.py expects. */
 static void
@@ -83,10 +88,11 @@ start(const char* plainHttp2, const char* tlsHttp2)
              "limits:\n"
              "  header_bytes: 4096\n"
              "  body_bytes: 48KiB\n"
-             "  request_timeout: 1s\n"
+             "  request_timeout: %s\n"
+             "  body_timeout: %s\n"
              "  send_timeout: 1s\n"
              "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log }\n",
-             plainKey, tlsKey, certs, certs);
+             plainKey, tlsKey, certs, certs, requestTimeout, bodyTimeout);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
 }
 
@@ -113,6 +119,14 @@ START_TEST(test_h2c_prior_knowledge_and_http1_on_the_same_port)
     ck_assert_int_eq(shell("curl -sS --http1.1 -w ' %{http_version}' "
                            "http://127.0.0.1:$P/hello"), 0);
     ck_assert_str_eq(out, "hello, world\n 1.1");
+    /* /metrics counts them by protocol (its own GET is the second
+     * HTTP/1.1 one). */
+    ck_assert_int_eq(corMetric(server.port, "cor_protocol_requests_total"
+                               "{protocol=\"http1\"}"), 2);
+    ck_assert_int_eq(corMetric(server.port, "cor_protocol_requests_total"
+                               "{protocol=\"http2\"}"), 1);
+    ck_assert_int_eq(corMetric(server.port, "cor_protocol_requests_total"
+                               "{protocol=\"cor\"}"), 0);
     /* And the access log says which. */
     ck_assert_int_eq(shell("sleep 0.2; grep -c 'HTTP/2.0\" 200' "
                            "$D/access.log"), 0);
@@ -305,6 +319,29 @@ START_TEST(test_rfc9113_edge_cases_and_floods)
 }
 END_TEST
 
+/*
+ * limits.body_timeout between two DATA frames of a request body, as
+ * HTTP/1 between two reads: a body that comes slowly goes on, one that
+ * stalls is reset and counted a 408; request_timeout (10 s here) is not
+ * what ends it.
+ */
+START_TEST(test_a_stalled_body_is_reset_after_body_timeout)
+{
+    char command[256];
+
+    requestTimeout = "10s";
+    bodyTimeout = "300ms";
+    start("on", NULL);
+    snprintf(command, sizeof(command), PYTHON
+             " tests/integration/h2edge.py %d body_stall", server.port);
+    ck_assert_msg(corShell(command, out, sizeof(out)) == 0, "%s", out);
+    ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total"
+                               "{protocol=\"http\",status=\"408\"}"), 1);
+    ck_assert_int_eq(corServerLogCount(&server, "a request body that "
+                                       "stalled"), 1);
+}
+END_TEST
+
 COR_TEST_SUITE(corHttp2)
 {
     tcase_add_checked_fixture(tc, setUp, tearDown);
@@ -319,4 +356,5 @@ COR_TEST_SUITE(corHttp2)
     tcase_add_test(tc, test_a_reload_under_load_loses_nothing);
     tcase_add_test(tc, test_a_drain_says_goaway_and_finishes_the_stream);
     tcase_add_test(tc, test_rfc9113_edge_cases_and_floods);
+    tcase_add_test(tc, test_a_stalled_body_is_reset_after_body_timeout);
 }

@@ -160,6 +160,31 @@ corTestSubCollect(CorTestSub* s, int ms, char* out, size_t cap)
 }
 
 
+long
+corTestNotifyCount(int corPort, const char* name, const char* scheme)
+{
+    char full[96];
+
+    snprintf(full, sizeof(full), "%s{scheme=\"%s\"}", name, scheme);
+    return corMetric(corPort, full);
+}
+
+void
+corTestNotifiedWait(int corPort, const char* scheme, long want, int ms)
+{
+    long deadline = corNowMs() + ms;
+    long total = 0;
+
+    while ((total = corTestNotifyCount(corPort, "cor_notify_sent_total",
+                                       scheme)
+                    + corTestNotifyCount(corPort, "cor_notify_failed_total",
+                                         scheme)) < want
+           && corNowMs() < deadline) {
+        usleep(20 * 1000);
+    }
+    ck_assert_int_eq(total, want);
+}
+
 int
 corTestCountOf(const char* s, const char* needle)
 {

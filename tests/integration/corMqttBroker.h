@@ -93,6 +93,15 @@ long corTestBrokerCounterAt(int corPort, int brokerPort, const char* name);
  * corPort (routed at GET /metrics); -1 if none. */
 long corTestBrokerCounter(int corPort, const char* name);
 
+/* The notification counter name{scheme="scheme"} (cor_notify_sent_total,
+ * cor_notify_failed_total...) in the /metrics of the cor on corPort; -1 if
+ * none. */
+long corTestNotifyCount(int corPort, const char* name, const char* scheme);
+
+/* Wait until the scheme's notifications sent and failed reach want in
+ * all, up to ms; the test fails if they are not exactly want then. */
+void corTestNotifiedWait(int corPort, const char* scheme, long want, int ms);
+
 /* How many times needle is in s. */
 int corTestCountOf(const char* s, const char* needle);
 

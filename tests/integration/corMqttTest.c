@@ -88,26 +88,13 @@ notify(const char* url, int n, const char* body, const char* query)
 static long
 metric(const char* name, const char* scheme)
 {
-    char full[96];
-
-    snprintf(full, sizeof(full), "%s{scheme=\"%s\"}", name, scheme);
-    return corMetric(cor.port, full);
+    return corTestNotifyCount(cor.port, name, scheme);
 }
 
-/* Wait until the scheme's notifications sent and failed reach want in
- * all, up to ms. */
 static void
 notifiedWait(const char* scheme, long want, int ms)
 {
-    long deadline = corNowMs() + ms;
-    long total = 0;
-
-    while ((total = metric("cor_notify_sent_total", scheme)
-                    + metric("cor_notify_failed_total", scheme)) < want
-           && corNowMs() < deadline) {
-        usleep(20 * 1000);
-    }
-    ck_assert_int_eq(total, want);
+    corTestNotifiedWait(cor.port, scheme, want, ms);
 }
 
 /* QoS 0, 1 and 2 in version, from a coroutine and from a thread: each
