@@ -27,13 +27,12 @@
 #define DEPTH_VALUE 3
 #define DEPTH_REPEATED 4
 
-/* A string member: its tag, its name, its value. */
+/* A string node: its tag, its name (none: NULL), its value. */
 static int
-putStringNode(CorCorEncoder* e, const char* name, const char* s, size_t len,
-              unsigned depth)
+putStringNode(CorCorEncoder* e, const char* name, size_t nameLen,
+              const char* s, size_t len, unsigned depth)
 {
-    int rc = corCorPutHead(e, COR_COR_NODE_STRING, 0, name,
-                           name != NULL ? strlen(name) : 0, depth);
+    int rc = corCorPutHead(e, COR_COR_NODE_STRING, 0, name, nameLen, depth);
 
     return rc == 0 ? corCorPutString(e, s, len) : rc;
 }
@@ -42,6 +41,8 @@ putStringNode(CorCorEncoder* e, const char* name, const char* s, size_t len,
 static int
 putFirst(CorCorEncoder* e, CorCorType type, const CorCorMessage* m)
 {
+    size_t verbLen;
+    size_t pathLen;
     int rc;
 
     if (type != COR_COR_REQUEST && type != COR_COR_RESPONSE) {
@@ -58,15 +59,16 @@ putFirst(CorCorEncoder* e, CorCorType type, const CorCorMessage* m)
                            "status", 6, DEPTH_MEMBER);
         return rc == 0 ? corCorPutInt(e, m->status) : rc;
     }
-    if (m->verb == NULL || !corCorToken(m->verb, strlen(m->verb))
-        || m->path == NULL || m->path[0] == '\0'
-        || !corCorFieldValue(m->path, strlen(m->path))) {
+    verbLen = m->verb != NULL ? strlen(m->verb) : 0;
+    pathLen = m->path != NULL ? strlen(m->path) : 0;
+    if (!corCorToken(m->verb, verbLen) || pathLen == 0
+        || !corCorFieldValue(m->path, pathLen)) {
         corCorWhy(e->why, e->whyLen, "a request without a token verb and a "
                   "path");
         return -EINVAL;
     }
-    rc = putStringNode(e, "verb", m->verb, strlen(m->verb), DEPTH_MEMBER);
-    return rc == 0 ? putStringNode(e, "path", m->path, strlen(m->path),
+    rc = putStringNode(e, "verb", 4, m->verb, verbLen, DEPTH_MEMBER);
+    return rc == 0 ? putStringNode(e, "path", 4, m->path, pathLen,
                                    DEPTH_MEMBER)
                    : rc;
 }
@@ -84,7 +86,8 @@ headerValue(CorCorEncoder* e, const CorHeader* h, unsigned depth)
         return -EINVAL;
     }
     return depth == 0 ? corCorPutString(e, h->value, h->valueLen)
-                      : putStringNode(e, NULL, h->value, h->valueLen, depth);
+                      : putStringNode(e, NULL, 0, h->value, h->valueLen,
+                                      depth);
 }
 
 static bool
@@ -187,14 +190,14 @@ putBody(CorCorEncoder* e, const CorCorMessage* m)
     }
     if (memchr(m->body, '\0', m->bodyLen) == NULL
         && corCorUtf8(m->body, m->bodyLen)) {
-        return putStringNode(e, "text", m->body, m->bodyLen, DEPTH_MEMBER);
+        return putStringNode(e, "text", 4, m->body, m->bodyLen, DEPTH_MEMBER);
     }
     if ((b64 = malloc((m->bodyLen + 2) / 3 * 4)) == NULL) {
         corCorWhy(e->why, e->whyLen, "no memory for a message");
         return -ENOMEM;
     }
     corCorBase64(m->body, m->bodyLen, b64);
-    rc = putStringNode(e, "bytes", b64, (m->bodyLen + 2) / 3 * 4,
+    rc = putStringNode(e, "bytes", 5, b64, (m->bodyLen + 2) / 3 * 4,
                        DEPTH_MEMBER);
     free(b64);
     return rc;

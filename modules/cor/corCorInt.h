@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <strings.h>
 #include <sys/types.h>
 
 #include "corCorCodec.h"
@@ -213,7 +215,8 @@ bool corCorToken(const char* s, size_t len);
 bool corCorFieldValue(const char* s, size_t len);
 
 /* Whether name is what, whatever the case. */
-bool corCorNamed(const char* name, size_t len, const char* what);
+static inline bool corCorNamed(const char* name, size_t len,
+                               const char* what);
 
 /* Date and Content-Length, which do not travel. */
 bool corCorDropped(const char* name, size_t len);
@@ -244,5 +247,16 @@ int corCorUnbase64(const char* s, size_t len, uint8_t* out);
 /* Print a body's tree as the receiver hands it on (jansson's compact
  * form) into out of size bytes, as json_dumpb: its length. */
 size_t corCorBodyPrint(const json_t* tree, char* out, size_t size);
+
+/* ---- Inline definitions ------------------------------------------------- */
+
+/* Inline, so that the length of a literal what is known where it is
+ * called: most names differ in length and are told apart without a
+ * call. */
+static inline bool
+corCorNamed(const char* name, size_t len, const char* what)
+{
+    return len == strlen(what) && strncasecmp(name, what, len) == 0;
+}
 
 #endif /* COR_COR_INT_H */
