@@ -255,19 +255,26 @@ enum {
     MEMBER_BODY = 1 << 6
 };
 
+#define MEMBER(name) name, sizeof(name) - 1
+
 static const struct {
     const char* name;
+    size_t len;
     unsigned member;
     unsigned type;              /* the node type it must have; 0: any */
 } members[] = {
-    { "verb", MEMBER_VERB, COR_COR_NODE_STRING },
-    { "path", MEMBER_PATH, COR_COR_NODE_STRING },
-    { "status", MEMBER_STATUS, COR_COR_NODE_INT },
-    { "headers", MEMBER_HEADERS, COR_COR_NODE_OBJECT },
-    { "text", MEMBER_TEXT, COR_COR_NODE_STRING },
-    { "bytes", MEMBER_BYTES, COR_COR_NODE_STRING },
-    { "body", MEMBER_BODY, 0 },
+    { MEMBER("verb"), MEMBER_VERB, COR_COR_NODE_STRING },
+    { MEMBER("path"), MEMBER_PATH, COR_COR_NODE_STRING },
+    { MEMBER("status"), MEMBER_STATUS, COR_COR_NODE_INT },
+    { MEMBER("headers"), MEMBER_HEADERS, COR_COR_NODE_OBJECT },
+    { MEMBER("text"), MEMBER_TEXT, COR_COR_NODE_STRING },
+    { MEMBER("bytes"), MEMBER_BYTES, COR_COR_NODE_STRING },
+    { MEMBER("body"), MEMBER_BODY, 0 },
 };
+
+/* What the store holds beyond twice the frame: names by index, the
+ * header lines of a message of a dozen or so. */
+#define STORE_SLACK 512
 
 /* A string kept in the store: its offset, since the store moves as it
  * grows. */
@@ -317,12 +324,24 @@ keptAt(const Reader* r, Kept k)
     return (const char*)r->store.data + k.at;
 }
 
+/* Room for n more bytes at the end of b, looked at inline: the store and
+ * the lines are sized for a frame when it begins, and grow only past
+ * that. */
+static inline int
+room(Reader* r, CorBuf* b, size_t n)
+{
+    if (b->cap - b->len < n && corBufReserve(b, n) != 0) {
+        return noMemory(r);
+    }
+    return 0;
+}
+
 /* Copy s, NUL-terminated, to the end of the store. */
 static int
 keep(Reader* r, const CorCorStr* s, Kept* k)
 {
-    if (corBufReserve(&r->store, s->len + 1) != 0) {
-        return noMemory(r);
+    if (room(r, &r->store, s->len + 1) != 0) {
+        return -ENOMEM;
     }
     k->at = r->store.len;
     k->len = s->len;
@@ -374,8 +393,8 @@ getLine(Reader* r, size_t end, unsigned tag, Kept name)
         return refuse(r, "header \"%.40s\": a value that is not a string "
                       "HTTP can carry", keptAt(r, name));
     }
-    if (corBufReserve(&r->lines, sizeof(line)) != 0) {
-        return noMemory(r);
+    if (room(r, &r->lines, sizeof(line)) != 0) {
+        return -ENOMEM;
     }
     memcpy(r->lines.data + r->lines.len, &line, sizeof(line));
     r->lines.len += sizeof(line);
@@ -497,7 +516,7 @@ getRootMember(Reader* r, size_t end)
         return rc;
     }
     while (i < sizeof(members) / sizeof(members[0])
-           && !(name.len == strlen(members[i].name)
+           && !(name.len == members[i].len
                 && memcmp(name.s, members[i].name, name.len) == 0)) {
         i++;
     }
@@ -665,6 +684,12 @@ corCorEnvelopeRead(CorCorTables* t, const uint8_t* frame, size_t len,
         return refuse(&r, "a frame that is not a whole message");
     }
     r.type = h->type;
+    /* The store in one allocation for most frames: its strings (a name by
+     * index may be longer than the byte that sent it), a body that is
+     * kept and then copied (text) or decoded (bytes), the lines. */
+    if (corBufGrowTo(&r.store, (size_t)h->length * 2 + STORE_SLACK) != 0) {
+        return noMemory(&r);
+    }
     corCorDecodeBegin(&r.d, t, frame + COR_COR_HEAD_LEN, why, whyLen);
     rc = corCorDecodeEnd(&r.d, h->length, getRoot(&r, h->length));
     if (rc == 0 && ((rc = checkFirst(&r)) != 0

@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* How a JSON body is printed, by the sender to test it and by the
  * receiver to hand it on. */
@@ -51,44 +50,35 @@ corCorToken(const char* s, size_t len)
     return true;
 }
 
-/* Whether one of the 8 bytes of w is under 0x20 or is 0x7F (bytes past
- * 0x7F are not: their top bit masks them out). Exact as a yes or no,
- * though not as to which byte. */
-static bool
-wordControl(uint64_t w)
-{
-    const uint64_t ones = 0x0101010101010101u;
-    const uint64_t tops = 0x8080808080808080u;
-    uint64_t del = w ^ 0x7F * ones;
-
-    return (((w - 0x20 * ones) & ~w) | ((del - ones) & ~del)) & tops;
-}
-
 /* A header value HTTP can carry: no control character but a tab (a CR or
  * an LF would let a peer add headers of its own on the next hop). Eight
- * bytes at a time, and byte by byte only where a word holds a control
- * character (a tab, or the one that refuses the value). */
-bool
-corCorFieldValue(const char* s, size_t len)
+ * bytes at a time, and byte by byte only in a word that holds a control
+ * character (a tab, or the one that refuses the value) and in the tail. */
+static bool
+bytesValue(const char* s, size_t len)
 {
-    size_t i = 0;
-
-    for (; i < len; i++) {
+    for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
-        uint64_t w;
 
-        if (i % 8 == 0 && len - i >= 8) {
-            memcpy(&w, s + i, 8);
-            if (!wordControl(w)) {
-                i += 7;
-                continue;
-            }
-        }
         if ((c < 0x20 && c != '\t') || c == 0x7F) {
             return false;
         }
     }
     return true;
+}
+
+bool
+corCorFieldValue(const char* s, size_t len)
+{
+    size_t i = 0;
+
+    for (; len - i > 8; i += 8) {
+        if (corCorWordControl(corCorWordAt(s + i)) && !bytesValue(s + i, 8)) {
+            return false;
+        }
+    }
+    return !corCorWordControl(corCorTailAt(s + i, len - i, 'a'))
+           || bytesValue(s + i, len - i);
 }
 
 /* Headers that do not travel: the receiver knows the length, and the

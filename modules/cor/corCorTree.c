@@ -106,7 +106,9 @@ putString(CorCorEncoder* e, const char* s, size_t len)
     int rc;
 
     /* What the peer would refuse is not sent: the connection stays. */
-    if (memchr(s, '\0', len) != NULL || !corCorUtf8((const uint8_t*)s, len)) {
+    if (!corCorPrintable(s, len)
+        && (memchr(s, '\0', len) != NULL
+            || !corCorUtf8((const uint8_t*)s, len))) {
         corCorWhy(e->why, e->whyLen, "a string or a name that holds a NUL "
                   "or is not UTF-8");
         return -EINVAL;
