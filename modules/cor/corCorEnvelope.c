@@ -78,7 +78,11 @@ putFirst(CorCorEncoder* e, CorCorType type, const CorCorMessage* m)
 static int
 headerValue(CorCorEncoder* e, const CorHeader* h, unsigned depth)
 {
-    if (!corCorToken(h->name, h->nameLen)
+    /* Its name was just put (depth 0), maybe by index from an entry that
+     * says whether it is a token. */
+    bool token = depth == 0 && e->nameToken;
+
+    if (!(token || corCorToken(h->name, h->nameLen))
         || !corCorFieldValue(h->value, h->valueLen)) {
         corCorWhy(e->why, e->whyLen, "header \"%.*s\": a name that is not a "
                   "token or a value with a control character",
@@ -441,7 +445,7 @@ getHeader(Reader* r, size_t end)
     if (nameSeen(r, &s)) {
         return refuse(r, "a second \"%.40s\" in one object", s.s);
     }
-    if (!corCorToken(s.s, s.len)) {
+    if (!s.token && !corCorToken(s.s, s.len)) {
         return refuse(r, "header \"%.40s\": a name that is not a token",
                       s.s);
     }

@@ -18,10 +18,13 @@
 
 #include "corCorCodec.h"
 
-/* An entry of a table: a NUL-terminated copy, malloc'ed, and its length. */
+/* An entry of a table: a NUL-terminated copy, malloc'ed, and its length;
+ * and whether it is a token, checked once when it is appended, since a
+ * header's name comes by index in every message after its first. */
 typedef struct {
     char* s;
     uint32_t len;
+    bool token;
 } CorCorEntry;
 
 /* One table: append-only, except that a failed frame truncates it back. */
@@ -139,6 +142,8 @@ enum {
 typedef struct {
     CorCorTables* t;
     CorBuf* out;
+    bool nameToken;             /* the last name put: a token, known from
+                                   its entry (false: not known) */
     size_t nodes;
     char* why;
     size_t whyLen;
@@ -183,10 +188,12 @@ corCorIntFlags(int64_t v)
 /* ---- The tree decoder's parts, for the message decoder ------------------ */
 
 /* A string as read: into the input, a table or the decoder's scratch
- * buffer (until the next string), and NUL-terminated wherever it is. */
+ * buffer (until the next string), and NUL-terminated wherever it is; a
+ * name read by index says whether its entry is a token. */
 typedef struct {
     const char* s;
     size_t len;
+    bool token;                 /* a token, known (false: not known) */
 } CorCorStr;
 
 /* One tree being decoded, and the tables' counts before it, which a

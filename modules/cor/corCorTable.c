@@ -146,6 +146,7 @@ corCorTableAppend(CorCorTable* tb, const char* s, size_t len)
     e = (CorCorEntry*)(void*)(tb->entries.data + tb->entries.len);
     e->s = copy;
     e->len = (uint32_t)len;
+    e->token = corCorToken(copy, len);
     tb->entries.len += sizeof(*e);
     slotPut(tb, tb->count);
     tb->count++;

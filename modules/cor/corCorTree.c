@@ -234,6 +234,7 @@ putName(CorCorEncoder* e, uint8_t tag, const char* name, size_t len)
         return rc;
     }
     if (index >= 0) {
+        e->nameToken = corCorTableAt(&e->t->names, (unsigned)index)->token;
         return putVarint(e, (uint64_t)index);
     }
     rc = putString(e, name, len);
@@ -306,6 +307,7 @@ corCorPutHead(CorCorEncoder* e, unsigned type, unsigned flags,
 {
     uint8_t tag = tagOf(type, COR_COR_MODE_NONE, flags);
 
+    e->nameToken = false;
     if (depth > COR_COR_DEPTH_MAX || ++e->nodes > COR_COR_NODES_MAX) {
         corCorWhy(e->why, e->whyLen, "a tree deeper than %d or of more "
                   "than %zu nodes", COR_COR_DEPTH_MAX, COR_COR_NODES_MAX);

@@ -207,8 +207,10 @@ getName(CorCorDecoder* d, size_t end, unsigned mode, CorCorStr* out)
         }
         out->s = corCorTableAt(tb, (unsigned)index)->s;
         out->len = corCorTableAt(tb, (unsigned)index)->len;
+        out->token = corCorTableAt(tb, (unsigned)index)->token;
         return 0;
     }
+    out->token = false;
     if ((rc = getString(d, end, out)) != 0 || tb == NULL) {
         return rc;
     }
