@@ -27,13 +27,12 @@
 #define DEPTH_VALUE 3
 #define DEPTH_REPEATED 4
 
-/* A string member: its tag, its name, its value. */
+/* A string node: its tag, its name (none: NULL), its value. */
 static int
-putStringNode(CorCorEncoder* e, const char* name, const char* s, size_t len,
-              unsigned depth)
+putStringNode(CorCorEncoder* e, const char* name, size_t nameLen,
+              const char* s, size_t len, unsigned depth)
 {
-    int rc = corCorPutHead(e, COR_COR_NODE_STRING, 0, name,
-                           name != NULL ? strlen(name) : 0, depth);
+    int rc = corCorPutHead(e, COR_COR_NODE_STRING, 0, name, nameLen, depth);
 
     return rc == 0 ? corCorPutString(e, s, len) : rc;
 }
@@ -42,6 +41,8 @@ putStringNode(CorCorEncoder* e, const char* name, const char* s, size_t len,
 static int
 putFirst(CorCorEncoder* e, CorCorType type, const CorCorMessage* m)
 {
+    size_t verbLen;
+    size_t pathLen;
     int rc;
 
     if (type != COR_COR_REQUEST && type != COR_COR_RESPONSE) {
@@ -58,15 +59,16 @@ putFirst(CorCorEncoder* e, CorCorType type, const CorCorMessage* m)
                            "status", 6, DEPTH_MEMBER);
         return rc == 0 ? corCorPutInt(e, m->status) : rc;
     }
-    if (m->verb == NULL || !corCorToken(m->verb, strlen(m->verb))
-        || m->path == NULL || m->path[0] == '\0'
-        || !corCorFieldValue(m->path, strlen(m->path))) {
+    verbLen = m->verb != NULL ? strlen(m->verb) : 0;
+    pathLen = m->path != NULL ? strlen(m->path) : 0;
+    if (!corCorToken(m->verb, verbLen) || pathLen == 0
+        || !corCorFieldValue(m->path, pathLen)) {
         corCorWhy(e->why, e->whyLen, "a request without a token verb and a "
                   "path");
         return -EINVAL;
     }
-    rc = putStringNode(e, "verb", m->verb, strlen(m->verb), DEPTH_MEMBER);
-    return rc == 0 ? putStringNode(e, "path", m->path, strlen(m->path),
+    rc = putStringNode(e, "verb", 4, m->verb, verbLen, DEPTH_MEMBER);
+    return rc == 0 ? putStringNode(e, "path", 4, m->path, pathLen,
                                    DEPTH_MEMBER)
                    : rc;
 }
@@ -76,7 +78,11 @@ putFirst(CorCorEncoder* e, CorCorType type, const CorCorMessage* m)
 static int
 headerValue(CorCorEncoder* e, const CorHeader* h, unsigned depth)
 {
-    if (!corCorToken(h->name, h->nameLen)
+    /* Its name was just put (depth 0), maybe by index from an entry that
+     * says whether it is a token. */
+    bool token = depth == 0 && e->nameToken;
+
+    if (!(token || corCorToken(h->name, h->nameLen))
         || !corCorFieldValue(h->value, h->valueLen)) {
         corCorWhy(e->why, e->whyLen, "header \"%.*s\": a name that is not a "
                   "token or a value with a control character",
@@ -84,7 +90,8 @@ headerValue(CorCorEncoder* e, const CorHeader* h, unsigned depth)
         return -EINVAL;
     }
     return depth == 0 ? corCorPutString(e, h->value, h->valueLen)
-                      : putStringNode(e, NULL, h->value, h->valueLen, depth);
+                      : putStringNode(e, NULL, 0, h->value, h->valueLen,
+                                      depth);
 }
 
 static bool
@@ -187,14 +194,14 @@ putBody(CorCorEncoder* e, const CorCorMessage* m)
     }
     if (memchr(m->body, '\0', m->bodyLen) == NULL
         && corCorUtf8(m->body, m->bodyLen)) {
-        return putStringNode(e, "text", m->body, m->bodyLen, DEPTH_MEMBER);
+        return putStringNode(e, "text", 4, m->body, m->bodyLen, DEPTH_MEMBER);
     }
     if ((b64 = malloc((m->bodyLen + 2) / 3 * 4)) == NULL) {
         corCorWhy(e->why, e->whyLen, "no memory for a message");
         return -ENOMEM;
     }
     corCorBase64(m->body, m->bodyLen, b64);
-    rc = putStringNode(e, "bytes", b64, (m->bodyLen + 2) / 3 * 4,
+    rc = putStringNode(e, "bytes", 5, b64, (m->bodyLen + 2) / 3 * 4,
                        DEPTH_MEMBER);
     free(b64);
     return rc;
@@ -252,19 +259,26 @@ enum {
     MEMBER_BODY = 1 << 6
 };
 
+#define MEMBER(name) name, sizeof(name) - 1
+
 static const struct {
     const char* name;
+    size_t len;
     unsigned member;
     unsigned type;              /* the node type it must have; 0: any */
 } members[] = {
-    { "verb", MEMBER_VERB, COR_COR_NODE_STRING },
-    { "path", MEMBER_PATH, COR_COR_NODE_STRING },
-    { "status", MEMBER_STATUS, COR_COR_NODE_INT },
-    { "headers", MEMBER_HEADERS, COR_COR_NODE_OBJECT },
-    { "text", MEMBER_TEXT, COR_COR_NODE_STRING },
-    { "bytes", MEMBER_BYTES, COR_COR_NODE_STRING },
-    { "body", MEMBER_BODY, 0 },
+    { MEMBER("verb"), MEMBER_VERB, COR_COR_NODE_STRING },
+    { MEMBER("path"), MEMBER_PATH, COR_COR_NODE_STRING },
+    { MEMBER("status"), MEMBER_STATUS, COR_COR_NODE_INT },
+    { MEMBER("headers"), MEMBER_HEADERS, COR_COR_NODE_OBJECT },
+    { MEMBER("text"), MEMBER_TEXT, COR_COR_NODE_STRING },
+    { MEMBER("bytes"), MEMBER_BYTES, COR_COR_NODE_STRING },
+    { MEMBER("body"), MEMBER_BODY, 0 },
 };
+
+/* What the store holds beyond twice the frame: names by index, the
+ * header lines of a message of a dozen or so. */
+#define STORE_SLACK 512
 
 /* A string kept in the store: its offset, since the store moves as it
  * grows. */
@@ -314,12 +328,24 @@ keptAt(const Reader* r, Kept k)
     return (const char*)r->store.data + k.at;
 }
 
+/* Room for n more bytes at the end of b, looked at inline: the store and
+ * the lines are sized for a frame when it begins, and grow only past
+ * that. */
+static inline int
+room(Reader* r, CorBuf* b, size_t n)
+{
+    if (b->cap - b->len < n && corBufReserve(b, n) != 0) {
+        return noMemory(r);
+    }
+    return 0;
+}
+
 /* Copy s, NUL-terminated, to the end of the store. */
 static int
 keep(Reader* r, const CorCorStr* s, Kept* k)
 {
-    if (corBufReserve(&r->store, s->len + 1) != 0) {
-        return noMemory(r);
+    if (room(r, &r->store, s->len + 1) != 0) {
+        return -ENOMEM;
     }
     k->at = r->store.len;
     k->len = s->len;
@@ -371,8 +397,8 @@ getLine(Reader* r, size_t end, unsigned tag, Kept name)
         return refuse(r, "header \"%.40s\": a value that is not a string "
                       "HTTP can carry", keptAt(r, name));
     }
-    if (corBufReserve(&r->lines, sizeof(line)) != 0) {
-        return noMemory(r);
+    if (room(r, &r->lines, sizeof(line)) != 0) {
+        return -ENOMEM;
     }
     memcpy(r->lines.data + r->lines.len, &line, sizeof(line));
     r->lines.len += sizeof(line);
@@ -419,7 +445,7 @@ getHeader(Reader* r, size_t end)
     if (nameSeen(r, &s)) {
         return refuse(r, "a second \"%.40s\" in one object", s.s);
     }
-    if (!corCorToken(s.s, s.len)) {
+    if (!s.token && !corCorToken(s.s, s.len)) {
         return refuse(r, "header \"%.40s\": a name that is not a token",
                       s.s);
     }
@@ -494,7 +520,7 @@ getRootMember(Reader* r, size_t end)
         return rc;
     }
     while (i < sizeof(members) / sizeof(members[0])
-           && !(name.len == strlen(members[i].name)
+           && !(name.len == members[i].len
                 && memcmp(name.s, members[i].name, name.len) == 0)) {
         i++;
     }
@@ -662,6 +688,12 @@ corCorEnvelopeRead(CorCorTables* t, const uint8_t* frame, size_t len,
         return refuse(&r, "a frame that is not a whole message");
     }
     r.type = h->type;
+    /* The store in one allocation for most frames: its strings (a name by
+     * index may be longer than the byte that sent it), a body that is
+     * kept and then copied (text) or decoded (bytes), the lines. */
+    if (corBufGrowTo(&r.store, (size_t)h->length * 2 + STORE_SLACK) != 0) {
+        return noMemory(&r);
+    }
     corCorDecodeBegin(&r.d, t, frame + COR_COR_HEAD_LEN, why, whyLen);
     rc = corCorDecodeEnd(&r.d, h->length, getRoot(&r, h->length));
     if (rc == 0 && ((rc = checkFirst(&r)) != 0

@@ -13,14 +13,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "corCorCodec.h"
 
-/* An entry of a table: a NUL-terminated copy, malloc'ed, and its length. */
+/* An entry of a table: a NUL-terminated copy, malloc'ed, and its length;
+ * and whether it is a token, checked once when it is appended, since a
+ * header's name comes by index in every message after its first. */
 typedef struct {
     char* s;
     uint32_t len;
+    bool token;
 } CorCorEntry;
 
 /* One table: append-only, except that a failed frame truncates it back. */
@@ -66,6 +70,25 @@ size_t corCorSplit(const char* s, size_t len);
 /* Whether the len bytes at s are UTF-8 (RFC 3629: shortest forms, no
  * surrogates, nothing past U+10FFFF). */
 bool corCorUtf8(const uint8_t* s, size_t len);
+
+/* Whether the len bytes at s are all printable ASCII (0x20..0x7E): UTF-8
+ * with no NUL, which a string's checks then need not look for one by
+ * one. Most strings are (names, header values, paths). */
+bool corCorPrintable(const char* s, size_t len);
+
+/* The 8 bytes at s as a word, in the machine's order. */
+static inline uint64_t corCorWordAt(const void* s);
+
+/* The len (at most 8) bytes at s in one word, some of them twice, the bytes
+ * left over fill: what a check that looks for a byte in a word (fill
+ * passing it) or a hash (with len beside) needs of a tail, without a
+ * loop. */
+static inline uint64_t corCorTailAt(const void* s, size_t len,
+                                    uint8_t fill);
+
+/* Whether one of the 8 bytes of w is under 0x20 or is 0x7F (bytes past
+ * 0x7F are not). */
+static inline bool corCorWordControl(uint64_t w);
 
 /* Write a message into why (when not NULL), as snprintf. */
 void corCorWhy(char* why, size_t whyLen, const char* fmt, ...)
@@ -119,6 +142,8 @@ enum {
 typedef struct {
     CorCorTables* t;
     CorBuf* out;
+    bool nameToken;             /* the last name put: a token, known from
+                                   its entry (false: not known) */
     size_t nodes;
     char* why;
     size_t whyLen;
@@ -163,10 +188,12 @@ corCorIntFlags(int64_t v)
 /* ---- The tree decoder's parts, for the message decoder ------------------ */
 
 /* A string as read: into the input, a table or the decoder's scratch
- * buffer (until the next string), and NUL-terminated wherever it is. */
+ * buffer (until the next string), and NUL-terminated wherever it is; a
+ * name read by index says whether its entry is a token. */
 typedef struct {
     const char* s;
     size_t len;
+    bool token;                 /* a token, known (false: not known) */
 } CorCorStr;
 
 /* One tree being decoded, and the tables' counts before it, which a
@@ -213,7 +240,8 @@ bool corCorToken(const char* s, size_t len);
 bool corCorFieldValue(const char* s, size_t len);
 
 /* Whether name is what, whatever the case. */
-bool corCorNamed(const char* name, size_t len, const char* what);
+static inline bool corCorNamed(const char* name, size_t len,
+                               const char* what);
 
 /* Date and Content-Length, which do not travel. */
 bool corCorDropped(const char* name, size_t len);
@@ -244,5 +272,73 @@ int corCorUnbase64(const char* s, size_t len, uint8_t* out);
 /* Print a body's tree as the receiver hands it on (jansson's compact
  * form) into out of size bytes, as json_dumpb: its length. */
 size_t corCorBodyPrint(const json_t* tree, char* out, size_t size);
+
+/* ---- Inline definitions ------------------------------------------------- */
+
+static inline uint64_t
+corCorWordAt(const void* s)
+{
+    uint64_t w;
+
+    memcpy(&w, s, 8);
+    return w;
+}
+
+static inline uint64_t
+corCorTailAt(const void* s, size_t len, uint8_t fill)
+{
+    const uint8_t* p = s;
+    uint32_t lo;
+    uint32_t hi;
+
+    if (len >= 4) {
+        /* Two halves that overlap when len < 8. */
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + len - 4, 4);
+        return lo | (uint64_t)hi << 32;
+    }
+    if (len == 0) {
+        return fill * 0x0101010101010101u;
+    }
+    /* The first, middle and last byte are every byte of 1 to 3. */
+    return (fill * 0x0101010101010101u & ~(uint64_t)0xFFFFFF) | p[0]
+           | (uint64_t)p[len / 2] << 8 | (uint64_t)p[len - 1] << 16;
+}
+
+/* A byte under 0x20 borrows in w - 0x20.. where its own top bit was 0;
+ * 0x7F is a zero byte of w ^ 0x7F... Exact as a yes or no (a borrow
+ * starts only at such a byte), not as to which byte. */
+static inline bool
+corCorWordControl(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101u;
+    const uint64_t tops = 0x8080808080808080u;
+    uint64_t del = w ^ 0x7F * ones;
+
+    return ((((w - 0x20 * ones) & ~w) | ((del - ones) & ~del)) & tops) != 0;
+}
+
+/* Inline, so that the length of a literal what is known where it is
+ * called: most names differ in length and are told apart without a
+ * call. */
+static inline bool
+corCorNamed(const char* name, size_t len, const char* what)
+{
+    if (len != strlen(what)) {
+        return false;
+    }
+    /* ASCII's case, as strncasecmp in the C locale, without its call. */
+    for (size_t i = 0; i < len; i++) {
+        unsigned char a = (unsigned char)name[i];
+        unsigned char b = (unsigned char)what[i];
+
+        a = a >= 'A' && a <= 'Z' ? a + ('a' - 'A') : a;
+        b = b >= 'A' && b <= 'Z' ? b + ('a' - 'A') : b;
+        if (a != b) {
+            return false;
+        }
+    }
+    return true;
+}
 
 #endif /* COR_COR_INT_H */

@@ -23,17 +23,33 @@ tagOf(unsigned type, unsigned mode, unsigned flags)
 
 /* ---- Encoder ----------------------------------------------------------- */
 
-static int
-putBytes(CorCorEncoder* e, const void* p, size_t n)
+/* Room for n more bytes at the end of the output. The room is looked at
+ * here, inline, since a tree is written a few bytes at a time (a tag, a
+ * varint, a NUL): growing is the call. */
+static inline int
+room(CorCorEncoder* e, size_t n)
 {
+    if (e->out->cap - e->out->len >= n) {
+        return 0;
+    }
     if (corBufReserve(e->out, n) != 0) {
         corCorWhy(e->why, e->whyLen, "no memory for %zu bytes of tree",
                   e->out->len + n);
         return -ENOMEM;
     }
-    memcpy(e->out->data + e->out->len, p, n);
-    e->out->len += n;
     return 0;
+}
+
+static inline int
+putBytes(CorCorEncoder* e, const void* p, size_t n)
+{
+    int rc = room(e, n);
+
+    if (rc == 0) {
+        memcpy(e->out->data + e->out->len, p, n);
+        e->out->len += n;
+    }
+    return rc;
 }
 
 static size_t
@@ -52,21 +68,31 @@ varintWrite(uint8_t* p, uint64_t v)
 static int
 putVarint(CorCorEncoder* e, uint64_t v)
 {
-    uint8_t b[COR_COR_VARINT_MAX];
+    int rc = room(e, COR_COR_VARINT_MAX);
 
-    return putBytes(e, b, varintWrite(b, v));
+    if (rc == 0) {
+        e->out->len += varintWrite(e->out->data + e->out->len, v);
+    }
+    return rc;
 }
 
-/* A local part (or an inline namespace): its length, its bytes, a NUL. */
+/* A local part (or an inline namespace): its length, its bytes, a NUL,
+ * in the room made once. */
 static int
 putLocal(CorCorEncoder* e, const char* s, size_t len)
 {
-    int rc = putVarint(e, len);
+    int rc = room(e, COR_COR_VARINT_MAX + len + 1);
+    uint8_t* p;
 
-    if (rc == 0) {
-        rc = putBytes(e, s, len);
+    if (rc != 0) {
+        return rc;
     }
-    return rc == 0 ? putBytes(e, "", 1) : rc;
+    p = e->out->data + e->out->len;
+    p += varintWrite(p, len);
+    memcpy(p, s, len);
+    p[len] = '\0';
+    e->out->len = (size_t)(p + len + 1 - e->out->data);
+    return 0;
 }
 
 /* A string value or a new name: its namespace (none, new, or an index),
@@ -80,7 +106,9 @@ putString(CorCorEncoder* e, const char* s, size_t len)
     int rc;
 
     /* What the peer would refuse is not sent: the connection stays. */
-    if (memchr(s, '\0', len) != NULL || !corCorUtf8((const uint8_t*)s, len)) {
+    if (!corCorPrintable(s, len)
+        && (memchr(s, '\0', len) != NULL
+            || !corCorUtf8((const uint8_t*)s, len))) {
         corCorWhy(e->why, e->whyLen, "a string or a name that holds a NUL "
                   "or is not UTF-8");
         return -EINVAL;
@@ -206,6 +234,7 @@ putName(CorCorEncoder* e, uint8_t tag, const char* name, size_t len)
         return rc;
     }
     if (index >= 0) {
+        e->nameToken = corCorTableAt(&e->t->names, (unsigned)index)->token;
         return putVarint(e, (uint64_t)index);
     }
     rc = putString(e, name, len);
@@ -278,6 +307,7 @@ corCorPutHead(CorCorEncoder* e, unsigned type, unsigned flags,
 {
     uint8_t tag = tagOf(type, COR_COR_MODE_NONE, flags);
 
+    e->nameToken = false;
     if (depth > COR_COR_DEPTH_MAX || ++e->nodes > COR_COR_NODES_MAX) {
         corCorWhy(e->why, e->whyLen, "a tree deeper than %d or of more "
                   "than %zu nodes", COR_COR_DEPTH_MAX, COR_COR_NODES_MAX);

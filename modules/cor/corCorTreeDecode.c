@@ -25,7 +25,7 @@ noMemory(CorCorDecoder* d)
 }
 
 static int
-getVarint(CorCorDecoder* d, size_t end, uint64_t* vp)
+varintLong(CorCorDecoder* d, size_t end, uint64_t* vp)
 {
     size_t at = d->pos;
     uint64_t v = 0;
@@ -49,6 +49,18 @@ getVarint(CorCorDecoder* d, size_t end, uint64_t* vp)
             return 0;
         }
     }
+}
+
+/* Most varints (an index, a short length, a namespace mode) are one
+ * byte, read here inline; a byte 0 alone is in its shortest form. */
+static inline int
+getVarint(CorCorDecoder* d, size_t end, uint64_t* vp)
+{
+    if (d->pos < end && d->buf[d->pos] < 0x80) {
+        *vp = d->buf[d->pos++];
+        return 0;
+    }
+    return varintLong(d, end, vp);
 }
 
 /* A length, then that many bytes and nul more (0 or 1) within end: what
@@ -76,6 +88,7 @@ getLocal(CorCorDecoder* d, size_t end, CorCorStr* out)
 {
     size_t at = d->pos;
     uint64_t n;
+    bool plain;
     int rc = getSpan(d, end, 1, "a string", "its", &n);
 
     if (rc != 0) {
@@ -86,10 +99,12 @@ getLocal(CorCorDecoder* d, size_t end, CorCorStr* out)
     if (out->s[n] != '\0') {
         return refuse(d, at, "a string not ended by a NUL");
     }
-    if (memchr(out->s, '\0', n) != NULL) {
+    /* Printable ASCII, most strings, holds no NUL and is UTF-8. */
+    plain = corCorPrintable(out->s, n);
+    if (!plain && memchr(out->s, '\0', n) != NULL) {
         return refuse(d, at, "a string that holds a NUL");
     }
-    if (!corCorUtf8((const uint8_t*)out->s, n)) {
+    if (!plain && !corCorUtf8((const uint8_t*)out->s, n)) {
         return refuse(d, at, "a string that is not UTF-8");
     }
     d->pos += n + 1;
@@ -192,8 +207,10 @@ getName(CorCorDecoder* d, size_t end, unsigned mode, CorCorStr* out)
         }
         out->s = corCorTableAt(tb, (unsigned)index)->s;
         out->len = corCorTableAt(tb, (unsigned)index)->len;
+        out->token = corCorTableAt(tb, (unsigned)index)->token;
         return 0;
     }
+    out->token = false;
     if ((rc = getString(d, end, out)) != 0 || tb == NULL) {
         return rc;
     }
