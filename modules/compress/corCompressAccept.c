@@ -12,6 +12,13 @@
 #include <string.h>
 #include <strings.h>
 
+/* The names Accept-Encoding and Content-Encoding give them. */
+const char* const corCompressNames[COMPRESS_ENCODINGS] = {
+    [COMPRESS_ZSTD] = "zstd",
+    [COMPRESS_BR] = "br",
+    [COMPRESS_GZIP] = "gzip",
+};
+
 /* What the header said of a coding: nothing, refused, accepted. */
 enum { SAID_NOTHING, SAID_NO, SAID_YES };
 
@@ -81,12 +88,13 @@ corCompressNegotiate(const char* value, size_t valueLen,
                      const CompressEncoding* prefer, unsigned count)
 {
     int said[COMPRESS_ENCODINGS + 1] = {0};
-    const char* end = value + valueLen;
+    const char* end;
     const char* p = value;
 
     if (value == NULL) {
         return -1;
     }
+    end = value + valueLen;     /* NULL + 0 is undefined */
     while (p < end) {
         const char* comma = memchr(p, ',', (size_t)(end - p));
         const char* stop = comma != NULL ? comma : end;

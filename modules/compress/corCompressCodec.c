@@ -16,12 +16,6 @@
 #include <zlib.h>
 #include <zstd.h>
 
-const char* const corCompressNames[COMPRESS_ENCODINGS] = {
-    [COMPRESS_ZSTD] = "zstd",
-    [COMPRESS_BR] = "br",
-    [COMPRESS_GZIP] = "gzip",
-};
-
 /* What a step is asked: go on, give up what is held, end. */
 typedef enum {
     STEP_GO,
