@@ -126,14 +126,21 @@ void corRouteNotifySend(CorRequest* r);
  * raw path (NULL when what is left of it starts with an escaped '/'). */
 void corRoutePathStrip(CorRequest* r, size_t n);
 
-/* Run match's guards on r (corGuard.c): a refusal answers it, a pass
- * goes on to corRequestRouted, now or when a late guard resumes. */
-void corGuardsRun(CorRequest* r, const CorRouteMatch* match);
+/* Where a guard chain goes on (given by corRequest.c, which runs the
+ * chain: the guards call nothing of the request's lifecycle). */
+typedef struct {
+    /* r passed its route's guards: on to the handler. */
+    void (*routed)(CorRequest* r, const CorRouteMatch* match);
+    /* r is refused with status (>= 400), answered so unless its guard
+     * did. */
+    void (*refused)(CorRequest* r, int status);
+} CorGuardNext;
 
-/* r passed its route's guards: on to the handler (corRequest.c). */
-void corRequestRouted(CorRequest* r, const CorRouteMatch* match);
-/* r is refused with status (>= 400), answered so unless its guard did. */
-void corRequestRefused(CorRequest* r, int status);
+/* Run match's guards on r (corGuard.c): a refusal goes to next->refused,
+ * a pass to next->routed, now or when a late guard resumes (next is
+ * kept: it must outlive the request). */
+void corGuardsRun(CorRequest* r, const CorRouteMatch* match,
+                  const CorGuardNext* next);
 
 /* ---- The generation's runtime (corRuntime.c) ---------------------------- */
 

@@ -456,8 +456,9 @@ refusalAnswer(CorRequest* r, int status)
     }
 }
 
-void
-corRequestRefused(CorRequest* r, int status)
+/* r is refused with status (>= 400), answered so unless its guard did. */
+static void
+refused(CorRequest* r, int status)
 {
     if (!r->responded) {
         refusalAnswer(r, status);
@@ -465,8 +466,9 @@ corRequestRefused(CorRequest* r, int status)
     served(r);
 }
 
-void
-corRequestRouted(CorRequest* r, const CorRouteMatch* match)
+/* r passed its route's guards: on to the handler. */
+static void
+routed(CorRequest* r, const CorRouteMatch* match)
 {
     const CorHandler* handler = &match->handler->handler;
     CorLoopCounters* c = counters();
@@ -488,6 +490,9 @@ corRequestRouted(CorRequest* r, const CorRouteMatch* match)
                 && corRuntime.coroutines;
     dispatch(r, coroutine, match->timeoutMs);
 }
+
+static const CorGuardNext guardNext = { .routed = routed,
+                                        .refused = refused };
 
 void
 corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
@@ -531,7 +536,7 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
         break;
     }
     r->filtersOff = match.filtersOff;
-    corGuardsRun(r, &match);
+    corGuardsRun(r, &match, &guardNext);
 }
 
 void
