@@ -264,17 +264,17 @@ void corRequestStallInit(CorEvLoop* loop);
 unsigned corRequestsInFlight(void);
 unsigned corRequestsFinishing(void);
 /* Hold r's release for work it started that runs beside it (a
- * notification), and let it go: the last let-go after r's last phase
+ * notification), and let it go (corRequestHold.c): the last let-go after r's last phase
  * ended releases r, on r's loop (posted there from another thread).
  * From any thread, between corRequestServe and the release. */
 void corRequestHold(CorRequest* r);
 void corRequestLetGo(CorRequest* r);
 
-/* Streamed request bodies (corRequestBody.c), as the HTTP client passes
- * one on (CorClientRequest.bodyFrom). Take what came without waiting: a
- * count, 0 at the end, -EAGAIN for nothing yet, or the failure
- * corRequestBodyRead would say (a body that came whole is taken out of
- * r->body). Watch: fn(arg) runs on r's loop after each piece and at the
+/* Streamed request bodies (corRequestBody.c, corRequestBodyTake.c), as
+ * the HTTP client passes one on (CorClientRequest.bodyFrom). Take what
+ * came without waiting: a count, 0 at the end, -EAGAIN for nothing yet,
+ * or the failure corRequestBodyRead would say (a body that came whole is
+ * taken out of r->body). Watch: fn(arg) runs on r's loop after each piece and at the
  * end (NULL: no more), set and cleared on r's loop only. WakeFd: an
  * eventfd (r's) that turns readable at such news, for a taker on another
  * thread (it drains it); -EINVAL for a body that came whole, or -errno.
@@ -587,6 +587,16 @@ typedef struct {
     atomic_uint finishing;
 } CorLoopCounters;
 
+/* A gauge the loop alone writes and the main thread reads: a plain
+ * read-modify-write is enough, the atomics only make the read safe. */
+static inline void
+corMetricsGaugeAdd(atomic_uint* gauge, int delta)
+{
+    atomic_store_explicit(gauge, atomic_load_explicit(gauge,
+                                                      memory_order_relaxed)
+                                 + (unsigned)delta, memory_order_relaxed);
+}
+
 /* The master's, in a shared page every generation sees. */
 typedef struct {
     atomic_ulong generations;
@@ -626,6 +636,8 @@ typedef struct {
 int corMetricsInit(unsigned loops);
 void corMetricsFree(void);
 CorLoopCounters* corMetricsLoop(unsigned index);
+/* The calling loop's counters (loop 0's off the loops). */
+CorLoopCounters* corMetricsLoopCurrent(void);
 unsigned corMetricsLoopCount(void);
 void corMetricsSum(CorLoopCounters* sum, CorOffLoopCounts* off);
 /* The loop index of the calling thread, or -1 off the loops. */
