@@ -309,8 +309,9 @@ const char** corFilterNames(void);
 void corFilterHead(CorRequest* r);
 /* A whole answer (not a stream) before its head goes out: the head
  * through the filters, and a body they take filtered now (in memory) or
- * made a stream (a file). */
-void corFilterResponse(CorRequest* r);
+ * made a stream by fileStream (a file: corStreamFile, given by the
+ * caller, since the stream passes its pieces through the filters). */
+void corFilterResponse(CorRequest* r, int (*fileStream)(CorRequest* r));
 /* A piece of r's streamed body through the filters that took it, to
  * the protocol's streamData; flags as a body function gets them. Returns
  * 0 or a filter's -errno. */

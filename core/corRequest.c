@@ -118,7 +118,8 @@ served(CorRequest* r)
                    "the handler gave no response\n", 29);
     }
     if (corFilterCount != 0 && r->stream == NULL) {
-        corFilterResponse(r);   /* a file body they take becomes a stream */
+        /* a file body they take becomes a stream */
+        corFilterResponse(r, corStreamFile);
     }
     if (r->stream != NULL) {
         corStreamServed(r);     /* its head is out, or goes now */
