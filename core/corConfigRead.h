@@ -2,7 +2,8 @@
 /*
  * Internals of the core's schema, shared by its readers: corConfig.c (the
  * sections), corConfigTls.c (a listener's tls mapping) and
- * corConfigNotify.c (a route's notify). Never included from outside them.
+ * corConfigNotify.c (a route's notify), on the getters of
+ * corConfigRead.c. Never included from outside them.
  */
 #ifndef COR_CONFIG_READ_H
 #define COR_CONFIG_READ_H

@@ -126,14 +126,21 @@ void corRouteNotifySend(CorRequest* r);
  * raw path (NULL when what is left of it starts with an escaped '/'). */
 void corRoutePathStrip(CorRequest* r, size_t n);
 
-/* Run match's guards on r (corGuard.c): a refusal answers it, a pass
- * goes on to corRequestRouted, now or when a late guard resumes. */
-void corGuardsRun(CorRequest* r, const CorRouteMatch* match);
+/* Where a guard chain goes on (given by corRequest.c, which runs the
+ * chain: the guards call nothing of the request's lifecycle). */
+typedef struct {
+    /* r passed its route's guards: on to the handler. */
+    void (*routed)(CorRequest* r, const CorRouteMatch* match);
+    /* r is refused with status (>= 400), answered so unless its guard
+     * did. */
+    void (*refused)(CorRequest* r, int status);
+} CorGuardNext;
 
-/* r passed its route's guards: on to the handler (corRequest.c). */
-void corRequestRouted(CorRequest* r, const CorRouteMatch* match);
-/* r is refused with status (>= 400), answered so unless its guard did. */
-void corRequestRefused(CorRequest* r, int status);
+/* Run match's guards on r (corGuard.c): a refusal goes to next->refused,
+ * a pass to next->routed, now or when a late guard resumes (next is
+ * kept: it must outlive the request). */
+void corGuardsRun(CorRequest* r, const CorRouteMatch* match,
+                  const CorGuardNext* next);
 
 /* ---- The generation's runtime (corRuntime.c) ---------------------------- */
 
@@ -257,17 +264,17 @@ void corRequestStallInit(CorEvLoop* loop);
 unsigned corRequestsInFlight(void);
 unsigned corRequestsFinishing(void);
 /* Hold r's release for work it started that runs beside it (a
- * notification), and let it go: the last let-go after r's last phase
+ * notification), and let it go (corRequestHold.c): the last let-go after r's last phase
  * ended releases r, on r's loop (posted there from another thread).
  * From any thread, between corRequestServe and the release. */
 void corRequestHold(CorRequest* r);
 void corRequestLetGo(CorRequest* r);
 
-/* Streamed request bodies (corRequestBody.c), as the HTTP client passes
- * one on (CorClientRequest.bodyFrom). Take what came without waiting: a
- * count, 0 at the end, -EAGAIN for nothing yet, or the failure
- * corRequestBodyRead would say (a body that came whole is taken out of
- * r->body). Watch: fn(arg) runs on r's loop after each piece and at the
+/* Streamed request bodies (corRequestBody.c, corRequestBodyTake.c), as
+ * the HTTP client passes one on (CorClientRequest.bodyFrom). Take what
+ * came without waiting: a count, 0 at the end, -EAGAIN for nothing yet,
+ * or the failure corRequestBodyRead would say (a body that came whole is
+ * taken out of r->body). Watch: fn(arg) runs on r's loop after each piece and at the
  * end (NULL: no more), set and cleared on r's loop only. WakeFd: an
  * eventfd (r's) that turns readable at such news, for a taker on another
  * thread (it drains it); -EINVAL for a body that came whole, or -errno.
@@ -302,8 +309,9 @@ const char** corFilterNames(void);
 void corFilterHead(CorRequest* r);
 /* A whole answer (not a stream) before its head goes out: the head
  * through the filters, and a body they take filtered now (in memory) or
- * made a stream (a file). */
-void corFilterResponse(CorRequest* r);
+ * made a stream by fileStream (a file: corStreamFile, given by the
+ * caller, since the stream passes its pieces through the filters). */
+void corFilterResponse(CorRequest* r, int (*fileStream)(CorRequest* r));
 /* A piece of r's streamed body through the filters that took it, to
  * the protocol's streamData; flags as a body function gets them. Returns
  * 0 or a filter's -errno. */
@@ -580,6 +588,16 @@ typedef struct {
     atomic_uint finishing;
 } CorLoopCounters;
 
+/* A gauge the loop alone writes and the main thread reads: a plain
+ * read-modify-write is enough, the atomics only make the read safe. */
+static inline void
+corMetricsGaugeAdd(atomic_uint* gauge, int delta)
+{
+    atomic_store_explicit(gauge, atomic_load_explicit(gauge,
+                                                      memory_order_relaxed)
+                                 + (unsigned)delta, memory_order_relaxed);
+}
+
 /* The master's, in a shared page every generation sees. */
 typedef struct {
     atomic_ulong generations;
@@ -619,6 +637,8 @@ typedef struct {
 int corMetricsInit(unsigned loops);
 void corMetricsFree(void);
 CorLoopCounters* corMetricsLoop(unsigned index);
+/* The calling loop's counters (loop 0's off the loops). */
+CorLoopCounters* corMetricsLoopCurrent(void);
 unsigned corMetricsLoopCount(void);
 void corMetricsSum(CorLoopCounters* sum, CorOffLoopCounts* off);
 /* The loop index of the calling thread, or -1 off the loops. */

@@ -255,7 +255,7 @@ memoryFilter(CorRequest* r)
 }
 
 void
-corFilterResponse(CorRequest* r)
+corFilterResponse(CorRequest* r, int (*fileStream)(CorRequest* r))
 {
     int rc;
 
@@ -263,7 +263,7 @@ corFilterResponse(CorRequest* r)
     if (r->filterRun->count == 0 || r->head) {
         return;
     }
-    rc = r->fileFd >= 0 ? corStreamFile(r) : memoryFilter(r);
+    rc = r->fileFd >= 0 ? fileStream(r) : memoryFilter(r);
     if (rc < 0) {
         filterFailed(r, rc);
     }

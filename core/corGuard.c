@@ -20,6 +20,7 @@ static unsigned guardCount;
 struct CorGuardWait {
     CorRequest* r;
     CorRouteMatch match;
+    const CorGuardNext* then;   /* where the chain goes on */
     unsigned next;              /* the guard that answers next */
 };
 
@@ -90,7 +91,7 @@ chainRun(CorGuardWait* w)
             return false;
         }
         if (verdict != COR_GUARD_PASS) {
-            corRequestRefused(w->r, verdict);
+            w->then->refused(w->r, verdict);
             return false;
         }
     }
@@ -98,24 +99,26 @@ chainRun(CorGuardWait* w)
 }
 
 void
-corGuardsRun(CorRequest* r, const CorRouteMatch* match)
+corGuardsRun(CorRequest* r, const CorRouteMatch* match,
+             const CorGuardNext* next)
 {
     CorGuardWait* w;
 
     if (match->guardCount == 0) {
-        corRequestRouted(r, match);
+        next->routed(r, match);
         return;
     }
     w = corRequestAlloc(r, sizeof(*w));
     if (w == NULL) {
-        corRequestRefused(r, 500);
+        next->refused(r, 500);
         return;
     }
     w->r = r;
     w->match = *match;
+    w->then = next;
     w->next = 0;
     if (chainRun(w)) {
-        corRequestRouted(r, &w->match);
+        next->routed(r, &w->match);
     }
 }
 
@@ -123,10 +126,10 @@ void
 corGuardResume(CorGuardWait* w, int verdict)
 {
     if (verdict != COR_GUARD_PASS) {
-        corRequestRefused(w->r, verdict == COR_GUARD_LATER ? 500 : verdict);
+        w->then->refused(w->r, verdict == COR_GUARD_LATER ? 500 : verdict);
         return;
     }
     if (chainRun(w)) {
-        corRequestRouted(w->r, &w->match);
+        w->then->routed(w->r, &w->match);
     }
 }

@@ -44,6 +44,12 @@ corMetricsLoop(unsigned index)
     return &loopCounters[index < loopCount ? index : 0];
 }
 
+CorLoopCounters*
+corMetricsLoopCurrent(void)
+{
+    return corMetricsLoop(loopIndex >= 0 ? (unsigned)loopIndex : 0);
+}
+
 unsigned
 corMetricsLoopCount(void)
 {

@@ -12,7 +12,8 @@
  * request (a coroutine is already there; a worker posts it back), which
  * hands the response to the protocol (ops->done). Once the protocol has sent
  * it (corRequestSent), the post-response phase runs the same way, then the
- * arena is freed and the protocol releases the request.
+ * arena is freed and the protocol releases the request (corRequestHold.c,
+ * once nothing else holds it).
  *
  * A handler that may wait can be cut short: by its deadline (a timer on
  * the loop, which answers 504 unless the handler answered first) or by its
@@ -29,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 /* The request a worker or an inline handler serves (a coroutine keeps its
  * own in its data pointer, since the thread is shared). An inline handler
@@ -51,21 +51,6 @@ static void runFinish(CorRequest* r);
 static void sessionStart(CorRequest* r);
 static void sessionEnd(CorRequest* r);
 
-/* ---- Memory -------------------------------------------------------------- */
-
-static void
-arenaFree(CorRequest* r)
-{
-    if (r->fileFd >= 0) {
-        close(r->fileFd);       /* the protocol did not take it */
-        r->fileFd = -1;
-    }
-    corFilterEnd(r);            /* a body its filters never saw end */
-    corStreamFree(r);
-    corRequestBodyFree(r);
-    corRequestArenaFree(r);
-}
-
 CorRequest*
 corRequestCurrent(void)
 {
@@ -79,24 +64,6 @@ corRequestCurrent(void)
 }
 
 /* ---- Where it runs ------------------------------------------------------- */
-
-static CorLoopCounters*
-counters(void)
-{
-    int index = corLoopIndexCurrent();
-
-    return corMetricsLoop(index >= 0 ? (unsigned)index : 0);
-}
-
-/* A gauge the loop alone writes and the main thread reads: a plain
- * read-modify-write is enough, the atomics only make the read safe. */
-static void
-gaugeAdd(atomic_uint* gauge, int delta)
-{
-    atomic_store_explicit(gauge, atomic_load_explicit(gauge,
-                                                      memory_order_relaxed)
-                                 + (unsigned)delta, memory_order_relaxed);
-}
 
 static unsigned
 gaugeSum(size_t offset)
@@ -151,7 +118,8 @@ served(CorRequest* r)
                    "the handler gave no response\n", 29);
     }
     if (corFilterCount != 0 && r->stream == NULL) {
-        corFilterResponse(r);   /* a file body they take becomes a stream */
+        /* a file body they take becomes a stream */
+        corFilterResponse(r, corStreamFile);
     }
     if (r->stream != NULL) {
         corStreamServed(r);     /* its head is out, or goes now */
@@ -160,63 +128,16 @@ served(CorRequest* r)
     r->ops->done(r);
 }
 
-/* The request is over and nothing holds it: its memory goes, the
- * protocol releases it. On its loop. */
-static void
-requestRelease(CorRequest* r)
-{
-    CorLoopCounters* c = counters();
-
-    if (r->inFinish) {
-        gaugeAdd(&c->finishing, -1);
-        /* A stop cancelled its waits: it may not have done its work. */
-        c->finishFailed += atomic_load(&corRuntime.stopping);
-    }
-    gaugeAdd(&c->inFlight, -1);
-    arenaFree(r);
-    r->ops->release(r);
-}
-
-static void
-releaseOnLoop(CorEvTask* task)
-{
-    requestRelease(corContainerOf(task, CorRequest, task));
-}
-
 /* The request's last phase is over: released now, or by the last of the
- * notifications it started (corRequestLetGo). Still counted in flight
- * meanwhile, so that a drain waits for them. */
+ * notifications it started (corRequestLetGo, here on r's loop). Still
+ * counted in flight meanwhile, so that a drain waits for them. */
 static void
 requestEnd(CorRequest* r)
 {
     if (!corListEmpty(&r->cleanups)) {
         corRequestCleanupsEnd(r);
     }
-    if (atomic_fetch_sub(&r->holds, 1) == 1) {
-        requestRelease(r);
-    }
-}
-
-void
-corRequestHold(CorRequest* r)
-{
-    atomic_fetch_add(&r->holds, 1);
-}
-
-/* The last hold goes after the phases ended, wherever it goes: r's task
- * is free then (its phases are over), and carries the release to r's
- * loop. */
-void
-corRequestLetGo(CorRequest* r)
-{
-    if (atomic_fetch_sub(&r->holds, 1) != 1) {
-        return;
-    }
-    if (corEvLoopCurrent() == r->loop) {
-        requestRelease(r);
-    } else {
-        corEvLoopPost(r->loop, &r->task, releaseOnLoop);
-    }
+    corRequestLetGo(r);
 }
 
 /* Whether r is in its last phase, an upgraded connection's session. */
@@ -329,7 +250,7 @@ serveInline(CorRequest* r, CorHandlerFn fn)
                       + (uint64_t)(end.tv_nsec - start.tv_nsec) / 1000000;
 
     if (stallMs > 0 && heldMs > stallMs) {
-        counters()->stalls++;
+        corMetricsLoopCurrent()->stalls++;
         corLog(COR_LOG_WARN, "loop %d held %llu ms by handler %s (%.*s "
                "%.*s), which runs inline: it must not block",
                corLoopIndexCurrent(), (unsigned long long)heldMs,
@@ -347,7 +268,7 @@ deadlinePassed(CorEvTimer* timer)
     if (!atomic_compare_exchange_strong(&r->answer, &open, ANSWER_TIMEOUT)) {
         return;     /* the handler answered in time: let it end */
     }
-    counters()->timedOut++;
+    corMetricsLoopCurrent()->timedOut++;
     corRestCancel(&r->cancel);
     corRequestCleanupsCancel(r);
 }
@@ -363,7 +284,8 @@ deadlinePassed(CorEvTimer* timer)
 static void
 dispatch(CorRequest* r, bool coroutine, uint64_t timeoutMs)
 {
-    CorLoopCounters* c = r->inFinish || inSession(r) ? NULL : counters();
+    CorLoopCounters* c = r->inFinish || inSession(r)
+                         ? NULL : corMetricsLoopCurrent();
     int rc;
 
     r->serving = !r->inFinish;
@@ -456,8 +378,9 @@ refusalAnswer(CorRequest* r, int status)
     }
 }
 
-void
-corRequestRefused(CorRequest* r, int status)
+/* r is refused with status (>= 400), answered so unless its guard did. */
+static void
+refused(CorRequest* r, int status)
 {
     if (!r->responded) {
         refusalAnswer(r, status);
@@ -465,11 +388,12 @@ corRequestRefused(CorRequest* r, int status)
     served(r);
 }
 
-void
-corRequestRouted(CorRequest* r, const CorRouteMatch* match)
+/* r passed its route's guards: on to the handler. */
+static void
+routed(CorRequest* r, const CorRouteMatch* match)
 {
     const CorHandler* handler = &match->handler->handler;
-    CorLoopCounters* c = counters();
+    CorLoopCounters* c = corMetricsLoopCurrent();
     bool coroutine;
 
     r->handler = match->handler;
@@ -489,16 +413,19 @@ corRequestRouted(CorRequest* r, const CorRouteMatch* match)
     dispatch(r, coroutine, match->timeoutMs);
 }
 
+static const CorGuardNext guardNext = { .routed = routed,
+                                        .refused = refused };
+
 void
 corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
 {
     CorRouteMatch match;
     CorRouteResult found;
-    CorLoopCounters* c = counters();
+    CorLoopCounters* c = corMetricsLoopCurrent();
     int refused;
 
     requestInit(r, ops, protocolData);
-    gaugeAdd(&c->inFlight, 1);
+    corMetricsGaugeAdd(&c->inFlight, 1);
     c->protocols[ops->kind < COR_PROTOCOL_KINDS ? ops->kind
                                                 : COR_PROTOCOL_OTHER]++;
     refused = corLimitsRequest(r);
@@ -531,7 +458,7 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
         break;
     }
     r->filtersOff = match.filtersOff;
-    corGuardsRun(r, &match);
+    corGuardsRun(r, &match, &guardNext);
 }
 
 void
@@ -540,7 +467,7 @@ corRequestCancel(CorRequest* r)
     if (!r->serving || corRestCancelled(&r->cancel)) {
         return;
     }
-    counters()->cancelled++;
+    corMetricsLoopCurrent()->cancelled++;
     /* Its answer reaches nobody, whatever the protocol still writes: the
      * access log must not call it complete. */
     r->cut = true;
@@ -559,7 +486,7 @@ runFinish(CorRequest* r)
     /* A fresh cancel: a client that left cancelled the handler, not the
      * notifications that follow its answer. */
     memset(&r->cancel, 0, sizeof(r->cancel));
-    gaugeAdd(&counters()->finishing, 1);
+    corMetricsGaugeAdd(&corMetricsLoopCurrent()->finishing, 1);
     if (handler->finishRun == COR_RUN_INLINE) {
         serveInline(r, handler->finish);
         requestEnd(r);
@@ -585,8 +512,8 @@ void
 corRequestSent(CorRequest* r)
 {
     accessLog(r);
-    counters()->responses[r->status >= 100 && r->status < 600
-                          ? r->status / 100 - 1 : 5]++;
+    corMetricsLoopCurrent()->responses[r->status >= 100 && r->status < 600
+                                       ? r->status / 100 - 1 : 5]++;
     if (r->upgrade != NULL) {
         /* Not handed over (the client left, the 101 did not go out): the
          * session still runs, on a connection that is gone. */
@@ -604,7 +531,7 @@ corRequestSent(CorRequest* r)
             return;
         }
         /* A drain waited for it as long as stop_timeout allows. */
-        counters()->finishFailed++;
+        corMetricsLoopCurrent()->finishFailed++;
     }
     requestEnd(r);
 }
@@ -644,7 +571,7 @@ void
 corRequestUpgraded(CorRequest* r, const CorTransport* t, const void* rest,
                    size_t restLen, const void* unsent, size_t unsentLen)
 {
-    counters()->responses[0]++;
+    corMetricsLoopCurrent()->responses[0]++;
     accessLog(r);
     corUpgradedAdopt(r->upgrade, t, rest, restLen, unsent, unsentLen);
     sessionStart(r);
@@ -660,7 +587,7 @@ coroutineStalled(CorCo* co, uint64_t heldMs)
     if (r != NULL) {
         noteServed(r);
     }
-    counters()->stalls++;
+    corMetricsLoopCurrent()->stalls++;
     corLog(COR_LOG_WARN, "loop %d held %llu ms by handler %s (%s) between "
            "two waits: it blocks and should run on a worker (its coroutine "
            "hook said yes)", corLoopIndexCurrent(),

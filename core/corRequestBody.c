@@ -24,30 +24,19 @@
  *
  * A body that came whole (every other request) is read out of r->body by
  * the same corRequestBodyRead.
+ *
+ * Here the body's container: what the protocol puts in, what the HTTP
+ * client watches, and its free at the request's release; what the handler
+ * takes out is corRequestBodyTake.c, whose tell back to the protocol
+ * holds the request, so that the release (corRequestHold.c) calls down
+ * into this file and this file into nothing above it.
  */
-#include "corCoreInt.h"
-#include "corKit.h"
+#include "corRequestBodyIn.h"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-
-/* Owned by its request, from corRequestBodyBegin to the request's end. */
-struct CorBodyIn {
-    pthread_mutex_t lock;
-    CorRequest* r;
-    CorBuf buf;                 /* what came and was not taken */
-    int end;                    /* 0: coming; 1: whole; -errno: failed */
-    int wakeFd;                 /* an eventfd once a reader waited, or -1 */
-    size_t consumed;            /* taken, not told to the protocol yet */
-    bool consumedPosted;        /* the task that tells it is due */
-    CorEvTask task;
-    CorBodyWatchFn watch;       /* on the loop, after each put */
-    void* watchArg;
-};
 
 /* Write the eventfd: a reader's poll wakes. The lock is held. */
 static void
@@ -72,17 +61,6 @@ news(CorBodyIn* in)
 }
 
 /* ---- The protocol's side ------------------------------------------------- */
-
-bool
-corRequestBodyStreams(const CorRequest* r)
-{
-    CorRouteMatch match;
-
-    return corRouteFind(r->method, r->methodLen, r->path, r->pathLen,
-                        &match) == COR_ROUTE_FOUND
-           && match.handler->handler.streamBody
-           && match.handler->handler.run != COR_RUN_INLINE;
-}
 
 int
 corRequestBodyBegin(CorRequest* r)
@@ -129,134 +107,6 @@ corRequestBodyEnd(CorRequest* r, int rc)
     wakeLocked(in);
     pthread_mutex_unlock(&in->lock);
     news(in);
-}
-
-/* ---- What was taken, back to the protocol -------------------------------- */
-
-static void
-consumedTell(CorRequest* r)
-{
-    CorBodyIn* in = r->bodyIn;
-    size_t n;
-
-    pthread_mutex_lock(&in->lock);
-    n = in->consumed;
-    in->consumed = 0;
-    in->consumedPosted = false;
-    pthread_mutex_unlock(&in->lock);
-    if (n > 0 && r->ops->bodyConsumed != NULL) {
-        r->ops->bodyConsumed(r, n);
-    }
-}
-
-/* Posted by a reader off the loop, with a hold on the request. */
-static void
-consumedOnLoop(CorEvTask* task)
-{
-    CorRequest* r = corContainerOf(task, CorBodyIn, task)->r;
-
-    consumedTell(r);
-    corRequestLetGo(r);
-}
-
-/* ---- The handler's side -------------------------------------------------- */
-
-ssize_t
-corRequestBodyTake(CorRequest* r, void* buf, size_t len)
-{
-    CorBodyIn* in = r->bodyIn;
-    size_t n;
-    bool post;
-    int end;
-
-    if (in == NULL) {
-        n = r->bodyLen - r->bodyTaken;
-        n = n < len ? n : len;
-        if (n > 0) {
-            memcpy(buf, r->body + r->bodyTaken, n);
-            r->bodyTaken += n;
-        }
-        return (ssize_t)n;
-    }
-    pthread_mutex_lock(&in->lock);
-    n = corBufPending(&in->buf);
-    n = n < len ? n : len;
-    if (n > 0) {
-        memcpy(buf, corBufHead(&in->buf), n);
-        corBufConsume(&in->buf, n);
-    }
-    in->consumed += n;
-    post = n > 0 && !in->consumedPosted && corEvLoopCurrent() != r->loop;
-    in->consumedPosted |= post;
-    end = in->end;
-    pthread_mutex_unlock(&in->lock);
-    if (n > 0) {
-        r->bodyTaken += n;
-        if (corEvLoopCurrent() == r->loop) {
-            consumedTell(r);
-        } else if (post) {
-            corRequestHold(r);      /* it must not be released before */
-            corEvLoopPost(r->loop, &in->task, consumedOnLoop);
-        }
-        return (ssize_t)n;
-    }
-    return end == 0 ? -EAGAIN : end == 1 ? 0 : end;
-}
-
-/* Nothing to take: the eventfd to wait on, made now if need be, in the
- * step that found nothing (a put after it writes it). Returns the fd, 0
- * when something came meanwhile (take again), or -errno. */
-static int
-waitArm(CorBodyIn* in)
-{
-    int rc;
-
-    pthread_mutex_lock(&in->lock);
-    if (corBufPending(&in->buf) > 0 || in->end != 0) {
-        rc = 0;
-    } else {
-        if (in->wakeFd < 0) {
-            in->wakeFd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        }
-        rc = in->wakeFd >= 0 ? in->wakeFd : -errno;
-    }
-    pthread_mutex_unlock(&in->lock);
-    return rc;
-}
-
-ssize_t
-corRequestBodyRead(CorRequest* r, void* buf, size_t len, int timeoutMs)
-{
-    uint64_t deadline = corDeadlineAfter(timeoutMs);
-    ssize_t n;
-
-    while ((n = corRequestBodyTake(r, buf, len)) == -EAGAIN) {
-        uint64_t wakes;
-        int fd;
-        int rc;
-
-        if (timeoutMs == 0) {
-            return -EAGAIN;
-        }
-        if (corRequestCancelled(r)) {
-            return -ECANCELED;
-        }
-        fd = waitArm(r->bodyIn);
-        if (fd < 0) {
-            return fd;
-        }
-        if (fd == 0) {
-            continue;
-        }
-        rc = corDeadlineWaitFd(fd, POLLIN, deadline);
-        if (rc < 0) {
-            return rc;
-        }
-        if (read(fd, &wakes, sizeof(wakes)) < 0) {
-            /* Drained by the previous round already. */
-        }
-    }
-    return n;
 }
 
 void

@@ -36,17 +36,18 @@
 static StaticRoot* roots;
 static unsigned rootCount;
 
-const StaticRoot*
-corStaticRootOf(const CorRequest* r)
+/* The handler of every root: the one r was routed to serves it. */
+static void
+serve(CorRequest* r)
 {
     const char* name = corRequestHandlerName(r);
 
     for (unsigned i = 0; i < rootCount; i++) {
         if (strcmp(roots[i].name, name) == 0) {
-            return &roots[i];
+            corStaticServe(r, &roots[i]);
+            return;
         }
     }
-    return NULL;
 }
 
 /* ---- Configuration ------------------------------------------------------- */
@@ -167,7 +168,7 @@ rootRead(CorModule* m, const CorConf* entry, unsigned index)
         return -1;
     }
     return corHandlerAdd(m, &(CorHandler){ .name = root->name,
-                                           .serve = corStaticServe,
+                                           .serve = serve,
                                            .run = COR_RUN_COROUTINE });
 }
 

@@ -120,11 +120,9 @@ StaticRangeResult corStaticRangeParse(const char* value, size_t len,
 
 /* ---- Answers (corStaticServe.c, corStaticMultipart.c) --------------------- */
 
-/* The handler of every root. May yield (a multipart body's writes). */
-void corStaticServe(CorRequest* r);
-
-/* The root r was routed to. */
-const StaticRoot* corStaticRootOf(const CorRequest* r);
+/* Serve r from root, the one it was routed to. May yield (a multipart
+ * body's writes). */
+void corStaticServe(CorRequest* r, const StaticRoot* root);
 
 /*
  * Answer 206 with the ranges of f as a multipart/byteranges body, its

@@ -352,9 +352,8 @@ indexAnswer(CorRequest* r, const StaticRoot* root, const char* rel)
 }
 
 void
-corStaticServe(CorRequest* r)
+corStaticServe(CorRequest* r, const StaticRoot* root)
 {
-    const StaticRoot* root = corStaticRootOf(r);
     StaticFile f;
     char* rel;
     int rc;

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A streamed request body's insides, shared by its two sides:
+ * corRequestBody.c (the protocol puts, the HTTP client watches, the
+ * request's release frees) and corRequestBodyTake.c (the handler takes).
+ * Never included from outside them.
+ */
+#ifndef COR_REQUEST_BODY_IN_H
+#define COR_REQUEST_BODY_IN_H
+
+#include "corCoreInt.h"
+#include "corKit.h"
+
+#include <pthread.h>
+
+/* Owned by its request, from corRequestBodyBegin to the request's end. */
+struct CorBodyIn {
+    pthread_mutex_t lock;
+    CorRequest* r;
+    CorBuf buf;                 /* what came and was not taken */
+    int end;                    /* 0: coming; 1: whole; -errno: failed */
+    int wakeFd;                 /* an eventfd once a reader waited, or -1 */
+    size_t consumed;            /* taken, not told to the protocol yet */
+    bool consumedPosted;        /* the task that tells it is due */
+    CorEvTask task;
+    CorBodyWatchFn watch;       /* on the loop, after each put */
+    void* watchArg;
+};
+
+#endif
