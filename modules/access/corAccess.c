@@ -159,10 +159,7 @@ accessInit(CorModule* m, const CorConf* conf)
                            sizeof(*guards), guardRead, &array, &guardCount);
 
     guards = array;             /* what the reads left: the exit's */
-    if (rc != 0) {
-        return -1;
-    }
-    return 0;
+    return rc;
 }
 
 COR_MODULE(access, .init = accessInit, .exit = accessExit);

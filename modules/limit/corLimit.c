@@ -219,10 +219,7 @@ limitInit(CorModule* m, const CorConf* conf)
                            sizeof(*guards), guardRead, &array, &guardCount);
 
     guards = array;             /* what the reads left: the exit's */
-    if (rc != 0) {
-        return -1;
-    }
-    return corMetricsSourceAdd(m, limitMetrics, NULL);
+    return rc != 0 ? -1 : corMetricsSourceAdd(m, limitMetrics, NULL);
 }
 
 COR_MODULE(limit, .init = limitInit, .exit = limitExit);
