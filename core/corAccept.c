@@ -27,6 +27,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +243,21 @@ void
 corAcceptClosed(void)
 {
     atomic_fetch_sub(&connTotal, 1);
+}
+
+int
+corAcceptTransport(const CorListener* l, CorTransport* t, int fd)
+{
+    int one = 1;
+
+    if (t == NULL || corListenerTransport(l, t, fd) != 0) {
+        close(fd);
+        corAcceptClosed();
+        return -1;
+    }
+    /* Answers are written whole: none waits for more to coalesce. */
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return 0;
 }
 
 void

@@ -144,18 +144,6 @@ besideLoopStart(CorEvTask* task)
     besideRun(b);
 }
 
-/* Whether the caller is a coroutine of a loop that may yield: not code on
- * a coroutine's stack whose waits must poll (an inline handler there),
- * which is not the coroutine's work. */
-static bool
-inLoopCoroutine(void)
-{
-    bool yield = corRestYieldAllow(true);
-
-    corRestYieldAllow(yield);
-    return yield && corCoCurrent() != NULL && corEvLoopCurrent() != NULL;
-}
-
 int
 corBesideStart(CorBeside* b, CorBesideFn run, CorBesideFn done,
                unsigned flags)
@@ -164,7 +152,7 @@ corBesideStart(CorBeside* b, CorBesideFn run, CorBesideFn done,
 
     b->run = run;
     b->done = done;
-    if (inLoopCoroutine()) {
+    if (corRestMayPark()) {
         if (corCoLoopSpawn(loop, besideCoMain, b) == 0) {
             return 0;
         }

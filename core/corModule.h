@@ -149,6 +149,18 @@ typedef int (*CorGuardFn)(CorRequest* r, void* arg, CorGuardWait* wait);
  * duplicate name, no memory). */
 int corGuardAdd(CorModule* m, const char* name, CorGuardFn fn, void* arg);
 
+/* A guard module's init: its conf's `guards` list (at least one entry,
+ * shaped as shape says in the error when there is none) read into a new
+ * zeroed array of size-byte records, *arrayP, read(m, entry, record, i)
+ * each (its errors its own; every entry is read, so that all are said).
+ * *countP is set with the array, before the reads: the module's exit
+ * frees what they left. Returns 0, or -1 after a module error. */
+typedef int (*CorGuardReadFn)(CorModule* m, const CorConf* entry,
+                              void* record, unsigned index);
+int corGuardsRead(CorModule* m, const CorConf* conf, const char* shape,
+                  size_t size, CorGuardReadFn read, void** arrayP,
+                  unsigned* countP);
+
 /* The verdict of a guard that answered COR_GUARD_LATER (COR_GUARD_PASS
  * or a status >= 400), on the request's loop (post it there from a
  * thread: corEvLoopPost(r->loop, ...)); once per wait. */

@@ -259,6 +259,12 @@ void corTransportPlain(CorTransport* t, int fd);
  */
 int corListenerTransport(const CorListener* l, CorTransport* t, int fd);
 
+/* A server's accepted fd, into its connection's transport t (NULL: no
+ * memory for the connection), the socket set TCP_NODELAY. Returns 0, or
+ * -1 after closing fd and counting the connection closed
+ * (corAcceptClosed): the caller frees its record. */
+int corAcceptTransport(const CorListener* l, CorTransport* t, int fd);
+
 /* The listener's tls.handshake_timeout, 0 for a plain listener: a
  * protocol cuts a TLS connection whose handshake (and first request) has
  * not come by then. */

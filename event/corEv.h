@@ -393,6 +393,12 @@ static inline bool corRestCancelled(const CorRestCancel* c);
  */
 bool corRestYieldAllow(bool allow);
 
+/* Whether the calling code runs in a coroutine of a loop that may wait
+ * there, parking rather than polling (not code on a coroutine's stack
+ * that corRestYieldAllow(false) marks as not the coroutine's work, such
+ * as an inline handler). */
+bool corRestMayPark(void);
+
 /*
  * Wait, as poll() on one fd, for events or timeoutMs (< 0: none): in a
  * coroutine on a loop, corCoLoopWait; anywhere else (or where yielding is

@@ -72,6 +72,13 @@ corRestYieldAllowed(void)
     return !yieldForbidden;
 }
 
+bool
+corRestMayPark(void)
+{
+    return !yieldForbidden && corCoCurrent() != NULL
+           && corEvLoopCurrent() != NULL;
+}
+
 /* The calling thread's loop when a wait now is its layer's (a coroutine
  * runs, and may yield), else NULL. */
 static CorEvLoop*

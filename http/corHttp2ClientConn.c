@@ -585,17 +585,6 @@ threadTurn(Peer* p, uint64_t deadlineMs)
 
 /* ---- Streams ------------------------------------------------------------- */
 
-/* Whether the calling code runs in a coroutine of a loop that may wait
- * there (not an inline handler on a coroutine's stack). */
-static bool
-onLoop(void)
-{
-    bool yield = corRestYieldAllow(true);
-
-    corRestYieldAllow(yield);
-    return yield && corCoCurrent() != NULL && corEvLoopCurrent() != NULL;
-}
-
 /* A loop's peer has new streams or a body's piece to send: they go
  * before the loop sleeps (not from inside the callback that brought a
  * piece), all of a turn's in one write. */
@@ -692,7 +681,7 @@ corHttp2StreamOpen(const CorClientRequest* req, const CorUrl* url,
                    int connectTimeoutMs, bool fresh, CorHttp2Stream** sP,
                    bool* reusedP, char* why, size_t whyLen)
 {
-    bool loop = onLoop();
+    bool loop = corRestMayPark();
     CorHttp2Stream* s = calloc(1, sizeof(*s));
     Peer* p;
     int rc = -ENOMEM;

@@ -99,8 +99,10 @@ rulesRead(CorModule* m, const CorConf* list, bool allow, Guard* g)
 }
 
 static int
-guardRead(CorModule* m, const CorConf* entry, Guard* g, unsigned index)
+guardRead(CorModule* m, const CorConf* entry, void* record,
+          unsigned index)
 {
+    Guard* g = record;
     static const char* const keys[] = { "name", "allow", "deny",
                                         "basic_auth", NULL };
     CorConfErrors* e = corModuleErrors(m);
@@ -152,24 +154,11 @@ accessExit(CorModule* m)
 static int
 accessInit(CorModule* m, const CorConf* conf)
 {
-    const CorConf* list = corConfSeq(conf, "guards", corModuleErrors(m));
-    size_t count = corConfCount(list);
-    int rc = 0;
+    void* array = NULL;
+    int rc = corGuardsRead(m, conf, "{ name, allow / deny, basic_auth }",
+                           sizeof(*guards), guardRead, &array, &guardCount);
 
-    if (count == 0) {
-        corModuleError(m, list != NULL ? list : conf, "guards: at least one "
-                       "({ name, allow / deny, basic_auth })");
-        return -1;
-    }
-    guards = calloc(count, sizeof(*guards));
-    if (guards == NULL) {
-        corModuleError(m, conf, "no memory");
-        return -1;
-    }
-    guardCount = (unsigned)count;
-    for (unsigned i = 0; i < guardCount; i++) {
-        rc |= guardRead(m, corConfAt(list, i), &guards[i], i);
-    }
+    guards = array;             /* what the reads left: the exit's */
     return rc;
 }
 

@@ -15,17 +15,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* Whether the calling code runs in a coroutine of a loop that may wait
- * there (not an inline handler on a coroutine's stack). */
-static bool
-onLoop(void)
-{
-    bool yield = corRestYieldAllow(true);
-
-    corRestYieldAllow(yield);
-    return yield && corCoCurrent() != NULL && corEvLoopCurrent() != NULL;
-}
-
 /* A REQUEST of req, and what it points to that req does not hold: its
  * target, its headers but Content-Type, Content-Type. The caller's, on
  * its stack, until requestFree. */
@@ -181,7 +170,7 @@ corCorFetch(const CorClientRequest* req, CorClientResponse* res)
     do {
         res->retried = out.retry;
         out = (CorCorOutcome){ 0 };
-        rc = onLoop() ? corCorCallOnLoop(&c, &answer, &out, res->error,
+        rc = corRestMayPark() ? corCorCallOnLoop(&c, &answer, &out, res->error,
                                          sizeof(res->error))
                       : corCorCallOnThread(&c, &answer, &out, res->error,
                                            sizeof(res->error));

@@ -41,7 +41,6 @@
 
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -470,12 +469,9 @@ corCorServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
     CorServerLoop* sl = corCorServerLoopAt(loopIndex);
     CorServerConn* c = calloc(1, sizeof(*c));
     uint64_t helloMs = corListenerHandshakeTimeoutMs(l);
-    int one = 1;
 
-    if (c == NULL || corListenerTransport(l, &c->t, fd) != 0) {
+    if (corAcceptTransport(l, c != NULL ? &c->t : NULL, fd) != 0) {
         free(c);
-        close(fd);
-        corAcceptClosed();
         return;
     }
     corKitConnInit(&c->k, sl->loop, &connOps);
@@ -486,7 +482,6 @@ corCorServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
     c->tls = helloMs > 0;       /* a plain listener has no handshake */
     corPeerAddress(&c->peer, c->remote, sizeof(c->remote));
     corPeerName(&c->peer, c->peerName, sizeof(c->peerName));
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (corKitConnStart(&c->k, &c->t, &sl->conns) != 0) {
         connClose(c);
         return;

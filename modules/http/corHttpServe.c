@@ -18,7 +18,6 @@
 #include "corHttpInt.h"
 #include "corHttp2Int.h"
 
-#include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -580,12 +579,9 @@ corHttpServeOpen(HttpLoop* hl, const CorListener* l, int fd,
 {
     HttpConn* c = calloc(1, sizeof(*c));
     uint64_t handshakeMs = corListenerHandshakeTimeoutMs(l);
-    int one = 1;
 
-    if (c == NULL || corListenerTransport(l, &c->t, fd) != 0) {
+    if (corAcceptTransport(l, c != NULL ? &c->t : NULL, fd) != 0) {
         free(c);
-        close(fd);
-        corAcceptClosed();
         return;
     }
     corKitConnInit(&c->k, hl->loop, &kitOps);
@@ -596,7 +592,6 @@ corHttpServeOpen(HttpLoop* hl, const CorListener* l, int fd,
     c->tls = handshakeMs > 0;   /* a plain listener has no handshake */
     c->h2c = !c->tls && corListenerHttp2(l);
     c->state = HTTP_IDLE;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (corKitConnStart(&c->k, &c->t, &hl->conns) != 0) {
         corHttpConnClose(c);
         return;

@@ -157,8 +157,10 @@ keyRead(CorModule* m, const CorConf* entry, Guard* g)
 }
 
 static int
-guardRead(CorModule* m, const CorConf* entry, Guard* g, unsigned index)
+guardRead(CorModule* m, const CorConf* entry, void* record,
+          unsigned index)
 {
+    Guard* g = record;
     static const char* const keys[] = { "name", "rate", "burst", "key",
                                         "max_keys", NULL };
     CorConfErrors* e = corModuleErrors(m);
@@ -212,24 +214,11 @@ limitExit(CorModule* m)
 static int
 limitInit(CorModule* m, const CorConf* conf)
 {
-    const CorConf* list = corConfSeq(conf, "guards", corModuleErrors(m));
-    size_t count = corConfCount(list);
-    int rc = 0;
+    void* array = NULL;
+    int rc = corGuardsRead(m, conf, "{ name, rate, burst, key }",
+                           sizeof(*guards), guardRead, &array, &guardCount);
 
-    if (count == 0) {
-        corModuleError(m, list != NULL ? list : conf, "guards: at least one "
-                       "({ name, rate, burst, key })");
-        return -1;
-    }
-    guards = calloc(count, sizeof(*guards));
-    if (guards == NULL) {
-        corModuleError(m, conf, "no memory");
-        return -1;
-    }
-    guardCount = (unsigned)count;
-    for (unsigned i = 0; i < guardCount; i++) {
-        rc |= guardRead(m, corConfAt(list, i), &guards[i], i);
-    }
+    guards = array;             /* what the reads left: the exit's */
     return rc != 0 ? -1 : corMetricsSourceAdd(m, limitMetrics, NULL);
 }
 

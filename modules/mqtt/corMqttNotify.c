@@ -199,17 +199,6 @@ headersTake(const CorNotification* n, CorMqttMessage* msg, CorMqttBroker* b,
     return 0;
 }
 
-/* Whether the calling code runs in a coroutine of a loop that may wait
- * there (not an inline handler on a coroutine's stack). */
-static bool
-onLoop(void)
-{
-    bool yield = corRestYieldAllow(true);
-
-    corRestYieldAllow(yield);
-    return yield && corCoCurrent() != NULL && corEvLoopCurrent() != NULL;
-}
-
 /* The topic of u's path: in the URL itself, or decoded into *copy (the
  * caller frees it) when it has escapes. NULL with why. */
 static const char*
@@ -297,7 +286,7 @@ corMqttNotifySend(CorModule* m, const CorNotification* n, char* why,
         CorMqttStats* stats = corMqttStatsFor(&b);
 
         corMqttStatsCount(stats, COR_MQTT_COUNT_START);
-        rc = onLoop() ? corMqttPublishOnLoop(&msg, why, whyLen)
+        rc = corRestMayPark() ? corMqttPublishOnLoop(&msg, why, whyLen)
                       : corMqttPublishOnThread(&msg, why, whyLen);
         corMqttStatsCount(stats, rc == 0 ? COR_MQTT_COUNT_SENT
                                          : COR_MQTT_COUNT_FAILED);
