@@ -2,8 +2,9 @@
 /*
  * modules/forward: a reverse proxy. Each upstream group of the YAML is a
  * handler that routes name; a request routed to it goes to one of the
- * group's servers (round robin; a server that failed to connect is
- * skipped for fail_timeout) with the HTTP floor's client, and the
+ * group's servers (round robin, least_conn or a consistent hash:
+ * corForwardBalance.c; a server that failed to connect is skipped for
+ * fail_timeout) with the HTTP floor's client, and the
  * answer comes back as it arrives: a streamed response whose writes wait
  * for the client, so a body of any size passes in bounded memory.
  *
@@ -19,6 +20,8 @@
  *             underscores_in_headers: false  (X_Name fields dropped)
  *             http2: off             (on: over HTTP/2, one connection a
  *                                     server per loop, streams on it)
+ *             balance: round_robin   (least_conn | hash)
+ *             hash: ip               (path | "header:NAME")
  *     routes:
  *       - { match: "/api/...", handler: backend }
  *
@@ -47,53 +50,47 @@ static unsigned groupCount;
 
 /* ---- Servers ------------------------------------------------------------- */
 
-/* The next server in turn that is not resting after a failure; when all
- * rest, the next in turn anyway (better a try than a sure 502). */
-static ForwardServer*
-serverPick(ForwardGroup* g)
-{
-    unsigned start = atomic_fetch_add(&g->next, 1);
-    uint64_t now = corEvClockMs();
-
-    for (unsigned i = 0; i < g->serverCount; i++) {
-        ForwardServer* s = &g->servers[(start + i) % g->serverCount];
-
-        if (atomic_load(&s->downUntil) <= now) {
-            return s;
-        }
-    }
-    return &g->servers[start % g->serverCount];
-}
-
 /*
  * Open the exchange on a server of g, trying the next one when a server
  * could not be reached (the request was not sent: it cannot have been
  * acted on), or when an idempotent request was sent and the server
  * closed on it without answering. Never after a timeout that followed
  * the send (the server may be working on it; nginx's non_idempotent rule
- * plus no retry on a read timeout). Returns 0 with *xP open, or -errno
- * (res->error said, and logged here).
+ * plus no retry on a read timeout). Each server is tried once at most, in
+ * the order of g's balance. Returns 0 with *xP open and *sP its server
+ * (counted in flight: corForwardServerDone), or -errno (res->error said,
+ * and logged here).
  */
 static int
 upstreamOpen(CorRequest* r, ForwardGroup* g, CorClientRequest* q,
-             CorClientResponse* res, CorHttpClientExchange** xP)
+             CorClientResponse* res, CorHttpClientExchange** xP,
+             ForwardServer** sP)
 {
+    bool* tried = corRequestAlloc(r, g->serverCount);
+    ForwardServer* s;
     int rc = -EHOSTUNREACH;
 
-    for (unsigned i = 0; i < g->serverCount; i++) {
-        ForwardServer* s = serverPick(g);
-
-        q->url = corForwardUrl(r, s);
-        if (q->url == NULL) {
-            snprintf(res->error, sizeof(res->error), "no memory");
-            return -ENOMEM;
-        }
+    if (tried == NULL) {
+        snprintf(res->error, sizeof(res->error), "no memory");
+        return -ENOMEM;
+    }
+    memset(tried, 0, g->serverCount);
+    for (unsigned i = 0; (s = corForwardPick(g, r, tried)) != NULL; i++) {
         if (i > 0) {
             corClientResponseFree(res);
         }
-        rc = corHttpClientOpen(q, res, xP);
-        if (rc == 0 || rc == -ECANCELED) {
+        q->url = corForwardUrl(r, s);
+        rc = q->url != NULL ? corHttpClientOpen(q, res, xP) : -ENOMEM;
+        if (rc == 0) {
+            *sP = s;
+            return 0;
+        }
+        corForwardServerDone(s);
+        if (rc == -ECANCELED) {
             return rc;
+        }
+        if (rc == -ENOMEM) {
+            snprintf(res->error, sizeof(res->error), "no memory");
         }
         corLog(COR_LOG_ERROR, "forward %s: upstream %s: %s", g->name,
                s->url, res->error);
@@ -272,6 +269,7 @@ forwardServe(CorRequest* r)
     };
     CorClientResponse res;
     CorHttpClientExchange* x = NULL;
+    ForwardServer* s = NULL;
     CorHeader* headers;
     char* method = corRequestAlloc(r, r->methodLen + 1);
     int rc;
@@ -286,13 +284,14 @@ forwardServe(CorRequest* r)
     q.method = method;
     q.headers = headers;
     memset(&res, 0, sizeof(res));
-    rc = upstreamOpen(r, g, &q, &res, &x);
+    rc = upstreamOpen(r, g, &q, &res, &x, &s);
     if (rc < 0) {
         failRespond(r, rc);
     } else {
         answerPass(r, g, x, &res);
     }
     corHttpClientClose(x);
+    corForwardServerDone(s);
     corClientResponseFree(&res);
 }
 
@@ -433,7 +432,7 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     static const char* const keys[] = { "name", "servers", "connect_timeout",
                                         "read_timeout", "fail_timeout",
                                         "host", "underscores_in_headers",
-                                        "http2", NULL };
+                                        "http2", "balance", "hash", NULL };
     CorConfErrors* e = corModuleErrors(m);
     ForwardGroup* g = &groups[index];
     unsigned before = e->count;
@@ -450,6 +449,7 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     g->underscores = corConfBool(entry, "underscores_in_headers", false, e);
     failed |= http2Read(m, entry, g) < 0;
     failed |= serversRead(m, entry, g) < 0;
+    failed |= corForwardBalanceRead(m, entry, g) < 0;
     failed |= hostRead(m, entry, g) < 0;
     snprintf(where, sizeof(where), "upstreams[%u]", index);
     corConfUnknownKeys(entry, where, keys, e);
@@ -473,6 +473,8 @@ forwardExit(CorModule* m)
         free(groups[i].servers);
         free(groups[i].name);
         free(groups[i].host);
+        free(groups[i].hashHeader);
+        free(groups[i].ring);
     }
     free(groups);
     groups = NULL;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Inside modules/forward: the upstream groups the YAML names
- * (corForward.c) and the headers a forward passes on, both ways
+ * (corForward.c), how a request's server is chosen among a group's
+ * (corForwardBalance.c) and the headers a forward passes on, both ways
  * (corForwardHeaders.c).
  */
 #ifndef COR_FORWARD_INT_H
@@ -20,11 +21,32 @@ typedef enum {
     FORWARD_HOST_NAME           /* a name the YAML gives */
 } ForwardHostMode;
 
+/* How a group chooses a request's server. */
+typedef enum {
+    FORWARD_BALANCE_ROUND_ROBIN,
+    FORWARD_BALANCE_LEAST_CONN,     /* the fewest requests in flight */
+    FORWARD_BALANCE_HASH            /* a consistent hash of a key */
+} ForwardBalance;
+
+/* What a hashing group hashes. */
+typedef enum {
+    FORWARD_HASH_IP,                /* the client's address */
+    FORWARD_HASH_PATH,              /* the path, as the client encoded it */
+    FORWARD_HASH_HEADER             /* a request field's value */
+} ForwardHashKey;
+
 /* A server of a group; owned by its group, for the generation. */
 typedef struct {
     char* url;                  /* "http://host:port", no path */
     atomic_uint_fast64_t downUntil;     /* skipped until then (ms) */
+    atomic_uint inFlight;       /* requests on it now, every loop's */
 } ForwardServer;
+
+/* A point of a hashing group's ring: a virtual node of a server. */
+typedef struct {
+    uint64_t hash;
+    unsigned server;            /* its index in the group */
+} ForwardRingPoint;
 
 /* An upstream group; the module's, for the generation. Read by every
  * loop and worker at once: only next and the servers' downUntil change,
@@ -33,7 +55,12 @@ typedef struct {
     char* name;                 /* the handler routes name */
     ForwardServer* servers;
     unsigned serverCount;
-    atomic_uint next;           /* round robin */
+    atomic_uint next;           /* round robin, and least_conn's ties */
+    ForwardBalance balance;
+    ForwardHashKey hashKey;
+    char* hashHeader;           /* FORWARD_HASH_HEADER: the field's name */
+    ForwardRingPoint* ring;     /* FORWARD_BALANCE_HASH: sorted by hash */
+    unsigned ringCount;
     int connectTimeoutMs;
     int readTimeoutMs;
     uint64_t failTimeoutMs;
@@ -42,6 +69,27 @@ typedef struct {
     bool underscores;           /* header names with '_' go on */
     bool http2;                 /* to http(s):// servers over HTTP/2 */
 } ForwardGroup;
+
+/*
+ * Read a group's balance and hash keys from its YAML mapping entry, and
+ * build the ring of a hashing group (its servers read already). Returns
+ * 0, or -1 after a module error.
+ */
+int corForwardBalanceRead(CorModule* m, const CorConf* entry,
+                          ForwardGroup* g);
+
+/*
+ * The server of g for r by g's balance, skipping those in tried (one flag
+ * a server, set here for the one returned) and those resting after a
+ * failure; when every untried one rests, an untried one anyway (better a
+ * try than a sure 502). NULL when every server was tried. Counted in
+ * flight (corForwardServerDone ends it).
+ */
+ForwardServer* corForwardPick(ForwardGroup* g, const CorRequest* r,
+                              bool* tried);
+
+/* The end of a request on s, counted in flight by corForwardPick. */
+void corForwardServerDone(ForwardServer* s);
 
 /*
  * The headers of r to send upstream, in r's arena: the end-to-end ones

@@ -9,7 +9,8 @@
  * 50 MiB answer streamed with the generation's memory flat, a chunked
  * upload, 502 and 504 (each logged with the server's address), round robin
  * with a dead server skipped, an answer cut mid-body cut for the client
- * too, and `cor -t` on bad YAML.
+ * too, and `cor -t` on bad YAML (the balance keys' too; the balancing
+ * itself is corForwardBalanceTest's).
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -447,17 +448,25 @@ START_TEST(test_bad_yaml_refused_at_its_line)
         { "servers: [ \"http://a:1\" ], retries: 3", "unknown key 'retries'" },
         { "servers: [ ]", "at least one" },
         { "servers: [ \"http://a:1\" ], host: \"a b\"", "host: expected" },
+        { "servers: [ \"http://a:1\" ], balance: random",
+          "balance: expected round_robin, least_conn" },
+        { "servers: [ \"http://a:1\" ], balance: hash, hash: cookie",
+          "hash: expected ip, path" },
+        { "servers: [ \"http://a:1\" ], balance: hash, hash: \"header:\"",
+          "hash: expected ip, path" },
+        { "servers: [ \"http://a:1\" ], hash: path",
+          "hash: only with balance: hash" },
     };
     char command[1024];
+    char yaml[512];
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        snprintf(command, sizeof(command), "printf 'listen: [ { protocol: "
-                 "http, address: \"127.0.0.1:1\" } ]\\nmodules:\\n  - { load:"
-                 " http }\\n  - load: forward\\n    upstreams:\\n      - { "
-                 "name: a, %s }\\n' > %s/bad.yaml && %s -t -c %s/bad.yaml "
-                 "2>&1", bad[i][0], server.dir, getenv("COR_BIN"),
-                 server.dir);
-        ck_assert_int_ne(corShell(command, out, sizeof(out)), 0);
+        snprintf(yaml, sizeof(yaml), "listen: [ { protocol: http, address: "
+                 "\"127.0.0.1:1\" } ]\nmodules:\n  - { load: http }\n"
+                 "  - load: forward\n    upstreams:\n      - { name: a, %s "
+                 "}\n", bad[i][0]);
+        ck_assert_int_ne(corConfigCheck(&server, "bad.yaml", yaml, out,
+                                        sizeof(out)), 0);
         CHECK_HAS("bad.yaml:6:");
         CHECK_HAS(bad[i][1]);
     }

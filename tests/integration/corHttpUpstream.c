@@ -25,13 +25,17 @@
  *   /stall?ms=N the status line, then the rest of the head N ms later
  *   /stall1xx?ms=N  100 Continue, then the answer N ms later
  *   /stallbody?ms=N the head and half the body, the rest N ms later
+ *   /who        200, this upstream's port ("port N"), after the delay
+ *               /set gave (none at first)
+ *   /health     the status /set gave (200 at first), "health"
+ *   /set?health=S&delay=MS  sets them (each optional), 200 "set"
  *   .../echo... 200, the request's head as it came, then the length and
  *               a checksum of its body (any size: it is read, not kept)
  *               and this upstream's port
  *
  * HEAD gets the head alone. Each answer has "X-Test: <path>". Usage:
- * corHttpUpstream PORTFILE; it writes its port there once it serves and
- * runs until it is killed.
+ * corHttpUpstream PORTFILE [PORT] (PORT 0 or none: a free one); it writes
+ * its port there once it serves and runs until it is killed.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -47,6 +51,8 @@
 
 static atomic_uint conns;
 static atomic_uint posts;
+static atomic_int healthStatus = 200;
+static atomic_int whoDelayMs;
 static int listenPort;
 
 /* What a request's body was: it is summed as it is read, not kept. */
@@ -263,6 +269,28 @@ answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
         usleep(20000);
         sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: evil\r\n"
                      "Content-Length: 4\r\n\r\nEVIL");
+    } else if (strcmp(target, "/who") == 0) {
+        char body[32];
+        int n = snprintf(body, sizeof(body), "port %d", listenPort);
+
+        usleep((useconds_t)atomic_load(&whoDelayMs) * 1000);
+        snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: who\r\n"
+                 "Content-Length: %d\r\n\r\n%s", n, body);
+        sendText(fd, out);
+    } else if (strcmp(target, "/health") == 0) {
+        snprintf(out, sizeof(out), "HTTP/1.1 %d Health\r\nX-Test: health"
+                 "\r\nContent-Length: 6\r\n\r\nhealth",
+                 atomic_load(&healthStatus));
+        sendText(fd, out);
+    } else if (strncmp(target, "/set", 4) == 0) {
+        if (strstr(target, "health=") != NULL) {
+            atomic_store(&healthStatus, queryMs(target, "health="));
+        }
+        if (strstr(target, "delay=") != NULL) {
+            atomic_store(&whoDelayMs, queryMs(target, "delay="));
+        }
+        sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: set\r\n"
+                     "Content-Length: 3\r\n\r\nset");
     } else if (strncmp(target, "/stall", 6) == 0) {
         stallAnswer(fd, target);
     } else if (strcmp(target, "/posts") == 0
@@ -330,13 +358,14 @@ main(int argc, char** argv)
     int fd;
     int one = 1;
 
-    if (argc != 2) {
-        fprintf(stderr, "usage: corHttpUpstream PORTFILE\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: corHttpUpstream PORTFILE [PORT]\n");
         return 2;
     }
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons((uint16_t)(argc == 3 ? atoi(argv[2]) : 0));
     if (bind(fd, (struct sockaddr*)&addr, sizeof(addr)) != 0
         || listen(fd, 128) != 0) {
         perror("corHttpUpstream");

@@ -171,6 +171,26 @@ corServerWriteConfig(CorServer* s, const char* yaml)
     return 0;
 }
 
+int
+corConfigCheck(const CorServer* s, const char* name, const char* yaml,
+               char* out, size_t cap)
+{
+    char path[320];
+    char command[768];
+    FILE* f;
+
+    snprintf(path, sizeof(path), "%s/%s", s->dir, name);
+    f = fopen(path, "w");
+    if (f == NULL) {
+        return -1;
+    }
+    fputs(yaml, f);
+    fclose(f);
+    snprintf(command, sizeof(command), "%s -t -c %s 2>&1", getenv("COR_BIN"),
+             path);
+    return corShell(command, out, cap);
+}
+
 static void
 printLog(const CorServer* s)
 {
@@ -657,12 +677,21 @@ corProcStatusKb(pid_t pid, const char* field)
 pid_t
 corUpstreamStart(int* portP)
 {
+    *portP = 0;
+    return corUpstreamStartAt(portP);
+}
+
+pid_t
+corUpstreamStartAt(int* portP)
+{
     char self[PATH_MAX];
     char program[PATH_MAX + 32];
     char portFile[64];
+    char port[16];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     pid_t pid;
 
+    snprintf(port, sizeof(port), "%d", *portP);
     *portP = 0;
     if (n <= 0) {
         return -1;
@@ -675,7 +704,7 @@ corUpstreamStart(int* portP)
     unlink(portFile);
     pid = fork();
     if (pid == 0) {
-        execl(program, program, portFile, (char*)NULL);
+        execl(program, program, portFile, port, (char*)NULL);
         _exit(127);
     }
     for (int i = 0; i < 500 && *portP == 0; i++) {

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * modules/forward's balancing against the real binary in both modes: cor
+ * (two loops) forwards to three scripted upstreams
+ * (tests/integration/corHttpUpstream.c, whose /who answers its port, after
+ * a delay /set gives). Checked: round robin spreads evenly; least_conn
+ * sends fewer requests to a slow server than its turn; hash on a header
+ * keeps a user on one server, spreads the users, moves only a killed
+ * server's users (the fraction is measured) and brings them back when it
+ * returns (corForwardTest checks the balance keys' errors with the
+ * others).
+ */
+#include "corTest.h"
+#include "corServer.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#define UPSTREAMS 3
+#define USERS 100
+
+static CorServer server;
+static pid_t upstreamPid[UPSTREAMS];
+static int upstreamPort[UPSTREAMS];
+static char out[1 << 16];
+
+static const char* configFormat =
+    "runtime:\n"
+    "  loops: 2\n"
+    "  workers: 4\n"
+    "  coroutines: { enabled: {COROUTINES}, per_loop: 64 }\n"
+    "  stop_timeout: 5s\n"
+    "listen:\n"
+    "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
+    "modules:\n"
+    "  - { load: http }\n"
+    "  - load: forward\n"
+    "    upstreams:\n"
+    "      - { name: rr, servers: [ %s ] }\n"
+    "      - { name: lc, servers: [ %s ], balance: least_conn }\n"
+    "      - { name: hashed, servers: [ %s ], balance: hash,\n"
+    "          hash: \"header:X-User\", fail_timeout: 1s }\n"
+    "routes:\n"
+    "  - { match: \"/rr/*\", handler: rr, strip_prefix: /rr }\n"
+    "  - { match: \"/lc/*\", handler: lc, strip_prefix: /lc }\n"
+    "  - { match: \"/hash/*\", handler: hashed, strip_prefix: /hash }\n"
+    "log: { pid_file: {DIR}/cor.pid }\n";
+
+static void
+setUp(void)
+{
+    char servers[256] = "";
+    char yaml[4096];
+
+    for (int i = 0; i < UPSTREAMS; i++) {
+        size_t len = strlen(servers);
+
+        upstreamPid[i] = corUpstreamStart(&upstreamPort[i]);
+        ck_assert_int_gt(upstreamPid[i], 0);
+        snprintf(servers + len, sizeof(servers) - len, "%s\"http://127.0.0.1:"
+                 "%d\"", i > 0 ? ", " : "", upstreamPort[i]);
+    }
+    snprintf(yaml, sizeof(yaml), configFormat, servers, servers, servers);
+    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+}
+
+static void
+tearDown(void)
+{
+    corServerStop(&server);
+    for (int i = 0; i < UPSTREAMS; i++) {
+        corUpstreamStop(&upstreamPid[i]);
+    }
+}
+
+/* The index of the upstream that answered path through cor (with an
+ * X-User field when user is not NULL), or -1. */
+static int
+who(const char* path, const char* user)
+{
+    char request[256];
+    char buf[4096];
+    const char* body;
+    int port;
+
+    snprintf(request, sizeof(request), "GET %s HTTP/1.1\r\nHost: t\r\n"
+             "%s%s%sConnection: close\r\n\r\n", path,
+             user != NULL ? "X-User: " : "", user != NULL ? user : "",
+             user != NULL ? "\r\n" : "");
+    if (corRequest(server.port, request, buf, sizeof(buf)) != 200) {
+        return -1;
+    }
+    body = corBody(buf);
+    if (body == NULL || sscanf(body, "port %d", &port) != 1) {
+        return -1;
+    }
+    for (int i = 0; i < UPSTREAMS; i++) {
+        if (upstreamPort[i] == port) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Set an upstream's /who delay or /health status directly. */
+static void
+upstreamSet(int i, const char* query)
+{
+    char path[64];
+
+    snprintf(path, sizeof(path), "/set?%s", query);
+    ck_assert_int_eq(corCurl(upstreamPort[i], "", path, out, sizeof(out)),
+                     0);
+    ck_assert_str_eq(out, "set");
+}
+
+/* ---- Round robin and least_conn ------------------------------------------ */
+
+START_TEST(test_round_robin_spreads_evenly)
+{
+    int count[UPSTREAMS] = { 0 };
+
+    for (int i = 0; i < 30; i++) {
+        int k = who("/rr/who", NULL);
+
+        ck_assert_int_ge(k, 0);
+        count[k]++;
+    }
+    for (int i = 0; i < UPSTREAMS; i++) {
+        ck_assert_int_eq(count[i], 10);
+    }
+}
+END_TEST
+
+/* Clients that each send requests one after another, at once. */
+typedef struct {
+    const char* path;
+    int count[UPSTREAMS];
+    int failed;
+} LoadClient;
+
+#define LOAD_CLIENTS 4
+#define LOAD_REQUESTS 15
+
+static void*
+loadClient(void* arg)
+{
+    LoadClient* c = arg;
+
+    for (int i = 0; i < LOAD_REQUESTS; i++) {
+        int k = who(c->path, NULL);
+
+        if (k < 0) {
+            c->failed++;
+        } else {
+            c->count[k]++;
+        }
+    }
+    return NULL;
+}
+
+/* How many of LOAD_CLIENTS * LOAD_REQUESTS requests to path went to the
+ * upstream 0. */
+static int
+loadOnFirst(const char* path)
+{
+    LoadClient clients[LOAD_CLIENTS];
+    pthread_t threads[LOAD_CLIENTS];
+    int first = 0;
+
+    memset(clients, 0, sizeof(clients));
+    for (int i = 0; i < LOAD_CLIENTS; i++) {
+        clients[i].path = path;
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, loadClient,
+                                        &clients[i]), 0);
+    }
+    for (int i = 0; i < LOAD_CLIENTS; i++) {
+        pthread_join(threads[i], NULL);
+        ck_assert_int_eq(clients[i].failed, 0);
+        first += clients[i].count[0];
+    }
+    return first;
+}
+
+START_TEST(test_least_conn_gives_a_slow_server_fewer)
+{
+    int roundRobin;
+    int leastConn;
+
+    upstreamSet(0, "delay=150");
+    roundRobin = loadOnFirst("/rr/who");
+    leastConn = loadOnFirst("/lc/who");
+    printf("slow server's share of %d requests: round robin %d, least_conn "
+           "%d\n", LOAD_CLIENTS * LOAD_REQUESTS, roundRobin, leastConn);
+    /* Round robin gives it its turn whatever its speed. */
+    ck_assert_int_eq(roundRobin, LOAD_CLIENTS * LOAD_REQUESTS / UPSTREAMS);
+    /* least_conn sends there only when it has nothing in flight and
+     * leads the ties: well under its third. */
+    ck_assert_int_le(leastConn, LOAD_CLIENTS * LOAD_REQUESTS / 6);
+}
+END_TEST
+
+/* ---- Hash ------------------------------------------------------------------ */
+
+/* Each user's upstream through the hash group. */
+static void
+usersMap(int* map)
+{
+    for (int u = 0; u < USERS; u++) {
+        char user[16];
+
+        snprintf(user, sizeof(user), "user%d", u);
+        map[u] = who("/hash/who", user);
+        ck_assert_int_ge(map[u], 0);
+    }
+}
+
+START_TEST(test_hash_keeps_a_user_on_one_server)
+{
+    int count[UPSTREAMS] = { 0 };
+    int map[USERS];
+    int first = who("/hash/who", "alice");
+
+    ck_assert_int_ge(first, 0);
+    for (int i = 0; i < 100; i++) {
+        ck_assert_int_eq(who("/hash/who", "alice"), first);
+    }
+    usersMap(map);
+    for (int u = 0; u < USERS; u++) {
+        count[map[u]]++;
+    }
+    printf("%d users over the servers: %d %d %d\n", USERS, count[0],
+           count[1], count[2]);
+    /* 160 points a server: each gets its share, give or take. */
+    for (int i = 0; i < UPSTREAMS; i++) {
+        ck_assert_int_ge(count[i], USERS / 6);
+    }
+    /* A request without the field goes round robin. */
+    memset(count, 0, sizeof(count));
+    for (int i = 0; i < 6; i++) {
+        count[who("/hash/who", NULL)]++;
+    }
+    for (int i = 0; i < UPSTREAMS; i++) {
+        ck_assert_int_eq(count[i], 2);
+    }
+}
+END_TEST
+
+START_TEST(test_hash_moves_only_a_dead_servers_keys)
+{
+    int before[USERS];
+    int during[USERS];
+    int after[USERS];
+    int moved = 0;
+    int owned = 0;
+
+    usersMap(before);
+    corUpstreamStop(&upstreamPid[1]);
+    usersMap(during);
+    for (int u = 0; u < USERS; u++) {
+        if (before[u] == 1) {
+            owned++;
+            ck_assert_int_ne(during[u], 1);
+        } else {
+            ck_assert_int_eq(during[u], before[u]);
+        }
+        moved += during[u] != before[u];
+    }
+    printf("server 1 killed: %d of %d keys moved (it owned %d)\n", moved,
+           USERS, owned);
+    ck_assert_int_eq(moved, owned);
+    ck_assert_int_gt(moved, 0);
+    /* Back on its port: once its fail_timeout passed, its keys return. */
+    upstreamPid[1] = corUpstreamStartAt(&upstreamPort[1]);
+    ck_assert_int_gt(upstreamPid[1], 0);
+    usleep(1100 * 1000);
+    usersMap(after);
+    for (int u = 0; u < USERS; u++) {
+        ck_assert_int_eq(after[u], before[u]);
+    }
+}
+END_TEST
+
+COR_TEST_SUITE(corForwardBalance)
+{
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, setUp, tearDown);
+    tcase_add_test(tc, test_round_robin_spreads_evenly);
+    tcase_add_test(tc, test_least_conn_gives_a_slow_server_fewer);
+    tcase_add_test(tc, test_hash_keeps_a_user_on_one_server);
+    tcase_add_test(tc, test_hash_moves_only_a_dead_servers_keys);
+}
