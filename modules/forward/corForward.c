@@ -341,6 +341,7 @@ serversRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
         ForwardServer* server = &g->servers[g->serverCount];
         size_t len;
 
+        server->group = g;
         if (url == NULL || !serverUrlValid(url)) {
             corModuleError(m, node, "servers[%zu]: expected "
                            "http[s]://host[:port], or a scheme of a module "
@@ -432,7 +433,8 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     static const char* const keys[] = { "name", "servers", "connect_timeout",
                                         "read_timeout", "fail_timeout",
                                         "host", "underscores_in_headers",
-                                        "http2", "balance", "hash", NULL };
+                                        "http2", "balance", "hash",
+                                        "health", NULL };
     CorConfErrors* e = corModuleErrors(m);
     ForwardGroup* g = &groups[index];
     unsigned before = e->count;
@@ -450,6 +452,7 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     failed |= http2Read(m, entry, g) < 0;
     failed |= serversRead(m, entry, g) < 0;
     failed |= corForwardBalanceRead(m, entry, g) < 0;
+    failed |= corForwardHealthRead(m, entry, g) < 0;
     failed |= hostRead(m, entry, g) < 0;
     snprintf(where, sizeof(where), "upstreams[%u]", index);
     corConfUnknownKeys(entry, where, keys, e);
@@ -460,6 +463,53 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
                                            .serve = forwardServe,
                                            .run = COR_RUN_COROUTINE,
                                            .streamBody = g->http2 });
+}
+
+/* One gauge of every server of every group: whether the balancer takes
+ * it now (its health checks pass and it does not rest after a failed
+ * connect), or the requests on it. */
+static void
+gaugeEmit(CorMetricsOut* out, const char* name, const char* help,
+          bool inFlight)
+{
+    uint64_t now = corEvClockMs();
+
+    corMetricsPrintf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, help,
+                     name);
+    for (unsigned i = 0; i < groupCount; i++) {
+        for (unsigned j = 0; j < groups[i].serverCount; j++) {
+            ForwardServer* s = &groups[i].servers[j];
+
+            corMetricsPrintf(out, "%s{group=\"%s\",server=\"%s\"} %u\n",
+                             name, groups[i].name, s->url,
+                             inFlight ? atomic_load(&s->inFlight)
+                                      : corForwardServerUsable(s, now));
+        }
+    }
+}
+
+static void
+metricsEmit(CorMetricsOut* out, void* arg)
+{
+    (void)arg;
+    gaugeEmit(out, "cor_forward_server_up", "Whether forward takes the "
+              "server (1) or skips it as down (0).", false);
+    gaugeEmit(out, "cor_forward_server_in_flight", "Requests forward has on "
+              "the server now.", true);
+}
+
+/* The probers run on loop 0, one a checked server, for the generation. */
+static int
+forwardLoopInit(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    (void)m;
+    (void)loop;
+    for (unsigned i = 0; index == 0 && i < groupCount; i++) {
+        if (corForwardHealthStart(&groups[i]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static void
@@ -475,6 +525,7 @@ forwardExit(CorModule* m)
         free(groups[i].host);
         free(groups[i].hashHeader);
         free(groups[i].ring);
+        free(groups[i].health.path);
     }
     free(groups);
     groups = NULL;
@@ -509,7 +560,11 @@ forwardInit(CorModule* m, const CorConf* conf)
             rc = -1;
         }
     }
+    if (rc == 0 && corMetricsSourceAdd(m, metricsEmit, NULL) < 0) {
+        return -1;
+    }
     return rc;
 }
 
-COR_MODULE(forward, .init = forwardInit, .exit = forwardExit);
+COR_MODULE(forward, .init = forwardInit, .loopInit = forwardLoopInit,
+           .exit = forwardExit);

@@ -114,14 +114,14 @@ hashKeyOf(const ForwardGroup* g, const CorRequest* r, size_t* lenP)
 
 /* ---- Choosing ------------------------------------------------------------ */
 
-static bool
-serverResting(ForwardServer* s, uint64_t now)
+bool
+corForwardServerUsable(ForwardServer* s, uint64_t now)
 {
-    return atomic_load(&s->downUntil) > now;
+    return !atomic_load(&s->unhealthy) && atomic_load(&s->downUntil) <= now;
 }
 
 /* The choice among the untried servers in the order order[0..n): the
- * first that is not resting, or with least_conn the one of those with the
+ * first that is usable (healthy, not resting), or with least_conn the one of those with the
  * fewest in flight (the first of them in a tie); the first untried one
  * when all rest. -1 when all were tried. */
 static int
@@ -142,7 +142,7 @@ choose(ForwardGroup* g, const unsigned* order, unsigned n, const bool* tried)
         if (fallback < 0) {
             fallback = (int)k;
         }
-        if (serverResting(&g->servers[k], now)) {
+        if (!corForwardServerUsable(&g->servers[k], now)) {
             continue;
         }
         if (g->balance != FORWARD_BALANCE_LEAST_CONN) {

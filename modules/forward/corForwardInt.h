@@ -12,6 +12,7 @@
 #include "corHttpClient.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 
 /* Which Host the upstream gets. */
 typedef enum {
@@ -35,12 +36,30 @@ typedef enum {
     FORWARD_HASH_HEADER             /* a request field's value */
 } ForwardHashKey;
 
+typedef struct ForwardGroup ForwardGroup;
+
 /* A server of a group; owned by its group, for the generation. */
 typedef struct {
     char* url;                  /* "http://host:port", no path */
+    ForwardGroup* group;
     atomic_uint_fast64_t downUntil;     /* skipped until then (ms) */
     atomic_uint inFlight;       /* requests on it now, every loop's */
+    atomic_bool unhealthy;      /* its health checks say down */
+    /* Its prober's alone: the checks that failed, or passed, in a row. */
+    unsigned failRun;
+    unsigned passRun;
 } ForwardServer;
+
+/* A group's active health check (health:); off when path is NULL. */
+typedef struct {
+    char* path;                 /* "/health", GET on each server */
+    int intervalMs;
+    int timeoutMs;
+    unsigned fails;             /* failures in a row that take it out */
+    unsigned passes;            /* passes in a row that bring it back */
+    int statusMin;              /* a pass: a status in [min, max] */
+    int statusMax;
+} ForwardHealth;
 
 /* A point of a hashing group's ring: a virtual node of a server. */
 typedef struct {
@@ -51,7 +70,7 @@ typedef struct {
 /* An upstream group; the module's, for the generation. Read by every
  * loop and worker at once: only next and the servers' downUntil change,
  * atomically. */
-typedef struct {
+struct ForwardGroup {
     char* name;                 /* the handler routes name */
     ForwardServer* servers;
     unsigned serverCount;
@@ -68,7 +87,8 @@ typedef struct {
     char* host;                 /* FORWARD_HOST_NAME */
     bool underscores;           /* header names with '_' go on */
     bool http2;                 /* to http(s):// servers over HTTP/2 */
-} ForwardGroup;
+    ForwardHealth health;
+};
 
 /*
  * Read a group's balance and hash keys from its YAML mapping entry, and
@@ -90,6 +110,20 @@ ForwardServer* corForwardPick(ForwardGroup* g, const CorRequest* r,
 
 /* The end of a request on s, counted in flight by corForwardPick. */
 void corForwardServerDone(ForwardServer* s);
+
+/* Whether the balancer takes s now: its health checks pass, and it does
+ * not rest after a failed connect (now: corEvClockMs()). */
+bool corForwardServerUsable(ForwardServer* s, uint64_t now);
+
+/* Read a group's health: mapping (none: no checks). Returns 0, or -1
+ * after a module error. */
+int corForwardHealthRead(CorModule* m, const CorConf* entry,
+                         ForwardGroup* g);
+
+/* Start g's probers: a background task a server (corTaskSpawn), for the
+ * generation, off the request path. Called on loop 0 (loopInit). Returns
+ * 0 or -errno (logged). */
+int corForwardHealthStart(ForwardGroup* g);
 
 /*
  * The headers of r to send upstream, in r's arena: the end-to-end ones

@@ -7,7 +7,9 @@
  * sends fewer requests to a slow server than its turn; hash on a header
  * keeps a user on one server, spreads the users, moves only a killed
  * server's users (the fraction is measured) and brings them back when it
- * returns (corForwardTest checks the balance keys' errors with the
+ * returns; a server whose /health fails is taken out within
+ * interval * fails, logged and counted in /metrics, and back after its
+ * passes (corForwardTest checks the balance keys' errors with the
  * others).
  */
 #include "corTest.h"
@@ -19,7 +21,10 @@
 #include <unistd.h>
 
 #define UPSTREAMS 3
-#define USERS 100
+#define USERS 300
+/* The checked group's health: interval and fails. */
+#define HEALTH_INTERVAL_MS 300
+#define HEALTH_FAILS 2
 
 static CorServer server;
 static pid_t upstreamPid[UPSTREAMS];
@@ -42,27 +47,37 @@ static const char* configFormat =
     "      - { name: lc, servers: [ %s ], balance: least_conn }\n"
     "      - { name: hashed, servers: [ %s ], balance: hash,\n"
     "          hash: \"header:X-User\", fail_timeout: 1s }\n"
+    "      - { name: checked, servers: [ %s ],\n"
+    "          health: { path: /health, interval: %dms, timeout: 500ms,\n"
+    "                    fails: %d, passes: 1 } }\n"
     "routes:\n"
     "  - { match: \"/rr/*\", handler: rr, strip_prefix: /rr }\n"
     "  - { match: \"/lc/*\", handler: lc, strip_prefix: /lc }\n"
     "  - { match: \"/hash/*\", handler: hashed, strip_prefix: /hash }\n"
+    "  - { match: \"/checked/*\", handler: checked, strip_prefix: /checked }\n"
+    "  - { match: \"GET /metrics\", handler: metrics }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
 static void
 setUp(void)
 {
     char servers[256] = "";
+    char pair[256];
     char yaml[4096];
 
     for (int i = 0; i < UPSTREAMS; i++) {
         size_t len = strlen(servers);
 
+        if (i == 2) {
+            snprintf(pair, sizeof(pair), "%s", servers);
+        }
         upstreamPid[i] = corUpstreamStart(&upstreamPort[i]);
         ck_assert_int_gt(upstreamPid[i], 0);
         snprintf(servers + len, sizeof(servers) - len, "%s\"http://127.0.0.1:"
                  "%d\"", i > 0 ? ", " : "", upstreamPort[i]);
     }
-    snprintf(yaml, sizeof(yaml), configFormat, servers, servers, servers);
+    snprintf(yaml, sizeof(yaml), configFormat, servers, servers, servers,
+             pair, HEALTH_INTERVAL_MS, HEALTH_FAILS);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
 }
 
@@ -283,6 +298,81 @@ START_TEST(test_hash_moves_only_a_dead_servers_keys)
 }
 END_TEST
 
+/* ---- Health checks ------------------------------------------------------- */
+
+/* Wait until upstream i's cor_forward_server_up in the checked group is
+ * up (0 or 1), within timeoutMs; how long it took, or -1. */
+static long
+upWait(int i, long up, long timeoutMs)
+{
+    char name[160];
+    long start = corNowMs();
+
+    snprintf(name, sizeof(name), "cor_forward_server_up{group=\"checked\","
+             "server=\"http://127.0.0.1:%d\"}", upstreamPort[i]);
+    while (corMetric(server.port, name) != up) {
+        if (corNowMs() - start > timeoutMs) {
+            return -1;
+        }
+        usleep(20000);
+    }
+    return corNowMs() - start;
+}
+
+/* How many of n requests to the checked group upstream 0 answered. */
+static int
+checkedOnFirst(int n)
+{
+    int first = 0;
+
+    for (int i = 0; i < n; i++) {
+        int k = who("/checked/who", NULL);
+
+        ck_assert_int_ge(k, 0);
+        first += k == 0;
+    }
+    return first;
+}
+
+START_TEST(test_health_takes_a_failing_server_out_and_back)
+{
+    /* A check that was under way when the status changed may have passed:
+     * one interval more than fails of them, and the scheduling's slack. */
+    long bound = HEALTH_INTERVAL_MS * (HEALTH_FAILS + 1) + 400;
+    char line[128];
+    long took;
+
+    ck_assert_int_ge(upWait(1, 1, 2000), 0);
+    ck_assert_int_eq(checkedOnFirst(10), 5);
+    upstreamSet(1, "health=503");
+    took = upWait(1, 0, 5000);
+    printf("a server whose /health answers 503 taken out after %ld ms "
+           "(interval %d ms, fails %d)\n", took, HEALTH_INTERVAL_MS,
+           HEALTH_FAILS);
+    ck_assert_int_ge(took, 0);
+    ck_assert_int_le(took, bound);
+    snprintf(line, sizeof(line), "server http://127.0.0.1:%d is down",
+             upstreamPort[1]);
+    ck_assert_int_eq(corServerLogCount(&server, line), 1);
+    ck_assert_int_eq(checkedOnFirst(10), 10);
+    upstreamSet(1, "health=200");
+    took = upWait(1, 1, 5000);
+    printf("back after %ld ms (passes 1)\n", took);
+    ck_assert_int_ge(took, 0);
+    ck_assert_int_le(took, HEALTH_INTERVAL_MS * 2 + 400);
+    snprintf(line, sizeof(line), "server http://127.0.0.1:%d is up",
+             upstreamPort[1]);
+    ck_assert_int_eq(corServerLogCount(&server, line), 1);
+    ck_assert_int_eq(checkedOnFirst(10), 5);
+    /* Every server down: tried anyway, rather than a sure 502. */
+    upstreamSet(0, "health=503");
+    upstreamSet(1, "health=503");
+    ck_assert_int_ge(upWait(0, 0, 5000), 0);
+    ck_assert_int_ge(upWait(1, 0, 5000), 0);
+    ck_assert_int_ge(who("/checked/who", NULL), 0);
+}
+END_TEST
+
 COR_TEST_SUITE(corForwardBalance)
 {
     tcase_set_timeout(tc, 120);
@@ -291,4 +381,5 @@ COR_TEST_SUITE(corForwardBalance)
     tcase_add_test(tc, test_least_conn_gives_a_slow_server_fewer);
     tcase_add_test(tc, test_hash_keeps_a_user_on_one_server);
     tcase_add_test(tc, test_hash_moves_only_a_dead_servers_keys);
+    tcase_add_test(tc, test_health_takes_a_failing_server_out_and_back);
 }

@@ -456,6 +456,14 @@ START_TEST(test_bad_yaml_refused_at_its_line)
           "hash: expected ip, path" },
         { "servers: [ \"http://a:1\" ], hash: path",
           "hash: only with balance: hash" },
+        { "servers: [ \"http://a:1\" ], health: { path: health }",
+          "health: path: expected a path" },
+        { "servers: [ \"http://a:1\" ], health: { path: /h, status: 2xy }",
+          "health: status: expected" },
+        { "servers: [ \"http://a:1\" ], health: { path: /h, fails: 0 }",
+          "fails: 0 is out of range" },
+        { "servers: [ \"http://a:1\" ], health: { path: /h, intervl: 1s }",
+          "unknown key 'intervl' in health" },
     };
     char command[1024];
     char yaml[512];
