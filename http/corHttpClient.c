@@ -76,6 +76,8 @@ struct CorHttpClientExchange {
     int betweenMs;              /* the request's read timeout, 0: none */
     bool gotByte;
     bool wantClose;             /* the caller sent Connection: close */
+    bool upgrade;               /* it asked to switch protocols
+                                   (Connection: upgrade): a 101 answers */
     bool keepAlive;             /* the answer allows another exchange */
     bool done;                  /* the body was read to its end */
     bool extra;                 /* bytes came past the answer's end */
@@ -369,12 +371,12 @@ headRead(Exchange* ex, CorHttpResponseHead* head)
             ex->len += (size_t)n;
             continue;
         }
-        if (head->status == 101) {
+        if (head->status == 101 && !ex->upgrade) {
             failf(ex, "%s: 101 Switching Protocols, which was not asked "
                   "for", corConnPeer(ex->c));
             return -EPROTO;
         }
-        if (head->status >= 200) {
+        if (head->status >= 200 || head->status == 101) {
             return rc;
         }
         /* 100 Continue, 103 Early Hints...: the answer follows. */
@@ -428,7 +430,12 @@ answerOpen(Exchange* ex)
     ex->rest = ex->buf + rc;
     ex->restLen = ex->len - (size_t)rc;
     ex->keepAlive = head.keepAlive;
-    if ((q->method != NULL && strcmp(q->method, "HEAD") == 0)
+    if (head.status == 101) {
+        /* What follows is the new protocol's (corHttpClientUpgraded). */
+        ex->framing = FRAME_NONE;
+        ex->done = true;
+        ex->keepAlive = false;
+    } else if ((q->method != NULL && strcmp(q->method, "HEAD") == 0)
         || head.status == 204 || head.status == 304) {
         ex->framing = FRAME_NONE;
         ex->done = true;
@@ -854,6 +861,22 @@ exchangeOpen(Exchange* ex, const CorClientRequest* req,
     return rc;
 }
 
+/* Whether q asks to switch protocols: a Connection field that lists
+ * upgrade (RFC 9110 section 7.8). */
+static bool
+upgradeAsked(const CorClientRequest* q)
+{
+    for (unsigned i = 0; i < q->headerCount; i++) {
+        const CorHeader* h = &q->headers[i];
+
+        if (corHttpClientNameIs(h->name, h->nameLen, "connection")
+            && corHeaderListHas(h, "upgrade", 7)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 /* exchangeOpen, of a request whose body is in memory (or comes as it is
  * read over HTTP/2). */
 static int
@@ -870,7 +893,8 @@ exchangeOpenAs(Exchange* ex, const CorClientRequest* req,
                       .totalTimeoutMs = req->totalTimeoutMs,
                       .betweenMs = req->readTimeoutMs > 0
                                    ? req->readTimeoutMs
-                                   : req->firstByteTimeoutMs };
+                                   : req->firstByteTimeoutMs,
+                      .upgrade = !req->http2 && upgradeAsked(req) };
     rc = corHttpClientUrlCheck(req->url, &url, res->error,
                                sizeof(res->error));
     if (rc == 0) {
@@ -959,6 +983,22 @@ corHttpClientOpen(const CorClientRequest* req, CorClientResponse* res,
     }
     *xP = x;
     return 0;
+}
+
+CorConn*
+corHttpClientUpgraded(CorHttpClientExchange* x, const void** restP,
+                      size_t* restLenP)
+{
+    CorConn* c = x->c;
+
+    if (c == NULL || x->res->status != 101) {
+        return NULL;
+    }
+    x->c = NULL;
+    *restP = x->rest;
+    *restLenP = x->restLen;
+    x->restLen = 0;
+    return c;
 }
 
 void

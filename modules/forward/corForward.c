@@ -29,7 +29,9 @@
  * server's address. The handler is a coroutine (a worker past the cap and
  * in blocking mode: the same source, its waits poll); a client that leaves
  * cancels its waits, so the upstream exchange ends with it.
- * docs/forward.md says why it is built so.
+ * An upgrade (WebSocket) that the upstream takes is spliced through
+ * (corForwardUpgrade.c); probers check the servers' health
+ * (corForwardHealth.c). docs/forward.md says why it is built so.
  */
 #include "corForwardInt.h"
 
@@ -287,6 +289,10 @@ forwardServe(CorRequest* r)
     rc = upstreamOpen(r, g, &q, &res, &x, &s);
     if (rc < 0) {
         failRespond(r, rc);
+    } else if (res.status == 101) {
+        if (corForwardUpgradePass(r, g, x, &res, s)) {
+            s = NULL;           /* the splice's, to its end */
+        }
     } else {
         answerPass(r, g, x, &res);
     }

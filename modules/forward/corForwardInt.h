@@ -126,12 +126,32 @@ int corForwardHealthRead(CorModule* m, const CorConf* entry,
 int corForwardHealthStart(ForwardGroup* g);
 
 /*
+ * The Upgrade field of r when r asks to switch protocols in a way this
+ * hop passes on (a GET whose Connection lists upgrade, with an Upgrade
+ * that is not h2c, which is the hop's own; g not over HTTP/2), else NULL.
+ */
+const CorHeader* corForwardUpgradeAsked(const CorRequest* r,
+                                        const ForwardGroup* g);
+
+/*
+ * The upstream said 101 to r's upgrade (x, res open on s): answer r with
+ * 101 and the upstream's end-to-end fields (Sec-WebSocket-Accept...), and
+ * once it went out splice the client's connection and the upstream's.
+ * Returns true when the splice took s (it ends s's count in flight when
+ * it ends); false after r was answered otherwise (502).
+ */
+bool corForwardUpgradePass(CorRequest* r, ForwardGroup* g,
+                           CorHttpClientExchange* x, CorClientResponse* res,
+                           ForwardServer* s);
+
+/*
  * The headers of r to send upstream, in r's arena: the end-to-end ones
  * (hop-by-hop removed: Connection and what it lists, Keep-Alive, TE,
  * Trailer, Transfer-Encoding, Upgrade, Proxy-*; the body's framing and
  * Expect, which this hop settled), Host as g says, X-Forwarded-For with
  * the client appended, X-Forwarded-Proto, and Via with this hop
- * appended. A field whose name has an underscore is dropped unless g
+ * appended, and an upgrade asked again (corForwardUpgradeAsked). A field
+ * whose name has an underscore is dropped unless g
  * allows them (nginx's underscores_in_headers): "Transfer_Encoding" is
  * Transfer-Encoding to a server that maps '_' to '-' (CGI, PHP, many
  * frameworks) and would frame the body its own way. Returns 0 with

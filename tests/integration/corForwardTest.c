@@ -310,6 +310,17 @@ START_TEST(test_502_when_nothing_answers)
 }
 END_TEST
 
+/* A 101 the request did not ask for (no Connection: upgrade) is a
+ * malformed answer, never a switch. */
+START_TEST(test_101_not_asked_for_is_502)
+{
+    ck_assert_int_eq(curl("-o /dev/null -w '%{http_code}'", "/101"), 0);
+    ck_assert_str_eq(out, "502");
+    ck_assert_int_eq(corServerLogCount(&server, "101 Switching Protocols, "
+                                       "which was not asked for"), 1);
+}
+END_TEST
+
 START_TEST(test_504_past_the_read_timeout)
 {
     char logged[96];
@@ -518,6 +529,7 @@ COR_TEST_SUITE(corForward)
     tcase_add_test(tc, test_client_leaving_cancels_the_exchange);
     tcase_add_test(tc, test_chunked_upload);
     tcase_add_test(tc, test_502_when_nothing_answers);
+    tcase_add_test(tc, test_101_not_asked_for_is_502);
     tcase_add_test(tc, test_504_past_the_read_timeout);
     tcase_add_test(tc, test_504_when_the_head_stalls);
     tcase_add_test(tc, test_post_lost_on_a_pooled_connection_is_502);

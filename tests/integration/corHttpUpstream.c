@@ -25,6 +25,7 @@
  *   /stall?ms=N the status line, then the rest of the head N ms later
  *   /stall1xx?ms=N  100 Continue, then the answer N ms later
  *   /stallbody?ms=N the head and half the body, the rest N ms later
+ *   /101        a 101 to websocket, asked for or not, then the close
  *   /who        200, this upstream's port ("port N"), after the delay
  *               /set gave (none at first)
  *   /health     the status /set gave (200 at first), "health"
@@ -269,6 +270,10 @@ answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
         usleep(20000);
         sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: evil\r\n"
                      "Content-Length: 4\r\n\r\nEVIL");
+    } else if (strcmp(target, "/101") == 0) {
+        sendText(fd, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: "
+                     "websocket\r\nConnection: Upgrade\r\n\r\n");
+        return false;
     } else if (strcmp(target, "/who") == 0) {
         char body[32];
         int n = snprintf(body, sizeof(body), "port %d", listenPort);
