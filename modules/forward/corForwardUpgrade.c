@@ -28,7 +28,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <unistd.h>
 
 /* One way's buffer. */
 #define SPLICE_BYTES (64 * 1024)
@@ -215,9 +214,13 @@ spliceSession(CorUpgraded* u, void* arg)
         rc = pipes[0].from == NULL ? rc : -ENOMEM;
         goto done;
     }
-    memcpy(pipes[0].buf, rest, restLen);
+    if (restLen > 0) {
+        memcpy(pipes[0].buf, rest, restLen);
+    }
+    if (sp->upRestLen > 0) {
+        memcpy(pipes[1].buf, sp->upRest, sp->upRestLen);
+    }
     pipes[0].len = restLen;
-    memcpy(pipes[1].buf, sp->upRest, sp->upRestLen);
     pipes[1].len = sp->upRestLen;
     ep = epoll_create1(EPOLL_CLOEXEC);
     if (ep < 0
@@ -236,7 +239,7 @@ done:
                sp->g->name, sp->s->url, strerror(-rc));
     }
     if (ep >= 0) {
-        close(ep);
+        corCoLoopClose(ep);     /* the loop may still poll it (io_uring) */
     }
     free(pipes[0].buf);
     free(pipes[1].buf);
@@ -295,7 +298,9 @@ corForwardUpgradePass(CorRequest* r, ForwardGroup* g,
         || restLen > SPLICE_BYTES) {
         goto failed;
     }
-    memcpy(sp->upRest, rest, restLen);
+    if (restLen > 0) {
+        memcpy(sp->upRest, rest, restLen);
+    }
     sp->upRestLen = restLen;
     if (corRequestUpgrade(r, protocol, spliceSession, sp) != 0) {
         goto failed;

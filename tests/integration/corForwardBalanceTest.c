@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -47,6 +48,8 @@ static const char* configFormat =
     "      - { name: lc, servers: [ %s ], balance: least_conn }\n"
     "      - { name: hashed, servers: [ %s ], balance: hash,\n"
     "          hash: \"header:X-User\", fail_timeout: 1s }\n"
+    "      - { name: bypath, servers: [ %s ], balance: hash, hash: path }\n"
+    "      - { name: byip, servers: [ %s ], balance: hash }\n"
     "      - { name: checked, servers: [ %s ],\n"
     "          health: { path: /health, interval: %dms, timeout: 500ms,\n"
     "                    fails: %d, passes: 1 } }\n"
@@ -54,6 +57,8 @@ static const char* configFormat =
     "  - { match: \"/rr/*\", handler: rr, strip_prefix: /rr }\n"
     "  - { match: \"/lc/*\", handler: lc, strip_prefix: /lc }\n"
     "  - { match: \"/hash/*\", handler: hashed, strip_prefix: /hash }\n"
+    "  - { match: \"/bypath/*\", handler: bypath }\n"
+    "  - { match: \"/byip/*\", handler: byip, strip_prefix: /byip }\n"
     "  - { match: \"/checked/*\", handler: checked, strip_prefix: /checked }\n"
     "  - { match: \"GET /metrics\", handler: metrics }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
@@ -77,7 +82,7 @@ setUp(void)
                  "%d\"", i > 0 ? ", " : "", upstreamPort[i]);
     }
     snprintf(yaml, sizeof(yaml), configFormat, servers, servers, servers,
-             pair, HEALTH_INTERVAL_MS, HEALTH_FAILS);
+             servers, servers, pair, HEALTH_INTERVAL_MS, HEALTH_FAILS);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
 }
 
@@ -107,10 +112,15 @@ who(const char* path, const char* user)
     if (corRequest(server.port, request, buf, sizeof(buf)) != 200) {
         return -1;
     }
+    /* /who says "port N"; /echo ends with "port: N". */
     body = corBody(buf);
-    if (body == NULL || sscanf(body, "port %d", &port) != 1) {
+    if (body != NULL && strstr(body, "\nport: ") != NULL) {
+        body = strstr(body, "\nport: ") + 1;
+    }
+    if (body == NULL || strncmp(body, "port", 4) != 0) {
         return -1;
     }
+    port = atoi(body + 4 + strspn(body + 4, ": "));
     for (int i = 0; i < UPSTREAMS; i++) {
         if (upstreamPort[i] == port) {
             return i;
@@ -263,6 +273,35 @@ START_TEST(test_hash_keeps_a_user_on_one_server)
 }
 END_TEST
 
+/* hash: path keeps a path on its server and spreads the paths; hash: ip
+ * keeps a client (every request here comes from 127.0.0.1) on one. */
+START_TEST(test_hash_by_path_and_by_ip)
+{
+    int count[UPSTREAMS] = { 0 };
+    int first = who("/byip/who", NULL);
+
+    ck_assert_int_ge(first, 0);
+    for (int i = 0; i < 20; i++) {
+        ck_assert_int_eq(who("/byip/who", NULL), first);
+    }
+    for (int i = 0; i < 90; i++) {
+        char path[48];
+        int k;
+
+        snprintf(path, sizeof(path), "/bypath/echo/%d", i);
+        k = who(path, NULL);
+        ck_assert_int_ge(k, 0);
+        ck_assert_int_eq(who(path, NULL), k);
+        count[k]++;
+    }
+    printf("90 paths over the servers: %d %d %d\n", count[0], count[1],
+           count[2]);
+    for (int i = 0; i < UPSTREAMS; i++) {
+        ck_assert_int_ge(count[i], 90 / 6);
+    }
+}
+END_TEST
+
 START_TEST(test_hash_moves_only_a_dead_servers_keys)
 {
     int before[USERS];
@@ -380,6 +419,7 @@ COR_TEST_SUITE(corForwardBalance)
     tcase_add_test(tc, test_round_robin_spreads_evenly);
     tcase_add_test(tc, test_least_conn_gives_a_slow_server_fewer);
     tcase_add_test(tc, test_hash_keeps_a_user_on_one_server);
+    tcase_add_test(tc, test_hash_by_path_and_by_ip);
     tcase_add_test(tc, test_hash_moves_only_a_dead_servers_keys);
     tcase_add_test(tc, test_health_takes_a_failing_server_out_and_back);
 }
