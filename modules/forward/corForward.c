@@ -20,6 +20,8 @@
  *             underscores_in_headers: false  (X_Name fields dropped)
  *             http2: off             (on: over HTTP/2, one connection a
  *                                     server per loop, streams on it)
+ *             request_buffering: on  (off: the body passed on as it
+ *                                     comes, chunked over HTTP/1.1)
  *             balance: round_robin   (least_conn | hash)
  *             hash: ip               (path | "header:NAME")
  *     routes:
@@ -266,8 +268,12 @@ forwardServe(CorRequest* r)
         .firstByteTimeoutMs = g->readTimeoutMs,
         .http2 = g->http2,
         /* Over HTTP/2 the body goes up as it comes (a gRPC stream),
-         * while the answer comes down. */
-        .bodyFrom = g->http2 ? r : NULL,
+         * while the answer comes down; with request_buffering off a body
+         * that comes while the handler runs (an HTTP/2 client's) goes as
+         * it comes over HTTP/1.1 too, chunked, before the answer. One
+         * that came whole goes with its length. */
+        .bodyFrom = g->http2 || (!g->buffering && r->bodyIn != NULL) ? r
+                                                                    : NULL,
     };
     CorClientResponse res;
     CorHttpClientExchange* x = NULL;
@@ -389,17 +395,19 @@ hostRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
     return 0;
 }
 
-/* http2: on or off, as a listener's http2 is said. */
+/* An on/off key (http2, request_buffering), as a listener's http2 is
+ * said. Returns 0, or -1 after a module error. */
 static int
-http2Read(CorModule* m, const CorConf* entry, ForwardGroup* g)
+onOffRead(CorModule* m, const CorConf* entry, const char* key, bool def,
+          bool* valueP)
 {
-    const char* http2 = corConfString(entry, "http2", "off",
+    const char* value = corConfString(entry, key, def ? "on" : "off",
                                       corModuleErrors(m));
 
-    g->http2 = strcmp(http2, "on") == 0;
-    if (!g->http2 && strcmp(http2, "off") != 0) {
-        corModuleError(m, corConfGet(entry, "http2"), "http2: expected on "
-                       "or off, got '%s'", http2);
+    *valueP = strcmp(value, "on") == 0;
+    if (!*valueP && strcmp(value, "off") != 0) {
+        corModuleError(m, corConfGet(entry, key), "%s: expected on or off, "
+                       "got '%s'", key, value);
         return -1;
     }
     return 0;
@@ -440,7 +448,8 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
                                         "read_timeout", "fail_timeout",
                                         "host", "underscores_in_headers",
                                         "http2", "balance", "hash",
-                                        "health", NULL };
+                                        "health", "request_buffering",
+                                        NULL };
     CorConfErrors* e = corModuleErrors(m);
     ForwardGroup* g = &groups[index];
     unsigned before = e->count;
@@ -455,7 +464,9 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     g->failTimeoutMs = corConfDurationMs(entry, "fail_timeout", 10000, 0,
                                          24 * 3600000, e);
     g->underscores = corConfBool(entry, "underscores_in_headers", false, e);
-    failed |= http2Read(m, entry, g) < 0;
+    failed |= onOffRead(m, entry, "http2", false, &g->http2) < 0;
+    failed |= onOffRead(m, entry, "request_buffering", true,
+                        &g->buffering) < 0;
     failed |= serversRead(m, entry, g) < 0;
     failed |= corForwardBalanceRead(m, entry, g) < 0;
     failed |= corForwardHealthRead(m, entry, g) < 0;
@@ -468,7 +479,8 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     return corHandlerAdd(m, &(CorHandler){ .name = g->name,
                                            .serve = forwardServe,
                                            .run = COR_RUN_COROUTINE,
-                                           .streamBody = g->http2 });
+                                           .streamBody = g->http2
+                                                         || !g->buffering });
 }
 
 /* One gauge of every server of every group: whether the balancer takes

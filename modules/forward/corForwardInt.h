@@ -87,6 +87,7 @@ struct ForwardGroup {
     char* host;                 /* FORWARD_HOST_NAME */
     bool underscores;           /* header names with '_' go on */
     bool http2;                 /* to http(s):// servers over HTTP/2 */
+    bool buffering;             /* request_buffering: the body whole first */
     ForwardHealth health;
 };
 

@@ -91,13 +91,92 @@ sendText(int fd, const char* s)
     sendAll(fd, s, strlen(s));
 }
 
-/* One request head into buf (the body, if any, is skipped by its
- * Content-Length). Returns false at the peer's end. */
+/* A request's body after its head: the bytes the buffer holds past it,
+ * then the socket's. */
+typedef struct {
+    int fd;
+    const char* p;
+    size_t left;
+    char more[4096];
+    size_t moreLen;
+    size_t moreAt;
+} BodyIn;
+
+/* The next byte, or -1 at the peer's end. */
+static int
+bodyByte(BodyIn* in)
+{
+    if (in->left > 0) {
+        in->left--;
+        return (unsigned char)*in->p++;
+    }
+    if (in->moreAt == in->moreLen) {
+        ssize_t n = recv(in->fd, in->more, sizeof(in->more), 0);
+
+        if (n <= 0) {
+            return -1;
+        }
+        in->moreLen = (size_t)n;
+        in->moreAt = 0;
+    }
+    return (unsigned char)in->more[in->moreAt++];
+}
+
+/* A line, its CRLF dropped; false at the peer's end. */
+static bool
+bodyLine(BodyIn* in, char* line, size_t cap)
+{
+    size_t n = 0;
+    int c;
+
+    while ((c = bodyByte(in)) >= 0 && c != '\n') {
+        if (c != '\r' && n + 1 < cap) {
+            line[n++] = (char)c;
+        }
+    }
+    line[n] = '\0';
+    return c >= 0;
+}
+
+/* A chunked body, summed, its trailers skipped; false at the peer's end. */
+static bool
+chunkedRead(BodyIn* in, BodySeen* seen)
+{
+    char line[256];
+    unsigned long size;
+
+    while (bodyLine(in, line, sizeof(line))
+           && (size = strtoul(line, NULL, 16)) > 0) {
+        for (unsigned long i = 0; i < size; i++) {
+            int c = bodyByte(in);
+            char b = (char)c;
+
+            if (c < 0) {
+                return false;
+            }
+            bodySum(seen, &b, 1);
+        }
+        if (!bodyLine(in, line, sizeof(line))) {
+            return false;
+        }
+    }
+    do {
+        if (!bodyLine(in, line, sizeof(line))) {
+            return false;
+        }
+    } while (line[0] != '\0');
+    return true;
+}
+
+/* One request head into buf (the body, if any, is read by its
+ * Content-Length or its chunks, and summed). Returns false at the peer's
+ * end. */
 static bool
 requestRead(int fd, char* buf, size_t cap, size_t* have, BodySeen* seen)
 {
     char* end;
     const char* cl;
+    const char* te;
     size_t bodyLen = 0;
     size_t headLen;
     size_t inBuf;
@@ -117,12 +196,27 @@ requestRead(int fd, char* buf, size_t cap, size_t* have, BodySeen* seen)
         *have += (size_t)n;
     }
     headLen = (size_t)(end + 4 - buf);
+    *seen = (BodySeen){ 0 };
+    te = strcasestr(buf, "\r\nTransfer-Encoding: chunked");
+    if (te != NULL && te < end) {
+        /* Bytes past the body that came with it are dropped: no client
+         * pipelines behind a chunked body here. */
+        BodyIn in = { .fd = fd, .p = buf + headLen,
+                      .left = *have - headLen };
+
+        if (!chunkedRead(&in, seen)) {
+            return false;
+        }
+        buf[headLen - 2] = '\0';
+        memmove(buf + headLen - 1, in.p, in.left);
+        *have = headLen - 1 + in.left;
+        return true;
+    }
     cl = strcasestr(buf, "\r\nContent-Length:");
     if (cl != NULL && cl < end) {
         bodyLen = strtoul(cl + 17, NULL, 10);
     }
     inBuf = *have - headLen < bodyLen ? *have - headLen : bodyLen;
-    *seen = (BodySeen){ 0 };
     bodySum(seen, buf + headLen, inBuf);
     while (seen->len < bodyLen) {
         size_t want = bodyLen - seen->len;
