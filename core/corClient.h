@@ -380,8 +380,9 @@ typedef struct CorClientRequest {
      * Content-Length, while the answer is read; over HTTP/1.1 each piece
      * goes as a chunk (Transfer-Encoding: chunked) as it is got, within
      * readTimeoutMs between pieces, and the answer is read after the last
-     * one; a module's scheme (cor://) gets it whole, read first. A refused stream is not sent again once a byte of it was
-     * taken. From r's handler only. */
+     * one; a module's scheme (cor://) gets it whole, read first. A
+     * request is not sent again once a byte of it was taken (a refused
+     * stream, a pooled connection lost). From r's handler only. */
     CorRequest* bodyFrom;
 } CorClientRequest;
 

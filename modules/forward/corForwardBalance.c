@@ -121,9 +121,9 @@ corForwardServerUsable(ForwardServer* s, uint64_t now)
 }
 
 /* The choice among the untried servers in the order order[0..n): the
- * first that is usable (healthy, not resting), or with least_conn the one of those with the
- * fewest in flight (the first of them in a tie); the first untried one
- * when all rest. -1 when all were tried. */
+ * first that is usable (healthy, not resting), or with least_conn the
+ * usable one with the fewest in flight (the first of them in a tie); the
+ * first untried one when none is usable. -1 when all were tried. */
 static int
 choose(ForwardGroup* g, const unsigned* order, unsigned n, const bool* tried)
 {
