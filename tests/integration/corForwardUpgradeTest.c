@@ -6,7 +6,8 @@
  * serving modules/websocket's echo. Checked: text, binary, 100 KB and
  * fragmented echoes, ping/pong, the close handshake, 300 KiB and 16 MiB
  * messages past the upstream's max_message closed with its 1009 (16 MiB
- * through a splice of two 64 KiB buffers: backpressure), an unmasked frame
+ * through a splice of two 64 KiB buffers: backpressure, the proxy's
+ * memory flat), an unmasked frame
  * closed with 1002 by the upstream; an upgrade the upstream does not
  * take answered as it answered (404); the client's half-close passed to
  * the upstream and its end back; a splice with no byte either way closed
@@ -73,8 +74,25 @@ clientThrough(bool tls)
 
 START_TEST(test_websocket_through_forward)
 {
+    const char* sanitized = getenv("COR_TEST_SANITIZED");
+    long before;
+    long after;
+    pid_t gen;
+
     startProxy(false);
+    gen = corServerGeneration(&server);
+    before = corProcStatusKb(gen, "VmHWM");
     clientThrough(false);
+    after = corProcStatusKb(gen, "VmHWM");
+    /* The client sent some 17 MiB through (the 16 MiB message too): the
+     * splice held two 64 KiB buffers of it at a time, not the message. */
+    printf("the proxy's VmHWM through the client's run: %ld kB, then %ld "
+           "kB\n", before, after);
+    if (sanitized == NULL || strcmp(sanitized, "1") != 0) {
+        ck_assert_int_gt(before, 0);
+        ck_assert_msg(after - before < 8 * 1024, "VmHWM %ld kB, then %ld kB",
+                      before, after);
+    }
 }
 END_TEST
 
