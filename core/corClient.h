@@ -377,10 +377,12 @@ typedef struct CorClientRequest {
      * serves), passed on as it comes (a proxy of a stream: gRPC;
      * CorHandler.streamBody), and body and bodyLen are unused. Over
      * HTTP/2 each piece goes up as the handler's request gets it, with no
-     * Content-Length, while the answer is read; over HTTP/1.1 it is read
-     * whole first (within readTimeoutMs between pieces) and sent with its
-     * length. A refused stream is not sent again once a byte of it was
-     * taken. From r's handler only. */
+     * Content-Length, while the answer is read; over HTTP/1.1 each piece
+     * goes as a chunk (Transfer-Encoding: chunked) as it is got, within
+     * readTimeoutMs between pieces, and the answer is read after the last
+     * one; a module's scheme (cor://) gets it whole, read first. A
+     * request is not sent again once a byte of it was taken (a refused
+     * stream, a pooled connection lost). From r's handler only. */
     CorRequest* bodyFrom;
 } CorClientRequest;
 

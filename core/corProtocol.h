@@ -95,6 +95,20 @@ int corUpgradedWriteAll(CorUpgraded* u, const void* buf, size_t len,
  * and writes fail with -EBADF. The session's end closes it otherwise. */
 void corUpgradedClose(CorUpgraded* u);
 
+/*
+ * The connection's transport, for a session that drives the socket itself
+ * beside another one (a proxy's splice of two connections, modules/
+ * forward): the 101 goes out first, within timeoutMs, and the bytes that
+ * came with the request are given in *restP and *restLenP (u's, valid
+ * through the session; *restLenP 0 when none): they are no longer read
+ * by corUpgradedRead. The transport stays u's (closed at the session's
+ * end, or by corUpgradedClose). Returns it, or NULL with *errP set to
+ * -errno: those of corUpgradedWriteAll. May yield.
+ */
+CorTransport* corUpgradedTransport(CorUpgraded* u, int timeoutMs,
+                                   const void** restP, size_t* restLenP,
+                                   int* errP);
+
 /* ---- Protocols: what protocol modules (HTTP, cor://) build on ---------- */
 
 /*

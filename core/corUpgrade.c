@@ -236,7 +236,7 @@ corUpgradedRead(CorUpgraded* u, void* buf, size_t len, int timeoutMs)
     if (rc < 0) {
         return rc;
     }
-    if (u->in != NULL) {
+    if (u->in != NULL && u->inPos < u->inLen) {
         n = (ssize_t)(u->inLen - u->inPos < len ? u->inLen - u->inPos
                                                  : len);
         memcpy(buf, u->in + u->inPos, (size_t)n);
@@ -287,4 +287,25 @@ corUpgradedWriteAll(CorUpgraded* u, const void* buf, size_t len,
         return rc;
     }
     return corDeadlineSendAll(&u->t, buf, len, deadline, NULL);
+}
+
+CorTransport*
+corUpgradedTransport(CorUpgraded* u, int timeoutMs, const void** restP,
+                     size_t* restLenP, int* errP)
+{
+    int rc = corUpgradedWriteAll(u, "", 0, timeoutMs);
+
+    *restP = NULL;
+    *restLenP = 0;
+    if (rc < 0) {
+        *errP = rc;
+        return NULL;
+    }
+    if (u->in != NULL) {
+        /* Given whole; the reads would take it again otherwise. */
+        *restP = u->in + u->inPos;
+        *restLenP = u->inLen - u->inPos;
+        u->inPos = u->inLen;
+    }
+    return &u->t;
 }

@@ -44,6 +44,8 @@
 #include <strings.h>
 
 #define BODY_READ_MIN 16384
+/* A piece of a body passed on as it comes, at most. */
+#define BODY_CHUNK_BYTES 16384
 
 static int exchangeOpenAs(CorHttpClientExchange* ex,
                           const CorClientRequest* req,
@@ -76,6 +78,8 @@ struct CorHttpClientExchange {
     int betweenMs;              /* the request's read timeout, 0: none */
     bool gotByte;
     bool wantClose;             /* the caller sent Connection: close */
+    bool upgrade;               /* it asked to switch protocols
+                                   (Connection: upgrade): a 101 answers */
     bool keepAlive;             /* the answer allows another exchange */
     bool done;                  /* the body was read to its end */
     bool extra;                 /* bytes came past the answer's end */
@@ -180,7 +184,50 @@ timeoutSay(Exchange* ex)
 
 /* ---- The request --------------------------------------------------------- */
 
-/* Send the request: its head, then a large body from where it is. */
+/* A body passed on as it comes (bodyFrom), as chunks: each piece the
+ * handler's request gets goes at once, within the request's read timeout
+ * between pieces; the last chunk at its end. Returns 0 or -errno (said
+ * when the body failed; a send's failure is the caller's to say). */
+static int
+bodyChunksSend(Exchange* ex)
+{
+    const CorClientRequest* q = ex->req;
+    int between = q->readTimeoutMs > 0 ? q->readTimeoutMs
+                  : q->firstByteTimeoutMs > 0 ? q->firstByteTimeoutMs : -1;
+    /* Room for the size line before, and the CRLF after. */
+    char* piece = malloc(16 + BODY_CHUNK_BYTES + 2);
+    ssize_t n;
+    int rc = 0;
+
+    if (piece == NULL) {
+        failf(ex, "no memory for the request's body");
+        return -ENOMEM;
+    }
+    do {
+        /* The chunk's size line goes before the piece, in one write. */
+        n = corRequestBodyRead(q->bodyFrom, piece + 16, BODY_CHUNK_BYTES,
+                               between);
+        if (n < 0) {
+            failf(ex, "the request's body: %s", strerror((int)-n));
+            rc = (int)n;
+        } else {
+            int head = snprintf(piece, 16, "%zx\r\n", (size_t)n);
+            int ms = waitMs(ex);
+
+            /* "5\r\npart1\r\n", and at the end "0\r\n\r\n". */
+            memmove(piece + 16 - head, piece, (size_t)head);
+            memcpy(piece + 16 + n, "\r\n", 2);
+            rc = ms == -ETIMEDOUT ? -ETIMEDOUT
+                 : corConnWriteAll(ex->c, piece + 16 - head,
+                                   (size_t)head + (size_t)n + 2, ms);
+        }
+    } while (rc == 0 && n > 0);
+    free(piece);
+    return rc;
+}
+
+/* Send the request: its head, then a large body from where it is, or the
+ * body as it comes. */
 static int
 requestSend(Exchange* ex, const char* request, size_t requestLen)
 {
@@ -190,7 +237,12 @@ requestSend(Exchange* ex, const char* request, size_t requestLen)
 
     rc = ms == -ETIMEDOUT ? -ETIMEDOUT
                           : corConnWriteAll(ex->c, request, requestLen, ms);
-    if (rc == 0 && !corHttpClientBodyInline(q)) {
+    if (rc == 0 && q->bodyFrom != NULL) {
+        rc = bodyChunksSend(ex);
+        if (rc < 0 && ex->res->error[0] != '\0') {
+            return rc;          /* the body's failure, said */
+        }
+    } else if (rc == 0 && !corHttpClientBodyInline(q)) {
         ms = waitMs(ex);
         rc = ms == -ETIMEDOUT ? -ETIMEDOUT
                               : corConnWriteAll(ex->c, q->body, q->bodyLen,
@@ -369,12 +421,12 @@ headRead(Exchange* ex, CorHttpResponseHead* head)
             ex->len += (size_t)n;
             continue;
         }
-        if (head->status == 101) {
+        if (head->status == 101 && !ex->upgrade) {
             failf(ex, "%s: 101 Switching Protocols, which was not asked "
                   "for", corConnPeer(ex->c));
             return -EPROTO;
         }
-        if (head->status >= 200) {
+        if (head->status >= 200 || head->status == 101) {
             return rc;
         }
         /* 100 Continue, 103 Early Hints...: the answer follows. */
@@ -428,7 +480,12 @@ answerOpen(Exchange* ex)
     ex->rest = ex->buf + rc;
     ex->restLen = ex->len - (size_t)rc;
     ex->keepAlive = head.keepAlive;
-    if ((q->method != NULL && strcmp(q->method, "HEAD") == 0)
+    if (head.status == 101) {
+        /* What follows is the new protocol's (corHttpClientUpgraded). */
+        ex->framing = FRAME_NONE;
+        ex->done = true;
+        ex->keepAlive = false;
+    } else if ((q->method != NULL && strcmp(q->method, "HEAD") == 0)
         || head.status == 204 || head.status == 304) {
         ex->framing = FRAME_NONE;
         ex->done = true;
@@ -628,6 +685,36 @@ h2Open(Exchange* ex, const CorUrl* url)
     return rc;
 }
 
+/* A body passed on as it comes, for a module's scheme: read whole, into *bodyP
+ * (malloc, the caller's), within the request's read timeout between
+ * pieces and its body limit. Returns its length or -errno, why said. */
+static ssize_t
+bodyGather(const CorClientRequest* req, char** bodyP, char* why,
+           size_t whyLen)
+{
+    CorBuf b = { 0 };
+    ssize_t n;
+    int ms = req->readTimeoutMs > 0 ? req->readTimeoutMs
+             : req->firstByteTimeoutMs > 0 ? req->firstByteTimeoutMs : -1;
+
+    do {
+        if (corBufReserve(&b, BODY_READ_MIN) != 0) {
+            n = -ENOMEM;
+            break;
+        }
+        n = corRequestBodyRead(req->bodyFrom, b.data + b.len, b.cap - b.len,
+                               ms);
+        b.len += n > 0 ? (size_t)n : 0;
+    } while (n > 0);
+    if (n < 0) {
+        snprintf(why, whyLen, "the request's body: %s", strerror((int)-n));
+        corBufFree(&b);
+        return n;
+    }
+    *bodyP = (char*)b.data;
+    return (ssize_t)b.len;
+}
+
 /* A module's scheme (cor://) answers whole: its exchange is made at the
  * open, and the reads give its body out of res->body. */
 static int
@@ -637,12 +724,27 @@ wholeOpen(Exchange* ex, const CorClientRequest* req,
     /* The streamed read has no limit of its own over HTTP: none here
      * either, past what the scheme's frames carry. */
     CorClientRequest whole = *req;
+    char* body = NULL;
+    ssize_t n;
     int rc;
 
     if (whole.maxBodyBytes == 0) {
         whole.maxBodyBytes = SIZE_MAX;
     }
+    /* A module's scheme takes a body whole: one passed on as it comes is
+     * gathered first. */
+    if (req->bodyFrom != NULL) {
+        memset(res, 0, sizeof(*res));
+        n = bodyGather(req, &body, res->error, sizeof(res->error));
+        if (n < 0) {
+            return (int)n;
+        }
+        whole.bodyFrom = NULL;
+        whole.body = body;
+        whole.bodyLen = (size_t)n;
+    }
     rc = s->fetch(&whole, res);
+    free(body);
 
     *ex = (Exchange){ .res = res, .whole = true, .done = rc == 0
                                                          && res->bodyLen == 0 };
@@ -731,14 +833,17 @@ connOpen(Exchange* ex, const CorUrl* url)
 
 /* Whether a failed attempt goes again on a new connection: a pooled one
  * lost before any byte of the answer, with the request not written at
- * all, or idempotent. */
+ * all, or idempotent, and no piece of a body passed on as it comes taken
+ * (it cannot be read twice). */
 static bool
 resendable(const Exchange* ex, int rc)
 {
     return !ex->gotByte && ex->res->reused
            && (rc == -ECONNRESET || rc == -EPIPE)
            && (corConnWritten(ex->c) == 0
-               || corHttpClientIdempotent(ex->req->method));
+               || corHttpClientIdempotent(ex->req->method))
+           && (ex->req->bodyFrom == NULL
+               || ex->req->bodyFrom->bodyTaken == 0);
 }
 
 /* Send the request and read the answer's head on a connection. Returns 0
@@ -796,62 +901,30 @@ attemptTwice(Exchange* ex, const CorUrl* url, const char* request,
     return rc;
 }
 
-/* A body passed on as it comes, for HTTP/1.1: read whole, into *bodyP
- * (malloc, the caller's), within the request's read timeout between
- * pieces and its body limit. Returns its length or -errno, why said. */
-static ssize_t
-bodyGather(const CorClientRequest* req, char** bodyP, char* why,
-           size_t whyLen)
-{
-    CorBuf b = { 0 };
-    ssize_t n;
-    int ms = req->readTimeoutMs > 0 ? req->readTimeoutMs
-             : req->firstByteTimeoutMs > 0 ? req->firstByteTimeoutMs : -1;
-
-    do {
-        if (corBufReserve(&b, BODY_READ_MIN) != 0) {
-            n = -ENOMEM;
-            break;
-        }
-        n = corRequestBodyRead(req->bodyFrom, b.data + b.len, b.cap - b.len,
-                               ms);
-        b.len += n > 0 ? (size_t)n : 0;
-    } while (n > 0);
-    if (n < 0) {
-        snprintf(why, whyLen, "the request's body: %s", strerror((int)-n));
-        corBufFree(&b);
-        return n;
-    }
-    *bodyP = (char*)b.data;
-    return (ssize_t)b.len;
-}
-
 /* Open ex (on the caller's memory): send and read the head, with the one
  * retry. Returns 0 or -errno, res->error said. */
 static int
 exchangeOpen(Exchange* ex, const CorClientRequest* req,
              CorClientResponse* res)
 {
-    CorClientRequest whole;
-    char* body = NULL;
-    ssize_t n;
-    int rc;
-
     memset(res, 0, sizeof(*res));
-    if (req->bodyFrom == NULL || req->http2) {
-        return exchangeOpenAs(ex, req, res);
+    return exchangeOpenAs(ex, req, res);
+}
+
+/* Whether q asks to switch protocols: a Connection field that lists
+ * upgrade (RFC 9110 section 7.8). */
+static bool
+upgradeAsked(const CorClientRequest* q)
+{
+    for (unsigned i = 0; i < q->headerCount; i++) {
+        const CorHeader* h = &q->headers[i];
+
+        if (corHttpClientNameIs(h->name, h->nameLen, "connection")
+            && corHeaderListHas(h, "upgrade", 7)) {
+            return true;
+        }
     }
-    n = bodyGather(req, &body, res->error, sizeof(res->error));
-    if (n < 0) {
-        return (int)n;
-    }
-    whole = *req;
-    whole.bodyFrom = NULL;
-    whole.body = body;
-    whole.bodyLen = (size_t)n;
-    rc = exchangeOpenAs(ex, &whole, res);
-    free(body);
-    return rc;
+    return false;
 }
 
 /* exchangeOpen, of a request whose body is in memory (or comes as it is
@@ -870,7 +943,8 @@ exchangeOpenAs(Exchange* ex, const CorClientRequest* req,
                       .totalTimeoutMs = req->totalTimeoutMs,
                       .betweenMs = req->readTimeoutMs > 0
                                    ? req->readTimeoutMs
-                                   : req->firstByteTimeoutMs };
+                                   : req->firstByteTimeoutMs,
+                      .upgrade = !req->http2 && upgradeAsked(req) };
     rc = corHttpClientUrlCheck(req->url, &url, res->error,
                                sizeof(res->error));
     if (rc == 0) {
@@ -959,6 +1033,22 @@ corHttpClientOpen(const CorClientRequest* req, CorClientResponse* res,
     }
     *xP = x;
     return 0;
+}
+
+CorConn*
+corHttpClientUpgraded(CorHttpClientExchange* x, const void** restP,
+                      size_t* restLenP)
+{
+    CorConn* c = x->c;
+
+    if (c == NULL || x->res->status != 101) {
+        return NULL;
+    }
+    x->c = NULL;
+    *restP = x->rest;
+    *restLenP = x->restLen;
+    x->restLen = 0;
+    return c;
 }
 
 void

@@ -80,6 +80,19 @@ int corHttpClientOpen(const CorClientRequest* req, CorClientResponse* res,
 ssize_t corHttpClientBodyRead(CorHttpClientExchange* x, void* buf,
                               size_t len, int timeoutMs);
 
+/*
+ * A request whose headers ask to switch protocols (Connection: upgrade,
+ * with an Upgrade field; HTTP/1.1 only) takes a 101 as its answer, with
+ * no body, and its connection is then the new protocol's: take it with
+ * corHttpClientUpgraded (any other answer is read as usual). Returns the
+ * connection (the caller's from here: corConnClose it), with the bytes
+ * that came past the 101's head in *restP and *restLenP (res's, which must
+ * outlive their use); NULL when x's answer is not a 101 of HTTP/1.1. x
+ * must still be closed (corHttpClientClose).
+ */
+CorConn* corHttpClientUpgraded(CorHttpClientExchange* x, const void** restP,
+                               size_t* restLenP);
+
 /* Whether x's body was read to its end. */
 bool corHttpClientBodyDone(const CorHttpClientExchange* x);
 

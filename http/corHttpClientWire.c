@@ -114,14 +114,18 @@ corHttpClientRequestHead(const CorClientRequest* q,
     char number[48];
 
     size = strlen(method) + url->targetLen + url->authorityLen + 80
-           + (corHttpClientBodyInline(q) ? q->bodyLen : 0);
+           + (q->bodyFrom == NULL && corHttpClientBodyInline(q) ? q->bodyLen
+                                                                : 0);
     for (unsigned i = 0; i < q->headerCount; i++) {
         size += q->headers[i].nameLen + q->headers[i].valueLen + 4;
         hasHost |= corHttpClientNameIs(q->headers[i].name,
                                        q->headers[i].nameLen, "host");
     }
-    sendLength = q->bodyLen > 0 || strcmp(method, "POST") == 0
-                 || strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
+    /* A body passed on as it comes has no length yet: chunked. */
+    sendLength = q->bodyFrom == NULL
+                 && (q->bodyLen > 0 || strcmp(method, "POST") == 0
+                     || strcmp(method, "PUT") == 0
+                     || strcmp(method, "PATCH") == 0);
     out = malloc(size);
     if (out == NULL) {
         return NULL;
@@ -156,8 +160,14 @@ corHttpClientRequestHead(const CorClientRequest* q,
                                          "Content-Length: %zu\r\n",
                                          q->bodyLen));
     }
+    if (q->bodyFrom != NULL) {
+        put(&p, "Transfer-Encoding: chunked\r\n", 28);
+    }
     put(&p, "\r\n", 2);
-    if (q->bodyLen > 0 && corHttpClientBodyInline(q)) {
+    /* A body passed on as it comes is never body and bodyLen (the
+     * request's, which may be growing as it comes). */
+    if (q->bodyFrom == NULL && q->bodyLen > 0
+        && corHttpClientBodyInline(q)) {
         put(&p, q->body, q->bodyLen);
     }
     *lenP = (size_t)(p - out);

@@ -2,8 +2,9 @@
 /*
  * modules/forward: a reverse proxy. Each upstream group of the YAML is a
  * handler that routes name; a request routed to it goes to one of the
- * group's servers (round robin; a server that failed to connect is
- * skipped for fail_timeout) with the HTTP floor's client, and the
+ * group's servers (round robin, least_conn or a consistent hash:
+ * corForwardBalance.c; a server that failed to connect is skipped for
+ * fail_timeout) with the HTTP floor's client, and the
  * answer comes back as it arrives: a streamed response whose writes wait
  * for the client, so a body of any size passes in bounded memory.
  *
@@ -19,6 +20,10 @@
  *             underscores_in_headers: false  (X_Name fields dropped)
  *             http2: off             (on: over HTTP/2, one connection a
  *                                     server per loop, streams on it)
+ *             request_buffering: on  (off: the body passed on as it
+ *                                     comes, chunked over HTTP/1.1)
+ *             balance: round_robin   (least_conn | hash)
+ *             hash: ip               (path | "header:NAME")
  *     routes:
  *       - { match: "/api/...", handler: backend }
  *
@@ -26,7 +31,9 @@
  * server's address. The handler is a coroutine (a worker past the cap and
  * in blocking mode: the same source, its waits poll); a client that leaves
  * cancels its waits, so the upstream exchange ends with it.
- * docs/forward.md says why it is built so.
+ * An upgrade (WebSocket) that the upstream takes is spliced through
+ * (corForwardUpgrade.c); probers check the servers' health
+ * (corForwardHealth.c). docs/forward.md says why it is built so.
  */
 #include "corForwardInt.h"
 
@@ -47,53 +54,47 @@ static unsigned groupCount;
 
 /* ---- Servers ------------------------------------------------------------- */
 
-/* The next server in turn that is not resting after a failure; when all
- * rest, the next in turn anyway (better a try than a sure 502). */
-static ForwardServer*
-serverPick(ForwardGroup* g)
-{
-    unsigned start = atomic_fetch_add(&g->next, 1);
-    uint64_t now = corEvClockMs();
-
-    for (unsigned i = 0; i < g->serverCount; i++) {
-        ForwardServer* s = &g->servers[(start + i) % g->serverCount];
-
-        if (atomic_load(&s->downUntil) <= now) {
-            return s;
-        }
-    }
-    return &g->servers[start % g->serverCount];
-}
-
 /*
  * Open the exchange on a server of g, trying the next one when a server
  * could not be reached (the request was not sent: it cannot have been
  * acted on), or when an idempotent request was sent and the server
  * closed on it without answering. Never after a timeout that followed
  * the send (the server may be working on it; nginx's non_idempotent rule
- * plus no retry on a read timeout). Returns 0 with *xP open, or -errno
- * (res->error said, and logged here).
+ * plus no retry on a read timeout). Each server is tried once at most, in
+ * the order of g's balance. Returns 0 with *xP open and *sP its server
+ * (counted in flight: corForwardServerDone), or -errno (res->error said,
+ * and logged here).
  */
 static int
 upstreamOpen(CorRequest* r, ForwardGroup* g, CorClientRequest* q,
-             CorClientResponse* res, CorHttpClientExchange** xP)
+             CorClientResponse* res, CorHttpClientExchange** xP,
+             ForwardServer** sP)
 {
+    bool* tried = corRequestAlloc(r, g->serverCount);
+    ForwardServer* s;
     int rc = -EHOSTUNREACH;
 
-    for (unsigned i = 0; i < g->serverCount; i++) {
-        ForwardServer* s = serverPick(g);
-
-        q->url = corForwardUrl(r, s);
-        if (q->url == NULL) {
-            snprintf(res->error, sizeof(res->error), "no memory");
-            return -ENOMEM;
-        }
+    if (tried == NULL) {
+        snprintf(res->error, sizeof(res->error), "no memory");
+        return -ENOMEM;
+    }
+    memset(tried, 0, g->serverCount);
+    for (unsigned i = 0; (s = corForwardPick(g, r, tried)) != NULL; i++) {
         if (i > 0) {
             corClientResponseFree(res);
         }
-        rc = corHttpClientOpen(q, res, xP);
-        if (rc == 0 || rc == -ECANCELED) {
+        q->url = corForwardUrl(r, s);
+        rc = q->url != NULL ? corHttpClientOpen(q, res, xP) : -ENOMEM;
+        if (rc == 0) {
+            *sP = s;
+            return 0;
+        }
+        corForwardServerDone(s);
+        if (rc == -ECANCELED) {
             return rc;
+        }
+        if (rc == -ENOMEM) {
+            snprintf(res->error, sizeof(res->error), "no memory");
         }
         corLog(COR_LOG_ERROR, "forward %s: upstream %s: %s", g->name,
                s->url, res->error);
@@ -267,11 +268,16 @@ forwardServe(CorRequest* r)
         .firstByteTimeoutMs = g->readTimeoutMs,
         .http2 = g->http2,
         /* Over HTTP/2 the body goes up as it comes (a gRPC stream),
-         * while the answer comes down. */
-        .bodyFrom = g->http2 ? r : NULL,
+         * while the answer comes down; with request_buffering off a body
+         * that comes while the handler runs (an HTTP/2 client's) goes as
+         * it comes over HTTP/1.1 too, chunked, before the answer. One
+         * that came whole goes with its length. */
+        .bodyFrom = g->http2 || (!g->buffering && r->bodyIn != NULL) ? r
+                                                                    : NULL,
     };
     CorClientResponse res;
     CorHttpClientExchange* x = NULL;
+    ForwardServer* s = NULL;
     CorHeader* headers;
     char* method = corRequestAlloc(r, r->methodLen + 1);
     int rc;
@@ -286,13 +292,18 @@ forwardServe(CorRequest* r)
     q.method = method;
     q.headers = headers;
     memset(&res, 0, sizeof(res));
-    rc = upstreamOpen(r, g, &q, &res, &x);
+    rc = upstreamOpen(r, g, &q, &res, &x, &s);
     if (rc < 0) {
         failRespond(r, rc);
+    } else if (res.status == 101) {
+        if (corForwardUpgradePass(r, g, x, &res, s)) {
+            s = NULL;           /* the splice's, to its end */
+        }
     } else {
         answerPass(r, g, x, &res);
     }
     corHttpClientClose(x);
+    corForwardServerDone(s);
     corClientResponseFree(&res);
 }
 
@@ -342,6 +353,7 @@ serversRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
         ForwardServer* server = &g->servers[g->serverCount];
         size_t len;
 
+        server->group = g;
         if (url == NULL || !serverUrlValid(url)) {
             corModuleError(m, node, "servers[%zu]: expected "
                            "http[s]://host[:port], or a scheme of a module "
@@ -383,17 +395,19 @@ hostRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
     return 0;
 }
 
-/* http2: on or off, as a listener's http2 is said. */
+/* An on/off key (http2, request_buffering), as a listener's http2 is
+ * said. Returns 0, or -1 after a module error. */
 static int
-http2Read(CorModule* m, const CorConf* entry, ForwardGroup* g)
+onOffRead(CorModule* m, const CorConf* entry, const char* key, bool def,
+          bool* valueP)
 {
-    const char* http2 = corConfString(entry, "http2", "off",
+    const char* value = corConfString(entry, key, def ? "on" : "off",
                                       corModuleErrors(m));
 
-    g->http2 = strcmp(http2, "on") == 0;
-    if (!g->http2 && strcmp(http2, "off") != 0) {
-        corModuleError(m, corConfGet(entry, "http2"), "http2: expected on "
-                       "or off, got '%s'", http2);
+    *valueP = strcmp(value, "on") == 0;
+    if (!*valueP && strcmp(value, "off") != 0) {
+        corModuleError(m, corConfGet(entry, key), "%s: expected on or off, "
+                       "got '%s'", key, value);
         return -1;
     }
     return 0;
@@ -433,7 +447,9 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     static const char* const keys[] = { "name", "servers", "connect_timeout",
                                         "read_timeout", "fail_timeout",
                                         "host", "underscores_in_headers",
-                                        "http2", NULL };
+                                        "http2", "balance", "hash",
+                                        "health", "request_buffering",
+                                        NULL };
     CorConfErrors* e = corModuleErrors(m);
     ForwardGroup* g = &groups[index];
     unsigned before = e->count;
@@ -448,8 +464,12 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     g->failTimeoutMs = corConfDurationMs(entry, "fail_timeout", 10000, 0,
                                          24 * 3600000, e);
     g->underscores = corConfBool(entry, "underscores_in_headers", false, e);
-    failed |= http2Read(m, entry, g) < 0;
+    failed |= onOffRead(m, entry, "http2", false, &g->http2) < 0;
+    failed |= onOffRead(m, entry, "request_buffering", true,
+                        &g->buffering) < 0;
     failed |= serversRead(m, entry, g) < 0;
+    failed |= corForwardBalanceRead(m, entry, g) < 0;
+    failed |= corForwardHealthRead(m, entry, g) < 0;
     failed |= hostRead(m, entry, g) < 0;
     snprintf(where, sizeof(where), "upstreams[%u]", index);
     corConfUnknownKeys(entry, where, keys, e);
@@ -459,7 +479,55 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     return corHandlerAdd(m, &(CorHandler){ .name = g->name,
                                            .serve = forwardServe,
                                            .run = COR_RUN_COROUTINE,
-                                           .streamBody = g->http2 });
+                                           .streamBody = g->http2
+                                                         || !g->buffering });
+}
+
+/* One gauge of every server of every group: whether the balancer takes
+ * it now (its health checks pass and it does not rest after a failed
+ * connect), or the requests on it. */
+static void
+gaugeEmit(CorMetricsOut* out, const char* name, const char* help,
+          bool inFlight)
+{
+    uint64_t now = corEvClockMs();
+
+    corMetricsPrintf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, help,
+                     name);
+    for (unsigned i = 0; i < groupCount; i++) {
+        for (unsigned j = 0; j < groups[i].serverCount; j++) {
+            ForwardServer* s = &groups[i].servers[j];
+
+            corMetricsPrintf(out, "%s{group=\"%s\",server=\"%s\"} %u\n",
+                             name, groups[i].name, s->url,
+                             inFlight ? atomic_load(&s->inFlight)
+                                      : corForwardServerUsable(s, now));
+        }
+    }
+}
+
+static void
+metricsEmit(CorMetricsOut* out, void* arg)
+{
+    (void)arg;
+    gaugeEmit(out, "cor_forward_server_up", "Whether forward takes the "
+              "server (1) or skips it as down (0).", false);
+    gaugeEmit(out, "cor_forward_server_in_flight", "Requests forward has on "
+              "the server now.", true);
+}
+
+/* The probers run on loop 0, one a checked server, for the generation. */
+static int
+forwardLoopInit(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    (void)m;
+    (void)loop;
+    for (unsigned i = 0; index == 0 && i < groupCount; i++) {
+        if (corForwardHealthStart(&groups[i]) < 0) {
+            return -1;
+        }
+    }
+    return 0;
 }
 
 static void
@@ -473,6 +541,9 @@ forwardExit(CorModule* m)
         free(groups[i].servers);
         free(groups[i].name);
         free(groups[i].host);
+        free(groups[i].hashHeader);
+        free(groups[i].ring);
+        free(groups[i].health.path);
     }
     free(groups);
     groups = NULL;
@@ -507,7 +578,11 @@ forwardInit(CorModule* m, const CorConf* conf)
             rc = -1;
         }
     }
+    if (rc == 0 && corMetricsSourceAdd(m, metricsEmit, NULL) < 0) {
+        return -1;
+    }
     return rc;
 }
 
-COR_MODULE(forward, .init = forwardInit, .exit = forwardExit);
+COR_MODULE(forward, .init = forwardInit, .loopInit = forwardLoopInit,
+           .exit = forwardExit);

@@ -122,7 +122,8 @@ corForwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
     const CorHeader* host = corRequestHeader(r, "host");
     bool failed = false;
     const CorHeader* te = corRequestHeader(r, "te");
-    CorHeader* out = corRequestAlloc(r, (r->headerCount + 5)
+    const CorHeader* upgrade = corForwardUpgradeAsked(r, g);
+    CorHeader* out = corRequestAlloc(r, (r->headerCount + 7)
                                         * sizeof(CorHeader));
     unsigned n = 0;
 
@@ -152,6 +153,12 @@ corForwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
      * gets them through an HTTP/2 upstream: this hop passes them on. */
     if (g->http2 && te != NULL && corHeaderListHas(te, "trailers", 8)) {
         add(out, &n, "TE", "trailers");
+    }
+    /* Connection and Upgrade are this hop's; an upgrade (WebSocket) is
+     * asked of the next hop again, for the same protocols. */
+    if (upgrade != NULL) {
+        add(out, &n, "Connection", "upgrade");
+        out[n++] = *upgrade;
     }
     *headersP = out;
     *countP = n;

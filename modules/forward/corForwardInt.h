@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Inside modules/forward: the upstream groups the YAML names
- * (corForward.c) and the headers a forward passes on, both ways
+ * (corForward.c), how a request's server is chosen among a group's
+ * (corForwardBalance.c) and the headers a forward passes on, both ways
  * (corForwardHeaders.c).
  */
 #ifndef COR_FORWARD_INT_H
@@ -11,6 +12,7 @@
 #include "corHttpClient.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 
 /* Which Host the upstream gets. */
 typedef enum {
@@ -20,20 +22,64 @@ typedef enum {
     FORWARD_HOST_NAME           /* a name the YAML gives */
 } ForwardHostMode;
 
+/* How a group chooses a request's server. */
+typedef enum {
+    FORWARD_BALANCE_ROUND_ROBIN,
+    FORWARD_BALANCE_LEAST_CONN,     /* the fewest requests in flight */
+    FORWARD_BALANCE_HASH            /* a consistent hash of a key */
+} ForwardBalance;
+
+/* What a hashing group hashes. */
+typedef enum {
+    FORWARD_HASH_IP,                /* the client's address */
+    FORWARD_HASH_PATH,              /* the path, as the client encoded it */
+    FORWARD_HASH_HEADER             /* a request field's value */
+} ForwardHashKey;
+
+typedef struct ForwardGroup ForwardGroup;
+
 /* A server of a group; owned by its group, for the generation. */
 typedef struct {
     char* url;                  /* "http://host:port", no path */
+    ForwardGroup* group;
     atomic_uint_fast64_t downUntil;     /* skipped until then (ms) */
+    atomic_uint inFlight;       /* requests on it now, every loop's */
+    atomic_bool unhealthy;      /* its health checks say down */
+    /* Its prober's alone: the checks that failed, or passed, in a row. */
+    unsigned failRun;
+    unsigned passRun;
 } ForwardServer;
+
+/* A group's active health check (health:); off when path is NULL. */
+typedef struct {
+    char* path;                 /* "/health", GET on each server */
+    int intervalMs;
+    int timeoutMs;
+    unsigned fails;             /* failures in a row that take it out */
+    unsigned passes;            /* passes in a row that bring it back */
+    int statusMin;              /* a pass: a status in [min, max] */
+    int statusMax;
+} ForwardHealth;
+
+/* A point of a hashing group's ring: a virtual node of a server. */
+typedef struct {
+    uint64_t hash;
+    unsigned server;            /* its index in the group */
+} ForwardRingPoint;
 
 /* An upstream group; the module's, for the generation. Read by every
  * loop and worker at once: only next and the servers' downUntil change,
  * atomically. */
-typedef struct {
+struct ForwardGroup {
     char* name;                 /* the handler routes name */
     ForwardServer* servers;
     unsigned serverCount;
-    atomic_uint next;           /* round robin */
+    atomic_uint next;           /* round robin, and least_conn's ties */
+    ForwardBalance balance;
+    ForwardHashKey hashKey;
+    char* hashHeader;           /* FORWARD_HASH_HEADER: the field's name */
+    ForwardRingPoint* ring;     /* FORWARD_BALANCE_HASH: sorted by hash */
+    unsigned ringCount;
     int connectTimeoutMs;
     int readTimeoutMs;
     uint64_t failTimeoutMs;
@@ -41,7 +87,63 @@ typedef struct {
     char* host;                 /* FORWARD_HOST_NAME */
     bool underscores;           /* header names with '_' go on */
     bool http2;                 /* to http(s):// servers over HTTP/2 */
-} ForwardGroup;
+    bool buffering;             /* request_buffering: the body whole first */
+    ForwardHealth health;
+};
+
+/*
+ * Read a group's balance and hash keys from its YAML mapping entry, and
+ * build the ring of a hashing group (its servers read already). Returns
+ * 0, or -1 after a module error.
+ */
+int corForwardBalanceRead(CorModule* m, const CorConf* entry,
+                          ForwardGroup* g);
+
+/*
+ * The server of g for r by g's balance, skipping those in tried (one flag
+ * a server, set here for the one returned) and those resting after a
+ * failure; when every untried one rests, an untried one anyway (better a
+ * try than a sure 502). NULL when every server was tried. Counted in
+ * flight (corForwardServerDone ends it).
+ */
+ForwardServer* corForwardPick(ForwardGroup* g, const CorRequest* r,
+                              bool* tried);
+
+/* The end of a request on s, counted in flight by corForwardPick. */
+void corForwardServerDone(ForwardServer* s);
+
+/* Whether the balancer takes s now: its health checks pass, and it does
+ * not rest after a failed connect (now: corEvClockMs()). */
+bool corForwardServerUsable(ForwardServer* s, uint64_t now);
+
+/* Read a group's health: mapping (none: no checks). Returns 0, or -1
+ * after a module error. */
+int corForwardHealthRead(CorModule* m, const CorConf* entry,
+                         ForwardGroup* g);
+
+/* Start g's probers: a background task a server (corTaskSpawn), for the
+ * generation, off the request path. Called on loop 0 (loopInit). Returns
+ * 0 or -errno (logged). */
+int corForwardHealthStart(ForwardGroup* g);
+
+/*
+ * The Upgrade field of r when r asks to switch protocols in a way this
+ * hop passes on (a GET whose Connection lists upgrade, with an Upgrade
+ * that is not h2c, which is the hop's own; g not over HTTP/2), else NULL.
+ */
+const CorHeader* corForwardUpgradeAsked(const CorRequest* r,
+                                        const ForwardGroup* g);
+
+/*
+ * The upstream said 101 to r's upgrade (x, res open on s): answer r with
+ * 101 and the upstream's end-to-end fields (Sec-WebSocket-Accept...), and
+ * once it went out splice the client's connection and the upstream's.
+ * Returns true when the splice took s (it ends s's count in flight when
+ * it ends); false after r was answered otherwise (502).
+ */
+bool corForwardUpgradePass(CorRequest* r, ForwardGroup* g,
+                           CorHttpClientExchange* x, CorClientResponse* res,
+                           ForwardServer* s);
 
 /*
  * The headers of r to send upstream, in r's arena: the end-to-end ones
@@ -49,7 +151,8 @@ typedef struct {
  * Trailer, Transfer-Encoding, Upgrade, Proxy-*; the body's framing and
  * Expect, which this hop settled), Host as g says, X-Forwarded-For with
  * the client appended, X-Forwarded-Proto, and Via with this hop
- * appended. A field whose name has an underscore is dropped unless g
+ * appended, and an upgrade asked again (corForwardUpgradeAsked). A field
+ * whose name has an underscore is dropped unless g
  * allows them (nginx's underscores_in_headers): "Transfer_Encoding" is
  * Transfer-Encoding to a server that maps '_' to '-' (CGI, PHP, many
  * frameworks) and would frame the body its own way. Returns 0 with

@@ -9,7 +9,8 @@
  * 50 MiB answer streamed with the generation's memory flat, a chunked
  * upload, 502 and 504 (each logged with the server's address), round robin
  * with a dead server skipped, an answer cut mid-body cut for the client
- * too, and `cor -t` on bad YAML.
+ * too, and `cor -t` on bad YAML (the balance keys' too; the balancing
+ * itself is corForwardBalanceTest's).
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -35,6 +36,7 @@ static const char* configFormat =
     "  stop_timeout: 5s\n"
     "listen:\n"
     "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
+    "  - { protocol: http, address: 127.0.0.1:{PORT2}, http2: on }\n"
     "limits: { body_bytes: 4MiB }\n"
     "client: { ca_file: %s/ca.pem }\n"
     "modules:\n"
@@ -52,12 +54,17 @@ static const char* configFormat =
     "                   \"http://127.0.0.1:%d\" ]\n"
     "        fail_timeout: 30s\n"
     "      - { name: dead, servers: [ \"http://127.0.0.1:%d\" ] }\n"
+    "      - { name: streamed, servers: [ \"http://127.0.0.1:%d\" ],\n"
+    "          request_buffering: off, read_timeout: 5s }\n"
+    "      - { name: buffered, servers: [ \"http://127.0.0.1:%d\" ] }\n"
     "      - { name: secure, servers: [ \"https://localhost:%d\" ] }\n"
     "routes:\n"
     "  - { match: \"/echo-keep*\", handler: keephost }\n"
     "  - { match: \"/echo-named*\", handler: named }\n"
     "  - { match: \"/echo-pair*\", handler: pair }\n"
     "  - { match: \"/echo-dead*\", handler: dead }\n"
+    "  - { match: \"/echo-streamed*\", handler: streamed }\n"
+    "  - { match: \"/echo-buffered*\", handler: buffered }\n"
     "  - { match: \"/hello\", handler: secure }\n"
     "  - { match: \"GET /metrics\", handler: metrics }\n"
     "  - { match: \"/*\", handler: backend }\n"
@@ -94,7 +101,8 @@ setUp(void)
     ck_assert_int_eq(corServerStartHttpsHello(&tlsUpstream, certs), 0);
     snprintf(yaml, sizeof(yaml), configFormat, certs, upstreamPort[0],
              upstreamPort[0], upstreamPort[0], upstreamPort[0],
-             upstreamPort[1], deadPort, deadPort, tlsUpstream.port);
+             upstreamPort[1], deadPort, deadPort, upstreamPort[0],
+             upstreamPort[1], tlsUpstream.port);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
 }
 
@@ -294,6 +302,66 @@ START_TEST(test_chunked_upload)
 }
 END_TEST
 
+/* The connections upstream i accepted so far (this look's included). */
+static long
+upstreamConns(int i)
+{
+    char conns[64];
+
+    ck_assert_int_eq(corCurl(upstreamPort[i], "", "/conns", conns,
+                             sizeof(conns)), 0);
+    return atol(conns);
+}
+
+/* An HTTP/2 client's upload of "part1", then 1 s later "part2", to path:
+ * whether upstream i was connected to during the pause (the body passed
+ * on as it came), with what it echoed in out. */
+static bool
+uploadConnectsEarly(const char* path, int i)
+{
+    char command[512];
+    long before = upstreamConns(i);
+    long during;
+    FILE* p;
+    size_t n;
+
+    snprintf(command, sizeof(command), "(printf part1; sleep 1; printf "
+             "part2) | curl -s --max-time 20 --http2-prior-knowledge -X POST "
+             "-T - 'http://127.0.0.1:%d%s' 2>&1", server.port2, path);
+    p = popen(command, "r");
+    ck_assert_ptr_nonnull(p);
+    usleep(500 * 1000);
+    during = upstreamConns(i);
+    n = fread(out, 1, sizeof(out) - 1, p);
+    out[n] = '\0';
+    ck_assert_int_eq(pclose(p), 0);
+    return during > before + 1;
+}
+
+START_TEST(test_request_buffering_off_streams_the_body)
+{
+    uint32_t sum = 0;
+    char expect[64];
+
+    for (const char* c = "part1part2"; *c != '\0'; c++) {
+        sum = sum * 31 + (unsigned char)*c;
+    }
+    snprintf(expect, sizeof(expect), "body-sum: %u", (unsigned)sum);
+    /* Buffered (the default): the upstream hears of it once it is whole,
+     * with its length. */
+    ck_assert(!uploadConnectsEarly("/echo-buffered", 1));
+    CHECK_HAS("\nContent-Length: 10");
+    CHECK_HAS("body-length: 10");
+    CHECK_HAS(expect);
+    /* Off: on its way while the client still sends, chunked. */
+    ck_assert(uploadConnectsEarly("/echo-streamed", 0));
+    CHECK_HAS("Transfer-Encoding: chunked");
+    CHECK_HAS_NOT("Content-Length: 10");
+    CHECK_HAS("body-length: 10");
+    CHECK_HAS(expect);
+}
+END_TEST
+
 /* ---- Failures ------------------------------------------------------------ */
 
 START_TEST(test_502_when_nothing_answers)
@@ -306,6 +374,17 @@ START_TEST(test_502_when_nothing_answers)
     snprintf(logged, sizeof(logged), "upstream http://127.0.0.1:%d:",
              deadPort);
     ck_assert_int_ge(corServerLogCount(&server, logged), 1);
+}
+END_TEST
+
+/* A 101 the request did not ask for (no Connection: upgrade) is a
+ * malformed answer, never a switch. */
+START_TEST(test_101_not_asked_for_is_502)
+{
+    ck_assert_int_eq(curl("-o /dev/null -w '%{http_code}'", "/101"), 0);
+    ck_assert_str_eq(out, "502");
+    ck_assert_int_eq(corServerLogCount(&server, "101 Switching Protocols, "
+                                       "which was not asked for"), 1);
 }
 END_TEST
 
@@ -447,17 +526,35 @@ START_TEST(test_bad_yaml_refused_at_its_line)
         { "servers: [ \"http://a:1\" ], retries: 3", "unknown key 'retries'" },
         { "servers: [ ]", "at least one" },
         { "servers: [ \"http://a:1\" ], host: \"a b\"", "host: expected" },
+        { "servers: [ \"http://a:1\" ], balance: random",
+          "balance: expected round_robin, least_conn" },
+        { "servers: [ \"http://a:1\" ], balance: hash, hash: cookie",
+          "hash: expected ip, path" },
+        { "servers: [ \"http://a:1\" ], balance: hash, hash: \"header:\"",
+          "hash: expected ip, path" },
+        { "servers: [ \"http://a:1\" ], hash: path",
+          "hash: only with balance: hash" },
+        { "servers: [ \"http://a:1\" ], health: { path: health }",
+          "health: path: expected a path" },
+        { "servers: [ \"http://a:1\" ], health: { path: /h, status: 2xy }",
+          "health: status: expected" },
+        { "servers: [ \"http://a:1\" ], health: { path: /h, fails: 0 }",
+          "fails: 0 is out of range" },
+        { "servers: [ \"http://a:1\" ], health: { path: /h, intervl: 1s }",
+          "unknown key 'intervl' in health" },
+        { "servers: [ \"http://a:1\" ], request_buffering: no",
+          "request_buffering: expected on or off" },
     };
     char command[1024];
+    char yaml[512];
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        snprintf(command, sizeof(command), "printf 'listen: [ { protocol: "
-                 "http, address: \"127.0.0.1:1\" } ]\\nmodules:\\n  - { load:"
-                 " http }\\n  - load: forward\\n    upstreams:\\n      - { "
-                 "name: a, %s }\\n' > %s/bad.yaml && %s -t -c %s/bad.yaml "
-                 "2>&1", bad[i][0], server.dir, getenv("COR_BIN"),
-                 server.dir);
-        ck_assert_int_ne(corShell(command, out, sizeof(out)), 0);
+        snprintf(yaml, sizeof(yaml), "listen: [ { protocol: http, address: "
+                 "\"127.0.0.1:1\" } ]\nmodules:\n  - { load: http }\n"
+                 "  - load: forward\n    upstreams:\n      - { name: a, %s "
+                 "}\n", bad[i][0]);
+        ck_assert_int_ne(corConfigCheck(&server, "bad.yaml", yaml, out,
+                                        sizeof(out)), 0);
         CHECK_HAS("bad.yaml:6:");
         CHECK_HAS(bad[i][1]);
     }
@@ -500,7 +597,9 @@ COR_TEST_SUITE(corForward)
     tcase_add_test(tc, test_head_passed_on_at_once);
     tcase_add_test(tc, test_client_leaving_cancels_the_exchange);
     tcase_add_test(tc, test_chunked_upload);
+    tcase_add_test(tc, test_request_buffering_off_streams_the_body);
     tcase_add_test(tc, test_502_when_nothing_answers);
+    tcase_add_test(tc, test_101_not_asked_for_is_502);
     tcase_add_test(tc, test_504_past_the_read_timeout);
     tcase_add_test(tc, test_504_when_the_head_stalls);
     tcase_add_test(tc, test_post_lost_on_a_pooled_connection_is_502);

@@ -25,13 +25,18 @@
  *   /stall?ms=N the status line, then the rest of the head N ms later
  *   /stall1xx?ms=N  100 Continue, then the answer N ms later
  *   /stallbody?ms=N the head and half the body, the rest N ms later
+ *   /101        a 101 to websocket, asked for or not, then the close
+ *   /who        200, this upstream's port ("port N"), after the delay
+ *               /set gave (none at first)
+ *   /health     the status /set gave (200 at first), "health"
+ *   /set?health=S&delay=MS  sets them (each optional), 200 "set"
  *   .../echo... 200, the request's head as it came, then the length and
  *               a checksum of its body (any size: it is read, not kept)
  *               and this upstream's port
  *
  * HEAD gets the head alone. Each answer has "X-Test: <path>". Usage:
- * corHttpUpstream PORTFILE; it writes its port there once it serves and
- * runs until it is killed.
+ * corHttpUpstream PORTFILE [PORT] (PORT 0 or none: a free one); it writes
+ * its port there once it serves and runs until it is killed.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -47,6 +52,8 @@
 
 static atomic_uint conns;
 static atomic_uint posts;
+static atomic_int healthStatus = 200;
+static atomic_int whoDelayMs;
 static int listenPort;
 
 /* What a request's body was: it is summed as it is read, not kept. */
@@ -84,13 +91,92 @@ sendText(int fd, const char* s)
     sendAll(fd, s, strlen(s));
 }
 
-/* One request head into buf (the body, if any, is skipped by its
- * Content-Length). Returns false at the peer's end. */
+/* A request's body after its head: the bytes the buffer holds past it,
+ * then the socket's. */
+typedef struct {
+    int fd;
+    const char* p;
+    size_t left;
+    char more[4096];
+    size_t moreLen;
+    size_t moreAt;
+} BodyIn;
+
+/* The next byte, or -1 at the peer's end. */
+static int
+bodyByte(BodyIn* in)
+{
+    if (in->left > 0) {
+        in->left--;
+        return (unsigned char)*in->p++;
+    }
+    if (in->moreAt == in->moreLen) {
+        ssize_t n = recv(in->fd, in->more, sizeof(in->more), 0);
+
+        if (n <= 0) {
+            return -1;
+        }
+        in->moreLen = (size_t)n;
+        in->moreAt = 0;
+    }
+    return (unsigned char)in->more[in->moreAt++];
+}
+
+/* A line, its CRLF dropped; false at the peer's end. */
+static bool
+bodyLine(BodyIn* in, char* line, size_t cap)
+{
+    size_t n = 0;
+    int c;
+
+    while ((c = bodyByte(in)) >= 0 && c != '\n') {
+        if (c != '\r' && n + 1 < cap) {
+            line[n++] = (char)c;
+        }
+    }
+    line[n] = '\0';
+    return c >= 0;
+}
+
+/* A chunked body, summed, its trailers skipped; false at the peer's end. */
+static bool
+chunkedRead(BodyIn* in, BodySeen* seen)
+{
+    char line[256];
+    unsigned long size;
+
+    while (bodyLine(in, line, sizeof(line))
+           && (size = strtoul(line, NULL, 16)) > 0) {
+        for (unsigned long i = 0; i < size; i++) {
+            int c = bodyByte(in);
+            char b = (char)c;
+
+            if (c < 0) {
+                return false;
+            }
+            bodySum(seen, &b, 1);
+        }
+        if (!bodyLine(in, line, sizeof(line))) {
+            return false;
+        }
+    }
+    do {
+        if (!bodyLine(in, line, sizeof(line))) {
+            return false;
+        }
+    } while (line[0] != '\0');
+    return true;
+}
+
+/* One request head into buf (the body, if any, is read by its
+ * Content-Length or its chunks, and summed). Returns false at the peer's
+ * end. */
 static bool
 requestRead(int fd, char* buf, size_t cap, size_t* have, BodySeen* seen)
 {
     char* end;
     const char* cl;
+    const char* te;
     size_t bodyLen = 0;
     size_t headLen;
     size_t inBuf;
@@ -110,12 +196,27 @@ requestRead(int fd, char* buf, size_t cap, size_t* have, BodySeen* seen)
         *have += (size_t)n;
     }
     headLen = (size_t)(end + 4 - buf);
+    *seen = (BodySeen){ 0 };
+    te = strcasestr(buf, "\r\nTransfer-Encoding: chunked");
+    if (te != NULL && te < end) {
+        /* Bytes past the body that came with it are dropped: no client
+         * pipelines behind a chunked body here. */
+        BodyIn in = { .fd = fd, .p = buf + headLen,
+                      .left = *have - headLen };
+
+        if (!chunkedRead(&in, seen)) {
+            return false;
+        }
+        buf[headLen - 2] = '\0';
+        memmove(buf + headLen - 1, in.p, in.left);
+        *have = headLen - 1 + in.left;
+        return true;
+    }
     cl = strcasestr(buf, "\r\nContent-Length:");
     if (cl != NULL && cl < end) {
         bodyLen = strtoul(cl + 17, NULL, 10);
     }
     inBuf = *have - headLen < bodyLen ? *have - headLen : bodyLen;
-    *seen = (BodySeen){ 0 };
     bodySum(seen, buf + headLen, inBuf);
     while (seen->len < bodyLen) {
         size_t want = bodyLen - seen->len;
@@ -263,6 +364,32 @@ answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
         usleep(20000);
         sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: evil\r\n"
                      "Content-Length: 4\r\n\r\nEVIL");
+    } else if (strcmp(target, "/101") == 0) {
+        sendText(fd, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: "
+                     "websocket\r\nConnection: Upgrade\r\n\r\n");
+        return false;
+    } else if (strcmp(target, "/who") == 0) {
+        char body[32];
+        int n = snprintf(body, sizeof(body), "port %d", listenPort);
+
+        usleep((useconds_t)atomic_load(&whoDelayMs) * 1000);
+        snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: who\r\n"
+                 "Content-Length: %d\r\n\r\n%s", n, body);
+        sendText(fd, out);
+    } else if (strcmp(target, "/health") == 0) {
+        snprintf(out, sizeof(out), "HTTP/1.1 %d Health\r\nX-Test: health"
+                 "\r\nContent-Length: 6\r\n\r\nhealth",
+                 atomic_load(&healthStatus));
+        sendText(fd, out);
+    } else if (strncmp(target, "/set", 4) == 0) {
+        if (strstr(target, "health=") != NULL) {
+            atomic_store(&healthStatus, queryMs(target, "health="));
+        }
+        if (strstr(target, "delay=") != NULL) {
+            atomic_store(&whoDelayMs, queryMs(target, "delay="));
+        }
+        sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: set\r\n"
+                     "Content-Length: 3\r\n\r\nset");
     } else if (strncmp(target, "/stall", 6) == 0) {
         stallAnswer(fd, target);
     } else if (strcmp(target, "/posts") == 0
@@ -330,13 +457,14 @@ main(int argc, char** argv)
     int fd;
     int one = 1;
 
-    if (argc != 2) {
-        fprintf(stderr, "usage: corHttpUpstream PORTFILE\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: corHttpUpstream PORTFILE [PORT]\n");
         return 2;
     }
     fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons((uint16_t)(argc == 3 ? atoi(argv[2]) : 0));
     if (bind(fd, (struct sockaddr*)&addr, sizeof(addr)) != 0
         || listen(fd, 128) != 0) {
         perror("corHttpUpstream");

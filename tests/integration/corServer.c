@@ -171,6 +171,75 @@ corServerWriteConfig(CorServer* s, const char* yaml)
     return 0;
 }
 
+int
+corServerStartWebsocket(CorServer* s, bool tls, const char* certs)
+{
+    return corServerStartListen(s, tls, certs,
+        "modules:\n"
+        "  - { load: http }\n"
+        "  - { load: {MODULES}/websocket.so, max_message: 256KiB }\n"
+        "routes:\n"
+        "  - { match: \"GET /ws\", handler: websocket }\n"
+        "log: { pid_file: {DIR}/cor.pid }\n");
+}
+
+bool
+corWebsocketClient(const CorServer* s, const char* client, bool tls,
+                   const char* certs, const char* after, char* out,
+                   size_t cap)
+{
+    char command[512];
+
+    snprintf(command, sizeof(command), "timeout 90 %s %s://127.0.0.1:%d/ws "
+             "%s %s%s 2>&1", client, tls ? "wss" : "ws", s->port, after,
+             tls ? certs : "", tls ? "/ca.pem" : "");
+    return corShell(command, out, cap) == 0 && strstr(out, "ALL OK") != NULL;
+}
+
+int
+corServerStartListen(CorServer* s, bool tls, const char* certs,
+                     const char* rest)
+{
+    char tlsLine[256] = "";
+    char yaml[16384];
+
+    if (tls) {
+        snprintf(tlsLine, sizeof(tlsLine), "    tls: { certificate: "
+                 "%s/server.pem, key: %s/server.key }\n", certs, certs);
+    }
+    snprintf(yaml, sizeof(yaml),
+             "runtime:\n"
+             "  loops: 2\n"
+             "  workers: 4\n"
+             "  coroutines: { enabled: {COROUTINES} }\n"
+             "  stop_timeout: 5s\n"
+             "listen:\n"
+             "  - protocol: %s\n"
+             "    address: 127.0.0.1:{PORT}\n"
+             "%s%s", tls ? "https" : "http", tlsLine, rest);
+    return corServerStart(s, yaml);
+}
+
+int
+corConfigCheck(const CorServer* s, const char* name, const char* yaml,
+               char* out, size_t cap)
+{
+    char path[320];
+    char command[768];
+    FILE* f;
+
+    snprintf(path, sizeof(path), "%s/%s", s->dir, name);
+    f = fopen(path, "w");
+    if (f == NULL) {
+        return -1;
+    }
+    fputs(yaml, f);
+    fclose(f);
+    snprintf(command, sizeof(command), "%s -t -c %s 2>&1", getenv("COR_BIN"),
+             path);
+    return corShell(command, out, cap);
+}
+
 static void
 printLog(const CorServer* s)
 {
@@ -266,13 +335,6 @@ corServerStartWith(CorServer* s, const char* extra)
     char yaml[8192];
 
     snprintf(yaml, sizeof(yaml),
-             "runtime:\n"
-             "  loops: 2\n"
-             "  workers: 4\n"
-             "  coroutines: { enabled: {COROUTINES} }\n"
-             "  stop_timeout: 5s\n"
-             "listen:\n"
-             "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
              "modules:\n"
              "  - { load: http }\n"
              "  - { load: hello }\n"
@@ -294,7 +356,7 @@ corServerStartWith(CorServer* s, const char* extra)
              "  - { match: \"/waitecho\", handler: waitecho }\n"
              "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log }\n"
              "%s", extra ? extra : "");
-    return corServerStart(s, yaml);
+    return corServerStartListen(s, false, NULL, yaml);
 }
 
 void
@@ -657,12 +719,21 @@ corProcStatusKb(pid_t pid, const char* field)
 pid_t
 corUpstreamStart(int* portP)
 {
+    *portP = 0;
+    return corUpstreamStartAt(portP);
+}
+
+pid_t
+corUpstreamStartAt(int* portP)
+{
     char self[PATH_MAX];
     char program[PATH_MAX + 32];
     char portFile[64];
+    char port[16];
     ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
     pid_t pid;
 
+    snprintf(port, sizeof(port), "%d", *portP);
     *portP = 0;
     if (n <= 0) {
         return -1;
@@ -675,7 +746,7 @@ corUpstreamStart(int* portP)
     unlink(portFile);
     pid = fork();
     if (pid == 0) {
-        execl(program, program, portFile, (char*)NULL);
+        execl(program, program, portFile, port, (char*)NULL);
         _exit(127);
     }
     for (int i = 0; i < 500 && *portP == 0; i++) {

@@ -46,6 +46,23 @@ void corServerStop(CorServer* s);
 /* Rewrite the config file (for a reload). */
 int corServerWriteConfig(CorServer* s, const char* yaml);
 bool corTestCoroutines(void);
+/* corServerStart with two loops, four workers, and a listener on {PORT}:
+ * http, or https with the test certificates of certs (corTestCertsMake);
+ * rest is the YAML after it (modules, routes, log). */
+int corServerStartListen(CorServer* s, bool tls, const char* certs,
+                         const char* rest);
+/* That with modules/websocket's echo on GET /ws (max_message 256 KiB). */
+int corServerStartWebsocket(CorServer* s, bool tls, const char* certs);
+/* Run a WebSocket client (its command, which ends with its arguments
+ * before the URL) on ws[s]://127.0.0.1:PORT/ws of s, then after and, with
+ * tls, certs's CA; its output to out. Whether it said ALL OK. */
+bool corWebsocketClient(const CorServer* s, const char* client, bool tls,
+                        const char* certs, const char* after, char* out,
+                        size_t cap);
+/* Write yaml (as it is) to the file name in s's folder and run `cor -t`
+ * on it; its output to out. Returns its exit status. */
+int corConfigCheck(const CorServer* s, const char* name, const char* yaml,
+                   char* out, size_t cap);
 
 /* A connected blocking socket to the server, or -1. */
 int corConnect(int port);
@@ -93,6 +110,9 @@ long corProcStatusKb(pid_t pid, const char* field);
  * program) on a free loopback port; its PID, with the port in *portP, or
  * -1. Stop it with corUpstreamStop. */
 pid_t corUpstreamStart(int* portP);
+/* The same on the port *portP (0: a free one), for an upstream that comes
+ * back where it was. */
+pid_t corUpstreamStartAt(int* portP);
 /* Stop the upstream *pidP if it runs (> 0), and set *pidP to 0. */
 void corUpstreamStop(pid_t* pidP);
 /* curl -s with args on http://127.0.0.1:port/path (a 20 s limit), its

@@ -30,23 +30,13 @@ static CorServer server;
 static void
 startServer(void)
 {
-    char yaml[2048];
-
-    snprintf(yaml, sizeof(yaml),
-             "runtime:\n"
-             "  loops: 2\n"
-             "  workers: 4\n"
-             "  coroutines: { enabled: {COROUTINES} }\n"
-             "  stop_timeout: 5s\n"
-             "listen:\n"
-             "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
-             "modules:\n"
-             "  - { load: http }\n"
-             "  - { load: hello }\n"
-             "  - { load: {MODULES}/testkit.so }\n"
-             ROUTES
-             "log: { pid_file: {DIR}/cor.pid }\n");
-    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+    ck_assert_int_eq(corServerStartListen(&server, false, NULL,
+        "modules:\n"
+        "  - { load: http }\n"
+        "  - { load: hello }\n"
+        "  - { load: {MODULES}/testkit.so }\n"
+        ROUTES
+        "log: { pid_file: {DIR}/cor.pid }\n"), 0);
 }
 
 static void

@@ -46,31 +46,7 @@ tearDown(void)
 static void
 startServer(bool tls)
 {
-    char tlsLine[256] = "";
-    char yaml[2048];
-
-    if (tls) {
-        snprintf(tlsLine, sizeof(tlsLine), "    tls: { certificate: "
-                 "%s/server.pem, key: %s/server.key }\n", certs, certs);
-    }
-    snprintf(yaml, sizeof(yaml),
-             "runtime:\n"
-             "  loops: 2\n"
-             "  workers: 4\n"
-             "  coroutines: { enabled: {COROUTINES} }\n"
-             "  stop_timeout: 5s\n"
-             "listen:\n"
-             "  - protocol: %s\n"
-             "    address: 127.0.0.1:{PORT}\n"
-             "%s"
-             "modules:\n"
-             "  - { load: http }\n"
-             "  - { load: {MODULES}/websocket.so, max_message: 256KiB }\n"
-             "routes:\n"
-             "  - { match: \"GET /ws\", handler: websocket }\n"
-             "log: { pid_file: {DIR}/cor.pid }\n",
-             tls ? "https" : "http", tlsLine);
-    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+    ck_assert_int_eq(corServerStartWebsocket(&server, tls, certs), 0);
 }
 
 /* Run a client (its command, which ends with its arguments before the
@@ -78,15 +54,8 @@ startServer(bool tls)
 static void
 runAgainst(const char* client, bool tls, const char* after)
 {
-    char command[512];
-    int rc;
-
-    snprintf(command, sizeof(command), "timeout 60 %s %s://127.0.0.1:%d/ws "
-             "%s %s%s 2>&1", client, tls ? "wss" : "ws", server.port, after,
-             tls ? certs : "", tls ? "/ca.pem" : "");
-    rc = corShell(command, out, sizeof(out));
-    ck_assert_msg(rc == 0 && strstr(out, "ALL OK") != NULL, "rc %d:\n%s",
-                  rc, out);
+    ck_assert_msg(corWebsocketClient(&server, client, tls, certs, after,
+                                     out, sizeof(out)), "%s", out);
 }
 
 
