@@ -15,6 +15,7 @@
  */
 #include "corHttp2Int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,38 @@ void
 corRequestCancel(CorRequest* r)
 {
     (void)r;
+}
+
+/* The stood-in routes stream no body: each comes whole, as it did before
+ * handlers could take one as it comes. */
+bool
+corRequestBodyStreams(const CorRequest* r)
+{
+    (void)r;
+    return false;
+}
+
+int
+corRequestBodyBegin(CorRequest* r)
+{
+    (void)r;
+    return -ENOSYS;
+}
+
+int
+corRequestBodyPut(CorRequest* r, const void* data, size_t len)
+{
+    (void)r;
+    (void)data;
+    (void)len;
+    return -ENOSYS;
+}
+
+void
+corRequestBodyEnd(CorRequest* r, int rc)
+{
+    (void)r;
+    (void)rc;
 }
 
 void
