@@ -328,6 +328,9 @@ refuse(CorRequest* r)
     corRespond(r, 422, "text/plain", "no", 2);
 }
 
+/* The file the notify routes were read from: their URLs are its nodes. */
+static CorConf* notifyConf;
+
 /* Two routes of any method whose notify is the same, read as the file
  * would be. */
 static void
@@ -339,6 +342,7 @@ notifyRoutes(CorConfErrors* errors)
     CorConfigRoute* in = &configRoutes[config.routeCount];
 
     ck_assert_ptr_nonnull(root);
+    notifyConf = root;
     route("/notify", &(CorHandler){ .name = "notify", .serve = answerAtOnce,
                                     .run = COR_RUN_INLINE }, 0);
     route("/notify-refused", &(CorHandler){ .name = "refuse",
@@ -387,6 +391,13 @@ setUp(void)
     ck_assert_int_eq(corMetricsInit(1), 0);
     corLoopIndexSet(0);
     ck_assert_int_eq(corRoutesBuild(&config, &errors), 0);
+}
+
+static void
+tearDown(void)
+{
+    corConfFree(notifyConf);
+    notifyConf = NULL;
 }
 
 static void
@@ -834,7 +845,7 @@ END_TEST
 COR_TEST_SUITE(corRequest)
 {
     tcase_set_timeout(tc, 30);
-    tcase_add_checked_fixture(tc, setUp, NULL);
+    tcase_add_checked_fixture(tc, setUp, tearDown);
     tcase_add_test(tc, test_cancel_ends_a_coroutines_wait);
     tcase_add_test(tc, test_upgrade_header_lists);
     tcase_add_test(tc, test_cancel_ends_a_workers_poll);
