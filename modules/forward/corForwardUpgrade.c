@@ -205,10 +205,12 @@ spliceSession(CorUpgraded* u, void* arg)
     pipes[0].from = pipes[1].to = corUpgradedTransport(u,
                                                       sp->g->readTimeoutMs,
                                                       &rest, &restLen, &rc);
-    /* What came after each head is the other side's first bytes: the
-     * client's (read past its request) may be more than a read. */
+    /* What came after each head is the other side's first bytes: either
+     * (read past the client's request, past the upstream's 101) may be
+     * more than a read. */
     pipes[0].buf = malloc(restLen > SPLICE_BYTES ? restLen : SPLICE_BYTES);
-    pipes[1].buf = malloc(SPLICE_BYTES);
+    pipes[1].buf = malloc(sp->upRestLen > SPLICE_BYTES ? sp->upRestLen
+                                                       : SPLICE_BYTES);
     if (pipes[0].from == NULL || pipes[0].buf == NULL
         || pipes[1].buf == NULL) {
         rc = pipes[0].from == NULL ? rc : -ENOMEM;
