@@ -89,6 +89,14 @@ int corCoStackTrim(void);
 /* How many free stacks each thread's pool keeps for reuse (default 1024). */
 void corCoPoolMaxSet(unsigned count);
 
+/*
+ * Size the pool to LIVE coroutines a thread may run at once (an event
+ * loop's cap), never below the default: a burst up to the cap comes back
+ * to stacks it already touched instead of three system calls and fresh
+ * page faults a coroutine. Sanitizer builds keep none, whatever the cap.
+ */
+void corCoPoolFit(unsigned live);
+
 /* Release the calling thread's pooled stacks and its crash-report stack.
  * Threads that created coroutines call it before they exit. */
 void corCoThreadExit(void);

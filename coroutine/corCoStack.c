@@ -7,8 +7,8 @@
  *
  * MAP_NORESERVE means a 256 KiB stack costs only the pages it touches; a
  * stack that comes back to the pool keeps what it touched, which is what a
- * hot pool wants. The pool is bounded (corCoPoolMaxSet) and a stack beyond
- * the bound is unmapped.
+ * hot pool wants. The pool is bounded (corCoPoolMaxSet; corCoPoolFit sizes
+ * it to an event loop's cap) and a stack beyond the bound is unmapped.
  *
  * Stacks are registered with valgrind so it follows the switches.
  */
@@ -187,6 +187,14 @@ void
 corCoPoolMaxSet(unsigned count)
 {
     atomic_store(&corCoPoolMax, count);
+}
+
+void
+corCoPoolFit(unsigned live)
+{
+    if (POOL_MAX_DEFAULT > 0) {
+        corCoPoolMaxSet(live > POOL_MAX_DEFAULT ? live : POOL_MAX_DEFAULT);
+    }
 }
 
 void

@@ -83,6 +83,7 @@ void
 corCoLoopCapSet(CorEvLoop* loop, unsigned cap)
 {
     loop->co->cap = cap;
+    corCoPoolFit(cap);
 }
 
 void
