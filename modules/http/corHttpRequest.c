@@ -403,7 +403,10 @@ headReady(HttpConn* c)
     size_t from = c->headScanned > 3 ? c->headScanned - 3 : 0;
 
     c->headScanned = len;
-    if (memmem(head + from, len - from, "\r\n\r\n", 4) != NULL) {
+    /* A head most often ends where the read did: a look at its last four
+     * bytes spares the search (a twelfth of a hello's instructions). */
+    if ((len - from >= 4 && memcmp(head + len - 4, "\r\n\r\n", 4) == 0)
+        || memmem(head + from, len - from, "\r\n\r\n", 4) != NULL) {
         return true;
     }
     return len >= corLimits()->headerBytes || len >= 2 * c->headParsed;
