@@ -112,9 +112,9 @@ typedef struct {
     uint64_t timeoutMs;
     /* Serve a request as soon as its head is in, and let the handler read
      * its body as it comes (corRequestBodyRead), instead of once it came
-     * whole into r->body: a proxy of a stream both ways (gRPC). Where the
-     * protocol cannot (HTTP/1.1, cor://), the body still comes whole and
-     * corRequestBodyRead hands it out. */
+     * whole into r->body: a proxy of a stream both ways (gRPC), or of an
+     * upload. Where the protocol cannot (cor://), the body still comes
+     * whole and corRequestBodyRead hands it out. */
     bool streamBody;
 } CorHandler;
 
@@ -374,16 +374,18 @@ unsigned corResponseHeaderRemove(CorRequest* r, const char* name);
 
 /*
  * Read the request's body as it comes: up to len bytes into buf. For a
- * handler of streamBody on a protocol that streams it (HTTP/2) the bytes
- * are handed on as the client sends them (what was read opens the
- * client's window again, so a body of any size passes in bounded
- * memory); otherwise the body came whole before the handler ran and the
- * reads take it out of r->body. From the handler (any thread it runs on),
- * one reader at a time. Waits up to timeoutMs for a byte (< 0: no
- * limit, 0: not at all). Returns the count (> 0), 0 at the body's end,
- * -EAGAIN (timeoutMs 0, nothing yet), -ETIMEDOUT, -ECANCELED (the
- * handler was cancelled), -ECONNRESET (the client reset the body
- * midway), -EMSGSIZE (the body went past limits.body_bytes). May yield.
+ * handler of streamBody on a protocol that streams it (HTTP/2, HTTP/1.1)
+ * the bytes are handed on as the client sends them (what was read lets
+ * the client send more, so a body of any size passes in bounded memory);
+ * otherwise the body came whole before the handler ran and the reads
+ * take it out of r->body. From the handler (any thread it runs on), one
+ * reader at a time. Waits up to timeoutMs for a byte (< 0: no limit, 0:
+ * not at all). Returns the count (> 0), 0 at the body's end, -EAGAIN
+ * (timeoutMs 0, nothing yet), -ETIMEDOUT (this wait, or the client's
+ * pieces past limits.body_timeout apart), -ECANCELED (the handler was
+ * cancelled), -ECONNRESET (the client reset the body, or left, midway),
+ * -EMSGSIZE (the body went past limits.body_bytes), -EPROTO (its framing
+ * was bad). May yield.
  */
 ssize_t corRequestBodyRead(CorRequest* r, void* buf, size_t len,
                            int timeoutMs);

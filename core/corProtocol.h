@@ -161,8 +161,8 @@ struct CorProtocolOps {
     void (*streamAbort)(CorRequest* r);
     /* The handler took n bytes of a streamed request body
      * (corRequestBodyPut): the client may send as much more (HTTP/2
-     * opens its window). On r's loop. NULL: the protocol does not
-     * stream request bodies. */
+     * opens its window, HTTP/1.1 reads on). On r's loop. NULL: the
+     * protocol does not stream request bodies. */
     void (*bodyConsumed)(CorRequest* r, size_t n);
     /* Which protocol counts r in /metrics. */
     CorProtocolKind kind;
@@ -187,10 +187,13 @@ void corRequestServe(CorRequest* r, const CorProtocolOps* ops,
  * yes it calls corRequestBodyBegin, then corRequestServe at once, and
  * hands the body on with corRequestBodyPut as it comes and
  * corRequestBodyEnd at its end (0), or when it failed (-ECONNRESET: the
- * client reset it; -EMSGSIZE: past limits.body_bytes). What a put
- * gives is copied; ops->bodyConsumed says what the handler took. All on
- * r's loop. Begin returns 0 or -ENOMEM (then serve it whole as usual);
- * put returns 0 or -ENOMEM (then end it as failed).
+ * client reset it or left; -EMSGSIZE: past limits.body_bytes;
+ * -ETIMEDOUT: past limits.body_timeout between two pieces; -EPROTO: bad
+ * framing). What a put gives is copied; ops->bodyConsumed says what the
+ * handler took, and the protocol lets the client send as much more
+ * (HTTP/2 opens its window, HTTP/1.1 reads its socket again). All on r's
+ * loop. Begin returns 0 or -ENOMEM (then serve it whole as usual); put
+ * returns 0 or -ENOMEM (then end it as failed).
  */
 bool corRequestBodyStreams(const CorRequest* r);
 int corRequestBodyBegin(CorRequest* r);

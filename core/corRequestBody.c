@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A request body that comes while its handler runs (CorHandler.streamBody
- * on a protocol that streams it: HTTP/2): the protocol puts the pieces in
- * as they come, on the request's loop, and the handler takes them out
- * wherever it runs (a coroutine of that loop, a worker). What the handler
- * took is told back to the protocol on the loop (ops->bodyConsumed), which
- * lets the client send as much more: so what waits here is bounded by the
- * protocol's window, not by the body's size.
+ * on a protocol that streams it: HTTP/2, HTTP/1.1): the protocol puts the
+ * pieces in as they come, on the request's loop, and the handler takes
+ * them out wherever it runs (a coroutine of that loop, a worker). What the
+ * handler took is told back to the protocol on the loop
+ * (ops->bodyConsumed), which lets the client send as much more: so what
+ * waits here is bounded by the protocol's window (HTTP/1.1's: how much it
+ * hands on unread before it stops reading), not by the body's size.
  *
  * A reader that finds nothing waits on an eventfd of the body through
  * corRestWaitFd, which yields in a coroutine and polls on a thread, and

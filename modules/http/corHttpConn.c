@@ -9,7 +9,9 @@
  * One deadline per connection, re-armed as the state changes: the head and
  * the body together must come within limits.request_timeout of the first
  * byte (slowloris, slow bodies), each piece of a body within
- * limits.body_timeout, the next request within limits.keepalive_timeout,
+ * limits.body_timeout (a body handed to its handler as it comes: only
+ * that, and only while the handler is not holding the reading back), the
+ * next request within limits.keepalive_timeout,
  * and pending output must make progress within limits.send_timeout (a
  * client that does not read). An answer that refuses a request closes the
  * way nginx's lingering close does: the write side is shut, and what the
@@ -43,16 +45,22 @@ corHttpConnExpired(CorKitConn* k)
     HttpConn* c = corContainerOf(k, HttpConn, k);
     bool pending = corKitConnOutPending(k) > 0;
 
-    if (c->state == HTTP_SERVING && !pending) {
+    if (c->state == HTTP_SERVING && !pending && !corHttpBodyWaits(c)) {
         return;     /* a request with its handler has no deadline here */
     }
-    if (!pending && (c->state == HTTP_HEAD || c->state == HTTP_BODY)) {
+    if (!pending && (c->state == HTTP_HEAD || c->state == HTTP_BODY
+                     || corHttpBodyWaits(c))) {
         /* Too slow a head or body: say so, then close at once. No
          * lingering here: the client earned its cut, and a slow one that
-         * still sends may get a reset instead of the 408. */
+         * still sends may get a reset instead of the 408. A body its
+         * handler takes as it comes fails; once its answer's head went,
+         * the close alone says it. */
+        bool answered = c->req != NULL && c->req->answered;
+
+        corHttpBodyFail(c, -ETIMEDOUT);
         k->out.len = k->out.off = 0;
         corHttpLimitsSay(c, 408);
-        if (corHttpErrorAppend(c, 408) == 0
+        if (!answered && corHttpErrorAppend(c, 408) == 0
             && c->t.ops->send(&c->t, corBufHead(&k->out),
                               corBufPending(&k->out)) < 0) {
             /* It is being closed for not sending; a lost 408 is fine. */
@@ -108,7 +116,7 @@ corHttpConnArm(HttpConn* c, bool progress)
 {
     CorEvLoop* loop = c->hl->loop;
     HttpState want = corKitConnOutPending(&c->k) > 0 ? HTTP_OUTPUT
-                                                     : c->state;
+                     : corHttpBodyWaits(c) ? HTTP_BODY : c->state;
     uint64_t ms;
 
     switch (want) {
@@ -123,8 +131,10 @@ corHttpConnArm(HttpConn* c, bool progress)
         progress = false;
         break;
     case HTTP_BODY:
+        /* A body its handler takes as it comes (HTTP_SERVING) may last
+         * longer than a request: only each piece is timed. */
         ms = corLimits()->bodyTimeoutMs;
-        if (readLeftMs(c) < ms) {
+        if (c->state == HTTP_BODY && readLeftMs(c) < ms) {
             ms = readLeftMs(c);
         }
         break;
@@ -258,6 +268,7 @@ connUnlink(HttpConn* c)
 static void
 connFree(HttpConn* c)
 {
+    corEvSoonStop(&c->bodySoon);
     corHttpBufReturn(c->hl, &c->k.in);
     corHttpBufReturn(c->hl, &c->k.out);
     corKitConnFree(&c->k);
@@ -286,6 +297,7 @@ corHttpConnHandOff(HttpConn* c, HttpHandOffFn fn, void* arg)
 void
 corHttpConnClose(HttpConn* c)
 {
+    corHttpBodyFail(c, -ECONNRESET);
     connUnlink(c);
     c->t.ops->close(&c->t);
     if (c->upgrading != NULL) {
@@ -313,6 +325,7 @@ corHttpConnStop(HttpConn* c)
 {
     uint64_t deadline = corEvClockMs() + STOP_FLUSH_MS;
 
+    corHttpBodyFail(c, -ECONNRESET);
     if (c->state == HTTP_SERVING && c->req != NULL) {
         /* Still with its handler at a stop: answered as failed, unless a
          * stream's head is out already (then the close says it). */

@@ -58,6 +58,18 @@ typedef enum {
     HTTP_UPGRADED               /* its 101 is set: handed over next */
 } HttpState;
 
+/* A request body that its handler takes as it comes (CorHandler.streamBody,
+ * corHttpBodyStream.c), from the connection's side. */
+typedef enum {
+    HTTP_BODY_WHOLE,            /* none streams: the body was read whole
+                                 * before its handler ran, or was streamed
+                                 * to its end */
+    HTTP_BODY_STREAMING,        /* handed on as it is read */
+    HTTP_BODY_CUT               /* streamed, and failed midway: the rest is
+                                 * never read, and the connection closes
+                                 * after the answer */
+} HttpBodyStream;
+
 /* How a response's body goes out after its head. */
 typedef enum {
     HTTP_FRAME_NONE,            /* no body: a HEAD, a 1xx, 204 or 304 */
@@ -71,7 +83,8 @@ typedef enum {
  * corRequestServe and ops->release. It owns everything its CorRequest
  * points to: its head is copied behind it when the head is parsed, and its
  * body is a buffer of its own (the connection's input buffer, handed over
- * whole when nothing follows the body in it, else a copy), so a connection
+ * whole when nothing follows the body in it, else a copy; a body handed
+ * on as it comes is copied into the core's container), so a connection
  * that dies under a request in flight frees nothing the request uses.
  */
 typedef struct {
@@ -84,6 +97,9 @@ typedef struct {
     bool expectContinue;
     int versionMinor;
     bool shutBefore;            /* its client had shut its side already */
+    bool answered;              /* its answer's head is in the output (a
+                                 * streamed body's failure then closes,
+                                 * rather than answer) */
     HttpFraming framing;        /* the answer's, set with its head */
     uint64_t lengthSaid;        /* its head's Content-Length, or
                                  * UINT64_MAX for none */
@@ -115,6 +131,11 @@ struct HttpConn {
     size_t bodyRaw;             /* chunked: undecoded input starts here */
     size_t bodyLen;             /* the body so far */
     CorHttpChunked chunked;
+    HttpBodyStream bodyStream;  /* the body of the request served */
+    size_t bodyUnread;          /* streamed: handed on, not yet taken */
+    bool bodyHeld;              /* streamed: so much is unread that the
+                                 * socket waits until the handler takes */
+    CorEvSoon bodySoon;         /* the handler took: read on */
     uint64_t readStartMs;       /* the request's first byte came then */
     uint64_t lingerEndMs;       /* a lingering close ends then at last */
     size_t lingerBytes;         /* what it dropped so far */
@@ -180,7 +201,37 @@ void corHttpInputRelease(HttpConn* c);
 /* Say a refusal at a limit (413, 414, 431, 408) as every protocol does;
  * another status is HTTP's own and not said. */
 void corHttpLimitsSay(const HttpConn* c, int status);
+/* Refuse the request being read with status (said, answered): the
+ * connection ends once the answer is out, lingering (HTTP_CLOSING). */
+void corHttpRefuse(HttpConn* c, int status);
 void corHttpRequestFree(HttpRequest* req);
+
+/* ---- corHttpBodyStream.c ------------------------------------------------- */
+
+/* c's request, its head just read (HTTP_STEP_BODY), has a handler that
+ * takes its body as it comes: the body begins (corRequestBodyBegin) and
+ * the request is to be served now (HTTP_SERVING, HTTP_BODY_STREAMING).
+ * False when it does not stream (or no memory): it is read whole. */
+bool corHttpBodyStreamBegin(HttpConn* c);
+/* A body still coming fails with rc (-errno), and is read no more. */
+void corHttpBodyFail(HttpConn* c, int rc);
+/* The answer is done before the body was read whole (c->bodyStream is
+ * not HTTP_BODY_WHOLE): a body still coming fails, and the rest is read
+ * no more. */
+void corHttpBodyDrop(HttpConn* c);
+/* The handler took n bytes (ops->bodyConsumed, r still c's): whether the
+ * socket is to be read again (it was held, and is below the mark). */
+bool corHttpBodyTaken(HttpConn* c, size_t n);
+/* Hand on the body that the input holds and the socket has (while
+ * c->readPaused says it may have more), until the socket is drained, the
+ * handler has BODY_HELD_BYTES unread (c->bodyHeld), or the body ends: at
+ * its end, whole, or failed (past limits.body_bytes, bad framing, the
+ * client's end), answered with the refusal when nothing was answered yet.
+ * Returns 1 when body bytes came, 0 when none did, -1 when c must close
+ * (a read error, or a refusal after the answer's head went). */
+int corHttpBodyFeed(HttpConn* c);
+/* The client owes the handler body bytes (its timer runs). */
+static inline bool corHttpBodyWaits(const HttpConn* c);
 
 /* ---- corHttpConn.c ------------------------------------------------------- */
 
@@ -280,6 +331,13 @@ corHttpBufReturn(HttpLoop* hl, CorBuf* b)
         corHttpBufGive(hl, (char*)b->data, b->cap);
         *b = (CorBuf){ 0 };
     }
+}
+
+static inline bool
+corHttpBodyWaits(const HttpConn* c)
+{
+    return c->state == HTTP_SERVING && c->bodyStream == HTTP_BODY_STREAMING
+           && !c->bodyHeld;
 }
 
 #endif /* COR_HTTP_INT_H */

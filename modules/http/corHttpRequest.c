@@ -3,7 +3,8 @@
  * Reading a request on an HTTP/1.x connection: the bytes into the
  * connection's input (k.in, from a loop's buffer, grown within what a
  * request may be), its head found and parsed, its record made, its body
- * (by length or chunked) gathered and handed over. Each step says what
+ * (by length or chunked) gathered and handed over (or, for a handler that
+ * takes it as it comes, handed on: corHttpBodyStream.c). Each step says what
  * came (corHttpRequestStep); the connection (corHttpServe.c) arms the
  * deadline that follows and serves what is whole, so that reading knows
  * nothing of timers or the core's ops.
@@ -39,14 +40,36 @@ reading(const HttpConn* c)
 
 /* ---- The input ----------------------------------------------------------- */
 
-/* Make room for need more bytes of input, within what a request may be.
- * The buffer comes from the loop when the connection has none. */
+/*
+ * The most input a connection holds: what a head may be while one is
+ * read (a body behind it waits in the socket until the head says where
+ * it goes), what a request may be while its body is read whole, one
+ * loop's buffer while a body is handed to its handler as it comes. Out
+ * of line: asked only when the buffer must grow.
+ */
+static __attribute__((noinline)) size_t
+inputMost(const HttpConn* c)
+{
+    const CorLimits* limits = corLimits();
+
+    switch (c->state) {
+    case HTTP_IDLE:
+    case HTTP_HEAD:
+        return limits->headerBytes + 4096;
+    case HTTP_SERVING:
+        return HTTP_BUF_BYTES;
+    default:
+        return limits->headerBytes + limits->bodyBytes + 4096;
+    }
+}
+
+/* Make room for need more bytes of input, within inputMost. The buffer
+ * comes from the loop when the connection has none. */
 static bool
 inputReserve(HttpConn* c, size_t need)
 {
-    const CorLimits* limits = corLimits();
     CorBuf* in = &c->k.in;
-    size_t most = limits->headerBytes + limits->bodyBytes + 4096;
+    size_t most;
     size_t cap;
 
     if (in->data == NULL) {
@@ -67,6 +90,7 @@ inputReserve(HttpConn* c, size_t need)
     if (in->cap - in->len >= need) {
         return true;
     }
+    most = inputMost(c);
     cap = in->cap;
     while (cap - in->len < need && cap < most) {
         cap *= 2;
@@ -169,8 +193,7 @@ corHttpLimitsSay(const HttpConn* c, int status)
     corLimitsRefused("http", who, what, status);
 }
 
-/* Refuse the request being read with status; the connection ends once the
- * answer is out, lingering. */
+/* Refuse the request being read with status, as a step of reading. */
 static HttpStep
 refuse(HttpConn* c, int status)
 {
@@ -179,6 +202,15 @@ refuse(HttpConn* c, int status)
     c->state = HTTP_CLOSING;
     c->linger = true;
     return HTTP_STEP_REFUSED;
+}
+
+/* This way round (not refuse calling this) the reading steps inline
+ * refuse as before, and GCC still inlines a whole request's step into
+ * headStep: the other way cost a hello 8 instructions more. */
+void
+corHttpRefuse(HttpConn* c, int status)
+{
+    refuse(c, status);
 }
 
 /* ---- The record ---------------------------------------------------------- */
@@ -253,6 +285,7 @@ requestCreate(HttpConn* c, const CorHttpRequestHead* h)
     req->chunked = h->chunked;
     req->keepAlive = h->keepAlive;
     req->expectContinue = h->expectContinue;
+    req->answered = false;
     req->versionMinor = h->versionMinor;
     req->body = NULL;
     req->bodyCap = 0;

@@ -11,7 +11,9 @@
  * first. Bytes move through the connection's transport, which its
  * listener picks (plain or TLS). Requests are served one at a time and
  * answered in order; while one is with its handler, nothing more is read
- * or parsed, so a pipelined request never overtakes the one before it.
+ * or parsed (but the body of a handler that takes it as it comes,
+ * corHttpBodyStream.c), so a pipelined request never overtakes the one
+ * before it.
  * Inline answers of a pipelined batch are gathered in the output buffer
  * and written with one write().
  */
@@ -36,6 +38,7 @@ static void streamAbort(CorRequest* r);
 static bool streamAlive(const CorRequest* r);
 static size_t streamBacklog(const CorRequest* r);
 static bool upgradable(const CorRequest* r);
+static void bodyConsumed(CorRequest* r, size_t n);
 static void upgradeHandOff(HttpConn* c);
 
 static const CorProtocolOps httpOps = {
@@ -47,6 +50,7 @@ static const CorProtocolOps httpOps = {
     .streamBacklog = streamBacklog,
     .streamAbort = streamAbort,
     .upgradable = upgradable,
+    .bodyConsumed = bodyConsumed,
     .kind = COR_PROTOCOL_HTTP1,
 };
 
@@ -57,6 +61,16 @@ reading(const HttpConn* c)
 {
     return c->state == HTTP_IDLE || c->state == HTTP_HEAD
            || c->state == HTTP_BODY;
+}
+
+/* c->req to its handler. */
+static void
+requestServe(HttpConn* c)
+{
+    corHttpConnArm(c, true);
+    /* The record is the protocol's data: it lives until its release,
+     * where the connection may not. */
+    corRequestServe(&c->req->r, &httpOps, c->req);
 }
 
 /* One step of the input, and the deadline or the serving it leads to:
@@ -70,13 +84,14 @@ serveStep(HttpConn* c)
         corHttpConnArm(c, true);
         return false;
     case HTTP_STEP_BODY:
+        if (corHttpBodyStreamBegin(c)) {
+            requestServe(c);        /* its body is fed as it comes */
+            return true;
+        }
         corHttpConnArm(c, true);
         return true;
     case HTTP_STEP_REQUEST:
-        corHttpConnArm(c, true);
-        /* The record is the protocol's data: it lives until its release,
-         * where the connection may not. */
-        corRequestServe(&c->req->r, &httpOps, c->req);
+        requestServe(c);
         return true;
     case HTTP_STEP_WAIT:
     case HTTP_STEP_REFUSED:
@@ -120,13 +135,20 @@ static void
 serve(HttpConn* c)
 {
     bool heldBack;
+    bool fed = false;
 
     if (c->processing) {
         return;         /* an inline answer inside the loop below */
     }
     c->processing = true;
     do {
-        if (serveInput(c) != 0) {
+        int rc = serveInput(c);
+
+        if (rc == 0 && c->bodyStream == HTTP_BODY_STREAMING) {
+            rc = corHttpBodyFeed(c);    /* a body its handler takes */
+            fed |= rc > 0;
+        }
+        if (rc < 0) {
             c->processing = false;
             corHttpConnClose(c);
             return;
@@ -154,7 +176,7 @@ serve(HttpConn* c)
         return;
     }
     corHttpInputRelease(c);
-    corHttpConnArm(c, false);
+    corHttpConnArm(c, fed);     /* body that came restarts its timer */
 }
 
 /* What a finished answer leaves: the next request, or the close. */
@@ -163,6 +185,13 @@ answered(HttpConn* c, CorRequest* r)
 {
     HttpRequest* req = corContainerOf(r, HttpRequest, r);
 
+    if (c->bodyStream != HTTP_BODY_WHOLE) {
+        /* Its body was not read to its end: the rest is dropped as it
+         * comes, not taken for a next request. */
+        corHttpBodyDrop(c);
+        c->keepAlive = false;
+        c->linger = true;
+    }
     c->state = c->keepAlive ? HTTP_IDLE : HTTP_CLOSING;
     c->served = true;
     /* The next request gets a record of its own: this one stays the
@@ -234,7 +263,10 @@ upgradeHandOff(HttpConn* c)
 static void
 upgradeAnswered(HttpConn* c, HttpRequest* req)
 {
-    if (corHttpResponseAppend(c, req, true) != 0) {
+    /* What follows the request is the new protocol's only once the body
+     * before it was read. */
+    if (c->bodyStream != HTTP_BODY_WHOLE
+        || corHttpResponseAppend(c, req, true) != 0) {
         c->keepAlive = false;
         answered(c, &req->r);       /* the session finds no connection */
         return;
@@ -271,14 +303,17 @@ requestDone(CorRequest* r)
         }
         return;
     }
+    req->answered = true;
     if (r->upgrade != NULL && r->status == 101) {
         upgradeAnswered(c, req);
         return;
     }
-    /* An HTTP/1.0 stream ends with the close. */
+    /* An HTTP/1.0 stream ends with the close; so does an answer that
+     * comes while its body still does (the rest is not read). */
     c->keepAlive = req->keepAlive && !c->hl->draining
                    && corLimits()->keepaliveTimeoutMs > 0
-                   && !(r->stream != NULL && req->versionMinor == 0);
+                   && !(r->stream != NULL && req->versionMinor == 0)
+                   && c->bodyStream == HTTP_BODY_WHOLE;
     if (corHttpResponseAppend(c, req, c->keepAlive) != 0) {
         c->keepAlive = false;
     }
@@ -363,6 +398,30 @@ streamBacklog(const CorRequest* r)
     const HttpConn* c = corContainerOf(r, HttpRequest, r)->conn;
 
     return c != NULL ? corBufPending(&c->k.out) : 0;
+}
+
+/* Read on once the handler took what was held, outside of whatever
+ * called bodyConsumed (the handler's own take, on this loop). */
+static void
+bodyResume(CorEvSoon* soon)
+{
+    HttpConn* c = corContainerOf(soon, HttpConn, bodySoon);
+
+    if (c->state == HTTP_SERVING && c->bodyStream == HTTP_BODY_STREAMING) {
+        c->readPaused = true;       /* what waits in the socket */
+        serve(c);
+    }
+}
+
+static void
+bodyConsumed(CorRequest* r, size_t n)
+{
+    HttpRequest* req = corContainerOf(r, HttpRequest, r);
+    HttpConn* c = req->conn;
+
+    if (c != NULL && c->req == req && corHttpBodyTaken(c, n)) {
+        corEvSoonStart(c->hl->loop, &c->bodySoon, bodyResume);
+    }
 }
 
 static void
@@ -475,6 +534,22 @@ clientState(const HttpConn* c)
     return CLIENT_HERE;
 }
 
+/* The socket has news while a body comes to its handler: read it, unless
+ * the handler has enough unread (then once it took some). Only a reset
+ * is judged here: the client's end midway shows as a read's. */
+static void
+bodyReady(HttpConn* c)
+{
+    if (c->k.events & (EPOLLERR | EPOLLHUP)) {
+        corHttpConnClose(c);
+        return;
+    }
+    c->readPaused = true;
+    if (!c->bodyHeld) {
+        serve(c);
+    }
+}
+
 /* Output went on its own (EPOLLOUT). Returns -1 when c ended. */
 static int
 outputWent(HttpConn* c)
@@ -523,6 +598,10 @@ ready(CorKitConn* k)
     }
     if (c->state == HTTP_LINGER) {
         corHttpConnLinger(c);
+        return;
+    }
+    if (c->state == HTTP_SERVING && c->bodyStream == HTTP_BODY_STREAMING) {
+        bodyReady(c);
         return;
     }
     if (c->state == HTTP_SERVING) {
