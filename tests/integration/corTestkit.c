@@ -2,17 +2,19 @@
 /*
  * A module for the integration tests: handlers that echo, send many bytes,
  * block the loop, never answer, outlive their deadline, resolve a name,
- * or report what the core told them; and a protocol of one line per
- * connection that cancels the request of a client that leaves.
+ * read their body as it comes, or report what the core told them; and a
+ * protocol of one line per connection that cancels the request of a
+ * client that leaves.
  */
 #include "cor.h"
 
-/* The HTTP client's handlers (corTestkitClient.c), and the
- * notifications' (corTestkitNotify.c). */
+/* The HTTP client's handlers (corTestkitClient.c), the notifications'
+ * (corTestkitNotify.c), and a body read as it comes (corTestkitBody.c). */
 void corTestkitClientAdd(CorModule* m, int* rc);
 void corTestkitCondWaitAdd(CorModule* m, int* rc);
 void corTestkitNotifyAdd(CorModule* m, int* rc);
 void corTestkitStatusAdd(CorModule* m, int* rc);
+void corTestkitBodyAdd(CorModule* m, int* rc);
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -935,6 +937,7 @@ testkitInitAll(CorModule* m, const CorConf* conf)
     corTestkitCondWaitAdd(m, &rc);
     corTestkitNotifyAdd(m, &rc);
     corTestkitStatusAdd(m, &rc);
+    corTestkitBodyAdd(m, &rc);
     return rc;
 }
 
