@@ -269,9 +269,10 @@ forwardServe(CorRequest* r)
         .http2 = g->http2,
         /* Over HTTP/2 the body goes up as it comes (a gRPC stream),
          * while the answer comes down; with request_buffering off a body
-         * that comes while the handler runs (an HTTP/2 client's) goes as
-         * it comes over HTTP/1.1 too, chunked, before the answer. One
-         * that came whole goes with its length. */
+         * that comes while the handler runs (an HTTP/2 or an HTTP/1.1
+         * client's) goes as it comes over HTTP/1.1 too, chunked, before
+         * the answer. One that came whole (no body, or cor://) goes with
+         * its length. */
         .bodyFrom = g->http2 || (!g->buffering && r->bodyIn != NULL) ? r
                                                                     : NULL,
     };

@@ -7,7 +7,10 @@
  * curl is the client. Checked: the headers each way (hop-by-hop gone,
  * X-Forwarded-*, Via, each Host mode), every framing of an answer, a
  * 50 MiB answer streamed with the generation's memory flat, a chunked
- * upload, 502 and 504 (each logged with the server's address), round robin
+ * upload, bodies passed on as they come with request_buffering: off (from
+ * HTTP/2 and HTTP/1.1 clients: paused, 5 MB, past body_bytes, cut by the
+ * client, a request pipelined behind one), 502 and 504 (each logged with
+ * the server's address), round robin
  * with a dead server skipped, an answer cut mid-body cut for the client
  * too, and `cor -t` on bad YAML (the balance keys' too; the balancing
  * itself is corForwardBalanceTest's).
@@ -37,7 +40,7 @@ static const char* configFormat =
     "listen:\n"
     "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
     "  - { protocol: http, address: 127.0.0.1:{PORT2}, http2: on }\n"
-    "limits: { body_bytes: 4MiB }\n"
+    "limits: { body_bytes: 8MiB }\n"
     "client: { ca_file: %s/ca.pem }\n"
     "modules:\n"
     "  - { load: http }\n"
@@ -201,6 +204,20 @@ START_TEST(test_each_framing_passed_on)
 }
 END_TEST
 
+/* The generation's peak memory grew by less than kb from before to after
+ * (VmHWM, kB). A sanitizer's quarantine keeps what was freed: its memory
+ * says nothing of the server's, and is not judged. */
+static void
+memoryGrewLess(long before, long after, long kb)
+{
+    const char* sanitized = getenv("COR_TEST_SANITIZED");
+
+    if (sanitized == NULL || strcmp(sanitized, "1") != 0) {
+        ck_assert_msg(after - before < kb, "VmHWM %ld kB, then %ld kB",
+                      before, after);
+    }
+}
+
 /* 50 MiB pass through, to a fast client and to a slow one: the
  * generation's peak memory grows by far less than the body. */
 START_TEST(test_large_answer_streamed_in_flat_memory)
@@ -221,13 +238,7 @@ START_TEST(test_large_answer_streamed_in_flat_memory)
                           "-w '%{size_download}'", "/big?n=52428800"), 0);
     ck_assert_str_eq(out, "52428800");
     after = corProcStatusKb(gen, "VmHWM");
-    /* A sanitizer's quarantine keeps what was freed: its memory says
-     * nothing of the server's. */
-    if (getenv("COR_TEST_SANITIZED") == NULL
-        || strcmp(getenv("COR_TEST_SANITIZED"), "1") != 0) {
-        ck_assert_msg(after - before < 8 * 1024, "VmHWM %ld kB, then %ld kB",
-                      before, after);
-    }
+    memoryGrewLess(before, after, 8 * 1024);
 }
 END_TEST
 
@@ -278,20 +289,30 @@ END_TEST
 
 /* ---- Requests ------------------------------------------------------------ */
 
+/* size random bytes in the server's folder (up.bin), and the line of
+ * the upstream's echo that says their sum, into expect. */
+static void
+uploadMake(size_t size, char* expect, size_t cap)
+{
+    char command[256];
+
+    snprintf(command, sizeof(command), "head -c %zu /dev/urandom > "
+             "%s/up.bin", size, server.dir);
+    ck_assert_int_eq(corShell(command, NULL, 0), 0);
+    snprintf(command, sizeof(command), "python3 -c 'import sys; s=0\n"
+             "for b in open(\"%s/up.bin\",\"rb\").read(): "
+             "s=(s*31+b)&0xffffffff\nprint(s)'", server.dir);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    snprintf(expect, cap, "body-sum: %ld", atol(out));
+}
+
 /* A chunked upload reaches the upstream whole, with a Content-Length. */
 START_TEST(test_chunked_upload)
 {
     char command[256];
     char expect[64];
 
-    snprintf(command, sizeof(command), "head -c 300000 /dev/urandom > "
-             "%s/up.bin", server.dir);
-    ck_assert_int_eq(corShell(command, NULL, 0), 0);
-    snprintf(command, sizeof(command), "python3 -c 'import sys; s=0\n"
-             "for b in open(\"%s/up.bin\",\"rb\").read(): "
-             "s=(s*31+b)&0xffffffff\nprint(s)'", server.dir);
-    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
-    snprintf(expect, sizeof(expect), "body-sum: %ld", atol(out));
+    uploadMake(300000, expect, sizeof(expect));
     snprintf(command, sizeof(command), "-H 'Transfer-Encoding: chunked' "
              "--data-binary @%s/up.bin", server.dir);
     ck_assert_int_eq(curl(command, "/echo"), 0);
@@ -302,36 +323,39 @@ START_TEST(test_chunked_upload)
 }
 END_TEST
 
-/* The connections upstream i accepted so far (this look's included). */
+/* The request heads upstream i read so far (this look's included). */
 static long
-upstreamConns(int i)
+upstreamHeads(int i)
 {
-    char conns[64];
+    char heads[64];
 
-    ck_assert_int_eq(corCurl(upstreamPort[i], "", "/conns", conns,
-                             sizeof(conns)), 0);
-    return atol(conns);
+    ck_assert_int_eq(corCurl(upstreamPort[i], "", "/heads", heads,
+                             sizeof(heads)), 0);
+    return atol(heads);
 }
 
-/* An HTTP/2 client's upload of "part1", then 1 s later "part2", to path:
- * whether upstream i was connected to during the pause (the body passed
- * on as it came), with what it echoed in out. */
+/* An upload of "part1", then 1 s later "part2", to path, from an HTTP/2
+ * client (h2c) or an HTTP/1.1 one (chunked): whether upstream i had its
+ * head during the pause (the body passed on as it came), with what it
+ * echoed in out. */
 static bool
-uploadConnectsEarly(const char* path, int i)
+uploadConnectsEarly(const char* path, int i, bool http2)
 {
     char command[512];
-    long before = upstreamConns(i);
+    long before = upstreamHeads(i);
     long during;
     FILE* p;
     size_t n;
 
     snprintf(command, sizeof(command), "(printf part1; sleep 1; printf "
-             "part2) | curl -s --max-time 20 --http2-prior-knowledge -X POST "
-             "-T - 'http://127.0.0.1:%d%s' 2>&1", server.port2, path);
+             "part2) | curl -s --max-time 20 %s -X POST "
+             "-T - 'http://127.0.0.1:%d%s' 2>&1",
+             http2 ? "--http2-prior-knowledge" : "",
+             http2 ? server.port2 : server.port, path);
     p = popen(command, "r");
     ck_assert_ptr_nonnull(p);
     usleep(500 * 1000);
-    during = upstreamConns(i);
+    during = upstreamHeads(i);
     n = fread(out, 1, sizeof(out) - 1, p);
     out[n] = '\0';
     ck_assert_int_eq(pclose(p), 0);
@@ -347,18 +371,148 @@ START_TEST(test_request_buffering_off_streams_the_body)
         sum = sum * 31 + (unsigned char)*c;
     }
     snprintf(expect, sizeof(expect), "body-sum: %u", (unsigned)sum);
-    /* Buffered (the default): the upstream hears of it once it is whole,
-     * with its length. */
-    ck_assert(!uploadConnectsEarly("/echo-buffered", 1));
-    CHECK_HAS("\nContent-Length: 10");
-    CHECK_HAS("body-length: 10");
-    CHECK_HAS(expect);
-    /* Off: on its way while the client still sends, chunked. */
-    ck_assert(uploadConnectsEarly("/echo-streamed", 0));
+    for (int http2 = 0; http2 < 2; http2++) {
+        /* Buffered (the default): the upstream hears of it once it is
+         * whole, with its length. */
+        ck_assert(!uploadConnectsEarly("/echo-buffered", 1, http2));
+        CHECK_HAS("\nContent-Length: 10");
+        CHECK_HAS("body-length: 10");
+        CHECK_HAS(expect);
+        /* Off: on its way while the client still sends, chunked. */
+        ck_assert(uploadConnectsEarly("/echo-streamed", 0, http2));
+        CHECK_HAS("Transfer-Encoding: chunked");
+        CHECK_HAS_NOT("Content-Length: 10");
+        CHECK_HAS("body-length: 10");
+        CHECK_HAS(expect);
+    }
+}
+END_TEST
+
+/* An HTTP/1.1 body of known length, paused midway, goes up while it
+ * comes; a request pipelined right behind it is answered next, on the
+ * same connection, never taken for body. */
+START_TEST(test_request_buffering_off_length_body_then_pipelined)
+{
+    static char body[10000];
+    static const char next[] = "GET /echo-streamed?next HTTP/1.1\r\n"
+                               "Host: t\r\n\r\n";
+    char head[128];
+    char expect[64];
+    uint32_t sum = 0;
+    long before = upstreamHeads(0);
+    int fd = corConnect(server.port);
+
+    ck_assert_int_ge(fd, 0);
+    for (size_t i = 0; i < sizeof(body); i++) {
+        body[i] = (char)('a' + i % 26);
+        sum = sum * 31 + (unsigned char)body[i];
+    }
+    snprintf(expect, sizeof(expect), "body-sum: %u", (unsigned)sum);
+    snprintf(head, sizeof(head), "POST /echo-streamed HTTP/1.1\r\nHost: t"
+             "\r\nContent-Length: %zu\r\n\r\n", sizeof(body));
+    ck_assert_int_eq(corSendAll(fd, head, strlen(head)), 0);
+    ck_assert_int_eq(corSendAll(fd, body, 4000), 0);
+    usleep(500 * 1000);
+    /* The forward's head, then this look's. */
+    ck_assert_int_ge(upstreamHeads(0), before + 2);
+    ck_assert_int_eq(corSendAll(fd, body + 4000, sizeof(body) - 4000), 0);
+    ck_assert_int_eq(corSendAll(fd, next, strlen(next)), 0);
+    ck_assert_int_gt(corReadResponse(fd, out, sizeof(out), 5000), 0);
     CHECK_HAS("Transfer-Encoding: chunked");
-    CHECK_HAS_NOT("Content-Length: 10");
-    CHECK_HAS("body-length: 10");
+    CHECK_HAS("body-length: 10000");
     CHECK_HAS(expect);
+    CHECK_HAS_NOT("Connection: close");
+    ck_assert_int_gt(corReadResponse(fd, out, sizeof(out), 5000), 0);
+    CHECK_HAS("GET /echo-streamed?next HTTP/1.1");
+    CHECK_HAS("body-length: 0");
+    close(fd);
+}
+END_TEST
+
+/* 5 MB from an HTTP/1.1 client, by length and chunked, arrive intact,
+ * passed on as they come: the generation's memory does not hold them. */
+START_TEST(test_request_buffering_off_large_body_intact)
+{
+    pid_t gen = corServerGeneration(&server);
+    const char* framing[] = { "", "-H 'Transfer-Encoding: chunked' " };
+    char command[256];
+    char expect[64];
+    long before;
+    long after;
+
+    uploadMake(5000000, expect, sizeof(expect));
+    ck_assert_int_eq(curl("-d warm", "/echo-streamed"), 0);
+    before = corProcStatusKb(gen, "VmHWM");
+    for (int i = 0; i < 2; i++) {
+        snprintf(command, sizeof(command), "%s--data-binary @%s/up.bin",
+                 framing[i], server.dir);
+        ck_assert_int_eq(curl(command, "/echo-streamed"), 0);
+        CHECK_HAS("Transfer-Encoding: chunked");
+        CHECK_HAS("body-length: 5000000");
+        CHECK_HAS(expect);
+    }
+    after = corProcStatusKb(gen, "VmHWM");
+    memoryGrewLess(before, after, 2 * 1024);
+}
+END_TEST
+
+/* A chunked body that goes past limits.body_bytes while it is passed on
+ * is refused 413 (nothing was answered yet), and the server goes on. */
+START_TEST(test_request_buffering_off_past_body_bytes)
+{
+    char command[256];
+    char expect[64];
+
+    uploadMake(9 * 1024 * 1024, expect, sizeof(expect));
+    snprintf(command, sizeof(command), "-o /dev/null -w '%%{http_code}' "
+             "-H 'Transfer-Encoding: chunked' --data-binary @%s/up.bin",
+             server.dir);
+    ck_assert_int_eq(curl(command, "/echo-streamed"), 0);
+    ck_assert_str_eq(out, "413");
+    ck_assert_int_eq(corServerLogCount(&server, "POST /echo-streamed is past "
+                                       "the limits (limits.body_bytes"), 1);
+    ck_assert_int_eq(curl("-d again", "/echo-streamed"), 0);
+    CHECK_HAS("body-length: 5");
+}
+END_TEST
+
+/* An HTTP/1.1 client that leaves midway through a body being passed on:
+ * the upstream sees the body cut (its connection's end), the exchange is
+ * cancelled, and the server serves the next request. */
+START_TEST(test_request_buffering_off_client_leaves_midway)
+{
+    static char part[30000];
+    static const char head[] = "POST /echo-streamed HTTP/1.1\r\nHost: t\r\n"
+                               "Content-Length: 100000\r\n\r\n";
+    long cancelled = corMetric(server.port, "cor_requests_cancelled_total");
+    long before = upstreamHeads(0);
+    int fd = corConnect(server.port);
+    long cuts = 0;
+
+    ck_assert_int_ge(fd, 0);
+    memset(part, 'p', sizeof(part));
+    ck_assert_int_eq(corSendAll(fd, head, strlen(head)), 0);
+    ck_assert_int_eq(corSendAll(fd, part, sizeof(part)), 0);
+    for (int i = 0; i < 100 && upstreamHeads(0) < before + 2; i++) {
+        usleep(20 * 1000);
+    }
+    close(fd);
+    for (int i = 0; i < 100 && cuts == 0; i++) {
+        usleep(20 * 1000);
+        ck_assert_int_eq(corCurl(upstreamPort[0], "", "/cuts", out,
+                                 sizeof(out)), 0);
+        cuts = atol(out);
+    }
+    ck_assert_int_eq(cuts, 1);
+    for (int i = 0; i < 100 && corMetric(server.port,
+                                         "cor_requests_cancelled_total")
+                               == cancelled; i++) {
+        usleep(20 * 1000);
+    }
+    ck_assert_int_eq(corMetric(server.port, "cor_requests_cancelled_total"),
+                     cancelled + 1);
+    ck_assert_int_eq(curl("-d after", "/echo-streamed"), 0);
+    CHECK_HAS("body-length: 5");
 }
 END_TEST
 
@@ -598,6 +752,10 @@ COR_TEST_SUITE(corForward)
     tcase_add_test(tc, test_client_leaving_cancels_the_exchange);
     tcase_add_test(tc, test_chunked_upload);
     tcase_add_test(tc, test_request_buffering_off_streams_the_body);
+    tcase_add_test(tc, test_request_buffering_off_length_body_then_pipelined);
+    tcase_add_test(tc, test_request_buffering_off_large_body_intact);
+    tcase_add_test(tc, test_request_buffering_off_past_body_bytes);
+    tcase_add_test(tc, test_request_buffering_off_client_leaves_midway);
     tcase_add_test(tc, test_502_when_nothing_answers);
     tcase_add_test(tc, test_101_not_asked_for_is_502);
     tcase_add_test(tc, test_504_past_the_read_timeout);

@@ -19,7 +19,11 @@
  *   /big?n=N    200, N bytes of 'x'
  *   /bad        a head with Content-Length and Transfer-Encoding
  *   /conns      200, the connections accepted so far
+ *   /heads      200, the request heads read so far (this one's included,
+ *               whether their bodies came or not)
  *   /posts      200, the POST requests read so far (answered or not)
+ *   /cuts       200, the requests whose body ended short (the peer's end
+ *               midway)
  *   /surplus    200 "ok" (HEAD: the head), then 20 ms later, on its own,
  *               a second answer nobody asked for (X-Test: evil, "EVIL")
  *   /stall?ms=N the status line, then the rest of the head N ms later
@@ -52,6 +56,8 @@
 
 static atomic_uint conns;
 static atomic_uint posts;
+static atomic_uint cuts;
+static atomic_uint heads;
 static atomic_int healthStatus = 200;
 static atomic_int whoDelayMs;
 static int listenPort;
@@ -196,6 +202,7 @@ requestRead(int fd, char* buf, size_t cap, size_t* have, BodySeen* seen)
         *have += (size_t)n;
     }
     headLen = (size_t)(end + 4 - buf);
+    atomic_fetch_add(&heads, 1);
     *seen = (BodySeen){ 0 };
     te = strcasestr(buf, "\r\nTransfer-Encoding: chunked");
     if (te != NULL && te < end) {
@@ -205,6 +212,7 @@ requestRead(int fd, char* buf, size_t cap, size_t* have, BodySeen* seen)
                       .left = *have - headLen };
 
         if (!chunkedRead(&in, seen)) {
+            atomic_fetch_add(&cuts, 1);
             return false;
         }
         buf[headLen - 2] = '\0';
@@ -225,6 +233,7 @@ requestRead(int fd, char* buf, size_t cap, size_t* have, BodySeen* seen)
                          0);
 
         if (n <= 0) {
+            atomic_fetch_add(&cuts, 1);
             return false;
         }
         bodySum(seen, scratch, (size_t)n);
@@ -392,11 +401,15 @@ answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
                      "Content-Length: 3\r\n\r\nset");
     } else if (strncmp(target, "/stall", 6) == 0) {
         stallAnswer(fd, target);
-    } else if (strcmp(target, "/posts") == 0
-               || strcmp(target, "/conns") == 0) {
+    } else if (strcmp(target, "/posts") == 0 || strcmp(target, "/conns") == 0
+               || strcmp(target, "/cuts") == 0
+               || strcmp(target, "/heads") == 0) {
+        atomic_uint* count = strcmp(target, "/posts") == 0   ? &posts
+                             : strcmp(target, "/cuts") == 0  ? &cuts
+                             : strcmp(target, "/heads") == 0 ? &heads
+                                                             : &conns;
         char body[32];
-        int n = snprintf(body, sizeof(body), "%u",
-                         atomic_load(target[1] == 'p' ? &posts : &conns));
+        int n = snprintf(body, sizeof(body), "%u", atomic_load(count));
 
         snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: %s\r\n"
                  "Content-Length: %d\r\n\r\n%s", target + 1, n, body);
