@@ -25,6 +25,11 @@ struct CorModule {
     const CorConf* conf;
     void* data;
     CorConfErrors* errors;
+    /* Its list of records (corModuleRecordsRead), freed after its exit. */
+    void* records;
+    unsigned recordCount;
+    size_t recordSize;
+    CorRecordFreeFn recordFree;
 };
 
 struct CorHandlerEntry {

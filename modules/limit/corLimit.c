@@ -38,6 +38,7 @@ typedef struct {
     atomic_uint_fast64_t limited;
 } Guard;
 
+/* The guards; the core's (corModuleRecordsRead), from init to exit. */
 static Guard* guards;
 static unsigned guardCount;
 
@@ -198,28 +199,22 @@ guardRead(CorModule* m, const CorConf* entry, void* record,
 }
 
 static void
-limitExit(CorModule* m)
+guardFree(void* record)
 {
-    (void)m;
-    for (unsigned i = 0; i < guardCount; i++) {
-        free(guards[i].name);
-        free(guards[i].header);
-        corLimitTableFree(guards[i].table);
-    }
-    free(guards);
-    guards = NULL;
-    guardCount = 0;
+    Guard* g = record;
+
+    free(g->name);
+    free(g->header);
+    corLimitTableFree(g->table);
 }
 
 static int
 limitInit(CorModule* m, const CorConf* conf)
 {
-    void* array = NULL;
-    int rc = corGuardsRead(m, conf, "{ name, rate, burst, key }",
-                           sizeof(*guards), guardRead, &array, &guardCount);
-
-    guards = array;             /* what the reads left: the exit's */
-    return rc != 0 ? -1 : corMetricsSourceAdd(m, limitMetrics, NULL);
+    guards = corModuleRecordsRead(m, conf, "guards",
+                                  "{ name, rate, burst, key }", sizeof(Guard),
+                                  guardRead, guardFree, &guardCount);
+    return guards == NULL ? -1 : corMetricsSourceAdd(m, limitMetrics, NULL);
 }
 
-COR_MODULE(limit, .init = limitInit, .exit = limitExit);
+COR_MODULE(limit, .init = limitInit);
