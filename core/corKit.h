@@ -51,6 +51,10 @@ int corBufReserve(CorBuf* b, size_t n);
 int corBufGrowTo(CorBuf* b, size_t cap);
 /* Append the n bytes at p. Returns 0 or -ENOMEM. */
 int corBufAppend(CorBuf* b, const void* p, size_t n);
+/* Append a header field as "name\0value\0" (a list of fields that its
+ * reader walks as C strings). Returns 0 or -ENOMEM (nothing appended). */
+int corBufAppendField(CorBuf* b, const void* name, size_t nameLen,
+                      const void* value, size_t valueLen);
 /* n bytes taken (n <= what is pending); all taken empties it. */
 static inline void corBufConsume(CorBuf* b, size_t n);
 /* Move what is pending to the front (off 0), making room at the end. */
