@@ -255,7 +255,7 @@ struct ssl_ctx_st;
  * response loaded, or the responder's URL and the issuer found; errors
  * at c's marks. Returns the state, or NULL after an error. */
 CorTlsOcsp* corTlsOcspNew(struct ssl_ctx_st* ctx, const CorConfigCert* c,
-                          const char* configFile, CorConfErrors* e);
+                          CorConfErrors* e);
 void corTlsOcspFree(CorTlsOcsp* o);
 /* Start o's fetch task (nothing for a file's staple). Returns 0 or
  * corTaskSpawn's -errno. */
