@@ -96,6 +96,8 @@ uint64_t corEvNow(const CorEvLoop* loop);
 
 /* CLOCK_MONOTONIC in milliseconds, read now (a system call's worth). */
 uint64_t corEvClockMs(void);
+/* The same in nanoseconds (a rate's tokens, a latency). */
+uint64_t corEvClockNs(void);
 
 /* ---- File events --------------------------------------------------------- */
 

@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 typedef struct {
     char* name;
@@ -41,15 +40,6 @@ typedef struct {
 /* The guards; the core's (corModuleRecordsRead), from init to exit. */
 static Guard* guards;
 static unsigned guardCount;
-
-static uint64_t
-nowNs(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The request's key into *keyP; false when it has none. An IPv4 client
  * of a dual-stack listener (::ffff:a.b.c.d) is a.b.c.d, one key
@@ -92,7 +82,8 @@ limitCheck(CorRequest* r, void* arg, CorGuardWait* wait)
     if (!keyOf(g, r, &key, &len)) {
         return COR_GUARD_PASS;
     }
-    if (corLimitTableTake(g->table, key, len, nowNs(), &g->rate, &waitNs)) {
+    if (corLimitTableTake(g->table, key, len, corEvClockNs(), &g->rate,
+                          &waitNs)) {
         atomic_fetch_add_explicit(&g->passed, 1, memory_order_relaxed);
         return COR_GUARD_PASS;
     }
