@@ -325,6 +325,9 @@ struct CorRequest {
 
 /* A request header (case-insensitive), NULL when absent. */
 const CorHeader* corRequestHeader(const CorRequest* r, const char* name);
+/* The same header's value NUL-terminated, a copy in r's arena; NULL when
+ * absent (or no memory). */
+const char* corRequestHeaderText(CorRequest* r, const char* name);
 
 /* Whether h's value, a comma list (Connection, Upgrade), holds the token
  * token[0..tokenLen), compared without case. */
