@@ -1121,31 +1121,6 @@ corConfigLoadString(const char* name, const char* text, size_t len,
     return fromLoaded(name, root, whole, before, errors);
 }
 
-char*
-corConfigPathBeside(const char* configFile, const char* path)
-{
-    const char* slash = strrchr(configFile, '/');
-    int dirLen = slash != NULL ? (int)(slash - configFile) : 1;
-    size_t len = (size_t)dirLen + 1 + strlen(path) + 1;
-    char* joined;
-
-    if (path[0] == '/') {
-        return strdup(path);
-    }
-    /* "./x.so" is "x.so": the folder is prefixed once ("././x.so" from
-     * cor --module-info ./x.so said it twice). */
-    while (path[0] == '.' && path[1] == '/') {
-        path += 2;
-        len -= 2;
-    }
-    joined = malloc(len);
-    if (joined != NULL) {
-        snprintf(joined, len, "%.*s/%s", dirLen,
-                 slash != NULL ? configFile : ".", path);
-    }
-    return joined;
-}
-
 /* ---- What a start opens ---------------------------------------------------- */
 
 /*

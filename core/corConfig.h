@@ -89,7 +89,7 @@
 
 /* A certificate's OCSP staple (its ocsp mapping): a response from a file,
  * or one fetched from the responder the certificate names. Paths as
- * written, relative ones beside the configuration file. */
+ * read, a relative one taken beside the configuration file. */
 typedef struct {
     char* file;          /* a DER OCSP response, stapled as it is; NULL:
                             none */
@@ -99,8 +99,8 @@ typedef struct {
     const CorConf* node; /* the ocsp mapping; NULL: no stapling */
 } CorConfigOcsp;
 
-/* A certificate chain and its private key, PEM files, paths as written
- * (relative ones are beside the configuration file). */
+/* A certificate chain and its private key, PEM files, paths as read (a
+ * relative one taken beside the configuration file). */
 typedef struct {
     char* name;          /* the SNI name it serves ("b.test", "*.b.test");
                             NULL for the listener's default */

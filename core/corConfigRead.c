@@ -2,9 +2,10 @@
 /*
  * The getters the core's schema readers share (corConfigRead.h): a
  * required key, a non-empty string, one of a few words, a string copied
- * into its field. Apart from corConfig.c, which calls the section readers
- * of corConfigTls.c and corConfigNotify.c, so that they call down into
- * this file and not back up into it.
+ * into its field, a path taken beside the configuration file. Apart from
+ * corConfig.c, which calls the section readers of corConfigTls.c and
+ * corConfigNotify.c, so that they call down into this file and not back
+ * up into it.
  */
 #include "corConfigRead.h"
 
@@ -81,4 +82,43 @@ corConfigOneOf(const CorConf* map, const char* key, const char* def,
     corConfErrorf(e, corConfGet(map, key), "%s: expected one of %s, got '%s'",
                   key, list, v);
     return def;
+}
+
+void
+corConfigSetPath(char** field, const CorConf* map, const char* key,
+                 CorConfErrors* e)
+{
+    const char* path = corConfigNonEmpty(map, key, NULL, "a path", e);
+
+    free(*field);
+    *field = path != NULL ? corConfigPathBeside(corConfFile(map), path)
+                          : NULL;
+    if (path != NULL && *field == NULL) {
+        corConfErrorf(e, NULL, "out of memory reading the configuration");
+    }
+}
+
+char*
+corConfigPathBeside(const char* configFile, const char* path)
+{
+    const char* slash = strrchr(configFile, '/');
+    int dirLen = slash != NULL ? (int)(slash - configFile) : 1;
+    size_t len = (size_t)dirLen + 1 + strlen(path) + 1;
+    char* joined;
+
+    if (path[0] == '/') {
+        return strdup(path);
+    }
+    /* "./x.so" is "x.so": the folder is prefixed once ("././x.so" from
+     * cor --module-info ./x.so said it twice). */
+    while (path[0] == '.' && path[1] == '/') {
+        path += 2;
+        len -= 2;
+    }
+    joined = malloc(len);
+    if (joined != NULL) {
+        snprintf(joined, len, "%.*s/%s", dirLen,
+                 slash != NULL ? configFile : ".", path);
+    }
+    return joined;
 }

@@ -25,6 +25,13 @@ const char* corConfigNonEmpty(const CorConf* map, const char* key,
                               const char* def, const char* what,
                               CorConfErrors* e);
 
+/* A file's key of map (a non-empty string) into *field, as a path beside
+ * the configuration file map is in (corConfigPathBeside), as ca_file and
+ * pid_file are: what loads it later needs no folder. NULL when absent or
+ * wrong. */
+void corConfigSetPath(char** field, const CorConf* map, const char* key,
+                      CorConfErrors* e);
+
 /* A string that must be one of words (NULL-terminated); def when absent
  * or after an error. */
 const char* corConfigOneOf(const CorConf* map, const char* key,

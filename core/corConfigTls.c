@@ -37,12 +37,10 @@ readOcsp(CorConfigOcsp* o, const CorConf* map, const char* where,
     }
     snprintf(ocspWhere, sizeof(ocspWhere), "%s.ocsp", where);
     o->node = ocsp;
-    corConfigSetString(&o->file, corConfigNonEmpty(ocsp, "file", NULL,
-                                                   "a path", e), e);
+    corConfigSetPath(&o->file, ocsp, "file", e);
     o->fetch = strcmp(corConfigOneOf(ocsp, "fetch", "off", onOff, e),
                       "on") == 0;
-    corConfigSetString(&o->issuer, corConfigNonEmpty(ocsp, "issuer", NULL,
-                                                     "a path", e), e);
+    corConfigSetPath(&o->issuer, ocsp, "issuer", e);
     if (o->file != NULL && o->fetch) {
         corConfErrorf(e, ocsp, "%s: file and fetch: on exclude each other "
                       "(a staple comes from one place)", ocspWhere);
@@ -64,13 +62,10 @@ readCert(CorConfigCert* c, const CorConf* map, const char* where,
 {
     c->node = map;
     if (corConfigRequired(map, "certificate", where, "a PEM file", e)) {
-        corConfigSetString(&c->certificate,
-                           corConfigNonEmpty(map, "certificate", NULL,
-                                             "a path", e), e);
+        corConfigSetPath(&c->certificate, map, "certificate", e);
     }
     if (corConfigRequired(map, "key", where, "a PEM file", e)) {
-        corConfigSetString(&c->key, corConfigNonEmpty(map, "key", NULL,
-                                                      "a path", e), e);
+        corConfigSetPath(&c->key, map, "key", e);
     }
     readOcsp(&c->ocsp, map, where, e);
 }

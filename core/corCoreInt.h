@@ -25,6 +25,11 @@ struct CorModule {
     const CorConf* conf;
     void* data;
     CorConfErrors* errors;
+    /* Its list of records (corModuleRecordsRead), freed after its exit. */
+    void* records;
+    unsigned recordCount;
+    size_t recordSize;
+    CorRecordFreeFn recordFree;
 };
 
 struct CorHandlerEntry {
@@ -93,19 +98,25 @@ typedef enum {
 
 #define COR_ROUTE_ALLOW_MAX 128
 
-/* What a lookup found: the handler and its deadline, or for a 405 the
- * methods the path has (for Allow). */
+/* What a route does to the requests it takes beside running its handler;
+ * the route table's (the strings are the configuration's). */
+typedef struct {
+    size_t stripLen;            /* what strip_prefix takes off the path */
+    const CorGuardEntry** guards;       /* run in order before it */
+    unsigned guardCount;
+    CorHeader* headers;         /* on whatever answers it */
+    unsigned headerCount;
+    uint32_t filtersOff;        /* the filters it turns off, by index */
+    const CorConfigNotify* notify;      /* its notify, or NULL */
+} CorRouteRules;
+
+/* What a lookup found: the handler, its deadline and its route's rules;
+ * or for a 405 the methods the path has (for Allow) and the headers of
+ * the first of its routes that has some. */
 typedef struct {
     const CorHandlerEntry* handler;
     uint64_t timeoutMs;         /* the route's, else the handler's; 0: none */
-    size_t stripLen;            /* what strip_prefix takes off the path */
-    const CorGuardEntry* const* guards; /* run in order before it */
-    unsigned guardCount;
-    /* The route's headers (found, or a 405 of a route's path). */
-    const CorHeader* headers;
-    unsigned headerCount;
-    uint32_t filtersOff;        /* the filters it turns off, by index */
-    const CorConfigNotify* notify;      /* the route's notify, or NULL */
+    CorRouteRules rules;
     char allow[COR_ROUTE_ALLOW_MAX];    /* "GET, HEAD, POST": a 405's */
 } CorRouteMatch;
 
@@ -244,7 +255,7 @@ struct ssl_ctx_st;
  * response loaded, or the responder's URL and the issuer found; errors
  * at c's marks. Returns the state, or NULL after an error. */
 CorTlsOcsp* corTlsOcspNew(struct ssl_ctx_st* ctx, const CorConfigCert* c,
-                          const char* configFile, CorConfErrors* e);
+                          CorConfErrors* e);
 void corTlsOcspFree(CorTlsOcsp* o);
 /* Start o's fetch task (nothing for a file's staple). Returns 0 or
  * corTaskSpawn's -errno. */

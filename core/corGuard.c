@@ -83,8 +83,8 @@ corGuardNames(void)
 static bool
 chainRun(CorGuardWait* w)
 {
-    while (w->next < w->match.guardCount) {
-        const CorGuardEntry* g = w->match.guards[w->next++];
+    while (w->next < w->match.rules.guardCount) {
+        const CorGuardEntry* g = w->match.rules.guards[w->next++];
         int verdict = g->fn(w->r, g->arg, w);
 
         if (verdict == COR_GUARD_LATER) {
@@ -104,7 +104,7 @@ corGuardsRun(CorRequest* r, const CorRouteMatch* match,
 {
     CorGuardWait* w;
 
-    if (match->guardCount == 0) {
+    if (match->rules.guardCount == 0) {
         next->routed(r, match);
         return;
     }

@@ -11,8 +11,11 @@
  * kernel to kernel after its bytes, and a set of live connections per
  * loop that a drain and a stop walk. Off the loops (a worker, a client's
  * thread twin) the same connection is driven by poll(): one exchange at a
- * time, each wait bounded. A module keeps only its framing and its
- * policy: what a frame is, when a deadline applies, what a drain says.
+ * time, each wait bounded. Last, a loop's connection to a server that its
+ * exchanges share (a peer: found by its server, connected in a coroutine
+ * of its own, counted, drained, failed). A module keeps only its framing
+ * and its policy: what a frame is, when a deadline applies, what a drain
+ * says.
  */
 #ifndef COR_KIT_H
 #define COR_KIT_H
@@ -48,6 +51,10 @@ int corBufReserve(CorBuf* b, size_t n);
 int corBufGrowTo(CorBuf* b, size_t cap);
 /* Append the n bytes at p. Returns 0 or -ENOMEM. */
 int corBufAppend(CorBuf* b, const void* p, size_t n);
+/* Append a header field as "name\0value\0" (a list of fields that its
+ * reader walks as C strings). Returns 0 or -ENOMEM (nothing appended). */
+int corBufAppendField(CorBuf* b, const void* name, size_t nameLen,
+                      const void* value, size_t valueLen);
 /* n bytes taken (n <= what is pending); all taken empties it. */
 static inline void corBufConsume(CorBuf* b, size_t n);
 /* Move what is pending to the front (off 0), making room at the end. */
@@ -215,6 +222,110 @@ void corKitKeptClose(CorKitKept* kk);
  * is the caller's). */
 void corKitKeptFree(CorKitKept* kk);
 
+/* ---- A loop's connection to a server, shared by its exchanges ------------ */
+
+/*
+ * A peer: the one connection a loop keeps to a server (host, port, TLS and
+ * the TLS client its exchanges named) for a client whose exchanges share
+ * one (the HTTP/2 client's streams, the cor:// client's calls), on the
+ * loop's list of peers (the kit's, one per thread). Its connect runs in a
+ * coroutine of its own, so that no exchange's cancel takes the connection
+ * with it; output queues in k.out meanwhile. A drain (the server's
+ * GOAWAY, CLOSE) makes it take no new exchange, and it closes once none
+ * is in flight. It is embedded in the client's record and freed with its
+ * last reference (the list, the connector, each exchange on it). Off the
+ * loops (k.loop NULL) a peer is one exchange's, connected by
+ * corKitPeerOpen, its kit attached by the owner.
+ */
+typedef struct CorKitPeer CorKitPeer;
+
+typedef enum {
+    COR_KIT_PEER_CONNECTING,
+    COR_KIT_PEER_READY,
+    COR_KIT_PEER_CLOSING,       /* the server drains: no new exchange */
+    COR_KIT_PEER_DEAD
+} CorKitPeerState;
+
+/* What the client adds to a peer. */
+typedef struct {
+    /* What the client has to say, into k.out, before each flush. Returns
+     * 0, or -1 after failing the peer. NULL: nothing. */
+    int (*send)(CorKitPeer* p);
+    /* The peer died (p->failure, p->why): every exchange on it fails. */
+    void (*failed)(CorKitPeer* p);
+    /* Whether no exchange is in flight: a draining peer then closes. */
+    bool (*idle)(const CorKitPeer* p);
+    /* The last reference went: free the record p is embedded in (the kit's
+     * buffers are freed already). */
+    void (*free)(CorKitPeer* p);
+} CorKitPeerOps;
+
+struct CorKitPeer {
+    const CorKitPeerOps* ops;
+    CorList link;               /* the loop's peers */
+    char host[256];
+    unsigned port;
+    bool tls;
+    CorTlsClient* tlsClient;    /* to connect with; NULL: the default */
+    const CorTlsClient* named;  /* the one its exchanges named, or NULL */
+    const char* alpn;           /* what TLS must choose; NULL: anything */
+    int connectTimeoutMs;
+    CorKitPeerState state;
+    bool connected;             /* the connect succeeded: what was queued
+                                 * went (or goes) out */
+    unsigned refs;
+    CorConn* conn;              /* NULL while connecting, and once dead */
+    CorKitConn k;
+    int failure;                /* why it died, -errno */
+    char name[272];             /* for messages: "host:port", ... */
+    char why[600];              /* "name: why it died" */
+};
+
+/* Set up p (zeroed by the caller's calloc) for host:port on loop (NULL:
+ * off the loops), its kit's ops kitOps (with corKitPeerReady, End and
+ * Broken); one reference, the caller's. The client fills in tls, the TLS
+ * clients, alpn, the timeout and its name. */
+void corKitPeerInit(CorKitPeer* p, const CorKitPeerOps* ops, CorEvLoop* loop,
+                    const CorKitOps* kitOps, const char* host,
+                    unsigned port);
+static inline void corKitPeerHold(CorKitPeer* p);
+/* Drop a reference; the last frees p. */
+void corKitPeerRelease(CorKitPeer* p);
+/* The calling loop's peer of the client whose ops are ops, for host, port,
+ * tls and named, that takes new exchanges, with a reference for the
+ * caller; or NULL. */
+CorKitPeer* corKitPeerFind(const CorKitPeerOps* ops, const char* host,
+                           unsigned port, bool tls,
+                           const CorTlsClient* named);
+/* A connection to p's server (TLS checked to have chosen p->alpn). Returns
+ * it, or NULL with *rc and why. May yield. */
+CorConn* corKitPeerOpen(CorKitPeer* p, int* rc, char* why, size_t whyLen);
+/* Put p (new, its first output queued) on its loop's list and start its
+ * connect in a coroutine of its own, which runs at once up to its first
+ * wait. Returns 0, p holding the caller's reference; or -errno with why
+ * (p failed at once: a name known not to exist, no coroutine), the
+ * caller's reference released. */
+int corKitPeerStart(CorKitPeer* p, char* why, size_t whyLen);
+/* Off its loop's list: no exchange finds it any more (a drain). */
+void corKitPeerForget(CorKitPeer* p);
+/* The connection is gone: closed, its exchanges failed with rc and why. */
+void corKitPeerFail(CorKitPeer* p, int rc, const char* why);
+/* What the client and the output have, written as the socket takes it
+ * (nothing before the connect: it goes with it). */
+void corKitPeerFlush(CorKitPeer* p);
+/* Closed when it drains and no exchange is in flight. */
+void corKitPeerRetire(CorKitPeer* p);
+/* Fail every peer of the calling loop whose ops are ops (the client's
+ * part of the loop's exit). */
+void corKitPeersStop(const CorKitPeerOps* ops);
+
+/* The kit's ops a peer gives (CorKitOps .ready, .end, .fail): read every
+ * frame then flush and retire; the server's end and a broken connection
+ * fail it. */
+void corKitPeerReady(CorKitConn* k);
+int corKitPeerEnd(CorKitConn* k);
+void corKitPeerBroken(CorKitConn* k, int rc, const char* why);
+
 /* ---- inline definitions -------------------------------------------------- */
 
 static inline size_t
@@ -249,6 +360,12 @@ corKitConnOutFull(const CorKitConn* k)
 {
     return k->highWater > 0
            && (k->fileLeft > 0 || corBufPending(&k->out) > k->highWater);
+}
+
+static inline void
+corKitPeerHold(CorKitPeer* p)
+{
+    p->refs++;
 }
 
 #endif /* COR_KIT_H */

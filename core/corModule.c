@@ -372,6 +372,20 @@ corModulesLoad(const CorConfig* config, const CorHandler* builtins,
     return rc;
 }
 
+/* m's list of records (corModuleRecordsRead), after its exit hook. */
+static void
+recordsFree(CorModule* m)
+{
+    char* array = m->records;
+
+    for (unsigned i = 0; m->recordFree != NULL && i < m->recordCount; i++) {
+        m->recordFree(array + i * m->recordSize);
+    }
+    free(array);
+    m->records = NULL;
+    m->recordCount = 0;
+}
+
 void
 corModulesExit(void)
 {
@@ -381,6 +395,7 @@ corModulesExit(void)
         if (m->descriptor != NULL && m->descriptor->exit != NULL) {
             m->descriptor->exit(m);
         }
+        recordsFree(m);
     }
 }
 

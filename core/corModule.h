@@ -23,7 +23,7 @@
 
 /* Bumped whenever a struct or a signature of cor.h's headers, or of one
  * they include, changes. */
-#define COR_ABI_VERSION 18
+#define COR_ABI_VERSION 19
 #define COR_VERSION "0.1.0"
 
 /* The types the three headers share, declared once. */
@@ -76,6 +76,29 @@ void* corModuleData(const CorModule* m);
 CorConfErrors* corModuleErrors(CorModule* m);
 void corModuleError(CorModule* m, const CorConf* at, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Read one entry of a list into its record (zeroed); its errors its own.
+ * Returns 0, or -1 after a module error. */
+typedef int (*CorRecordReadFn)(CorModule* m, const CorConf* entry,
+                               void* record, unsigned index);
+/* Free what one record holds (not the record itself). */
+typedef void (*CorRecordFreeFn)(void* record);
+
+/*
+ * A module's list of named records (the guards of access and limit, the
+ * roots of static): the sequence at key of its conf, at least one entry,
+ * each a mapping (shape says what one holds, in the errors), read into a
+ * new zeroed array of size-byte records, read(m, entry, record, i) each;
+ * every entry is read, so that all its errors are said. The array is the
+ * core's, one a module: at the module's exit, after its exit hook,
+ * freeRecord (NULL: none) runs on each record and the array is freed,
+ * whatever the reads said. Returns the array with *countP, or NULL with
+ * *countP 0 after a module error.
+ */
+void* corModuleRecordsRead(CorModule* m, const CorConf* conf,
+                           const char* key, const char* shape, size_t size,
+                           CorRecordReadFn read, CorRecordFreeFn freeRecord,
+                           unsigned* countP);
 
 /* ---- Handlers: where a request runs -------------------------------------- */
 
@@ -148,18 +171,6 @@ typedef int (*CorGuardFn)(CorRequest* r, void* arg, CorGuardWait* wait);
  * module's until its exit). Returns 0, or -1 after a module error (a
  * duplicate name, no memory). */
 int corGuardAdd(CorModule* m, const char* name, CorGuardFn fn, void* arg);
-
-/* A guard module's init: its conf's `guards` list (at least one entry,
- * shaped as shape says in the error when there is none) read into a new
- * zeroed array of size-byte records, *arrayP, read(m, entry, record, i)
- * each (its errors its own; every entry is read, so that all are said).
- * *countP is set with the array, before the reads: the module's exit
- * frees what they left. Returns 0, or -1 after a module error. */
-typedef int (*CorGuardReadFn)(CorModule* m, const CorConf* entry,
-                              void* record, unsigned index);
-int corGuardsRead(CorModule* m, const CorConf* conf, const char* shape,
-                  size_t size, CorGuardReadFn read, void** arrayP,
-                  unsigned* countP);
 
 /* The verdict of a guard that answered COR_GUARD_LATER (COR_GUARD_PASS
  * or a status >= 400), on the request's loop (post it there from a
@@ -314,6 +325,9 @@ struct CorRequest {
 
 /* A request header (case-insensitive), NULL when absent. */
 const CorHeader* corRequestHeader(const CorRequest* r, const char* name);
+/* The same header's value NUL-terminated, a copy in r's arena; NULL when
+ * absent (or no memory). */
+const char* corRequestHeaderText(CorRequest* r, const char* name);
 
 /* Whether h's value, a comma list (Connection, Upgrade), holds the token
  * token[0..tokenLen), compared without case. */

@@ -397,9 +397,9 @@ routed(CorRequest* r, const CorRouteMatch* match)
     bool coroutine;
 
     r->handler = match->handler;
-    r->notify = match->notify;
-    if (match->stripLen > 0) {
-        corRoutePathStrip(r, match->stripLen);
+    r->notify = match->rules.notify;
+    if (match->rules.stripLen > 0) {
+        corRoutePathStrip(r, match->rules.stripLen);
     }
     if (handler->run == COR_RUN_INLINE) {
         r->ran = COR_RAN_INLINE;
@@ -438,8 +438,9 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
                          &match);
     /* The route's headers go on whatever answers it: its handler, a
      * guard's refusal, a timeout, the core's 405. */
-    if (match.headerCount > 0
-        && corResponseHeadersAdd(r, match.headers, match.headerCount) != 0) {
+    if (match.rules.headerCount > 0
+        && corResponseHeadersAdd(r, match.rules.headers,
+                                 match.rules.headerCount) != 0) {
         corRespondSet(r, 500, "text/plain", "out of memory\n", 14);
         served(r);
         return;
@@ -457,7 +458,7 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     case COR_ROUTE_FOUND:
         break;
     }
-    r->filtersOff = match.filtersOff;
+    r->filtersOff = match.rules.filtersOff;
     corGuardsRun(r, &match, &guardNext);
 }
 

@@ -79,6 +79,20 @@ corRequestHeader(const CorRequest* r, const char* name)
     return corHeadersFind(r->headers, r->headerCount, name);
 }
 
+const char*
+corRequestHeaderText(CorRequest* r, const char* name)
+{
+    const CorHeader* h = corRequestHeader(r, name);
+    char* text;
+
+    if (h == NULL || (text = corRequestAlloc(r, h->valueLen + 1)) == NULL) {
+        return NULL;
+    }
+    memcpy(text, h->value, h->valueLen);
+    text[h->valueLen] = '\0';
+    return text;
+}
+
 static int
 hexValue(char c)
 {

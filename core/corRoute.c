@@ -26,13 +26,7 @@ typedef struct {
     bool prefix;
     const CorHandlerEntry* handler;
     uint64_t timeoutMs;         /* 0: the handler's */
-    size_t stripLen;            /* strip_prefix's length; 0: none */
-    const CorGuardEntry** guards;
-    unsigned guardCount;
-    CorHeader* headers;         /* the strings are the configuration's */
-    unsigned headerCount;
-    uint32_t filtersOff;        /* one bit per filter it turns off */
-    const CorConfigNotify* notify; /* the configuration's, or NULL */
+    CorRouteRules rules;
 } Route;
 
 static Route* routes;
@@ -77,7 +71,8 @@ unknownGuard(const CorConfigRoute* in, const CorConf* node,
 
 /* The route's guards, by name, in the order the file gives them. */
 static int
-guardsBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
+guardsBuild(const CorConfigRoute* in, CorRouteRules* out,
+            CorConfErrors* errors)
 {
     bool list = corConfKind(in->guard) == COR_CONF_SEQ;
     unsigned count = list ? (unsigned)corConfCount(in->guard) : 1;
@@ -103,7 +98,8 @@ guardsBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
 
 /* The route's headers, checked as corResponseHeader checks a handler's. */
 static int
-headersBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
+headersBuild(const CorConfigRoute* in, CorRouteRules* out,
+             CorConfErrors* errors)
 {
     unsigned count = (unsigned)corConfCount(in->headers);
     int rc = 0;
@@ -185,7 +181,7 @@ corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
             rc = -1;
             continue;
         }
-        if (filtersOffResolve(in, &out->filtersOff, errors) != 0) {
+        if (filtersOffResolve(in, &out->rules.filtersOff, errors) != 0) {
             rc = -1;
             continue;
         }
@@ -195,17 +191,17 @@ corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
         out->pathLen = strlen(in->path);
         out->prefix = in->prefix;
         out->timeoutMs = in->timeoutMs;
-        out->stripLen = in->stripPrefix ? strlen(in->stripPrefix) : 0;
-        out->notify = in->notify;
+        out->rules.stripLen = in->stripPrefix ? strlen(in->stripPrefix) : 0;
+        out->rules.notify = in->notify;
         routeCount++;
         if (in->notify != NULL) {
             rc |= corRouteNotifyCheck(in, out->handler, errors);
         }
         if (in->guard != NULL) {
-            rc |= guardsBuild(in, out, errors);
+            rc |= guardsBuild(in, &out->rules, errors);
         }
         if (in->headers != NULL) {
-            rc |= headersBuild(in, out, errors);
+            rc |= headersBuild(in, &out->rules, errors);
         }
     }
     return rc;
@@ -263,7 +259,7 @@ corRouteFind(const char* method, size_t methodLen, const char* path,
     CorRouteResult result = COR_ROUTE_NO_PATH;
 
     match->allow[0] = '\0';
-    match->headerCount = 0;
+    match->rules.headerCount = 0;
     for (unsigned i = 0; i < routeCount; i++) {
         const Route* route = &routes[i];
 
@@ -278,20 +274,14 @@ corRouteFind(const char* method, size_t methodLen, const char* path,
             match->timeoutMs = route->timeoutMs != 0
                                ? route->timeoutMs
                                : route->handler->handler.timeoutMs;
-            match->stripLen = route->stripLen;
-            match->guards = route->guards;
-            match->guardCount = route->guardCount;
-            match->headers = route->headers;
-            match->headerCount = route->headerCount;
-            match->filtersOff = route->filtersOff;
-            match->notify = route->notify;
+            match->rules = route->rules;
             return COR_ROUTE_FOUND;
         }
         /* A 405 is the path's answer: the first of its routes that has
          * headers gives them. */
-        if (match->headerCount == 0) {
-            match->headers = route->headers;
-            match->headerCount = route->headerCount;
+        if (match->rules.headerCount == 0) {
+            match->rules.headers = route->rules.headers;
+            match->rules.headerCount = route->rules.headerCount;
         }
         /* Only the method differs: the methods the path has make the
          * 405's Allow (RFC 9110 15.5.6); a GET route allows HEAD too. */

@@ -101,21 +101,6 @@ statusListed(const CorConfigNotify* n, int status)
            && (n->statuses[status / 64] >> (status % 64) & 1) != 0;
 }
 
-/* The request's Content-Type, NUL-terminated in its arena; NULL when it
- * has none (or no memory for it: the notification goes untyped). */
-static const char*
-contentType(CorRequest* r)
-{
-    const CorHeader* h = corRequestHeader(r, "Content-Type");
-    char* type = h != NULL ? corRequestAlloc(r, h->valueLen + 1) : NULL;
-
-    if (type != NULL) {
-        memcpy(type, h->value, h->valueLen);
-        type[h->valueLen] = '\0';
-    }
-    return type;
-}
-
 void
 corRouteNotifySend(CorRequest* r)
 {
@@ -125,7 +110,9 @@ corRouteNotifySend(CorRequest* r)
     if (!methodListed(n, r) || !statusListed(n, r->status)) {
         return;
     }
-    type = contentType(r);
+    /* NULL without one, or without memory: the notification goes
+     * untyped. */
+    type = corRequestHeaderText(r, "Content-Type");
     for (unsigned i = 0; i < n->urlCount; i++) {
         const char* url = corConfText(n->urls[i]);
         int rc = corNotify(r, &(CorNotification){

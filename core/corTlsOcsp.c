@@ -170,11 +170,10 @@ failed:
 /* ocsp: { file }: the response loaded and checked (it parses, the
  * responder said successful), served until its nextUpdate. */
 static int
-fileLoad(CorTlsOcsp* o, const CorConfigOcsp* c, const char* configFile,
-         CorConfErrors* e)
+fileLoad(CorTlsOcsp* o, const CorConfigOcsp* c, CorConfErrors* e)
 {
     const CorConf* at = corConfGet(c->node, "file");
-    char* path = corConfigPathBeside(configFile, c->file);
+    const char* path = c->file;
     unsigned char* der = NULL;
     OCSP_BASICRESP* basic = NULL;
     OCSP_SINGLERESP* single;
@@ -183,9 +182,9 @@ fileLoad(CorTlsOcsp* o, const CorConfigOcsp* c, const char* configFile,
     long len = 0;
     int rc = -1;
 
-    if (path == NULL || (der = fileRead(path, &len)) == NULL) {
-        corConfErrorf(e, at, "ocsp: file: cannot read '%s': %s",
-                      path != NULL ? path : c->file, strerror(errno));
+    if ((der = fileRead(path, &len)) == NULL) {
+        corConfErrorf(e, at, "ocsp: file: cannot read '%s': %s", path,
+                      strerror(errno));
         goto failed;
     }
     basic = basicOf(der, len, why, sizeof(why));
@@ -210,17 +209,14 @@ fileLoad(CorTlsOcsp* o, const CorConfigOcsp* c, const char* configFile,
 failed:
     OCSP_BASICRESP_free(basic);
     free(der);
-    free(path);
     return rc;
 }
 
 /* The issuer's certificate: the issuer file, else the chain's second. */
 static X509*
-issuerOf(SSL_CTX* ctx, const CorConfigOcsp* c, const char* configFile,
-         CorConfErrors* e)
+issuerOf(SSL_CTX* ctx, const CorConfigOcsp* c, CorConfErrors* e)
 {
     STACK_OF(X509)* chain = NULL;
-    char* path;
     FILE* f;
     X509* x = NULL;
 
@@ -237,8 +233,7 @@ issuerOf(SSL_CTX* ctx, const CorConfigOcsp* c, const char* configFile,
         X509_up_ref(x);
         return x;
     }
-    path = corConfigPathBeside(configFile, c->issuer);
-    f = path != NULL ? fopen(path, "re") : NULL;
+    f = fopen(c->issuer, "re");
     if (f != NULL) {
         x = PEM_read_X509(f, NULL, NULL, NULL);
         fclose(f);
@@ -246,11 +241,9 @@ issuerOf(SSL_CTX* ctx, const CorConfigOcsp* c, const char* configFile,
     if (x == NULL) {
         corConfErrorf(e, corConfGet(c->node, "issuer"), "ocsp: issuer: "
                       "cannot read a PEM certificate from '%s': %s",
-                      path != NULL ? path : c->issuer,
-                      f == NULL ? strerror(errno) : "not PEM");
+                      c->issuer, f == NULL ? strerror(errno) : "not PEM");
         ERR_clear_error();
     }
-    free(path);
     return x;
 }
 
@@ -283,7 +276,7 @@ urlOf(X509* cert, const char* certPath, const CorConf* at,
  * certificate id and the store that verifies the answers. */
 static int
 fetchSetup(CorTlsOcsp* o, SSL_CTX* ctx, const CorConfigCert* c,
-           const char* configFile, CorConfErrors* e)
+           CorConfErrors* e)
 {
     X509* cert = SSL_CTX_get0_certificate(ctx);
 
@@ -292,7 +285,7 @@ fetchSetup(CorTlsOcsp* o, SSL_CTX* ctx, const CorConfigCert* c,
     if (o->url == NULL || o->certPath == NULL) {
         return -1;
     }
-    o->issuer = issuerOf(ctx, &c->ocsp, configFile, e);
+    o->issuer = issuerOf(ctx, &c->ocsp, e);
     if (o->issuer == NULL) {
         return -1;
     }
@@ -315,8 +308,7 @@ fetchSetup(CorTlsOcsp* o, SSL_CTX* ctx, const CorConfigCert* c,
 }
 
 CorTlsOcsp*
-corTlsOcspNew(SSL_CTX* ctx, const CorConfigCert* c, const char* configFile,
-              CorConfErrors* e)
+corTlsOcspNew(SSL_CTX* ctx, const CorConfigCert* c, CorConfErrors* e)
 {
     CorTlsOcsp* o = calloc(1, sizeof(*o));
     int rc;
@@ -326,8 +318,8 @@ corTlsOcspNew(SSL_CTX* ctx, const CorConfigCert* c, const char* configFile,
         return NULL;
     }
     pthread_mutex_init(&o->lock, NULL);
-    rc = c->ocsp.fetch ? fetchSetup(o, ctx, c, configFile, e)
-                       : fileLoad(o, &c->ocsp, configFile, e);
+    rc = c->ocsp.fetch ? fetchSetup(o, ctx, c, e)
+                       : fileLoad(o, &c->ocsp, e);
     if (rc != 0) {
         corTlsOcspFree(o);
         return NULL;

@@ -149,21 +149,16 @@ keyRead(const char* path)
 /* Load a certificate chain and its key into ctx, saying at the entry's
  * file:line what is wrong. Returns 0 or -1. */
 static int
-certLoad(SSL_CTX* ctx, const CorConfigCert* c, const char* configFile,
-         CorConfErrors* e)
+certLoad(SSL_CTX* ctx, const CorConfigCert* c, CorConfErrors* e)
 {
     const CorConf* certAt = corConfGet(c->node, "certificate");
     const CorConf* keyAt = corConfGet(c->node, "key");
-    char* cert = corConfigPathBeside(configFile, c->certificate);
-    char* key = corConfigPathBeside(configFile, c->key);
+    const char* cert = c->certificate;
+    const char* key = c->key;
     EVP_PKEY* pkey = NULL;
     char why[160];
     int rc = -1;
 
-    if (cert == NULL || key == NULL) {
-        corConfErrorf(e, c->node, "out of memory");
-        goto failed;
-    }
     if (!fileReadable(cert, certAt, "certificate", e)
         || !fileReadable(key, keyAt, "key", e)) {
         goto failed;
@@ -196,8 +191,6 @@ certLoad(SSL_CTX* ctx, const CorConfigCert* c, const char* configFile,
 
 failed:
     EVP_PKEY_free(pkey);
-    free(cert);
-    free(key);
     return rc;
 }
 
@@ -283,7 +276,7 @@ ctxTune(SSL_CTX* ctx, const CorConfigTls* tls, CorConfErrors* e)
 /* The context of tls->certs[i], its stapling in server->ocsp[i]. */
 static SSL_CTX*
 ctxNew(CorTlsServer* server, const CorConfigTls* tls, unsigned i,
-       const char* configFile, CorConfErrors* e)
+       CorConfErrors* e)
 {
     const CorConfigCert* c = &tls->certs[i];
     SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
@@ -322,10 +315,9 @@ ctxNew(CorTlsServer* server, const CorConfigTls* tls, unsigned i,
     /* The lists are the listener's: said once, at the default's turn. */
     tuned = ctxTune(ctx, tls, i == 0 ? e : &quiet);
     corConfErrorsFree(&quiet);
-    if (!tuned || certLoad(ctx, c, configFile, e) != 0
+    if (!tuned || certLoad(ctx, c, e) != 0
         || (c->ocsp.node != NULL
-            && (server->ocsp[i] = corTlsOcspNew(ctx, c, configFile, e))
-               == NULL)) {
+            && (server->ocsp[i] = corTlsOcspNew(ctx, c, e)) == NULL)) {
         SSL_CTX_free(ctx);
         return NULL;
     }
@@ -351,8 +343,7 @@ serverFree(CorTlsServer* server)
 /* A listener's contexts; NULL after an error (every certificate is tried,
  * so that one run reports them all). */
 static CorTlsServer*
-serverNew(const CorConfigListen* l, const char* configFile,
-          CorConfErrors* e)
+serverNew(const CorConfigListen* l, CorConfErrors* e)
 {
     const CorProtocolEntry* protocol = corProtocolFind(l->protocol);
     const char* alpn = protocol != NULL ? protocol->protocol.alpn : NULL;
@@ -381,7 +372,7 @@ serverNew(const CorConfigListen* l, const char* configFile,
         server->alpnLen = len > 0 ? (unsigned)len : 0;
     }
     for (unsigned i = 0; i < l->tls->certCount; i++) {
-        server->ctx[i] = ctxNew(server, l->tls, i, configFile, e);
+        server->ctx[i] = ctxNew(server, l->tls, i, e);
         server->names[i] = l->tls->certs[i].name;
         ok &= server->ctx[i] != NULL;
         server->count++;
@@ -410,7 +401,7 @@ corTlsServersLoad(const CorConfig* config, CorConfErrors* errors)
         if (l->tls == NULL) {
             continue;
         }
-        servers[i] = serverNew(l, config->file, errors);
+        servers[i] = serverNew(l, errors);
         if (servers[i] == NULL) {
             rc = -1;
         }

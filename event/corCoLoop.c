@@ -544,6 +544,23 @@ corCoLoopPark(CorCoPark* handle, int timeoutMs)
     return waiter.outcome == COR_WAIT_READY;
 }
 
+int
+corCoLoopParkUntil(CorCoPark* handle, uint64_t deadlineMs)
+{
+    uint64_t now = corEvClockMs();
+    int left = deadlineMs == 0 ? -1
+               : deadlineMs > now ? (int)(deadlineMs - now) : 0;
+    int rc = left == 0 ? 0 : corCoLoopPark(handle, left);
+    CorEvLoop* loop;
+
+    if (rc > 0) {
+        return 0;
+    }
+    loop = waitingLoop();
+    return rc < 0 || loop == NULL || waitRefused(loop, boundCancel())
+           ? -ECANCELED : -ETIMEDOUT;
+}
+
 void
 corCoLoopReady(CorEvLoop* loop, CorCoWaiter* waiter)
 {

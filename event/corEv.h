@@ -96,6 +96,8 @@ uint64_t corEvNow(const CorEvLoop* loop);
 
 /* CLOCK_MONOTONIC in milliseconds, read now (a system call's worth). */
 uint64_t corEvClockMs(void);
+/* The same in nanoseconds (a rate's tokens, a latency). */
+uint64_t corEvClockNs(void);
 
 /* ---- File events --------------------------------------------------------- */
 
@@ -251,6 +253,15 @@ typedef uint64_t CorCoPark;
  * not spin), EPERM as for corCoLoopWait. May yield.
  */
 int corCoLoopPark(CorCoPark* handle, int timeoutMs);
+
+/*
+ * Park as corCoLoopPark does until deadlineMs (corEvClockMs time; 0: none).
+ * Returns 0 when woken, -ETIMEDOUT when the deadline passed (at once when
+ * it had), -ECANCELED when a cancel ended the park or every wait (a park
+ * says 0 for both; the cancel's refusal of later waits tells them apart).
+ * A caller parks again until what it waits for is there. May yield.
+ */
+int corCoLoopParkUntil(CorCoPark* handle, uint64_t deadlineMs);
 
 /* Wake a parked coroutine of the calling thread's loop; it runs at the
  * loop's next iteration. Returns 1, or 0 when nobody is parked under that

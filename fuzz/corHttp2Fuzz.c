@@ -190,6 +190,13 @@ corHttp2Count(Http2Abuse why)
     (void)why;
 }
 
+const char*
+corHttp2AbuseText(Http2Abuse why)
+{
+    (void)why;
+    return "abuse";
+}
+
 void
 corHttp2CountConnection(void)
 {

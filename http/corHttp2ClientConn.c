@@ -39,31 +39,13 @@
 
 #define READ_ROOM 16384
 
-typedef enum {
-    PEER_CONNECTING,
-    PEER_READY,
-    PEER_CLOSING,               /* GOAWAY: no new stream */
-    PEER_DEAD
-} PeerState;
-
-/* One connection to a server: a loop's (shared, on loopPeers) or one
- * exchange's (off the loops). Freed with its last reference: the loop's
- * list, its connector, each stream. */
+/* One connection to a server: a loop's (shared, on its list; a GOAWAY
+ * is its drain) or one exchange's (off the loops). Freed with its last
+ * reference: the loop's list, its connector, each stream. */
 struct CorHttp2Peer {
-    CorList link;               /* the loop's peers */
-    char host[256];
-    unsigned port;
-    bool tls;
-    CorTlsClient* tlsClient;
-    CorTlsClient* named;        /* the request's own TLS client, NULL
-                                 * when it named none (the default's) */
-    int connectTimeoutMs;
+    CorKitPeer base;            /* its server, state, references, bytes */
     bool onLoop;
-    PeerState state;
-    unsigned refs;
     nghttp2_session* session;
-    CorConn* conn;
-    CorKitConn k;
     CorList streams;            /* open on the wire */
     CorEvSoon sendSoon;         /* on a loop: streams or a body's piece to
                                  * send before the loop sleeps */
@@ -74,25 +56,17 @@ struct CorHttp2Peer {
     CorHttp2Stream* bodyStream;
     int bodyFd;
     int epfd;
-    int failure;                /* why it died, -errno */
-    char why[600];
-    char name[272];             /* "host:port" */
 };
 
 typedef CorHttp2Peer Peer;
 
-static __thread CorList loopPeers;
-
-static void peerFail(Peer* p, int rc, const char* why);
-
 /* ---- References and the end ---------------------------------------------- */
 
 static void
-peerRelease(Peer* p)
+peerFree(CorKitPeer* base)
 {
-    if (--p->refs > 0) {
-        return;
-    }
+    Peer* p = corContainerOf(base, Peer, base);
+
     if (p->onLoop) {
         corEvSoonStop(&p->sendSoon);
     }
@@ -100,44 +74,30 @@ peerRelease(Peer* p)
         close(p->epfd);
     }
     nghttp2_session_del(p->session);
-    corKitConnFree(&p->k);
     free(p);
 }
 
-/* Off the loop's list: no exchange finds it any more. */
-static void
-peerForget(Peer* p)
+static bool
+peerDead(const Peer* p)
 {
-    if (corListLinked(&p->link)) {
-        corListRemove(&p->link);
-        peerRelease(p);
-    }
+    return p->base.state == COR_KIT_PEER_DEAD;
 }
 
 static void
 streamLetGo(Peer* p, CorHttp2Stream* s)
 {
     corListRemove(&s->link);
-    if (s->id > 0 && p->state != PEER_DEAD) {
+    if (s->id > 0 && !peerDead(p)) {
         nghttp2_session_set_stream_user_data(p->session, s->id, NULL);
     }
 }
 
-/* The connection is gone: every stream on it fails with rc. */
+/* The connection is gone: every stream on it fails with its failure. */
 static void
-peerFail(Peer* p, int rc, const char* why)
+peerFailed(CorKitPeer* base)
 {
-    if (p->state == PEER_DEAD) {
-        return;
-    }
-    p->state = PEER_DEAD;
-    p->failure = rc;
-    snprintf(p->why, sizeof(p->why), "%s: %s", p->name, why);
-    if (p->onLoop) {
-        corKitConnStop(&p->k);
-    }
-    corConnClose(p->conn);      /* NULL-safe: still connecting */
-    p->conn = NULL;
+    Peer* p = corContainerOf(base, Peer, base);
+
     while (!corListEmpty(&p->streams)) {
         CorHttp2Stream* s = corContainerOf(corListFirst(&p->streams),
                                            CorHttp2Stream, link);
@@ -145,21 +105,18 @@ peerFail(Peer* p, int rc, const char* why)
         corListRemove(&s->link);
         s->closed = true;
         if (!s->ended && s->failed == 0) {
-            s->failed = rc;
-            snprintf(s->why, sizeof(s->why), "%.255s", p->why);
+            s->failed = base->failure;
+            snprintf(s->why, sizeof(s->why), "%.255s", base->why);
         }
         corHttp2StreamWake(s);
     }
-    peerForget(p);
 }
 
 /* After a GOAWAY: closed once its last stream is. */
-static void
-peerRetire(Peer* p)
+static bool
+peerIdle(const CorKitPeer* base)
 {
-    if (p->state == PEER_CLOSING && corListEmpty(&p->streams)) {
-        peerFail(p, -ECONNRESET, "closed after its GOAWAY");
-    }
+    return corListEmpty(&corContainerOf(base, const Peer, base)->streams);
 }
 
 /* ---- The session --------------------------------------------------------- */
@@ -173,7 +130,7 @@ sessionWrite(nghttp2_session* session, const uint8_t* data, size_t len,
 
     (void)session;
     (void)flags;
-    return corBufAppend(&p->k.out, data, len) == 0 ? (ssize_t)len
+    return corBufAppend(&p->base.k.out, data, len) == 0 ? (ssize_t)len
                                                    : NGHTTP2_ERR_CALLBACK_FAILURE;
 }
 
@@ -185,10 +142,11 @@ sessionFrame(nghttp2_session* session, const nghttp2_frame* f, void* user)
     if (f->hd.type == NGHTTP2_GOAWAY) {
         /* nghttp2 closes the streams past last_stream_id itself, each as
          * REFUSED_STREAM (the stream's close says it may go again). */
-        if (p->state == PEER_READY || p->state == PEER_CONNECTING) {
-            p->state = PEER_CLOSING;
+        if (p->base.state == COR_KIT_PEER_READY
+            || p->base.state == COR_KIT_PEER_CONNECTING) {
+            p->base.state = COR_KIT_PEER_CLOSING;
         }
-        peerForget(p);
+        corKitPeerForget(&p->base);
         return 0;
     }
     if (f->hd.stream_id != 0) {
@@ -268,7 +226,7 @@ sessionSend(Peer* p)
     int rc = nghttp2_session_send(p->session);
 
     if (rc != 0) {
-        peerFail(p, -EPROTO, nghttp2_strerror(rc));
+        corKitPeerFail(&p->base, -EPROTO, nghttp2_strerror(rc));
         return -1;
     }
     return 0;
@@ -278,14 +236,15 @@ sessionSend(Peer* p)
 static int
 sessionTake(Peer* p)
 {
-    ssize_t n = nghttp2_session_mem_recv(p->session, corBufHead(&p->k.in),
-                                         corBufPending(&p->k.in));
+    CorBuf* in = &p->base.k.in;
+    ssize_t n = nghttp2_session_mem_recv(p->session, corBufHead(in),
+                                         corBufPending(in));
 
     if (n < 0) {
-        peerFail(p, -EPROTO, nghttp2_strerror((int)n));
+        corKitPeerFail(&p->base, -EPROTO, nghttp2_strerror((int)n));
         return -1;
     }
-    corBufConsume(&p->k.in, corBufPending(&p->k.in));
+    corBufConsume(in, corBufPending(in));
     return 0;
 }
 
@@ -294,111 +253,32 @@ sessionTake(Peer* p)
 static int
 kitTake(CorKitConn* k)
 {
-    return sessionTake(corContainerOf(k, Peer, k));
+    return sessionTake(corContainerOf(k, Peer, base.k));
 }
 
+/* Before each write on a loop: what the session has to say (SETTINGS
+ * acks, PINGs, window updates, new streams). */
 static int
-kitEnd(CorKitConn* k)
+peerSend(CorKitPeer* base)
 {
-    peerFail(corContainerOf(k, Peer, k), -ECONNRESET,
-             "the server closed the connection");
-    return -1;
+    return sessionSend(corContainerOf(base, Peer, base));
 }
 
-static void
-kitFail(CorKitConn* k, int rc, const char* why)
-{
-    peerFail(corContainerOf(k, Peer, k), rc, why);
-}
-
-/* Write what the session and the output have (nothing goes before the
- * connect: the kit starts with it). */
-static void
-loopFlush(Peer* p)
-{
-    if (p->state != PEER_DEAD && sessionSend(p) == 0
-        && p->state != PEER_CONNECTING && corKitConnFlush(&p->k) != 0) {
-        peerFail(p, -ECONNRESET, "the connection failed while writing");
-    }
-}
-
-/* The socket has something: read every frame, answer what the session
- * answers (SETTINGS acks, PINGs, window updates). */
-static void
-kitReady(CorKitConn* k)
-{
-    Peer* p = corContainerOf(k, Peer, k);
-
-    p->refs++;      /* a frame may fail it: it stays readable here */
-    if (corKitConnRead(k) == 0 && p->state != PEER_DEAD) {
-        loopFlush(p);
-        if (p->state != PEER_DEAD) {
-            peerRetire(p);
-        }
-    }
-    peerRelease(p);
-}
-
-static const CorKitOps peerOps = {
-    .ready = kitReady,
+static const CorKitOps kitOps = {
+    .ready = corKitPeerReady,
     .take = kitTake,
-    .end = kitEnd,
-    .fail = kitFail,
+    .end = corKitPeerEnd,
+    .fail = corKitPeerBroken,
+};
+
+static const CorKitPeerOps peerOps = {
+    .send = peerSend,
+    .failed = peerFailed,
+    .idle = peerIdle,
+    .free = peerFree,
 };
 
 /* ---- Connecting ---------------------------------------------------------- */
-
-/* The connection, TLS checked to have chosen h2. Returns it, or NULL with
- * *rc and why. May yield. */
-static CorConn*
-connOpen(Peer* p, int* rc, char* why, size_t whyLen)
-{
-    CorConnTarget target = { .host = p->host, .port = p->port, .tls = p->tls,
-                             .connectTimeoutMs = p->connectTimeoutMs,
-                             .tlsClient = p->tlsClient, .fresh = true };
-    CorConn* conn = corConnOpen(&target, rc, why, whyLen);
-    const char* alpn;
-
-    if (conn == NULL || !p->tls) {
-        return conn;
-    }
-    alpn = corTransportTlsAlpn(corConnTransport(conn));
-    if (alpn == NULL || strcmp(alpn, "h2") != 0) {
-        snprintf(why, whyLen, "%s: the server did not choose h2 (ALPN: %s)",
-                 p->name, alpn != NULL ? alpn : "none");
-        *rc = -EPROTO;
-        corConnClose(conn);
-        return NULL;
-    }
-    return conn;
-}
-
-/* The loop peer's own coroutine: the connect, then the loop reads. */
-static void
-peerConnect(void* arg)
-{
-    Peer* p = arg;
-    char why[600];
-    int rc = 0;
-    CorConn* conn = connOpen(p, &rc, why, sizeof(why));
-
-    if (p->state == PEER_DEAD) {
-        corConnClose(conn);     /* NULL-safe: the loop stopped meanwhile */
-    } else if (conn == NULL) {
-        peerFail(p, rc, why);
-    } else {
-        p->conn = conn;
-        if (p->state == PEER_CONNECTING) {
-            p->state = PEER_READY;
-        }
-        if (corKitConnStart(&p->k, corConnTransport(conn), NULL) != 0) {
-            peerFail(p, -EIO, "the loop cannot watch the connection");
-        } else {
-            loopFlush(p);
-        }
-    }
-    peerRelease(p);
-}
 
 /* A new peer for url, its session made. NULL without memory. */
 static Peer*
@@ -406,32 +286,31 @@ peerNew(const CorClientRequest* req, const CorUrl* url, int connectTimeoutMs,
         bool onLoop, char* why, size_t whyLen)
 {
     Peer* p = calloc(1, sizeof(*p));
+    CorKitPeer* base;
 
     if (p == NULL) {
         snprintf(why, whyLen, "no memory for a connection");
         return NULL;
     }
-    corKitConnInit(&p->k, onLoop ? corEvLoopCurrent() : NULL,
-                   onLoop ? &peerOps : NULL);
-    p->k.readRoom = READ_ROOM;
-    snprintf(p->host, sizeof(p->host), "%s", url->host);
-    p->port = url->port;
-    p->tls = strcmp(url->scheme, "https") == 0;
-    p->tlsClient = req->tlsClient;
-    p->named = req->tlsClient;
-    p->connectTimeoutMs = connectTimeoutMs;
+    base = &p->base;
+    corKitPeerInit(base, &peerOps, onLoop ? corEvLoopCurrent() : NULL,
+                   onLoop ? &kitOps : NULL, url->host, url->port);
+    base->k.readRoom = READ_ROOM;
+    base->tls = strcmp(url->scheme, "https") == 0;
+    base->tlsClient = req->tlsClient;
+    base->named = req->tlsClient;
+    base->alpn = "h2";
+    base->connectTimeoutMs = connectTimeoutMs;
     p->onLoop = onLoop;
-    p->refs = 1;
     p->bodyFd = p->epfd = -1;
-    snprintf(p->name, sizeof(p->name), "%s:%u", p->host, p->port);
-    if (p->tls && p->tlsClient == NULL) {
-        p->tlsClient = corConnTlsDefault("h2", why, whyLen);
+    if (base->tls && base->tlsClient == NULL) {
+        base->tlsClient = corConnTlsDefault("h2", why, whyLen);
     }
-    if ((p->tls && p->tlsClient == NULL) || sessionNew(p) != 0) {
-        if (p->tlsClient != NULL) {
+    if ((base->tls && base->tlsClient == NULL) || sessionNew(p) != 0) {
+        if (base->tlsClient != NULL) {
             snprintf(why, whyLen, "no memory for an HTTP/2 session");
         }
-        peerRelease(p);
+        corKitPeerRelease(&p->base);
         return NULL;
     }
     return p;
@@ -440,49 +319,30 @@ peerNew(const CorClientRequest* req, const CorUrl* url, int connectTimeoutMs,
 /* The loop's peer for url, or a new one (connecting in a coroutine of its
  * own). A peer is shared only by requests naming the same TLS client (or
  * none): one opened with a custom client's certificate or trust must not
- * carry a request that asked for the default's checks. Returns it with a reference for the caller, or NULL with *rc and
- * why. */
+ * carry a request that asked for the default's checks. Returns it with a
+ * reference for the caller, or NULL with *rc and why. */
 static Peer*
 loopPeerFor(const CorClientRequest* req, const CorUrl* url,
             int connectTimeoutMs, bool fresh, bool* reusedP, int* rc,
             char* why, size_t whyLen)
 {
     bool tls = strcmp(url->scheme, "https") == 0;
-    CorList* node;
-    CorList* next;
+    CorKitPeer* found = fresh ? NULL
+                        : corKitPeerFind(&peerOps, url->host, url->port,
+                                         tls, req->tlsClient);
     Peer* p;
 
-    corListForEach(node, next, &loopPeers) {
-        p = corContainerOf(node, Peer, link);
-        if (!fresh && p->port == url->port && p->tls == tls
-            && p->named == req->tlsClient
-            && strcmp(p->host, url->host) == 0
-            && (p->state == PEER_READY || p->state == PEER_CONNECTING)) {
-            p->refs++;
-            *reusedP = true;
-            return p;
-        }
+    *reusedP = found != NULL;
+    if (found != NULL) {
+        return corContainerOf(found, Peer, base);
     }
     p = peerNew(req, url, connectTimeoutMs, true, why, whyLen);
     if (p == NULL) {
         *rc = -ENOMEM;
         return NULL;
     }
-    p->refs = 3;                /* the list, the connector, the caller */
-    corListInsert(&loopPeers, &p->link);
-    *rc = corCoLoopSpawn(p->k.loop, peerConnect, p);
-    if (*rc != 0) {
-        p->refs--;
-        peerFail(p, *rc, "no coroutine to connect");
-    }
-    if (p->state == PEER_DEAD) {
-        *rc = p->failure;
-        snprintf(why, whyLen, "%.255s", p->why);
-        peerRelease(p);
-        return NULL;
-    }
-    *reusedP = false;
-    return p;
+    *rc = corKitPeerStart(&p->base, why, whyLen);
+    return *rc == 0 ? p : NULL;
 }
 
 /* A connection of the calling thread's exchange alone, connected. */
@@ -496,13 +356,13 @@ threadPeerFor(const CorClientRequest* req, const CorUrl* url,
         *rc = -ENOMEM;
         return NULL;
     }
-    p->conn = connOpen(p, rc, why, whyLen);
-    if (p->conn == NULL) {
-        peerRelease(p);
+    p->base.conn = corKitPeerOpen(&p->base, rc, why, whyLen);
+    if (p->base.conn == NULL) {
+        corKitPeerRelease(&p->base);
         return NULL;
     }
-    corKitConnAttach(&p->k, corConnTransport(p->conn));
-    p->state = PEER_READY;
+    corKitConnAttach(&p->base.k, corConnTransport(p->base.conn));
+    p->base.state = COR_KIT_PEER_READY;
     return p;
 }
 
@@ -513,7 +373,7 @@ threadPeerFor(const CorClientRequest* req, const CorUrl* url,
 static void
 bodyResume(Peer* p, CorHttp2Stream* s)
 {
-    if (s->deferred && !s->closed && p->state != PEER_DEAD) {
+    if (s->deferred && !s->closed && !peerDead(p)) {
         s->deferred = false;
         nghttp2_session_resume_data(p->session, s->id);
     }
@@ -525,7 +385,7 @@ bodyResume(Peer* p, CorHttp2Stream* s)
 static ssize_t
 threadRead(Peer* p, uint64_t deadlineMs)
 {
-    ssize_t n = corKitConnReadWait(&p->k, 0);
+    ssize_t n = corKitConnReadWait(&p->base.k, 0);
     uint64_t wakes;
     int rc;
 
@@ -539,7 +399,7 @@ threadRead(Peer* p, uint64_t deadlineMs)
     if (read(p->bodyFd, &wakes, sizeof(wakes)) > 0) {
         bodyResume(p, p->bodyStream);
     }
-    return corKitConnReadWait(&p->k, 0);
+    return corKitConnReadWait(&p->base.k, 0);
 }
 
 /* One turn: what the session has goes out, then what comes is read, until
@@ -557,14 +417,14 @@ threadTurn(Peer* p, uint64_t deadlineMs)
     if (sessionSend(p) != 0) {
         return 0;
     }
-    rc = corKitConnFlushWait(&p->k, ms);
+    rc = corKitConnFlushWait(&p->base.k, ms);
     if (rc == 0) {
-        if (corBufReserve(&p->k.in, READ_ROOM) != 0) {
-            peerFail(p, -ENOMEM, "no memory to read");
+        if (corBufReserve(&p->base.k.in, READ_ROOM) != 0) {
+            corKitPeerFail(&p->base, -ENOMEM, "no memory to read");
             return 0;
         }
         n = p->epfd >= 0 ? threadRead(p, deadlineMs)
-                         : corKitConnReadWait(&p->k, ms);
+                         : corKitConnReadWait(&p->base.k, ms);
         if (n == -EAGAIN) {
             return 0;           /* the body's news: the next turn sends */
         }
@@ -574,9 +434,9 @@ threadTurn(Peer* p, uint64_t deadlineMs)
         return rc;
     }
     if (rc == -ECONNRESET) {
-        peerFail(p, rc, "the server closed the connection");
+        corKitPeerFail(&p->base, rc, "the server closed the connection");
     } else if (rc < 0) {
-        peerFail(p, rc, strerror(-rc));
+        corKitPeerFail(&p->base, rc, strerror(-rc));
     } else if (sessionTake(p) == 0) {
         sessionSend(p);
     }
@@ -593,9 +453,9 @@ sendDue(CorEvSoon* soon)
 {
     Peer* p = corContainerOf(soon, Peer, sendSoon);
 
-    p->refs++;
-    loopFlush(p);
-    peerRelease(p);
+    corKitPeerHold(&p->base);
+    corKitPeerFlush(&p->base);
+    corKitPeerRelease(&p->base);
 }
 
 /* On the loop, after each piece of s's body came (or its end). */
@@ -606,7 +466,7 @@ bodyNews(void* arg)
 
     if (s->deferred) {
         bodyResume(s->p, s);
-        corEvSoonStart(s->p->k.loop, &s->p->sendSoon, sendDue);
+        corEvSoonStart(s->p->base.k.loop, &s->p->sendSoon, sendDue);
     }
 }
 
@@ -632,8 +492,8 @@ bodyWatch(Peer* p, CorHttp2Stream* s, char* why, size_t whyLen)
     p->epfd = fd < 0 ? -1 : epoll_create1(EPOLL_CLOEXEC);
     if (p->epfd < 0
         || epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) != 0
-        || epoll_ctl(p->epfd, EPOLL_CTL_ADD, corConnTransport(p->conn)->fd,
-                     &ev) != 0) {
+        || epoll_ctl(p->epfd, EPOLL_CTL_ADD,
+                     corConnTransport(p->base.conn)->fd, &ev) != 0) {
         snprintf(why, whyLen, "no epoll set for a streamed body: %s",
                  strerror(errno));
         return -EMFILE;
@@ -668,7 +528,7 @@ streamSubmit(Peer* p, CorHttp2Stream* s, const CorClientRequest* req,
                                 || req->bodyLen > 0 ? &body : NULL, s);
     free(nv);
     if (id < 0) {
-        snprintf(why, whyLen, "%s: %s", p->name, nghttp2_strerror(id));
+        snprintf(why, whyLen, "%s: %s", p->base.name, nghttp2_strerror(id));
         return id == NGHTTP2_ERR_NOMEM ? -ENOMEM : -EPROTO;
     }
     s->id = id;
@@ -706,13 +566,13 @@ corHttp2StreamOpen(const CorClientRequest* req, const CorUrl* url,
     }
     rc = streamSubmit(p, s, req, url, why, whyLen);
     if (rc != 0) {
-        peerRelease(p);
+        corKitPeerRelease(&p->base);
         goto failed;
     }
     if (loop) {
         /* Every stream the loop opens in this turn goes in one write,
          * before it sleeps. */
-        corEvSoonStart(p->k.loop, &p->sendSoon, sendDue);
+        corEvSoonStart(p->base.k.loop, &p->sendSoon, sendDue);
     }
     *sP = s;
     return 0;
@@ -738,23 +598,15 @@ int
 corHttp2StreamWait(CorHttp2Stream* s, uint64_t deadlineMs)
 {
     Peer* p = s->p;
-    short revents;
     int rc;
 
     if (!p->onLoop) {
         return streamNews(s) ? 0 : threadTurn(p, deadlineMs);
     }
     while (!streamNews(s)) {
-        uint64_t now = corEvClockMs();
-        int left = deadlineMs == 0 ? -1
-                   : deadlineMs > now ? (int)(deadlineMs - now) : 0;
-
-        rc = left == 0 ? 0 : corCoLoopPark(&s->park, left);
-        if (rc <= 0 && !streamNews(s)) {
-            /* A park says 0 for its timeout and for a cancel alike; after
-             * a cancel every wait fails at once, which tells them apart. */
-            return rc < 0 || corRestWaitFd(-1, 0, 0, &revents) < 0
-                   ? -ECANCELED : -ETIMEDOUT;
+        rc = corCoLoopParkUntil(&s->park, deadlineMs);
+        if (rc < 0 && !streamNews(s)) {
+            return rc;
         }
     }
     return 0;
@@ -771,13 +623,13 @@ corHttp2StreamWake(CorHttp2Stream* s)
 void
 corHttp2PeerConsumed(CorHttp2Peer* p, int32_t id, size_t n)
 {
-    if (p->state == PEER_DEAD || n == 0) {
+    if (peerDead(p) || n == 0) {
         return;
     }
     nghttp2_session_consume(p->session, id, n);
     if (p->onLoop) {
         if (sessionSend(p) == 0) {
-            corKitConnFlushSoon(&p->k);
+            corKitConnFlushSoon(&p->base.k);
         }
     }
 }
@@ -785,7 +637,7 @@ corHttp2PeerConsumed(CorHttp2Peer* p, int32_t id, size_t n)
 const char*
 corHttp2StreamPeer(const CorHttp2Stream* s)
 {
-    return s->p->name;
+    return s->p->base.name;
 }
 
 void
@@ -802,21 +654,19 @@ corHttp2StreamClose(CorHttp2Stream* s)
     }
     if (!s->closed) {
         streamLetGo(p, s);
-        if (p->state != PEER_DEAD) {
+        if (!peerDead(p)) {
             nghttp2_submit_rst_stream(p->session, NGHTTP2_FLAG_NONE, s->id,
                                       NGHTTP2_CANCEL);
         }
     }
     corHttp2PeerConsumed(p, s->id, corBufPending(&s->data));
     if (!p->onLoop) {
-        peerFail(p, -ECONNRESET, "closed with its exchange");
-    } else if (p->state != PEER_DEAD) {
-        loopFlush(p);
-        if (p->state != PEER_DEAD) {
-            peerRetire(p);
-        }
+        corKitPeerFail(&p->base, -ECONNRESET, "closed with its exchange");
+    } else {
+        corKitPeerFlush(&p->base);
+        corKitPeerRetire(&p->base);
     }
-    peerRelease(p);
+    corKitPeerRelease(&p->base);
     corBufFree(&s->fields);
     corBufFree(&s->trailers);
     corBufFree(&s->data);
@@ -827,8 +677,5 @@ corHttp2StreamClose(CorHttp2Stream* s)
 void
 corHttp2ClientLoopExit(void)
 {
-    while (!corListEmpty(&loopPeers)) {
-        peerFail(corContainerOf(corListFirst(&loopPeers), Peer, link),
-                 -ECANCELED, "the loop stopped");
-    }
+    corKitPeersStop(&peerOps);
 }

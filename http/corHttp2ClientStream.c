@@ -166,14 +166,9 @@ static int
 fieldKeep(CorBuf* b, unsigned* count, const uint8_t* name, size_t nameLen,
           const uint8_t* value, size_t valueLen)
 {
-    if (corBufReserve(b, nameLen + valueLen + 2) != 0) {
+    if (corBufAppendField(b, name, nameLen, value, valueLen) != 0) {
         return -ENOMEM;
     }
-    memcpy(b->data + b->len, name, nameLen);
-    b->data[b->len + nameLen] = '\0';
-    memcpy(b->data + b->len + nameLen + 1, value, valueLen);
-    b->data[b->len + nameLen + 1 + valueLen] = '\0';
-    b->len += nameLen + valueLen + 2;
     (*count)++;
     return 0;
 }

@@ -333,8 +333,8 @@ typedef enum {
 /*
  * The next line of a head's field section, at *pp: a field line,
  * name ":" OWS value OWS CRLF, taken into h, or the empty line. *pp moves
- * past a whole line. Inline in both head parsers' loops: it runs for
- * every field of every head.
+ * past a whole line. Inline in fieldsParse: it runs for every field of
+ * every head.
  */
 static inline __attribute__((always_inline)) LineKind
 fieldLine(const char** pp, const char* end, CorHttpHeader* h)
@@ -385,6 +385,58 @@ fieldLine(const char** pp, const char* end, CorHttpHeader* h)
     h->valueLen = (size_t)(valueEnd - start);
     *pp = p + 2;
     return LINE_FIELD;
+}
+
+/* What a head's parser notes of a field line (head and facts are its
+ * own): 0, or its refusal (< 0). */
+typedef int (*FieldSeenFn)(void* head, const CorHttpHeader* h, void* facts);
+
+/* A head's field section, as its parser reads it. */
+typedef struct {
+    FieldSeenFn seen;
+    int full;                   /* the result past maxHeaders */
+    int bad;                    /* for a line the grammar refuses */
+} FieldRules;
+
+/*
+ * The field section at *pp, up to its empty line: each field line taken
+ * into headers, *count of them (past max, rules->full), and told to
+ * rules->seen, whose refusal ends it. Returns 1 with *pp past the empty
+ * line, 0 when more bytes are needed, or < 0: rules->bad, rules->full,
+ * seen's refusal. Inline, rules constant: the seen it calls is inlined
+ * into each head's parser.
+ */
+static inline __attribute__((always_inline)) int
+fieldsParse(const char** pp, const char* end, CorHttpHeader* headers,
+            unsigned* count, unsigned max, const FieldRules* rules,
+            void* head, void* facts)
+{
+    unsigned n = 0;
+
+    /* The count in a local, told at the end: seen's writes to its head
+     * could be to *count as far as the compiler knows, and each would
+     * make it load the count again. */
+    for (;;) {
+        CorHttpHeader* h = &headers[n];
+        LineKind line = fieldLine(pp, end, n < max ? h : NULL);
+        int rc;
+
+        if (line == LINE_END) {
+            *count = n;
+            return 1;
+        }
+        if (line != LINE_FIELD) {
+            *count = n;
+            return line == LINE_MORE ? 0
+                   : line == LINE_FULL ? rules->full : rules->bad;
+        }
+        ++n;
+        rc = rules->seen(head, h, facts);
+        if (rc < 0) {
+            *count = n;
+            return rc;
+        }
+    }
 }
 
 /* How much of len bytes a head may take: limits->headerBytes, and what an
@@ -620,11 +672,14 @@ connectionSeen(const CorHttpHeader* h, HeadFacts* facts)
     }
 }
 
-/* Note what a header field that the parser cares about says. */
+/* Note what a header field that the parser cares about says (a
+ * FieldSeenFn). */
 static int
-headerSeen(CorHttpRequestHead* head, const CorHttpHeader* h,
-           HeadFacts* facts)
+headerSeen(void* headArg, const CorHttpHeader* h, void* factsArg)
 {
+    CorHttpRequestHead* head = headArg;
+    HeadFacts* facts = factsArg;
+
     switch (h->nameLen) {
     case 4:
         if (equalsNoCase(h->name, 4, "host")) {
@@ -663,6 +718,12 @@ headerSeen(CorHttpRequestHead* head, const CorHttpHeader* h,
         return 0;
     }
 }
+
+static const FieldRules requestFields = {
+    .seen = headerSeen,
+    .full = -431,
+    .bad = -400,
+};
 
 /*
  * Decode the escapes of a path in place, then remove its dot segments
@@ -927,14 +988,13 @@ corHttpParseHead(char* buf, size_t len, const CorHttpLimits* limits,
 {
     static const char version[] = "HTTP/#.#\r\n"; /* '#': a digit */
     HeadFacts facts = { 0 };
+    unsigned maxHeaders;
     size_t cap;
     const char* p = buf;
     const char* end;
     const char* start;
     const char* query;
     size_t n;
-    unsigned maxHeaders;
-    LineKind line;
     int rc;
 
     assert(limits != NULL && head != NULL);
@@ -1015,30 +1075,16 @@ corHttpParseHead(char* buf, size_t len, const CorHttpLimits* limits,
         return rc;
     }
 
-    for (;;) {
-        CorHttpHeader* h = &head->headers[head->headerCount];
-
-        line = fieldLine(&p, end, head->headerCount < maxHeaders ? h : NULL);
-        if (line != LINE_FIELD) {
-            break;
+    rc = fieldsParse(&p, end, head->headers, &head->headerCount,
+                     maxHeaders, &requestFields, head, &facts);
+    if (rc <= 0) {
+        if (rc == 0) {
+            goto moreHead;
         }
-        head->headerCount++;
-        rc = headerSeen(head, h, &facts);
-        if (rc < 0) {
-            return rc;
-        }
+        return rc;
     }
-    switch (line) {
-    case LINE_END:
-        head->headLen = (size_t)(p - buf);
-        return headFinish(head, &facts, limits);
-    case LINE_MORE:
-        goto moreHead;
-    case LINE_FULL:
-        return -431;
-    default:
-        return -400;
-    }
+    head->headLen = (size_t)(p - buf);
+    return headFinish(head, &facts, limits);
 
 moreLine:
     return len > cap ? -414 : 0;
@@ -1114,10 +1160,12 @@ responseCodingSeen(CorHttpResponseHead* head, const CorHttpHeader* h,
     return 0;
 }
 
+/* A FieldSeenFn. */
 static int
-responseFieldSeen(CorHttpResponseHead* head, const CorHttpHeader* h,
-                  ResponseFacts* facts)
+responseFieldSeen(void* headArg, const CorHttpHeader* h, void* factsArg)
 {
+    CorHttpResponseHead* head = headArg;
+    ResponseFacts* facts = factsArg;
     HeadFacts connection = { 0 };
 
     if (h->nameLen == 14 && equalsNoCase(h->name, 14, "content-length")) {
@@ -1133,6 +1181,12 @@ responseFieldSeen(CorHttpResponseHead* head, const CorHttpHeader* h,
     }
     return 0;
 }
+
+static const FieldRules responseFields = {
+    .seen = responseFieldSeen,
+    .full = COR_HTTP_RESPONSE_TOO_MANY_FIELDS,
+    .bad = COR_HTTP_RESPONSE_BAD_FIELD,
+};
 
 /* "HTTP/1.x NNN reason\r\n": the status line, at p. Sets *lineEnd past its
  * CRLF; returns 0, 1 for more bytes, or an error. */
@@ -1192,14 +1246,11 @@ corHttpParseResponseHead(const char* buf, size_t len,
     size_t cap;
     const char* p = buf;
     const char* end;
-    unsigned maxHeaders;
-    LineKind line;
     int rc;
 
     assert(limits != NULL && head != NULL);
     cap = headCap(len, limits);
     end = buf + cap;
-    maxHeaders = limits->maxHeaders;
     head->versionMinor = 0;
     head->status = 0;
     head->reason = NULL;
@@ -1216,28 +1267,13 @@ corHttpParseResponseHead(const char* buf, size_t len,
     if (rc < 0) {
         return rc;
     }
-    for (;;) {
-        CorHttpHeader* h = &head->headers[head->headerCount];
-
-        line = fieldLine(&p, end, head->headerCount < maxHeaders ? h : NULL);
-        if (line != LINE_FIELD) {
-            break;
-        }
-        head->headerCount++;
-        rc = responseFieldSeen(head, h, &facts);
-        if (rc < 0) {
-            return rc;
-        }
-    }
-    switch (line) {
-    case LINE_END:
-        break;
-    case LINE_MORE:
+    rc = fieldsParse(&p, end, head->headers, &head->headerCount,
+                     limits->maxHeaders, &responseFields, head, &facts);
+    if (rc == 0) {
         goto more;
-    case LINE_FULL:
-        return COR_HTTP_RESPONSE_TOO_MANY_FIELDS;
-    default:
-        return COR_HTTP_RESPONSE_BAD_FIELD;
+    }
+    if (rc < 0) {
+        return rc;
     }
     if (facts.contentLength && facts.transferEncoding) {
         return COR_HTTP_RESPONSE_BAD_FRAMING;

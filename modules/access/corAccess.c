@@ -35,9 +35,6 @@ typedef struct {
     AccessBasic* basic;         /* NULL: no password asked */
 } Guard;
 
-static Guard* guards;
-static unsigned guardCount;
-
 static int
 guardCheck(CorRequest* r, void* arg, CorGuardWait* wait)
 {
@@ -138,28 +135,31 @@ guardRead(CorModule* m, const CorConf* entry, void* record,
 }
 
 static void
+guardFree(void* record)
+{
+    Guard* g = record;
+
+    free(g->rules);
+    corAccessBasicFree(g->basic);
+}
+
+/* The guards are freed after it (the core's, corModuleRecordsRead). */
+static void
 accessExit(CorModule* m)
 {
     (void)m;
     corAccessBasicThreadsStop();
-    for (unsigned i = 0; i < guardCount; i++) {
-        free(guards[i].rules);
-        corAccessBasicFree(guards[i].basic);
-    }
-    free(guards);
-    guards = NULL;
-    guardCount = 0;
 }
 
 static int
 accessInit(CorModule* m, const CorConf* conf)
 {
-    void* array = NULL;
-    int rc = corGuardsRead(m, conf, "{ name, allow / deny, basic_auth }",
-                           sizeof(*guards), guardRead, &array, &guardCount);
+    unsigned count;
 
-    guards = array;             /* what the reads left: the exit's */
-    return rc;
+    return corModuleRecordsRead(m, conf, "guards",
+                                "{ name, allow / deny, basic_auth }",
+                                sizeof(Guard), guardRead, guardFree,
+                                &count) != NULL ? 0 : -1;
 }
 
 COR_MODULE(access, .init = accessInit, .exit = accessExit);

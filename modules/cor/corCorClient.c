@@ -53,64 +53,31 @@ typedef struct PeerCall {
     CorCorMessage answer;
 } PeerCall;
 
-typedef enum {
-    PEER_CONNECTING,
-    PEER_READY,
-    PEER_CLOSING,               /* the server said CLOSE: no new calls */
-    PEER_DEAD
-} PeerState;
-
-/* One loop's connection to one server; the loop's. */
+/* One loop's connection to one server; the loop's. The server's CLOSE is
+ * its drain. References: the loop's list, the connector, each call and
+ * each call's link. */
 typedef struct Peer {
-    CorList link;               /* the loop's peers */
-    char host[256];
-    unsigned port;
-    bool tls;
-    int connectTimeoutMs;
-    PeerState state;
-    bool connected;             /* the connect succeeded: queued frames
-                                 * went (or go) out */
+    CorKitPeer base;            /* its server, state, references, bytes */
     bool served;                /* an answer came on it: a call that finds
                                  * it closed may go again */
-    unsigned refs;              /* the loop's list, the connector, calls */
-    CorConn* conn;
-    CorKitConn k;               /* its bytes, on the loop */
     CorCorTables* sent;
     CorCorTables* received;
     CorList calls;              /* in flight */
     uint32_t nextId;
     unsigned silentTimeouts;    /* timed-out calls since the last frame */
     bool acked;                 /* the HELLO_ACK came */
-    int failure;                /* why it died, -errno */
-    char why[448];
 } Peer;
-
-static __thread CorList loopPeers;
-
-static void peerFail(Peer* p, int rc, const char* why);
 
 /* ---- Peers --------------------------------------------------------------- */
 
 static void
-peerRelease(Peer* p)
+peerFree(CorKitPeer* base)
 {
-    if (--p->refs > 0) {
-        return;
-    }
+    Peer* p = corContainerOf(base, Peer, base);
+
     corCorTablesFree(p->sent);
     corCorTablesFree(p->received);
-    corKitConnFree(&p->k);
     free(p);
-}
-
-/* Off the loop's list: no call finds it any more. */
-static void
-peerForget(Peer* p)
-{
-    if (corListLinked(&p->link)) {
-        corListRemove(&p->link);
-        peerRelease(p);
-    }
 }
 
 static void
@@ -128,53 +95,33 @@ callUnlink(Peer* p, PeerCall* call)
 {
     if (corListLinked(&call->link)) {
         corListRemove(&call->link);
-        peerRelease(p);
+        corKitPeerRelease(&p->base);
     }
 }
 
-/* The connection is gone: every call on it fails with rc. */
+/* The connection is gone: every call on it fails with its failure. */
 static void
-peerFail(Peer* p, int rc, const char* why)
+peerFailed(CorKitPeer* base)
 {
-    if (p->state == PEER_DEAD) {
-        return;
-    }
-    p->state = PEER_DEAD;
-    p->failure = rc;
-    corKitConnStop(&p->k);
-    snprintf(p->why, sizeof(p->why), "cor://%s:%u: %s", p->host, p->port,
-             why);
-    corConnClose(p->conn);      /* NULL-safe: still connecting */
-    p->conn = NULL;
+    Peer* p = corContainerOf(base, Peer, base);
+
     while (!corListEmpty(&p->calls)) {
         PeerCall* call = corContainerOf(corListFirst(&p->calls), PeerCall,
                                         link);
 
         corListRemove(&call->link);
-        callFinish(call, rc);
-        peerRelease(p);
-    }
-    peerForget(p);
-}
-
-/* Write what the socket takes (nothing before the connect); EPOLLOUT
- * brings the rest. */
-static void
-peerFlush(Peer* p)
-{
-    if (corKitConnFlush(&p->k) != 0) {
-        peerFail(p, -ECONNRESET, "the connection failed while writing");
+        callFinish(call, base->failure);
+        corKitPeerRelease(&p->base);
     }
 }
 
-/* Its CLOSE came: the last call answered closes it. */
-static void
-peerRetire(Peer* p)
+/* Its CLOSE came: the last call answered, and the CLOSE it answered with
+ * written, closes it. */
+static bool
+peerIdle(const CorKitPeer* base)
 {
-    if (p->state == PEER_CLOSING && corListEmpty(&p->calls)
-        && corBufPending(&p->k.out) == 0) {
-        peerFail(p, -ECONNRESET, "closed after its CLOSE");
-    }
+    return corListEmpty(&corContainerOf(base, const Peer, base)->calls)
+           && corBufPending(&base->k.out) == 0;
 }
 
 /* ---- Frames from the server ---------------------------------------------- */
@@ -218,7 +165,7 @@ responseTake(Peer* p, const uint8_t* frame, size_t len)
         corCorMessageClear(&m);
     }
     if (rc < 0) {
-        peerFail(p, -EPROTO, why);
+        corKitPeerFail(&p->base, -EPROTO, why);
         return -1;
     }
     return 0;
@@ -249,12 +196,14 @@ frameTake(Peer* p, const uint8_t* frame, size_t len)
         rc = corCorHelloCheck(tree, why, sizeof(why));
         p->acked = rc == 0;
     } else if (rc == 0 && h.type == COR_COR_PING) {
-        rc = corCorFrameEncode(p->sent, COR_COR_PONG, h.id, NULL, &p->k.out,
-                               why, sizeof(why));
+        rc = corCorFrameEncode(p->sent, COR_COR_PONG, h.id, NULL,
+                               &p->base.k.out, why, sizeof(why));
     } else if (rc == 0 && h.type == COR_COR_CLOSE) {
-        p->state = p->state == PEER_READY ? PEER_CLOSING : p->state;
-        rc = corCorFrameEncode(p->sent, COR_COR_CLOSE, 0, NULL, &p->k.out,
-                               why, sizeof(why));
+        if (p->base.state == COR_KIT_PEER_READY) {
+            p->base.state = COR_KIT_PEER_CLOSING;
+        }
+        rc = corCorFrameEncode(p->sent, COR_COR_CLOSE, 0, NULL,
+                               &p->base.k.out, why, sizeof(why));
     } else if (rc == 0 && h.type == COR_COR_ERROR) {
         const char* message = json_string_value(json_object_get(tree,
                                                                 "message"));
@@ -269,7 +218,7 @@ frameTake(Peer* p, const uint8_t* frame, size_t len)
     }
     json_decref(tree);
     if (rc < 0) {
-        peerFail(p, -EPROTO, why);
+        corKitPeerFail(&p->base, -EPROTO, why);
         return -1;
     }
     return 0;
@@ -280,7 +229,7 @@ frameTake(Peer* p, const uint8_t* frame, size_t len)
 static int
 framesTake(CorKitConn* k)
 {
-    Peer* p = corContainerOf(k, Peer, k);
+    Peer* p = corContainerOf(k, Peer, base.k);
     char why[COR_COR_WHY_MAX];
     const uint8_t* in = corBufHead(&k->in);
     size_t len = corBufPending(&k->in);
@@ -291,7 +240,7 @@ framesTake(CorKitConn* k)
 
         if (corCorHeadRead(in + off, len - off, COR_COR_FRAME_MAX, &h, why,
                            sizeof(why)) < 0) {
-            peerFail(p, -EPROTO, why);
+            corKitPeerFail(&p->base, -EPROTO, why);
             return -1;
         }
         if (len - off < COR_COR_HEAD_LEN + h.length) {
@@ -312,140 +261,78 @@ peerReserve(CorKitConn* k)
     return corCorInputReserve(&k->in, COR_COR_FRAME_MAX, CLIENT_READ_ROOM);
 }
 
-/* The server's end: its calls fail (those on a connection that had
- * served may go once more). */
-static int
-peerEnd(CorKitConn* k)
-{
-    peerFail(corContainerOf(k, Peer, k), -ECONNRESET,
-             "the server closed the connection");
-    return -1;
-}
-
-static void
-peerBroken(CorKitConn* k, int rc, const char* why)
-{
-    peerFail(corContainerOf(k, Peer, k), rc, why);
-}
-
-/* The socket has something: read every frame, then write the PONGs and
- * CLOSEs it answered. */
-static void
-peerReady(CorKitConn* k)
-{
-    Peer* p = corContainerOf(k, Peer, k);
-
-    p->refs++;      /* a frame may fail it: it stays readable here */
-    if (corKitConnRead(k) == 0 && p->state != PEER_DEAD) {
-        peerFlush(p);
-        if (p->state != PEER_DEAD) {
-            peerRetire(p);
-        }
-    }
-    peerRelease(p);
-}
-
-static const CorKitOps peerOps = {
-    .ready = peerReady,
+/* The kit's: the server's end fails its calls (those on a connection that
+ * had served may go once more); after each read the PONGs and CLOSEs it
+ * answered are written. */
+static const CorKitOps kitOps = {
+    .ready = corKitPeerReady,
     .take = framesTake,
-    .end = peerEnd,
-    .fail = peerBroken,
+    .end = corKitPeerEnd,
+    .fail = corKitPeerBroken,
     .reserve = peerReserve,
+};
+
+static const CorKitPeerOps peerOps = {
+    .failed = peerFailed,
+    .idle = peerIdle,
+    .free = peerFree,
 };
 
 /* ---- Connecting ---------------------------------------------------------- */
 
-/* The peer's own coroutine: the connect (and TLS), then the loop reads. */
-static void
-peerConnect(void* arg)
-{
-    Peer* p = arg;
-    CorConnTarget target = { .host = p->host, .port = p->port, .tls = p->tls,
-                             .connectTimeoutMs = p->connectTimeoutMs,
-                             .fresh = true };
-    char why[160];
-    int err = 0;
-    CorConn* conn = corConnOpen(&target, &err, why, sizeof(why));
-
-    if (p->state == PEER_DEAD) {
-        corConnClose(conn);     /* NULL-safe: the loop stopped meanwhile */
-    } else if (conn == NULL) {
-        peerFail(p, err, why);
-    } else {
-        p->conn = conn;
-        p->state = PEER_READY;
-        p->connected = true;
-        if (corKitConnStart(&p->k, corConnTransport(conn), NULL) != 0) {
-            peerFail(p, -EIO, "the loop cannot watch the connection");
-        } else {
-            peerFlush(p);
-        }
-    }
-    peerRelease(p);
-}
-
-/* The loop's peer for host:port, or a new one (connecting in a coroutine
- * of its own, its HELLO first in its output). NULL with rc and why. */
+/* A new peer for host:port, its HELLO first in its output. NULL without
+ * memory. */
 static Peer*
-peerFor(const CorUrl* u, bool tls, int connectTimeoutMs, int* rc, char* why,
+peerNew(const CorUrl* u, bool tls, int connectTimeoutMs, char* why,
         size_t whyLen)
 {
-    Peer* p;
-    json_t* hello;
+    Peer* p = calloc(1, sizeof(*p));
+    json_t* hello = corCorHelloTree();
 
-    CorList* node;
-    CorList* next;
-
-    corListForEach(node, next, &loopPeers) {
-        p = corContainerOf(node, Peer, link);
-        if (p->port == u->port && p->tls == tls && strcmp(p->host, u->host)
-            == 0 && (p->state == PEER_READY || p->state == PEER_CONNECTING)) {
-            p->refs++;          /* the caller's */
-            return p;
-        }
-    }
-    p = calloc(1, sizeof(*p));
     if (p != NULL) {
-        corKitConnInit(&p->k, corEvLoopCurrent(), &peerOps);
+        corKitPeerInit(&p->base, &peerOps, corEvLoopCurrent(), &kitOps,
+                       u->host, u->port);
     }
-    hello = corCorHelloTree();
     if (p == NULL || hello == NULL || (p->sent = corCorTablesNew()) == NULL
         || (p->received = corCorTablesNew()) == NULL
-        || corCorFrameEncode(NULL, COR_COR_HELLO, 0, hello, &p->k.out, why,
-                             whyLen) < 0) {
+        || corCorFrameEncode(NULL, COR_COR_HELLO, 0, hello, &p->base.k.out,
+                             why, whyLen) < 0) {
         json_decref(hello);
         if (p != NULL) {
-            p->refs = 1;
-            peerRelease(p);
+            corKitPeerRelease(&p->base);
         }
-        *rc = -ENOMEM;
         snprintf(why, whyLen, "no memory for a connection");
         return NULL;
     }
     json_decref(hello);
-    snprintf(p->host, sizeof(p->host), "%s", u->host);
-    p->port = u->port;
-    p->tls = tls;
-    p->connectTimeoutMs = connectTimeoutMs;
-    p->refs = 3;                /* the list, the connector, the caller */
-    corListInsert(&loopPeers, &p->link);
-    /* The connector runs at once, up to its first wait: a connect that
-     * fails without waiting (a name known not to exist, no fd) has failed
-     * the peer when the spawn returns. */
-    *rc = corCoLoopSpawn(p->k.loop, peerConnect, p);
-    if (*rc != 0) {
-        snprintf(why, whyLen, "no coroutine to connect to cor://%s:%u",
-                 p->host, p->port);
-        p->refs--;
-        peerFail(p, *rc, why);
+    p->base.tls = tls;
+    p->base.connectTimeoutMs = connectTimeoutMs;
+    snprintf(p->base.name, sizeof(p->base.name), "cor://%s:%u", u->host,
+             u->port);
+    return p;
+}
+
+/* The loop's peer for host:port, or a new one (connecting in a coroutine
+ * of its own). Returns it with a reference for the caller, or NULL with
+ * rc and why. */
+static Peer*
+peerFor(const CorUrl* u, bool tls, int connectTimeoutMs, int* rc, char* why,
+        size_t whyLen)
+{
+    CorKitPeer* found = corKitPeerFind(&peerOps, u->host, u->port, tls,
+                                       NULL);
+    Peer* p;
+
+    if (found != NULL) {
+        return corContainerOf(found, Peer, base);
     }
-    if (p->state == PEER_DEAD) {
-        *rc = p->failure;
-        snprintf(why, whyLen, "%s", p->why);
-        peerRelease(p);
+    p = peerNew(u, tls, connectTimeoutMs, why, whyLen);
+    if (p == NULL) {
+        *rc = -ENOMEM;
         return NULL;
     }
-    return p;
+    *rc = corKitPeerStart(&p->base, why, whyLen);
+    return *rc == 0 ? p : NULL;
 }
 
 /* ---- One call on a loop -------------------------------------------------- */
@@ -457,9 +344,10 @@ peerFor(const CorUrl* u, bool tls, int connectTimeoutMs, int* rc, char* why,
 static void
 peerSilence(Peer* p)
 {
-    if (p->state != PEER_DEAD && ++p->silentTimeouts >= SILENT_TIMEOUTS) {
-        peerFail(p, -ETIMEDOUT, "no frame from the server across "
-                 "several timed-out calls");
+    if (p->base.state != COR_KIT_PEER_DEAD
+        && ++p->silentTimeouts >= SILENT_TIMEOUTS) {
+        corKitPeerFail(&p->base, -ETIMEDOUT, "no frame from the server "
+                       "across several timed-out calls");
     }
 }
 
@@ -469,19 +357,11 @@ static int
 callWait(Peer* p, PeerCall* call, uint64_t deadlineMs)
 {
     while (!call->done) {
-        uint64_t now = corEvClockMs();
-        int left = deadlineMs == 0 ? -1
-                   : deadlineMs > now ? (int)(deadlineMs - now) : 0;
-        int rc = left == 0 ? 0 : corCoLoopPark(&call->park, left);
+        int rc = corCoLoopParkUntil(&call->park, deadlineMs);
 
-        if (rc <= 0 && !call->done) {
-            short revents;
-
+        if (rc < 0 && !call->done) {
             callUnlink(p, call);
-            /* A park says 0 for its timeout and for a cancel alike; after
-             * a cancel every wait fails at once, which tells them apart. */
-            return rc < 0 || corRestWaitFd(-1, 0, 0, &revents) < 0
-                   ? -ECANCELED : -ETIMEDOUT;
+            return rc;
         }
     }
     return call->rc;
@@ -500,42 +380,37 @@ corCorCallOnLoop(const CorCorCall* c, CorCorMessage* answer,
         return rc;
     }
     served = p->served;
-    out->reused = p->state != PEER_CONNECTING;
+    out->reused = p->base.state != COR_KIT_PEER_CONNECTING;
     call.id = ++p->nextId;
     rc = corCorMessageEncode(p->sent, COR_COR_REQUEST, call.id, c->request,
-                             &p->k.out, why, whyLen);
+                             &p->base.k.out, why, whyLen);
     if (rc < 0) {
-        peerRelease(p);
+        corKitPeerRelease(&p->base);
         return rc;
     }
     corListInsert(&p->calls, &call.link);
-    p->refs++;                  /* the call's link */
-    corKitConnFlushSoon(&p->k);
+    corKitPeerHold(&p->base);   /* the call's link */
+    corKitConnFlushSoon(&p->base.k);
     rc = callWait(p, &call, c->deadlineMs);
     if (rc == -ETIMEDOUT) {
         peerSilence(p);
     }
     out->retry = rc == -ECONNRESET && served;
-    out->sent = p->connected;
-    if (rc < 0 && p->failure != 0 && rc == p->failure) {
-        snprintf(why, whyLen, "%s", p->why);
+    out->sent = p->base.connected;
+    if (rc < 0 && p->base.failure != 0 && rc == p->base.failure) {
+        snprintf(why, whyLen, "%s", p->base.why);
     } else if (rc == -ETIMEDOUT || rc == -ECANCELED) {
-        snprintf(why, whyLen, "cor://%s:%u: %s", p->host, p->port,
+        snprintf(why, whyLen, "%s: %s", p->base.name,
                  rc == -ETIMEDOUT ? "no answer in time" : "cancelled");
     }
     *answer = call.answer;
-    if (p->state != PEER_DEAD) {
-        peerRetire(p);
-    }
-    peerRelease(p);
+    corKitPeerRetire(&p->base);
+    corKitPeerRelease(&p->base);
     return rc;
 }
 
 void
 corCorClientLoopExit(void)
 {
-    while (!corListEmpty(&loopPeers)) {
-        peerFail(corContainerOf(corListFirst(&loopPeers), Peer, link),
-                 -ECANCELED, "the loop stopped");
-    }
+    corKitPeersStop(&peerOps);
 }

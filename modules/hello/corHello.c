@@ -253,16 +253,6 @@ wakeServe(CorRequest* r)
 static const char* gatherUrls[GATHER_MAX];
 static unsigned gatherCount;
 
-/* The clock itself, not a loop's: a worker has no loop. */
-static uint64_t
-nowMs(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* One line per URL, "STATUS URL" (STATUS 0 and the client's reason for a
  * call that failed), then "took MS ms"; 200 when every call got a 2xx,
  * 502 otherwise. */
@@ -274,7 +264,7 @@ gatherServe(CorRequest* r)
     char body[GATHER_MAX * 320];
     size_t n = 0;
     bool allGood = gatherCount > 0;
-    uint64_t start = nowMs();
+    uint64_t start = corEvClockMs();
     int w;
 
     for (unsigned i = 0; i < gatherCount; i++) {
@@ -297,7 +287,7 @@ gatherServe(CorRequest* r)
         corClientResponseFree(&res);
     }
     w = snprintf(body + n, sizeof(body) - n, "took %llu ms\n",
-                 (unsigned long long)(nowMs() - start));
+                 (unsigned long long)(corEvClockMs() - start));
     n += w > 0 && (size_t)w < sizeof(body) - n ? (size_t)w : 0;
     corRespond(r, allGood ? 200 : 502, "text/plain", body, n);
 }

@@ -15,20 +15,33 @@ static atomic_ulong connections;
 static atomic_ulong streams;
 static atomic_ulong abuses[H2_ABUSE_COUNT];
 
-static const char* const abuseNames[H2_ABUSE_COUNT] = {
-    [H2_ABUSE_RAPID_RESET] = "rapid_reset",
-    [H2_ABUSE_CONTINUATION] = "continuation_flood",
-    [H2_ABUSE_HEADER_LIST] = "header_list",
-    [H2_ABUSE_SETTINGS] = "settings_flood",
-    [H2_ABUSE_PING] = "ping_flood",
-    [H2_ABUSE_ZERO_WINDOW] = "zero_window",
-    [H2_ABUSE_PROTOCOL] = "protocol_error",
+/* Each kind of abuse: its /metrics label, and what the log says. */
+static const struct {
+    const char* label;
+    const char* text;
+} abuseKinds[H2_ABUSE_COUNT] = {
+    [H2_ABUSE_RAPID_RESET] = { "rapid_reset",
+                               "rapid reset (RST_STREAM flood)" },
+    [H2_ABUSE_CONTINUATION] = { "continuation_flood", "CONTINUATION flood" },
+    [H2_ABUSE_HEADER_LIST] = { "header_list", "header list past the limit "
+                               "(HPACK bomb)" },
+    [H2_ABUSE_SETTINGS] = { "settings_flood", "SETTINGS flood" },
+    [H2_ABUSE_PING] = { "ping_flood", "PING flood" },
+    [H2_ABUSE_ZERO_WINDOW] = { "zero_window",
+                               "a window kept shut past send_timeout" },
+    [H2_ABUSE_PROTOCOL] = { "protocol_error", "a protocol error" },
 };
 
 void
 corHttp2Count(Http2Abuse why)
 {
     atomic_fetch_add_explicit(&abuses[why], 1, memory_order_relaxed);
+}
+
+const char*
+corHttp2AbuseText(Http2Abuse why)
+{
+    return abuseKinds[why].text;
 }
 
 void
@@ -60,7 +73,7 @@ metricsEmit(CorMetricsOut* out, void* arg)
                      "# TYPE cor_http2_abuse_total counter\n");
     for (unsigned i = 0; i < H2_ABUSE_COUNT; i++) {
         corMetricsPrintf(out, "cor_http2_abuse_total{kind=\"%s\"} %lu\n",
-                         abuseNames[i], atomic_load(&abuses[i]));
+                         abuseKinds[i].label, atomic_load(&abuses[i]));
     }
 }
 

@@ -57,16 +57,6 @@
 /* Rounds of output that a stream's producer may add in one go. */
 #define OUTPUT_ROUNDS 8
 
-static const char* const abuseText[H2_ABUSE_COUNT] = {
-    [H2_ABUSE_RAPID_RESET] = "rapid reset (RST_STREAM flood)",
-    [H2_ABUSE_CONTINUATION] = "CONTINUATION flood",
-    [H2_ABUSE_HEADER_LIST] = "header list past the limit (HPACK bomb)",
-    [H2_ABUSE_SETTINGS] = "SETTINGS flood",
-    [H2_ABUSE_PING] = "PING flood",
-    [H2_ABUSE_ZERO_WINDOW] = "a window kept shut past send_timeout",
-    [H2_ABUSE_PROTOCOL] = "a protocol error",
-};
-
 static void connClose(Http2Conn* c);
 static void timerUpdate(Http2Conn* c);
 
@@ -156,7 +146,7 @@ void
 corHttp2ConnAbuse(Http2Conn* c, Http2Abuse why, uint32_t code)
 {
     corLog(COR_LOG_WARN, "http2: %s: %s; closing the connection",
-           c->peerName, abuseText[why]);
+           c->peerName, corHttp2AbuseText(why));
     corHttp2Count(why);
     nghttp2_session_terminate_session(c->session, code);
     if (sendPump(c) == 0) {

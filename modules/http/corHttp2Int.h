@@ -165,6 +165,8 @@ uint64_t corHttp2StreamsDeadline(Http2Conn* c, uint64_t now);
 /* Read the http2 mapping of the module's conf; register its metrics. */
 int corHttp2ConfRead(CorModule* m, const CorConf* conf);
 void corHttp2Count(Http2Abuse why);
+/* What the log says of an abuse ("PING flood"). */
+const char* corHttp2AbuseText(Http2Abuse why);
 /* A connection or a stream began (for /metrics). */
 void corHttp2CountConnection(void);
 void corHttp2CountStream(void);

@@ -171,15 +171,12 @@ corHttp2StreamHeader(nghttp2_session* s, const nghttp2_frame* f,
     field = (Http2Field){ (uint32_t)st->raw.len, (uint32_t)nameLen,
                           (uint32_t)(st->raw.len + nameLen + 1),
                           (uint32_t)valueLen };
-    if (corBufReserve(&st->raw, nameLen + valueLen + 2) != 0
+    /* The bytes first: bytes that no place names are never read, a place
+     * without its bytes would be. */
+    if (corBufAppendField(&st->raw, name, nameLen, value, valueLen) != 0
         || corBufAppend(&st->fields, &field, sizeof(field)) != 0) {
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
-    memcpy(st->raw.data + st->raw.len, name, nameLen);
-    st->raw.data[st->raw.len + nameLen] = '\0';
-    memcpy(st->raw.data + field.valueOff, value, valueLen);
-    st->raw.data[field.valueOff + valueLen] = '\0';
-    st->raw.len += nameLen + valueLen + 2;
     return 0;
 }
 

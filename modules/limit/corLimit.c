@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 typedef struct {
     char* name;
@@ -38,17 +37,9 @@ typedef struct {
     atomic_uint_fast64_t limited;
 } Guard;
 
+/* The guards; the core's (corModuleRecordsRead), from init to exit. */
 static Guard* guards;
 static unsigned guardCount;
-
-static uint64_t
-nowNs(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The request's key into *keyP; false when it has none. An IPv4 client
  * of a dual-stack listener (::ffff:a.b.c.d) is a.b.c.d, one key
@@ -91,7 +82,8 @@ limitCheck(CorRequest* r, void* arg, CorGuardWait* wait)
     if (!keyOf(g, r, &key, &len)) {
         return COR_GUARD_PASS;
     }
-    if (corLimitTableTake(g->table, key, len, nowNs(), &g->rate, &waitNs)) {
+    if (corLimitTableTake(g->table, key, len, corEvClockNs(), &g->rate,
+                          &waitNs)) {
         atomic_fetch_add_explicit(&g->passed, 1, memory_order_relaxed);
         return COR_GUARD_PASS;
     }
@@ -198,28 +190,22 @@ guardRead(CorModule* m, const CorConf* entry, void* record,
 }
 
 static void
-limitExit(CorModule* m)
+guardFree(void* record)
 {
-    (void)m;
-    for (unsigned i = 0; i < guardCount; i++) {
-        free(guards[i].name);
-        free(guards[i].header);
-        corLimitTableFree(guards[i].table);
-    }
-    free(guards);
-    guards = NULL;
-    guardCount = 0;
+    Guard* g = record;
+
+    free(g->name);
+    free(g->header);
+    corLimitTableFree(g->table);
 }
 
 static int
 limitInit(CorModule* m, const CorConf* conf)
 {
-    void* array = NULL;
-    int rc = corGuardsRead(m, conf, "{ name, rate, burst, key }",
-                           sizeof(*guards), guardRead, &array, &guardCount);
-
-    guards = array;             /* what the reads left: the exit's */
-    return rc != 0 ? -1 : corMetricsSourceAdd(m, limitMetrics, NULL);
+    guards = corModuleRecordsRead(m, conf, "guards",
+                                  "{ name, rate, burst, key }", sizeof(Guard),
+                                  guardRead, guardFree, &guardCount);
+    return guards == NULL ? -1 : corMetricsSourceAdd(m, limitMetrics, NULL);
 }
 
-COR_MODULE(limit, .init = limitInit, .exit = limitExit);
+COR_MODULE(limit, .init = limitInit);

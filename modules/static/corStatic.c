@@ -32,7 +32,7 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The roots; the module's, from init to exit. */
+/* The roots; the core's (corModuleRecordsRead), from init to exit. */
 static StaticRoot* roots;
 static unsigned rootCount;
 
@@ -141,13 +141,13 @@ choicesRead(CorModule* m, const CorConf* entry, StaticRoot* root)
 /* One root of the list, registered as a handler; every part is read
  * whatever an earlier one said, so cor -t reports each mistake at once. */
 static int
-rootRead(CorModule* m, const CorConf* entry, unsigned index)
+rootRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
 {
     static const char* const keys[] = { "name", "root", "index", "symlinks",
                                         NULL };
     CorConfErrors* e = corModuleErrors(m);
     const char* name = corConfString(entry, "name", NULL, e);
-    StaticRoot* root = &roots[index];
+    StaticRoot* root = record;
     unsigned before = e->count;
     char where[32];
     int rc = 0;
@@ -200,27 +200,28 @@ typesRead(CorModule* m, const CorConf* conf)
 }
 
 static void
+rootFree(void* record)
+{
+    StaticRoot* root = record;
+
+    free(root->name);
+    free(root->path);
+    free(root->index);
+}
+
+/* The roots are freed after it (the core's, corModuleRecordsRead). */
+static void
 staticExit(CorModule* m)
 {
     (void)m;
     corStaticCacheFree();
     corStaticMimeFree();
-    for (unsigned i = 0; i < rootCount; i++) {
-        free(roots[i].name);
-        free(roots[i].path);
-        free(roots[i].index);
-    }
-    free(roots);
-    roots = NULL;
-    rootCount = 0;
 }
 
 static int
 staticInit(CorModule* m, const CorConf* conf)
 {
     CorConfErrors* e = corModuleErrors(m);
-    const CorConf* list = corConfSeq(conf, "roots", e);
-    size_t count = corConfCount(list);
     int rc = 0;
 
     corStaticSettings.cacheEntries =
@@ -228,27 +229,14 @@ staticInit(CorModule* m, const CorConf* conf)
     corStaticSettings.cacheValidMs =
         corConfDurationMs(conf, "open_file_cache_valid", 1000, 0, 3600000, e);
     rc |= typesRead(m, conf);
-    if (count == 0) {
-        corModuleError(m, list != NULL ? list : conf,
-                       "roots: at least one (name, root)");
-        return -1;
-    }
-    roots = calloc(count, sizeof(StaticRoot));
-    if (roots == NULL || corStaticCacheInit() != 0) {
+    if (corStaticCacheInit() != 0) {
         corModuleError(m, conf, "no memory");
         return -1;
     }
-    for (size_t i = 0; i < count; i++) {
-        rootCount++;
-        if (corConfKind(corConfAt(list, i)) != COR_CONF_MAP) {
-            corModuleError(m, corConfAt(list, i), "roots[%zu]: expected a "
-                           "mapping (name, root...)", i);
-            rc = -1;
-        } else if (rootRead(m, corConfAt(list, i), (unsigned)i) < 0) {
-            rc = -1;
-        }
-    }
-    return rc;
+    roots = corModuleRecordsRead(m, conf, "roots", "name, root...",
+                                 sizeof(StaticRoot), rootRead, rootFree,
+                                 &rootCount);
+    return roots == NULL ? -1 : rc;
 }
 
 COR_MODULE(static, .init = staticInit, .exit = staticExit);

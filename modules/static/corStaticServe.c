@@ -96,21 +96,6 @@ relPath(CorRequest* r)
 
 /* ---- Validators ---------------------------------------------------------- */
 
-/* A header's value as a string in r's arena, or NULL when absent. */
-static const char*
-headerText(CorRequest* r, const char* name)
-{
-    const CorHeader* h = corRequestHeader(r, name);
-    char* text;
-
-    if (h == NULL || (text = corRequestAlloc(r, h->valueLen + 1)) == NULL) {
-        return NULL;
-    }
-    memcpy(text, h->value, h->valueLen);
-    text[h->valueLen] = '\0';
-    return text;
-}
-
 /* Whether the If-None-Match list holds etag or "*", compared weakly (a
  * W/ before a tag does not matter, RFC 9110 8.8.3.2). */
 static bool
@@ -155,14 +140,14 @@ dateParse(const char* text)
 static bool
 notModified(CorRequest* r, const StaticFile* f)
 {
-    const char* list = headerText(r, "if-none-match");
+    const char* list = corRequestHeaderText(r, "if-none-match");
     const char* since;
     time_t t;
 
     if (list != NULL) {
         return noneMatchHolds(list, f->etag);
     }
-    since = headerText(r, "if-modified-since");
+    since = corRequestHeaderText(r, "if-modified-since");
     t = since != NULL ? dateParse(since) : -1;
     return t >= 0 && f->mtime <= t;
 }
@@ -172,7 +157,7 @@ notModified(CorRequest* r, const StaticFile* f)
 static bool
 ifRangeHolds(CorRequest* r, const StaticFile* f)
 {
-    const char* v = headerText(r, "if-range");
+    const char* v = corRequestHeaderText(r, "if-range");
 
     if (v == NULL) {
         return true;

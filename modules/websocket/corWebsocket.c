@@ -370,21 +370,6 @@ wsSession(CorUpgraded* u, void* arg)
 
 /* ---- The handshake ------------------------------------------------------- */
 
-/* A header's value as a C string in r's arena, or NULL. */
-static const char*
-headerValue(CorRequest* r, const char* name)
-{
-    const CorHeader* h = corRequestHeader(r, name);
-    char* copy;
-
-    if (h == NULL || (copy = corRequestAlloc(r, h->valueLen + 1)) == NULL) {
-        return NULL;
-    }
-    memcpy(copy, h->value, h->valueLen);
-    copy[h->valueLen] = '\0';
-    return copy;
-}
-
 /* Whether key is the base64 of 16 bytes (RFC 6455 4.2.1). */
 static bool
 keyValid(const char* key)
@@ -398,8 +383,8 @@ keyValid(const char* key)
 static void
 wsServe(CorRequest* r)
 {
-    const char* version = headerValue(r, "Sec-WebSocket-Version");
-    const char* key = headerValue(r, "Sec-WebSocket-Key");
+    const char* version = corRequestHeaderText(r, "Sec-WebSocket-Version");
+    const char* key = corRequestHeaderText(r, "Sec-WebSocket-Key");
     unsigned char digest[SHA_DIGEST_LENGTH];
     char accept[64];
     char keyed[128];

@@ -589,11 +589,14 @@ START_TEST(test_listen_tls_keys)
     ck_assert_str_eq(t->ciphersuites, "TLS_AES_128_GCM_SHA256");
     ck_assert_str_eq(t->groups, "X25519:P-256");
     ck_assert_uint_eq(t->sessionLifetimeS, 3600);
+    /* The files are beside the configuration (t.yaml, in "."). */
+    ck_assert_str_eq(t->certs[0].certificate, "./c.pem");
+    ck_assert_str_eq(t->certs[0].key, "./k.pem");
     ck_assert(t->certs[0].ocsp.fetch);
     ck_assert_ptr_null(t->certs[0].ocsp.file);
-    ck_assert_str_eq(t->certs[0].ocsp.issuer, "ca.pem");
+    ck_assert_str_eq(t->certs[0].ocsp.issuer, "./ca.pem");
     ck_assert(!t->certs[1].ocsp.fetch);
-    ck_assert_str_eq(t->certs[1].ocsp.file, "b.der");
+    ck_assert_str_eq(t->certs[1].ocsp.file, "./b.der");
     corConfigFree(cf);
 }
 END_TEST
