@@ -146,13 +146,14 @@ bodyPass(HttpConn* c)
     if (rc < 0) {
         return bodyRefuse(c, -rc);
     }
+    /* Counted before the put: a handler that takes within it subtracts. */
+    c->bodyUnread += produced;
     if (produced > 0 && corRequestBodyPut(&req->r, at, produced) != 0) {
         corHttpBodyFail(c, -ENOMEM);
         return 0;
     }
     corBufConsume(in, consumed);
     c->bodyLen += produced;
-    c->bodyUnread += produced;
     c->bodyHeld = c->bodyUnread >= BODY_HELD_BYTES;
     if (rc == 1) {
         bodyWhole(c);
@@ -180,6 +181,9 @@ corHttpBodyFeed(HttpConn* c)
             break;                  /* drained: the next edge brings more */
         } else if (corHttpRead(c) != 0) {
             return -1;
+        } else if (c->readPaused && corBufPending(&c->k.in) == 0) {
+            /* No input buffer to be had: another read would spin. */
+            corHttpBodyFail(c, -ENOMEM);
         }
     }
     if (c->bodyHeld) {

@@ -286,6 +286,7 @@ requestCreate(HttpConn* c, const CorHttpRequestHead* h)
     req->keepAlive = h->keepAlive;
     req->expectContinue = h->expectContinue;
     req->answered = false;
+    req->shutBefore = false;
     req->versionMinor = h->versionMinor;
     req->body = NULL;
     req->bodyCap = 0;

@@ -184,8 +184,9 @@ static void
 answered(HttpConn* c, CorRequest* r)
 {
     HttpRequest* req = corContainerOf(r, HttpRequest, r);
+    bool dropped = c->bodyStream != HTTP_BODY_WHOLE;
 
-    if (c->bodyStream != HTTP_BODY_WHOLE) {
+    if (dropped) {
         /* Its body was not read to its end: the rest is dropped as it
          * comes, not taken for a next request. */
         corHttpBodyDrop(c);
@@ -210,8 +211,10 @@ answered(HttpConn* c, CorRequest* r)
     /* Bytes that came while the handler had the request raised their edge
      * then (ready paused the read), and a peer that shut its side leaves
      * an end to read that no further edge announces; otherwise nothing can
-     * have come, and a read would only say EAGAIN. */
-    if (c->readPaused || c->k.peerShut) {
+     * have come, and a read would only say EAGAIN. A body dropped is not
+     * read into the buffer: the lingering close drains it through its
+     * sink, in bounded memory. */
+    if (!dropped && (c->readPaused || c->k.peerShut)) {
         if (corHttpRead(c) != 0) {
             corHttpConnClose(c);
             return;
