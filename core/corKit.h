@@ -63,6 +63,18 @@ void corBufFree(CorBuf* b);
 static inline size_t corBufPending(const CorBuf* b);
 static inline uint8_t* corBufHead(const CorBuf* b);
 
+/* ---- Blocks a thread keeps (corChunk.c) ---------------------------------- */
+
+/* A block of at least *sizeP bytes, from what this thread gave back when it
+ * can: *sizeP becomes the block's size (its class, 128 bytes to 8 KiB;
+ * larger sizes are malloc's as asked). Uninitialised; NULL without memory. */
+void* corChunkTake(size_t* sizeP);
+/* The size of the block corChunkTake gives for size bytes. */
+size_t corChunkSize(size_t size);
+/* Give back a block of size bytes (the size corChunkTake said), on any
+ * thread; NULL is ignored. */
+void corChunkGive(void* block, size_t size);
+
 /* ---- A buffered connection on a loop ------------------------------------- */
 
 typedef struct CorKitConn CorKitConn;

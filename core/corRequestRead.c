@@ -8,6 +8,7 @@
  * calls them and which none of them calls.
  */
 #include "corCoreInt.h"
+#include "corKit.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,14 +16,17 @@
 
 /* A request's arena starts small, since a request that waits holds it
  * for as long as it waits (a query parameter or two is what most take),
- * and each further chunk doubles, up to ARENA_CHUNK_MAX. */
-#define ARENA_CHUNK_FIRST 256
+ * and each further chunk doubles, up to ARENA_CHUNK_MAX. Sizes are whole
+ * chunks, header included, so that each is a block this thread keeps
+ * once the request is over (corChunkTake): a request takes its chunks
+ * back from the last one's. */
+#define ARENA_CHUNK_FIRST 512
 #define ARENA_CHUNK_MAX 4096
 
 struct CorArenaChunk {
     CorArenaChunk* next;
     size_t used;
-    size_t size;
+    size_t size;                /* of data */
     max_align_t data[];
 };
 
@@ -41,18 +45,19 @@ corRequestAlloc(CorRequest* r, size_t size)
     }
     aligned = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
     if (chunk == NULL || chunk->size - chunk->used < aligned) {
-        size_t grow = chunk == NULL ? ARENA_CHUNK_FIRST
-                      : chunk->size < ARENA_CHUNK_MAX / 2 ? chunk->size * 2
-                                                          : ARENA_CHUNK_MAX;
-        size_t data = aligned > grow ? aligned : grow;
+        size_t last = chunk == NULL ? 0 : chunk->size + sizeof(*chunk);
+        size_t grow = last == 0 ? ARENA_CHUNK_FIRST
+                      : last < ARENA_CHUNK_MAX ? last * 2 : ARENA_CHUNK_MAX;
+        size_t block = aligned + sizeof(*chunk) > grow
+                       ? aligned + sizeof(*chunk) : grow;
 
-        chunk = malloc(sizeof(*chunk) + data);
+        chunk = corChunkTake(&block);
         if (chunk == NULL) {
             return NULL;
         }
         chunk->next = r->arena;
         chunk->used = 0;
-        chunk->size = data;
+        chunk->size = block - sizeof(*chunk);
         r->arena = chunk;
     }
     p = (char*)chunk->data + chunk->used;
@@ -66,7 +71,7 @@ corRequestArenaFree(CorRequest* r)
     while (r->arena != NULL) {
         CorArenaChunk* next = r->arena->next;
 
-        free(r->arena);
+        corChunkGive(r->arena, r->arena->size + sizeof(*r->arena));
         r->arena = next;
     }
 }

@@ -1012,7 +1012,8 @@ int
 corHttpClientOpen(const CorClientRequest* req, CorClientResponse* res,
                   CorHttpClientExchange** xP)
 {
-    Exchange* x = malloc(sizeof(*x));
+    size_t size = sizeof(Exchange);
+    Exchange* x = corChunkTake(&size);
     const CorScheme* s = corSchemeOf(req->url);
     int rc;
 
@@ -1028,7 +1029,7 @@ corHttpClientOpen(const CorClientRequest* req, CorClientResponse* res,
         rc = exchangeOpen(x, req, res);
     }
     if (rc < 0) {
-        free(x);
+        corChunkGive(x, size);
         return rc;
     }
     *xP = x;
@@ -1056,7 +1057,7 @@ corHttpClientClose(CorHttpClientExchange* x)
 {
     if (x != NULL) {
         exchangeClose(x);
-        free(x);
+        corChunkGive(x, corChunkSize(sizeof(Exchange)));
     }
 }
 

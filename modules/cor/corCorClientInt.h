@@ -62,5 +62,8 @@ int corCorFetch(const CorClientRequest* req, CorClientResponse* res);
  * -ENOMEM.
  */
 int corCorInputReserve(CorBuf* in, uint32_t maxFrame, size_t room);
+/* An idle connection's input buffer (nothing pending) given back to the
+ * thread's blocks, for the next connection that reads to take. */
+void corCorInputIdle(CorBuf* in);
 
 #endif /* COR_COR_CLIENT_INT_H */

@@ -193,6 +193,7 @@ typedef struct {
     size_t bodyLen;             /* 0: no body */
     json_t* tree;               /* corCorMessageRead's */
     void* store;                /* corCorMessageRead's */
+    size_t storeSize;           /* its size, when a kept block (corChunk) */
 } CorCorMessage;
 
 /*

@@ -279,6 +279,8 @@ static const struct {
 /* What the store holds beyond twice the frame: names by index, the
  * header lines of a message of a dozen or so. */
 #define STORE_SLACK 512
+/* Lines the first block holds: a dozen headers, some twice. */
+#define LINES_FIRST 12
 
 /* A string kept in the store: its offset, since the store moves as it
  * grows. */
@@ -660,7 +662,7 @@ messageFill(Reader* r, CorCorMessage* m)
     *m = (CorCorMessage){
         .status = (int)r->status, .headers = headers, .headerCount = n,
         .body = r->store.data + bodyAt, .bodyLen = bodyLen,
-        .store = r->store.data };
+        .store = r->store.data, .storeSize = r->store.cap };
     if (r->type == COR_COR_REQUEST) {
         m->verb = keptAt(r, r->verb);
         m->path = keptAt(r, r->path);
@@ -691,8 +693,13 @@ corCorEnvelopeRead(CorCorTables* t, const uint8_t* frame, size_t len,
     /* The store in one allocation for most frames: its strings (a name by
      * index may be longer than the byte that sent it), a body that is
      * kept and then copied (text) or decoded (bytes), the lines. */
-    if (corBufGrowTo(&r.store, (size_t)h->length * 2 + STORE_SLACK) != 0) {
-        return noMemory(&r);
+    r.store.cap = (size_t)h->length * 2 + STORE_SLACK;
+    r.lines.cap = LINES_FIRST * sizeof(Line);
+    r.store.data = corChunkTake(&r.store.cap);
+    r.lines.data = corChunkTake(&r.lines.cap);
+    if (r.store.data == NULL || r.lines.data == NULL) {
+        rc = noMemory(&r);
+        goto done;
     }
     corCorDecodeBegin(&r.d, t, frame + COR_COR_HEAD_LEN, why, whyLen);
     rc = corCorDecodeEnd(&r.d, h->length, getRoot(&r, h->length));
@@ -702,8 +709,9 @@ corCorEnvelopeRead(CorCorTables* t, const uint8_t* frame, size_t len,
         corCorTableTruncate(&t->namespaces, r.d.namespaces);
         corCorTableTruncate(&t->names, r.d.names);
     }
-    corBufFree(&r.store);
-    corBufFree(&r.lines);
+done:
+    corChunkGive(r.store.data, r.store.cap);
+    corChunkGive(r.lines.data, r.lines.cap);
     json_decref(r.bodyTree);
     return rc;
 }

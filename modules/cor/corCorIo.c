@@ -28,5 +28,20 @@ corCorInputReserve(CorBuf* in, uint32_t maxFrame, size_t room)
             need = need < frame ? need : frame;
         }
     }
+    if (in->data == NULL) {
+        /* A connection that went idle gave its buffer back: the block
+         * its last turn gave is this one's (corCorInputIdle). */
+        in->cap = need;
+        in->data = corChunkTake(&in->cap);
+        in->len = in->off = 0;
+        return in->data != NULL ? 0 : -ENOMEM;
+    }
     return corBufGrowTo(in, need);
+}
+
+void
+corCorInputIdle(CorBuf* in)
+{
+    corChunkGive(in->data, in->cap);
+    *in = (CorBuf){ 0 };
 }

@@ -684,6 +684,6 @@ void
 corCorMessageClear(CorCorMessage* m)
 {
     json_decref(m->tree);
-    free(m->store);
+    corChunkGive(m->store, m->storeSize);
     memset(m, 0, sizeof(*m));
 }

@@ -419,7 +419,7 @@ frameLoop(CorKitConn* k)
         return;
     }
     if (corBufPending(&k->in) == 0 && c->inFlight == 0) {
-        corBufFree(&k->in);     /* an idle connection holds no buffer */
+        corCorInputIdle(&k->in);    /* an idle connection holds none */
     }
     if (!connDoneWith(c)) {
         timerUpdate(c);

@@ -54,6 +54,7 @@ struct CorServerRequest {
     CorList link;               /* the connection's requests */
     uint32_t id;                /* the REQUEST's correlation id */
     size_t held;                /* its bytes, in conn->heldBytes */
+    size_t block;               /* the size of its memory (corChunkTake) */
     bool answered;              /* its RESPONSE is queued (or failed) */
     bool streamFailed;          /* its streamed body outgrew a frame, or
                                  * its stream was aborted */

@@ -122,8 +122,9 @@ requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
 {
     size_t targetLen = strlen(m->path);
     unsigned count = m->headerCount + (m->contentType != NULL);
-    CorServerRequest* req = calloc(1, sizeof(*req) + count * sizeof(CorHeader)
-                                      + 2 * targetLen + 1);
+    size_t block = sizeof(CorServerRequest) + count * sizeof(CorHeader)
+                   + 2 * targetLen + 1;
+    CorServerRequest* req = corChunkTake(&block);
     char* target;
     CorHttpTarget t;
 
@@ -131,9 +132,12 @@ requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
         corCorServerAnswerBare(c, id, 503, "no memory\n");
         return NULL;
     }
+    /* Zeroed but for r, which is written whole below. */
+    memset((char*)req + sizeof(req->r), 0, sizeof(*req) - sizeof(req->r));
+    req->block = block;
     target = memcpy((char*)(req->headers + count), m->path, targetLen + 1);
     if (corHttpTargetDecode(target, targetLen, &t) != 0) {
-        free(req);
+        corChunkGive(req, block);
         corCorServerAnswerBare(c, id, 400, "bad path\n");
         return NULL;
     }
@@ -170,7 +174,7 @@ requestFree(CorServerRequest* req)
 {
     corCorMessageClear(&req->message);
     corBufFree(&req->streamed);
-    free(req);
+    corChunkGive(req, req->block);
 }
 
 /* A file body (corRespondFile), read whole: a frame carries it. */
