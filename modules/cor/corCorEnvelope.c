@@ -27,12 +27,23 @@
 #define DEPTH_VALUE 3
 #define DEPTH_REPEATED 4
 
-/* A string node: its tag, its name (none: NULL), its value. */
+/* A string node with no name (an array's element): its tag, its value. */
 static int
-putStringNode(CorCorEncoder* e, const char* name, size_t nameLen,
-              const char* s, size_t len, unsigned depth)
+putStringElement(CorCorEncoder* e, const char* s, size_t len,
+                 unsigned depth)
 {
-    int rc = corCorPutHead(e, COR_COR_NODE_STRING, 0, name, nameLen, depth);
+    int rc = corCorPutHead(e, COR_COR_NODE_STRING, 0, NULL, 0, depth);
+
+    return rc == 0 ? corCorPutString(e, s, len) : rc;
+}
+
+/* A member of the root that is a string, under one of the known names. */
+static int
+putStringMember(CorCorEncoder* e, CorCorKnown name, const char* s,
+                size_t len)
+{
+    int rc = corCorPutHeadKnown(e, COR_COR_NODE_STRING, 0, name,
+                                DEPTH_MEMBER);
 
     return rc == 0 ? corCorPutString(e, s, len) : rc;
 }
@@ -55,8 +66,9 @@ putFirst(CorCorEncoder* e, CorCorType type, const CorCorMessage* m)
                       m->status);
             return -EINVAL;
         }
-        rc = corCorPutHead(e, COR_COR_NODE_INT, corCorIntFlags(m->status),
-                           "status", 6, DEPTH_MEMBER);
+        rc = corCorPutHeadKnown(e, COR_COR_NODE_INT,
+                                corCorIntFlags(m->status),
+                                COR_COR_KNOWN_STATUS, DEPTH_MEMBER);
         return rc == 0 ? corCorPutInt(e, m->status) : rc;
     }
     verbLen = m->verb != NULL ? strlen(m->verb) : 0;
@@ -67,9 +79,8 @@ putFirst(CorCorEncoder* e, CorCorType type, const CorCorMessage* m)
                   "path");
         return -EINVAL;
     }
-    rc = putStringNode(e, "verb", 4, m->verb, verbLen, DEPTH_MEMBER);
-    return rc == 0 ? putStringNode(e, "path", 4, m->path, pathLen,
-                                   DEPTH_MEMBER)
+    rc = putStringMember(e, COR_COR_KNOWN_VERB, m->verb, verbLen);
+    return rc == 0 ? putStringMember(e, COR_COR_KNOWN_PATH, m->path, pathLen)
                    : rc;
 }
 
@@ -90,8 +101,7 @@ headerValue(CorCorEncoder* e, const CorHeader* h, unsigned depth)
         return -EINVAL;
     }
     return depth == 0 ? corCorPutString(e, h->value, h->valueLen)
-                      : putStringNode(e, NULL, 0, h->value, h->valueLen,
-                                      depth);
+                      : putStringElement(e, h->value, h->valueLen, depth);
 }
 
 static bool
@@ -157,8 +167,8 @@ putHeaders(CorCorEncoder* e, const CorCorMessage* m)
 {
     CorHeader ct;
     size_t start;
-    int rc = corCorPutHead(e, COR_COR_NODE_OBJECT, 0, "headers", 7,
-                           DEPTH_MEMBER);
+    int rc = corCorPutHeadKnown(e, COR_COR_NODE_OBJECT, 0,
+                                COR_COR_KNOWN_HEADERS, DEPTH_MEMBER);
 
     if (rc != 0 || (rc = corCorPutOpen(e, &start)) != 0) {
         return rc;
@@ -194,15 +204,15 @@ putBody(CorCorEncoder* e, const CorCorMessage* m)
     }
     if (memchr(m->body, '\0', m->bodyLen) == NULL
         && corCorUtf8(m->body, m->bodyLen)) {
-        return putStringNode(e, "text", 4, m->body, m->bodyLen, DEPTH_MEMBER);
+        return putStringMember(e, COR_COR_KNOWN_TEXT, m->body, m->bodyLen);
     }
     if ((b64 = malloc((m->bodyLen + 2) / 3 * 4)) == NULL) {
         corCorWhy(e->why, e->whyLen, "no memory for a message");
         return -ENOMEM;
     }
     corCorBase64(m->body, m->bodyLen, b64);
-    rc = putStringNode(e, "bytes", 5, b64, (m->bodyLen + 2) / 3 * 4,
-                       DEPTH_MEMBER);
+    rc = putStringMember(e, COR_COR_KNOWN_BYTES, b64,
+                         (m->bodyLen + 2) / 3 * 4);
     free(b64);
     return rc;
 }
@@ -259,21 +269,18 @@ enum {
     MEMBER_BODY = 1 << 6
 };
 
-#define MEMBER(name) name, sizeof(name) - 1
-
+/* By CorCorKnown: the names are corCorKnownNames. */
 static const struct {
-    const char* name;
-    size_t len;
     unsigned member;
     unsigned type;              /* the node type it must have; 0: any */
-} members[] = {
-    { MEMBER("verb"), MEMBER_VERB, COR_COR_NODE_STRING },
-    { MEMBER("path"), MEMBER_PATH, COR_COR_NODE_STRING },
-    { MEMBER("status"), MEMBER_STATUS, COR_COR_NODE_INT },
-    { MEMBER("headers"), MEMBER_HEADERS, COR_COR_NODE_OBJECT },
-    { MEMBER("text"), MEMBER_TEXT, COR_COR_NODE_STRING },
-    { MEMBER("bytes"), MEMBER_BYTES, COR_COR_NODE_STRING },
-    { MEMBER("body"), MEMBER_BODY, 0 },
+} members[COR_COR_KNOWN_COUNT] = {
+    [COR_COR_KNOWN_VERB] = { MEMBER_VERB, COR_COR_NODE_STRING },
+    [COR_COR_KNOWN_PATH] = { MEMBER_PATH, COR_COR_NODE_STRING },
+    [COR_COR_KNOWN_STATUS] = { MEMBER_STATUS, COR_COR_NODE_INT },
+    [COR_COR_KNOWN_HEADERS] = { MEMBER_HEADERS, COR_COR_NODE_OBJECT },
+    [COR_COR_KNOWN_TEXT] = { MEMBER_TEXT, COR_COR_NODE_STRING },
+    [COR_COR_KNOWN_BYTES] = { MEMBER_BYTES, COR_COR_NODE_STRING },
+    [COR_COR_KNOWN_BODY] = { MEMBER_BODY, 0 },
 };
 
 /* What the store holds beyond twice the frame: names by index, the
@@ -437,6 +444,7 @@ getHeader(Reader* r, size_t end)
     CorCorStr s;
     Kept name;
     unsigned tag;
+    uint8_t kind;
     bool contentType;
     unsigned before = r->lineCount;
     int rc = corCorGetHead(&r->d, end, DEPTH_VALUE, true, &tag, &s);
@@ -451,7 +459,8 @@ getHeader(Reader* r, size_t end)
         return refuse(r, "header \"%.40s\": a name that is not a token",
                       s.s);
     }
-    contentType = corCorNamed(s.s, s.len, "Content-Type");
+    kind = s.kind != 0 ? s.kind : corCorNameKind(s.s, s.len);
+    contentType = (kind & COR_COR_NAME_CONTENT_TYPE) != 0;
     if ((rc = keep(r, &s, &name)) != 0) {
         return rc;
     }
@@ -467,7 +476,7 @@ getHeader(Reader* r, size_t end)
     }
     for (unsigned i = before; rc == 0 && i < r->lineCount; i++) {
         ((Line*)r->lines.data)[i].keep =
-            !contentType && !corCorDropped(keptAt(r, name), name.len);
+            (kind & (COR_COR_NAME_CONTENT_TYPE | COR_COR_NAME_DROPPED)) == 0;
     }
     return rc;
 }
@@ -515,18 +524,16 @@ getRootMember(Reader* r, size_t end)
                              : MEMBER_STATUS;
     CorCorStr name;
     unsigned tag;
-    size_t i = 0;
+    size_t i;
     int rc = corCorGetHead(&r->d, end, DEPTH_MEMBER, true, &tag, &name);
 
     if (rc != 0) {
         return rc;
     }
-    while (i < sizeof(members) / sizeof(members[0])
-           && !(name.len == members[i].len
-                && memcmp(name.s, members[i].name, name.len) == 0)) {
-        i++;
-    }
-    if (i == sizeof(members) / sizeof(members[0])
+    /* members is in CorCorKnown's order; a name not known is none. */
+    i = ((name.kind != 0 ? name.kind : corCorNameKind(name.s, name.len))
+         & COR_COR_NAME_KNOWN) - 1u;
+    if (i >= sizeof(members) / sizeof(members[0])
         || (members[i].member & r->seen) != 0
         || (members[i].member & (own | MEMBER_HEADERS | bodies)) == 0
         || ((members[i].member & bodies) != 0 && (r->seen & bodies) != 0)

@@ -18,13 +18,38 @@
 
 #include "corCorCodec.h"
 
+/* The envelope's own names (docs/cor-protocol.md, "Bodies"), which every
+ * REQUEST and RESPONSE carries: a names table keeps their indices, so
+ * that an encoder puts them with no lookup (corCorPutHeadKnown). */
+typedef enum {
+    COR_COR_KNOWN_VERB,
+    COR_COR_KNOWN_PATH,
+    COR_COR_KNOWN_STATUS,
+    COR_COR_KNOWN_HEADERS,
+    COR_COR_KNOWN_TEXT,
+    COR_COR_KNOWN_BYTES,
+    COR_COR_KNOWN_BODY,
+    COR_COR_KNOWN_COUNT
+} CorCorKnown;
+
+/* What a name is to the envelope (corCorNameKind), worked out once, when
+ * its entry is appended: one of the known names (COR_COR_NAME_KNOWN's
+ * bits: a CorCorKnown + 1, 0 for none), Content-Type, or a header that
+ * does not travel; COR_COR_NAME_SET says the rest is set. */
+#define COR_COR_NAME_SET 0x80
+#define COR_COR_NAME_CONTENT_TYPE 0x40
+#define COR_COR_NAME_DROPPED 0x20
+#define COR_COR_NAME_KNOWN 0x1f
+
 /* An entry of a table: a NUL-terminated copy, malloc'ed, and its length;
- * and whether it is a token, checked once when it is appended, since a
- * header's name comes by index in every message after its first. */
+ * whether it is a token and what it is to the envelope, worked out once
+ * when it is appended, since a header's name comes by index in every
+ * message after its first. */
 typedef struct {
     char* s;
     uint32_t len;
     bool token;
+    uint8_t kind;               /* corCorNameKind's */
 } CorCorEntry;
 
 /* One table: append-only, except that a failed frame truncates it back. */
@@ -35,6 +60,8 @@ typedef struct {
     uint32_t* slots;            /* index + 1 of an entry, 0 when empty */
     unsigned slotCount;         /* a power of two, or 0 */
     uint64_t seed;              /* of the hash */
+    uint32_t known[COR_COR_KNOWN_COUNT];  /* index + 1 of each known
+                                           * name, 0 while it is not in */
 } CorCorTable;
 
 struct CorCorTables {
@@ -165,6 +192,9 @@ int corCorEncodeEnd(CorCorEncoder* e, int rc);
  * counts against the tree's limits at depth. Its value follows. */
 int corCorPutHead(CorCorEncoder* e, unsigned type, unsigned flags,
                   const char* name, size_t nameLen, unsigned depth);
+/* The same with one of the known names: by the index its table keeps. */
+int corCorPutHeadKnown(CorCorEncoder* e, unsigned type, unsigned flags,
+                       CorCorKnown name, unsigned depth);
 
 /* Values: a string (split by the tables' rule), an int's varint (nothing
  * for what corCorIntFlags puts in the tag), a whole json_t node. */
@@ -194,6 +224,7 @@ typedef struct {
     const char* s;
     size_t len;
     bool token;                 /* a token, known (false: not known) */
+    uint8_t kind;               /* corCorNameKind's, 0: not worked out */
 } CorCorStr;
 
 /* One tree being decoded, and the tables' counts before it, which a
@@ -245,6 +276,13 @@ static inline bool corCorNamed(const char* name, size_t len,
 
 /* Date and Content-Length, which do not travel. */
 bool corCorDropped(const char* name, size_t len);
+/* What the name s is to the envelope: COR_COR_NAME_SET with its bits. */
+uint8_t corCorNameKind(const char* s, size_t len);
+/* The known names, in CorCorKnown's order. */
+extern const struct CorCorKnownName {
+    const char* s;
+    size_t len;
+} corCorKnownNames[COR_COR_KNOWN_COUNT];
 /* Whether status may be a RESPONSE's: a final HTTP status, 200..599 (a
  * 1xx is no answer, 101 an upgrade cor:// has not). */
 bool corCorStatusFinal(long long status);

@@ -90,6 +90,36 @@ corCorDropped(const char* name, size_t len)
            || corCorNamed(name, len, "Content-Length");
 }
 
+const struct CorCorKnownName corCorKnownNames[COR_COR_KNOWN_COUNT] = {
+    [COR_COR_KNOWN_VERB] = { "verb", 4 },
+    [COR_COR_KNOWN_PATH] = { "path", 4 },
+    [COR_COR_KNOWN_STATUS] = { "status", 6 },
+    [COR_COR_KNOWN_HEADERS] = { "headers", 7 },
+    [COR_COR_KNOWN_TEXT] = { "text", 4 },
+    [COR_COR_KNOWN_BYTES] = { "bytes", 5 },
+    [COR_COR_KNOWN_BODY] = { "body", 4 },
+};
+
+uint8_t
+corCorNameKind(const char* s, size_t len)
+{
+    uint8_t kind = COR_COR_NAME_SET;
+
+    for (unsigned i = 0; i < COR_COR_KNOWN_COUNT; i++) {
+        if (len == corCorKnownNames[i].len
+            && memcmp(s, corCorKnownNames[i].s, len) == 0) {
+            kind |= (uint8_t)(i + 1);
+        }
+    }
+    if (corCorNamed(s, len, "Content-Type")) {
+        kind |= COR_COR_NAME_CONTENT_TYPE;
+    }
+    if (corCorDropped(s, len)) {
+        kind |= COR_COR_NAME_DROPPED;
+    }
+    return kind;
+}
+
 /* A RESPONSE answers its REQUEST once, finally: a 1xx is no answer (an
  * HTTP client would read it as an interim one and take what follows for
  * the answer), 101 is an HTTP upgrade, which cor:// has not, and a status

@@ -147,6 +147,10 @@ corCorTableAppend(CorCorTable* tb, const char* s, size_t len)
     e->s = copy;
     e->len = (uint32_t)len;
     e->token = corCorToken(copy, len);
+    e->kind = corCorNameKind(copy, len);
+    if ((e->kind & COR_COR_NAME_KNOWN) != 0) {
+        tb->known[(e->kind & COR_COR_NAME_KNOWN) - 1] = tb->count + 1;
+    }
     tb->entries.len += sizeof(*e);
     slotPut(tb, tb->count);
     tb->count++;
@@ -161,6 +165,11 @@ corCorTableTruncate(CorCorTable* tb, unsigned count)
     }
     while (tb->count > count) {
         free(corCorTableAt(tb, --tb->count)->s);
+    }
+    for (unsigned i = 0; i < COR_COR_KNOWN_COUNT; i++) {
+        if (tb->known[i] > count) {
+            tb->known[i] = 0;
+        }
     }
     tb->entries.len = tb->count * sizeof(CorCorEntry);
     /* Open addressing cannot simply forget an entry: rebuild, which only

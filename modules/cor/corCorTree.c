@@ -301,20 +301,52 @@ failed:
     return rc;
 }
 
-int
-corCorPutHead(CorCorEncoder* e, unsigned type, unsigned flags,
-              const char* name, size_t nameLen, unsigned depth)
+/* One more node at depth, within the tree's limits. */
+static int
+nodeCounted(CorCorEncoder* e, unsigned depth)
 {
-    uint8_t tag = tagOf(type, COR_COR_MODE_NONE, flags);
-
-    e->nameToken = false;
     if (depth > COR_COR_DEPTH_MAX || ++e->nodes > COR_COR_NODES_MAX) {
         corCorWhy(e->why, e->whyLen, "a tree deeper than %d or of more "
                   "than %zu nodes", COR_COR_DEPTH_MAX, COR_COR_NODES_MAX);
         return -E2BIG;
     }
+    return 0;
+}
+
+int
+corCorPutHead(CorCorEncoder* e, unsigned type, unsigned flags,
+              const char* name, size_t nameLen, unsigned depth)
+{
+    uint8_t tag = tagOf(type, COR_COR_MODE_NONE, flags);
+    int rc = nodeCounted(e, depth);
+
+    e->nameToken = false;
+    if (rc != 0) {
+        return rc;
+    }
     return name != NULL ? putName(e, tag, name, nameLen)
                         : putBytes(e, &tag, 1);
+}
+
+/* The bytes are putName's for a name its table has (the one canonical
+ * form); only the lookup is saved. */
+int
+corCorPutHeadKnown(CorCorEncoder* e, unsigned type, unsigned flags,
+                   CorCorKnown name, unsigned depth)
+{
+    uint32_t known = e->t != NULL ? e->t->names.known[name] : 0;
+    uint8_t tag = tagOf(type, COR_COR_MODE_INDEX, flags);
+    int rc;
+
+    if (known == 0) {
+        return corCorPutHead(e, type, flags, corCorKnownNames[name].s,
+                             corCorKnownNames[name].len, depth);
+    }
+    e->nameToken = corCorTableAt(&e->t->names, known - 1)->token;
+    if ((rc = nodeCounted(e, depth)) != 0 || (rc = putBytes(e, &tag, 1)) != 0) {
+        return rc;
+    }
+    return putVarint(e, known - 1);
 }
 
 int

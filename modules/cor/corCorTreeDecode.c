@@ -205,12 +205,13 @@ getName(CorCorDecoder* d, size_t end, unsigned mode, CorCorStr* out)
                           (unsigned long long)index,
                           tb != NULL ? tb->count : 0);
         }
-        out->s = corCorTableAt(tb, (unsigned)index)->s;
-        out->len = corCorTableAt(tb, (unsigned)index)->len;
-        out->token = corCorTableAt(tb, (unsigned)index)->token;
+        const CorCorEntry* e = corCorTableAt(tb, (unsigned)index);
+
+        *out = (CorCorStr){ e->s, e->len, e->token, e->kind };
         return 0;
     }
     out->token = false;
+    out->kind = 0;
     if ((rc = getString(d, end, out)) != 0 || tb == NULL) {
         return rc;
     }
@@ -218,7 +219,15 @@ getName(CorCorDecoder* d, size_t end, unsigned mode, CorCorStr* out)
         return refuse(d, at, "a name sent inline that is number %d of the "
                       "table", rc);
     }
-    return corCorTableAppend(tb, out->s, out->len) == 0 ? 0 : noMemory(d);
+    unsigned count = tb->count;
+
+    if (corCorTableAppend(tb, out->s, out->len) != 0) {
+        return noMemory(d);
+    }
+    if (tb->count > count) {
+        out->kind = corCorTableAt(tb, count)->kind;
+    }
+    return 0;
 }
 
 int

@@ -394,6 +394,36 @@ START_TEST(test_random_messages_encode_alike_as_the_tables_fill)
 }
 END_TEST
 
+/* The envelope's names go by the index their table keeps; a frame that
+ * failed after it appended them takes them out again, and the next one
+ * sends them inline, as the reference does. */
+START_TEST(test_known_names_follow_a_failed_frame_back)
+{
+    static const CorHeader bad[] = { { "X-A", 3, "a\nb", 3 } };
+    static const CorHeader good[] = { { "X-A", 3, "ok", 2 } };
+    CorCorMessage failing = { .status = 200, .headers = bad,
+                              .headerCount = 1, .body = "hi", .bodyLen = 2 };
+    CorCorMessage passing = failing;
+    Pair p;
+
+    passing.headers = good;
+    pairInit(&p);
+    sendAlike(&p, COR_COR_RESPONSE, &failing);
+    ck_assert_uint_eq(p.sent->names.known[COR_COR_KNOWN_STATUS], 0);
+    ck_assert_uint_eq(p.sent->names.known[COR_COR_KNOWN_HEADERS], 0);
+    for (unsigned i = 0; i < 3; i++) {
+        sendAlike(&p, COR_COR_RESPONSE, &passing);
+        ck_assert_uint_eq(p.sent->names.known[COR_COR_KNOWN_STATUS], 1);
+        ck_assert_uint_eq(p.received->names.known[COR_COR_KNOWN_STATUS], 1);
+        ck_assert_uint_eq(p.sent->names.known[COR_COR_KNOWN_TEXT],
+                          p.received->names.known[COR_COR_KNOWN_TEXT]);
+        sendAlike(&p, COR_COR_RESPONSE, &failing);
+    }
+    ck_assert_uint_ne(p.sent->names.known[COR_COR_KNOWN_TEXT], 0);
+    pairFree(&p);
+}
+END_TEST
+
 /* ---- Frames bent at random ---------------------------------------------- */
 
 START_TEST(test_bent_frames_are_refused_or_taken_alike)
@@ -483,6 +513,7 @@ COR_TEST_SUITE(corCorEnvelope)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_the_message_cases_encode_and_decode_alike);
     tcase_add_test(tc, test_random_messages_encode_alike_as_the_tables_fill);
+    tcase_add_test(tc, test_known_names_follow_a_failed_frame_back);
     tcase_add_test(tc, test_bent_frames_are_refused_or_taken_alike);
     tcase_add_test(tc, test_trees_that_are_not_messages_are_refused_alike);
 }
