@@ -10,7 +10,6 @@
 
 #include <stdint.h>
 #include <string.h>
-#include <strings.h>
 
 const CorHeader*
 corHeadersFind(const CorHeader* headers, unsigned count, const char* name)
@@ -18,10 +17,8 @@ corHeadersFind(const CorHeader* headers, unsigned count, const char* name)
     size_t len = strlen(name);
 
     for (unsigned i = 0; i < count; i++) {
-        const CorHeader* h = &headers[i];
-
-        if (h->nameLen == len && strncasecmp(h->name, name, len) == 0) {
-            return h;
+        if (corHeaderIsLen(&headers[i], name, len)) {
+            return &headers[i];
         }
     }
     return NULL;

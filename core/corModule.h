@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -333,6 +334,13 @@ const char* corRequestHeaderText(CorRequest* r, const char* name);
  * token[0..tokenLen), compared without case. */
 bool corHeaderListHas(const CorHeader* h, const char* token,
                       size_t tokenLen);
+/* Whether h is named name, compared without ASCII case. Inline, with no
+ * call: given a literal, the length is known where it is called, and
+ * most names are told apart by it alone. */
+static inline bool corHeaderIs(const CorHeader* h, const char* name);
+/* The same with name's length given: a name that is no literal. */
+static inline bool corHeaderIsLen(const CorHeader* h, const char* name,
+                                  size_t len);
 
 /* The value of a query parameter, percent-decoded into the request's
  * arena; NULL when absent. */
@@ -691,5 +699,32 @@ typedef enum {
 
 void corLog(CorLogLevel level, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* ---- inline definitions -------------------------------------------------- */
+
+static inline bool
+corHeaderIs(const CorHeader* h, const char* name)
+{
+    return corHeaderIsLen(h, name, strlen(name));
+}
+
+static inline bool
+corHeaderIsLen(const CorHeader* h, const char* name, size_t len)
+{
+    if (h->nameLen != len) {
+        return false;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned char a = (unsigned char)h->name[i];
+        unsigned char b = (unsigned char)name[i];
+
+        a = a >= 'A' && a <= 'Z' ? (unsigned char)(a + ('a' - 'A')) : a;
+        b = b >= 'A' && b <= 'Z' ? (unsigned char)(b + ('a' - 'A')) : b;
+        if (a != b) {
+            return false;
+        }
+    }
+    return true;
+}
 
 #endif /* COR_MODULE_H */

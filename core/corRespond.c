@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 /* Claim the right to answer r, before a response is set: false when r is
@@ -230,20 +229,13 @@ corResponseTrailer(CorRequest* r, const char* name, const char* value)
                     &r->responseTrailerCap, name, value);
 }
 
-/* Whether h is named name (case-insensitive). */
-static bool
-headerNamed(const CorHeader* h, const char* name, size_t nameLen)
-{
-    return h->nameLen == nameLen && strncasecmp(h->name, name, nameLen) == 0;
-}
-
 const CorHeader*
 corResponseHeaderGet(const CorRequest* r, const char* name)
 {
     size_t nameLen = strlen(name);
 
     for (unsigned i = 0; i < r->responseHeaderCount; i++) {
-        if (headerNamed(&r->responseHeaders[i], name, nameLen)) {
+        if (corHeaderIsLen(&r->responseHeaders[i], name, nameLen)) {
             return &r->responseHeaders[i];
         }
     }
@@ -258,7 +250,7 @@ corResponseHeaderRemove(CorRequest* r, const char* name)
     unsigned removed;
 
     for (unsigned i = 0; i < r->responseHeaderCount; i++) {
-        if (!headerNamed(&r->responseHeaders[i], name, nameLen)) {
+        if (!corHeaderIsLen(&r->responseHeaders[i], name, nameLen)) {
             r->responseHeaders[kept++] = r->responseHeaders[i];
         }
     }

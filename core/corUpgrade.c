@@ -77,8 +77,7 @@ headerHas(const CorRequest* r, const char* name, const char* token,
     for (unsigned i = 0; i < r->headerCount; i++) {
         const CorHeader* h = &r->headers[i];
 
-        if (h->nameLen == nameLen
-            && strncasecmp(h->name, name, nameLen) == 0
+        if (corHeaderIsLen(h, name, nameLen)
             && listHas(h->value, h->valueLen, token, slash)) {
             return true;
         }

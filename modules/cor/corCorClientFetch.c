@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* A REQUEST of req, and what it points to that req does not hold: its
  * target, its headers but Content-Type, Content-Type. The caller's, on
@@ -64,12 +63,12 @@ requestMake(const CorClientRequest* req, const CorUrl* u, Request* r,
     for (unsigned i = 0; i < req->headerCount; i++) {
         const CorHeader* h = &req->headers[i];
 
-        if (h->nameLen == 12 && strncasecmp(h->name, "Content-Type", 12) == 0) {
+        if (corHeaderIs(h, "Content-Type")) {
             free(r->contentType);
             r->contentType = strndup(h->value, h->valueLen);
             r->m.contentType = r->contentType;
         } else {
-            hasHost |= h->nameLen == 4 && strncasecmp(h->name, "Host", 4) == 0;
+            hasHost |= corHeaderIs(h, "Host");
             r->headers[r->m.headerCount++] = *h;
         }
     }

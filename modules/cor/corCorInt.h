@@ -356,27 +356,14 @@ corCorWordControl(uint64_t w)
     return ((((w - 0x20 * ones) & ~w) | ((del - ones) & ~del)) & tops) != 0;
 }
 
-/* Inline, so that the length of a literal what is known where it is
- * called: most names differ in length and are told apart without a
- * call. */
+/* Inline, as corHeaderIs (whose compare it is): the length of a literal
+ * what is known where it is called. */
 static inline bool
 corCorNamed(const char* name, size_t len, const char* what)
 {
-    if (len != strlen(what)) {
-        return false;
-    }
-    /* ASCII's case, as strncasecmp in the C locale, without its call. */
-    for (size_t i = 0; i < len; i++) {
-        unsigned char a = (unsigned char)name[i];
-        unsigned char b = (unsigned char)what[i];
+    const CorHeader h = { .name = name, .nameLen = len };
 
-        a = a >= 'A' && a <= 'Z' ? a + ('a' - 'A') : a;
-        b = b >= 'A' && b <= 'Z' ? b + ('a' - 'A') : b;
-        if (a != b) {
-            return false;
-        }
-    }
-    return true;
+    return corHeaderIs(&h, what);
 }
 
 #endif /* COR_COR_INT_H */

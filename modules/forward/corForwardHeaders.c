@@ -13,36 +13,25 @@
 
 #include <errno.h>
 #include <string.h>
-#include <strings.h>
 
 #define VIA_HOP "1.1 cor"
 
-static bool
-nameIs(const CorHeader* h, const char* name)
-{
-    return strlen(name) == h->nameLen
-           && strncasecmp(h->name, name, h->nameLen) == 0;
-}
-
-/* Whether h is hop-by-hop in a head of count fields. */
+/* Whether h is hop-by-hop in a head of count fields. The names are
+ * literals, each compared inline (corHeaderIs): this runs for every field
+ * of every request and answer. */
 static bool
 hopByHop(const CorHeader* h, const CorHeader* all, unsigned count)
 {
-    static const char* const fixed[] = {
-        "connection", "keep-alive", "te", "trailer", "transfer-encoding",
-        "upgrade", NULL
-    };
+    const CorHeader prefix = { h->name, h->nameLen < 6 ? 0 : 6, NULL, 0 };
 
-    for (unsigned i = 0; fixed[i] != NULL; i++) {
-        if (nameIs(h, fixed[i])) {
-            return true;
-        }
-    }
-    if (h->nameLen >= 6 && strncasecmp(h->name, "proxy-", 6) == 0) {
+    if (corHeaderIs(h, "connection") || corHeaderIs(h, "keep-alive")
+        || corHeaderIs(h, "te") || corHeaderIs(h, "trailer")
+        || corHeaderIs(h, "transfer-encoding") || corHeaderIs(h, "upgrade")
+        || corHeaderIs(&prefix, "proxy-")) {
         return true;
     }
     for (unsigned i = 0; i < count; i++) {
-        if (nameIs(&all[i], "connection")
+        if (corHeaderIs(&all[i], "connection")
             && corHeaderListHas(&all[i], h->name, h->nameLen)) {
             return true;
         }
@@ -71,11 +60,13 @@ joined(CorRequest* r, const CorHeader* all, unsigned count,
        const char* name, const char* tail, bool* failed)
 {
     size_t size = tail != NULL ? strlen(tail) + 1 : 1;
+    size_t nameLen = strlen(name);
     char* out;
     char* p;
 
     for (unsigned i = 0; i < count; i++) {
-        size += nameIs(&all[i], name) ? all[i].valueLen + 2 : 0;
+        size += corHeaderIsLen(&all[i], name, nameLen) ? all[i].valueLen + 2
+                                                       : 0;
     }
     if (size == 1) {
         return NULL;
@@ -86,7 +77,7 @@ joined(CorRequest* r, const CorHeader* all, unsigned count,
         return NULL;
     }
     for (unsigned i = 0; i < count; i++) {
-        if (nameIs(&all[i], name) && all[i].valueLen > 0) {
+        if (corHeaderIsLen(&all[i], name, nameLen) && all[i].valueLen > 0) {
             p = listAppend(p, out, all[i].value, all[i].valueLen);
         }
     }
@@ -110,9 +101,9 @@ add(CorHeader* out, unsigned* n, const char* name, const char* value)
 static bool
 requestOwn(const CorHeader* h)
 {
-    return nameIs(h, "host") || nameIs(h, "content-length")
-           || nameIs(h, "expect") || nameIs(h, "x-forwarded-for")
-           || nameIs(h, "x-forwarded-proto") || nameIs(h, "via");
+    return corHeaderIs(h, "host") || corHeaderIs(h, "content-length")
+           || corHeaderIs(h, "expect") || corHeaderIs(h, "x-forwarded-for")
+           || corHeaderIs(h, "x-forwarded-proto") || corHeaderIs(h, "via");
 }
 
 int
@@ -185,8 +176,8 @@ copyOf(CorRequest* r, const char* s, size_t len)
 static bool
 responseOwn(const CorHeader* h)
 {
-    return nameIs(h, "content-type") || nameIs(h, "server")
-           || nameIs(h, "date");
+    return corHeaderIs(h, "content-type") || corHeaderIs(h, "server")
+           || corHeaderIs(h, "date");
 }
 
 int
@@ -228,7 +219,7 @@ corForwardResponseTrailers(CorRequest* r, const CorClientResponse* res)
         char* value;
 
         if (hopByHop(h, res->trailers, res->trailerCount)
-            || nameIs(h, "content-length")) {
+            || corHeaderIs(h, "content-length")) {
             continue;
         }
         name = copyOf(r, h->name, h->nameLen);

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 /* The reason phrase of every status in IANA's HTTP Status Code Registry
@@ -175,10 +174,8 @@ statusBodiless(int status)
 static bool
 headerFraming(const CorHeader* h)
 {
-    return (h->nameLen == 14 && strncasecmp(h->name, "content-length",
-                                            14) == 0)
-           || (h->nameLen == 17 && strncasecmp(h->name, "transfer-encoding",
-                                               17) == 0);
+    return corHeaderIs(h, "content-length")
+           || corHeaderIs(h, "transfer-encoding");
 }
 
 /*
