@@ -407,6 +407,11 @@ typedef struct CorClientResponse {
     CorHeader* trailers;
     unsigned trailerCount;
     char* trailerHead;
+    /* The client's: one block that headers and body are in when not NULL
+     * (a cor:// answer's, handed on as it was decoded), given back whole
+     * (corChunkGive, of storeSize bytes). */
+    void* store;
+    size_t storeSize;
 } CorClientResponse;
 
 /*

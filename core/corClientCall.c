@@ -35,6 +35,7 @@
  * when the request's phase is over. Locks: callsLock, then the list's.
  */
 #include "corCoreInt.h"
+#include "corKit.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -76,8 +77,13 @@ corClientHeader(const CorClientResponse* res, const char* name)
 void
 corClientResponseFree(CorClientResponse* res)
 {
-    free(res->headers);
-    free(res->body);
+    if (res->store != NULL) {
+        corChunkGive(res->store, res->storeSize);
+        res->store = NULL;
+    } else {
+        free(res->headers);
+        free(res->body);
+    }
     free(res->head);
     free(res->trailers);
     free(res->trailerHead);

@@ -708,23 +708,50 @@ corHeaderIs(const CorHeader* h, const char* name)
     return corHeaderIsLen(h, name, strlen(name));
 }
 
+/* The bytes of w with ASCII's capitals made small, eight at a time; the
+ * other bytes, those past 0x7F among them, as they were. */
+static inline uint64_t
+corAsciiLower8(uint64_t w)
+{
+    const uint64_t heptets = w & 0x7f7f7f7f7f7f7f7fu;
+    const uint64_t fromA = heptets + 0x3f3f3f3f3f3f3f3fu;   /* >= 'A' */
+    const uint64_t pastZ = heptets + 0x2525252525252525u;   /* > 'Z' */
+    const uint64_t capital = fromA & ~pastZ & ~w & 0x8080808080808080u;
+
+    return w | capital >> 2;
+}
+
 static inline bool
 corHeaderIsLen(const CorHeader* h, const char* name, size_t len)
 {
+    uint64_t a;
+    uint64_t b;
+
     if (h->nameLen != len) {
         return false;
     }
-    for (size_t i = 0; i < len; i++) {
-        unsigned char a = (unsigned char)h->name[i];
-        unsigned char b = (unsigned char)name[i];
+    if (len < 8) {
+        /* Both padded with zeros to a word: no byte past either. */
+        a = b = 0;
+        for (size_t i = 0; i < len; i++) {
+            a |= (uint64_t)(unsigned char)h->name[i] << 8 * i;
+            b |= (uint64_t)(unsigned char)name[i] << 8 * i;
+        }
+        return corAsciiLower8(a) == corAsciiLower8(b);
+    }
+    /* Word by word, the last one ending at the end (it may overlap). */
+    for (size_t i = 0;; i += 8) {
+        size_t at = i + 8 < len ? i : len - 8;
 
-        a = a >= 'A' && a <= 'Z' ? (unsigned char)(a + ('a' - 'A')) : a;
-        b = b >= 'A' && b <= 'Z' ? (unsigned char)(b + ('a' - 'A')) : b;
-        if (a != b) {
+        memcpy(&a, h->name + at, 8);
+        memcpy(&b, name + at, 8);
+        if (corAsciiLower8(a) != corAsciiLower8(b)) {
             return false;
         }
+        if (at == len - 8) {
+            return true;
+        }
     }
-    return true;
 }
 
 #endif /* COR_MODULE_H */

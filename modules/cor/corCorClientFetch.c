@@ -15,20 +15,19 @@
 #include <string.h>
 
 /* A REQUEST of req, and what it points to that req does not hold: its
- * target, its headers but Content-Type, Content-Type. The caller's, on
- * its stack, until requestFree. */
+ * headers but Content-Type and its target, in one block, and
+ * Content-Type. The caller's, on its stack, until requestFree. */
 typedef struct {
     CorCorMessage m;
-    CorHeader* headers;
-    char* target;
+    CorHeader* headers;         /* the block */
+    size_t blockSize;
     char* contentType;
 } Request;
 
 static void
 requestFree(Request* r)
 {
-    free(r->headers);
-    free(r->target);
+    corChunkGive(r->headers, r->blockSize);
     free(r->contentType);
 }
 
@@ -41,25 +40,27 @@ static int
 requestMake(const CorClientRequest* req, const CorUrl* u, Request* r,
             char* why, size_t whyLen)
 {
+    bool slash = u->target[0] == '?';
+    size_t room = req->headerCount + 1;
+    size_t size = room * sizeof(CorHeader) + slash + u->targetLen + 1;
     bool hasHost = false;
+    bool typed = false;
+    char* target;
 
-    *r = (Request){ .headers = calloc(req->headerCount + 1,
-                                      sizeof(CorHeader)) };
-    if (u->target[0] != '?') {
-        r->target = strndup(u->target, u->targetLen);
-    } else if (asprintf(&r->target, "/%.*s", (int)u->targetLen,
-                        u->target) < 0) {
-        r->target = NULL;
-    }
-    r->m = (CorCorMessage){ .verb = req->method != NULL ? req->method
-                                                        : "GET",
-                            .path = r->target, .headers = r->headers,
-                            .body = req->body, .bodyLen = req->bodyLen };
-    if (r->headers == NULL || r->target == NULL) {
+    *r = (Request){ .headers = corChunkTake(&size) };
+    if (r->headers == NULL) {
         snprintf(why, whyLen, "no memory for a request");
-        requestFree(r);
         return -ENOMEM;
     }
+    r->blockSize = size;
+    target = (char*)(r->headers + room);
+    target[0] = '/';
+    memcpy(target + slash, u->target, u->targetLen);
+    target[slash + u->targetLen] = '\0';
+    r->m = (CorCorMessage){ .verb = req->method != NULL ? req->method
+                                                        : "GET",
+                            .path = target, .headers = r->headers,
+                            .body = req->body, .bodyLen = req->bodyLen };
     for (unsigned i = 0; i < req->headerCount; i++) {
         const CorHeader* h = &req->headers[i];
 
@@ -67,10 +68,16 @@ requestMake(const CorClientRequest* req, const CorUrl* u, Request* r,
             free(r->contentType);
             r->contentType = strndup(h->value, h->valueLen);
             r->m.contentType = r->contentType;
+            typed = true;
         } else {
             hasHost |= corHeaderIs(h, "Host");
             r->headers[r->m.headerCount++] = *h;
         }
+    }
+    if (typed && r->contentType == NULL) {
+        snprintf(why, whyLen, "no memory for a request");
+        requestFree(r);
+        return -ENOMEM;
     }
     if (!hasHost) {
         r->headers[r->m.headerCount++] = (CorHeader){
@@ -79,11 +86,34 @@ requestMake(const CorClientRequest* req, const CorUrl* u, Request* r,
     return 0;
 }
 
-/* answer into res: its headers and Content-Type in one block, its body a
- * NUL-terminated copy. Returns 0, -EFBIG, -ENOMEM. */
+/* answer's store as res's: its headers, Content-Type in the room left
+ * after them, and its body, NUL-terminated, are in it already. */
+static void
+storeTake(CorCorMessage* answer, CorClientResponse* res)
+{
+    CorHeader* headers = (CorHeader*)answer->headers;
+
+    if (answer->contentType != NULL) {
+        headers[answer->headerCount] = (CorHeader){
+            .name = "Content-Type", .nameLen = 12,
+            .value = answer->contentType,
+            .valueLen = strlen(answer->contentType) };
+    }
+    res->headers = headers;
+    res->headerCount = answer->headerCount + (answer->contentType != NULL);
+    res->body = (char*)answer->body;
+    res->bodyLen = answer->bodyLen;
+    res->status = answer->status;
+    res->store = answer->store;
+    res->storeSize = answer->storeSize;
+    answer->store = NULL;
+}
+
+/* answer into res: its store when it has room for Content-Type, else
+ * its headers and Content-Type in one block and its body a NUL-terminated
+ * copy. Returns 0, -EFBIG, -ENOMEM. */
 static int
-answerTake(const CorCorMessage* answer, size_t maxBody,
-           CorClientResponse* res)
+answerTake(CorCorMessage* answer, size_t maxBody, CorClientResponse* res)
 {
     unsigned count = answer->headerCount + (answer->contentType != NULL);
     size_t size = 0;
@@ -93,6 +123,10 @@ answerTake(const CorCorMessage* answer, size_t maxBody,
         snprintf(res->error, sizeof(res->error), "a body of %zu bytes, over "
                  "the limit of %zu", answer->bodyLen, maxBody);
         return -EFBIG;
+    }
+    if (answer->spare && answer->store != NULL) {
+        storeTake(answer, res);
+        return 0;
     }
     for (unsigned i = 0; i < answer->headerCount; i++) {
         size += answer->headers[i].nameLen + answer->headers[i].valueLen + 2;

@@ -194,6 +194,8 @@ typedef struct {
     json_t* tree;               /* corCorMessageRead's */
     void* store;                /* corCorMessageRead's */
     size_t storeSize;           /* its size, when a kept block (corChunk) */
+    bool spare;                 /* headers has room for one more, in the
+                                   store (corCorEnvelopeRead's) */
 } CorCorMessage;
 
 /*

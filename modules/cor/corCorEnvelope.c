@@ -640,7 +640,9 @@ headersFill(const Reader* r, CorHeader* out)
 }
 
 /* Lay the message out in the store, which becomes m->store: the strings,
- * the body, then the header lines, aligned. */
+ * the body, then the header lines, aligned, with room for one more (a
+ * client hands the store on as its response's, Content-Type among the
+ * headers again: m->spare). */
 static int
 messageFill(Reader* r, CorCorMessage* m)
 {
@@ -658,7 +660,8 @@ messageFill(Reader* r, CorCorMessage* m)
     at = (bodyAt + bodyLen + 1 + _Alignof(CorHeader) - 1)
          / _Alignof(CorHeader) * _Alignof(CorHeader);
     if (rc != 0 || (rc = corBufReserve(&r->store, at - bodyAt
-                                          + n * sizeof(CorHeader))) != 0) {
+                                          + (n + 1) * sizeof(CorHeader)))
+                         != 0) {
         return rc != -ENOMEM ? rc : noMemory(r);
     }
     if ((rc = bodyFill(r, (char*)r->store.data + bodyAt, bodyLen)) != 0) {
@@ -669,7 +672,7 @@ messageFill(Reader* r, CorCorMessage* m)
     *m = (CorCorMessage){
         .status = (int)r->status, .headers = headers, .headerCount = n,
         .body = r->store.data + bodyAt, .bodyLen = bodyLen,
-        .store = r->store.data, .storeSize = r->store.cap };
+        .store = r->store.data, .storeSize = r->store.cap, .spare = true };
     if (r->type == COR_COR_REQUEST) {
         m->verb = keptAt(r, r->verb);
         m->path = keptAt(r, r->path);
