@@ -51,11 +51,15 @@ static __thread Cache cache;
 static pthread_key_t cacheKey;
 static pthread_once_t cacheOnce = PTHREAD_ONCE_INIT;
 
-/* A thread that ends gives its blocks back to malloc. */
+/* A thread that ends gives its blocks back to malloc. A block given
+ * after this (by another key's destructor) registers the cache again,
+ * which runs this once more. */
 static void
 cacheEnd(void* arg)
 {
     Cache* c = arg;
+
+    c->registered = false;
 
     for (unsigned i = 0; i < CLASS_COUNT; i++) {
         while (c->head[i] != NULL) {
