@@ -521,7 +521,9 @@ corConnOpen(const CorConnTarget* target, int* errP, char* why, size_t whyLen)
 ssize_t
 corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs)
 {
-    uint64_t deadline = corDeadlineAfter(timeoutMs);
+    /* Taken at the first wait: a read that finds bytes reads no clock. */
+    uint64_t deadline = 0;
+    bool waited = false;
     ssize_t n;
     int rc;
 
@@ -546,6 +548,10 @@ corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs)
         }
         if (timeoutMs == 0) {
             return -EAGAIN;
+        }
+        if (!waited) {
+            deadline = corDeadlineAfter(timeoutMs);
+            waited = true;
         }
         rc = corDeadlineWaitFd(c->transport.fd,
                     corTransportWantsWrite(&c->transport) ? POLLOUT : POLLIN,

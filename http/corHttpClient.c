@@ -935,6 +935,7 @@ exchangeOpenAs(Exchange* ex, const CorClientRequest* req,
 {
     char* request = NULL;
     size_t requestLen = 0;
+    size_t requestSize = 0;
     CorUrl url;
     int rc;
 
@@ -962,7 +963,7 @@ exchangeOpenAs(Exchange* ex, const CorClientRequest* req,
         ex->req = NULL;
         return 0;
     }
-    request = corHttpClientRequestHead(req, &url, &requestLen,
+    request = corHttpClientRequestHead(req, &url, &requestLen, &requestSize,
                                        &ex->wantClose);
     if (request == NULL) {
         rc = -ENOMEM;
@@ -972,13 +973,13 @@ exchangeOpenAs(Exchange* ex, const CorClientRequest* req,
     if (rc < 0) {
         goto failed;
     }
-    free(request);
+    corChunkGive(request, requestSize);
     ex->req = NULL;
     res->head = ex->buf;        /* the headers point into it */
     return 0;
 
 failed:
-    free(request);
+    corChunkGive(request, requestSize);
     ex->req = NULL;
     free(ex->buf);
     ex->buf = NULL;

@@ -35,12 +35,12 @@ int corHttpClientRequestCheck(const CorClientRequest* q, char* why,
 /* Whether q's body goes out in the head's buffer. */
 bool corHttpClientBodyInline(const CorClientRequest* q);
 
-/* q's head (and its body when inline) in one buffer (malloc; NULL with no
- * memory), its length in *lenP; *wantCloseP set when q asks for
- * Connection: close. */
+/* q's head (and its body when inline) in one block (corChunkTake, of
+ * *sizeP bytes; NULL with no memory), its length in *lenP; *wantCloseP
+ * set when q asks for Connection: close. */
 char* corHttpClientRequestHead(const CorClientRequest* q,
                                const CorUrl* url, size_t* lenP,
-                               bool* wantCloseP);
+                               size_t* sizeP, bool* wantCloseP);
 
 /* Whether the field name s[0..n) is name, case-insensitive. Inline: the
  * length of a literal name is known where it is called. */

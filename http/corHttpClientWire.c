@@ -7,6 +7,7 @@
  */
 #include "corHttpClientInt.h"
 #include "corHttpParse.h"
+#include "corKit.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -103,7 +104,7 @@ corHttpClientBodyInline(const CorClientRequest* q)
 char*
 corHttpClientRequestHead(const CorClientRequest* q,
                          const CorUrl* url,
-                         size_t* lenP, bool* wantCloseP)
+                         size_t* lenP, size_t* sizeP, bool* wantCloseP)
 {
     const char* method = q->method ? q->method : "GET";
     bool hasHost = false;
@@ -126,10 +127,11 @@ corHttpClientRequestHead(const CorClientRequest* q,
                  && (q->bodyLen > 0 || strcmp(method, "POST") == 0
                      || strcmp(method, "PUT") == 0
                      || strcmp(method, "PATCH") == 0);
-    out = malloc(size);
+    out = corChunkTake(&size);
     if (out == NULL) {
         return NULL;
     }
+    *sizeP = size;
     p = out;
     put(&p, method, strlen(method));
     put(&p, " ", 1);

@@ -263,6 +263,21 @@ patternMatch(const char* p, const char* end, const char* pattern, size_t n)
     return i;
 }
 
+static inline bool
+digitAt(const char* p)
+{
+    return (unsigned char)(*p - '0') <= 9;
+}
+
+/* Whether "HTTP/1.1" or "HTTP/1.0", what nearly every head says, is at p
+ * (8 bytes there): a compare or two, where patternMatch takes a branch a
+ * byte. */
+static inline bool
+versionCommonAt(const char* p)
+{
+    return memcmp(p, "HTTP/1.", 7) == 0 && (p[7] == '1' || p[7] == '0');
+}
+
 /* The minor version of "HTTP/d.d" at v: 0 or 1, or -1 for a version other
  * than 1.0 and 1.1. */
 static inline int
@@ -1058,7 +1073,8 @@ corHttpParseHead(char* buf, size_t len, const CorHttpLimits* limits,
     }
     query = memchr(start, '?', head->targetLen);
     start = ++p;
-    n = patternMatch(p, end, version, sizeof(version) - 1);
+    n = end - p >= 10 && versionCommonAt(p) && p[8] == '\r' && p[9] == '\n'
+        ? 10 : patternMatch(p, end, version, sizeof(version) - 1);
     if (n < sizeof(version) - 1) {
         if (p + n == end) {
             goto moreLine;
@@ -1197,7 +1213,9 @@ statusLineParse(const char* p, const char* end, CorHttpResponseHead* head,
     static const char version[] = "HTTP/#.# ###"; /* '#': a digit */
     const char* start = p;
     const char* reason;
-    size_t n = patternMatch(p, end, version, sizeof(version) - 1);
+    size_t n = end - p >= 12 && versionCommonAt(p) && p[8] == ' '
+               && digitAt(p + 9) && digitAt(p + 10) && digitAt(p + 11)
+               ? 12 : patternMatch(p, end, version, sizeof(version) - 1);
     int rc;
 
     if (n < sizeof(version) - 1) {

@@ -107,6 +107,7 @@ typedef struct {
     char remote[HTTP_REMOTE_BYTES]; /* the client's address, as r.remote */
     char* body;                 /* the body's buffer, or NULL */
     size_t bodyCap;             /* its size: a loop buffer's goes back */
+    size_t size;                /* of the block it is (corChunkTake) */
     CorHeader headers[];        /* then the head's bytes */
 } HttpRequest;
 

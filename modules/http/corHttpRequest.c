@@ -241,7 +241,9 @@ requestCreate(HttpConn* c, const CorHttpRequestHead* h)
     const char* base = inputAt(c, c->k.in.off);
     size_t fields = h->headerCount * sizeof(CorHeader);
     size_t raw = h->rawPath == h->rawBuf ? h->rawPathLen : 0;
-    HttpRequest* req = malloc(sizeof(*req) + fields + h->headLen + raw);
+    size_t size = sizeof(HttpRequest) + fields + h->headLen + raw;
+    /* One a request, taken and given back by the dozen: the thread's. */
+    HttpRequest* req = corChunkTake(&size);
     CorRequest* r;
     char* copy;
 
@@ -290,6 +292,7 @@ requestCreate(HttpConn* c, const CorHttpRequestHead* h)
     req->versionMinor = h->versionMinor;
     req->body = NULL;
     req->bodyCap = 0;
+    req->size = size;
     return req;
 }
 
@@ -297,7 +300,7 @@ void
 corHttpRequestFree(HttpRequest* req)
 {
     corHttpBufGive(req->hl, req->body, req->bodyCap);
-    free(req);
+    corChunkGive(req, req->size);
 }
 
 /* ---- The body ------------------------------------------------------------ */
