@@ -521,9 +521,9 @@ corConnOpen(const CorConnTarget* target, int* errP, char* why, size_t whyLen)
 ssize_t
 corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs)
 {
-    /* Taken at the first wait: a read that finds bytes reads no clock. */
+    /* Taken at the first wait (0 until then, and for no timeout, which
+     * costs no clock): a read that finds bytes reads no clock. */
     uint64_t deadline = 0;
-    bool waited = false;
     ssize_t n;
     int rc;
 
@@ -549,9 +549,8 @@ corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs)
         if (timeoutMs == 0) {
             return -EAGAIN;
         }
-        if (!waited) {
+        if (deadline == 0) {
             deadline = corDeadlineAfter(timeoutMs);
-            waited = true;
         }
         rc = corDeadlineWaitFd(c->transport.fd,
                     corTransportWantsWrite(&c->transport) ? POLLOUT : POLLIN,
