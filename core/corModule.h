@@ -235,7 +235,9 @@ struct CorRequest {
     /* The input, set by the protocol. */
     const char* method;
     size_t methodLen;
-    const char* path;           /* percent-decoded; less the route's
+    const char* path;           /* percent-decoded, "//" merged, dot
+                                   segments removed: what routes and
+                                   guards match; less the route's
                                    strip_prefix, if it has one */
     size_t pathLen;
     const char* query;          /* raw, NULL when none */
@@ -253,10 +255,11 @@ struct CorRequest {
     const char* target;
     size_t targetLen;
     const char* version;
-    const char* rawPath;        /* the path as the client encoded it, only
-                                   its dot segments removed (what a proxy
-                                   passes on: "%2F" stays) and the
-                                   route's strip_prefix, or NULL */
+    const char* rawPath;        /* the path as the client sent it (what a
+                                   proxy passes on: "%2F", "//" stay); or,
+                                   after a route's strip_prefix, the rest
+                                   of its normal form, escapes as sent;
+                                   or NULL */
     size_t rawPathLen;
 
     /* The response, set by the handler through corRespond*(). */

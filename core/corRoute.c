@@ -14,6 +14,7 @@
  * as a reader of the file expects.
  */
 #include "corCoreInt.h"
+#include "corPath.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -294,28 +295,37 @@ corRouteFind(const char* method, size_t methodLen, const char* path,
     return result;
 }
 
+/*
+ * Cut the route's prefix, n bytes of the normalized path, from both of
+ * r's paths. What a proxy passes on is then the rest of the path as the
+ * client sent it, normalized as the routes saw it but with its escapes
+ * as they came ("%2F" is not '/' to every upstream); unstripped, it is
+ * the path as sent, whatever it holds.
+ */
 void
 corRoutePathStrip(CorRequest* r, size_t n)
 {
-    const char* raw = r->rawPath;
+    char* raw = r->rawPath != NULL ? corRequestAlloc(r, r->rawPathLen + 1)
+                                   : NULL;
+    int rawLen = raw != NULL ? corPathEscapedNormal(r->rawPath,
+                                                    r->rawPathLen, raw)
+                             : -1;
     size_t at = 0;
 
     r->path += n;
     r->pathLen -= n;
-    if (raw == NULL) {
-        return;
+    r->rawPath = NULL;
+    if (rawLen < 0) {
+        return;     /* the decoded path says it, escaped again */
     }
-    /* The start of the raw path that decodes to those n bytes: an escape
-     * is three raw bytes for one (both had the same dot segments
-     * removed, so they run side by side). */
-    for (size_t k = 0; k < n && at < r->rawPathLen; k++) {
+    /* The normal forms run side by side: an escape is three raw bytes
+     * for one decoded. */
+    for (size_t k = 0; k < n && at < (size_t)rawLen; k++) {
         at += raw[at] == '%' ? 3 : 1;
     }
-    if (at < r->rawPathLen && raw[at] == '/') {
+    if (at < (size_t)rawLen && raw[at] == '/') {
         r->rawPath = raw + at;
-        r->rawPathLen -= at;
-    } else {
-        r->rawPath = NULL;      /* an escaped '/' starts the rest: the
-                                   decoded path says it */
+        r->rawPathLen = (size_t)rawLen - at;
     }
+    /* else an escaped '/' starts the rest: the decoded path says it */
 }

@@ -18,6 +18,7 @@
  * Seeds: fuzz/corpus/http/.
  */
 #include "corHttpParse.h"
+#include "corPath.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -122,17 +123,19 @@ checkHead(const uint8_t* data, const char* buf, size_t size,
         }
         require(!(e - i == 2 && path[i + 1] == '.'));
         require(!(e - i == 3 && path[i + 1] == '.' && path[i + 2] == '.'));
+        require(!(e - i == 1 && e < head->pathLen));    /* no "//" */
     }
 }
 
-/* The raw path (escapes as they came, dot segments gone) decodes to the
- * path the parser gives: a proxy passing it on sends what the routes
- * saw. */
+/* The raw path (the path as sent) decodes to the path the parser gives,
+ * and so does its escaped normal form (what a strip_prefix cuts): a
+ * proxy passing either on sends what the routes saw. */
 static void
 checkRawPath(const CorHttpRequestHead* head)
 {
     char target[4096 + 16];
     CorHttpTarget t;
+    int n;
 
     require(head->rawPath != NULL && head->rawPathLen >= 1);
     if (head->path[0] == '*') {
@@ -142,6 +145,11 @@ checkRawPath(const CorHttpRequestHead* head)
     require(head->rawPathLen < sizeof(target));
     memcpy(target, head->rawPath, head->rawPathLen);
     require(corHttpTargetDecode(target, head->rawPathLen, &t) == 0);
+    require(t.pathLen == head->pathLen
+            && memcmp(t.path, head->path, t.pathLen) == 0);
+    n = corPathEscapedNormal(head->rawPath, head->rawPathLen, target);
+    require(n > 0);
+    require(corHttpTargetDecode(target, (size_t)n, &t) == 0);
     require(t.pathLen == head->pathLen
             && memcmp(t.path, head->path, t.pathLen) == 0);
 }

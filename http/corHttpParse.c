@@ -495,19 +495,26 @@ validHost(const char* s, size_t n)
 }
 
 /* Check the escapes of a path, which starts with '/', and note whether it
- * needs rewriting: an escape, or a '.' that may start a dot segment. */
+ * needs rewriting: an escape, a '.' that may start a dot segment, or an
+ * empty segment. */
 static int
 checkPath(const char* path, size_t n, HeadFacts* facts)
 {
     const char* end = path + n;
     const char* p;
 
-    /* path[0] is '/', so a '.' always has a byte before it. */
+    /* path[0] is '/', so a '.' or a '/' after it always has a byte
+     * before it. */
     for (p = path; (p = memchr(p, '.', (size_t)(end - p))) != NULL; p++) {
         if (p[-1] == '/') {
             facts->rewritePath = true;
             break;
         }
+    }
+    for (p = path + 1; !facts->rewritePath
+                       && (p = memchr(p, '/', (size_t)(end - p))) != NULL;
+         p++) {
+        facts->rewritePath = p[-1] == '/';
     }
     for (p = path; (p = memchr(p, '%', (size_t)(end - p))) != NULL; p += 3) {
         if (end - p < 3 || !isClass(p[1], COR_HTTP_CH_HEX)
@@ -741,12 +748,15 @@ static const FieldRules requestFields = {
 };
 
 /*
- * Decode the escapes of a path in place, then remove its dot segments
- * (RFC 3986 section 5.2.4), so that "/a/%2e%2e/b" and "/b" are the same
- * path to every module that reads it. Escapes go first, as nginx does:
- * "%2F" is then a '/', and ".." made of escapes is a dot segment too. A
- * path that climbs above the root is refused. Both steps only shrink, so
- * the output never overtakes the input.
+ * Decode the escapes of a path in place, then merge its empty segments
+ * (nginx's merge_slashes) and remove its dot segments (RFC 3986 section
+ * 5.2.4), so that "//b", "/./b", "/a/%2e%2e/b" and "/b" are the same path
+ * to every route, guard and module that reads it: a guard on "/b/" prefix
+ * meets them all. Escapes go first, as nginx does: "%2F" is then a '/',
+ * and ".." made of escapes is a dot segment too. A path that climbs
+ * above the root is refused. Every step only shrinks, so the output
+ * never overtakes the input. corPathEscapedNormal (core/corPath.c) walks
+ * the same segments of the encoded path.
  */
 static int
 normalizePath(char* path, size_t n, size_t* outLen)
@@ -764,8 +774,9 @@ normalizePath(char* path, size_t n, size_t* outLen)
         }
     }
     n = w;
-    /* Segments "/seg": copy, drop ".", pop the last copied one for "..".
-     * A path ending in "/." or "/.." keeps its trailing '/'. */
+    /* Segments "/seg": drop an empty one but the last ("/a/" names a
+     * folder), copy, drop ".", pop the last copied one for "..". A path
+     * ending in "/." or "/.." keeps its trailing '/'. */
     w = 0;
     for (r = 0; r < n;) {
         size_t e = r + 1;
@@ -773,7 +784,9 @@ normalizePath(char* path, size_t n, size_t* outLen)
         while (e < n && path[e] != '/') {
             e++;
         }
-        if (e - r == 2 && path[r + 1] == '.') {
+        if (e - r == 1 && e < n) {
+            /* "//": nothing to copy */
+        } else if (e - r == 2 && path[r + 1] == '.') {
             if (e == n) {
                 path[w++] = '/';
             }
@@ -798,109 +811,25 @@ normalizePath(char* path, size_t n, size_t* outLen)
     return 0;
 }
 
-/* The length of the separator at p[0..n): '/', "%2F" or "%2f"; 0 for
- * none. */
-static size_t
-separatorAt(const char* p, size_t n)
-{
-    if (p[0] == '/') {
-        return 1;
-    }
-    return n >= 3 && p[0] == '%' && p[1] == '2' && lower(p[2]) == 'f' ? 3
-                                                                       : 0;
-}
-
-/* 1 when the raw segment s[0..n) decodes to ".", 2 to "..", else 0. */
-static int
-dotSegment(const char* s, size_t n)
-{
-    int dots = 0;
-
-    for (size_t i = 0; i < n && dots <= 2; dots++) {
-        if (s[i] == '.') {
-            i++;
-        } else if (n - i >= 3 && s[i] == '%' && s[i + 1] == '2'
-                   && lower(s[i + 2]) == 'e') {
-            i += 3;
-        } else {
-            return 0;
-        }
-    }
-    return dots <= 2 ? dots : 0;
-}
-
-/* Where the last separator in out[0..w) starts (w > 0, out[0] is one). */
-static size_t
-separatorLast(const char* out, size_t w)
-{
-    while (--w > 0 && separatorAt(out + w, 3) == 0) {
-    }
-    return w;
-}
-
-int
-corHttpPathRaw(const char* path, size_t n, char* out)
-{
-    size_t w = 0;
-
-    /* normalizePath's loop over the same segments; the separator that
-     * starts each one is kept as it came, but at the very start, where
-     * only a '/' makes a path. */
-    for (size_t r = 0; r < n;) {
-        size_t sep = separatorAt(path + r, n - r);
-        size_t e = r + sep;
-        int dots;
-
-        while (e < n && separatorAt(path + e, n - e) == 0) {
-            e++;
-        }
-        dots = dotSegment(path + r + sep, e - r - sep);
-        if (dots == 2) {
-            if (w == 0) {
-                return -400;
-            }
-            w = separatorLast(out, w);
-        }
-        if (dots > 0) {
-            if (e == n) {
-                out[w++] = '/';
-            }
-        } else if (w == 0 && sep == 3) {
-            out[w++] = '/';
-            memmove(out + w, path + r + 3, e - r - 3);
-            w += e - r - 3;
-        } else {
-            memmove(out + w, path + r, e - r);
-            w += e - r;
-        }
-        r = e;
-    }
-    return (int)w;
-}
-
-/* Keep a path with escapes as it came, dot segments removed, in the
- * caller's room before decoding overwrites it. */
+/* Keep the path as the client sent it, in the caller's room, before
+ * normalizing overwrites it: what a proxy passes on. */
 static void
-pathRawKeep(CorHttpRequestHead* head)
+pathSentKeep(CorHttpRequestHead* head)
 {
-    int n;
-
     head->rawPath = NULL;
     if (head->rawBuf == NULL || head->rawCap < head->pathLen) {
         return;
     }
-    n = corHttpPathRaw(head->path, head->pathLen, head->rawBuf);
-    if (n >= 0) {
-        head->rawPath = head->rawBuf;
-        head->rawPathLen = (size_t)n;
-    }
+    memcpy(head->rawBuf, head->path, head->pathLen);
+    head->rawPath = head->rawBuf;
+    head->rawPathLen = head->pathLen;
 }
 
 /*
  * Normalize the path in place, then close the gap it leaves in the target:
  * the query moves up behind the shorter path, so that the target still
- * reads as one (the decoded path, then the raw "?query") for a log, rather
- * than as the new path followed by stale bytes of the old one.
+ * reads as one (the normalized path, then the raw "?query") for a log,
+ * rather than as the new path followed by stale bytes of the old one.
  */
 static int
 pathRewrite(CorHttpRequestHead* head)
@@ -908,20 +837,17 @@ pathRewrite(CorHttpRequestHead* head)
     /* The path points into the caller's buffer, which is writable: only
      * "/" and "*" are constants, and they never need rewriting. */
     char* path = (char*)head->path;
-    bool escaped = memchr(path, '%', head->pathLen) != NULL;
     char* end;
     size_t n;
 
-    if (escaped) {
-        pathRawKeep(head);
-    }
+    pathSentKeep(head);
     if (normalizePath(path, head->pathLen, &n) < 0) {
         return -400;
     }
-    if (!escaped) {
-        head->rawPathLen = n;   /* without escapes, the two are one */
-    }
     if (n == head->pathLen) {
+        /* Every step shrinks: the same length is the same path ("/.a"),
+         * and the copy need not be kept. */
+        head->rawPath = path;
         return (int)head->headLen;
     }
     end = path + n;

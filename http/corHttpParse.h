@@ -62,7 +62,8 @@ typedef struct {
      * raw). */
     const char* target;
     size_t targetLen;
-    /* The path, percent-decoded and with its dot segments removed, in
+    /* The path, percent-decoded, its empty segments merged and its dot
+     * segments removed (normalizePath), in
      * place inside the target's bytes. Origin-form: the target's path;
      * absolute-form: the path of the URI ("/" when it has none);
      * asterisk-form (OPTIONS only): "*". */
@@ -91,10 +92,10 @@ typedef struct {
      * the call like headers (NULL: none is kept). */
     char* rawBuf;
     size_t rawCap;
-    /* The path as the client encoded it, with only its dot segments
-     * removed (corHttpPathRaw): what a proxy passes on, "%2F" as it came.
-     * path itself when the path has no escape (the two are the same);
-     * else in rawBuf, or NULL when rawBuf is NULL or too small. */
+    /* The path as the client sent it: what a proxy passes on, as nginx's
+     * proxy_pass without a URI does. path itself when normalizing left
+     * it as it was; else in rawBuf, or NULL when rawBuf is NULL or too
+     * small. */
     const char* rawPath;
     size_t rawPathLen;
     size_t headLen;           /* bytes of the head, the empty line included */
@@ -141,18 +142,6 @@ typedef struct {
  * the root).
  */
 int corHttpTargetDecode(char* target, size_t len, CorHttpTarget* t);
-
-/*
- * The path path[0..n) (starting with '/', its escapes checked) with its
- * dot segments removed but its escapes kept as they are, into out (n
- * bytes at most; out may be path). The segments are those of the decoded
- * path: "%2F" separates too, and "%2e" is a '.', so that decoding the
- * result gives exactly the path corHttpParseHead gives (a proxy that
- * passes this on sends its upstream the path its routes saw, and
- * "a%2Fb" stays one segment for an upstream that keeps it so). Returns
- * the length written, or -400 for a path above the root.
- */
-int corHttpPathRaw(const char* path, size_t n, char* out);
 
 /* Whether s[0..n) is a token (RFC 9110 section 5.6.2): one tchar or more,
  * as a method or a field name must be. */

@@ -94,27 +94,11 @@ corCorServerRequestUnlink(CorServerRequest* req)
     req->conn = NULL;
 }
 
-/* The path of target (checked) as it was encoded, dot segments removed,
- * into room, for a proxy to pass on as HTTP's (corHttpPathRaw). */
-static void
-pathRawKeep(CorRequest* r, const char* target, char* room)
-{
-    size_t n = strcspn(target, "?");
-    int len;
-
-    memcpy(room, target, n);
-    len = corHttpPathRaw(room, n, room);
-    if (len >= 0) {
-        r->rawPath = room;
-        r->rawPathLen = (size_t)len;
-    }
-}
-
 /*
  * The request of a REQUEST message, which it takes over. Its target is
  * decoded as HTTP decodes a request line's (the same routes must match
  * the same paths); a target HTTP would refuse is answered 400 here. The
- * path as it came is kept beside it.
+ * path as it came (the message's) is what a proxy passes on.
  * Returns the request, or NULL (answered, or no memory).
  */
 static CorServerRequest*
@@ -123,7 +107,7 @@ requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
     size_t targetLen = strlen(m->path);
     unsigned count = m->headerCount + (m->contentType != NULL);
     size_t block = sizeof(CorServerRequest) + count * sizeof(CorHeader)
-                   + 2 * targetLen + 1;
+                   + targetLen + 1;
     CorServerRequest* req = corChunkTake(&block);
     char* target;
     CorHttpTarget t;
@@ -164,7 +148,8 @@ requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
         .secure = c->tls,
         .version = "COR/1",
     };
-    pathRawKeep(&req->r, req->message.path, target + targetLen + 1);
+    req->r.rawPath = req->message.path;
+    req->r.rawPathLen = strcspn(req->message.path, "?");
     memcpy(req->remote, c->remote, sizeof(req->remote));
     return req;
 }

@@ -95,10 +95,7 @@ hashKeyOf(const ForwardGroup* g, const CorRequest* r, size_t* lenP)
         *lenP = r->remote != NULL ? strlen(r->remote) : 0;
         return r->remote;
     case FORWARD_HASH_PATH:
-        if (r->rawPath != NULL) {
-            *lenP = r->rawPathLen;
-            return r->rawPath;
-        }
+        /* The normal form: "//a" and "/a" are one page, on one server. */
         *lenP = r->pathLen;
         return r->path;
     case FORWARD_HASH_HEADER:

@@ -256,7 +256,8 @@ corForwardUrl(CorRequest* r, const ForwardServer* s)
     memcpy(p, s->url, base);
     p += base;
     if (r->rawPath != NULL) {
-        /* As the client encoded it: "%2F" is not '/' to every server. */
+        /* As the client sent it (nginx's proxy_pass without a URI):
+         * "%2F" is not '/' to every server. */
         memcpy(p, r->rawPath, r->rawPathLen);
         p += r->rawPathLen;
     }

@@ -181,18 +181,16 @@ corHttp2StreamHeader(nghttp2_session* s, const nghttp2_frame* f,
 }
 
 /* The :path's target, decoded as HTTP/1 decodes a request line's (the
- * same routes match the same paths), kept as it came for the log and as
- * a proxy passes it on. Returns 0 or -1 (a 400). */
+ * same routes match the same paths), kept as it came for the log and,
+ * its path, as a proxy passes it on. Returns 0 or -1 (a 400). */
 static int
 targetSet(Http2Stream* st, const char* path, size_t len)
 {
     CorRequest* r = &st->r;
     CorHttpTarget t;
     char* decoded;
-    size_t n;
-    int rawLen;
 
-    st->target = malloc(3 * len + 3);
+    st->target = malloc(2 * len + 2);
     if (st->target == NULL) {
         return -1;
     }
@@ -208,13 +206,8 @@ targetSet(Http2Stream* st, const char* path, size_t len)
     r->queryLen = t.queryLen;
     r->target = st->target;
     r->targetLen = len;
-    n = strcspn(st->target, "?");
-    memcpy(decoded + len + 1, st->target, n);
-    rawLen = corHttpPathRaw(decoded + len + 1, n, decoded + len + 1);
-    if (rawLen >= 0) {
-        r->rawPath = decoded + len + 1;
-        r->rawPathLen = (size_t)rawLen;
-    }
+    r->rawPath = st->target;
+    r->rawPathLen = strcspn(st->target, "?");
     return 0;
 }
 

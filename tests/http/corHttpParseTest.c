@@ -288,14 +288,25 @@ START_TEST(test_dot_segments)
         { "/a/b/..", "/a/" },
         { "/a/.", "/a/" },
         { "/.", "/" },
-        { "/a//../b", "/a/b" },
+        { "/a//../b", "/b" },
         { "/a/%2e%2E/b", "/b" },
         { "/a%2F..%2Fb", "/b" },
         { "/.well-known/x", "/.well-known/x" },
         { "/a/.../b", "/a/.../b" },
         { "/a/..b/c", "/a/..b/c" },
-        { "/a//b", "/a//b" },
         { "/a/b/../../c/./d/", "/c/d/" },
+        /* Empty segments merged, as nginx's merge_slashes: a guard on
+         * "/p/" prefix meets every one of these. */
+        { "/a//b", "/a/b" },
+        { "//p/x", "/p/x" },
+        { "///p/x", "/p/x" },
+        { "/.//p/x", "/p/x" },
+        { "/p//x", "/p/x" },
+        { "/p//", "/p/" },
+        { "//", "/" },
+        { "/%2F/p/x", "/p/x" },
+        { "/%70/x", "/p/x" },
+        { "/a/..//p/x", "/p/x" },
     };
     char req[256];
 
@@ -308,26 +319,20 @@ START_TEST(test_dot_segments)
 }
 END_TEST
 
-/* The raw path keeps the escapes as they came and loses only the dot
- * segments, the decoded path's: it decodes to the path the routes see. */
+/* The raw path is the path as the client sent it (what a proxy passes
+ * on, as nginx's proxy_pass without a URI); the path is its normal form. */
 START_TEST(test_raw_path_for_a_proxy)
 {
     static const struct {
         const char* target;
         const char* path;
-        const char* raw;
     } cases[] = {
-        { "/a/b?x", "/a/b", "/a/b" },
-        { "/a/./b/../c", "/a/c", "/a/c" },
-        { "/api/group%2Fproject", "/api/group/project",
-          "/api/group%2Fproject" },
-        { "/a%2Fb/../c", "/a/c", "/a/c" },
-        { "/a/%2e%2E/b%20c", "/b c", "/b%20c" },
-        { "/a/..%2Fb%2f", "/b/", "/b%2f" },
-        { "/a%2F.", "/a/", "/a/" },
-        { "/x/%2e/y%3F", "/x/y?", "/x/y%3F" },
-        { "/a/b%2F..%2F..%2Fc", "/c", "/c" },
-        { "/%41%2e%2e/b", "/A../b", "/%41%2e%2e/b" },
+        { "/a/b?x", "/a/b" },
+        { "/a/./b/../c", "/a/c" },
+        { "/api/group%2Fproject", "/api/group/project" },
+        { "//api//x", "/api/x" },
+        { "/a/%2e%2E/b%20c", "/b c" },
+        { "/.a", "/.a" },
     };
     static char raw[64];
     char req[256];
@@ -339,7 +344,9 @@ START_TEST(test_raw_path_for_a_proxy)
                  cases[i].target);
         ck_assert_msg(parse(req) > 0, "%s", cases[i].target);
         CHECK_SPAN(head.path, head.pathLen, cases[i].path);
-        CHECK_SPAN(head.rawPath, head.rawPathLen, cases[i].raw);
+        ck_assert_uint_eq(head.rawPathLen, strcspn(cases[i].target, "?"));
+        ck_assert(memcmp(head.rawPath, cases[i].target, head.rawPathLen)
+                  == 0);
     }
     ck_assert_int_eq(parse("GET /a%2F..%2F.. HTTP/1.1\r\nHost: a\r\n\r\n"),
                      -400);
