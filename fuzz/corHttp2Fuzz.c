@@ -48,19 +48,11 @@ corLimitsBody(uint64_t bytes)
     return bytes > corLimits()->bodyBytes ? 413 : 0;
 }
 
-int
-corLimitsAnswer(CorRequest* r, int status)
+const char*
+corLimitsText(int status)
 {
-    static const char text[] = "refused\n";
-
-    if (status != 413 && status != 431 && status != 408) {
-        return 0;
-    }
-    r->status = status;
-    r->contentType = "text/plain";
-    r->responseBody = text;
-    r->responseLen = sizeof(text) - 1;
-    return status;
+    return status == 413 || status == 431 || status == 408 ? "refused\n"
+                                                           : NULL;
 }
 
 void

@@ -17,6 +17,14 @@
 typedef struct Http2Conn Http2Conn;
 typedef struct Http2Stream Http2Stream;
 
+/* A header's place in its stream's raw bytes (Http2Stream.raw). */
+typedef struct {
+    uint32_t nameOff;
+    uint32_t nameLen;
+    uint32_t valueOff;
+    uint32_t valueLen;
+} Http2Field;
+
 /* The http module's http2 mapping, read once per generation. */
 typedef struct {
     unsigned maxConcurrentStreams;  /* max_concurrent_streams */
@@ -71,6 +79,11 @@ struct Http2Stream {
     bool sent;                  /* corRequestSent was called */
     bool peerEnded;             /* its END_STREAM came */
     bool bodyFailed;            /* a streamed body ended as failed */
+    bool overruled;             /* refused at a limit while its handler
+                                 * ran: the handler's answer goes nowhere,
+                                 * and the stream outlives its release
+                                 * until the refusal is out */
+    bool released;              /* overruled, and the core let it go */
     uint64_t bodyUnread;        /* of a streamed body, put and not yet
                                  * taken by its handler */
     bool ended;                 /* a streamed body: its end came */
@@ -160,6 +173,23 @@ bool corHttp2StreamsStalled(Http2Conn* c);
  * reset. */
 uint64_t corHttp2StreamsDeadline(Http2Conn* c, uint64_t now);
 
+/* ---- corHttp2Refuse.c ---------------------------------------------------- */
+
+/* Refuse st, never served, with status (a limit's, 400, 503): a limit's
+ * refusal is said and counted; the answer is status and its text, or for
+ * a gRPC call at a limit trailers-only with grpc-status 8. */
+void corHttp2StreamRefuse(Http2Conn* c, Http2Stream* st, int status);
+/* Submit that answer alone (the refusal was said): 0, or -1 (reset). */
+int corHttp2RefusalSubmit(Http2Conn* c, Http2Stream* st, int status);
+/* A served stream's body went past limits.body_bytes: its handler is
+ * cancelled; 413 when no answer began, else RST_STREAM(CANCEL). */
+void corHttp2StreamOverLimit(Http2Conn* c, Http2Stream* st);
+/* 413 when st's head announces a content-length past limits.body_bytes,
+ * else 0. */
+int corHttp2BodyAnnounced(const Http2Stream* st);
+/* Whether st's request is a gRPC call (content-type application/grpc). */
+bool corHttp2Grpc(const Http2Stream* st);
+
 /* ---- corHttp2Conf.c ------------------------------------------------------ */
 
 /* Read the http2 mapping of the module's conf; register its metrics. */
@@ -171,7 +201,21 @@ const char* corHttp2AbuseText(Http2Abuse why);
 void corHttp2CountConnection(void);
 void corHttp2CountStream(void);
 
+/* One field into nv at *n: name and value as they are, not copied. */
+static inline void corHttp2Nv(nghttp2_nv* nv, size_t* n, const char* name,
+                              size_t nameLen, const char* value,
+                              size_t valueLen);
+
 /* ---- inline definitions -------------------------------------------------- */
+
+static inline void
+corHttp2Nv(nghttp2_nv* nv, size_t* n, const char* name, size_t nameLen,
+           const char* value, size_t valueLen)
+{
+    nv[(*n)++] = (nghttp2_nv){ (uint8_t*)(uintptr_t)name,
+                               (uint8_t*)(uintptr_t)value, nameLen, valueLen,
+                               NGHTTP2_NV_FLAG_NONE };
+}
 
 static inline void
 corHttp2ConnKick(Http2Conn* c)

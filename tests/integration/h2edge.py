@@ -318,6 +318,18 @@ def case_body_past_limit():
     check(status == 413, (status, rst))
 
 
+def case_body_announced_past_limit():
+    # A content-length past limits.body_bytes (48KiB): 413 at the head,
+    # before any DATA, the handler never run.
+    p = Peer()
+    p.headers(1, [(":method", "POST"), (":path", "/echo"),
+                  (":scheme", "http"), (":authority", "localhost"),
+                  ("content-length", "100000")], end=False)
+    status, body, rst = p.response(1)
+    check(status == 413 and body == b"413 Content Too Large\n",
+          (status, body, rst))
+
+
 def case_header_list_431():
     # A header list past header_bytes (4096), under four times it: 431.
     p = Peer()
