@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 Http2Conf corHttp2Conf = {
     .maxConcurrentStreams = 16, .initialWindowSize = 65535,
     .connectionWindowSize = 1 << 20, .resetsPerSecond = 50,
-    .controlPerSecond = 50,
+    .controlPerSecond = 50, .idlePerSecond = 50,
 };
 
 /* ---- The stand-in core --------------------------------------------------- */

@@ -36,6 +36,8 @@ typedef struct {
     unsigned resetsPerSecond;       /* rapid_reset_limit */
     unsigned controlPerSecond;      /* control_frame_limit: PING and
                                      * SETTINGS a second */
+    unsigned idlePerSecond;         /* idle_frame_limit: frames that make
+                                     * no progress a second */
 } Http2Conf;
 
 extern Http2Conf corHttp2Conf;
@@ -48,9 +50,44 @@ typedef enum {
     H2_ABUSE_SETTINGS,
     H2_ABUSE_PING,
     H2_ABUSE_ZERO_WINDOW,
-    H2_ABUSE_PROTOCOL,              /* any other violation nghttp2 saw */
+    H2_ABUSE_PROTOCOL,              /* any other violation */
+    H2_ABUSE_NO_PROGRESS,           /* frames that move nothing */
     H2_ABUSE_COUNT
 } Http2Abuse;
+
+/* Runs of client stream ids a peer skipped, remembered: so many. */
+#define GAPS_KEPT 8
+
+/* Odd stream ids first..last, never opened. */
+typedef struct {
+    uint32_t first;
+    uint32_t last;
+} Http2Gap;
+
+/* What corHttp2FramesScan saw of a connection's input so far: where it
+ * is in a frame, and the two rules' counts (corHttp2Frames.c). */
+typedef struct {
+    uint8_t head[9];            /* the frame head being read */
+    uint8_t headLen;
+    uint8_t prefaceLeft;        /* of the client's preface, to skip */
+    bool padNext;               /* the next byte is a pad length */
+    uint8_t type;               /* the last head's */
+    uint8_t flags;
+    uint32_t length;
+    uint32_t left;              /* of its payload, still to come */
+    uint32_t nextId;            /* the client's next new stream id */
+    Http2Gap gaps[GAPS_KEPT];   /* a ring: the last ones */
+    unsigned gapCount;
+    uint64_t windowMs;          /* the budget's second began */
+    unsigned idle;              /* frames that moved nothing in it */
+    unsigned dataSent;          /* DATA frames sent in it */
+} Http2Frames;
+
+typedef enum {
+    H2_FRAMES_OK,
+    H2_FRAMES_FLOOD,            /* past the budget of idle frames */
+    H2_FRAMES_BAD_STREAM,       /* HEADERS on an id that was skipped */
+} Http2FramesVerdict;
 
 /*
  * A stream from its HEADERS to its release. Owned by its connection until
@@ -119,6 +156,8 @@ struct Http2Conn {
     uint64_t stallMs;           /* a stream waits on the peer's window
                                  * since then, or 0 */
     uint64_t activeMs;          /* its last stream ended then */
+    Http2Frames frames;         /* what came, as corHttp2Frames.c sees it */
+    bool ending;                /* corHttp2ConnAbuse ends it (counted) */
 };
 
 /* ---- corHttp2Conn.c ------------------------------------------------------ */
@@ -172,6 +211,18 @@ bool corHttp2StreamsStalled(Http2Conn* c);
  * between two frames of its body), 0 for none; those past it at now are
  * reset. */
 uint64_t corHttp2StreamsDeadline(Http2Conn* c, uint64_t now);
+
+/* ---- corHttp2Frames.c ---------------------------------------------------- */
+
+/* Before any input, at now. */
+void corHttp2FramesInit(Http2Frames* f, uint64_t now);
+/* The len bytes at p, as they come, before nghttp2 takes them: OK, or
+ * the rule a frame broke, with *ok the bytes before that frame (nghttp2
+ * may take those). */
+Http2FramesVerdict corHttp2FramesScan(Http2Conn* c, const uint8_t* p,
+                                      size_t len, size_t* ok);
+/* A DATA frame went to the peer: it earns two idle frames. */
+void corHttp2FramesDataSent(Http2Conn* c);
 
 /* ---- corHttp2Refuse.c ---------------------------------------------------- */
 
