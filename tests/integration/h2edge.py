@@ -186,9 +186,9 @@ def case_server_settings_first():
     check(f is not None and f[0] == SETTINGS and not f[1] & ACK, f)
 
 
-def case_bad_preface():
-    # 3.4: a preface that is not the client's: a connection error.
-    s = socket.create_connection(("127.0.0.1", PORT), timeout=5)
+def bad_preface_answer(s):
+    """What the server says to a preface that is not the client's, on s,
+    until it closes."""
     s.sendall(b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n" + frame(SETTINGS, 0, 0))
     s.settimeout(5)
     got = b""
@@ -201,6 +201,13 @@ def case_bad_preface():
             break
         got += chunk
     s.close()
+    return got
+
+
+def case_bad_preface():
+    # 3.4: a preface that is not the client's: a connection error.
+    got = bad_preface_answer(
+        socket.create_connection(("127.0.0.1", PORT), timeout=5))
     check(b"200 OK" not in got, got[:80])
 
 
@@ -215,17 +222,7 @@ def case_bad_preface_tls():
         ("127.0.0.1", int(os.environ["H2EDGE_TLS_PORT"])), timeout=5)
     s = ctx.wrap_socket(raw)
     check(s.selected_alpn_protocol() == "h2", s.selected_alpn_protocol())
-    s.sendall(b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n" + frame(SETTINGS, 0, 0))
-    got = b""
-    while True:
-        try:
-            chunk = s.recv(4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        got += chunk
-    s.close()
+    got = bad_preface_answer(s)
     code = None
     while len(got) >= 9:
         n = int.from_bytes(got[:3], "big")
