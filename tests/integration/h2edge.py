@@ -389,6 +389,25 @@ def case_body_announced_past_limit():
           (status, body, rst))
 
 
+def case_grpc_past_limit():
+    # A gRPC call refused at a limit: trailers-only, grpc-status 8
+    # (RESOURCE_EXHAUSTED) with a message, one HEADERS that ends it.
+    p = Peer()
+    p.headers(1, [(":method", "POST"), (":path", "/echo"),
+                  (":scheme", "http"), (":authority", "localhost"),
+                  ("content-type", "application/grpc"), ("te", "trailers"),
+                  ("content-length", "100000")], end=False)
+    f = p.until(lambda f: f[2] == 1 and f[0] in (HEADERS, RST_STREAM))
+    fields = dict((k if isinstance(k, str) else k.decode(),
+                   v if isinstance(v, str) else v.decode())
+                  for k, v in (f[4] if f is not None and f[0] == HEADERS
+                               else []))
+    check(f is not None and f[1] & END_STREAM
+          and fields.get(":status") == "200"
+          and fields.get("grpc-status") == "8"
+          and "413" in fields.get("grpc-message", ""), (f, fields))
+
+
 def case_header_list_431():
     # A header list past header_bytes (4096), under four times it: 431.
     p = Peer()
