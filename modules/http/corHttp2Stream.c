@@ -437,7 +437,7 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     corHttp2Nv(nv, &n, "date", 4, corHttpDate(c->hl), 29);
     if (r->contentType != NULL) {
         corHttp2Nv(nv, &n, "content-type", 12, r->contentType,
-              strlen(r->contentType));
+                   strlen(r->contentType));
     }
     if (r->stream == NULL && (bodyAllowed(r, status) || r->head)) {
         int len = snprintf(length, sizeof(length), "%zu", r->responseLen);
