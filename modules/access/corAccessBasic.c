@@ -190,6 +190,7 @@ fileWatch(AccessBasic* b)
 {
     uint64_t now = corEvClockMs();
     uint_fast64_t at = atomic_load(&b->watchAt);
+    AccessUsers* users;
     bool changed;
 
     if (now < at || atomic_load(&b->reading)
@@ -197,9 +198,12 @@ fileWatch(AccessBasic* b)
                                            now + WATCH_MS)) {
         return;
     }
+    /* The stat outside the lock, which the loops' cache looks take. */
     pthread_mutex_lock(&b->lock);
-    changed = corAccessUsersChanged(b->users, b->path);
+    users = corAccessUsersHold(b->users);
     pthread_mutex_unlock(&b->lock);
+    changed = corAccessUsersChanged(users, b->path);
+    corAccessUsersRelease(users);
     if (changed && !atomic_exchange(&b->reading, true)
         && corEvPoolPost(threads, &b->reread, reread) != 0) {
         atomic_store(&b->reading, false);

@@ -413,14 +413,19 @@ answersRead(int fd, unsigned count)
  * 100 000 requests, each with an X-Key of 8 KB never seen before, pipelined
  * 32 at a time: each passes (a new key's bucket is full) and the
  * generation's memory grows by under 16 MB, as a key is kept as a 128-bit
- * hash. It used to keep each value whole: 302 MB in 8 s (nginx's
- * limit_req zone keeps a hash too, +0.2 MB; it refuses past its zone).
+ * hash. It used to keep each value whole: +809 MB (nginx 1.22's
+ * limit_req zone of 10 MB, the same client: +0.5 MB, its oldest keys
+ * forgotten). A sanitizer's quarantine keeps what was freed: there its
+ * memory is not judged, and 10 000 keys do.
  */
 START_TEST(test_long_keys_cost_bounded_memory)
 {
-    enum { KEYS = 100000, BATCH = 32, VALUE = 8192 };
+    enum { BATCH = 32, VALUE = 8192 };
     static char request[VALUE + 128];
     static char batch[BATCH * sizeof(request)];
+    const char* sanitized = getenv("COR_TEST_SANITIZED");
+    bool judged = sanitized == NULL || strcmp(sanitized, "1") != 0;
+    unsigned keys = judged ? 100000 : 10000;
     pid_t gen;
     long before;
     long after;
@@ -435,7 +440,7 @@ START_TEST(test_long_keys_cost_bounded_memory)
     fd = corConnect(server.port);
     ck_assert_int_ge(fd, 0);
     startMs = corNowMs();
-    for (unsigned i = 0; i < KEYS; i += BATCH) {
+    for (unsigned i = 0; i < keys; i += BATCH) {
         size_t len = 0;
 
         for (unsigned k = 0; k < BATCH; k++) {
@@ -451,11 +456,11 @@ START_TEST(test_long_keys_cost_bounded_memory)
     }
     close(fd);
     after = corProcStatusKb(gen, "VmRSS");
-    ck_assert_msg(after - before < 16 * 1024, "%ld kB -> %ld kB for %d keys "
-                  "of %d bytes (%ld ms)", before, after, KEYS, VALUE,
-                  corNowMs() - startMs);
+    ck_assert_msg(!judged || after - before < 16 * 1024, "%ld kB -> %ld kB "
+                  "for %u keys of %d bytes (%ld ms)", before, after, keys,
+                  VALUE, corNowMs() - startMs);
     ck_assert_int_ge(corMetric(server.port, "cor_limit_keys{guard=\"perkey\""
-                               "}"), KEYS * 95 / 100);
+                               "}"), keys * 95 / 100);
 }
 END_TEST
 
