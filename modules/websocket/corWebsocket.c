@@ -8,8 +8,9 @@
  * 1000 back to a client that closes, 1002 for a frame no client may send
  * (unmasked, reserved bits, a bad fragment order, a close frame with a
  * status no client may send), 1007 for text that is not UTF-8, 1009 for
- * a message over max_message, 1001 at a stop or past idle_timeout. After its own close frame it drains what the client
- * still sends until the client's (bounded), then closes at once.
+ * a message over max_message, 1001 at a stop or past idle_timeout. After
+ * its own close frame it drains what the client still sends until the
+ * client's (bounded), then closes at once.
  *
  *     modules:
  *       - { load: websocket, max_message: 1MiB, idle_timeout: 60s }

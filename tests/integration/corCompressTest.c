@@ -5,8 +5,9 @@
  * decoded, are the file's; the server's order among what the client
  * accepts, q=0, "*" and identity; what is never compressed (a body under
  * min_bytes, an image, 304, a range, a route with filters: {
- * compress: off }); a HEAD's head as its GET's; a body in memory (a handler's answer), a file (the
- * static module) and a streamed answer of several MB (forward passing an
+ * compress: off }); a HEAD's head as its GET's; a body in memory (a
+ * handler's answer), a file (the static module) and a streamed answer of
+ * several MB (forward passing an
  * upstream's on) compressed and whole; over HTTP/2; Vary on each answer
  * of a compressible type; cor -t's errors.
  */
