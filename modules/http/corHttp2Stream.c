@@ -372,8 +372,12 @@ bodyRead(nghttp2_session* s, int32_t id, uint8_t* buf, size_t len,
             return NGHTTP2_ERR_DEFERRED;
         }
         n = n < len ? n : len;
-        memcpy(buf, corBufHead(&st->streamed), n);
-        corBufConsume(&st->streamed, n);
+        if (n > 0) {
+            /* An empty buffer has no head: a stream that ends with no
+             * byte (a HEAD's) passes none. */
+            memcpy(buf, corBufHead(&st->streamed), n);
+            corBufConsume(&st->streamed, n);
+        }
         st->drained = true;
         if (st->ended && corBufPending(&st->streamed) == 0) {
             bodyEnd(s, st, flags);
