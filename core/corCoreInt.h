@@ -833,8 +833,15 @@ void corSystemdListenCloseRest(void);
 /* ---- Logs (corLog.c) ----------------------------------------------------- */
 
 int corLogOpen(const char* errorPath, const char* level);
+/* The error log's fd: a reopen keeps its number (a crash report writes to
+ * it from a signal handler). */
+int corLogFd(void);
 /* Reopens the error log and the access log (SIGUSR1). */
 int corLogReopen(void);
+/* A thread that crashes says which, with the handler, its module and the
+ * request it served (corCrash.c): armed on the calling thread and set up
+ * for every thread that arms it (corCoCrashArm) from now on. */
+void corCrashReportInit(void);
 /* The access log (log.access): whether it is on, its format ("combined"
  * or "json"), and a write of one whole line (reopened on SIGUSR1). */
 bool corAccessLogEnabled(void);
