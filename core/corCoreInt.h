@@ -663,6 +663,7 @@ typedef struct {
     atomic_ulong reloadsOk;
     atomic_ulong reloadsFailed;
     atomic_ulong generationCrashes;
+    atomic_ulong reloadRollbacks;
 } CorMasterCounters;
 
 extern CorMasterCounters* corMasterCounters;
@@ -875,6 +876,14 @@ void corMasterStatusWrite(const CorConfig* config, const char* outcome,
                           const char* detail);
 void corMasterStatusContinue(const CorConfig* config);
 void corMasterStatusReset(const CorConfig* config);
+
+/* The rollback of a reload (corMasterRollback.c). The configuration a
+ * reload replaced, kept (the callee owns it) while the new one is young;
+ * and, each time a generation of the new one dies or cannot start, the
+ * kept one when it is time to go back to it (the caller owns it then,
+ * why says why), else NULL. */
+void corMasterRollbackKeep(CorConfig* replaced);
+CorConfig* corMasterRollbackDue(char* why, size_t cap);
 
 /* The binary upgrade (corMasterUpgrade.c). The old master's side: start
  * the binary at corSelfPath on configFile with these listeners passed

@@ -3,7 +3,8 @@
  * A module that crashes: the generation's last words name the thread
  * (loop N or worker N), the handler, its module and the request line it
  * served, whatever killed it (a fault, an abort, a stack overflow) and
- * wherever the handler ran; and /metrics counts the crashes.
+ * wherever the handler ran; /metrics counts the crashes; and a reload
+ * whose generations keep crashing is taken back, the master saying why.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -175,6 +176,73 @@ START_TEST(test_the_request_line_is_bounded)
 }
 END_TEST
 
+/* ---- Rollback ------------------------------------------------------------ */
+
+/* A configuration that serves route (echo) and crashes on GET /crash. */
+static const char*
+routeConfig(const char* route)
+{
+    static char yaml[2048];
+
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 2, workers: 2, coroutines: { enabled: "
+             "{COROUTINES} } }\n"
+             "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+             "modules:\n  - { load: http }\n"
+             "  - { load: {MODULES}/testkit.so }\n"
+             "routes:\n  - { match: \"GET %s\", handler: echo }\n"
+             "  - { match: \"GET /crash\", handler: crash }\n"
+             "  - { match: \"GET /metrics\", handler: metrics }\n"
+             "  - { match: \"GET /health\", handler: health }\n"
+             "log: { pid_file: {DIR}/cor.pid }\n", route);
+    return yaml;
+}
+
+/*
+ * Before: the master replaced each generation of the new configuration
+ * for ever, every crash taking the requests in flight with it. Now the
+ * third crash within a minute of the reload brings back the configuration
+ * before it (its route /old, not the new one's /new), and the log says
+ * why.
+ */
+START_TEST(test_a_reload_whose_generations_keep_crashing_is_rolled_back)
+{
+    start(routeConfig("/old"));
+    ck_assert_int_eq(corServerWriteConfig(&server, routeConfig("/new")), 0);
+    kill(server.pid, SIGHUP);
+    servedAgain("/new", 200);
+
+    crashWith("/crash");
+    crashWith("/crash");
+    /* Two crashes: still the new configuration. */
+    ck_assert_int_eq(corRequest(server.port, "GET /new HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corServerLogCount(&server, "rolling back"), 0);
+    crashWith("/crash");
+    servedAgain("/old", 200);
+    ck_assert_int_eq(corRequest(server.port, "GET /new HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n", buf, sizeof(buf)), 404);
+    ck_assert_int_eq(corServerLogMatches(&server, "died \\(signal 6\\): rolling back$"), 1);
+    ck_assert_int_eq(corServerLogMatches(&server, "rolling back to the configuration before "
+                                "the last reload: the configuration the "
+                                "reload [0-9]+ ms ago started lost 3 "
+                                "generations \\(died or could not start\\) "
+                                "within 60 s of that reload; .*cor\\.yaml "
+                                "still holds the new one$"), 1);
+    ck_assert_int_eq(corServerLogCount(&server, "rollback done: generation"),
+                     1);
+    ck_assert_int_eq(corMetric(server.port, "cor_reload_rollbacks_total"),
+                     1);
+    ck_assert_int_eq(corMetric(server.port, "cor_generation_crashes_total"),
+                     3);
+    /* The old configuration has nothing to go back to: a crash now is
+     * replaced, as before any reload. */
+    crashWith("/crash");
+    servedAgain("/old", 200);
+    ck_assert_int_eq(corServerLogCount(&server, "rolling back"), 2);
+}
+END_TEST
+
 COR_TEST_SUITE(corCrash)
 {
     tcase_set_timeout(tc, 90);
@@ -184,4 +252,6 @@ COR_TEST_SUITE(corCrash)
     tcase_add_test(tc,
                    test_a_stack_overflow_names_the_handler_and_the_coroutine);
     tcase_add_test(tc, test_the_request_line_is_bounded);
+    tcase_add_test(tc,
+                   test_a_reload_whose_generations_keep_crashing_is_rolled_back);
 }
