@@ -55,10 +55,16 @@ crashWith(const char* target)
     servedAgain("/health", 200);
 }
 
+static int
+logMatches(const char* regex)
+{
+    return corServerLogMatches(&server, regex);
+}
+
 static void
 reportSays(const char* regex)
 {
-    ck_assert_msg(corServerLogMatches(&server, regex) == 1, "no line (or several) matches "
+    ck_assert_msg(logMatches(regex) == 1, "no line (or several) matches "
                   "'%s' in the log", regex);
 }
 
@@ -131,7 +137,7 @@ START_TEST(test_the_report_names_the_loop_handler_module_and_request)
                "of module testkit");
     ck_assert_int_eq(corMetric(server.port, "cor_generation_crashes_total"),
                      4);
-    ck_assert_int_eq(corServerLogMatches(&server, "died \\(signal (11|8|6|7)\\): starting "
+    ck_assert_int_eq(logMatches("died \\(signal (11|8|6|7)\\): starting "
                                 "another"), 4);
 }
 END_TEST
@@ -205,7 +211,7 @@ routeConfig(const char* route)
  * before it (its route /old, not the new one's /new), and the log says
  * why.
  */
-START_TEST(test_a_reload_whose_generations_keep_crashing_is_rolled_back)
+START_TEST(test_a_reload_that_keeps_crashing_is_rolled_back)
 {
     start(routeConfig("/old"));
     ck_assert_int_eq(corServerWriteConfig(&server, routeConfig("/new")), 0);
@@ -222,8 +228,8 @@ START_TEST(test_a_reload_whose_generations_keep_crashing_is_rolled_back)
     servedAgain("/old", 200);
     ck_assert_int_eq(corRequest(server.port, "GET /new HTTP/1.1\r\nHost: t"
                                 "\r\n\r\n", buf, sizeof(buf)), 404);
-    ck_assert_int_eq(corServerLogMatches(&server, "died \\(signal 6\\): rolling back$"), 1);
-    ck_assert_int_eq(corServerLogMatches(&server, "rolling back to the configuration before "
+    ck_assert_int_eq(logMatches("died \\(signal 6\\): rolling back$"), 1);
+    ck_assert_int_eq(logMatches("rolling back to the configuration before "
                                 "the last reload: the configuration the "
                                 "reload [0-9]+ ms ago started lost 3 "
                                 "generations \\(died or could not start\\) "
@@ -252,6 +258,5 @@ COR_TEST_SUITE(corCrash)
     tcase_add_test(tc,
                    test_a_stack_overflow_names_the_handler_and_the_coroutine);
     tcase_add_test(tc, test_the_request_line_is_bounded);
-    tcase_add_test(tc,
-                   test_a_reload_whose_generations_keep_crashing_is_rolled_back);
+    tcase_add_test(tc, test_a_reload_that_keeps_crashing_is_rolled_back);
 }
