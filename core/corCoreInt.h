@@ -666,6 +666,7 @@ typedef struct {
     atomic_ulong reloadsOk;
     atomic_ulong reloadsFailed;
     atomic_ulong generationCrashes;
+    atomic_ulong reloadRollbacks;
 } CorMasterCounters;
 
 extern CorMasterCounters* corMasterCounters;
@@ -836,8 +837,15 @@ void corSystemdListenCloseRest(void);
 /* ---- Logs (corLog.c) ----------------------------------------------------- */
 
 int corLogOpen(const char* errorPath, const char* level);
+/* The error log's fd: a reopen keeps its number (a crash report writes to
+ * it from a signal handler). */
+int corLogFd(void);
 /* Reopens the error log and the access log (SIGUSR1). */
 int corLogReopen(void);
+/* A thread that crashes says which, with the handler, its module and the
+ * request it served (corCrash.c): armed on the calling thread and set up
+ * for every thread that arms it (corCoCrashArm) from now on. */
+void corCrashReportInit(void);
 /* The access log (log.access): whether it is on, its format ("combined"
  * or "json"), and a write of one whole line (reopened on SIGUSR1). */
 bool corAccessLogEnabled(void);
@@ -871,6 +879,14 @@ void corMasterStatusWrite(const CorConfig* config, const char* outcome,
                           const char* detail);
 void corMasterStatusContinue(const CorConfig* config);
 void corMasterStatusReset(const CorConfig* config);
+
+/* The rollback of a reload (corMasterRollback.c). The configuration a
+ * reload replaced, kept (the callee owns it) while the new one is young;
+ * and, each time a generation of the new one dies or cannot start, the
+ * kept one when it is time to go back to it (the caller owns it then,
+ * why says why), else NULL. */
+void corMasterRollbackKeep(CorConfig* replaced);
+CorConfig* corMasterRollbackDue(char* why, size_t cap);
 
 /* The binary upgrade (corMasterUpgrade.c). The old master's side: start
  * the binary at corSelfPath on configFile with these listeners passed

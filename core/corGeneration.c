@@ -119,6 +119,7 @@ loopMain(void* arg)
     CorEvLoop* loop = corRuntime.loops[t->index];
 
     corLoopIndexSet((int)t->index);
+    corCoCrashArm();
     corEvLoopBind(loop);
     corRequestStallInit(loop);
     t->startRc = corModulesLoopInit(loop, t->index);
@@ -498,6 +499,7 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
     int sig;
 
     masterDeathWatch(master);
+    corCrashReportInit();
 
     corLog(COR_LOG_INFO, "generation %u starting: %u loop%s%s, %u worker%s, "
            "coroutines %s", generation, config->runtime.loops,

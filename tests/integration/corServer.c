@@ -564,17 +564,30 @@ corShell(const char* command, char* out, size_t cap)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-int
-corServerLogCount(const CorServer* s, const char* text)
+/* How many lines of s's log match pattern, as grep's flag reads it. */
+static int
+logCount(const CorServer* s, const char* flag, const char* pattern)
 {
-    char command[512];
+    char command[1024];
     char out[64];
     int rc;
 
-    snprintf(command, sizeof(command), "grep -c -F -e '%s' %s", text,
-             s->log);
+    snprintf(command, sizeof(command), "grep -c %s -e '%s' %s", flag,
+             pattern, s->log);
     rc = corShell(command, out, sizeof(out));
     return rc == 0 || rc == 1 ? atoi(out) : -1;    /* 1: no line */
+}
+
+int
+corServerLogCount(const CorServer* s, const char* text)
+{
+    return logCount(s, "-F", text);
+}
+
+int
+corServerLogMatches(const CorServer* s, const char* regex)
+{
+    return logCount(s, "-E", regex);
 }
 
 void

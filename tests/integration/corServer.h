@@ -84,6 +84,8 @@ void corTestCertsMake(char* dir, size_t cap);
 void corTestCertsRemove(const char* dir);
 /* How many lines of s's log hold text (a fixed string, no quote). */
 int corServerLogCount(const CorServer* s, const char* text);
+/* The same for an extended regular expression (no single quote). */
+int corServerLogMatches(const CorServer* s, const char* regex);
 /* Run cor-request (beside COR_BIN) with args, expanded as a config is
  * ({PORT}, {PORT2}, {DIR}); its output (stderr too) goes to out. Returns
  * its exit status. */
