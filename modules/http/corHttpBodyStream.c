@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A request body handed to its handler as it comes (CorHandler.streamBody:
- * a proxy that passes an upload on while it is sent), on an HTTP/1.x
+ * a proxy that passes an upload on while it is sent), or to the core,
+ * which gathers it whole for a handler that takes it so once the route
+ * accepted the request (Expect: 100-continue, a body past
+ * limits.body_memory, a chunked one), on an HTTP/1.x
  * connection. Such a request is served as soon as its head is in; its
  * body, by length or chunked (the framing decoded, the trailers dropped),
  * goes into the core's container (corRequestBodyPut) as the socket gives
@@ -36,13 +39,33 @@
  * each piece would wake the reading as often. */
 #define BODY_RESUME_BYTES (BODY_HELD_BYTES / 2)
 
+/*
+ * Whether req is served at its head although its handler takes its body
+ * whole (the core gathers it, corRequestBodySpool.c): a client that waits
+ * for 100 Continue hears it only once the route and its guards accepted
+ * the request; a body longer than limits.body_memory, or of a length not
+ * said, goes to a file rather than into the connection's buffer.
+ */
+static bool
+servedAtHead(const HttpRequest* req)
+{
+    return req->expectContinue || req->chunked
+           || (req->contentLength > 0
+               && (uint64_t)req->contentLength > corLimits()->bodyMemory);
+}
+
 bool
 corHttpBodyStreamBegin(HttpConn* c)
 {
-    CorRequest* r = &c->req->r;
+    HttpRequest* req = c->req;
+    CorRequest* r = &req->r;
 
-    if (!corRequestBodyStreams(r) || corRequestBodyBegin(r) != 0) {
+    if (!(servedAtHead(req) || corRequestBodyStreams(r))
+        || corRequestBodyBegin(r) != 0) {
         return false;
+    }
+    if (!req->chunked) {
+        corRequestBodyLengthSay(r, (uint64_t)req->contentLength);
     }
     c->state = HTTP_SERVING;
     c->bodyStream = HTTP_BODY_STREAMING;
