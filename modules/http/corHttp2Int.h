@@ -71,6 +71,8 @@ struct Http2Stream {
     bool sent;                  /* corRequestSent was called */
     bool peerEnded;             /* its END_STREAM came */
     bool bodyFailed;            /* a streamed body ended as failed */
+    bool gathered;              /* served at its head, its body gathered
+                                 * whole by the core: timed as it comes */
     uint64_t bodyUnread;        /* of a streamed body, put and not yet
                                  * taken by its handler */
     bool ended;                 /* a streamed body: its end came */
