@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A request body handed to its handler as it comes (CorHandler.streamBody:
- * a proxy that passes an upload on while it is sent), or to the core,
- * which gathers it whole for a handler that takes it so once the route
- * accepted the request (Expect: 100-continue, a body past
- * limits.body_memory, a chunked one), on an HTTP/1.x
- * connection. Such a request is served as soon as its head is in; its
+ * A request body handed on as it comes, on an HTTP/1.x connection: to
+ * its handler (CorHandler.streamBody: a proxy that passes an upload on
+ * while it is sent), or to the core, which gathers it for a handler that
+ * takes it whole once the route accepted the request (Expect:
+ * 100-continue, a body past limits.body_memory, a chunked one:
+ * corRequestBodySpool.c). Such a request is served as soon as its head is
+ * in; its
  * body, by length or chunked (the framing decoded, the trailers dropped),
  * goes into the core's container (corRequestBodyPut) as the socket gives
  * it, and corRequestBodyRead takes it out wherever the handler runs.

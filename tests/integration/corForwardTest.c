@@ -620,10 +620,18 @@ START_TEST(test_buffered_uploads_spooled_in_flat_memory)
     long after;
     int whole = 0;
 
+    /* A sanitizer's build is not judged on memory (memoryGrewLess):
+     * smaller bodies take the same ways in the time its run has. */
+    const char* sanitized = getenv("COR_TEST_SANITIZED");
+    size_t size = sanitized != NULL && strcmp(sanitized, "1") == 0
+                  ? 5 * 1000 * 1000 : 50 * 1000 * 1000;
+    char length[48];
+
     bigStart();
     gen = corServerGeneration(&big);
     ck_assert_int_gt(gen, 0);
-    uploadMake(50 * 1000 * 1000, expect, sizeof(expect));
+    uploadMake(size, expect, sizeof(expect));
+    snprintf(length, sizeof(length), "\nContent-Length: %zu\r", size);
     ck_assert_int_eq(corCurl(big.port, "-d warm", "/echo", out,
                              sizeof(out)), 0);
     before = corProcStatusKb(gen, "VmHWM");
@@ -639,7 +647,7 @@ START_TEST(test_buffered_uploads_spooled_in_flat_memory)
         whole++;
     }
     ck_assert_msg(whole == 4, "%s", out);
-    CHECK_HAS("\nContent-Length: 50000000\r");
+    CHECK_HAS(length);
     memoryGrewLess(before, after, 16 * 1024);
     /* The last release may follow its answer by a moment. */
     snprintf(command, sizeof(command), "for i in $(seq 100); do "
