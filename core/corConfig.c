@@ -528,8 +528,10 @@ readLimits(CorConfig* cf, const CorConf* root, CorConfErrors* e)
     static const char* const keys[] = {
         "connections",       "header_bytes",    "header_count",
         "body_bytes",        "request_timeout", "body_timeout",
-        "keepalive_timeout", "send_timeout",    NULL,
+        "keepalive_timeout", "send_timeout",    "body_memory",
+        "body_spool_dir",    NULL,
     };
+    const char* spoolDir;
     const CorConf* m = corConfMap(root, "limits", e);
 
     cf->limits.connections =
@@ -548,6 +550,18 @@ readLimits(CorConfig* cf, const CorConf* root, CorConfErrors* e)
         corConfDurationMs(m, "keepalive_timeout", 60 * second, 0, hour, e);
     cf->limits.sendTimeoutMs =
         corConfDurationMs(m, "send_timeout", 30 * second, 1, hour, e);
+    cf->limits.bodyMemory =
+        (size_t)corConfSize(m, "body_memory", mib, 0, 1024 * gib, e);
+    spoolDir = corConfigNonEmpty(m, "body_spool_dir", "temp", "a path or "
+                                 "temp", e);
+    free(cf->limits.bodySpoolDir);
+    cf->limits.bodySpoolDir = NULL;
+    if (spoolDir != NULL && strcmp(spoolDir, "temp") != 0) {
+        cf->limits.bodySpoolDir = corConfigPathBeside(cf->file, spoolDir);
+        if (cf->limits.bodySpoolDir == NULL) {
+            corConfErrorf(e, NULL, "out of memory reading the configuration");
+        }
+    }
     corConfUnknownKeys(m, "limits", keys, e);
 }
 
@@ -1139,6 +1153,7 @@ corConfigFree(CorConfig* cf)
     free(cf->modules);
     free(cf->routes);
     free(cf->resolver.servers);
+    free(cf->limits.bodySpoolDir);
     free(cf->client.caFile);
     free(cf->log.level);
     free(cf->log.error);

@@ -342,6 +342,24 @@ void corRequestBodyWatch(CorRequest* r, CorBodyWatchFn fn, void* arg);
 int corRequestBodyWakeFd(CorRequest* r);
 void corRequestBodyFree(CorRequest* r);
 
+/*
+ * A body that comes into r->bodyIn (served at its head: the handler
+ * streams it, or the protocol wants its route's verdict before the body,
+ * as for Expect: 100-continue) is gathered whole before a handler that
+ * takes it whole (corRequestBodySpool.c): in memory up to
+ * limits.body_memory, past it in an unlinked temporary file that r->body
+ * maps and corRequestBodyRead reads. fn(r, rc, arg) runs on r's loop
+ * once it came (0: r->body and r->bodyLen hold it) or failed (-errno: as
+ * corRequestBodyRead would say, or the file's failure); it may run before
+ * Gather returns. corRequestBodyGathers: whether r's body is to be
+ * gathered for handler (its body comes, and the handler does not take it
+ * as it comes).
+ */
+typedef void (*CorBodyGatheredFn)(CorRequest* r, int rc, void* arg);
+
+bool corRequestBodyGathers(const CorRequest* r, const CorHandler* handler);
+void corRequestBodyGather(CorRequest* r, CorBodyGatheredFn fn, void* arg);
+
 /* Streams (corStream.c): the handler returned (the head goes out if it
  * has not, and the end may follow); and the stream's memory, at the
  * request's end. */

@@ -432,6 +432,8 @@ corGenerationPrepare(const CorConfig* config, CorConfErrors* errors)
         .bodyTimeoutMs = config->limits.bodyTimeoutMs,
         .keepaliveTimeoutMs = config->limits.keepaliveTimeoutMs,
         .sendTimeoutMs = config->limits.sendTimeoutMs,
+        .bodyMemory = config->limits.bodyMemory,
+        .bodySpoolDir = config->limits.bodySpoolDir,
     };
     corRuntime.loopCount = config->runtime.loops;
     corRuntime.coroutines = config->runtime.coroutines.enabled

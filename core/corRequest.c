@@ -461,7 +461,66 @@ routed(CorRequest* r, const CorRouteMatch* match)
     dispatch(r, coroutine, match->timeoutMs);
 }
 
-static const CorGuardNext guardNext = { .routed = routed,
+/* The status a body that failed while it was gathered is refused
+ * with: the protocol answered it already where it could (413, 400, 408),
+ * so this one goes nowhere but the access log. */
+static int
+bodyFailedStatus(int rc)
+{
+    switch (rc) {
+    case -EMSGSIZE:
+        return 413;
+    case -ETIMEDOUT:
+        return 408;
+    case -EPROTO:
+    case -ECONNRESET:
+        return 400;
+    default:
+        return 500;             /* its file could not be written */
+    }
+}
+
+/* r's body came whole (or failed) after its route accepted it. */
+static void
+bodyGathered(CorRequest* r, int rc, void* arg)
+{
+    if (rc < 0) {
+        r->cut = rc == -ECONNRESET;
+        refused(r, bodyFailedStatus(rc));
+        return;
+    }
+    routed(r, arg);
+}
+
+/*
+ * r passed its limits, its route and its guards. A body still to come
+ * (r was served at its head) is wanted now, not before: a client that
+ * waits to be told (Expect: 100-continue) is told only here, so that one
+ * refused sends none of it, as nginx's. A handler that takes it whole
+ * gets it once it came.
+ */
+static void
+admitted(CorRequest* r, const CorRouteMatch* match)
+{
+    CorRouteMatch* kept;
+
+    if (r->bodyIn != NULL && r->ops->bodyWanted != NULL) {
+        r->ops->bodyWanted(r);
+    }
+    if (!corRequestBodyGathers(r, &match->handler->handler)) {
+        routed(r, match);
+        return;
+    }
+    kept = corRequestAlloc(r, sizeof(*kept));
+    if (kept == NULL) {
+        refused(r, 500);
+        return;
+    }
+    *kept = *match;
+    corRequestBodyGather(r, bodyGathered, kept);
+}
+
+static const CorGuardNext guardNext = { .routed = admitted,
                                         .refused = refused };
 
 /* r's route found, its guards run: the 404 and 405 are the core's. */

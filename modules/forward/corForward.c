@@ -270,11 +270,13 @@ forwardServe(CorRequest* r)
         /* Over HTTP/2 the body goes up as it comes (a gRPC stream),
          * while the answer comes down; with request_buffering off a body
          * that comes while the handler runs (an HTTP/2 or an HTTP/1.1
-         * client's) goes as it comes over HTTP/1.1 too, chunked, before
-         * the answer. One that came whole (no body, or cor://) goes with
-         * its length. */
-        .bodyFrom = g->http2 || (!g->buffering && r->bodyIn != NULL) ? r
-                                                                    : NULL,
+         * client's) goes as it comes over HTTP/1.1 too, before the
+         * answer, with the length its client said (chunked when none).
+         * One the core gathered whole (past limits.body_memory, in a
+         * file) is read out of it a piece at a time, never all in
+         * memory. One that came whole in memory (or none, or cor://) goes
+         * with its length. */
+        .bodyFrom = g->http2 || r->bodyIn != NULL ? r : NULL,
     };
     CorClientResponse res;
     CorHttpClientExchange* x = NULL;

@@ -354,6 +354,7 @@ corServerStartWith(CorServer* s, const char* extra)
              "  - { match: \"GET /stream\", handler: stream }\n"
              "  - { match: \"/notify/*\", handler: notify }\n"
              "  - { match: \"/waitecho\", handler: waitecho }\n"
+             "  - { match: \"/bodysum\", handler: bodysum }\n"
              "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log }\n"
              "%s", extra ? extra : "");
     return corServerStartListen(s, false, NULL, yaml);
@@ -484,6 +485,28 @@ corReadResponse(int fd, char* buf, size_t cap, int timeoutMs)
         }
         len += (size_t)n;
     }
+}
+
+ssize_t
+corReadHead(int fd, char* buf, size_t cap, int timeoutMs)
+{
+    long deadline = corNowMs() + timeoutMs;
+    size_t len = 0;
+
+    buf[0] = '\0';
+    while (strstr(buf, "\r\n\r\n") == NULL) {
+        ssize_t n;
+
+        if (len + 1 >= cap || !waitReadable(fd, deadline)) {
+            return -1;
+        }
+        n = recv(fd, buf + len, 1, 0);     /* what follows is not ours */
+        if (n <= 0) {
+            return len > 0 ? -1 : 0;
+        }
+        buf[++len] = '\0';
+    }
+    return (ssize_t)len;
 }
 
 bool
