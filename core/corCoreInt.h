@@ -274,6 +274,8 @@ void corRequestStallInit(CorEvLoop* loop);
  * and what a stop cuts short. */
 unsigned corRequestsInFlight(void);
 unsigned corRequestsFinishing(void);
+/* Of them, those whose phase a worker thread has (queued or running). */
+unsigned corRequestsOnWorkers(void);
 /* Hold r's release for work it started that runs beside it (a
  * notification), and let it go (corRequestHold.c): the last let-go after r's last phase
  * ended releases r, on r's loop (posted there from another thread).
@@ -597,6 +599,7 @@ typedef struct {
     /* Read by the generation's main thread during a drain. */
     atomic_uint inFlight;
     atomic_uint finishing;
+    atomic_uint onWorkers;      /* phases handed to a worker, not back */
 } CorLoopCounters;
 
 /* A gauge the loop alone writes and the main thread reads: a plain

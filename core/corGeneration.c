@@ -269,12 +269,12 @@ drainWaitingLog(uint64_t deadline)
         }
     }
     corLog(COR_LOG_INFO, "draining: waiting for %u connection%s%s%s%s, %u "
-           "request%s in flight (%u in a post-response phase); stopped in "
-           "%llu ms at the latest (runtime.stop_timeout)",
+           "request%s in flight (%u on workers, %u in a post-response "
+           "phase); stopped in %llu ms at the latest (runtime.stop_timeout)",
            connectionsOpen(), connectionsOpen() == 1 ? "" : "s",
            n > 0 ? " (" : "", byProtocol, n > 0 ? ")" : "",
            corRequestsInFlight(), corRequestsInFlight() == 1 ? "" : "s",
-           corRequestsFinishing(),
+           corRequestsOnWorkers(), corRequestsFinishing(),
            (unsigned long long)(deadline - corEvClockMs()));
 }
 
@@ -332,7 +332,14 @@ static void
 stop(void)
 {
     unsigned finishing = corRequestsFinishing();
+    unsigned inFlight = corRequestsInFlight();
 
+    if (inFlight > finishing) {
+        corLog(COR_LOG_INFO, "stopping with %u request%s in flight (%u on "
+               "workers): their waits are cancelled, and a handler still "
+               "queued for a worker does not start", inFlight - finishing,
+               inFlight - finishing == 1 ? "" : "s", corRequestsOnWorkers());
+    }
     if (finishing > 0) {
         corLog(COR_LOG_WARN, "stopping with %u post-response phase%s still "
                "running: their waits are cancelled (runtime.stop_timeout "

@@ -43,6 +43,8 @@ typedef struct {
     const char* keys;           /* more keys of the module, "    k: v\n" */
     const char* subs;           /* more subscriptions, "      - {...}\n" */
     const char* routes;         /* more routes, "  - {...}\n" */
+    const char* runtime;        /* more keys of runtime, ", k: v" */
+    const char* modules;        /* more modules, "  - {...}\n" */
 } SubConf;
 
 /* cor again with subscriptions to the broker: in/a/+ (QoS 1) served by
@@ -59,7 +61,7 @@ corSubscribingWith(const SubConf* sc)
         snprintf(perLoop, sizeof(perLoop), ", per_loop: %u", sc->perLoop);
     }
     snprintf(yaml, sizeof(yaml),
-             "runtime: { loops: 2, workers: 4,\n"
+             "runtime: { loops: 2, workers: 4%s,\n"
              "           coroutines: { enabled: {COROUTINES}%s } }\n"
              "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
              "modules:\n"
@@ -75,6 +77,7 @@ corSubscribingWith(const SubConf* sc)
              "      - { broker: \"mqtt://127.0.0.1:%d\",\n"
              "          filter: \"in/never/#\", client_id: cor-sub-1 }\n"
              "%s"
+             "%s"
              "  - { load: {MODULES}/testkit.so }\n"
              "routes:\n"
              "  - { match: \"MQTT /in/a/*\", handler: echo }\n"
@@ -83,8 +86,10 @@ corSubscribingWith(const SubConf* sc)
              "  - { match: \"GET /metrics\", handler: metrics }\n"
              "%s"
              "log: { pid_file: {DIR}/cor.pid }\n",
-             perLoop, sc->keys != NULL ? sc->keys : "", sc->broker,
+             sc->runtime != NULL ? sc->runtime : "", perLoop,
+             sc->keys != NULL ? sc->keys : "", sc->broker,
              sc->broker, sc->broker, sc->subs != NULL ? sc->subs : "",
+             sc->modules != NULL ? sc->modules : "",
              sc->neverEchoes ? "echo" : "never",
              sc->routes != NULL ? sc->routes : "");
     corServerStop(&cor);
@@ -399,6 +404,61 @@ START_TEST(test_a_qos0_flood_is_bounded)
 END_TEST
 
 /*
+ * A graceful stop with messages parked on worker threads: 600 QoS 0
+ * messages into hello's park handler (which waits until /wake), past the
+ * coroutines (per_loop: 4; all of them in blocking mode) on the four
+ * workers, most of them queued there. The drain says what it waits for
+ * (the requests on workers), and at runtime.stop_timeout (2 s) the stop
+ * cancels the workers' waits as the loops': a handler that had not
+ * started never starts. Before, each queued one ran and parked until its
+ * first look for a cancel (50 ms): 600 / 4 x 50 ms, past the master's
+ * stop_timeout + 5 s, which killed the generation.
+ */
+START_TEST(test_a_stop_with_messages_parked_on_workers_ends)
+{
+    enum { COUNT = 600 };
+    char subs[256];
+    long handed = 0;
+    long deadline;
+    long t;
+    int status;
+
+    snprintf(subs, sizeof(subs), "      - { broker: \"mqtt://127.0.0.1:%d\","
+             " filter: \"in/park/#\", qos: 0 }\n", corTestBroker.port);
+    ck_assert_int_eq(corSubscribingWith(&(SubConf){
+        .broker = corTestBroker.port, .perLoop = 4,
+        .runtime = ", stop_timeout: 2s",
+        .keys = "    max_in_handlers: 1000\n", .subs = subs,
+        .modules = "  - { load: {MODULES}/hello.so }\n",
+        .routes = "  - { match: \"MQTT /in/park/*\", handler: park }\n"
+    }), 0);
+    subscribedWait(4);
+    publishMany(corTestBroker.port, "in/park/x", "p", COUNT, 0);
+    deadline = corNowMs() + 20000;
+    while ((handed = corMetric(cor.port,
+                               "cor_requests_total{ran=\"coroutine\"}")
+                     + corMetric(cor.port,
+                                 "cor_requests_total{ran=\"worker\"}"))
+           < COUNT && corNowMs() < deadline) {
+        usleep(20 * 1000);
+    }
+    ck_assert_int_ge(handed, COUNT);
+    t = corNowMs();
+    ck_assert_int_eq(kill(cor.pid, SIGQUIT), 0);
+    ck_assert_int_eq(waitpid(cor.pid, &status, 0), cor.pid);
+    t = corNowMs() - t;
+    cor.pid = 0;
+    fprintf(stderr, "corMqttSubTest: graceful stop with %d messages parked "
+            "(stop_timeout 2 s): %ld ms (%s)\n", COUNT, t,
+            corTestCoroutines() ? "coroutines" : "threads");
+    ck_assert_int_eq(corServerLogCount(&cor, "did not stop in"), 0);
+    ck_assert_int_ge(corServerLogCount(&cor, "on workers"), 1);
+    ck_assert_int_eq(corServerLogCount(&cor, "generation 1 stopped"), 1);
+    ck_assert_int_lt(t, 5000);
+}
+END_TEST
+
+/*
  * At the coroutine cap (per_loop: 1), a subscriber whose connect finds
  * no coroutine is not abandoned: two subscribers (two client ids) take
  * turns with the one coroutine, at the start and when the broker comes
@@ -631,6 +691,7 @@ COR_TEST_SUITE(corMqttSub)
     tcase_add_test(tc, test_a_reload_mid_subscription_loses_nothing);
     tcase_add_test(tc, test_a_message_past_body_bytes_is_never_handled);
     tcase_add_test(tc, test_a_qos0_flood_is_bounded);
+    tcase_add_test(tc, test_a_stop_with_messages_parked_on_workers_ends);
     tcase_add_test(tc, test_subscribers_at_the_coroutine_cap_keep_trying);
     tcase_add_test(tc, test_a_poison_message_is_dead_lettered);
     tcase_add_test(tc, test_retained_messages_once_in_5);
