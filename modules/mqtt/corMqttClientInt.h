@@ -18,6 +18,13 @@
 #define COR_MQTTS_PORT 8883
 /* A user name or a password from a URL, at most. */
 #define COR_MQTT_CRED_MAX 256
+/* A subscription's method: (what a forward sends its messages as), at
+ * most. */
+#define COR_MQTT_METHOD_MAX 16
+/* What a user property named as a field of the bridge's own goes as (a
+ * forward sends every one so). */
+#define COR_MQTT_USER_PREFIX "MQTT-User-"
+#define COR_MQTT_USER_PREFIX_LEN 10
 /* The largest packet the bridge reads from a broker. */
 #define COR_MQTT_READ_MAX ((size_t)16 * 1024 * 1024)
 
@@ -70,6 +77,7 @@ typedef struct {
     char url[512];              /* as written, for messages */
     char clientId[64];
     CorMqttSub* subs;           /* filter (owned) and options (QoS) */
+    char** methods;             /* each one's method: (owned), or NULL */
     unsigned count;
 } CorMqttSubGroup;
 

@@ -127,7 +127,7 @@ corWithSubscriptions(bool neverEchoes)
 static void
 publish(const char* topic, const char* message, int qos, const char* more)
 {
-    char command[512];
+    char command[1024];
 
     snprintf(command, sizeof(command), "mosquitto_pub -h 127.0.0.1 -p %d "
              "-V mqttv5 -q %d -t '%s' -m '%s' -D publish response-topic "
@@ -459,6 +459,79 @@ START_TEST(test_a_stop_with_messages_parked_on_workers_ends)
 END_TEST
 
 /*
+ * Messages routed to a forward group go upstream as HTTP: POST (or the
+ * subscription's method:), never the method MQTT, which an application
+ * answers 501; the 5.0 user properties as MQTT-User-<name> fields, so that
+ * a publisher cannot write the upstream's Host, Authorization, Cookie,
+ * framing, hop-by-hop or forwarding fields. The upstream echoes the head
+ * it got, which the response carries to the Response Topic. A handler
+ * still sees the method MQTT and the properties as they came.
+ */
+START_TEST(test_messages_forwarded_go_as_http)
+{
+    static const char* const never[] = {
+        "\nAuthorization:", "\nX-Forwarded-For: 6.6.6.6", "\nHost: evil",
+        "\nCookie:", "\nTransfer-Encoding:", "\nForwarded:",
+        "\nConnection: close", "\nContent-Length: 999", "MQTT /",
+        "bad name",
+    };
+    char subs[512];
+    char modules[256];
+    CorTestSub s;
+    pid_t upstream;
+    int port;
+
+    upstream = corUpstreamStart(&port);
+    ck_assert_int_gt(upstream, 0);
+    snprintf(subs, sizeof(subs),
+             "      - { broker: \"mqtt://127.0.0.1:%d\", filter: \"in/fwd/#\","
+             " client_id: cor-sub-1 }\n"
+             "      - { broker: \"mqtt://127.0.0.1:%d\", filter: \"in/put/#\","
+             " client_id: cor-sub-1, method: PUT }\n",
+             corTestBroker.port, corTestBroker.port);
+    snprintf(modules, sizeof(modules), "  - load: forward\n    upstreams:\n"
+             "      - { name: app, servers: [ \"http://127.0.0.1:%d\" ] }\n",
+             port);
+    ck_assert_int_eq(corSubscribingWith(&(SubConf){
+        .broker = corTestBroker.port, .subs = subs, .modules = modules,
+        .routes = "  - { match: \"MQTT /in/fwd/*\", handler: app }\n"
+                  "  - { match: \"MQTT /in/put/*\", handler: app }\n" }),
+        0);
+    subscribedWait(5);
+    corTestSubStart(&s, "out/#", 3, "");
+    publish("in/fwd/echo", "up", 1, "-D publish user-property Authorization "
+            "secret -D publish user-property X-Forwarded-For 6.6.6.6 "
+            "-D publish user-property Host evil -D publish user-property "
+            "Cookie c=1 -D publish user-property Transfer-Encoding chunked "
+            "-D publish user-property Connection close -D publish "
+            "user-property Forwarded for=6.6.6.6 -D publish user-property "
+            "Content-Length 999 -D publish user-property 'bad name' x "
+            "-D publish user-property k v");
+    publish("in/put/echo", "put", 1, "");
+    publish("in/a/1", "local", 1, "-D publish user-property k v");
+    corTestSubCollect(&s, 10000, buf, sizeof(buf));
+    corUpstreamStop(&upstream);
+    ck_assert_msg(strstr(buf, "POST /in/fwd/echo HTTP/1.1\r\n") != NULL,
+                  "%s", buf);
+    ck_assert_msg(strstr(buf, "PUT /in/put/echo HTTP/1.1\r\n") != NULL,
+                  "%s", buf);
+    ck_assert_msg(strstr(buf, "\nMQTT-User-Authorization: secret") != NULL,
+                  "%s", buf);
+    ck_assert_msg(strstr(buf, "\nMQTT-User-Host: evil") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "\nMQTT-User-k: v") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "\nMQTT-QoS: 1") != NULL, "%s", buf);
+    for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+        ck_assert_msg(strstr(buf, never[i]) == NULL, "%s in:\n%s", never[i],
+                      buf);
+    }
+    ck_assert_int_eq(corTestCountOf(buf, "status:200"), 3);
+    /* The echo handler saw it as a message, its properties as they are. */
+    ck_assert_msg(strstr(buf, "out/reply local status:200") != NULL, "%s",
+                  buf);
+}
+END_TEST
+
+/*
  * At the coroutine cap (per_loop: 1), a subscriber whose connect finds
  * no coroutine is not abandoned: two subscribers (two client ids) take
  * turns with the one coroutine, at the start and when the broker comes
@@ -692,6 +765,7 @@ COR_TEST_SUITE(corMqttSub)
     tcase_add_test(tc, test_a_message_past_body_bytes_is_never_handled);
     tcase_add_test(tc, test_a_qos0_flood_is_bounded);
     tcase_add_test(tc, test_a_stop_with_messages_parked_on_workers_ends);
+    tcase_add_test(tc, test_messages_forwarded_go_as_http);
     tcase_add_test(tc, test_subscribers_at_the_coroutine_cap_keep_trying);
     tcase_add_test(tc, test_a_poison_message_is_dead_lettered);
     tcase_add_test(tc, test_retained_messages_once_in_5);
