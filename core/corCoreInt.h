@@ -802,6 +802,15 @@ int corAccessLogOpen(const char* path, const char* format,
 
 /* ---- The master (corMaster.c) and the processes -------------------------- */
 
+/* The instance (corInstance.c): made by the master before its first
+ * generation, or taken up from the old master's environment after an
+ * upgrade. */
+void corInstanceInit(bool upgraded);
+
+/* What the master sends with the SIGQUIT (sigqueue) that tells a
+ * generation another takes its place (corGenerationReplaced). */
+#define COR_SIGNAL_REPLACED 0x7265706c
+
 typedef struct {
     const char* configFile;
 } CorOptions;

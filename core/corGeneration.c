@@ -62,6 +62,9 @@ static unsigned listenerOwnCount;
 /* Loops that have run their protocols' drain (and so stopped accepting). */
 static atomic_uint loopsDrained;
 
+/* The master said another generation takes this one's place. */
+static atomic_bool replaced;
+
 /* ---- Listeners ----------------------------------------------------------- */
 
 int
@@ -364,6 +367,12 @@ stop(void)
 
 /* ---- The generation ------------------------------------------------------ */
 
+bool
+corGenerationReplaced(void)
+{
+    return atomic_load(&replaced);
+}
+
 static void
 reportAndExit(int readyFd, CorConfErrors* errors)
 {
@@ -559,8 +568,15 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGUSR1);
     for (;;) {
-        if (sigwait(&signals, &sig) != 0) {
+        siginfo_t info;
+
+        if ((sig = sigwaitinfo(&signals, &info)) < 0) {
             continue;
+        }
+        if (sig == SIGQUIT && info.si_code == SI_QUEUE
+            && info.si_pid == master
+            && info.si_value.sival_int == COR_SIGNAL_REPLACED) {
+            atomic_store(&replaced, true);
         }
         if (sig == SIGUSR1) {
             corLogReopen();

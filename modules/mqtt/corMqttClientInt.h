@@ -190,17 +190,8 @@ int corMqttBufPublish(CorBuf* b, const CorMqttMessage* msg,
  * says. 0, -ENOMEM. */
 int corMqttInputReserve(CorBuf* in, size_t need);
 
-/*
- * This instance of cor, as every default client id says it: its host
- * name (12 bytes of it), PID and a random part, "host-PID-RRRRRR", so
- * that two instances of one configuration (two replicas, two containers
- * whose PIDs are alike) never take each other's ids. Made at the first
- * call (the module's init) and kept for the process's life, and for a
- * binary upgrade it execs (in its environment). Static text.
- */
-const char* corMqttInstance(void);
-
-/* A fresh client id: the prefix, the instance, a number of the process. */
+/* A fresh publisher's client id: the prefix, the instance (corInstance),
+ * the generation's PID, a number of the process. */
 void corMqttClientIdMake(char* out, size_t cap);
 
 /* The words of a CONNACK's code (3.1.1 return code, 5.0 reason code) or

@@ -43,7 +43,7 @@ groupFor(const char* url, const CorMqttBroker* b, const char* clientId)
     g->broker = *b;
     snprintf(g->url, sizeof(g->url), "%s", url);
     snprintf(g->clientId, sizeof(g->clientId), "%s-%s-sub-%u",
-             corMqttConf.clientId, corMqttInstance(), corMqttGroupCount + 1);
+             corMqttConf.clientId, corInstance(), corMqttGroupCount + 1);
     if (clientId != NULL) {
         snprintf(g->clientId, sizeof(g->clientId), "%s", clientId);
     }

@@ -28,8 +28,8 @@
  * The subscriptions to one broker share a connection, made by loop 0
  * (one per process: another loop's would get every message again), with
  * a client id of its own (client_id, by default the module's client_id,
- * the instance (corMqttInstance) and "-sub-N") and a persistent session,
- * subscribed again on each connect.
+ * the instance (corInstance: its master's, the same across reloads) and
+ * "-sub-N") and a persistent session, subscribed again on each connect.
  *
  * A reload runs two generations side by side, and two connections with
  * one client id take the session from each other. So a draining

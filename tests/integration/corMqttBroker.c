@@ -54,7 +54,7 @@ corTestBrokerStart(void)
     ck_assert_ptr_nonnull(f);
     fprintf(f, "user root\nper_listener_settings true\n"
             "persistence true\npersistence_location %s/\n"
-            "max_queued_messages 0\n"
+            "max_queued_messages 0\nsys_interval 1\n"
             "log_dest file %s/mosquitto.log\nlog_type all\n"
             "listener %d 127.0.0.1\nallow_anonymous true\n"
             "listener %d 127.0.0.1\nallow_anonymous false\n"
@@ -229,6 +229,28 @@ corTestBrokerRemove(void)
     snprintf(command, sizeof(command), "rm -rf %s", corTestBroker.dir);
     corShell(command, out, sizeof(out));
     corTestCertsRemove(corTestBroker.certs);
+}
+
+long
+corTestBrokerSessionsKept(void)
+{
+    char command[320];
+    char out[512];
+    const char* total;
+    const char* connected;
+
+    /* Three of mosquitto's figures (it says them every second), the last
+     * two taken while this reader is connected (counted in both). */
+    snprintf(command, sizeof(command), "mosquitto_sub -h 127.0.0.1 -p %d -v "
+             "-t '$SYS/broker/clients/total' -t "
+             "'$SYS/broker/clients/connected' -C 6 -W 5 | tail -n 2",
+             corTestBroker.port);
+    if (corShell(command, out, sizeof(out)) != 0
+        || (total = strstr(out, "clients/total ")) == NULL
+        || (connected = strstr(out, "clients/connected ")) == NULL) {
+        return -1;
+    }
+    return atol(total + 14) - atol(connected + 18);
 }
 
 long

@@ -89,6 +89,11 @@ void corTestPeerStop(CorTestPeer* p);
  * corPort; -1 if none. */
 long corTestBrokerCounterAt(int corPort, int brokerPort, const char* name);
 
+/* The sessions mosquitto keeps for clients not connected
+ * ($SYS/broker/clients/total less clients/connected), as it said them last
+ * (it says them every second: this takes two seconds); -1 if it did not. */
+long corTestBrokerSessionsKept(void);
+
 /* Counter name of the broker's plain port in the /metrics of the cor on
  * corPort (routed at GET /metrics); -1 if none. */
 long corTestBrokerCounter(int corPort, const char* name);

@@ -314,6 +314,102 @@ START_TEST(test_a_reload_mid_subscription_loses_nothing)
 }
 END_TEST
 
+/* Distinct responses "PREFIXn status:200" in s's output so far. */
+static int
+repliesDistinct(const CorTestSub* s, const char* prefix)
+{
+    char command[256];
+
+    snprintf(command, sizeof(command), "grep -o ' %s[0-9]* status:200' %s "
+             "| sort -u | wc -l", prefix, s->out);
+    corShell(command, buf, sizeof(buf));
+    return atoi(buf);
+}
+
+/* Reload cor and wait until its new generation serves (up to 10 s). */
+static void
+reloadOnce(void)
+{
+    pid_t old = corServerGeneration(&cor);
+    long deadline = corNowMs() + 10000;
+
+    ck_assert_int_eq(kill(cor.pid, SIGHUP), 0);
+    while (corServerGeneration(&cor) == old && corNowMs() < deadline) {
+        usleep(20 * 1000);
+    }
+    ck_assert_int_ne(corServerGeneration(&cor), old);
+}
+
+/*
+ * Two reloads in the middle of a QoS 1 stream (2000 messages in about
+ * two seconds) into a subscriber with the default client id: the id is
+ * the instance's (its master's), not the generation's, so each new
+ * generation goes on with the session the old one let go of. Every
+ * message is handled, the broker keeps no session of an old generation
+ * ($SYS/broker/clients/total equals connected but for the test's own
+ * cor-sub-1, whose stop keeps it: a client_id given), and a retained
+ * message is handled once in the instance's life, not again at each
+ * reload. Before: a new session per generation, the old ones kept on the
+ * broker, the retained message handled at each reload.
+ */
+START_TEST(test_reloads_go_on_with_one_session)
+{
+    enum { COUNT = 2000 };
+    char command[512];
+    char subs[256];
+    CorTestSub s;
+    pid_t publisher;
+    long deadline;
+    int handled;
+    int kept;
+    int status;
+
+    snprintf(command, sizeof(command), "mosquitto_pub -h 127.0.0.1 -p %d "
+             "-V mqttv5 -q 1 -r -t in/r/kept -m kept -D publish "
+             "response-topic out/reply", corTestBroker.port);
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
+    corTestSubStart(&s, "out/#", 0, "");
+    /* Another URL for the broker: a group of its own, the default id. */
+    snprintf(subs, sizeof(subs), "      - { broker: \"mqtt://127.0.0.1:%d/\","
+             " filter: \"in/r/#\" }\n", corTestBroker.port);
+    ck_assert_int_eq(corSubscribingWith(&(SubConf){
+        .broker = corTestBroker.port, .subs = subs,
+        .routes = "  - { match: \"MQTT /in/r/*\", handler: echo }\n" }), 0);
+    subscribedWait(4);
+    snprintf(command, sizeof(command), "for i in $(seq 1 %d); do echo m$i; "
+             "[ $((i %% 100)) -eq 0 ] && sleep 0.1; done | mosquitto_pub "
+             "-h 127.0.0.1 -p %d -V mqttv5 -q 1 -t in/r/s -l -D publish "
+             "response-topic out/reply", COUNT, corTestBroker.port);
+    publisher = fork();
+    ck_assert_int_ge(publisher, 0);
+    if (publisher == 0) {
+        execl("/bin/sh", "sh", "-c", command, (char*)NULL);
+        _exit(127);
+    }
+    usleep(500 * 1000);
+    reloadOnce();
+    usleep(300 * 1000);
+    reloadOnce();
+    ck_assert_int_eq(waitpid(publisher, &status, 0), publisher);
+    ck_assert_int_eq(status, 0);
+    deadline = corNowMs() + 20000;
+    while ((handled = repliesDistinct(&s, "m")) < COUNT
+           && corNowMs() < deadline) {
+        usleep(100 * 1000);
+    }
+    usleep(1000 * 1000);        /* the old generations end */
+    kept = (int)corTestBrokerSessionsKept();
+    corTestSubCollect(&s, 0, buf, sizeof(buf));
+    fprintf(stderr, "corMqttSubTest: two reloads in a QoS 1 stream: %d of "
+            "%d handled, the retained one %d times, %d sessions kept (%s)\n",
+            handled, COUNT, corTestCountOf(buf, "reply kept status:200"),
+            kept, corTestCoroutines() ? "coroutines" : "threads");
+    ck_assert_int_eq(handled, COUNT);
+    ck_assert_int_eq(corTestCountOf(buf, "reply kept status:200"), 1);
+    ck_assert_int_eq(kept, 0);
+}
+END_TEST
+
 /* Wait until the broker's counter name in cor's /metrics is at least
  * value, up to ms; its value then. */
 static long
@@ -766,6 +862,7 @@ COR_TEST_SUITE(corMqttSub)
     tcase_add_test(tc, test_a_qos0_flood_is_bounded);
     tcase_add_test(tc, test_a_stop_with_messages_parked_on_workers_ends);
     tcase_add_test(tc, test_messages_forwarded_go_as_http);
+    tcase_add_test(tc, test_reloads_go_on_with_one_session);
     tcase_add_test(tc, test_subscribers_at_the_coroutine_cap_keep_trying);
     tcase_add_test(tc, test_a_poison_message_is_dead_lettered);
     tcase_add_test(tc, test_retained_messages_once_in_5);
