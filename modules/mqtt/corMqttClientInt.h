@@ -13,6 +13,8 @@
 #include "corMqttCodec.h"
 #include "corKit.h"
 
+#include <sys/socket.h>
+
 /* The default ports of mqtt:// and mqtts://. */
 #define COR_MQTT_PORT 1883
 #define COR_MQTTS_PORT 8883
@@ -79,6 +81,12 @@ typedef struct {
     CorMqttSub* subs;           /* filter (owned) and options (QoS) */
     char** methods;             /* each one's method: (owned), or NULL */
     unsigned count;
+    bool named;                 /* a client_id given: its session outlives
+                                   the instance */
+    /* The broker's address as the subscriber last connected to it (loop
+     * 0's): where its 3.1.1 session is ended (corMqttSessionEnd.c). */
+    struct sockaddr_storage peer;
+    socklen_t peerLen;
 } CorMqttSubGroup;
 
 extern CorMqttSubGroup* corMqttGroups;

@@ -184,8 +184,12 @@ mqttLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
     (void)loop;
     if (index == 0) {           /* the subscriptions' loop */
         corMqttInboundsDrop();
+        corMqttSessionsByeAtExit();
     }
     corMqttClientLoopExit();
+    if (index == 0) {
+        corMqttSessionsEnd();
+    }
 }
 
 static void

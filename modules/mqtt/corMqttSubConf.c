@@ -46,6 +46,7 @@ groupFor(const char* url, const CorMqttBroker* b, const char* clientId)
              corMqttConf.clientId, corInstance(), corMqttGroupCount + 1);
     if (clientId != NULL) {
         snprintf(g->clientId, sizeof(g->clientId), "%s", clientId);
+        g->named = true;
     }
     corMqttGroupCount++;
     return g;

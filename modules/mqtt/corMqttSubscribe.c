@@ -206,7 +206,8 @@ subackTake(Link* l, const CorMqttPacket* pkt)
 
 /*
  * A draining l lets go of its broker: a DISCONNECT (reason 0 in 5.0: no
- * will, and the session stays for its expiry) closes the connection once
+ * will, and the session stays for its expiry, or ends with it when the
+ * instance stops: corMqttSessionEnd.c) closes the connection once
  * written; a link between connections is forgotten at once, and one
  * connecting closes its connection when it is made (corMqttClient.c).
  */
@@ -221,8 +222,11 @@ linkLetGo(Link* l)
     if (l->state == LINK_WAITING) {
         corMqttLinkClose(l);
     } else if (l->state == LINK_READY && !l->bye) {
-        corLog(COR_LOG_INFO, "mqtt: %s: draining: %s lets go of its "
-               "session", l->name, l->clientId);
+        corMqttByeEnds(l, &bye);
+        corLog(COR_LOG_INFO, "mqtt: %s: draining: %s %s", l->name,
+               l->clientId, corMqttPropHas(&bye.props,
+                                           COR_MQTT_PROP_SESSION_EXPIRY)
+                            ? "ends its session" : "lets go of its session");
         l->bye = corMqttLinkSend(l, &bye) == 0;
         if (!l->bye) {
             corMqttLinkClose(l);    /* a plain close does as much */

@@ -410,6 +410,46 @@ START_TEST(test_reloads_go_on_with_one_session)
 }
 END_TEST
 
+/*
+ * After a stop (cor -s stop: SIGTERM), the broker keeps no session of a
+ * subscriber with the default client id, in 5.0 and in 3.1.1 (whose
+ * sessions never expire by themselves): no later cor can take up an id of
+ * this instance. A client_id given (cor-sub-1) keeps its session for the
+ * next cor that has it. Before: both kept.
+ */
+static void
+stopKeepsNoSession(const char* version)
+{
+    char keys[64];
+    char subs[256];
+    long kept;
+
+    snprintf(keys, sizeof(keys), "    version: \"%s\"\n", version);
+    snprintf(subs, sizeof(subs), "      - { broker: \"mqtt://127.0.0.1:%d/\","
+             " filter: \"in/s/#\" }\n", corTestBroker.port);
+    ck_assert_int_eq(corSubscribingWith(&(SubConf){
+        .broker = corTestBroker.port, .keys = keys, .subs = subs }), 0);
+    subscribedWait(4);
+    corServerStop(&cor);
+    kept = corTestBrokerSessionsKept();
+    fprintf(stderr, "corMqttSubTest: after a stop in %s: %ld sessions kept "
+            "(%s)\n", version, kept,
+            corTestCoroutines() ? "coroutines" : "threads");
+    ck_assert_int_eq(kept, 1);
+}
+
+START_TEST(test_a_stop_keeps_no_session_in_5)
+{
+    stopKeepsNoSession("5");
+}
+END_TEST
+
+START_TEST(test_a_stop_keeps_no_session_in_311)
+{
+    stopKeepsNoSession("3.1.1");
+}
+END_TEST
+
 /* Wait until the broker's counter name in cor's /metrics is at least
  * value, up to ms; its value then. */
 static long
@@ -863,6 +903,8 @@ COR_TEST_SUITE(corMqttSub)
     tcase_add_test(tc, test_a_stop_with_messages_parked_on_workers_ends);
     tcase_add_test(tc, test_messages_forwarded_go_as_http);
     tcase_add_test(tc, test_reloads_go_on_with_one_session);
+    tcase_add_test(tc, test_a_stop_keeps_no_session_in_5);
+    tcase_add_test(tc, test_a_stop_keeps_no_session_in_311);
     tcase_add_test(tc, test_subscribers_at_the_coroutine_cap_keep_trying);
     tcase_add_test(tc, test_a_poison_message_is_dead_lettered);
     tcase_add_test(tc, test_retained_messages_once_in_5);
