@@ -326,6 +326,38 @@ repliesDistinct(const CorTestSub* s, const char* prefix)
     return atoi(buf);
 }
 
+/* A process publishing PREFIX1 to PREFIXcount to topic at qos, a hundred
+ * every 100 ms (mosquitto_pub -l), each with out/reply as its Response
+ * Topic. Its PID. */
+static pid_t
+streamStart(const char* prefix, int count, int qos, const char* topic)
+{
+    char command[512];
+    pid_t pid;
+
+    snprintf(command, sizeof(command), "for i in $(seq 1 %d); do echo %s$i; "
+             "[ $((i %% 100)) -eq 0 ] && sleep 0.1; done | mosquitto_pub "
+             "-h 127.0.0.1 -p %d -V mqttv5 -q %d -t %s -l -D publish "
+             "response-topic out/reply", count, prefix, corTestBroker.port,
+             qos, topic);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", command, (char*)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void
+streamWait(pid_t pid)
+{
+    int status;
+
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_int_eq(status, 0);
+}
+
 /* Reload cor and wait until its new generation serves (up to 10 s). */
 static void
 reloadOnce(void)
@@ -341,28 +373,29 @@ reloadOnce(void)
 }
 
 /*
- * Two reloads in the middle of a QoS 1 stream (2000 messages in about
- * two seconds) into a subscriber with the default client id: the id is
- * the instance's (its master's), not the generation's, so each new
- * generation goes on with the session the old one let go of. Every
- * message is handled, the broker keeps no session of an old generation
- * ($SYS/broker/clients/total equals connected but for the test's own
- * cor-sub-1, whose stop keeps it: a client_id given), and a retained
- * message is handled once in the instance's life, not again at each
- * reload. Before: a new session per generation, the old ones kept on the
- * broker, the retained message handled at each reload.
+ * Two reloads in the middle of a QoS 1 and a QoS 2 stream (2000 and 1000
+ * messages in about two seconds) into a subscriber with the default
+ * client id: the id is the instance's (its master's), not the
+ * generation's, so each new generation goes on with the session the old
+ * one let go of. Every message is handled, the broker keeps no session of
+ * an old generation ($SYS/broker/clients/total equals connected), and a
+ * retained message is handled once in the instance's life, not again at
+ * each reload. Before: a new session per generation, the old ones kept on
+ * the broker (and the messages queued there), the retained message
+ * handled at each reload.
  */
 START_TEST(test_reloads_go_on_with_one_session)
 {
-    enum { COUNT = 2000 };
+    enum { COUNT1 = 2000, COUNT2 = 1000 };
     char command[512];
     char subs[256];
     CorTestSub s;
-    pid_t publisher;
+    pid_t qos1;
+    pid_t qos2;
     long deadline;
-    int handled;
+    int handled1;
+    int handled2 = 0;
     int kept;
-    int status;
 
     snprintf(command, sizeof(command), "mosquitto_pub -h 127.0.0.1 -p %d "
              "-V mqttv5 -q 1 -r -t in/r/kept -m kept -D publish "
@@ -371,40 +404,36 @@ START_TEST(test_reloads_go_on_with_one_session)
     corTestSubStart(&s, "out/#", 0, "");
     /* Another URL for the broker: a group of its own, the default id. */
     snprintf(subs, sizeof(subs), "      - { broker: \"mqtt://127.0.0.1:%d/\","
-             " filter: \"in/r/#\" }\n", corTestBroker.port);
+             " filter: \"in/r/#\", qos: 2 }\n", corTestBroker.port);
     ck_assert_int_eq(corSubscribingWith(&(SubConf){
         .broker = corTestBroker.port, .subs = subs,
         .routes = "  - { match: \"MQTT /in/r/*\", handler: echo }\n" }), 0);
     subscribedWait(4);
-    snprintf(command, sizeof(command), "for i in $(seq 1 %d); do echo m$i; "
-             "[ $((i %% 100)) -eq 0 ] && sleep 0.1; done | mosquitto_pub "
-             "-h 127.0.0.1 -p %d -V mqttv5 -q 1 -t in/r/s -l -D publish "
-             "response-topic out/reply", COUNT, corTestBroker.port);
-    publisher = fork();
-    ck_assert_int_ge(publisher, 0);
-    if (publisher == 0) {
-        execl("/bin/sh", "sh", "-c", command, (char*)NULL);
-        _exit(127);
-    }
+    qos1 = streamStart("m", COUNT1, 1, "in/r/s");
+    qos2 = streamStart("n", COUNT2, 2, "in/r/t");
     usleep(500 * 1000);
     reloadOnce();
     usleep(300 * 1000);
     reloadOnce();
-    ck_assert_int_eq(waitpid(publisher, &status, 0), publisher);
-    ck_assert_int_eq(status, 0);
+    streamWait(qos1);
+    streamWait(qos2);
     deadline = corNowMs() + 20000;
-    while ((handled = repliesDistinct(&s, "m")) < COUNT
+    while (((handled1 = repliesDistinct(&s, "m")) < COUNT1
+            || (handled2 = repliesDistinct(&s, "n")) < COUNT2)
            && corNowMs() < deadline) {
         usleep(100 * 1000);
     }
+    handled2 = repliesDistinct(&s, "n");
     usleep(1000 * 1000);        /* the old generations end */
     kept = (int)corTestBrokerSessionsKept();
     corTestSubCollect(&s, 0, buf, sizeof(buf));
-    fprintf(stderr, "corMqttSubTest: two reloads in a QoS 1 stream: %d of "
-            "%d handled, the retained one %d times, %d sessions kept (%s)\n",
-            handled, COUNT, corTestCountOf(buf, "reply kept status:200"),
-            kept, corTestCoroutines() ? "coroutines" : "threads");
-    ck_assert_int_eq(handled, COUNT);
+    fprintf(stderr, "corMqttSubTest: two reloads in QoS 1 and 2 streams: "
+            "%d of %d and %d of %d handled, the retained one %d times, %d "
+            "sessions kept (%s)\n", handled1, COUNT1, handled2, COUNT2,
+            corTestCountOf(buf, "reply kept status:200"), kept,
+            corTestCoroutines() ? "coroutines" : "threads");
+    ck_assert_int_eq(handled1, COUNT1);
+    ck_assert_int_eq(handled2, COUNT2);
     ck_assert_int_eq(corTestCountOf(buf, "reply kept status:200"), 1);
     ck_assert_int_eq(kept, 0);
 }
