@@ -688,7 +688,7 @@ typedef struct {
  */
 int corNotify(CorRequest* r, const CorNotification* n);
 
-/* ---- The instance --------------------------------------------------------- */
+/* ---- The instance -------------------------------------------------------- */
 
 /*
  * This instance of cor, "HOST-PID-RANDOM" (12 bytes of the host name, the
