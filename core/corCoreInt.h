@@ -319,6 +319,8 @@ void corRequestStallInit(CorEvLoop* loop);
  * and what a stop cuts short. */
 unsigned corRequestsInFlight(void);
 unsigned corRequestsFinishing(void);
+/* Of them, those whose phase a worker thread has (queued or running). */
+unsigned corRequestsOnWorkers(void);
 /* Hold r's release for work it started that runs beside it (a
  * notification), and let it go (corRequestHold.c): the last let-go after r's last phase
  * ended releases r, on r's loop (posted there from another thread).
@@ -666,6 +668,7 @@ typedef struct {
     /* Read by the generation's main thread during a drain. */
     atomic_uint inFlight;
     atomic_uint finishing;
+    atomic_uint onWorkers;      /* phases handed to a worker, not back */
 } CorLoopCounters;
 
 /* A gauge the loop alone writes and the main thread reads: a plain
@@ -875,6 +878,15 @@ int corAccessLogOpen(const char* path, const char* format,
                      CorConfErrors* errors);
 
 /* ---- The master (corMaster.c) and the processes -------------------------- */
+
+/* The instance (corInstance.c): made by the master before its first
+ * generation, or taken up from the old master's environment after an
+ * upgrade. */
+void corInstanceInit(bool upgraded);
+
+/* What the master sends with the SIGQUIT (sigqueue) that tells a
+ * generation another takes its place (corGenerationReplaced). */
+#define COR_SIGNAL_REPLACED 0x7265706c
 
 typedef struct {
     const char* configFile;

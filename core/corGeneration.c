@@ -62,6 +62,9 @@ static unsigned listenerOwnCount;
 /* Loops that have run their protocols' drain (and so stopped accepting). */
 static atomic_uint loopsDrained;
 
+/* The master said another generation takes this one's place. */
+static atomic_bool replaced;
+
 /* ---- Listeners ----------------------------------------------------------- */
 
 int
@@ -270,12 +273,12 @@ drainWaitingLog(uint64_t deadline)
         }
     }
     corLog(COR_LOG_INFO, "draining: waiting for %u connection%s%s%s%s, %u "
-           "request%s in flight (%u in a post-response phase); stopped in "
-           "%llu ms at the latest (runtime.stop_timeout)",
+           "request%s in flight (%u on workers, %u in a post-response "
+           "phase); stopped in %llu ms at the latest (runtime.stop_timeout)",
            connectionsOpen(), connectionsOpen() == 1 ? "" : "s",
            n > 0 ? " (" : "", byProtocol, n > 0 ? ")" : "",
            corRequestsInFlight(), corRequestsInFlight() == 1 ? "" : "s",
-           corRequestsFinishing(),
+           corRequestsOnWorkers(), corRequestsFinishing(),
            (unsigned long long)(deadline - corEvClockMs()));
 }
 
@@ -333,7 +336,14 @@ static void
 stop(void)
 {
     unsigned finishing = corRequestsFinishing();
+    unsigned inFlight = corRequestsInFlight();
 
+    if (inFlight > finishing) {
+        corLog(COR_LOG_INFO, "stopping with %u request%s in flight (%u on "
+               "workers): their waits are cancelled, and a handler still "
+               "queued for a worker does not start", inFlight - finishing,
+               inFlight - finishing == 1 ? "" : "s", corRequestsOnWorkers());
+    }
     if (finishing > 0) {
         corLog(COR_LOG_WARN, "stopping with %u post-response phase%s still "
                "running: their waits are cancelled (runtime.stop_timeout "
@@ -357,6 +367,12 @@ stop(void)
 }
 
 /* ---- The generation ------------------------------------------------------ */
+
+bool
+corGenerationReplaced(void)
+{
+    return atomic_load(&replaced);
+}
 
 static void
 reportAndExit(int readyFd, CorConfErrors* errors)
@@ -556,8 +572,15 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGUSR1);
     for (;;) {
-        if (sigwait(&signals, &sig) != 0) {
+        siginfo_t info;
+
+        if ((sig = sigwaitinfo(&signals, &info)) < 0) {
             continue;
+        }
+        if (sig == SIGQUIT && info.si_code == SI_QUEUE
+            && info.si_pid == master
+            && info.si_value.sival_int == COR_SIGNAL_REPLACED) {
+            atomic_store(&replaced, true);
         }
         if (sig == SIGUSR1) {
             corLogReopen();

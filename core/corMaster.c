@@ -446,6 +446,18 @@ drainingForget(pid_t pid)
     }
 }
 
+/* Tell generation pid to drain because another takes its place (a reload,
+ * an upgrade), not because the instance stops: the SIGQUIT says so in its
+ * value (corGenerationReplaced). */
+static void
+generationReplaced(pid_t pid)
+{
+    if (sigqueue(pid, SIGQUIT, (union sigval){
+                     .sival_int = COR_SIGNAL_REPLACED }) != 0) {
+        kill(pid, SIGQUIT);
+    }
+}
+
 /* Every generation, the running one and those draining. (A pid of 0 is
  * none: kill(0) would signal the whole process group.) */
 static void
@@ -526,7 +538,7 @@ generationSwitch(Generation* next)
     CorConfig* old = current.config;
 
     if (current.pid > 0) {
-        kill(current.pid, SIGQUIT);
+        generationReplaced(current.pid);
         drainingAdd(current.pid);
     }
     listenersClose(current.listeners, current.listenerCount, next);
@@ -773,6 +785,9 @@ masterStop(int sig)
     listenersClose(current.listeners, current.listenerCount, NULL);
     current.listeners = NULL;
     current.listenerCount = 0;
+    if (upgradedTo != 0 && current.pid > 0) {
+        generationReplaced(current.pid);    /* the new master's goes on */
+    }
     signalGenerations(sig == SIGQUIT ? SIGQUIT : SIGTERM);
     waitForChildren(current.config->runtime.stopTimeoutMs + 5000);
     if (upgradedTo == 0) {
@@ -846,6 +861,7 @@ masterOpen(const char* file)
     fdLimitRaise();
     fdLimitCheck(current.config);
     upgradedFrom = corUpgradeInit();
+    corInstanceInit(upgradedFrom > 0);
     running = corMasterPidFileAlive(current.config->log.pidFile);
     if (running > 0 && running != upgradedFrom) {
         fprintf(stderr, "cor: a master is running already (pid %d, pid file "

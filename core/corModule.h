@@ -711,6 +711,27 @@ typedef struct {
  */
 int corNotify(CorRequest* r, const CorNotification* n);
 
+/* ---- The instance -------------------------------------------------------- */
+
+/*
+ * This instance of cor, "HOST-PID-RANDOM" (12 bytes of the host name, the
+ * master's PID, 24 random bits): the same in every generation of one
+ * master (reloads) and after a binary upgrade, and never the same in two
+ * instances of one configuration. For what a module names to the world
+ * and must take up again after a reload (a broker's client id). Static
+ * text; any thread.
+ */
+const char* corInstance(void);
+
+/*
+ * Whether this generation stops because another of the same instance
+ * takes its place (a reload, a binary upgrade), not because the instance
+ * stops: what a module keeps for its successor (a broker's session) is
+ * kept then, and let go otherwise. False until the generation is told to
+ * stop; any thread.
+ */
+bool corGenerationReplaced(void);
+
 /* ---- Logging ------------------------------------------------------------- */
 
 typedef enum {

@@ -89,6 +89,12 @@ corRequestsFinishing(void)
     return gaugeSum(offsetof(CorLoopCounters, finishing));
 }
 
+unsigned
+corRequestsOnWorkers(void)
+{
+    return gaugeSum(offsetof(CorLoopCounters, onWorkers));
+}
+
 static bool
 wantsCoroutine(CorRun run, bool (*hook)(const CorRequest*),
                const CorRequest* r)
@@ -180,6 +186,7 @@ phaseDone(CorRequest* r)
 static void
 servedOnLoop(CorEvTask* task)
 {
+    corMetricsGaugeAdd(&corMetricsLoopCurrent()->onWorkers, -1);
     phaseDone(corContainerOf(task, CorRequest, task));
 }
 
@@ -188,6 +195,20 @@ serveOnWorker(CorEvTask* task)
 {
     CorRequest* r = corContainerOf(task, CorRequest, task);
 
+    if (atomic_load(&corRuntime.stopping) && !r->inFinish
+        && !inSession(r)) {
+        /* Still queued when the stop came: its handler never starts, as
+         * on a loop a stop leaves nothing new to run. Started, it would
+         * find every wait cancelled, but not a wait of its own that no
+         * cancel reaches (a condition variable it looks at now and then):
+         * hundreds of those queued on a few workers held a stop past the
+         * master's patience. Answered as the pool refuses one once shut
+         * (dispatch); a post-response phase and a session still run, as
+         * there. */
+        corRespondSet(r, 503, "text/plain", "stopping\n", 9);
+        corEvLoopPost(r->loop, &r->task, servedOnLoop);
+        return;
+    }
     threadRequest = r;
     corRestCancelBind(&r->cancel);
     runPhase(r);
@@ -314,6 +335,8 @@ dispatch(CorRequest* r, bool coroutine, uint64_t timeoutMs)
         c->ranWorker++;
     }
     if (corEvPoolPost(corRuntime.workers, &r->task, serveOnWorker) == 0) {
+        /* Counted on r's loop, given back there (servedOnLoop). */
+        corMetricsGaugeAdd(&corMetricsLoopCurrent()->onWorkers, 1);
         return;
     }
     /* The pool is shutting down. The response is out already when this

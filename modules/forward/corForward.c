@@ -282,7 +282,7 @@ forwardServe(CorRequest* r)
     CorHttpClientExchange* x = NULL;
     ForwardServer* s = NULL;
     CorHeader* headers;
-    char* method = corRequestAlloc(r, r->methodLen + 1);
+    const char* method = corForwardMethod(r);
     int rc;
 
     if (method == NULL
@@ -290,8 +290,6 @@ forwardServe(CorRequest* r)
         corRespondStatic(r, 500, "text/plain", "no memory\n", 10);
         return;
     }
-    memcpy(method, r->method, r->methodLen);
-    method[r->methodLen] = '\0';
     q.method = method;
     q.headers = headers;
     memset(&res, 0, sizeof(res));
