@@ -122,8 +122,11 @@ const CorConf* corConfSeq(const CorConf* map, const char* key,
 const char* corConfString(const CorConf* map, const char* key, const char* def,
                           CorConfErrors* e);
 
-/* true or false, nothing else: YAML 1.1's yes/no/on/off are refused with a
- * hint, since in YAML 1.2 they are strings and readers of the file differ. */
+/* On or off: on, true or yes; off, false or no, in any case. Every on/off
+ * key of the core and the modules reads it, so that they take the same
+ * words; anything else is "KEY: expected " COR_CONF_BOOL_WORDS ", got
+ * '...'". */
+#define COR_CONF_BOOL_WORDS "on, off, true, false, yes or no"
 bool corConfBool(const CorConf* map, const char* key, bool def,
                  CorConfErrors* e);
 

@@ -459,7 +459,6 @@ readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
         "protocol", "address", "tls", "accept", "http2", NULL,
     };
     static const char* const accepts[] = {"share", "reuseport", NULL};
-    static const char* const onOff[] = {"on", "off", NULL};
     CorConfigListen* l = &cf->listen[i];
     Where w = whereAt("listen", i);
     const CorConf* tls;
@@ -482,8 +481,7 @@ readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
     }
     l->reusePort =
         strcmp(corConfigOneOf(l->node, "accept", "share", accepts, e), "reuseport") == 0;
-    l->http2 = strcmp(corConfigOneOf(l->node, "http2", l->tls != NULL ? "on" : "off",
-                            onOff, e), "on") == 0;
+    l->http2 = corConfBool(l->node, "http2", l->tls != NULL, e);
     corConfUnknownKeys(l->node, w.text, keys, e);
 }
 
@@ -861,7 +859,6 @@ parseHeaders(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
 static void
 parseFilters(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
 {
-    static const char* const onOff[] = {"on", "off", NULL};
     const CorConf* map = corConfMap(entry, "filters", e);
     size_t n = corConfCount(map);
 
@@ -876,7 +873,7 @@ parseFilters(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
     for (size_t k = 0; k < n; k++) {
         const char* name = corConfKeyAt(map, k);
 
-        if (strcmp(corConfigOneOf(map, name, "on", onOff, e), "off") == 0) {
+        if (!corConfBool(map, name, true, e)) {
             corConfigSetString(&r->filtersOff[r->filtersOffCount++], name, e);
         }
     }
