@@ -39,8 +39,12 @@ typedef struct {
 
 static const char* const topKeys[] = {
     "runtime", "listen", "limits", "resolver", "client",
-    "modules", "routes",  "log",    "error_pages", NULL,
+    "modules", "routes",  "log",    "error_pages", "include", NULL,
 };
+
+/* What an included file adds to (docs/configuration.md "include"). */
+static const char* const includedLists[] = {"listen", "modules", "routes",
+                                            NULL};
 
 /* ---- Helpers ------------------------------------------------------------- */
 
@@ -402,6 +406,7 @@ checkDuplicate(const CorConfig* cf, unsigned i, const CorConf* node,
     for (unsigned j = 0; j < i; j++) {
         const CorConfigListen* o = &cf->listen[j];
         const CorConf* first;
+        char at[PATH_MAX];
 
         if (o->addrLen == 0 || o->addr.ss_family != l->addr.ss_family ||
             portOf(&o->addr) != portOf(&l->addr)) {
@@ -413,18 +418,18 @@ checkDuplicate(const CorConfig* cf, unsigned i, const CorConf* node,
 
             corConfErrorf(e, node,
                           "address: '%s' is already listened on%s%s%s "
-                          "(first at %u:%u)",
+                          "(first at %s)",
                           l->address, same ? "" : " as '",
                           same ? "" : o->address, same ? "" : "'",
-                          corConfLine(first), corConfColumn(first));
+                          corConfigFirstAt(first, node, at, sizeof(at)));
             return;
         }
         if (isAnyAddress(&o->addr) || isAnyAddress(&l->addr)) {
             corConfErrorf(e, node,
-                          "address: '%s' overlaps '%s' (first at %u:%u): a "
+                          "address: '%s' overlaps '%s' (first at %s): a "
                           "wildcard takes its port on every address",
-                          l->address, o->address, corConfLine(first),
-                          corConfColumn(first));
+                          l->address, o->address,
+                          corConfigFirstAt(first, node, at, sizeof(at)));
             return;
         }
     }
@@ -749,12 +754,13 @@ readModule(CorConfig* cf, unsigned i, CorConfErrors* e)
     }
     for (unsigned j = 0; j < i; j++) {
         const CorConf* first = corConfGet(cf->modules[j].node, "load");
+        char at[PATH_MAX];
 
         if (cf->modules[j].load && strcmp(cf->modules[j].load, load) == 0) {
             corConfErrorf(e, corConfGet(entry, "load"),
                           "load: module '%s' is already loaded (first at "
-                          "%u:%u)",
-                          load, corConfLine(first), corConfColumn(first));
+                          "%s)", load,
+                          corConfigFirstAt(first, entry, at, sizeof(at)));
             return;
         }
     }
@@ -909,13 +915,13 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
         corConfigMatchRead(r, match, e)) {
         for (unsigned j = 0; j < i; j++) {
             const CorConf* first = corConfGet(cf->routes[j].node, "match");
+            char at[PATH_MAX];
 
             if (corConfigSameRoute(&cf->routes[j], r)) {
                 corConfErrorf(e, match,
-                              "match: '%s' is already routed (first at "
-                              "%u:%u)",
-                              corConfText(match), corConfLine(first),
-                              corConfColumn(first));
+                              "match: '%s' is already routed (first at %s)",
+                              corConfText(match),
+                              corConfigFirstAt(first, match, at, sizeof(at)));
                 break;
             }
         }
@@ -1029,6 +1035,9 @@ fromLoaded(const char* name, CorConf* root, bool whole, unsigned before,
 {
     CorConfig* cf;
 
+    if (root != NULL && whole) {
+        whole = corConfInclude(root, includedLists, errors);
+    }
     if (root == NULL || !whole) {
         corConfFree(root);
         return NULL;

@@ -318,7 +318,7 @@ START_TEST(test_all_errors_collected)
         "'loud'",
         "t.yaml:9:1: unknown key 'extra' at the top level (expected one of: "
         "runtime, listen, limits, resolver, client, modules, routes, log, "
-        "error_pages)",
+        "error_pages, include)",
     };
     CorConfErrors e = {0};
     CorConfig* cf = load(text, &e);
