@@ -159,6 +159,10 @@ const char* corConfString(const CorConf* map, const char* key, const char* def,
 bool corConfBool(const CorConf* map, const char* key, bool def,
                  CorConfErrors* e);
 
+/* Whether text is one of those words, its meaning into *value: for a key
+ * that takes off or something else (log.access: off or a path). */
+bool corConfBoolWord(const char* text, bool* value);
+
 /* A decimal integer with an optional sign. */
 int64_t corConfInt(const CorConf* map, const char* key, int64_t def,
                    int64_t min, int64_t max, CorConfErrors* e);

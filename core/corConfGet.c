@@ -167,7 +167,7 @@ corConfString(const CorConf* map, const char* key, const char* def,
 }
 
 bool
-corConfBool(const CorConf* map, const char* key, bool def, CorConfErrors* e)
+corConfBoolWord(const char* text, bool* value)
 {
     /* Every on/off key reads these alike: nginx's users write on and off,
      * YAML 1.2's true and false, YAML 1.1's yes and no; refusing any one
@@ -180,15 +180,27 @@ corConfBool(const CorConf* map, const char* key, bool def, CorConfErrors* e)
         {"on", true},   {"off", false}, {"true", true},
         {"false", false}, {"yes", true}, {"no", false},
     };
+
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        if (strcasecmp(text, words[i].word) == 0) {
+            *value = words[i].value;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool
+corConfBool(const CorConf* map, const char* key, bool def, CorConfErrors* e)
+{
     const CorConf* node = scalar(map, key, COR_CONF_BOOL_WORDS, e);
+    bool value;
 
     if (node == NULL) {
         return def;
     }
-    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
-        if (strcasecmp(node->text, words[i].word) == 0) {
-            return words[i].value;
-        }
+    if (corConfBoolWord(node->text, &value)) {
+        return value;
     }
     expectedError(e, node, key, COR_CONF_BOOL_WORDS, NULL);
     return def;

@@ -948,6 +948,25 @@ readRoutes(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 
 /* ---- log ----------------------------------------------------------------- */
 
+/* access: off (false and no too, as every off) or a file; on names no
+ * file (it was a file called "on"). */
+static void
+readAccessLog(CorConfig* cf, const CorConf* m, CorConfErrors* e)
+{
+    const char* access = corConfigNonEmpty(m, "access", "off", "off or a path",
+                                           e);
+    bool on;
+
+    if (access != NULL && corConfBoolWord(access, &on)) {
+        if (on) {
+            corConfErrorf(e, corConfGet(m, "access"), "access: expected off "
+                          "or a path, got '%s' (name the file)", access);
+        }
+        access = "off";
+    }
+    corConfigSetString(&cf->log.access, access, e);
+}
+
 static void
 readLog(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {
@@ -964,8 +983,7 @@ readLog(CorConfig* cf, const CorConf* root, CorConfErrors* e)
     corConfigSetString(&cf->log.level, corConfigOneOf(m, "level", "info", levels, e), e);
     corConfigSetString(&cf->log.error,
               corConfigNonEmpty(m, "error", "stderr", "stderr or a path", e), e);
-    corConfigSetString(&cf->log.access, corConfigNonEmpty(m, "access", "off", "off or a path", e),
-              e);
+    readAccessLog(cf, m, e);
     corConfigSetString(&cf->log.accessFormat,
               corConfigOneOf(m, "access_format", "combined", formats, e), e);
     pidFile = corConfigNonEmpty(m, "pid_file", "cor.pid", "a path", e);

@@ -601,6 +601,29 @@ START_TEST(test_on_off_keys_take_every_word)
 }
 END_TEST
 
+/* log.access takes off or a file: false and no are off as well (they
+ * named a file called "false"), and on, naming no file, is refused. */
+START_TEST(test_access_log_off_words)
+{
+    static const char* const off[] = {"off", "false", "no", "Off", "FALSE"};
+    char text[256];
+
+    for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+        CorConfErrors e = {0};
+        CorConfig* cf;
+
+        snprintf(text, sizeof(text), LISTEN "log: { access: %s }\n", off[i]);
+        cf = load(text, &e);
+        ck_assert_msg(cf != NULL, "%s: %s", off[i], e.text);
+        ck_assert_str_eq(cf->log.access, "off");
+        corConfigFree(cf);
+    }
+    ck_assert_str_eq(refused(LISTEN "log: { access: yes }\n"), "t.yaml:2:16: "
+                     "access: expected off or a path, got 'yes' (name the "
+                     "file)\n");
+}
+END_TEST
+
 /* A listener's TLS keys past the certificate: the versions, the lists as
  * written (OpenSSL checks them at the load), the session lifetime, and
  * each certificate's OCSP staple. */
@@ -1043,6 +1066,7 @@ COR_TEST_SUITE(corConfig)
     tcase_add_test(tc, test_listen_duplicates);
     tcase_add_test(tc, test_listen_http2);
     tcase_add_test(tc, test_on_off_keys_take_every_word);
+    tcase_add_test(tc, test_access_log_off_words);
     tcase_add_test(tc, test_listen_tls_keys);
     tcase_add_test(tc, test_route_matches);
     tcase_add_test(tc, test_resolver_servers);
