@@ -107,9 +107,11 @@ listMove(Includer* in, CorConf* list)
                && childAppend(target, list->items[moved], in->e)) {
             moved++;
         }
-        memmove(list->items, list->items + moved,
-                (list->count - moved) * sizeof(*list->items));
-        list->count -= moved;
+        if (moved > 0) {
+            memmove(list->items, list->items + moved,
+                    (list->count - moved) * sizeof(*list->items));
+            list->count -= moved;
+        }
     }
     return false;
 }

@@ -53,7 +53,7 @@ LLVMFuzzerInitialize(int* argc, char*** argv)
         {"a.yaml", "routes:\n  - { match: \"GET /a\", handler: h }\n"
                    "listen:\n  - { protocol: http, address: 127.0.0.1:1 }\n"},
         {"b.yaml", "include: [a.yaml, c.yaml]\nmodules: [ { load: m } ]\n"},
-        {"c.yaml", "include: b.yaml\n"},
+        {"c.yaml", "include: b.yaml\nroutes: []\n"},
         {"d.yaml", "limits: {}\nrotues: []\nroutes: 3\ninclude: {}\n"},
         {"e.yaml", "routes: [\n"},
         {"f.yaml", "- a\n"},
