@@ -39,8 +39,12 @@ typedef struct {
 
 static const char* const topKeys[] = {
     "runtime", "listen", "limits", "resolver", "client",
-    "modules", "routes",  "log",    "error_pages", NULL,
+    "modules", "routes",  "log",    "error_pages", "include", NULL,
 };
+
+/* What an included file adds to (docs/configuration.md "include"). */
+static const char* const includedLists[] = {"listen", "modules", "routes",
+                                            NULL};
 
 /* ---- Helpers ------------------------------------------------------------- */
 
@@ -402,6 +406,7 @@ checkDuplicate(const CorConfig* cf, unsigned i, const CorConf* node,
     for (unsigned j = 0; j < i; j++) {
         const CorConfigListen* o = &cf->listen[j];
         const CorConf* first;
+        char at[PATH_MAX];
 
         if (o->addrLen == 0 || o->addr.ss_family != l->addr.ss_family ||
             portOf(&o->addr) != portOf(&l->addr)) {
@@ -413,18 +418,18 @@ checkDuplicate(const CorConfig* cf, unsigned i, const CorConf* node,
 
             corConfErrorf(e, node,
                           "address: '%s' is already listened on%s%s%s "
-                          "(first at %u:%u)",
+                          "(first at %s)",
                           l->address, same ? "" : " as '",
                           same ? "" : o->address, same ? "" : "'",
-                          corConfLine(first), corConfColumn(first));
+                          corConfigFirstAt(first, node, at, sizeof(at)));
             return;
         }
         if (isAnyAddress(&o->addr) || isAnyAddress(&l->addr)) {
             corConfErrorf(e, node,
-                          "address: '%s' overlaps '%s' (first at %u:%u): a "
+                          "address: '%s' overlaps '%s' (first at %s): a "
                           "wildcard takes its port on every address",
-                          l->address, o->address, corConfLine(first),
-                          corConfColumn(first));
+                          l->address, o->address,
+                          corConfigFirstAt(first, node, at, sizeof(at)));
             return;
         }
     }
@@ -459,7 +464,6 @@ readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
         "protocol", "address", "tls", "accept", "http2", NULL,
     };
     static const char* const accepts[] = {"share", "reuseport", NULL};
-    static const char* const onOff[] = {"on", "off", NULL};
     CorConfigListen* l = &cf->listen[i];
     Where w = whereAt("listen", i);
     const CorConf* tls;
@@ -482,8 +486,7 @@ readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
     }
     l->reusePort =
         strcmp(corConfigOneOf(l->node, "accept", "share", accepts, e), "reuseport") == 0;
-    l->http2 = strcmp(corConfigOneOf(l->node, "http2", l->tls != NULL ? "on" : "off",
-                            onOff, e), "on") == 0;
+    l->http2 = corConfBool(l->node, "http2", l->tls != NULL, e);
     corConfUnknownKeys(l->node, w.text, keys, e);
 }
 
@@ -765,12 +768,13 @@ readModule(CorConfig* cf, unsigned i, CorConfErrors* e)
     }
     for (unsigned j = 0; j < i; j++) {
         const CorConf* first = corConfGet(cf->modules[j].node, "load");
+        char at[PATH_MAX];
 
         if (cf->modules[j].load && strcmp(cf->modules[j].load, load) == 0) {
             corConfErrorf(e, corConfGet(entry, "load"),
                           "load: module '%s' is already loaded (first at "
-                          "%u:%u)",
-                          load, corConfLine(first), corConfColumn(first));
+                          "%s)", load,
+                          corConfigFirstAt(first, entry, at, sizeof(at)));
             return;
         }
     }
@@ -875,7 +879,6 @@ parseHeaders(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
 static void
 parseFilters(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
 {
-    static const char* const onOff[] = {"on", "off", NULL};
     const CorConf* map = corConfMap(entry, "filters", e);
     size_t n = corConfCount(map);
 
@@ -890,7 +893,7 @@ parseFilters(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
     for (size_t k = 0; k < n; k++) {
         const char* name = corConfKeyAt(map, k);
 
-        if (strcmp(corConfigOneOf(map, name, "on", onOff, e), "off") == 0) {
+        if (!corConfBool(map, name, true, e)) {
             corConfigSetString(&r->filtersOff[r->filtersOffCount++], name, e);
         }
     }
@@ -926,13 +929,13 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
         corConfigMatchRead(r, match, e)) {
         for (unsigned j = 0; j < i; j++) {
             const CorConf* first = corConfGet(cf->routes[j].node, "match");
+            char at[PATH_MAX];
 
             if (corConfigSameRoute(&cf->routes[j], r)) {
                 corConfErrorf(e, match,
-                              "match: '%s' is already routed (first at "
-                              "%u:%u)",
-                              corConfText(match), corConfLine(first),
-                              corConfColumn(first));
+                              "match: '%s' is already routed (first at %s)",
+                              corConfText(match),
+                              corConfigFirstAt(first, match, at, sizeof(at)));
                 break;
             }
         }
@@ -959,6 +962,25 @@ readRoutes(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 
 /* ---- log ----------------------------------------------------------------- */
 
+/* access: off (false and no too, as every off) or a file; on names no
+ * file (it was a file called "on"). */
+static void
+readAccessLog(CorConfig* cf, const CorConf* m, CorConfErrors* e)
+{
+    const char* access = corConfigNonEmpty(m, "access", "off", "off or a path",
+                                           e);
+    bool on;
+
+    if (access != NULL && corConfBoolWord(access, &on)) {
+        if (on) {
+            corConfErrorf(e, corConfGet(m, "access"), "access: expected off "
+                          "or a path, got '%s' (name the file)", access);
+        }
+        access = "off";
+    }
+    corConfigSetString(&cf->log.access, access, e);
+}
+
 static void
 readLog(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {
@@ -975,8 +997,7 @@ readLog(CorConfig* cf, const CorConf* root, CorConfErrors* e)
     corConfigSetString(&cf->log.level, corConfigOneOf(m, "level", "info", levels, e), e);
     corConfigSetString(&cf->log.error,
               corConfigNonEmpty(m, "error", "stderr", "stderr or a path", e), e);
-    corConfigSetString(&cf->log.access, corConfigNonEmpty(m, "access", "off", "off or a path", e),
-              e);
+    readAccessLog(cf, m, e);
     corConfigSetString(&cf->log.accessFormat,
               corConfigOneOf(m, "access_format", "combined", formats, e), e);
     pidFile = corConfigNonEmpty(m, "pid_file", "cor.pid", "a path", e);
@@ -1046,6 +1067,9 @@ fromLoaded(const char* name, CorConf* root, bool whole, unsigned before,
 {
     CorConfig* cf;
 
+    if (root != NULL && whole) {
+        whole = corConfInclude(root, includedLists, errors);
+    }
     if (root == NULL || !whole) {
         corConfFree(root);
         return NULL;

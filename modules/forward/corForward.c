@@ -396,24 +396,6 @@ hostRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
     return 0;
 }
 
-/* An on/off key (http2, request_buffering), as a listener's http2 is
- * said. Returns 0, or -1 after a module error. */
-static int
-onOffRead(CorModule* m, const CorConf* entry, const char* key, bool def,
-          bool* valueP)
-{
-    const char* value = corConfString(entry, key, def ? "on" : "off",
-                                      corModuleErrors(m));
-
-    *valueP = strcmp(value, "on") == 0;
-    if (!*valueP && strcmp(value, "off") != 0) {
-        corModuleError(m, corConfGet(entry, key), "%s: expected on or off, "
-                       "got '%s'", key, value);
-        return -1;
-    }
-    return 0;
-}
-
 /* The name of a group: present, and not another group's. Returns 0 or
  * -1 after a module error. */
 static int
@@ -465,9 +447,8 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     g->failTimeoutMs = corConfDurationMs(entry, "fail_timeout", 10000, 0,
                                          24 * 3600000, e);
     g->underscores = corConfBool(entry, "underscores_in_headers", false, e);
-    failed |= onOffRead(m, entry, "http2", false, &g->http2) < 0;
-    failed |= onOffRead(m, entry, "request_buffering", true,
-                        &g->buffering) < 0;
+    g->http2 = corConfBool(entry, "http2", false, e);
+    g->buffering = corConfBool(entry, "request_buffering", true, e);
     failed |= serversRead(m, entry, g) < 0;
     failed |= corForwardBalanceRead(m, entry, g) < 0;
     failed |= corForwardHealthRead(m, entry, g) < 0;

@@ -839,8 +839,8 @@ START_TEST(test_bad_yaml_refused_at_its_line)
           "fails: 0 is out of range" },
         { "servers: [ \"http://a:1\" ], health: { path: /h, intervl: 1s }",
           "unknown key 'intervl' in health" },
-        { "servers: [ \"http://a:1\" ], request_buffering: no",
-          "request_buffering: expected on or off" },
+        { "servers: [ \"http://a:1\" ], request_buffering: maybe",
+          "request_buffering: expected on, off, true, false, yes or no" },
     };
     char command[1024];
     char yaml[512];
