@@ -33,7 +33,7 @@ static const char* configFormat =
     "    roots:\n"
     "      - { name: app, root: %s/app, fallback: /index.html,\n"
     "          expires: 1h }\n"
-    "      - { name: files, root: %s/files, autoindex: true, index: \"\" }\n"
+    "      - { name: files, root: %s/files, autoindex: on, index: \"\" }\n"
     "      - { name: dots, root: %s/files, dotfiles: allow }\n"
     "routes:\n"
     "  - { match: \"GET /files/*\", handler: files, strip_prefix: /files }\n"
