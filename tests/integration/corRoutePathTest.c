@@ -12,7 +12,6 @@
 #include "corTest.h"
 #include "corServer.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,29 +45,16 @@ static const char* configFormat =
     "  - { match: \"/*\", handler: backend }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
-/* A shell command, printf-style, with $P (the port) and $D (the scratch
- * folder) set; its output in out, its exit status returned. */
-static int
-sh(const char* fmt, ...)
-{
-    char command[4096];
-    char body[3072];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(body, sizeof(body), fmt, ap);
-    va_end(ap);
-    snprintf(command, sizeof(command), "P=%d D=%s; %s 2>&1", server.port,
-             dir, body);
-    return corShell(command, out, sizeof(out));
-}
+/* A shell command with $P and $D set; its output in out. */
+#define SH(...) \
+    corShellAt(server.port, dir, out, sizeof(out), __VA_ARGS__)
 
 /* The status curl (with args: a method, a protocol) got for path, sent
  * as it is written. */
 static int
 status(const char* args, const char* path)
 {
-    ck_assert_int_eq(sh("curl -sS --max-time 20 --path-as-is %s -o $D/body "
+    ck_assert_int_eq(SH("curl -sS --max-time 20 --path-as-is %s -o $D/body "
                         "-w '%%{http_code}' 'http://127.0.0.1:'$P'%s'",
                         args, path), 0);
     return atoi(out);
@@ -81,7 +67,7 @@ setUp(void)
 
     snprintf(dir, sizeof(dir), "/tmp/cor-paths-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    ck_assert_int_eq(sh("mkdir -p $D/www/private && echo secret > "
+    ck_assert_int_eq(SH("mkdir -p $D/www/private && echo secret > "
                         "$D/www/private/secret.txt && echo open > "
                         "$D/www/open.txt"), 0);
     upstreamPid = corUpstreamStart(&upstreamPort);
@@ -124,7 +110,7 @@ START_TEST(test_a_guarded_folder_under_any_spelling)
         }
         /* The catch-all still serves what it should, "//" or not. */
         ck_assert_int_eq(status(protocols[p], "//open.txt"), 200);
-        ck_assert_int_eq(sh("cat $D/body"), 0);
+        ck_assert_int_eq(SH("cat $D/body"), 0);
         ck_assert_str_eq(out, "open\n");
     }
 }
@@ -157,13 +143,13 @@ START_TEST(test_the_upstream_gets_the_target_as_sent)
 {
     for (size_t p = 0; p < 2; p++) {
         ck_assert_int_eq(status(protocols[p], "/up//echo/./x%2Fy?q=1"), 200);
-        ck_assert_int_eq(sh("head -1 $D/body"), 0);
+        ck_assert_int_eq(SH("head -1 $D/body"), 0);
         ck_assert_msg(strstr(out, "GET /up//echo/./x%2Fy?q=1 HTTP/1.1")
                       != NULL, "%s: %s", protocols[p], out);
 
         ck_assert_int_eq(status(protocols[p], "/s//echo%2Fa/./b/../c?q"),
                          200);
-        ck_assert_int_eq(sh("head -1 $D/body"), 0);
+        ck_assert_int_eq(SH("head -1 $D/body"), 0);
         ck_assert_msg(strstr(out, "GET /echo%2Fa/c?q HTTP/1.1") != NULL,
                       "%s: %s", protocols[p], out);
     }

@@ -11,7 +11,6 @@
 #include "corTest.h"
 #include "corServer.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,41 +61,19 @@ static const char* configFormat =
     "                     \"503\": {DIR}/missing.html } }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
-/* A shell command, printf-style, with $P (the port) and $D (the scratch
- * folder) set; its output in out, its exit status returned. */
-static int
-sh(const char* fmt, ...)
-{
-    char command[4096];
-    char body[3072];
-    va_list ap;
+/* A shell command with $P and $D set; its output in out. */
+#define SH(...) \
+    corShellAt(server.port, server.dir, out, sizeof(out), __VA_ARGS__)
 
-    va_start(ap, fmt);
-    vsnprintf(body, sizeof(body), fmt, ap);
-    va_end(ap);
-    snprintf(command, sizeof(command), "P=%d D=%s; %s 2>&1", server.port,
-             server.dir, body);
-    return corShell(command, out, sizeof(out));
-}
-
-/* curl -si with args on path; the status, the whole answer in out. */
+/* curl -si with args on path; the status, the answer in out. */
 static int
 get(const char* args, const char* path)
 {
-    ck_assert_int_eq(sh("curl -si --max-time 20 --path-as-is %s "
-                        "'http://127.0.0.1:'$P'%s'", args, path), 0);
-    return atoi(strchr(out, ' ') != NULL ? strchr(out, ' ') + 1 : "0");
+    return corCurlStatus(server.port, args, path, out, sizeof(out));
 }
 
-static bool
-has(const char* text)
-{
-    return strcasestr(out, text) != NULL;
-}
-
-#define CHECK_HAS(text) ck_assert_msg(has(text), "no '%s' in: %s", text, out)
-#define CHECK_HAS_NOT(text) \
-    ck_assert_msg(!has(text), "'%s' in: %s", text, out)
+#define CHECK_HAS(text) COR_CHECK_HAS(out, text)
+#define CHECK_HAS_NOT(text) COR_CHECK_HAS_NOT(out, text)
 
 /* In the server's process before its exec: the pages into its scratch
  * folder, where the configuration's {DIR} points. */

@@ -13,6 +13,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -816,6 +817,38 @@ corCurl(int port, const char* args, const char* path, char* out, size_t cap)
 
     snprintf(command, sizeof(command), "curl -s --max-time 20 %s "
              "'http://127.0.0.1:%d%s' 2>&1", args, port, path);
+    return corShell(command, out, cap);
+}
+
+int
+corCurlStatus(int port, const char* args, const char* path, char* out,
+              size_t cap)
+{
+    char command[2048];
+    const char* space;
+
+    snprintf(command, sizeof(command), "curl -si --max-time 20 --path-as-is "
+             "%s 'http://127.0.0.1:%d%s' 2>&1", args, port, path);
+    if (corShell(command, out, cap) != 0) {
+        return 0;
+    }
+    space = strchr(out, ' ');
+    return space != NULL ? atoi(space + 1) : 0;
+}
+
+int
+corShellAt(int port, const char* dir, char* out, size_t cap,
+           const char* fmt, ...)
+{
+    char command[4096];
+    char body[3072];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    snprintf(command, sizeof(command), "P=%d D=%s; %s 2>&1", port, dir,
+             body);
     return corShell(command, out, cap);
 }
 

@@ -125,6 +125,21 @@ void corUpstreamStop(pid_t* pidP);
  * output and errors in out; its exit status. */
 int corCurl(int port, const char* args, const char* path, char* out,
             size_t cap);
+/* curl -si --path-as-is with args on http://127.0.0.1:port/path, sent as
+ * written: the status (0 when none came), the whole answer in out. */
+int corCurlStatus(int port, const char* args, const char* path, char* out,
+                  size_t cap);
+/* A shell command, printf-style, with $P (port) and $D (dir) set; its
+ * output, errors too, in out; its exit status. */
+int corShellAt(int port, const char* dir, char* out, size_t cap,
+               const char* fmt, ...) __attribute__((format(printf, 5, 6)));
+/* Whether out holds text, without case: a check's words for it. */
+#define COR_CHECK_HAS(out, text)                                        \
+    ck_assert_msg(strcasestr((out), (text)) != NULL, "no '%s' in: %s",  \
+                  (text), (out))
+#define COR_CHECK_HAS_NOT(out, text)                                    \
+    ck_assert_msg(strcasestr((out), (text)) == NULL, "'%s' in: %s",     \
+                  (text), (out))
 
 /* A service manager's notify socket (sd_notify's NOTIFY_SOCKET): bound
  * at an abstract name ("@/tmp/...") or a path in /tmp, its name into name

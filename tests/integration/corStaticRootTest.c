@@ -11,7 +11,6 @@
 #include "corTest.h"
 #include "corServer.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,39 +40,19 @@ static const char* configFormat =
     "  - { match: \"GET /*\", handler: app }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
-static int
-sh(const char* fmt, ...)
-{
-    char command[4096];
-    char body[3072];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(body, sizeof(body), fmt, ap);
-    va_end(ap);
-    snprintf(command, sizeof(command), "P=%d D=%s; %s 2>&1", server.port,
-             dir, body);
-    return corShell(command, out, sizeof(out));
-}
+/* A shell command with $P and $D set; its output in out. */
+#define SH(...) \
+    corShellAt(server.port, dir, out, sizeof(out), __VA_ARGS__)
 
 /* curl -si with args on path; the status, the answer in out. */
 static int
 get(const char* args, const char* path)
 {
-    ck_assert_int_eq(sh("curl -si --max-time 20 --path-as-is %s "
-                        "'http://127.0.0.1:'$P'%s'", args, path), 0);
-    return atoi(strchr(out, ' ') != NULL ? strchr(out, ' ') + 1 : "0");
+    return corCurlStatus(server.port, args, path, out, sizeof(out));
 }
 
-static bool
-has(const char* text)
-{
-    return strcasestr(out, text) != NULL;
-}
-
-#define CHECK_HAS(text) ck_assert_msg(has(text), "no '%s' in: %s", text, out)
-#define CHECK_HAS_NOT(text) \
-    ck_assert_msg(!has(text), "'%s' in: %s", text, out)
+#define CHECK_HAS(text) COR_CHECK_HAS(out, text)
+#define CHECK_HAS_NOT(text) COR_CHECK_HAS_NOT(out, text)
 
 static void
 setUp(void)
@@ -82,7 +61,7 @@ setUp(void)
 
     snprintf(dir, sizeof(dir), "/tmp/cor-roots-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    ck_assert_int_eq(sh("mkdir -p $D/app/assets $D/files/sub && "
+    ck_assert_int_eq(SH("mkdir -p $D/app/assets $D/files/sub && "
                         "echo '<div id=app></div>' > $D/app/index.html && "
                         "echo 'body{}' > $D/app/assets/a.css && "
                         "echo secret > $D/app/.env && "
@@ -149,7 +128,7 @@ START_TEST(test_autoindex)
         CHECK_HAS("{\"name\":\"sub\",\"type\":\"directory\"}");
         CHECK_HAS("{\"name\":\"plain.txt\",\"type\":\"file\"}");
     }
-    ck_assert_int_eq(sh("curl -s 'http://127.0.0.1:'$P'/files/' -H "
+    ck_assert_int_eq(SH("curl -s 'http://127.0.0.1:'$P'/files/' -H "
                         "'Accept: application/json' | python3 -c 'import "
                         "json,sys; print(len(json.load(sys.stdin)))'"), 0);
     ck_assert_str_eq(out, "4\n");
@@ -159,7 +138,7 @@ END_TEST
 /* .mkv is in Debian's /etc/mime.types, not in the built-in table. */
 START_TEST(test_system_media_types)
 {
-    ck_assert_int_eq(sh("grep -qw mkv /etc/mime.types"), 0);
+    ck_assert_int_eq(SH("grep -qw mkv /etc/mime.types"), 0);
     ck_assert_int_eq(get("", "/files/movie.mkv"), 200);
     CHECK_HAS("content-type: video/x-matroska");
 }
