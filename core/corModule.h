@@ -691,6 +691,35 @@ typedef struct {
  */
 int corNotify(CorRequest* r, const CorNotification* n);
 
+/* ---- Networks (corNet.c) ------------------------------------------------ */
+
+/* An address: 4 bytes (IPv4, and an IPv4-mapped IPv6 one) or 16. */
+typedef struct {
+    unsigned char bytes[16];
+    unsigned len;               /* 4 or 16 */
+} CorNetAddr;
+
+/* A network: an address and how many of its leading bits count; `all`
+ * holds every address of both families. */
+typedef struct {
+    CorNetAddr addr;
+    unsigned bits;
+    bool all;
+} CorNet;
+
+/* "10.0.0.0/8", "::1", "2001:db8::/32", "all" (an address alone is its
+ * whole length); an IPv4-mapped network is taken as the IPv4 one. Bits
+ * set past the prefix are an error, as in "10.0.0.1/8". Returns 0 or
+ * -1. */
+int corNetParse(const char* text, CorNet* net);
+
+/* An address as r->remote holds it ("192.0.2.7", "2001:db8::7",
+ * "::ffff:10.1.2.3" read as 10.1.2.3); false when it is none of them
+ * (NULL included). */
+bool corNetAddrParse(const char* text, CorNetAddr* addr);
+
+bool corNetHas(const CorNet* net, const CorNetAddr* addr);
+
 /* ---- Logging ------------------------------------------------------------- */
 
 typedef enum {
