@@ -39,7 +39,7 @@ typedef struct {
 
 static const char* const topKeys[] = {
     "runtime", "listen", "limits", "resolver", "client",
-    "modules", "routes",  "log",    NULL,
+    "modules", "routes",  "log",    "real_ip", NULL,
 };
 
 /* ---- Helpers ------------------------------------------------------------- */
@@ -456,7 +456,8 @@ static void
 readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
 {
     static const char* const keys[] = {
-        "protocol", "address", "tls", "accept", "http2", NULL,
+        "protocol", "address", "tls", "accept", "http2", "proxy_protocol",
+        NULL,
     };
     static const char* const accepts[] = {"share", "reuseport", NULL};
     static const char* const onOff[] = {"on", "off", NULL};
@@ -484,6 +485,7 @@ readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
         strcmp(corConfigOneOf(l->node, "accept", "share", accepts, e), "reuseport") == 0;
     l->http2 = strcmp(corConfigOneOf(l->node, "http2", l->tls != NULL ? "on" : "off",
                             onOff, e), "on") == 0;
+    l->proxyProtocol = corConfBool(l->node, "proxy_protocol", false, e);
     corConfUnknownKeys(l->node, w.text, keys, e);
 }
 
@@ -1067,6 +1069,7 @@ fromTree(const char* name, CorConf* root, CorConfErrors* e)
     readModules(cf, root, e);
     readRoutes(cf, root, e);
     readLog(cf, root, e);
+    corConfigRealIpRead(cf, root, e);
     corConfUnknownKeys(root, NULL, topKeys, e);
     if (e->count == before) {
         return cf;
@@ -1201,6 +1204,7 @@ corConfigFree(CorConfig* cf)
     free(cf->listen);
     free(cf->modules);
     free(cf->routes);
+    corConfigRealIpFree(cf->realIp);
     free(cf->resolver.servers);
     free(cf->client.caFile);
     free(cf->log.level);

@@ -54,4 +54,12 @@ void corConfigNotifyRead(CorConfigRoute* r, const CorConf* entry,
 /* Free what corConfigNotifyRead set (n may be NULL). */
 void corConfigNotifyFree(CorConfigNotify* n);
 
+/* The top level's real_ip mapping into cf->realIp (NULL when absent or
+ * wrong). */
+void corConfigRealIpRead(CorConfig* cf, const CorConf* root,
+                         CorConfErrors* e);
+
+/* Free what corConfigRealIpRead set (ri may be NULL). */
+void corConfigRealIpFree(CorConfigRealIp* ri);
+
 #endif /* COR_CONFIG_READ_H */

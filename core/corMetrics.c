@@ -208,6 +208,17 @@ corMetricsText(size_t* lenP)
     emitCounter(&t, "accept_fd_limit_total", "Accepts that failed at the fd "
                 "limit (EMFILE, ENFILE); accepting paused after each.",
                 off.acceptFdLimit);
+    corMetricsPrintf(&t, "# HELP cor_proxy_protocol_refused_total "
+                     "Connections to a proxy_protocol listener closed "
+                     "without a valid PROXY header.\n# TYPE "
+                     "cor_proxy_protocol_refused_total counter\n"
+                     "cor_proxy_protocol_refused_total{reason=\"invalid\"} "
+                     "%llu\ncor_proxy_protocol_refused_total{reason="
+                     "\"timeout\"} %llu\ncor_proxy_protocol_refused_total"
+                     "{reason=\"closed\"} %llu\n",
+                     (unsigned long long)off.proxyRefused[COR_PROXY_INVALID],
+                     (unsigned long long)off.proxyRefused[COR_PROXY_TIMEOUT],
+                     (unsigned long long)off.proxyRefused[COR_PROXY_CLOSED]);
     corMetricsPrintf(&t, "# HELP cor_client_opens_total Connections out "
                      "asked for, by outcome.\n# TYPE cor_client_opens_total "
                      "counter\ncor_client_opens_total{result=\"reused\"} "

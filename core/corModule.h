@@ -24,7 +24,7 @@
 
 /* Bumped whenever a struct or a signature of cor.h's headers, or of one
  * they include, changes. */
-#define COR_ABI_VERSION 19
+#define COR_ABI_VERSION 20
 #define COR_VERSION "0.1.0"
 
 /* The types the three headers share, declared once. */
@@ -248,7 +248,14 @@ struct CorRequest {
     size_t bodyLen;
     bool head;                  /* HEAD: the protocol sends no body */
     const char* remote;         /* the client's address ("192.0.2.7",
-                                   "2001:db8::7"), or NULL when unknown */
+                                   "2001:db8::7"), or NULL when unknown:
+                                   the connection's, or what a proxy in
+                                   real_ip.from says (the core sets it
+                                   so before routing) */
+    const char* peer;           /* the connection's address (the last
+                                   hop's: a proxy's under real_ip),
+                                   set by the core from what the
+                                   protocol put in remote */
     bool secure;                /* it came over TLS */
     /* For the access log: the target as the client wrote it (NULL: the
      * path and query say it), and how it came ("HTTP/1.1", "COR/1"). */
@@ -694,14 +701,14 @@ int corNotify(CorRequest* r, const CorNotification* n);
 /* ---- Networks (corNet.c) ------------------------------------------------ */
 
 /* An address: 4 bytes (IPv4, and an IPv4-mapped IPv6 one) or 16. */
-typedef struct {
+typedef struct CorNetAddr {
     unsigned char bytes[16];
     unsigned len;               /* 4 or 16 */
 } CorNetAddr;
 
 /* A network: an address and how many of its leading bits count; `all`
  * holds every address of both families. */
-typedef struct {
+typedef struct CorNet {
     CorNetAddr addr;
     unsigned bits;
     bool all;

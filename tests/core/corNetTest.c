@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Networks and addresses (core/corNet.c, included: the access lists' and
+ * Networks and addresses (core/corNet.c: the access lists' and
  * real_ip's):
  * v4 and v6 prefixes of every length, the bits just inside and outside
  * them, all, IPv4-mapped addresses and networks taken as IPv4, and what
@@ -8,7 +8,7 @@
  */
 #include "corTest.h"
 
-#include "corNet.c"
+#include "cor.h"
 
 #include <stdio.h>
 
