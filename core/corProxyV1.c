@@ -59,6 +59,26 @@ fieldsSplit(char* text, char* fields[FIELDS], unsigned* count)
     return false;           /* a seventh field */
 }
 
+/* The line's addresses, of family (both checked), and its source port
+ * into src. */
+static bool
+addressesRead(int family, char* const f[FIELDS], struct sockaddr_storage* src)
+{
+    struct sockaddr_in6* in6 = (struct sockaddr_in6*)src;
+    struct sockaddr_in* in = (struct sockaddr_in*)src;
+    struct in6_addr dst;        /* room for either family's */
+    bool v6 = family == AF_INET6;
+
+    if (inet_pton(family, f[2], v6 ? (void*)&in6->sin6_addr
+                                   : (void*)&in->sin_addr) != 1
+        || inet_pton(family, f[3], &dst) != 1
+        || !portRead(f[4], v6 ? &in6->sin6_port : &in->sin_port)) {
+        return false;
+    }
+    src->ss_family = (sa_family_t)family;
+    return true;
+}
+
 int
 corProxyV1Parse(const uint8_t* line, size_t len, struct sockaddr_storage* src)
 {
@@ -66,7 +86,6 @@ corProxyV1Parse(const uint8_t* line, size_t len, struct sockaddr_storage* src)
     char* f[FIELDS];
     unsigned count;
     in_port_t dport;
-    bool v6;
 
     memset(src, 0, sizeof(*src));
     src->ss_family = AF_UNSPEC;
@@ -87,27 +106,6 @@ corProxyV1Parse(const uint8_t* line, size_t len, struct sockaddr_storage* src)
         || !portRead(f[5], &dport)) {
         return -1;
     }
-    v6 = f[1][3] == '6';
-    if (v6) {
-        struct sockaddr_in6* in6 = (struct sockaddr_in6*)src;
-        struct in6_addr dst;
-
-        if (inet_pton(AF_INET6, f[2], &in6->sin6_addr) != 1
-            || inet_pton(AF_INET6, f[3], &dst) != 1
-            || !portRead(f[4], &in6->sin6_port)) {
-            return -1;
-        }
-        in6->sin6_family = AF_INET6;
-    } else {
-        struct sockaddr_in* in = (struct sockaddr_in*)src;
-        struct in_addr dst;
-
-        if (inet_pton(AF_INET, f[2], &in->sin_addr) != 1
-            || inet_pton(AF_INET, f[3], &dst) != 1
-            || !portRead(f[4], &in->sin_port)) {
-            return -1;
-        }
-        in->sin_family = AF_INET;
-    }
-    return 0;
+    return addressesRead(f[1][3] == '6' ? AF_INET6 : AF_INET, f, src)
+           ? 0 : -1;
 }
