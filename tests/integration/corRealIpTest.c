@@ -11,7 +11,8 @@
  * 127.0.0.2, and with send-proxy-v2 to an https listener the header
  * comes before the TLS handshake. A connection without a header, with a
  * malformed one, or silent past limits.request_timeout is closed without
- * an answer and counted in /metrics.
+ * an answer and counted in /metrics. real_ip applies on top, to the
+ * header's source.
  *
  * real_ip: curl with X-Forwarded-For from ::1 (trusted) is the address
  * it names, over HTTP/1.1 and h2c; from 127.0.0.1 (not trusted) it is
@@ -88,23 +89,31 @@ loggedLast(const char* addr)
     return false;
 }
 
-/* Send header then a GET of /who on the proxy listener; the status, or
- * 0 when the connection was closed without an answer. */
+/* Send header then a GET of /who with fields (header lines, each ending
+ * in CRLF) on the proxy listener; the status, or 0 when the connection
+ * was closed without an answer. */
 static int
-viaHeader(int port, const void* header, size_t len)
+viaHeaderWith(int port, const void* header, size_t len, const char* fields)
 {
-    static const char get[] = "GET /who HTTP/1.1\r\nHost: t\r\n"
-                              "Connection: close\r\n\r\n";
+    char get[512];
     char buf[4096];
     int fd = corConnect(port);
     ssize_t n;
 
+    snprintf(get, sizeof(get), "GET /who HTTP/1.1\r\nHost: t\r\n%s"
+             "Connection: close\r\n\r\n", fields);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(corSendAll(fd, header, len), 0);
-    corSendAll(fd, get, sizeof(get) - 1);
+    corSendAll(fd, get, strlen(get));
     n = corReadResponse(fd, buf, sizeof(buf), 5000);
     close(fd);
     return n > 0 ? corStatus(buf) : 0;
+}
+
+static int
+viaHeader(int port, const void* header, size_t len)
+{
+    return viaHeaderWith(port, header, len, "");
 }
 
 static int
@@ -219,6 +228,26 @@ START_TEST(test_proxy_header_is_the_client)
     ck_assert_int_eq(viaText(server.port2, "PROXY UNKNOWN\r\n"), 403);
     /* The plain listener beside it takes no header. */
     ck_assert_int_eq(viaText(server.port, ""), 403);
+}
+END_TEST
+
+/* real_ip applies on top: the PROXY header's source is the address that
+ * real_ip.from is matched against. */
+START_TEST(test_proxy_then_real_ip)
+{
+    static const char trusted[] = "PROXY TCP4 192.0.2.7 127.0.0.1 1 80\r\n";
+    static const char stranger[] = "PROXY TCP4 203.0.113.1 127.0.0.1 1 "
+                                   "80\r\n";
+
+    proxyStart(portFree(), "real_ip: { from: [ 192.0.2.0/24 ] }\n");
+    ck_assert_int_eq(viaHeaderWith(server.port2, trusted, strlen(trusted),
+                                   "X-Forwarded-For: 198.51.100.20\r\n"),
+                     200);
+    ck_assert(loggedLast("198.51.100.20"));
+    ck_assert_int_eq(viaHeaderWith(server.port2, stranger, strlen(stranger),
+                                   "X-Forwarded-For: 198.51.100.20\r\n"),
+                     200);
+    ck_assert(loggedLast("203.0.113.1"));
 }
 END_TEST
 
@@ -421,6 +450,7 @@ COR_TEST_SUITE(corRealIp)
     tcase_add_checked_fixture(tc, setUp, tearDown);
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_proxy_header_is_the_client);
+    tcase_add_test(tc, test_proxy_then_real_ip);
     tcase_add_test(tc, test_proxy_without_header_closed);
     tcase_add_test(tc, test_haproxy_send_proxy);
     tcase_add_test(tc, test_real_ip_from_trusted_only);
