@@ -39,7 +39,7 @@ typedef struct {
 
 static const char* const topKeys[] = {
     "runtime", "listen", "limits", "resolver", "client",
-    "modules", "routes",  "log",    "real_ip", NULL,
+    "modules", "routes",  "log",    "error_pages", "real_ip", NULL,
 };
 
 /* ---- Helpers ------------------------------------------------------------- */
@@ -778,69 +778,6 @@ readModules(CorConfig* cf, const CorConf* root, CorConfErrors* e)
     }
 }
 
-/* A match into r: "GET /hello", or a prefix ending in a star. */
-static bool
-parseMatch(CorConfigRoute* r, const CorConf* node, CorConfErrors* e)
-{
-    const char* text = corConfText(node);
-    const char* path = text;
-    const char* star;
-    size_t methodLen = 0;
-
-    if (text[0] != '/') {
-        methodLen = strcspn(text, " \t");
-        path = text + methodLen + strspn(text + methodLen, " \t");
-        if (strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != methodLen) {
-            corConfErrorf(e, node,
-                          "match: expected 'METHOD /path' or '/path' with the "
-                          "method in capitals (such as GET), got '%s'",
-                          text);
-            return false;
-        }
-        if (*path != '/') {
-            corConfErrorf(
-                e, node, "match: the path must start with '/', got '%s'", text);
-            return false;
-        }
-    }
-    if (path[strcspn(path, " \t")] != '\0') {
-        corConfErrorf(e, node,
-                      "match: expected 'METHOD /path' or '/path' with no "
-                      "space in the path, got '%s'",
-                      text);
-        return false;
-    }
-    star = strchr(path, '*');
-    if (star != NULL && star[1] != '\0') {
-        corConfErrorf(e, node,
-                      "match: '*' may only end a path (a prefix match), got "
-                      "'%s'",
-                      text);
-        return false;
-    }
-    r->prefix = star != NULL;
-    r->path = strndup(path, strlen(path) - r->prefix);
-    r->method = methodLen ? strndup(text, methodLen) : NULL;
-    if (r->path == NULL || (methodLen && r->method == NULL)) {
-        corConfErrorf(e, NULL, "out of memory reading the configuration");
-        return false;
-    }
-    return true;
-}
-
-static bool
-sameRoute(const CorConfigRoute* a, const CorConfigRoute* b)
-{
-    if (a->path == NULL || b->path == NULL || a->prefix != b->prefix ||
-        strcmp(a->path, b->path) != 0) {
-        return false;
-    }
-    if (a->method == NULL || b->method == NULL) {
-        return a->method == b->method;
-    }
-    return strcmp(a->method, b->method) == 0;
-}
-
 /*
  * strip_prefix: a start of the route's path that the handler does not
  * see (with "/s" on the prefix "/s/", "/s/a.txt" reaches it as
@@ -952,7 +889,10 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
 {
     static const char* const keys[] = {"match", "handler", "timeout",
                                        "strip_prefix", "guard", "headers",
-                                       "filters", "notify", NULL};
+                                       "filters", "notify", "host",
+                                       "redirect", "rewrite",
+                                       "request_headers", "error_pages",
+                                       NULL};
     CorConfigRoute* r = &cf->routes[i];
     const CorConf* entry = r->node;
     Where w = whereAt("routes", i);
@@ -964,17 +904,18 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
     }
     match = corConfigRequired(entry, "match", w.text,
                      "such as \"GET /hello\" or \"/static/*\"", e);
-    if (corConfigRequired(entry, "handler", w.text, "the name of a handler", e)) {
+    if (corConfGet(entry, "handler") != NULL) {
         corConfigSetString(&r->handler,
                   corConfigNonEmpty(entry, "handler", NULL, "a handler name", e), e);
     }
+    corConfigRouteRead(r, entry, w.text, e);
     r->timeoutMs = corConfDurationMs(entry, "timeout", 0, 1, hour, e);
     if (match != NULL && corConfString(entry, "match", NULL, e) != NULL &&
-        parseMatch(r, match, e)) {
+        corConfigMatchRead(r, match, e)) {
         for (unsigned j = 0; j < i; j++) {
             const CorConf* first = corConfGet(cf->routes[j].node, "match");
 
-            if (sameRoute(&cf->routes[j], r)) {
+            if (corConfigSameRoute(&cf->routes[j], r)) {
                 corConfErrorf(e, match,
                               "match: '%s' is already routed (first at "
                               "%u:%u)",
@@ -1068,6 +1009,9 @@ fromTree(const char* name, CorConf* root, CorConfErrors* e)
     readClient(cf, root, e);
     readModules(cf, root, e);
     readRoutes(cf, root, e);
+    corConfigErrorPagesRead(&cf->errorPages, &cf->errorPageCount,
+                            corConfMap(root, "error_pages", e),
+                            "error_pages", e);
     readLog(cf, root, e);
     corConfigRealIpRead(cf, root, e);
     corConfUnknownKeys(root, NULL, topKeys, e);
@@ -1191,16 +1135,9 @@ corConfigFree(CorConfig* cf)
         free(cf->modules[i].load);
     }
     for (unsigned i = 0; i < cf->routeCount; i++) {
-        free(cf->routes[i].method);
-        free(cf->routes[i].path);
-        free(cf->routes[i].handler);
-        free(cf->routes[i].stripPrefix);
-        for (unsigned k = 0; k < cf->routes[i].filtersOffCount; k++) {
-            free(cf->routes[i].filtersOff[k]);
-        }
-        free(cf->routes[i].filtersOff);
-        corConfigNotifyFree(cf->routes[i].notify);
+        corConfigRouteFree(&cf->routes[i]);
     }
+    corConfigErrorPagesFree(cf->errorPages, cf->errorPageCount);
     free(cf->listen);
     free(cf->modules);
     free(cf->routes);

@@ -75,6 +75,7 @@
 #include <sys/socket.h>
 
 #include "corConf.h"
+#include "corTemplate.h"
 
 #define COR_CONFIG_MAX_LOOPS 1024
 
@@ -185,12 +186,42 @@ typedef struct CorConfigNotify {
                                    default */
 } CorConfigNotify;
 
+/* An error page: answers of a status in [from, to] get the file's
+ * bytes as their body (error_pages: { "404": FILE, "5xx": FILE }). */
+typedef struct {
+    unsigned from;
+    unsigned to;
+    char* file;                 /* beside the configuration file */
+    const CorConf* node;        /* its value, to mark errors */
+} CorConfigErrorPage;
+
+/* A request header a route sets: its name and its value's template. */
+typedef struct {
+    char* name;
+    CorTemplate value;
+} CorConfigHeaderSet;
+
 /* One routes entry: { match: "GET /hello", handler: hello, timeout: 2s }. */
 typedef struct {
     char* method; /* NULL: any method */
-    char* path;   /* starts with '/'; without the '*' of a prefix */
+    char* path;   /* starts with '/'; without the '*' of a prefix; NULL
+                     for a regex */
     bool prefix;  /* the match ended in '*' */
-    char* handler;
+    char* regex;  /* match: "~REGEX" (or "~*REGEX", regexCaseless):
+                     compiled with the routes; NULL for a path */
+    bool regexCaseless;
+    char** hosts; /* host: names (lowercased) and "*.suffix"; none: any */
+    unsigned hostCount;
+    char* handler;      /* NULL for a redirect or a rewrite */
+    CorTemplate* redirect;      /* redirect.to, or NULL */
+    unsigned redirectStatus;    /* 301, 302, 303, 307, 308 */
+    CorTemplate* rewrite;       /* rewrite: the new target, or NULL */
+    CorConfigHeaderSet* requestSet;     /* request_headers.set */
+    unsigned requestSetCount;
+    char** requestRemove;               /* request_headers.remove */
+    unsigned requestRemoveCount;
+    CorConfigErrorPage* errorPages;     /* error_pages of the route */
+    unsigned errorPageCount;
     uint64_t timeoutMs;  /* the handler's deadline here; 0: its own */
     char* stripPrefix;   /* taken off the path the handler sees; NULL:
                             none */
@@ -250,6 +281,8 @@ typedef struct {
     unsigned moduleCount;
     CorConfigRoute* routes;
     unsigned routeCount;
+    CorConfigErrorPage* errorPages;     /* error_pages at the top */
+    unsigned errorPageCount;
     CorConfigRealIp* realIp;    /* NULL: none */
     struct {
         char* level;        /* debug, info, warn, error */

@@ -54,6 +54,26 @@ void corConfigNotifyRead(CorConfigRoute* r, const CorConf* entry,
 /* Free what corConfigNotifyRead set (n may be NULL). */
 void corConfigNotifyFree(CorConfigNotify* n);
 
+/* A route's match (corConfigRoute.c): "GET /hello", a prefix ending in
+ * a star, "=/exact", "~regex" or "~*regex" (without case); false after an
+ * error at node. */
+bool corConfigMatchRead(CorConfigRoute* r, const CorConf* node,
+                        CorConfErrors* e);
+/* Whether two routes match the same requests the same way. */
+bool corConfigSameRoute(const CorConfigRoute* a, const CorConfigRoute* b);
+/* The rest of a route's entry beside its match, handler, timeout and the
+ * keys above: host, redirect, rewrite, request_headers, error_pages;
+ * where names it ("routes[3]"). */
+void corConfigRouteRead(CorConfigRoute* r, const CorConf* entry,
+                        const char* where, CorConfErrors* e);
+void corConfigRouteFree(CorConfigRoute* r);
+/* error_pages: { "404": FILE, "5xx": FILE } into *pagesP (the files
+ * beside the configuration file); where names the key for errors. */
+void corConfigErrorPagesRead(CorConfigErrorPage** pagesP, unsigned* countP,
+                             const CorConf* map, const char* where,
+                             CorConfErrors* e);
+void corConfigErrorPagesFree(CorConfigErrorPage* pages, unsigned count);
+
 /* The top level's real_ip mapping into cf->realIp (NULL when absent or
  * wrong). */
 void corConfigRealIpRead(CorConfig* cf, const CorConf* root,

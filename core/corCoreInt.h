@@ -98,6 +98,22 @@ typedef enum {
 
 #define COR_ROUTE_ALLOW_MAX 128
 
+/* An error page loaded: answers of a status in [from, to] get its body. */
+typedef struct {
+    unsigned from;
+    unsigned to;
+    char* body;
+    size_t len;
+    const char* contentType;
+} CorErrorPage;
+
+/* A list of them: a route's, then the top level's (next). */
+typedef struct CorErrorPages {
+    CorErrorPage* pages;
+    unsigned count;
+    const struct CorErrorPages* next;
+} CorErrorPages;
+
 /* What a route does to the requests it takes beside running its handler;
  * the route table's (the strings are the configuration's). */
 typedef struct {
@@ -108,21 +124,50 @@ typedef struct {
     unsigned headerCount;
     uint32_t filtersOff;        /* the filters it turns off, by index */
     const CorConfigNotify* notify;      /* its notify, or NULL */
+    const CorConfigRoute* route;        /* its entry: redirect, rewrite,
+                                           request headers, its name */
+    unsigned index;             /* its place in the file: routes[index] */
+    const CorErrorPages* errorPages;    /* its own, then the top level's;
+                                           NULL: none */
 } CorRouteRules;
 
-/* What a lookup found: the handler, its deadline and its route's rules;
- * or for a 405 the methods the path has (for Allow) and the headers of
- * the first of its routes that has some. */
+/* What a lookup found: the handler (NULL for a redirect or a rewrite),
+ * its deadline, its route's rules and its regex's captures (offsets
+ * into the path looked up, unset ones (size_t)-1); or for a 405 the
+ * methods the path has (for Allow) and the headers of the first of its
+ * routes that has some. */
 typedef struct {
     const CorHandlerEntry* handler;
     uint64_t timeoutMs;         /* the route's, else the handler's; 0: none */
     CorRouteRules rules;
+    bool captured;              /* a regex matched: captures are set */
+    size_t captures[2 * 10];
     char allow[COR_ROUTE_ALLOW_MAX];    /* "GET, HEAD, POST": a 405's */
 } CorRouteMatch;
 
-CorRouteResult corRouteFind(const char* method, size_t methodLen,
-                            const char* path, size_t pathLen,
-                            CorRouteMatch* match);
+/* The first route, in file order, that takes r (its method, its
+ * normalized path, its Host). */
+CorRouteResult corRouteFind(const CorRequest* r, CorRouteMatch* match);
+
+/* Error pages (corErrorPage.c): the top level's read (a file that cannot
+ * be read is logged and left out), those of a list before next's, and
+ * the top level's (NULL: none). */
+int corErrorPagesTopBuild(const CorConfig* config);
+int corErrorPagesBuild(const CorConfigErrorPage* in, unsigned count,
+                       const CorErrorPages* next, CorErrorPages* out);
+const CorErrorPages* corRouteErrorPages(void);
+
+/* What a route does in place of a handler, and to the request before it
+ * (corRouteAction.c): the captures kept in r, the request headers set
+ * and removed; a redirect answered; a rewrite's new target set. Each
+ * returns 0, or -1 when out of memory (r answered 500). */
+int corRouteCapturesKeep(CorRequest* r, const CorRouteMatch* match);
+int corRouteRequestHeaders(CorRequest* r, const CorConfigRoute* route);
+void corRouteRedirect(CorRequest* r, const CorConfigRoute* route);
+int corRouteRewrite(CorRequest* r, const CorConfigRoute* route);
+/* r's answer, when its status has an error page (and its body is no
+ * stream or file), takes the page as its body (corErrorPage.c). */
+void corRouteErrorPageApply(CorRequest* r);
 
 /* A route's notify (corRouteNotify.c): its URLs checked against the
  * registered schemes, errors at their lines; and, once r's answer is out,
@@ -506,6 +551,9 @@ int corResponseHeadersAdd(CorRequest* r, const CorHeader* headers,
 
 const CorHeader* corHeadersFind(const CorHeader* headers, unsigned count,
                                 const char* name);
+/* The length of the name in a Host value ("example.com:8080",
+ * "[::1]:8080"): without its port. */
+size_t corHostNameLen(const char* value, size_t len);
 /* What work beside its caller keeps of the caller's headers: the bytes a
  * copy of count headers takes (the array, aligned, then their names and
  * values), and the copy into p, which has that many; the array is

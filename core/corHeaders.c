@@ -11,6 +11,20 @@
 #include <stdint.h>
 #include <string.h>
 
+size_t
+corHostNameLen(const char* value, size_t len)
+{
+    const char* colon;
+
+    if (len > 0 && value[0] == '[') {
+        const char* close = memchr(value, ']', len);
+
+        return close != NULL ? (size_t)(close - value) + 1 : len;
+    }
+    colon = memchr(value, ':', len);
+    return colon != NULL ? (size_t)(colon - value) : len;
+}
+
 const CorHeader*
 corHeadersFind(const CorHeader* headers, unsigned count, const char* name)
 {

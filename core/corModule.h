@@ -24,7 +24,7 @@
 
 /* Bumped whenever a struct or a signature of cor.h's headers, or of one
  * they include, changes. */
-#define COR_ABI_VERSION 20
+#define COR_ABI_VERSION 21
 #define COR_VERSION "0.1.0"
 
 /* The types the three headers share, declared once. */
@@ -332,10 +332,23 @@ struct CorRequest {
     /* What r's route sends its body to once answered (`notify:`): the
      * core's, NULL when the route has none. */
     const struct CorConfigNotify* notify;
+    /* Its route's regex captures, copies in r's arena (read them with
+     * corRequestCapture); NULL: none. */
+    const struct CorCaptures* captures;
+    /* The error pages its answer may take (its route's, then the top
+     * level's); NULL: the top level's. */
+    const struct CorErrorPages* errorPages;
+    unsigned rewrites;          /* how often a route rewrote its target */
 };
 
 /* A request header (case-insensitive), NULL when absent. */
 const CorHeader* corRequestHeader(const CorRequest* r, const char* name);
+/* Capture n of the regex of r's route (`match: "~^/u/([0-9]+)$"`: 1 is
+ * the number; 0 the whole match), its length to *lenP; NULL when the
+ * route has no regex or the group took no part in the match. The text
+ * is the normalized path's, not NUL-terminated, valid as long as r. */
+const char* corRequestCapture(const CorRequest* r, unsigned n,
+                              size_t* lenP);
 /* The same header's value NUL-terminated, a copy in r's arena; NULL when
  * absent (or no memory). */
 const char* corRequestHeaderText(CorRequest* r, const char* name);

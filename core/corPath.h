@@ -14,12 +14,20 @@
 #include <stddef.h>
 
 /*
+ * Normalize path[0..n) (starting with '/', its escapes well formed: two
+ * hex digits, never %00) in place: escapes decoded, empty segments merged
+ * but the last, dot segments removed. Its length to *outLen; -1 for a
+ * path that climbs above the root.
+ */
+int corPathNormalize(char* path, size_t n, size_t* outLen);
+
+/*
  * The path path[0..n) (starting with '/', its escapes well formed) with
  * its empty segments merged and its dot segments removed, its escapes
  * kept as they are, into out (n bytes at most; out may be path). The
  * segments are those of the decoded path: "%2F" separates too, and
  * "%2e" is a '.', so that decoding the result gives exactly the decoded
- * path the parsers normalize (corHttpTargetDecode). Returns the length
+ * path corPathNormalize gives. Returns the length
  * written, or -1 for a path above the root.
  */
 int corPathEscapedNormal(const char* path, size_t n, char* out);

@@ -117,6 +117,9 @@ served(CorRequest* r)
         corRespondSet(r, corRuntime.stopping ? 503 : 500, "text/plain",
                    "the handler gave no response\n", 29);
     }
+    if (r->status >= 300) {
+        corRouteErrorPageApply(r);
+    }
     if (corFilterCount != 0 && r->stream == NULL) {
         /* a file body they take becomes a stream */
         corFilterResponse(r, corStreamFile);
@@ -351,6 +354,9 @@ requestInit(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     r->filterRun = NULL;
     r->filtersOff = 0;
     r->notify = NULL;
+    r->captures = NULL;
+    r->errorPages = NULL;
+    r->rewrites = 0;
     corListInit(&r->cleanups);
     memset(&r->cancel, 0, sizeof(r->cancel));
     memset(&r->deadline, 0, sizeof(r->deadline));
@@ -388,14 +394,56 @@ refused(CorRequest* r, int status)
     served(r);
 }
 
-/* r passed its route's guards: on to the handler. */
+static void requestRoute(CorRequest* r);
+
+/* A rewrite's target routed again, at most this often: a rule that
+ * rewrites to itself must not spin. */
+#define REWRITES_MAX 10
+
+/* r's route rewrote its target: routed again, unless the rewrites loop. */
+static void
+rewritten(CorRequest* r, const CorRouteMatch* match)
+{
+    if (++r->rewrites > REWRITES_MAX) {
+        corLog(COR_LOG_ERROR, "route '%s' (routes[%u]) rewrote %.*s for the "
+               "%uth time: the rewrites loop; 500",
+               corConfText(corConfGet(match->rules.route->node, "match")),
+               match->rules.index, (int)r->pathLen, r->path, r->rewrites);
+        corRespondSet(r, 500, "text/plain", "rewrite loop\n", 13);
+        served(r);
+        return;
+    }
+    if (corRouteRewrite(r, match->rules.route) != 0) {
+        served(r);
+        return;
+    }
+    requestRoute(r);
+}
+
+/* r passed its route's guards: on to what the route does. */
 static void
 routed(CorRequest* r, const CorRouteMatch* match)
 {
-    const CorHandler* handler = &match->handler->handler;
+    const CorConfigRoute* in = match->rules.route;
+    const CorHandler* handler;
     CorLoopCounters* c = corMetricsLoopCurrent();
     bool coroutine;
 
+    if (corRouteCapturesKeep(r, match) != 0
+        || corRouteRequestHeaders(r, in) != 0) {
+        served(r);
+        return;
+    }
+    if (in->redirect != NULL) {
+        corRouteRedirect(r, in);
+        served(r);
+        return;
+    }
+    if (in->rewrite != NULL) {
+        rewritten(r, match);
+        return;
+    }
+    handler = &match->handler->handler;
     r->handler = match->handler;
     r->notify = match->rules.notify;
     if (match->rules.stripLen > 0) {
@@ -416,27 +464,14 @@ routed(CorRequest* r, const CorRouteMatch* match)
 static const CorGuardNext guardNext = { .routed = routed,
                                         .refused = refused };
 
-void
-corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
+/* r's route found, its guards run: the 404 and 405 are the core's. */
+static void
+requestRoute(CorRequest* r)
 {
     CorRouteMatch match;
-    CorRouteResult found;
-    CorLoopCounters* c = corMetricsLoopCurrent();
-    int refused;
+    CorRouteResult found = corRouteFind(r, &match);
 
-    requestInit(r, ops, protocolData);
-    corRealIpApply(r);
-    corMetricsGaugeAdd(&c->inFlight, 1);
-    c->protocols[ops->kind < COR_PROTOCOL_KINDS ? ops->kind
-                                                : COR_PROTOCOL_OTHER]++;
-    refused = corLimitsRequest(r);
-    if (refused != 0) {
-        corLimitsAnswer(r, refused);
-        served(r);
-        return;
-    }
-    found = corRouteFind(r->method, r->methodLen, r->path, r->pathLen,
-                         &match);
+    r->errorPages = match.rules.errorPages;
     /* The route's headers go on whatever answers it: its handler, a
      * guard's refusal, a timeout, the core's 405. */
     if (match.rules.headerCount > 0
@@ -461,6 +496,26 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     }
     r->filtersOff = match.rules.filtersOff;
     corGuardsRun(r, &match, &guardNext);
+}
+
+void
+corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
+{
+    CorLoopCounters* c = corMetricsLoopCurrent();
+    int refused;
+
+    requestInit(r, ops, protocolData);
+    corRealIpApply(r);
+    corMetricsGaugeAdd(&c->inFlight, 1);
+    c->protocols[ops->kind < COR_PROTOCOL_KINDS ? ops->kind
+                                                : COR_PROTOCOL_OTHER]++;
+    refused = corLimitsRequest(r);
+    if (refused != 0) {
+        corLimitsAnswer(r, refused);
+        served(r);
+        return;
+    }
+    requestRoute(r);
 }
 
 void

@@ -18,9 +18,8 @@ corRequestBodyStreams(const CorRequest* r)
 {
     CorRouteMatch match;
 
-    return corRouteFind(r->method, r->methodLen, r->path, r->pathLen,
-                        &match) == COR_ROUTE_FOUND
-           && match.handler->handler.streamBody
+    return corRouteFind(r, &match) == COR_ROUTE_FOUND
+           && match.handler != NULL && match.handler->handler.streamBody
            && match.handler->handler.run != COR_RUN_INLINE;
 }
 

@@ -1,20 +1,29 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Routes: `match: "GET /hello"`, or a path ending in a star (a prefix),
- * to a handler by name, with an optional deadline (`timeout`), a
- * start of the path the handler does not see (`strip_prefix`), guards
- * run before the handler (`guard`, corGuard.c), headers added to every
- * answer (`headers`), the response filters that do not see its
- * answers (`filters`) and where its writes are sent once answered
- * (`notify`, corRouteNotify.c).
+ * Routes: `match: "GET /hello"`, a path ending in a star (a prefix),
+ * "=/exact" or "~regex", for the hosts of `host:` (any without it), to a
+ * handler by name, a `redirect` or a `rewrite`, with an optional
+ * deadline (`timeout`), a start of the path the handler does not see
+ * (`strip_prefix`), guards run before the handler (`guard`,
+ * corGuard.c), headers added to every answer (`headers`), request
+ * headers set and removed (`request_headers`), error pages, the
+ * response filters that do not see its answers (`filters`) and where
+ * its writes are sent once answered (`notify`, corRouteNotify.c).
  * Resolved once per generation, after the modules registered their
- * handlers; a route that names no registered handler is a configuration
- * error at the route's line. Lookup walks the routes in the order the
- * file gives them: exact paths and prefixes, the first that matches wins,
- * as a reader of the file expects.
+ * handlers; a route that names no registered handler, or a regex that
+ * does not compile, is a configuration error at the route's line.
+ *
+ * The first route in file order that takes a request wins, as a reader
+ * of the file expects, but no lookup walks them all: an index
+ * (corRouteIndex.h) gives the routes of the request's host and of any
+ * host, each with its exact paths in a hash, so a lookup looks only at
+ * those that may match, and a regex runs only when the path starts with
+ * the literal text its pattern starts with.
  */
 #include "corCoreInt.h"
 #include "corPath.h"
+#include "corRouteIndex.h"
+#include "corRouteRegex.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -22,16 +31,26 @@
 typedef struct {
     const char* method;         /* NULL: any */
     size_t methodLen;
-    const char* path;
+    const char* path;           /* exact or prefix; a regex's literal
+                                   start */
     size_t pathLen;
-    bool prefix;
-    const CorHandlerEntry* handler;
+    bool prefix;                /* path is a prefix (a regex's too) */
+    CorRouteRegex* regex;       /* NULL: a path route */
+    const CorHandlerEntry* handler;     /* NULL: a redirect or rewrite */
     uint64_t timeoutMs;         /* 0: the handler's */
     CorRouteRules rules;
 } Route;
 
 static Route* routes;
 static unsigned routeCount;
+static CorRouteIndex routeIndex;
+
+/* How a route is named in messages: its match, as the file writes it. */
+static const char*
+routeName(const CorConfigRoute* in)
+{
+    return corConfText(corConfGet(in->node, "match"));
+}
 
 /* A route names a handler nobody registered: say which exist, and the
  * nearest, as an unknown key does. */
@@ -41,9 +60,8 @@ unknownHandler(const CorConfigRoute* in, CorConfErrors* errors)
     const char** names = corHandlerNames();
     char tail[1024];
 
-    corConfErrorf(errors, in->node, "route '%s%s%s': no module registered a "
-                  "handler named '%s'%s", in->method ? in->method : "",
-                  in->method ? " " : "", in->path, in->handler,
+    corConfErrorf(errors, in->node, "route '%s': no module registered a "
+                  "handler named '%s'%s", routeName(in), in->handler,
                   names != NULL ? corConfSuggest(in->handler, names,
                                                  "handlers", tail,
                                                  sizeof(tail))
@@ -59,9 +77,8 @@ unknownGuard(const CorConfigRoute* in, const CorConf* node,
     const char** names = corGuardNames();
     char tail[1024];
 
-    corConfErrorf(errors, node, "route '%s%s%s': no module registered a "
-                  "guard named '%s'%s", in->method ? in->method : "",
-                  in->method ? " " : "", in->path, corConfText(node),
+    corConfErrorf(errors, node, "route '%s': no module registered a "
+                  "guard named '%s'%s", routeName(in), corConfText(node),
                   names != NULL && names[0] != NULL
                   ? corConfSuggest(corConfText(node), names, "guards", tail,
                                    sizeof(tail))
@@ -162,6 +179,90 @@ filtersOffResolve(const CorConfigRoute* in, uint32_t* bitsP,
     return rc;
 }
 
+/* ---- Building ------------------------------------------------------------ */
+
+/* The regex of in compiled into out; a pattern PCRE2 refuses is an error
+ * at its match, naming the offset it stopped at. */
+static int
+regexBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
+{
+    char why[256];
+    size_t offset = 0;
+    char* prefix;
+
+    out->regex = corRouteRegexCompile(in->regex, in->regexCaseless, &prefix,
+                                      why, sizeof(why), &offset);
+    if (out->regex == NULL) {
+        corConfErrorf(errors, corConfGet(in->node, "match"), "match: the "
+                      "regular expression '%s' does not compile: %s (at "
+                      "offset %zu)", in->regex, why, offset);
+        return -1;
+    }
+    out->path = prefix;
+    out->pathLen = strlen(prefix);
+    out->prefix = true;
+    return 0;
+}
+
+/* A route in the index: under each of its hosts, or any host's. */
+static int
+routeIndexAdd(const CorConfigRoute* in, const Route* route, unsigned id)
+{
+    bool exact = route->regex == NULL && !route->prefix;
+
+    if (in->hostCount == 0) {
+        return corRouteTableAdd(corRouteIndexTable(&routeIndex, ""),
+                                route->path, exact, id);
+    }
+    for (unsigned k = 0; k < in->hostCount; k++) {
+        CorRouteTable* t = corRouteIndexTable(&routeIndex, in->hosts[k]);
+
+        if (t == NULL || corRouteTableAdd(t, route->path, exact, id) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The rules of in beside its handler; -1 after an error. */
+static int
+rulesBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
+{
+    int rc = 0;
+
+    if (filtersOffResolve(in, &out->rules.filtersOff, errors) != 0) {
+        return -1;
+    }
+    out->rules.stripLen = in->stripPrefix ? strlen(in->stripPrefix) : 0;
+    out->rules.notify = in->notify;
+    out->rules.route = in;
+    if (in->notify != NULL) {
+        rc |= corRouteNotifyCheck(in, out->handler, errors);
+    }
+    if (in->guard != NULL) {
+        rc |= guardsBuild(in, &out->rules, errors);
+    }
+    if (in->headers != NULL) {
+        rc |= headersBuild(in, &out->rules, errors);
+    }
+    if (in->errorPageCount > 0) {
+        CorErrorPages* pages = malloc(sizeof(*pages));
+
+        if (pages == NULL || corErrorPagesBuild(in->errorPages,
+                                                in->errorPageCount,
+                                                corRouteErrorPages(),
+                                                pages) != 0) {
+            corConfErrorf(errors, in->node, "out of memory");
+            free(pages);
+            return -1;
+        }
+        out->rules.errorPages = pages;
+    } else {
+        out->rules.errorPages = corRouteErrorPages();
+    }
+    return rc;
+}
+
 int
 corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
 {
@@ -169,55 +270,50 @@ corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
 
     routes = calloc(config->routeCount ? config->routeCount : 1,
                     sizeof(*routes));
-    if (routes == NULL) {
+    if (routes == NULL || corRouteIndexTable(&routeIndex, "") == NULL
+        || corErrorPagesTopBuild(config) != 0) {
         return -1;
     }
     for (unsigned i = 0; i < config->routeCount; i++) {
         const CorConfigRoute* in = &config->routes[i];
         Route* out = &routes[routeCount];
 
-        out->handler = corHandlerFind(in->handler);
-        if (out->handler == NULL) {
-            unknownHandler(in, errors);
-            rc = -1;
-            continue;
-        }
-        if (filtersOffResolve(in, &out->rules.filtersOff, errors) != 0) {
-            rc = -1;
-            continue;
+        if (in->handler != NULL) {
+            out->handler = corHandlerFind(in->handler);
+            if (out->handler == NULL) {
+                unknownHandler(in, errors);
+                rc = -1;
+                continue;
+            }
         }
         out->method = in->method;
         out->methodLen = in->method ? strlen(in->method) : 0;
-        out->path = in->path;
-        out->pathLen = strlen(in->path);
-        out->prefix = in->prefix;
         out->timeoutMs = in->timeoutMs;
-        out->rules.stripLen = in->stripPrefix ? strlen(in->stripPrefix) : 0;
-        out->rules.notify = in->notify;
+        out->rules.index = i;
+        if (in->regex != NULL) {
+            if (regexBuild(in, out, errors) != 0) {
+                rc = -1;
+                continue;
+            }
+        } else {
+            out->path = in->path;
+            out->pathLen = strlen(in->path);
+            out->prefix = in->prefix;
+        }
+        if (rulesBuild(in, out, errors) != 0) {
+            rc = -1;
+            continue;
+        }
+        if (routeIndexAdd(in, out, routeCount) != 0) {
+            corConfErrorf(errors, in->node, "out of memory");
+            return -1;
+        }
         routeCount++;
-        if (in->notify != NULL) {
-            rc |= corRouteNotifyCheck(in, out->handler, errors);
-        }
-        if (in->guard != NULL) {
-            rc |= guardsBuild(in, &out->rules, errors);
-        }
-        if (in->headers != NULL) {
-            rc |= headersBuild(in, &out->rules, errors);
-        }
     }
     return rc;
 }
 
-static bool
-pathMatches(const Route* route, const char* path, size_t pathLen)
-{
-    if (route->prefix) {
-        return pathLen >= route->pathLen
-               && memcmp(path, route->path, route->pathLen) == 0;
-    }
-    return pathLen == route->pathLen
-           && memcmp(path, route->path, pathLen) == 0;
-}
+/* ---- Looking up ---------------------------------------------------------- */
 
 static bool
 isHeadOfGet(const char* method, size_t methodLen, const Route* route)
@@ -253,46 +349,172 @@ allowAdd(char* allow, const char* method, size_t methodLen)
     allow[len + methodLen] = '\0';
 }
 
-CorRouteResult
-corRouteFind(const char* method, size_t methodLen, const char* path,
-             size_t pathLen, CorRouteMatch* match)
+/* One lookup: the request's method and path, the best route so far (an
+ * id past every route: none), and what a 405 would say. */
+typedef struct {
+    const char* method;
+    size_t methodLen;
+    const char* path;
+    size_t pathLen;
+    unsigned best;
+    bool pathSeen;              /* some route took the path, not the method */
+    CorRouteMatch* match;
+} Lookup;
+
+static bool
+methodTakes(const Route* route, const Lookup* k)
 {
-    CorRouteResult result = COR_ROUTE_NO_PATH;
+    return route->method == NULL
+           || (route->methodLen == k->methodLen
+               && memcmp(route->method, k->method, k->methodLen) == 0)
+           || isHeadOfGet(k->method, k->methodLen, route);
+}
+
+/* Route id, whose path (or literal start) the index found the path to
+ * have, against the rest: its regex, its method. */
+static void
+routeTry(Lookup* k, unsigned id)
+{
+    const Route* route = &routes[id];
+    CorRouteMatch* match = k->match;
+    size_t ov[2 * COR_ROUTE_CAPTURES];
+
+    if (route->regex != NULL
+        && !corRouteRegexMatch(route->regex, k->path, k->pathLen, ov)) {
+        return;
+    }
+    if (methodTakes(route, k)) {
+        k->best = id;
+        match->handler = route->handler;
+        match->timeoutMs = route->timeoutMs != 0 || route->handler == NULL
+                           ? route->timeoutMs
+                           : route->handler->handler.timeoutMs;
+        match->rules = route->rules;
+        match->captured = route->regex != NULL;
+        if (match->captured) {
+            memcpy(match->captures, ov, sizeof(ov));
+        }
+        return;
+    }
+    /* A 405 is the path's answer: the first of its routes that has
+     * headers gives them. */
+    if (match->rules.headerCount == 0) {
+        match->rules.headers = route->rules.headers;
+        match->rules.headerCount = route->rules.headerCount;
+    }
+    /* Only the method differs: the methods the path has make the 405's
+     * Allow (RFC 9110 15.5.6); a GET route allows HEAD too. */
+    allowAdd(match->allow, route->method, route->methodLen);
+    if (route->methodLen == 3 && memcmp(route->method, "GET", 3) == 0) {
+        allowAdd(match->allow, "HEAD", 4);
+    }
+    k->pathSeen = true;
+}
+
+/* The routes of a list that come before the best so far, tried in
+ * order. Lists are tried one after another: a later list may hold an
+ * earlier route, which then wins instead. */
+static void
+idsTry(Lookup* k, const CorRouteIds* ids)
+{
+    for (unsigned i = 0; i < ids->count && ids->ids[i] < k->best; i++) {
+        routeTry(k, ids->ids[i]);
+    }
+}
+
+/* The routes of t that may take the path: its exact path's, then those
+ * of each prefix of it the trie holds, from the shortest. */
+static void
+tableSearch(Lookup* k, const CorRouteTable* t)
+{
+    long at = corRouteMapGet(&t->exact, k->path, k->pathLen);
+    unsigned node = 0;
+
+    if (at >= 0) {
+        idsTry(k, &t->lists[at]);
+    }
+    if (t->nodeCount == 0) {
+        return;
+    }
+    idsTry(k, &t->nodes[0].ids);
+    for (size_t i = 0; i < k->pathLen; i++) {
+        node = corRouteNodeChild(t, node, (unsigned char)k->path[i]);
+        if (node == 0) {
+            return;
+        }
+        idsTry(k, &t->nodes[node].ids);
+    }
+}
+
+/* The Host r names, less its port, lowercased into buf; its length (0:
+ * none, or one too long to be a name). */
+static size_t
+hostKey(const CorRequest* r, char* buf, size_t cap)
+{
+    const CorHeader* h = corRequestHeader(r, "Host");
+    size_t n = h != NULL ? corHostNameLen(h->value, h->valueLen) : 0;
+
+    if (n >= cap) {
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char ch = h->value[i];
+
+        buf[i] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 'a' - 'A') : ch;
+    }
+    buf[n] = '\0';
+    /* "example.com." is example.com (RFC 1034 3.1). */
+    return n > 0 && buf[n - 1] == '.' ? n - 1 : n;
+}
+
+/* The tables of the request's host: its name's, then each wildcard
+ * suffix's ("*.b.example.org", "*.example.org", "*.org"). */
+static void
+hostSearch(Lookup* k, const CorRequest* r)
+{
+    char host[256];
+    size_t n;
+    long at;
+
+    if (routeIndex.tableCount == 1) {
+        return;
+    }
+    n = hostKey(r, host, sizeof(host));
+    if (n == 0) {
+        return;
+    }
+    at = corRouteMapGet(&routeIndex.hosts, host, n);
+    if (at >= 0) {
+        tableSearch(k, &routeIndex.tables[at]);
+    }
+    for (const char* dot = routeIndex.wildcards.used > 0
+                           ? memchr(host, '.', n) : NULL;
+         dot != NULL;
+         dot = memchr(dot + 1, '.', n - (size_t)(dot + 1 - host))) {
+        at = corRouteMapGet(&routeIndex.wildcards, dot + 1,
+                            n - (size_t)(dot + 1 - host));
+        if (at >= 0) {
+            tableSearch(k, &routeIndex.tables[at]);
+        }
+    }
+}
+
+CorRouteResult
+corRouteFind(const CorRequest* r, CorRouteMatch* match)
+{
+    Lookup k = { r->method, r->methodLen, r->path, r->pathLen, routeCount,
+                 false, match };
 
     match->allow[0] = '\0';
     match->rules.headerCount = 0;
-    for (unsigned i = 0; i < routeCount; i++) {
-        const Route* route = &routes[i];
-
-        if (!pathMatches(route, path, pathLen)) {
-            continue;
-        }
-        if (route->method == NULL
-            || (route->methodLen == methodLen
-                && memcmp(route->method, method, methodLen) == 0)
-            || isHeadOfGet(method, methodLen, route)) {
-            match->handler = route->handler;
-            match->timeoutMs = route->timeoutMs != 0
-                               ? route->timeoutMs
-                               : route->handler->handler.timeoutMs;
-            match->rules = route->rules;
-            return COR_ROUTE_FOUND;
-        }
-        /* A 405 is the path's answer: the first of its routes that has
-         * headers gives them. */
-        if (match->rules.headerCount == 0) {
-            match->rules.headers = route->rules.headers;
-            match->rules.headerCount = route->rules.headerCount;
-        }
-        /* Only the method differs: the methods the path has make the
-         * 405's Allow (RFC 9110 15.5.6); a GET route allows HEAD too. */
-        allowAdd(match->allow, route->method, route->methodLen);
-        if (route->methodLen == 3 && memcmp(route->method, "GET", 3) == 0) {
-            allowAdd(match->allow, "HEAD", 4);
-        }
-        result = COR_ROUTE_NO_METHOD;
+    match->rules.errorPages = corRouteErrorPages();
+    match->captured = false;
+    hostSearch(&k, r);
+    tableSearch(&k, &routeIndex.tables[0]);
+    if (k.best < routeCount) {
+        return COR_ROUTE_FOUND;
     }
-    return result;
+    return k.pathSeen ? COR_ROUTE_NO_METHOD : COR_ROUTE_NO_PATH;
 }
 
 /*

@@ -18,6 +18,7 @@
  * complete, so the bytes it reparses are the bytes it saw.
  */
 #include "corHttpParse.h"
+#include "corPath.h"
 
 #include <assert.h>
 #include <limits.h>
@@ -747,70 +748,6 @@ static const FieldRules requestFields = {
     .bad = -400,
 };
 
-/*
- * Decode the escapes of a path in place, then merge its empty segments
- * (nginx's merge_slashes) and remove its dot segments (RFC 3986 section
- * 5.2.4), so that "//b", "/./b", "/a/%2e%2e/b" and "/b" are the same path
- * to every route, guard and module that reads it: a guard on "/b/" prefix
- * meets them all. Escapes go first, as nginx does: "%2F" is then a '/',
- * and ".." made of escapes is a dot segment too. A path that climbs
- * above the root is refused. Every step only shrinks, so the output
- * never overtakes the input. corPathEscapedNormal (core/corPath.c) walks
- * the same segments of the encoded path.
- */
-static int
-normalizePath(char* path, size_t n, size_t* outLen)
-{
-    size_t r;
-    size_t w = 0;
-
-    for (r = 0; r < n; r++) {
-        if (path[r] == '%') {
-            path[w++] = (char)(hexValue(path[r + 1]) << 4
-                               | hexValue(path[r + 2]));
-            r += 2;
-        } else {
-            path[w++] = path[r];
-        }
-    }
-    n = w;
-    /* Segments "/seg": drop an empty one but the last ("/a/" names a
-     * folder), copy, drop ".", pop the last copied one for "..". A path
-     * ending in "/." or "/.." keeps its trailing '/'. */
-    w = 0;
-    for (r = 0; r < n;) {
-        size_t e = r + 1;
-
-        while (e < n && path[e] != '/') {
-            e++;
-        }
-        if (e - r == 1 && e < n) {
-            /* "//": nothing to copy */
-        } else if (e - r == 2 && path[r + 1] == '.') {
-            if (e == n) {
-                path[w++] = '/';
-            }
-        } else if (e - r == 3 && path[r + 1] == '.' && path[r + 2] == '.') {
-            if (w == 0) {
-                return -400;
-            }
-            while (path[--w] != '/') {
-            }
-            if (e == n) {
-                path[w++] = '/';
-            }
-        } else {
-            memmove(path + w, path + r, e - r);
-            w += e - r;
-        }
-        r = e;
-    }
-    /* The last segment always leaves something: itself, or a '/'. */
-    assert(w > 0);
-    *outLen = w;
-    return 0;
-}
-
 /* Keep the path as the client sent it, in the caller's room, before
  * normalizing overwrites it: what a proxy passes on. */
 static void
@@ -841,7 +778,7 @@ pathRewrite(CorHttpRequestHead* head)
     size_t n;
 
     pathSentKeep(head);
-    if (normalizePath(path, head->pathLen, &n) < 0) {
+    if (corPathNormalize(path, head->pathLen, &n) < 0) {
         return -400;
     }
     if (n == head->pathLen) {
@@ -880,7 +817,7 @@ corHttpTargetDecode(char* target, size_t len, CorHttpTarget* t)
     t->query = query != NULL ? query + 1 : NULL;
     t->queryLen = query != NULL ? (size_t)(end - query - 1) : 0;
     if (checkPath(target, n, &facts) < 0
-        || (facts.rewritePath && normalizePath(target, n, &n) < 0)) {
+        || (facts.rewritePath && corPathNormalize(target, n, &n) < 0)) {
         return -400;
     }
     t->path = target;

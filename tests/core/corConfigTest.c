@@ -312,12 +312,13 @@ START_TEST(test_all_errors_collected)
         "such as hello, or a path ending in .so)",
         "t.yaml:7:19: match: expected 'METHOD /path' or '/path' with the "
         "method in capitals (such as GET), got 'get /'",
-        "t.yaml:7:42: routes[1]: missing 'handler' (the name of a handler)",
+        "t.yaml:7:42: routes[1]: missing 'handler' (the name of a handler; "
+        "or redirect: or rewrite: in its place)",
         "t.yaml:8:15: level: expected one of debug, info, warn, error, got "
         "'loud'",
         "t.yaml:9:1: unknown key 'extra' at the top level (expected one of: "
         "runtime, listen, limits, resolver, client, modules, routes, log, "
-        "real_ip)",
+        "error_pages, real_ip)",
     };
     CorConfErrors e = {0};
     CorConfig* cf = load(text, &e);

@@ -15,6 +15,7 @@ void corTestkitCondWaitAdd(CorModule* m, int* rc);
 void corTestkitNotifyAdd(CorModule* m, int* rc);
 void corTestkitStatusAdd(CorModule* m, int* rc);
 void corTestkitBodyAdd(CorModule* m, int* rc);
+void corTestkitSeenAdd(CorModule* m, int* rc);
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -938,6 +939,7 @@ testkitInitAll(CorModule* m, const CorConf* conf)
     corTestkitNotifyAdd(m, &rc);
     corTestkitStatusAdd(m, &rc);
     corTestkitBodyAdd(m, &rc);
+    corTestkitSeenAdd(m, &rc);
     return rc;
 }
 

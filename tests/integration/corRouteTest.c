@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The routing layer against the real binary and curl, over HTTP/1.1 and
+ * HTTP/2: routes by host (a name, "*.suffix", a list; without case or
+ * port), "=/exact" beside a prefix, "~regex" with captures for a handler
+ * (the testkit's "seen") and for templates, a redirect, a rewrite routed
+ * again (and a loop of them stopped at 500), request headers set and
+ * removed on the way to an upstream, and error pages (the top level's,
+ * a route's before them, an unreadable one keeping the built-in text).
+ */
+#include "corTest.h"
+#include "corServer.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static CorServer server;
+static pid_t upstreamPid;
+static int upstreamPort;
+static char out[1 << 16];
+
+static const char* configFormat =
+    "runtime:\n"
+    "  loops: 1\n"
+    "  workers: 2\n"
+    "  coroutines: { enabled: {COROUTINES} }\n"
+    "listen:\n"
+    "  - { protocol: http, address: 127.0.0.1:{PORT}, http2: on }\n"
+    "error_pages: { \"404\": {DIR}/404.html, \"5xx\": {DIR}/50x.html }\n"
+    "modules:\n"
+    "  - { load: http }\n"
+    "  - { load: {MODULES}/testkit.so }\n"
+    "  - load: forward\n"
+    "    upstreams:\n"
+    "      - { name: backend, servers: [ \"http://127.0.0.1:%d\" ] }\n"
+    "routes:\n"
+    "  - { match: \"/*\", host: plain.test,\n"
+    "      redirect: { to: \"https://{host}{uri}\", status: 308 } }\n"
+    "  - { host: example.com, match: \"GET /*\", handler: seen,\n"
+    "      request_headers: { set: { X-Site: example } } }\n"
+    "  - { host: \"*.example.org\", match: \"GET /*\", handler: seen,\n"
+    "      request_headers: { set: { X-Site: \"wild {host}\" } } }\n"
+    "  - { host: [ a.test, B.Test ], match: \"/*\", handler: seen,\n"
+    "      request_headers: { set: { X-Site: list } } }\n"
+    "  - { match: \"GET =/exact\", handler: seen,\n"
+    "      request_headers: { set: { X-Site: exact } } }\n"
+    "  - { match: \"GET /exact*\", handler: seen,\n"
+    "      request_headers: { set: { X-Site: prefix } } }\n"
+    "  - { match: \"GET ~^/u/([0-9]+)$\", rewrite: \"/user?id={1}\" }\n"
+    "  - { match: \"GET /user\", handler: seen }\n"
+    "  - { match: \"GET ~^/c/([a-z]+)/([0-9]+)$\", handler: seen }\n"
+    "  - { match: \"~*\\\\.PHP$\", handler: seen,\n"
+    "      request_headers: { set: { X-Site: php } } }\n"
+    "  - { match: \"/loop\", rewrite: \"/loop\" }\n"
+    "  - { match: \"/api/*\", handler: backend,\n"
+    "      request_headers: { set: { X-Real-IP: \"{client}\" },\n"
+    "                         remove: [ Cookie ] } }\n"
+    "  - { match: \"GET /fail\", handler: status,\n"
+    "      error_pages: { \"502\": {DIR}/route502.html,\n"
+    "                     \"503\": {DIR}/missing.html } }\n"
+    "log: { pid_file: {DIR}/cor.pid }\n";
+
+/* A shell command, printf-style, with $P (the port) and $D (the scratch
+ * folder) set; its output in out, its exit status returned. */
+static int
+sh(const char* fmt, ...)
+{
+    char command[4096];
+    char body[3072];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    snprintf(command, sizeof(command), "P=%d D=%s; %s 2>&1", server.port,
+             server.dir, body);
+    return corShell(command, out, sizeof(out));
+}
+
+/* curl -si with args on path; the status, the whole answer in out. */
+static int
+get(const char* args, const char* path)
+{
+    ck_assert_int_eq(sh("curl -si --max-time 20 --path-as-is %s "
+                        "'http://127.0.0.1:'$P'%s'", args, path), 0);
+    return atoi(strchr(out, ' ') != NULL ? strchr(out, ' ') + 1 : "0");
+}
+
+static bool
+has(const char* text)
+{
+    return strcasestr(out, text) != NULL;
+}
+
+#define CHECK_HAS(text) ck_assert_msg(has(text), "no '%s' in: %s", text, out)
+#define CHECK_HAS_NOT(text) \
+    ck_assert_msg(!has(text), "'%s' in: %s", text, out)
+
+/* In the server's process before its exec: the pages into its scratch
+ * folder, where the configuration's {DIR} points. */
+static void
+pagesWrite(void* arg)
+{
+    static const char* const pages[][2] = {
+        { "404.html", "<p>not here</p>\n" },
+        { "50x.html", "<p>down</p>\n" },
+        { "route502.html", "<p>route 502</p>\n" },
+    };
+    const CorServer* s = arg;
+    char path[256];
+
+    for (size_t i = 0; i < 3; i++) {
+        FILE* f;
+
+        snprintf(path, sizeof(path), "%s/%s", s->dir, pages[i][0]);
+        f = fopen(path, "w");
+        if (f != NULL) {
+            fputs(pages[i][1], f);
+            fclose(f);
+        }
+    }
+}
+
+static void
+setUp(void)
+{
+    char yaml[4096];
+
+    upstreamPid = corUpstreamStart(&upstreamPort);
+    ck_assert_int_gt(upstreamPid, 0);
+    snprintf(yaml, sizeof(yaml), configFormat, upstreamPort);
+    ck_assert_int_eq(corServerStartChild(&server, yaml, pagesWrite, &server),
+                     0);
+}
+
+static void
+tearDown(void)
+{
+    corServerStop(&server);
+    corUpstreamStop(&upstreamPid);
+}
+
+static const char* const protocols[] = { "--http1.1",
+                                         "--http2-prior-knowledge" };
+
+START_TEST(test_hosts)
+{
+    char args[128];
+
+    for (size_t p = 0; p < 2; p++) {
+        snprintf(args, sizeof(args), "%s -H 'Host: example.com'",
+                 protocols[p]);
+        ck_assert_int_eq(get(args, "/x"), 200);
+        CHECK_HAS("X-Site: example");
+        /* Without case, without port. */
+        snprintf(args, sizeof(args), "%s -H 'Host: EXAMPLE.com:8080'",
+                 protocols[p]);
+        ck_assert_int_eq(get(args, "/x"), 200);
+        CHECK_HAS("X-Site: example");
+        snprintf(args, sizeof(args), "%s -H 'Host: a.b.example.org'",
+                 protocols[p]);
+        ck_assert_int_eq(get(args, "/x"), 200);
+        CHECK_HAS("X-Site: wild a.b.example.org");
+        snprintf(args, sizeof(args), "%s -H 'Host: b.test'", protocols[p]);
+        ck_assert_int_eq(get(args, "/x"), 200);
+        CHECK_HAS("X-Site: list");
+        /* "*.example.org" is not example.org itself (as nginx's). */
+        snprintf(args, sizeof(args), "%s -H 'Host: example.org'",
+                 protocols[p]);
+        ck_assert_int_eq(get(args, "/x"), 404);
+        CHECK_HAS("<p>not here</p>");
+    }
+}
+END_TEST
+
+START_TEST(test_exact_prefix_and_regex)
+{
+    for (size_t p = 0; p < 2; p++) {
+        ck_assert_int_eq(get(protocols[p], "/exact"), 200);
+        CHECK_HAS("X-Site: exact");
+        ck_assert_int_eq(get(protocols[p], "/exactly"), 200);
+        CHECK_HAS("X-Site: prefix");
+        ck_assert_int_eq(get(protocols[p], "//exact"), 200);
+        CHECK_HAS("X-Site: exact");
+        ck_assert_int_eq(get(protocols[p], "/c/abc/42"), 200);
+        CHECK_HAS("capture 0: /c/abc/42\n");
+        CHECK_HAS("capture 1: abc\n");
+        CHECK_HAS("capture 2: 42\n");
+        ck_assert_int_eq(get(protocols[p], "/c/ABC/42"), 404);
+        ck_assert_int_eq(get(protocols[p], "/a/Index.php"), 200);
+        CHECK_HAS("X-Site: php");
+    }
+}
+END_TEST
+
+START_TEST(test_redirect_and_rewrite)
+{
+    ck_assert_int_eq(get("-H 'Host: plain.test:81'", "/a//b?x=1"), 308);
+    CHECK_HAS("Location: https://plain.test/a//b?x=1\r\n");
+    for (size_t p = 0; p < 2; p++) {
+        ck_assert_int_eq(get(protocols[p], "/u/42?ignored"), 200);
+        CHECK_HAS("path: /user\n");
+        CHECK_HAS("query: id=42\n");
+        CHECK_HAS_NOT("capture");
+        ck_assert_int_eq(get(protocols[p], "/u/4x"), 404);
+    }
+    ck_assert_int_eq(get("", "/loop"), 500);
+    ck_assert_int_eq(corServerLogCount(&server, "the rewrites loop"), 1);
+}
+END_TEST
+
+/* What forward sends is what the route made of the request. */
+START_TEST(test_request_headers_to_an_upstream)
+{
+    ck_assert_int_eq(get("-H 'Cookie: secret=1' -H 'X-Real-IP: 6.6.6.6'",
+                         "/api/echo"), 200);
+    CHECK_HAS("X-Real-IP: 127.0.0.1\r\n");
+    CHECK_HAS_NOT("6.6.6.6");
+    CHECK_HAS_NOT("secret=1");
+}
+END_TEST
+
+START_TEST(test_error_pages)
+{
+    for (size_t p = 0; p < 2; p++) {
+        ck_assert_int_eq(get(protocols[p], "/nothing"), 404);
+        CHECK_HAS("content-type: text/html");
+        CHECK_HAS("<p>not here</p>");
+        ck_assert_int_eq(get(protocols[p], "/fail?code=502&len=3"), 502);
+        CHECK_HAS("<p>route 502</p>");
+        ck_assert_int_eq(get(protocols[p], "/fail?code=500&len=3"), 500);
+        CHECK_HAS("<p>down</p>");
+        /* Its page cannot be read: the handler's own body. */
+        ck_assert_int_eq(get(protocols[p], "/fail?code=503&len=3"), 503);
+        CHECK_HAS("\r\n\r\nxxx");
+        ck_assert_int_eq(get(protocols[p], "/fail?code=201&len=3"), 201);
+    }
+    ck_assert_int_eq(corServerLogCount(&server, "missing.html"), 1);
+}
+END_TEST
+
+COR_TEST_SUITE(corRoute)
+{
+    tcase_add_checked_fixture(tc, setUp, tearDown);
+    tcase_add_test(tc, test_hosts);
+    tcase_add_test(tc, test_exact_prefix_and_regex);
+    tcase_add_test(tc, test_redirect_and_rewrite);
+    tcase_add_test(tc, test_request_headers_to_an_upstream);
+    tcase_add_test(tc, test_error_pages);
+}
