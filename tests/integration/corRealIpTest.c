@@ -17,7 +17,8 @@
  * real_ip: curl with X-Forwarded-For from ::1 (trusted) is the address
  * it names, over HTTP/1.1 and h2c; from 127.0.0.1 (not trusted) it is
  * 127.0.0.1; the rightmost untrusted address of a chain wins; forward
- * sends upstream the list with this hop (::1) appended.
+ * sends upstream the list with this hop (::1) appended, and a route's
+ * {client} the address real_ip found.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -392,7 +393,8 @@ realIpStart(void)
              " allow: [ all ] } ]\n"
              "routes:\n"
              "  - { match: \"GET /who\", handler: hello, guard: notlocal }\n"
-             "  - { match: \"GET /echo\", handler: up }\n"
+             "  - { match: \"GET /echo\", handler: up, request_headers: "
+             "{ set: { X-Client: \"{client}\" } } }\n"
              "  - { match: \"GET /metrics\", handler: metrics }\n"
              "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log }\n",
              upstreamPort);
@@ -441,6 +443,8 @@ START_TEST(test_real_ip_forward_appends_the_hop)
                         "'http://[::1]:%d/echo'", server.port), 0);
     ck_assert_msg(strstr(out, "\nX-Forwarded-For: 192.0.2.44, ::1") != NULL,
                   "%s", out);
+    /* A route's {client} is the same address. */
+    ck_assert_msg(strstr(out, "\nX-Client: 192.0.2.44") != NULL, "%s", out);
     ck_assert(loggedLast("192.0.2.44"));
 }
 END_TEST
