@@ -41,6 +41,7 @@ corConfigMatchRead(CorConfigRoute* r, const CorConf* node, CorConfErrors* e)
     const char* path = text;
     const char* star;
     size_t methodLen = 0;
+    bool exact;
 
     if (text[0] != '/' && text[0] != '=' && text[0] != '~') {
         methodLen = strcspn(text, " \t");
@@ -60,7 +61,8 @@ corConfigMatchRead(CorConfigRoute* r, const CorConf* node, CorConfErrors* e)
     if (path[0] == '~' && path[1] != '\0') {
         return regexMatch(r, path, e);
     }
-    path += path[0] == '=';
+    exact = path[0] == '=';
+    path += exact;
     if (*path != '/') {
         corConfErrorf(e, node, "match: the path must start with '/' (or be "
                       "'=/exact' or '~regex'), got '%s'", text);
@@ -72,7 +74,7 @@ corConfigMatchRead(CorConfigRoute* r, const CorConf* node, CorConfErrors* e)
         return false;
     }
     star = strchr(path, '*');
-    if (star != NULL && (star[1] != '\0' || path[-1] == '=')) {
+    if (star != NULL && (star[1] != '\0' || exact)) {
         corConfErrorf(e, node, "match: '*' may only end a path (a prefix "
                       "match, never an exact one), got '%s'", text);
         return false;

@@ -366,7 +366,9 @@ void corStreamServed(CorRequest* r);
 void corStreamFree(CorRequest* r);
 /* r's file body (fileFd, fileOffset, responseLen) made a stream that the
  * loop reads in pieces and passes through r's filters; the stream owns
- * the file from here. Returns 0 or -ENOMEM (r as it was). */
+ * the file from here. A HEAD's (a file, or none) is a stream that ends at
+ * once, nothing read: its head says no length, as its GET's. Returns 0
+ * or -ENOMEM (r as it was). */
 int corStreamFile(CorRequest* r);
 
 /* ---- Response filters (corFilter.c) -------------------------------------- */
@@ -382,8 +384,9 @@ const char** corFilterNames(void);
 void corFilterHead(CorRequest* r);
 /* A whole answer (not a stream) before its head goes out: the head
  * through the filters, and a body they take filtered now (in memory) or
- * made a stream by fileStream (a file: corStreamFile, given by the
- * caller, since the stream passes its pieces through the filters). */
+ * made a stream by fileStream (a file, or a HEAD's with no body:
+ * corStreamFile, given by the caller, since the stream passes its pieces
+ * through the filters). */
 void corFilterResponse(CorRequest* r, int (*fileStream)(CorRequest* r));
 /* A piece of r's streamed body through the filters that took it, to
  * the protocol's streamData; flags as a body function gets them. Returns

@@ -260,10 +260,15 @@ corFilterResponse(CorRequest* r, int (*fileStream)(CorRequest* r))
     int rc;
 
     corFilterHead(r);
-    if (r->filterRun->count == 0 || r->head) {
+    if (r->filterRun->count == 0) {
         return;
     }
-    rc = r->fileFd >= 0 ? fileStream(r) : memoryFilter(r);
+    /* A HEAD's head is its GET's (RFC 9110 9.3.2): a body in memory goes
+     * through the filters for its new length (sent to no one); a file, or
+     * a HEAD answered with no body but its GET's length (a proxy's),
+     * becomes a stream as that GET's would, which says no length. */
+    rc = r->fileFd >= 0 || (r->head && r->responseLen == 0) ? fileStream(r)
+                                                            : memoryFilter(r);
     if (rc < 0) {
         filterFailed(r, rc);
     }

@@ -337,9 +337,17 @@ corStreamFile(CorRequest* r)
         streamDestroy(s);
         return -ENOMEM;
     }
-    s->fileFd = r->fileFd;
-    s->fileOffset = r->fileOffset;
-    s->fileLeft = r->responseLen;
+    if (r->head) {
+        /* Nothing of it goes out: ended now, nothing read. */
+        if (r->fileFd >= 0) {
+            close(r->fileFd);
+        }
+        s->ended = true;
+    } else {
+        s->fileFd = r->fileFd;
+        s->fileOffset = r->fileOffset;
+        s->fileLeft = r->responseLen;
+    }
     r->fileFd = -1;
     r->responseLen = 0;
     r->stream = s;

@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 Http2Conf corHttp2Conf = {
     .maxConcurrentStreams = 16, .initialWindowSize = 65535,
     .connectionWindowSize = 1 << 20, .resetsPerSecond = 50,
-    .controlPerSecond = 50,
+    .controlPerSecond = 50, .idlePerSecond = 50,
 };
 
 /* ---- The stand-in core --------------------------------------------------- */
@@ -48,19 +48,11 @@ corLimitsBody(uint64_t bytes)
     return bytes > corLimits()->bodyBytes ? 413 : 0;
 }
 
-int
-corLimitsAnswer(CorRequest* r, int status)
+const char*
+corLimitsText(int status)
 {
-    static const char text[] = "refused\n";
-
-    if (status != 413 && status != 431 && status != 408) {
-        return 0;
-    }
-    r->status = status;
-    r->contentType = "text/plain";
-    r->responseBody = text;
-    r->responseLen = sizeof(text) - 1;
-    return status;
+    return status == 413 || status == 431 || status == 408 ? "refused\n"
+                                                           : NULL;
 }
 
 void

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Basic authentication (RFC 7617) against an htpasswd file of bcrypt
- * ($2y$, $2b$, $2a$) and SHA-512 crypt ($6$) hashes, checked by
- * libxcrypt's crypt_rn and compared in constant time.
+ * Basic authentication (RFC 7617) against an htpasswd file
+ * (corAccessUsers.c; the hashes it may hold: corAccessHash.c).
  *
  * A bcrypt check costs milliseconds to tens of them (its cost factor),
  * far too long for the loop, where guards run. So a check runs on the
@@ -15,10 +14,14 @@
  * alone would hash every request of a logged-in client. Wrong passwords
  * are not remembered. The threads' queue is bounded too: past it a
  * check is refused 503, not queued.
+ *
+ * The file is looked at again at most once a second, on the loop (a
+ * stat); a changed one is read on the threads and takes the place of the
+ * old at once, the remembered pairs forgotten with it. One that cannot be
+ * read, or is wrong, is logged and the users read before stay.
  */
 #include "corAccessInt.h"
 
-#include <crypt.h>
 #include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -34,19 +37,18 @@
 #define CACHE_SLOTS 4096        /* passed pairs remembered, per guard */
 #define THREADS 2
 #define QUEUE_MAX 256           /* checks waiting for a thread */
-
-typedef struct {
-    char* name;
-    char* hash;
-} User;
+#define WATCH_MS 1000           /* the file is looked at, at most */
 
 struct AccessBasic {
     char* header;               /* WWW-Authenticate's value */
-    User* users;
-    unsigned userCount;
+    char* path;                 /* the htpasswd file */
     unsigned char key[32];      /* the HMAC's, this generation's */
-    pthread_mutex_t lock;       /* the cache's */
+    pthread_mutex_t lock;       /* users and the cache */
+    AccessUsers* users;         /* the file as last read */
     unsigned char (*cache)[32]; /* a pair's HMAC, by its first bytes */
+    atomic_uint_fast64_t watchAt; /* when the file is looked at next */
+    atomic_bool reading;        /* a read of it is on a thread */
+    CorEvTask reread;
 };
 
 /* One check on a thread, in the request's arena. */
@@ -55,7 +57,8 @@ typedef struct {
     AccessBasic* b;
     CorRequest* r;
     CorGuardWait* wait;
-    const User* user;           /* NULL: no such user (hashed anyway) */
+    AccessUsers* users;         /* held while the check runs */
+    char* user;
     char* password;
     unsigned char mac[32];
     bool passed;
@@ -66,66 +69,15 @@ static atomic_uint queued;
 
 /* ---- The file ------------------------------------------------------------ */
 
-static bool
-hashKnown(const char* hash)
+/* The weak hashes are said at each read: they work, and should go. */
+static void
+weakSay(const char* path, unsigned weak, unsigned count)
 {
-    return strncmp(hash, "$2y$", 4) == 0 || strncmp(hash, "$2b$", 4) == 0
-           || strncmp(hash, "$2a$", 4) == 0 || strncmp(hash, "$6$", 3) == 0;
-}
-
-/* One "user:hash" line into b; -1 after a module error. */
-static int
-lineRead(CorModule* m, const CorConf* at, AccessBasic* b, char* line,
-         const char* path, unsigned number)
-{
-    char* colon = strchr(line, ':');
-    User* grown;
-
-    if (colon == NULL || colon == line || !hashKnown(colon + 1)) {
-        corModuleError(m, at, "basic_auth: %s:%u: expected user:hash with a "
-                       "bcrypt ($2y$, htpasswd -B) or SHA-512 ($6$) hash",
-                       path, number);
-        return -1;
+    if (weak > 0) {
+        corLog(COR_LOG_WARN, "basic_auth: %s: %u of %u users have a weak "
+               "hash ($apr1$ or {SHA}, fast to guess): give them bcrypt "
+               "(htpasswd -B)", path, weak, count);
     }
-    grown = realloc(b->users, (b->userCount + 1) * sizeof(*grown));
-    if (grown == NULL) {
-        return -1;
-    }
-    b->users = grown;
-    *colon = '\0';
-    b->users[b->userCount].name = strdup(line);
-    b->users[b->userCount].hash = strdup(colon + 1);
-    b->userCount++;
-    return grown[b->userCount - 1].name != NULL
-           && grown[b->userCount - 1].hash != NULL ? 0 : -1;
-}
-
-static int
-fileRead(CorModule* m, const CorConf* at, AccessBasic* b, const char* path)
-{
-    FILE* f = fopen(path, "r");
-    char line[1024];
-    unsigned number = 0;
-    int rc = 0;
-
-    if (f == NULL) {
-        corModuleError(m, at, "basic_auth: users: cannot read %s: %s", path,
-                       strerror(errno));
-        return -1;
-    }
-    while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
-        number++;
-        line[strcspn(line, "\r\n")] = '\0';
-        if (line[0] != '\0' && line[0] != '#') {
-            rc = lineRead(m, at, b, line, path, number);
-        }
-    }
-    fclose(f);
-    if (rc == 0 && b->userCount == 0) {
-        corModuleError(m, at, "basic_auth: users: %s holds no user", path);
-        rc = -1;
-    }
-    return rc;
 }
 
 AccessBasic*
@@ -135,6 +87,8 @@ corAccessBasicRead(CorModule* m, const CorConf* conf)
     const char* realm = corConfString(conf, "realm", "restricted", e);
     const char* users = corConfString(conf, "users", NULL, e);
     AccessBasic* b = calloc(1, sizeof(*b));
+    char why[512];
+    unsigned weak;
 
     if (b == NULL) {
         corModuleError(m, conf, "no memory");
@@ -155,11 +109,21 @@ corAccessBasicRead(CorModule* m, const CorConf* conf)
         b->header = NULL;
         goto failed;
     }
+    b->path = strdup(users);
     b->cache = calloc(CACHE_SLOTS, sizeof(*b->cache));
-    if (b->cache == NULL || RAND_bytes(b->key, sizeof(b->key)) != 1
-        || fileRead(m, corConfGet(conf, "users"), b, users) != 0) {
+    if (b->path == NULL || b->cache == NULL
+        || RAND_bytes(b->key, sizeof(b->key)) != 1) {
+        corModuleError(m, conf, "no memory");
         goto failed;
     }
+    b->users = corAccessUsersRead(users, why, sizeof(why), &weak);
+    if (b->users == NULL) {
+        corModuleError(m, corConfGet(conf, "users"), "basic_auth: users: %s",
+                       why);
+        goto failed;
+    }
+    weakSay(users, weak, corAccessUsersCount(b->users));
+    atomic_init(&b->watchAt, corEvClockMs() + WATCH_MS);
     corConfUnknownKeys(conf, "basic_auth", (const char* const[]){
                            "realm", "users", NULL }, e);
     if (threads == NULL && (threads = corEvPoolCreate(THREADS)) == NULL) {
@@ -180,15 +144,70 @@ corAccessBasicFree(AccessBasic* b)
     if (b == NULL) {
         return;
     }
-    for (unsigned i = 0; i < b->userCount; i++) {
-        free(b->users[i].name);
-        free(b->users[i].hash);
-    }
-    free(b->users);
+    corAccessUsersRelease(b->users);
+    free(b->path);
     free(b->header);
     free(b->cache);
     pthread_mutex_destroy(&b->lock);
     free(b);
+}
+
+/* On a thread: the changed file read, and put in place of the old one
+ * with the pairs remembered under it forgotten. */
+static void
+reread(CorEvTask* task)
+{
+    AccessBasic* b = corContainerOf(task, AccessBasic, reread);
+    char why[512];
+    unsigned weak;
+    AccessUsers* fresh = corAccessUsersRead(b->path, why, sizeof(why),
+                                            &weak);
+    AccessUsers* old;
+
+    if (fresh == NULL) {
+        corLog(COR_LOG_ERROR, "basic_auth: users: %s: the users read before "
+               "stay", why);
+        atomic_store(&b->reading, false);
+        return;
+    }
+    pthread_mutex_lock(&b->lock);
+    old = b->users;
+    b->users = fresh;
+    memset(b->cache, 0, CACHE_SLOTS * sizeof(*b->cache));
+    pthread_mutex_unlock(&b->lock);
+    corAccessUsersRelease(old);
+    corLog(COR_LOG_INFO, "basic_auth: %s read again: %u users", b->path,
+           corAccessUsersCount(fresh));
+    weakSay(b->path, weak, corAccessUsersCount(fresh));
+    atomic_store(&b->reading, false);
+}
+
+/* On the loop, at most once a second: a stat of the file; a changed one
+ * is read on a thread. A file that changed but could not be read is read
+ * again at the next look, until it can. */
+static void
+fileWatch(AccessBasic* b)
+{
+    uint64_t now = corEvClockMs();
+    uint_fast64_t at = atomic_load(&b->watchAt);
+    AccessUsers* users;
+    bool changed;
+
+    if (now < at || atomic_load(&b->reading)
+        || !atomic_compare_exchange_strong(&b->watchAt, &at,
+                                           now + WATCH_MS)) {
+        return;
+    }
+    /* The stat outside the lock, which the loops' cache looks take. */
+    pthread_mutex_lock(&b->lock);
+    users = corAccessUsersHold(b->users);
+    pthread_mutex_unlock(&b->lock);
+    changed = corAccessUsersChanged(users, b->path);
+    corAccessUsersRelease(users);
+    if (changed && !atomic_exchange(&b->reading, true)
+        && corEvPoolPost(threads, &b->reread, reread) != 0) {
+        atomic_store(&b->reading, false);
+    }
 }
 
 void
@@ -203,13 +222,34 @@ corAccessBasicThreadsStop(void)
 
 /* ---- A request ----------------------------------------------------------- */
 
-/* The credentials of "Authorization: Basic base64(user:password)", the
+/* r's Authorization header, NULL when none; *twiceP when it has two or
+ * more, which nginx refuses 400 (which of them would count is a guess a
+ * proxy in front may make otherwise). */
+static const CorHeader*
+authorization(const CorRequest* r, bool* twiceP)
+{
+    const CorHeader* found = NULL;
+
+    *twiceP = false;
+    for (unsigned i = 0; i < r->headerCount; i++) {
+        if (corHeaderIs(&r->headers[i], "authorization")) {
+            *twiceP = found != NULL;
+            if (*twiceP) {
+                break;
+            }
+            found = &r->headers[i];
+        }
+    }
+    return found;
+}
+
+/* The credentials of "Authorization: Basic base64(user:password)" h, the
  * decoded text in r's arena, split at its first ':'; false when absent
  * or malformed. */
 static bool
-credentials(CorRequest* r, char** userP, char** passwordP)
+credentials(CorRequest* r, const CorHeader* h, char** userP,
+            char** passwordP)
 {
-    const CorHeader* h = corRequestHeader(r, "Authorization");
     const char* v;
     size_t len;
     unsigned char* text;
@@ -247,17 +287,6 @@ credentials(CorRequest* r, char** userP, char** passwordP)
     *userP = (char*)text;
     *passwordP = colon + 1;
     return true;
-}
-
-static const User*
-userFind(const AccessBasic* b, const char* name)
-{
-    for (unsigned i = 0; i < b->userCount; i++) {
-        if (strcmp(b->users[i].name, name) == 0) {
-            return &b->users[i];
-        }
-    }
-    return NULL;
 }
 
 /* The pair's HMAC-SHA-256 under the generation's key: what the cache
@@ -298,12 +327,17 @@ cacheHas(AccessBasic* b, const unsigned char mac[32])
     return hit;
 }
 
-/* A newer pair takes its slot: the table's bound. */
+/* A newer pair takes its slot: the table's bound. Only under the users
+ * it was checked against: a pair checked against a file since read again
+ * is not remembered. */
 static void
-cachePut(AccessBasic* b, const unsigned char mac[32])
+cachePut(AccessBasic* b, const AccessUsers* users,
+         const unsigned char mac[32])
 {
     pthread_mutex_lock(&b->lock);
-    memcpy(b->cache[slotOf(mac)], mac, 32);
+    if (b->users == users) {
+        memcpy(b->cache[slotOf(mac)], mac, 32);
+    }
     pthread_mutex_unlock(&b->lock);
 }
 
@@ -322,57 +356,64 @@ checked(CorEvTask* task)
 
     atomic_fetch_sub(&queued, 1);
     if (c->passed) {
-        cachePut(c->b, c->mac);
+        cachePut(c->b, c->users, c->mac);
     }
+    corAccessUsersRelease(c->users);
     corGuardResume(c->wait, c->passed ? COR_GUARD_PASS : refuse(c->b, c->r));
 }
 
-/* On a thread: the hash of the password with the user's salt, compared
- * whole in constant time. An unknown user is hashed against the first
- * user's hash all the same, so that the time does not tell who exists. */
+/* On a thread: the user's hash (found without telling by the time
+ * whether the user exists), the password checked against it. An unknown
+ * user is checked against the file's costliest hash all the same, so
+ * that it takes as long as the slowest known one. */
 static void
 check(CorEvTask* task)
 {
     Check* c = corContainerOf(task, Check, task);
-    const char* hash = c->user != NULL ? c->user->hash : c->b->users[0].hash;
-    size_t hashLen = strlen(hash);
-    struct crypt_data* data = calloc(1, sizeof(*data));
-    const char* out = data != NULL
-                      ? crypt_rn(c->password, hash, data, sizeof(*data))
-                      : NULL;
+    bool known;
+    const char* hash = corAccessUsersHash(c->users, c->user, &known);
+    bool matches = corAccessHashMatches(c->password, hash);
 
-    c->passed = c->user != NULL && out != NULL && strlen(out) == hashLen
-                && CRYPTO_memcmp(out, hash, hashLen) == 0;
-    if (data != NULL) {
-        OPENSSL_cleanse(data, sizeof(*data));
-    }
-    free(data);
+    c->passed = known && matches;
     corEvLoopPost(c->r->loop, &c->task, checked);
 }
 
 int
 corAccessBasicCheck(AccessBasic* b, CorRequest* r, CorGuardWait* wait)
 {
+    const CorHeader* h;
+    bool twice;
     char* user;
     char* password;
     Check* c;
 
-    if (!credentials(r, &user, &password)) {
+    fileWatch(b);
+    h = authorization(r, &twice);
+    if (twice) {
+        return 400;
+    }
+    if (!credentials(r, h, &user, &password)) {
         return refuse(b, r);
     }
     c = corRequestAlloc(r, sizeof(*c));
     if (c == NULL) {
         return 500;
     }
-    *c = (Check){ .b = b, .r = r, .wait = wait, .user = userFind(b, user),
+    *c = (Check){ .b = b, .r = r, .wait = wait, .user = user,
                   .password = password };
     pairMac(b, user, password, c->mac);
-    if (c->user != NULL && cacheHas(b, c->mac)) {
+    /* Only pairs that passed are remembered: a hit is a user that
+     * exists. */
+    if (cacheHas(b, c->mac)) {
         return COR_GUARD_PASS;
     }
+    pthread_mutex_lock(&b->lock);
+    c->users = corAccessUsersHold(b->users);
+    pthread_mutex_unlock(&b->lock);
     if (atomic_fetch_add(&queued, 1) >= QUEUE_MAX
         || corEvPoolPost(threads, &c->task, check) != 0) {
         atomic_fetch_sub(&queued, 1);
+        corAccessUsersRelease(c->users);
         corResponseHeader(r, "Retry-After", "1");
         return 503;
     }

@@ -14,7 +14,8 @@
  *
  * The head decides: a compressible type (Vary: Accept-Encoding is added
  * then, compressed or not, so that a cache keeps the variants apart), an
- * answer with a body to change (not a HEAD's, not 1xx, 204, 206, 304),
+ * answer with a body to change (not 1xx, 204, 206, 304; a HEAD's head
+ * says what its GET's does, though no body follows),
  * none already encoded, no Cache-Control: no-transform, a length known
  * and under min_bytes (a stream's is unknown: compressed), an encoding
  * the client accepts. Then Content-Length goes (the body is chunked on
@@ -129,14 +130,16 @@ etagWeaken(CorRequest* r)
 }
 
 /* The body's length when it is known: a body in memory or a file's, or
- * the Content-Length a stream's handler gave; UINT64_MAX when not. */
+ * the Content-Length a handler gave to a stream or to a HEAD it answered
+ * without the body (a proxy's); UINT64_MAX when not. */
 static uint64_t
 lengthKnown(const CorRequest* r)
 {
     const CorHeader* h;
     uint64_t n = 0;
 
-    if (r->stream == NULL) {
+    if (r->stream == NULL
+        && (!r->head || r->fileFd >= 0 || r->responseLen > 0)) {
         return r->responseLen;
     }
     h = corResponseHeaderGet(r, "Content-Length");
@@ -152,15 +155,15 @@ lengthKnown(const CorRequest* r)
     return n;
 }
 
-/* Whether r's body may be changed at all: one there is (not a HEAD's,
- * not a status without one, not a part of a whole), not encoded yet,
- * and its handler does not forbid it. */
+/* Whether r's body may be changed at all: one there is (or would be, for
+ * a HEAD, whose head is its GET's), not a status without one, not a part
+ * of a whole, not encoded yet, and its handler does not forbid it. */
 static bool
 bodyChangeable(const CorRequest* r)
 {
     const CorHeader* cc = corResponseHeaderGet(r, "Cache-Control");
 
-    return !r->head && r->status >= 200 && r->status != 204
+    return r->status >= 200 && r->status != 204
            && r->status != 206 && r->status != 304
            && corResponseHeaderGet(r, "Content-Encoding") == NULL
            && (cc == NULL || !corHeaderListHas(cc, "no-transform", 12));
@@ -200,11 +203,12 @@ compressHead(CorRequest* r, void* arg)
     }
     e = corRequestAlloc(r, sizeof(*e));
     /* Only a length the body is held to is pledged (zstd fails a body
-     * that differs from it): a stream's header may be an upstream's. */
+     * that differs from it): a stream's header may be an upstream's, and
+     * a HEAD's body is never read. */
     if (e == NULL || corCompressEncoderInit(e, (CompressEncoding)encoding,
                                             settings.level[encoding],
-                                            r->stream == NULL ? length
-                                                              : 0) != 0) {
+                                            r->stream == NULL && !r->head
+                                                ? length : 0) != 0) {
         corLog(COR_LOG_WARN, "compress: no memory for an encoder: the "
                "answer goes out as it is");
         return NULL;

@@ -30,6 +30,9 @@ static const struct {
     [H2_ABUSE_ZERO_WINDOW] = { "zero_window",
                                "a window kept shut past send_timeout" },
     [H2_ABUSE_PROTOCOL] = { "protocol_error", "a protocol error" },
+    [H2_ABUSE_NO_PROGRESS] = { "no_progress", "frames that make no progress "
+                               "past http2.idle_frame_limit (empty DATA "
+                               "flood and kin)" },
 };
 
 void
@@ -83,7 +86,7 @@ corHttp2ConfRead(CorModule* m, const CorConf* conf)
     static const char* const keys[] = {
         "max_concurrent_streams", "initial_window_size",
         "connection_window_size", "max_header_list_size",
-        "rapid_reset_limit", "control_frame_limit", NULL,
+        "rapid_reset_limit", "control_frame_limit", "idle_frame_limit", NULL,
     };
     CorConfErrors* e = corModuleErrors(m);
     const CorConf* h2 = conf != NULL ? corConfMap(conf, "http2", e) : NULL;
@@ -101,6 +104,8 @@ corHttp2ConfRead(CorModule* m, const CorConf* conf)
         h2, "rapid_reset_limit", 200, 1, 1000000, e);
     corHttp2Conf.controlPerSecond = (unsigned)corConfInt(
         h2, "control_frame_limit", 100, 1, 1000000, e);
+    corHttp2Conf.idlePerSecond = (unsigned)corConfInt(
+        h2, "idle_frame_limit", 1000, 1, 1000000, e);
     if (h2 != NULL) {
         corConfUnknownKeys(h2, "http2", keys, e);
     }

@@ -18,11 +18,15 @@
  * FLOODED), CONTINUATION floods (max_continuations), bad frames (GOAWAY
  * PROTOCOL_ERROR). Beside it, per connection and per second: RST_STREAMs
  * from the peer past rapid_reset_limit (CVE-2023-44487), PINGs or
- * SETTINGS past control_frame_limit; a header list decoded past four
+ * SETTINGS past control_frame_limit, frames that make no progress past
+ * idle_frame_limit (CVE-2019-9518: corHttp2Frames.c, which reads every
+ * frame's head before nghttp2 takes it); a header list decoded past four
  * times the limit (an HPACK bomb: corHttp2Stream.c); and a stream whose
  * answer waits on a window the peer never opens, past
  * limits.send_timeout. Each ends that connection alone, with GOAWAY
- * (ENHANCE_YOUR_CALM), and is counted in /metrics.
+ * (ENHANCE_YOUR_CALM), and is counted in /metrics; a violation of the
+ * protocol (a bad preface, a HEADERS on a stream id the client skipped)
+ * ends it with GOAWAY(PROTOCOL_ERROR).
  *
  * Ending. A drain sends GOAWAY in two steps, as RFC 9113 6.8 advises: a
  * notice (last stream 2^31-1) and a PING; once the PING's ACK says the
@@ -148,6 +152,7 @@ corHttp2ConnAbuse(Http2Conn* c, Http2Abuse why, uint32_t code)
     corLog(COR_LOG_WARN, "http2: %s: %s; closing the connection",
            c->peerName, corHttp2AbuseText(why));
     corHttp2Count(why);
+    c->ending = true;       /* its GOAWAY is not counted again */
     nghttp2_session_terminate_session(c->session, code);
     if (sendPump(c) == 0) {
         corKitConnFlush(&c->k);     /* the GOAWAY, best effort */
@@ -284,23 +289,42 @@ recvAbuse(Http2Conn* c, ssize_t rc)
     }
 }
 
+/* The GOAWAY an abuse ends a connection with: a flood calms the peer
+ * down (ENHANCE_YOUR_CALM), a violation of the protocol says so (a bad
+ * preface, RFC 9113 3.4; a stream id out of order, 5.1.1). */
+static uint32_t
+abuseCode(Http2Abuse why)
+{
+    return why == H2_ABUSE_PROTOCOL ? NGHTTP2_PROTOCOL_ERROR
+                                    : NGHTTP2_ENHANCE_YOUR_CALM;
+}
+
 /* The kit's take: every byte that came goes to nghttp2, whose callbacks
- * make and serve the streams. */
+ * make and serve the streams, once corHttp2FramesScan saw its frames: the
+ * frames before one that breaks its rules are taken, then the connection
+ * ends. nghttp2 takes every byte it is given (it keeps a frame's part
+ * itself), so none is scanned twice. */
 static int
 take(CorKitConn* k)
 {
     Http2Conn* c = corContainerOf(k, Http2Conn, k);
-    ssize_t n = nghttp2_session_mem_recv(c->session, corBufHead(&k->in),
-                                         corBufPending(&k->in));
+    size_t ok;
+    Http2FramesVerdict v = corHttp2FramesScan(c, corBufHead(&k->in),
+                                              corBufPending(&k->in), &ok);
+    ssize_t n = nghttp2_session_mem_recv(c->session, corBufHead(&k->in), ok);
+    Http2Abuse why;
 
-    if (n < 0) {
-        corHttp2ConnAbuse(c, c->abuse > 0 ? (Http2Abuse)(c->abuse - 1)
-                                          : recvAbuse(c, n),
-                          NGHTTP2_ENHANCE_YOUR_CALM);
-        return -1;
+    if (n >= 0 && v == H2_FRAMES_OK) {
+        corBufConsume(&k->in, (size_t)n);
+        return 0;
     }
-    corBufConsume(&k->in, (size_t)n);
-    return 0;
+    if (n < 0) {
+        why = c->abuse > 0 ? (Http2Abuse)(c->abuse - 1) : recvAbuse(c, n);
+    } else {
+        why = v == H2_FRAMES_FLOOD ? H2_ABUSE_NO_PROGRESS : H2_ABUSE_PROTOCOL;
+    }
+    corHttp2ConnAbuse(c, why, abuseCode(why));
+    return -1;
 }
 
 static int
@@ -401,7 +425,8 @@ onFrameSend(nghttp2_session* s, const nghttp2_frame* f, void* arg)
     corHttp2StreamSent(c, f);
     if (f->hd.type == NGHTTP2_DATA) {
         c->stallMs = 0;         /* progress */
-    } else if (f->hd.type == NGHTTP2_GOAWAY
+        corHttp2FramesDataSent(c);
+    } else if (f->hd.type == NGHTTP2_GOAWAY && !c->ending
                && f->goaway.error_code == NGHTTP2_PROTOCOL_ERROR) {
         corHttp2Count(H2_ABUSE_PROTOCOL);
     }
@@ -506,6 +531,7 @@ corHttp2ConnOpen(HttpLoop* hl, const CorTransport* t,
     c->k.highWater = OUT_HIGH_WATER;
     c->k.outKeep = OUT_KEEP;
     c->activeMs = c->windowMs = corEvNow(hl->loop);
+    corHttp2FramesInit(&c->frames, c->activeMs);
     corHttp2CountConnection();
     if (sessionNew(c) != 0
         || (len > 0 && corBufAppend(&c->k.in, in, len) != 0)

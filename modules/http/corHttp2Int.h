@@ -17,6 +17,14 @@
 typedef struct Http2Conn Http2Conn;
 typedef struct Http2Stream Http2Stream;
 
+/* A header's place in its stream's raw bytes (Http2Stream.raw). */
+typedef struct {
+    uint32_t nameOff;
+    uint32_t nameLen;
+    uint32_t valueOff;
+    uint32_t valueLen;
+} Http2Field;
+
 /* The http module's http2 mapping, read once per generation. */
 typedef struct {
     unsigned maxConcurrentStreams;  /* max_concurrent_streams */
@@ -28,6 +36,8 @@ typedef struct {
     unsigned resetsPerSecond;       /* rapid_reset_limit */
     unsigned controlPerSecond;      /* control_frame_limit: PING and
                                      * SETTINGS a second */
+    unsigned idlePerSecond;         /* idle_frame_limit: frames that make
+                                     * no progress a second */
 } Http2Conf;
 
 extern Http2Conf corHttp2Conf;
@@ -40,9 +50,44 @@ typedef enum {
     H2_ABUSE_SETTINGS,
     H2_ABUSE_PING,
     H2_ABUSE_ZERO_WINDOW,
-    H2_ABUSE_PROTOCOL,              /* any other violation nghttp2 saw */
+    H2_ABUSE_PROTOCOL,              /* any other violation */
+    H2_ABUSE_NO_PROGRESS,           /* frames that move nothing */
     H2_ABUSE_COUNT
 } Http2Abuse;
+
+/* Runs of client stream ids a peer skipped, remembered: so many. */
+#define GAPS_KEPT 8
+
+/* Odd stream ids first..last, never opened. */
+typedef struct {
+    uint32_t first;
+    uint32_t last;
+} Http2Gap;
+
+/* What corHttp2FramesScan saw of a connection's input so far: where it
+ * is in a frame, and the two rules' counts (corHttp2Frames.c). */
+typedef struct {
+    uint8_t head[9];            /* the frame head being read */
+    uint8_t headLen;
+    uint8_t prefaceLeft;        /* of the client's preface, to skip */
+    bool padNext;               /* the next byte is a pad length */
+    uint8_t type;               /* the last head's */
+    uint8_t flags;
+    uint32_t length;
+    uint32_t left;              /* of its payload, still to come */
+    uint32_t nextId;            /* the client's next new stream id */
+    Http2Gap gaps[GAPS_KEPT];   /* a ring: the last ones */
+    unsigned gapCount;
+    uint64_t windowMs;          /* the budget's second began */
+    unsigned idle;              /* frames that moved nothing in it */
+    unsigned dataSent;          /* DATA frames sent in it */
+} Http2Frames;
+
+typedef enum {
+    H2_FRAMES_OK,
+    H2_FRAMES_FLOOD,            /* past the budget of idle frames */
+    H2_FRAMES_BAD_STREAM,       /* HEADERS on an id that was skipped */
+} Http2FramesVerdict;
 
 /*
  * A stream from its HEADERS to its release. Owned by its connection until
@@ -71,6 +116,11 @@ struct Http2Stream {
     bool sent;                  /* corRequestSent was called */
     bool peerEnded;             /* its END_STREAM came */
     bool bodyFailed;            /* a streamed body ended as failed */
+    bool overruled;             /* refused at a limit while its handler
+                                 * ran: the handler's answer goes nowhere,
+                                 * and the stream outlives its release
+                                 * until the refusal is out */
+    bool released;              /* overruled, and the core let it go */
     uint64_t bodyUnread;        /* of a streamed body, put and not yet
                                  * taken by its handler */
     bool ended;                 /* a streamed body: its end came */
@@ -106,6 +156,8 @@ struct Http2Conn {
     uint64_t stallMs;           /* a stream waits on the peer's window
                                  * since then, or 0 */
     uint64_t activeMs;          /* its last stream ended then */
+    Http2Frames frames;         /* what came, as corHttp2Frames.c sees it */
+    bool ending;                /* corHttp2ConnAbuse ends it (counted) */
 };
 
 /* ---- corHttp2Conn.c ------------------------------------------------------ */
@@ -160,6 +212,35 @@ bool corHttp2StreamsStalled(Http2Conn* c);
  * reset. */
 uint64_t corHttp2StreamsDeadline(Http2Conn* c, uint64_t now);
 
+/* ---- corHttp2Frames.c ---------------------------------------------------- */
+
+/* Before any input, at now. */
+void corHttp2FramesInit(Http2Frames* f, uint64_t now);
+/* The len bytes at p, as they come, before nghttp2 takes them: OK, or
+ * the rule a frame broke, with *ok the bytes before that frame (nghttp2
+ * may take those). */
+Http2FramesVerdict corHttp2FramesScan(Http2Conn* c, const uint8_t* p,
+                                      size_t len, size_t* ok);
+/* A DATA frame went to the peer: it earns two idle frames. */
+void corHttp2FramesDataSent(Http2Conn* c);
+
+/* ---- corHttp2Refuse.c ---------------------------------------------------- */
+
+/* Refuse st, never served, with status (a limit's, 400, 503): a limit's
+ * refusal is said and counted; the answer is status and its text, or for
+ * a gRPC call at a limit trailers-only with grpc-status 8. */
+void corHttp2StreamRefuse(Http2Conn* c, Http2Stream* st, int status);
+/* Submit that answer alone (the refusal was said): 0, or -1 (reset). */
+int corHttp2RefusalSubmit(Http2Conn* c, Http2Stream* st, int status);
+/* A served stream's body went past limits.body_bytes: its handler is
+ * cancelled; 413 when no answer began, else RST_STREAM(CANCEL). */
+void corHttp2StreamOverLimit(Http2Conn* c, Http2Stream* st);
+/* 413 when st's head announces a content-length past limits.body_bytes,
+ * else 0. */
+int corHttp2BodyAnnounced(const Http2Stream* st);
+/* Whether st's request is a gRPC call (content-type application/grpc). */
+bool corHttp2Grpc(const Http2Stream* st);
+
 /* ---- corHttp2Conf.c ------------------------------------------------------ */
 
 /* Read the http2 mapping of the module's conf; register its metrics. */
@@ -171,7 +252,21 @@ const char* corHttp2AbuseText(Http2Abuse why);
 void corHttp2CountConnection(void);
 void corHttp2CountStream(void);
 
+/* One field into nv at *n: name and value as they are, not copied. */
+static inline void corHttp2Nv(nghttp2_nv* nv, size_t* n, const char* name,
+                              size_t nameLen, const char* value,
+                              size_t valueLen);
+
 /* ---- inline definitions -------------------------------------------------- */
+
+static inline void
+corHttp2Nv(nghttp2_nv* nv, size_t* n, const char* name, size_t nameLen,
+           const char* value, size_t valueLen)
+{
+    nv[(*n)++] = (nghttp2_nv){ (uint8_t*)(uintptr_t)name,
+                               (uint8_t*)(uintptr_t)value, nameLen, valueLen,
+                               NGHTTP2_NV_FLAG_NONE };
+}
 
 static inline void
 corHttp2ConnKick(Http2Conn* c)

@@ -22,8 +22,9 @@
  * Limits: the header list past max_header_list_size (limits.header_bytes
  * by default) or limits.header_count is answered 431, past four times
  * that the connection ends (an HPACK bomb: a few bytes that decode to a
- * flood); a body past limits.body_bytes is answered 413 as soon as it is
- * past, and the stream reset (NO_ERROR) once the answer is out; a request
+ * flood); a body past limits.body_bytes, announced by its content-length
+ * or come so far, is refused (corHttp2Refuse.c: 413, or a gRPC status,
+ * never REFUSED_STREAM once a byte was handed on); a request
  * that does not come whole within limits.request_timeout, or whose body
  * stalls longer than limits.body_timeout between two frames (as HTTP/1's
  * between two reads), is counted a 408 and reset.
@@ -36,14 +37,6 @@
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-
-/* A header's place in the stream's raw bytes. */
-typedef struct {
-    uint32_t nameOff;
-    uint32_t nameLen;
-    uint32_t valueOff;
-    uint32_t valueLen;
-} Http2Field;
 
 /* Past this many times the header list limit, the connection ends. */
 #define HEADER_BOMB_FACTOR 4
@@ -298,15 +291,6 @@ fieldDropped(const CorHeader* h)
     return false;
 }
 
-static inline void
-nvPut(nghttp2_nv* nv, size_t* n, const char* name, size_t nameLen,
-      const char* value, size_t valueLen)
-{
-    nv[(*n)++] = (nghttp2_nv){ (uint8_t*)(uintptr_t)name,
-                               (uint8_t*)(uintptr_t)value, nameLen, valueLen,
-                               NGHTTP2_NV_FLAG_NONE };
-}
-
 /* The fields of list (count of them) into nv, their names lowercased
  * into lower (room for all of them), less those HTTP/2 forbids. Returns
  * what lower used. */
@@ -328,7 +312,7 @@ fieldsPut(nghttp2_nv* nv, size_t* n, char* lower, const CorHeader* list,
                              ? h->name[k] | 0x20 : h->name[k]);
         }
         used += h->nameLen;
-        nvPut(nv, n, name, h->nameLen, h->value, h->valueLen);
+        corHttp2Nv(nv, n, name, h->nameLen, h->value, h->valueLen);
     }
     return used;
 }
@@ -388,8 +372,12 @@ bodyRead(nghttp2_session* s, int32_t id, uint8_t* buf, size_t len,
             return NGHTTP2_ERR_DEFERRED;
         }
         n = n < len ? n : len;
-        memcpy(buf, corBufHead(&st->streamed), n);
-        corBufConsume(&st->streamed, n);
+        if (n > 0) {
+            /* An empty buffer has no head: a stream that ends with no
+             * byte (a HEAD's) passes none. */
+            memcpy(buf, corBufHead(&st->streamed), n);
+            corBufConsume(&st->streamed, n);
+        }
         st->drained = true;
         if (st->ended && corBufPending(&st->streamed) == 0) {
             bodyEnd(s, st, flags);
@@ -448,17 +436,17 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
         return -1;
     }
     snprintf(statusText, sizeof(statusText), "%d", status);
-    nvPut(nv, &n, ":status", 7, statusText, 3);
-    nvPut(nv, &n, "server", 6, "cor", 3);
-    nvPut(nv, &n, "date", 4, corHttpDate(c->hl), 29);
+    corHttp2Nv(nv, &n, ":status", 7, statusText, 3);
+    corHttp2Nv(nv, &n, "server", 6, "cor", 3);
+    corHttp2Nv(nv, &n, "date", 4, corHttpDate(c->hl), 29);
     if (r->contentType != NULL) {
-        nvPut(nv, &n, "content-type", 12, r->contentType,
-              strlen(r->contentType));
+        corHttp2Nv(nv, &n, "content-type", 12, r->contentType,
+                   strlen(r->contentType));
     }
     if (r->stream == NULL && (bodyAllowed(r, status) || r->head)) {
         int len = snprintf(length, sizeof(length), "%zu", r->responseLen);
 
-        nvPut(nv, &n, "content-length", 14, length, (size_t)len);
+        corHttp2Nv(nv, &n, "content-length", 14, length, (size_t)len);
     }
     lowerLen = fieldsPut(nv, &n, lower, r->responseHeaders,
                          r->responseHeaderCount);
@@ -477,37 +465,6 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     return rc == 0 ? 0 : -1;
 }
 
-/* Answer st at a limit or for a bad head, never served: status and its
- * text, counted as every protocol's refusals are. */
-static void
-streamRefuse(Http2Conn* c, Http2Stream* st, int status)
-{
-    CorRequest* r = &st->r;
-    const char* text;
-
-    if (r->method == NULL) {
-        r->method = "-";
-        r->methodLen = 1;
-    }
-    if (r->path == NULL) {
-        r->path = "-";
-        r->pathLen = 1;
-    }
-    if (corLimitsAnswer(r, status) == 0) {
-        text = status == 400 ? "400 Bad Request\n"
-                             : "503 Service Unavailable\n";
-        r->status = status;
-        r->contentType = "text/plain";
-        r->responseBody = text;
-        r->responseLen = strlen(text);
-    }
-    st->refuse = (unsigned)status;
-    if (responseSubmit(c, st) != 0) {
-        nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
-                                  NGHTTP2_INTERNAL_ERROR);
-    }
-}
-
 /* The request from its head, once: 0, or the status to refuse it with. */
 static int
 requestBuildOnce(Http2Conn* c, Http2Stream* st)
@@ -521,13 +478,21 @@ requestBuildOnce(Http2Conn* c, Http2Stream* st)
     return (int)st->refuse;
 }
 
-/* The head came (no END_STREAM with it): a handler that streams its body
- * is served now, its body handed on as it comes. */
+/* The head came (no END_STREAM with it): a content-length past the limit
+ * is refused now, before any handler sees it (as HTTP/1.1 refuses it);
+ * a handler that streams its body is served now, its body handed on as
+ * it comes. */
 static void
 requestHead(Http2Conn* c, Http2Stream* st)
 {
-    if (st->answered || requestBuildOnce(c, st) != 0
-        || !corRequestBodyStreams(&st->r)
+    if (st->answered || requestBuildOnce(c, st) != 0) {
+        return;         /* refused at its END_STREAM */
+    }
+    if (corHttp2BodyAnnounced(st) != 0) {
+        corHttp2StreamRefuse(c, st, 413);
+        return;
+    }
+    if (!corRequestBodyStreams(&st->r)
         || corRequestBodyBegin(&st->r) != 0) {
         return;         /* served, or refused, at its END_STREAM */
     }
@@ -550,7 +515,7 @@ requestReady(Http2Conn* c, Http2Stream* st)
     }
     status = requestBuildOnce(c, st);
     if (status != 0) {
-        streamRefuse(c, st, status);
+        corHttp2StreamRefuse(c, st, status);
         return;
     }
     /* No body is "", as HTTP/1's: a handler may copy it, length 0. */
@@ -562,7 +527,7 @@ requestReady(Http2Conn* c, Http2Stream* st)
 
 /* A piece of a streamed body, to its handler; its window opens as the
  * handler takes it (bodyConsumed). Past limits.body_bytes the body fails
- * and the stream is reset. */
+ * and the stream is refused (corHttp2StreamOverLimit). */
 static int
 bodyPass(Http2Conn* c, Http2Stream* st, const uint8_t* data, size_t len)
 {
@@ -573,8 +538,7 @@ bodyPass(Http2Conn* c, Http2Stream* st, const uint8_t* data, size_t len)
         if (!st->bodyFailed) {
             st->bodyFailed = true;
             corRequestBodyEnd(r, -EMSGSIZE);
-            nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
-                                      NGHTTP2_REFUSED_STREAM);
+            corHttp2StreamOverLimit(c, st);
         }
         return 0;
     }
@@ -608,7 +572,7 @@ corHttp2StreamData(nghttp2_session* s, uint8_t flags, int32_t id,
         int status = requestBuildOnce(c, st);
 
         st->r.bodyLen = st->body.len + len;
-        streamRefuse(c, st, status != 0 ? status : 413);
+        corHttp2StreamRefuse(c, st, status != 0 ? status : 413);
         return 0;
     }
     if (corBufAppend(&st->body, data, len) != 0) {
@@ -678,13 +642,13 @@ streamGone(Http2Stream* st, bool cut)
                                 (size_t)st->bodyUnread);
         st->bodyUnread = 0;
     }
-    if (!st->served) {
+    if (!st->served || (st->overruled && st->released)) {
         streamUnlink(st);
         streamFree(st);
         return;
     }
-    if (st->sent) {
-        return;
+    if (st->sent || st->overruled) {
+        return;         /* an overruled one: its release frees it */
     }
     if (!st->answered || (st->r.stream != NULL && !st->ended)) {
         corRequestCancel(&st->r);   /* done or streamEnd sends it */
@@ -711,13 +675,23 @@ corHttp2StreamClose(nghttp2_session* s, int32_t id, uint32_t code,
 
 /* ---- The core's side ----------------------------------------------------- */
 
+/* Whether the core's answer to st is its refusal at a limit (no handler
+ * ran) of a gRPC call, which goes in gRPC's form. */
+static bool
+grpcRefused(const Http2Stream* st)
+{
+    return st->r.handler == NULL && corLimitsText(st->r.status) != NULL
+           && corHttp2Grpc(st);
+}
+
 static void
 requestDone(CorRequest* r)
 {
     Http2Stream* st = corContainerOf(r, Http2Stream, r);
     Http2Conn* c = st->conn;
+    int rc;
 
-    if (c == NULL || st->closed) {
+    if (c == NULL || st->closed || st->overruled) {
         if (r->stream == NULL) {        /* else its end sends it */
             st->sent = true;
             r->cut = true;
@@ -725,7 +699,9 @@ requestDone(CorRequest* r)
         }
         return;
     }
-    if (responseSubmit(c, st) != 0) {
+    rc = grpcRefused(st) ? corHttp2RefusalSubmit(c, st, r->status)
+                         : responseSubmit(c, st);
+    if (rc != 0) {
         nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
                                   NGHTTP2_INTERNAL_ERROR);
     }
@@ -752,7 +728,8 @@ streamData(CorRequest* r, const void* data, size_t len)
 {
     Http2Stream* st = corContainerOf(r, Http2Stream, r);
 
-    if (st->conn == NULL || st->closed || !bodyAllowed(r, r->status)) {
+    if (st->conn == NULL || st->closed || st->overruled
+        || !bodyAllowed(r, r->status)) {
         return;
     }
     if (corBufAppend(&st->streamed, data, len) != 0) {
@@ -768,7 +745,7 @@ streamEnd(CorRequest* r)
     Http2Stream* st = corContainerOf(r, Http2Stream, r);
 
     st->ended = true;
-    if (st->conn == NULL || st->closed) {
+    if (st->conn == NULL || st->closed || st->overruled) {
         if (!st->sent) {
             st->sent = true;
             r->cut = true;
@@ -786,7 +763,7 @@ streamAbort(CorRequest* r)
     Http2Stream* st = corContainerOf(r, Http2Stream, r);
 
     r->cut = true;
-    if (st->conn == NULL || st->closed) {
+    if (st->conn == NULL || st->closed || st->overruled) {
         streamEnd(r);
         return;
     }
@@ -800,8 +777,8 @@ bodyConsumed(CorRequest* r, size_t n)
 {
     Http2Stream* st = corContainerOf(r, Http2Stream, r);
 
-    if (st->conn == NULL || st->closed) {
-        return;         /* given back at the close */
+    if (st->conn == NULL || st->closed || st->overruled) {
+        return;         /* given back at the close, or the refusal */
     }
     st->bodyUnread -= n;
     nghttp2_session_consume(st->conn->session, st->id, n);
@@ -813,7 +790,7 @@ streamAlive(const CorRequest* r)
 {
     const Http2Stream* st = corContainerOf(r, Http2Stream, r);
 
-    return st->conn != NULL && !st->closed;
+    return st->conn != NULL && !st->closed && !st->overruled;
 }
 
 static size_t
@@ -827,6 +804,11 @@ requestRelease(CorRequest* r)
 {
     Http2Stream* st = corContainerOf(r, Http2Stream, r);
 
+    if (st->overruled && !st->closed && st->conn != NULL) {
+        st->released = true;    /* its refusal still goes: freed at the
+                                 * stream's close */
+        return;
+    }
     streamUnlink(st);
     streamFree(st);
 }
@@ -871,11 +853,14 @@ corHttp2StreamsStalled(Http2Conn* c)
     corListForEach(node, next, &c->streams) {
         Http2Stream* st = corContainerOf(node, Http2Stream, link);
         const CorRequest* r = &st->r;
-        bool waiting = r->stream != NULL ? corBufPending(&st->streamed) > 0
-                       : st->sendOff < r->responseLen && !r->head;
+        bool waiting;
 
-        if (st->answered && !st->closed && waiting
-            && (connShut || nghttp2_session_get_stream_remote_window_size(
+        if (!st->answered || st->closed || st->overruled) {
+            continue;   /* an overruled one's r is its handler's still */
+        }
+        waiting = r->stream != NULL ? corBufPending(&st->streamed) > 0
+                  : st->sendOff < r->responseLen && !r->head;
+        if (waiting && (connShut || nghttp2_session_get_stream_remote_window_size(
                                 c->session, st->id) <= 0)) {
             return true;
         }

@@ -182,7 +182,8 @@ guardRead(CorModule* m, const CorConf* entry, void* record,
                                                         100000, 1, 100000000,
                                                         e));
     if (g->table == NULL) {
-        corModuleError(m, entry, "no memory");
+        corModuleError(m, entry, "%s: no memory, or no random bytes, for "
+                       "its table", where);
         rc = -1;
     }
     corConfUnknownKeys(entry, where, keys, e);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The limit module's parts: the bucket's arithmetic (corLimitBucket.c,
- * pure, unit-tested), the table of keys every loop and worker shares
- * (corLimitTable.c), the guards and their counters (corLimit.c).
+ * pure, unit-tested), what is kept of a key (corLimitKey.c), the table of
+ * keys every loop and worker shares (corLimitTable.c), the guards and
+ * their counters (corLimit.c).
  */
 #ifndef COR_LIMIT_INT_H
 #define COR_LIMIT_INT_H
@@ -36,6 +37,17 @@ bool corLimitFull(uint64_t tat, uint64_t nowNs);
 
 /* The whole seconds a client is told to wait (Retry-After), at least 1. */
 unsigned corLimitRetrySeconds(uint64_t waitNs);
+
+/* What the table keeps of a key: 128 bits of a keyed hash
+ * (corLimitKey.c), never the key itself. */
+typedef struct {
+    uint64_t word[2];
+} LimitKeyId;
+
+/* SipHash-2-4 with its 128-bit output of the len bytes at data, under
+ * the 16 bytes of secret. */
+void corLimitKeyHash(const uint8_t secret[16], const void* data, size_t len,
+                     LimitKeyId* id);
 
 /* A table of buckets by key, shared by every thread: shards, each a hash
  * with its own mutex and its own LRU order, holding at most maxKeys in

@@ -5,10 +5,11 @@
  * Split in shards by the key's hash, each a chained hash under its own
  * mutex (held for a lookup and a take, never across a wait), so that
  * loops contend only when their keys share a shard. Memory is bounded:
- * each shard holds its part of max_keys, and a new key past it takes the
- * place of a full bucket among the least recently used few (forgetting
- * it loses nothing: a new one starts full), else of the least recently
- * used.
+ * a key is kept as 128 bits of its keyed hash (corLimitKey.c), never
+ * whole, so an entry is 48 bytes whatever the key's length; each shard
+ * holds its part of max_keys, and a new key past it takes the place of a
+ * full bucket among the least recently used few (forgetting it loses
+ * nothing: a new one starts full), else of the least recently used.
  */
 #include "corLimitInt.h"
 
@@ -27,10 +28,9 @@
 typedef struct Entry {
     struct Entry* next;         /* its hash chain */
     CorList lru;                /* most recent first */
-    uint64_t hash;
+    LimitKeyId id;              /* word[0] picks the shard, word[1] the
+                                   chain */
     uint64_t tat;
-    size_t keyLen;
-    char key[];
 } Entry;
 
 typedef struct {
@@ -45,7 +45,8 @@ typedef struct {
 struct LimitTable {
     Shard shards[SHARDS_MAX];
     unsigned shardCount;
-    uint64_t seed;              /* a client cannot aim keys at one chain */
+    uint8_t secret[16];         /* the keyed hash's: a client cannot aim
+                                   keys at one chain, nor at one id */
     atomic_uint keys;
     atomic_uint_fast64_t evictions;
 };
@@ -59,8 +60,9 @@ corLimitTableCreate(unsigned maxKeys)
         return NULL;
     }
     t->shardCount = maxKeys >= SHARDS_MAX * SHARD_KEYS_MIN ? SHARDS_MAX : 1;
-    if (getrandom(&t->seed, sizeof(t->seed), 0) != sizeof(t->seed)) {
-        t->seed = (uint64_t)(uintptr_t)t ^ 0x9e3779b97f4a7c15u;
+    if (getrandom(t->secret, sizeof(t->secret), 0) != sizeof(t->secret)) {
+        free(t);
+        return NULL;
     }
     for (unsigned i = 0; i < t->shardCount; i++) {
         Shard* s = &t->shards[i];
@@ -102,22 +104,10 @@ corLimitTableFree(LimitTable* t)
     free(t);
 }
 
-/* FNV-1a from the table's seed. */
-static uint64_t
-keyHash(const LimitTable* t, const char* key, size_t len)
-{
-    uint64_t h = 0xcbf29ce484222325u ^ t->seed;
-
-    for (size_t i = 0; i < len; i++) {
-        h = (h ^ (unsigned char)key[i]) * 0x100000001b3u;
-    }
-    return h ^ (h >> 29);
-}
-
 static void
 entryUnlink(Shard* s, Entry* victim)
 {
-    Entry** at = &s->chains[victim->hash % s->chainCount];
+    Entry** at = &s->chains[victim->id.word[1] % s->chainCount];
 
     while (*at != victim) {
         at = &(*at)->next;
@@ -150,11 +140,11 @@ evict(LimitTable* t, Shard* s, uint64_t nowNs)
 }
 
 static Entry*
-entryFind(Shard* s, uint64_t hash, const char* key, size_t len)
+entryFind(Shard* s, const LimitKeyId* id)
 {
-    for (Entry* e = s->chains[hash % s->chainCount]; e != NULL; e = e->next) {
-        if (e->hash == hash && e->keyLen == len
-            && memcmp(e->key, key, len) == 0) {
+    for (Entry* e = s->chains[id->word[1] % s->chainCount]; e != NULL;
+         e = e->next) {
+        if (e->id.word[0] == id->word[0] && e->id.word[1] == id->word[1]) {
             return e;
         }
     }
@@ -165,30 +155,31 @@ bool
 corLimitTableTake(LimitTable* t, const char* key, size_t keyLen,
                   uint64_t nowNs, const LimitRate* rate, uint64_t* waitNs)
 {
-    uint64_t hash = keyHash(t, key, keyLen);
-    Shard* s = &t->shards[hash % t->shardCount];
+    LimitKeyId id;
+    Shard* s;
     Entry* e;
     bool taken;
 
+    corLimitKeyHash(t->secret, key, keyLen, &id);
+    s = &t->shards[id.word[0] % t->shardCount];
     pthread_mutex_lock(&s->lock);
-    e = entryFind(s, hash, key, keyLen);
+    e = entryFind(s, &id);
     if (e != NULL) {
         corListRemove(&e->lru);
     } else {
         if (s->count >= s->cap) {
             evict(t, s, nowNs);
         }
-        e = malloc(sizeof(*e) + keyLen);
+        e = malloc(sizeof(*e));
         if (e == NULL) {
             /* No memory for the key: let it pass, as a key forgotten
              * would have. */
             pthread_mutex_unlock(&s->lock);
             return true;
         }
-        *e = (Entry){ .hash = hash, .keyLen = keyLen };
-        memcpy(e->key, key, keyLen);
-        e->next = s->chains[hash % s->chainCount];
-        s->chains[hash % s->chainCount] = e;
+        *e = (Entry){ .id = id };
+        e->next = s->chains[id.word[1] % s->chainCount];
+        s->chains[id.word[1] % s->chainCount] = e;
         s->count++;
         atomic_fetch_add(&t->keys, 1);
     }

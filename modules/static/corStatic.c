@@ -13,6 +13,10 @@
  *             root: /srv/www             (relative: to the config's folder)
  *             index: index.html          ("": no index)
  *             symlinks: beneath          (beneath | follow)
+ *             fallback: /index.html      (for a path that names nothing)
+ *             expires: 1h                (Cache-Control: max-age=3600)
+ *             dotfiles: deny             (deny | allow)
+ *             autoindex: false           (list a folder without index)
  *     routes:
  *       - { match: "GET /s/...", handler: site, strip_prefix: /s }
  *
@@ -138,13 +142,52 @@ choicesRead(CorModule* m, const CorConf* entry, StaticRoot* root)
     return rc;
 }
 
+/* fallback, expires, dotfiles and autoindex of a root. */
+static int
+servingRead(CorModule* m, const CorConf* entry, StaticRoot* root)
+{
+    CorConfErrors* e = corModuleErrors(m);
+    const char* fallback = corConfString(entry, "fallback", NULL, e);
+    const char* dotfiles = corConfString(entry, "dotfiles", "deny", e);
+    uint64_t expiresMs = corConfDurationMs(entry, "expires", 0, 0,
+                                           10ull * 365 * 86400 * 1000, e);
+    int rc = 0;
+
+    if (fallback != NULL && (fallback[0] != '/' || fallback[1] == '\0'
+                             || strstr(fallback, "/.") != NULL)) {
+        corModuleError(m, corConfGet(entry, "fallback"), "fallback: a file "
+                       "under the root, such as /index.html, got '%s'",
+                       fallback);
+        rc = -1;
+    } else if (fallback != NULL
+               && (root->fallback = strdup(fallback + 1)) == NULL) {
+        rc = -1;
+    }
+    if (expiresMs > 0
+        && asprintf(&root->cacheControl, "max-age=%llu",
+                    (unsigned long long)(expiresMs / 1000)) < 0) {
+        root->cacheControl = NULL;
+        rc = -1;
+    }
+    if (strcmp(dotfiles, "allow") != 0 && strcmp(dotfiles, "deny") != 0) {
+        corModuleError(m, corConfGet(entry, "dotfiles"), "dotfiles: expected "
+                       "deny (a name starting with '.' is 404) or allow, got "
+                       "'%s'", dotfiles);
+        rc = -1;
+    }
+    root->dotfiles = strcmp(dotfiles, "allow") == 0;
+    root->autoindex = corConfBool(entry, "autoindex", false, e);
+    return rc;
+}
+
 /* One root of the list, registered as a handler; every part is read
  * whatever an earlier one said, so cor -t reports each mistake at once. */
 static int
 rootRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
 {
     static const char* const keys[] = { "name", "root", "index", "symlinks",
-                                        NULL };
+                                        "fallback", "expires", "dotfiles",
+                                        "autoindex", NULL };
     CorConfErrors* e = corModuleErrors(m);
     const char* name = corConfString(entry, "name", NULL, e);
     StaticRoot* root = record;
@@ -162,6 +205,7 @@ rootRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
     }
     rc |= folderRead(m, entry, root);
     rc |= choicesRead(m, entry, root);
+    rc |= servingRead(m, entry, root);
     snprintf(where, sizeof(where), "roots[%u]", index);
     corConfUnknownKeys(entry, where, keys, e);
     if (rc != 0 || e->count != before) {
@@ -207,6 +251,8 @@ rootFree(void* record)
     free(root->name);
     free(root->path);
     free(root->index);
+    free(root->fallback);
+    free(root->cacheControl);
 }
 
 /* The roots are freed after it (the core's, corModuleRecordsRead). */
@@ -229,6 +275,10 @@ staticInit(CorModule* m, const CorConf* conf)
     corStaticSettings.cacheValidMs =
         corConfDurationMs(conf, "open_file_cache_valid", 1000, 0, 3600000, e);
     rc |= typesRead(m, conf);
+    if (corStaticMimeSystemLoad("/etc/mime.types") != 0) {
+        corLog(COR_LOG_WARN, "static: /etc/mime.types cannot be read: the "
+               "built-in media types only");
+    }
     if (corStaticCacheInit() != 0) {
         corModuleError(m, conf, "no memory");
         return -1;

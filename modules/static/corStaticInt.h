@@ -23,6 +23,11 @@ typedef struct {
     char* index;                /* served for a directory; NULL: none */
     bool follow;                /* symlinks: follow (anywhere) rather than
                                    beneath (only those that stay inside) */
+    char* fallback;             /* served for a path that names nothing
+                                   (relative to the root); NULL: none */
+    char* cacheControl;         /* expires: "max-age=N"; NULL: none */
+    bool dotfiles;              /* names starting with '.' are served */
+    bool autoindex;             /* a folder without its index is listed */
     unsigned id;                /* its place in the list: the cache's key */
 } StaticRoot;
 
@@ -42,6 +47,9 @@ int corStaticMimeAdd(const char* ext, const char* type);
 /* The type of a file name by its last extension; application/octet-stream
  * when none is known. The table's: it lives for the generation. */
 const char* corStaticMimeOf(const char* name);
+/* Read the system's table (/etc/mime.types) where path exists; 0, or
+ * -errno for a file that cannot be read. */
+int corStaticMimeSystemLoad(const char* path);
 void corStaticMimeFree(void);
 
 /* ---- Opening under a root (corStaticOpen.c) ------------------------------- */
@@ -86,6 +94,12 @@ void corStaticCacheFree(void);
  */
 int corStaticCacheOpen(const StaticRoot* root, const char* rel,
                        StaticFile* f);
+
+/* ---- Listings (corStaticList.c) ----------------------------------------- */
+
+/* Answer r with the listing of the folder rel under root (autoindex). */
+void corStaticListAnswer(CorRequest* r, const StaticRoot* root,
+                         const char* rel);
 
 /* ---- Range (corStaticRange.c) --------------------------------------------- */
 

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Media types by extension: a built-in table (what nginx's mime.types
- * holds for the web's common files), extended or overridden by the
- * module's `types:` mapping. Looked up once per file opened (the cache
- * keeps the answer), so a walk over a few dozen entries is enough.
+ * Media types by extension: the module's `types:` mapping first, then a
+ * built-in table (what nginx's mime.types holds for the web's common
+ * files, with their charsets), then the system's /etc/mime.types (Debian's
+ * media-types: a thousand more) where it exists. Looked up once per file
+ * opened (the cache keeps the answer): the two short tables are walked,
+ * the system's is sorted once and searched.
  */
 #include "corStaticInt.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -57,6 +60,12 @@ static const MimeEntry builtin[] = {
 static MimeEntry* added;
 static unsigned addedCount;
 
+/* /etc/mime.types, sorted by extension (no case, without its dot); the
+ * file's text, which they point into, in one block. */
+static MimeEntry* systemTypes;
+static unsigned systemCount;
+static char* systemText;
+
 int
 corStaticMimeAdd(const char* ext, const char* type)
 {
@@ -101,6 +110,68 @@ tableFind(const MimeEntry* table, unsigned count, const char* ext)
     return NULL;
 }
 
+static int
+entryCompare(const void* a, const void* b)
+{
+    return strcasecmp(((const MimeEntry*)a)->ext, ((const MimeEntry*)b)->ext);
+}
+
+/* The entries of one line, "type ext ext...", into the table. */
+static int
+lineAdd(char* line, unsigned* cap)
+{
+    char* save = NULL;
+    char* type = strtok_r(line, " \t", &save);
+
+    for (char* ext = strtok_r(NULL, " \t", &save); type != NULL
+                                                  && ext != NULL;
+         ext = strtok_r(NULL, " \t", &save)) {
+        if (systemCount == *cap) {
+            MimeEntry* grown;
+
+            *cap = *cap ? 2 * *cap : 1024;
+            grown = realloc(systemTypes, *cap * sizeof(*grown));
+            if (grown == NULL) {
+                return -ENOMEM;
+            }
+            systemTypes = grown;
+        }
+        systemTypes[systemCount++] = (MimeEntry){ ext, type };
+    }
+    return 0;
+}
+
+int
+corStaticMimeSystemLoad(const char* path)
+{
+    FILE* f = fopen(path, "r");
+    long len;
+    unsigned cap = 0;
+    char* line;
+    char* save = NULL;
+
+    if (f == NULL) {
+        return 0;               /* none there: the built-in table */
+    }
+    if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0
+        || fseek(f, 0, SEEK_SET) != 0
+        || (systemText = malloc((size_t)len + 1)) == NULL
+        || fread(systemText, 1, (size_t)len, f) != (size_t)len) {
+        fclose(f);
+        return -EIO;
+    }
+    fclose(f);
+    systemText[len] = '\0';
+    for (line = strtok_r(systemText, "\n", &save); line != NULL;
+         line = strtok_r(NULL, "\n", &save)) {
+        if (line[0] != '#' && lineAdd(line, &cap) != 0) {
+            return -ENOMEM;
+        }
+    }
+    qsort(systemTypes, systemCount, sizeof(*systemTypes), entryCompare);
+    return 0;
+}
+
 const char*
 corStaticMimeOf(const char* name)
 {
@@ -115,6 +186,13 @@ corStaticMimeOf(const char* name)
     if (type == NULL) {
         type = tableFind(builtin, sizeof(builtin) / sizeof(builtin[0]), ext);
     }
+    if (type == NULL && systemCount > 0) {
+        MimeEntry key = { ext + 1, NULL };
+        const MimeEntry* found = bsearch(&key, systemTypes, systemCount,
+                                         sizeof(*systemTypes), entryCompare);
+
+        type = found != NULL ? found->type : NULL;
+    }
     return type != NULL ? type : "application/octet-stream";
 }
 
@@ -128,4 +206,9 @@ corStaticMimeFree(void)
     free(added);
     added = NULL;
     addedCount = 0;
+    free(systemTypes);
+    free(systemText);
+    systemTypes = NULL;
+    systemText = NULL;
+    systemCount = 0;
 }

@@ -40,9 +40,10 @@ escapeRefused(const char* s, size_t n)
     return false;
 }
 
-/* Whether a segment of path is "." or "..". */
+/* Whether a segment of path is "." or "..", or, with dotfiles, any name
+ * that starts with a '.' (.git, .env, .htpasswd). */
 static bool
-dotSegmentHas(const char* path, size_t n)
+dotSegmentHas(const char* path, size_t n, bool dotfiles)
 {
     for (size_t i = 0; i < n;) {
         size_t e = i;
@@ -51,7 +52,8 @@ dotSegmentHas(const char* path, size_t n)
             e++;
         }
         if ((e - i == 1 && path[i] == '.')
-            || (e - i == 2 && path[i] == '.' && path[i + 1] == '.')) {
+            || (e - i == 2 && path[i] == '.' && path[i + 1] == '.')
+            || (dotfiles && e > i && path[i] == '.')) {
             return true;
         }
         i = e + 1;
@@ -64,17 +66,18 @@ dotSegmentHas(const char* path, size_t n)
  * can name no file. The parser has removed the dot segments and a path
  * that climbs above "/", and the route matched what is left; refused
  * here too, whatever a protocol gave: a dot segment, a NUL, and an
- * escaped '/' (a file name has none; Apache's AllowEncodedSlashes off).
+ * escaped '/' (a file name has none; Apache's AllowEncodedSlashes off);
+ * and a name starting with '.' unless the root allows them.
  */
 static char*
-relPath(CorRequest* r)
+relPath(CorRequest* r, const StaticRoot* root)
 {
     const char* path = r->path;
     size_t n = r->pathLen;
     char* rel;
 
     if (n == 0 || path[0] != '/' || memchr(path, '\0', n) != NULL
-        || dotSegmentHas(path, n)
+        || dotSegmentHas(path, n, !root->dotfiles)
         || (r->rawPath != NULL && escapeRefused(r->rawPath, r->rawPathLen))) {
         return NULL;
     }
@@ -261,7 +264,7 @@ rangeAnswer(CorRequest* r, const StaticFile* f, const StaticRange* ranges,
 /* A regular file: its validators, then the answer they and Range make.
  * Owns f->fd. */
 static void
-fileAnswer(CorRequest* r, const StaticFile* f)
+fileAnswer(CorRequest* r, const StaticRoot* root, const StaticFile* f)
 {
     StaticRange ranges[STATIC_RANGES_MAX];
     const CorHeader* range = r->head ? NULL : corRequestHeader(r, "range");
@@ -272,6 +275,9 @@ fileAnswer(CorRequest* r, const StaticFile* f)
     corResponseHeader(r, "ETag", f->etag);
     corResponseHeader(r, "Last-Modified", f->lastModified);
     corResponseHeader(r, "Accept-Ranges", "bytes");
+    if (root->cacheControl != NULL) {
+        corResponseHeader(r, "Cache-Control", root->cacheControl);
+    }
     if (notModified(r, f)) {
         close(f->fd);
         corRespondStatic(r, 304, NULL, NULL, 0);
@@ -313,7 +319,11 @@ indexAnswer(CorRequest* r, const StaticRoot* root, const char* rel)
         return;
     }
     if (root->index == NULL) {
-        corRespondStatic(r, 403, "text/plain", "forbidden\n", 10);
+        if (root->autoindex) {
+            corStaticListAnswer(r, root, rel);
+        } else {
+            corRespondStatic(r, 403, "text/plain", "forbidden\n", 10);
+        }
         return;
     }
     path = corRequestAlloc(r, relLen + strlen(root->index) + 1);
@@ -327,13 +337,39 @@ indexAnswer(CorRequest* r, const StaticRoot* root, const char* rel)
     if (rc == 0 && f.dir) {
         rc = -EACCES;
     }
+    if (rc == -ENOENT && root->autoindex) {
+        corStaticListAnswer(r, root, rel);
+        return;
+    }
     if (rc < 0) {
         /* A directory without its index is not listed: forbidden, as
          * nginx's without autoindex. */
         errorAnswer(r, rc == -ENOENT ? -EACCES : rc);
         return;
     }
-    fileAnswer(r, &f);
+    fileAnswer(r, root, &f);
+}
+
+/* A path that names nothing: the root's fallback, as try_files' last
+ * word (a single-page app's index.html for every route it draws). */
+static void
+fallbackAnswer(CorRequest* r, const StaticRoot* root, int rc)
+{
+    StaticFile f;
+
+    if (root->fallback == NULL || (rc != -ENOENT && rc != -ENOTDIR)) {
+        errorAnswer(r, rc);
+        return;
+    }
+    rc = corStaticCacheOpen(root, root->fallback, &f);
+    if (rc == 0 && f.dir) {
+        rc = -EACCES;
+    }
+    if (rc < 0) {
+        errorAnswer(r, rc);
+        return;
+    }
+    fileAnswer(r, root, &f);
 }
 
 void
@@ -348,17 +384,17 @@ corStaticServe(CorRequest* r, const StaticRoot* root)
         corRespondStatic(r, 405, "text/plain", "method not allowed\n", 19);
         return;
     }
-    rel = relPath(r);
+    rel = relPath(r, root);
     if (rel == NULL) {
         corRespondStatic(r, 404, "text/plain", "not found\n", 10);
         return;
     }
     rc = corStaticCacheOpen(root, rel, &f);
     if (rc < 0) {
-        errorAnswer(r, rc);
+        fallbackAnswer(r, root, rc);
     } else if (f.dir) {
         indexAnswer(r, root, rel);
     } else {
-        fileAnswer(r, &f);
+        fileAnswer(r, root, &f);
     }
 }

@@ -6,10 +6,11 @@
  * session then echoes every message, text or binary, whole or in
  * fragments, answers pings, and closes with the handshake and a status:
  * 1000 back to a client that closes, 1002 for a frame no client may send
- * (unmasked, reserved bits, a bad fragment order), 1007 for text that is
- * not UTF-8, 1009 for a message over max_message, 1001 at a stop or
- * past idle_timeout. After its own close frame it drains what the client
- * still sends until the client's (bounded), then closes at once.
+ * (unmasked, reserved bits, a bad fragment order, a close frame with a
+ * status no client may send), 1007 for text that is not UTF-8, 1009 for
+ * a message over max_message, 1001 at a stop or past idle_timeout. After
+ * its own close frame it drains what the client still sends until the
+ * client's (bounded), then closes at once.
  *
  *     modules:
  *       - { load: websocket, max_message: 1MiB, idle_timeout: 60s }
@@ -238,12 +239,19 @@ controlFrame(WsSession* s, const CorWsFrameHead* h, const uint8_t* payload)
     case COR_WS_PONG:
         return 0;
     default:
+        /* The client closed: its close frame is the last it sends, so
+         * there is nothing to drain. Echo its status (none: none), or say
+         * 1002 for one it may not send, and end at once. */
         if (corWsCloseRead(payload, (size_t)h->payloadLen, &code) != 0) {
-            return COR_WS_CLOSE_PROTOCOL;
+            static const uint8_t refused[2] = {
+                COR_WS_CLOSE_PROTOCOL >> 8, COR_WS_CLOSE_PROTOCOL & 0xFF
+            };
+
+            frameWrite(s, COR_WS_CLOSE, refused, sizeof(refused));
+        } else {
+            frameWrite(s, COR_WS_CLOSE, payload,
+                       code == COR_WS_CLOSE_NO_STATUS ? 0 : 2);
         }
-        /* The client closed: echo its status (none: none), and end. */
-        frameWrite(s, COR_WS_CLOSE, payload,
-                   code == COR_WS_CLOSE_NO_STATUS ? 0 : 2);
         corUpgradedClose(s->u);
         return COR_WS_CLOSE_NO_STATUS;
     }

@@ -4,9 +4,10 @@
  * decodes gzip, br and zstd: --compressed): each encoding's bytes,
  * decoded, are the file's; the server's order among what the client
  * accepts, q=0, "*" and identity; what is never compressed (a body under
- * min_bytes, an image, HEAD, 304, a range, a route with filters: {
- * compress: off }); a body in memory (a handler's answer), a file (the
- * static module) and a streamed answer of several MB (forward passing an
+ * min_bytes, an image, 304, a range, a route with filters: {
+ * compress: off }); a HEAD's head as its GET's; a body in memory (a
+ * handler's answer), a file (the static module) and a streamed answer of
+ * several MB (forward passing an
  * upstream's on) compressed and whole; over HTTP/2; Vary on each answer
  * of a compressible type; cor -t's errors.
  */
@@ -278,12 +279,8 @@ START_TEST(test_what_is_never_compressed)
     ck_assert_uint_eq(n, 4000);
     ck_assert_str_eq(ENCODING(), "");
     ck_assert_str_eq(field("vary"), "");
-    /* HEAD: the GET's length, nothing encoded. */
-    snprintf(args, sizeof(args), "-I %s", gz);
-    fetch(args, "/s/a.json", &status, NULL);
-    ck_assert_int_eq(status, 200);
-    ck_assert_str_eq(ENCODING(), "");
-    ck_assert_str_eq(field("content-length"), "4000");
+    /* The file's own ETag, as the route without compression says it. */
+    fetch(gz, "/n/a.json", &status, NULL);
     snprintf(etag, sizeof(etag), "%s", field("etag"));
     ck_assert_msg(etag[0] == '"', "%s", etag);
     /* 304: no body to encode. */
@@ -299,15 +296,74 @@ START_TEST(test_what_is_never_compressed)
     ck_assert_uint_eq(n, 1000);
     ck_assert(memcmp(got, big + 100, 1000) == 0);
     ck_assert_str_eq(ENCODING(), "");
-    /* The route that turns compression off. */
-    n = fetch(gz, "/n/a.json", &status, NULL);
+    /* The route that turns compression off: a HEAD as its GET. */
+    snprintf(args, sizeof(args), "-I %s", gz);
+    fetch(args, "/n/a.json", &status, NULL);
     ck_assert_int_eq(status, 200);
+    ck_assert_str_eq(field("content-length"), "4000");
     ck_assert_str_eq(field("etag"), etag);  /* strong: the bytes are it */
     n = fetch(gz, "/n/big.txt", &status, NULL);
     ck_assert_int_eq(status, 200);
     ck_assert_uint_eq(n, sizeof(big));
     ck_assert_str_eq(ENCODING(), "");
     ck_assert_str_eq(field("vary"), "");
+}
+END_TEST
+
+/* The head of path's answer to method (GET or HEAD) with args, its
+ * fields sorted, their names in lower case, less Date and the framing of
+ * a body that a HEAD has not (Transfer-Encoding), in out. */
+static void
+headOf(const char* method, const char* args, const char* path)
+{
+    ck_assert_int_eq(sh("curl -sS --max-time 30 %s %s -D - -o /dev/null "
+                        "\"http://127.0.0.1:$P%s\" | tr -d '\\r' | sed "
+                        "'s/^[^:]*:/\\L&/' | grep -v "
+                        "'^date:\\|^transfer-encoding:' | sort",
+                        strcmp(method, "HEAD") == 0 ? "-I" : "", args, path),
+                     0);
+}
+
+/*
+ * A HEAD gets the head its GET would (RFC 9110 9.3.2), compressed or
+ * not: Content-Encoding, Vary, the weak ETag, and Content-Length when the
+ * GET says one (a body from memory: its compressed length) and none when
+ * the GET streams (a file, a forwarded answer), over HTTP/1.1 and HTTP/2.
+ * HEAD used to go out uncompressed: no Content-Encoding, the file's
+ * length and its strong ETag. nginx 1.22's gzip gives a HEAD its GET's
+ * head too (Content-Encoding, Vary, the weak ETag, no length).
+ */
+START_TEST(test_a_head_says_what_its_get_would)
+{
+    static const char* const paths[] = { "/s/a.json", "/s/big.txt",
+                                         "/hello", "/p/n/big.txt",
+                                         "/s/small.txt" };
+    static const char* const args[] = {
+        "-H 'Accept-Encoding: gzip, br, zstd'",
+        "-H 'Accept-Encoding: gzip'",
+        "--http2-prior-knowledge -H 'Accept-Encoding: br'",
+    };
+    char get[4096] = "";
+
+    start();
+    for (size_t a = 0; a < sizeof(args) / sizeof(args[0]); a++) {
+        for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+            headOf("GET", args[a], paths[i]);
+            memcpy(get, out, sizeof(get) - 1);
+            headOf("HEAD", args[a], paths[i]);
+            ck_assert_msg(strcmp(get, out) == 0, "%s %s:\nGET:\n%sHEAD:\n%s",
+                          args[a], paths[i], get, out);
+        }
+    }
+    /* What they agree on, once: the file compressed, its length unsaid. */
+    headOf("HEAD", args[0], "/s/a.json");
+    ck_assert_msg(strstr(out, "content-encoding: zstd\n") != NULL
+                  && strstr(out, "etag: W/\"") != NULL
+                  && strstr(out, "vary: Accept-Encoding\n") != NULL
+                  && strstr(out, "content-length") == NULL, "%s", out);
+    headOf("HEAD", args[1], "/hello");
+    ck_assert_msg(strstr(out, "content-encoding: gzip\n") != NULL
+                  && strstr(out, "content-length: ") != NULL, "%s", out);
 }
 END_TEST
 
@@ -437,6 +493,7 @@ COR_TEST_SUITE(corCompress)
     tcase_add_test(tc, test_each_encoding_decodes_to_the_file);
     tcase_add_test(tc, test_the_server_order_among_what_the_client_accepts);
     tcase_add_test(tc, test_what_is_never_compressed);
+    tcase_add_test(tc, test_a_head_says_what_its_get_would);
     tcase_add_test(tc, test_a_body_from_memory_keeps_a_length);
     tcase_add_test(tc, test_a_streamed_answer_of_megabytes);
     tcase_add_test(tc, test_over_http2);

@@ -13,6 +13,12 @@
  * call through the HTTP/2 upstream gets a chunked answer whose trailer
  * section says grpc-status; and an HTTP/2 client's POST goes through an
  * HTTP/1.1 upstream group intact (the reverse).
+ *
+ * A body past limits.body_bytes (issue 32): 413 before the upstream sees
+ * anything when its content-length says so; one streamed without a length
+ * reaches the upstream once and is refused (never REFUSED_STREAM, which
+ * curl and grpcio send again); a gRPC call refused so gets
+ * RESOURCE_EXHAUSTED, and one whose answer began is cut (CANCELLED).
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -118,11 +124,15 @@ setUp(void)
              "      - { name: grpc, servers: [ \"http://127.0.0.1:%d\" ],"
              " http2: on, read_timeout: 20s }\n"
              "      - { name: h1, servers: [ \"http://127.0.0.1:%d\" ] }\n"
+             "      - { name: h1s, servers: [ \"http://127.0.0.1:%d\" ],"
+             " request_buffering: off }\n"
              "routes:\n"
              "  - { match: \"/h1/*\", handler: h1 }\n"
+             "  - { match: \"/h1s/*\", handler: h1s }\n"
              "  - { match: \"/cor.Test/*\", handler: grpc }\n"
+             "limits: { body_bytes: 1MiB }\n"
              "log: { pid_file: {DIR}/cor.pid }\n",
-             certs, certs, grpcPort, echoPort);
+             certs, certs, grpcPort, echoPort, echoPort);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
 }
 
@@ -180,6 +190,38 @@ START_TEST(test_http2_client_through_http1_upstream)
 }
 END_TEST
 
+/* A POST past limits.body_bytes (1 MiB) to an upstream that streams its
+ * body (request_buffering: off), counted by the upstream: none at all
+ * when its content-length said so, one when it came without (before: 6,
+ * curl sending it again at each REFUSED_STREAM). */
+START_TEST(test_a_body_past_the_limit_reaches_the_upstream_once)
+{
+    /* nghttp -d says the length (curl 7.88 calls the reset that follows
+     * the 413 an error, and shows no status). */
+    ck_assert_int_eq(shell("head -c 5000000 /dev/zero > $C/big && "
+                           "nghttp -v -d $C/big http://127.0.0.1:$P/h1s/echo "
+                           "| grep -E 'content-length: 5|:status'"), 0);
+    ck_assert_msg(strstr(out, ":status: 413") != NULL, "%s", out);
+    ck_assert_int_eq(shell("curl -sS http://127.0.0.1:$E/count"), 0);
+    ck_assert_str_eq(out, "0");
+    /* Without a length (-T -): handed on as it comes, refused once past
+     * (413 and RST_STREAM(NO_ERROR), as nginx answers). */
+    shell("curl -sS --http2-prior-knowledge -o /dev/null -X POST -T - "
+          "http://127.0.0.1:$P/h1s/echo < $C/big");
+    ck_assert_int_eq(shell("sleep 0.5; curl -sS http://127.0.0.1:$E/count"),
+                     0);
+    ck_assert_str_eq(out, "1");
+}
+END_TEST
+
+START_TEST(test_a_grpc_call_past_the_limit_is_resource_exhausted)
+{
+    ck_assert_int_eq(shell("timeout 60 $Y limit 127.0.0.1:$P"), 0);
+    ck_assert_msg(strstr(out, "limit ok") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "limit-bidi ok") != NULL, "%s", out);
+}
+END_TEST
+
 COR_TEST_SUITE(corGrpc)
 {
     tcase_add_checked_fixture(tc, setUp, tearDown);
@@ -188,4 +230,6 @@ COR_TEST_SUITE(corGrpc)
     tcase_add_test(tc, test_four_calls_and_a_status_over_tls);
     tcase_add_test(tc, test_http1_client_gets_chunked_trailers);
     tcase_add_test(tc, test_http2_client_through_http1_upstream);
+    tcase_add_test(tc, test_a_body_past_the_limit_reaches_the_upstream_once);
+    tcase_add_test(tc, test_a_grpc_call_past_the_limit_is_resource_exhausted);
 }

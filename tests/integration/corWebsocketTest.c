@@ -202,6 +202,47 @@ START_TEST(test_the_close_exchange_ends_at_once)
 }
 END_TEST
 
+/*
+ * A close frame no client may send (a status of 999, or 1005 that only
+ * says none was given, or a payload of one byte) is answered with 1002,
+ * and the connection closes at once: the client's close frame came, so
+ * there is nothing to wait for (python-websockets 10.4: 1002, then the
+ * close within 3 ms). It used to wait 2 s for a second close frame.
+ */
+START_TEST(test_a_bad_close_frame_gets_1002_and_the_end_at_once)
+{
+    static const struct {
+        unsigned char frame[8];
+        size_t len;
+    } closes[] = {
+        { { 0x88, 0x82, 0, 0, 0, 0, 0x03, 0xE7 }, 8 },     /* 999 */
+        { { 0x88, 0x82, 0, 0, 0, 0, 0x03, 0xED }, 8 },     /* 1005 */
+        { { 0x88, 0x81, 0, 0, 0, 0, 0x03 }, 7 },           /* 1 byte */
+    };
+
+    startServer(false);
+    for (size_t i = 0; i < sizeof(closes) / sizeof(closes[0]); i++) {
+        unsigned char frame[4];
+        struct pollfd p;
+        long start;
+        int fd = sessionOpen();
+
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(corSendAll(fd, closes[i].frame, closes[i].len), 0);
+        start = corNowMs();
+        ck_assert(readExactly(fd, frame, sizeof(frame), 5000));
+        ck_assert_uint_eq(frame[0], 0x88);
+        ck_assert_uint_eq((unsigned)frame[2] << 8 | frame[3], 1002);
+        p = (struct pollfd){ .fd = fd, .events = POLLIN };
+        ck_assert_int_eq(poll(&p, 1, 5000), 1);
+        ck_assert_int_eq(recv(fd, frame, 1, 0), 0);
+        ck_assert_msg(corNowMs() - start < 1000, "close %zu took %ld ms", i,
+                      corNowMs() - start);
+        close(fd);
+    }
+}
+END_TEST
+
 /* Send zeros until the connection fails or most bytes went. Returns the
  * bytes sent, or -1 when it never failed. */
 static long
@@ -293,6 +334,7 @@ COR_TEST_SUITE(corWebsocket)
     tcase_add_test(tc, test_npm_ws_reads_1009_over_http);
     tcase_add_test(tc, test_npm_ws_reads_1009_over_https);
     tcase_add_test(tc, test_the_close_exchange_ends_at_once);
+    tcase_add_test(tc, test_a_bad_close_frame_gets_1002_and_the_end_at_once);
     tcase_add_test(tc, test_the_drain_after_a_close_is_bounded);
     tcase_add_test(tc, test_bad_handshakes_are_refused);
     tcase_add_test(tc, test_a_stop_with_sessions_open_is_prompt);

@@ -6,9 +6,16 @@ server PORT          a gRPC server on 127.0.0.1:PORT with generic handlers
                      kinds of call, and one that fails with NOT_FOUND.
 client TARGET [CA]   the calls through TARGET (h2c, or TLS with CA), one
                      line each: "<call> ok ..." or "<call> FAILED ...".
+limit TARGET         calls whose request passes the proxy's body limit
+                     (1 MiB): a client stream refused with
+                     RESOURCE_EXHAUSTED that its server ran once, a
+                     bidirectional one cut (CANCELLED) once its answer
+                     began; lines as client's.
 h1 PORT              one unary call as an HTTP/1.1 client: its raw answer
                      must be chunked with grpc-status in the trailers.
-echo PORT            an HTTP/1.1 server that answers a POST with its body.
+echo PORT            an HTTP/1.1 server that answers a POST with its body
+                     (by length or chunked) and a GET /count with how many
+                     POSTs came.
 """
 import socket
 import struct
@@ -25,6 +32,12 @@ LONG_COUNT = 1000
 LONG_SIZE = 4096
 BIDI_COUNT = 20
 WAIT_S = 10
+# Past the proxy's limits.body_bytes (1 MiB) in 64 KiB messages.
+BIG_COUNT = 40
+BIG_SIZE = 65536
+
+big_calls = 0
+big_lock = threading.Lock()
 
 
 def ident(b):
@@ -56,6 +69,17 @@ def bidi(requests, context):
         yield b"echo:" + message
 
 
+def big(requests, context):
+    global big_calls
+    with big_lock:
+        big_calls += 1
+    return b"%d" % sum(1 for _ in requests)
+
+
+def calls(request, context):
+    return b"%d" % big_calls
+
+
 def fail(request, context):
     context.abort(grpc.StatusCode.NOT_FOUND, "no such thing: " +
                   request.decode())
@@ -75,6 +99,10 @@ def serve(port):
             bidi, request_deserializer=ident, response_serializer=ident),
         "Fail": grpc.unary_unary_rpc_method_handler(
             fail, request_deserializer=ident, response_serializer=ident),
+        "Big": grpc.stream_unary_rpc_method_handler(
+            big, request_deserializer=ident, response_serializer=ident),
+        "Calls": grpc.unary_unary_rpc_method_handler(
+            calls, request_deserializer=ident, response_serializer=ident),
     }
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
     server.add_generic_rpc_handlers(
@@ -152,6 +180,56 @@ def check_fail(channel):
     return False, "no error"
 
 
+def check_big(channel):
+    """A client stream past the limit: RESOURCE_EXHAUSTED with the
+    proxy's message, never UNAVAILABLE (which grpcio retries), and its
+    server ran it once."""
+    try:
+        method(channel, "stream_unary", "Big")(
+            iter([b"b" * BIG_SIZE] * BIG_COUNT), timeout=WAIT_S)
+        return False, "no error"
+    except grpc.RpcError as e:
+        code, details = e.code(), e.details()
+    ran = method(channel, "unary_unary", "Calls")(b"", timeout=WAIT_S)
+    return (code == grpc.StatusCode.RESOURCE_EXHAUSTED
+            and "413" in details and ran == b"1",
+            "%s %r, the server ran it %s times" % (code, details,
+                                                   ran.decode()))
+
+
+def check_big_bidi(channel):
+    """A bidirectional call past the limit once its answer began: cut
+    (CANCELLED), not refused as unprocessed."""
+    echoes = []
+    try:
+        for message in method(channel, "stream_stream", "Bidi")(
+                iter([b"b" * BIG_SIZE] * BIG_COUNT), timeout=WAIT_S):
+            echoes.append(message)
+        return False, "no error after %d echoes" % len(echoes)
+    except grpc.RpcError as e:
+        return (e.code() == grpc.StatusCode.CANCELLED,
+                "%s %r after %d echoes" % (e.code(), e.details(),
+                                           len(echoes)))
+
+
+def checks_run(channel, checks):
+    for name, check in checks:
+        start = time.monotonic()
+        try:
+            ok, what = check(channel)
+        except Exception as e:          # a failure is a line, not a trace
+            ok, what = False, repr(e)
+        print("%s %s %s (%.0f ms)" % (name, "ok" if ok else "FAILED", what,
+                                      1000 * (time.monotonic() - start)),
+              flush=True)
+
+
+def limit(target):
+    channel = grpc.insecure_channel(target)
+    checks_run(channel, [("limit", check_big), ("limit-bidi", check_big_bidi)])
+    channel.close()
+
+
 def client(target, ca):
     if ca:
         with open(ca, "rb") as f:
@@ -162,15 +240,7 @@ def client(target, ca):
     checks = [("unary", check_unary), ("server-stream", check_server_stream),
               ("client-stream", check_client_stream), ("bidi", check_bidi),
               ("status", check_fail)]
-    for name, check in checks:
-        start = time.monotonic()
-        try:
-            ok, what = check(channel)
-        except Exception as e:          # a failure is a line, not a trace
-            ok, what = False, repr(e)
-        print("%s %s %s (%.0f ms)" % (name, "ok" if ok else "FAILED", what,
-                                      1000 * (time.monotonic() - start)),
-              flush=True)
+    checks_run(channel, checks)
     channel.close()
 
 
@@ -200,13 +270,41 @@ def h1(port):
 
 class Echo(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    posts = 0
 
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
+    def body(self):
+        """The request's body, None when it was cut."""
+        if "Content-Length" in self.headers:
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            return body if len(body) == int(self.headers["Content-Length"]) \
+                else None
+        body = b""
+        while True:
+            line = self.rfile.readline()
+            if not line:
+                return None
+            size = int(line.split(b";")[0], 16)
+            piece = self.rfile.read(size + 2)
+            if len(piece) != size + 2:
+                return None
+            if size == 0:
+                return body
+            body += piece[:-2]
+
+    def answer(self, body):
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def do_POST(self):
+        Echo.posts += 1
+        body = self.body()
+        if body is not None:
+            self.answer(body)
+
+    def do_GET(self):
+        self.answer(b"%d" % Echo.posts)
 
     def log_message(self, *args):
         pass
@@ -225,5 +323,7 @@ if __name__ == "__main__":
         echo(int(sys.argv[2]))
     elif sys.argv[1] == "client":
         client(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
+    elif sys.argv[1] == "limit":
+        limit(sys.argv[2])
     else:
         h1(int(sys.argv[2]))

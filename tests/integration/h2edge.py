@@ -10,11 +10,15 @@
 #
 #     h2edge.py PORT [CASE...]
 #
+# (H2EDGE_TLS_PORT names the server's TLS port for the cases over TLS.)
+#
 # Prints "ok CASE" or "FAIL CASE: why" for each; exits 1 on a failure.
 # The server's limits the cases expect: send_timeout 1s,
 # request_timeout 1s, header_bytes 4096, body_bytes 48KiB.
 
+import os
 import socket
+import ssl
 import struct
 import sys
 import time
@@ -182,9 +186,9 @@ def case_server_settings_first():
     check(f is not None and f[0] == SETTINGS and not f[1] & ACK, f)
 
 
-def case_bad_preface():
-    # 3.4: a preface that is not the client's: a connection error.
-    s = socket.create_connection(("127.0.0.1", PORT), timeout=5)
+def bad_preface_answer(s):
+    """What the server says to a preface that is not the client's, on s,
+    until it closes."""
     s.sendall(b"PRI * HTTP/2.0\r\n\r\nXX\r\n\r\n" + frame(SETTINGS, 0, 0))
     s.settimeout(5)
     got = b""
@@ -197,7 +201,35 @@ def case_bad_preface():
             break
         got += chunk
     s.close()
+    return got
+
+
+def case_bad_preface():
+    # 3.4: a preface that is not the client's: a connection error.
+    got = bad_preface_answer(
+        socket.create_connection(("127.0.0.1", PORT), timeout=5))
     check(b"200 OK" not in got, got[:80])
+
+
+def case_bad_preface_tls():
+    # 3.4 over TLS (h2 by ALPN): a bad preface is PROTOCOL_ERROR, not a
+    # flood (ENHANCE_YOUR_CALM).
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["h2"])
+    raw = socket.create_connection(
+        ("127.0.0.1", int(os.environ["H2EDGE_TLS_PORT"])), timeout=5)
+    s = ctx.wrap_socket(raw)
+    check(s.selected_alpn_protocol() == "h2", s.selected_alpn_protocol())
+    got = bad_preface_answer(s)
+    code = None
+    while len(got) >= 9:
+        n = int.from_bytes(got[:3], "big")
+        if got[3] == GOAWAY:
+            code = int.from_bytes(got[9 + 4:9 + 8], "big")
+        got = got[9 + n:]
+    check(code == PROTOCOL_ERROR, "GOAWAY %r" % code)
 
 
 def case_even_stream():
@@ -228,13 +260,40 @@ def case_data_after_end():
 
 def case_stream_ids_increase():
     # 5.1.1: opening stream 5 closed the idle stream 3: HEADERS on it
-    # are never served (nghttp2 drops them, or ends the connection).
+    # are a connection error PROTOCOL_ERROR (nghttp2 drops them silently;
+    # cor remembers the ids a client skipped).
     p = Peer()
     p.get(5, "/hello")
     p.response(5)
     p.get(3, "/hello")
-    status, body, rst = p.response(3, 1.0)
-    check(status is None, (status, rst))
+    check(p.goaway() == PROTOCOL_ERROR, "no GOAWAY(PROTOCOL_ERROR)")
+    check(p.ends(), "the connection stayed open")
+
+
+def case_stream_ids_skipped_far_back():
+    # The same for an id skipped long before, with streams opened since.
+    p = Peer()
+    p.get(41, "/hello")
+    p.response(41)
+    for sid in range(43, 83, 2):
+        p.get(sid, "/hello")
+        p.response(sid)
+    p.get(7, "/hello")
+    check(p.goaway() == PROTOCOL_ERROR, "no GOAWAY(PROTOCOL_ERROR)")
+
+
+def case_trailers_after_reset():
+    # A trailer HEADERS on a stream the server refused and reset is no
+    # HEADERS on a new lower id: the connection goes on (a client may
+    # send it before the reset reaches it).
+    p = Peer()
+    p.headers(1, [(":method", "POST"), (":path", "/echo"),
+                  (":scheme", "http"), (":authority", "localhost"),
+                  ("content-length", "100000")], end=False)
+    check(p.response(1)[0] == 413, "not refused")
+    p.headers(1, [("x-trailer", "1")], end=True)
+    p.get(3, "/hello")
+    check(p.response(3)[0] == 200, "the connection did not go on")
 
 
 def case_uppercase_header():
@@ -316,6 +375,49 @@ def case_body_past_limit():
         p.send(frame(DATA, 0, 1, b"x" * 16000))
     status, body, rst = p.response(1)
     check(status == 413, (status, rst))
+
+
+def case_body_announced_past_limit():
+    # A content-length past limits.body_bytes (48KiB): 413 at the head,
+    # before any DATA, the handler never run.
+    p = Peer()
+    p.headers(1, [(":method", "POST"), (":path", "/echo"),
+                  (":scheme", "http"), (":authority", "localhost"),
+                  ("content-length", "100000")], end=False)
+    status, body, rst = p.response(1)
+    check(status == 413 and body == b"413 Content Too Large\n",
+          (status, body, rst))
+
+
+def case_grpc_past_limit():
+    # A gRPC call refused at a limit: trailers-only, grpc-status 8
+    # (RESOURCE_EXHAUSTED) with a message, one HEADERS that ends it.
+    p = Peer()
+    p.headers(1, [(":method", "POST"), (":path", "/echo"),
+                  (":scheme", "http"), (":authority", "localhost"),
+                  ("content-type", "application/grpc"), ("te", "trailers"),
+                  ("content-length", "100000")], end=False)
+    f = p.until(lambda f: f[2] == 1 and f[0] in (HEADERS, RST_STREAM))
+    fields = dict(f[4]) if f is not None and f[0] == HEADERS else {}
+    check(f is not None and f[1] & END_STREAM
+          and fields.get(":status") == "200"
+          and fields.get("grpc-status") == "8"
+          and "413" in fields.get("grpc-message", ""), (f, fields))
+
+
+def case_grpc_refused_by_the_core():
+    # The same for a refusal the core decides (limits.header_count, 100:
+    # 101 fields with 3 pseudo-headers pass HTTP/2's own count, which
+    # allows 4 more for them, and fail the core's).
+    p = Peer()
+    p.headers(1, [(":method", "POST"), (":path", "/echo"),
+                  (":scheme", "http"), ("host", "localhost"),
+                  ("content-type", "application/grpc"), ("te", "trailers")]
+              + [("x-h%d" % i, "v") for i in range(98)])
+    f = p.until(lambda f: f[2] == 1 and f[0] in (HEADERS, RST_STREAM))
+    fields = dict(f[4]) if f is not None and f[0] == HEADERS else {}
+    check(fields.get(":status") == "200" and fields.get("grpc-status") == "8"
+          and "431" in fields.get("grpc-message", ""), (f, fields))
 
 
 def case_header_list_431():
@@ -568,6 +670,41 @@ def case_ping_flood():
     check(p.ends(), "the connection stayed open")
 
 
+def idle_flood(kind, flags, payload, opened):
+    """20000 frames that move nothing, on stream 1 (opened by a POST
+    whose body never comes, when opened): the connection ends."""
+    p = Peer()
+    if opened:
+        p.headers(1, [(":method", "POST"), (":path", "/echo"),
+                      (":scheme", "http"), (":authority", "localhost")],
+                  end=False)
+    p.send(frame(kind, flags, 1, payload) * 20000)
+    check(p.goaway() == ENHANCE_YOUR_CALM, "no GOAWAY(ENHANCE_YOUR_CALM)")
+    check(p.ends(), "the connection stayed open")
+
+
+def case_empty_data_flood():
+    # CVE-2019-9518: DATA frames with no bytes, nor END_STREAM.
+    idle_flood(DATA, 0, b"", True)
+
+
+def case_padding_only_data_flood():
+    # The same, each frame only its padding.
+    idle_flood(DATA, 0x8, b"\x03pad", True)
+
+
+def case_window_update_flood():
+    idle_flood(WINDOW_UPDATE, 0, struct.pack(">I", 1), True)
+
+
+def case_priority_flood():
+    idle_flood(PRIORITY, 0, struct.pack(">IB", 0, 16), False)
+
+
+def case_unknown_frame_flood():
+    idle_flood(0xEE, 0, b"", False)
+
+
 def case_zero_window():
     # A window kept shut: the answer can never go; past send_timeout (1s)
     # the connection ends.
@@ -578,9 +715,11 @@ def case_zero_window():
 
 
 FLOODS = ["rapid_reset", "continuation_flood", "hpack_bomb",
-          "settings_flood", "ping_flood", "zero_window"]
-# The cases that want limits of their own: run by name only.
-ALONE = ["body_stall"]
+          "settings_flood", "ping_flood", "zero_window", "empty_data_flood",
+          "padding_only_data_flood", "window_update_flood", "priority_flood",
+          "unknown_frame_flood"]
+# The cases that want limits of their own, or a TLS port: by name only.
+ALONE = ["body_stall", "bad_preface_tls"]
 
 
 def main():

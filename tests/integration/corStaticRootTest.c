@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What a static root does beyond serving its files, against the real
+ * binary and curl in both modes: a fallback for paths that name nothing
+ * (a single-page app's index.html, as try_files $uri $uri/ /index.html),
+ * expires (Cache-Control), names starting with '.' refused unless
+ * dotfiles: allow, a folder without its index listed (autoindex: HTML with
+ * its names escaped, JSON for Accept: application/json), and media types
+ * from /etc/mime.types beside the built-in table.
+ */
+#include "corTest.h"
+#include "corServer.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static CorServer server;
+static char dir[64];
+static char out[1 << 16];
+
+static const char* configFormat =
+    "runtime:\n"
+    "  loops: 1\n"
+    "  workers: 2\n"
+    "  coroutines: { enabled: {COROUTINES} }\n"
+    "listen:\n"
+    "  - { protocol: http, address: 127.0.0.1:{PORT}, http2: on }\n"
+    "modules:\n"
+    "  - { load: http }\n"
+    "  - load: static\n"
+    "    roots:\n"
+    "      - { name: app, root: %s/app, fallback: /index.html,\n"
+    "          expires: 1h }\n"
+    "      - { name: files, root: %s/files, autoindex: true, index: \"\" }\n"
+    "      - { name: dots, root: %s/files, dotfiles: allow }\n"
+    "routes:\n"
+    "  - { match: \"GET /files/*\", handler: files, strip_prefix: /files }\n"
+    "  - { match: \"GET /dots/*\", handler: dots, strip_prefix: /dots }\n"
+    "  - { match: \"GET /*\", handler: app }\n"
+    "log: { pid_file: {DIR}/cor.pid }\n";
+
+static int
+sh(const char* fmt, ...)
+{
+    char command[4096];
+    char body[3072];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(body, sizeof(body), fmt, ap);
+    va_end(ap);
+    snprintf(command, sizeof(command), "P=%d D=%s; %s 2>&1", server.port,
+             dir, body);
+    return corShell(command, out, sizeof(out));
+}
+
+/* curl -si with args on path; the status, the answer in out. */
+static int
+get(const char* args, const char* path)
+{
+    ck_assert_int_eq(sh("curl -si --max-time 20 --path-as-is %s "
+                        "'http://127.0.0.1:'$P'%s'", args, path), 0);
+    return atoi(strchr(out, ' ') != NULL ? strchr(out, ' ') + 1 : "0");
+}
+
+static bool
+has(const char* text)
+{
+    return strcasestr(out, text) != NULL;
+}
+
+#define CHECK_HAS(text) ck_assert_msg(has(text), "no '%s' in: %s", text, out)
+#define CHECK_HAS_NOT(text) \
+    ck_assert_msg(!has(text), "'%s' in: %s", text, out)
+
+static void
+setUp(void)
+{
+    char yaml[4096];
+
+    snprintf(dir, sizeof(dir), "/tmp/cor-roots-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    ck_assert_int_eq(sh("mkdir -p $D/app/assets $D/files/sub && "
+                        "echo '<div id=app></div>' > $D/app/index.html && "
+                        "echo 'body{}' > $D/app/assets/a.css && "
+                        "echo secret > $D/app/.env && "
+                        "echo x > $D/files/plain.txt && "
+                        "echo y > \"$D/files/<b>&'q.txt\" && "
+                        "echo z > $D/files/.hidden && "
+                        "echo m > $D/files/movie.mkv"), 0);
+    snprintf(yaml, sizeof(yaml), configFormat, dir, dir, dir);
+    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+}
+
+static void
+tearDown(void)
+{
+    char command[128];
+
+    corServerStop(&server);
+    snprintf(command, sizeof(command), "rm -rf %s", dir);
+    corShell(command, NULL, 0);
+}
+
+static const char* const protocols[] = { "--http1.1",
+                                         "--http2-prior-knowledge" };
+
+START_TEST(test_fallback_and_expires)
+{
+    for (size_t p = 0; p < 2; p++) {
+        /* A route the app draws itself: its index.html, 200. */
+        ck_assert_int_eq(get(protocols[p], "/users/42/edit"), 200);
+        CHECK_HAS("<div id=app></div>");
+        CHECK_HAS("cache-control: max-age=3600");
+        ck_assert_int_eq(get(protocols[p], "/assets/a.css"), 200);
+        CHECK_HAS("body{}");
+        CHECK_HAS("content-type: text/css");
+        /* A file that exists is never the fallback's, nor a dotfile. */
+        ck_assert_int_eq(get(protocols[p], "/.env"), 404);
+        CHECK_HAS_NOT("secret");
+        ck_assert_int_eq(get(protocols[p], "/assets/../.env"), 404);
+    }
+}
+END_TEST
+
+START_TEST(test_dotfiles)
+{
+    ck_assert_int_eq(get("", "/files/.hidden"), 404);
+    ck_assert_int_eq(get("", "/dots/.hidden"), 200);
+    CHECK_HAS("\r\n\r\nz");
+}
+END_TEST
+
+START_TEST(test_autoindex)
+{
+    for (size_t p = 0; p < 2; p++) {
+        ck_assert_int_eq(get(protocols[p], "/files/"), 200);
+        CHECK_HAS("content-type: text/html");
+        CHECK_HAS("<a href=\"plain.txt\">plain.txt</a>");
+        CHECK_HAS("<a href=\"sub/\">sub/</a>");
+        CHECK_HAS("<a href=\"%3Cb%3E%26%27q.txt\">&lt;b&gt;&amp;&#39;q.txt"
+                  "</a>");
+        CHECK_HAS_NOT(".hidden");
+        ck_assert_int_eq(get("-H 'Accept: application/json'", "/files/"),
+                         200);
+        CHECK_HAS("content-type: application/json");
+        CHECK_HAS("{\"name\":\"sub\",\"type\":\"directory\"}");
+        CHECK_HAS("{\"name\":\"plain.txt\",\"type\":\"file\"}");
+    }
+    ck_assert_int_eq(sh("curl -s 'http://127.0.0.1:'$P'/files/' -H "
+                        "'Accept: application/json' | python3 -c 'import "
+                        "json,sys; print(len(json.load(sys.stdin)))'"), 0);
+    ck_assert_str_eq(out, "4\n");
+}
+END_TEST
+
+/* .mkv is in Debian's /etc/mime.types, not in the built-in table. */
+START_TEST(test_system_media_types)
+{
+    ck_assert_int_eq(sh("grep -qw mkv /etc/mime.types"), 0);
+    ck_assert_int_eq(get("", "/files/movie.mkv"), 200);
+    CHECK_HAS("content-type: video/x-matroska");
+}
+END_TEST
+
+COR_TEST_SUITE(corStaticRoot)
+{
+    tcase_add_checked_fixture(tc, setUp, tearDown);
+    tcase_add_test(tc, test_fallback_and_expires);
+    tcase_add_test(tc, test_dotfiles);
+    tcase_add_test(tc, test_autoindex);
+    tcase_add_test(tc, test_system_media_types);
+}
