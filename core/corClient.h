@@ -95,6 +95,11 @@ typedef struct {
     uint64_t bodyTimeoutMs;
     uint64_t keepaliveTimeoutMs;
     uint64_t sendTimeoutMs;
+    /* A body read whole before its handler runs is held in memory up to
+     * this, and spooled to an unlinked file past it (limits.body_memory),
+     * in bodySpoolDir (NULL: $TMPDIR, else /tmp). */
+    size_t bodyMemory;
+    const char* bodySpoolDir;
 } CorLimits;
 
 const CorLimits* corLimits(void);

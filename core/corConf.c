@@ -647,7 +647,12 @@ corConfLoadStringPartial(const char* name, const char* text, size_t len,
 void
 corConfFree(CorConf* root)
 {
-    nodeFree(root);
+    while (root != NULL) {
+        CorConf* next = root->next;
+
+        nodeFree(root);
+        root = next;
+    }
 }
 
 /* ---- Nodes --------------------------------------------------------------- */

@@ -87,8 +87,37 @@ CorConf* corConfLoadStringPartial(const char* name, const char* text,
                                   size_t len, CorConfErrors* errors,
                                   bool* whole);
 
-/* Free a tree and everything in it. NULL is fine. */
+/* Free a tree and everything in it, the files it included too. NULL is
+ * fine. */
 void corConfFree(CorConf* root);
+
+/* How deep files may include files: the main file's includes are level 1. */
+#define COR_CONF_INCLUDE_DEPTH 8
+
+/*
+ * Read the files that the top-level include key of root (a tree read
+ * whole, from corConfLoad*) names, and theirs in turn, into root: include
+ * takes a glob or a list of them, each beside the file it is written in;
+ * a glob's files are read in the order of their names, and one matching
+ * nothing is fine, while a name without a wildcard must name a file. Each
+ * included file's keys named in lists (a NULL-terminated list of names:
+ * "listen", "routes") must be lists; their entries are moved onto the end
+ * of root's list of that name (which is made when root has none), in the
+ * order the files are read (a file's own entries before those of the
+ * files it includes), each keeping its file:line:column. Any other key of
+ * an included file but include is an error at its mark. An included file
+ * that is itself being read (a cycle) or one more than
+ * COR_CONF_INCLUDE_DEPTH levels deep is an error at the include entry
+ * that names it, with the chain of files. Errors are appended to errors.
+ * Returns false when an included file stopped short (a syntax error), as
+ * corConfLoadFilePartial's whole says: root then lacks what it held.
+ */
+bool corConfInclude(CorConf* root, const char* const* lists,
+                    CorConfErrors* errors);
+
+/* The files root was read from, in the order read: 0 its own name, then
+ * each file corConfInclude read; NULL past the last. */
+const char* corConfFileRead(const CorConf* root, size_t i);
 
 /* ---- Reading ------------------------------------------------------------- */
 
@@ -122,10 +151,17 @@ const CorConf* corConfSeq(const CorConf* map, const char* key,
 const char* corConfString(const CorConf* map, const char* key, const char* def,
                           CorConfErrors* e);
 
-/* true or false, nothing else: YAML 1.1's yes/no/on/off are refused with a
- * hint, since in YAML 1.2 they are strings and readers of the file differ. */
+/* On or off: on, true or yes; off, false or no, in any case. Every on/off
+ * key of the core and the modules reads it, so that they take the same
+ * words; anything else is "KEY: expected " COR_CONF_BOOL_WORDS ", got
+ * '...'". */
+#define COR_CONF_BOOL_WORDS "on, off, true, false, yes or no"
 bool corConfBool(const CorConf* map, const char* key, bool def,
                  CorConfErrors* e);
+
+/* Whether text is one of those words, its meaning into *value: for a key
+ * that takes off or something else (log.access: off or a path). */
+bool corConfBoolWord(const char* text, bool* value);
 
 /* A decimal integer with an optional sign. */
 int64_t corConfInt(const CorConf* map, const char* key, int64_t def,

@@ -167,34 +167,42 @@ corConfString(const CorConf* map, const char* key, const char* def,
 }
 
 bool
+corConfBoolWord(const char* text, bool* value)
+{
+    /* Every on/off key reads these alike: nginx's users write on and off,
+     * YAML 1.2's true and false, YAML 1.1's yes and no; refusing any one
+     * of them only sent people to the documentation (docs/configuration.md
+     * "Booleans"). */
+    static const struct {
+        const char* word;
+        bool value;
+    } words[] = {
+        {"on", true},   {"off", false}, {"true", true},
+        {"false", false}, {"yes", true}, {"no", false},
+    };
+
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        if (strcasecmp(text, words[i].word) == 0) {
+            *value = words[i].value;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool
 corConfBool(const CorConf* map, const char* key, bool def, CorConfErrors* e)
 {
-    static const char* const yaml11[][2] = {
-        {"yes", "true"},    {"no", "false"},    {"on", "true"},
-        {"off", "false"},   {"y", "true"},      {"n", "false"},
-        {"True", "true"},   {"False", "false"}, {"TRUE", "true"},
-        {"FALSE", "false"},
-    };
-    const CorConf* node = scalar(map, key, "true or false", e);
+    const CorConf* node = scalar(map, key, COR_CONF_BOOL_WORDS, e);
+    bool value;
 
     if (node == NULL) {
         return def;
     }
-    if (strcmp(node->text, "true") == 0) {
-        return true;
+    if (corConfBoolWord(node->text, &value)) {
+        return value;
     }
-    if (strcmp(node->text, "false") == 0) {
-        return false;
-    }
-    for (size_t i = 0; i < sizeof(yaml11) / sizeof(yaml11[0]); i++) {
-        if (strcasecmp(node->text, yaml11[i][0]) == 0) {
-            corConfErrorf(e, node,
-                          "%s: expected true or false, got '%s' (write %s)",
-                          key, node->text, yaml11[i][1]);
-            return def;
-        }
-    }
-    expectedError(e, node, key, "true or false", NULL);
+    expectedError(e, node, key, COR_CONF_BOOL_WORDS, NULL);
     return def;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Internals of the configuration tree, shared by the loader (corConf.c)
- * and the getters (corConfGet.c). Never included from outside them.
+ * Internals of the configuration tree, shared by the loader (corConf.c),
+ * the getters (corConfGet.c) and include (corConfInclude.c). Never
+ * included from outside them.
  */
 #ifndef COR_CONF_INT_H
 #define COR_CONF_INT_H
@@ -25,6 +26,7 @@ struct CorConf {
     size_t askedCount;
     const char* file; /* the root's copy of the name */
     char* ownedFile;  /* set on the root only */
+    CorConf* next;    /* a root: the next file include read, freed with it */
 };
 
 /* How much of a value an error message quotes. */

@@ -39,8 +39,13 @@ typedef struct {
 
 static const char* const topKeys[] = {
     "runtime", "listen", "limits", "resolver", "client",
-    "modules", "routes",  "log",    "error_pages", "real_ip", NULL,
+    "modules", "routes",  "log",    "error_pages", "include", "real_ip",
+    NULL,
 };
+
+/* What an included file adds to (docs/configuration.md "include"). */
+static const char* const includedLists[] = {"listen", "modules", "routes",
+                                            NULL};
 
 /* ---- Helpers ------------------------------------------------------------- */
 
@@ -402,6 +407,7 @@ checkDuplicate(const CorConfig* cf, unsigned i, const CorConf* node,
     for (unsigned j = 0; j < i; j++) {
         const CorConfigListen* o = &cf->listen[j];
         const CorConf* first;
+        char at[PATH_MAX];
 
         if (o->addrLen == 0 || o->addr.ss_family != l->addr.ss_family ||
             portOf(&o->addr) != portOf(&l->addr)) {
@@ -413,18 +419,18 @@ checkDuplicate(const CorConfig* cf, unsigned i, const CorConf* node,
 
             corConfErrorf(e, node,
                           "address: '%s' is already listened on%s%s%s "
-                          "(first at %u:%u)",
+                          "(first at %s)",
                           l->address, same ? "" : " as '",
                           same ? "" : o->address, same ? "" : "'",
-                          corConfLine(first), corConfColumn(first));
+                          corConfigFirstAt(first, node, at, sizeof(at)));
             return;
         }
         if (isAnyAddress(&o->addr) || isAnyAddress(&l->addr)) {
             corConfErrorf(e, node,
-                          "address: '%s' overlaps '%s' (first at %u:%u): a "
+                          "address: '%s' overlaps '%s' (first at %s): a "
                           "wildcard takes its port on every address",
-                          l->address, o->address, corConfLine(first),
-                          corConfColumn(first));
+                          l->address, o->address,
+                          corConfigFirstAt(first, node, at, sizeof(at)));
             return;
         }
     }
@@ -460,7 +466,6 @@ readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
         NULL,
     };
     static const char* const accepts[] = {"share", "reuseport", NULL};
-    static const char* const onOff[] = {"on", "off", NULL};
     CorConfigListen* l = &cf->listen[i];
     Where w = whereAt("listen", i);
     const CorConf* tls;
@@ -483,8 +488,7 @@ readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
     }
     l->reusePort =
         strcmp(corConfigOneOf(l->node, "accept", "share", accepts, e), "reuseport") == 0;
-    l->http2 = strcmp(corConfigOneOf(l->node, "http2", l->tls != NULL ? "on" : "off",
-                            onOff, e), "on") == 0;
+    l->http2 = corConfBool(l->node, "http2", l->tls != NULL, e);
     l->proxyProtocol = corConfBool(l->node, "proxy_protocol", false, e);
     corConfUnknownKeys(l->node, w.text, keys, e);
 }
@@ -530,8 +534,10 @@ readLimits(CorConfig* cf, const CorConf* root, CorConfErrors* e)
     static const char* const keys[] = {
         "connections",       "header_bytes",    "header_count",
         "body_bytes",        "request_timeout", "body_timeout",
-        "keepalive_timeout", "send_timeout",    NULL,
+        "keepalive_timeout", "send_timeout",    "body_memory",
+        "body_spool_dir",    NULL,
     };
+    const char* spoolDir;
     const CorConf* m = corConfMap(root, "limits", e);
 
     cf->limits.connections =
@@ -550,6 +556,18 @@ readLimits(CorConfig* cf, const CorConf* root, CorConfErrors* e)
         corConfDurationMs(m, "keepalive_timeout", 60 * second, 0, hour, e);
     cf->limits.sendTimeoutMs =
         corConfDurationMs(m, "send_timeout", 30 * second, 1, hour, e);
+    cf->limits.bodyMemory =
+        (size_t)corConfSize(m, "body_memory", mib, 0, 1024 * gib, e);
+    spoolDir = corConfigNonEmpty(m, "body_spool_dir", "temp", "a path or "
+                                 "temp", e);
+    free(cf->limits.bodySpoolDir);
+    cf->limits.bodySpoolDir = NULL;
+    if (spoolDir != NULL && strcmp(spoolDir, "temp") != 0) {
+        cf->limits.bodySpoolDir = corConfigPathBeside(cf->file, spoolDir);
+        if (cf->limits.bodySpoolDir == NULL) {
+            corConfErrorf(e, NULL, "out of memory reading the configuration");
+        }
+    }
     corConfUnknownKeys(m, "limits", keys, e);
 }
 
@@ -753,12 +771,13 @@ readModule(CorConfig* cf, unsigned i, CorConfErrors* e)
     }
     for (unsigned j = 0; j < i; j++) {
         const CorConf* first = corConfGet(cf->modules[j].node, "load");
+        char at[PATH_MAX];
 
         if (cf->modules[j].load && strcmp(cf->modules[j].load, load) == 0) {
             corConfErrorf(e, corConfGet(entry, "load"),
                           "load: module '%s' is already loaded (first at "
-                          "%u:%u)",
-                          load, corConfLine(first), corConfColumn(first));
+                          "%s)", load,
+                          corConfigFirstAt(first, entry, at, sizeof(at)));
             return;
         }
     }
@@ -863,7 +882,6 @@ parseHeaders(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
 static void
 parseFilters(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
 {
-    static const char* const onOff[] = {"on", "off", NULL};
     const CorConf* map = corConfMap(entry, "filters", e);
     size_t n = corConfCount(map);
 
@@ -878,7 +896,7 @@ parseFilters(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
     for (size_t k = 0; k < n; k++) {
         const char* name = corConfKeyAt(map, k);
 
-        if (strcmp(corConfigOneOf(map, name, "on", onOff, e), "off") == 0) {
+        if (!corConfBool(map, name, true, e)) {
             corConfigSetString(&r->filtersOff[r->filtersOffCount++], name, e);
         }
     }
@@ -914,13 +932,13 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
         corConfigMatchRead(r, match, e)) {
         for (unsigned j = 0; j < i; j++) {
             const CorConf* first = corConfGet(cf->routes[j].node, "match");
+            char at[PATH_MAX];
 
             if (corConfigSameRoute(&cf->routes[j], r)) {
                 corConfErrorf(e, match,
-                              "match: '%s' is already routed (first at "
-                              "%u:%u)",
-                              corConfText(match), corConfLine(first),
-                              corConfColumn(first));
+                              "match: '%s' is already routed (first at %s)",
+                              corConfText(match),
+                              corConfigFirstAt(first, match, at, sizeof(at)));
                 break;
             }
         }
@@ -947,6 +965,25 @@ readRoutes(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 
 /* ---- log ----------------------------------------------------------------- */
 
+/* access: off (false and no too, as every off) or a file; on names no
+ * file (it was a file called "on"). */
+static void
+readAccessLog(CorConfig* cf, const CorConf* m, CorConfErrors* e)
+{
+    const char* access = corConfigNonEmpty(m, "access", "off", "off or a path",
+                                           e);
+    bool on;
+
+    if (access != NULL && corConfBoolWord(access, &on)) {
+        if (on) {
+            corConfErrorf(e, corConfGet(m, "access"), "access: expected off "
+                          "or a path, got '%s' (name the file)", access);
+        }
+        access = "off";
+    }
+    corConfigSetString(&cf->log.access, access, e);
+}
+
 static void
 readLog(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {
@@ -963,8 +1000,7 @@ readLog(CorConfig* cf, const CorConf* root, CorConfErrors* e)
     corConfigSetString(&cf->log.level, corConfigOneOf(m, "level", "info", levels, e), e);
     corConfigSetString(&cf->log.error,
               corConfigNonEmpty(m, "error", "stderr", "stderr or a path", e), e);
-    corConfigSetString(&cf->log.access, corConfigNonEmpty(m, "access", "off", "off or a path", e),
-              e);
+    readAccessLog(cf, m, e);
     corConfigSetString(&cf->log.accessFormat,
               corConfigOneOf(m, "access_format", "combined", formats, e), e);
     pidFile = corConfigNonEmpty(m, "pid_file", "cor.pid", "a path", e);
@@ -1035,6 +1071,9 @@ fromLoaded(const char* name, CorConf* root, bool whole, unsigned before,
 {
     CorConfig* cf;
 
+    if (root != NULL && whole) {
+        whole = corConfInclude(root, includedLists, errors);
+    }
     if (root == NULL || !whole) {
         corConfFree(root);
         return NULL;
@@ -1143,6 +1182,7 @@ corConfigFree(CorConfig* cf)
     free(cf->routes);
     corConfigRealIpFree(cf->realIp);
     free(cf->resolver.servers);
+    free(cf->limits.bodySpoolDir);
     free(cf->client.caFile);
     free(cf->log.level);
     free(cf->log.error);

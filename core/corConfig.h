@@ -41,6 +41,9 @@
  *     limits.body_timeout          30s         1ms..1h
  *     limits.keepalive_timeout     60s         0ms..1h (0ms: no keep-alive)
  *     limits.send_timeout          30s         1ms..1h
+ *     limits.body_memory           1MiB        0..1TiB
+ *     limits.body_spool_dir        temp        temp ($TMPDIR, else /tmp) |
+ *                                              a path, beside the file
  *     resolver.servers             system      system | "IP[, IP...]"
  *     resolver.timeout             2s          1ms..1m
  *     resolver.min_ttl             0s          0s..1d (in whole seconds)
@@ -261,6 +264,8 @@ typedef struct {
         uint64_t bodyTimeoutMs;    /* between two reads of the body */
         uint64_t keepaliveTimeoutMs;
         uint64_t sendTimeoutMs;
+        size_t bodyMemory;         /* a buffered body past it is spooled */
+        char* bodySpoolDir;        /* where, NULL: $TMPDIR or /tmp */
     } limits;
     struct {
         char* servers; /* "system" or "IP[, IP...]" */

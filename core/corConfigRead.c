@@ -84,6 +84,17 @@ corConfigOneOf(const CorConf* map, const char* key, const char* def,
     return def;
 }
 
+const char*
+corConfigFirstAt(const CorConf* first, const CorConf* at, char* buf,
+                 size_t size)
+{
+    bool sameFile = strcmp(corConfFile(first), corConfFile(at)) == 0;
+
+    snprintf(buf, size, "%s%s%u:%u", sameFile ? "" : corConfFile(first),
+             sameFile ? "" : ":", corConfLine(first), corConfColumn(first));
+    return buf;
+}
+
 void
 corConfigSetPath(char** field, const CorConf* map, const char* key,
                  CorConfErrors* e)

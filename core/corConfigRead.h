@@ -38,6 +38,12 @@ const char* corConfigOneOf(const CorConf* map, const char* key,
                            const char* def, const char* const* words,
                            CorConfErrors* e);
 
+/* Where first is, for "(first at ...)" beside an error at at: its
+ * line:column, with its file before them when that is another (an
+ * include's). Written into buf; returns buf. */
+const char* corConfigFirstAt(const CorConf* first, const CorConf* at,
+                             char* buf, size_t size);
+
 /* A listener's tls mapping into l->tls; where names the listener
  * ("listen[0]"). */
 void corConfigTlsRead(CorConfigListen* l, const CorConf* tls,

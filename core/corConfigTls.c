@@ -28,7 +28,6 @@ readOcsp(CorConfigOcsp* o, const CorConf* map, const char* where,
          CorConfErrors* e)
 {
     static const char* const keys[] = {"file", "fetch", "issuer", NULL};
-    static const char* const onOff[] = {"on", "off", NULL};
     const CorConf* ocsp = corConfMap(map, "ocsp", e);
     char ocspWhere[112];
 
@@ -38,8 +37,7 @@ readOcsp(CorConfigOcsp* o, const CorConf* map, const char* where,
     snprintf(ocspWhere, sizeof(ocspWhere), "%s.ocsp", where);
     o->node = ocsp;
     corConfigSetPath(&o->file, ocsp, "file", e);
-    o->fetch = strcmp(corConfigOneOf(ocsp, "fetch", "off", onOff, e),
-                      "on") == 0;
+    o->fetch = corConfBool(ocsp, "fetch", false, e);
     corConfigSetPath(&o->issuer, ocsp, "issuer", e);
     if (o->file != NULL && o->fetch) {
         corConfErrorf(e, ocsp, "%s: file and fetch: on exclude each other "

@@ -336,6 +336,8 @@ void corRequestStallInit(CorEvLoop* loop);
  * and what a stop cuts short. */
 unsigned corRequestsInFlight(void);
 unsigned corRequestsFinishing(void);
+/* Of them, those whose phase a worker thread has (queued or running). */
+unsigned corRequestsOnWorkers(void);
 /* Hold r's release for work it started that runs beside it (a
  * notification), and let it go (corRequestHold.c): the last let-go after r's last phase
  * ended releases r, on r's loop (posted there from another thread).
@@ -358,6 +360,24 @@ ssize_t corRequestBodyTake(CorRequest* r, void* buf, size_t len);
 void corRequestBodyWatch(CorRequest* r, CorBodyWatchFn fn, void* arg);
 int corRequestBodyWakeFd(CorRequest* r);
 void corRequestBodyFree(CorRequest* r);
+
+/*
+ * A body that comes into r->bodyIn (served at its head: the handler
+ * streams it, or the protocol wants its route's verdict before the body,
+ * as for Expect: 100-continue) is gathered whole before a handler that
+ * takes it whole (corRequestBodySpool.c): in memory up to
+ * limits.body_memory, past it in an unlinked temporary file that r->body
+ * maps and corRequestBodyRead reads. fn(r, rc, arg) runs on r's loop
+ * once it came (0: r->body and r->bodyLen hold it) or failed (-errno: as
+ * corRequestBodyRead would say, or the file's failure); it may run before
+ * Gather returns. corRequestBodyGathers: whether r's body is to be
+ * gathered for handler (its body comes, and the handler does not take it
+ * as it comes).
+ */
+typedef void (*CorBodyGatheredFn)(CorRequest* r, int rc, void* arg);
+
+bool corRequestBodyGathers(const CorRequest* r, const CorHandler* handler);
+void corRequestBodyGather(CorRequest* r, CorBodyGatheredFn fn, void* arg);
 
 /* Streams (corStream.c): the handler returned (the head goes out if it
  * has not, and the end may follow); and the stream's memory, at the
@@ -665,6 +685,7 @@ typedef struct {
     /* Read by the generation's main thread during a drain. */
     atomic_uint inFlight;
     atomic_uint finishing;
+    atomic_uint onWorkers;      /* phases handed to a worker, not back */
 } CorLoopCounters;
 
 /* A gauge the loop alone writes and the main thread reads: a plain
@@ -683,6 +704,7 @@ typedef struct {
     atomic_ulong reloadsOk;
     atomic_ulong reloadsFailed;
     atomic_ulong generationCrashes;
+    atomic_ulong reloadRollbacks;
 } CorMasterCounters;
 
 extern CorMasterCounters* corMasterCounters;
@@ -866,8 +888,15 @@ void corSystemdListenCloseRest(void);
 /* ---- Logs (corLog.c) ----------------------------------------------------- */
 
 int corLogOpen(const char* errorPath, const char* level);
+/* The error log's fd: a reopen keeps its number (a crash report writes to
+ * it from a signal handler). */
+int corLogFd(void);
 /* Reopens the error log and the access log (SIGUSR1). */
 int corLogReopen(void);
+/* A thread that crashes says which, with the handler, its module and the
+ * request it served (corCrash.c): armed on the calling thread and set up
+ * for every thread that arms it (corCoCrashArm) from now on. */
+void corCrashReportInit(void);
 /* The access log (log.access): whether it is on, its format ("combined"
  * or "json"), and a write of one whole line (reopened on SIGUSR1). */
 bool corAccessLogEnabled(void);
@@ -879,6 +908,15 @@ int corAccessLogOpen(const char* path, const char* format,
                      CorConfErrors* errors);
 
 /* ---- The master (corMaster.c) and the processes -------------------------- */
+
+/* The instance (corInstance.c): made by the master before its first
+ * generation, or taken up from the old master's environment after an
+ * upgrade. */
+void corInstanceInit(bool upgraded);
+
+/* What the master sends with the SIGQUIT (sigqueue) that tells a
+ * generation another takes its place (corGenerationReplaced). */
+#define COR_SIGNAL_REPLACED 0x7265706c
 
 typedef struct {
     const char* configFile;
@@ -901,6 +939,14 @@ void corMasterStatusWrite(const CorConfig* config, const char* outcome,
                           const char* detail);
 void corMasterStatusContinue(const CorConfig* config);
 void corMasterStatusReset(const CorConfig* config);
+
+/* The rollback of a reload (corMasterRollback.c). The configuration a
+ * reload replaced, kept (the callee owns it) while the new one is young;
+ * and, each time a generation of the new one dies or cannot start, the
+ * kept one when it is time to go back to it (the caller owns it then,
+ * why says why), else NULL. */
+void corMasterRollbackKeep(CorConfig* replaced);
+CorConfig* corMasterRollbackDue(char* why, size_t cap);
 
 /* The binary upgrade (corMasterUpgrade.c). The old master's side: start
  * the binary at corSelfPath on configFile with these listeners passed

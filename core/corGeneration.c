@@ -62,6 +62,9 @@ static unsigned listenerOwnCount;
 /* Loops that have run their protocols' drain (and so stopped accepting). */
 static atomic_uint loopsDrained;
 
+/* The master said another generation takes this one's place. */
+static atomic_bool replaced;
+
 /* ---- Listeners ----------------------------------------------------------- */
 
 int
@@ -119,6 +122,7 @@ loopMain(void* arg)
     CorEvLoop* loop = corRuntime.loops[t->index];
 
     corLoopIndexSet((int)t->index);
+    corCoCrashArm();
     corEvLoopBind(loop);
     corRequestStallInit(loop);
     t->startRc = corModulesLoopInit(loop, t->index);
@@ -269,12 +273,12 @@ drainWaitingLog(uint64_t deadline)
         }
     }
     corLog(COR_LOG_INFO, "draining: waiting for %u connection%s%s%s%s, %u "
-           "request%s in flight (%u in a post-response phase); stopped in "
-           "%llu ms at the latest (runtime.stop_timeout)",
+           "request%s in flight (%u on workers, %u in a post-response "
+           "phase); stopped in %llu ms at the latest (runtime.stop_timeout)",
            connectionsOpen(), connectionsOpen() == 1 ? "" : "s",
            n > 0 ? " (" : "", byProtocol, n > 0 ? ")" : "",
            corRequestsInFlight(), corRequestsInFlight() == 1 ? "" : "s",
-           corRequestsFinishing(),
+           corRequestsOnWorkers(), corRequestsFinishing(),
            (unsigned long long)(deadline - corEvClockMs()));
 }
 
@@ -332,7 +336,14 @@ static void
 stop(void)
 {
     unsigned finishing = corRequestsFinishing();
+    unsigned inFlight = corRequestsInFlight();
 
+    if (inFlight > finishing) {
+        corLog(COR_LOG_INFO, "stopping with %u request%s in flight (%u on "
+               "workers): their waits are cancelled, and a handler still "
+               "queued for a worker does not start", inFlight - finishing,
+               inFlight - finishing == 1 ? "" : "s", corRequestsOnWorkers());
+    }
     if (finishing > 0) {
         corLog(COR_LOG_WARN, "stopping with %u post-response phase%s still "
                "running: their waits are cancelled (runtime.stop_timeout "
@@ -356,6 +367,12 @@ stop(void)
 }
 
 /* ---- The generation ------------------------------------------------------ */
+
+bool
+corGenerationReplaced(void)
+{
+    return atomic_load(&replaced);
+}
 
 static void
 reportAndExit(int readyFd, CorConfErrors* errors)
@@ -431,6 +448,8 @@ corGenerationPrepare(const CorConfig* config, CorConfErrors* errors)
         .bodyTimeoutMs = config->limits.bodyTimeoutMs,
         .keepaliveTimeoutMs = config->limits.keepaliveTimeoutMs,
         .sendTimeoutMs = config->limits.sendTimeoutMs,
+        .bodyMemory = config->limits.bodyMemory,
+        .bodySpoolDir = config->limits.bodySpoolDir,
     };
     corRuntime.loopCount = config->runtime.loops;
     corRuntime.coroutines = config->runtime.coroutines.enabled
@@ -498,6 +517,7 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
     int sig;
 
     masterDeathWatch(master);
+    corCrashReportInit();
 
     corLog(COR_LOG_INFO, "generation %u starting: %u loop%s%s, %u worker%s, "
            "coroutines %s", generation, config->runtime.loops,
@@ -553,8 +573,15 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
     sigaddset(&signals, SIGINT);
     sigaddset(&signals, SIGUSR1);
     for (;;) {
-        if (sigwait(&signals, &sig) != 0) {
+        siginfo_t info;
+
+        if ((sig = sigwaitinfo(&signals, &info)) < 0) {
             continue;
+        }
+        if (sig == SIGQUIT && info.si_code == SI_QUEUE
+            && info.si_pid == master
+            && info.si_value.sival_int == COR_SIGNAL_REPLACED) {
+            atomic_store(&replaced, true);
         }
         if (sig == SIGUSR1) {
             corLogReopen();

@@ -79,6 +79,12 @@ reopenOver(const char* path, int fd)
 }
 
 int
+corLogFd(void)
+{
+    return logFd;
+}
+
+int
 corLogReopen(void)
 {
     int rc = reopenOver(logPath, logFd);

@@ -6,7 +6,8 @@
  *                                foreground, on FILE (default conf/cor.yaml)
  *   cor -t [-c FILE]             check FILE completely: parse, load and
  *                                initialise the modules, resolve the routes;
- *                                listen on nothing. "configuration ok", or
+ *                                listen on nothing. "configuration ok" and a
+ *                                "read FILE" line a file read (includes), or
  *                                the errors; exit 0 or 1
  *   cor -s SIGNAL [-c FILE]      reload | stop | quit | reopen | upgrade the
  *                                running master (its pid file); reload and
@@ -57,6 +58,11 @@ corConfigCheck(const CorOptions* options)
     if (config != NULL && corGenerationPrepare(config, &errors) == 0
         && errors.count == 0) {
         printf("configuration ok: %s\n", options->configFile);
+        /* nginx -T's "# configuration file" lines: which files the
+         * includes brought in is what a glob leaves one unsure of. */
+        for (size_t i = 0; corConfFileRead(config->root, i) != NULL; i++) {
+            printf("read %s\n", corConfFileRead(config->root, i));
+        }
         return 0;
     }
     fprintf(stderr, "%s", errors.text ? errors.text : "");

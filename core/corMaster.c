@@ -13,7 +13,9 @@
  * accepting, finishes what it has in flight, answers each connection's
  * next request with a close, and exits. A new generation that fails to
  * start leaves the old one serving. Each outcome is written to the status
- * file (the pid file + ".reload") that `cor -s reload` waits on.
+ * file (the pid file + ".reload") that `cor -s reload` waits on. A new
+ * configuration whose generations keep dying soon after is rolled back
+ * (corMasterRollback.c says when): the one before it serves again.
  */
 #include "corCoreInt.h"
 
@@ -359,6 +361,7 @@ generationStart(Generation* g, CorConfErrors* errors)
     char buf[8192];
     size_t len;
     pid_t master;
+    int status = 0;
 
     /* The page of the generation it replaces (after a crash) is let go:
      * each generation beats on a fresh one. */
@@ -396,20 +399,27 @@ generationStart(Generation* g, CorConfErrors* errors)
         atomic_fetch_add(&corMasterCounters->generations, 1);
         return 0;
     }
+    kill(g->pid, SIGKILL);
+    waitpid(g->pid, &status, 0);
+    /* The pid is reaped and may be reused: nothing may signal it now. */
+    g->pid = 0;
     if (len > 1) {
         /* Its errors, one a line, as it wrote them. */
         for (char* line = strtok(buf + 1, "\n"); line != NULL;
              line = strtok(NULL, "\n")) {
             corConfErrorf(errors, NULL, "%s", line);
         }
+    } else if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL) {
+        /* A crash before its word (a module's init, a request served as
+         * its loops started) is a crash as a serving one's is. */
+        atomic_fetch_add(&corMasterCounters->generationCrashes, 1);
+        corConfErrorf(errors, NULL, "the new generation died (signal %d) "
+                      "before it was ready: see its crash report in the log",
+                      WTERMSIG(status));
     } else {
         corConfErrorf(errors, NULL, "the new generation did not start (it "
                       "crashed or hung; see the log)");
     }
-    kill(g->pid, SIGKILL);
-    waitpid(g->pid, NULL, 0);
-    /* The pid is reaped and may be reused: nothing may signal it now. */
-    g->pid = 0;
     return -1;
 }
 
@@ -433,6 +443,18 @@ drainingForget(pid_t pid)
         if (draining[i] == pid) {
             draining[i] = 0;
         }
+    }
+}
+
+/* Tell generation pid to drain because another takes its place (a reload,
+ * an upgrade), not because the instance stops: the SIGQUIT says so in its
+ * value (corGenerationReplaced). */
+static void
+generationReplaced(pid_t pid)
+{
+    if (sigqueue(pid, SIGQUIT, (union sigval){
+                     .sival_int = COR_SIGNAL_REPLACED }) != 0) {
+        kill(pid, SIGQUIT);
     }
 }
 
@@ -489,6 +511,48 @@ reloadFailed(Generation* next, CorConfErrors* errors)
     corConfErrorsFree(errors);
 }
 
+/* Open next's listeners (next->config's) and start its generation.
+ * Returns 0, or -1 with errors set. */
+static int
+generationOpen(Generation* next, CorConfErrors* errors)
+{
+    fdLimitCheck(next->config);
+    next->listeners = listenersOpen(next->config, errors);
+    next->listenerCount = next->config->listenCount;
+    if (next->listeners == NULL) {
+        return -1;
+    }
+    return generationStart(next, errors);
+}
+
+/*
+ * next, started, takes over: the old generation drains; its sockets that
+ * the new one does not use are closed here (its own copies close when it
+ * drains). After a failed replacement there is no old generation: its pid
+ * is 0, and kill(0) would signal the whole process group, this master
+ * too. Returns the old configuration, the caller's now.
+ */
+static CorConfig*
+generationSwitch(Generation* next)
+{
+    CorConfig* old = current.config;
+
+    if (current.pid > 0) {
+        generationReplaced(current.pid);
+        drainingAdd(current.pid);
+    }
+    listenersClose(current.listeners, current.listenerCount, next);
+    if (strcmp(current.config->log.pidFile, next->config->log.pidFile) != 0
+        && corMasterPidFileWrite(next->config->log.pidFile) == 0) {
+        unlink(current.config->log.pidFile);
+    }
+    corHeartbeatFree(current.heartbeat);
+    current = *next;
+    return old;
+}
+
+/* The configuration it replaced is kept, for a rollback while the new one
+ * is young (corMasterRollback.c). */
 static void
 reload(void)
 {
@@ -498,32 +562,11 @@ reload(void)
     corSystemdReloading(configFile);
     corLog(COR_LOG_INFO, "reloading %s", configFile);
     next.config = corConfigLoad(configFile, &errors);
-    if (next.config != NULL) {
-        fdLimitCheck(next.config);
-        next.listeners = listenersOpen(next.config, &errors);
-        next.listenerCount = next.config->listenCount;
-    }
-    if (next.config == NULL || next.listeners == NULL
-        || generationStart(&next, &errors) != 0) {
+    if (next.config == NULL || generationOpen(&next, &errors) != 0) {
         reloadFailed(&next, &errors);
         return;
     }
-    /* The old generation drains; its sockets that the new one does not
-     * use are closed here (its own copies close when it drains). After a
-     * failed replacement there is no old generation: its pid is 0, and
-     * kill(0) would signal the whole process group, this master too. */
-    if (current.pid > 0) {
-        kill(current.pid, SIGQUIT);
-        drainingAdd(current.pid);
-    }
-    listenersClose(current.listeners, current.listenerCount, &next);
-    if (strcmp(current.config->log.pidFile, next.config->log.pidFile) != 0
-        && corMasterPidFileWrite(next.config->log.pidFile) == 0) {
-        unlink(current.config->log.pidFile);
-    }
-    corConfigFree(current.config);
-    corHeartbeatFree(current.heartbeat);
-    current = next;
+    corMasterRollbackKeep(generationSwitch(&next));
     atomic_fetch_add(&corMasterCounters->reloadsOk, 1);
     corLog(COR_LOG_INFO, "reload done: generation %u serving",
            current.number);
@@ -532,30 +575,79 @@ reload(void)
     corConfErrorsFree(&errors);
 }
 
+static void replace(void);
+
 /*
- * Start a generation in place of one that died. A failure (a module file
- * gone meanwhile) leaves none, so it is tried again each second (SIGALRM)
- * until one starts; the listeners stay open meanwhile.
+ * Go back to the configuration before the last reload, whose successor
+ * keeps dying (why): a generation of it takes over, as in a reload. The
+ * file still holds the new one, which a later reload reads again. If the
+ * old one cannot start either, the new one is replaced as before.
+ */
+static void
+rollback(CorConfig* config, const char* why)
+{
+    CorConfErrors errors = { 0 };
+    Generation back = { .config = config };
+
+    corLog(COR_LOG_ERROR, "rolling back to the configuration before the "
+           "last reload: %s; %s still holds the new one", why, configFile);
+    if (generationOpen(&back, &errors) != 0) {
+        corLog(COR_LOG_ERROR, "the rollback failed, the new configuration "
+               "is started again: %s", errors.text ? errors.text : "");
+        if (back.listeners != NULL) {
+            listenersClose(back.listeners, back.listenerCount, &current);
+        }
+        corHeartbeatFree(back.heartbeat);
+        corConfigFree(config);
+        corConfErrorsFree(&errors);
+        replace();
+        return;
+    }
+    corConfigFree(generationSwitch(&back));
+    atomic_fetch_add(&corMasterCounters->reloadRollbacks, 1);
+    corLog(COR_LOG_INFO, "rollback done: generation %u serving the "
+           "configuration before the last reload", current.number);
+    corSystemdNotify("STATUS=generation %u serving the configuration "
+                     "before the last reload (rolled back)", current.number);
+    corConfErrorsFree(&errors);
+}
+
+/*
+ * Start a generation in place of one that died, or go back to the
+ * configuration before the last reload when the new one keeps dying. A
+ * failure (a module file gone meanwhile) leaves none, so it is tried
+ * again each second (SIGALRM) until one starts; the listeners stay open
+ * meanwhile.
  */
 static void
 replace(void)
 {
     CorConfErrors errors = { 0 };
+    char why[256];
+    CorConfig* back;
 
     sleep(1);   /* a crash loop must not spin */
     if (generationStart(&current, &errors) != 0) {
         corLog(COR_LOG_ERROR, "no generation could start, trying again:\n%s",
                errors.text ? errors.text : "");
         current.pid = 0;
-        alarm(1);
+        back = corMasterRollbackDue(why, sizeof(why));
+        if (back != NULL) {
+            rollback(back, why);
+        } else {
+            alarm(1);
+        }
     }
     corConfErrorsFree(&errors);
 }
 
-/* Reap what exited; a generation that died unasked is replaced. */
+/* Reap what exited; a generation that died unasked is replaced, or its
+ * configuration rolled back. */
 static void
 reap(void)
 {
+    char why[256];
+    CorConfig* back;
     int status;
     pid_t pid;
 
@@ -565,12 +657,18 @@ reap(void)
             continue;
         }
         atomic_fetch_add(&corMasterCounters->generationCrashes, 1);
-        corLog(COR_LOG_ERROR, "generation %u (pid %d) died (%s %d): "
-               "starting another", current.number, (int)pid,
+        back = corMasterRollbackDue(why, sizeof(why));
+        corLog(COR_LOG_ERROR, "generation %u (pid %d) died (%s %d): %s",
+               current.number, (int)pid,
                WIFSIGNALED(status) ? "signal" : "exit status",
-               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+               WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
+               back != NULL ? "rolling back" : "starting another");
         current.pid = 0;
-        replace();
+        if (back != NULL) {
+            rollback(back, why);
+        } else {
+            replace();
+        }
     }
 }
 
@@ -687,6 +785,9 @@ masterStop(int sig)
     listenersClose(current.listeners, current.listenerCount, NULL);
     current.listeners = NULL;
     current.listenerCount = 0;
+    if (upgradedTo != 0 && current.pid > 0) {
+        generationReplaced(current.pid);    /* the new master's goes on */
+    }
     signalGenerations(sig == SIGQUIT ? SIGQUIT : SIGTERM);
     waitForChildren(current.config->runtime.stopTimeoutMs + 5000);
     if (upgradedTo == 0) {
@@ -760,6 +861,7 @@ masterOpen(const char* file)
     fdLimitRaise();
     fdLimitCheck(current.config);
     upgradedFrom = corUpgradeInit();
+    corInstanceInit(upgradedFrom > 0);
     running = corMasterPidFileAlive(current.config->log.pidFile);
     if (running > 0 && running != upgradedFrom) {
         fprintf(stderr, "cor: a master is running already (pid %d, pid file "

@@ -156,9 +156,12 @@ emitMaster(CorMetricsOut* t)
     }
     emitCounter(t, "generations_total", "Worker generations started.",
                 atomic_load(&corMasterCounters->generations));
-    emitCounter(t, "generation_crashes_total", "Generations that died and "
-                "were replaced.",
+    emitCounter(t, "generation_crashes_total", "Generations that died "
+                "unasked: crashed or exited serving, or crashed starting.",
                 atomic_load(&corMasterCounters->generationCrashes));
+    emitCounter(t, "reload_rollbacks_total", "Reloads taken back: the new "
+                "configuration's generations kept dying soon after it.",
+                atomic_load(&corMasterCounters->reloadRollbacks));
     corMetricsPrintf(t, "# HELP cor_reloads_total Reloads, by outcome.\n"
                      "# TYPE cor_reloads_total counter\n"
                      "cor_reloads_total{result=\"ok\"} %llu\n"

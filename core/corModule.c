@@ -297,14 +297,13 @@ corModuleInfo(const char* load)
 /* ---- Lifecycle ----------------------------------------------------------- */
 
 static int
-loadOne(CorModule* m, const CorConfigModule* entry, const CorConfig* config,
-        CorConfErrors* errors)
+loadOne(CorModule* m, const CorConfigModule* entry, CorConfErrors* errors)
 {
     char why[512];
 
     m->errors = errors;
     m->conf = entry->node;
-    m->path = corModulePath(entry->load, config->file);
+    m->path = corModulePath(entry->load, corConfFile(entry->node));
     if (m->path == NULL) {
         corConfErrorf(errors, entry->node, "out of memory");
         return -1;
@@ -352,7 +351,7 @@ corModulesLoad(const CorConfig* config, const CorHandler* builtins,
         unsigned before = errors->count;
         char where[32];
 
-        if (loadOne(&modules[moduleCount], entry, config, errors) != 0) {
+        if (loadOne(&modules[moduleCount], entry, errors) != 0) {
             rc = -1;
         }
         moduleCount++;

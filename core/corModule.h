@@ -423,7 +423,10 @@ unsigned corResponseHeaderRemove(CorRequest* r, const char* name);
  * the bytes are handed on as the client sends them (what was read lets
  * the client send more, so a body of any size passes in bounded memory);
  * otherwise the body came whole before the handler ran and the reads
- * take it out of r->body. From the handler (any thread it runs on), one
+ * take it out of r->body (or, for a body past limits.body_memory, which
+ * r->body maps from an unlinked file, out of that file: a large body is
+ * read in the caller's buffer, never all in memory). From the handler
+ * (any thread it runs on), one
  * reader at a time. Waits up to timeoutMs for a byte (< 0: no limit, 0:
  * not at all). Returns the count (> 0), 0 at the body's end, -EAGAIN
  * (timeoutMs 0, nothing yet), -ETIMEDOUT (this wait, or the client's
@@ -434,6 +437,10 @@ unsigned corResponseHeaderRemove(CorRequest* r, const char* name);
  */
 ssize_t corRequestBodyRead(CorRequest* r, void* buf, size_t len,
                            int timeoutMs);
+/* The request body's length in bytes when it is known: one that came
+ * whole (r->bodyLen), or one that comes whose client said its length
+ * (Content-Length); -1 while one of a length not said comes. */
+int64_t corRequestBodySize(const CorRequest* r);
 
 /* A response trailer, sent after the body (both strings copied; the same
  * checks as corResponseHeader's): before corRespond, or before
@@ -710,6 +717,27 @@ typedef struct {
  * thread to be had); nothing is sent then, and nothing counted.
  */
 int corNotify(CorRequest* r, const CorNotification* n);
+
+/* ---- The instance -------------------------------------------------------- */
+
+/*
+ * This instance of cor, "HOST-PID-RANDOM" (12 bytes of the host name, the
+ * master's PID, 24 random bits): the same in every generation of one
+ * master (reloads) and after a binary upgrade, and never the same in two
+ * instances of one configuration. For what a module names to the world
+ * and must take up again after a reload (a broker's client id). Static
+ * text; any thread.
+ */
+const char* corInstance(void);
+
+/*
+ * Whether this generation stops because another of the same instance
+ * takes its place (a reload, a binary upgrade), not because the instance
+ * stops: what a module keeps for its successor (a broker's session) is
+ * kept then, and let go otherwise. False until the generation is told to
+ * stop; any thread.
+ */
+bool corGenerationReplaced(void);
 
 /* ---- Networks (corNet.c) ------------------------------------------------ */
 

@@ -166,6 +166,12 @@ struct CorProtocolOps {
     void (*bodyConsumed)(CorRequest* r, size_t n);
     /* Which protocol counts r in /metrics. */
     CorProtocolKind kind;
+    /* r, served at its head with its body still to come, passed its
+     * limits, its route and its guards: its handler will read the body.
+     * A client that waits to be told to send it (Expect: 100-continue) is
+     * told now; one refused got its answer instead, the body unread. On
+     * r's loop; NULL: nothing to tell. */
+    void (*bodyWanted)(CorRequest* r);
 };
 
 /*
@@ -197,6 +203,9 @@ void corRequestServe(CorRequest* r, const CorProtocolOps* ops,
  */
 bool corRequestBodyStreams(const CorRequest* r);
 int corRequestBodyBegin(CorRequest* r);
+/* The body, begun, brings len bytes (Content-Length): its handler and the
+ * HTTP client know its length before its end (corRequestBodySize). */
+void corRequestBodyLengthSay(CorRequest* r, uint64_t len);
 int corRequestBodyPut(CorRequest* r, const void* data, size_t len);
 void corRequestBodyEnd(CorRequest* r, int rc);
 

@@ -89,6 +89,12 @@ corRequestsFinishing(void)
     return gaugeSum(offsetof(CorLoopCounters, finishing));
 }
 
+unsigned
+corRequestsOnWorkers(void)
+{
+    return gaugeSum(offsetof(CorLoopCounters, onWorkers));
+}
+
 static bool
 wantsCoroutine(CorRun run, bool (*hook)(const CorRequest*),
                const CorRequest* r)
@@ -180,6 +186,7 @@ phaseDone(CorRequest* r)
 static void
 servedOnLoop(CorEvTask* task)
 {
+    corMetricsGaugeAdd(&corMetricsLoopCurrent()->onWorkers, -1);
     phaseDone(corContainerOf(task, CorRequest, task));
 }
 
@@ -188,6 +195,20 @@ serveOnWorker(CorEvTask* task)
 {
     CorRequest* r = corContainerOf(task, CorRequest, task);
 
+    if (atomic_load(&corRuntime.stopping) && !r->inFinish
+        && !inSession(r)) {
+        /* Still queued when the stop came: its handler never starts, as
+         * on a loop a stop leaves nothing new to run. Started, it would
+         * find every wait cancelled, but not a wait of its own that no
+         * cancel reaches (a condition variable it looks at now and then):
+         * hundreds of those queued on a few workers held a stop past the
+         * master's patience. Answered as the pool refuses one once shut
+         * (dispatch); a post-response phase and a session still run, as
+         * there. */
+        corRespondSet(r, 503, "text/plain", "stopping\n", 9);
+        corEvLoopPost(r->loop, &r->task, servedOnLoop);
+        return;
+    }
     threadRequest = r;
     corRestCancelBind(&r->cancel);
     runPhase(r);
@@ -314,6 +335,8 @@ dispatch(CorRequest* r, bool coroutine, uint64_t timeoutMs)
         c->ranWorker++;
     }
     if (corEvPoolPost(corRuntime.workers, &r->task, serveOnWorker) == 0) {
+        /* Counted on r's loop, given back there (servedOnLoop). */
+        corMetricsGaugeAdd(&corMetricsLoopCurrent()->onWorkers, 1);
         return;
     }
     /* The pool is shutting down. The response is out already when this
@@ -461,7 +484,66 @@ routed(CorRequest* r, const CorRouteMatch* match)
     dispatch(r, coroutine, match->timeoutMs);
 }
 
-static const CorGuardNext guardNext = { .routed = routed,
+/* The status a body that failed while it was gathered is refused
+ * with: the protocol answered it already where it could (413, 400, 408),
+ * so this one goes nowhere but the access log. */
+static int
+bodyFailedStatus(int rc)
+{
+    switch (rc) {
+    case -EMSGSIZE:
+        return 413;
+    case -ETIMEDOUT:
+        return 408;
+    case -EPROTO:
+    case -ECONNRESET:
+        return 400;
+    default:
+        return 500;             /* its file could not be written */
+    }
+}
+
+/* r's body came whole (or failed) after its route accepted it. */
+static void
+bodyGathered(CorRequest* r, int rc, void* arg)
+{
+    if (rc < 0) {
+        r->cut = rc == -ECONNRESET;
+        refused(r, bodyFailedStatus(rc));
+        return;
+    }
+    routed(r, arg);
+}
+
+/*
+ * r passed its limits, its route and its guards. A body still to come
+ * (r was served at its head) is wanted now, not before: a client that
+ * waits to be told (Expect: 100-continue) is told only here, so that one
+ * refused sends none of it, as nginx's. A handler that takes it whole
+ * gets it once it came.
+ */
+static void
+admitted(CorRequest* r, const CorRouteMatch* match)
+{
+    CorRouteMatch* kept;
+
+    if (r->bodyIn != NULL && r->ops->bodyWanted != NULL) {
+        r->ops->bodyWanted(r);
+    }
+    if (!corRequestBodyGathers(r, &match->handler->handler)) {
+        routed(r, match);
+        return;
+    }
+    kept = corRequestAlloc(r, sizeof(*kept));
+    if (kept == NULL) {
+        refused(r, 500);
+        return;
+    }
+    *kept = *match;
+    corRequestBodyGather(r, bodyGathered, kept);
+}
+
+static const CorGuardNext guardNext = { .routed = admitted,
                                         .refused = refused };
 
 /* r's route found, its guards run: the 404 and 405 are the core's. */

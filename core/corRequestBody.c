@@ -73,6 +73,8 @@ corRequestBodyBegin(CorRequest* r)
     }
     pthread_mutex_init(&in->lock, NULL);
     in->wakeFd = -1;
+    in->spoolFd = -1;
+    in->lengthSaid = -1;
     in->r = r;
     r->bodyIn = in;
     r->body = "";
@@ -94,6 +96,12 @@ corRequestBodyPut(CorRequest* r, const void* data, size_t len)
     pthread_mutex_unlock(&in->lock);
     news(in);
     return rc == 0 ? 0 : -ENOMEM;
+}
+
+void
+corRequestBodyLengthSay(CorRequest* r, uint64_t len)
+{
+    r->bodyIn->lengthSaid = len <= INT64_MAX ? (int64_t)len : -1;
 }
 
 void
@@ -119,13 +127,21 @@ corRequestBodyWatch(CorRequest* r, CorBodyWatchFn fn, void* arg)
     }
 }
 
+int64_t
+corRequestBodySize(const CorRequest* r)
+{
+    const CorBodyIn* in = r->bodyIn;
+
+    return in == NULL || in->whole ? (int64_t)r->bodyLen : in->lengthSaid;
+}
+
 int
 corRequestBodyWakeFd(CorRequest* r)
 {
     CorBodyIn* in = r->bodyIn;
     int fd;
 
-    if (in == NULL) {
+    if (in == NULL || in->whole) {
         return -EINVAL;
     }
     pthread_mutex_lock(&in->lock);
@@ -151,6 +167,7 @@ corRequestBodyFree(CorRequest* r)
     if (in->wakeFd >= 0) {
         close(in->wakeFd);
     }
+    corRequestBodySpoolFree(in);
     corBufFree(&in->buf);
     pthread_mutex_destroy(&in->lock);
     free(in);

@@ -2,8 +2,10 @@
 /*
  * A streamed request body's insides, shared by its two sides:
  * corRequestBody.c (the protocol puts, the HTTP client watches, the
- * request's release frees) and corRequestBodyTake.c (the handler takes).
- * Never included from outside them.
+ * request's release frees), corRequestBodyTake.c (the handler takes) and
+ * corRequestBodySpool.c (the core gathers it whole for a handler that
+ * takes it so, in a file past limits.body_memory). Never included from
+ * outside them.
  */
 #ifndef COR_REQUEST_BODY_IN_H
 #define COR_REQUEST_BODY_IN_H
@@ -25,6 +27,20 @@ struct CorBodyIn {
     CorEvTask task;
     CorBodyWatchFn watch;       /* on the loop, after each put */
     void* watchArg;
+    int64_t lengthSaid;         /* what the protocol said it brings, or -1 */
+    /* Gathered whole before a handler that does not stream it
+     * (corRequestBodySpool.c): */
+    bool whole;                 /* r->body holds all of it */
+    size_t told;                /* told to the protocol as taken */
+    int spoolFd;                /* its file past limits.body_memory, or -1 */
+    void* map;                  /* r->body, the file mapped, or NULL */
+    CorBodyGatheredFn gathered; /* called once it came (or failed) */
+    void* gatheredArg;
+    int gatherRc;               /* what it is told */
+    CorEvSoon gatherSoon;
 };
+
+/* Free what corRequestBodySpool.c holds of in: the mapping, the file. */
+void corRequestBodySpoolFree(CorBodyIn* in);
 
 #endif

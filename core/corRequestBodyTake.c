@@ -53,6 +53,33 @@ consumedOnLoop(CorEvTask* task)
 
 /* ---- The handler's side -------------------------------------------------- */
 
+/* A body that came whole: out of r->body, or of its file when it was
+ * spooled (a pread touches no page of the mapping, so a large body passes
+ * in the caller's buffer). */
+static ssize_t
+wholeTake(CorRequest* r, void* buf, size_t len)
+{
+    const CorBodyIn* in = r->bodyIn;
+    size_t n = r->bodyLen - r->bodyTaken;
+
+    n = n < len ? n : len;
+    if (n == 0) {
+        return 0;
+    }
+    if (in != NULL && in->spoolFd >= 0) {
+        ssize_t got = pread(in->spoolFd, buf, n, (off_t)r->bodyTaken);
+
+        if (got <= 0) {
+            return got < 0 ? -errno : -EIO;
+        }
+        n = (size_t)got;
+    } else {
+        memcpy(buf, r->body + r->bodyTaken, n);
+    }
+    r->bodyTaken += n;
+    return (ssize_t)n;
+}
+
 ssize_t
 corRequestBodyTake(CorRequest* r, void* buf, size_t len)
 {
@@ -61,14 +88,8 @@ corRequestBodyTake(CorRequest* r, void* buf, size_t len)
     bool post;
     int end;
 
-    if (in == NULL) {
-        n = r->bodyLen - r->bodyTaken;
-        n = n < len ? n : len;
-        if (n > 0) {
-            memcpy(buf, r->body + r->bodyTaken, n);
-            r->bodyTaken += n;
-        }
-        return (ssize_t)n;
+    if (in == NULL || in->whole) {
+        return wholeTake(r, buf, len);
     }
     pthread_mutex_lock(&in->lock);
     n = corBufPending(&in->buf);

@@ -13,6 +13,7 @@
 #ifndef COR_CO_H
 #define COR_CO_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -100,6 +101,49 @@ void corCoPoolFit(unsigned live);
 /* Release the calling thread's pooled stacks and its crash-report stack.
  * Threads that created coroutines call it before they exit. */
 void corCoThreadExit(void);
+
+/* ---- Crash reports ------------------------------------------------------ */
+
+/*
+ * A thread that dies of SIGSEGV, SIGBUS, SIGFPE, SIGILL or SIGABRT writes
+ * one line (corCoGuard.c): what the report function says of it, and the
+ * coroutine whose stack overflowed if that is what killed it. A thread
+ * gets the report with its first coroutine, or with corCoCrashArm.
+ */
+
+/* A line built in a signal handler: no malloc, no stdio; what does not fit
+ * is cut. */
+typedef struct {
+    char text[1024];
+    size_t len;
+} CorCoCrashLine;
+
+void corCoCrashPut(CorCoCrashLine* line, const char* bytes, size_t len);
+void corCoCrashPutText(CorCoCrashLine* line, const char* text);
+/* In base 10, or 16 with a 0x. */
+void corCoCrashPutNumber(CorCoCrashLine* line, uint64_t value, unsigned base);
+
+/*
+ * Says what the dying thread was doing, into line, for signal sig. Runs in
+ * the signal handler on the thread's alternate stack: only async-signal-
+ * safe calls, nothing that takes a lock or allocates.
+ */
+typedef void (*CorCoCrashReportFn)(CorCoCrashLine* line, int sig,
+                                   const siginfo_t* info);
+
+/*
+ * The process's report function, and the fd its lines go to (stderr until
+ * then). Without one, only an overflow is reported. Set it before the
+ * threads start.
+ */
+void corCoCrashReportSet(int fd, CorCoCrashReportFn fn);
+
+/*
+ * Arm the report on the calling thread: the handler (once per process) and
+ * an alternate signal stack for this thread, released by corCoThreadExit.
+ * Returns 0, or -1 with errno set.
+ */
+int corCoCrashArm(void);
 
 /* ---- Inline definitions ------------------------------------------------ */
 

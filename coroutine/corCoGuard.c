@@ -1,21 +1,31 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The crash report for a coroutine stack overflow.
+ * The crash report: one line a thread writes as it dies of SIGSEGV, SIGBUS,
+ * SIGFPE, SIGILL (a compiler's trap for undefined behaviour) or SIGABRT.
  *
- * An overflow runs into the PROT_NONE guard page below the stack and raises
- * SIGSEGV. The handler cannot run on the stack that overflowed, so each
- * thread that runs coroutines gets an alternate signal stack. When the fault
- * address lies in the running coroutine's guard, the handler writes one
- * line naming the coroutine and its stack size, restores the default action
- * and returns: the faulting instruction runs again and the process dies of
- * SIGSEGV as a crash does, with its core dump and a truthful exit status.
- * Any other fault goes back to whatever handler was there before us.
+ * Its first cause was the coroutine stack overflow, which runs into the
+ * PROT_NONE guard page below the stack and raises SIGSEGV. The handler
+ * cannot run on the stack that overflowed, so each thread that runs
+ * coroutines, or that arms the report itself (a server's loops and
+ * workers), gets an alternate signal stack. The line says what the
+ * process's report function knows of the thread (a server: its loop, the
+ * handler, its module, the request) and, when the fault address lies in
+ * the running coroutine's guard, that coroutine and its stack size.
+ *
+ * It is written in the handler, where almost nothing is safe: no malloc,
+ * no stdio, no lock; the line is built in a buffer on the signal stack and
+ * handed to one write(). Then the signal goes on as if we had not been
+ * there: an overflow to the default action (the faulting instruction runs
+ * again and the process dies of SIGSEGV, with its core dump and a truthful
+ * exit status), anything else to the handler that was there before us (the
+ * default, or a sanitizer's, which then writes its own report). A signal
+ * sent with kill() or raise() (abort()) does not come back by itself, so it
+ * is sent again.
  */
 #include "corCoInt.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -23,77 +33,141 @@
 
 #define ALT_STACK_SIZE ((size_t)64 * 1024)
 
-static struct sigaction previous;
+static const int fatalSignals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+                                    SIGABRT };
+#define FATAL_COUNT (sizeof(fatalSignals) / sizeof(fatalSignals[0]))
+
+static struct sigaction previous[FATAL_COUNT];
 static pthread_once_t installOnce = PTHREAD_ONCE_INIT;
 static int installError;
 static __thread void* altStack;
+/* Set while this thread writes its report: a fault in the report itself
+ * (a request's memory the crash tore) must end the process, not recurse. */
+static __thread volatile sig_atomic_t reporting
+    __attribute__((tls_model("initial-exec")));
+static CorCoCrashReportFn reportFn;
+static int reportFd = STDERR_FILENO;
 
-/* Async-signal-safe formatting: write() only, no stdio. */
-static char*
-putText(char* p, const char* text)
+/* ---- The line, built without malloc or stdio ----------------------------- */
+
+void
+corCoCrashPut(CorCoCrashLine* line, const char* bytes, size_t len)
 {
-    while (*text != '\0') {
-        *p++ = *text++;
+    size_t room = sizeof(line->text) - 1 - line->len;
+
+    if (len > room) {
+        len = room;     /* the newline always fits */
     }
-    return p;
+    memcpy(line->text + line->len, bytes, len);
+    line->len += len;
 }
 
-static char*
-putNumber(char* p, uint64_t value, unsigned base)
+void
+corCoCrashPutText(CorCoCrashLine* line, const char* text)
+{
+    corCoCrashPut(line, text, strlen(text));
+}
+
+void
+corCoCrashPutNumber(CorCoCrashLine* line, uint64_t value, unsigned base)
 {
     char digits[24];
+    char out[26];
     int n = 0;
+    size_t len = 0;
 
     do {
         digits[n++] = "0123456789abcdef"[value % base];
         value /= base;
     } while (value != 0);
     if (base == 16) {
-        p = putText(p, "0x");
+        out[len++] = '0';
+        out[len++] = 'x';
     }
     while (n > 0) {
-        *p++ = digits[--n];
+        out[len++] = digits[--n];
     }
-    return p;
+    corCoCrashPut(line, out, len);
+}
+
+/* ---- The handler --------------------------------------------------------- */
+
+static void
+putOverflow(CorCoCrashLine* line, const CorCo* co, const void* addr)
+{
+    corCoCrashPutText(line, "coroutine ");
+    corCoCrashPutNumber(line, co->id, 10);
+    corCoCrashPutText(line, " overflowed its ");
+    corCoCrashPutNumber(line, co->stackSize, 10);
+    corCoCrashPutText(line, "-byte stack (fault at ");
+    corCoCrashPutNumber(line, (uintptr_t)addr, 16);
+    corCoCrashPutText(line, ", function ");
+    corCoCrashPutNumber(line, (uintptr_t)co->fn, 16);
+    corCoCrashPutText(line, ")");
+}
+
+/* The running coroutine when the fault hit its guard, else NULL. */
+static const CorCo*
+overflowed(int sig, const siginfo_t* info)
+{
+    const CorCo* co = corCoRunning;
+    const char* addr = info->si_addr;
+
+    if (sig == SIGSEGV && info->si_code > 0 && co != NULL
+        && addr >= co->stackLow - COR_CO_GUARD_BYTES && addr < co->stackLow) {
+        return co;
+    }
+    return NULL;
 }
 
 static void
-reportOverflow(const CorCo* co, const void* addr)
+report(int sig, const siginfo_t* info, const CorCo* co)
 {
-    char line[256];
-    char* p = line;
+    CorCoCrashReportFn fn = reportFn;
+    CorCoCrashLine line;
 
-    p = putText(p, "cor: coroutine ");
-    p = putNumber(p, co->id, 10);
-    p = putText(p, " overflowed its ");
-    p = putNumber(p, co->stackSize, 10);
-    p = putText(p, "-byte stack (fault at ");
-    p = putNumber(p, (uintptr_t)addr, 16);
-    p = putText(p, ", function ");
-    p = putNumber(p, (uintptr_t)co->fn, 16);
-    p = putText(p, ")\n");
-    if (write(STDERR_FILENO, line, (size_t)(p - line)) < 0) {
+    line.len = 0;
+    if (fn != NULL) {
+        fn(&line, sig, info);
+        if (co != NULL) {
+            corCoCrashPutText(&line, "; ");
+        }
+    } else if (co != NULL) {
+        corCoCrashPutText(&line, "cor: ");
+    }
+    if (co != NULL) {
+        putOverflow(&line, co, info->si_addr);
+    }
+    if (line.len == 0) {
+        return;
+    }
+    line.text[line.len++] = '\n';
+    if (write(reportFd, line.text, line.len) < 0) {
         /* Nothing left to tell it to: the process is about to die. */
     }
 }
 
 static void
-onSegv(int sig, siginfo_t* info, void* context)
+onFatal(int sig, siginfo_t* info, void* context)
 {
-    const CorCo* co = corCoRunning;
-    const char* addr = info->si_addr;
+    const CorCo* co = overflowed(sig, info);
+    unsigned i = 0;
 
     (void)context;
-    if (info->si_code > 0 && co != NULL
-        && addr >= co->stackLow - COR_CO_GUARD_BYTES && addr < co->stackLow) {
-        reportOverflow(co, addr);
-        signal(sig, SIG_DFL);
-        return;
+    while (i + 1 < FATAL_COUNT && fatalSignals[i] != sig) {
+        i++;
     }
-    /* Not ours: whoever handled SIGSEGV before us gets it. A fault runs
-     * again on return and reaches that handler; a signal sent with kill()
-     * or raise() does not come back by itself, so it is sent again. */
-    sigaction(sig, &previous, NULL);
+    if (reporting) {
+        signal(sig, SIG_DFL);
+    } else {
+        reporting = 1;
+        report(sig, info, co);
+        if (co != NULL) {
+            signal(sig, SIG_DFL);
+        } else {
+            sigaction(sig, &previous[i], NULL);
+        }
+    }
     if (info->si_code <= 0) {
         raise(sig);
     }
@@ -105,16 +179,25 @@ installHandler(void)
     struct sigaction sa;
 
     memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = onSegv;
+    sa.sa_sigaction = onFatal;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_NODEFER;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGSEGV, &sa, &previous) != 0) {
-        installError = errno;
+    for (unsigned i = 0; i < FATAL_COUNT; i++) {
+        if (sigaction(fatalSignals[i], &sa, &previous[i]) != 0) {
+            installError = errno;
+        }
     }
 }
 
+void
+corCoCrashReportSet(int fd, CorCoCrashReportFn fn)
+{
+    reportFd = fd;
+    reportFn = fn;
+}
+
 int
-corCoGuardArm(void)
+corCoCrashArm(void)
 {
     stack_t ss;
 

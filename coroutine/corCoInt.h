@@ -72,9 +72,7 @@ void corCoStackUnmap(CorCo* co);
  */
 #define COR_CO_GUARD_BYTES ((size_t)64 * 1024)
 
-/* The crash report for an overflow: armed once per thread before its first
- * coroutine runs. */
-int corCoGuardArm(void);
+/* The thread's crash-report stack, let go (corCoThreadExit). */
 void corCoGuardThreadExit(void);
 
 /* ---- Inline definitions ------------------------------------------------ */

@@ -116,7 +116,7 @@ corCoStackTake(void)
                                        memory_order_relaxed);
     CorCo* co;
 
-    if (corCoGuardArm() != 0) {
+    if (corCoCrashArm() != 0) {
         return NULL;
     }
     if (corCoPool.lastId == 0) {

@@ -585,7 +585,12 @@ corEvLoopRunOnce(CorEvLoop* loop, int timeoutMs)
     }
     nextTimer = corEvTimersNextMs(loop);
     if (awake || !corListEmpty(&loop->soon)
-        || atomic_load_explicit(&loop->posted, memory_order_relaxed) != NULL) {
+        || atomic_load_explicit(&loop->posted, memory_order_relaxed) != NULL
+        || (loop->stopping
+            && (loop->hooks == NULL || !loop->hooks->live(loop)))) {
+        /* A stopping loop whose last coroutine just ended has nothing more
+         * to wait for: a sleep here would last until some unrelated event
+         * (seconds), and the stop with it. */
         timeoutMs = 0;
     } else if (nextTimer >= 0 && (timeoutMs < 0 || nextTimer < timeoutMs)) {
         timeoutMs = nextTimer;

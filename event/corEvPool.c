@@ -170,6 +170,9 @@ workerMain(void* arg)
     CorEvPool* pool = self->pool;
 
     currentWorker = self;
+    /* A handler that crashes here says so, on a stack of its own; without
+     * one (no memory for it) the report runs on this stack. */
+    corCoCrashArm();
     for (;;) {
         CorEvTask* task;
 

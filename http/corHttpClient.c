@@ -83,6 +83,7 @@ struct CorHttpClientExchange {
     bool keepAlive;             /* the answer allows another exchange */
     bool done;                  /* the body was read to its end */
     bool extra;                 /* bytes came past the answer's end */
+    bool sendFailed;            /* a write of the request failed */
     int failed;                 /* -errno once a body read failed */
     Framing framing;
     CorConn* c;
@@ -226,6 +227,44 @@ bodyChunksSend(Exchange* ex)
     return rc;
 }
 
+/* A body passed on as it comes whose length its client said: sent as it
+ * comes, unframed, within the head's Content-Length (as nginx passes an
+ * upload on with request buffering off); a body that ends short of it
+ * fails the exchange, whose connection then closes. Returns as
+ * bodyChunksSend. */
+static int
+bodyLengthSend(Exchange* ex, uint64_t length)
+{
+    const CorClientRequest* q = ex->req;
+    int between = q->readTimeoutMs > 0 ? q->readTimeoutMs
+                  : q->firstByteTimeoutMs > 0 ? q->firstByteTimeoutMs : -1;
+    char* piece = malloc(BODY_CHUNK_BYTES);
+    uint64_t sent = 0;
+    int rc = 0;
+
+    if (piece == NULL) {
+        failf(ex, "no memory for the request's body");
+        return -ENOMEM;
+    }
+    while (rc == 0 && sent < length) {
+        ssize_t n = corRequestBodyRead(q->bodyFrom, piece, BODY_CHUNK_BYTES,
+                                       between);
+        int ms = waitMs(ex);
+
+        if (n <= 0) {
+            rc = n < 0 ? (int)n : -ECONNRESET;
+            failf(ex, "the request's body: %s", n < 0 ? strerror((int)-n)
+                                                       : "ended short");
+            break;
+        }
+        sent += (uint64_t)n;
+        rc = ms == -ETIMEDOUT ? -ETIMEDOUT
+             : corConnWriteAll(ex->c, piece, (size_t)n, ms);
+    }
+    free(piece);
+    return rc;
+}
+
 /* Send the request: its head, then a large body from where it is, or the
  * body as it comes. */
 static int
@@ -238,7 +277,10 @@ requestSend(Exchange* ex, const char* request, size_t requestLen)
     rc = ms == -ETIMEDOUT ? -ETIMEDOUT
                           : corConnWriteAll(ex->c, request, requestLen, ms);
     if (rc == 0 && q->bodyFrom != NULL) {
-        rc = bodyChunksSend(ex);
+        int64_t length = corHttpClientBodyFromLength(q);
+
+        rc = length >= 0 ? bodyLengthSend(ex, (uint64_t)length)
+                         : bodyChunksSend(ex);
         if (rc < 0 && ex->res->error[0] != '\0') {
             return rc;          /* the body's failure, said */
         }
@@ -248,6 +290,7 @@ requestSend(Exchange* ex, const char* request, size_t requestLen)
                               : corConnWriteAll(ex->c, q->body, q->bodyLen,
                                                 ms);
     }
+    ex->sendFailed = rc < 0 && rc != -ETIMEDOUT;
     if (rc == -ETIMEDOUT) {
         timeoutSay(ex);
     } else if (rc < 0) {
@@ -831,6 +874,29 @@ connOpen(Exchange* ex, const CorUrl* url)
     return ex->c != NULL ? 0 : rc;
 }
 
+/*
+ * The peer stopped reading the request and closed the connection: it may
+ * have answered first, as a server that refuses a body does before
+ * reading it (413, 401, 403), and that answer is the exchange's, passed
+ * on as nginx passes it (a reset leaves what came before it readable).
+ * The connection is not used again. Returns 0 with the answer's head
+ * read, or rc, said as before, when no whole answer came.
+ */
+static int
+earlyAnswer(Exchange* ex, int rc)
+{
+    char error[sizeof(ex->res->error)];
+
+    memcpy(error, ex->res->error, sizeof(error));
+    if (answerOpen(ex) == 0) {
+        ex->keepAlive = false;
+        ex->res->error[0] = '\0';
+        return 0;
+    }
+    memcpy(ex->res->error, error, sizeof(error));
+    return rc;
+}
+
 /* Whether a failed attempt goes again on a new connection: a pooled one
  * lost before any byte of the answer, with the request not written at
  * all, or idempotent, and no piece of a body passed on as it comes taken
@@ -863,13 +929,15 @@ attempt(Exchange* ex, const CorUrl* url, const char* request,
     ex->gotByte = false;
     ex->len = 0;
     rc = requestSend(ex, request, requestLen);
+    ex->firstByteDeadline = deadlineOf(ex->firstByteTimeoutMs,
+                                       corEvClockMs());
     if (rc == 0) {
-        ex->firstByteDeadline = deadlineOf(ex->firstByteTimeoutMs,
-                                           corEvClockMs());
         rc = answerWait(ex);
-    }
-    if (rc == 0) {
-        rc = answerOpen(ex);
+        if (rc == 0) {
+            rc = answerOpen(ex);
+        }
+    } else if (ex->sendFailed && (rc == -EPIPE || rc == -ECONNRESET)) {
+        rc = earlyAnswer(ex, rc);
     }
     if (rc < 0) {
         bool again = resendable(ex, rc);

@@ -34,6 +34,10 @@ int corHttpClientRequestCheck(const CorClientRequest* q, char* why,
 
 /* Whether q's body goes out in the head's buffer. */
 bool corHttpClientBodyInline(const CorClientRequest* q);
+/* The length of a body passed on from a request (q->bodyFrom) when it is
+ * known (its client said it, or it came whole): sent with that
+ * Content-Length, as it came; -1: sent chunked. */
+int64_t corHttpClientBodyFromLength(const CorClientRequest* q);
 
 /* q's head (and its body when inline) in one block (corChunkTake, of
  * *sizeP bytes; NULL with no memory), its length in *lenP; *wantCloseP

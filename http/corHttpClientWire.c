@@ -101,6 +101,12 @@ corHttpClientBodyInline(const CorClientRequest* q)
     return q->bodyLen <= COR_HTTP_CLIENT_BODY_INLINE_MAX;
 }
 
+int64_t
+corHttpClientBodyFromLength(const CorClientRequest* q)
+{
+    return q->bodyFrom != NULL ? corRequestBodySize(q->bodyFrom) : -1;
+}
+
 char*
 corHttpClientRequestHead(const CorClientRequest* q,
                          const CorUrl* url,
@@ -109,6 +115,7 @@ corHttpClientRequestHead(const CorClientRequest* q,
     const char* method = q->method ? q->method : "GET";
     bool hasHost = false;
     bool sendLength;
+    int64_t fromLength;
     size_t size;
     char* out;
     char* p;
@@ -122,11 +129,14 @@ corHttpClientRequestHead(const CorClientRequest* q,
         hasHost |= corHttpClientNameIs(q->headers[i].name,
                                        q->headers[i].nameLen, "host");
     }
-    /* A body passed on as it comes has no length yet: chunked. */
-    sendLength = q->bodyFrom == NULL
-                 && (q->bodyLen > 0 || strcmp(method, "POST") == 0
-                     || strcmp(method, "PUT") == 0
-                     || strcmp(method, "PATCH") == 0);
+    /* A body passed on as it comes goes with the length its client
+     * said, as nginx's; with none said, chunked. */
+    fromLength = corHttpClientBodyFromLength(q);
+    sendLength = q->bodyFrom != NULL
+                 ? fromLength >= 0
+                 : q->bodyLen > 0 || strcmp(method, "POST") == 0
+                   || strcmp(method, "PUT") == 0
+                   || strcmp(method, "PATCH") == 0;
     out = corChunkTake(&size);
     if (out == NULL) {
         return NULL;
@@ -160,9 +170,11 @@ corHttpClientRequestHead(const CorClientRequest* q,
     if (sendLength) {
         put(&p, number, (size_t)snprintf(number, sizeof(number),
                                          "Content-Length: %zu\r\n",
-                                         q->bodyLen));
+                                         q->bodyFrom != NULL
+                                         ? (size_t)fromLength
+                                         : q->bodyLen));
     }
-    if (q->bodyFrom != NULL) {
+    if (q->bodyFrom != NULL && fromLength < 0) {
         put(&p, "Transfer-Encoding: chunked\r\n", 28);
     }
     put(&p, "\r\n", 2);

@@ -270,17 +270,19 @@ forwardServe(CorRequest* r)
         /* Over HTTP/2 the body goes up as it comes (a gRPC stream),
          * while the answer comes down; with request_buffering off a body
          * that comes while the handler runs (an HTTP/2 or an HTTP/1.1
-         * client's) goes as it comes over HTTP/1.1 too, chunked, before
-         * the answer. One that came whole (no body, or cor://) goes with
-         * its length. */
-        .bodyFrom = g->http2 || (!g->buffering && r->bodyIn != NULL) ? r
-                                                                    : NULL,
+         * client's) goes as it comes over HTTP/1.1 too, before the
+         * answer, with the length its client said (chunked when none).
+         * One the core gathered whole (past limits.body_memory, in a
+         * file) is read out of it a piece at a time, never all in
+         * memory. One that came whole in memory (or none, or cor://) goes
+         * with its length. */
+        .bodyFrom = g->http2 || r->bodyIn != NULL ? r : NULL,
     };
     CorClientResponse res;
     CorHttpClientExchange* x = NULL;
     ForwardServer* s = NULL;
     CorHeader* headers;
-    char* method = corRequestAlloc(r, r->methodLen + 1);
+    const char* method = corForwardMethod(r);
     int rc;
 
     if (method == NULL
@@ -288,8 +290,6 @@ forwardServe(CorRequest* r)
         corRespondStatic(r, 500, "text/plain", "no memory\n", 10);
         return;
     }
-    memcpy(method, r->method, r->methodLen);
-    method[r->methodLen] = '\0';
     q.method = method;
     q.headers = headers;
     memset(&res, 0, sizeof(res));
@@ -396,24 +396,6 @@ hostRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
     return 0;
 }
 
-/* An on/off key (http2, request_buffering), as a listener's http2 is
- * said. Returns 0, or -1 after a module error. */
-static int
-onOffRead(CorModule* m, const CorConf* entry, const char* key, bool def,
-          bool* valueP)
-{
-    const char* value = corConfString(entry, key, def ? "on" : "off",
-                                      corModuleErrors(m));
-
-    *valueP = strcmp(value, "on") == 0;
-    if (!*valueP && strcmp(value, "off") != 0) {
-        corModuleError(m, corConfGet(entry, key), "%s: expected on or off, "
-                       "got '%s'", key, value);
-        return -1;
-    }
-    return 0;
-}
-
 /* The name of a group: present, and not another group's. Returns 0 or
  * -1 after a module error. */
 static int
@@ -465,9 +447,8 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     g->failTimeoutMs = corConfDurationMs(entry, "fail_timeout", 10000, 0,
                                          24 * 3600000, e);
     g->underscores = corConfBool(entry, "underscores_in_headers", false, e);
-    failed |= onOffRead(m, entry, "http2", false, &g->http2) < 0;
-    failed |= onOffRead(m, entry, "request_buffering", true,
-                        &g->buffering) < 0;
+    g->http2 = corConfBool(entry, "http2", false, e);
+    g->buffering = corConfBool(entry, "request_buffering", true, e);
     failed |= serversRead(m, entry, g) < 0;
     failed |= corForwardBalanceRead(m, entry, g) < 0;
     failed |= corForwardHealthRead(m, entry, g) < 0;

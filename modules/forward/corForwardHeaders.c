@@ -8,8 +8,17 @@
  * X-Forwarded-For and X-Forwarded-Proto). The body's framing is this
  * hop's: the request goes on with a Content-Length the client writes, the
  * answer with the framing the server writes.
+ *
+ * A subscription's message (MQTT) is not an HTTP request: its method
+ * (MQTT) means nothing to an HTTP application (501), and its fields are
+ * what its publisher wrote as user properties, Authorization and
+ * X-Forwarded-For as well as anything else. It goes as POST (or its
+ * subscription's method:), each user property as MQTT-User-NAME, so that
+ * no publisher writes the upstream's Host, credentials, cookies, framing
+ * or forwarding fields.
  */
 #include "corForwardInt.h"
+#include "corHttpParse.h"
 
 #include <errno.h>
 #include <string.h>
@@ -106,6 +115,92 @@ requestOwn(const CorHeader* h)
            || corHeaderIs(h, "x-forwarded-proto") || corHeaderIs(h, "via");
 }
 
+/* What a message's user properties go upstream as (corMqttSubscribe.c
+ * gives a handler one named as a field of the bridge's own so too). */
+#define USER_PREFIX "MQTT-User-"
+#define USER_PREFIX_LEN 10
+
+static bool
+fromMessage(const CorRequest* r)
+{
+    return r->ops != NULL && r->ops->kind == COR_PROTOCOL_MQTT;
+}
+
+/* A message's field h as the upstream gets it, into out[*n]: the
+ * bridge's own as it is, a user property as MQTT-User-NAME, unless its
+ * name is no token or its value holds a control byte. Returns 0 or
+ * -ENOMEM. */
+static int
+messageField(CorRequest* r, const CorHeader* h, CorHeader* out, unsigned* n)
+{
+    const CorHeader prefix = { h->name, h->nameLen < USER_PREFIX_LEN
+                                        ? 0 : USER_PREFIX_LEN, NULL, 0 };
+    char* name;
+
+    if (corHeaderIs(h, "mqtt-method")) {
+        return 0;               /* it is the method */
+    }
+    if (!corHttpIsToken(h->name, h->nameLen)
+        || !corHttpIsFieldValue(h->value, h->valueLen)) {
+        return 0;
+    }
+    if (corHeaderIs(h, "mqtt-qos") || corHeaderIs(h, "mqtt-retain")
+        || corHeaderIs(h, "content-type")
+        || corHeaderIs(&prefix, USER_PREFIX)) {
+        out[(*n)++] = *h;
+        return 0;
+    }
+    name = corRequestAlloc(r, USER_PREFIX_LEN + h->nameLen + 1);
+    if (name == NULL) {
+        return -ENOMEM;
+    }
+    memcpy(name, USER_PREFIX, USER_PREFIX_LEN);
+    memcpy(name + USER_PREFIX_LEN, h->name, h->nameLen);
+    name[USER_PREFIX_LEN + h->nameLen] = '\0';
+    out[(*n)++] = (CorHeader){ name, USER_PREFIX_LEN + h->nameLen, h->value,
+                               h->valueLen };
+    return 0;
+}
+
+/* A message's fields, Host as g says (never one of its publisher's) and
+ * Via. */
+static int
+messageHeaders(CorRequest* r, const ForwardGroup* g, CorHeader* out,
+               unsigned* n)
+{
+    for (unsigned i = 0; i < r->headerCount; i++) {
+        if (messageField(r, &r->headers[i], out, n) != 0) {
+            return -ENOMEM;
+        }
+    }
+    if (g->hostMode == FORWARD_HOST_NAME) {
+        add(out, n, "Host", g->host);
+    }
+    add(out, n, "Via", VIA_HOP);
+    return 0;
+}
+
+const char*
+corForwardMethod(CorRequest* r)
+{
+    const char* from = r->method;
+    size_t len = r->methodLen;
+    char* method;
+
+    if (fromMessage(r)) {
+        const CorHeader* asked = corRequestHeader(r, "mqtt-method");
+
+        from = asked != NULL ? asked->value : "POST";
+        len = strlen(from);
+    }
+    method = corRequestAlloc(r, len + 1);
+    if (method != NULL) {
+        memcpy(method, from, len);
+        method[len] = '\0';
+    }
+    return method;
+}
+
 int
 corForwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
                          CorHeader** headersP, unsigned* countP)
@@ -120,6 +215,11 @@ corForwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
 
     if (out == NULL) {
         return -ENOMEM;
+    }
+    if (fromMessage(r)) {
+        *headersP = out;
+        *countP = 0;
+        return messageHeaders(r, g, out, countP);
     }
     for (unsigned i = 0; i < r->headerCount; i++) {
         const CorHeader* h = &r->headers[i];

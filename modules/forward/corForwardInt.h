@@ -155,11 +155,22 @@ bool corForwardUpgradePass(CorRequest* r, ForwardGroup* g,
  * whose name has an underscore is dropped unless g
  * allows them (nginx's underscores_in_headers): "Transfer_Encoding" is
  * Transfer-Encoding to a server that maps '_' to '-' (CGI, PHP, many
- * frameworks) and would frame the body its own way. Returns 0 with
+ * frameworks) and would frame the body its own way. A subscription's
+ * message (MQTT) has no client's head: its own fields (MQTT-QoS,
+ * MQTT-Retain, Content-Type) go as they are, each of its user properties
+ * as MQTT-User-NAME, then Host as g says and Via. Returns 0 with
  * *headersP and *countP set, or -ENOMEM.
  */
 int corForwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
                              CorHeader** headersP, unsigned* countP);
+
+/*
+ * The method r goes upstream with, NUL-terminated (in r's arena, or
+ * static): its own; for a subscription's message (MQTT), which no HTTP
+ * application knows by its method MQTT, POST or what its subscription's
+ * method: says (its MQTT-Method field). NULL without memory.
+ */
+const char* corForwardMethod(CorRequest* r);
 
 /*
  * Set the end-to-end headers of an upstream's answer on r (hop-by-hop

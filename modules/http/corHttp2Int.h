@@ -121,6 +121,8 @@ struct Http2Stream {
                                  * and the stream outlives its release
                                  * until the refusal is out */
     bool released;              /* overruled, and the core let it go */
+    bool gathered;              /* served at its head, its body gathered
+                                 * whole by the core: timed as it comes */
     uint64_t bodyUnread;        /* of a streamed body, put and not yet
                                  * taken by its handler */
     bool ended;                 /* a streamed body: its end came */

@@ -478,24 +478,53 @@ requestBuildOnce(Http2Conn* c, Http2Stream* st)
     return (int)st->refuse;
 }
 
+/* Whether r's body, to come, is one the core gathers for a handler that
+ * takes it whole (corRequestBodySpool.c) rather than the stream's
+ * buffer: past limits.body_memory, or of a length not said, so that it
+ * goes to a file past that. */
+static bool
+bodyLarge(const CorRequest* r)
+{
+    for (unsigned i = 0; i < r->headerCount; i++) {
+        const CorHeader* h = &r->headers[i];
+        uint64_t len = 0;
+
+        if (!corHeaderIs(h, "content-length")) {
+            continue;
+        }
+        for (size_t k = 0; k < h->valueLen; k++) {
+            if (h->value[k] < '0' || h->value[k] > '9'
+                || len > (UINT64_MAX - 9) / 10) {
+                return true;    /* nghttp2 refuses it: no matter */
+            }
+            len = len * 10 + (uint64_t)(h->value[k] - '0');
+        }
+        return len > corLimits()->bodyMemory;
+    }
+    return true;
+}
+
 /* The head came (no END_STREAM with it): a content-length past the limit
  * is refused now, before any handler sees it (as HTTP/1.1 refuses it);
  * a handler that streams its body is served now, its body handed on as
- * it comes. */
+ * it comes; so is one whose large body the core gathers. */
 static void
 requestHead(Http2Conn* c, Http2Stream* st)
 {
+    bool streams;
+
     if (st->answered || requestBuildOnce(c, st) != 0) {
-        return;         /* refused at its END_STREAM */
+        return;         /* served, or refused, at its END_STREAM */
     }
     if (corHttp2BodyAnnounced(st) != 0) {
         corHttp2StreamRefuse(c, st, 413);
         return;
     }
-    if (!corRequestBodyStreams(&st->r)
-        || corRequestBodyBegin(&st->r) != 0) {
-        return;         /* served, or refused, at its END_STREAM */
+    streams = corRequestBodyStreams(&st->r);
+    if (!(streams || bodyLarge(&st->r)) || corRequestBodyBegin(&st->r) != 0) {
+        return;
     }
+    st->gathered = !streams;
     st->served = true;
     corRequestServe(&st->r, &http2Ops, st);
 }
@@ -538,7 +567,11 @@ bodyPass(Http2Conn* c, Http2Stream* st, const uint8_t* data, size_t len)
         if (!st->bodyFailed) {
             st->bodyFailed = true;
             corRequestBodyEnd(r, -EMSGSIZE);
-            corHttp2StreamOverLimit(c, st);
+            /* One the core gathers no handler saw: the core answers it
+             * 413, as one read here. */
+            if (!st->gathered) {
+                corHttp2StreamOverLimit(c, st);
+            }
         }
         return 0;
     }
@@ -892,7 +925,10 @@ corHttp2StreamsDeadline(Http2Conn* c, uint64_t now)
         Http2Stream* st = corContainerOf(node, Http2Stream, link);
         uint64_t at;
 
-        if (st->served || st->answered || st->closed) {
+        /* A body the core gathers is timed as one read here is. */
+        if ((st->served && !(st->gathered && !st->peerEnded
+                              && !st->bodyFailed))
+            || st->answered || st->closed) {
             continue;
         }
         at = streamDeadline(st, l);
@@ -903,6 +939,11 @@ corHttp2StreamsDeadline(Http2Conn* c, uint64_t now)
                              : "a request body that stalled", 408);
             nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
                                       NGHTTP2_CANCEL);
+            if (st->served) {
+                st->bodyFailed = true;  /* the core ends it: nothing more */
+                corRequestBodyEnd(&st->r, -ETIMEDOUT);
+                continue;
+            }
             st->answered = true;    /* reset: nothing more to time */
         } else if (next == 0 || at < next) {
             next = at;

@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A request body handed to its handler as it comes (CorHandler.streamBody:
- * a proxy that passes an upload on while it is sent), on an HTTP/1.x
- * connection. Such a request is served as soon as its head is in; its
+ * A request body handed on as it comes, on an HTTP/1.x connection: to
+ * its handler (CorHandler.streamBody: a proxy that passes an upload on
+ * while it is sent), or to the core, which gathers it for a handler that
+ * takes it whole once the route accepted the request (Expect:
+ * 100-continue, a body past limits.body_memory, a chunked one:
+ * corRequestBodySpool.c). Such a request is served as soon as its head is
+ * in; its
  * body, by length or chunked (the framing decoded, the trailers dropped),
  * goes into the core's container (corRequestBodyPut) as the socket gives
  * it, and corRequestBodyRead takes it out wherever the handler runs.
@@ -36,13 +40,33 @@
  * each piece would wake the reading as often. */
 #define BODY_RESUME_BYTES (BODY_HELD_BYTES / 2)
 
+/*
+ * Whether req is served at its head although its handler takes its body
+ * whole (the core gathers it, corRequestBodySpool.c): a client that waits
+ * for 100 Continue hears it only once the route and its guards accepted
+ * the request; a body longer than limits.body_memory, or of a length not
+ * said, goes to a file rather than into the connection's buffer.
+ */
+static bool
+servedAtHead(const HttpRequest* req)
+{
+    return req->expectContinue || req->chunked
+           || (req->contentLength > 0
+               && (uint64_t)req->contentLength > corLimits()->bodyMemory);
+}
+
 bool
 corHttpBodyStreamBegin(HttpConn* c)
 {
-    CorRequest* r = &c->req->r;
+    HttpRequest* req = c->req;
+    CorRequest* r = &req->r;
 
-    if (!corRequestBodyStreams(r) || corRequestBodyBegin(r) != 0) {
+    if (!(servedAtHead(req) || corRequestBodyStreams(r))
+        || corRequestBodyBegin(r) != 0) {
         return false;
+    }
+    if (!req->chunked) {
+        corRequestBodyLengthSay(r, (uint64_t)req->contentLength);
     }
     c->state = HTTP_SERVING;
     c->bodyStream = HTTP_BODY_STREAMING;

@@ -375,9 +375,6 @@ headDone(HttpConn* c)
         corHttpChunkedInit(&c->chunked, UINT64_MAX);
     }
     c->state = HTTP_BODY;
-    if (req->expectContinue && c->k.in.len == c->k.in.off) {
-        corHttpContinueAppend(c);
-    }
     return HTTP_STEP_BODY;
 }
 

@@ -39,6 +39,7 @@ static bool streamAlive(const CorRequest* r);
 static size_t streamBacklog(const CorRequest* r);
 static bool upgradable(const CorRequest* r);
 static void bodyConsumed(CorRequest* r, size_t n);
+static void bodyWanted(CorRequest* r);
 static void upgradeHandOff(HttpConn* c);
 
 static const CorProtocolOps httpOps = {
@@ -51,6 +52,7 @@ static const CorProtocolOps httpOps = {
     .streamAbort = streamAbort,
     .upgradable = upgradable,
     .bodyConsumed = bodyConsumed,
+    .bodyWanted = bodyWanted,
     .kind = COR_PROTOCOL_HTTP1,
 };
 
@@ -85,8 +87,13 @@ serveStep(HttpConn* c)
         return false;
     case HTTP_STEP_BODY:
         if (corHttpBodyStreamBegin(c)) {
-            requestServe(c);        /* its body is fed as it comes */
+            /* Its body is fed as it comes; a 100 Continue goes once the
+             * route accepted it (bodyWanted). */
+            requestServe(c);
             return true;
+        }
+        if (c->req->expectContinue && corBufPending(&c->k.in) == 0) {
+            corHttpContinueAppend(c);   /* no memory to serve it early */
         }
         corHttpConnArm(c, true);
         return true;
@@ -423,6 +430,25 @@ bodyConsumed(CorRequest* r, size_t n)
     HttpConn* c = req->conn;
 
     if (c != NULL && c->req == req && corHttpBodyTaken(c, n)) {
+        corEvSoonStart(c->hl->loop, &c->bodySoon, bodyResume);
+    }
+}
+
+/* The route accepted r while its body is still to come: a client that
+ * waits for leave to send it gets it now, unless it did not wait. Out of
+ * serve (a late guard), the flush is serve's, soon, as after a take. */
+static void
+bodyWanted(CorRequest* r)
+{
+    HttpRequest* req = corContainerOf(r, HttpRequest, r);
+    HttpConn* c = req->conn;
+
+    if (c == NULL || c->req != req || !req->expectContinue
+        || c->bodyLen > 0 || corBufPending(&c->k.in) > 0) {
+        return;
+    }
+    corHttpContinueAppend(c);
+    if (!c->processing) {
         corEvSoonStart(c->hl->loop, &c->bodySoon, bodyResume);
     }
 }

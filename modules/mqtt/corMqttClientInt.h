@@ -13,11 +13,20 @@
 #include "corMqttCodec.h"
 #include "corKit.h"
 
+#include <sys/socket.h>
+
 /* The default ports of mqtt:// and mqtts://. */
 #define COR_MQTT_PORT 1883
 #define COR_MQTTS_PORT 8883
 /* A user name or a password from a URL, at most. */
 #define COR_MQTT_CRED_MAX 256
+/* A subscription's method: (what a forward sends its messages as), at
+ * most. */
+#define COR_MQTT_METHOD_MAX 16
+/* What a user property named as a field of the bridge's own goes as (a
+ * forward sends every one so). */
+#define COR_MQTT_USER_PREFIX "MQTT-User-"
+#define COR_MQTT_USER_PREFIX_LEN 10
 /* The largest packet the bridge reads from a broker. */
 #define COR_MQTT_READ_MAX ((size_t)16 * 1024 * 1024)
 
@@ -70,7 +79,14 @@ typedef struct {
     char url[512];              /* as written, for messages */
     char clientId[64];
     CorMqttSub* subs;           /* filter (owned) and options (QoS) */
+    char** methods;             /* each one's method: (owned), or NULL */
     unsigned count;
+    bool named;                 /* a client_id given: its session outlives
+                                   the instance */
+    /* The broker's address as the subscriber last connected to it (loop
+     * 0's): where its 3.1.1 session is ended (corMqttSessionEnd.c). */
+    struct sockaddr_storage peer;
+    socklen_t peerLen;
 } CorMqttSubGroup;
 
 extern CorMqttSubGroup* corMqttGroups;
@@ -182,17 +198,8 @@ int corMqttBufPublish(CorBuf* b, const CorMqttMessage* msg,
  * says. 0, -ENOMEM. */
 int corMqttInputReserve(CorBuf* in, size_t need);
 
-/*
- * This instance of cor, as every default client id says it: its host
- * name (12 bytes of it), PID and a random part, "host-PID-RRRRRR", so
- * that two instances of one configuration (two replicas, two containers
- * whose PIDs are alike) never take each other's ids. Made at the first
- * call (the module's init) and kept for the process's life, and for a
- * binary upgrade it execs (in its environment). Static text.
- */
-const char* corMqttInstance(void);
-
-/* A fresh client id: the prefix, the instance, a number of the process. */
+/* A fresh publisher's client id: the prefix, the instance (corInstance),
+ * the generation's PID, a number of the process. */
 void corMqttClientIdMake(char* out, size_t cap);
 
 /* The words of a CONNACK's code (3.1.1 return code, 5.0 reason code) or

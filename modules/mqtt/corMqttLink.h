@@ -178,4 +178,19 @@ bool corMqttInboundFull(const Link* l);
 int corMqttInboundTake(Link* l, const CorMqttPacket* pkt, char* why,
                        size_t whyLen);
 
+/* ---- corMqttSessionEnd.c: a default id's session ends with cor ---------- */
+
+/* Whether g's session ends when this generation does: its id is the
+ * instance's (no client_id given) and no generation takes its place. */
+bool corMqttSessionEnds(const CorMqttSubGroup* g);
+/* Make bye (l's DISCONNECT) end the session when it ends (5.0). */
+void corMqttByeEnds(const Link* l, CorMqttPacket* bye);
+/* Keep where l (a subscriber) is connected, to end its session there. */
+void corMqttSessionPeerKeep(const Link* l);
+/* A fast stop, as the calling loop ends: its subscribers whose sessions
+ * end say so in a DISCONNECT (5.0). */
+void corMqttSessionsByeAtExit(void);
+/* Once the subscriptions' loop ended: end the 3.1.1 sessions that end. */
+void corMqttSessionsEnd(void);
+
 #endif /* COR_MQTT_LINK_H */

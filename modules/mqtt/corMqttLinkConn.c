@@ -441,6 +441,9 @@ linkOpened(Link* l, CorConn* conn, const CorMqttSession* s)
     }
     corLog(COR_LOG_INFO, "mqtt: connected to %s as %s (window %u)", l->name,
            l->clientId, l->window);
+    if (l->group != NULL) {
+        corMqttSessionPeerKeep(l);
+    }
     if (l->keepAliveMs > 0) {
         corEvTimerStart(l->k.loop, &l->ping, l->keepAliveMs / 4 + 1,
                         linkPingFire);

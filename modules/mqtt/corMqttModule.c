@@ -10,7 +10,7 @@
  *
  *     modules:
  *       - load: mqtt
- *         client_id: cor         # prefix: cor-HOST-PID-RAND-N each
+ *         client_id: cor         # prefix: cor-HOST-PID-RAND-... each
  *         keepalive: 60s         # CONNECT's keep alive (0s: none)
  *         max_in_flight: 64      # QoS 1/2 unacknowledged per connection
  *         connect_timeout: 10s   # the connect, TLS and the CONNACK
@@ -71,7 +71,6 @@ confRead(CorModule* m, const CorConf* conf)
         return -1;
     }
     snprintf(corMqttConf.clientId, sizeof(corMqttConf.clientId), "%s", id);
-    corMqttInstance();          /* made here, before any thread asks */
     corMqttConf.keepAliveS = (unsigned)(corConfDurationMs(
         conf, "keepalive", 60000, 0, 65535000, errors) / 1000);
     corMqttConf.maxInFlight = (unsigned)corConfInt(conf, "max_in_flight", 64,
@@ -185,8 +184,12 @@ mqttLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
     (void)loop;
     if (index == 0) {           /* the subscriptions' loop */
         corMqttInboundsDrop();
+        corMqttSessionsByeAtExit();
     }
     corMqttClientLoopExit();
+    if (index == 0) {
+        corMqttSessionsEnd();
+    }
 }
 
 static void

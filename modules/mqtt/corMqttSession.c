@@ -17,21 +17,15 @@
  */
 #include "corMqttClientInt.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #define INPUT_ROOM 4096
-
-/* Where corMqttInstance keeps its value for a reload, or a binary upgrade
- * (exec keeps the environment). */
-#define INSTANCE_ENV "COR_MQTT_INSTANCE"
 
 CorMqttConf corMqttConf = {
     .clientId = "cor",
@@ -112,41 +106,14 @@ corMqttInputReserve(CorBuf* in, size_t need)
     return corBufGrowTo(in, need > want ? need : want);
 }
 
-const char*
-corMqttInstance(void)
-{
-    static char instance[40];
-    const char* kept = getenv(INSTANCE_ENV);
-    char host[13] = "";
-    uint32_t random = 0;
-
-    if (instance[0] != '\0') {
-        return instance;
-    }
-    if (kept != NULL && kept[0] != '\0' && strlen(kept) < sizeof(instance)) {
-        snprintf(instance, sizeof(instance), "%s", kept);
-        return instance;
-    }
-    gethostname(host, sizeof(host) - 1);
-    for (char* c = host; *c != '\0'; c++) {
-        if (!isalnum((unsigned char)*c)) {
-            *c = '_';       /* a dash is the parts' separator */
-        }
-    }
-    if (getrandom(&random, sizeof(random), 0) != sizeof(random)) {
-        random = (uint32_t)corEvClockMs() ^ (uint32_t)getpid() << 16;
-    }
-    snprintf(instance, sizeof(instance), "%s-%ld-%06x", host,
-             (long)getpid(), random & 0xFFFFFF);
-    setenv(INSTANCE_ENV, instance, 0);
-    return instance;
-}
-
+/* The generation's PID in it: a publisher's session is clean, and an old
+ * generation's, still sending while it drains, must not be taken over by
+ * the new one's of the same number. */
 void
 corMqttClientIdMake(char* out, size_t cap)
 {
-    snprintf(out, cap, "%s-%s-%u", corMqttConf.clientId, corMqttInstance(),
-             atomic_fetch_add(&clientIdCount, 1) + 1);
+    snprintf(out, cap, "%s-%s-%ld-%u", corMqttConf.clientId, corInstance(),
+             (long)getpid(), atomic_fetch_add(&clientIdCount, 1) + 1);
 }
 
 const char*

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The subscriptions' YAML: each { broker, filter, qos, client_id } of the
+ * The subscriptions' YAML: each { broker, filter, qos, client_id, method }
+ * of the
  * mqtt module's `subscriptions`, checked at its file:line (a bad filter,
  * QoS, URL or key is refused before anything starts) and gathered into
  * groups, one per broker and client id: a group is one connection
  * (corMqttSubscribe.c serves it).
  */
 #include "corMqttLink.h"
+#include "corHttpParse.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -41,9 +43,10 @@ groupFor(const char* url, const CorMqttBroker* b, const char* clientId)
     g->broker = *b;
     snprintf(g->url, sizeof(g->url), "%s", url);
     snprintf(g->clientId, sizeof(g->clientId), "%s-%s-sub-%u",
-             corMqttConf.clientId, corMqttInstance(), corMqttGroupCount + 1);
+             corMqttConf.clientId, corInstance(), corMqttGroupCount + 1);
     if (clientId != NULL) {
         snprintf(g->clientId, sizeof(g->clientId), "%s", clientId);
+        g->named = true;
     }
     corMqttGroupCount++;
     return g;
@@ -83,12 +86,14 @@ subscriptionRead(CorModule* m, const CorConf* item, const char* where)
     const char* url = corConfString(item, "broker", NULL, errors);
     const char* filter = corConfString(item, "filter", NULL, errors);
     const char* clientId = corConfString(item, "client_id", NULL, errors);
+    const char* method = corConfString(item, "method", NULL, errors);
     unsigned qos = (unsigned)corConfInt(item, "qos", 1, 0, 2, errors);
     const char* bad = filter != NULL ? corMqttTopicFilterCheck(
                                            filter, strlen(filter)) : NULL;
     CorMqttSubGroup* g;
     CorMqttBroker b;
     CorMqttSub* subs;
+    char** methods = NULL;
 
     corConfUnusedKeys(item, where, errors);
     if (!brokerCheck(m, item, url, &b)) {
@@ -105,14 +110,27 @@ subscriptionRead(CorModule* m, const CorConf* item, const char* where)
                        "bytes");
         return -1;
     }
+    if (method != NULL && (!corHttpIsToken(method, strlen(method))
+                           || strlen(method) > COR_MQTT_METHOD_MAX)) {
+        corModuleError(m, corConfGet(item, "method"), "method: an HTTP "
+                       "method (a token of 1 to %d bytes: POST, PUT...)",
+                       COR_MQTT_METHOD_MAX);
+        return -1;
+    }
     g = groupFor(url, &b, clientId);
     subs = g != NULL ? realloc(g->subs, (g->count + 1) * sizeof(*subs))
                      : NULL;
-    if (subs == NULL || (filter = strdup(filter)) == NULL) {
+    if (subs != NULL) {
+        g->subs = subs;
+        methods = realloc(g->methods, (g->count + 1) * sizeof(*methods));
+    }
+    if (methods == NULL || (filter = strdup(filter)) == NULL
+        || (method != NULL && (method = strdup(method)) == NULL)) {
         corModuleError(m, item, "out of memory");
         return -1;
     }
-    g->subs = subs;
+    g->methods = methods;
+    methods[g->count] = (char*)method;
     /* 5.0: retained messages only to a new subscription, not again at
      * each connect (the session keeps the subscription). */
     subs[g->count++] = (CorMqttSub){
@@ -149,8 +167,10 @@ corMqttSubscriptionsFree(void)
     for (unsigned i = 0; i < corMqttGroupCount; i++) {
         for (unsigned k = 0; k < corMqttGroups[i].count; k++) {
             free((char*)corMqttGroups[i].subs[k].filter.data);
+            free(corMqttGroups[i].methods[k]);
         }
         free(corMqttGroups[i].subs);
+        free(corMqttGroups[i].methods);
     }
     free(corMqttGroups);
     corMqttGroups = NULL;

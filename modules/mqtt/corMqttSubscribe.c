@@ -28,8 +28,8 @@
  * The subscriptions to one broker share a connection, made by loop 0
  * (one per process: another loop's would get every message again), with
  * a client id of its own (client_id, by default the module's client_id,
- * the instance (corMqttInstance) and "-sub-N") and a persistent session,
- * subscribed again on each connect.
+ * the instance (corInstance: its master's, the same across reloads) and
+ * "-sub-N") and a persistent session, subscribed again on each connect.
  *
  * A reload runs two generations side by side, and two connections with
  * one client id take the session from each other. So a draining
@@ -90,9 +90,19 @@ typedef struct Inbound {
     uint8_t qos;
     CorMqttStr responseTopic;
     CorMqttStr correlation;
+    CorBuf streamed;                /* a streamed response's body, for the
+                                       Response Topic */
     char qosText[2];
     CorHeader headers[];
 } Inbound;
+
+/* A streamed response (a forward's) kept for the Response Topic, at
+ * most: past it the stream is cut. */
+#define STREAMED_MAX ((size_t)1024 * 1024)
+
+/* The fields the bridge writes itself: MQTT-QoS, MQTT-Retain,
+ * Content-Type, MQTT-Method. */
+#define OWN_FIELDS 4
 
 /* Loop 0's messages waiting to be served again. */
 static Inbound* waiting;
@@ -196,7 +206,8 @@ subackTake(Link* l, const CorMqttPacket* pkt)
 
 /*
  * A draining l lets go of its broker: a DISCONNECT (reason 0 in 5.0: no
- * will, and the session stays for its expiry) closes the connection once
+ * will, and the session stays for its expiry, or ends with it when the
+ * instance stops: corMqttSessionEnd.c) closes the connection once
  * written; a link between connections is forgotten at once, and one
  * connecting closes its connection when it is made (corMqttClient.c).
  */
@@ -211,8 +222,11 @@ linkLetGo(Link* l)
     if (l->state == LINK_WAITING) {
         corMqttLinkClose(l);
     } else if (l->state == LINK_READY && !l->bye) {
-        corLog(COR_LOG_INFO, "mqtt: %s: draining: %s lets go of its "
-               "session", l->name, l->clientId);
+        corMqttByeEnds(l, &bye);
+        corLog(COR_LOG_INFO, "mqtt: %s: draining: %s %s", l->name,
+               l->clientId, corMqttPropHas(&bye.props,
+                                           COR_MQTT_PROP_SESSION_EXPIRY)
+                            ? "ends its session" : "lets go of its session");
         l->bye = corMqttLinkSend(l, &bye) == 0;
         if (!l->bye) {
             corMqttLinkClose(l);    /* a plain close does as much */
@@ -264,7 +278,26 @@ headerAdd(Inbound* in, char** p, const char* name, CorMqttStr value)
     h->value = copyStr(p, value.data, value.len);
 }
 
-/* The user properties of pkt as headers. */
+/* Whether a user property named name would pass for one of the fields
+ * the bridge writes itself (headersAdd), which a handler, and a forward
+ * that makes them HTTP, take as the message's own. */
+static bool
+ownName(CorMqttStr name)
+{
+    static const char* const own[] = { "MQTT-QoS", "MQTT-Retain",
+                                       "MQTT-Method", "Content-Type" };
+
+    for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+        if (corHeaderIsLen(&(CorHeader){ name.data, name.len, NULL, 0 },
+                           own[i], strlen(own[i]))) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* The user properties of pkt as headers, after the bridge's own: as they
+ * are, but for one named as an own field, which is MQTT-User-NAME. */
 static void
 userHeadersAdd(Inbound* in, char** p, const CorMqttPacket* pkt)
 {
@@ -274,18 +307,44 @@ userHeadersAdd(Inbound* in, char** p, const CorMqttPacket* pkt)
 
     while (corMqttUserPropNext(&pkt->props, &pos, &name, &value)) {
         CorHeader* h = &in->headers[in->r.headerCount++];
+        bool own = ownName(name);
 
-        h->nameLen = name.len;
-        h->name = copyStr(p, name.data, name.len);
+        h->name = *p;
+        if (own) {
+            memcpy(*p, COR_MQTT_USER_PREFIX, COR_MQTT_USER_PREFIX_LEN);
+            *p += COR_MQTT_USER_PREFIX_LEN;
+        }
+        copyStr(p, name.data, name.len);
+        h->nameLen = name.len + (own ? COR_MQTT_USER_PREFIX_LEN : 0);
         h->valueLen = value.len;
         h->value = copyStr(p, value.data, value.len);
     }
 }
 
-/* The headers of pkt: its QoS, retain, content type, user properties. */
+/* The method: of l's first subscription whose filter matches topic, or
+ * NULL. */
+static const char*
+methodOf(const Link* l, CorMqttStr topic)
+{
+    for (unsigned i = 0; i < l->group->count; i++) {
+        const CorMqttSub* sub = &l->group->subs[i];
+
+        if (corMqttTopicMatch(sub->filter.data, sub->filter.len, topic.data,
+                              topic.len)) {
+            return l->group->methods[i];
+        }
+    }
+    return NULL;
+}
+
+/* The headers of pkt: its QoS, retain, content type, the method a
+ * forward sends it with when its subscription says one, then its user
+ * properties. */
 static void
 headersAdd(Inbound* in, char** p, const CorMqttPacket* pkt)
 {
+    const char* method = methodOf(in->link, pkt->topic);
+
     in->r.headers = in->headers;
     headerAdd(in, p, "MQTT-QoS", (CorMqttStr){ in->qosText, 1 });
     if (pkt->retain) {
@@ -293,6 +352,10 @@ headersAdd(Inbound* in, char** p, const CorMqttPacket* pkt)
     }
     if (corMqttPropHas(&pkt->props, COR_MQTT_PROP_CONTENT_TYPE)) {
         headerAdd(in, p, "Content-Type", pkt->props.contentType);
+    }
+    if (method != NULL) {
+        headerAdd(in, p, "MQTT-Method",
+                  (CorMqttStr){ method, strlen(method) });
     }
     userHeadersAdd(in, p, pkt);
 }
@@ -302,17 +365,19 @@ static Inbound*
 inboundNew(Link* l, const CorMqttPacket* pkt)
 {
     const CorMqttProps* props = &pkt->props;
-    /* The property block bounds every string its properties hold. */
-    size_t size = sizeof(Inbound) + (props->userCount + 3) * sizeof(CorHeader)
+    /* The property block bounds every string its properties hold; the
+     * bridge's own fields, the method's included, take under 128 bytes. */
+    size_t size = sizeof(Inbound) + (props->userCount + OWN_FIELDS)
+                                    * sizeof(CorHeader)
                   + pkt->topic.len + pkt->payload.len + props->rawLen * 2
-                  + props->userCount * 2 + 64;
+                  + props->userCount * (2 + COR_MQTT_USER_PREFIX_LEN) + 128;
     Inbound* in = calloc(1, size);
     char* p;
 
     if (in == NULL) {
         return NULL;
     }
-    p = (char*)&in->headers[props->userCount + 3];
+    p = (char*)&in->headers[props->userCount + OWN_FIELDS];
     in->link = l;
     in->stats = corMqttStatsFor(&l->broker);
     in->gen = l->gen;
@@ -356,6 +421,11 @@ responsePublish(Inbound* in)
     CorMqttPacket pkt = { .type = COR_MQTT_PUBLISH,
                           .topic = in->responseTopic,
                           .payload = { r->responseBody, r->responseLen } };
+
+    if (r->stream != NULL) {
+        pkt.payload = (CorMqttStr){ (const char*)corBufHead(&in->streamed),
+                                    corBufPending(&in->streamed) };
+    }
 
     if (in->responseTopic.len == 0 || in->link->state != LINK_READY) {
         return;
@@ -501,25 +571,35 @@ inboundDone(CorRequest* r)
     inboundAnswered(r);
 }
 
+/* A streamed response's pieces are kept for the Response Topic (a
+ * forwarded message's answer comes so): a message without one has nobody
+ * to stream to. */
 static void
 inboundStreamData(CorRequest* r, const void* data, size_t len)
 {
-    (void)r;
-    (void)data;
-    (void)len;
+    Inbound* in = (Inbound*)r;
+
+    if (inboundStreamAlive(r)
+        && corBufAppend(&in->streamed, data, len) != 0) {
+        corBufFree(&in->streamed);
+        in->responseTopic.len = 0;  /* no memory: no response */
+    }
 }
 
 static void
 inboundStreamEnd(CorRequest* r)
 {
+    responsePublish((Inbound*)r);
     inboundAnswered(r);
 }
 
 static bool
 inboundStreamAlive(const CorRequest* r)
 {
-    (void)r;
-    return false;
+    const Inbound* in = (const Inbound*)r;
+
+    return in->responseTopic.len > 0
+           && corBufPending(&in->streamed) < STREAMED_MAX;
 }
 
 /* in is over: off the bound (its link reads again if it paused), and
@@ -535,6 +615,7 @@ inboundFree(Inbound* in)
         linkLetGo(l);           /* its last acknowledgement is out */
     }
     corMqttLinkRelease(l);
+    corBufFree(&in->streamed);
     free(in);
 }
 
@@ -568,6 +649,7 @@ againFire(CorEvTimer* timer)
         return;
     }
     memcpy(r, &input, sizeof(input));
+    corBufFree(&in->streamed);
     in->attempts++;
     corRequestServe(r, &inboundOps, in);
 }

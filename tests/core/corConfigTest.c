@@ -318,7 +318,7 @@ START_TEST(test_all_errors_collected)
         "'loud'",
         "t.yaml:9:1: unknown key 'extra' at the top level (expected one of: "
         "runtime, listen, limits, resolver, client, modules, routes, log, "
-        "error_pages, real_ip)",
+        "error_pages, include, real_ip)",
     };
     CorConfErrors e = {0};
     CorConfig* cf = load(text, &e);
@@ -543,8 +543,84 @@ START_TEST(test_listen_http2)
     corConfigFree(cf);
     ck_assert_msg(strstr(refused("listen:\n"
                                  "  - { protocol: http, address: \"*:80\", "
-                                 "http2: yes }\n"), "http2") != NULL,
+                                 "http2: maybe }\n"), "http2: expected on, "
+                         "off, true, false, yes or no, got 'maybe'") != NULL,
                   "not refused");
+}
+END_TEST
+
+/*
+ * Every on/off key of the core's schema reads the six words alike: the
+ * listener's http2 took only on and off (http2: true refused), the
+ * others only true and false (session_tickets: off, "write false").
+ */
+START_TEST(test_on_off_keys_take_every_word)
+{
+    static const struct {
+        const char* word;
+        bool on;
+    } words[] = {
+        { "on", true }, { "off", false }, { "true", true },
+        { "false", false }, { "yes", true }, { "no", false },
+    };
+
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        const char* w = words[i].word;
+        bool on = words[i].on;
+        char text[1024];
+        CorConfErrors e = {0};
+        CorConfig* cf;
+        const CorConfigTls* t;
+
+        snprintf(text, sizeof(text),
+                 "runtime: { coroutines: { enabled: %s } }\n"
+                 "listen:\n"
+                 "  - protocol: https\n"
+                 "    address: \"*:443\"\n"
+                 "    http2: %s\n"
+                 "    tls:\n"
+                 "      certificate: c.pem\n"
+                 "      key: k.pem\n"
+                 "      session_tickets: %s\n"
+                 "      ocsp: { fetch: %s, %s }\n"
+                 "routes:\n"
+                 "  - { match: /, handler: h, filters: { compress: %s } }\n",
+                 w, w, w, w,
+                 /* fetch: off with nothing to staple is refused */
+                 on ? "issuer: ca.pem" : "file: a.der", w);
+        cf = load(text, &e);
+        ck_assert_msg(cf != NULL, "%s: %s", w, e.text);
+        t = cf->listen[0].tls;
+        ck_assert_int_eq(cf->runtime.coroutines.enabled, on);
+        ck_assert_int_eq(cf->listen[0].http2, on);
+        ck_assert_int_eq(t->sessionTickets, on);
+        ck_assert_int_eq(t->certCount > 0 && t->certs[0].ocsp.fetch, on);
+        ck_assert_uint_eq(cf->routes[0].filtersOffCount, on ? 0 : 1);
+        corConfigFree(cf);
+    }
+}
+END_TEST
+
+/* log.access takes off or a file: false and no are off as well (they
+ * named a file called "false"), and on, naming no file, is refused. */
+START_TEST(test_access_log_off_words)
+{
+    static const char* const off[] = {"off", "false", "no", "Off", "FALSE"};
+    char text[256];
+
+    for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+        CorConfErrors e = {0};
+        CorConfig* cf;
+
+        snprintf(text, sizeof(text), LISTEN "log: { access: %s }\n", off[i]);
+        cf = load(text, &e);
+        ck_assert_msg(cf != NULL, "%s: %s", off[i], e.text);
+        ck_assert_str_eq(cf->log.access, "off");
+        corConfigFree(cf);
+    }
+    ck_assert_str_eq(refused(LISTEN "log: { access: yes }\n"), "t.yaml:2:16: "
+                     "access: expected off or a path, got 'yes' (name the "
+                     "file)\n");
 }
 END_TEST
 
@@ -1031,6 +1107,8 @@ COR_TEST_SUITE(corConfig)
     tcase_add_test(tc, test_listen_addresses);
     tcase_add_test(tc, test_listen_duplicates);
     tcase_add_test(tc, test_listen_http2);
+    tcase_add_test(tc, test_on_off_keys_take_every_word);
+    tcase_add_test(tc, test_access_log_off_words);
     tcase_add_test(tc, test_listen_tls_keys);
     tcase_add_test(tc, test_route_matches);
     tcase_add_test(tc, test_resolver_servers);

@@ -33,6 +33,7 @@ metricsRealloc(void* p, size_t size)
 #include "../../core/corRequestRead.c"
 #include "../../core/corRequestBody.c"
 #include "../../core/corRequestBodyTake.c"
+#include "../../core/corRequestBodySpool.c"
 #include "../../core/corHeaders.c"
 #include "../../core/corLimits.c"
 #include "../../core/corRequestCleanup.c"

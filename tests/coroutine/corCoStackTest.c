@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Coroutine stacks: an overflow dies of SIGSEGV with a report naming the
- * coroutine and its stack size, and a stack costs only the pages it touched.
+ * coroutine and its stack size (after what the process's report function
+ * says, which speaks for any fatal signal), and a stack costs only the
+ * pages it touched.
  */
 #include "corTest.h"
 #include "corCo.h"
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -34,9 +37,42 @@ overflow(void* arg)
     recurse(0);
 }
 
-/* Run an overflowing coroutine in a child; return its status and output. */
+/* The report function of the tests that set one. */
+static void
+sayWho(CorCoCrashLine* line, int sig, const siginfo_t* info)
+{
+    (void)info;
+    corCoCrashPutText(line, "the test's thread, signal ");
+    corCoCrashPutNumber(line, (uint64_t)sig, 10);
+}
+
+/* An overflowing coroutine with stacks of arg bytes. */
+static void
+overflowWith(size_t arg)
+{
+    CorCo* co;
+
+    corCoStackSizeSet(arg);
+    co = corCoCreate(overflow, NULL);
+    printf("id %llu\n", (unsigned long long)corCoId(co));
+    fflush(stdout);
+    corCoResume(co);
+}
+
+/* A thread that armed the report and aborts, no coroutine in sight. */
+static void
+abortArmed(size_t arg)
+{
+    (void)arg;
+    ck_assert_int_eq(corCoCrashArm(), 0);
+    abort();
+}
+
+/* Run body(arg) in a child, with sayWho as the report function or none;
+ * return its status and output. */
 static int
-overflowInChild(size_t stackSize, char* out, size_t outSize)
+dieInChild(void (*body)(size_t), size_t arg, bool report, char* out,
+           size_t outSize)
 {
     int fds[2];
     pid_t pid;
@@ -49,16 +85,14 @@ overflowInChild(size_t stackSize, char* out, size_t outSize)
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         struct rlimit noCore = { 0, 0 };
-        CorCo* co;
 
         setrlimit(RLIMIT_CORE, &noCore);
         dup2(fds[1], STDOUT_FILENO);
         dup2(fds[1], STDERR_FILENO);
-        corCoStackSizeSet(stackSize);
-        co = corCoCreate(overflow, NULL);
-        printf("id %llu\n", (unsigned long long)corCoId(co));
-        fflush(stdout);
-        corCoResume(co);
+        if (report) {
+            corCoCrashReportSet(STDERR_FILENO, sayWho);
+        }
+        body(arg);
         _exit(0);
     }
     close(fds[1]);
@@ -72,19 +106,21 @@ overflowInChild(size_t stackSize, char* out, size_t outSize)
 }
 
 static void
-checkOverflowReport(size_t stackSize)
+checkOverflowReport(size_t stackSize, bool report)
 {
     char out[4096];
-    char expect[128];
+    char expect[160];
     unsigned long long id = 0;
-    int status = overflowInChild(stackSize, out, sizeof(out));
+    int status = dieInChild(overflowWith, stackSize, report, out,
+                            sizeof(out));
 
     ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
                   "the child should die of SIGSEGV, status %d, output: %s",
                   status, out);
     ck_assert_int_eq(sscanf(out, "id %llu", &id), 1);
     snprintf(expect, sizeof(expect),
-             "cor: coroutine %llu overflowed its %zu-byte stack", id,
+             "%scoroutine %llu overflowed its %zu-byte stack",
+             report ? "the test's thread, signal 11; " : "cor: ", id,
              stackSize);
     ck_assert_msg(strstr(out, expect) != NULL, "expected '%s' in: %s",
                   expect, out);
@@ -92,13 +128,34 @@ checkOverflowReport(size_t stackSize)
 
 START_TEST(test_overflow_is_reported_then_dies_of_sigsegv)
 {
-    checkOverflowReport(COR_CO_STACK_DEFAULT);
+    checkOverflowReport(COR_CO_STACK_DEFAULT, false);
 }
 END_TEST
 
 START_TEST(test_overflow_report_names_the_stack_size)
 {
-    checkOverflowReport(32 * 1024);
+    checkOverflowReport(32 * 1024, false);
+}
+END_TEST
+
+/* The process's report function speaks first, the overflow after it. */
+START_TEST(test_overflow_report_follows_the_report_function)
+{
+    checkOverflowReport(32 * 1024, true);
+}
+END_TEST
+
+/* Any fatal signal, on a thread that armed the report: the function's
+ * line, and the death the signal would have been without us. */
+START_TEST(test_an_abort_is_reported_then_dies_of_sigabrt)
+{
+    char out[4096];
+    int status = dieInChild(abortArmed, 0, true, out, sizeof(out));
+
+    ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
+                  "the child should die of SIGABRT, status %d, output: %s",
+                  status, out);
+    ck_assert_str_eq(out, "the test's thread, signal 6\n");
 }
 END_TEST
 
@@ -212,5 +269,7 @@ COR_TEST_SUITE(corCoStack)
     tcase_add_test(tc, test_trim_gives_back_what_a_deep_call_touched);
     tcase_add_test(tc, test_overflow_is_reported_then_dies_of_sigsegv);
     tcase_add_test(tc, test_overflow_report_names_the_stack_size);
+    tcase_add_test(tc, test_overflow_report_follows_the_report_function);
+    tcase_add_test(tc, test_an_abort_is_reported_then_dies_of_sigabrt);
     tcase_add_test(tc, test_untouched_stack_costs_nothing);
 }

@@ -9,7 +9,8 @@
  * then staff), a rate limit (a burst of 30 at 10/s burst 20: about 20
  * pass, the rest 429 with Retry-After; keys by header apart; counted in
  * /metrics), a route's headers on a 200, on a handler's 404 and on the
- * core's 405 and 401, and cor -t's errors (an unknown guard named, an
+ * core's 405 and 401, Expect: 100-continue answered only once the
+ * guards passed (a refusal at once, the body unsent), and cor -t's errors (an unknown guard named, an
  * htpasswd file that cannot be read).
  */
 #include "corTest.h"
@@ -129,6 +130,11 @@ start(void)
              "staff ] }\n"
              "  - { match: \"GET /burst\", handler: hello, guard: perip }\n"
              "  - { match: \"GET /key\", handler: hello, guard: [ perkey ] }\n"
+             "  - { match: \"POST /up/lan\", handler: hello, guard: lan }\n"
+             "  - { match: \"POST /up/staff\", handler: hello, guard: staff "
+             "}\n"
+             "  - { match: \"POST /up/key\", handler: hello, guard: perkey }\n"
+             "  - { match: \"POST /up/open\", handler: hello }\n"
              "  - { match: \"GET /x\", handler: hello, headers: { "
              "Strict-Transport-Security: \"max-age=31536000\", X-Two: "
              "\"2\" } }\n"
@@ -482,6 +488,80 @@ START_TEST(test_route_headers_on_every_answer)
 }
 END_TEST
 
+/* Send a head of path with Expect: 100-continue and a body of 500 000
+ * bytes (within limits.body_bytes) to come, plus extra fields, on a new
+ * connection; the first head that comes back into out. Returns the
+ * connection. */
+static int
+expectAsk(const char* path, const char* extra)
+{
+    char head[512];
+    int fd = corConnect(server.port);
+
+    ck_assert_int_ge(fd, 0);
+    snprintf(head, sizeof(head), "POST %s HTTP/1.1\r\nHost: t\r\n"
+             "Content-Length: 500000\r\nExpect: 100-continue\r\n%s\r\n",
+             path, extra);
+    ck_assert_int_eq(corSendAll(fd, head, strlen(head)), 0);
+    ck_assert_int_gt(corReadHead(fd, out, sizeof(out), 5000), 0);
+    return fd;
+}
+
+/* Refused by a guard, or no route: the answer comes at once, before any
+ * byte of the body, never after a 100 Continue (nginx: the same). */
+static void
+expectRefused(const char* path, const char* extra, const char* status)
+{
+    int fd = expectAsk(path, extra);
+
+    ck_assert_msg(strncmp(out, status, strlen(status)) == 0,
+                  "%s: '%s' where %s", path, out, status);
+    close(fd);
+}
+
+/* Accepted: 100 Continue, then the body, then the answer. */
+static void
+expectAccepted(const char* path, const char* extra)
+{
+    static char body[500000];
+    int fd = expectAsk(path, extra);
+
+    ck_assert_msg(strncmp(out, "HTTP/1.1 100 Continue\r\n", 23) == 0,
+                  "%s: '%s'", path, out);
+    memset(body, 'b', sizeof(body));
+    ck_assert_int_eq(corSendAll(fd, body, sizeof(body)), 0);
+    ck_assert_int_gt(corReadResponse(fd, out, sizeof(out), 5000), 0);
+    ck_assert_int_eq(corStatus(out), 200);
+    close(fd);
+}
+
+/* Expect: 100-continue is answered once the route and its guards (a late
+ * one too: basic auth hashes off the loop) accepted the request; a
+ * refused one gets its 403, 401, 404 or 429 at once, the body unsent. */
+START_TEST(test_expect_continue_after_guards)
+{
+    start();
+    expectRefused("/up/lan", "", "HTTP/1.1 403");
+    expectRefused("/up/staff", "", "HTTP/1.1 401");
+    expectRefused("/up/staff", "Authorization: Basic Ym9iOmh1bnRlcjM=\r\n",
+                  "HTTP/1.1 401");
+    expectRefused("/up/nowhere", "", "HTTP/1.1 404");
+    expectAccepted("/up/key", "X-Key: e\r\n");
+    expectAccepted("/up/key", "X-Key: e\r\n");
+    expectRefused("/up/key", "X-Key: e\r\n", "HTTP/1.1 429");
+    expectAccepted("/up/open", "");
+    expectAccepted("/up/staff", "Authorization: Basic Ym9iOmh1bnRlcjI=\r\n");
+    /* curl, which waits a second for the 100 and sends nothing of the
+     * body once a refusal came. */
+    ck_assert_int_eq(sh("head -c 500000 /dev/zero > $D/up.bin && curl -sS "
+                        "--max-time 20 -H 'Expect: 100-continue' "
+                        "--data-binary @$D/up.bin -o /dev/null -w "
+                        "'%%{http_code} %%{size_upload}' "
+                        "http://127.0.0.1:$P/up/lan"), 0);
+    ck_assert_str_eq(out, "403 0");
+}
+END_TEST
+
 START_TEST(test_cor_t_errors)
 {
     const char* bin = getenv("COR_BIN") ? getenv("COR_BIN") : "build/cor";
@@ -524,5 +604,6 @@ COR_TEST_SUITE(corGuard)
     tcase_add_test(tc, test_keys_by_header_apart);
     tcase_add_test(tc, test_long_keys_cost_bounded_memory);
     tcase_add_test(tc, test_route_headers_on_every_answer);
+    tcase_add_test(tc, test_expect_continue_after_guards);
     tcase_add_test(tc, test_cor_t_errors);
 }

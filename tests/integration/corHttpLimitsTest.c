@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Limits and timeouts against the real binary: 431, 414, 413, the
- * connection limit, slowloris, a client that never reads, idle keep-alive
+ * Limits and timeouts against the real binary: 431, 414, 413 (with
+ * Expect: 100-continue too: never a 100 first), a body past
+ * limits.body_memory spooled to an unlinked file that goes with its
+ * request (read whole and mapped by its handler), the connection limit, slowloris, a client that never reads, idle keep-alive
  * connections, 10 000 idle connections beside a busy one, and accepting
  * at the fd limit.
  */
@@ -12,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <dirent.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,6 +76,131 @@ START_TEST(test_body_too_large_is_413_before_the_body)
     ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
     ck_assert_int_eq(corStatus(buf), 413);
     close(fd);
+}
+END_TEST
+
+/* Asked to wait (Expect: 100-continue) with a length past the limit: the
+ * 413 comes first, never a 100. */
+START_TEST(test_body_too_large_is_413_not_100)
+{
+    int fd;
+    const char* head = "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: "
+                       "2000000\r\nExpect: 100-continue\r\n\r\n";
+
+    start("limits: { body_bytes: 1MiB }\n");
+    fd = corConnect(server.port);
+    ck_assert_int_eq(corSendAll(fd, head, strlen(head)), 0);
+    ck_assert_int_gt(corReadHead(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_int_eq(corStatus(buf), 413);
+    close(fd);
+}
+END_TEST
+
+/* The files of pid's open descriptors that were unlinked, in dir. */
+static int
+spooledFiles(pid_t pid, const char* dir)
+{
+    char path[64];
+    char target[512];
+    struct dirent* e;
+    DIR* d;
+    int count = 0;
+
+    snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+    d = opendir(path);
+    ck_assert_ptr_nonnull(d);
+    while ((e = readdir(d)) != NULL) {
+        char link[384];
+        ssize_t n;
+
+        snprintf(link, sizeof(link), "%s/%s", path, e->d_name);
+        n = readlink(link, target, sizeof(target) - 1);
+        if (n <= 0) {
+            continue;
+        }
+        target[n] = '\0';
+        count += strncmp(target, dir, strlen(dir)) == 0
+                 && strstr(target, "(deleted)") != NULL;
+    }
+    closedir(d);
+    return count;
+}
+
+/* Wait up to 3 s for pid to hold want spooled files in dir. */
+static void
+spooledWait(pid_t pid, const char* dir, int want)
+{
+    for (int i = 0; i < 150 && spooledFiles(pid, dir) != want; i++) {
+        usleep(20 * 1000);
+    }
+    ck_assert_int_eq(spooledFiles(pid, dir), want);
+}
+
+static uint32_t
+sum31(const char* p, size_t n)
+{
+    uint32_t sum = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        sum = sum * 31 + (unsigned char)p[i];
+    }
+    return sum;
+}
+
+/*
+ * Past limits.body_memory a body its handler takes whole goes to an
+ * unlinked file in body_spool_dir, held while the body comes and the
+ * handler runs, and gone with the request: answered, or its client gone
+ * midway. The handler gets it whole, read (corRequestBodyRead) or mapped
+ * (r->body); chunked too.
+ */
+START_TEST(test_body_past_body_memory_spooled_for_its_request_only)
+{
+    static char body[3000000];
+    const char* head = "POST /bodysum HTTP/1.1\r\nHost: t\r\n"
+                       "Content-Length: 3000000\r\n\r\n";
+    char expect[64];
+    char command[256];
+    pid_t gen;
+    int fd;
+
+    start("limits: { body_bytes: 8MiB, body_memory: 64KiB, "
+          "body_spool_dir: {DIR} }\n");
+    gen = corServerGeneration(&server);
+    for (size_t i = 0; i < sizeof(body); i++) {
+        body[i] = (char)(i * 7 + i / 1000);
+    }
+    snprintf(expect, sizeof(expect), "length 3000000 sum %u\n",
+             (unsigned)sum31(body, sizeof(body)));
+    fd = corConnect(server.port);
+    ck_assert_int_eq(corSendAll(fd, head, strlen(head)), 0);
+    ck_assert_int_eq(corSendAll(fd, body, 1000000), 0);
+    spooledWait(gen, server.dir, 1);
+    ck_assert_int_eq(corSendAll(fd, body + 1000000, 2000000), 0);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_str_eq(corBody(buf), expect);
+    spooledWait(gen, server.dir, 0);
+    close(fd);
+    /* A client that leaves midway takes its file with it. */
+    fd = corConnect(server.port);
+    ck_assert_int_eq(corSendAll(fd, head, strlen(head)), 0);
+    ck_assert_int_eq(corSendAll(fd, body, 1000000), 0);
+    spooledWait(gen, server.dir, 1);
+    close(fd);
+    spooledWait(gen, server.dir, 0);
+    /* Mapped, and chunked. */
+    snprintf(command, sizeof(command), "%s/up.bin", server.dir);
+    FILE* f = fopen(command, "w");
+
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fwrite(body, 1, sizeof(body), f), sizeof(body));
+    fclose(f);
+    snprintf(command, sizeof(command), "-H 'Transfer-Encoding: chunked' "
+             "--data-binary @%s/up.bin", server.dir);
+    ck_assert_int_eq(corCurl(server.port, command, "/bodysum?map=1", buf,
+                             sizeof(buf)), 0);
+    ck_assert_str_eq(buf, expect);
+    ck_assert_int_eq(spooledFiles(gen, server.dir), 0);
 }
 END_TEST
 
@@ -402,6 +530,8 @@ COR_TEST_SUITE(corHttpLimits)
     tcase_add_test(tc, test_header_too_large_is_431);
     tcase_add_test(tc, test_target_too_long_is_414);
     tcase_add_test(tc, test_body_too_large_is_413_before_the_body);
+    tcase_add_test(tc, test_body_too_large_is_413_not_100);
+    tcase_add_test(tc, test_body_past_body_memory_spooled_for_its_request_only);
     tcase_add_test(tc, test_connections_past_the_limit_are_closed_and_counted);
     tcase_add_test(tc, test_slowloris_is_cut_while_others_are_served);
     tcase_add_test(tc, test_client_that_never_reads_is_cut_at_the_send_timeout);

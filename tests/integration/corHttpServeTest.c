@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The HTTP server against the real binary: answers, keep-alive,
- * pipelining, bodies, 100-continue, the malformed and smuggling corpus,
+ * pipelining (behind bodies the core gathers too), bodies,
+ * 100-continue (never before a refusal), the malformed and smuggling corpus,
  * and the answer-once rule for coroutines that never wait.
  */
 #include "corTest.h"
@@ -197,6 +198,51 @@ START_TEST(test_expect_100_continue)
     ck_assert_int_eq(corSendAll(fd, "abcd", 4), 0);
     ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
     ck_assert_str_eq(corBody(buf), "abcd");
+    close(fd);
+}
+END_TEST
+
+/* Asked to wait for a route that does not exist: its 404 at once, never
+ * a 100 first (nginx: the same). */
+START_TEST(test_expect_100_continue_refused_at_once)
+{
+    int fd = corConnect(server.port);
+    const char* head = "POST /nowhere HTTP/1.1\r\nHost: t\r\n"
+                       "Content-Length: 4\r\nExpect: 100-continue\r\n\r\n";
+
+    ck_assert_int_eq(corSendAll(fd, head, strlen(head)), 0);
+    ck_assert_int_gt(corReadHead(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_int_eq(corStatus(buf), 404);
+    close(fd);
+}
+END_TEST
+
+/* Bodies the core gathers for their handler (past limits.body_memory by
+ * length, chunked) leave the connection as one read whole would: the
+ * requests pipelined behind them are answered next, in order, on it. */
+START_TEST(test_pipelined_behind_gathered_bodies)
+{
+    static char req[2100000];
+    const char* tail = "POST /bodysum HTTP/1.1\r\nHost: t\r\n"
+                       "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"
+                       "0\r\n\r\nGET /nowhere HTTP/1.1\r\nHost: t\r\n\r\n";
+    int n = snprintf(req, sizeof(req), "POST /bodysum HTTP/1.1\r\nHost: t"
+                     "\r\nContent-Length: 2000000\r\n\r\n");
+    int fd;
+
+    corServerStop(&server);
+    ck_assert_int_eq(corServerStartWith(&server, "limits: { body_bytes: "
+                                        "4MiB }\n"), 0);
+    fd = corConnect(server.port);
+    memset(req + n, 'x', 2000000);
+    strcpy(req + n + 2000000, tail);
+    ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_str_eq(corBody(buf), "length 2000000 sum 2476326912\n");
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_str_eq(corBody(buf), "length 3 sum 96354\n");
+    ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
+    ck_assert_int_eq(corStatus(buf), 404);
     close(fd);
 }
 END_TEST
@@ -685,6 +731,8 @@ COR_TEST_SUITE(corHttpServe)
     tcase_add_test(tc, test_body_sent_in_pieces);
     tcase_add_test(tc, test_expect_100_continue);
     tcase_add_test(tc, test_curl_posts_with_100_continue);
+    tcase_add_test(tc, test_expect_100_continue_refused_at_once);
+    tcase_add_test(tc, test_pipelined_behind_gathered_bodies);
     tcase_add_test(tc, test_not_found_and_method_not_allowed);
     tcase_add_test(tc, test_http10_closes_unless_keep_alive);
     tcase_add_test(tc, test_absolute_form_and_decoded_path);

@@ -34,6 +34,10 @@
  *               /set gave (none at first)
  *   /health     the status /set gave (200 at first), "health"
  *   /set?health=S&delay=MS  sets them (each optional), 200 "set"
+ *   /early?status=S  S (413 by default) with "early" and Connection:
+ *               close, before a byte of the request's body is read, then
+ *               the close (the unread body makes it a reset), as a server
+ *               that refuses an upload does
  *   .../echo... 200, the request's head as it came, then the length and
  *               a checksum of its body (any size: it is read, not kept)
  *               and this upstream's port
@@ -204,6 +208,10 @@ requestRead(int fd, char* buf, size_t cap, size_t* have, BodySeen* seen)
     headLen = (size_t)(end + 4 - buf);
     atomic_fetch_add(&heads, 1);
     *seen = (BodySeen){ 0 };
+    if (strncmp(strchr(buf, ' ') + 1, "/early", 6) == 0) {
+        buf[headLen - 2] = '\0';
+        return true;            /* answered unread, then closed */
+    }
     te = strcasestr(buf, "\r\nTransfer-Encoding: chunked");
     if (te != NULL && te < end) {
         /* Bytes past the body that came with it are dropped: no client
@@ -399,6 +407,14 @@ answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
         }
         sendText(fd, "HTTP/1.1 200 OK\r\nX-Test: set\r\n"
                      "Content-Length: 3\r\n\r\nset");
+    } else if (strncmp(target, "/early", 6) == 0) {
+        int status = queryMs(target, "status=");
+
+        snprintf(out, sizeof(out), "HTTP/1.1 %d Early\r\nX-Test: early\r\n"
+                 "Connection: close\r\nContent-Length: 6\r\n\r\nearly\n",
+                 status > 0 ? status : 413);
+        sendText(fd, out);
+        return false;
     } else if (strncmp(target, "/stall", 6) == 0) {
         stallAnswer(fd, target);
     } else if (strcmp(target, "/posts") == 0 || strcmp(target, "/conns") == 0

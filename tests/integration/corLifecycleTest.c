@@ -75,6 +75,27 @@ START_TEST(test_check_reports_ok_and_listens_on_nothing)
 }
 END_TEST
 
+/* The tree's own conf/cor.yaml (make run), on a free port: it routes
+ * GET /health to the health handler, which the README and
+ * docs/operations.md point load balancers at (it answered 404). */
+START_TEST(test_default_config_routes_health)
+{
+    char yaml[8192];
+
+    ck_assert_int_eq(corShell("sed -e 's/127.0.0.1:8080/127.0.0.1:{PORT}/' "
+                              "-e 's|pid_file: [^ ]*|pid_file: "
+                              "{DIR}/cor.pid|' conf/cor.yaml", yaml,
+                              sizeof(yaml)), 0);
+    ck_assert_msg(strstr(yaml, "{PORT}") != NULL, "%s", yaml);
+    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+    ck_assert_int_eq(corRequest(server.port, "GET /health HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_str_eq(corBody(buf), "ready\n");
+    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n", buf, sizeof(buf)), 200);
+}
+END_TEST
+
 /* Every file of conf/bad: cor -t fails with the expected file:line:column
  * and message, and nothing starts. */
 START_TEST(test_bad_config_corpus)
@@ -754,6 +775,7 @@ COR_TEST_SUITE(corLifecycle)
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, NULL, tearDown);
     tcase_add_test(tc, test_check_reports_ok_and_listens_on_nothing);
+    tcase_add_test(tc, test_default_config_routes_health);
     tcase_add_test(tc, test_a_count_in_the_log_agrees_with_its_noun);
     tcase_add_test(tc, test_bad_config_corpus);
     tcase_add_test(tc, test_unknown_handler_and_missing_module_named_at_their_line);

@@ -446,6 +446,82 @@ START_TEST(test_pid_file_is_relative_to_the_config_file)
 }
 END_TEST
 
+/* ---- include ------------------------------------------------------------- */
+
+/* Write conf.d/hello.yaml with greeting (broken: cut short), then
+ * `cor -s reload` the server's configuration; its exit status, its output
+ * in buf. */
+static int
+helloReload(const char* greeting, bool broken)
+{
+    char path[256];
+    char command[512];
+    FILE* f;
+
+    snprintf(path, sizeof(path), "%s/conf.d/hello.yaml", server.dir);
+    f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "modules: [ { load: hello, greeting: %s } ]\n"
+            "routes: [ { match: \"GET /hello\", handler: hello %s\n",
+            greeting, broken ? "" : "} ]");
+    fclose(f);
+    snprintf(command, sizeof(command), "%s -s reload -c %s 2>&1", bin(),
+             server.config);
+    return corShell(command, buf, sizeof(buf));
+}
+
+/* Whether GET /hello answers 200 with greeting. */
+static bool
+helloSays(const char* greeting)
+{
+    return corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n",
+                      buf, sizeof(buf)) == 200
+           && strstr(corBody(buf), greeting) != NULL;
+}
+
+/*
+ * A reload reads the included files again: a file added to conf.d, then
+ * one changed, take effect; an included file that does not parse fails
+ * the reload with its file:line:column and the running configuration
+ * keeps serving, as for the main file. cor -t lists every file it read.
+ */
+START_TEST(test_reload_reads_the_included_files_again)
+{
+    char command[512];
+    char want[256];
+
+    ck_assert_int_eq(corServerStart(&server,
+        "runtime: { loops: 1, workers: 2, coroutines: { enabled: "
+        "{COROUTINES} } }\n"
+        "include: \"conf.d/*.yaml\"\n"
+        "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+        "modules: [ { load: http } ]\n"
+        "routes: [ { match: \"GET /metrics\", handler: metrics } ]\n"
+        "log: { pid_file: {DIR}/cor.pid }\n"), 0);
+    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: "
+                                "t\r\n\r\n", buf, sizeof(buf)), 404);
+
+    snprintf(command, sizeof(command), "mkdir %s/conf.d", server.dir);
+    ck_assert_int_eq(system(command), 0);
+    ck_assert_msg(helloReload("first", false) == 0, "%s", buf);
+    ck_assert_msg(helloSays("first"), "%s", buf);
+    ck_assert_msg(helloReload("second", false) == 0, "%s", buf);
+    ck_assert_msg(helloSays("second"), "%s", buf);
+
+    snprintf(command, sizeof(command), "%s -t -c %s 2>&1", bin(),
+             server.config);
+    ck_assert_msg(corShell(command, buf, sizeof(buf)) == 0, "%s", buf);
+    snprintf(want, sizeof(want), "read %s/conf.d/hello.yaml\n", server.dir);
+    ck_assert_msg(strstr(buf, want) != NULL, "%s", buf);
+
+    ck_assert_int_ne(helloReload("third", true), 0);
+    snprintf(want, sizeof(want), "%s/conf.d/hello.yaml:3:1: ", server.dir);
+    ck_assert_msg(strstr(buf, want) != NULL, "%s", buf);
+    ck_assert(logSays(&server, "keeps serving", 10000));
+    ck_assert_msg(helloSays("second"), "%s", buf);
+}
+END_TEST
+
 /* ---- Typos --------------------------------------------------------------- */
 
 /* A typo in a module's key and in a handler's name: what exists, and the
@@ -514,6 +590,7 @@ COR_TEST_SUITE(corMaster)
     tcase_add_test(tc, test_check_refuses_files_a_start_could_not_open);
     tcase_add_test(tc, test_module_path_is_relative_to_the_config_file);
     tcase_add_test(tc, test_pid_file_is_relative_to_the_config_file);
+    tcase_add_test(tc, test_reload_reads_the_included_files_again);
     tcase_add_test(tc, test_typos_in_module_keys_and_handlers_say_what_exists);
     tcase_add_test(tc, test_typos_in_nested_keys_say_the_nearest);
 }

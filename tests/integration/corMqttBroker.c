@@ -54,7 +54,7 @@ corTestBrokerStart(void)
     ck_assert_ptr_nonnull(f);
     fprintf(f, "user root\nper_listener_settings true\n"
             "persistence true\npersistence_location %s/\n"
-            "max_queued_messages 0\n"
+            "max_queued_messages 0\nsys_interval 1\n"
             "log_dest file %s/mosquitto.log\nlog_type all\n"
             "listener %d 127.0.0.1\nallow_anonymous true\n"
             "listener %d 127.0.0.1\nallow_anonymous false\n"
@@ -229,6 +229,35 @@ corTestBrokerRemove(void)
     snprintf(command, sizeof(command), "rm -rf %s", corTestBroker.dir);
     corShell(command, out, sizeof(out));
     corTestCertsRemove(corTestBroker.certs);
+}
+
+long
+corTestBrokerSessionsKept(void)
+{
+    char command[320];
+    char out[1024];
+    long total = -1;
+    long connected = -1;
+
+    /* mosquitto says them every second, and only when they changed: what
+     * it said 1.5 s after the caller's last change is the truth, and this
+     * reader's own connect changes both alike. */
+    usleep(1500 * 1000);
+    snprintf(command, sizeof(command), "mosquitto_sub -h 127.0.0.1 -p %d -v "
+             "-t '$SYS/broker/clients/total' -t "
+             "'$SYS/broker/clients/connected' -C 6 -W 2; true",
+             corTestBroker.port);
+    corShell(command, out, sizeof(out));
+    for (char* line = strtok(out, "\n"); line != NULL;
+         line = strtok(NULL, "\n")) {
+        if (strncmp(line, "$SYS/broker/clients/total ", 26) == 0) {
+            total = atol(line + 26);
+        } else if (strncmp(line, "$SYS/broker/clients/connected ", 30)
+                   == 0) {
+            connected = atol(line + 30);
+        }
+    }
+    return total < 0 || connected < 0 ? -1 : total - connected;
 }
 
 long

@@ -89,6 +89,12 @@ void corTestPeerStop(CorTestPeer* p);
  * corPort; -1 if none. */
 long corTestBrokerCounterAt(int corPort, int brokerPort, const char* name);
 
+/* The sessions mosquitto keeps for clients not connected
+ * ($SYS/broker/clients/total less clients/connected), as it says them
+ * (every second, when they change) 1.5 s after the call; -1 if it did
+ * not. Takes 3.5 s. */
+long corTestBrokerSessionsKept(void);
+
 /* Counter name of the broker's plain port in the /metrics of the cor on
  * corPort (routed at GET /metrics); -1 if none. */
 long corTestBrokerCounter(int corPort, const char* name);

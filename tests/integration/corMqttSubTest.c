@@ -43,6 +43,8 @@ typedef struct {
     const char* keys;           /* more keys of the module, "    k: v\n" */
     const char* subs;           /* more subscriptions, "      - {...}\n" */
     const char* routes;         /* more routes, "  - {...}\n" */
+    const char* runtime;        /* more keys of runtime, ", k: v" */
+    const char* modules;        /* more modules, "  - {...}\n" */
 } SubConf;
 
 /* cor again with subscriptions to the broker: in/a/+ (QoS 1) served by
@@ -59,7 +61,7 @@ corSubscribingWith(const SubConf* sc)
         snprintf(perLoop, sizeof(perLoop), ", per_loop: %u", sc->perLoop);
     }
     snprintf(yaml, sizeof(yaml),
-             "runtime: { loops: 2, workers: 4,\n"
+             "runtime: { loops: 2, workers: 4%s,\n"
              "           coroutines: { enabled: {COROUTINES}%s } }\n"
              "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
              "modules:\n"
@@ -75,6 +77,7 @@ corSubscribingWith(const SubConf* sc)
              "      - { broker: \"mqtt://127.0.0.1:%d\",\n"
              "          filter: \"in/never/#\", client_id: cor-sub-1 }\n"
              "%s"
+             "%s"
              "  - { load: {MODULES}/testkit.so }\n"
              "routes:\n"
              "  - { match: \"MQTT /in/a/*\", handler: echo }\n"
@@ -83,8 +86,10 @@ corSubscribingWith(const SubConf* sc)
              "  - { match: \"GET /metrics\", handler: metrics }\n"
              "%s"
              "log: { pid_file: {DIR}/cor.pid }\n",
-             perLoop, sc->keys != NULL ? sc->keys : "", sc->broker,
+             sc->runtime != NULL ? sc->runtime : "", perLoop,
+             sc->keys != NULL ? sc->keys : "", sc->broker,
              sc->broker, sc->broker, sc->subs != NULL ? sc->subs : "",
+             sc->modules != NULL ? sc->modules : "",
              sc->neverEchoes ? "echo" : "never",
              sc->routes != NULL ? sc->routes : "");
     corServerStop(&cor);
@@ -122,7 +127,7 @@ corWithSubscriptions(bool neverEchoes)
 static void
 publish(const char* topic, const char* message, int qos, const char* more)
 {
-    char command[512];
+    char command[1024];
 
     snprintf(command, sizeof(command), "mosquitto_pub -h 127.0.0.1 -p %d "
              "-V mqttv5 -q %d -t '%s' -m '%s' -D publish response-topic "
@@ -309,6 +314,170 @@ START_TEST(test_a_reload_mid_subscription_loses_nothing)
 }
 END_TEST
 
+/* Distinct responses "PREFIXn status:200" in s's output so far. */
+static int
+repliesDistinct(const CorTestSub* s, const char* prefix)
+{
+    char command[256];
+
+    snprintf(command, sizeof(command), "grep -o ' %s[0-9]* status:200' %s "
+             "| sort -u | wc -l", prefix, s->out);
+    corShell(command, buf, sizeof(buf));
+    return atoi(buf);
+}
+
+/* A process publishing PREFIX1 to PREFIXcount to topic at qos, a hundred
+ * every 100 ms (mosquitto_pub -l), each with out/reply as its Response
+ * Topic. Its PID. */
+static pid_t
+streamStart(const char* prefix, int count, int qos, const char* topic)
+{
+    char command[512];
+    pid_t pid;
+
+    snprintf(command, sizeof(command), "for i in $(seq 1 %d); do echo %s$i; "
+             "[ $((i %% 100)) -eq 0 ] && sleep 0.1; done | mosquitto_pub "
+             "-h 127.0.0.1 -p %d -V mqttv5 -q %d -t %s -l -D publish "
+             "response-topic out/reply", count, prefix, corTestBroker.port,
+             qos, topic);
+    pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", command, (char*)NULL);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void
+streamWait(pid_t pid)
+{
+    int status;
+
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_int_eq(status, 0);
+}
+
+/* Reload cor and wait until its new generation serves (up to 10 s). */
+static void
+reloadOnce(void)
+{
+    pid_t old = corServerGeneration(&cor);
+    long deadline = corNowMs() + 10000;
+
+    ck_assert_int_eq(kill(cor.pid, SIGHUP), 0);
+    while (corServerGeneration(&cor) == old && corNowMs() < deadline) {
+        usleep(20 * 1000);
+    }
+    ck_assert_int_ne(corServerGeneration(&cor), old);
+}
+
+/*
+ * Two reloads in the middle of a QoS 1 and a QoS 2 stream (2000 and 1000
+ * messages in about two seconds) into a subscriber with the default
+ * client id: the id is the instance's (its master's), not the
+ * generation's, so each new generation goes on with the session the old
+ * one let go of. Every message is handled, the broker keeps no session of
+ * an old generation ($SYS/broker/clients/total equals connected), and a
+ * retained message is handled once in the instance's life, not again at
+ * each reload. Before: a new session per generation, the old ones kept on
+ * the broker (and the messages queued there), the retained message
+ * handled at each reload.
+ */
+START_TEST(test_reloads_go_on_with_one_session)
+{
+    enum { COUNT1 = 2000, COUNT2 = 1000 };
+    char command[512];
+    char subs[256];
+    CorTestSub s;
+    pid_t qos1;
+    pid_t qos2;
+    long deadline;
+    int handled1;
+    int handled2 = 0;
+    int kept;
+
+    snprintf(command, sizeof(command), "mosquitto_pub -h 127.0.0.1 -p %d "
+             "-V mqttv5 -q 1 -r -t in/r/kept -m kept -D publish "
+             "response-topic out/reply", corTestBroker.port);
+    ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
+    corTestSubStart(&s, "out/#", 0, "");
+    /* Another URL for the broker: a group of its own, the default id. */
+    snprintf(subs, sizeof(subs), "      - { broker: \"mqtt://127.0.0.1:%d/\","
+             " filter: \"in/r/#\", qos: 2 }\n", corTestBroker.port);
+    ck_assert_int_eq(corSubscribingWith(&(SubConf){
+        .broker = corTestBroker.port, .subs = subs,
+        .routes = "  - { match: \"MQTT /in/r/*\", handler: echo }\n" }), 0);
+    subscribedWait(4);
+    qos1 = streamStart("m", COUNT1, 1, "in/r/s");
+    qos2 = streamStart("n", COUNT2, 2, "in/r/t");
+    usleep(500 * 1000);
+    reloadOnce();
+    usleep(300 * 1000);
+    reloadOnce();
+    streamWait(qos1);
+    streamWait(qos2);
+    deadline = corNowMs() + 20000;
+    while (((handled1 = repliesDistinct(&s, "m")) < COUNT1
+            || (handled2 = repliesDistinct(&s, "n")) < COUNT2)
+           && corNowMs() < deadline) {
+        usleep(100 * 1000);
+    }
+    handled2 = repliesDistinct(&s, "n");
+    kept = (int)corTestBrokerSessionsKept();   /* the old ones ended */
+    corTestSubCollect(&s, 0, buf, sizeof(buf));
+    fprintf(stderr, "corMqttSubTest: two reloads in QoS 1 and 2 streams: "
+            "%d of %d and %d of %d handled, the retained one %d times, %d "
+            "sessions kept (%s)\n", handled1, COUNT1, handled2, COUNT2,
+            corTestCountOf(buf, "reply kept status:200"), kept,
+            corTestCoroutines() ? "coroutines" : "threads");
+    ck_assert_int_eq(handled1, COUNT1);
+    ck_assert_int_eq(handled2, COUNT2);
+    ck_assert_int_eq(corTestCountOf(buf, "reply kept status:200"), 1);
+    ck_assert_int_eq(kept, 0);
+}
+END_TEST
+
+/*
+ * After a stop (cor -s stop: SIGTERM), the broker keeps no session of a
+ * subscriber with the default client id, in 5.0 and in 3.1.1 (whose
+ * sessions never expire by themselves): no later cor can take up an id of
+ * this instance. A client_id given (cor-sub-1) keeps its session for the
+ * next cor that has it. Before: both kept.
+ */
+static void
+stopKeepsNoSession(const char* version)
+{
+    char keys[64];
+    char subs[256];
+    long kept;
+
+    snprintf(keys, sizeof(keys), "    version: \"%s\"\n", version);
+    snprintf(subs, sizeof(subs), "      - { broker: \"mqtt://127.0.0.1:%d/\","
+             " filter: \"in/s/#\" }\n", corTestBroker.port);
+    ck_assert_int_eq(corSubscribingWith(&(SubConf){
+        .broker = corTestBroker.port, .keys = keys, .subs = subs }), 0);
+    subscribedWait(4);
+    corServerStop(&cor);
+    kept = corTestBrokerSessionsKept();
+    fprintf(stderr, "corMqttSubTest: after a stop in %s: %ld sessions kept "
+            "(%s)\n", version, kept,
+            corTestCoroutines() ? "coroutines" : "threads");
+    ck_assert_int_eq(kept, 1);
+}
+
+START_TEST(test_a_stop_keeps_no_session_in_5)
+{
+    stopKeepsNoSession("5");
+}
+END_TEST
+
+START_TEST(test_a_stop_keeps_no_session_in_311)
+{
+    stopKeepsNoSession("3.1.1");
+}
+END_TEST
+
 /* Wait until the broker's counter name in cor's /metrics is at least
  * value, up to ms; its value then. */
 static long
@@ -395,6 +564,134 @@ floodIsBounded(int broker)
 START_TEST(test_a_qos0_flood_is_bounded)
 {
     floodIsBounded(corTestBroker.port);
+}
+END_TEST
+
+/*
+ * A graceful stop with messages parked on worker threads: 600 QoS 0
+ * messages into hello's park handler (which waits until /wake), past the
+ * coroutines (per_loop: 4; all of them in blocking mode) on the four
+ * workers, most of them queued there. The drain says what it waits for
+ * (the requests on workers), and at runtime.stop_timeout (2 s) the stop
+ * cancels the workers' waits as the loops': a handler that had not
+ * started never starts. Before, each queued one ran and parked until its
+ * first look for a cancel (50 ms): 600 / 4 x 50 ms, past the master's
+ * stop_timeout + 5 s, which killed the generation.
+ */
+START_TEST(test_a_stop_with_messages_parked_on_workers_ends)
+{
+    enum { COUNT = 600 };
+    char subs[256];
+    long handed = 0;
+    long deadline;
+    long t;
+    int status;
+
+    snprintf(subs, sizeof(subs), "      - { broker: \"mqtt://127.0.0.1:%d\","
+             " filter: \"in/park/#\", qos: 0 }\n", corTestBroker.port);
+    ck_assert_int_eq(corSubscribingWith(&(SubConf){
+        .broker = corTestBroker.port, .perLoop = 4,
+        .runtime = ", stop_timeout: 2s",
+        .keys = "    max_in_handlers: 1000\n", .subs = subs,
+        .modules = "  - { load: {MODULES}/hello.so }\n",
+        .routes = "  - { match: \"MQTT /in/park/*\", handler: park }\n"
+    }), 0);
+    subscribedWait(4);
+    publishMany(corTestBroker.port, "in/park/x", "p", COUNT, 0);
+    deadline = corNowMs() + 20000;
+    while ((handed = corMetric(cor.port,
+                               "cor_requests_total{ran=\"coroutine\"}")
+                     + corMetric(cor.port,
+                                 "cor_requests_total{ran=\"worker\"}"))
+           < COUNT && corNowMs() < deadline) {
+        usleep(20 * 1000);
+    }
+    ck_assert_int_ge(handed, COUNT);
+    t = corNowMs();
+    ck_assert_int_eq(kill(cor.pid, SIGQUIT), 0);
+    ck_assert_int_eq(waitpid(cor.pid, &status, 0), cor.pid);
+    t = corNowMs() - t;
+    cor.pid = 0;
+    fprintf(stderr, "corMqttSubTest: graceful stop with %d messages parked "
+            "(stop_timeout 2 s): %ld ms (%s)\n", COUNT, t,
+            corTestCoroutines() ? "coroutines" : "threads");
+    ck_assert_int_eq(corServerLogCount(&cor, "did not stop in"), 0);
+    ck_assert_int_ge(corServerLogCount(&cor, "on workers"), 1);
+    ck_assert_int_eq(corServerLogCount(&cor, "generation 1 stopped"), 1);
+    ck_assert_int_lt(t, 5000);
+}
+END_TEST
+
+/*
+ * Messages routed to a forward group go upstream as HTTP: POST (or the
+ * subscription's method:), never the method MQTT, which an application
+ * answers 501; the 5.0 user properties as MQTT-User-<name> fields, so that
+ * a publisher cannot write the upstream's Host, Authorization, Cookie,
+ * framing, hop-by-hop or forwarding fields. The upstream echoes the head
+ * it got, which the response carries to the Response Topic. A handler
+ * still sees the method MQTT and the properties as they came.
+ */
+START_TEST(test_messages_forwarded_go_as_http)
+{
+    static const char* const never[] = {
+        "\nAuthorization:", "\nX-Forwarded-For: 6.6.6.6", "\nHost: evil",
+        "\nCookie:", "\nTransfer-Encoding:", "\nForwarded:",
+        "\nConnection: close", "\nContent-Length: 999", "MQTT /",
+        "bad name",
+    };
+    char subs[512];
+    char modules[256];
+    CorTestSub s;
+    pid_t upstream;
+    int port;
+
+    upstream = corUpstreamStart(&port);
+    ck_assert_int_gt(upstream, 0);
+    snprintf(subs, sizeof(subs),
+             "      - { broker: \"mqtt://127.0.0.1:%d\", filter: \"in/fwd/#\","
+             " client_id: cor-sub-1 }\n"
+             "      - { broker: \"mqtt://127.0.0.1:%d\", filter: \"in/put/#\","
+             " client_id: cor-sub-1, method: PUT }\n",
+             corTestBroker.port, corTestBroker.port);
+    snprintf(modules, sizeof(modules), "  - load: forward\n    upstreams:\n"
+             "      - { name: app, servers: [ \"http://127.0.0.1:%d\" ] }\n",
+             port);
+    ck_assert_int_eq(corSubscribingWith(&(SubConf){
+        .broker = corTestBroker.port, .subs = subs, .modules = modules,
+        .routes = "  - { match: \"MQTT /in/fwd/*\", handler: app }\n"
+                  "  - { match: \"MQTT /in/put/*\", handler: app }\n" }),
+        0);
+    subscribedWait(5);
+    corTestSubStart(&s, "out/#", 3, "");
+    publish("in/fwd/echo", "up", 1, "-D publish user-property Authorization "
+            "secret -D publish user-property X-Forwarded-For 6.6.6.6 "
+            "-D publish user-property Host evil -D publish user-property "
+            "Cookie c=1 -D publish user-property Transfer-Encoding chunked "
+            "-D publish user-property Connection close -D publish "
+            "user-property Forwarded for=6.6.6.6 -D publish user-property "
+            "Content-Length 999 -D publish user-property 'bad name' x "
+            "-D publish user-property k v");
+    publish("in/put/echo", "put", 1, "");
+    publish("in/a/1", "local", 1, "-D publish user-property k v");
+    corTestSubCollect(&s, 10000, buf, sizeof(buf));
+    corUpstreamStop(&upstream);
+    ck_assert_msg(strstr(buf, "POST /in/fwd/echo HTTP/1.1\r\n") != NULL,
+                  "%s", buf);
+    ck_assert_msg(strstr(buf, "PUT /in/put/echo HTTP/1.1\r\n") != NULL,
+                  "%s", buf);
+    ck_assert_msg(strstr(buf, "\nMQTT-User-Authorization: secret") != NULL,
+                  "%s", buf);
+    ck_assert_msg(strstr(buf, "\nMQTT-User-Host: evil") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "\nMQTT-User-k: v") != NULL, "%s", buf);
+    ck_assert_msg(strstr(buf, "\nMQTT-QoS: 1") != NULL, "%s", buf);
+    for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+        ck_assert_msg(strstr(buf, never[i]) == NULL, "%s in:\n%s", never[i],
+                      buf);
+    }
+    ck_assert_int_eq(corTestCountOf(buf, "status:200"), 3);
+    /* The echo handler saw it as a message, its properties as they are. */
+    ck_assert_msg(strstr(buf, "out/reply local status:200") != NULL, "%s",
+                  buf);
 }
 END_TEST
 
@@ -631,6 +928,11 @@ COR_TEST_SUITE(corMqttSub)
     tcase_add_test(tc, test_a_reload_mid_subscription_loses_nothing);
     tcase_add_test(tc, test_a_message_past_body_bytes_is_never_handled);
     tcase_add_test(tc, test_a_qos0_flood_is_bounded);
+    tcase_add_test(tc, test_a_stop_with_messages_parked_on_workers_ends);
+    tcase_add_test(tc, test_messages_forwarded_go_as_http);
+    tcase_add_test(tc, test_reloads_go_on_with_one_session);
+    tcase_add_test(tc, test_a_stop_keeps_no_session_in_5);
+    tcase_add_test(tc, test_a_stop_keeps_no_session_in_311);
     tcase_add_test(tc, test_subscribers_at_the_coroutine_cap_keep_trying);
     tcase_add_test(tc, test_a_poison_message_is_dead_lettered);
     tcase_add_test(tc, test_retained_messages_once_in_5);

@@ -354,6 +354,7 @@ corServerStartWith(CorServer* s, const char* extra)
              "  - { match: \"GET /stream\", handler: stream }\n"
              "  - { match: \"/notify/*\", handler: notify }\n"
              "  - { match: \"/waitecho\", handler: waitecho }\n"
+             "  - { match: \"/bodysum\", handler: bodysum }\n"
              "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log }\n"
              "%s", extra ? extra : "");
     return corServerStartListen(s, false, NULL, yaml);
@@ -486,6 +487,28 @@ corReadResponse(int fd, char* buf, size_t cap, int timeoutMs)
     }
 }
 
+ssize_t
+corReadHead(int fd, char* buf, size_t cap, int timeoutMs)
+{
+    long deadline = corNowMs() + timeoutMs;
+    size_t len = 0;
+
+    buf[0] = '\0';
+    while (strstr(buf, "\r\n\r\n") == NULL) {
+        ssize_t n;
+
+        if (len + 1 >= cap || !waitReadable(fd, deadline)) {
+            return -1;
+        }
+        n = recv(fd, buf + len, 1, 0);     /* what follows is not ours */
+        if (n <= 0) {
+            return len > 0 ? -1 : 0;
+        }
+        buf[++len] = '\0';
+    }
+    return (ssize_t)len;
+}
+
 bool
 corPeerClosed(int fd, int timeoutMs)
 {
@@ -564,17 +587,30 @@ corShell(const char* command, char* out, size_t cap)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-int
-corServerLogCount(const CorServer* s, const char* text)
+/* How many lines of s's log match pattern, as grep's flag reads it. */
+static int
+logCount(const CorServer* s, const char* flag, const char* pattern)
 {
-    char command[512];
+    char command[1024];
     char out[64];
     int rc;
 
-    snprintf(command, sizeof(command), "grep -c -F -e '%s' %s", text,
-             s->log);
+    snprintf(command, sizeof(command), "grep -c %s -e '%s' %s", flag,
+             pattern, s->log);
     rc = corShell(command, out, sizeof(out));
     return rc == 0 || rc == 1 ? atoi(out) : -1;    /* 1: no line */
+}
+
+int
+corServerLogCount(const CorServer* s, const char* text)
+{
+    return logCount(s, "-F", text);
+}
+
+int
+corServerLogMatches(const CorServer* s, const char* regex)
+{
+    return logCount(s, "-E", regex);
 }
 
 void

@@ -70,6 +70,10 @@ int corSendAll(int fd, const void* data, size_t len);
 /* Read one whole response (head, and the body by Content-Length) into buf;
  * returns its length, 0 when the peer closed first, -1 on timeout. */
 ssize_t corReadResponse(int fd, char* buf, size_t cap, int timeoutMs);
+/* Read the first head the server sends (a 100 Continue's, or a final
+ * answer's), no further, into buf; returns its length, 0 when the peer
+ * closed first, -1 on timeout. */
+ssize_t corReadHead(int fd, char* buf, size_t cap, int timeoutMs);
 /* Whether the peer closed the connection within timeoutMs. */
 bool corPeerClosed(int fd, int timeoutMs);
 /* A whole exchange on a new connection; returns the status or -1. */
@@ -84,6 +88,8 @@ void corTestCertsMake(char* dir, size_t cap);
 void corTestCertsRemove(const char* dir);
 /* How many lines of s's log hold text (a fixed string, no quote). */
 int corServerLogCount(const CorServer* s, const char* text);
+/* The same for an extended regular expression (no single quote). */
+int corServerLogMatches(const CorServer* s, const char* regex);
 /* Run cor-request (beside COR_BIN) with args, expanded as a config is
  * ({PORT}, {PORT2}, {DIR}); its output (stderr too) goes to out. Returns
  * its exit status. */

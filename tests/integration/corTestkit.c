@@ -16,6 +16,7 @@ void corTestkitNotifyAdd(CorModule* m, int* rc);
 void corTestkitStatusAdd(CorModule* m, int* rc);
 void corTestkitBodyAdd(CorModule* m, int* rc);
 void corTestkitSeenAdd(CorModule* m, int* rc);
+void corTestkitCrashAdd(CorModule* m, int* rc);
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -288,14 +289,6 @@ resolveServe(CorRequest* r)
         text[n++] = '\n';
     }
     corRespondStatic(r, 200, "text/plain", text, n);
-}
-
-/* Takes the generation down: the master must replace it. */
-static void
-crashServe(CorRequest* r)
-{
-    (void)r;
-    abort();
 }
 
 /* ---- A client: connections out ------------------------------------------ */
@@ -904,8 +897,6 @@ testkitInit(CorModule* m, const CorConf* conf)
                                            .run = COR_RUN_COROUTINE,
                                            .coroutineHook = waitOnLoop })
                != 0
-        || corHandlerAdd(m, &(CorHandler){ .name = "crash",
-                                           .serve = crashServe }) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "resolve",
                                            .serve = resolveServe,
                                            .run = COR_RUN_COROUTINE }) != 0
@@ -940,6 +931,7 @@ testkitInitAll(CorModule* m, const CorConf* conf)
     corTestkitStatusAdd(m, &rc);
     corTestkitBodyAdd(m, &rc);
     corTestkitSeenAdd(m, &rc);
+    corTestkitCrashAdd(m, &rc);
     return rc;
 }
 

@@ -11,6 +11,7 @@
  *   ?early=1    answer "early" before reading any of it
  *
  * It answers "length N sum S" (S the sum corHttpUpstream's /echo gives).
+ * "bodysum" answers the same for a body that came whole before it ran.
  * A read that fails is logged, "bodyread: WHY after N bytes", since its
  * answer may go nowhere (a client that left, a refusal said for it).
  */
@@ -111,9 +112,40 @@ bodyReadServe(CorRequest* r)
     }
 }
 
+/* "bodysum": the same answer for a body that came whole before it ran
+ * (its handler takes it so, as most do): read with corRequestBodyRead,
+ * or, with ?map=1, straight out of r->body (a mapping of its file once it
+ * was spooled past limits.body_memory). */
+static void
+bodySumServe(CorRequest* r)
+{
+    uint32_t sum = 0;
+    ssize_t n = (ssize_t)r->bodyLen;
+
+    if (queryMs(r, "map") == 1) {
+        for (size_t i = 0; i < r->bodyLen; i++) {
+            sum = sum * 31 + (unsigned char)r->body[i];
+        }
+    } else {
+        n = bodyTake(r, false, &sum);
+    }
+    if (n < 0) {
+        corRespondf(r, 500, "text/plain", "bodysum: %s\n",
+                    strerror((int)-n));
+        return;
+    }
+    corRespondf(r, 200, "text/plain", "length %zd sum %u\n", n,
+                (unsigned)sum);
+}
+
 void
 corTestkitBodyAdd(CorModule* m, int* rc)
 {
+    if (*rc == 0) {
+        *rc = corHandlerAdd(m, &(CorHandler){ .name = "bodysum",
+                                              .serve = bodySumServe,
+                                              .run = COR_RUN_COROUTINE });
+    }
     if (*rc == 0) {
         *rc = corHandlerAdd(m, &(CorHandler){ .name = "bodyread",
                                               .serve = bodyReadServe,
