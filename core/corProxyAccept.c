@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A listener with `proxy_protocol: true` hears a PROXY header (v1 or v2)
+ * A listener with `proxy_protocol: on` hears a PROXY header (v1 or v2)
  * first on each connection, before TLS and before the protocol's first
  * byte. It is read here, in the core, on the loop the connection was
  * dealt to, before the protocol's open is called: so every protocol (HTTP,
