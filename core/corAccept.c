@@ -75,12 +75,25 @@ static atomic_uint connTotal;
 static atomic_ulong fdLimitHits;
 static _Atomic uint64_t fdLimitReportedMs;
 
+/* A connection on the loop it was dealt to: to its protocol, or first
+ * through its PROXY header on a listener that asks for one. */
+static void
+opened(CorEvLoop* loop, CorAcceptFn open, unsigned index,
+       const CorListener* l, int fd, const struct sockaddr_storage* peer)
+{
+    if (l->proxyProtocol) {
+        corProxyAcceptStart(loop, open, index, l, fd, peer);
+    } else {
+        open(index, l, fd, peer);
+    }
+}
+
 static void
 handoffArrive(CorEvTask* task)
 {
     Handoff* h = corContainerOf(task, Handoff, task);
 
-    h->open(h->index, h->l, h->fd, &h->peer);
+    opened(corLoopAt(h->index), h->open, h->index, h->l, h->fd, &h->peer);
     free(h);
 }
 
@@ -93,7 +106,7 @@ acceptShare(CorAccept* a, const CorListener* l, int fd,
     Handoff* h;
 
     if (index == a->index) {
-        a->open(index, l, fd, peer);
+        opened(a->loop, a->open, index, l, fd, peer);
         return;
     }
     h = malloc(sizeof(*h));
@@ -180,7 +193,8 @@ onAccept(CorEvIo* io, unsigned events)
             continue;
         }
         if (ls->reusePort) {
-            ls->owner->open(ls->owner->index, ls->l, fd, &peer);
+            opened(ls->owner->loop, ls->owner->open, ls->owner->index,
+                   ls->l, fd, &peer);
         } else {
             acceptShare(ls->owner, ls->l, fd, &peer);
         }
@@ -227,6 +241,7 @@ corAcceptStop(CorAccept* a)
     if (a == NULL) {
         return;
     }
+    corProxyAcceptStop(a->open);
     for (unsigned i = 0; i < a->count; i++) {
         Listening* ls = &a->listening[i];
 

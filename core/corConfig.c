@@ -39,7 +39,8 @@ typedef struct {
 
 static const char* const topKeys[] = {
     "runtime", "listen", "limits", "resolver", "client",
-    "modules", "routes",  "log",    "error_pages", "include", NULL,
+    "modules", "routes",  "log",    "error_pages", "include", "real_ip",
+    NULL,
 };
 
 /* What an included file adds to (docs/configuration.md "include"). */
@@ -461,7 +462,8 @@ static void
 readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
 {
     static const char* const keys[] = {
-        "protocol", "address", "tls", "accept", "http2", NULL,
+        "protocol", "address", "tls", "accept", "http2", "proxy_protocol",
+        NULL,
     };
     static const char* const accepts[] = {"share", "reuseport", NULL};
     CorConfigListen* l = &cf->listen[i];
@@ -487,6 +489,7 @@ readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
     l->reusePort =
         strcmp(corConfigOneOf(l->node, "accept", "share", accepts, e), "reuseport") == 0;
     l->http2 = corConfBool(l->node, "http2", l->tls != NULL, e);
+    l->proxyProtocol = corConfBool(l->node, "proxy_protocol", false, e);
     corConfUnknownKeys(l->node, w.text, keys, e);
 }
 
@@ -1046,6 +1049,7 @@ fromTree(const char* name, CorConf* root, CorConfErrors* e)
                             corConfMap(root, "error_pages", e),
                             "error_pages", e);
     readLog(cf, root, e);
+    corConfigRealIpRead(cf, root, e);
     corConfUnknownKeys(root, NULL, topKeys, e);
     if (e->count == before) {
         return cf;
@@ -1176,6 +1180,7 @@ corConfigFree(CorConfig* cf)
     free(cf->listen);
     free(cf->modules);
     free(cf->routes);
+    corConfigRealIpFree(cf->realIp);
     free(cf->resolver.servers);
     free(cf->limits.bodySpoolDir);
     free(cf->client.caFile);

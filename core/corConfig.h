@@ -60,6 +60,9 @@
  *     log.access                   off         off | a path
  *     log.access_format            combined    combined | json
  *     log.pid_file                 cor.pid     a path, beside the file
+ *     real_ip                      none        { from, header }
+ *     real_ip.header               X-Forwarded-For  | X-Real-IP | Forwarded
+ *     listen[].proxy_protocol      false       a boolean
  *
  * Ownership: a CorConfig and everything in it (strings, arrays, the tree
  * under root that the node fields point into) belong to the caller of
@@ -142,8 +145,25 @@ typedef struct {
     bool reusePort;      /* accept: share (false) | reuseport (true) */
     bool http2;          /* http2: on | off (default: on over TLS, off
                             plain); a protocol that speaks HTTP/2 reads it */
+    bool proxyProtocol;  /* proxy_protocol: a PROXY header (v1 or v2)
+                            comes first on each connection */
     const CorConf* node; /* the entry's mapping */
 } CorConfigListen;
+
+/* real_ip: a peer in one of the from networks says who its client is in
+ * header (corRealIp.c). */
+typedef enum {
+    COR_REAL_IP_X_FORWARDED_FOR,
+    COR_REAL_IP_X_REAL_IP,
+    COR_REAL_IP_FORWARDED       /* RFC 7239's for= */
+} CorRealIpHeader;
+
+typedef struct {
+    struct CorNet* from;
+    unsigned fromCount;
+    CorRealIpHeader header;
+    const char* headerName;     /* as a request spells it, any case */
+} CorConfigRealIp;
 
 /* One modules entry: { load: hello, greeting: "hi" }. */
 typedef struct {
@@ -268,6 +288,7 @@ typedef struct {
     unsigned routeCount;
     CorConfigErrorPage* errorPages;     /* error_pages at the top */
     unsigned errorPageCount;
+    CorConfigRealIp* realIp;    /* NULL: none */
     struct {
         char* level;        /* debug, info, warn, error */
         char* error;        /* "stderr" or a path */

@@ -80,4 +80,12 @@ void corConfigErrorPagesRead(CorConfigErrorPage** pagesP, unsigned* countP,
                              CorConfErrors* e);
 void corConfigErrorPagesFree(CorConfigErrorPage* pages, unsigned count);
 
+/* The top level's real_ip mapping into cf->realIp (NULL when absent or
+ * wrong). */
+void corConfigRealIpRead(CorConfig* cf, const CorConf* root,
+                         CorConfErrors* e);
+
+/* Free what corConfigRealIpRead set (ri may be NULL). */
+void corConfigRealIpFree(CorConfigRealIp* ri);
+
 #endif /* COR_CONFIG_READ_H */

@@ -198,6 +198,11 @@ typedef struct {
 void corGuardsRun(CorRequest* r, const CorRouteMatch* match,
                   const CorGuardNext* next);
 
+/* r->peer becomes what the protocol set in r->remote, and r->remote the
+ * client's address that real_ip's header gives when the peer is one it
+ * trusts (corRealIp.c). Inline, at the start of corRequestServe. */
+void corRealIpApply(CorRequest* r);
+
 /* ---- The generation's runtime (corRuntime.c) ---------------------------- */
 
 typedef struct {
@@ -226,8 +231,20 @@ struct CorListener {
     bool reusePort;
     bool passed;                /* systemd passed its socket (one fd) */
     bool http2;                 /* its http2: on */
+    bool proxyProtocol;         /* a PROXY header first (corProxyAccept.c) */
     struct CorTlsServer* tls;   /* the generation's, NULL: plain */
 };
+
+/* Read the PROXY header fd's peer sends first, on loop (index's), then
+ * call open with its source as the peer (or peer itself where the header
+ * says the connection is the balancer's own); a connection without a
+ * valid one is closed and counted (corProxyAccept.c). */
+void corProxyAcceptStart(CorEvLoop* loop, CorAcceptFn open, unsigned index,
+                         const CorListener* l, int fd,
+                         const struct sockaddr_storage* peer);
+/* Close the connections of this loop whose header has not come, those
+ * that would go to open (one protocol's acceptor stops). */
+void corProxyAcceptStop(CorAcceptFn open);
 
 /* ---- Deadlines (corDeadline.c) ------------------------------------------- */
 
@@ -709,10 +726,23 @@ void corMetricsAcceptFdLimit(void);
 /* The refusals at the limits, by protocol and status (corLimits.c). */
 void corLimitsEmit(CorMetricsOut* out);
 
+/* Why a connection on a proxy_protocol listener was closed before its
+ * header came whole (corProxyAccept.c). */
+typedef enum {
+    COR_PROXY_INVALID,          /* no PROXY header, or a malformed one */
+    COR_PROXY_TIMEOUT,          /* none within limits.request_timeout */
+    COR_PROXY_CLOSED,           /* the peer closed first, or its loop's
+                                   acceptor stopped */
+    COR_PROXY_REFUSALS
+} CorProxyRefusal;
+
+void corMetricsProxyRefused(CorProxyRefusal why);
+
 /* What is counted off the loops, as corMetricsSum read it. */
 typedef struct {
     uint64_t connectionsRefused;
     uint64_t acceptFdLimit;
+    uint64_t proxyRefused[COR_PROXY_REFUSALS];
 } CorOffLoopCounts;
 
 /* The counters of loops loops (corMetricsCount.c), each loop's block,

@@ -535,6 +535,7 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
     for (unsigned i = 0; i < listenerCount; i++) {
         listeners[i].tls = corTlsServerAt(i);
         listeners[i].http2 = config->listen[i].http2;
+        listeners[i].proxyProtocol = config->listen[i].proxyProtocol;
     }
     corRuntime.workers = corEvPoolCreate(config->runtime.workers);
     corRuntime.loops = calloc(corRuntime.loopCount, sizeof(CorEvLoop*));

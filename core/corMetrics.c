@@ -46,6 +46,20 @@ emitCounter(CorMetricsOut* t, const char* name, const char* help,
                      (unsigned long long)value);
 }
 
+/* A counter by one label: cor_NAME{label="values[i]"} counts[i]. */
+static void
+emitCounterBy(CorMetricsOut* t, const char* name, const char* help,
+              const char* label, const char* const* values,
+              const uint64_t* counts, unsigned n)
+{
+    corMetricsPrintf(t, "# HELP cor_%s %s\n# TYPE cor_%s counter\n", name,
+                     help, name);
+    for (unsigned i = 0; i < n; i++) {
+        corMetricsPrintf(t, "cor_%s{%s=\"%s\"} %llu\n", name, label,
+                         values[i], (unsigned long long)counts[i]);
+    }
+}
+
 /* Notifications, per scheme (corNotify.c). */
 static void
 emitNotify(CorMetricsOut* t)
@@ -80,6 +94,12 @@ emitNotify(CorMetricsOut* t)
 }
 
 /* The label of each CorProtocolKind. */
+/* Labels in the order of CorProxyRefusal and CorClientCount. */
+static const char* const proxyReasons[COR_PROXY_REFUSALS] = {
+    "invalid", "timeout", "closed",
+};
+static const char* const clientResults[] = { "reused", "new", "failed" };
+
 static const char* const protocolLabels[COR_PROTOCOL_KINDS] = {
     [COR_PROTOCOL_OTHER] = "other",
     [COR_PROTOCOL_HTTP1] = "http1",
@@ -211,14 +231,12 @@ corMetricsText(size_t* lenP)
     emitCounter(&t, "accept_fd_limit_total", "Accepts that failed at the fd "
                 "limit (EMFILE, ENFILE); accepting paused after each.",
                 off.acceptFdLimit);
-    corMetricsPrintf(&t, "# HELP cor_client_opens_total Connections out "
-                     "asked for, by outcome.\n# TYPE cor_client_opens_total "
-                     "counter\ncor_client_opens_total{result=\"reused\"} "
-                     "%llu\ncor_client_opens_total{result=\"new\"} %llu\n"
-                     "cor_client_opens_total{result=\"failed\"} %llu\n",
-                     (unsigned long long)sum.client[COR_CLIENT_REUSED],
-                     (unsigned long long)sum.client[COR_CLIENT_NEW],
-                     (unsigned long long)sum.client[COR_CLIENT_FAILED]);
+    emitCounterBy(&t, "proxy_protocol_refused_total", "Connections to a "
+                  "proxy_protocol listener closed without a valid PROXY "
+                  "header.", "reason", proxyReasons, off.proxyRefused,
+                  COR_PROXY_REFUSALS);
+    emitCounterBy(&t, "client_opens_total", "Connections out asked for, by "
+                  "outcome.", "result", clientResults, sum.client, 3);
     emitNotify(&t);
     emitCounter(&t, "client_stale_total", "Idle connections out closed "
                 "because the peer closed them or sent bytes while idle.",

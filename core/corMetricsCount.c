@@ -18,6 +18,7 @@ static CorLoopCounters* loopCounters;
 static unsigned loopCount;
 static atomic_ulong connectionsRefused;
 static atomic_ulong acceptFdLimit;
+static atomic_ulong proxyRefused[COR_PROXY_REFUSALS];
 /* Connections out off the loops (workers, other threads). */
 static atomic_ulong clientOffLoop[4];
 static __thread int loopIndex = -1;
@@ -81,6 +82,12 @@ corMetricsAcceptFdLimit(void)
 }
 
 void
+corMetricsProxyRefused(CorProxyRefusal why)
+{
+    atomic_fetch_add(&proxyRefused[why], 1);
+}
+
+void
 corMetricsClient(CorClientCount which)
 {
     int index = corLoopIndexCurrent();
@@ -125,4 +132,7 @@ corMetricsSum(CorLoopCounters* sum, CorOffLoopCounts* off)
     }
     off->connectionsRefused = atomic_load(&connectionsRefused);
     off->acceptFdLimit = atomic_load(&acceptFdLimit);
+    for (int k = 0; k < COR_PROXY_REFUSALS; k++) {
+        off->proxyRefused[k] = atomic_load(&proxyRefused[k]);
+    }
 }

@@ -24,7 +24,7 @@
 
 /* Bumped whenever a struct or a signature of cor.h's headers, or of one
  * they include, changes. */
-#define COR_ABI_VERSION 20
+#define COR_ABI_VERSION 21
 #define COR_VERSION "0.1.0"
 
 /* The types the three headers share, declared once. */
@@ -248,7 +248,14 @@ struct CorRequest {
     size_t bodyLen;
     bool head;                  /* HEAD: the protocol sends no body */
     const char* remote;         /* the client's address ("192.0.2.7",
-                                   "2001:db8::7"), or NULL when unknown */
+                                   "2001:db8::7"), or NULL when unknown:
+                                   the connection's, or what a proxy in
+                                   real_ip.from says (the core sets it
+                                   so before routing) */
+    const char* peer;           /* the connection's address (the last
+                                   hop's: a proxy's under real_ip),
+                                   set by the core from what the
+                                   protocol put in remote */
     bool secure;                /* it came over TLS */
     /* For the access log: the target as the client wrote it (NULL: the
      * path and query say it), and how it came ("HTTP/1.1", "COR/1"). */
@@ -731,6 +738,35 @@ const char* corInstance(void);
  * stop; any thread.
  */
 bool corGenerationReplaced(void);
+
+/* ---- Networks (corNet.c) ------------------------------------------------ */
+
+/* An address: 4 bytes (IPv4, and an IPv4-mapped IPv6 one) or 16. */
+typedef struct CorNetAddr {
+    unsigned char bytes[16];
+    unsigned len;               /* 4 or 16 */
+} CorNetAddr;
+
+/* A network: an address and how many of its leading bits count; `all`
+ * holds every address of both families. */
+typedef struct CorNet {
+    CorNetAddr addr;
+    unsigned bits;
+    bool all;
+} CorNet;
+
+/* "10.0.0.0/8", "::1", "2001:db8::/32", "all" (an address alone is its
+ * whole length); an IPv4-mapped network is taken as the IPv4 one. Bits
+ * set past the prefix are an error, as in "10.0.0.1/8". Returns 0 or
+ * -1. */
+int corNetParse(const char* text, CorNet* net);
+
+/* An address as r->remote holds it ("192.0.2.7", "2001:db8::7",
+ * "::ffff:10.1.2.3" read as 10.1.2.3); false when it is none of them
+ * (NULL included). */
+bool corNetAddrParse(const char* text, CorNetAddr* addr);
+
+bool corNetHas(const CorNet* net, const CorNetAddr* addr);
 
 /* ---- Logging ------------------------------------------------------------- */
 

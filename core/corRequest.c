@@ -587,6 +587,7 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     int refused;
 
     requestInit(r, ops, protocolData);
+    corRealIpApply(r);
     corMetricsGaugeAdd(&c->inFlight, 1);
     c->protocols[ops->kind < COR_PROTOCOL_KINDS ? ops->kind
                                                 : COR_PROTOCOL_OTHER]++;

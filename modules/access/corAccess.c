@@ -25,7 +25,7 @@
 #include <string.h>
 
 typedef struct {
-    AccessNet net;
+    CorNet net;
     bool allow;
 } Rule;
 
@@ -39,16 +39,16 @@ static int
 guardCheck(CorRequest* r, void* arg, CorGuardWait* wait)
 {
     const Guard* g = arg;
-    AccessAddr addr;
+    CorNetAddr addr;
 
     if (g->ruleCount > 0) {
         /* No address (a transport that has none): no rule can hold it,
          * and only `all` says what to do. */
-        bool known = corAccessAddrParse(r->remote, &addr);
+        bool known = corNetAddrParse(r->remote, &addr);
 
         for (unsigned i = 0; i < g->ruleCount; i++) {
             if (g->rules[i].net.all
-                || (known && corAccessNetHas(&g->rules[i].net, &addr))) {
+                || (known && corNetHas(&g->rules[i].net, &addr))) {
                 if (!g->rules[i].allow) {
                     return 403;
                 }
@@ -79,7 +79,7 @@ rulesRead(CorModule* m, const CorConf* list, bool allow, Guard* g)
         Rule* rule = &g->rules[g->ruleCount];
 
         if (corConfKind(item) != COR_CONF_SCALAR
-            || corAccessNetParse(corConfText(item), &rule->net) != 0) {
+            || corNetParse(corConfText(item), &rule->net) != 0) {
             corModuleError(m, item, "%s: expected an address, a network "
                            "(10.0.0.0/8, 2001:db8::/32, its bits past the "
                            "prefix zero) or all, got '%s'",

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The access module's parts: networks and addresses (corAccessNet.c,
- * pure, unit-tested), the address guard and the module (corAccess.c),
+ * The access module's parts: the address guard and the module
+ * (corAccess.c, on the core's networks: corNetParse, corNetHas),
  * Basic authentication against an htpasswd file (corAccessBasic.c), the
  * file's users (corAccessUsers.c) and their hashes (corAccessHash.c).
  */
@@ -12,32 +12,6 @@
 
 #include <stdbool.h>
 #include <stddef.h>
-
-/* An address: 4 bytes (IPv4, and an IPv4-mapped IPv6 one) or 16. */
-typedef struct {
-    unsigned char bytes[16];
-    unsigned len;               /* 4 or 16 */
-} AccessAddr;
-
-/* A network: an address and how many of its leading bits count; `all`
- * holds every address of both families. */
-typedef struct {
-    AccessAddr addr;
-    unsigned bits;
-    bool all;
-} AccessNet;
-
-/* "10.0.0.0/8", "::1", "2001:db8::/32", "all" (an address alone is its
- * whole length); an IPv4-mapped network is taken as the IPv4 one. Bits
- * set past the prefix are an error, as in "10.0.0.1/8". Returns 0 or
- * -1. */
-int corAccessNetParse(const char* text, AccessNet* net);
-
-/* A request's remote ("192.0.2.7", "2001:db8::7", "::ffff:10.1.2.3"
- * read as 10.1.2.3); false when it is none of them. */
-bool corAccessAddrParse(const char* text, AccessAddr* addr);
-
-bool corAccessNetHas(const AccessNet* net, const AccessAddr* addr);
 
 /* The hashes an htpasswd file may hold (corAccessHash.c). */
 typedef enum {

@@ -234,8 +234,11 @@ corForwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
     } else if (g->hostMode == FORWARD_HOST_NAME) {
         add(out, &n, "Host", g->host);
     }
+    /* The hop this request came from, as each proxy appends its own:
+     * under real_ip that is the trusted proxy, not the client it named
+     * (already in the list), so that the next hop reads the same chain. */
     add(out, &n, "X-Forwarded-For",
-        joined(r, r->headers, r->headerCount, "x-forwarded-for", r->remote,
+        joined(r, r->headers, r->headerCount, "x-forwarded-for", r->peer,
                &failed));
     add(out, &n, "X-Forwarded-Proto", r->secure ? "https" : "http");
     add(out, &n, "Via", joined(r, r->headers, r->headerCount, "via",

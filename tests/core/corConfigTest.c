@@ -318,7 +318,7 @@ START_TEST(test_all_errors_collected)
         "'loud'",
         "t.yaml:9:1: unknown key 'extra' at the top level (expected one of: "
         "runtime, listen, limits, resolver, client, modules, routes, log, "
-        "error_pages, include)",
+        "error_pages, include, real_ip)",
     };
     CorConfErrors e = {0};
     CorConfig* cf = load(text, &e);
@@ -895,6 +895,48 @@ START_TEST(test_loops)
 }
 END_TEST
 
+START_TEST(test_real_ip_and_proxy_protocol)
+{
+    static const char listen[] =
+        "listen: [ { protocol: http, address: 127.0.0.1:8080, "
+        "proxy_protocol: true }, { protocol: http, address: "
+        "127.0.0.1:8081 } ]\n";
+    char text[512];
+    CorConfErrors e = {0};
+    CorConfig* cf;
+
+    snprintf(text, sizeof(text), "%sreal_ip: { from: [ 10.0.0.0/8, "
+             "\"::1\" ], header: forwarded }\n", listen);
+    cf = load(text, &e);
+    ck_assert_msg(cf != NULL, "%s", e.text);
+    ck_assert(cf->listen[0].proxyProtocol);
+    ck_assert(!cf->listen[1].proxyProtocol);
+    ck_assert_uint_eq(cf->realIp->fromCount, 2);
+    ck_assert_int_eq(cf->realIp->header, COR_REAL_IP_FORWARDED);
+    ck_assert_str_eq(cf->realIp->headerName, "Forwarded");
+    corConfigFree(cf);
+    snprintf(text, sizeof(text), "%sreal_ip: { from: 10.0.0.1 }\n", listen);
+    cf = load(text, &e);
+    ck_assert_uint_eq(cf->realIp->fromCount, 1);
+    ck_assert_int_eq(cf->realIp->header, COR_REAL_IP_X_FORWARDED_FOR);
+    corConfigFree(cf);
+    snprintf(text, sizeof(text), "%sreal_ip: { from: [ 10.0.0.1/8 ], "
+             "header: X-Client }\n", listen);
+    ck_assert_str_eq(refused(text),
+                     "t.yaml:2:20: real_ip.from: expected an address or a "
+                     "network such as 10.0.0.0/8 or 2001:db8::/32, got "
+                     "'10.0.0.1/8'\n"
+                     "t.yaml:2:42: real_ip.header: expected X-Forwarded-For, "
+                     "X-Real-IP or Forwarded, got 'X-Client'\n");
+    ck_assert_str_eq(refused("listen: [ { protocol: http, address: "
+                             "127.0.0.1:8080 } ]\nreal_ip: { header: "
+                             "X-Real-IP }\n"),
+                     "t.yaml:2:10: real_ip: missing 'from' (the proxies "
+                     "trusted, such as [ 10.0.0.0/8 ])\n");
+    corConfErrorsFree(&e);
+}
+END_TEST
+
 START_TEST(test_modules)
 {
     ck_assert_str_eq(refused(LISTEN "modules: [hello]\n"),
@@ -1073,6 +1115,7 @@ COR_TEST_SUITE(corConfig)
     tcase_add_test(tc, test_client_section);
     tcase_add_test(tc, test_client_notify_timeout);
     tcase_add_test(tc, test_loops);
+    tcase_add_test(tc, test_real_ip_and_proxy_protocol);
     tcase_add_test(tc, test_modules);
     tcase_add_test(tc, test_load_file);
     tcase_add_test(tc, test_paths_beside_the_file);

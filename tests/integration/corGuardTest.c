@@ -3,7 +3,7 @@
  * Guards and route headers against the real binary and real curl: an
  * address list that denies 127.0.0.1 and allows ::1 (both families, on
  * listeners of each; cor's [::] listeners are IPV6_V6ONLY, so a v4-mapped
- * client is corAccessNetTest's),
+ * client is corNetTest's),
  * Basic authentication against an htpasswd file of bcrypt (htpasswd -B)
  * and SHA-512 crypt (openssl passwd -6) hashes, guards in order (lan
  * then staff), a rate limit (a burst of 30 at 10/s burst 20: about 20

@@ -1,25 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The access lists' networks (modules/access/corAccessNet.c, included):
+ * Networks and addresses (core/corNet.c: the access lists' and
+ * real_ip's):
  * v4 and v6 prefixes of every length, the bits just inside and outside
  * them, all, IPv4-mapped addresses and networks taken as IPv4, and what
  * is refused.
  */
 #include "corTest.h"
 
-#include "corAccessNet.c"
+#include "cor.h"
 
 #include <stdio.h>
 
 static bool
 has(const char* net, const char* addr)
 {
-    AccessNet n;
-    AccessAddr a;
+    CorNet n;
+    CorNetAddr a;
 
-    ck_assert_msg(corAccessNetParse(net, &n) == 0, "%s", net);
-    ck_assert_msg(corAccessAddrParse(addr, &a), "%s", addr);
-    return corAccessNetHas(&n, &a);
+    ck_assert_msg(corNetParse(net, &n) == 0, "%s", net);
+    ck_assert_msg(corNetAddrParse(addr, &a), "%s", addr);
+    return corNetHas(&n, &a);
 }
 
 START_TEST(test_v4_prefixes)
@@ -53,20 +54,20 @@ START_TEST(test_v6_prefixes_and_families_apart)
     /* Every length, at the bit just inside and just past it. */
     for (unsigned bits = 1; bits < 128; bits++) {
         char net[64];
-        AccessNet n;
-        AccessAddr a;
+        CorNet n;
+        CorNetAddr a;
 
         snprintf(net, sizeof(net), "2001:db8::/%u", bits);
-        if (corAccessNetParse(net, &n) != 0) {
+        if (corNetParse(net, &n) != 0) {
             continue;           /* 2001:db8:: has bits past short ones */
         }
-        ck_assert(corAccessAddrParse("2001:db8::", &a));
-        ck_assert(corAccessNetHas(&n, &a));
+        ck_assert(corNetAddrParse("2001:db8::", &a));
+        ck_assert(corNetHas(&n, &a));
         a.bytes[(bits - 1) / 8] ^= (unsigned char)(0x80u >> ((bits - 1) % 8));
-        ck_assert_msg(!corAccessNetHas(&n, &a), "/%u", bits);
-        ck_assert(corAccessAddrParse("2001:db8::", &a));
+        ck_assert_msg(!corNetHas(&n, &a), "/%u", bits);
+        ck_assert(corNetAddrParse("2001:db8::", &a));
         a.bytes[bits / 8] ^= (unsigned char)(0x80u >> (bits % 8));
-        ck_assert_msg(corAccessNetHas(&n, &a), "/%u", bits);
+        ck_assert_msg(corNetHas(&n, &a), "/%u", bits);
     }
 }
 END_TEST
@@ -90,19 +91,19 @@ START_TEST(test_what_is_refused)
         "10.0.0.0/8x", "10.0.0", "all/8", "/8", "::ffff:10.0.0.0/95",
         "2001:db8::1/32", "localhost", "10.0.0.0/-1", "1.2.3.4 ",
     };
-    AccessNet n;
-    AccessAddr a;
+    CorNet n;
+    CorNetAddr a;
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        ck_assert_msg(corAccessNetParse(bad[i], &n) != 0, "%s", bad[i]);
+        ck_assert_msg(corNetParse(bad[i], &n) != 0, "%s", bad[i]);
     }
-    ck_assert(!corAccessAddrParse(NULL, &a));
-    ck_assert(!corAccessAddrParse("unix:/run/x", &a));
-    ck_assert(!corAccessAddrParse("10.0.0.1:80", &a));
+    ck_assert(!corNetAddrParse(NULL, &a));
+    ck_assert(!corNetAddrParse("unix:/run/x", &a));
+    ck_assert(!corNetAddrParse("10.0.0.1:80", &a));
 }
 END_TEST
 
-COR_TEST_SUITE(corAccessNet)
+COR_TEST_SUITE(corNet)
 {
     tcase_add_test(tc, test_v4_prefixes);
     tcase_add_test(tc, test_v6_prefixes_and_families_apart);

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Networks and addresses for the access lists: parsed once at init,
- * matched per request by comparing the prefix's whole bytes and then its
- * last bits. An IPv4 client of a dual-stack listener arrives as
+ * Networks and addresses, for every list of them a configuration holds
+ * (the access module's allow and deny, real_ip's from): parsed once at
+ * load, matched per request by comparing the prefix's whole bytes and
+ * then its last bits. An IPv4 client of a dual-stack listener arrives as
  * ::ffff:a.b.c.d; it is taken as a.b.c.d, so that one IPv4 rule holds it
  * whichever socket it came through.
  */
-#include "corAccessInt.h"
+#include "cor.h"
 
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@ static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
 
 /* text (no prefix) into addr, v4-mapped as v4; false when not one. */
 static bool
-addrRead(const char* text, AccessAddr* addr, bool* wasMapped)
+addrRead(const char* text, CorNetAddr* addr, bool* wasMapped)
 {
     *wasMapped = false;
     if (inet_pton(AF_INET, text, addr->bytes) == 1) {
@@ -37,7 +38,7 @@ addrRead(const char* text, AccessAddr* addr, bool* wasMapped)
 }
 
 bool
-corAccessAddrParse(const char* text, AccessAddr* addr)
+corNetAddrParse(const char* text, CorNetAddr* addr)
 {
     bool wasMapped;
 
@@ -45,7 +46,7 @@ corAccessAddrParse(const char* text, AccessAddr* addr)
 }
 
 int
-corAccessNetParse(const char* text, AccessNet* net)
+corNetParse(const char* text, CorNet* net)
 {
     char host[64];
     const char* slash = strchr(text, '/');
@@ -89,7 +90,7 @@ corAccessNetParse(const char* text, AccessNet* net)
 }
 
 bool
-corAccessNetHas(const AccessNet* net, const AccessAddr* addr)
+corNetHas(const CorNet* net, const CorNetAddr* addr)
 {
     unsigned whole = net->bits / 8;
     unsigned rest = net->bits % 8;
