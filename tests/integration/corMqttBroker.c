@@ -68,7 +68,7 @@ corTestBrokerStart(void)
             corTestBroker.certs, corTestBroker.certs, corTestBroker.portSelf,
             corTestBroker.certs, corTestBroker.certs);
     fclose(f);
-    corTestBroker.pid = fork();
+    corTestBroker.pid = corTestFork(SIGKILL);
     if (corTestBroker.pid == 0) {
         /* Not its warning that it runs as root (to read the files). */
         if (freopen("/dev/null", "w", stderr) != NULL) {
@@ -119,7 +119,7 @@ corTestSubStart(CorTestSub* s, const char* topic, int count,
     snprintf(command, sizeof(command), "exec mosquitto_sub -h 127.0.0.1 -p "
              "%d -V mqttv5 -q 1 -i %s -t '%s' %s -W 60 -F '%%t %%p %%P' "
              "%s > %s", corTestBroker.port, id, topic, until, extra, s->out);
-    s->pid = fork();
+    s->pid = corTestFork(SIGKILL);
     if (s->pid == 0) {
         execl("/bin/sh", "sh", "-c", command, (char*)NULL);
         _exit(127);

@@ -67,7 +67,7 @@ receiverStart(void)
     snprintf(receiverDir, sizeof(receiverDir), "/tmp/cor-notify-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(receiverDir));
     snprintf(portFile, sizeof(portFile), "%s/port", receiverDir);
-    receiver = fork();
+    receiver = corTestFork(SIGKILL);
     if (receiver == 0) {
         execlp("python3", "python3", "tests/integration/notifyReceiver.py",
                receiverDir, portFile, (char*)NULL);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -38,6 +39,20 @@ corTestCoroutines(void)
     const char* env = getenv("COR_TEST_COROUTINES");
 
     return env == NULL || strcmp(env, "0") != 0;
+}
+
+pid_t
+corTestFork(int deathSignal)
+{
+    pid_t test = getpid();
+    pid_t pid = fork();
+
+    /* A test that ended before the prctl is not seen ending after it. */
+    if (pid == 0
+        && (prctl(PR_SET_PDEATHSIG, deathSignal) != 0 || getppid() != test)) {
+        _exit(127);
+    }
+    return pid;
 }
 
 static int
@@ -273,7 +288,9 @@ start(CorServer* s, const char* yaml, unsigned long fdSoft,
     if (corServerWriteConfig(s, yaml) != 0) {
         return -1;
     }
-    s->pid = fork();
+    /* SIGKILL: a master that hangs still goes; its generation drains and
+     * exits when it sees its master gone. */
+    s->pid = corTestFork(SIGKILL);
     if (s->pid == 0) {
         FILE* log = freopen(s->log, "w", stderr);
 
@@ -744,7 +761,7 @@ corUpstreamStartAt(int* portP)
     snprintf(portFile, sizeof(portFile), "/tmp/corHttpUpstream.%d.%ld.port",
              (int)getpid(), corNowMs());
     unlink(portFile);
-    pid = fork();
+    pid = corTestFork(SIGKILL);
     if (pid == 0) {
         execl(program, program, portFile, port, (char*)NULL);
         _exit(127);
