@@ -53,6 +53,8 @@ bool corTestCoroutines(void);
  * kills a test past its timeout, by its process group, which the servers
  * left (setpgid): without this they ran on for good. The kernel sends it
  * when the thread that forked ends, so fork from the test's own thread.
+ * The test's process gets SIGKILL in turn when check's runner ends (killed
+ * by tests/run's timeout).
  */
 pid_t corTestFork(int deathSignal);
 /* corServerStart with two loops, four workers, and a listener on {PORT}:
