@@ -74,7 +74,10 @@ receiverStart(void)
         _exit(127);
     }
     receiverPort = 0;
-    for (int i = 0; i < 500 && receiverPort == 0; i++) {
+    /* Waited for, up to a minute: python3's start takes seconds on a
+     * loaded machine (5 s were too few at load 30). */
+    for (long deadline = corNowMs() + 60000;
+         receiverPort == 0 && corNowMs() < deadline;) {
         f = fopen(portFile, "r");
         if (f == NULL || fscanf(f, "%d", &receiverPort) != 1) {
             usleep(10 * 1000);

@@ -331,9 +331,10 @@ start(CorServer* s, const char* yaml, unsigned long fdSoft,
         execl(binary(), "cor", "-c", s->config, (char*)NULL);
         _exit(127);
     }
-    /* The master writes its pid file once the generation is ready. */
+    /* The master writes its pid file once the generation is ready; one
+     * that fails exits, so a minute costs only a loaded machine's wait. */
     snprintf(pidFile, sizeof(pidFile), "%s/cor.pid", s->dir);
-    for (long deadline = corNowMs() + 10000; corNowMs() < deadline;) {
+    for (long deadline = corNowMs() + 60000; corNowMs() < deadline;) {
         if (access(pidFile, R_OK) == 0) {
             return 0;
         }
@@ -787,7 +788,9 @@ corUpstreamStartAt(int* portP)
         execl(program, program, portFile, port, (char*)NULL);
         _exit(127);
     }
-    for (int i = 0; i < 500 && *portP == 0; i++) {
+    /* Up to a minute for a loaded machine, unless it exited. */
+    for (long deadline = corNowMs() + 60000; *portP == 0
+         && corNowMs() < deadline && waitpid(pid, NULL, WNOHANG) == 0;) {
         FILE* f = fopen(portFile, "r");
 
         if (f == NULL || fscanf(f, "%d", portP) != 1) {
