@@ -342,18 +342,20 @@ upstreamHeads(int i)
     return atol(heads);
 }
 
-/* Whether upstream i has had more than after heads (its /heads answer
- * counts itself) by deadline (corNowMs). */
+/* Whether upstream i has had a head past after by deadline (corNowMs):
+ * each /heads look is one too, so past after and the looks so far. */
 static bool
 headsPast(int i, long after, long deadline)
 {
-    while (upstreamHeads(i) <= after + 1) {
+    for (long looks = 1;; looks++) {
+        if (upstreamHeads(i) > after + looks) {
+            return true;
+        }
         if (corNowMs() >= deadline) {
             return false;
         }
         usleep(20 * 1000);
     }
-    return true;
 }
 
 /* An upload of "part1", then "part2" once the test has looked, to path,
