@@ -460,7 +460,12 @@ stopWhileWaiting(int port, bool tls)
     kill(server.pid, SIGTERM);
     ck_assert_int_eq(waitpid(server.pid, &status, 0), server.pid);
     server.pid = 0;
-    ck_assert_int_lt(corNowMs() - t, 500);
+    /* Cancelled, not waited for: the master did not have to kill a
+     * generation stuck past its stop's timeout (the answers below say
+     * how each request ended). Judged by that, not by a budget that
+     * a loaded machine overruns (1000 cancels took 6.8 s at load 27). */
+    printf("the stop took %ld ms\n", corNowMs() - t);
+    ck_assert_int_eq(corServerLogCount(&server, "did not stop in"), 0);
     for (int i = 0; i < WAITING; i++) {
         ssize_t n = corReadResponse(fds[i], buf, sizeof(buf), 2000);
 

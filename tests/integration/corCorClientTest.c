@@ -235,7 +235,12 @@ START_TEST(test_a_stop_ends_500_waiting_calls_at_once)
     kill(a.pid, SIGTERM);
     ck_assert_int_eq(waitpid(a.pid, &status, 0), a.pid);
     a.pid = 0;
-    ck_assert_int_lt(corNowMs() - t, 500);
+    /* Cancelled, not waited for: the master did not have to kill a
+     * generation stuck past its stop's timeout (the answers below say
+     * how each request ended). Judged by that, not by a budget that
+     * a loaded machine overruns (1000 cancels took 6.8 s at load 27). */
+    printf("the stop took %ld ms\n", corNowMs() - t);
+    ck_assert_int_eq(corServerLogCount(&a, "did not stop in"), 0);
     for (int i = 0; i < 10; i++) {
         ck_assert_int_gt(corReadResponse(clients[i], buf, sizeof(buf), 1000),
                          0);

@@ -15,6 +15,7 @@
 #include "corDns.h"
 #include "corServer.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,38 +186,37 @@ slowLookup(void* arg)
                                        sizeof(local));
 }
 
-static int
-compareLong(const void* a, const void* b)
-{
-    return (int)(*(const long*)a - *(const long*)b);
-}
-
 /* While the DNS server takes 2 s, /hello on the same loop answers at
- * once: the lookup waits on the loop (or on a worker), not in it. */
+ * once: the lookup waits on the loop (or on a worker), not in it. Judged
+ * by order, not by a budget a loaded machine overruns: at least 5 are
+ * answered while the lookup still waits, where a loop it held would
+ * answer one, after it. */
 START_TEST(test_hello_stays_fast_while_a_lookup_waits)
 {
-    long times[20];
     pthread_t thread;
-    void* status;
+    void* status = NULL;
+    int answered = 0;
+    long began;
 
     ck_assert_int_eq(pthread_create(&thread, NULL, slowLookup, NULL), 0);
     for (long t = corNowMs(); corDnsQueries(&dns, "slow") == 0;) {
         ck_assert_int_lt(corNowMs() - t, 2000);
         usleep(5000);
     }
-    for (int i = 0; i < 20; i++) {
-        long t = corNowMs();
-
+    began = corNowMs();
+    while (answered < 20 && pthread_tryjoin_np(thread, &status) == EBUSY) {
         ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\n"
                                     "Host: t\r\n\r\n", buf, sizeof(buf)),
                          200);
-        times[i] = corNowMs() - t;
+        answered++;
     }
-    pthread_join(thread, &status);
+    printf("%d /hello answered in %ld ms while the lookup waited\n",
+           answered, corNowMs() - began);
+    ck_assert_int_ge(answered, 5);
+    if (answered == 20) {
+        pthread_join(thread, &status);
+    }
     ck_assert_int_eq((int)(intptr_t)status, 200);
-    qsort(times, 20, sizeof(times[0]), compareLong);
-    ck_assert_int_lt(times[10], 10);
-    ck_assert_int_lt(times[19], 500);
 }
 END_TEST
 
@@ -246,7 +246,12 @@ START_TEST(test_a_stop_with_lookups_in_flight_is_prompt)
     kill(server.pid, SIGTERM);
     ck_assert_int_eq(waitpid(server.pid, NULL, 0), server.pid);
     server.pid = 0;
-    ck_assert_int_lt(corNowMs() - t, 500);
+    /* Cancelled, not waited for: the master did not have to kill a
+     * generation stuck past its stop's timeout (the answers below say
+     * how each request ended). Judged by that, not by a budget that
+     * a loaded machine overruns (1000 cancels took 6.8 s at load 27). */
+    printf("the stop took %ld ms\n", corNowMs() - t);
+    ck_assert_int_eq(corServerLogCount(&server, "did not stop in"), 0);
     for (int i = 0; i < CLIENTS; i++) {
         ck_assert_int_ge(corReadResponse(fds[i], buf, sizeof(buf), 2000), 0);
         close(fds[i]);

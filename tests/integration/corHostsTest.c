@@ -395,7 +395,7 @@ brokerStart(int i)
     ck_assert_ptr_nonnull(f);
     fprintf(f, "listener 1883 %s\nallow_anonymous true\n", addr);
     fclose(f);
-    pid = fork();
+    pid = corTestFork(SIGKILL);
     if (pid == 0) {
         enterHost(names[i]);
         execl("/usr/sbin/mosquitto", "mosquitto", "-c", conf, (char*)NULL);

@@ -611,7 +611,7 @@ START_TEST(test_post_response_phase_runs_after_the_answer)
     FILE* f = NULL;
 
     snprintf(log, sizeof(log), "%s/notify.log", server.dir);
-    snprintf(req, sizeof(req), "GET /notify/first?ms=300&log=%s HTTP/1.1\r\n"
+    snprintf(req, sizeof(req), "GET /notify/first?ms=3000&log=%s HTTP/1.1\r\n"
              "Host: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n",
              log);
     t = corNowMs();
@@ -620,9 +620,13 @@ START_TEST(test_post_response_phase_runs_after_the_answer)
     ck_assert_str_eq(corBody(buf), "accepted\n");
     ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
     ck_assert_str_eq(corBody(buf), "hello, world\n");
-    ck_assert_int_lt(corNowMs() - t, 250);
-    ck_assert_int_ne(access(log, F_OK), 0);     /* not yet */
-    while (corNowMs() - t < 5000 && (f = fopen(log, "r")) == NULL) {
+    /* Both answers came while the phase still waited its 3 s: judged by
+     * what it has not done yet, not by a budget a loaded machine may
+     * overrun. */
+    ck_assert_int_ne(access(log, F_OK), 0);
+    printf("both answers after %ld ms, the phase waits 3000 ms\n",
+           corNowMs() - t);
+    while (corNowMs() - t < 30000 && (f = fopen(log, "r")) == NULL) {
         usleep(20 * 1000);
     }
     ck_assert_ptr_nonnull(f);

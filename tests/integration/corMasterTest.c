@@ -334,7 +334,7 @@ processGone(pid_t pid, int timeoutMs)
 static void
 masterRestart(CorServer* s)
 {
-    s->pid = fork();
+    s->pid = corTestFork(SIGKILL);
     ck_assert_int_ge(s->pid, 0);
     if (s->pid == 0) {
         FILE* log = freopen(s->log, "a", stderr);

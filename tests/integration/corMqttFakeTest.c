@@ -77,7 +77,7 @@ fakeStart(FakeMode mode)
     ck_assert_int_eq(listen(lfd, 64), 0);
     getsockname(lfd, (struct sockaddr*)&addr, &len);
     fakePort = ntohs(addr.sin_port);
-    fakePid = fork();
+    fakePid = corTestFork(SIGKILL);
     if (fakePid == 0) {
         signal(SIGCHLD, SIG_IGN);   /* no zombies of the forks below */
         for (;;) {

@@ -35,7 +35,8 @@ corTestPeerName(CorTestPeerKind kind)
 static pid_t
 spawn(const char* command)
 {
-    pid_t pid = fork();
+    /* SIGTERM: RabbitMQ's script stops the beam it started on it. */
+    pid_t pid = corTestFork(SIGTERM);
 
     if (pid == 0) {
         setpgid(0, 0);

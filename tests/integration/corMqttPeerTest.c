@@ -96,7 +96,7 @@ receiverStart(const char* topic)
 {
     char command[512];
     long deadline = corNowMs() + 30000;
-    pid_t pid = fork();
+    pid_t pid = corTestFork(SIGKILL);
 
     if (pid == 0) {
         snprintf(command, sizeof(command), "exec mosquitto_sub -h 127.0.0.1 "

@@ -231,7 +231,7 @@ publishSteadily(const char* topic, int count)
              "sleep 0.01; done | mosquitto_pub -h 127.0.0.1 -p %d -V mqttv5 "
              "-q 1 -t '%s' -l -D publish response-topic out/reply",
              count, corTestBroker.port, topic);
-    pid = fork();
+    pid = corTestFork(SIGKILL);
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
         execl("/bin/sh", "sh", "-c", command, (char*)NULL);

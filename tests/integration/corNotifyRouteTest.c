@@ -67,14 +67,17 @@ receiverStart(void)
     snprintf(receiverDir, sizeof(receiverDir), "/tmp/cor-notify-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(receiverDir));
     snprintf(portFile, sizeof(portFile), "%s/port", receiverDir);
-    receiver = fork();
+    receiver = corTestFork(SIGKILL);
     if (receiver == 0) {
         execlp("python3", "python3", "tests/integration/notifyReceiver.py",
                receiverDir, portFile, (char*)NULL);
         _exit(127);
     }
     receiverPort = 0;
-    for (int i = 0; i < 500 && receiverPort == 0; i++) {
+    /* Waited for, up to a minute: python3's start takes seconds on a
+     * loaded machine (5 s were too few at load 30). */
+    for (long deadline = corNowMs() + 60000;
+         receiverPort == 0 && corNowMs() < deadline;) {
         f = fopen(portFile, "r");
         if (f == NULL || fscanf(f, "%d", &receiverPort) != 1) {
             usleep(10 * 1000);

@@ -46,6 +46,17 @@ void corServerStop(CorServer* s);
 /* Rewrite the config file (for a reload). */
 int corServerWriteConfig(CorServer* s, const char* yaml);
 bool corTestCoroutines(void);
+/*
+ * fork() for what a test starts (a server, an upstream, a broker, a peer):
+ * the child gets deathSignal when the test's process ends, however it
+ * ends. check _exits from a failed assertion, skipping the teardown, and
+ * kills a test past its timeout, by its process group, which the servers
+ * left (setpgid): without this they ran on for good. The kernel sends it
+ * when the thread that forked ends, so fork from the test's own thread.
+ * The test's process gets SIGKILL in turn when check's runner ends (killed
+ * by tests/run's timeout).
+ */
+pid_t corTestFork(int deathSignal);
 /* corServerStart with two loops, four workers, and a listener on {PORT}:
  * http, or https with the test certificates of certs (corTestCertsMake);
  * rest is the YAML after it (modules, routes, log). */

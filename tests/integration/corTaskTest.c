@@ -9,6 +9,7 @@
 #include "corTest.h"
 #include "corServer.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,6 +61,29 @@ ticks(void)
     return strtol(corBody(buf), NULL, 10);
 }
 
+/* The ticks once there are at least n, or at a minute: a loaded machine
+ * may hold the ticker back, never speed it up. */
+static long
+ticksReach(long n)
+{
+    long seen = ticks();
+
+    for (long deadline = corNowMs() + 60000;
+         seen < n && corNowMs() < deadline; seen = ticks()) {
+        usleep(20 * 1000);
+    }
+    return seen;
+}
+
+/* Whether fd has bytes to read now. */
+static bool
+readable(int fd)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+    return poll(&pfd, 1, 0) > 0;
+}
+
 /* How many times text is in the server's log. */
 static int
 logCount(const char* text)
@@ -75,16 +99,20 @@ logCount(const char* text)
 
 /* A task spawned in loopInit ticks every 100 ms; a spawn in init is
  * refused with EPERM (-1), not a crash; a stop ends the ticker, the
- * sleepers (one from loopInit, one from a handler) at once. */
+ * sleepers (one from loopInit, one from a handler) at once: well before
+ * stop_timeout (5 s) would have ended them. Judged by the time taken: no
+ * more ticks than 100 ms periods since the start. */
 START_TEST(test_tasks_tick_and_a_stop_cancels_them_at_once)
 {
+    long began = corNowMs();
+    long seen;
     int status;
     long t;
 
     ck_assert_int_eq(corServerStart(&server, config), 0);
-    usleep(650 * 1000);
-    ck_assert_int_ge(ticks(), 3);
-    ck_assert_int_le(ticks(), 10);
+    seen = ticksReach(3);
+    ck_assert_msg(seen >= 3 && seen <= (corNowMs() - began) / 100 + 1,
+                  "%ld ticks in %ld ms", seen, corNowMs() - began);
     ck_assert_msg(strstr(corBody(buf), "init spawn -1") != NULL, "%s",
                   corBody(buf));
     ck_assert_int_eq(get("/taskspawn"), 200);
@@ -92,7 +120,7 @@ START_TEST(test_tasks_tick_and_a_stop_cancels_them_at_once)
     kill(server.pid, SIGTERM);
     ck_assert_int_eq(waitpid(server.pid, &status, 0), server.pid);
     server.pid = 0;
-    ck_assert_int_lt(corNowMs() - t, 1000);
+    ck_assert_int_lt(corNowMs() - t, 4000);
     ck_assert_int_eq(logCount("task ticker cancelled"), 1);
     ck_assert_int_eq(logCount("task sleeper cancelled (-125)"), 1);
     ck_assert_int_eq(logCount("task spawned cancelled (-125)"), 1);
@@ -100,7 +128,8 @@ START_TEST(test_tasks_tick_and_a_stop_cancels_them_at_once)
 END_TEST
 
 /* A reload: the old generation's tasks are cancelled and it exits fast
- * (its sleeper would hold it an hour otherwise); the new one ticks. */
+ * (its sleeper would hold it an hour otherwise, and stop_timeout end it
+ * at 5 s); the new one ticks. */
 START_TEST(test_a_reload_ends_the_old_tasks_and_starts_new_ones)
 {
     const char* b = getenv("COR_BIN");
@@ -109,23 +138,21 @@ START_TEST(test_a_reload_ends_the_old_tasks_and_starts_new_ones)
     long t;
 
     ck_assert_int_eq(corServerStart(&server, config), 0);
-    usleep(350 * 1000);
-    ck_assert_int_ge(ticks(), 2);
+    ck_assert_int_ge(ticksReach(2), 2);
     snprintf(command, sizeof(command), "%s -s reload -c %s 2>&1",
              b ? b : "build/cor", server.config);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
     t = corNowMs();
-    while (logCount("generation 1 stopped") == 0 && corNowMs() - t < 3000) {
+    while (logCount("generation 1 stopped") == 0 && corNowMs() - t < 30000) {
         usleep(20 * 1000);
     }
     ck_assert_int_eq(logCount("generation 1 stopped"), 1);
-    ck_assert_int_lt(corNowMs() - t, 1000);
+    ck_assert_int_lt(corNowMs() - t, 4000);
     ck_assert_int_eq(logCount("task ticker cancelled"), 1);
     ck_assert_int_eq(logCount("task sleeper cancelled"), 1);
     /* The new generation's ticker counts from 0. */
     t = ticks();
-    usleep(450 * 1000);
-    ck_assert_int_ge(ticks(), t + 2);
+    ck_assert_int_ge(ticksReach(t + 2), t + 2);
 }
 END_TEST
 
@@ -145,7 +172,12 @@ START_TEST(test_a_yielding_computation_does_not_starve_the_loop)
     usleep(150 * 1000);
     t = corNowMs();
     ck_assert_int_eq(get("/hello"), 200);
-    ck_assert_int_lt(corNowMs() - t, 500);
+    /* Answered while the computation went on: its answer is not there
+     * yet (a loop it starved would have answered /hello after it).
+     * Judged by that order, which a loaded machine keeps, not by a
+     * budget. */
+    ck_assert_msg(!readable(fd), "/hello after %ld ms, with the "
+                  "computation done", corNowMs() - t);
     ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 10000), 0);
     ck_assert_int_eq(corStatus(buf), 200);
     ck_assert_msg(strstr(corBody(buf), "computed") != NULL, "%s",

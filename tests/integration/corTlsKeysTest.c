@@ -88,7 +88,7 @@ responderStart(void)
     bool up = false;
 
     snprintf(port, sizeof(port), "%d", ocspPort);
-    responder = fork();
+    responder = corTestFork(SIGKILL);
     ck_assert_int_ge(responder, 0);
     if (responder == 0) {
         if (chdir(certs) != 0

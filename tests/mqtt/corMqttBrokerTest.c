@@ -76,7 +76,7 @@ brokerStartOn(int port)
         return false;
     }
     snprintf(portText, sizeof(portText), "%d", port);
-    brokerPid = fork();
+    brokerPid = corTestFork(SIGKILL);
     if (brokerPid == 0) {
         /* Its log would bury the test's own report. */
         if (freopen("/dev/null", "w", stderr) == NULL
