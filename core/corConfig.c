@@ -811,6 +811,13 @@ parseStrip(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
     const char* strip = corConfString(entry, "strip_prefix", NULL, e);
     size_t n = strip != NULL ? strlen(strip) : 0;
 
+    if (strip != NULL && (r->regex != NULL || r->redirect != NULL
+                          || r->rewrite != NULL)) {
+        corConfErrorf(e, node, "strip_prefix: only a path route with a "
+                      "handler has a prefix to cut, not a regex, a redirect "
+                      "or a rewrite (a rewrite's template says the path)");
+        return;
+    }
     if (strip == NULL || r->path == NULL) {
         return;
     }

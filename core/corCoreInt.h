@@ -93,7 +93,8 @@ int corRoutesBuild(const CorConfig* config, CorConfErrors* errors);
 typedef enum {
     COR_ROUTE_FOUND,
     COR_ROUTE_NO_PATH,          /* 404 */
-    COR_ROUTE_NO_METHOD         /* 405 */
+    COR_ROUTE_NO_METHOD,        /* 405 */
+    COR_ROUTE_FAILED            /* a regex could not be run: 500 */
 } CorRouteResult;
 
 #define COR_ROUTE_ALLOW_MAX 128

@@ -428,8 +428,8 @@ static void
 rewritten(CorRequest* r, const CorRouteMatch* match)
 {
     if (++r->rewrites > REWRITES_MAX) {
-        corLog(COR_LOG_ERROR, "route '%s' (routes[%u]) rewrote %.*s for the "
-               "%uth time: the rewrites loop; 500",
+        corLog(COR_LOG_ERROR, "route '%s' (routes[%u]) rewrote %.*s "
+               "%u times: the rewrites loop; 500",
                corConfText(corConfGet(match->rules.route->node, "match")),
                match->rules.index, (int)r->pathLen, r->path, r->rewrites);
         corRespondSet(r, 500, "text/plain", "rewrite loop\n", 13);
@@ -527,6 +527,12 @@ admitted(CorRequest* r, const CorRouteMatch* match)
 {
     CorRouteMatch* kept;
 
+    /* A redirect reads no body (none is asked for: a 100 would say it is
+     * wanted); a rewrite's is the route's it ends on. */
+    if (match->handler == NULL) {
+        routed(r, match);
+        return;
+    }
     if (r->bodyIn != NULL && r->ops->bodyWanted != NULL) {
         r->ops->bodyWanted(r);
     }
@@ -566,6 +572,10 @@ requestRoute(CorRequest* r)
     switch (found) {
     case COR_ROUTE_NO_PATH:
         corRespondSet(r, 404, "text/plain", "not found\n", 10);
+        served(r);
+        return;
+    case COR_ROUTE_FAILED:
+        corRespondSet(r, 500, "text/plain", "route lookup failed\n", 20);
         served(r);
         return;
     case COR_ROUTE_NO_METHOD:

@@ -204,6 +204,34 @@ regexBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
     return 0;
 }
 
+/* The highest {N} a template of in names: it must be one of the groups
+ * of its regex ({0} of any), or it would fill in nothing, unseen. */
+static int
+capturesCheck(const CorConfigRoute* in, const Route* out,
+              CorConfErrors* errors)
+{
+    unsigned groups = out->regex != NULL ? corRouteRegexGroups(out->regex)
+                                         : 0;
+    unsigned most = 0;
+
+    most = in->redirect != NULL && in->redirect->maxCapture > most
+           ? in->redirect->maxCapture : most;
+    most = in->rewrite != NULL && in->rewrite->maxCapture > most
+           ? in->rewrite->maxCapture : most;
+    for (unsigned i = 0; i < in->requestSetCount; i++) {
+        most = in->requestSet[i].value.maxCapture > most
+               ? in->requestSet[i].value.maxCapture : most;
+    }
+    if (most > groups) {
+        corConfErrorf(errors, corConfGet(in->node, "match"), "route '%s': "
+                      "a template names {%u}, but %s", routeName(in), most,
+                      out->regex == NULL ? "only a regex match (\"~...\") "
+                      "captures" : "its regex has fewer groups");
+        return -1;
+    }
+    return 0;
+}
+
 /* A route in the index: under each of its hosts, or any host's. */
 static int
 routeIndexAdd(const CorConfigRoute* in, const Route* route, unsigned id)
@@ -300,7 +328,8 @@ corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
             out->pathLen = strlen(in->path);
             out->prefix = in->prefix;
         }
-        if (rulesBuild(in, out, errors) != 0) {
+        if (rulesBuild(in, out, errors) != 0
+            || capturesCheck(in, out, errors) != 0) {
             rc = -1;
             continue;
         }
@@ -350,7 +379,9 @@ allowAdd(char* allow, const char* method, size_t methodLen)
 }
 
 /* One lookup: the request's method and path, the best route so far (an
- * id past every route: none), and what a 405 would say. */
+ * id past every route: none), and what a 405 would say: its Allow (in
+ * the match) and the headers of the first route in the file, of those
+ * that took the path but not the method, that has some. */
 typedef struct {
     const char* method;
     size_t methodLen;
@@ -358,6 +389,8 @@ typedef struct {
     size_t pathLen;
     unsigned best;
     bool pathSeen;              /* some route took the path, not the method */
+    bool failed;                /* a regex could not be run */
+    unsigned headersFrom;       /* the route a 405's headers are from */
     CorRouteMatch* match;
 } Lookup;
 
@@ -378,9 +411,18 @@ routeTry(Lookup* k, unsigned id)
     const Route* route = &routes[id];
     CorRouteMatch* match = k->match;
     size_t ov[2 * COR_ROUTE_CAPTURES];
+    int matched = route->regex != NULL
+                  ? corRouteRegexMatch(route->regex, k->path, k->pathLen, ov)
+                  : 1;
 
-    if (route->regex != NULL
-        && !corRouteRegexMatch(route->regex, k->path, k->pathLen, ov)) {
+    if (matched < 0) {
+        /* Not "no match": a later route would take what this one may
+         * have been written to keep out. */
+        k->failed = true;
+        k->best = id;
+        return;
+    }
+    if (matched == 0) {
         return;
     }
     if (methodTakes(route, k)) {
@@ -396,11 +438,11 @@ routeTry(Lookup* k, unsigned id)
         }
         return;
     }
-    /* A 405 is the path's answer: the first of its routes that has
-     * headers gives them. */
-    if (match->rules.headerCount == 0) {
-        match->rules.headers = route->rules.headers;
-        match->rules.headerCount = route->rules.headerCount;
+    /* A 405 is the path's answer: the first of its routes in the file
+     * that has headers gives them (the lists are not tried in file
+     * order), and only to a 405. */
+    if (route->rules.headerCount > 0 && id < k->headersFrom) {
+        k->headersFrom = id;
     }
     /* Only the method differs: the methods the path has make the 405's
      * Allow (RFC 9110 15.5.6); a GET route allows HEAD too. */
@@ -502,8 +544,9 @@ hostSearch(Lookup* k, const CorRequest* r)
 CorRouteResult
 corRouteFind(const CorRequest* r, CorRouteMatch* match)
 {
-    Lookup k = { r->method, r->methodLen, r->path, r->pathLen, routeCount,
-                 false, match };
+    Lookup k = { .method = r->method, .methodLen = r->methodLen,
+                 .path = r->path, .pathLen = r->pathLen, .best = routeCount,
+                 .headersFrom = routeCount, .match = match };
 
     match->allow[0] = '\0';
     match->rules.headerCount = 0;
@@ -511,8 +554,19 @@ corRouteFind(const CorRequest* r, CorRouteMatch* match)
     match->captured = false;
     hostSearch(&k, r);
     tableSearch(&k, &routeIndex.tables[0]);
+    if (k.failed) {
+        corLog(COR_LOG_ERROR, "route '%s': its regex could not be run on "
+               "%.*s (a match or depth limit): 500",
+               routeName(routes[k.best].rules.route), (int)k.pathLen,
+               k.path);
+        return COR_ROUTE_FAILED;
+    }
     if (k.best < routeCount) {
         return COR_ROUTE_FOUND;
+    }
+    if (k.headersFrom < routeCount) {
+        match->rules.headers = routes[k.headersFrom].rules.headers;
+        match->rules.headerCount = routes[k.headersFrom].rules.headerCount;
     }
     return k.pathSeen ? COR_ROUTE_NO_METHOD : COR_ROUTE_NO_PATH;
 }

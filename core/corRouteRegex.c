@@ -10,6 +10,7 @@
 
 #include <pcre2.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +18,16 @@ struct CorRouteRegex {
     pcre2_code* code;
 };
 
+/* What one match may cost: PCRE2's defaults (10 million steps) would let
+ * a path that makes a careless pattern backtrack hold a loop for
+ * seconds; past these the match fails (the request is answered 500). */
+#define MATCH_LIMIT 100000
+#define DEPTH_LIMIT 10000
+
 static pthread_key_t matchKey;
 static pthread_once_t matchKeyOnce = PTHREAD_ONCE_INIT;
+static int matchKeyMade = -1;
+static pcre2_match_context* matchLimits;
 
 static void
 matchDataFree(void* data)
@@ -29,7 +38,12 @@ matchDataFree(void* data)
 static void
 matchKeyMake(void)
 {
-    pthread_key_create(&matchKey, matchDataFree);
+    matchKeyMade = pthread_key_create(&matchKey, matchDataFree);
+    matchLimits = pcre2_match_context_create(NULL);
+    if (matchLimits != NULL) {
+        pcre2_set_match_limit(matchLimits, MATCH_LIMIT);
+        pcre2_set_depth_limit(matchLimits, DEPTH_LIMIT);
+    }
 }
 
 /* The literal start of an anchored pattern: its bytes up to the first
@@ -60,8 +74,10 @@ corRouteRegexCompile(const char* pattern, bool caseless, char** prefixP,
     PCRE2_SIZE offset;
 
     *prefixP = NULL;
-    if (re == NULL) {
-        strncpy(why, "out of memory", whyCap);
+    pthread_once(&matchKeyOnce, matchKeyMake);
+    if (re == NULL || matchKeyMade != 0 || matchLimits == NULL) {
+        snprintf(why, whyCap, "out of memory");
+        free(re);
         return NULL;
     }
     re->code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
@@ -78,11 +94,19 @@ corRouteRegexCompile(const char* pattern, bool caseless, char** prefixP,
     *prefixP = literalPrefix(pattern, caseless);
     if (*prefixP == NULL) {
         corRouteRegexFree(re);
-        strncpy(why, "out of memory", whyCap);
+        snprintf(why, whyCap, "out of memory");
         return NULL;
     }
-    pthread_once(&matchKeyOnce, matchKeyMake);
     return re;
+}
+
+unsigned
+corRouteRegexGroups(const CorRouteRegex* re)
+{
+    uint32_t groups = 0;
+
+    pcre2_pattern_info(re->code, PCRE2_INFO_CAPTURECOUNT, &groups);
+    return groups;
 }
 
 void
@@ -94,24 +118,29 @@ corRouteRegexFree(CorRouteRegex* re)
     }
 }
 
-bool
+int
 corRouteRegexMatch(const CorRouteRegex* re, const char* s, size_t n,
                    size_t ov[2 * COR_ROUTE_CAPTURES])
 {
     pcre2_match_data* data = pthread_getspecific(matchKey);
     const PCRE2_SIZE* found;
     uint32_t pairs;
+    int rc;
 
     if (data == NULL) {
         data = pcre2_match_data_create(COR_ROUTE_CAPTURES, NULL);
         if (data == NULL || pthread_setspecific(matchKey, data) != 0) {
             pcre2_match_data_free(data);
-            return false;
+            return -1;
         }
     }
     /* rc 0: more groups than the block holds; the first ten are set. */
-    if (pcre2_match(re->code, (PCRE2_SPTR)s, n, 0, 0, data, NULL) < 0) {
-        return false;
+    rc = pcre2_match(re->code, (PCRE2_SPTR)s, n, 0, 0, data, matchLimits);
+    if (rc == PCRE2_ERROR_NOMATCH) {
+        return 0;
+    }
+    if (rc < 0) {
+        return -1;
     }
     found = pcre2_get_ovector_pointer(data);
     pairs = pcre2_get_ovector_count(data);
@@ -119,5 +148,5 @@ corRouteRegexMatch(const CorRouteRegex* re, const char* s, size_t n,
         ov[2 * i] = i < pairs ? found[2 * i] : (size_t)-1;
         ov[2 * i + 1] = i < pairs ? found[2 * i + 1] : (size_t)-1;
     }
-    return true;
+    return 1;
 }

@@ -25,10 +25,13 @@ CorRouteRegex* corRouteRegexCompile(const char* pattern, bool caseless,
                                     char** prefixP, char* why,
                                     size_t whyCap, size_t* offsetP);
 void corRouteRegexFree(CorRouteRegex* re);
+/* How many capturing groups re has: {1}..{N} are its. */
+unsigned corRouteRegexGroups(const CorRouteRegex* re);
 
-/* Whether re matches s[0..n); its captures' offsets into ov (pairs,
- * COR_ROUTE_CAPTURES of them, unset ones (size_t)-1) when it does. */
-bool corRouteRegexMatch(const CorRouteRegex* re, const char* s, size_t n,
-                        size_t ov[2 * COR_ROUTE_CAPTURES]);
+/* 1 when re matches s[0..n), its captures' offsets then in ov (pairs,
+ * COR_ROUTE_CAPTURES of them, unset ones (size_t)-1); 0 when it does not;
+ * -1 when it could not tell (past its match or depth limit, no memory). */
+int corRouteRegexMatch(const CorRouteRegex* re, const char* s, size_t n,
+                       size_t ov[2 * COR_ROUTE_CAPTURES]);
 
 #endif

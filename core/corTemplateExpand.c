@@ -19,10 +19,14 @@ urlSafe(unsigned char ch)
            || (ch != '\0' && strchr("-._~!$'()*,;:@/", ch) != NULL);
 }
 
-/* Where one piece of a filled-in template goes: counted, then written. */
+/* Where one piece of a filled-in template goes: counted, then written;
+ * and what it is filled from. */
 typedef struct {
     char* out;                  /* NULL: only count */
     size_t len;
+    CorRequest* r;
+    const char* host;           /* the Host, lowercased, without port */
+    size_t hostLen;
 } Sink;
 
 static void
@@ -54,27 +58,33 @@ putValue(Sink* k, const char* s, size_t n, bool url)
     }
 }
 
-/* The Host the request named, less its port, lowercased into the arena;
- * "" when it named none. */
-static const char*
-hostOf(CorRequest* r, size_t* lenP)
+/* The Host the request named, less its port, lowercased into the arena
+ * (the parsers let through only a host's bytes: a name, or an address
+ * in brackets); "" when it named none. -1 when out of memory. */
+static int
+hostOf(Sink* k)
 {
-    const CorHeader* h = corRequestHeader(r, "Host");
+    const CorHeader* h = corRequestHeader(k->r, "Host");
     size_t n = h != NULL ? corHostNameLen(h->value, h->valueLen) : 0;
-    char* host = n > 0 ? corRequestAlloc(r, n) : NULL;
+    char* host = n > 0 ? corRequestAlloc(k->r, n) : NULL;
 
-    *lenP = host != NULL ? n : 0;
-    for (size_t i = 0; host != NULL && i < n; i++) {
+    if (n > 0 && host == NULL) {
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
         char ch = h->value[i];
 
         host[i] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 'a' - 'A') : ch;
     }
-    return host != NULL ? host : "";
+    k->host = n > 0 ? host : "";
+    k->hostLen = n;
+    return 0;
 }
 
 static void
-partPut(Sink* k, const CorTemplatePart* p, CorRequest* r, bool url)
+partPut(Sink* k, const CorTemplatePart* p, bool url)
 {
+    CorRequest* r = k->r;
     const char* s;
     size_t n;
 
@@ -86,8 +96,7 @@ partPut(Sink* k, const CorTemplatePart* p, CorRequest* r, bool url)
         put(k, r->secure ? "https" : "http", r->secure ? 5 : 4);
         return;
     case COR_TPL_HOST:
-        s = hostOf(r, &n);
-        putValue(k, s, n, url);
+        put(k, k->host, k->hostLen);
         return;
     case COR_TPL_PATH:
         putValue(k, r->path, r->pathLen, url);
@@ -104,11 +113,11 @@ partPut(Sink* k, const CorTemplatePart* p, CorRequest* r, bool url)
         } else {
             putValue(k, r->path, r->pathLen, true);
         }
-        partPut(k, &(CorTemplatePart){ .kind = COR_TPL_QUERY }, r, url);
+        partPut(k, &(CorTemplatePart){ .kind = COR_TPL_QUERY }, url);
         return;
     case COR_TPL_CLIENT:
         s = r->remote != NULL ? r->remote : "";
-        put(k, s, strlen(s));
+        putValue(k, s, strlen(s), url);
         return;
     case COR_TPL_CAPTURE:
         s = corRequestCapture(r, p->capture, &n);
@@ -122,10 +131,15 @@ partPut(Sink* k, const CorTemplatePart* p, CorRequest* r, bool url)
 char*
 corTemplateExpand(const CorTemplate* t, CorRequest* r, size_t* lenP)
 {
-    Sink k = { 0 };
+    Sink k = { .r = r, .host = "" };
 
     for (unsigned i = 0; i < t->count; i++) {
-        partPut(&k, &t->parts[i], r, t->url);
+        if (t->parts[i].kind == COR_TPL_HOST && hostOf(&k) != 0) {
+            return NULL;
+        }
+    }
+    for (unsigned i = 0; i < t->count; i++) {
+        partPut(&k, &t->parts[i], t->url);
     }
     k.out = corRequestAlloc(r, k.len + 1);
     if (k.out == NULL) {
@@ -133,7 +147,7 @@ corTemplateExpand(const CorTemplate* t, CorRequest* r, size_t* lenP)
     }
     k.len = 0;
     for (unsigned i = 0; i < t->count; i++) {
-        partPut(&k, &t->parts[i], r, t->url);
+        partPut(&k, &t->parts[i], t->url);
     }
     k.out[k.len] = '\0';
     *lenP = k.len;

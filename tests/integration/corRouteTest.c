@@ -43,6 +43,8 @@ static const char* configFormat =
     "      request_headers: { set: { X-Site: \"wild {host}\" } } }\n"
     "  - { host: [ a.test, B.Test ], match: \"/*\", handler: seen,\n"
     "      request_headers: { set: { X-Site: list } } }\n"
+    "  - { match: \"POST /hdr/*\", handler: seen, headers: { X-A: post } }\n"
+    "  - { match: \"GET =/hdr/x\", handler: seen }\n"
     "  - { match: \"GET =/exact\", handler: seen,\n"
     "      request_headers: { set: { X-Site: exact } } }\n"
     "  - { match: \"GET /exact*\", handler: seen,\n"
@@ -172,6 +174,34 @@ START_TEST(test_exact_prefix_and_regex)
 }
 END_TEST
 
+/* A route's headers are its own: not those of an earlier route that
+ * took the path but not the method (the index tries the exact path's
+ * routes before the prefixes'), which a 405 takes. */
+START_TEST(test_headers_of_the_route_that_answers)
+{
+    ck_assert_int_eq(get("", "/hdr/x"), 200);
+    CHECK_HAS_NOT("X-A:");
+    ck_assert_int_eq(get("-X PUT", "/hdr/x"), 405);
+    CHECK_HAS("X-A: post");
+    CHECK_HAS("Allow: GET, HEAD, POST");
+}
+END_TEST
+
+/* A redirect reads no body and asks for none: a chunked one, or one
+ * that waits for a 100, gets the redirect at once, and the server goes
+ * on. */
+START_TEST(test_a_redirect_with_a_body)
+{
+    ck_assert_int_eq(get("-H 'Host: plain.test' -H 'Transfer-Encoding: "
+                         "chunked' --data-binary hello", "/a"), 308);
+    ck_assert_int_eq(SH("head -c 3000000 /dev/zero > $D/big"), 0);
+    ck_assert_int_eq(get("-H 'Host: plain.test' -H 'Expect: "
+                         "100-continue' --data-binary @$D/big", "/a"), 308);
+    CHECK_HAS_NOT("100 Continue");
+    ck_assert_int_eq(get("", "/exact"), 200);
+}
+END_TEST
+
 START_TEST(test_redirect_and_rewrite)
 {
     ck_assert_int_eq(get("-H 'Host: plain.test:81'", "/a//b?x=1"), 308);
@@ -224,6 +254,8 @@ COR_TEST_SUITE(corRoute)
     tcase_add_test(tc, test_hosts);
     tcase_add_test(tc, test_exact_prefix_and_regex);
     tcase_add_test(tc, test_redirect_and_rewrite);
+    tcase_add_test(tc, test_headers_of_the_route_that_answers);
+    tcase_add_test(tc, test_a_redirect_with_a_body);
     tcase_add_test(tc, test_request_headers_to_an_upstream);
     tcase_add_test(tc, test_error_pages);
 }
