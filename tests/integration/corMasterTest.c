@@ -559,7 +559,8 @@ START_TEST(test_typos_in_nested_keys_say_the_nearest)
                            "127.0.0.1:1, tsl: {} } ]\n"), 1);
     ck_assert_msg(strstr(buf, "cor.yaml:1:51: unknown key 'tsl' in listen[0] "
                          "(expected one of: protocol, address, tls, "
-                         "accept, http2); did you mean 'tls'?") != NULL, "%s", buf);
+                         "accept, http2, proxy_protocol); did you mean "
+                         "'tls'?") != NULL, "%s", buf);
     ck_assert_int_eq(check("listen: [ { protocol: http, address: "
                            "127.0.0.1:1 } ]\nmodules:\n  - { load: http }\n"
                            "  - load: forward\n    upstreams: [ { name: a, "
