@@ -42,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <arpa/inet.h>
 
 /* What one read asks for: a full DATA frame and its header. */
@@ -157,6 +158,9 @@ corHttp2ConnAbuse(Http2Conn* c, Http2Abuse why, uint32_t code)
     if (sendPump(c) == 0) {
         corKitConnFlush(&c->k);     /* the GOAWAY, best effort */
     }
+    /* The end now: on io_uring a close waits for the socket's read still
+     * in flight, and the peer saw no FIN for seconds (ASan, h2edge). */
+    shutdown(c->t.fd, SHUT_RDWR);
     connClose(c);
 }
 
