@@ -155,7 +155,10 @@ START_TEST(test_an_abort_is_reported_then_dies_of_sigabrt)
     ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
                   "the child should die of SIGABRT, status %d, output: %s",
                   status, out);
-    ck_assert_str_eq(out, "the test's thread, signal 6\n");
+    /* First: qemu-user, under which the aarch64 run goes, says its own
+     * line about the abort after it. */
+    ck_assert_msg(strncmp(out, "the test's thread, signal 6\n", 28) == 0,
+                  "%s", out);
 }
 END_TEST
 
