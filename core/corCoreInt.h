@@ -811,6 +811,7 @@ typedef struct {
 typedef struct {
     uint64_t periodMs;          /* how often a loop beats; 0: never */
     unsigned loops;
+    _Atomic unsigned drained;   /* loops that stopped accepting */
     CorHeartbeatSlot beat[];
 } CorHeartbeat;
 
@@ -826,6 +827,12 @@ void corHeartbeatFree(CorHeartbeat* hb);
  * timer, which the loop's thread owns. Nothing when there is no page or
  * no period. */
 void corHeartbeatStart(CorEvLoop* loop, unsigned index, CorEvTimer* timer);
+/* Said by a loop of this generation once it stopped accepting (a drain);
+ * nothing when there is no page. */
+void corHeartbeatDrained(void);
+/* Wait, up to waitMs, until every loop of hb's generation stopped
+ * accepting; whether they did (true when there is no page to tell). */
+bool corHeartbeatDrainedWait(const CorHeartbeat* hb, uint64_t waitMs);
 /* The loop that beat longest ago, and how long ago (ms, at now): -1 when
  * every loop beat within maxAgeMs. A loop that never beat is infinitely
  * old (*ageMsP is UINT64_MAX). */

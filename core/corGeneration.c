@@ -202,6 +202,7 @@ drainOnLoop(CorEvTask* task)
         }
     }
     atomic_fetch_add(&loopsDrained, 1);
+    corHeartbeatDrained();
 }
 
 /*

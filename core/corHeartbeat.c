@@ -13,11 +13,17 @@
  * iteration (a loop that sleeps in epoll_wait for minutes is idle, not
  * stalled: it must still beat). A timer does both right at the cost of
  * one heap entry per loop.
+ *
+ * The page also says when a draining generation's loops have all stopped
+ * accepting: until then a connection to a shared listening socket may
+ * still be taken by the old generation, so the master waits for it
+ * before it tells `cor -s reload` that the new configuration serves.
  */
 #include "corCoreInt.h"
 
 #include <stdint.h>
 #include <sys/mman.h>
+#include <time.h>
 
 CorHeartbeat* corHeartbeat;
 
@@ -93,4 +99,27 @@ corHeartbeatStale(const CorHeartbeat* hb, uint64_t now, uint64_t maxAgeMs,
     }
     *ageMsP = oldest;
     return stalest;
+}
+
+void
+corHeartbeatDrained(void)
+{
+    if (corHeartbeat != NULL) {
+        atomic_fetch_add(&corHeartbeat->drained, 1);
+    }
+}
+
+bool
+corHeartbeatDrainedWait(const CorHeartbeat* hb, uint64_t waitMs)
+{
+    uint64_t deadline = corEvClockMs() + waitMs;
+    struct timespec tick = { 0, 1000 * 1000 };
+
+    while (hb != NULL && atomic_load(&hb->drained) < hb->loops) {
+        if (corEvClockMs() >= deadline) {
+            return false;
+        }
+        nanosleep(&tick, NULL);
+    }
+    return true;
 }

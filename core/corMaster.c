@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #define READY_TIMEOUT_MS 30000
+#define REPLACED_ACCEPT_WAIT_MS 1000
 #define LISTEN_BACKLOG 4096
 /* The fds a generation needs besides its connections: listeners, each
  * loop's epoll and wake fds, logs, modules, a worker's files. */
@@ -540,6 +541,17 @@ generationSwitch(Generation* next)
     if (current.pid > 0) {
         generationReplaced(current.pid);
         drainingAdd(current.pid);
+        /* Until its loops stop watching the listeners they share with
+         * next, the old generation may still take a new connection: a
+         * reload said done must mean the new configuration answers. A
+         * loop that a handler holds cannot say so, and does not hold up
+         * the reload past a second. */
+        if (!corHeartbeatDrainedWait(current.heartbeat,
+                                     REPLACED_ACCEPT_WAIT_MS)) {
+            corLog(COR_LOG_WARN, "generation %u still accepts %u ms after "
+                   "it was replaced (a loop held?): a connection may yet "
+                   "reach it", current.number, REPLACED_ACCEPT_WAIT_MS);
+        }
     }
     listenersClose(current.listeners, current.listenerCount, next);
     if (strcmp(current.config->log.pidFile, next->config->log.pidFile) != 0

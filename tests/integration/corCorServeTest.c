@@ -328,7 +328,7 @@ raw(const char* requests)
 {
     char command[512];
 
-    snprintf(command, sizeof(command), "python3 tests/cor/corRawClient.py "
+    snprintf(command, sizeof(command), "/usr/bin/python3 tests/cor/corRawClient.py "
              "%d %s", server.port2, requests);
     return corShell(command, out, sizeof(out));
 }
@@ -517,7 +517,7 @@ START_TEST(test_hello_over_tls)
              "log: { pid_file: {DIR}/cor.pid }\n", certs, certs);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
     snprintf(command, sizeof(command),
-             "python3 -c 'import socket, ssl, sys\n"
+             "/usr/bin/python3 -c 'import socket, ssl, sys\n"
              "ctx = ssl.create_default_context(cafile=\"%s/ca.pem\")\n"
              "ctx.set_alpn_protocols([\"cor/1\"])\n"
              "s = ctx.wrap_socket(socket.create_connection("

@@ -78,23 +78,6 @@ static const char* configFormat =
     "  - { match: \"/*\", handler: backend }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
-/* A loopback port where nothing listens: bound, never listened on. */
-static int
-portDead(void)
-{
-    int port;
-
-    /* A socket bound and closed gives a port that stays free for the
-     * test's few seconds. */
-    ck_assert_int_eq(corShell("python3 -c 'import socket; s=socket.socket();"
-                              " s.bind((\"127.0.0.1\", 0)); "
-                              "print(s.getsockname()[1])'", out,
-                              sizeof(out)), 0);
-    port = atoi(out);
-    ck_assert_int_gt(port, 0);
-    return port;
-}
-
 static void
 setUp(void)
 {
@@ -105,7 +88,7 @@ setUp(void)
         upstreamPid[i] = corUpstreamStart(&upstreamPort[i]);
         ck_assert_int_gt(upstreamPid[i], 0);
     }
-    deadPort = portDead();
+    deadPort = corFreePort();      /* bound and closed: nothing listens */
     ck_assert_int_eq(corServerStartHttpsHello(&tlsUpstream, certs), 0);
     snprintf(yaml, sizeof(yaml), configFormat, certs, upstreamPort[0],
              upstreamPort[0], upstreamPort[0], upstreamPort[0],

@@ -60,16 +60,6 @@ shell(const char* fmt, ...)
     return corShell(command, out, sizeof(out));
 }
 
-static int
-portFree(void)
-{
-    ck_assert_int_eq(corShell("python3 -c 'import socket; s=socket.socket();"
-                              " s.bind((\"127.0.0.1\", 0)); "
-                              "print(s.getsockname()[1])'", out,
-                              sizeof(out)), 0);
-    return atoi(out);
-}
-
 /* The helper as kind on port, its log in $C/kind.log; its PID once it
  * says it is ready. */
 static pid_t
@@ -105,8 +95,8 @@ setUp(void)
     char yaml[4096];
 
     corTestCertsMake(certs, sizeof(certs));
-    grpcPort = portFree();
-    echoPort = portFree();
+    grpcPort = corFreePort();
+    echoPort = corFreePort();
     grpcServer = peerStart("server", grpcPort);
     echoServer = peerStart("echo", echoPort);
     snprintf(yaml, sizeof(yaml),

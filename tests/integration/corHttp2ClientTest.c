@@ -53,17 +53,6 @@ shell(const char* fmt, ...)
     return corShell(command, out, sizeof(out));
 }
 
-/* A free loopback port: bound and closed. */
-static int
-portFree(void)
-{
-    ck_assert_int_eq(corShell("python3 -c 'import socket; s=socket.socket();"
-                              " s.bind((\"127.0.0.1\", 0)); "
-                              "print(s.getsockname()[1])'", out,
-                              sizeof(out)), 0);
-    return atoi(out);
-}
-
 /* nghttpd on port (TLS unless plain), serving $D, echoing uploads, its -v
  * log in $D/name.log; its PID. */
 static pid_t
@@ -136,8 +125,8 @@ setUp(void)
              " && head -c %d /dev/urandom > %s/h2/big", certs, certs,
              BIG_BYTES, certs);
     ck_assert_int_eq(corShell(yaml, out, sizeof(out)), 0);
-    tlsPort = portFree();
-    plainPort = portFree();
+    tlsPort = corFreePort();
+    plainPort = corFreePort();
     nghttpdTls = nghttpdStart(tlsPort, false, "tls");
     nghttpdPlain = nghttpdStart(plainPort, true, "plain");
     upstreamStart();

@@ -129,7 +129,7 @@ START_TEST(test_large_body_intact)
     char expect[64];
 
     snprintf(command, sizeof(command), "head -c 5000000 /dev/urandom > "
-             "%s/up.bin && python3 -c 'import sys; s=0\n"
+             "%s/up.bin && /usr/bin/python3 -c 'import sys; s=0\n"
              "for b in open(\"%s/up.bin\",\"rb\").read(): "
              "s=(s*31+b)&0xffffffff\nprint(s)'", server.dir, server.dir);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);

@@ -69,8 +69,9 @@ receiverStart(void)
     snprintf(portFile, sizeof(portFile), "%s/port", receiverDir);
     receiver = corTestFork(SIGKILL);
     if (receiver == 0) {
-        execlp("python3", "python3", "tests/integration/notifyReceiver.py",
-               receiverDir, portFile, (char*)NULL);
+        execl("/usr/bin/python3", "python3",
+              "tests/integration/notifyReceiver.py", receiverDir, portFile,
+              (char*)NULL);
         _exit(127);
     }
     receiverPort = 0;

@@ -42,23 +42,6 @@ static int upstreamPid;
 static int upstreamPort;
 static const char haproxyBin[] = "/usr/sbin/haproxy";
 
-/* A loopback port free now (bound to port 0, then closed). */
-static int
-portFree(void)
-{
-    struct sockaddr_in addr = { .sin_family = AF_INET };
-    socklen_t len = sizeof(addr);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    int port;
-
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ck_assert_int_eq(bind(fd, (struct sockaddr*)&addr, sizeof(addr)), 0);
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr*)&addr, &len), 0);
-    port = ntohs(addr.sin_port);
-    close(fd);
-    return port;
-}
-
 /* A shell command, printf-style, its output in out; its status. */
 static int
 sh(const char* fmt, ...)
@@ -202,7 +185,7 @@ START_TEST(test_proxy_header_is_the_client)
     uint8_t block[36];
     struct in6_addr a6;
 
-    proxyStart(portFree(), "");
+    proxyStart(corFreePort(), "");
     ck_assert_int_eq(viaText(server.port2, "PROXY TCP4 192.0.2.7 127.0.0.1 "
                              "4711 80\r\n"), 200);
     ck_assert(loggedLast("192.0.2.7"));
@@ -240,7 +223,7 @@ START_TEST(test_proxy_then_real_ip)
     static const char stranger[] = "PROXY TCP4 203.0.113.1 127.0.0.1 1 "
                                    "80\r\n";
 
-    proxyStart(portFree(), "real_ip: { from: [ 192.0.2.0/24 ] }\n");
+    proxyStart(corFreePort(), "real_ip: { from: [ 192.0.2.0/24 ] }\n");
     ck_assert_int_eq(viaHeaderWith(server.port2, trusted, strlen(trusted),
                                    "X-Forwarded-For: 198.51.100.20\r\n"),
                      200);
@@ -259,7 +242,7 @@ START_TEST(test_proxy_without_header_closed)
     long startMs;
     int fd;
 
-    proxyStart(portFree(), "");
+    proxyStart(corFreePort(), "");
     /* A request with no header: its first byte says so. */
     ck_assert_int_eq(viaText(server.port2, ""), 0);
     /* Malformed: a port out of range, a v1 line without its CRLF within
@@ -319,10 +302,10 @@ haproxyStart(const char* config, int port)
 START_TEST(test_haproxy_send_proxy)
 {
     char config[2048];
-    int v1Port = portFree();
-    int v2Port = portFree();
-    int tlsFront = portFree();
-    int tlsPort = portFree();
+    int v1Port = corFreePort();
+    int v2Port = corFreePort();
+    int tlsFront = corFreePort();
+    int tlsPort = corFreePort();
 
     if (access(haproxyBin, X_OK) != 0) {
         printf("skipped: no %s\n", haproxyBin);

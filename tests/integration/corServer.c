@@ -77,19 +77,22 @@ corTestFork(int deathSignal)
     return pid;
 }
 
-static int
-freePort(void)
+int
+corFreePort(void)
 {
     struct sockaddr_in addr = { .sin_family = AF_INET };
     socklen_t len = sizeof(addr);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    int port;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int port = 0;
 
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, (struct sockaddr*)&addr, sizeof(addr));
-    getsockname(fd, (struct sockaddr*)&addr, &len);
-    port = ntohs(addr.sin_port);
-    close(fd);
+    if (fd >= 0 && bind(fd, (struct sockaddr*)&addr, sizeof(addr)) == 0
+        && getsockname(fd, (struct sockaddr*)&addr, &len) == 0) {
+        port = ntohs(addr.sin_port);
+    }
+    if (fd >= 0) {
+        close(fd);
+    }
     return port;
 }
 
@@ -303,9 +306,9 @@ start(CorServer* s, const char* yaml, unsigned long fdSoft,
     }
     snprintf(s->config, sizeof(s->config), "%s/cor.yaml", s->dir);
     snprintf(s->log, sizeof(s->log), "%s/error.log", s->dir);
-    s->port = freePort();
+    s->port = corFreePort();
     do {
-        s->port2 = freePort();      /* the kernel may give the same again */
+        s->port2 = corFreePort();      /* the kernel may give the same again */
     } while (s->port2 == s->port);
     if (corServerWriteConfig(s, yaml) != 0) {
         return -1;

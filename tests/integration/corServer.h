@@ -75,6 +75,10 @@ bool corWebsocketClient(const CorServer* s, const char* client, bool tls,
 int corConfigCheck(const CorServer* s, const char* name, const char* yaml,
                    char* out, size_t cap);
 
+/* A loopback port free now (bound to port 0, then closed), or 0. Done
+ * here, not by a python3 one-liner: a python3 start through pyenv's
+ * shims took 2-5 s on a loaded machine, and tests paid it per test. */
+int corFreePort(void);
 /* A connected blocking socket to the server, or -1. */
 int corConnect(int port);
 int corSendAll(int fd, const void* data, size_t len);

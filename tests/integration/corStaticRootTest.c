@@ -129,7 +129,7 @@ START_TEST(test_autoindex)
         CHECK_HAS("{\"name\":\"plain.txt\",\"type\":\"file\"}");
     }
     ck_assert_int_eq(SH("curl -s 'http://127.0.0.1:'$P'/files/' -H "
-                        "'Accept: application/json' | python3 -c 'import "
+                        "'Accept: application/json' | /usr/bin/python3 -c 'import "
                         "json,sys; print(len(json.load(sys.stdin)))'"), 0);
     ck_assert_str_eq(out, "4\n");
 }
