@@ -19,15 +19,11 @@ static CorServer server;
 static char dir[64];
 static char out[1 << 16];
 
-/* One folder, two roots: pre (precompressed) and plain (without); the
+/* After the harness's listener (corServerStartListen): h2c on it; one
+ * folder, two roots: pre (precompressed) and plain (without); the
  * compress filter only on /c/. */
 static const char* configFormat =
-    "runtime:\n"
-    "  loops: 1\n"
-    "  workers: 2\n"
-    "  coroutines: { enabled: {COROUTINES} }\n"
-    "listen:\n"
-    "  - { protocol: http, address: 127.0.0.1:{PORT}, http2: on }\n"
+    "    http2: on\n"
     "modules:\n"
     "  - { load: http }\n"
     "  - { load: compress, min_bytes: 1 }\n"
@@ -114,7 +110,7 @@ setUp(void)
                         "touch -r same.txt same.txt.gz && "
                         "seq 1 3000 > big.txt && gzip -k big.txt"), 0);
     snprintf(yaml, sizeof(yaml), configFormat, dir, dir);
-    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+    ck_assert_int_eq(corServerStartListen(&server, false, NULL, yaml), 0);
 }
 
 static void
