@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "corAcceptEncoding.h"
 #include "corConf.h"
 #include "corEv.h"
 #include "corList.h"

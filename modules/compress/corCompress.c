@@ -47,10 +47,10 @@ static const char* const typesDefault[] = {
 
 /* The settings; the module's, from init to exit. */
 typedef struct {
-    CompressEncoding prefer[COMPRESS_ENCODINGS];
+    CorCoding prefer[COR_CODINGS];
     unsigned preferCount;
     uint64_t minBytes;
-    int level[COMPRESS_ENCODINGS];
+    int level[COR_CODINGS];
     char** types;               /* "type/subtype", or a top type and a
                                    star for all of its subtypes */
     unsigned typeCount;
@@ -196,8 +196,8 @@ compressHead(CorRequest* r, void* arg)
     }
     accept = corRequestHeader(r, "Accept-Encoding");
     encoding = accept == NULL ? -1
-               : corCompressNegotiate(accept->value, accept->valueLen,
-                                      settings.prefer, settings.preferCount);
+               : corAcceptEncodingFirst(accept->value, accept->valueLen,
+                                        settings.prefer, settings.preferCount);
     if (encoding < 0) {
         return NULL;
     }
@@ -205,7 +205,7 @@ compressHead(CorRequest* r, void* arg)
     /* Only a length the body is held to is pledged (zstd fails a body
      * that differs from it): a stream's header may be an upstream's, and
      * a HEAD's body is never read. */
-    if (e == NULL || corCompressEncoderInit(e, (CompressEncoding)encoding,
+    if (e == NULL || corCompressEncoderInit(e, (CorCoding)encoding,
                                             settings.level[encoding],
                                             r->stream == NULL && !r->head
                                                 ? length : 0) != 0) {
@@ -214,7 +214,7 @@ compressHead(CorRequest* r, void* arg)
         return NULL;
     }
     corResponseHeaderRemove(r, "Content-Length");
-    corResponseHeader(r, "Content-Encoding", corCompressNames[encoding]);
+    corResponseHeader(r, "Content-Encoding", corCodingNames[encoding]);
     etagWeaken(r);
     return e;
 }
@@ -244,8 +244,8 @@ encodingsRead(CorModule* m, const CorConf* conf)
     size_t count = corConfCount(list);
 
     if (list == NULL) {
-        for (int i = 0; i < COMPRESS_ENCODINGS; i++) {
-            settings.prefer[settings.preferCount++] = (CompressEncoding)i;
+        for (int i = 0; i < COR_CODINGS; i++) {
+            settings.prefer[settings.preferCount++] = (CorCoding)i;
         }
         return 0;
     }
@@ -253,13 +253,13 @@ encodingsRead(CorModule* m, const CorConf* conf)
         const char* name = corConfText(corConfAt(list, i));
         int found = -1;
 
-        for (int k = 0; name != NULL && k < COMPRESS_ENCODINGS; k++) {
-            if (strcmp(name, corCompressNames[k]) == 0) {
+        for (int k = 0; name != NULL && k < COR_CODINGS; k++) {
+            if (strcmp(name, corCodingNames[k]) == 0) {
                 found = k;
             }
         }
         for (unsigned k = 0; found >= 0 && k < settings.preferCount; k++) {
-            if (settings.prefer[k] == (CompressEncoding)found) {
+            if (settings.prefer[k] == (CorCoding)found) {
                 found = -2;
             }
         }
@@ -269,7 +269,7 @@ encodingsRead(CorModule* m, const CorConf* conf)
                            name != NULL ? name : "a list or mapping");
             return -1;
         }
-        settings.prefer[settings.preferCount++] = (CompressEncoding)found;
+        settings.prefer[settings.preferCount++] = (CorCoding)found;
     }
     return 0;
 }
@@ -278,17 +278,17 @@ encodingsRead(CorModule* m, const CorConf* conf)
 static void
 levelsRead(CorModule* m, const CorConf* conf)
 {
-    static const int range[COMPRESS_ENCODINGS][3] = {
-        [COMPRESS_ZSTD] = { 3, 1, 19 },
-        [COMPRESS_BR] = { 4, 0, 11 },
-        [COMPRESS_GZIP] = { 6, 1, 9 },
+    static const int range[COR_CODINGS][3] = {
+        [COR_CODING_ZSTD] = { 3, 1, 19 },
+        [COR_CODING_BR] = { 4, 0, 11 },
+        [COR_CODING_GZIP] = { 6, 1, 9 },
     };
     static const char* const keys[] = { "zstd", "br", "gzip", NULL };
     CorConfErrors* e = corModuleErrors(m);
     const CorConf* map = corConfMap(conf, "level", e);
 
-    for (int i = 0; i < COMPRESS_ENCODINGS; i++) {
-        settings.level[i] = (int)corConfInt(map, corCompressNames[i],
+    for (int i = 0; i < COR_CODINGS; i++) {
+        settings.level[i] = (int)corConfInt(map, corCodingNames[i],
                                             range[i][0], range[i][1],
                                             range[i][2], e);
     }

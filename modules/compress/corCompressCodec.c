@@ -102,10 +102,10 @@ zstdStep(CompressEncoder* e, const unsigned char** inP, size_t* lenP,
 typedef int (*StepFn)(CompressEncoder* e, const unsigned char** inP,
                       size_t* lenP, StepMode mode);
 
-static const StepFn steps[COMPRESS_ENCODINGS] = {
-    [COMPRESS_ZSTD] = zstdStep,
-    [COMPRESS_BR] = brotliStep,
-    [COMPRESS_GZIP] = gzipStep,
+static const StepFn steps[COR_CODINGS] = {
+    [COR_CODING_ZSTD] = zstdStep,
+    [COR_CODING_BR] = brotliStep,
+    [COR_CODING_GZIP] = gzipStep,
 };
 
 static int
@@ -160,7 +160,7 @@ zstdInit(CompressEncoder* e, int level, uint64_t sizeHint)
 }
 
 int
-corCompressEncoderInit(CompressEncoder* e, CompressEncoding encoding,
+corCompressEncoderInit(CompressEncoder* e, CorCoding encoding,
                        int level, uint64_t sizeHint)
 {
     e->encoding = encoding;
@@ -168,13 +168,13 @@ corCompressEncoderInit(CompressEncoder* e, CompressEncoding encoding,
     e->outLen = 0;
     e->state = NULL;
     switch (encoding) {
-    case COMPRESS_ZSTD:
+    case COR_CODING_ZSTD:
         return zstdInit(e, level, sizeHint);
-    case COMPRESS_BR:
+    case COR_CODING_BR:
         return brotliInit(e, level, sizeHint);
-    case COMPRESS_GZIP:
+    case COR_CODING_GZIP:
         return gzipInit(e, level);
-    case COMPRESS_ENCODINGS:
+    case COR_CODINGS:
         break;
     }
     return -EINVAL;
@@ -224,17 +224,17 @@ corCompressEncoderFree(CompressEncoder* e)
         return;
     }
     switch (e->encoding) {
-    case COMPRESS_ZSTD:
+    case COR_CODING_ZSTD:
         ZSTD_freeCCtx(e->state);
         break;
-    case COMPRESS_BR:
+    case COR_CODING_BR:
         BrotliEncoderDestroyInstance(e->state);
         break;
-    case COMPRESS_GZIP:
+    case COR_CODING_GZIP:
         deflateEnd(e->state);
         free(e->state);
         break;
-    case COMPRESS_ENCODINGS:
+    case COR_CODINGS:
         break;
     }
     e->state = NULL;

@@ -1,22 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Internals of modules/compress: the encodings, an encoder's state, the
- * negotiation with Accept-Encoding, as the module's files share them.
+ * Internals of modules/compress: an encoder's state, as the module's
+ * files share it. The encodings and Accept-Encoding are the core's
+ * (corAcceptEncoding.h).
  */
 #ifndef COR_COMPRESS_INT_H
 #define COR_COMPRESS_INT_H
 
 #include "cor.h"
-
-typedef enum {
-    COMPRESS_ZSTD,
-    COMPRESS_BR,
-    COMPRESS_GZIP,
-    COMPRESS_ENCODINGS
-} CompressEncoding;
-
-/* The encodings' names, as Content-Encoding says them. */
-extern const char* const corCompressNames[COMPRESS_ENCODINGS];
 
 /* What one encoder has made and not passed on yet is at most this: a
  * piece to the client is this large, or what a flush or the end left. */
@@ -25,7 +16,7 @@ extern const char* const corCompressNames[COMPRESS_ENCODINGS];
 /* One answer's encoder: the request's (its arena), the library's state
  * let go by corCompressEncoderFree. */
 typedef struct {
-    CompressEncoding encoding;
+    CorCoding encoding;
     void* state;                /* z_stream*, BrotliEncoderState*,
                                    ZSTD_CCtx* */
     bool dirty;                 /* input came since the last flush */
@@ -35,7 +26,7 @@ typedef struct {
 
 /* Start e for encoding at level (the encoding's own scale); sizeHint is
  * the body's length when known, else 0. Returns 0 or -ENOMEM. */
-int corCompressEncoderInit(CompressEncoder* e, CompressEncoding encoding,
+int corCompressEncoderInit(CompressEncoder* e, CorCoding encoding,
                            int level, uint64_t sizeHint);
 /* Compress len bytes, passing full pieces on to out; flags as a filter's
  * body gets them (a flush or the end passes on all that is made).
@@ -43,11 +34,5 @@ int corCompressEncoderInit(CompressEncoder* e, CompressEncoding encoding,
 int corCompressEncode(CompressEncoder* e, const void* data, size_t len,
                       unsigned flags, CorFilterOut* out);
 void corCompressEncoderFree(CompressEncoder* e);
-
-/* The encoding to answer with: the first of prefer[0..count) that the
- * Accept-Encoding value accepts (q > 0, by name or by "*"), or -1 for
- * none (value NULL: no header, identity only). */
-int corCompressNegotiate(const char* value, size_t valueLen,
-                         const CompressEncoding* prefer, unsigned count);
 
 #endif /* COR_COMPRESS_INT_H */

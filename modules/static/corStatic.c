@@ -17,6 +17,7 @@
  *             expires: 1h                (Cache-Control: max-age=3600)
  *             dotfiles: deny             (deny | allow)
  *             autoindex: false           (list a folder without index)
+ *             precompressed: off         (NAME.zst, .br, .gz for NAME)
  *     routes:
  *       - { match: "GET /s/...", handler: site, strip_prefix: /s }
  *
@@ -142,7 +143,7 @@ choicesRead(CorModule* m, const CorConf* entry, StaticRoot* root)
     return rc;
 }
 
-/* fallback, expires, dotfiles and autoindex of a root. */
+/* fallback, expires, dotfiles, autoindex and precompressed of a root. */
 static int
 servingRead(CorModule* m, const CorConf* entry, StaticRoot* root)
 {
@@ -177,6 +178,7 @@ servingRead(CorModule* m, const CorConf* entry, StaticRoot* root)
     }
     root->dotfiles = strcmp(dotfiles, "allow") == 0;
     root->autoindex = corConfBool(entry, "autoindex", false, e);
+    root->precompressed = corConfBool(entry, "precompressed", false, e);
     return rc;
 }
 
@@ -187,7 +189,8 @@ rootRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
 {
     static const char* const keys[] = { "name", "root", "index", "symlinks",
                                         "fallback", "expires", "dotfiles",
-                                        "autoindex", NULL };
+                                        "autoindex", "precompressed",
+                                        NULL };
     CorConfErrors* e = corModuleErrors(m);
     const char* name = corConfString(entry, "name", NULL, e);
     StaticRoot* root = record;

@@ -5,7 +5,8 @@
  * path without leaving its root (corStaticOpen.c), the open-file cache
  * (corStaticCache.c), the Range header (corStaticRange.c), the answers
  * (corStaticServe.c) and the multipart/byteranges body
- * (corStaticMultipart.c).
+ * (corStaticMultipart.c), the variants compressed ahead
+ * (corStaticVariant.c).
  */
 #ifndef COR_STATIC_INT_H
 #define COR_STATIC_INT_H
@@ -28,6 +29,7 @@ typedef struct {
     char* cacheControl;         /* expires: "max-age=N"; NULL: none */
     bool dotfiles;              /* names starting with '.' are served */
     bool autoindex;             /* a folder without its index is listed */
+    bool precompressed;         /* NAME.zst, .br, .gz served for NAME */
     unsigned id;                /* its place in the list: the cache's key */
 } StaticRoot;
 
@@ -100,6 +102,19 @@ int corStaticCacheOpen(const StaticRoot* root, const char* rel,
 /* Answer r with the listing of the folder rel under root (autoindex). */
 void corStaticListAnswer(CorRequest* r, const StaticRoot* root,
                          const char* rel);
+
+/* ---- Variants compressed ahead (corStaticVariant.c) ------------------- */
+
+/*
+ * precompressed: the variant of rel (the file f, opened) that r takes in
+ * f's place: NAME.zst, NAME.br or NAME.gz, by Accept-Encoding's q, the
+ * smaller coding on a tie. Replaces *f by it (f's fd closed; its type
+ * kept, its ETag marked with the coding) and says Content-Encoding; says
+ * Vary when any variant is there, taken or not. Leaves f as it is when
+ * none fits.
+ */
+void corStaticVariantTake(CorRequest* r, const StaticRoot* root,
+                          const char* rel, StaticFile* f);
 
 /* ---- Range (corStaticRange.c) --------------------------------------------- */
 

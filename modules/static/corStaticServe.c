@@ -261,10 +261,11 @@ rangeAnswer(CorRequest* r, const StaticFile* f, const StaticRange* ranges,
                    (size_t)ranges[0].len);
 }
 
-/* A regular file: its validators, then the answer they and Range make.
- * Owns f->fd. */
+/* A regular file, rel under root (or its variant compressed ahead): its
+ * validators, then the answer they and Range make. Owns f->fd. */
 static void
-fileAnswer(CorRequest* r, const StaticRoot* root, const StaticFile* f)
+fileAnswer(CorRequest* r, const StaticRoot* root, const char* rel,
+           StaticFile* f)
 {
     StaticRange ranges[STATIC_RANGES_MAX];
     const CorHeader* range = r->head ? NULL : corRequestHeader(r, "range");
@@ -272,6 +273,9 @@ fileAnswer(CorRequest* r, const StaticRoot* root, const StaticFile* f)
     unsigned count = 0;
     char value[80];
 
+    if (root->precompressed) {
+        corStaticVariantTake(r, root, rel, f);
+    }
     corResponseHeader(r, "ETag", f->etag);
     corResponseHeader(r, "Last-Modified", f->lastModified);
     corResponseHeader(r, "Accept-Ranges", "bytes");
@@ -347,7 +351,7 @@ indexAnswer(CorRequest* r, const StaticRoot* root, const char* rel)
         errorAnswer(r, rc == -ENOENT ? -EACCES : rc);
         return;
     }
-    fileAnswer(r, root, &f);
+    fileAnswer(r, root, path, &f);
 }
 
 /* A path that names nothing: the root's fallback, as try_files' last
@@ -369,7 +373,7 @@ fallbackAnswer(CorRequest* r, const StaticRoot* root, int rc)
         errorAnswer(r, rc);
         return;
     }
-    fileAnswer(r, root, &f);
+    fileAnswer(r, root, root->fallback, &f);
 }
 
 void
@@ -395,6 +399,6 @@ corStaticServe(CorRequest* r, const StaticRoot* root)
     } else if (f.dir) {
         indexAnswer(r, root, rel);
     } else {
-        fileAnswer(r, root, &f);
+        fileAnswer(r, root, rel, &f);
     }
 }

@@ -7,6 +7,8 @@
  * again (and a loop of them stopped at 500), request headers set and
  * removed on the way to an upstream, and error pages (the top level's,
  * a route's before them, an unreadable one keeping the built-in text).
+ * nghttp too, for h2c as another client writes it: the host from
+ * :authority, and a redirect's status and Location in HEADERS.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -218,6 +220,33 @@ START_TEST(test_redirect_and_rewrite)
 }
 END_TEST
 
+/* nghttp (prior knowledge h2c, no Host header): routes by :authority,
+ * and a redirect's HEADERS. */
+START_TEST(test_nghttp_authority_and_redirect)
+{
+    if (SH("command -v nghttp") != 0) {
+        fprintf(stderr, "corRouteTest: no nghttp (nghttp2-client), its "
+                "checks skip\n");
+        return;
+    }
+    ck_assert_int_eq(SH("nghttp -v -H ':authority: EXAMPLE.com:8080' "
+                        "http://127.0.0.1:$P/x"), 0);
+    CHECK_HAS(":status: 200");
+    CHECK_HAS("X-Site: example");
+    ck_assert_int_eq(SH("nghttp -v -H ':authority: a.b.example.org' "
+                        "http://127.0.0.1:$P/x"), 0);
+    CHECK_HAS("X-Site: wild a.b.example.org");
+    ck_assert_int_eq(SH("nghttp -v -H ':authority: example.org' "
+                        "http://127.0.0.1:$P/x"), 0);
+    CHECK_HAS(":status: 404");
+    CHECK_HAS("<p>not here</p>");
+    ck_assert_int_eq(SH("nghttp -v -H ':authority: plain.test' "
+                        "'http://127.0.0.1:'$P'/a//b?x=1'"), 0);
+    CHECK_HAS(":status: 308");
+    CHECK_HAS("location: https://plain.test/a//b?x=1\n");
+}
+END_TEST
+
 /* What forward sends is what the route made of the request. */
 START_TEST(test_request_headers_to_an_upstream)
 {
@@ -254,6 +283,7 @@ COR_TEST_SUITE(corRoute)
     tcase_add_test(tc, test_hosts);
     tcase_add_test(tc, test_exact_prefix_and_regex);
     tcase_add_test(tc, test_redirect_and_rewrite);
+    tcase_add_test(tc, test_nghttp_authority_and_redirect);
     tcase_add_test(tc, test_headers_of_the_route_that_answers);
     tcase_add_test(tc, test_a_redirect_with_a_body);
     tcase_add_test(tc, test_request_headers_to_an_upstream);

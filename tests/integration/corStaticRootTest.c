@@ -6,7 +6,10 @@
  * expires (Cache-Control), names starting with '.' refused unless
  * dotfiles: allow, a folder without its index listed (autoindex: HTML with
  * its names escaped, JSON for Accept: application/json), and media types
- * from /etc/mime.types beside the built-in table.
+ * from /etc/mime.types beside the built-in table. A single-page app under
+ * /app/ in headless Chromium: a deep path gets the app, whose script
+ * reads the path and fetches its data; an asset that is missing is 404
+ * where the routes give it a root without fallback.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -34,11 +37,29 @@ static const char* configFormat =
     "          expires: 1h }\n"
     "      - { name: files, root: %s/files, autoindex: on, index: \"\" }\n"
     "      - { name: dots, root: %s/files, dotfiles: allow }\n"
+    "      - { name: spa, root: %s/site, fallback: /index.html }\n"
+    "      - { name: assets, root: %s/site }\n"
     "routes:\n"
+    "  - { match: \"GET ~^/app/.+\\\\.[a-z0-9]+$\", handler: assets }\n"
+    "  - { match: \"GET /app/*\", handler: spa }\n"
     "  - { match: \"GET /files/*\", handler: files, strip_prefix: /files }\n"
     "  - { match: \"GET /dots/*\", handler: dots, strip_prefix: /dots }\n"
     "  - { match: \"GET /*\", handler: app }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
+
+/* The single-page app: its page, and its script, which writes the path
+ * it was loaded at and a value it fetches into the page. */
+static const char* spaIndex =
+    "<!doctype html><html><body><div id=path>none</div>"
+    "<div id=data>none</div><script src=/app/main.js></script>"
+    "</body></html>";
+static const char* spaScript =
+    "document.getElementById(\"path\").textContent = "
+    "\"path=\" + location.pathname;\n"
+    "fetch(\"/app/data.json\").then(r => r.json()).then(j => {\n"
+    "  document.getElementById(\"data\").textContent = "
+    "\"value=\" + j.value;\n"
+    "});\n";
 
 /* A shell command with $P and $D set; its output in out. */
 #define SH(...) \
@@ -69,7 +90,12 @@ setUp(void)
                         "echo y > \"$D/files/<b>&'q.txt\" && "
                         "echo z > $D/files/.hidden && "
                         "echo m > $D/files/movie.mkv"), 0);
-    snprintf(yaml, sizeof(yaml), configFormat, dir, dir, dir);
+    ck_assert_int_eq(SH("mkdir -p $D/site/app && cd $D/site && "
+                        "printf '%%s' '%s' > index.html && "
+                        "printf '%%s' '%s' > app/main.js && "
+                        "echo '{\"value\": 4242}' > app/data.json",
+                        spaIndex, spaScript), 0);
+    snprintf(yaml, sizeof(yaml), configFormat, dir, dir, dir, dir, dir);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
 }
 
@@ -144,11 +170,44 @@ START_TEST(test_system_media_types)
 }
 END_TEST
 
+/* The app in a browser: Chromium loads a path the app draws, runs its
+ * script (served by the assets root), which fetches its data; the DOM
+ * it dumps has both. --virtual-time-budget lets the fetch finish before
+ * the dump (without it the DOM is dumped at the load event). */
+START_TEST(test_single_page_app_in_chromium)
+{
+    /* What the routes say: a name with an extension under /app/ is the
+     * assets root's, which has no fallback (nginx: try_files $uri
+     * =404); the spa root's fallback, like try_files $uri $uri/
+     * /index.html, would serve the page for it too. */
+    ck_assert_int_eq(get("", "/app/missing.js"), 404);
+    ck_assert_int_eq(get("", "/app/users/42"), 200);
+    CHECK_HAS("<div id=path>none</div>");
+    ck_assert_int_eq(get("", "/missing.js"), 200);
+    CHECK_HAS("<div id=app></div>");
+    if (SH("command -v chromium") != 0) {
+        fprintf(stderr, "corStaticRootTest: no chromium (./configure "
+                "--install-deps installs it): the browser check skips\n");
+        return;
+    }
+    ck_assert_int_eq(SH("timeout 240 chromium --headless --no-sandbox "
+                        "--disable-gpu --user-data-dir=$D/chromium "
+                        "--virtual-time-budget=10000 --dump-dom "
+                        "http://127.0.0.1:$P/app/users/42 "
+                        "2>$D/chromium.log"), 0);
+    CHECK_HAS("<div id=\"path\">path=/app/users/42</div>");
+    CHECK_HAS("<div id=\"data\">value=4242</div>");
+}
+END_TEST
+
 COR_TEST_SUITE(corStaticRoot)
 {
+    /* Chromium starts in about 10 s here, far more on a loaded machine. */
+    tcase_set_timeout(tc, 300);
     tcase_add_checked_fixture(tc, setUp, tearDown);
     tcase_add_test(tc, test_fallback_and_expires);
     tcase_add_test(tc, test_dotfiles);
     tcase_add_test(tc, test_autoindex);
     tcase_add_test(tc, test_system_media_types);
+    tcase_add_test(tc, test_single_page_app_in_chromium);
 }
