@@ -25,7 +25,7 @@
 
 /* Bumped whenever a struct or a signature of cor.h's headers, or of one
  * they include, changes. */
-#define COR_ABI_VERSION 21
+#define COR_ABI_VERSION 22
 #define COR_VERSION "0.1.0"
 
 /* The types the three headers share, declared once. */
@@ -141,6 +141,11 @@ typedef struct {
      * upload. Where the protocol cannot (cor://), the body still comes
      * whole and corRequestBodyRead hands it out. */
     bool streamBody;
+    /* The handler's own state, given back by corRequestHandlerArg: one
+     * serve function for many instances (a static root, an upstream
+     * group) finds its own without a lookup by name per request. It
+     * stays the module's, from registration until its exit. */
+    void* arg;
 } CorHandler;
 
 /* Register a handler (copied). Returns 0, or -1 after a module error
@@ -399,6 +404,8 @@ bool corRequestCancelled(const CorRequest* r);
 
 /* The handler and the route name the request was routed to. */
 const char* corRequestHandlerName(const CorRequest* r);
+/* The arg that handler was registered with (NULL when none). */
+void* corRequestHandlerArg(const CorRequest* r);
 
 /* Respond with a body from memory (copied unless it outlives the request:
  * corRespondStatic). A second response to one request is ignored. */

@@ -157,6 +157,12 @@ corRequestHandlerName(const CorRequest* r)
     return r->handler != NULL ? r->handler->handler.name : "-";
 }
 
+void*
+corRequestHandlerArg(const CorRequest* r)
+{
+    return r->handler != NULL ? r->handler->handler.arg : NULL;
+}
+
 bool
 corRequestCancelled(const CorRequest* r)
 {

@@ -114,19 +114,6 @@ upstreamOpen(CorRequest* r, ForwardGroup* g, CorClientRequest* q,
 
 /* ---- Serving ------------------------------------------------------------- */
 
-static ForwardGroup*
-groupOf(const CorRequest* r)
-{
-    const char* name = corRequestHandlerName(r);
-
-    for (unsigned i = 0; i < groupCount; i++) {
-        if (strcmp(groups[i].name, name) == 0) {
-            return &groups[i];
-        }
-    }
-    return NULL;
-}
-
 /* The answer for an exchange that failed before anything was sent. */
 static void
 failRespond(CorRequest* r, int rc)
@@ -260,7 +247,7 @@ answerPass(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
 static void
 forwardServe(CorRequest* r)
 {
-    ForwardGroup* g = groupOf(r);
+    ForwardGroup* g = corRequestHandlerArg(r);
     CorClientRequest q = {
         .body = r->body,
         .bodyLen = r->bodyLen,
@@ -462,7 +449,8 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
                                            .serve = forwardServe,
                                            .run = COR_RUN_COROUTINE,
                                            .streamBody = g->http2
-                                                         || !g->buffering });
+                                                         || !g->buffering,
+                                           .arg = g });
 }
 
 /* One gauge of every server of every group: whether the balancer takes

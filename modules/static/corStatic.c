@@ -45,14 +45,7 @@ static unsigned rootCount;
 static void
 serve(CorRequest* r)
 {
-    const char* name = corRequestHandlerName(r);
-
-    for (unsigned i = 0; i < rootCount; i++) {
-        if (strcmp(roots[i].name, name) == 0) {
-            corStaticServe(r, &roots[i]);
-            return;
-        }
-    }
+    corStaticServe(r, corRequestHandlerArg(r));
 }
 
 /* ---- Configuration ------------------------------------------------------- */
@@ -216,7 +209,8 @@ rootRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
     }
     return corHandlerAdd(m, &(CorHandler){ .name = root->name,
                                            .serve = serve,
-                                           .run = COR_RUN_COROUTINE });
+                                           .run = COR_RUN_COROUTINE,
+                                           .arg = root });
 }
 
 /* types: { ".ext": type/subtype }. */
