@@ -3,7 +3,9 @@
  * The limits of a request whatever brought it (HTTP/1.1, cor://, an MQTT
  * message), in one place: limits.header_bytes, header_count, body_bytes
  * and request_timeout, each with the status HTTP refuses a request past it
- * with (414, 431, 413, 408). A protocol asks as the request's head and
+ * with (414, 431, 413, 408); a route's own `limits:` (body_bytes,
+ * body_timeout) replace the top level's for the requests it takes, once a
+ * protocol asked for them before the body (corRequestLimits). A protocol asks as the request's head and
  * then its body come (corLimitsHead, corLimitsBody), and corRequestServe
  * asks again before any handler runs, so one configuration bounds every
  * listener alike. The head is measured as HTTP/1.1 would write it, so that
@@ -79,19 +81,25 @@ corLimitsHead(const CorRequest* r)
     return headStatus(r, corLimits());
 }
 
-int
-corLimitsBody(uint64_t bytes)
+const CorLimits*
+corLimitsOf(const CorRequest* r)
 {
-    return bytes > corLimits()->bodyBytes ? 413 : 0;
+    return r != NULL && r->limits != NULL ? r->limits : corLimits();
+}
+
+int
+corLimitsBody(const CorRequest* r, uint64_t bytes)
+{
+    return bytes > corLimitsOf(r)->bodyBytes ? 413 : 0;
 }
 
 int
 corLimitsRequest(const CorRequest* r)
 {
-    const CorLimits* limits = corLimits();
-    int status = headStatus(r, limits);
+    int status = headStatus(r, corLimits());
 
-    return status != 0 || r->bodyLen <= limits->bodyBytes ? status : 413;
+    return status != 0 || r->bodyLen <= corLimitsOf(r)->bodyBytes ? status
+                                                                   : 413;
 }
 
 static int

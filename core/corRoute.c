@@ -39,11 +39,13 @@ typedef struct {
     const CorHandlerEntry* handler;     /* NULL: a redirect or rewrite */
     uint64_t timeoutMs;         /* 0: the handler's */
     CorRouteRules rules;
+    CorLimits limits;           /* the top level's, with its own `limits:` */
 } Route;
 
 static Route* routes;
 static unsigned routeCount;
 static CorRouteIndex routeIndex;
+static bool routesLimited;
 
 /* How a route is named in messages: its match, as the file writes it. */
 static const char*
@@ -252,6 +254,37 @@ routeIndexAdd(const CorConfigRoute* in, const Route* route, unsigned id)
     return 0;
 }
 
+/* The limits of in: the top level's, with those it sets (rules.limits
+ * points to them only then, so that a request's limits tell whether
+ * a route set them). The most any route takes is the top level's most. */
+static void
+limitsBuild(const CorConfigRoute* in, Route* out)
+{
+    CorLimits* top = &corRuntime.limits;
+
+    out->limits = *top;
+    if (in->limits.hasBodyBytes) {
+        out->limits.bodyBytes = in->limits.bodyBytes;
+    }
+    if (in->limits.hasBodyTimeout) {
+        out->limits.bodyTimeoutMs = in->limits.bodyTimeoutMs;
+    }
+    if (!in->limits.hasBodyBytes && !in->limits.hasBodyTimeout) {
+        return;
+    }
+    out->rules.limits = &out->limits;
+    routesLimited = true;
+    if (out->limits.bodyBytes > top->bodyBytesMost) {
+        top->bodyBytesMost = out->limits.bodyBytes;
+    }
+}
+
+bool
+corRoutesLimited(void)
+{
+    return routesLimited;
+}
+
 /* The rules of in beside its handler; -1 after an error. */
 static int
 rulesBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
@@ -264,6 +297,7 @@ rulesBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
     out->rules.stripLen = in->stripPrefix ? strlen(in->stripPrefix) : 0;
     out->rules.notify = in->notify;
     out->rules.route = in;
+    limitsBuild(in, out);
     if (in->notify != NULL) {
         rc |= corRouteNotifyCheck(in, out->handler, errors);
     }
@@ -302,6 +336,7 @@ corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
         || corErrorPagesTopBuild(config) != 0) {
         return -1;
     }
+    corRuntime.limits.bodyBytesMost = corRuntime.limits.bodyBytes;
     for (unsigned i = 0; i < config->routeCount; i++) {
         const CorConfigRoute* in = &config->routes[i];
         Route* out = &routes[routeCount];
@@ -551,6 +586,7 @@ corRouteFind(const CorRequest* r, CorRouteMatch* match)
     match->allow[0] = '\0';
     match->rules.headerCount = 0;
     match->rules.errorPages = corRouteErrorPages();
+    match->rules.limits = NULL;
     match->captured = false;
     hostSearch(&k, r);
     tableSearch(&k, &routeIndex.tables[0]);

@@ -42,9 +42,24 @@ corLimits(void)
     return &limits;
 }
 
-int
-corLimitsBody(uint64_t bytes)
+const CorLimits*
+corLimitsOf(const CorRequest* r)
 {
+    (void)r;
+    return corLimits();
+}
+
+const CorLimits*
+corRequestLimits(CorRequest* r)
+{
+    (void)r;
+    return corLimits();
+}
+
+int
+corLimitsBody(const CorRequest* r, uint64_t bytes)
+{
+    (void)r;
     return bytes > corLimits()->bodyBytes ? 413 : 0;
 }
 

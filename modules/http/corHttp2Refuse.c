@@ -76,7 +76,7 @@ corHttp2BodyAnnounced(const Http2Stream* st)
         }
         length = length * 10 + (uint64_t)(value[i] - '0');
     }
-    return corLimitsBody(length);
+    return corLimitsBody(&st->r, length);
 }
 
 /* What a refusal with status says in its body (and gRPC's message). */
