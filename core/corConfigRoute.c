@@ -131,11 +131,12 @@ hostPattern(const CorConf* node, CorConfErrors* e)
         return NULL;
     }
     copy = strdup(text);
-    for (char* p = copy; p != NULL && *p != '\0'; p++) {
-        *p = *p >= 'A' && *p <= 'Z' ? (char)(*p + 'a' - 'A') : *p;
-    }
     if (copy == NULL) {
         outOfMemory(e);
+        return NULL;
+    }
+    for (char* p = copy; *p != '\0'; p++) {
+        *p = *p >= 'A' && *p <= 'Z' ? (char)(*p + 'a' - 'A') : *p;
     }
     return copy;
 }

@@ -341,6 +341,10 @@ corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
         const CorConfigRoute* in = &config->routes[i];
         Route* out = &routes[routeCount];
 
+        /* The slot of a route that failed before is taken again: what it
+         * set (a regex, a handler) must not pass for this one's. */
+        memset(out, 0, sizeof(*out));
+
         if (in->handler != NULL) {
             out->handler = corHandlerFind(in->handler);
             if (out->handler == NULL) {
@@ -415,8 +419,9 @@ allowAdd(char* allow, const char* method, size_t methodLen)
 
 /* One lookup: the request's method and path, the best route so far (an
  * id past every route: none), and what a 405 would say: its Allow (in
- * the match) and the headers of the first route in the file, of those
- * that took the path but not the method, that has some. */
+ * the match), and the headers and the error pages of the first route in
+ * the file, of those that took the path but not the method, that has
+ * some of its own. */
 typedef struct {
     const char* method;
     size_t methodLen;
@@ -426,6 +431,7 @@ typedef struct {
     bool pathSeen;              /* some route took the path, not the method */
     bool failed;                /* a regex could not be run */
     unsigned headersFrom;       /* the route a 405's headers are from */
+    unsigned pagesFrom;         /* and its error pages */
     CorRouteMatch* match;
 } Lookup;
 
@@ -478,6 +484,10 @@ routeTry(Lookup* k, unsigned id)
      * order), and only to a 405. */
     if (route->rules.headerCount > 0 && id < k->headersFrom) {
         k->headersFrom = id;
+    }
+    if (route->rules.errorPages != corRouteErrorPages()
+        && id < k->pagesFrom) {
+        k->pagesFrom = id;
     }
     /* Only the method differs: the methods the path has make the 405's
      * Allow (RFC 9110 15.5.6); a GET route allows HEAD too. */
@@ -581,7 +591,8 @@ corRouteFind(const CorRequest* r, CorRouteMatch* match)
 {
     Lookup k = { .method = r->method, .methodLen = r->methodLen,
                  .path = r->path, .pathLen = r->pathLen, .best = routeCount,
-                 .headersFrom = routeCount, .match = match };
+                 .headersFrom = routeCount, .pagesFrom = routeCount,
+                 .match = match };
 
     match->allow[0] = '\0';
     match->rules.headerCount = 0;
@@ -603,6 +614,9 @@ corRouteFind(const CorRequest* r, CorRouteMatch* match)
     if (k.headersFrom < routeCount) {
         match->rules.headers = routes[k.headersFrom].rules.headers;
         match->rules.headerCount = routes[k.headersFrom].rules.headerCount;
+    }
+    if (k.pagesFrom < routeCount) {
+        match->rules.errorPages = routes[k.pagesFrom].rules.errorPages;
     }
     return k.pathSeen ? COR_ROUTE_NO_METHOD : COR_ROUTE_NO_PATH;
 }
