@@ -137,6 +137,10 @@ int corLimitsRequest(const CorRequest* r);
  */
 void corLimitsRefused(const char* protocol, const char* who,
                       const char* what, int status);
+/* The same for request r, whose limits are its route's (corLimitsOf):
+ * the log names them so. */
+void corLimitsRefusedFor(const CorRequest* r, const char* protocol,
+                         const char* who, const char* what, int status);
 const char* corLimitsText(int status);
 /*
  * Refuse r at a limit, status (0: none, r is within them): said and

@@ -80,6 +80,14 @@ corLimitsRefused(const char* protocol, const char* who, const char* what,
     (void)status;
 }
 
+void
+corLimitsRefusedFor(const CorRequest* r, const char* protocol,
+                    const char* who, const char* what, int status)
+{
+    (void)r;
+    corLimitsRefused(protocol, who, what, status);
+}
+
 /* Answer at once, as an inline handler does: the body back (streamed,
  * in two pieces, under /stream). */
 void

@@ -570,9 +570,11 @@ bodyPass(Http2Conn* c, Http2Stream* st, const uint8_t* data, size_t len)
             st->bodyFailed = true;
             corRequestBodyEnd(r, -EMSGSIZE);
             /* One the core gathers no handler saw: the core answers it
-             * 413, as one read here. */
+             * 413, as one read here, said here as every refusal is. */
             if (!st->gathered) {
                 corHttp2StreamOverLimit(c, st);
+            } else {
+                corHttp2RefusalSay(st, 413);
             }
         }
         return 0;

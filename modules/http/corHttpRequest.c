@@ -192,7 +192,8 @@ corHttpLimitsSay(const HttpConn* c, int status)
     } else {
         snprintf(what, sizeof(what), "a request's head");
     }
-    corLimitsRefused("http", who, what, status);
+    corLimitsRefusedFor(req != NULL ? &req->r : NULL, "http", who, what,
+                        status);
 }
 
 /* Refuse the request being read with status, as a step of reading. */

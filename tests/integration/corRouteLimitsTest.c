@@ -155,6 +155,11 @@ START_TEST(test_a_route_takes_less_than_the_top_level)
         ck_assert_msg(post(w, "/other", 20) == 200, "%s: %s", ways[w].name,
                       out);
     }
+    /* The log names the limit that refused: the route's ("its route's
+     * limits.body_bytes 10"; the helper takes no quote). */
+    ck_assert_int_eq(corServerLogCount(&server, "POST /small"), WAYS);
+    ck_assert_int_eq(corServerLogCount(&server, "s limits.body_bytes 10): "
+                                       "refused 413"), WAYS);
 }
 END_TEST
 
