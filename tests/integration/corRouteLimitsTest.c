@@ -3,11 +3,12 @@
  * A route's own limits (`limits: { body_bytes, body_timeout }`) against
  * the real binary and curl: decided from the head, before any body byte
  * is taken, over HTTP/1.1 (by Content-Length, chunked, with and without
- * Expect: 100-continue) and HTTP/2 (with and without content-length), for
- * a body read whole and one handed on as it comes; a route may take more
- * than the top level allows and less; a rewrite's target route decides,
- * not the route that rewrote; the keys decided before routing are refused
- * at cor -t; a reload's new limits apply to new requests.
+ * Expect: 100-continue), HTTP/2 (with and without content-length) and
+ * cor://, for a body read whole and one handed on as it comes; a route
+ * may take more than the top level allows and less; a rewrite's target
+ * route decides, not the route that rewrote; the keys decided before
+ * routing are refused at cor -t; a reload's new limits apply to new
+ * requests.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -29,9 +30,11 @@ static const char* configFormat =
     "  coroutines: { enabled: {COROUTINES} }\n"
     "listen:\n"
     "  - { protocol: http, address: 127.0.0.1:{PORT}, http2: on }\n"
+    "  - { protocol: cor, address: 127.0.0.1:{PORT2} }\n"
     "limits: { body_bytes: 1KiB }\n"
     "modules:\n"
     "  - { load: http }\n"
+    "  - { load: cor }\n"
     "  - { load: {MODULES}/testkit.so }\n"
     "routes:\n"
     "  - { match: \"POST /upload\", handler: bodysum,\n"
@@ -252,6 +255,21 @@ START_TEST(test_a_routes_body_timeout)
 }
 END_TEST
 
+/* cor:// too: a frame is cut at the most any route takes (1 MiB), then
+ * the request is judged by its own route's limits. */
+START_TEST(test_cor_requests_have_their_routes_limits)
+{
+    char command[512];
+
+    snprintf(command, sizeof(command), "python3 tests/cor/corRawClient.py "
+             "%d 'POST /upload body=100000' 'POST /other body=100000' "
+             "'POST /small body=20' 'POST /small body=5' "
+             "'POST /upload body=3000000'", server.port2);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "1 200\n2 413\n3 413\n4 200\n5 413\n");
+}
+END_TEST
+
 /* A reload that changes a route's limits applies to the requests after
  * it: /upload takes 10 bytes once the new generation serves. */
 START_TEST(test_a_reload_changes_a_routes_limits)
@@ -315,6 +333,7 @@ COR_TEST_SUITE(corRouteLimits)
     tcase_add_test(tc, test_the_route_a_rewrite_reaches_decides);
     tcase_add_test(tc, test_a_rewrite_to_a_streaming_handler_streams);
     tcase_add_test(tc, test_a_routes_body_timeout);
+    tcase_add_test(tc, test_cor_requests_have_their_routes_limits);
     tcase_add_test(tc, test_a_reload_changes_a_routes_limits);
     tcase_add_test(tc, test_keys_a_route_cannot_have);
 }
