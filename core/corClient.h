@@ -86,7 +86,7 @@ unsigned corLoopCount(void);
 CorEvLoop* corLoopAt(unsigned index);
 
 /* The limits of the running configuration. */
-typedef struct {
+typedef struct CorLimits {
     unsigned connections;
     size_t headerBytes;
     unsigned headerCount;
@@ -100,9 +100,17 @@ typedef struct {
      * in bodySpoolDir (NULL: $TMPDIR, else /tmp). */
     size_t bodyMemory;
     const char* bodySpoolDir;
+    /* The most body any route takes (body_bytes, or a route's own larger
+     * limits.body_bytes): what a protocol may read of a request before it
+     * knows its route, and no more. */
+    size_t bodyBytesMost;
 } CorLimits;
 
 const CorLimits* corLimits(void);
+/* The limits of r: its route's (a route's `limits:` over the top level's)
+ * once corRequestLimits found them, else the top level's; r NULL: the top
+ * level's. Any thread. */
+const CorLimits* corLimitsOf(const CorRequest* r);
 
 /*
  * The limits of every protocol's requests, in one place: a protocol asks
@@ -113,11 +121,12 @@ const CorLimits* corLimits(void);
  * limits.header_bytes and header_count, else the status to refuse r with,
  * 414 (the request line alone is longer than header_bytes) or 431.
  * corLimitsBody: 0 when a body of bytes (declared, or come so far) is
- * within limits.body_bytes, else 413. corLimitsRequest: both, for r whole
- * (r->bodyLen). Any thread.
+ * within r's limits.body_bytes (corLimitsOf: its route's, once a protocol
+ * asked corRequestLimits; r NULL: the top level's), else 413.
+ * corLimitsRequest: both, for r whole (r->bodyLen). Any thread.
  */
 int corLimitsHead(const CorRequest* r);
-int corLimitsBody(uint64_t bytes);
+int corLimitsBody(const CorRequest* r, uint64_t bytes);
 int corLimitsRequest(const CorRequest* r);
 /*
  * A request refused at a limit (status 408, 413, 414 or 431; another is
@@ -128,6 +137,10 @@ int corLimitsRequest(const CorRequest* r);
  */
 void corLimitsRefused(const char* protocol, const char* who,
                       const char* what, int status);
+/* The same for request r, whose limits are its route's (corLimitsOf):
+ * the log names them so. */
+void corLimitsRefusedFor(const CorRequest* r, const char* protocol,
+                         const char* who, const char* what, int status);
 const char* corLimitsText(int status);
 /*
  * Refuse r at a limit, status (0: none, r is within them): said and

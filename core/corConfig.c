@@ -917,7 +917,7 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
                                        "filters", "notify", "host",
                                        "redirect", "rewrite",
                                        "request_headers", "error_pages",
-                                       NULL};
+                                       "limits", NULL};
     CorConfigRoute* r = &cf->routes[i];
     const CorConf* entry = r->node;
     Where w = whereAt("routes", i);

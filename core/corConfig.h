@@ -236,6 +236,15 @@ typedef struct {
                             name; checked once the modules added theirs */
     unsigned filtersOffCount;
     CorConfigNotify* notify; /* notify: NULL when none */
+    /* limits: the keys of the top level's that apply once the route is
+     * known, before the body is read; a key not given is the top
+     * level's (has* false). */
+    struct {
+        bool hasBodyBytes;
+        size_t bodyBytes;
+        bool hasBodyTimeout;
+        uint64_t bodyTimeoutMs;
+    } limits;
     const CorConf* node; /* the entry's mapping, to mark handler errors */
 } CorConfigRoute;
 

@@ -131,11 +131,12 @@ hostPattern(const CorConf* node, CorConfErrors* e)
         return NULL;
     }
     copy = strdup(text);
-    for (char* p = copy; p != NULL && *p != '\0'; p++) {
-        *p = *p >= 'A' && *p <= 'Z' ? (char)(*p + 'a' - 'A') : *p;
-    }
     if (copy == NULL) {
         outOfMemory(e);
+        return NULL;
+    }
+    for (char* p = copy; *p != '\0'; p++) {
+        *p = *p >= 'A' && *p <= 'Z' ? (char)(*p + 'a' - 'A') : *p;
     }
     return copy;
 }
@@ -442,6 +443,66 @@ corConfigErrorPagesFree(CorConfigErrorPage* pages, unsigned count)
     free(pages);
 }
 
+/* ---- limits -------------------------------------------------------------- */
+
+/*
+ * limits: { body_bytes: 1GiB, body_timeout: 5m }: the top level's keys
+ * that a request's route can still decide, since its body comes after
+ * its head (and Expect: 100-continue waits for the route). The others
+ * are decided before there is a route to ask, and are refused here with
+ * why: the head's limits bound the bytes the route is chosen from, and a
+ * connection's are shared by every request on it.
+ */
+static void
+limitsRead(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
+{
+    static const char* const keys[] = { "body_bytes", "body_timeout",
+                                        NULL };
+    static const struct {
+        const char* key;
+        const char* why;
+    } early[] = {
+        { "header_bytes", "the head is read, within it, before a route "
+                          "can be chosen from it" },
+        { "header_count", "the head is read, within it, before a route "
+                          "can be chosen from it" },
+        { "request_timeout", "it times the head, read before a route can "
+                             "be chosen from it" },
+        { "connections", "it counts connections, not requests" },
+        { "keepalive_timeout", "it times a connection between requests" },
+        { "send_timeout", "it times the connection's writes, which every "
+                          "request on it (HTTP/2) shares" },
+        { "body_memory", "where a body is held is the server's choice, "
+                         "made once for every route" },
+        { "body_spool_dir", "where a body is held is the server's choice, "
+                            "made once for every route" },
+    };
+    const CorConf* map = corConfMap(entry, "limits", e);
+    const uint64_t gib = 1024ull * 1024 * 1024;
+    const uint64_t hour = 60ull * 60 * 1000;
+
+    if (map == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < sizeof(early) / sizeof(early[0]); i++) {
+        const CorConf* node = corConfGet(map, early[i].key);
+
+        if (node != NULL) {
+            corConfErrorf(e, node, "limits: %s is the top level's only (%s); "
+                          "a route may set body_bytes and body_timeout",
+                          early[i].key, early[i].why);
+        }
+    }
+    r->limits.hasBodyBytes = corConfGet(map, "body_bytes") != NULL;
+    r->limits.bodyBytes = (size_t)corConfSize(map, "body_bytes", 0, 0,
+                                              1024 * gib, e);
+    r->limits.hasBodyTimeout = corConfGet(map, "body_timeout") != NULL;
+    r->limits.bodyTimeoutMs = corConfDurationMs(map, "body_timeout", 0, 1,
+                                                hour, e);
+    /* The keys above were looked at: only a typo is unknown. */
+    corConfUnknownKeys(map, "limits", keys, e);
+}
+
 /* ---- The route's entry --------------------------------------------------- */
 
 void
@@ -458,6 +519,7 @@ corConfigRouteRead(CorConfigRoute* r, const CorConf* entry, const char* where,
         rewriteCheck(entry, r->rewrite, e);
     }
     requestHeadersRead(r, entry, e);
+    limitsRead(r, entry, e);
     corConfigErrorPagesRead(&r->errorPages, &r->errorPageCount,
                             corConfMap(entry, "error_pages", e),
                             "error_pages", e);

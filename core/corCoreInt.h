@@ -130,6 +130,7 @@ typedef struct {
     unsigned index;             /* its place in the file: routes[index] */
     const CorErrorPages* errorPages;    /* its own, then the top level's;
                                            NULL: none */
+    const CorLimits* limits;    /* its limits: over the top level's */
 } CorRouteRules;
 
 /* What a lookup found: the handler (NULL for a redirect or a rewrite),
@@ -149,6 +150,14 @@ typedef struct {
 /* The first route, in file order, that takes r (its method, its
  * normalized path, its Host). */
 CorRouteResult corRouteFind(const CorRequest* r, CorRouteMatch* match);
+/* The route r ends on, its rewrites followed (corRouteFinal.c), for what
+ * a protocol decides before r's body and before the core routes it: how
+ * much body to take, and whether to hand it on as it comes. r is left
+ * as it is; COR_ROUTE_FAILED also for a rewrite that fails or loops. */
+CorRouteResult corRouteFindFinal(const CorRequest* r, CorRouteMatch* match);
+/* Whether some route has limits of its own (else every request has the
+ * top level's, and no lookup is needed to know them). */
+bool corRoutesLimited(void);
 
 /* Error pages (corErrorPage.c): the top level's read (a file that cannot
  * be read is logged and left out), those of a list before next's, and

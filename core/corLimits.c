@@ -3,7 +3,9 @@
  * The limits of a request whatever brought it (HTTP/1.1, cor://, an MQTT
  * message), in one place: limits.header_bytes, header_count, body_bytes
  * and request_timeout, each with the status HTTP refuses a request past it
- * with (414, 431, 413, 408). A protocol asks as the request's head and
+ * with (414, 431, 413, 408); a route's own `limits:` (body_bytes,
+ * body_timeout) replace the top level's for the requests it takes, once a
+ * protocol asked for them before the body (corRequestLimits). A protocol asks as the request's head and
  * then its body come (corLimitsHead, corLimitsBody), and corRequestServe
  * asks again before any handler runs, so one configuration bounds every
  * listener alike. The head is measured as HTTP/1.1 would write it, so that
@@ -79,19 +81,25 @@ corLimitsHead(const CorRequest* r)
     return headStatus(r, corLimits());
 }
 
-int
-corLimitsBody(uint64_t bytes)
+const CorLimits*
+corLimitsOf(const CorRequest* r)
 {
-    return bytes > corLimits()->bodyBytes ? 413 : 0;
+    return r != NULL && r->limits != NULL ? r->limits : corLimits();
+}
+
+int
+corLimitsBody(const CorRequest* r, uint64_t bytes)
+{
+    return bytes > corLimitsOf(r)->bodyBytes ? 413 : 0;
 }
 
 int
 corLimitsRequest(const CorRequest* r)
 {
-    const CorLimits* limits = corLimits();
-    int status = headStatus(r, limits);
+    int status = headStatus(r, corLimits());
 
-    return status != 0 || r->bodyLen <= limits->bodyBytes ? status : 413;
+    return status != 0 || r->bodyLen <= corLimitsOf(r)->bodyBytes ? status
+                                                                   : 413;
 }
 
 static int
@@ -138,20 +146,21 @@ protocolSlot(const char* protocol)
     return i < PROTOCOLS_MAX ? i : PROTOCOLS_MAX - 1;
 }
 
-/* The limit a status stands for, with its value, for the log. */
+/* The limit a status stands for, with its value, for the log: a route's
+ * own said so. */
 static void
-limitSay(int status, char* out, size_t size)
+limitSay(const CorLimits* l, int status, char* out, size_t size)
 {
-    const CorLimits* l = corLimits();
+    const char* whose = l != corLimits() ? "its route's " : "";
 
     switch (status) {
     case 408:
-        snprintf(out, size, "limits.request_timeout %llu ms, body_timeout "
-                 "%llu ms", (unsigned long long)l->requestTimeoutMs,
+        snprintf(out, size, "%slimits.request_timeout %llu ms, body_timeout "
+                 "%llu ms", whose, (unsigned long long)l->requestTimeoutMs,
                  (unsigned long long)l->bodyTimeoutMs);
         break;
     case 413:
-        snprintf(out, size, "limits.body_bytes %zu", l->bodyBytes);
+        snprintf(out, size, "%slimits.body_bytes %zu", whose, l->bodyBytes);
         break;
     case 414:
         snprintf(out, size, "limits.header_bytes %zu", l->headerBytes);
@@ -164,19 +173,26 @@ limitSay(int status, char* out, size_t size)
 }
 
 void
-corLimitsRefused(const char* protocol, const char* who, const char* what,
-                 int status)
+corLimitsRefusedFor(const CorRequest* r, const char* protocol,
+                    const char* who, const char* what, int status)
 {
     int k = statusIndex(status);
-    char limit[96];
+    char limit[112];
 
     if (k < 0) {
         return;     /* not a limit's status: the caller's to say */
     }
     atomic_fetch_add(&protocols[protocolSlot(protocol)].refused[k], 1);
-    limitSay(status, limit, sizeof(limit));
+    limitSay(corLimitsOf(r), status, limit, sizeof(limit));
     corLog(COR_LOG_INFO, "%s: %s: %s is past the limits (%s): refused %d",
            protocol, who != NULL ? who : "-", what, limit, status);
+}
+
+void
+corLimitsRefused(const char* protocol, const char* who, const char* what,
+                 int status)
+{
+    corLimitsRefusedFor(NULL, protocol, who, what, status);
 }
 
 void
@@ -230,7 +246,7 @@ corLimitsAnswer(CorRequest* r, int status)
              "bytes)", (int)(r->methodLen < 16 ? r->methodLen : 16),
              r->method, (int)(r->pathLen < 64 ? r->pathLen : 64), r->path,
              r->pathLen > 64 ? "..." : "", r->headerCount, r->bodyLen);
-    corLimitsRefused(protocol, r->remote, what, status);
+    corLimitsRefusedFor(r, protocol, r->remote, what, status);
     corRespondSet(r, status, "text/plain", text, strlen(text));
     return status;
 }

@@ -345,6 +345,10 @@ struct CorRequest {
      * level's); NULL: the top level's. */
     const struct CorErrorPages* errorPages;
     unsigned rewrites;          /* how often a route rewrote its target */
+    /* The limits of the route it ends on (corRequestLimits, asked by its
+     * protocol before its body is read); NULL: not asked yet, the top
+     * level's. The protocol leaves it zeroed. */
+    const struct CorLimits* limits;
 };
 
 /* A request header (case-insensitive), NULL when absent. */

@@ -202,6 +202,16 @@ void corRequestServe(CorRequest* r, const CorProtocolOps* ops,
  * returns 0 or -ENOMEM (then end it as failed).
  */
 bool corRequestBodyStreams(const CorRequest* r);
+/*
+ * The limits of r's route (its `limits:` over the top level's), its
+ * rewrites followed, kept in r->limits: a protocol asks once r's method,
+ * path and headers are set and before it takes any body byte, then
+ * judges the body by them (corLimitsBody(r, ...), corLimitsOf(r)), so
+ * that a route may take more body than the top level allows, or less;
+ * corRequestServe judges r by them too. A request with no body need not
+ * ask. Costs a route lookup only when some route has limits. r's loop.
+ */
+const struct CorLimits* corRequestLimits(CorRequest* r);
 int corRequestBodyBegin(CorRequest* r);
 /* The body, begun, brings len bytes (Content-Length): its handler and the
  * HTTP client know its length before its end (corRequestBodySize). */

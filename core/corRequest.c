@@ -601,6 +601,9 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     corMetricsGaugeAdd(&c->inFlight, 1);
     c->protocols[ops->kind < COR_PROTOCOL_KINDS ? ops->kind
                                                 : COR_PROTOCOL_OTHER]++;
+    if (r->bodyLen > 0) {
+        corRequestLimits(r);    /* a protocol that did not ask */
+    }
     refused = corLimitsRequest(r);
     if (refused != 0) {
         corLimitsAnswer(r, refused);

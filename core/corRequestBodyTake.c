@@ -18,7 +18,9 @@ corRequestBodyStreams(const CorRequest* r)
 {
     CorRouteMatch match;
 
-    return corRouteFind(r, &match) == COR_ROUTE_FOUND
+    /* The route a rewrite leads to runs the handler, not the one that
+     * rewrote (which has none). */
+    return corRouteFindFinal(r, &match) == COR_ROUTE_FOUND
            && match.handler != NULL && match.handler->handler.streamBody
            && match.handler->handler.run != COR_RUN_INLINE;
 }

@@ -39,11 +39,13 @@ typedef struct {
     const CorHandlerEntry* handler;     /* NULL: a redirect or rewrite */
     uint64_t timeoutMs;         /* 0: the handler's */
     CorRouteRules rules;
+    CorLimits limits;           /* the top level's, with its own `limits:` */
 } Route;
 
 static Route* routes;
 static unsigned routeCount;
 static CorRouteIndex routeIndex;
+static bool routesLimited;
 
 /* How a route is named in messages: its match, as the file writes it. */
 static const char*
@@ -252,6 +254,37 @@ routeIndexAdd(const CorConfigRoute* in, const Route* route, unsigned id)
     return 0;
 }
 
+/* The limits of in: the top level's, with those it sets (rules.limits
+ * points to them only then, so that a request's limits tell whether
+ * a route set them). The most any route takes is the top level's most. */
+static void
+limitsBuild(const CorConfigRoute* in, Route* out)
+{
+    CorLimits* top = &corRuntime.limits;
+
+    out->limits = *top;
+    if (in->limits.hasBodyBytes) {
+        out->limits.bodyBytes = in->limits.bodyBytes;
+    }
+    if (in->limits.hasBodyTimeout) {
+        out->limits.bodyTimeoutMs = in->limits.bodyTimeoutMs;
+    }
+    if (!in->limits.hasBodyBytes && !in->limits.hasBodyTimeout) {
+        return;
+    }
+    out->rules.limits = &out->limits;
+    routesLimited = true;
+    if (out->limits.bodyBytes > top->bodyBytesMost) {
+        top->bodyBytesMost = out->limits.bodyBytes;
+    }
+}
+
+bool
+corRoutesLimited(void)
+{
+    return routesLimited;
+}
+
 /* The rules of in beside its handler; -1 after an error. */
 static int
 rulesBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
@@ -264,6 +297,7 @@ rulesBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
     out->rules.stripLen = in->stripPrefix ? strlen(in->stripPrefix) : 0;
     out->rules.notify = in->notify;
     out->rules.route = in;
+    limitsBuild(in, out);
     if (in->notify != NULL) {
         rc |= corRouteNotifyCheck(in, out->handler, errors);
     }
@@ -302,9 +336,14 @@ corRoutesBuild(const CorConfig* config, CorConfErrors* errors)
         || corErrorPagesTopBuild(config) != 0) {
         return -1;
     }
+    corRuntime.limits.bodyBytesMost = corRuntime.limits.bodyBytes;
     for (unsigned i = 0; i < config->routeCount; i++) {
         const CorConfigRoute* in = &config->routes[i];
         Route* out = &routes[routeCount];
+
+        /* The slot of a route that failed before is taken again: what it
+         * set (a regex, a handler) must not pass for this one's. */
+        memset(out, 0, sizeof(*out));
 
         if (in->handler != NULL) {
             out->handler = corHandlerFind(in->handler);
@@ -380,8 +419,9 @@ allowAdd(char* allow, const char* method, size_t methodLen)
 
 /* One lookup: the request's method and path, the best route so far (an
  * id past every route: none), and what a 405 would say: its Allow (in
- * the match) and the headers of the first route in the file, of those
- * that took the path but not the method, that has some. */
+ * the match), and the headers and the error pages of the first route in
+ * the file, of those that took the path but not the method, that has
+ * some of its own. */
 typedef struct {
     const char* method;
     size_t methodLen;
@@ -391,6 +431,7 @@ typedef struct {
     bool pathSeen;              /* some route took the path, not the method */
     bool failed;                /* a regex could not be run */
     unsigned headersFrom;       /* the route a 405's headers are from */
+    unsigned pagesFrom;         /* and its error pages */
     CorRouteMatch* match;
 } Lookup;
 
@@ -443,6 +484,10 @@ routeTry(Lookup* k, unsigned id)
      * order), and only to a 405. */
     if (route->rules.headerCount > 0 && id < k->headersFrom) {
         k->headersFrom = id;
+    }
+    if (route->rules.errorPages != corRouteErrorPages()
+        && id < k->pagesFrom) {
+        k->pagesFrom = id;
     }
     /* Only the method differs: the methods the path has make the 405's
      * Allow (RFC 9110 15.5.6); a GET route allows HEAD too. */
@@ -546,11 +591,13 @@ corRouteFind(const CorRequest* r, CorRouteMatch* match)
 {
     Lookup k = { .method = r->method, .methodLen = r->methodLen,
                  .path = r->path, .pathLen = r->pathLen, .best = routeCount,
-                 .headersFrom = routeCount, .match = match };
+                 .headersFrom = routeCount, .pagesFrom = routeCount,
+                 .match = match };
 
     match->allow[0] = '\0';
     match->rules.headerCount = 0;
     match->rules.errorPages = corRouteErrorPages();
+    match->rules.limits = NULL;
     match->captured = false;
     hostSearch(&k, r);
     tableSearch(&k, &routeIndex.tables[0]);
@@ -567,6 +614,9 @@ corRouteFind(const CorRequest* r, CorRouteMatch* match)
     if (k.headersFrom < routeCount) {
         match->rules.headers = routes[k.headersFrom].rules.headers;
         match->rules.headerCount = routes[k.headersFrom].rules.headerCount;
+    }
+    if (k.pagesFrom < routeCount) {
+        match->rules.errorPages = routes[k.pagesFrom].rules.errorPages;
     }
     return k.pathSeen ? COR_ROUTE_NO_METHOD : COR_ROUTE_NO_PATH;
 }

@@ -27,7 +27,8 @@ const CorLimits*
 corLimits(void)
 {
     static const CorLimits limits = { .headerBytes = 1024,
-                                      .headerCount = 8, .bodyBytes = 64 };
+                                      .headerCount = 8, .bodyBytes = 64,
+                                      .bodyBytesMost = 64 };
 
     return &limits;
 }

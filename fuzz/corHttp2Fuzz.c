@@ -42,9 +42,24 @@ corLimits(void)
     return &limits;
 }
 
-int
-corLimitsBody(uint64_t bytes)
+const CorLimits*
+corLimitsOf(const CorRequest* r)
 {
+    (void)r;
+    return corLimits();
+}
+
+const CorLimits*
+corRequestLimits(CorRequest* r)
+{
+    (void)r;
+    return corLimits();
+}
+
+int
+corLimitsBody(const CorRequest* r, uint64_t bytes)
+{
+    (void)r;
     return bytes > corLimits()->bodyBytes ? 413 : 0;
 }
 
@@ -63,6 +78,14 @@ corLimitsRefused(const char* protocol, const char* who, const char* what,
     (void)who;
     (void)what;
     (void)status;
+}
+
+void
+corLimitsRefusedFor(const CorRequest* r, const char* protocol,
+                    const char* who, const char* what, int status)
+{
+    (void)r;
+    corLimitsRefused(protocol, who, what, status);
 }
 
 /* Answer at once, as an inline handler does: the body back (streamed,

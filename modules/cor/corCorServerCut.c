@@ -59,11 +59,12 @@ headMax(void)
 
 /* The most a request within the limits takes: its head, and its body as
  * base64 (the longest form: a JSON tree takes at most 4 bytes for every 3
- * it prints, too). */
+ * it prints, too). Its route is not known yet: the most any route takes
+ * (the core then judges it by its own route's, corLimitsRequest). */
 static uint64_t
 requestMax(void)
 {
-    return headMax() + corLimits()->bodyBytes / 3 * 4 + 4 + HEAD_EXTRA;
+    return headMax() + corLimits()->bodyBytesMost / 3 * 4 + 4 + HEAD_EXTRA;
 }
 
 static uint64_t

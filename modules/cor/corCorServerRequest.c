@@ -341,7 +341,9 @@ corCorServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,
     req->r.bodyLen = bodyLen;
     /* Its frame is longer than any request within the limits can take: a
      * member that counts against none of them made it so, if none is
-     * past. Answered on its own stream: the connection goes on. */
+     * past. Answered on its own stream: the connection goes on. Judged,
+     * and said, by its route's limits. */
+    corRequestLimits(&req->r);
     status = corLimitsRequest(&req->r);
     status = corLimitsAnswer(&req->r, status != 0 ? status : 413);
     requestFree(req);

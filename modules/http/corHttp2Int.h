@@ -237,6 +237,9 @@ int corHttp2RefusalSubmit(Http2Conn* c, Http2Stream* st, int status);
 /* A served stream's body went past limits.body_bytes: its handler is
  * cancelled; 413 when no answer began, else RST_STREAM(CANCEL). */
 void corHttp2StreamOverLimit(Http2Conn* c, Http2Stream* st);
+/* A limit's refusal said (logged, counted) for st, which the core
+ * answers itself (a body it gathers). */
+void corHttp2RefusalSay(const Http2Stream* st, int status);
 /* 413 when st's head announces a content-length past limits.body_bytes,
  * else 0. */
 int corHttp2BodyAnnounced(const Http2Stream* st);

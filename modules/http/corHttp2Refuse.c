@@ -76,7 +76,7 @@ corHttp2BodyAnnounced(const Http2Stream* st)
         }
         length = length * 10 + (uint64_t)(value[i] - '0');
     }
-    return corLimitsBody(length);
+    return corLimitsBody(&st->r, length);
 }
 
 /* What a refusal with status says in its body (and gRPC's message). */
@@ -163,8 +163,8 @@ refusalSay(const Http2Stream* st, int status, uint64_t bodyBytes)
              (int)(r->pathLen < 64 ? r->pathLen : 64),
              r->path != NULL ? r->path : "-", r->pathLen > 64 ? "..." : "",
              (unsigned long long)bodyBytes);
-    corLimitsRefused("http", st->remote[0] != '\0' ? st->remote : NULL,
-                     what, status);
+    corLimitsRefusedFor(r, "http", st->remote[0] != '\0' ? st->remote : NULL,
+                        what, status);
 }
 
 static void
@@ -181,6 +181,12 @@ corHttp2StreamRefuse(Http2Conn* c, Http2Stream* st, int status)
 {
     refusalSay(st, status, st->r.bodyLen);
     refusalSend(c, st, status);
+}
+
+void
+corHttp2RefusalSay(const Http2Stream* st, int status)
+{
+    refusalSay(st, status, st->r.bodyLen);
 }
 
 void

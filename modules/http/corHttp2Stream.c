@@ -516,6 +516,8 @@ requestHead(Http2Conn* c, Http2Stream* st)
     if (st->answered || requestBuildOnce(c, st) != 0) {
         return;         /* served, or refused, at its END_STREAM */
     }
+    /* Its body is judged by its route's limits from its first byte. */
+    corRequestLimits(&st->r);
     if (corHttp2BodyAnnounced(st) != 0) {
         corHttp2StreamRefuse(c, st, 413);
         return;
@@ -562,15 +564,17 @@ bodyPass(Http2Conn* c, Http2Stream* st, const uint8_t* data, size_t len)
 {
     CorRequest* r = &st->r;
 
-    if (corLimitsBody(r->bodyLen + len) != 0 || st->bodyFailed) {
+    if (corLimitsBody(r, r->bodyLen + len) != 0 || st->bodyFailed) {
         nghttp2_session_consume(c->session, st->id, len);
         if (!st->bodyFailed) {
             st->bodyFailed = true;
             corRequestBodyEnd(r, -EMSGSIZE);
             /* One the core gathers no handler saw: the core answers it
-             * 413, as one read here. */
+             * 413, as one read here, said here as every refusal is. */
             if (!st->gathered) {
                 corHttp2StreamOverLimit(c, st);
+            } else {
+                corHttp2RefusalSay(st, 413);
             }
         }
         return 0;
@@ -600,7 +604,7 @@ corHttp2StreamData(nghttp2_session* s, uint8_t flags, int32_t id,
     if (st == NULL || st->answered) {
         return 0;
     }
-    if (corLimitsBody(st->body.len + len) != 0) {
+    if (corLimitsBody(&st->r, st->body.len + len) != 0) {
         /* Answered now, not once all of it came. */
         int status = requestBuildOnce(c, st);
 
@@ -931,7 +935,7 @@ corHttp2StreamsDeadline(Http2Conn* c, uint64_t now)
             || st->answered || st->closed) {
             continue;
         }
-        at = streamDeadline(st, l);
+        at = streamDeadline(st, st->r.limits != NULL ? st->r.limits : l);
         if (at <= now) {
             corLimitsRefused("http", c->peerName, st->startMs
                              + l->requestTimeoutMs <= now

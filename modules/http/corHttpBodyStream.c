@@ -158,7 +158,7 @@ bodyPass(HttpConn* c)
         /* In place: the body bytes move to the front of what was read. */
         rc = corHttpChunkedDecode(&c->chunked, at, len, &consumed,
                                   &produced);
-        if (rc >= 0 && corLimitsBody(c->chunked.total) != 0) {
+        if (rc >= 0 && corLimitsBody(&req->r, c->chunked.total) != 0) {
             rc = -413;              /* a chunk said it brings too much */
         }
     } else {

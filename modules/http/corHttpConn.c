@@ -133,7 +133,8 @@ corHttpConnArm(HttpConn* c, bool progress)
     case HTTP_BODY:
         /* A body its handler takes as it comes (HTTP_SERVING) may last
          * longer than a request: only each piece is timed. */
-        ms = corLimits()->bodyTimeoutMs;
+        ms = corLimitsOf(c->req != NULL ? &c->req->r : NULL)
+                 ->bodyTimeoutMs;   /* its route's */
         if (c->state == HTTP_BODY && readLeftMs(c) < ms) {
             ms = readLeftMs(c);
         }

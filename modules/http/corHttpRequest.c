@@ -50,7 +50,9 @@ reading(const HttpConn* c)
 static __attribute__((noinline)) size_t
 inputMost(const HttpConn* c)
 {
-    const CorLimits* limits = corLimits();
+    /* A body is read for its route, within the route's limits. */
+    const CorLimits* limits = corLimitsOf(c->req != NULL ? &c->req->r
+                                                         : NULL);
 
     switch (c->state) {
     case HTTP_IDLE:
@@ -190,7 +192,8 @@ corHttpLimitsSay(const HttpConn* c, int status)
     } else {
         snprintf(what, sizeof(what), "a request's head");
     }
-    corLimitsRefused("http", who, what, status);
+    corLimitsRefusedFor(req != NULL ? &req->r : NULL, "http", who, what,
+                        status);
 }
 
 /* Refuse the request being read with status, as a step of reading. */
@@ -358,15 +361,19 @@ requestWhole(HttpConn* c)
 static HttpStep
 headDone(HttpConn* c)
 {
-    const HttpRequest* req = c->req;
+    HttpRequest* req = c->req;
 
     c->bodyLen = 0;
     c->bodyRaw = c->k.in.off;
     if (!req->chunked && req->contentLength <= 0) {
         return requestWhole(c);
     }
+    /* The body is judged by its route's limits, known now, before any
+     * of it is taken (or a 100 Continue sent for it). */
+    corRequestLimits(&req->r);
     /* A length said past the limit is refused before any body byte. */
-    if (!req->chunked && corLimitsBody((uint64_t)req->contentLength) != 0) {
+    if (!req->chunked
+        && corLimitsBody(&req->r, (uint64_t)req->contentLength) != 0) {
         return refuse(c, 413);
     }
     if (req->chunked) {
@@ -407,7 +414,7 @@ bodyProgress(HttpConn* c)
             produced);
     c->bodyLen += produced;
     c->bodyRaw += consumed;
-    if (corLimitsBody(c->chunked.total) != 0) {
+    if (corLimitsBody(&req->r, c->chunked.total) != 0) {
         return refuse(c, 413);      /* a chunk said it brings too much */
     }
     if (rc == 0) {

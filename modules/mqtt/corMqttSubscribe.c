@@ -783,7 +783,7 @@ corMqttInboundTake(Link* l, const CorMqttPacket* pkt, char* why,
          * generation (a QoS 0 one is at most once anyway). */
         return 0;
     }
-    if ((status = corLimitsBody(pkt->payload.len)) != 0) {
+    if ((status = corLimitsBody(NULL, pkt->payload.len)) != 0) {
         return inboundRefuse(l, pkt, status);
     }
     in = inboundNew(l, pkt);

@@ -122,11 +122,34 @@ START_TEST(test_body_at_and_past_body_bytes)
 {
     CorRequest r = request("/p", NULL, 0);
 
-    ck_assert_int_eq(corLimitsBody(10), 0);
-    ck_assert_int_eq(corLimitsBody(11), 413);
+    ck_assert_int_eq(corLimitsBody(NULL, 10), 0);
+    ck_assert_int_eq(corLimitsBody(NULL, 11), 413);
     r.bodyLen = 10;
     ck_assert_int_eq(corLimitsRequest(&r), 0);
     r.bodyLen = 11;
+    ck_assert_int_eq(corLimitsRequest(&r), 413);
+}
+END_TEST
+
+/* A request whose route has its own limits is judged by them, the head
+ * still by the top level's. */
+START_TEST(test_body_by_its_routes_limits)
+{
+    CorRequest r = request("/p", NULL, 0);
+    CorLimits route = *corLimits();
+
+    route.bodyBytes = 100;
+    r.limits = &route;
+    ck_assert_ptr_eq(corLimitsOf(&r), &route);
+    ck_assert_ptr_eq(corLimitsOf(NULL), corLimits());
+    ck_assert_int_eq(corLimitsBody(&r, 100), 0);
+    ck_assert_int_eq(corLimitsBody(&r, 101), 413);
+    r.bodyLen = 50;
+    ck_assert_int_eq(corLimitsRequest(&r), 0);
+    r.bodyLen = 101;
+    ck_assert_int_eq(corLimitsRequest(&r), 413);
+    route.bodyBytes = 1;
+    r.bodyLen = 5;
     ck_assert_int_eq(corLimitsRequest(&r), 413);
 }
 END_TEST
@@ -206,6 +229,7 @@ COR_TEST_SUITE(corLimits)
     tcase_add_checked_fixture(tc, setUp, NULL);
     tcase_add_test(tc, test_head_at_and_past_each_limit);
     tcase_add_test(tc, test_body_at_and_past_body_bytes);
+    tcase_add_test(tc, test_body_by_its_routes_limits);
     tcase_add_test(tc, test_a_refusal_is_said_and_counted_once);
     tcase_add_test(tc, test_a_request_past_the_limits_is_answered);
     tcase_add_test(tc, test_protocols_past_the_table_are_counted);

@@ -119,6 +119,10 @@ setUp(void)
              "routes:\n"
              "  - { match: \"/h1/*\", handler: h1 }\n"
              "  - { match: \"/h1s/*\", handler: h1s }\n"
+             "  - { match: \"/cor.Test/ClientStream\", handler: grpc,"
+             " limits: { body_bytes: 4MiB } }\n"
+             "  - { match: \"/cor.Test/Unary\", handler: grpc,"
+             " limits: { body_bytes: 100 } }\n"
              "  - { match: \"/cor.Test/*\", handler: grpc }\n"
              "limits: { body_bytes: 1MiB }\n"
              "log: { pid_file: {DIR}/cor.pid }\n",
@@ -212,6 +216,18 @@ START_TEST(test_a_grpc_call_past_the_limit_is_resource_exhausted)
 }
 END_TEST
 
+/* A route's own limits hold for a gRPC call's streamed body (no length
+ * said): a client stream of 2.5 MiB passes on a route that takes 4 MiB,
+ * past the top level's 1 MiB; a unary call of 200 bytes is refused on one
+ * that takes 100. */
+START_TEST(test_a_grpc_route_has_its_own_limits)
+{
+    ck_assert_int_eq(shell("timeout 60 $Y route-limits 127.0.0.1:$P"), 0);
+    ck_assert_msg(strstr(out, "route-more ok") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "route-less ok") != NULL, "%s", out);
+}
+END_TEST
+
 COR_TEST_SUITE(corGrpc)
 {
     tcase_add_checked_fixture(tc, setUp, tearDown);
@@ -222,4 +238,5 @@ COR_TEST_SUITE(corGrpc)
     tcase_add_test(tc, test_http2_client_through_http1_upstream);
     tcase_add_test(tc, test_a_body_past_the_limit_reaches_the_upstream_once);
     tcase_add_test(tc, test_a_grpc_call_past_the_limit_is_resource_exhausted);
+    tcase_add_test(tc, test_a_grpc_route_has_its_own_limits);
 }

@@ -62,7 +62,8 @@ static const char* configFormat =
     "                         remove: [ Cookie ] } }\n"
     "  - { match: \"GET /fail\", handler: status,\n"
     "      error_pages: { \"502\": {DIR}/route502.html,\n"
-    "                     \"503\": {DIR}/missing.html } }\n"
+    "                     \"503\": {DIR}/missing.html,\n"
+    "                     \"405\": {DIR}/route405.html } }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
 /* A shell command with $P and $D set; its output in out. */
@@ -88,11 +89,12 @@ pagesWrite(void* arg)
         { "404.html", "<p>not here</p>\n" },
         { "50x.html", "<p>down</p>\n" },
         { "route502.html", "<p>route 502</p>\n" },
+        { "route405.html", "<p>route 405</p>\n" },
     };
     const CorServer* s = arg;
     char path[256];
 
-    for (size_t i = 0; i < 3; i++) {
+    for (size_t i = 0; i < sizeof(pages) / sizeof(pages[0]); i++) {
         FILE* f;
 
         snprintf(path, sizeof(path), "%s/%s", s->dir, pages[i][0]);
@@ -277,6 +279,39 @@ START_TEST(test_error_pages)
 }
 END_TEST
 
+/* Before: the core's 405 took the top level's error pages, never those
+ * of the route that took the path (its own 405 page went unseen). */
+START_TEST(test_a_405_takes_its_routes_error_page)
+{
+    for (size_t p = 0; p < 2; p++) {
+        char args[64];
+
+        snprintf(args, sizeof(args), "%s -X PUT", protocols[p]);
+        ck_assert_int_eq(get(args, "/fail"), 405);
+        CHECK_HAS("<p>route 405</p>");
+        CHECK_HAS("Allow: GET, HEAD");
+    }
+}
+END_TEST
+
+/* Before: a route that failed to build left its slot as it was, and the
+ * next route took it over: here the regex of the first made the second,
+ * a path route, pass for one with a group, and its {1} went unreported. */
+START_TEST(test_a_route_after_a_failed_one_is_checked_as_itself)
+{
+    ck_assert_int_eq(corConfigCheck(&server, "slot.yaml", "listen: [ { "
+                                    "protocol: http, address: \"127.0.0.1:"
+                                    "8080\" } ]\nroutes:\n"
+                                    "  - { match: \"~^/(a)$\", redirect: "
+                                    "\"/x{1}\", guard: nosuch }\n"
+                                    "  - { match: /b, redirect: \"/y{1}\" "
+                                    "}\n", out, sizeof(out)), 1);
+    CHECK_HAS("no module registered a guard named 'nosuch'");
+    CHECK_HAS("slot.yaml:4:14: route '/b': a template names {1}, but only a "
+              "regex match");
+}
+END_TEST
+
 COR_TEST_SUITE(corRoute)
 {
     tcase_add_checked_fixture(tc, setUp, tearDown);
@@ -288,4 +323,6 @@ COR_TEST_SUITE(corRoute)
     tcase_add_test(tc, test_a_redirect_with_a_body);
     tcase_add_test(tc, test_request_headers_to_an_upstream);
     tcase_add_test(tc, test_error_pages);
+    tcase_add_test(tc, test_a_405_takes_its_routes_error_page);
+    tcase_add_test(tc, test_a_route_after_a_failed_one_is_checked_as_itself);
 }

@@ -212,6 +212,25 @@ def check_big_bidi(channel):
                                            len(echoes)))
 
 
+def check_route_more(channel):
+    """A client stream past the top level's limit (1 MiB) on a route whose
+    own limits take 4 MiB: it comes whole."""
+    got = method(channel, "stream_unary", "ClientStream")(
+        iter([b"c" * BIG_SIZE] * BIG_COUNT), timeout=WAIT_S)
+    return got == b"%d:%d" % (BIG_COUNT, BIG_COUNT * BIG_SIZE), repr(got)
+
+
+def check_route_less(channel):
+    """A unary call past its route's own 100 bytes: RESOURCE_EXHAUSTED with
+    the proxy's 413, where the top level would take it."""
+    try:
+        method(channel, "unary_unary", "Unary")(b"u" * 200, timeout=WAIT_S)
+        return False, "no error"
+    except grpc.RpcError as e:
+        return (e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+                and "413" in e.details(), "%s %r" % (e.code(), e.details()))
+
+
 def checks_run(channel, checks):
     for name, check in checks:
         start = time.monotonic()
@@ -227,6 +246,13 @@ def checks_run(channel, checks):
 def limit(target):
     channel = grpc.insecure_channel(target)
     checks_run(channel, [("limit", check_big), ("limit-bidi", check_big_bidi)])
+    channel.close()
+
+
+def route_limits(target):
+    channel = grpc.insecure_channel(target)
+    checks_run(channel, [("route-more", check_route_more),
+                         ("route-less", check_route_less)])
     channel.close()
 
 
@@ -325,5 +351,7 @@ if __name__ == "__main__":
         client(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)
     elif sys.argv[1] == "limit":
         limit(sys.argv[2])
+    elif sys.argv[1] == "route-limits":
+        route_limits(sys.argv[2])
     else:
         h1(int(sys.argv[2]))
