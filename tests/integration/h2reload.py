@@ -11,6 +11,9 @@
 #
 #     h2reload.py PORT PATH SECONDS CONNS STREAMS
 #
+# The load goes on past SECONDS (up to a minute) for a client not yet
+# answered on a connection opened after a GOAWAY.
+#
 # Prints "answered N lost N retried N goaways N after-goaway N" and a line
 # per loss; exits 1 on a loss. h2load counts a request its own nghttp2
 # queued after the GOAWAY came and then refused to send (never on the
@@ -62,11 +65,12 @@ tally = Tally()
 class Conn:
     """One connection: streams kept in flight until a GOAWAY or the end."""
 
-    def __init__(self, port, path, streams, afterGoaway):
+    def __init__(self, port, path, streams, afterGoaway, servedAfter):
         self.s = socket.create_connection(("127.0.0.1", port), timeout=10)
         self.path = path
         self.want = streams
         self.afterGoaway = afterGoaway
+        self.servedAfter = servedAfter  # [bool], the client's
         self.enc = hpack.Encoder()
         self.dec = hpack.Decoder()
         self.buf = b""
@@ -112,6 +116,7 @@ class Conn:
     def done(self, sid, ok, why):
         status = self.flying.pop(sid, None)
         if ok and status == "200":
+            self.servedAfter[0] = self.servedAfter[0] or self.afterGoaway
             tally.add(answered=1, afterGoaway=1 if self.afterGoaway else 0)
         else:
             tally.lose("stream %d: %s (status %s)" % (sid, why, status))
@@ -121,13 +126,13 @@ class Conn:
         self.flying.pop(sid, None)
         return 1
 
-    def run(self, until, owed):
-        """Ask the owed requests again and keep streams in flight until the
-        end, or until a GOAWAY's streams are over; returns the requests
-        owed after it."""
+    def run(self, going, owed):
+        """Ask the owed requests again and keep streams in flight while
+        going() says so, or until a GOAWAY's streams are over; returns the
+        requests owed after it."""
         retry = 0
-        self.open(max(owed, self.want if time.time() < until else 0))
-        while self.flying or (self.last is None and time.time() < until):
+        self.open(max(owed, self.want if going() else 0))
+        while self.flying or (self.last is None and going()):
             got = self.frames()
             if not got:
                 for sid in list(self.flying):
@@ -157,23 +162,33 @@ class Conn:
                     tally.add(goaways=1)
                     for id in [i for i in self.flying if i > self.last]:
                         retry += self.refused(id)
-            if self.last is None and time.time() < until:
+            if self.last is None and going():
                 self.open(self.want - len(self.flying))
         self.s.close()
         return retry
 
 
 def client(port, path, seconds, streams):
+    """The load lasts SECONDS, and past them (up to a minute) until this
+    client saw a GOAWAY and was answered on its next connection: on a
+    loaded machine the reload's new generation came after 3 s of load."""
     until = time.time() + seconds
+    hard = time.time() + 60
     owed = 0
     afterGoaway = False
-    while time.time() < until or owed > 0:
+    servedAfter = [False]
+
+    def going():
+        now = time.time()
+        return now < until or (not servedAfter[0] and now < hard)
+
+    while going() or owed > 0:
         try:
-            conn = Conn(port, path, streams, afterGoaway)
+            conn = Conn(port, path, streams, afterGoaway, servedAfter)
         except OSError as e:
             tally.lose("a new connection: %s (%d owed)" % (e, owed))
             return
-        owed = conn.run(until, owed)
+        owed = conn.run(going, owed)
         tally.add(retried=owed)
         afterGoaway = afterGoaway or conn.last is not None
 
