@@ -47,25 +47,29 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+const CorScheme*
+corClientScheme(const char* url, CorClientResponse* res)
+{
+    const CorScheme* s = corSchemeOf(url);
+    CorUrl u;
+
+    memset(res, 0, sizeof(*res));
+    if (s != NULL && s->fetch != NULL) {
+        return s;
+    }
+    if (corUrlParse(url, &u, res->error, sizeof(res->error)) == 0) {
+        snprintf(res->error, sizeof(res->error), "URL %.80s: no client "
+                 "takes %.20s://", url, u.scheme);
+    }
+    return NULL;
+}
+
 int
 corClientFetch(const CorClientRequest* req, CorClientResponse* res)
 {
-    const CorScheme* s;
-    CorUrl u;
-    int rc;
+    const CorScheme* s = corClientScheme(req->url, res);
 
-    memset(res, 0, sizeof(*res));
-    rc = corUrlParse(req->url, &u, res->error, sizeof(res->error));
-    if (rc < 0) {
-        return rc;
-    }
-    s = corSchemeFind(u.scheme);
-    if (s == NULL || s->fetch == NULL) {
-        snprintf(res->error, sizeof(res->error), "URL %.80s: no client "
-                 "takes %.20s://", req->url, u.scheme);
-        return -EINVAL;
-    }
-    return s->fetch(req, res);
+    return s != NULL ? s->fetch(req, res) : -EINVAL;
 }
 
 const CorHeader*

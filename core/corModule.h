@@ -24,7 +24,7 @@
 
 /* Bumped whenever a struct or a signature of cor.h's headers, or of one
  * they include, changes. */
-#define COR_ABI_VERSION 21
+#define COR_ABI_VERSION 22
 #define COR_VERSION "0.1.0"
 
 /* The types the three headers share, declared once. */

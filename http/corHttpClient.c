@@ -31,7 +31,6 @@
  * limit. Both are the caller's once the call returns.
  */
 #include "corHttpClientInt.h"
-#include "corCoreInt.h"
 #include "corHttp2ClientInt.h"
 #include "corHttpParse.h"
 
@@ -50,54 +49,6 @@
 static int exchangeOpenAs(CorHttpClientExchange* ex,
                           const CorClientRequest* req,
                           CorClientResponse* res);
-
-/* How the answer's body is framed. */
-typedef enum {
-    FRAME_NONE,                 /* HEAD, 204, 304: no body */
-    FRAME_LENGTH,               /* Content-Length */
-    FRAME_CHUNKED,
-    FRAME_TO_END                /* until the peer closes */
-} Framing;
-
-/*
- * One exchange: while it is opened (the request sent, the head read), then
- * while its body is read. Owned by the caller of corHttpClientOpen (malloc,
- * freed by corHttpClientClose); Fetch keeps one on its stack. It holds no
- * buffer of its own: the head is read into a buffer that becomes
- * res->head, taken only once the first byte of the answer is there.
- */
-struct CorHttpClientExchange {
-    const CorClientRequest* req;        /* while it is opened only */
-    CorClientResponse* res;
-    uint64_t totalDeadline;     /* 0: none */
-    uint64_t firstByteDeadline; /* 0: none, or not yet armed */
-    uint64_t readDeadline;      /* the next byte's (0: none) */
-    int firstByteTimeoutMs;
-    int totalTimeoutMs;
-    int readTimeoutMs;          /* readDeadline's */
-    int betweenMs;              /* the request's read timeout, 0: none */
-    bool gotByte;
-    bool wantClose;             /* the caller sent Connection: close */
-    bool upgrade;               /* it asked to switch protocols
-                                   (Connection: upgrade): a 101 answers */
-    bool keepAlive;             /* the answer allows another exchange */
-    bool done;                  /* the body was read to its end */
-    bool extra;                 /* bytes came past the answer's end */
-    bool sendFailed;            /* a write of the request failed */
-    int failed;                 /* -errno once a body read failed */
-    Framing framing;
-    CorConn* c;
-    char* buf;                  /* the head, then res->head */
-    size_t len;
-    size_t cap;
-    const char* rest;           /* body bytes that came with the head */
-    size_t restLen;
-    uint64_t left;              /* FRAME_LENGTH: bytes still to come */
-    CorHttpChunked chunked;
-    bool whole;                 /* a module's scheme: res->body has it all */
-    size_t wholeSent;           /* what the reads gave of it */
-    CorHttp2Stream* h2;         /* over HTTP/2: its stream (c stays NULL) */
-};
 
 typedef CorHttpClientExchange Exchange;
 
@@ -728,88 +679,10 @@ h2Open(Exchange* ex, const CorUrl* url)
     return rc;
 }
 
-/* A body passed on as it comes, for a module's scheme: read whole, into *bodyP
- * (malloc, the caller's), within the request's read timeout between
- * pieces and its body limit. Returns its length or -errno, why said. */
-static ssize_t
-bodyGather(const CorClientRequest* req, char** bodyP, char* why,
-           size_t whyLen)
-{
-    CorBuf b = { 0 };
-    ssize_t n;
-    int ms = req->readTimeoutMs > 0 ? req->readTimeoutMs
-             : req->firstByteTimeoutMs > 0 ? req->firstByteTimeoutMs : -1;
-
-    do {
-        if (corBufReserve(&b, BODY_READ_MIN) != 0) {
-            n = -ENOMEM;
-            break;
-        }
-        n = corRequestBodyRead(req->bodyFrom, b.data + b.len, b.cap - b.len,
-                               ms);
-        b.len += n > 0 ? (size_t)n : 0;
-    } while (n > 0);
-    if (n < 0) {
-        snprintf(why, whyLen, "the request's body: %s", strerror((int)-n));
-        corBufFree(&b);
-        return n;
-    }
-    *bodyP = (char*)b.data;
-    return (ssize_t)b.len;
-}
-
-/* A module's scheme (cor://) answers whole: its exchange is made at the
- * open, and the reads give its body out of res->body. */
-static int
-wholeOpen(Exchange* ex, const CorClientRequest* req,
-          CorClientResponse* res, const CorScheme* s)
-{
-    /* The streamed read has no limit of its own over HTTP: none here
-     * either, past what the scheme's frames carry. */
-    CorClientRequest whole = *req;
-    char* body = NULL;
-    ssize_t n;
-    int rc;
-
-    if (whole.maxBodyBytes == 0) {
-        whole.maxBodyBytes = SIZE_MAX;
-    }
-    /* A module's scheme takes a body whole: one passed on as it comes is
-     * gathered first. */
-    if (req->bodyFrom != NULL) {
-        memset(res, 0, sizeof(*res));
-        n = bodyGather(req, &body, res->error, sizeof(res->error));
-        if (n < 0) {
-            return (int)n;
-        }
-        whole.bodyFrom = NULL;
-        whole.body = body;
-        whole.bodyLen = (size_t)n;
-    }
-    rc = s->fetch(&whole, res);
-    free(body);
-
-    *ex = (Exchange){ .res = res, .whole = true, .done = rc == 0
-                                                         && res->bodyLen == 0 };
-    return rc;
-}
-
-static ssize_t
-wholeRead(Exchange* ex, void* buf, size_t len)
-{
-    size_t n = ex->res->bodyLen - ex->wholeSent;
-
-    n = n < len ? n : len;
-    memcpy(buf, ex->res->body + ex->wholeSent, n);
-    ex->wholeSent += n;
-    ex->done = ex->wholeSent == ex->res->bodyLen;
-    return (ssize_t)n;
-}
-
 ssize_t
-corHttpClientBodyRead(CorHttpClientExchange* x, void* buf, size_t len,
-                      int timeoutMs)
+corHttpClientBodyRead(void* stream, void* buf, size_t len, int timeoutMs)
 {
+    Exchange* x = stream;
     ssize_t n;
 
     if (x->failed < 0) {
@@ -820,9 +693,6 @@ corHttpClientBodyRead(CorHttpClientExchange* x, void* buf, size_t len,
     }
     if (len == 0) {
         return -EINVAL;
-    }
-    if (x->whole) {
-        return wholeRead(x, buf, len);
     }
     x->readTimeoutMs = timeoutMs;
     x->readDeadline = deadlineOf(timeoutMs, corEvClockMs());
@@ -835,9 +705,9 @@ corHttpClientBodyRead(CorHttpClientExchange* x, void* buf, size_t len,
 }
 
 bool
-corHttpClientBodyDone(const CorHttpClientExchange* x)
+corHttpClientBodyDone(const void* stream)
 {
-    return x->done;
+    return ((const Exchange*)stream)->done;
 }
 
 /* ---- One attempt, and the exchange --------------------------------------- */
@@ -907,7 +777,7 @@ resendable(const Exchange* ex, int rc)
     return !ex->gotByte && ex->res->reused
            && (rc == -ECONNRESET || rc == -EPIPE)
            && (corConnWritten(ex->c) == 0
-               || corHttpClientIdempotent(ex->req->method))
+               || corClientIdempotent(ex->req->method))
            && (ex->req->bodyFrom == NULL
                || ex->req->bodyFrom->bodyTaken == 0);
 }
@@ -1078,37 +948,16 @@ exchangeClose(Exchange* ex)
 }
 
 int
-corHttpClientOpen(const CorClientRequest* req, CorClientResponse* res,
-                  CorHttpClientExchange** xP)
+corHttpClientOpen(void* stream, const CorClientRequest* req,
+                  CorClientResponse* res)
 {
-    size_t size = sizeof(Exchange);
-    Exchange* x = corChunkTake(&size);
-    const CorScheme* s = corSchemeOf(req->url);
-    int rc;
-
-    *xP = NULL;
-    if (x == NULL) {
-        memset(res, 0, sizeof(*res));
-        snprintf(res->error, sizeof(res->error), "no memory");
-        return -ENOMEM;
-    }
-    if (s != NULL && s->fetch != NULL && s->fetch != corHttpClientExchange) {
-        rc = wholeOpen(x, req, res, s);
-    } else {
-        rc = exchangeOpen(x, req, res);
-    }
-    if (rc < 0) {
-        corChunkGive(x, size);
-        return rc;
-    }
-    *xP = x;
-    return 0;
+    return exchangeOpenAs(stream, req, res);
 }
 
 CorConn*
-corHttpClientUpgraded(CorHttpClientExchange* x, const void** restP,
-                      size_t* restLenP)
+corHttpClientUpgraded(void* stream, const void** restP, size_t* restLenP)
 {
+    Exchange* x = stream;
     CorConn* c = x->c;
 
     if (c == NULL || x->res->status != 101) {
@@ -1122,12 +971,9 @@ corHttpClientUpgraded(CorHttpClientExchange* x, const void** restP,
 }
 
 void
-corHttpClientClose(CorHttpClientExchange* x)
+corHttpClientClose(void* stream)
 {
-    if (x != NULL) {
-        exchangeClose(x);
-        corChunkGive(x, corChunkSize(sizeof(Exchange)));
-    }
+    exchangeClose(stream);
 }
 
 /* Fetch: the whole body into one buffer (malloc) within limit. */

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Inside the HTTP client: what the exchange (corHttpClient.c) takes from
- * the request's wire form (corHttpClientWire.c), the URL taken apart and
- * the request's head built, so that each file holds one concept.
+ * Inside the HTTP client: the exchange (corHttpClient.c) and what it takes
+ * from the request's wire form (corHttpClientWire.c), the URL taken apart
+ * and the request's head built, so that each file holds one concept.
  */
 #ifndef COR_HTTP_CLIENT_INT_H
 #define COR_HTTP_CLIENT_INT_H
 
 #include "corHttpClient.h"
+#include "corHttpParse.h"
 
 #include <string.h>
 #include <strings.h>
@@ -15,6 +16,63 @@
 /* A body this small goes out in the head's buffer (one write); a larger
  * one is written from the caller's memory, never copied. */
 #define COR_HTTP_CLIENT_BODY_INLINE_MAX 4096
+
+/* How the answer's body is framed. */
+typedef enum {
+    FRAME_NONE,                 /* HEAD, 204, 304: no body */
+    FRAME_LENGTH,               /* Content-Length */
+    FRAME_CHUNKED,
+    FRAME_TO_END                /* until the peer closes */
+} Framing;
+
+/*
+ * One exchange: while it is opened (the request sent, the head read), then
+ * while its body is read. In the block of the client's stream
+ * (corClientOpen, core/corClientStream.c) from corHttpClientOpen to
+ * corHttpClientClose; Fetch keeps one on its stack. It holds no
+ * buffer of its own: the head is read into a buffer that becomes
+ * res->head, taken only once the first byte of the answer is there.
+ */
+typedef struct CorHttpClientExchange {
+    const CorClientRequest* req;        /* while it is opened only */
+    CorClientResponse* res;
+    uint64_t totalDeadline;     /* 0: none */
+    uint64_t firstByteDeadline; /* 0: none, or not yet armed */
+    uint64_t readDeadline;      /* the next byte's (0: none) */
+    int firstByteTimeoutMs;
+    int totalTimeoutMs;
+    int readTimeoutMs;          /* readDeadline's */
+    int betweenMs;              /* the request's read timeout, 0: none */
+    bool gotByte;
+    bool wantClose;             /* the caller sent Connection: close */
+    bool upgrade;               /* it asked to switch protocols
+                                   (Connection: upgrade): a 101 answers */
+    bool keepAlive;             /* the answer allows another exchange */
+    bool done;                  /* the body was read to its end */
+    bool extra;                 /* bytes came past the answer's end */
+    bool sendFailed;            /* a write of the request failed */
+    int failed;                 /* -errno once a body read failed */
+    Framing framing;
+    CorConn* c;
+    char* buf;                  /* the head, then res->head */
+    size_t len;
+    size_t cap;
+    const char* rest;           /* body bytes that came with the head */
+    size_t restLen;
+    uint64_t left;              /* FRAME_LENGTH: bytes still to come */
+    CorHttpChunked chunked;
+    struct CorHttp2Stream* h2;  /* over HTTP/2: its stream (c stays NULL) */
+} CorHttpClientExchange;
+
+/* The stream operations of http and https (CorClientOps, corClient.h),
+ * on a CorHttpClientExchange: corClientOpen hands them the block. */
+int corHttpClientOpen(void* x, const CorClientRequest* req,
+                      CorClientResponse* res);
+ssize_t corHttpClientBodyRead(void* x, void* buf, size_t len, int timeoutMs);
+bool corHttpClientBodyDone(const void* x);
+CorConn* corHttpClientUpgraded(void* x, const void** restP,
+                               size_t* restLenP);
+void corHttpClientClose(void* x);
 
 /* Take the http:// or https:// URL s apart into u (corUrlParse: u points
  * into s), with the HTTP client's rules: no user or password (it would

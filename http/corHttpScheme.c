@@ -8,10 +8,12 @@
  * (core/corClientCall.c), the one client entry, hands a URL to its
  * scheme.
  *
- * Registered when the binary starts (a constructor): the floor is linked
- * into it and has no init of its own, and the core may not call up into
- * it. The registry is empty then, so the two cannot be refused, and a
- * generation (a fork) inherits them, first, before its modules' schemes.
+ * Registered when the binary starts, by the binary's main
+ * (corHttpMain.c) with an explicit call, not a constructor (STYLE.md: no
+ * constructors): the floor is linked into the binary and has no init of
+ * its own, and the core may not call up into it. The registry is empty
+ * then, so the two cannot be refused, and a generation (a fork) inherits
+ * them, first, before its modules' schemes.
  */
 #include "corHttpClientInt.h"
 #include "corHttp2ClientInt.h"
@@ -20,8 +22,19 @@
 #include <stdio.h>
 #include <string.h>
 
-__attribute__((constructor)) static void
-httpSchemesAdd(void)
+/* An exchange read as it comes, over HTTP/1.1 or HTTP/2 alike
+ * (corHttpClient.c): what corClientOpen reads http and https with. */
+static const CorClientOps streamOps = {
+    .size = sizeof(CorHttpClientExchange),
+    .open = corHttpClientOpen,
+    .read = corHttpClientBodyRead,
+    .done = corHttpClientBodyDone,
+    .upgraded = corHttpClientUpgraded,
+    .close = corHttpClientClose,
+};
+
+void
+corHttpSchemesAdd(void)
 {
     static const char* const names[] = { "http", "https" };
 
@@ -29,7 +42,8 @@ httpSchemesAdd(void)
         corSchemeAdd(NULL, &(CorScheme){ .scheme = names[i],
                                          .fetch = corHttpClientExchange,
                                          .send = corHttpClientNotify,
-                                         .loopExit = corHttp2ClientLoopExit });
+                                         .loopExit = corHttp2ClientLoopExit,
+                                         .stream = &streamOps });
     }
 }
 
