@@ -391,6 +391,32 @@ typedef struct CorClientRequest {
     CorRequest* bodyFrom;
 } CorClientRequest;
 
+/*
+ * A body passed on as it comes (bodyFrom), as a scheme's client takes it
+ * from a request that is still reading it (corRequestBody.c,
+ * corRequestBodyTake.c). Public on purpose: the HTTP/2 client (http/,
+ * above the core) feeds a stream's DATA from it without waiting, and a
+ * module's scheme may do the same. Take: what came, without waiting: a
+ * count, 0 at the end, -EAGAIN for nothing yet, or the failure
+ * corRequestBodyRead would say (a body that came whole is taken out of
+ * r->body). Watch: fn(arg) runs on r's loop after each piece and at the
+ * end (NULL fn: no more), set and cleared on r's loop only. WakeFd: an
+ * eventfd (r's) that turns readable at such news, for a taker on another
+ * thread (it drains it); -EINVAL for a body that came whole, or -errno.
+ */
+typedef void (*CorBodyWatchFn)(void* arg);
+
+ssize_t corRequestBodyTake(CorRequest* r, void* buf, size_t len);
+void corRequestBodyWatch(CorRequest* r, CorBodyWatchFn fn, void* arg);
+int corRequestBodyWakeFd(CorRequest* r);
+
+/* Wait for events on fd until deadline (corEvClockMs time, 0: none), as
+ * corRestWaitFd waits for a timeout: public for a client that keeps one
+ * absolute deadline across many waits (the HTTP/2 client's connection).
+ * Returns 0 when fd is ready (or failed: the next call on it says how),
+ * -ETIMEDOUT, or the wait's -errno (-ECANCELED). May yield. */
+int corDeadlineWaitFd(int fd, short events, uint64_t deadline);
+
 /* What came back. Owned by the caller, who frees it with
  * corClientResponseFree whatever the result of the call that set it. */
 typedef struct CorClientResponse {

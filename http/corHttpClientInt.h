@@ -10,6 +10,8 @@
 #include "corHttpClient.h"
 #include "corHttpParse.h"
 
+#include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <strings.h>
 
@@ -64,6 +66,62 @@ typedef struct CorHttpClientExchange {
     struct CorHttp2Stream* h2;  /* over HTTP/2: its stream (c stays NULL) */
 } CorHttpClientExchange;
 
+/* ---- Between the exchange's files ----------------------------------------
+ *
+ * Deadlines are absolute, from the monotonic clock: the total one from the
+ * call, the first-byte one from the request's last byte, and once a byte
+ * came, the read one from each read (a head that stalls halfway, or after
+ * a 100 Continue, is as bounded as one that never starts). A wait gets
+ * the nearer of those that apply, and a timeout is told by the one that
+ * passed. Each failure is said once, where it is decided, into
+ * ex->res->error.
+ */
+
+/* ex's error, said (corHttpClientSay.c). */
+void corHttpClientFail(CorHttpClientExchange* ex, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* "host:port" of the exchange's server, for messages. */
+const char* corHttpClientPeer(const CorHttpClientExchange* ex);
+/* Say which deadline passed: the nearest one. */
+void corHttpClientTimeoutSay(CorHttpClientExchange* ex);
+
+/* Send the request (corHttpClientSend.c): its head, then a large body
+ * from where it is, or the body as it comes. Returns 0 or -errno (said).
+ * May yield. */
+int corHttpClientRequestSend(CorHttpClientExchange* ex, const char* request,
+                             size_t requestLen);
+
+/* The answer (corHttpClientAnswer.c). Wait for its first byte, holding no
+ * buffer; read its head and learn how its body is framed; give its body's
+ * next bytes (0 at the end). Each returns as its comment there says, -errno
+ * said. May yield. */
+int corHttpClientAnswerWait(CorHttpClientExchange* ex);
+int corHttpClientAnswerOpen(CorHttpClientExchange* ex);
+ssize_t corHttpClientBodyNext(CorHttpClientExchange* ex, char* buf,
+                              size_t len);
+/* What a failed or finished attempt left in res, cleared for the next. */
+void corHttpClientResponseReset(CorClientResponse* res);
+
+/* An HTTP/1.1 attempt on a pooled or new connection, and the one retry
+ * (corHttpClientConn.c). Returns 0 (ex->c open, res's head set) or -errno
+ * (said). May yield. */
+int corHttpClientAttemptTwice(CorHttpClientExchange* ex, const CorUrl* url,
+                              const char* request, size_t requestLen);
+
+/* Over HTTP/2 (corHttpClientOver2.c): the stream opened and its head
+ * read, with the one retry of a refused stream; its next body bytes, 0 at
+ * its end (its trailers in res). Return 0 / bytes or -errno (said). May
+ * yield. */
+int corHttpClientH2Open(CorHttpClientExchange* ex, const CorUrl* url);
+ssize_t corHttpClientH2Read(CorHttpClientExchange* ex, char* buf,
+                            size_t len);
+
+/* The deadlines, inline: each wait of the exchange asks. */
+static inline uint64_t corHttpClientDeadline(int ms, uint64_t now);
+static inline uint64_t
+corHttpClientDeadlineNext(const CorHttpClientExchange* ex);
+static inline int corHttpClientWaitMs(const CorHttpClientExchange* ex);
+
 /* The stream operations of http and https (CorClientOps, corClient.h),
  * on a CorHttpClientExchange: corClientOpen hands them the block. */
 int corHttpClientOpen(void* x, const CorClientRequest* req,
@@ -110,6 +168,46 @@ static inline bool corHttpClientNameIs(const char* s, size_t n,
                                        const char* name);
 
 /* ---- inline definitions -------------------------------------------------- */
+
+static inline uint64_t
+corHttpClientDeadline(int ms, uint64_t now)
+{
+    return ms > 0 ? now + (uint64_t)ms : 0;
+}
+
+/* The nearest deadline that applies now, 0 for none. */
+static inline uint64_t
+corHttpClientDeadlineNext(const CorHttpClientExchange* ex)
+{
+    uint64_t deadline = ex->totalDeadline;
+
+    if (!ex->gotByte && ex->firstByteDeadline != 0
+        && (deadline == 0 || ex->firstByteDeadline < deadline)) {
+        deadline = ex->firstByteDeadline;
+    }
+    if (ex->readDeadline != 0
+        && (deadline == 0 || ex->readDeadline < deadline)) {
+        deadline = ex->readDeadline;
+    }
+    return deadline;
+}
+
+/* The wait a read may take now: -1 for none; -ETIMEDOUT once the nearest
+ * deadline passed. */
+static inline int
+corHttpClientWaitMs(const CorHttpClientExchange* ex)
+{
+    uint64_t now = corEvClockMs();
+    uint64_t deadline = corHttpClientDeadlineNext(ex);
+
+    if (deadline == 0) {
+        return -1;
+    }
+    if (now >= deadline) {
+        return -ETIMEDOUT;
+    }
+    return deadline - now > INT32_MAX ? INT32_MAX : (int)(deadline - now);
+}
 
 static inline bool
 corHttpClientNameIs(const char* s, size_t n, const char* name)
