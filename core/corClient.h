@@ -327,8 +327,8 @@ void corConnClose(CorConn* c);
  * body) and its answer (a status, headers and a body), made in a
  * coroutine and on a worker alike. The core knows no protocol: it hands
  * the URL to the fetch of its scheme (corSchemeAdd below); http and https
- * are the HTTP floor's (http/, which adds a streamed read of a body too
- * large to hold), cor and cors modules/cor's.
+ * are the HTTP floor's (http/), cor and cors modules/cor's. An answer
+ * too large to hold is read as it comes with corClientOpen (below).
  *
  *     CorClientRequest q = { .url = "http://10.0.0.7:8080/price",
  *                            .totalTimeoutMs = 2000 };
