@@ -655,6 +655,12 @@ typedef struct {
     const CorClientOps* stream;
 } CorScheme;
 
+/* A send for a scheme that fetches: the notification n as one exchange
+ * (corClientFetch) with its method, headers (Content-Type among them)
+ * and body, acknowledged by a 2xx. http, https, cor and cors send so. */
+int corClientNotify(CorModule* m, const CorNotification* n, char* why,
+                    size_t whyLen);
+
 /* Register a scheme (copied), from a module's init. Returns 0, or -1
  * after a module error (a bad or taken name, neither fetch nor send, too
  * many schemes, called after init). */

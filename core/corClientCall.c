@@ -72,6 +72,37 @@ corClientFetch(const CorClientRequest* req, CorClientResponse* res)
     return s != NULL ? s->fetch(req, res) : -EINVAL;
 }
 
+int
+corClientNotify(CorModule* m, const CorNotification* n, char* why,
+                size_t whyLen)
+{
+    CorHeader headers[COR_NOTIFY_HEADERS_MAX + 1];
+    unsigned count = n->headerCount;
+    CorClientResponse res;
+    int rc;
+
+    (void)m;
+    if (count > 0) {
+        memcpy(headers, n->headers, count * sizeof(*headers));
+    }
+    if (n->contentType != NULL) {
+        headers[count++] = (CorHeader){ "Content-Type", 12, n->contentType,
+                                        strlen(n->contentType) };
+    }
+    rc = corClientFetch(&(CorClientRequest){
+        .method = n->method, .url = n->url, .headers = headers,
+        .headerCount = count, .body = n->body, .bodyLen = n->bodyLen,
+        .totalTimeoutMs = n->timeoutMs }, &res);
+    if (rc < 0) {
+        snprintf(why, whyLen, "%s", res.error);
+    } else if (res.status < 200 || res.status > 299) {
+        snprintf(why, whyLen, "answered %d", res.status);
+        rc = -EPROTO;
+    }
+    corClientResponseFree(&res);
+    return rc;
+}
+
 const CorHeader*
 corClientHeader(const CorClientResponse* res, const char* name)
 {

@@ -77,13 +77,15 @@ bodyGather(const CorClientRequest* req, char** bodyP, char* why,
     return (ssize_t)b.len;
 }
 
+/* The open of a scheme without operations: s's fetch, made now. Not in
+ * wholeOps: it needs the scheme, which corClientOpen has found already. */
 static int
-wholeOpen(void* x, const CorClientRequest* req, CorClientResponse* res)
+wholeOpen(Whole* w, const CorScheme* s, const CorClientRequest* req,
+          CorClientResponse* res)
 {
     /* A streamed read has no limit of its own over HTTP: none here
      * either, past what the scheme's frames carry. */
     CorClientRequest whole = *req;
-    Whole* w = x;
     char* body = NULL;
     ssize_t n;
     int rc;
@@ -100,7 +102,7 @@ wholeOpen(void* x, const CorClientRequest* req, CorClientResponse* res)
         whole.body = body;
         whole.bodyLen = (size_t)n;
     }
-    rc = corSchemeOf(req->url)->fetch(&whole, res);
+    rc = s->fetch(&whole, res);
     free(body);
     *w = (Whole){ .res = res };
     return rc;
@@ -138,7 +140,6 @@ wholeClose(void* x)
 
 static const CorClientOps wholeOps = {
     .size = sizeof(Whole),
-    .open = wholeOpen,
     .read = wholeRead,
     .done = wholeDone,
     .close = wholeClose,
@@ -169,7 +170,8 @@ corClientOpen(const CorClientRequest* req, CorClientResponse* res,
     }
     x->ops = ops;
     x->size = size;
-    rc = ops->open(x->state, req, res);
+    rc = s->stream != NULL ? ops->open(x->state, req, res)
+                           : wholeOpen((Whole*)x->state, s, req, res);
     if (rc < 0) {
         corChunkGive(x, size);
         return rc;

@@ -4,9 +4,9 @@
  * scheme (corClientFetch, corClientOpen, corClientStart... in
  * corClient.h, which take http:// and https:// because this floor
  * registers them, as modules/cor registers cor://). What is HTTP's stays
- * here: the limits of an answer's head, and notifications sent as
- * exchanges. Installed beside cor.h; a module includes it after (or
- * instead of) cor.h.
+ * here: the limits of an answer's head, and the registration of http and
+ * https. Installed beside cor.h; a module includes it after (or instead
+ * of) cor.h.
  */
 #ifndef COR_HTTP_CLIENT_H
 #define COR_HTTP_CLIENT_H
@@ -31,17 +31,7 @@
 #define COR_HTTP_CLIENT_HEAD_MAX 16384
 #define COR_HTTP_CLIENT_FIELDS_MAX 100
 
-/* ---- URL schemes -----------------------------------------------------------
- *
- * corClientOpen, like corClientFetch and corClientStart, takes the
- * URLs of every scheme with a fetch (corSchemeAdd, cor.h): http and https
- * are this floor's, modules/cor registers cor and cors. A scheme that
- * fetches may send its notifications as exchanges with corHttpClientNotify
- * as its send: a request with the notification's method, headers and
- * body, acknowledged by a 2xx.
- */
-int corHttpClientNotify(CorModule* m, const CorNotification* n, char* why,
-                        size_t whyLen);
+/* ---- URL schemes --------------------------------------------------------- */
 
 /* Register http and https (their fetch, stream operations, notifications
  * and loopExit) in the core's registry: called once by the binary's main
