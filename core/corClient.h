@@ -340,8 +340,8 @@ void corConnClose(CorConn* c);
  * body) and its answer (a status, headers and a body), made in a
  * coroutine and on a worker alike. The core knows no protocol: it hands
  * the URL to the fetch of its scheme (corSchemeAdd below); http and https
- * are the HTTP floor's (http/, which adds a streamed read of a body too
- * large to hold), cor and cors modules/cor's.
+ * are the HTTP floor's (http/), cor and cors modules/cor's. An answer
+ * too large to hold is read as it comes with corClientOpen (below).
  *
  *     CorClientRequest q = { .url = "http://10.0.0.7:8080/price",
  *                            .totalTimeoutMs = 2000 };
@@ -403,6 +403,32 @@ typedef struct CorClientRequest {
      * stream, a pooled connection lost). From r's handler only. */
     CorRequest* bodyFrom;
 } CorClientRequest;
+
+/*
+ * A body passed on as it comes (bodyFrom), as a scheme's client takes it
+ * from a request that is still reading it (corRequestBody.c,
+ * corRequestBodyTake.c). Public on purpose: the HTTP/2 client (http/,
+ * above the core) feeds a stream's DATA from it without waiting, and a
+ * module's scheme may do the same. Take: what came, without waiting: a
+ * count, 0 at the end, -EAGAIN for nothing yet, or the failure
+ * corRequestBodyRead would say (a body that came whole is taken out of
+ * r->body). Watch: fn(arg) runs on r's loop after each piece and at the
+ * end (NULL fn: no more), set and cleared on r's loop only. WakeFd: an
+ * eventfd (r's) that turns readable at such news, for a taker on another
+ * thread (it drains it); -EINVAL for a body that came whole, or -errno.
+ */
+typedef void (*CorBodyWatchFn)(void* arg);
+
+ssize_t corRequestBodyTake(CorRequest* r, void* buf, size_t len);
+void corRequestBodyWatch(CorRequest* r, CorBodyWatchFn fn, void* arg);
+int corRequestBodyWakeFd(CorRequest* r);
+
+/* Wait for events on fd until deadline (corEvClockMs time, 0: none), as
+ * corRestWaitFd waits for a timeout: public for a client that keeps one
+ * absolute deadline across many waits (the HTTP/2 client's connection).
+ * Returns 0 when fd is ready (or failed: the next call on it says how),
+ * -ETIMEDOUT, or the wait's -errno (-ECANCELED). May yield. */
+int corDeadlineWaitFd(int fd, short events, uint64_t deadline);
 
 /* What came back. Owned by the caller, who frees it with
  * corClientResponseFree whatever the result of the call that set it. */
@@ -487,6 +513,109 @@ int corClientWait(CorClientCall* call, CorClientResponse* res);
  * has stopped. call is gone after. Does not wait. */
 void corClientCancel(CorClientCall* call);
 
+/* ---- The client, streamed: the answer's head first, its body as it comes
+ *
+ * For an answer too large to hold, or one passed on as it comes (forward,
+ * a cache): corClientOpen sends the request and reads the answer's head
+ * (res's status and headers), corClientRead gives its body a piece at a
+ * time, corClientClose ends it. One call for every scheme, as H2O's
+ * httpclient is one front over its HTTP/1, 2 and 3 clients: a scheme
+ * that registers stream operations (CorClientOps: http and https, over
+ * HTTP/1.1 and HTTP/2) is read off its connection as the bytes come; one
+ * with a fetch only is made whole at the open, and its reads give
+ * res->body out (a cor:// answer, one frame).
+ *
+ *     CorClientStream* x;
+ *     char buf[16384];
+ *     ssize_t n;
+ *
+ *     if (corClientOpen(&q, &res, &x) == 0) {       status, headers
+ *         while ((n = corClientRead(x, buf, sizeof(buf), 30000)) > 0) {
+ *             pass(buf, n);
+ *         }
+ *         corClientClose(x);      (its connection pooled only when n was 0)
+ *     }
+ *     corClientResponseFree(&res);
+ *
+ * Owned by the caller from corClientOpen to corClientClose, used by one
+ * piece of work at a time on the thread that opened it. While it is open
+ * it writes its errors into the res it was opened with, which must
+ * outlive it.
+ */
+typedef struct CorClientStream CorClientStream;
+
+/*
+ * Send req and read the head of its answer, as corClientFetch does (the
+ * same retry rule: a retry happens before any byte came), but not its
+ * body. Returns 0 with res's status and headers set (res->body NULL, but
+ * for a scheme without stream operations, whose reads then give
+ * res->body out) and *xP the open exchange; or -errno with res->error
+ * said and *xP NULL (the errors of corClientFetch). req is read during
+ * the call only. May yield.
+ */
+int corClientOpen(const CorClientRequest* req, CorClientResponse* res,
+                  CorClientStream** xP);
+
+/*
+ * Read the next bytes of x's body (decoded: a transfer framing removed)
+ * into buf, waiting at most timeoutMs (< 0: no deadline) for a byte,
+ * within the request's total deadline. Returns the bytes read (> 0), 0 at
+ * the body's end (a HEAD, 204 and 304 have none; trailers, when any, are
+ * in res then), or -errno with res->error said: -ETIMEDOUT, -ECANCELED,
+ * -ECONNRESET (the peer closed or reset before the body's end), -EPROTO
+ * (bad framing, TLS), -EINVAL (len 0). A failure stays: every later read
+ * returns it. May yield.
+ */
+ssize_t corClientRead(CorClientStream* x, void* buf, size_t len,
+                      int timeoutMs);
+
+/* Whether x's body was read to its end. */
+bool corClientDone(const CorClientStream* x);
+
+/*
+ * A request whose headers ask to switch protocols (Connection: upgrade,
+ * with an Upgrade field; HTTP/1.1 only) takes a 101 as its answer, with
+ * no body, and its connection is then the new protocol's: take it with
+ * corClientUpgraded. Returns the connection (the caller's from here:
+ * corConnClose it), with the bytes that came past the 101's head in
+ * *restP and *restLenP (res's, which must outlive their use); NULL when
+ * x's answer is not such a 101, or its scheme switches nothing. x must
+ * still be closed.
+ */
+CorConn* corClientUpgraded(CorClientStream* x, const void** restP,
+                           size_t* restLenP);
+
+/* Done with x (NULL: nothing): its connection goes back to the pool when
+ * the body was read to its end and the scheme allows reuse, and is closed
+ * otherwise (an answer left half read cannot carry another exchange). x
+ * is gone after; res stays the caller's. */
+void corClientClose(CorClientStream* x);
+
+/* Whether method (NULL: GET) is idempotent (RFC 9110 section 9.2.2: GET,
+ * HEAD, OPTIONS, TRACE, PUT, DELETE): sent twice, it does what it does
+ * once, so a request the peer may have seen can be sent again. Every
+ * scheme's retry and forward's next server ask it. */
+bool corClientIdempotent(const char* method);
+
+/*
+ * What a scheme registers to be read as it comes (CorScheme.stream): the
+ * core allocates size bytes of state for each exchange (aligned for any
+ * type, uninitialised) and hands them to every call. open, read, done,
+ * upgraded and close do what corClientOpen, corClientRead,
+ * corClientDone, corClientUpgraded (NULL: the scheme switches nothing)
+ * and corClientClose say; close is called once for each open that
+ * returned 0, never after one that failed.
+ */
+typedef struct {
+    size_t size;
+    int (*open)(void* x, const CorClientRequest* req,
+                CorClientResponse* res);
+    ssize_t (*read)(void* x, void* buf, size_t len, int timeoutMs);
+    bool (*done)(const void* x);
+    CorConn* (*upgraded)(void* x, const void** restP, size_t* restLenP);
+    void (*close)(void* x);
+} CorClientOps;
+
 /* The seed's names for the same calls, as its cor:// code reads:
  * corRestCorStart(&(CorClientRequest){ .url = "cor://b:7070/x" }, &err)
  * starts a call now, corRestCorWait collects it. One client takes every
@@ -534,7 +663,16 @@ typedef struct {
      * coroutines ended): close what the scheme's client keeps on that
      * loop (connections shared by its exchanges). */
     void (*loopExit)(void);
+    /* NULL, or its exchanges read as they come (corClientOpen): without
+     * them an exchange is fetched whole and read out of memory. */
+    const CorClientOps* stream;
 } CorScheme;
+
+/* A send for a scheme that fetches: the notification n as one exchange
+ * (corClientFetch) with its method, headers (Content-Type among them)
+ * and body, acknowledged by a 2xx. http, https, cor and cors send so. */
+int corClientNotify(CorModule* m, const CorNotification* n, char* why,
+                    size_t whyLen);
 
 /* Register a scheme (copied), from a module's init. Returns 0, or -1
  * after a module error (a bad or taken name, neither fetch nor send, too

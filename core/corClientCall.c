@@ -47,25 +47,60 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+const CorScheme*
+corClientScheme(const char* url, CorClientResponse* res)
+{
+    const CorScheme* s = corSchemeOf(url);
+    CorUrl u;
+
+    memset(res, 0, sizeof(*res));
+    if (s != NULL && s->fetch != NULL) {
+        return s;
+    }
+    if (corUrlParse(url, &u, res->error, sizeof(res->error)) == 0) {
+        snprintf(res->error, sizeof(res->error), "URL %.80s: no client "
+                 "takes %.20s://", url, u.scheme);
+    }
+    return NULL;
+}
+
 int
 corClientFetch(const CorClientRequest* req, CorClientResponse* res)
 {
-    const CorScheme* s;
-    CorUrl u;
+    const CorScheme* s = corClientScheme(req->url, res);
+
+    return s != NULL ? s->fetch(req, res) : -EINVAL;
+}
+
+int
+corClientNotify(CorModule* m, const CorNotification* n, char* why,
+                size_t whyLen)
+{
+    CorHeader headers[COR_NOTIFY_HEADERS_MAX + 1];
+    unsigned count = n->headerCount;
+    CorClientResponse res;
     int rc;
 
-    memset(res, 0, sizeof(*res));
-    rc = corUrlParse(req->url, &u, res->error, sizeof(res->error));
+    (void)m;
+    if (count > 0) {
+        memcpy(headers, n->headers, count * sizeof(*headers));
+    }
+    if (n->contentType != NULL) {
+        headers[count++] = (CorHeader){ "Content-Type", 12, n->contentType,
+                                        strlen(n->contentType) };
+    }
+    rc = corClientFetch(&(CorClientRequest){
+        .method = n->method, .url = n->url, .headers = headers,
+        .headerCount = count, .body = n->body, .bodyLen = n->bodyLen,
+        .totalTimeoutMs = n->timeoutMs }, &res);
     if (rc < 0) {
-        return rc;
+        snprintf(why, whyLen, "%s", res.error);
+    } else if (res.status < 200 || res.status > 299) {
+        snprintf(why, whyLen, "answered %d", res.status);
+        rc = -EPROTO;
     }
-    s = corSchemeFind(u.scheme);
-    if (s == NULL || s->fetch == NULL) {
-        snprintf(res->error, sizeof(res->error), "URL %.80s: no client "
-                 "takes %.20s://", req->url, u.scheme);
-        return -EINVAL;
-    }
-    return s->fetch(req, res);
+    corClientResponseFree(&res);
+    return rc;
 }
 
 const CorHeader*

@@ -263,10 +263,7 @@ void corProxyAcceptStop(CorAcceptFn open);
 uint64_t corDeadlineAfter(int timeoutMs);
 /* What is left until deadline, for a wait: -1 for none (deadline 0). */
 int corDeadlineLeftMs(uint64_t deadline);
-/* Wait for events on fd until deadline. May yield. Returns 0 when fd is
- * ready (or failed: the next call on it says how), -ETIMEDOUT, or the
- * wait's -errno (-ECANCELED). */
-int corDeadlineWaitFd(int fd, short events, uint64_t deadline);
+/* corDeadlineWaitFd is public: corClient.h. */
 /* Send all len bytes of buf through t, waiting for room until deadline;
  * *sentP (NULL: not counted) grows by what went out, whatever the result.
  * May yield. Returns 0, or -errno (-EPIPE, -ETIMEDOUT, -ECANCELED...). */
@@ -355,20 +352,8 @@ unsigned corRequestsOnWorkers(void);
 void corRequestHold(CorRequest* r);
 void corRequestLetGo(CorRequest* r);
 
-/* Streamed request bodies (corRequestBody.c, corRequestBodyTake.c), as
- * the HTTP client passes one on (CorClientRequest.bodyFrom). Take what
- * came without waiting: a count, 0 at the end, -EAGAIN for nothing yet,
- * or the failure corRequestBodyRead would say (a body that came whole is
- * taken out of r->body). Watch: fn(arg) runs on r's loop after each piece and at the
- * end (NULL: no more), set and cleared on r's loop only. WakeFd: an
- * eventfd (r's) that turns readable at such news, for a taker on another
- * thread (it drains it); -EINVAL for a body that came whole, or -errno.
- * Free: at the request's end. */
-typedef void (*CorBodyWatchFn)(void* arg);
-
-ssize_t corRequestBodyTake(CorRequest* r, void* buf, size_t len);
-void corRequestBodyWatch(CorRequest* r, CorBodyWatchFn fn, void* arg);
-int corRequestBodyWakeFd(CorRequest* r);
+/* The end of a streamed request body (corRequestBody.c): at the request's
+ * end. Taking one as it comes is public (corClient.h). */
 void corRequestBodyFree(CorRequest* r);
 
 /*
@@ -529,6 +514,11 @@ bool corConnPoolPut(CorConn* c);
 /* Close every idle connection of the calling loop's pool, for good (at
  * the loop's end), and those of the shared pool (at the generation's). */
 void corConnPoolLoopExit(void);
+/* The scheme that fetches url (any case), with res cleared; NULL with
+ * res->error said when none takes it, or url is no URL
+ * (corClientCall.c: corClientFetch's and corClientOpen's). */
+const CorScheme* corClientScheme(const char* url, CorClientResponse* res);
+
 /* Each scheme's loopExit, on the calling loop's thread (corScheme.c). */
 void corSchemesLoopExit(void);
 void corConnPoolShutdown(void);

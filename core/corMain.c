@@ -234,7 +234,7 @@ corSignalSend(const CorOptions* options, const char* command)
 }
 
 int
-main(int argc, char** argv)
+corMain(int argc, char** argv)
 {
     static char self[PATH_MAX];
     CorOptions options = { .configFile = DEFAULT_CONFIG };

@@ -341,4 +341,13 @@ bool corTransportTlsPlainPeer(CorTransport* t);
 bool corTransportTlsResumed(const CorTransport* t);
 const char* corTransportTlsAlpn(const CorTransport* t);
 
+/*
+ * cor's command line (core/corMain.c): run, check, signal. The binary's
+ * main (http/corHttpMain.c, on the floor that links the core) calls it
+ * once the floors above the core registered what they bring, by explicit
+ * calls rather than constructors (STYLE.md), since the core may not call
+ * up into them. Returns the process's exit status.
+ */
+int corMain(int argc, char** argv);
+
 #endif /* COR_PROTOCOL_H */

@@ -28,9 +28,9 @@
  * HTTP/1's to take.
  */
 #include "corHttp2ClientInt.h"
-#include "corCoreInt.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Inside the HTTP/2 client: the streams that the HTTP client's exchange
- * (corHttpClient.c, which keeps the deadlines and the retry) makes when a
- * request asks for HTTP/2, the connection (the nghttp2 session) they share
- * (corHttp2ClientConn.c), and what goes between the two: a request's
- * header list, the answer's head and trailers, its body
+ * (corHttpClientOver2.c, which keeps the deadlines and the retry) makes
+ * when a request asks for HTTP/2, the connection (the nghttp2 session)
+ * they share (corHttp2ClientConn.c), and what goes between the two: a
+ * request's header list, the answer's head and trailers, its body
  * (corHttp2ClientStream.c).
  */
 #ifndef COR_HTTP2_CLIENT_INT_H

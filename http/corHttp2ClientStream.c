@@ -12,7 +12,6 @@
  */
 #include "corHttp2ClientInt.h"
 #include "corHttpClientInt.h"
-#include "corCoreInt.h"
 
 #include <errno.h>
 #include <stdio.h>

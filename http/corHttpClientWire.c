@@ -15,23 +15,6 @@
 #include <string.h>
 #include <strings.h>
 
-bool
-corHttpClientIdempotent(const char* method)
-{
-    static const char* const idempotent[] = { "GET", "HEAD", "OPTIONS",
-                                              "TRACE", "PUT", "DELETE" };
-
-    if (method == NULL) {
-        return true;
-    }
-    for (size_t i = 0; i < sizeof(idempotent) / sizeof(idempotent[0]); i++) {
-        if (strcmp(method, idempotent[i]) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
 /* ---- The URL ------------------------------------------------------------- */
 
 int

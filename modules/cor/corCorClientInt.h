@@ -8,7 +8,6 @@
 
 #include "cor.h"
 #include "corCorCodec.h"
-#include "corHttpClient.h"
 
 /* The default ports of cor:// and cors://. */
 #define COR_COR_PORT 7070

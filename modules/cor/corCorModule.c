@@ -111,7 +111,7 @@ corInit(CorModule* m, const CorConf* conf)
     for (unsigned i = 0; i < 2; i++) {
         if (corSchemeAdd(m, &(CorScheme){ .scheme = i == 0 ? "cor" : "cors",
                                           .fetch = corCorFetch,
-                                          .send = corHttpClientNotify })
+                                          .send = corClientNotify })
             != 0) {
             return -1;
         }

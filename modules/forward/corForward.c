@@ -67,7 +67,7 @@ static unsigned groupCount;
  */
 static int
 upstreamOpen(CorRequest* r, ForwardGroup* g, CorClientRequest* q,
-             CorClientResponse* res, CorHttpClientExchange** xP,
+             CorClientResponse* res, CorClientStream** xP,
              ForwardServer** sP)
 {
     bool* tried = corRequestAlloc(r, g->serverCount);
@@ -84,7 +84,7 @@ upstreamOpen(CorRequest* r, ForwardGroup* g, CorClientRequest* q,
             corClientResponseFree(res);
         }
         q->url = corForwardUrl(r, s);
-        rc = q->url != NULL ? corHttpClientOpen(q, res, xP) : -ENOMEM;
+        rc = q->url != NULL ? corClientOpen(q, res, xP) : -ENOMEM;
         if (rc == 0) {
             *sP = s;
             return 0;
@@ -103,7 +103,7 @@ upstreamOpen(CorRequest* r, ForwardGroup* g, CorClientRequest* q,
         }
         if (!res->sent) {
             atomic_store(&s->downUntil, corEvClockMs() + g->failTimeoutMs);
-        } else if (!corHttpClientIdempotent(q->method)
+        } else if (!corClientIdempotent(q->method)
                    || (rc != -ECONNRESET && rc != -EPIPE)
                    || r->bodyTaken > 0) {
             return rc;          /* a body passed on as it came is gone */
@@ -142,12 +142,12 @@ streamEnd(CorRequest* r, const CorClientResponse* res)
  * client. A failure on either side cuts the answer: the client must not
  * take a truncated body for a whole one. */
 static void
-bodyStream(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
+bodyStream(CorRequest* r, const ForwardGroup* g, CorClientStream* x,
            CorClientResponse* res, char* buf)
 {
     ssize_t n;
 
-    while ((n = corHttpClientBodyRead(x, buf, FORWARD_READ_BYTES,
+    while ((n = corClientRead(x, buf, FORWARD_READ_BYTES,
                                       g->readTimeoutMs)) > 0) {
         if (corResponseStreamWrite(r, buf, (size_t)n) < 0) {
             corResponseStreamAbort(r);      /* the client left */
@@ -194,7 +194,7 @@ lengthUnknownHead(const CorRequest* r, const CorClientResponse* res)
  * streamed. Never inlined: its buffer must not be on the stack while the
  * request waits for the upstream (what a wait touches stays resident). */
 static __attribute__((noinline)) void
-answerPass(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
+answerPass(CorRequest* r, const ForwardGroup* g, CorClientStream* x,
            CorClientResponse* res)
 {
     char first[FORWARD_FIRST_BYTES];
@@ -207,8 +207,8 @@ answerPass(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
         corRespondStatic(r, 500, "text/plain", "no memory\n", 10);
         return;
     }
-    if (!corHttpClientBodyDone(x)) {
-        n = corHttpClientBodyRead(x, first, sizeof(first), g->readTimeoutMs);
+    if (!corClientDone(x)) {
+        n = corClientRead(x, first, sizeof(first), g->readTimeoutMs);
     }
     if (n < 0) {
         if (n != -ECANCELED) {
@@ -219,7 +219,7 @@ answerPass(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
     }
     /* An answer with trailers goes as a stream, which has a place for
      * them over HTTP/1.1 too (the last chunk). */
-    if (corHttpClientBodyDone(x) && !lengthUnknownHead(r, res)
+    if (corClientDone(x) && !lengthUnknownHead(r, res)
         && res->trailerCount == 0) {
         corRespond(r, res->status, type, first, (size_t)n);
         return;
@@ -227,7 +227,7 @@ answerPass(CorRequest* r, const ForwardGroup* g, CorHttpClientExchange* x,
     if (corResponseStreamStart(r, res->status, type) != 0) {
         return;
     }
-    if (corHttpClientBodyDone(x)) {
+    if (corClientDone(x)) {
         if (n > 0 && corResponseStreamWrite(r, first, (size_t)n) < 0) {
             corResponseStreamAbort(r);
         } else {
@@ -266,7 +266,7 @@ forwardServe(CorRequest* r)
         .bodyFrom = g->http2 || r->bodyIn != NULL ? r : NULL,
     };
     CorClientResponse res;
-    CorHttpClientExchange* x = NULL;
+    CorClientStream* x = NULL;
     ForwardServer* s = NULL;
     CorHeader* headers;
     const char* method = corForwardMethod(r);
@@ -290,7 +290,7 @@ forwardServe(CorRequest* r)
     } else {
         answerPass(r, g, x, &res);
     }
-    corHttpClientClose(x);
+    corClientClose(x);
     corForwardServerDone(s);
     corClientResponseFree(&res);
 }

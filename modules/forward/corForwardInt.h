@@ -9,7 +9,6 @@
 #define COR_FORWARD_INT_H
 
 #include "cor.h"
-#include "corHttpClient.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -142,7 +141,7 @@ const CorHeader* corForwardUpgradeAsked(const CorRequest* r,
  * it ends); false after r was answered otherwise (502).
  */
 bool corForwardUpgradePass(CorRequest* r, ForwardGroup* g,
-                           CorHttpClientExchange* x, CorClientResponse* res,
+                           CorClientStream* x, CorClientResponse* res,
                            ForwardServer* s);
 
 /*

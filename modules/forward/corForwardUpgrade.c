@@ -279,7 +279,7 @@ protocolOf(CorRequest* r, const CorClientResponse* res)
 
 bool
 corForwardUpgradePass(CorRequest* r, ForwardGroup* g,
-                      CorHttpClientExchange* x, CorClientResponse* res,
+                      CorClientStream* x, CorClientResponse* res,
                       ForwardServer* s)
 {
     char* protocol = protocolOf(r, res);
@@ -294,7 +294,7 @@ corForwardUpgradePass(CorRequest* r, ForwardGroup* g,
     }
     sp->g = g;
     sp->s = s;
-    sp->up = corHttpClientUpgraded(x, &rest, &restLen);
+    sp->up = corClientUpgraded(x, &rest, &restLen);
     sp->upRest = restLen > 0 ? malloc(restLen) : NULL;
     if (sp->up == NULL || (restLen > 0 && sp->upRest == NULL)
         || restLen > SPLICE_BYTES) {

@@ -7,7 +7,8 @@
  * out leaves the connection and its tables fit for the next; a peer
  * restarted between two calls is called again on a new connection; a
  * stop with 500 calls waiting on a peer that never answers ends them all
- * at once.
+ * at once. A module reads an answer in pieces through the core's streamed
+ * call from cor:// and http:// (HTTP/1.1 and HTTP/2) alike.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -37,6 +38,7 @@ static const char aConfig[] =
     "routes:\n"
     "  - { match: \"/client\", handler: client }\n"
     "  - { match: \"/fanout\", handler: fanout }\n"
+    "  - { match: \"/pieces\", handler: pieces }\n"
     "  - { match: \"/write\", handler: write }\n"
     "  - { match: \"GET /metrics\", handler: metrics }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
@@ -50,7 +52,7 @@ startB(void)
     snprintf(yaml, sizeof(yaml),
              "runtime: { loops: 1, coroutines: { enabled: {COROUTINES} } }\n"
              "listen:\n"
-             "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
+             "  - { protocol: http, address: 127.0.0.1:{PORT}, http2: on }\n"
              "  - { protocol: cor, address: 127.0.0.1:%d }\n"
              "modules: [ { load: http }, { load: cor }, { load: hello } ]\n"
              "routes:\n"
@@ -123,6 +125,32 @@ fanout(bool worker)
     ck_assert_msg(strstr(buf, "ok=4") != NULL, "%s", buf);
     ck_assert_msg(atol(strstr(buf, "ms=") + 3) < 1800, "%s", buf);
 }
+
+/* A module reads an answer in pieces through the core's one streamed call
+ * (the testkit's /pieces: corClientOpen, corClientRead of 4 bytes at a
+ * time, corClientClose), from each scheme alike: cor://, http:// over
+ * HTTP/1.1 and over HTTP/2 (prior knowledge to B's http2 listener); in a
+ * coroutine and on a worker. B's hello answers "hello, world\n": 13
+ * bytes, 4 pieces. */
+START_TEST(test_a_module_reads_each_scheme_in_pieces)
+{
+    const char* want = "status=200 pieces=4 len=13 done=1 body=hello, world";
+    char path[3][256];
+
+    snprintf(path[0], sizeof(path[0]), "/pieces?url=cor://127.0.0.1:%d/hello",
+             bPort);
+    snprintf(path[1], sizeof(path[1]), "/pieces?url=http://127.0.0.1:%d/hello",
+             b.port);
+    snprintf(path[2], sizeof(path[2]), "/pieces?url=http://127.0.0.1:%d/hello"
+             "&http2=1", b.port);
+    for (int worker = 0; worker < 2; worker++) {
+        for (int i = 0; i < 3; i++) {
+            ck_assert_int_eq(get(path[i], worker), 200);
+            ck_assert_msg(strstr(buf, want) != NULL, "%s: %s", path[i], buf);
+        }
+    }
+}
+END_TEST
 
 START_TEST(test_a_fan_out_takes_as_long_as_its_slowest_call)
 {
@@ -255,6 +283,7 @@ COR_TEST_SUITE(corCorClient)
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, setUp, tearDown);
     tcase_add_test(tc, test_an_exchange_on_a_coroutine_and_on_a_worker);
+    tcase_add_test(tc, test_a_module_reads_each_scheme_in_pieces);
     tcase_add_test(tc, test_a_fan_out_takes_as_long_as_its_slowest_call);
     tcase_add_test(tc, test_a_call_that_timed_out_leaves_the_connection_fit);
     tcase_add_test(tc, test_a_peer_restarted_between_two_calls_is_called_again);

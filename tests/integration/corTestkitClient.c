@@ -15,6 +15,12 @@
  *   /fanleave?n=N&url=U
  *       starts N exchanges and answers without collecting them: the
  *       request's end must cancel them.
+ *   /pieces?url=U&piece=N[&http2=1]
+ *       one exchange read through the core's streamed call, whatever
+ *       the scheme (corClientOpen, then corClientRead of N bytes at most,
+ *       default 4, then corClientClose): "status=S pieces=P len=L
+ *       done=D body=BODY", P the reads that gave bytes; or 502 "rc=-ERRNO
+ *       error=WHY" for a failed open or read.
  *
  * Each is a coroutine, a worker with ?worker=1 (and in blocking mode).
  */
@@ -158,6 +164,48 @@ fanleaveServe(CorRequest* r)
     corRespondf(r, 200, "text/plain", "started=%d\n", started);
 }
 
+/* The body gathered from reads of at most piece bytes. */
+#define PIECES_BODY_MAX 4096
+
+static void
+piecesServe(CorRequest* r)
+{
+    CorClientRequest q;
+    CorClientResponse res;
+    CorClientStream* x;
+    char body[PIECES_BODY_MAX];
+    size_t piece = (size_t)queryNum(r, "piece", 4);
+    size_t len = 0;
+    int pieces = 0;
+    ssize_t n = 0;
+    int rc;
+
+    requestFrom(r, &q);
+    q.http2 = corRequestQuery(r, "http2") != NULL;
+    if (piece < 1 || piece > sizeof(body)) {
+        corRespondf(r, 400, "text/plain", "piece: 1..%zu\n", sizeof(body));
+        return;
+    }
+    rc = corClientOpen(&q, &res, &x);
+    while (rc == 0 && (n = corClientRead(x, body + len,
+                                         len + piece <= sizeof(body)
+                                         ? piece : sizeof(body) - len,
+                                         5000)) > 0) {
+        len += (size_t)n;
+        pieces++;
+    }
+    if (rc < 0 || n < 0) {
+        corRespondf(r, failStatus(rc < 0 ? rc : (int)n), "text/plain",
+                    "rc=%d error=%s\n", rc < 0 ? rc : (int)n, res.error);
+    } else {
+        corRespondf(r, 200, "text/plain", "status=%d pieces=%d len=%zu "
+                    "done=%d body=%.*s\n", res.status, pieces, len,
+                    corClientDone(x), (int)len, body);
+    }
+    corClientClose(x);
+    corClientResponseFree(&res);
+}
+
 void
 corTestkitClientAdd(CorModule* m, int* rc)
 {
@@ -174,6 +222,11 @@ corTestkitClientAdd(CorModule* m, int* rc)
                != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "fanleave",
                                            .serve = fanleaveServe,
+                                           .run = COR_RUN_COROUTINE,
+                                           .coroutineHook = clientOnLoop })
+               != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "pieces",
+                                           .serve = piecesServe,
                                            .run = COR_RUN_COROUTINE,
                                            .coroutineHook = clientOnLoop })
                != 0) {
