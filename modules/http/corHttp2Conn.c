@@ -61,6 +61,11 @@
 #define STOP_FLUSH_MS 100
 /* Rounds of output that a stream's producer may add in one go. */
 #define OUTPUT_ROUNDS 8
+/* A connection with no stream that wrote no frame for this long gives
+ * its frame buffer's pages back (corHttp2Mem.c): after a quiet spell
+ * rather than at each stream's end, so that a client's next request a
+ * moment later costs no madvise and no page faults. */
+#define QUIET_MS 200
 
 static void connClose(Http2Conn* c);
 static void timerUpdate(Http2Conn* c);
@@ -84,6 +89,7 @@ sendPump(Http2Conn* c)
         if (n == 0) {
             break;
         }
+        c->framedMs = corEvNow(c->k.loop);
         if (corBufAppend(&c->k.out, data, (size_t)n) != 0) {
             return -1;
         }
@@ -166,6 +172,20 @@ corHttp2ConnAbuse(Http2Conn* c, Http2Abuse why, uint32_t code)
 
 /* ---- The timer ----------------------------------------------------------- */
 
+/* Whether c is quiet: its frame buffer holds pages, no stream is open,
+ * nothing waits to be sent and no frame has come in part (nghttp2 takes
+ * every byte given, so it is between frames when the scan is). */
+static bool
+quiet(Http2Conn* c)
+{
+    return c->framedMs != 0 && c->streamCount == 0
+           && corBufPending(&c->k.out) == 0
+           && corBufPending(&c->k.in) == 0
+           && c->frames.headLen == 0 && c->frames.left == 0
+           && c->frames.prefaceLeft == 0
+           && !nghttp2_session_want_write(c->session);
+}
+
 /* The earlier of next (0: none yet) and t. */
 static inline uint64_t
 earlier(uint64_t next, uint64_t t)
@@ -204,6 +224,9 @@ deadlineNext(Http2Conn* c, uint64_t now)
     }
     if (c->streamCount == 0) {
         next = earlier(next, c->activeMs + limits->keepaliveTimeoutMs);
+    }
+    if (quiet(c)) {
+        next = earlier(next, c->framedMs + QUIET_MS);
     }
     return next;
 }
@@ -256,6 +279,10 @@ expired(CorKitConn* k)
         finalGoaway(c);
     }
     corHttp2StreamsDeadline(c, now);    /* resets what is past it */
+    if (quiet(c) && now >= c->framedMs + QUIET_MS) {
+        corHttp2MemRelease(&c->mem);
+        c->framedMs = 0;
+    }
     if (c->streamCount == 0 && now >= c->activeMs
                                       + limits->keepaliveTimeoutMs) {
         /* Idle: say so, then close. */
@@ -478,6 +505,7 @@ sessionNew(Http2Conn* c)
     nghttp2_option* opt = NULL;
     int rc = -1;
 
+    corHttp2MemInit(&c->mem);
     if (cb == NULL || nghttp2_option_new(&opt) != 0) {
         goto failed;
     }
@@ -493,7 +521,8 @@ sessionNew(Http2Conn* c)
      * once when it is gathered whole, as its handler reads when it is
      * streamed), so a handler that reads slowly holds the client back. */
     nghttp2_option_set_no_auto_window_update(opt, 1);
-    if (nghttp2_session_server_new2(&c->session, cb, c, opt) != 0) {
+    if (nghttp2_session_server_new3(&c->session, cb, c, opt, &c->mem.mem)
+        != 0) {
         goto failed;
     }
     rc = nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, settings,

@@ -135,6 +135,14 @@ struct Http2Stream {
     CorHeader* headers;         /* built once the head is whole */
 };
 
+/* nghttp2's memory for one connection (corHttp2Mem.c): its frame
+ * buffers in pages of their own, given back while it is quiet. */
+typedef struct {
+    nghttp2_mem mem;            /* the session's allocator; its user
+                                 * data is this */
+    CorList blocks;             /* the frame buffers' pages */
+} Http2Mem;
+
 /* A connection; owned by its loop, freed when it closes. */
 struct Http2Conn {
     CorKitConn k;
@@ -159,6 +167,9 @@ struct Http2Conn {
                                  * since then, or 0 */
     uint64_t activeMs;          /* its last stream ended then */
     Http2Frames frames;         /* what came, as corHttp2Frames.c sees it */
+    Http2Mem mem;               /* outlives the session */
+    uint64_t framedMs;          /* nghttp2 last wrote a frame then; 0:
+                                 * its frame buffer's pages went back */
     bool ending;                /* corHttp2ConnAbuse ends it (counted) */
 };
 
@@ -245,6 +256,14 @@ void corHttp2RefusalSay(const Http2Stream* st, int status);
 int corHttp2BodyAnnounced(const Http2Stream* st);
 /* Whether st's request is a gRPC call (content-type application/grpc). */
 bool corHttp2Grpc(const Http2Stream* st);
+
+/* ---- corHttp2Mem.c ------------------------------------------------------ */
+
+/* Before the session is made with m->mem. */
+void corHttp2MemInit(Http2Mem* m);
+/* The frame buffers' pages back to the kernel: only while nghttp2 has
+ * no frame in them (nothing to send, none half written). */
+void corHttp2MemRelease(Http2Mem* m);
 
 /* ---- corHttp2Conf.c ------------------------------------------------------ */
 
