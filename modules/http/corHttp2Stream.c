@@ -204,6 +204,20 @@ targetSet(Http2Stream* st, const char* path, size_t len)
     return 0;
 }
 
+/* The peer's address, as the connection's name has it before its port:
+ * formatted once per connection (inet_ntop's sprintf was 1 700 of a
+ * request's 23 000 instructions when each stream formatted it). */
+static void
+remoteSet(const Http2Conn* c, Http2Stream* st)
+{
+    const char* port = strrchr(c->peerName, ':');
+    size_t len = port != NULL ? (size_t)(port - c->peerName) : 0;
+
+    len = len < sizeof(st->remote) ? len : sizeof(st->remote) - 1;
+    memcpy(st->remote, c->peerName, len);
+    st->remote[len] = '\0';
+}
+
 /* The request of a whole header block: its pseudo-headers say the method
  * and the target, :authority is its Host (when it has none). Returns 0,
  * or a status to answer instead (400, 503). */
@@ -254,7 +268,7 @@ requestBuild(Http2Conn* c, Http2Stream* st)
     r->remote = st->remote;
     r->secure = c->tls;
     r->version = "HTTP/2.0";
-    corPeerAddress(&c->peer, st->remote, sizeof(st->remote));
+    remoteSet(c, st);
     if (r->method == NULL || path == NULL) {
         r->method = r->method != NULL ? r->method : "-";
         r->methodLen = strlen(r->method);
@@ -435,7 +449,7 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
         free(lower);
         return -1;
     }
-    snprintf(statusText, sizeof(statusText), "%d", status);
+    corHttpPutDecimal(statusText, (size_t)status);
     corHttp2Nv(nv, &n, ":status", 7, statusText, 3);
     corHttp2Nv(nv, &n, "server", 6, "cor", 3);
     corHttp2Nv(nv, &n, "date", 4, corHttpDate(c->hl), 29);
@@ -444,9 +458,10 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
                    strlen(r->contentType));
     }
     if (r->stream == NULL && (bodyAllowed(r, status) || r->head)) {
-        int len = snprintf(length, sizeof(length), "%zu", r->responseLen);
+        size_t len = (size_t)(corHttpPutDecimal(length, r->responseLen)
+                              - length);
 
-        corHttp2Nv(nv, &n, "content-length", 14, length, (size_t)len);
+        corHttp2Nv(nv, &n, "content-length", 14, length, len);
     }
     lowerLen = fieldsPut(nv, &n, lower, r->responseHeaders,
                          r->responseHeaderCount);

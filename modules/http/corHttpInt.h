@@ -302,6 +302,24 @@ const char* corHttpDate(HttpLoop* hl);
 
 /* ---- inline definitions -------------------------------------------------- */
 
+/* value in decimal at at (no NUL; room for 20 digits): returns past
+ * them. printf's cost was a good part of a response head's. */
+static inline char*
+corHttpPutDecimal(char* at, size_t value)
+{
+    char digits[24];
+    int n = 0;
+
+    do {
+        digits[n++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value != 0);
+    while (n > 0) {
+        *at++ = digits[--n];
+    }
+    return at;
+}
+
 static inline int
 corHttpBufLend(HttpLoop* hl, CorBuf* b)
 {
