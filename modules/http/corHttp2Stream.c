@@ -426,13 +426,15 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
 {
     CorRequest* r = &st->r;
     int status = r->status >= 200 && r->status <= 599 ? r->status : 500;
-    nghttp2_nv* nv = calloc(r->responseHeaderCount
-                            + r->responseTrailerCount + OWN_FIELDS,
-                            sizeof(*nv));
-    char* lower = NULL;
+    size_t nvCount = r->responseHeaderCount + r->responseTrailerCount
+                     + OWN_FIELDS;
     size_t lowerLen = namesLen(r->responseHeaders, r->responseHeaderCount)
                       + namesLen(r->responseTrailers,
                                  r->responseTrailerCount);
+    /* One allocation for both, the lowered names after the fields (a
+     * malloc and a free less a response). */
+    nghttp2_nv* nv = malloc(nvCount * sizeof(*nv) + lowerLen + 1);
+    char* lower = (char*)(nv + nvCount);
     char statusText[4];
     char length[24];
     size_t n = 0;
@@ -443,10 +445,7 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     nghttp2_data_provider dp = { .source.ptr = st, .read_callback = bodyRead };
     int rc;
 
-    lower = malloc(lowerLen + 1);
-    if (nv == NULL || lower == NULL) {
-        free(nv);
-        free(lower);
+    if (nv == NULL) {
         return -1;
     }
     corHttpPutDecimal(statusText, (size_t)status);
@@ -475,7 +474,6 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     rc = nghttp2_submit_response(c->session, st->id, nv, n,
                                  body ? &dp : NULL);
     free(nv);
-    free(lower);
     st->answered = true;
     return rc == 0 ? 0 : -1;
 }
