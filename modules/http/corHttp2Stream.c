@@ -43,6 +43,22 @@
 /* Response fields beside the handler's: :status, server, date,
  * content-type, content-length. */
 #define OWN_FIELDS 5
+/* A freed stream whose header buffers grew past this goes back to malloc
+ * rather than to its loop's cache (a request's usual head fits the
+ * buffers' first 256 bytes). */
+#define CACHED_BUF_MAX 1024
+/* Under a sanitizer every stream is malloc's, so that a use after its
+ * free is seen. */
+#if defined(__SANITIZE_ADDRESS__)
+#define STREAM_CACHED false
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STREAM_CACHED false
+#endif
+#endif
+#ifndef STREAM_CACHED
+#define STREAM_CACHED true
+#endif
 
 static void requestDone(CorRequest* r);
 static void requestRelease(CorRequest* r);
@@ -81,13 +97,60 @@ streamOf(nghttp2_session* s, int32_t id)
 static void
 streamFree(Http2Stream* st)
 {
-    corBufFree(&st->raw);
-    corBufFree(&st->fields);
+    HttpLoop* hl = st->hl;
+
     corBufFree(&st->body);
     corBufFree(&st->streamed);
     free(st->target);
     free(st->headers);
+    if (STREAM_CACHED && hl->h2StreamCount < HTTP_H2_STREAM_CACHE
+        && !hl->h2StreamsClosed
+        && st->raw.cap <= CACHED_BUF_MAX
+        && st->fields.cap <= CACHED_BUF_MAX) {
+        hl->h2Streams[hl->h2StreamCount++] = st;
+        return;
+    }
+    corBufFree(&st->raw);
+    corBufFree(&st->fields);
     free(st);
+}
+
+/* A stream, zeroed but for its header buffers' memory, from hl's cache
+ * (with the buffers it had: two reallocs less) or malloc; NULL. */
+static Http2Stream*
+streamNew(HttpLoop* hl)
+{
+    Http2Stream* st;
+    CorBuf raw;
+    CorBuf fields;
+
+    if (hl->h2StreamCount == 0) {
+        st = calloc(1, sizeof(*st));
+    } else {
+        st = hl->h2Streams[--hl->h2StreamCount];
+        raw = (CorBuf){ .data = st->raw.data, .cap = st->raw.cap };
+        fields = (CorBuf){ .data = st->fields.data, .cap = st->fields.cap };
+        memset(st, 0, sizeof(*st));
+        st->raw = raw;
+        st->fields = fields;
+    }
+    if (st != NULL) {
+        st->hl = hl;
+    }
+    return st;
+}
+
+void
+corHttp2StreamCacheEnd(HttpLoop* hl)
+{
+    hl->h2StreamsClosed = true;
+    while (hl->h2StreamCount > 0) {
+        Http2Stream* st = hl->h2Streams[--hl->h2StreamCount];
+
+        corBufFree(&st->raw);
+        corBufFree(&st->fields);
+        free(st);
+    }
 }
 
 /* Take st off its connection. */
@@ -118,7 +181,7 @@ corHttp2StreamBegin(nghttp2_session* s, const nghttp2_frame* f, void* arg)
         || f->headers.cat != NGHTTP2_HCAT_REQUEST) {
         return 0;
     }
-    st = calloc(1, sizeof(*st));
+    st = streamNew(c->hl);
     if (st == NULL) {
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  /* resets it */
     }
