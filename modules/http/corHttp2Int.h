@@ -98,6 +98,7 @@ typedef enum {
 struct Http2Stream {
     CorRequest r;
     Http2Conn* conn;            /* NULL once the connection is gone */
+    HttpLoop* hl;               /* whose cache takes it back when freed */
     CorList link;               /* in conn->streams */
     int32_t id;
     uint64_t startMs;           /* its HEADERS came then */
@@ -213,6 +214,9 @@ int corHttp2StreamFrame(Http2Conn* c, const nghttp2_frame* f);
 void corHttp2StreamSent(Http2Conn* c, const nghttp2_frame* f);
 int corHttp2StreamClose(nghttp2_session* s, int32_t id, uint32_t code,
                         void* c);
+/* The loop ends: the streams its cache kept go back to malloc, and what
+ * is freed after goes there too. */
+void corHttp2StreamCacheEnd(HttpLoop* hl);
 /* The connection closes: its streams finish into the void. */
 void corHttp2StreamsDetach(Http2Conn* c);
 /* After a send: tell the core of each stream whose queue drained. */

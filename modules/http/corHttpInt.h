@@ -25,6 +25,10 @@ typedef struct HttpLoop HttpLoop;
 /* Free buffers a loop keeps for the next connection that reads or
  * writes; more are given back to malloc. */
 #define HTTP_BUF_CACHE 64
+/* Freed HTTP/2 streams a loop keeps for its next ones (corHttp2Stream.c):
+ * a connection's 16 streams of a turn come and go together, past what
+ * malloc's per-thread cache holds. */
+#define HTTP_H2_STREAM_CACHE 32
 /* An address as text (INET6_ADDRSTRLEN, with room). */
 #define HTTP_REMOTE_BYTES 48
 
@@ -43,6 +47,9 @@ struct HttpLoop {
     CorHttpRequestHead head;
     char* bufs[HTTP_BUF_CACHE]; /* free buffers of HTTP_BUF_BYTES */
     unsigned bufCount;
+    void* h2Streams[HTTP_H2_STREAM_CACHE];   /* free Http2Streams */
+    unsigned h2StreamCount;
+    bool h2StreamsClosed;       /* the loop ended: none is kept */
 };
 
 typedef enum {
@@ -301,6 +308,24 @@ const char* corHttpStatusText(int status);
 const char* corHttpDate(HttpLoop* hl);
 
 /* ---- inline definitions -------------------------------------------------- */
+
+/* value in decimal at at (no NUL; room for 20 digits): returns past
+ * them. printf's cost was a good part of a response head's. */
+static inline char*
+corHttpPutDecimal(char* at, size_t value)
+{
+    char digits[24];
+    int n = 0;
+
+    do {
+        digits[n++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value != 0);
+    while (n > 0) {
+        *at++ = digits[--n];
+    }
+    return at;
+}
 
 static inline int
 corHttpBufLend(HttpLoop* hl, CorBuf* b)

@@ -109,6 +109,7 @@ httpLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
 {
     (void)m;
     (void)loop;
+    corHttp2StreamCacheEnd(corHttpLoopAt(index));
     corHttpLoopBuffersFree(corHttpLoopAt(index));
 }
 

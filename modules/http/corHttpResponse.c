@@ -146,22 +146,6 @@ put(char* at, const char* bytes, size_t len)
 
 #define PUT_LITERAL(at, s) put(at, s, sizeof(s) - 1)
 
-static char*
-putDecimal(char* at, size_t value)
-{
-    char digits[24];
-    int n = 0;
-
-    do {
-        digits[n++] = (char)('0' + value % 10);
-        value /= 10;
-    } while (value != 0);
-    while (n > 0) {
-        *at++ = digits[--n];
-    }
-    return at;
-}
-
 /* A status that allows no body: nothing follows its head, whatever the
  * handler gave (RFC 9110 6.4.1, 15.3.5, 15.4.5). */
 static bool
@@ -203,14 +187,14 @@ appendHead(HttpConn* c, const HttpRequest* req, int status, bool keepAlive)
         return -1;
     }
     at = PUT_LITERAL(at, "HTTP/1.1 ");
-    at = putDecimal(at, (size_t)status);
+    at = corHttpPutDecimal(at, (size_t)status);
     *at++ = ' ';
     at = put(at, reason, strlen(reason));
     at = PUT_LITERAL(at, "\r\nServer: cor\r\nDate: ");
     at = put(at, corHttpDate(c->hl), 29);
     if (req->lengthSaid != UINT64_MAX) {
         at = PUT_LITERAL(at, "\r\nContent-Length: ");
-        at = putDecimal(at, req->lengthSaid);
+        at = corHttpPutDecimal(at, req->lengthSaid);
     } else if (req->framing == HTTP_FRAME_CHUNKED) {
         at = PUT_LITERAL(at, "\r\nTransfer-Encoding: chunked");
     }
