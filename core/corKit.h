@@ -137,6 +137,9 @@ struct CorKitConn {
     bool peerShut;              /* its FIN came: read to its end */
     bool readPaused;            /* past the mark or ops->readMay: not
                                  * read until the output drains */
+    bool inside;                /* in corKitConnServe's step: output
+                                 * queued now goes with its flush (the
+                                 * owner's re-entry guard) */
 };
 
 /* The connections of one loop that a drain and a stop reach; the loop
@@ -164,6 +167,27 @@ void corKitConnFree(CorKitConn* k);
  * flushed first). Frames still pending in k->in are taken first. Returns
  * 0, or -1 when an op closed it. */
 int corKitConnRead(CorKitConn* k);
+/*
+ * Serve what came, under the connection's re-entry guard, then write what
+ * that queued. step (corKitConnRead when NULL: ops->take per frame) reads
+ * and takes; an answer given inside it (an inline handler) only queues
+ * (corKitConnInside), and goes in the one write that follows. step
+ * returns -1 when it closed k, 0 when done, 1 when it stopped at the
+ * high-water mark: it runs again while each flush empties the output.
+ * Called inside a step (a drain's notice, a handler's answer), step runs
+ * and the outer serve writes. Every protocol's server reads this way, so
+ * that none keeps a guard of its own. Returns 0, or -1 when k was closed
+ * (by step, or by ops->fail after a failed write): not touched after.
+ */
+int corKitConnServe(CorKitConn* k, int (*step)(CorKitConn* k));
+/* Whether k is inside corKitConnServe's step (what is queued now goes
+ * with its flush). */
+static inline bool corKitConnInside(const CorKitConn* k);
+/* Output was queued outside of the socket's events (a handler's answer
+ * from a coroutine or a worker, a stream's piece): it goes before the loop
+ * sleeps, with whatever else this turn queues; inside a serve, with its
+ * flush. */
+void corKitConnKick(CorKitConn* k);
 /* Write what the socket takes of k->out, then of its file part. Returns
  * 0 (the rest waits for EPOLLOUT), or -1 on an error or a file shorter
  * than it said (the caller closes). */
@@ -365,6 +389,12 @@ static inline size_t
 corKitConnOutPending(const CorKitConn* k)
 {
     return corBufPending(&k->out) + k->fileLeft;
+}
+
+static inline bool
+corKitConnInside(const CorKitConn* k)
+{
+    return k->inside;
 }
 
 static inline bool

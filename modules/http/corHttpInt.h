@@ -149,7 +149,6 @@ struct HttpConn {
                                  * was full, or a request was being
                                  * served): read again later */
     bool peerClosed;            /* the end was read */
-    bool processing;            /* serving the input (re-entry guard) */
     bool tls;                   /* its listener speaks TLS */
     bool h2c;                   /* a plain listener with http2: on: the
                                  * HTTP/2 preface may come first */

@@ -136,41 +136,43 @@ serveInput(HttpConn* c)
     }
 }
 
+/* One round of serving under the kit's guard (corKitConnServe): the
+ * input, and a body its handler takes as it comes. Returns 1 when held
+ * back by output past the mark, 0, or -1 after closing c. */
+static int
+serveRound(CorKitConn* k)
+{
+    HttpConn* c = corContainerOf(k, HttpConn, k);
+    int rc = serveInput(c);
+
+    if (rc == 0 && c->bodyStream == HTTP_BODY_STREAMING) {
+        rc = corHttpBodyFeed(c);        /* a body its handler takes */
+        if (rc > 0) {
+            corHttpConnArm(c, true);    /* body came: its timer restarts */
+        }
+    }
+    if (rc < 0) {
+        corHttpConnClose(c);
+        return -1;
+    }
+    return reading(c) && corKitConnOutFull(k);
+}
+
 /* Serve what came and write the answers, until it waits; then what the
- * state calls for: the hand-over, the end, or the next deadline. */
+ * state calls for: the hand-over, the end, or the next deadline. An
+ * inline answer inside the kit's serve only queues, and that serve goes
+ * on by itself. */
 static void
 serve(HttpConn* c)
 {
-    bool heldBack;
-    bool fed = false;
-
-    if (c->processing) {
-        return;         /* an inline answer inside the loop below */
+    if (corKitConnInside(&c->k)) {
+        return;
     }
-    c->processing = true;
-    do {
-        int rc = serveInput(c);
-
-        if (rc == 0 && c->bodyStream == HTTP_BODY_STREAMING) {
-            rc = corHttpBodyFeed(c);    /* a body its handler takes */
-            fed |= rc > 0;
-        }
-        if (rc < 0) {
-            c->processing = false;
-            corHttpConnClose(c);
-            return;
-        }
-        heldBack = reading(c) && corKitConnOutFull(&c->k);
-        if (corHttpConnFlush(c) != 0) {
-            c->processing = false;
-            corHttpConnClose(c);
-            return;
-        }
-        /* Held back by output that has all gone out now: go on. */
-    } while (heldBack && corKitConnOutPending(&c->k) == 0);
-    c->processing = false;
+    if (corKitConnServe(&c->k, serveRound) != 0) {
+        return;
+    }
     if (c->state == HTTP_UPGRADED) {
-        upgradeHandOff(c);          /* answered 101 inside the loop above */
+        upgradeHandOff(c);          /* answered 101 inside the serve */
         return;
     }
     if (c->state == HTTP_CLOSING && corKitConnOutPending(&c->k) == 0) {
@@ -182,8 +184,9 @@ serve(HttpConn* c)
         corHttpConnClose(c);
         return;
     }
+    corHttpConnFlushed(c);
     corHttpInputRelease(c);
-    corHttpConnArm(c, fed);     /* body that came restarts its timer */
+    corHttpConnArm(c, false);
 }
 
 /* What a finished answer leaves: the next request, or the close. */
@@ -212,7 +215,7 @@ answered(HttpConn* c, CorRequest* r)
         req->conn = NULL;
     }
     c->releasing = NULL;
-    if (c->processing) {
+    if (corKitConnInside(&c->k)) {
         return;                     /* serve goes on by itself */
     }
     /* Bytes that came while the handler had the request raised their edge
@@ -254,8 +257,7 @@ upgradeHandOff(HttpConn* c)
 {
     HttpRequest* req = c->upgrading;
 
-    if (!c->processing && corKitConnOutPending(&c->k) > 0
-        && corHttpConnFlush(c) != 0) {
+    if (corKitConnOutPending(&c->k) > 0 && corHttpConnFlush(c) != 0) {
         corHttpConnClose(c);           /* the session finds no connection */
         return;
     }
@@ -284,9 +286,8 @@ upgradeAnswered(HttpConn* c, HttpRequest* req)
     c->state = HTTP_UPGRADED;
     c->req = NULL;
     c->upgrading = req;
-    if (!c->processing) {
-        upgradeHandOff(c);
-    }
+    serve(c);                       /* hands it over, now or after the
+                                     * serve under way */
 }
 
 static bool
@@ -331,10 +332,9 @@ requestDone(CorRequest* r)
     r->bodySent = r->stream != NULL || req->framing != HTTP_FRAME_LENGTH ? 0
                   : r->fileFd >= 0 ? req->bodyLeft : r->responseLen;
     if (r->stream != NULL) {
-        /* The head goes now; the pieces and the end come as written. */
-        if (!c->processing && corHttpConnFlush(c) != 0) {
-            corHttpConnClose(c);
-        }
+        /* The head goes now (or with the serve under way); the pieces
+         * and the end come as written. */
+        serve(c);
         return;
     }
     if (r->fileFd >= 0) {
@@ -448,9 +448,7 @@ bodyWanted(CorRequest* r)
         return;
     }
     corHttpContinueAppend(c);
-    if (!c->processing) {
-        corEvSoonStart(c->hl->loop, &c->bodySoon, bodyResume);
-    }
+    corEvSoonStart(c->hl->loop, &c->bodySoon, bodyResume);
 }
 
 static void
