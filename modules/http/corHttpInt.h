@@ -141,7 +141,6 @@ struct HttpConn {
     uint64_t lingerEndMs;       /* a lingering close ends then at last */
     size_t lingerBytes;         /* what it dropped so far */
     HttpRequest* req;           /* from its parsed head to its answer */
-    HttpRequest* releasing;     /* being answered: released at once? */
     HttpRequest* upgrading;     /* answered 101: takes the connection */
     bool keepAlive;
     bool linger;                /* an error answer: linger, then close */

@@ -207,14 +207,11 @@ answered(HttpConn* c, CorRequest* r)
     c->served = true;
     /* The next request gets a record of its own: this one stays the
      * core's until its post-response phase is over, which may outlast the
-     * connection; then it is released into the void. */
+     * connection; then it is released into the void. The core lets it go
+     * after the call that answered it, not inside corRequestSent. */
     c->req = NULL;
-    c->releasing = req;
     corRequestSent(r);
-    if (c->releasing == req) {
-        req->conn = NULL;
-    }
-    c->releasing = NULL;
+    req->conn = NULL;
     if (corKitConnInside(&c->k)) {
         return;                     /* serve goes on by itself */
     }
@@ -459,9 +456,6 @@ requestRelease(CorRequest* r)
 
     if (c != NULL && c->req == req) {
         c->req = NULL;
-    }
-    if (c != NULL && c->releasing == req) {
-        c->releasing = NULL;        /* released while being answered */
     }
     corHttpRequestFree(req);
 }
