@@ -20,6 +20,7 @@
 #ifndef COR_KIT_H
 #define COR_KIT_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -178,8 +179,10 @@ int corKitConnRead(CorKitConn* k);
  * and the outer serve writes. Every protocol's server reads this way, so
  * that none keeps a guard of its own. Returns 0, or -1 when k was closed
  * (by step, or by ops->fail after a failed write): not touched after.
+ * Inline: once a request, and the step a direct call then.
  */
-int corKitConnServe(CorKitConn* k, int (*step)(CorKitConn* k));
+static inline int corKitConnServe(CorKitConn* k,
+                                  int (*step)(CorKitConn* k));
 /* Whether k is inside corKitConnServe's step (what is queued now goes
  * with its flush). */
 static inline bool corKitConnInside(const CorKitConn* k);
@@ -389,6 +392,32 @@ static inline size_t
 corKitConnOutPending(const CorKitConn* k)
 {
     return corBufPending(&k->out) + k->fileLeft;
+}
+
+static inline int
+corKitConnServe(CorKitConn* k, int (*step)(CorKitConn* k))
+{
+    bool outer = !k->inside;
+    int rc;
+
+    do {
+        k->inside = true;
+        rc = step != NULL ? step(k) : corKitConnRead(k);
+        if (rc < 0) {
+            return -1;          /* closed: k is gone */
+        }
+        if (!outer) {
+            return 0;           /* the outer serve writes */
+        }
+        k->inside = false;
+        if (corKitConnFlush(k) != 0) {
+            k->ops->fail(k, -ECONNRESET, "the connection failed while "
+                         "writing");
+            return -1;
+        }
+        /* Held back by output that has all gone out now: go on. */
+    } while (rc > 0 && corKitConnOutPending(k) == 0);
+    return 0;
 }
 
 static inline bool

@@ -190,32 +190,6 @@ corKitConnRead(CorKitConn* k)
     return rc;
 }
 
-int
-corKitConnServe(CorKitConn* k, int (*step)(CorKitConn* k))
-{
-    bool outer = !k->inside;
-    int rc;
-
-    do {
-        k->inside = true;
-        rc = step != NULL ? step(k) : corKitConnRead(k);
-        if (rc < 0) {
-            return -1;          /* closed: k is gone */
-        }
-        if (!outer) {
-            return 0;           /* the outer serve writes */
-        }
-        k->inside = false;
-        if (corKitConnFlush(k) != 0) {
-            k->ops->fail(k, -ECONNRESET, "the connection failed while "
-                         "writing");
-            return -1;
-        }
-        /* Held back by output that has all gone out now: go on. */
-    } while (rc > 0 && corKitConnOutPending(k) == 0);
-    return 0;
-}
-
 void
 corKitConnKick(CorKitConn* k)
 {

@@ -69,7 +69,6 @@ reading(const HttpConn* c)
 static void
 requestServe(HttpConn* c)
 {
-    corHttpConnArm(c, true);
     /* The record is the protocol's data: it lives until its release,
      * where the connection may not. */
     corRequestServe(&c->req->r, &httpOps, c->req);
@@ -83,7 +82,6 @@ serveStep(HttpConn* c)
 {
     switch (corHttpRequestStep(c)) {
     case HTTP_STEP_HEAD:
-        corHttpConnArm(c, true);
         return false;
     case HTTP_STEP_BODY:
         if (corHttpBodyStreamBegin(c)) {
@@ -95,7 +93,6 @@ serveStep(HttpConn* c)
         if (c->req->expectContinue && corBufPending(&c->k.in) == 0) {
             corHttpContinueAppend(c);   /* no memory to serve it early */
         }
-        corHttpConnArm(c, true);
         return true;
     case HTTP_STEP_REQUEST:
         requestServe(c);
@@ -148,7 +145,7 @@ serveRound(CorKitConn* k)
     if (rc == 0 && c->bodyStream == HTTP_BODY_STREAMING) {
         rc = corHttpBodyFeed(c);        /* a body its handler takes */
         if (rc > 0) {
-            corHttpConnArm(c, true);    /* body came: its timer restarts */
+            corHttpConnProgress(c);     /* body came: its wait restarts */
         }
     }
     if (rc < 0) {
@@ -165,6 +162,8 @@ serveRound(CorKitConn* k)
 static void
 serve(HttpConn* c)
 {
+    bool stalled = c->k.outStalledMs != 0;
+
     if (corKitConnInside(&c->k)) {
         return;
     }
@@ -184,9 +183,8 @@ serve(HttpConn* c)
         corHttpConnClose(c);
         return;
     }
-    corHttpConnFlushed(c);
+    corHttpConnFlushed(c, stalled);
     corHttpInputRelease(c);
-    corHttpConnArm(c, false);
 }
 
 /* What a finished answer leaves: the next request, or the close. */
@@ -203,8 +201,8 @@ answered(HttpConn* c, CorRequest* r)
         c->keepAlive = false;
         c->linger = true;
     }
-    c->state = c->keepAlive ? HTTP_IDLE : HTTP_CLOSING;
     c->served = true;
+    corHttpConnStateSet(c, c->keepAlive ? HTTP_IDLE : HTTP_CLOSING);
     /* The next request gets a record of its own: this one stays the
      * core's until its post-response phase is over, which may outlast the
      * connection; then it is released into the void. The core lets it go
@@ -252,13 +250,13 @@ upgradeTake(void* arg, const CorTransport* t, const void* in, size_t inLen,
 static void
 upgradeHandOff(HttpConn* c)
 {
-    HttpRequest* req = c->upgrading;
+    HttpRequest* req = c->req;
 
     if (corKitConnOutPending(&c->k) > 0 && corHttpConnFlush(c) != 0) {
         corHttpConnClose(c);           /* the session finds no connection */
         return;
     }
-    c->upgrading = NULL;
+    c->req = NULL;
     req->conn = NULL;
     corHttpConnHandOff(c, upgradeTake, req);
 }
@@ -280,9 +278,7 @@ upgradeAnswered(HttpConn* c, HttpRequest* req)
         answered(c, &req->r);       /* the session finds no connection */
         return;
     }
-    c->state = HTTP_UPGRADED;
-    c->req = NULL;
-    c->upgrading = req;
+    corHttpConnStateSet(c, HTTP_UPGRADED);     /* c->req takes it */
     serve(c);                       /* hands it over, now or after the
                                      * serve under way */
 }
@@ -355,9 +351,7 @@ streamData(CorRequest* r, const void* data, size_t len)
     if (corHttpChunkAppend(c, req, data, len) != 0
         || corHttpConnFlush(c) != 0) {
         corHttpConnClose(c);
-        return;
     }
-    corHttpConnArm(c, false);
 }
 
 static void
@@ -579,7 +573,6 @@ outputWent(HttpConn* c)
         corHttpConnEnd(c);
         return -1;
     }
-    corHttpConnArm(c, false);       /* the send timer is done with */
     if (c->state == HTTP_SERVING && c->req != NULL
         && c->req->r.stream != NULL) {
         corResponseStreamDrained(&c->req->r);
@@ -593,7 +586,7 @@ wrote(CorKitConn* k)
 {
     HttpConn* c = corContainerOf(k, HttpConn, k);
 
-    corHttpConnFlushed(c);
+    corHttpConnFlushed(c, true);
     if (outputWent(c) != 0 || c->state == HTTP_LINGER) {
         return;
     }
@@ -651,7 +644,7 @@ ready(CorKitConn* k)
         return;
     }
     if (c->state == HTTP_BODY) {
-        corHttpConnArm(c, true);    /* body progress restarts its timer */
+        corHttpConnProgress(c);     /* body came: its wait restarts */
     }
     serve(c);
 }
@@ -690,18 +683,14 @@ corHttpServeOpen(HttpLoop* hl, const CorListener* l, int fd,
     c->peer = *peer;
     corPeerAddress(peer, c->remote, sizeof(c->remote));
     c->tls = handshakeMs > 0;   /* a plain listener has no handshake */
+    c->handshakeMs = (uint32_t)handshakeMs;
     c->h2c = !c->tls && corListenerHttp2(l);
-    c->state = HTTP_IDLE;
     if (corKitConnStart(&c->k, &c->t, &hl->conns) != 0) {
         corHttpConnClose(c);
         return;
     }
     /* The first request gets the head's deadline from its first byte; a
-     * connection that sends nothing at all is an idle one. Over TLS, the
-     * handshake and that first byte must come within the listener's
-     * handshake timeout instead (the idle deadline, armed shorter). */
-    corHttpConnArm(c, true);
-    if (handshakeMs > 0) {
-        corKitConnDeadlineIn(&c->k, handshakeMs);
-    }
+     * connection that sends nothing at all is an idle one (over TLS, for
+     * the handshake's time). */
+    corHttpConnStateSet(c, HTTP_IDLE);
 }
