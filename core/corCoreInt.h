@@ -351,6 +351,18 @@ unsigned corRequestsOnWorkers(void);
  * From any thread, between corRequestServe and the release. */
 void corRequestHold(CorRequest* r);
 void corRequestLetGo(CorRequest* r);
+/* Call the protocol's op that answers r (done, streamEnd, streamAbort)
+ * holding r: a release its corRequestSent leads to comes after the op
+ * returns, never inside it, so that the protocol reads its own record
+ * of r to the end of the call and keeps no marker for a release under
+ * its feet. On r's loop; inline, as it runs once a request. */
+static inline void
+corRequestAnswer(CorRequest* r, void (*op)(CorRequest* r))
+{
+    atomic_fetch_add(&r->holds, 1);     /* corRequestHold */
+    op(r);
+    corRequestLetGo(r);
+}
 
 /* The end of a streamed request body (corRequestBody.c): at the request's
  * end. Taking one as it comes is public (corClient.h). */

@@ -20,6 +20,7 @@
 #ifndef COR_KIT_H
 #define COR_KIT_H
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -137,6 +138,9 @@ struct CorKitConn {
     bool peerShut;              /* its FIN came: read to its end */
     bool readPaused;            /* past the mark or ops->readMay: not
                                  * read until the output drains */
+    bool inside;                /* in corKitConnServe's step: output
+                                 * queued now goes with its flush (the
+                                 * owner's re-entry guard) */
 };
 
 /* The connections of one loop that a drain and a stop reach; the loop
@@ -164,6 +168,29 @@ void corKitConnFree(CorKitConn* k);
  * flushed first). Frames still pending in k->in are taken first. Returns
  * 0, or -1 when an op closed it. */
 int corKitConnRead(CorKitConn* k);
+/*
+ * Serve what came, under the connection's re-entry guard, then write what
+ * that queued. step (corKitConnRead when NULL: ops->take per frame) reads
+ * and takes; an answer given inside it (an inline handler) only queues
+ * (corKitConnInside), and goes in the one write that follows. step
+ * returns -1 when it closed k, 0 when done, 1 when it stopped at the
+ * high-water mark: it runs again while each flush empties the output.
+ * Called inside a step (a drain's notice, a handler's answer), step runs
+ * and the outer serve writes. Every protocol's server reads this way, so
+ * that none keeps a guard of its own. Returns 0, or -1 when k was closed
+ * (by step, or by ops->fail after a failed write): not touched after.
+ * Inline: once a request, and the step a direct call then.
+ */
+static inline int corKitConnServe(CorKitConn* k,
+                                  int (*step)(CorKitConn* k));
+/* Whether k is inside corKitConnServe's step (what is queued now goes
+ * with its flush). */
+static inline bool corKitConnInside(const CorKitConn* k);
+/* Output was queued outside of the socket's events (a handler's answer
+ * from a coroutine or a worker, a stream's piece): it goes before the loop
+ * sleeps, with whatever else this turn queues; inside a serve, with its
+ * flush. */
+void corKitConnKick(CorKitConn* k);
 /* Write what the socket takes of k->out, then of its file part. Returns
  * 0 (the rest waits for EPOLLOUT), or -1 on an error or a file shorter
  * than it said (the caller closes). */
@@ -365,6 +392,38 @@ static inline size_t
 corKitConnOutPending(const CorKitConn* k)
 {
     return corBufPending(&k->out) + k->fileLeft;
+}
+
+static inline int
+corKitConnServe(CorKitConn* k, int (*step)(CorKitConn* k))
+{
+    bool outer = !k->inside;
+    int rc;
+
+    do {
+        k->inside = true;
+        rc = step != NULL ? step(k) : corKitConnRead(k);
+        if (rc < 0) {
+            return -1;          /* closed: k is gone */
+        }
+        if (!outer) {
+            return 0;           /* the outer serve writes */
+        }
+        k->inside = false;
+        if (corKitConnFlush(k) != 0) {
+            k->ops->fail(k, -ECONNRESET, "the connection failed while "
+                         "writing");
+            return -1;
+        }
+        /* Held back by output that has all gone out now: go on. */
+    } while (rc > 0 && corKitConnOutPending(k) == 0);
+    return 0;
+}
+
+static inline bool
+corKitConnInside(const CorKitConn* k)
+{
+    return k->inside;
 }
 
 static inline bool

@@ -190,6 +190,14 @@ corKitConnRead(CorKitConn* k)
     return rc;
 }
 
+void
+corKitConnKick(CorKitConn* k)
+{
+    if (!k->inside) {
+        corKitConnFlushSoon(k);
+    }
+}
+
 /* One write of the output: its bytes, or once they went, its file
  * part, kernel to kernel. */
 static ssize_t

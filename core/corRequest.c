@@ -134,7 +134,7 @@ served(CorRequest* r)
         corStreamServed(r);     /* its head is out, or goes now */
         return;
     }
-    r->ops->done(r);
+    corRequestAnswer(r, r->ops->done);
 }
 
 /* The request's last phase is over: released now, or by the last of the

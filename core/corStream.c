@@ -264,9 +264,9 @@ flushOnLoop(CorEvTask* task)
         corEvTimerStart(r->loop, &s->retry, STREAM_RETRY_MS, retryOnLoop);
     } else if (ended && (s->aborted || s->failed)
                && r->ops->streamAbort != NULL) {
-        r->ops->streamAbort(r); /* r may be gone after this */
+        corRequestAnswer(r, r->ops->streamAbort); /* r may be gone after */
     } else if (ended) {
-        r->ops->streamEnd(r);   /* r may be gone after this */
+        corRequestAnswer(r, r->ops->streamEnd);   /* r may be gone after */
     }
 }
 

@@ -402,21 +402,16 @@ connBroken(CorKitConn* k, int rc, const char* why)
     }
 }
 
-/* Read, serve what came, write what is due. Frames are taken inside a
- * guard: an inline handler's answer only queues, and is written here. */
+/* Read, serve what came, write what is due. Frames are taken under the
+ * kit's guard: an inline handler's answer only queues, and is written
+ * with the rest. */
 static void
 frameLoop(CorKitConn* k)
 {
     CorServerConn* c = corContainerOf(k, CorServerConn, k);
 
-    c->processing = true;
-    if (corKitConnRead(k) != 0) {
+    if (corKitConnServe(k, NULL) != 0) {
         return;     /* closed */
-    }
-    c->processing = false;
-    if (corKitConnFlush(k) != 0) {
-        connClose(c);
-        return;
     }
     if (corBufPending(&k->in) == 0 && c->inFlight == 0) {
         corCorInputIdle(&k->in);    /* an idle connection holds none */
@@ -526,9 +521,7 @@ corCorServerConnDrain(CorServerConn* c)
         return;
     }
     c->closeSent = true;
-    if (!c->processing && corKitConnFlush(&c->k) != 0) {
-        connClose(c);
-    }
+    corKitConnKick(&c->k);
 }
 
 void

@@ -87,7 +87,6 @@ struct CorServerConn {
     bool closeSent;             /* our CLOSE: no new work (a drain) */
     bool peerDone;              /* its CLOSE, or its end: nothing more
                                  * comes */
-    bool processing;            /* in frameLoop (re-entry guard) */
     struct sockaddr_storage peer;
     /* The peer's address as text, made once: each request copies it. */
     char remote[COR_SERVER_REMOTE_BYTES];

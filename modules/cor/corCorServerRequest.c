@@ -252,8 +252,8 @@ answered(CorServerRequest* req)
         req->r.cut = true;
     }
     corRequestSent(&req->r);
-    if (c != NULL && !c->processing) {
-        corKitConnFlushSoon(&c->k);  /* frameLoop flushes by itself */
+    if (c != NULL) {
+        corKitConnKick(&c->k);
     }
 }
 
@@ -320,9 +320,9 @@ requestRelease(CorRequest* r)
     CorServerConn* c = req->conn;
 
     corCorServerRequestUnlink(req);
-    if (c != NULL && c->k.readPaused && !c->processing) {
+    if (c != NULL && c->k.readPaused) {
         /* What it held may let the read go on. */
-        corKitConnFlushSoon(&c->k);
+        corKitConnKick(&c->k);
     }
     requestFree(req);
 }

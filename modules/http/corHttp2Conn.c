@@ -112,45 +112,58 @@ connDoneWith(Http2Conn* c)
     return false;
 }
 
-/* Send what is due: nghttp2's frames, then the socket. A stream's
- * producer told of room (corHttp2StreamsDrained) may add more at once:
+/* nghttp2's frames into the output, under the kit's guard: a stream's
+ * producer told of room (corHttp2StreamsDrained) may add more at once,
  * taken in the same go, a few rounds at most. Returns 0, or -1 after
  * closing c. */
 static int
-connOutput(Http2Conn* c)
+outputPump(CorKitConn* k)
 {
-    bool was = c->processing;
+    Http2Conn* c = corContainerOf(k, Http2Conn, k);
     unsigned rounds = 0;
-    int rc = 0;
+    int rc;
 
-    c->processing = true;
     do {
         rc = sendPump(c);
         if (rc == 0) {
             corHttp2StreamsDrained(c);
         }
     } while (rc == 0 && nghttp2_session_want_write(c->session)
-             && corBufPending(&c->k.out) < OUT_PUMP
+             && corBufPending(&k->out) < OUT_PUMP
              && ++rounds < OUTPUT_ROUNDS);
-    c->processing = was;
-    if (rc != 0 || corKitConnFlush(&c->k) != 0) {
+    if (rc != 0) {
         connClose(c);
         return -1;
     }
+    return 0;
+}
+
+/* The output went: more to pump soon, the end, or the next deadline. */
+static void
+outputWent(Http2Conn* c)
+{
     if (nghttp2_session_want_write(c->session)
         && corBufPending(&c->k.out) < OUT_PUMP) {
         corKitConnFlushSoon(&c->k);     /* more came meanwhile */
     }
-    if (!was && connDoneWith(c)) {
-        return -1;
+    if (connDoneWith(c)) {
+        return;
     }
-    if (!was) {
-        if (corBufPending(&c->k.out) == 0 && corListEmpty(&c->streams)) {
-            corBufFree(&c->k.out);      /* idle: nothing kept for it */
-        }
-        timerUpdate(c);
+    if (corBufPending(&c->k.out) == 0 && corListEmpty(&c->streams)) {
+        corBufFree(&c->k.out);          /* idle: nothing kept for it */
     }
-    return 0;
+    timerUpdate(c);
+}
+
+/* Send what is due: nghttp2's frames, then the socket. Inside a serve
+ * (called back from a read) the frames only queue: that serve writes. */
+static void
+connOutput(Http2Conn* c)
+{
+    if (corKitConnServe(&c->k, outputPump) == 0
+        && !corKitConnInside(&c->k)) {
+        outputWent(c);
+    }
 }
 
 void
@@ -375,20 +388,26 @@ broken(CorKitConn* k, int rc, const char* why)
     connClose(c);
 }
 
-static void
-ready(CorKitConn* k)
+/* Read every frame, then take nghttp2's answers into the output (the
+ * kit's serve writes them). Returns 0, or -1 when c closed. */
+static int
+readStep(CorKitConn* k)
 {
-    Http2Conn* c = corContainerOf(k, Http2Conn, k);
-
-    c->processing = true;
     if (corKitConnRead(k) != 0) {
-        return;     /* closed */
+        return -1;
     }
-    c->processing = false;
     if (corBufPending(&k->in) == 0) {
         corBufFree(&k->in);     /* an idle connection holds no buffer */
     }
-    connOutput(c);
+    return outputPump(k);
+}
+
+static void
+ready(CorKitConn* k)
+{
+    if (corKitConnServe(k, readStep) == 0) {
+        outputWent(corContainerOf(k, Http2Conn, k));
+    }
 }
 
 static void
@@ -604,9 +623,7 @@ corHttp2ConnDrain(Http2Conn* c)
     c->drainMs = corEvNow(c->k.loop);
     nghttp2_submit_shutdown_notice(c->session);
     nghttp2_submit_ping(c->session, NGHTTP2_FLAG_NONE, NULL);
-    if (!c->processing) {
-        connOutput(c);
-    }
+    connOutput(c);
 }
 
 void

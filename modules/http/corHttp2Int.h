@@ -155,7 +155,6 @@ struct Http2Conn {
     struct sockaddr_storage peer;
     char peerName[64];
     bool tls;
-    bool processing;            /* in its read (re-entry guard) */
     bool goaway;                /* the final GOAWAY is queued */
     bool draining;              /* the notice went out */
     int abuse;                  /* 1 + the Http2Abuse a callback found */
@@ -190,10 +189,6 @@ void corHttp2ConnDrain(Http2Conn* c);
 /* A stop: the streams still with a handler are cancelled, what is queued
  * goes out briefly, the connection closes. */
 void corHttp2ConnStop(Http2Conn* c);
-/* Something for c to send (a response, a body's piece): sent at the loop's
- * next iteration, or by the read under way. Inline: the streams call it,
- * and the connection calls the streams. */
-static inline void corHttp2ConnKick(Http2Conn* c);
 /* The connection is abusive: GOAWAY(code), counted, closed. */
 void corHttp2ConnAbuse(Http2Conn* c, Http2Abuse why, uint32_t code);
 
@@ -294,14 +289,6 @@ corHttp2Nv(nghttp2_nv* nv, size_t* n, const char* name, size_t nameLen,
     nv[(*n)++] = (nghttp2_nv){ (uint8_t*)(uintptr_t)name,
                                (uint8_t*)(uintptr_t)value, nameLen, valueLen,
                                NGHTTP2_NV_FLAG_NONE };
-}
-
-static inline void
-corHttp2ConnKick(Http2Conn* c)
-{
-    if (!c->processing) {
-        corKitConnFlushSoon(&c->k);
-    }
 }
 
 #endif /* COR_HTTP2_INT_H */

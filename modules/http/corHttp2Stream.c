@@ -831,7 +831,7 @@ requestDone(CorRequest* r)
         nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
                                   NGHTTP2_INTERNAL_ERROR);
     }
-    corHttp2ConnKick(c);
+    corKitConnKick(&c->k);
 }
 
 static void
@@ -846,7 +846,7 @@ streamResume(Http2Stream* st)
         st->deferred = false;
         nghttp2_session_resume_data(c->session, st->id);
     }
-    corHttp2ConnKick(c);
+    corKitConnKick(&c->k);
 }
 
 static void
@@ -895,7 +895,7 @@ streamAbort(CorRequest* r)
     }
     nghttp2_submit_rst_stream(st->conn->session, NGHTTP2_FLAG_NONE, st->id,
                               NGHTTP2_INTERNAL_ERROR);
-    corHttp2ConnKick(st->conn);
+    corKitConnKick(&st->conn->k);
 }
 
 static void
@@ -908,7 +908,7 @@ bodyConsumed(CorRequest* r, size_t n)
     }
     st->bodyUnread -= n;
     nghttp2_session_consume(st->conn->session, st->id, n);
-    corHttp2ConnKick(st->conn);
+    corKitConnKick(&st->conn->k);
 }
 
 static bool

@@ -68,10 +68,10 @@ corHttpBodyStreamBegin(HttpConn* c)
     if (!req->chunked) {
         corRequestBodyLengthSay(r, (uint64_t)req->contentLength);
     }
-    c->state = HTTP_SERVING;
     c->bodyStream = HTTP_BODY_STREAMING;
     c->bodyUnread = 0;
     c->bodyHeld = false;
+    corHttpConnStateSet(c, HTTP_SERVING);   /* its body's wait begins */
     return true;
 }
 
@@ -100,6 +100,7 @@ corHttpBodyTaken(HttpConn* c, size_t n)
         return false;
     }
     c->bodyHeld = false;
+    corHttpConnProgress(c);     /* the client's wait begins again */
     return true;
 }
 

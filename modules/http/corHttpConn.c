@@ -6,14 +6,17 @@
  * close after a refusal), its hand-over to another protocol, a stop and a
  * drain.
  *
- * One deadline per connection, re-armed as the state changes: the head and
- * the body together must come within limits.request_timeout of the first
- * byte (slowloris, slow bodies), each piece of a body within
+ * One deadline per connection, armed by the state it enters
+ * (corHttpConnStateSet, HttpState in corHttpInt.h) and nowhere else: the
+ * head and the body together must come within limits.request_timeout of
+ * the first byte (slowloris, slow bodies), each piece of a body within
  * limits.body_timeout (a body handed to its handler as it comes: only
  * that, and only while the handler is not holding the reading back), the
- * next request within limits.keepalive_timeout,
- * and pending output must make progress within limits.send_timeout (a
- * client that does not read). An answer that refuses a request closes the
+ * next request within limits.keepalive_timeout, and pending output must
+ * make progress within limits.send_timeout (a client that does not
+ * read). Progress moves no timer: the deadline asks again when it comes.
+ * Rejected: re-arming at each piece of a body (a clock read and a heap
+ * push each), and a timer per wait (a connection would carry several). An answer that refuses a request closes the
  * way nginx's lingering close does: the write side is shut, and what the
  * client still sends is read and dropped for a bounded time, so that a
  * client in the middle of an upload reads the answer instead of a reset.
@@ -39,16 +42,128 @@
 
 /* ---- The deadline -------------------------------------------------------- */
 
+/* How long c may stay idle: keep-alive, or less once its generation
+ * drains (a connection still to bring its first request is not cut);
+ * over TLS, the handshake and the first request's first byte must come
+ * within the listener's handshake timeout instead. keepalive_timeout 0
+ * turns keep-alive off (nginx's meaning): a new connection then has the
+ * request timeout to bring its first byte. */
+static uint64_t
+idleMs(const HttpConn* c)
+{
+    uint64_t ms = corLimits()->keepaliveTimeoutMs;
+
+    if (!c->served && c->handshakeMs > 0) {
+        return c->handshakeMs;
+    }
+    if (ms == 0) {
+        return corLimits()->requestTimeoutMs;
+    }
+    return c->hl->draining && c->served && ms > DRAIN_IDLE_MS
+           ? DRAIN_IDLE_MS : ms;
+}
+
+/* Between two pieces of a body: its route's limit (a route's limits may
+ * say body_timeout). */
+static uint64_t
+bodyTimeoutMs(const HttpConn* c)
+{
+    return corLimitsOf(c->req != NULL ? &c->req->r : NULL)->bodyTimeoutMs;
+}
+
+static inline uint64_t
+earlier(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+/*
+ * When c's wait in its state ends (on the loop's clock), or 0 when the
+ * state waits on nobody: the state's deadline, from when its wait began
+ * or the client last made progress, unless output waits on a client that
+ * does not read (send_timeout from when it stalled, the kit's figure).
+ * now: the loop's clock.
+ */
+static uint64_t
+deadlineDue(const HttpConn* c, uint64_t now)
+{
+    const CorLimits* limits = corLimits();
+
+    if (c->k.outStalledMs != 0) {
+        return c->k.outStalledMs + limits->sendTimeoutMs;
+    }
+    switch (c->state) {
+    case HTTP_IDLE:
+        /* From the last byte of the answer before, once it went. */
+        return (c->k.sentMs > c->waitMs ? c->k.sentMs : c->waitMs)
+               + idleMs(c);
+    case HTTP_HEAD:
+        return c->readStartMs + limits->requestTimeoutMs;
+    case HTTP_BODY:
+        return earlier(c->waitMs + bodyTimeoutMs(c),
+                       c->readStartMs + limits->requestTimeoutMs);
+    case HTTP_SERVING:
+        /* A body its handler takes as it comes may last longer than a
+         * request: only each piece is timed, and not while the handler
+         * holds the reading back (looked at again meanwhile). */
+        if (c->bodyStream != HTTP_BODY_STREAMING) {
+            return 0;
+        }
+        return (c->bodyHeld ? now : c->waitMs) + bodyTimeoutMs(c);
+    case HTTP_LINGER:
+        return earlier(c->waitMs + LINGER_IDLE_MS, c->lingerEndMs);
+    case HTTP_CLOSING:
+    case HTTP_UPGRADED:
+        break;
+    }
+    return 0;
+}
+
+/* Arm the kit's one deadline for c's wait; a state that waits on nobody
+ * leaves it as it is (corHttpConnExpired finds nothing due): re-arming it
+ * for the next wait is then a push back, which costs nothing
+ * (corEvTimer.c). */
+static void
+deadlineArm(HttpConn* c, uint64_t now)
+{
+    uint64_t due = deadlineDue(c, now);
+
+    if (due != 0) {
+        corKitConnDeadlineIn(&c->k, due > now ? due - now : 0);
+    }
+}
+
+/*
+ * The one place a state's deadline is armed (corHttpConnStateSet), as
+ * nginx arms a timer with each handler it swaps in. Progress within a
+ * state (corHttpConnProgress) moves no timer: when it fires,
+ * corHttpConnExpired asks again and re-arms for what is left.
+ */
+void
+corHttpConnWaitArm(HttpConn* c)
+{
+    uint64_t now = corEvNow(c->hl->loop);
+
+    c->waitMs = now;
+    deadlineArm(c, now);
+}
+
 void
 corHttpConnExpired(CorKitConn* k)
 {
     HttpConn* c = corContainerOf(k, HttpConn, k);
-    bool pending = corKitConnOutPending(k) > 0;
+    uint64_t now = corEvNow(c->hl->loop);
+    uint64_t due = deadlineDue(c, now);
+    bool stalled = k->outStalledMs != 0;
 
-    if (c->state == HTTP_SERVING && !pending && !corHttpBodyWaits(c)) {
-        return;     /* a request with its handler has no deadline here */
+    if (due == 0) {
+        return;     /* nothing is waited for in this state */
     }
-    if (!pending && (c->state == HTTP_HEAD || c->state == HTTP_BODY
+    if (due > now) {
+        deadlineArm(c, now);    /* progress since it was armed */
+        return;
+    }
+    if (!stalled && (c->state == HTTP_HEAD || c->state == HTTP_BODY
                      || corHttpBodyWaits(c))) {
         /* Too slow a head or body: say so, then close at once. No
          * lingering here: the client earned its cut, and a slow one that
@@ -68,7 +183,7 @@ corHttpConnExpired(CorKitConn* k)
         corHttpConnClose(c);
         return;
     }
-    if (pending) {
+    if (stalled) {
         /* A client that stopped reading: reset, so that the kernel drops
          * what it still buffers for it instead of holding it. */
         struct linger reset = { .l_onoff = 1, .l_linger = 0 };
@@ -78,116 +193,27 @@ corHttpConnExpired(CorKitConn* k)
     corHttpConnClose(c);
 }
 
-/* What is left of limits.request_timeout for the request being read: its
- * head and body together, from its first byte. */
-static uint64_t
-readLeftMs(const HttpConn* c)
-{
-    uint64_t limit = corLimits()->requestTimeoutMs;
-    uint64_t spent = corEvNow(c->hl->loop) - c->readStartMs;
-
-    return spent < limit ? limit - spent : 1;
-}
-
-/* How long c may stay idle: keep-alive, or less once its generation
- * drains (a connection still to bring its first request is not cut).
- * keepalive_timeout 0 turns keep-alive off (nginx's meaning): a new
- * connection then has the request timeout to bring its first byte. */
-static uint64_t
-idleMs(const HttpConn* c)
-{
-    uint64_t ms = corLimits()->keepaliveTimeoutMs;
-
-    if (ms == 0) {
-        return corLimits()->requestTimeoutMs;
-    }
-
-    return c->hl->draining && c->served && ms > DRAIN_IDLE_MS
-           ? DRAIN_IDLE_MS : ms;
-}
-
-/*
- * A new state gets a fresh deadline; progress (a read of body, a write)
- * restarts the body and send timers, while the head's and the idle
- * connection's are deadlines.
- */
-void
-corHttpConnArm(HttpConn* c, bool progress)
-{
-    CorEvLoop* loop = c->hl->loop;
-    HttpState want = corKitConnOutPending(&c->k) > 0 ? HTTP_OUTPUT
-                     : corHttpBodyWaits(c) ? HTTP_BODY : c->state;
-    uint64_t ms;
-
-    switch (want) {
-    case HTTP_OUTPUT:
-        ms = corLimits()->sendTimeoutMs;
-        break;
-    case HTTP_IDLE:
-        ms = idleMs(c);
-        break;
-    case HTTP_HEAD:
-        ms = readLeftMs(c);
-        progress = false;
-        break;
-    case HTTP_BODY:
-        /* A body its handler takes as it comes (HTTP_SERVING) may last
-         * longer than a request: only each piece is timed. */
-        ms = corLimitsOf(c->req != NULL ? &c->req->r : NULL)
-                 ->bodyTimeoutMs;   /* its route's */
-        if (c->state == HTTP_BODY && readLeftMs(c) < ms) {
-            ms = readLeftMs(c);
-        }
-        break;
-    case HTTP_LINGER:
-        ms = LINGER_IDLE_MS;
-        if (c->lingerEndMs < corEvNow(loop) + ms) {
-            ms = c->lingerEndMs > corEvNow(loop)
-                     ? c->lingerEndMs - corEvNow(loop) : 1;
-        }
-        break;
-    case HTTP_SERVING:
-        /* No deadline while the handler has it, but it stays armed
-         * (corHttpConnExpired ignores it): re-arming it for the next idle
-         * wait is then a push back, which costs nothing (corEvTimer.c). */
-        c->timerFor = want;
-        return;
-    default:
-        corKitConnDeadlineStop(&c->k);
-        return;
-    }
-    if (want == HTTP_OUTPUT) {
-        /* From when the output stalled (the kit's figure): it must make
-         * progress within the limit, however often epoll calls. */
-        c->timerFor = want;
-        corKitConnDeadline(&c->k, c->k.outStalledMs > 0 ? c->k.outStalledMs
-                                                        : corEvNow(loop), ms);
-        return;
-    }
-    if (!c->k.deadline.active || c->timerFor != want || progress) {
-        c->timerFor = want;
-        corKitConnDeadlineIn(&c->k, ms);
-    }
-}
-
 /* ---- The output ---------------------------------------------------------- */
 
 int
 corHttpConnFlush(HttpConn* c)
 {
+    bool stalled = c->k.outStalledMs != 0;
+
     if (corKitConnFlush(&c->k) != 0) {
         return -1;
     }
-    corHttpConnFlushed(c);
+    corHttpConnFlushed(c, stalled);
     return 0;
 }
 
 void
-corHttpConnFlushed(HttpConn* c)
+corHttpConnFlushed(HttpConn* c, bool wasStalled)
 {
-    if (corKitConnOutPending(&c->k) > 0) {
-        corHttpConnArm(c, false);
-    } else if (c->k.out.data != NULL) {
+    if (wasStalled || c->k.outStalledMs != 0) {
+        deadlineArm(c, corEvNow(c->hl->loop));
+    }
+    if (corKitConnOutPending(&c->k) == 0 && c->k.out.data != NULL) {
         corHttpBufReturn(c->hl, &c->k.out);
     }
 }
@@ -206,6 +232,7 @@ lingerDrain(HttpConn* c)
         ssize_t n = c->t.ops->recv(&c->t, sink, sizeof(sink));
 
         if (n > 0) {
+            corHttpConnProgress(c);
             c->lingerBytes += (size_t)n;
             if (c->lingerBytes > LINGER_BYTES) {
                 return -1;
@@ -225,7 +252,6 @@ corHttpConnLinger(HttpConn* c)
         corHttpConnClose(c);
         return -1;
     }
-    corHttpConnArm(c, true);
     return 0;
 }
 
@@ -248,9 +274,9 @@ corHttpConnEnd(HttpConn* c)
         corHttpConnClose(c);
         return;
     }
-    c->state = HTTP_LINGER;
     c->lingerEndMs = corEvNow(c->hl->loop) + LINGER_MS;
     c->lingerBytes = 0;
+    corHttpConnStateSet(c, HTTP_LINGER);
     c->k.in.off = c->k.in.len;  /* what was read goes unread */
     corHttpInputRelease(c);
     corHttpConnLinger(c);
@@ -301,16 +327,12 @@ corHttpConnClose(HttpConn* c)
     corHttpBodyFail(c, -ECONNRESET);
     connUnlink(c);
     c->t.ops->close(&c->t);
-    if (c->upgrading != NULL) {
-        /* Its 101 never went out: the session runs on no connection. */
-        HttpRequest* req = c->upgrading;
-
-        c->upgrading = NULL;
-        req->conn = NULL;
-        corRequestSent(&req->r);
-    }
     if (c->req != NULL) {
-        if (c->state == HTTP_SERVING) {
+        if (c->state == HTTP_UPGRADED) {
+            /* Its 101 never went out: the session runs on no connection. */
+            c->req->conn = NULL;
+            corRequestSent(&c->req->r);
+        } else if (c->state == HTTP_SERVING) {
             /* Its handler stops waiting and finishes into the void. */
             corRequestCancel(&c->req->r);
             c->req->conn = NULL;
@@ -362,7 +384,6 @@ corHttpConnDrain(HttpConn* c)
      * that is the handshake's, shorter than keep-alive. */
     if (c->state == HTTP_IDLE && c->served
         && corKitConnOutPending(&c->k) == 0) {
-        c->timerFor = HTTP_IDLE;
-        corKitConnDeadlineIn(&c->k, idleMs(c));
+        corHttpConnStateSet(c, HTTP_IDLE);  /* its shorter wait, from now */
     }
 }

@@ -52,16 +52,29 @@ struct HttpLoop {
     bool h2StreamsClosed;       /* the loop ended: none is kept */
 };
 
+/*
+ * Where a connection is in its life, and the one deadline each state
+ * arms (corHttpConnStateSet, the only place one is armed): output that
+ * waits on a client that does not read arms limits.send_timeout instead,
+ * in any state.
+ */
 typedef enum {
-    HTTP_IDLE,                  /* between requests (keep-alive) */
-    HTTP_HEAD,                  /* part of a head has come */
-    HTTP_BODY,                  /* the head is in, the body is coming */
-    HTTP_SERVING,               /* the request is with its handler */
+    HTTP_IDLE,                  /* between requests: keep-alive (before the
+                                 * first over TLS: the handshake's) */
+    HTTP_HEAD,                  /* part of a head has come: the head and
+                                 * its body within request_timeout of the
+                                 * first byte */
+    HTTP_BODY,                  /* the head is in, the body is coming:
+                                 * body_timeout between pieces, within
+                                 * request_timeout */
+    HTTP_SERVING,               /* the request is with its handler: none,
+                                 * but body_timeout between pieces of a
+                                 * body it takes as it comes */
     HTTP_CLOSING,               /* the last bytes go out, then close */
     HTTP_LINGER,                /* an error answer is out: what the client
                                  * still sends is read and dropped, so that
-                                 * it reads the answer, not a reset */
-    HTTP_OUTPUT,                /* (the timer's) output waits to be sent */
+                                 * it reads the answer, not a reset; 5 s
+                                 * between pieces, 30 s in all */
     HTTP_UPGRADED               /* its 101 is set: handed over next */
 } HttpState;
 
@@ -131,8 +144,11 @@ struct HttpConn {
     CorKitConn k;
     HttpLoop* hl;
     CorTransport t;             /* its bytes go through this */
-    HttpState state;
-    HttpState timerFor;         /* what the deadline was armed for */
+    HttpState state;            /* set by corHttpConnStateSet only */
+    uint64_t waitMs;            /* the state's wait began, or its client
+                                 * last made progress (a piece of body) */
+    uint32_t handshakeMs;       /* TLS: the first request's bytes must
+                                 * come within it; 0: plain */
     size_t headParsed;          /* head bytes at the last parse that
                                  * wanted more */
     size_t headScanned;         /* head bytes searched for its end */
@@ -147,16 +163,14 @@ struct HttpConn {
     uint64_t readStartMs;       /* the request's first byte came then */
     uint64_t lingerEndMs;       /* a lingering close ends then at last */
     size_t lingerBytes;         /* what it dropped so far */
-    HttpRequest* req;           /* from its parsed head to its answer */
-    HttpRequest* releasing;     /* being answered: released at once? */
-    HttpRequest* upgrading;     /* answered 101: takes the connection */
+    HttpRequest* req;           /* from its parsed head to its answer
+                                 * (HTTP_UPGRADED: to its hand-over) */
     bool keepAlive;
     bool linger;                /* an error answer: linger, then close */
     bool readPaused;            /* input waits in the socket (the buffer
                                  * was full, or a request was being
                                  * served): read again later */
     bool peerClosed;            /* the end was read */
-    bool processing;            /* serving the input (re-entry guard) */
     bool tls;                   /* its listener speaks TLS */
     bool h2c;                   /* a plain listener with http2: on: the
                                  * HTTP/2 preface may come first */
@@ -253,17 +267,26 @@ typedef void (*HttpHandOffFn)(void* arg, const CorTransport* t,
                               const void* in, size_t inLen,
                               const void* out, size_t outLen);
 
-/* Arm the deadline the state (or pending output) calls for; progress (a
- * read of body, a write) restarts the body and send timers. */
-void corHttpConnArm(HttpConn* c, bool progress);
+/* c enters state s (or again: a drain's shorter idle wait), and its
+ * deadline is armed for it (corHttpConnWaitArm, unless it waits on
+ * nobody). Inline: twice a request. */
+static inline void corHttpConnStateSet(HttpConn* c, HttpState s);
+/* c's state's wait begins now: its deadline armed (corHttpConnStateSet's
+ * part out of line). */
+void corHttpConnWaitArm(HttpConn* c);
+/* The client made progress in the state's wait (a piece of body came,
+ * the handler took what held the reading): the wait restarts. Checked
+ * when the deadline comes, not re-armed. */
+static inline void corHttpConnProgress(HttpConn* c);
 /* The kit's deadline passed (CorKitOps.expired). */
 void corHttpConnExpired(CorKitConn* k);
 /* Write the pending output, then corHttpConnFlushed. Returns -1 on an
  * error (close). */
 int corHttpConnFlush(HttpConn* c);
-/* After a flush: the send timer runs while output waits; once all went,
- * the buffer goes back to the loop. */
-void corHttpConnFlushed(HttpConn* c);
+/* After a flush: the send timer runs while output waits on the client,
+ * and the state's deadline is back once a wait (wasStalled) ended; once
+ * all went, the buffer goes back to the loop. */
+void corHttpConnFlushed(HttpConn* c, bool wasStalled);
 /* The last answer is out: close, or linger first after a refusal. */
 void corHttpConnEnd(HttpConn* c);
 /* Lingering: drop what the client sends. Returns -1 when c closed. */
@@ -357,6 +380,24 @@ corHttpBufReturn(HttpLoop* hl, CorBuf* b)
         corHttpBufGive(hl, (char*)b->data, b->cap);
         *b = (CorBuf){ 0 };
     }
+}
+
+static inline void
+corHttpConnStateSet(HttpConn* c, HttpState s)
+{
+    c->state = s;
+    /* A request with its handler waits on nobody, but for a body it
+     * takes as it comes; nor does the last answer, nor a hand-over. */
+    if ((s != HTTP_SERVING || c->bodyStream == HTTP_BODY_STREAMING)
+        && s != HTTP_CLOSING && s != HTTP_UPGRADED) {
+        corHttpConnWaitArm(c);
+    }
+}
+
+static inline void
+corHttpConnProgress(HttpConn* c)
+{
+    c->waitMs = corEvNow(c->hl->loop);
 }
 
 static inline bool

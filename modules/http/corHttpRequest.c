@@ -129,7 +129,7 @@ plainRefuse(HttpConn* c)
 {
     corHttpErrorAppendWhy(c, 400, "The plain HTTP request was sent to HTTPS "
                           "port");
-    c->state = HTTP_CLOSING;
+    corHttpConnStateSet(c, HTTP_CLOSING);
     c->linger = true;
 }
 
@@ -202,7 +202,7 @@ refuse(HttpConn* c, int status)
 {
     corHttpLimitsSay(c, status);
     corHttpErrorAppend(c, status);
-    c->state = HTTP_CLOSING;
+    corHttpConnStateSet(c, HTTP_CLOSING);
     c->linger = true;
     return HTTP_STEP_REFUSED;
 }
@@ -352,7 +352,7 @@ requestWhole(HttpConn* c)
     }
     c->k.in.off = c->bodyRaw;
     req->shutBefore = c->k.peerShut;
-    c->state = HTTP_SERVING;
+    corHttpConnStateSet(c, HTTP_SERVING);
     corHttpInputRelease(c);
     return HTTP_STEP_REQUEST;
 }
@@ -381,7 +381,7 @@ headDone(HttpConn* c)
          * (bodyProgress): the decoder itself is unbounded. */
         corHttpChunkedInit(&c->chunked, UINT64_MAX);
     }
-    c->state = HTTP_BODY;
+    corHttpConnStateSet(c, HTTP_BODY);
     return HTTP_STEP_BODY;
 }
 
@@ -458,7 +458,7 @@ static HttpStep
 headWait(HttpConn* c)
 {
     if (c->state == HTTP_IDLE) {
-        c->state = HTTP_HEAD;
+        corHttpConnStateSet(c, HTTP_HEAD);
         return HTTP_STEP_HEAD;
     }
     return HTTP_STEP_WAIT;

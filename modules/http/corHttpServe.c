@@ -69,7 +69,6 @@ reading(const HttpConn* c)
 static void
 requestServe(HttpConn* c)
 {
-    corHttpConnArm(c, true);
     /* The record is the protocol's data: it lives until its release,
      * where the connection may not. */
     corRequestServe(&c->req->r, &httpOps, c->req);
@@ -83,7 +82,6 @@ serveStep(HttpConn* c)
 {
     switch (corHttpRequestStep(c)) {
     case HTTP_STEP_HEAD:
-        corHttpConnArm(c, true);
         return false;
     case HTTP_STEP_BODY:
         if (corHttpBodyStreamBegin(c)) {
@@ -95,7 +93,6 @@ serveStep(HttpConn* c)
         if (c->req->expectContinue && corBufPending(&c->k.in) == 0) {
             corHttpContinueAppend(c);   /* no memory to serve it early */
         }
-        corHttpConnArm(c, true);
         return true;
     case HTTP_STEP_REQUEST:
         requestServe(c);
@@ -136,41 +133,45 @@ serveInput(HttpConn* c)
     }
 }
 
+/* One round of serving under the kit's guard (corKitConnServe): the
+ * input, and a body its handler takes as it comes. Returns 1 when held
+ * back by output past the mark, 0, or -1 after closing c. */
+static int
+serveRound(CorKitConn* k)
+{
+    HttpConn* c = corContainerOf(k, HttpConn, k);
+    int rc = serveInput(c);
+
+    if (rc == 0 && c->bodyStream == HTTP_BODY_STREAMING) {
+        rc = corHttpBodyFeed(c);        /* a body its handler takes */
+        if (rc > 0) {
+            corHttpConnProgress(c);     /* body came: its wait restarts */
+        }
+    }
+    if (rc < 0) {
+        corHttpConnClose(c);
+        return -1;
+    }
+    return reading(c) && corKitConnOutFull(k);
+}
+
 /* Serve what came and write the answers, until it waits; then what the
- * state calls for: the hand-over, the end, or the next deadline. */
+ * state calls for: the hand-over, the end, or the next deadline. An
+ * inline answer inside the kit's serve only queues, and that serve goes
+ * on by itself. */
 static void
 serve(HttpConn* c)
 {
-    bool heldBack;
-    bool fed = false;
+    bool stalled = c->k.outStalledMs != 0;
 
-    if (c->processing) {
-        return;         /* an inline answer inside the loop below */
+    if (corKitConnInside(&c->k)) {
+        return;
     }
-    c->processing = true;
-    do {
-        int rc = serveInput(c);
-
-        if (rc == 0 && c->bodyStream == HTTP_BODY_STREAMING) {
-            rc = corHttpBodyFeed(c);    /* a body its handler takes */
-            fed |= rc > 0;
-        }
-        if (rc < 0) {
-            c->processing = false;
-            corHttpConnClose(c);
-            return;
-        }
-        heldBack = reading(c) && corKitConnOutFull(&c->k);
-        if (corHttpConnFlush(c) != 0) {
-            c->processing = false;
-            corHttpConnClose(c);
-            return;
-        }
-        /* Held back by output that has all gone out now: go on. */
-    } while (heldBack && corKitConnOutPending(&c->k) == 0);
-    c->processing = false;
+    if (corKitConnServe(&c->k, serveRound) != 0) {
+        return;
+    }
     if (c->state == HTTP_UPGRADED) {
-        upgradeHandOff(c);          /* answered 101 inside the loop above */
+        upgradeHandOff(c);          /* answered 101 inside the serve */
         return;
     }
     if (c->state == HTTP_CLOSING && corKitConnOutPending(&c->k) == 0) {
@@ -182,8 +183,8 @@ serve(HttpConn* c)
         corHttpConnClose(c);
         return;
     }
+    corHttpConnFlushed(c, stalled);
     corHttpInputRelease(c);
-    corHttpConnArm(c, fed);     /* body that came restarts its timer */
 }
 
 /* What a finished answer leaves: the next request, or the close. */
@@ -200,19 +201,16 @@ answered(HttpConn* c, CorRequest* r)
         c->keepAlive = false;
         c->linger = true;
     }
-    c->state = c->keepAlive ? HTTP_IDLE : HTTP_CLOSING;
     c->served = true;
+    corHttpConnStateSet(c, c->keepAlive ? HTTP_IDLE : HTTP_CLOSING);
     /* The next request gets a record of its own: this one stays the
      * core's until its post-response phase is over, which may outlast the
-     * connection; then it is released into the void. */
+     * connection; then it is released into the void. The core lets it go
+     * after the call that answered it, not inside corRequestSent. */
     c->req = NULL;
-    c->releasing = req;
     corRequestSent(r);
-    if (c->releasing == req) {
-        req->conn = NULL;
-    }
-    c->releasing = NULL;
-    if (c->processing) {
+    req->conn = NULL;
+    if (corKitConnInside(&c->k)) {
         return;                     /* serve goes on by itself */
     }
     /* Bytes that came while the handler had the request raised their edge
@@ -252,14 +250,13 @@ upgradeTake(void* arg, const CorTransport* t, const void* in, size_t inLen,
 static void
 upgradeHandOff(HttpConn* c)
 {
-    HttpRequest* req = c->upgrading;
+    HttpRequest* req = c->req;
 
-    if (!c->processing && corKitConnOutPending(&c->k) > 0
-        && corHttpConnFlush(c) != 0) {
+    if (corKitConnOutPending(&c->k) > 0 && corHttpConnFlush(c) != 0) {
         corHttpConnClose(c);           /* the session finds no connection */
         return;
     }
-    c->upgrading = NULL;
+    c->req = NULL;
     req->conn = NULL;
     corHttpConnHandOff(c, upgradeTake, req);
 }
@@ -281,12 +278,9 @@ upgradeAnswered(HttpConn* c, HttpRequest* req)
         answered(c, &req->r);       /* the session finds no connection */
         return;
     }
-    c->state = HTTP_UPGRADED;
-    c->req = NULL;
-    c->upgrading = req;
-    if (!c->processing) {
-        upgradeHandOff(c);
-    }
+    corHttpConnStateSet(c, HTTP_UPGRADED);     /* c->req takes it */
+    serve(c);                       /* hands it over, now or after the
+                                     * serve under way */
 }
 
 static bool
@@ -331,10 +325,9 @@ requestDone(CorRequest* r)
     r->bodySent = r->stream != NULL || req->framing != HTTP_FRAME_LENGTH ? 0
                   : r->fileFd >= 0 ? req->bodyLeft : r->responseLen;
     if (r->stream != NULL) {
-        /* The head goes now; the pieces and the end come as written. */
-        if (!c->processing && corHttpConnFlush(c) != 0) {
-            corHttpConnClose(c);
-        }
+        /* The head goes now (or with the serve under way); the pieces
+         * and the end come as written. */
+        serve(c);
         return;
     }
     if (r->fileFd >= 0) {
@@ -358,9 +351,7 @@ streamData(CorRequest* r, const void* data, size_t len)
     if (corHttpChunkAppend(c, req, data, len) != 0
         || corHttpConnFlush(c) != 0) {
         corHttpConnClose(c);
-        return;
     }
-    corHttpConnArm(c, false);
 }
 
 static void
@@ -448,9 +439,7 @@ bodyWanted(CorRequest* r)
         return;
     }
     corHttpContinueAppend(c);
-    if (!c->processing) {
-        corEvSoonStart(c->hl->loop, &c->bodySoon, bodyResume);
-    }
+    corEvSoonStart(c->hl->loop, &c->bodySoon, bodyResume);
 }
 
 static void
@@ -461,9 +450,6 @@ requestRelease(CorRequest* r)
 
     if (c != NULL && c->req == req) {
         c->req = NULL;
-    }
-    if (c != NULL && c->releasing == req) {
-        c->releasing = NULL;        /* released while being answered */
     }
     corHttpRequestFree(req);
 }
@@ -587,7 +573,6 @@ outputWent(HttpConn* c)
         corHttpConnEnd(c);
         return -1;
     }
-    corHttpConnArm(c, false);       /* the send timer is done with */
     if (c->state == HTTP_SERVING && c->req != NULL
         && c->req->r.stream != NULL) {
         corResponseStreamDrained(&c->req->r);
@@ -601,7 +586,7 @@ wrote(CorKitConn* k)
 {
     HttpConn* c = corContainerOf(k, HttpConn, k);
 
-    corHttpConnFlushed(c);
+    corHttpConnFlushed(c, true);
     if (outputWent(c) != 0 || c->state == HTTP_LINGER) {
         return;
     }
@@ -659,7 +644,7 @@ ready(CorKitConn* k)
         return;
     }
     if (c->state == HTTP_BODY) {
-        corHttpConnArm(c, true);    /* body progress restarts its timer */
+        corHttpConnProgress(c);     /* body came: its wait restarts */
     }
     serve(c);
 }
@@ -698,18 +683,14 @@ corHttpServeOpen(HttpLoop* hl, const CorListener* l, int fd,
     c->peer = *peer;
     corPeerAddress(peer, c->remote, sizeof(c->remote));
     c->tls = handshakeMs > 0;   /* a plain listener has no handshake */
+    c->handshakeMs = (uint32_t)handshakeMs;
     c->h2c = !c->tls && corListenerHttp2(l);
-    c->state = HTTP_IDLE;
     if (corKitConnStart(&c->k, &c->t, &hl->conns) != 0) {
         corHttpConnClose(c);
         return;
     }
     /* The first request gets the head's deadline from its first byte; a
-     * connection that sends nothing at all is an idle one. Over TLS, the
-     * handshake and that first byte must come within the listener's
-     * handshake timeout instead (the idle deadline, armed shorter). */
-    corHttpConnArm(c, true);
-    if (handshakeMs > 0) {
-        corKitConnDeadlineIn(&c->k, handshakeMs);
-    }
+     * connection that sends nothing at all is an idle one (over TLS, for
+     * the handshake's time). */
+    corHttpConnStateSet(c, HTTP_IDLE);
 }

@@ -214,6 +214,54 @@ START_TEST(test_a_stalled_body_times_out)
 }
 END_TEST
 
+/*
+ * A body that keeps coming, a piece every 400 ms, outlasts body_timeout
+ * (1 s) in all and is read whole, streamed to its handler (chunked) or
+ * gathered before it (by length): the timeout is between pieces, each
+ * moving the wait on without re-arming the deadline (corHttpConnProgress:
+ * the deadline asks again when it comes). On a machine so loaded that a
+ * piece went out past 900 ms after the one before, a 408 is the right
+ * answer and nothing is judged.
+ */
+static void
+sendSlowly(int fd, const char* piece, bool* late)
+{
+    long last = corNowMs();
+
+    for (int i = 0; i < 6; i++) {
+        usleep(400 * 1000);
+        *late |= corNowMs() - last > 900;
+        sendText(fd, piece);
+        last = corNowMs();
+    }
+}
+
+START_TEST(test_a_slow_body_that_keeps_coming_is_read_whole)
+{
+    bool late = false;
+    int fd = sendStart("POST /body HTTP/1.1\r\nHost: t\r\n"
+                       "Transfer-Encoding: chunked\r\n\r\n", 0);
+
+    sendSlowly(fd, "5\r\nhello\r\n", &late);
+    sendText(fd, "0\r\n\r\n");
+    ck_assert_int_gt(corReadResponse(fd, out, sizeof(out), 5000), 0);
+    close(fd);
+    if (!late) {
+        CHECK_HAS("HTTP/1.1 200 ");
+        CHECK_HAS("length 30 ");
+    }
+    fd = sendStart("POST /echo HTTP/1.1\r\nHost: t\r\n"
+                   "Content-Length: 30\r\n\r\n", 0);
+    sendSlowly(fd, "hello", &late);
+    ck_assert_int_gt(corReadResponse(fd, out, sizeof(out), 5000), 0);
+    close(fd);
+    if (!late) {
+        CHECK_HAS("HTTP/1.1 200 ");
+        CHECK_HAS("hellohellohellohellohellohello");
+    }
+}
+END_TEST
+
 /* A chunk that says it brings more than body_bytes: 413 at once, the
  * handler's read failing; bad framing midway: 400. */
 START_TEST(test_past_the_limit_or_badly_framed_refused)
@@ -335,6 +383,7 @@ COR_TEST_SUITE(corHttpBodyStream)
     tcase_add_test(tc, test_large_body_intact);
     tcase_add_test(tc, test_a_handler_that_does_not_read_holds_the_client);
     tcase_add_test(tc, test_a_stalled_body_times_out);
+    tcase_add_test(tc, test_a_slow_body_that_keeps_coming_is_read_whole);
     tcase_add_test(tc, test_past_the_limit_or_badly_framed_refused);
     tcase_add_test(tc, test_the_client_leaving_midway);
     tcase_add_test(tc, test_an_answer_streamed_while_the_body_comes);

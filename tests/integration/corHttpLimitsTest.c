@@ -200,7 +200,7 @@ START_TEST(test_body_past_body_memory_spooled_for_its_request_only)
     ck_assert_int_eq(corCurl(server.port, command, "/bodysum?map=1", buf,
                              sizeof(buf)), 0);
     ck_assert_str_eq(buf, expect);
-    ck_assert_int_eq(spooledFiles(gen, server.dir), 0);
+    spooledWait(gen, server.dir, 0);
 }
 END_TEST
 
