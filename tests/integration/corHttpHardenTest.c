@@ -158,8 +158,11 @@ readAnswers(void* arg)
     return NULL;
 }
 
-static void
-dieUnder(const char* query, bool reset)
+/* One try; false when the server cut the connection before the waiting
+ * request ran (the reader fell behind past send_timeout: what the test
+ * means to do did not happen, and it is tried again). */
+static bool
+dieUnderOnce(const char* query, bool reset)
 {
     const char* ran = corTestCoroutines() && query[0] == '\0'
                           ? "cor_requests_total{ran=\"coroutine\"}"
@@ -190,8 +193,13 @@ dieUnder(const char* query, bool reset)
     }
     atomic_store(&reader.stop, true);
     pthread_join(readerThread, NULL);
-    ck_assert_msg(reader.failed == 0, "the answers ended before the waiting "
-                  "request ran (recv: %s)", strerror(reader.failed));
+    if (reader.failed != 0) {
+        fprintf(stderr, "corHttpHarden: the answers ended before the "
+                "waiting request ran (recv: %s), after %ld ms: again\n",
+                strerror(reader.failed), corNowMs() - t0);
+        close(fd);
+        return false;
+    }
     ck_assert_int_lt(corNowMs() - t0, 10000);
     if (reset) {
         resetConnection(fd);
@@ -201,6 +209,21 @@ dieUnder(const char* query, bool reset)
         close(fd);
     }
     helloStillServed();
+    return true;
+}
+
+/* Three tries at most: a machine so loaded that the reader falls behind
+ * three times running says nothing about the server. */
+static void
+dieUnder(const char* query, bool reset)
+{
+    int tries = 1;
+
+    while (!dieUnderOnce(query, reset)) {
+        ck_assert_msg(++tries <= 3, "the server cut the connection before "
+                      "the waiting request ran, three times");
+        helloStillServed();
+    }
 }
 
 START_TEST(test_connection_dies_under_a_waiting_coroutine_request)
