@@ -479,12 +479,25 @@ void
 corStreamServed(CorRequest* r)
 {
     CorStream* s = r->stream;
+    bool now;
 
     headSend(s);
     pthread_mutex_lock(&s->lock);
     s->served = true;
-    flushPostLocked(s);
+    /* A file body has no writer to wait for: its first turn of pieces
+     * runs now, in the turn that answered, so that a short one goes out
+     * with its head in one write; a post to the loop itself would cost a
+     * wake (an eventfd write and read) and the head a write of its own. */
+    now = s->fileFd >= 0 && !s->flushPosted && corEvLoopCurrent() == r->loop;
+    if (now) {
+        s->flushPosted = true;
+    } else {
+        flushPostLocked(s);
+    }
     pthread_mutex_unlock(&s->lock);
+    if (now) {
+        flushOnLoop(&s->flush);     /* r may be gone after this */
+    }
 }
 
 /* A stream's memory and its file; on the loop, its timer stopped. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The encoders: gzip (zlib's deflate with the gzip wrapper), br
+ * The encoders: gzip (zlib's deflate with the gzip wrapper; a short body
+ * known whole goes to corCompressWhole.c instead), br
  * (libbrotlienc), zstd (libzstd), each driven the same way: a step takes
  * what it can of the input into the encoder's output buffer and says
  * whether it must be called again (the buffer filled, or a flush or the
@@ -167,6 +168,15 @@ corCompressEncoderInit(CompressEncoder* e, CorCoding encoding,
     e->dirty = false;
     e->outLen = 0;
     e->state = NULL;
+    e->wholeMode = encoding == COR_CODING_GZIP && sizeHint > 0
+                   && sizeHint <= COMPRESS_WHOLE_MAX;
+    e->level = level;
+    e->whole = NULL;
+    e->wholeLen = 0;
+    e->wholeCap = (size_t)sizeHint;
+    if (e->wholeMode) {
+        return 0;               /* its memory comes with its bytes */
+    }
     switch (encoding) {
     case COR_CODING_ZSTD:
         return zstdInit(e, level, sizeHint);
@@ -189,6 +199,9 @@ corCompressEncode(CompressEncoder* e, const void* data, size_t len,
     int again;
     int rc;
 
+    if (e->wholeMode) {
+        return corCompressWholeEncode(e, data, len, flags, out);
+    }
     if ((flags & COR_FILTER_LAST) != 0) {
         mode = STEP_END;
     } else if ((flags & COR_FILTER_FLUSH) != 0) {
@@ -220,6 +233,8 @@ corCompressEncode(CompressEncoder* e, const void* data, size_t len,
 void
 corCompressEncoderFree(CompressEncoder* e)
 {
+    free(e->whole);
+    e->whole = NULL;
     if (e->state == NULL) {
         return;
     }

@@ -20,9 +20,21 @@ typedef struct {
     void* state;                /* z_stream*, BrotliEncoderState*,
                                    ZSTD_CCtx* */
     bool dirty;                 /* input came since the last flush */
+    /* gzip of a body known whole (corCompressWhole.c), whole true: its
+     * bytes kept until its end, at the level; state NULL. */
+    bool wholeMode;
+    int level;
+    unsigned char* whole;
+    size_t wholeLen;
+    size_t wholeCap;
     size_t outLen;
     unsigned char out[COMPRESS_OUT_BYTES];
 } CompressEncoder;
+
+/* A gzip body of a known length up to this is deflated whole (libdeflate)
+ * once it is all there: it is held meanwhile, no more than zlib's state
+ * for a stream (256 KiB) would take. */
+#define COMPRESS_WHOLE_MAX ((uint64_t)256 * 1024)
 
 /* Start e for encoding at level (the encoding's own scale); sizeHint is
  * the body's length when known, else 0. Returns 0 or -ENOMEM. */
@@ -34,5 +46,8 @@ int corCompressEncoderInit(CompressEncoder* e, CorCoding encoding,
 int corCompressEncode(CompressEncoder* e, const void* data, size_t len,
                       unsigned flags, CorFilterOut* out);
 void corCompressEncoderFree(CompressEncoder* e);
+/* corCompressEncode for a body deflated whole (e->wholeMode). */
+int corCompressWholeEncode(CompressEncoder* e, const void* data, size_t len,
+                           unsigned flags, CorFilterOut* out);
 
 #endif /* COR_COMPRESS_INT_H */

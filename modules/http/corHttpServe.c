@@ -291,6 +291,25 @@ upgradable(const CorRequest* r)
 
 /* ---- The core's ops: answers --------------------------------------------- */
 
+/* A stream's output is written at once only past this many bytes; less
+ * waits for the end of the loop's turn (corKitConnFlushSoon), so that the
+ * head, the pieces one turn makes and the last chunk go in one write: a
+ * compressed file's answer made in one turn was three writes (head,
+ * body, end), each a loopback send that costs more than its bytes. */
+#define STREAM_WRITE_BYTES ((size_t)64 * 1024)
+
+/* Write a stream's output now when there is much of it, else before the
+ * loop sleeps. Returns -1 on a write error (close). */
+static int
+streamFlush(HttpConn* c)
+{
+    if (corKitConnOutPending(&c->k) < STREAM_WRITE_BYTES) {
+        corKitConnFlushSoon(&c->k);
+        return 0;
+    }
+    return corHttpConnFlush(c);
+}
+
 /* The handler is done: answer, then go on with the next request. */
 static void
 requestDone(CorRequest* r)
@@ -325,9 +344,12 @@ requestDone(CorRequest* r)
     r->bodySent = r->stream != NULL || req->framing != HTTP_FRAME_LENGTH ? 0
                   : r->fileFd >= 0 ? req->bodyLeft : r->responseLen;
     if (r->stream != NULL) {
-        /* The head goes now (or with the serve under way); the pieces
-         * and the end come as written. */
-        serve(c);
+        /* The head goes in this turn, with the pieces the turn makes
+         * (inside the kit's serve, that serve's flush sends it); the
+         * pieces and the end come as written. */
+        if (!corKitConnInside(&c->k) && streamFlush(c) != 0) {
+            corHttpConnClose(c);
+        }
         return;
     }
     if (r->fileFd >= 0) {
@@ -348,8 +370,7 @@ streamData(CorRequest* r, const void* data, size_t len)
     if (c == NULL) {
         return;
     }
-    if (corHttpChunkAppend(c, req, data, len) != 0
-        || corHttpConnFlush(c) != 0) {
+    if (corHttpChunkAppend(c, req, data, len) != 0 || streamFlush(c) != 0) {
         corHttpConnClose(c);
     }
 }
