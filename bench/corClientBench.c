@@ -151,15 +151,17 @@ measure(CorEvLoop* loop, const CorConnTarget* target, bool close,
     /* Resumption is what the figure is about: say when it did not
      * happen. */
     if (target->tls && close && run.resumed < run.done / 2) {
-        fprintf(stderr, "client.get.tls.resumed: only %ld of %ld "
-                "connections resumed\n", run.resumed, run.done);
+        fprintf(stderr,
+                "client.get.tls.resumed: only %ld of %ld "
+                "connections resumed\n",
+                run.resumed, run.done);
     }
     return (double)run.done / ((corBenchNowNs() - start) / 1e9);
 }
 
 static pid_t
-upstreamStart(const char* build, const char* dir, const char* certs,
-              int port, int tlsPort)
+upstreamStart(const char* build, const char* dir, const char* certs, int port,
+              int tlsPort)
 {
     char path[512];
     char pidFile[512];
@@ -174,7 +176,8 @@ upstreamStart(const char* build, const char* dir, const char* certs,
         perror(path);
         exit(1);
     }
-    fprintf(f, "runtime: { loops: 1, workers: 2 }\n"
+    fprintf(f,
+            "runtime: { loops: 1, workers: 2 }\n"
             "listen:\n"
             "  - { protocol: http, address: 127.0.0.1:%d }\n"
             "  - protocol: https\n"
@@ -209,7 +212,9 @@ main(int argc, char** argv)
     double seconds = argc > 2 ? atof(argv[2]) : 2;
     int rounds = argc > 3 ? atoi(argv[3]) : 3;
     static const char* const names[] = {
-        "client.get", "client.get.tls", "client.get.new",
+        "client.get",
+        "client.get.tls",
+        "client.get.new",
         "client.get.tls.resumed",
     };
     double results[4][COR_BENCH_ROUNDS];
@@ -228,8 +233,9 @@ main(int argc, char** argv)
     pid_t pid;
 
     signal(SIGPIPE, SIG_IGN);
-    rounds = rounds < 1 ? 1 : rounds > COR_BENCH_ROUNDS ? COR_BENCH_ROUNDS
-                                                          : rounds;
+    rounds = rounds < 1                  ? 1
+             : rounds > COR_BENCH_ROUNDS ? COR_BENCH_ROUNDS
+                                         : rounds;
     snprintf(certs, sizeof(certs), "%s/test-certs", build);
     snprintf(command, sizeof(command), "tests/tls/makeCerts %s", certs);
     if (mkdtemp(dir) == NULL || system(command) != 0
@@ -242,16 +248,19 @@ main(int argc, char** argv)
     snprintf(caFile, sizeof(caFile), "%s/ca.pem", certs);
     /* The pool's defaults (client.keepalive_per_peer auto, idle 60 s)
      * keep every coroutine's connection. */
-    tlsClient = corTlsClientNew(&(CorTlsClientOptions){ .caFile = caFile },
-                                why, sizeof(why));
+    tlsClient = corTlsClientNew(&(CorTlsClientOptions){ .caFile = caFile }, why,
+                                sizeof(why));
     if (tlsClient == NULL) {
         fprintf(stderr, "client.get: %s\n", why);
         return 1;
     }
-    plain = (CorConnTarget){ .host = "127.0.0.1", .port = (unsigned)port,
+    plain = (CorConnTarget){ .host = "127.0.0.1",
+                             .port = (unsigned)port,
                              .connectTimeoutMs = 5000 };
-    tls = (CorConnTarget){ .host = "127.0.0.1", .port = (unsigned)tlsPort,
-                           .tls = true, .connectTimeoutMs = 5000,
+    tls = (CorConnTarget){ .host = "127.0.0.1",
+                           .port = (unsigned)tlsPort,
+                           .tls = true,
+                           .connectTimeoutMs = 5000,
                            .tlsClient = tlsClient };
     loop = corEvLoopCreate();
     corEvLoopBind(loop);

@@ -45,14 +45,18 @@ static inline void
 fpSave(FpControl* fp)
 {
     __asm__ volatile("stmxcsr %0\n\tfnstcw %1"
-                     : "=m"(fp->mxcsr), "=m"(fp->x87) : : "memory");
+                     : "=m"(fp->mxcsr), "=m"(fp->x87)
+                     :
+                     : "memory");
 }
 
 static inline void
 fpLoad(const FpControl* fp)
 {
     __asm__ volatile("ldmxcsr %0\n\tfldcw %1"
-                     : : "m"(fp->mxcsr), "m"(fp->x87) : "memory");
+                     :
+                     : "m"(fp->mxcsr), "m"(fp->x87)
+                     : "memory");
 }
 
 static void
@@ -136,7 +140,7 @@ compare(const char* name, double (*ours)(long), const char* variant,
     double b;
     double v = 0;
 
-    ours(iterations / 10);          /* warm the pool and the caches */
+    ours(iterations / 10); /* warm the pool and the caches */
     peer(iterations / 10);
     for (int i = 0; i < COR_BENCH_ROUNDS; i++) {
         mine[i] = ours(iterations);

@@ -18,7 +18,7 @@ typedef struct {
     int in;
     int out;
     long rounds;
-    bool serves;     /* waits first, then answers */
+    bool serves; /* waits first, then answers */
 } Player;
 
 static void
@@ -56,8 +56,9 @@ makePlayers(Player* a, Player* b, long rounds)
         exit(1);
     }
     *a = (Player){ .in = ba[0], .out = ab[1], .rounds = rounds };
-    *b = (Player){ .in = ab[0], .out = ba[1], .rounds = rounds,
-                   .serves = true };
+    *b = (Player){
+        .in = ab[0], .out = ba[1], .rounds = rounds, .serves = true
+    };
 }
 
 static void

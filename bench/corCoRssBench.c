@@ -57,8 +57,7 @@ main(void)
         }
     }
     after = residentBytes();
-    corBenchPrint("co.parked_rss", (double)(after - before) / PARKED,
-                  "bytes");
+    corBenchPrint("co.parked_rss", (double)(after - before) / PARKED, "bytes");
     corBenchPrint("co.parked_rss.stack_size", (double)corCoStackSize(),
                   "bytes");
     for (long i = 0; i < PARKED; i++) {

@@ -25,8 +25,9 @@ main(int argc, char** argv)
         return 1;
     }
     snprintf(servers, sizeof(servers), "127.0.0.1:%d", dns.port);
-    if (corResolverConfigure(&(CorResolverConfig){ .servers = servers,
-                                                   .maxTtlS = 3600 }) != 0
+    if (corResolverConfigure(
+            &(CorResolverConfig){ .servers = servers, .maxTtlS = 3600 })
+            != 0
         || corResolve("bench.example.test", 0, &out, NULL, 0) != 0) {
         fprintf(stderr, "corResolveBench: the first lookup failed\n");
         corDnsStop(&dns);

@@ -112,32 +112,40 @@ corRequestHeader(const CorRequest* r, const char* name)
 /* The YAML of a table of `hosts` host routes, then exact, prefix and
  * regex ones. */
 static char*
-tableYaml(unsigned hosts, unsigned exact, unsigned prefixes,
-          unsigned regexes)
+tableYaml(unsigned hosts, unsigned exact, unsigned prefixes, unsigned regexes)
 {
     size_t cap = 200 * (hosts + exact + prefixes + regexes) + 256;
     char* yaml = malloc(cap);
     size_t n = 0;
 
-    n += (size_t)snprintf(yaml + n, cap - n, "listen: [ { protocol: http, "
+    n += (size_t)snprintf(yaml + n, cap - n,
+                          "listen: [ { protocol: http, "
                           "address: \"127.0.0.1:1\" } ]\nroutes:\n");
     for (unsigned i = 0; i < hosts; i++) {
-        n += (size_t)snprintf(yaml + n, cap - n, "  - { host: h%u.example."
-                              "com, match: \"GET /*\", handler: h }\n", i);
+        n += (size_t)snprintf(yaml + n, cap - n,
+                              "  - { host: h%u.example."
+                              "com, match: \"GET /*\", handler: h }\n",
+                              i);
     }
     for (unsigned i = 0; i < exact; i++) {
-        n += (size_t)snprintf(yaml + n, cap - n, "  - { match: \"GET "
-                              "=/e%u\", handler: h }\n", i);
+        n += (size_t)snprintf(yaml + n, cap - n,
+                              "  - { match: \"GET "
+                              "=/e%u\", handler: h }\n",
+                              i);
     }
     for (unsigned i = 0; i < prefixes; i++) {
-        n += (size_t)snprintf(yaml + n, cap - n, "  - { match: \"/p%u/*\", "
-                              "handler: h }\n", i);
+        n += (size_t)snprintf(yaml + n, cap - n,
+                              "  - { match: \"/p%u/*\", "
+                              "handler: h }\n",
+                              i);
     }
     for (unsigned i = 0; i < regexes; i++) {
-        n += (size_t)snprintf(yaml + n, cap - n, i % 5 == 0
-                              ? "  - { match: \"~\\\\.x%u$\", handler: h }\n"
-                              : "  - { match: \"~^/r%u/([0-9]+)$\", handler: "
-                                "h }\n", i);
+        n += (size_t)
+            snprintf(yaml + n, cap - n,
+                     i % 5 == 0 ? "  - { match: \"~\\\\.x%u$\", handler: h }\n"
+                                : "  - { match: \"~^/r%u/([0-9]+)$\", handler: "
+                                  "h }\n",
+                     i);
     }
     return yaml;
 }
@@ -159,15 +167,27 @@ requestsMake(void)
         snprintf(host, 64, k % 3 == 0 ? "other.test" : "h%u.example.com",
                  k % 600);
         switch (k % 5) {
-        case 0: snprintf(path, 64, "/e%u", k % 300); break;
-        case 1: snprintf(path, 64, "/p%u/a/b", k % 250); break;
-        case 2: snprintf(path, 64, "/r%u/123", k % 60); break;
-        case 3: snprintf(path, 64, "/file.x%u", k % 60); break;
-        default: snprintf(path, 64, "/nothing/here"); break;
+        case 0:
+            snprintf(path, 64, "/e%u", k % 300);
+            break;
+        case 1:
+            snprintf(path, 64, "/p%u/a/b", k % 250);
+            break;
+        case 2:
+            snprintf(path, 64, "/r%u/123", k % 60);
+            break;
+        case 3:
+            snprintf(path, 64, "/file.x%u", k % 60);
+            break;
+        default:
+            snprintf(path, 64, "/nothing/here");
+            break;
         }
         hostHeaders[i] = (CorHeader){ "Host", 4, host, strlen(host) };
-        requests[i] = (CorRequest){ .method = "GET", .methodLen = 3,
-                                    .path = path, .pathLen = strlen(path),
+        requests[i] = (CorRequest){ .method = "GET",
+                                    .methodLen = 3,
+                                    .path = path,
+                                    .pathLen = strlen(path),
                                     .headers = &hostHeaders[i],
                                     .headerCount = 1 };
     }
@@ -258,11 +278,9 @@ main(void)
     }
     corBenchPrint("route.lookup.10", corBenchMedian(ns[0], COR_BENCH_ROUNDS),
                   "ns");
-    corBenchPrint("route.lookup.1000", corBenchMedian(ns[1],
-                                                      COR_BENCH_ROUNDS),
+    corBenchPrint("route.lookup.1000", corBenchMedian(ns[1], COR_BENCH_ROUNDS),
                   "ns");
-    corBenchPrint("route.lookup.extra", corBenchMedian(extra,
-                                                       COR_BENCH_ROUNDS),
+    corBenchPrint("route.lookup.extra", corBenchMedian(extra, COR_BENCH_ROUNDS),
                   "ns");
     free(small);
     free(large);

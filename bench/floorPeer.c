@@ -68,7 +68,7 @@ sendAll(int fd, size_t len)
         } else if (n < 0 && errno == EAGAIN) {
             struct pollfd pfd = { .fd = fd, .events = POLLOUT };
 
-            poll(&pfd, 1, -1);      /* a floor, not a server: just wait */
+            poll(&pfd, 1, -1); /* a floor, not a server: just wait */
         } else {
             return;
         }

@@ -40,9 +40,10 @@ raiseFileLimit(long count)
     }
     if (getrlimit(RLIMIT_NOFILE, &limit) == 0
         && (rlim_t)count + 16 > limit.rlim_cur) {
-        fprintf(stderr, "holdConns: %ld connections need more than the %lu "
-                "open files this process may have\n", count,
-                (unsigned long)limit.rlim_cur);
+        fprintf(stderr,
+                "holdConns: %ld connections need more than the %lu "
+                "open files this process may have\n",
+                count, (unsigned long)limit.rlim_cur);
         exit(1);
     }
 }
@@ -117,9 +118,10 @@ readAnswer(int fd, long index)
             continue;
         }
         if (n <= 0) {
-            fprintf(stderr, "holdConns: connection %ld: %s before the "
-                    "answer ended\n", index, n == 0 ? "closed" :
-                    strerror(errno));
+            fprintf(stderr,
+                    "holdConns: connection %ld: %s before the "
+                    "answer ended\n",
+                    index, n == 0 ? "closed" : strerror(errno));
             exit(1);
         }
         len += (size_t)n;
@@ -129,8 +131,8 @@ readAnswer(int fd, long index)
         }
     }
     if (strncmp(buf, "HTTP/1.1 200 ", 13) != 0) {
-        fprintf(stderr, "holdConns: connection %ld: answered %.40s\n",
-                index, buf);
+        fprintf(stderr, "holdConns: connection %ld: answered %.40s\n", index,
+                buf);
         exit(1);
     }
 }
@@ -144,8 +146,8 @@ main(int argc, char** argv)
     int port;
     bool answer;
 
-    if (argc != 5 || (strcmp(argv[4], "answer") != 0
-                      && strcmp(argv[4], "wait") != 0)) {
+    if (argc != 5
+        || (strcmp(argv[4], "answer") != 0 && strcmp(argv[4], "wait") != 0)) {
         fprintf(stderr, "usage: holdConns PORT COUNT PATH answer|wait\n");
         return 2;
     }

@@ -34,7 +34,7 @@ typedef struct Side {
     Pair* pair;
     size_t off;
     size_t len;
-    bool drained;               /* its last read was short: wait for IN */
+    bool drained; /* its last read was short: wait for IN */
     char buf[BUF_BYTES];
 } Side;
 
@@ -46,7 +46,7 @@ struct Pair {
 };
 
 static struct sockaddr_in upstreamAddr;
-static Pair* dead;              /* closed in this batch, freed after it */
+static Pair* dead; /* closed in this batch, freed after it */
 
 static void
 pairClose(Pair* p)
@@ -71,7 +71,7 @@ pump(Side* s)
         if (s->off < s->len) {
             n = write(s->peer->fd, s->buf + s->off, s->len - s->off);
             if (n < 0 && (errno == EAGAIN || errno == ENOTCONN)) {
-                return;     /* the peer's OUT edge goes on */
+                return; /* the peer's OUT edge goes on */
             }
             if (n <= 0) {
                 pairClose(s->pair);
@@ -121,8 +121,9 @@ pairOpen(int epfd, int cfd)
     Pair* p = malloc(sizeof(*p));
 
     if (p == NULL || ufd < 0
-        || (connect(ufd, (struct sockaddr*)&upstreamAddr,
-                    sizeof(upstreamAddr)) != 0 && errno != EINPROGRESS)) {
+        || (connect(ufd, (struct sockaddr*)&upstreamAddr, sizeof(upstreamAddr))
+                != 0
+            && errno != EINPROGRESS)) {
         free(p);
         close(cfd);
         if (ufd >= 0) {
@@ -167,8 +168,10 @@ main(int argc, char** argv)
         return 2;
     }
     upstreamAddr = (struct sockaddr_in){
-        .sin_family = AF_INET, .sin_port = htons((uint16_t)upstreamPort),
-        .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+        .sin_family = AF_INET,
+        .sin_port = htons((uint16_t)upstreamPort),
+        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)
+    };
     listener.fd = listenOn(port);
     epoll_ctl(epfd, EPOLL_CTL_ADD, listener.fd,
               &(struct epoll_event){ .events = EPOLLIN,
@@ -181,8 +184,8 @@ main(int argc, char** argv)
             int cfd;
 
             if (s == &listener) {
-                while ((cfd = accept4(listener.fd, NULL, NULL,
-                                      SOCK_NONBLOCK)) >= 0) {
+                while ((cfd = accept4(listener.fd, NULL, NULL, SOCK_NONBLOCK))
+                       >= 0) {
                     pairOpen(epfd, cfd);
                 }
                 continue;
@@ -191,11 +194,11 @@ main(int argc, char** argv)
                 continue;
             }
             if (events[i].events & EPOLLOUT) {
-                pump(s->peer);      /* what waited for room on s */
+                pump(s->peer); /* what waited for room on s */
             }
             if (!s->pair->closed
-                && (events[i].events & (EPOLLIN | EPOLLRDHUP | EPOLLHUP
-                                        | EPOLLERR))) {
+                && (events[i].events
+                    & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR))) {
                 s->drained = false;
                 pump(s);
             }

@@ -44,8 +44,8 @@ typedef struct {
     CorEvIo io;
     CorAccept* owner;
     const CorListener* l;
-    bool reusePort;             /* accept for this loop only */
-    bool paused;                /* at the fd limit: io stopped, timer on */
+    bool reusePort; /* accept for this loop only */
+    bool paused;    /* at the fd limit: io stopped, timer on */
     CorEvTimer resume;
 } Listening;
 
@@ -54,7 +54,7 @@ struct CorAccept {
     CorEvLoop* loop;
     unsigned index;
     CorAcceptFn open;
-    unsigned nextLoop;          /* where the next shared one is dealt */
+    unsigned nextLoop; /* where the next shared one is dealt */
     unsigned count;
     Listening listening[];
 };
@@ -78,8 +78,8 @@ static _Atomic uint64_t fdLimitReportedMs;
 /* A connection on the loop it was dealt to: to its protocol, or first
  * through its PROXY header on a listener that asks for one. */
 static void
-opened(CorEvLoop* loop, CorAcceptFn open, unsigned index,
-       const CorListener* l, int fd, const struct sockaddr_storage* peer)
+opened(CorEvLoop* loop, CorAcceptFn open, unsigned index, const CorListener* l,
+       int fd, const struct sockaddr_storage* peer)
 {
     if (l->proxyProtocol) {
         corProxyAcceptStart(loop, open, index, l, fd, peer);
@@ -115,8 +115,9 @@ acceptShare(CorAccept* a, const CorListener* l, int fd,
         corAcceptClosed();
         return;
     }
-    *h = (Handoff){ .open = a->open, .index = index, .l = l, .fd = fd,
-                    .peer = *peer };
+    *h = (Handoff){
+        .open = a->open, .index = index, .l = l, .fd = fd, .peer = *peer
+    };
     corEvLoopPost(corLoopAt(index), &h->task, handoffArrive);
 }
 
@@ -136,10 +137,11 @@ fdLimitReport(int err)
         return;
     }
     hits = atomic_exchange(&fdLimitHits, 0);
-    corLog(COR_LOG_ERROR, "accept: %s: %lu time%s since the last report; "
+    corLog(COR_LOG_ERROR,
+           "accept: %s: %lu time%s since the last report; "
            "accepting pauses %d ms each time (raise the fd limit, ulimit "
-           "-n, or lower limits.connections)", strerror(err), hits,
-           hits == 1 ? "" : "s", ACCEPT_PAUSE_MS);
+           "-n, or lower limits.connections)",
+           strerror(err), hits, hits == 1 ? "" : "s", ACCEPT_PAUSE_MS);
 }
 
 static void onAccept(CorEvIo* io, unsigned events);
@@ -184,7 +186,7 @@ onAccept(CorEvIo* io, unsigned events)
             if (errno == EMFILE || errno == ENFILE) {
                 acceptPause(ls, errno);
             }
-            return;     /* EAGAIN: the backlog is empty */
+            return; /* EAGAIN: the backlog is empty */
         }
         if (atomic_fetch_add(&connTotal, 1) >= limit) {
             atomic_fetch_sub(&connTotal, 1);
@@ -193,8 +195,8 @@ onAccept(CorEvIo* io, unsigned events)
             continue;
         }
         if (ls->reusePort) {
-            opened(ls->owner->loop, ls->owner->open, ls->owner->index,
-                   ls->l, fd, &peer);
+            opened(ls->owner->loop, ls->owner->open, ls->owner->index, ls->l,
+                   fd, &peer);
         } else {
             acceptShare(ls->owner, ls->l, fd, &peer);
         }
@@ -202,9 +204,8 @@ onAccept(CorEvIo* io, unsigned events)
 }
 
 CorAccept*
-corAcceptStart(CorEvLoop* loop, unsigned index,
-               CorListener* const* listeners, unsigned count,
-               CorAcceptFn open)
+corAcceptStart(CorEvLoop* loop, unsigned index, CorListener* const* listeners,
+               unsigned count, CorAcceptFn open)
 {
     CorAccept* a = calloc(1, sizeof(*a) + count * sizeof(Listening));
 
@@ -221,10 +222,12 @@ corAcceptStart(CorEvLoop* loop, unsigned index,
         if (!reusePort && index != 0) {
             continue;
         }
-        *ls = (Listening){ .owner = a, .l = listeners[i],
+        *ls = (Listening){ .owner = a,
+                           .l = listeners[i],
                            .reusePort = reusePort };
         if (corEvIoStart(loop, &ls->io, corListenerFd(listeners[i], index),
-                         EPOLLIN, onAccept) != 0) {
+                         EPOLLIN, onAccept)
+            != 0) {
             corLog(COR_LOG_ERROR, "accept: cannot watch %s on loop %u",
                    corListenerAddress(listeners[i]), index);
             corAcceptStop(a);
@@ -278,12 +281,15 @@ corAcceptTransport(const CorListener* l, CorTransport* t, int fd)
 void
 corPeerAddress(const struct sockaddr_storage* peer, char* out, size_t size)
 {
-    const void* addr = peer->ss_family == AF_INET6
-        ? (const void*)&((const struct sockaddr_in6*)peer)->sin6_addr
-        : (const void*)&((const struct sockaddr_in*)peer)->sin_addr;
+    const void* addr =
+        peer->ss_family == AF_INET6
+            ? (const void*)&((const struct sockaddr_in6*)peer)->sin6_addr
+            : (const void*)&((const struct sockaddr_in*)peer)->sin_addr;
 
     if (inet_ntop(peer->ss_family == AF_INET6 ? AF_INET6 : AF_INET, addr, out,
-                  (socklen_t)size) == NULL && size > 0) {
+                  (socklen_t)size)
+            == NULL
+        && size > 0) {
         out[0] = '\0';
     }
 }
@@ -292,9 +298,10 @@ void
 corPeerName(const struct sockaddr_storage* peer, char* out, size_t size)
 {
     char addr[INET6_ADDRSTRLEN];
-    in_port_t port = peer->ss_family == AF_INET6
-        ? ((const struct sockaddr_in6*)(const void*)peer)->sin6_port
-        : ((const struct sockaddr_in*)(const void*)peer)->sin_port;
+    in_port_t port =
+        peer->ss_family == AF_INET6
+            ? ((const struct sockaddr_in6*)(const void*)peer)->sin6_port
+            : ((const struct sockaddr_in*)(const void*)peer)->sin_port;
 
     corPeerAddress(peer, addr, sizeof(addr));
     snprintf(out, size, "%s:%u", addr, (unsigned)ntohs(port));

@@ -110,7 +110,7 @@ void
 corAcceptEncodingWeights(const char* value, size_t len,
                          unsigned weights[COR_CODINGS])
 {
-    unsigned said[COR_CODINGS + 1] = {0};
+    unsigned said[COR_CODINGS + 1] = { 0 };
     const char* end;
     const char* p = value;
 
@@ -118,7 +118,7 @@ corAcceptEncodingWeights(const char* value, size_t len,
     if (value == NULL) {
         return;
     }
-    end = value + len;          /* NULL + 0 is undefined */
+    end = value + len; /* NULL + 0 is undefined */
     while (p < end) {
         const char* comma = memchr(p, ',', (size_t)(end - p));
         const char* stop = comma != NULL ? comma : end;
@@ -144,8 +144,8 @@ corAcceptEncodingWeights(const char* value, size_t len,
 }
 
 int
-corAcceptEncodingFirst(const char* value, size_t len,
-                       const CorCoding* prefer, unsigned count)
+corAcceptEncodingFirst(const char* value, size_t len, const CorCoding* prefer,
+                       unsigned count)
 {
     unsigned weights[COR_CODINGS];
 

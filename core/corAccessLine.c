@@ -93,13 +93,12 @@ corAccessLogRequest(const CorRequest* r)
                      "\"target\":\"%s\",\"protocol\":\"%s\",\"status\":%d,"
                      "\"bytes\":%llu,\"complete\":%s,\"ran\":\"%s\","
                      "\"handler\":\"%s\",\"ms\":%llu,\"user_agent\":\"%s\"}"
-                     "\n", when, remote, (int)r->methodLen, r->method,
-                     target, version, r->status,
-                     (unsigned long long)r->bodySent,
+                     "\n",
+                     when, remote, (int)r->methodLen, r->method, target,
+                     version, r->status, (unsigned long long)r->bodySent,
                      r->cut ? "false" : "true", ranNames[r->ran],
                      corRequestHandlerName(r),
-                     (unsigned long long)(corEvClockMs() - r->startMs),
-                     agent);
+                     (unsigned long long)(corEvClockMs() - r->startMs), agent);
     } else {
         strftime(when, sizeof(when), "%d/%b/%Y:%H:%M:%S +0000", &tm);
         n = snprintf(line, sizeof(line),

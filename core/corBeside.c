@@ -106,7 +106,7 @@ lineQueue(CorBeside* b)
         if (rc == 0) {
             threadCount++;
         } else if (threadCount > 0) {
-            rc = 0;     /* the threads there take it in turn */
+            rc = 0; /* the threads there take it in turn */
         }
     }
     if (rc == 0) {
@@ -145,8 +145,7 @@ besideLoopStart(CorEvTask* task)
 }
 
 int
-corBesideStart(CorBeside* b, CorBesideFn run, CorBesideFn done,
-               unsigned flags)
+corBesideStart(CorBeside* b, CorBesideFn run, CorBesideFn done, unsigned flags)
 {
     CorEvLoop* loop = corEvLoopCurrent();
 
@@ -157,8 +156,7 @@ corBesideStart(CorBeside* b, CorBesideFn run, CorBesideFn done,
             return 0;
         }
     } else if ((flags & COR_BESIDE_LOOP_NEXT) && loop != NULL
-               && corRuntime.coroutines
-               && !atomic_load(&corRuntime.stopping)) {
+               && corRuntime.coroutines && !atomic_load(&corRuntime.stopping)) {
         corEvLoopPost(loop, &b->start, besideLoopStart);
         return 0;
     }

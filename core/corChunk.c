@@ -23,7 +23,7 @@
 #include <stdlib.h>
 
 #define CLASS_SMALLEST 128
-#define CLASS_COUNT 7           /* 128, 256, 512, 1 Ki ... 8 Ki */
+#define CLASS_COUNT 7 /* 128, 256, 512, 1 Ki ... 8 Ki */
 #define CLASS_KEEP_BYTES (64 * 1024)
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -83,8 +83,9 @@ static inline int
 classOf(size_t size)
 {
     int i = size <= CLASS_SMALLEST
-            ? 0 : 64 - __builtin_clzll((unsigned long long)size - 1)
-                  - __builtin_ctzll(CLASS_SMALLEST);
+                ? 0
+                : 64 - __builtin_clzll((unsigned long long)size - 1)
+                      - __builtin_ctzll(CLASS_SMALLEST);
 
     return i < CLASS_COUNT ? i : -1;
 }

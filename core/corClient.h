@@ -20,9 +20,9 @@
  */
 
 typedef struct {
-    const char* caFile;     /* NULL: the system's CA store */
-    bool insecure;          /* skip verification (tests, explicit opt-in) */
-    const char* alpn;       /* comma list, e.g. "http/1.1", or NULL */
+    const char* caFile; /* NULL: the system's CA store */
+    bool insecure;      /* skip verification (tests, explicit opt-in) */
+    const char* alpn;   /* comma list, e.g. "http/1.1", or NULL */
 } CorTlsClientOptions;
 
 /* A client context (verification on unless o->insecure). Returns NULL
@@ -58,7 +58,7 @@ int corTransportTlsHandshake(CorTransport* t, int timeoutMs, char* why,
                              size_t whyLen);
 
 typedef struct {
-    const char* name;           /* as `listen: - protocol:` names it */
+    const char* name; /* as `listen: - protocol:` names it */
     /* What it speaks, as TLS ALPN names it, a comma list ("http/1.1"), or
      * NULL: a TLS listener of this protocol offers it. */
     const char* alpn;
@@ -135,8 +135,8 @@ int corLimitsRequest(const CorRequest* r);
  * counted in cor_requests_refused_total{protocol, status}. corLimitsText:
  * the answer's text ("413 Content Too Large\n"), NULL for another status.
  */
-void corLimitsRefused(const char* protocol, const char* who,
-                      const char* what, int status);
+void corLimitsRefused(const char* protocol, const char* who, const char* what,
+                      int status);
 /* The same for request r, whose limits are its route's (corLimitsOf):
  * the log names them so. */
 void corLimitsRefusedFor(const CorRequest* r, const char* protocol,
@@ -165,8 +165,8 @@ int corLimitsAnswer(CorRequest* r, int status);
  * counted; at the fd limit accepting pauses 100 ms, and is logged once a
  * second at most.
  */
-typedef void (*CorAcceptFn)(unsigned loopIndex, const CorListener* l,
-                            int fd, const struct sockaddr_storage* peer);
+typedef void (*CorAcceptFn)(unsigned loopIndex, const CorListener* l, int fd,
+                            const struct sockaddr_storage* peer);
 typedef struct CorAccept CorAccept;
 
 /* Start accepting on this loop; returns the acceptor, or NULL (logged). */
@@ -183,22 +183,22 @@ void corPeerAddress(const struct sockaddr_storage* peer, char* out,
                     size_t size);
 /* The same with its port, "192.0.2.7:5000" (54 bytes hold any), for
  * logs. */
-void corPeerName(const struct sockaddr_storage* peer, char* out,
-                 size_t size);
+void corPeerName(const struct sockaddr_storage* peer, char* out, size_t size);
 
-/* ---- URLs ----------------------------------------------------------------- */
+/* ---- URLs -----------------------------------------------------------------
+ */
 
 /* scheme://[user[:password]@]host[:port][/path][?query] taken apart; the
  * pointers point into the URL parsed. */
 typedef struct {
-    char scheme[16];            /* lowercased: "http", "cor", "mqtts" */
-    const char* user;           /* NULL when none */
+    char scheme[16];  /* lowercased: "http", "cor", "mqtts" */
+    const char* user; /* NULL when none */
     size_t userLen;
-    const char* password;       /* NULL when none */
+    const char* password; /* NULL when none */
     size_t passwordLen;
-    char host[256];             /* a name or an address, no brackets */
-    unsigned port;              /* 0 when absent: the scheme's default */
-    const char* authority;      /* host[:port] as written */
+    char host[256];        /* a name or an address, no brackets */
+    unsigned port;         /* 0 when absent: the scheme's default */
+    const char* authority; /* host[:port] as written */
     size_t authorityLen;
     /* path and query as written ("/p?q"); "/" when both are absent; a
      * query without a path is "?q" (its path is "/": RFC 3986 6.2.3). */
@@ -239,22 +239,22 @@ int corUrlParse(const char* s, CorUrl* u, char* why, size_t whyLen);
 
 /* Where to connect; the strings are read during corConnOpen only. */
 typedef struct {
-    const char* host;           /* a name, an IPv4 or an IPv6 address (no
-                                   brackets) */
-    unsigned port;              /* 1..65535 */
+    const char* host; /* a name, an IPv4 or an IPv6 address (no
+                         brackets) */
+    unsigned port;    /* 1..65535 */
     bool tls;
-    const char* serverName;     /* TLS: the name sent (SNI) and verified;
-                                   NULL: host */
-    int connectTimeoutMs;       /* the name, the connect and the TLS
-                                   handshake, all addresses together (each
-                                   connect takes an equal share of what is
-                                   left, the last all of it); 0:
-                                   client.connect_timeout */
-    CorTlsClient* tlsClient;    /* TLS settings (CA, verification, ALPN);
-                                   NULL: the default, from client.ca_file */
-    bool fresh;                 /* a new connection, never a pooled one
-                                   (the retry of a request that a pooled
-                                   connection lost) */
+    const char* serverName;  /* TLS: the name sent (SNI) and verified;
+                                NULL: host */
+    int connectTimeoutMs;    /* the name, the connect and the TLS
+                                handshake, all addresses together (each
+                                connect takes an equal share of what is
+                                left, the last all of it); 0:
+                                client.connect_timeout */
+    CorTlsClient* tlsClient; /* TLS settings (CA, verification, ALPN);
+                                NULL: the default, from client.ca_file */
+    bool fresh;              /* a new connection, never a pooled one
+                                (the retry of a request that a pooled
+                                connection lost) */
 } CorConnTarget;
 
 /*
@@ -364,7 +364,7 @@ void corConnClose(CorConn* c);
 /* An exchange to make. The caller's; read during corClientFetch, and
  * copied by corClientStart. */
 typedef struct CorClientRequest {
-    const char* method;         /* NULL: GET */
+    const char* method; /* NULL: GET */
     /* scheme://host[:port][/path][?query] of a scheme that fetches; host
      * may be a name, an IPv4 address or [an IPv6 one]. */
     const char* url;
@@ -372,7 +372,7 @@ typedef struct CorClientRequest {
      * Content-Length and Transfer-Encoding are the client's (refused). */
     const CorHeader* headers;
     unsigned headerCount;
-    const void* body;           /* sent with a Content-Length */
+    const void* body; /* sent with a Content-Length */
     size_t bodyLen;
     /* Deadlines, 0 for the default: connect (the name, the connect and a
      * TLS handshake; default client.connect_timeout), first byte (from
@@ -385,8 +385,8 @@ typedef struct CorClientRequest {
     int firstByteTimeoutMs;
     int totalTimeoutMs;
     int readTimeoutMs;
-    size_t maxBodyBytes;        /* 0: COR_CLIENT_BODY_MAX */
-    CorTlsClient* tlsClient;    /* NULL: the default (client.ca_file) */
+    size_t maxBodyBytes;     /* 0: COR_CLIENT_BODY_MAX */
+    CorTlsClient* tlsClient; /* NULL: the default (client.ca_file) */
     /* http:// and https:// only: over HTTP/2 (h2 chosen by ALPN on
      * https, prior knowledge on http), each exchange a stream on the one
      * connection its loop keeps to the peer (docs/http2.md). */
@@ -433,18 +433,18 @@ int corDeadlineWaitFd(int fd, short events, uint64_t deadline);
 /* What came back. Owned by the caller, who frees it with
  * corClientResponseFree whatever the result of the call that set it. */
 typedef struct CorClientResponse {
-    int status;                 /* the final status, 0 on failure */
-    CorHeader* headers;         /* of the final answer (not of a 1xx) */
+    int status;         /* the final status, 0 on failure */
+    CorHeader* headers; /* of the final answer (not of a 1xx) */
     unsigned headerCount;
-    char* body;                 /* NUL-terminated (not counted) */
+    char* body; /* NUL-terminated (not counted) */
     size_t bodyLen;
-    bool reused;                /* answered on a pooled connection */
-    bool retried;               /* sent again on a new connection */
-    bool sent;                  /* the request went to a peer (whole or in
-                                   part): a failure after it may have
-                                   been acted on */
-    char error[256];            /* on failure: what and where */
-    char* head;                 /* the client's: what headers point to */
+    bool reused;     /* answered on a pooled connection */
+    bool retried;    /* sent again on a new connection */
+    bool sent;       /* the request went to a peer (whole or in
+                        part): a failure after it may have
+                        been acted on */
+    char error[256]; /* on failure: what and where */
+    char* head;      /* the client's: what headers point to */
     /* The fields after the body (HTTP/2 trailers: gRPC's grpc-status),
      * set once the body was read to its end; they point into trailerHead,
      * the client's. */
@@ -566,8 +566,7 @@ int corClientOpen(const CorClientRequest* req, CorClientResponse* res,
  * (bad framing, TLS), -EINVAL (len 0). A failure stays: every later read
  * returns it. May yield.
  */
-ssize_t corClientRead(CorClientStream* x, void* buf, size_t len,
-                      int timeoutMs);
+ssize_t corClientRead(CorClientStream* x, void* buf, size_t len, int timeoutMs);
 
 /* Whether x's body was read to its end. */
 bool corClientDone(const CorClientStream* x);
@@ -608,8 +607,7 @@ bool corClientIdempotent(const char* method);
  */
 typedef struct {
     size_t size;
-    int (*open)(void* x, const CorClientRequest* req,
-                CorClientResponse* res);
+    int (*open)(void* x, const CorClientRequest* req, CorClientResponse* res);
     ssize_t (*read)(void* x, void* buf, size_t len, int timeoutMs);
     bool (*done)(const void* x);
     CorConn* (*upgraded)(void* x, const void** restP, size_t* restLenP);
@@ -650,8 +648,8 @@ corRestCorWait(CorClientCall* call, CorClientResponse* res)
  * ECANCELED). May yield.
  */
 typedef struct {
-    const char* scheme;         /* lowercase: a letter, then letters,
-                                   digits, + - .; at most 15 */
+    const char* scheme; /* lowercase: a letter, then letters,
+                           digits, + - .; at most 15 */
     int (*send)(CorModule* m, const CorNotification* n, char* why,
                 size_t whyLen);
     /* NULL, or whether url is one send could take: 0, or -EINVAL with

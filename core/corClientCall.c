@@ -58,8 +58,10 @@ corClientScheme(const char* url, CorClientResponse* res)
         return s;
     }
     if (corUrlParse(url, &u, res->error, sizeof(res->error)) == 0) {
-        snprintf(res->error, sizeof(res->error), "URL %.80s: no client "
-                 "takes %.20s://", url, u.scheme);
+        snprintf(res->error, sizeof(res->error),
+                 "URL %.80s: no client "
+                 "takes %.20s://",
+                 url, u.scheme);
     }
     return NULL;
 }
@@ -89,10 +91,14 @@ corClientNotify(CorModule* m, const CorNotification* n, char* why,
         headers[count++] = (CorHeader){ "Content-Type", 12, n->contentType,
                                         strlen(n->contentType) };
     }
-    rc = corClientFetch(&(CorClientRequest){
-        .method = n->method, .url = n->url, .headers = headers,
-        .headerCount = count, .body = n->body, .bodyLen = n->bodyLen,
-        .totalTimeoutMs = n->timeoutMs }, &res);
+    rc = corClientFetch(&(CorClientRequest){ .method = n->method,
+                                             .url = n->url,
+                                             .headers = headers,
+                                             .headerCount = count,
+                                             .body = n->body,
+                                             .bodyLen = n->bodyLen,
+                                             .totalTimeoutMs = n->timeoutMs },
+                        &res);
     if (rc < 0) {
         snprintf(why, whyLen, "%s", res.error);
     } else if (res.status < 200 || res.status > 299) {
@@ -133,14 +139,14 @@ corClientResponseFree(CorClientResponse* res)
 }
 
 struct CorClientCall {
-    CorClientRequest req;   /* a copy: its strings point into copy */
+    CorClientRequest req; /* a copy: its strings point into copy */
     CorClientResponse res;
     int rc;
-    CorBeside beside;           /* where it runs, and its cancel */
-    int doneFd;                 /* eventfd, written when the exchange ends */
-    bool done;                  /* under callsLock */
-    bool orphaned;              /* under callsLock: nobody collects it */
-    CorRequestCleanup cleanup;  /* in the starting request's list */
+    CorBeside beside;          /* where it runs, and its cancel */
+    int doneFd;                /* eventfd, written when the exchange ends */
+    bool done;                 /* under callsLock */
+    bool orphaned;             /* under callsLock: nobody collects it */
+    CorRequestCleanup cleanup; /* in the starting request's list */
     char copy[];
 };
 
@@ -311,7 +317,8 @@ corClientWait(CorClientCall* call, CorClientResponse* res)
                 callFree(call);
             }
             memset(res, 0, sizeof(*res));
-            snprintf(res->error, sizeof(res->error), "cancelled while "
+            snprintf(res->error, sizeof(res->error),
+                     "cancelled while "
                      "waiting for an exchange");
             return -ECANCELED;
         }

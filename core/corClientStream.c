@@ -35,7 +35,7 @@
 
 struct CorClientStream {
     const CorClientOps* ops;
-    size_t size;                /* of the block (corChunkTake) */
+    size_t size; /* of the block (corChunkTake) */
     alignas(max_align_t) unsigned char state[];
 };
 
@@ -51,13 +51,13 @@ typedef struct {
  * caller's) within the request's read timeout between pieces. Returns its
  * length or -errno, why said. */
 static ssize_t
-bodyGather(const CorClientRequest* req, char** bodyP, char* why,
-           size_t whyLen)
+bodyGather(const CorClientRequest* req, char** bodyP, char* why, size_t whyLen)
 {
     CorBuf b = { 0 };
     ssize_t n;
-    int ms = req->readTimeoutMs > 0 ? req->readTimeoutMs
-             : req->firstByteTimeoutMs > 0 ? req->firstByteTimeoutMs : -1;
+    int ms = req->readTimeoutMs > 0        ? req->readTimeoutMs
+             : req->firstByteTimeoutMs > 0 ? req->firstByteTimeoutMs
+                                           : -1;
 
     do {
         if (corBufReserve(&b, GATHER_PIECE) != 0) {
@@ -145,7 +145,8 @@ static const CorClientOps wholeOps = {
     .close = wholeClose,
 };
 
-/* ---- The front ------------------------------------------------------------ */
+/* ---- The front ------------------------------------------------------------
+ */
 
 int
 corClientOpen(const CorClientRequest* req, CorClientResponse* res,
@@ -196,7 +197,8 @@ CorConn*
 corClientUpgraded(CorClientStream* x, const void** restP, size_t* restLenP)
 {
     return x->ops->upgraded != NULL
-           ? x->ops->upgraded(x->state, restP, restLenP) : NULL;
+               ? x->ops->upgraded(x->state, restP, restLenP)
+               : NULL;
 }
 
 void
@@ -211,8 +213,8 @@ corClientClose(CorClientStream* x)
 bool
 corClientIdempotent(const char* method)
 {
-    static const char* const idempotent[] = { "GET", "HEAD", "OPTIONS",
-                                              "TRACE", "PUT", "DELETE" };
+    static const char* const idempotent[] = { "GET",   "HEAD", "OPTIONS",
+                                              "TRACE", "PUT",  "DELETE" };
 
     if (method == NULL) {
         return true;

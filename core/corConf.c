@@ -23,10 +23,6 @@
 #include <unistd.h>
 #include <yaml.h>
 
-
-
-
-
 /* ---- Messages ------------------------------------------------------------ */
 
 static bool
@@ -81,8 +77,8 @@ errorAtv(CorConfErrors* e, const char* file, unsigned line, unsigned column,
         goto done;
     }
     if (file != NULL && line > 0) {
-        e->len +=
-            (size_t)sprintf(e->text + e->len, "%s:%u:%u: ", file, line, column);
+        e->len += (size_t)sprintf(e->text + e->len, "%s:%u:%u: ", file, line,
+                                  column);
     } else if (file != NULL) {
         e->len += (size_t)sprintf(e->text + e->len, "%s: ", file);
     }
@@ -165,7 +161,7 @@ typedef struct {
     unsigned keyColumn;
     unsigned documents;
     bool keyRepeated; /* the pending key was given before in its mapping */
-    bool failed; /* stop reading: the rest cannot be trusted */
+    bool failed;      /* stop reading: the rest cannot be trusted */
 } Loader;
 
 static void __attribute__((format(printf, 3, 4)))
@@ -194,8 +190,8 @@ isNull(const yaml_event_t* ev)
     if (ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE) {
         return false;
     }
-    return v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0 ||
-           strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0;
+    return v[0] == '\0' || strcmp(v, "~") == 0 || strcmp(v, "null") == 0
+           || strcmp(v, "Null") == 0 || strcmp(v, "NULL") == 0;
 }
 
 /* Refuse the anchor and tag an event may carry; reading goes on, since the
@@ -287,8 +283,8 @@ nodeAdd(Loader* ld, CorConf* node, yaml_mark_t mark)
 static bool
 expectingKey(const Loader* ld)
 {
-    return ld->depth > 0 && ld->stack[ld->depth - 1]->kind == COR_CONF_MAP &&
-           ld->key == NULL;
+    return ld->depth > 0 && ld->stack[ld->depth - 1]->kind == COR_CONF_MAP
+           && ld->key == NULL;
 }
 
 static void
@@ -302,8 +298,7 @@ takeKey(Loader* ld, const yaml_event_t* ev)
         if (strcmp(map->items[i]->key, key) == 0) {
             loadError(ld, ev->start_mark, "duplicate key '%s' (first at %u:%u)",
                       corConfQuote(key, buf, sizeof(buf)),
-                      map->items[i]->keyLine,
-                      map->items[i]->keyColumn);
+                      map->items[i]->keyLine, map->items[i]->keyColumn);
             ld->keyRepeated = true;
             break;
         }
@@ -451,7 +446,7 @@ syntaxError(Loader* ld, const yaml_parser_t* parser)
     switch (parser->error) {
     case YAML_MEMORY_ERROR:
         corConfErrorAt(ld->errors, ld->file, 0, 0,
-                "out of memory reading the configuration");
+                       "out of memory reading the configuration");
         return;
     case YAML_READER_ERROR:
         /* The reader knows only a byte offset; count lines up to it. */
@@ -477,17 +472,17 @@ syntaxError(Loader* ld, const yaml_parser_t* parser)
     }
     /* At the end of the file, where the unfinished thing began (an
      * unclosed quote or bracket) is the mark worth having. */
-    if (parser->context != NULL && parser->problem != NULL &&
-        strcmp(parser->problem, "found unexpected end of stream") == 0) {
+    if (parser->context != NULL && parser->problem != NULL
+        && strcmp(parser->problem, "found unexpected end of stream") == 0) {
         loadError(ld, parser->context_mark,
                   "found unexpected end of stream %s that starts here",
                   parser->context);
         return;
     }
     /* A context that starts where the problem is adds nothing. */
-    if (parser->context != NULL &&
-        (parser->context_mark.line != mark.line ||
-         parser->context_mark.column != mark.column)) {
+    if (parser->context != NULL
+        && (parser->context_mark.line != mark.line
+            || parser->context_mark.column != mark.column)) {
         loadError(ld, mark, "%s (%s that starts at %zu:%zu)%s", problem,
                   parser->context, parser->context_mark.line + 1,
                   parser->context_mark.column + 1, hint);
@@ -601,16 +596,17 @@ corConfLoadStringPartial(const char* name, const char* text, size_t len,
     yaml_parser_t parser;
     yaml_event_t ev;
     unsigned before = errors->count;
-    Loader ld = {
-        .input = (const unsigned char*)text, .inputLen = len, .errors = errors};
+    Loader ld = { .input = (const unsigned char*)text,
+                  .inputLen = len,
+                  .errors = errors };
     char* file = strdup(name);
 
     *whole = false;
     if (file == NULL || !yaml_parser_initialize(&parser)) {
         free(file);
         corConfErrorAt(errors, name, 0, 0,
-                "out of memory reading the "
-                "configuration");
+                       "out of memory reading the "
+                       "configuration");
         return NULL;
     }
     ld.file = file;
@@ -633,7 +629,7 @@ corConfLoadStringPartial(const char* name, const char* text, size_t len,
     free(ld.key);
     if (ld.root == NULL && errors->count == before) {
         corConfErrorAt(errors, file, 1, 1,
-                "the file is empty (expected a mapping of settings)");
+                       "the file is empty (expected a mapping of settings)");
     }
     if (ld.root == NULL) {
         free(file);

@@ -138,8 +138,8 @@ expectedError(CorConfErrors* e, const CorConf* node, const char* key,
     const char* value = corConfQuote(node->text, q, sizeof(q));
 
     if (why != NULL) {
-        corConfErrorf(e, node, "%s: expected %s, got '%s' (%s)", key,
-                      expected, value, why);
+        corConfErrorf(e, node, "%s: expected %s, got '%s' (%s)", key, expected,
+                      value, why);
     } else {
         corConfErrorf(e, node, "%s: expected %s, got '%s'", key, expected,
                       value);
@@ -177,8 +177,8 @@ corConfBoolWord(const char* text, bool* value)
         const char* word;
         bool value;
     } words[] = {
-        {"on", true},   {"off", false}, {"true", true},
-        {"false", false}, {"yes", true}, {"no", false},
+        { "on", true },     { "off", false }, { "true", true },
+        { "false", false }, { "yes", true },  { "no", false },
     };
 
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
@@ -306,23 +306,23 @@ typedef struct {
 } Unit;
 
 static const Unit sizeUnits[] = {
-    {"TiB", (uint64_t)1 << 40},
-    {"GiB", (uint64_t)1 << 30},
-    {"MiB", (uint64_t)1 << 20},
-    {"KiB", (uint64_t)1 << 10},
-    {"TB", 1000000000000ull},
-    {"GB", 1000000000ull},
-    {"MB", 1000000ull},
-    {"KB", 1000ull},
-    {"B", 1},
+    { "TiB", (uint64_t)1 << 40 },
+    { "GiB", (uint64_t)1 << 30 },
+    { "MiB", (uint64_t)1 << 20 },
+    { "KiB", (uint64_t)1 << 10 },
+    { "TB", 1000000000000ull },
+    { "GB", 1000000000ull },
+    { "MB", 1000000ull },
+    { "KB", 1000ull },
+    { "B", 1 },
 };
 
 /* Ordered so that "ms" is tried before "m". */
 static const Unit durationUnits[] = {
-    {"ms", 1},
-    {"s", 1000},
-    {"m", 60 * 1000},
-    {"h", 60 * 60 * 1000},
+    { "ms", 1 },
+    { "s", 1000 },
+    { "m", 60 * 1000 },
+    { "h", 60 * 60 * 1000 },
 };
 
 static const Unit*
@@ -518,9 +518,9 @@ corConfDurationMs(const CorConf* map, const char* key, uint64_t def,
                   uint64_t min, uint64_t max, CorConfErrors* e)
 {
     static const Unit display[] = {
-        {"h", 60 * 60 * 1000},
-        {"m", 60 * 1000},
-        {"s", 1000},
+        { "h", 60 * 60 * 1000 },
+        { "m", 60 * 1000 },
+        { "s", 1000 },
     };
     const CorConf* node = scalar(map, key, "a duration", e);
     const char* why = NULL;
@@ -595,8 +595,8 @@ distance(const char* a, const char* b)
             if (row[j - 1] + 1 < best) {
                 best = row[j - 1] + 1;
             }
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2]
-                && a[i - 2] == b[j - 1] && upUp[j - 2] + 1 < best) {
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]
+                && upUp[j - 2] + 1 < best) {
                 best = upUp[j - 2] + 1;
             }
             row[j] = best;
@@ -632,8 +632,8 @@ corConfSuggest(const char* word, const char* const* known, const char* label,
     size_t len = (size_t)snprintf(buf, size, " (%s: ", label);
 
     for (size_t k = 0; known[k] != NULL && len < size; k++) {
-        len += (size_t)snprintf(buf + len, size - len, "%s%s",
-                                k ? ", " : "", known[k]);
+        len += (size_t)snprintf(buf + len, size - len, "%s%s", k ? ", " : "",
+                                known[k]);
     }
     if (len < size && near != NULL) {
         snprintf(buf + len, size - len, "); did you mean '%s'?", near);
@@ -657,8 +657,7 @@ unreadKeys(const CorConf* map, const char* where, const char* const* known,
     for (size_t i = 0; i < map->count; i++) {
         const CorConf* value = map->items[i];
 
-        if (value->used
-            || (typosOnly && nearest(value->key, known) == NULL)) {
+        if (value->used || (typosOnly && nearest(value->key, known) == NULL)) {
             continue;
         }
         corConfErrorAt(e, value->file, value->keyLine, value->keyColumn,

@@ -135,16 +135,16 @@ graft(Includer* in, CorConf* tree)
         } else if (isList(in, value->key)) {
             corConfErrorf(in->e, value, "%s: expected a list", value->key);
         } else if (strcmp(value->key, "include") != 0) {
-            const char* known[8] = {"include"};
+            const char* known[8] = { "include" };
             size_t n = 1;
 
             for (size_t k = 0; in->lists[k] != NULL && n < 7; k++) {
                 known[n++] = in->lists[k];
             }
-            corConfErrorAt(in->e, value->file, value->keyLine,
-                           value->keyColumn, "'%s' is not read from an "
-                           "included file, only from %s%s", value->key,
-                           in->reading[0].name,
+            corConfErrorAt(in->e, value->file, value->keyLine, value->keyColumn,
+                           "'%s' is not read from an "
+                           "included file, only from %s%s",
+                           value->key, in->reading[0].name,
                            corConfSuggest(value->key, known, label, hint,
                                           sizeof(hint)));
         }
@@ -183,14 +183,16 @@ mayRead(const Includer* in, const CorConf* at, const char* path,
     for (unsigned k = 0; k <= in->depth; k++) {
         if (in->reading[k].dev == st->st_dev
             && in->reading[k].ino == st->st_ino) {
-            corConfErrorf(in->e, at, "include: %s includes itself (%s)",
-                          path, chainSay(in, k, path, chain, sizeof(chain)));
+            corConfErrorf(in->e, at, "include: %s includes itself (%s)", path,
+                          chainSay(in, k, path, chain, sizeof(chain)));
             return false;
         }
     }
     if (in->depth == COR_CONF_INCLUDE_DEPTH) {
-        corConfErrorf(in->e, at, "include: %s is more than %d levels of "
-                      "include deep (%s)", path, COR_CONF_INCLUDE_DEPTH,
+        corConfErrorf(in->e, at,
+                      "include: %s is more than %d levels of "
+                      "include deep (%s)",
+                      path, COR_CONF_INCLUDE_DEPTH,
                       chainSay(in, 0, path, chain, sizeof(chain)));
         return false;
     }
@@ -230,7 +232,8 @@ includeFile(Includer* in, const CorConf* at, const char* path)
         return;
     }
     if (tree->kind != COR_CONF_MAP) {
-        corConfErrorf(in->e, tree, "expected a mapping such as routes: "
+        corConfErrorf(in->e, tree,
+                      "expected a mapping such as routes: "
                       "[...] in an included file, got a list");
         return;
     }
@@ -255,13 +258,15 @@ includeOne(Includer* in, const CorConf* pattern)
 
     if (pattern->kind != COR_CONF_SCALAR || pattern->null
         || pattern->text[0] == '\0') {
-        corConfErrorf(in->e, pattern, "include: expected a file or a glob "
+        corConfErrorf(in->e, pattern,
+                      "include: expected a file or a glob "
                       "such as conf.d/*.yaml");
         return;
     }
     path = corConfigPathBeside(pattern->file, pattern->text);
     if (path == NULL) {
-        corConfErrorf(in->e, pattern, "out of memory reading the "
+        corConfErrorf(in->e, pattern,
+                      "out of memory reading the "
                       "configuration");
         return;
     }
@@ -306,7 +311,10 @@ bool
 corConfInclude(CorConf* root, const char* const* lists, CorConfErrors* errors)
 {
     Includer in = {
-        .root = root, .last = root, .lists = lists, .e = errors,
+        .root = root,
+        .last = root,
+        .lists = lists,
+        .e = errors,
         .whole = true,
     };
     struct stat st;

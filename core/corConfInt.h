@@ -22,7 +22,7 @@ struct CorConf {
     CorConf** items; /* a container's children */
     size_t count;
     size_t cap;
-    char** asked;     /* a mapping's keys a reader looked for, absent */
+    char** asked; /* a mapping's keys a reader looked for, absent */
     size_t askedCount;
     const char* file; /* the root's copy of the name */
     char* ownedFile;  /* set on the root only */

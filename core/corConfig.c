@@ -38,14 +38,13 @@ typedef struct {
 } Where;
 
 static const char* const topKeys[] = {
-    "runtime", "listen", "limits", "resolver", "client",
-    "modules", "routes",  "log",    "error_pages", "include", "real_ip",
-    NULL,
+    "runtime", "listen", "limits",      "resolver", "client",  "modules",
+    "routes",  "log",    "error_pages", "include",  "real_ip", NULL,
 };
 
 /* What an included file adds to (docs/configuration.md "include"). */
-static const char* const includedLists[] = {"listen", "modules", "routes",
-                                            NULL};
+static const char* const includedLists[] = { "listen", "modules", "routes",
+                                             NULL };
 
 /* ---- Helpers ------------------------------------------------------------- */
 
@@ -88,8 +87,8 @@ isMapping(const CorConf* entry, const char* where, const char* example,
     if (corConfKind(entry) == COR_CONF_MAP) {
         return true;
     }
-    corConfErrorf(e, entry, "%s: expected a mapping such as %s, got %s",
-                  where, example, kindName(entry).text);
+    corConfErrorf(e, entry, "%s: expected a mapping such as %s, got %s", where,
+                  example, kindName(entry).text);
     return false;
 }
 
@@ -119,8 +118,8 @@ isToken(const char* s, const char* extra)
         return false;
     }
     for (; *s; s++) {
-        if (!(*s >= 'a' && *s <= 'z') && !(*s >= '0' && *s <= '9') &&
-            strchr(extra, *s) == NULL) {
+        if (!(*s >= 'a' && *s <= 'z') && !(*s >= '0' && *s <= '9')
+            && strchr(extra, *s) == NULL) {
             return false;
         }
     }
@@ -160,8 +159,8 @@ readLoops(const CorConf* runtime, CorConfErrors* e)
     if (node == NULL || (text != NULL && strcmp(text, "auto") == 0)) {
         return onlineCpus();
     }
-    if (text != NULL && text[0] != '\0' &&
-        strspn(text, "+-0123456789") != strlen(text)) {
+    if (text != NULL && text[0] != '\0'
+        && strspn(text, "+-0123456789") != strlen(text)) {
         corConfErrorf(e, node,
                       "loops: expected auto or a number of loops, got '%s'",
                       text);
@@ -188,11 +187,13 @@ readIo(CorConfig* cf, const CorConf* runtime, CorConfErrors* e)
     if (strcmp(io, "uring") != 0) {
         corConfErrorf(e, node, "io: expected epoll or uring, got '%s'", io);
     } else if (!COR_HAVE_URING) {
-        corConfErrorf(e, node, "io: uring: this build has no io_uring "
+        corConfErrorf(e, node,
+                      "io: uring: this build has no io_uring "
                       "backend (configured without liburing, or with "
                       "--disable-coroutines or --disable-uring)");
     } else if (!cf->runtime.coroutines.enabled) {
-        corConfErrorf(e, node, "io: uring serves coroutine mode only, and "
+        corConfErrorf(e, node,
+                      "io: uring serves coroutine mode only, and "
                       "runtime.coroutines.enabled is false");
     } else {
         cf->runtime.uring = true;
@@ -203,25 +204,26 @@ static void
 readRuntime(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {
     static const char* const keys[] = {
-        "loops", "workers", "coroutines", "stop_timeout", "stall_warning",
-        "io", NULL,
+        "loops",         "workers", "coroutines", "stop_timeout",
+        "stall_warning", "io",      NULL,
     };
-    static const char* const coKeys[] = {"enabled", "per_loop", "stack", NULL};
+    static const char* const coKeys[] = { "enabled", "per_loop", "stack",
+                                          NULL };
     const CorConf* runtime = corConfMap(root, "runtime", e);
     const CorConf* co = corConfMap(runtime, "coroutines", e);
 
     cf->runtime.loops = readLoops(runtime, e);
-    cf->runtime.workers =
-        (unsigned)corConfInt(runtime, "workers", 8, 1, 4096, e);
+    cf->runtime.workers = (unsigned)corConfInt(runtime, "workers", 8, 1, 4096,
+                                               e);
     cf->runtime.coroutines.enabled = corConfBool(co, "enabled", true, e);
-    cf->runtime.coroutines.perLoop =
-        (unsigned)corConfInt(co, "per_loop", 1024, 1, 1048576, e);
-    cf->runtime.coroutines.stack =
-        (size_t)corConfSize(co, "stack", 256 * kib, 16 * kib, 64 * mib, e);
-    cf->runtime.stopTimeoutMs =
-        corConfDurationMs(runtime, "stop_timeout", 10 * second, 0, hour, e);
-    cf->runtime.stallWarningMs =
-        corConfDurationMs(runtime, "stall_warning", 100, 0, hour, e);
+    cf->runtime.coroutines.perLoop = (unsigned)corConfInt(co, "per_loop", 1024,
+                                                          1, 1048576, e);
+    cf->runtime.coroutines.stack = (size_t)corConfSize(co, "stack", 256 * kib,
+                                                       16 * kib, 64 * mib, e);
+    cf->runtime.stopTimeoutMs = corConfDurationMs(runtime, "stop_timeout",
+                                                  10 * second, 0, hour, e);
+    cf->runtime.stallWarningMs = corConfDurationMs(runtime, "stall_warning",
+                                                   100, 0, hour, e);
     readIo(cf, runtime, e);
     corConfUnknownKeys(co, "runtime.coroutines", coKeys, e);
     corConfUnknownKeys(runtime, "runtime", keys, e);
@@ -343,8 +345,8 @@ parseAddress(CorConfigListen* l, const CorConf* node, CorConfErrors* e)
     if (text[0] == '[') {
         struct sockaddr_in6* sin6 = (struct sockaddr_in6*)&l->addr;
 
-        if (!parseIpv6(node, text, sin6, &port, e) ||
-            !parsePort(port, &p, node, e)) {
+        if (!parseIpv6(node, text, sin6, &port, e)
+            || !parsePort(port, &p, node, e)) {
             return false;
         }
         sin6->sin6_port = p;
@@ -352,8 +354,8 @@ parseAddress(CorConfigListen* l, const CorConf* node, CorConfErrors* e)
     } else {
         struct sockaddr_in* sin = (struct sockaddr_in*)&l->addr;
 
-        if (!parseIpv4(node, text, sin, &port, e) ||
-            !parsePort(port, &p, node, e)) {
+        if (!parseIpv4(node, text, sin, &port, e)
+            || !parsePort(port, &p, node, e)) {
             return false;
         }
         sin->sin_port = p;
@@ -366,8 +368,8 @@ static bool
 isAnyAddress(const struct sockaddr_storage* ss)
 {
     if (ss->ss_family == AF_INET) {
-        return ((const struct sockaddr_in*)ss)->sin_addr.s_addr ==
-               htonl(INADDR_ANY);
+        return ((const struct sockaddr_in*)ss)->sin_addr.s_addr
+               == htonl(INADDR_ANY);
     }
     return IN6_IS_ADDR_UNSPECIFIED(
         &((const struct sockaddr_in6*)ss)->sin6_addr);
@@ -386,12 +388,13 @@ static bool
 sameHost(const struct sockaddr_storage* a, const struct sockaddr_storage* b)
 {
     if (a->ss_family == AF_INET) {
-        return ((const struct sockaddr_in*)a)->sin_addr.s_addr ==
-               ((const struct sockaddr_in*)b)->sin_addr.s_addr;
+        return ((const struct sockaddr_in*)a)->sin_addr.s_addr
+               == ((const struct sockaddr_in*)b)->sin_addr.s_addr;
     }
     return memcmp(&((const struct sockaddr_in6*)a)->sin6_addr,
                   &((const struct sockaddr_in6*)b)->sin6_addr,
-                  sizeof(struct in6_addr)) == 0;
+                  sizeof(struct in6_addr))
+           == 0;
 }
 
 /* Refuse an address listened on before, and one that a wildcard on the
@@ -409,8 +412,8 @@ checkDuplicate(const CorConfig* cf, unsigned i, const CorConf* node,
         const CorConf* first;
         char at[PATH_MAX];
 
-        if (o->addrLen == 0 || o->addr.ss_family != l->addr.ss_family ||
-            portOf(&o->addr) != portOf(&l->addr)) {
+        if (o->addrLen == 0 || o->addr.ss_family != l->addr.ss_family
+            || portOf(&o->addr) != portOf(&l->addr)) {
             continue;
         }
         first = corConfGet(o->node, "address");
@@ -462,10 +465,9 @@ static void
 readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
 {
     static const char* const keys[] = {
-        "protocol", "address", "tls", "accept", "http2", "proxy_protocol",
-        NULL,
+        "protocol", "address", "tls", "accept", "http2", "proxy_protocol", NULL,
     };
-    static const char* const accepts[] = {"share", "reuseport", NULL};
+    static const char* const accepts[] = { "share", "reuseport", NULL };
     CorConfigListen* l = &cf->listen[i];
     Where w = whereAt("listen", i);
     const CorConf* tls;
@@ -476,9 +478,10 @@ readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
         return;
     }
     readProtocol(l, w.text, e);
-    address = corConfigRequired(l->node, "address", w.text, "such as 127.0.0.1:8080", e);
-    if (address != NULL && corConfString(l->node, "address", NULL, e) != NULL &&
-        parseAddress(l, address, e)) {
+    address = corConfigRequired(l->node, "address", w.text,
+                                "such as 127.0.0.1:8080", e);
+    if (address != NULL && corConfString(l->node, "address", NULL, e) != NULL
+        && parseAddress(l, address, e)) {
         corConfigSetString(&l->address, corConfText(address), e);
         checkDuplicate(cf, i, address, e);
     }
@@ -486,8 +489,10 @@ readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
     if (tls != NULL) {
         corConfigTlsRead(l, tls, w.text, e);
     }
-    l->reusePort =
-        strcmp(corConfigOneOf(l->node, "accept", "share", accepts, e), "reuseport") == 0;
+    l->reusePort = strcmp(corConfigOneOf(l->node, "accept", "share", accepts,
+                                         e),
+                          "reuseport")
+                   == 0;
     l->http2 = corConfBool(l->node, "http2", l->tls != NULL, e);
     l->proxyProtocol = corConfBool(l->node, "proxy_protocol", false, e);
     corConfUnknownKeys(l->node, w.text, keys, e);
@@ -532,34 +537,43 @@ static void
 readLimits(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {
     static const char* const keys[] = {
-        "connections",       "header_bytes",    "header_count",
-        "body_bytes",        "request_timeout", "body_timeout",
-        "keepalive_timeout", "send_timeout",    "body_memory",
-        "body_spool_dir",    NULL,
+        "connections",
+        "header_bytes",
+        "header_count",
+        "body_bytes",
+        "request_timeout",
+        "body_timeout",
+        "keepalive_timeout",
+        "send_timeout",
+        "body_memory",
+        "body_spool_dir",
+        NULL,
     };
     const char* spoolDir;
     const CorConf* m = corConfMap(root, "limits", e);
 
-    cf->limits.connections =
-        (unsigned)corConfInt(m, "connections", 10000, 1, 10000000, e);
-    cf->limits.headerBytes =
-        (size_t)corConfSize(m, "header_bytes", 16 * kib, kib, mib, e);
-    cf->limits.headerCount =
-        (unsigned)corConfInt(m, "header_count", 100, 1, 10000, e);
-    cf->limits.bodyBytes =
-        (size_t)corConfSize(m, "body_bytes", mib, 0, 1024 * gib, e);
-    cf->limits.requestTimeoutMs =
-        corConfDurationMs(m, "request_timeout", 30 * second, 1, hour, e);
-    cf->limits.bodyTimeoutMs =
-        corConfDurationMs(m, "body_timeout", 30 * second, 1, hour, e);
-    cf->limits.keepaliveTimeoutMs =
-        corConfDurationMs(m, "keepalive_timeout", 60 * second, 0, hour, e);
-    cf->limits.sendTimeoutMs =
-        corConfDurationMs(m, "send_timeout", 30 * second, 1, hour, e);
-    cf->limits.bodyMemory =
-        (size_t)corConfSize(m, "body_memory", mib, 0, 1024 * gib, e);
-    spoolDir = corConfigNonEmpty(m, "body_spool_dir", "temp", "a path or "
-                                 "temp", e);
+    cf->limits.connections = (unsigned)corConfInt(m, "connections", 10000, 1,
+                                                  10000000, e);
+    cf->limits.headerBytes = (size_t)corConfSize(m, "header_bytes", 16 * kib,
+                                                 kib, mib, e);
+    cf->limits.headerCount = (unsigned)corConfInt(m, "header_count", 100, 1,
+                                                  10000, e);
+    cf->limits.bodyBytes = (size_t)corConfSize(m, "body_bytes", mib, 0,
+                                               1024 * gib, e);
+    cf->limits.requestTimeoutMs = corConfDurationMs(m, "request_timeout",
+                                                    30 * second, 1, hour, e);
+    cf->limits.bodyTimeoutMs = corConfDurationMs(m, "body_timeout", 30 * second,
+                                                 1, hour, e);
+    cf->limits.keepaliveTimeoutMs = corConfDurationMs(m, "keepalive_timeout",
+                                                      60 * second, 0, hour, e);
+    cf->limits.sendTimeoutMs = corConfDurationMs(m, "send_timeout", 30 * second,
+                                                 1, hour, e);
+    cf->limits.bodyMemory = (size_t)corConfSize(m, "body_memory", mib, 0,
+                                                1024 * gib, e);
+    spoolDir = corConfigNonEmpty(m, "body_spool_dir", "temp",
+                                 "a path or "
+                                 "temp",
+                                 e);
     free(cf->limits.bodySpoolDir);
     cf->limits.bodySpoolDir = NULL;
     if (spoolDir != NULL && strcmp(spoolDir, "temp") != 0) {
@@ -576,8 +590,8 @@ isPort(const char* s)
 {
     size_t n = strlen(s);
 
-    return n > 0 && n <= 5 && strspn(s, "0123456789") == n && atoi(s) >= 1 &&
-           atoi(s) <= 65535;
+    return n > 0 && n <= 5 && strspn(s, "0123456789") == n && atoi(s) >= 1
+           && atoi(s) <= 65535;
 }
 
 /* One resolver server: an IP address with an optional port, an IPv6 one
@@ -674,19 +688,24 @@ readResolver(CorConfig* cf, const CorConf* root, CorConfErrors* e)
                       "got '%s'",
                       servers);
     }
-    cf->resolver.timeoutMs =
-        corConfDurationMs(m, "timeout", 2 * second, 1, minute, e);
+    cf->resolver.timeoutMs = corConfDurationMs(m, "timeout", 2 * second, 1,
+                                               minute, e);
     /* TTLs count in seconds, as DNS does: a duration rounded down. */
-    cf->resolver.minTtlS =
-        (unsigned)(corConfDurationMs(m, "min_ttl", 0, 0, day, e) / second);
-    cf->resolver.maxTtlS =
-        (unsigned)(corConfDurationMs(m, "max_ttl", hour, 0, day, e) / second);
-    cf->resolver.negativeTtlS = (unsigned)(
-        corConfDurationMs(m, "negative_ttl", 5 * second, 0, hour, e) / second);
+    cf->resolver.minTtlS = (unsigned)(corConfDurationMs(m, "min_ttl", 0, 0, day,
+                                                        e)
+                                      / second);
+    cf->resolver.maxTtlS = (unsigned)(corConfDurationMs(m, "max_ttl", hour, 0,
+                                                        day, e)
+                                      / second);
+    cf->resolver.negativeTtlS = (unsigned)(corConfDurationMs(m, "negative_ttl",
+                                                             5 * second, 0,
+                                                             hour, e)
+                                           / second);
     if (cf->resolver.minTtlS > cf->resolver.maxTtlS) {
-        corConfErrorf(e, corConfGet(m, "min_ttl"), "min_ttl: %us is longer "
-                      "than max_ttl (%us)", cf->resolver.minTtlS,
-                      cf->resolver.maxTtlS);
+        corConfErrorf(e, corConfGet(m, "min_ttl"),
+                      "min_ttl: %us is longer "
+                      "than max_ttl (%us)",
+                      cf->resolver.minTtlS, cf->resolver.maxTtlS);
     }
     corConfUnknownKeys(m, "resolver", keys, e);
 }
@@ -713,19 +732,22 @@ static void
 readClient(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {
     static const char* const keys[] = {
-        "connect_timeout", "keepalive_per_peer", "idle_timeout",
-        "notify_timeout", "ca_file", NULL,
+        "connect_timeout", "keepalive_per_peer",
+        "idle_timeout",    "notify_timeout",
+        "ca_file",         NULL,
     };
     const CorConf* m = corConfMap(root, "client", e);
-    const char* ca = corConfigNonEmpty(m, "ca_file", "system", "a path or system", e);
+    const char* ca = corConfigNonEmpty(m, "ca_file", "system",
+                                       "a path or system", e);
 
-    cf->client.connectTimeoutMs =
-        corConfDurationMs(m, "connect_timeout", 5 * second, 1, 10 * minute, e);
+    cf->client.connectTimeoutMs = corConfDurationMs(m, "connect_timeout",
+                                                    5 * second, 1, 10 * minute,
+                                                    e);
     cf->client.keepalivePerPeer = keepaliveRead(m, e);
-    cf->client.idleTimeoutMs =
-        corConfDurationMs(m, "idle_timeout", minute, 1, hour, e);
-    cf->client.notifyTimeoutMs =
-        corConfDurationMs(m, "notify_timeout", 10 * second, 1, hour, e);
+    cf->client.idleTimeoutMs = corConfDurationMs(m, "idle_timeout", minute, 1,
+                                                 hour, e);
+    cf->client.notifyTimeoutMs = corConfDurationMs(m, "notify_timeout",
+                                                   10 * second, 1, hour, e);
     free(cf->client.caFile);
     cf->client.caFile = NULL;
     if (ca != NULL && strcmp(ca, "system") != 0) {
@@ -754,15 +776,16 @@ readModule(CorConfig* cf, unsigned i, CorConfErrors* e)
     if (!isMapping(entry, w.text, "{ load: hello }", e)) {
         return;
     }
-    if (!corConfigRequired(entry, "load", w.text,
-                  "the module to load: a name such as hello, or a path "
-                  "ending in .so",
-                  e) ||
-        (load = corConfString(entry, "load", NULL, e)) == NULL) {
+    if (!corConfigRequired(
+            entry, "load", w.text,
+            "the module to load: a name such as hello, or a path "
+            "ending in .so",
+            e)
+        || (load = corConfString(entry, "load", NULL, e)) == NULL) {
         return;
     }
-    if (!isToken(load, "_-ABCDEFGHIJKLMNOPQRSTUVWXYZ") &&
-        !(endsWith(load, ".so") && strlen(load) > 3)) {
+    if (!isToken(load, "_-ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+        && !(endsWith(load, ".so") && strlen(load) > 3)) {
         corConfErrorf(e, corConfGet(entry, "load"),
                       "load: expected a module name such as hello or a path "
                       "ending in .so, got '%s'",
@@ -776,8 +799,8 @@ readModule(CorConfig* cf, unsigned i, CorConfErrors* e)
         if (cf->modules[j].load && strcmp(cf->modules[j].load, load) == 0) {
             corConfErrorf(e, corConfGet(entry, "load"),
                           "load: module '%s' is already loaded (first at "
-                          "%s)", load,
-                          corConfigFirstAt(first, entry, at, sizeof(at)));
+                          "%s)",
+                          load, corConfigFirstAt(first, entry, at, sizeof(at)));
             return;
         }
     }
@@ -789,8 +812,7 @@ readModules(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {
     const CorConf* list = corConfSeq(root, "modules", e);
 
-    cf->modules = entriesAlloc(list, sizeof(*cf->modules), &cf->moduleCount,
-                               e);
+    cf->modules = entriesAlloc(list, sizeof(*cf->modules), &cf->moduleCount, e);
     for (unsigned i = 0; i < cf->moduleCount; i++) {
         cf->modules[i].node = corConfAt(list, i);
         readModule(cf, i, e);
@@ -811,9 +833,10 @@ parseStrip(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
     const char* strip = corConfString(entry, "strip_prefix", NULL, e);
     size_t n = strip != NULL ? strlen(strip) : 0;
 
-    if (strip != NULL && (r->regex != NULL || r->redirect != NULL
-                          || r->rewrite != NULL)) {
-        corConfErrorf(e, node, "strip_prefix: only a path route with a "
+    if (strip != NULL
+        && (r->regex != NULL || r->redirect != NULL || r->rewrite != NULL)) {
+        corConfErrorf(e, node,
+                      "strip_prefix: only a path route with a "
                       "handler has a prefix to cut, not a regex, a redirect "
                       "or a rewrite (a rewrite's template says the path)");
         return;
@@ -823,9 +846,11 @@ parseStrip(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
     }
     if (strip[0] != '/' || strncmp(r->path, strip, n) != 0
         || r->path[n] != '/') {
-        corConfErrorf(e, node, "strip_prefix: expected a start of the "
+        corConfErrorf(e, node,
+                      "strip_prefix: expected a start of the "
                       "route's path that ends before one of its '/' (\"/s\" "
-                      "for \"/s/*\"), got '%s'", strip);
+                      "for \"/s/*\"), got '%s'",
+                      strip);
         return;
     }
     corConfigSetString(&r->stripPrefix, strip, e);
@@ -842,7 +867,8 @@ parseGuard(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
     bool names = node != NULL;
 
     for (size_t i = 0; node != NULL && corConfKind(node) == COR_CONF_SEQ
-                       && i < corConfCount(node); i++) {
+                       && i < corConfCount(node);
+         i++) {
         const CorConf* name = corConfAt(node, i);
 
         names &= corConfKind(name) == COR_CONF_SCALAR
@@ -852,7 +878,8 @@ parseGuard(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
         names = corConfText(node)[0] != '\0';
     }
     if (node != NULL && !names) {
-        corConfErrorf(e, node, "guard: expected a guard's name or a list of "
+        corConfErrorf(e, node,
+                      "guard: expected a guard's name or a list of "
                       "them, such as [ lan, staff ]");
         return;
     }
@@ -872,8 +899,10 @@ parseHeaders(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
 
     for (size_t i = 0; i < corConfCount(map); i++) {
         if (corConfKind(corConfAt(map, i)) != COR_CONF_SCALAR) {
-            corConfErrorf(e, corConfAt(map, i), "headers: %s: expected a "
-                          "string", corConfKeyAt(map, i));
+            corConfErrorf(e, corConfAt(map, i),
+                          "headers: %s: expected a "
+                          "string",
+                          corConfKeyAt(map, i));
             good = false;
         }
     }
@@ -912,31 +941,32 @@ parseFilters(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
 static void
 readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
 {
-    static const char* const keys[] = {"match", "handler", "timeout",
-                                       "strip_prefix", "guard", "headers",
-                                       "filters", "notify", "host",
-                                       "redirect", "rewrite",
-                                       "request_headers", "error_pages",
-                                       "limits", NULL};
+    static const char* const keys[] = {
+        "match",   "handler",         "timeout",     "strip_prefix", "guard",
+        "headers", "filters",         "notify",      "host",         "redirect",
+        "rewrite", "request_headers", "error_pages", "limits",       NULL
+    };
     CorConfigRoute* r = &cf->routes[i];
     const CorConf* entry = r->node;
     Where w = whereAt("routes", i);
     const CorConf* match;
 
-    if (!isMapping(entry, w.text,
-                   "{ match: \"GET /hello\", handler: hello }", e)) {
+    if (!isMapping(entry, w.text, "{ match: \"GET /hello\", handler: hello }",
+                   e)) {
         return;
     }
     match = corConfigRequired(entry, "match", w.text,
-                     "such as \"GET /hello\" or \"/static/*\"", e);
+                              "such as \"GET /hello\" or \"/static/*\"", e);
     if (corConfGet(entry, "handler") != NULL) {
         corConfigSetString(&r->handler,
-                  corConfigNonEmpty(entry, "handler", NULL, "a handler name", e), e);
+                           corConfigNonEmpty(entry, "handler", NULL,
+                                             "a handler name", e),
+                           e);
     }
     corConfigRouteRead(r, entry, w.text, e);
     r->timeoutMs = corConfDurationMs(entry, "timeout", 0, 1, hour, e);
-    if (match != NULL && corConfString(entry, "match", NULL, e) != NULL &&
-        corConfigMatchRead(r, match, e)) {
+    if (match != NULL && corConfString(entry, "match", NULL, e) != NULL
+        && corConfigMatchRead(r, match, e)) {
         for (unsigned j = 0; j < i; j++) {
             const CorConf* first = corConfGet(cf->routes[j].node, "match");
             char at[PATH_MAX];
@@ -983,8 +1013,10 @@ readAccessLog(CorConfig* cf, const CorConf* m, CorConfErrors* e)
 
     if (access != NULL && corConfBoolWord(access, &on)) {
         if (on) {
-            corConfErrorf(e, corConfGet(m, "access"), "access: expected off "
-                          "or a path, got '%s' (name the file)", access);
+            corConfErrorf(e, corConfGet(m, "access"),
+                          "access: expected off "
+                          "or a path, got '%s' (name the file)",
+                          access);
         }
         access = "off";
     }
@@ -1000,22 +1032,27 @@ readLog(CorConfig* cf, const CorConf* root, CorConfErrors* e)
     static const char* const levels[] = {
         "debug", "info", "warn", "error", NULL,
     };
-    static const char* const formats[] = {"combined", "json", NULL};
+    static const char* const formats[] = { "combined", "json", NULL };
     const CorConf* m = corConfMap(root, "log", e);
     const char* pidFile;
 
-    corConfigSetString(&cf->log.level, corConfigOneOf(m, "level", "info", levels, e), e);
+    corConfigSetString(&cf->log.level,
+                       corConfigOneOf(m, "level", "info", levels, e), e);
     corConfigSetString(&cf->log.error,
-              corConfigNonEmpty(m, "error", "stderr", "stderr or a path", e), e);
+                       corConfigNonEmpty(m, "error", "stderr",
+                                         "stderr or a path", e),
+                       e);
     readAccessLog(cf, m, e);
     corConfigSetString(&cf->log.accessFormat,
-              corConfigOneOf(m, "access_format", "combined", formats, e), e);
+                       corConfigOneOf(m, "access_format", "combined", formats,
+                                      e),
+                       e);
     pidFile = corConfigNonEmpty(m, "pid_file", "cor.pid", "a path", e);
     /* Beside the configuration file, not the current folder: `cor -s`
      * run from anywhere with the same -c finds the same file. */
     free(cf->log.pidFile);
-    cf->log.pidFile = pidFile != NULL
-                      ? corConfigPathBeside(cf->file, pidFile) : NULL;
+    cf->log.pidFile = pidFile != NULL ? corConfigPathBeside(cf->file, pidFile)
+                                      : NULL;
     if (pidFile != NULL && cf->log.pidFile == NULL) {
         corConfErrorf(e, NULL, "out of memory reading the configuration");
     }
@@ -1053,8 +1090,8 @@ fromTree(const char* name, CorConf* root, CorConfErrors* e)
     readModules(cf, root, e);
     readRoutes(cf, root, e);
     corConfigErrorPagesRead(&cf->errorPages, &cf->errorPageCount,
-                            corConfMap(root, "error_pages", e),
-                            "error_pages", e);
+                            corConfMap(root, "error_pages", e), "error_pages",
+                            e);
     readLog(cf, root, e);
     corConfigRealIpRead(cf, root, e);
     corConfUnknownKeys(root, NULL, topKeys, e);
@@ -1114,7 +1151,8 @@ corConfigLoadString(const char* name, const char* text, size_t len,
     return fromLoaded(name, root, whole, before, errors);
 }
 
-/* ---- What a start opens ---------------------------------------------------- */
+/* ---- What a start opens ----------------------------------------------------
+ */
 
 /*
  * Whether a start could open path for writing, as the log or the pid file
@@ -1132,23 +1170,32 @@ writablePath(const CorConf* map, const char* key, const char* path,
 
     if (stat(path, &st) == 0) {
         if (S_ISDIR(st.st_mode)) {
-            corConfErrorf(e, corConfGet(map, key), "log.%s: %s is a folder, not "
-                          "a file", key, path);
+            corConfErrorf(e, corConfGet(map, key),
+                          "log.%s: %s is a folder, not "
+                          "a file",
+                          key, path);
         } else if (access(path, W_OK) != 0) {
-            corConfErrorf(e, corConfGet(map, key), "log.%s: cannot write %s: %s",
-                          key, path, strerror(errno));
+            corConfErrorf(e, corConfGet(map, key),
+                          "log.%s: cannot write %s: %s", key, path,
+                          strerror(errno));
         }
         return;
     }
     snprintf(folder, sizeof(folder), "%.*s",
-             slash == NULL ? 1 : slash == path ? 1 : (int)(slash - path),
+             slash == NULL   ? 1
+             : slash == path ? 1
+                             : (int)(slash - path),
              slash == NULL ? "." : path);
     if (stat(folder, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        corConfErrorf(e, corConfGet(map, key), "log.%s: cannot create %s: the "
-                      "folder %s does not exist", key, path, folder);
+        corConfErrorf(e, corConfGet(map, key),
+                      "log.%s: cannot create %s: the "
+                      "folder %s does not exist",
+                      key, path, folder);
     } else if (access(folder, W_OK | X_OK) != 0) {
-        corConfErrorf(e, corConfGet(map, key), "log.%s: cannot create %s in %s: "
-                      "%s", key, path, folder, strerror(errno));
+        corConfErrorf(e, corConfGet(map, key),
+                      "log.%s: cannot create %s in %s: "
+                      "%s",
+                      key, path, folder, strerror(errno));
     }
 }
 

@@ -109,8 +109,8 @@ typedef struct {
 /* A certificate chain and its private key, PEM files, paths as read (a
  * relative one taken beside the configuration file). */
 typedef struct {
-    char* name;          /* the SNI name it serves ("b.test", "*.b.test");
-                            NULL for the listener's default */
+    char* name; /* the SNI name it serves ("b.test", "*.b.test");
+                   NULL for the listener's default */
     char* certificate;
     char* key;
     CorConfigOcsp ocsp;
@@ -121,17 +121,17 @@ typedef struct {
  * group lists are OpenSSL's syntax, checked by the generation's load
  * (OpenSSL says what it takes). */
 typedef struct {
-    CorConfigCert* certs;  /* [0] the default, then the sni entries */
+    CorConfigCert* certs; /* [0] the default, then the sni entries */
     unsigned certCount;
-    unsigned minVersion;   /* 0x0303 (TLS 1.2) or 0x0304 (TLS 1.3) */
-    unsigned maxVersion;   /* the same; 0x0304 unless protocols says */
-    char* ciphers;         /* TLS 1.2's; NULL: OpenSSL's default */
-    char* ciphersuites;    /* TLS 1.3's; NULL: OpenSSL's default */
-    char* groups;          /* key exchange; NULL: OpenSSL's default */
+    unsigned minVersion;       /* 0x0303 (TLS 1.2) or 0x0304 (TLS 1.3) */
+    unsigned maxVersion;       /* the same; 0x0304 unless protocols says */
+    char* ciphers;             /* TLS 1.2's; NULL: OpenSSL's default */
+    char* ciphersuites;        /* TLS 1.3's; NULL: OpenSSL's default */
+    char* groups;              /* key exchange; NULL: OpenSSL's default */
     unsigned sessionLifetimeS; /* a session's and its ticket's */
     uint64_t handshakeTimeoutMs;
-    bool sessionTickets;   /* resumption by tickets (no session cache) */
-    const CorConf* node;   /* the tls mapping, to mark load errors */
+    bool sessionTickets; /* resumption by tickets (no session cache) */
+    const CorConf* node; /* the tls mapping, to mark load errors */
 } CorConfigTls;
 
 /* One listen entry: { protocol: http, address: 127.0.0.1:8080 }. */
@@ -155,14 +155,14 @@ typedef struct {
 typedef enum {
     COR_REAL_IP_X_FORWARDED_FOR,
     COR_REAL_IP_X_REAL_IP,
-    COR_REAL_IP_FORWARDED       /* RFC 7239's for= */
+    COR_REAL_IP_FORWARDED /* RFC 7239's for= */
 } CorRealIpHeader;
 
 typedef struct {
     struct CorNet* from;
     unsigned fromCount;
     CorRealIpHeader header;
-    const char* headerName;     /* as a request spells it, any case */
+    const char* headerName; /* as a request spells it, any case */
 } CorConfigRealIp;
 
 /* One modules entry: { load: hello, greeting: "hi" }. */
@@ -180,13 +180,13 @@ typedef struct {
  * registered theirs (corRouteNotify.c).
  */
 typedef struct CorConfigNotify {
-    const CorConf** urls;       /* each a string node: its text is the URL,
-                                   its mark an error's */
+    const CorConf** urls; /* each a string node: its text is the URL,
+                             its mark an error's */
     unsigned urlCount;
-    const char** methods;       /* POST, PUT, PATCH, DELETE by default */
+    const char** methods; /* POST, PUT, PATCH, DELETE by default */
     unsigned methodCount;
-    uint64_t statuses[10];      /* one bit per status 0..639; 2xx by
-                                   default */
+    uint64_t statuses[10]; /* one bit per status 0..639; 2xx by
+                              default */
 } CorConfigNotify;
 
 /* An error page: answers of a status in [from, to] get the file's
@@ -194,8 +194,8 @@ typedef struct CorConfigNotify {
 typedef struct {
     unsigned from;
     unsigned to;
-    char* file;                 /* beside the configuration file */
-    const CorConf* node;        /* its value, to mark errors */
+    char* file;          /* beside the configuration file */
+    const CorConf* node; /* its value, to mark errors */
 } CorConfigErrorPage;
 
 /* A request header a route sets: its name and its value's template. */
@@ -215,25 +215,25 @@ typedef struct {
     bool regexCaseless;
     char** hosts; /* host: names (lowercased) and "*.suffix"; none: any */
     unsigned hostCount;
-    char* handler;      /* NULL for a redirect or a rewrite */
-    CorTemplate* redirect;      /* redirect.to, or NULL */
-    unsigned redirectStatus;    /* 301, 302, 303, 307, 308 */
-    CorTemplate* rewrite;       /* rewrite: the new target, or NULL */
-    CorConfigHeaderSet* requestSet;     /* request_headers.set */
+    char* handler;                  /* NULL for a redirect or a rewrite */
+    CorTemplate* redirect;          /* redirect.to, or NULL */
+    unsigned redirectStatus;        /* 301, 302, 303, 307, 308 */
+    CorTemplate* rewrite;           /* rewrite: the new target, or NULL */
+    CorConfigHeaderSet* requestSet; /* request_headers.set */
     unsigned requestSetCount;
-    char** requestRemove;               /* request_headers.remove */
+    char** requestRemove; /* request_headers.remove */
     unsigned requestRemoveCount;
-    CorConfigErrorPage* errorPages;     /* error_pages of the route */
+    CorConfigErrorPage* errorPages; /* error_pages of the route */
     unsigned errorPageCount;
-    uint64_t timeoutMs;  /* the handler's deadline here; 0: its own */
-    char* stripPrefix;   /* taken off the path the handler sees; NULL:
-                            none */
+    uint64_t timeoutMs;     /* the handler's deadline here; 0: its own */
+    char* stripPrefix;      /* taken off the path the handler sees; NULL:
+                               none */
     const CorConf* guard;   /* guard: a name or a list of names, run in
                                order before the handler; NULL: none */
     const CorConf* headers; /* headers: a mapping of names to values added
                                to every answer of the route; NULL: none */
-    char** filtersOff;   /* the filters it turns off (`filters:`), by
-                            name; checked once the modules added theirs */
+    char** filtersOff;      /* the filters it turns off (`filters:`), by
+                               name; checked once the modules added theirs */
     unsigned filtersOffCount;
     CorConfigNotify* notify; /* notify: NULL when none */
     /* limits: the keys of the top level's that apply once the route is
@@ -260,7 +260,7 @@ typedef struct {
         } coroutines;
         uint64_t stopTimeoutMs;
         uint64_t stallWarningMs;
-        bool uring;          /* runtime.io: uring */
+        bool uring; /* runtime.io: uring */
     } runtime;
     CorConfigListen* listen;
     unsigned listenCount;
@@ -273,8 +273,8 @@ typedef struct {
         uint64_t bodyTimeoutMs;    /* between two reads of the body */
         uint64_t keepaliveTimeoutMs;
         uint64_t sendTimeoutMs;
-        size_t bodyMemory;         /* a buffered body past it is spooled */
-        char* bodySpoolDir;        /* where, NULL: $TMPDIR or /tmp */
+        size_t bodyMemory;  /* a buffered body past it is spooled */
+        char* bodySpoolDir; /* where, NULL: $TMPDIR or /tmp */
     } limits;
     struct {
         char* servers; /* "system" or "IP[, IP...]" */
@@ -295,9 +295,9 @@ typedef struct {
     unsigned moduleCount;
     CorConfigRoute* routes;
     unsigned routeCount;
-    CorConfigErrorPage* errorPages;     /* error_pages at the top */
+    CorConfigErrorPage* errorPages; /* error_pages at the top */
     unsigned errorPageCount;
-    CorConfigRealIp* realIp;    /* NULL: none */
+    CorConfigRealIp* realIp; /* NULL: none */
     struct {
         char* level;        /* debug, info, warn, error */
         char* error;        /* "stderr" or a path */

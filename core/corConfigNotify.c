@@ -13,7 +13,7 @@
 #include <string.h>
 
 /* The methods whose answer says something was written. */
-static const char* const writes[] = {"POST", "PUT", "PATCH", "DELETE"};
+static const char* const writes[] = { "POST", "PUT", "PATCH", "DELETE" };
 
 static void
 statusSet(CorConfigNotify* n, unsigned status)
@@ -29,7 +29,8 @@ readUrls(CorConfigNotify* n, const CorConf* urls, CorConfErrors* e)
     size_t count = list ? corConfCount(urls) : 1;
 
     if (count == 0 || (!list && corConfKind(urls) != COR_CONF_SCALAR)) {
-        corConfErrorf(e, urls, "notify: expected a URL or a list of them, "
+        corConfErrorf(e, urls,
+                      "notify: expected a URL or a list of them, "
                       "such as [ \"http://audit/in\", \"mqtt://broker/t\" ]");
         return false;
     }
@@ -59,7 +60,8 @@ readMethods(CorConfigNotify* n, const CorConf* methods, CorConfErrors* e)
     size_t count = corConfCount(methods);
 
     if (corConfKind(methods) != COR_CONF_SEQ || count == 0) {
-        corConfErrorf(e, methods, "notify.methods: expected a list of "
+        corConfErrorf(e, methods,
+                      "notify.methods: expected a list of "
                       "methods, such as [ POST, PUT ]");
         return false;
     }
@@ -73,7 +75,8 @@ readMethods(CorConfigNotify* n, const CorConf* methods, CorConfErrors* e)
 
         if (m == NULL || m[0] == '\0'
             || strspn(m, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(m)) {
-            corConfErrorf(e, corConfAt(methods, i), "notify.methods: "
+            corConfErrorf(e, corConfAt(methods, i),
+                          "notify.methods: "
                           "expected a method in capitals (such as POST)");
             return false;
         }
@@ -90,8 +93,8 @@ readStatus(CorConfigNotify* n, const CorConf* node, CorConfErrors* e)
     char* end = NULL;
     long status = text != NULL ? strtol(text, &end, 10) : 0;
 
-    if (text != NULL && strlen(text) == 3 && text[0] >= '1'
-        && text[0] <= '5' && strcmp(text + 1, "xx") == 0) {
+    if (text != NULL && strlen(text) == 3 && text[0] >= '1' && text[0] <= '5'
+        && strcmp(text + 1, "xx") == 0) {
         for (unsigned s = 0; s < 100; s++) {
             statusSet(n, (unsigned)(text[0] - '0') * 100 + s);
         }
@@ -99,7 +102,8 @@ readStatus(CorConfigNotify* n, const CorConf* node, CorConfErrors* e)
     }
     if (end == NULL || end == text || *end != '\0' || status < 100
         || status > 599) {
-        corConfErrorf(e, node, "notify.statuses: expected a status "
+        corConfErrorf(e, node,
+                      "notify.statuses: expected a status "
                       "(100..599) or a class such as 2xx, got '%s'",
                       text != NULL ? text : "a collection");
         return false;
@@ -112,7 +116,8 @@ static bool
 readStatuses(CorConfigNotify* n, const CorConf* statuses, CorConfErrors* e)
 {
     if (corConfKind(statuses) != COR_CONF_SEQ || corConfCount(statuses) == 0) {
-        corConfErrorf(e, statuses, "notify.statuses: expected a list, such "
+        corConfErrorf(e, statuses,
+                      "notify.statuses: expected a list, such "
                       "as [ 201, 204 ] or [ 2xx ]");
         return false;
     }
@@ -129,7 +134,7 @@ static bool
 readNotify(CorConfigNotify* n, const CorConf* node, const char* where,
            CorConfErrors* e)
 {
-    static const char* const keys[] = {"urls", "methods", "statuses", NULL};
+    static const char* const keys[] = { "urls", "methods", "statuses", NULL };
     const CorConf* map = corConfKind(node) == COR_CONF_MAP ? node : NULL;
     const CorConf* urls = map != NULL ? corConfGet(map, "urls") : node;
     const CorConf* methods = corConfGet(map, "methods");
@@ -137,11 +142,14 @@ readNotify(CorConfigNotify* n, const CorConf* node, const char* where,
     char what[96];
 
     snprintf(what, sizeof(what), "%s.notify", where);
-    if (map != NULL && (corConfUnknownKeys(map, what, keys, e) > 0
-                        || corConfigRequired(map, "urls", what, "the URLs "
-                                             "to notify, such as [ "
-                                             "\"http://audit/in\" ]", e)
-                               == NULL)) {
+    if (map != NULL
+        && (corConfUnknownKeys(map, what, keys, e) > 0
+            || corConfigRequired(map, "urls", what,
+                                 "the URLs "
+                                 "to notify, such as [ "
+                                 "\"http://audit/in\" ]",
+                                 e)
+                   == NULL)) {
         return false;
     }
     if (!readUrls(n, urls, e)
@@ -165,8 +173,8 @@ readNotify(CorConfigNotify* n, const CorConf* node, const char* where,
 }
 
 void
-corConfigNotifyRead(CorConfigRoute* r, const CorConf* entry,
-                    const char* where, CorConfErrors* e)
+corConfigNotifyRead(CorConfigRoute* r, const CorConf* entry, const char* where,
+                    CorConfErrors* e)
 {
     const CorConf* node = corConfGet(entry, "notify");
     CorConfigNotify* n;

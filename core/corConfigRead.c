@@ -102,8 +102,7 @@ corConfigSetPath(char** field, const CorConf* map, const char* key,
     const char* path = corConfigNonEmpty(map, key, NULL, "a path", e);
 
     free(*field);
-    *field = path != NULL ? corConfigPathBeside(corConfFile(map), path)
-                          : NULL;
+    *field = path != NULL ? corConfigPathBeside(corConfFile(map), path) : NULL;
     if (path != NULL && *field == NULL) {
         corConfErrorf(e, NULL, "out of memory reading the configuration");
     }

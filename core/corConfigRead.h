@@ -34,20 +34,19 @@ void corConfigSetPath(char** field, const CorConf* map, const char* key,
 
 /* A string that must be one of words (NULL-terminated); def when absent
  * or after an error. */
-const char* corConfigOneOf(const CorConf* map, const char* key,
-                           const char* def, const char* const* words,
-                           CorConfErrors* e);
+const char* corConfigOneOf(const CorConf* map, const char* key, const char* def,
+                           const char* const* words, CorConfErrors* e);
 
 /* Where first is, for "(first at ...)" beside an error at at: its
  * line:column, with its file before them when that is another (an
  * include's). Written into buf; returns buf. */
-const char* corConfigFirstAt(const CorConf* first, const CorConf* at,
-                             char* buf, size_t size);
+const char* corConfigFirstAt(const CorConf* first, const CorConf* at, char* buf,
+                             size_t size);
 
 /* A listener's tls mapping into l->tls; where names the listener
  * ("listen[0]"). */
-void corConfigTlsRead(CorConfigListen* l, const CorConf* tls,
-                      const char* where, CorConfErrors* e);
+void corConfigTlsRead(CorConfigListen* l, const CorConf* tls, const char* where,
+                      CorConfErrors* e);
 
 /* Free what corConfigTlsRead set (tls may be NULL). */
 void corConfigTlsFree(CorConfigTls* tls);
@@ -82,8 +81,7 @@ void corConfigErrorPagesFree(CorConfigErrorPage* pages, unsigned count);
 
 /* The top level's real_ip mapping into cf->realIp (NULL when absent or
  * wrong). */
-void corConfigRealIpRead(CorConfig* cf, const CorConf* root,
-                         CorConfErrors* e);
+void corConfigRealIpRead(CorConfig* cf, const CorConf* root, CorConfErrors* e);
 
 /* Free what corConfigRealIpRead set (ri may be NULL). */
 void corConfigRealIpFree(CorConfigRealIp* ri);

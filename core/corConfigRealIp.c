@@ -28,7 +28,8 @@ readFrom(CorConfigRealIp* ri, const CorConf* from, CorConfErrors* e)
     size_t count = list ? corConfCount(from) : 1;
 
     if (count == 0 || (!list && corConfKind(from) != COR_CONF_SCALAR)) {
-        corConfErrorf(e, from, "real_ip.from: expected a network or a list "
+        corConfErrorf(e, from,
+                      "real_ip.from: expected a network or a list "
                       "of them, such as [ 10.0.0.0/8, \"::1\" ]");
         return;
     }
@@ -42,10 +43,12 @@ readFrom(CorConfigRealIp* ri, const CorConf* from, CorConfErrors* e)
 
         if (corConfKind(net) != COR_CONF_SCALAR
             || corNetParse(corConfText(net), &ri->from[ri->fromCount]) != 0) {
-            corConfErrorf(e, net, "real_ip.from: expected an address or a "
+            corConfErrorf(e, net,
+                          "real_ip.from: expected an address or a "
                           "network such as 10.0.0.0/8 or 2001:db8::/32, got "
-                          "'%s'", corConfKind(net) == COR_CONF_SCALAR
-                          ? corConfText(net) : "a collection");
+                          "'%s'",
+                          corConfKind(net) == COR_CONF_SCALAR ? corConfText(net)
+                                                              : "a collection");
             continue;
         }
         ri->fromCount++;
@@ -64,14 +67,16 @@ readHeader(CorConfigRealIp* ri, const CorConf* m, CorConfErrors* e)
             return;
         }
     }
-    corConfErrorf(e, corConfGet(m, "header"), "real_ip.header: expected "
-                  "X-Forwarded-For, X-Real-IP or Forwarded, got '%s'", name);
+    corConfErrorf(e, corConfGet(m, "header"),
+                  "real_ip.header: expected "
+                  "X-Forwarded-For, X-Real-IP or Forwarded, got '%s'",
+                  name);
 }
 
 void
 corConfigRealIpRead(CorConfig* cf, const CorConf* root, CorConfErrors* e)
 {
-    static const char* const keys[] = {"from", "header", NULL};
+    static const char* const keys[] = { "from", "header", NULL };
     const CorConf* m = corConfMap(root, "real_ip", e);
     const CorConf* from;
 
@@ -84,8 +89,7 @@ corConfigRealIpRead(CorConfig* cf, const CorConf* root, CorConfErrors* e)
         return;
     }
     from = corConfigRequired(m, "from", "real_ip",
-                             "the proxies trusted, such as [ 10.0.0.0/8 ]",
-                             e);
+                             "the proxies trusted, such as [ 10.0.0.0/8 ]", e);
     if (from != NULL) {
         readFrom(cf->realIp, from, e);
     }

@@ -47,9 +47,11 @@ corConfigMatchRead(CorConfigRoute* r, const CorConf* node, CorConfErrors* e)
         methodLen = strcspn(text, " \t");
         path = text + methodLen + strspn(text + methodLen, " \t");
         if (strspn(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != methodLen) {
-            corConfErrorf(e, node, "match: expected 'METHOD /path' or "
+            corConfErrorf(e, node,
+                          "match: expected 'METHOD /path' or "
                           "'/path' with the method in capitals (such as "
-                          "GET), got '%s'", text);
+                          "GET), got '%s'",
+                          text);
             return false;
         }
     }
@@ -64,19 +66,25 @@ corConfigMatchRead(CorConfigRoute* r, const CorConf* node, CorConfErrors* e)
     exact = path[0] == '=';
     path += exact;
     if (*path != '/') {
-        corConfErrorf(e, node, "match: the path must start with '/' (or be "
-                      "'=/exact' or '~regex'), got '%s'", text);
+        corConfErrorf(e, node,
+                      "match: the path must start with '/' (or be "
+                      "'=/exact' or '~regex'), got '%s'",
+                      text);
         return false;
     }
     if (path[strcspn(path, " \t")] != '\0') {
-        corConfErrorf(e, node, "match: expected 'METHOD /path' or '/path' "
-                      "with no space in the path, got '%s'", text);
+        corConfErrorf(e, node,
+                      "match: expected 'METHOD /path' or '/path' "
+                      "with no space in the path, got '%s'",
+                      text);
         return false;
     }
     star = strchr(path, '*');
     if (star != NULL && (star[1] != '\0' || exact)) {
-        corConfErrorf(e, node, "match: '*' may only end a path (a prefix "
-                      "match, never an exact one), got '%s'", text);
+        corConfErrorf(e, node,
+                      "match: '*' may only end a path (a prefix "
+                      "match, never an exact one), got '%s'",
+                      text);
         return false;
     }
     r->prefix = star != NULL;
@@ -91,8 +99,8 @@ corConfigMatchRead(CorConfigRoute* r, const CorConf* node, CorConfErrors* e)
 bool
 corConfigSameRoute(const CorConfigRoute* a, const CorConfigRoute* b)
 {
-    bool samePath = a->path != NULL && b->path != NULL
-                    && a->prefix == b->prefix && strcmp(a->path, b->path) == 0;
+    bool samePath = a->path != NULL && b->path != NULL && a->prefix == b->prefix
+                    && strcmp(a->path, b->path) == 0;
     bool sameRegex = a->regex != NULL && b->regex != NULL
                      && a->regexCaseless == b->regexCaseless
                      && strcmp(a->regex, b->regex) == 0;
@@ -123,11 +131,15 @@ hostPattern(const CorConf* node, CorConfErrors* e)
     size_t n = strlen(name);
     char* copy;
 
-    if (n == 0 || strspn(name, "abcdefghijklmnopqrstuvwxyz"
-                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") != n
+    if (n == 0
+        || strspn(name, "abcdefghijklmnopqrstuvwxyz"
+                        "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.")
+               != n
         || name[0] == '.' || name[n - 1] == '.' || strstr(name, "..")) {
-        corConfErrorf(e, node, "host: expected a name (example.com) or "
-                      "'*.suffix' (*.example.com), got '%s'", text);
+        corConfErrorf(e, node,
+                      "host: expected a name (example.com) or "
+                      "'*.suffix' (*.example.com), got '%s'",
+                      text);
         return NULL;
     }
     copy = strdup(text);
@@ -152,7 +164,8 @@ hostsRead(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
         return;
     }
     if (count == 0 || (!list && corConfKind(node) != COR_CONF_SCALAR)) {
-        corConfErrorf(e, node, "host: expected a name, '*.suffix' or a list "
+        corConfErrorf(e, node,
+                      "host: expected a name, '*.suffix' or a list "
                       "of them");
         return;
     }
@@ -164,7 +177,8 @@ hostsRead(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
     for (unsigned i = 0; i < count; i++) {
         const CorConf* one = list ? corConfAt(node, i) : node;
         char* pattern = corConfKind(one) == COR_CONF_SCALAR
-                        ? hostPattern(one, e) : NULL;
+                            ? hostPattern(one, e)
+                            : NULL;
 
         if (pattern != NULL) {
             r->hosts[r->hostCount++] = pattern;
@@ -179,8 +193,7 @@ hostsRead(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
 /* The template at key of map, url-escaped when it builds one; NULL when
  * absent or wrong (an error at its value). */
 static CorTemplate*
-templateRead(const CorConf* map, const char* key, bool url,
-             CorConfErrors* e)
+templateRead(const CorConf* map, const char* key, bool url, CorConfErrors* e)
 {
     const char* text = corConfigNonEmpty(map, key, NULL, "a template", e);
     CorTemplate* t;
@@ -229,19 +242,25 @@ redirectRead(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
         return;
     }
     if (corConfKind(node) != COR_CONF_MAP) {
-        corConfErrorf(e, node, "redirect: expected { to: URL, status: 301 } "
+        corConfErrorf(e, node,
+                      "redirect: expected { to: URL, status: 301 } "
                       "or a URL");
         return;
     }
-    if (corConfigRequired(node, "to", "redirect", "such as "
-                          "\"https://{host}{uri}\"", e) != NULL) {
+    if (corConfigRequired(node, "to", "redirect",
+                          "such as "
+                          "\"https://{host}{uri}\"",
+                          e)
+        != NULL) {
         r->redirect = templateRead(node, "to", true, e);
     }
     status = corConfInt(node, "status", 301, 300, 399, e);
     if (status != 301 && status != 302 && status != 303 && status != 307
         && status != 308) {
-        corConfErrorf(e, corConfGet(node, "status"), "status: expected 301, "
-                      "302, 303, 307 or 308, got %lld", (long long)status);
+        corConfErrorf(e, corConfGet(node, "status"),
+                      "status: expected 301, "
+                      "302, 303, 307 or 308, got %lld",
+                      (long long)status);
     }
     r->redirectStatus = (unsigned)status;
     corConfUnknownKeys(node, "redirect", keys, e);
@@ -250,8 +269,8 @@ redirectRead(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
 static bool
 isHex(char ch)
 {
-    return (ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a'
-                                        && (ch | 0x20) <= 'f');
+    return (ch >= '0' && ch <= '9')
+           || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'f');
 }
 
 /* Whether s[0] may stand in a target (n bytes from it): no space, control,
@@ -278,7 +297,8 @@ rewriteCheck(const CorConf* entry, const CorTemplate* t, CorConfErrors* e)
     if (first == NULL
         || !(first->kind == COR_TPL_PATH || first->kind == COR_TPL_URI
              || (first->kind == COR_TPL_TEXT && first->text[0] == '/'))) {
-        corConfErrorf(e, corConfGet(entry, "rewrite"), "rewrite: expected "
+        corConfErrorf(e, corConfGet(entry, "rewrite"),
+                      "rewrite: expected "
                       "a target starting with '/' (or {path}, {uri}), such "
                       "as \"/user?id={1}\"");
         return;
@@ -288,10 +308,12 @@ rewriteCheck(const CorConf* entry, const CorTemplate* t, CorConfErrors* e)
 
         for (size_t k = 0; p->kind == COR_TPL_TEXT && k < p->len; k++) {
             if (!targetByte(p->text + k, p->len - k)) {
-                corConfErrorf(e, corConfGet(entry, "rewrite"), "rewrite: "
+                corConfErrorf(e, corConfGet(entry, "rewrite"),
+                              "rewrite: "
                               "'%.*s' holds a byte a target may not (a "
                               "space, a control, '#', or a '%%' that is no "
-                              "escape)", (int)p->len, p->text);
+                              "escape)",
+                              (int)p->len, p->text);
                 return;
             }
         }
@@ -305,8 +327,10 @@ tokenName(const char* name)
 {
     size_t n = strlen(name);
 
-    return n > 0 && strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
-                                 "OPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~") == n;
+    return n > 0
+           && strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN"
+                           "OPQRSTUVWXYZ0123456789!#$%&'*+-.^_`|~")
+                  == n;
 }
 
 static void
@@ -326,15 +350,19 @@ headerSetRead(CorConfigRoute* r, const CorConf* map, CorConfErrors* e)
 
         if (!tokenName(name)
             || corConfKind(corConfAt(map, i)) != COR_CONF_SCALAR) {
-            corConfErrorf(e, corConfAt(map, i), "request_headers.set: '%s': "
+            corConfErrorf(e, corConfAt(map, i),
+                          "request_headers.set: '%s': "
                           "expected a header name (a token) and a string",
                           name);
             continue;
         }
-        if (corTemplateParse(corConfText(corConfAt(map, i)), false,
-                             &h->value, why, sizeof(why)) != 0) {
-            corConfErrorf(e, corConfAt(map, i), "request_headers.set: %s: "
-                          "%s", name, why);
+        if (corTemplateParse(corConfText(corConfAt(map, i)), false, &h->value,
+                             why, sizeof(why))
+            != 0) {
+            corConfErrorf(e, corConfAt(map, i),
+                          "request_headers.set: %s: "
+                          "%s",
+                          name, why);
             corTemplateFree(&h->value);
             continue;
         }
@@ -358,7 +386,8 @@ headerRemoveRead(CorConfigRoute* r, const CorConf* list, CorConfErrors* e)
 
         if (corConfKind(name) != COR_CONF_SCALAR
             || !tokenName(corConfText(name))) {
-            corConfErrorf(e, name, "request_headers.remove: expected header "
+            corConfErrorf(e, name,
+                          "request_headers.remove: expected header "
                           "names");
             continue;
         }
@@ -405,8 +434,7 @@ statusRange(const char* key, unsigned* from, unsigned* to)
 
 void
 corConfigErrorPagesRead(CorConfigErrorPage** pagesP, unsigned* countP,
-                        const CorConf* map, const char* where,
-                        CorConfErrors* e)
+                        const CorConf* map, const char* where, CorConfErrors* e)
 {
     size_t n = corConfCount(map);
     CorConfigErrorPage* pages = n > 0 ? calloc(n, sizeof(*pages)) : NULL;
@@ -421,7 +449,8 @@ corConfigErrorPagesRead(CorConfigErrorPage** pagesP, unsigned* countP,
         CorConfigErrorPage* p = &pages[count];
 
         if (!statusRange(key, &p->from, &p->to)) {
-            corConfErrorf(e, corConfAt(map, i), "%s: '%s': expected a "
+            corConfErrorf(e, corConfAt(map, i),
+                          "%s: '%s': expected a "
                           "status (404) or a class (5xx) from 300 to 599",
                           where, key);
             continue;
@@ -456,8 +485,7 @@ corConfigErrorPagesFree(CorConfigErrorPage* pages, unsigned count)
 static void
 limitsRead(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
 {
-    static const char* const keys[] = { "body_bytes", "body_timeout",
-                                        NULL };
+    static const char* const keys[] = { "body_bytes", "body_timeout", NULL };
     static const struct {
         const char* key;
         const char* why;
@@ -488,7 +516,8 @@ limitsRead(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
         const CorConf* node = corConfGet(map, early[i].key);
 
         if (node != NULL) {
-            corConfErrorf(e, node, "limits: %s is the top level's only (%s); "
+            corConfErrorf(e, node,
+                          "limits: %s is the top level's only (%s); "
                           "a route may set body_bytes and body_timeout",
                           early[i].key, early[i].why);
         }
@@ -497,8 +526,8 @@ limitsRead(CorConfigRoute* r, const CorConf* entry, CorConfErrors* e)
     r->limits.bodyBytes = (size_t)corConfSize(map, "body_bytes", 0, 0,
                                               1024 * gib, e);
     r->limits.hasBodyTimeout = corConfGet(map, "body_timeout") != NULL;
-    r->limits.bodyTimeoutMs = corConfDurationMs(map, "body_timeout", 0, 1,
-                                                hour, e);
+    r->limits.bodyTimeoutMs = corConfDurationMs(map, "body_timeout", 0, 1, hour,
+                                                e);
     /* The keys above were looked at: only a typo is unknown. */
     corConfUnknownKeys(map, "limits", keys, e);
 }
@@ -514,25 +543,29 @@ corConfigRouteRead(CorConfigRoute* r, const CorConf* entry, const char* where,
     hostsRead(r, entry, e);
     redirectRead(r, entry, e);
     r->rewrite = corConfGet(entry, "rewrite") != NULL
-                 ? templateRead(entry, "rewrite", true, e) : NULL;
+                     ? templateRead(entry, "rewrite", true, e)
+                     : NULL;
     if (r->rewrite != NULL) {
         rewriteCheck(entry, r->rewrite, e);
     }
     requestHeadersRead(r, entry, e);
     limitsRead(r, entry, e);
     corConfigErrorPagesRead(&r->errorPages, &r->errorPageCount,
-                            corConfMap(entry, "error_pages", e),
-                            "error_pages", e);
+                            corConfMap(entry, "error_pages", e), "error_pages",
+                            e);
     actions = (corConfGet(entry, "handler") != NULL)
               + (corConfGet(entry, "redirect") != NULL)
               + (corConfGet(entry, "rewrite") != NULL);
     if (actions == 0) {
-        corConfErrorf(e, entry, "%s: missing 'handler' (the name of a "
+        corConfErrorf(e, entry,
+                      "%s: missing 'handler' (the name of a "
                       "handler; or redirect: or rewrite: in its place)",
                       where);
     } else if (actions > 1) {
-        corConfErrorf(e, entry, "%s: expected one of handler, redirect and "
-                      "rewrite, got several", where);
+        corConfErrorf(e, entry,
+                      "%s: expected one of handler, redirect and "
+                      "rewrite, got several",
+                      where);
     }
 }
 

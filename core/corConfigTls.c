@@ -27,7 +27,7 @@ static void
 readOcsp(CorConfigOcsp* o, const CorConf* map, const char* where,
          CorConfErrors* e)
 {
-    static const char* const keys[] = {"file", "fetch", "issuer", NULL};
+    static const char* const keys[] = { "file", "fetch", "issuer", NULL };
     const CorConf* ocsp = corConfMap(map, "ocsp", e);
     char ocspWhere[112];
 
@@ -40,14 +40,20 @@ readOcsp(CorConfigOcsp* o, const CorConf* map, const char* where,
     o->fetch = corConfBool(ocsp, "fetch", false, e);
     corConfigSetPath(&o->issuer, ocsp, "issuer", e);
     if (o->file != NULL && o->fetch) {
-        corConfErrorf(e, ocsp, "%s: file and fetch: on exclude each other "
-                      "(a staple comes from one place)", ocspWhere);
+        corConfErrorf(e, ocsp,
+                      "%s: file and fetch: on exclude each other "
+                      "(a staple comes from one place)",
+                      ocspWhere);
     } else if (o->file == NULL && !o->fetch) {
-        corConfErrorf(e, ocsp, "%s: expected { file: PATH } (a DER OCSP "
-                      "response) or { fetch: on }", ocspWhere);
+        corConfErrorf(e, ocsp,
+                      "%s: expected { file: PATH } (a DER OCSP "
+                      "response) or { fetch: on }",
+                      ocspWhere);
     } else if (o->issuer != NULL && !o->fetch) {
-        corConfErrorf(e, corConfGet(ocsp, "issuer"), "%s: issuer verifies "
-                      "a fetched response: it needs fetch: on", ocspWhere);
+        corConfErrorf(e, corConfGet(ocsp, "issuer"),
+                      "%s: issuer verifies "
+                      "a fetched response: it needs fetch: on",
+                      ocspWhere);
     }
     corConfUnknownKeys(ocsp, ocspWhere, keys, e);
 }
@@ -91,7 +97,8 @@ readSni(CorConfigTls* t, const CorConf* tls, const char* where,
 
         snprintf(sniWhere, sizeof(sniWhere), "%s.sni[%zu]", where, i);
         if (corConfKind(entry) != COR_CONF_MAP) {
-            corConfErrorf(e, entry, "%s: expected a mapping such as { name: "
+            corConfErrorf(e, entry,
+                          "%s: expected a mapping such as { name: "
                           "example.com, certificate: FILE, key: FILE }",
                           sniWhere);
             continue;
@@ -100,7 +107,8 @@ readSni(CorConfigTls* t, const CorConf* tls, const char* where,
         if (corConfigRequired(entry, "name", sniWhere, "a host name", e)) {
             corConfigSetString(&c->name,
                                corConfigNonEmpty(entry, "name", NULL,
-                                                 "a host name", e), e);
+                                                 "a host name", e),
+                               e);
         }
         readCert(c, entry, sniWhere, e);
         corConfUnknownKeys(entry, sniWhere, keys, e);
@@ -112,23 +120,28 @@ readSni(CorConfigTls* t, const CorConf* tls, const char* where,
 static void
 readVersions(CorConfigTls* t, const CorConf* tls, CorConfErrors* e)
 {
-    static const char* const versions[] = {"1.2", "1.3", NULL};
+    static const char* const versions[] = { "1.2", "1.3", NULL };
     const CorConf* list = corConfSeq(tls, "protocols", e);
 
-    t->minVersion = strcmp(corConfigOneOf(tls, "min_version", "1.2",
-                                          versions, e), "1.3") == 0
-                        ? TLS_1_3 : TLS_1_2;
+    t->minVersion = strcmp(corConfigOneOf(tls, "min_version", "1.2", versions,
+                                          e),
+                           "1.3")
+                            == 0
+                        ? TLS_1_3
+                        : TLS_1_2;
     t->maxVersion = TLS_1_3;
     if (list == NULL) {
         return;
     }
     if (corConfGet(tls, "min_version") != NULL) {
-        corConfErrorf(e, list, "protocols: min_version says the same "
+        corConfErrorf(e, list,
+                      "protocols: min_version says the same "
                       "thing: keep one of them");
         return;
     }
     if (corConfCount(list) == 0) {
-        corConfErrorf(e, list, "protocols: expected a list such as "
+        corConfErrorf(e, list,
+                      "protocols: expected a list such as "
                       "[TLSv1.2, TLSv1.3], got []");
         return;
     }
@@ -137,14 +150,17 @@ readVersions(CorConfigTls* t, const CorConf* tls, CorConfErrors* e)
     for (size_t i = 0; i < corConfCount(list); i++) {
         const CorConf* item = corConfAt(list, i);
         const char* text = corConfKind(item) == COR_CONF_SCALAR
-                               ? corConfText(item) : "";
+                               ? corConfText(item)
+                               : "";
         unsigned v = strcmp(text, "TLSv1.2") == 0   ? TLS_1_2
                      : strcmp(text, "TLSv1.3") == 0 ? TLS_1_3
                                                     : 0;
 
         if (v == 0) {
-            corConfErrorf(e, item, "protocols: expected TLSv1.2 or TLSv1.3 "
-                          "(older versions are not taken), got '%s'", text);
+            corConfErrorf(e, item,
+                          "protocols: expected TLSv1.2 or TLSv1.3 "
+                          "(older versions are not taken), got '%s'",
+                          text);
             continue;
         }
         t->minVersion = v < t->minVersion ? v : t->minVersion;
@@ -157,9 +173,19 @@ corConfigTlsRead(CorConfigListen* l, const CorConf* tls, const char* where,
                  CorConfErrors* e)
 {
     static const char* const keys[] = {
-        "certificate", "key", "sni", "min_version", "protocols", "ciphers",
-        "ciphersuites", "groups", "handshake_timeout", "session_tickets",
-        "session_lifetime", "ocsp", NULL,
+        "certificate",
+        "key",
+        "sni",
+        "min_version",
+        "protocols",
+        "ciphers",
+        "ciphersuites",
+        "groups",
+        "handshake_timeout",
+        "session_tickets",
+        "session_lifetime",
+        "ocsp",
+        NULL,
     };
     CorConfigTls* t;
     char tlsWhere[64];
@@ -176,19 +202,26 @@ corConfigTlsRead(CorConfigListen* l, const CorConf* tls, const char* where,
         readCert(&t->certs[0], tls, tlsWhere, e);
     }
     readVersions(t, tls, e);
-    corConfigSetString(&t->ciphers, corConfigNonEmpty(tls, "ciphers", NULL,
-                       "an OpenSSL cipher list", e), e);
+    corConfigSetString(&t->ciphers,
+                       corConfigNonEmpty(tls, "ciphers", NULL,
+                                         "an OpenSSL cipher list", e),
+                       e);
     corConfigSetString(&t->ciphersuites,
                        corConfigNonEmpty(tls, "ciphersuites", NULL,
-                                         "TLS 1.3 cipher suites", e), e);
-    corConfigSetString(&t->groups, corConfigNonEmpty(tls, "groups", NULL,
-                       "key exchange groups", e), e);
-    t->handshakeTimeoutMs =
-        corConfDurationMs(tls, "handshake_timeout", 10000, 1, 3600000, e);
+                                         "TLS 1.3 cipher suites", e),
+                       e);
+    corConfigSetString(&t->groups,
+                       corConfigNonEmpty(tls, "groups", NULL,
+                                         "key exchange groups", e),
+                       e);
+    t->handshakeTimeoutMs = corConfDurationMs(tls, "handshake_timeout", 10000,
+                                              1, 3600000, e);
     t->sessionTickets = corConfBool(tls, "session_tickets", true, e);
-    t->sessionLifetimeS = (unsigned)(corConfDurationMs(
-        tls, "session_lifetime", SESSION_LIFETIME_DEFAULT_MS, 1000,
-        SESSION_LIFETIME_MAX_MS, e) / 1000);
+    t->sessionLifetimeS =
+        (unsigned)(corConfDurationMs(tls, "session_lifetime",
+                                     SESSION_LIFETIME_DEFAULT_MS, 1000,
+                                     SESSION_LIFETIME_MAX_MS, e)
+                   / 1000);
     corConfUnknownKeys(tls, tlsWhere, keys, e);
 }
 

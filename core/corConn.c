@@ -30,7 +30,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define CONN_HOST_MAX 253       /* a DNS name; an IPv6 address is shorter */
+#define CONN_HOST_MAX 253 /* a DNS name; an IPv6 address is shorter */
 
 /* The TLS client of targets that name none: client.ca_file's trust, made
  * by corConnSetup (or at the first use, where nothing set it up: a
@@ -95,8 +95,8 @@ connectOne(const struct sockaddr_storage* addr, socklen_t len,
     int one = 1;
     int err = 0;
     socklen_t errLen = sizeof(err);
-    int fd = socket(addr->ss_family,
-                    SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = socket(addr->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                    0);
     int rc;
 
     if (fd < 0) {
@@ -159,12 +159,12 @@ connectWhy(const char* peer, const CorAddrs* addrs, unsigned tried, int rc,
     }
     if (rc == -ETIMEDOUT) {
         corEvWhy(why, whyLen, "connect to %s (%s)%s: timed out after %d ms",
-             peer, at, more, timeoutMs);
+                 peer, at, more, timeoutMs);
     } else if (rc == -ECANCELED) {
         corEvWhy(why, whyLen, "connect to %s (%s): cancelled", peer, at);
     } else {
         corEvWhy(why, whyLen, "connect to %s (%s)%s: %s", peer, at, more,
-             strerror(-rc));
+                 strerror(-rc));
     }
 }
 
@@ -194,8 +194,7 @@ keyNumber(char* p, unsigned long long v)
 static void
 targetKey(const CorConnTarget* target, const CorTlsClient* tls, char* key)
 {
-    const char* name = target->serverName ? target->serverName
-                                          : target->host;
+    const char* name = target->serverName ? target->serverName : target->host;
     char* p = key;
 
     for (const char* h = target->host; *h != '\0'; h++) {
@@ -245,7 +244,8 @@ hostValid(const char* host)
 {
     static const bool allowed[256] = {
         ['a' ... 'z'] = true, ['A' ... 'Z'] = true, ['0' ... '9'] = true,
-        ['.'] = true, ['-'] = true, ['_'] = true, [':'] = true, ['%'] = true,
+        ['.'] = true,         ['-'] = true,         ['_'] = true,
+        [':'] = true,         ['%'] = true,
     };
     size_t len = 0;
 
@@ -258,21 +258,25 @@ hostValid(const char* host)
 static int
 targetCheck(const CorConnTarget* target, char* why, size_t whyLen)
 {
-    if (target == NULL || target->host == NULL
-        || !hostValid(target->host)) {
-        corEvWhy(why, whyLen, "connect: no host, one longer than %d bytes, or "
-             "one with characters no name or address has", CONN_HOST_MAX);
+    if (target == NULL || target->host == NULL || !hostValid(target->host)) {
+        corEvWhy(why, whyLen,
+                 "connect: no host, one longer than %d bytes, or "
+                 "one with characters no name or address has",
+                 CONN_HOST_MAX);
         return -EINVAL;
     }
     if (target->port == 0 || target->port > 65535) {
-        corEvWhy(why, whyLen, "connect to %s: port %u is out of range "
-             "(1..65535)", target->host, target->port);
+        corEvWhy(why, whyLen,
+                 "connect to %s: port %u is out of range "
+                 "(1..65535)",
+                 target->host, target->port);
         return -EINVAL;
     }
     if (target->serverName != NULL && !hostValid(target->serverName)) {
-        corEvWhy(why, whyLen, "connect to %s: a bad server name (empty, longer "
-             "than %d bytes, or with characters no name has)", target->host,
-             CONN_HOST_MAX);
+        corEvWhy(why, whyLen,
+                 "connect to %s: a bad server name (empty, longer "
+                 "than %d bytes, or with characters no name has)",
+                 target->host, CONN_HOST_MAX);
         return -EINVAL;
     }
     return 0;
@@ -287,8 +291,7 @@ static int
 connTls(CorConn* c, const CorConnTarget* target, CorTlsClient* tls,
         uint64_t deadline, int timeoutMs, char* why, size_t whyLen)
 {
-    const char* name = target->serverName ? target->serverName
-                                          : target->host;
+    const char* name = target->serverName ? target->serverName : target->host;
     char reason[256] = "";
     int fd = c->transport.fd;
     int rc;
@@ -304,7 +307,7 @@ connTls(CorConn* c, const CorConnTarget* target, CorTlsClient* tls,
                                             sizeof(reason));
     if (rc == -ETIMEDOUT) {
         corEvWhy(why, whyLen, "TLS to %s: no handshake within %d ms", c->peer,
-             timeoutMs);
+                 timeoutMs);
     } else if (rc == -ECANCELED) {
         corEvWhy(why, whyLen, "TLS to %s: cancelled", c->peer);
     } else if (rc < 0) {
@@ -320,8 +323,8 @@ connOpenNew(const CorConnTarget* target, CorTlsClient* tls, const char* key,
             int* errP, char* why, size_t whyLen)
 {
     int timeoutMs = target->connectTimeoutMs > 0
-                    ? target->connectTimeoutMs
-                    : (int)corConnSettings()->connectTimeoutMs;
+                        ? target->connectTimeoutMs
+                        : (int)corConnSettings()->connectTimeoutMs;
     uint64_t deadline = corDeadlineAfter(timeoutMs);
     char peer[CONN_HOST_MAX + 16];
     char resolveWhy[256] = "";
@@ -393,8 +396,7 @@ defaultTlsGet(char* why, size_t whyLen)
 
     pthread_mutex_lock(&defaultTlsLock);
     if (defaultTls == NULL) {
-        defaultTls = corTlsClientNew(&(CorTlsClientOptions){ 0 }, why,
-                                     whyLen);
+        defaultTls = corTlsClientNew(&(CorTlsClientOptions){ 0 }, why, whyLen);
     }
     tls = defaultTls;
     pthread_mutex_unlock(&defaultTlsLock);
@@ -410,16 +412,18 @@ corConnSetup(const CorConfig* config, CorConfErrors* errors)
     CorTlsClient* tls = NULL;
     char why[256] = "";
 
-    corConnSettingsSet(config == NULL ? NULL : &(CorConnSettings){
-        .connectTimeoutMs = config->client.connectTimeoutMs,
-        .keepalivePerPeer = config->client.keepalivePerPeer,
-        .idleTimeoutMs = config->client.idleTimeoutMs,
-    });
+    corConnSettingsSet(
+        config == NULL ? NULL
+                       : &(CorConnSettings){
+                           .connectTimeoutMs = config->client.connectTimeoutMs,
+                           .keepalivePerPeer = config->client.keepalivePerPeer,
+                           .idleTimeoutMs = config->client.idleTimeoutMs,
+                       });
     /* The system's store is found at the first handshake; a CA file is
      * read now, so that `cor -t` says when it is not PEM. */
     if (caFile != NULL) {
-        tls = corTlsClientNew(&(CorTlsClientOptions){ .caFile = caFile },
-                              why, sizeof(why));
+        tls = corTlsClientNew(&(CorTlsClientOptions){ .caFile = caFile }, why,
+                              sizeof(why));
         if (tls == NULL) {
             if (errors != NULL) {
                 corConfErrorf(errors,
@@ -467,8 +471,9 @@ corConnTlsDefault(const char* alpn, char* why, size_t whyLen)
     if (tls == NULL && i == TLS_ALPN_LISTS) {
         snprintf(why, whyLen, "more than %d ALPN lists", TLS_ALPN_LISTS);
     } else if (tls == NULL) {
-        tls = corTlsClientNew(&(CorTlsClientOptions){
-            .caFile = defaultCaFile, .alpn = alpn }, why, whyLen);
+        tls = corTlsClientNew(&(CorTlsClientOptions){ .caFile = defaultCaFile,
+                                                      .alpn = alpn },
+                              why, whyLen);
         if (tls != NULL) {
             snprintf(defaultAlpnTls[i].alpn, sizeof(defaultAlpnTls[i].alpn),
                      "%s", alpn);
@@ -528,7 +533,7 @@ corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs)
     int rc;
 
     if (len == 0) {
-        return -EINVAL;         /* 0 would read as the peer's end */
+        return -EINVAL; /* 0 would read as the peer's end */
     }
     for (;;) {
         n = c->transport.ops->recv(&c->transport, buf, len);
@@ -553,8 +558,9 @@ corConnRead(CorConn* c, void* buf, size_t len, int timeoutMs)
             deadline = corDeadlineAfter(timeoutMs);
         }
         rc = corDeadlineWaitFd(c->transport.fd,
-                    corTransportWantsWrite(&c->transport) ? POLLOUT : POLLIN,
-                    deadline);
+                               corTransportWantsWrite(&c->transport) ? POLLOUT
+                                                                     : POLLIN,
+                               deadline);
         if (rc < 0) {
             break;
         }

@@ -48,18 +48,18 @@
 
 typedef struct CorConnPeer {
     struct CorConnPeer* next;
-    CorList idle;               /* CorConn.peerLink, by age: the newest
-                                   (last) is taken first */
+    CorList idle; /* CorConn.peerLink, by age: the newest
+                     (last) is taken first */
     unsigned count;
     char key[];
 } CorConnPeer;
 
 struct CorConnPool {
     CorConnPeer* peers;
-    CorList idle;               /* CorConn.ageLink: every idle one, by age */
-    CorEvLoop* loop;            /* NULL: the shared pool */
-    CorEvTimer sweep;           /* the loop's: the next idle timeout */
-    CorEvTask sweepTask;        /* the shared pool's, on the workers */
+    CorList idle;        /* CorConn.ageLink: every idle one, by age */
+    CorEvLoop* loop;     /* NULL: the shared pool */
+    CorEvTimer sweep;    /* the loop's: the next idle timeout */
+    CorEvTask sweepTask; /* the shared pool's, on the workers */
     bool sweepPosted;
 };
 
@@ -204,7 +204,8 @@ deadFree(CorList* dead)
     CorList* node;
     CorList* next;
 
-    corListForEach(node, next, dead) {
+    corListForEach(node, next, dead)
+    {
         corConnFree(corContainerOf(node, CorConn, peerLink));
     }
 }
@@ -278,7 +279,8 @@ sharedSweepPost(void)
     due = oldest->idleSince + idleMs;
     if (corEvPoolPostAfter(corRuntime.workers, &sharedPool.sweepTask,
                            sharedSweep,
-                           due > now ? (unsigned)(due - now + 1) : 1) == 0) {
+                           due > now ? (unsigned)(due - now + 1) : 1)
+        == 0) {
         sharedPool.sweepPosted = true;
     }
 }
@@ -412,8 +414,7 @@ put(CorConnPool* pool, CorConn* c, CorList* dead)
         return false;
     }
     if (pool->loop != NULL
-        && corCoLoopWatch(&c->watch, c->transport.fd, POLLIN, idleEvent)
-           < 0) {
+        && corCoLoopWatch(&c->watch, c->transport.fd, POLLIN, idleEvent) < 0) {
         if (peer->count == 0) {
             peerFree(pool, peer);
         }
@@ -423,8 +424,7 @@ put(CorConnPool* pool, CorConn* c, CorList* dead)
     idleLink(pool, peer, c);
     /* count > max >= 1: the peer keeps c, so it is never freed here. */
     while (peer->count > max) {
-        deadAdd(pool, corContainerOf(peer->idle.next, CorConn, peerLink),
-                dead);
+        deadAdd(pool, corContainerOf(peer->idle.next, CorConn, peerLink), dead);
     }
     expiredTake(pool, c->idleSince, dead);
     return true;

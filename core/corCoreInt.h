@@ -70,7 +70,6 @@ char* corModulePath(const char* load, const char* configFile);
 /* `cor --module-info MODULE`: a name or a path, as `load:` takes it. */
 int corModuleInfo(const char* load);
 
-
 /* ---- Guards (corGuard.c) ------------------------------------------------- */
 
 typedef struct {
@@ -92,9 +91,9 @@ int corRoutesBuild(const CorConfig* config, CorConfErrors* errors);
 
 typedef enum {
     COR_ROUTE_FOUND,
-    COR_ROUTE_NO_PATH,          /* 404 */
-    COR_ROUTE_NO_METHOD,        /* 405 */
-    COR_ROUTE_FAILED            /* a regex could not be run: 500 */
+    COR_ROUTE_NO_PATH,   /* 404 */
+    COR_ROUTE_NO_METHOD, /* 405 */
+    COR_ROUTE_FAILED     /* a regex could not be run: 500 */
 } CorRouteResult;
 
 #define COR_ROUTE_ALLOW_MAX 128
@@ -118,19 +117,19 @@ typedef struct CorErrorPages {
 /* What a route does to the requests it takes beside running its handler;
  * the route table's (the strings are the configuration's). */
 typedef struct {
-    size_t stripLen;            /* what strip_prefix takes off the path */
-    const CorGuardEntry** guards;       /* run in order before it */
+    size_t stripLen;              /* what strip_prefix takes off the path */
+    const CorGuardEntry** guards; /* run in order before it */
     unsigned guardCount;
-    CorHeader* headers;         /* on whatever answers it */
+    CorHeader* headers; /* on whatever answers it */
     unsigned headerCount;
-    uint32_t filtersOff;        /* the filters it turns off, by index */
-    const CorConfigNotify* notify;      /* its notify, or NULL */
-    const CorConfigRoute* route;        /* its entry: redirect, rewrite,
-                                           request headers, its name */
-    unsigned index;             /* its place in the file: routes[index] */
-    const CorErrorPages* errorPages;    /* its own, then the top level's;
-                                           NULL: none */
-    const CorLimits* limits;    /* its limits: over the top level's */
+    uint32_t filtersOff;             /* the filters it turns off, by index */
+    const CorConfigNotify* notify;   /* its notify, or NULL */
+    const CorConfigRoute* route;     /* its entry: redirect, rewrite,
+                                        request headers, its name */
+    unsigned index;                  /* its place in the file: routes[index] */
+    const CorErrorPages* errorPages; /* its own, then the top level's;
+                                        NULL: none */
+    const CorLimits* limits;         /* its limits: over the top level's */
 } CorRouteRules;
 
 /* What a lookup found: the handler (NULL for a redirect or a rewrite),
@@ -140,11 +139,11 @@ typedef struct {
  * routes that has some. */
 typedef struct {
     const CorHandlerEntry* handler;
-    uint64_t timeoutMs;         /* the route's, else the handler's; 0: none */
+    uint64_t timeoutMs; /* the route's, else the handler's; 0: none */
     CorRouteRules rules;
-    bool captured;              /* a regex matched: captures are set */
+    bool captured; /* a regex matched: captures are set */
     size_t captures[2 * 10];
-    char allow[COR_ROUTE_ALLOW_MAX];    /* "GET, HEAD, POST": a 405's */
+    char allow[COR_ROUTE_ALLOW_MAX]; /* "GET, HEAD, POST": a 405's */
 } CorRouteMatch;
 
 /* The first route, in file order, that takes r (its method, its
@@ -184,8 +183,7 @@ void corRouteErrorPageApply(CorRequest* r);
  * r's body sent to each when r's method and status are listed. On r's
  * loop; the sends run beside it (corNotify). */
 int corRouteNotifyCheck(const CorConfigRoute* in,
-                        const CorHandlerEntry* handler,
-                        CorConfErrors* errors);
+                        const CorHandlerEntry* handler, CorConfErrors* errors);
 void corRouteNotifySend(CorRequest* r);
 
 /* Take strip_prefix's n bytes off r's path, and what they were off its
@@ -221,8 +219,8 @@ typedef struct {
     CorEvLoop** loops;
     unsigned loopCount;
     CorEvPool* workers;
-    bool coroutines;            /* runtime.coroutines.enabled, and built so */
-    atomic_bool stopping;       /* a stop is under way: refuse, cancel */
+    bool coroutines;      /* runtime.coroutines.enabled, and built so */
+    atomic_bool stopping; /* a stop is under way: refuse, cancel */
 } CorRuntime;
 
 extern CorRuntime corRuntime;
@@ -239,10 +237,10 @@ struct CorListener {
     int* fds;
     unsigned fdCount;
     bool reusePort;
-    bool passed;                /* systemd passed its socket (one fd) */
-    bool http2;                 /* its http2: on */
-    bool proxyProtocol;         /* a PROXY header first (corProxyAccept.c) */
-    struct CorTlsServer* tls;   /* the generation's, NULL: plain */
+    bool passed;              /* systemd passed its socket (one fd) */
+    bool http2;               /* its http2: on */
+    bool proxyProtocol;       /* a PROXY header first (corProxyAccept.c) */
+    struct CorTlsServer* tls; /* the generation's, NULL: plain */
 };
 
 /* Read the PROXY header fd's peer sends first, on loop (index's), then
@@ -278,15 +276,15 @@ typedef struct CorTlsServer CorTlsServer;
  * transport, freed by its close. */
 typedef struct {
     struct ssl_st* ssl;
-    CorTlsClient* client;       /* a client's context (held by ssl's
-                                 * SSL_CTX), else NULL */
-    char* peer;                 /* a client's "serverName:port" */
-    bool wantsWrite;            /* the last recv wants the socket writable */
-    bool drained;               /* the last socket read came back short */
-    bool failed;                /* a fatal error: no close_notify */
-    bool opened;                /* a server's first byte starts a record */
-    bool plain;                 /* a server's first byte starts none */
-    char alpn[256];             /* the chosen protocol, NUL-terminated */
+    CorTlsClient* client; /* a client's context (held by ssl's
+                           * SSL_CTX), else NULL */
+    char* peer;           /* a client's "serverName:port" */
+    bool wantsWrite;      /* the last recv wants the socket writable */
+    bool drained;         /* the last socket read came back short */
+    bool failed;          /* a fatal error: no close_notify */
+    bool opened;          /* a server's first byte starts a record */
+    bool plain;           /* a server's first byte starts none */
+    char alpn[256];       /* the chosen protocol, NUL-terminated */
 } CorTlsConn;
 
 /* Make t a TLS transport over fd with ssl (which it owns from here).
@@ -346,8 +344,8 @@ unsigned corRequestsFinishing(void);
 /* Of them, those whose phase a worker thread has (queued or running). */
 unsigned corRequestsOnWorkers(void);
 /* Hold r's release for work it started that runs beside it (a
- * notification), and let it go (corRequestHold.c): the last let-go after r's last phase
- * ended releases r, on r's loop (posted there from another thread).
+ * notification), and let it go (corRequestHold.c): the last let-go after r's
+ * last phase ended releases r, on r's loop (posted there from another thread).
  * From any thread, between corRequestServe and the release. */
 void corRequestHold(CorRequest* r);
 void corRequestLetGo(CorRequest* r);
@@ -359,7 +357,7 @@ void corRequestLetGo(CorRequest* r);
 static inline void
 corRequestAnswer(CorRequest* r, void (*op)(CorRequest* r))
 {
-    atomic_fetch_add(&r->holds, 1);     /* corRequestHold */
+    atomic_fetch_add(&r->holds, 1); /* corRequestHold */
     op(r);
     corRequestLetGo(r);
 }
@@ -418,8 +416,7 @@ void corFilterResponse(CorRequest* r, int (*fileStream)(CorRequest* r));
 /* A piece of r's streamed body through the filters that took it, to
  * the protocol's streamData; flags as a body function gets them. Returns
  * 0 or a filter's -errno. */
-int corFilterData(CorRequest* r, const void* data, size_t len,
-                  unsigned flags);
+int corFilterData(CorRequest* r, const void* data, size_t len, unsigned flags);
 /* The filters' end, once: after the last piece, else at r's end. */
 void corFilterEnd(CorRequest* r);
 
@@ -435,22 +432,21 @@ struct CorUpgraded {
     CorUpgradeFn fn;
     void* arg;
     CorTransport t;
-    bool open;                  /* t is the session's to read and write */
-    bool closed;                /* corUpgradedClose: -EBADF from now on */
-    bool running;               /* the session phase has begun */
-    char* in;                   /* bytes that came past the request */
+    bool open;    /* t is the session's to read and write */
+    bool closed;  /* corUpgradedClose: -EBADF from now on */
+    bool running; /* the session phase has begun */
+    char* in;     /* bytes that came past the request */
     size_t inLen;
     size_t inPos;
-    char* out;                  /* output the protocol left unsent */
+    char* out; /* output the protocol left unsent */
     size_t outLen;
     size_t outSent;
 };
 
 /* Take t (u owns it from here) and copies of rest and unsent. Returns 0,
  * or -ENOMEM (t closed: the session finds it gone). */
-int corUpgradedAdopt(CorUpgraded* u, const CorTransport* t,
-                     const void* rest, size_t restLen, const void* unsent,
-                     size_t unsentLen);
+int corUpgradedAdopt(CorUpgraded* u, const CorTransport* t, const void* rest,
+                     size_t restLen, const void* unsent, size_t unsentLen);
 /* Close u's connection if open and free u. */
 void corUpgradedFree(CorUpgraded* u);
 
@@ -469,7 +465,7 @@ void corTasksStop(void);
 /* What client: in the configuration sets (corConnSetup). */
 typedef struct {
     uint64_t connectTimeoutMs;
-    unsigned keepalivePerPeer;  /* 0: no pool; COR_CONN_KEEPALIVE_AUTO */
+    unsigned keepalivePerPeer; /* 0: no pool; COR_CONN_KEEPALIVE_AUTO */
     uint64_t idleTimeoutMs;
     /* auto: a connection on an fd at or past this is not kept (fds are
      * handed out lowest first: a high one says most are open), so that
@@ -487,18 +483,18 @@ typedef struct CorConnPool CorConnPool;
  */
 struct CorConn {
     CorTransport transport;
-    CorConnPool* pool;          /* where it goes back: its thread's */
-    CorList peerLink;           /* its peer's idle list, newest last; then
-                                   the list of those to close */
-    CorList ageLink;            /* the pool's idle list, oldest first */
-    struct CorConnPeer* idlePeer;   /* the peer list it idles in */
-    CorCoWatch watch;           /* idle in a loop's pool: its loop's */
-    uint64_t idleSince;         /* corEvClockMs() when it was released */
+    CorConnPool* pool;            /* where it goes back: its thread's */
+    CorList peerLink;             /* its peer's idle list, newest last; then
+                                     the list of those to close */
+    CorList ageLink;              /* the pool's idle list, oldest first */
+    struct CorConnPeer* idlePeer; /* the peer list it idles in */
+    CorCoWatch watch;             /* idle in a loop's pool: its loop's */
+    uint64_t idleSince;           /* corEvClockMs() when it was released */
     bool tls;
     bool reused;
-    size_t written;             /* bytes out since it was opened or taken */
-    bool broken;                /* a failure or the peer's end: not
-                                   reusable */
+    size_t written; /* bytes out since it was opened or taken */
+    bool broken;    /* a failure or the peer's end: not
+                       reusable */
     const char* peer;
     char key[];
 };
@@ -547,11 +543,11 @@ typedef void (*CorBesideFn)(CorBeside* b);
  * fields are corBeside.c's.
  */
 struct CorBeside {
-    CorBesideFn run;            /* the work: may wait (corRestWaitFd) */
-    CorBesideFn done;           /* after run, unbound: may free b */
-    CorRestCancel cancel;       /* run's waits are bound to it */
-    CorEvTask start;            /* a start at the loop's next iteration */
-    CorBeside* queued;          /* the line to the threads */
+    CorBesideFn run;      /* the work: may wait (corRestWaitFd) */
+    CorBesideFn done;     /* after run, unbound: may free b */
+    CorRestCancel cancel; /* run's waits are bound to it */
+    CorEvTask start;      /* a start at the loop's next iteration */
+    CorBeside* queued;    /* the line to the threads */
 };
 
 /* Started on a loop's own stack (not in a coroutine), the work may be a
@@ -581,8 +577,7 @@ void corBesideCancel(CorBeside* b);
 bool corHeaderNameValid(const char* name);
 bool corHeaderValueValid(const char* value);
 /* Add n headers whose strings outlive r, not copied; -ENOMEM. */
-int corResponseHeadersAdd(CorRequest* r, const CorHeader* headers,
-                          unsigned n);
+int corResponseHeadersAdd(CorRequest* r, const CorHeader* headers, unsigned n);
 
 const CorHeader* corHeadersFind(const CorHeader* headers, unsigned count,
                                 const char* name);
@@ -600,11 +595,7 @@ CorHeader* corHeadersCopy(const CorHeader* headers, unsigned count, char* p,
 /* ---- Responding (corRespond.c) ------------------------------------------ */
 
 /* Who answered a request that has a deadline: r->answer. */
-enum {
-    ANSWER_OPEN,
-    ANSWER_HANDLER,
-    ANSWER_TIMEOUT
-};
+enum { ANSWER_OPEN, ANSWER_HANDLER, ANSWER_TIMEOUT };
 
 /* Set r's response, whoever answers (the handler, its deadline, the core
  * for a refusal). */
@@ -614,8 +605,8 @@ void corRespondSet(CorRequest* r, int status, const char* contentType,
 /* ---- Notifications (corNotify.c) ----------------------------------------- */
 
 typedef struct {
-    uint64_t sent;              /* acknowledged */
-    uint64_t failed;            /* refused, timed out, or cut by a stop */
+    uint64_t sent;   /* acknowledged */
+    uint64_t failed; /* refused, timed out, or cut by a stop */
     unsigned inFlight;
 } CorNotifyStats;
 
@@ -625,10 +616,10 @@ typedef struct {
 
 /* A registered scheme: what corSchemeFind gives is its s. */
 typedef struct {
-    CorScheme s;                /* s.scheme is name */
+    CorScheme s; /* s.scheme is name */
     char name[COR_SCHEME_NAME_MAX + 1];
-    CorModule* module;          /* NULL: the HTTP floor's */
-    atomic_ulong sent;          /* its notifications' counters */
+    CorModule* module; /* NULL: the HTTP floor's */
+    atomic_ulong sent; /* its notifications' counters */
     atomic_ulong failed;
     atomic_uint inFlight;
 } CorSchemeEntry;
@@ -664,8 +655,8 @@ void corNotifyStopped(void);
 typedef struct CorRequestCleanup {
     void (*cancel)(struct CorRequestCleanup* c);
     void (*end)(struct CorRequestCleanup* c);
-    CorRequest* owner;          /* under the lock; NULL: not listed */
-    CorList link;               /* in owner->cleanups */
+    CorRequest* owner; /* under the lock; NULL: not listed */
+    CorList link;      /* in owner->cleanups */
 } CorRequestCleanup;
 
 /* Any thread. r must be in its running phase. */
@@ -688,16 +679,16 @@ typedef struct {
     uint64_t ranWorker;
     uint64_t capFallbacks;
     uint64_t stalls;
-    uint64_t responses[6];      /* by status class: 1xx..5xx, other */
-    uint64_t timedOut;          /* handlers past their deadline */
-    uint64_t cancelled;         /* handlers whose client left */
-    uint64_t finishFailed;      /* post-response phases a stop cut short */
-    uint64_t client[4];         /* connections out: CorClientCount */
+    uint64_t responses[6]; /* by status class: 1xx..5xx, other */
+    uint64_t timedOut;     /* handlers past their deadline */
+    uint64_t cancelled;    /* handlers whose client left */
+    uint64_t finishFailed; /* post-response phases a stop cut short */
+    uint64_t client[4];    /* connections out: CorClientCount */
     uint64_t protocols[COR_PROTOCOL_KINDS]; /* requests read, by kind */
     /* Read by the generation's main thread during a drain. */
     atomic_uint inFlight;
     atomic_uint finishing;
-    atomic_uint onWorkers;      /* phases handed to a worker, not back */
+    atomic_uint onWorkers; /* phases handed to a worker, not back */
 } CorLoopCounters;
 
 /* A gauge the loop alone writes and the main thread reads: a plain
@@ -705,9 +696,10 @@ typedef struct {
 static inline void
 corMetricsGaugeAdd(atomic_uint* gauge, int delta)
 {
-    atomic_store_explicit(gauge, atomic_load_explicit(gauge,
-                                                      memory_order_relaxed)
-                                 + (unsigned)delta, memory_order_relaxed);
+    atomic_store_explicit(gauge,
+                          atomic_load_explicit(gauge, memory_order_relaxed)
+                              + (unsigned)delta,
+                          memory_order_relaxed);
 }
 
 /* The master's, in a shared page every generation sees. */
@@ -723,10 +715,10 @@ extern CorMasterCounters* corMasterCounters;
 
 /* What connections out count (corConn.c). */
 typedef enum {
-    COR_CLIENT_REUSED,          /* handed out from a pool */
-    COR_CLIENT_NEW,             /* connected (and TLS done) */
-    COR_CLIENT_FAILED,          /* no connection: name, connect, TLS */
-    COR_CLIENT_STALE            /* idle ones the peer had closed */
+    COR_CLIENT_REUSED, /* handed out from a pool */
+    COR_CLIENT_NEW,    /* connected (and TLS done) */
+    COR_CLIENT_FAILED, /* no connection: name, connect, TLS */
+    COR_CLIENT_STALE   /* idle ones the peer had closed */
 } CorClientCount;
 
 /* Count one: on a loop in its own counters, elsewhere in shared ones. */
@@ -741,10 +733,10 @@ void corLimitsEmit(CorMetricsOut* out);
 /* Why a connection on a proxy_protocol listener was closed before its
  * header came whole (corProxyAccept.c). */
 typedef enum {
-    COR_PROXY_INVALID,          /* no PROXY header, or a malformed one */
-    COR_PROXY_TIMEOUT,          /* none within limits.request_timeout */
-    COR_PROXY_CLOSED,           /* the peer closed first, or its loop's
-                                   acceptor stopped */
+    COR_PROXY_INVALID, /* no PROXY header, or a malformed one */
+    COR_PROXY_TIMEOUT, /* none within limits.request_timeout */
+    COR_PROXY_CLOSED,  /* the peer closed first, or its loop's
+                          acceptor stopped */
     COR_PROXY_REFUSALS
 } CorProxyRefusal;
 
@@ -792,10 +784,10 @@ void corMetricsServe(CorRequest* r);
 
 /* Where the generation is in its life, as `health` answers it. */
 typedef enum {
-    COR_GENERATION_STARTING,    /* 503: not yet reported ready */
-    COR_GENERATION_READY,       /* 200 */
-    COR_GENERATION_DRAINING,    /* 503: a reload or a graceful stop */
-    COR_GENERATION_STOPPING     /* 503 */
+    COR_GENERATION_STARTING, /* 503: not yet reported ready */
+    COR_GENERATION_READY,    /* 200 */
+    COR_GENERATION_DRAINING, /* 503: a reload or a graceful stop */
+    COR_GENERATION_STOPPING  /* 503 */
 } CorGenerationState;
 
 /* Set by the generation's main thread; read from any thread. */
@@ -816,13 +808,13 @@ void corHealthServe(CorRequest* r);
  * Slots are a cache line each: the loops never share a line.
  */
 typedef struct {
-    _Alignas(COR_CACHE_LINE) _Atomic uint64_t ms;  /* 0: not yet */
+    _Alignas(COR_CACHE_LINE) _Atomic uint64_t ms; /* 0: not yet */
 } CorHeartbeatSlot;
 
 typedef struct {
-    uint64_t periodMs;          /* how often a loop beats; 0: never */
+    uint64_t periodMs; /* how often a loop beats; 0: never */
     unsigned loops;
-    _Atomic unsigned drained;   /* loops that stopped accepting */
+    _Atomic unsigned drained; /* loops that stopped accepting */
     CorHeartbeatSlot beat[];
 } CorHeartbeat;
 
@@ -847,8 +839,8 @@ bool corHeartbeatDrainedWait(const CorHeartbeat* hb, uint64_t waitMs);
 /* The loop that beat longest ago, and how long ago (ms, at now): -1 when
  * every loop beat within maxAgeMs. A loop that never beat is infinitely
  * old (*ageMsP is UINT64_MAX). */
-int corHeartbeatStale(const CorHeartbeat* hb, uint64_t now,
-                      uint64_t maxAgeMs, uint64_t* ageMsP);
+int corHeartbeatStale(const CorHeartbeat* hb, uint64_t now, uint64_t maxAgeMs,
+                      uint64_t* ageMsP);
 
 /* ---- systemd (corSystemd.c, corSystemdListen.c) -------------------------- */
 
@@ -993,8 +985,7 @@ int corGenerationPrepare(const CorConfig* config, CorConfErrors* errors);
  * and never returns. master: the pid of the master that forked it, whose
  * death makes the generation drain and exit. */
 void corGenerationRun(const CorConfig* config, CorListener* listeners,
-                      unsigned listenerCount, int readyFd,
-                      unsigned generation, pid_t master)
-    __attribute__((noreturn));
+                      unsigned listenerCount, int readyFd, unsigned generation,
+                      pid_t master) __attribute__((noreturn));
 
 #endif /* COR_CORE_INT_H */

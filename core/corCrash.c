@@ -34,9 +34,8 @@ static const struct {
     int sig;
     const char* name;
 } signalNames[] = {
-    { SIGSEGV, "SIGSEGV" }, { SIGBUS, "SIGBUS" },
-    { SIGFPE, "SIGFPE" },   { SIGILL, "SIGILL" },
-    { SIGABRT, "SIGABRT" },
+    { SIGSEGV, "SIGSEGV" }, { SIGBUS, "SIGBUS" },   { SIGFPE, "SIGFPE" },
+    { SIGILL, "SIGILL" },   { SIGABRT, "SIGABRT" },
 };
 
 static void
@@ -94,8 +93,7 @@ putSignal(CorCoCrashLine* line, int sig, const siginfo_t* info)
 {
     corCoCrashPutText(line, "signal ");
     corCoCrashPutNumber(line, (uint64_t)sig, 10);
-    for (size_t i = 0; i < sizeof(signalNames) / sizeof(signalNames[0]);
-         i++) {
+    for (size_t i = 0; i < sizeof(signalNames) / sizeof(signalNames[0]); i++) {
         if (signalNames[i].sig == sig) {
             corCoCrashPutText(line, " (");
             corCoCrashPutText(line, signalNames[i].name);
@@ -114,7 +112,8 @@ putThread(CorCoCrashLine* line)
 {
     int loop = corLoopIndexCurrent();
     int worker = corRuntime.workers != NULL
-                 ? corEvPoolWorkerIndex(corRuntime.workers) : -1;
+                     ? corEvPoolWorkerIndex(corRuntime.workers)
+                     : -1;
     pid_t tid = (pid_t)syscall(SYS_gettid);
 
     if (loop >= 0) {
@@ -193,9 +192,9 @@ putServing(CorCoCrashLine* line)
     corCoCrashPutText(line, h->handler.name);
     corCoCrashPutText(line, " of module ");
     corCoCrashPutText(line, m != NULL && m->descriptor != NULL
-                            ? m->descriptor->name : "core");
-    corCoCrashPutText(line, r->inFinish ? ", after answering "
-                                        : ", serving ");
+                                ? m->descriptor->name
+                                : "core");
+    corCoCrashPutText(line, r->inFinish ? ", after answering " : ", serving ");
     putRequestLine(line, r);
 }
 

@@ -40,7 +40,7 @@ corDeadlineWaitFd(int fd, short events, uint64_t deadline)
     }
     rc = corRestWaitFd(fd, events, timeoutMs, &revents);
     if (rc < 0) {
-        return -errno;          /* read at once: errno is the thread's */
+        return -errno; /* read at once: errno is the thread's */
     }
     return rc == 0 ? -ETIMEDOUT : 0;
 }

@@ -32,22 +32,26 @@ errorPageLoad(const CorConfigErrorPage* in, CorErrorPage* out)
     }
     if (out->body == NULL
         || fread(out->body, 1, (size_t)len, f) != (size_t)len) {
-        corLog(COR_LOG_WARN, "error_pages: cannot read %s (%s): answers of "
-               "%u-%u keep their built-in text", in->file,
+        corLog(COR_LOG_WARN,
+               "error_pages: cannot read %s (%s): answers of "
+               "%u-%u keep their built-in text",
+               in->file,
                f == NULL ? "no such file, or not readable"
-                         : "too large, or a read failed", in->from, in->to);
+                         : "too large, or a read failed",
+               in->from, in->to);
         free(out->body);
         out->body = NULL;
     } else {
         const char* dot = strrchr(in->file, '.');
 
         out->len = (size_t)len;
-        out->contentType = dot != NULL && (strcmp(dot, ".html") == 0
-                                           || strcmp(dot, ".htm") == 0)
-                           ? "text/html; charset=utf-8"
+        out->contentType = dot != NULL
+                                   && (strcmp(dot, ".html") == 0
+                                       || strcmp(dot, ".htm") == 0)
+                               ? "text/html; charset=utf-8"
                            : dot != NULL && strcmp(dot, ".json") == 0
-                           ? "application/json"
-                           : "text/plain; charset=utf-8";
+                               ? "application/json"
+                               : "text/plain; charset=utf-8";
     }
     if (f != NULL) {
         fclose(f);
@@ -57,7 +61,7 @@ errorPageLoad(const CorConfigErrorPage* in, CorErrorPage* out)
 /* The pages of a list, before next's. */
 int
 corErrorPagesBuild(const CorConfigErrorPage* in, unsigned count,
-                const CorErrorPages* next, CorErrorPages* out)
+                   const CorErrorPages* next, CorErrorPages* out)
 {
     *out = (CorErrorPages){ .next = next };
     out->pages = count > 0 ? calloc(count, sizeof(*out->pages)) : NULL;
@@ -73,8 +77,8 @@ corErrorPagesBuild(const CorConfigErrorPage* in, unsigned count,
 int
 corErrorPagesTopBuild(const CorConfig* config)
 {
-    return corErrorPagesBuild(config->errorPages, config->errorPageCount,
-                              NULL, &topPages);
+    return corErrorPagesBuild(config->errorPages, config->errorPageCount, NULL,
+                              &topPages);
 }
 
 const CorErrorPages*
@@ -100,7 +104,7 @@ corRouteErrorPageApply(CorRequest* r)
 
             if (status >= p->from && status <= p->to) {
                 if (p->body == NULL) {
-                    return;     /* unreadable: the built-in text */
+                    return; /* unreadable: the built-in text */
                 }
                 r->contentType = p->contentType;
                 r->responseBody = p->body;

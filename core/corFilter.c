@@ -30,8 +30,8 @@ typedef struct {
 
 struct CorFilterRun {
     unsigned count;
-    bool ended;                 /* the filters' end ran */
-    CorBuf* memory;             /* a body in memory: the sink, else NULL */
+    bool ended;     /* the filters' end ran */
+    CorBuf* memory; /* a body in memory: the sink, else NULL */
     struct {
         const FilterEntry* entry;
         void* ctx;
@@ -40,7 +40,7 @@ struct CorFilterRun {
 
 struct CorFilterOut {
     CorRequest* r;
-    unsigned next;              /* the index in the run that comes next */
+    unsigned next; /* the index in the run that comes next */
 };
 
 unsigned corFilterCount;
@@ -52,9 +52,9 @@ static CorFilterRun untouched;
 int
 corFilterAdd(CorModule* m, const CorFilter* filter)
 {
-    if (filter->name == NULL || filter->head == NULL
-        || filter->body == NULL) {
-        corModuleError(m, NULL, "a filter needs a name, a head and a body "
+    if (filter->name == NULL || filter->head == NULL || filter->body == NULL) {
+        corModuleError(m, NULL,
+                       "a filter needs a name, a head and a body "
                        "function");
         return -1;
     }
@@ -64,9 +64,10 @@ corFilterAdd(CorModule* m, const CorFilter* filter)
         return -1;
     }
     if (corFilterCount == FILTERS_MAX) {
-        corModuleError(m, NULL, "filter '%s': %d filters are already "
-                       "registered, the most there may be", filter->name,
-                       FILTERS_MAX);
+        corModuleError(m, NULL,
+                       "filter '%s': %d filters are already "
+                       "registered, the most there may be",
+                       filter->name, FILTERS_MAX);
         return -1;
     }
     filters[corFilterCount].filter = *filter;
@@ -122,8 +123,7 @@ sink(CorRequest* r, const void* data, size_t len)
  * the last piece, the ones after i are told the same, once i has passed
  * on what it held. */
 static int
-step(CorRequest* r, unsigned i, const void* data, size_t len,
-     unsigned flags)
+step(CorRequest* r, unsigned i, const void* data, size_t len, unsigned flags)
 {
     CorFilterRun* run = r->filterRun;
     CorFilterOut out = { r, i + 1 };
@@ -133,7 +133,7 @@ step(CorRequest* r, unsigned i, const void* data, size_t len,
         return sink(r, data, len);
     }
     rc = run->active[i].entry->filter.body(r, run->active[i].ctx, data, len,
-                                          flags, &out);
+                                           flags, &out);
     if (rc < 0 || flags == 0) {
         return rc;
     }
@@ -165,8 +165,7 @@ corFilterEnd(CorRequest* r)
 }
 
 int
-corFilterData(CorRequest* r, const void* data, size_t len,
-                      unsigned flags)
+corFilterData(CorRequest* r, const void* data, size_t len, unsigned flags)
 {
     int rc = step(r, 0, data, len, flags);
 
@@ -184,12 +183,12 @@ corFilterHead(CorRequest* r)
 
     r->filterRun = &untouched;
     if (r->status == 101) {
-        return;                 /* an upgrade's bytes are not a body */
+        return; /* an upgrade's bytes are not a body */
     }
     run = corRequestAlloc(r, sizeof(*run)
-                             + corFilterCount * sizeof(run->active[0]));
+                                 + corFilterCount * sizeof(run->active[0]));
     if (run == NULL) {
-        return;                 /* the answer goes out unfiltered */
+        return; /* the answer goes out unfiltered */
     }
     memset(run, 0, sizeof(*run));
     for (unsigned i = 0; i < corFilterCount; i++) {
@@ -217,8 +216,10 @@ corFilterHead(CorRequest* r)
 static void
 filterFailed(CorRequest* r, int rc)
 {
-    corLog(COR_LOG_ERROR, "handler %s: a response filter failed (%s): "
-           "500 sent", corRequestHandlerName(r), strerror(-rc));
+    corLog(COR_LOG_ERROR,
+           "handler %s: a response filter failed (%s): "
+           "500 sent",
+           corRequestHandlerName(r), strerror(-rc));
     corFilterEnd(r);
     r->filterRun = &untouched;
     r->responseHeaderCount = 0;
@@ -234,7 +235,7 @@ filterFailed(CorRequest* r, int rc)
 static int
 memoryFilter(CorRequest* r)
 {
-    CorBuf out = {0};
+    CorBuf out = { 0 };
     void* body = NULL;
     int rc;
 

@@ -43,7 +43,7 @@ typedef struct {
     CorListener* listeners;
     unsigned listenerCount;
     sem_t* started;
-    CorEvTimer beat;            /* the heartbeat the master watches */
+    CorEvTimer beat; /* the heartbeat the master watches */
 } LoopThread;
 
 /* The core's own handlers, routed like a module's. They answer from
@@ -107,8 +107,9 @@ protocolsStart(LoopThread* t, CorEvLoop* loop)
                 mine[count++] = &t->listeners[i];
             }
         }
-        if (count > 0 && entry->protocol.start(entry->module, loop, t->index,
-                                               mine, count) != 0) {
+        if (count > 0
+            && entry->protocol.start(entry->module, loop, t->index, mine, count)
+                   != 0) {
             return -1;
         }
     }
@@ -162,7 +163,8 @@ loopsStart(CorListener* listeners, unsigned listenerCount)
     for (unsigned i = 0; i < corRuntime.loopCount; i++) {
         LoopThread* t = &loopThreads[i];
 
-        *t = (LoopThread){ .index = i, .listeners = listeners,
+        *t = (LoopThread){ .index = i,
+                           .listeners = listeners,
                            .listenerCount = listenerCount,
                            .started = &started };
         if (pthread_create(&t->thread, NULL, loopMain, t) != 0) {
@@ -237,8 +239,8 @@ protocolConnections(const CorProtocolEntry* entry)
 {
     unsigned open = 0;
 
-    for (unsigned i = 0; entry->protocol.connections != NULL
-                         && i < corRuntime.loopCount; i++) {
+    for (unsigned i = 0;
+         entry->protocol.connections != NULL && i < corRuntime.loopCount; i++) {
         open += entry->protocol.connections(entry->module, i);
     }
     return open;
@@ -273,7 +275,8 @@ drainWaitingLog(uint64_t deadline)
                                   entry->protocol.name, open);
         }
     }
-    corLog(COR_LOG_INFO, "draining: waiting for %u connection%s%s%s%s, %u "
+    corLog(COR_LOG_INFO,
+           "draining: waiting for %u connection%s%s%s%s, %u "
            "request%s in flight (%u on workers, %u in a post-response "
            "phase); stopped in %llu ms at the latest (runtime.stop_timeout)",
            connectionsOpen(), connectionsOpen() == 1 ? "" : "s",
@@ -309,13 +312,11 @@ drain(const sigset_t* signals)
     while (corEvClockMs() < deadline) {
         int sig;
 
-        if (!closed
-            && atomic_load(&loopsDrained) == corRuntime.loopCount) {
+        if (!closed && atomic_load(&loopsDrained) == corRuntime.loopCount) {
             listenersCloseOwn();
             closed = true;
         }
-        if (closed && connectionsOpen() == 0
-            && corRequestsInFlight() == 0) {
+        if (closed && connectionsOpen() == 0 && corRequestsInFlight() == 0) {
             return;
         }
         if (corEvClockMs() >= nextLog) {
@@ -340,15 +341,19 @@ stop(void)
     unsigned inFlight = corRequestsInFlight();
 
     if (inFlight > finishing) {
-        corLog(COR_LOG_INFO, "stopping with %u request%s in flight (%u on "
+        corLog(COR_LOG_INFO,
+               "stopping with %u request%s in flight (%u on "
                "workers): their waits are cancelled, and a handler still "
-               "queued for a worker does not start", inFlight - finishing,
-               inFlight - finishing == 1 ? "" : "s", corRequestsOnWorkers());
+               "queued for a worker does not start",
+               inFlight - finishing, inFlight - finishing == 1 ? "" : "s",
+               corRequestsOnWorkers());
     }
     if (finishing > 0) {
-        corLog(COR_LOG_WARN, "stopping with %u post-response phase%s still "
+        corLog(COR_LOG_WARN,
+               "stopping with %u post-response phase%s still "
                "running: their waits are cancelled (runtime.stop_timeout "
-               "allows longer)", finishing, finishing == 1 ? "" : "s");
+               "allows longer)",
+               finishing, finishing == 1 ? "" : "s");
     }
     atomic_store(&corRuntime.stopping, true);
     corNotifyStopping();
@@ -381,8 +386,7 @@ reportAndExit(int readyFd, CorConfErrors* errors)
     const char* text = errors->text != NULL ? errors->text
                                             : "the generation failed\n";
 
-    if (write(readyFd, "E", 1) < 0
-        || write(readyFd, text, strlen(text)) < 0) {
+    if (write(readyFd, "E", 1) < 0 || write(readyFd, text, strlen(text)) < 0) {
         corLog(COR_LOG_ERROR, "%s", text);
     }
     _exit(1);
@@ -398,14 +402,18 @@ checkListeners(const CorConfig* config, CorConfErrors* errors)
         const CorProtocolEntry* entry = corProtocolFind(l->protocol);
 
         if (entry == NULL) {
-            corConfErrorf(errors, l->node, "listen: no module registered "
+            corConfErrorf(errors, l->node,
+                          "listen: no module registered "
                           "the protocol '%s' (load the module that serves "
-                          "it)", l->protocol);
+                          "it)",
+                          l->protocol);
             rc = -1;
         } else if (l->tls == NULL && entry->protocol.tlsName != NULL
                    && strcmp(entry->protocol.tlsName, l->protocol) == 0) {
-            corConfErrorf(errors, l->node, "listen: protocol %s needs tls: "
-                          "{ certificate: FILE, key: FILE }", l->protocol);
+            corConfErrorf(errors, l->node,
+                          "listen: protocol %s needs tls: "
+                          "{ certificate: FILE, key: FILE }",
+                          l->protocol);
             rc = -1;
         }
     }
@@ -482,8 +490,10 @@ loopCreate(const CorConfig* config, unsigned index)
     }
     loop = corEvLoopCreateWith(COR_EV_URING);
     if (loop == NULL && index == 0) {
-        corLog(COR_LOG_WARN, "runtime.io: uring: the kernel refused "
-               "io_uring (%s); the loops run on epoll", strerror(errno));
+        corLog(COR_LOG_WARN,
+               "runtime.io: uring: the kernel refused "
+               "io_uring (%s); the loops run on epoll",
+               strerror(errno));
     }
     return loop != NULL ? loop : corEvLoopCreate();
 }
@@ -500,8 +510,10 @@ static void
 masterDeathWatch(pid_t master)
 {
     if (prctl(PR_SET_PDEATHSIG, SIGQUIT) != 0) {
-        corLog(COR_LOG_WARN, "the generation will not notice its master's "
-               "death: prctl: %s", strerror(errno));
+        corLog(COR_LOG_WARN,
+               "the generation will not notice its master's "
+               "death: prctl: %s",
+               strerror(errno));
     }
     if (getppid() != master) {
         kill(getpid(), SIGQUIT);
@@ -520,16 +532,19 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
     masterDeathWatch(master);
     corCrashReportInit();
 
-    corLog(COR_LOG_INFO, "generation %u starting: %u loop%s%s, %u worker%s, "
-           "coroutines %s", generation, config->runtime.loops,
+    corLog(COR_LOG_INFO,
+           "generation %u starting: %u loop%s%s, %u worker%s, "
+           "coroutines %s",
+           generation, config->runtime.loops,
            config->runtime.loops == 1 ? "" : "s",
-           config->runtime.uring ? " on io_uring" : "",
-           config->runtime.workers, config->runtime.workers == 1 ? "" : "s",
-           config->runtime.coroutines.enabled && COR_HAVE_COROUTINES
-               ? "on" : "off");
+           config->runtime.uring ? " on io_uring" : "", config->runtime.workers,
+           config->runtime.workers == 1 ? "" : "s",
+           config->runtime.coroutines.enabled && COR_HAVE_COROUTINES ? "on"
+                                                                     : "off");
     if (corGenerationPrepare(config, &errors) != 0
         || corAccessLogOpen(config->log.access, config->log.accessFormat,
-                            &errors) != 0) {
+                            &errors)
+               != 0) {
         reportAndExit(readyFd, &errors);
     }
     /* The master opened the listeners in the order of the file. */
@@ -540,8 +555,8 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
     }
     corRuntime.workers = corEvPoolCreate(config->runtime.workers);
     corRuntime.loops = calloc(corRuntime.loopCount, sizeof(CorEvLoop*));
-    for (unsigned i = 0; corRuntime.loops != NULL
-                         && i < corRuntime.loopCount; i++) {
+    for (unsigned i = 0; corRuntime.loops != NULL && i < corRuntime.loopCount;
+         i++) {
         corRuntime.loops[i] = loopCreate(config, i);
         if (corRuntime.loops[i] == NULL) {
             corRuntime.workers = NULL;
@@ -553,7 +568,8 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
     corTasksOpen();
     if (corRuntime.workers == NULL || corRuntime.loops == NULL
         || loopsStart(listeners, listenerCount) != 0) {
-        corConfErrorf(&errors, NULL, "the generation could not start its "
+        corConfErrorf(&errors, NULL,
+                      "the generation could not start its "
                       "loops and workers (see the log)");
         reportAndExit(readyFd, &errors);
     }
@@ -579,8 +595,7 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
         if ((sig = sigwaitinfo(&signals, &info)) < 0) {
             continue;
         }
-        if (sig == SIGQUIT && info.si_code == SI_QUEUE
-            && info.si_pid == master
+        if (sig == SIGQUIT && info.si_code == SI_QUEUE && info.si_pid == master
             && info.si_value.sival_int == COR_SIGNAL_REPLACED) {
             atomic_store(&replaced, true);
         }
@@ -590,7 +605,8 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
         }
         if (sig == SIGQUIT) {
             if (getppid() != master) {
-                corLog(COR_LOG_WARN, "generation %u: its master (pid %d) "
+                corLog(COR_LOG_WARN,
+                       "generation %u: its master (pid %d) "
                        "died; draining (up to runtime.stop_timeout), then "
                        "exiting, so that a new master can take the port",
                        generation, (int)master);

@@ -20,8 +20,8 @@ static unsigned guardCount;
 struct CorGuardWait {
     CorRequest* r;
     CorRouteMatch match;
-    const CorGuardNext* then;   /* where the chain goes on */
-    unsigned next;              /* the guard that answers next */
+    const CorGuardNext* then; /* where the chain goes on */
+    unsigned next;            /* the guard that answers next */
 };
 
 int
@@ -43,8 +43,9 @@ corGuardAdd(CorModule* m, const char* name, CorGuardFn fn, void* arg)
         return -1;
     }
     guards = grown;
-    guards[guardCount] = (CorGuardEntry){ .name = strdup(name), .fn = fn,
-                                          .arg = arg, .module = m };
+    guards[guardCount] = (CorGuardEntry){
+        .name = strdup(name), .fn = fn, .arg = arg, .module = m
+    };
     if (guards[guardCount].name == NULL) {
         corModuleError(m, NULL, "out of memory");
         return -1;

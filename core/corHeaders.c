@@ -50,11 +50,10 @@ corHeadersCopySize(const CorHeader* headers, unsigned count)
 }
 
 CorHeader*
-corHeadersCopy(const CorHeader* headers, unsigned count, char* p,
-               char** endP)
+corHeadersCopy(const CorHeader* headers, unsigned count, char* p, char** endP)
 {
-    CorHeader* copy = (CorHeader*)(void*)(((uintptr_t)p
-                                           + _Alignof(CorHeader) - 1)
+    CorHeader* copy = (CorHeader*)(void*)(((uintptr_t)p + _Alignof(CorHeader)
+                                           - 1)
                                           & ~(uintptr_t)(_Alignof(CorHeader)
                                                          - 1));
 

@@ -47,6 +47,6 @@ corHealthServe(CorRequest* r)
     }
     /* A probe's answer is of the moment: no cache may keep it. */
     corResponseHeader(r, "Cache-Control", "no-store");
-    corRespondStatic(r, state == COR_GENERATION_READY ? 200 : 503,
-                     "text/plain", body, strlen(body));
+    corRespondStatic(r, state == COR_GENERATION_READY ? 200 : 503, "text/plain",
+                     body, strlen(body));
 }

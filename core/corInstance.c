@@ -32,14 +32,14 @@ instanceMake(void)
     gethostname(host, sizeof(host) - 1);
     for (char* c = host; *c != '\0'; c++) {
         if (!isalnum((unsigned char)*c)) {
-            *c = '_';       /* a dash is the parts' separator */
+            *c = '_'; /* a dash is the parts' separator */
         }
     }
     if (getrandom(&random, sizeof(random), 0) != sizeof(random)) {
         random = (uint32_t)corEvClockMs() ^ (uint32_t)getpid() << 16;
     }
-    snprintf(instance, sizeof(instance), "%s-%ld-%06x", host,
-             (long)getpid(), random & 0xFFFFFF);
+    snprintf(instance, sizeof(instance), "%s-%ld-%06x", host, (long)getpid(),
+             random & 0xFFFFFF);
 }
 
 void
@@ -63,7 +63,7 @@ const char*
 corInstance(void)
 {
     if (instance[0] == '\0') {
-        instanceMake();     /* no master: `cor -t`, a tool */
+        instanceMake(); /* no master: `cor -t`, a tool */
     }
     return instance;
 }

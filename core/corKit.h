@@ -112,42 +112,42 @@ typedef struct {
 struct CorKitConn {
     const CorKitOps* ops;
     CorEvLoop* loop;
-    CorTransport* t;            /* NULL until started */
+    CorTransport* t; /* NULL until started */
     CorEvIo io;
     CorEvTimer deadline;
-    CorEvSoon flushSoon;        /* the output, before the loop sleeps */
-    struct CorKitSet* set;      /* NULL: in none */
-    CorList link;               /* in its set */
+    CorEvSoon flushSoon;   /* the output, before the loop sleeps */
+    struct CorKitSet* set; /* NULL: in none */
+    CorList link;          /* in its set */
     CorBuf in;
     CorBuf out;
-    int fileFd;                 /* the output's file part, the kit's to
-                                 * close: valid while fileLeft > 0 */
+    int fileFd; /* the output's file part, the kit's to
+                 * close: valid while fileLeft > 0 */
     off_t fileOffset;
     size_t fileLeft;
-    size_t readRoom;            /* a read's room when ops->reserve is NULL */
-    size_t highWater;           /* unsent output past which nothing is
-                                 * read; 0: no mark */
-    size_t outKeep;             /* an empty output buffer larger than
-                                 * this goes back to malloc; 0: kept */
-    uint64_t outStalledMs;      /* the output waits since then, or 0 */
-    uint64_t sentBytes;         /* written in all: a writer waits for its
-                                 * last byte's count to be passed */
-    uint64_t sentMs;            /* when bytes last went (keepalives) */
-    unsigned events;            /* the socket's last wake (EPOLL*): a
-                                 * reset told from a shut */
-    bool peerShut;              /* its FIN came: read to its end */
-    bool readPaused;            /* past the mark or ops->readMay: not
-                                 * read until the output drains */
-    bool inside;                /* in corKitConnServe's step: output
-                                 * queued now goes with its flush (the
-                                 * owner's re-entry guard) */
+    size_t readRoom;       /* a read's room when ops->reserve is NULL */
+    size_t highWater;      /* unsent output past which nothing is
+                            * read; 0: no mark */
+    size_t outKeep;        /* an empty output buffer larger than
+                            * this goes back to malloc; 0: kept */
+    uint64_t outStalledMs; /* the output waits since then, or 0 */
+    uint64_t sentBytes;    /* written in all: a writer waits for its
+                            * last byte's count to be passed */
+    uint64_t sentMs;       /* when bytes last went (keepalives) */
+    unsigned events;       /* the socket's last wake (EPOLL*): a
+                            * reset told from a shut */
+    bool peerShut;         /* its FIN came: read to its end */
+    bool readPaused;       /* past the mark or ops->readMay: not
+                            * read until the output drains */
+    bool inside;           /* in corKitConnServe's step: output
+                            * queued now goes with its flush (the
+                            * owner's re-entry guard) */
 };
 
 /* The connections of one loop that a drain and a stop reach; the loop
  * owner's, zeroed to begin with. */
 typedef struct CorKitSet {
     CorList conns;
-    atomic_uint count;          /* read by other threads (a drain's wait) */
+    atomic_uint count; /* read by other threads (a drain's wait) */
 } CorKitSet;
 
 /* Buffers empty, nothing watched yet: output may be queued before the
@@ -181,8 +181,7 @@ int corKitConnRead(CorKitConn* k);
  * (by step, or by ops->fail after a failed write): not touched after.
  * Inline: once a request, and the step a direct call then.
  */
-static inline int corKitConnServe(CorKitConn* k,
-                                  int (*step)(CorKitConn* k));
+static inline int corKitConnServe(CorKitConn* k, int (*step)(CorKitConn* k));
 /* Whether k is inside corKitConnServe's step (what is queued now goes
  * with its flush). */
 static inline bool corKitConnInside(const CorKitConn* k);
@@ -240,9 +239,9 @@ int corKitConnFlushWait(CorKitConn* k, int timeoutMs);
  * by poll(). Embedded in the caller's record, which outlives it.
  */
 typedef struct {
-    CorList link;               /* the thread's kept connections */
-    char* key;                  /* the peer as the caller tells peers
-                                 * apart ("cor://host:port", ...) */
+    CorList link; /* the thread's kept connections */
+    char* key;    /* the peer as the caller tells peers
+                   * apart ("cor://host:port", ...) */
     CorConn* conn;
     CorKitConn k;
 } CorKitKept;
@@ -281,7 +280,7 @@ typedef struct CorKitPeer CorKitPeer;
 typedef enum {
     COR_KIT_PEER_CONNECTING,
     COR_KIT_PEER_READY,
-    COR_KIT_PEER_CLOSING,       /* the server drains: no new exchange */
+    COR_KIT_PEER_CLOSING, /* the server drains: no new exchange */
     COR_KIT_PEER_DEAD
 } CorKitPeerState;
 
@@ -301,23 +300,23 @@ typedef struct {
 
 struct CorKitPeer {
     const CorKitPeerOps* ops;
-    CorList link;               /* the loop's peers */
+    CorList link; /* the loop's peers */
     char host[256];
     unsigned port;
     bool tls;
-    CorTlsClient* tlsClient;    /* to connect with; NULL: the default */
-    const CorTlsClient* named;  /* the one its exchanges named, or NULL */
-    const char* alpn;           /* what TLS must choose; NULL: anything */
+    CorTlsClient* tlsClient;   /* to connect with; NULL: the default */
+    const CorTlsClient* named; /* the one its exchanges named, or NULL */
+    const char* alpn;          /* what TLS must choose; NULL: anything */
     int connectTimeoutMs;
     CorKitPeerState state;
-    bool connected;             /* the connect succeeded: what was queued
-                                 * went (or goes) out */
+    bool connected; /* the connect succeeded: what was queued
+                     * went (or goes) out */
     unsigned refs;
-    CorConn* conn;              /* NULL while connecting, and once dead */
+    CorConn* conn; /* NULL while connecting, and once dead */
     CorKitConn k;
-    int failure;                /* why it died, -errno */
-    char name[272];             /* for messages: "host:port", ... */
-    char why[600];              /* "name: why it died" */
+    int failure;    /* why it died, -errno */
+    char name[272]; /* for messages: "host:port", ... */
+    char why[600];  /* "name: why it died" */
 };
 
 /* Set up p (zeroed by the caller's calloc) for host:port on loop (NULL:
@@ -325,8 +324,7 @@ struct CorKitPeer {
  * Broken); one reference, the caller's. The client fills in tls, the TLS
  * clients, alpn, the timeout and its name. */
 void corKitPeerInit(CorKitPeer* p, const CorKitPeerOps* ops, CorEvLoop* loop,
-                    const CorKitOps* kitOps, const char* host,
-                    unsigned port);
+                    const CorKitOps* kitOps, const char* host, unsigned port);
 static inline void corKitPeerHold(CorKitPeer* p);
 /* Drop a reference; the last frees p. */
 void corKitPeerRelease(CorKitPeer* p);
@@ -334,8 +332,7 @@ void corKitPeerRelease(CorKitPeer* p);
  * tls and named, that takes new exchanges, with a reference for the
  * caller; or NULL. */
 CorKitPeer* corKitPeerFind(const CorKitPeerOps* ops, const char* host,
-                           unsigned port, bool tls,
-                           const CorTlsClient* named);
+                           unsigned port, bool tls, const CorTlsClient* named);
 /* A connection to p's server (TLS checked to have chosen p->alpn). Returns
  * it, or NULL with *rc and why. May yield. */
 CorConn* corKitPeerOpen(CorKitPeer* p, int* rc, char* why, size_t whyLen);
@@ -404,15 +401,17 @@ corKitConnServe(CorKitConn* k, int (*step)(CorKitConn* k))
         k->inside = true;
         rc = step != NULL ? step(k) : corKitConnRead(k);
         if (rc < 0) {
-            return -1;          /* closed: k is gone */
+            return -1; /* closed: k is gone */
         }
         if (!outer) {
-            return 0;           /* the outer serve writes */
+            return 0; /* the outer serve writes */
         }
         k->inside = false;
         if (corKitConnFlush(k) != 0) {
-            k->ops->fail(k, -ECONNRESET, "the connection failed while "
-                         "writing");
+            /* (fail) in parentheses: a test that includes this header
+             * with check.h has a function-like macro of that name. */
+            (k->ops->fail)(k, -ECONNRESET,
+                           "the connection failed while writing");
             return -1;
         }
         /* Held back by output that has all gone out now: go on. */

@@ -72,7 +72,8 @@ corKitConnStart(CorKitConn* k, CorTransport* t, CorKitSet* set)
         atomic_fetch_add(&set->count, 1);
     }
     if (corEvIoStart(k->loop, &k->io, t->fd,
-                     EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, onIo) != 0) {
+                     EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, onIo)
+        != 0) {
         return -EIO;
     }
     return 0;
@@ -125,7 +126,7 @@ inputReserve(CorKitConn* k)
 {
     corBufCompact(&k->in);
     return k->ops->reserve != NULL ? k->ops->reserve(k)
-           : corBufReserve(&k->in, k->readRoom);
+                                   : corBufReserve(&k->in, k->readRoom);
 }
 
 /* One read into k->in. Returns 1 to read on, 0 when done, -1 closed. */
@@ -177,12 +178,13 @@ corKitConnRead(CorKitConn* k)
     }
     while (rc > 0) {
         if (!corKitConnReadMay(k) && corKitConnFlush(k) != 0) {
-            k->ops->fail(k, -ECONNRESET, "the connection failed while "
+            k->ops->fail(k, -ECONNRESET,
+                         "the connection failed while "
                          "writing");
             return -1;
         }
         if (!corKitConnReadMay(k)) {
-            k->readPaused = true;   /* read on when it drained */
+            k->readPaused = true; /* read on when it drained */
             return 0;
         }
         rc = readOnce(k);
@@ -207,15 +209,14 @@ sendSome(CorKitConn* k)
         return k->t->ops->send(k->t, corBufHead(&k->out),
                                corBufPending(&k->out));
     }
-    return k->t->ops->sendFile(k->t, k->fileFd, &k->fileOffset,
-                               k->fileLeft);
+    return k->t->ops->sendFile(k->t, k->fileFd, &k->fileOffset, k->fileLeft);
 }
 
 int
 corKitConnFlush(CorKitConn* k)
 {
     if (k->t == NULL) {
-        return 0;       /* not started: it goes when it is */
+        return 0; /* not started: it goes when it is */
     }
     while (corKitConnOutPending(k) > 0) {
         bool bytes = corBufPending(&k->out) > 0;
@@ -236,7 +237,7 @@ corKitConnFlush(CorKitConn* k)
             }
             return 0;
         } else if (!(n < 0 && errno == EINTR)) {
-            return -1;  /* an error, or a file shorter than it said */
+            return -1; /* an error, or a file shorter than it said */
         }
     }
     k->out.len = k->out.off = 0;
@@ -267,7 +268,7 @@ flushDue(CorEvSoon* soon)
     if (corKitConnFlush(k) != 0) {
         k->ops->fail(k, -ECONNRESET, "the connection failed while writing");
     } else if (k->readPaused && corKitConnReadMay(k)) {
-        k->ops->ready(k);   /* it was not read while it could not be */
+        k->ops->ready(k); /* it was not read while it could not be */
     } else if (k->ops->wrote != NULL) {
         k->ops->wrote(k);
     }
@@ -338,8 +339,9 @@ corKitConnReadWait(CorKitConn* k, int timeoutMs)
             return -errno;
         }
         /* A TLS handshake step may wait for room rather than bytes. */
-        rc = corDeadlineWaitFd(k->t->fd, corTransportWantsWrite(k->t)
-                               ? POLLOUT : POLLIN, deadline);
+        rc = corDeadlineWaitFd(k->t->fd,
+                               corTransportWantsWrite(k->t) ? POLLOUT : POLLIN,
+                               deadline);
         if (rc < 0) {
             return rc;
         }

@@ -20,7 +20,8 @@ corKitKeptFind(CorList* kept, const char* key)
     CorList* node;
     CorList* next;
 
-    corListForEach(node, next, kept) {
+    corListForEach(node, next, kept)
+    {
         CorKitKept* kk = corContainerOf(node, CorKitKept, link);
 
         if (strcmp(kk->key, key) == 0) {
@@ -53,7 +54,7 @@ corKitKeptAttach(CorKitKept* kk, CorConn* conn)
 void
 corKitKeptClose(CorKitKept* kk)
 {
-    corConnClose(kk->conn);         /* NULL-safe */
+    corConnClose(kk->conn); /* NULL-safe */
     kk->conn = NULL;
     kk->k.in.len = kk->k.in.off = 0;
     kk->k.out.len = kk->k.out.off = 0;

@@ -47,7 +47,8 @@ corKitPeerFind(const CorKitPeerOps* ops, const char* host, unsigned port,
     CorList* node;
     CorList* next;
 
-    corListForEach(node, next, &loopPeers) {
+    corListForEach(node, next, &loopPeers)
+    {
         CorKitPeer* p = corContainerOf(node, CorKitPeer, link);
 
         if (p->ops == ops && p->port == port && p->tls == tls
@@ -64,9 +65,12 @@ corKitPeerFind(const CorKitPeerOps* ops, const char* host, unsigned port,
 CorConn*
 corKitPeerOpen(CorKitPeer* p, int* rc, char* why, size_t whyLen)
 {
-    CorConnTarget target = { .host = p->host, .port = p->port, .tls = p->tls,
+    CorConnTarget target = { .host = p->host,
+                             .port = p->port,
+                             .tls = p->tls,
                              .connectTimeoutMs = p->connectTimeoutMs,
-                             .tlsClient = p->tlsClient, .fresh = true };
+                             .tlsClient = p->tlsClient,
+                             .fresh = true };
     CorConn* conn = corConnOpen(&target, rc, why, whyLen);
     const char* alpn;
 
@@ -94,7 +98,7 @@ peerConnect(void* arg)
     CorConn* conn = corKitPeerOpen(p, &rc, why, sizeof(why));
 
     if (p->state == COR_KIT_PEER_DEAD) {
-        corConnClose(conn);     /* NULL-safe: the loop stopped meanwhile */
+        corConnClose(conn); /* NULL-safe: the loop stopped meanwhile */
     } else if (conn == NULL) {
         corKitPeerFail(p, rc, why);
     } else {
@@ -117,7 +121,7 @@ corKitPeerStart(CorKitPeer* p, char* why, size_t whyLen)
 {
     int rc;
 
-    p->refs += 2;               /* the list, the connector */
+    p->refs += 2; /* the list, the connector */
     corListInsert(&loopPeers, &p->link);
     /* The connector runs at once, up to its first wait: a connect that
      * fails without waiting (a name known not to exist, no fd) has failed
@@ -157,7 +161,7 @@ corKitPeerFail(CorKitPeer* p, int rc, const char* why)
     if (p->k.loop != NULL) {
         corKitConnStop(&p->k);
     }
-    corConnClose(p->conn);      /* NULL-safe: still connecting */
+    corConnClose(p->conn); /* NULL-safe: still connecting */
     p->conn = NULL;
     p->ops->failed(p);
     corKitPeerForget(p);
@@ -187,7 +191,8 @@ corKitPeersStop(const CorKitPeerOps* ops)
     CorList* node;
     CorList* next;
 
-    corListForEach(node, next, &loopPeers) {
+    corListForEach(node, next, &loopPeers)
+    {
         CorKitPeer* p = corContainerOf(node, CorKitPeer, link);
 
         if (p->ops == ops) {
@@ -201,7 +206,7 @@ corKitPeerReady(CorKitConn* k)
 {
     CorKitPeer* p = corContainerOf(k, CorKitPeer, k);
 
-    corKitPeerHold(p);  /* a frame may fail it: it stays readable here */
+    corKitPeerHold(p); /* a frame may fail it: it stays readable here */
     if (corKitConnRead(k) == 0) {
         corKitPeerFlush(p);
         corKitPeerRetire(p);

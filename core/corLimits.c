@@ -5,11 +5,11 @@
  * and request_timeout, each with the status HTTP refuses a request past it
  * with (414, 431, 413, 408); a route's own `limits:` (body_bytes,
  * body_timeout) replace the top level's for the requests it takes, once a
- * protocol asked for them before the body (corRequestLimits). A protocol asks as the request's head and
- * then its body come (corLimitsHead, corLimitsBody), and corRequestServe
- * asks again before any handler runs, so one configuration bounds every
- * listener alike. The head is measured as HTTP/1.1 would write it, so that
- * a request refused over one protocol is refused over every other.
+ * protocol asked for them before the body (corRequestLimits). A protocol asks
+ * as the request's head and then its body come (corLimitsHead, corLimitsBody),
+ * and corRequestServe asks again before any handler runs, so one configuration
+ * bounds every listener alike. The head is measured as HTTP/1.1 would write it,
+ * so that a request refused over one protocol is refused over every other.
  *
  * A refusal is said once, the same way for every protocol (a log line
  * "PROTOCOL: WHO: WHAT is past the limits (LIMIT): refused STATUS"), and
@@ -68,10 +68,9 @@ headStatus(const CorRequest* r, const CorLimits* limits)
         return 431;
     }
     for (unsigned i = 0; i < r->headerCount; i++) {
-        bytes += r->headers[i].nameLen + r->headers[i].valueLen
-                 + FIELD_EXTRA;
+        bytes += r->headers[i].nameLen + r->headers[i].valueLen + FIELD_EXTRA;
     }
-    bytes += 2;             /* the empty line */
+    bytes += 2; /* the empty line */
     return bytes > limits->headerBytes ? 431 : 0;
 }
 
@@ -99,7 +98,7 @@ corLimitsRequest(const CorRequest* r)
     int status = headStatus(r, corLimits());
 
     return status != 0 || r->bodyLen <= corLimitsOf(r)->bodyBytes ? status
-                                                                   : 413;
+                                                                  : 413;
 }
 
 static int
@@ -138,8 +137,7 @@ protocolSlot(const char* protocol)
     for (i = 0; i < n && strcmp(protocols[i].name, protocol) != 0; i++) {
     }
     if (i == n && n < PROTOCOLS_MAX) {
-        snprintf(protocols[i].name, sizeof(protocols[i].name), "%s",
-                 protocol);
+        snprintf(protocols[i].name, sizeof(protocols[i].name), "%s", protocol);
         atomic_store(&protocolCount, n + 1);
     }
     pthread_mutex_unlock(&protocolLock);
@@ -155,8 +153,10 @@ limitSay(const CorLimits* l, int status, char* out, size_t size)
 
     switch (status) {
     case 408:
-        snprintf(out, size, "%slimits.request_timeout %llu ms, body_timeout "
-                 "%llu ms", whose, (unsigned long long)l->requestTimeoutMs,
+        snprintf(out, size,
+                 "%slimits.request_timeout %llu ms, body_timeout "
+                 "%llu ms",
+                 whose, (unsigned long long)l->requestTimeoutMs,
                  (unsigned long long)l->bodyTimeoutMs);
         break;
     case 413:
@@ -173,14 +173,14 @@ limitSay(const CorLimits* l, int status, char* out, size_t size)
 }
 
 void
-corLimitsRefusedFor(const CorRequest* r, const char* protocol,
-                    const char* who, const char* what, int status)
+corLimitsRefusedFor(const CorRequest* r, const char* protocol, const char* who,
+                    const char* what, int status)
 {
     int k = statusIndex(status);
     char limit[112];
 
     if (k < 0) {
-        return;     /* not a limit's status: the caller's to say */
+        return; /* not a limit's status: the caller's to say */
     }
     atomic_fetch_add(&protocols[protocolSlot(protocol)].refused[k], 1);
     limitSay(corLimitsOf(r), status, limit, sizeof(limit));
@@ -201,12 +201,13 @@ corLimitsEmit(CorMetricsOut* out)
     unsigned n = atomic_load(&protocolCount);
 
     corMetricsPrintf(out, "# HELP cor_requests_refused_total Requests "
-                     "refused past the limits before a handler ran, by "
-                     "protocol and status.\n# TYPE "
-                     "cor_requests_refused_total counter\n");
+                          "refused past the limits before a handler ran, by "
+                          "protocol and status.\n# TYPE "
+                          "cor_requests_refused_total counter\n");
     for (unsigned i = 0; i < n; i++) {
         for (unsigned k = 0; k < STATUS_COUNT; k++) {
-            corMetricsPrintf(out, "cor_requests_refused_total{protocol="
+            corMetricsPrintf(out,
+                             "cor_requests_refused_total{protocol="
                              "\"%s\",status=\"%d\"} %lu\n",
                              protocols[i].name, statuses[k].status,
                              atomic_load(&protocols[i].refused[k]));
@@ -221,7 +222,8 @@ protocolOf(const char* version, char* out, size_t size)
     size_t n = 0;
 
     for (; version != NULL && version[n] != '\0' && version[n] != '/'
-           && n + 1 < size; n++) {
+           && n + 1 < size;
+         n++) {
         out[n] = (char)(version[n] | 0x20);
     }
     out[n] = '\0';
@@ -242,9 +244,11 @@ corLimitsAnswer(CorRequest* r, int status)
     }
     protocolOf(r->version, protocol, sizeof(protocol));
     /* A path past header_bytes is shown in part: the line says why. */
-    snprintf(what, sizeof(what), "%.*s %.*s%s (%u headers, %zu body "
-             "bytes)", (int)(r->methodLen < 16 ? r->methodLen : 16),
-             r->method, (int)(r->pathLen < 64 ? r->pathLen : 64), r->path,
+    snprintf(what, sizeof(what),
+             "%.*s %.*s%s (%u headers, %zu body "
+             "bytes)",
+             (int)(r->methodLen < 16 ? r->methodLen : 16), r->method,
+             (int)(r->pathLen < 64 ? r->pathLen : 64), r->path,
              r->pathLen > 64 ? "..." : "", r->headerCount, r->bodyLen);
     corLimitsRefusedFor(r, protocol, r->remote, what, status);
     corRespondSet(r, status, "text/plain", text, strlen(text));

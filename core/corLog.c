@@ -144,15 +144,16 @@ corLog(CorLogLevel level, const char* fmt, ...)
     gettimeofday(&tv, NULL);
     localtime_r(&tv.tv_sec, &tm);
     n = strftime(line, sizeof(line), "%Y-%m-%d %H:%M:%S", &tm);
-    n += (size_t)snprintf(line + n, sizeof(line) - n, ".%03d [%s] %d: ",
-                          (int)(tv.tv_usec / 1000), levelNames[level],
-                          (int)getpid());
+    n += (size_t)snprintf(line + n, sizeof(line) - n,
+                          ".%03d [%s] %d: ", (int)(tv.tv_usec / 1000),
+                          levelNames[level], (int)getpid());
     va_start(ap, fmt);
     int m = vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
 
     va_end(ap);
-    n += m < 0 ? 0 : (size_t)m < sizeof(line) - n - 1
-                     ? (size_t)m : sizeof(line) - n - 2;
+    n += m < 0                              ? 0
+         : (size_t)m < sizeof(line) - n - 1 ? (size_t)m
+                                            : sizeof(line) - n - 2;
     line[n++] = '\n';
     if (write(logFd, line, n) < 0) {
         /* Nowhere left to say it. */

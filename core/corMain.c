@@ -106,8 +106,8 @@ masterPid(const char* pidFile)
     int pid = 0;
 
     if (f == NULL || fscanf(f, "%d", &pid) != 1) {
-        fprintf(stderr, "cor: no running master (pid file %s: %s)\n",
-                pidFile, f ? "unreadable" : strerror(errno));
+        fprintf(stderr, "cor: no running master (pid file %s: %s)\n", pidFile,
+                f ? "unreadable" : strerror(errno));
         if (f != NULL) {
             fclose(f);
         }
@@ -142,8 +142,8 @@ statusRead(const char* path, char* detail, size_t size, bool* ok)
 /* Wait for a reload's or an upgrade's outcome: a status file whose
  * sequence number is no longer before. Returns the exit status. */
 static int
-outcomeWait(pid_t pid, const char* status, unsigned before,
-            const char* command, int sig)
+outcomeWait(pid_t pid, const char* status, unsigned before, const char* command,
+            int sig)
 {
     char detail[8192];
     bool ok = false;
@@ -161,8 +161,10 @@ outcomeWait(pid_t pid, const char* status, unsigned before,
             return 1;
         }
         if (kill(pid, 0) != 0) {
-            fprintf(stderr, "cor: the master (pid %d) exited before the "
-                    "%s's outcome\n", (int)pid, command);
+            fprintf(stderr,
+                    "cor: the master (pid %d) exited before the "
+                    "%s's outcome\n",
+                    (int)pid, command);
             return 1;
         }
         nanosleep(&(struct timespec){ 0, 20 * 1000 * 1000 }, NULL);
@@ -179,7 +181,7 @@ corSignalSend(const CorOptions* options, const char* command)
         const char* name;
         int sig;
     } commands[] = {
-        { "reload", SIGHUP }, { "stop", SIGTERM }, { "quit", SIGQUIT },
+        { "reload", SIGHUP },  { "stop", SIGTERM },    { "quit", SIGQUIT },
         { "reopen", SIGUSR1 }, { "upgrade", SIGUSR2 },
     };
     CorConfErrors errors = { 0 };
@@ -199,14 +201,18 @@ corSignalSend(const CorOptions* options, const char* command)
         }
     }
     if (sig == 0) {
-        fprintf(stderr, "cor: -s %s: expected reload, stop, quit, reopen or "
-                "upgrade\n", command);
+        fprintf(stderr,
+                "cor: -s %s: expected reload, stop, quit, reopen or "
+                "upgrade\n",
+                command);
         return 1;
     }
     if (pidFile == NULL) {
-        fprintf(stderr, "cor: -s %s: the master's pid file is unknown: %s "
-                "cannot be read up to its log.pid_file:\n%s", command,
-                options->configFile, pidErrors.text ? pidErrors.text : "");
+        fprintf(stderr,
+                "cor: -s %s: the master's pid file is unknown: %s "
+                "cannot be read up to its log.pid_file:\n%s",
+                command, options->configFile,
+                pidErrors.text ? pidErrors.text : "");
         return 1;
     }
     pid = masterPid(pidFile);

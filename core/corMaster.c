@@ -46,11 +46,10 @@ typedef struct {
     unsigned listenerCount;
     pid_t pid;
     unsigned number;
-    CorHeartbeat* heartbeat;    /* its loops' beats, mapped before the fork */
+    CorHeartbeat* heartbeat; /* its loops' beats, mapped before the fork */
 } Generation;
 
 #define DRAINING_MAX 64
-
 
 static const char* configFile;
 static Generation current;
@@ -105,8 +104,7 @@ listenersClose(CorListener* listeners, unsigned count, const Generation* keep)
         for (unsigned k = 0; k < listeners[i].fdCount; k++) {
             bool kept = false;
 
-            for (unsigned j = 0; keep != NULL && j < keep->listenerCount;
-                 j++) {
+            for (unsigned j = 0; keep != NULL && j < keep->listenerCount; j++) {
                 for (unsigned m = 0; m < keep->listeners[j].fdCount; m++) {
                     kept |= keep->listeners[j].fds[m] == listeners[i].fds[k];
                 }
@@ -129,8 +127,9 @@ listenerKept(const CorConfigListen* l, unsigned fdCount)
 
         /* A socket systemd passed is one, whatever accept says. */
         if (strcmp(old->address, l->address) == 0
-            && (old->passed || (old->reusePort == l->reusePort
-                                && old->fdCount == fdCount))) {
+            && (old->passed
+                || (old->reusePort == l->reusePort
+                    && old->fdCount == fdCount))) {
             return old;
         }
     }
@@ -162,8 +161,10 @@ listenerFill(CorListener* out, const CorConfigListen* in, unsigned fdCount,
     if ((passed > 0 && (passed < fdCount || fdCount == 1))
         || (kept != NULL && kept->passed)) {
         if (passed > 0 && in->reusePort) {
-            corLog(COR_LOG_WARN, "listen %s: fewer sockets passed than "
-                   "loops: one socket, accept: share", in->address);
+            corLog(COR_LOG_WARN,
+                   "listen %s: fewer sockets passed than "
+                   "loops: one socket, accept: share",
+                   in->address);
         }
         for (unsigned k = 1; k < passed; k++) {
             close(out->fds[k]);
@@ -175,8 +176,8 @@ listenerFill(CorListener* out, const CorConfigListen* in, unsigned fdCount,
     }
     out->fdCount = passed;
     for (unsigned k = passed; out->fds != NULL && k < fdCount; k++) {
-        out->fds[k] = kept ? kept->fds[k] : openSocket(in, in->reusePort,
-                                                        errors);
+        out->fds[k] = kept ? kept->fds[k]
+                           : openSocket(in, in->reusePort, errors);
         if (out->fds[k] < 0) {
             break;
         }
@@ -197,8 +198,8 @@ listenersOpen(const CorConfig* config, CorConfErrors* errors)
         const CorConfigListen* in = &config->listen[i];
 
         if (listenerFill(&listeners[i], in,
-                         in->reusePort ? config->runtime.loops : 1,
-                         errors) != 0) {
+                         in->reusePort ? config->runtime.loops : 1, errors)
+            != 0) {
             listenersClose(listeners, i + 1, &current);
             return NULL;
         }
@@ -233,19 +234,19 @@ fdLimitCheck(const CorConfig* config)
     struct rlimit limit;
     unsigned long long room;
 
-    if (getrlimit(RLIMIT_NOFILE, &limit) != 0
-        || limit.rlim_cur == RLIM_INFINITY
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY
         || (rlim_t)config->limits.connections + FDS_RESERVED
-           <= limit.rlim_cur) {
+               <= limit.rlim_cur) {
         return;
     }
-    room = limit.rlim_cur > FDS_RESERVED ? limit.rlim_cur - FDS_RESERVED
-                                         : 0;
-    corLog(COR_LOG_WARN, "limits.connections is %u but the fd limit "
+    room = limit.rlim_cur > FDS_RESERVED ? limit.rlim_cur - FDS_RESERVED : 0;
+    corLog(COR_LOG_WARN,
+           "limits.connections is %u but the fd limit "
            "(RLIMIT_NOFILE) is %llu, enough for about %llu connection%s: "
            "raise the limit (ulimit -n, LimitNOFILE) or lower "
-           "limits.connections", config->limits.connections,
-           (unsigned long long)limit.rlim_cur, room, room == 1 ? "" : "s");
+           "limits.connections",
+           config->limits.connections, (unsigned long long)limit.rlim_cur, room,
+           room == 1 ? "" : "s");
 }
 
 /* ---- Generations --------------------------------------------------------- */
@@ -328,8 +329,7 @@ readyWait(int fd, char* buf, size_t cap, bool serving)
             break;
         }
         n = poll(pfd, signalFd >= 0 ? 2 : 1,
-                 serving && watchdog >= 0 && watchdog < wait ? watchdog
-                                                             : wait);
+                 serving && watchdog >= 0 && watchdog < wait ? watchdog : wait);
         if (serving) {
             watchdogTick();
         }
@@ -370,8 +370,10 @@ generationStart(Generation* g, CorConfErrors* errors)
     g->heartbeat = corHeartbeatCreate(g->config->runtime.loops,
                                       corSystemdBeatMs());
     if (g->heartbeat == NULL && corSystemdWatchdogMs() > 0) {
-        corLog(COR_LOG_ERROR, "no page for the loops' heartbeats (%s): the "
-               "watchdog will not be petted", strerror(errno));
+        corLog(COR_LOG_ERROR,
+               "no page for the loops' heartbeats (%s): the "
+               "watchdog will not be petted",
+               strerror(errno));
     }
     if (pipe2(pipeFds, O_CLOEXEC) != 0) {
         return -1;
@@ -390,8 +392,8 @@ generationStart(Generation* g, CorConfErrors* errors)
         close(pipeFds[0]);
         corUpgradeForget();
         corHeartbeat = g->heartbeat;
-        corGenerationRun(g->config, g->listeners, g->listenerCount,
-                         pipeFds[1], g->number, master);
+        corGenerationRun(g->config, g->listeners, g->listenerCount, pipeFds[1],
+                         g->number, master);
     }
     close(pipeFds[1]);
     len = readyWait(pipeFds[0], buf, sizeof(buf), g != &current);
@@ -414,11 +416,13 @@ generationStart(Generation* g, CorConfErrors* errors)
         /* A crash before its word (a module's init, a request served as
          * its loops started) is a crash as a serving one's is. */
         atomic_fetch_add(&corMasterCounters->generationCrashes, 1);
-        corConfErrorf(errors, NULL, "the new generation died (signal %d) "
+        corConfErrorf(errors, NULL,
+                      "the new generation died (signal %d) "
                       "before it was ready: see its crash report in the log",
                       WTERMSIG(status));
     } else {
-        corConfErrorf(errors, NULL, "the new generation did not start (it "
+        corConfErrorf(errors, NULL,
+                      "the new generation did not start (it "
                       "crashed or hung; see the log)");
     }
     return -1;
@@ -453,8 +457,9 @@ drainingForget(pid_t pid)
 static void
 generationReplaced(pid_t pid)
 {
-    if (sigqueue(pid, SIGQUIT, (union sigval){
-                     .sival_int = COR_SIGNAL_REPLACED }) != 0) {
+    if (sigqueue(pid, SIGQUIT,
+                 (union sigval){ .sival_int = COR_SIGNAL_REPLACED })
+        != 0) {
         kill(pid, SIGQUIT);
     }
 }
@@ -482,8 +487,8 @@ reloadFailedLog(const CorConfErrors* errors)
     char joined[4096];
     size_t n = 0;
 
-    for (const char* p = errors->text; p != NULL && *p != '\0'
-                                       && n + 3 < sizeof(joined); p++) {
+    for (const char* p = errors->text;
+         p != NULL && *p != '\0' && n + 3 < sizeof(joined); p++) {
         if (*p != '\n') {
             joined[n++] = *p;
         } else if (p[1] != '\0') {
@@ -492,9 +497,11 @@ reloadFailedLog(const CorConfErrors* errors)
         }
     }
     joined[n] = '\0';
-    corLog(COR_LOG_ERROR, "reload failed, generation %u keeps serving "
-           "(%u error%s): %s", current.number, errors->count,
-           errors->count == 1 ? "" : "s", joined);
+    corLog(COR_LOG_ERROR,
+           "reload failed, generation %u keeps serving "
+           "(%u error%s): %s",
+           current.number, errors->count, errors->count == 1 ? "" : "s",
+           joined);
 }
 
 static void
@@ -548,9 +555,11 @@ generationSwitch(Generation* next)
          * the reload past a second. */
         if (!corHeartbeatDrainedWait(current.heartbeat,
                                      REPLACED_ACCEPT_WAIT_MS)) {
-            corLog(COR_LOG_WARN, "generation %u still accepts %u ms after "
+            corLog(COR_LOG_WARN,
+                   "generation %u still accepts %u ms after "
                    "it was replaced (a loop held?): a connection may yet "
-                   "reach it", current.number, REPLACED_ACCEPT_WAIT_MS);
+                   "reach it",
+                   current.number, REPLACED_ACCEPT_WAIT_MS);
         }
     }
     listenersClose(current.listeners, current.listenerCount, next);
@@ -580,8 +589,7 @@ reload(void)
     }
     corMasterRollbackKeep(generationSwitch(&next));
     atomic_fetch_add(&corMasterCounters->reloadsOk, 1);
-    corLog(COR_LOG_INFO, "reload done: generation %u serving",
-           current.number);
+    corLog(COR_LOG_INFO, "reload done: generation %u serving", current.number);
     corMasterStatusWrite(current.config, "ok", NULL);
     corSystemdReloaded("ok", current.number, NULL);
     corConfErrorsFree(&errors);
@@ -601,11 +609,15 @@ rollback(CorConfig* config, const char* why)
     CorConfErrors errors = { 0 };
     Generation back = { .config = config };
 
-    corLog(COR_LOG_ERROR, "rolling back to the configuration before the "
-           "last reload: %s; %s still holds the new one", why, configFile);
+    corLog(COR_LOG_ERROR,
+           "rolling back to the configuration before the "
+           "last reload: %s; %s still holds the new one",
+           why, configFile);
     if (generationOpen(&back, &errors) != 0) {
-        corLog(COR_LOG_ERROR, "the rollback failed, the new configuration "
-               "is started again: %s", errors.text ? errors.text : "");
+        corLog(COR_LOG_ERROR,
+               "the rollback failed, the new configuration "
+               "is started again: %s",
+               errors.text ? errors.text : "");
         if (back.listeners != NULL) {
             listenersClose(back.listeners, back.listenerCount, &current);
         }
@@ -617,10 +629,13 @@ rollback(CorConfig* config, const char* why)
     }
     corConfigFree(generationSwitch(&back));
     atomic_fetch_add(&corMasterCounters->reloadRollbacks, 1);
-    corLog(COR_LOG_INFO, "rollback done: generation %u serving the "
-           "configuration before the last reload", current.number);
+    corLog(COR_LOG_INFO,
+           "rollback done: generation %u serving the "
+           "configuration before the last reload",
+           current.number);
     corSystemdNotify("STATUS=generation %u serving the configuration "
-                     "before the last reload (rolled back)", current.number);
+                     "before the last reload (rolled back)",
+                     current.number);
     corConfErrorsFree(&errors);
 }
 
@@ -638,7 +653,7 @@ replace(void)
     char why[256];
     CorConfig* back;
 
-    sleep(1);   /* a crash loop must not spin */
+    sleep(1); /* a crash loop must not spin */
     if (generationStart(&current, &errors) != 0) {
         corLog(COR_LOG_ERROR, "no generation could start, trying again:\n%s",
                errors.text ? errors.text : "");
@@ -723,8 +738,10 @@ waitForChildren(uint64_t graceMs)
             continue;
         }
         if (!killed && corEvClockMs() >= deadline) {
-            corLog(COR_LOG_ERROR, "a generation did not stop in %llu ms: "
-                   "killing it", (unsigned long long)graceMs);
+            corLog(COR_LOG_ERROR,
+                   "a generation did not stop in %llu ms: "
+                   "killing it",
+                   (unsigned long long)graceMs);
             signalGenerations(SIGKILL);
             killed = true;
         }
@@ -736,8 +753,8 @@ waitForChildren(uint64_t graceMs)
 static void
 signalsTake(void)
 {
-    static const int taken[] = { SIGHUP, SIGTERM, SIGINT, SIGQUIT, SIGUSR1,
-                                 SIGUSR2, SIGCHLD, SIGALRM };
+    static const int taken[] = { SIGHUP,  SIGTERM, SIGINT,  SIGQUIT,
+                                 SIGUSR1, SIGUSR2, SIGCHLD, SIGALRM };
     sigset_t signals;
 
     sigemptyset(&signals);
@@ -771,8 +788,8 @@ masterStart(void)
     }
     corLog(COR_LOG_INFO, "cor %s serving %s (master pid %d)", COR_VERSION,
            configFile, (int)getpid());
-    corSystemdNotify("READY=1\nSTATUS=generation %u serving %s",
-                     current.number, configFile);
+    corSystemdNotify("READY=1\nSTATUS=generation %u serving %s", current.number,
+                     configFile);
     corUpgradeReport();
     return 0;
 }
@@ -786,8 +803,9 @@ masterStop(int sig)
     /* After an upgrade, the service, its pid file and its status file are
      * the new master's: this one leaves without a word. */
     if (upgradedTo == 0) {
-        corSystemdNotify("STOPPING=1\nSTATUS=%s", sig == SIGQUIT
-                         ? "graceful stop: draining" : "stopping");
+        corSystemdNotify("STOPPING=1\nSTATUS=%s",
+                         sig == SIGQUIT ? "graceful stop: draining"
+                                        : "stopping");
     }
     corLog(COR_LOG_INFO, "%s: stopping generation %u",
            sig == SIGQUIT ? "graceful stop" : "stop", current.number);
@@ -798,7 +816,7 @@ masterStop(int sig)
     current.listeners = NULL;
     current.listenerCount = 0;
     if (upgradedTo != 0 && current.pid > 0) {
-        generationReplaced(current.pid);    /* the new master's goes on */
+        generationReplaced(current.pid); /* the new master's goes on */
     }
     signalGenerations(sig == SIGQUIT ? SIGQUIT : SIGTERM);
     waitForChildren(current.config->runtime.stopTimeoutMs + 5000);
@@ -822,17 +840,20 @@ upgrade(void)
     pid_t pid;
 
     corLog(COR_LOG_INFO, "upgrade: starting %s", corSelfPath);
-    pid = corUpgradeSpawn(current.listeners, current.listenerCount,
-                          configFile, &fd);
+    pid = corUpgradeSpawn(current.listeners, current.listenerCount, configFile,
+                          &fd);
     if (pid > 0 && readyWait(fd, word, sizeof(word), true) > 0
         && word[0] == 'R') {
         close(fd);
         upgradedTo = pid;
-        corLog(COR_LOG_INFO, "upgrade: the new master (pid %d) serves: "
-               "this one drains and exits", (int)pid);
+        corLog(COR_LOG_INFO,
+               "upgrade: the new master (pid %d) serves: "
+               "this one drains and exits",
+               (int)pid);
         corMasterStatusWrite(current.config, "ok", NULL);
         corSystemdNotify("MAINPID=%d\nREADY=1\nSTATUS=upgraded: master "
-                         "pid %d serving", (int)pid, (int)pid);
+                         "pid %d serving",
+                         (int)pid, (int)pid);
         return true;
     }
     if (fd >= 0) {
@@ -841,13 +862,16 @@ upgrade(void)
     if (pid > 0) {
         corUpgradeAbandon(pid);
     }
-    corLog(COR_LOG_ERROR, "upgrade failed: the new master did not start "
+    corLog(COR_LOG_ERROR,
+           "upgrade failed: the new master did not start "
            "(see the log above); this one (pid %d) keeps serving",
            (int)getpid());
-    corMasterStatusWrite(current.config, "failed", "the new binary did not "
+    corMasterStatusWrite(current.config, "failed",
+                         "the new binary did not "
                          "start (see the log)\n");
     corSystemdNotify("READY=1\nSTATUS=upgrade failed: master pid %d "
-                     "serving", (int)getpid());
+                     "serving",
+                     (int)getpid());
     return false;
 }
 
@@ -866,8 +890,7 @@ masterOpen(const char* file)
         corConfErrorsFree(&errors);
         return -1;
     }
-    if (corLogOpen(current.config->log.error, current.config->log.level)
-        != 0) {
+    if (corLogOpen(current.config->log.error, current.config->log.level) != 0) {
         return -1;
     }
     fdLimitRaise();
@@ -876,8 +899,10 @@ masterOpen(const char* file)
     corInstanceInit(upgradedFrom > 0);
     running = corMasterPidFileAlive(current.config->log.pidFile);
     if (running > 0 && running != upgradedFrom) {
-        fprintf(stderr, "cor: a master is running already (pid %d, pid file "
-                "%s)\n", (int)running, current.config->log.pidFile);
+        fprintf(stderr,
+                "cor: a master is running already (pid %d, pid file "
+                "%s)\n",
+                (int)running, current.config->log.pidFile);
         return -1;
     }
     if (upgradedFrom > 0) {
@@ -886,8 +911,8 @@ masterOpen(const char* file)
         corMasterStatusReset(current.config);
     }
     corMasterCounters = mmap(NULL, sizeof(*corMasterCounters),
-                             PROT_READ | PROT_WRITE,
-                             MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+                             PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                             -1, 0);
     return corMasterCounters == MAP_FAILED ? -1 : 0;
 }
 

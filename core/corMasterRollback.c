@@ -50,10 +50,11 @@ corMasterRollbackDue(char* why, size_t cap)
     if (++crashes < ROLLBACK_CRASHES) {
         return NULL;
     }
-    snprintf(why, cap, "the configuration the reload %llu ms ago started "
+    snprintf(why, cap,
+             "the configuration the reload %llu ms ago started "
              "lost %u generations (died or could not start) within %u s "
-             "of that reload", (unsigned long long)since, crashes,
-             ROLLBACK_WINDOW_MS / 1000);
+             "of that reload",
+             (unsigned long long)since, crashes, ROLLBACK_WINDOW_MS / 1000);
     kept = NULL;
     return back;
 }

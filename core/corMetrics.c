@@ -41,9 +41,10 @@ static void
 emitCounter(CorMetricsOut* t, const char* name, const char* help,
             uint64_t value)
 {
-    corMetricsPrintf(t, "# HELP cor_%s %s\n# TYPE cor_%s counter\n"
-                     "cor_%s %llu\n", name, help, name, name,
-                     (unsigned long long)value);
+    corMetricsPrintf(t,
+                     "# HELP cor_%s %s\n# TYPE cor_%s counter\n"
+                     "cor_%s %llu\n",
+                     name, help, name, name, (unsigned long long)value);
 }
 
 /* A counter by one label: cor_NAME{label="values[i]"} counts[i]. */
@@ -52,11 +53,11 @@ emitCounterBy(CorMetricsOut* t, const char* name, const char* help,
               const char* label, const char* const* values,
               const uint64_t* counts, unsigned n)
 {
-    corMetricsPrintf(t, "# HELP cor_%s %s\n# TYPE cor_%s counter\n", name,
-                     help, name);
+    corMetricsPrintf(t, "# HELP cor_%s %s\n# TYPE cor_%s counter\n", name, help,
+                     name);
     for (unsigned i = 0; i < n; i++) {
-        corMetricsPrintf(t, "cor_%s{%s=\"%s\"} %llu\n", name, label,
-                         values[i], (unsigned long long)counts[i]);
+        corMetricsPrintf(t, "cor_%s{%s=\"%s\"} %llu\n", name, label, values[i],
+                         (unsigned long long)counts[i]);
     }
 }
 
@@ -80,8 +81,8 @@ emitNotify(CorMetricsOut* t)
 
     for (int k = 0; k < 3; k++) {
         corMetricsPrintf(t, "# HELP cor_%s %s\n# TYPE cor_%s %s\n",
-                         families[k].name, families[k].help,
-                         families[k].name, families[k].type);
+                         families[k].name, families[k].help, families[k].name,
+                         families[k].type);
         for (unsigned i = 0; i < corNotifySchemeCount(); i++) {
             CorNotifyStats st;
             const char* scheme = corNotifySchemeStats(i, &st);
@@ -96,15 +97,15 @@ emitNotify(CorMetricsOut* t)
 /* The label of each CorProtocolKind. */
 /* Labels in the order of CorProxyRefusal and CorClientCount. */
 static const char* const proxyReasons[COR_PROXY_REFUSALS] = {
-    "invalid", "timeout", "closed",
+    "invalid",
+    "timeout",
+    "closed",
 };
 static const char* const clientResults[] = { "reused", "new", "failed" };
 
 static const char* const protocolLabels[COR_PROTOCOL_KINDS] = {
-    [COR_PROTOCOL_OTHER] = "other",
-    [COR_PROTOCOL_HTTP1] = "http1",
-    [COR_PROTOCOL_HTTP2] = "http2",
-    [COR_PROTOCOL_COR] = "cor",
+    [COR_PROTOCOL_OTHER] = "other", [COR_PROTOCOL_HTTP1] = "http1",
+    [COR_PROTOCOL_HTTP2] = "http2", [COR_PROTOCOL_COR] = "cor",
     [COR_PROTOCOL_MQTT] = "mqtt",
 };
 
@@ -113,7 +114,8 @@ static const char* const protocolLabels[COR_PROTOCOL_KINDS] = {
 static void
 emitRequests(CorMetricsOut* t, const CorLoopCounters* sum)
 {
-    corMetricsPrintf(t, "# HELP cor_requests_total Requests served, by "
+    corMetricsPrintf(t,
+                     "# HELP cor_requests_total Requests served, by "
                      "where they ran.\n# TYPE cor_requests_total counter\n"
                      "cor_requests_total{ran=\"inline\"} %llu\n"
                      "cor_requests_total{ran=\"coroutine\"} %llu\n"
@@ -122,8 +124,8 @@ emitRequests(CorMetricsOut* t, const CorLoopCounters* sum)
                      (unsigned long long)sum->ranCoroutine,
                      (unsigned long long)sum->ranWorker);
     corMetricsPrintf(t, "# HELP cor_loop_requests_total Requests served, by "
-                     "the loop that read them.\n# TYPE "
-                     "cor_loop_requests_total counter\n");
+                        "the loop that read them.\n# TYPE "
+                        "cor_loop_requests_total counter\n");
     for (unsigned i = 0; i < corMetricsLoopCount(); i++) {
         const CorLoopCounters* c = corMetricsLoop(i);
 
@@ -132,18 +134,20 @@ emitRequests(CorMetricsOut* t, const CorLoopCounters* sum)
                                               + c->ranWorker));
     }
     corMetricsPrintf(t, "# HELP cor_protocol_requests_total Requests read, "
-                     "by the protocol that read them (refused ones too).\n"
-                     "# TYPE cor_protocol_requests_total counter\n");
+                        "by the protocol that read them (refused ones too).\n"
+                        "# TYPE cor_protocol_requests_total counter\n");
     for (int k = 0; k < COR_PROTOCOL_KINDS; k++) {
-        corMetricsPrintf(t, "cor_protocol_requests_total{protocol=\"%s\"} "
-                         "%llu\n", protocolLabels[k],
+        corMetricsPrintf(t,
+                         "cor_protocol_requests_total{protocol=\"%s\"} "
+                         "%llu\n",
+                         protocolLabels[k],
                          (unsigned long long)sum->protocols[k]);
     }
     corMetricsPrintf(t, "# HELP cor_responses_total Responses sent, by "
-                     "status class.\n# TYPE cor_responses_total counter\n");
+                        "status class.\n# TYPE cor_responses_total counter\n");
     for (int k = 0; k < 5; k++) {
-        corMetricsPrintf(t, "cor_responses_total{class=\"%dxx\"} %llu\n",
-                         k + 1, (unsigned long long)sum->responses[k]);
+        corMetricsPrintf(t, "cor_responses_total{class=\"%dxx\"} %llu\n", k + 1,
+                         (unsigned long long)sum->responses[k]);
     }
 }
 
@@ -156,13 +160,16 @@ emitMaster(CorMetricsOut* t)
     }
     emitCounter(t, "generations_total", "Worker generations started.",
                 atomic_load(&corMasterCounters->generations));
-    emitCounter(t, "generation_crashes_total", "Generations that died "
+    emitCounter(t, "generation_crashes_total",
+                "Generations that died "
                 "unasked: crashed or exited serving, or crashed starting.",
                 atomic_load(&corMasterCounters->generationCrashes));
-    emitCounter(t, "reload_rollbacks_total", "Reloads taken back: the new "
+    emitCounter(t, "reload_rollbacks_total",
+                "Reloads taken back: the new "
                 "configuration's generations kept dying soon after it.",
                 atomic_load(&corMasterCounters->reloadRollbacks));
-    corMetricsPrintf(t, "# HELP cor_reloads_total Reloads, by outcome.\n"
+    corMetricsPrintf(t,
+                     "# HELP cor_reloads_total Reloads, by outcome.\n"
                      "# TYPE cor_reloads_total counter\n"
                      "cor_reloads_total{result=\"ok\"} %llu\n"
                      "cor_reloads_total{result=\"failed\"} %llu\n",
@@ -195,7 +202,8 @@ corMetricsText(size_t* lenP)
         peak += s.peak;
     }
     emitRequests(&t, &sum);
-    corMetricsPrintf(&t, "# HELP cor_coroutines Coroutines running or "
+    corMetricsPrintf(&t,
+                     "# HELP cor_coroutines Coroutines running or "
                      "waiting now.\n# TYPE cor_coroutines gauge\n"
                      "cor_coroutines %llu\n# HELP cor_coroutines_peak The "
                      "most coroutines at once (summed over loops).\n# TYPE "
@@ -207,38 +215,56 @@ corMetricsText(size_t* lenP)
         const char* help;
         uint64_t value;
     } counters[] = {
-        { "coroutine_fallbacks_total", "Requests that could wait but ran "
-          "on a worker: past the cap or no stack.", sum.capFallbacks },
-        { "waits_cancelled_total", "Coroutine waits ended by a stop, a "
-          "deadline or a client that left.", co.cancelledWaits },
-        { "requests_timed_out_total", "Handlers past their deadline: "
-          "answered 504, their waits cancelled.", sum.timedOut },
-        { "requests_cancelled_total", "Handlers whose client left while "
-          "they ran: their waits cancelled.", sum.cancelled },
-        { "finish_failed_total", "Post-response phases a stop cut short or "
-          "skipped.", sum.finishFailed },
-        { "loop_stalls_total", "Handlers that held a loop longer than "
-          "runtime.stall_warning.", sum.stalls },
-        { "connections_refused_total", "Connections closed at once past "
-          "limits.connections.", off.connectionsRefused },
+        { "coroutine_fallbacks_total",
+          "Requests that could wait but ran "
+          "on a worker: past the cap or no stack.",
+          sum.capFallbacks },
+        { "waits_cancelled_total",
+          "Coroutine waits ended by a stop, a "
+          "deadline or a client that left.",
+          co.cancelledWaits },
+        { "requests_timed_out_total",
+          "Handlers past their deadline: "
+          "answered 504, their waits cancelled.",
+          sum.timedOut },
+        { "requests_cancelled_total",
+          "Handlers whose client left while "
+          "they ran: their waits cancelled.",
+          sum.cancelled },
+        { "finish_failed_total",
+          "Post-response phases a stop cut short or "
+          "skipped.",
+          sum.finishFailed },
+        { "loop_stalls_total",
+          "Handlers that held a loop longer than "
+          "runtime.stall_warning.",
+          sum.stalls },
+        { "connections_refused_total",
+          "Connections closed at once past "
+          "limits.connections.",
+          off.connectionsRefused },
     };
 
     for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
-        emitCounter(&t, counters[i].name, counters[i].help,
-                    counters[i].value);
+        emitCounter(&t, counters[i].name, counters[i].help, counters[i].value);
     }
     corLimitsEmit(&t);
-    emitCounter(&t, "accept_fd_limit_total", "Accepts that failed at the fd "
+    emitCounter(&t, "accept_fd_limit_total",
+                "Accepts that failed at the fd "
                 "limit (EMFILE, ENFILE); accepting paused after each.",
                 off.acceptFdLimit);
-    emitCounterBy(&t, "proxy_protocol_refused_total", "Connections to a "
+    emitCounterBy(&t, "proxy_protocol_refused_total",
+                  "Connections to a "
                   "proxy_protocol listener closed without a valid PROXY "
-                  "header.", "reason", proxyReasons, off.proxyRefused,
-                  COR_PROXY_REFUSALS);
-    emitCounterBy(&t, "client_opens_total", "Connections out asked for, by "
-                  "outcome.", "result", clientResults, sum.client, 3);
+                  "header.",
+                  "reason", proxyReasons, off.proxyRefused, COR_PROXY_REFUSALS);
+    emitCounterBy(&t, "client_opens_total",
+                  "Connections out asked for, by "
+                  "outcome.",
+                  "result", clientResults, sum.client, 3);
     emitNotify(&t);
-    emitCounter(&t, "client_stale_total", "Idle connections out closed "
+    emitCounter(&t, "client_stale_total",
+                "Idle connections out closed "
                 "because the peer closed them or sent bytes while idle.",
                 sum.client[COR_CLIENT_STALE]);
     emitMaster(&t);
@@ -246,7 +272,7 @@ corMetricsText(size_t* lenP)
         sources[i].emit(&t, sources[i].arg);
     }
     *lenP = t.len;
-    return t.text;      /* NULL when a realloc failed on the way */
+    return t.text; /* NULL when a realloc failed on the way */
 }
 
 void

@@ -218,20 +218,25 @@ static const char*
 abiMismatch(const CorModuleDescriptor* d, char* buf, size_t size)
 {
     if (d->abiVersion != COR_ABI_VERSION) {
-        snprintf(buf, size, "it was built for cor ABI %u (cor %s), this cor "
+        snprintf(buf, size,
+                 "it was built for cor ABI %u (cor %s), this cor "
                  "has ABI %u (cor %s): rebuild it against this cor's "
-                 "headers", d->abiVersion,
+                 "headers",
+                 d->abiVersion,
                  d->abiVersion != 0 && d->corVersion ? d->corVersion : "?",
                  COR_ABI_VERSION, COR_VERSION);
     } else if (d->pointerSize != sizeof(void*)) {
-        snprintf(buf, size, "it was built for %u-byte pointers, this cor "
-                 "has %zu", d->pointerSize, sizeof(void*));
+        snprintf(buf, size,
+                 "it was built for %u-byte pointers, this cor "
+                 "has %zu",
+                 d->pointerSize, sizeof(void*));
     } else if (d->descriptorSize != sizeof(CorModuleDescriptor)
                || d->requestSize != sizeof(CorRequest)) {
-        snprintf(buf, size, "its descriptor and request are %u and %u "
+        snprintf(buf, size,
+                 "its descriptor and request are %u and %u "
                  "bytes, this cor's are %zu and %zu, with the same ABI "
-                 "number: its cor.h was edited", d->descriptorSize,
-                 d->requestSize, sizeof(CorModuleDescriptor),
+                 "number: its cor.h was edited",
+                 d->descriptorSize, d->requestSize, sizeof(CorModuleDescriptor),
                  sizeof(CorRequest));
     } else {
         return NULL;
@@ -251,8 +256,10 @@ openDescriptor(const char* path, void** dlP, char* why, size_t whySize)
     }
     d = dlsym(dl, "corModuleDescriptor");
     if (d == NULL) {
-        snprintf(why, whySize, "%s is not a cor module (it exports no "
-                 "corModuleDescriptor: build it with COR_MODULE)", path);
+        snprintf(why, whySize,
+                 "%s is not a cor module (it exports no "
+                 "corModuleDescriptor: build it with COR_MODULE)",
+                 path);
         dlclose(dl);
         return NULL;
     }
@@ -269,8 +276,9 @@ corModuleInfo(const char* load)
     char* path = corModulePath(load, "cor.yaml");
     char why[512];
     void* dl;
-    const CorModuleDescriptor* d = path != NULL
-        ? openDescriptor(path, &dl, why, sizeof(why)) : NULL;
+    const CorModuleDescriptor* d = path != NULL ? openDescriptor(path, &dl, why,
+                                                                 sizeof(why))
+                                                : NULL;
     const char* mismatch;
 
     if (d == NULL) {
@@ -280,9 +288,8 @@ corModuleInfo(const char* load)
     }
     printf("module:       %s\n", d->name ? d->name : "?");
     printf("file:         %s\n", path);
-    printf("built for:    cor %s, ABI %u\n", d->corVersion ? d->corVersion
-                                                           : "?",
-           d->abiVersion);
+    printf("built for:    cor %s, ABI %u\n",
+           d->corVersion ? d->corVersion : "?", d->abiVersion);
     printf("compiler:     %s\n", d->compiler ? d->compiler : "?");
     printf("sizes:        descriptor %u, request %u, pointer %u\n",
            d->descriptorSize, d->requestSize, d->pointerSize);
@@ -310,8 +317,7 @@ loadOne(CorModule* m, const CorConfigModule* entry, CorConfErrors* errors)
     }
     m->descriptor = openDescriptor(m->path, &m->dl, why, sizeof(why));
     if (m->descriptor == NULL) {
-        corConfErrorf(errors, entry->node, "module '%s': %s", entry->load,
-                      why);
+        corConfErrorf(errors, entry->node, "module '%s': %s", entry->load, why);
         return -1;
     }
     if (abiMismatch(m->descriptor, why, sizeof(why)) != NULL) {
@@ -319,8 +325,8 @@ loadOne(CorModule* m, const CorConfigModule* entry, CorConfErrors* errors)
                       entry->load, m->path, why);
         return -1;
     }
-    if (m->descriptor->init != NULL && m->descriptor->init(m, entry->node)
-                                       != 0) {
+    if (m->descriptor->init != NULL
+        && m->descriptor->init(m, entry->node) != 0) {
         if (errors->count == 0) {
             corConfErrorf(errors, entry->node, "module '%s' failed to start",
                           entry->load);

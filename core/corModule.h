@@ -40,11 +40,11 @@ typedef struct CorConn CorConn;
 
 /* What a module exports (as the symbol corModuleDescriptor). */
 typedef struct {
-    uint32_t abiVersion;        /* COR_ABI_VERSION when it was built */
-    uint32_t descriptorSize;    /* sizeof(CorModuleDescriptor) then */
-    uint32_t requestSize;       /* sizeof(CorRequest) then */
+    uint32_t abiVersion;     /* COR_ABI_VERSION when it was built */
+    uint32_t descriptorSize; /* sizeof(CorModuleDescriptor) then */
+    uint32_t requestSize;    /* sizeof(CorRequest) then */
     uint32_t pointerSize;
-    const char* corVersion;     /* COR_VERSION then */
+    const char* corVersion; /* COR_VERSION then */
     const char* compiler;
     const char* name;
     /* Once per generation, with the module's own YAML mapping. Registers
@@ -57,17 +57,17 @@ typedef struct {
     void (*exit)(CorModule* m);
 } CorModuleDescriptor;
 
-#define COR_MODULE(moduleName, ...)                                        \
-    __attribute__((visibility("default")))                                 \
-    const CorModuleDescriptor corModuleDescriptor = {                      \
-        .abiVersion = COR_ABI_VERSION,                                     \
-        .descriptorSize = sizeof(CorModuleDescriptor),                     \
-        .requestSize = sizeof(CorRequest),                                 \
-        .pointerSize = sizeof(void*),                                      \
-        .corVersion = COR_VERSION,                                         \
-        .compiler = __VERSION__,                                           \
-        .name = #moduleName,                                               \
-        __VA_ARGS__                                                        \
+#define COR_MODULE(moduleName, ...)                                            \
+    __attribute__((visibility("default")))                                     \
+    const CorModuleDescriptor corModuleDescriptor = {                          \
+        .abiVersion = COR_ABI_VERSION,                                         \
+        .descriptorSize = sizeof(CorModuleDescriptor),                         \
+        .requestSize = sizeof(CorRequest),                                     \
+        .pointerSize = sizeof(void*),                                          \
+        .corVersion = COR_VERSION,                                             \
+        .compiler = __VERSION__,                                               \
+        .name = #moduleName,                                                   \
+        __VA_ARGS__                                                            \
     }
 
 /* The module's name, its private data pointer, and where its init reports
@@ -81,8 +81,8 @@ void corModuleError(CorModule* m, const CorConf* at, const char* fmt, ...)
 
 /* Read one entry of a list into its record (zeroed); its errors its own.
  * Returns 0, or -1 after a module error. */
-typedef int (*CorRecordReadFn)(CorModule* m, const CorConf* entry,
-                               void* record, unsigned index);
+typedef int (*CorRecordReadFn)(CorModule* m, const CorConf* entry, void* record,
+                               unsigned index);
 /* Free what one record holds (not the record itself). */
 typedef void (*CorRecordFreeFn)(void* record);
 
@@ -97,18 +97,17 @@ typedef void (*CorRecordFreeFn)(void* record);
  * whatever the reads said. Returns the array with *countP, or NULL with
  * *countP 0 after a module error.
  */
-void* corModuleRecordsRead(CorModule* m, const CorConf* conf,
-                           const char* key, const char* shape, size_t size,
-                           CorRecordReadFn read, CorRecordFreeFn freeRecord,
-                           unsigned* countP);
+void* corModuleRecordsRead(CorModule* m, const CorConf* conf, const char* key,
+                           const char* shape, size_t size, CorRecordReadFn read,
+                           CorRecordFreeFn freeRecord, unsigned* countP);
 
 /* ---- Handlers: where a request runs -------------------------------------- */
 
 typedef enum {
-    COR_RUN_INLINE,     /* never waits: on the loop that read it */
-    COR_RUN_COROUTINE,  /* waits through corRestWaitFd: a coroutine */
-    COR_RUN_WORKER      /* blocks in a library that knows nothing of the
-                           loop: a worker thread */
+    COR_RUN_INLINE,    /* never waits: on the loop that read it */
+    COR_RUN_COROUTINE, /* waits through corRestWaitFd: a coroutine */
+    COR_RUN_WORKER     /* blocks in a library that knows nothing of the
+                          loop: a worker thread */
 } CorRun;
 
 typedef void (*CorHandlerFn)(CorRequest* r);
@@ -121,7 +120,7 @@ typedef bool (*CorRestCoroutineHook)(const CorRequest* r);
 typedef bool (*CorRestFinishCoroutineHook)(const CorRequest* r);
 
 typedef struct {
-    const char* name;               /* what routes name */
+    const char* name; /* what routes name */
     CorHandlerFn serve;
     CorRun run;
     CorRestCoroutineHook coroutineHook;
@@ -217,11 +216,7 @@ typedef struct {
 } CorHeader;
 
 /* Where a request ran, for logs and counters. */
-typedef enum {
-    COR_RAN_INLINE,
-    COR_RAN_COROUTINE,
-    COR_RAN_WORKER
-} CorRan;
+typedef enum { COR_RAN_INLINE, COR_RAN_COROUTINE, COR_RAN_WORKER } CorRan;
 
 typedef struct CorArenaChunk CorArenaChunk;
 typedef struct CorStream CorStream;
@@ -241,38 +236,38 @@ struct CorRequest {
     /* The input, set by the protocol. */
     const char* method;
     size_t methodLen;
-    const char* path;           /* percent-decoded, "//" merged, dot
-                                   segments removed: what routes and
-                                   guards match; less the route's
-                                   strip_prefix, if it has one */
+    const char* path; /* percent-decoded, "//" merged, dot
+                         segments removed: what routes and
+                         guards match; less the route's
+                         strip_prefix, if it has one */
     size_t pathLen;
-    const char* query;          /* raw, NULL when none */
+    const char* query; /* raw, NULL when none */
     size_t queryLen;
     const CorHeader* headers;
     unsigned headerCount;
     const char* body;
     size_t bodyLen;
-    bool head;                  /* HEAD: the protocol sends no body */
-    const char* remote;         /* the client's address ("192.0.2.7",
-                                   "2001:db8::7"), or NULL when unknown:
-                                   the connection's, or what a proxy in
-                                   real_ip.from says (the core sets it
-                                   so before routing) */
-    const char* peer;           /* the connection's address (the last
-                                   hop's: a proxy's under real_ip),
-                                   set by the core from what the
-                                   protocol put in remote */
-    bool secure;                /* it came over TLS */
+    bool head;          /* HEAD: the protocol sends no body */
+    const char* remote; /* the client's address ("192.0.2.7",
+                           "2001:db8::7"), or NULL when unknown:
+                           the connection's, or what a proxy in
+                           real_ip.from says (the core sets it
+                           so before routing) */
+    const char* peer;   /* the connection's address (the last
+                           hop's: a proxy's under real_ip),
+                           set by the core from what the
+                           protocol put in remote */
+    bool secure;        /* it came over TLS */
     /* For the access log: the target as the client wrote it (NULL: the
      * path and query say it), and how it came ("HTTP/1.1", "COR/1"). */
     const char* target;
     size_t targetLen;
     const char* version;
-    const char* rawPath;        /* the path as the client sent it (what a
-                                   proxy passes on: "%2F", "//" stay); or,
-                                   after a route's strip_prefix, the rest
-                                   of its normal form, escapes as sent;
-                                   or NULL */
+    const char* rawPath; /* the path as the client sent it (what a
+                            proxy passes on: "%2F", "//" stay); or,
+                            after a route's strip_prefix, the rest
+                            of its normal form, escapes as sent;
+                            or NULL */
     size_t rawPathLen;
 
     /* The response, set by the handler through corRespond*(). */
@@ -283,9 +278,9 @@ struct CorRequest {
     CorHeader* responseHeaders;
     unsigned responseHeaderCount;
     bool responded;
-    int fileFd;                 /* a file body (corRespondFile), or -1 */
+    int fileFd; /* a file body (corRespondFile), or -1 */
     int64_t fileOffset;
-    CorStream* stream;          /* a streamed body, or NULL */
+    CorStream* stream; /* a streamed body, or NULL */
     /* What went out, set by the protocol by corRequestSent: the bytes of
      * the body (not of the head), and whether the answer was cut (its
      * stream failed, its client left: corRequestCancel sets it). */
@@ -303,20 +298,20 @@ struct CorRequest {
     void* protocolData;
     CorEvLoop* loop;
     CorArenaChunk* arena;
-    CorEvTask task;             /* to a worker, and back to the loop */
+    CorEvTask task; /* to a worker, and back to the loop */
     uint64_t startMs;
     unsigned responseHeaderCap;
     bool inFinish;
-    bool serving;               /* the handler runs: it can be cancelled */
-    CorRestCancel cancel;       /* ends the running phase's waits */
+    bool serving;         /* the handler runs: it can be cancelled */
+    CorRestCancel cancel; /* ends the running phase's waits */
     /* What the running phase started beside itself and must not outlive
      * it (a client call not collected): cancelled with it, given up at
      * its end (corRequestCleanupAdd, corCoreInt.h); a zeroed head is an
      * empty list. */
     CorList cleanups;
-    CorEvTimer deadline;        /* the handler's timeout, when it has one */
-    atomic_uint answer;         /* with a deadline: who answered first */
-    CorUpgraded* upgrade;       /* corRequestUpgrade was called */
+    CorEvTimer deadline;  /* the handler's timeout, when it has one */
+    atomic_uint answer;   /* with a deadline: who answered first */
+    CorUpgraded* upgrade; /* corRequestUpgrade was called */
     /* The notifications r started that have not ended, plus one until
      * its last phase ends: it is released at 0. */
     atomic_uint holds;
@@ -328,7 +323,7 @@ struct CorRequest {
     /* A body that comes while the handler runs (CorHandler.streamBody, on
      * a protocol that can): the core's, NULL when the body is whole. */
     CorBodyIn* bodyIn;
-    size_t bodyTaken;           /* of r->body, by corRequestBodyRead */
+    size_t bodyTaken; /* of r->body, by corRequestBodyRead */
     /* The response filters that took r's body (corFilterAdd), once its
      * head went through them; NULL before. */
     CorFilterRun* filterRun;
@@ -344,7 +339,7 @@ struct CorRequest {
     /* The error pages its answer may take (its route's, then the top
      * level's); NULL: the top level's. */
     const struct CorErrorPages* errorPages;
-    unsigned rewrites;          /* how often a route rewrote its target */
+    unsigned rewrites; /* how often a route rewrote its target */
     /* The limits of the route it ends on (corRequestLimits, asked by its
      * protocol before its body is read); NULL: not asked yet, the top
      * level's. The protocol leaves it zeroed. */
@@ -357,16 +352,14 @@ const CorHeader* corRequestHeader(const CorRequest* r, const char* name);
  * the number; 0 the whole match), its length to *lenP; NULL when the
  * route has no regex or the group took no part in the match. The text
  * is the normalized path's, not NUL-terminated, valid as long as r. */
-const char* corRequestCapture(const CorRequest* r, unsigned n,
-                              size_t* lenP);
+const char* corRequestCapture(const CorRequest* r, unsigned n, size_t* lenP);
 /* The same header's value NUL-terminated, a copy in r's arena; NULL when
  * absent (or no memory). */
 const char* corRequestHeaderText(CorRequest* r, const char* name);
 
 /* Whether h's value, a comma list (Connection, Upgrade), holds the token
  * token[0..tokenLen), compared without case. */
-bool corHeaderListHas(const CorHeader* h, const char* token,
-                      size_t tokenLen);
+bool corHeaderListHas(const CorHeader* h, const char* token, size_t tokenLen);
 /* Whether h is named name, compared without ASCII case. Inline, with no
  * call: given a literal, the length is known where it is called, and
  * most names are told apart by it alone. */
@@ -447,8 +440,7 @@ unsigned corResponseHeaderRemove(CorRequest* r, const char* name);
  * -EMSGSIZE (the body went past limits.body_bytes), -EPROTO (its framing
  * was bad). May yield.
  */
-ssize_t corRequestBodyRead(CorRequest* r, void* buf, size_t len,
-                           int timeoutMs);
+ssize_t corRequestBodyRead(CorRequest* r, void* buf, size_t len, int timeoutMs);
 /* The request body's length in bytes when it is known: one that came
  * whole (r->bodyLen), or one that comes whose client said its length
  * (Content-Length); -1 while one of a length not said comes. */
@@ -466,8 +458,8 @@ int corResponseTrailer(CorRequest* r, const char* name, const char* value);
 
 /* Respond with len bytes of an open file from offset, sent with
  * sendfile(). The core owns fd from here and closes it. */
-void corRespondFile(CorRequest* r, int status, const char* contentType,
-                    int fd, int64_t offset, size_t len);
+void corRespondFile(CorRequest* r, int status, const char* contentType, int fd,
+                    int64_t offset, size_t len);
 
 /*
  * A streamed response, for a body not known in advance (a proxy passing
@@ -490,8 +482,7 @@ void corRespondFile(CorRequest* r, int status, const char* contentType,
  */
 #define COR_STREAM_QUEUE_MAX ((size_t)256 * 1024)
 
-int corResponseStreamStart(CorRequest* r, int status,
-                           const char* contentType);
+int corResponseStreamStart(CorRequest* r, int status, const char* contentType);
 int corResponseStreamWrite(CorRequest* r, const void* data, size_t len);
 void corResponseStreamEnd(CorRequest* r);
 /* End a stream as failed (its producer lost its source mid-body): what
@@ -525,12 +516,12 @@ void corResponseStreamAbort(CorRequest* r);
 typedef struct CorFilterOut CorFilterOut;
 
 enum {
-    COR_FILTER_FLUSH = 1,       /* pass on all that is held */
-    COR_FILTER_LAST = 2         /* the body ends here (a flush too) */
+    COR_FILTER_FLUSH = 1, /* pass on all that is held */
+    COR_FILTER_LAST = 2   /* the body ends here (a flush too) */
 };
 
 typedef struct {
-    const char* name;           /* what routes' filters: keys name */
+    const char* name; /* what routes' filters: keys name */
     /* Before r's head goes out (r's status, type and headers are set,
      * r->head says a HEAD). Returns what its body function gets as ctx,
      * non-NULL to take the body, NULL to let it pass untouched; memory
@@ -544,7 +535,7 @@ typedef struct {
     /* Once, after the last piece or when r ends without one (its client
      * left); may be NULL. */
     void (*end)(CorRequest* r, void* ctx);
-    void* arg;                  /* the module's, for head */
+    void* arg; /* the module's, for head */
 } CorFilter;
 
 /* Add a filter (copied), from a module's init; at most 32. Returns 0, or
@@ -664,8 +655,8 @@ typedef int (*CorSharedFetchFn)(const char* key, void* arg, void** dataP,
  * -EDEADLK for a cycle, -ECANCELED (a stop or the caller's cancel ended
  * its wait), -EINVAL, -ENOMEM, -EMFILE. May yield.
  */
-int corShared(const char* key, CorSharedFetchFn fetch, void* arg,
-              int64_t ttlMs, CorShared** resultP);
+int corShared(const char* key, CorSharedFetchFn fetch, void* arg, int64_t ttlMs,
+              CorShared** resultP);
 
 /* The bytes and their length; they live while a reference does. */
 const void* corSharedData(const CorShared* s);
@@ -704,16 +695,16 @@ void corSharedRelease(CorShared* s);
  * cor_notify_sent_total, cor_notify_failed_total, cor_notify_in_flight.
  */
 typedef struct {
-    const char* url;            /* scheme://...: the scheme picks the
-                                   sender */
-    const char* method;         /* NULL: POST (what a scheme makes of it
-                                   is its own: http sends it as is) */
-    const CorHeader* headers;   /* sent as they are (http: after Host) */
-    unsigned headerCount;       /* at most COR_NOTIFY_HEADERS_MAX */
-    const char* contentType;    /* NULL: none */
+    const char* url;          /* scheme://...: the scheme picks the
+                                 sender */
+    const char* method;       /* NULL: POST (what a scheme makes of it
+                                 is its own: http sends it as is) */
+    const CorHeader* headers; /* sent as they are (http: after Host) */
+    unsigned headerCount;     /* at most COR_NOTIFY_HEADERS_MAX */
+    const char* contentType;  /* NULL: none */
     const void* body;
     size_t bodyLen;
-    int timeoutMs;              /* the whole send; 0: client.notify_timeout */
+    int timeoutMs; /* the whole send; 0: client.notify_timeout */
 } CorNotification;
 
 #define COR_NOTIFY_HEADERS_MAX 64
@@ -756,7 +747,7 @@ bool corGenerationReplaced(void);
 /* An address: 4 bytes (IPv4, and an IPv4-mapped IPv6 one) or 16. */
 typedef struct CorNetAddr {
     unsigned char bytes[16];
-    unsigned len;               /* 4 or 16 */
+    unsigned len; /* 4 or 16 */
 } CorNetAddr;
 
 /* A network: an address and how many of its leading bits count; `all`
@@ -806,8 +797,8 @@ static inline uint64_t
 corAsciiLower8(uint64_t w)
 {
     const uint64_t heptets = w & 0x7f7f7f7f7f7f7f7fu;
-    const uint64_t fromA = heptets + 0x3f3f3f3f3f3f3f3fu;   /* >= 'A' */
-    const uint64_t pastZ = heptets + 0x2525252525252525u;   /* > 'Z' */
+    const uint64_t fromA = heptets + 0x3f3f3f3f3f3f3f3fu; /* >= 'A' */
+    const uint64_t pastZ = heptets + 0x2525252525252525u; /* > 'Z' */
     const uint64_t capital = fromA & ~pastZ & ~w & 0x8080808080808080u;
 
     return w | capital >> 2;

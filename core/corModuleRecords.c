@@ -25,11 +25,11 @@ corModuleRecordsRead(CorModule* m, const CorConf* conf, const char* key,
 
     *countP = 0;
     if (count == 0) {
-        corModuleError(m, list != NULL ? list : conf,
-                       "%s: at least one (%s)", key, shape);
+        corModuleError(m, list != NULL ? list : conf, "%s: at least one (%s)",
+                       key, shape);
         return NULL;
     }
-    assert(m->records == NULL);     /* one list a module */
+    assert(m->records == NULL); /* one list a module */
     array = calloc(count, size);
     if (array == NULL) {
         corModuleError(m, conf, "no memory");
@@ -43,8 +43,8 @@ corModuleRecordsRead(CorModule* m, const CorConf* conf, const char* key,
         const CorConf* entry = corConfAt(list, i);
 
         if (corConfKind(entry) != COR_CONF_MAP) {
-            corModuleError(m, entry, "%s[%u]: expected a mapping (%s)", key,
-                           i, shape);
+            corModuleError(m, entry, "%s[%u]: expected a mapping (%s)", key, i,
+                           shape);
             rc = -1;
         } else if (read(m, entry, array + i * size, i) != 0) {
             rc = -1;

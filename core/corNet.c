@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const unsigned char mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                          0xff, 0xff };
+static const unsigned char mapped[12] = { 0, 0, 0, 0, 0,    0,
+                                          0, 0, 0, 0, 0xff, 0xff };
 
 /* text (no prefix) into addr, v4-mapped as v4; false when not one. */
 static bool
@@ -104,5 +104,6 @@ corNetHas(const CorNet* net, const CorNetAddr* addr)
     }
     return rest == 0
            || ((net->addr.bytes[whole] ^ addr->bytes[whole])
-               & (0xffu << (8 - rest)) & 0xffu) == 0;
+               & (0xffu << (8 - rest)) & 0xffu)
+                  == 0;
 }

@@ -43,7 +43,7 @@ typedef struct {
     CorBeside beside;
     CorNotification n;
     CorSchemeEntry* scheme;
-    CorRequest* r;              /* held until the end, or NULL */
+    CorRequest* r; /* held until the end, or NULL */
     char copy[];
 } Notice;
 
@@ -53,8 +53,10 @@ corNotifyStopping(void)
     unsigned inFlight = corNotifyInFlight();
 
     if (inFlight > 0) {
-        corLog(COR_LOG_WARN, "stopping with %u notification%s in flight: "
-               "cancelled, counted failed", inFlight, inFlight == 1 ? "" : "s");
+        corLog(COR_LOG_WARN,
+               "stopping with %u notification%s in flight: "
+               "cancelled, counted failed",
+               inFlight, inFlight == 1 ? "" : "s");
     }
 }
 
@@ -107,11 +109,11 @@ noticeRun(CorBeside* b)
     }
     atomic_fetch_add(&s->failed, 1);
     if (rc == -ECANCELED && atomic_load(&corRuntime.stopping)) {
-        return;             /* corNotifyStopping said it once */
+        return; /* corNotifyStopping said it once */
     }
     urlForLog(notice->n.url, url, sizeof(url));
-    corLog(COR_LOG_WARN, "notification %s %s failed: %s", notice->n.method,
-           url, why[0] != '\0' ? why : strerror(-rc));
+    corLog(COR_LOG_WARN, "notification %s %s failed: %s", notice->n.method, url,
+           why[0] != '\0' ? why : strerror(-rc));
 }
 
 static void
@@ -142,8 +144,8 @@ noticeNew(const CorNotification* n)
         return NULL;
     }
     notice->n = *n;
-    notice->n.headers = corHeadersCopy(n->headers, n->headerCount,
-                                       notice->copy, &p);
+    notice->n.headers = corHeadersCopy(n->headers, n->headerCount, notice->copy,
+                                       &p);
     notice->n.url = strcpy(p, n->url);
     p += strlen(n->url) + 1;
     notice->n.method = strcpy(p, method);
@@ -156,8 +158,7 @@ noticeNew(const CorNotification* n)
         notice->n.body = memcpy(p, n->body, n->bodyLen);
     }
     if (notice->n.timeoutMs <= 0) {
-        notice->n.timeoutMs =
-            (int)corRuntime.config->client.notifyTimeoutMs;
+        notice->n.timeoutMs = (int)corRuntime.config->client.notifyTimeoutMs;
     }
     return notice;
 }

@@ -88,7 +88,6 @@ corPathNormalize(char* path, size_t n, size_t* outLen)
     return 0;
 }
 
-
 /* The length of the separator at p[0..n): '/', "%2F" or "%2f"; 0 for
  * none. */
 static size_t
@@ -97,8 +96,7 @@ separatorAt(const char* p, size_t n)
     if (p[0] == '/') {
         return 1;
     }
-    return n >= 3 && p[0] == '%' && p[1] == '2' && lower(p[2]) == 'f' ? 3
-                                                                       : 0;
+    return n >= 3 && p[0] == '%' && p[1] == '2' && lower(p[2]) == 'f' ? 3 : 0;
 }
 
 /* 1 when the raw segment s[0..n) decodes to ".", 2 to "..", else 0. */

@@ -78,8 +78,7 @@ CorRequest* corUpgradedRequest(CorUpgraded* u);
  * stop), -EAGAIN (timeoutMs 0, nothing there), -ECONNRESET, -EPROTO
  * (TLS), -EBADF (closed), -EINVAL (len 0). May yield.
  */
-ssize_t corUpgradedRead(CorUpgraded* u, void* buf, size_t len,
-                        int timeoutMs);
+ssize_t corUpgradedRead(CorUpgraded* u, void* buf, size_t len, int timeoutMs);
 
 /*
  * Write all len bytes of buf (read during the call only), waiting for
@@ -237,9 +236,8 @@ void corRequestSent(CorRequest* r);
  * both copied. Then the session runs, and ops->release follows its end.
  * On r's loop.
  */
-void corRequestUpgraded(CorRequest* r, const CorTransport* t,
-                        const void* rest, size_t restLen,
-                        const void* unsent, size_t unsentLen);
+void corRequestUpgraded(CorRequest* r, const CorTransport* t, const void* rest,
+                        size_t restLen, const void* unsent, size_t unsentLen);
 
 /* A listening socket the master opened for a protocol. */
 
@@ -271,8 +269,7 @@ typedef struct {
     ssize_t (*send)(CorTransport* t, const void* buf, size_t len);
     /* As sendfile(2): up to len bytes of fileFd from *offset, which moves
      * on; 0 when the file ended early. */
-    ssize_t (*sendFile)(CorTransport* t, int fileFd, off_t* offset,
-                        size_t len);
+    ssize_t (*sendFile)(CorTransport* t, int fileFd, off_t* offset, size_t len);
     /* Release what the transport holds and close the socket. */
     void (*close)(CorTransport* t);
 } CorTransportOps;
@@ -280,7 +277,7 @@ typedef struct {
 struct CorTransport {
     const CorTransportOps* ops;
     int fd;
-    void* data;         /* the transport's own per-connection state */
+    void* data; /* the transport's own per-connection state */
 };
 
 /* Bytes as they are, over the socket fd (which the transport now owns). */

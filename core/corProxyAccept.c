@@ -35,23 +35,23 @@
 typedef struct {
     CorEvIo io;
     CorEvTimer timer;
-    CorList link;               /* in its loop's waiting */
+    CorList link; /* in its loop's waiting */
     CorEvLoop* loop;
     CorAcceptFn open;
     unsigned index;
     const CorListener* l;
     int fd;
     struct sockaddr_storage peer;
-    size_t got;                 /* bytes of the header read */
-    long total;                 /* v2's whole length; 0 until known */
+    size_t got;                     /* bytes of the header read */
+    long total;                     /* v2's whole length; 0 until known */
     uint8_t buf[COR_PROXY_V2_KEEP]; /* what is kept of them */
 } ProxyWait;
 
 typedef enum {
     STEP_WAIT,
     STEP_DONE,
-    STEP_INVALID,               /* no header, or a malformed one */
-    STEP_CLOSED                 /* the peer's end, or an error */
+    STEP_INVALID, /* no header, or a malformed one */
+    STEP_CLOSED   /* the peer's end, or an error */
 } Step;
 
 /* The connections of this thread's loop whose header has not come. */
@@ -103,8 +103,9 @@ takeLine(ProxyWait* w)
         return n;
     }
     lf = memchr(w->buf + w->got, '\n', (size_t)n);
-    return take(w, lf != NULL ? (size_t)(lf - (w->buf + w->got)) + 1
-                              : (size_t)n, 0);
+    return take(w,
+                lf != NULL ? (size_t)(lf - (w->buf + w->got)) + 1 : (size_t)n,
+                0);
 }
 
 /* Read what may be read of the header. */
@@ -218,8 +219,12 @@ corProxyAcceptStart(CorEvLoop* loop, CorAcceptFn open, unsigned index,
         corAcceptClosed();
         return;
     }
-    *w = (ProxyWait){ .loop = loop, .open = open, .index = index, .l = l,
-                      .fd = fd, .peer = *peer };
+    *w = (ProxyWait){ .loop = loop,
+                      .open = open,
+                      .index = index,
+                      .l = l,
+                      .fd = fd,
+                      .peer = *peer };
     if (corEvIoStart(loop, &w->io, fd, EPOLLIN, onReadable) != 0) {
         close(fd);
         corAcceptClosed();
@@ -227,8 +232,7 @@ corProxyAcceptStart(CorEvLoop* loop, CorAcceptFn open, unsigned index,
         return;
     }
     corListAppend(&waiting, &w->link);
-    corEvTimerStart(loop, &w->timer, corLimits()->requestTimeoutMs,
-                    onExpired);
+    corEvTimerStart(loop, &w->timer, corLimits()->requestTimeoutMs, onExpired);
     /* The header often comes with the connection: read it now. */
     step(w);
 }
@@ -239,7 +243,8 @@ corProxyAcceptStop(CorAcceptFn open)
     CorList* node;
     CorList* next;
 
-    corListForEach(node, next, &waiting) {
+    corListForEach(node, next, &waiting)
+    {
         ProxyWait* w = corContainerOf(node, ProxyWait, link);
 
         if (w->open == open) {

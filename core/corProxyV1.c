@@ -56,7 +56,7 @@ fieldsSplit(char* text, char* fields[FIELDS], unsigned* count)
         *space = '\0';
         p = space + 1;
     }
-    return false;           /* a seventh field */
+    return false; /* a seventh field */
 }
 
 /* The line's addresses, of family (both checked), and its source port
@@ -66,11 +66,12 @@ addressesRead(int family, char* const f[FIELDS], struct sockaddr_storage* src)
 {
     struct sockaddr_in6* in6 = (struct sockaddr_in6*)src;
     struct sockaddr_in* in = (struct sockaddr_in*)src;
-    struct in6_addr dst;        /* room for either family's */
+    struct in6_addr dst; /* room for either family's */
     bool v6 = family == AF_INET6;
 
-    if (inet_pton(family, f[2], v6 ? (void*)&in6->sin6_addr
-                                   : (void*)&in->sin_addr) != 1
+    if (inet_pton(family, f[2],
+                  v6 ? (void*)&in6->sin6_addr : (void*)&in->sin_addr)
+            != 1
         || inet_pton(family, f[3], &dst) != 1
         || !portRead(f[4], v6 ? &in6->sin6_port : &in->sin_port)) {
         return false;
@@ -106,6 +107,5 @@ corProxyV1Parse(const uint8_t* line, size_t len, struct sockaddr_storage* src)
         || !portRead(f[5], &dport)) {
         return -1;
     }
-    return addressesRead(f[1][3] == '6' ? AF_INET6 : AF_INET, f, src)
-           ? 0 : -1;
+    return addressesRead(f[1][3] == '6' ? AF_INET6 : AF_INET, f, src) ? 0 : -1;
 }

@@ -37,9 +37,9 @@ corProxyIsV1(const uint8_t* buf)
 long
 corProxyV2Length(const uint8_t* fixed)
 {
-    if (memcmp(fixed, signature, sizeof(signature)) != 0
-        || fixed[12] >> 4 != 2 || (fixed[12] & 0x0f) > CMD_PROXY
-        || fixed[13] >> 4 > FAM_UNIX || (fixed[13] & 0x0f) > 2) {
+    if (memcmp(fixed, signature, sizeof(signature)) != 0 || fixed[12] >> 4 != 2
+        || (fixed[12] & 0x0f) > CMD_PROXY || fixed[13] >> 4 > FAM_UNIX
+        || (fixed[13] & 0x0f) > 2) {
         return -1;
     }
     return COR_PROXY_V2_FIXED + ((long)fixed[14] << 8 | fixed[15]);

@@ -99,7 +99,7 @@ entryAddress(const char* s, size_t len, CorNetAddr* addr)
     } else if ((colon = memchr(s, ':', len)) != NULL
                && memchr(colon + 1, ':', len - (size_t)(colon + 1 - s))
                       == NULL) {
-        len = (size_t)(colon - s);      /* one colon: v4:port */
+        len = (size_t)(colon - s); /* one colon: v4:port */
     }
     memcpy(text, s, len);
     text[len] = '\0';
@@ -108,9 +108,9 @@ entryAddress(const char* s, size_t len, CorNetAddr* addr)
 
 /* What an entry of the header is. */
 typedef enum {
-    ENTRY_EMPTY,                /* "a, , b": a list's, not a lie */
+    ENTRY_EMPTY, /* "a, , b": a list's, not a lie */
     ENTRY_ADDRESS,
-    ENTRY_NONE                  /* anything else */
+    ENTRY_NONE /* anything else */
 } Entry;
 
 /* The next entry leftwards of value[0..*end), into addr; *end moves to
@@ -179,17 +179,19 @@ void
 corRealIpApply(CorRequest* r)
 {
     const CorConfigRealIp* ri = corRuntime.config != NULL
-                                ? corRuntime.config->realIp : NULL;
+                                    ? corRuntime.config->realIp
+                                    : NULL;
     CorNetAddr peer;
     CorNetAddr client;
     char text[INET6_ADDRSTRLEN];
     char* copy;
 
     r->peer = r->remote;
-    if (ri == NULL || !corNetAddrParse(r->remote, &peer)
-        || !trusted(ri, &peer) || !clientOf(ri, r, &client)
-        || inet_ntop(client.len == 4 ? AF_INET : AF_INET6, client.bytes,
-                     text, sizeof(text)) == NULL) {
+    if (ri == NULL || !corNetAddrParse(r->remote, &peer) || !trusted(ri, &peer)
+        || !clientOf(ri, r, &client)
+        || inet_ntop(client.len == 4 ? AF_INET : AF_INET6, client.bytes, text,
+                     sizeof(text))
+               == NULL) {
         return;
     }
     copy = corRequestAlloc(r, strlen(text) + 1);

@@ -71,8 +71,8 @@ gaugeSum(size_t offset)
     unsigned sum = 0;
 
     for (unsigned i = 0; i < corRuntime.loopCount; i++) {
-        sum += atomic_load((atomic_uint*)(void*)((char*)corMetricsLoop(i)
-                                                 + offset));
+        sum += atomic_load(
+            (atomic_uint*)(void*)((char*)corMetricsLoop(i) + offset));
     }
     return sum;
 }
@@ -96,8 +96,7 @@ corRequestsOnWorkers(void)
 }
 
 static bool
-wantsCoroutine(CorRun run, bool (*hook)(const CorRequest*),
-               const CorRequest* r)
+wantsCoroutine(CorRun run, bool (*hook)(const CorRequest*), const CorRequest* r)
 {
     if (run == COR_RUN_INLINE) {
         return false;
@@ -114,14 +113,13 @@ served(CorRequest* r)
     if (!corListEmpty(&r->cleanups)) {
         corRequestCleanupsEnd(r);
     }
-    if (r->deadline.fn != NULL
-        && atomic_load(&r->answer) == ANSWER_TIMEOUT) {
+    if (r->deadline.fn != NULL && atomic_load(&r->answer) == ANSWER_TIMEOUT) {
         corRespondSet(r, 504, "text/plain", "the handler timed out\n", 22);
     } else if (!r->responded) {
         /* A handler whose wait was cancelled by a stop runs its failure
          * path and may not answer: the client still gets one. */
         corRespondSet(r, corRuntime.stopping ? 503 : 500, "text/plain",
-                   "the handler gave no response\n", 29);
+                      "the handler gave no response\n", 29);
     }
     if (r->status >= 300) {
         corRouteErrorPageApply(r);
@@ -131,7 +129,7 @@ served(CorRequest* r)
         corFilterResponse(r, corStreamFile);
     }
     if (r->stream != NULL) {
-        corStreamServed(r);     /* its head is out, or goes now */
+        corStreamServed(r); /* its head is out, or goes now */
         return;
     }
     corRequestAnswer(r, r->ops->done);
@@ -195,8 +193,7 @@ serveOnWorker(CorEvTask* task)
 {
     CorRequest* r = corContainerOf(task, CorRequest, task);
 
-    if (atomic_load(&corRuntime.stopping) && !r->inFinish
-        && !inSession(r)) {
+    if (atomic_load(&corRuntime.stopping) && !r->inFinish && !inSession(r)) {
         /* Still queued when the stop came: its handler never starts, as
          * on a loop a stop leaves nothing new to run. Started, it would
          * find every wait cancelled, but not a wait of its own that no
@@ -223,7 +220,8 @@ noteServed(const CorRequest* r)
 {
     size_t method = r->methodLen < 16 ? r->methodLen : 16;
     size_t path = r->pathLen < sizeof(lastServed.what) - method - 2
-                  ? r->pathLen : sizeof(lastServed.what) - method - 2;
+                      ? r->pathLen
+                      : sizeof(lastServed.what) - method - 2;
 
     lastServed.handler = corRequestHandlerName(r);
     memcpy(lastServed.what, r->method, method);
@@ -275,7 +273,8 @@ serveInline(CorRequest* r, CorHandlerFn fn)
 
     if (stallMs > 0 && heldMs > stallMs) {
         corMetricsLoopCurrent()->stalls++;
-        corLog(COR_LOG_WARN, "loop %d held %llu ms by handler %s (%.*s "
+        corLog(COR_LOG_WARN,
+               "loop %d held %llu ms by handler %s (%.*s "
                "%.*s), which runs inline: it must not block",
                corLoopIndexCurrent(), (unsigned long long)heldMs,
                corRequestHandlerName(r), (int)r->methodLen, r->method,
@@ -290,7 +289,7 @@ deadlinePassed(CorEvTimer* timer)
     unsigned open = ANSWER_OPEN;
 
     if (!atomic_compare_exchange_strong(&r->answer, &open, ANSWER_TIMEOUT)) {
-        return;     /* the handler answered in time: let it end */
+        return; /* the handler answered in time: let it end */
     }
     corMetricsLoopCurrent()->timedOut++;
     corRestCancel(&r->cancel);
@@ -308,8 +307,8 @@ deadlinePassed(CorEvTimer* timer)
 static void
 dispatch(CorRequest* r, bool coroutine, uint64_t timeoutMs)
 {
-    CorLoopCounters* c = r->inFinish || inSession(r)
-                         ? NULL : corMetricsLoopCurrent();
+    CorLoopCounters* c = r->inFinish || inSession(r) ? NULL
+                                                     : corMetricsLoopCurrent();
     int rc;
 
     r->serving = !r->inFinish;
@@ -428,7 +427,8 @@ static void
 rewritten(CorRequest* r, const CorRouteMatch* match)
 {
     if (++r->rewrites > REWRITES_MAX) {
-        corLog(COR_LOG_ERROR, "route '%s' (routes[%u]) rewrote %.*s "
+        corLog(COR_LOG_ERROR,
+               "route '%s' (routes[%u]) rewrote %.*s "
                "%u times: the rewrites loop; 500",
                corConfText(corConfGet(match->rules.route->node, "match")),
                match->rules.index, (int)r->pathLen, r->path, r->rewrites);
@@ -499,7 +499,7 @@ bodyFailedStatus(int rc)
     case -ECONNRESET:
         return 400;
     default:
-        return 500;             /* its file could not be written */
+        return 500; /* its file could not be written */
     }
 }
 
@@ -564,7 +564,8 @@ requestRoute(CorRequest* r)
      * guard's refusal, a timeout, the core's 405. */
     if (match.rules.headerCount > 0
         && corResponseHeadersAdd(r, match.rules.headers,
-                                 match.rules.headerCount) != 0) {
+                                 match.rules.headerCount)
+               != 0) {
         corRespondSet(r, 500, "text/plain", "out of memory\n", 14);
         served(r);
         return;
@@ -602,7 +603,7 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     c->protocols[ops->kind < COR_PROTOCOL_KINDS ? ops->kind
                                                 : COR_PROTOCOL_OTHER]++;
     if (r->bodyLen > 0) {
-        corRequestLimits(r);    /* a protocol that did not ask */
+        corRequestLimits(r); /* a protocol that did not ask */
     }
     refused = corLimitsRequest(r);
     if (refused != 0) {
@@ -646,9 +647,10 @@ runFinish(CorRequest* r)
     }
     /* What the request points to is its protocol's until the release,
      * which follows this phase: nothing to copy. */
-    dispatch(r, wantsCoroutine(handler->finishRun,
-                               handler->finishCoroutineHook, r)
-                && corRuntime.coroutines, 0);
+    dispatch(r,
+             wantsCoroutine(handler->finishRun, handler->finishCoroutineHook, r)
+                 && corRuntime.coroutines,
+             0);
 }
 
 /* Every request of every protocol has its line, once sent. */
@@ -664,8 +666,9 @@ void
 corRequestSent(CorRequest* r)
 {
     accessLog(r);
-    corMetricsLoopCurrent()->responses[r->status >= 100 && r->status < 600
-                                       ? r->status / 100 - 1 : 5]++;
+    corMetricsLoopCurrent()
+        ->responses[r->status >= 100 && r->status < 600 ? r->status / 100 - 1
+                                                        : 5]++;
     if (r->upgrade != NULL) {
         /* Not handed over (the client left, the 101 did not go out): the
          * session still runs, on a connection that is gone. */
@@ -704,8 +707,10 @@ sessionStart(CorRequest* r)
 
     r->upgrade->running = true;
     memset(&r->cancel, 0, sizeof(r->cancel));
-    dispatch(r, wantsCoroutine(run, handler->coroutineHook, r)
-                && corRuntime.coroutines, 0);
+    dispatch(r,
+             wantsCoroutine(run, handler->coroutineHook, r)
+                 && corRuntime.coroutines,
+             0);
 }
 
 /* The session returned: its connection closes, the request ends (no
@@ -740,10 +745,12 @@ coroutineStalled(CorCo* co, uint64_t heldMs)
         noteServed(r);
     }
     corMetricsLoopCurrent()->stalls++;
-    corLog(COR_LOG_WARN, "loop %d held %llu ms by handler %s (%s) between "
+    corLog(COR_LOG_WARN,
+           "loop %d held %llu ms by handler %s (%s) between "
            "two waits: it blocks and should run on a worker (its coroutine "
-           "hook said yes)", corLoopIndexCurrent(),
-           (unsigned long long)heldMs, lastServed.handler, lastServed.what);
+           "hook said yes)",
+           corLoopIndexCurrent(), (unsigned long long)heldMs,
+           lastServed.handler, lastServed.what);
 }
 
 void

@@ -57,7 +57,7 @@ news(CorBodyIn* in)
     CorBodyWatchFn fn = in->watch;
 
     if (fn != NULL) {
-        fn(in->watchArg);       /* set and cleared on this loop only */
+        fn(in->watchArg); /* set and cleared on this loop only */
     }
 }
 
@@ -150,7 +150,7 @@ corRequestBodyWakeFd(CorRequest* r)
     }
     fd = in->wakeFd >= 0 ? in->wakeFd : -errno;
     if (fd >= 0 && (corBufPending(&in->buf) > 0 || in->end != 0)) {
-        wakeLocked(in);         /* news before the watch began */
+        wakeLocked(in); /* news before the watch began */
     }
     pthread_mutex_unlock(&in->lock);
     return fd;

@@ -19,15 +19,15 @@
 struct CorBodyIn {
     pthread_mutex_t lock;
     CorRequest* r;
-    CorBuf buf;                 /* what came and was not taken */
-    int end;                    /* 0: coming; 1: whole; -errno: failed */
-    int wakeFd;                 /* an eventfd once a reader waited, or -1 */
-    size_t consumed;            /* taken, not told to the protocol yet */
-    bool consumedPosted;        /* the task that tells it is due */
+    CorBuf buf;          /* what came and was not taken */
+    int end;             /* 0: coming; 1: whole; -errno: failed */
+    int wakeFd;          /* an eventfd once a reader waited, or -1 */
+    size_t consumed;     /* taken, not told to the protocol yet */
+    bool consumedPosted; /* the task that tells it is due */
     CorEvTask task;
-    CorBodyWatchFn watch;       /* on the loop, after each put */
+    CorBodyWatchFn watch; /* on the loop, after each put */
     void* watchArg;
-    int64_t lengthSaid;         /* what the protocol said it brings, or -1 */
+    int64_t lengthSaid; /* what the protocol said it brings, or -1 */
     /* Gathered whole before a handler that does not stream it
      * (corRequestBodySpool.c): */
     bool whole;                 /* r->body holds all of it */
@@ -36,7 +36,7 @@ struct CorBodyIn {
     void* map;                  /* r->body, the file mapped, or NULL */
     CorBodyGatheredFn gathered; /* called once it came (or failed) */
     void* gatheredArg;
-    int gatherRc;               /* what it is told */
+    int gatherRc; /* what it is told */
     CorEvSoon gatherSoon;
 };
 

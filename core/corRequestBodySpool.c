@@ -67,8 +67,10 @@ spoolOpen(void)
         return fd;
     }
     fd = -errno;
-    corLog(COR_LOG_ERROR, "a request body past limits.body_memory cannot "
-           "be spooled in %s: %s", dir, strerror(-fd));
+    corLog(COR_LOG_ERROR,
+           "a request body past limits.body_memory cannot "
+           "be spooled in %s: %s",
+           dir, strerror(-fd));
     return fd;
 }
 
@@ -113,7 +115,8 @@ gatherEnd(CorRequest* r)
 
     if (in->spoolFd < 0) {
         r->body = corBufPending(&in->buf) > 0
-                  ? (const char*)corBufHead(&in->buf) : "";
+                      ? (const char*)corBufHead(&in->buf)
+                      : "";
         in->whole = true;
         return 0;
     }
@@ -158,8 +161,7 @@ gatherNews(void* arg)
 
     pthread_mutex_lock(&in->lock);
     end = in->end;
-    if (in->spoolFd >= 0
-        || corBufPending(&in->buf) > corLimits()->bodyMemory) {
+    if (in->spoolFd >= 0 || corBufPending(&in->buf) > corLimits()->bodyMemory) {
         rc = spoolWrite(in);
     }
     fresh = r->bodyLen - in->told;
@@ -195,7 +197,7 @@ corRequestBodyGather(CorRequest* r, CorBodyGatheredFn fn, void* arg)
     in->gatheredArg = arg;
     in->watch = gatherNews;
     in->watchArg = r;
-    gatherNews(r);              /* what came before */
+    gatherNews(r); /* what came before */
 }
 
 void

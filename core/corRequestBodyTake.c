@@ -110,7 +110,7 @@ corRequestBodyTake(CorRequest* r, void* buf, size_t len)
         if (corEvLoopCurrent() == r->loop) {
             consumedTell(r);
         } else if (post) {
-            corRequestHold(r);      /* it must not be released before */
+            corRequestHold(r); /* it must not be released before */
             corEvLoopPost(r->loop, &in->task, consumedOnLoop);
         }
         return (ssize_t)n;

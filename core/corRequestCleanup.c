@@ -47,7 +47,8 @@ corRequestCleanupsCancel(CorRequest* r)
     CorList* next;
 
     pthread_mutex_lock(&cleanupLock);
-    corListForEach(node, next, &r->cleanups) {
+    corListForEach(node, next, &r->cleanups)
+    {
         CorRequestCleanup* c = corContainerOf(node, CorRequestCleanup, link);
 
         c->cancel(c);

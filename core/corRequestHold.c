@@ -17,10 +17,10 @@ static void
 arenaFree(CorRequest* r)
 {
     if (r->fileFd >= 0) {
-        close(r->fileFd);       /* the protocol did not take it */
+        close(r->fileFd); /* the protocol did not take it */
         r->fileFd = -1;
     }
-    corFilterEnd(r);            /* a body its filters never saw end */
+    corFilterEnd(r); /* a body its filters never saw end */
     corStreamFree(r);
     corRequestBodyFree(r);
     corRequestArenaFree(r);

@@ -26,7 +26,7 @@
 struct CorArenaChunk {
     CorArenaChunk* next;
     size_t used;
-    size_t size;                /* of data */
+    size_t size; /* of data */
     max_align_t data[];
 };
 
@@ -46,10 +46,12 @@ corRequestAlloc(CorRequest* r, size_t size)
     aligned = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
     if (chunk == NULL || chunk->size - chunk->used < aligned) {
         size_t last = chunk == NULL ? 0 : chunk->size + sizeof(*chunk);
-        size_t grow = last == 0 ? ARENA_CHUNK_FIRST
-                      : last < ARENA_CHUNK_MAX ? last * 2 : ARENA_CHUNK_MAX;
+        size_t grow = last == 0                ? ARENA_CHUNK_FIRST
+                      : last < ARENA_CHUNK_MAX ? last * 2
+                                               : ARENA_CHUNK_MAX;
         size_t block = aligned + sizeof(*chunk) > grow
-                       ? aligned + sizeof(*chunk) : grow;
+                           ? aligned + sizeof(*chunk)
+                           : grow;
 
         chunk = corChunkTake(&block);
         if (chunk == NULL) {

@@ -33,7 +33,7 @@ answerClaim(CorRequest* r)
 
 void
 corRespondSet(CorRequest* r, int status, const char* contentType,
-           const void* body, size_t len)
+              const void* body, size_t len)
 {
     r->status = status;
     r->contentType = contentType;
@@ -52,8 +52,8 @@ corRespondStatic(CorRequest* r, int status, const char* contentType,
 }
 
 void
-corRespond(CorRequest* r, int status, const char* contentType,
-           const void* body, size_t len)
+corRespond(CorRequest* r, int status, const char* contentType, const void* body,
+           size_t len)
 {
     void* copy = NULL;
 
@@ -72,8 +72,8 @@ corRespond(CorRequest* r, int status, const char* contentType,
 }
 
 void
-corRespondf(CorRequest* r, int status, const char* contentType,
-            const char* fmt, ...)
+corRespondf(CorRequest* r, int status, const char* contentType, const char* fmt,
+            ...)
 {
     char small[512];
     va_list ap;
@@ -125,8 +125,8 @@ corHeaderNameValid(const char* name)
     for (const char* p = name; *p != '\0'; p++) {
         unsigned char ch = (unsigned char)*p;
 
-        if (!((ch >= '0' && ch <= '9') || ((ch | 0x20) >= 'a'
-                                           && (ch | 0x20) <= 'z')
+        if (!((ch >= '0' && ch <= '9')
+              || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z')
               || strchr(tchar, ch) != NULL)) {
             return false;
         }
@@ -177,7 +177,8 @@ int
 corResponseHeadersAdd(CorRequest* r, const CorHeader* headers, unsigned n)
 {
     if (fieldsRoom(r, &r->responseHeaders, r->responseHeaderCount,
-                   &r->responseHeaderCap, n) != 0) {
+                   &r->responseHeaderCap, n)
+        != 0) {
         return -ENOMEM;
     }
     memcpy(r->responseHeaders + r->responseHeaderCount, headers,
@@ -188,13 +189,15 @@ corResponseHeadersAdd(CorRequest* r, const CorHeader* headers, unsigned n)
 
 /* Add name: value to the list at *listP (copies in r's arena). */
 static int
-fieldAdd(CorRequest* r, CorHeader** listP, unsigned* countP,
-         unsigned* capP, const char* name, const char* value)
+fieldAdd(CorRequest* r, CorHeader** listP, unsigned* countP, unsigned* capP,
+         const char* name, const char* value)
 {
     if (!corHeaderNameValid(name) || !corHeaderValueValid(value)) {
-        corLog(COR_LOG_WARN, "handler %s: response header refused (a name "
+        corLog(COR_LOG_WARN,
+               "handler %s: response header refused (a name "
                "must be a token, a value must have no CR, LF or other "
-               "control character)", corRequestHandlerName(r));
+               "control character)",
+               corRequestHandlerName(r));
         return -EINVAL;
     }
     if (fieldsRoom(r, listP, *countP, capP, 1) != 0) {
@@ -209,9 +212,8 @@ fieldAdd(CorRequest* r, CorHeader** listP, unsigned* countP,
     }
     memcpy(copy, name, nameLen + 1);
     memcpy(copy + nameLen + 1, value, valueLen + 1);
-    (*listP)[(*countP)++] = (CorHeader){
-        copy, nameLen, copy + nameLen + 1, valueLen
-    };
+    (*listP)[(*countP)++] = (CorHeader){ copy, nameLen, copy + nameLen + 1,
+                                         valueLen };
     return 0;
 }
 

@@ -29,17 +29,17 @@
 #include <string.h>
 
 typedef struct {
-    const char* method;         /* NULL: any */
+    const char* method; /* NULL: any */
     size_t methodLen;
-    const char* path;           /* exact or prefix; a regex's literal
-                                   start */
+    const char* path; /* exact or prefix; a regex's literal
+                         start */
     size_t pathLen;
-    bool prefix;                /* path is a prefix (a regex's too) */
-    CorRouteRegex* regex;       /* NULL: a path route */
-    const CorHandlerEntry* handler;     /* NULL: a redirect or rewrite */
-    uint64_t timeoutMs;         /* 0: the handler's */
+    bool prefix;                    /* path is a prefix (a regex's too) */
+    CorRouteRegex* regex;           /* NULL: a path route */
+    const CorHandlerEntry* handler; /* NULL: a redirect or rewrite */
+    uint64_t timeoutMs;             /* 0: the handler's */
     CorRouteRules rules;
-    CorLimits limits;           /* the top level's, with its own `limits:` */
+    CorLimits limits; /* the top level's, with its own `limits:` */
 } Route;
 
 static Route* routes;
@@ -62,11 +62,12 @@ unknownHandler(const CorConfigRoute* in, CorConfErrors* errors)
     const char** names = corHandlerNames();
     char tail[1024];
 
-    corConfErrorf(errors, in->node, "route '%s': no module registered a "
-                  "handler named '%s'%s", routeName(in), in->handler,
-                  names != NULL ? corConfSuggest(in->handler, names,
-                                                 "handlers", tail,
-                                                 sizeof(tail))
+    corConfErrorf(errors, in->node,
+                  "route '%s': no module registered a "
+                  "handler named '%s'%s",
+                  routeName(in), in->handler,
+                  names != NULL ? corConfSuggest(in->handler, names, "handlers",
+                                                 tail, sizeof(tail))
                                 : "");
     free(names);
 }
@@ -79,20 +80,21 @@ unknownGuard(const CorConfigRoute* in, const CorConf* node,
     const char** names = corGuardNames();
     char tail[1024];
 
-    corConfErrorf(errors, node, "route '%s': no module registered a "
-                  "guard named '%s'%s", routeName(in), corConfText(node),
+    corConfErrorf(errors, node,
+                  "route '%s': no module registered a "
+                  "guard named '%s'%s",
+                  routeName(in), corConfText(node),
                   names != NULL && names[0] != NULL
-                  ? corConfSuggest(corConfText(node), names, "guards", tail,
-                                   sizeof(tail))
-                  : " (no module registered a guard: load access or "
-                    "limit)");
+                      ? corConfSuggest(corConfText(node), names, "guards", tail,
+                                       sizeof(tail))
+                      : " (no module registered a guard: load access or "
+                        "limit)");
     free(names);
 }
 
 /* The route's guards, by name, in the order the file gives them. */
 static int
-guardsBuild(const CorConfigRoute* in, CorRouteRules* out,
-            CorConfErrors* errors)
+guardsBuild(const CorConfigRoute* in, CorRouteRules* out, CorConfErrors* errors)
 {
     bool list = corConfKind(in->guard) == COR_CONF_SEQ;
     unsigned count = list ? (unsigned)corConfCount(in->guard) : 1;
@@ -133,12 +135,14 @@ headersBuild(const CorConfigRoute* in, CorRouteRules* out,
         const char* name = corConfKeyAt(in->headers, i);
         const CorConf* value = corConfAt(in->headers, i);
 
-        if (!corHeaderNameValid(name) || !corHeaderValueValid(
-                corConfText(value))) {
-            corConfErrorf(errors, value, "headers: '%s': a name must be a "
+        if (!corHeaderNameValid(name)
+            || !corHeaderValueValid(corConfText(value))) {
+            corConfErrorf(errors, value,
+                          "headers: '%s': a name must be a "
                           "token (letters, digits, !#$%%&'*+-.^_`|~) and a "
                           "value must hold no CR, LF or other control "
-                          "character", name);
+                          "character",
+                          name);
             rc = -1;
         }
         out->headers[i] = (CorHeader){ name, strlen(name), corConfText(value),
@@ -169,12 +173,14 @@ filtersOffResolve(const CorConfigRoute* in, uint32_t* bitsP,
             continue;
         }
         names = corFilterNames();
-        corConfErrorf(errors, corConfGet(map, name), "filters: no module "
-                      "added a filter named '%s'%s", name,
+        corConfErrorf(errors, corConfGet(map, name),
+                      "filters: no module "
+                      "added a filter named '%s'%s",
+                      name,
                       names != NULL && names[0] != NULL
-                      ? corConfSuggest(name, names, "filters", tail,
-                                       sizeof(tail))
-                      : " (no module loaded adds one)");
+                          ? corConfSuggest(name, names, "filters", tail,
+                                           sizeof(tail))
+                          : " (no module loaded adds one)");
         free(names);
         rc = -1;
     }
@@ -195,9 +201,11 @@ regexBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
     out->regex = corRouteRegexCompile(in->regex, in->regexCaseless, &prefix,
                                       why, sizeof(why), &offset);
     if (out->regex == NULL) {
-        corConfErrorf(errors, corConfGet(in->node, "match"), "match: the "
+        corConfErrorf(errors, corConfGet(in->node, "match"),
+                      "match: the "
                       "regular expression '%s' does not compile: %s (at "
-                      "offset %zu)", in->regex, why, offset);
+                      "offset %zu)",
+                      in->regex, why, offset);
         return -1;
     }
     out->path = prefix;
@@ -209,26 +217,30 @@ regexBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
 /* The highest {N} a template of in names: it must be one of the groups
  * of its regex ({0} of any), or it would fill in nothing, unseen. */
 static int
-capturesCheck(const CorConfigRoute* in, const Route* out,
-              CorConfErrors* errors)
+capturesCheck(const CorConfigRoute* in, const Route* out, CorConfErrors* errors)
 {
-    unsigned groups = out->regex != NULL ? corRouteRegexGroups(out->regex)
-                                         : 0;
+    unsigned groups = out->regex != NULL ? corRouteRegexGroups(out->regex) : 0;
     unsigned most = 0;
 
     most = in->redirect != NULL && in->redirect->maxCapture > most
-           ? in->redirect->maxCapture : most;
+               ? in->redirect->maxCapture
+               : most;
     most = in->rewrite != NULL && in->rewrite->maxCapture > most
-           ? in->rewrite->maxCapture : most;
+               ? in->rewrite->maxCapture
+               : most;
     for (unsigned i = 0; i < in->requestSetCount; i++) {
         most = in->requestSet[i].value.maxCapture > most
-               ? in->requestSet[i].value.maxCapture : most;
+                   ? in->requestSet[i].value.maxCapture
+                   : most;
     }
     if (most > groups) {
-        corConfErrorf(errors, corConfGet(in->node, "match"), "route '%s': "
-                      "a template names {%u}, but %s", routeName(in), most,
+        corConfErrorf(errors, corConfGet(in->node, "match"),
+                      "route '%s': "
+                      "a template names {%u}, but %s",
+                      routeName(in), most,
                       out->regex == NULL ? "only a regex match (\"~...\") "
-                      "captures" : "its regex has fewer groups");
+                                           "captures"
+                                         : "its regex has fewer groups");
         return -1;
     }
     return 0;
@@ -310,10 +322,10 @@ rulesBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
     if (in->errorPageCount > 0) {
         CorErrorPages* pages = malloc(sizeof(*pages));
 
-        if (pages == NULL || corErrorPagesBuild(in->errorPages,
-                                                in->errorPageCount,
-                                                corRouteErrorPages(),
-                                                pages) != 0) {
+        if (pages == NULL
+            || corErrorPagesBuild(in->errorPages, in->errorPageCount,
+                                  corRouteErrorPages(), pages)
+                   != 0) {
             corConfErrorf(errors, in->node, "out of memory");
             free(pages);
             return -1;
@@ -428,10 +440,10 @@ typedef struct {
     const char* path;
     size_t pathLen;
     unsigned best;
-    bool pathSeen;              /* some route took the path, not the method */
-    bool failed;                /* a regex could not be run */
-    unsigned headersFrom;       /* the route a 405's headers are from */
-    unsigned pagesFrom;         /* and its error pages */
+    bool pathSeen;        /* some route took the path, not the method */
+    bool failed;          /* a regex could not be run */
+    unsigned headersFrom; /* the route a 405's headers are from */
+    unsigned pagesFrom;   /* and its error pages */
     CorRouteMatch* match;
 } Lookup;
 
@@ -453,8 +465,9 @@ routeTry(Lookup* k, unsigned id)
     CorRouteMatch* match = k->match;
     size_t ov[2 * COR_ROUTE_CAPTURES];
     int matched = route->regex != NULL
-                  ? corRouteRegexMatch(route->regex, k->path, k->pathLen, ov)
-                  : 1;
+                      ? corRouteRegexMatch(route->regex, k->path, k->pathLen,
+                                           ov)
+                      : 1;
 
     if (matched < 0) {
         /* Not "no match": a later route would take what this one may
@@ -470,8 +483,8 @@ routeTry(Lookup* k, unsigned id)
         k->best = id;
         match->handler = route->handler;
         match->timeoutMs = route->timeoutMs != 0 || route->handler == NULL
-                           ? route->timeoutMs
-                           : route->handler->handler.timeoutMs;
+                               ? route->timeoutMs
+                               : route->handler->handler.timeoutMs;
         match->rules = route->rules;
         match->captured = route->regex != NULL;
         if (match->captured) {
@@ -485,8 +498,7 @@ routeTry(Lookup* k, unsigned id)
     if (route->rules.headerCount > 0 && id < k->headersFrom) {
         k->headersFrom = id;
     }
-    if (route->rules.errorPages != corRouteErrorPages()
-        && id < k->pagesFrom) {
+    if (route->rules.errorPages != corRouteErrorPages() && id < k->pagesFrom) {
         k->pagesFrom = id;
     }
     /* Only the method differs: the methods the path has make the 405's
@@ -574,8 +586,8 @@ hostSearch(Lookup* k, const CorRequest* r)
     if (at >= 0) {
         tableSearch(k, &routeIndex.tables[at]);
     }
-    for (const char* dot = routeIndex.wildcards.used > 0
-                           ? memchr(host, '.', n) : NULL;
+    for (const char* dot = routeIndex.wildcards.used > 0 ? memchr(host, '.', n)
+                                                         : NULL;
          dot != NULL;
          dot = memchr(dot + 1, '.', n - (size_t)(dot + 1 - host))) {
         at = corRouteMapGet(&routeIndex.wildcards, dot + 1,
@@ -589,9 +601,13 @@ hostSearch(Lookup* k, const CorRequest* r)
 CorRouteResult
 corRouteFind(const CorRequest* r, CorRouteMatch* match)
 {
-    Lookup k = { .method = r->method, .methodLen = r->methodLen,
-                 .path = r->path, .pathLen = r->pathLen, .best = routeCount,
-                 .headersFrom = routeCount, .pagesFrom = routeCount,
+    Lookup k = { .method = r->method,
+                 .methodLen = r->methodLen,
+                 .path = r->path,
+                 .pathLen = r->pathLen,
+                 .best = routeCount,
+                 .headersFrom = routeCount,
+                 .pagesFrom = routeCount,
                  .match = match };
 
     match->allow[0] = '\0';
@@ -602,10 +618,10 @@ corRouteFind(const CorRequest* r, CorRouteMatch* match)
     hostSearch(&k, r);
     tableSearch(&k, &routeIndex.tables[0]);
     if (k.failed) {
-        corLog(COR_LOG_ERROR, "route '%s': its regex could not be run on "
+        corLog(COR_LOG_ERROR,
+               "route '%s': its regex could not be run on "
                "%.*s (a match or depth limit): 500",
-               routeName(routes[k.best].rules.route), (int)k.pathLen,
-               k.path);
+               routeName(routes[k.best].rules.route), (int)k.pathLen, k.path);
         return COR_ROUTE_FAILED;
     }
     if (k.best < routeCount) {
@@ -633,16 +649,16 @@ corRoutePathStrip(CorRequest* r, size_t n)
 {
     char* raw = r->rawPath != NULL ? corRequestAlloc(r, r->rawPathLen + 1)
                                    : NULL;
-    int rawLen = raw != NULL ? corPathEscapedNormal(r->rawPath,
-                                                    r->rawPathLen, raw)
-                             : -1;
+    int rawLen = raw != NULL
+                     ? corPathEscapedNormal(r->rawPath, r->rawPathLen, raw)
+                     : -1;
     size_t at = 0;
 
     r->path += n;
     r->pathLen -= n;
     r->rawPath = NULL;
     if (rawLen < 0) {
-        return;     /* the decoded path says it, escaped again */
+        return; /* the decoded path says it, escaped again */
     }
     /* The normal forms run side by side: an escape is three raw bytes
      * for one decoded. */

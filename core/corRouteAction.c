@@ -13,7 +13,7 @@
 
 struct CorCaptures {
     struct {
-        const char* text;       /* NULL: the group took no part */
+        const char* text; /* NULL: the group took no part */
         size_t len;
     } at[COR_ROUTE_CAPTURES];
 };
@@ -111,8 +111,7 @@ corRouteRequestHeaders(CorRequest* r, const CorConfigRoute* route)
         if (value == NULL) {
             return outOfMemory(r);
         }
-        headers[n++] = (CorHeader){ set->name, strlen(set->name), value,
-                                    len };
+        headers[n++] = (CorHeader){ set->name, strlen(set->name), value, len };
     }
     r->headers = headers;
     r->headerCount = n;
@@ -131,8 +130,8 @@ corRouteRedirect(CorRequest* r, const CorConfigRoute* route)
         outOfMemory(r);
         return;
     }
-    corRespondSet(r, (int)route->redirectStatus, "text/plain",
-                  "redirected\n", 11);
+    corRespondSet(r, (int)route->redirectStatus, "text/plain", "redirected\n",
+                  11);
 }
 
 /* Whether the path p[0..n) holds an escape of a NUL (a capture's byte,
@@ -140,8 +139,8 @@ corRouteRedirect(CorRequest* r, const CorConfigRoute* route)
 static bool
 escapedNul(const char* p, size_t n)
 {
-    for (const char* at = p; (at = memchr(at, '%', n - (size_t)(at - p)))
-                             != NULL; at++) {
+    for (const char* at = p;
+         (at = memchr(at, '%', n - (size_t)(at - p))) != NULL; at++) {
         if (n - (size_t)(at - p) >= 3 && at[1] == '0' && at[2] == '0') {
             return true;
         }
@@ -170,9 +169,11 @@ corRouteRewrite(CorRequest* r, const CorConfigRoute* route)
     memcpy(path, target, pathLen);
     if (pathLen == 0 || path[0] != '/' || escapedNul(path, pathLen)
         || corPathNormalize(path, pathLen, &pathLen) != 0) {
-        corLog(COR_LOG_WARN, "route '%s' rewrote %.*s to '%s', which is "
-               "no path: 400", corConfText(corConfGet(route->node, "match")),
-               (int)r->pathLen, r->path, target);
+        corLog(COR_LOG_WARN,
+               "route '%s' rewrote %.*s to '%s', which is "
+               "no path: 400",
+               corConfText(corConfGet(route->node, "match")), (int)r->pathLen,
+               r->path, target);
         corRespondSet(r, 400, "text/plain", "bad rewritten target\n", 21);
         return -1;
     }

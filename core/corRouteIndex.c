@@ -10,7 +10,7 @@
 #include <string.h>
 
 struct CorRouteSlot {
-    const char* key;            /* NULL: free */
+    const char* key; /* NULL: free */
     size_t len;
     uint32_t hash;
     unsigned value;
@@ -51,8 +51,9 @@ slotFind(const CorRouteMap* m, const char* key, size_t len, uint32_t hash)
     for (unsigned i = hash & m->mask;; i = (i + 1) & m->mask) {
         struct CorRouteSlot* s = &m->slots[i];
 
-        if (s->key == NULL || (s->hash == hash && s->len == len
-                               && memcmp(s->key, key, len) == 0)) {
+        if (s->key == NULL
+            || (s->hash == hash && s->len == len
+                && memcmp(s->key, key, len) == 0)) {
             return s;
         }
     }
@@ -132,8 +133,8 @@ corRouteIndexTable(CorRouteIndex* x, const char* host)
         return NULL;
     }
     if ((unsigned)at == x->tableCount) {
-        CorRouteTable* grown = realloc(x->tables, (x->tableCount + 1)
-                                                  * sizeof(*grown));
+        CorRouteTable* grown = realloc(x->tables,
+                                       (x->tableCount + 1) * sizeof(*grown));
 
         if (grown == NULL) {
             return NULL;
@@ -149,8 +150,8 @@ corRouteIndexTable(CorRouteIndex* x, const char* host)
 static unsigned
 nodeAdd(CorRouteTable* t, unsigned parent, unsigned char byte)
 {
-    CorRouteNode* grown = realloc(t->nodes, (t->nodeCount + 1)
-                                            * sizeof(*grown));
+    CorRouteNode* grown = realloc(t->nodes,
+                                  (t->nodeCount + 1) * sizeof(*grown));
     unsigned at = t->nodeCount;
 
     if (grown == NULL) {
@@ -202,8 +203,8 @@ corRouteTableAdd(CorRouteTable* t, const char* path, bool exact, unsigned id)
         return -1;
     }
     if ((unsigned)at == t->listCount) {
-        CorRouteIds* grown = realloc(t->lists, (t->listCount + 1)
-                                               * sizeof(*grown));
+        CorRouteIds* grown = realloc(t->lists,
+                                     (t->listCount + 1) * sizeof(*grown));
 
         if (grown == NULL) {
             return -1;

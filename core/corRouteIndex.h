@@ -29,7 +29,7 @@ typedef struct {
 /* A string-keyed open-addressing hash to a value; keys are not copied. */
 typedef struct {
     struct CorRouteSlot* slots;
-    unsigned mask;              /* slots - 1; 0: empty */
+    unsigned mask; /* slots - 1; 0: empty */
     unsigned used;
 } CorRouteMap;
 
@@ -44,17 +44,17 @@ typedef struct {
 } CorRouteNode;
 
 typedef struct {
-    CorRouteMap exact;          /* path -> index into lists */
+    CorRouteMap exact; /* path -> index into lists */
     CorRouteIds* lists;
     unsigned listCount;
-    CorRouteNode* nodes;        /* the prefix trie; nodes[0] the root */
+    CorRouteNode* nodes; /* the prefix trie; nodes[0] the root */
     unsigned nodeCount;
 } CorRouteTable;
 
 typedef struct {
-    CorRouteMap hosts;          /* name -> index into tables */
-    CorRouteMap wildcards;      /* suffix ("example.org") -> tables */
-    CorRouteTable* tables;      /* [0]: routes for any host */
+    CorRouteMap hosts;     /* name -> index into tables */
+    CorRouteMap wildcards; /* suffix ("example.org") -> tables */
+    CorRouteTable* tables; /* [0]: routes for any host */
     unsigned tableCount;
 } CorRouteIndex;
 

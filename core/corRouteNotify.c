@@ -50,9 +50,11 @@ urlCheck(const CorConf* node, CorConfErrors* errors)
     CorUrl u;
 
     if (s == NULL || s->send == NULL) {
-        corConfErrorf(errors, node, "notify: no module registered a "
+        corConfErrorf(errors, node,
+                      "notify: no module registered a "
                       "notification scheme for '%s' (the schemes that send: "
-                      "%s)", url, sendingSchemes(names, sizeof(names)));
+                      "%s)",
+                      url, sendingSchemes(names, sizeof(names)));
         return -1;
     }
     if (corUrlParse(url, &u, why, sizeof(why)) != 0
@@ -71,9 +73,11 @@ corRouteNotifyCheck(const CorConfigRoute* in, const CorHandlerEntry* handler,
     int rc = 0;
 
     if (handler->handler.streamBody) {
-        corConfErrorf(errors, corConfGet(in->node, "notify"), "notify: "
+        corConfErrorf(errors, corConfGet(in->node, "notify"),
+                      "notify: "
                       "handler '%s' reads its body as it comes (streamBody) "
-                      "and keeps none to send", handler->handler.name);
+                      "and keeps none to send",
+                      handler->handler.name);
         return -1;
     }
     for (unsigned i = 0; i < n->urlCount; i++) {
@@ -115,9 +119,10 @@ corRouteNotifySend(CorRequest* r)
     type = corRequestHeaderText(r, "Content-Type");
     for (unsigned i = 0; i < n->urlCount; i++) {
         const char* url = corConfText(n->urls[i]);
-        int rc = corNotify(r, &(CorNotification){
-            .url = url, .contentType = type,
-            .body = r->body, .bodyLen = r->bodyLen });
+        int rc = corNotify(r, &(CorNotification){ .url = url,
+                                                  .contentType = type,
+                                                  .body = r->body,
+                                                  .bodyLen = r->bodyLen });
 
         /* Due and not sent (a stop, no memory, no thread): a failed
          * notification of its scheme, as one cut short. corNotify logged
@@ -126,9 +131,10 @@ corRouteNotifySend(CorRequest* r)
             corNotifyFailedCount(url);
         }
         if (rc == -ENOMEM) {
-            corLog(COR_LOG_WARN, "notification of %.*s %.*s not sent: out "
-                   "of memory", (int)r->methodLen, r->method,
-                   (int)r->pathLen, r->path);
+            corLog(COR_LOG_WARN,
+                   "notification of %.*s %.*s not sent: out "
+                   "of memory",
+                   (int)r->methodLen, r->method, (int)r->pathLen, r->path);
         }
     }
 }

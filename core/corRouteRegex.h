@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define COR_ROUTE_CAPTURES 10   /* {0} the whole match, {1}..{9} */
+#define COR_ROUTE_CAPTURES 10 /* {0} the whole match, {1}..{9} */
 
 typedef struct CorRouteRegex CorRouteRegex;
 
@@ -22,8 +22,8 @@ typedef struct CorRouteRegex CorRouteRegex;
  * start with it needs no match run.
  */
 CorRouteRegex* corRouteRegexCompile(const char* pattern, bool caseless,
-                                    char** prefixP, char* why,
-                                    size_t whyCap, size_t* offsetP);
+                                    char** prefixP, char* why, size_t whyCap,
+                                    size_t* offsetP);
 void corRouteRegexFree(CorRouteRegex* re);
 /* How many capturing groups re has: {1}..{N} are its. */
 unsigned corRouteRegexGroups(const CorRouteRegex* re);

@@ -37,8 +37,8 @@ schemeNameValid(const char* name)
     for (size_t i = 1; i < len; i++) {
         char ch = name[i];
 
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9')
-              || ch == '+' || ch == '-' || ch == '.')) {
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '+'
+              || ch == '-' || ch == '.')) {
             return false;
         }
     }
@@ -59,13 +59,17 @@ corSchemeAdd(CorModule* m, const CorScheme* s)
     CorSchemeEntry* entry;
 
     if (corRuntime.loops != NULL) {
-        return refuse(m, "schemes are registered from init, before the "
-                      "loops run", name);
+        return refuse(m,
+                      "schemes are registered from init, before the "
+                      "loops run",
+                      name);
     }
     if (!schemeNameValid(s->scheme) || (s->fetch == NULL && s->send == NULL)) {
-        return refuse(m, "a scheme needs a name (a lowercase letter, then "
+        return refuse(m,
+                      "a scheme needs a name (a lowercase letter, then "
                       "letters, digits, + - ., at most 15) and a fetch or "
-                      "a send function", name);
+                      "a send function",
+                      name);
     }
     if (corSchemeFind(name) != NULL) {
         return refuse(m, "already registered", name);

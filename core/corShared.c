@@ -33,25 +33,25 @@
 struct CorShared {
     atomic_uint refs;
     size_t len;
-    void* data;                 /* the fetch's, freed with the last ref */
+    void* data; /* the fetch's, freed with the last ref */
 };
 
 typedef struct SharedWaiter {
-    CorList link;               /* in its entry's waiters */
-    int fd;                     /* its eventfd */
-    bool done;                  /* the fetch ended: err and result set */
+    CorList link; /* in its entry's waiters */
+    int fd;       /* its eventfd */
+    bool done;    /* the fetch ended: err and result set */
     int err;
-    CorShared* result;          /* a reference of the waiter's own */
+    CorShared* result; /* a reference of the waiter's own */
 } SharedWaiter;
 
 /* A key's entry: owned by the table. A fetch in flight has an owner and
  * waiters; a cached one has a result and an expiry. */
 typedef struct SharedEntry {
     struct SharedEntry* next;
-    const void* owner;          /* the fetching request (or coroutine,
-                                   thread); NULL once done */
-    CorList waiters;            /* SharedWaiter.link */
-    CorShared* result;          /* the table's reference, when cached */
+    const void* owner; /* the fetching request (or coroutine,
+                          thread); NULL once done */
+    CorList waiters;   /* SharedWaiter.link */
+    CorShared* result; /* the table's reference, when cached */
     uint64_t expires;
     char key[];
 } SharedEntry;
@@ -80,8 +80,9 @@ ownerCurrent(void)
     CorRequest* r = corRequestCurrent();
     CorCo* co = corCoCurrent();
 
-    return r != NULL ? (const void*)r
-                     : co != NULL ? (const void*)co : (const void*)&threadMark;
+    return r != NULL    ? (const void*)r
+           : co != NULL ? (const void*)co
+                        : (const void*)&threadMark;
 }
 
 const void*
@@ -164,8 +165,8 @@ waitFetch(SharedWaiter* w)
 /* Run the fetch as key's owner (e is linked, its owner set), then hand
  * the outcome to every waiter and cache it. */
 static int
-runFetch(SharedEntry* e, CorSharedFetchFn fetch,
-         void* arg, int64_t ttlMs, CorShared** resultP)
+runFetch(SharedEntry* e, CorSharedFetchFn fetch, void* arg, int64_t ttlMs,
+         CorShared** resultP)
 {
     CorShared* s = calloc(1, sizeof(*s));
     void* data = NULL;
@@ -187,7 +188,8 @@ runFetch(SharedEntry* e, CorSharedFetchFn fetch,
         s = NULL;
     }
     pthread_mutex_lock(&sharedLock);
-    corListForEach(node, next, &e->waiters) {
+    corListForEach(node, next, &e->waiters)
+    {
         SharedWaiter* w = corContainerOf(node, SharedWaiter, link);
         uint64_t one = 1;
 
@@ -250,8 +252,10 @@ corShared(const char* key, CorSharedFetchFn fetch, void* arg, int64_t ttlMs,
         }
         if (e->owner == owner) {
             pthread_mutex_unlock(&sharedLock);
-            corLog(COR_LOG_WARN, "shared '%s': asked for by the request "
-                   "that is fetching it", key);
+            corLog(COR_LOG_WARN,
+                   "shared '%s': asked for by the request "
+                   "that is fetching it",
+                   key);
             return -EDEADLK;
         }
         w.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

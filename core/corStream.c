@@ -62,22 +62,22 @@ typedef struct StreamPiece {
 
 struct CorStream {
     pthread_mutex_t lock;
-    pthread_cond_t room;        /* the queue shrank, or the client left */
+    pthread_cond_t room; /* the queue shrank, or the client left */
     StreamPiece* head;
     StreamPiece** tail;
-    size_t queued;              /* bytes of the pieces in the queue */
+    size_t queued; /* bytes of the pieces in the queue */
     CorEvTask flush;
-    CorEvTimer retry;           /* on the loop: the protocol held too much */
+    CorEvTimer retry; /* on the loop: the protocol held too much */
     CorRequest* r;
-    CorCoPark writer;           /* a coroutine writer waiting for room */
+    CorCoPark writer; /* a coroutine writer waiting for room */
     bool headSent;
-    bool served;                /* the handler returned */
+    bool served; /* the handler returned */
     bool ended;
-    bool aborted;               /* ended as failed */
-    bool flushPosted;           /* a flush task or the retry timer is due */
-    bool retryArmed;            /* the retry timer is (not the task) */
-    bool gone;                  /* the client left: writes fail */
-    bool failed;                /* a filter or the file failed: cut */
+    bool aborted;     /* ended as failed */
+    bool flushPosted; /* a flush task or the retry timer is due */
+    bool retryArmed;  /* the retry timer is (not the task) */
+    bool gone;        /* the client left: writes fail */
+    bool failed;      /* a filter or the file failed: cut */
     /* A file body (corStreamFile), the loop's alone; fileFd -1: none. */
     int fileFd;
     int64_t fileOffset;
@@ -164,9 +164,10 @@ pieceOut(CorStream* s, const void* data, size_t len, unsigned flags)
     }
     rc = corFilterData(r, data, len, flags);
     if (rc < 0) {
-        corLog(COR_LOG_ERROR, "handler %s: a response filter failed (%s): "
-               "the answer is cut", corRequestHandlerName(r),
-               strerror(-rc));
+        corLog(COR_LOG_ERROR,
+               "handler %s: a response filter failed (%s): "
+               "the answer is cut",
+               corRequestHandlerName(r), strerror(-rc));
         pthread_mutex_lock(&s->lock);
         s->failed = true;
         s->gone = true;
@@ -232,7 +233,7 @@ flushOnLoop(CorEvTask* task)
     ended = s->ended && s->served && !more;
     s->flushPosted = more || s->fileFd >= 0;
     if (s->writer != 0) {
-        corCoLoopWake(s->writer);   /* room, or the client is gone */
+        corCoLoopWake(s->writer); /* room, or the client is gone */
     }
     pthread_mutex_unlock(&s->lock);
     while (pieces != NULL) {
@@ -266,7 +267,7 @@ flushOnLoop(CorEvTask* task)
                && r->ops->streamAbort != NULL) {
         corRequestAnswer(r, r->ops->streamAbort); /* r may be gone after */
     } else if (ended) {
-        corRequestAnswer(r, r->ops->streamEnd);   /* r may be gone after */
+        corRequestAnswer(r, r->ops->streamEnd); /* r may be gone after */
     }
 }
 
@@ -275,8 +276,9 @@ flushOnLoop(CorEvTask* task)
 static void
 flushPostLocked(CorStream* s)
 {
-    if (!s->flushPosted && (!s->headSent || s->head != NULL
-                            || s->fileFd >= 0 || (s->ended && s->served))) {
+    if (!s->flushPosted
+        && (!s->headSent || s->head != NULL || s->fileFd >= 0
+            || (s->ended && s->served))) {
         s->flushPosted = true;
         corEvLoopPost(s->r->loop, &s->flush, flushOnLoop);
     }
@@ -313,7 +315,7 @@ corResponseStreamStart(CorRequest* r, int status, const char* contentType)
     }
     corRespondStatic(r, status, contentType, NULL, 0);
     if (!r->responded) {
-        streamDestroy(s);    /* its deadline answered first */
+        streamDestroy(s); /* its deadline answered first */
         return -1;
     }
     r->stream = s;
@@ -373,7 +375,7 @@ roomWaitOnLoop(CorStream* s)
         return -EPIPE;
     }
     if (s->writer != 0) {
-        return -EAGAIN;         /* another coroutine waits already */
+        return -EAGAIN; /* another coroutine waits already */
     }
     pthread_mutex_unlock(&s->lock);
     rc = corCoLoopPark(&s->writer, STREAM_PARK_MS);
@@ -496,7 +498,7 @@ corStreamServed(CorRequest* r)
     }
     pthread_mutex_unlock(&s->lock);
     if (now) {
-        flushOnLoop(&s->flush);     /* r may be gone after this */
+        flushOnLoop(&s->flush); /* r may be gone after this */
     }
 }
 

@@ -75,14 +75,18 @@ watchdogFromEnv(void)
         return 0;
     }
     if (pid != NULL && strtol(pid, NULL, 10) != (long)getpid()) {
-        corLog(COR_LOG_INFO, "WATCHDOG_PID %s is not this master (%d): "
-               "the watchdog is another process's", pid, (int)getpid());
+        corLog(COR_LOG_INFO,
+               "WATCHDOG_PID %s is not this master (%d): "
+               "the watchdog is another process's",
+               pid, (int)getpid());
         return 0;
     }
     value = strtoull(usec, &end, 10);
     if (*end != '\0' || value < 1000) {
-        corLog(COR_LOG_WARN, "WATCHDOG_USEC '%s' is not a number of "
-               "microseconds of 1000 or more: no watchdog", usec);
+        corLog(COR_LOG_WARN,
+               "WATCHDOG_USEC '%s' is not a number of "
+               "microseconds of 1000 or more: no watchdog",
+               usec);
         return 0;
     }
     return value / 1000;
@@ -103,8 +107,10 @@ corSystemdInit(void)
             rc = notifyFd >= 0 ? 0 : -errno;
         }
         if (rc != 0) {
-            corLog(COR_LOG_ERROR, "NOTIFY_SOCKET '%s': %s: systemd will not "
-                   "hear from cor", name, strerror(-rc));
+            corLog(COR_LOG_ERROR,
+                   "NOTIFY_SOCKET '%s': %s: systemd will not "
+                   "hear from cor",
+                   name, strerror(-rc));
         }
     }
     unsetenv("NOTIFY_SOCKET");
@@ -130,12 +136,12 @@ corSystemdNotify(const char* fmt, ...)
         len = (int)strlen(text);
     }
     if (sendto(notifyFd, text, (size_t)len, MSG_NOSIGNAL,
-               (const struct sockaddr*)&notifyAddr, notifyAddrLen) < 0) {
+               (const struct sockaddr*)&notifyAddr, notifyAddrLen)
+        < 0) {
         int err = errno;
 
         if (!notifyFailedLogged) {
-            corLog(COR_LOG_ERROR, "cannot notify systemd: %s",
-                   strerror(err));
+            corLog(COR_LOG_ERROR, "cannot notify systemd: %s", strerror(err));
             notifyFailedLogged = true;
         }
         return -err;
@@ -150,20 +156,21 @@ corSystemdReloading(const char* configFile)
 
     clock_gettime(CLOCK_MONOTONIC, &now);
     corSystemdNotify("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading "
-                     "%s", (unsigned long long)now.tv_sec * 1000000ULL
-                           + (unsigned long long)now.tv_nsec / 1000ULL,
+                     "%s",
+                     (unsigned long long)now.tv_sec * 1000000ULL
+                         + (unsigned long long)now.tv_nsec / 1000ULL,
                      configFile);
 }
 
 void
-corSystemdReloaded(const char* outcome, unsigned number,
-                   const char* errorText)
+corSystemdReloaded(const char* outcome, unsigned number, const char* errorText)
 {
     const char* text = errorText != NULL ? errorText : "";
     int lineLen = (int)strcspn(text, "\n");
 
     corSystemdNotify("READY=1\nSTATUS=reload %s: generation %u serving%s"
-                     "%.*s", outcome, number, lineLen > 0 ? "; " : "",
+                     "%.*s",
+                     outcome, number, lineLen > 0 ? "; " : "",
                      lineLen > 200 ? 200 : lineLen, text);
 }
 
@@ -213,16 +220,22 @@ stallReport(int loop, uint64_t ageMs, unsigned number)
 {
     if (loop >= 0 && !stalledLogged) {
         if (ageMs == UINT64_MAX) {
-            corLog(COR_LOG_ERROR, "loop %d of generation %u has not beaten "
-                   "yet: the watchdog is not petted", loop, number);
+            corLog(COR_LOG_ERROR,
+                   "loop %d of generation %u has not beaten "
+                   "yet: the watchdog is not petted",
+                   loop, number);
         } else {
-            corLog(COR_LOG_ERROR, "loop %d of generation %u has not beaten "
+            corLog(COR_LOG_ERROR,
+                   "loop %d of generation %u has not beaten "
                    "for %llu ms (a handler holds it?): the watchdog is not "
-                   "petted", loop, number, (unsigned long long)ageMs);
+                   "petted",
+                   loop, number, (unsigned long long)ageMs);
         }
     } else if (loop < 0 && stalledLogged) {
-        corLog(COR_LOG_INFO, "the loops of generation %u beat again: the "
-               "watchdog is petted", number);
+        corLog(COR_LOG_INFO,
+               "the loops of generation %u beat again: the "
+               "watchdog is petted",
+               number);
     }
     stalledLogged = loop >= 0;
 }
@@ -239,7 +252,7 @@ corSystemdWatchdogTick(const CorHeartbeat* serving, unsigned number)
     }
     nextLookMs = now + corSystemdBeatMs();
     if (serving == NULL) {
-        return;                 /* none serves: a start or a replacement */
+        return; /* none serves: a start or a replacement */
     }
     stale = corHeartbeatStale(serving, now, watchdogMs / 2, &ageMs);
     stallReport(stale, ageMs, number);

@@ -38,16 +38,19 @@ corSystemdListenInit(void)
     const char* pid = getenv("LISTEN_PID");
     long count = fds != NULL ? strtol(fds, NULL, 10) : 0;
 
-    if (fds != NULL && (pid == NULL || strtol(pid, NULL, 10)
-                                       != (long)getpid())) {
-        corLog(COR_LOG_INFO, "LISTEN_FDS is set for pid %s, not this "
-               "master (%d): its sockets are not taken", pid ? pid : "(none)",
-               (int)getpid());
+    if (fds != NULL
+        && (pid == NULL || strtol(pid, NULL, 10) != (long)getpid())) {
+        corLog(COR_LOG_INFO,
+               "LISTEN_FDS is set for pid %s, not this "
+               "master (%d): its sockets are not taken",
+               pid ? pid : "(none)", (int)getpid());
         count = 0;
     }
     if (count < 0 || count > PASSED_MAX) {
-        corLog(COR_LOG_ERROR, "LISTEN_FDS %ld: out of range (0..%d): no "
-               "socket is taken", count, PASSED_MAX);
+        corLog(COR_LOG_ERROR,
+               "LISTEN_FDS %ld: out of range (0..%d): no "
+               "socket is taken",
+               count, PASSED_MAX);
         count = 0;
     }
     for (long i = 0; i < count; i++) {
@@ -72,9 +75,8 @@ boundTo(int fd, const struct sockaddr_storage* addr, socklen_t addrLen)
     if (getsockname(fd, (struct sockaddr*)&got, &len) != 0
         || getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &optLen) != 0
         || type != SOCK_STREAM
-        || getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optLen)
-           != 0 || !listening
-        || got.ss_family != addr->ss_family || len != addrLen) {
+        || getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &optLen) != 0
+        || !listening || got.ss_family != addr->ss_family || len != addrLen) {
         return false;
     }
     if (got.ss_family == AF_INET) {
@@ -89,8 +91,8 @@ boundTo(int fd, const struct sockaddr_storage* addr, socklen_t addrLen)
         const struct sockaddr_in6* b = (const struct sockaddr_in6*)addr;
 
         return a->sin6_port == b->sin6_port
-               && memcmp(&a->sin6_addr, &b->sin6_addr,
-                         sizeof(a->sin6_addr)) == 0;
+               && memcmp(&a->sin6_addr, &b->sin6_addr, sizeof(a->sin6_addr))
+                      == 0;
     }
     return false;
 }
@@ -118,8 +120,8 @@ corSystemdListenTake(const struct sockaddr_storage* addr, socklen_t addrLen)
 }
 
 unsigned
-corSystemdListenTakeAll(const struct sockaddr_storage* addr,
-                        socklen_t addrLen, int* fds, unsigned max)
+corSystemdListenTakeAll(const struct sockaddr_storage* addr, socklen_t addrLen,
+                        int* fds, unsigned max)
 {
     unsigned n = 0;
 
@@ -172,7 +174,8 @@ corSystemdListenCloseRest(void)
         char what[INET6_ADDRSTRLEN + 64];
 
         describe(passed[i], what, sizeof(what));
-        corLog(COR_LOG_WARN, "the socket systemd passed as fd %d (%s) "
+        corLog(COR_LOG_WARN,
+               "the socket systemd passed as fd %d (%s) "
                "matches no listener of the configuration: closed",
                passed[i], what);
         close(passed[i]);

@@ -32,8 +32,8 @@ typedef struct CorTask {
     struct CorTask* next;
     CorTaskFn fn;
     void* arg;
-    CorRestCancel cancel;       /* a thread's: what the stop cancels */
-    CorEvTask start;            /* a coroutine's start, posted to its loop */
+    CorRestCancel cancel; /* a thread's: what the stop cancels */
+    CorEvTask start;      /* a coroutine's start, posted to its loop */
     CorEvLoop* loop;
     pthread_t thread;
     char name[32];

@@ -53,7 +53,8 @@ textAdd(CorTemplate* t, const char* s, size_t n)
         return;
     }
     t->parts[t->count++] = (CorTemplatePart){ .kind = COR_TPL_TEXT,
-                                              .text = s, .len = n };
+                                              .text = s,
+                                              .len = n };
 }
 
 int
@@ -95,7 +96,8 @@ corTemplateParse(const char* text, bool url, CorTemplate* t, char* why,
         if (close == NULL
             || !placeholderOf(text + i + 1, (size_t)(close - text - i - 1),
                               &part)) {
-            snprintf(why, whyCap, "unknown placeholder '%.*s' (known: "
+            snprintf(why, whyCap,
+                     "unknown placeholder '%.*s' (known: "
                      "{scheme}, {host}, {path}, {query}, {uri}, {client}, "
                      "{0}..{9}; '{{' for a brace)",
                      close != NULL ? (int)(close - text - i + 1) : (int)(n - i),

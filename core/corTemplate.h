@@ -34,17 +34,17 @@ typedef enum {
 
 typedef struct {
     CorTemplateKind kind;
-    const char* text;           /* COR_TPL_TEXT: its bytes */
+    const char* text; /* COR_TPL_TEXT: its bytes */
     size_t len;
-    unsigned capture;           /* COR_TPL_CAPTURE: 0..9 */
+    unsigned capture; /* COR_TPL_CAPTURE: 0..9 */
 } CorTemplatePart;
 
 typedef struct {
     CorTemplatePart* parts;
     unsigned count;
-    char* source;               /* the text the parts point into */
-    unsigned maxCapture;        /* the highest {N} it names; 0: none */
-    bool url;                   /* escape what fills it, as a URL needs */
+    char* source;        /* the text the parts point into */
+    unsigned maxCapture; /* the highest {N} it names; 0: none */
+    bool url;            /* escape what fills it, as a URL needs */
 } CorTemplate;
 
 /*

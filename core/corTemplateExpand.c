@@ -22,10 +22,10 @@ urlSafe(unsigned char ch)
 /* Where one piece of a filled-in template goes: counted, then written;
  * and what it is filled from. */
 typedef struct {
-    char* out;                  /* NULL: only count */
+    char* out; /* NULL: only count */
     size_t len;
     CorRequest* r;
-    const char* host;           /* the Host, lowercased, without port */
+    const char* host; /* the Host, lowercased, without port */
     size_t hostLen;
 } Sink;
 

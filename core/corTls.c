@@ -118,8 +118,7 @@ tlsResult(CorTlsConn* tc, int rc, size_t done, bool reading)
             char why[128];
 
             corTlsWhy(why, sizeof(why), "protocol error");
-            corLog(COR_LOG_DEBUG, "tls: fd %d: %s", SSL_get_fd(tc->ssl),
-                   why);
+            corLog(COR_LOG_DEBUG, "tls: fd %d: %s", SSL_get_fd(tc->ssl), why);
         }
         tc->failed = true;
         if (done > 0) {
@@ -154,8 +153,7 @@ firstByteCheck(CorTlsConn* tc, int fd)
         tc->opened = n == 1 && (byte == 0x16 || (byte & 0x80) != 0);
         tc->plain = n == 1 && !tc->opened;
         if (tc->plain) {
-            corLog(COR_LOG_DEBUG, "tls: fd %d: plain text on a TLS port",
-                   fd);
+            corLog(COR_LOG_DEBUG, "tls: fd %d: plain text on a TLS port", fd);
         }
     }
     if (tc->plain) {
@@ -171,8 +169,7 @@ tlsRecv(CorTransport* t, void* buf, size_t len)
     CorTlsConn* tc = t->data;
     size_t got = 0;
 
-    if (!tc->opened && tc->client == NULL
-        && firstByteCheck(tc, t->fd) != 0) {
+    if (!tc->opened && tc->client == NULL && firstByteCheck(tc, t->fd) != 0) {
         return -1;
     }
     tc->wantsWrite = false;
@@ -266,7 +263,7 @@ closeNotify(CorTlsConn* tc)
     rc = SSL_shutdown(tc->ssl);
     if (rc < 0) {
         rc = SSL_get_error(tc->ssl, rc) == SSL_ERROR_WANT_WRITE ? -EAGAIN
-                                                               : -EPIPE;
+                                                                : -EPIPE;
     }
     ERR_clear_error();
     return rc < 0 ? rc : 0;
@@ -468,8 +465,8 @@ corTransportTlsHandshake(CorTransport* t, int timeoutMs, char* why,
                          size_t whyLen)
 {
     CorTlsConn* tc = tlsConn(t);
-    uint64_t deadline = corEvClockMs() + (uint64_t)(timeoutMs > 0
-                                                    ? timeoutMs : 0);
+    uint64_t deadline = corEvClockMs()
+                        + (uint64_t)(timeoutMs > 0 ? timeoutMs : 0);
 
     if (tc == NULL) {
         snprintf(why, whyLen, "not a TLS transport");

@@ -51,7 +51,7 @@ struct CorTlsClient {
     pthread_mutex_t lock;
     CachedSession cache[SESSION_CACHE_MAX];
     unsigned cacheCount;
-    unsigned cacheNext;         /* the entry replaced next when full */
+    unsigned cacheNext; /* the entry replaced next when full */
 };
 
 static pthread_once_t exIndexOnce = PTHREAD_ONCE_INIT;
@@ -148,8 +148,8 @@ clientTrust(SSL_CTX* ssl, const CorTlsClientOptions* o, char* why,
     }
     SSL_CTX_set_verify(ssl, SSL_VERIFY_PEER, NULL);
     if (o->caFile != NULL
-        ? SSL_CTX_load_verify_locations(ssl, o->caFile, NULL) != 1
-        : SSL_CTX_set_default_verify_paths(ssl) != 1) {
+            ? SSL_CTX_load_verify_locations(ssl, o->caFile, NULL) != 1
+            : SSL_CTX_set_default_verify_paths(ssl) != 1) {
         char reason[128];
 
         corTlsWhy(reason, sizeof(reason), "cannot load");
@@ -176,8 +176,10 @@ corTlsClientNew(const CorTlsClientOptions* o, char* why, size_t whyLen)
     if (o->alpn != NULL) {
         alpnLen = corTlsAlpnWire(o->alpn, alpn, sizeof(alpn));
         if (alpnLen < 0) {
-            snprintf(why, whyLen, "alpn: '%s' is not a comma list of "
-                     "protocol names", o->alpn);
+            snprintf(why, whyLen,
+                     "alpn: '%s' is not a comma list of "
+                     "protocol names",
+                     o->alpn);
             goto failed;
         }
     }
@@ -193,14 +195,15 @@ corTlsClientNew(const CorTlsClientOptions* o, char* why, size_t whyLen)
      * cut it. */
     SSL_CTX_set_options(ctx->ctx, SSL_OP_NO_RENEGOTIATION);
     SSL_CTX_set_mode(ctx->ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
-                               | SSL_MODE_ENABLE_PARTIAL_WRITE);
-    SSL_CTX_set_session_cache_mode(ctx->ctx, SSL_SESS_CACHE_CLIENT
-                                   | SSL_SESS_CACHE_NO_INTERNAL_STORE);
+                                   | SSL_MODE_ENABLE_PARTIAL_WRITE);
+    SSL_CTX_set_session_cache_mode(ctx->ctx,
+                                   SSL_SESS_CACHE_CLIENT
+                                       | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(ctx->ctx, newSession);
     if (clientTrust(ctx->ctx, o, why, whyLen) != 0
         || (alpnLen > 0
             && SSL_CTX_set_alpn_protos(ctx->ctx, alpn, (unsigned)alpnLen)
-               != 0)) {
+                   != 0)) {
         goto failed;
     }
     return ctx;
@@ -241,8 +244,10 @@ peerCheck(SSL* ssl, const char* serverName)
               || inet_pton(AF_INET6, serverName, addr) == 1;
 
     if (ip) {
-        return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
-                                             serverName) == 1 ? 0 : -EINVAL;
+        return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), serverName)
+                       == 1
+                   ? 0
+                   : -EINVAL;
     }
     if (SSL_set_tlsext_host_name(ssl, serverName) != 1
         || SSL_set1_host(ssl, serverName) != 1) {

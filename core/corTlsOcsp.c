@@ -47,15 +47,15 @@
  * nothing: the generation exits with it). */
 struct CorTlsOcsp {
     pthread_mutex_t lock;
-    unsigned char* der;         /* the staple (under lock); NULL: none */
+    unsigned char* der; /* the staple (under lock); NULL: none */
     int derLen;
-    time_t expires;             /* its nextUpdate; 0: none said */
+    time_t expires; /* its nextUpdate; 0: none said */
     /* fetch: on */
-    char* url;                  /* the responder's http:// URL */
-    char* certPath;             /* for the log */
+    char* url;      /* the responder's http:// URL */
+    char* certPath; /* for the log */
     X509* issuer;
-    OCSP_CERTID* id;            /* the certificate's, in requests */
-    X509_STORE* store;          /* the issuer, which signs or delegates */
+    OCSP_CERTID* id;   /* the certificate's, in requests */
+    X509_STORE* store; /* the issuer, which signs or delegates */
 };
 
 /* The staple for ssl's handshake, when there is one still valid. */
@@ -189,8 +189,10 @@ fileLoad(CorTlsOcsp* o, const CorConfigOcsp* c, CorConfErrors* e)
     }
     basic = basicOf(der, len, why, sizeof(why));
     if (basic == NULL) {
-        corConfErrorf(e, at, "ocsp: file: '%s' is not a successful OCSP "
-                      "response (%s)", path, why);
+        corConfErrorf(e, at,
+                      "ocsp: file: '%s' is not a successful OCSP "
+                      "response (%s)",
+                      path, why);
         goto failed;
     }
     single = OCSP_resp_get0(basic, 0);
@@ -201,8 +203,10 @@ fileLoad(CorTlsOcsp* o, const CorConfigOcsp* c, CorConfErrors* e)
         /* Refused, a renewal gone wrong would stop the reload that
          * brings the certificate too; served, it would fail clients that
          * check. */
-        corLog(COR_LOG_WARN, "tls: ocsp file '%s' is past its nextUpdate: "
-               "no staple is served until a reload brings a new one", path);
+        corLog(COR_LOG_WARN,
+               "tls: ocsp file '%s' is past its nextUpdate: "
+               "no staple is served until a reload brings a new one",
+               path);
     }
     rc = stapleSet(o, der, (int)len, next);
 
@@ -223,7 +227,8 @@ issuerOf(SSL_CTX* ctx, const CorConfigOcsp* c, CorConfErrors* e)
     if (c->issuer == NULL) {
         SSL_CTX_get0_chain_certs(ctx, &chain);
         if (chain == NULL || sk_X509_num(chain) == 0) {
-            corConfErrorf(e, c->node, "ocsp: fetch: no issuer to verify "
+            corConfErrorf(e, c->node,
+                          "ocsp: fetch: no issuer to verify "
                           "the responses with: the certificate file holds "
                           "no second certificate (add the issuer's, or "
                           "give ocsp: { issuer: FILE })");
@@ -239,7 +244,8 @@ issuerOf(SSL_CTX* ctx, const CorConfigOcsp* c, CorConfErrors* e)
         fclose(f);
     }
     if (x == NULL) {
-        corConfErrorf(e, corConfGet(c->node, "issuer"), "ocsp: issuer: "
+        corConfErrorf(e, corConfGet(c->node, "issuer"),
+                      "ocsp: issuer: "
                       "cannot read a PEM certificate from '%s': %s",
                       c->issuer, f == NULL ? strerror(errno) : "not PEM");
         ERR_clear_error();
@@ -249,22 +255,25 @@ issuerOf(SSL_CTX* ctx, const CorConfigOcsp* c, CorConfErrors* e)
 
 /* The responder's URL the certificate names; NULL with the error said. */
 static char*
-urlOf(X509* cert, const char* certPath, const CorConf* at,
-      CorConfErrors* e)
+urlOf(X509* cert, const char* certPath, const CorConf* at, CorConfErrors* e)
 {
     STACK_OF(OPENSSL_STRING)* urls = X509_get1_ocsp(cert);
     const char* first = urls != NULL && sk_OPENSSL_STRING_num(urls) > 0
-                            ? sk_OPENSSL_STRING_value(urls, 0) : NULL;
+                            ? sk_OPENSSL_STRING_value(urls, 0)
+                            : NULL;
     char* url = NULL;
 
     if (first == NULL) {
-        corConfErrorf(e, at, "ocsp: fetch: the certificate '%s' names no "
+        corConfErrorf(e, at,
+                      "ocsp: fetch: the certificate '%s' names no "
                       "OCSP responder (no OCSP URL in its Authority "
-                      "Information Access)", certPath);
-    } else if (strncmp(first, "http://", 7) != 0) {
-        corConfErrorf(e, at, "ocsp: fetch: the responder '%s' of '%s' is "
-                      "not http:// (responders speak plain HTTP)", first,
+                      "Information Access)",
                       certPath);
+    } else if (strncmp(first, "http://", 7) != 0) {
+        corConfErrorf(e, at,
+                      "ocsp: fetch: the responder '%s' of '%s' is "
+                      "not http:// (responders speak plain HTTP)",
+                      first, certPath);
     } else if ((url = strdup(first)) == NULL) {
         corConfErrorf(e, at, "out of memory");
     }
@@ -290,8 +299,10 @@ fetchSetup(CorTlsOcsp* o, SSL_CTX* ctx, const CorConfigCert* c,
         return -1;
     }
     if (X509_check_issued(o->issuer, cert) != X509_V_OK) {
-        corConfErrorf(e, c->ocsp.node, "ocsp: fetch: the issuer given did "
-                      "not issue '%s'", c->certificate);
+        corConfErrorf(e, c->ocsp.node,
+                      "ocsp: fetch: the issuer given did "
+                      "not issue '%s'",
+                      c->certificate);
         return -1;
     }
     o->id = OCSP_cert_to_id(NULL, cert, o->issuer);
@@ -318,8 +329,7 @@ corTlsOcspNew(SSL_CTX* ctx, const CorConfigCert* c, CorConfErrors* e)
         return NULL;
     }
     pthread_mutex_init(&o->lock, NULL);
-    rc = c->ocsp.fetch ? fetchSetup(o, ctx, c, e)
-                       : fileLoad(o, &c->ocsp, e);
+    rc = c->ocsp.fetch ? fetchSetup(o, ctx, c, e) : fileLoad(o, &c->ocsp, e);
     if (rc != 0) {
         corTlsOcspFree(o);
         return NULL;
@@ -373,8 +383,8 @@ static int
 answerCheck(const CorTlsOcsp* o, const char* der, size_t len,
             ASN1_GENERALIZEDTIME** nextP, char* why, size_t whyLen)
 {
-    OCSP_BASICRESP* basic = basicOf((const unsigned char*)der, (long)len,
-                                    why, whyLen);
+    OCSP_BASICRESP* basic = basicOf((const unsigned char*)der, (long)len, why,
+                                    whyLen);
     STACK_OF(X509)* certs = sk_X509_new_null();
     ASN1_GENERALIZEDTIME* thisUpdate = NULL;
     ASN1_GENERALIZEDTIME* next = NULL;
@@ -383,22 +393,22 @@ answerCheck(const CorTlsOcsp* o, const char* der, size_t len,
     int rc = -1;
 
     *nextP = NULL;
-    if (basic == NULL || certs == NULL
-        || sk_X509_push(certs, o->issuer) <= 0) {
+    if (basic == NULL || certs == NULL || sk_X509_push(certs, o->issuer) <= 0) {
         goto failed;
     }
     if (OCSP_basic_verify(basic, certs, o->store, 0) != 1) {
         corTlsWhy(why, whyLen, "its signature does not verify");
-        snprintf(why + strlen(why), whyLen - strlen(why), " (against the "
+        snprintf(why + strlen(why), whyLen - strlen(why),
+                 " (against the "
                  "issuer)");
     } else if (OCSP_resp_find_status(basic, o->id, &status, &reason, NULL,
-                                     &thisUpdate, &next) != 1) {
+                                     &thisUpdate, &next)
+               != 1) {
         snprintf(why, whyLen, "it says nothing of this certificate");
     } else if (status != V_OCSP_CERTSTATUS_GOOD) {
         snprintf(why, whyLen, "the certificate's status is %s",
                  OCSP_cert_status_str(status));
-    } else if (OCSP_check_validity(thisUpdate, next, CLOCK_SKEW_S, -1)
-               != 1) {
+    } else if (OCSP_check_validity(thisUpdate, next, CLOCK_SKEW_S, -1) != 1) {
         corTlsWhy(why, whyLen, "it is out of date");
     } else {
         *nextP = next != NULL ? ASN1_STRING_dup(next) : NULL;
@@ -434,7 +444,10 @@ static int
 fetchOnce(CorTlsOcsp* o, char* why, size_t whyLen)
 {
     static const CorHeader type = {
-        "Content-Type", 12, "application/ocsp-request", 24,
+        "Content-Type",
+        12,
+        "application/ocsp-request",
+        24,
     };
     CorClientResponse res = { 0 };
     ASN1_GENERALIZEDTIME* next = NULL;
@@ -446,22 +459,28 @@ fetchOnce(CorTlsOcsp* o, char* why, size_t whyLen)
         snprintf(why, whyLen, "cannot make the request (out of memory)");
         goto failed;
     }
-    rc = corClientFetch(&(CorClientRequest){
-        .method = "POST", .url = o->url, .headers = &type, .headerCount = 1,
-        .body = der, .bodyLen = (size_t)len,
-        .connectTimeoutMs = FETCH_TIMEOUT_MS,
-        .totalTimeoutMs = FETCH_TIMEOUT_MS,
-    }, &res);
+    rc = corClientFetch(
+        &(CorClientRequest){
+            .method = "POST",
+            .url = o->url,
+            .headers = &type,
+            .headerCount = 1,
+            .body = der,
+            .bodyLen = (size_t)len,
+            .connectTimeoutMs = FETCH_TIMEOUT_MS,
+            .totalTimeoutMs = FETCH_TIMEOUT_MS,
+        },
+        &res);
     if (rc != 0) {
         snprintf(why, whyLen, "%s", res.error);
         rc = -1;
     } else if (res.status != 200) {
         snprintf(why, whyLen, "the responder answered %d", res.status);
         rc = -1;
-    } else if (answerCheck(o, res.body, res.bodyLen, &next, why, whyLen)
-                   != 0
-               || stapleSet(o, (const unsigned char*)res.body,
-                            (int)res.bodyLen, next) != 0) {
+    } else if (answerCheck(o, res.body, res.bodyLen, &next, why, whyLen) != 0
+               || stapleSet(o, (const unsigned char*)res.body, (int)res.bodyLen,
+                            next)
+                      != 0) {
         rc = -1;
     } else {
         rc = refreshMs(next);
@@ -487,17 +506,20 @@ fetchTask(void* arg)
     do {
         waitMs = fetchOnce(o, why, sizeof(why));
         if (waitMs > 0) {
-            corLog(COR_LOG_INFO, "tls: OCSP staple of '%s' from %s: good, "
-                   "fetched again in %d s", o->certPath, o->url,
-                   waitMs / 1000);
+            corLog(COR_LOG_INFO,
+                   "tls: OCSP staple of '%s' from %s: good, "
+                   "fetched again in %d s",
+                   o->certPath, o->url, waitMs / 1000);
             retryMs = RETRY_FIRST_MS;
             continue;
         }
         if (atomic_load(&corRuntime.stopping)) {
             return;
         }
-        corLog(COR_LOG_WARN, "tls: OCSP staple of '%s' from %s failed: %s; "
-               "%s, tried again in %d s", o->certPath, o->url, why,
+        corLog(COR_LOG_WARN,
+               "tls: OCSP staple of '%s' from %s failed: %s; "
+               "%s, tried again in %d s",
+               o->certPath, o->url, why,
                o->der != NULL ? "the last one serves until its end"
                               : "served without a staple",
                retryMs / 1000);

@@ -38,11 +38,11 @@
 #define TICKETS_PER_HANDSHAKE 1
 
 struct CorTlsServer {
-    SSL_CTX** ctx;              /* [0] the default, then the sni entries */
-    CorTlsOcsp** ocsp;          /* each one's stapling; NULL: none */
-    char** names;               /* their names; names[0] is NULL */
+    SSL_CTX** ctx;     /* [0] the default, then the sni entries */
+    CorTlsOcsp** ocsp; /* each one's stapling; NULL: none */
+    char** names;      /* their names; names[0] is NULL */
     unsigned count;
-    unsigned char alpn[256];    /* the protocol's, in wire format */
+    unsigned char alpn[256]; /* the protocol's, in wire format */
     unsigned alpnLen;
     uint64_t handshakeTimeoutMs;
 };
@@ -83,7 +83,7 @@ onServerName(SSL* ssl, int* alert, void* arg)
             return SSL_TLSEXT_ERR_OK;
         }
     }
-    return SSL_TLSEXT_ERR_OK;   /* the default certificate */
+    return SSL_TLSEXT_ERR_OK; /* the default certificate */
 }
 
 /* The protocol's name when the client offers it; a client that offers
@@ -97,7 +97,8 @@ onAlpn(SSL* ssl, const unsigned char** out, unsigned char* outLen,
 
     (void)ssl;
     if (SSL_select_next_proto(&chosen, outLen, server->alpn, server->alpnLen,
-                              in, inLen) != OPENSSL_NPN_NEGOTIATED) {
+                              in, inLen)
+        != OPENSSL_NPN_NEGOTIATED) {
         return SSL_TLSEXT_ERR_ALERT_FATAL;
     }
     *out = chosen;
@@ -166,15 +167,19 @@ certLoad(SSL_CTX* ctx, const CorConfigCert* c, CorConfErrors* e)
     ERR_clear_error();
     if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
         corTlsWhy(why, sizeof(why), "cannot load");
-        corConfErrorf(e, certAt, "certificate: '%s' is not a PEM "
-                      "certificate chain (%s)", cert, why);
+        corConfErrorf(e, certAt,
+                      "certificate: '%s' is not a PEM "
+                      "certificate chain (%s)",
+                      cert, why);
         goto failed;
     }
     pkey = keyRead(key);
     if (pkey == NULL) {
         corTlsWhy(why, sizeof(why), "cannot load");
-        corConfErrorf(e, keyAt, "key: '%s' is not a PEM private key "
-                      "without a passphrase (%s)", key, why);
+        corConfErrorf(e, keyAt,
+                      "key: '%s' is not a PEM private key "
+                      "without a passphrase (%s)",
+                      key, why);
         goto failed;
     }
     if (SSL_CTX_use_PrivateKey(ctx, pkey) != 1
@@ -182,7 +187,8 @@ certLoad(SSL_CTX* ctx, const CorConfigCert* c, CorConfErrors* e)
         /* OpenSSL's last word here is "no certificate assigned" (the
          * failed use dropped the pair), which points the wrong way. */
         ERR_clear_error();
-        corConfErrorf(e, keyAt, "key: '%s' does not match the certificate "
+        corConfErrorf(e, keyAt,
+                      "key: '%s' does not match the certificate "
                       "'%s': it is the private key of another certificate",
                       key, cert);
         goto failed;
@@ -253,7 +259,8 @@ ctxTune(SSL_CTX* ctx, const CorConfigTls* tls, CorConfErrors* e)
     if (tls->ciphers != NULL
         && SSL_CTX_set_cipher_list(ctx, tls->ciphers) != 1) {
         corTlsWhy(why, sizeof(why), "refused");
-        corConfErrorf(e, corConfGet(tls->node, "ciphers"), "ciphers: "
+        corConfErrorf(e, corConfGet(tls->node, "ciphers"),
+                      "ciphers: "
                       "OpenSSL takes no TLS 1.2 cipher of '%s' (%s)",
                       tls->ciphers, why);
         ok = false;
@@ -284,16 +291,17 @@ ctxNew(CorTlsServer* server, const CorConfigTls* tls, unsigned i,
     bool tuned;
 
     if (ctx == NULL) {
-        corConfErrorf(e, c->node, "tls: cannot make a context (out of "
+        corConfErrorf(e, c->node,
+                      "tls: cannot make a context (out of "
                       "memory)");
         return NULL;
     }
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION
-                             | SSL_OP_IGNORE_UNEXPECTED_EOF
-                             | SSL_OP_CIPHER_SERVER_PREFERENCE);
+                                 | SSL_OP_IGNORE_UNEXPECTED_EOF
+                                 | SSL_OP_CIPHER_SERVER_PREFERENCE);
     SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER
-                          | SSL_MODE_ENABLE_PARTIAL_WRITE
-                          | SSL_MODE_RELEASE_BUFFERS);
+                              | SSL_MODE_ENABLE_PARTIAL_WRITE
+                              | SSL_MODE_RELEASE_BUFFERS);
     /* Read what the socket has, not a record header and then its body:
      * half the reads. recv drains OpenSSL's buffer before it says EAGAIN
      * (corTls.c), so nothing waits there unannounced. */
@@ -354,9 +362,8 @@ serverNew(const CorConfigListen* l, CorConfErrors* e)
     if (server == NULL
         || (server->ctx = calloc(l->tls->certCount, sizeof(SSL_CTX*))) == NULL
         || (server->ocsp = calloc(l->tls->certCount, sizeof(CorTlsOcsp*)))
-           == NULL
-        || (server->names = calloc(l->tls->certCount, sizeof(char*)))
-           == NULL) {
+               == NULL
+        || (server->names = calloc(l->tls->certCount, sizeof(char*))) == NULL) {
         corConfErrorf(e, l->node, "out of memory");
         serverFree(server);
         return NULL;
@@ -419,8 +426,7 @@ void
 corTlsServersStart(void)
 {
     for (unsigned i = 0; i < serverCount; i++) {
-        for (unsigned k = 0; servers[i] != NULL && k < servers[i]->count;
-             k++) {
+        for (unsigned k = 0; servers[i] != NULL && k < servers[i]->count; k++) {
             if (servers[i]->ocsp[k] != NULL) {
                 corTlsOcspStart(servers[i]->ocsp[k]);
             }

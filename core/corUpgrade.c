@@ -32,8 +32,8 @@ listHasLen(const char* value, size_t len, const char* token, size_t tokenLen,
         size_t start;
         size_t end;
 
-        while (i < len && (value[i] == ' ' || value[i] == '\t'
-                           || value[i] == ',')) {
+        while (i < len
+               && (value[i] == ' ' || value[i] == '\t' || value[i] == ',')) {
             i++;
         }
         start = i;
@@ -41,8 +41,8 @@ listHasLen(const char* value, size_t len, const char* token, size_t tokenLen,
             i++;
         }
         end = i;
-        while (end > start && (value[end - 1] == ' '
-                               || value[end - 1] == '\t')) {
+        while (end > start
+               && (value[end - 1] == ' ' || value[end - 1] == '\t')) {
             end--;
         }
         if (end - start >= tokenLen
@@ -69,8 +69,7 @@ listHas(const char* value, size_t len, const char* token, bool slash)
 
 /* Whether any header called name lists token. */
 static bool
-headerHas(const CorRequest* r, const char* name, const char* token,
-          bool slash)
+headerHas(const CorRequest* r, const char* name, const char* token, bool slash)
 {
     size_t nameLen = strlen(name);
 
@@ -121,7 +120,7 @@ corRequestUpgrade(CorRequest* r, const char* protocol, CorUpgradeFn fn,
     corRespondStatic(r, 101, NULL, NULL, 0);
     if (!r->responded || r->status != 101) {
         free(u);
-        return -EALREADY;   /* its deadline answered first */
+        return -EALREADY; /* its deadline answered first */
     }
     r->upgrade = u;
     return 0;
@@ -210,8 +209,8 @@ flushUnsent(CorUpgraded* u, uint64_t deadline)
     if (u->out == NULL) {
         return 0;
     }
-    rc = corDeadlineSendAll(&u->t, u->out + u->outSent,
-                            u->outLen - u->outSent, deadline, NULL);
+    rc = corDeadlineSendAll(&u->t, u->out + u->outSent, u->outLen - u->outSent,
+                            deadline, NULL);
     if (rc == 0) {
         free(u->out);
         u->out = NULL;
@@ -236,8 +235,7 @@ corUpgradedRead(CorUpgraded* u, void* buf, size_t len, int timeoutMs)
         return rc;
     }
     if (u->in != NULL && u->inPos < u->inLen) {
-        n = (ssize_t)(u->inLen - u->inPos < len ? u->inLen - u->inPos
-                                                 : len);
+        n = (ssize_t)(u->inLen - u->inPos < len ? u->inLen - u->inPos : len);
         memcpy(buf, u->in + u->inPos, (size_t)n);
         u->inPos += (size_t)n;
         if (u->inPos == u->inLen) {
@@ -262,8 +260,7 @@ corUpgradedRead(CorUpgraded* u, void* buf, size_t len, int timeoutMs)
             return -EAGAIN;
         }
         rc = corDeadlineWaitFd(u->t.fd,
-                               corTransportWantsWrite(&u->t) ? POLLOUT
-                                                             : POLLIN,
+                               corTransportWantsWrite(&u->t) ? POLLOUT : POLLIN,
                                deadline);
         if (rc < 0) {
             return rc;
@@ -272,8 +269,7 @@ corUpgradedRead(CorUpgraded* u, void* buf, size_t len, int timeoutMs)
 }
 
 int
-corUpgradedWriteAll(CorUpgraded* u, const void* buf, size_t len,
-                    int timeoutMs)
+corUpgradedWriteAll(CorUpgraded* u, const void* buf, size_t len, int timeoutMs)
 {
     uint64_t deadline = corDeadlineAfter(timeoutMs);
     int rc = unusable(u);

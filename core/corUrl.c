@@ -21,8 +21,8 @@ static bool
 hostByte(char ch, bool bracketed)
 {
     return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
-           || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.'
-           || ch == '_' || (bracketed && ch == ':');
+           || (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_'
+           || (bracketed && ch == ':');
 }
 
 static int
@@ -42,8 +42,9 @@ schemeTake(const char* s, CorUrl* u)
         char ch = s[n];
 
         if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
-              || (n > 0 && ((ch >= '0' && ch <= '9') || ch == '+'
-                            || ch == '-' || ch == '.')))) {
+              || (n > 0
+                  && ((ch >= '0' && ch <= '9') || ch == '+' || ch == '-'
+                      || ch == '.')))) {
             return NULL;
         }
         u->scheme[n] = (char)(ch | 0x20);
@@ -151,8 +152,10 @@ corUrlParse(const char* s, CorUrl* u, char* why, size_t whyLen)
         unsigned char ch = (unsigned char)u->target[i];
 
         if (ch <= 0x20 || ch >= 0x7f) {
-            return urlBad(s, "a space, a control or a non-ASCII byte in its "
-                          "path or query", why, whyLen);
+            return urlBad(s,
+                          "a space, a control or a non-ASCII byte in its "
+                          "path or query",
+                          why, whyLen);
         }
     }
     return 0;

@@ -24,8 +24,7 @@
  * (and the callee-saved registers a switch makes the compiler keep) would
  * be work for nobody.
  */
-static void __attribute__((noreturn))
-coroutineMain(void)
+static void __attribute__((noreturn)) coroutineMain(void)
 {
     CorCo* co = corCoRunning;
 
@@ -67,15 +66,14 @@ coInit(CorCo* co, CorCoFn fn, void* arg)
     co->arg = arg;
     co->data = NULL;
     co->sched = NULL;
-    co->core.finished = false;          /* resumer is set by each resume */
+    co->core.finished = false; /* resumer is set by each resume */
     co->core.sp = frameInit((char*)co, coroutineMain);
     return co;
 }
 
 /* Out of line, so that the usual create, a pool pop, saves no registers
  * for the call. */
-static CorCo* __attribute__((noinline))
-createSlow(CorCoFn fn, void* arg)
+static CorCo* __attribute__((noinline)) createSlow(CorCoFn fn, void* arg)
 {
     CorCo* co = corCoStackTake();
 

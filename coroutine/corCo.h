@@ -167,9 +167,9 @@ int corCoCrashArm(void);
 
 /* The first member of every CorCo. */
 typedef struct {
-    void* sp;            /* its saved stack pointer while it is suspended */
-    void* resumerSp;     /* the resumer's saved stack pointer while it runs */
-    CorCo* resumer;      /* who resumed it: a coroutine, or NULL (the thread) */
+    void* sp;        /* its saved stack pointer while it is suspended */
+    void* resumerSp; /* the resumer's saved stack pointer while it runs */
+    CorCo* resumer;  /* who resumed it: a coroutine, or NULL (the thread) */
     bool finished;
 } CorCoCore;
 

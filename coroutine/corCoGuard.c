@@ -33,8 +33,7 @@
 
 #define ALT_STACK_SIZE ((size_t)64 * 1024)
 
-static const int fatalSignals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL,
-                                    SIGABRT };
+static const int fatalSignals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
 #define FATAL_COUNT (sizeof(fatalSignals) / sizeof(fatalSignals[0]))
 
 static struct sigaction previous[FATAL_COUNT];
@@ -56,7 +55,7 @@ corCoCrashPut(CorCoCrashLine* line, const char* bytes, size_t len)
     size_t room = sizeof(line->text) - 1 - line->len;
 
     if (len > room) {
-        len = room;     /* the newline always fits */
+        len = room; /* the newline always fits */
     }
     memcpy(line->text + line->len, bytes, len);
     line->len += len;

@@ -21,18 +21,18 @@
  * created it.
  */
 struct CorCo {
-    CorCoCore core;      /* first: what the inline resume and yield touch */
+    CorCoCore core; /* first: what the inline resume and yield touch */
     CorCoFn fn;
     void* arg;
     void* data;
     void* sched;
-    CorCo* nextFree;     /* the pool's free list */
-    char* stackLow;      /* lowest usable byte, just above the guard page */
-    size_t stackSize;    /* usable bytes, guard excluded */
+    CorCo* nextFree;  /* the pool's free list */
+    char* stackLow;   /* lowest usable byte, just above the guard page */
+    size_t stackSize; /* usable bytes, guard excluded */
     uint64_t id;
     unsigned valgrindId;
 #if COR_HAVE_ASAN
-    void* asanFake;      /* ASan's fake stack of whoever is switched away */
+    void* asanFake; /* ASan's fake stack of whoever is switched away */
     const void* asanResumerLow;
     size_t asanResumerSize;
 #endif
@@ -44,14 +44,14 @@ struct CorCo {
  * call; mapping, unmapping and a thread's first stack are out of line.
  */
 typedef struct {
-    CorCo* head;         /* free stacks, all of corCoStackBytes */
+    CorCo* head; /* free stacks, all of corCoStackBytes */
     unsigned count;
-    uint64_t lastId;     /* 0 until the thread's first stack (and its crash
-                          * report) is set up by corCoStackTake */
+    uint64_t lastId; /* 0 until the thread's first stack (and its crash
+                      * report) is set up by corCoStackTake */
 } CorCoPool;
 
 extern __thread CorCoPool corCoPool __attribute__((tls_model("initial-exec")));
-extern _Atomic size_t corCoStackBytes;   /* the size of new stacks */
+extern _Atomic size_t corCoStackBytes; /* the size of new stacks */
 extern _Atomic unsigned corCoPoolMax;
 
 /* A pooled stack of the current size, or NULL when there is none or the
@@ -83,8 +83,9 @@ corCoStackPop(void)
     CorCo* co = corCoPool.head;
 
     if (co == NULL || corCoPool.lastId == 0
-        || co->stackSize != atomic_load_explicit(&corCoStackBytes,
-                                                 memory_order_relaxed)) {
+        || co->stackSize
+               != atomic_load_explicit(&corCoStackBytes,
+                                       memory_order_relaxed)) {
         return NULL;
     }
     corCoPool.head = co->nextFree;

@@ -112,8 +112,7 @@ stackMap(size_t size)
 CorCo*
 corCoStackTake(void)
 {
-    size_t size = atomic_load_explicit(&corCoStackBytes,
-                                       memory_order_relaxed);
+    size_t size = atomic_load_explicit(&corCoStackBytes, memory_order_relaxed);
     CorCo* co;
 
     if (corCoCrashArm() != 0) {
@@ -128,7 +127,7 @@ corCoStackTake(void)
         if (co->stackSize == size) {
             break;
         }
-        corCoStackUnmap(co);        /* left over from an older size */
+        corCoStackUnmap(co); /* left over from an older size */
     }
     if (co == NULL) {
         co = stackMap(size);
@@ -169,8 +168,7 @@ corCoStackTrim(void)
         return 0;
     }
     low = ((uintptr_t)co->stackLow + page - 1) & ~(page - 1);
-    keep = ((uintptr_t)__builtin_frame_address(0) - TRIM_MARGIN)
-           & ~(page - 1);
+    keep = ((uintptr_t)__builtin_frame_address(0) - TRIM_MARGIN) & ~(page - 1);
     if (keep <= low) {
         return 0;
     }

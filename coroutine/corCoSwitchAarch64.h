@@ -27,16 +27,16 @@
  * The arriving half of a switch, shared by corCoSwitch and corCoJump: x1
  * is the incoming context, x10 the leaving side's FPCR.
  */
-#define COR_CO_SWITCH_ARRIVE \
-        "mov     sp, x1\n\t" \
-        "ldp     x29, x16, [sp]\n\t" \
-        "ldr     x11, [sp, #16]\n\t" \
-        "add     sp, sp, #32\n\t" \
-        "cmp     x10, x11\n\t" \
-        "b.eq    2f\n\t" \
-        "msr     fpcr, x11\n" \
-        "2:\n\t" \
-        "br      x16\n"
+#define COR_CO_SWITCH_ARRIVE                                                   \
+    "mov     sp, x1\n\t"                                                       \
+    "ldp     x29, x16, [sp]\n\t"                                               \
+    "ldr     x11, [sp, #16]\n\t"                                               \
+    "add     sp, sp, #32\n\t"                                                  \
+    "cmp     x10, x11\n\t"                                                     \
+    "b.eq    2f\n\t"                                                           \
+    "msr     fpcr, x11\n"                                                      \
+    "2:\n\t"                                                                   \
+    "br      x16\n"
 
 /* Save the running context in *fromSp and continue the one saved at toSp. */
 static inline __attribute__((always_inline)) void
@@ -45,26 +45,24 @@ corCoSwitch(void** fromSp, void* toSp)
     register void** from __asm__("x0") = fromSp;
     register void* to __asm__("x1") = toSp;
 
-    __asm__ volatile(
-        "adr     x16, 1f\n\t"
-        "mrs     x10, fpcr\n\t"
-        "sub     sp, sp, #32\n\t"
-        "stp     x29, x16, [sp]\n\t"
-        "str     x10, [sp, #16]\n\t"
-        "mov     x11, sp\n\t"
-        "str     x11, [x0]\n\t"
-        COR_CO_SWITCH_ARRIVE
-        "1:\n\t"
-        "hint    #38\n\t"                 /* bti jc */
-        : "+r"(from), "+r"(to)
-        :
-        : "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12",
-          "x13", "x14", "x15", "x16", "x17", "x18", "x19", "x20", "x21",
-          "x22", "x23", "x24", "x25", "x26", "x27", "x28", "x30",
-          "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10",
-          "v11", "v12", "v13", "v14", "v15", "v16", "v17", "v18", "v19",
-          "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28",
-          "v29", "v30", "v31", "memory", "cc");
+    __asm__ volatile("adr     x16, 1f\n\t"
+                     "mrs     x10, fpcr\n\t"
+                     "sub     sp, sp, #32\n\t"
+                     "stp     x29, x16, [sp]\n\t"
+                     "str     x10, [sp, #16]\n\t"
+                     "mov     x11, sp\n\t"
+                     "str     x11, [x0]\n\t" COR_CO_SWITCH_ARRIVE "1:\n\t"
+                     "hint    #38\n\t" /* bti jc */
+                     : "+r"(from), "+r"(to)
+                     :
+                     : "x2", "x3", "x4", "x5", "x6", "x7", "x8", "x9", "x10",
+                       "x11", "x12", "x13", "x14", "x15", "x16", "x17", "x18",
+                       "x19", "x20", "x21", "x22", "x23", "x24", "x25", "x26",
+                       "x27", "x28", "x30", "v0", "v1", "v2", "v3", "v4", "v5",
+                       "v6", "v7", "v8", "v9", "v10", "v11", "v12", "v13",
+                       "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21",
+                       "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29",
+                       "v30", "v31", "memory", "cc");
 }
 
 /*
@@ -77,12 +75,10 @@ corCoJump(void* toSp)
 {
     register void* to __asm__("x1") = toSp;
 
-    __asm__ volatile(
-        "mrs     x10, fpcr\n\t"
-        COR_CO_SWITCH_ARRIVE
-        :
-        : "r"(to)
-        : "x10", "x11", "x16", "memory", "cc");
+    __asm__ volatile("mrs     x10, fpcr\n\t" COR_CO_SWITCH_ARRIVE
+                     :
+                     : "r"(to)
+                     : "x10", "x11", "x16", "memory", "cc");
     __builtin_unreachable();
 }
 
@@ -94,9 +90,9 @@ corCoJump(void* toSp)
 static inline void
 corCoFrameFill(uint64_t frame[4], void (*entry)(void))
 {
-    frame[0] = 0;                           /* x29 */
+    frame[0] = 0; /* x29 */
     frame[1] = (uintptr_t)entry;
-    frame[2] = 0;                           /* FPCR */
+    frame[2] = 0; /* FPCR */
     frame[3] = 0;
 }
 

@@ -45,9 +45,10 @@
  * mask registers k0-k7 (all caller-saved), which the other side may
  * change. */
 #ifdef __AVX512F__
-#define COR_CO_CLOBBER_AVX512 , "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", \
-    "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", \
-    "xmm29", "xmm30", "xmm31", "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"
+#define COR_CO_CLOBBER_AVX512                                                  \
+    , "xmm16", "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23",  \
+        "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",         \
+        "xmm31", "k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"
 #else
 #define COR_CO_CLOBBER_AVX512
 #endif
@@ -58,34 +59,34 @@
  * its x87 control word, the flags are the comparison with the leaving
  * side's word.
  */
-#define COR_CO_SWITCH_ARRIVE \
-        "jne     2f\n" \
-        "3:\n\t" \
-        "addq    $8, %%rsp\n\t" \
-        "popq    %%rbp\n\t" \
-        "jmpq    *%%rcx\n" \
-        "2:\n\t"                            /* environments differ */ \
-        "fldcw   (%%rsp)\n\t" \
-        "stmxcsr 4(%%rsp)\n\t" \
-        "movl    4(%%rsp), %%r8d\n\t" \
-        "andl    $0xffff807f, %%r8d\n\t"  /* clear MXCSR masks and RC */ \
-        "movl    %%eax, %%r9d\n\t" \
-        "andl    $0x3f, %%r9d\n\t"         /* x87 masks, bits 0-5 ... */ \
-        "shll    $7, %%r9d\n\t"            /* ... are MXCSR bits 7-12 */ \
-        "orl     %%r9d, %%r8d\n\t" \
-        "andl    $0xc00, %%eax\n\t"        /* x87 RC, bits 10-11 ... */ \
-        "shll    $3, %%eax\n\t"            /* ... is MXCSR RC, 13-14 */ \
-        "orl     %%eax, %%r8d\n\t" \
-        "movl    %%r8d, 4(%%rsp)\n\t" \
-        "ldmxcsr 4(%%rsp)\n\t" \
-        "jmp     3b\n"
+#define COR_CO_SWITCH_ARRIVE                                                   \
+    "jne     2f\n"                                                             \
+    "3:\n\t"                                                                   \
+    "addq    $8, %%rsp\n\t"                                                    \
+    "popq    %%rbp\n\t"                                                        \
+    "jmpq    *%%rcx\n"                                                         \
+    "2:\n\t" /* environments differ */                                         \
+    "fldcw   (%%rsp)\n\t"                                                      \
+    "stmxcsr 4(%%rsp)\n\t"                                                     \
+    "movl    4(%%rsp), %%r8d\n\t"                                              \
+    "andl    $0xffff807f, %%r8d\n\t" /* clear MXCSR masks and RC */            \
+    "movl    %%eax, %%r9d\n\t"                                                 \
+    "andl    $0x3f, %%r9d\n\t" /* x87 masks, bits 0-5 ... */                   \
+    "shll    $7, %%r9d\n\t"    /* ... are MXCSR bits 7-12 */                   \
+    "orl     %%r9d, %%r8d\n\t"                                                 \
+    "andl    $0xc00, %%eax\n\t" /* x87 RC, bits 10-11 ... */                   \
+    "shll    $3, %%eax\n\t"     /* ... is MXCSR RC, 13-14 */                   \
+    "orl     %%eax, %%r8d\n\t"                                                 \
+    "movl    %%r8d, 4(%%rsp)\n\t"                                              \
+    "ldmxcsr 4(%%rsp)\n\t"                                                     \
+    "jmp     3b\n"
 
 /* Save the running context in *fromSp and continue the one saved at toSp. */
 static inline __attribute__((always_inline)) void
 corCoSwitch(void** fromSp, void* toSp)
 {
     __asm__ volatile(
-        "leaq    -128(%%rsp), %%rsp\n\t"   /* step over the red zone */
+        "leaq    -128(%%rsp), %%rsp\n\t" /* step over the red zone */
         "pushq   %%rbp\n\t"
         "subq    $8, %%rsp\n\t"
         "fnstcw  (%%rsp)\n\t"
@@ -94,20 +95,18 @@ corCoSwitch(void** fromSp, void* toSp)
         "movq    %%rsp, %%rdx\n\t"
         "movq    %%rsp, (%%rdi)\n\t"
         "movq    %%rsi, %%rsp\n\t"
-        "popq    %%rcx\n\t"                /* where the other one goes on */
+        "popq    %%rcx\n\t" /* where the other one goes on */
         "movzwl  (%%rsp), %%eax\n\t"
-        "cmpw    8(%%rdx), %%ax\n\t"
-        COR_CO_SWITCH_ARRIVE
-        "1:\n\t"
+        "cmpw    8(%%rdx), %%ax\n\t" COR_CO_SWITCH_ARRIVE "1:\n\t"
         "leaq    128(%%rsp), %%rsp\n\t"
         : "+D"(fromSp), "+S"(toSp)
         :
         : "rax", "rbx", "rcx", "rdx", "r8", "r9", "r10", "r11", "r12", "r13",
-          "r14", "r15", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5",
-          "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13",
-          "xmm14", "xmm15", "st", "st(1)", "st(2)", "st(3)", "st(4)",
-          "st(5)", "st(6)", "st(7)", "mm0", "mm1", "mm2", "mm3", "mm4", "mm5",
-          "mm6", "mm7", "memory", "cc" COR_CO_CLOBBER_AVX512);
+          "r14", "r15", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6",
+          "xmm7", "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14",
+          "xmm15", "st", "st(1)", "st(2)", "st(3)", "st(4)", "st(5)", "st(6)",
+          "st(7)", "mm0", "mm1", "mm2", "mm3", "mm4", "mm5", "mm6", "mm7",
+          "memory", "cc" COR_CO_CLOBBER_AVX512);
 }
 
 /*
@@ -121,15 +120,13 @@ corCoJump(void* toSp)
     uint16_t word;
 
     __asm__ volatile("fnstcw %0" : "=m"(word));
-    __asm__ volatile(
-        "movq    %1, %%rsp\n\t"
-        "popq    %%rcx\n\t"
-        "movzwl  (%%rsp), %%eax\n\t"
-        "cmpw    %0, %%ax\n\t"
-        COR_CO_SWITCH_ARRIVE
-        :
-        : "d"(word), "S"(toSp)
-        : "rax", "rcx", "r8", "r9", "memory", "cc");
+    __asm__ volatile("movq    %1, %%rsp\n\t"
+                     "popq    %%rcx\n\t"
+                     "movzwl  (%%rsp), %%eax\n\t"
+                     "cmpw    %0, %%ax\n\t" COR_CO_SWITCH_ARRIVE
+                     :
+                     : "d"(word), "S"(toSp)
+                     : "rax", "rcx", "r8", "r9", "memory", "cc");
     __builtin_unreachable();
 }
 
@@ -144,9 +141,9 @@ static inline void
 corCoFrameFill(uint64_t frame[4], void (*entry)(void))
 {
     frame[0] = (uintptr_t)entry;
-    frame[1] = 0x037f;                      /* x87 control word at reset */
-    frame[2] = 0;                           /* rbp */
-    frame[3] = 0;                           /* the return address of entry */
+    frame[1] = 0x037f; /* x87 control word at reset */
+    frame[2] = 0;      /* rbp */
+    frame[3] = 0;      /* the return address of entry */
 }
 
 #endif /* COR_CO_SWITCH_X8664_H */

@@ -22,8 +22,8 @@
 
 /* Lives on the calling coroutine's stack until the call is back. */
 typedef struct {
-    CorEvTask work;        /* on the blocking pool */
-    CorEvTask done;        /* back on the loop */
+    CorEvTask work; /* on the blocking pool */
+    CorEvTask done; /* back on the loop */
     CorCoFn fn;
     void* arg;
     CorEvLoop* loop;
@@ -79,7 +79,7 @@ corCoBlocking(CorCoFn fn, void* arg)
     if (call.loop == NULL || corCoCurrent() == NULL
         || (pool = poolGet()) == NULL
         || corEvPoolPost(pool, &call.work, callRun) != 0) {
-        fn(arg);    /* no coroutine, or no pool to be had: a plain call */
+        fn(arg); /* no coroutine, or no pool to be had: a plain call */
         return;
     }
     corCoLoopSuspend(call.loop, &call.waiter, -1);

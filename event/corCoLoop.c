@@ -142,7 +142,7 @@ typedef struct {
     CorEvLoop* loop;
     CorCoFn fn;
     void* arg;
-    CorRestCancel* cancel;      /* what its waits are bound to */
+    CorRestCancel* cancel; /* what its waits are bound to */
 } Spawned;
 
 static void
@@ -249,8 +249,7 @@ runReady(CorEvLoop* loop)
 CorCoFdSlot*
 corCoFdGrow(CorCoLoop* co, int fd)
 {
-    CorCoFdSlot* fds = corEvTableGrow(co->fds, &co->fdCount, sizeof(*fds),
-                                      fd);
+    CorCoFdSlot* fds = corEvTableGrow(co->fds, &co->fdCount, sizeof(*fds), fd);
 
     if (fds == NULL) {
         return NULL;
@@ -370,8 +369,7 @@ armFd(CorEvLoop* loop, CorCoWaiter* waiter, short events)
     if (slot == NULL) {
         return -1;
     }
-    if ((loop->fds[waiter->fd].armed != events
-         || slot->heir != corCoCurrent())
+    if ((loop->fds[waiter->fd].armed != events || slot->heir != corCoCurrent())
         && corCoFdArm(loop, waiter->fd, slot, events) != 0) {
         return -1;
     }
@@ -410,8 +408,7 @@ boundCancel(void)
 static bool
 waitRefused(const CorEvLoop* loop, const CorRestCancel* cancel)
 {
-    return loop->co->cancelled
-           || (cancel != NULL && corRestCancelled(cancel));
+    return loop->co->cancelled || (cancel != NULL && corRestCancelled(cancel));
 }
 
 /* Suspend as corCoLoopSuspend does, where the coroutine's cancel can find
@@ -548,8 +545,9 @@ int
 corCoLoopParkUntil(CorCoPark* handle, uint64_t deadlineMs)
 {
     uint64_t now = corEvClockMs();
-    int left = deadlineMs == 0 ? -1
-               : deadlineMs > now ? (int)(deadlineMs - now) : 0;
+    int left = deadlineMs == 0    ? -1
+               : deadlineMs > now ? (int)(deadlineMs - now)
+                                  : 0;
     int rc = left == 0 ? 0 : corCoLoopPark(handle, left);
     CorEvLoop* loop;
 
@@ -558,7 +556,8 @@ corCoLoopParkUntil(CorCoPark* handle, uint64_t deadlineMs)
     }
     loop = waitingLoop();
     return rc < 0 || loop == NULL || waitRefused(loop, boundCancel())
-           ? -ECANCELED : -ETIMEDOUT;
+               ? -ECANCELED
+               : -ETIMEDOUT;
 }
 
 void
@@ -707,7 +706,8 @@ cancelAll(CorEvLoop* loop)
     CorList* next;
 
     loop->co->cancelled = true;
-    corListForEach(node, next, &loop->co->waits) {
+    corListForEach(node, next, &loop->co->waits)
+    {
         CorCoWaiter* waiter = corContainerOf(node, CorCoWaiter, link);
 
         if (waiter->cancellable) {

@@ -16,10 +16,10 @@
 
 typedef enum {
     COR_WAIT_PENDING,
-    COR_WAIT_READY,      /* the fd has events, or a park was woken */
+    COR_WAIT_READY, /* the fd has events, or a park was woken */
     COR_WAIT_TIMEOUT,
     COR_WAIT_CANCELLED,
-    COR_WAIT_CLOSED      /* corCoLoopClose() took the fd away */
+    COR_WAIT_CLOSED /* corCoLoopClose() took the fd away */
 } CorCoWaitOutcome;
 
 /*
@@ -29,10 +29,10 @@ typedef enum {
 typedef struct CorCoWaiter {
     CorCo* co;
     CorEvTimer timer;
-    CorList link;                    /* in the loop's waits, for cancel */
-    struct CorCoWaiter* readyNext;   /* the loop's ready queue */
-    int fd;                          /* < 0: a timer or a park */
-    uint32_t parkSlot;               /* 1-based; 0: not a park */
+    CorList link;                  /* in the loop's waits, for cancel */
+    struct CorCoWaiter* readyNext; /* the loop's ready queue */
+    int fd;                        /* < 0: a timer or a park */
+    uint32_t parkSlot;             /* 1-based; 0: not a park */
     short revents;
     uint8_t outcome;
     bool cancellable;
@@ -54,12 +54,12 @@ typedef struct {
 typedef struct {
     CorCoWaiter* waiter;
     uint32_t generation;
-    uint32_t nextFree;               /* 1-based free list */
+    uint32_t nextFree; /* 1-based free list */
 } CorCoParkSlot;
 
 /* The layer's state of one loop (CorEvLoop.co); the loop's thread's. */
 typedef struct CorCoLoop {
-    CorList waits;                   /* CorCoWaiter.link */
+    CorList waits; /* CorCoWaiter.link */
     CorCoWaiter* readyHead;
     CorCoWaiter* readyTail;
     bool cancelled;

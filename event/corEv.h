@@ -48,10 +48,7 @@ CorEvLoop* corEvLoopCreate(void);
  * both; docs/engine.md says what each costs. An io_uring loop must be run
  * by one thread, the one that first runs it.
  */
-typedef enum {
-    COR_EV_EPOLL,
-    COR_EV_URING
-} CorEvBackend;
+typedef enum { COR_EV_EPOLL, COR_EV_URING } CorEvBackend;
 
 /* Create a loop on backend. NULL with errno set: ENOSYS for io_uring in a
  * build without it (liburing, coroutines), or what the kernel refused
@@ -111,7 +108,7 @@ typedef void (*CorEvIoFn)(CorEvIo* io, unsigned events);
 struct CorEvIo {
     CorEvIoFn fn;
     int fd;
-    unsigned events;    /* the mask epoll has now */
+    unsigned events; /* the mask epoll has now */
 };
 
 /* Watch fd for events (EPOLLIN, EPOLLOUT, EPOLLRDHUP, EPOLLET...) and call
@@ -133,10 +130,10 @@ typedef void (*CorEvTimerFn)(CorEvTimer* timer);
 /* A deadline on a loop; embedded in its owner. Zero-initialise it. */
 struct CorEvTimer {
     CorEvHeapNode node;
-    uint64_t deadline;  /* its place in the heap: corEvNow() value */
-    uint64_t due;       /* when it fires: deadline, or later if pushed */
-    uint64_t seq;       /* equal deadlines: first armed, first fired (a
-                         * push back keeps its turn) */
+    uint64_t deadline; /* its place in the heap: corEvNow() value */
+    uint64_t due;      /* when it fires: deadline, or later if pushed */
+    uint64_t seq;      /* equal deadlines: first armed, first fired (a
+                        * push back keeps its turn) */
     CorEvTimerFn fn;
     bool active;
 };
@@ -162,7 +159,7 @@ typedef struct CorEvSoon CorEvSoon;
 typedef void (*CorEvSoonFn)(CorEvSoon* soon);
 
 struct CorEvSoon {
-    CorList link;       /* in the loop's list while due */
+    CorList link; /* in the loop's list while due */
     CorEvSoonFn fn;
 };
 
@@ -182,7 +179,7 @@ typedef void (*CorEvTaskFn)(CorEvTask* task);
 /* A unit of work; embedded in its owner, which keeps it alive until fn has
  * run. */
 struct CorEvTask {
-    CorEvHeapNode node;  /* a pool's delayed tasks */
+    CorEvHeapNode node; /* a pool's delayed tasks */
     CorEvTask* next;
     CorEvTaskFn fn;
     uint64_t deadline;
@@ -197,11 +194,11 @@ void corEvLoopPost(CorEvLoop* loop, CorEvTask* task, CorEvTaskFn fn);
 
 /* What the loop counts of its coroutines. */
 typedef struct {
-    uint64_t spawned;         /* coroutines started */
-    uint64_t refused;         /* spawns refused: cap, no stack, stopping */
-    uint64_t cancelledWaits;  /* waits ended by a cancel */
-    unsigned live;            /* running or waiting now */
-    unsigned peak;            /* the most live at once */
+    uint64_t spawned;        /* coroutines started */
+    uint64_t refused;        /* spawns refused: cap, no stack, stopping */
+    uint64_t cancelledWaits; /* waits ended by a cancel */
+    unsigned live;           /* running or waiting now */
+    unsigned peak;           /* the most live at once */
 } CorCoLoopStats;
 
 /*
@@ -306,8 +303,7 @@ struct CorCoWatch {
  * -EBUSY (a coroutine waits on fd, or a CorEvIo watches it), -EPERM off a
  * loop's thread, -ENOMEM.
  */
-int corCoLoopWatch(CorCoWatch* watch, int fd, short events,
-                   CorCoWatchFn fn);
+int corCoLoopWatch(CorCoWatch* watch, int fd, short events, CorCoWatchFn fn);
 
 /*
  * End the watch, at no cost: its arming is left to the next wait of the
@@ -368,8 +364,8 @@ void corRestCancelAll(void);
  */
 typedef struct CorRestCancel {
     atomic_bool cancelled;
-    atomic_int threadFd;            /* a waiting thread's eventfd, plus 1 */
-    struct CorCoWaiter* waiter;     /* a coroutine's wait, on its loop */
+    atomic_int threadFd;        /* a waiting thread's eventfd, plus 1 */
+    struct CorCoWaiter* waiter; /* a coroutine's wait, on its loop */
 } CorRestCancel;
 
 /*
@@ -441,10 +437,10 @@ typedef struct {
      * to ask, "IP[:port], ..." (an IPv6 address with a port in brackets),
      * and only they (no hosts file). */
     const char* servers;
-    int timeoutMs;           /* per lookup; <= 0: 2 s */
-    unsigned minTtlS;        /* an answer is kept at least this long */
-    unsigned maxTtlS;        /* and at most this long */
-    unsigned negativeTtlS;   /* an NXDOMAIN is kept this long */
+    int timeoutMs;         /* per lookup; <= 0: 2 s */
+    unsigned minTtlS;      /* an answer is kept at least this long */
+    unsigned maxTtlS;      /* and at most this long */
+    unsigned negativeTtlS; /* an NXDOMAIN is kept this long */
 } CorResolverConfig;
 
 /*
@@ -511,8 +507,8 @@ void corEvPoolDestroy(CorEvPool* pool);
 /* ---- Helpers ------------------------------------------------------------- */
 
 /* The struct that embeds member, from a pointer to that member. */
-#define corContainerOf(ptr, type, member) \
-    ((type*)(void*)((char*)(ptr) - offsetof(type, member)))
+#define corContainerOf(ptr, type, member)                                      \
+    ((type*)(void*)((char*)(ptr)-offsetof(type, member)))
 
 /* What state written by one thread is aligned to, so that two threads
  * never write into one cache line (two lines: parts that fetch lines in

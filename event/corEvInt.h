@@ -19,8 +19,7 @@
 
 /* ---- Intrusive binary min-heap ------------------------------------------- */
 
-typedef bool (*CorEvHeapLessFn)(const CorEvHeapNode* a,
-                                const CorEvHeapNode* b);
+typedef bool (*CorEvHeapLessFn)(const CorEvHeapNode* a, const CorEvHeapNode* b);
 
 typedef struct {
     CorEvHeapNode* min;
@@ -48,12 +47,12 @@ static inline bool corEvDueBefore(uint64_t deadline, uint64_t seq,
  * with another process) finds a newer generation and is dropped.
  */
 typedef struct {
-    uint32_t generation;             /* of the last arming, 31 bits */
-    bool registered;                 /* in the epoll set (maybe disarmed) */
+    uint32_t generation; /* of the last arming, 31 bits */
+    bool registered;     /* in the epoll set (maybe disarmed) */
     /* The events of a one-shot arming (corEvOnceArm) that has neither
      * fired nor been taken away; 0: none. */
     short armed;
-    bool ioOwned;                    /* a CorEvIo watches it */
+    bool ioOwned; /* a CorEvIo watches it */
     /* On io_uring (corEvUring.c): the CorEvIo that watches the fd, whether
      * its poll is armed, and where its completions of the batch being
      * read are merged (1-based; 0: none yet). */
@@ -101,19 +100,19 @@ typedef struct CorEvHooks {
 /* Owned by the thread that runs it. */
 struct CorEvLoop {
     /* Each loop on lines of its own: other threads post to it. */
-    _Alignas(COR_CACHE_LINE) int epfd;  /* -1 on io_uring */
-    struct CorEvUring* uring;        /* the ring, or NULL on epoll */
-    int wakeFd;                      /* eventfd: posts and stops */
+    _Alignas(COR_CACHE_LINE) int epfd; /* -1 on io_uring */
+    struct CorEvUring* uring;          /* the ring, or NULL on epoll */
+    int wakeFd;                        /* eventfd: posts and stops */
     CorEvIo wakeIo;
     uint64_t now;
     CorEvHeap timers;
     uint64_t timerSeq;
-    _Atomic(CorEvTask*) posted;      /* pushed by any thread, LIFO */
-    CorList soon;                    /* CorEvSoon.link: due before sleep */
-    atomic_uint posters;             /* posts between push and wake */
+    _Atomic(CorEvTask*) posted; /* pushed by any thread, LIFO */
+    CorList soon;               /* CorEvSoon.link: due before sleep */
+    atomic_uint posters;        /* posts between push and wake */
     atomic_bool stopRequested;
     bool stopping;
-    unsigned id;                     /* names the loop in park handles */
+    unsigned id; /* names the loop in park handles */
     /* The batch being dispatched: a CorEvIo stopped meanwhile is struck
      * out of it, so a later entry never reaches a freed owner. */
     struct epoll_event* batch;
@@ -247,40 +246,49 @@ corEvUringDestroy(CorEvLoop* loop)
 static inline int
 corEvUringIoStart(CorEvLoop* loop, CorEvIo* io)
 {
-    (void)loop; (void)io;
+    (void)loop;
+    (void)io;
     return -ENOSYS;
 }
 
 static inline int
 corEvUringIoSet(CorEvLoop* loop, CorEvIo* io, unsigned events)
 {
-    (void)loop; (void)io; (void)events;
+    (void)loop;
+    (void)io;
+    (void)events;
     return -ENOSYS;
 }
 
 static inline void
 corEvUringIoStop(CorEvLoop* loop, CorEvIo* io)
 {
-    (void)loop; (void)io;
+    (void)loop;
+    (void)io;
 }
 
 static inline int
 corEvUringWaitArm(CorEvLoop* loop, int fd, short events, uint64_t data)
 {
-    (void)loop; (void)fd; (void)events; (void)data;
+    (void)loop;
+    (void)fd;
+    (void)events;
+    (void)data;
     return -ENOSYS;
 }
 
 static inline void
 corEvUringWaitDisarm(CorEvLoop* loop, uint64_t data)
 {
-    (void)loop; (void)data;
+    (void)loop;
+    (void)data;
 }
 
 static inline int
 corEvUringRun(CorEvLoop* loop, int timeoutMs)
 {
-    (void)loop; (void)timeoutMs;
+    (void)loop;
+    (void)timeoutMs;
     return -ENOSYS;
 }
 
@@ -299,13 +307,13 @@ struct ares_channeldata;
  * freed when its run ends, a thread's when the thread exits. */
 typedef struct CorResolver {
     struct ares_channeldata* channel;
-    int epfd;                   /* the channel's sockets */
-    CorEvLoop* loop;            /* the loop it serves, or NULL */
-    CorEvIo io;                 /* epfd, on the loop */
-    CorEvTimer timer;           /* c-ares' next timeout, on the loop */
+    int epfd;         /* the channel's sockets */
+    CorEvLoop* loop;  /* the loop it serves, or NULL */
+    CorEvIo io;       /* epfd, on the loop */
+    CorEvTimer timer; /* c-ares' next timeout, on the loop */
     struct CorResolveCache* cache;
-    unsigned generation;        /* of the configuration it was made from */
-    unsigned pending;           /* queries in flight */
+    unsigned generation; /* of the configuration it was made from */
+    unsigned pending;    /* queries in flight */
     int timeoutMs;
     unsigned minTtlS;
     unsigned maxTtlS;
@@ -336,25 +344,24 @@ typedef struct CorResolveCache CorResolveCache;
  * so it is not dropped.
  */
 typedef struct CorResolveEntry {
-    struct CorResolveEntry* next;    /* the hash chain */
+    struct CorResolveEntry* next; /* the hash chain */
     struct CorResolver* resolver;
-    CorList waiters;                 /* CorResolveWaiter.link; pending */
-    uint64_t expires;                /* ms of the clock; an answer */
-    int status;                      /* c-ares' status of the answer */
+    CorList waiters;  /* CorResolveWaiter.link; pending */
+    uint64_t expires; /* ms of the clock; an answer */
+    int status;       /* c-ares' status of the answer */
     bool pending;
     unsigned count;
     union {
         struct sockaddr_in v4;
         struct sockaddr_in6 v6;
     } addrs[COR_RESOLVE_MAX];
-    char name[];                     /* lower case */
+    char name[]; /* lower case */
 } CorResolveEntry;
 
 CorResolveCache* corResolveCacheCreate(void);
 void corResolveCacheDestroy(CorResolveCache* cache);
 /* The entry of name (lower case), fresh, expired or pending; or NULL. */
-CorResolveEntry* corResolveCacheFind(CorResolveCache* cache,
-                                     const char* name);
+CorResolveEntry* corResolveCacheFind(CorResolveCache* cache, const char* name);
 /* A new zeroed entry for name, or NULL (no memory, or the table is full
  * of queries in flight). now: what has expired may make room. */
 CorResolveEntry* corResolveCacheAdd(CorResolveCache* cache, const char* name,
@@ -386,9 +393,9 @@ corEvOnceFire(CorEvLoop* loop, uint64_t data, unsigned events)
     uint32_t generation = (uint32_t)(data >> 1) & 0x7fffffff;
 
     if (fd >= loop->fdCount || loop->fds[fd].generation != generation) {
-        return;     /* an older arming's event */
+        return; /* an older arming's event */
     }
-    loop->fds[fd].armed = 0;        /* one-shot: it fired */
+    loop->fds[fd].armed = 0; /* one-shot: it fired */
     if (loop->hooks != NULL) {
         loop->hooks->fired(loop, (int)fd, events);
     }

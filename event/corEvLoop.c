@@ -224,8 +224,8 @@ corEvTableGrow(void* table, unsigned* countP, size_t size, int fd)
 CorEvFdSlot*
 corEvFdGrow(CorEvLoop* loop, int fd)
 {
-    CorEvFdSlot* fds = corEvTableGrow(loop->fds, &loop->fdCount,
-                                      sizeof(*fds), fd);
+    CorEvFdSlot* fds = corEvTableGrow(loop->fds, &loop->fdCount, sizeof(*fds),
+                                      fd);
 
     if (fds == NULL) {
         return NULL;
@@ -275,8 +275,9 @@ corEvOnceArm(CorEvLoop* loop, int fd, short events)
      * set, a dup'ed one may be. Either way one retry settles it. */
     op = slot->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
     if (epoll_ctl(loop->epfd, op, fd, &ev) != 0) {
-        op = errno == ENOENT ? EPOLL_CTL_ADD
-             : errno == EEXIST ? EPOLL_CTL_MOD : -1;
+        op = errno == ENOENT   ? EPOLL_CTL_ADD
+             : errno == EEXIST ? EPOLL_CTL_MOD
+                               : -1;
         if (op < 0 || epoll_ctl(loop->epfd, op, fd, &ev) != 0) {
             return -1;
         }
@@ -372,7 +373,8 @@ corEvIoStart(CorEvLoop* loop, CorEvIo* io, int fd, unsigned events,
     }
     if (inSet < 0
         || (epoll_ctl(loop->epfd, inSet ? EPOLL_CTL_MOD : EPOLL_CTL_ADD, fd,
-                      &ev) != 0
+                      &ev)
+                != 0
             && !(inSet && errno == ENOENT
                  && epoll_ctl(loop->epfd, EPOLL_CTL_ADD, fd, &ev) == 0))) {
         int err = errno;
@@ -426,8 +428,7 @@ corEvIoStop(CorEvLoop* loop, CorEvIo* io)
 void
 corEvLoopPost(CorEvLoop* loop, CorEvTask* task, CorEvTaskFn fn)
 {
-    CorEvTask* head = atomic_load_explicit(&loop->posted,
-                                           memory_order_relaxed);
+    CorEvTask* head = atomic_load_explicit(&loop->posted, memory_order_relaxed);
 
     task->fn = fn;
     /* Counted until the wake is written: once the task is pushed, the loop
@@ -542,8 +543,7 @@ keepRunning(CorEvLoop* loop)
             loop->hooks->stop(loop);
         }
     }
-    return !loop->stopping
-           || (loop->hooks != NULL && loop->hooks->live(loop));
+    return !loop->stopping || (loop->hooks != NULL && loop->hooks->live(loop));
 }
 
 /* Sleep in epoll_wait up to timeoutMs and dispatch what it found. */

@@ -30,12 +30,12 @@ typedef struct {
 struct CorEvPool {
     Worker* workers;
     unsigned count;
-    pthread_mutex_t lock;      /* sleeping, the delayed heap, shutdown */
+    pthread_mutex_t lock; /* sleeping, the delayed heap, shutdown */
     pthread_cond_t cond;
     CorEvHeap delayed;
     uint64_t delayedSeq;
     atomic_uint idle;
-    atomic_ulong queued;       /* posted and not yet taken by a worker */
+    atomic_ulong queued; /* posted and not yet taken by a worker */
     atomic_uint nextQueue;
     atomic_bool shuttingDown;
     /* The earliest delayed deadline (UINT64_MAX: none), read without the
@@ -257,8 +257,7 @@ corEvPoolPost(CorEvPool* pool, CorEvTask* task, CorEvTaskFn fn)
         return -ESHUTDOWN;
     }
     if (w == NULL || w->pool != pool) {
-        w = &pool->workers[atomic_fetch_add(&pool->nextQueue, 1)
-                           % pool->count];
+        w = &pool->workers[atomic_fetch_add(&pool->nextQueue, 1) % pool->count];
     }
     task->fn = fn;
     queuePush(w, task);

@@ -62,7 +62,7 @@ corEvTimerStart(CorEvLoop* loop, CorEvTimer* timer, uint64_t timeoutMs,
     due = loop->now + timeoutMs;
     timer->fn = fn;
     if (timer->active && due >= timer->deadline) {
-        timer->due = due;           /* moved there when deadline comes */
+        timer->due = due; /* moved there when deadline comes */
         return;
     }
     if (timer->active) {

@@ -35,11 +35,11 @@
  * the loop's io_uring_enter alone (DEFER_TASKRUN): a kernel runs at most
  * 20 of that work an enter (IO_LOCAL_TW_DEFAULT_MAX), so a busy loop
  * would turn, and enter, once per 20 events where epoll_wait gives it a
- * batch. Such a ring belongs to the thread that enables it, and a server's loops are made by
- * one thread and run on others: so the ring is made disabled and the
- * loop's first turn enables it. A run's end submits what is still written
- * (the removals of the watches its stop took away) and lets the thread's
- * registration of the ring go, so that the loop may be destroyed from
+ * batch. Such a ring belongs to the thread that enables it, and a server's
+ * loops are made by one thread and run on others: so the ring is made disabled
+ * and the loop's first turn enables it. A run's end submits what is still
+ * written (the removals of the watches its stop took away) and lets the
+ * thread's registration of the ring go, so that the loop may be destroyed from
  * another thread.
  */
 #include "corEvInt.h"
@@ -67,9 +67,9 @@ typedef struct {
 
 struct CorEvUring {
     struct io_uring ring;
-    bool enabled;           /* by the thread that runs the loop */
-    bool running;           /* a run's first turn made it ready */
-    bool registered;        /* the ring's fd, in that thread's table */
+    bool enabled;    /* by the thread that runs the loop */
+    bool running;    /* a run's first turn made it ready */
+    bool registered; /* the ring's fd, in that thread's table */
     Deferred* deferred;
     unsigned deferredCount;
     unsigned deferredCap;
@@ -149,8 +149,7 @@ defer(struct CorEvUring* u, int fd, uint64_t data)
 }
 
 static int
-pollAdd(CorEvLoop* loop, int fd, unsigned events, uint64_t data,
-        bool multishot)
+pollAdd(CorEvLoop* loop, int fd, unsigned events, uint64_t data, bool multishot)
 {
     struct io_uring_sqe* sqe = sqeGet(loop->uring);
     unsigned mask = events & ~(unsigned)(EPOLLET | EPOLLONESHOT);
@@ -190,9 +189,8 @@ ioArm(CorEvLoop* loop, CorEvIo* io)
 {
     CorEvFdSlot* slot = &loop->fds[io->fd];
     uint32_t generation = corEvGenerationNext(slot->generation);
-    int rc = pollAdd(loop, io->fd, io->events, corEvArming(io->fd,
-                                                           generation, 0),
-                     io->events & EPOLLET);
+    int rc = pollAdd(loop, io->fd, io->events,
+                     corEvArming(io->fd, generation, 0), io->events & EPOLLET);
 
     if (rc == 0) {
         slot->generation = generation;
@@ -245,7 +243,7 @@ int
 corEvUringIoSet(CorEvLoop* loop, CorEvIo* io, unsigned events)
 {
     if (loop->fds[io->fd].io != io) {
-        return -ENOENT;     /* not started, or stopped */
+        return -ENOENT; /* not started, or stopped */
     }
     ioDisarm(loop, io);
     io->events = events;
@@ -316,8 +314,8 @@ submitAndWait(struct CorEvUring* u, int timeoutMs)
     }
     /* A timeout, a signal, or completions the kernel holds back until
      * these are read: a turn with what is there. */
-    return rc == -ETIME || rc == -EINTR || rc == -EBUSY || rc == -EAGAIN
-           ? 0 : rc;
+    return rc == -ETIME || rc == -EINTR || rc == -EBUSY || rc == -EAGAIN ? 0
+                                                                         : rc;
 }
 
 /* Keep one completion for dispatch: a coroutine wait's as it is, a
@@ -328,8 +326,9 @@ keep(CorEvLoop* loop, const struct io_uring_cqe* cqe, Completion* batch,
 {
     uint64_t data = cqe->user_data;
     unsigned fd = (unsigned)(data >> 32);
-    unsigned events = cqe->res >= 0 ? (unsigned)cqe->res
-                      : cqe->res == -ECANCELED ? 0 : EPOLLERR;
+    unsigned events = cqe->res >= 0            ? (unsigned)cqe->res
+                      : cqe->res == -ECANCELED ? 0
+                                               : EPOLLERR;
     CorEvFdSlot* slot;
 
     if (data == 0 || data == LIBURING_UDATA_TIMEOUT) {
@@ -350,7 +349,7 @@ keep(CorEvLoop* loop, const struct io_uring_cqe* cqe, Completion* batch,
         return count;
     }
     if (!(cqe->flags & IORING_CQE_F_MORE)) {
-        slot->ioArmed = false;      /* one-shot, or a multishot ended */
+        slot->ioArmed = false; /* one-shot, or a multishot ended */
     }
     if (slot->ioBatchAt != 0) {
         batch[slot->ioBatchAt - 1].events |= events;
@@ -376,7 +375,7 @@ deliver(CorEvLoop* loop, const Completion* c)
     slot = &loop->fds[fd];
     io = slot->io;
     if (io == NULL || slot->generation != generation) {
-        return;     /* stopped by an earlier callback of the batch */
+        return; /* stopped by an earlier callback of the batch */
     }
     slot->ioBatchAt = 0;
     if (c->events != 0) {

@@ -38,10 +38,10 @@ static inline void corListMove(CorList* to, CorList* from);
 
 /* Each node of head's list in turn; the body may remove the current one
  * (the next is read before it runs). */
-#define corListForEach(node, nextNode, head)                               \
-    for ((node) = corListFirst(head),                                    \
-         (nextNode) = (node) != NULL ? (node)->next : NULL;              \
-         (node) != NULL && (node) != (head);                             \
+#define corListForEach(node, nextNode, head)                                   \
+    for ((node) = corListFirst(head),                                          \
+        (nextNode) = (node) != NULL ? (node)->next : NULL;                     \
+         (node) != NULL && (node) != (head);                                   \
          (node) = (nextNode), (nextNode) = (node)->next)
 
 static inline void

@@ -23,13 +23,13 @@
 
 /* One lookup waiting for its name's query; on the lookup's stack. */
 struct CorResolveWaiter {
-    CorList link;               /* in its entry's waiters */
+    CorList link; /* in its entry's waiters */
     CorAddrs* out;
     char* why;
     size_t whyLen;
     int rc;
     bool done;
-    CorCoPark park;             /* a parked coroutine; 0 when it polls */
+    CorCoPark park; /* a parked coroutine; 0 when it polls */
 };
 
 static void
@@ -45,8 +45,7 @@ addIpv4(CorAddrs* out, const struct in_addr* addr)
 static void
 addIpv6(CorAddrs* out, const struct in6_addr* addr)
 {
-    struct sockaddr_in6* sin6 =
-        (struct sockaddr_in6*)&out->addrs[out->count++];
+    struct sockaddr_in6* sin6 = (struct sockaddr_in6*)&out->addrs[out->count++];
 
     memset(sin6, 0, sizeof(out->addrs[0]));
     sin6->sin6_family = AF_INET6;
@@ -117,8 +116,7 @@ nameKey(const char* host, char* name, size_t cap)
         char c = host[i];
 
         if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-              || (c >= '0' && c <= '9') || c == '-' || c == '_'
-              || c == '.')) {
+              || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.')) {
             return false;
         }
         name[i] = (char)(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
@@ -137,8 +135,7 @@ static const struct {
 } failures[] = {
     { ARES_ENOTFOUND, -ENOENT, "NXDOMAIN (no such name)" },
     { ARES_ENODATA, -ENOENT, "no address (no A or AAAA record)" },
-    { ARES_ETIMEOUT, -ETIMEDOUT,
-      "timed out (no answer from the DNS servers)" },
+    { ARES_ETIMEOUT, -ETIMEDOUT, "timed out (no answer from the DNS servers)" },
     { ARES_EREFUSED, -ECONNREFUSED, "REFUSED by the DNS server" },
     { ARES_ECONNREFUSED, -ECONNREFUSED,
       "the DNS server refused the connection" },
@@ -183,8 +180,7 @@ answerKeep(CorResolveEntry* entry, const struct ares_addrinfo* res)
 
     entry->count = 0;
     for (const struct ares_addrinfo_node* node = res->nodes;
-         node != NULL && entry->count < COR_RESOLVE_MAX;
-         node = node->ai_next) {
+         node != NULL && entry->count < COR_RESOLVE_MAX; node = node->ai_next) {
         if ((node->ai_family != AF_INET && node->ai_family != AF_INET6)
             || node->ai_addrlen > sizeof(entry->addrs[0])) {
             continue;
@@ -194,7 +190,8 @@ answerKeep(CorResolveEntry* entry, const struct ares_addrinfo* res)
         entry->addrs[entry->count].v4.sin_port = 0;
         entry->count++;
         ttl = node->ai_ttl >= 0 && (unsigned)node->ai_ttl < ttl
-              ? (unsigned)node->ai_ttl : ttl;
+                  ? (unsigned)node->ai_ttl
+                  : ttl;
     }
     for (const struct ares_addrinfo_cname* c = res->cnames; c != NULL;
          c = c->next) {
@@ -224,8 +221,9 @@ answered(void* arg, int status, int timeouts, struct ares_addrinfo* res)
         ttl = answerKeep(entry, res);
     }
     if (entry->status == ARES_SUCCESS) {
-        ttl = ttl < r->minTtlS ? r->minTtlS
-              : ttl > r->maxTtlS ? r->maxTtlS : ttl;
+        ttl = ttl < r->minTtlS   ? r->minTtlS
+              : ttl > r->maxTtlS ? r->maxTtlS
+                                 : ttl;
     } else if (entry->status == ARES_ENOTFOUND
                || entry->status == ARES_ENODATA) {
         ttl = r->negativeTtlS;
@@ -234,7 +232,8 @@ answered(void* arg, int status, int timeouts, struct ares_addrinfo* res)
     entry->expires = nowMs(r) + (uint64_t)ttl * 1000;
     entry->pending = false;
     r->pending--;
-    corListForEach(node, next, &entry->waiters) {
+    corListForEach(node, next, &entry->waiters)
+    {
         CorResolveWaiter* w = corContainerOf(node, CorResolveWaiter, link);
 
         w->rc = answerCopy(entry, w->out, w->why, w->whyLen);
@@ -342,8 +341,8 @@ corResolve(const char* host, int timeoutMs, CorAddrs* out, char* why,
     r = corResolverGet();
     if (r == NULL) {
         rc = -errno;
-        corEvWhy(why, whyLen, "name '%s': the resolver cannot start: %s",
-                 name, strerror(-rc));
+        corEvWhy(why, whyLen, "name '%s': the resolver cannot start: %s", name,
+                 strerror(-rc));
         return rc;
     }
     entry = corResolveCacheFind(r->cache, name);

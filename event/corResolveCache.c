@@ -123,7 +123,7 @@ corResolveCacheAdd(CorResolveCache* cache, const char* name, uint64_t now)
     if (cache->count >= ENTRIES_MAX) {
         makeRoom(cache, now);
         if (cache->count >= ENTRIES_MAX) {
-            return NULL;     /* every entry is a query in flight */
+            return NULL; /* every entry is a query in flight */
         }
     }
     entry = calloc(1, sizeof(*entry) + len + 1);

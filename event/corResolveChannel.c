@@ -33,7 +33,7 @@
 /* The configuration every channel is made from; a channel made under an
  * older generation is replaced at its next lookup with nothing in flight. */
 typedef struct {
-    char* servers;              /* NULL: the system's */
+    char* servers; /* NULL: the system's */
     int timeoutMs;
     unsigned minTtlS;
     unsigned maxTtlS;
@@ -326,8 +326,7 @@ channelInit(CorResolver* r, const char* servers)
         serversParse(servers, nodes);
         status = ares_set_servers_ports(r->channel, nodes);
     }
-    return status == ARES_SUCCESS ? 0
-           : status == ARES_ENOMEM ? -ENOMEM : -EIO;
+    return status == ARES_SUCCESS ? 0 : status == ARES_ENOMEM ? -ENOMEM : -EIO;
 }
 
 static CorResolver*

@@ -90,8 +90,8 @@ layerLoop(void)
         return NULL;
     }
     loop = corEvLoopCurrent();
-    return loop != NULL && loop->hooks != NULL && loop->hooks->running()
-           ? loop : NULL;
+    return loop != NULL && loop->hooks != NULL && loop->hooks->running() ? loop
+                                                                         : NULL;
 }
 
 bool
@@ -113,7 +113,7 @@ threadCancelBind(CorRestCancel* c)
     if (threadWakeFd < 0) {
         threadWakeFd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (threadWakeFd < 0) {
-            return -errno;  /* the flag still ends the next wait */
+            return -errno; /* the flag still ends the next wait */
         }
     }
     /* Published before the wait reads the flag, and corRestCancel sets
@@ -193,16 +193,15 @@ pollFd(int fd, short events, int timeoutMs, short* reventsP)
 {
     struct pollfd pfds[3];
     nfds_t count = 2;
-    uint64_t deadline = corEvClockMs() + (uint64_t)(timeoutMs > 0 ? timeoutMs
-                                                                   : 0);
+    uint64_t deadline = corEvClockMs()
+                        + (uint64_t)(timeoutMs > 0 ? timeoutMs : 0);
     int rc;
 
     pthread_once(&cancelOnce, cancelFdOpen);
     pfds[0] = (struct pollfd){ .fd = fd, .events = events };
     pfds[1] = (struct pollfd){ .fd = cancelFd, .events = POLLIN };
     if (threadCancel != NULL && threadWakeFd >= 0) {
-        pfds[count++] = (struct pollfd){ .fd = threadWakeFd,
-                                         .events = POLLIN };
+        pfds[count++] = (struct pollfd){ .fd = threadWakeFd, .events = POLLIN };
     }
     *reventsP = 0;
     for (;;) {

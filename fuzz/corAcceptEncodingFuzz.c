@@ -74,8 +74,8 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         abort();
     }
     corAcceptEncodingWeights(NULL, 0, weights);
-    if (corAcceptEncodingFirst(NULL, 0, prefer, count) != -1
-        || weights[0] != 0 || weights[1] != 0 || weights[2] != 0) {
+    if (corAcceptEncodingFirst(NULL, 0, prefer, count) != -1 || weights[0] != 0
+        || weights[1] != 0 || weights[2] != 0) {
         abort();
     }
     return 0;

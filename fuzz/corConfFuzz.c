@@ -49,15 +49,15 @@ LLVMFuzzerInitialize(int* argc, char*** argv)
 {
     static char folder[] = "/tmp/corConfFuzz.XXXXXX";
     static const char* const files[][2] = {
-        {"fuzz.yaml", "include: fuzz.yaml\n"},
-        {"a.yaml", "routes:\n  - { match: \"GET /a\", handler: h }\n"
-                   "listen:\n  - { protocol: http, address: 127.0.0.1:1 }\n"},
-        {"b.yaml", "include: [a.yaml, c.yaml]\nmodules: [ { load: m } ]\n"},
-        {"c.yaml", "include: b.yaml\nroutes: []\n"},
-        {"d.yaml", "limits: {}\nrotues: []\nroutes: 3\ninclude: {}\n"},
-        {"e.yaml", "routes: [\n"},
-        {"f.yaml", "- a\n"},
-        {"g.yaml", ""},
+        { "fuzz.yaml", "include: fuzz.yaml\n" },
+        { "a.yaml", "routes:\n  - { match: \"GET /a\", handler: h }\n"
+                    "listen:\n  - { protocol: http, address: 127.0.0.1:1 }\n" },
+        { "b.yaml", "include: [a.yaml, c.yaml]\nmodules: [ { load: m } ]\n" },
+        { "c.yaml", "include: b.yaml\nroutes: []\n" },
+        { "d.yaml", "limits: {}\nrotues: []\nroutes: 3\ninclude: {}\n" },
+        { "e.yaml", "routes: [\n" },
+        { "f.yaml", "- a\n" },
+        { "g.yaml", "" },
     };
     char name[32];
     char text[64];
@@ -72,8 +72,10 @@ LLVMFuzzerInitialize(int* argc, char*** argv)
     }
     for (int i = 0; i <= COR_CONF_INCLUDE_DEPTH + 1; i++) {
         snprintf(name, sizeof(name), "chain%d.yaml", i);
-        snprintf(text, sizeof(text), "include: chain%d.yaml\n"
-                 "routes: [ { match: /c%d, handler: h } ]\n", i + 1, i);
+        snprintf(text, sizeof(text),
+                 "include: chain%d.yaml\n"
+                 "routes: [ { match: /c%d, handler: h } ]\n",
+                 i + 1, i);
         fileWrite(folder, name, text);
     }
     snprintf(name, sizeof(name), "%s/h.yaml", folder);
@@ -95,7 +97,8 @@ includesStayIn(const CorConf* root)
     n = corConfKind(include) == COR_CONF_SEQ ? corConfCount(include) : 1;
     for (size_t i = 0; i < n; i++) {
         const CorConf* entry = corConfKind(include) == COR_CONF_SEQ
-                               ? corConfAt(include, i) : include;
+                                   ? corConfAt(include, i)
+                                   : include;
         const char* text = corConfText(entry);
 
         if (text != NULL && strchr(text, '/') != NULL) {
@@ -128,7 +131,7 @@ walk(const CorConf* node, CorConfErrors* e, unsigned depth)
         walk(corConfAt(node, i), e, depth + 1);
     }
     if (corConfKind(node) == COR_CONF_MAP) {
-        static const char* const none[] = {NULL};
+        static const char* const none[] = { NULL };
 
         corConfUnknownKeys(node, "x", none, e);
     }
@@ -137,7 +140,7 @@ walk(const CorConf* node, CorConfErrors* e, unsigned depth)
 int
 LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf;
     CorConf* root;
     bool whole;
@@ -165,7 +168,8 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     /* Every file read is one the input could name. */
     for (size_t i = 0; cf != NULL && corConfFileRead(cf->root, i); i++) {
         if (strncmp(corConfFileRead(cf->root, i), inputName,
-                    strlen(inputName) - strlen("fuzz.yaml")) != 0) {
+                    strlen(inputName) - strlen("fuzz.yaml"))
+            != 0) {
             abort();
         }
     }

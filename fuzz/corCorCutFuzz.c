@@ -27,7 +27,8 @@ const CorLimits*
 corLimits(void)
 {
     static const CorLimits limits = { .headerBytes = 1024,
-                                      .headerCount = 8, .bodyBytes = 64,
+                                      .headerCount = 8,
+                                      .bodyBytes = 64,
                                       .bodyBytesMost = 64 };
 
     return &limits;
@@ -58,12 +59,11 @@ require(bool ok, const char* what)
 static CorCorTables*
 tablesMade(void)
 {
-    static const char* const names[] = { "verb", "path", "headers", "text",
-                                         "bytes", "body" };
+    static const char* const names[] = { "verb", "path",  "headers",
+                                         "text", "bytes", "body" };
     CorCorTables* t = corCorTablesNew();
 
-    for (size_t i = 0; t != NULL && i < sizeof(names) / sizeof(names[0]);
-         i++) {
+    for (size_t i = 0; t != NULL && i < sizeof(names) / sizeof(names[0]); i++) {
         corCorTableAppend(&t->names, names[i], strlen(names[i]));
     }
     return t;
@@ -71,8 +71,8 @@ tablesMade(void)
 
 /* The search on an exact copy of the first avail bytes of the tree. */
 static bool
-found(const uint8_t* tree, size_t avail, size_t treeLen,
-      const CorCorTables* t, Cut* cut)
+found(const uint8_t* tree, size_t avail, size_t treeLen, const CorCorTables* t,
+      Cut* cut)
 {
     uint8_t* copy = malloc(avail > 0 ? avail : 1);
     bool ok;
@@ -104,26 +104,24 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     Cut cut;
     char why[COR_COR_WHY_MAX];
 
-    require(whole != NULL && c.received != NULL && frame != NULL,
-            "no memory");
+    require(whole != NULL && c.received != NULL && frame != NULL, "no memory");
     if (size > 0) {
         found(data, data[0] % size, size, whole, &cut);
     }
     corCorHeadWrite(frame, COR_COR_REQUEST, 1, (uint32_t)size);
     memcpy(frame + COR_COR_HEAD_LEN, data, size);
-    h = (CorCorHead){ .type = COR_COR_REQUEST, .id = 1,
+    h = (CorCorHead){ .type = COR_COR_REQUEST,
+                      .id = 1,
                       .length = (uint32_t)size };
     if (size > 0 && size <= FUZZ_FRAME_MAX
         && found(data, size, size, whole, &cut)
         && corCorMessageDecode(whole, frame, COR_COR_HEAD_LEN + size,
-                               FUZZ_FRAME_MAX, &h, &a, why,
-                               sizeof(why)) == 0) {
-        require(cutDecode(&c, &h, frame, &cut, &b, why, sizeof(why)) == 0,
-                why);
+                               FUZZ_FRAME_MAX, &h, &a, why, sizeof(why))
+               == 0) {
+        require(cutDecode(&c, &h, frame, &cut, &b, why, sizeof(why)) == 0, why);
         require(sameMessage(&a, &b), "the cut head differs");
         require(whole->names.count == c.received->names.count
-                && whole->namespaces.count
-                   == c.received->namespaces.count,
+                    && whole->namespaces.count == c.received->namespaces.count,
                 "the cut left the tables out of step");
         corCorMessageClear(&a);
         corCorMessageClear(&b);

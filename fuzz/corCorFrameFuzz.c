@@ -39,13 +39,13 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 #define FUZZ_FRAME_MAX ((uint32_t)1 << 20)
 
 typedef struct {
-    CorCorTables* received;     /* what the input's frames go through */
-    CorCorTables* mirror;       /* the sender those frames came from */
-    CorCorTables* out;          /* a second hop: sent, */
-    CorCorTables* in;           /* and received */
-    CorCorTables* direct;       /* the input's frames, decoded directly */
-    CorCorTables* directOut;    /* the second hop's sender, encoding
-                                   directly */
+    CorCorTables* received;  /* what the input's frames go through */
+    CorCorTables* mirror;    /* the sender those frames came from */
+    CorCorTables* out;       /* a second hop: sent, */
+    CorCorTables* in;        /* and received */
+    CorCorTables* direct;    /* the input's frames, decoded directly */
+    CorCorTables* directOut; /* the second hop's sender, encoding
+                                directly */
 } Tables;
 
 static bool
@@ -65,8 +65,7 @@ static bool
 sameMessage(const CorCorMessage* a, const CorCorMessage* b)
 {
     if (!sameString(a->verb, b->verb) || !sameString(a->path, b->path)
-        || a->status != b->status
-        || !sameString(a->contentType, b->contentType)
+        || a->status != b->status || !sameString(a->contentType, b->contentType)
         || a->headerCount != b->headerCount
         || !sameBytes(a->body, a->bodyLen, b->body, b->bodyLen)) {
         return false;
@@ -97,11 +96,11 @@ messageSend(Tables* t, CorCorType type, const CorCorMessage* m,
 
     if (sent == NULL
         || corCorFrameEncode(t->out, type, 1, sent, &b, NULL, 0) <= 0
-        || corCorMessageEncode(t->directOut, type, 1, m, &direct, NULL, 0)
-               <= 0
+        || corCorMessageEncode(t->directOut, type, 1, m, &direct, NULL, 0) <= 0
         || !sameBytes(b.data, b.len, direct.data, direct.len)
-        || corCorFrameDecode(t->in, b.data, b.len, COR_COR_FRAME_MAX, &h,
-                             &got, NULL, 0) != 0
+        || corCorFrameDecode(t->in, b.data, b.len, COR_COR_FRAME_MAX, &h, &got,
+                             NULL, 0)
+               != 0
         || corCorMessageRead(type, got, back, NULL, 0) != 0) {
         abort();
     }
@@ -153,8 +152,10 @@ directCheck(Tables* t, const uint8_t* data, size_t len, bool ok,
         abort();
     }
     corCorMessageClear(&m);
-    if (!ok && corCorFrameDecode(t->direct, data, len, FUZZ_FRAME_MAX, &h,
-                                 &tree, NULL, 0) == 0) {
+    if (!ok
+        && corCorFrameDecode(t->direct, data, len, FUZZ_FRAME_MAX, &h, &tree,
+                             NULL, 0)
+               == 0) {
         json_decref(tree);
     }
     if (!tablesAt(t->direct, corCorTablesNames(t->received),
@@ -196,11 +197,12 @@ frame(Tables* t, const uint8_t* data, size_t size)
         return 0;
     }
     /* A length past the input makes a frame cut short: refused below. */
-    len = COR_COR_HEAD_LEN + (h.length < size - COR_COR_HEAD_LEN
-                                  ? h.length
-                                  : size - COR_COR_HEAD_LEN);
+    len = COR_COR_HEAD_LEN
+          + (h.length < size - COR_COR_HEAD_LEN ? h.length
+                                                : size - COR_COR_HEAD_LEN);
     if (corCorFrameDecode(t->received, data, len, FUZZ_FRAME_MAX, &h, &tree,
-                          NULL, 0) != 0) {
+                          NULL, 0)
+        != 0) {
         if (!tablesAt(t->received, names, namespaces)) {
             abort();
         }
@@ -236,8 +238,8 @@ textHop(Tables* t, const uint8_t* data, size_t size)
         abort();
     }
     corCorMessageClear(&back);
-    tree = json_loadb((const char*)data, size,
-                      JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+    tree = json_loadb((const char*)data, size, JSON_DECODE_ANY | JSON_ALLOW_NUL,
+                      NULL);
     if (tree == NULL) {
         return;
     }
@@ -248,9 +250,9 @@ textHop(Tables* t, const uint8_t* data, size_t size)
     }
     b.len = rc > 0 ? (size_t)rc : 0;
     if ((rc < 0 && rc != -EINVAL && rc != -E2BIG)
-        || (rc > 0 && (corCorTreeDecode(t->in, b.data, b.len, &got, NULL,
-                                        0) != 0
-                       || !json_equal(tree, got)))
+        || (rc > 0
+            && (corCorTreeDecode(t->in, b.data, b.len, &got, NULL, 0) != 0
+                || !json_equal(tree, got)))
         || corCorTablesNames(t->out) != corCorTablesNames(t->in)
         || corCorTablesNamespaces(t->out) != corCorTablesNamespaces(t->in)) {
         abort();
@@ -270,8 +272,8 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     size_t pos = 0;
     size_t n;
 
-    if (t.received == NULL || t.mirror == NULL || t.out == NULL
-        || t.in == NULL || t.direct == NULL || t.directOut == NULL) {
+    if (t.received == NULL || t.mirror == NULL || t.out == NULL || t.in == NULL
+        || t.direct == NULL || t.directOut == NULL) {
         abort();
     }
     if (size < 4 || memcmp(data, "\xc0\x4f\x52\x01", 4) != 0) {

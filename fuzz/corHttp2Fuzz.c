@@ -23,9 +23,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 Http2Conf corHttp2Conf = {
-    .maxConcurrentStreams = 16, .initialWindowSize = 65535,
-    .connectionWindowSize = 1 << 20, .resetsPerSecond = 50,
-    .controlPerSecond = 50, .idlePerSecond = 50,
+    .maxConcurrentStreams = 16,
+    .initialWindowSize = 65535,
+    .connectionWindowSize = 1 << 20,
+    .resetsPerSecond = 50,
+    .controlPerSecond = 50,
+    .idlePerSecond = 50,
 };
 
 /* ---- The stand-in core --------------------------------------------------- */
@@ -34,8 +37,11 @@ const CorLimits*
 corLimits(void)
 {
     static const CorLimits limits = {
-        .headerBytes = 2048, .headerCount = 16, .bodyBytes = 4096,
-        .requestTimeoutMs = 1000, .keepaliveTimeoutMs = 1000,
+        .headerBytes = 2048,
+        .headerCount = 16,
+        .bodyBytes = 4096,
+        .requestTimeoutMs = 1000,
+        .keepaliveTimeoutMs = 1000,
         .sendTimeoutMs = 1000,
     };
 
@@ -66,8 +72,7 @@ corLimitsBody(const CorRequest* r, uint64_t bytes)
 const char*
 corLimitsText(int status)
 {
-    return status == 413 || status == 431 || status == 408 ? "refused\n"
-                                                           : NULL;
+    return status == 413 || status == 431 || status == 408 ? "refused\n" : NULL;
 }
 
 void
@@ -81,8 +86,8 @@ corLimitsRefused(const char* protocol, const char* who, const char* what,
 }
 
 void
-corLimitsRefusedFor(const CorRequest* r, const char* protocol,
-                    const char* who, const char* what, int status)
+corLimitsRefusedFor(const CorRequest* r, const char* protocol, const char* who,
+                    const char* what, int status)
 {
     (void)r;
     corLimitsRefused(protocol, who, what, status);
@@ -103,7 +108,7 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* data)
     r->responseHeaderCount = 1;
     if (r->pathLen >= 7 && memcmp(r->path, "/stream", 7) == 0) {
         r->status = 200;
-        r->stream = (CorStream*)(void*)r;   /* set: it is never read */
+        r->stream = (CorStream*)(void*)r; /* set: it is never read */
         ops->done(r);
         ops->streamData(r, r->body != NULL ? r->body : "x",
                         r->body != NULL ? r->bodyLen : 1);
@@ -329,8 +334,8 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     free(in);
     /* Still open (no abuse ended it): the loop's stop closes it. */
     while (!corListEmpty(&hl.h2Conns.conns)) {
-        corHttp2ConnStop(corContainerOf(corListFirst(&hl.h2Conns.conns),
-                                        Http2Conn, k.link));
+        corHttp2ConnStop(
+            corContainerOf(corListFirst(&hl.h2Conns.conns), Http2Conn, k.link));
     }
     return 0;
 }

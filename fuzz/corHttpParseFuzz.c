@@ -62,8 +62,8 @@ parseCopy(const uint8_t* data, size_t size, CorHttpRequestHead* head)
 static int
 knownStatus(int rc)
 {
-    return rc == -400 || rc == -413 || rc == -414 || rc == -431
-           || rc == -501 || rc == -505;
+    return rc == -400 || rc == -413 || rc == -414 || rc == -431 || rc == -501
+           || rc == -505;
 }
 
 static int
@@ -86,18 +86,17 @@ checkHead(const uint8_t* data, const char* buf, size_t size,
     require(within(head->target, head->targetLen, buf, len));
     require(head->headerCount <= limits.maxHeaders);
     for (unsigned i = 0; i < head->headerCount; i++) {
-        require(within(head->headers[i].name, head->headers[i].nameLen, buf,
+        require(
+            within(head->headers[i].name, head->headers[i].nameLen, buf, len));
+        require(within(head->headers[i].value, head->headers[i].valueLen, buf,
                        len));
-        require(within(head->headers[i].value, head->headers[i].valueLen,
-                       buf, len));
     }
     if (head->query != NULL) {
         /* The query ends the target, even after the path was rewritten. */
-        require(within(head->query, head->queryLen, head->target,
-                       head->targetLen));
+        require(
+            within(head->query, head->queryLen, head->target, head->targetLen));
         require(head->query[-1] == '?');
-        require(head->query + head->queryLen
-                == head->target + head->targetLen);
+        require(head->query + head->queryLen == head->target + head->targetLen);
     }
     require(head->versionMinor == 0 || head->versionMinor == 1);
     require(head->versionMinor == 0 || head->host != NULL);
@@ -123,7 +122,7 @@ checkHead(const uint8_t* data, const char* buf, size_t size,
         }
         require(!(e - i == 2 && path[i + 1] == '.'));
         require(!(e - i == 3 && path[i + 1] == '.' && path[i + 2] == '.'));
-        require(!(e - i == 1 && e < head->pathLen));    /* no "//" */
+        require(!(e - i == 1 && e < head->pathLen)); /* no "//" */
     }
 }
 
@@ -170,8 +169,8 @@ checkQuery(const CorHttpRequestHead* head)
     require(n >= 0 || n == -400);
     for (int i = 0; i < n && i < 8; i++) {
         require(within(params[i].key, params[i].keyLen, out, head->queryLen));
-        require(within(params[i].value, params[i].valueLen, out,
-                       head->queryLen));
+        require(
+            within(params[i].value, params[i].valueLen, out, head->queryLen));
     }
     free(out);
 }
@@ -179,8 +178,8 @@ checkQuery(const CorHttpRequestHead* head)
 /* Decode body[0..size) in pieces cut at `at` (size: one piece). Returns
  * the result; out gets the body bytes, *consumed the input used. */
 static int
-decode(const uint8_t* body, size_t size, size_t at, char* out,
-       size_t* outLen, size_t* consumed)
+decode(const uint8_t* body, size_t size, size_t at, char* out, size_t* outLen,
+       size_t* consumed)
 {
     char* buf = copyOf(body, size);
     CorHttpChunked c;
@@ -204,8 +203,8 @@ decode(const uint8_t* body, size_t size, size_t at, char* out,
         *consumed += used;
         if (rc == 1) {
             /* The next request is where it was. */
-            require(memcmp(buf + *consumed, body + *consumed,
-                           size - *consumed) == 0);
+            require(memcmp(buf + *consumed, body + *consumed, size - *consumed)
+                    == 0);
         }
         from = cuts[i];
     }
@@ -241,12 +240,12 @@ checkChunked(const uint8_t* body, size_t size)
 int
 LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
-    static CorHttpHeader headers[24];   /* limits.maxHeaders */
+    static CorHttpHeader headers[24]; /* limits.maxHeaders */
     CorHttpRequestHead* head = malloc(sizeof(*head));
     char* buf = copyOf(data, size);
     int rc;
 
-    static char raw[4096];              /* past limits.headerBytes */
+    static char raw[4096]; /* past limits.headerBytes */
 
     require(head != NULL);
     head->headers = headers;

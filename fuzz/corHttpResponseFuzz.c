@@ -38,8 +38,7 @@ require(int condition)
 }
 
 static void
-checkHead(const char* buf, size_t size, const CorHttpResponseHead* head,
-          int rc)
+checkHead(const char* buf, size_t size, const CorHttpResponseHead* head, int rc)
 {
     require((size_t)rc == head->headLen && head->headLen <= size);
     require(head->status >= 100 && head->status <= 599);

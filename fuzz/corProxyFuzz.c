@@ -46,7 +46,7 @@ v2Check(const uint8_t* data, size_t size)
     kept = (size_t)total < COR_PROXY_V2_KEEP ? (size_t)total
                                              : COR_PROXY_V2_KEEP;
     if (size < kept) {
-        return;     /* the reader would wait for the rest */
+        return; /* the reader would wait for the rest */
     }
     rc = corProxyV2Parse(data, kept, &src);
     if (rc == 0) {
@@ -66,8 +66,9 @@ v2Check(const uint8_t* data, size_t size)
 static void
 v1Check(const uint8_t* data, size_t size)
 {
-    const uint8_t* lf = memchr(data, '\n', size < COR_PROXY_V1_MAX
-                                               ? size : COR_PROXY_V1_MAX);
+    const uint8_t* lf = memchr(data, '\n',
+                               size < COR_PROXY_V1_MAX ? size
+                                                       : COR_PROXY_V1_MAX);
     struct sockaddr_storage src;
     char text[INET6_ADDRSTRLEN];
     size_t len;
@@ -90,7 +91,7 @@ v1Check(const uint8_t* data, size_t size)
               text, sizeof(text));
     if (src.ss_family == AF_INET
         && memmem(data, len, text, strlen(text)) == NULL) {
-        abort();        /* IPv6 may be written otherwise: v4 may not */
+        abort(); /* IPv6 may be written otherwise: v4 may not */
     }
 }
 

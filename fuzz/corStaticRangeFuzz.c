@@ -35,11 +35,10 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         return 0;
     }
     memcpy(&fileSize, data, sizeof(fileSize));
-    fileSize >>= 8;             /* sizes a file can have, and small ones */
+    fileSize >>= 8; /* sizes a file can have, and small ones */
     data += sizeof(fileSize);
     size -= sizeof(fileSize);
-    rc = corStaticRangeParse((const char*)data, size, fileSize, ranges,
-                             &count);
+    rc = corStaticRangeParse((const char*)data, size, fileSize, ranges, &count);
     if (rc == STATIC_RANGE_PARTIAL) {
         if (count == 0 || count > STATIC_RANGES_MAX) {
             abort();
@@ -56,7 +55,8 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         }
     }
     if (corStaticRangeParse((const char*)data, size, fileSize, again,
-                            &countAgain) != rc
+                            &countAgain)
+            != rc
         || (rc == STATIC_RANGE_PARTIAL
             && (countAgain != count
                 || memcmp(again, ranges, count * sizeof(*ranges)) != 0))) {

@@ -43,12 +43,12 @@
  * is its drain) or one exchange's (off the loops). Freed with its last
  * reference: the loop's list, its connector, each stream. */
 struct CorHttp2Peer {
-    CorKitPeer base;            /* its server, state, references, bytes */
+    CorKitPeer base; /* its server, state, references, bytes */
     bool onLoop;
     nghttp2_session* session;
-    CorList streams;            /* open on the wire */
-    CorEvSoon sendSoon;         /* on a loop: streams or a body's piece to
-                                 * send before the loop sleeps */
+    CorList streams;    /* open on the wire */
+    CorEvSoon sendSoon; /* on a loop: streams or a body's piece to
+                         * send before the loop sleeps */
     /* Off the loops, a stream whose body comes as it is read: its
      * request's eventfd, and an epoll set of it and the socket, which
      * the waits watch so that a piece goes up while the answer is
@@ -130,8 +130,9 @@ sessionWrite(nghttp2_session* session, const uint8_t* data, size_t len,
 
     (void)session;
     (void)flags;
-    return corBufAppend(&p->base.k.out, data, len) == 0 ? (ssize_t)len
-                                                   : NGHTTP2_ERR_CALLBACK_FAILURE;
+    return corBufAppend(&p->base.k.out, data, len) == 0
+               ? (ssize_t)len
+               : NGHTTP2_ERR_CALLBACK_FAILURE;
 }
 
 static int
@@ -150,8 +151,8 @@ sessionFrame(nghttp2_session* session, const nghttp2_frame* f, void* user)
         return 0;
     }
     if (f->hd.stream_id != 0) {
-        CorHttp2Stream* s = nghttp2_session_get_stream_user_data(
-            session, f->hd.stream_id);
+        CorHttp2Stream* s =
+            nghttp2_session_get_stream_user_data(session, f->hd.stream_id);
 
         if (s != NULL) {
             corHttp2StreamFrame(s, f);
@@ -194,21 +195,21 @@ sessionNew(Peer* p)
     }
     nghttp2_session_callbacks_set_send_callback(cb, sessionWrite);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, sessionFrame);
-    nghttp2_session_callbacks_set_on_header_callback(cb,
-                                                     corHttp2StreamField);
+    nghttp2_session_callbacks_set_on_header_callback(cb, corHttp2StreamField);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
         cb, corHttp2StreamData);
-    nghttp2_session_callbacks_set_on_stream_close_callback(
-        cb, sessionStreamClose);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb,
+                                                           sessionStreamClose);
     /* The window opens as the exchange reads (corHttp2PeerConsumed), not
      * as bytes come: a slow reader holds a bounded answer. */
     nghttp2_option_set_no_auto_window_update(option, 1);
     if (nghttp2_session_client_new2(&p->session, cb, p, option) == 0
-        && nghttp2_submit_settings(p->session, NGHTTP2_FLAG_NONE, settings,
-                                   2) == 0
-        && nghttp2_session_set_local_window_size(
-               p->session, NGHTTP2_FLAG_NONE, 0,
-               COR_HTTP2_CLIENT_CONN_WINDOW) == 0) {
+        && nghttp2_submit_settings(p->session, NGHTTP2_FLAG_NONE, settings, 2)
+               == 0
+        && nghttp2_session_set_local_window_size(p->session, NGHTTP2_FLAG_NONE,
+                                                 0,
+                                                 COR_HTTP2_CLIENT_CONN_WINDOW)
+               == 0) {
         rc = 0;
     }
 
@@ -323,13 +324,13 @@ peerNew(const CorClientRequest* req, const CorUrl* url, int connectTimeoutMs,
  * reference for the caller, or NULL with *rc and why. */
 static Peer*
 loopPeerFor(const CorClientRequest* req, const CorUrl* url,
-            int connectTimeoutMs, bool fresh, bool* reusedP, int* rc,
-            char* why, size_t whyLen)
+            int connectTimeoutMs, bool fresh, bool* reusedP, int* rc, char* why,
+            size_t whyLen)
 {
     bool tls = strcmp(url->scheme, "https") == 0;
     CorKitPeer* found = fresh ? NULL
-                        : corKitPeerFind(&peerOps, url->host, url->port,
-                                         tls, req->tlsClient);
+                              : corKitPeerFind(&peerOps, url->host, url->port,
+                                               tls, req->tlsClient);
     Peer* p;
 
     *reusedP = found != NULL;
@@ -409,8 +410,9 @@ static int
 threadTurn(Peer* p, uint64_t deadlineMs)
 {
     uint64_t now = corEvClockMs();
-    int ms = deadlineMs == 0 ? -1
-             : deadlineMs > now ? (int)(deadlineMs - now) : 0;
+    int ms = deadlineMs == 0    ? -1
+             : deadlineMs > now ? (int)(deadlineMs - now)
+                                : 0;
     ssize_t n;
     int rc;
 
@@ -426,7 +428,7 @@ threadTurn(Peer* p, uint64_t deadlineMs)
         n = p->epfd >= 0 ? threadRead(p, deadlineMs)
                          : corKitConnReadWait(&p->base.k, ms);
         if (n == -EAGAIN) {
-            return 0;           /* the body's news: the next turn sends */
+            return 0; /* the body's news: the next turn sends */
         }
         rc = n > 0 ? 0 : n == 0 ? -ECONNRESET : (int)n;
     }
@@ -490,10 +492,10 @@ bodyWatch(Peer* p, CorHttp2Stream* s, char* why, size_t whyLen)
         return 0;
     }
     p->epfd = fd < 0 ? -1 : epoll_create1(EPOLL_CLOEXEC);
-    if (p->epfd < 0
-        || epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) != 0
-        || epoll_ctl(p->epfd, EPOLL_CTL_ADD,
-                     corConnTransport(p->base.conn)->fd, &ev) != 0) {
+    if (p->epfd < 0 || epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) != 0
+        || epoll_ctl(p->epfd, EPOLL_CTL_ADD, corConnTransport(p->base.conn)->fd,
+                     &ev)
+               != 0) {
         snprintf(why, whyLen, "no epoll set for a streamed body: %s",
                  strerror(errno));
         return -EMFILE;
@@ -525,7 +527,10 @@ streamSubmit(Peer* p, CorHttp2Stream* s, const CorClientRequest* req,
     }
     id = nghttp2_submit_request(p->session, NULL, nv, count,
                                 req->bodyFrom != NULL || req->body != NULL
-                                || req->bodyLen > 0 ? &body : NULL, s);
+                                        || req->bodyLen > 0
+                                    ? &body
+                                    : NULL,
+                                s);
     free(nv);
     if (id < 0) {
         snprintf(why, whyLen, "%s: %s", p->base.name, nghttp2_strerror(id));
@@ -548,8 +553,9 @@ corHttp2StreamOpen(const CorClientRequest* req, const CorUrl* url,
 
     *sP = NULL;
     *reusedP = false;
-    if (s == NULL || (req->bodyFrom == NULL && req->bodyLen > 0
-                      && (s->body = malloc(req->bodyLen)) == NULL)) {
+    if (s == NULL
+        || (req->bodyFrom == NULL && req->bodyLen > 0
+            && (s->body = malloc(req->bodyLen)) == NULL)) {
         snprintf(why, whyLen, "no memory for a request");
         goto failed;
     }
@@ -558,8 +564,8 @@ corHttp2StreamOpen(const CorClientRequest* req, const CorUrl* url,
         memcpy(s->body, req->body, req->bodyLen);
         s->bodyLen = req->bodyLen;
     }
-    p = loop ? loopPeerFor(req, url, connectTimeoutMs, fresh, reusedP, &rc,
-                           why, whyLen)
+    p = loop ? loopPeerFor(req, url, connectTimeoutMs, fresh, reusedP, &rc, why,
+                           whyLen)
              : threadPeerFor(req, url, connectTimeoutMs, &rc, why, whyLen);
     if (p == NULL) {
         goto failed;

@@ -30,31 +30,31 @@ typedef struct CorHttp2Peer CorHttp2Peer;
  * and lets go of it at the stream's close or the connection's end.
  */
 typedef struct CorHttp2Stream {
-    CorList link;               /* the connection's open streams */
-    CorHttp2Peer* p;            /* a reference */
-    int32_t id;                 /* 0 until submitted */
-    CorCoPark park;             /* its exchange, parked (on a loop) */
-    uint8_t* body;              /* the request's body, a copy */
+    CorList link;    /* the connection's open streams */
+    CorHttp2Peer* p; /* a reference */
+    int32_t id;      /* 0 until submitted */
+    CorCoPark park;  /* its exchange, parked (on a loop) */
+    uint8_t* body;   /* the request's body, a copy */
     size_t bodyLen;
     size_t bodySent;
-    CorRequest* bodyFrom;       /* or a body passed on as it comes */
-    bool deferred;              /* its data provider waits for bytes */
-    int status;                 /* of the header block being read */
-    bool head;                  /* the final head came */
-    bool headTaken;             /* and went to the exchange */
-    bool ended;                 /* the answer's END_STREAM came */
-    bool closed;                /* no more frames for it */
-    bool refused;               /* not processed by the server: may go
-                                 * again on another connection */
-    bool gotByte;               /* a frame of the answer came */
-    int failed;                 /* -errno: the stream or its connection
-                                 * failed before its end */
-    char why[256];              /* and why */
-    CorBuf fields;              /* the head's "name\0value\0"... */
+    CorRequest* bodyFrom; /* or a body passed on as it comes */
+    bool deferred;        /* its data provider waits for bytes */
+    int status;           /* of the header block being read */
+    bool head;            /* the final head came */
+    bool headTaken;       /* and went to the exchange */
+    bool ended;           /* the answer's END_STREAM came */
+    bool closed;          /* no more frames for it */
+    bool refused;         /* not processed by the server: may go
+                           * again on another connection */
+    bool gotByte;         /* a frame of the answer came */
+    int failed;           /* -errno: the stream or its connection
+                           * failed before its end */
+    char why[256];        /* and why */
+    CorBuf fields;        /* the head's "name\0value\0"... */
     unsigned fieldCount;
-    CorBuf trailers;            /* the same, after the body */
+    CorBuf trailers; /* the same, after the body */
     unsigned trailerCount;
-    CorBuf data;                /* body bytes not read yet */
+    CorBuf data; /* body bytes not read yet */
 } CorHttp2Stream;
 
 /*
@@ -120,8 +120,8 @@ int corHttp2RequestFields(const CorClientRequest* req, const CorUrl* url,
  * let go of it. */
 int corHttp2StreamField(nghttp2_session* session, const nghttp2_frame* f,
                         const uint8_t* name, size_t nameLen,
-                        const uint8_t* value, size_t valueLen,
-                        uint8_t flags, void* user);
+                        const uint8_t* value, size_t valueLen, uint8_t flags,
+                        void* user);
 void corHttp2StreamFrame(CorHttp2Stream* s, const nghttp2_frame* f);
 int corHttp2StreamData(nghttp2_session* session, uint8_t flags, int32_t id,
                        const uint8_t* data, size_t len, void* user);

@@ -27,10 +27,13 @@
 static bool
 fieldDropped(const CorHeader* h)
 {
-    static const char* const names[] = { "connection", "keep-alive",
+    static const char* const names[] = { "connection",
+                                         "keep-alive",
                                          "proxy-connection",
-                                         "transfer-encoding", "upgrade",
-                                         "host", NULL };
+                                         "transfer-encoding",
+                                         "upgrade",
+                                         "host",
+                                         NULL };
 
     for (unsigned i = 0; names[i] != NULL; i++) {
         if (corHttpClientNameIs(h->name, h->nameLen, names[i])) {
@@ -38,16 +41,15 @@ fieldDropped(const CorHeader* h)
         }
     }
     return corHttpClientNameIs(h->name, h->nameLen, "te")
-           && !(h->valueLen == 8 && strncasecmp(h->value, "trailers", 8)
-                == 0);
+           && !(h->valueLen == 8 && strncasecmp(h->value, "trailers", 8) == 0);
 }
 
 static const CorHeader*
 hostOf(const CorClientRequest* req)
 {
     for (unsigned i = 0; i < req->headerCount; i++) {
-        if (corHttpClientNameIs(req->headers[i].name,
-                                req->headers[i].nameLen, "host")) {
+        if (corHttpClientNameIs(req->headers[i].name, req->headers[i].nameLen,
+                                "host")) {
             return &req->headers[i];
         }
     }
@@ -57,8 +59,10 @@ hostOf(const CorClientRequest* req)
 static nghttp2_nv
 nvOf(const char* name, size_t nameLen, const char* value, size_t valueLen)
 {
-    return (nghttp2_nv){ .name = (uint8_t*)name, .namelen = nameLen,
-                         .value = (uint8_t*)value, .valuelen = valueLen,
+    return (nghttp2_nv){ .name = (uint8_t*)name,
+                         .namelen = nameLen,
+                         .value = (uint8_t*)value,
+                         .valuelen = valueLen,
                          .flags = NGHTTP2_NV_FLAG_NONE };
 }
 
@@ -84,10 +88,9 @@ corHttp2RequestFields(const CorClientRequest* req, const CorUrl* url,
     lower = (char*)(nv + req->headerCount + 5);
     nv[n++] = nvOf(":method", 7, method, strlen(method));
     nv[n++] = nvOf(":scheme", 7, url->scheme, strlen(url->scheme));
-    nv[n++] = host != NULL ? nvOf(":authority", 10, host->value,
-                                  host->valueLen)
-                           : nvOf(":authority", 10, url->authority,
-                                  url->authorityLen);
+    nv[n++] = host != NULL
+                  ? nvOf(":authority", 10, host->value, host->valueLen)
+                  : nvOf(":authority", 10, url->authority, url->authorityLen);
     nv[n++] = nvOf(":path", 5, url->target, url->targetLen);
     for (unsigned i = 0; i < req->headerCount; i++) {
         const CorHeader* h = &req->headers[i];
@@ -136,8 +139,8 @@ bodyPass(CorHttp2Stream* s, uint8_t* buf, size_t len, uint32_t* flags)
 
 ssize_t
 corHttp2StreamBodyRead(nghttp2_session* session, int32_t id, uint8_t* buf,
-                       size_t len, uint32_t* flags,
-                       nghttp2_data_source* source, void* user)
+                       size_t len, uint32_t* flags, nghttp2_data_source* source,
+                       void* user)
 {
     CorHttp2Stream* s = source->ptr;
     size_t n = s->bodyLen - s->bodySent;
@@ -174,12 +177,11 @@ fieldKeep(CorBuf* b, unsigned* count, const uint8_t* name, size_t nameLen,
 
 int
 corHttp2StreamField(nghttp2_session* session, const nghttp2_frame* f,
-                    const uint8_t* name, size_t nameLen,
-                    const uint8_t* value, size_t valueLen, uint8_t flags,
-                    void* user)
+                    const uint8_t* name, size_t nameLen, const uint8_t* value,
+                    size_t valueLen, uint8_t flags, void* user)
 {
-    CorHttp2Stream* s = nghttp2_session_get_stream_user_data(
-        session, f->hd.stream_id);
+    CorHttp2Stream* s = nghttp2_session_get_stream_user_data(session,
+                                                             f->hd.stream_id);
     int rc;
 
     (void)flags;
@@ -196,12 +198,12 @@ corHttp2StreamField(nghttp2_session* session, const nghttp2_frame* f,
         return 0;
     }
     if (nameLen > 0 && name[0] == ':') {
-        return 0;               /* nghttp2 allows no other in an answer */
+        return 0; /* nghttp2 allows no other in an answer */
     }
     rc = s->head ? fieldKeep(&s->trailers, &s->trailerCount, name, nameLen,
                              value, valueLen)
-                 : fieldKeep(&s->fields, &s->fieldCount, name, nameLen,
-                             value, valueLen);
+                 : fieldKeep(&s->fields, &s->fieldCount, name, nameLen, value,
+                             valueLen);
     return rc == 0 ? 0 : NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
 }
 
@@ -210,7 +212,7 @@ corHttp2StreamFrame(CorHttp2Stream* s, const nghttp2_frame* f)
 {
     if (f->hd.type == NGHTTP2_HEADERS && !s->head) {
         if (s->status >= 100 && s->status < 200) {
-            s->fields.len = s->fields.off = 0;      /* an interim head */
+            s->fields.len = s->fields.off = 0; /* an interim head */
             s->fieldCount = 0;
         } else {
             s->head = true;
@@ -251,9 +253,8 @@ corHttp2StreamEnd(CorHttp2Stream* s, uint32_t code)
         s->refused = code == NGHTTP2_REFUSED_STREAM;
         s->failed = -ECONNRESET;
         snprintf(s->why, sizeof(s->why), "%s: the stream was %s (%s)",
-                 corHttp2StreamPeer(s),
-                 s->refused ? "refused" : "reset", nghttp2_http2_strerror(
-                     code));
+                 corHttp2StreamPeer(s), s->refused ? "refused" : "reset",
+                 nghttp2_http2_strerror(code));
     }
     corHttp2StreamWake(s);
 }
@@ -263,8 +264,7 @@ corHttp2StreamEnd(CorHttp2Stream* s, uint32_t code)
 /* "name\0value\0"... of b as count headers, into a copy of its bytes:
  * *headersP and *storeP (malloc, the caller's). Returns 0 or -ENOMEM. */
 static int
-fieldsOut(const CorBuf* b, unsigned count, CorHeader** headersP,
-          char** storeP)
+fieldsOut(const CorBuf* b, unsigned count, CorHeader** headersP, char** storeP)
 {
     CorHeader* headers = calloc(count > 0 ? count : 1, sizeof(*headers));
     char* store = malloc(b->len > 0 ? b->len : 1);
@@ -304,8 +304,7 @@ corHttp2StreamHead(CorHttp2Stream* s, CorClientResponse* res)
     if (!s->head) {
         return s->failed < 0 ? failSay(s, res) : 0;
     }
-    if (fieldsOut(&s->fields, s->fieldCount, &res->headers, &res->head)
-        != 0) {
+    if (fieldsOut(&s->fields, s->fieldCount, &res->headers, &res->head) != 0) {
         snprintf(res->error, sizeof(res->error), "no memory for a head");
         return -ENOMEM;
     }
@@ -325,7 +324,8 @@ trailersTake(CorHttp2Stream* s, CorClientResponse* res)
         return 0;
     }
     if (fieldsOut(&s->trailers, s->trailerCount, &res->trailers,
-                  &res->trailerHead) != 0) {
+                  &res->trailerHead)
+        != 0) {
         snprintf(res->error, sizeof(res->error), "no memory for trailers");
         return -ENOMEM;
     }

@@ -52,15 +52,16 @@ exchangeOpenAs(Exchange* ex, const CorClientRequest* req,
     CorUrl url;
     int rc;
 
-    *ex = (Exchange){ .req = req, .res = res, .c = NULL,
+    *ex = (Exchange){ .req = req,
+                      .res = res,
+                      .c = NULL,
                       .firstByteTimeoutMs = req->firstByteTimeoutMs,
                       .totalTimeoutMs = req->totalTimeoutMs,
                       .betweenMs = req->readTimeoutMs > 0
-                                   ? req->readTimeoutMs
-                                   : req->firstByteTimeoutMs,
+                                       ? req->readTimeoutMs
+                                       : req->firstByteTimeoutMs,
                       .upgrade = !req->http2 && upgradeAsked(req) };
-    rc = corHttpClientUrlCheck(req->url, &url, res->error,
-                               sizeof(res->error));
+    rc = corHttpClientUrlCheck(req->url, &url, res->error, sizeof(res->error));
     if (rc == 0) {
         rc = corHttpClientRequestCheck(req, res->error, sizeof(res->error));
     }
@@ -89,7 +90,7 @@ exchangeOpenAs(Exchange* ex, const CorClientRequest* req,
     }
     corChunkGive(request, requestSize);
     ex->req = NULL;
-    res->head = ex->buf;        /* the headers point into it */
+    res->head = ex->buf; /* the headers point into it */
     return 0;
 
 failed:
@@ -107,8 +108,7 @@ failed:
 /* Open ex (on the caller's memory): send and read the head, with the one
  * retry. Returns 0 or -errno, res->error said. */
 static int
-exchangeOpen(Exchange* ex, const CorClientRequest* req,
-             CorClientResponse* res)
+exchangeOpen(Exchange* ex, const CorClientRequest* req, CorClientResponse* res)
 {
     memset(res, 0, sizeof(*res));
     return exchangeOpenAs(ex, req, res);
@@ -239,8 +239,10 @@ bodyCollect(Exchange* ex, size_t limit)
     return 0;
 
 tooLarge:
-    corHttpClientFail(ex, "%s: the answer's body is over the limit of %zu "
-                      "bytes", corHttpClientPeer(ex), limit);
+    corHttpClientFail(ex,
+                      "%s: the answer's body is over the limit of %zu "
+                      "bytes",
+                      corHttpClientPeer(ex), limit);
     return -EFBIG;
 }
 

@@ -97,8 +97,7 @@ corHttpClientAnswerWait(Exchange* ex)
         }
     }
     if (rc == 0) {
-        rc = ms == -ETIMEDOUT ? 0
-                              : corRestWaitFd(t->fd, POLLIN, ms, &revents);
+        rc = ms == -ETIMEDOUT ? 0 : corRestWaitFd(t->fd, POLLIN, ms, &revents);
     }
     if (rc < 0) {
         return readFailSay(ex, -errno, "before the answer's head");
@@ -163,12 +162,12 @@ headRead(Exchange* ex, CorHttpResponseHead* head)
     int rc;
 
     for (;;) {
-        rc = ex->len == 0 ? 0 : corHttpParseResponseHead(ex->buf, ex->len,
-                                                         &limits, head);
+        rc = ex->len == 0
+                 ? 0
+                 : corHttpParseResponseHead(ex->buf, ex->len, &limits, head);
         if (rc < 0) {
             corHttpClientFail(ex, "%s: a malformed answer: %s",
-                              corConnPeer(ex->c),
-                              corHttpResponseErrorText(rc));
+                              corConnPeer(ex->c), corHttpResponseErrorText(rc));
             return -EPROTO;
         }
         if (rc == 0) {
@@ -184,8 +183,10 @@ headRead(Exchange* ex, CorHttpResponseHead* head)
             continue;
         }
         if (head->status == 101 && !ex->upgrade) {
-            corHttpClientFail(ex, "%s: 101 Switching Protocols, which was "
-                              "not asked for", corConnPeer(ex->c));
+            corHttpClientFail(ex,
+                              "%s: 101 Switching Protocols, which was "
+                              "not asked for",
+                              corConnPeer(ex->c));
             return -EPROTO;
         }
         if (head->status >= 200 || head->status == 101) {
@@ -248,7 +249,7 @@ corHttpClientAnswerOpen(Exchange* ex)
         ex->done = true;
         ex->keepAlive = false;
     } else if ((q->method != NULL && strcmp(q->method, "HEAD") == 0)
-        || head.status == 204 || head.status == 304) {
+               || head.status == 204 || head.status == 304) {
         ex->framing = FRAME_NONE;
         ex->done = true;
         ex->extra = ex->restLen > 0;

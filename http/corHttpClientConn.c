@@ -44,17 +44,17 @@ connOpen(Exchange* ex, const CorUrl* url)
 
     ms = corHttpClientWaitMs(ex);
     if (ms == -ETIMEDOUT) {
-        corHttpClientFail(ex, "%s:%u: the exchange exceeded its total "
-                          "timeout (%d ms)", url->host, url->port,
-                          q->totalTimeoutMs);
+        corHttpClientFail(ex,
+                          "%s:%u: the exchange exceeded its total "
+                          "timeout (%d ms)",
+                          url->host, url->port, q->totalTimeoutMs);
         return -ETIMEDOUT;
     }
-    if (ms > 0 && (target.connectTimeoutMs == 0
-                   || target.connectTimeoutMs > ms)) {
+    if (ms > 0
+        && (target.connectTimeoutMs == 0 || target.connectTimeoutMs > ms)) {
         target.connectTimeoutMs = ms;
     }
-    ex->c = corConnOpen(&target, &rc, ex->res->error,
-                        sizeof(ex->res->error));
+    ex->c = corConnOpen(&target, &rc, ex->res->error, sizeof(ex->res->error));
     return ex->c != NULL ? 0 : rc;
 }
 
@@ -92,16 +92,14 @@ resendable(const Exchange* ex, int rc)
            && (rc == -ECONNRESET || rc == -EPIPE)
            && (corConnWritten(ex->c) == 0
                || corClientIdempotent(ex->req->method))
-           && (ex->req->bodyFrom == NULL
-               || ex->req->bodyFrom->bodyTaken == 0);
+           && (ex->req->bodyFrom == NULL || ex->req->bodyFrom->bodyTaken == 0);
 }
 
 /* Send the request and read the answer's head on a connection. Returns 0
  * (ex->c open), 1 when a pooled connection failed before the answer's
  * first byte (send again on a new one), or -errno (ex->c closed). */
 static int
-attempt(Exchange* ex, const CorUrl* url, const char* request,
-        size_t requestLen)
+attempt(Exchange* ex, const CorUrl* url, const char* request, size_t requestLen)
 {
     int rc = connOpen(ex, url);
 
@@ -147,7 +145,7 @@ corHttpClientAttemptTwice(Exchange* ex, const CorUrl* url, const char* request,
         ex->res->error[0] = '\0';
         rc = attempt(ex, url, request, requestLen);
         if (rc == 1) {
-            rc = -ECONNRESET;   /* a new connection is never "pooled" */
+            rc = -ECONNRESET; /* a new connection is never "pooled" */
         }
     }
     return rc;

@@ -21,10 +21,10 @@
 
 /* How the answer's body is framed. */
 typedef enum {
-    FRAME_NONE,                 /* HEAD, 204, 304: no body */
-    FRAME_LENGTH,               /* Content-Length */
+    FRAME_NONE,   /* HEAD, 204, 304: no body */
+    FRAME_LENGTH, /* Content-Length */
     FRAME_CHUNKED,
-    FRAME_TO_END                /* until the peer closes */
+    FRAME_TO_END /* until the peer closes */
 } Framing;
 
 /*
@@ -36,34 +36,34 @@ typedef enum {
  * res->head, taken only once the first byte of the answer is there.
  */
 typedef struct CorHttpClientExchange {
-    const CorClientRequest* req;        /* while it is opened only */
+    const CorClientRequest* req; /* while it is opened only */
     CorClientResponse* res;
     uint64_t totalDeadline;     /* 0: none */
     uint64_t firstByteDeadline; /* 0: none, or not yet armed */
     uint64_t readDeadline;      /* the next byte's (0: none) */
     int firstByteTimeoutMs;
     int totalTimeoutMs;
-    int readTimeoutMs;          /* readDeadline's */
-    int betweenMs;              /* the request's read timeout, 0: none */
+    int readTimeoutMs; /* readDeadline's */
+    int betweenMs;     /* the request's read timeout, 0: none */
     bool gotByte;
-    bool wantClose;             /* the caller sent Connection: close */
-    bool upgrade;               /* it asked to switch protocols
-                                   (Connection: upgrade): a 101 answers */
-    bool keepAlive;             /* the answer allows another exchange */
-    bool done;                  /* the body was read to its end */
-    bool extra;                 /* bytes came past the answer's end */
-    bool sendFailed;            /* a write of the request failed */
-    int failed;                 /* -errno once a body read failed */
+    bool wantClose;  /* the caller sent Connection: close */
+    bool upgrade;    /* it asked to switch protocols
+                        (Connection: upgrade): a 101 answers */
+    bool keepAlive;  /* the answer allows another exchange */
+    bool done;       /* the body was read to its end */
+    bool extra;      /* bytes came past the answer's end */
+    bool sendFailed; /* a write of the request failed */
+    int failed;      /* -errno once a body read failed */
     Framing framing;
     CorConn* c;
-    char* buf;                  /* the head, then res->head */
+    char* buf; /* the head, then res->head */
     size_t len;
     size_t cap;
-    const char* rest;           /* body bytes that came with the head */
+    const char* rest; /* body bytes that came with the head */
     size_t restLen;
-    uint64_t left;              /* FRAME_LENGTH: bytes still to come */
+    uint64_t left; /* FRAME_LENGTH: bytes still to come */
     CorHttpChunked chunked;
-    struct CorHttp2Stream* h2;  /* over HTTP/2: its stream (c stays NULL) */
+    struct CorHttp2Stream* h2; /* over HTTP/2: its stream (c stays NULL) */
 } CorHttpClientExchange;
 
 /* ---- Between the exchange's files ----------------------------------------
@@ -97,8 +97,7 @@ int corHttpClientRequestSend(CorHttpClientExchange* ex, const char* request,
  * said. May yield. */
 int corHttpClientAnswerWait(CorHttpClientExchange* ex);
 int corHttpClientAnswerOpen(CorHttpClientExchange* ex);
-ssize_t corHttpClientBodyNext(CorHttpClientExchange* ex, char* buf,
-                              size_t len);
+ssize_t corHttpClientBodyNext(CorHttpClientExchange* ex, char* buf, size_t len);
 /* What a failed or finished attempt left in res, cleared for the next. */
 void corHttpClientResponseReset(CorClientResponse* res);
 
@@ -113,8 +112,7 @@ int corHttpClientAttemptTwice(CorHttpClientExchange* ex, const CorUrl* url,
  * its end (its trailers in res). Return 0 / bytes or -errno (said). May
  * yield. */
 int corHttpClientH2Open(CorHttpClientExchange* ex, const CorUrl* url);
-ssize_t corHttpClientH2Read(CorHttpClientExchange* ex, char* buf,
-                            size_t len);
+ssize_t corHttpClientH2Read(CorHttpClientExchange* ex, char* buf, size_t len);
 
 /* The deadlines, inline: each wait of the exchange asks. */
 static inline uint64_t corHttpClientDeadline(int ms, uint64_t now);
@@ -128,21 +126,18 @@ int corHttpClientOpen(void* x, const CorClientRequest* req,
                       CorClientResponse* res);
 ssize_t corHttpClientBodyRead(void* x, void* buf, size_t len, int timeoutMs);
 bool corHttpClientBodyDone(const void* x);
-CorConn* corHttpClientUpgraded(void* x, const void** restP,
-                               size_t* restLenP);
+CorConn* corHttpClientUpgraded(void* x, const void** restP, size_t* restLenP);
 void corHttpClientClose(void* x);
 
 /* Take the http:// or https:// URL s apart into u (corUrlParse: u points
  * into s), with the HTTP client's rules: no user or password (it would
  * not send them), the port 80 or 443 when absent. Returns 0, or -EINVAL
  * with the reason in why. */
-int corHttpClientUrlCheck(const char* s, CorUrl* u, char* why,
-                          size_t whyLen);
+int corHttpClientUrlCheck(const char* s, CorUrl* u, char* why, size_t whyLen);
 
 /* One exchange to an http:// or https:// URL (corClientFetch, less
  * the other schemes): their fetch (corHttpScheme.c). */
-int corHttpClientExchange(const CorClientRequest* req,
-                          CorClientResponse* res);
+int corHttpClientExchange(const CorClientRequest* req, CorClientResponse* res);
 
 /* Check q's method and headers. Returns 0, or -EINVAL with why. */
 int corHttpClientRequestCheck(const CorClientRequest* q, char* why,
@@ -158,9 +153,8 @@ int64_t corHttpClientBodyFromLength(const CorClientRequest* q);
 /* q's head (and its body when inline) in one block (corChunkTake, of
  * *sizeP bytes; NULL with no memory), its length in *lenP; *wantCloseP
  * set when q asks for Connection: close. */
-char* corHttpClientRequestHead(const CorClientRequest* q,
-                               const CorUrl* url, size_t* lenP,
-                               size_t* sizeP, bool* wantCloseP);
+char* corHttpClientRequestHead(const CorClientRequest* q, const CorUrl* url,
+                               size_t* lenP, size_t* sizeP, bool* wantCloseP);
 
 /* Whether the field name s[0..n) is name, case-insensitive. Inline: the
  * length of a literal name is known where it is called. */

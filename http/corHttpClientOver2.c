@@ -19,8 +19,8 @@ static int
 h2Wait(Exchange* ex)
 {
     int rc = corHttpClientWaitMs(ex) == -ETIMEDOUT
-             ? -ETIMEDOUT
-             : corHttp2StreamWait(ex->h2, corHttpClientDeadlineNext(ex));
+                 ? -ETIMEDOUT
+                 : corHttp2StreamWait(ex->h2, corHttpClientDeadlineNext(ex));
 
     if (rc == -ETIMEDOUT) {
         corHttpClientTimeoutSay(ex);
@@ -58,9 +58,10 @@ h2Attempt(Exchange* ex, const CorUrl* url)
     int rc;
 
     if (ms == -ETIMEDOUT) {
-        corHttpClientFail(ex, "%s:%u: the exchange exceeded its total "
-                          "timeout (%d ms)", url->host, url->port,
-                          ex->totalTimeoutMs);
+        corHttpClientFail(ex,
+                          "%s:%u: the exchange exceeded its total "
+                          "timeout (%d ms)",
+                          url->host, url->port, ex->totalTimeoutMs);
         return -ETIMEDOUT;
     }
     rc = corHttp2StreamOpen(ex->req, url, ex->req->connectTimeoutMs,

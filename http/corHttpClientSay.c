@@ -39,12 +39,15 @@ corHttpClientTimeoutSay(Exchange* ex)
     const char* peer = corHttpClientPeer(ex);
 
     if (deadline == ex->totalDeadline) {
-        corHttpClientFail(ex, "%s: the exchange exceeded its total "
-                          "timeout (%d ms)", peer, ex->totalTimeoutMs);
+        corHttpClientFail(ex,
+                          "%s: the exchange exceeded its total "
+                          "timeout (%d ms)",
+                          peer, ex->totalTimeoutMs);
     } else if (deadline == ex->readDeadline) {
-        corHttpClientFail(ex, "%s: no byte of the %s within the read "
-                          "timeout (%d ms)", peer,
-                          ex->res->status == 0 ? "answer's head" : "body",
+        corHttpClientFail(ex,
+                          "%s: no byte of the %s within the read "
+                          "timeout (%d ms)",
+                          peer, ex->res->status == 0 ? "answer's head" : "body",
                           ex->readTimeoutMs);
     } else {
         corHttpClientFail(ex, "%s: no answer within the read timeout (%d ms)",

@@ -27,8 +27,9 @@ static int
 bodyChunksSend(Exchange* ex)
 {
     const CorClientRequest* q = ex->req;
-    int between = q->readTimeoutMs > 0 ? q->readTimeoutMs
-                  : q->firstByteTimeoutMs > 0 ? q->firstByteTimeoutMs : -1;
+    int between = q->readTimeoutMs > 0        ? q->readTimeoutMs
+                  : q->firstByteTimeoutMs > 0 ? q->firstByteTimeoutMs
+                                              : -1;
     /* Room for the size line before, and the CRLF after. */
     char* piece = malloc(16 + BODY_CHUNK_BYTES + 2);
     ssize_t n;
@@ -52,9 +53,10 @@ bodyChunksSend(Exchange* ex)
             /* "5\r\npart1\r\n", and at the end "0\r\n\r\n". */
             memmove(piece + 16 - head, piece, (size_t)head);
             memcpy(piece + 16 + n, "\r\n", 2);
-            rc = ms == -ETIMEDOUT ? -ETIMEDOUT
-                 : corConnWriteAll(ex->c, piece + 16 - head,
-                                   (size_t)head + (size_t)n + 2, ms);
+            rc = ms == -ETIMEDOUT
+                     ? -ETIMEDOUT
+                     : corConnWriteAll(ex->c, piece + 16 - head,
+                                       (size_t)head + (size_t)n + 2, ms);
         }
     } while (rc == 0 && n > 0);
     free(piece);
@@ -70,8 +72,9 @@ static int
 bodyLengthSend(Exchange* ex, uint64_t length)
 {
     const CorClientRequest* q = ex->req;
-    int between = q->readTimeoutMs > 0 ? q->readTimeoutMs
-                  : q->firstByteTimeoutMs > 0 ? q->firstByteTimeoutMs : -1;
+    int between = q->readTimeoutMs > 0        ? q->readTimeoutMs
+                  : q->firstByteTimeoutMs > 0 ? q->firstByteTimeoutMs
+                                              : -1;
     char* piece = malloc(BODY_CHUNK_BYTES);
     uint64_t sent = 0;
     int rc = 0;
@@ -93,7 +96,7 @@ bodyLengthSend(Exchange* ex, uint64_t length)
         }
         sent += (uint64_t)n;
         rc = ms == -ETIMEDOUT ? -ETIMEDOUT
-             : corConnWriteAll(ex->c, piece, (size_t)n, ms);
+                              : corConnWriteAll(ex->c, piece, (size_t)n, ms);
     }
     free(piece);
     return rc;
@@ -116,13 +119,12 @@ corHttpClientRequestSend(Exchange* ex, const char* request, size_t requestLen)
         rc = length >= 0 ? bodyLengthSend(ex, (uint64_t)length)
                          : bodyChunksSend(ex);
         if (rc < 0 && ex->res->error[0] != '\0') {
-            return rc;          /* the body's failure, said */
+            return rc; /* the body's failure, said */
         }
     } else if (rc == 0 && !corHttpClientBodyInline(q)) {
         ms = corHttpClientWaitMs(ex);
         rc = ms == -ETIMEDOUT ? -ETIMEDOUT
-                              : corConnWriteAll(ex->c, q->body, q->bodyLen,
-                                                ms);
+                              : corConnWriteAll(ex->c, q->body, q->bodyLen, ms);
     }
     ex->sendFailed = rc < 0 && rc != -ETIMEDOUT;
     if (rc == -ETIMEDOUT) {

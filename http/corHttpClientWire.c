@@ -31,8 +31,10 @@ corHttpClientUrlCheck(const char* s, CorUrl* u, char* why, size_t whyLen)
         return -EINVAL;
     }
     if (u->user != NULL) {
-        snprintf(why, whyLen, "URL %.80s: a user or password, which the "
-                 "HTTP client does not send", s);
+        snprintf(why, whyLen,
+                 "URL %.80s: a user or password, which the "
+                 "HTTP client does not send",
+                 s);
         return -EINVAL;
     }
     if (u->port == 0) {
@@ -42,8 +44,7 @@ corHttpClientUrlCheck(const char* s, CorUrl* u, char* why, size_t whyLen)
 }
 
 int
-corHttpClientRequestCheck(const CorClientRequest* q, char* why,
-                          size_t whyLen)
+corHttpClientRequestCheck(const CorClientRequest* q, char* why, size_t whyLen)
 {
     const char* method = q->method ? q->method : "GET";
 
@@ -57,14 +58,15 @@ corHttpClientRequestCheck(const CorClientRequest* q, char* why,
         if (h->name == NULL || !corHttpIsToken(h->name, h->nameLen)
             || (h->valueLen > 0 && h->value == NULL)
             || !corHttpIsFieldValue(h->value, h->valueLen)) {
-            snprintf(why, whyLen, "request header %u: a bad name or value",
-                     i);
+            snprintf(why, whyLen, "request header %u: a bad name or value", i);
             return -EINVAL;
         }
         if (corHttpClientNameIs(h->name, h->nameLen, "content-length")
             || corHttpClientNameIs(h->name, h->nameLen, "transfer-encoding")) {
-            snprintf(why, whyLen, "request header %.*s: the client frames "
-                     "the body", (int)h->nameLen, h->name);
+            snprintf(why, whyLen,
+                     "request header %.*s: the client frames "
+                     "the body",
+                     (int)h->nameLen, h->name);
             return -EINVAL;
         }
     }
@@ -91,8 +93,7 @@ corHttpClientBodyFromLength(const CorClientRequest* q)
 }
 
 char*
-corHttpClientRequestHead(const CorClientRequest* q,
-                         const CorUrl* url,
+corHttpClientRequestHead(const CorClientRequest* q, const CorUrl* url,
                          size_t* lenP, size_t* sizeP, bool* wantCloseP)
 {
     const char* method = q->method ? q->method : "GET";
@@ -116,10 +117,10 @@ corHttpClientRequestHead(const CorClientRequest* q,
      * said, as nginx's; with none said, chunked. */
     fromLength = corHttpClientBodyFromLength(q);
     sendLength = q->bodyFrom != NULL
-                 ? fromLength >= 0
-                 : q->bodyLen > 0 || strcmp(method, "POST") == 0
-                   || strcmp(method, "PUT") == 0
-                   || strcmp(method, "PATCH") == 0;
+                     ? fromLength >= 0
+                     : q->bodyLen > 0 || strcmp(method, "POST") == 0
+                           || strcmp(method, "PUT") == 0
+                           || strcmp(method, "PATCH") == 0;
     out = corChunkTake(&size);
     if (out == NULL) {
         return NULL;
@@ -151,11 +152,10 @@ corHttpClientRequestHead(const CorClientRequest* q,
         }
     }
     if (sendLength) {
-        put(&p, number, (size_t)snprintf(number, sizeof(number),
-                                         "Content-Length: %zu\r\n",
-                                         q->bodyFrom != NULL
-                                         ? (size_t)fromLength
-                                         : q->bodyLen));
+        put(&p, number,
+            (size_t)snprintf(number, sizeof(number), "Content-Length: %zu\r\n",
+                             q->bodyFrom != NULL ? (size_t)fromLength
+                                                 : q->bodyLen));
     }
     if (q->bodyFrom != NULL && fromLength < 0) {
         put(&p, "Transfer-Encoding: chunked\r\n", 28);
@@ -163,8 +163,7 @@ corHttpClientRequestHead(const CorClientRequest* q,
     put(&p, "\r\n", 2);
     /* A body passed on as it comes is never body and bodyLen (the
      * request's, which may be growing as it comes). */
-    if (q->bodyFrom == NULL && q->bodyLen > 0
-        && corHttpClientBodyInline(q)) {
+    if (q->bodyFrom == NULL && q->bodyLen > 0 && corHttpClientBodyInline(q)) {
         put(&p, q->body, q->bodyLen);
     }
     *lenP = (size_t)(p - out);

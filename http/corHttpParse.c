@@ -36,7 +36,7 @@ enum {
     COR_HTTP_CH_HOST = 0x08,   /* uri-host and port: unreserved, sub-delims,
                                 * ':', '[', ']' and '%' */
     COR_HTTP_CH_HEX = 0x10,
-    COR_HTTP_CH_QDTEXT = 0x20  /* inside a quoted-string (section 5.6.4) */
+    COR_HTTP_CH_QDTEXT = 0x20 /* inside a quoted-string (section 5.6.4) */
 };
 
 /* Generated from the definitions above; the unit test checks it against
@@ -81,7 +81,7 @@ static const uint8_t charClass[256] = {
 enum {
     COR_HTTP_CHUNK_SIZE_START,
     COR_HTTP_CHUNK_SIZE,
-    COR_HTTP_CHUNK_EXT,            /* BWS, then ';' or the line's end */
+    COR_HTTP_CHUNK_EXT, /* BWS, then ';' or the line's end */
     COR_HTTP_CHUNK_EXT_NAME_START,
     COR_HTTP_CHUNK_EXT_NAME,
     COR_HTTP_CHUNK_EXT_AFTER_NAME, /* BWS, then '=', ';' or the end */
@@ -105,13 +105,13 @@ enum {
  * once the head is complete. */
 typedef struct {
     unsigned hosts;
-    bool hostFromTarget;   /* absolute-form: the Host header is ignored */
+    bool hostFromTarget; /* absolute-form: the Host header is ignored */
     bool contentLength;
     bool transferEncoding;
     bool unknownCoding;
     bool close;
     bool keepAlive;
-    bool rewritePath;      /* the path holds an escape or a dot segment */
+    bool rewritePath; /* the path holds an escape or a dot segment */
 } HeadFacts;
 
 static inline bool
@@ -195,10 +195,9 @@ scanField(const char* p, const char* end)
 
     while (end - p >= 16) {
         __m128i x = _mm_loadu_si128((const __m128i*)(const void*)p);
-        __m128i bad = _mm_or_si128(
-            _mm_and_si128(_mm_cmpgt_epi8(x, minus1),
-                          _mm_cmplt_epi8(x, space)),
-            _mm_cmpeq_epi8(x, del));
+        __m128i bad = _mm_or_si128(_mm_and_si128(_mm_cmpgt_epi8(x, minus1),
+                                                 _mm_cmplt_epi8(x, space)),
+                                   _mm_cmpeq_epi8(x, del));
         int mask = _mm_movemask_epi8(bad);
 
         if (mask != 0) {
@@ -256,8 +255,7 @@ patternMatch(const char* p, const char* end, const char* pattern, size_t n)
         n = (size_t)(end - p);
     }
     for (i = 0; i < n; i++) {
-        if (pattern[i] == '#' ? p[i] < '0' || p[i] > '9'
-                              : p[i] != pattern[i]) {
+        if (pattern[i] == '#' ? p[i] < '0' || p[i] > '9' : p[i] != pattern[i]) {
             break;
         }
     }
@@ -410,8 +408,8 @@ typedef int (*FieldSeenFn)(void* head, const CorHttpHeader* h, void* facts);
 /* A head's field section, as its parser reads it. */
 typedef struct {
     FieldSeenFn seen;
-    int full;                   /* the result past maxHeaders */
-    int bad;                    /* for a line the grammar refuses */
+    int full; /* the result past maxHeaders */
+    int bad;  /* for a line the grammar refuses */
 } FieldRules;
 
 /*
@@ -424,8 +422,8 @@ typedef struct {
  */
 static inline __attribute__((always_inline)) int
 fieldsParse(const char** pp, const char* end, CorHttpHeader* headers,
-            unsigned* count, unsigned max, const FieldRules* rules,
-            void* head, void* facts)
+            unsigned* count, unsigned max, const FieldRules* rules, void* head,
+            void* facts)
 {
     unsigned n = 0;
 
@@ -443,8 +441,9 @@ fieldsParse(const char** pp, const char* end, CorHttpHeader* headers,
         }
         if (line != LINE_FIELD) {
             *count = n;
-            return line == LINE_MORE ? 0
-                   : line == LINE_FULL ? rules->full : rules->bad;
+            return line == LINE_MORE   ? 0
+                   : line == LINE_FULL ? rules->full
+                                       : rules->bad;
         }
         ++n;
         rc = rules->seen(head, h, facts);
@@ -512,8 +511,8 @@ checkPath(const char* path, size_t n, HeadFacts* facts)
             break;
         }
     }
-    for (p = path + 1; !facts->rewritePath
-                       && (p = memchr(p, '/', (size_t)(end - p))) != NULL;
+    for (p = path + 1;
+         !facts->rewritePath && (p = memchr(p, '/', (size_t)(end - p))) != NULL;
          p++) {
         facts->rewritePath = p[-1] == '/';
     }
@@ -937,7 +936,8 @@ corHttpParseHead(char* buf, size_t len, const CorHttpLimits* limits,
     query = memchr(start, '?', head->targetLen);
     start = ++p;
     n = end - p >= 10 && versionCommonAt(p) && p[8] == '\r' && p[9] == '\n'
-        ? 10 : patternMatch(p, end, version, sizeof(version) - 1);
+            ? 10
+            : patternMatch(p, end, version, sizeof(version) - 1);
     if (n < sizeof(version) - 1) {
         if (p + n == end) {
             goto moreLine;
@@ -954,8 +954,8 @@ corHttpParseHead(char* buf, size_t len, const CorHttpLimits* limits,
         return rc;
     }
 
-    rc = fieldsParse(&p, end, head->headers, &head->headerCount,
-                     maxHeaders, &requestFields, head, &facts);
+    rc = fieldsParse(&p, end, head->headers, &head->headerCount, maxHeaders,
+                     &requestFields, head, &facts);
     if (rc <= 0) {
         if (rc == 0) {
             goto moreHead;
@@ -972,7 +972,8 @@ moreHead:
     return len > cap ? -431 : 0;
 }
 
-/* ---- Responses ------------------------------------------------------------ */
+/* ---- Responses ------------------------------------------------------------
+ */
 
 /* What a response head's fields said. */
 typedef struct {
@@ -997,8 +998,8 @@ responseLengthSeen(CorHttpResponseHead* head, const CorHttpHeader* h,
     while (listNext(&p, end, &value, &len)) {
         int64_t n = decimalParse(value, len);
 
-        if (n < 0 || ((facts->contentLength || any)
-                      && n != head->contentLength)) {
+        if (n < 0
+            || ((facts->contentLength || any) && n != head->contentLength)) {
             return COR_HTTP_RESPONSE_BAD_LENGTH;
         }
         head->contentLength = n;
@@ -1077,8 +1078,9 @@ statusLineParse(const char* p, const char* end, CorHttpResponseHead* head,
     const char* start = p;
     const char* reason;
     size_t n = end - p >= 12 && versionCommonAt(p) && p[8] == ' '
-               && digitAt(p + 9) && digitAt(p + 10) && digitAt(p + 11)
-               ? 12 : patternMatch(p, end, version, sizeof(version) - 1);
+                       && digitAt(p + 9) && digitAt(p + 10) && digitAt(p + 11)
+                   ? 12
+                   : patternMatch(p, end, version, sizeof(version) - 1);
     int rc;
 
     if (n < sizeof(version) - 1) {
@@ -1120,8 +1122,7 @@ statusLineParse(const char* p, const char* end, CorHttpResponseHead* head,
 
 int
 corHttpParseResponseHead(const char* buf, size_t len,
-                         const CorHttpLimits* limits,
-                         CorHttpResponseHead* head)
+                         const CorHttpLimits* limits, CorHttpResponseHead* head)
 {
     ResponseFacts facts = { 0 };
     size_t cap;
@@ -1293,8 +1294,9 @@ chunkExtStep(CorHttpChunked* c, char ch)
     }
     /* After a name, its value or BWS: '=' (after a name only), more BWS,
      * the next ';', or the end of the line. */
-    if (ch == '=' && (c->state == COR_HTTP_CHUNK_EXT_NAME
-                      || c->state == COR_HTTP_CHUNK_EXT_AFTER_NAME)) {
+    if (ch == '='
+        && (c->state == COR_HTTP_CHUNK_EXT_NAME
+            || c->state == COR_HTTP_CHUNK_EXT_AFTER_NAME)) {
         c->state = COR_HTTP_CHUNK_EXT_VALUE_START;
     } else if (isOws(ch)) {
         c->state = c->state == COR_HTTP_CHUNK_EXT_NAME
@@ -1418,8 +1420,8 @@ chunkStep(CorHttpChunked* c, char ch)
 }
 
 int
-corHttpChunkedDecode(CorHttpChunked* c, char* buf, size_t len,
-                     size_t* consumed, size_t* produced)
+corHttpChunkedDecode(CorHttpChunked* c, char* buf, size_t len, size_t* consumed,
+                     size_t* produced)
 {
     size_t r = 0;
     size_t w = 0;

@@ -2,8 +2,8 @@
 /*
  * The HTTP/1.1 wire format, both sides: the request head (RFC 9112
  * sections 2 to 7) that the HTTP server module reads, the response head
- * that the HTTP client (corHttpClient.c) reads, chunked bodies (either way), and two
- * helpers around them (header lookup, query splitting). Pure code: no
+ * that the HTTP client (corHttpClient.c) reads, chunked bodies (either way),
+ * and two helpers around them (header lookup, query splitting). Pure code: no
  * allocation, no I/O and nothing from the rest of cor, so that it can be
  * tested and fuzzed alone.
  *
@@ -37,7 +37,7 @@
 typedef struct {
     const char* name;
     size_t nameLen;
-    const char* value;   /* optional whitespace around it trimmed */
+    const char* value; /* optional whitespace around it trimmed */
     size_t valueLen;
 } CorHttpHeader;
 
@@ -76,18 +76,18 @@ typedef struct {
      * sent (port included, case not folded); NULL when neither. */
     const char* host;
     size_t hostLen;
-    int versionMinor;    /* 0 or 1: HTTP/1.0 or HTTP/1.1 */
+    int versionMinor; /* 0 or 1: HTTP/1.0 or HTTP/1.1 */
     /* The caller's array of limits->maxHeaders fields, set before the
      * call: a head takes only what it has, and a server keeps one array
      * per loop rather than one per connection. */
     CorHttpHeader* headers;
     unsigned headerCount;
-    int64_t contentLength;    /* -1 when absent */
-    bool chunked;             /* Transfer-Encoding: chunked */
-    bool keepAlive;           /* after Connection and the version default */
-    bool expectContinue;      /* Expect: 100-continue, HTTP/1.1 only */
-    bool head;                /* the method is HEAD */
-    bool pathRewritten;       /* decoding changed the path and target */
+    int64_t contentLength; /* -1 when absent */
+    bool chunked;          /* Transfer-Encoding: chunked */
+    bool keepAlive;        /* after Connection and the version default */
+    bool expectContinue;   /* Expect: 100-continue, HTTP/1.1 only */
+    bool head;             /* the method is HEAD */
+    bool pathRewritten;    /* decoding changed the path and target */
     /* The caller's room for a raw path of up to rawCap bytes, set before
      * the call like headers (NULL: none is kept). */
     char* rawBuf;
@@ -98,7 +98,7 @@ typedef struct {
      * small. */
     const char* rawPath;
     size_t rawPathLen;
-    size_t headLen;           /* bytes of the head, the empty line included */
+    size_t headLen; /* bytes of the head, the empty line included */
 } CorHttpRequestHead;
 
 /*
@@ -156,14 +156,14 @@ const CorHttpHeader* corHttpHeaderFind(const CorHttpRequestHead* head,
 
 /* The state of a chunked body's decoding. Owned by the request. */
 typedef struct {
-    uint64_t limit;      /* body bytes allowed in all */
-    uint64_t total;      /* body bytes decoded so far */
-    uint64_t size;       /* the chunk size being read, then what is left */
-    uint32_t lineBytes;  /* bytes of this size line's extensions, or of
-                          * the trailer section */
-    uint8_t digits;      /* hex digits of the size read so far */
+    uint64_t limit;     /* body bytes allowed in all */
+    uint64_t total;     /* body bytes decoded so far */
+    uint64_t size;      /* the chunk size being read, then what is left */
+    uint32_t lineBytes; /* bytes of this size line's extensions, or of
+                         * the trailer section */
+    uint8_t digits;     /* hex digits of the size read so far */
     uint8_t state;
-    int rc;              /* 1 once done, -status once refused, else 0 */
+    int rc; /* 1 once done, -status once refused, else 0 */
 } CorHttpChunked;
 
 /* Start decoding a body that may hold at most bodyLimit bytes. */
@@ -192,7 +192,7 @@ int corHttpChunkedDecode(CorHttpChunked* c, char* buf, size_t len,
 typedef struct {
     const char* key;
     size_t keyLen;
-    const char* value;   /* empty, not NULL, for a key without '=' */
+    const char* value; /* empty, not NULL, for a key without '=' */
     size_t valueLen;
 } CorHttpQueryParam;
 
@@ -208,7 +208,8 @@ typedef struct {
 int corHttpQueryParse(const char* query, size_t queryLen, char* out,
                       CorHttpQueryParam* params, unsigned maxParams);
 
-/* ---- Responses ------------------------------------------------------------ */
+/* ---- Responses ------------------------------------------------------------
+ */
 
 /* Why a response head was refused: corHttpParseResponseHead's negative
  * results. */
@@ -231,16 +232,16 @@ typedef enum {
 /* A parsed response head. Owned by the caller; pointers point into the
  * parsed buffer. */
 typedef struct {
-    int versionMinor;         /* 0 or 1 */
-    int status;               /* 100..599 */
-    const char* reason;       /* possibly empty */
+    int versionMinor;   /* 0 or 1 */
+    int status;         /* 100..599 */
+    const char* reason; /* possibly empty */
     size_t reasonLen;
-    CorHttpHeader* headers;   /* the caller's array, as for a request */
+    CorHttpHeader* headers; /* the caller's array, as for a request */
     unsigned headerCount;
-    int64_t contentLength;    /* -1 when absent */
-    bool chunked;             /* Transfer-Encoding: chunked */
-    bool keepAlive;           /* after Connection and the version default */
-    size_t headLen;           /* bytes of the head, the empty line included */
+    int64_t contentLength; /* -1 when absent */
+    bool chunked;          /* Transfer-Encoding: chunked */
+    bool keepAlive;        /* after Connection and the version default */
+    size_t headLen;        /* bytes of the head, the empty line included */
 } CorHttpResponseHead;
 
 /*

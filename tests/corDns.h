@@ -18,7 +18,7 @@
 typedef struct {
     pid_t pid;
     int port;
-    char log[PATH_MAX];     /* one line a query: "udp|tcp A|AAAA name" */
+    char log[PATH_MAX]; /* one line a query: "udp|tcp A|AAAA name" */
 } CorDns;
 
 /* Start the server program (NULL: corDnsServer beside the running
@@ -40,8 +40,7 @@ corDnsStart(CorDns* dns, const char* program)
     } else {
         return -1;
     }
-    snprintf(portFile, sizeof(portFile), "/tmp/corDns.%d.port",
-             (int)getpid());
+    snprintf(portFile, sizeof(portFile), "/tmp/corDns.%d.port", (int)getpid());
     snprintf(dns->log, sizeof(dns->log), "/tmp/corDns.%d.log", (int)getpid());
     unlink(portFile);
     unlink(dns->log);

@@ -19,22 +19,22 @@
 #endif
 
 /* Define the suite with COR_TEST_SUITE(name) { tcase_add_test(tc, x); } */
-#define COR_TEST_SUITE(name)                                            \
-    static void corTestAdd(TCase* tc);                                  \
-    int main(void)                                                      \
-    {                                                                   \
-        Suite* s = suite_create(#name);                                 \
-        TCase* tc = tcase_create("all");                                \
-        SRunner* sr;                                                    \
-        int failed;                                                     \
-        corTestAdd(tc);                                                 \
-        suite_add_tcase(s, tc);                                         \
-        sr = srunner_create(s);                                         \
-        srunner_run_all(sr, CK_NORMAL);                                 \
-        failed = srunner_ntests_failed(sr);                             \
-        srunner_free(sr);                                               \
-        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;               \
-    }                                                                   \
+#define COR_TEST_SUITE(name)                                                   \
+    static void corTestAdd(TCase* tc);                                         \
+    int main(void)                                                             \
+    {                                                                          \
+        Suite* s = suite_create(#name);                                        \
+        TCase* tc = tcase_create("all");                                       \
+        SRunner* sr;                                                           \
+        int failed;                                                            \
+        corTestAdd(tc);                                                        \
+        suite_add_tcase(s, tc);                                                \
+        sr = srunner_create(s);                                                \
+        srunner_run_all(sr, CK_NORMAL);                                        \
+        failed = srunner_ntests_failed(sr);                                    \
+        srunner_free(sr);                                                      \
+        return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;                      \
+    }                                                                          \
     static void corTestAdd(TCase* tc)
 
 #endif /* COR_TEST_H */

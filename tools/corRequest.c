@@ -31,7 +31,8 @@ static const struct {
 static void
 usage(FILE* to)
 {
-    fprintf(to,
+    fprintf(
+        to,
         "usage: cor-request [options] URL [PATH...]\n"
         "  URL is http[s]://host[:port]/path or cor[s]://host[:port]/path;\n"
         "  each PATH is one more request to the same server, all sent at\n"
@@ -109,8 +110,7 @@ bodyRead(const char* arg, const char** body, size_t* len)
 /* What HTTP's Host says (RFC 9110, 7.2): the host, and the port unless it
  * is the scheme's default. */
 static void
-authorityOf(const CorReqPlan* plan, unsigned defaultPort, char* out,
-            size_t cap)
+authorityOf(const CorReqPlan* plan, unsigned defaultPort, char* out, size_t cap)
 {
     if (plan->port == defaultPort) {
         snprintf(out, cap, "%s", plan->host);
@@ -135,8 +135,10 @@ parseUrl(const char* url, CorReqPlan* plan, char* host, char* hostHeader,
     size_t len;
 
     if (sep == NULL) {
-        fprintf(stderr, "cor-request: %s: expected a URL such as "
-                "http://host:port/path\n", url);
+        fprintf(stderr,
+                "cor-request: %s: expected a URL such as "
+                "http://host:port/path\n",
+                url);
         return -1;
     }
     for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
@@ -150,8 +152,10 @@ parseUrl(const char* url, CorReqPlan* plan, char* host, char* hostHeader,
         }
     }
     if (plan->protocol == NULL) {
-        fprintf(stderr, "cor-request: unknown scheme '%.*s' (expected "
-                "http, https, cor or cors)\n", (int)(sep - url), url);
+        fprintf(stderr,
+                "cor-request: unknown scheme '%.*s' (expected "
+                "http, https, cor or cors)\n",
+                (int)(sep - url), url);
         return -1;
     }
     authority = sep + 3;
@@ -208,7 +212,9 @@ parseOptions(int argc, char** argv, Options* o, CorReqPlan* plan)
 
     while ((opt = getopt_long(argc, argv, "X:H:d:c:kh", longs, NULL)) != -1) {
         switch (opt) {
-        case 'X': o->method = optarg; break;
+        case 'X':
+            o->method = optarg;
+            break;
         case 'H':
             if (o->headerCount == HEADERS_MAX) {
                 return -1;
@@ -228,16 +234,35 @@ parseOptions(int argc, char** argv, Options* o, CorReqPlan* plan)
                 return -1;
             }
             break;
-        case 'c': plan->connections = (unsigned)atoi(optarg); o->load = true;
-                  break;
-        case 'K': plan->depth = (unsigned)atoi(optarg); break;
-        case 't': plan->seconds = parseSeconds(optarg); o->load = true; break;
-        case 'r': plan->rate = atof(optarg); o->load = true; break;
-        case 'T': timeout = parseSeconds(optarg); break;
-        case 'C': o->caFile = optarg; break;
-        case 'k': o->insecure = true; break;
-        case 'h': usage(stdout); exit(0);
-        default: return -1;
+        case 'c':
+            plan->connections = (unsigned)atoi(optarg);
+            o->load = true;
+            break;
+        case 'K':
+            plan->depth = (unsigned)atoi(optarg);
+            break;
+        case 't':
+            plan->seconds = parseSeconds(optarg);
+            o->load = true;
+            break;
+        case 'r':
+            plan->rate = atof(optarg);
+            o->load = true;
+            break;
+        case 'T':
+            timeout = parseSeconds(optarg);
+            break;
+        case 'C':
+            o->caFile = optarg;
+            break;
+        case 'k':
+            o->insecure = true;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        default:
+            return -1;
         }
     }
     if (o->load && plan->seconds == 0) {
@@ -269,13 +294,12 @@ main(int argc, char** argv)
         usage(stderr);
         return 2;
     }
-    if (parseUrl(argv[optind], &plan, host, authority, &target, &tls)
-        != 0) {
+    if (parseUrl(argv[optind], &plan, host, authority, &target, &tls) != 0) {
         return 2;
     }
     if (tls) {
-        plan.tls = corReqTlsContext(o.caFile, o.insecure,
-                                    plan.protocol->alpn, why, sizeof(why));
+        plan.tls = corReqTlsContext(o.caFile, o.insecure, plan.protocol->alpn,
+                                    why, sizeof(why));
         if (plan.tls == NULL) {
             fprintf(stderr, "cor-request: %s\n", why);
             return 2;

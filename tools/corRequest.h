@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "corKit.h"     /* CorBuf: what a connection sends and reads */
+#include "corKit.h" /* CorBuf: what a connection sends and reads */
 
 /* A request to send; the caller's, read for every send. */
 typedef struct {
@@ -31,13 +31,13 @@ typedef struct {
     unsigned headerCount;
     const char* body;
     size_t bodyLen;
-    bool head;                  /* HEAD: no body comes back */
+    bool head; /* HEAD: no body comes back */
 } CorReqMessage;
 
 /* An answer, pointing into the engine's input buffer until the next read. */
 typedef struct {
     int status;
-    uint32_t id;                /* multiplexed protocols: the request's */
+    uint32_t id; /* multiplexed protocols: the request's */
     /* The server takes no new requests here (a drain): the connection
      * serves what it has, then closes; new ones go to a new one. */
     bool goAway;
@@ -49,7 +49,7 @@ typedef struct {
 } CorReqAnswer;
 
 typedef struct {
-    const char* alpn;           /* its name in TLS's ALPN */
+    const char* alpn; /* its name in TLS's ALPN */
     /* Answers come in any order, matched by id (else in request order). */
     bool multiplexed;
     /* Per-connection state, or NULL when the protocol needs none. */
@@ -68,8 +68,8 @@ typedef struct {
      * request the next answer is for when the protocol is not
      * multiplexed (its body depends on it: HEAD). */
     ssize_t (*decode)(void* state, char* in, size_t len,
-                      const CorReqMessage* oldest, CorReqAnswer* a,
-                      char* why, size_t whyLen);
+                      const CorReqMessage* oldest, CorReqAnswer* a, char* why,
+                      size_t whyLen);
 } CorReqProtocol;
 
 extern const CorReqProtocol corReqHttp;
@@ -92,8 +92,7 @@ uint64_t corReqHistPercentile(const CorReqHist* h, double percent);
  * context verifying peers against caFile, or the system's store (none
  * with insecure), offering alpn; NULL with why. */
 struct ssl_ctx_st* corReqTlsContext(const char* caFile, bool insecure,
-                                    const char* alpn, char* why,
-                                    size_t whyLen);
+                                    const char* alpn, char* why, size_t whyLen);
 /* A connection's TLS on fd, with host as SNI and as the name checked. */
 struct ssl_st* corReqTlsNew(struct ssl_ctx_st* ctx, int fd, const char* host);
 /* A step of the handshake: 1 done; -EAGAIN, wanting to read, or to write
@@ -110,19 +109,19 @@ ssize_t corReqTlsWrite(struct ssl_st* ssl, const void* buf, size_t len,
 /* What to do. */
 typedef struct {
     const CorReqProtocol* protocol;
-    const char* scheme;             /* as the URL wrote it */
-    struct ssl_ctx_st* tls;         /* https, cors: else NULL */
+    const char* scheme;     /* as the URL wrote it */
+    struct ssl_ctx_st* tls; /* https, cors: else NULL */
     const char* host;
     unsigned port;
-    const CorReqMessage* messages;  /* sent in turn */
+    const CorReqMessage* messages; /* sent in turn */
     unsigned messageCount;
     unsigned connections;
-    unsigned depth;                 /* requests in flight per connection */
-    double seconds;                 /* load: how long; 0: each message
-                                       once, printed */
-    double rate;                    /* load: requests a second in all,
-                                       open loop; 0: closed loop */
-    int timeoutMs;                  /* an answer's, and the connect's */
+    unsigned depth; /* requests in flight per connection */
+    double seconds; /* load: how long; 0: each message
+                       once, printed */
+    double rate;    /* load: requests a second in all,
+                       open loop; 0: closed loop */
+    int timeoutMs;  /* an answer's, and the connect's */
 } CorReqPlan;
 
 /* Run plan: print its answers, or its load's summary. Returns 0 when

@@ -21,8 +21,8 @@ typedef struct {
     CorCorTables* sent;
     CorCorTables* received;
     CorCorMessage answer;
-    CorBuf head;             /* the answer's head, as printed */
-    CorBuf* out;             /* where a CLOSE in answer goes */
+    CorBuf head; /* the answer's head, as printed */
+    CorBuf* out; /* where a CLOSE in answer goes */
 } CorState;
 
 static void*
@@ -61,10 +61,10 @@ frameAppend(CorState* s, CorCorType type, uint32_t id, const json_t* tree,
 {
     CorBuf frame = { 0 };
     char why[COR_COR_WHY_MAX];
-    int rc = m != NULL ? corCorMessageEncode(s->sent, type, id, m, &frame,
-                                             why, sizeof(why))
-                       : corCorFrameEncode(s->sent, type, id, tree, &frame,
-                                           why, sizeof(why));
+    int rc = m != NULL ? corCorMessageEncode(s->sent, type, id, m, &frame, why,
+                                             sizeof(why))
+                       : corCorFrameEncode(s->sent, type, id, tree, &frame, why,
+                                           sizeof(why));
 
     if (rc < 0) {
         fprintf(stderr, "cor-request: %s\n", why);
@@ -101,15 +101,18 @@ headerSplit(const char* line)
     return (CorHeader){ .name = line,
                         .nameLen = colon ? (size_t)(colon - line)
                                          : strlen(line),
-                        .value = value, .valueLen = strlen(value) };
+                        .value = value,
+                        .valueLen = strlen(value) };
 }
 
 static int
 corEncode(void* state, const CorReqMessage* m, uint32_t id, CorBuf* out)
 {
     CorHeader headers[65];
-    CorCorMessage msg = { .verb = m->method, .path = m->target,
-                          .headers = headers, .body = m->body,
+    CorCorMessage msg = { .verb = m->method,
+                          .path = m->target,
+                          .headers = headers,
+                          .body = m->body,
                           .bodyLen = m->bodyLen };
     for (unsigned i = 0; i < m->headerCount && i < 65; i++) {
         CorHeader h = headerSplit(m->headers[i]);
@@ -171,9 +174,9 @@ controlTake(CorState* s, const CorCorHead* h, json_t* tree, CorReqAnswer* a,
         return corCorHelloCheck(tree, why, whyLen);
     case COR_COR_CLOSE:
         a->goAway = true;
-        return s->out != NULL ? frameAppend(s, COR_COR_CLOSE, 0, NULL, NULL,
-                                            s->out)
-                              : 0;
+        return s->out != NULL
+                   ? frameAppend(s, COR_COR_CLOSE, 0, NULL, NULL, s->out)
+                   : 0;
     case COR_COR_PONG:
         return 0;
     case COR_COR_ERROR:
@@ -198,9 +201,11 @@ answerTake(CorState* s, const uint8_t* buf, CorCorHead* h, CorReqAnswer* a,
         || headFormat(s, &s->answer) != 0) {
         return -1;
     }
-    *a = (CorReqAnswer){ .status = s->answer.status, .id = h->id,
+    *a = (CorReqAnswer){ .status = s->answer.status,
+                         .id = h->id,
                          .head = (const char*)s->head.data,
-                         .headLen = s->head.len, .body = s->answer.body,
+                         .headLen = s->head.len,
+                         .body = s->answer.body,
                          .bodyLen = s->answer.bodyLen };
     return (ssize_t)(COR_COR_HEAD_LEN + h->length);
 }
@@ -223,11 +228,11 @@ corDecode(void* state, char* in, size_t len, const CorReqMessage* oldest,
     if (rc > 0 && h.type == COR_COR_RESPONSE) {
         return answerTake(s, buf, &h, a, why, whyLen);
     }
-    if (rc < 0 || corCorFrameDecode(h.type == COR_COR_HELLO_ACK ? NULL
-                                    : s->received, buf,
-                                    COR_COR_HEAD_LEN + h.length,
-                                    COR_COR_FRAME_MAX, &h, &tree, why,
-                                    whyLen) != 0) {
+    if (rc < 0
+        || corCorFrameDecode(h.type == COR_COR_HELLO_ACK ? NULL : s->received,
+                             buf, COR_COR_HEAD_LEN + h.length,
+                             COR_COR_FRAME_MAX, &h, &tree, why, whyLen)
+               != 0) {
         return -1;
     }
     rc = controlTake(s, &h, tree, a, why, whyLen);

@@ -24,11 +24,11 @@ typedef struct {
     int status;
     size_t headLen;
     bool chunked;
-    int64_t length;             /* Content-Length, or -1 */
-    bool close;                 /* the server closes after this answer */
+    int64_t length; /* Content-Length, or -1 */
+    bool close;     /* the server closes after this answer */
     CorHttpChunked chunks;
-    size_t consumed;            /* chunked input taken, after the head */
-    size_t produced;            /* chunked body bytes, after the head */
+    size_t consumed; /* chunked input taken, after the head */
+    size_t produced; /* chunked body bytes, after the head */
     CorHttpHeader fields[HTTP_FIELDS_MAX];
 } HttpState;
 
@@ -76,8 +76,7 @@ httpEncode(void* state, const CorReqMessage* m, uint32_t id, CorBuf* out)
     }
     if (m->bodyLen > 0 || strcmp(m->method, "POST") == 0
         || strcmp(m->method, "PUT") == 0) {
-        n = snprintf(line, sizeof(line), "Content-Length: %zu\r\n",
-                     m->bodyLen);
+        n = snprintf(line, sizeof(line), "Content-Length: %zu\r\n", m->bodyLen);
         if (corBufAppend(out, line, (size_t)n) != 0) {
             return -ENOMEM;
         }
@@ -91,8 +90,8 @@ httpEncode(void* state, const CorReqMessage* m, uint32_t id, CorBuf* out)
 
 /* Read the head; returns its length, 0 for more, -1 refused. */
 static ssize_t
-httpHead(HttpState* s, const char* in, size_t len,
-         const CorReqMessage* oldest, char* why, size_t whyLen)
+httpHead(HttpState* s, const char* in, size_t len, const CorReqMessage* oldest,
+         char* why, size_t whyLen)
 {
     CorHttpLimits limits = { .headerBytes = HTTP_HEAD_MAX,
                              .maxHeaders = HTTP_FIELDS_MAX };

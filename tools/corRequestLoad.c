@@ -46,11 +46,11 @@ typedef struct {
 typedef struct {
     int fd;
     bool connected;
-    SSL* ssl;                   /* https, cors */
-    bool secured;               /* the TLS handshake is done */
-    bool tlsWantsWrite;         /* TLS waits for room to write */
+    SSL* ssl;           /* https, cors */
+    bool secured;       /* the TLS handshake is done */
+    bool tlsWantsWrite; /* TLS waits for room to write */
     bool writeArmed;
-    bool retiring;              /* the server said CLOSE: no new ones */
+    bool retiring; /* the server said CLOSE: no new ones */
     void* state;
     CorBuf out;
     CorBuf in;
@@ -69,8 +69,8 @@ typedef struct {
     uint64_t startNs;
     uint64_t endNs;
     bool issuing;
-    uint64_t issued;            /* open loop: requests due so far */
-    uint64_t* backlog;          /* open loop: due times with no room */
+    uint64_t issued;   /* open loop: requests due so far */
+    uint64_t* backlog; /* open loop: due times with no room */
     size_t backlogHead;
     size_t backlogLen;
     size_t backlogCap;
@@ -79,7 +79,7 @@ typedef struct {
     unsigned nextConn;
     uint64_t answered;
     uint64_t failed;
-    uint64_t statuses[6];       /* 1xx..5xx, and other */
+    uint64_t statuses[6]; /* 1xx..5xx, and other */
     CorReqHist hist;
 } Load;
 
@@ -125,8 +125,7 @@ connWantsWrite(const Conn* c)
 static int
 armConn(Load* l, Conn* c, int op)
 {
-    struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP,
-                              .data.ptr = c };
+    struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
 
     if (connWantsWrite(c)) {
         ev.events |= EPOLLOUT;
@@ -141,8 +140,8 @@ connOpen(Load* l, Conn* c)
     const CorReqProtocol* p = l->plan->protocol;
     int one = 1;
 
-    c->fd = socket(l->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK
-                   | SOCK_CLOEXEC, 0);
+    c->fd = socket(l->addr.ss_family,
+                   SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0) {
         return -errno;
     }
@@ -210,9 +209,9 @@ connFlush(Load* l, Conn* c)
 
     while (connReady(c) && c->out.len > 0) {
         ssize_t n = c->ssl != NULL
-            ? corReqTlsWrite(c->ssl, c->out.data, c->out.len,
-                             &c->tlsWantsWrite, why, sizeof(why))
-            : send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL);
+                        ? corReqTlsWrite(c->ssl, c->out.data, c->out.len,
+                                         &c->tlsWantsWrite, why, sizeof(why))
+                        : send(c->fd, c->out.data, c->out.len, MSG_NOSIGNAL);
 
         if (n < 0 && c->ssl == NULL) {
             n = -errno;
@@ -245,15 +244,17 @@ issue(Load* l, Conn* c, uint64_t dueNs)
         connFail(l, c, "cannot connect");
         return false;
     }
-    if (plan->protocol->encode(c->state, &plan->messages[message],
-                               ++l->nextId, &c->out) != 0) {
+    if (plan->protocol->encode(c->state, &plan->messages[message], ++l->nextId,
+                               &c->out)
+        != 0) {
         connFail(l, c, "no memory");
         return false;
     }
     l->nextMessage = (message + 1) % plan->messageCount;
     p = &c->pending[c->count++];
-    *p = (Pending){ .id = l->nextId, .message = message, .dueNs = dueNs,
-                    .sentNs = nowNs() };
+    *p = (Pending){
+        .id = l->nextId, .message = message, .dueNs = dueNs, .sentNs = nowNs()
+    };
     return true;
 }
 
@@ -265,8 +266,7 @@ roomyConn(Load* l)
         Conn* c = &l->conns[(l->nextConn + i) % l->plan->connections];
 
         if (c->count < l->depth && !c->retiring) {
-            l->nextConn = (unsigned)(c - l->conns + 1)
-                          % l->plan->connections;
+            l->nextConn = (unsigned)(c - l->conns + 1) % l->plan->connections;
             return c;
         }
     }
@@ -317,7 +317,8 @@ schedule(Load* l, uint64_t now)
         if (!l->issuing || due > now) {
             struct itimerspec at = {
                 .it_value = { .tv_sec = (time_t)(due / 1000000000ull),
-                              .tv_nsec = (long)(due % 1000000000ull) } };
+                              .tv_nsec = (long)(due % 1000000000ull) }
+            };
 
             timerfd_settime(l->timerFd, TFD_TIMER_ABSTIME, &at, NULL);
             break;
@@ -366,7 +367,7 @@ answered(Load* l, Conn* c, const CorReqAnswer* a)
             i++;
         }
         if (i == c->count) {
-            return;     /* not ours any more: dropped */
+            return; /* not ours any more: dropped */
         }
     }
     if (l->plan->seconds <= 0) {
@@ -375,7 +376,7 @@ answered(Load* l, Conn* c, const CorReqAnswer* a)
     corReqHistAdd(&l->hist, now - c->pending[i].dueNs);
     l->answered++;
     l->statuses[a->status >= 100 && a->status < 600 ? a->status / 100 - 1
-                                                   : 5]++;
+                                                    : 5]++;
     memmove(&c->pending[i], &c->pending[i + 1],
             (c->count - i - 1) * sizeof(Pending));
     c->count--;
@@ -391,15 +392,15 @@ decodeAll(Load* l, Conn* c)
 
     for (;;) {
         CorReqAnswer a = { 0 };
-        const CorReqMessage* oldest = c->count > 0
-            ? &l->plan->messages[c->pending[0].message] : NULL;
+        const CorReqMessage* oldest =
+            c->count > 0 ? &l->plan->messages[c->pending[0].message] : NULL;
         ssize_t took;
 
         if (off == c->in.len || (oldest == NULL && !p->multiplexed)) {
             break;
         }
-        took = p->decode(c->state, (char*)c->in.data + off,
-                         c->in.len - off, oldest, &a, why, sizeof(why));
+        took = p->decode(c->state, (char*)c->in.data + off, c->in.len - off,
+                         oldest, &a, why, sizeof(why));
         if (took < 0) {
             connFail(l, c, why);
             return -1;
@@ -444,10 +445,10 @@ connReadable(Load* l, Conn* c)
             return;
         }
         n = c->ssl != NULL
-            ? corReqTlsRead(c->ssl, c->in.data + c->in.len,
-                            c->in.cap - c->in.len, &c->tlsWantsWrite, why,
-                            sizeof(why))
-            : recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
+                ? corReqTlsRead(c->ssl, c->in.data + c->in.len,
+                                c->in.cap - c->in.len, &c->tlsWantsWrite, why,
+                                sizeof(why))
+                : recv(c->fd, c->in.data + c->in.len, c->in.cap - c->in.len, 0);
         if (n < 0 && c->ssl == NULL) {
             n = -errno;
             snprintf(why, sizeof(why), "%s", strerror(errno));
@@ -615,11 +616,11 @@ summary(const Load* l)
     printf("%s://%s:%u%s: %u connection%s x %u deep, %.1f s%s\n",
            l->plan->scheme, l->plan->host, l->plan->port,
            l->plan->messages[0].target, l->plan->connections,
-           l->plan->connections == 1 ? "" : "s", l->depth,
-           seconds, l->plan->rate > 0 ? ", open loop" : "");
+           l->plan->connections == 1 ? "" : "s", l->depth, seconds,
+           l->plan->rate > 0 ? ", open loop" : "");
     printf("  requests %llu  failed %llu  2xx %llu  non-2xx %llu  "
-           "%.0f req/s\n", (unsigned long long)l->answered,
-           (unsigned long long)l->failed,
+           "%.0f req/s\n",
+           (unsigned long long)l->answered, (unsigned long long)l->failed,
            (unsigned long long)l->statuses[1],
            (unsigned long long)(l->answered - l->statuses[1]),
            (double)l->answered / seconds);

@@ -33,8 +33,8 @@ tlsWhy(char* why, size_t whyLen, const char* what, const char* fallback)
 }
 
 SSL_CTX*
-corReqTlsContext(const char* caFile, bool insecure, const char* alpn,
-                 char* why, size_t whyLen)
+corReqTlsContext(const char* caFile, bool insecure, const char* alpn, char* why,
+                 size_t whyLen)
 {
     SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
     unsigned char wire[64];
@@ -51,8 +51,7 @@ corReqTlsContext(const char* caFile, bool insecure, const char* alpn,
                "cannot be read");
         goto failed;
     }
-    SSL_CTX_set_verify(ctx, insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER,
-                       NULL);
+    SSL_CTX_set_verify(ctx, insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
     wire[0] = (unsigned char)len;
     memcpy(wire + 1, alpn, len);
     SSL_CTX_set_alpn_protos(ctx, wire, (unsigned)len + 1);
@@ -102,19 +101,22 @@ tlsOutcome(SSL* ssl, int rc, bool* wantWrite, char* why, size_t whyLen)
     case SSL_ERROR_ZERO_RETURN:
         return 0;
     case SSL_ERROR_SYSCALL:
-        snprintf(why, whyLen, "TLS: %s", errno != 0 ? strerror(errno)
-                 : "the server closed the connection");
+        snprintf(why, whyLen, "TLS: %s",
+                 errno != 0 ? strerror(errno)
+                            : "the server closed the connection");
         ERR_clear_error();
         return -EPROTO;
     default:
         verify = SSL_get_verify_result(ssl);
         if (ERR_GET_REASON(ERR_peek_last_error())
             == SSL_R_WRONG_VERSION_NUMBER) {
-            snprintf(why, whyLen, "TLS: the server does not speak TLS (a "
+            snprintf(why, whyLen,
+                     "TLS: the server does not speak TLS (a "
                      "plain http:// or cor:// port?)");
             ERR_clear_error();
         } else if (verify != X509_V_OK) {
-            snprintf(why, whyLen, "TLS: the server's certificate: %s (-k "
+            snprintf(why, whyLen,
+                     "TLS: the server's certificate: %s (-k "
                      "skips the check, --cacert FILE trusts a CA)",
                      X509_verify_cert_error_string(verify));
             ERR_clear_error();
@@ -153,8 +155,7 @@ corReqTlsRead(SSL* ssl, void* buf, size_t cap, bool* wantWrite, char* why,
 
     errno = 0;
     rc = SSL_read_ex(ssl, buf, cap, &n);
-    return rc == 1 ? (ssize_t)n
-                   : tlsOutcome(ssl, 0, wantWrite, why, whyLen);
+    return rc == 1 ? (ssize_t)n : tlsOutcome(ssl, 0, wantWrite, why, whyLen);
 }
 
 ssize_t

@@ -32,7 +32,7 @@ typedef struct {
 typedef struct {
     Rule* rules;
     unsigned ruleCount;
-    AccessBasic* basic;         /* NULL: no password asked */
+    AccessBasic* basic; /* NULL: no password asked */
 } Guard;
 
 static int
@@ -80,12 +80,14 @@ rulesRead(CorModule* m, const CorConf* list, bool allow, Guard* g)
 
         if (corConfKind(item) != COR_CONF_SCALAR
             || corNetParse(corConfText(item), &rule->net) != 0) {
-            corModuleError(m, item, "%s: expected an address, a network "
+            corModuleError(m, item,
+                           "%s: expected an address, a network "
                            "(10.0.0.0/8, 2001:db8::/32, its bits past the "
                            "prefix zero) or all, got '%s'",
                            allow ? "allow" : "deny",
                            corConfKind(item) == COR_CONF_SCALAR
-                           ? corConfText(item) : "a list or mapping");
+                               ? corConfText(item)
+                               : "a list or mapping");
             rc = -1;
             continue;
         }
@@ -96,12 +98,11 @@ rulesRead(CorModule* m, const CorConf* list, bool allow, Guard* g)
 }
 
 static int
-guardRead(CorModule* m, const CorConf* entry, void* record,
-          unsigned index)
+guardRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
 {
     Guard* g = record;
-    static const char* const keys[] = { "name", "allow", "deny",
-                                        "basic_auth", NULL };
+    static const char* const keys[] = { "name", "allow", "deny", "basic_auth",
+                                        NULL };
     CorConfErrors* e = corModuleErrors(m);
     const char* name = corConfString(entry, "name", NULL, e);
     char where[32];
@@ -109,8 +110,10 @@ guardRead(CorModule* m, const CorConf* entry, void* record,
 
     snprintf(where, sizeof(where), "guards[%u]", index);
     if (name == NULL || name[0] == '\0') {
-        corModuleError(m, entry, "%s: a name (what a route's guard names) "
-                       "is needed", where);
+        corModuleError(m, entry,
+                       "%s: a name (what a route's guard names) "
+                       "is needed",
+                       where);
         return -1;
     }
     /* The keys in the file's order: allow and deny as they come. */
@@ -158,8 +161,10 @@ accessInit(CorModule* m, const CorConf* conf)
 
     return corModuleRecordsRead(m, conf, "guards",
                                 "{ name, allow / deny, basic_auth }",
-                                sizeof(Guard), guardRead, guardFree,
-                                &count) != NULL ? 0 : -1;
+                                sizeof(Guard), guardRead, guardFree, &count)
+                   != NULL
+               ? 0
+               : -1;
 }
 
 COR_MODULE(access, .init = accessInit, .exit = accessExit);

@@ -34,20 +34,20 @@
 #include <string.h>
 #include <strings.h>
 
-#define CACHE_SLOTS 4096        /* passed pairs remembered, per guard */
+#define CACHE_SLOTS 4096 /* passed pairs remembered, per guard */
 #define THREADS 2
-#define QUEUE_MAX 256           /* checks waiting for a thread */
-#define WATCH_MS 1000           /* the file is looked at, at most */
+#define QUEUE_MAX 256 /* checks waiting for a thread */
+#define WATCH_MS 1000 /* the file is looked at, at most */
 
 struct AccessBasic {
-    char* header;               /* WWW-Authenticate's value */
-    char* path;                 /* the htpasswd file */
-    unsigned char key[32];      /* the HMAC's, this generation's */
-    pthread_mutex_t lock;       /* users and the cache */
-    AccessUsers* users;         /* the file as last read */
-    unsigned char (*cache)[32]; /* a pair's HMAC, by its first bytes */
+    char* header;                 /* WWW-Authenticate's value */
+    char* path;                   /* the htpasswd file */
+    unsigned char key[32];        /* the HMAC's, this generation's */
+    pthread_mutex_t lock;         /* users and the cache */
+    AccessUsers* users;           /* the file as last read */
+    unsigned char (*cache)[32];   /* a pair's HMAC, by its first bytes */
     atomic_uint_fast64_t watchAt; /* when the file is looked at next */
-    atomic_bool reading;        /* a read of it is on a thread */
+    atomic_bool reading;          /* a read of it is on a thread */
     CorEvTask reread;
 };
 
@@ -57,7 +57,7 @@ typedef struct {
     AccessBasic* b;
     CorRequest* r;
     CorGuardWait* wait;
-    AccessUsers* users;         /* held while the check runs */
+    AccessUsers* users; /* held while the check runs */
     char* user;
     char* password;
     unsigned char mac[32];
@@ -74,9 +74,11 @@ static void
 weakSay(const char* path, unsigned weak, unsigned count)
 {
     if (weak > 0) {
-        corLog(COR_LOG_WARN, "basic_auth: %s: %u of %u users have a weak "
+        corLog(COR_LOG_WARN,
+               "basic_auth: %s: %u of %u users have a weak "
                "hash ($apr1$ or {SHA}, fast to guess): give them bcrypt "
-               "(htpasswd -B)", path, weak, count);
+               "(htpasswd -B)",
+               path, weak, count);
     }
 }
 
@@ -96,12 +98,14 @@ corAccessBasicRead(CorModule* m, const CorConf* conf)
     }
     pthread_mutex_init(&b->lock, NULL);
     if (realm == NULL || realm[strcspn(realm, "\"\\\r\n")] != '\0') {
-        corModuleError(m, corConfGet(conf, "realm"), "basic_auth: realm: "
+        corModuleError(m, corConfGet(conf, "realm"),
+                       "basic_auth: realm: "
                        "a string without quotes, backslashes or line ends");
         goto failed;
     }
     if (users == NULL || users[0] == '\0') {
-        corModuleError(m, conf, "basic_auth: users: the htpasswd file is "
+        corModuleError(m, conf,
+                       "basic_auth: users: the htpasswd file is "
                        "needed");
         goto failed;
     }
@@ -124,8 +128,8 @@ corAccessBasicRead(CorModule* m, const CorConf* conf)
     }
     weakSay(users, weak, corAccessUsersCount(b->users));
     atomic_init(&b->watchAt, corEvClockMs() + WATCH_MS);
-    corConfUnknownKeys(conf, "basic_auth", (const char* const[]){
-                           "realm", "users", NULL }, e);
+    corConfUnknownKeys(conf, "basic_auth",
+                       (const char* const[]){ "realm", "users", NULL }, e);
     if (threads == NULL && (threads = corEvPoolCreate(THREADS)) == NULL) {
         corModuleError(m, conf, "basic_auth: no thread to hash on: %s",
                        strerror(errno));
@@ -160,13 +164,14 @@ reread(CorEvTask* task)
     AccessBasic* b = corContainerOf(task, AccessBasic, reread);
     char why[512];
     unsigned weak;
-    AccessUsers* fresh = corAccessUsersRead(b->path, why, sizeof(why),
-                                            &weak);
+    AccessUsers* fresh = corAccessUsersRead(b->path, why, sizeof(why), &weak);
     AccessUsers* old;
 
     if (fresh == NULL) {
-        corLog(COR_LOG_ERROR, "basic_auth: users: %s: the users read before "
-               "stay", why);
+        corLog(COR_LOG_ERROR,
+               "basic_auth: users: %s: the users read before "
+               "stay",
+               why);
         atomic_store(&b->reading, false);
         return;
     }
@@ -194,8 +199,7 @@ fileWatch(AccessBasic* b)
     bool changed;
 
     if (now < at || atomic_load(&b->reading)
-        || !atomic_compare_exchange_strong(&b->watchAt, &at,
-                                           now + WATCH_MS)) {
+        || !atomic_compare_exchange_strong(&b->watchAt, &at, now + WATCH_MS)) {
         return;
     }
     /* The stat outside the lock, which the loops' cache looks take. */
@@ -247,8 +251,7 @@ authorization(const CorRequest* r, bool* twiceP)
  * decoded text in r's arena, split at its first ':'; false when absent
  * or malformed. */
 static bool
-credentials(CorRequest* r, const CorHeader* h, char** userP,
-            char** passwordP)
+credentials(CorRequest* r, const CorHeader* h, char** userP, char** passwordP)
 {
     const char* v;
     size_t len;
@@ -256,8 +259,8 @@ credentials(CorRequest* r, const CorHeader* h, char** userP,
     int n;
     char* colon;
 
-    if (h == NULL || h->valueLen < 6 || strncasecmp(h->value, "Basic ", 6)
-        != 0) {
+    if (h == NULL || h->valueLen < 6
+        || strncasecmp(h->value, "Basic ", 6) != 0) {
         return false;
     }
     v = h->value + 6;
@@ -277,11 +280,11 @@ credentials(CorRequest* r, const CorHeader* h, char** userP,
     if (n < 0) {
         return false;
     }
-    n -= (v[len - 1] == '=') + (v[len - 2] == '=');     /* the padding */
+    n -= (v[len - 1] == '=') + (v[len - 2] == '='); /* the padding */
     text[n] = '\0';
     colon = memchr(text, ':', (size_t)n);
     if (colon == NULL || strlen((char*)text) != (size_t)n) {
-        return false;           /* no ':', or a NUL inside */
+        return false; /* no ':', or a NUL inside */
     }
     *colon = '\0';
     *userP = (char*)text;
@@ -300,8 +303,8 @@ pairMac(const AccessBasic* b, const char* user, const char* password,
     unsigned char buf[4096 + 2];
     unsigned macLen = 32;
 
-    memcpy(buf, user, userLen + 1);     /* with its NUL: "a" "bc" is not
-                                           "ab" "c" */
+    memcpy(buf, user, userLen + 1); /* with its NUL: "a" "bc" is not
+                                       "ab" "c" */
     memcpy(buf + userLen + 1, password, passwordLen);
     HMAC(EVP_sha256(), b->key, sizeof(b->key), buf, userLen + 1 + passwordLen,
          mac, &macLen);
@@ -331,8 +334,7 @@ cacheHas(AccessBasic* b, const unsigned char mac[32])
  * it was checked against: a pair checked against a file since read again
  * is not remembered. */
 static void
-cachePut(AccessBasic* b, const AccessUsers* users,
-         const unsigned char mac[32])
+cachePut(AccessBasic* b, const AccessUsers* users, const unsigned char mac[32])
 {
     pthread_mutex_lock(&b->lock);
     if (b->users == users) {
@@ -399,8 +401,9 @@ corAccessBasicCheck(AccessBasic* b, CorRequest* r, CorGuardWait* wait)
     if (c == NULL) {
         return 500;
     }
-    *c = (Check){ .b = b, .r = r, .wait = wait, .user = user,
-                  .password = password };
+    *c = (Check){
+        .b = b, .r = r, .wait = wait, .user = user, .password = password
+    };
     pairMac(b, user, password, c->mac);
     /* Only pairs that passed are remembered: a hit is a user that
      * exists. */

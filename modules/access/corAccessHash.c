@@ -48,11 +48,11 @@ corAccessHashSetting(const char* hash)
     switch (corAccessHashKind(hash)) {
     case ACCESS_HASH_CRYPT:
         if (hash[1] == '2') {
-            return strlen(hash) >= 7 ? 7 : strlen(hash);  /* "$2y$NN$" */
+            return strlen(hash) >= 7 ? 7 : strlen(hash); /* "$2y$NN$" */
         }
         /* "$6$" and, when there is one, "rounds=N$". */
-        return strncmp(hash + 3, "rounds=", 7) == 0
-               ? 3 + strcspn(hash + 3, "$") : 3;
+        return strncmp(hash + 3, "rounds=", 7) == 0 ? 3 + strcspn(hash + 3, "$")
+                                                    : 3;
     case ACCESS_HASH_APR1:
         return sizeof(APR1_MAGIC) - 1;
     case ACCESS_HASH_SHA:
@@ -130,15 +130,13 @@ apr1(EVP_MD_CTX* ctx, const char* pw, const char* setting,
     for (unsigned i = 0; i < APR1_ROUNDS; i++) {
         bool odd = (i & 1) != 0;
 
-        if (!md5Parts(ctx, (const void* const[]){ odd ? (const void*)pw
-                                                      : final,
-                                                  salt, pw,
-                                                  odd ? (const void*)final
-                                                      : pw },
-                      (const size_t[]){ odd ? pwLen : 16,
-                                        i % 3 ? saltLen : 0,
-                                        i % 7 ? pwLen : 0,
-                                        odd ? 16 : pwLen }, 4, final)) {
+        if (!md5Parts(ctx,
+                      (const void* const[]){ odd ? (const void*)pw : final,
+                                             salt, pw,
+                                             odd ? (const void*) final : pw },
+                      (const size_t[]){ odd ? pwLen : 16, i % 3 ? saltLen : 0,
+                                        i % 7 ? pwLen : 0, odd ? 16 : pwLen },
+                      4, final)) {
             return false;
         }
     }
@@ -148,8 +146,10 @@ apr1(EVP_MD_CTX* ctx, const char* pw, const char* setting,
     for (unsigned i = 0; i < 5; i++) {
         unsigned j = i == 4 ? 5 : i + 12;
 
-        to64(&at, (unsigned long)final[i] << 16
-                  | (unsigned long)final[i + 6] << 8 | final[j], 4);
+        to64(&at,
+             (unsigned long) final[i] << 16 | (unsigned long) final[i + 6] << 8
+                 | final[j],
+             4);
     }
     to64(&at, final[11], 2);
     *at = '\0';
@@ -183,8 +183,7 @@ corAccessHashMatches(const char* password, const char* hash)
             out = crypt_rn(password, hash, data, sizeof(*data));
             break;
         case ACCESS_HASH_APR1:
-            out = apr1(ctx, password, hash, data->output) ? data->output
-                                                           : NULL;
+            out = apr1(ctx, password, hash, data->output) ? data->output : NULL;
             break;
         case ACCESS_HASH_SHA:
             out = sha(password, data->output) ? data->output : NULL;

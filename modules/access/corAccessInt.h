@@ -16,9 +16,9 @@
 /* The hashes an htpasswd file may hold (corAccessHash.c). */
 typedef enum {
     ACCESS_HASH_UNKNOWN,
-    ACCESS_HASH_CRYPT,          /* bcrypt, SHA-512 crypt: libxcrypt's */
-    ACCESS_HASH_APR1,           /* Apache's MD5: weak */
-    ACCESS_HASH_SHA             /* {SHA}, unsalted SHA-1: weak */
+    ACCESS_HASH_CRYPT, /* bcrypt, SHA-512 crypt: libxcrypt's */
+    ACCESS_HASH_APR1,  /* Apache's MD5: weak */
+    ACCESS_HASH_SHA    /* {SHA}, unsalted SHA-1: weak */
 } AccessHashKind;
 
 AccessHashKind corAccessHashKind(const char* hash);

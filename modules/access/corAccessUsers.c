@@ -35,8 +35,8 @@ struct AccessUsers {
     atomic_uint refs;
     User* users;
     unsigned count;
-    const char* costliest;      /* one of the users' hashes */
-    struct stat version;        /* the file's, when it was read */
+    const char* costliest; /* one of the users' hashes */
+    struct stat version;   /* the file's, when it was read */
 };
 
 static void
@@ -61,9 +61,10 @@ lineRead(AccessUsers* u, char* line, const char* path, unsigned number,
 
     if (colon == NULL || colon == line
         || corAccessHashKind(colon + 1) == ACCESS_HASH_UNKNOWN) {
-        snprintf(why, cap, "%s:%u: expected user:hash with a bcrypt ($2y$, "
-                 "htpasswd -B), SHA-512 ($6$), $apr1$ or {SHA} hash", path,
-                 number);
+        snprintf(why, cap,
+                 "%s:%u: expected user:hash with a bcrypt ($2y$, "
+                 "htpasswd -B), SHA-512 ($6$), $apr1$ or {SHA} hash",
+                 path, number);
         return -1;
     }
     grown = realloc(u->users, (u->count + 1) * sizeof(*grown));
@@ -223,7 +224,8 @@ corAccessUsersHash(const AccessUsers* u, const char* name, bool* knownP)
     SHA256((const unsigned char*)name, strlen(name), digest);
     for (unsigned i = 0; i < u->count; i++) {
         bool same = CRYPTO_memcmp(digest, u->users[i].nameDigest,
-                                  sizeof(digest)) == 0;
+                                  sizeof(digest))
+                    == 0;
 
         /* Every user is looked at, the match or not; the first of a
          * name counts, as in nginx. */

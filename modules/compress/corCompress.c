@@ -35,15 +35,25 @@
 /* The media types compressed when the YAML names none: text, and the
  * text-like application types; images, audio, video and archives are
  * compressed already. */
-static const char* const typesDefault[] = {
-    "text/*", "application/json", "application/javascript",
-    "application/xml", "application/xhtml+xml", "application/rss+xml",
-    "application/atom+xml", "application/ld+json",
-    "application/manifest+json", "application/wasm", "application/x-yaml",
-    "application/yaml", "application/graphql-response+json",
-    "application/problem+json", "image/svg+xml", "image/x-icon",
-    "font/ttf", "font/otf", NULL
-};
+static const char* const typesDefault[] = { "text/*",
+                                            "application/json",
+                                            "application/javascript",
+                                            "application/xml",
+                                            "application/xhtml+xml",
+                                            "application/rss+xml",
+                                            "application/atom+xml",
+                                            "application/ld+json",
+                                            "application/manifest+json",
+                                            "application/wasm",
+                                            "application/x-yaml",
+                                            "application/yaml",
+                                            "application/graphql-response+json",
+                                            "application/problem+json",
+                                            "image/svg+xml",
+                                            "image/x-icon",
+                                            "font/ttf",
+                                            "font/otf",
+                                            NULL };
 
 /* The settings; the module's, from init to exit. */
 typedef struct {
@@ -51,8 +61,8 @@ typedef struct {
     unsigned preferCount;
     uint64_t minBytes;
     int level[COR_CODINGS];
-    char** types;               /* "type/subtype", or a top type and a
-                                   star for all of its subtypes */
+    char** types; /* "type/subtype", or a top type and a
+                     star for all of its subtypes */
     unsigned typeCount;
 } Compress;
 
@@ -102,7 +112,8 @@ varyAdd(CorRequest* r)
         return;
     }
     if (asprintf(&value, "%.*s, Accept-Encoding", (int)vary->valueLen,
-                 vary->value) < 0) {
+                 vary->value)
+        < 0) {
         return;
     }
     corResponseHeaderRemove(r, "Vary");
@@ -117,8 +128,9 @@ etagWeaken(CorRequest* r)
     const CorHeader* etag = corResponseHeaderGet(r, "ETag");
     char* value;
 
-    if (etag == NULL || (etag->valueLen >= 2 && etag->value[0] == 'W'
-                         && etag->value[1] == '/')) {
+    if (etag == NULL
+        || (etag->valueLen >= 2 && etag->value[0] == 'W'
+            && etag->value[1] == '/')) {
         return;
     }
     if (asprintf(&value, "W/%.*s", (int)etag->valueLen, etag->value) < 0) {
@@ -163,8 +175,8 @@ bodyChangeable(const CorRequest* r)
 {
     const CorHeader* cc = corResponseHeaderGet(r, "Cache-Control");
 
-    return r->status >= 200 && r->status != 204
-           && r->status != 206 && r->status != 304
+    return r->status >= 200 && r->status != 204 && r->status != 206
+           && r->status != 304
            && corResponseHeaderGet(r, "Content-Encoding") == NULL
            && (cc == NULL || !corHeaderListHas(cc, "no-transform", 12));
 }
@@ -195,9 +207,11 @@ compressHead(CorRequest* r, void* arg)
         return NULL;
     }
     accept = corRequestHeader(r, "Accept-Encoding");
-    encoding = accept == NULL ? -1
-               : corAcceptEncodingFirst(accept->value, accept->valueLen,
-                                        settings.prefer, settings.preferCount);
+    encoding = accept == NULL
+                   ? -1
+                   : corAcceptEncodingFirst(accept->value, accept->valueLen,
+                                            settings.prefer,
+                                            settings.preferCount);
     if (encoding < 0) {
         return NULL;
     }
@@ -205,12 +219,13 @@ compressHead(CorRequest* r, void* arg)
     /* Only a length the body is held to is pledged (zstd fails a body
      * that differs from it): a stream's header may be an upstream's, and
      * a HEAD's body is never read. */
-    if (e == NULL || corCompressEncoderInit(e, (CorCoding)encoding,
-                                            settings.level[encoding],
-                                            r->stream == NULL && !r->head
-                                                ? length : 0) != 0) {
+    if (e == NULL
+        || corCompressEncoderInit(e, (CorCoding)encoding,
+                                  settings.level[encoding],
+                                  r->stream == NULL && !r->head ? length : 0)
+               != 0) {
         corLog(COR_LOG_WARN, "compress: no memory for an encoder: the "
-               "answer goes out as it is");
+                             "answer goes out as it is");
         return NULL;
     }
     corResponseHeaderRemove(r, "Content-Length");
@@ -264,7 +279,8 @@ encodingsRead(CorModule* m, const CorConf* conf)
             }
         }
         if (found < 0) {
-            corModuleError(m, corConfAt(list, i), "encodings: expected "
+            corModuleError(m, corConfAt(list, i),
+                           "encodings: expected "
                            "zstd, br or gzip, each once, got '%s'",
                            name != NULL ? name : "a list or mapping");
             return -1;
@@ -288,9 +304,8 @@ levelsRead(CorModule* m, const CorConf* conf)
     const CorConf* map = corConfMap(conf, "level", e);
 
     for (int i = 0; i < COR_CODINGS; i++) {
-        settings.level[i] = (int)corConfInt(map, corCodingNames[i],
-                                            range[i][0], range[i][1],
-                                            range[i][2], e);
+        settings.level[i] = (int)corConfInt(map, corCodingNames[i], range[i][0],
+                                            range[i][1], range[i][2], e);
     }
     if (map != NULL) {
         corConfUnknownKeys(map, "level", keys, e);
@@ -337,9 +352,11 @@ typesRead(CorModule* m, const CorConf* conf)
 
         if (type == NULL || strchr(type, '/') == NULL
             || strpbrk(type, " \t;") != NULL) {
-            corModuleError(m, corConfAt(list, i), "types: expected a media "
+            corModuleError(m, corConfAt(list, i),
+                           "types: expected a media "
                            "type such as application/json or text/*, got "
-                           "'%s'", type != NULL ? type : "a list or mapping");
+                           "'%s'",
+                           type != NULL ? type : "a list or mapping");
             return -1;
         }
         if (typeAdd(type) != 0) {
@@ -358,7 +375,7 @@ compressExit(CorModule* m)
         free(settings.types[i]);
     }
     free(settings.types);
-    settings = (Compress){0};
+    settings = (Compress){ 0 };
 }
 
 static int
@@ -367,7 +384,7 @@ compressInit(CorModule* m, const CorConf* conf)
     CorConfErrors* e = corModuleErrors(m);
     unsigned before = e->count;
 
-    settings = (Compress){0};
+    settings = (Compress){ 0 };
     settings.minBytes = corConfSize(conf, "min_bytes", 256, 0,
                                     (uint64_t)1 << 40, e);
     levelsRead(m, conf);

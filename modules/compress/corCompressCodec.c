@@ -18,11 +18,7 @@
 #include <zstd.h>
 
 /* What a step is asked: go on, give up what is held, end. */
-typedef enum {
-    STEP_GO,
-    STEP_FLUSH,
-    STEP_END
-} StepMode;
+typedef enum { STEP_GO, STEP_FLUSH, STEP_END } StepMode;
 
 /* Brotli's window: 2^18 bytes, a quarter of its default, since every
  * answer in flight has its own (the ratio lost on text is small). */
@@ -59,15 +55,14 @@ static int
 brotliStep(CompressEncoder* e, const unsigned char** inP, size_t* lenP,
            StepMode mode)
 {
-    static const BrotliEncoderOperation op[] = {
-        BROTLI_OPERATION_PROCESS, BROTLI_OPERATION_FLUSH,
-        BROTLI_OPERATION_FINISH
-    };
+    static const BrotliEncoderOperation op[] = { BROTLI_OPERATION_PROCESS,
+                                                 BROTLI_OPERATION_FLUSH,
+                                                 BROTLI_OPERATION_FINISH };
     size_t availOut = COMPRESS_OUT_BYTES - e->outLen;
     unsigned char* nextOut = e->out + e->outLen;
 
-    if (!BrotliEncoderCompressStream(e->state, op[mode], lenP, inP,
-                                     &availOut, &nextOut, NULL)) {
+    if (!BrotliEncoderCompressStream(e->state, op[mode], lenP, inP, &availOut,
+                                     &nextOut, NULL)) {
         return -1;
     }
     e->outLen = COMPRESS_OUT_BYTES - availOut;
@@ -81,9 +76,8 @@ static int
 zstdStep(CompressEncoder* e, const unsigned char** inP, size_t* lenP,
          StepMode mode)
 {
-    static const ZSTD_EndDirective directive[] = {
-        ZSTD_e_continue, ZSTD_e_flush, ZSTD_e_end
-    };
+    static const ZSTD_EndDirective directive[] = { ZSTD_e_continue,
+                                                   ZSTD_e_flush, ZSTD_e_end };
     ZSTD_inBuffer in = { *inP, *lenP, 0 };
     ZSTD_outBuffer out = { e->out, COMPRESS_OUT_BYTES, e->outLen };
     size_t left = ZSTD_compressStream2(e->state, &out, &in, directive[mode]);
@@ -115,8 +109,9 @@ gzipInit(CompressEncoder* e, int level)
     z_stream* z = calloc(1, sizeof(*z));
 
     /* 15 bits of window, +16: the gzip wrapper (RFC 1952), not zlib's. */
-    if (z == NULL || deflateInit2(z, level, Z_DEFLATED, 15 + 16, 8,
-                                  Z_DEFAULT_STRATEGY) != Z_OK) {
+    if (z == NULL
+        || deflateInit2(z, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY)
+               != Z_OK) {
         free(z);
         return -ENOMEM;
     }
@@ -161,8 +156,8 @@ zstdInit(CompressEncoder* e, int level, uint64_t sizeHint)
 }
 
 int
-corCompressEncoderInit(CompressEncoder* e, CorCoding encoding,
-                       int level, uint64_t sizeHint)
+corCompressEncoderInit(CompressEncoder* e, CorCoding encoding, int level,
+                       uint64_t sizeHint)
 {
     e->encoding = encoding;
     e->dirty = false;
@@ -175,7 +170,7 @@ corCompressEncoderInit(CompressEncoder* e, CorCoding encoding,
     e->wholeLen = 0;
     e->wholeCap = (size_t)sizeHint;
     if (e->wholeMode) {
-        return 0;               /* its memory comes with its bytes */
+        return 0; /* its memory comes with its bytes */
     }
     switch (encoding) {
     case COR_CODING_ZSTD:

@@ -17,9 +17,9 @@
  * let go by corCompressEncoderFree. */
 typedef struct {
     CorCoding encoding;
-    void* state;                /* z_stream*, BrotliEncoderState*,
-                                   ZSTD_CCtx* */
-    bool dirty;                 /* input came since the last flush */
+    void* state; /* z_stream*, BrotliEncoderState*,
+                    ZSTD_CCtx* */
+    bool dirty;  /* input came since the last flush */
     /* gzip of a body known whole (corCompressWhole.c), whole true: its
      * bytes kept until its end, at the level; state NULL. */
     bool wholeMode;
@@ -38,8 +38,8 @@ typedef struct {
 
 /* Start e for encoding at level (the encoding's own scale); sizeHint is
  * the body's length when known, else 0. Returns 0 or -ENOMEM. */
-int corCompressEncoderInit(CompressEncoder* e, CorCoding encoding,
-                           int level, uint64_t sizeHint);
+int corCompressEncoderInit(CompressEncoder* e, CorCoding encoding, int level,
+                           uint64_t sizeHint);
 /* Compress len bytes, passing full pieces on to out; flags as a filter's
  * body gets them (a flush or the end passes on all that is made).
  * Returns 0, -EIO (the library failed) or what is after it failed. */

@@ -33,8 +33,9 @@ wholeDeflate(int level, const void* in, size_t len, CorFilterOut* out)
         }
         libdeflate_free_compressor(c);
     }
-    rc = buf == NULL ? -ENOMEM : made == 0 ? -EIO
-                                           : corFilterPass(out, buf, made);
+    rc = buf == NULL ? -ENOMEM
+         : made == 0 ? -EIO
+                     : corFilterPass(out, buf, made);
     free(buf);
     return rc;
 }

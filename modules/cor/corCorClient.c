@@ -45,7 +45,7 @@
 
 /* A call in flight on a loop's peer; on its coroutine's stack. */
 typedef struct PeerCall {
-    CorList link;               /* the peer's calls */
+    CorList link; /* the peer's calls */
     uint32_t id;
     CorCoPark park;
     bool done;
@@ -57,15 +57,15 @@ typedef struct PeerCall {
  * its drain. References: the loop's list, the connector, each call and
  * each call's link. */
 typedef struct Peer {
-    CorKitPeer base;            /* its server, state, references, bytes */
-    bool served;                /* an answer came on it: a call that finds
-                                 * it closed may go again */
+    CorKitPeer base; /* its server, state, references, bytes */
+    bool served;     /* an answer came on it: a call that finds
+                      * it closed may go again */
     CorCorTables* sent;
     CorCorTables* received;
-    CorList calls;              /* in flight */
+    CorList calls; /* in flight */
     uint32_t nextId;
-    unsigned silentTimeouts;    /* timed-out calls since the last frame */
-    bool acked;                 /* the HELLO_ACK came */
+    unsigned silentTimeouts; /* timed-out calls since the last frame */
+    bool acked;              /* the HELLO_ACK came */
 } Peer;
 
 /* ---- Peers --------------------------------------------------------------- */
@@ -132,7 +132,8 @@ callFind(Peer* p, uint32_t id)
     CorList* node;
     CorList* next;
 
-    corListForEach(node, next, &p->calls) {
+    corListForEach(node, next, &p->calls)
+    {
         PeerCall* call = corContainerOf(node, PeerCall, link);
 
         if (call->id == id) {
@@ -152,8 +153,8 @@ responseTake(Peer* p, const uint8_t* frame, size_t len)
     CorCorHead h;
     CorCorMessage m;
     PeerCall* call;
-    int rc = corCorMessageDecode(p->received, frame, len, COR_COR_FRAME_MAX,
-                                 &h, &m, why, sizeof(why));
+    int rc = corCorMessageDecode(p->received, frame, len, COR_COR_FRAME_MAX, &h,
+                                 &m, why, sizeof(why));
 
     p->served = true;
     call = callFind(p, h.id);
@@ -181,16 +182,19 @@ frameTake(Peer* p, const uint8_t* frame, size_t len)
     int rc;
 
     p->silentTimeouts = 0;
-    if (p->acked && corCorHeadRead(frame, len, COR_COR_FRAME_MAX, &h, NULL,
-                                   0) == COR_COR_HEAD_LEN
+    if (p->acked
+        && corCorHeadRead(frame, len, COR_COR_FRAME_MAX, &h, NULL, 0)
+               == COR_COR_HEAD_LEN
         && h.type == COR_COR_RESPONSE) {
         return responseTake(p, frame, len);
     }
     rc = corCorFrameDecode(p->received, frame, len, COR_COR_FRAME_MAX, &h,
                            &tree, why, sizeof(why));
     if (rc == 0 && (h.type == COR_COR_HELLO_ACK) == p->acked) {
-        snprintf(why, sizeof(why), p->acked ? "a second HELLO_ACK"
-                 : "a frame of type %d before the HELLO_ACK", (int)h.type);
+        snprintf(why, sizeof(why),
+                 p->acked ? "a second HELLO_ACK"
+                          : "a frame of type %d before the HELLO_ACK",
+                 (int)h.type);
         rc = -EPROTO;
     } else if (rc == 0 && h.type == COR_COR_HELLO_ACK) {
         rc = corCorHelloCheck(tree, why, sizeof(why));
@@ -202,11 +206,11 @@ frameTake(Peer* p, const uint8_t* frame, size_t len)
         if (p->base.state == COR_KIT_PEER_READY) {
             p->base.state = COR_KIT_PEER_CLOSING;
         }
-        rc = corCorFrameEncode(p->sent, COR_COR_CLOSE, 0, NULL,
-                               &p->base.k.out, why, sizeof(why));
+        rc = corCorFrameEncode(p->sent, COR_COR_CLOSE, 0, NULL, &p->base.k.out,
+                               why, sizeof(why));
     } else if (rc == 0 && h.type == COR_COR_ERROR) {
-        const char* message = json_string_value(json_object_get(tree,
-                                                                "message"));
+        const char* message = json_string_value(
+            json_object_get(tree, "message"));
 
         snprintf(why, sizeof(why), "refused: %s",
                  message != NULL ? message : "(no message)");
@@ -239,7 +243,8 @@ framesTake(CorKitConn* k)
         CorCorHead h;
 
         if (corCorHeadRead(in + off, len - off, COR_COR_FRAME_MAX, &h, why,
-                           sizeof(why)) < 0) {
+                           sizeof(why))
+            < 0) {
             corKitPeerFail(&p->base, -EPROTO, why);
             return -1;
         }
@@ -290,13 +295,14 @@ peerNew(const CorUrl* u, bool tls, int connectTimeoutMs, char* why,
     json_t* hello = corCorHelloTree();
 
     if (p != NULL) {
-        corKitPeerInit(&p->base, &peerOps, corEvLoopCurrent(), &kitOps,
-                       u->host, u->port);
+        corKitPeerInit(&p->base, &peerOps, corEvLoopCurrent(), &kitOps, u->host,
+                       u->port);
     }
     if (p == NULL || hello == NULL || (p->sent = corCorTablesNew()) == NULL
         || (p->received = corCorTablesNew()) == NULL
-        || corCorFrameEncode(NULL, COR_COR_HELLO, 0, hello, &p->base.k.out,
-                             why, whyLen) < 0) {
+        || corCorFrameEncode(NULL, COR_COR_HELLO, 0, hello, &p->base.k.out, why,
+                             whyLen)
+               < 0) {
         json_decref(hello);
         if (p != NULL) {
             corKitPeerRelease(&p->base);
@@ -319,8 +325,7 @@ static Peer*
 peerFor(const CorUrl* u, bool tls, int connectTimeoutMs, int* rc, char* why,
         size_t whyLen)
 {
-    CorKitPeer* found = corKitPeerFind(&peerOps, u->host, u->port, tls,
-                                       NULL);
+    CorKitPeer* found = corKitPeerFind(&peerOps, u->host, u->port, tls, NULL);
     Peer* p;
 
     if (found != NULL) {
@@ -346,7 +351,8 @@ peerSilence(Peer* p)
 {
     if (p->base.state != COR_KIT_PEER_DEAD
         && ++p->silentTimeouts >= SILENT_TIMEOUTS) {
-        corKitPeerFail(&p->base, -ETIMEDOUT, "no frame from the server "
+        corKitPeerFail(&p->base, -ETIMEDOUT,
+                       "no frame from the server "
                        "across several timed-out calls");
     }
 }
@@ -368,8 +374,8 @@ callWait(Peer* p, PeerCall* call, uint64_t deadlineMs)
 }
 
 int
-corCorCallOnLoop(const CorCorCall* c, CorCorMessage* answer,
-                 CorCorOutcome* out, char* why, size_t whyLen)
+corCorCallOnLoop(const CorCorCall* c, CorCorMessage* answer, CorCorOutcome* out,
+                 char* why, size_t whyLen)
 {
     PeerCall call = { 0 };
     int rc;
@@ -389,7 +395,7 @@ corCorCallOnLoop(const CorCorCall* c, CorCorMessage* answer,
         return rc;
     }
     corListInsert(&p->calls, &call.link);
-    corKitPeerHold(&p->base);   /* the call's link */
+    corKitPeerHold(&p->base); /* the call's link */
     corKitConnFlushSoon(&p->base.k);
     rc = callWait(p, &call, c->deadlineMs);
     if (rc == -ETIMEDOUT) {

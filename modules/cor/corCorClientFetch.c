@@ -19,7 +19,7 @@
  * Content-Type. The caller's, on its stack, until requestFree. */
 typedef struct {
     CorCorMessage m;
-    CorHeader* headers;         /* the block */
+    CorHeader* headers; /* the block */
     size_t blockSize;
     char* contentType;
 } Request;
@@ -37,8 +37,8 @@ requestFree(Request* r)
  * Returns 0, or -ENOMEM with why (and nothing held); what it holds the
  * encoder checks when it is sent. */
 static int
-requestMake(const CorClientRequest* req, const CorUrl* u, Request* r,
-            char* why, size_t whyLen)
+requestMake(const CorClientRequest* req, const CorUrl* u, Request* r, char* why,
+            size_t whyLen)
 {
     bool slash = u->target[0] == '?';
     size_t room = req->headerCount + 1;
@@ -57,10 +57,11 @@ requestMake(const CorClientRequest* req, const CorUrl* u, Request* r,
     target[0] = '/';
     memcpy(target + slash, u->target, u->targetLen);
     target[slash + u->targetLen] = '\0';
-    r->m = (CorCorMessage){ .verb = req->method != NULL ? req->method
-                                                        : "GET",
-                            .path = target, .headers = r->headers,
-                            .body = req->body, .bodyLen = req->bodyLen };
+    r->m = (CorCorMessage){ .verb = req->method != NULL ? req->method : "GET",
+                            .path = target,
+                            .headers = r->headers,
+                            .body = req->body,
+                            .bodyLen = req->bodyLen };
     for (unsigned i = 0; i < req->headerCount; i++) {
         const CorHeader* h = &req->headers[i];
 
@@ -80,8 +81,8 @@ requestMake(const CorClientRequest* req, const CorUrl* u, Request* r,
         return -ENOMEM;
     }
     if (!hasHost) {
-        r->headers[r->m.headerCount++] = (CorHeader){
-            "Host", 4, u->authority, u->authorityLen };
+        r->headers[r->m.headerCount++] = (CorHeader){ "Host", 4, u->authority,
+                                                      u->authorityLen };
     }
     return 0;
 }
@@ -95,9 +96,11 @@ storeTake(CorCorMessage* answer, CorClientResponse* res)
 
     if (answer->contentType != NULL) {
         headers[answer->headerCount] = (CorHeader){
-            .name = "Content-Type", .nameLen = 12,
+            .name = "Content-Type",
+            .nameLen = 12,
             .value = answer->contentType,
-            .valueLen = strlen(answer->contentType) };
+            .valueLen = strlen(answer->contentType)
+        };
     }
     res->headers = headers;
     res->headerCount = answer->headerCount + (answer->contentType != NULL);
@@ -120,8 +123,10 @@ answerTake(CorCorMessage* answer, size_t maxBody, CorClientResponse* res)
     char* p;
 
     if (answer->bodyLen > maxBody) {
-        snprintf(res->error, sizeof(res->error), "a body of %zu bytes, over "
-                 "the limit of %zu", answer->bodyLen, maxBody);
+        snprintf(res->error, sizeof(res->error),
+                 "a body of %zu bytes, over "
+                 "the limit of %zu",
+                 answer->bodyLen, maxBody);
         return -EFBIG;
     }
     if (answer->spare && answer->store != NULL) {
@@ -139,12 +144,16 @@ answerTake(CorCorMessage* answer, size_t maxBody, CorClientResponse* res)
         return -ENOMEM;
     }
     for (unsigned i = 0; i < count; i++) {
-        CorHeader h = i < answer->headerCount ? answer->headers[i]
-            : (CorHeader){ .name = "Content-Type", .nameLen = 12,
-                           .value = answer->contentType,
-                           .valueLen = strlen(answer->contentType) };
+        CorHeader h = i < answer->headerCount
+                          ? answer->headers[i]
+                          : (CorHeader){ .name = "Content-Type",
+                                         .nameLen = 12,
+                                         .value = answer->contentType,
+                                         .valueLen = strlen(
+                                             answer->contentType) };
 
-        res->headers[i] = (CorHeader){ .name = p, .nameLen = h.nameLen,
+        res->headers[i] = (CorHeader){ .name = p,
+                                       .nameLen = h.nameLen,
                                        .value = p + h.nameLen + 1,
                                        .valueLen = h.valueLen };
         memcpy(p, h.name, h.nameLen);
@@ -168,8 +177,8 @@ deadlineOf(const CorClientRequest* req)
 {
     int ms = req->totalTimeoutMs;
 
-    if (req->firstByteTimeoutMs > 0 && (ms == 0 || req->firstByteTimeoutMs
-                                                   < ms)) {
+    if (req->firstByteTimeoutMs > 0
+        && (ms == 0 || req->firstByteTimeoutMs < ms)) {
         ms = req->firstByteTimeoutMs;
     }
     return ms > 0 ? corEvClockMs() + (uint64_t)ms : 0;
@@ -180,7 +189,8 @@ corCorFetch(const CorClientRequest* req, CorClientResponse* res)
 {
     CorUrl u;
     CorCorMessage answer = { 0 };
-    CorCorCall c = { .url = &u, .connectTimeoutMs = req->connectTimeoutMs,
+    CorCorCall c = { .url = &u,
+                     .connectTimeoutMs = req->connectTimeoutMs,
                      .deadlineMs = deadlineOf(req) };
     CorCorOutcome out = { 0 };
     Request request;
@@ -195,25 +205,28 @@ corCorFetch(const CorClientRequest* req, CorClientResponse* res)
     if (u.port == 0) {
         u.port = c.tls ? COR_CORS_PORT : COR_COR_PORT;
     }
-    if ((rc = requestMake(req, &u, &request, res->error,
-                          sizeof(res->error))) != 0) {
+    if ((rc = requestMake(req, &u, &request, res->error, sizeof(res->error)))
+        != 0) {
         return rc;
     }
     c.request = &request.m;
     do {
         res->retried = out.retry;
         out = (CorCorOutcome){ 0 };
-        rc = corRestMayPark() ? corCorCallOnLoop(&c, &answer, &out, res->error,
-                                         sizeof(res->error))
-                      : corCorCallOnThread(&c, &answer, &out, res->error,
-                                           sizeof(res->error));
+        rc = corRestMayPark()
+                 ? corCorCallOnLoop(&c, &answer, &out, res->error,
+                                    sizeof(res->error))
+                 : corCorCallOnThread(&c, &answer, &out, res->error,
+                                      sizeof(res->error));
     } while (rc == -ECONNRESET && out.retry && !res->retried);
     res->reused = out.reused;
     res->sent = out.sent;
     requestFree(&request);
     if (rc == 0) {
-        rc = answerTake(&answer, req->maxBodyBytes > 0
-                        ? req->maxBodyBytes : COR_CLIENT_BODY_MAX, res);
+        rc = answerTake(&answer,
+                        req->maxBodyBytes > 0 ? req->maxBodyBytes
+                                              : COR_CLIENT_BODY_MAX,
+                        res);
     }
     corCorMessageClear(&answer);
     if (rc != 0) {

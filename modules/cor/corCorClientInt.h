@@ -15,19 +15,19 @@
 
 /* One call to make; the caller's, read during the call. */
 typedef struct {
-    const CorUrl* url;          /* port filled in */
+    const CorUrl* url; /* port filled in */
     bool tls;
-    int connectTimeoutMs;       /* 0: client.connect_timeout */
-    uint64_t deadlineMs;        /* corEvClockMs() time, 0: none */
-    const CorCorMessage* request;   /* the REQUEST, encoded when sent */
+    int connectTimeoutMs;         /* 0: client.connect_timeout */
+    uint64_t deadlineMs;          /* corEvClockMs() time, 0: none */
+    const CorCorMessage* request; /* the REQUEST, encoded when sent */
 } CorCorCall;
 
 /* What a call says beside its answer. */
 typedef struct {
-    bool reused;                /* on a connection that was there before */
-    bool retry;                 /* it failed so that it may go once more */
-    bool sent;                  /* the REQUEST went to a server: a
-                                 * failure after may have been acted on */
+    bool reused; /* on a connection that was there before */
+    bool retry;  /* it failed so that it may go once more */
+    bool sent;   /* the REQUEST went to a server: a
+                  * failure after may have been acted on */
 } CorCorOutcome;
 
 /*
@@ -36,8 +36,8 @@ typedef struct {
  * caller clears it), or -errno with why: -ETIMEDOUT, -ECANCELED, the
  * errors of corConnOpen, -ECONNRESET (the connection closed before the
  * answer; out->retry then says whether it may go once more: the
- * connection had served before), -EPROTO (the server refused, or a frame did not
- * decode), -ENOMEM. May yield.
+ * connection had served before), -EPROTO (the server refused, or a frame did
+ * not decode), -ENOMEM. May yield.
  */
 int corCorCallOnLoop(const CorCorCall* c, CorCorMessage* answer,
                      CorCorOutcome* out, char* why, size_t whyLen);

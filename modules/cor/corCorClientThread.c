@@ -21,14 +21,14 @@
 #define SILENT_TIMEOUTS 3
 
 typedef struct ThreadPeer {
-    CorKitKept kept;            /* on the thread's peers: its connection,
-                                 * its bytes (what came and is not yet a
-                                 * frame, what goes) */
+    CorKitKept kept; /* on the thread's peers: its connection,
+                      * its bytes (what came and is not yet a
+                      * frame, what goes) */
     char host[256];
     unsigned port;
-    bool served;                /* an answer came on it */
-    bool closing;               /* its CLOSE came: closed after this call */
-    unsigned silentTimeouts;    /* timed-out calls since the last frame */
+    bool served;             /* an answer came on it */
+    bool closing;            /* its CLOSE came: closed after this call */
+    unsigned silentTimeouts; /* timed-out calls since the last frame */
     CorCorTables* sent;
     CorCorTables* received;
     uint32_t nextId;
@@ -50,16 +50,16 @@ leftMs(uint64_t deadlineMs)
 {
     uint64_t now = corEvClockMs();
 
-    return deadlineMs == 0 ? -1 : deadlineMs > now ? (int)(deadlineMs - now)
-                                                   : 0;
+    return deadlineMs == 0    ? -1
+           : deadlineMs > now ? (int)(deadlineMs - now)
+                              : 0;
 }
 
 /* Write one frame of type with tree, or with the message m (a REQUEST,
  * encoded with no tree between). */
 static int
 frameSend(ThreadPeer* p, CorCorType type, uint32_t id, const json_t* tree,
-          const CorCorMessage* m, uint64_t deadlineMs, char* why,
-          size_t whyLen)
+          const CorCorMessage* m, uint64_t deadlineMs, char* why, size_t whyLen)
 {
     CorBuf* out = &p->kept.k.out;
     int rc = m != NULL
@@ -101,7 +101,8 @@ threadPeerFind(const CorCorCall* c)
 static ThreadPeer*
 peerFor(const CorCorCall* c, int* rc, char* why, size_t whyLen)
 {
-    CorConnTarget target = { .host = c->url->host, .port = c->url->port,
+    CorConnTarget target = { .host = c->url->host,
+                             .port = c->url->port,
                              .tls = c->tls,
                              .connectTimeoutMs = c->connectTimeoutMs,
                              .fresh = true };
@@ -136,7 +137,8 @@ peerFor(const CorCorCall* c, int* rc, char* why, size_t whyLen)
     p->port = c->url->port;
     hello = corCorHelloTree();
     *rc = hello != NULL ? frameSend(p, COR_COR_HELLO, 0, hello, NULL,
-                                    c->deadlineMs, why, whyLen) : -ENOMEM;
+                                    c->deadlineMs, why, whyLen)
+                        : -ENOMEM;
     json_decref(hello);
     if (*rc != 0) {
         peerDrop(p);
@@ -175,8 +177,8 @@ frameTake(ThreadPeer* p, uint32_t id, size_t len, CorCorMessage* answer,
          * same, for the tables. */
         mine = id != 0 && h.id == id;
         p->served = true;
-        rc = corCorMessageDecode(p->received, frame, len, COR_COR_FRAME_MAX,
-                                 &h, mine ? answer : &other, why, whyLen);
+        rc = corCorMessageDecode(p->received, frame, len, COR_COR_FRAME_MAX, &h,
+                                 mine ? answer : &other, why, whyLen);
         if (rc == 0 && !mine) {
             corCorMessageClear(&other);
         }
@@ -215,9 +217,9 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
         ssize_t n;
         size_t have = corBufPending(&p->kept.k.in);
         int rc = have >= COR_COR_HEAD_LEN
-                 ? corCorHeadRead(corBufHead(&p->kept.k.in), have,
-                                  COR_COR_FRAME_MAX, &h, why, whyLen)
-                 : -EAGAIN;
+                     ? corCorHeadRead(corBufHead(&p->kept.k.in), have,
+                                      COR_COR_FRAME_MAX, &h, why, whyLen)
+                     : -EAGAIN;
 
         if (rc >= 0 && have >= COR_COR_HEAD_LEN + h.length) {
             size_t len = COR_COR_HEAD_LEN + h.length;
@@ -233,7 +235,8 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
             return rc;
         }
         if (corCorInputReserve(&p->kept.k.in, COR_COR_FRAME_MAX,
-                               THREAD_READ_ROOM) != 0) {
+                               THREAD_READ_ROOM)
+            != 0) {
             return -ENOMEM;
         }
         if (id != 0 && leftMs(deadlineMs) == 0) {
@@ -247,7 +250,7 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
         }
         if (n <= 0) {
             snprintf(why, whyLen, "cor://%s:%u: %s", p->host, p->port,
-                     n == 0 ? "the server closed the connection"
+                     n == 0            ? "the server closed the connection"
                      : n == -ETIMEDOUT ? "no answer in time"
                                        : strerror((int)-n));
             return n == 0 ? -ECONNRESET : (int)n;
@@ -264,8 +267,8 @@ peerKept(const CorCorCall* c)
     ThreadPeer* p = threadPeerFind(c);
     char why[COR_COR_WHY_MAX];
 
-    if (p != NULL && (answerRead(p, 0, NULL, 0, why, sizeof(why)) != 0
-                      || p->closing)) {
+    if (p != NULL
+        && (answerRead(p, 0, NULL, 0, why, sizeof(why)) != 0 || p->closing)) {
         peerDrop(p);
         p = NULL;
     }
@@ -287,8 +290,8 @@ corCorCallOnThread(const CorCorCall* c, CorCorMessage* answer,
     }
     id = ++p->nextId;
     out->sent = true;
-    rc = frameSend(p, COR_COR_REQUEST, id, NULL, c->request, c->deadlineMs,
-                   why, whyLen);
+    rc = frameSend(p, COR_COR_REQUEST, id, NULL, c->request, c->deadlineMs, why,
+                   whyLen);
     if (rc == 0) {
         rc = answerRead(p, id, answer, c->deadlineMs, why, whyLen);
         /* A timed-out answer is still to come, which the next call reads

@@ -121,8 +121,8 @@ int corCorTreeDecode(CorCorTables* t, const uint8_t* buf, size_t len,
 
 typedef struct {
     CorCorType type;
-    uint32_t id;                /* correlation id */
-    uint32_t length;            /* bytes of the tree that follows */
+    uint32_t id;     /* correlation id */
+    uint32_t length; /* bytes of the tree that follows */
 } CorCorHead;
 
 /* Write a frame header into the COR_COR_HEAD_LEN bytes at out. */
@@ -182,20 +182,20 @@ int corCorHelloCheck(const json_t* tree, char* why, size_t whyLen);
  * strings are NUL-terminated, its body too (not counted in bodyLen).
  */
 typedef struct {
-    const char* verb;           /* REQUEST: the method, "GET" */
-    const char* path;           /* REQUEST: the target, query included */
-    int status;                 /* RESPONSE: 100..999 */
-    const CorHeader* headers;   /* in order, each name in its case; no
-                                   Content-Type (contentType is it) */
+    const char* verb;         /* REQUEST: the method, "GET" */
+    const char* path;         /* REQUEST: the target, query included */
+    int status;               /* RESPONSE: 100..999 */
+    const CorHeader* headers; /* in order, each name in its case; no
+                                 Content-Type (contentType is it) */
     unsigned headerCount;
-    const char* contentType;    /* NULL: none */
+    const char* contentType; /* NULL: none */
     const void* body;
-    size_t bodyLen;             /* 0: no body */
-    json_t* tree;               /* corCorMessageRead's */
-    void* store;                /* corCorMessageRead's */
-    size_t storeSize;           /* its size, when a kept block (corChunk) */
-    bool spare;                 /* headers has room for one more, in the
-                                   store (corCorEnvelopeRead's) */
+    size_t bodyLen;   /* 0: no body */
+    json_t* tree;     /* corCorMessageRead's */
+    void* store;      /* corCorMessageRead's */
+    size_t storeSize; /* its size, when a kept block (corChunk) */
+    bool spare;       /* headers has room for one more, in the
+                         store (corCorEnvelopeRead's) */
 } CorCorMessage;
 
 /*
@@ -209,8 +209,8 @@ typedef struct {
  * name that is not a token, a value with a control character or not
  * UTF-8, no memory.
  */
-json_t* corCorMessageTree(CorCorType type, const CorCorMessage* m,
-                          char* why, size_t whyLen);
+json_t* corCorMessageTree(CorCorType type, const CorCorMessage* m, char* why,
+                          size_t whyLen);
 
 /*
  * Read the tree of a frame of type (COR_COR_REQUEST or COR_COR_RESPONSE)

@@ -29,8 +29,7 @@
 
 /* A string node with no name (an array's element): its tag, its value. */
 static int
-putStringElement(CorCorEncoder* e, const char* s, size_t len,
-                 unsigned depth)
+putStringElement(CorCorEncoder* e, const char* s, size_t len, unsigned depth)
 {
     int rc = corCorPutHead(e, COR_COR_NODE_STRING, 0, NULL, 0, depth);
 
@@ -39,11 +38,9 @@ putStringElement(CorCorEncoder* e, const char* s, size_t len,
 
 /* A member of the root that is a string, under one of the known names. */
 static int
-putStringMember(CorCorEncoder* e, CorCorKnown name, const char* s,
-                size_t len)
+putStringMember(CorCorEncoder* e, CorCorKnown name, const char* s, size_t len)
 {
-    int rc = corCorPutHeadKnown(e, COR_COR_NODE_STRING, 0, name,
-                                DEPTH_MEMBER);
+    int rc = corCorPutHeadKnown(e, COR_COR_NODE_STRING, 0, name, DEPTH_MEMBER);
 
     return rc == 0 ? corCorPutString(e, s, len) : rc;
 }
@@ -62,12 +59,10 @@ putFirst(CorCorEncoder* e, CorCorType type, const CorCorMessage* m)
     }
     if (type == COR_COR_RESPONSE) {
         if (!corCorStatusFinal(m->status)) {
-            corCorWhy(e->why, e->whyLen, "status %d, not 200..599",
-                      m->status);
+            corCorWhy(e->why, e->whyLen, "status %d, not 200..599", m->status);
             return -EINVAL;
         }
-        rc = corCorPutHeadKnown(e, COR_COR_NODE_INT,
-                                corCorIntFlags(m->status),
+        rc = corCorPutHeadKnown(e, COR_COR_NODE_INT, corCorIntFlags(m->status),
                                 COR_COR_KNOWN_STATUS, DEPTH_MEMBER);
         return rc == 0 ? corCorPutInt(e, m->status) : rc;
     }
@@ -75,7 +70,8 @@ putFirst(CorCorEncoder* e, CorCorType type, const CorCorMessage* m)
     pathLen = m->path != NULL ? strlen(m->path) : 0;
     if (!corCorToken(m->verb, verbLen) || pathLen == 0
         || !corCorFieldValue(m->path, pathLen)) {
-        corCorWhy(e->why, e->whyLen, "a request without a token verb and a "
+        corCorWhy(e->why, e->whyLen,
+                  "a request without a token verb and a "
                   "path");
         return -EINVAL;
     }
@@ -95,7 +91,8 @@ headerValue(CorCorEncoder* e, const CorHeader* h, unsigned depth)
 
     if (!(token || corCorToken(h->name, h->nameLen))
         || !corCorFieldValue(h->value, h->valueLen)) {
-        corCorWhy(e->why, e->whyLen, "header \"%.*s\": a name that is not a "
+        corCorWhy(e->why, e->whyLen,
+                  "header \"%.*s\": a name that is not a "
                   "token or a value with a control character",
                   (int)h->nameLen, h->name);
         return -EINVAL;
@@ -150,7 +147,8 @@ putHeaderMember(CorCorEncoder* e, const CorCorMessage* m, unsigned i)
         return rc == 0 ? headerValue(e, h, 0) : rc;
     }
     if ((rc = corCorPutHead(e, COR_COR_NODE_ARRAY, 0, h->name, h->nameLen,
-                            DEPTH_VALUE)) != 0
+                            DEPTH_VALUE))
+            != 0
         || (rc = corCorPutOpen(e, &start)) != 0) {
         return rc;
     }
@@ -211,8 +209,7 @@ putBody(CorCorEncoder* e, const CorCorMessage* m)
         return -ENOMEM;
     }
     corCorBase64(m->body, m->bodyLen, b64);
-    rc = putStringMember(e, COR_COR_KNOWN_BYTES, b64,
-                         (m->bodyLen + 2) / 3 * 4);
+    rc = putStringMember(e, COR_COR_KNOWN_BYTES, b64, (m->bodyLen + 2) / 3 * 4);
     free(b64);
     return rc;
 }
@@ -225,8 +222,8 @@ putMessage(CorCorEncoder* e, CorCorType type, const CorCorMessage* m)
     int rc = corCorPutHead(e, COR_COR_NODE_OBJECT, 0, NULL, 0, 1);
 
     if (rc != 0 || (rc = corCorPutOpen(e, &start)) != 0
-        || (rc = putFirst(e, type, m)) != 0
-        || (rc = putHeaders(e, m)) != 0 || (rc = putBody(e, m)) != 0) {
+        || (rc = putFirst(e, type, m)) != 0 || (rc = putHeaders(e, m)) != 0
+        || (rc = putBody(e, m)) != 0) {
         return rc;
     }
     return corCorPutClose(e, start);
@@ -272,7 +269,7 @@ enum {
 /* By CorCorKnown: the names are corCorKnownNames. */
 static const struct {
     unsigned member;
-    unsigned type;              /* the node type it must have; 0: any */
+    unsigned type; /* the node type it must have; 0: any */
 } members[COR_COR_KNOWN_COUNT] = {
     [COR_COR_KNOWN_VERB] = { MEMBER_VERB, COR_COR_NODE_STRING },
     [COR_COR_KNOWN_PATH] = { MEMBER_PATH, COR_COR_NODE_STRING },
@@ -314,11 +311,11 @@ typedef struct {
     int64_t status;
     Kept verb;
     Kept path;
-    Kept body;                  /* text or bytes (base64) as sent */
+    Kept body; /* text or bytes (base64) as sent */
     json_t* bodyTree;
     Line contentType;
     CorBuf store;
-    CorBuf lines;            /* of Line */
+    CorBuf lines; /* of Line */
     unsigned lineCount;
 } Reader;
 
@@ -403,8 +400,10 @@ getLine(Reader* r, size_t end, unsigned tag, Kept name)
         return rc;
     }
     if (!corCorFieldValue(keptAt(r, line.value), line.value.len)) {
-        return refuse(r, "header \"%.40s\": a value that is not a string "
-                      "HTTP can carry", keptAt(r, name));
+        return refuse(r,
+                      "header \"%.40s\": a value that is not a string "
+                      "HTTP can carry",
+                      keptAt(r, name));
     }
     if (room(r, &r->lines, sizeof(line)) != 0) {
         return -ENOMEM;
@@ -425,8 +424,7 @@ getLines(Reader* r, size_t end, Kept name)
     int rc = corCorGetLength(&r->d, end, &childEnd);
 
     while (rc == 0 && r->d.pos < childEnd) {
-        rc = corCorGetHead(&r->d, childEnd, DEPTH_REPEATED, false, &tag,
-                           NULL);
+        rc = corCorGetHead(&r->d, childEnd, DEPTH_REPEATED, false, &tag, NULL);
         rc = rc == 0 ? getLine(r, childEnd, tag, name) : rc;
         n++;
     }
@@ -456,17 +454,15 @@ getHeader(Reader* r, size_t end)
         return refuse(r, "a second \"%.40s\" in one object", s.s);
     }
     if (!s.token && !corCorToken(s.s, s.len)) {
-        return refuse(r, "header \"%.40s\": a name that is not a token",
-                      s.s);
+        return refuse(r, "header \"%.40s\": a name that is not a token", s.s);
     }
     kind = s.kind != 0 ? s.kind : corCorNameKind(s.s, s.len);
     contentType = (kind & COR_COR_NAME_CONTENT_TYPE) != 0;
     if ((rc = keep(r, &s, &name)) != 0) {
         return rc;
     }
-    rc = (tag & 7) == COR_COR_NODE_ARRAY
-             ? getLines(r, end, name)
-             : getLine(r, end, tag, name);
+    rc = (tag & 7) == COR_COR_NODE_ARRAY ? getLines(r, end, name)
+                                         : getLine(r, end, tag, name);
     if (rc == 0 && contentType) {
         if (r->lineCount != before + 1 || r->contentType.keep) {
             return refuse(r, "more than one Content-Type");
@@ -475,8 +471,10 @@ getHeader(Reader* r, size_t end)
         r->contentType.keep = true;
     }
     for (unsigned i = before; rc == 0 && i < r->lineCount; i++) {
-        ((Line*)r->lines.data)[i].keep =
-            (kind & (COR_COR_NAME_CONTENT_TYPE | COR_COR_NAME_DROPPED)) == 0;
+        ((Line*)r->lines.data)[i].keep = (kind
+                                          & (COR_COR_NAME_CONTENT_TYPE
+                                             | COR_COR_NAME_DROPPED))
+                                         == 0;
     }
     return rc;
 }
@@ -519,9 +517,8 @@ static int
 getRootMember(Reader* r, size_t end)
 {
     const unsigned bodies = MEMBER_TEXT | MEMBER_BYTES | MEMBER_BODY;
-    const unsigned own = r->type == COR_COR_REQUEST
-                             ? MEMBER_VERB | MEMBER_PATH
-                             : MEMBER_STATUS;
+    const unsigned own = r->type == COR_COR_REQUEST ? MEMBER_VERB | MEMBER_PATH
+                                                    : MEMBER_STATUS;
     CorCorStr name;
     unsigned tag;
     size_t i;
@@ -532,14 +529,17 @@ getRootMember(Reader* r, size_t end)
     }
     /* members is in CorCorKnown's order; a name not known is none. */
     i = ((name.kind != 0 ? name.kind : corCorNameKind(name.s, name.len))
-         & COR_COR_NAME_KNOWN) - 1u;
+         & COR_COR_NAME_KNOWN)
+        - 1u;
     if (i >= sizeof(members) / sizeof(members[0])
         || (members[i].member & r->seen) != 0
         || (members[i].member & (own | MEMBER_HEADERS | bodies)) == 0
         || ((members[i].member & bodies) != 0 && (r->seen & bodies) != 0)
         || (members[i].type != 0 && members[i].type != (tag & 7))) {
-        return refuse(r, "a member \"%.40s\" unknown, of the wrong type, "
-                      "twice, or a second body", name.s);
+        return refuse(r,
+                      "a member \"%.40s\" unknown, of the wrong type, "
+                      "twice, or a second body",
+                      name.s);
     }
     r->seen |= members[i].member;
     return getMember(r, end, members[i].member, tag);
@@ -570,15 +570,13 @@ static int
 checkFirst(Reader* r)
 {
     if (r->type == COR_COR_RESPONSE) {
-        if ((r->seen & MEMBER_STATUS) == 0
-            || !corCorStatusFinal(r->status)) {
+        if ((r->seen & MEMBER_STATUS) == 0 || !corCorStatusFinal(r->status)) {
             return refuse(r, "RESPONSE: no status in 200..599");
         }
         return 0;
     }
     if ((r->seen & MEMBER_VERB) == 0 || (r->seen & MEMBER_PATH) == 0
-        || !corCorToken(keptAt(r, r->verb), r->verb.len)
-        || r->path.len == 0
+        || !corCorToken(keptAt(r, r->verb), r->verb.len) || r->path.len == 0
         || !corCorFieldValue(keptAt(r, r->path), r->path.len)) {
         return refuse(r, "REQUEST: no token verb and path");
     }
@@ -613,8 +611,8 @@ bodyFill(Reader* r, char* out, size_t len)
     if ((r->seen & MEMBER_TEXT) != 0) {
         memcpy(out, keptAt(r, r->body), len);
     } else if ((r->seen & MEMBER_BYTES) != 0
-               && corCorUnbase64(keptAt(r, r->body), r->body.len,
-                                 (uint8_t*)out) != 0) {
+               && corCorUnbase64(keptAt(r, r->body), r->body.len, (uint8_t*)out)
+                      != 0) {
         return refuse(r, "\"bytes\" that are not base64");
     } else if (r->bodyTree != NULL
                && corCorBodyPrint(r->bodyTree, out, len) != len) {
@@ -631,8 +629,7 @@ headersFill(const Reader* r, CorHeader* out)
 
     for (unsigned i = 0; i < r->lineCount; i++) {
         if (lines[i].keep) {
-            *out++ = (CorHeader){ keptAt(r, lines[i].name),
-                                  lines[i].name.len,
+            *out++ = (CorHeader){ keptAt(r, lines[i].name), lines[i].name.len,
                                   keptAt(r, lines[i].value),
                                   lines[i].value.len };
         }
@@ -657,11 +654,12 @@ messageFill(Reader* r, CorCorMessage* m)
     for (unsigned i = 0; i < r->lineCount; i++) {
         n += lines[i].keep;
     }
-    at = (bodyAt + bodyLen + 1 + _Alignof(CorHeader) - 1)
-         / _Alignof(CorHeader) * _Alignof(CorHeader);
-    if (rc != 0 || (rc = corBufReserve(&r->store, at - bodyAt
-                                          + (n + 1) * sizeof(CorHeader)))
-                         != 0) {
+    at = (bodyAt + bodyLen + 1 + _Alignof(CorHeader) - 1) / _Alignof(CorHeader)
+         * _Alignof(CorHeader);
+    if (rc != 0
+        || (rc = corBufReserve(&r->store,
+                               at - bodyAt + (n + 1) * sizeof(CorHeader)))
+               != 0) {
         return rc != -ENOMEM ? rc : noMemory(r);
     }
     if ((rc = bodyFill(r, (char*)r->store.data + bodyAt, bodyLen)) != 0) {
@@ -669,10 +667,14 @@ messageFill(Reader* r, CorCorMessage* m)
     }
     headers = (CorHeader*)(r->store.data + at);
     headersFill(r, headers);
-    *m = (CorCorMessage){
-        .status = (int)r->status, .headers = headers, .headerCount = n,
-        .body = r->store.data + bodyAt, .bodyLen = bodyLen,
-        .store = r->store.data, .storeSize = r->store.cap, .spare = true };
+    *m = (CorCorMessage){ .status = (int)r->status,
+                          .headers = headers,
+                          .headerCount = n,
+                          .body = r->store.data + bodyAt,
+                          .bodyLen = bodyLen,
+                          .store = r->store.data,
+                          .storeSize = r->store.cap,
+                          .spare = true };
     if (r->type == COR_COR_REQUEST) {
         m->verb = keptAt(r, r->verb);
         m->path = keptAt(r, r->path);
@@ -713,8 +715,9 @@ corCorEnvelopeRead(CorCorTables* t, const uint8_t* frame, size_t len,
     }
     corCorDecodeBegin(&r.d, t, frame + COR_COR_HEAD_LEN, why, whyLen);
     rc = corCorDecodeEnd(&r.d, h->length, getRoot(&r, h->length));
-    if (rc == 0 && ((rc = checkFirst(&r)) != 0
-                    || (rc = messageFill(&r, m)) != 0) && t != NULL) {
+    if (rc == 0
+        && ((rc = checkFirst(&r)) != 0 || (rc = messageFill(&r, m)) != 0)
+        && t != NULL) {
         /* The tree was whole; the message was not: back as before. */
         corCorTableTruncate(&t->namespaces, r.d.namespaces);
         corCorTableTruncate(&t->names, r.d.names);

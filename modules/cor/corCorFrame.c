@@ -57,13 +57,16 @@ corCorHeadRead(const uint8_t* buf, size_t len, uint32_t maxLength,
     if (memcmp(buf, "HTTP", 4) == 0) {
         /* An answer to our HELLO from an HTTP server: the URL's port is
          * an http:// one. */
-        corCorWhy(why, whyLen, "the peer speaks HTTP, not cor:// (an "
+        corCorWhy(why, whyLen,
+                  "the peer speaks HTTP, not cor:// (an "
                   "http:// port?)");
         return -EPROTO;
     }
     if (memcmp(buf, magic, 4) != 0) {
-        corCorWhy(why, whyLen, "frame byte 0: magic %02x %02x %02x %02x, "
-                  "not c0 4f 52 01", buf[0], buf[1], buf[2], buf[3]);
+        corCorWhy(why, whyLen,
+                  "frame byte 0: magic %02x %02x %02x %02x, "
+                  "not c0 4f 52 01",
+                  buf[0], buf[1], buf[2], buf[3]);
         return -EPROTO;
     }
     if (buf[4] < COR_COR_HELLO || buf[4] > COR_COR_PONG) {
@@ -72,15 +75,19 @@ corCorHeadRead(const uint8_t* buf, size_t len, uint32_t maxLength,
     }
     if (buf[5] != 0 || buf[6] != 0 || buf[7] != 0) {
         corCorWhy(why, whyLen, "frame byte %d: flags or reserved not 0",
-                  buf[5] != 0 ? 5 : buf[6] != 0 ? 6 : 7);
+                  buf[5] != 0   ? 5
+                  : buf[6] != 0 ? 6
+                                : 7);
         return -EPROTO;
     }
     h->type = (CorCorType)buf[4];
     h->id = get32(buf + 8);
     h->length = get32(buf + 12);
     if (h->length > maxLength) {
-        corCorWhy(why, whyLen, "frame byte 12: a tree of %u bytes, over the "
-                  "limit of %u", h->length, maxLength);
+        corCorWhy(why, whyLen,
+                  "frame byte 12: a tree of %u bytes, over the "
+                  "limit of %u",
+                  h->length, maxLength);
         return -EMSGSIZE;
     }
     return COR_COR_HEAD_LEN;
@@ -88,8 +95,7 @@ corCorHeadRead(const uint8_t* buf, size_t len, uint32_t maxLength,
 
 int
 corCorFrameEncode(CorCorTables* t, CorCorType type, uint32_t id,
-                  const json_t* tree, CorBuf* out, char* why,
-                  size_t whyLen)
+                  const json_t* tree, CorBuf* out, char* why, size_t whyLen)
 {
     size_t start = out->len;
     int n = 0;
@@ -113,8 +119,8 @@ corCorFrameEncode(CorCorTables* t, CorCorType type, uint32_t id,
 
 int
 corCorFrameDecode(CorCorTables* t, const uint8_t* buf, size_t len,
-                  uint32_t maxLength, CorCorHead* h, json_t** treeP,
-                  char* why, size_t whyLen)
+                  uint32_t maxLength, CorCorHead* h, json_t** treeP, char* why,
+                  size_t whyLen)
 {
     int rc = corCorHeadRead(buf, len, maxLength, h, why, whyLen);
 
@@ -123,8 +129,10 @@ corCorFrameDecode(CorCorTables* t, const uint8_t* buf, size_t len,
         return rc == -EAGAIN ? -EPROTO : rc;
     }
     if (len - COR_COR_HEAD_LEN != h->length) {
-        corCorWhy(why, whyLen, "a frame of %zu bytes whose header says %u "
-                  "after it", len, h->length);
+        corCorWhy(why, whyLen,
+                  "a frame of %zu bytes whose header says %u "
+                  "after it",
+                  len, h->length);
         return -EPROTO;
     }
     if (h->length == 0) {
@@ -138,8 +146,8 @@ corCorFrameDecode(CorCorTables* t, const uint8_t* buf, size_t len,
 json_t*
 corCorHelloTree(void)
 {
-    return json_pack("{s:i, s:i, s:i}", "version", COR_COR_VERSION,
-                     "terms", COR_COR_TERMS, "namespaces", 0);
+    return json_pack("{s:i, s:i, s:i}", "version", COR_COR_VERSION, "terms",
+                     COR_COR_TERMS, "namespaces", 0);
 }
 
 int
@@ -151,7 +159,8 @@ corCorHelloCheck(const json_t* tree, char* why, size_t whyLen)
 
     if (!json_is_integer(version) || !json_is_integer(terms)
         || !json_is_integer(namespaces)) {
-        corCorWhy(why, whyLen, "a HELLO without an int version, terms and "
+        corCorWhy(why, whyLen,
+                  "a HELLO without an int version, terms and "
                   "namespaces");
         return -EPROTO;
     }
@@ -161,7 +170,8 @@ corCorHelloCheck(const json_t* tree, char* why, size_t whyLen)
         return -EPROTO;
     }
     if (json_integer_value(terms) != COR_COR_TERMS) {
-        corCorWhy(why, whyLen, "a HELLO with %lld terms, not %d: a peer "
+        corCorWhy(why, whyLen,
+                  "a HELLO with %lld terms, not %d: a peer "
                   "with another vocabulary (the seed's has 228)",
                   (long long)json_integer_value(terms), COR_COR_TERMS);
         return -EPROTO;

@@ -49,19 +49,19 @@ typedef struct {
     char* s;
     uint32_t len;
     bool token;
-    uint8_t kind;               /* corCorNameKind's */
+    uint8_t kind; /* corCorNameKind's */
 } CorCorEntry;
 
 /* One table: append-only, except that a failed frame truncates it back. */
 typedef struct {
-    CorBuf entries;             /* count CorCorEntry, grown as a buffer */
+    CorBuf entries; /* count CorCorEntry, grown as a buffer */
     unsigned count;
-    unsigned max;               /* COR_COR_NAMES_MAX or _NAMESPACES_MAX */
-    uint32_t* slots;            /* index + 1 of an entry, 0 when empty */
-    unsigned slotCount;         /* a power of two, or 0 */
-    uint64_t seed;              /* of the hash */
-    uint32_t known[COR_COR_KNOWN_COUNT];  /* index + 1 of each known
-                                           * name, 0 while it is not in */
+    unsigned max;       /* COR_COR_NAMES_MAX or _NAMESPACES_MAX */
+    uint32_t* slots;    /* index + 1 of an entry, 0 when empty */
+    unsigned slotCount; /* a power of two, or 0 */
+    uint64_t seed;      /* of the hash */
+    uint32_t known[COR_COR_KNOWN_COUNT]; /* index + 1 of each known
+                                          * name, 0 while it is not in */
 } CorCorTable;
 
 struct CorCorTables {
@@ -110,8 +110,7 @@ static inline uint64_t corCorWordAt(const void* s);
  * left over fill: what a check that looks for a byte in a word (fill
  * passing it) or a hash (with len beside) needs of a tail, without a
  * loop. */
-static inline uint64_t corCorTailAt(const void* s, size_t len,
-                                    uint8_t fill);
+static inline uint64_t corCorTailAt(const void* s, size_t len, uint8_t fill);
 
 /* Whether one of the 8 bytes of w is under 0x20 or is 0x7F (bytes past
  * 0x7F are not). */
@@ -169,8 +168,8 @@ enum {
 typedef struct {
     CorCorTables* t;
     CorBuf* out;
-    bool nameToken;             /* the last name put: a token, known from
-                                   its entry (false: not known) */
+    bool nameToken; /* the last name put: a token, known from
+                       its entry (false: not known) */
     size_t nodes;
     char* why;
     size_t whyLen;
@@ -212,7 +211,7 @@ static inline unsigned
 corCorIntFlags(int64_t v)
 {
     return v >= 0 && v <= COR_COR_INT_INLINE_MAX ? (unsigned)v
-                                                  : COR_COR_INT_VARINT;
+                                                 : COR_COR_INT_VARINT;
 }
 
 /* ---- The tree decoder's parts, for the message decoder ------------------ */
@@ -223,8 +222,8 @@ corCorIntFlags(int64_t v)
 typedef struct {
     const char* s;
     size_t len;
-    bool token;                 /* a token, known (false: not known) */
-    uint8_t kind;               /* corCorNameKind's, 0: not worked out */
+    bool token;   /* a token, known (false: not known) */
+    uint8_t kind; /* corCorNameKind's, 0: not worked out */
 } CorCorStr;
 
 /* One tree being decoded, and the tables' counts before it, which a
@@ -234,7 +233,7 @@ typedef struct {
     const uint8_t* buf;
     size_t pos;
     size_t nodes;
-    CorBuf scratch;          /* a string joined to its namespace */
+    CorBuf scratch; /* a string joined to its namespace */
     char* why;
     size_t whyLen;
     unsigned namespaces;
@@ -259,8 +258,8 @@ int corCorGetHead(CorCorDecoder* d, size_t end, unsigned depth, bool named,
 int corCorGetString(CorCorDecoder* d, size_t end, CorCorStr* out);
 int corCorGetInt(CorCorDecoder* d, size_t end, unsigned flags, int64_t* vp);
 int corCorGetLength(CorCorDecoder* d, size_t end, size_t* childEndP);
-int corCorGetValue(CorCorDecoder* d, size_t end, unsigned tag,
-                   unsigned depth, json_t** vp);
+int corCorGetValue(CorCorDecoder* d, size_t end, unsigned tag, unsigned depth,
+                   json_t** vp);
 
 /* ---- What messages share, both ways and both paths ---------------------- */
 
@@ -271,8 +270,7 @@ bool corCorToken(const char* s, size_t len);
 bool corCorFieldValue(const char* s, size_t len);
 
 /* Whether name is what, whatever the case. */
-static inline bool corCorNamed(const char* name, size_t len,
-                               const char* what);
+static inline bool corCorNamed(const char* name, size_t len, const char* what);
 
 /* Date and Content-Length, which do not travel. */
 bool corCorDropped(const char* name, size_t len);

@@ -31,9 +31,11 @@ static const char b64[] =
  * received), and a strchr per byte cost more than the rest of the check. */
 static const bool tchar[256] = {
     ['0' ... '9'] = true, ['A' ... 'Z'] = true, ['a' ... 'z'] = true,
-    ['!'] = true, ['#'] = true, ['$'] = true, ['%'] = true, ['&'] = true,
-    ['\''] = true, ['*'] = true, ['+'] = true, ['-'] = true, ['.'] = true,
-    ['^'] = true, ['_'] = true, ['`'] = true, ['|'] = true, ['~'] = true,
+    ['!'] = true,         ['#'] = true,         ['$'] = true,
+    ['%'] = true,         ['&'] = true,         ['\''] = true,
+    ['*'] = true,         ['+'] = true,         ['-'] = true,
+    ['.'] = true,         ['^'] = true,         ['_'] = true,
+    ['`'] = true,         ['|'] = true,         ['~'] = true,
 };
 
 bool
@@ -144,13 +146,15 @@ treeFits(const json_t* node, unsigned depth, size_t* nodes)
         return false;
     }
     if (json_is_object(node)) {
-        json_object_foreach((json_t*)node, key, child) {
+        json_object_foreach((json_t*)node, key, child)
+        {
             if (!treeFits(child, depth + 1, nodes)) {
                 return false;
             }
         }
     }
-    json_array_foreach(node, i, child) {
+    json_array_foreach(node, i, child)
+    {
         if (!treeFits(child, depth + 1, nodes)) {
             return false;
         }
@@ -172,7 +176,7 @@ shallow(const char* s, size_t len, unsigned max)
     for (size_t i = 0; i < len; i++) {
         if (inString) {
             if (s[i] == '\\') {
-                i++;            /* what it escapes */
+                i++; /* what it escapes */
             } else if (s[i] == '"') {
                 inString = false;
             }
@@ -279,9 +283,10 @@ headerPut(json_t* headers, const CorHeader* h, char* why, size_t whyLen)
 
     if (!corCorToken(h->name, h->nameLen)
         || !corCorFieldValue(h->value, h->valueLen)) {
-        corCorWhy(why, whyLen, "header \"%.*s\": a name that is not a token "
-                  "or a value with a control character", (int)h->nameLen,
-                  h->name);
+        corCorWhy(why, whyLen,
+                  "header \"%.*s\": a name that is not a token "
+                  "or a value with a control character",
+                  (int)h->nameLen, h->name);
         return -EINVAL;
     }
     v = json_stringn(h->value, h->valueLen);
@@ -297,8 +302,9 @@ headerPut(json_t* headers, const CorHeader* h, char* why, size_t whyLen)
     if (json_is_string(old)) {
         json_t* both = json_pack("[O]", old);
 
-        if (both == NULL || json_object_setn_new_nocheck(
-                                headers, h->name, h->nameLen, both) != 0) {
+        if (both == NULL
+            || json_object_setn_new_nocheck(headers, h->name, h->nameLen, both)
+                   != 0) {
             json_decref(v);
             return -ENOMEM;
         }
@@ -368,7 +374,8 @@ headPut(json_t* root, CorCorType type, const CorCorMessage* m, char* why,
             return -EINVAL;
         }
         return json_object_set_new_nocheck(root, "status",
-                                           json_integer(m->status)) == 0
+                                           json_integer(m->status))
+                       == 0
                    ? 0
                    : -ENOMEM;
     }
@@ -379,8 +386,8 @@ headPut(json_t* root, CorCorType type, const CorCorMessage* m, char* why,
         return -EINVAL;
     }
     if (json_object_set_new_nocheck(root, "verb", json_string(m->verb)) != 0
-        || json_object_set_new_nocheck(root, "path",
-                                       json_string(m->path)) != 0) {
+        || json_object_set_new_nocheck(root, "path", json_string(m->path))
+               != 0) {
         corCorWhy(why, whyLen, "a path that is not UTF-8, or no memory");
         return -EINVAL;
     }
@@ -462,8 +469,9 @@ corCorUnbase64(const char* s, size_t len, uint8_t* out)
         for (unsigned k = 0; k < 4; k++) {
             int c = b64Value(s[i + k]);
 
-            if (c < 0 && (s[i + k] != '=' || i + 4 != len || k < 2
-                          || (k == 2 && s[i + 3] != '='))) {
+            if (c < 0
+                && (s[i + k] != '=' || i + 4 != len || k < 2
+                    || (k == 2 && s[i + 3] != '='))) {
                 return -1;
             }
             chars = c < 0 && chars == 4 ? k : chars;
@@ -494,7 +502,8 @@ membersCheck(CorCorType type, json_t* tree, char* why, size_t whyLen)
     json_t* v;
     unsigned bodies = 0;
 
-    json_object_foreach(tree, key, v) {
+    json_object_foreach(tree, key, v)
+    {
         bool request = type == COR_COR_REQUEST;
         bool ok = false;
 
@@ -510,7 +519,8 @@ membersCheck(CorCorType type, json_t* tree, char* why, size_t whyLen)
             ok = ++bodies == 1;
         }
         if (!ok) {
-            return refuse(why, whyLen, "%s: a member \"%.40s\" unknown, "
+            return refuse(why, whyLen,
+                          "%s: a member \"%.40s\" unknown, "
                           "of the wrong type or a second body",
                           request ? "REQUEST" : "RESPONSE", key);
         }
@@ -551,17 +561,20 @@ headerLines(const char* name, size_t nameLen, json_t* v, char* why,
     size_t n = json_is_array(v) ? json_array_size(v) : 1;
 
     if (!corCorToken(name, nameLen) || n == 0 || n > COR_COR_NODES_MAX) {
-        return refuse(why, whyLen, "header \"%.40s\": a name that is not a "
-                      "token, or no value", name);
+        return refuse(why, whyLen,
+                      "header \"%.40s\": a name that is not a "
+                      "token, or no value",
+                      name);
     }
     for (size_t i = 0; i < n; i++) {
         json_t* s = json_is_array(v) ? json_array_get(v, i) : v;
 
         if (!json_is_string(s)
-            || !corCorFieldValue(json_string_value(s),
-                                 json_string_length(s))) {
-            return refuse(why, whyLen, "header \"%.40s\": a value that is "
-                          "not a string HTTP can carry", name);
+            || !corCorFieldValue(json_string_value(s), json_string_length(s))) {
+            return refuse(why, whyLen,
+                          "header \"%.40s\": a value that is "
+                          "not a string HTTP can carry",
+                          name);
         }
     }
     return (int)n;
@@ -576,7 +589,8 @@ headersCheck(json_t* headers, CorCorMessage* m, char* why, size_t whyLen)
     json_t* v;
     int lines;
 
-    json_object_keylen_foreach(headers, key, keyLen, v) {
+    json_object_keylen_foreach(headers, key, keyLen, v)
+    {
         if ((lines = headerLines(key, keyLen, v, why, whyLen)) < 0) {
             return lines;
         }
@@ -602,7 +616,8 @@ headersFill(json_t* headers, CorHeader* out)
     json_t* v;
     unsigned n = 0;
 
-    json_object_keylen_foreach(headers, key, keyLen, v) {
+    json_object_keylen_foreach(headers, key, keyLen, v)
+    {
         size_t count = json_is_array(v) ? json_array_size(v) : 1;
 
         if (corCorNamed(key, keyLen, "Content-Type")
@@ -621,8 +636,7 @@ headersFill(json_t* headers, CorHeader* out)
 /* The bytes of the body in store, or where it already is (text). Its
  * length was checked by bodySize. */
 static int
-bodyFill(json_t* tree, CorCorMessage* m, char* store, char* why,
-         size_t whyLen)
+bodyFill(json_t* tree, CorCorMessage* m, char* store, char* why, size_t whyLen)
 {
     json_t* v;
 
@@ -634,7 +648,8 @@ bodyFill(json_t* tree, CorCorMessage* m, char* store, char* why,
     store[m->bodyLen] = '\0';
     if ((v = json_object_get(tree, "bytes")) != NULL
         && corCorUnbase64(json_string_value(v), json_string_length(v),
-                    (uint8_t*)store) != 0) {
+                          (uint8_t*)store)
+               != 0) {
         return refuse(why, whyLen, "\"bytes\" that are not base64");
     }
     if ((v = json_object_get(tree, "body")) != NULL
@@ -667,8 +682,8 @@ bodySize(json_t* tree, CorCorMessage* m, char* why, size_t whyLen)
 }
 
 int
-corCorMessageRead(CorCorType type, json_t* tree, CorCorMessage* m,
-                  char* why, size_t whyLen)
+corCorMessageRead(CorCorType type, json_t* tree, CorCorMessage* m, char* why,
+                  size_t whyLen)
 {
     json_t* headers = json_object_get(tree, "headers");
     int rc;
@@ -697,9 +712,8 @@ corCorMessageRead(CorCorType type, json_t* tree, CorCorMessage* m,
     if (headers != NULL) {
         headersFill(headers, m->store);
     }
-    rc = bodyFill(tree, m,
-                  (char*)m->store + m->headerCount * sizeof(CorHeader), why,
-                  whyLen);
+    rc = bodyFill(tree, m, (char*)m->store + m->headerCount * sizeof(CorHeader),
+                  why, whyLen);
     if (rc != 0) {
         goto failed;
     }

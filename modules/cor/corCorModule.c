@@ -18,7 +18,6 @@
 #include "corCorServerInt.h"
 #include "corCorClientInt.h"
 
-
 /* How long a stop gives the answers it makes to go out, all connections
  * of a loop together. */
 #define STOP_FLUSH_MS 100
@@ -47,7 +46,8 @@ corDrain(CorModule* m, CorEvLoop* loop, unsigned index)
     sl->draining = true;
     corAcceptStop(sl->accept);
     sl->accept = NULL;
-    corListForEach(node, next, &sl->conns.conns) {
+    corListForEach(node, next, &sl->conns.conns)
+    {
         /* (A failed flush closes it: the next was read before.) */
         corCorServerConnDrain(corContainerOf(node, CorServerConn, k.link));
     }
@@ -66,7 +66,8 @@ corStop(CorModule* m, CorEvLoop* loop, unsigned index)
     sl->accept = NULL;
     while (!corListEmpty(&sl->conns.conns)) {
         corCorServerConnStop(corContainerOf(corListFirst(&sl->conns.conns),
-                                            CorServerConn, k.link), deadline);
+                                            CorServerConn, k.link),
+                             deadline);
     }
 }
 
@@ -117,14 +118,14 @@ corInit(CorModule* m, const CorConf* conf)
         }
     }
     return corProtocolAdd(m, &(CorProtocol){
-        .name = "cor",
-        .alpn = "cor/1",
-        .tlsName = "cors",
-        .start = corStart,
-        .drain = corDrain,
-        .stop = corStop,
-        .connections = corConnections,
-    });
+                                 .name = "cor",
+                                 .alpn = "cor/1",
+                                 .tlsName = "cors",
+                                 .start = corStart,
+                                 .drain = corDrain,
+                                 .stop = corStop,
+                                 .connections = corConnections,
+                             });
 }
 
 static void

@@ -90,16 +90,15 @@ outputPending(const CorServerConn* c)
 /* Queue one frame, encoded now with the tables of what we sent. Returns 0,
  * or -errno (nothing was queued, the tables did not move). */
 static int
-frameQueue(CorServerConn* c, CorCorType type, uint32_t id,
-           const json_t* tree)
+frameQueue(CorServerConn* c, CorCorType type, uint32_t id, const json_t* tree)
 {
     char why[COR_COR_WHY_MAX];
     int rc = corCorFrameEncode(c->sent, type, id, tree, &c->k.out, why,
                                sizeof(why));
 
     if (rc < 0) {
-        corLog(COR_LOG_ERROR, "cor: a frame to %s not encoded: %s",
-               c->peerName, why);
+        corLog(COR_LOG_ERROR, "cor: a frame to %s not encoded: %s", c->peerName,
+               why);
         return rc;
     }
     return 0;
@@ -130,14 +129,17 @@ onTimer(CorKitConn* k)
     if (c->greeted && !outputPending(c) && corBufPending(&c->k.in) > 0) {
         /* A request too slow to come, HTTP's 408: its stream is not
          * known, so the connection ends. */
-        corLimitsRefused("cor", c->peerName, "a frame that did not come "
-                         "whole", 408);
+        corLimitsRefused("cor", c->peerName,
+                         "a frame that did not come "
+                         "whole",
+                         408);
     }
     corLog(COR_LOG_DEBUG, "cor: %s: %s", c->peerName,
-           !c->greeted ? "no HELLO in time"
-           : outputPending(c) ? "the peer reads nothing"
+           !c->greeted                   ? "no HELLO in time"
+           : outputPending(c)            ? "the peer reads nothing"
            : corBufPending(&c->k.in) > 0 ? "a frame did not come whole in "
-           "time" : "idle");
+                                           "time"
+                                         : "idle");
     connClose(c);
 }
 
@@ -152,7 +154,7 @@ timerUpdate(CorServerConn* c)
     CorKitConn* k = &c->k;
 
     if (!c->greeted) {
-        return;         /* armed once, at the open */
+        return; /* armed once, at the open */
     }
     if (outputPending(c) && k->outStalledMs != 0) {
         corKitConnDeadline(k, k->outStalledMs, corLimits()->sendTimeoutMs);
@@ -160,8 +162,7 @@ timerUpdate(CorServerConn* c)
                && !k->readPaused) {
         /* (A frame held back by its requests in flight waits for them,
          * which have deadlines of their own.) */
-        corKitConnDeadline(k, c->frameStartMs,
-                           corLimits()->requestTimeoutMs);
+        corKitConnDeadline(k, c->frameStartMs, corLimits()->requestTimeoutMs);
     } else if (c->inFlight == 0) {
         corKitConnDeadline(k, corEvNow(k->loop),
                            corCorServerConf.idleTimeoutMs);
@@ -227,7 +228,8 @@ helloTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
     c->sent = corCorTablesNew();
     ours = corCorHelloTree();
     rc = c->received == NULL || c->sent == NULL || ours == NULL
-         ? -ENOMEM : frameQueue(c, COR_COR_HELLO_ACK, 0, ours);
+             ? -ENOMEM
+             : frameQueue(c, COR_COR_HELLO_ACK, 0, ours);
     json_decref(ours);
     if (rc != 0) {
         snprintf(why, whyLen, "no memory for the handshake");
@@ -235,7 +237,7 @@ helloTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
     }
     c->greeted = true;
     if (c->sl->draining) {
-        corCorServerConnDrain(c);      /* served, but nothing new after */
+        corCorServerConnDrain(c); /* served, but nothing new after */
     }
     return 0;
 }
@@ -263,7 +265,8 @@ requestTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
     }
     if (c->inFlight >= corCorServerConf.maxInFlight) {
         corCorMessageClear(&m);
-        return corCorServerAnswerBare(c, h->id, 503, "too many requests in "
+        return corCorServerAnswerBare(c, h->id, 503,
+                                      "too many requests in "
                                       "flight on this connection\n");
     }
     return corCorServerRequestServe(c, h->id, &m);
@@ -301,8 +304,7 @@ frameTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
         }
         break;
     default:
-        snprintf(why, whyLen, "a frame of type %d from a client",
-                 (int)h->type);
+        snprintf(why, whyLen, "a frame of type %d from a client", (int)h->type);
         rc = -EPROTO;
         break;
     }
@@ -343,7 +345,8 @@ framesTake(CorKitConn* k)
             break;
         }
         rc = c->greeted ? corCorServerRequestCut(c, &h, in + off, len - off,
-                                                 why, sizeof(why)) : 0;
+                                                 why, sizeof(why))
+                        : 0;
         if (rc > 0) {
             /* Its rest is dropped as it comes, within request_timeout. */
             off += (size_t)rc;
@@ -352,7 +355,7 @@ framesTake(CorKitConn* k)
             continue;
         }
         if (rc == -EAGAIN) {
-            rc = 0;                 /* its head is not all there yet */
+            rc = 0; /* its head is not all there yet */
             break;
         }
         if (rc < 0 || len - off < COR_COR_HEAD_LEN + h.length) {
@@ -367,7 +370,7 @@ framesTake(CorKitConn* k)
         return -1;
     }
     if ((off > 0 || len == 0) && c->skipLeft == 0) {
-        c->frameStartMs = corEvNow(c->sl->loop);  /* the next frame's */
+        c->frameStartMs = corEvNow(c->sl->loop); /* the next frame's */
     }
     corBufConsume(&k->in, off);
     return 0;
@@ -411,10 +414,10 @@ frameLoop(CorKitConn* k)
     CorServerConn* c = corContainerOf(k, CorServerConn, k);
 
     if (corKitConnServe(k, NULL) != 0) {
-        return;     /* closed */
+        return; /* closed */
     }
     if (corBufPending(&k->in) == 0 && c->inFlight == 0) {
-        corCorInputIdle(&k->in);    /* an idle connection holds none */
+        corCorInputIdle(&k->in); /* an idle connection holds none */
     }
     if (!connDoneWith(c)) {
         timerUpdate(c);
@@ -474,7 +477,7 @@ corCorServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
     c->k.outKeep = OUT_KEEP;
     c->sl = sl;
     c->peer = *peer;
-    c->tls = helloMs > 0;       /* a plain listener has no handshake */
+    c->tls = helloMs > 0; /* a plain listener has no handshake */
     corPeerAddress(&c->peer, c->remote, sizeof(c->remote));
     corPeerName(&c->peer, c->peerName, sizeof(c->peerName));
     if (corKitConnStart(&c->k, &c->t, &sl->conns) != 0) {
@@ -485,7 +488,8 @@ corCorServerConnOpen(unsigned loopIndex, const CorListener* l, int fd,
      * longer, covers both. */
     corKitConnDeadline(&c->k, corEvNow(sl->loop),
                        helloMs > corCorServerConf.helloTimeoutMs
-                       ? helloMs : corCorServerConf.helloTimeoutMs);
+                           ? helloMs
+                           : corCorServerConf.helloTimeoutMs);
     if (sl->draining) {
         corCorServerConnDrain(c);
     }
@@ -530,7 +534,8 @@ corCorServerConnStop(CorServerConn* c, uint64_t deadline)
     CorList* node;
     CorList* next;
 
-    corListForEach(node, next, &c->requests) {
+    corListForEach(node, next, &c->requests)
+    {
         CorServerRequest* req = corContainerOf(node, CorServerRequest, link);
 
         if (!req->answered) {
@@ -540,8 +545,8 @@ corCorServerConnStop(CorServerConn* c, uint64_t deadline)
     while (outputPending(c) && corEvClockMs() < deadline) {
         struct pollfd pfd = { .fd = c->t.fd, .events = POLLOUT };
 
-        int left = (int)(deadline > corEvClockMs()
-                         ? deadline - corEvClockMs() : 0);
+        int left = (int)(deadline > corEvClockMs() ? deadline - corEvClockMs()
+                                                   : 0);
 
         if (corKitConnFlush(&c->k) != 0 || poll(&pfd, 1, left) <= 0) {
             break;

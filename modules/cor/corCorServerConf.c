@@ -17,8 +17,8 @@ corCorServerConfRead(const CorConf* conf, CorConfErrors* errors)
 
     sc->maxFrame = (uint32_t)corConfSize(conf, "max_frame", COR_COR_FRAME_MAX,
                                          1024, (uint64_t)1 << 30, errors);
-    sc->maxInFlight = (unsigned)corConfInt(conf, "max_in_flight", 256, 1,
-                                           65536, errors);
+    sc->maxInFlight = (unsigned)corConfInt(conf, "max_in_flight", 256, 1, 65536,
+                                           errors);
     sc->maxHeldBytes = corConfSize(conf, "max_in_flight_bytes",
                                    (uint64_t)16 << 20, 1024, (uint64_t)1 << 40,
                                    errors);

@@ -30,11 +30,11 @@
 
 /* The bytes of the body's string, where they start in the tree. */
 typedef struct {
-    size_t kidsAt;          /* the root's first child */
-    size_t lenAt;           /* the string's length varint */
-    size_t bytesAt;         /* its bytes */
+    size_t kidsAt;  /* the root's first child */
+    size_t lenAt;   /* the string's length varint */
+    size_t bytesAt; /* its bytes */
     uint64_t len;
-    bool base64;            /* "bytes", not "text" */
+    bool base64; /* "bytes", not "text" */
 } Cut;
 
 /* The part of a tree that came, read until it runs out. */
@@ -42,7 +42,7 @@ typedef struct {
     const uint8_t* p;
     size_t pos;
     size_t len;
-    bool out;               /* it ran out */
+    bool out; /* it ran out */
 } Cursor;
 
 /* The most a head within the limits takes in a tree: after it, a body
@@ -119,19 +119,20 @@ nameRead(Cursor* k, unsigned mode, const CorCorTable* names)
             s = corCorTableAt(names, (unsigned)i)->s;
             len = corCorTableAt(names, (unsigned)i)->len;
         }
-    } else if (varint(k) == 0 && !k->out) {     /* no namespace */
+    } else if (varint(k) == 0 && !k->out) { /* no namespace */
         len = (size_t)varint(k);
         s = (const char*)k->p + k->pos;
         skip(k, (uint64_t)len + 1);
     } else {
-        localSkip(k);       /* a namespace: not "text" nor "bytes" */
+        localSkip(k); /* a namespace: not "text" nor "bytes" */
         localSkip(k);
     }
     if (k->out || s == NULL) {
         return 0;
     }
-    return len == 4 && memcmp(s, "text", 4) == 0 ? 1
-           : len == 5 && memcmp(s, "bytes", 5) == 0 ? 2 : 0;
+    return len == 4 && memcmp(s, "text", 4) == 0    ? 1
+           : len == 5 && memcmp(s, "bytes", 5) == 0 ? 2
+                                                    : 0;
 }
 
 static void
@@ -142,7 +143,7 @@ valueSkip(Cursor* k, uint8_t tag)
     switch (tag & 7) {
     case COR_COR_NODE_STRING:
         if (varint(k) == 1) {
-            localSkip(k);   /* a new namespace */
+            localSkip(k); /* a new namespace */
         }
         localSkip(k);
         break;
@@ -173,8 +174,7 @@ bodyFind(const uint8_t* tree, size_t avail, size_t treeLen,
     uint64_t rootLen = varint(&k);
 
     cut->kidsAt = k.pos;
-    if (k.out || tree[0] != COR_COR_NODE_OBJECT
-        || rootLen != treeLen - k.pos) {
+    if (k.out || tree[0] != COR_COR_NODE_OBJECT || rootLen != treeLen - k.pos) {
         return false;
     }
     while (!k.out && k.pos < k.len) {
@@ -235,7 +235,7 @@ cutDecode(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
     memcpy(out + n, tree + cut->kidsAt, kept);
     n += kept;
     out[n++] = (uint8_t)fillLen;
-    memcpy(out + n, fill, fillLen + 1);     /* and its 00 */
+    memcpy(out + n, fill, fillLen + 1); /* and its 00 */
     n += fillLen + 1;
     corCorHeadWrite(out, h->type, h->id, (uint32_t)(n - COR_COR_HEAD_LEN));
     rc = corCorMessageDecode(c->received, out, n, corCorServerConf.maxFrame,
@@ -246,8 +246,7 @@ cutDecode(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
 
 int
 corCorServerRequestCut(CorServerConn* c, const CorCorHead* h,
-                       const uint8_t* frame, size_t n, char* why,
-                       size_t whyLen)
+                       const uint8_t* frame, size_t n, char* why, size_t whyLen)
 {
     size_t whole = COR_COR_HEAD_LEN + (size_t)h->length;
     size_t avail = (n < whole ? n : whole) - COR_COR_HEAD_LEN;
@@ -266,8 +265,8 @@ corCorServerRequestCut(CorServerConn* c, const CorCorHead* h,
     if (rc != 0) {
         return rc;
     }
-    rc = corCorServerRequestRefuse(c, h->id, &m, cut.base64 ? cut.len / 4 * 3
-                                                         : cut.len);
+    rc = corCorServerRequestRefuse(c, h->id, &m,
+                                   cut.base64 ? cut.len / 4 * 3 : cut.len);
     if (rc != 0) {
         corCorWhy(why, whyLen, "no memory for an answer");
         return rc;

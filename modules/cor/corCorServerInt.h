@@ -20,13 +20,13 @@ typedef struct CorServerRequest CorServerRequest;
 
 /* The module's settings (its YAML mapping), read once per generation. */
 typedef struct {
-    uint32_t maxFrame;          /* max_frame: the largest tree taken */
-    unsigned maxInFlight;       /* max_in_flight: per connection */
-    uint64_t maxHeldBytes;      /* max_in_flight_bytes: what the requests
-                                 * of a connection hold, past which it is
-                                 * not read */
-    uint64_t idleTimeoutMs;     /* idle_timeout: no frame, nothing due */
-    uint64_t helloTimeoutMs;    /* hello_timeout: the HELLO must come */
+    uint32_t maxFrame;       /* max_frame: the largest tree taken */
+    unsigned maxInFlight;    /* max_in_flight: per connection */
+    uint64_t maxHeldBytes;   /* max_in_flight_bytes: what the requests
+                              * of a connection hold, past which it is
+                              * not read */
+    uint64_t idleTimeoutMs;  /* idle_timeout: no frame, nothing due */
+    uint64_t helloTimeoutMs; /* hello_timeout: the HELLO must come */
 } CorServerConf;
 
 /* Set by corCorServerConfRead (corCorServerConf.c), read by every file of
@@ -37,7 +37,7 @@ extern CorServerConf corCorServerConf;
 typedef struct {
     _Alignas(COR_CACHE_LINE) CorEvLoop* loop;
     unsigned index;
-    CorKitSet conns;            /* every open connection of the loop */
+    CorKitSet conns; /* every open connection of the loop */
     CorAccept* accept;
     bool draining;
 } CorServerLoop;
@@ -50,47 +50,47 @@ typedef struct {
  */
 struct CorServerRequest {
     CorRequest r;
-    CorServerConn* conn;        /* NULL once the connection is gone */
-    CorList link;               /* the connection's requests */
-    uint32_t id;                /* the REQUEST's correlation id */
-    size_t held;                /* its bytes, in conn->heldBytes */
-    size_t block;               /* the size of its memory (corChunkTake) */
-    bool answered;              /* its RESPONSE is queued (or failed) */
-    bool streamFailed;          /* its streamed body outgrew a frame, or
-                                 * its stream was aborted */
+    CorServerConn* conn; /* NULL once the connection is gone */
+    CorList link;        /* the connection's requests */
+    uint32_t id;         /* the REQUEST's correlation id */
+    size_t held;         /* its bytes, in conn->heldBytes */
+    size_t block;        /* the size of its memory (corChunkTake) */
+    bool answered;       /* its RESPONSE is queued (or failed) */
+    bool streamFailed;   /* its streamed body outgrew a frame, or
+                          * its stream was aborted */
     /* The peer's address, as r.remote. */
     char remote[COR_SERVER_REMOTE_BYTES];
-    CorCorMessage message;      /* what came: verb, headers, body */
-    CorBuf streamed;         /* a streamed body, gathered whole */
-    CorHeader headers[];        /* the message's and its Content-Type,
-                                 * then the target's decoded copy */
+    CorCorMessage message; /* what came: verb, headers, body */
+    CorBuf streamed;       /* a streamed body, gathered whole */
+    CorHeader headers[];   /* the message's and its Content-Type,
+                            * then the target's decoded copy */
 };
 
 /* A connection; owned by its loop, freed when it closes. */
 struct CorServerConn {
-    CorKitConn k;               /* its bytes: what came and is not yet a
-                                 * frame, the frames to send; its
-                                 * deadline; in its loop's set */
+    CorKitConn k; /* its bytes: what came and is not yet a
+                   * frame, the frames to send; its
+                   * deadline; in its loop's set */
     CorServerLoop* sl;
     CorTransport t;
-    uint64_t skipLeft;          /* bytes of a REQUEST cut short still to
-                                 * come, dropped (corCorServerRequestCut) */
-    CorCorTables* received;     /* the tables of each direction, after */
-    CorCorTables* sent;         /* the HELLO */
-    CorList requests;           /* in flight, not yet answered or
-                                 * released */
-    unsigned inFlight;          /* of them, not yet answered */
-    size_t heldBytes;           /* what they hold, until their release */
-    uint64_t frameStartMs;      /* the frame being read began then */
-    bool tls;                   /* over its listener's TLS (cors) */
-    bool greeted;               /* the HELLO came and was answered */
-    bool closeSent;             /* our CLOSE: no new work (a drain) */
-    bool peerDone;              /* its CLOSE, or its end: nothing more
-                                 * comes */
+    uint64_t skipLeft;      /* bytes of a REQUEST cut short still to
+                             * come, dropped (corCorServerRequestCut) */
+    CorCorTables* received; /* the tables of each direction, after */
+    CorCorTables* sent;     /* the HELLO */
+    CorList requests;       /* in flight, not yet answered or
+                             * released */
+    unsigned inFlight;      /* of them, not yet answered */
+    size_t heldBytes;       /* what they hold, until their release */
+    uint64_t frameStartMs;  /* the frame being read began then */
+    bool tls;               /* over its listener's TLS (cors) */
+    bool greeted;           /* the HELLO came and was answered */
+    bool closeSent;         /* our CLOSE: no new work (a drain) */
+    bool peerDone;          /* its CLOSE, or its end: nothing more
+                             * comes */
     struct sockaddr_storage peer;
     /* The peer's address as text, made once: each request copies it. */
     char remote[COR_SERVER_REMOTE_BYTES];
-    char peerName[64];          /* for logs */
+    char peerName[64]; /* for logs */
 };
 
 /* ---- corCorServer.c ------------------------------------------------------ */

@@ -43,8 +43,8 @@ static const CorProtocolOps corOps = {
  * body's). Returns 0, or -errno with why (nothing was queued, the tables
  * did not move). */
 static int
-responseQueue(CorServerConn* c, uint32_t id, const CorCorMessage* m,
-              char* why, size_t whyLen)
+responseQueue(CorServerConn* c, uint32_t id, const CorCorMessage* m, char* why,
+              size_t whyLen)
 {
     int rc = corCorMessageEncode(c->sent, COR_COR_RESPONSE, id, m, &c->k.out,
                                  why, whyLen);
@@ -57,14 +57,16 @@ int
 corCorServerAnswerBare(CorServerConn* c, uint32_t id, int status,
                        const char* text)
 {
-    CorCorMessage m = { .status = status, .contentType = "text/plain",
-                        .body = text, .bodyLen = strlen(text) };
+    CorCorMessage m = { .status = status,
+                        .contentType = "text/plain",
+                        .body = text,
+                        .bodyLen = strlen(text) };
     char why[COR_COR_WHY_MAX];
     int rc = responseQueue(c, id, &m, why, sizeof(why));
 
     if (rc < 0) {
-        corLog(COR_LOG_ERROR, "cor: a frame to %s not encoded: %s",
-               c->peerName, why);
+        corLog(COR_LOG_ERROR, "cor: a frame to %s not encoded: %s", c->peerName,
+               why);
     }
     return rc;
 }
@@ -127,9 +129,11 @@ requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
     }
     memcpy(req->headers, m->headers, m->headerCount * sizeof(CorHeader));
     if (m->contentType != NULL) {
-        req->headers[m->headerCount] = (CorHeader){
-            .name = "Content-Type", .nameLen = 12, .value = m->contentType,
-            .valueLen = strlen(m->contentType) };
+        req->headers[m->headerCount] = (CorHeader){ .name = "Content-Type",
+                                                    .nameLen = 12,
+                                                    .value = m->contentType,
+                                                    .valueLen = strlen(
+                                                        m->contentType) };
     }
     req->id = id;
     req->held = sizeof(*req) + count * sizeof(CorHeader) + targetLen
@@ -139,10 +143,14 @@ requestCreate(CorServerConn* c, uint32_t id, CorCorMessage* m)
     req->r = (CorRequest){
         .method = req->message.verb,
         .methodLen = strlen(req->message.verb),
-        .path = t.path, .pathLen = t.pathLen,
-        .query = t.query, .queryLen = t.queryLen,
-        .headers = req->headers, .headerCount = count,
-        .body = req->message.body, .bodyLen = req->message.bodyLen,
+        .path = t.path,
+        .pathLen = t.pathLen,
+        .query = t.query,
+        .queryLen = t.queryLen,
+        .headers = req->headers,
+        .headerCount = count,
+        .body = req->message.body,
+        .bodyLen = req->message.bodyLen,
         .head = strcmp(req->message.verb, "HEAD") == 0,
         .remote = req->remote,
         .secure = c->tls,
@@ -200,11 +208,13 @@ respond(CorServerConn* c, CorServerRequest* req)
                         .headers = r->responseHeaders,
                         .headerCount = r->responseHeaderCount,
                         .contentType = r->contentType,
-                        .body = r->responseBody, .bodyLen = r->responseLen };
+                        .body = r->responseBody,
+                        .bodyLen = r->responseLen };
     char why[COR_COR_WHY_MAX];
 
     if (req->streamFailed) {
-        m = (CorCorMessage){ .status = 502, .contentType = "text/plain",
+        m = (CorCorMessage){ .status = 502,
+                             .contentType = "text/plain",
                              .body = "the answer failed midway\n",
                              .bodyLen = 25 };
     } else if (r->stream != NULL) {
@@ -214,7 +224,8 @@ respond(CorServerConn* c, CorServerRequest* req)
         m.body = file.data;
         m.bodyLen = file.len;
     } else if (r->fileFd >= 0) {
-        m = (CorCorMessage){ .status = 500, .contentType = "text/plain",
+        m = (CorCorMessage){ .status = 500,
+                             .contentType = "text/plain",
                              .body = "the file could not be read\n",
                              .bodyLen = 27 };
     }
@@ -225,7 +236,7 @@ respond(CorServerConn* c, CorServerRequest* req)
     /* What the access log says is what went out. */
     r->status = m.status;
     r->bodySent = m.bodyLen;
-    r->cut = r->cut || req->streamFailed;    /* or its client left */
+    r->cut = r->cut || req->streamFailed; /* or its client left */
     if (responseQueue(c, req->id, &m, why, sizeof(why)) != 0) {
         corLog(COR_LOG_ERROR, "cor: the answer to %.*s %.*s: %s",
                (int)r->methodLen, r->method, (int)r->pathLen, r->path, why);
@@ -261,7 +272,7 @@ static void
 requestDone(CorRequest* r)
 {
     if (r->stream != NULL) {
-        return;     /* the body is gathered; its end answers */
+        return; /* the body is gathered; its end answers */
     }
     answered(corContainerOf(r, CorServerRequest, r));
 }
@@ -277,9 +288,10 @@ streamData(CorRequest* r, const void* data, size_t len)
     if (req->streamed.len + len > corCorServerConf.maxFrame
         || corBufReserve(&req->streamed, len) != 0) {
         /* No room for it in one frame: the answer fails whole. */
-        corLog(COR_LOG_ERROR, "cor: a streamed answer to %.*s past "
-               "max_frame (%u bytes): answered 502", (int)r->pathLen,
-               r->path, corCorServerConf.maxFrame);
+        corLog(COR_LOG_ERROR,
+               "cor: a streamed answer to %.*s past "
+               "max_frame (%u bytes): answered 502",
+               (int)r->pathLen, r->path, corCorServerConf.maxFrame);
         req->streamFailed = true;
         corBufFree(&req->streamed);
         return;
@@ -336,7 +348,7 @@ corCorServerRequestRefuse(CorServerConn* c, uint32_t id, CorCorMessage* m,
 
     corCorMessageClear(m);
     if (req == NULL) {
-        return 0;   /* answered already */
+        return 0; /* answered already */
     }
     req->r.bodyLen = bodyLen;
     /* Its frame is longer than any request within the limits can take: a
@@ -357,7 +369,7 @@ corCorServerRequestServe(CorServerConn* c, uint32_t id, CorCorMessage* m)
 
     corCorMessageClear(m);
     if (req == NULL) {
-        return 0;   /* answered already */
+        return 0; /* answered already */
     }
     requestLink(c, req);
     corRequestServe(&req->r, &corOps, req);

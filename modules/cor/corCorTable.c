@@ -29,7 +29,7 @@ hashOf(const CorCorTable* tb, const char* s, size_t len)
 {
     const uint64_t k = 0x9e3779b97f4a7c15u;
     uint64_t h = tb->seed;
-    uint64_t tail = (uint64_t)len << 56;   /* tells 1 to 3 bytes apart */
+    uint64_t tail = (uint64_t)len << 56; /* tells 1 to 3 bytes apart */
     size_t i = 0;
 
     for (; len - i >= 8; i += 8) {

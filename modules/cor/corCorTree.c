@@ -109,7 +109,8 @@ putString(CorCorEncoder* e, const char* s, size_t len)
     if (!corCorPrintable(s, len)
         && (memchr(s, '\0', len) != NULL
             || !corCorUtf8((const uint8_t*)s, len))) {
-        corCorWhy(e->why, e->whyLen, "a string or a name that holds a NUL "
+        corCorWhy(e->why, e->whyLen,
+                  "a string or a name that holds a NUL "
                   "or is not UTF-8");
         return -EINVAL;
     }
@@ -117,8 +118,7 @@ putString(CorCorEncoder* e, const char* s, size_t len)
         rc = putVarint(e, 0);
     } else if ((index = corCorTableFind(ns, s, nsLen)) >= 0) {
         rc = putVarint(e, (uint64_t)index + 2);
-    } else if ((rc = putVarint(e, 1)) == 0
-               && (rc = putLocal(e, s, nsLen)) == 0
+    } else if ((rc = putVarint(e, 1)) == 0 && (rc = putLocal(e, s, nsLen)) == 0
                && (rc = corCorTableAppend(ns, s, nsLen)) != 0) {
         corCorWhy(e->why, e->whyLen, "no memory for a namespace");
     }
@@ -206,13 +206,15 @@ putChildren(CorCorEncoder* e, const json_t* node, unsigned depth)
         return rc;
     }
     if (json_is_object(node)) {
-        json_object_keylen_foreach((json_t*)node, key, keyLen, child) {
+        json_object_keylen_foreach((json_t*)node, key, keyLen, child)
+        {
             if ((rc = corCorPutNode(e, child, key, keyLen, depth + 1)) != 0) {
                 return rc;
             }
         }
     } else {
-        json_array_foreach(node, i, child) {
+        json_array_foreach(node, i, child)
+        {
             if ((rc = corCorPutNode(e, child, NULL, 0, depth + 1)) != 0) {
                 return rc;
             }
@@ -252,8 +254,7 @@ putValue(CorCorEncoder* e, const json_t* node, unsigned depth)
 
     switch (json_typeof(node)) {
     case JSON_STRING:
-        return putString(e, json_string_value(node),
-                         json_string_length(node));
+        return putString(e, json_string_value(node), json_string_length(node));
     case JSON_INTEGER:
         v = json_integer_value(node);
         return corCorPutInt(e, v);
@@ -268,11 +269,12 @@ putValue(CorCorEncoder* e, const json_t* node, unsigned depth)
 }
 
 void
-corCorEncodeBegin(CorCorEncoder* e, CorCorTables* t, CorBuf* out,
-                  char* why, size_t whyLen)
+corCorEncodeBegin(CorCorEncoder* e, CorCorTables* t, CorBuf* out, char* why,
+                  size_t whyLen)
 {
-    *e = (CorCorEncoder){ .t = t, .out = out, .why = why, .whyLen = whyLen,
-                          .start = out->len };
+    *e = (CorCorEncoder){
+        .t = t, .out = out, .why = why, .whyLen = whyLen, .start = out->len
+    };
     e->namespaces = t != NULL ? t->namespaces.count : 0;
     e->names = t != NULL ? t->names.count : 0;
 }
@@ -306,16 +308,18 @@ static int
 nodeCounted(CorCorEncoder* e, unsigned depth)
 {
     if (depth > COR_COR_DEPTH_MAX || ++e->nodes > COR_COR_NODES_MAX) {
-        corCorWhy(e->why, e->whyLen, "a tree deeper than %d or of more "
-                  "than %zu nodes", COR_COR_DEPTH_MAX, COR_COR_NODES_MAX);
+        corCorWhy(e->why, e->whyLen,
+                  "a tree deeper than %d or of more "
+                  "than %zu nodes",
+                  COR_COR_DEPTH_MAX, COR_COR_NODES_MAX);
         return -E2BIG;
     }
     return 0;
 }
 
 int
-corCorPutHead(CorCorEncoder* e, unsigned type, unsigned flags,
-              const char* name, size_t nameLen, unsigned depth)
+corCorPutHead(CorCorEncoder* e, unsigned type, unsigned flags, const char* name,
+              size_t nameLen, unsigned depth)
 {
     uint8_t tag = tagOf(type, COR_COR_MODE_NONE, flags);
     int rc = nodeCounted(e, depth);
@@ -324,8 +328,7 @@ corCorPutHead(CorCorEncoder* e, unsigned type, unsigned flags,
     if (rc != 0) {
         return rc;
     }
-    return name != NULL ? putName(e, tag, name, nameLen)
-                        : putBytes(e, &tag, 1);
+    return name != NULL ? putName(e, tag, name, nameLen) : putBytes(e, &tag, 1);
 }
 
 /* The bytes are putName's for a name its table has (the one canonical
@@ -407,8 +410,8 @@ corCorPutNode(CorCorEncoder* e, const json_t* node, const char* name,
 }
 
 int
-corCorTreeEncode(CorCorTables* t, const json_t* tree, CorBuf* out,
-                 char* why, size_t whyLen)
+corCorTreeEncode(CorCorTables* t, const json_t* tree, CorBuf* out, char* why,
+                 size_t whyLen)
 {
     CorCorEncoder e;
 

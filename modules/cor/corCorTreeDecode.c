@@ -14,7 +14,7 @@
 
 /* A macro, since a function cannot hand its arguments on to another
  * variadic one. */
-#define refuse(d, at, ...)                                                \
+#define refuse(d, at, ...)                                                     \
     corCorRefuse((d)->why, (d)->whyLen, (long)(at), __VA_ARGS__)
 
 static int
@@ -132,8 +132,10 @@ getNamespace(CorCorDecoder* d, size_t end, uint64_t ns, CorCorStr* out)
         return rc;
     }
     if ((rc = corCorTableFind(tb, out->s, out->len)) >= 0) {
-        return refuse(d, at, "a namespace sent inline that is number %d of "
-                      "the table", rc);
+        return refuse(d, at,
+                      "a namespace sent inline that is number %d of "
+                      "the table",
+                      rc);
     }
     return corCorTableAppend(tb, out->s, out->len) == 0 ? 0 : noMemory(d);
 }
@@ -175,7 +177,8 @@ getString(CorCorDecoder* d, size_t end, CorCorStr* out)
     out->s = (const char*)d->scratch.data;
     out->len = prefix.len + local.len;
     if (prefix.len == 0 || corCorSplit(out->s, out->len) != prefix.len) {
-        return refuse(d, at, "a string split elsewhere than after its last "
+        return refuse(d, at,
+                      "a string split elsewhere than after its last "
                       "'/', '#' or ':'");
     }
     return 0;
@@ -216,8 +219,10 @@ getName(CorCorDecoder* d, size_t end, unsigned mode, CorCorStr* out)
         return rc;
     }
     if ((rc = corCorTableFind(tb, out->s, out->len)) >= 0) {
-        return refuse(d, at, "a name sent inline that is number %d of the "
-                      "table", rc);
+        return refuse(d, at,
+                      "a name sent inline that is number %d of the "
+                      "table",
+                      rc);
     }
     unsigned count = tb->count;
 
@@ -298,8 +303,8 @@ getFloat(CorCorDecoder* d, size_t end, unsigned flags, json_t** vp)
     return *vp != NULL ? 0 : noMemory(d);
 }
 
-static int getNode(CorCorDecoder* d, size_t end, unsigned depth,
-                   json_t* parent, json_t** vp);
+static int getNode(CorCorDecoder* d, size_t end, unsigned depth, json_t* parent,
+                   json_t** vp);
 
 int
 corCorGetLength(CorCorDecoder* d, size_t end, size_t* childEndP)
@@ -382,8 +387,10 @@ tagCheck(CorCorDecoder* d, size_t at, unsigned tag, bool named)
         return refuse(d, at, "tag 0x%02x: a name by term id (terms: 0)", tag);
     }
     if (named && mode == COR_COR_MODE_NONE) {
-        return refuse(d, at, "tag 0x%02x: a child of an object without a "
-                      "name", tag);
+        return refuse(d, at,
+                      "tag 0x%02x: a child of an object without a "
+                      "name",
+                      tag);
     }
     if (!named && mode != COR_COR_MODE_NONE) {
         return refuse(d, at, "tag 0x%02x: a name outside an object", tag);
@@ -408,8 +415,7 @@ getSlot(CorCorDecoder* d, size_t at, const CorCorStr* name, json_t* parent,
     if (json_object_getn(parent, name->s, name->len) != NULL) {
         return refuse(d, at, "a second \"%.40s\" in one object", name->s);
     }
-    if (json_object_setn_new_nocheck(parent, name->s, name->len,
-                                     json_null())
+    if (json_object_setn_new_nocheck(parent, name->s, name->len, json_null())
         != 0) {
         return noMemory(d);
     }
@@ -425,8 +431,10 @@ corCorGetHead(CorCorDecoder* d, size_t end, unsigned depth, bool named,
     int rc;
 
     if (depth > COR_COR_DEPTH_MAX || ++d->nodes > COR_COR_NODES_MAX) {
-        return refuse(d, at, "a tree deeper than %d or of more than %zu "
-                      "nodes", COR_COR_DEPTH_MAX, COR_COR_NODES_MAX);
+        return refuse(d, at,
+                      "a tree deeper than %d or of more than %zu "
+                      "nodes",
+                      COR_COR_DEPTH_MAX, COR_COR_NODES_MAX);
     }
     if (d->pos >= end) {
         return refuse(d, at, "a node cut short");
@@ -460,11 +468,11 @@ getNode(CorCorDecoder* d, size_t end, unsigned depth, json_t* parent,
     void* slot = NULL;
     CorCorStr name;
     unsigned tag;
-    int rc = corCorGetHead(d, end, depth, json_is_object(parent), &tag,
-                           &name);
+    int rc = corCorGetHead(d, end, depth, json_is_object(parent), &tag, &name);
 
-    if (rc != 0 || (json_is_object(parent)
-                    && (rc = getSlot(d, at, &name, parent, &slot)) != 0)
+    if (rc != 0
+        || (json_is_object(parent)
+            && (rc = getSlot(d, at, &name, parent, &slot)) != 0)
         || (rc = corCorGetValue(d, end, tag, depth, &v)) != 0) {
         return rc;
     }
@@ -473,8 +481,7 @@ getNode(CorCorDecoder* d, size_t end, unsigned depth, json_t* parent,
         return 0;
     }
     if (slot != NULL) {
-        return json_object_iter_set_new(parent, slot, v) == 0 ? 0
-                                                              : noMemory(d);
+        return json_object_iter_set_new(parent, slot, v) == 0 ? 0 : noMemory(d);
     }
     return json_array_append_new(parent, v) == 0 ? 0 : noMemory(d);
 }

@@ -67,8 +67,7 @@ static unsigned groupCount;
  */
 static int
 upstreamOpen(CorRequest* r, ForwardGroup* g, CorClientRequest* q,
-             CorClientResponse* res, CorClientStream** xP,
-             ForwardServer** sP)
+             CorClientResponse* res, CorClientStream** xP, ForwardServer** sP)
 {
     bool* tried = corRequestAlloc(r, g->serverCount);
     ForwardServer* s;
@@ -96,17 +95,16 @@ upstreamOpen(CorRequest* r, ForwardGroup* g, CorClientRequest* q,
         if (rc == -ENOMEM) {
             snprintf(res->error, sizeof(res->error), "no memory");
         }
-        corLog(COR_LOG_ERROR, "forward %s: upstream %s: %s", g->name,
-               s->url, res->error);
+        corLog(COR_LOG_ERROR, "forward %s: upstream %s: %s", g->name, s->url,
+               res->error);
         if (rc == -EINVAL || rc == -ENOMEM) {
-            return rc;          /* not the server's failure */
+            return rc; /* not the server's failure */
         }
         if (!res->sent) {
             atomic_store(&s->downUntil, corEvClockMs() + g->failTimeoutMs);
         } else if (!corClientIdempotent(q->method)
-                   || (rc != -ECONNRESET && rc != -EPIPE)
-                   || r->bodyTaken > 0) {
-            return rc;          /* a body passed on as it came is gone */
+                   || (rc != -ECONNRESET && rc != -EPIPE) || r->bodyTaken > 0) {
+            return rc; /* a body passed on as it came is gone */
         }
     }
     return rc;
@@ -121,8 +119,7 @@ failRespond(CorRequest* r, int rc)
     if (rc == -ETIMEDOUT) {
         corRespondStatic(r, 504, "text/plain", "upstream timed out\n", 19);
     } else {
-        corRespondStatic(r, 502, "text/plain", "no upstream answered\n",
-                         21);
+        corRespondStatic(r, 502, "text/plain", "no upstream answered\n", 21);
     }
 }
 
@@ -132,7 +129,7 @@ static void
 streamEnd(CorRequest* r, const CorClientResponse* res)
 {
     if (corForwardResponseTrailers(r, res) < 0) {
-        corResponseStreamAbort(r);  /* never a status-less end */
+        corResponseStreamAbort(r); /* never a status-less end */
         return;
     }
     corResponseStreamEnd(r);
@@ -147,10 +144,10 @@ bodyStream(CorRequest* r, const ForwardGroup* g, CorClientStream* x,
 {
     ssize_t n;
 
-    while ((n = corClientRead(x, buf, FORWARD_READ_BYTES,
-                                      g->readTimeoutMs)) > 0) {
+    while ((n = corClientRead(x, buf, FORWARD_READ_BYTES, g->readTimeoutMs))
+           > 0) {
         if (corResponseStreamWrite(r, buf, (size_t)n) < 0) {
-            corResponseStreamAbort(r);      /* the client left */
+            corResponseStreamAbort(r); /* the client left */
             return;
         }
     }
@@ -285,7 +282,7 @@ forwardServe(CorRequest* r)
         failRespond(r, rc);
     } else if (res.status == 101) {
         if (corForwardUpgradePass(r, g, x, &res, s)) {
-            s = NULL;           /* the splice's, to its end */
+            s = NULL; /* the splice's, to its end */
         }
     } else {
         answerPass(r, g, x, &res);
@@ -320,8 +317,7 @@ serverUrlValid(const char* s)
 static int
 serversRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
 {
-    const CorConf* list = corConfSeq(entry, "servers",
-                                     corModuleErrors(m));
+    const CorConf* list = corConfSeq(entry, "servers", corModuleErrors(m));
     int rc = 0;
 
     if (corConfCount(list) == 0) {
@@ -343,10 +339,11 @@ serversRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
 
         server->group = g;
         if (url == NULL || !serverUrlValid(url)) {
-            corModuleError(m, node, "servers[%zu]: expected "
+            corModuleError(m, node,
+                           "servers[%zu]: expected "
                            "http[s]://host[:port], or a scheme of a module "
-                           "loaded before forward (cor://), got '%s'", i,
-                           url != NULL ? url : "(not a string)");
+                           "loaded before forward (cor://), got '%s'",
+                           i, url != NULL ? url : "(not a string)");
             rc = -1;
             continue;
         }
@@ -372,8 +369,10 @@ hostRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
     } else if (strcmp(host, "keep") == 0) {
         g->hostMode = FORWARD_HOST_KEEP;
     } else if (host[0] == '\0' || strpbrk(host, " \t\r\n/@") != NULL) {
-        corModuleError(m, corConfGet(entry, "host"), "host: expected keep, "
-                       "upstream or a host name, got '%s'", host);
+        corModuleError(m, corConfGet(entry, "host"),
+                       "host: expected keep, "
+                       "upstream or a host name, got '%s'",
+                       host);
         return -1;
     } else {
         g->hostMode = FORWARD_HOST_NAME;
@@ -388,8 +387,7 @@ hostRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
 static int
 nameRead(CorModule* m, const CorConf* entry, unsigned index)
 {
-    const char* name = corConfString(entry, "name", NULL,
-                                     corModuleErrors(m));
+    const char* name = corConfString(entry, "name", NULL, corModuleErrors(m));
 
     if (name == NULL || name[0] == '\0') {
         corModuleError(m, entry, "upstreams[%u]: a name is needed", index);
@@ -397,8 +395,10 @@ nameRead(CorModule* m, const CorConf* entry, unsigned index)
     }
     for (unsigned i = 0; i < index; i++) {
         if (groups[i].name != NULL && strcmp(groups[i].name, name) == 0) {
-            corModuleError(m, corConfGet(entry, "name"), "upstreams[%u]: "
-                           "the name '%s' is taken already", index, name);
+            corModuleError(m, corConfGet(entry, "name"),
+                           "upstreams[%u]: "
+                           "the name '%s' is taken already",
+                           index, name);
             return -1;
         }
     }
@@ -414,11 +414,18 @@ nameRead(CorModule* m, const CorConf* entry, unsigned index)
 static int
 groupRead(CorModule* m, const CorConf* entry, unsigned index)
 {
-    static const char* const keys[] = { "name", "servers", "connect_timeout",
-                                        "read_timeout", "fail_timeout",
-                                        "host", "underscores_in_headers",
-                                        "http2", "balance", "hash",
-                                        "health", "request_buffering",
+    static const char* const keys[] = { "name",
+                                        "servers",
+                                        "connect_timeout",
+                                        "read_timeout",
+                                        "fail_timeout",
+                                        "host",
+                                        "underscores_in_headers",
+                                        "http2",
+                                        "balance",
+                                        "hash",
+                                        "health",
+                                        "request_buffering",
                                         NULL };
     CorConfErrors* e = corModuleErrors(m);
     ForwardGroup* g = &groups[index];
@@ -427,10 +434,10 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     bool failed;
 
     failed = nameRead(m, entry, index) < 0;
-    g->connectTimeoutMs = (int)corConfDurationMs(entry, "connect_timeout",
-                                                 5000, 1, 3600000, e);
-    g->readTimeoutMs = (int)corConfDurationMs(entry, "read_timeout", 60000,
-                                              1, 24 * 3600000, e);
+    g->connectTimeoutMs = (int)corConfDurationMs(entry, "connect_timeout", 5000,
+                                                 1, 3600000, e);
+    g->readTimeoutMs = (int)corConfDurationMs(entry, "read_timeout", 60000, 1,
+                                              24 * 3600000, e);
     g->failTimeoutMs = corConfDurationMs(entry, "fail_timeout", 10000, 0,
                                          24 * 3600000, e);
     g->underscores = corConfBool(entry, "underscores_in_headers", false, e);
@@ -445,31 +452,29 @@ groupRead(CorModule* m, const CorConf* entry, unsigned index)
     if (failed || e->count != before) {
         return -1;
     }
-    return corHandlerAdd(m, &(CorHandler){ .name = g->name,
-                                           .serve = forwardServe,
-                                           .run = COR_RUN_COROUTINE,
-                                           .streamBody = g->http2
-                                                         || !g->buffering,
-                                           .arg = g });
+    return corHandlerAdd(m,
+                         &(CorHandler){ .name = g->name,
+                                        .serve = forwardServe,
+                                        .run = COR_RUN_COROUTINE,
+                                        .streamBody = g->http2 || !g->buffering,
+                                        .arg = g });
 }
 
 /* One gauge of every server of every group: whether the balancer takes
  * it now (its health checks pass and it does not rest after a failed
  * connect), or the requests on it. */
 static void
-gaugeEmit(CorMetricsOut* out, const char* name, const char* help,
-          bool inFlight)
+gaugeEmit(CorMetricsOut* out, const char* name, const char* help, bool inFlight)
 {
     uint64_t now = corEvClockMs();
 
-    corMetricsPrintf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, help,
-                     name);
+    corMetricsPrintf(out, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
     for (unsigned i = 0; i < groupCount; i++) {
         for (unsigned j = 0; j < groups[i].serverCount; j++) {
             ForwardServer* s = &groups[i].servers[j];
 
-            corMetricsPrintf(out, "%s{group=\"%s\",server=\"%s\"} %u\n",
-                             name, groups[i].name, s->url,
+            corMetricsPrintf(out, "%s{group=\"%s\",server=\"%s\"} %u\n", name,
+                             groups[i].name, s->url,
                              inFlight ? atomic_load(&s->inFlight)
                                       : corForwardServerUsable(s, now));
         }
@@ -480,10 +485,14 @@ static void
 metricsEmit(CorMetricsOut* out, void* arg)
 {
     (void)arg;
-    gaugeEmit(out, "cor_forward_server_up", "Whether forward takes the "
-              "server (1) or skips it as down (0).", false);
-    gaugeEmit(out, "cor_forward_server_in_flight", "Requests forward has on "
-              "the server now.", true);
+    gaugeEmit(out, "cor_forward_server_up",
+              "Whether forward takes the "
+              "server (1) or skips it as down (0).",
+              false);
+    gaugeEmit(out, "cor_forward_server_in_flight",
+              "Requests forward has on "
+              "the server now.",
+              true);
 }
 
 /* The probers run on loop 0, one a checked server, for the generation. */
@@ -541,8 +550,10 @@ forwardInit(CorModule* m, const CorConf* conf)
     for (size_t i = 0; i < count; i++) {
         groupCount++;
         if (corConfKind(corConfAt(list, i)) != COR_CONF_MAP) {
-            corModuleError(m, corConfAt(list, i), "upstreams[%zu]: expected "
-                           "a mapping (name, servers...)", i);
+            corModuleError(m, corConfAt(list, i),
+                           "upstreams[%zu]: expected "
+                           "a mapping (name, servers...)",
+                           i);
             rc = -1;
         } else if (groupRead(m, corConfAt(list, i), (unsigned)i) < 0) {
             rc = -1;

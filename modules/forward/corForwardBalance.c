@@ -72,8 +72,7 @@ ringBuild(ForwardGroup* g)
         for (unsigned i = 0; i < FORWARD_RING_POINTS; i++) {
             ForwardRingPoint* p = &g->ring[s * FORWARD_RING_POINTS + i];
             char name[512];
-            int n = snprintf(name, sizeof(name), "%s#%u", g->servers[s].url,
-                             i);
+            int n = snprintf(name, sizeof(name), "%s#%u", g->servers[s].url, i);
 
             p->hash = hashBytes(name, (size_t)n);
             p->server = s;
@@ -157,8 +156,8 @@ choose(ForwardGroup* g, const unsigned* order, unsigned n, const bool* tried)
 /* The servers in the ring's order from key's point: each once, at its
  * first point past the key's hash. Returns how many went to order. */
 static unsigned
-ringOrder(const ForwardGroup* g, const char* key, size_t len,
-          unsigned* order, bool* seen)
+ringOrder(const ForwardGroup* g, const char* key, size_t len, unsigned* order,
+          bool* seen)
 {
     uint64_t h = hashBytes(key, len);
     unsigned lo = 0;
@@ -190,8 +189,8 @@ ForwardServer*
 corForwardPick(ForwardGroup* g, const CorRequest* r, bool* tried)
 {
     unsigned* order = corRequestAlloc((CorRequest*)r,
-                                      g->serverCount * (sizeof(unsigned)
-                                                        + sizeof(bool)));
+                                      g->serverCount
+                                          * (sizeof(unsigned) + sizeof(bool)));
     const char* key = NULL;
     size_t len = 0;
     unsigned n = g->serverCount;
@@ -247,8 +246,10 @@ hashRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
         g->hashHeader = strdup(key + 7);
         return g->hashHeader != NULL ? 0 : -1;
     } else {
-        corModuleError(m, corConfGet(entry, "hash"), "hash: expected ip, "
-                       "path or \"header:NAME\", got '%s'", key);
+        corModuleError(m, corConfGet(entry, "hash"),
+                       "hash: expected ip, "
+                       "path or \"header:NAME\", got '%s'",
+                       key);
         return -1;
     }
     return 0;
@@ -257,8 +258,7 @@ hashRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
 int
 corForwardBalanceRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
 {
-    static const char* const names[] = { "round_robin", "least_conn",
-                                         "hash" };
+    static const char* const names[] = { "round_robin", "least_conn", "hash" };
     const char* balance = corConfString(entry, "balance", "round_robin",
                                         corModuleErrors(m));
     unsigned i = 0;
@@ -267,14 +267,17 @@ corForwardBalanceRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
         i++;
     }
     if (i == 3) {
-        corModuleError(m, corConfGet(entry, "balance"), "balance: expected "
-                       "round_robin, least_conn or hash, got '%s'", balance);
+        corModuleError(m, corConfGet(entry, "balance"),
+                       "balance: expected "
+                       "round_robin, least_conn or hash, got '%s'",
+                       balance);
         return -1;
     }
     g->balance = (ForwardBalance)i;
     if (g->balance != FORWARD_BALANCE_HASH) {
         if (corConfGet(entry, "hash") != NULL) {
-            corModuleError(m, corConfGet(entry, "hash"), "hash: only with "
+            corModuleError(m, corConfGet(entry, "hash"),
+                           "hash: only with "
                            "balance: hash");
             return -1;
         }

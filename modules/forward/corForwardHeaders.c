@@ -65,8 +65,8 @@ listAppend(char* p, const char* out, const char* s, size_t len)
  * not NULL), in r's arena; NULL when there is nothing, or no memory
  * (*failed set). */
 static char*
-joined(CorRequest* r, const CorHeader* all, unsigned count,
-       const char* name, const char* tail, bool* failed)
+joined(CorRequest* r, const CorHeader* all, unsigned count, const char* name,
+       const char* tail, bool* failed)
 {
     size_t size = tail != NULL ? strlen(tail) + 1 : 1;
     size_t nameLen = strlen(name);
@@ -101,8 +101,7 @@ static void
 add(CorHeader* out, unsigned* n, const char* name, const char* value)
 {
     if (value != NULL) {
-        out[(*n)++] = (CorHeader){ name, strlen(name), value,
-                                   strlen(value) };
+        out[(*n)++] = (CorHeader){ name, strlen(name), value, strlen(value) };
     }
 }
 
@@ -133,12 +132,13 @@ fromMessage(const CorRequest* r)
 static int
 messageField(CorRequest* r, const CorHeader* h, CorHeader* out, unsigned* n)
 {
-    const CorHeader prefix = { h->name, h->nameLen < USER_PREFIX_LEN
-                                        ? 0 : USER_PREFIX_LEN, NULL, 0 };
+    const CorHeader prefix = {
+        h->name, h->nameLen < USER_PREFIX_LEN ? 0 : USER_PREFIX_LEN, NULL, 0
+    };
     char* name;
 
     if (corHeaderIs(h, "mqtt-method")) {
-        return 0;               /* it is the method */
+        return 0; /* it is the method */
     }
     if (!corHttpIsToken(h->name, h->nameLen)
         || !corHttpIsFieldValue(h->value, h->valueLen)) {
@@ -209,8 +209,8 @@ corForwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
     bool failed = false;
     const CorHeader* te = corRequestHeader(r, "te");
     const CorHeader* upgrade = corForwardUpgradeAsked(r, g);
-    CorHeader* out = corRequestAlloc(r, (r->headerCount + 7)
-                                        * sizeof(CorHeader));
+    CorHeader* out = corRequestAlloc(r,
+                                     (r->headerCount + 7) * sizeof(CorHeader));
     unsigned n = 0;
 
     if (out == NULL) {
@@ -241,8 +241,8 @@ corForwardRequestHeaders(CorRequest* r, const ForwardGroup* g,
         joined(r, r->headers, r->headerCount, "x-forwarded-for", r->peer,
                &failed));
     add(out, &n, "X-Forwarded-Proto", r->secure ? "https" : "http");
-    add(out, &n, "Via", joined(r, r->headers, r->headerCount, "via",
-                               VIA_HOP, &failed));
+    add(out, &n, "Via",
+        joined(r, r->headers, r->headerCount, "via", VIA_HOP, &failed));
     /* TE is the hop's, but a client that takes trailers (gRPC's must)
      * gets them through an HTTP/2 upstream: this hop passes them on. */
     if (g->http2 && te != NULL && corHeaderListHas(te, "trailers", 8)) {
@@ -340,8 +340,8 @@ static bool
 pathSafe(unsigned char ch)
 {
     return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z')
-           || (ch >= '0' && ch <= '9') || strchr("-._~!$&'()*+,;=:@/", ch)
-           != NULL;
+           || (ch >= '0' && ch <= '9')
+           || strchr("-._~!$&'()*+,;=:@/", ch) != NULL;
 }
 
 char*

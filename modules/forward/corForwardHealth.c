@@ -73,9 +73,10 @@ outcome(ForwardServer* s, bool passed, const char* why)
         s->passRun++;
         if (down && s->passRun >= h->passes) {
             atomic_store(&s->unhealthy, false);
-            corLog(COR_LOG_WARN, "forward %s: server %s is up (%u checks "
-                   "of %s passed)", s->group->name, s->url, s->passRun,
-                   h->path);
+            corLog(COR_LOG_WARN,
+                   "forward %s: server %s is up (%u checks "
+                   "of %s passed)",
+                   s->group->name, s->url, s->passRun, h->path);
         }
         return;
     }
@@ -83,9 +84,10 @@ outcome(ForwardServer* s, bool passed, const char* why)
     s->failRun++;
     if (!down && s->failRun >= h->fails) {
         atomic_store(&s->unhealthy, true);
-        corLog(COR_LOG_WARN, "forward %s: server %s is down (%u checks of "
-               "%s failed, the last: %s)", s->group->name, s->url,
-               s->failRun, h->path, why);
+        corLog(COR_LOG_WARN,
+               "forward %s: server %s is down (%u checks of "
+               "%s failed, the last: %s)",
+               s->group->name, s->url, s->failRun, h->path, why);
     }
 }
 
@@ -145,7 +147,8 @@ statusRead(CorModule* m, const CorConf* health, ForwardHealth* h)
         h->statusMin = h->statusMax = (int)n;
         return 0;
     }
-    corModuleError(m, corConfGet(health, "status"), "health: status: "
+    corModuleError(m, corConfGet(health, "status"),
+                   "health: status: "
                    "expected a class (2xx) or a status (200), got '%s'",
                    status);
     return -1;
@@ -154,8 +157,9 @@ statusRead(CorModule* m, const CorConf* health, ForwardHealth* h)
 int
 corForwardHealthRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
 {
-    static const char* const keys[] = { "path", "interval", "timeout",
-                                        "fails", "passes", "status", NULL };
+    static const char* const keys[] = { "path",  "interval", "timeout",
+                                        "fails", "passes",   "status",
+                                        NULL };
     CorConfErrors* e = corModuleErrors(m);
     const CorConf* health = corConfMap(entry, "health", e);
     ForwardHealth* h = &g->health;
@@ -169,15 +173,17 @@ corForwardHealthRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
     path = corConfString(health, "path", NULL, e);
     h->intervalMs = (int)corConfDurationMs(health, "interval", 2000, 10,
                                            3600000, e);
-    h->timeoutMs = (int)corConfDurationMs(health, "timeout", 1000, 1,
-                                          3600000, e);
+    h->timeoutMs = (int)corConfDurationMs(health, "timeout", 1000, 1, 3600000,
+                                          e);
     h->fails = (unsigned)corConfInt(health, "fails", 2, 1, 1000, e);
     h->passes = (unsigned)corConfInt(health, "passes", 1, 1, 1000, e);
     rc = statusRead(m, health, h);
     corConfUnknownKeys(health, "health", keys, e);
     if (path == NULL || path[0] != '/' || strpbrk(path, " \t\r\n#") != NULL) {
-        corModuleError(m, corConfGet(health, "path") != NULL
-                              ? corConfGet(health, "path") : health,
+        corModuleError(m,
+                       corConfGet(health, "path") != NULL
+                           ? corConfGet(health, "path")
+                           : health,
                        "health: path: expected a path from /, got '%s'",
                        path != NULL ? path : "(none)");
         return -1;

@@ -15,35 +15,35 @@
 
 /* Which Host the upstream gets. */
 typedef enum {
-    FORWARD_HOST_UPSTREAM,      /* the server's host[:port] (nginx's
-                                   $proxy_host) */
-    FORWARD_HOST_KEEP,          /* the client's Host */
-    FORWARD_HOST_NAME           /* a name the YAML gives */
+    FORWARD_HOST_UPSTREAM, /* the server's host[:port] (nginx's
+                              $proxy_host) */
+    FORWARD_HOST_KEEP,     /* the client's Host */
+    FORWARD_HOST_NAME      /* a name the YAML gives */
 } ForwardHostMode;
 
 /* How a group chooses a request's server. */
 typedef enum {
     FORWARD_BALANCE_ROUND_ROBIN,
-    FORWARD_BALANCE_LEAST_CONN,     /* the fewest requests in flight */
-    FORWARD_BALANCE_HASH            /* a consistent hash of a key */
+    FORWARD_BALANCE_LEAST_CONN, /* the fewest requests in flight */
+    FORWARD_BALANCE_HASH        /* a consistent hash of a key */
 } ForwardBalance;
 
 /* What a hashing group hashes. */
 typedef enum {
-    FORWARD_HASH_IP,                /* the client's address */
-    FORWARD_HASH_PATH,              /* the path, as the client encoded it */
-    FORWARD_HASH_HEADER             /* a request field's value */
+    FORWARD_HASH_IP,    /* the client's address */
+    FORWARD_HASH_PATH,  /* the path, as the client encoded it */
+    FORWARD_HASH_HEADER /* a request field's value */
 } ForwardHashKey;
 
 typedef struct ForwardGroup ForwardGroup;
 
 /* A server of a group; owned by its group, for the generation. */
 typedef struct {
-    char* url;                  /* "http://host:port", no path */
+    char* url; /* "http://host:port", no path */
     ForwardGroup* group;
-    atomic_uint_fast64_t downUntil;     /* skipped until then (ms) */
-    atomic_uint inFlight;       /* requests on it now, every loop's */
-    atomic_bool unhealthy;      /* its health checks say down */
+    atomic_uint_fast64_t downUntil; /* skipped until then (ms) */
+    atomic_uint inFlight;           /* requests on it now, every loop's */
+    atomic_bool unhealthy;          /* its health checks say down */
     /* Its prober's alone: the checks that failed, or passed, in a row. */
     unsigned failRun;
     unsigned passRun;
@@ -51,42 +51,42 @@ typedef struct {
 
 /* A group's active health check (health:); off when path is NULL. */
 typedef struct {
-    char* path;                 /* "/health", GET on each server */
+    char* path; /* "/health", GET on each server */
     int intervalMs;
     int timeoutMs;
-    unsigned fails;             /* failures in a row that take it out */
-    unsigned passes;            /* passes in a row that bring it back */
-    int statusMin;              /* a pass: a status in [min, max] */
+    unsigned fails;  /* failures in a row that take it out */
+    unsigned passes; /* passes in a row that bring it back */
+    int statusMin;   /* a pass: a status in [min, max] */
     int statusMax;
 } ForwardHealth;
 
 /* A point of a hashing group's ring: a virtual node of a server. */
 typedef struct {
     uint64_t hash;
-    unsigned server;            /* its index in the group */
+    unsigned server; /* its index in the group */
 } ForwardRingPoint;
 
 /* An upstream group; the module's, for the generation. Read by every
  * loop and worker at once: only next and the servers' downUntil change,
  * atomically. */
 struct ForwardGroup {
-    char* name;                 /* the handler routes name */
+    char* name; /* the handler routes name */
     ForwardServer* servers;
     unsigned serverCount;
-    atomic_uint next;           /* round robin, and least_conn's ties */
+    atomic_uint next; /* round robin, and least_conn's ties */
     ForwardBalance balance;
     ForwardHashKey hashKey;
-    char* hashHeader;           /* FORWARD_HASH_HEADER: the field's name */
-    ForwardRingPoint* ring;     /* FORWARD_BALANCE_HASH: sorted by hash */
+    char* hashHeader;       /* FORWARD_HASH_HEADER: the field's name */
+    ForwardRingPoint* ring; /* FORWARD_BALANCE_HASH: sorted by hash */
     unsigned ringCount;
     int connectTimeoutMs;
     int readTimeoutMs;
     uint64_t failTimeoutMs;
     ForwardHostMode hostMode;
-    char* host;                 /* FORWARD_HOST_NAME */
-    bool underscores;           /* header names with '_' go on */
-    bool http2;                 /* to http(s):// servers over HTTP/2 */
-    bool buffering;             /* request_buffering: the body whole first */
+    char* host;       /* FORWARD_HOST_NAME */
+    bool underscores; /* header names with '_' go on */
+    bool http2;       /* to http(s):// servers over HTTP/2 */
+    bool buffering;   /* request_buffering: the body whole first */
     ForwardHealth health;
 };
 
@@ -95,8 +95,7 @@ struct ForwardGroup {
  * build the ring of a hashing group (its servers read already). Returns
  * 0, or -1 after a module error.
  */
-int corForwardBalanceRead(CorModule* m, const CorConf* entry,
-                          ForwardGroup* g);
+int corForwardBalanceRead(CorModule* m, const CorConf* entry, ForwardGroup* g);
 
 /*
  * The server of g for r by g's balance, skipping those in tried (one flag
@@ -117,8 +116,7 @@ bool corForwardServerUsable(ForwardServer* s, uint64_t now);
 
 /* Read a group's health: mapping (none: no checks). Returns 0, or -1
  * after a module error. */
-int corForwardHealthRead(CorModule* m, const CorConf* entry,
-                         ForwardGroup* g);
+int corForwardHealthRead(CorModule* m, const CorConf* entry, ForwardGroup* g);
 
 /* Start g's probers: a background task a server (corTaskSpawn), for the
  * generation, off the request path. Called on loop 0 (loopInit). Returns
@@ -140,9 +138,8 @@ const CorHeader* corForwardUpgradeAsked(const CorRequest* r,
  * Returns true when the splice took s (it ends s's count in flight when
  * it ends); false after r was answered otherwise (502).
  */
-bool corForwardUpgradePass(CorRequest* r, ForwardGroup* g,
-                           CorClientStream* x, CorClientResponse* res,
-                           ForwardServer* s);
+bool corForwardUpgradePass(CorRequest* r, ForwardGroup* g, CorClientStream* x,
+                           CorClientResponse* res, ForwardServer* s);
 
 /*
  * The headers of r to send upstream, in r's arena: the end-to-end ones

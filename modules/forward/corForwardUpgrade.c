@@ -36,19 +36,19 @@
 typedef struct {
     CorTransport* from;
     CorTransport* to;
-    char* buf;                  /* SPLICE_BYTES */
-    size_t len;                 /* read from from */
-    size_t off;                 /* of which written to to */
-    bool ended;                 /* from's end was read */
-    bool shut;                  /* to's sending side shut after it */
+    char* buf;  /* SPLICE_BYTES */
+    size_t len; /* read from from */
+    size_t off; /* of which written to to */
+    bool ended; /* from's end was read */
+    bool shut;  /* to's sending side shut after it */
 } SplicePipe;
 
 /* A splice: the session's, from the 101 to its end. */
 typedef struct {
     ForwardGroup* g;
     ForwardServer* s;
-    CorConn* up;                /* the upstream's connection */
-    char* upRest;               /* what came after the upstream's 101 */
+    CorConn* up;  /* the upstream's connection */
+    char* upRest; /* what came after the upstream's 101 */
     size_t upRestLen;
 } Splice;
 
@@ -58,8 +58,8 @@ corForwardUpgradeAsked(const CorRequest* r, const ForwardGroup* g)
     const CorHeader* connection = corRequestHeader(r, "connection");
     const CorHeader* upgrade = corRequestHeader(r, "upgrade");
 
-    if (g->http2 || upgrade == NULL || connection == NULL
-        || r->methodLen != 3 || memcmp(r->method, "GET", 3) != 0
+    if (g->http2 || upgrade == NULL || connection == NULL || r->methodLen != 3
+        || memcmp(r->method, "GET", 3) != 0
         || !corHeaderListHas(connection, "upgrade", 7)
         || corHeaderListHas(upgrade, "h2c", 3)) {
         return NULL;
@@ -165,13 +165,14 @@ spliceRun(Splice* sp, int ep, SplicePipe* pipes)
         if (pipes[0].shut && pipes[1].shut) {
             return 0;
         }
-        if (moved && (corTransportPending(sides[0])
-                      || corTransportPending(sides[1]))) {
-            continue;           /* TLS holds bytes the socket will not say */
+        if (moved
+            && (corTransportPending(sides[0])
+                || corTransportPending(sides[1]))) {
+            continue; /* TLS holds bytes the socket will not say */
         }
         for (int i = 0; i < 2 && rc == 0; i++) {
-            rc = arm(ep, sides[i]->fd, eventsOf(sides[i], &pipes[i],
-                                                &pipes[1 - i]), &armed[i]);
+            rc = arm(ep, sides[i]->fd,
+                     eventsOf(sides[i], &pipes[i], &pipes[1 - i]), &armed[i]);
         }
         if (rc < 0) {
             return rc;
@@ -202,17 +203,15 @@ spliceSession(CorUpgraded* u, void* arg)
     int ep = -1;
     int rc;
 
-    pipes[0].from = pipes[1].to = corUpgradedTransport(u,
-                                                      sp->g->readTimeoutMs,
-                                                      &rest, &restLen, &rc);
+    pipes[0].from = pipes[1].to = corUpgradedTransport(u, sp->g->readTimeoutMs,
+                                                       &rest, &restLen, &rc);
     /* What came after each head is the other side's first bytes: either
      * (read past the client's request, past the upstream's 101) may be
      * more than a read. */
     pipes[0].buf = malloc(restLen > SPLICE_BYTES ? restLen : SPLICE_BYTES);
     pipes[1].buf = malloc(sp->upRestLen > SPLICE_BYTES ? sp->upRestLen
                                                        : SPLICE_BYTES);
-    if (pipes[0].from == NULL || pipes[0].buf == NULL
-        || pipes[1].buf == NULL) {
+    if (pipes[0].from == NULL || pipes[0].buf == NULL || pipes[1].buf == NULL) {
         rc = pipes[0].from == NULL ? rc : -ENOMEM;
         goto done;
     }
@@ -237,11 +236,11 @@ spliceSession(CorUpgraded* u, void* arg)
 
 done:
     if (rc < 0 && rc != -ECANCELED) {
-        corLog(COR_LOG_INFO, "forward %s: upgrade to %s ended: %s",
-               sp->g->name, sp->s->url, strerror(-rc));
+        corLog(COR_LOG_INFO, "forward %s: upgrade to %s ended: %s", sp->g->name,
+               sp->s->url, strerror(-rc));
     }
     if (ep >= 0) {
-        corCoLoopClose(ep);     /* the loop may still poll it (io_uring) */
+        corCoLoopClose(ep); /* the loop may still poll it (io_uring) */
     }
     free(pipes[0].buf);
     free(pipes[1].buf);
@@ -251,7 +250,8 @@ done:
     free(sp);
 }
 
-/* ---- The 101 --------------------------------------------------------------- */
+/* ---- The 101 ---------------------------------------------------------------
+ */
 
 /* The first protocol of the upstream's Upgrade, as a string in r's arena
  * (what the 101 to the client says), or NULL. */
@@ -265,8 +265,7 @@ protocolOf(CorRequest* r, const CorClientResponse* res)
     if (h == NULL) {
         return NULL;
     }
-    while (len < h->valueLen && h->value[len] != ','
-           && h->value[len] != ' ') {
+    while (len < h->valueLen && h->value[len] != ',' && h->value[len] != ' ') {
         len++;
     }
     out = len > 0 ? corRequestAlloc(r, len + 1) : NULL;
@@ -278,9 +277,8 @@ protocolOf(CorRequest* r, const CorClientResponse* res)
 }
 
 bool
-corForwardUpgradePass(CorRequest* r, ForwardGroup* g,
-                      CorClientStream* x, CorClientResponse* res,
-                      ForwardServer* s)
+corForwardUpgradePass(CorRequest* r, ForwardGroup* g, CorClientStream* x,
+                      CorClientResponse* res, ForwardServer* s)
 {
     char* protocol = protocolOf(r, res);
     Splice* sp = calloc(1, sizeof(*sp));
@@ -310,9 +308,10 @@ corForwardUpgradePass(CorRequest* r, ForwardGroup* g,
     return true;
 
 failed:
-    corLog(COR_LOG_ERROR, "forward %s: upstream %s switched to '%s', which "
-           "cannot be passed on", g->name, s->url,
-           protocol != NULL ? protocol : "(no Upgrade)");
+    corLog(COR_LOG_ERROR,
+           "forward %s: upstream %s switched to '%s', which "
+           "cannot be passed on",
+           g->name, s->url, protocol != NULL ? protocol : "(no Upgrade)");
     if (sp != NULL) {
         if (sp->up != NULL) {
             corConnClose(sp->up);

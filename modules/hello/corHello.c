@@ -77,8 +77,10 @@ refusedMs(CorRequest* r, int ms)
     if (ms >= 0) {
         return false;
     }
-    corRespondf(r, 400, "text/plain", "ms: expected a whole number of "
-                "milliseconds, 0 to %d\n", WAIT_MAX_MS);
+    corRespondf(r, 400, "text/plain",
+                "ms: expected a whole number of "
+                "milliseconds, 0 to %d\n",
+                WAIT_MAX_MS);
     return true;
 }
 
@@ -87,8 +89,8 @@ refusedMs(CorRequest* r, int ms)
 static bool
 onLoopUnlessAsked(const CorRequest* r)
 {
-    return r->query == NULL || memmem(r->query, r->queryLen, "worker=1", 8)
-                                   == NULL;
+    return r->query == NULL
+           || memmem(r->query, r->queryLen, "worker=1", 8) == NULL;
 }
 
 static void
@@ -120,7 +122,7 @@ sleepServe(CorRequest* r)
 #define PARKED_MAX 4096
 
 typedef struct {
-    CorEvLoop* loop;            /* NULL: a free entry */
+    CorEvLoop* loop; /* NULL: a free entry */
     CorCoPark handle;
 } Parked;
 
@@ -232,8 +234,7 @@ wakeServe(CorRequest* r)
 
     pthread_mutex_lock(&parkLock);
     for (unsigned i = 0; i < PARKED_MAX; i++) {
-        CorCoPark handle = __atomic_load_n(&parked[i].handle,
-                                           __ATOMIC_ACQUIRE);
+        CorCoPark handle = __atomic_load_n(&parked[i].handle, __ATOMIC_ACQUIRE);
 
         if (parked[i].loop != NULL && handle != 0
             && corCoLoopWakeOn(parked[i].loop, handle) > 0) {
@@ -279,10 +280,10 @@ gatherServe(CorRequest* r)
             allGood = false;
         }
         w = rc < 0 ? snprintf(body + n, sizeof(body) - n, "0 %s %s\n",
-                              gatherUrls[i], res.error[0] != '\0'
-                              ? res.error : strerror(-rc))
-                   : snprintf(body + n, sizeof(body) - n, "%d %s\n",
-                              res.status, gatherUrls[i]);
+                              gatherUrls[i],
+                              res.error[0] != '\0' ? res.error : strerror(-rc))
+                   : snprintf(body + n, sizeof(body) - n, "%d %s\n", res.status,
+                              gatherUrls[i]);
         n += w > 0 && (size_t)w < sizeof(body) - n ? (size_t)w : 0;
         corClientResponseFree(&res);
     }
@@ -302,8 +303,8 @@ gatherConfigure(CorModule* m, const CorConf* conf)
 
     gatherCount = 0;
     if (count > GATHER_MAX) {
-        corModuleError(m, list, "gather: at most %d URLs, got %zu",
-                       GATHER_MAX, count);
+        corModuleError(m, list, "gather: at most %d URLs, got %zu", GATHER_MAX,
+                       count);
         return -1;
     }
     for (size_t i = 0; i < count; i++) {
@@ -313,8 +314,8 @@ gatherConfigure(CorModule* m, const CorConf* conf)
         CorUrl u;
 
         if (url == NULL || corUrlParse(url, &u, why, sizeof(why)) != 0) {
-            corModuleError(m, item, "gather: %s", url == NULL
-                           ? "expected a URL" : why);
+            corModuleError(m, item, "gather: %s",
+                           url == NULL ? "expected a URL" : why);
             return -1;
         }
         gatherUrls[gatherCount++] = url;
@@ -338,13 +339,16 @@ helloInit(CorModule* m, const CorConf* conf)
     }
     if (corHandlerAdd(m, &(CorHandler){ .name = "hello",
                                         .serve = helloServe,
-                                        .run = COR_RUN_INLINE }) != 0
+                                        .run = COR_RUN_INLINE })
+            != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "hello_coroutine",
                                            .serve = helloServe,
-                                           .run = COR_RUN_COROUTINE }) != 0
+                                           .run = COR_RUN_COROUTINE })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "hello_worker",
                                            .serve = helloServe,
-                                           .run = COR_RUN_WORKER }) != 0
+                                           .run = COR_RUN_WORKER })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "sleep",
                                            .serve = sleepServe,
                                            .run = COR_RUN_COROUTINE,
@@ -357,10 +361,12 @@ helloInit(CorModule* m, const CorConf* conf)
                != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "wake",
                                            .serve = wakeServe,
-                                           .run = COR_RUN_INLINE }) != 0
+                                           .run = COR_RUN_INLINE })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "gather",
                                            .serve = gatherServe,
-                                           .run = COR_RUN_COROUTINE }) != 0) {
+                                           .run = COR_RUN_COROUTINE })
+               != 0) {
         return -1;
     }
     return 0;

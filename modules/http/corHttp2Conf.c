@@ -24,13 +24,14 @@ static const struct {
                                "rapid reset (RST_STREAM flood)" },
     [H2_ABUSE_CONTINUATION] = { "continuation_flood", "CONTINUATION flood" },
     [H2_ABUSE_HEADER_LIST] = { "header_list", "header list past the limit "
-                               "(HPACK bomb)" },
+                                              "(HPACK bomb)" },
     [H2_ABUSE_SETTINGS] = { "settings_flood", "SETTINGS flood" },
     [H2_ABUSE_PING] = { "ping_flood", "PING flood" },
     [H2_ABUSE_ZERO_WINDOW] = { "zero_window",
                                "a window kept shut past send_timeout" },
     [H2_ABUSE_PROTOCOL] = { "protocol_error", "a protocol error" },
-    [H2_ABUSE_NO_PROGRESS] = { "no_progress", "frames that make no progress "
+    [H2_ABUSE_NO_PROGRESS] = { "no_progress",
+                               "frames that make no progress "
                                "past http2.idle_frame_limit (empty DATA "
                                "flood and kin)" },
 };
@@ -63,17 +64,20 @@ static void
 metricsEmit(CorMetricsOut* out, void* arg)
 {
     (void)arg;
-    corMetricsPrintf(out, "# HELP cor_http2_connections_total Connections "
+    corMetricsPrintf(out,
+                     "# HELP cor_http2_connections_total Connections "
                      "that spoke HTTP/2 (h2 by ALPN, h2c by its preface).\n"
                      "# TYPE cor_http2_connections_total counter\n"
                      "cor_http2_connections_total %lu\n",
                      atomic_load(&connections));
-    corMetricsPrintf(out, "# HELP cor_http2_streams_total Streams opened by "
+    corMetricsPrintf(out,
+                     "# HELP cor_http2_streams_total Streams opened by "
                      "HTTP/2 peers.\n# TYPE cor_http2_streams_total counter\n"
-                     "cor_http2_streams_total %lu\n", atomic_load(&streams));
+                     "cor_http2_streams_total %lu\n",
+                     atomic_load(&streams));
     corMetricsPrintf(out, "# HELP cor_http2_abuse_total HTTP/2 connections "
-                     "ended for abuse, by kind.\n"
-                     "# TYPE cor_http2_abuse_total counter\n");
+                          "ended for abuse, by kind.\n"
+                          "# TYPE cor_http2_abuse_total counter\n");
     for (unsigned i = 0; i < H2_ABUSE_COUNT; i++) {
         corMetricsPrintf(out, "cor_http2_abuse_total{kind=\"%s\"} %lu\n",
                          abuseKinds[i].label, atomic_load(&abuses[i]));
@@ -86,26 +90,29 @@ corHttp2ConfRead(CorModule* m, const CorConf* conf)
     static const char* const keys[] = {
         "max_concurrent_streams", "initial_window_size",
         "connection_window_size", "max_header_list_size",
-        "rapid_reset_limit", "control_frame_limit", "idle_frame_limit", NULL,
+        "rapid_reset_limit",      "control_frame_limit",
+        "idle_frame_limit",       NULL,
     };
     CorConfErrors* e = corModuleErrors(m);
     const CorConf* h2 = conf != NULL ? corConfMap(conf, "http2", e) : NULL;
 
-    corHttp2Conf.maxConcurrentStreams = (unsigned)corConfInt(
-        h2, "max_concurrent_streams", 128, 1, 10000, e);
-    corHttp2Conf.initialWindowSize = (uint32_t)corConfSize(
-        h2, "initial_window_size", 65535, 1024, NGHTTP2_MAX_WINDOW_SIZE, e);
-    corHttp2Conf.connectionWindowSize = (uint32_t)corConfSize(
-        h2, "connection_window_size", 1 << 20, 65535,
-        NGHTTP2_MAX_WINDOW_SIZE, e);
-    corHttp2Conf.maxHeaderListSize = corConfSize(
-        h2, "max_header_list_size", 0, 0, 16 << 20, e);
-    corHttp2Conf.resetsPerSecond = (unsigned)corConfInt(
-        h2, "rapid_reset_limit", 200, 1, 1000000, e);
-    corHttp2Conf.controlPerSecond = (unsigned)corConfInt(
-        h2, "control_frame_limit", 100, 1, 1000000, e);
-    corHttp2Conf.idlePerSecond = (unsigned)corConfInt(
-        h2, "idle_frame_limit", 1000, 1, 1000000, e);
+    corHttp2Conf.maxConcurrentStreams = (unsigned)
+        corConfInt(h2, "max_concurrent_streams", 128, 1, 10000, e);
+    corHttp2Conf.initialWindowSize = (uint32_t)
+        corConfSize(h2, "initial_window_size", 65535, 1024,
+                    NGHTTP2_MAX_WINDOW_SIZE, e);
+    corHttp2Conf.connectionWindowSize = (uint32_t)
+        corConfSize(h2, "connection_window_size", 1 << 20, 65535,
+                    NGHTTP2_MAX_WINDOW_SIZE, e);
+    corHttp2Conf.maxHeaderListSize = corConfSize(h2, "max_header_list_size", 0,
+                                                 0, 16 << 20, e);
+    corHttp2Conf.resetsPerSecond = (unsigned)corConfInt(h2, "rapid_reset_limit",
+                                                        200, 1, 1000000, e);
+    corHttp2Conf.controlPerSecond = (unsigned)corConfInt(h2,
+                                                         "control_frame_limit",
+                                                         100, 1, 1000000, e);
+    corHttp2Conf.idlePerSecond = (unsigned)corConfInt(h2, "idle_frame_limit",
+                                                      1000, 1, 1000000, e);
     if (h2 != NULL) {
         corConfUnknownKeys(h2, "http2", keys, e);
     }

@@ -103,8 +103,7 @@ sendPump(Http2Conn* c)
 static bool
 connDoneWith(Http2Conn* c)
 {
-    if (corBufPending(&c->k.out) == 0
-        && !nghttp2_session_want_read(c->session)
+    if (corBufPending(&c->k.out) == 0 && !nghttp2_session_want_read(c->session)
         && !nghttp2_session_want_write(c->session)) {
         connClose(c);
         return true;
@@ -129,8 +128,7 @@ outputPump(CorKitConn* k)
             corHttp2StreamsDrained(c);
         }
     } while (rc == 0 && nghttp2_session_want_write(c->session)
-             && corBufPending(&k->out) < OUT_PUMP
-             && ++rounds < OUTPUT_ROUNDS);
+             && corBufPending(&k->out) < OUT_PUMP && ++rounds < OUTPUT_ROUNDS);
     if (rc != 0) {
         connClose(c);
         return -1;
@@ -144,13 +142,13 @@ outputWent(Http2Conn* c)
 {
     if (nghttp2_session_want_write(c->session)
         && corBufPending(&c->k.out) < OUT_PUMP) {
-        corKitConnFlushSoon(&c->k);     /* more came meanwhile */
+        corKitConnFlushSoon(&c->k); /* more came meanwhile */
     }
     if (connDoneWith(c)) {
         return;
     }
     if (corBufPending(&c->k.out) == 0 && corListEmpty(&c->streams)) {
-        corBufFree(&c->k.out);          /* idle: nothing kept for it */
+        corBufFree(&c->k.out); /* idle: nothing kept for it */
     }
     timerUpdate(c);
 }
@@ -160,8 +158,7 @@ outputWent(Http2Conn* c)
 static void
 connOutput(Http2Conn* c)
 {
-    if (corKitConnServe(&c->k, outputPump) == 0
-        && !corKitConnInside(&c->k)) {
+    if (corKitConnServe(&c->k, outputPump) == 0 && !corKitConnInside(&c->k)) {
         outputWent(c);
     }
 }
@@ -169,13 +166,13 @@ connOutput(Http2Conn* c)
 void
 corHttp2ConnAbuse(Http2Conn* c, Http2Abuse why, uint32_t code)
 {
-    corLog(COR_LOG_WARN, "http2: %s: %s; closing the connection",
-           c->peerName, corHttp2AbuseText(why));
+    corLog(COR_LOG_WARN, "http2: %s: %s; closing the connection", c->peerName,
+           corHttp2AbuseText(why));
     corHttp2Count(why);
-    c->ending = true;       /* its GOAWAY is not counted again */
+    c->ending = true; /* its GOAWAY is not counted again */
     nghttp2_session_terminate_session(c->session, code);
     if (sendPump(c) == 0) {
-        corKitConnFlush(&c->k);     /* the GOAWAY, best effort */
+        corKitConnFlush(&c->k); /* the GOAWAY, best effort */
     }
     /* The end now: on io_uring a close waits for the socket's read still
      * in flight, and the peer saw no FIN for seconds (ASan, h2edge). */
@@ -192,8 +189,7 @@ static bool
 quiet(Http2Conn* c)
 {
     return c->framedMs != 0 && c->streamCount == 0
-           && corBufPending(&c->k.out) == 0
-           && corBufPending(&c->k.in) == 0
+           && corBufPending(&c->k.out) == 0 && corBufPending(&c->k.in) == 0
            && c->frames.headLen == 0 && c->frames.left == 0
            && c->frames.prefaceLeft == 0
            && !nghttp2_session_want_write(c->session);
@@ -256,7 +252,7 @@ timerUpdate(Http2Conn* c)
         corKitConnDeadline(&c->k, now, next > now ? next - now : 0);
     }
     if (nghttp2_session_want_write(c->session)) {
-        corKitConnFlushSoon(&c->k);     /* a reset the walk above queued */
+        corKitConnFlushSoon(&c->k); /* a reset the walk above queued */
     }
 }
 
@@ -276,10 +272,9 @@ expired(CorKitConn* k)
     const CorLimits* limits = corLimits();
     uint64_t now = corEvNow(k->loop);
 
-    if (k->outStalledMs != 0 && now >= k->outStalledMs
-                                       + limits->sendTimeoutMs) {
-        corLog(COR_LOG_DEBUG, "http2: %s: the peer reads nothing",
-               c->peerName);
+    if (k->outStalledMs != 0
+        && now >= k->outStalledMs + limits->sendTimeoutMs) {
+        corLog(COR_LOG_DEBUG, "http2: %s: the peer reads nothing", c->peerName);
         connClose(c);
         return;
     }
@@ -291,13 +286,13 @@ expired(CorKitConn* k)
     if (c->draining && !c->goaway && now >= c->drainMs + DRAIN_GRACE_MS) {
         finalGoaway(c);
     }
-    corHttp2StreamsDeadline(c, now);    /* resets what is past it */
+    corHttp2StreamsDeadline(c, now); /* resets what is past it */
     if (quiet(c) && now >= c->framedMs + QUIET_MS) {
         corHttp2MemRelease(&c->mem);
         c->framedMs = 0;
     }
-    if (c->streamCount == 0 && now >= c->activeMs
-                                      + limits->keepaliveTimeoutMs) {
+    if (c->streamCount == 0
+        && now >= c->activeMs + limits->keepaliveTimeoutMs) {
         /* Idle: say so, then close. */
         nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR);
     }
@@ -397,7 +392,7 @@ readStep(CorKitConn* k)
         return -1;
     }
     if (corBufPending(&k->in) == 0) {
-        corBufFree(&k->in);     /* an idle connection holds no buffer */
+        corBufFree(&k->in); /* an idle connection holds no buffer */
     }
     return outputPump(k);
 }
@@ -454,8 +449,9 @@ onFrameRecv(nghttp2_session* s, const nghttp2_frame* f, void* arg)
         }
         if (counted(c, f->hd.type == NGHTTP2_PING ? &c->pings : &c->settings,
                     corHttp2Conf.controlPerSecond)) {
-            c->abuse = 1 + (f->hd.type == NGHTTP2_PING ? H2_ABUSE_PING
-                                                       : H2_ABUSE_SETTINGS);
+            c->abuse = 1
+                       + (f->hd.type == NGHTTP2_PING ? H2_ABUSE_PING
+                                                     : H2_ABUSE_SETTINGS);
             return NGHTTP2_ERR_CALLBACK_FAILURE;
         }
         break;
@@ -474,7 +470,7 @@ onFrameSend(nghttp2_session* s, const nghttp2_frame* f, void* arg)
     (void)s;
     corHttp2StreamSent(c, f);
     if (f->hd.type == NGHTTP2_DATA) {
-        c->stallMs = 0;         /* progress */
+        c->stallMs = 0; /* progress */
         corHttp2FramesDataSent(c);
     } else if (f->hd.type == NGHTTP2_GOAWAY && !c->ending
                && f->goaway.error_code == NGHTTP2_PROTOCOL_ERROR) {
@@ -493,14 +489,13 @@ callbacksNew(void)
     }
     nghttp2_session_callbacks_set_on_begin_headers_callback(
         cb, corHttp2StreamBegin);
-    nghttp2_session_callbacks_set_on_header_callback(cb,
-                                                     corHttp2StreamHeader);
+    nghttp2_session_callbacks_set_on_header_callback(cb, corHttp2StreamHeader);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(
         cb, corHttp2StreamData);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, onFrameRecv);
     nghttp2_session_callbacks_set_on_frame_send_callback(cb, onFrameSend);
-    nghttp2_session_callbacks_set_on_stream_close_callback(
-        cb, corHttp2StreamClose);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb,
+                                                           corHttp2StreamClose);
     return cb;
 }
 
@@ -510,8 +505,8 @@ static int
 sessionNew(Http2Conn* c)
 {
     size_t listMax = corHttp2Conf.maxHeaderListSize != 0
-                     ? corHttp2Conf.maxHeaderListSize
-                     : corLimits()->headerBytes;
+                         ? corHttp2Conf.maxHeaderListSize
+                         : corLimits()->headerBytes;
     nghttp2_settings_entry settings[] = {
         { NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS,
           corHttp2Conf.maxConcurrentStreams },
@@ -547,9 +542,10 @@ sessionNew(Http2Conn* c)
     rc = nghttp2_submit_settings(c->session, NGHTTP2_FLAG_NONE, settings,
                                  sizeof(settings) / sizeof(settings[0]));
     if (rc == 0 && corHttp2Conf.connectionWindowSize > 65535) {
-        rc = nghttp2_session_set_local_window_size(
-            c->session, NGHTTP2_FLAG_NONE, 0,
-            (int32_t)corHttp2Conf.connectionWindowSize);
+        rc = nghttp2_session_set_local_window_size(c->session,
+                                                   NGHTTP2_FLAG_NONE, 0,
+                                                   (int32_t)corHttp2Conf
+                                                       .connectionWindowSize);
     }
     rc = rc == 0 ? 0 : -1;
 failed:
@@ -562,8 +558,8 @@ failed:
 
 void
 corHttp2ConnOpen(HttpLoop* hl, const CorTransport* t,
-                 const struct sockaddr_storage* peer, bool tls,
-                 const void* in, size_t len)
+                 const struct sockaddr_storage* peer, bool tls, const void* in,
+                 size_t len)
 {
     Http2Conn* c = calloc(1, sizeof(*c));
     CorTransport own = *t;
@@ -585,8 +581,7 @@ corHttp2ConnOpen(HttpLoop* hl, const CorTransport* t,
     c->activeMs = c->windowMs = corEvNow(hl->loop);
     corHttp2FramesInit(&c->frames, c->activeMs);
     corHttp2CountConnection();
-    if (sessionNew(c) != 0
-        || (len > 0 && corBufAppend(&c->k.in, in, len) != 0)
+    if (sessionNew(c) != 0 || (len > 0 && corBufAppend(&c->k.in, in, len) != 0)
         || corKitConnStart(&c->k, &c->t, &hl->h2Conns) != 0) {
         corLog(COR_LOG_ERROR, "http2: %s: no memory for the session",
                c->peerName);

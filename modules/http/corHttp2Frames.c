@@ -45,7 +45,7 @@ frameIdle(const Http2Frames* f, int pad)
     uint32_t body = f->length - (pad >= 0 ? 1 + (uint32_t)pad : 0);
 
     if (pad >= 0 && (uint32_t)pad + 1 > f->length) {
-        return false;           /* bad padding: nghttp2's to refuse */
+        return false; /* bad padding: nghttp2's to refuse */
     }
     switch (f->type) {
     case NGHTTP2_DATA:
@@ -58,7 +58,7 @@ frameIdle(const Http2Frames* f, int pad)
     case NGHTTP2_CONTINUATION:
         return body == 0;
     case NGHTTP2_PUSH_PROMISE:
-        return false;           /* from a client: nghttp2 ends it */
+        return false; /* from a client: nghttp2 ends it */
     default:
         return true;
     }
@@ -95,7 +95,7 @@ static bool
 streamIdFits(Http2Frames* f, uint32_t id)
 {
     if (id % 2 == 0) {
-        return true;            /* 0, or a server's id: nghttp2's error */
+        return true; /* 0, or a server's id: nghttp2's error */
     }
     if (id < f->nextId) {
         return !inGap(f, id);
@@ -113,7 +113,8 @@ headRead(Http2Conn* c)
 {
     Http2Frames* f = &c->frames;
     uint32_t id = ((uint32_t)f->head[5] << 24 | (uint32_t)f->head[6] << 16
-                   | (uint32_t)f->head[7] << 8 | f->head[8]) & 0x7fffffffu;
+                   | (uint32_t)f->head[7] << 8 | f->head[8])
+                  & 0x7fffffffu;
 
     f->length = (uint32_t)f->head[0] << 16 | (uint32_t)f->head[1] << 8
                 | f->head[2];
@@ -126,7 +127,7 @@ headRead(Http2Conn* c)
     }
     if ((f->type == NGHTTP2_DATA || f->type == NGHTTP2_HEADERS)
         && (f->flags & FLAG_PADDED) && f->length > 0) {
-        f->padNext = true;      /* judged at its pad length */
+        f->padNext = true; /* judged at its pad length */
         return H2_FRAMES_OK;
     }
     return frameIdle(f, -1) && idlePast(c) ? H2_FRAMES_FLOOD : H2_FRAMES_OK;
@@ -138,7 +139,7 @@ corHttp2FramesScan(Http2Conn* c, const uint8_t* p, size_t len, size_t* ok)
     Http2Frames* f = &c->frames;
     Http2FramesVerdict v = H2_FRAMES_OK;
     size_t at = 0;
-    size_t start = 0;           /* where the frame looked at began here */
+    size_t start = 0; /* where the frame looked at began here */
 
     if (f->prefaceLeft > 0) {
         at = len < f->prefaceLeft ? len : f->prefaceLeft;

@@ -27,17 +27,17 @@ typedef struct {
 
 /* The http module's http2 mapping, read once per generation. */
 typedef struct {
-    unsigned maxConcurrentStreams;  /* max_concurrent_streams */
-    uint32_t initialWindowSize;     /* initial_window_size: each stream's
-                                     * receive window */
-    uint32_t connectionWindowSize;  /* connection_window_size */
-    size_t maxHeaderListSize;       /* max_header_list_size; 0:
-                                     * limits.header_bytes */
-    unsigned resetsPerSecond;       /* rapid_reset_limit */
-    unsigned controlPerSecond;      /* control_frame_limit: PING and
-                                     * SETTINGS a second */
-    unsigned idlePerSecond;         /* idle_frame_limit: frames that make
-                                     * no progress a second */
+    unsigned maxConcurrentStreams; /* max_concurrent_streams */
+    uint32_t initialWindowSize;    /* initial_window_size: each stream's
+                                    * receive window */
+    uint32_t connectionWindowSize; /* connection_window_size */
+    size_t maxHeaderListSize;      /* max_header_list_size; 0:
+                                    * limits.header_bytes */
+    unsigned resetsPerSecond;      /* rapid_reset_limit */
+    unsigned controlPerSecond;     /* control_frame_limit: PING and
+                                    * SETTINGS a second */
+    unsigned idlePerSecond;        /* idle_frame_limit: frames that make
+                                    * no progress a second */
 } Http2Conf;
 
 extern Http2Conf corHttp2Conf;
@@ -46,12 +46,12 @@ extern Http2Conf corHttp2Conf;
 typedef enum {
     H2_ABUSE_RAPID_RESET,
     H2_ABUSE_CONTINUATION,
-    H2_ABUSE_HEADER_LIST,           /* an HPACK bomb */
+    H2_ABUSE_HEADER_LIST, /* an HPACK bomb */
     H2_ABUSE_SETTINGS,
     H2_ABUSE_PING,
     H2_ABUSE_ZERO_WINDOW,
-    H2_ABUSE_PROTOCOL,              /* any other violation */
-    H2_ABUSE_NO_PROGRESS,           /* frames that move nothing */
+    H2_ABUSE_PROTOCOL,    /* any other violation */
+    H2_ABUSE_NO_PROGRESS, /* frames that move nothing */
     H2_ABUSE_COUNT
 } Http2Abuse;
 
@@ -67,26 +67,26 @@ typedef struct {
 /* What corHttp2FramesScan saw of a connection's input so far: where it
  * is in a frame, and the two rules' counts (corHttp2Frames.c). */
 typedef struct {
-    uint8_t head[9];            /* the frame head being read */
+    uint8_t head[9]; /* the frame head being read */
     uint8_t headLen;
-    uint8_t prefaceLeft;        /* of the client's preface, to skip */
-    bool padNext;               /* the next byte is a pad length */
-    uint8_t type;               /* the last head's */
+    uint8_t prefaceLeft; /* of the client's preface, to skip */
+    bool padNext;        /* the next byte is a pad length */
+    uint8_t type;        /* the last head's */
     uint8_t flags;
     uint32_t length;
-    uint32_t left;              /* of its payload, still to come */
-    uint32_t nextId;            /* the client's next new stream id */
-    Http2Gap gaps[GAPS_KEPT];   /* a ring: the last ones */
+    uint32_t left;            /* of its payload, still to come */
+    uint32_t nextId;          /* the client's next new stream id */
+    Http2Gap gaps[GAPS_KEPT]; /* a ring: the last ones */
     unsigned gapCount;
-    uint64_t windowMs;          /* the budget's second began */
-    unsigned idle;              /* frames that moved nothing in it */
-    unsigned dataSent;          /* DATA frames sent in it */
+    uint64_t windowMs; /* the budget's second began */
+    unsigned idle;     /* frames that moved nothing in it */
+    unsigned dataSent; /* DATA frames sent in it */
 } Http2Frames;
 
 typedef enum {
     H2_FRAMES_OK,
-    H2_FRAMES_FLOOD,            /* past the budget of idle frames */
-    H2_FRAMES_BAD_STREAM,       /* HEADERS on an id that was skipped */
+    H2_FRAMES_FLOOD,      /* past the budget of idle frames */
+    H2_FRAMES_BAD_STREAM, /* HEADERS on an id that was skipped */
 } Http2FramesVerdict;
 
 /*
@@ -97,51 +97,51 @@ typedef enum {
  */
 struct Http2Stream {
     CorRequest r;
-    Http2Conn* conn;            /* NULL once the connection is gone */
-    HttpLoop* hl;               /* whose cache takes it back when freed */
-    CorList link;               /* in conn->streams */
+    Http2Conn* conn; /* NULL once the connection is gone */
+    HttpLoop* hl;    /* whose cache takes it back when freed */
+    CorList link;    /* in conn->streams */
     int32_t id;
-    uint64_t startMs;           /* its HEADERS came then */
-    uint64_t bodyMs;            /* its head or its last DATA frame ended
-                                   then, while its body comes; 0 before */
-    CorBuf raw;                 /* the header bytes as they came */
-    CorBuf fields;              /* their places in raw (Http2Field) */
-    size_t listSize;            /* the header list as RFC 9113 counts it */
-    unsigned refuse;            /* a status to answer instead of serving */
+    uint64_t startMs; /* its HEADERS came then */
+    uint64_t bodyMs;  /* its head or its last DATA frame ended
+                         then, while its body comes; 0 before */
+    CorBuf raw;       /* the header bytes as they came */
+    CorBuf fields;    /* their places in raw (Http2Field) */
+    size_t listSize;  /* the header list as RFC 9113 counts it */
+    unsigned refuse;  /* a status to answer instead of serving */
     CorBuf body;
-    bool served;                /* with the core */
-    bool built;                 /* requestBuild ran (its status in refuse
-                                 * when it refused) */
-    bool answered;              /* its response is submitted */
-    bool closed;                /* nghttp2 closed it */
-    bool sent;                  /* corRequestSent was called */
-    bool peerEnded;             /* its END_STREAM came */
-    bool bodyFailed;            /* a streamed body ended as failed */
-    bool overruled;             /* refused at a limit while its handler
-                                 * ran: the handler's answer goes nowhere,
-                                 * and the stream outlives its release
-                                 * until the refusal is out */
-    bool released;              /* overruled, and the core let it go */
-    bool gathered;              /* served at its head, its body gathered
-                                 * whole by the core: timed as it comes */
-    uint64_t bodyUnread;        /* of a streamed body, put and not yet
-                                 * taken by its handler */
-    bool ended;                 /* a streamed body: its end came */
-    bool deferred;              /* its data provider waits for bytes */
-    bool drained;               /* bytes were taken: tell the core */
-    uint64_t sendOff;           /* of the body, in memory or a file */
-    CorBuf streamed;            /* a streamed body's pieces, unsent */
+    bool served;         /* with the core */
+    bool built;          /* requestBuild ran (its status in refuse
+                          * when it refused) */
+    bool answered;       /* its response is submitted */
+    bool closed;         /* nghttp2 closed it */
+    bool sent;           /* corRequestSent was called */
+    bool peerEnded;      /* its END_STREAM came */
+    bool bodyFailed;     /* a streamed body ended as failed */
+    bool overruled;      /* refused at a limit while its handler
+                          * ran: the handler's answer goes nowhere,
+                          * and the stream outlives its release
+                          * until the refusal is out */
+    bool released;       /* overruled, and the core let it go */
+    bool gathered;       /* served at its head, its body gathered
+                          * whole by the core: timed as it comes */
+    uint64_t bodyUnread; /* of a streamed body, put and not yet
+                          * taken by its handler */
+    bool ended;          /* a streamed body: its end came */
+    bool deferred;       /* its data provider waits for bytes */
+    bool drained;        /* bytes were taken: tell the core */
+    uint64_t sendOff;    /* of the body, in memory or a file */
+    CorBuf streamed;     /* a streamed body's pieces, unsent */
     char remote[48];
-    char* target;               /* the :path as it came */
-    CorHeader* headers;         /* built once the head is whole */
+    char* target;       /* the :path as it came */
+    CorHeader* headers; /* built once the head is whole */
 };
 
 /* nghttp2's memory for one connection (corHttp2Mem.c): its frame
  * buffers in pages of their own, given back while it is quiet. */
 typedef struct {
-    nghttp2_mem mem;            /* the session's allocator; its user
-                                 * data is this */
-    CorList blocks;             /* the frame buffers' pages */
+    nghttp2_mem mem; /* the session's allocator; its user
+                      * data is this */
+    CorList blocks;  /* the frame buffers' pages */
 } Http2Mem;
 
 /* A connection; owned by its loop, freed when it closes. */
@@ -150,27 +150,27 @@ struct Http2Conn {
     CorTransport t;
     HttpLoop* hl;
     nghttp2_session* session;
-    CorList streams;            /* every stream not yet released */
+    CorList streams; /* every stream not yet released */
     unsigned streamCount;
     struct sockaddr_storage peer;
     char peerName[64];
     bool tls;
-    bool goaway;                /* the final GOAWAY is queued */
-    bool draining;              /* the notice went out */
-    int abuse;                  /* 1 + the Http2Abuse a callback found */
-    uint64_t windowMs;          /* the abuse counters' second began */
-    uint64_t drainMs;           /* the drain's notice went then */
-    unsigned resets;            /* RST_STREAMs from the peer in it */
+    bool goaway;       /* the final GOAWAY is queued */
+    bool draining;     /* the notice went out */
+    int abuse;         /* 1 + the Http2Abuse a callback found */
+    uint64_t windowMs; /* the abuse counters' second began */
+    uint64_t drainMs;  /* the drain's notice went then */
+    unsigned resets;   /* RST_STREAMs from the peer in it */
     unsigned pings;
     unsigned settings;
-    uint64_t stallMs;           /* a stream waits on the peer's window
-                                 * since then, or 0 */
-    uint64_t activeMs;          /* its last stream ended then */
-    Http2Frames frames;         /* what came, as corHttp2Frames.c sees it */
-    Http2Mem mem;               /* outlives the session */
-    uint64_t framedMs;          /* nghttp2 last wrote a frame then; 0:
-                                 * its frame buffer's pages went back */
-    bool ending;                /* corHttp2ConnAbuse ends it (counted) */
+    uint64_t stallMs;   /* a stream waits on the peer's window
+                         * since then, or 0 */
+    uint64_t activeMs;  /* its last stream ended then */
+    Http2Frames frames; /* what came, as corHttp2Frames.c sees it */
+    Http2Mem mem;       /* outlives the session */
+    uint64_t framedMs;  /* nghttp2 last wrote a frame then; 0:
+                         * its frame buffer's pages went back */
+    bool ending;        /* corHttp2ConnAbuse ends it (counted) */
 };
 
 /* ---- corHttp2Conn.c ------------------------------------------------------ */
@@ -195,20 +195,18 @@ void corHttp2ConnAbuse(Http2Conn* c, Http2Abuse why, uint32_t code);
 /* ---- corHttp2Stream.c ---------------------------------------------------- */
 
 /* The session callbacks for streams (c is the session's user data). */
-int corHttp2StreamBegin(nghttp2_session* s, const nghttp2_frame* f,
-                        void* c);
+int corHttp2StreamBegin(nghttp2_session* s, const nghttp2_frame* f, void* c);
 int corHttp2StreamHeader(nghttp2_session* s, const nghttp2_frame* f,
                          const uint8_t* name, size_t nameLen,
-                         const uint8_t* value, size_t valueLen,
-                         uint8_t flags, void* c);
+                         const uint8_t* value, size_t valueLen, uint8_t flags,
+                         void* c);
 int corHttp2StreamData(nghttp2_session* s, uint8_t flags, int32_t id,
                        const uint8_t* data, size_t len, void* c);
 /* A frame came whole: a request's end serves it. */
 int corHttp2StreamFrame(Http2Conn* c, const nghttp2_frame* f);
 /* A frame went: a refused stream's end resets the rest of its body. */
 void corHttp2StreamSent(Http2Conn* c, const nghttp2_frame* f);
-int corHttp2StreamClose(nghttp2_session* s, int32_t id, uint32_t code,
-                        void* c);
+int corHttp2StreamClose(nghttp2_session* s, int32_t id, uint32_t code, void* c);
 /* The loop ends: the streams its cache kept go back to malloc, and what
  * is freed after goes there too. */
 void corHttp2StreamCacheEnd(HttpLoop* hl);

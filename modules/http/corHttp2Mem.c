@@ -32,9 +32,9 @@
 
 /* A block in pages of its own; its record is malloc's. */
 typedef struct {
-    CorList link;               /* in Http2Mem.blocks */
+    CorList link; /* in Http2Mem.blocks */
     void* data;
-    size_t len;                 /* mapped: a whole number of pages */
+    size_t len; /* mapped: a whole number of pages */
 } PagesBlock;
 
 static size_t

@@ -54,7 +54,8 @@ corHttp2Grpc(const Http2Stream* st)
      * is case-insensitive. */
     return f != NULL && f->valueLen >= 16
            && strncasecmp((const char*)st->raw.data + f->valueOff,
-                          "application/grpc", 16) == 0;
+                          "application/grpc", 16)
+                  == 0;
 }
 
 int

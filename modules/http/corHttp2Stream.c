@@ -84,8 +84,8 @@ static const CorProtocolOps http2Ops = {
 static size_t
 listMax(void)
 {
-    return corHttp2Conf.maxHeaderListSize != 0
-           ? corHttp2Conf.maxHeaderListSize : corLimits()->headerBytes;
+    return corHttp2Conf.maxHeaderListSize != 0 ? corHttp2Conf.maxHeaderListSize
+                                               : corLimits()->headerBytes;
 }
 
 static Http2Stream*
@@ -104,8 +104,7 @@ streamFree(Http2Stream* st)
     free(st->target);
     free(st->headers);
     if (STREAM_CACHED && hl->h2StreamCount < HTTP_H2_STREAM_CACHE
-        && !hl->h2StreamsClosed
-        && st->raw.cap <= CACHED_BUF_MAX
+        && !hl->h2StreamsClosed && st->raw.cap <= CACHED_BUF_MAX
         && st->fields.cap <= CACHED_BUF_MAX) {
         hl->h2Streams[hl->h2StreamCount++] = st;
         return;
@@ -183,7 +182,7 @@ corHttp2StreamBegin(nghttp2_session* s, const nghttp2_frame* f, void* arg)
     }
     st = streamNew(c->hl);
     if (st == NULL) {
-        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;  /* resets it */
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* resets it */
     }
     st->id = f->hd.stream_id;
     st->conn = c;
@@ -198,9 +197,8 @@ corHttp2StreamBegin(nghttp2_session* s, const nghttp2_frame* f, void* arg)
 
 int
 corHttp2StreamHeader(nghttp2_session* s, const nghttp2_frame* f,
-                     const uint8_t* name, size_t nameLen,
-                     const uint8_t* value, size_t valueLen, uint8_t flags,
-                     void* arg)
+                     const uint8_t* name, size_t nameLen, const uint8_t* value,
+                     size_t valueLen, uint8_t flags, void* arg)
 {
     Http2Conn* c = arg;
     Http2Stream* st = streamOf(s, f->hd.stream_id);
@@ -209,7 +207,7 @@ corHttp2StreamHeader(nghttp2_session* s, const nghttp2_frame* f,
 
     (void)flags;
     if (st == NULL || f->headers.cat != NGHTTP2_HCAT_REQUEST) {
-        return 0;           /* trailers: not part of the request */
+        return 0; /* trailers: not part of the request */
     }
     st->listSize += nameLen + valueLen + 32;
     if (st->listSize > HEADER_BOMB_FACTOR * listMax()) {
@@ -218,7 +216,7 @@ corHttp2StreamHeader(nghttp2_session* s, const nghttp2_frame* f,
     }
     count = st->fields.len / sizeof(Http2Field);
     if (st->listSize > listMax() || count >= corLimits()->headerCount + 4) {
-        st->refuse = 431;   /* the rest is decoded, not kept */
+        st->refuse = 431; /* the rest is decoded, not kept */
         return 0;
     }
     if (st->refuse != 0) {
@@ -321,8 +319,11 @@ requestBuild(Http2Conn* c, Http2Stream* st)
         if (name[0] != ':') {
             host |= fieldIs(&fields[i], name, "host");
             st->headers[r->headerCount++] = (CorHeader){
-                .name = name, .nameLen = fields[i].nameLen,
-                .value = value, .valueLen = fields[i].valueLen };
+                .name = name,
+                .nameLen = fields[i].nameLen,
+                .value = value,
+                .valueLen = fields[i].valueLen
+            };
         } else if (fieldIs(&fields[i], name, ":method")) {
             r->method = value;
             r->methodLen = fields[i].valueLen;
@@ -335,9 +336,10 @@ requestBuild(Http2Conn* c, Http2Stream* st)
         }
     }
     if (!host && authority != NULL) {
-        st->headers[r->headerCount++] = (CorHeader){
-            .name = "host", .nameLen = 4, .value = authority,
-            .valueLen = authorityLen };
+        st->headers[r->headerCount++] = (CorHeader){ .name = "host",
+                                                     .nameLen = 4,
+                                                     .value = authority,
+                                                     .valueLen = authorityLen };
     }
     r->headers = st->headers;
     r->head = r->method != NULL && strcmp(r->method, "HEAD") == 0;
@@ -348,7 +350,7 @@ requestBuild(Http2Conn* c, Http2Stream* st)
     if (r->method == NULL || path == NULL) {
         r->method = r->method != NULL ? r->method : "-";
         r->methodLen = strlen(r->method);
-        return 400;     /* CONNECT has no :path: not served here */
+        return 400; /* CONNECT has no :path: not served here */
     }
     return targetSet(st, path, pathLen) == 0 ? 0 : 400;
 }
@@ -368,8 +370,13 @@ static bool
 fieldDropped(const CorHeader* h)
 {
     static const char* const dropped[] = {
-        "connection", "keep-alive", "proxy-connection", "transfer-encoding",
-        "upgrade", "content-length", NULL,
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+        NULL,
     };
 
     for (unsigned i = 0; dropped[i] != NULL; i++) {
@@ -399,7 +406,8 @@ fieldsPut(nghttp2_nv* nv, size_t* n, char* lower, const CorHeader* list,
         }
         for (size_t k = 0; k < h->nameLen; k++) {
             name[k] = (char)(h->name[k] >= 'A' && h->name[k] <= 'Z'
-                             ? h->name[k] | 0x20 : h->name[k]);
+                                 ? h->name[k] | 0x20
+                                 : h->name[k]);
         }
         used += h->nameLen;
         corHttp2Nv(nv, n, name, h->nameLen, h->value, h->valueLen);
@@ -435,7 +443,7 @@ bodyEnd(nghttp2_session* s, Http2Stream* st, uint32_t* flags)
     nv = malloc(r->responseTrailerCount * sizeof(*nv)
                 + namesLen(r->responseTrailers, r->responseTrailerCount) + 1);
     if (nv == NULL) {
-        return;         /* ends without them: the peer sees no status */
+        return; /* ends without them: the peer sees no status */
     }
     lower = (char*)(nv + r->responseTrailerCount);
     fieldsPut(nv, &n, lower, r->responseTrailers, r->responseTrailerCount);
@@ -474,7 +482,8 @@ bodyRead(nghttp2_session* s, int32_t id, uint8_t* buf, size_t len,
         }
     } else {
         n = r->responseLen - st->sendOff < len
-            ? (size_t)(r->responseLen - st->sendOff) : len;
+                ? (size_t)(r->responseLen - st->sendOff)
+                : len;
         if (r->fileFd >= 0) {
             ssize_t got = pread(r->fileFd, buf, n,
                                 (off_t)(r->fileOffset + (int64_t)st->sendOff));
@@ -505,8 +514,7 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     size_t nvCount = r->responseHeaderCount + r->responseTrailerCount
                      + OWN_FIELDS;
     size_t lowerLen = namesLen(r->responseHeaders, r->responseHeaderCount)
-                      + namesLen(r->responseTrailers,
-                                 r->responseTrailerCount);
+                      + namesLen(r->responseTrailers, r->responseTrailerCount);
     /* One allocation for both, the lowered names after the fields (a
      * malloc and a free less a response). */
     nghttp2_nv* nv = malloc(nvCount * sizeof(*nv) + lowerLen + 1);
@@ -547,8 +555,7 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
                   r->responseTrailerCount);
     }
     r->status = status;
-    rc = nghttp2_submit_response(c->session, st->id, nv, n,
-                                 body ? &dp : NULL);
+    rc = nghttp2_submit_response(c->session, st->id, nv, n, body ? &dp : NULL);
     free(nv);
     st->answered = true;
     return rc == 0 ? 0 : -1;
@@ -584,7 +591,7 @@ bodyLarge(const CorRequest* r)
         for (size_t k = 0; k < h->valueLen; k++) {
             if (h->value[k] < '0' || h->value[k] > '9'
                 || len > (UINT64_MAX - 9) / 10) {
-                return true;    /* nghttp2 refuses it: no matter */
+                return true; /* nghttp2 refuses it: no matter */
             }
             len = len * 10 + (uint64_t)(h->value[k] - '0');
         }
@@ -603,7 +610,7 @@ requestHead(Http2Conn* c, Http2Stream* st)
     bool streams;
 
     if (st->answered || requestBuildOnce(c, st) != 0) {
-        return;         /* served, or refused, at its END_STREAM */
+        return; /* served, or refused, at its END_STREAM */
     }
     /* Its body is judged by its route's limits from its first byte. */
     corRequestLimits(&st->r);
@@ -627,11 +634,11 @@ requestReady(Http2Conn* c, Http2Stream* st)
     int status;
 
     if (st->r.bodyIn != NULL) {
-        corRequestBodyEnd(&st->r, 0);   /* answered or not: it is served */
+        corRequestBodyEnd(&st->r, 0); /* answered or not: it is served */
         return;
     }
     if (st->answered) {
-        return;         /* refused already (a body past the limit) */
+        return; /* refused already (a body past the limit) */
     }
     status = requestBuildOnce(c, st);
     if (status != 0) {
@@ -774,20 +781,19 @@ streamGone(Http2Stream* st, bool cut)
         return;
     }
     if (st->sent || st->overruled) {
-        return;         /* an overruled one: its release frees it */
+        return; /* an overruled one: its release frees it */
     }
     if (!st->answered || (st->r.stream != NULL && !st->ended)) {
-        corRequestCancel(&st->r);   /* done or streamEnd sends it */
+        corRequestCancel(&st->r); /* done or streamEnd sends it */
         return;
     }
     st->sent = true;
     st->r.cut |= cut;
-    corRequestSent(&st->r);         /* st may be gone after */
+    corRequestSent(&st->r); /* st may be gone after */
 }
 
 int
-corHttp2StreamClose(nghttp2_session* s, int32_t id, uint32_t code,
-                    void* arg)
+corHttp2StreamClose(nghttp2_session* s, int32_t id, uint32_t code, void* arg)
 {
     Http2Stream* st = streamOf(s, id);
 
@@ -818,7 +824,7 @@ requestDone(CorRequest* r)
     int rc;
 
     if (c == NULL || st->closed || st->overruled) {
-        if (r->stream == NULL) {        /* else its end sends it */
+        if (r->stream == NULL) { /* else its end sends it */
             st->sent = true;
             r->cut = true;
             corRequestSent(r);
@@ -904,7 +910,7 @@ bodyConsumed(CorRequest* r, size_t n)
     Http2Stream* st = corContainerOf(r, Http2Stream, r);
 
     if (st->conn == NULL || st->closed || st->overruled) {
-        return;         /* given back at the close, or the refusal */
+        return; /* given back at the close, or the refusal */
     }
     st->bodyUnread -= n;
     nghttp2_session_consume(st->conn->session, st->id, n);
@@ -931,8 +937,8 @@ requestRelease(CorRequest* r)
     Http2Stream* st = corContainerOf(r, Http2Stream, r);
 
     if (st->overruled && !st->closed && st->conn != NULL) {
-        st->released = true;    /* its refusal still goes: freed at the
-                                 * stream's close */
+        st->released = true; /* its refusal still goes: freed at the
+                              * stream's close */
         return;
     }
     streamUnlink(st);
@@ -945,11 +951,11 @@ void
 corHttp2StreamsDetach(Http2Conn* c)
 {
     while (!corListEmpty(&c->streams)) {
-        Http2Stream* st = corContainerOf(corListFirst(&c->streams),
-                                         Http2Stream, link);
+        Http2Stream* st = corContainerOf(corListFirst(&c->streams), Http2Stream,
+                                         link);
 
         streamUnlink(st);
-        streamGone(st, true);       /* finishes into the void */
+        streamGone(st, true); /* finishes into the void */
     }
 }
 
@@ -959,7 +965,8 @@ corHttp2StreamsDrained(Http2Conn* c)
     CorList* node;
     CorList* next;
 
-    corListForEach(node, next, &c->streams) {
+    corListForEach(node, next, &c->streams)
+    {
         Http2Stream* st = corContainerOf(node, Http2Stream, link);
 
         if (st->drained) {
@@ -976,18 +983,22 @@ corHttp2StreamsStalled(Http2Conn* c)
     CorList* node;
     CorList* next;
 
-    corListForEach(node, next, &c->streams) {
+    corListForEach(node, next, &c->streams)
+    {
         Http2Stream* st = corContainerOf(node, Http2Stream, link);
         const CorRequest* r = &st->r;
         bool waiting;
 
         if (!st->answered || st->closed || st->overruled) {
-            continue;   /* an overruled one's r is its handler's still */
+            continue; /* an overruled one's r is its handler's still */
         }
         waiting = r->stream != NULL ? corBufPending(&st->streamed) > 0
-                  : st->sendOff < r->responseLen && !r->head;
-        if (waiting && (connShut || nghttp2_session_get_stream_remote_window_size(
-                                c->session, st->id) <= 0)) {
+                                    : st->sendOff < r->responseLen && !r->head;
+        if (waiting
+            && (connShut
+                || nghttp2_session_get_stream_remote_window_size(c->session,
+                                                                 st->id)
+                       <= 0)) {
             return true;
         }
     }
@@ -1014,30 +1025,31 @@ corHttp2StreamsDeadline(Http2Conn* c, uint64_t now)
     CorList* node;
     CorList* next2;
 
-    corListForEach(node, next2, &c->streams) {
+    corListForEach(node, next2, &c->streams)
+    {
         Http2Stream* st = corContainerOf(node, Http2Stream, link);
         uint64_t at;
 
         /* A body the core gathers is timed as one read here is. */
-        if ((st->served && !(st->gathered && !st->peerEnded
-                              && !st->bodyFailed))
+        if ((st->served && !(st->gathered && !st->peerEnded && !st->bodyFailed))
             || st->answered || st->closed) {
             continue;
         }
         at = streamDeadline(st, st->r.limits != NULL ? st->r.limits : l);
         if (at <= now) {
-            corLimitsRefused("http", c->peerName, st->startMs
-                             + l->requestTimeoutMs <= now
-                             ? "a request that did not come whole in time"
-                             : "a request body that stalled", 408);
+            corLimitsRefused("http", c->peerName,
+                             st->startMs + l->requestTimeoutMs <= now
+                                 ? "a request that did not come whole in time"
+                                 : "a request body that stalled",
+                             408);
             nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
                                       NGHTTP2_CANCEL);
             if (st->served) {
-                st->bodyFailed = true;  /* the core ends it: nothing more */
+                st->bodyFailed = true; /* the core ends it: nothing more */
                 corRequestBodyEnd(&st->r, -ETIMEDOUT);
                 continue;
             }
-            st->answered = true;    /* reset: nothing more to time */
+            st->answered = true; /* reset: nothing more to time */
         } else if (next == 0 || at < next) {
             next = at;
         }

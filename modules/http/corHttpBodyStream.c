@@ -71,7 +71,7 @@ corHttpBodyStreamBegin(HttpConn* c)
     c->bodyStream = HTTP_BODY_STREAMING;
     c->bodyUnread = 0;
     c->bodyHeld = false;
-    corHttpConnStateSet(c, HTTP_SERVING);   /* its body's wait begins */
+    corHttpConnStateSet(c, HTTP_SERVING); /* its body's wait begins */
     return true;
 }
 
@@ -100,7 +100,7 @@ corHttpBodyTaken(HttpConn* c, size_t n)
         return false;
     }
     c->bodyHeld = false;
-    corHttpConnProgress(c);     /* the client's wait begins again */
+    corHttpConnProgress(c); /* the client's wait begins again */
     return true;
 }
 
@@ -124,7 +124,7 @@ bodyRefuse(HttpConn* c, int status)
     corHttpRefuse(c, status);
     req->conn = NULL;
     c->req = NULL;
-    c->bodyStream = HTTP_BODY_WHOLE;    /* no request's any more */
+    c->bodyStream = HTTP_BODY_WHOLE; /* no request's any more */
     return 0;
 }
 
@@ -157,10 +157,9 @@ bodyPass(HttpConn* c)
     }
     if (req->chunked) {
         /* In place: the body bytes move to the front of what was read. */
-        rc = corHttpChunkedDecode(&c->chunked, at, len, &consumed,
-                                  &produced);
+        rc = corHttpChunkedDecode(&c->chunked, at, len, &consumed, &produced);
         if (rc >= 0 && corLimitsBody(&req->r, c->chunked.total) != 0) {
-            rc = -413;              /* a chunk said it brings too much */
+            rc = -413; /* a chunk said it brings too much */
         }
     } else {
         uint64_t left = (uint64_t)req->contentLength - c->bodyLen;
@@ -203,7 +202,7 @@ corHttpBodyFeed(HttpConn* c)
             corHttpBodyFail(c, -ECONNRESET);
             corRequestCancel(&c->req->r);
         } else if (!c->readPaused) {
-            break;                  /* drained: the next edge brings more */
+            break; /* drained: the next edge brings more */
         } else if (corHttpRead(c) != 0) {
             return -1;
         } else if (c->readPaused && corBufPending(&c->k.in) == 0) {
@@ -212,7 +211,7 @@ corHttpBodyFeed(HttpConn* c)
         }
     }
     if (c->bodyHeld) {
-        c->readPaused = true;       /* read once the handler took */
+        c->readPaused = true; /* read once the handler took */
     }
     return came;
 }

@@ -16,10 +16,11 @@
  * make progress within limits.send_timeout (a client that does not
  * read). Progress moves no timer: the deadline asks again when it comes.
  * Rejected: re-arming at each piece of a body (a clock read and a heap
- * push each), and a timer per wait (a connection would carry several). An answer that refuses a request closes the
- * way nginx's lingering close does: the write side is shut, and what the
- * client still sends is read and dropped for a bounded time, so that a
- * client in the middle of an upload reads the answer instead of a reset.
+ * push each), and a timer per wait (a connection would carry several). An
+ * answer that refuses a request closes the way nginx's lingering close does:
+ * the write side is shut, and what the client still sends is read and dropped
+ * for a bounded time, so that a client in the middle of an upload reads the
+ * answer instead of a reset.
  */
 #include "corHttpInt.h"
 
@@ -59,8 +60,8 @@ idleMs(const HttpConn* c)
     if (ms == 0) {
         return corLimits()->requestTimeoutMs;
     }
-    return c->hl->draining && c->served && ms > DRAIN_IDLE_MS
-           ? DRAIN_IDLE_MS : ms;
+    return c->hl->draining && c->served && ms > DRAIN_IDLE_MS ? DRAIN_IDLE_MS
+                                                              : ms;
 }
 
 /* Between two pieces of a body: its route's limit (a route's limits may
@@ -95,8 +96,7 @@ deadlineDue(const HttpConn* c, uint64_t now)
     switch (c->state) {
     case HTTP_IDLE:
         /* From the last byte of the answer before, once it went. */
-        return (c->k.sentMs > c->waitMs ? c->k.sentMs : c->waitMs)
-               + idleMs(c);
+        return (c->k.sentMs > c->waitMs ? c->k.sentMs : c->waitMs) + idleMs(c);
     case HTTP_HEAD:
         return c->readStartMs + limits->requestTimeoutMs;
     case HTTP_BODY:
@@ -157,14 +157,15 @@ corHttpConnExpired(CorKitConn* k)
     bool stalled = k->outStalledMs != 0;
 
     if (due == 0) {
-        return;     /* nothing is waited for in this state */
+        return; /* nothing is waited for in this state */
     }
     if (due > now) {
-        deadlineArm(c, now);    /* progress since it was armed */
+        deadlineArm(c, now); /* progress since it was armed */
         return;
     }
-    if (!stalled && (c->state == HTTP_HEAD || c->state == HTTP_BODY
-                     || corHttpBodyWaits(c))) {
+    if (!stalled
+        && (c->state == HTTP_HEAD || c->state == HTTP_BODY
+            || corHttpBodyWaits(c))) {
         /* Too slow a head or body: say so, then close at once. No
          * lingering here: the client earned its cut, and a slow one that
          * still sends may get a reset instead of the 408. A body its
@@ -177,7 +178,8 @@ corHttpConnExpired(CorKitConn* k)
         corHttpLimitsSay(c, 408);
         if (!answered && corHttpErrorAppend(c, 408) == 0
             && c->t.ops->send(&c->t, corBufHead(&k->out),
-                              corBufPending(&k->out)) < 0) {
+                              corBufPending(&k->out))
+                   < 0) {
             /* It is being closed for not sending; a lost 408 is fine. */
         }
         corHttpConnClose(c);
@@ -277,7 +279,7 @@ corHttpConnEnd(HttpConn* c)
     c->lingerEndMs = corEvNow(c->hl->loop) + LINGER_MS;
     c->lingerBytes = 0;
     corHttpConnStateSet(c, HTTP_LINGER);
-    c->k.in.off = c->k.in.len;  /* what was read goes unread */
+    c->k.in.off = c->k.in.len; /* what was read goes unread */
     corHttpInputRelease(c);
     corHttpConnLinger(c);
 }
@@ -315,7 +317,7 @@ corHttpConnHandOff(HttpConn* c, HttpHandOffFn fn, void* arg)
     const CorBuf* in = &c->k.in;
     const CorBuf* out = &c->k.out;
 
-    corKitConnStop(&c->k);      /* the accept slot goes with it */
+    corKitConnStop(&c->k); /* the accept slot goes with it */
     fn(arg, &t, in->data != NULL ? corBufHead(in) : NULL, corBufPending(in),
        out->data != NULL ? corBufHead(out) : NULL, corBufPending(out));
     connFree(c);
@@ -384,6 +386,6 @@ corHttpConnDrain(HttpConn* c)
      * that is the handshake's, shorter than keep-alive. */
     if (c->state == HTTP_IDLE && c->served
         && corKitConnOutPending(&c->k) == 0) {
-        corHttpConnStateSet(c, HTTP_IDLE);  /* its shorter wait, from now */
+        corHttpConnStateSet(c, HTTP_IDLE); /* its shorter wait, from now */
     }
 }

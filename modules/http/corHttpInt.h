@@ -36,20 +36,20 @@ typedef struct HttpLoop HttpLoop;
 struct HttpLoop {
     _Alignas(COR_CACHE_LINE) CorEvLoop* loop;
     unsigned index;
-    CorKitSet conns;            /* every open connection (HttpConn.k) */
-    CorAccept* accept;          /* this loop's accepting, or NULL */
-    CorKitSet h2Conns;          /* its HTTP/2 connections (corHttp2Conn.c) */
+    CorKitSet conns;   /* every open connection (HttpConn.k) */
+    CorAccept* accept; /* this loop's accepting, or NULL */
+    CorKitSet h2Conns; /* its HTTP/2 connections (corHttp2Conn.c) */
     bool draining;
     time_t dateSecond;
-    char date[40];              /* "Sun, 29 Nov 2026 20:00:00 GMT" */
+    char date[40]; /* "Sun, 29 Nov 2026 20:00:00 GMT" */
     /* The head being parsed, whichever connection it is: a request keeps
      * a copy of what it needs, so one header array serves the loop. */
     CorHttpRequestHead head;
     char* bufs[HTTP_BUF_CACHE]; /* free buffers of HTTP_BUF_BYTES */
     unsigned bufCount;
-    void* h2Streams[HTTP_H2_STREAM_CACHE];   /* free Http2Streams */
+    void* h2Streams[HTTP_H2_STREAM_CACHE]; /* free Http2Streams */
     unsigned h2StreamCount;
-    bool h2StreamsClosed;       /* the loop ended: none is kept */
+    bool h2StreamsClosed; /* the loop ended: none is kept */
 };
 
 /*
@@ -59,43 +59,43 @@ struct HttpLoop {
  * in any state.
  */
 typedef enum {
-    HTTP_IDLE,                  /* between requests: keep-alive (before the
-                                 * first over TLS: the handshake's) */
-    HTTP_HEAD,                  /* part of a head has come: the head and
-                                 * its body within request_timeout of the
-                                 * first byte */
-    HTTP_BODY,                  /* the head is in, the body is coming:
-                                 * body_timeout between pieces, within
-                                 * request_timeout */
-    HTTP_SERVING,               /* the request is with its handler: none,
-                                 * but body_timeout between pieces of a
-                                 * body it takes as it comes */
-    HTTP_CLOSING,               /* the last bytes go out, then close */
-    HTTP_LINGER,                /* an error answer is out: what the client
-                                 * still sends is read and dropped, so that
-                                 * it reads the answer, not a reset; 5 s
-                                 * between pieces, 30 s in all */
-    HTTP_UPGRADED               /* its 101 is set: handed over next */
+    HTTP_IDLE,    /* between requests: keep-alive (before the
+                   * first over TLS: the handshake's) */
+    HTTP_HEAD,    /* part of a head has come: the head and
+                   * its body within request_timeout of the
+                   * first byte */
+    HTTP_BODY,    /* the head is in, the body is coming:
+                   * body_timeout between pieces, within
+                   * request_timeout */
+    HTTP_SERVING, /* the request is with its handler: none,
+                   * but body_timeout between pieces of a
+                   * body it takes as it comes */
+    HTTP_CLOSING, /* the last bytes go out, then close */
+    HTTP_LINGER,  /* an error answer is out: what the client
+                   * still sends is read and dropped, so that
+                   * it reads the answer, not a reset; 5 s
+                   * between pieces, 30 s in all */
+    HTTP_UPGRADED /* its 101 is set: handed over next */
 } HttpState;
 
 /* A request body that its handler takes as it comes (CorHandler.streamBody,
  * corHttpBodyStream.c), from the connection's side. */
 typedef enum {
-    HTTP_BODY_WHOLE,            /* none streams: the body was read whole
-                                 * before its handler ran, or was streamed
-                                 * to its end */
-    HTTP_BODY_STREAMING,        /* handed on as it is read */
-    HTTP_BODY_CUT               /* streamed, and failed midway: the rest is
-                                 * never read, and the connection closes
-                                 * after the answer */
+    HTTP_BODY_WHOLE,     /* none streams: the body was read whole
+                          * before its handler ran, or was streamed
+                          * to its end */
+    HTTP_BODY_STREAMING, /* handed on as it is read */
+    HTTP_BODY_CUT        /* streamed, and failed midway: the rest is
+                          * never read, and the connection closes
+                          * after the answer */
 } HttpBodyStream;
 
 /* How a response's body goes out after its head. */
 typedef enum {
-    HTTP_FRAME_NONE,            /* no body: a HEAD, a 1xx, 204 or 304 */
-    HTTP_FRAME_LENGTH,          /* Content-Length: bodyLeft bytes to go */
-    HTTP_FRAME_CHUNKED,         /* a stream of unknown length, HTTP/1.1 */
-    HTTP_FRAME_CLOSE            /* the same for HTTP/1.0: to the close */
+    HTTP_FRAME_NONE,    /* no body: a HEAD, a 1xx, 204 or 304 */
+    HTTP_FRAME_LENGTH,  /* Content-Length: bodyLeft bytes to go */
+    HTTP_FRAME_CHUNKED, /* a stream of unknown length, HTTP/1.1 */
+    HTTP_FRAME_CLOSE    /* the same for HTTP/1.0: to the close */
 } HttpFraming;
 
 /*
@@ -109,26 +109,26 @@ typedef enum {
  */
 typedef struct {
     CorRequest r;
-    HttpConn* conn;             /* NULL once the connection is gone */
-    HttpLoop* hl;               /* the loop that read it */
-    int64_t contentLength;      /* -1 when absent */
+    HttpConn* conn;        /* NULL once the connection is gone */
+    HttpLoop* hl;          /* the loop that read it */
+    int64_t contentLength; /* -1 when absent */
     bool chunked;
-    bool keepAlive;             /* what the head asked for */
+    bool keepAlive; /* what the head asked for */
     bool expectContinue;
     int versionMinor;
-    bool shutBefore;            /* its client had shut its side already */
-    bool answered;              /* its answer's head is in the output (a
-                                 * streamed body's failure then closes,
-                                 * rather than answer) */
-    HttpFraming framing;        /* the answer's, set with its head */
-    uint64_t lengthSaid;        /* its head's Content-Length, or
-                                 * UINT64_MAX for none */
-    uint64_t bodyLeft;          /* HTTP_FRAME_LENGTH: bytes still owed */
+    bool shutBefore;                /* its client had shut its side already */
+    bool answered;                  /* its answer's head is in the output (a
+                                     * streamed body's failure then closes,
+                                     * rather than answer) */
+    HttpFraming framing;            /* the answer's, set with its head */
+    uint64_t lengthSaid;            /* its head's Content-Length, or
+                                     * UINT64_MAX for none */
+    uint64_t bodyLeft;              /* HTTP_FRAME_LENGTH: bytes still owed */
     char remote[HTTP_REMOTE_BYTES]; /* the client's address, as r.remote */
-    char* body;                 /* the body's buffer, or NULL */
-    size_t bodyCap;             /* its size: a loop buffer's goes back */
-    size_t size;                /* of the block it is (corChunkTake) */
-    CorHeader headers[];        /* then the head's bytes */
+    char* body;                     /* the body's buffer, or NULL */
+    size_t bodyCap;                 /* its size: a loop buffer's goes back */
+    size_t size;                    /* of the block it is (corChunkTake) */
+    CorHeader headers[];            /* then the head's bytes */
 } HttpRequest;
 
 /*
@@ -143,39 +143,39 @@ typedef struct {
 struct HttpConn {
     CorKitConn k;
     HttpLoop* hl;
-    CorTransport t;             /* its bytes go through this */
-    HttpState state;            /* set by corHttpConnStateSet only */
-    uint64_t waitMs;            /* the state's wait began, or its client
-                                 * last made progress (a piece of body) */
-    uint32_t handshakeMs;       /* TLS: the first request's bytes must
-                                 * come within it; 0: plain */
-    size_t headParsed;          /* head bytes at the last parse that
-                                 * wanted more */
-    size_t headScanned;         /* head bytes searched for its end */
-    size_t bodyRaw;             /* chunked: undecoded input starts here */
-    size_t bodyLen;             /* the body so far */
+    CorTransport t;       /* its bytes go through this */
+    HttpState state;      /* set by corHttpConnStateSet only */
+    uint64_t waitMs;      /* the state's wait began, or its client
+                           * last made progress (a piece of body) */
+    uint32_t handshakeMs; /* TLS: the first request's bytes must
+                           * come within it; 0: plain */
+    size_t headParsed;    /* head bytes at the last parse that
+                           * wanted more */
+    size_t headScanned;   /* head bytes searched for its end */
+    size_t bodyRaw;       /* chunked: undecoded input starts here */
+    size_t bodyLen;       /* the body so far */
     CorHttpChunked chunked;
-    HttpBodyStream bodyStream;  /* the body of the request served */
-    size_t bodyUnread;          /* streamed: handed on, not yet taken */
-    bool bodyHeld;              /* streamed: so much is unread that the
-                                 * socket waits until the handler takes */
-    CorEvSoon bodySoon;         /* the handler took: read on */
-    uint64_t readStartMs;       /* the request's first byte came then */
-    uint64_t lingerEndMs;       /* a lingering close ends then at last */
-    size_t lingerBytes;         /* what it dropped so far */
-    HttpRequest* req;           /* from its parsed head to its answer
-                                 * (HTTP_UPGRADED: to its hand-over) */
+    HttpBodyStream bodyStream; /* the body of the request served */
+    size_t bodyUnread;         /* streamed: handed on, not yet taken */
+    bool bodyHeld;             /* streamed: so much is unread that the
+                                * socket waits until the handler takes */
+    CorEvSoon bodySoon;        /* the handler took: read on */
+    uint64_t readStartMs;      /* the request's first byte came then */
+    uint64_t lingerEndMs;      /* a lingering close ends then at last */
+    size_t lingerBytes;        /* what it dropped so far */
+    HttpRequest* req;          /* from its parsed head to its answer
+                                * (HTTP_UPGRADED: to its hand-over) */
     bool keepAlive;
-    bool linger;                /* an error answer: linger, then close */
-    bool readPaused;            /* input waits in the socket (the buffer
-                                 * was full, or a request was being
-                                 * served): read again later */
-    bool peerClosed;            /* the end was read */
-    bool tls;                   /* its listener speaks TLS */
-    bool h2c;                   /* a plain listener with http2: on: the
-                                 * HTTP/2 preface may come first */
-    bool served;                /* answered a request: idle now is between
-                                 * requests, not before the first */
+    bool linger;     /* an error answer: linger, then close */
+    bool readPaused; /* input waits in the socket (the buffer
+                      * was full, or a request was being
+                      * served): read again later */
+    bool peerClosed; /* the end was read */
+    bool tls;        /* its listener speaks TLS */
+    bool h2c;        /* a plain listener with http2: on: the
+                      * HTTP/2 preface may come first */
+    bool served;     /* answered a request: idle now is between
+                      * requests, not before the first */
     struct sockaddr_storage peer;
     /* The peer's address as text, made once: each request copies it
      * (formatting it costs a third of a small request). */
@@ -202,13 +202,13 @@ int corHttpLoopBuffersInit(HttpLoop* hl);
 
 /* What a step of reading a request came to. */
 typedef enum {
-    HTTP_STEP_WAIT,             /* more bytes must come */
-    HTTP_STEP_HEAD,             /* a head's first bytes came (HTTP_HEAD):
-                                 * its deadline runs */
-    HTTP_STEP_BODY,             /* a head is in, its body comes */
-    HTTP_STEP_REQUEST,          /* c->req is whole (HTTP_SERVING): serve */
-    HTTP_STEP_REFUSED           /* refused (HTTP_CLOSING): the answer is
-                                 * queued, the connection ends after it */
+    HTTP_STEP_WAIT,    /* more bytes must come */
+    HTTP_STEP_HEAD,    /* a head's first bytes came (HTTP_HEAD):
+                        * its deadline runs */
+    HTTP_STEP_BODY,    /* a head is in, its body comes */
+    HTTP_STEP_REQUEST, /* c->req is whole (HTTP_SERVING): serve */
+    HTTP_STEP_REFUSED  /* refused (HTTP_CLOSING): the answer is
+                        * queued, the connection ends after it */
 } HttpStep;
 
 /* Read what the socket has into c->k.in (c->readPaused when the buffer is
@@ -263,9 +263,8 @@ static inline bool corHttpBodyWaits(const HttpConn* c);
  * the connection's accept slot too: corAcceptClosed once it is done with
  * it (an HTTP/2 connection at its close; an upgrade at once, the core's
  * session being counted apart). */
-typedef void (*HttpHandOffFn)(void* arg, const CorTransport* t,
-                              const void* in, size_t inLen,
-                              const void* out, size_t outLen);
+typedef void (*HttpHandOffFn)(void* arg, const CorTransport* t, const void* in,
+                              size_t inLen, const void* out, size_t outLen);
 
 /* c enters state s (or again: a drain's shorter idle wait), and its
  * deadline is armed for it (corHttpConnWaitArm, unless it waits on

@@ -34,8 +34,8 @@ httpStart(CorModule* m, CorEvLoop* loop, unsigned index,
           CorListener* const* listeners, unsigned count)
 {
     (void)m;
-    corHttpLoopAt(index)->accept = corAcceptStart(loop, index, listeners,
-                                                  count, httpAccept);
+    corHttpLoopAt(index)->accept = corAcceptStart(loop, index, listeners, count,
+                                                  httpAccept);
     return corHttpLoopAt(index)->accept != NULL ? 0 : -1;
 }
 
@@ -53,10 +53,12 @@ httpDrain(CorModule* m, CorEvLoop* loop, unsigned index)
     hl->accept = NULL;
     /* Every connection's next answer says "Connection: close"; one idle
      * between requests closes soon. */
-    corListForEach(node, next, &hl->conns.conns) {
+    corListForEach(node, next, &hl->conns.conns)
+    {
         corHttpConnDrain(corContainerOf(node, HttpConn, k.link));
     }
-    corListForEach(node, next, &hl->h2Conns.conns) {
+    corListForEach(node, next, &hl->h2Conns.conns)
+    {
         corHttp2ConnDrain(corContainerOf(node, Http2Conn, k.link));
     }
 }
@@ -71,8 +73,8 @@ httpStop(CorModule* m, CorEvLoop* loop, unsigned index)
     corAcceptStop(hl->accept);
     hl->accept = NULL;
     while (!corListEmpty(&hl->conns.conns)) {
-        corHttpConnStop(corContainerOf(corListFirst(&hl->conns.conns),
-                                       HttpConn, k.link));
+        corHttpConnStop(
+            corContainerOf(corListFirst(&hl->conns.conns), HttpConn, k.link));
     }
     while (!corListEmpty(&hl->h2Conns.conns)) {
         corHttp2ConnStop(corContainerOf(corListFirst(&hl->h2Conns.conns),
@@ -125,15 +127,16 @@ httpInit(CorModule* m, const CorConf* conf)
         corModuleError(m, NULL, "out of memory");
         return -1;
     }
-    return corProtocolAdd(m, &(CorProtocol){
-        .name = "http",
-        .alpn = "h2,http/1.1",     /* h2 only where http2 is on */
-        .tlsName = "https",
-        .start = httpStart,
-        .drain = httpDrain,
-        .stop = httpStop,
-        .connections = httpConnections,
-    });
+    return corProtocolAdd(
+        m, &(CorProtocol){
+               .name = "http",
+               .alpn = "h2,http/1.1", /* h2 only where http2 is on */
+               .tlsName = "https",
+               .start = httpStart,
+               .drain = httpDrain,
+               .stop = httpStop,
+               .connections = httpConnections,
+           });
 }
 
 static void

@@ -51,8 +51,7 @@ static __attribute__((noinline)) size_t
 inputMost(const HttpConn* c)
 {
     /* A body is read for its route, within the route's limits. */
-    const CorLimits* limits = corLimitsOf(c->req != NULL ? &c->req->r
-                                                         : NULL);
+    const CorLimits* limits = corLimitsOf(c->req != NULL ? &c->req->r : NULL);
 
     switch (c->state) {
     case HTTP_IDLE:
@@ -127,7 +126,8 @@ corHttpInputRelease(HttpConn* c)
 static void
 plainRefuse(HttpConn* c)
 {
-    corHttpErrorAppendWhy(c, 400, "The plain HTTP request was sent to HTTPS "
+    corHttpErrorAppendWhy(c, 400,
+                          "The plain HTTP request was sent to HTTPS "
                           "port");
     corHttpConnStateSet(c, HTTP_CLOSING);
     c->linger = true;
@@ -144,7 +144,7 @@ corHttpRead(HttpConn* c)
         size_t room;
 
         if (!inputReserve(c, READ_ROOM)) {
-            c->readPaused = true;       /* full: read when it empties */
+            c->readPaused = true; /* full: read when it empties */
             return 0;
         }
         room = in->cap - in->len;
@@ -187,8 +187,7 @@ corHttpLimitsSay(const HttpConn* c, int status)
         snprintf(what, sizeof(what), "%.*s %.*s",
                  (int)(req->r.methodLen < 16 ? req->r.methodLen : 16),
                  req->r.method,
-                 (int)(req->r.pathLen < 64 ? req->r.pathLen : 64),
-                 req->r.path);
+                 (int)(req->r.pathLen < 64 ? req->r.pathLen : 64), req->r.path);
     } else {
         snprintf(what, sizeof(what), "a request's head");
     }
@@ -415,7 +414,7 @@ bodyProgress(HttpConn* c)
     c->bodyLen += produced;
     c->bodyRaw += consumed;
     if (corLimitsBody(&req->r, c->chunked.total) != 0) {
-        return refuse(c, 413);      /* a chunk said it brings too much */
+        return refuse(c, 413); /* a chunk said it brings too much */
     }
     if (rc == 0) {
         /* Every byte was taken: the framing goes, so that it counts
@@ -486,8 +485,7 @@ headStep(HttpConn* c)
      * is the core's verdict, asked once the head is in (headDone). */
     rc = corHttpParseHead(inputAt(c, in->off), in->len - in->off,
                           &(CorHttpLimits){ limits->headerBytes,
-                                            limits->headerCount,
-                                            UINT64_MAX },
+                                            limits->headerCount, UINT64_MAX },
                           &hl->head);
     if (rc == 0) {
         c->headParsed = in->len - in->off;

@@ -84,8 +84,7 @@ static const char* const reasons[512] = {
 const char*
 corHttpStatusText(int status)
 {
-    const char* reason = status >= 0 && status < 512 ? reasons[status]
-                                                     : NULL;
+    const char* reason = status >= 0 && status < 512 ? reasons[status] : NULL;
 
     return reason != NULL ? reason : "Unknown";
 }
@@ -99,8 +98,7 @@ corHttpDate(HttpLoop* hl)
         struct tm tm;
 
         gmtime_r(&now, &tm);
-        strftime(hl->date, sizeof(hl->date), "%a, %d %b %Y %H:%M:%S GMT",
-                 &tm);
+        strftime(hl->date, sizeof(hl->date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
         hl->dateSecond = now;
     }
     return hl->date;
@@ -179,8 +177,8 @@ appendHead(HttpConn* c, const HttpRequest* req, int status, bool keepAlive)
     char* at;
 
     for (unsigned i = 0; i < r->responseHeaderCount; i++) {
-        extra += r->responseHeaders[i].nameLen
-                 + r->responseHeaders[i].valueLen + 4;
+        extra += r->responseHeaders[i].nameLen + r->responseHeaders[i].valueLen
+                 + 4;
     }
     start = at = outputReserve(c, extra);
     if (at == NULL) {
@@ -236,8 +234,8 @@ lengthGiven(const CorRequest* r)
             || h->valueLen == 0 || h->valueLen > 18) {
             continue;
         }
-        for (k = 0; k < h->valueLen && h->value[k] >= '0'
-                    && h->value[k] <= '9'; k++) {
+        for (k = 0; k < h->valueLen && h->value[k] >= '0' && h->value[k] <= '9';
+             k++) {
             n = n * 10 + (uint64_t)(h->value[k] - '0');
         }
         if (k == h->valueLen) {
@@ -270,7 +268,7 @@ framingChoose(HttpRequest* req, int status)
     }
     if (r->stream == NULL) {
         req->lengthSaid = r->head && given != UINT64_MAX ? given
-                                                          : r->responseLen;
+                                                         : r->responseLen;
     } else {
         req->lengthSaid = given;
     }
@@ -298,7 +296,8 @@ statusSent(const HttpRequest* req)
         || (r->status == 101 && r->upgrade != NULL)) {
         return r->status;
     }
-    corLog(COR_LOG_ERROR, "handler %s: status %d is not a final answer "
+    corLog(COR_LOG_ERROR,
+           "handler %s: status %d is not a final answer "
            "(200..599; 101 only through corRequestUpgrade): 500 sent",
            corRequestHandlerName(r), r->status);
     return 500;
@@ -323,8 +322,7 @@ corHttpResponseAppend(HttpConn* c, HttpRequest* req, bool keepAlive)
 }
 
 int
-corHttpChunkAppend(HttpConn* c, HttpRequest* req, const void* data,
-                   size_t len)
+corHttpChunkAppend(HttpConn* c, HttpRequest* req, const void* data, size_t len)
 {
     char size[24];
     int n;
@@ -334,7 +332,7 @@ corHttpChunkAppend(HttpConn* c, HttpRequest* req, const void* data,
         return 0;
     case HTTP_FRAME_CLOSE:
         req->r.bodySent += len;
-        return appendBytes(c, data, len);   /* delimited by the close */
+        return appendBytes(c, data, len); /* delimited by the close */
     case HTTP_FRAME_LENGTH:
         /* More than the length said would be read as the next answer:
          * what is past it is dropped, and the close tells the client. */
@@ -402,7 +400,8 @@ corHttpErrorAppendWhy(HttpConn* c, int status, const char* why)
     if (len >= (int)sizeof(body)) {
         len = (int)sizeof(body) - 1;
     }
-    req = (HttpRequest){ .r.contentType = "text/plain", .versionMinor = 1,
+    req = (HttpRequest){ .r.contentType = "text/plain",
+                         .versionMinor = 1,
                          .framing = HTTP_FRAME_LENGTH,
                          .lengthSaid = (uint64_t)len };
 

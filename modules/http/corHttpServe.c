@@ -91,7 +91,7 @@ serveStep(HttpConn* c)
             return true;
         }
         if (c->req->expectContinue && corBufPending(&c->k.in) == 0) {
-            corHttpContinueAppend(c);   /* no memory to serve it early */
+            corHttpContinueAppend(c); /* no memory to serve it early */
         }
         return true;
     case HTTP_STEP_REQUEST:
@@ -128,7 +128,7 @@ serveInput(HttpConn* c)
             return -1;
         }
         if (corBufPending(&c->k.in) == before) {
-            return 0;           /* still full */
+            return 0; /* still full */
         }
     }
 }
@@ -143,9 +143,9 @@ serveRound(CorKitConn* k)
     int rc = serveInput(c);
 
     if (rc == 0 && c->bodyStream == HTTP_BODY_STREAMING) {
-        rc = corHttpBodyFeed(c);        /* a body its handler takes */
+        rc = corHttpBodyFeed(c); /* a body its handler takes */
         if (rc > 0) {
-            corHttpConnProgress(c);     /* body came: its wait restarts */
+            corHttpConnProgress(c); /* body came: its wait restarts */
         }
     }
     if (rc < 0) {
@@ -171,7 +171,7 @@ serve(HttpConn* c)
         return;
     }
     if (c->state == HTTP_UPGRADED) {
-        upgradeHandOff(c);          /* answered 101 inside the serve */
+        upgradeHandOff(c); /* answered 101 inside the serve */
         return;
     }
     if (c->state == HTTP_CLOSING && corKitConnOutPending(&c->k) == 0) {
@@ -211,7 +211,7 @@ answered(HttpConn* c, CorRequest* r)
     corRequestSent(r);
     req->conn = NULL;
     if (corKitConnInside(&c->k)) {
-        return;                     /* serve goes on by itself */
+        return; /* serve goes on by itself */
     }
     /* Bytes that came while the handler had the request raised their edge
      * then (ready paused the read), and a peer that shut its side leaves
@@ -236,7 +236,7 @@ upgradeTake(void* arg, const CorTransport* t, const void* in, size_t inLen,
 {
     HttpRequest* req = arg;
 
-    corAcceptClosed();          /* the core counts its sessions apart */
+    corAcceptClosed(); /* the core counts its sessions apart */
     /* The session may run to its end in there, and the request be
      * released: req is not touched after. */
     corRequestUpgraded(&req->r, t, in, inLen, out, outLen);
@@ -253,7 +253,7 @@ upgradeHandOff(HttpConn* c)
     HttpRequest* req = c->req;
 
     if (corKitConnOutPending(&c->k) > 0 && corHttpConnFlush(c) != 0) {
-        corHttpConnClose(c);           /* the session finds no connection */
+        corHttpConnClose(c); /* the session finds no connection */
         return;
     }
     c->req = NULL;
@@ -275,12 +275,12 @@ upgradeAnswered(HttpConn* c, HttpRequest* req)
     if (c->bodyStream != HTTP_BODY_WHOLE
         || corHttpResponseAppend(c, req, true) != 0) {
         c->keepAlive = false;
-        answered(c, &req->r);       /* the session finds no connection */
+        answered(c, &req->r); /* the session finds no connection */
         return;
     }
-    corHttpConnStateSet(c, HTTP_UPGRADED);     /* c->req takes it */
-    serve(c);                       /* hands it over, now or after the
-                                     * serve under way */
+    corHttpConnStateSet(c, HTTP_UPGRADED); /* c->req takes it */
+    serve(c);                              /* hands it over, now or after the
+                                            * serve under way */
 }
 
 static bool
@@ -342,7 +342,8 @@ requestDone(CorRequest* r)
     }
     /* A stream's body is counted as its pieces go (corHttpChunkAppend). */
     r->bodySent = r->stream != NULL || req->framing != HTTP_FRAME_LENGTH ? 0
-                  : r->fileFd >= 0 ? req->bodyLeft : r->responseLen;
+                  : r->fileFd >= 0 ? req->bodyLeft
+                                   : r->responseLen;
     if (r->stream != NULL) {
         /* The head goes in this turn, with the pieces the turn makes
          * (inside the kit's serve, that serve's flush sends it); the
@@ -388,7 +389,7 @@ streamEnd(CorRequest* r)
     }
     if (corHttpChunkEnd(c, req) != 0) {
         c->keepAlive = false;
-        r->cut = true;              /* short of its length, or no memory */
+        r->cut = true; /* short of its length, or no memory */
     }
     answered(c, r);
 }
@@ -430,7 +431,7 @@ bodyResume(CorEvSoon* soon)
     HttpConn* c = corContainerOf(soon, HttpConn, bodySoon);
 
     if (c->state == HTTP_SERVING && c->bodyStream == HTTP_BODY_STREAMING) {
-        c->readPaused = true;       /* what waits in the socket */
+        c->readPaused = true; /* what waits in the socket */
         serve(c);
     }
 }
@@ -455,8 +456,8 @@ bodyWanted(CorRequest* r)
     HttpRequest* req = corContainerOf(r, HttpRequest, r);
     HttpConn* c = req->conn;
 
-    if (c == NULL || c->req != req || !req->expectContinue
-        || c->bodyLen > 0 || corBufPending(&c->k.in) > 0) {
+    if (c == NULL || c->req != req || !req->expectContinue || c->bodyLen > 0
+        || corBufPending(&c->k.in) > 0) {
         return;
     }
     corHttpContinueAppend(c);
@@ -490,9 +491,8 @@ http2Take(void* arg, const CorTransport* t, const void* in, size_t inLen,
     Http2Open* o = arg;
 
     (void)out;
-    (void)outLen;               /* nothing was answered yet */
-    corHttp2ConnOpen(o->hl, t, o->peer, o->tls, inLen > 0 ? in : NULL,
-                     inLen);
+    (void)outLen; /* nothing was answered yet */
+    corHttp2ConnOpen(o->hl, t, o->peer, o->tls, inLen > 0 ? in : NULL, inLen);
 }
 
 /*
@@ -520,16 +520,17 @@ http2HandOff(HttpConn* c)
     }
     alpn = c->tls ? corTransportTlsAlpn(&c->t) : NULL;
     h2 = alpn != NULL && strcmp(alpn, "h2") == 0;
-    if (!h2 && (!c->h2c || n == 0
-                || memcmp(corBufHead(in), preface,
-                          n < sizeof(preface) - 1 ? n : sizeof(preface) - 1)
+    if (!h2
+        && (!c->h2c || n == 0
+            || memcmp(corBufHead(in), preface,
+                      n < sizeof(preface) - 1 ? n : sizeof(preface) - 1)
                    != 0)) {
         return false;
     }
     if (!h2 && n < sizeof(preface) - 1) {
         return true;
     }
-    peer = c->peer;             /* the hand-over frees c */
+    peer = c->peer; /* the hand-over frees c */
     corHttpConnHandOff(c, http2Take, &open);
     return true;
 }
@@ -540,8 +541,8 @@ http2HandOff(HttpConn* c)
  * events. */
 typedef enum {
     CLIENT_HERE,
-    CLIENT_SHUT,                /* it closed its side while it waited */
-    CLIENT_RESET                /* it reset, or both sides are closed */
+    CLIENT_SHUT, /* it closed its side while it waited */
+    CLIENT_RESET /* it reset, or both sides are closed */
 } ClientState;
 
 /*
@@ -612,7 +613,7 @@ wrote(CorKitConn* k)
         return;
     }
     if (corKitConnOutPending(k) == 0 && c->state != HTTP_SERVING) {
-        serve(c);           /* output drained below the high water */
+        serve(c); /* output drained below the high water */
     }
 }
 
@@ -642,7 +643,7 @@ ready(CorKitConn* k)
     if (c->state == HTTP_SERVING) {
         switch (clientState(c)) {
         case CLIENT_RESET:
-            corHttpConnClose(c);       /* which cancels the request's waits */
+            corHttpConnClose(c); /* which cancels the request's waits */
             return;
         case CLIENT_SHUT:
             /* Its handler stops waiting; the answers before it still go
@@ -654,7 +655,7 @@ ready(CorKitConn* k)
         }
     }
     if (c->state == HTTP_SERVING || c->state == HTTP_CLOSING) {
-        c->readPaused = true;       /* read once the handler is done */
+        c->readPaused = true; /* read once the handler is done */
         return;
     }
     if (corHttpRead(c) != 0) {
@@ -665,7 +666,7 @@ ready(CorKitConn* k)
         return;
     }
     if (c->state == HTTP_BODY) {
-        corHttpConnProgress(c);     /* body came: its wait restarts */
+        corHttpConnProgress(c); /* body came: its wait restarts */
     }
     serve(c);
 }
@@ -703,7 +704,7 @@ corHttpServeOpen(HttpLoop* hl, const CorListener* l, int fd,
     c->hl = hl;
     c->peer = *peer;
     corPeerAddress(peer, c->remote, sizeof(c->remote));
-    c->tls = handshakeMs > 0;   /* a plain listener has no handshake */
+    c->tls = handshakeMs > 0; /* a plain listener has no handshake */
     c->handshakeMs = (uint32_t)handshakeMs;
     c->h2c = !c->tls && corListenerHttp2(l);
     if (corKitConnStart(&c->k, &c->t, &hl->conns) != 0) {

@@ -30,7 +30,7 @@
 
 typedef struct {
     char* name;
-    char* header;               /* key: header:NAME; NULL: the address */
+    char* header; /* key: header:NAME; NULL: the address */
     LimitRate rate;
     LimitTable* table;
     atomic_uint_fast64_t passed;
@@ -98,31 +98,35 @@ limitMetrics(CorMetricsOut* out, void* arg)
 {
     (void)arg;
     corMetricsPrintf(out, "# HELP cor_limit_requests_total Requests a limit "
-                     "guard let pass or refused (429).\n"
-                     "# TYPE cor_limit_requests_total counter\n");
+                          "guard let pass or refused (429).\n"
+                          "# TYPE cor_limit_requests_total counter\n");
     for (unsigned i = 0; i < guardCount; i++) {
-        corMetricsPrintf(out, "cor_limit_requests_total{guard=\"%s\","
+        corMetricsPrintf(out,
+                         "cor_limit_requests_total{guard=\"%s\","
                          "result=\"passed\"} %llu\n"
                          "cor_limit_requests_total{guard=\"%s\","
-                         "result=\"limited\"} %llu\n", guards[i].name,
+                         "result=\"limited\"} %llu\n",
+                         guards[i].name,
                          (unsigned long long)atomic_load(&guards[i].passed),
                          guards[i].name,
                          (unsigned long long)atomic_load(&guards[i].limited));
     }
     corMetricsPrintf(out, "# HELP cor_limit_keys Keys a limit guard holds a "
-                     "bucket for.\n# TYPE cor_limit_keys gauge\n");
+                          "bucket for.\n# TYPE cor_limit_keys gauge\n");
     for (unsigned i = 0; i < guardCount; i++) {
         corMetricsPrintf(out, "cor_limit_keys{guard=\"%s\"} %u\n",
-                         guards[i].name,
-                         corLimitTableKeys(guards[i].table));
+                         guards[i].name, corLimitTableKeys(guards[i].table));
     }
     corMetricsPrintf(out, "# HELP cor_limit_evictions_total Keys let go to "
-                     "keep within max_keys.\n"
-                     "# TYPE cor_limit_evictions_total counter\n");
+                          "keep within max_keys.\n"
+                          "# TYPE cor_limit_evictions_total counter\n");
     for (unsigned i = 0; i < guardCount; i++) {
-        corMetricsPrintf(out, "cor_limit_evictions_total{guard=\"%s\"} "
-                         "%llu\n", guards[i].name, (unsigned long long)
-                         corLimitTableEvictions(guards[i].table));
+        corMetricsPrintf(out,
+                         "cor_limit_evictions_total{guard=\"%s\"} "
+                         "%llu\n",
+                         guards[i].name,
+                         (unsigned long long)corLimitTableEvictions(
+                             guards[i].table));
     }
 }
 
@@ -143,18 +147,19 @@ keyRead(CorModule* m, const CorConf* entry, Guard* g)
         g->header = strdup(key + 7);
         return g->header != NULL ? 0 : -1;
     }
-    corModuleError(m, corConfGet(entry, "key"), "key: expected ip or "
-                   "header:NAME (such as header:X-Api-Key), got '%s'", key);
+    corModuleError(m, corConfGet(entry, "key"),
+                   "key: expected ip or "
+                   "header:NAME (such as header:X-Api-Key), got '%s'",
+                   key);
     return -1;
 }
 
 static int
-guardRead(CorModule* m, const CorConf* entry, void* record,
-          unsigned index)
+guardRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
 {
     Guard* g = record;
-    static const char* const keys[] = { "name", "rate", "burst", "key",
-                                        "max_keys", NULL };
+    static const char* const keys[] = { "name", "rate",     "burst",
+                                        "key",  "max_keys", NULL };
     CorConfErrors* e = corModuleErrors(m);
     const char* name = corConfString(entry, "name", NULL, e);
     const char* rate = corConfString(entry, "rate", NULL, e);
@@ -164,8 +169,10 @@ guardRead(CorModule* m, const CorConf* entry, void* record,
     snprintf(where, sizeof(where), "guards[%u]", index);
     if (name == NULL || name[0] == '\0'
         || name[strcspn(name, "\"\\\r\n")] != '\0') {
-        corModuleError(m, entry, "%s: a name (what a route's guard names, "
-                       "no quote or backslash) is needed", where);
+        corModuleError(m, entry,
+                       "%s: a name (what a route's guard names, "
+                       "no quote or backslash) is needed",
+                       where);
         rc = -1;
     } else if ((g->name = strdup(name)) == NULL) {
         rc = -1;
@@ -173,17 +180,19 @@ guardRead(CorModule* m, const CorConf* entry, void* record,
     if (rate == NULL || corLimitRateParse(rate, &g->rate) != 0) {
         corModuleError(m, rate != NULL ? corConfGet(entry, "rate") : entry,
                        "%s: rate: expected N/s or N/m (N from 1 to 1000000), "
-                       "such as 10/s, got '%s'", where, rate ? rate : "none");
+                       "such as 10/s, got '%s'",
+                       where, rate ? rate : "none");
         rc = -1;
     }
     g->rate.burst = (unsigned)corConfInt(entry, "burst", 1, 1, 1000000, e);
     rc |= keyRead(m, entry, g);
-    g->table = corLimitTableCreate((unsigned)corConfInt(entry, "max_keys",
-                                                        100000, 1, 100000000,
-                                                        e));
+    g->table = corLimitTableCreate(
+        (unsigned)corConfInt(entry, "max_keys", 100000, 1, 100000000, e));
     if (g->table == NULL) {
-        corModuleError(m, entry, "%s: no memory, or no random bytes, for "
-                       "its table", where);
+        corModuleError(m, entry,
+                       "%s: no memory, or no random bytes, for "
+                       "its table",
+                       where);
         rc = -1;
     }
     corConfUnknownKeys(entry, where, keys, e);

@@ -15,7 +15,7 @@
 /* A rate as a token's interval: "10/s" is one token each 100 ms. */
 typedef struct {
     uint64_t intervalNs;
-    unsigned burst;             /* the bucket's size, in tokens */
+    unsigned burst; /* the bucket's size, in tokens */
 } LimitRate;
 
 /* "N/s" or "N/m" (N from 1 to 1000000) into rate->intervalNs; -1 when it
@@ -61,8 +61,7 @@ void corLimitTableFree(LimitTable* t);
  * used key of its shard makes room when the shard is full, a full
  * bucket first). As corLimitTake. */
 bool corLimitTableTake(LimitTable* t, const char* key, size_t keyLen,
-                       uint64_t nowNs, const LimitRate* rate,
-                       uint64_t* waitNs);
+                       uint64_t nowNs, const LimitRate* rate, uint64_t* waitNs);
 
 /* Keys held now, and keys let go to make room, since creation. */
 unsigned corLimitTableKeys(LimitTable* t);

@@ -69,7 +69,7 @@ corLimitKeyHash(const uint8_t secret[16], const void* data, size_t len,
     uint8_t tail[8] = { 0 };
     size_t whole = len - len % 8;
 
-    v[1] ^= 0xee;               /* the 128-bit output's variant */
+    v[1] ^= 0xee; /* the 128-bit output's variant */
     for (size_t i = 0; i < whole; i += 8) {
         sipAbsorb(v, load64(p + i));
     }

@@ -22,14 +22,14 @@
 #include <sys/random.h>
 
 #define SHARDS_MAX 64
-#define SHARD_KEYS_MIN 1024     /* a smaller table is one shard */
-#define EVICT_LOOK 8            /* LRU keys looked at for a full bucket */
+#define SHARD_KEYS_MIN 1024 /* a smaller table is one shard */
+#define EVICT_LOOK 8        /* LRU keys looked at for a full bucket */
 
 typedef struct Entry {
-    struct Entry* next;         /* its hash chain */
-    CorList lru;                /* most recent first */
-    LimitKeyId id;              /* word[0] picks the shard, word[1] the
-                                   chain */
+    struct Entry* next; /* its hash chain */
+    CorList lru;        /* most recent first */
+    LimitKeyId id;      /* word[0] picks the shard, word[1] the
+                           chain */
     uint64_t tat;
 } Entry;
 
@@ -45,8 +45,8 @@ typedef struct {
 struct LimitTable {
     Shard shards[SHARDS_MAX];
     unsigned shardCount;
-    uint8_t secret[16];         /* the keyed hash's: a client cannot aim
-                                   keys at one chain, nor at one id */
+    uint8_t secret[16]; /* the keyed hash's: a client cannot aim
+                           keys at one chain, nor at one id */
     atomic_uint keys;
     atomic_uint_fast64_t evictions;
 };
@@ -152,8 +152,8 @@ entryFind(Shard* s, const LimitKeyId* id)
 }
 
 bool
-corLimitTableTake(LimitTable* t, const char* key, size_t keyLen,
-                  uint64_t nowNs, const LimitRate* rate, uint64_t* waitNs)
+corLimitTableTake(LimitTable* t, const char* key, size_t keyLen, uint64_t nowNs,
+                  const LimitRate* rate, uint64_t* waitNs)
 {
     LimitKeyId id;
     Shard* s;

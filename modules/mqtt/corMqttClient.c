@@ -35,7 +35,8 @@ linkFor(const CorMqttBroker* b, int* rc, char* why, size_t whyLen)
     CorList* node;
     CorList* next;
 
-    corListForEach(node, next, corMqttLoopLinks()) {
+    corListForEach(node, next, corMqttLoopLinks())
+    {
         Link* l = corContainerOf(node, Link, link);
 
         if (l->group == NULL && corMqttBrokerSame(&l->broker, b)) {
@@ -63,8 +64,7 @@ pubWait(Link* l, Pub* p)
                 p->stage = PUB_QUEUED;
             }
             corMqttPubFinish(l, p, late ? -ETIMEDOUT : -ECANCELED,
-                             late ? "no acknowledgement in time"
-                                  : "cancelled");
+                             late ? "no acknowledgement in time" : "cancelled");
         }
     }
 }

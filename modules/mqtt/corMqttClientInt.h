@@ -32,23 +32,23 @@
 
 /* The module's settings (modules: - load: mqtt), read once at init. */
 typedef struct {
-    char clientId[24];          /* the prefix of every client id */
-    unsigned keepAliveS;        /* CONNECT's keep alive, 0: none */
-    unsigned maxInFlight;       /* QoS 1/2 publishes unacknowledged per
-                                   connection (the broker's Receive
-                                   Maximum lowers it) */
-    uint64_t connectTimeoutMs;  /* the connect and the CONNACK */
-    uint64_t reconnectMinMs;    /* the first back-off */
-    uint64_t reconnectMaxMs;    /* its ceiling (it doubles) */
-    uint32_t sessionExpiryS;    /* a subscriber's 5.0 session, kept */
-    unsigned maxInHandlers;     /* a subscriber's messages in handlers at
-                                   once: past it, its socket is not read */
-    unsigned redeliver;         /* a failed message served again, at most */
-    uint64_t redeliverDelayMs;  /* before each time */
-    char deadLetter[256];       /* a topic for messages that failed for
-                                   good, or "" */
-    unsigned qos;               /* a notification's, by default */
-    unsigned version;           /* COR_MQTT_V311 or COR_MQTT_V5 */
+    char clientId[24];         /* the prefix of every client id */
+    unsigned keepAliveS;       /* CONNECT's keep alive, 0: none */
+    unsigned maxInFlight;      /* QoS 1/2 publishes unacknowledged per
+                                  connection (the broker's Receive
+                                  Maximum lowers it) */
+    uint64_t connectTimeoutMs; /* the connect and the CONNACK */
+    uint64_t reconnectMinMs;   /* the first back-off */
+    uint64_t reconnectMaxMs;   /* its ceiling (it doubles) */
+    uint32_t sessionExpiryS;   /* a subscriber's 5.0 session, kept */
+    unsigned maxInHandlers;    /* a subscriber's messages in handlers at
+                                  once: past it, its socket is not read */
+    unsigned redeliver;        /* a failed message served again, at most */
+    uint64_t redeliverDelayMs; /* before each time */
+    char deadLetter[256];      /* a topic for messages that failed for
+                                  good, or "" */
+    unsigned qos;              /* a notification's, by default */
+    unsigned version;          /* COR_MQTT_V311 or COR_MQTT_V5 */
 } CorMqttConf;
 
 extern CorMqttConf corMqttConf;
@@ -76,13 +76,13 @@ typedef struct {
  */
 typedef struct {
     CorMqttBroker broker;
-    char url[512];              /* as written, for messages */
+    char url[512]; /* as written, for messages */
     char clientId[64];
-    CorMqttSub* subs;           /* filter (owned) and options (QoS) */
-    char** methods;             /* each one's method: (owned), or NULL */
+    CorMqttSub* subs; /* filter (owned) and options (QoS) */
+    char** methods;   /* each one's method: (owned), or NULL */
     unsigned count;
-    bool named;                 /* a client_id given: its session outlives
-                                   the instance */
+    bool named; /* a client_id given: its session outlives
+                   the instance */
     /* The broker's address as the subscriber last connected to it (loop
      * 0's): where its 3.1.1 session is ended (corMqttSessionEnd.c). */
     struct sockaddr_storage peer;
@@ -99,8 +99,8 @@ typedef struct {
     CorMqttStr payload;
     unsigned qos;
     bool retain;
-    const CorMqttProps* props;  /* 5.0 PUBLISH properties, or NULL */
-    uint64_t deadlineMs;        /* corEvClockMs() time */
+    const CorMqttProps* props; /* 5.0 PUBLISH properties, or NULL */
+    uint64_t deadlineMs;       /* corEvClockMs() time */
 } CorMqttMessage;
 
 /*
@@ -112,10 +112,8 @@ typedef struct {
  * refused the connection or the message: its reason code in why),
  * -ECONNRESET, -EPROTO, -ENOMEM. May yield.
  */
-int corMqttPublishOnLoop(const CorMqttMessage* msg, char* why,
-                         size_t whyLen);
-int corMqttPublishOnThread(const CorMqttMessage* msg, char* why,
-                           size_t whyLen);
+int corMqttPublishOnLoop(const CorMqttMessage* msg, char* why, size_t whyLen);
+int corMqttPublishOnThread(const CorMqttMessage* msg, char* why, size_t whyLen);
 
 /*
  * Take an mqtt:// or mqtts:// URL apart into u and its broker b (the
@@ -163,12 +161,12 @@ void corMqttSubscriptionsFree(void);
 typedef struct CorMqttStats CorMqttStats;
 
 typedef enum {
-    COR_MQTT_COUNT_START,           /* a notification starts */
-    COR_MQTT_COUNT_SENT,            /* it ended acknowledged */
-    COR_MQTT_COUNT_FAILED,          /* it ended otherwise */
-    COR_MQTT_COUNT_RECEIVED,        /* a subscription's message served */
-    COR_MQTT_COUNT_UNACKNOWLEDGED,  /* and not acknowledged (5xx) */
-    COR_MQTT_COUNT_REFUSED          /* one past the limits: no handler */
+    COR_MQTT_COUNT_START,          /* a notification starts */
+    COR_MQTT_COUNT_SENT,           /* it ended acknowledged */
+    COR_MQTT_COUNT_FAILED,         /* it ended otherwise */
+    COR_MQTT_COUNT_RECEIVED,       /* a subscription's message served */
+    COR_MQTT_COUNT_UNACKNOWLEDGED, /* and not acknowledged (5xx) */
+    COR_MQTT_COUNT_REFUSED         /* one past the limits: no handler */
 } CorMqttCount;
 
 /* b's counters (by its scheme, host and port), made at first; NULL
@@ -190,8 +188,8 @@ void corMqttStatsFree(void);
 int corMqttBufPut(CorBuf* b, unsigned version, const CorMqttPacket* pkt);
 
 /* Append msg's PUBLISH with packetId (0 for QoS 0), DUP as dup. */
-int corMqttBufPublish(CorBuf* b, const CorMqttMessage* msg,
-                      uint16_t packetId, bool dup);
+int corMqttBufPublish(CorBuf* b, const CorMqttMessage* msg, uint16_t packetId,
+                      bool dup);
 
 /* Make room for more bytes in an input buffer (what is pending moved to
  * its front): at least 4096, and the whole of a packet whose length need
@@ -208,10 +206,10 @@ const char* corMqttReasonText(unsigned version, bool connack, uint8_t code);
 
 /* What a session asks for, and what it learnt from its CONNACK. */
 typedef struct {
-    bool persistent;            /* in: Clean Session 0 (a subscriber's) */
-    unsigned window;            /* QoS 1/2 in flight at most */
-    unsigned keepAliveS;        /* what the broker wants, if it says */
-    bool present;               /* the broker had the session */
+    bool persistent;     /* in: Clean Session 0 (a subscriber's) */
+    unsigned window;     /* QoS 1/2 in flight at most */
+    unsigned keepAliveS; /* what the broker wants, if it says */
+    bool present;        /* the broker had the session */
 } CorMqttSession;
 
 /*
@@ -223,9 +221,8 @@ typedef struct {
  * *errP (-EACCES for a refusal: its reason in why) and why. May yield.
  */
 CorConn* corMqttSessionOpen(const CorMqttBroker* b, const char* clientId,
-                            uint64_t deadlineMs, CorMqttSession* s,
-                            CorBuf* in, int* errP, char* why,
-                            size_t whyLen);
+                            uint64_t deadlineMs, CorMqttSession* s, CorBuf* in,
+                            int* errP, char* why, size_t whyLen);
 
 /*
  * Whether a connection of this process to b was accepted once: a broker
@@ -252,8 +249,8 @@ unsigned corMqttWindowShrink(const CorMqttBroker* b, unsigned inFlight);
 
 /* What is logged once per broker and process. */
 typedef enum {
-    COR_MQTT_NOTE_DOWNGRADE,    /* QoS 2 answered with PUBACK */
-    COR_MQTT_NOTE_TAKEOVER      /* our client id taken by another */
+    COR_MQTT_NOTE_DOWNGRADE, /* QoS 2 answered with PUBACK */
+    COR_MQTT_NOTE_TAKEOVER   /* our client id taken by another */
 } CorMqttNote;
 
 /* Whether note about b is new (true once; the caller logs it). */

@@ -22,9 +22,9 @@
 #include <string.h>
 
 typedef struct ThreadLink {
-    CorKitKept kept;            /* on the thread's links: its connection,
-                                 * its bytes (what came and is not yet a
-                                 * packet, what goes) */
+    CorKitKept kept; /* on the thread's links: its connection,
+                      * its bytes (what came and is not yet a
+                      * packet, what goes) */
     CorMqttBroker broker;
     char name[300];
     uint16_t nextId;
@@ -43,9 +43,9 @@ brokerKey(const CorMqttBroker* b, char* key, size_t cap)
     char name[300];
 
     snprintf(key, cap, "%s %u %d%zu:%s %d%zu:%s",
-             corMqttBrokerName(b, name, sizeof(name)), b->version,
-             b->hasUser, strlen(b->user), b->user, b->hasPassword,
-             strlen(b->password), b->password);
+             corMqttBrokerName(b, name, sizeof(name)), b->version, b->hasUser,
+             strlen(b->user), b->user, b->hasPassword, strlen(b->password),
+             b->password);
 }
 
 /* This thread's connection to b: a kept one not idle too long, or a new
@@ -105,8 +105,8 @@ packetSend(ThreadLink* l, const CorMqttPacket* pkt, uint64_t deadlineMs)
 /* The next whole packet into *pkt (it points into l->kept.k.in until the
  * next call): its length, or -errno with why. */
 static int
-packetNext(ThreadLink* l, size_t* used, CorMqttPacket* pkt,
-           uint64_t deadlineMs, char* why, size_t whyLen)
+packetNext(ThreadLink* l, size_t* used, CorMqttPacket* pkt, uint64_t deadlineMs,
+           char* why, size_t whyLen)
 {
     corBufConsume(&l->kept.k.in, *used);
     *used = 0;
@@ -114,9 +114,8 @@ packetNext(ThreadLink* l, size_t* used, CorMqttPacket* pkt,
         CorMqttStatus st = { 0 };
         ssize_t n;
         int rc = corMqttDecode(corBufHead(&l->kept.k.in),
-                               corBufPending(&l->kept.k.in),
-                               l->broker.version, COR_MQTT_READ_MAX, pkt,
-                               &st);
+                               corBufPending(&l->kept.k.in), l->broker.version,
+                               COR_MQTT_READ_MAX, pkt, &st);
 
         if (rc != 0) {
             if (rc < 0) {
@@ -132,9 +131,10 @@ packetNext(ThreadLink* l, size_t* used, CorMqttPacket* pkt,
         }
         n = corKitConnReadWait(&l->kept.k, corMqttLeftMs(deadlineMs));
         if (n <= 0) {
-            snprintf(why, whyLen, "%s: %s", l->name, n == 0
-                     ? "the broker closed the connection" : n == -ETIMEDOUT
-                     ? "no acknowledgement in time" : strerror((int)-n));
+            snprintf(why, whyLen, "%s: %s", l->name,
+                     n == 0            ? "the broker closed the connection"
+                     : n == -ETIMEDOUT ? "no acknowledgement in time"
+                                       : strerror((int)-n));
             return n == 0 ? -ECONNRESET : (int)n;
         }
     }
@@ -157,10 +157,13 @@ packetTake(ThreadLink* l, uint16_t id, unsigned qos, const CorMqttPacket* pkt,
         return packetSend(l, &rel, deadlineMs);
     }
     if ((pkt->type == COR_MQTT_PUBACK || pkt->type == COR_MQTT_PUBREC
-         || pkt->type == COR_MQTT_PUBCOMP) && mine && pkt->reasonCode >= 0x80) {
-        snprintf(why, whyLen, "%s refused the message: %s (reason code "
-                 "0x%02x)", l->name, corMqttReasonText(COR_MQTT_V5, false,
-                                                       pkt->reasonCode),
+         || pkt->type == COR_MQTT_PUBCOMP)
+        && mine && pkt->reasonCode >= 0x80) {
+        snprintf(why, whyLen,
+                 "%s refused the message: %s (reason code "
+                 "0x%02x)",
+                 l->name,
+                 corMqttReasonText(COR_MQTT_V5, false, pkt->reasonCode),
                  pkt->reasonCode);
         return -EACCES;
     }
@@ -173,11 +176,12 @@ packetTake(ThreadLink* l, uint16_t id, unsigned qos, const CorMqttPacket* pkt,
     }
     if (pkt->type == COR_MQTT_PUBACK || pkt->type == COR_MQTT_PUBREC
         || pkt->type == COR_MQTT_PUBCOMP || pkt->type == COR_MQTT_PINGRESP) {
-        return 0;               /* an earlier publish's, timed out */
+        return 0; /* an earlier publish's, timed out */
     }
-    snprintf(why, whyLen, "%s: %s", l->name, pkt->type == COR_MQTT_DISCONNECT
-             ? corMqttReasonText(COR_MQTT_V5, false, pkt->reasonCode)
-             : "an unexpected packet");
+    snprintf(why, whyLen, "%s: %s", l->name,
+             pkt->type == COR_MQTT_DISCONNECT
+                 ? corMqttReasonText(COR_MQTT_V5, false, pkt->reasonCode)
+                 : "an unexpected packet");
     return -EPROTO;
 }
 
@@ -248,8 +252,10 @@ backoffWait(const CorMqttBroker* b, int attempt, uint64_t* backoffMs,
     if (attempt == 0) {
         return 0;
     }
-    corLog(COR_LOG_WARN, "mqtt: publisher %s: %s; connecting again in "
-           "%llu ms", corMqttBrokerName(b, name, sizeof(name)), why,
+    corLog(COR_LOG_WARN,
+           "mqtt: publisher %s: %s; connecting again in "
+           "%llu ms",
+           corMqttBrokerName(b, name, sizeof(name)), why,
            (unsigned long long)ms);
     *backoffMs = corMqttBackoffNext(*backoffMs);
     return corRestWaitFd(-1, 0, (int)ms, &revents) < 0 ? -1 : 0;
@@ -262,8 +268,7 @@ corMqttPublishOnThread(const CorMqttMessage* msg, char* why, size_t whyLen)
     int rc;
 
     for (int attempt = 0;; attempt++) {
-        ThreadLink* l = linkFor(msg->broker, msg->deadlineMs, &rc, why,
-                                whyLen);
+        ThreadLink* l = linkFor(msg->broker, msg->deadlineMs, &rc, why, whyLen);
 
         if (l != NULL) {
             rc = publishOn(l, msg, attempt > 0, why, whyLen);
@@ -278,8 +283,9 @@ corMqttPublishOnThread(const CorMqttMessage* msg, char* why, size_t whyLen)
             }
         }
         if (!corMqttServed(msg->broker) || !retryable(rc)
-            || backoffWait(msg->broker, attempt, &backoffMs,
-                           msg->deadlineMs, why) != 0) {
+            || backoffWait(msg->broker, attempt, &backoffMs, msg->deadlineMs,
+                           why)
+                   != 0) {
             break;
         }
     }

@@ -10,31 +10,27 @@
 
 #include <errno.h>
 
-typedef bool (*ReadFn)(CorMqttReader* r, unsigned version,
-                       CorMqttPacket* pkt);
+typedef bool (*ReadFn)(CorMqttReader* r, unsigned version, CorMqttPacket* pkt);
 typedef void (*WriteFn)(CorMqttWriter* w, unsigned version,
                         const CorMqttPacket* pkt);
 
 /* The reason codes each 5.0 packet type may carry (section 2.4). */
-static const uint8_t connackCodes[] = {
-    0x00, 0x80, 0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89,
-    0x8A, 0x8C, 0x90, 0x95, 0x97, 0x99, 0x9A, 0x9B, 0x9C, 0x9D, 0x9F
-};
-static const uint8_t pubackCodes[] = {
-    0x00, 0x10, 0x80, 0x83, 0x87, 0x90, 0x91, 0x97, 0x99
-};
+static const uint8_t connackCodes[] = { 0x00, 0x80, 0x81, 0x82, 0x83, 0x84,
+                                        0x85, 0x86, 0x87, 0x88, 0x89, 0x8A,
+                                        0x8C, 0x90, 0x95, 0x97, 0x99, 0x9A,
+                                        0x9B, 0x9C, 0x9D, 0x9F };
+static const uint8_t pubackCodes[] = { 0x00, 0x10, 0x80, 0x83, 0x87,
+                                       0x90, 0x91, 0x97, 0x99 };
 static const uint8_t pubrelCodes[] = { 0x00, 0x92 };
-static const uint8_t subackCodes[] = {
-    0x00, 0x01, 0x02, 0x80, 0x83, 0x87, 0x8F, 0x91, 0x97, 0x9E, 0xA1, 0xA2
-};
-static const uint8_t unsubackCodes[] = {
-    0x00, 0x11, 0x80, 0x83, 0x87, 0x8F, 0x91
-};
-static const uint8_t disconnectCodes[] = {
-    0x00, 0x04, 0x80, 0x81, 0x82, 0x83, 0x87, 0x89, 0x8B, 0x8D, 0x8E,
-    0x8F, 0x90, 0x93, 0x94, 0x95, 0x96, 0x97, 0x98, 0x99, 0x9A, 0x9B,
-    0x9C, 0x9D, 0x9E, 0x9F, 0xA0, 0xA1, 0xA2
-};
+static const uint8_t subackCodes[] = { 0x00, 0x01, 0x02, 0x80, 0x83, 0x87,
+                                       0x8F, 0x91, 0x97, 0x9E, 0xA1, 0xA2 };
+static const uint8_t unsubackCodes[] = { 0x00, 0x11, 0x80, 0x83,
+                                         0x87, 0x8F, 0x91 };
+static const uint8_t disconnectCodes[] = { 0x00, 0x04, 0x80, 0x81, 0x82, 0x83,
+                                           0x87, 0x89, 0x8B, 0x8D, 0x8E, 0x8F,
+                                           0x90, 0x93, 0x94, 0x95, 0x96, 0x97,
+                                           0x98, 0x99, 0x9A, 0x9B, 0x9C, 0x9D,
+                                           0x9E, 0x9F, 0xA0, 0xA1, 0xA2 };
 static const uint8_t authCodes[] = { 0x00, 0x18, 0x19 };
 /* 3.1.1's CONNACK return codes and SUBACK results. */
 static const uint8_t connack311Codes[] = { 0, 1, 2, 3, 4, 5 };
@@ -45,7 +41,10 @@ typedef struct CodeSet {
     size_t n;
 } CodeSet;
 
-#define CODES(a) { a, sizeof(a) }
+#define CODES(a)                                                               \
+    {                                                                          \
+        a, sizeof(a)                                                           \
+    }
 
 static const CodeSet codes5[16] = {
     [COR_MQTT_CONNACK] = CODES(connackCodes),
@@ -240,8 +239,7 @@ reasonTailRead(CorMqttReader* r, unsigned version, CorMqttPacket* pkt)
 static bool
 ackRead(CorMqttReader* r, unsigned version, CorMqttPacket* pkt)
 {
-    return packetIdRead(r, &pkt->packetId)
-           && reasonTailRead(r, version, pkt);
+    return packetIdRead(r, &pkt->packetId) && reasonTailRead(r, version, pkt);
 }
 
 /* One SUBSCRIBE entry's options byte. */
@@ -256,8 +254,7 @@ optionsCheck(CorMqttReader* r, unsigned version, CorMqttStr filter,
                            "reserved subscription option bits, or QoS 3");
     }
     if (options >> COR_MQTT_SUB_RETAIN_HANDLING_SHIFT == 3) {
-        return corMqttFail(r, COR_MQTT_RC_PROTOCOL_ERROR,
-                           "retain handling 3");
+        return corMqttFail(r, COR_MQTT_RC_PROTOCOL_ERROR, "retain handling 3");
     }
     if ((options & COR_MQTT_SUB_NO_LOCAL) != 0 && filter.len >= 7
         && memcmp(filter.data, "$share/", 7) == 0) {
@@ -298,8 +295,7 @@ filtersRead(CorMqttReader* r, unsigned version, CorMqttPacket* pkt)
     }
     pkt->listLen = (size_t)(r->p - pkt->list);
     if (pkt->subCount == 0) {
-        return corMqttFail(r, COR_MQTT_RC_PROTOCOL_ERROR,
-                           "no topic filter");
+        return corMqttFail(r, COR_MQTT_RC_PROTOCOL_ERROR, "no topic filter");
     }
     return true;
 }
@@ -342,27 +338,19 @@ emptyRead(CorMqttReader* r, unsigned version, CorMqttPacket* pkt)
 }
 
 static const ReadFn readers[16] = {
-    [COR_MQTT_CONNECT] = connectRead,
-    [COR_MQTT_CONNACK] = connackRead,
-    [COR_MQTT_PUBLISH] = publishRead,
-    [COR_MQTT_PUBACK] = ackRead,
-    [COR_MQTT_PUBREC] = ackRead,
-    [COR_MQTT_PUBREL] = ackRead,
-    [COR_MQTT_PUBCOMP] = ackRead,
-    [COR_MQTT_SUBSCRIBE] = filtersRead,
-    [COR_MQTT_SUBACK] = codesRead,
-    [COR_MQTT_UNSUBSCRIBE] = filtersRead,
-    [COR_MQTT_UNSUBACK] = codesRead,
-    [COR_MQTT_PINGREQ] = emptyRead,
-    [COR_MQTT_PINGRESP] = emptyRead,
-    [COR_MQTT_DISCONNECT] = reasonTailRead,
+    [COR_MQTT_CONNECT] = connectRead, [COR_MQTT_CONNACK] = connackRead,
+    [COR_MQTT_PUBLISH] = publishRead, [COR_MQTT_PUBACK] = ackRead,
+    [COR_MQTT_PUBREC] = ackRead,      [COR_MQTT_PUBREL] = ackRead,
+    [COR_MQTT_PUBCOMP] = ackRead,     [COR_MQTT_SUBSCRIBE] = filtersRead,
+    [COR_MQTT_SUBACK] = codesRead,    [COR_MQTT_UNSUBSCRIBE] = filtersRead,
+    [COR_MQTT_UNSUBACK] = codesRead,  [COR_MQTT_PINGREQ] = emptyRead,
+    [COR_MQTT_PINGRESP] = emptyRead,  [COR_MQTT_DISCONNECT] = reasonTailRead,
     [COR_MQTT_AUTH] = reasonTailRead,
 };
 
 /* The fixed header's first byte: the type and its flag bits. */
 static bool
-firstByteRead(CorMqttReader* r, unsigned version, uint8_t b,
-              CorMqttPacket* pkt)
+firstByteRead(CorMqttReader* r, unsigned version, uint8_t b, CorMqttPacket* pkt)
 {
     uint8_t flags = b & 0x0F;
     uint8_t want;
@@ -386,7 +374,9 @@ firstByteRead(CorMqttReader* r, unsigned version, uint8_t b,
         return true;
     }
     want = pkt->type == COR_MQTT_PUBREL || pkt->type == COR_MQTT_SUBSCRIBE
-               || pkt->type == COR_MQTT_UNSUBSCRIBE ? 0x02 : 0x00;
+                   || pkt->type == COR_MQTT_UNSUBSCRIBE
+               ? 0x02
+               : 0x00;
     if (flags != want) {
         return corMqttFail(r, COR_MQTT_RC_MALFORMED,
                            "reserved fixed header flags");
@@ -417,8 +407,8 @@ remainingRead(const uint8_t* buf, size_t len, uint32_t* remaining)
 }
 
 int
-corMqttDecode(const uint8_t* buf, size_t len, unsigned version,
-              size_t maxSize, CorMqttPacket* pkt, CorMqttStatus* st)
+corMqttDecode(const uint8_t* buf, size_t len, unsigned version, size_t maxSize,
+              CorMqttPacket* pkt, CorMqttStatus* st)
 {
     /* Only for a refusal of the header: the body gets a reader of its
      * own once its bounds are known. */
@@ -600,20 +590,13 @@ emptyWrite(CorMqttWriter* w, unsigned version, const CorMqttPacket* pkt)
 }
 
 static const WriteFn writers[16] = {
-    [COR_MQTT_CONNECT] = connectWrite,
-    [COR_MQTT_CONNACK] = connackWrite,
-    [COR_MQTT_PUBLISH] = publishWrite,
-    [COR_MQTT_PUBACK] = ackWrite,
-    [COR_MQTT_PUBREC] = ackWrite,
-    [COR_MQTT_PUBREL] = ackWrite,
-    [COR_MQTT_PUBCOMP] = ackWrite,
-    [COR_MQTT_SUBSCRIBE] = filtersWrite,
-    [COR_MQTT_SUBACK] = codesWrite,
-    [COR_MQTT_UNSUBSCRIBE] = filtersWrite,
-    [COR_MQTT_UNSUBACK] = codesWrite,
-    [COR_MQTT_PINGREQ] = emptyWrite,
-    [COR_MQTT_PINGRESP] = emptyWrite,
-    [COR_MQTT_DISCONNECT] = reasonTailWrite,
+    [COR_MQTT_CONNECT] = connectWrite, [COR_MQTT_CONNACK] = connackWrite,
+    [COR_MQTT_PUBLISH] = publishWrite, [COR_MQTT_PUBACK] = ackWrite,
+    [COR_MQTT_PUBREC] = ackWrite,      [COR_MQTT_PUBREL] = ackWrite,
+    [COR_MQTT_PUBCOMP] = ackWrite,     [COR_MQTT_SUBSCRIBE] = filtersWrite,
+    [COR_MQTT_SUBACK] = codesWrite,    [COR_MQTT_UNSUBSCRIBE] = filtersWrite,
+    [COR_MQTT_UNSUBACK] = codesWrite,  [COR_MQTT_PINGREQ] = emptyWrite,
+    [COR_MQTT_PINGRESP] = emptyWrite,  [COR_MQTT_DISCONNECT] = reasonTailWrite,
     [COR_MQTT_AUTH] = reasonTailWrite,
 };
 
@@ -625,8 +608,7 @@ firstByte(const CorMqttPacket* pkt)
     if (pkt->type == COR_MQTT_PUBLISH) {
         flags = (uint8_t)((pkt->dup ? 0x08 : 0) | (pkt->qos & 3) << 1
                           | (pkt->retain ? 0x01 : 0));
-    } else if (pkt->type == COR_MQTT_PUBREL
-               || pkt->type == COR_MQTT_SUBSCRIBE
+    } else if (pkt->type == COR_MQTT_PUBREL || pkt->type == COR_MQTT_SUBSCRIBE
                || pkt->type == COR_MQTT_UNSUBSCRIBE) {
         flags = 0x02;
     }
@@ -639,8 +621,8 @@ bodySize(unsigned version, const CorMqttPacket* pkt)
 {
     CorMqttWriter w = { 0 };
 
-    if ((version != COR_MQTT_V311 && version != COR_MQTT_V5)
-        || pkt->type == 0 || pkt->type > COR_MQTT_AUTH) {
+    if ((version != COR_MQTT_V311 && version != COR_MQTT_V5) || pkt->type == 0
+        || pkt->type > COR_MQTT_AUTH) {
         return -EINVAL;
     }
     if (pkt->type == COR_MQTT_PUBLISH) {
@@ -694,9 +676,10 @@ const char*
 corMqttTypeName(unsigned type)
 {
     static const char* const names[16] = {
-        "reserved", "CONNECT", "CONNACK", "PUBLISH", "PUBACK", "PUBREC",
-        "PUBREL", "PUBCOMP", "SUBSCRIBE", "SUBACK", "UNSUBSCRIBE",
-        "UNSUBACK", "PINGREQ", "PINGRESP", "DISCONNECT", "AUTH",
+        "reserved",  "CONNECT",  "CONNACK",     "PUBLISH",
+        "PUBACK",    "PUBREC",   "PUBREL",      "PUBCOMP",
+        "SUBSCRIBE", "SUBACK",   "UNSUBSCRIBE", "UNSUBACK",
+        "PINGREQ",   "PINGRESP", "DISCONNECT",  "AUTH",
     };
 
     return type < 16 ? names[type] : names[0];

@@ -52,7 +52,7 @@ typedef enum {
     COR_MQTT_PINGREQ = 12,
     COR_MQTT_PINGRESP = 13,
     COR_MQTT_DISCONNECT = 14,
-    COR_MQTT_AUTH = 15          /* 5.0 only */
+    COR_MQTT_AUTH = 15 /* 5.0 only */
 } CorMqttType;
 
 /*
@@ -60,7 +60,7 @@ typedef enum {
  * 0-5 in the same field, and a SUBACK 0, 1, 2 or 0x80.
  */
 typedef enum {
-    COR_MQTT_RC_SUCCESS = 0x00,         /* also Granted QoS 0 */
+    COR_MQTT_RC_SUCCESS = 0x00, /* also Granted QoS 0 */
     COR_MQTT_RC_GRANTED_QOS1 = 0x01,
     COR_MQTT_RC_GRANTED_QOS2 = 0x02,
     COR_MQTT_RC_DISCONNECT_WITH_WILL = 0x04,
@@ -165,20 +165,20 @@ typedef struct CorMqttUserProp {
  * has none, that one identifier. Leave raw NULL to build properties.
  */
 typedef struct CorMqttProps {
-    uint64_t has;                   /* 1 << CorMqttPropId, for each one */
-    uint8_t payloadFormat;          /* 0 bytes, 1 UTF-8 */
-    uint32_t messageExpiry;         /* seconds */
+    uint64_t has;           /* 1 << CorMqttPropId, for each one */
+    uint8_t payloadFormat;  /* 0 bytes, 1 UTF-8 */
+    uint32_t messageExpiry; /* seconds */
     CorMqttStr contentType;
     CorMqttStr responseTopic;
-    CorMqttStr correlationData;     /* binary */
+    CorMqttStr correlationData; /* binary */
     uint32_t subscriptionId;
-    uint32_t sessionExpiry;         /* seconds */
+    uint32_t sessionExpiry; /* seconds */
     CorMqttStr assignedClientId;
-    uint16_t serverKeepAlive;       /* seconds */
+    uint16_t serverKeepAlive; /* seconds */
     CorMqttStr authMethod;
-    CorMqttStr authData;            /* binary */
+    CorMqttStr authData; /* binary */
     uint8_t requestProblemInfo;
-    uint32_t willDelay;             /* seconds */
+    uint32_t willDelay; /* seconds */
     uint8_t requestResponseInfo;
     CorMqttStr responseInfo;
     CorMqttStr serverReference;
@@ -191,20 +191,20 @@ typedef struct CorMqttProps {
     uint8_t wildcardSubAvailable;
     uint8_t subIdAvailable;
     uint8_t sharedSubAvailable;
-    const CorMqttUserProp* user;    /* to encode: userCount of them */
+    const CorMqttUserProp* user; /* to encode: userCount of them */
     unsigned userCount;
-    unsigned subIdCount;            /* decoded */
-    const uint8_t* raw;             /* decoded: the property block */
+    unsigned subIdCount; /* decoded */
+    const uint8_t* raw;  /* decoded: the property block */
     size_t rawLen;
 } CorMqttProps;
 
 /* CONNECT's will message. */
 typedef struct CorMqttWill {
     CorMqttStr topic;
-    CorMqttStr payload;             /* binary */
+    CorMqttStr payload; /* binary */
     uint8_t qos;
     bool retain;
-    CorMqttProps props;             /* 5.0 will properties */
+    CorMqttProps props; /* 5.0 will properties */
 } CorMqttWill;
 
 /*
@@ -243,30 +243,30 @@ typedef struct CorMqttSub {
  *                reasonCode and props (5.0)
  */
 typedef struct CorMqttPacket {
-    uint8_t type;                   /* CorMqttType */
-    uint8_t version;                /* CONNECT: the protocol level */
+    uint8_t type;    /* CorMqttType */
+    uint8_t version; /* CONNECT: the protocol level */
     bool dup;
     uint8_t qos;
     bool retain;
     uint16_t packetId;
-    uint8_t reasonCode;             /* CorMqttReasonCode */
+    uint8_t reasonCode; /* CorMqttReasonCode */
     bool sessionPresent;
-    bool cleanStart;                /* 3.1.1: Clean Session */
-    uint16_t keepAlive;             /* seconds, 0 for none */
+    bool cleanStart;    /* 3.1.1: Clean Session */
+    uint16_t keepAlive; /* seconds, 0 for none */
     bool hasUsername;
     bool hasPassword;
     bool hasWill;
     CorMqttStr clientId;
     CorMqttStr username;
-    CorMqttStr password;            /* binary */
+    CorMqttStr password; /* binary */
     CorMqttWill will;
     CorMqttStr topic;
-    CorMqttStr payload;             /* binary */
-    const CorMqttSub* subs;         /* to encode */
+    CorMqttStr payload;     /* binary */
+    const CorMqttSub* subs; /* to encode */
     unsigned subCount;
-    const uint8_t* list;            /* decoded: the encoded filters */
+    const uint8_t* list; /* decoded: the encoded filters */
     size_t listLen;
-    const uint8_t* codes;           /* SUBACK, UNSUBACK */
+    const uint8_t* codes; /* SUBACK, UNSUBACK */
     size_t codeCount;
     CorMqttProps props;
 } CorMqttPacket;
@@ -280,8 +280,8 @@ typedef struct CorMqttPacket {
  */
 typedef struct CorMqttStatus {
     size_t need;
-    uint8_t reasonCode;             /* CorMqttReasonCode */
-    const char* reason;             /* static text */
+    uint8_t reasonCode; /* CorMqttReasonCode */
+    const char* reason; /* static text */
 } CorMqttStatus;
 
 /*
@@ -337,8 +337,7 @@ bool corMqttUserPropNext(const CorMqttProps* props, size_t* pos,
                          CorMqttStr* name, CorMqttStr* value);
 
 /* Walk a decoded packet's subscription identifiers, as above. */
-bool corMqttSubIdNext(const CorMqttProps* props, size_t* pos,
-                      uint32_t* id);
+bool corMqttSubIdNext(const CorMqttProps* props, size_t* pos, uint32_t* id);
 
 /*
  * Walk a decoded SUBSCRIBE's or UNSUBSCRIBE's topic filters, as above
@@ -366,8 +365,8 @@ const char* corMqttTopicFilterCheck(const char* s, size_t len);
  * below; a topic beginning with '$' is not matched by a filter that begins
  * with a wildcard. A shared subscription's filter matches as its FILTER.
  */
-bool corMqttTopicMatch(const char* filter, size_t filterLen,
-                       const char* topic, size_t topicLen);
+bool corMqttTopicMatch(const char* filter, size_t filterLen, const char* topic,
+                       size_t topicLen);
 
 /* Whether len bytes at s are an MQTT UTF-8 string: well-formed (RFC 3629:
  * no overlongs, no surrogates, nothing past U+10FFFF) and no U+0000. */

@@ -91,9 +91,9 @@ corMqttLinkPump(Link* l)
         p->packetId = id;
         p->stage = p->msg->qos > 0 ? PUB_SENT : PUB_QUEUED;
         if (rc != 0) {
-            corMqttPubFinish(l, p, rc, rc == -ENOMEM
-                                       ? "no memory for a PUBLISH"
-                                       : "the codec refused the PUBLISH");
+            corMqttPubFinish(l, p, rc,
+                             rc == -ENOMEM ? "no memory for a PUBLISH"
+                                           : "the codec refused the PUBLISH");
         } else if (p->msg->qos == 0 && corBufPending(&l->k.out) > OUT_HIGH) {
             corListRemove(&p->link);
             p->stage = PUB_WRITTEN;
@@ -113,7 +113,7 @@ corMqttLinkWrote(Link* l)
         corMqttPubFinish(l, pubFirst(&l->written), 0, NULL);
     }
     if (corBufPending(&l->k.out) == 0 && l->bye) {
-        corMqttLinkClose(l);    /* DISCONNECT written: let go */
+        corMqttLinkClose(l); /* DISCONNECT written: let go */
     }
 }
 
@@ -143,7 +143,7 @@ void
 corMqttLinkClose(Link* l)
 {
     corKitConnStop(&l->k);
-    corConnClose(l->conn);      /* NULL-safe */
+    corConnClose(l->conn); /* NULL-safe */
     l->conn = NULL;
     l->state = LINK_DEAD;
     corEvTimerStop(l->k.loop, &l->ping);
@@ -186,7 +186,7 @@ void
 corMqttLinkResume(Link* l)
 {
     if (l->k.readPaused) {
-        corKitConnFlushSoon(&l->k);  /* it reads on if it may */
+        corKitConnFlushSoon(&l->k); /* it reads on if it may */
     }
 }
 
@@ -206,8 +206,7 @@ void
 corMqttClientLoopExit(void)
 {
     while (!corListEmpty(&loopLinks)) {
-        corMqttLinkGiveUp(corContainerOf(corListFirst(&loopLinks), Link,
-                                         link),
+        corMqttLinkGiveUp(corContainerOf(corListFirst(&loopLinks), Link, link),
                           -ECANCELED, "the loop stopped");
     }
 }

@@ -15,20 +15,20 @@ typedef struct CorMqttLink Link;
 
 typedef enum {
     PUB_QUEUED,
-    PUB_SENT,                   /* PUBLISH written, its ack due */
-    PUB_RELEASED,               /* QoS 2: PUBREL written, PUBCOMP due */
-    PUB_WRITTEN                 /* QoS 0: waits for the socket */
+    PUB_SENT,     /* PUBLISH written, its ack due */
+    PUB_RELEASED, /* QoS 2: PUBREL written, PUBCOMP due */
+    PUB_WRITTEN   /* QoS 0: waits for the socket */
 } PubStage;
 
 /* A publish waiting on a link; on its coroutine's stack. */
 typedef struct Pub {
-    CorList link;               /* in its link's queue or written */
+    CorList link; /* in its link's queue or written */
     const CorMqttMessage* msg;
     PubStage stage;
     uint16_t packetId;
-    bool dup;                   /* published before on a lost connection */
-    uint64_t outEnd;            /* QoS 0: written when the kit's
-                                 * sentBytes is past */
+    bool dup;        /* published before on a lost connection */
+    uint64_t outEnd; /* QoS 0: written when the kit's
+                      * sentBytes is past */
     CorCoPark park;
     bool done;
     int rc;
@@ -55,35 +55,35 @@ pubAfter(const CorList* list, const Pub* p)
 typedef enum {
     LINK_CONNECTING,
     LINK_READY,
-    LINK_WAITING,               /* a back-off before the next connect */
+    LINK_WAITING, /* a back-off before the next connect */
     LINK_DEAD
 } LinkState;
 
 /* One loop's connection to one broker; the loop's. */
 struct CorMqttLink {
-    CorList link;               /* the loop's links */
+    CorList link; /* the loop's links */
     CorMqttBroker broker;
-    char name[300];             /* mqtt://host:port, for messages */
+    char name[300]; /* mqtt://host:port, for messages */
     char clientId[64];
     LinkState state;
-    bool served;                /* a CONNACK came once: reconnect */
-    unsigned refs;              /* the list, the connector, publishes */
+    bool served;   /* a CONNACK came once: reconnect */
+    unsigned refs; /* the list, the connector, publishes */
     CorConn* conn;
-    CorKitConn k;               /* its bytes, on the loop: the output
-                                 * written once an iteration; not read
-                                 * while paused (k.readPaused: its
-                                 * subscriber's handlers are full) */
+    CorKitConn k; /* its bytes, on the loop: the output
+                   * written once an iteration; not read
+                   * while paused (k.readPaused: its
+                   * subscriber's handlers are full) */
     CorEvTimer ping;
     CorEvTimer retry;
     uint64_t backoffMs;
-    uint64_t readyMs;           /* when the last CONNACK came */
+    uint64_t readyMs; /* when the last CONNACK came */
     unsigned keepAliveMs;
-    bool pingDue;               /* a PINGREQ went, no PINGRESP yet */
+    bool pingDue; /* a PINGREQ went, no PINGRESP yet */
     uint64_t pingSentMs;
-    CorList queue;              /* in flight, then queued: in order */
-    Pub* pending;               /* the first queued, or NULL */
-    CorList written;            /* QoS 0 waiting for the socket */
-    Pub** slots;                /* packet id - 1 to its publish */
+    CorList queue;   /* in flight, then queued: in order */
+    Pub* pending;    /* the first queued, or NULL */
+    CorList written; /* QoS 0 waiting for the socket */
+    Pub** slots;     /* packet id - 1 to its publish */
     unsigned window;
     unsigned inFlight;
     unsigned nextSlot;
@@ -91,12 +91,12 @@ struct CorMqttLink {
      * ack for a message of an older one is not sent). */
     const CorMqttSubGroup* group;
     unsigned gen;
-    unsigned serving;           /* its messages in their handlers */
-    bool draining;              /* serve nothing new, never reconnect */
-    bool bye;                   /* DISCONNECT queued: close once written */
-    bool leaving;               /* draining, its $share filters' UNSUBACK
-                                   awaited: what comes meanwhile is served */
-    bool capSaid;               /* "no coroutine to connect" logged */
+    unsigned serving; /* its messages in their handlers */
+    bool draining;    /* serve nothing new, never reconnect */
+    bool bye;         /* DISCONNECT queued: close once written */
+    bool leaving;     /* draining, its $share filters' UNSUBACK
+                         awaited: what comes meanwhile is served */
+    bool capSaid;     /* "no coroutine to connect" logged */
 };
 
 /*

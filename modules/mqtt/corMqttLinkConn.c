@@ -57,9 +57,10 @@ pubRefused(Link* l, Pub* p, const CorMqttPacket* pkt)
 {
     char why[400];
 
-    snprintf(why, sizeof(why), "%s refused the message: %s (reason code "
-             "0x%02x)", l->name, corMqttReasonText(COR_MQTT_V5, false,
-                                                   pkt->reasonCode),
+    snprintf(why, sizeof(why),
+             "%s refused the message: %s (reason code "
+             "0x%02x)",
+             l->name, corMqttReasonText(COR_MQTT_V5, false, pkt->reasonCode),
              pkt->reasonCode);
     corMqttPubFinish(l, p, -EACCES, why);
 }
@@ -69,8 +70,7 @@ static int
 ackTake(Link* l, const CorMqttPacket* pkt)
 {
     Pub* p = slotFind(l, pkt->packetId);
-    CorMqttPacket rel = { .type = COR_MQTT_PUBREL,
-                          .packetId = pkt->packetId };
+    CorMqttPacket rel = { .type = COR_MQTT_PUBREL, .packetId = pkt->packetId };
 
     if (p == NULL) {
         return -1;
@@ -86,10 +86,9 @@ ackTake(Link* l, const CorMqttPacket* pkt)
     } else if (pkt->reasonCode >= 0x80) {
         pubRefused(l, p, pkt);
     } else if ((pkt->type == COR_MQTT_PUBACK && p->stage == PUB_SENT)
-               || (pkt->type == COR_MQTT_PUBCOMP
-                   && p->stage == PUB_RELEASED)) {
+               || (pkt->type == COR_MQTT_PUBCOMP && p->stage == PUB_RELEASED)) {
         if (p->msg->qos == 2 && pkt->type == COR_MQTT_PUBACK) {
-            corMqttDowngradeSay(&l->broker, l->name);   /* QoS 1 granted */
+            corMqttDowngradeSay(&l->broker, l->name); /* QoS 1 granted */
         }
         corMqttPubFinish(l, p, 0, NULL);
     } else {
@@ -112,23 +111,29 @@ packetTake(Link* l, const CorMqttPacket* pkt)
         if (ackTake(l, pkt) == 0) {
             return 0;
         }
-        snprintf(why, sizeof(why), "a %s for packet id %u, which is not in "
-                 "flight", corMqttTypeName(pkt->type), pkt->packetId);
+        snprintf(why, sizeof(why),
+                 "a %s for packet id %u, which is not in "
+                 "flight",
+                 corMqttTypeName(pkt->type), pkt->packetId);
         break;
     case COR_MQTT_PINGRESP:
         l->pingDue = false;
         return 0;
     case COR_MQTT_DISCONNECT:
-        snprintf(why, sizeof(why), "the broker disconnected: %s (reason "
-                 "code 0x%02x)", corMqttReasonText(COR_MQTT_V5, false,
-                                                   pkt->reasonCode),
+        snprintf(why, sizeof(why),
+                 "the broker disconnected: %s (reason "
+                 "code 0x%02x)",
+                 corMqttReasonText(COR_MQTT_V5, false, pkt->reasonCode),
                  pkt->reasonCode);
         if (pkt->reasonCode == 0x8E) {
             corMqttTakeoverSay(&l->broker, l->name, l->clientId, false);
         }
         /* As a 3.1.1 broker's close: a takeover, a window refused. */
-        linkDrop(l, pkt->reasonCode == 0x8E || pkt->reasonCode == 0x93
-                     ? -ECONNRESET : -EPROTO, why);
+        linkDrop(l,
+                 pkt->reasonCode == 0x8E || pkt->reasonCode == 0x93
+                     ? -ECONNRESET
+                     : -EPROTO,
+                 why);
         return -1;
     default:
         rc = l->group != NULL ? corMqttInboundTake(l, pkt, why, sizeof(why))
@@ -190,9 +195,9 @@ linkReadable(CorKitConn* k)
     Link* l = corContainerOf(k, Link, k);
 
     if (l->state != LINK_READY) {
-        return;                 /* dropped earlier in this batch */
+        return; /* dropped earlier in this batch */
     }
-    l->refs++;      /* a packet may drop it: it stays readable here */
+    l->refs++; /* a packet may drop it: it stays readable here */
     if (corKitConnRead(k) == 0) {
         corMqttLinkPump(l);
         linkFlush(l);
@@ -258,7 +263,7 @@ linkPingFire(CorEvTimer* timer)
     Link* l = corContainerOf(timer, Link, ping);
     uint64_t now = corEvNow(l->k.loop);
 
-    l->refs++;      /* a failed write may drop it: it stays readable */
+    l->refs++; /* a failed write may drop it: it stays readable */
     /* A paused subscriber reads no PINGRESP, but pings still. */
     if (l->pingDue && !l->k.readPaused
         && now - l->pingSentMs >= l->keepAliveMs) {
@@ -303,7 +308,7 @@ retryFire(CorEvTimer* timer)
     int rc;
 
     l->state = LINK_CONNECTING;
-    l->refs++;                  /* the connector's */
+    l->refs++; /* the connector's */
     rc = corCoLoopSpawn(l->k.loop, linkConnect, l);
     if (rc != 0) {
         l->refs--;
@@ -316,16 +321,16 @@ retryFire(CorEvTimer* timer)
 static void
 linkNoCoroutine(Link* l, int rc)
 {
-    if (l->group == NULL || l->draining || rc == -ECANCELED
-        || rc == -ENOTSUP) {
+    if (l->group == NULL || l->draining || rc == -ECANCELED || rc == -ENOTSUP) {
         corMqttLinkGiveUp(l, rc, "no coroutine to connect");
         return;
     }
     if (!l->capSaid) {
-        corLog(COR_LOG_WARN, "mqtt: %s: no coroutine to connect as %s "
+        corLog(COR_LOG_WARN,
+               "mqtt: %s: no coroutine to connect as %s "
                "(runtime.coroutines.per_loop reached?): trying again every "
-               "%llu ms until one is free", l->name, l->group->clientId,
-               (unsigned long long)l->backoffMs);
+               "%llu ms until one is free",
+               l->name, l->group->clientId, (unsigned long long)l->backoffMs);
         l->capSaid = true;
     }
     l->state = LINK_WAITING;
@@ -358,16 +363,17 @@ linkRetry(Link* l, const char* why)
 static void
 linkLost(Link* l, int rc)
 {
-    bool lived = corEvNow(l->k.loop) - l->readyMs
-                 >= corMqttConf.reconnectMaxMs;
+    bool lived = corEvNow(l->k.loop) - l->readyMs >= corMqttConf.reconnectMaxMs;
 
     if (lived) {
         l->backoffMs = corMqttConf.reconnectMinMs;
     }
     if (rc == -ECONNRESET && l->inFlight == l->window && l->window > 1) {
-        corLog(COR_LOG_WARN, "mqtt: %s closed the connection with %u "
-               "messages in flight: at most %u from now on", l->name,
-               l->inFlight, corMqttWindowShrink(&l->broker, l->inFlight));
+        corLog(COR_LOG_WARN,
+               "mqtt: %s closed the connection with %u "
+               "messages in flight: at most %u from now on",
+               l->name, l->inFlight,
+               corMqttWindowShrink(&l->broker, l->inFlight));
     }
     if (rc == -ECONNRESET && l->group != NULL && !lived
         && l->broker.version == COR_MQTT_V311) {
@@ -472,8 +478,8 @@ linkConnect(void* arg)
         corMqttClientIdMake(l->clientId, sizeof(l->clientId));
     }
     conn = corMqttSessionOpen(&l->broker, l->clientId,
-                              corEvClockMs() + corMqttConf.connectTimeoutMs,
-                              &s, &l->k.in, &err, why, sizeof(why));
+                              corEvClockMs() + corMqttConf.connectTimeoutMs, &s,
+                              &l->k.in, &err, why, sizeof(why));
     if (l->state == LINK_DEAD || l->draining) {
         /* NULL-safe. The loop stopped meanwhile, or the generation drains
          * and lets the session go to the next one. */
@@ -483,9 +489,10 @@ linkConnect(void* arg)
         }
     } else if (conn != NULL) {
         linkOpened(l, conn, &s);
-    } else if (err != -ECANCELED && (l->group != NULL
-               || ((l->served || corMqttServed(&l->broker))
-                   && err != -EACCES))) {
+    } else if (err != -ECANCELED
+               && (l->group != NULL
+                   || ((l->served || corMqttServed(&l->broker))
+                       && err != -EACCES))) {
         linkRetry(l, why);
     } else {
         corMqttLinkGiveUp(l, err, why);
@@ -495,7 +502,7 @@ linkConnect(void* arg)
 
 Link*
 corMqttLinkNew(const CorMqttBroker* b, const CorMqttSubGroup* group, int* rc,
-        char* why, size_t whyLen)
+               char* why, size_t whyLen)
 {
     Link* l = calloc(1, sizeof(*l));
 
@@ -510,14 +517,14 @@ corMqttLinkNew(const CorMqttBroker* b, const CorMqttSubGroup* group, int* rc,
     corKitConnInit(&l->k, corEvLoopCurrent(), &linkOps);
     l->state = LINK_CONNECTING;
     l->backoffMs = corMqttConf.reconnectMinMs;
-    l->refs = 2;                /* the list, the connector */
+    l->refs = 2; /* the list, the connector */
     corMqttLinkAdd(l);
     *rc = corCoLoopSpawn(l->k.loop, linkConnect, l);
     if (*rc != 0) {
         snprintf(why, whyLen, "no coroutine to connect to %s", l->name);
         l->refs--;
         if (group != NULL && *rc == -EAGAIN) {
-            linkNoCoroutine(l, *rc);    /* a subscriber waits for one */
+            linkNoCoroutine(l, *rc); /* a subscriber waits for one */
             *rc = 0;
             return l;
         }
@@ -535,7 +542,8 @@ corMqttLinkSubscriber(const CorMqttSubGroup* group, char* why, size_t whyLen)
     if (corMqttLinkNew(&group->broker, group, &rc, why, whyLen) == NULL) {
         /* A subscriber's connection lives in a coroutine of loop 0. */
         if (rc == -ENOTSUP) {
-            snprintf(why, whyLen, "subscriptions need coroutines, and this "
+            snprintf(why, whyLen,
+                     "subscriptions need coroutines, and this "
                      "cor was built with --disable-coroutines");
         }
         return rc;

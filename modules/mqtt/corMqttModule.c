@@ -40,14 +40,14 @@ subscriberConfRead(CorModule* m, const CorConf* conf)
     const char* dead = corConfString(conf, "dead_letter", "", errors);
     const char* bad = corMqttTopicNameCheck(dead, strlen(dead));
 
-    corMqttConf.maxInHandlers = (unsigned)corConfInt(
-        conf, "max_in_handlers", 64, 1, 65535, errors);
-    corMqttConf.redeliver = (unsigned)corConfInt(conf, "redeliver", 3, 0,
-                                                 1000, errors);
-    corMqttConf.redeliverDelayMs = corConfDurationMs(
-        conf, "redeliver_delay", 1000, 0, 3600000, errors);
-    if (dead[0] != '\0' && (bad != NULL || strlen(dead)
-                            >= sizeof(corMqttConf.deadLetter))) {
+    corMqttConf.maxInHandlers = (unsigned)corConfInt(conf, "max_in_handlers",
+                                                     64, 1, 65535, errors);
+    corMqttConf.redeliver = (unsigned)corConfInt(conf, "redeliver", 3, 0, 1000,
+                                                 errors);
+    corMqttConf.redeliverDelayMs = corConfDurationMs(conf, "redeliver_delay",
+                                                     1000, 0, 3600000, errors);
+    if (dead[0] != '\0'
+        && (bad != NULL || strlen(dead) >= sizeof(corMqttConf.deadLetter))) {
         corModuleError(m, corConfGet(conf, "dead_letter"), "dead_letter: %s",
                        bad != NULL ? bad : "over 255 bytes");
         return -1;
@@ -66,25 +66,31 @@ confRead(CorModule* m, const CorConf* conf)
     const char* version = corConfString(conf, "version", "5", errors);
 
     if (strlen(id) == 0 || strlen(id) >= sizeof(corMqttConf.clientId)) {
-        corModuleError(m, corConfGet(conf, "client_id"), "client_id: 1 to "
-                       "%zu bytes", sizeof(corMqttConf.clientId) - 1);
+        corModuleError(m, corConfGet(conf, "client_id"),
+                       "client_id: 1 to "
+                       "%zu bytes",
+                       sizeof(corMqttConf.clientId) - 1);
         return -1;
     }
     snprintf(corMqttConf.clientId, sizeof(corMqttConf.clientId), "%s", id);
-    corMqttConf.keepAliveS = (unsigned)(corConfDurationMs(
-        conf, "keepalive", 60000, 0, 65535000, errors) / 1000);
-    corMqttConf.maxInFlight = (unsigned)corConfInt(conf, "max_in_flight", 64,
-                                                   1, 65535, errors);
+    corMqttConf.keepAliveS = (unsigned)(corConfDurationMs(conf, "keepalive",
+                                                          60000, 0, 65535000,
+                                                          errors)
+                                        / 1000);
+    corMqttConf.maxInFlight = (unsigned)corConfInt(conf, "max_in_flight", 64, 1,
+                                                   65535, errors);
     corMqttConf.connectTimeoutMs = corConfDurationMs(conf, "connect_timeout",
-                                                     10000, 1, 600000,
-                                                     errors);
-    corMqttConf.reconnectMinMs = corConfDurationMs(conf, "reconnect_min",
-                                                   100, 1, 3600000, errors);
-    corMqttConf.reconnectMaxMs = corConfDurationMs(conf, "reconnect_max",
-                                                   5000, 1, 3600000, errors);
-    corMqttConf.sessionExpiryS = (uint32_t)(corConfDurationMs(
-        conf, "session_expiry", 86400000, 1000, 4294967295000ull, errors)
-        / 1000);
+                                                     10000, 1, 600000, errors);
+    corMqttConf.reconnectMinMs = corConfDurationMs(conf, "reconnect_min", 100,
+                                                   1, 3600000, errors);
+    corMqttConf.reconnectMaxMs = corConfDurationMs(conf, "reconnect_max", 5000,
+                                                   1, 3600000, errors);
+    corMqttConf.sessionExpiryS = (uint32_t)(corConfDurationMs(conf,
+                                                              "session_expiry",
+                                                              86400000, 1000,
+                                                              4294967295000ull,
+                                                              errors)
+                                            / 1000);
     corMqttConf.qos = (unsigned)corConfInt(conf, "qos", 1, 0, 2, errors);
     if (subscriberConfRead(m, conf) != 0) {
         return -1;
@@ -94,8 +100,10 @@ confRead(CorModule* m, const CorConf* conf)
     } else if (strcmp(version, "5") == 0 || strcmp(version, "5.0") == 0) {
         corMqttConf.version = COR_MQTT_V5;
     } else {
-        corModuleError(m, corConfGet(conf, "version"), "version: \"3.1.1\" "
-                       "or \"5\", not '%s'", version);
+        corModuleError(m, corConfGet(conf, "version"),
+                       "version: \"3.1.1\" "
+                       "or \"5\", not '%s'",
+                       version);
         return -1;
     }
     return 0;
@@ -111,7 +119,8 @@ subscriptionsStart(CorModule* m, CorEvLoop* loop, unsigned loopIndex,
     (void)listeners;
     (void)count;
     if (loopIndex == 0) {
-        corLog(COR_LOG_ERROR, "listen: the protocol mqtt-subscriptions "
+        corLog(COR_LOG_ERROR,
+               "listen: the protocol mqtt-subscriptions "
                "takes no listener (it hands sessions over at a reload)");
     }
     return -1;
@@ -138,22 +147,23 @@ subscriptionsOpen(CorModule* m, unsigned loopIndex)
 static int
 mqttInit(CorModule* m, const CorConf* conf)
 {
-    const CorConf* subs = corConfSeq(conf, "subscriptions",
-                                     corModuleErrors(m));
+    const CorConf* subs = corConfSeq(conf, "subscriptions", corModuleErrors(m));
 
-    if (confRead(m, conf) != 0
-        || corMqttSubscriptionsRead(m, subs) != 0
-        || corSchemeAdd(m, &(CorScheme){
-               .scheme = "mqtt", .send = corMqttNotifySend,
-               .check = corMqttNotifyCheck }) != 0
-        || corSchemeAdd(m, &(CorScheme){
-               .scheme = "mqtts", .send = corMqttNotifySend,
-               .check = corMqttNotifyCheck }) != 0
+    if (confRead(m, conf) != 0 || corMqttSubscriptionsRead(m, subs) != 0
+        || corSchemeAdd(m, &(CorScheme){ .scheme = "mqtt",
+                                         .send = corMqttNotifySend,
+                                         .check = corMqttNotifyCheck })
+               != 0
+        || corSchemeAdd(m, &(CorScheme){ .scheme = "mqtts",
+                                         .send = corMqttNotifySend,
+                                         .check = corMqttNotifyCheck })
+               != 0
         || corMetricsSourceAdd(m, corMqttStatsEmit, NULL) != 0
-        || corProtocolAdd(m, &(CorProtocol){
-               .name = "mqtt-subscriptions", .start = subscriptionsStart,
-               .drain = subscriptionsDrain,
-               .connections = subscriptionsOpen }) != 0) {
+        || corProtocolAdd(m, &(CorProtocol){ .name = "mqtt-subscriptions",
+                                             .start = subscriptionsStart,
+                                             .drain = subscriptionsDrain,
+                                             .connections = subscriptionsOpen })
+               != 0) {
         return -1;
     }
     return 0;
@@ -182,7 +192,7 @@ mqttLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
 {
     (void)m;
     (void)loop;
-    if (index == 0) {           /* the subscriptions' loop */
+    if (index == 0) { /* the subscriptions' loop */
         corMqttInboundsDrop();
         corMqttSessionsByeAtExit();
     }

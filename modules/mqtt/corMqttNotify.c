@@ -28,9 +28,10 @@
 static int
 hexValue(char ch)
 {
-    return ch >= '0' && ch <= '9' ? ch - '0'
+    return ch >= '0' && ch <= '9'   ? ch - '0'
            : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-           : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
+           : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                    : -1;
 }
 
 /* Percent-decode len bytes at s into out (cap bytes, NUL-terminated).
@@ -82,7 +83,8 @@ corMqttUrlBroker(const char* url, CorMqttBroker* b, CorUrl* u, char* why,
     if (rc == 0 && strchr(url, '#') != NULL) {
         /* The URL's fragment to corUrlParse, which drops it: "alarms/#"
          * would go to "alarms/". A topic name holds no wildcard. */
-        snprintf(why, whyLen, "a '#' in the URL: a topic name holds no "
+        snprintf(why, whyLen,
+                 "a '#' in the URL: a topic name holds no "
                  "wildcard (and a URL no fragment)");
         rc = -EINVAL;
     }
@@ -95,8 +97,7 @@ corMqttUrlBroker(const char* url, CorMqttBroker* b, CorUrl* u, char* why,
         return -EINVAL;
     }
     b->tls = strcmp(u->scheme, "mqtts") == 0;
-    b->port = u->port != 0 ? u->port : b->tls ? COR_MQTTS_PORT
-                                              : COR_MQTT_PORT;
+    b->port = u->port != 0 ? u->port : b->tls ? COR_MQTTS_PORT : COR_MQTT_PORT;
     /* The same size, and u's is terminated: a copy, not a format (which
      * was a twentieth of a notification, twice: check and send). */
     _Static_assert(sizeof(b->host) == sizeof(u->host), "host sizes");
@@ -104,13 +105,16 @@ corMqttUrlBroker(const char* url, CorMqttBroker* b, CorUrl* u, char* why,
     b->version = corMqttConf.version;
     b->hasUser = u->user != NULL;
     b->hasPassword = u->password != NULL;
-    if ((b->hasUser && percentDecode(u->user, u->userLen, b->user,
-                                     sizeof(b->user)) < 0)
-        || (b->hasPassword && percentDecode(u->password, u->passwordLen,
-                                            b->password,
-                                            sizeof(b->password)) < 0)) {
-        snprintf(why, whyLen, "a bad user name or password (a bad %% escape "
-                 "or over %d bytes)", COR_MQTT_CRED_MAX - 1);
+    if ((b->hasUser
+         && percentDecode(u->user, u->userLen, b->user, sizeof(b->user)) < 0)
+        || (b->hasPassword
+            && percentDecode(u->password, u->passwordLen, b->password,
+                             sizeof(b->password))
+                   < 0)) {
+        snprintf(why, whyLen,
+                 "a bad user name or password (a bad %% escape "
+                 "or over %d bytes)",
+                 COR_MQTT_CRED_MAX - 1);
         return -EINVAL;
     }
     return 0;
@@ -155,9 +159,12 @@ queryTake(CorMqttMessage* msg, CorMqttBroker* b, const char* q, size_t len,
         const char* stop = amp != NULL ? amp : end;
         const char* eq = memchr(q, '=', (size_t)(stop - q));
 
-        if (eq == NULL || optionSet(msg, b, q, (size_t)(eq - q), eq + 1,
-                                    (size_t)(stop - eq - 1)) != 0) {
-            snprintf(why, whyLen, "a bad option '%.*s' (qos=0|1|2, "
+        if (eq == NULL
+            || optionSet(msg, b, q, (size_t)(eq - q), eq + 1,
+                         (size_t)(stop - eq - 1))
+                   != 0) {
+            snprintf(why, whyLen,
+                     "a bad option '%.*s' (qos=0|1|2, "
                      "retain=true|false, version=3.1.1|5)",
                      (int)(stop - q), q);
             return -EINVAL;
@@ -179,15 +186,16 @@ headersTake(const CorNotification* n, CorMqttMessage* msg, CorMqttBroker* b,
 
         if (h->nameLen > 5 && strncasecmp(h->name, "MQTT-", 5) == 0) {
             if (optionSet(msg, b, h->name + 5, h->nameLen - 5, h->value,
-                          h->valueLen) != 0) {
+                          h->valueLen)
+                != 0) {
                 snprintf(why, whyLen, "a bad header %.*s: %.*s",
-                         (int)h->nameLen, h->name, (int)h->valueLen,
-                         h->value);
+                         (int)h->nameLen, h->name, (int)h->valueLen, h->value);
                 return -EINVAL;
             }
         } else {
             users[props->userCount++] = (CorMqttUserProp){
-                { h->name, h->nameLen }, { h->value, h->valueLen } };
+                { h->name, h->nameLen }, { h->value, h->valueLen }
+            };
         }
     }
     props->user = props->userCount > 0 ? users : NULL;
@@ -212,8 +220,9 @@ topicTake(const CorUrl* u, size_t pathLen, int* len, char** copy, char* why,
     *len = pathLen > 0 ? (int)pathLen - 1 : 0;
     if (memchr(topic, '%', (size_t)*len) != NULL) {
         *copy = malloc(TOPIC_MAX);
-        *len = *copy != NULL ? percentDecode(topic, (size_t)*len, *copy,
-                                             TOPIC_MAX) : -1;
+        *len = *copy != NULL
+                   ? percentDecode(topic, (size_t)*len, *copy, TOPIC_MAX)
+                   : -1;
         topic = *copy;
     }
     bad = *len < 0 ? "a bad escape, or too long"
@@ -243,7 +252,8 @@ corMqttNotifyCheck(const char* url, char* why, size_t whyLen)
     if (topicTake(&u, pathLen, &len, &copy, why, whyLen) == NULL
         || (pathLen < u.targetLen
             && queryTake(&scratch, &b, u.target + pathLen + 1,
-                         u.targetLen - pathLen - 1, why, whyLen) != 0)) {
+                         u.targetLen - pathLen - 1, why, whyLen)
+                   != 0)) {
         rc = -EINVAL;
     }
     free(copy);
@@ -262,7 +272,8 @@ corMqttNotifySend(CorModule* m, const CorNotification* n, char* why,
     int len;
     char* copy = NULL;
     const char* topic;
-    CorMqttMessage msg = { .broker = &b, .qos = corMqttConf.qos,
+    CorMqttMessage msg = { .broker = &b,
+                           .qos = corMqttConf.qos,
                            .props = &props,
                            .payload = { n->body, n->bodyLen },
                            .deadlineMs = corEvClockMs()
@@ -279,7 +290,8 @@ corMqttNotifySend(CorModule* m, const CorNotification* n, char* why,
     if (topic == NULL
         || (pathLen < u.targetLen
             && queryTake(&msg, &b, u.target + pathLen + 1,
-                         u.targetLen - pathLen - 1, why, whyLen) != 0)
+                         u.targetLen - pathLen - 1, why, whyLen)
+                   != 0)
         || headersTake(n, &msg, &b, &props, users, why, whyLen) != 0) {
         rc = -EINVAL;
     } else {
@@ -287,7 +299,7 @@ corMqttNotifySend(CorModule* m, const CorNotification* n, char* why,
 
         corMqttStatsCount(stats, COR_MQTT_COUNT_START);
         rc = corRestMayPark() ? corMqttPublishOnLoop(&msg, why, whyLen)
-                      : corMqttPublishOnThread(&msg, why, whyLen);
+                              : corMqttPublishOnThread(&msg, why, whyLen);
         corMqttStatsCount(stats, rc == 0 ? COR_MQTT_COUNT_SENT
                                          : COR_MQTT_COUNT_FAILED);
     }

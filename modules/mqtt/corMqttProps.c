@@ -9,27 +9,27 @@
 #include "corMqttInt.h"
 
 typedef enum {
-    KIND_NONE = 0,              /* not a property identifier */
-    KIND_FLAG,                  /* a byte, 0 or 1 */
+    KIND_NONE = 0, /* not a property identifier */
+    KIND_FLAG,     /* a byte, 0 or 1 */
     KIND_U16,
     KIND_U32,
     KIND_VARINT,
     KIND_STR,
     KIND_BIN,
-    KIND_PAIR                   /* a user property: two strings */
+    KIND_PAIR /* a user property: two strings */
 } Kind;
 
 typedef enum {
     CHECK_NONE = 0,
-    CHECK_NONZERO,              /* 0 is a protocol error */
-    CHECK_TOPIC                 /* a topic name, no wildcard */
+    CHECK_NONZERO, /* 0 is a protocol error */
+    CHECK_TOPIC    /* a topic name, no wildcard */
 } Check;
 
 typedef struct PropDesc {
-    uint8_t kind;               /* Kind */
-    uint8_t check;              /* Check */
-    uint16_t owners;            /* 1 << packet type; bit 0 the will */
-    size_t offset;              /* of the field in CorMqttProps */
+    uint8_t kind;    /* Kind */
+    uint8_t check;   /* Check */
+    uint16_t owners; /* 1 << packet type; bit 0 the will */
+    size_t offset;   /* of the field in CorMqttProps */
 } PropDesc;
 
 /* One value as read, before it is checked and stored. */
@@ -43,86 +43,86 @@ typedef struct PropValue {
 #define WILL OWNER(COR_MQTT_PROPS_WILL)
 #define MESSAGE (OWNER(COR_MQTT_PUBLISH) | WILL)
 #define CONNECTS (OWNER(COR_MQTT_CONNECT) | OWNER(COR_MQTT_CONNACK))
-#define ACKS                                                            \
-    (OWNER(COR_MQTT_PUBACK) | OWNER(COR_MQTT_PUBREC)                    \
-     | OWNER(COR_MQTT_PUBREL) | OWNER(COR_MQTT_PUBCOMP)                 \
-     | OWNER(COR_MQTT_SUBACK) | OWNER(COR_MQTT_UNSUBACK))
+#define ACKS                                                                   \
+    (OWNER(COR_MQTT_PUBACK) | OWNER(COR_MQTT_PUBREC) | OWNER(COR_MQTT_PUBREL)  \
+     | OWNER(COR_MQTT_PUBCOMP) | OWNER(COR_MQTT_SUBACK)                        \
+     | OWNER(COR_MQTT_UNSUBACK))
 #define ALL 0xFFFFu
 #define FIELD(f) offsetof(CorMqttProps, f)
 #define PROP_COUNT (COR_MQTT_PROP_SHARED_SUB_AVAILABLE + 1)
 
 static const PropDesc table[PROP_COUNT] = {
-    [COR_MQTT_PROP_PAYLOAD_FORMAT] =
-        { KIND_FLAG, CHECK_NONE, MESSAGE, FIELD(payloadFormat) },
-    [COR_MQTT_PROP_MESSAGE_EXPIRY] =
-        { KIND_U32, CHECK_NONE, MESSAGE, FIELD(messageExpiry) },
-    [COR_MQTT_PROP_CONTENT_TYPE] =
-        { KIND_STR, CHECK_NONE, MESSAGE, FIELD(contentType) },
-    [COR_MQTT_PROP_RESPONSE_TOPIC] =
-        { KIND_STR, CHECK_TOPIC, MESSAGE, FIELD(responseTopic) },
-    [COR_MQTT_PROP_CORRELATION_DATA] =
-        { KIND_BIN, CHECK_NONE, MESSAGE, FIELD(correlationData) },
-    [COR_MQTT_PROP_SUBSCRIPTION_ID] =
-        { KIND_VARINT, CHECK_NONZERO,
-          OWNER(COR_MQTT_PUBLISH) | OWNER(COR_MQTT_SUBSCRIBE),
-          FIELD(subscriptionId) },
-    [COR_MQTT_PROP_SESSION_EXPIRY] =
-        { KIND_U32, CHECK_NONE, CONNECTS | OWNER(COR_MQTT_DISCONNECT),
-          FIELD(sessionExpiry) },
-    [COR_MQTT_PROP_ASSIGNED_CLIENT_ID] =
-        { KIND_STR, CHECK_NONE, OWNER(COR_MQTT_CONNACK),
-          FIELD(assignedClientId) },
-    [COR_MQTT_PROP_SERVER_KEEP_ALIVE] =
-        { KIND_U16, CHECK_NONE, OWNER(COR_MQTT_CONNACK),
-          FIELD(serverKeepAlive) },
-    [COR_MQTT_PROP_AUTH_METHOD] =
-        { KIND_STR, CHECK_NONE, CONNECTS | OWNER(COR_MQTT_AUTH),
-          FIELD(authMethod) },
-    [COR_MQTT_PROP_AUTH_DATA] =
-        { KIND_BIN, CHECK_NONE, CONNECTS | OWNER(COR_MQTT_AUTH),
-          FIELD(authData) },
-    [COR_MQTT_PROP_REQUEST_PROBLEM_INFO] =
-        { KIND_FLAG, CHECK_NONE, OWNER(COR_MQTT_CONNECT),
-          FIELD(requestProblemInfo) },
-    [COR_MQTT_PROP_WILL_DELAY] =
-        { KIND_U32, CHECK_NONE, WILL, FIELD(willDelay) },
-    [COR_MQTT_PROP_REQUEST_RESPONSE_INFO] =
-        { KIND_FLAG, CHECK_NONE, OWNER(COR_MQTT_CONNECT),
-          FIELD(requestResponseInfo) },
-    [COR_MQTT_PROP_RESPONSE_INFO] =
-        { KIND_STR, CHECK_NONE, OWNER(COR_MQTT_CONNACK),
-          FIELD(responseInfo) },
-    [COR_MQTT_PROP_SERVER_REFERENCE] =
-        { KIND_STR, CHECK_NONE,
-          OWNER(COR_MQTT_CONNACK) | OWNER(COR_MQTT_DISCONNECT),
-          FIELD(serverReference) },
-    [COR_MQTT_PROP_REASON_STRING] =
-        { KIND_STR, CHECK_NONE,
-          OWNER(COR_MQTT_CONNACK) | ACKS | OWNER(COR_MQTT_DISCONNECT)
-              | OWNER(COR_MQTT_AUTH),
-          FIELD(reasonString) },
-    [COR_MQTT_PROP_RECEIVE_MAXIMUM] =
-        { KIND_U16, CHECK_NONZERO, CONNECTS, FIELD(receiveMaximum) },
-    [COR_MQTT_PROP_TOPIC_ALIAS_MAXIMUM] =
-        { KIND_U16, CHECK_NONE, CONNECTS, FIELD(topicAliasMaximum) },
-    [COR_MQTT_PROP_MAXIMUM_QOS] =
-        { KIND_FLAG, CHECK_NONE, OWNER(COR_MQTT_CONNACK),
-          FIELD(maximumQos) },
-    [COR_MQTT_PROP_RETAIN_AVAILABLE] =
-        { KIND_FLAG, CHECK_NONE, OWNER(COR_MQTT_CONNACK),
-          FIELD(retainAvailable) },
+    [COR_MQTT_PROP_PAYLOAD_FORMAT] = { KIND_FLAG, CHECK_NONE, MESSAGE,
+                                       FIELD(payloadFormat) },
+    [COR_MQTT_PROP_MESSAGE_EXPIRY] = { KIND_U32, CHECK_NONE, MESSAGE,
+                                       FIELD(messageExpiry) },
+    [COR_MQTT_PROP_CONTENT_TYPE] = { KIND_STR, CHECK_NONE, MESSAGE,
+                                     FIELD(contentType) },
+    [COR_MQTT_PROP_RESPONSE_TOPIC] = { KIND_STR, CHECK_TOPIC, MESSAGE,
+                                       FIELD(responseTopic) },
+    [COR_MQTT_PROP_CORRELATION_DATA] = { KIND_BIN, CHECK_NONE, MESSAGE,
+                                         FIELD(correlationData) },
+    [COR_MQTT_PROP_SUBSCRIPTION_ID] = { KIND_VARINT, CHECK_NONZERO,
+                                        OWNER(COR_MQTT_PUBLISH)
+                                            | OWNER(COR_MQTT_SUBSCRIBE),
+                                        FIELD(subscriptionId) },
+    [COR_MQTT_PROP_SESSION_EXPIRY] = { KIND_U32, CHECK_NONE,
+                                       CONNECTS | OWNER(COR_MQTT_DISCONNECT),
+                                       FIELD(sessionExpiry) },
+    [COR_MQTT_PROP_ASSIGNED_CLIENT_ID] = { KIND_STR, CHECK_NONE,
+                                           OWNER(COR_MQTT_CONNACK),
+                                           FIELD(assignedClientId) },
+    [COR_MQTT_PROP_SERVER_KEEP_ALIVE] = { KIND_U16, CHECK_NONE,
+                                          OWNER(COR_MQTT_CONNACK),
+                                          FIELD(serverKeepAlive) },
+    [COR_MQTT_PROP_AUTH_METHOD] = { KIND_STR, CHECK_NONE,
+                                    CONNECTS | OWNER(COR_MQTT_AUTH),
+                                    FIELD(authMethod) },
+    [COR_MQTT_PROP_AUTH_DATA] = { KIND_BIN, CHECK_NONE,
+                                  CONNECTS | OWNER(COR_MQTT_AUTH),
+                                  FIELD(authData) },
+    [COR_MQTT_PROP_REQUEST_PROBLEM_INFO] = { KIND_FLAG, CHECK_NONE,
+                                             OWNER(COR_MQTT_CONNECT),
+                                             FIELD(requestProblemInfo) },
+    [COR_MQTT_PROP_WILL_DELAY] = { KIND_U32, CHECK_NONE, WILL,
+                                   FIELD(willDelay) },
+    [COR_MQTT_PROP_REQUEST_RESPONSE_INFO] = { KIND_FLAG, CHECK_NONE,
+                                              OWNER(COR_MQTT_CONNECT),
+                                              FIELD(requestResponseInfo) },
+    [COR_MQTT_PROP_RESPONSE_INFO] = { KIND_STR, CHECK_NONE,
+                                      OWNER(COR_MQTT_CONNACK),
+                                      FIELD(responseInfo) },
+    [COR_MQTT_PROP_SERVER_REFERENCE] = { KIND_STR, CHECK_NONE,
+                                         OWNER(COR_MQTT_CONNACK)
+                                             | OWNER(COR_MQTT_DISCONNECT),
+                                         FIELD(serverReference) },
+    [COR_MQTT_PROP_REASON_STRING] = { KIND_STR, CHECK_NONE,
+                                      OWNER(COR_MQTT_CONNACK) | ACKS
+                                          | OWNER(COR_MQTT_DISCONNECT)
+                                          | OWNER(COR_MQTT_AUTH),
+                                      FIELD(reasonString) },
+    [COR_MQTT_PROP_RECEIVE_MAXIMUM] = { KIND_U16, CHECK_NONZERO, CONNECTS,
+                                        FIELD(receiveMaximum) },
+    [COR_MQTT_PROP_TOPIC_ALIAS_MAXIMUM] = { KIND_U16, CHECK_NONE, CONNECTS,
+                                            FIELD(topicAliasMaximum) },
+    [COR_MQTT_PROP_MAXIMUM_QOS] = { KIND_FLAG, CHECK_NONE,
+                                    OWNER(COR_MQTT_CONNACK),
+                                    FIELD(maximumQos) },
+    [COR_MQTT_PROP_RETAIN_AVAILABLE] = { KIND_FLAG, CHECK_NONE,
+                                         OWNER(COR_MQTT_CONNACK),
+                                         FIELD(retainAvailable) },
     [COR_MQTT_PROP_USER] = { KIND_PAIR, CHECK_NONE, ALL, 0 },
-    [COR_MQTT_PROP_MAXIMUM_PACKET_SIZE] =
-        { KIND_U32, CHECK_NONZERO, CONNECTS, FIELD(maximumPacketSize) },
-    [COR_MQTT_PROP_WILDCARD_SUB_AVAILABLE] =
-        { KIND_FLAG, CHECK_NONE, OWNER(COR_MQTT_CONNACK),
-          FIELD(wildcardSubAvailable) },
-    [COR_MQTT_PROP_SUB_ID_AVAILABLE] =
-        { KIND_FLAG, CHECK_NONE, OWNER(COR_MQTT_CONNACK),
-          FIELD(subIdAvailable) },
-    [COR_MQTT_PROP_SHARED_SUB_AVAILABLE] =
-        { KIND_FLAG, CHECK_NONE, OWNER(COR_MQTT_CONNACK),
-          FIELD(sharedSubAvailable) },
+    [COR_MQTT_PROP_MAXIMUM_PACKET_SIZE] = { KIND_U32, CHECK_NONZERO, CONNECTS,
+                                            FIELD(maximumPacketSize) },
+    [COR_MQTT_PROP_WILDCARD_SUB_AVAILABLE] = { KIND_FLAG, CHECK_NONE,
+                                               OWNER(COR_MQTT_CONNACK),
+                                               FIELD(wildcardSubAvailable) },
+    [COR_MQTT_PROP_SUB_ID_AVAILABLE] = { KIND_FLAG, CHECK_NONE,
+                                         OWNER(COR_MQTT_CONNACK),
+                                         FIELD(subIdAvailable) },
+    [COR_MQTT_PROP_SHARED_SUB_AVAILABLE] = { KIND_FLAG, CHECK_NONE,
+                                             OWNER(COR_MQTT_CONNACK),
+                                             FIELD(sharedSubAvailable) },
 };
 
 /*
@@ -184,7 +184,8 @@ propCheck(CorMqttReader* r, unsigned owner, uint32_t id, const PropDesc* d,
           const PropValue* v, const CorMqttProps* props)
 {
     bool repeats = id == COR_MQTT_PROP_USER
-        || (id == COR_MQTT_PROP_SUBSCRIPTION_ID && owner == COR_MQTT_PUBLISH);
+                   || (id == COR_MQTT_PROP_SUBSCRIPTION_ID
+                       && owner == COR_MQTT_PUBLISH);
 
     if ((d->owners & OWNER(owner)) == 0) {
         return corMqttFail(r, COR_MQTT_RC_MALFORMED,
@@ -280,8 +281,8 @@ corMqttPropsRead(CorMqttReader* r, unsigned owner, CorMqttProps* props)
  * user property or subscription identifier); *start is where it begins.
  */
 static bool
-listNext(const CorMqttProps* props, size_t* pos, uint32_t want,
-         PropValue* v, size_t* start)
+listNext(const CorMqttProps* props, size_t* pos, uint32_t want, PropValue* v,
+         size_t* start)
 {
     CorMqttStatus st = { 0 };
 
@@ -303,8 +304,8 @@ listNext(const CorMqttProps* props, size_t* pos, uint32_t want,
 }
 
 bool
-corMqttUserPropNext(const CorMqttProps* props, size_t* pos,
-                    CorMqttStr* name, CorMqttStr* value)
+corMqttUserPropNext(const CorMqttProps* props, size_t* pos, CorMqttStr* name,
+                    CorMqttStr* value)
 {
     PropValue v;
     size_t start;
@@ -331,9 +332,8 @@ corMqttSubIdNext(const CorMqttProps* props, size_t* pos, uint32_t* id)
 }
 
 /* The scalar properties: every one but the two lists. */
-#define SCALARS                                                         \
-    ((((uint64_t)1 << PROP_COUNT) - 1)                                  \
-     & ~((uint64_t)1 << COR_MQTT_PROP_USER)                             \
+#define SCALARS                                                                \
+    ((((uint64_t)1 << PROP_COUNT) - 1) & ~((uint64_t)1 << COR_MQTT_PROP_USER)  \
      & ~((uint64_t)1 << COR_MQTT_PROP_SUBSCRIPTION_ID))
 
 /* Write the scalar properties present, from their fields, by increasing
@@ -345,8 +345,7 @@ corMqttSubIdNext(const CorMqttProps* props, size_t* pos, uint32_t* id)
 static void
 scalarsWrite(CorMqttWriter* w, const CorMqttProps* props)
 {
-    for (uint64_t left = props->has & SCALARS; left != 0;
-         left &= left - 1) {
+    for (uint64_t left = props->has & SCALARS; left != 0; left &= left - 1) {
         unsigned id = (unsigned)__builtin_ctzll(left);
         const PropDesc* d = &table[id];
         const char* field = (const char*)props + d->offset;
@@ -384,8 +383,7 @@ listsWrite(CorMqttWriter* w, const CorMqttProps* props)
         corMqttPut(w, props->raw + start, pos - start);
     }
     pos = 0;
-    while (listNext(props, &pos, COR_MQTT_PROP_SUBSCRIPTION_ID, &v,
-                    &start)) {
+    while (listNext(props, &pos, COR_MQTT_PROP_SUBSCRIPTION_ID, &v, &start)) {
         corMqttPut(w, props->raw + start, pos - start);
     }
     for (unsigned i = 0; props->user != NULL && i < props->userCount; i++) {

@@ -47,7 +47,7 @@ typedef struct Served {
     struct Served* next;
     CorMqttBroker broker;
     unsigned window;
-    unsigned said;              /* 1 << CorMqttNote */
+    unsigned said; /* 1 << CorMqttNote */
 } Served;
 
 static pthread_mutex_t servedLock = PTHREAD_MUTEX_INITIALIZER;
@@ -59,9 +59,9 @@ static Served* servedList;
 int
 corMqttBufPut(CorBuf* b, unsigned version, const CorMqttPacket* pkt)
 {
-    int size = b->cap > b->len
-               ? corMqttEncode(b->data + b->len, b->cap - b->len, version, pkt)
-               : -ENOBUFS;
+    int size = b->cap > b->len ? corMqttEncode(b->data + b->len,
+                                               b->cap - b->len, version, pkt)
+                               : -ENOBUFS;
 
     if (size == -ENOBUFS) {
         size = corMqttEncodedSize(version, pkt);
@@ -71,8 +71,7 @@ corMqttBufPut(CorBuf* b, unsigned version, const CorMqttPacket* pkt)
         if (corBufReserve(b, (size_t)size) != 0) {
             return -ENOMEM;
         }
-        size = corMqttEncode(b->data + b->len, b->cap - b->len, version,
-                             pkt);
+        size = corMqttEncode(b->data + b->len, b->cap - b->len, version, pkt);
     }
     if (size < 0) {
         return size == -ENOBUFS ? -ENOMEM : size;
@@ -82,12 +81,15 @@ corMqttBufPut(CorBuf* b, unsigned version, const CorMqttPacket* pkt)
 }
 
 int
-corMqttBufPublish(CorBuf* b, const CorMqttMessage* msg,
-                  uint16_t packetId, bool dup)
+corMqttBufPublish(CorBuf* b, const CorMqttMessage* msg, uint16_t packetId,
+                  bool dup)
 {
-    CorMqttPacket pkt = { .type = COR_MQTT_PUBLISH, .qos = (uint8_t)msg->qos,
-                          .retain = msg->retain, .dup = dup && msg->qos > 0,
-                          .packetId = packetId, .topic = msg->topic,
+    CorMqttPacket pkt = { .type = COR_MQTT_PUBLISH,
+                          .qos = (uint8_t)msg->qos,
+                          .retain = msg->retain,
+                          .dup = dup && msg->qos > 0,
+                          .packetId = packetId,
+                          .topic = msg->topic,
                           .payload = msg->payload };
 
     if (msg->props != NULL) {
@@ -119,28 +121,45 @@ corMqttClientIdMake(char* out, size_t cap)
 const char*
 corMqttReasonText(unsigned version, bool connack, uint8_t code)
 {
-    static const char* const connack311[] = {
-        "accepted", "unacceptable protocol version", "client id rejected",
-        "server unavailable", "bad user name or password", "not authorized"
-    };
-    static const struct { uint8_t code; const char* text; } texts[] = {
-        { 0x00, "success" }, { 0x10, "no matching subscribers" },
-        { 0x80, "unspecified error" }, { 0x81, "malformed packet" },
-        { 0x82, "protocol error" }, { 0x83, "implementation specific error" },
+    static const char* const connack311[] = { "accepted",
+                                              "unacceptable protocol version",
+                                              "client id rejected",
+                                              "server unavailable",
+                                              "bad user name or password",
+                                              "not authorized" };
+    static const struct {
+        uint8_t code;
+        const char* text;
+    } texts[] = {
+        { 0x00, "success" },
+        { 0x10, "no matching subscribers" },
+        { 0x80, "unspecified error" },
+        { 0x81, "malformed packet" },
+        { 0x82, "protocol error" },
+        { 0x83, "implementation specific error" },
         { 0x84, "unsupported protocol version" },
         { 0x85, "client id not valid" },
-        { 0x86, "bad user name or password" }, { 0x87, "not authorized" },
-        { 0x88, "server unavailable" }, { 0x89, "server busy" },
-        { 0x8A, "banned" }, { 0x8B, "server shutting down" },
-        { 0x8D, "keep alive timeout" }, { 0x8E, "session taken over" },
-        { 0x90, "topic name invalid" }, { 0x91, "packet id in use" },
+        { 0x86, "bad user name or password" },
+        { 0x87, "not authorized" },
+        { 0x88, "server unavailable" },
+        { 0x89, "server busy" },
+        { 0x8A, "banned" },
+        { 0x8B, "server shutting down" },
+        { 0x8D, "keep alive timeout" },
+        { 0x8E, "session taken over" },
+        { 0x90, "topic name invalid" },
+        { 0x91, "packet id in use" },
         { 0x92, "packet id not found" },
         { 0x93, "receive maximum exceeded" },
-        { 0x95, "packet too large" }, { 0x96, "message rate too high" },
-        { 0x97, "quota exceeded" }, { 0x98, "administrative action" },
+        { 0x95, "packet too large" },
+        { 0x96, "message rate too high" },
+        { 0x97, "quota exceeded" },
+        { 0x98, "administrative action" },
         { 0x99, "payload format invalid" },
-        { 0x9A, "retain not supported" }, { 0x9B, "QoS not supported" },
-        { 0x9C, "use another server" }, { 0x9D, "server moved" },
+        { 0x9A, "retain not supported" },
+        { 0x9B, "QoS not supported" },
+        { 0x9C, "use another server" },
+        { 0x9D, "server moved" },
         { 0x9F, "connection rate exceeded" },
     };
 
@@ -183,9 +202,8 @@ corMqttBrokerName(const CorMqttBroker* b, char* out, size_t cap)
 bool
 corMqttBrokerSame(const CorMqttBroker* a, const CorMqttBroker* b)
 {
-    return a->port == b->port && a->tls == b->tls
-           && a->version == b->version && a->hasUser == b->hasUser
-           && a->hasPassword == b->hasPassword
+    return a->port == b->port && a->tls == b->tls && a->version == b->version
+           && a->hasUser == b->hasUser && a->hasPassword == b->hasPassword
            && strcmp(a->host, b->host) == 0 && strcmp(a->user, b->user) == 0
            && strcmp(a->password, b->password) == 0;
 }
@@ -278,9 +296,11 @@ void
 corMqttDowngradeSay(const CorMqttBroker* b, const char* name)
 {
     if (corMqttSayOnce(b, COR_MQTT_NOTE_DOWNGRADE)) {
-        corLog(COR_LOG_WARN, "mqtt: %s answers QoS 2 with PUBACK: it grants "
+        corLog(COR_LOG_WARN,
+               "mqtt: %s answers QoS 2 with PUBACK: it grants "
                "QoS 1 (as RabbitMQ does), so messages reach it at least "
-               "once, not exactly once", name);
+               "once, not exactly once",
+               name);
     }
 }
 
@@ -289,13 +309,17 @@ corMqttTakeoverSay(const CorMqttBroker* b, const char* name,
                    const char* clientId, bool maybe)
 {
     if (corMqttSayOnce(b, COR_MQTT_NOTE_TAKEOVER)) {
-        corLog(COR_LOG_WARN, "mqtt: %s: %s client connected with client id "
+        corLog(COR_LOG_WARN,
+               "mqtt: %s: %s client connected with client id "
                "'%s' and took the session over; give each instance its own "
                "client_id (or leave it out: the default is unique), and "
                "spread a subscription over instances with "
-               "$share/GROUP/filter", name,
+               "$share/GROUP/filter",
+               name,
                maybe ? "the broker closed the connection at once: maybe "
-                       "another" : "another", clientId);
+                       "another"
+                     : "another",
+               clientId);
     }
 }
 
@@ -319,21 +343,23 @@ connectSend(CorConn* c, const CorMqttBroker* b, const char* clientId,
             bool persistent, uint64_t deadlineMs)
 {
     CorBuf out = { 0 };
-    CorMqttPacket pkt = {
-        .type = COR_MQTT_CONNECT, .version = (uint8_t)b->version,
-        .cleanStart = !persistent,
-        .keepAlive = (uint16_t)corMqttConf.keepAliveS,
-        .clientId = { clientId, strlen(clientId) },
-        .hasUsername = b->hasUser, .hasPassword = b->hasPassword,
-        .username = { b->user, strlen(b->user) },
-        .password = { b->password, strlen(b->password) } };
+    CorMqttPacket pkt = { .type = COR_MQTT_CONNECT,
+                          .version = (uint8_t)b->version,
+                          .cleanStart = !persistent,
+                          .keepAlive = (uint16_t)corMqttConf.keepAliveS,
+                          .clientId = { clientId, strlen(clientId) },
+                          .hasUsername = b->hasUser,
+                          .hasPassword = b->hasPassword,
+                          .username = { b->user, strlen(b->user) },
+                          .password = { b->password, strlen(b->password) } };
     int rc;
 
     if (b->version == COR_MQTT_V5) {
         /* A subscriber's QoS 1/2 messages in flight are at most what
          * its handlers take at once (its socket is not read past it). */
-        pkt.props.receiveMaximum = (uint16_t)(
-            persistent ? corMqttConf.maxInHandlers : corMqttConf.maxInFlight);
+        pkt.props.receiveMaximum = (uint16_t)(persistent
+                                                  ? corMqttConf.maxInHandlers
+                                                  : corMqttConf.maxInFlight);
         corMqttPropSet(&pkt.props, COR_MQTT_PROP_RECEIVE_MAXIMUM);
         if (persistent) {
             /* 0, the default, would end the session with the
@@ -374,9 +400,11 @@ packetRead(CorConn* c, const CorMqttBroker* b, uint64_t deadlineMs,
         n = corConnRead(c, in->data + in->len, in->cap - in->len,
                         corMqttLeftMs(deadlineMs));
         if (n <= 0) {
-            snprintf(why, whyLen, "%s", n == 0 ? "the broker closed the "
-                     "connection" : n == -ETIMEDOUT ? "no CONNACK in time"
-                     : strerror((int)-n));
+            snprintf(why, whyLen, "%s",
+                     n == 0            ? "the broker closed the "
+                                         "connection"
+                     : n == -ETIMEDOUT ? "no CONNACK in time"
+                                       : strerror((int)-n));
             return n == 0 ? -ECONNRESET : (int)n;
         }
         in->len += (size_t)n;
@@ -385,8 +413,8 @@ packetRead(CorConn* c, const CorMqttBroker* b, uint64_t deadlineMs,
 
 /* What the CONNACK in pkt says: 0, or -EACCES / -EPROTO with why. */
 static int
-connackTake(const CorMqttBroker* b, const CorMqttPacket* pkt,
-            CorMqttSession* s, char* why, size_t whyLen)
+connackTake(const CorMqttBroker* b, const CorMqttPacket* pkt, CorMqttSession* s,
+            char* why, size_t whyLen)
 {
     if (pkt->type != COR_MQTT_CONNACK) {
         snprintf(why, whyLen, "a %s instead of CONNACK",
@@ -394,9 +422,10 @@ connackTake(const CorMqttBroker* b, const CorMqttPacket* pkt,
         return -EPROTO;
     }
     if (pkt->reasonCode != 0) {
-        snprintf(why, whyLen, "the broker refused the connection: %s "
-                 "(%s 0x%02x)", corMqttReasonText(b->version, true,
-                                                 pkt->reasonCode),
+        snprintf(why, whyLen,
+                 "the broker refused the connection: %s "
+                 "(%s 0x%02x)",
+                 corMqttReasonText(b->version, true, pkt->reasonCode),
                  b->version == COR_MQTT_V5 ? "reason code" : "return code",
                  pkt->reasonCode);
         return -EACCES;
@@ -424,11 +453,12 @@ static int
 v311Refusal(const CorMqttBroker* b, const uint8_t* in, size_t inLen, int rc,
             char* why, size_t whyLen)
 {
-    if (rc != -EPROTO || b->version != COR_MQTT_V5 || inLen < 4
-        || in[0] != 0x20 || in[1] != 0x02 || in[3] != 0x01) {
+    if (rc != -EPROTO || b->version != COR_MQTT_V5 || inLen < 4 || in[0] != 0x20
+        || in[1] != 0x02 || in[3] != 0x01) {
         return rc;
     }
-    snprintf(why, whyLen, "the broker does not speak 5.0 (its 3.1.1 "
+    snprintf(why, whyLen,
+             "the broker does not speak 5.0 (its 3.1.1 "
              "CONNACK refused the protocol level): use version \"3.1.1\" "
              "(the module's key, or ?version=3.1.1 in a URL)");
     return -EACCES;
@@ -442,10 +472,14 @@ corMqttSessionOpen(const CorMqttBroker* b, const char* clientId,
     char name[300];
     char reason[256] = "";
     CorMqttPacket pkt;
-    CorConn* c = corConnOpen(&(CorConnTarget){
-        .host = b->host, .port = b->port, .tls = b->tls, .fresh = true,
-        .connectTimeoutMs = corMqttLeftMs(deadlineMs) > 0
-                            ? corMqttLeftMs(deadlineMs) : 1 },
+    CorConn* c = corConnOpen(
+        &(CorConnTarget){ .host = b->host,
+                          .port = b->port,
+                          .tls = b->tls,
+                          .fresh = true,
+                          .connectTimeoutMs = corMqttLeftMs(deadlineMs) > 0
+                                                  ? corMqttLeftMs(deadlineMs)
+                                                  : 1 },
         errP, why, whyLen);
     int rc;
 
@@ -457,7 +491,8 @@ corMqttSessionOpen(const CorMqttBroker* b, const char* clientId,
     if (rc < 0) {
         snprintf(reason, sizeof(reason), "CONNECT: %s", strerror(-rc));
     } else if ((rc = packetRead(c, b, deadlineMs, &pkt, in, reason,
-                                sizeof(reason))) > 0) {
+                                sizeof(reason)))
+               > 0) {
         size_t used = (size_t)rc;
 
         rc = connackTake(b, &pkt, s, reason, sizeof(reason));
@@ -470,8 +505,8 @@ corMqttSessionOpen(const CorMqttBroker* b, const char* clientId,
                          sizeof(reason));
     }
     if (rc < 0) {
-        snprintf(why, whyLen, "%s: %s", corMqttBrokerName(b, name,
-                 sizeof(name)), reason);
+        snprintf(why, whyLen, "%s: %s",
+                 corMqttBrokerName(b, name, sizeof(name)), reason);
         *errP = rc;
         corConnClose(c);
         return NULL;

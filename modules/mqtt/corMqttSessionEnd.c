@@ -55,8 +55,9 @@ corMqttSessionPeerKeep(const Link* l)
     CorMqttSubGroup* g = &corMqttGroups[l->group - corMqttGroups];
 
     g->peerLen = sizeof(g->peer);
-    if (getpeername(corConnTransport(l->conn)->fd,
-                    (struct sockaddr*)&g->peer, &g->peerLen) != 0) {
+    if (getpeername(corConnTransport(l->conn)->fd, (struct sockaddr*)&g->peer,
+                    &g->peerLen)
+        != 0) {
         g->peerLen = 0;
     }
 }
@@ -69,8 +70,7 @@ byeAtExit(Link* l)
     CorMqttPacket bye = { .type = COR_MQTT_DISCONNECT };
 
     if (l->state != LINK_READY || l->bye || l->group == NULL
-        || !corMqttSessionEnds(l->group)
-        || l->broker.version != COR_MQTT_V5) {
+        || !corMqttSessionEnds(l->group) || l->broker.version != COR_MQTT_V5) {
         return;
     }
     corMqttByeEnds(l, &bye);
@@ -78,9 +78,10 @@ byeAtExit(Link* l)
      * cancelled them all), and then the session is kept. */
     if (corMqttBufPut(&l->k.out, l->broker.version, &bye) == 0
         && corConnWriteAll(l->conn, corBufHead(&l->k.out),
-                           corBufPending(&l->k.out), 0) == 0) {
-        corLog(COR_LOG_INFO, "mqtt: %s: stopping: %s ends its session",
-               l->name, l->clientId);
+                           corBufPending(&l->k.out), 0)
+               == 0) {
+        corLog(COR_LOG_INFO, "mqtt: %s: stopping: %s ends its session", l->name,
+               l->clientId);
     }
 }
 
@@ -90,7 +91,8 @@ corMqttSessionsByeAtExit(void)
     CorList* node;
     CorList* next;
 
-    corListForEach(node, next, corMqttLoopLinks()) {
+    corListForEach(node, next, corMqttLoopLinks())
+    {
         byeAtExit(corContainerOf(node, Link, link));
     }
 }
@@ -99,8 +101,8 @@ corMqttSessionsByeAtExit(void)
 static int
 endConnect(const CorMqttSubGroup* g)
 {
-    int fd = socket(g->peer.ss_family, SOCK_STREAM | SOCK_CLOEXEC
-                                       | SOCK_NONBLOCK, 0);
+    int fd = socket(g->peer.ss_family,
+                    SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     struct pollfd p = { .fd = fd, .events = POLLOUT };
     int err = 0;
     socklen_t len = sizeof(err);
@@ -125,12 +127,15 @@ static bool
 v311End(const CorMqttSubGroup* g)
 {
     CorMqttPacket connect = {
-        .type = COR_MQTT_CONNECT, .version = COR_MQTT_V311,
-        .cleanStart = true, .clientId = { g->clientId, strlen(g->clientId) },
+        .type = COR_MQTT_CONNECT,
+        .version = COR_MQTT_V311,
+        .cleanStart = true,
+        .clientId = { g->clientId, strlen(g->clientId) },
         .hasUsername = g->broker.hasUser,
         .hasPassword = g->broker.hasPassword,
         .username = { g->broker.user, strlen(g->broker.user) },
-        .password = { g->broker.password, strlen(g->broker.password) } };
+        .password = { g->broker.password, strlen(g->broker.password) }
+    };
     CorMqttPacket bye = { .type = COR_MQTT_DISCONNECT };
     CorBuf out = { 0 };
     char answer[8];
@@ -163,16 +168,18 @@ corMqttSessionsEnd(void)
             continue;
         }
         if (g->broker.tls) {
-            corLog(COR_LOG_WARN, "mqtt: %s: stopping: the 3.1.1 session of "
+            corLog(COR_LOG_WARN,
+                   "mqtt: %s: stopping: the 3.1.1 session of "
                    "%s stays on the broker (ended only over plain TCP)",
                    g->url, g->clientId);
         } else if (v311End(g)) {
             corLog(COR_LOG_INFO, "mqtt: %s: stopping: %s ended its session",
                    g->url, g->clientId);
         } else {
-            corLog(COR_LOG_WARN, "mqtt: %s: stopping: could not end the "
-                   "session of %s: it stays on the broker", g->url,
-                   g->clientId);
+            corLog(COR_LOG_WARN,
+                   "mqtt: %s: stopping: could not end the "
+                   "session of %s: it stays on the broker",
+                   g->url, g->clientId);
         }
     }
 }

@@ -18,10 +18,10 @@
 
 struct CorMqttStats {
     struct CorMqttStats* next;
-    bool tls;                   /* the key: scheme, host and port */
+    bool tls; /* the key: scheme, host and port */
     unsigned port;
     char host[sizeof(((CorMqttBroker*)0)->host)];
-    char name[300];             /* the key as /metrics shows it */
+    char name[300]; /* the key as /metrics shows it */
     atomic_ulong sent;
     atomic_ulong failed;
     atomic_uint inFlight;
@@ -63,7 +63,7 @@ void
 corMqttStatsCount(CorMqttStats* s, CorMqttCount which)
 {
     if (s == NULL) {
-        return;                 /* no memory for them: not counted */
+        return; /* no memory for them: not counted */
     }
     switch (which) {
     case COR_MQTT_COUNT_START:
@@ -72,8 +72,8 @@ corMqttStatsCount(CorMqttStats* s, CorMqttCount which)
     case COR_MQTT_COUNT_SENT:
     case COR_MQTT_COUNT_FAILED:
         atomic_fetch_sub(&s->inFlight, 1);
-        atomic_fetch_add(which == COR_MQTT_COUNT_SENT ? &s->sent
-                                                      : &s->failed, 1);
+        atomic_fetch_add(which == COR_MQTT_COUNT_SENT ? &s->sent : &s->failed,
+                         1);
         break;
     case COR_MQTT_COUNT_RECEIVED:
         atomic_fetch_add(&s->received, 1);
@@ -95,19 +95,18 @@ static const struct {
     size_t offset;
 } families[] = {
     { "cor_mqtt_sent_total", "counter",
-      "Notifications the broker acknowledged.",
-      offsetof(CorMqttStats, sent) },
+      "Notifications the broker acknowledged.", offsetof(CorMqttStats, sent) },
     { "cor_mqtt_failed_total", "counter",
       "Notifications refused, timed out or cancelled.",
       offsetof(CorMqttStats, failed) },
     { "cor_mqtt_in_flight", "gauge", "Notifications being sent now.",
       offsetof(CorMqttStats, inFlight) },
-    { "cor_mqtt_received_total", "counter",
-      "Messages of subscriptions served.",
+    { "cor_mqtt_received_total", "counter", "Messages of subscriptions served.",
       offsetof(CorMqttStats, received) },
     { "cor_mqtt_unacknowledged_total", "counter",
       "Messages of subscriptions answered 5xx or cut short: not "
-      "acknowledged.", offsetof(CorMqttStats, unacknowledged) },
+      "acknowledged.",
+      offsetof(CorMqttStats, unacknowledged) },
     { "cor_mqtt_refused_total", "counter",
       "Messages of subscriptions past limits.body_bytes (or the head's "
       "limits): acknowledged, never handled.",
@@ -127,12 +126,11 @@ corMqttStatsEmit(CorMetricsOut* out, void* arg)
         for (CorMqttStats* s = statsList; s != NULL; s = s->next) {
             const void* field = (const char*)s + families[k].offset;
             unsigned long v = families[k].offset
-                              == offsetof(CorMqttStats, inFlight)
-                              ? atomic_load((const atomic_uint*)field)
-                              : atomic_load((const atomic_ulong*)field);
+                                      == offsetof(CorMqttStats, inFlight)
+                                  ? atomic_load((const atomic_uint*)field)
+                                  : atomic_load((const atomic_ulong*)field);
 
-            corMetricsPrintf(out, "%s{broker=\"%s\"} %lu\n", name,
-                             s->name, v);
+            corMetricsPrintf(out, "%s{broker=\"%s\"} %lu\n", name, s->name, v);
         }
     }
     pthread_mutex_unlock(&statsLock);

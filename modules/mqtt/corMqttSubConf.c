@@ -32,8 +32,7 @@ groupFor(const char* url, const CorMqttBroker* b, const char* clientId)
             return g;
         }
     }
-    groups = realloc(corMqttGroups,
-                     (corMqttGroupCount + 1) * sizeof(*groups));
+    groups = realloc(corMqttGroups, (corMqttGroupCount + 1) * sizeof(*groups));
     if (groups == NULL) {
         return NULL;
     }
@@ -62,7 +61,8 @@ brokerCheck(CorModule* m, const CorConf* item, const char* url,
     CorUrl u;
 
     if (url == NULL) {
-        corModuleError(m, item, "subscription: a broker is needed "
+        corModuleError(m, item,
+                       "subscription: a broker is needed "
                        "(broker: \"mqtt://host:port\")");
         return false;
     }
@@ -71,8 +71,10 @@ brokerCheck(CorModule* m, const CorConf* item, const char* url,
         return false;
     }
     if (u.targetLen != 1) {
-        corModuleError(m, at, "broker: '%s' has a path: the topics are the "
-                       "filter's", url);
+        corModuleError(m, at,
+                       "broker: '%s' has a path: the topics are the "
+                       "filter's",
+                       url);
         return false;
     }
     return true;
@@ -88,8 +90,9 @@ subscriptionRead(CorModule* m, const CorConf* item, const char* where)
     const char* clientId = corConfString(item, "client_id", NULL, errors);
     const char* method = corConfString(item, "method", NULL, errors);
     unsigned qos = (unsigned)corConfInt(item, "qos", 1, 0, 2, errors);
-    const char* bad = filter != NULL ? corMqttTopicFilterCheck(
-                                           filter, strlen(filter)) : NULL;
+    const char* bad = filter != NULL
+                          ? corMqttTopicFilterCheck(filter, strlen(filter))
+                          : NULL;
     CorMqttSubGroup* g;
     CorMqttBroker b;
     CorMqttSub* subs;
@@ -101,25 +104,29 @@ subscriptionRead(CorModule* m, const CorConf* item, const char* where)
     }
     if (filter == NULL || bad != NULL) {
         corModuleError(m, filter != NULL ? corConfGet(item, "filter") : item,
-                       "filter: %s", bad != NULL ? bad : "a topic filter is "
-                       "needed (filter: \"sensors/+/temp\")");
+                       "filter: %s",
+                       bad != NULL ? bad
+                                   : "a topic filter is "
+                                     "needed (filter: \"sensors/+/temp\")");
         return -1;
     }
     if (clientId != NULL && (clientId[0] == '\0' || strlen(clientId) > 63)) {
-        corModuleError(m, corConfGet(item, "client_id"), "client_id: 1 to 63 "
+        corModuleError(m, corConfGet(item, "client_id"),
+                       "client_id: 1 to 63 "
                        "bytes");
         return -1;
     }
-    if (method != NULL && (!corHttpIsToken(method, strlen(method))
-                           || strlen(method) > COR_MQTT_METHOD_MAX)) {
-        corModuleError(m, corConfGet(item, "method"), "method: an HTTP "
+    if (method != NULL
+        && (!corHttpIsToken(method, strlen(method))
+            || strlen(method) > COR_MQTT_METHOD_MAX)) {
+        corModuleError(m, corConfGet(item, "method"),
+                       "method: an HTTP "
                        "method (a token of 1 to %d bytes: POST, PUT...)",
                        COR_MQTT_METHOD_MAX);
         return -1;
     }
     g = groupFor(url, &b, clientId);
-    subs = g != NULL ? realloc(g->subs, (g->count + 1) * sizeof(*subs))
-                     : NULL;
+    subs = g != NULL ? realloc(g->subs, (g->count + 1) * sizeof(*subs)) : NULL;
     if (subs != NULL) {
         g->subs = subs;
         methods = realloc(g->methods, (g->count + 1) * sizeof(*methods));
@@ -135,8 +142,11 @@ subscriptionRead(CorModule* m, const CorConf* item, const char* where)
      * each connect (the session keeps the subscription). */
     subs[g->count++] = (CorMqttSub){
         { filter, strlen(filter) },
-        (uint8_t)(qos | (b.version == COR_MQTT_V5
-                         ? 1 << COR_MQTT_SUB_RETAIN_HANDLING_SHIFT : 0)) };
+        (uint8_t)(qos
+                  | (b.version == COR_MQTT_V5
+                         ? 1 << COR_MQTT_SUB_RETAIN_HANDLING_SHIFT
+                         : 0))
+    };
     return 0;
 }
 
@@ -151,8 +161,10 @@ corMqttSubscriptionsRead(CorModule* m, const CorConf* list)
 
         snprintf(where, sizeof(where), "subscriptions[%zu]", i);
         if (corConfKind(item) != COR_CONF_MAP) {
-            corModuleError(m, item, "%s: expected a mapping {broker, filter, "
-                           "qos}", where);
+            corModuleError(m, item,
+                           "%s: expected a mapping {broker, filter, "
+                           "qos}",
+                           where);
             rc = -1;
         } else if (subscriptionRead(m, item, where) != 0) {
             rc = -1;
@@ -176,4 +188,3 @@ corMqttSubscriptionsFree(void)
     corMqttGroups = NULL;
     corMqttGroupCount = 0;
 }
-

@@ -66,12 +66,12 @@
 
 /* What becomes of a message once its request ended. */
 typedef enum {
-    FATE_ACK,                   /* served (under 500): acknowledged */
-    FATE_LEAVE,                 /* failed, its connection gone or draining:
-                                   the broker sends it again */
-    FATE_AGAIN,                 /* failed: served again after a delay */
-    FATE_GIVE_UP                /* failed for good: acknowledged (after its
-                                   dead letter) */
+    FATE_ACK,    /* served (under 500): acknowledged */
+    FATE_LEAVE,  /* failed, its connection gone or draining:
+                    the broker sends it again */
+    FATE_AGAIN,  /* failed: served again after a delay */
+    FATE_GIVE_UP /* failed for good: acknowledged (after its
+                    dead letter) */
 } Fate;
 
 /* A message served as a request; owned by itself until it is freed, after
@@ -80,9 +80,9 @@ typedef struct Inbound {
     CorRequest r;
     Link* link;
     CorMqttStats* stats;
-    struct Inbound* nextWaiting;    /* waits to be served again */
+    struct Inbound* nextWaiting; /* waits to be served again */
     CorEvTimer again;
-    unsigned attempts;              /* requests made of it */
+    unsigned attempts; /* requests made of it */
     Fate fate;
     unsigned gen;
     unsigned version;
@@ -90,8 +90,8 @@ typedef struct Inbound {
     uint8_t qos;
     CorMqttStr responseTopic;
     CorMqttStr correlation;
-    CorBuf streamed;                /* a streamed response's body, for the
-                                       Response Topic */
+    CorBuf streamed; /* a streamed response's body, for the
+                        Response Topic */
     char qosText[2];
     CorHeader headers[];
 } Inbound;
@@ -148,9 +148,10 @@ corMqttSubscribeSend(Link* l, bool present)
          * Handling); the shared ones go again (see the top). */
         for (unsigned i = 0; i < l->group->count; i++) {
             if (!shared(&l->group->subs[i])) {
-                corLog(COR_LOG_INFO, "mqtt: subscribed to '%s' on %s (kept "
-                       "by the session)", l->group->subs[i].filter.data,
-                       l->name);
+                corLog(COR_LOG_INFO,
+                       "mqtt: subscribed to '%s' on %s (kept "
+                       "by the session)",
+                       l->group->subs[i].filter.data, l->name);
             }
         }
         pkt.subs = subs;
@@ -169,7 +170,8 @@ sharedLeave(Link* l)
 {
     CorMqttSub subs[l->group->count];
     CorMqttPacket pkt = { .type = COR_MQTT_UNSUBSCRIBE,
-                          .packetId = LEAVE_PACKET_ID, .subs = subs };
+                          .packetId = LEAVE_PACKET_ID,
+                          .subs = subs };
 
     if (l->state != LINK_READY || l->bye) {
         return false;
@@ -178,9 +180,10 @@ sharedLeave(Link* l)
     if (pkt.subCount == 0 || corMqttLinkSend(l, &pkt) != 0) {
         return false;
     }
-    corLog(COR_LOG_INFO, "mqtt: %s: draining: %s leaves %u shared "
-           "subscription%s", l->name, l->clientId, pkt.subCount,
-           pkt.subCount > 1 ? "s" : "");
+    corLog(COR_LOG_INFO,
+           "mqtt: %s: draining: %s leaves %u shared "
+           "subscription%s",
+           l->name, l->clientId, pkt.subCount, pkt.subCount > 1 ? "s" : "");
     return true;
 }
 
@@ -192,8 +195,10 @@ subackTake(Link* l, const CorMqttPacket* pkt)
         uint8_t code = pkt->codes[i];
 
         if (code >= 0x80) {
-            corLog(COR_LOG_ERROR, "mqtt: %s refused the subscription to "
-                   "'%s': %s (0x%02x)", l->name, sub->filter.data,
+            corLog(COR_LOG_ERROR,
+                   "mqtt: %s refused the subscription to "
+                   "'%s': %s (0x%02x)",
+                   l->name, sub->filter.data,
                    corMqttReasonText(COR_MQTT_V5, false, code), code);
         } else {
             corLog(COR_LOG_INFO, "mqtt: subscribed to '%s' on %s (QoS %u)",
@@ -217,19 +222,19 @@ linkLetGo(Link* l)
     CorMqttPacket bye = { .type = COR_MQTT_DISCONNECT };
 
     if (l->leaving && l->state == LINK_READY) {
-        return;                 /* at the UNSUBACK */
+        return; /* at the UNSUBACK */
     }
     if (l->state == LINK_WAITING) {
         corMqttLinkClose(l);
     } else if (l->state == LINK_READY && !l->bye) {
         corMqttByeEnds(l, &bye);
-        corLog(COR_LOG_INFO, "mqtt: %s: draining: %s %s", l->name,
-               l->clientId, corMqttPropHas(&bye.props,
-                                           COR_MQTT_PROP_SESSION_EXPIRY)
-                            ? "ends its session" : "lets go of its session");
+        corLog(COR_LOG_INFO, "mqtt: %s: draining: %s %s", l->name, l->clientId,
+               corMqttPropHas(&bye.props, COR_MQTT_PROP_SESSION_EXPIRY)
+                   ? "ends its session"
+                   : "lets go of its session");
         l->bye = corMqttLinkSend(l, &bye) == 0;
         if (!l->bye) {
-            corMqttLinkClose(l);    /* a plain close does as much */
+            corMqttLinkClose(l); /* a plain close does as much */
         }
     }
 }
@@ -260,7 +265,7 @@ copyStr(char** p, const char* s, size_t len)
     char* at = *p;
 
     if (len > 0) {
-        memcpy(at, s, len);     /* s may be NULL then */
+        memcpy(at, s, len); /* s may be NULL then */
     }
     at[len] = '\0';
     *p += len + 1;
@@ -284,12 +289,12 @@ headerAdd(Inbound* in, char** p, const char* name, CorMqttStr value)
 static bool
 ownName(CorMqttStr name)
 {
-    static const char* const own[] = { "MQTT-QoS", "MQTT-Retain",
-                                       "MQTT-Method", "Content-Type" };
+    static const char* const own[] = { "MQTT-QoS", "MQTT-Retain", "MQTT-Method",
+                                       "Content-Type" };
 
     for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
-        if (corHeaderIsLen(&(CorHeader){ name.data, name.len, NULL, 0 },
-                           own[i], strlen(own[i]))) {
+        if (corHeaderIsLen(&(CorHeader){ name.data, name.len, NULL, 0 }, own[i],
+                           strlen(own[i]))) {
             return true;
         }
     }
@@ -354,8 +359,7 @@ headersAdd(Inbound* in, char** p, const CorMqttPacket* pkt)
         headerAdd(in, p, "Content-Type", pkt->props.contentType);
     }
     if (method != NULL) {
-        headerAdd(in, p, "MQTT-Method",
-                  (CorMqttStr){ method, strlen(method) });
+        headerAdd(in, p, "MQTT-Method", (CorMqttStr){ method, strlen(method) });
     }
     userHeadersAdd(in, p, pkt);
 }
@@ -367,8 +371,8 @@ inboundNew(Link* l, const CorMqttPacket* pkt)
     const CorMqttProps* props = &pkt->props;
     /* The property block bounds every string its properties hold; the
      * bridge's own fields, the method's included, take under 128 bytes. */
-    size_t size = sizeof(Inbound) + (props->userCount + OWN_FIELDS)
-                                    * sizeof(CorHeader)
+    size_t size = sizeof(Inbound)
+                  + (props->userCount + OWN_FIELDS) * sizeof(CorHeader)
                   + pkt->topic.len + pkt->payload.len + props->rawLen * 2
                   + props->userCount * (2 + COR_MQTT_USER_PREFIX_LEN) + 128;
     Inbound* in = calloc(1, size);
@@ -415,8 +419,7 @@ responsePublish(Inbound* in)
     CorRequest* r = &in->r;
     char status[16];
     CorMqttUserProp user = { { "status", 6 },
-                             { status, (size_t)snprintf(status,
-                                                        sizeof(status),
+                             { status, (size_t)snprintf(status, sizeof(status),
                                                         "%d", r->status) } };
     CorMqttPacket pkt = { .type = COR_MQTT_PUBLISH,
                           .topic = in->responseTopic,
@@ -442,8 +445,10 @@ responsePublish(Inbound* in)
         corMqttPropSet(&pkt.props, COR_MQTT_PROP_CONTENT_TYPE);
     }
     if (corMqttLinkSend(in->link, &pkt) != 0) {
-        corLog(COR_LOG_WARN, "mqtt: %s: the response to %.*s could not be "
-               "encoded", in->link->name, (int)r->pathLen, r->path);
+        corLog(COR_LOG_WARN,
+               "mqtt: %s: the response to %.*s could not be "
+               "encoded",
+               in->link->name, (int)r->pathLen, r->path);
     }
 }
 
@@ -501,21 +506,24 @@ deadLetterSend(Inbound* in)
     int n = snprintf(url, cap, "%s", in->link->group->url);
     CorHeader headers[] = {
         { "topic", 5, r->path + 1, r->pathLen - 1 },
-        { "status", 6, status, (size_t)snprintf(status, sizeof(status), "%d",
-                                                r->status) },
-        { "attempts", 8, attempts, (size_t)snprintf(attempts,
-                                                    sizeof(attempts), "%u",
-                                                    in->attempts) } };
+        { "status", 6, status,
+          (size_t)snprintf(status, sizeof(status), "%d", r->status) },
+        { "attempts", 8, attempts,
+          (size_t)snprintf(attempts, sizeof(attempts), "%u", in->attempts) }
+    };
 
-    p += n > 0 && url[n - 1] == '/' ? n - 1 : n;   /* no path: checked */
+    p += n > 0 && url[n - 1] == '/' ? n - 1 : n; /* no path: checked */
     cap -= (size_t)(p - url);
     percentEncode(&p, &cap, "/");
     percentEncode(&p, &cap, corMqttConf.deadLetter);
     snprintf(p, 8, "?qos=%s", in->qosText);
     return corNotify(r, &(CorNotification){
-        .url = url, .headers = headers, .headerCount = 3,
-        .contentType = type != NULL ? type->value : NULL,
-        .body = r->body, .bodyLen = r->bodyLen });
+                            .url = url,
+                            .headers = headers,
+                            .headerCount = 3,
+                            .contentType = type != NULL ? type->value : NULL,
+                            .body = r->body,
+                            .bodyLen = r->bodyLen });
 }
 
 /* in's request failed for good: logged, and published to the dead-letter
@@ -530,15 +538,18 @@ inboundGiveUp(Inbound* in)
     int rc = dead ? deadLetterSend(in) : 0;
 
     if (rc != 0) {
-        corLog(COR_LOG_ERROR, "mqtt: %s: %.*s answered %d; no dead letter "
-               "to '%s' (%s): not acknowledged", l->name, (int)r->pathLen,
-               r->path, r->status, corMqttConf.deadLetter, strerror(-rc));
+        corLog(COR_LOG_ERROR,
+               "mqtt: %s: %.*s answered %d; no dead letter "
+               "to '%s' (%s): not acknowledged",
+               l->name, (int)r->pathLen, r->path, r->status,
+               corMqttConf.deadLetter, strerror(-rc));
         return FATE_LEAVE;
     }
-    corLog(COR_LOG_WARN, "mqtt: %s: %.*s (QoS %u) answered %d, %u time%s: "
-           "given up%s%s%s", l->name, (int)r->pathLen, r->path, in->qos,
-           r->status, in->attempts, in->attempts > 1 ? "s" : "",
-           in->qos > 0 ? ", acknowledged" : "",
+    corLog(COR_LOG_WARN,
+           "mqtt: %s: %.*s (QoS %u) answered %d, %u time%s: "
+           "given up%s%s%s",
+           l->name, (int)r->pathLen, r->path, in->qos, r->status, in->attempts,
+           in->attempts > 1 ? "s" : "", in->qos > 0 ? ", acknowledged" : "",
            dead ? ", published to " : "", dead ? corMqttConf.deadLetter : "");
     return FATE_GIVE_UP;
 }
@@ -565,7 +576,7 @@ static void
 inboundDone(CorRequest* r)
 {
     if (r->stream != NULL) {
-        return;                 /* its end ends it */
+        return; /* its end ends it */
     }
     responsePublish((Inbound*)r);
     inboundAnswered(r);
@@ -579,10 +590,9 @@ inboundStreamData(CorRequest* r, const void* data, size_t len)
 {
     Inbound* in = (Inbound*)r;
 
-    if (inboundStreamAlive(r)
-        && corBufAppend(&in->streamed, data, len) != 0) {
+    if (inboundStreamAlive(r) && corBufAppend(&in->streamed, data, len) != 0) {
         corBufFree(&in->streamed);
-        in->responseTopic.len = 0;  /* no memory: no response */
+        in->responseTopic.len = 0; /* no memory: no response */
     }
 }
 
@@ -612,7 +622,7 @@ inboundFree(Inbound* in)
     l->serving--;
     corMqttLinkResume(l);
     if (l->draining && l->serving == 0) {
-        linkLetGo(l);           /* its last acknowledgement is out */
+        linkLetGo(l); /* its last acknowledgement is out */
     }
     corMqttLinkRelease(l);
     corBufFree(&in->streamed);
@@ -637,10 +647,13 @@ againFire(CorEvTimer* timer)
 {
     Inbound* in = corContainerOf(timer, Inbound, again);
     CorRequest* r = &in->r;
-    CorRequest input = { .method = r->method, .methodLen = r->methodLen,
-                         .path = r->path, .pathLen = r->pathLen,
+    CorRequest input = { .method = r->method,
+                         .methodLen = r->methodLen,
+                         .path = r->path,
+                         .pathLen = r->pathLen,
                          .headers = r->headers,
-                         .headerCount = r->headerCount, .body = r->body,
+                         .headerCount = r->headerCount,
+                         .body = r->body,
                          .bodyLen = r->bodyLen };
 
     waitingRemove(in);
@@ -666,27 +679,31 @@ inboundRelease(CorRequest* r)
                                                : COR_MQTT_PUBREC,
                           .packetId = in->packetId };
 
-    corMqttStatsCount(in->stats, r->status < 500 ? COR_MQTT_COUNT_RECEIVED
-                                 : COR_MQTT_COUNT_UNACKNOWLEDGED);
+    corMqttStatsCount(in->stats, r->status < 500
+                                     ? COR_MQTT_COUNT_RECEIVED
+                                     : COR_MQTT_COUNT_UNACKNOWLEDGED);
     if (in->fate == FATE_AGAIN && inboundCurrent(in)) {
-        corLog(COR_LOG_WARN, "mqtt: %s: %.*s answered %d: served again in "
-               "%llu ms", l->name, (int)r->pathLen, r->path, r->status,
+        corLog(COR_LOG_WARN,
+               "mqtt: %s: %.*s answered %d: served again in "
+               "%llu ms",
+               l->name, (int)r->pathLen, r->path, r->status,
                (unsigned long long)corMqttConf.redeliverDelayMs);
         in->nextWaiting = waiting;
         waiting = in;
         corEvTimerStart(l->k.loop, &in->again, corMqttConf.redeliverDelayMs,
                         againFire);
-        return;                 /* still on the bound */
+        return; /* still on the bound */
     }
     if (in->qos > 0 && (in->fate == FATE_ACK || in->fate == FATE_GIVE_UP)
         && l->state == LINK_READY && l->gen == in->gen
         && corMqttLinkSend(l, &ack) != 0) {
-        corLog(COR_LOG_WARN, "mqtt: %s: no memory to acknowledge %.*s",
-               l->name, (int)r->pathLen, r->path);
+        corLog(COR_LOG_WARN, "mqtt: %s: no memory to acknowledge %.*s", l->name,
+               (int)r->pathLen, r->path);
     } else if (in->qos > 0 && in->fate == FATE_LEAVE) {
-        corLog(COR_LOG_WARN, "mqtt: %s: %.*s answered %d: not "
-               "acknowledged, the broker sends it again", l->name,
-               (int)r->pathLen, r->path, r->status);
+        corLog(COR_LOG_WARN,
+               "mqtt: %s: %.*s answered %d: not "
+               "acknowledged, the broker sends it again",
+               l->name, (int)r->pathLen, r->path, r->status);
     }
     inboundFree(in);
 }
@@ -735,21 +752,19 @@ inboundRefuse(Link* l, const CorMqttPacket* pkt, int status)
     char what[160];
 
     snprintf(what, sizeof(what), "a message of %zu bytes on %.*s",
-             pkt->payload.len, (int)(pkt->topic.len < 96 ? pkt->topic.len
-                                                         : 96),
+             pkt->payload.len, (int)(pkt->topic.len < 96 ? pkt->topic.len : 96),
              pkt->topic.data);
     corLimitsRefused("mqtt", l->name, what, status);
     corMqttStatsCount(corMqttStatsFor(&l->broker), COR_MQTT_COUNT_REFUSED);
     if (pkt->qos > 0 && corMqttLinkSend(l, &ack) != 0) {
-        corLog(COR_LOG_WARN, "mqtt: %s: no memory to acknowledge %.*s",
-               l->name, (int)pkt->topic.len, pkt->topic.data);
+        corLog(COR_LOG_WARN, "mqtt: %s: no memory to acknowledge %.*s", l->name,
+               (int)pkt->topic.len, pkt->topic.data);
     }
     return 0;
 }
 
 int
-corMqttInboundTake(Link* l, const CorMqttPacket* pkt, char* why,
-                   size_t whyLen)
+corMqttInboundTake(Link* l, const CorMqttPacket* pkt, char* why, size_t whyLen)
 {
     int status;
 
@@ -808,14 +823,15 @@ corMqttClientDrain(void)
     CorList* node;
     CorList* next;
 
-    corListForEach(node, next, corMqttLoopLinks()) {
+    corListForEach(node, next, corMqttLoopLinks())
+    {
         Link* l = corContainerOf(node, Link, link);
 
         if (l->group == NULL) {
-            continue;       /* publishers: the drain waits for their sends */
+            continue; /* publishers: the drain waits for their sends */
         }
         l->draining = true;
-        corMqttLinkHold(l);     /* a let-go may forget it */
+        corMqttLinkHold(l); /* a let-go may forget it */
         l->leaving = sharedLeave(l);
         waitingDrop(l);
         if (l->serving == 0) {

@@ -163,8 +163,9 @@ shareStrip(const char** filter, size_t* filterLen)
         || memcmp(*filter, SHARE_PREFIX, SHARE_PREFIX_LEN) != 0) {
         return true;
     }
-    name = SHARE_PREFIX_LEN + levelLen(*filter + SHARE_PREFIX_LEN,
-                                       *filterLen - SHARE_PREFIX_LEN);
+    name = SHARE_PREFIX_LEN
+           + levelLen(*filter + SHARE_PREFIX_LEN,
+                      *filterLen - SHARE_PREFIX_LEN);
     if (name >= *filterLen) {
         return false;
     }

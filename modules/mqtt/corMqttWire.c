@@ -119,8 +119,7 @@ corMqttReadStr(CorMqttReader* r, CorMqttStr* v)
 void
 corMqttPut(CorMqttWriter* w, const void* p, size_t len)
 {
-    if (w->out != NULL && len > 0 && w->n <= w->cap
-        && len <= w->cap - w->n) {
+    if (w->out != NULL && len > 0 && w->n <= w->cap && len <= w->cap - w->n) {
         memcpy(w->out + w->n, p, len);
     }
     w->n += len;
@@ -143,8 +142,8 @@ corMqttPutU16(CorMqttWriter* w, uint16_t v)
 void
 corMqttPutU32(CorMqttWriter* w, uint32_t v)
 {
-    uint8_t b[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16),
-                     (uint8_t)(v >> 8), (uint8_t)v };
+    uint8_t b[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8),
+                     (uint8_t)v };
 
     corMqttPut(w, b, sizeof(b));
 }

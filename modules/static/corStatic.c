@@ -65,14 +65,18 @@ pathAbsolute(const char* path, const CorConf* at)
     }
     if (slash != NULL && file[0] == '/') {
         return asprintf(&out, "%.*s/%s", (int)(slash - file), file, path) < 0
-               ? NULL : out;
+                   ? NULL
+                   : out;
     }
     if (getcwd(cwd, sizeof(cwd)) == NULL) {
         return NULL;
     }
     if (slash != NULL) {
         return asprintf(&out, "%s/%.*s/%s", cwd, (int)(slash - file), file,
-                        path) < 0 ? NULL : out;
+                        path)
+                       < 0
+                   ? NULL
+                   : out;
     }
     return asprintf(&out, "%s/%s", cwd, path) < 0 ? NULL : out;
 }
@@ -86,7 +90,8 @@ folderRead(CorModule* m, const CorConf* entry, StaticRoot* root)
     struct stat st;
 
     if (path == NULL || path[0] == '\0') {
-        corModuleError(m, entry, "roots: a root (the folder to serve) is "
+        corModuleError(m, entry,
+                       "roots: a root (the folder to serve) is "
                        "needed");
         return -1;
     }
@@ -101,8 +106,10 @@ folderRead(CorModule* m, const CorConf* entry, StaticRoot* root)
         return -1;
     }
     if (!S_ISDIR(st.st_mode)) {
-        corModuleError(m, corConfGet(entry, "root"), "root: '%s' is not a "
-                       "folder", root->path);
+        corModuleError(m, corConfGet(entry, "root"),
+                       "root: '%s' is not a "
+                       "folder",
+                       root->path);
         return -1;
     }
     return 0;
@@ -119,8 +126,10 @@ choicesRead(CorModule* m, const CorConf* entry, StaticRoot* root)
 
     if (strchr(index, '/') != NULL || strcmp(index, ".") == 0
         || strcmp(index, "..") == 0) {
-        corModuleError(m, corConfGet(entry, "index"), "index: a file name "
-                       "(no '/'), or \"\" for none, got '%s'", index);
+        corModuleError(m, corConfGet(entry, "index"),
+                       "index: a file name "
+                       "(no '/'), or \"\" for none, got '%s'",
+                       index);
         rc = -1;
     } else if (index[0] != '\0' && (root->index = strdup(index)) == NULL) {
         rc = -1;
@@ -128,9 +137,11 @@ choicesRead(CorModule* m, const CorConf* entry, StaticRoot* root)
     if (strcmp(links, "follow") == 0 || strcmp(links, "beneath") == 0) {
         root->follow = links[0] == 'f';
     } else {
-        corModuleError(m, corConfGet(entry, "symlinks"), "symlinks: expected "
+        corModuleError(m, corConfGet(entry, "symlinks"),
+                       "symlinks: expected "
                        "beneath (those that stay under the root) or follow "
-                       "(any), got '%s'", links);
+                       "(any), got '%s'",
+                       links);
         rc = -1;
     }
     return rc;
@@ -147,9 +158,11 @@ servingRead(CorModule* m, const CorConf* entry, StaticRoot* root)
                                            10ull * 365 * 86400 * 1000, e);
     int rc = 0;
 
-    if (fallback != NULL && (fallback[0] != '/' || fallback[1] == '\0'
-                             || strstr(fallback, "/.") != NULL)) {
-        corModuleError(m, corConfGet(entry, "fallback"), "fallback: a file "
+    if (fallback != NULL
+        && (fallback[0] != '/' || fallback[1] == '\0'
+            || strstr(fallback, "/.") != NULL)) {
+        corModuleError(m, corConfGet(entry, "fallback"),
+                       "fallback: a file "
                        "under the root, such as /index.html, got '%s'",
                        fallback);
         rc = -1;
@@ -159,14 +172,17 @@ servingRead(CorModule* m, const CorConf* entry, StaticRoot* root)
     }
     if (expiresMs > 0
         && asprintf(&root->cacheControl, "max-age=%llu",
-                    (unsigned long long)(expiresMs / 1000)) < 0) {
+                    (unsigned long long)(expiresMs / 1000))
+               < 0) {
         root->cacheControl = NULL;
         rc = -1;
     }
     if (strcmp(dotfiles, "allow") != 0 && strcmp(dotfiles, "deny") != 0) {
-        corModuleError(m, corConfGet(entry, "dotfiles"), "dotfiles: expected "
+        corModuleError(m, corConfGet(entry, "dotfiles"),
+                       "dotfiles: expected "
                        "deny (a name starting with '.' is 404) or allow, got "
-                       "'%s'", dotfiles);
+                       "'%s'",
+                       dotfiles);
         rc = -1;
     }
     root->dotfiles = strcmp(dotfiles, "allow") == 0;
@@ -180,10 +196,10 @@ servingRead(CorModule* m, const CorConf* entry, StaticRoot* root)
 static int
 rootRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
 {
-    static const char* const keys[] = { "name", "root", "index", "symlinks",
-                                        "fallback", "expires", "dotfiles",
-                                        "autoindex", "precompressed",
-                                        NULL };
+    static const char* const keys[] = {
+        "name",    "root",     "index",     "symlinks",      "fallback",
+        "expires", "dotfiles", "autoindex", "precompressed", NULL
+    };
     CorConfErrors* e = corModuleErrors(m);
     const char* name = corConfString(entry, "name", NULL, e);
     StaticRoot* root = record;
@@ -193,8 +209,10 @@ rootRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
 
     root->id = index;
     if (name == NULL || name[0] == '\0') {
-        corModuleError(m, entry, "roots[%u]: a name (the handler routes "
-                       "name) is needed", index);
+        corModuleError(m, entry,
+                       "roots[%u]: a name (the handler routes "
+                       "name) is needed",
+                       index);
         rc = -1;
     } else if ((root->name = strdup(name)) == NULL) {
         rc = -1;
@@ -225,13 +243,17 @@ typesRead(CorModule* m, const CorConf* conf)
         const char* type = corConfText(corConfAt(map, i));
 
         if (ext[0] != '.' || ext[1] == '\0' || strchr(ext, '/') != NULL) {
-            corModuleError(m, corConfAt(map, i), "types: an extension with "
-                           "its dot, such as \".wasm\", got '%s'", ext);
+            corModuleError(m, corConfAt(map, i),
+                           "types: an extension with "
+                           "its dot, such as \".wasm\", got '%s'",
+                           ext);
             rc = -1;
         } else if (type == NULL || strchr(type, '/') == NULL
                    || strpbrk(type, "\r\n") != NULL) {
-            corModuleError(m, corConfAt(map, i), "types: '%s': a media "
-                           "type, such as application/wasm", ext);
+            corModuleError(m, corConfAt(map, i),
+                           "types: '%s': a media "
+                           "type, such as application/wasm",
+                           ext);
             rc = -1;
         } else if (corStaticMimeAdd(ext, type) != 0) {
             rc = -1;
@@ -267,14 +289,16 @@ staticInit(CorModule* m, const CorConf* conf)
     CorConfErrors* e = corModuleErrors(m);
     int rc = 0;
 
-    corStaticSettings.cacheEntries =
-        (unsigned)corConfInt(conf, "open_file_cache", 1000, 0, 1000000, e);
-    corStaticSettings.cacheValidMs =
-        corConfDurationMs(conf, "open_file_cache_valid", 1000, 0, 3600000, e);
+    corStaticSettings.cacheEntries = (unsigned)corConfInt(conf,
+                                                          "open_file_cache",
+                                                          1000, 0, 1000000, e);
+    corStaticSettings.cacheValidMs = corConfDurationMs(conf,
+                                                       "open_file_cache_valid",
+                                                       1000, 0, 3600000, e);
     rc |= typesRead(m, conf);
     if (corStaticMimeSystemLoad("/etc/mime.types") != 0) {
         corLog(COR_LOG_WARN, "static: /etc/mime.types cannot be read: the "
-               "built-in media types only");
+                             "built-in media types only");
     }
     if (corStaticCacheInit() != 0) {
         corModuleError(m, conf, "no memory");

@@ -27,15 +27,15 @@
 
 /* One file (or directory) of one root; the cache's. */
 typedef struct CacheEntry {
-    CorList lru;                /* the most recently used first */
-    struct CacheEntry* next;    /* in its bucket */
+    CorList lru;             /* the most recently used first */
+    struct CacheEntry* next; /* in its bucket */
     uint64_t hash;
     unsigned root;
     char* rel;
     int fd;
-    struct stat st;             /* at the open */
+    struct stat st; /* at the open */
     uint64_t openedMs;
-    StaticFile file;            /* what a hit copies (its fd is -1) */
+    StaticFile file; /* what a hit copies (its fd is -1) */
 } CacheEntry;
 
 StaticSettings corStaticSettings = { .cacheEntries = 1000,
@@ -84,8 +84,7 @@ static bool
 statSame(const struct stat* a, const struct stat* b)
 {
     return a->st_ino == b->st_ino && a->st_dev == b->st_dev
-           && a->st_size == b->st_size
-           && a->st_mtim.tv_sec == b->st_mtim.tv_sec
+           && a->st_size == b->st_size && a->st_mtim.tv_sec == b->st_mtim.tv_sec
            && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec
            && a->st_ctim.tv_sec == b->st_ctim.tv_sec
            && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
@@ -101,10 +100,9 @@ fileOpen(const StaticRoot* root, const char* rel, int* fdP, struct stat* st)
     if (fd < 0) {
         return fd;
     }
-    if (fstat(fd, st) != 0 || !(S_ISREG(st->st_mode)
-                                || S_ISDIR(st->st_mode))) {
+    if (fstat(fd, st) != 0 || !(S_ISREG(st->st_mode) || S_ISDIR(st->st_mode))) {
         close(fd);
-        return -EACCES;         /* a FIFO, a device, a socket */
+        return -EACCES; /* a FIFO, a device, a socket */
     }
     *fdP = fd;
     return 0;
@@ -132,8 +130,9 @@ slotFind(unsigned root, const char* rel, uint64_t hash)
 {
     CacheEntry** at = &buckets[hash & bucketMask];
 
-    while (*at != NULL && ((*at)->hash != hash || (*at)->root != root
-                           || strcmp((*at)->rel, rel) != 0)) {
+    while (*at != NULL
+           && ((*at)->hash != hash || (*at)->root != root
+               || strcmp((*at)->rel, rel) != 0)) {
         at = &(*at)->next;
     }
     return at;
@@ -187,7 +186,7 @@ entryKeep(const StaticRoot* root, const char* rel, uint64_t hash, int fd,
     if (e == NULL || (e->rel = strdup(rel)) == NULL) {
         free(e);
         close(fd);
-        return;                 /* served uncached */
+        return; /* served uncached */
     }
     e->hash = hash;
     e->root = root->id;

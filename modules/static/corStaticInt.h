@@ -19,29 +19,30 @@
 /* A root of the YAML: one handler. The module's, for the generation;
  * read by every loop and worker at once, never written after init. */
 typedef struct {
-    char* name;                 /* the handler routes name */
-    char* path;                 /* the folder, absolute */
-    char* index;                /* served for a directory; NULL: none */
-    bool follow;                /* symlinks: follow (anywhere) rather than
-                                   beneath (only those that stay inside) */
-    char* fallback;             /* served for a path that names nothing
-                                   (relative to the root); NULL: none */
-    char* cacheControl;         /* expires: "max-age=N"; NULL: none */
-    bool dotfiles;              /* names starting with '.' are served */
-    bool autoindex;             /* a folder without its index is listed */
-    bool precompressed;         /* NAME.zst, .br, .gz served for NAME */
-    unsigned id;                /* its place in the list: the cache's key */
+    char* name;         /* the handler routes name */
+    char* path;         /* the folder, absolute */
+    char* index;        /* served for a directory; NULL: none */
+    bool follow;        /* symlinks: follow (anywhere) rather than
+                           beneath (only those that stay inside) */
+    char* fallback;     /* served for a path that names nothing
+                           (relative to the root); NULL: none */
+    char* cacheControl; /* expires: "max-age=N"; NULL: none */
+    bool dotfiles;      /* names starting with '.' are served */
+    bool autoindex;     /* a folder without its index is listed */
+    bool precompressed; /* NAME.zst, .br, .gz served for NAME */
+    unsigned id;        /* its place in the list: the cache's key */
 } StaticRoot;
 
 /* What the module's YAML set beside the roots. */
 typedef struct {
-    unsigned cacheEntries;      /* open_file_cache; 0: none */
-    uint64_t cacheValidMs;      /* open_file_cache_valid */
+    unsigned cacheEntries; /* open_file_cache; 0: none */
+    uint64_t cacheValidMs; /* open_file_cache_valid */
 } StaticSettings;
 
 extern StaticSettings corStaticSettings;
 
-/* ---- Media types (corStaticMime.c) ---------------------------------------- */
+/* ---- Media types (corStaticMime.c) ----------------------------------------
+ */
 
 /* Add (or replace) the type of an extension (".wasm", compared without
  * case): a copy of both. Returns 0 or -ENOMEM. */
@@ -54,7 +55,8 @@ const char* corStaticMimeOf(const char* name);
 int corStaticMimeSystemLoad(const char* path);
 void corStaticMimeFree(void);
 
-/* ---- Opening under a root (corStaticOpen.c) ------------------------------- */
+/* ---- Opening under a root (corStaticOpen.c) -------------------------------
+ */
 
 /*
  * Open rel (a relative path with no dot segment, "." for the root itself)
@@ -66,7 +68,8 @@ void corStaticMimeFree(void);
  */
 int corStaticOpen(const StaticRoot* root, const char* rel);
 
-/* ---- The open-file cache (corStaticCache.c) ------------------------------- */
+/* ---- The open-file cache (corStaticCache.c) -------------------------------
+ */
 
 /* An opened file as a request sees it: its own fd (the caller closes it;
  * -1 for a directory), what fstat said, and its validators. */
@@ -75,9 +78,9 @@ typedef struct {
     bool dir;
     uint64_t size;
     time_t mtime;
-    const char* type;           /* the table's */
-    char etag[48];              /* "SIZE-MTIME", hex, quoted */
-    char lastModified[32];      /* IMF-fixdate */
+    const char* type;      /* the table's */
+    char etag[48];         /* "SIZE-MTIME", hex, quoted */
+    char lastModified[32]; /* IMF-fixdate */
 } StaticFile;
 
 /* Create the cache of corStaticSettings.cacheEntries entries, and free it.
@@ -94,8 +97,7 @@ void corStaticCacheFree(void);
  * corStaticOpen. From any thread; holds a lock only around the table,
  * never across an open.
  */
-int corStaticCacheOpen(const StaticRoot* root, const char* rel,
-                       StaticFile* f);
+int corStaticCacheOpen(const StaticRoot* root, const char* rel, StaticFile* f);
 
 /* ---- Listings (corStaticList.c) ----------------------------------------- */
 
@@ -116,7 +118,8 @@ void corStaticListAnswer(CorRequest* r, const StaticRoot* root,
 void corStaticVariantTake(CorRequest* r, const StaticRoot* root,
                           const char* rel, StaticFile* f);
 
-/* ---- Range (corStaticRange.c) --------------------------------------------- */
+/* ---- Range (corStaticRange.c) ---------------------------------------------
+ */
 
 /* The most ranges one request may ask for: more, and the whole file is
  * sent (RFC 9110 14.2 lets a server ignore a Range it finds abusive). */
@@ -129,11 +132,11 @@ typedef struct {
 } StaticRange;
 
 typedef enum {
-    STATIC_RANGE_WHOLE,         /* ignore the header: send all (another
-                                   unit, bad syntax, too many ranges, or
-                                   more bytes than the file has) */
-    STATIC_RANGE_PARTIAL,       /* 206 with the ranges */
-    STATIC_RANGE_UNSATISFIABLE  /* 416: none starts inside the file */
+    STATIC_RANGE_WHOLE,        /* ignore the header: send all (another
+                                  unit, bad syntax, too many ranges, or
+                                  more bytes than the file has) */
+    STATIC_RANGE_PARTIAL,      /* 206 with the ranges */
+    STATIC_RANGE_UNSATISFIABLE /* 416: none starts inside the file */
 } StaticRangeResult;
 
 /*
@@ -147,7 +150,8 @@ StaticRangeResult corStaticRangeParse(const char* value, size_t len,
                                       uint64_t size, StaticRange* out,
                                       unsigned* count);
 
-/* ---- Answers (corStaticServe.c, corStaticMultipart.c) --------------------- */
+/* ---- Answers (corStaticServe.c, corStaticMultipart.c) ---------------------
+ */
 
 /* Serve r from root, the one it was routed to. May yield (a multipart
  * body's writes). */

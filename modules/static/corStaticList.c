@@ -77,12 +77,24 @@ putHtml(Out* o, const char* name)
 {
     for (const char* p = name; *p; p++) {
         switch (*p) {
-        case '<': puts0(o, "&lt;"); break;
-        case '>': puts0(o, "&gt;"); break;
-        case '&': puts0(o, "&amp;"); break;
-        case '"': puts0(o, "&quot;"); break;
-        case '\'': puts0(o, "&#39;"); break;
-        default: put(o, p, 1); break;
+        case '<':
+            puts0(o, "&lt;");
+            break;
+        case '>':
+            puts0(o, "&gt;");
+            break;
+        case '&':
+            puts0(o, "&amp;");
+            break;
+        case '"':
+            puts0(o, "&quot;");
+            break;
+        case '\'':
+            puts0(o, "&#39;");
+            break;
+        default:
+            put(o, p, 1);
+            break;
         }
     }
 }
@@ -131,12 +143,12 @@ namesRead(int fd, bool dotfiles, unsigned* countP)
     while (names != NULL && count < LIST_MAX && (d = readdir(dir)) != NULL) {
         bool folder = d->d_type == DT_DIR;
 
-        if (d->d_name[0] == '.' && (!dotfiles || strcmp(d->d_name, ".") == 0
-                                    || strcmp(d->d_name, "..") == 0)) {
+        if (d->d_name[0] == '.'
+            && (!dotfiles || strcmp(d->d_name, ".") == 0
+                || strcmp(d->d_name, "..") == 0)) {
             continue;
         }
-        if (asprintf(&names[count], "%s%s", d->d_name, folder ? "/" : "")
-            < 0) {
+        if (asprintf(&names[count], "%s%s", d->d_name, folder ? "/" : "") < 0) {
             break;
         }
         count++;
@@ -161,7 +173,7 @@ htmlWrite(Out* o, CorRequest* r, char** names, unsigned count)
     memcpy(path, r->path, r->pathLen);
     path[r->pathLen] = '\0';
     puts0(o, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>"
-          "Index of ");
+             "Index of ");
     putHtml(o, path);
     puts0(o, "</title></head>\n<body><h1>Index of ");
     putHtml(o, path);
@@ -187,8 +199,8 @@ jsonWrite(Out* o, char** names, unsigned count)
         puts0(o, i > 0 ? ",\n{\"name\":\"" : "\n{\"name\":\"");
         names[i][len - folder] = '\0';
         putJson(o, names[i]);
-        puts0(o, folder ? "\",\"type\":\"directory\"}"
-                        : "\",\"type\":\"file\"}");
+        puts0(o,
+              folder ? "\",\"type\":\"directory\"}" : "\",\"type\":\"file\"}");
     }
     puts0(o, "\n]\n");
 }
@@ -198,8 +210,9 @@ corStaticListAnswer(CorRequest* r, const StaticRoot* root, const char* rel)
 {
     const CorHeader* accept = corRequestHeader(r, "Accept");
     bool json = accept != NULL
-                && memmem(accept->value, accept->valueLen,
-                          "application/json", 16) != NULL;
+                && memmem(accept->value, accept->valueLen, "application/json",
+                          16)
+                       != NULL;
     int fd = corStaticOpen(root, rel);
     unsigned count = 0;
     char** names = fd >= 0 ? namesRead(fd, root->dotfiles, &count) : NULL;
@@ -223,8 +236,9 @@ corStaticListAnswer(CorRequest* r, const StaticRoot* root, const char* rel)
     if (o.failed) {
         corRespondStatic(r, 500, "text/plain", "no memory\n", 10);
     } else {
-        corRespond(r, 200, json ? "application/json"
-                                : "text/html; charset=utf-8", o.text, o.len);
+        corRespond(r, 200,
+                   json ? "application/json" : "text/html; charset=utf-8",
+                   o.text, o.len);
     }
     free(o.text);
 }

@@ -16,7 +16,7 @@
 #include <strings.h>
 
 typedef struct {
-    const char* ext;            /* with its dot */
+    const char* ext; /* with its dot */
     const char* type;
 } MimeEntry;
 
@@ -123,8 +123,7 @@ lineAdd(char* line, unsigned* cap)
     char* save = NULL;
     char* type = strtok_r(line, " \t", &save);
 
-    for (char* ext = strtok_r(NULL, " \t", &save); type != NULL
-                                                  && ext != NULL;
+    for (char* ext = strtok_r(NULL, " \t", &save); type != NULL && ext != NULL;
          ext = strtok_r(NULL, " \t", &save)) {
         if (systemCount == *cap) {
             MimeEntry* grown;
@@ -151,7 +150,7 @@ corStaticMimeSystemLoad(const char* path)
     char* save = NULL;
 
     if (f == NULL) {
-        return 0;               /* none there: the built-in table */
+        return 0; /* none there: the built-in table */
     }
     if (fseek(f, 0, SEEK_END) != 0 || (len = ftell(f)) < 0
         || fseek(f, 0, SEEK_SET) != 0

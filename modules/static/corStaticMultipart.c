@@ -42,9 +42,10 @@ static int
 partHead(char* out, const char* boundary, const StaticFile* f,
          const StaticRange* range)
 {
-    return snprintf(out, PART_HEAD_MAX, "\r\n--%s\r\nContent-Type: %s\r\n"
-                    "Content-Range: bytes %llu-%llu/%llu\r\n\r\n", boundary,
-                    f->type, (unsigned long long)range->start,
+    return snprintf(out, PART_HEAD_MAX,
+                    "\r\n--%s\r\nContent-Type: %s\r\n"
+                    "Content-Range: bytes %llu-%llu/%llu\r\n\r\n",
+                    boundary, f->type, (unsigned long long)range->start,
                     (unsigned long long)(range->start + range->len - 1),
                     (unsigned long long)f->size);
 }
@@ -58,7 +59,8 @@ partBody(CorRequest* r, int fd, const StaticRange* range, char* buf)
 
     while (done < range->len) {
         size_t want = range->len - done < PIECE_BYTES
-                      ? (size_t)(range->len - done) : PIECE_BYTES;
+                          ? (size_t)(range->len - done)
+                          : PIECE_BYTES;
         ssize_t n = pread(fd, buf, want, (off_t)(range->start + done));
 
         if (n <= 0 || corResponseStreamWrite(r, buf, (size_t)n) < 0) {
@@ -84,15 +86,14 @@ corStaticMultipartSend(CorRequest* r, const StaticFile* f, int fd,
     int n;
 
     boundaryMake(boundary, sizeof(boundary));
-    total = strlen(boundary) + 8;        /* "\r\n--" BOUNDARY "--\r\n" */
+    total = strlen(boundary) + 8; /* "\r\n--" BOUNDARY "--\r\n" */
     for (unsigned i = 0; i < count; i++) {
         total += (uint64_t)partHead(head, boundary, f, &ranges[i])
                  + ranges[i].len;
     }
     snprintf(length, sizeof(length), "%llu", (unsigned long long)total);
     if (type == NULL
-        || snprintf(type, 80, "multipart/byteranges; boundary=%s",
-                    boundary) < 0
+        || snprintf(type, 80, "multipart/byteranges; boundary=%s", boundary) < 0
         || corResponseHeader(r, "Content-Length", length) != 0
         || corResponseStreamStart(r, 206, type) != 0) {
         close(fd);

@@ -69,7 +69,7 @@ specRead(const char** p, const char* end, uint64_t size, StaticRange* range)
     }
     (*p)++;
     if (!numberRead(p, end, &last)) {
-        last = UINT64_MAX;      /* "first-": to the end */
+        last = UINT64_MAX; /* "first-": to the end */
     } else if (last < first) {
         return SPEC_BAD;
     }

@@ -30,8 +30,9 @@
 static bool
 escapeRefused(const char* s, size_t n)
 {
-    for (const char* p = s; (p = memchr(p, '%', (size_t)(s + n - p)))
-                            != NULL && s + n - p >= 3; p++) {
+    for (const char* p = s;
+         (p = memchr(p, '%', (size_t)(s + n - p))) != NULL && s + n - p >= 3;
+         p++) {
         if ((p[1] == '2' && (p[2] == 'f' || p[2] == 'F'))
             || (p[1] == '0' && p[2] == '0')) {
             return true;
@@ -114,8 +115,8 @@ noneMatchHolds(const char* list, const char* etag)
             p += 2;
         }
         n = strcspn(p, " \t,");
-        if ((n == 1 && *p == '*') || (n == etagLen
-                                      && memcmp(p, etag, n) == 0)) {
+        if ((n == 1 && *p == '*')
+            || (n == etagLen && memcmp(p, etag, n) == 0)) {
             return true;
         }
         p += n;
@@ -168,7 +169,7 @@ ifRangeHolds(CorRequest* r, const StaticFile* f)
     if (v[0] == '"') {
         return strcmp(v, f->etag) == 0;
     }
-    return dateParse(v) == f->mtime;   /* a W/ tag parses as no date */
+    return dateParse(v) == f->mtime; /* a W/ tag parses as no date */
 }
 
 /* ---- Answers ------------------------------------------------------------- */
@@ -300,8 +301,7 @@ fileAnswer(CorRequest* r, const StaticRoot* root, const char* rel,
         snprintf(value, sizeof(value), "bytes */%llu",
                  (unsigned long long)f->size);
         corResponseHeader(r, "Content-Range", value);
-        corRespondStatic(r, 416, "text/plain", "range not satisfiable\n",
-                         22);
+        corRespondStatic(r, 416, "text/plain", "range not satisfiable\n", 22);
         return;
     case STATIC_RANGE_WHOLE:
         break;

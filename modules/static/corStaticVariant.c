@@ -30,8 +30,7 @@ static const char* const extensions[COR_CODINGS] = {
  * higher first, then the smaller coding (the enum's order); those the
  * client refuses last, looked for only to say Vary. */
 static void
-orderByWeight(const unsigned weights[COR_CODINGS],
-              CorCoding order[COR_CODINGS])
+orderByWeight(const unsigned weights[COR_CODINGS], CorCoding order[COR_CODINGS])
 {
     for (int i = 0; i < COR_CODINGS; i++) {
         int at = i;
@@ -86,7 +85,7 @@ corStaticVariantTake(CorRequest* r, const StaticRoot* root, const char* rel,
     char* name = corRequestAlloc(r, relLen + 5);
 
     if (name == NULL) {
-        return;                 /* the plain file does */
+        return; /* the plain file does */
     }
     corAcceptEncodingWeights(accept != NULL ? accept->value : NULL,
                              accept != NULL ? accept->valueLen : 0, weights);
@@ -98,14 +97,14 @@ corStaticVariantTake(CorRequest* r, const StaticRoot* root, const char* rel,
         memcpy(name, rel, relLen);
         strcpy(name + relLen, extensions[coding]);
         if (corStaticCacheOpen(root, name, &v) != 0) {
-            continue;           /* none, or one that may not be served */
+            continue; /* none, or one that may not be served */
         }
         if (v.dir) {
             continue;
         }
         varySay(r);
         if (weights[coding] == 0) {
-            close(v.fd);        /* the client takes none that is here */
+            close(v.fd); /* the client takes none that is here */
             return;
         }
         close(f->fd);

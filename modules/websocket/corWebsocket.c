@@ -57,16 +57,16 @@ static WsConf wsConf;
 /* A session's state; on its coroutine's (or worker's) stack. */
 typedef struct {
     CorUpgraded* u;
-    uint8_t in[WS_READ_BYTES];  /* read, not yet taken */
+    uint8_t in[WS_READ_BYTES]; /* read, not yet taken */
     size_t inPos;
     size_t inLen;
-    uint8_t* message;           /* the message being gathered */
+    uint8_t* message; /* the message being gathered */
     size_t messageLen;
     size_t messageCap;
-    unsigned messageOpcode;     /* 0: none in progress */
-    uint64_t skip;              /* payload of a refused frame still due */
-    uint64_t drained;           /* bytes dropped since the close frame */
-    uint64_t drainEndMs;        /* when the drain gives up */
+    unsigned messageOpcode; /* 0: none in progress */
+    uint64_t skip;          /* payload of a refused frame still due */
+    uint64_t drained;       /* bytes dropped since the close frame */
+    uint64_t drainEndMs;    /* when the drain gives up */
 } WsSession;
 
 /* ---- Reading ------------------------------------------------------------- */
@@ -151,8 +151,8 @@ drainNeed(WsSession* s, size_t want)
     if (wait == 0 || s->drained > WS_DRAIN_BYTES) {
         return 1;
     }
-    return inputNeed(s, want, wait < WS_CLOSE_WAIT_MS ? (int)wait
-                                                      : WS_CLOSE_WAIT_MS);
+    return inputNeed(s, want,
+                     wait < WS_CLOSE_WAIT_MS ? (int)wait : WS_CLOSE_WAIT_MS);
 }
 
 /* Drop len bytes of input as they come. Returns 0, or non-zero to close
@@ -234,8 +234,9 @@ controlFrame(WsSession* s, const CorWsFrameHead* h, const uint8_t* payload)
 
     switch (h->opcode) {
     case COR_WS_PING:
-        return frameWrite(s, COR_WS_PONG, payload, (size_t)h->payloadLen)
-                   == 0 ? 0 : COR_WS_CLOSE_GOING_AWAY;
+        return frameWrite(s, COR_WS_PONG, payload, (size_t)h->payloadLen) == 0
+                   ? 0
+                   : COR_WS_CLOSE_GOING_AWAY;
     case COR_WS_PONG:
         return 0;
     default:
@@ -243,9 +244,8 @@ controlFrame(WsSession* s, const CorWsFrameHead* h, const uint8_t* payload)
          * there is nothing to drain. Echo its status (none: none), or say
          * 1002 for one it may not send, and end at once. */
         if (corWsCloseRead(payload, (size_t)h->payloadLen, &code) != 0) {
-            static const uint8_t refused[2] = {
-                COR_WS_CLOSE_PROTOCOL >> 8, COR_WS_CLOSE_PROTOCOL & 0xFF
-            };
+            static const uint8_t refused[2] = { COR_WS_CLOSE_PROTOCOL >> 8,
+                                                COR_WS_CLOSE_PROTOCOL & 0xFF };
 
             frameWrite(s, COR_WS_CLOSE, refused, sizeof(refused));
         } else {
@@ -269,7 +269,7 @@ dataFrame(WsSession* s, const CorWsFrameHead* h)
      * drain. */
     s->skip = h->payloadLen;
     if ((h->opcode == COR_WS_CONTINUATION) != (s->messageOpcode != 0)) {
-        return COR_WS_CLOSE_PROTOCOL;   /* a fragment out of order */
+        return COR_WS_CLOSE_PROTOCOL; /* a fragment out of order */
     }
     if (h->opcode != COR_WS_CONTINUATION) {
         s->messageOpcode = h->opcode;
@@ -330,7 +330,8 @@ frameNext(WsSession* s)
         rc = inputNeed(s, s->inLen - s->inPos + 1, (int)wsConf.idleTimeoutMs);
         if (rc != 0) {
             return rc == -ETIMEDOUT || rc == -ECANCELED
-                       ? COR_WS_CLOSE_GOING_AWAY : COR_WS_CLOSE_NO_STATUS;
+                       ? COR_WS_CLOSE_GOING_AWAY
+                       : COR_WS_CLOSE_NO_STATUS;
         }
     }
     if (rc < 0) {
@@ -339,7 +340,7 @@ frameNext(WsSession* s)
     s->inPos += h.headLen;
     if (!h.masked) {
         s->skip = h.payloadLen;
-        return COR_WS_CLOSE_PROTOCOL;   /* a client masks every frame */
+        return COR_WS_CLOSE_PROTOCOL; /* a client masks every frame */
     }
     if (h.opcode < COR_WS_CLOSE) {
         return dataFrame(s, &h);

@@ -106,7 +106,7 @@ static bool
 closeCodeValid(unsigned code)
 {
     if (code >= 3000 && code <= 4999) {
-        return true;        /* libraries' and applications' */
+        return true; /* libraries' and applications' */
     }
     return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014);
 }

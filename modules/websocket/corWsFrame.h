@@ -26,8 +26,8 @@ typedef enum {
     COR_WS_CLOSE_NORMAL = 1000,
     COR_WS_CLOSE_GOING_AWAY = 1001,
     COR_WS_CLOSE_PROTOCOL = 1002,
-    COR_WS_CLOSE_NO_STATUS = 1005,      /* never sent: none was given */
-    COR_WS_CLOSE_BAD_DATA = 1007,       /* text that is not UTF-8 */
+    COR_WS_CLOSE_NO_STATUS = 1005, /* never sent: none was given */
+    COR_WS_CLOSE_BAD_DATA = 1007,  /* text that is not UTF-8 */
     COR_WS_CLOSE_TOO_BIG = 1009
 } CorWsCloseCode;
 
@@ -39,11 +39,11 @@ typedef enum {
 /* A frame's head, as read. */
 typedef struct {
     bool fin;
-    unsigned opcode;            /* CorWsOpcode */
+    unsigned opcode; /* CorWsOpcode */
     bool masked;
     uint8_t mask[4];
     uint64_t payloadLen;
-    size_t headLen;             /* bytes of the head */
+    size_t headLen; /* bytes of the head */
 } CorWsFrameHead;
 
 /*

@@ -66,9 +66,11 @@ fileWrite(const char* text)
 
 /* bcrypt of cost 10 (tens of ms) after SHA-512 and {SHA} users (a few ms,
  * a microsecond): an unknown user gets the bcrypt hash. */
-#define SHA512_BOB "bob:$6$LGebd0lRVbXfM1CT$tdBkXDm8o0QwFnMhIzj65Td/iwlT1n" \
+#define SHA512_BOB                                                             \
+    "bob:$6$LGebd0lRVbXfM1CT$tdBkXDm8o0QwFnMhIzj65Td/iwlT1n"                   \
     "L9C9rcZV6uCFBze6MNJmNYrTraG/2Hzprz8eISFVpiYVkHrPmj1oxfN0\n"
-#define BCRYPT_ALICE "alice:$2y$10$fP2txXOef6Wtqa9wvhCkKOPTEeHeoxhR6J3F2Vt" \
+#define BCRYPT_ALICE                                                           \
+    "alice:$2y$10$fP2txXOef6Wtqa9wvhCkKOPTEeHeoxhR6J3F2Vt"                     \
     "GRd/tgG5W/ply.\n"
 
 START_TEST(test_users_and_the_costliest_hash)
@@ -87,11 +89,11 @@ START_TEST(test_users_and_the_costliest_hash)
     ck_assert_msg(u != NULL, "%s", why);
     ck_assert_uint_eq(corAccessUsersCount(u), 4);
     ck_assert_uint_eq(weak, 2);
-    ck_assert(strncmp(corAccessUsersHash(u, "alice", &known),
-                      "$2y$10$fP2t", 11) == 0);
+    ck_assert(strncmp(corAccessUsersHash(u, "alice", &known), "$2y$10$fP2t", 11)
+              == 0);
     ck_assert(known);
-    ck_assert(corAccessHashMatches("y", corAccessUsersHash(u, "alice",
-                                                           &known)));
+    ck_assert(
+        corAccessHashMatches("y", corAccessUsersHash(u, "alice", &known)));
     /* The first of a name counts. */
     ck_assert(strncmp(corAccessUsersHash(u, "bob", &known), "$6$", 3) == 0);
     ck_assert(known);

@@ -37,8 +37,9 @@ setUp(void)
 {
     memset(&out, 0, sizeof(out));
     for (size_t i = 0; i < sizeof(page); i++) {
-        page[i] = (unsigned char)("the quick brown fox jumps over the dog. "
-                                  [i % 40] + (i % 997 == 0));
+        page[i] =
+            (unsigned char)("the quick brown fox jumps over the dog. "[i % 40]
+                            + (i % 997 == 0));
     }
 }
 
@@ -46,7 +47,8 @@ static CompressEncoder
 encoder(size_t said)
 {
     return (CompressEncoder){ .encoding = COR_CODING_GZIP,
-                              .wholeMode = true, .level = 6,
+                              .wholeMode = true,
+                              .level = 6,
                               .wholeCap = said };
 }
 
@@ -55,7 +57,7 @@ static void
 gunzipsTo(size_t len)
 {
     static unsigned char back[sizeof(page) * 2];
-    z_stream z = {0};
+    z_stream z = { 0 };
 
     ck_assert_int_eq(inflateInit2(&z, 15 + 16), Z_OK);
     z.next_in = out.bytes;
@@ -74,8 +76,9 @@ START_TEST(test_a_body_in_memory)
     CompressEncoder e = encoder(sizeof(page));
 
     ck_assert_int_eq(corCompressWholeEncode(&e, page, sizeof(page),
-                                            COR_FILTER_LAST, &out), 0);
-    ck_assert_ptr_null(e.whole);        /* not copied */
+                                            COR_FILTER_LAST, &out),
+                     0);
+    ck_assert_ptr_null(e.whole); /* not copied */
     ck_assert_uint_eq(out.pieces, 1);
     ck_assert_uint_lt(out.len, sizeof(page) / 10);
     gunzipsTo(sizeof(page));
@@ -89,13 +92,14 @@ START_TEST(test_a_file_in_pieces_with_a_flush)
 
     ck_assert_int_eq(corCompressWholeEncode(&e, page, piece, 0, &out), 0);
     ck_assert_int_eq(corCompressWholeEncode(&e, NULL, 0, COR_FILTER_FLUSH,
-                                            &out), 0);
+                                            &out),
+                     0);
     ck_assert_uint_eq(out.pieces, 0);
     ck_assert_int_eq(corCompressWholeEncode(&e, page + piece,
                                             sizeof(page) - piece, 0, &out),
                      0);
-    ck_assert_int_eq(corCompressWholeEncode(&e, NULL, 0, COR_FILTER_LAST,
-                                            &out), 0);
+    ck_assert_int_eq(corCompressWholeEncode(&e, NULL, 0, COR_FILTER_LAST, &out),
+                     0);
     ck_assert_uint_eq(out.pieces, 1);
     gunzipsTo(sizeof(page));
     free(e.whole);
@@ -107,10 +111,10 @@ START_TEST(test_longer_than_it_said)
     CompressEncoder e = encoder(1000);
 
     ck_assert_int_eq(corCompressWholeEncode(&e, page, 600, 0, &out), 0);
-    ck_assert_int_eq(corCompressWholeEncode(&e, page + 600, 40000, 0, &out),
-                     0);
+    ck_assert_int_eq(corCompressWholeEncode(&e, page + 600, 40000, 0, &out), 0);
     ck_assert_int_eq(corCompressWholeEncode(&e, page + 40600, 400,
-                                            COR_FILTER_LAST, &out), 0);
+                                            COR_FILTER_LAST, &out),
+                     0);
     gunzipsTo(41000);
     free(e.whole);
 }

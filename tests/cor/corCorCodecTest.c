@@ -33,13 +33,13 @@ roundTrip(CorCorTables* s, CorCorTables* r, json_t* tree)
 
     ck_assert_msg(n > 0, "encode: %s", why);
     ck_assert_uint_eq((size_t)n, b.len);
-    ck_assert_msg(corCorTreeDecode(r, b.data, b.len, &back, why,
-                                   sizeof(why)) == 0, "decode: %s", why);
+    ck_assert_msg(corCorTreeDecode(r, b.data, b.len, &back, why, sizeof(why))
+                      == 0,
+                  "decode: %s", why);
     ck_assert_msg(json_equal(tree, back), "not the same tree");
     if (s != NULL) {
         ck_assert_uint_eq(corCorTablesNames(s), corCorTablesNames(r));
-        ck_assert_uint_eq(corCorTablesNamespaces(s),
-                          corCorTablesNamespaces(r));
+        ck_assert_uint_eq(corCorTablesNamespaces(s), corCorTablesNamespaces(r));
     }
     json_decref(back);
     corBufFree(&b);
@@ -95,7 +95,9 @@ START_TEST(test_scalars_round_trip_in_their_bytes)
     encodesTo(NULL, json_real(1.5), BYTES("\x23\x00\x00\xc0\x3f"));
     encodesTo(NULL, json_real(0.1),
               BYTES("\x03\x9a\x99\x99\x99\x99\x99\xb9\x3f"));
-    encodesTo(NULL, json_string("ab"), BYTES("\x01\x00\x02" "ab\x00"));
+    encodesTo(NULL, json_string("ab"),
+              BYTES("\x01\x00\x02"
+                    "ab\x00"));
     encodesTo(NULL, json_string(""), BYTES("\x01\x00\x00\x00"));
     encodesTo(NULL, json_array(), BYTES("\x07\x00"));
     encodesTo(NULL, json_object(), BYTES("\x06\x00"));
@@ -144,11 +146,14 @@ END_TEST
 
 START_TEST(test_floats_take_4_bytes_when_exact)
 {
-    const double four[] = { 0.0, -0.0, 1.5, -2.25, FLT_MAX, -FLT_MAX,
-                            FLT_MIN, FLT_TRUE_MIN, 16777216.0, 0.375 };
-    const double eight[] = { 0.1, 1e300, -1e-300, DBL_MAX, DBL_MIN,
-                             DBL_TRUE_MIN, 16777217.0,
-                             (double)FLT_MAX * 2, M_PI };
+    const double four[] = { 0.0,        -0.0,     1.5,     -2.25,
+                            FLT_MAX,    -FLT_MAX, FLT_MIN, FLT_TRUE_MIN,
+                            16777216.0, 0.375 };
+    const double eight[] = { 0.1,        1e300,
+                             -1e-300,    DBL_MAX,
+                             DBL_MIN,    DBL_TRUE_MIN,
+                             16777217.0, (double)FLT_MAX * 2,
+                             M_PI };
 
     for (size_t i = 0; i < sizeof(four) / sizeof(four[0]); i++) {
         json_t* v = json_real(four[i]);
@@ -169,8 +174,8 @@ START_TEST(test_floats_take_4_bytes_when_exact)
         json_t* back;
 
         corCorTreeEncode(NULL, v, &b, NULL, 0);
-        ck_assert_int_eq(corCorTreeDecode(NULL, b.data, b.len, &back, NULL,
-                                          0), 0);
+        ck_assert_int_eq(corCorTreeDecode(NULL, b.data, b.len, &back, NULL, 0),
+                         0);
         ck_assert(signbit(json_real_value(back)));
         json_decref(v);
         json_decref(back);
@@ -182,8 +187,7 @@ START_TEST(test_floats_take_4_bytes_when_exact)
     ck_assert_ptr_null(json_real(INFINITY));
     refused(NULL, BYTES("\x23\x00\x00\xc0\x7f"), "not finite");
     refused(NULL, BYTES("\x23\x00\x00\x80\xff"), "not finite");
-    refused(NULL, BYTES("\x03\x00\x00\x00\x00\x00\x00\xf0\x7f"),
-            "not finite");
+    refused(NULL, BYTES("\x03\x00\x00\x00\x00\x00\x00\xf0\x7f"), "not finite");
 }
 END_TEST
 
@@ -191,12 +195,20 @@ START_TEST(test_strings_round_trip)
 {
     CorCorTables* s = corCorTablesNew();
     CorCorTables* r = corCorTablesNew();
-    const char* strings[] = {
-        "", "a", "hello, world", "\xc3\xa9\xe2\x82\xac\xf0\x9d\x84\x9e",
-        "http://example.com/a/b", "urn:isbn:0451450523", "http://x/",
-        "a://b#c:d", "://", "urn:", "no split: here", "URN:x",
-        "https://example.com/ns#name", "mailto:a@b"
-    };
+    const char* strings[] = { "",
+                              "a",
+                              "hello, world",
+                              "\xc3\xa9\xe2\x82\xac\xf0\x9d\x84\x9e",
+                              "http://example.com/a/b",
+                              "urn:isbn:0451450523",
+                              "http://x/",
+                              "a://b#c:d",
+                              "://",
+                              "urn:",
+                              "no split: here",
+                              "URN:x",
+                              "https://example.com/ns#name",
+                              "mailto:a@b" };
     char big[100000];
 
     for (int pass = 0; pass < 2; pass++) {
@@ -231,15 +243,19 @@ START_TEST(test_strings_split_by_the_tables)
 
     /* A new namespace inline, then by index (2 is the first). */
     encodesTo(t, json_string("http://a/b"),
-              BYTES("\x01\x01\x09http://a/\x00\x01" "b\x00"));
-    encodesTo(t, json_string("http://a/c"), BYTES("\x01\x02\x01" "c\x00"));
+              BYTES("\x01\x01\x09http://a/\x00\x01"
+                    "b\x00"));
+    encodesTo(t, json_string("http://a/c"),
+              BYTES("\x01\x02\x01"
+                    "c\x00"));
     encodesTo(t, json_string("urn:x:y"),
               BYTES("\x01\x01\x06urn:x:\x00\x01y\x00"));
     encodesTo(t, json_string("urn:x:"), BYTES("\x01\x03\x00\x00"));
     ck_assert_uint_eq(corCorTablesNamespaces(t), 2);
     /* A name: inline, then by index; its namespace is shared. */
     encodesTo(t, json_pack("{s:n}", "http://a/n"),
-              BYTES("\x06\x05\x15\x02\x01" "n\x00"));
+              BYTES("\x06\x05\x15\x02\x01"
+                    "n\x00"));
     encodesTo(t, json_pack("{s:n}", "http://a/n"), BYTES("\x06\x02\x1d\x00"));
     ck_assert_uint_eq(corCorTablesNames(t), 1);
     corCorTablesFree(t);
@@ -250,10 +266,11 @@ START_TEST(test_containers_nest_and_empty_ones_round_trip)
 {
     CorCorTables* s = corCorTablesNew();
     CorCorTables* r = corCorTablesNew();
-    json_t* deep = json_loads(
-        "{\"list\": [{\"empty\": {}, \"none\": []}, [], [[]],"
-        " {\"a\": {\"b\": {\"c\": [1, 2.5, \"x\", true]}}}],"
-        " \"obj\": {}, \"arr\": [null, false, -7, \"http://h/p\"]}", 0, NULL);
+    json_t* deep =
+        json_loads("{\"list\": [{\"empty\": {}, \"none\": []}, [], [[]],"
+                   " {\"a\": {\"b\": {\"c\": [1, 2.5, \"x\", true]}}}],"
+                   " \"obj\": {}, \"arr\": [null, false, -7, \"http://h/p\"]}",
+                   0, NULL);
     json_t* wide = json_array();
     json_t* big = json_object();
 
@@ -351,14 +368,14 @@ START_TEST(test_nodes_are_bounded)
     }
     ck_assert_int_gt(corCorTreeEncode(NULL, v, &b, why, sizeof(why)), 0);
     ck_assert_int_eq(corCorTreeDecode(NULL, b.data, b.len, &back, why,
-                                      sizeof(why)), 0);
+                                      sizeof(why)),
+                     0);
     ck_assert_uint_eq(json_array_size(back), n - 1);
     json_decref(back);
     /* One more node, each way. */
     json_array_append_new(v, json_null());
     b.len = 0;
-    ck_assert_int_eq(corCorTreeEncode(NULL, v, &b, why, sizeof(why)),
-                     -E2BIG);
+    ck_assert_int_eq(corCorTreeEncode(NULL, v, &b, why, sizeof(why)), -E2BIG);
     ck_assert_uint_eq(b.len, 0);
     {
         /* 07, a 3-byte length, then n nulls. */
@@ -470,8 +487,7 @@ START_TEST(test_a_failed_encode_leaves_the_tables)
     b.data = malloc(4);
     memcpy(b.data, "keep", 4);
     b.len = b.cap = 4;
-    ck_assert_int_eq(corCorTreeEncode(s, bad, &b, why, sizeof(why)),
-                     -EINVAL);
+    ck_assert_int_eq(corCorTreeEncode(s, bad, &b, why, sizeof(why)), -EINVAL);
     ck_assert_ptr_nonnull(strstr(why, "NUL"));
     {
         json_t* latin1 = json_stringn_nocheck("caf\xe9", 4);
@@ -499,10 +515,9 @@ START_TEST(test_every_truncation_is_refused)
 {
     CorCorTables* s = corCorTablesNew();
     CorBuf b = { 0 };
-    json_t* tree = json_pack(
-        "{s:[i, f, f, b, n, s, s], s:{s:s}, s:I}", "list", 7, 1.5, 0.1, 1,
-        "http://example.com/x", "plain", "urn:a:b", "k", "v", "big",
-        (json_int_t)INT64_MIN);
+    json_t* tree = json_pack("{s:[i, f, f, b, n, s, s], s:{s:s}, s:I}", "list",
+                             7, 1.5, 0.1, 1, "http://example.com/x", "plain",
+                             "urn:a:b", "k", "v", "big", (json_int_t)INT64_MIN);
 
     ck_assert_int_gt(corCorTreeEncode(s, tree, &b, NULL, 0), 0);
     for (size_t k = 0; k < b.len; k++) {
@@ -539,23 +554,40 @@ START_TEST(test_malformed_trees_are_refused)
 
     refused(NULL, BYTES(""), "cut short");
     refused(NULL, BYTES("\x00"), "type 0");
-    refused(NULL, BYTES("\x21\x00\x00\x00"), "flags");       /* term id */
-    refused(NULL, BYTES("\x44"), "flags");                   /* bool 2 */
-    refused(NULL, BYTES("\x25"), "flags");                   /* null */
-    refused(NULL, BYTES("\x26\x00"), "flags");               /* kind 1 */
-    refused(NULL, BYTES("\x43\x00\x00\x00\x00"), "flags");   /* float */
-    refused(NULL, BYTES("\x06\x02\x0a\x00"), "term id");     /* mode 1 */
-    refused(NULL, BYTES("\x16\x00\x01" "a\x00"), "outside an object");
-    refused(NULL, BYTES("\x07\x05\x12\x00\x01" "a\x00"),
-            "outside an object");                            /* in array */
+    refused(NULL, BYTES("\x21\x00\x00\x00"), "flags");     /* term id */
+    refused(NULL, BYTES("\x44"), "flags");                 /* bool 2 */
+    refused(NULL, BYTES("\x25"), "flags");                 /* null */
+    refused(NULL, BYTES("\x26\x00"), "flags");             /* kind 1 */
+    refused(NULL, BYTES("\x43\x00\x00\x00\x00"), "flags"); /* float */
+    refused(NULL, BYTES("\x06\x02\x0a\x00"), "term id");   /* mode 1 */
+    refused(NULL,
+            BYTES("\x16\x00\x01"
+                  "a\x00"),
+            "outside an object");
+    refused(NULL,
+            BYTES("\x07\x05\x12\x00\x01"
+                  "a\x00"),
+            "outside an object"); /* in array */
     refused(NULL, BYTES("\x06\x01\x05"), "without a name");
     refused(NULL, BYTES("\x06\x05\x07\x00"), "past their container");
     refused(NULL, BYTES("\x07\x01\x07\x00"), "cut short");
-    refused(NULL, BYTES("\x07\x04\x01\x00\x02" "ab\x00"), "past its");
+    refused(NULL,
+            BYTES("\x07\x04\x01\x00\x02"
+                  "ab\x00"),
+            "past its");
     refused(NULL, BYTES("\x07\x03\x03\x00\x00"), "cut short"); /* float */
-    refused(NULL, BYTES("\x01\x00\x05" "ab\x00"), "past its container");
-    refused(NULL, BYTES("\x01\x00\x02" "abc"), "not ended by a NUL");
-    refused(NULL, BYTES("\x01\x00\x02" "a\x00\x00"), "holds a NUL");
+    refused(NULL,
+            BYTES("\x01\x00\x05"
+                  "ab\x00"),
+            "past its container");
+    refused(NULL,
+            BYTES("\x01\x00\x02"
+                  "abc"),
+            "not ended by a NUL");
+    refused(NULL,
+            BYTES("\x01\x00\x02"
+                  "a\x00\x00"),
+            "holds a NUL");
     refused(NULL, BYTES("\x01\x00\x02\xc0\x80\x00"), "not UTF-8");
     refused(NULL, BYTES("\x01\x00\x03\xed\xa0\x80\x00"), "not UTF-8");
     refused(NULL, BYTES("\x01\x00\x01\xf5\x00"), "not UTF-8");
@@ -573,7 +605,10 @@ START_TEST(test_malformed_trees_are_refused)
     refused(NULL, BYTES("\x03\x00\x00\x00\x00\x00\x00\xf8\x3f"),
             "fits in 4 bytes");
     refused(NULL, BYTES("\x05\x05"), "after the tree");
-    refused(NULL, BYTES("\x06\x0a\x14\x00\x01" "a\x00\x14\x00\x01" "a\x00"),
+    refused(NULL,
+            BYTES("\x06\x0a\x14\x00\x01"
+                  "a\x00\x14\x00\x01"
+                  "a\x00"),
             "a second \"a\"");
     corCorTablesFree(r);
 }
@@ -584,25 +619,47 @@ START_TEST(test_table_misuse_is_refused)
     CorCorTables* r = corCorTablesNew();
     json_t* tree;
 
-    refused(NULL, BYTES("\x01\x01\x02" "a:\x00\x00\x00"), "without tables");
+    refused(NULL,
+            BYTES("\x01\x01\x02"
+                  "a:\x00\x00\x00"),
+            "without tables");
     refused(NULL, BYTES("\x06\x02\x1d\x00"), "name 0 of a table of 0");
     refused(r, BYTES("\x01\x02\x00\x00"), "namespace 0 of a table of 0");
-    refused(r, BYTES("\x01\x00\x0a" "http://a/b\x00"), "splits sent whole");
-    refused(r, BYTES("\x01\x01\x07" "http://\x00\x03" "a/b\x00"),
+    refused(r,
+            BYTES("\x01\x00\x0a"
+                  "http://a/b\x00"),
+            "splits sent whole");
+    refused(r,
+            BYTES("\x01\x01\x07"
+                  "http://\x00\x03"
+                  "a/b\x00"),
             "split elsewhere");
-    refused(r, BYTES("\x01\x01\x00\x00\x01" "a\x00"), "split elsewhere");
+    refused(r,
+            BYTES("\x01\x01\x00\x00\x01"
+                  "a\x00"),
+            "split elsewhere");
     /* Now "http://a/" is namespace 0 and "n" name 0. */
-    ck_assert_int_eq(corCorTreeDecode(r, BYTES("\x06\x10\x15\x01\x09"
-        "http://a/\x00\x01" "n\x00"), &tree, NULL, 0), 0);
+    ck_assert_int_eq(corCorTreeDecode(r,
+                                      BYTES("\x06\x10\x15\x01\x09"
+                                            "http://a/\x00\x01"
+                                            "n\x00"),
+                                      &tree, NULL, 0),
+                     0);
     json_decref(tree);
-    refused(r, BYTES("\x01\x01\x09" "http://a/\x00\x01" "b\x00"),
+    refused(r,
+            BYTES("\x01\x01\x09"
+                  "http://a/\x00\x01"
+                  "b\x00"),
             "number 0 of the table");
-    refused(r, BYTES("\x06\x05\x15\x02\x01" "n\x00"),
+    refused(r,
+            BYTES("\x06\x05\x15\x02\x01"
+                  "n\x00"),
             "name sent inline that is number 0");
     refused(r, BYTES("\x06\x02\x1d\x01"), "name 1 of a table of 1");
     refused(r, BYTES("\x01\x03\x00\x00"), "namespace 1 of a table of 1");
-    ck_assert_int_eq(corCorTreeDecode(r, BYTES("\x06\x02\x1d\x00"), &tree,
-                                      NULL, 0), 0);
+    ck_assert_int_eq(corCorTreeDecode(r, BYTES("\x06\x02\x1d\x00"), &tree, NULL,
+                                      0),
+                     0);
     ck_assert_ptr_nonnull(json_object_get(tree, "http://a/n"));
     json_decref(tree);
     corCorTablesFree(r);

@@ -26,14 +26,20 @@ typedef struct {
     CorCorTables* publicReceived;
     unsigned frames;
     unsigned refused;
-    unsigned bends;             /* bent copies of each frame decoded first */
+    unsigned bends; /* bent copies of each frame decoded first */
 } Pair;
 
 static void
 pairInit(Pair* p)
 {
-    *p = (Pair){ corCorTablesNew(), corCorTablesNew(), corCorTablesNew(),
-                 corCorTablesNew(), corCorTablesNew(), 0, 0, 0 };
+    *p = (Pair){ corCorTablesNew(),
+                 corCorTablesNew(),
+                 corCorTablesNew(),
+                 corCorTablesNew(),
+                 corCorTablesNew(),
+                 0,
+                 0,
+                 0 };
 }
 
 static void
@@ -54,10 +60,10 @@ tableEq(const CorCorTable* a, const CorCorTable* b)
     unsigned i = 0;
 
     ck_assert_uint_eq(a->count, b->count);
-    while (i < a->count
-           && corCorTableAt(a, i)->len == corCorTableAt(b, i)->len
+    while (i < a->count && corCorTableAt(a, i)->len == corCorTableAt(b, i)->len
            && memcmp(corCorTableAt(a, i)->s, corCorTableAt(b, i)->s,
-                     corCorTableAt(a, i)->len) == 0) {
+                     corCorTableAt(a, i)->len)
+                  == 0) {
         i++;
     }
     ck_assert_msg(i == a->count, "entry %u differs", i);
@@ -132,14 +138,16 @@ decodeAlike(Pair* p, const uint8_t* f, size_t len, bool keep)
     int directRc = corCorEnvelopeRead(p->received, f, len, COR_COR_FRAME_MAX,
                                       &h, &direct, NULL, 0);
     int publicRc = corCorMessageDecode(p->publicReceived, f, len,
-                                       COR_COR_FRAME_MAX, &h, &pub,
-                                       whyPublic, sizeof(whyPublic));
+                                       COR_COR_FRAME_MAX, &h, &pub, whyPublic,
+                                       sizeof(whyPublic));
 
     if (rc == 0) {
         rc = corCorMessageRead(h.type, tree, &ref, why, sizeof(why));
     }
-    ck_assert_msg((rc == 0) == (directRc == 0), "reference %d (%s), direct "
-                  "%d, frame %u", rc, why, directRc, p->frames);
+    ck_assert_msg((rc == 0) == (directRc == 0),
+                  "reference %d (%s), direct "
+                  "%d, frame %u",
+                  rc, why, directRc, p->frames);
     ck_assert_int_eq(rc, publicRc);
     ck_assert_str_eq(why, whyPublic);
     tablesEq(p->refReceived, p->publicReceived);
@@ -220,8 +228,8 @@ sendAlike(Pair* p, CorCorType type, const CorCorMessage* m)
     int directRc = corCorMessageEncode(p->sent, type, 7, m, &direct, why,
                                        sizeof(why));
 
-    ck_assert_msg((rc > 0) == (directRc > 0), "reference %d, direct %d: %s",
-                  rc, directRc, why);
+    ck_assert_msg((rc > 0) == (directRc > 0), "reference %d, direct %d: %s", rc,
+                  directRc, why);
     ck_assert_uint_eq(ref.len, direct.len);
     if (ref.len > 0) {
         ck_assert_mem_eq(ref.data, direct.data, ref.len);
@@ -246,25 +254,55 @@ sendAlike(Pair* p, CorCorType type, const CorCorMessage* m)
 /* ---- The message test's cases ----------------------------------------- */
 
 static const char* const bodies[] = {
-    "{}", "[]", "{\"a\":1,\"b\":[true,null,false]}", "{\"b\":1,\"a\":2}",
-    "\"just a string\"", "42", "-1.5", "-0.0", "1.0", "true", "null",
+    "{}",
+    "[]",
+    "{\"a\":1,\"b\":[true,null,false]}",
+    "{\"b\":1,\"a\":2}",
+    "\"just a string\"",
+    "42",
+    "-1.5",
+    "-0.0",
+    "1.0",
+    "true",
+    "null",
     "-9223372036854775808",
     "{\"url\":\"http://x/y\",\"n\":[1,2.5,-7],\"\xc3\xa9\":\"\"}",
-    "[\"a\\nb\\\"c\\\\\"]", "{\"a\": 1}", "{\"a\":1}\n", "{\"a\":1,\"a\":2}",
-    "1e2", "0.1", "-0", "1.50", "[\"\\u00e9\"]", "[\"\\/\"]",
-    "123456789012345678901234567890", "{\"a\":1", "hello, world\n",
-    "see http://example.com/a and urn:x:y", "caf\xe9", "\x01\x02\x03",
-    "a\0b", "\xff", "urn:isbn:0451450523", "", " {}",
+    "[\"a\\nb\\\"c\\\\\"]",
+    "{\"a\": 1}",
+    "{\"a\":1}\n",
+    "{\"a\":1,\"a\":2}",
+    "1e2",
+    "0.1",
+    "-0",
+    "1.50",
+    "[\"\\u00e9\"]",
+    "[\"\\/\"]",
+    "123456789012345678901234567890",
+    "{\"a\":1",
+    "hello, world\n",
+    "see http://example.com/a and urn:x:y",
+    "caf\xe9",
+    "\x01\x02\x03",
+    "a\0b",
+    "\xff",
+    "urn:isbn:0451450523",
+    "",
+    " {}",
 };
 
 START_TEST(test_the_message_cases_encode_and_decode_alike)
 {
     const CorHeader headers[] = {
-        { "X-Trace", 7, "abc", 3 }, { "Set-Cookie", 10, "a=1", 3 },
-        { "Date", 4, "Mon", 3 }, { "content-type", 12, "text/x", 6 },
-        { "Set-Cookie", 10, "b=2", 3 }, { "set-cookie", 10, "c", 1 },
-        { "Content-Length", 14, "9", 1 }, { "Link", 4, "http://a/b", 10 },
-        { "X-Tab", 5, "a\tb", 3 }, { "X-Empty", 7, "", 0 },
+        { "X-Trace", 7, "abc", 3 },
+        { "Set-Cookie", 10, "a=1", 3 },
+        { "Date", 4, "Mon", 3 },
+        { "content-type", 12, "text/x", 6 },
+        { "Set-Cookie", 10, "b=2", 3 },
+        { "set-cookie", 10, "c", 1 },
+        { "Content-Length", 14, "9", 1 },
+        { "Link", 4, "http://a/b", 10 },
+        { "X-Tab", 5, "a\tb", 3 },
+        { "X-Empty", 7, "", 0 },
         { "Set-Cookie", 10, "urn:x:y", 7 },
     };
     const CorHeader bad[] = { { "Bad Name", 8, "v", 1 },
@@ -275,9 +313,12 @@ START_TEST(test_the_message_cases_encode_and_decode_alike)
     pairInit(&p);
     for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
         for (unsigned n = 0; n <= 11; n += 11) {
-            CorCorMessage m = { .verb = "GET", .path = "/a/b?x=1",
-                                .status = 200, .headers = headers,
-                                .headerCount = n, .body = bodies[i],
+            CorCorMessage m = { .verb = "GET",
+                                .path = "/a/b?x=1",
+                                .status = 200,
+                                .headers = headers,
+                                .headerCount = n,
+                                .body = bodies[i],
                                 .bodyLen = strlen(bodies[i]) };
 
             sendAlike(&p, COR_COR_REQUEST, &m);
@@ -287,18 +328,19 @@ START_TEST(test_the_message_cases_encode_and_decode_alike)
             sendAlike(&p, COR_COR_REQUEST, &m);
         }
     }
-    sendAlike(&p, COR_COR_RESPONSE, &(CorCorMessage){ .status = 204,
-              .body = "a\0b", .bodyLen = 3 });
+    sendAlike(&p, COR_COR_RESPONSE,
+              &(CorCorMessage){ .status = 204, .body = "a\0b", .bodyLen = 3 });
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        sendAlike(&p, COR_COR_RESPONSE, &(CorCorMessage){ .status = 200,
-                  .headers = &bad[i], .headerCount = 1 });
+        sendAlike(&p, COR_COR_RESPONSE,
+                  &(CorCorMessage){
+                      .status = 200, .headers = &bad[i], .headerCount = 1 });
     }
-    sendAlike(&p, COR_COR_REQUEST, &(CorCorMessage){ .verb = "GE T",
-              .path = "/" });
-    sendAlike(&p, COR_COR_REQUEST, &(CorCorMessage){ .verb = "GET",
-              .path = "" });
-    sendAlike(&p, COR_COR_REQUEST, &(CorCorMessage){ .verb = "GET",
-              .path = "/\xff" });
+    sendAlike(&p, COR_COR_REQUEST,
+              &(CorCorMessage){ .verb = "GE T", .path = "/" });
+    sendAlike(&p, COR_COR_REQUEST,
+              &(CorCorMessage){ .verb = "GET", .path = "" });
+    sendAlike(&p, COR_COR_REQUEST,
+              &(CorCorMessage){ .verb = "GET", .path = "/\xff" });
     sendAlike(&p, COR_COR_REQUEST, &(CorCorMessage){ .path = "/" });
     sendAlike(&p, COR_COR_PUSH, &(CorCorMessage){ .status = 200 });
     sendAlike(&p, COR_COR_RESPONSE, &(CorCorMessage){ .status = 99 });
@@ -307,8 +349,8 @@ START_TEST(test_the_message_cases_encode_and_decode_alike)
     sendAlike(&p, COR_COR_RESPONSE, &(CorCorMessage){ .status = 101 });
     sendAlike(&p, COR_COR_RESPONSE, &(CorCorMessage){ .status = 199 });
     sendAlike(&p, COR_COR_RESPONSE, &(CorCorMessage){ .status = 600 });
-    sendAlike(&p, COR_COR_RESPONSE, &(CorCorMessage){ .status = 200,
-              .contentType = "text/plain\n" });
+    sendAlike(&p, COR_COR_RESPONSE,
+              &(CorCorMessage){ .status = 200, .contentType = "text/plain\n" });
     pairFree(&p);
 }
 END_TEST
@@ -319,11 +361,19 @@ END_TEST
 static const char* const verbs[] = { "GET", "POST", "DELETE", "G ET", "" };
 static const char* const names[] = {
     "Content-Type", "content-type", "Date", "Content-Length", "X-A", "x-a",
-    "Set-Cookie", "Accept", "Link", "Bad:Name", "",
+    "Set-Cookie",   "Accept",       "Link", "Bad:Name",       "",
 };
 static const char* const values[] = {
-    "", "a", "text/html", "http://h/p/q", "urn:a:b", "a\tb",
-    "\xc3\xa9t\xc3\xa9", "https://example.com/ns#name", "x://", "a\nb",
+    "",
+    "a",
+    "text/html",
+    "http://h/p/q",
+    "urn:a:b",
+    "a\tb",
+    "\xc3\xa9t\xc3\xa9",
+    "https://example.com/ns#name",
+    "x://",
+    "a\nb",
     "\xc3",
 };
 
@@ -361,12 +411,13 @@ randomMessage(Pair* p)
     unsigned n = pick(13);
     CorCorMessage m = { .verb = pickFrom(verbs, 5),
                         .status = pick(16) ? 100 + (int)pick(900) : 1000,
-                        .headers = headers, .headerCount = n };
+                        .headers = headers,
+                        .headerCount = n };
 
     m.path = pick(4) == 0 ? "/p" : randomString(text[0], 64, values, 11, 0);
     for (unsigned i = 0; i < n; i++) {
-        const char* name = randomString(text[i], pick(8) ? 20 : 300, names,
-                                        11, true);
+        const char* name = randomString(text[i], pick(8) ? 20 : 300, names, 11,
+                                        true);
         const char* value = pick(3) == 0 ? m.path : pickFrom(values, 11);
 
         headers[i] = (CorHeader){ name, strlen(name), value, strlen(value) };
@@ -387,8 +438,7 @@ START_TEST(test_random_messages_encode_alike_as_the_tables_fill)
         randomMessage(&p);
     }
     ck_assert_uint_eq(corCorTablesNames(p.sent), COR_COR_NAMES_MAX);
-    ck_assert_uint_eq(corCorTablesNamespaces(p.sent),
-                      COR_COR_NAMESPACES_MAX);
+    ck_assert_uint_eq(corCorTablesNamespaces(p.sent), COR_COR_NAMESPACES_MAX);
     tablesEq(p.refReceived, p.sent);
     pairFree(&p);
 }
@@ -401,8 +451,11 @@ START_TEST(test_known_names_follow_a_failed_frame_back)
 {
     static const CorHeader bad[] = { { "X-A", 3, "a\nb", 3 } };
     static const CorHeader good[] = { { "X-A", 3, "ok", 2 } };
-    CorCorMessage failing = { .status = 200, .headers = bad,
-                              .headerCount = 1, .body = "hi", .bodyLen = 2 };
+    CorCorMessage failing = { .status = 200,
+                              .headers = bad,
+                              .headerCount = 1,
+                              .body = "hi",
+                              .bodyLen = 2 };
     CorCorMessage passing = failing;
     Pair p;
 
@@ -497,8 +550,9 @@ START_TEST(test_trees_that_are_not_messages_are_refused_alike)
 
             pairInit(&p);
             ck_assert_ptr_nonnull(tree);
-            ck_assert_int_gt(corCorFrameEncode(p.refSent, types[k], 1, tree,
-                                               &b, why, sizeof(why)), 0);
+            ck_assert_int_gt(corCorFrameEncode(p.refSent, types[k], 1, tree, &b,
+                                               why, sizeof(why)),
+                             0);
             decodeAlike(&p, b.data, b.len, true);
             json_decref(tree);
             corBufFree(&b);

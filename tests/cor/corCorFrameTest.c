@@ -15,17 +15,17 @@
 #define BYTES(lit) (const uint8_t*)(lit), sizeof(lit) - 1
 
 /* The spec's test vector: our HELLO, header and tree, 52 bytes. */
-static const uint8_t hello[] = {
-    0xc0, 0x4f, 0x52, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x24, 0x00, 0x00, 0x00, 0x06, 0x22, 0x32, 0x00, 0x07, 0x76, 0x65, 0x72,
-    0x73, 0x69, 0x6f, 0x6e, 0x00, 0x12, 0x00, 0x05, 0x74, 0x65, 0x72, 0x6d,
-    0x73, 0x00, 0x12, 0x00, 0x0a, 0x6e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61,
-    0x63, 0x65, 0x73, 0x00
-};
+static const uint8_t hello[] = { 0xc0, 0x4f, 0x52, 0x01, 0x01, 0x00, 0x00, 0x00,
+                                 0x00, 0x00, 0x00, 0x00, 0x24, 0x00, 0x00, 0x00,
+                                 0x06, 0x22, 0x32, 0x00, 0x07, 0x76, 0x65, 0x72,
+                                 0x73, 0x69, 0x6f, 0x6e, 0x00, 0x12, 0x00, 0x05,
+                                 0x74, 0x65, 0x72, 0x6d, 0x73, 0x00, 0x12, 0x00,
+                                 0x0a, 0x6e, 0x61, 0x6d, 0x65, 0x73, 0x70, 0x61,
+                                 0x63, 0x65, 0x73, 0x00 };
 
 /* The seed's HELLO tree: terms 228, namespaces 3. */
-#define SEED_HELLO                                                        \
-    "\x06\x24\x32\x00\x07version\x00\xf2\x00\x05terms\x00\xc8\x03"        \
+#define SEED_HELLO                                                             \
+    "\x06\x24\x32\x00\x07version\x00\xf2\x00\x05terms\x00\xc8\x03"             \
     "\x72\x00\x0anamespaces\x00"
 
 START_TEST(test_hello_is_the_test_vector)
@@ -40,15 +40,17 @@ START_TEST(test_hello_is_the_test_vector)
     /* Tables given or not, a HELLO is encoded without. */
     for (int i = 0; i < 2; i++) {
         b.len = 0;
-        ck_assert_int_eq(corCorFrameEncode(i ? t : NULL, COR_COR_HELLO, 0,
-                                           tree, &b, why, sizeof(why)), 52);
+        ck_assert_int_eq(corCorFrameEncode(i ? t : NULL, COR_COR_HELLO, 0, tree,
+                                           &b, why, sizeof(why)),
+                         52);
         ck_assert_uint_eq(b.len, sizeof(hello));
         ck_assert_mem_eq(b.data, hello, sizeof(hello));
     }
     ck_assert_uint_eq(corCorTablesNames(t), 0);
     ck_assert_int_eq(corCorFrameDecode(t, hello, sizeof(hello),
                                        COR_COR_FRAME_MAX, &h, &back, why,
-                                       sizeof(why)), 0);
+                                       sizeof(why)),
+                     0);
     ck_assert_int_eq(h.type, COR_COR_HELLO);
     ck_assert_uint_eq(h.id, 0);
     ck_assert_uint_eq(h.length, 36);
@@ -74,18 +76,19 @@ START_TEST(test_other_hellos_are_refused)
     json_t* other;
 
     ck_assert_int_eq(corCorTreeDecode(NULL, BYTES(SEED_HELLO), &tree, why,
-                                      sizeof(why)), 0);
+                                      sizeof(why)),
+                     0);
     ck_assert_int_eq(json_integer_value(json_object_get(tree, "terms")), 228);
     ck_assert_int_eq(corCorHelloCheck(tree, why, sizeof(why)), -EPROTO);
     ck_assert_ptr_nonnull(strstr(why, "228 terms"));
     json_decref(tree);
-    other = json_pack("{s:i, s:i, s:i}", "version", 2, "terms", 0,
-                      "namespaces", 0);
+    other = json_pack("{s:i, s:i, s:i}", "version", 2, "terms", 0, "namespaces",
+                      0);
     ck_assert_int_eq(corCorHelloCheck(other, why, sizeof(why)), -EPROTO);
     ck_assert_ptr_nonnull(strstr(why, "version 2"));
     json_decref(other);
-    other = json_pack("{s:i, s:i, s:i}", "version", 1, "terms", 0,
-                      "namespaces", 3);
+    other = json_pack("{s:i, s:i, s:i}", "version", 1, "terms", 0, "namespaces",
+                      3);
     ck_assert_int_eq(corCorHelloCheck(other, why, sizeof(why)), -EPROTO);
     ck_assert_ptr_nonnull(strstr(why, "3 fixed namespaces"));
     json_decref(other);
@@ -111,8 +114,9 @@ headRefused(size_t at, uint8_t byte, int rc, const char* expect)
 
     memcpy(head, hello, sizeof(head));
     head[at] = byte;
-    ck_assert_int_eq(corCorHeadRead(head, sizeof(head), COR_COR_FRAME_MAX,
-                                    &h, why, sizeof(why)), rc);
+    ck_assert_int_eq(corCorHeadRead(head, sizeof(head), COR_COR_FRAME_MAX, &h,
+                                    why, sizeof(why)),
+                     rc);
     ck_assert_msg(strstr(why, expect) != NULL, "%s", why);
 }
 
@@ -133,13 +137,16 @@ START_TEST(test_bad_headers_are_refused)
     headRefused(15, 0xff, -EMSGSIZE, "over the limit");
     for (size_t k = 0; k < COR_COR_HEAD_LEN; k++) {
         ck_assert_int_eq(corCorHeadRead(hello, k, COR_COR_FRAME_MAX, &h, why,
-                                        sizeof(why)), -EAGAIN);
+                                        sizeof(why)),
+                         -EAGAIN);
     }
     /* A lower limit of the caller's. */
     ck_assert_int_eq(corCorHeadRead(hello, sizeof(hello), 35, &h, why,
-                                    sizeof(why)), -EMSGSIZE);
+                                    sizeof(why)),
+                     -EMSGSIZE);
     ck_assert_int_eq(corCorHeadRead(hello, sizeof(hello), 36, &h, why,
-                                    sizeof(why)), COR_COR_HEAD_LEN);
+                                    sizeof(why)),
+                     COR_COR_HEAD_LEN);
     /* Every type from 1 to 9 reads. */
     for (int type = COR_COR_HELLO; type <= COR_COR_PONG; type++) {
         uint8_t head[COR_COR_HEAD_LEN];
@@ -147,7 +154,8 @@ START_TEST(test_bad_headers_are_refused)
         corCorHeadWrite(head, (CorCorType)type, 0xa1b2c3d4u, 7);
         ck_assert_mem_eq(head + 8, "\xd4\xc3\xb2\xa1\x07\x00\x00\x00", 8);
         ck_assert_int_eq(corCorHeadRead(head, sizeof(head), 7, &h, why,
-                                        sizeof(why)), COR_COR_HEAD_LEN);
+                                        sizeof(why)),
+                         COR_COR_HEAD_LEN);
         ck_assert_int_eq(h.type, type);
         ck_assert_uint_eq(h.id, 0xa1b2c3d4u);
     }
@@ -159,8 +167,8 @@ START_TEST(test_frames_are_whole_or_refused)
     CorCorTables* s = corCorTablesNew();
     CorCorTables* r = corCorTablesNew();
     CorBuf b = { 0 };
-    json_t* tree = json_pack("{s:s, s:s, s:{s:s}}", "verb", "GET", "path",
-                             "/a", "headers", "Accept", "*/*");
+    json_t* tree = json_pack("{s:s, s:s, s:{s:s}}", "verb", "GET", "path", "/a",
+                             "headers", "Accept", "*/*");
     char why[COR_COR_WHY_MAX] = "";
     CorCorHead h;
     json_t* back = NULL;
@@ -175,18 +183,20 @@ START_TEST(test_frames_are_whole_or_refused)
         }
         b.len = k;
         if (k == (size_t)n + 1) {
-            ck_assert_int_eq(corCorFrameEncode(NULL, COR_COR_PING, 0, NULL,
-                                               &b, NULL, 0), 16);
+            ck_assert_int_eq(corCorFrameEncode(NULL, COR_COR_PING, 0, NULL, &b,
+                                               NULL, 0),
+                             16);
         }
-        ck_assert_int_eq(corCorFrameDecode(r, b.data, k, COR_COR_FRAME_MAX,
-                                           &h, &back, why, sizeof(why)),
+        ck_assert_int_eq(corCorFrameDecode(r, b.data, k, COR_COR_FRAME_MAX, &h,
+                                           &back, why, sizeof(why)),
                          -EPROTO);
         ck_assert_ptr_null(back);
         ck_assert_uint_eq(corCorTablesNames(r), 0);
     }
     b.len = (size_t)n;
-    ck_assert_int_eq(corCorFrameDecode(r, b.data, b.len, COR_COR_FRAME_MAX,
-                                       &h, &back, why, sizeof(why)), 0);
+    ck_assert_int_eq(corCorFrameDecode(r, b.data, b.len, COR_COR_FRAME_MAX, &h,
+                                       &back, why, sizeof(why)),
+                     0);
     ck_assert_int_eq(h.type, COR_COR_REQUEST);
     ck_assert_uint_eq(h.id, 77);
     ck_assert(json_equal(tree, back));
@@ -194,7 +204,8 @@ START_TEST(test_frames_are_whole_or_refused)
     json_decref(back);
     /* Over the receiver's limit: refused before the tree is read. */
     ck_assert_int_eq(corCorFrameDecode(r, b.data, b.len, 8, &h, &back, why,
-                                       sizeof(why)), -EMSGSIZE);
+                                       sizeof(why)),
+                     -EMSGSIZE);
     ck_assert_ptr_null(back);
     json_decref(tree);
     corBufFree(&b);
@@ -210,12 +221,15 @@ START_TEST(test_frames_without_a_tree)
     json_t* back = json_null();
 
     ck_assert_int_eq(corCorFrameEncode(NULL, COR_COR_PONG, 9, NULL, &b, NULL,
-                                       0), 16);
-    ck_assert_mem_eq(b.data, "\xc0\x4f\x52\x01\x09\x00\x00\x00"
-                             "\x09\x00\x00\x00\x00\x00\x00\x00", 16);
-    ck_assert_int_eq(corCorFrameDecode(NULL, b.data, b.len,
-                                       COR_COR_FRAME_MAX, &h, &back, NULL,
-                                       0), 0);
+                                       0),
+                     16);
+    ck_assert_mem_eq(b.data,
+                     "\xc0\x4f\x52\x01\x09\x00\x00\x00"
+                     "\x09\x00\x00\x00\x00\x00\x00\x00",
+                     16);
+    ck_assert_int_eq(corCorFrameDecode(NULL, b.data, b.len, COR_COR_FRAME_MAX,
+                                       &h, &back, NULL, 0),
+                     0);
     ck_assert_int_eq(h.type, COR_COR_PONG);
     ck_assert_ptr_null(back);
     corBufFree(&b);
@@ -233,7 +247,8 @@ START_TEST(test_a_bad_tree_in_a_frame_says_where)
     memcpy(frame + COR_COR_HEAD_LEN, "\x07\x01\x00", 3);
     ck_assert_int_eq(corCorFrameDecode(NULL, frame, sizeof(frame),
                                        COR_COR_FRAME_MAX, &h, &back, why,
-                                       sizeof(why)), -EPROTO);
+                                       sizeof(why)),
+                     -EPROTO);
     ck_assert_str_eq(why, "tree byte 2: tag 0x00: type 0");
 }
 END_TEST

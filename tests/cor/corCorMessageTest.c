@@ -29,10 +29,12 @@ sendThrough(CorCorTables* s, CorCorTables* r, CorCorType type,
     json_t* got;
 
     ck_assert_msg(tree != NULL, "%s", why);
-    ck_assert_int_gt(corCorFrameEncode(s, type, 5, tree, &b, why,
-                                       sizeof(why)), 0);
+    ck_assert_int_gt(corCorFrameEncode(s, type, 5, tree, &b, why, sizeof(why)),
+                     0);
     ck_assert_msg(corCorFrameDecode(r, b.data, b.len, COR_COR_FRAME_MAX, &h,
-                                    &got, why, sizeof(why)) == 0, "%s", why);
+                                    &got, why, sizeof(why))
+                      == 0,
+                  "%s", why);
     ck_assert_int_eq(h.type, type);
     ck_assert_msg(corCorMessageRead(type, got, back, why, sizeof(why)) == 0,
                   "%s", why);
@@ -52,8 +54,10 @@ bodyTravels(const char* body, size_t len, const char* want)
 {
     CorCorTables* s = corCorTablesNew();
     CorCorTables* r = corCorTablesNew();
-    CorCorMessage m = { .status = 200, .contentType = "application/json",
-                        .body = body, .bodyLen = len };
+    CorCorMessage m = { .status = 200,
+                        .contentType = "application/json",
+                        .body = body,
+                        .bodyLen = len };
     CorCorMessage back;
     const char* member = sendThrough(s, r, COR_COR_RESPONSE, &m, &back);
 
@@ -94,17 +98,17 @@ END_TEST
 
 START_TEST(test_json_that_would_not_print_back_travels_as_text)
 {
-    TRAVELS("{\"a\": 1}", "text");                /* a space */
-    TRAVELS("{\"a\":1}\n", "text");               /* a final newline */
-    TRAVELS("{\"a\":1,\"a\":2}", "text");         /* a duplicate key */
-    TRAVELS("1e2", "text");                       /* a number form */
-    TRAVELS("0.1", "text");                       /* printed 0.1000...1 */
+    TRAVELS("{\"a\": 1}", "text");        /* a space */
+    TRAVELS("{\"a\":1}\n", "text");       /* a final newline */
+    TRAVELS("{\"a\":1,\"a\":2}", "text"); /* a duplicate key */
+    TRAVELS("1e2", "text");               /* a number form */
+    TRAVELS("0.1", "text");               /* printed 0.1000...1 */
     TRAVELS("-0", "text");
     TRAVELS("1.50", "text");
-    TRAVELS("[\"\\u00e9\"]", "text");             /* an escape */
+    TRAVELS("[\"\\u00e9\"]", "text"); /* an escape */
     TRAVELS("[\"\\/\"]", "text");
     TRAVELS("123456789012345678901234567890", "text");
-    TRAVELS("{\"a\":1", "text");                  /* not JSON */
+    TRAVELS("{\"a\":1", "text"); /* not JSON */
     TRAVELS("hello, world\n", "text");
     TRAVELS("see http://example.com/a and urn:x:y", "text");
 }
@@ -155,8 +159,8 @@ START_TEST(test_bytes_travel_as_base64)
     char all[256];
 
     TRAVELS("\xff", "bytes");
-    TRAVELS("a\0b", "bytes");                     /* a NUL */
-    TRAVELS("\xc3\x28", "bytes");                 /* not UTF-8 */
+    TRAVELS("a\0b", "bytes");     /* a NUL */
+    TRAVELS("\xc3\x28", "bytes"); /* not UTF-8 */
     TRAVELS("\x00\x01", "bytes");
     TRAVELS("\x00\x01\x02", "bytes");
     TRAVELS("\x00\x01\x02\x03", "bytes");
@@ -183,14 +187,16 @@ START_TEST(test_a_request_keeps_its_headers)
         { "Set-Cookie", 10, "b=2", 3 },
         { "Content-Type", 12, "text/plain; junk", 10 },
     };
-    CorCorMessage m = { .verb = "POST", .path = "/a/b?x=1&y=%20",
-                        .headers = headers, .headerCount = 7,
-                        .body = "{}", .bodyLen = 2 };
+    CorCorMessage m = { .verb = "POST",
+                        .path = "/a/b?x=1&y=%20",
+                        .headers = headers,
+                        .headerCount = 7,
+                        .body = "{}",
+                        .bodyLen = 2 };
     CorCorMessage back;
 
     for (int i = 0; i < 3; i++) {
-        ck_assert_str_eq(sendThrough(s, r, COR_COR_REQUEST, &m, &back),
-                         "body");
+        ck_assert_str_eq(sendThrough(s, r, COR_COR_REQUEST, &m, &back), "body");
         ck_assert_str_eq(back.verb, "POST");
         ck_assert_str_eq(back.path, "/a/b?x=1&y=%20");
         /* The content type from the headers, since m had none. */
@@ -225,7 +231,8 @@ START_TEST(test_empty_bodies_send_no_member)
     const char* order[] = { "verb", "path", "headers" };
     int i = 0;
 
-    json_object_foreach(tree, key, v) {
+    json_object_foreach(tree, key, v)
+    {
         ck_assert_str_eq(key, order[i++]);
     }
     ck_assert_int_eq(i, 3);
@@ -270,20 +277,24 @@ START_TEST(test_bad_messages_are_not_sent)
     notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 1000 },
             "status 1000");
     /* No interim answer, no upgrade, nothing an HTTP client refuses. */
-    notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 100 },
-            "status 100");
-    notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 101 },
-            "status 101");
-    notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 600 },
-            "status 600");
-    notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 200,
-            .headers = badName, .headerCount = 1 }, "not a token");
-    notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 200,
-            .headers = crlf, .headerCount = 1 }, "control character");
-    notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 200,
-            .headers = latin1, .headerCount = 1 }, "not UTF-8");
-    notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 200,
-            .contentType = "text/plain\n" }, "control character");
+    notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 100 }, "status 100");
+    notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 101 }, "status 101");
+    notSent(COR_COR_RESPONSE, &(CorCorMessage){ .status = 600 }, "status 600");
+    notSent(COR_COR_RESPONSE,
+            &(CorCorMessage){
+                .status = 200, .headers = badName, .headerCount = 1 },
+            "not a token");
+    notSent(COR_COR_RESPONSE,
+            &(CorCorMessage){
+                .status = 200, .headers = crlf, .headerCount = 1 },
+            "control character");
+    notSent(COR_COR_RESPONSE,
+            &(CorCorMessage){
+                .status = 200, .headers = latin1, .headerCount = 1 },
+            "not UTF-8");
+    notSent(COR_COR_RESPONSE,
+            &(CorCorMessage){ .status = 200, .contentType = "text/plain\n" },
+            "control character");
 }
 END_TEST
 
@@ -298,8 +309,8 @@ notRead(CorCorType type, const char* text, const char* expect)
     ck_assert_msg(tree != NULL, "%s", text);
     ck_assert_int_eq(corCorMessageRead(type, tree, &m, why, sizeof(why)),
                      -EPROTO);
-    ck_assert_msg(strstr(why, expect) != NULL, "%s: \"%s\" is not \"%s\"",
-                  text, why, expect);
+    ck_assert_msg(strstr(why, expect) != NULL, "%s: \"%s\" is not \"%s\"", text,
+                  why, expect);
     ck_assert_ptr_null(m.tree);
 }
 
@@ -376,10 +387,10 @@ START_TEST(test_received_date_and_length_are_dropped)
     CorCorMessage m;
     json_t* tree = json_loads("{\"status\":200,\"headers\":{\"Date\":\"x\","
                               "\"CONTENT-LENGTH\":\"9\",\"A\":[\"1\",\"2\"]},"
-                              "\"bytes\":\"QUJD\"}", 0, NULL);
+                              "\"bytes\":\"QUJD\"}",
+                              0, NULL);
 
-    ck_assert_int_eq(corCorMessageRead(COR_COR_RESPONSE, tree, &m, NULL, 0),
-                     0);
+    ck_assert_int_eq(corCorMessageRead(COR_COR_RESPONSE, tree, &m, NULL, 0), 0);
     ck_assert_uint_eq(m.headerCount, 2);
     ck_assert_str_eq(m.headers[1].value, "2");
     ck_assert_uint_eq(m.bodyLen, 3);

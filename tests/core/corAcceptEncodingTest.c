@@ -42,14 +42,12 @@ START_TEST(test_weights)
     ck_assert_str_eq(weightsOf("*;q=0"), "0 0 0");
     /* 0 refuses in every spelling; past three digits only "not zero"
      * counts; what is no qvalue does not refuse. */
-    ck_assert_str_eq(weightsOf("gzip;q=0.000, br;q=0., zstd;q=0"),
-                     "0 0 0");
+    ck_assert_str_eq(weightsOf("gzip;q=0.000, br;q=0., zstd;q=0"), "0 0 0");
     ck_assert_str_eq(weightsOf("gzip;q=0.0001"), "0 0 1");
     ck_assert_str_eq(weightsOf("gzip;q=abc, br;q=2, zstd;q=0.5x"),
                      "1000 1000 1000");
     /* Another parameter before q; the last mention of a coding wins. */
-    ck_assert_str_eq(weightsOf("gzip;level=1;q=0.1, gzip;q=0.7"),
-                     "0 0 700");
+    ck_assert_str_eq(weightsOf("gzip;level=1;q=0.1, gzip;q=0.7"), "0 0 700");
 }
 END_TEST
 

@@ -27,7 +27,7 @@ START_TEST(test_sizes_round_up_to_their_class)
 
     ck_assert_ptr_nonnull(block);
     ck_assert_uint_eq(size, 1024);
-    memset(block, 0xab, size);      /* the whole class is the caller's */
+    memset(block, 0xab, size); /* the whole class is the caller's */
     corChunkGive(block, size);
 }
 END_TEST
@@ -93,7 +93,7 @@ threadGives(void* arg)
 
         corChunkGive(corChunkTake(&size), size);
     }
-    return NULL;        /* its blocks are freed as it ends (valgrind) */
+    return NULL; /* its blocks are freed as it ends (valgrind) */
 }
 
 START_TEST(test_a_thread_that_ends_gives_its_blocks_back)

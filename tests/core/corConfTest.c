@@ -21,7 +21,7 @@ load(const char* text, CorConfErrors* e)
 static void
 checkRefused(const char* text, const char* want)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConf* root = load(text, &e);
 
     ck_assert_ptr_null(root);
@@ -38,7 +38,7 @@ static char lastError[512];
 static uint64_t
 get(Getter g, const char* value, uint64_t min, uint64_t max)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     char text[256];
     CorConf* root;
     uint64_t v = 0;
@@ -74,7 +74,7 @@ START_TEST(test_load_keeps_marks_and_order)
                        "  - one\n"
                        "  - { k: \"v w\" }\n"
                        "mid: 'quoted'\n";
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConf* root = load(text, &e);
     const CorConf* alpha;
     const CorConf* item;
@@ -118,7 +118,7 @@ END_TEST
 
 START_TEST(test_get_handles_absent_and_non_maps)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConf* root = load("list: [1, 2]\n", &e);
 
     ck_assert_ptr_null(corConfGet(NULL, "x"));
@@ -145,7 +145,7 @@ START_TEST(test_load_file)
     char path[] = "/tmp/corConfTestXXXXXX";
     int fd = mkstemp(path);
     const char* text = "a:\n  b: 3\n";
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConf* root;
 
     ck_assert_int_ge(fd, 0);
@@ -182,7 +182,7 @@ START_TEST(test_duplicate_keys_refused)
                                  "1:2)\n");
     /* The same key in two different mappings is fine. */
     {
-        CorConfErrors e = {0};
+        CorConfErrors e = { 0 };
         CorConf* root = load("- {a: 1}\n- {a: 2}\n", &e);
 
         ck_assert_ptr_nonnull(root);
@@ -210,7 +210,7 @@ START_TEST(test_anchors_aliases_tags_documents_refused)
                  "file)\n");
     /* One document with the markers is fine. */
     {
-        CorConfErrors e = {0};
+        CorConfErrors e = { 0 };
         CorConf* root = load("---\na: 1\n...\n", &e);
 
         ck_assert_ptr_nonnull(root);
@@ -261,7 +261,7 @@ END_TEST
 START_TEST(test_depth_limited)
 {
     char text[2 * COR_CONF_MAX_DEPTH + 8];
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConf* root;
     size_t n = 0;
 
@@ -292,7 +292,7 @@ END_TEST
 
 START_TEST(test_string_getter)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConf* root = load("plain: hello world\nquoted: \"a: b\"\nempty: \"\"\n"
                          "number: 42\nnull1:\nnull2: ~\nmap: {a: 1}\n"
                          "list: [1]\nblock: |\n  two\n  lines\n",
@@ -326,10 +326,10 @@ START_TEST(test_bool_getter)
 {
     /* Every on/off key takes the six words alike, in any case: on, true
      * and yes are on (nginx's on was refused, "write true"). */
-    static const char* const on[] = {"on", "true", "yes", "On", "TRUE",
-                                     "Yes", "\"on\""};
-    static const char* const off[] = {"off", "false", "no", "Off", "FALSE",
-                                      "No", "'no'"};
+    static const char* const on[] = { "on",   "true", "yes",   "On",
+                                      "TRUE", "Yes",  "\"on\"" };
+    static const char* const off[] = { "off",   "false", "no",  "Off",
+                                       "FALSE", "No",    "'no'" };
 
     for (size_t i = 0; i < sizeof(on) / sizeof(on[0]); i++) {
         ck_assert_uint_eq(get(GET_BOOL, on[i], 0, 0), 1);
@@ -390,7 +390,7 @@ START_TEST(test_int_getter)
                                 "mapping\n");
     /* The extremes of int64 parse. */
     {
-        CorConfErrors e = {0};
+        CorConfErrors e = { 0 };
         CorConf* root = load("lo: -9223372036854775808\n"
                              "hi: 9223372036854775807\n"
                              "over: 9223372036854775808\n",
@@ -416,21 +416,21 @@ START_TEST(test_size_units)
         const char* text;
         uint64_t bytes;
     } good[] = {
-        {"0", 0},
-        {"512", 512},
-        {"512B", 512},
-        {"10KB", 10000},
-        {"16KiB", 16384},
-        {"256KiB", 262144},
-        {"1MB", 1000000},
-        {"1MiB", 1048576},
-        {"2GB", 2000000000ull},
-        {"2GiB", 2147483648ull},
-        {"1TB", 1000000000000ull},
-        {"1TiB", 1099511627776ull},
-        {"2 GiB", 2147483648ull},
-        {"\"64 KiB\"", 65536},
-        {"16777215TiB", 16777215ull << 40},
+        { "0", 0 },
+        { "512", 512 },
+        { "512B", 512 },
+        { "10KB", 10000 },
+        { "16KiB", 16384 },
+        { "256KiB", 262144 },
+        { "1MB", 1000000 },
+        { "1MiB", 1048576 },
+        { "2GB", 2000000000ull },
+        { "2GiB", 2147483648ull },
+        { "1TB", 1000000000000ull },
+        { "1TiB", 1099511627776ull },
+        { "2 GiB", 2147483648ull },
+        { "\"64 KiB\"", 65536 },
+        { "16777215TiB", 16777215ull << 40 },
     };
 
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -487,12 +487,12 @@ START_TEST(test_duration_units)
         const char* text;
         uint64_t ms;
     } good[] = {
-        {"0ms", 0},         {"0s", 0},          {"100ms", 100},
-        {"30s", 30000},     {"2m", 120000},     {"1h", 3600000},
-        {"1.5s", 1500},     {"0.25s", 250},     {"1.5m", 90000},
-        {"0.001s", 1},      {"1h30m", 5400000}, {"1m30s", 90000},
-        {"2s500ms", 2500},  {"30 s", 30000},    {"1.000000000000s", 1000},
-        {"\"10s\"", 10000},
+        { "0ms", 0 },         { "0s", 0 },          { "100ms", 100 },
+        { "30s", 30000 },     { "2m", 120000 },     { "1h", 3600000 },
+        { "1.5s", 1500 },     { "0.25s", 250 },     { "1.5m", 90000 },
+        { "0.001s", 1 },      { "1h30m", 5400000 }, { "1m30s", 90000 },
+        { "2s500ms", 2500 },  { "30 s", 30000 },    { "1.000000000000s", 1000 },
+        { "\"10s\"", 10000 },
     };
 
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
@@ -515,14 +515,14 @@ START_TEST(test_duration_errors)
         const char* text;
         const char* why;
     } refused[] = {
-        {"30", "add a unit: ms, s, m, h"},
-        {"0", "add a unit: ms, s, m, h"},
-        {"1.5", "add a unit: ms, s, m, h"},
-        {"1m30", "add a unit: ms, s, m, h"},
-        {"-1s", "a duration cannot be negative"},
-        {"0.5ms", "the smallest step is 1ms"},
-        {"0.0001s", "the smallest step is 1ms"},
-        {"0.0000000001h", "the smallest step is 1ms"},
+        { "30", "add a unit: ms, s, m, h" },
+        { "0", "add a unit: ms, s, m, h" },
+        { "1.5", "add a unit: ms, s, m, h" },
+        { "1m30", "add a unit: ms, s, m, h" },
+        { "-1s", "a duration cannot be negative" },
+        { "0.5ms", "the smallest step is 1ms" },
+        { "0.0001s", "the smallest step is 1ms" },
+        { "0.0000000001h", "the smallest step is 1ms" },
     };
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -561,7 +561,7 @@ END_TEST
 
 START_TEST(test_map_and_seq_getters)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConf* root = load("m: {a: 1}\ns: [1]\nx: 8080\n", &e);
 
     ck_assert_ptr_nonnull(corConfMap(root, "m", &e));
@@ -581,8 +581,8 @@ END_TEST
 
 START_TEST(test_unknown_keys)
 {
-    static const char* const known[] = {"load", "greeting", NULL};
-    CorConfErrors e = {0};
+    static const char* const known[] = { "load", "greeting", NULL };
+    CorConfErrors e = { 0 };
     CorConf* root = load("load: hello\ngreting: hi\nzzz: 1\n", &e);
 
     corConfGet(root, "load");
@@ -616,7 +616,7 @@ END_TEST
 
 START_TEST(test_unused_keys)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConf* root = load("modules:\n  - load: hello\n    greeting: hi\n"
                          "    greting: typo\n",
                          &e);
@@ -638,12 +638,12 @@ END_TEST
  * which is how the list knows it. */
 START_TEST(test_unused_keys_know_what_was_asked)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConf* root = load("load: hello\ngreting: hi\nzzz: 1\n", &e);
 
     corConfGet(root, "load");
     ck_assert_str_eq(corConfString(root, "greeting", "x", &e), "x");
-    ck_assert_ptr_null(corConfGet(root, "greeting"));   /* asked twice */
+    ck_assert_ptr_null(corConfGet(root, "greeting")); /* asked twice */
     corConfInt(root, "port", 0, 0, 1, &e);
     ck_assert_uint_eq(corConfUnusedKeys(root, "modules[1]", &e), 2);
     ck_assert_str_eq(e.text, "t.yaml:2:1: unknown key 'greting' in "
@@ -658,9 +658,9 @@ END_TEST
 
 START_TEST(test_suggest)
 {
-    static const char* const names[] = {"hello", "sleep", "metrics", NULL};
-    static const char* const keys[] = {"name", "host", NULL};
-    static const char* const none[] = {NULL};
+    static const char* const names[] = { "hello", "sleep", "metrics", NULL };
+    static const char* const keys[] = { "name", "host", NULL };
+    static const char* const none[] = { NULL };
     char buf[64];
 
     ck_assert_str_eq(corConfSuggest("helo", names, "handlers", buf,
@@ -670,20 +670,20 @@ START_TEST(test_suggest)
     /* Two neighbours swapped are one edit: "hots" is near "host". */
     ck_assert_str_eq(corConfSuggest("hots", keys, "keys", buf, sizeof(buf)),
                      " (keys: name, host); did you mean 'host'?");
-    ck_assert_str_eq(corConfSuggest("zzz", names, "handlers", buf,
-                                    sizeof(buf)),
+    ck_assert_str_eq(corConfSuggest("zzz", names, "handlers", buf, sizeof(buf)),
                      " (handlers: hello, sleep, metrics)");
     ck_assert_str_eq(corConfSuggest("x", none, "handlers", buf, sizeof(buf)),
                      " (handlers: )");
     /* Cut at the buffer, never past it. */
-    ck_assert_uint_eq(strlen(corConfSuggest("helo", names, "handlers", buf,
-                                            16)), 15);
+    ck_assert_uint_eq(strlen(
+                          corConfSuggest("helo", names, "handlers", buf, 16)),
+                      15);
 }
 END_TEST
 
 START_TEST(test_errors_format)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConf* root = load("a: 1\n", &e);
     char big[2000];
 
@@ -715,7 +715,7 @@ END_TEST
 START_TEST(test_long_values_shortened)
 {
     char text[400] = "k: ";
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConf* root;
 
     memset(text + 3, 'a', 300);

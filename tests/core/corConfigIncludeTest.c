@@ -70,7 +70,7 @@ mainLoad(CorConfErrors* e)
 static void
 refusedWith(const char* want, unsigned count)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf = mainLoad(&e);
     char wanted[512];
 
@@ -94,24 +94,23 @@ endsWith(const char* s, const char* tail)
 
 START_TEST(test_lists_appended_in_the_order_read)
 {
-    static const char* const paths[] = {"/main", "/a", "/b", "/n", "/last"};
-    static const char* const files[] = {"/main.yaml", "/conf.d/10-a.yaml",
-                                        "/conf.d/20-b.yaml",
-                                        "/conf.d/../nested/n.yaml",
-                                        "/last.yaml"};
-    CorConfErrors e = {0};
+    static const char* const paths[] = { "/main", "/a", "/b", "/n", "/last" };
+    static const char* const files[] = { "/main.yaml", "/conf.d/10-a.yaml",
+                                         "/conf.d/20-b.yaml",
+                                         "/conf.d/../nested/n.yaml",
+                                         "/last.yaml" };
+    CorConfErrors e = { 0 };
     CorConfig* cf;
     const CorConf* n;
 
     folderMake();
-    fileWrite("main.yaml",
-              "include: [ \"conf.d/*.yaml\", \"none/*.yaml\", last.yaml ]\n"
-              LISTEN
-              "modules: [ { load: http } ]\n"
-              "routes: [ { match: /main, handler: h } ]\n");
-    fileWrite("conf.d/20-b.yaml",
-              "include: ../nested/n.yaml\n"
-              "routes: [ { match: /b, handler: h } ]\n");
+    fileWrite(
+        "main.yaml",
+        "include: [ \"conf.d/*.yaml\", \"none/*.yaml\", last.yaml ]\n" LISTEN
+        "modules: [ { load: http } ]\n"
+        "routes: [ { match: /main, handler: h } ]\n");
+    fileWrite("conf.d/20-b.yaml", "include: ../nested/n.yaml\n"
+                                  "routes: [ { match: /b, handler: h } ]\n");
     fileWrite("conf.d/10-a.yaml",
               "routes: [ { match: /a, handler: h } ]\n"
               "listen: [ { protocol: http, address: \"127.0.0.1:8081\" } ]\n"
@@ -131,10 +130,10 @@ START_TEST(test_lists_appended_in_the_order_read)
     ck_assert_uint_eq(cf->routeCount, 5);
     for (unsigned i = 0; i < 5; i++) {
         ck_assert_str_eq(cf->routes[i].path, paths[i]);
-        ck_assert_msg(endsWith(corConfFile(cf->routes[i].node), files[i]),
-                      "%s", corConfFile(cf->routes[i].node));
-        ck_assert_msg(endsWith(corConfFileRead(cf->root, i), files[i]),
-                      "%s", corConfFileRead(cf->root, i));
+        ck_assert_msg(endsWith(corConfFile(cf->routes[i].node), files[i]), "%s",
+                      corConfFile(cf->routes[i].node));
+        ck_assert_msg(endsWith(corConfFileRead(cf->root, i), files[i]), "%s",
+                      corConfFileRead(cf->root, i));
     }
     ck_assert_ptr_null(corConfFileRead(cf->root, 5));
     ck_assert_uint_eq(cf->listenCount, 3);
@@ -156,7 +155,7 @@ END_TEST
 /* The main file needs no list of its own: the included one becomes it. */
 START_TEST(test_list_only_in_an_included_file)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf;
 
     folderMake();
@@ -179,7 +178,7 @@ START_TEST(test_errors_name_the_included_file)
 {
     folderMake();
     fileWrite("main.yaml", "include: inc.yaml\n" LISTEN
-              "routes: [ { match: /x, handler: h } ]\n");
+                           "routes: [ { match: /x, handler: h } ]\n");
     fileWrite("inc.yaml", "routes:\n"
                           "  - { match: \"GET x\", handler: h }\n"
                           "  - { match: /x, handler: h }\n"
@@ -187,11 +186,14 @@ START_TEST(test_errors_name_the_included_file)
                           "rotues: []\n");
     refusedWith("%s/inc.yaml:2:14: match: the path must start with '/'", 4);
     refusedWith("%s/inc.yaml:3:14: match: '/x' is already routed (first at "
-                "%s/main.yaml:3:20)", 4);
+                "%s/main.yaml:3:20)",
+                4);
     refusedWith("%s/inc.yaml:4:1: 'limits' is not read from an included "
-                "file, only from %s/main.yaml", 4);
+                "file, only from %s/main.yaml",
+                4);
     refusedWith("%s/inc.yaml:5:1: 'rotues' is not read from an included "
-                "file", 4);
+                "file",
+                4);
     refusedWith("did you mean 'routes'?", 4);
 
     /* A syntax error ends the reading there, as in the main file: the
@@ -218,13 +220,14 @@ START_TEST(test_cycle_refused)
     fileWrite("a.yaml", "include: sub/b.yaml\n");
     fileWrite("sub/b.yaml", "routes: []\ninclude: [ ../main.yaml ]\n");
     refusedWith("%s/sub/b.yaml:2:12: include: %s/sub/../main.yaml includes "
-                "itself (%s/main.yaml > %s/a.yaml > ", 1);
+                "itself (%s/main.yaml > %s/a.yaml > ",
+                1);
 
     /* The same file twice, side by side, is no cycle. */
     fileWrite("main.yaml", "include: [ a.yaml, a.yaml ]\n" LISTEN);
     fileWrite("a.yaml", "modules: []\n");
     {
-        CorConfErrors e = {0};
+        CorConfErrors e = { 0 };
         CorConfig* cf = mainLoad(&e);
 
         ck_assert_msg(cf != NULL, "%s", e.text);
@@ -239,7 +242,7 @@ END_TEST
  * for. */
 START_TEST(test_depth_limit)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf;
     char name[32];
     char text[96];
@@ -247,8 +250,10 @@ START_TEST(test_depth_limit)
     folderMake();
     fileWrite("main.yaml", "include: d1.yaml\n" LISTEN);
     for (int i = 1; i <= COR_CONF_INCLUDE_DEPTH; i++) {
-        int len = snprintf(text, sizeof(text), "routes: [ { match: /d%d, "
-                           "handler: h } ]\n", i);
+        int len = snprintf(text, sizeof(text),
+                           "routes: [ { match: /d%d, "
+                           "handler: h } ]\n",
+                           i);
 
         if (i < COR_CONF_INCLUDE_DEPTH) {
             snprintf(text + len, sizeof(text) - (size_t)len,
@@ -265,7 +270,8 @@ START_TEST(test_depth_limit)
     fileWrite("d8.yaml", "include: d9.yaml\n");
     fileWrite("d9.yaml", "routes: []\n");
     refusedWith("%s/d8.yaml:1:10: include: %s/d9.yaml is more than 8 levels "
-                "of include deep", 1);
+                "of include deep",
+                1);
     folderRemove();
 }
 END_TEST
@@ -281,7 +287,8 @@ START_TEST(test_include_values)
     refusedWith("%s/main.yaml:2:12: include: expected a file or a glob", 2);
     fileWrite("main.yaml", LISTEN "include: [ \"*.conf\", nosuch.yaml ]\n");
     refusedWith("%s/main.yaml:2:22: include: cannot read %s/nosuch.yaml: "
-                "No such file or directory", 1);
+                "No such file or directory",
+                1);
     fileWrite("main.yaml", LISTEN "include: [ sub ]\n");
     fileWrite("sub/x.yaml", "routes: []\n");
     refusedWith("%s/main.yaml:2:12: include: %s/sub is not a file", 1);

@@ -56,7 +56,7 @@ expectedLoops(void)
 
 START_TEST(test_defaults)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf = load(LISTEN, &e);
 
     ck_assert_msg(cf != NULL, "%s", e.text);
@@ -146,7 +146,7 @@ static const char complete[] =
 
 START_TEST(test_complete_config)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf = load(complete, &e);
     const struct sockaddr_in* sin;
     const struct sockaddr_in6* sin6;
@@ -268,7 +268,7 @@ START_TEST(test_design_example)
         "  - { match: \"GET /hello\",  handler: hello }\n"
         "  - { match: \"/forward/*\",  handler: forward }\n"
         "log: { level: info, error: stderr, access: off }\n";
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf = load(text, &e);
 
     ck_assert_msg(cf != NULL, "%s", e.text);
@@ -320,7 +320,7 @@ START_TEST(test_all_errors_collected)
         "runtime, listen, limits, resolver, client, modules, routes, log, "
         "error_pages, include, real_ip)",
     };
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf = load(text, &e);
     const char* line;
 
@@ -345,8 +345,7 @@ END_TEST
 START_TEST(test_errors_beside_an_anchor_are_collected)
 {
     static const char text[] =
-        "runtime: { loops: &n 0, workers: !!int 8 }\n"
-        LISTEN
+        "runtime: { loops: &n 0, workers: !!int 8 }\n" LISTEN
         "limits: { header_count: 0, header_count: 5 }\n"
         "extra: 1\n";
     static const char* const want[] = {
@@ -357,7 +356,7 @@ START_TEST(test_errors_beside_an_anchor_are_collected)
         "t.yaml:3:25: header_count: 0 is out of range (1..10000)",
         "t.yaml:4:1: unknown key 'extra' at the top level",
     };
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     const char* line;
 
     ck_assert_ptr_null(load(text, &e));
@@ -404,44 +403,44 @@ START_TEST(test_listen_addresses)
         const char* host;
         unsigned port;
     } good[] = {
-        {"127.0.0.1:8080", AF_INET, "127.0.0.1", 8080},
-        {"*:80", AF_INET, "0.0.0.0", 80},
-        {":1", AF_INET, "0.0.0.0", 1},
-        {"0.0.0.0:65535", AF_INET, "0.0.0.0", 65535},
-        {"10.1.2.3:443", AF_INET, "10.1.2.3", 443},
-        {"[::1]:8080", AF_INET6, "::1", 8080},
-        {"[::]:8080", AF_INET6, "::", 8080},
-        {"[2001:db8::7]:9", AF_INET6, "2001:db8::7", 9},
-        {"[::ffff:1.2.3.4]:9", AF_INET6, "::ffff:1.2.3.4", 9},
+        { "127.0.0.1:8080", AF_INET, "127.0.0.1", 8080 },
+        { "*:80", AF_INET, "0.0.0.0", 80 },
+        { ":1", AF_INET, "0.0.0.0", 1 },
+        { "0.0.0.0:65535", AF_INET, "0.0.0.0", 65535 },
+        { "10.1.2.3:443", AF_INET, "10.1.2.3", 443 },
+        { "[::1]:8080", AF_INET6, "::1", 8080 },
+        { "[::]:8080", AF_INET6, "::", 8080 },
+        { "[2001:db8::7]:9", AF_INET6, "2001:db8::7", 9 },
+        { "[::ffff:1.2.3.4]:9", AF_INET6, "::ffff:1.2.3.4", 9 },
     };
     static const struct {
         const char* address;
         const char* message;
     } bad[] = {
-        {"8080", "expected HOST:PORT such as"},
-        {"127.0.0.1", "expected HOST:PORT such as"},
-        {"127.0.0.1:", "expected a port number after ':'"},
-        {"127.0.0.1:0", "port 0 is out of range (1..65535)"},
-        {"127.0.0.1:65536", "port 65536 is out of range (1..65535)"},
-        {"127.0.0.1:99999999999999999999", "is out of range (1..65535)"},
-        {"127.0.0.1:-1", "expected a port number after ':'"},
-        {"127.0.0.1:80x", "expected a port number after ':'"},
-        {"1.2.3:80", "'1.2.3' is not an IPv4 address"},
-        {"256.1.1.1:80", "'256.1.1.1' is not an IPv4 address"},
-        {"example.com:80", "'example.com' is not an IP address (host names"},
-        {"::1:80", "an IPv6 address goes in brackets"},
-        {"[::1]", "expected [IPv6]:PORT"},
-        {"[::1]8080", "expected [IPv6]:PORT"},
-        {"[::1:8080", "expected [IPv6]:PORT"},
-        {"[1.2.3.4]:80", "'1.2.3.4' is not an IPv6 address"},
-        {"[fe80::1%eth0]:80", "is not an IPv6 address"},
-        {"**:80", "'**' is not an IP address"},
+        { "8080", "expected HOST:PORT such as" },
+        { "127.0.0.1", "expected HOST:PORT such as" },
+        { "127.0.0.1:", "expected a port number after ':'" },
+        { "127.0.0.1:0", "port 0 is out of range (1..65535)" },
+        { "127.0.0.1:65536", "port 65536 is out of range (1..65535)" },
+        { "127.0.0.1:99999999999999999999", "is out of range (1..65535)" },
+        { "127.0.0.1:-1", "expected a port number after ':'" },
+        { "127.0.0.1:80x", "expected a port number after ':'" },
+        { "1.2.3:80", "'1.2.3' is not an IPv4 address" },
+        { "256.1.1.1:80", "'256.1.1.1' is not an IPv4 address" },
+        { "example.com:80", "'example.com' is not an IP address (host names" },
+        { "::1:80", "an IPv6 address goes in brackets" },
+        { "[::1]", "expected [IPv6]:PORT" },
+        { "[::1]8080", "expected [IPv6]:PORT" },
+        { "[::1:8080", "expected [IPv6]:PORT" },
+        { "[1.2.3.4]:80", "'1.2.3.4' is not an IPv6 address" },
+        { "[fe80::1%eth0]:80", "is not an IPv6 address" },
+        { "**:80", "'**' is not an IP address" },
     };
 
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         char text[256];
         char host[INET6_ADDRSTRLEN];
-        CorConfErrors e = {0};
+        CorConfErrors e = { 0 };
         CorConfig* cf;
         const void* addr;
         unsigned port;
@@ -479,9 +478,9 @@ START_TEST(test_listen_addresses)
                  "listen: [{ protocol: http, address: \"%s\" }]\n",
                  bad[i].address);
         errors = refused(text);
-        ck_assert_msg(strncmp(errors, "t.yaml:1:37: address: ", 22) == 0 &&
-                          strstr(errors, bad[i].message) != NULL &&
-                          strchr(errors, '\n')[1] == '\0',
+        ck_assert_msg(strncmp(errors, "t.yaml:1:37: address: ", 22) == 0
+                          && strstr(errors, bad[i].message) != NULL
+                          && strchr(errors, '\n')[1] == '\0',
                       "%s: %s", bad[i].address, errors);
     }
 }
@@ -491,7 +490,7 @@ START_TEST(test_listen_duplicates)
 {
     /* Different ports, families or hosts do not clash. */
     {
-        CorConfErrors e = {0};
+        CorConfErrors e = { 0 };
         CorConfig* cf = load("listen:\n"
                              "  - { protocol: http, address: \"*:80\" }\n"
                              "  - { protocol: http, address: \"*:81\" }\n"
@@ -521,7 +520,7 @@ END_TEST
 /* http2: on by default over TLS, off plain; on | off, nothing else. */
 START_TEST(test_listen_http2)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf = load("listen:\n"
                          "  - { protocol: http, address: \"*:80\" }\n"
                          "  - { protocol: http, address: \"*:81\", "
@@ -543,8 +542,10 @@ START_TEST(test_listen_http2)
     corConfigFree(cf);
     ck_assert_msg(strstr(refused("listen:\n"
                                  "  - { protocol: http, address: \"*:80\", "
-                                 "http2: maybe }\n"), "http2: expected on, "
-                         "off, true, false, yes or no, got 'maybe'") != NULL,
+                                 "http2: maybe }\n"),
+                         "http2: expected on, "
+                         "off, true, false, yes or no, got 'maybe'")
+                      != NULL,
                   "not refused");
 }
 END_TEST
@@ -560,15 +561,15 @@ START_TEST(test_on_off_keys_take_every_word)
         const char* word;
         bool on;
     } words[] = {
-        { "on", true }, { "off", false }, { "true", true },
-        { "false", false }, { "yes", true }, { "no", false },
+        { "on", true },     { "off", false }, { "true", true },
+        { "false", false }, { "yes", true },  { "no", false },
     };
 
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
         const char* w = words[i].word;
         bool on = words[i].on;
         char text[1024];
-        CorConfErrors e = {0};
+        CorConfErrors e = { 0 };
         CorConfig* cf;
         const CorConfigTls* t;
 
@@ -605,11 +606,11 @@ END_TEST
  * named a file called "false"), and on, naming no file, is refused. */
 START_TEST(test_access_log_off_words)
 {
-    static const char* const off[] = {"off", "false", "no", "Off", "FALSE"};
+    static const char* const off[] = { "off", "false", "no", "Off", "FALSE" };
     char text[256];
 
     for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
-        CorConfErrors e = {0};
+        CorConfErrors e = { 0 };
         CorConfig* cf;
 
         snprintf(text, sizeof(text), LISTEN "log: { access: %s }\n", off[i]);
@@ -618,7 +619,8 @@ START_TEST(test_access_log_off_words)
         ck_assert_str_eq(cf->log.access, "off");
         corConfigFree(cf);
     }
-    ck_assert_str_eq(refused(LISTEN "log: { access: yes }\n"), "t.yaml:2:16: "
+    ck_assert_str_eq(refused(LISTEN "log: { access: yes }\n"),
+                     "t.yaml:2:16: "
                      "access: expected off or a path, got 'yes' (name the "
                      "file)\n");
 }
@@ -629,7 +631,7 @@ END_TEST
  * each certificate's OCSP staple. */
 START_TEST(test_listen_tls_keys)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf = load("listen:\n"
                          "  - protocol: https\n"
                          "    address: \"*:443\"\n"
@@ -687,32 +689,32 @@ START_TEST(test_route_matches)
         const char* path;
         bool prefix;
     } good[] = {
-        {"GET /hello", "GET", "/hello", false},
-        {"/hello", NULL, "/hello", false},
-        {"/forward/*", NULL, "/forward/", true},
-        {"/*", NULL, "/", true},
-        {"POST   /api/*", "POST", "/api/", true},
-        {"PROPFIND /dav", "PROPFIND", "/dav", false},
-        {"/a*", NULL, "/a", true},
+        { "GET /hello", "GET", "/hello", false },
+        { "/hello", NULL, "/hello", false },
+        { "/forward/*", NULL, "/forward/", true },
+        { "/*", NULL, "/", true },
+        { "POST   /api/*", "POST", "/api/", true },
+        { "PROPFIND /dav", "PROPFIND", "/dav", false },
+        { "/a*", NULL, "/a", true },
     };
     static const struct {
         const char* match;
         const char* message;
     } bad[] = {
-        {"get /hello", "with the method in capitals"},
-        {"G3T /hello", "with the method in capitals"},
-        {"GET hello", "the path must start with '/'"},
-        {"GET", "the path must start with '/'"},
-        {"hello", "with the method in capitals"},
-        {"", "the path must start with '/'"},
-        {"GET /a b", "with no space in the path"},
-        {"/a/*/b", "'*' may only end a path"},
-        {"/**", "'*' may only end a path"},
+        { "get /hello", "with the method in capitals" },
+        { "G3T /hello", "with the method in capitals" },
+        { "GET hello", "the path must start with '/'" },
+        { "GET", "the path must start with '/'" },
+        { "hello", "with the method in capitals" },
+        { "", "the path must start with '/'" },
+        { "GET /a b", "with no space in the path" },
+        { "/a/*/b", "'*' may only end a path" },
+        { "/**", "'*' may only end a path" },
     };
 
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         char text[256];
-        CorConfErrors e = {0};
+        CorConfErrors e = { 0 };
         CorConfig* cf;
 
         snprintf(text, sizeof(text),
@@ -738,14 +740,14 @@ START_TEST(test_route_matches)
                  LISTEN "routes: [{ match: \"%s\", handler: h }]\n",
                  bad[i].match);
         errors = refused(text);
-        ck_assert_msg(strncmp(errors, "t.yaml:2:19: match: ", 20) == 0 &&
-                          strstr(errors, bad[i].message) != NULL,
+        ck_assert_msg(strncmp(errors, "t.yaml:2:19: match: ", 20) == 0
+                          && strstr(errors, bad[i].message) != NULL,
                       "%s: %s", bad[i].match, errors);
     }
     /* The same path under another method, or as a prefix, is another
      * route. */
     {
-        CorConfErrors e = {0};
+        CorConfErrors e = { 0 };
         CorConfig* cf = load(LISTEN "routes:\n"
                                     "  - { match: \"GET /a\", handler: h }\n"
                                     "  - { match: \"POST /a\", handler: h }\n"
@@ -783,7 +785,7 @@ START_TEST(test_resolver_servers)
 
     for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
         char text[256];
-        CorConfErrors e = {0};
+        CorConfErrors e = { 0 };
         CorConfig* cf;
 
         snprintf(text, sizeof(text), LISTEN "resolver: { servers: \"%s\" }\n",
@@ -801,7 +803,8 @@ START_TEST(test_resolver_servers)
                  bad[i]);
         errors = refused(text);
         ck_assert_msg(strstr(errors, "servers: expected system or IP "
-                                     "addresses") != NULL,
+                                     "addresses")
+                          != NULL,
                       "%s: %s", bad[i], errors);
     }
 }
@@ -810,7 +813,7 @@ END_TEST
 /* client: the defaults, every key, and its errors at the key. */
 START_TEST(test_client_section)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf = load(LISTEN, &e);
     const char* text;
 
@@ -821,7 +824,8 @@ START_TEST(test_client_section)
     ck_assert_ptr_null(cf->client.caFile);
     corConfigFree(cf);
     cf = load(LISTEN "client: { connect_timeout: 250ms, keepalive_per_peer: 0,"
-              " idle_timeout: 2m, ca_file: /dev/null }\n", &e);
+                     " idle_timeout: 2m, ca_file: /dev/null }\n",
+              &e);
     ck_assert_msg(cf != NULL, "%s", e.text);
     ck_assert_uint_eq(cf->client.connectTimeoutMs, 250);
     ck_assert_uint_eq(cf->client.keepalivePerPeer, 0);
@@ -833,17 +837,18 @@ START_TEST(test_client_section)
     ck_assert_ptr_null(cf->client.caFile);
     corConfigFree(cf);
     text = refused(LISTEN "client:\n  ca_file: /no/such/ca.pem\n"
-                   "  keepalive_per_peer: -1\n  idle_timeout: 0ms\n"
-                   "  connect_timeout: 5\n  verify: false\n");
+                          "  keepalive_per_peer: -1\n  idle_timeout: 0ms\n"
+                          "  connect_timeout: 5\n  verify: false\n");
     ck_assert_msg(strstr(text, "t.yaml:3:12: ca_file: cannot read "
-                         "'/no/such/ca.pem'") != NULL, "%s", text);
+                               "'/no/such/ca.pem'")
+                      != NULL,
+                  "%s", text);
     ck_assert_msg(strstr(text, "t.yaml:4:23:") != NULL, "%s", text);
     ck_assert_msg(strstr(text, "t.yaml:5:17:") != NULL, "%s", text);
     ck_assert_msg(strstr(text, "t.yaml:6:20:") != NULL, "%s", text);
-    ck_assert_msg(strstr(text, "unknown key 'verify' in client") != NULL,
-                  "%s", text);
-    ck_assert_ptr_nonnull(strstr(refused(LISTEN "client: [1]\n"),
-                                 "client"));
+    ck_assert_msg(strstr(text, "unknown key 'verify' in client") != NULL, "%s",
+                  text);
+    ck_assert_ptr_nonnull(strstr(refused(LISTEN "client: [1]\n"), "client"));
 }
 END_TEST
 
@@ -851,7 +856,7 @@ END_TEST
  * key (a number with no unit, out of range). */
 START_TEST(test_client_notify_timeout)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf = load(LISTEN, &e);
     const char* text;
 
@@ -874,7 +879,7 @@ END_TEST
 
 START_TEST(test_loops)
 {
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf = load(LISTEN "runtime: { loops: 1024 }\n", &e);
 
     ck_assert_msg(cf != NULL, "%s", e.text);
@@ -902,11 +907,13 @@ START_TEST(test_real_ip_and_proxy_protocol)
         "proxy_protocol: true }, { protocol: http, address: "
         "127.0.0.1:8081 } ]\n";
     char text[512];
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf;
 
-    snprintf(text, sizeof(text), "%sreal_ip: { from: [ 10.0.0.0/8, "
-             "\"::1\" ], header: forwarded }\n", listen);
+    snprintf(text, sizeof(text),
+             "%sreal_ip: { from: [ 10.0.0.0/8, "
+             "\"::1\" ], header: forwarded }\n",
+             listen);
     cf = load(text, &e);
     ck_assert_msg(cf != NULL, "%s", e.text);
     ck_assert(cf->listen[0].proxyProtocol);
@@ -920,8 +927,10 @@ START_TEST(test_real_ip_and_proxy_protocol)
     ck_assert_uint_eq(cf->realIp->fromCount, 1);
     ck_assert_int_eq(cf->realIp->header, COR_REAL_IP_X_FORWARDED_FOR);
     corConfigFree(cf);
-    snprintf(text, sizeof(text), "%sreal_ip: { from: [ 10.0.0.1/8 ], "
-             "header: X-Client }\n", listen);
+    snprintf(text, sizeof(text),
+             "%sreal_ip: { from: [ 10.0.0.1/8 ], "
+             "header: X-Client }\n",
+             listen);
     ck_assert_str_eq(refused(text),
                      "t.yaml:2:20: real_ip.from: expected an address or a "
                      "network such as 10.0.0.0/8 or 2001:db8::/32, got "
@@ -949,7 +958,7 @@ START_TEST(test_modules)
                      "t.yaml:2:19: load: expected a string, got a list\n");
     /* The core reads only load: the other keys are the module's. */
     {
-        CorConfErrors e = {0};
+        CorConfErrors e = { 0 };
         CorConfig* cf = load(LISTEN "modules:\n"
                                     "  - { load: my_mod-2, anything: [1] }\n"
                                     "  - { load: ./build/x.so }\n",
@@ -968,7 +977,7 @@ START_TEST(test_load_file)
 {
     char path[] = "/tmp/corConfigTestXXXXXX";
     int fd = mkstemp(path);
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf;
 
     ck_assert_int_ge(fd, 0);
@@ -1006,7 +1015,7 @@ START_TEST(test_paths_beside_the_file)
         { "./cor.yaml", "./run/cor.pid", "./run/cor.pid" },
     };
     const char* text = LISTEN "log: { pid_file: run/cor.pid }\n";
-    CorConfErrors e = {0};
+    CorConfErrors e = { 0 };
     CorConfig* cf;
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -1037,7 +1046,7 @@ START_TEST(test_bad_corpus)
         char* text = strtok(NULL, "\n");
         char path[256];
         char prefix[512];
-        CorConfErrors e = {0};
+        CorConfErrors e = { 0 };
         CorConfig* cf;
 
         ck_assert_msg(name && mark && text, "bad line in expected.txt");
@@ -1047,8 +1056,8 @@ START_TEST(test_bad_corpus)
         ck_assert_msg(cf == NULL, "%s loaded", name);
         ck_assert_msg(e.count > 0 && e.text != NULL, "%s: no error", name);
         *strchr(e.text, '\n') = '\0';
-        ck_assert_msg(strncmp(e.text, prefix, strlen(prefix)) == 0 &&
-                          strstr(e.text, text) != NULL,
+        ck_assert_msg(strncmp(e.text, prefix, strlen(prefix)) == 0
+                          && strstr(e.text, text) != NULL,
                       "%s: wanted %s...%s, got %s", name, prefix, text, e.text);
         corConfErrorsFree(&e);
         files++;

@@ -181,10 +181,11 @@ START_TEST(test_pool_by_default_keeps_what_was_in_use)
     CorConn* c[N];
     int reused = 0;
 
-    corConnSetup(&(CorConfig){ .client = {
-                     .connectTimeoutMs = 1000,
-                     .keepalivePerPeer = COR_CONN_KEEPALIVE_AUTO,
-                     .idleTimeoutMs = 60000 } }, NULL);
+    corConnSetup(
+        &(CorConfig){ .client = { .connectTimeoutMs = 1000,
+                                  .keepalivePerPeer = COR_CONN_KEEPALIVE_AUTO,
+                                  .idleTimeoutMs = 60000 } },
+        NULL);
     for (int round = 0; round < 2; round++) {
         for (int i = 0; i < N; i++) {
             c[i] = open1(port, "127.0.0.1");
@@ -318,7 +319,8 @@ connectCancelled(void* arg)
     CorConn* c;
 
     corRestCancelBind(&w->cancel);
-    c = corConnOpen(&(CorConnTarget){ .host = "127.0.0.1", .port = w->port,
+    c = corConnOpen(&(CorConnTarget){ .host = "127.0.0.1",
+                                      .port = w->port,
                                       .connectTimeoutMs = 60000 },
                     &w->err, w->why, sizeof(w->why));
     corRestCancelBind(NULL);
@@ -338,8 +340,7 @@ START_TEST(test_cancel_ends_a_connect)
 
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     addr.sin_port = htons((uint16_t)w.port);
-    ck_assert_int_eq(connect(filler, (struct sockaddr*)&addr, sizeof(addr)),
-                     0);
+    ck_assert_int_eq(connect(filler, (struct sockaddr*)&addr, sizeof(addr)), 0);
     pthread_create(&thread, NULL, connectCancelled, &w);
     usleep(100 * 1000);
     corRestCancel(&w.cancel);
@@ -513,13 +514,14 @@ START_TEST(test_loop_pool_closes_what_the_peer_sends_uring)
     CorEvLoop* loop = corEvLoopCreateWith(COR_EV_URING);
 
     if (loop == NULL) {
-        return;     /* no io_uring here (a seccomp filter, a kernel) */
+        return; /* no io_uring here (a seccomp filter, a kernel) */
     }
     loopPoolWatches(loop);
 }
 END_TEST
 
-/* ---- A TLS record that comes in two pieces -------------------------------- */
+/* ---- A TLS record that comes in two pieces --------------------------------
+ */
 
 typedef struct {
     int listenFd;
@@ -599,16 +601,17 @@ START_TEST(test_tls_read_of_half_a_record_waits)
 
     snprintf(server.certs, sizeof(server.certs), "/tmp/cor-conn-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(server.certs));
-    snprintf(command, sizeof(command), "tests/tls/makeCerts %s",
-             server.certs);
+    snprintf(command, sizeof(command), "tests/tls/makeCerts %s", server.certs);
     ck_assert_int_eq(system(command), 0);
     server.listenFd = listener(4, &port);
     pthread_create(&thread, NULL, splitServe, &server);
     tls = corTlsClientNew(&(CorTlsClientOptions){ .insecure = true }, why,
                           sizeof(why));
     ck_assert_msg(tls != NULL, "%s", why);
-    c = corConnOpen(&(CorConnTarget){ .host = "127.0.0.1", .port = port,
-                                      .tls = true, .tlsClient = tls },
+    c = corConnOpen(&(CorConnTarget){ .host = "127.0.0.1",
+                                      .port = port,
+                                      .tls = true,
+                                      .tlsClient = tls },
                     &err, why, sizeof(why));
     ck_assert_msg(c != NULL, "%d %s", err, why);
     cpu = threadCpuMs();
@@ -618,7 +621,8 @@ START_TEST(test_tls_read_of_half_a_record_waits)
     cpu = threadCpuMs() - cpu;
     ck_assert_int_eq(n, -ETIMEDOUT);
     ck_assert_int_lt((t1.tv_sec - t0.tv_sec) * 1000
-                     + (t1.tv_nsec - t0.tv_nsec) / 1000000, 2000);
+                         + (t1.tv_nsec - t0.tv_nsec) / 1000000,
+                     2000);
     ck_assert_int_lt(cpu, 300);
     corConnClose(c);
     corTlsClientFree(tls);

@@ -37,11 +37,34 @@ reference(const char* a, size_t aLen, const char* b, size_t bLen)
 START_TEST(test_names_compare_as_strncasecmp)
 {
     static const char* const names[] = {
-        "Host", "host", "HOST", "te", "TE", "t", "a^", "a~", "A@", "a`",
-        "[", "{", "\xc1", "\xe1", "Z", "z", "x-forwarded-for",
-        "X-Forwarded-For", "X-Forwarded-Fox", "Content-Length",
-        "content_length", "abcdefgh", "ABCDEFGH", "abcdefgi", "ABCDEFGHI",
-        "abcdefghi", "abcdefghj", "",
+        "Host",
+        "host",
+        "HOST",
+        "te",
+        "TE",
+        "t",
+        "a^",
+        "a~",
+        "A@",
+        "a`",
+        "[",
+        "{",
+        "\xc1",
+        "\xe1",
+        "Z",
+        "z",
+        "x-forwarded-for",
+        "X-Forwarded-For",
+        "X-Forwarded-Fox",
+        "Content-Length",
+        "content_length",
+        "abcdefgh",
+        "ABCDEFGH",
+        "abcdefgi",
+        "ABCDEFGHI",
+        "abcdefghi",
+        "abcdefghj",
+        "",
     };
     const size_t n = sizeof(names) / sizeof(names[0]);
 
@@ -50,8 +73,8 @@ START_TEST(test_names_compare_as_strncasecmp)
             CorHeader h = { names[i], strlen(names[i]), NULL, 0 };
 
             ck_assert_msg(corHeaderIsLen(&h, names[j], strlen(names[j]))
-                          == reference(names[i], strlen(names[i]), names[j],
-                                       strlen(names[j])),
+                              == reference(names[i], strlen(names[i]), names[j],
+                                           strlen(names[j])),
                           "\"%s\" / \"%s\"", names[i], names[j]);
         }
     }

@@ -31,7 +31,7 @@ START_TEST(test_a_buffer_grows_consumes_and_compacts)
     ck_assert_int_eq(corBufAppend(&b, "hello, ", 7), 0);
     ck_assert_uint_eq(b.cap, 256);
     ck_assert_int_eq(corBufReserve(&b, 1000), 0);
-    ck_assert_uint_eq(b.cap, 1024);     /* doubled until 7 + 1000 fit */
+    ck_assert_uint_eq(b.cap, 1024); /* doubled until 7 + 1000 fit */
     ck_assert_int_eq(corBufAppend(&b, "world", 5), 0);
     corBufConsume(&b, 7);
     ck_assert_uint_eq(corBufPending(&b), 5);
@@ -40,9 +40,9 @@ START_TEST(test_a_buffer_grows_consumes_and_compacts)
     ck_assert_uint_eq(b.off, 0);
     ck_assert_int_eq(memcmp(b.data, "world", 5), 0);
     corBufConsume(&b, 5);
-    ck_assert_uint_eq(b.len, 0);        /* all taken: empty again */
+    ck_assert_uint_eq(b.len, 0); /* all taken: empty again */
     ck_assert_int_eq(corBufGrowTo(&b, 5000), 0);
-    ck_assert_uint_eq(b.cap, 5000);     /* exactly, no doubling */
+    ck_assert_uint_eq(b.cap, 5000); /* exactly, no doubling */
     ck_assert_int_eq(corBufReserve(&b, SIZE_MAX), -ENOMEM);
     corBufFree(&b);
     ck_assert_ptr_null(b.data);
@@ -56,33 +56,35 @@ typedef struct {
 
 START_TEST(test_a_list_inserts_removes_and_walks)
 {
-    CorList head = { 0 };       /* zeroed: empty, no init */
+    CorList head = { 0 }; /* zeroed: empty, no init */
     Item items[3] = { { .value = 1 }, { .value = 2 }, { .value = 3 } };
     CorList* node;
     CorList* next;
     int sum = 0;
 
     ck_assert(corListEmpty(&head));
-    corListForEach(node, next, &head) {
+    corListForEach(node, next, &head)
+    {
         ck_abort_msg("an empty list has no node");
     }
     for (int i = 0; i < 3; i++) {
         corListInsert(&head, &items[i].link);
     }
-    ck_assert_int_eq(corContainerOf(corListFirst(&head), Item, link)->value,
-                     3);
-    corListForEach(node, next, &head) {
+    ck_assert_int_eq(corContainerOf(corListFirst(&head), Item, link)->value, 3);
+    corListForEach(node, next, &head)
+    {
         Item* it = corContainerOf(node, Item, link);
 
         sum += it->value;
         if (it->value == 2) {
-            corListRemove(node);        /* the walk goes on */
+            corListRemove(node); /* the walk goes on */
         }
     }
     ck_assert_int_eq(sum, 6);
-    corListRemove(&items[1].link);      /* again: nothing */
+    corListRemove(&items[1].link); /* again: nothing */
     sum = 0;
-    corListForEach(node, next, &head) {
+    corListForEach(node, next, &head)
+    {
         sum += corContainerOf(node, Item, link)->value;
     }
     ck_assert_int_eq(sum, 4);
@@ -167,8 +169,8 @@ setUp(void)
 {
     int sv[2];
 
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
-                                sv), 0);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv),
+                     0);
     loop = corTestLoopCreate();
     ck_assert_ptr_nonnull(loop);
     corEvLoopBind(loop);
@@ -192,10 +194,10 @@ tearDown(void)
 }
 
 /* Turn the loop until *flag is set; a generous bound, not a timing. */
-#define RUN_UNTIL(cond)                                                   \
-    for (int turns = 0; !(cond); turns++) {                               \
-        ck_assert_int_lt(turns, 2000);                                    \
-        corEvLoopRunOnce(loop, 10);                                       \
+#define RUN_UNTIL(cond)                                                        \
+    for (int turns = 0; !(cond); turns++) {                                    \
+        ck_assert_int_lt(turns, 2000);                                         \
+        corEvLoopRunOnce(loop, 10);                                            \
     }
 
 START_TEST(test_frames_are_taken_as_they_come_whole)
@@ -223,7 +225,7 @@ peerDrain(size_t have)
         while (i < n && buf[i] == (have + (size_t)i) % 251) {
             i++;
         }
-        ck_assert_int_eq(i, n);         /* every byte in its place */
+        ck_assert_int_eq(i, n); /* every byte in its place */
         have += (size_t)n;
     }
     return have;
@@ -240,10 +242,10 @@ START_TEST(test_output_past_the_socket_goes_on_epollout_in_order)
     }
     owner.k.out.len = total;
     ck_assert_int_eq(corKitConnFlush(&owner.k), 0);
-    ck_assert_uint_gt(corBufPending(&owner.k.out), 0);   /* EAGAIN */
+    ck_assert_uint_gt(corBufPending(&owner.k.out), 0); /* EAGAIN */
     ck_assert_uint_ne(owner.k.outStalledMs, 0);
     for (int turns = 0; have < total; turns++) {
-        ck_assert_int_lt(turns, 20000);     /* a bound, not a timing */
+        ck_assert_int_lt(turns, 20000); /* a bound, not a timing */
         have = peerDrain(have);
         corEvLoopRunOnce(loop, 10);
     }
@@ -267,13 +269,13 @@ START_TEST(test_a_read_pauses_past_the_mark_until_drained)
     owner.k.out.len = total;
     ck_assert_int_eq(write(peerFd, "abcd", 4), 4);
     RUN_UNTIL(owner.k.readPaused);
-    ck_assert_uint_eq(owner.frames, 0);     /* not read past the mark */
+    ck_assert_uint_eq(owner.frames, 0); /* not read past the mark */
     for (int turns = 0; have < total; turns++) {
-        ck_assert_int_lt(turns, 20000);     /* a bound, not a timing */
+        ck_assert_int_lt(turns, 20000); /* a bound, not a timing */
         have = peerDrain(have);
         corEvLoopRunOnce(loop, 10);
     }
-    RUN_UNTIL(owner.frames == 1);           /* read on, no new edge */
+    RUN_UNTIL(owner.frames == 1); /* read on, no new edge */
     ck_assert(!owner.k.readPaused);
 }
 END_TEST
@@ -313,10 +315,10 @@ START_TEST(test_a_file_part_follows_the_bytes_and_is_closed)
     owner.k.out.len = head;
     corKitConnSendFile(&owner.k, fd, 0, total - head);
     ck_assert_uint_eq(corKitConnOutPending(&owner.k), total);
-    ck_assert(corKitConnOutFull(&owner.k));    /* a file holds the rest */
+    ck_assert(corKitConnOutFull(&owner.k)); /* a file holds the rest */
     ck_assert_int_eq(corKitConnFlush(&owner.k), 0);
     for (int turns = 0; have < total; turns++) {
-        ck_assert_int_lt(turns, 20000);     /* a bound, not a timing */
+        ck_assert_int_lt(turns, 20000); /* a bound, not a timing */
         have = peerDrain(have);
         corEvLoopRunOnce(loop, 10);
     }
@@ -324,7 +326,7 @@ START_TEST(test_a_file_part_follows_the_bytes_and_is_closed)
     ck_assert_uint_eq(corKitConnOutPending(&owner.k), 0);
     ck_assert(!corKitConnOutFull(&owner.k));
     ck_assert_uint_eq(owner.k.sentBytes, total);
-    ck_assert_int_eq(fcntl(fd, F_GETFD), -1);   /* the kit closed it */
+    ck_assert_int_eq(fcntl(fd, F_GETFD), -1); /* the kit closed it */
     ck_assert_int_eq(owner.failed, 0);
 }
 END_TEST
@@ -344,14 +346,14 @@ START_TEST(test_a_stopped_connection_leaves_its_set)
     Owner other = { 0 };
     int sv[2];
 
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
-                                sv), 0);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv),
+                     0);
     corKitConnInit(&other.k, loop, &ownerOps);
     corTransportPlain(&other.t, sv[0]);
     ck_assert_int_eq(corKitConnStart(&other.k, &other.t, &set), 0);
     ck_assert_uint_eq(atomic_load(&set.count), 2);
     corKitConnStop(&other.k);
-    corKitConnStop(&other.k);       /* twice: nothing more */
+    corKitConnStop(&other.k); /* twice: nothing more */
     ck_assert_uint_eq(atomic_load(&set.count), 1);
     ck_assert_ptr_eq(corListFirst(&set.conns), &owner.k.link);
     corKitConnFree(&other.k);
@@ -368,8 +370,8 @@ START_TEST(test_off_the_loops_it_reads_and_writes_with_waits)
     char buf[8];
     int sv[2];
 
-    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0,
-                                sv), 0);
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv),
+                     0);
     corKitConnInit(&k, NULL, NULL);
     corTransportPlain(&t, sv[0]);
     corKitConnAttach(&k, &t);
@@ -385,7 +387,7 @@ START_TEST(test_off_the_loops_it_reads_and_writes_with_waits)
     ck_assert_uint_eq(k.sentBytes, 5);
     ck_assert_int_eq(read(sv[1], buf, sizeof(buf)), 5);
     shutdown(sv[1], SHUT_WR);
-    ck_assert_int_eq(corKitConnReadWait(&k, -1), 0);    /* its end */
+    ck_assert_int_eq(corKitConnReadWait(&k, -1), 0); /* its end */
     corKitConnFree(&k);
     close(sv[0]);
     close(sv[1]);
@@ -422,7 +424,7 @@ START_TEST(test_kept_connections_are_found_by_their_key)
     ck_assert_ptr_eq(corKitKeptFind(&kept, "cors://h:1"), &b);
     ck_assert_ptr_null(corKitKeptFind(&kept, "cor://h:2"));
     ck_assert_ptr_null(a.conn);
-    corKitKeptClose(&a);        /* not connected: nothing to close */
+    corKitKeptClose(&a); /* not connected: nothing to close */
     corKitKeptFree(&a);
     ck_assert_ptr_null(corKitKeptFind(&kept, "cor://h:1"));
     ck_assert_ptr_eq(corKitKeptFind(&kept, "cors://h:1"), &b);

@@ -63,8 +63,10 @@ corRespondSet(CorRequest* r, int status, const char* contentType,
 static void
 setUp(void)
 {
-    limits = (CorLimits){ .headerBytes = 64, .headerCount = 2,
-                          .bodyBytes = 10, .requestTimeoutMs = 30000,
+    limits = (CorLimits){ .headerBytes = 64,
+                          .headerCount = 2,
+                          .bodyBytes = 10,
+                          .requestTimeoutMs = 30000,
                           .bodyTimeoutMs = 10000 };
     logged[0] = metrics[0] = '\0';
     logLines = 0;
@@ -73,9 +75,13 @@ setUp(void)
 static CorRequest
 request(const char* path, const CorHeader* headers, unsigned count)
 {
-    return (CorRequest){ .method = "GET", .methodLen = 3, .path = path,
-                         .pathLen = strlen(path), .headers = headers,
-                         .headerCount = count, .version = "COR/1",
+    return (CorRequest){ .method = "GET",
+                         .methodLen = 3,
+                         .path = path,
+                         .pathLen = strlen(path),
+                         .headers = headers,
+                         .headerCount = count,
+                         .version = "COR/1",
                          .remote = "192.0.2.7" };
 }
 
@@ -93,8 +99,7 @@ pathOf(char* buf, size_t len)
  * "Name: value\r\n", the empty line. */
 START_TEST(test_head_at_and_past_each_limit)
 {
-    static const CorHeader two[2] = { { "A", 1, "1", 1 },
-                                      { "B", 1, "2", 1 } };
+    static const CorHeader two[2] = { { "A", 1, "1", 1 }, { "B", 1, "2", 1 } };
     static const CorHeader three[3] = { { "A", 1, "1", 1 },
                                         { "B", 1, "2", 1 },
                                         { "C", 1, "3", 1 } };
@@ -105,16 +110,16 @@ START_TEST(test_head_at_and_past_each_limit)
     r = request("/p", two, 2);
     ck_assert_int_eq(corLimitsHead(&r), 0);
     r = request("/p", three, 3);
-    ck_assert_int_eq(corLimitsHead(&r), 431);       /* header_count */
+    ck_assert_int_eq(corLimitsHead(&r), 431); /* header_count */
     /* 3 + 49 + 12 = 64: the line alone fits, with the empty line not. */
     r = request(pathOf(path, 49), NULL, 0);
     ck_assert_int_eq(corLimitsHead(&r), 431);
     r = request(pathOf(path, 47), NULL, 0);
-    ck_assert_int_eq(corLimitsHead(&r), 0);         /* 62 + 2 */
+    ck_assert_int_eq(corLimitsHead(&r), 0); /* 62 + 2 */
     r = request(path, wide, 1);
-    ck_assert_int_eq(corLimitsHead(&r), 431);       /* header_bytes */
+    ck_assert_int_eq(corLimitsHead(&r), 431); /* header_bytes */
     r = request(pathOf(path, 50), NULL, 0);
-    ck_assert_int_eq(corLimitsHead(&r), 414);       /* the line alone */
+    ck_assert_int_eq(corLimitsHead(&r), 414); /* the line alone */
 }
 END_TEST
 

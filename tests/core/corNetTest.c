@@ -59,7 +59,7 @@ START_TEST(test_v6_prefixes_and_families_apart)
 
         snprintf(net, sizeof(net), "2001:db8::/%u", bits);
         if (corNetParse(net, &n) != 0) {
-            continue;           /* 2001:db8:: has bits past short ones */
+            continue; /* 2001:db8:: has bits past short ones */
         }
         ck_assert(corNetAddrParse("2001:db8::", &a));
         ck_assert(corNetHas(&n, &a));
@@ -87,9 +87,10 @@ END_TEST
 START_TEST(test_what_is_refused)
 {
     static const char* const bad[] = {
-        "", "10.0.0.1/8", "10.0.0.0/33", "::1/129", "10.0.0.0/", "10.0.0.0/x",
-        "10.0.0.0/8x", "10.0.0", "all/8", "/8", "::ffff:10.0.0.0/95",
-        "2001:db8::1/32", "localhost", "10.0.0.0/-1", "1.2.3.4 ",
+        "",          "10.0.0.1/8",  "10.0.0.0/33",        "::1/129",
+        "10.0.0.0/", "10.0.0.0/x",  "10.0.0.0/8x",        "10.0.0",
+        "all/8",     "/8",          "::ffff:10.0.0.0/95", "2001:db8::1/32",
+        "localhost", "10.0.0.0/-1", "1.2.3.4 ",
     };
     CorNet n;
     CorNetAddr a;

@@ -42,12 +42,11 @@ START_TEST(test_escapes_kept_segments_normal)
     char out[64];
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        int n = corPathEscapedNormal(cases[i].path, strlen(cases[i].path),
-                                     out);
+        int n = corPathEscapedNormal(cases[i].path, strlen(cases[i].path), out);
 
         ck_assert_msg(n >= 0, "%s", cases[i].path);
         ck_assert_msg((size_t)n == strlen(cases[i].normal)
-                      && memcmp(out, cases[i].normal, (size_t)n) == 0,
+                          && memcmp(out, cases[i].normal, (size_t)n) == 0,
                       "%s: %.*s", cases[i].path, n, out);
     }
     ck_assert_int_lt(corPathEscapedNormal("/a/../..", 8, out), 0);
@@ -59,7 +58,7 @@ END_TEST
  * refuse the same ones, and decode to the same path otherwise. */
 START_TEST(test_random_paths_agree_with_the_parser)
 {
-    static const char* pieces[] = { "/", "/", ".", "..", "%2F", "%2f",
+    static const char* pieces[] = { "/",   "/",   ".", "..",  "%2F", "%2f",
                                     "%2e", "%2E", "a", "%41", "%25" };
     unsigned wrong = 0;
 

@@ -36,10 +36,10 @@ v1(const char* line)
         return "";
     }
     addr = src.ss_family == AF_INET
-           ? (const void*)&((struct sockaddr_in*)&src)->sin_addr
-           : (const void*)&((struct sockaddr_in6*)&src)->sin6_addr;
+               ? (const void*)&((struct sockaddr_in*)&src)->sin_addr
+               : (const void*)&((struct sockaddr_in6*)&src)->sin6_addr;
     port = src.ss_family == AF_INET ? ((struct sockaddr_in*)&src)->sin_port
-           : ((struct sockaddr_in6*)&src)->sin6_port;
+                                    : ((struct sockaddr_in6*)&src)->sin6_port;
     inet_ntop(src.ss_family, addr, text, INET6_ADDRSTRLEN);
     snprintf(text + strlen(text), 8, " %u", (unsigned)ntohs(port));
     return text;

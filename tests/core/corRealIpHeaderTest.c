@@ -33,8 +33,9 @@ trust(CorRealIpHeader header, const char* name)
 {
     ck_assert_int_eq(corNetParse("10.0.0.0/8", &nets[0]), 0);
     ck_assert_int_eq(corNetParse("2001:db8:ff::/48", &nets[1]), 0);
-    realIp = (CorConfigRealIp){ .from = nets, .fromCount = 2,
-                                .header = header, .headerName = name };
+    realIp = (CorConfigRealIp){
+        .from = nets, .fromCount = 2, .header = header, .headerName = name
+    };
     config.realIp = &realIp;
     corRuntime.config = &config;
 }
@@ -67,29 +68,22 @@ START_TEST(test_x_forwarded_for)
 {
     trust(COR_REAL_IP_X_FORWARDED_FOR, "X-Forwarded-For");
     ck_assert_str_eq(client("10.0.0.1", "192.0.2.1", NULL), "192.0.2.1");
-    ck_assert_str_eq(client("10.0.0.1", "6.6.6.6, 192.0.2.1, 10.0.0.2",
-                            NULL), "192.0.2.1");
+    ck_assert_str_eq(client("10.0.0.1", "6.6.6.6, 192.0.2.1, 10.0.0.2", NULL),
+                     "192.0.2.1");
     /* All trusted: the leftmost. */
-    ck_assert_str_eq(client("10.0.0.1", "10.0.0.3,10.0.0.2", NULL),
-                     "10.0.0.3");
+    ck_assert_str_eq(client("10.0.0.1", "10.0.0.3,10.0.0.2", NULL), "10.0.0.3");
     /* Junk at the left is never reached; at the right it ends the walk
      * with nothing, in the middle with the last address read. */
-    ck_assert_str_eq(client("10.0.0.1", "junk, 192.0.2.1", NULL),
-                     "192.0.2.1");
-    ck_assert_str_eq(client("10.0.0.1", "192.0.2.1, junk", NULL),
-                     "10.0.0.1");
+    ck_assert_str_eq(client("10.0.0.1", "junk, 192.0.2.1", NULL), "192.0.2.1");
+    ck_assert_str_eq(client("10.0.0.1", "192.0.2.1, junk", NULL), "10.0.0.1");
     ck_assert_str_eq(client("10.0.0.1", "192.0.2.1, junk, 10.0.0.2", NULL),
                      "10.0.0.2");
     /* Empty entries are skipped; two fields read as one list. */
-    ck_assert_str_eq(client("10.0.0.1", " , 192.0.2.1 ,, ", NULL),
-                     "192.0.2.1");
-    ck_assert_str_eq(client("10.0.0.1", "192.0.2.1", "10.0.0.9"),
-                     "192.0.2.1");
-    ck_assert_str_eq(client("10.0.0.1", "10.0.0.9", "192.0.2.1"),
-                     "192.0.2.1");
+    ck_assert_str_eq(client("10.0.0.1", " , 192.0.2.1 ,, ", NULL), "192.0.2.1");
+    ck_assert_str_eq(client("10.0.0.1", "192.0.2.1", "10.0.0.9"), "192.0.2.1");
+    ck_assert_str_eq(client("10.0.0.1", "10.0.0.9", "192.0.2.1"), "192.0.2.1");
     /* Ports, brackets, IPv6, v4-mapped. */
-    ck_assert_str_eq(client("10.0.0.1", "192.0.2.1:4711", NULL),
-                     "192.0.2.1");
+    ck_assert_str_eq(client("10.0.0.1", "192.0.2.1:4711", NULL), "192.0.2.1");
     ck_assert_str_eq(client("10.0.0.1", "[2001:db8::1]:80", NULL),
                      "2001:db8::1");
     ck_assert_str_eq(client("2001:db8:ff::1", "2001:DB8::0001", NULL),
@@ -115,17 +109,24 @@ END_TEST
 START_TEST(test_forwarded)
 {
     trust(COR_REAL_IP_FORWARDED, "Forwarded");
-    ck_assert_str_eq(client("10.0.0.1", "for=192.0.2.60;proto=http;"
-                            "by=203.0.113.43", NULL), "192.0.2.60");
-    ck_assert_str_eq(client("10.0.0.1", "for=192.0.2.60, "
-                            "for=\"[2001:db8:cafe::17]:4711\"", NULL),
+    ck_assert_str_eq(client("10.0.0.1",
+                            "for=192.0.2.60;proto=http;"
+                            "by=203.0.113.43",
+                            NULL),
+                     "192.0.2.60");
+    ck_assert_str_eq(client("10.0.0.1",
+                            "for=192.0.2.60, "
+                            "for=\"[2001:db8:cafe::17]:4711\"",
+                            NULL),
                      "2001:db8:cafe::17");
-    ck_assert_str_eq(client("10.0.0.1", "proto=https; For=\"192.0.2.61:80\""
-                            " ;by=x, for=10.1.1.1", NULL), "192.0.2.61");
+    ck_assert_str_eq(client("10.0.0.1",
+                            "proto=https; For=\"192.0.2.61:80\""
+                            " ;by=x, for=10.1.1.1",
+                            NULL),
+                     "192.0.2.61");
     /* What is no address: unknown, an obfuscated name, no for=. */
     ck_assert_str_eq(client("10.0.0.1", "for=unknown", NULL), "10.0.0.1");
-    ck_assert_str_eq(client("10.0.0.1", "for=\"_gazonk\"", NULL),
-                     "10.0.0.1");
+    ck_assert_str_eq(client("10.0.0.1", "for=\"_gazonk\"", NULL), "10.0.0.1");
     ck_assert_str_eq(client("10.0.0.1", "proto=https", NULL), "10.0.0.1");
     ck_assert_str_eq(client("10.0.0.1", "for=192.0.2.1, by=10.0.0.2", NULL),
                      "10.0.0.1");

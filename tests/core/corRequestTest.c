@@ -190,8 +190,8 @@ corNotify(CorRequest* r, const CorNotification* n)
 {
     if (notifiedCount < 4) {
         snprintf(notified[notifiedCount++], sizeof(notified[0]), "%s %s %.*s",
-                 n->url, n->contentType ? n->contentType : "-",
-                 (int)n->bodyLen, (const char*)n->body);
+                 n->url, n->contentType ? n->contentType : "-", (int)n->bodyLen,
+                 (const char*)n->body);
     }
     return r != NULL ? 0 : -EINVAL;
 }
@@ -210,9 +210,9 @@ typedef struct {
     int released;
     uint64_t startMs;
     uint64_t doneMs;
-    atomic_size_t streamed;     /* what the protocol took of a stream */
-    size_t held;                /* of that, unsent: the client reads not */
-    char body[16];              /* a body in memory, as done saw it */
+    atomic_size_t streamed; /* what the protocol took of a stream */
+    size_t held;            /* of that, unsent: the client reads not */
+    char body[16];          /* a body in memory, as done saw it */
     size_t bodyLen;
 } TestRequest;
 
@@ -228,7 +228,7 @@ testDone(CorRequest* r)
         t->bodyLen = r->responseLen;
     }
     if (r->stream == NULL) {
-        corRequestSent(r);      /* sent at once */
+        corRequestSent(r); /* sent at once */
     }
 }
 
@@ -318,9 +318,10 @@ route(const char* path, const CorHandler* handler, uint64_t timeoutMs)
     unsigned i = config.routeCount++;
 
     corHandlerAdd(&module, handler);
-    configRoutes[i] = (CorConfigRoute){ .method = "GET", .path = (char*)path,
-                                  .handler = (char*)handler->name,
-                                  .timeoutMs = timeoutMs };
+    configRoutes[i] = (CorConfigRoute){ .method = "GET",
+                                        .path = (char*)path,
+                                        .handler = (char*)handler->name,
+                                        .timeoutMs = timeoutMs };
 }
 
 static void
@@ -338,17 +339,19 @@ static void
 notifyRoutes(CorConfErrors* errors)
 {
     static const char yaml[] = "notify: \"http://a/in\"\n";
-    CorConf* root = corConfLoadString("t.yaml", yaml, sizeof(yaml) - 1,
-                                      errors);
+    CorConf* root = corConfLoadString("t.yaml", yaml, sizeof(yaml) - 1, errors);
     CorConfigRoute* in = &configRoutes[config.routeCount];
 
     ck_assert_ptr_nonnull(root);
     notifyConf = root;
-    route("/notify", &(CorHandler){ .name = "notify", .serve = answerAtOnce,
-                                    .run = COR_RUN_INLINE }, 0);
-    route("/notify-refused", &(CorHandler){ .name = "refuse",
-                                            .serve = refuse,
-                                            .run = COR_RUN_INLINE }, 0);
+    route("/notify",
+          &(CorHandler){
+              .name = "notify", .serve = answerAtOnce, .run = COR_RUN_INLINE },
+          0);
+    route("/notify-refused",
+          &(CorHandler){
+              .name = "refuse", .serve = refuse, .run = COR_RUN_INLINE },
+          0);
     corConfigNotifyRead(&in[0], root, "routes[6]", errors);
     ck_assert_ptr_nonnull(in[0].notify);
     in[1].notify = in[0].notify;
@@ -361,25 +364,40 @@ setUp(void)
     CorConfErrors errors = { 0 };
 
     config.routes = configRoutes;
-    route("/coroutine", &(CorHandler){ .name = "coroutine", .serve = waitLong,
-                                       .run = COR_RUN_COROUTINE }, 0);
-    route("/worker", &(CorHandler){ .name = "worker", .serve = waitLong,
-                                    .run = COR_RUN_WORKER }, 0);
-    route("/deadline", &(CorHandler){ .name = "deadline", .serve = waitLong,
-                                      .run = COR_RUN_COROUTINE }, 50);
-    route("/deadline-worker", &(CorHandler){ .name = "deadlineWorker",
-                                             .serve = waitLong,
-                                             .run = COR_RUN_WORKER,
-                                             .timeoutMs = 50 }, 0);
-    route("/stream", &(CorHandler){ .name = "stream", .serve = streamStart,
-                                    .run = COR_RUN_INLINE }, 0);
-    route("/finish", &(CorHandler){ .name = "finish", .serve = answerAtOnce,
-                                    .run = COR_RUN_INLINE,
-                                    .finish = countFinish,
-                                    .finishRun = COR_RUN_WORKER }, 0);
+    route("/coroutine",
+          &(CorHandler){ .name = "coroutine",
+                         .serve = waitLong,
+                         .run = COR_RUN_COROUTINE },
+          0);
+    route("/worker",
+          &(CorHandler){
+              .name = "worker", .serve = waitLong, .run = COR_RUN_WORKER },
+          0);
+    route("/deadline",
+          &(CorHandler){
+              .name = "deadline", .serve = waitLong, .run = COR_RUN_COROUTINE },
+          50);
+    route("/deadline-worker",
+          &(CorHandler){ .name = "deadlineWorker",
+                         .serve = waitLong,
+                         .run = COR_RUN_WORKER,
+                         .timeoutMs = 50 },
+          0);
+    route("/stream",
+          &(CorHandler){
+              .name = "stream", .serve = streamStart, .run = COR_RUN_INLINE },
+          0);
+    route("/finish",
+          &(CorHandler){ .name = "finish",
+                         .serve = answerAtOnce,
+                         .run = COR_RUN_INLINE,
+                         .finish = countFinish,
+                         .finishRun = COR_RUN_WORKER },
+          0);
     notifyRoutes(&errors);
     corRuntime.config = &config;
-    corRuntime.limits = (CorLimits){ .headerBytes = 1024, .headerCount = 4,
+    corRuntime.limits = (CorLimits){ .headerBytes = 1024,
+                                     .headerCount = 4,
                                      .bodyBytes = 100 };
     corRuntime.coroutines = COR_HAVE_COROUTINES;
     loop = corEvLoopCreate();
@@ -435,7 +453,7 @@ checkCancelEnds(const char* path)
     ck_assert(!corRequestCancelled(&t.r));
     corRequestCancel(&t.r);
     ck_assert(corRequestCancelled(&t.r));
-    corRequestCancel(&t.r);             /* twice is once */
+    corRequestCancel(&t.r); /* twice is once */
     runUntilReleased(&t);
     ck_assert_int_eq(t.done, 1);
     ck_assert_int_eq(t.released, 1);
@@ -563,11 +581,10 @@ START_TEST(test_stream_bounds_what_a_slow_client_holds)
                       2 * COR_STREAM_QUEUE_MAX + PIECE);
     ck_assert_uint_le(t.held, COR_STREAM_QUEUE_MAX + PIECE);
     if (t.r.stream->queued + PIECE > COR_STREAM_QUEUE_MAX) {
-        ck_assert_int_eq(corResponseStreamWrite(&t.r, piece, PIECE),
-                         -EAGAIN);
+        ck_assert_int_eq(corResponseStreamWrite(&t.r, piece, PIECE), -EAGAIN);
     }
     while (t.released == 0) {
-        t.held = 0;             /* the client reads it all */
+        t.held = 0; /* the client reads it all */
         ck_assert_int_eq(corEvLoopRunOnce(loop, 10), 0);
     }
     pthread_join(thread, NULL);
@@ -623,7 +640,7 @@ START_TEST(test_metrics_text_survives_a_failed_realloc)
     ck_assert_int_eq(corMetricsInit(LOOPS), 0);
     text = corMetricsText(&len);
     ck_assert_ptr_nonnull(text);
-    ck_assert_uint_gt(len, 4096);       /* it had to grow */
+    ck_assert_uint_gt(len, 4096); /* it had to grow */
     free(text);
     reallocFails = true;
     ck_assert_ptr_null(corMetricsText(&len));
@@ -636,28 +653,38 @@ END_TEST
  * under its protocol, which its version names. */
 START_TEST(test_past_the_limits_no_handler_runs)
 {
-    static const CorHeader many[5] = {
-        { "A", 1, "1", 1 }, { "B", 1, "2", 1 }, { "C", 1, "3", 1 },
-        { "D", 1, "4", 1 }, { "E", 1, "5", 1 } };
+    static const CorHeader many[5] = { { "A", 1, "1", 1 },
+                                       { "B", 1, "2", 1 },
+                                       { "C", 1, "3", 1 },
+                                       { "D", 1, "4", 1 },
+                                       { "E", 1, "5", 1 } };
     TestRequest t;
     size_t len = 0;
     char* text;
 
     memset(&t, 0, sizeof(t));
-    t.r = (CorRequest){ .method = "GET", .methodLen = 3, .path = "/finish",
-                        .pathLen = 7, .bodyLen = 101, .version = "COR/1" };
+    t.r = (CorRequest){ .method = "GET",
+                        .methodLen = 3,
+                        .path = "/finish",
+                        .pathLen = 7,
+                        .bodyLen = 101,
+                        .version = "COR/1" };
     corRequestServe(&t.r, &ops, NULL);
     runUntilReleased(&t);
     ck_assert_int_eq(t.r.status, 413);
-    ck_assert_int_eq(finishRuns, 0);        /* no handler, no finish */
+    ck_assert_int_eq(finishRuns, 0); /* no handler, no finish */
     memset(&t, 0, sizeof(t));
-    t.r = (CorRequest){ .method = "GET", .methodLen = 3, .path = "/finish",
-                        .pathLen = 7, .headers = many, .headerCount = 5,
+    t.r = (CorRequest){ .method = "GET",
+                        .methodLen = 3,
+                        .path = "/finish",
+                        .pathLen = 7,
+                        .headers = many,
+                        .headerCount = 5,
                         .version = "HTTP/1.1" };
     corRequestServe(&t.r, &ops, NULL);
     runUntilReleased(&t);
     ck_assert_int_eq(t.r.status, 431);
-    serve(&t, "/finish");                   /* within them: served */
+    serve(&t, "/finish"); /* within them: served */
     runUntilReleased(&t);
     ck_assert_int_eq(t.r.status, 200);
     text = corMetricsText(&len);
@@ -685,10 +712,10 @@ bodyConsumedCount(CorRequest* r, size_t n)
  * came (no wait), then its end or its failure. Trailers are kept. */
 START_TEST(test_request_body_read_whole_and_streamed)
 {
-    static const CorProtocolOps bodyOps = {
-        .bodyConsumed = bodyConsumedCount
-    };
-    CorRequest r = { .body = "hello", .bodyLen = 5, .ops = &bodyOps,
+    static const CorProtocolOps bodyOps = { .bodyConsumed = bodyConsumedCount };
+    CorRequest r = { .body = "hello",
+                     .bodyLen = 5,
+                     .ops = &bodyOps,
                      .loop = corEvLoopCurrent() };
     char buf[8];
 
@@ -732,7 +759,9 @@ START_TEST(test_upgrade_header_lists)
     ck_assert(!listHas("websockets", 10, "websocket", true));
     ck_assert(!listHas("", 0, "websocket", true));
     /* The length is the value's, not the string's. */
-    ck_assert(!listHas("webs" "ocket", 4, "websocket", true));
+    ck_assert(!listHas("webs"
+                       "ocket",
+                       4, "websocket", true));
 }
 END_TEST
 
@@ -782,11 +811,16 @@ START_TEST(test_filters_change_a_body_from_memory)
     static int arg;
     TestRequest t;
 
-    ck_assert_int_eq(corFilterAdd(&module, &(CorFilter){
-        .name = "double", .head = doubleHead, .body = doubleBody,
-        .end = doubleEnd, .arg = &arg }), 0);
-    ck_assert_int_eq(corFilterAdd(&module, &(CorFilter){
-        .name = "double", .head = doubleHead, .body = doubleBody }), -1);
+    ck_assert_int_eq(corFilterAdd(&module, &(CorFilter){ .name = "double",
+                                                         .head = doubleHead,
+                                                         .body = doubleBody,
+                                                         .end = doubleEnd,
+                                                         .arg = &arg }),
+                     0);
+    ck_assert_int_eq(corFilterAdd(&module, &(CorFilter){ .name = "double",
+                                                         .head = doubleHead,
+                                                         .body = doubleBody }),
+                     -1);
     ck_assert_int_eq(corFilterIndex("double"), 0);
     serve(&t, "/finish");
     runUntilReleased(&t);
@@ -805,18 +839,21 @@ END_TEST
 START_TEST(test_route_notify_sends_listed_writes_only)
 {
     static const CorHeader type = { "Content-Type", 12, "text/csv", 8 };
-    static const char* const asks[][2] = {
-        { "POST", "/notify" }, { "GET", "/notify" },
-        { "POST", "/notify-refused" } };
+    static const char* const asks[][2] = { { "POST", "/notify" },
+                                           { "GET", "/notify" },
+                                           { "POST", "/notify-refused" } };
     TestRequest t;
 
     for (unsigned i = 0; i < 3; i++) {
         memset(&t, 0, sizeof(t));
         t.r = (CorRequest){ .method = asks[i][0],
                             .methodLen = strlen(asks[i][0]),
-                            .path = asks[i][1], .pathLen = strlen(asks[i][1]),
-                            .headers = &type, .headerCount = 1,
-                            .body = "a,b", .bodyLen = 3 };
+                            .path = asks[i][1],
+                            .pathLen = strlen(asks[i][1]),
+                            .headers = &type,
+                            .headerCount = 1,
+                            .body = "a,b",
+                            .bodyLen = 3 };
         corRequestServe(&t.r, &ops, NULL);
         runUntilReleased(&t);
     }

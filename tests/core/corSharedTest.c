@@ -161,8 +161,8 @@ START_TEST(test_threads_share_one_fetch_and_the_cache)
 
     for (int i = 0; i < 4; i++) {
         asks[i] = (ThreadAsk){ .key = "t", .ttlMs = 60000 };
-        ck_assert_int_eq(pthread_create(&threads[i], NULL, threadAsk,
-                                        &asks[i]), 0);
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, threadAsk, &asks[i]),
+                         0);
     }
     fetchStarted(1);
     usleep(20 * 1000);
@@ -191,8 +191,8 @@ START_TEST(test_a_failure_reaches_everyone_and_is_not_kept)
 
     for (int i = 0; i < 2; i++) {
         asks[i] = (ThreadAsk){ .key = "f", .arg = "fail", .ttlMs = 60000 };
-        ck_assert_int_eq(pthread_create(&threads[i], NULL, threadAsk,
-                                        &asks[i]), 0);
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, threadAsk, &asks[i]),
+                         0);
     }
     fetchStarted(1);
     usleep(20 * 1000);
@@ -220,11 +220,9 @@ START_TEST(test_a_cancelled_waiter_leaves_the_fetch_alone)
     ThreadAsk waiter = { .key = "c", .cancel = &cancel };
     pthread_t threads[2];
 
-    ck_assert_int_eq(pthread_create(&threads[0], NULL, threadAsk, &fetcher),
-                     0);
+    ck_assert_int_eq(pthread_create(&threads[0], NULL, threadAsk, &fetcher), 0);
     fetchStarted(1);
-    ck_assert_int_eq(pthread_create(&threads[1], NULL, threadAsk, &waiter),
-                     0);
+    ck_assert_int_eq(pthread_create(&threads[1], NULL, threadAsk, &waiter), 0);
     usleep(20 * 1000);
     corRestCancel(&cancel);
     pthread_join(threads[1], NULL);

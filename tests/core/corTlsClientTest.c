@@ -81,8 +81,7 @@ connectTo(int port)
     if (connect(fd, (struct sockaddr*)&sin, sizeof(sin)) == 0) {
         return fd;
     }
-    if (errno != EINPROGRESS
-        || corRestWaitFd(fd, POLLOUT, 1000, &revents) != 1
+    if (errno != EINPROGRESS || corRestWaitFd(fd, POLLOUT, 1000, &revents) != 1
         || (revents & (POLLERR | POLLHUP))) {
         close(fd);
         return -1;
@@ -111,8 +110,7 @@ serverStart(const char* name)
         dup2(null, STDOUT_FILENO);
         dup2(null, STDERR_FILENO);
         execlp("openssl", "openssl", "s_server", "-accept", accept, "-cert",
-               cert, "-key", key, "-www", "-alpn", "http/1.1",
-               (char*)NULL);
+               cert, "-key", key, "-www", "-alpn", "http/1.1", (char*)NULL);
         _exit(127);
     }
     for (int i = 0; i < 200; i++) {
@@ -136,8 +134,8 @@ clientNew(bool insecure)
 
     snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
     ctx = corTlsClientNew(&(CorTlsClientOptions){ .caFile = ca,
-                                                 .insecure = insecure,
-                                                 .alpn = "h2,http/1.1" },
+                                                  .insecure = insecure,
+                                                  .alpn = "h2,http/1.1" },
                           why, sizeof(why));
     ck_assert_msg(ctx != NULL, "%s", why);
     return ctx;
@@ -146,15 +144,16 @@ clientNew(bool insecure)
 /* A handshake with serverName; returns its result, the transport open on
  * success (closed otherwise). */
 static int
-handshake(CorTlsClient* ctx, CorTransport* t, const char* serverName,
-          int port, int timeoutMs, char* why, size_t whyLen)
+handshake(CorTlsClient* ctx, CorTransport* t, const char* serverName, int port,
+          int timeoutMs, char* why, size_t whyLen)
 {
     int fd = connectTo(port);
     int rc;
 
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(corTransportTlsClient(t, fd, ctx, serverName,
-                                           (unsigned)port), 0);
+                                           (unsigned)port),
+                     0);
     rc = corTransportTlsHandshake(t, timeoutMs, why, whyLen);
     if (rc != 0) {
         t->ops->close(t);
@@ -183,8 +182,7 @@ fetch(CorTransport* t, char* buf, size_t cap)
         } else {
             ck_assert_int_eq(errno, EAGAIN);
             ck_assert(!corTransportPending(t));
-            ck_assert_int_eq(corRestWaitFd(t->fd, POLLIN, 5000, &revents),
-                             1);
+            ck_assert_int_eq(corRestWaitFd(t->fd, POLLIN, 5000, &revents), 1);
         }
     }
     buf[len] = '\0';
@@ -202,7 +200,9 @@ verifiedAndResumed(void* arg)
 
     (void)arg;
     ck_assert_msg(handshake(ctx, &t, "localhost", serverPort, 5000, why,
-                            sizeof(why)) == 0, "%s", why);
+                            sizeof(why))
+                      == 0,
+                  "%s", why);
     ck_assert(!corTransportTlsResumed(&t));
     ck_assert_str_eq(corTransportTlsAlpn(&t), "http/1.1");
     ck_assert_uint_gt(fetch(&t, buf, sizeof(buf)), 0);
@@ -210,7 +210,9 @@ verifiedAndResumed(void* arg)
     t.ops->close(&t);
 
     ck_assert_msg(handshake(ctx, &t, "localhost", serverPort, 5000, why,
-                            sizeof(why)) == 0, "%s", why);
+                            sizeof(why))
+                      == 0,
+                  "%s", why);
     ck_assert(corTransportTlsResumed(&t));
     t.ops->close(&t);
     corTlsClientFree(ctx);
@@ -263,9 +265,10 @@ refused(const char* name, const char* serverName, const char* reason)
     serverStart(name);
     ctx = clientNew(false);
     ck_assert_int_eq(handshake(ctx, &t, serverName, serverPort, 5000, why,
-                               sizeof(why)), -EPROTO);
-    ck_assert_msg(strstr(why, reason) != NULL, "%s: want '%s', got '%s'",
-                  name, reason, why);
+                               sizeof(why)),
+                     -EPROTO);
+    ck_assert_msg(strstr(why, reason) != NULL, "%s: want '%s', got '%s'", name,
+                  reason, why);
     corTlsClientFree(ctx);
 }
 
@@ -296,7 +299,9 @@ START_TEST(test_an_ip_address_is_checked_as_one)
     serverStart("server");
     ctx = clientNew(false);
     ck_assert_msg(handshake(ctx, &t, "127.0.0.1", serverPort, 5000, why,
-                            sizeof(why)) == 0, "%s", why);
+                            sizeof(why))
+                      == 0,
+                  "%s", why);
     t.ops->close(&t);
     corTlsClientFree(ctx);
 }
@@ -311,7 +316,9 @@ START_TEST(test_insecure_takes_a_self_signed_certificate)
     serverStart("self");
     ctx = clientNew(true);
     ck_assert_msg(handshake(ctx, &t, "localhost", serverPort, 5000, why,
-                            sizeof(why)) == 0, "%s", why);
+                            sizeof(why))
+                      == 0,
+                  "%s", why);
     t.ops->close(&t);
     corTlsClientFree(ctx);
 }
@@ -335,8 +342,9 @@ START_TEST(test_a_silent_server_times_out)
     ck_assert_int_eq(getsockname(listener, (struct sockaddr*)&sin, &len), 0);
     ctx = clientNew(false);
     start = corEvClockMs();
-    ck_assert_int_eq(handshake(ctx, &t, "localhost", ntohs(sin.sin_port),
-                               200, why, sizeof(why)), -ETIMEDOUT);
+    ck_assert_int_eq(handshake(ctx, &t, "localhost", ntohs(sin.sin_port), 200,
+                               why, sizeof(why)),
+                     -ETIMEDOUT);
     ck_assert_uint_ge(corEvClockMs() - start, 190);
     ck_assert_uint_lt(corEvClockMs() - start, 2000);
     corTlsClientFree(ctx);
@@ -348,13 +356,13 @@ START_TEST(test_a_bad_ca_file_is_reported)
 {
     char why[256] = "";
 
-    ck_assert_ptr_null(corTlsClientNew(&(CorTlsClientOptions){
-                                           .caFile = "/nonexistent.pem" },
-                                       why, sizeof(why)));
+    ck_assert_ptr_null(
+        corTlsClientNew(&(CorTlsClientOptions){ .caFile = "/nonexistent.pem" },
+                        why, sizeof(why)));
     ck_assert_ptr_nonnull(strstr(why, "/nonexistent.pem"));
-    ck_assert_ptr_null(corTlsClientNew(&(CorTlsClientOptions){
-                                           .alpn = "http/1.1,,h2" },
-                                       why, sizeof(why)));
+    ck_assert_ptr_null(
+        corTlsClientNew(&(CorTlsClientOptions){ .alpn = "http/1.1,,h2" }, why,
+                        sizeof(why)));
     ck_assert_ptr_nonnull(strstr(why, "alpn"));
 }
 END_TEST

@@ -18,8 +18,7 @@ parses(const char* s, const char* host, unsigned port, const char* target)
     CorUrl u;
     char why[256] = "";
 
-    ck_assert_msg(corUrlParse(s, &u, why, sizeof(why)) == 0, "%s: %s", s,
-                  why);
+    ck_assert_msg(corUrlParse(s, &u, why, sizeof(why)) == 0, "%s: %s", s, why);
     ck_assert_str_eq(u.host, host);
     ck_assert_uint_eq(u.port, port);
     ck_assert_uint_eq(u.targetLen, strlen(target));

@@ -111,8 +111,7 @@ checkOverflowReport(size_t stackSize, bool report)
     char out[4096];
     char expect[160];
     unsigned long long id = 0;
-    int status = dieInChild(overflowWith, stackSize, report, out,
-                            sizeof(out));
+    int status = dieInChild(overflowWith, stackSize, report, out, sizeof(out));
 
     ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV,
                   "the child should die of SIGSEGV, status %d, output: %s",
@@ -122,8 +121,8 @@ checkOverflowReport(size_t stackSize, bool report)
              "%scoroutine %llu overflowed its %zu-byte stack",
              report ? "the test's thread, signal 11; " : "cor: ", id,
              stackSize);
-    ck_assert_msg(strstr(out, expect) != NULL, "expected '%s' in: %s",
-                  expect, out);
+    ck_assert_msg(strstr(out, expect) != NULL, "expected '%s' in: %s", expect,
+                  out);
 }
 
 START_TEST(test_overflow_is_reported_then_dies_of_sigsegv)
@@ -157,8 +156,8 @@ START_TEST(test_an_abort_is_reported_then_dies_of_sigabrt)
                   status, out);
     /* First: qemu-user, under which the aarch64 run goes, says its own
      * line about the abort after it. */
-    ck_assert_msg(strncmp(out, "the test's thread, signal 6\n", 28) == 0,
-                  "%s", out);
+    ck_assert_msg(strncmp(out, "the test's thread, signal 6\n", 28) == 0, "%s",
+                  out);
 }
 END_TEST
 
@@ -216,8 +215,8 @@ START_TEST(test_untouched_stack_costs_nothing)
     long perCoroutine = residentPerCoroutine(touchALittle, NULL, 2000);
 
     /* 256 KiB of address space each; a page or two of it resident. */
-    ck_assert_msg(perCoroutine < 16 * 1024,
-                  "%ld resident bytes per coroutine", perCoroutine);
+    ck_assert_msg(perCoroutine < 16 * 1024, "%ld resident bytes per coroutine",
+                  perCoroutine);
 }
 END_TEST
 
@@ -250,7 +249,7 @@ deepThenWait(void* arg)
     for (size_t i = 0; i < sizeof(mine); i++) {
         ck_assert_int_eq(mine[i], 7);
     }
-    touchDeep();                /* the pages come back, as zeros first */
+    touchDeep(); /* the pages come back, as zeros first */
 }
 
 START_TEST(test_trim_gives_back_what_a_deep_call_touched)
@@ -258,12 +257,12 @@ START_TEST(test_trim_gives_back_what_a_deep_call_touched)
     long kept;
     long trimmed;
 
-    corCoPoolMaxSet(0);         /* fresh stacks: none touched before */
+    corCoPoolMaxSet(0); /* fresh stacks: none touched before */
     kept = residentPerCoroutine(deepThenWait, NULL, 500);
     trimmed = residentPerCoroutine(deepThenWait, &kept, 500);
     ck_assert_msg(kept >= 24 * 1024, "%ld bytes kept", kept);
     ck_assert_msg(trimmed <= 8 * 1024, "%ld bytes after the trim", trimmed);
-    ck_assert_int_eq(corCoStackTrim(), 0);     /* not a coroutine: nothing */
+    ck_assert_int_eq(corCoStackTrim(), 0); /* not a coroutine: nothing */
 }
 END_TEST
 

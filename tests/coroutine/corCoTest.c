@@ -30,7 +30,7 @@ START_TEST(test_steps_to_the_end)
     CorCo* co = corCoCreate(countThree, &steps);
 
     ck_assert_ptr_nonnull(co);
-    ck_assert_int_eq(steps, 0);                 /* nothing runs at create */
+    ck_assert_int_eq(steps, 0); /* nothing runs at create */
     for (int i = 1; i <= 3; i++) {
         ck_assert(!corCoResume(co));
         ck_assert_int_eq(steps, i);
@@ -50,15 +50,15 @@ clobberCalleeSaved(void)
 #if defined(__x86_64__)
     __asm__ volatile("movq $-1, %%rbx\n\tmovq $-2, %%r12\n\t"
                      "movq $-3, %%r13\n\tmovq $-4, %%r14\n\t"
-                     "movq $-5, %%r15"
-                     ::: "rbx", "r12", "r13", "r14", "r15");
+                     "movq $-5, %%r15" ::
+                         : "rbx", "r12", "r13", "r14", "r15");
 #elif defined(__aarch64__)
     __asm__ volatile("mov x19, #1\n\tmov x20, #2\n\tmov x21, #3\n\t"
                      "mov x22, #4\n\tmov x23, #5\n\tmov x24, #6\n\t"
                      "mov x25, #7\n\tmov x26, #8\n\tmov x27, #9\n\t"
-                     "mov x28, #10\n\tfmov d8, xzr\n\tfmov d15, xzr"
-                     ::: "x19", "x20", "x21", "x22", "x23", "x24",
-                         "x25", "x26", "x27", "x28", "d8", "d15");
+                     "mov x28, #10\n\tfmov d8, xzr\n\tfmov d15, xzr" ::
+                         : "x19", "x20", "x21", "x22", "x23", "x24", "x25",
+                           "x26", "x27", "x28", "d8", "d15");
 #endif
 }
 
@@ -69,20 +69,21 @@ clobberCalleeSaved(void)
  * garbage in every callee-saved register: a register missing from the
  * clobber list holds one of the values and loses it.
  */
-#define LIVE_VALUES(seed)                                                 \
-    long v0 = seed * 3, v1 = seed * 5, v2 = seed * 7, v3 = seed * 11,     \
-         v4 = seed * 13, v5 = seed * 17, v6 = seed * 19, v7 = seed * 23,  \
+#define LIVE_VALUES(seed)                                                      \
+    long v0 = seed * 3, v1 = seed * 5, v2 = seed * 7, v3 = seed * 11,          \
+         v4 = seed * 13, v5 = seed * 17, v6 = seed * 19, v7 = seed * 23,       \
          v8 = seed * 29, v9 = seed * 31, v10 = seed * 37, v11 = seed * 41
-#define LIVE_INTACT(seed)                                                 \
-    (v0 == seed * 3 && v1 == seed * 5 && v2 == seed * 7                   \
-     && v3 == seed * 11 && v4 == seed * 13 && v5 == seed * 17             \
-     && v6 == seed * 19 && v7 == seed * 23 && v8 == seed * 29             \
-     && v9 == seed * 31 && v10 == seed * 37 && v11 == seed * 41)
+#define LIVE_INTACT(seed)                                                      \
+    (v0 == seed * 3 && v1 == seed * 5 && v2 == seed * 7 && v3 == seed * 11     \
+     && v4 == seed * 13 && v5 == seed * 17 && v6 == seed * 19                  \
+     && v7 == seed * 23 && v8 == seed * 29 && v9 == seed * 31                  \
+     && v10 == seed * 37 && v11 == seed * 41)
 /* Use the values so that they must be live, in some register or slot. */
-#define LIVE_TOUCH()                                                      \
-    __asm__ volatile("" : "+g"(v0), "+g"(v1), "+g"(v2), "+g"(v3),         \
-                     "+g"(v4), "+g"(v5), "+g"(v6), "+g"(v7), "+g"(v8),    \
-                     "+g"(v9), "+g"(v10), "+g"(v11))
+#define LIVE_TOUCH()                                                           \
+    __asm__ volatile(""                                                        \
+                     : "+g"(v0), "+g"(v1), "+g"(v2), "+g"(v3), "+g"(v4),       \
+                       "+g"(v5), "+g"(v6), "+g"(v7), "+g"(v8), "+g"(v9),       \
+                       "+g"(v10), "+g"(v11))
 
 static volatile long liveSeed = 1000003;
 
@@ -129,7 +130,7 @@ END_TEST
 typedef struct {
     double sum;
     int roundingSeen;
-    int sseDownSeen;      /* SSE divisions that rounded down, as they must */
+    int sseDownSeen; /* SSE divisions that rounded down, as they must */
 } FloatState;
 
 /* 1/10 in SSE arithmetic: its last bit tells the rounding mode in force
@@ -221,7 +222,7 @@ nestInner(void* arg)
 
     st->seenInner = corCoCurrent();
     st->trace[st->len++] = 'i';
-    corCoYield();                       /* back to the outer coroutine */
+    corCoYield(); /* back to the outer coroutine */
     st->trace[st->len++] = 'j';
 }
 
@@ -233,9 +234,9 @@ nestOuter(void* arg)
     st->trace[st->len++] = 'o';
     st->inner = corCoCreate(nestInner, st);
     ck_assert(!corCoResume(st->inner));
-    st->seenOuter = corCoCurrent();     /* the outer again, after the inner */
+    st->seenOuter = corCoCurrent(); /* the outer again, after the inner */
     st->trace[st->len++] = 'p';
-    corCoYield();                       /* back to the thread */
+    corCoYield(); /* back to the thread */
     ck_assert(corCoResume(st->inner));
     st->trace[st->len++] = 'q';
     corCoDestroy(st->inner);
@@ -267,7 +268,7 @@ static void
 useStack(void* arg)
 {
     size_t bytes = *(size_t*)arg;
-    volatile char big[bytes];    /* a VLA: exactly what is asked */
+    volatile char big[bytes]; /* a VLA: exactly what is asked */
 
     for (size_t i = 0; i < bytes; i += 512) {
         big[i] = (char)i;

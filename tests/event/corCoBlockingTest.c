@@ -31,7 +31,7 @@ runUntilDone(void)
 typedef struct {
     pthread_t thread;
     uint64_t tookMs;
-    bool sawTimer;              /* the loop's timer fired while it blocked */
+    bool sawTimer; /* the loop's timer fired while it blocked */
 } SlowCall;
 
 static void
@@ -99,7 +99,7 @@ START_TEST(test_blocking_call_runs_while_a_timer_fires)
     runUntilDone();
     ck_assert(!pthread_equal(slow.thread, pthread_self()));
     ck_assert_msg(slow.sawTimer, "the loop's timer did not fire while the "
-                  "call blocked");
+                                 "call blocked");
     ck_assert_uint_ge(timerFiredAt - start, 50);
     ck_assert_uint_ge(blockingReturnedAt, timerFiredAt);
     corEvLoopDestroy(loop);
@@ -149,7 +149,7 @@ START_TEST(test_calls_share_a_pool_not_a_thread_each)
         distinct += !seen;
     }
     ck_assert_int_le(distinct, POOL);
-    ck_assert_int_ge(distinct, 2);      /* they did run side by side */
+    ck_assert_int_ge(distinct, 2); /* they did run side by side */
     corEvLoopDestroy(loop);
     corCoBlockingShutdown();
 }

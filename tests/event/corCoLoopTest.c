@@ -180,7 +180,7 @@ START_TEST(test_timer_wait_fires_on_time)
     ck_assert_int_eq(corCoLoopSpawn(loop, sleepFor, &w), 0);
     runUntilDone();
     ck_assert_int_eq(w.rc, 0);
-    ck_assert_uint_ge(w.elapsed, 49);       /* the ms clock's rounding */
+    ck_assert_uint_ge(w.elapsed, 49); /* the ms clock's rounding */
     ck_assert_uint_lt(w.elapsed, 50 + 200);
 }
 END_TEST
@@ -234,7 +234,7 @@ parkLong(void* arg)
 {
     (void)arg;
     parkRc = corCoLoopPark(&parked, 5000);
-    ck_assert_uint_eq(parked, 0);           /* cleared on resume */
+    ck_assert_uint_eq(parked, 0); /* cleared on resume */
 }
 
 static void
@@ -246,7 +246,7 @@ wakeTwice(void* arg)
     corCoLoopWait(-1, 0, 10, &revents);
     ck_assert_uint_ne(parked, 0);
     wakes[0] = corCoLoopWake(parked);
-    wakes[1] = corCoLoopWake(parked);       /* the same handle again */
+    wakes[1] = corCoLoopWake(parked); /* the same handle again */
 }
 
 START_TEST(test_park_woken_by_another_coroutine_once)
@@ -261,7 +261,7 @@ START_TEST(test_park_woken_by_another_coroutine_once)
     ck_assert_int_eq(parkRc, 1);
     ck_assert_int_eq(wakes[0], 1);
     ck_assert_int_eq(wakes[1], 0);
-    ck_assert_int_eq(corCoLoopWake(handle), 0);     /* long gone */
+    ck_assert_int_eq(corCoLoopWake(handle), 0); /* long gone */
 }
 END_TEST
 
@@ -479,7 +479,7 @@ closeTheFd(void* arg)
     (void)arg;
     corCoLoopWait(-1, 0, 10, &revents);
     ck_assert_int_eq(corCoLoopClose(fds[0]), 0);
-    fds[0] = socket(AF_UNIX, SOCK_STREAM, 0);       /* for tearDown */
+    fds[0] = socket(AF_UNIX, SOCK_STREAM, 0); /* for tearDown */
 }
 
 START_TEST(test_wait_on_an_fd_closed_meanwhile)
@@ -615,8 +615,8 @@ cancelFirstSoon(void* arg)
     (void)arg;
     corCoLoopWait(-1, 0, 10, &revents);
     corRestCancel(&bound[0].cancel);
-    corRestCancel(&bound[0].cancel);        /* twice is once */
-    corRestCancel(&bound[1].cancel);        /* after the fact: later waits */
+    corRestCancel(&bound[0].cancel); /* twice is once */
+    corRestCancel(&bound[1].cancel); /* after the fact: later waits */
 }
 
 /* A cancel ends the wait of the coroutine bound to it, and that one's
@@ -872,7 +872,7 @@ START_TEST(test_io_stopped_within_its_batch_is_not_called)
     ck_assert_int_eq(write(fds[1], "x", 1), 1);
     ck_assert_int_eq(write(pair[1], "x", 1), 1);
     ck_assert_int_eq(corEvLoopRunOnce(loop, 1000), 0);
-    ck_assert_int_eq(calls, 1);         /* the second was struck out */
+    ck_assert_int_eq(calls, 1); /* the second was struck out */
     if (a != NULL) {
         corEvIoStop(loop, a);
         free(ka);
@@ -907,8 +907,8 @@ COR_TEST_SUITE(corCoLoop)
     tcase_add_test(tc, test_another_loops_handle_wakes_nobody);
     tcase_add_test(tc, test_event_of_a_stale_arming_is_dropped);
     tcase_add_test(tc, test_wait_on_an_fd_a_corevio_watches_is_refused);
-    tcase_add_test(tc,
-        test_second_corevio_on_an_fd_is_refused_and_the_first_keeps_it);
+    tcase_add_test(
+        tc, test_second_corevio_on_an_fd_is_refused_and_the_first_keeps_it);
     tcase_add_test(tc, test_io_stopped_within_its_batch_is_not_called);
     tcase_add_test(tc, test_cancel_of_one_coroutine_ends_only_its_waits);
     tcase_add_test(tc, test_bind_in_a_coroutine_no_loop_spawned_is_refused);

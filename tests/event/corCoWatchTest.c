@@ -76,11 +76,11 @@ START_TEST(test_watch_calls_back_once_on_data_and_on_the_end)
     ck_assert_uint_eq(fired, 0);
     ck_assert_int_eq(write(fds[1], "x", 1), 1);
     turnSome();
-    ck_assert_uint_eq(fired, 1);        /* one-shot: the watch is over */
+    ck_assert_uint_eq(fired, 1); /* one-shot: the watch is over */
     ck_assert(firedEvents & POLLIN);
     ck_assert_int_eq(corCoLoopWatch(&watch, fds[0], POLLIN, onEvent), 0);
     turnSome();
-    ck_assert_uint_eq(fired, 2);        /* the byte is still there */
+    ck_assert_uint_eq(fired, 2); /* the byte is still there */
     ck_assert_int_eq(corCoLoopWatch(&watch, fds[0], POLLIN, onEvent), 0);
     shutdown(fds[1], SHUT_WR);
     turnSome();
@@ -89,7 +89,7 @@ START_TEST(test_watch_calls_back_once_on_data_and_on_the_end)
 END_TEST
 
 typedef struct {
-    bool early;                 /* data comes before the wait */
+    bool early; /* data comes before the wait */
     int rc;
     short revents;
     uint32_t watchGeneration;
@@ -162,8 +162,7 @@ waitOnWatched(void* arg)
 {
     short revents;
 
-    *(int*)arg = corCoLoopWait(fds[0], POLLIN, 100, &revents) == -1
-                 ? errno : 0;
+    *(int*)arg = corCoLoopWait(fds[0], POLLIN, 100, &revents) == -1 ? errno : 0;
 }
 
 START_TEST(test_watched_fd_refuses_a_wait_and_a_close_ends_the_watch)
@@ -172,8 +171,7 @@ START_TEST(test_watched_fd_refuses_a_wait_and_a_close_ends_the_watch)
     char byte;
 
     ck_assert_int_eq(corCoLoopWatch(&watch, fds[0], POLLIN, onEvent), 0);
-    ck_assert_int_eq(corCoLoopWatch(&watch, fds[0], POLLIN, onEvent),
-                     -EBUSY);
+    ck_assert_int_eq(corCoLoopWatch(&watch, fds[0], POLLIN, onEvent), -EBUSY);
     ck_assert_int_eq(corCoLoopSpawn(loop, waitOnWatched, &err), 0);
     ck_assert_int_eq(err, EBUSY);
     ck_assert_int_eq(corCoLoopClose(fds[0]), 0);
@@ -191,5 +189,5 @@ COR_TEST_SUITE(corCoWatch)
     tcase_add_test(tc, test_unwatched_arming_becomes_the_wait);
     tcase_add_test(tc, test_event_before_the_wait_is_not_lost);
     tcase_add_test(tc,
-        test_watched_fd_refuses_a_wait_and_a_close_ends_the_watch);
+                   test_watched_fd_refuses_a_wait_and_a_close_ends_the_watch);
 }

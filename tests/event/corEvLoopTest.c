@@ -71,9 +71,10 @@ START_TEST(test_edge_triggered_reads_until_eagain)
 
     ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, fds),
                      0);
-    fcntl(fds[1], F_SETFL, 0);          /* the writer blocks */
+    fcntl(fds[1], F_SETFL, 0); /* the writer blocks */
     ck_assert_int_eq(corEvIoStart(loop, &r.io, fds[0], EPOLLIN | EPOLLET,
-                                  readSome), 0);
+                                  readSome),
+                     0);
     ck_assert_int_eq(corEvIoSet(loop, &r.io, EPOLLIN | EPOLLET), 0);
     w.fd = fds[1];
     pthread_create(&writer, NULL, writeSlowly, &w);

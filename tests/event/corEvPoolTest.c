@@ -40,7 +40,8 @@ postEach(void* arg)
 
     for (long i = 0; i < EACH; i++) {
         ck_assert_int_eq(corEvPoolPost(pool, &tasks[poster * EACH + i].task,
-                                       countRun), 0);
+                                       countRun),
+                         0);
     }
     return NULL;
 }
@@ -58,7 +59,7 @@ START_TEST(test_many_posting_threads_each_task_runs_once)
     for (int i = 0; i < POSTERS; i++) {
         pthread_join(posters[i], NULL);
     }
-    corEvPoolShutdown(pool);                /* drains what is queued */
+    corEvPoolShutdown(pool); /* drains what is queued */
     ck_assert_int_eq(atomic_load(&ran), POSTERS * EACH);
     for (int i = 0; i < POSTERS * EACH; i++) {
         ck_assert_int_eq(atomic_load(&tasks[i].runs), 1);
@@ -110,7 +111,7 @@ START_TEST(test_idle_workers_steal_from_a_busy_one)
     sem_init(&blockerDone, 0, 0);
     pool = corEvPoolCreate(WORKERS);
     ck_assert_int_eq(corEvPoolPost(pool, &blocker, blockOwnQueue), 0);
-    sem_wait(&blockerDone);     /* a shutdown now would refuse its posts */
+    sem_wait(&blockerDone); /* a shutdown now would refuse its posts */
     corEvPoolShutdown(pool);
     corEvPoolDestroy(pool);
     sem_destroy(&queuedDone);
@@ -146,8 +147,7 @@ START_TEST(test_post_after_a_delay_runs_no_earlier)
     pool = corEvPoolCreate(2);
     late.postedAt = early.postedAt = corEvClockMs();
     ck_assert_int_eq(corEvPoolPostAfter(pool, &late.task, noteDelayed, 80), 0);
-    ck_assert_int_eq(corEvPoolPostAfter(pool, &early.task, noteDelayed, 30),
-                     0);
+    ck_assert_int_eq(corEvPoolPostAfter(pool, &early.task, noteDelayed, 30), 0);
     usleep(200 * 1000);
     ck_assert_uint_ge(early.ranAt - early.postedAt, 30);
     ck_assert_uint_ge(late.ranAt - late.postedAt, 80);
@@ -164,10 +164,10 @@ START_TEST(test_shutdown_runs_delayed_work_and_refuses_new)
     CorEvTask refused;
 
     pool = corEvPoolCreate(2);
-    ck_assert_int_eq(corEvPoolPostAfter(pool, &later.task, noteDelayed,
-                                        60000), 0);
+    ck_assert_int_eq(corEvPoolPostAfter(pool, &later.task, noteDelayed, 60000),
+                     0);
     corEvPoolShutdown(pool);
-    ck_assert_uint_ne(later.ranAt, 0);              /* ran, not dropped */
+    ck_assert_uint_ne(later.ranAt, 0); /* ran, not dropped */
     ck_assert_int_eq(corEvPoolPost(pool, &refused, noteDelayed), -ESHUTDOWN);
     ck_assert_int_eq(corEvPoolPostAfter(pool, &refused, noteDelayed, 1),
                      -ESHUTDOWN);

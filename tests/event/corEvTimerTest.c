@@ -58,9 +58,9 @@ START_TEST(test_heap_keeps_order_under_inserts_and_removals)
         const CorEvTimer* prev = &timers[fired[i - 1]].timer;
         const CorEvTimer* next = &timers[fired[i]].timer;
 
-        ck_assert(prev->deadline < next->deadline
-                  || (prev->deadline == next->deadline
-                      && prev->seq < next->seq));
+        ck_assert(
+            prev->deadline < next->deadline
+            || (prev->deadline == next->deadline && prev->seq < next->seq));
     }
     corEvLoopDestroy(loop);
 }
@@ -88,11 +88,11 @@ START_TEST(test_push_back_fires_when_due_and_pull_in_moves)
 
     firedCount = 0;
     corEvTimerStart(loop, &pushed.timer, 10, noteFired);
-    first = loop->now;                      /* what the arming read */
+    first = loop->now; /* what the arming read */
     corEvTimerStart(loop, &pulled.timer, 100, noteFired);
     corEvTimerStart(loop, &pushed.timer, 200, noteFired);
     second = loop->now;
-    ck_assert_uint_eq(pushed.timer.deadline, first + 10);   /* not moved */
+    ck_assert_uint_eq(pushed.timer.deadline, first + 10); /* not moved */
     ck_assert_uint_eq(pushed.timer.due, second + 200);
     corEvTimerStart(loop, &pulled.timer, 20, noteFired);
     ck_assert_uint_eq(pulled.timer.deadline, loop->now + 20);
@@ -102,8 +102,7 @@ START_TEST(test_push_back_fires_when_due_and_pull_in_moves)
     ck_assert_int_eq(firedCount, 1);
     ck_assert_int_eq(fired[0], 2);
     ck_assert(pushed.timer.active);
-    ck_assert_int_eq(corEvTimersNextMs(loop),
-                     (int)(second + 200 - loop->now));
+    ck_assert_int_eq(corEvTimersNextMs(loop), (int)(second + 200 - loop->now));
 
     loop->now = second + 200;
     corEvTimersExpire(loop);
@@ -174,7 +173,7 @@ START_TEST(test_stop_is_idempotent_and_rearm_moves)
     NumberedTimer b = { .index = 2 };
 
     firedCount = 0;
-    corEvTimerStop(loop, &a.timer);               /* never armed: nothing */
+    corEvTimerStop(loop, &a.timer); /* never armed: nothing */
     corEvTimerStart(loop, &a.timer, 10, noteFired);
     corEvTimerStart(loop, &b.timer, 20, noteFired);
     corEvTimerStart(loop, &a.timer, 30, noteFired); /* moved behind b */

@@ -77,11 +77,12 @@ START_TEST(test_a_stopped_watch_gives_its_socket_back)
     CorEvIo io;
 
     ck_assert_int_eq(corEvIoStart(loop, &io, fds[0], EPOLLIN | EPOLLET,
-                                  ignoreIo), 0);
-    ck_assert_int_eq(corEvLoopRunOnce(loop, 0), 0);     /* armed */
+                                  ignoreIo),
+                     0);
+    ck_assert_int_eq(corEvLoopRunOnce(loop, 0), 0); /* armed */
     corEvIoStop(loop, &io);
     close(fds[0]);
-    ck_assert_int_eq(corEvLoopRunOnce(loop, 0), 0);     /* removed */
+    ck_assert_int_eq(corEvLoopRunOnce(loop, 0), 0); /* removed */
     ck_assert(peerClosed());
 }
 END_TEST
@@ -93,7 +94,7 @@ waitThenClose(void* arg)
 
     (void)arg;
     ck_assert_int_eq(corCoLoopWait(fds[0], POLLIN, 10, &revents), 0);
-    close(fds[0]);      /* plainly: the wait is over */
+    close(fds[0]); /* plainly: the wait is over */
 }
 
 START_TEST(test_a_wait_that_timed_out_gives_its_socket_back)
@@ -123,7 +124,7 @@ static void
 closeIt(void* arg)
 {
     (void)arg;
-    corCoLoopClose(fds[0]);     /* what every transport's close does */
+    corCoLoopClose(fds[0]); /* what every transport's close does */
 }
 
 START_TEST(test_a_close_while_a_coroutine_waits_gives_the_socket_back)
@@ -131,7 +132,7 @@ START_TEST(test_a_close_while_a_coroutine_waits_gives_the_socket_back)
     CorCoLoopStats stats;
 
     ck_assert_int_eq(corCoLoopSpawn(loop, waitLong, NULL), 0);
-    ck_assert_int_eq(corEvLoopRunOnce(loop, 0), 0);     /* armed */
+    ck_assert_int_eq(corEvLoopRunOnce(loop, 0), 0); /* armed */
     ck_assert_int_eq(corCoLoopSpawn(loop, closeIt, NULL), 0);
     do {
         ck_assert_int_eq(corEvLoopRunOnce(loop, 100), 0);
@@ -150,7 +151,8 @@ START_TEST(test_a_second_watch_of_one_fd_is_refused)
     CorEvIo b;
 
     ck_assert_int_eq(corEvIoStart(loop, &a, fds[0], EPOLLIN | EPOLLET,
-                                  ignoreIo), 0);
+                                  ignoreIo),
+                     0);
     ck_assert_int_eq(corEvIoStart(loop, &b, fds[0], EPOLLIN, ignoreIo),
                      -EEXIST);
     corEvIoStop(loop, &a);
@@ -169,7 +171,7 @@ runThenLinger(void* arg)
 {
     corEvLoopRun(arg);
     sem_post(&ran);
-    sem_wait(&release);     /* the thread lives on, as a server's might */
+    sem_wait(&release); /* the thread lives on, as a server's might */
     return NULL;
 }
 
@@ -183,12 +185,13 @@ START_TEST(test_a_loop_destroyed_after_its_run_lets_its_sockets_go)
     sem_init(&ran, 0, 0);
     sem_init(&release, 0, 0);
     ck_assert_int_eq(corEvIoStart(loop, &io, fds[0], EPOLLIN | EPOLLET,
-                                  ignoreIo), 0);
+                                  ignoreIo),
+                     0);
     ck_assert_int_eq(pthread_create(&thread, NULL, runThenLinger, loop), 0);
     corEvLoopStop(loop);
     sem_wait(&ran);
     corEvLoopDestroy(loop);
-    loop = corEvLoopCreateWith(COR_EV_URING);   /* for tearDown */
+    loop = corEvLoopCreateWith(COR_EV_URING); /* for tearDown */
     close(fds[0]);
     ck_assert(peerClosedSoon());
     sem_post(&release);
@@ -215,7 +218,8 @@ START_TEST(test_wakeups_of_one_turn_are_one_callback)
     CorEvIo io;
 
     ck_assert_int_eq(corEvIoStart(loop, &io, fds[0],
-                                  EPOLLIN | EPOLLRDHUP | EPOLLET, countIo), 0);
+                                  EPOLLIN | EPOLLRDHUP | EPOLLET, countIo),
+                     0);
     ck_assert_int_eq(corEvLoopRunOnce(loop, 0), 0);
     ck_assert_int_eq(calls, 0);
     for (int i = 0; i < 5; i++) {
@@ -258,7 +262,7 @@ START_TEST(test_a_level_watch_is_called_until_drained)
         ck_assert_int_eq(corEvLoopRunOnce(loop, 1000), 0);
         ck_assert_int_eq(calls, i);
     }
-    io.fn = countIo;        /* drains */
+    io.fn = countIo; /* drains */
     ck_assert_int_eq(corEvLoopRunOnce(loop, 1000), 0);
     ck_assert_int_eq(corEvLoopRunOnce(loop, 0), 0);
     ck_assert_int_eq(calls, 4);
@@ -289,7 +293,8 @@ START_TEST(test_a_loop_made_on_one_thread_runs_on_another)
     void* rc;
 
     ck_assert_int_eq(corEvIoStart(loop, &io, fds[0], EPOLLIN | EPOLLET,
-                                  stopOnData), 0);
+                                  stopOnData),
+                     0);
     ck_assert_int_eq(pthread_create(&thread, NULL, runLoop, loop), 0);
     ck_assert_int_eq(write(fds[1], "x", 1), 1);
     ck_assert_int_eq(pthread_join(thread, &rc), 0);
@@ -311,7 +316,8 @@ START_TEST(test_more_watches_than_the_ring_holds_before_the_first_turn)
 
         ck_assert_int_ge(fd, 0);
         ck_assert_int_eq(corEvIoStart(loop, &io[i], fd, EPOLLIN | EPOLLET,
-                                      countOnly), 0);
+                                      countOnly),
+                         0);
     }
     ck_assert_int_eq(write(fds[1], "x", 1), 1);
     for (int turn = 0; turn < 50 && calls < WATCHES; turn++) {
@@ -337,8 +343,7 @@ COR_TEST_SUITE(corEvUring)
     tcase_add_test(tc,
                    test_a_close_while_a_coroutine_waits_gives_the_socket_back);
     tcase_add_test(tc, test_a_second_watch_of_one_fd_is_refused);
-    tcase_add_test(tc,
-                   test_a_loop_destroyed_after_its_run_lets_its_sockets_go);
+    tcase_add_test(tc, test_a_loop_destroyed_after_its_run_lets_its_sockets_go);
     tcase_add_test(tc,
                    test_more_watches_than_the_ring_holds_before_the_first_turn);
 }

@@ -101,9 +101,11 @@ dnsStart(int timeoutMs, unsigned negativeTtlS)
 
     ck_assert_int_eq(corDnsStart(&dns, NULL), 0);
     snprintf(servers, sizeof(servers), "127.0.0.1:%d", dns.port);
-    ck_assert_int_eq(corResolverConfigure(&(CorResolverConfig){
-                         .servers = servers, .timeoutMs = timeoutMs,
-                         .maxTtlS = 3600, .negativeTtlS = negativeTtlS }),
+    ck_assert_int_eq(corResolverConfigure(
+                         &(CorResolverConfig){ .servers = servers,
+                                               .timeoutMs = timeoutMs,
+                                               .maxTtlS = 3600,
+                                               .negativeTtlS = negativeTtlS }),
                      0);
 }
 
@@ -142,8 +144,8 @@ START_TEST(test_a_name_is_asked_once_then_cached)
     CorAddrs out;
 
     dnsStart(2000, 5);
-    ck_assert_int_eq(corResolve("www.example.test", 0, &out, why,
-                                sizeof(why)), 0);
+    ck_assert_int_eq(corResolve("www.example.test", 0, &out, why, sizeof(why)),
+                     0);
     checkAnswer(&out);
     ck_assert_int_eq(corResolve("WWW.Example.test.", 0, &out, NULL, 0), 0);
     checkAnswer(&out);
@@ -177,8 +179,7 @@ START_TEST(test_errors_name_the_name_and_why)
     } cases[] = {
         { "gone.nx.test", -ENOENT, "name 'gone.nx.test': NXDOMAIN" },
         { "bad.servfail.test", -EIO, "name 'bad.servfail.test': SERVFAIL" },
-        { "no.refused.test", -ECONNREFUSED,
-          "name 'no.refused.test': REFUSED" },
+        { "no.refused.test", -ECONNREFUSED, "name 'no.refused.test': REFUSED" },
         { "lost.drop.test", -ETIMEDOUT, "name 'lost.drop.test': timed out" },
         { "bad name", -ENOENT, "name 'bad name': not a valid host name" },
     };
@@ -187,8 +188,8 @@ START_TEST(test_errors_name_the_name_and_why)
 
     dnsStart(300, 5);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        ck_assert_int_eq(corResolve(cases[i].name, 0, &out, why,
-                                    sizeof(why)), cases[i].rc);
+        ck_assert_int_eq(corResolve(cases[i].name, 0, &out, why, sizeof(why)),
+                         cases[i].rc);
         ck_assert_msg(strncmp(why, cases[i].why, strlen(cases[i].why)) == 0,
                       "%s: %s", cases[i].name, why);
     }
@@ -216,14 +217,15 @@ START_TEST(test_a_server_that_is_not_there_refuses)
     ck_assert_int_eq(getsockname(fd, (struct sockaddr*)&sin, &len), 0);
     close(fd);
     snprintf(servers, sizeof(servers), "127.0.0.1:%d", ntohs(sin.sin_port));
-    ck_assert_int_eq(corResolverConfigure(&(CorResolverConfig){
-                         .servers = servers, .timeoutMs = 10000,
-                         .maxTtlS = 10 }),
+    ck_assert_int_eq(corResolverConfigure(
+                         &(CorResolverConfig){ .servers = servers,
+                                               .timeoutMs = 10000,
+                                               .maxTtlS = 10 }),
                      0);
-    ck_assert_int_eq(corResolve("www.example.test", 0, &out, why,
-                                sizeof(why)), -ECONNREFUSED);
+    ck_assert_int_eq(corResolve("www.example.test", 0, &out, why, sizeof(why)),
+                     -ECONNREFUSED);
     ck_assert_str_eq(why, "name 'www.example.test': the DNS server refused "
-                     "the connection");
+                          "the connection");
 }
 END_TEST
 
@@ -249,8 +251,8 @@ typedef struct {
     int timeoutMs;
     int rc;
     char why[128];
-    CorRestCancel* cancel;      /* bound before the lookup, or NULL */
-    unsigned* left;             /* lookups still running */
+    CorRestCancel* cancel; /* bound before the lookup, or NULL */
+    unsigned* left;        /* lookups still running */
 } Lookup;
 
 static void
@@ -284,7 +286,8 @@ START_TEST(test_concurrent_lookups_on_a_loop_share_one_query)
         snprintf(names[i], sizeof(names[i]), "n%d.delay100.test", i);
     }
     for (int i = 0; i < 200; i++) {
-        lookups[i] = (Lookup){ .loop = loop, .name = names[i % 10],
+        lookups[i] = (Lookup){ .loop = loop,
+                               .name = names[i % 10],
                                .left = &left };
         ck_assert_int_eq(corCoLoopSpawn(loop, lookupMain, &lookups[i]), 0);
     }
@@ -317,7 +320,8 @@ START_TEST(test_a_stop_ends_lookups_on_the_loop_at_once)
     dnsStart(10000, 5);
     corEvLoopBind(loop);
     for (int i = 0; i < 20; i++) {
-        lookups[i] = (Lookup){ .loop = loop, .name = "lost.drop.test",
+        lookups[i] = (Lookup){ .loop = loop,
+                               .name = "lost.drop.test",
                                .left = &left };
         ck_assert_int_eq(corCoLoopSpawn(loop, lookupMain, &lookups[i]), 0);
     }
@@ -352,9 +356,12 @@ START_TEST(test_the_request_cancel_ends_a_lookup_in_a_coroutine)
     corEvLoopBind(loop);
     /* Two lookups of one name: the cancelled one leaves, the other gets
      * the answer the query brings. */
-    lookups[0] = (Lookup){ .loop = loop, .name = "slow.delay300.test",
-                           .cancel = &coroutineCancel, .left = &left };
-    lookups[1] = (Lookup){ .loop = loop, .name = "slow.delay300.test",
+    lookups[0] = (Lookup){ .loop = loop,
+                           .name = "slow.delay300.test",
+                           .cancel = &coroutineCancel,
+                           .left = &left };
+    lookups[1] = (Lookup){ .loop = loop,
+                           .name = "slow.delay300.test",
                            .left = &left };
     ck_assert_int_eq(corCoLoopSpawn(loop, lookupMain, &lookups[0]), 0);
     ck_assert_int_eq(corCoLoopSpawn(loop, lookupMain, &lookups[1]), 0);

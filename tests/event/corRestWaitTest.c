@@ -61,7 +61,7 @@ START_TEST(test_poll_retries_eintr_against_the_deadline)
     int rc;
 
     memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = onAlarm;            /* no SA_RESTART: poll sees EINTR */
+    sa.sa_handler = onAlarm; /* no SA_RESTART: poll sees EINTR */
     sigaction(SIGALRM, &sa, NULL);
     ck_assert_int_eq(pipe(fds), 0);
     setitimer(ITIMER_REAL, &every10ms, NULL);
@@ -167,7 +167,7 @@ START_TEST(test_stale_wake_does_not_end_the_next_wait)
     memset(&first, 0, sizeof(first));
     memset(&second, 0, sizeof(second));
     ck_assert_int_eq(corRestCancelBind(&first), 0);
-    corRestCancel(&first);      /* the thread's eventfd is written */
+    corRestCancel(&first); /* the thread's eventfd is written */
     ck_assert_int_eq(corRestWaitFd(-1, 0, 1000, &revents), -1);
     ck_assert_int_eq(errno, ECANCELED);
     ck_assert_int_eq(corRestCancelBind(&second), 0);

@@ -29,7 +29,10 @@ typedef struct {
     int status;
 } Case;
 
-#define CASE(text, status) { text, sizeof(text) - 1, status }
+#define CASE(text, status)                                                     \
+    {                                                                          \
+        text, sizeof(text) - 1, status                                         \
+    }
 
 static int
 parseWith(const char* text, size_t n, const CorHttpLimits* lim)
@@ -58,9 +61,9 @@ orNull(const char* p)
 }
 
 /* Compare a (pointer, length) span with a C string, printing both. */
-#define CHECK_SPAN(p, n, want)                                          \
-    ck_assert_msg(spanIs((p), (n), (want)), "\"%.*s\" != \"%s\"",      \
-                  (int)(n), orNull(p), (want))
+#define CHECK_SPAN(p, n, want)                                                 \
+    ck_assert_msg(spanIs((p), (n), (want)), "\"%.*s\" != \"%s\"", (int)(n),    \
+                  orNull(p), (want))
 
 START_TEST(test_get)
 {
@@ -105,11 +108,13 @@ START_TEST(test_post_with_content_length)
     ck_assert(memcmp(buf + headLen, "hello world", 11) == 0);
 
     ck_assert_int_gt(parse("POST / HTTP/1.1\r\nHost: a\r\n"
-                           "Content-Length: 0\r\n\r\n"), 0);
+                           "Content-Length: 0\r\n\r\n"),
+                     0);
     ck_assert_int_eq(head.contentLength, 0);
     /* Leading zeros are digits too (RFC 9110 section 8.6). */
     ck_assert_int_gt(parse("POST / HTTP/1.1\r\nHost: a\r\n"
-                           "Content-Length: 007\r\n\r\n"), 0);
+                           "Content-Length: 007\r\n\r\n"),
+                     0);
     ck_assert_int_eq(head.contentLength, 7);
 }
 END_TEST
@@ -117,15 +122,18 @@ END_TEST
 START_TEST(test_chunked_request)
 {
     ck_assert_int_gt(parse("POST /up HTTP/1.1\r\nHost: a\r\n"
-                           "Transfer-Encoding: chunked\r\n\r\n"), 0);
+                           "Transfer-Encoding: chunked\r\n\r\n"),
+                     0);
     ck_assert(head.chunked);
     ck_assert_int_eq(head.contentLength, -1);
     ck_assert_int_gt(parse("POST /up HTTP/1.1\r\nHost: a\r\n"
-                           "transfer-encoding:  ChunKed \r\n\r\n"), 0);
+                           "transfer-encoding:  ChunKed \r\n\r\n"),
+                     0);
     ck_assert(head.chunked);
     /* Empty list elements are allowed around it (RFC 9110 5.6.1). */
     ck_assert_int_gt(parse("POST /up HTTP/1.1\r\nHost: a\r\n"
-                           "Transfer-Encoding: , chunked ,\r\n\r\n"), 0);
+                           "Transfer-Encoding: , chunked ,\r\n\r\n"),
+                     0);
     ck_assert(head.chunked);
 }
 END_TEST
@@ -138,8 +146,7 @@ START_TEST(test_head_method)
     ck_assert_int_gt(parse("head / HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
     ck_assert(!head.head);
     CHECK_SPAN(head.method, head.methodLen, "head");
-    ck_assert_int_eq(parse("M-SEARCH * HTTP/1.1\r\nHost: a\r\n\r\n"),
-                     -400);
+    ck_assert_int_eq(parse("M-SEARCH * HTTP/1.1\r\nHost: a\r\n\r\n"), -400);
     ck_assert_int_gt(parse("PROPFIND /x HTTP/1.1\r\nHost: a\r\n\r\n"), 0);
 }
 END_TEST
@@ -345,8 +352,7 @@ START_TEST(test_raw_path_for_a_proxy)
         ck_assert_msg(parse(req) > 0, "%s", cases[i].target);
         CHECK_SPAN(head.path, head.pathLen, cases[i].path);
         ck_assert_uint_eq(head.rawPathLen, strcspn(cases[i].target, "?"));
-        ck_assert(memcmp(head.rawPath, cases[i].target, head.rawPathLen)
-                  == 0);
+        ck_assert(memcmp(head.rawPath, cases[i].target, head.rawPathLen) == 0);
     }
     ck_assert_int_eq(parse("GET /a%2F..%2F.. HTTP/1.1\r\nHost: a\r\n\r\n"),
                      -400);
@@ -372,10 +378,8 @@ START_TEST(test_many_headers)
     strcpy(req + n, "\r\n");
     ck_assert_int_eq(parse(req), (int)(n + 2));
     ck_assert_uint_eq(head.headerCount, 100);
-    CHECK_SPAN(head.headers[99].name, head.headers[99].nameLen,
-               "X-Header-99");
-    CHECK_SPAN(head.headers[99].value, head.headers[99].valueLen,
-               "value 99");
+    CHECK_SPAN(head.headers[99].name, head.headers[99].nameLen, "X-Header-99");
+    CHECK_SPAN(head.headers[99].value, head.headers[99].valueLen, "value 99");
 
     /* One more than the limit, as soon as the extra line starts; a
      * higher limit takes it. */
@@ -427,8 +431,7 @@ START_TEST(test_header_values)
     ck_assert_uint_eq(head.headers[1].valueLen, 0);
     ck_assert_uint_eq(head.headers[2].valueLen, 0);
     CHECK_SPAN(head.headers[3].value, head.headers[3].valueLen, "a \t b");
-    CHECK_SPAN(head.headers[4].value, head.headers[4].valueLen,
-               "caf\xc3\xa9");
+    CHECK_SPAN(head.headers[4].value, head.headers[4].valueLen, "caf\xc3\xa9");
     CHECK_SPAN(head.headers[5].value, head.headers[5].valueLen,
                "\"q\\\"\" (c) {} [] <>");
     /* An empty Host is what a client sends when the URI has no
@@ -459,8 +462,7 @@ START_TEST(test_long_values_every_bad_position)
                 memset(req + pre, 'v', vlen);
                 req[pre + at] = bad[b];
                 memcpy(req + pre + vlen, "\r\n\r\n", 4);
-                ck_assert_msg(parseWith(req, pre + vlen + 4, &limits)
-                                  == -400,
+                ck_assert_msg(parseWith(req, pre + vlen + 4, &limits) == -400,
                               "len %zu at %zu byte %d", vlen, at, bad[b]);
             }
         }
@@ -550,10 +552,8 @@ START_TEST(test_errors_before_the_head_completes)
     ck_assert_int_eq(parse("GE\tT"), -400);
     ck_assert_int_eq(parse("GET / HTTX"), -400);
     ck_assert_int_eq(parse("GET / HTTP/2.0\r\n"), -505);
-    ck_assert_int_eq(parse("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n"),
-                     -400);
-    ck_assert_int_eq(parse("GET / HTTP/1.1\r\nContent-Length: x\r\n"),
-                     -400);
+    ck_assert_int_eq(parse("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n"), -400);
+    ck_assert_int_eq(parse("GET / HTTP/1.1\r\nContent-Length: x\r\n"), -400);
     ck_assert_int_eq(parse("GET /%zz HTTP/1.1\r\n"), -400);
     /* Still well-formed so far: wait. */
     ck_assert_int_eq(parse("GET / HTTP/1.1\r\nContent-Length: 5\r\n"), 0);
@@ -591,7 +591,8 @@ END_TEST
 
 START_TEST(test_limits)
 {
-    CorHttpLimits small = { .headerBytes = 64, .maxHeaders = 4,
+    CorHttpLimits small = { .headerBytes = 64,
+                            .maxHeaders = 4,
                             .bodyBytes = 100 };
     char req[512];
     size_t n;
@@ -651,15 +652,20 @@ END_TEST
 static const Case badRequests[] = {
     /* Framing: Content-Length and Transfer-Encoding. */
     CASE("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
-         "Transfer-Encoding: chunked\r\n\r\n", 400),
+         "Transfer-Encoding: chunked\r\n\r\n",
+         400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
-         "Content-Length: 5\r\n\r\n", 400),
+         "Content-Length: 5\r\n\r\n",
+         400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n"
-         "Transfer-Encoding: gzip\r\n\r\n", 400),
+         "Transfer-Encoding: gzip\r\n\r\n",
+         400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
-         "Content-Length: 5\r\n\r\n", 400),
+         "Content-Length: 5\r\n\r\n",
+         400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n"
-         "Content-Length: 6\r\n\r\n", 400),
+         "Content-Length: 6\r\n\r\n",
+         400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n", 400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n", 400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +1\r\n\r\n", 400),
@@ -668,13 +674,17 @@ static const Case badRequests[] = {
     CASE("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 0x10\r\n\r\n", 400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1.0\r\n\r\n", 400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\n"
-         "Content-Length: 99999999999999999999\r\n\r\n", 400),
+         "Content-Length: 99999999999999999999\r\n\r\n",
+         400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\n"
-         "Content-Length: 9223372036854775808\r\n\r\n", 400),
+         "Content-Length: 9223372036854775808\r\n\r\n",
+         400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\n"
-         "Transfer-Encoding: chunked, chunked\r\n\r\n", 400),
+         "Transfer-Encoding: chunked, chunked\r\n\r\n",
+         400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n"
-         "Transfer-Encoding: chunked\r\n\r\n", 400),
+         "Transfer-Encoding: chunked\r\n\r\n",
+         400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: xchunked\r\n\r\n",
          501),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked x\r\n\r\n",
@@ -682,26 +692,32 @@ static const Case badRequests[] = {
     CASE("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding : chunked\r\n\r\n",
          400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\n"
-         "Transfer-Encoding: chunked, gzip\r\n\r\n", 400),
+         "Transfer-Encoding: chunked, gzip\r\n\r\n",
+         400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\n"
-         "Transfer-Encoding: gzip, chunked\r\n\r\n", 501),
-    CASE("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n",
+         "Transfer-Encoding: gzip, chunked\r\n\r\n",
          501),
+    CASE("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n", 501),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: identity\r\n\r\n",
          501),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n\r\n", 400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: ,\r\n\r\n", 400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\n"
-         "Transfer-Encoding: chunked;q=1\r\n\r\n", 400),
+         "Transfer-Encoding: chunked;q=1\r\n\r\n",
+         400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\n"
-         "Transfer-Encoding: \"chunked\"\r\n\r\n", 400),
+         "Transfer-Encoding: \"chunked\"\r\n\r\n",
+         400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\n"
-         "Transfer-Encoding: chunked\x0b\r\n\r\n", 400),
+         "Transfer-Encoding: chunked\x0b\r\n\r\n",
+         400),
     CASE("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding:\r\n"
-         " chunked\r\n\r\n", 400),
+         " chunked\r\n\r\n",
+         400),
     CASE("POST / HTTP/1.1\r\nHost: a\r\nTransfer_Encoding: chunked\r\n"
-         "Content-Length: 1001\r\n\r\n", 413),
+         "Content-Length: 1001\r\n\r\n",
+         413),
     /* Line structure: obs-fold, bare CR and LF, NUL, controls. */
     CASE("GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n", 400),
     CASE("GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n\tb\r\n\r\n", 400),
@@ -742,7 +758,8 @@ static const Case badRequests[] = {
     CASE("GE/T / HTTP/1.1\r\nHost: a\r\n\r\n", 400),
     CASE("G(T / HTTP/1.1\r\nHost: a\r\n\r\n", 400),
     CASE("GET /" X64 X64 X64 X64 X64 X64 X64 X64 " HTTP/1.1\r\n"
-         "Host: a\r\n\r\n", 414),
+         "Host: a\r\n\r\n",
+         414),
     /* The target. */
     CASE("GET # HTTP/1.1\r\nHost: a\r\n\r\n", 400),
     CASE("GET /a#b#c HTTP/1.1\r\nHost: a\r\n\r\n", 400),
@@ -785,9 +802,11 @@ static const Case badRequests[] = {
     /* Limits. */
     CASE("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1001\r\n\r\n", 413),
     CASE("GET / HTTP/1.1\r\nHost: a\r\n1: a\r\n2: a\r\n3: a\r\n4: a\r\n"
-         "5: a\r\n6: a\r\n7: a\r\n8: a\r\n\r\n", 431),
+         "5: a\r\n6: a\r\n7: a\r\n8: a\r\n\r\n",
+         431),
     CASE("GET / HTTP/1.1\r\nHost: a\r\nX: " X64 X64 X64 X64 X64 X64 X64 X64
-         "\r\n\r\n", 431),
+         "\r\n\r\n",
+         431),
 };
 
 START_TEST(test_malformed_corpus)
@@ -802,13 +821,13 @@ START_TEST(test_malformed_corpus)
         const Case* t = &badRequests[i];
         int rc = parseWith(t->text, t->len, &corpusLimits);
 
-        ck_assert_msg(rc == -t->status, "case %zu: %d, want -%d: %.*s", i,
-                      rc, t->status, (int)t->len, t->text);
+        ck_assert_msg(rc == -t->status, "case %zu: %d, want -%d: %.*s", i, rc,
+                      t->status, (int)t->len, t->text);
         /* Every prefix either waits or is refused the same way. */
         for (size_t n = 0; n < t->len; n++) {
             rc = parseWith(t->text, n, &corpusLimits);
-            ck_assert_msg(rc == 0 || rc == -t->status,
-                          "case %zu at %zu: %d", i, n, rc);
+            ck_assert_msg(rc == 0 || rc == -t->status, "case %zu at %zu: %d", i,
+                          n, rc);
         }
     }
 }
@@ -873,18 +892,16 @@ END_TEST
 
 /* ---- Chunked bodies ----------------------------------------------------- */
 
-static const char chunkedBody[] =
-    "5\r\nhello\r\n"
-    "1;name=value\r\n \r\n"
-    "6 ; a ; b = \"q \\\" ;\" ;c=d\r\nworld!\r\n"
-    "00010\r\n0123456789abcdef\r\n"
-    "A\r\n0123456789\r\n"
-    "0;last\r\n"
-    "Trailer-One: x\r\n"
-    "Trailer-Two:\r\n"
-    "\r\n";
-static const char chunkedDecoded[] =
-    "hello world!0123456789abcdef0123456789";
+static const char chunkedBody[] = "5\r\nhello\r\n"
+                                  "1;name=value\r\n \r\n"
+                                  "6 ; a ; b = \"q \\\" ;\" ;c=d\r\nworld!\r\n"
+                                  "00010\r\n0123456789abcdef\r\n"
+                                  "A\r\n0123456789\r\n"
+                                  "0;last\r\n"
+                                  "Trailer-One: x\r\n"
+                                  "Trailer-Two:\r\n"
+                                  "\r\n";
+static const char chunkedDecoded[] = "hello world!0123456789abcdef0123456789";
 static const char afterBody[] = "GET /next HTTP/1.1\r\n";
 
 START_TEST(test_chunked_valid)
@@ -905,16 +922,14 @@ START_TEST(test_chunked_valid)
     /* The next request is where it was. */
     ck_assert(memcmp(buf + n, afterBody, sizeof(afterBody)) == 0);
     /* Done stays done and takes nothing more. */
-    ck_assert_int_eq(corHttpChunkedDecode(&c, buf + n, 5, &consumed,
-                                          &produced),
+    ck_assert_int_eq(corHttpChunkedDecode(&c, buf + n, 5, &consumed, &produced),
                      1);
     ck_assert_uint_eq(consumed, 0);
     ck_assert_uint_eq(produced, 0);
 
     memcpy(buf, "0\r\n\r\n", 5);
     corHttpChunkedInit(&c, 0);
-    ck_assert_int_eq(corHttpChunkedDecode(&c, buf, 5, &consumed, &produced),
-                     1);
+    ck_assert_int_eq(corHttpChunkedDecode(&c, buf, 5, &consumed, &produced), 1);
     ck_assert_uint_eq(produced, 0);
 }
 END_TEST
@@ -968,8 +983,7 @@ START_TEST(test_chunked_split_everywhere)
     for (size_t i = 0; i < n; i++) {
         cuts[i] = i + 1;
     }
-    ck_assert_int_eq(decodePieces(chunkedBody, n, cuts, n, 1000, out,
-                                  &outLen),
+    ck_assert_int_eq(decodePieces(chunkedBody, n, cuts, n, 1000, out, &outLen),
                      1);
     CHECK_SPAN(out, outLen, chunkedDecoded);
 }
@@ -1034,8 +1048,7 @@ START_TEST(test_chunked_malformed_corpus)
             cuts[0] = at;
             cuts[1] = t->len;
             rc = decodePieces(t->text, t->len, cuts, 2, 100, out, &outLen);
-            ck_assert_msg(rc == -t->status, "case %zu at %zu: %d", i, at,
-                          rc);
+            ck_assert_msg(rc == -t->status, "case %zu at %zu: %d", i, at, rc);
         }
     }
 }
@@ -1055,8 +1068,7 @@ START_TEST(test_chunked_limits)
     /* Exactly the limit, across chunks. */
     strcpy(body, "5\r\n12345\r\n5\r\n67890\r\n0\r\n\r\n");
     cuts[0] = strlen(body);
-    ck_assert_int_eq(decodePieces(body, cuts[0], cuts, 1, 10, out, &outLen),
-                     1);
+    ck_assert_int_eq(decodePieces(body, cuts[0], cuts, 1, 10, out, &outLen), 1);
     ck_assert_uint_eq(outLen, 10);
     ck_assert_int_eq(decodePieces(body, cuts[0], cuts, 1, 9, out, &outLen),
                      -413);
@@ -1178,8 +1190,8 @@ START_TEST(test_query_parse)
     CHECK_SPAN(params[5].value, params[5].valueLen, "\xe2\x82\xac");
 
     /* More pairs than room: counted, the first ones kept. */
-    ck_assert_int_eq(corHttpQueryParse(query, sizeof(query) - 1, out,
-                                       params, 2),
+    ck_assert_int_eq(corHttpQueryParse(query, sizeof(query) - 1, out, params,
+                                       2),
                      6);
     CHECK_SPAN(params[1].key, params[1].keyLen, "b");
     ck_assert_int_eq(corHttpQueryParse("", 0, out, params, 8), 0);

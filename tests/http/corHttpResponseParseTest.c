@@ -72,11 +72,13 @@ END_TEST
 START_TEST(test_framings)
 {
     ck_assert_int_gt(parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked"
-                           "\r\n\r\n"), 0);
+                           "\r\n\r\n"),
+                     0);
     ck_assert(head.chunked);
     ck_assert_int_eq((int)head.contentLength, -1);
     ck_assert_int_gt(parse("HTTP/1.1 200 OK\r\nContent-Length: 7\r\n"
-                           "Content-Length: 7\r\n\r\n"), 0);
+                           "Content-Length: 7\r\n\r\n"),
+                     0);
     ck_assert_int_eq((int)head.contentLength, 7);
     ck_assert_int_gt(parse("HTTP/1.1 200 OK\r\nContent-Length: 7, 7\r\n\r\n"),
                      0);
@@ -94,7 +96,8 @@ START_TEST(test_keep_alive)
     ck_assert_int_gt(parse("HTTP/1.0 200 OK\r\n\r\n"), 0);
     ck_assert(!head.keepAlive);
     ck_assert_int_gt(parse("HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\n"
-                           "\r\n"), 0);
+                           "\r\n"),
+                     0);
     ck_assert(head.keepAlive);
 }
 END_TEST
@@ -106,7 +109,8 @@ START_TEST(test_informational)
     ck_assert_int_eq(parse(text), 25);
     ck_assert_int_eq(head.status, 100);
     ck_assert_int_gt(parse("HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n"
-                           "\r\n"), 0);
+                           "\r\n"),
+                     0);
     ck_assert_int_eq(head.status, 103);
 }
 END_TEST
@@ -150,13 +154,16 @@ static const struct {
     { "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n",
       COR_HTTP_RESPONSE_BAD_LENGTH },
     { "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
-      "Transfer-Encoding: chunked\r\n\r\n", COR_HTTP_RESPONSE_BAD_FRAMING },
+      "Transfer-Encoding: chunked\r\n\r\n",
+      COR_HTTP_RESPONSE_BAD_FRAMING },
     { "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
-      "Content-Length: 5\r\n\r\n", COR_HTTP_RESPONSE_BAD_FRAMING },
+      "Content-Length: 5\r\n\r\n",
+      COR_HTTP_RESPONSE_BAD_FRAMING },
     { "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
       COR_HTTP_RESPONSE_BAD_FRAMING },
     { "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
-      "Transfer-Encoding: chunked\r\n\r\n", COR_HTTP_RESPONSE_BAD_FRAMING },
+      "Transfer-Encoding: chunked\r\n\r\n",
+      COR_HTTP_RESPONSE_BAD_FRAMING },
     { "HTTP/1.0 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
       COR_HTTP_RESPONSE_BAD_FRAMING },
     { "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
@@ -170,8 +177,8 @@ START_TEST(test_malformed_corpus)
     for (size_t i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++) {
         int rc = parse(malformed[i].text);
 
-        ck_assert_msg(rc == malformed[i].rc, "case %zu (%s): %d, want %d",
-                      i, malformed[i].text, rc, malformed[i].rc);
+        ck_assert_msg(rc == malformed[i].rc, "case %zu (%s): %d, want %d", i,
+                      malformed[i].text, rc, malformed[i].rc);
         ck_assert_ptr_nonnull(corHttpResponseErrorText(rc));
     }
 }

@@ -30,12 +30,10 @@ corRequestHandlerName(const CorRequest* r)
 /* IANA's HTTP Status Code Registry, as RFC 9110 section 18.3 and the
  * later RFCs leave it. */
 static const int registered[] = {
-    100, 101, 102, 103,
-    200, 201, 202, 203, 204, 205, 206, 207, 208, 226,
-    300, 301, 302, 303, 304, 305, 306, 307, 308,
-    400, 401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413,
-    414, 415, 416, 417, 418, 421, 422, 423, 424, 425, 426, 428, 429, 431,
-    451,
+    100, 101, 102, 103, 200, 201, 202, 203, 204, 205, 206, 207, 208,
+    226, 300, 301, 302, 303, 304, 305, 306, 307, 308, 400, 401, 402,
+    403, 404, 405, 406, 407, 408, 409, 410, 411, 412, 413, 414, 415,
+    416, 417, 418, 421, 422, 423, 424, 425, 426, 428, 429, 431, 451,
     500, 501, 502, 503, 504, 505, 506, 507, 508, 510, 511,
 };
 
@@ -55,8 +53,8 @@ END_TEST
 
 START_TEST(test_an_unregistered_status_is_unknown)
 {
-    static const int others[] = { -1, 0, 99, 104, 209, 299, 309, 419, 427,
-                                  430, 432, 450, 509, 512, 599, 1000 };
+    static const int others[] = { -1,  0,   99,  104, 209, 299, 309, 419,
+                                  427, 430, 432, 450, 509, 512, 599, 1000 };
 
     for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
         ck_assert_str_eq(corHttpStatusText(others[i]), "Unknown");
@@ -75,8 +73,8 @@ START_TEST(test_an_error_answer_carries_the_phrase)
     ck_assert_ptr_nonnull(text);
     ck_assert_msg(strncmp(text, "HTTP/1.1 426 Upgrade Required\r\n", 31) == 0,
                   "%s", text);
-    ck_assert_msg(strstr(text, "\r\n\r\n426 Upgrade Required\n") != NULL,
-                  "%s", text);
+    ck_assert_msg(strstr(text, "\r\n\r\n426 Upgrade Required\n") != NULL, "%s",
+                  text);
     free(text);
     free(c.k.out.data);
 }

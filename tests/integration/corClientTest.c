@@ -94,8 +94,8 @@ certsMake(void)
     char out[1024];
 
     if (slash != NULL) {
-        snprintf(certs, sizeof(certs), "%.*s/test-certs",
-                 (int)(slash - bin), bin);
+        snprintf(certs, sizeof(certs), "%.*s/test-certs", (int)(slash - bin),
+                 bin);
     } else {
         snprintf(certs, sizeof(certs), "build/test-certs");
     }
@@ -176,8 +176,8 @@ fullListener(int* portP, int* fillerP)
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     addr.sin_port = htons((uint16_t)*portP);
     *fillerP = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ck_assert_int_eq(connect(*fillerP, (struct sockaddr*)&addr,
-                             sizeof(addr)), 0);
+    ck_assert_int_eq(connect(*fillerP, (struct sockaddr*)&addr, sizeof(addr)),
+                     0);
     return fd;
 }
 
@@ -191,21 +191,21 @@ START_TEST(test_fetch_reuses_a_keep_alive_connection)
     ck_assert_int_eq(corServerStart(&upstream, upstreamConfig), 0);
     ck_assert_int_eq(fetch(upstream.port, NULL), 200);
     ck_assert_msg(strstr(corBody(buf), "HTTP/1.1 200 OK reused=0 body=")
-                  == corBody(buf), "%s", corBody(buf));
+                      == corBody(buf),
+                  "%s", corBody(buf));
     ck_assert_int_eq(fetch(upstream.port, NULL), 200);
     ck_assert_msg(strstr(corBody(buf), "HTTP/1.1 200 OK reused=1 ")
-                  == corBody(buf), "%s", corBody(buf));
+                      == corBody(buf),
+                  "%s", corBody(buf));
     /* By name: localhost is the same upstream, a peer of its own. */
     snprintf(extra, sizeof(extra), "&host=localhost");
     ck_assert_int_eq(fetch(upstream.port, extra), 200);
-    ck_assert_msg(strstr(corBody(buf), "reused=0") != NULL, "%s",
-                  corBody(buf));
+    ck_assert_msg(strstr(corBody(buf), "reused=0") != NULL, "%s", corBody(buf));
     ck_assert_int_eq(fetch(upstream.port, extra), 200);
-    ck_assert_msg(strstr(corBody(buf), "reused=1") != NULL, "%s",
-                  corBody(buf));
+    ck_assert_msg(strstr(corBody(buf), "reused=1") != NULL, "%s", corBody(buf));
     ck_assert_int_eq(fetch(upstream.port, "&path=/nosuch"), 200);
-    ck_assert_msg(strstr(corBody(buf), "HTTP/1.1 404 ") == corBody(buf),
-                  "%s", corBody(buf));
+    ck_assert_msg(strstr(corBody(buf), "HTTP/1.1 404 ") == corBody(buf), "%s",
+                  corBody(buf));
 }
 END_TEST
 
@@ -219,14 +219,17 @@ START_TEST(test_connection_the_peer_closed_is_not_reused)
     usleep(1500 * 1000);
     ck_assert_int_eq(fetch(upstream.port, NULL), 200);
     ck_assert_msg(strstr(corBody(buf), "HTTP/1.1 200 OK reused=0")
-                  == corBody(buf), "%s", corBody(buf));
+                      == corBody(buf),
+                  "%s", corBody(buf));
     ck_assert_int_eq(fetch(upstream.port, NULL), 200);
     ck_assert_ptr_nonnull(strstr(corBody(buf), "reused=1"));
     ck_assert_int_eq(corMetric(server.port, "cor_client_stale_total"), 1);
     ck_assert_int_eq(corMetric(server.port, "cor_client_opens_total"
-                               "{result=\"new\"}"), 2);
+                                            "{result=\"new\"}"),
+                     2);
     ck_assert_int_eq(corMetric(server.port, "cor_client_opens_total"
-                               "{result=\"reused\"}"), 1);
+                                            "{result=\"reused\"}"),
+                     1);
 }
 END_TEST
 
@@ -234,7 +237,7 @@ END_TEST
  * then measures how long until the client closes it. */
 typedef struct {
     int listener;
-    long closedAfterMs;         /* -1: still open after 5 s */
+    long closedAfterMs; /* -1: still open after 5 s */
 } OneShot;
 
 static void*
@@ -277,7 +280,8 @@ START_TEST(test_idle_timeout_closes_pooled_connections)
     pthread_create(&thread, NULL, oneShotPeer, &peer);
     ck_assert_int_eq(fetch(port, NULL), 200);
     ck_assert_msg(strstr(corBody(buf), "HTTP/1.1 200 OK reused=0 body=ok")
-                  == corBody(buf), "%s", corBody(buf));
+                      == corBody(buf),
+                  "%s", corBody(buf));
     pthread_join(thread, NULL);
     ck_assert_int_ge(peer.closedAfterMs, 250);
     ck_assert_int_lt(peer.closedAfterMs, 3000);
@@ -330,8 +334,8 @@ START_TEST(test_connect_deadline)
     ck_assert_int_eq(fetch(port, "&connect_ms=300"), 504);
     ck_assert_int_ge(corNowMs() - t, 250);
     ck_assert_int_lt(corNowMs() - t, 3000);
-    ck_assert_msg(strstr(corBody(buf), "timed out after 300 ms") != NULL,
-                  "%s", corBody(buf));
+    ck_assert_msg(strstr(corBody(buf), "timed out after 300 ms") != NULL, "%s",
+                  corBody(buf));
     close(filler);
     close(fd);
 }
@@ -350,8 +354,9 @@ START_TEST(test_bad_targets_are_refused)
      * the answer says which name, and why. */
     ck_assert_int_eq(fetch(80, "&host=no_such_name.invalid"), 502);
     ck_assert_msg(strstr(corBody(buf), "connect to no_such_name.invalid:80: "
-                         "name 'no_such_name.invalid'") != NULL, "%s",
-                  corBody(buf));
+                                       "name 'no_such_name.invalid'")
+                      != NULL,
+                  "%s", corBody(buf));
 }
 END_TEST
 
@@ -364,31 +369,30 @@ START_TEST(test_tls_fetch_with_the_test_ca)
     tlsUpstreamStart("server");
     ck_assert_int_eq(fetch(upstream.port, "&tls=1&host=localhost"), 200);
     ck_assert_msg(strstr(corBody(buf), "HTTP/1.1 200 OK reused=0 ")
-                  == corBody(buf), "%s", corBody(buf));
+                      == corBody(buf),
+                  "%s", corBody(buf));
     ck_assert_ptr_nonnull(strstr(corBody(buf), " tls=full"));
     ck_assert_int_eq(fetch(upstream.port, "&tls=1&host=localhost&close=1"),
                      200);
-    ck_assert_msg(strstr(corBody(buf), "reused=1") != NULL, "%s",
-                  corBody(buf));
+    ck_assert_msg(strstr(corBody(buf), "reused=1") != NULL, "%s", corBody(buf));
     ck_assert_int_eq(fetch(upstream.port, "&tls=1&host=localhost"), 200);
     ck_assert_msg(strstr(corBody(buf), "reused=0") != NULL
-                  && strstr(corBody(buf), " tls=resumed") != NULL, "%s",
-                  corBody(buf));
+                      && strstr(corBody(buf), " tls=resumed") != NULL,
+                  "%s", corBody(buf));
     /* By address (the certificate names 127.0.0.1), and by a server name
      * other than the host: each a peer of its own. */
     ck_assert_int_eq(fetch(upstream.port, "&tls=1"), 200);
-    ck_assert_msg(strstr(corBody(buf), "reused=0") != NULL, "%s",
-                  corBody(buf));
+    ck_assert_msg(strstr(corBody(buf), "reused=0") != NULL, "%s", corBody(buf));
     ck_assert_int_eq(fetch(upstream.port, "&tls=1&sni=a.test"), 200);
-    ck_assert_msg(strstr(corBody(buf), "reused=0") != NULL, "%s",
-                  corBody(buf));
+    ck_assert_msg(strstr(corBody(buf), "reused=0") != NULL, "%s", corBody(buf));
     ck_assert_int_eq(fetch(upstream.port, "&tls=1&sni=b.test"), 502);
     ck_assert_msg(strstr(corBody(buf), "hostname mismatch") != NULL, "%s",
                   corBody(buf));
     /* Plain to a TLS port: the 400 that says so, in plain text. */
     ck_assert_int_eq(fetch(upstream.port, "&read_ms=1000"), 200);
     ck_assert_msg(strstr(corBody(buf), "HTTP/1.1 400 Bad Request ")
-                  == corBody(buf), "%s", corBody(buf));
+                      == corBody(buf),
+                  "%s", corBody(buf));
 }
 END_TEST
 
@@ -405,7 +409,7 @@ START_TEST(test_tls_bad_certificates_are_refused)
         tlsUpstreamStart(cases[i][0]);
         ck_assert_int_eq(fetch(upstream.port, "&tls=1&host=localhost"), 502);
         ck_assert_msg(strstr(corBody(buf), cases[i][1]) != NULL
-                      && strstr(corBody(buf), "TLS to localhost:") != NULL,
+                          && strstr(corBody(buf), "TLS to localhost:") != NULL,
                       "%s: %s", cases[i][0], corBody(buf));
         corServerStop(&upstream);
     }
@@ -438,15 +442,17 @@ stopWhileWaiting(int port, bool tls)
     enum { WAITING = 200 };
     static int fds[WAITING];
     const char* metric = corTestCoroutines()
-                         ? "cor_requests_total{ran=\"coroutine\"}"
-                         : "cor_requests_total{ran=\"worker\"}";
+                             ? "cor_requests_total{ran=\"coroutine\"}"
+                             : "cor_requests_total{ran=\"worker\"}";
     char req[256];
     int answered = 0;
     int status;
     long t;
 
-    snprintf(req, sizeof(req), "GET /fetch?port=%d&connect_ms=60000%s "
-             "HTTP/1.1\r\nHost: t\r\n\r\n", port, tls ? "&tls=1" : "");
+    snprintf(req, sizeof(req),
+             "GET /fetch?port=%d&connect_ms=60000%s "
+             "HTTP/1.1\r\nHost: t\r\n\r\n",
+             port, tls ? "&tls=1" : "");
     for (int i = 0; i < WAITING; i++) {
         fds[i] = corConnect(server.port);
         ck_assert_int_ge(fds[i], 0);

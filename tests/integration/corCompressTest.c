@@ -29,9 +29,10 @@ static char big[BIG_BYTES];
 static char got[BIG_BYTES + 65536];
 
 /* A greeting of 240 bytes: over min_bytes (200), answered from memory. */
-#define GREETING "compressible greeting, compressible greeting, " \
-    "compressible greeting, compressible greeting, compressible greeting, " \
-    "compressible greeting, compressible greeting, compressible greeting, " \
+#define GREETING                                                               \
+    "compressible greeting, compressible greeting, "                           \
+    "compressible greeting, compressible greeting, compressible greeting, "    \
+    "compressible greeting, compressible greeting, compressible greeting, "    \
     "compressible greeting, compressible!"
 
 static void
@@ -52,8 +53,8 @@ fileWrite(const char* name, const void* data, size_t len)
 static void
 setUp(void)
 {
-    static const char* const words[] = { "cor ", "filter ", "zstd ",
-                                         "brotli ", "gzip ", "loop ",
+    static const char* const words[] = { "cor ",     "filter ", "zstd ",
+                                         "brotli ",  "gzip ",   "loop ",
                                          "stream\n", "chunk " };
     uint32_t x = 2463534242u;
     size_t n = 0;
@@ -97,32 +98,33 @@ start(void)
 {
     char yaml[4096];
 
-    snprintf(yaml, sizeof(yaml),
-             "runtime:\n"
-             "  loops: 2\n"
-             "  workers: 4\n"
-             "  coroutines: { enabled: {COROUTINES} }\n"
-             "listen:\n"
-             "  - { protocol: http, address: 127.0.0.1:{PORT}, http2: on }\n"
-             "modules:\n"
-             "  - { load: http }\n"
-             "  - { load: hello, greeting: \"" GREETING "\" }\n"
-             "  - { load: static, roots: [ { name: site, root: %s } ] }\n"
-             "  - load: forward\n"
-             "    upstreams:\n"
-             "      - { name: self, servers: [ \"http://127.0.0.1:{PORT}\" ] }\n"
-             "  - load: compress\n"
-             "    encodings: [ zstd, br, gzip ]\n"
-             "    min_bytes: 200\n"
-             "    level: { gzip: 6, br: 4, zstd: 3 }\n"
-             "routes:\n"
-             "  - { match: \"GET /hello\", handler: hello }\n"
-             "  - { match: \"GET /s/*\", handler: site, strip_prefix: /s }\n"
-             "  - { match: \"GET /n/*\", handler: site, strip_prefix: /n,\n"
-             "      filters: { compress: off } }\n"
-             "  - { match: \"GET /p/*\", handler: self, strip_prefix: /p }\n"
-             "log: { pid_file: {DIR}/cor.pid }\n",
-             site);
+    snprintf(
+        yaml, sizeof(yaml),
+        "runtime:\n"
+        "  loops: 2\n"
+        "  workers: 4\n"
+        "  coroutines: { enabled: {COROUTINES} }\n"
+        "listen:\n"
+        "  - { protocol: http, address: 127.0.0.1:{PORT}, http2: on }\n"
+        "modules:\n"
+        "  - { load: http }\n"
+        "  - { load: hello, greeting: \"" GREETING "\" }\n"
+        "  - { load: static, roots: [ { name: site, root: %s } ] }\n"
+        "  - load: forward\n"
+        "    upstreams:\n"
+        "      - { name: self, servers: [ \"http://127.0.0.1:{PORT}\" ] }\n"
+        "  - load: compress\n"
+        "    encodings: [ zstd, br, gzip ]\n"
+        "    min_bytes: 200\n"
+        "    level: { gzip: 6, br: 4, zstd: 3 }\n"
+        "routes:\n"
+        "  - { match: \"GET /hello\", handler: hello }\n"
+        "  - { match: \"GET /s/*\", handler: site, strip_prefix: /s }\n"
+        "  - { match: \"GET /n/*\", handler: site, strip_prefix: /n,\n"
+        "      filters: { compress: off } }\n"
+        "  - { match: \"GET /p/*\", handler: self, strip_prefix: /p }\n"
+        "log: { pid_file: {DIR}/cor.pid }\n",
+        site);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
 }
 
@@ -138,8 +140,8 @@ sh(const char* fmt, ...)
     va_start(ap, fmt);
     vsnprintf(body, sizeof(body), fmt, ap);
     va_end(ap);
-    snprintf(command, sizeof(command), "P=%d S=%s; %s 2>&1", server.port,
-             site, body);
+    snprintf(command, sizeof(command), "P=%d S=%s; %s 2>&1", server.port, site,
+             body);
     return corShell(command, out, sizeof(out));
 }
 
@@ -155,7 +157,9 @@ fetch(const char* args, const char* path, int* status, long* wireP)
 
     ck_assert_int_eq(sh("rm -f $S/body; curl -sS --max-time 30 %s -D $S/head "
                         "-o $S/body -w '%%{http_code} %%{size_download}' "
-                        "\"http://127.0.0.1:$P%s\"", args, path), 0);
+                        "\"http://127.0.0.1:$P%s\"",
+                        args, path),
+                     0);
     *status = atoi(out);
     if (wireP != NULL) {
         *wireP = atol(strchr(out, ' ') + 1);
@@ -205,13 +209,11 @@ fileIn(const char* enc, const char* extra)
     ck_assert_str_eq(ENCODING(), enc);
     ck_assert_str_eq(field("content-length"), "");
     ck_assert_str_eq(field("vary"), "Accept-Encoding");
-    ck_assert_msg(strncmp(field("etag"), "W/\"", 3) == 0, "%s",
-                  field("etag"));
+    ck_assert_msg(strncmp(field("etag"), "W/\"", 3) == 0, "%s", field("etag"));
     ck_assert_uint_eq(n, sizeof(big));
     ck_assert(memcmp(got, big, sizeof(big)) == 0);
     ck_assert_msg(wire > 0 && wire < (long)sizeof(big) / 3,
-                  "%s: %ld bytes on the wire for %zu", enc, wire,
-                  sizeof(big));
+                  "%s: %ld bytes on the wire for %zu", enc, wire, sizeof(big));
 }
 
 START_TEST(test_each_encoding_decodes_to_the_file)
@@ -301,7 +303,7 @@ START_TEST(test_what_is_never_compressed)
     fetch(args, "/n/a.json", &status, NULL);
     ck_assert_int_eq(status, 200);
     ck_assert_str_eq(field("content-length"), "4000");
-    ck_assert_str_eq(field("etag"), etag);  /* strong: the bytes are it */
+    ck_assert_str_eq(field("etag"), etag); /* strong: the bytes are it */
     n = fetch(gz, "/n/big.txt", &status, NULL);
     ck_assert_int_eq(status, 200);
     ck_assert_uint_eq(n, sizeof(big));
@@ -335,9 +337,8 @@ headOf(const char* method, const char* args, const char* path)
  */
 START_TEST(test_a_head_says_what_its_get_would)
 {
-    static const char* const paths[] = { "/s/a.json", "/s/big.txt",
-                                         "/hello", "/p/n/big.txt",
-                                         "/s/small.txt" };
+    static const char* const paths[] = { "/s/a.json", "/s/big.txt", "/hello",
+                                         "/p/n/big.txt", "/s/small.txt" };
     static const char* const args[] = {
         "-H 'Accept-Encoding: gzip, br, zstd'",
         "-H 'Accept-Encoding: gzip'",
@@ -358,12 +359,14 @@ START_TEST(test_a_head_says_what_its_get_would)
     /* What they agree on, once: the file compressed, its length unsaid. */
     headOf("HEAD", args[0], "/s/a.json");
     ck_assert_msg(strstr(out, "content-encoding: zstd\n") != NULL
-                  && strstr(out, "etag: W/\"") != NULL
-                  && strstr(out, "vary: Accept-Encoding\n") != NULL
-                  && strstr(out, "content-length") == NULL, "%s", out);
+                      && strstr(out, "etag: W/\"") != NULL
+                      && strstr(out, "vary: Accept-Encoding\n") != NULL
+                      && strstr(out, "content-length") == NULL,
+                  "%s", out);
     headOf("HEAD", args[1], "/hello");
     ck_assert_msg(strstr(out, "content-encoding: gzip\n") != NULL
-                  && strstr(out, "content-length: ") != NULL, "%s", out);
+                      && strstr(out, "content-length: ") != NULL,
+                  "%s", out);
 }
 END_TEST
 
@@ -475,9 +478,10 @@ refused(const char* name, const char* compress, const char* route,
 
 START_TEST(test_cor_t_reports_mistakes)
 {
-    refused("keys.yaml", "    encodings: [ br, lzma ]\n"
-            "    level: { gzip: 12 }\n", "", (const unsigned[]){ 7, 8, 0 },
-            "lzma");
+    refused("keys.yaml",
+            "    encodings: [ br, lzma ]\n"
+            "    level: { gzip: 12 }\n",
+            "", (const unsigned[]){ 7, 8, 0 }, "lzma");
     refused("value.yaml", "", ", filters: { compress: maybe }",
             (const unsigned[]){ 8, 0 }, "on, off");
     /* A filter's name is checked once the modules added theirs. */

@@ -99,19 +99,22 @@ sameAnswer(const char* path, const char* args, int status)
 {
     char command[1024];
 
-    snprintf(command, sizeof(command), "curl -s -o %s/h.body -w '%%{http_code}"
-             " %%{content_type}' %s 'http://127.0.0.1:%d/h%s'", a.dir, args,
-             a.port, path);
+    snprintf(command, sizeof(command),
+             "curl -s -o %s/h.body -w '%%{http_code}"
+             " %%{content_type}' %s 'http://127.0.0.1:%d/h%s'",
+             a.dir, args, a.port, path);
     ck_assert_int_eq(corShell(command, outHttp, sizeof(outHttp)), 0);
-    snprintf(command, sizeof(command), "curl -s -o %s/c.body -w '%%{http_code}"
-             " %%{content_type}' %s 'http://127.0.0.1:%d/c%s'", a.dir, args,
-             a.port, path);
+    snprintf(command, sizeof(command),
+             "curl -s -o %s/c.body -w '%%{http_code}"
+             " %%{content_type}' %s 'http://127.0.0.1:%d/c%s'",
+             a.dir, args, a.port, path);
     ck_assert_int_eq(corShell(command, outCor, sizeof(outCor)), 0);
-    ck_assert_msg(strcmp(outHttp, outCor) == 0, "%s: over HTTP %s, over "
-                  "cor:// %s", path, outHttp, outCor);
+    ck_assert_msg(strcmp(outHttp, outCor) == 0,
+                  "%s: over HTTP %s, over "
+                  "cor:// %s",
+                  path, outHttp, outCor);
     ck_assert_msg(atoi(outHttp) == status, "%s: %s", path, outHttp);
-    snprintf(command, sizeof(command), "cmp %s/h.body %s/c.body", a.dir,
-             a.dir);
+    snprintf(command, sizeof(command), "cmp %s/h.body %s/c.body", a.dir, a.dir);
     ck_assert_msg(corShell(command, outCor, sizeof(outCor)) == 0, "%s: %s",
                   path, outCor);
 }
@@ -120,17 +123,27 @@ START_TEST(test_the_chain_answers_the_same_over_cor_and_http)
 {
     char command[512];
 
-    sameAnswer("/echo", "-H 'Content-Type: application/json' "
-               "--data-binary '{\"a\":[1,2.5,\"x\"],\"b\":{\"c\":null}}'", 200);
-    sameAnswer("/echo", "-H 'Content-Type: application/json' "
-               "--data-binary '{ \"spaced\" : [ 1 ] }'", 200);
-    sameAnswer("/echo", "-H 'Content-Type: text/plain' "
-               "--data-binary 'plain words, no JSON'", 200);
-    snprintf(command, sizeof(command), "head -c 300000 /dev/urandom > "
-             "%s/random", c.dir);
+    sameAnswer("/echo",
+               "-H 'Content-Type: application/json' "
+               "--data-binary '{\"a\":[1,2.5,\"x\"],\"b\":{\"c\":null}}'",
+               200);
+    sameAnswer("/echo",
+               "-H 'Content-Type: application/json' "
+               "--data-binary '{ \"spaced\" : [ 1 ] }'",
+               200);
+    sameAnswer("/echo",
+               "-H 'Content-Type: text/plain' "
+               "--data-binary 'plain words, no JSON'",
+               200);
+    snprintf(command, sizeof(command),
+             "head -c 300000 /dev/urandom > "
+             "%s/random",
+             c.dir);
     ck_assert_int_eq(corShell(command, NULL, 0), 0);
-    snprintf(command, sizeof(command), "-H 'Content-Type: "
-             "application/octet-stream' --data-binary @%s/random", c.dir);
+    snprintf(command, sizeof(command),
+             "-H 'Content-Type: "
+             "application/octet-stream' --data-binary @%s/random",
+             c.dir);
     sameAnswer("/echo", command, 200);
     sameAnswer("/nowhere", "", 404);
     sameAnswer("/dead", "", 502);
@@ -146,11 +159,13 @@ START_TEST(test_the_upstream_host_goes_over_cor_as_over_http)
     char want[64];
 
     ck_assert_int_eq(corCurl(a.port, "", "/h/waitecho?ms=0", outHttp,
-                             sizeof(outHttp)), 0);
+                             sizeof(outHttp)),
+                     0);
     snprintf(want, sizeof(want), "\nHost: 127.0.0.1:%d\n", c.port);
     ck_assert_msg(strstr(outHttp, want) != NULL, "%s", outHttp);
     ck_assert_int_eq(corCurl(a.port, "", "/c/waitecho?ms=0", outCor,
-                             sizeof(outCor)), 0);
+                             sizeof(outCor)),
+                     0);
     snprintf(want, sizeof(want), "\nHost: 127.0.0.1:%d\n", c.port2);
     ck_assert_msg(strstr(outCor, want) != NULL, "%s", outCor);
 }

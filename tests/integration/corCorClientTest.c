@@ -58,7 +58,8 @@ startB(void)
              "routes:\n"
              "  - { match: \"/hello\", handler: hello }\n"
              "  - { match: \"GET /sleep\", handler: sleep }\n"
-             "log: { pid_file: {DIR}/cor.pid }\n", bPort);
+             "log: { pid_file: {DIR}/cor.pid }\n",
+             bPort);
     return corServerStart(&b, yaml);
 }
 
@@ -66,7 +67,7 @@ static void
 setUp(void)
 {
     ck_assert_int_eq(corServerStart(&a, aConfig), 0);
-    bPort = a.port2;    /* free when A started: B takes it */
+    bPort = a.port2; /* free when A started: B takes it */
     ck_assert_int_eq(startB(), 0);
 }
 
@@ -93,17 +94,19 @@ exchange(bool worker)
 {
     char path[256];
 
-    snprintf(path, sizeof(path), "/client?url=cor://127.0.0.1:%d/hello",
-             bPort);
+    snprintf(path, sizeof(path), "/client?url=cor://127.0.0.1:%d/hello", bPort);
     ck_assert_int_eq(get(path, worker), 200);
     ck_assert_msg(strstr(buf, "status=200") != NULL
-                  && strstr(buf, "retried=0 len=13 body=hello, world")
-                     != NULL, "%s", buf);
+                      && strstr(buf, "retried=0 len=13 body=hello, world")
+                             != NULL,
+                  "%s", buf);
     /* One loop, one connection to B; workers each keep their own. */
     ck_assert_int_eq(get(path, worker), 200);
     ck_assert_msg(strstr(buf, worker || !corTestCoroutines()
-                              ? "status=200" : "status=200 reused=1")
-                  != NULL, "%s", buf);
+                                  ? "status=200"
+                                  : "status=200 reused=1")
+                      != NULL,
+                  "%s", buf);
 }
 
 START_TEST(test_an_exchange_on_a_coroutine_and_on_a_worker)
@@ -119,8 +122,10 @@ fanout(bool worker)
 {
     char path[256];
 
-    snprintf(path, sizeof(path), "/fanout?n=4&url=cor://127.0.0.1:%d/"
-             "sleep?ms=1000", bPort);
+    snprintf(path, sizeof(path),
+             "/fanout?n=4&url=cor://127.0.0.1:%d/"
+             "sleep?ms=1000",
+             bPort);
     ck_assert_int_eq(get(path, worker), 200);
     ck_assert_msg(strstr(buf, "ok=4") != NULL, "%s", buf);
     ck_assert_msg(atol(strstr(buf, "ms=") + 3) < 1800, "%s", buf);
@@ -141,8 +146,10 @@ START_TEST(test_a_module_reads_each_scheme_in_pieces)
              bPort);
     snprintf(path[1], sizeof(path[1]), "/pieces?url=http://127.0.0.1:%d/hello",
              b.port);
-    snprintf(path[2], sizeof(path[2]), "/pieces?url=http://127.0.0.1:%d/hello"
-             "&http2=1", b.port);
+    snprintf(path[2], sizeof(path[2]),
+             "/pieces?url=http://127.0.0.1:%d/hello"
+             "&http2=1",
+             b.port);
     for (int worker = 0; worker < 2; worker++) {
         for (int i = 0; i < 3; i++) {
             ck_assert_int_eq(get(path[i], worker), 200);
@@ -166,13 +173,14 @@ timeoutThenCall(bool worker)
 {
     char path[256];
 
-    snprintf(path, sizeof(path), "/client?url=cor://127.0.0.1:%d/"
-             "sleep?ms=400&total_ms=100", bPort);
+    snprintf(path, sizeof(path),
+             "/client?url=cor://127.0.0.1:%d/"
+             "sleep?ms=400&total_ms=100",
+             bPort);
     ck_assert_int_eq(get(path, worker), 504);
     ck_assert_msg(strstr(buf, "no answer in time") != NULL, "%s", buf);
-    usleep(500 * 1000);     /* the late answer comes meanwhile */
-    snprintf(path, sizeof(path), "/client?url=cor://127.0.0.1:%d/hello",
-             bPort);
+    usleep(500 * 1000); /* the late answer comes meanwhile */
+    snprintf(path, sizeof(path), "/client?url=cor://127.0.0.1:%d/hello", bPort);
     ck_assert_int_eq(get(path, worker), 200);
     ck_assert_msg(strstr(buf, "body=hello, world") != NULL, "%s", buf);
 }
@@ -191,12 +199,11 @@ START_TEST(test_a_peer_restarted_between_two_calls_is_called_again)
 {
     char path[256];
 
-    snprintf(path, sizeof(path), "/client?url=cor://127.0.0.1:%d/hello",
-             bPort);
+    snprintf(path, sizeof(path), "/client?url=cor://127.0.0.1:%d/hello", bPort);
     ck_assert_int_eq(get(path, false), 200);
     ck_assert_int_eq(get(path, false), 200);
-    ck_assert_msg(!corTestCoroutines() || strstr(buf, "reused=1") != NULL,
-                  "%s", buf);
+    ck_assert_msg(!corTestCoroutines() || strstr(buf, "reused=1") != NULL, "%s",
+                  buf);
     corServerStop(&b);
     ck_assert_int_eq(startB(), 0);
     for (int i = 0; i < 4; i++) {
@@ -213,11 +220,14 @@ START_TEST(test_notifications_go_to_cor_urls)
     char request[512];
     long t = corNowMs();
 
-    snprintf(request, sizeof(request), "POST /write?n=2&url=cor://"
+    snprintf(request, sizeof(request),
+             "POST /write?n=2&url=cor://"
              "127.0.0.1:%d/hello HTTP/1.1\r\nHost: t\r\nContent-Length: "
-             "2\r\n\r\nhi", bPort);
+             "2\r\n\r\nhi",
+             bPort);
     ck_assert_int_eq(corRequest(a.port, request, buf, sizeof(buf)), 200);
-    snprintf(request, sizeof(request), "POST /write?url=cor://127.0.0.1:%d/"
+    snprintf(request, sizeof(request),
+             "POST /write?url=cor://127.0.0.1:%d/"
              "nowhere HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi",
              bPort);
     ck_assert_int_eq(corRequest(a.port, request, buf, sizeof(buf)), 200);
@@ -226,9 +236,11 @@ START_TEST(test_notifications_go_to_cor_urls)
         usleep(20 * 1000);
     }
     ck_assert_int_eq(corMetric(a.port, "cor_notify_sent_total{scheme="
-                               "\"cor\"}"), 2);
+                                       "\"cor\"}"),
+                     2);
     ck_assert_int_eq(corMetric(a.port, "cor_notify_failed_total{scheme="
-                               "\"cor\"}"), 1);
+                                       "\"cor\"}"),
+                     1);
     ck_assert_int_eq(corServerLogCount(&a, "answered 404"), 1);
 }
 END_TEST
@@ -250,7 +262,8 @@ START_TEST(test_a_stop_ends_500_waiting_calls_at_once)
     ck_assert_int_eq(bind(silent, (struct sockaddr*)&addr, sizeof(addr)), 0);
     ck_assert_int_eq(listen(silent, 1024), 0);
     getsockname(silent, (struct sockaddr*)&addr, &len);
-    snprintf(request, sizeof(request), "GET /fanout?n=50&url=cor://"
+    snprintf(request, sizeof(request),
+             "GET /fanout?n=50&url=cor://"
              "127.0.0.1:%d/x%s HTTP/1.1\r\nHost: t\r\n\r\n",
              ntohs(addr.sin_port), corTestCoroutines() ? "" : "&worker=1");
     for (int i = 0; i < 10; i++) {

@@ -48,7 +48,8 @@ startWith(const char* top, const char* extra)
              "  - { match: \"GET /stream\", handler: stream }\n"
              "  - { match: \"GET /metrics\", handler: metrics }\n"
              "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log,\n"
-             "       access_format: json }\n", top, extra);
+             "       access_format: json }\n",
+             top, extra);
     return corServerStart(&server, yaml);
 }
 
@@ -116,8 +117,10 @@ START_TEST(test_the_access_log_has_every_protocol)
     ck_assert(accessLogHas("\"method\":\"GET\",\"target\":\"/hello?x=1\","
                            "\"protocol\":\"COR/1\",\"status\":200,"
                            "\"bytes\":13,\"complete\":true"));
-    snprintf(command, sizeof(command), "curl -s -o /dev/null "
-             "'http://127.0.0.1:%d/stream?n=3&cut=1'", server.port);
+    snprintf(command, sizeof(command),
+             "curl -s -o /dev/null "
+             "'http://127.0.0.1:%d/stream?n=3&cut=1'",
+             server.port);
     corShell(command, out, sizeof(out));
     ck_assert(accessLogHas("\"target\":\"/stream?n=3&cut=1\","
                            "\"protocol\":\"HTTP/1.1\",\"status\":200,"
@@ -135,7 +138,8 @@ START_TEST(test_answers_go_out_in_the_order_they_finish)
 
     ck_assert_int_eq(start(""), 0);
     ck_assert_int_eq(run("cor://127.0.0.1:{PORT2}/sleep?ms=1500 /hello "
-                         "/nowhere"), 0);
+                         "/nowhere"),
+                     0);
     ck_assert_int_lt(corNowMs() - t, 3000);
     slow = strstr(out, "# GET /sleep?ms=1500\nCOR/1 200");
     fast = strstr(out, "# GET /hello\nCOR/1 200");
@@ -172,8 +176,10 @@ START_TEST(test_bodies_come_back_as_over_http)
     sameBody("--json '{\"a\":[1,2.5,\"x\"],\"b\":null}'");
     sameBody("--json '{ \"spaced\" : true }'");
     sameBody("-d 'plain text, not JSON'");
-    snprintf(command, sizeof(command), "printf 'bin\\000ary\\377' > "
-             "%s/binary", server.dir);
+    snprintf(command, sizeof(command),
+             "printf 'bin\\000ary\\377' > "
+             "%s/binary",
+             server.dir);
     ck_assert_int_eq(corShell(command, NULL, 0), 0);
     sameBody("-d @{DIR}/binary");
     ck_assert_int_eq(run("cor://127.0.0.1:{PORT2}/stream?n=3"), 0);
@@ -187,7 +193,8 @@ START_TEST(test_64_clients_at_once_behind_their_hello)
 {
     ck_assert_int_eq(start(""), 0);
     ck_assert_int_eq(run("-c 64 --depth 4 --duration 1s "
-                         "cor://127.0.0.1:{PORT2}/hello"), 0);
+                         "cor://127.0.0.1:{PORT2}/hello"),
+                     0);
     ck_assert_int_gt(corSummaryCount(out, "requests "), 64 * 4);
     ck_assert_int_eq(corSummaryCount(out, "failed "), 0);
     ck_assert_int_eq(corSummaryCount(out, "non-2xx "), 0);
@@ -198,7 +205,8 @@ START_TEST(test_past_max_in_flight_a_request_gets_503)
 {
     ck_assert_int_eq(start(", max_in_flight: 2"), 0);
     ck_assert_int_eq(run("cor://127.0.0.1:{PORT2}/sleep?ms=300 "
-                         "/sleep?ms=300 /hello"), 0);
+                         "/sleep?ms=300 /hello"),
+                     0);
     ck_assert_msg(strstr(out, "# GET /hello\nCOR/1 503") != NULL, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "too many requests in flight"));
 }
@@ -207,11 +215,11 @@ END_TEST
 /* The spec's HELLO, then bytes that break a frame: each closes its
  * connection, and only it. */
 static const unsigned char hello[] = {
-    0xc0, 0x4f, 0x52, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
-    0x24, 0x00, 0x00, 0x00, 0x06, 0x22, 0x32, 0x00, 0x07, 'v', 'e', 'r',
-    's', 'i', 'o', 'n', 0x00, 0x12, 0x00, 0x05, 't', 'e', 'r', 'm', 's',
-    0x00, 0x12, 0x00, 0x0a, 'n', 'a', 'm', 'e', 's', 'p', 'a', 'c', 'e',
-    's', 0x00,
+    0xc0, 0x4f, 0x52, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    0x00, 0x24, 0x00, 0x00, 0x00, 0x06, 0x22, 0x32, 0x00, 0x07, 'v',
+    'e',  'r',  's',  'i',  'o',  'n',  0x00, 0x12, 0x00, 0x05, 't',
+    'e',  'r',  'm',  's',  0x00, 0x12, 0x00, 0x0a, 'n',  'a',  'm',
+    'e',  's',  'p',  'a',  'c',  'e',  's',  0x00,
 };
 
 /* A connection that sent HELLO and then bad: the server closes it. */
@@ -233,20 +241,24 @@ START_TEST(test_a_bad_frame_closes_only_its_connection)
 {
     static const char http[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
     /* Type 42; a length of 2 GiB; a REQUEST whose tree is a bare tag 0. */
-    static const unsigned char badType[] = {
-        0xc0, 0x4f, 0x52, 0x01, 42, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0 };
-    static const unsigned char tooLong[] = {
-        0xc0, 0x4f, 0x52, 0x01, 3, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x80 };
-    static const unsigned char badTree[] = {
-        0xc0, 0x4f, 0x52, 0x01, 3, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0 };
+    static const unsigned char badType[] = { 0xc0, 0x4f, 0x52, 0x01, 42, 0,
+                                             0,    0,    1,    0,    0,  0,
+                                             0,    0,    0,    0 };
+    static const unsigned char tooLong[] = { 0xc0, 0x4f, 0x52, 0x01, 3, 0,
+                                             0,    0,    1,    0,    0, 0,
+                                             0,    0,    0,    0x80 };
+    static const unsigned char badTree[] = { 0xc0, 0x4f, 0x52, 0x01, 3, 0,
+                                             0,    0,    1,    0,    0, 0,
+                                             1,    0,    0,    0,    0 };
     FILE* load;
     char command[4096];
 
     ck_assert_int_eq(start(""), 0);
     /* A load on connections of its own runs across all the refusals. */
-    corRequestToolCommand(&server, "-c 2 --duration 2s "
-                          "cor://127.0.0.1:{PORT2}/hello", command,
-                          sizeof(command));
+    corRequestToolCommand(&server,
+                          "-c 2 --duration 2s "
+                          "cor://127.0.0.1:{PORT2}/hello",
+                          command, sizeof(command));
     load = popen(command, "r");
     ck_assert_ptr_nonnull(load);
     refused(http, sizeof(http) - 1, false);
@@ -264,8 +276,8 @@ END_TEST
  * closed at idle_timeout, and a PING keeps one alive. */
 START_TEST(test_ping_and_the_idle_timeout)
 {
-    static const unsigned char ping[] = {
-        0xc0, 0x4f, 0x52, 0x01, 8, 0, 0, 0, 7, 0, 0, 0, 0, 0, 0, 0 };
+    static const unsigned char ping[] = { 0xc0, 0x4f, 0x52, 0x01, 8, 0, 0, 0,
+                                          7,    0,    0,    0,    0, 0, 0, 0 };
     unsigned char got[sizeof(hello) + sizeof(ping)];
     size_t have = 0;
     int fd;
@@ -287,7 +299,7 @@ START_TEST(test_ping_and_the_idle_timeout)
     ck_assert_int_eq(got[sizeof(hello) + 4], 9);
     ck_assert_int_eq(got[sizeof(hello) + 8], 7);
     for (int i = 0; i < 3; i++) {
-        usleep(250 * 1000);     /* under the idle timeout each time */
+        usleep(250 * 1000); /* under the idle timeout each time */
         ck_assert_int_eq(corSendAll(fd, ping, sizeof(ping)), 0);
         ck_assert_int_eq(read(fd, got, sizeof(ping)), (ssize_t)sizeof(ping));
     }
@@ -305,9 +317,10 @@ START_TEST(test_a_reload_under_load_loses_nothing)
     size_t n;
 
     ck_assert_int_eq(start(""), 0);
-    corRequestToolCommand(&server, "-c 4 --depth 4 --duration 3s "
-                          "cor://127.0.0.1:{PORT2}/sleep?ms=20", command,
-                          sizeof(command));
+    corRequestToolCommand(&server,
+                          "-c 4 --depth 4 --duration 3s "
+                          "cor://127.0.0.1:{PORT2}/sleep?ms=20",
+                          command, sizeof(command));
     load = popen(command, "r");
     ck_assert_ptr_nonnull(load);
     usleep(1000 * 1000);
@@ -328,8 +341,10 @@ raw(const char* requests)
 {
     char command[512];
 
-    snprintf(command, sizeof(command), "/usr/bin/python3 tests/cor/corRawClient.py "
-             "%d %s", server.port2, requests);
+    snprintf(command, sizeof(command),
+             "/usr/bin/python3 tests/cor/corRawClient.py "
+             "%d %s",
+             server.port2, requests);
     return corShell(command, out, sizeof(out));
 }
 
@@ -343,13 +358,16 @@ raw(const char* requests)
 START_TEST(test_past_the_limits_refused_on_their_stream)
 {
     ck_assert_int_eq(startWith("limits: { body_bytes: 1KiB, header_count: 5,"
-                               " header_bytes: 1KiB }\n", ""), 0);
+                               " header_bytes: 1KiB }\n",
+                               ""),
+                     0);
     ck_assert_int_eq(raw("'POST /echo body=2048' 'GET /hello headers=10' "
                          "'GET /hello hsize=2000' 'POST /echo body=1000 "
                          "headers=5' 'GET /hello' 'POST /echo body=3000000' "
                          "'POST /echo body=3000000 headers=12' "
                          "'POST /echo body=3000000 hsize=9 hname=X-New' "
-                         "'GET /hello headers=3 hsize=9 hname=X-New'"), 0);
+                         "'GET /hello headers=3 hsize=9 hname=X-New'"),
+                     0);
     ck_assert_str_eq(out, "1 413\n2 431\n3 431\n4 200\n5 200\n6 413\n"
                           "7 431\n8 413\n9 200\n");
     ck_assert_int_eq(corServerLogCount(&server, "past the limits"), 6);
@@ -365,38 +383,51 @@ END_TEST
 START_TEST(test_one_metric_counts_refusals_of_every_protocol)
 {
     static const char chunked[] = "POST /echo HTTP/1.1\r\nHost: t\r\n"
-        "Transfer-Encoding: chunked\r\n\r\n800\r\n";
+                                  "Transfer-Encoding: chunked\r\n\r\n800\r\n";
     char req[512] = "GET /hello HTTP/1.1\r\nHost: t\r\n";
 
     ck_assert_int_eq(startWith("limits: { body_bytes: 1KiB, header_count: 5,"
-                               " header_bytes: 1KiB }\n", ""), 0);
-    ck_assert_int_eq(corRequest(server.port, "POST /echo HTTP/1.1\r\n"
+                               " header_bytes: 1KiB }\n",
+                               ""),
+                     0);
+    ck_assert_int_eq(corRequest(server.port,
+                                "POST /echo HTTP/1.1\r\n"
                                 "Host: t\r\nContent-Length: 2048\r\n\r\n",
-                                out2, sizeof(out2)), 413);
-    ck_assert_int_eq(corRequest(server.port, chunked, out2, sizeof(out2)),
+                                out2, sizeof(out2)),
                      413);
+    ck_assert_int_eq(corRequest(server.port, chunked, out2, sizeof(out2)), 413);
     for (int i = 0; i < 6; i++) {
-        snprintf(req + strlen(req), sizeof(req) - strlen(req),
-                 "X-H%d: v\r\n", i);
+        snprintf(req + strlen(req), sizeof(req) - strlen(req), "X-H%d: v\r\n",
+                 i);
     }
     strcat(req, "\r\n");
     ck_assert_int_eq(corRequest(server.port, req, out2, sizeof(out2)), 431);
     ck_assert_int_eq(raw("'POST /echo body=2048' 'GET /hello headers=10' "
-                         "'POST /echo body=3000000' 'GET /hello'"), 0);
+                         "'POST /echo body=3000000' 'GET /hello'"),
+                     0);
     ck_assert_str_eq(out, "1 413\n2 431\n3 413\n4 200\n");
+    ck_assert_int_eq(corMetric(server.port,
+                               "cor_requests_refused_total{"
+                               "protocol=\"http\",status=\"413\"}"),
+                     2);
+    ck_assert_int_eq(corMetric(server.port,
+                               "cor_requests_refused_total{"
+                               "protocol=\"http\",status=\"431\"}"),
+                     1);
     ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total{"
-                               "protocol=\"http\",status=\"413\"}"), 2);
+                                            "protocol=\"cor\",status=\"413\"}"),
+                     2);
     ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total{"
-                               "protocol=\"http\",status=\"431\"}"), 1);
-    ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total{"
-                               "protocol=\"cor\",status=\"413\"}"), 2);
-    ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total{"
-                               "protocol=\"cor\",status=\"431\"}"), 1);
-    ck_assert_int_eq(corServerLogCount(&server, "http: 127.0.0.1: POST "
+                                            "protocol=\"cor\",status=\"431\"}"),
+                     1);
+    ck_assert_int_eq(corServerLogCount(&server,
+                                       "http: 127.0.0.1: POST "
                                        "/echo is past the limits "
                                        "(limits.body_bytes 1024): refused "
-                                       "413"), 2);
-    ck_assert_int_eq(corServerLogCount(&server, "cor: 127.0.0.1: GET /hello"
+                                       "413"),
+                     2);
+    ck_assert_int_eq(corServerLogCount(&server,
+                                       "cor: 127.0.0.1: GET /hello"
                                        " (10 headers, 0 body bytes) is past "
                                        "the limits (limits.header_bytes "
                                        "1024, header_count 5): refused 431"),
@@ -409,13 +440,14 @@ END_TEST
  * connection closed): one metric counts both. */
 START_TEST(test_one_metric_counts_slow_requests_of_every_protocol)
 {
-    static const unsigned char part[] = {   /* a REQUEST of 50, in part */
-        0xc0, 0x4f, 0x52, 0x01, 3, 0, 0, 0, 1, 0, 0, 0, 50, 0, 0, 0, 0x06 };
+    static const unsigned char part[] = {
+        /* a REQUEST of 50, in part */
+        0xc0, 0x4f, 0x52, 0x01, 3, 0, 0, 0, 1, 0, 0, 0, 50, 0, 0, 0, 0x06
+    };
     static const char head[] = "GET /hello HTTP/1.1\r\nHost: t\r\n";
     int fd;
 
-    ck_assert_int_eq(startWith("limits: { request_timeout: 300ms }\n", ""),
-                     0);
+    ck_assert_int_eq(startWith("limits: { request_timeout: 300ms }\n", ""), 0);
     fd = corConnect(server.port);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(corSendAll(fd, head, sizeof(head) - 1), 0);
@@ -428,10 +460,13 @@ START_TEST(test_one_metric_counts_slow_requests_of_every_protocol)
     ck_assert_int_eq(corSendAll(fd, part, sizeof(part)), 0);
     ck_assert(corPeerClosed(fd, 10000));
     close(fd);
+    ck_assert_int_eq(corMetric(server.port,
+                               "cor_requests_refused_total{"
+                               "protocol=\"http\",status=\"408\"}"),
+                     1);
     ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total{"
-                               "protocol=\"http\",status=\"408\"}"), 1);
-    ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total{"
-                               "protocol=\"cor\",status=\"408\"}"), 1);
+                                            "protocol=\"cor\",status=\"408\"}"),
+                     1);
 }
 END_TEST
 
@@ -454,10 +489,10 @@ floodGrowth(const char* request, const char* last, const char* what)
     strcat(requests, last != NULL ? last : "");
     ck_assert_int_eq(raw(requests), 0);
     after = corProcStatusKb(gen, "VmHWM");
-    fprintf(stderr, "corCorServeTest: %s: VmHWM %ld kB, then %ld kB\n",
-            what, before, after);
-    return sanitized != NULL && strcmp(sanitized, "1") == 0
-           ? 0 : after - before;
+    fprintf(stderr, "corCorServeTest: %s: VmHWM %ld kB, then %ld kB\n", what,
+            before, after);
+    return sanitized != NULL && strcmp(sanitized, "1") == 0 ? 0
+                                                            : after - before;
 }
 
 /* A request past body_bytes (the default 1MiB) is refused as it comes,
@@ -489,7 +524,8 @@ START_TEST(test_a_flood_of_large_requests_holds_bounded_memory)
     long grown;
 
     ck_assert_int_eq(startWith("limits: { body_bytes: 32MiB }\n",
-                               ", max_in_flight_bytes: 1MiB"), 0);
+                               ", max_in_flight_bytes: 1MiB"),
+                     0);
     grown = floodGrowth("'GET /sleep?ms=200 body=16777216'", NULL,
                         "8 requests of 16 MiB within body_bytes");
     ck_assert_str_eq(out, "1 200\n2 200\n3 200\n4 200\n5 200\n6 200\n"
@@ -514,7 +550,8 @@ START_TEST(test_hello_over_tls)
              "    address: 127.0.0.1:{PORT2}\n"
              "    tls: { certificate: %s/server.pem, key: %s/server.key }\n"
              "modules: [ { load: http }, { load: cor } ]\n"
-             "log: { pid_file: {DIR}/cor.pid }\n", certs, certs);
+             "log: { pid_file: {DIR}/cor.pid }\n",
+             certs, certs);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
     snprintf(command, sizeof(command),
              "/usr/bin/python3 -c 'import socket, ssl, sys\n"

@@ -64,8 +64,10 @@ logMatches(const char* regex)
 static void
 reportSays(const char* regex)
 {
-    ck_assert_msg(logMatches(regex) == 1, "no line (or several) matches "
-                  "'%s' in the log", regex);
+    ck_assert_msg(logMatches(regex) == 1,
+                  "no line (or several) matches "
+                  "'%s' in the log",
+                  regex);
 }
 
 /*
@@ -80,9 +82,10 @@ sanitizerHandlersOff(void* arg)
     char options[512];
 
     (void)arg;
-    snprintf(options, sizeof(options), "%s%shandle_segv=0:handle_sigbus=0:"
-             "handle_sigfpe=0:handle_sigill=0", before ? before : "",
-             before ? ":" : "");
+    snprintf(options, sizeof(options),
+             "%s%shandle_segv=0:handle_sigbus=0:"
+             "handle_sigfpe=0:handle_sigill=0",
+             before ? before : "", before ? ":" : "");
     setenv("ASAN_OPTIONS", options, 1);
 }
 
@@ -90,7 +93,8 @@ static void
 start(const char* yaml)
 {
     ck_assert_int_eq(corServerStartChild(&server, yaml, sanitizerHandlersOff,
-                                         NULL), 0);
+                                         NULL),
+                     0);
 }
 
 static const char crashRoutes[] =
@@ -128,17 +132,19 @@ START_TEST(test_the_report_names_the_loop_handler_module_and_request)
     /* A coroutine that waited once: its request is its own, not the
      * thread's. */
     crashWith("/crashwait?how=abort");
-    snprintf(regex, sizeof(regex), "crash: signal 6 \\(SIGABRT\\) on %s "
+    snprintf(regex, sizeof(regex),
+             "crash: signal 6 \\(SIGABRT\\) on %s "
              "[0-9], in handler crashwait of module testkit, serving \"GET "
-             "/crashwait\\?how=abort HTTP/1\\.1\"$", ran);
+             "/crashwait\\?how=abort HTTP/1\\.1\"$",
+             ran);
     reportSays(regex);
     crashWith("/crash?how=bus");
     reportSays("crash: signal 7 \\(SIGBUS\\) on loop [01], in handler crash "
                "of module testkit");
-    ck_assert_int_eq(corMetric(server.port, "cor_generation_crashes_total"),
-                     4);
+    ck_assert_int_eq(corMetric(server.port, "cor_generation_crashes_total"), 4);
     ck_assert_int_eq(logMatches("died \\(signal (11|8|6|7)\\): starting "
-                                "another"), 4);
+                                "another"),
+                     4);
 }
 END_TEST
 
@@ -157,8 +163,7 @@ START_TEST(test_a_stack_overflow_names_the_handler_and_the_coroutine)
                    "handler deep of module testkit, serving \"GET /deep "
                    "HTTP/1\\.1\"$");
     }
-    ck_assert_int_eq(corMetric(server.port, "cor_generation_crashes_total"),
-                     1);
+    ck_assert_int_eq(corMetric(server.port, "cor_generation_crashes_total"), 1);
 }
 END_TEST
 
@@ -176,7 +181,8 @@ START_TEST(test_the_request_line_is_bounded)
     target[n + 600] = '\0';
     crashWith(target);
     /* 200 bytes of the target, then "...". */
-    snprintf(regex, sizeof(regex), "serving \"GET /crash/x{193}\\.\\.\\. "
+    snprintf(regex, sizeof(regex),
+             "serving \"GET /crash/x{193}\\.\\.\\. "
              "HTTP/1\\.1\"$");
     reportSays(regex);
 }
@@ -200,7 +206,8 @@ routeConfig(const char* route)
              "  - { match: \"GET /crash\", handler: crash }\n"
              "  - { match: \"GET /metrics\", handler: metrics }\n"
              "  - { match: \"GET /health\", handler: health }\n"
-             "log: { pid_file: {DIR}/cor.pid }\n", route);
+             "log: { pid_file: {DIR}/cor.pid }\n",
+             route);
     return yaml;
 }
 
@@ -221,26 +228,31 @@ START_TEST(test_a_reload_that_keeps_crashing_is_rolled_back)
     crashWith("/crash");
     crashWith("/crash");
     /* Two crashes: still the new configuration. */
-    ck_assert_int_eq(corRequest(server.port, "GET /new HTTP/1.1\r\nHost: t"
-                                "\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /new HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_int_eq(corServerLogCount(&server, "rolling back"), 0);
     crashWith("/crash");
     servedAgain("/old", 200);
-    ck_assert_int_eq(corRequest(server.port, "GET /new HTTP/1.1\r\nHost: t"
-                                "\r\n\r\n", buf, sizeof(buf)), 404);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /new HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n",
+                                buf, sizeof(buf)),
+                     404);
     ck_assert_int_eq(logMatches("died \\(signal 6\\): rolling back$"), 1);
     ck_assert_int_eq(logMatches("rolling back to the configuration before "
                                 "the last reload: the configuration the "
                                 "reload [0-9]+ ms ago started lost 3 "
                                 "generations \\(died or could not start\\) "
                                 "within 60 s of that reload; .*cor\\.yaml "
-                                "still holds the new one$"), 1);
+                                "still holds the new one$"),
+                     1);
     ck_assert_int_eq(corServerLogCount(&server, "rollback done: generation"),
                      1);
-    ck_assert_int_eq(corMetric(server.port, "cor_reload_rollbacks_total"),
-                     1);
-    ck_assert_int_eq(corMetric(server.port, "cor_generation_crashes_total"),
-                     3);
+    ck_assert_int_eq(corMetric(server.port, "cor_reload_rollbacks_total"), 1);
+    ck_assert_int_eq(corMetric(server.port, "cor_generation_crashes_total"), 3);
     /* The old configuration has nothing to go back to: a crash now is
      * replaced, as before any reload. */
     crashWith("/crash");

@@ -92,8 +92,7 @@ labelNumber(const char* name, const char* prefix)
 
     for (const char* p = name; p != NULL; p = strchr(p, '.')) {
         p += *p == '.';
-        if (strncmp(p, prefix, plen) == 0 && p[plen] >= '0'
-            && p[plen] <= '9') {
+        if (strncmp(p, prefix, plen) == 0 && p[plen] >= '0' && p[plen] <= '9') {
             return strtol(p + plen, NULL, 10);
         }
     }
@@ -143,7 +142,10 @@ answer(const unsigned char* q, size_t len, bool tcp, unsigned char* out,
     }
     qtype = (unsigned)q[end] << 8 | q[end + 1];
     fprintf(logFile, "%s %s %s\n", tcp ? "tcp" : "udp",
-            qtype == 1 ? "A" : qtype == 28 ? "AAAA" : "other", name);
+            qtype == 1    ? "A"
+            : qtype == 28 ? "AAAA"
+                          : "other",
+            name);
     fflush(logFile);
     if (hasLabel(name, "drop")) {
         return 0;
@@ -151,21 +153,23 @@ answer(const unsigned char* q, size_t len, bool tcp, unsigned char* out,
     *delayMs = labelNumber(name, "delay");
     ttl = labelNumber(name, "ttl");
     ttl = ttl < 0 ? 300 : ttl;
-    rcode = hasLabel(name, "nx") ? 3 : hasLabel(name, "servfail") ? 2
-            : hasLabel(name, "refused") ? 5 : 0;
+    rcode = hasLabel(name, "nx")         ? 3
+            : hasLabel(name, "servfail") ? 2
+            : hasLabel(name, "refused")  ? 5
+                                         : 0;
     aaaa[15] = 1;
-    data = rcode == 0 && (qtype == 1 || (qtype == 28
-                                         && !hasLabel(name, "v4only")));
+    data = rcode == 0
+           && (qtype == 1 || (qtype == 28 && !hasLabel(name, "v4only")));
     memcpy(out, q, end + 4);
-    out[2] = (unsigned char)(0x84 | (q[2] & 0x01));   /* QR, AA, RD */
-    out[3] = (unsigned char)(0x80 | rcode);           /* RA */
+    out[2] = (unsigned char)(0x84 | (q[2] & 0x01)); /* QR, AA, RD */
+    out[3] = (unsigned char)(0x80 | rcode);         /* RA */
     put16(out, 4, 1);
     put16(out, 6, 0);
     put16(out, 8, 0);
     put16(out, 10, 0);
     n = end + 4;
     if (data && hasLabel(name, "tc") && !tcp) {
-        out[2] |= 0x02;                               /* TC */
+        out[2] |= 0x02; /* TC */
         return n;
     }
     if (data) {
@@ -257,8 +261,7 @@ tcpRead(Conn* c)
         if (c->len < qlen + 2) {
             break;
         }
-        n = qlen <= 512 ? answer(c->buf + 2, qlen, true, out + 2, &delayMs)
-                        : 0;
+        n = qlen <= 512 ? answer(c->buf + 2, qlen, true, out + 2, &delayMs) : 0;
         if (n > 0) {
             put16(out, 0, (unsigned)n);
             if (write(c->fd, out, n + 2) < 0) {

@@ -67,8 +67,10 @@ resolve(const char* query)
 {
     char req[512];
 
-    snprintf(req, sizeof(req), "GET /resolve?name=%s HTTP/1.1\r\nHost: t"
-             "\r\n\r\n", query);
+    snprintf(req, sizeof(req),
+             "GET /resolve?name=%s HTTP/1.1\r\nHost: t"
+             "\r\n\r\n",
+             query);
     return corRequest(server.port, req, buf, sizeof(buf));
 }
 
@@ -87,8 +89,7 @@ START_TEST(test_a_name_resolves_and_is_cached)
         ck_assert_ptr_nonnull(strstr(corBody(buf), "2001:db8::1\n"));
     }
     ck_assert_int_le(corDnsQueries(&dns, " A www.example.test"), perCache());
-    ck_assert_int_le(corDnsQueries(&dns, " AAAA www.example.test"),
-                     perCache());
+    ck_assert_int_le(corDnsQueries(&dns, " AAAA www.example.test"), perCache());
 }
 END_TEST
 
@@ -117,7 +118,7 @@ START_TEST(test_errors_are_clean_and_name_the_name)
                      "name 'gone.nx.test': NXDOMAIN (no such name)\n");
     ck_assert_int_eq(resolve("bad.servfail.test"), 502);
     ck_assert_str_eq(corBody(buf), "name 'bad.servfail.test': SERVFAIL (the "
-                     "DNS server failed)\n");
+                                   "DNS server failed)\n");
     ck_assert_int_eq(resolve("no.refused.test"), 502);
     ck_assert_str_eq(corBody(buf),
                      "name 'no.refused.test': REFUSED by the DNS server\n");
@@ -156,8 +157,10 @@ START_TEST(test_500_concurrent_lookups_of_10_names_share_queries)
     for (int i = 0; i < CLIENTS; i++) {
         char req[256];
 
-        snprintf(req, sizeof(req), "GET /resolve?name=c%d.delay300.test "
-                 "HTTP/1.1\r\nHost: t\r\n\r\n", i % 10);
+        snprintf(req, sizeof(req),
+                 "GET /resolve?name=c%d.delay300.test "
+                 "HTTP/1.1\r\nHost: t\r\n\r\n",
+                 i % 10);
         fds[i] = corConnect(server.port);
         ck_assert_int_ge(fds[i], 0);
         ck_assert_int_eq(corSendAll(fds[i], req, strlen(req)), 0);
@@ -180,10 +183,11 @@ slowLookup(void* arg)
     char local[4096];
 
     (void)arg;
-    return (void*)(intptr_t)corRequest(server.port, "GET /resolve?name="
+    return (void*)(intptr_t)corRequest(server.port,
+                                       "GET /resolve?name="
                                        "slow.delay2000.test HTTP/1.1\r\n"
-                                       "Host: t\r\n\r\n", local,
-                                       sizeof(local));
+                                       "Host: t\r\n\r\n",
+                                       local, sizeof(local));
 }
 
 /* While the DNS server takes 2 s, /hello on the same loop answers at
@@ -205,13 +209,15 @@ START_TEST(test_hello_stays_fast_while_a_lookup_waits)
     }
     began = corNowMs();
     while (answered < 20 && pthread_tryjoin_np(thread, &status) == EBUSY) {
-        ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\n"
-                                    "Host: t\r\n\r\n", buf, sizeof(buf)),
+        ck_assert_int_eq(corRequest(server.port,
+                                    "GET /hello HTTP/1.1\r\n"
+                                    "Host: t\r\n\r\n",
+                                    buf, sizeof(buf)),
                          200);
         answered++;
     }
-    printf("%d /hello answered in %ld ms while the lookup waited\n",
-           answered, corNowMs() - began);
+    printf("%d /hello answered in %ld ms while the lookup waited\n", answered,
+           corNowMs() - began);
     ck_assert_int_ge(answered, 5);
     if (answered == 20) {
         pthread_join(thread, &status);
@@ -232,8 +238,10 @@ START_TEST(test_a_stop_with_lookups_in_flight_is_prompt)
     for (int i = 0; i < CLIENTS; i++) {
         char req[256];
 
-        snprintf(req, sizeof(req), "GET /resolve?name=lost%d.drop.test "
-                 "HTTP/1.1\r\nHost: t\r\n\r\n", i);
+        snprintf(req, sizeof(req),
+                 "GET /resolve?name=lost%d.drop.test "
+                 "HTTP/1.1\r\nHost: t\r\n\r\n",
+                 i);
         fds[i] = corConnect(server.port);
         ck_assert_int_ge(fds[i], 0);
         ck_assert_int_eq(corSendAll(fds[i], req, strlen(req)), 0);

@@ -78,8 +78,10 @@ setUp(void)
         }
         upstreamPid[i] = corUpstreamStart(&upstreamPort[i]);
         ck_assert_int_gt(upstreamPid[i], 0);
-        snprintf(servers + len, sizeof(servers) - len, "%s\"http://127.0.0.1:"
-                 "%d\"", i > 0 ? ", " : "", upstreamPort[i]);
+        snprintf(servers + len, sizeof(servers) - len,
+                 "%s\"http://127.0.0.1:"
+                 "%d\"",
+                 i > 0 ? ", " : "", upstreamPort[i]);
     }
     snprintf(yaml, sizeof(yaml), configFormat, servers, servers, servers,
              servers, servers, pair, HEALTH_INTERVAL_MS, HEALTH_FAILS);
@@ -105,9 +107,10 @@ who(const char* path, const char* user)
     const char* body;
     int port;
 
-    snprintf(request, sizeof(request), "GET %s HTTP/1.1\r\nHost: t\r\n"
-             "%s%s%sConnection: close\r\n\r\n", path,
-             user != NULL ? "X-User: " : "", user != NULL ? user : "",
+    snprintf(request, sizeof(request),
+             "GET %s HTTP/1.1\r\nHost: t\r\n"
+             "%s%s%sConnection: close\r\n\r\n",
+             path, user != NULL ? "X-User: " : "", user != NULL ? user : "",
              user != NULL ? "\r\n" : "");
     if (corRequest(server.port, request, buf, sizeof(buf)) != 200) {
         return -1;
@@ -136,8 +139,7 @@ upstreamSet(int i, const char* query)
     char path[64];
 
     snprintf(path, sizeof(path), "/set?%s", query);
-    ck_assert_int_eq(corCurl(upstreamPort[i], "", path, out, sizeof(out)),
-                     0);
+    ck_assert_int_eq(corCurl(upstreamPort[i], "", path, out, sizeof(out)), 0);
     ck_assert_str_eq(out, "set");
 }
 
@@ -199,7 +201,8 @@ loadOnFirst(const char* path)
     for (int i = 0; i < LOAD_CLIENTS; i++) {
         clients[i].path = path;
         ck_assert_int_eq(pthread_create(&threads[i], NULL, loadClient,
-                                        &clients[i]), 0);
+                                        &clients[i]),
+                         0);
     }
     for (int i = 0; i < LOAD_CLIENTS; i++) {
         pthread_join(threads[i], NULL);
@@ -218,7 +221,8 @@ START_TEST(test_least_conn_gives_a_slow_server_fewer)
     roundRobin = loadOnFirst("/rr/who");
     leastConn = loadOnFirst("/lc/who");
     printf("slow server's share of %d requests: round robin %d, least_conn "
-           "%d\n", LOAD_CLIENTS * LOAD_REQUESTS, roundRobin, leastConn);
+           "%d\n",
+           LOAD_CLIENTS * LOAD_REQUESTS, roundRobin, leastConn);
     /* Round robin gives it its turn whatever its speed. */
     ck_assert_int_eq(roundRobin, LOAD_CLIENTS * LOAD_REQUESTS / UPSTREAMS);
     /* least_conn sends there only when it has nothing in flight and
@@ -227,7 +231,8 @@ START_TEST(test_least_conn_gives_a_slow_server_fewer)
 }
 END_TEST
 
-/* ---- Hash ------------------------------------------------------------------ */
+/* ---- Hash ------------------------------------------------------------------
+ */
 
 /* Each user's upstream through the hash group. */
 static void
@@ -256,8 +261,8 @@ START_TEST(test_hash_keeps_a_user_on_one_server)
     for (int u = 0; u < USERS; u++) {
         count[map[u]]++;
     }
-    printf("%d users over the servers: %d %d %d\n", USERS, count[0],
-           count[1], count[2]);
+    printf("%d users over the servers: %d %d %d\n", USERS, count[0], count[1],
+           count[2]);
     /* 160 points a server: each gets its share, give or take. */
     for (int i = 0; i < UPSTREAMS; i++) {
         ck_assert_int_ge(count[i], USERS / 6);
@@ -322,8 +327,8 @@ START_TEST(test_hash_moves_only_a_dead_servers_keys)
         }
         moved += during[u] != before[u];
     }
-    printf("server 1 killed: %d of %d keys moved (it owned %d)\n", moved,
-           USERS, owned);
+    printf("server 1 killed: %d of %d keys moved (it owned %d)\n", moved, USERS,
+           owned);
     ck_assert_int_eq(moved, owned);
     ck_assert_int_gt(moved, 0);
     /* Back on its port: once its fail_timeout passed, its keys return. */
@@ -347,8 +352,10 @@ upWait(int i, long up, long timeoutMs)
     char name[160];
     long start = corNowMs();
 
-    snprintf(name, sizeof(name), "cor_forward_server_up{group=\"checked\","
-             "server=\"http://127.0.0.1:%d\"}", upstreamPort[i]);
+    snprintf(name, sizeof(name),
+             "cor_forward_server_up{group=\"checked\","
+             "server=\"http://127.0.0.1:%d\"}",
+             upstreamPort[i]);
     while (corMetric(server.port, name) != up) {
         if (corNowMs() - start > timeoutMs) {
             return -1;
@@ -386,8 +393,8 @@ START_TEST(test_health_takes_a_failing_server_out_and_back)
     upstreamSet(1, "health=503");
     took = upWait(1, 0, 5000);
     printf("a server whose /health answers 503 taken out after %ld ms "
-           "(interval %d ms, fails %d)\n", took, HEALTH_INTERVAL_MS,
-           HEALTH_FAILS);
+           "(interval %d ms, fails %d)\n",
+           took, HEALTH_INTERVAL_MS, HEALTH_FAILS);
     ck_assert_int_ge(took, 0);
     ck_assert_int_le(took, bound);
     snprintf(line, sizeof(line), "server http://127.0.0.1:%d is down",

@@ -13,8 +13,9 @@
  * the server's address), round robin
  * with a dead server skipped, an answer cut mid-body cut for the client
  * too, an upstream's early refusal of a 20 MB upload passed on (buffered
- * or not), four 50 MB buffered uploads spooled in flat memory, and `cor -t` on bad YAML (the balance keys' too; the balancing
- * itself is corForwardBalanceTest's).
+ * or not), four 50 MB buffered uploads spooled in flat memory, and `cor -t` on
+ * bad YAML (the balance keys' too; the balancing itself is
+ * corForwardBalanceTest's).
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -26,7 +27,7 @@
 
 static CorServer server;
 static CorServer tlsUpstream;
-static CorServer big;           /* a test's own, for large uploads */
+static CorServer big; /* a test's own, for large uploads */
 static pid_t upstreamPid[2];
 static int upstreamPort[2];
 static int deadPort;
@@ -88,11 +89,10 @@ setUp(void)
         upstreamPid[i] = corUpstreamStart(&upstreamPort[i]);
         ck_assert_int_gt(upstreamPid[i], 0);
     }
-    deadPort = corFreePort();      /* bound and closed: nothing listens */
+    deadPort = corFreePort(); /* bound and closed: nothing listens */
     ck_assert_int_eq(corServerStartHttpsHello(&tlsUpstream, certs), 0);
     snprintf(yaml, sizeof(yaml), configFormat, certs, upstreamPort[0],
-             upstreamPort[0], upstreamPort[0], upstreamPort[0],
-             upstreamPort[0],
+             upstreamPort[0], upstreamPort[0], upstreamPort[0], upstreamPort[0],
              upstreamPort[1], deadPort, deadPort, upstreamPort[0],
              upstreamPort[1], tlsUpstream.port);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
@@ -125,8 +125,7 @@ has(const char* text)
 }
 
 #define CHECK_HAS(text) ck_assert_msg(has(text), "no '%s' in: %s", text, out)
-#define CHECK_HAS_NOT(text) \
-    ck_assert_msg(!has(text), "'%s' in: %s", text, out)
+#define CHECK_HAS_NOT(text) ck_assert_msg(!has(text), "'%s' in: %s", text, out)
 
 /* ---- Headers ------------------------------------------------------------- */
 
@@ -138,7 +137,9 @@ START_TEST(test_headers_each_way)
                           "-H 'TE: trailers' -H 'Keep-Alive: 5' "
                           "-H 'Proxy-Authorization: x' -H 'Upgrade: h2c' "
                           "-H 'X-Forwarded-For: 192.0.2.1' "
-                          "-H 'X-Kept: yes'", "/echo"), 0);
+                          "-H 'X-Kept: yes'",
+                          "/echo"),
+                     0);
     CHECK_HAS("HTTP/1.1 200");
     /* Upstream-bound: end-to-end kept, hop-by-hop gone, this hop said. */
     CHECK_HAS("\nX-Kept: yes");
@@ -187,7 +188,7 @@ START_TEST(test_each_framing_passed_on)
     ck_assert_int_eq(curl("-I", "/cl"), 0);
     CHECK_HAS("HTTP/1.1 200");
     CHECK_HAS("X-Test: cl");
-    CHECK_HAS("\nContent-Length: 5\r");     /* what a GET would get */
+    CHECK_HAS("\nContent-Length: 5\r"); /* what a GET would get */
     /* Over TLS, verified with the test CA (client.ca_file). */
     ck_assert_int_eq(curl("", "/hello"), 0);
     CHECK_HAS("hello");
@@ -203,8 +204,8 @@ memoryGrewLess(long before, long after, long kb)
     const char* sanitized = getenv("COR_TEST_SANITIZED");
 
     if (sanitized == NULL || strcmp(sanitized, "1") != 0) {
-        ck_assert_msg(after - before < kb, "VmHWM %ld kB, then %ld kB",
-                      before, after);
+        ck_assert_msg(after - before < kb, "VmHWM %ld kB, then %ld kB", before,
+                      after);
     }
 }
 
@@ -217,15 +218,18 @@ START_TEST(test_large_answer_streamed_in_flat_memory)
     long after;
 
     ck_assert_int_gt(gen, 0);
-    ck_assert_int_eq(curl("-o /dev/null -w '%{size_download}'",
-                          "/big?n=1000"), 0);
+    ck_assert_int_eq(curl("-o /dev/null -w '%{size_download}'", "/big?n=1000"),
+                     0);
     before = corProcStatusKb(gen, "VmHWM");
     ck_assert_int_gt(before, 0);
     ck_assert_int_eq(curl("-o /dev/null -w '%{size_download}'",
-                          "/big?n=52428800"), 0);
+                          "/big?n=52428800"),
+                     0);
     ck_assert_str_eq(out, "52428800");
     ck_assert_int_eq(curl("--limit-rate 40M -o /dev/null "
-                          "-w '%{size_download}'", "/big?n=52428800"), 0);
+                          "-w '%{size_download}'",
+                          "/big?n=52428800"),
+                     0);
     ck_assert_str_eq(out, "52428800");
     after = corProcStatusKb(gen, "VmHWM");
     memoryGrewLess(before, after, 8 * 1024);
@@ -240,14 +244,16 @@ START_TEST(test_head_passed_on_at_once)
     double total = 0;
 
     ck_assert_int_eq(curl("-o /dev/null -w '%{time_starttransfer} "
-                          "%{time_total}'", "/trickle?ms=1500"), 0);
+                          "%{time_total}'",
+                          "/trickle?ms=1500"),
+                     0);
     ck_assert_int_eq(sscanf(out, "%lf %lf", &first, &total), 2);
     /* The upstream's 1.5 s of trickle after its head (a loaded machine
      * stretches it, never shortens it) came mostly after the first byte:
      * an answer held until it was whole would have had none of it. Half
      * of it leaves a loaded machine 0.75 s to pass the head on. */
-    ck_assert_msg(total - first >= 0.75, "first byte %.3f s, all %.3f s",
-                  first, total);
+    ck_assert_msg(total - first >= 0.75, "first byte %.3f s, all %.3f s", first,
+                  total);
 }
 END_TEST
 
@@ -277,7 +283,8 @@ START_TEST(test_answer_cut_mid_body)
 {
     ck_assert_int_eq(curl("", "/die"), 18);
     ck_assert_int_eq(corServerLogCount(&server, "closed the connection in "
-                                       "the middle"), 1);
+                                                "the middle"),
+                     1);
 }
 END_TEST
 
@@ -295,8 +302,10 @@ uploadMake(size_t size, char* expect, size_t cap)
     size_t n;
     FILE* f;
 
-    snprintf(command, sizeof(command), "head -c %zu /dev/urandom > "
-             "%s/up.bin", size, server.dir);
+    snprintf(command, sizeof(command),
+             "head -c %zu /dev/urandom > "
+             "%s/up.bin",
+             size, server.dir);
     ck_assert_int_eq(corShell(command, NULL, 0), 0);
     snprintf(command, sizeof(command), "%s/up.bin", server.dir);
     f = fopen(command, "rb");
@@ -317,8 +326,10 @@ START_TEST(test_chunked_upload)
     char expect[64];
 
     uploadMake(300000, expect, sizeof(expect));
-    snprintf(command, sizeof(command), "-H 'Transfer-Encoding: chunked' "
-             "--data-binary @%s/up.bin", server.dir);
+    snprintf(command, sizeof(command),
+             "-H 'Transfer-Encoding: chunked' "
+             "--data-binary @%s/up.bin",
+             server.dir);
     ck_assert_int_eq(curl(command, "/echo"), 0);
     CHECK_HAS("\nContent-Length: 300000");
     CHECK_HAS_NOT("Transfer-Encoding");
@@ -334,7 +345,8 @@ upstreamHeads(int i)
     char heads[64];
 
     ck_assert_int_eq(corCurl(upstreamPort[i], "", "/heads", heads,
-                             sizeof(heads)), 0);
+                             sizeof(heads)),
+                     0);
     return atol(heads);
 }
 
@@ -373,10 +385,11 @@ uploadConnectsEarly(const char* path, int i, bool http2, bool early)
 
     snprintf(gate, sizeof(gate), "%s/part2.go", server.dir);
     unlink(gate);
-    snprintf(command, sizeof(command), "(printf part1; while [ ! -e %s ]; "
+    snprintf(command, sizeof(command),
+             "(printf part1; while [ ! -e %s ]; "
              "do sleep 0.05; done; printf part2) | curl -s --max-time 60 %s "
-             "-X POST -T - 'http://127.0.0.1:%d%s' 2>&1", gate,
-             http2 ? "--http2-prior-knowledge" : "",
+             "-X POST -T - 'http://127.0.0.1:%d%s' 2>&1",
+             gate, http2 ? "--http2-prior-knowledge" : "",
              http2 ? server.port2 : server.port, path);
     p = popen(command, "r");
     ck_assert_ptr_nonnull(p);
@@ -436,8 +449,10 @@ START_TEST(test_request_buffering_off_length_body_then_pipelined)
         sum = sum * 31 + (unsigned char)body[i];
     }
     snprintf(expect, sizeof(expect), "body-sum: %u", (unsigned)sum);
-    snprintf(head, sizeof(head), "POST /echo-streamed HTTP/1.1\r\nHost: t"
-             "\r\nContent-Length: %zu\r\n\r\n", sizeof(body));
+    snprintf(head, sizeof(head),
+             "POST /echo-streamed HTTP/1.1\r\nHost: t"
+             "\r\nContent-Length: %zu\r\n\r\n",
+             sizeof(body));
     ck_assert_int_eq(corSendAll(fd, head, strlen(head)), 0);
     ck_assert_int_eq(corSendAll(fd, body, 4000), 0);
     /* The forward's head, then this look's: waited for, not assumed
@@ -498,13 +513,16 @@ START_TEST(test_request_buffering_off_past_body_bytes)
     char expect[64];
 
     uploadMake(9 * 1024 * 1024, expect, sizeof(expect));
-    snprintf(command, sizeof(command), "-o /dev/null -w '%%{http_code}' "
+    snprintf(command, sizeof(command),
+             "-o /dev/null -w '%%{http_code}' "
              "-H 'Transfer-Encoding: chunked' --data-binary @%s/up.bin",
              server.dir);
     ck_assert_int_eq(curl(command, "/echo-streamed"), 0);
     ck_assert_str_eq(out, "413");
-    ck_assert_int_eq(corServerLogCount(&server, "POST /echo-streamed is past "
-                                       "the limits (limits.body_bytes"), 1);
+    ck_assert_int_eq(corServerLogCount(&server,
+                                       "POST /echo-streamed is past "
+                                       "the limits (limits.body_bytes"),
+                     1);
     ck_assert_int_eq(curl("-d again", "/echo-streamed"), 0);
     CHECK_HAS("body-length: 5");
 }
@@ -534,13 +552,15 @@ START_TEST(test_request_buffering_off_client_leaves_midway)
     for (int i = 0; i < 100 && cuts == 0; i++) {
         usleep(20 * 1000);
         ck_assert_int_eq(corCurl(upstreamPort[0], "", "/cuts", out,
-                                 sizeof(out)), 0);
+                                 sizeof(out)),
+                         0);
         cuts = atol(out);
     }
     ck_assert_int_eq(cuts, 1);
-    for (int i = 0; i < 100 && corMetric(server.port,
-                                         "cor_requests_cancelled_total")
-                               == cancelled; i++) {
+    for (int i = 0;
+         i < 100
+         && corMetric(server.port, "cor_requests_cancelled_total") == cancelled;
+         i++) {
         usleep(20 * 1000);
     }
     ck_assert_int_eq(corMetric(server.port, "cor_requests_cancelled_total"),
@@ -550,7 +570,8 @@ START_TEST(test_request_buffering_off_client_leaves_midway)
 }
 END_TEST
 
-/* ---- Large uploads -------------------------------------------------------- */
+/* ---- Large uploads --------------------------------------------------------
+ */
 
 /* A server for uploads past this one's body_bytes (64 MiB), forwarding
  * to upstream 0: /early-streamed... with request_buffering off, every
@@ -600,21 +621,22 @@ START_TEST(test_early_answer_passed_on)
 
     bigStart();
     uploadMake(20 * 1000 * 1000, expect, sizeof(expect));
-    snprintf(args, sizeof(args), "-o /dev/null -w '%%{http_code}' "
-             "--data-binary @%s/up.bin", server.dir);
+    snprintf(args, sizeof(args),
+             "-o /dev/null -w '%%{http_code}' "
+             "--data-binary @%s/up.bin",
+             server.dir);
     for (size_t p = 0; p < 2; p++) {
         for (size_t i = 0; i < 3; i++) {
-            snprintf(path, sizeof(path), "%s?status=%s", paths[p],
-                     statuses[i]);
-            ck_assert_int_eq(corCurl(big.port, args, path, out,
-                                     sizeof(out)), 0);
-            ck_assert_msg(strcmp(out, statuses[i]) == 0, "%s: %s", path,
-                          out);
+            snprintf(path, sizeof(path), "%s?status=%s", paths[p], statuses[i]);
+            ck_assert_int_eq(corCurl(big.port, args, path, out, sizeof(out)),
+                             0);
+            ck_assert_msg(strcmp(out, statuses[i]) == 0, "%s: %s", path, out);
         }
     }
     snprintf(args, sizeof(args), "-i --data-binary @%s/up.bin", server.dir);
     ck_assert_int_eq(corCurl(big.port, args, "/early-streamed", out,
-                             sizeof(out)), 0);
+                             sizeof(out)),
+                     0);
     CHECK_HAS("HTTP/1.1 413 ");
     CHECK_HAS("\r\n\r\nearly\n");
 }
@@ -639,7 +661,8 @@ START_TEST(test_buffered_uploads_spooled_in_flat_memory)
      * smaller bodies take the same ways in the time its run has. */
     const char* sanitized = getenv("COR_TEST_SANITIZED");
     size_t size = sanitized != NULL && strcmp(sanitized, "1") == 0
-                  ? 5 * 1000 * 1000 : 50 * 1000 * 1000;
+                      ? 5 * 1000 * 1000
+                      : 50 * 1000 * 1000;
     char length[48];
 
     bigStart();
@@ -647,14 +670,16 @@ START_TEST(test_buffered_uploads_spooled_in_flat_memory)
     ck_assert_int_gt(gen, 0);
     uploadMake(size, expect, sizeof(expect));
     snprintf(length, sizeof(length), "\nContent-Length: %zu\r", size);
-    ck_assert_int_eq(corCurl(big.port, "-d warm", "/echo", out,
-                             sizeof(out)), 0);
+    ck_assert_int_eq(corCurl(big.port, "-d warm", "/echo", out, sizeof(out)),
+                     0);
     before = corProcStatusKb(gen, "VmHWM");
-    snprintf(command, sizeof(command), "for i in 1 2 3 4; do curl -s "
+    snprintf(command, sizeof(command),
+             "for i in 1 2 3 4; do curl -s "
              "--max-time 60 --data-binary @%s/up.bin "
              "http://127.0.0.1:%d/echo > %s/out$i & done; wait; "
-             "cat %s/out1 %s/out2 %s/out3 %s/out4", server.dir, big.port,
-             server.dir, server.dir, server.dir, server.dir, server.dir);
+             "cat %s/out1 %s/out2 %s/out3 %s/out4",
+             server.dir, big.port, server.dir, server.dir, server.dir,
+             server.dir, server.dir);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
     after = corProcStatusKb(gen, "VmHWM");
     for (const char* at = strstr(out, expect); at != NULL;
@@ -665,10 +690,12 @@ START_TEST(test_buffered_uploads_spooled_in_flat_memory)
     CHECK_HAS(length);
     memoryGrewLess(before, after, 16 * 1024);
     /* The last release may follow its answer by a moment. */
-    snprintf(command, sizeof(command), "for i in $(seq 100); do "
-             "ls -l /proc/%d/fd | grep -e '/#[0-9]* (deleted)' -e cor-body- > %s/left || break; "
-             "sleep 0.02; done; cat %s/left", (int)gen, server.dir,
-             server.dir);
+    snprintf(command, sizeof(command),
+             "for i in $(seq 100); do "
+             "ls -l /proc/%d/fd | grep -e '/#[0-9]* (deleted)' -e cor-body- > "
+             "%s/left || break; "
+             "sleep 0.02; done; cat %s/left",
+             (int)gen, server.dir, server.dir);
     corShell(command, out, sizeof(out));
     ck_assert_msg(out[0] == '\0', "still open: %s", out);
 }
@@ -680,11 +707,9 @@ START_TEST(test_502_when_nothing_answers)
 {
     char logged[96];
 
-    ck_assert_int_eq(curl("-o /dev/null -w '%{http_code}'", "/echo-dead"),
-                     0);
+    ck_assert_int_eq(curl("-o /dev/null -w '%{http_code}'", "/echo-dead"), 0);
     ck_assert_str_eq(out, "502");
-    snprintf(logged, sizeof(logged), "upstream http://127.0.0.1:%d:",
-             deadPort);
+    snprintf(logged, sizeof(logged), "upstream http://127.0.0.1:%d:", deadPort);
     ck_assert_int_ge(corServerLogCount(&server, logged), 1);
 }
 END_TEST
@@ -696,7 +721,8 @@ START_TEST(test_101_not_asked_for_is_502)
     ck_assert_int_eq(curl("-o /dev/null -w '%{http_code}'", "/101"), 0);
     ck_assert_str_eq(out, "502");
     ck_assert_int_eq(corServerLogCount(&server, "101 Switching Protocols, "
-                                       "which was not asked for"), 1);
+                                                "which was not asked for"),
+                     1);
 }
 END_TEST
 
@@ -707,8 +733,8 @@ statusTimed(const char* path, double* seconds)
 {
     int status = -1;
 
-    ck_assert_int_eq(curl("-o /dev/null -w '%{http_code} %{time_total}'",
-                          path), 0);
+    ck_assert_int_eq(curl("-o /dev/null -w '%{http_code} %{time_total}'", path),
+                     0);
     ck_assert_int_eq(sscanf(out, "%d %lf", &status, seconds), 2);
     return status;
 }
@@ -744,12 +770,14 @@ START_TEST(test_504_when_the_head_stalls)
         ck_assert_msg(took >= 0.7 && took < 5, "504 after %.3f s", took);
     }
     ck_assert_int_eq(corServerLogCount(&server, "head within the read "
-                                       "timeout (700 ms)"), 2);
+                                                "timeout (700 ms)"),
+                     2);
     start = corNowMs();
     ck_assert_int_eq(curl("-o /dev/null", "/hurried/stallbody?ms=10000"), 18);
     ck_assert_int_lt(corNowMs() - start, 10000);
     ck_assert_int_eq(corServerLogCount(&server, "body within the read "
-                                       "timeout (700 ms)"), 1);
+                                                "timeout (700 ms)"),
+                     1);
 }
 END_TEST
 
@@ -776,16 +804,20 @@ START_TEST(test_surplus_never_reaches_another_client)
 {
     for (int round = 0; round < 6; round++) {
         if (round % 2 == 0) {
-            ck_assert_int_eq(corRequest(server.port, "GET /surplus HTTP/1.1"
-                                        "\r\nHost: t\r\n\r\n", out,
-                                        sizeof(out)), 200);
+            ck_assert_int_eq(corRequest(server.port,
+                                        "GET /surplus HTTP/1.1"
+                                        "\r\nHost: t\r\n\r\n",
+                                        out, sizeof(out)),
+                             200);
         } else {
             ck_assert_int_eq(curl("-I", "/surplus"), 0);
         }
         CHECK_HAS("X-Test: surplus");
         usleep(60 * 1000);
-        ck_assert_int_eq(corRequest(server.port, "GET /cl HTTP/1.1\r\n"
-                                    "Host: t\r\n\r\n", out, sizeof(out)),
+        ck_assert_int_eq(corRequest(server.port,
+                                    "GET /cl HTTP/1.1\r\n"
+                                    "Host: t\r\n\r\n",
+                                    out, sizeof(out)),
                          200);
         CHECK_HAS("X-Test: cl");
         ck_assert_str_eq(corBody(out), "hello");
@@ -813,8 +845,7 @@ START_TEST(test_round_robin_skips_a_dead_server)
     ck_assert_int_eq(seen[0] + seen[1], 8);
     ck_assert_int_ge(seen[0], 3);
     ck_assert_int_ge(seen[1], 3);
-    snprintf(logged, sizeof(logged), "upstream http://127.0.0.1:%d:",
-             deadPort);
+    snprintf(logged, sizeof(logged), "upstream http://127.0.0.1:%d:", deadPort);
     ck_assert_int_eq(corServerLogCount(&server, logged), 1);
 }
 END_TEST
@@ -826,7 +857,8 @@ START_TEST(test_past_the_coroutine_cap)
     char command[512];
     long before = corMetric(server.port, "cor_coroutine_fallbacks_total");
 
-    snprintf(command, sizeof(command), "for i in 1 2 3 4; do curl -s "
+    snprintf(command, sizeof(command),
+             "for i in 1 2 3 4; do curl -s "
              "--max-time 10 'http://127.0.0.1:%d/sleep?ms=300' & done; wait",
              server.port);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
@@ -874,30 +906,37 @@ START_TEST(test_bad_yaml_refused_at_its_line)
     char yaml[512];
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        snprintf(yaml, sizeof(yaml), "listen: [ { protocol: http, address: "
+        snprintf(yaml, sizeof(yaml),
+                 "listen: [ { protocol: http, address: "
                  "\"127.0.0.1:1\" } ]\nmodules:\n  - { load: http }\n"
                  "  - load: forward\n    upstreams:\n      - { name: a, %s "
-                 "}\n", bad[i][0]);
+                 "}\n",
+                 bad[i][0]);
         ck_assert_int_ne(corConfigCheck(&server, "bad.yaml", yaml, out,
-                                        sizeof(out)), 0);
+                                        sizeof(out)),
+                         0);
         CHECK_HAS("bad.yaml:6:");
         CHECK_HAS(bad[i][1]);
     }
-    snprintf(command, sizeof(command), "printf 'listen: [ { protocol: "
+    snprintf(command, sizeof(command),
+             "printf 'listen: [ { protocol: "
              "http, address: \"127.0.0.1:1\" } ]\\nmodules:\\n  - load: "
              "forward\\n    upstreams:\\n      - { name: a, servers: [ "
              "\"http://a:1\" ] }\\n      - { name: a, servers: [ "
              "\"http://b:1\" ] }\\n' > %s/dup.yaml && %s -t -c %s/dup.yaml "
-             "2>&1", server.dir, getenv("COR_BIN"), server.dir);
+             "2>&1",
+             server.dir, getenv("COR_BIN"), server.dir);
     ck_assert_int_ne(corShell(command, out, sizeof(out)), 0);
     CHECK_HAS("dup.yaml:6:");
     CHECK_HAS("'a' is taken");
     /* Every mistake of every group in one run, not the first alone. */
-    snprintf(command, sizeof(command), "printf 'listen: [ { protocol: "
+    snprintf(command, sizeof(command),
+             "printf 'listen: [ { protocol: "
              "http, address: \"127.0.0.1:1\" } ]\\nmodules:\\n  - { load: "
              "http }\\n  - load: forward\\n    upstreams:\\n      - { name: "
              "a, servers: [ \"ftp://a\", \"http://b/p\" ], hots: c }\\n"
-             "      - { servers: [ ] }\\n' > %s/many.yaml && %s -t -c %s/many.yaml 2>&1",
+             "      - { servers: [ ] }\\n' > %s/many.yaml && %s -t -c "
+             "%s/many.yaml 2>&1",
              server.dir, getenv("COR_BIN"), server.dir);
     ck_assert_int_ne(corShell(command, out, sizeof(out)), 0);
     CHECK_HAS("many.yaml:6:31: module forward: servers[0]: expected");

@@ -66,7 +66,8 @@ startProxy(bool tls, int idleMs)
              "          read_timeout: %dms }\n"
              "routes:\n"
              "  - { match: \"/*\", handler: ws }\n"
-             "log: { pid_file: {DIR}/cor.pid }\n", upstream.port, idleMs);
+             "log: { pid_file: {DIR}/cor.pid }\n",
+             upstream.port, idleMs);
     ck_assert_int_eq(corServerStartListen(&server, tls, certs, rest), 0);
 }
 
@@ -75,7 +76,8 @@ static void
 clientThrough(bool tls)
 {
     ck_assert_msg(corWebsocketClient(&server, CLIENT, tls, certs, "", out,
-                                     sizeof(out)), "%s", out);
+                                     sizeof(out)),
+                  "%s", out);
 }
 
 START_TEST(test_websocket_through_forward)
@@ -93,7 +95,8 @@ START_TEST(test_websocket_through_forward)
     /* The client sent some 17 MiB through (the 16 MiB message too): the
      * splice held two 64 KiB buffers of it at a time, not the message. */
     printf("the proxy's VmHWM through the client's run: %ld kB, then %ld "
-           "kB\n", before, after);
+           "kB\n",
+           before, after);
     if (sanitized == NULL || strcmp(sanitized, "1") != 0) {
         ck_assert_int_gt(before, 0);
         ck_assert_msg(after - before < 8 * 1024, "VmHWM %ld kB, then %ld kB",
@@ -117,10 +120,12 @@ handshake(const char* path)
     int fd = corConnect(server.port);
 
     ck_assert_int_ge(fd, 0);
-    snprintf(request, sizeof(request), "GET %s HTTP/1.1\r\nHost: t\r\n"
+    snprintf(request, sizeof(request),
+             "GET %s HTTP/1.1\r\nHost: t\r\n"
              "Upgrade: websocket\r\nConnection: Upgrade\r\n"
              "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-             "Sec-WebSocket-Version: 13\r\n\r\n", path);
+             "Sec-WebSocket-Version: 13\r\n\r\n",
+             path);
     ck_assert_int_eq(corSendAll(fd, request, strlen(request)), 0);
     return fd;
 }
@@ -149,7 +154,8 @@ upgraded(void)
     out[n] = '\0';
     ck_assert_msg(strncmp(out, "HTTP/1.1 101", 12) == 0, "%s", out);
     ck_assert_msg(strstr(out, "Sec-WebSocket-Accept: "
-                              "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=") != NULL,
+                              "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+                      != NULL,
                   "%s", out);
     return fd;
 }
@@ -185,8 +191,8 @@ START_TEST(test_idle_splice_closed_after_the_read_timeout)
     fd = upgraded();
     ck_assert(corPeerClosed(fd, PATIENT_MS));
     took = corNowMs() - start;
-    printf("an idle splice closed after %ld ms (read_timeout %d ms)\n",
-           took, IDLE_MS);
+    printf("an idle splice closed after %ld ms (read_timeout %d ms)\n", took,
+           IDLE_MS);
     ck_assert_int_ge(took, IDLE_MS - 100);
     close(fd);
 }

@@ -38,8 +38,7 @@ static pid_t echoServer;
 static int grpcPort;
 static int echoPort;
 
-static int
-shell(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+static int shell(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A shell command with $P and $T (cor's plain and TLS ports), $G and $E
  * (the grpcio server's, the HTTP/1.1 echo's), $C (the certificates) and
@@ -54,7 +53,8 @@ shell(const char* fmt, ...)
     va_start(ap, fmt);
     vsnprintf(body, sizeof(body), fmt, ap);
     va_end(ap);
-    snprintf(command, sizeof(command), "P=%d T=%d G=%d E=%d C=%s "
+    snprintf(command, sizeof(command),
+             "P=%d T=%d G=%d E=%d C=%s "
              "Y='/usr/bin/python3 tests/integration/grpcPeer.py'; %s 2>&1",
              server.port, server.port2, grpcPort, echoPort, certs, body);
     return corShell(command, out, sizeof(out));
@@ -143,14 +143,13 @@ tearDown(void)
 static void
 callsThrough(const char* target)
 {
-    static const char* const calls[] = { "unary ok", "server-stream ok",
+    static const char* const calls[] = { "unary ok",         "server-stream ok",
                                          "client-stream ok", "bidi ok",
-                                         "status ok", NULL };
+                                         "status ok",        NULL };
 
     ck_assert_int_eq(shell("timeout 120 $Y client %s", target), 0);
     for (unsigned i = 0; calls[i] != NULL; i++) {
-        ck_assert_msg(strstr(out, calls[i]) != NULL, "%s: %s", calls[i],
-                      out);
+        ck_assert_msg(strstr(out, calls[i]) != NULL, "%s: %s", calls[i], out);
     }
 }
 
@@ -179,7 +178,8 @@ START_TEST(test_http2_client_through_http1_upstream)
     ck_assert_int_eq(shell("head -c 300000 /dev/urandom > $C/post && "
                            "curl -sS --http2-prior-knowledge --data-binary "
                            "@$C/post http://127.0.0.1:$P/h1/echo | cmp - "
-                           "$C/post && echo same"), 0);
+                           "$C/post && echo same"),
+                     0);
     ck_assert_str_eq(out, "same\n");
 }
 END_TEST
@@ -194,7 +194,8 @@ START_TEST(test_a_body_past_the_limit_reaches_the_upstream_once)
      * the 413 an error, and shows no status). */
     ck_assert_int_eq(shell("head -c 5000000 /dev/zero > $C/big && "
                            "nghttp -v -d $C/big http://127.0.0.1:$P/h1s/echo "
-                           "| grep -E 'content-length: 5|:status'"), 0);
+                           "| grep -E 'content-length: 5|:status'"),
+                     0);
     ck_assert_msg(strstr(out, ":status: 413") != NULL, "%s", out);
     ck_assert_int_eq(shell("curl -sS http://127.0.0.1:$E/count"), 0);
     ck_assert_str_eq(out, "0");
@@ -202,8 +203,7 @@ START_TEST(test_a_body_past_the_limit_reaches_the_upstream_once)
      * (413 and RST_STREAM(NO_ERROR), as nginx answers). */
     shell("curl -sS --http2-prior-knowledge -o /dev/null -X POST -T - "
           "http://127.0.0.1:$P/h1s/echo < $C/big");
-    ck_assert_int_eq(shell("sleep 0.5; curl -sS http://127.0.0.1:$E/count"),
-                     0);
+    ck_assert_int_eq(shell("sleep 0.5; curl -sS http://127.0.0.1:$E/count"), 0);
     ck_assert_str_eq(out, "1");
 }
 END_TEST

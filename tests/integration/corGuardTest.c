@@ -41,8 +41,8 @@ sh(const char* fmt, ...)
     va_start(ap, fmt);
     vsnprintf(body, sizeof(body), fmt, ap);
     va_end(ap);
-    snprintf(command, sizeof(command), "P=%d D=%s; %s 2>&1", server.port,
-             dir, body);
+    snprintf(command, sizeof(command), "P=%d D=%s; %s 2>&1", server.port, dir,
+             body);
     return corShell(command, out, sizeof(out));
 }
 
@@ -51,7 +51,9 @@ static int
 status(const char* args, const char* url)
 {
     ck_assert_int_eq(sh("curl -sS --max-time 20 %s -D $D/head -o /dev/null "
-                        "-w '%%{http_code}' \"%s\"", args, url), 0);
+                        "-w '%%{http_code}' \"%s\"",
+                        args, url),
+                     0);
     return atoi(out);
 }
 
@@ -76,10 +78,12 @@ setUp(void)
     snprintf(dir, sizeof(dir), "/tmp/cor-guard-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(dir));
     /* alice by bcrypt, bob by SHA-512 crypt. */
-    ck_assert_int_eq(sh("htpasswd -cbB -C 6 $D/htpasswd alice 'wonder land' "
-                        "2>/dev/null && printf 'bob:%%s\\n' \"$(openssl passwd -6 "
-                        "hunter2)\" >> $D/htpasswd && mkdir $D/www && echo "
-                        "hi > $D/www/a.txt"), 0);
+    ck_assert_int_eq(
+        sh("htpasswd -cbB -C 6 $D/htpasswd alice 'wonder land' "
+           "2>/dev/null && printf 'bob:%%s\\n' \"$(openssl passwd -6 "
+           "hunter2)\" >> $D/htpasswd && mkdir $D/www && echo "
+           "hi > $D/www/a.txt"),
+        0);
 }
 
 static void
@@ -155,7 +159,7 @@ START_TEST(test_addresses_of_both_families)
     ck_assert_int_eq(status("", V4("/lan")), 403);
     ck_assert_int_eq(status("", V6("/lan")), 200);
     ck_assert_int_eq(status("", V4("/v4")), 200);
-    ck_assert_int_eq(status("", V6("/v4")), 403);       /* deny all */
+    ck_assert_int_eq(status("", V6("/v4")), 403); /* deny all */
 }
 END_TEST
 
@@ -164,7 +168,7 @@ START_TEST(test_basic_auth_both_hashes)
     start();
     ck_assert_int_eq(status("", V4("/staff")), 401);
     ck_assert_str_eq(field("WWW-Authenticate"), "Basic realm=\"staff\"");
-    ck_assert_str_eq(field("X-Area"), "staff");     /* on the refusal too */
+    ck_assert_str_eq(field("X-Area"), "staff"); /* on the refusal too */
     ck_assert_int_eq(status("-u 'alice:wonder land'", V4("/staff")), 200);
     ck_assert_int_eq(status("-u 'alice:wonder lan'", V4("/staff")), 401);
     ck_assert_str_eq(field("WWW-Authenticate"), "Basic realm=\"staff\"");
@@ -175,8 +179,7 @@ START_TEST(test_basic_auth_both_hashes)
     ck_assert_int_eq(status("-u alice:hunter2", V4("/staff")), 401);
     ck_assert_int_eq(status("-H 'Authorization: Basic !!!!'", V4("/staff")),
                      401);
-    ck_assert_int_eq(status("-H 'Authorization: Bearer x'", V4("/staff")),
-                     401);
+    ck_assert_int_eq(status("-H 'Authorization: Bearer x'", V4("/staff")), 401);
     /* Remembered: the same pair again, many times, still right. */
     for (int i = 0; i < 5; i++) {
         ck_assert_int_eq(status("-u 'alice:wonder land'", V4("/staff")), 200);
@@ -197,7 +200,9 @@ fastestOfFive(const char* args)
 
         ck_assert_int_eq(sh("curl -sS --max-time 20 %s -o /dev/null -w "
                             "'%%{http_code} %%{time_total}' "
-                            "http://127.0.0.1:$P/staff", args), 0);
+                            "http://127.0.0.1:$P/staff",
+                            args),
+                         0);
         ck_assert_msg(strncmp(out, "401 ", 4) == 0, "%s", out);
         t = atof(out + 4) * 1000;
         fastest = t < fastest ? t : fastest;
@@ -220,7 +225,8 @@ START_TEST(test_an_unknown_user_costs_the_costliest_hash)
 
     ck_assert_int_eq(sh("printf 'bob:%%s\\n' \"$(openssl passwd -6 hunter2)\" "
                         "> $D/htpasswd && htpasswd -bB -C 11 $D/htpasswd "
-                        "alice 'wonder land' 2>/dev/null"), 0);
+                        "alice 'wonder land' 2>/dev/null"),
+                     0);
     start();
     bcrypt = fastestOfFive("-u alice:wrong");
     sha512 = fastestOfFive("-u bob:wrong");
@@ -240,12 +246,15 @@ START_TEST(test_two_authorization_headers_are_400)
     start();
     ck_assert_int_eq(status("-H 'Authorization: Basic Ym9iOmh1bnRlcjI=' "
                             "-H 'Authorization: Basic Ym9iOm5vcGU='",
-                            V4("/staff")), 400);
+                            V4("/staff")),
+                     400);
     ck_assert_int_eq(status("-H 'Authorization: Basic Ym9iOmh1bnRlcjI=' "
                             "-H 'authorization: Basic Ym9iOmh1bnRlcjI='",
-                            V4("/staff")), 400);
+                            V4("/staff")),
+                     400);
     ck_assert_int_eq(status("-H 'Authorization: Basic Ym9iOmh1bnRlcjI='",
-                            V4("/staff")), 200);
+                            V4("/staff")),
+                     200);
 }
 END_TEST
 
@@ -258,7 +267,8 @@ START_TEST(test_apr1_and_sha_hashes_work_and_are_called_weak)
 
     ck_assert_int_eq(sh("htpasswd -bm $D/htpasswd carol 'apr one' && "
                         "htpasswd -bs $D/htpasswd dan 'sha one' && grep -c "
-                        "'apr1\\|{SHA}' $D/htpasswd"), 0);
+                        "'apr1\\|{SHA}' $D/htpasswd"),
+                     0);
     ck_assert_int_eq(atoi(out), 2);
     start();
     ck_assert_int_eq(status("-u 'carol:apr one'", V4("/staff")), 200);
@@ -270,7 +280,9 @@ START_TEST(test_apr1_and_sha_hashes_work_and_are_called_weak)
                         "address: 127.0.0.1:1 }' 'modules:' '  - { load: "
                         "http }' '  - { load: access, guards: [ { name: s, "
                         "basic_auth: { users: %s/htpasswd } } ] }' > "
-                        "$D/weak.yaml && %s -t -c $D/weak.yaml", dir, bin), 0);
+                        "$D/weak.yaml && %s -t -c $D/weak.yaml",
+                        dir, bin),
+                     0);
     ck_assert_msg(strstr(out, "2 of 4 users have a weak hash") != NULL, "%s",
                   out);
 }
@@ -305,7 +317,8 @@ START_TEST(test_a_changed_file_is_read_again)
     /* A new file in its place, as editors and htpasswd write one. */
     ck_assert_int_eq(sh("grep -v '^alice:' $D/htpasswd > $D/next && "
                         "htpasswd -bB -C 5 $D/next erin new 2>/dev/null && "
-                        "mv $D/next $D/htpasswd"), 0);
+                        "mv $D/next $D/htpasswd"),
+                     0);
     took = statusWithin("-u erin:new", 200);
     ck_assert_msg(took >= 0 && took < 3000, "took %ld ms", took);
     ck_assert_int_eq(status("-u 'alice:wonder land'", V4("/staff")), 401);
@@ -349,8 +362,7 @@ START_TEST(test_a_burst_is_limited)
     began = corNowMs();
     for (;;) {
         ck_assert_int_eq(corSendAll(fd, request, sizeof(request) - 1), 0);
-        ck_assert_int_gt(corReadResponse(fd, answer, sizeof(answer), 20000),
-                         0);
+        ck_assert_int_gt(corReadResponse(fd, answer, sizeof(answer), 20000), 0);
         if (corStatus(answer) != 200 || passed == 1000) {
             break;
         }
@@ -363,14 +375,17 @@ START_TEST(test_a_burst_is_limited)
     ck_assert_msg(corStatus(answer) == 429, "%s", answer);
     ck_assert_msg(passed >= 20 && passed <= 20 + took / 100 + 1,
                   "%d passed in %ld ms", passed, took);
-    ck_assert_msg(strcasestr(answer, "\r\nRetry-After: 1\r\n") != NULL,
-                  "%s", answer);
+    ck_assert_msg(strcasestr(answer, "\r\nRetry-After: 1\r\n") != NULL, "%s",
+                  answer);
     /* Another address has a bucket of its own. */
     ck_assert_int_eq(status("", V6("/burst")), 200);
-    ck_assert_int_ge(corMetric(server.port, "cor_limit_requests_total{"
-                               "guard=\"perip\",result=\"limited\"}"), 1);
+    ck_assert_int_ge(corMetric(server.port,
+                               "cor_limit_requests_total{"
+                               "guard=\"perip\",result=\"limited\"}"),
+                     1);
     ck_assert_int_ge(corMetric(server.port, "cor_limit_keys{guard=\"perip\""
-                               "}"), 2);
+                                            "}"),
+                     2);
 }
 END_TEST
 
@@ -466,9 +481,10 @@ START_TEST(test_long_keys_cost_bounded_memory)
         size_t len = 0;
 
         for (unsigned k = 0; k < BATCH; k++) {
-            int n = snprintf(request, sizeof(request), "GET /key HTTP/1.1\r\n"
-                             "Host: x\r\nX-Key: %08u%0*d\r\n\r\n", i + k,
-                             VALUE - 8, 0);
+            int n = snprintf(request, sizeof(request),
+                             "GET /key HTTP/1.1\r\n"
+                             "Host: x\r\nX-Key: %08u%0*d\r\n\r\n",
+                             i + k, VALUE - 8, 0);
 
             memcpy(batch + len, request, (size_t)n);
             len += (size_t)n;
@@ -478,11 +494,13 @@ START_TEST(test_long_keys_cost_bounded_memory)
     }
     close(fd);
     after = corProcStatusKb(gen, "VmRSS");
-    ck_assert_msg(!judged || after - before < 16 * 1024, "%ld kB -> %ld kB "
-                  "for %u keys of %d bytes (%ld ms)", before, after, keys,
-                  VALUE, corNowMs() - startMs);
+    ck_assert_msg(!judged || after - before < 16 * 1024,
+                  "%ld kB -> %ld kB "
+                  "for %u keys of %d bytes (%ld ms)",
+                  before, after, keys, VALUE, corNowMs() - startMs);
     ck_assert_int_ge(corMetric(server.port, "cor_limit_keys{guard=\"perkey\""
-                               "}"), keys * 95 / 100);
+                                            "}"),
+                     keys * 95 / 100);
 }
 END_TEST
 
@@ -492,14 +510,14 @@ START_TEST(test_route_headers_on_every_answer)
     ck_assert_int_eq(status("", V4("/x")), 200);
     ck_assert_str_eq(field("Strict-Transport-Security"), "max-age=31536000");
     ck_assert_str_eq(field("X-Two"), "2");
-    ck_assert_int_eq(status("-X POST", V4("/x")), 405);     /* the core's */
+    ck_assert_int_eq(status("-X POST", V4("/x")), 405); /* the core's */
     ck_assert_str_eq(field("Strict-Transport-Security"), "max-age=31536000");
     ck_assert_str_eq(field("Allow"), "GET, HEAD");
     ck_assert_int_eq(status("", V4("/s/a.txt")), 200);
     ck_assert_str_eq(field("X-Site"), "yes");
-    ck_assert_int_eq(status("", V4("/s/none.txt")), 404);   /* a handler's */
+    ck_assert_int_eq(status("", V4("/s/none.txt")), 404); /* a handler's */
     ck_assert_str_eq(field("X-Site"), "yes");
-    ck_assert_int_eq(status("", V4("/nowhere")), 404);      /* no route */
+    ck_assert_int_eq(status("", V4("/nowhere")), 404); /* no route */
     ck_assert_str_eq(field("Strict-Transport-Security"), "");
 }
 END_TEST
@@ -515,7 +533,8 @@ expectAsk(const char* path, const char* extra)
     int fd = corConnect(server.port);
 
     ck_assert_int_ge(fd, 0);
-    snprintf(head, sizeof(head), "POST %s HTTP/1.1\r\nHost: t\r\n"
+    snprintf(head, sizeof(head),
+             "POST %s HTTP/1.1\r\nHost: t\r\n"
              "Content-Length: 500000\r\nExpect: 100-continue\r\n%s\r\n",
              path, extra);
     ck_assert_int_eq(corSendAll(fd, head, strlen(head)), 0);
@@ -573,7 +592,8 @@ START_TEST(test_expect_continue_after_guards)
                         "--max-time 20 -H 'Expect: 100-continue' "
                         "--data-binary @$D/up.bin -o /dev/null -w "
                         "'%%{http_code} %%{size_upload}' "
-                        "http://127.0.0.1:$P/up/lan"), 0);
+                        "http://127.0.0.1:$P/up/lan"),
+                     0);
     ck_assert_str_eq(out, "403 0");
 }
 END_TEST
@@ -588,20 +608,26 @@ START_TEST(test_cor_t_errors)
                         "guards: [ { name: lan, allow: [ 10.0.0.0/8 ] } ] }' "
                         "'routes:' '  - { match: /a, handler: hello, guard: "
                         "[ lan, lann, nobody ] }' > $D/bad.yaml && %s -t -c "
-                        "$D/bad.yaml", bin), 1);
+                        "$D/bad.yaml",
+                        bin),
+                     1);
     ck_assert_msg(strstr(out, "bad.yaml:8:") != NULL
-                  && strstr(out, "guard named 'lann'") != NULL
-                  && strstr(out, "'nobody'") != NULL
-                  && strstr(out, "lan") != NULL, "%s", out);
+                      && strstr(out, "guard named 'lann'") != NULL
+                      && strstr(out, "'nobody'") != NULL
+                      && strstr(out, "lan") != NULL,
+                  "%s", out);
     ck_assert_int_eq(sh("printf '%%s\\n' 'listen:' '  - { protocol: http, "
                         "address: 127.0.0.1:1 }' 'modules:' '  - { load: "
                         "http }' '  - { load: access, guards: [ { name: s, "
                         "basic_auth: { users: %s/missing } }, { name: n, "
                         "allow: [ 10.0.0.1/8 ] } ] }' > $D/bad2.yaml && %s -t "
-                        "-c $D/bad2.yaml", dir, bin), 1);
+                        "-c $D/bad2.yaml",
+                        dir, bin),
+                     1);
     ck_assert_msg(strstr(out, "bad2.yaml:5:") != NULL
-                  && strstr(out, "missing") != NULL
-                  && strstr(out, "10.0.0.1/8") != NULL, "%s", out);
+                      && strstr(out, "missing") != NULL
+                      && strstr(out, "10.0.0.1/8") != NULL,
+                  "%s", out);
 }
 END_TEST
 

@@ -75,7 +75,7 @@ standInTest(int fd, End end)
     CorServer server;
     Started mine = { .test = getpid() };
 
-    setpgid(0, 0);      /* as check makes it */
+    setpgid(0, 0); /* as check makes it */
     if (corServerStartWith(&server, NULL) == 0) {
         mine.master = server.pid;
         mine.generation = corServerGeneration(&server);
@@ -111,8 +111,7 @@ standIn(Started* started, End end)
         _exit(0);
     }
     close(fds[1]);
-    ck_assert_int_eq(read(fds[0], started, sizeof(*started)),
-                     sizeof(*started));
+    ck_assert_int_eq(read(fds[0], started, sizeof(*started)), sizeof(*started));
     close(fds[0]);
     ck_assert_int_gt(started->master, 0);
     ck_assert_int_gt(started->generation, 0);

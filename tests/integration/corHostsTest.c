@@ -25,13 +25,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define HOSTS 9                 /* h0, the front, and eight */
+#define HOSTS 9 /* h0, the front, and eight */
 
 static CorServer hosts[HOSTS];
-static char names[HOSTS][16];   /* the namespaces */
+static char names[HOSTS][16]; /* the namespaces */
 static char bridge[16];
-static char subnet[16];         /* "10.N.0": N from the pid, so that two
-                                   runs at once do not meet */
+static char subnet[16]; /* "10.N.0": N from the pid, so that two
+                           runs at once do not meet */
 static bool netUp;
 static char out[1 << 16];
 
@@ -41,8 +41,7 @@ hostAddress(int i, char* addr, size_t cap)
     snprintf(addr, cap, "%s.%d", subnet, 10 + i);
 }
 
-static int
-sh(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int
 sh(const char* fmt, ...)
@@ -79,7 +78,9 @@ netMake(void)
     }
     netDown();
     if (sh("ip link add %s type bridge && ip addr add %s.1/24 dev %s"
-           " && ip link set %s up", bridge, subnet, bridge, bridge) != 0) {
+           " && ip link set %s up",
+           bridge, subnet, bridge, bridge)
+        != 0) {
         fprintf(stderr, "SKIP corHosts: cannot make a bridge (%s)\n", out);
         netDown();
         return;
@@ -92,8 +93,9 @@ netMake(void)
                " netns %s && ip link set %sv master %s up"
                " && ip -n %s addr add %s/24 dev eth0"
                " && ip -n %s link set eth0 up && ip -n %s link set lo up",
-               names[i], names[i], names[i], names[i], bridge, names[i],
-               addr, names[i], names[i]) != 0) {
+               names[i], names[i], names[i], names[i], bridge, names[i], addr,
+               names[i], names[i])
+            != 0) {
             fprintf(stderr, "SKIP corHosts: cannot make namespace %s (%s)\n",
                     names[i], out);
             netDown();
@@ -178,7 +180,8 @@ setUp(void)
 {
     for (int i = 0; netUp && i < HOSTS; i++) {
         sh("pids=$(ip netns pids %s); [ -z \"$pids\" ] || "
-           "{ kill -9 $pids; sleep 0.2; }", names[i]);
+           "{ kill -9 $pids; sleep 0.2; }",
+           names[i]);
     }
 }
 
@@ -219,13 +222,15 @@ START_TEST(test_gather_over_eight_hosts_takes_the_slowest_ones_time)
         ck_assert_int_eq(endStart(i), 0);
         hostAddress(i, addr, sizeof(addr));
         n += (size_t)snprintf(modules + n, sizeof(modules) - n,
-                              i % 2 ? "      - \"cor://%s:7070/sleep?ms=50\"\n"
-                                    : "      - \"http://%s:8080/sleep?ms=50\"\n",
+                              i % 2
+                                  ? "      - \"cor://%s:7070/sleep?ms=50\"\n"
+                                  : "      - \"http://%s:8080/sleep?ms=50\"\n",
                               addr);
     }
     ck_assert_int_eq(hostStart(0, modules,
                                "  - { match: \"GET /gather\", "
-                               "handler: gather }\n"), 0);
+                               "handler: gather }\n"),
+                     0);
     for (int round = 0; round < 5; round++) {
         long ms;
         const char* took;
@@ -242,8 +247,10 @@ START_TEST(test_gather_over_eight_hosts_takes_the_slowest_ones_time)
         ck_assert_msg(ms >= 50, "%s", out);
         best = best < 0 || ms < best ? ms : best;
     }
-    fprintf(stderr, "corHosts: gather over 8 hosts 50 ms away: best of 5 "
-            "%ld ms\n", best);
+    fprintf(stderr,
+            "corHosts: gather over 8 hosts 50 ms away: best of 5 "
+            "%ld ms\n",
+            best);
     /* Eight waits one after another would be 400 ms. */
     ck_assert_msg(best < 150, "the best of five gathers took %ld ms", best);
 }
@@ -326,17 +333,20 @@ START_TEST(test_round_robin_over_eight_survives_a_host_killed)
     got = fread(out, 1, sizeof(out) - 1, load);
     out[got] = '\0';
     ck_assert_int_eq(pclose(load), 0);
-    fprintf(stderr, "corHosts: round robin, host 3 killed and back: %ld "
+    fprintf(stderr,
+            "corHosts: round robin, host 3 killed and back: %ld "
             "requests, %ld failed, %ld non-2xx; host 3 served %ld after its "
-            "restart\n", corSummaryCount(out, "requests "),
-            corSummaryCount(out, "failed "), corSummaryCount(out, "non-2xx "),
-            accessLines(&hosts[3]));
+            "restart\n",
+            corSummaryCount(out, "requests "), corSummaryCount(out, "failed "),
+            corSummaryCount(out, "non-2xx "), accessLines(&hosts[3]));
     ck_assert_msg(corSummaryCount(out, "requests ") > 1000, "%s", out);
     ck_assert_msg(corSummaryCount(out, "failed ") <= 8, "%s", out);
     ck_assert_msg(corSummaryCount(out, "non-2xx ") <= 8, "%s", out);
     /* Back for the last 3.5 s, past its 1 s fail_timeout. */
-    ck_assert_msg(accessLines(&hosts[3]) > 100, "host 3 served %ld after "
-                  "its restart", accessLines(&hosts[3]));
+    ck_assert_msg(accessLines(&hosts[3]) > 100,
+                  "host 3 served %ld after "
+                  "its restart",
+                  accessLines(&hosts[3]));
 }
 END_TEST
 
@@ -351,26 +361,31 @@ START_TEST(test_a_chain_across_three_hosts_answers_as_one_host)
     if (!netUp) {
         return;
     }
-    ck_assert_int_eq(hostStart(2, "  - { load: hello, greeting: "
-                                  "\"host 2\" }\n",
+    ck_assert_int_eq(hostStart(2,
+                               "  - { load: hello, greeting: "
+                               "\"host 2\" }\n",
                                "  - { match: \"/c/echo\", handler: echo }\n"
                                "  - { match: \"GET /c/hello\", "
-                               "handler: hello }\n"), 0);
+                               "handler: hello }\n"),
+                     0);
     for (int i = 1; i >= 0; i--) {
         hostAddress(i + 1, addr, sizeof(addr));
         snprintf(modules, sizeof(modules),
                  "  - { load: hello }\n"
                  "  - { load: forward, upstreams: [ { name: next, "
-                 "servers: [ \"cor://%s:7070\" ] } ] }\n", addr);
+                 "servers: [ \"cor://%s:7070\" ] } ] }\n",
+                 addr);
         ck_assert_int_eq(hostStart(i, modules,
                                    "  - { match: \"/c/*\", handler: next }\n"),
                          0);
     }
     ck_assert_int_eq(curlHost(2, "/c/hello -i -o /dev/null -w '%{http_code}"
-                                 " %{content_type} %{size_download}'"), 0);
+                                 " %{content_type} %{size_download}'"),
+                     0);
     snprintf(direct, sizeof(direct), "%s", out);
     ck_assert_int_eq(curlHost(0, "/c/hello -i -o /dev/null -w '%{http_code}"
-                                 " %{content_type} %{size_download}'"), 0);
+                                 " %{content_type} %{size_download}'"),
+                     0);
     ck_assert_str_eq(out, direct);
     ck_assert_int_eq(curlHost(0, "/c/hello"), 0);
     ck_assert_str_eq(out, "host 2\n");
@@ -438,7 +453,7 @@ START_TEST(test_a_shared_subscription_loses_nothing_when_one_stops)
     }
     if (access("/usr/sbin/mosquitto", X_OK) != 0) {
         fprintf(stderr, "SKIP shared subscription: no mosquitto "
-                "(./configure --install-deps)\n");
+                        "(./configure --install-deps)\n");
         return;
     }
     broker = brokerStart(1);
@@ -449,16 +464,20 @@ START_TEST(test_a_shared_subscription_loses_nothing_when_one_stops)
              "  - load: mqtt\n"
              "    subscriptions:\n"
              "      - { broker: \"mqtt://%s:1883\", "
-             "filter: \"$share/g/s/#\", qos: 1 }\n", addr);
+             "filter: \"$share/g/s/#\", qos: 1 }\n",
+             addr);
     usleep(300 * 1000);
     for (int i = 2; i <= 3; i++) {
         ck_assert_int_eq(hostStart(i, modules,
                                    "  - { match: \"MQTT /*\", "
-                                   "handler: echo }\n"), 0);
+                                   "handler: echo }\n"),
+                         0);
         ck_assert_int_ge(logWait(i, "subscribed to", 15000), 1);
     }
-    snprintf(modules, sizeof(modules), "seq %d | mosquitto_pub -h %s "
-             "-p 1883 -q 1 -t s/x -l", MESSAGES, addr);
+    snprintf(modules, sizeof(modules),
+             "seq %d | mosquitto_pub -h %s "
+             "-p 1883 -q 1 -t s/x -l",
+             MESSAGES, addr);
     pub = popen(modules, "r");
     ck_assert_ptr_nonnull(pub);
     for (deadline = corNowMs() + 10000;
@@ -480,9 +499,10 @@ START_TEST(test_a_shared_subscription_loses_nothing_when_one_stops)
         }
         usleep(50 * 1000);
     }
-    fprintf(stderr, "corHosts: shared subscription, %d messages: h2 %ld, h3 "
-            "%ld (stopped while they came)\n", MESSAGES,
-            accessLines(&hosts[2]), before);
+    fprintf(stderr,
+            "corHosts: shared subscription, %d messages: h2 %ld, h3 "
+            "%ld (stopped while they came)\n",
+            MESSAGES, accessLines(&hosts[2]), before);
     hosts[3].pid = 0;
     kill(broker, SIGTERM);
     waitpid(broker, NULL, 0);
@@ -498,7 +518,8 @@ COR_TEST_SUITE(corHosts)
     tcase_set_timeout(tc, 90);
     tcase_add_unchecked_fixture(tc, netMake, suiteEnd);
     tcase_add_checked_fixture(tc, setUp, tearDown);
-    tcase_add_test(tc, test_gather_over_eight_hosts_takes_the_slowest_ones_time);
+    tcase_add_test(tc,
+                   test_gather_over_eight_hosts_takes_the_slowest_ones_time);
     tcase_add_test(tc, test_round_robin_over_eight_survives_a_host_killed);
     tcase_add_test(tc, test_a_chain_across_three_hosts_answers_as_one_host);
 #if COR_HAVE_COROUTINES

@@ -24,8 +24,8 @@
 
 #define BIG_BYTES 5000000
 
-static CorServer server;        /* the forward */
-static CorServer upstream;      /* a cor with an http2: on listener */
+static CorServer server;   /* the forward */
+static CorServer upstream; /* a cor with an http2: on listener */
 static char certs[64];
 static char out[1 << 16];
 static pid_t nghttpdTls;
@@ -33,8 +33,7 @@ static pid_t nghttpdPlain;
 static int tlsPort;
 static int plainPort;
 
-static int
-shell(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+static int shell(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A shell command with $P (the forward's port) and $D (nghttpd's folder)
  * set; its output in out. */
@@ -61,14 +60,16 @@ nghttpdStart(int port, bool plain, const char* name)
     pid_t pid;
 
     shell("cd $D && { nghttpd -v -d $D --echo-upload %s %d %s > %s.log "
-          "2>&1 & echo $!; }", plain ? "--no-tls" : "", port,
+          "2>&1 & echo $!; }",
+          plain ? "--no-tls" : "", port,
           plain ? "" : "../server.key ../server.pem", name);
     pid = atoi(out);
     ck_assert_int_gt(pid, 0);
     for (int i = 0; i < 100; i++) {
         if (shell("curl -sk%s -o /dev/null http%s://127.0.0.1:%d/small",
                   plain ? " --http2-prior-knowledge" : "", plain ? "" : "s",
-                  port) == 0) {
+                  port)
+            == 0) {
             return pid;
         }
         usleep(50000);
@@ -97,22 +98,25 @@ sessions(const char* name)
 static void
 upstreamStart(void)
 {
-    ck_assert_int_eq(corServerStart(&upstream,
-        "runtime: { loops: 2, workers: 16,"
-        " coroutines: { enabled: {COROUTINES} } }\n"
-        "listen:\n"
-        "  - { protocol: http, address: 127.0.0.1:{PORT}, http2: on }\n"
-        "modules:\n"
-        "  - { load: http }\n"
-        "  - { load: {MODULES}/testkit.so }\n"
-        "routes:\n"
-        "  - { match: \"GET /sleep\", handler: waitecho }\n"
-        "  - { match: \"GET /long/sleep\", handler: waitecho }\n"
-        "  - { match: \"GET /bytes\", handler: bytes }\n"
-        "  - { match: \"/echo\", handler: echo }\n"
-        "  - { match: \"GET /metrics\", handler: metrics }\n"
-        "limits: { body_bytes: 4MiB }\n"
-        "log: { pid_file: {DIR}/cor.pid }\n"), 0);
+    ck_assert_int_eq(
+        corServerStart(
+            &upstream,
+            "runtime: { loops: 2, workers: 16,"
+            " coroutines: { enabled: {COROUTINES} } }\n"
+            "listen:\n"
+            "  - { protocol: http, address: 127.0.0.1:{PORT}, http2: on }\n"
+            "modules:\n"
+            "  - { load: http }\n"
+            "  - { load: {MODULES}/testkit.so }\n"
+            "routes:\n"
+            "  - { match: \"GET /sleep\", handler: waitecho }\n"
+            "  - { match: \"GET /long/sleep\", handler: waitecho }\n"
+            "  - { match: \"GET /bytes\", handler: bytes }\n"
+            "  - { match: \"/echo\", handler: echo }\n"
+            "  - { match: \"GET /metrics\", handler: metrics }\n"
+            "limits: { body_bytes: 4MiB }\n"
+            "log: { pid_file: {DIR}/cor.pid }\n"),
+        0);
 }
 
 static void
@@ -121,9 +125,10 @@ setUp(void)
     char yaml[4096];
 
     corTestCertsMake(certs, sizeof(certs));
-    snprintf(yaml, sizeof(yaml), "mkdir -p %s/h2 && echo small > %s/h2/small"
-             " && head -c %d /dev/urandom > %s/h2/big", certs, certs,
-             BIG_BYTES, certs);
+    snprintf(yaml, sizeof(yaml),
+             "mkdir -p %s/h2 && echo small > %s/h2/small"
+             " && head -c %d /dev/urandom > %s/h2/big",
+             certs, certs, BIG_BYTES, certs);
     ck_assert_int_eq(corShell(yaml, out, sizeof(out)), 0);
     tlsPort = corFreePort();
     plainPort = corFreePort();
@@ -178,20 +183,28 @@ static void
 nghttpdExchanges(const char* group)
 {
     ck_assert_int_eq(shell("curl -sS -w ' %%{http_code} %%{http_version}' "
-                           "http://127.0.0.1:$P/%s/small", group), 0);
+                           "http://127.0.0.1:$P/%s/small",
+                           group),
+                     0);
     ck_assert_str_eq(out, "small\n 200 1.1");
     ck_assert_int_eq(shell("curl -sS http://127.0.0.1:$P/%s/big "
-                           "| cmp - $D/big && echo same", group), 0);
+                           "| cmp - $D/big && echo same",
+                           group),
+                     0);
     ck_assert_str_eq(out, "same\n");
     ck_assert_int_eq(shell("head -c 300000 $D/big > $D/post && curl -sS "
                            "--data-binary @$D/post "
                            "http://127.0.0.1:$P/%s/small | cmp - $D/post "
-                           "&& echo same", group), 0);
+                           "&& echo same",
+                           group),
+                     0);
     ck_assert_str_eq(out, "same\n");
     /* An h2 client of the forward gets the h2 answer too. */
     ck_assert_int_eq(shell("curl -sS --http2-prior-knowledge -o /dev/null "
                            "-w '%%{http_code} %%{http_version}' "
-                           "http://127.0.0.1:$P/%s/small", group), 0);
+                           "http://127.0.0.1:$P/%s/small",
+                           group),
+                     0);
     ck_assert_str_eq(out, "200 2");
 }
 
@@ -215,7 +228,8 @@ START_TEST(test_many_requests_share_one_upstream_connection)
     int used;
 
     ck_assert_int_eq(shell("h2load --h1 -n 400 -c 8 -m 5 "
-                           "http://127.0.0.1:$P/plain/small"), 0);
+                           "http://127.0.0.1:$P/plain/small"),
+                     0);
     ck_assert_msg(strstr(out, "400 succeeded") != NULL, "%s", out);
     usleep(200000);
     used = sessions("plain") - before;
@@ -225,11 +239,13 @@ START_TEST(test_many_requests_share_one_upstream_connection)
         ck_assert_int_ge(used, 1);
     }
     ck_assert_int_eq(shell("h2load --h1 -n 400 -c 8 -m 5 "
-                           "http://127.0.0.1:$P/bytes?n=100"), 0);
+                           "http://127.0.0.1:$P/bytes?n=100"),
+                     0);
     ck_assert_msg(strstr(out, "400 succeeded") != NULL, "%s", out);
     if (corTestCoroutines()) {
         ck_assert_int_eq(corMetric(upstream.port,
-                                   "cor_http2_connections_total"), 1);
+                                   "cor_http2_connections_total"),
+                         1);
     }
 }
 END_TEST
@@ -237,11 +253,14 @@ END_TEST
 START_TEST(test_cor_upstream_large_answer_and_post)
 {
     ck_assert_int_eq(shell("curl -sS http://127.0.0.1:$P/bytes?n=%d "
-                           "| wc -c", BIG_BYTES), 0);
+                           "| wc -c",
+                           BIG_BYTES),
+                     0);
     ck_assert_int_eq(atoi(out), BIG_BYTES);
     ck_assert_int_eq(shell("head -c 1000000 $D/big > $D/post && curl -sS "
                            "--data-binary @$D/post http://127.0.0.1:$P/echo "
-                           "| cmp - $D/post && echo same"), 0);
+                           "| cmp - $D/post && echo same"),
+                     0);
     ck_assert_str_eq(out, "same\n");
 }
 END_TEST
@@ -263,7 +282,8 @@ START_TEST(test_upstream_killed_in_flight_is_502)
     upstream.pid = 0;
     ck_assert_int_eq(shell("wait; sleep 0.1; for i in 1 2 3 4 5 6; do "
                            "while [ ! -s $D/killed.$i ]; do sleep 0.05; done;"
-                           " done; cat $D/killed.*"), 0);
+                           " done; cat $D/killed.*"),
+                     0);
     ck_assert_str_eq(out, "502\n502\n502\n502\n502\n502\n");
     ck_assert_int_lt(corNowMs() - start, 2000);
 }
@@ -274,14 +294,16 @@ START_TEST(test_upstream_too_slow_is_504)
     long start = corNowMs();
 
     ck_assert_int_eq(shell("curl -sS -o /dev/null -w '%%{http_code}' "
-                           "\"http://127.0.0.1:$P/sleep?ms=3000\""), 0);
+                           "\"http://127.0.0.1:$P/sleep?ms=3000\""),
+                     0);
     ck_assert_str_eq(out, "504");
     ck_assert_int_lt(corNowMs() - start, 2000);
     /* The forward's own deadline, not an answer of the upstream's. */
     ck_assert_int_ge(corServerLogCount(&server, "read timeout (600 ms)"), 1);
     /* The connection stays for the next request. */
     ck_assert_int_eq(shell("curl -sS -o /dev/null -w '%%{http_code}' "
-                           "\"http://127.0.0.1:$P/bytes?n=10\""), 0);
+                           "\"http://127.0.0.1:$P/bytes?n=10\""),
+                     0);
     ck_assert_str_eq(out, "200");
 }
 END_TEST

@@ -114,23 +114,29 @@ START_TEST(test_h2c_prior_knowledge_and_http1_on_the_same_port)
     start("on", NULL);
     ck_assert_int_eq(shell("curl -sS --http2-prior-knowledge -o /dev/null "
                            "-w '%{http_version} %{http_code}' "
-                           "http://127.0.0.1:$P/hello"), 0);
+                           "http://127.0.0.1:$P/hello"),
+                     0);
     ck_assert_str_eq(out, "2 200");
     /* HTTP/1.1 on the same port: the preface tells them apart. */
     ck_assert_int_eq(shell("curl -sS --http1.1 -w ' %{http_version}' "
-                           "http://127.0.0.1:$P/hello"), 0);
+                           "http://127.0.0.1:$P/hello"),
+                     0);
     ck_assert_str_eq(out, "hello, world\n 1.1");
     /* /metrics counts them by protocol (its own GET is the second
      * HTTP/1.1 one). */
     ck_assert_int_eq(corMetric(server.port, "cor_protocol_requests_total"
-                               "{protocol=\"http1\"}"), 2);
+                                            "{protocol=\"http1\"}"),
+                     2);
     ck_assert_int_eq(corMetric(server.port, "cor_protocol_requests_total"
-                               "{protocol=\"http2\"}"), 1);
+                                            "{protocol=\"http2\"}"),
+                     1);
     ck_assert_int_eq(corMetric(server.port, "cor_protocol_requests_total"
-                               "{protocol=\"cor\"}"), 0);
+                                            "{protocol=\"cor\"}"),
+                     0);
     /* And the access log says which. */
     ck_assert_int_eq(shell("sleep 0.2; grep -c 'HTTP/2.0\" 200' "
-                           "$D/access.log"), 0);
+                           "$D/access.log"),
+                     0);
     ck_assert_str_eq(out, "1\n");
 }
 END_TEST
@@ -139,7 +145,8 @@ START_TEST(test_plain_listener_without_http2_refuses_the_preface)
 {
     start(NULL, NULL);
     ck_assert_int_ne(shell("curl -sS --http2-prior-knowledge "
-                           "http://127.0.0.1:$P/hello"), 0);
+                           "http://127.0.0.1:$P/hello"),
+                     0);
     ck_assert_int_eq(shell("curl -sS http://127.0.0.1:$P/hello"), 0);
     ck_assert_str_eq(out, "hello, world\n");
 }
@@ -150,14 +157,17 @@ START_TEST(test_h2_by_alpn_over_tls)
     start(NULL, NULL);
     ck_assert_int_eq(shell("curl -sS --http2 --cacert $C/ca.pem -o /dev/null "
                            "-w '%{http_version} %{http_code}' "
-                           "https://localhost:$T/hello"), 0);
+                           "https://localhost:$T/hello"),
+                     0);
     ck_assert_str_eq(out, "2 200");
     ck_assert_int_eq(shell("curl -sS --http1.1 --cacert $C/ca.pem "
                            "-w ' %{http_version}' "
-                           "https://localhost:$T/hello"), 0);
+                           "https://localhost:$T/hello"),
+                     0);
     ck_assert_str_eq(out, "hello, world\n 1.1");
     ck_assert_int_eq(shell("echo | openssl s_client -connect 127.0.0.1:$T "
-                           "-alpn h2,http/1.1 2>/dev/null | grep -a ALPN"), 0);
+                           "-alpn h2,http/1.1 2>/dev/null | grep -a ALPN"),
+                     0);
     ck_assert_msg(strstr(out, "ALPN protocol: h2") != NULL, "%s", out);
 }
 END_TEST
@@ -166,11 +176,13 @@ START_TEST(test_http2_off_on_tls_offers_only_http1)
 {
     start(NULL, "off");
     ck_assert_int_eq(shell("echo | openssl s_client -connect 127.0.0.1:$T "
-                           "-alpn h2,http/1.1 2>/dev/null | grep -a ALPN"), 0);
+                           "-alpn h2,http/1.1 2>/dev/null | grep -a ALPN"),
+                     0);
     ck_assert_msg(strstr(out, "ALPN protocol: http/1.1") != NULL, "%s", out);
     ck_assert_int_eq(shell("curl -sS --http2 --cacert $C/ca.pem -o /dev/null "
                            "-w '%{http_version}' "
-                           "https://localhost:$T/hello"), 0);
+                           "https://localhost:$T/hello"),
+                     0);
     ck_assert_str_eq(out, "1.1");
 }
 END_TEST
@@ -187,15 +199,18 @@ START_TEST(test_large_bodies_go_whole_with_flow_control)
     ck_assert_int_eq(shell("head -c 6000000 /dev/urandom > $D/big && "
                            "curl -sS --http2 --cacert $C/ca.pem "
                            "\"https://localhost:$T/file?path=$D/big\" "
-                           "| cmp - $D/big && echo same"), 0);
+                           "| cmp - $D/big && echo same"),
+                     0);
     ck_assert_str_eq(out, "same\n");
     ck_assert_int_eq(shell("head -c 40000 /dev/urandom > $D/up && "
                            "curl -sS --http2-prior-knowledge --data-binary "
                            "@$D/up http://127.0.0.1:$P/echo "
-                           "| cmp - $D/up && echo same"), 0);
+                           "| cmp - $D/up && echo same"),
+                     0);
     ck_assert_str_eq(out, "same\n");
     ck_assert_int_eq(shell("curl -sS --http2-prior-knowledge "
-                           "\"http://127.0.0.1:$P/stream?n=40\" | tail -1"), 0);
+                           "\"http://127.0.0.1:$P/stream?n=40\" | tail -1"),
+                     0);
     ck_assert_str_eq(out, "piece 39\n");
 }
 END_TEST
@@ -213,8 +228,10 @@ START_TEST(test_a_waiting_stream_holds_up_no_other)
     long took;
 
     start("on", NULL);
-    snprintf(command, sizeof(command), "h2load -n %d -c 1 -m %d "
-             "\"http://127.0.0.1:$P/waitecho?ms=1000\"", streams, streams);
+    snprintf(command, sizeof(command),
+             "h2load -n %d -c 1 -m %d "
+             "\"http://127.0.0.1:$P/waitecho?ms=1000\"",
+             streams, streams);
     began = corNowMs();
     ck_assert_int_eq(shell(command), 0);
     took = corNowMs() - began;
@@ -223,11 +240,12 @@ START_TEST(test_a_waiting_stream_holds_up_no_other)
     ck_assert_msg(took < 2500, "took %ld ms", took);
     ck_assert_int_eq(shell("nghttp -n -s \"http://127.0.0.1:$P/sleep?ms=800\" "
                            "http://127.0.0.1:$P/hello | grep -E "
-                           "'/hello|/sleep' | awk '{print $NF}'"), 0);
+                           "'/hello|/sleep' | awk '{print $NF}'"),
+                     0);
     /* nghttp -s lists each request with its path last; the quick one
      * comes back first. */
     ck_assert_msg(strstr(out, "/hello\n") != NULL
-                  && strstr(out, "/hello\n") < strstr(out, "/sleep"),
+                      && strstr(out, "/hello\n") < strstr(out, "/sleep"),
                   "%s", out);
 }
 END_TEST
@@ -238,10 +256,12 @@ START_TEST(test_nghttp_and_h2load)
     ck_assert_int_eq(shell("nghttp -nv http://127.0.0.1:$P/hello"), 0);
     ck_assert_msg(strstr(out, ":status: 200") != NULL, "%s", out);
     ck_assert_int_eq(shell("h2load -n 2000 -c 4 -m 16 "
-                           "http://127.0.0.1:$P/hello"), 0);
+                           "http://127.0.0.1:$P/hello"),
+                     0);
     ck_assert_msg(strstr(out, "2000 succeeded, 0 failed") != NULL, "%s", out);
     ck_assert_int_eq(shell("h2load -n 400 -c 2 -m 8 "
-                           "https://127.0.0.1:$T/hello"), 0);
+                           "https://127.0.0.1:$T/hello"),
+                     0);
     ck_assert_msg(strstr(out, "400 succeeded, 0 failed") != NULL, "%s", out);
     ck_assert_int_gt(corMetric(server.port, "cor_http2_streams_total"), 2400);
 }
@@ -258,8 +278,10 @@ START_TEST(test_a_reload_under_load_loses_nothing)
     size_t n;
 
     start("on", NULL);
-    snprintf(command, sizeof(command), PYTHON " tests/integration/h2reload.py %d "
-             "'/sleep?ms=20' 3 4 8 2>&1", server.port);
+    snprintf(command, sizeof(command),
+             PYTHON " tests/integration/h2reload.py %d "
+                    "'/sleep?ms=20' 3 4 8 2>&1",
+             server.port);
     load = popen(command, "r");
     ck_assert_ptr_nonnull(load);
     usleep(1000 * 1000);
@@ -271,7 +293,8 @@ START_TEST(test_a_reload_under_load_loses_nothing)
     /* Each client's connection saw the GOAWAY and its next one was
      * served, by the new generation. */
     ck_assert_msg(strstr(out, " goaways 0 ") == NULL
-                  && strstr(out, " after-goaway 0") == NULL, "%s", out);
+                      && strstr(out, " after-goaway 0") == NULL,
+                  "%s", out);
     printf("corHttp2Test: reload under load: %s", out);
 }
 END_TEST
@@ -285,8 +308,10 @@ START_TEST(test_a_drain_says_goaway_and_finishes_the_stream)
     size_t n;
 
     start("on", NULL);
-    snprintf(command, sizeof(command), "nghttp -v "
-             "'http://127.0.0.1:%d/sleep?ms=1500' 2>&1", server.port);
+    snprintf(command, sizeof(command),
+             "nghttp -v "
+             "'http://127.0.0.1:%d/sleep?ms=1500' 2>&1",
+             server.port);
     peer = popen(command, "r");
     ck_assert_ptr_nonnull(peer);
     usleep(500 * 1000);
@@ -297,8 +322,7 @@ START_TEST(test_a_drain_says_goaway_and_finishes_the_stream)
     ck_assert_msg(strstr(out, "recv GOAWAY") != NULL, "%s", out);
     /* The notice (2^31-1), then the last stream taken (nghttp's 13,
      * after its five PRIORITY streams). */
-    ck_assert_msg(strstr(out, "last_stream_id=2147483647,") != NULL, "%s",
-                  out);
+    ck_assert_msg(strstr(out, "last_stream_id=2147483647,") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "last_stream_id=13,") != NULL, "%s", out);
     ck_assert_msg(strstr(out, ":status: 200") != NULL, "%s", out);
 }
@@ -309,18 +333,19 @@ START_TEST(test_rfc9113_edge_cases_and_floods)
 {
     static const char* const kinds[] = {
         "rapid_reset", "continuation_flood", "header_list", "settings_flood",
-        "ping_flood", "zero_window", "no_progress", "protocol_error",
+        "ping_flood",  "zero_window",        "no_progress", "protocol_error",
     };
     char command[256];
     char metric[96];
 
     start("on", NULL);
-    snprintf(command, sizeof(command), PYTHON
-             " tests/integration/h2edge.py %d", server.port);
-    ck_assert_msg(corShell(command, out, sizeof(out)) == 0, "%s", out);
-    snprintf(command, sizeof(command), "H2EDGE_TLS_PORT=%d " PYTHON
-             " tests/integration/h2edge.py %d bad_preface_tls", server.port2,
+    snprintf(command, sizeof(command), PYTHON " tests/integration/h2edge.py %d",
              server.port);
+    ck_assert_msg(corShell(command, out, sizeof(out)) == 0, "%s", out);
+    snprintf(command, sizeof(command),
+             "H2EDGE_TLS_PORT=%d " PYTHON
+             " tests/integration/h2edge.py %d bad_preface_tls",
+             server.port2, server.port);
     ck_assert_msg(corShell(command, out, sizeof(out)) == 0, "%s", out);
     for (unsigned i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
         snprintf(metric, sizeof(metric), "cor_http2_abuse_total{kind=\"%s\"}",
@@ -343,13 +368,16 @@ START_TEST(test_a_stalled_body_is_reset_after_body_timeout)
     requestTimeout = "10s";
     bodyTimeout = "300ms";
     start("on", NULL);
-    snprintf(command, sizeof(command), PYTHON
-             " tests/integration/h2edge.py %d body_stall", server.port);
+    snprintf(command, sizeof(command),
+             PYTHON " tests/integration/h2edge.py %d body_stall", server.port);
     ck_assert_msg(corShell(command, out, sizeof(out)) == 0, "%s", out);
-    ck_assert_int_eq(corMetric(server.port, "cor_requests_refused_total"
-                               "{protocol=\"http\",status=\"408\"}"), 1);
+    ck_assert_int_eq(corMetric(server.port,
+                               "cor_requests_refused_total"
+                               "{protocol=\"http\",status=\"408\"}"),
+                     1);
     ck_assert_int_eq(corServerLogCount(&server, "a request body that "
-                                       "stalled"), 1);
+                                                "stalled"),
+                     1);
 }
 END_TEST
 
@@ -371,16 +399,20 @@ START_TEST(test_an_empty_data_flood_is_cut_and_costs_others_nothing)
     int code;
 
     start("on", NULL);
-    snprintf(command, sizeof(command), PYTHON
-             " tests/integration/h2flood.py %d 5", server.port);
+    snprintf(command, sizeof(command),
+             PYTHON " tests/integration/h2flood.py %d 5", server.port);
     ck_assert_msg(corShell(command, out, sizeof(out)) == 0, "%s", out);
-    ck_assert_msg(sscanf(out, "cut %lf goaway %d frames %*d quiet_worst_ms "
-                         "%lf flood_worst_ms %lf", &cut, &code, &quiet,
-                         &flood) == 4, "%s", out);
+    ck_assert_msg(sscanf(out,
+                         "cut %lf goaway %d frames %*d quiet_worst_ms "
+                         "%lf flood_worst_ms %lf",
+                         &cut, &code, &quiet, &flood)
+                      == 4,
+                  "%s", out);
     ck_assert_msg(cut >= 0 && cut < 5 && code == 11, "%s", out);
     ck_assert_msg(flood < 2 * quiet + 100, "%s", out);
     ck_assert_int_ge(corMetric(server.port, "cor_http2_abuse_total"
-                               "{kind=\"no_progress\"}"), 1);
+                                            "{kind=\"no_progress\"}"),
+                     1);
     printf("corHttp2Test: empty DATA flood: %s", out);
 }
 END_TEST
@@ -413,18 +445,22 @@ idleConnectionsServe(const char* mode, long limit)
      * heap's first pages) are not the idle ones'. */
     ck_assert_int_eq(shell("curl -sS --http2-prior-knowledge -o /dev/null "
                            "http://127.0.0.1:$P/hello && curl -sS --http2 "
-                           "-k -o /dev/null https://localhost:$T/hello"), 0);
-    snprintf(command, sizeof(command), PYTHON
-             " tests/integration/h2idle.py %s %d %d %d " QUIET_S, mode,
-             strcmp(mode, "tls") == 0 ? server.port2 : server.port,
-             IDLE_COUNT, (int)corServerGeneration(&server));
+                           "-k -o /dev/null https://localhost:$T/hello"),
+                     0);
+    snprintf(command, sizeof(command),
+             PYTHON " tests/integration/h2idle.py %s %d %d %d " QUIET_S, mode,
+             strcmp(mode, "tls") == 0 ? server.port2 : server.port, IDLE_COUNT,
+             (int)corServerGeneration(&server));
     ck_assert_msg(corShell(command, out, sizeof(out)) == 0, "%s", out);
-    ck_assert_msg(sscanf(out, "rss_per_conn %ld served %d", &perConn,
-                         &served) == 2, "%s", out);
+    ck_assert_msg(sscanf(out, "rss_per_conn %ld served %d", &perConn, &served)
+                      == 2,
+                  "%s", out);
     ck_assert_msg(served == IDLE_COUNT, "%s", out);
     if (sanitized == NULL || strcmp(sanitized, "1") != 0) {
-        ck_assert_msg(perConn <= limit, "%s: %ld B per idle connection, "
-                      "over %ld", mode, perConn, limit);
+        ck_assert_msg(perConn <= limit,
+                      "%s: %ld B per idle connection, "
+                      "over %ld",
+                      mode, perConn, limit);
     }
     printf("corHttp2Test: idle %s: %s", mode, out);
 }
@@ -456,7 +492,8 @@ COR_TEST_SUITE(corHttp2)
     tcase_add_test(tc, test_a_drain_says_goaway_and_finishes_the_stream);
     tcase_add_test(tc, test_rfc9113_edge_cases_and_floods);
     tcase_add_test(tc, test_a_stalled_body_is_reset_after_body_timeout);
-    tcase_add_test(tc, test_an_empty_data_flood_is_cut_and_costs_others_nothing);
+    tcase_add_test(tc,
+                   test_an_empty_data_flood_is_cut_and_costs_others_nothing);
     tcase_add_test(tc, test_idle_tls_connections_give_buffers_back_and_serve);
     tcase_add_test(tc, test_idle_h2c_connections_give_buffers_back_and_serve);
 }

@@ -62,8 +62,7 @@ has(const char* text)
 }
 
 #define CHECK_HAS(text) ck_assert_msg(has(text), "no '%s' in: %s", text, out)
-#define CHECK_HAS_NOT(text) \
-    ck_assert_msg(!has(text), "'%s' in: %s", text, out)
+#define CHECK_HAS_NOT(text) ck_assert_msg(!has(text), "'%s' in: %s", text, out)
 
 static void
 sendText(int fd, const char* text)
@@ -128,21 +127,24 @@ START_TEST(test_large_body_intact)
     char command[512];
     char expect[64];
 
-    snprintf(command, sizeof(command), "head -c 5000000 /dev/urandom > "
+    snprintf(command, sizeof(command),
+             "head -c 5000000 /dev/urandom > "
              "%s/up.bin && /usr/bin/python3 -c 'import sys; s=0\n"
              "for b in open(\"%s/up.bin\",\"rb\").read(): "
-             "s=(s*31+b)&0xffffffff\nprint(s)'", server.dir, server.dir);
+             "s=(s*31+b)&0xffffffff\nprint(s)'",
+             server.dir, server.dir);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
     snprintf(expect, sizeof(expect), "length 5000000 sum %ld\n", atol(out));
-    snprintf(command, sizeof(command), "--data-binary @%s/up.bin",
-             server.dir);
-    ck_assert_int_eq(corCurl(server.port, command, "/body", out,
-                             sizeof(out)), 0);
+    snprintf(command, sizeof(command), "--data-binary @%s/up.bin", server.dir);
+    ck_assert_int_eq(corCurl(server.port, command, "/body", out, sizeof(out)),
+                     0);
     ck_assert_str_eq(out, expect);
-    snprintf(command, sizeof(command), "-H 'Transfer-Encoding: chunked' "
-             "--data-binary @%s/up.bin", server.dir);
-    ck_assert_int_eq(corCurl(server.port, command, "/body", out,
-                             sizeof(out)), 0);
+    snprintf(command, sizeof(command),
+             "-H 'Transfer-Encoding: chunked' "
+             "--data-binary @%s/up.bin",
+             server.dir);
+    ck_assert_int_eq(corCurl(server.port, command, "/body", out, sizeof(out)),
+                     0);
     ck_assert_str_eq(out, expect);
 }
 END_TEST
@@ -195,7 +197,8 @@ START_TEST(test_a_stalled_body_times_out)
 {
     long start = corNowMs();
     int fd = sendStart("POST /body HTTP/1.1\r\nHost: t\r\n"
-                       "Content-Length: 100\r\n\r\n", 5);
+                       "Content-Length: 100\r\n\r\n",
+                       5);
 
     readToEnd(fd, 5000);
     close(fd);
@@ -203,7 +206,8 @@ START_TEST(test_a_stalled_body_times_out)
     CHECK_HAS("HTTP/1.1 408 ");
     ck_assert(readsFailed(1));
     fd = sendStart("POST /body?echo=1 HTTP/1.1\r\nHost: t\r\n"
-                   "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n", 0);
+                   "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+                   0);
     readToEnd(fd, 5000);
     close(fd);
     CHECK_HAS("HTTP/1.1 200 ");
@@ -240,7 +244,8 @@ START_TEST(test_a_slow_body_that_keeps_coming_is_read_whole)
 {
     bool late = false;
     int fd = sendStart("POST /body HTTP/1.1\r\nHost: t\r\n"
-                       "Transfer-Encoding: chunked\r\n\r\n", 0);
+                       "Transfer-Encoding: chunked\r\n\r\n",
+                       0);
 
     sendSlowly(fd, "5\r\nhello\r\n", &late);
     sendText(fd, "0\r\n\r\n");
@@ -251,7 +256,8 @@ START_TEST(test_a_slow_body_that_keeps_coming_is_read_whole)
         CHECK_HAS("length 30 ");
     }
     fd = sendStart("POST /echo HTTP/1.1\r\nHost: t\r\n"
-                   "Content-Length: 30\r\n\r\n", 0);
+                   "Content-Length: 30\r\n\r\n",
+                   0);
     sendSlowly(fd, "hello", &late);
     ck_assert_int_gt(corReadResponse(fd, out, sizeof(out), 5000), 0);
     close(fd);
@@ -268,7 +274,8 @@ START_TEST(test_past_the_limit_or_badly_framed_refused)
 {
     int fd = sendStart("POST /body HTTP/1.1\r\nHost: t\r\n"
                        "Transfer-Encoding: chunked\r\n\r\n"
-                       "5\r\nhello\r\n5000000\r\n", 0);
+                       "5\r\nhello\r\n5000000\r\n",
+                       0);
 
     readToEnd(fd, 5000);
     close(fd);
@@ -276,10 +283,12 @@ START_TEST(test_past_the_limit_or_badly_framed_refused)
     CHECK_HAS("Connection: close");
     ck_assert(readsFailed(1));
     ck_assert_int_eq(corServerLogCount(&server, "POST /body is past the "
-                                       "limits (limits.body_bytes"), 1);
+                                                "limits (limits.body_bytes"),
+                     1);
     fd = sendStart("POST /body HTTP/1.1\r\nHost: t\r\n"
                    "Transfer-Encoding: chunked\r\n\r\n"
-                   "5\r\nhello\r\nzz\r\n", 0);
+                   "5\r\nhello\r\nzz\r\n",
+                   0);
     readToEnd(fd, 5000);
     close(fd);
     CHECK_HAS("HTTP/1.1 400 ");
@@ -293,7 +302,8 @@ START_TEST(test_the_client_leaving_midway)
 {
     long cancelled = corMetric(server.port, "cor_requests_cancelled_total");
     int fd = sendStart("POST /body HTTP/1.1\r\nHost: t\r\n"
-                       "Content-Length: 100000\r\n\r\n", 30000);
+                       "Content-Length: 100000\r\n\r\n",
+                       30000);
 
     usleep(200 * 1000);
     close(fd);
@@ -301,7 +311,8 @@ START_TEST(test_the_client_leaving_midway)
     ck_assert_int_eq(corMetric(server.port, "cor_requests_cancelled_total"),
                      cancelled + 1);
     ck_assert_int_eq(corCurl(server.port, "-d again", "/body", out,
-                             sizeof(out)), 0);
+                             sizeof(out)),
+                     0);
     ck_assert_str_eq(out, "length 5 sum 92746592\n");
 }
 END_TEST
@@ -313,7 +324,8 @@ START_TEST(test_an_answer_streamed_while_the_body_comes)
     static const char* const pieces[] = { "one", "two", "three" };
     char chunk[32];
     int fd = sendStart("POST /body?echo=1 HTTP/1.1\r\nHost: t\r\n"
-                       "Transfer-Encoding: chunked\r\n\r\n", 0);
+                       "Transfer-Encoding: chunked\r\n\r\n",
+                       0);
     size_t len = 0;
 
     for (int i = 0; i < 3; i++) {
@@ -345,7 +357,8 @@ END_TEST
 START_TEST(test_an_answer_before_the_body_closes_after_it)
 {
     int fd = sendStart("POST /body?early=1 HTTP/1.1\r\nHost: t\r\n"
-                       "Content-Length: 100000\r\n\r\n", 1000);
+                       "Content-Length: 100000\r\n\r\n",
+                       1000);
 
     ck_assert_int_gt(corReadResponse(fd, out, sizeof(out), 5000), 0);
     CHECK_HAS("Connection: close");
@@ -362,7 +375,8 @@ END_TEST
 START_TEST(test_a_request_pipelined_behind_a_streamed_body)
 {
     int fd = sendStart("POST /body?wait=100 HTTP/1.1\r\nHost: t\r\n"
-                       "Content-Length: 70000\r\n\r\n", 70000);
+                       "Content-Length: 70000\r\n\r\n",
+                       70000);
 
     sendText(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\n"
                  "next");

@@ -64,8 +64,8 @@ certsMake(void)
     char out[1024];
 
     if (slash != NULL) {
-        snprintf(certs, sizeof(certs), "%.*s/test-certs",
-                 (int)(slash - bin), bin);
+        snprintf(certs, sizeof(certs), "%.*s/test-certs", (int)(slash - bin),
+                 bin);
     } else {
         snprintf(certs, sizeof(certs), "build/test-certs");
     }
@@ -117,9 +117,10 @@ ask(const char* handler, const char* path, const char* extra)
         }
     }
     escaped[j] = '\0';
-    snprintf(req, sizeof(req), "GET /%s?url=http://127.0.0.1:%d%s%s%s "
-             "HTTP/1.1\r\nHost: t\r\n\r\n", handler, upstreamPort, escaped,
-             extra[0] ? "&" : "", extra);
+    snprintf(req, sizeof(req),
+             "GET /%s?url=http://127.0.0.1:%d%s%s%s "
+             "HTTP/1.1\r\nHost: t\r\n\r\n",
+             handler, upstreamPort, escaped, extra[0] ? "&" : "", extra);
     return corRequest(server.port, req, buf, sizeof(buf));
 }
 
@@ -129,8 +130,8 @@ client(const char* path, const char* extra)
     return ask("client", path, extra);
 }
 
-#define CHECK_BODY_HAS(text)                                             \
-    ck_assert_msg(strstr(corBody(buf), (text)) != NULL, "%s: %s", (text), \
+#define CHECK_BODY_HAS(text)                                                   \
+    ck_assert_msg(strstr(corBody(buf), (text)) != NULL, "%s: %s", (text),      \
                   corBody(buf))
 
 /* Each extra: the coroutine (or blocking mode's worker), and a worker. */
@@ -145,8 +146,10 @@ streamed(const char* path)
 {
     char command[256];
 
-    snprintf(command, sizeof(command), "curl -s --max-time 10 "
-             "'http://127.0.0.1:%d%s' 2>&1", server.port, path);
+    snprintf(command, sizeof(command),
+             "curl -s --max-time 10 "
+             "'http://127.0.0.1:%d%s' 2>&1",
+             server.port, path);
     return corShell(command, buf, sizeof(buf));
 }
 
@@ -186,8 +189,10 @@ START_TEST(test_streamed_read_peer_dies_mid_body)
     int conns = upstreamConns();
 
     ck_assert_int_eq(streamed("/die"), 18);
-    snprintf(command, sizeof(command), "127.0.0.1:%d: the peer closed the "
-             "connection in the middle of the body", upstreamPort);
+    snprintf(command, sizeof(command),
+             "127.0.0.1:%d: the peer closed the "
+             "connection in the middle of the body",
+             upstreamPort);
     ck_assert_int_eq(corServerLogCount(&server, command), 1);
     /* The next exchange goes on, on a new connection. */
     ck_assert_int_eq(upstreamConns(), conns + 1);
@@ -215,7 +220,8 @@ START_TEST(test_informational_answers_skipped)
         CHECK_BODY_HAS("status=200 ");
         CHECK_BODY_HAS("len=9 body=after 1xx x-test=1xx");
         ck_assert_int_eq(client("/1xx", m ? "worker=1&method=POST&body=abc"
-                                          : "method=POST&body=abc"), 200);
+                                          : "method=POST&body=abc"),
+                         200);
         CHECK_BODY_HAS("body=after 1xx");
     }
 }
@@ -288,7 +294,8 @@ START_TEST(test_written_post_is_not_sent_again)
         CHECK_BODY_HAS("rc=-104 ");
         ck_assert_int_eq(client("/posts", modes[m]), 200);
         ck_assert_msg(strstr(corBody(buf), m == 0 ? "body=1 " : "body=2 ")
-                      != NULL, "%s", corBody(buf));
+                          != NULL,
+                      "%s", corBody(buf));
     }
 }
 END_TEST
@@ -371,8 +378,7 @@ START_TEST(test_stall_after_a_byte_is_bounded)
     static const char* const cases[][3] = {
         { "/stall?ms=4000", "first_ms=300", "answer's head" },
         { "/stall1xx?ms=4000", "first_ms=300", "answer's head" },
-        { "/stall1xx?ms=4000", "first_ms=9000&read_ms=300",
-          "answer's head" },
+        { "/stall1xx?ms=4000", "first_ms=9000&read_ms=300", "answer's head" },
         { "/stallbody?ms=4000", "first_ms=300", "body" },
         { "/stallbody?ms=4000", "read_ms=300", "body" },
     };
@@ -383,11 +389,13 @@ START_TEST(test_stall_after_a_byte_is_bounded)
             char said[96];
             long start = corNowMs();
 
-            snprintf(extra, sizeof(extra), "%s%s%s", cases[i][1],
-                     m ? "&" : "", modes[m]);
+            snprintf(extra, sizeof(extra), "%s%s%s", cases[i][1], m ? "&" : "",
+                     modes[m]);
             ck_assert_int_eq(client(cases[i][0], extra), 504);
-            snprintf(said, sizeof(said), "no byte of the %s within the "
-                     "read timeout (300 ms)", cases[i][2]);
+            snprintf(said, sizeof(said),
+                     "no byte of the %s within the "
+                     "read timeout (300 ms)",
+                     cases[i][2]);
             CHECK_BODY_HAS(said);
             ck_assert_int_lt(corNowMs() - start, 3000);
         }
@@ -425,10 +433,10 @@ START_TEST(test_connect_deadline)
     ck_assert_int_eq(bind(fd, (struct sockaddr*)&addr, sizeof(addr)), 0);
     ck_assert_int_eq(listen(fd, 0), 0);
     getsockname(fd, (struct sockaddr*)&addr, &len);
-    ck_assert_int_eq(connect(filler, (struct sockaddr*)&addr, sizeof(addr)),
-                     0);
+    ck_assert_int_eq(connect(filler, (struct sockaddr*)&addr, sizeof(addr)), 0);
     for (int m = 0; m < 2; m++) {
-        snprintf(req, sizeof(req), "GET /client?url=http://127.0.0.1:%d/"
+        snprintf(req, sizeof(req),
+                 "GET /client?url=http://127.0.0.1:%d/"
                  "&connect_ms=300%s%s HTTP/1.1\r\nHost: t\r\n\r\n",
                  ntohs(addr.sin_port), m ? "&" : "", modes[m]);
         start = corNowMs();
@@ -449,16 +457,19 @@ START_TEST(test_https_with_the_test_ca)
 
     ck_assert_int_eq(corServerStartHttpsHello(&tlsUpstream, certs), 0);
     for (int m = 0; m < 2; m++) {
-        snprintf(req, sizeof(req), "GET /client?url=https://localhost:%d/"
-                 "hello%s%s HTTP/1.1\r\nHost: t\r\n\r\n", tlsUpstream.port,
-                 m ? "&" : "", modes[m]);
+        snprintf(req, sizeof(req),
+                 "GET /client?url=https://localhost:%d/"
+                 "hello%s%s HTTP/1.1\r\nHost: t\r\n\r\n",
+                 tlsUpstream.port, m ? "&" : "", modes[m]);
         ck_assert_int_eq(corRequest(server.port, req, buf, sizeof(buf)), 200);
         CHECK_BODY_HAS("status=200 ");
         CHECK_BODY_HAS("body=hello, world");
     }
     /* The certificate names 127.0.0.1 too. */
-    snprintf(req, sizeof(req), "GET /client?url=https://127.0.0.1:%d/hello "
-             "HTTP/1.1\r\nHost: t\r\n\r\n", tlsUpstream.port);
+    snprintf(req, sizeof(req),
+             "GET /client?url=https://127.0.0.1:%d/hello "
+             "HTTP/1.1\r\nHost: t\r\n\r\n",
+             tlsUpstream.port);
     ck_assert_int_eq(corRequest(server.port, req, buf, sizeof(buf)), 200);
     CHECK_BODY_HAS("body=hello, world");
 }
@@ -476,12 +487,12 @@ START_TEST(test_fanout_takes_the_slowest_not_the_sum)
         long took;
 
         ck_assert_int_eq(ask("fanout", "/sleep?ms=1000",
-                             m ? "n=4&worker=1" : "n=4"), 200);
+                             m ? "n=4&worker=1" : "n=4"),
+                         200);
         took = corNowMs() - start;
         CHECK_BODY_HAS("n=4 started=4 ok=4 ");
         CHECK_BODY_HAS("statuses=200,200,200,200 ");
-        ck_assert_msg(took >= 950 && took < 1800, "4 x 1 s took %ld ms",
-                      took);
+        ck_assert_msg(took >= 950 && took < 1800, "4 x 1 s took %ld ms", took);
     }
 }
 END_TEST
@@ -493,8 +504,10 @@ upstreamConnections(void)
     char command[256];
     char out[64];
 
-    snprintf(command, sizeof(command), "ss -Htn state established "
-             "'( dport = :%d )' | wc -l", upstreamPort);
+    snprintf(command, sizeof(command),
+             "ss -Htn state established "
+             "'( dport = :%d )' | wc -l",
+             upstreamPort);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
     return atoi(out);
 }
@@ -516,7 +529,8 @@ START_TEST(test_uncollected_exchanges_cancelled_at_the_end)
 {
     for (int m = 0; m < 2; m++) {
         ck_assert_int_eq(ask("fanleave", "/sleep?ms=3000",
-                             m ? "n=3&worker=1" : "n=3"), 200);
+                             m ? "n=3&worker=1" : "n=3"),
+                         200);
         CHECK_BODY_HAS("started=3");
         checkConnectionsGone();
     }
@@ -531,7 +545,8 @@ START_TEST(test_deadline_cancels_started_exchanges)
         char req[512];
         long start = corNowMs();
 
-        snprintf(req, sizeof(req), "GET /fanslow?n=3&url=http://127.0.0.1:"
+        snprintf(req, sizeof(req),
+                 "GET /fanslow?n=3&url=http://127.0.0.1:"
                  "%d/sleep%%3Fms%%3D3000%s%s HTTP/1.1\r\nHost: t\r\n\r\n",
                  upstreamPort, m ? "&" : "", modes[m]);
         ck_assert_int_eq(corRequest(server.port, req, buf, sizeof(buf)), 504);

@@ -9,9 +9,9 @@
  * so that an HTTP/1.0 client sees a cut answer as cut; and what reaches
  * the upstream: the target as the client sent it ("%2F", "/./" and
  * "/../" stay, as nginx's proxy_pass without a URI sends them), and no
- * header name with an underscore unless the group allows them. Clients: raw sockets and curl; upstreams: the
- * scripted one (tests/integration/corHttpUpstream.c) and a second cor
- * over cor://.
+ * header name with an underscore unless the group allows them. Clients: raw
+ * sockets and curl; upstreams: the scripted one
+ * (tests/integration/corHttpUpstream.c) and a second cor over cor://.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -107,9 +107,9 @@ count(const char* text)
     return n;
 }
 
-#define CHECK_HAS(text) \
+#define CHECK_HAS(text)                                                        \
     ck_assert_msg(strstr(out, text) != NULL, "no '%s' in: %s", text, out)
-#define CHECK_HAS_NOT(text) \
+#define CHECK_HAS_NOT(text)                                                    \
     ck_assert_msg(strstr(out, text) == NULL, "'%s' in: %s", text, out)
 
 /* Send request, then a second one that closes, on one connection, and
@@ -123,9 +123,11 @@ pipelined(const char* method, const char* path)
     int fd = corConnect(server.port);
 
     ck_assert_int_ge(fd, 0);
-    snprintf(requests, sizeof(requests), "%s %s HTTP/1.1\r\nHost: t\r\n\r\n"
+    snprintf(requests, sizeof(requests),
+             "%s %s HTTP/1.1\r\nHost: t\r\n\r\n"
              "GET /status?code=200&len=2 HTTP/1.1\r\nHost: t\r\n"
-             "Connection: close\r\n\r\n", method, path);
+             "Connection: close\r\n\r\n",
+             method, path);
     ck_assert_int_eq(corSendAll(fd, requests, strlen(requests)), 0);
     while (len + 1 < sizeof(out) && corNowMs() < deadline) {
         struct pollfd p = { .fd = fd, .events = POLLIN };
@@ -155,8 +157,7 @@ checkTwoAnswers(const char* status)
     ck_assert_msg(count("HTTP/1.1 ") == 2, "%s", out);
     CHECK_HAS_NOT("attacker");
     ck_assert_msg(second != NULL, "%s", out);
-    ck_assert_msg(strcmp(out + strlen(out) - 6, "\r\n\r\nxx") == 0, "%s",
-                  out);
+    ck_assert_msg(strcmp(out + strlen(out) - 6, "\r\n\r\nxx") == 0, "%s", out);
 }
 
 /* ---- Bodies a status forbids --------------------------------------------- */
@@ -192,7 +193,8 @@ START_TEST(test_no_interim_status_as_an_answer)
     ck_assert_msg(strncmp(out, "HTTP/1.1 500 ", 13) == 0, "%s", out);
     ck_assert_int_eq(count("HTTP/1.1 "), 2);
     ck_assert_int_ge(corServerLogCount(&server, "status 101 is not a final "
-                                       "answer"), 1);
+                                                "answer"),
+                     1);
 }
 END_TEST
 
@@ -206,8 +208,8 @@ START_TEST(test_cor_upstream_204_cannot_split)
     checkTwoAnswers("HTTP/1.1 204 No Content\r\n");
     pipelined("GET", "/cor/x?code=204&len=5000");
     checkTwoAnswers("HTTP/1.1 204 No Content\r\n");
-    ck_assert_int_eq(curl("-o /dev/null -w '%{http_code}'",
-                          "/cor/x?code=101"), 0);
+    ck_assert_int_eq(curl("-o /dev/null -w '%{http_code}'", "/cor/x?code=101"),
+                     0);
     ck_assert_str_eq(out, "500");
 }
 END_TEST
@@ -225,8 +227,7 @@ START_TEST(test_upstream_length_kept)
     /* 3000 of 5000 bytes, then the close. */
     ck_assert_int_eq(curl("--http1.0 -o /dev/null", "/cut"), 18);
     ck_assert_int_eq(curl("-o /dev/null", "/cut"), 18);
-    ck_assert_int_eq(curl("-D - -o /dev/null", "/cor/x?code=200&len=5000"),
-                     0);
+    ck_assert_int_eq(curl("-D - -o /dev/null", "/cor/x?code=200&len=5000"), 0);
     CHECK_HAS("Content-Length: 5000\r\n");
 }
 END_TEST
@@ -250,12 +251,12 @@ END_TEST
  * padded), and never a second length beside the body's. */
 START_TEST(test_handler_length_held)
 {
-    ck_assert_int_eq(curl("-i", "/status?code=200&stream=1&len=20&cl=10"),
-                     0);
+    ck_assert_int_eq(curl("-i", "/status?code=200&stream=1&len=20&cl=10"), 0);
     CHECK_HAS("Content-Length: 10\r\n");
     ck_assert_str_eq(strstr(out, "\r\n\r\n") + 4, "xxxxxxxxxx");
     ck_assert_int_eq(curl("-o /dev/null", "/status?code=200&stream=1&len=20"
-                          "&cl=30"), 18);
+                                          "&cl=30"),
+                     18);
     ck_assert_int_eq(curl("-i", "/status?code=200&len=3&cl=50"), 0);
     ck_assert_int_eq(count("Content-Length"), 1);
     CHECK_HAS("Content-Length: 3\r\n");
@@ -269,7 +270,8 @@ END_TEST
 START_TEST(test_path_reaches_upstream_as_encoded)
 {
     ck_assert_int_eq(curl("--path-as-is", "/echo/group%2Fproject/./a/../b"
-                          "%20c?q=%2F"), 0);
+                                          "%20c?q=%2F"),
+                     0);
     CHECK_HAS("GET /echo/group%2Fproject/./a/../b%20c?q=%2F HTTP/1.1\r\n");
     ck_assert_int_eq(curl("--path-as-is", "/x%2Fy/../%2e%2e//echo%2fz"), 0);
     CHECK_HAS("GET /x%2Fy/../%2e%2e//echo%2fz HTTP/1.1\r\n");
@@ -284,7 +286,8 @@ END_TEST
 START_TEST(test_underscore_headers_dropped)
 {
     ck_assert_int_eq(curl("-H 'Transfer_Encoding: chunked' "
-                          "-H 'Content_Length: 9' -H 'X-Kept: 1'", "/echo"),
+                          "-H 'Content_Length: 9' -H 'X-Kept: 1'",
+                          "/echo"),
                      0);
     CHECK_HAS("X-Kept: 1");
     CHECK_HAS_NOT("Transfer_Encoding");

@@ -94,8 +94,11 @@ cpuMs(pid_t pid)
     ck_assert_ptr_nonnull(fgets(stat, sizeof(stat), f));
     fclose(f);
     p = strrchr(stat, ')');
-    ck_assert_int_eq(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u "
-                                   "%*u %*u %lu %lu", &user, &sys), 2);
+    ck_assert_int_eq(sscanf(p + 2,
+                            "%*c %*d %*d %*d %*d %*d %*u %*u %*u "
+                            "%*u %*u %lu %lu",
+                            &user, &sys),
+                     2);
     return (long)((user + sys) * 1000 / (unsigned long)sysconf(_SC_CLK_TCK));
 }
 
@@ -111,8 +114,11 @@ resetConnection(int fd)
 static void
 helloStillServed(void)
 {
-    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\n"
-                                "Host: t\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /hello HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
 }
 
 /*
@@ -121,15 +127,15 @@ helloStillServed(void)
  * bigger than the kernel's send buffer, read only until the requests
  * behind it are served (a 900 000-byte answer, under the high water, then
  * the waiting one), so that the second answer is still unsent; then a
- * reset (the flush fails) or no more reading (the send timer fires). The waiting one reads its method, path, headers and body
- * after its connection is gone; the ASan run catches a read of freed
- * memory.
+ * reset (the flush fails) or no more reading (the send timer fires). The
+ * waiting one reads its method, path, headers and body after its connection is
+ * gone; the ASan run catches a read of freed memory.
  */
 /* What the answers' reader is told and says. */
 typedef struct {
     int fd;
     atomic_bool stop;
-    int failed;                 /* errno, or ECONNRESET for an end */
+    int failed; /* errno, or ECONNRESET for an end */
 } AnswerReader;
 
 static AnswerReader reader;
@@ -176,7 +182,8 @@ dieUnderOnce(const char* query, bool reset)
                      "GET /bytes?n=900000 HTTP/1.1\r\nHost: t\r\n\r\n"
                      "POST /waitecho?ms=1500%s HTTP/1.1\r\nHost: t\r\n"
                      "X-Long: %0200d\r\nContent-Length: 5\r\n\r\nhello"
-                     "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n", query, 7);
+                     "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n",
+                     query, 7);
 
     ck_assert_int_eq(corSendAll(fd, req, (size_t)n), 0);
     /* The answers are read on a thread of their own while this one asks
@@ -185,8 +192,8 @@ dieUnderOnce(const char* query, bool reset)
      * past send_timeout, and the server rightly cut it first. */
     reader.fd = fd;
     atomic_store(&reader.stop, false);
-    ck_assert_int_eq(pthread_create(&readerThread, NULL, readAnswers,
-                                    &reader), 0);
+    ck_assert_int_eq(pthread_create(&readerThread, NULL, readAnswers, &reader),
+                     0);
     while (corMetric(server.port, ran) == servedBefore
            && corNowMs() - t0 < 10000) {
         usleep(10 * 1000);
@@ -194,7 +201,8 @@ dieUnderOnce(const char* query, bool reset)
     atomic_store(&reader.stop, true);
     pthread_join(readerThread, NULL);
     if (reader.failed != 0) {
-        fprintf(stderr, "corHttpHarden: the answers ended before the "
+        fprintf(stderr,
+                "corHttpHarden: the answers ended before the "
                 "waiting request ran (recv: %s), after %ld ms: again\n",
                 strerror(reader.failed), corNowMs() - t0);
         close(fd);
@@ -221,7 +229,7 @@ dieUnder(const char* query, bool reset)
 
     while (!dieUnderOnce(query, reset)) {
         ck_assert_msg(++tries <= 3, "the server cut the connection before "
-                      "the waiting request ran, three times");
+                                    "the waiting request ran, three times");
         helloStillServed();
     }
 }
@@ -328,8 +336,10 @@ START_TEST(test_pipeline_longer_than_the_buffer)
     start("limits: { header_bytes: 1KiB, body_bytes: 0, "
           "request_timeout: 3s }\n");
     for (int i = 0; i < COUNT; i++) {
-        n += (size_t)sprintf(req + n, "GET /hello?%04d HTTP/1.1\r\n"
-                             "Host: t\r\n\r\n", i);
+        n += (size_t)sprintf(req + n,
+                             "GET /hello?%04d HTTP/1.1\r\n"
+                             "Host: t\r\n\r\n",
+                             i);
     }
     fd = corConnect(server.port);
     ck_assert_int_eq(corSendAll(fd, req, n), 0);
@@ -361,8 +371,7 @@ leaveDuring(bool reset)
         close(fd);
     }
     t = corNowMs();
-    while (corMetric(server.port, "cor_requests_cancelled_total")
-               == cancelled
+    while (corMetric(server.port, "cor_requests_cancelled_total") == cancelled
            && corNowMs() - t < 4000) {
         usleep(20 * 1000);
     }
@@ -488,8 +497,7 @@ START_TEST(test_trickling_body_is_cut_at_the_request_timeout)
     while (corNowMs() - t0 < 4000) {
         struct pollfd answer = { .fd = fd, .events = POLLIN };
 
-        if (send(fd, "x", 1, MSG_NOSIGNAL) != 1
-            || poll(&answer, 1, 200) > 0) {
+        if (send(fd, "x", 1, MSG_NOSIGNAL) != 1 || poll(&answer, 1, 200) > 0) {
             break;
         }
     }
@@ -524,8 +532,10 @@ START_TEST(test_head_a_byte_at_a_time_is_cheap)
     ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 10000), 0);
     ck_assert_int_eq(corStatus(buf), 200);
     cpu = cpuMs(generationPid()) - cpu;
-    fprintf(stderr, "a %zu-byte head, a byte a send: %ld ms of the "
-            "server's CPU\n", n, cpu);
+    fprintf(stderr,
+            "a %zu-byte head, a byte a send: %ld ms of the "
+            "server's CPU\n",
+            n, cpu);
     /* The reads alone cost that many system calls; a parse per read of
      * all that came before costs seconds. */
     ck_assert_int_lt(cpu, 1500);
@@ -536,11 +546,16 @@ END_TEST
 START_TEST(test_fragment_is_dropped)
 {
     start(NULL);
-    ck_assert_int_eq(corRequest(server.port, "GET /hello#top HTTP/1.1\r\n"
-                                "Host: t\r\n\r\n", buf, sizeof(buf)), 200);
-    ck_assert_int_eq(corRequest(server.port, "GET /echo?x=1#a/b?c "
-                                "HTTP/1.1\r\nHost: t\r\n\r\n", buf,
-                                sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /hello#top HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /echo?x=1#a/b?c "
+                                "HTTP/1.1\r\nHost: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
 }
 END_TEST
 
@@ -586,14 +601,17 @@ startOneLoop(void)
     getrlimit(RLIMIT_NOFILE, &files);
     files.rlim_cur = files.rlim_max;
     setrlimit(RLIMIT_NOFILE, &files);
-    ck_assert_int_eq(corServerStart(&server,
-        "runtime: { loops: 1, coroutines: { enabled: {COROUTINES}, "
-        "per_loop: 4096 } }\n"
-        "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
-        "modules: [ { load: http }, { load: hello } ]\n"
-        "routes: [ { match: \"GET /hello\", handler: hello }, "
-        "{ match: \"GET /sleep\", handler: sleep } ]\n"
-        "log: { pid_file: {DIR}/cor.pid }\n"), 0);
+    ck_assert_int_eq(
+        corServerStart(
+            &server,
+            "runtime: { loops: 1, coroutines: { enabled: {COROUTINES}, "
+            "per_loop: 4096 } }\n"
+            "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+            "modules: [ { load: http }, { load: hello } ]\n"
+            "routes: [ { match: \"GET /hello\", handler: hello }, "
+            "{ match: \"GET /sleep\", handler: sleep } ]\n"
+            "log: { pid_file: {DIR}/cor.pid }\n"),
+        0);
     /* Warm the loop's caches and the allocator first. */
     for (int i = 0; i < 50; i++) {
         helloStillServed();
@@ -642,8 +660,8 @@ START_TEST(test_idle_connections_hold_no_buffers)
         return;
     }
     startOneLoop();
-    each = bytesPerConnection("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n",
-                              2000, false);
+    each = bytesPerConnection("GET /hello HTTP/1.1\r\nHost: t\r\n\r\n", 2000,
+                              false);
     fprintf(stderr, "2000 idle connections: %ld bytes each\n", each);
     ck_assert_int_lt(each, 2048);
 }
@@ -661,7 +679,8 @@ START_TEST(test_waiting_coroutines_are_cheap)
     }
     startOneLoop();
     each = bytesPerConnection("GET /sleep?ms=5000 HTTP/1.1\r\nHost: t\r\n"
-                              "\r\n", 1000, true);
+                              "\r\n",
+                              1000, true);
     fprintf(stderr, "1000 waiting coroutines: %ld bytes each\n", each);
     ck_assert_int_lt(each, 8192);
 }
@@ -675,7 +694,8 @@ COR_TEST_SUITE(corHttpHarden)
     tcase_add_test(tc, test_connection_dies_under_a_waiting_worker_request);
     tcase_add_test(tc, test_pipelined_then_shut_gets_its_answers);
     tcase_add_test(tc, test_client_leaving_cancels_its_request);
-    tcase_add_test(tc, test_half_closed_batch_ending_in_a_wait_gets_its_answers);
+    tcase_add_test(tc,
+                   test_half_closed_batch_ending_in_a_wait_gets_its_answers);
     tcase_add_test(tc, test_half_closed_keep_alive_closes_after_its_answer);
     tcase_add_test(tc, test_pipeline_longer_than_the_buffer);
     tcase_add_test(tc, test_waiting_request_reads_its_own_input);

@@ -3,9 +3,9 @@
  * Limits and timeouts against the real binary: 431, 414, 413 (with
  * Expect: 100-continue too: never a 100 first), a body past
  * limits.body_memory spooled to an unlinked file that goes with its
- * request (read whole and mapped by its handler), the connection limit, slowloris, a client that never reads, idle keep-alive
- * connections, 10 000 idle connections beside a busy one, and accepting
- * at the fd limit.
+ * request (read whole and mapped by its handler), the connection limit,
+ * slowloris, a client that never reads, idle keep-alive connections, 10 000
+ * idle connections beside a busy one, and accepting at the fd limit.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -40,8 +40,10 @@ START_TEST(test_header_too_large_is_431)
     int fd;
 
     start("limits: { header_bytes: 4KiB }\n");
-    snprintf(req, sizeof(req), "GET /hello HTTP/1.1\r\nHost: t\r\nX-Big: "
-             "%05000d\r\n\r\n", 0);
+    snprintf(req, sizeof(req),
+             "GET /hello HTTP/1.1\r\nHost: t\r\nX-Big: "
+             "%05000d\r\n\r\n",
+             0);
     fd = corConnect(server.port);
     ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
     ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
@@ -195,10 +197,13 @@ START_TEST(test_body_past_body_memory_spooled_for_its_request_only)
     ck_assert_ptr_nonnull(f);
     ck_assert_int_eq(fwrite(body, 1, sizeof(body), f), sizeof(body));
     fclose(f);
-    snprintf(command, sizeof(command), "-H 'Transfer-Encoding: chunked' "
-             "--data-binary @%s/up.bin", server.dir);
+    snprintf(command, sizeof(command),
+             "-H 'Transfer-Encoding: chunked' "
+             "--data-binary @%s/up.bin",
+             server.dir);
     ck_assert_int_eq(corCurl(server.port, command, "/bodysum?map=1", buf,
-                             sizeof(buf)), 0);
+                             sizeof(buf)),
+                     0);
     ck_assert_str_eq(buf, expect);
     spooledWait(gen, server.dir, 0);
 }
@@ -249,8 +254,10 @@ START_TEST(test_slowloris_is_cut_while_others_are_served)
         if (sent % 5 == 0) {
             long t = corNowMs();
 
-            ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\n"
-                                        "Host: t\r\n\r\n", buf, sizeof(buf)),
+            ck_assert_int_eq(corRequest(server.port,
+                                        "GET /hello HTTP/1.1\r\n"
+                                        "Host: t\r\n\r\n",
+                                        buf, sizeof(buf)),
                              200);
             ck_assert_int_lt(corNowMs() - t, 500);
         }
@@ -284,8 +291,11 @@ START_TEST(test_client_that_never_reads_is_cut_at_the_send_timeout)
     ck_assert(corPeerClosed(fd, 2000));
     ck_assert_int_lt(got, 20000000);
     close(fd);
-    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: t"
-                                "\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /hello HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
 }
 END_TEST
 
@@ -379,15 +389,17 @@ START_TEST(test_10000_idle_connections_beside_a_busy_one)
         if (i % 1000 == 0) {
             /* Each is a served keep-alive connection, not just a SYN. */
             ck_assert_int_eq(corSendAll(idle[i], req, strlen(req)), 0);
-            ck_assert_int_gt(corReadResponse(idle[i], buf, sizeof(buf),
-                                             5000), 0);
+            ck_assert_int_gt(corReadResponse(idle[i], buf, sizeof(buf), 5000),
+                             0);
         }
     }
     after = medianLatencyUs(busy, 101);
     /* All still open, and the busy one as quick (within noise). */
     ck_assert(!corPeerClosed(idle[IDLE - 1], 100));
-    ck_assert_msg(after < before * 5 + 2000, "median %ld us before, %ld us "
-                  "with 10 000 idle connections", before, after);
+    ck_assert_msg(after < before * 5 + 2000,
+                  "median %ld us before, %ld us "
+                  "with 10 000 idle connections",
+                  before, after);
     for (int i = 0; i < IDLE; i++) {
         close(idle[i]);
     }
@@ -422,8 +434,10 @@ cpuTicks(pid_t pid)
     char text[4096];
     long ticks = 0;
 
-    snprintf(command, sizeof(command), "for p in %d $(pgrep -P %d); do cut "
-             "-d')' -f2 /proc/$p/stat; done", (int)pid, (int)pid);
+    snprintf(command, sizeof(command),
+             "for p in %d $(pgrep -P %d); do cut "
+             "-d')' -f2 /proc/$p/stat; done",
+             (int)pid, (int)pid);
     ck_assert_int_eq(corShell(command, text, sizeof(text)), 0);
     for (char* line = strtok(text, "\n"); line != NULL;
          line = strtok(NULL, "\n")) {
@@ -444,8 +458,7 @@ logLines(const char* text)
     char command[512];
     char count[64];
 
-    snprintf(command, sizeof(command), "grep -c -F '%s' %s", text,
-             server.log);
+    snprintf(command, sizeof(command), "grep -c -F '%s' %s", text, server.log);
     corShell(command, count, sizeof(count));
     return strtol(count, NULL, 10);
 }
@@ -467,14 +480,18 @@ START_TEST(test_accept_at_the_fd_limit_pauses_and_reports)
     double cpu;
     long t;
 
-    ck_assert_int_eq(corServerStartFdLimit(&server,
-        "runtime: { loops: 2, workers: 2, coroutines: { enabled: "
-        "{COROUTINES} } }\n"
-        "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
-        "modules: [ { load: http }, { load: hello } ]\n"
-        "routes: [ { match: \"GET /hello\", handler: hello }, "
-        "{ match: \"GET /metrics\", handler: metrics } ]\n"
-        "log: { pid_file: {DIR}/cor.pid }\n", 64, 64), 0);
+    ck_assert_int_eq(
+        corServerStartFdLimit(
+            &server,
+            "runtime: { loops: 2, workers: 2, coroutines: { enabled: "
+            "{COROUTINES} } }\n"
+            "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+            "modules: [ { load: http }, { load: hello } ]\n"
+            "routes: [ { match: \"GET /hello\", handler: hello }, "
+            "{ match: \"GET /metrics\", handler: metrics } ]\n"
+            "log: { pid_file: {DIR}/cor.pid }\n",
+            64, 64),
+        0);
     for (int i = 0; i < CLIENTS; i++) {
         fds[i] = corConnect(server.port);
         ck_assert_int_ge(fds[i], 0);
@@ -490,17 +507,22 @@ START_TEST(test_accept_at_the_fd_limit_pauses_and_reports)
     wall = corNowMs() - t;
     cpu = (double)(cpuTicks(server.pid) - ticks0) / sysconf(_SC_CLK_TCK)
           * 1000.0 / (double)wall;
-    ck_assert_msg(cpu < 0.3, "the server used %.0f%% of a core at the fd "
-                  "limit", cpu * 100);
+    ck_assert_msg(cpu < 0.3,
+                  "the server used %.0f%% of a core at the fd "
+                  "limit",
+                  cpu * 100);
     ck_assert_int_le(logLines("Too many open files") - lines0, 4);
     ck_assert_int_eq(logLines("limits.connections is 10000 but the fd "
-                              "limit (RLIMIT_NOFILE) is 64"), 1);
+                              "limit (RLIMIT_NOFILE) is 64"),
+                     1);
 
     for (int i = 0; i < CLIENTS; i++) {
         close(fds[i]);
     }
-    for (t = corNowMs(); corRequest(server.port, "GET /hello HTTP/1.1\r\n"
-                                    "Host: t\r\n\r\n", buf, sizeof(buf))
+    for (t = corNowMs(); corRequest(server.port,
+                                    "GET /hello HTTP/1.1\r\n"
+                                    "Host: t\r\n\r\n",
+                                    buf, sizeof(buf))
                          != 200;) {
         ck_assert_int_lt(corNowMs() - t, 5000);
         usleep(50 * 1000);
@@ -513,12 +535,17 @@ END_TEST
  * warning names the raised limit. */
 START_TEST(test_the_soft_fd_limit_is_raised_to_the_hard_one)
 {
-    ck_assert_int_eq(corServerStartFdLimit(&server,
-        "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
-        "modules: [ { load: http } ]\n"
-        "log: { pid_file: {DIR}/cor.pid }\n", 64, 2048), 0);
+    ck_assert_int_eq(
+        corServerStartFdLimit(
+            &server,
+            "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+            "modules: [ { load: http } ]\n"
+            "log: { pid_file: {DIR}/cor.pid }\n",
+            64, 2048),
+        0);
     ck_assert_int_eq(logLines("limits.connections is 10000 but the fd "
-                              "limit (RLIMIT_NOFILE) is 2048"), 1);
+                              "limit (RLIMIT_NOFILE) is 2048"),
+                     1);
 }
 END_TEST
 
@@ -536,7 +563,8 @@ COR_TEST_SUITE(corHttpLimits)
     tcase_add_test(tc, test_slowloris_is_cut_while_others_are_served);
     tcase_add_test(tc, test_client_that_never_reads_is_cut_at_the_send_timeout);
     tcase_add_test(tc, test_idle_keep_alive_connection_closed_at_its_timeout);
-    tcase_add_test(tc, test_keepalive_timeout_0_serves_one_request_a_connection);
+    tcase_add_test(tc,
+                   test_keepalive_timeout_0_serves_one_request_a_connection);
     tcase_add_test(tc, test_10000_idle_connections_beside_a_busy_one);
     tcase_add_test(tc, test_accept_at_the_fd_limit_pauses_and_reports);
     tcase_add_test(tc, test_the_soft_fd_limit_is_raised_to_the_hard_one);

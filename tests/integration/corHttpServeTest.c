@@ -31,8 +31,11 @@ tearDown(void)
 
 START_TEST(test_hello)
 {
-    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\n"
-                                "Host: t\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /hello HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_str_eq(corBody(buf), "hello, world\n");
     ck_assert_ptr_nonnull(strstr(buf, "Content-Length: 13\r\n"));
     ck_assert_ptr_nonnull(strstr(buf, "\r\nDate: "));
@@ -61,8 +64,7 @@ START_TEST(test_head_has_no_body)
 
     ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
     for (int i = 0; i < 100; i++) {
-        ssize_t n = recv(fd, buf + len, sizeof(buf) - 1 - len,
-                         MSG_DONTWAIT);
+        ssize_t n = recv(fd, buf + len, sizeof(buf) - 1 - len, MSG_DONTWAIT);
 
         len += n > 0 ? (size_t)n : 0;
         buf[len] = '\0';
@@ -74,8 +76,8 @@ START_TEST(test_head_has_no_body)
     /* The HEAD answer says 13 bytes but carries none: right after its
      * head comes the GET's answer, with the only body. */
     second = strstr(buf, "\r\n\r\nHTTP/1.1 200");
-    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0 && second != NULL,
-                  "%s", buf);
+    ck_assert_msg(strncmp(buf, "HTTP/1.1 200", 12) == 0 && second != NULL, "%s",
+                  buf);
     ck_assert_ptr_nonnull(strstr(buf, "Content-Length: 13"));
     ck_assert_ptr_nonnull(strstr(second, "hello, world\n"));
     close(fd);
@@ -105,8 +107,10 @@ START_TEST(test_pipelined_requests_answered_in_order)
     for (int i = 0; i < 16; i++) {
         char one[128];
 
-        snprintf(one, sizeof(one), "GET /bytes?n=%d HTTP/1.1\r\nHost: t\r\n"
-                 "\r\n", i + 1);
+        snprintf(one, sizeof(one),
+                 "GET /bytes?n=%d HTTP/1.1\r\nHost: t\r\n"
+                 "\r\n",
+                 i + 1);
         strcat(req, one);
     }
     ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
@@ -226,13 +230,15 @@ START_TEST(test_pipelined_behind_gathered_bodies)
     const char* tail = "POST /bodysum HTTP/1.1\r\nHost: t\r\n"
                        "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n"
                        "0\r\n\r\nGET /nowhere HTTP/1.1\r\nHost: t\r\n\r\n";
-    int n = snprintf(req, sizeof(req), "POST /bodysum HTTP/1.1\r\nHost: t"
+    int n = snprintf(req, sizeof(req),
+                     "POST /bodysum HTTP/1.1\r\nHost: t"
                      "\r\nContent-Length: 2000000\r\n\r\n");
     int fd;
 
     corServerStop(&server);
     ck_assert_int_eq(corServerStartWith(&server, "limits: { body_bytes: "
-                                        "4MiB }\n"), 0);
+                                                 "4MiB }\n"),
+                     0);
     fd = corConnect(server.port);
     memset(req + n, 'x', 2000000);
     strcpy(req + n + 2000000, tail);
@@ -252,9 +258,11 @@ START_TEST(test_curl_posts_with_100_continue)
     char out[2048];
     char command[512];
 
-    snprintf(command, sizeof(command), "head -c 2000 /dev/zero | tr '\\0' a "
+    snprintf(command, sizeof(command),
+             "head -c 2000 /dev/zero | tr '\\0' a "
              "| curl -s -H 'Expect: 100-continue' --data-binary @- "
-             "http://127.0.0.1:%d/echo | wc -c", server.port);
+             "http://127.0.0.1:%d/echo | wc -c",
+             server.port);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
     ck_assert_int_eq(atoi(out), 2000);
 }
@@ -262,11 +270,16 @@ END_TEST
 
 START_TEST(test_not_found_and_method_not_allowed)
 {
-    ck_assert_int_eq(corRequest(server.port, "GET /nothing HTTP/1.1\r\n"
-                                "Host: t\r\n\r\n", buf, sizeof(buf)), 404);
-    ck_assert_int_eq(corRequest(server.port, "POST /hello HTTP/1.1\r\n"
-                                "Host: t\r\nContent-Length: 0\r\n\r\n", buf,
-                                sizeof(buf)), 405);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /nothing HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     404);
+    ck_assert_int_eq(corRequest(server.port,
+                                "POST /hello HTTP/1.1\r\n"
+                                "Host: t\r\nContent-Length: 0\r\n\r\n",
+                                buf, sizeof(buf)),
+                     405);
 }
 END_TEST
 
@@ -292,19 +305,27 @@ END_TEST
 
 START_TEST(test_absolute_form_and_decoded_path)
 {
-    ck_assert_int_eq(corRequest(server.port, "GET http://example.com/hello "
-                                "HTTP/1.1\r\nHost: t\r\n\r\n", buf,
-                                sizeof(buf)), 200);
-    ck_assert_int_eq(corRequest(server.port, "GET /h%65llo HTTP/1.1\r\n"
-                                "Host: t\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET http://example.com/hello "
+                                "HTTP/1.1\r\nHost: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /h%65llo HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_str_eq(corBody(buf), "hello, world\n");
 }
 END_TEST
 
 START_TEST(test_handler_without_answer_gets_one)
 {
-    ck_assert_int_eq(corRequest(server.port, "GET /never HTTP/1.1\r\n"
-                                "Host: t\r\n\r\n", buf, sizeof(buf)), 500);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /never HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     500);
 }
 END_TEST
 
@@ -312,57 +333,72 @@ END_TEST
 
 typedef struct {
     const char* request;
-    size_t len;                 /* NUL bytes included */
+    size_t len; /* NUL bytes included */
     int status;
     bool closes;
 } Case;
 
-#define C(text, status, closes) { text, sizeof(text) - 1, status, closes }
+#define C(text, status, closes)                                                \
+    {                                                                          \
+        text, sizeof(text) - 1, status, closes                                 \
+    }
 
 static const Case corpus[] = {
     /* Framing: request smuggling. */
     C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
-      "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, true),
+      "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      400, true),
     C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
-      "Content-Length: 3\r\n\r\n0\r\n\r\n", 400, true),
+      "Content-Length: 3\r\n\r\n0\r\n\r\n",
+      400, true),
     C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
-      "Content-Length: 3\r\n\r\nabc", 400, true),
+      "Content-Length: 3\r\n\r\nabc",
+      400, true),
     C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
-      "Content-Length: 4\r\n\r\nabcd", 400, true),
-    C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: -1\r\n\r\n",
+      "Content-Length: 4\r\n\r\nabcd",
       400, true),
-    C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1 2\r\n\r\n",
-      400, true),
-    C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: +3\r\n\r\nabc",
-      400, true),
-    C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 0x3\r\n\r\nabc",
-      400, true),
-    C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: \r\n\r\n",
-      400, true),
+    C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: -1\r\n\r\n", 400,
+      true),
+    C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1 2\r\n\r\n", 400,
+      true),
+    C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: +3\r\n\r\nabc", 400,
+      true),
+    C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 0x3\r\n\r\nabc", 400,
+      true),
+    C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: \r\n\r\n", 400, true),
     C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: "
-      "99999999999999999999999\r\n\r\n", 400, true),
-    C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3,3\r\n\r\nabc",
+      "99999999999999999999999\r\n\r\n",
       400, true),
+    C("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3,3\r\n\r\nabc", 400,
+      true),
     C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
-      "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, true),
+      "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      400, true),
     C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, "
-      "chunked\r\n\r\n0\r\n\r\n", 400, true),
-    C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: xchunked\r\n"
-      "\r\n", 501, true),
-    C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n",
-      501, true),
-    C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding : chunked\r\n"
-      "\r\n0\r\n\r\n", 400, true),
-    C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
-      "\r\nzz\r\nabc\r\n0\r\n\r\n", 400, true),
-    C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
-      "\r\n3\r\nabcX\r\n0\r\n\r\n", 400, true),
-    C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
-      "\r\n11111111111111111\r\n", 400, true),
-    C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
-      "\r\n-1\r\n", 400, true),
-    C("POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+      "chunked\r\n\r\n0\r\n\r\n",
       400, true),
+    C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: xchunked\r\n"
+      "\r\n",
+      501, true),
+    C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 501,
+      true),
+    C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding : chunked\r\n"
+      "\r\n0\r\n\r\n",
+      400, true),
+    C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
+      "\r\nzz\r\nabc\r\n0\r\n\r\n",
+      400, true),
+    C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
+      "\r\n3\r\nabcX\r\n0\r\n\r\n",
+      400, true),
+    C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
+      "\r\n11111111111111111\r\n",
+      400, true),
+    C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
+      "\r\n-1\r\n",
+      400, true),
+    C("POST /echo HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400,
+      true),
     /* Line endings and odd bytes. */
     C("GET /hello HTTP/1.1\rHost: t\r\n\r\n", 400, true),
     C("GET /hello HTTP/1.1\r\nHost: t\r\nX: a\rb\r\n\r\n", 400, true),
@@ -400,7 +436,8 @@ static const Case corpus[] = {
     C("GET /hello HTTP/1.1\r\nHost: t\r\nX-Empty:\r\n\r\n", 200, false),
     C("GET /hello HTTP/1.1\r\nhOsT: t\r\n\r\n", 200, false),
     C("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: Chunked\r\n"
-      "\r\n0\r\n\r\n", 200, false),
+      "\r\n0\r\n\r\n",
+      200, false),
 };
 
 START_TEST(test_malformed_corpus)
@@ -459,15 +496,20 @@ START_TEST(test_access_log_written)
     char line[1024];
     FILE* f;
 
-    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: "
-                                "t\r\nUser-Agent: tester\r\n\r\n", buf,
-                                sizeof(buf)), 200);
-    snprintf(command, sizeof(command), "curl -sfI -o /dev/null "
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /hello HTTP/1.1\r\nHost: "
+                                "t\r\nUser-Agent: tester\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
+    snprintf(command, sizeof(command),
+             "curl -sfI -o /dev/null "
              "http://127.0.0.1:%d/hello && curl -sf -o /dev/null "
-             "'http://127.0.0.1:%d/stream?n=5'", server.port, server.port);
+             "'http://127.0.0.1:%d/stream?n=5'",
+             server.port, server.port);
     ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
-    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.0\r\n\r\n",
-                                buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.0\r\n\r\n", buf,
+                                sizeof(buf)),
+                     200);
     snprintf(path, sizeof(path), "%s/access.log", server.dir);
     f = fopen(path, "r");
     ck_assert_ptr_nonnull(f);
@@ -497,8 +539,10 @@ START_TEST(test_file_body_with_sendfile)
     fclose(f);
     /* The file, then a pipelined request: its answer comes after the
      * whole file, not inside it. */
-    snprintf(req, sizeof(req), "GET /file?path=%s HTTP/1.1\r\nHost: t\r\n"
-             "\r\n", path);
+    snprintf(req, sizeof(req),
+             "GET /file?path=%s HTTP/1.1\r\nHost: t\r\n"
+             "\r\n",
+             path);
     pipelined = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
     fd = corConnect(server.port);
     ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
@@ -525,7 +569,8 @@ checkStream(const char* query)
         snprintf(piece, sizeof(piece), "piece %d\n", i);
         strcat(expect, piece);
     }
-    snprintf(command, sizeof(command), "curl -s -D %s/headers "
+    snprintf(command, sizeof(command),
+             "curl -s -D %s/headers "
              "'http://127.0.0.1:%d/stream?n=5%s' && grep -ci "
              "'^transfer-encoding: chunked' %s/headers >/dev/null",
              server.dir, server.port, query, server.dir);
@@ -543,8 +588,11 @@ START_TEST(test_streamed_body_from_another_thread_after_return)
 {
     checkStream("&later=1");
     /* The connection goes on after the stream ended. */
-    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: "
-                                "t\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /hello HTTP/1.1\r\nHost: "
+                                "t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
 }
 END_TEST
 
@@ -558,7 +606,8 @@ START_TEST(test_connections_dealt_out_evenly)
     const char* req = "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n";
 
     corServerStop(&server);
-    snprintf(yaml, sizeof(yaml), "runtime: { loops: 2 }\nlisten: [ { "
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 2 }\nlisten: [ { "
              "protocol: http, address: 127.0.0.1:{PORT} } ]\nmodules: [ { "
              "load: http }, { load: hello } ]\nroutes: [ { match: \"GET "
              "/hello\", handler: hello }, { match: \"GET /metrics\", "
@@ -573,9 +622,11 @@ START_TEST(test_connections_dealt_out_evenly)
         close(fds[i]);
     }
     ck_assert_int_eq(corMetric(server.port,
-                               "cor_loop_requests_total{loop=\"0\"}"), 33);
+                               "cor_loop_requests_total{loop=\"0\"}"),
+                     33);
     ck_assert_int_eq(corMetric(server.port,
-                               "cor_loop_requests_total{loop=\"1\"}"), 33);
+                               "cor_loop_requests_total{loop=\"1\"}"),
+                     33);
 }
 END_TEST
 
@@ -584,15 +635,18 @@ START_TEST(test_reuseport_accepts_on_every_loop)
     char yaml[2048];
 
     corServerStop(&server);
-    snprintf(yaml, sizeof(yaml), "runtime: { loops: 2 }\nlisten: [ { "
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 2 }\nlisten: [ { "
              "protocol: http, address: 127.0.0.1:{PORT}, accept: reuseport "
              "} ]\nmodules: [ { load: http }, { load: hello } ]\nroutes: [ "
              "{ match: \"GET /hello\", handler: hello } ]\nlog: { "
              "pid_file: {DIR}/cor.pid }\n");
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
     for (int i = 0; i < 50; i++) {
-        ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\n"
-                                    "Host: t\r\n\r\n", buf, sizeof(buf)),
+        ck_assert_int_eq(corRequest(server.port,
+                                    "GET /hello HTTP/1.1\r\n"
+                                    "Host: t\r\n\r\n",
+                                    buf, sizeof(buf)),
                          200);
     }
 }
@@ -611,7 +665,8 @@ START_TEST(test_post_response_phase_runs_after_the_answer)
     FILE* f = NULL;
 
     snprintf(log, sizeof(log), "%s/notify.log", server.dir);
-    snprintf(req, sizeof(req), "GET /notify/first?ms=3000&log=%s HTTP/1.1\r\n"
+    snprintf(req, sizeof(req),
+             "GET /notify/first?ms=3000&log=%s HTTP/1.1\r\n"
              "Host: t\r\n\r\nGET /hello HTTP/1.1\r\nHost: t\r\n\r\n",
              log);
     t = corNowMs();
@@ -651,10 +706,12 @@ START_TEST(test_client_leaving_a_stream_harms_nothing)
         close(fd);
     }
     usleep(400 * 1000);
-    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: "
-                                "t\r\n\r\n", buf, sizeof(buf)), 200);
-    ck_assert_int_eq(corMetric(server.port, "cor_generation_crashes_total"),
-                     0);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /hello HTTP/1.1\r\nHost: "
+                                "t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
+    ck_assert_int_eq(corMetric(server.port, "cor_generation_crashes_total"), 0);
 }
 END_TEST
 
@@ -691,8 +748,10 @@ START_TEST(test_body_behind_a_pipelined_request)
     for (size_t i = 0; i < sizeof(body); i++) {
         body[i] = (char)('A' + i % 23);
     }
-    snprintf(head, sizeof(head), "POST /echo?x=1 HTTP/1.1\r\nHost: t\r\n"
-             "Content-Length: %zu\r\n\r\n", sizeof(body));
+    snprintf(head, sizeof(head),
+             "POST /echo?x=1 HTTP/1.1\r\nHost: t\r\n"
+             "Content-Length: %zu\r\n\r\n",
+             sizeof(body));
     ck_assert_int_eq(corSendAll(fd, first, strlen(first)), 0);
     ck_assert_int_eq(corSendAll(fd, head, strlen(head)), 0);
     ck_assert_int_eq(corSendAll(fd, body, 1000), 0);

@@ -210,14 +210,13 @@ requestRead(int fd, char* buf, size_t cap, size_t* have, BodySeen* seen)
     *seen = (BodySeen){ 0 };
     if (strncmp(strchr(buf, ' ') + 1, "/early", 6) == 0) {
         buf[headLen - 2] = '\0';
-        return true;            /* answered unread, then closed */
+        return true; /* answered unread, then closed */
     }
     te = strcasestr(buf, "\r\nTransfer-Encoding: chunked");
     if (te != NULL && te < end) {
         /* Bytes past the body that came with it are dropped: no client
          * pipelines behind a chunked body here. */
-        BodyIn in = { .fd = fd, .p = buf + headLen,
-                      .left = *have - headLen };
+        BodyIn in = { .fd = fd, .p = buf + headLen, .left = *have - headLen };
 
         if (!chunkedRead(&in, seen)) {
             atomic_fetch_add(&cuts, 1);
@@ -236,9 +235,8 @@ requestRead(int fd, char* buf, size_t cap, size_t* have, BodySeen* seen)
     bodySum(seen, buf + headLen, inBuf);
     while (seen->len < bodyLen) {
         size_t want = bodyLen - seen->len;
-        ssize_t n = recv(fd, scratch, want < sizeof(scratch) ? want
-                                                             : sizeof(scratch),
-                         0);
+        ssize_t n = recv(fd, scratch,
+                         want < sizeof(scratch) ? want : sizeof(scratch), 0);
 
         if (n <= 0) {
             atomic_fetch_add(&cuts, 1);
@@ -249,8 +247,7 @@ requestRead(int fd, char* buf, size_t cap, size_t* have, BodySeen* seen)
     /* The head stays at the start, NUL-terminated; what follows is the
      * next request's, moved in place once this one is answered. */
     buf[headLen - 2] = '\0';
-    memmove(buf + headLen - 1, buf + headLen + inBuf,
-            *have - headLen - inBuf);
+    memmove(buf + headLen - 1, buf + headLen + inBuf, *have - headLen - inBuf);
     *have = *have - inBuf - 1;
     return true;
 }
@@ -334,8 +331,10 @@ answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
     } else if (strncmp(target, "/trickle", 8) == 0) {
         int n = queryMs(target, "ms=") / 100;
 
-        snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: trickle\r\n"
-                 "Content-Length: %d\r\n\r\n", n);
+        snprintf(out, sizeof(out),
+                 "HTTP/1.1 200 OK\r\nX-Test: trickle\r\n"
+                 "Content-Length: %d\r\n\r\n",
+                 n);
         sendText(fd, out);
         for (int i = 0; i < n; i++) {
             usleep(100000);
@@ -363,15 +362,18 @@ answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
         int n = queryMs(target, "n=");
         char* body = malloc((size_t)n + 1);
 
-        snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: big\r\n"
-                 "Content-Length: %d\r\n\r\n", n);
+        snprintf(out, sizeof(out),
+                 "HTTP/1.1 200 OK\r\nX-Test: big\r\n"
+                 "Content-Length: %d\r\n\r\n",
+                 n);
         sendText(fd, out);
         memset(body, 'x', (size_t)n);
         sendAll(fd, body, (size_t)n);
         free(body);
     } else if (strcmp(target, "/bad") == 0) {
-        sendText(fd, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
-                     "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+        sendText(fd,
+                 "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+                 "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
         return false;
     } else if (strcmp(target, "/surplus") == 0) {
         sendText(fd, isHead ? "HTTP/1.1 200 OK\r\nX-Test: surplus\r\n"
@@ -390,11 +392,14 @@ answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
         int n = snprintf(body, sizeof(body), "port %d", listenPort);
 
         usleep((useconds_t)atomic_load(&whoDelayMs) * 1000);
-        snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: who\r\n"
-                 "Content-Length: %d\r\n\r\n%s", n, body);
+        snprintf(out, sizeof(out),
+                 "HTTP/1.1 200 OK\r\nX-Test: who\r\n"
+                 "Content-Length: %d\r\n\r\n%s",
+                 n, body);
         sendText(fd, out);
     } else if (strcmp(target, "/health") == 0) {
-        snprintf(out, sizeof(out), "HTTP/1.1 %d Health\r\nX-Test: health"
+        snprintf(out, sizeof(out),
+                 "HTTP/1.1 %d Health\r\nX-Test: health"
                  "\r\nContent-Length: 6\r\n\r\nhealth",
                  atomic_load(&healthStatus));
         sendText(fd, out);
@@ -410,7 +415,8 @@ answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
     } else if (strncmp(target, "/early", 6) == 0) {
         int status = queryMs(target, "status=");
 
-        snprintf(out, sizeof(out), "HTTP/1.1 %d Early\r\nX-Test: early\r\n"
+        snprintf(out, sizeof(out),
+                 "HTTP/1.1 %d Early\r\nX-Test: early\r\n"
                  "Connection: close\r\nContent-Length: 6\r\n\r\nearly\n",
                  status > 0 ? status : 413);
         sendText(fd, out);
@@ -427,19 +433,24 @@ answer(int fd, const char* head, const BodySeen* seen, bool* dropNext)
         char body[32];
         int n = snprintf(body, sizeof(body), "%u", atomic_load(count));
 
-        snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: %s\r\n"
-                 "Content-Length: %d\r\n\r\n%s", target + 1, n, body);
+        snprintf(out, sizeof(out),
+                 "HTTP/1.1 200 OK\r\nX-Test: %s\r\n"
+                 "Content-Length: %d\r\n\r\n%s",
+                 target + 1, n, body);
         sendText(fd, out);
     } else if (strstr(target, "/echo") != NULL) {
         char tail[160];
-        int n = snprintf(tail, sizeof(tail), "\r\nbody-length: %zu\r\n"
-                         "body-sum: %u\r\nport: %d\r\n", seen->len,
-                         (unsigned)seen->sum, listenPort);
+        int n = snprintf(tail, sizeof(tail),
+                         "\r\nbody-length: %zu\r\n"
+                         "body-sum: %u\r\nport: %d\r\n",
+                         seen->len, (unsigned)seen->sum, listenPort);
 
-        snprintf(out, sizeof(out), "HTTP/1.1 200 OK\r\nX-Test: echo\r\n"
+        snprintf(out, sizeof(out),
+                 "HTTP/1.1 200 OK\r\nX-Test: echo\r\n"
                  "Connection: keep-alive, X-Hop\r\nX-Hop: 1\r\n"
                  "Keep-Alive: timeout=5\r\nContent-Type: text/plain\r\n"
-                 "Content-Length: %zu\r\n\r\n", strlen(head) + (size_t)n);
+                 "Content-Length: %zu\r\n\r\n",
+                 strlen(head) + (size_t)n);
         sendText(fd, out);
         sendText(fd, head);
         sendText(fd, tail);
@@ -516,8 +527,7 @@ main(int argc, char** argv)
             continue;
         }
         atomic_fetch_add(&conns, 1);
-        if (pthread_create(&thread, NULL, connServe, (void*)(intptr_t)c)
-            != 0) {
+        if (pthread_create(&thread, NULL, connServe, (void*)(intptr_t)c) != 0) {
             close(c);
             continue;
         }

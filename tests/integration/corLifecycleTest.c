@@ -49,12 +49,14 @@ bin(void)
  * "1 loops, 1 workers". */
 START_TEST(test_a_count_in_the_log_agrees_with_its_noun)
 {
-    ck_assert_int_eq(corServerStart(&server, "runtime: { loops: 1, workers: "
+    ck_assert_int_eq(corServerStart(&server,
+                                    "runtime: { loops: 1, workers: "
                                     "1, coroutines: { enabled: {COROUTINES} "
                                     "} }\nlisten:\n  - { protocol: http, "
                                     "address: 127.0.0.1:{PORT} }\nmodules: "
                                     "[ { load: http } ]\nlog: { pid_file: "
-                                    "{DIR}/cor.pid }\n"), 0);
+                                    "{DIR}/cor.pid }\n"),
+                     0);
     ck_assert_int_eq(corServerLogCount(&server, "starting: 1 loop, 1 worker, "),
                      1);
 }
@@ -84,15 +86,22 @@ START_TEST(test_default_config_routes_health)
 
     ck_assert_int_eq(corShell("sed -e 's/127.0.0.1:8080/127.0.0.1:{PORT}/' "
                               "-e 's|pid_file: [^ ]*|pid_file: "
-                              "{DIR}/cor.pid|' conf/cor.yaml", yaml,
-                              sizeof(yaml)), 0);
+                              "{DIR}/cor.pid|' conf/cor.yaml",
+                              yaml, sizeof(yaml)),
+                     0);
     ck_assert_msg(strstr(yaml, "{PORT}") != NULL, "%s", yaml);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
-    ck_assert_int_eq(corRequest(server.port, "GET /health HTTP/1.1\r\n"
-                                "Host: t\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /health HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_str_eq(corBody(buf), "ready\n");
-    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\n"
-                                "Host: t\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /hello HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
 }
 END_TEST
 
@@ -112,18 +121,20 @@ START_TEST(test_bad_config_corpus)
         char command[1024];
         char want[512];
 
-        if (line[0] == '#' || sscanf(line, "%255[^\t]\t%63[^\t]\t%511[^\n]",
-                                     file, mark, message) != 3) {
+        if (line[0] == '#'
+            || sscanf(line, "%255[^\t]\t%63[^\t]\t%511[^\n]", file, mark,
+                      message)
+                   != 3) {
             continue;
         }
-        snprintf(command, sizeof(command), "%s -t -c conf/bad/%s 2>&1",
-                 bin(), file);
+        snprintf(command, sizeof(command), "%s -t -c conf/bad/%s 2>&1", bin(),
+                 file);
         ck_assert_msg(corShell(command, out, sizeof(out)) == 1,
                       "%s: cor -t should fail: %s", file, out);
         snprintf(want, sizeof(want), "conf/bad/%s:%s", file, mark);
         ck_assert_msg(strstr(out, want) != NULL && strstr(out, message),
-                      "%s: expected '%s' and '%s' in: %s", file, want,
-                      message, out);
+                      "%s: expected '%s' and '%s' in: %s", file, want, message,
+                      out);
         files++;
     }
     fclose(expected);
@@ -149,15 +160,16 @@ START_TEST(test_unknown_handler_and_missing_module_named_at_their_line)
     ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
     snprintf(path, sizeof(path), "%s/bad.yaml", server.dir);
     writeFile(path, "listen:\n  - { protocol: http, address: "
-              "127.0.0.1:1 }\nmodules:\n  - { load: http }\n"
-              "  - { load: nosuchmodule }\nroutes:\n"
-              "  - { match: \"GET /x\", handler: nosuch }\n");
+                    "127.0.0.1:1 }\nmodules:\n  - { load: http }\n"
+                    "  - { load: nosuchmodule }\nroutes:\n"
+                    "  - { match: \"GET /x\", handler: nosuch }\n");
     snprintf(command, sizeof(command), "%s -t -c %s 2>&1", bin(), path);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
     ck_assert_msg(strstr(out, "bad.yaml:5:5: module 'nosuchmodule'") != NULL,
                   "%s", out);
     ck_assert_msg(strstr(out, "bad.yaml:7:5: route 'GET /x': no module "
-                         "registered a handler named 'nosuch'") != NULL,
+                              "registered a handler named 'nosuch'")
+                      != NULL,
                   "%s", out);
 }
 END_TEST
@@ -172,12 +184,13 @@ START_TEST(test_tls_name_without_tls_is_refused_at_its_line)
     ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
     snprintf(path, sizeof(path), "%s/bad.yaml", server.dir);
     writeFile(path, "listen:\n  - { protocol: http, address: "
-              "127.0.0.1:1 }\n  - { protocol: https, address: "
-              "127.0.0.1:2 }\nmodules:\n  - { load: http }\n");
+                    "127.0.0.1:1 }\n  - { protocol: https, address: "
+                    "127.0.0.1:2 }\nmodules:\n  - { load: http }\n");
     snprintf(command, sizeof(command), "%s -t -c %s 2>&1", bin(), path);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
     ck_assert_msg(strstr(out, "bad.yaml:3:5: listen: protocol https needs "
-                         "tls: { certificate: FILE, key: FILE }") != NULL,
+                              "tls: { certificate: FILE, key: FILE }")
+                      != NULL,
                   "%s", out);
 }
 END_TEST
@@ -191,45 +204,55 @@ START_TEST(test_module_for_another_abi_is_refused)
     ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
     snprintf(path, sizeof(path), "%s/old.c", server.dir);
     writeFile(path, "#include \"cor.h\"\n"
-              "__attribute__((visibility(\"default\")))\n"
-              "const CorModuleDescriptor corModuleDescriptor = {\n"
-              "  .abiVersion = 999, .descriptorSize = sizeof("
-              "CorModuleDescriptor), .requestSize = sizeof(CorRequest),\n"
-              "  .pointerSize = sizeof(void*), .corVersion = \"9.9.9\",\n"
-              "  .name = \"old\" };\n");
-    snprintf(command, sizeof(command), "cc -shared -fPIC -D_GNU_SOURCE "
+                    "__attribute__((visibility(\"default\")))\n"
+                    "const CorModuleDescriptor corModuleDescriptor = {\n"
+                    "  .abiVersion = 999, .descriptorSize = sizeof("
+                    "CorModuleDescriptor), .requestSize = sizeof(CorRequest),\n"
+                    "  .pointerSize = sizeof(void*), .corVersion = \"9.9.9\",\n"
+                    "  .name = \"old\" };\n");
+    snprintf(command, sizeof(command),
+             "cc -shared -fPIC -D_GNU_SOURCE "
              "-Icore -Ievent -Icoroutine -Ibuild %s -o %s/old.so 2>&1 && "
-             "%s --module-info %s/old.so 2>&1", path, server.dir, bin(),
-             server.dir);
+             "%s --module-info %s/old.so 2>&1",
+             path, server.dir, bin(), server.dir);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
     ck_assert_msg(strstr(out, "built for cor ABI 999 (cor 9.9.9)") != NULL,
                   "%s", out);
     /* Named as load: names it: a bare file name in the current folder
      * (dlopen alone would search its path), a module by its name. */
-    snprintf(command, sizeof(command), "cd %s && %s --module-info old.so "
-             "2>&1", server.dir, bin());
+    snprintf(command, sizeof(command),
+             "cd %s && %s --module-info old.so "
+             "2>&1",
+             server.dir, bin());
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
     ck_assert_msg(strstr(out, "built for cor ABI 999") != NULL, "%s", out);
-    snprintf(command, sizeof(command), "cd / && %s --module-info forward "
-             "2>&1", bin());
+    snprintf(command, sizeof(command),
+             "cd / && %s --module-info forward "
+             "2>&1",
+             bin());
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "module:       forward") != NULL
-                  && strstr(out, ": compatible") != NULL, "%s", out);
+                      && strstr(out, ": compatible") != NULL,
+                  "%s", out);
     /* A path as given, not "././forward.so". */
-    snprintf(command, sizeof(command), "cd \"$(dirname %s)/modules\" && %s "
-             "--module-info ./forward.so 2>&1", bin(), bin());
+    snprintf(command, sizeof(command),
+             "cd \"$(dirname %s)/modules\" && %s "
+             "--module-info ./forward.so 2>&1",
+             bin(), bin());
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "file:         ./forward.so\n") != NULL, "%s",
                   out);
     snprintf(path, sizeof(path), "%s/old.yaml", server.dir);
-    snprintf(command, sizeof(command), "listen: [ { protocol: http, address: "
+    snprintf(command, sizeof(command),
+             "listen: [ { protocol: http, address: "
              "127.0.0.1:1 } ]\nmodules: [ { load: %s/old.so } ]\n",
              server.dir);
     writeFile(path, command);
     snprintf(command, sizeof(command), "%s -t -c %s 2>&1", bin(), path);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
     ck_assert_msg(strstr(out, "is refused: it was built for cor ABI 999")
-                  != NULL, "%s", out);
+                      != NULL,
+                  "%s", out);
 }
 END_TEST
 
@@ -253,8 +276,10 @@ START_TEST(test_reload_under_load_loses_nothing)
     int reloads = 0;
 
     ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
-    snprintf(command, sizeof(command), "wrk -t1 -c16 -d20s "
-             "http://127.0.0.1:%d/hello 2>&1", server.port);
+    snprintf(command, sizeof(command),
+             "wrk -t1 -c16 -d20s "
+             "http://127.0.0.1:%d/hello 2>&1",
+             server.port);
     wrk = popen(command, "r");
     ck_assert_ptr_nonnull(wrk);
     /* A reload every half second of the 19 (each waits for its new
@@ -282,24 +307,32 @@ END_TEST
 START_TEST(test_broken_reload_keeps_serving_and_says_why)
 {
     ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
-    ck_assert_int_eq(corServerWriteConfig(&server, "runtime:\n  loops: "
+    ck_assert_int_eq(corServerWriteConfig(&server,
+                                          "runtime:\n  loops: "
                                           "zero\nlisten: []\nlog: { "
-                                          "pid_file: {DIR}/cor.pid }\n"), 0);
+                                          "pid_file: {DIR}/cor.pid }\n"),
+                     0);
     ck_assert_int_eq(reload(&server, out, sizeof(out)), 1);
     ck_assert_msg(strstr(out, "reload failed") != NULL
-                  && strstr(out, "cor.yaml:2:10: loops: expected auto")
-                     != NULL, "%s", out);
-    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: t"
-                                "\r\n\r\n", buf, sizeof(buf)), 200);
+                      && strstr(out, "cor.yaml:2:10: loops: expected auto")
+                             != NULL,
+                  "%s", out);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /hello HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_int_eq(corMetric(server.port,
-                               "cor_reloads_total{result=\"failed\"}"), 1);
+                               "cor_reloads_total{result=\"failed\"}"),
+                     1);
     /* One log entry, whole: its errors on its line, no blank one. */
     snprintf(buf, sizeof(buf), "grep -A1 'reload failed' %s", server.log);
     ck_assert_int_eq(corShell(buf, out, sizeof(out)), 0);
     ck_assert_msg(strstr(out, "keeps serving (2 errors): ") != NULL
-                  && strstr(out, "cor.yaml:2:10: loops: expected auto")
-                     != NULL
-                  && strstr(out, "; ") != NULL, "%s", out);
+                      && strstr(out, "cor.yaml:2:10: loops: expected auto")
+                             != NULL
+                      && strstr(out, "; ") != NULL,
+                  "%s", out);
     ck_assert_int_eq(corServerLogCount(&server, "^$"), 0);
 }
 END_TEST
@@ -341,8 +374,10 @@ START_TEST(test_reload_of_broken_yaml_finds_the_pid_file_it_names)
     snprintf(command, sizeof(command), "mkdir %s/site", server.dir);
     ck_assert_int_eq(corShell(command, NULL, 0), 0);
     siteWrite("", "");
-    snprintf(command, sizeof(command), "%s -c %s/site/cor.yaml >%s/site.log "
-             "2>&1 & echo $!", bin(), server.dir, server.dir);
+    snprintf(command, sizeof(command),
+             "%s -c %s/site/cor.yaml >%s/site.log "
+             "2>&1 & echo $!",
+             bin(), server.dir, server.dir);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
     sitePid = (pid_t)atoi(out);
     snprintf(pidFile, sizeof(pidFile), "%s/run.pid", server.dir);
@@ -350,18 +385,22 @@ START_TEST(test_reload_of_broken_yaml_finds_the_pid_file_it_names)
         ck_assert_int_lt(corNowMs() - t, 10000);
         usleep(20 * 1000);
     }
-    snprintf(command, sizeof(command), "%s -s reload -c %s/site/cor.yaml "
-             "2>&1", bin(), server.dir);
+    snprintf(command, sizeof(command),
+             "%s -s reload -c %s/site/cor.yaml "
+             "2>&1",
+             bin(), server.dir);
     siteWrite("", "routes: [ { match: \"GET /x\", handler: x\n");
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
     ck_assert_msg(strstr(out, "reload failed") != NULL
-                  && strstr(out, "site/cor.yaml:5:1: did not find expected")
-                     != NULL, "%s", out);
+                      && strstr(out, "site/cor.yaml:5:1: did not find expected")
+                             != NULL,
+                  "%s", out);
     siteWrite("runtime: [ {\n", "");
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
     ck_assert_msg(strstr(out, "the master's pid file is unknown: ") != NULL
-                  && strstr(out, "site/cor.yaml:3:1: did not find expected")
-                     != NULL, "%s", out);
+                      && strstr(out, "site/cor.yaml:3:1: did not find expected")
+                             != NULL,
+                  "%s", out);
     siteWrite("", "");
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
 }
@@ -376,7 +415,8 @@ buildVersionModule(const char* dir, const char* text)
     char command[1024];
 
     snprintf(path, sizeof(path), "%s/version.c", dir);
-    snprintf(source, sizeof(source), "#include \"cor.h\"\n"
+    snprintf(source, sizeof(source),
+             "#include \"cor.h\"\n"
              "static void serve(CorRequest* r) { corRespondStatic(r, 200, "
              "\"text/plain\", \"%s\", %zu); }\n"
              "static int init(CorModule* m, const CorConf* c) { (void)c; "
@@ -384,9 +424,11 @@ buildVersionModule(const char* dir, const char* text)
              ".serve = serve }); }\nCOR_MODULE(version, .init = init);\n",
              text, strlen(text));
     writeFile(path, source);
-    snprintf(command, sizeof(command), "cc -shared -fPIC -D_GNU_SOURCE "
+    snprintf(command, sizeof(command),
+             "cc -shared -fPIC -D_GNU_SOURCE "
              "-Icore -Ievent -Icoroutine -Ibuild %s -o %s/version.so.new && "
-             "mv %s/version.so.new %s/version.so", path, dir, dir, dir);
+             "mv %s/version.so.new %s/version.so",
+             path, dir, dir, dir);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
 }
 
@@ -396,7 +438,8 @@ START_TEST(test_rebuilt_module_is_picked_up_by_a_reload)
 
     ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
     buildVersionModule(server.dir, "one");
-    snprintf(yaml, sizeof(yaml), "listen: [ { protocol: http, address: "
+    snprintf(yaml, sizeof(yaml),
+             "listen: [ { protocol: http, address: "
              "127.0.0.1:{PORT} } ]\nruntime: { coroutines: { enabled: "
              "{COROUTINES} } }\nmodules: [ { load: http }, "
              "{ load: {DIR}/version.so } ]\nroutes: [ { match: \"GET "
@@ -404,13 +447,19 @@ START_TEST(test_rebuilt_module_is_picked_up_by_a_reload)
              "{DIR}/cor.pid }\n");
     ck_assert_int_eq(corServerWriteConfig(&server, yaml), 0);
     ck_assert_int_eq(reload(&server, out, sizeof(out)), 0);
-    ck_assert_int_eq(corRequest(server.port, "GET /version HTTP/1.1\r\n"
-                                "Host: t\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /version HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_str_eq(corBody(buf), "one");
     buildVersionModule(server.dir, "two");
     ck_assert_int_eq(reload(&server, out, sizeof(out)), 0);
-    ck_assert_int_eq(corRequest(server.port, "GET /version HTTP/1.1\r\n"
-                                "Host: t\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /version HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_str_eq(corBody(buf), "two");
 }
 END_TEST
@@ -447,7 +496,7 @@ START_TEST(test_fresh_connection_is_answered_across_a_reload)
 
     ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
     fd = corConnect(server.port);
-    usleep(300 * 1000);                     /* accepted by then */
+    usleep(300 * 1000); /* accepted by then */
     ck_assert_int_eq(reload(&server, out, sizeof(out)), 0);
     usleep(200 * 1000);
     ck_assert_int_eq(corSendAll(fd, req, strlen(req)), 0);
@@ -466,8 +515,8 @@ START_TEST(test_stop_with_1000_waiting_requests_is_quick_and_answers_all)
     static int fds[WAITING];
     const char* req = "GET /sleep?ms=60000 HTTP/1.1\r\nHost: t\r\n\r\n";
     const char* metric = corTestCoroutines()
-                         ? "cor_requests_total{ran=\"coroutine\"}"
-                         : "cor_requests_total{ran=\"worker\"}";
+                             ? "cor_requests_total{ran=\"coroutine\"}"
+                             : "cor_requests_total{ran=\"worker\"}";
     int status;
     long t;
     int failed = 0;
@@ -513,8 +562,10 @@ sleepRequest(void* arg)
     Pending* p = arg;
     char local[4096];
 
-    p->status = corRequest(p->port, "GET /sleep?ms=500 HTTP/1.1\r\nHost: t"
-                           "\r\n\r\n", local, sizeof(local));
+    p->status = corRequest(p->port,
+                           "GET /sleep?ms=500 HTTP/1.1\r\nHost: t"
+                           "\r\n\r\n",
+                           local, sizeof(local));
     return NULL;
 }
 
@@ -551,9 +602,10 @@ START_TEST(test_cap_sends_the_rest_to_workers)
     char yaml[4096];
 
     if (!corTestCoroutines()) {
-        return;         /* nothing to cap without coroutines */
+        return; /* nothing to cap without coroutines */
     }
-    snprintf(yaml, sizeof(yaml), "runtime: { loops: 1, workers: 32, "
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 1, workers: 32, "
              "coroutines: { enabled: true, per_loop: 16 } }\nlisten: [ { "
              "protocol: http, address: 127.0.0.1:{PORT} } ]\nmodules: [ { "
              "load: http }, { load: hello } ]\nroutes: [ { match: \"GET "
@@ -571,11 +623,13 @@ START_TEST(test_cap_sends_the_rest_to_workers)
     }
     ck_assert_int_eq(corMetric(server.port, "cor_coroutines_peak"), 16);
     ck_assert_int_eq(corMetric(server.port,
-                               "cor_requests_total{ran=\"coroutine\"}"), 16);
+                               "cor_requests_total{ran=\"coroutine\"}"),
+                     16);
     ck_assert_int_eq(corMetric(server.port,
-                               "cor_requests_total{ran=\"worker\"}"), 84);
-    ck_assert_int_eq(corMetric(server.port,
-                               "cor_coroutine_fallbacks_total"), 84);
+                               "cor_requests_total{ran=\"worker\"}"),
+                     84);
+    ck_assert_int_eq(corMetric(server.port, "cor_coroutine_fallbacks_total"),
+                     84);
 }
 END_TEST
 
@@ -584,7 +638,8 @@ START_TEST(test_a_handler_that_holds_the_loop_is_named)
     char path[256];
     char command[512];
 
-    ck_assert_int_eq(corServerStart(&server, "runtime: { loops: 1, "
+    ck_assert_int_eq(corServerStart(&server,
+                                    "runtime: { loops: 1, "
                                     "stall_warning: 50ms }\nlisten: [ { "
                                     "protocol: http, address: 127.0.0.1:"
                                     "{PORT} } ]\nmodules: [ { load: http }, "
@@ -592,13 +647,19 @@ START_TEST(test_a_handler_that_holds_the_loop_is_named)
                                     "routes: [ { match: \"GET /block\", "
                                     "handler: block }, { match: \"GET "
                                     "/metrics\", handler: metrics } ]\nlog: "
-                                    "{ pid_file: {DIR}/cor.pid }\n"), 0);
-    ck_assert_int_eq(corRequest(server.port, "GET /block?ms=200 HTTP/1.1\r\n"
-                                "Host: t\r\n\r\n", buf, sizeof(buf)), 200);
+                                    "{ pid_file: {DIR}/cor.pid }\n"),
+                     0);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /block?ms=200 HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_int_eq(corMetric(server.port, "cor_loop_stalls_total"), 1);
     snprintf(path, sizeof(path), "%s", server.log);
-    snprintf(command, sizeof(command), "grep -c 'held .* ms by handler block "
-             "(GET /block)' %s", path);
+    snprintf(command, sizeof(command),
+             "grep -c 'held .* ms by handler block "
+             "(GET /block)' %s",
+             path);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
 }
 END_TEST
@@ -636,8 +697,11 @@ START_TEST(test_a_condition_wait_on_a_worker_never_stalls_the_loop)
         ck_assert_int_eq(corMetric(server.port, "cor_loop_stalls_total"), 0);
         ck_assert_int_lt(corNowMs() - t, 1000);
     }
-    ck_assert_int_eq(corRequest(server.port, "GET /condsignal HTTP/1.1\r\n"
-                                "Host: t\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /condsignal HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 3000), 0);
     close(fd);
     ck_assert_int_eq(corStatus(buf), 200);
@@ -652,13 +716,17 @@ START_TEST(test_a_condition_wait_run_as_a_coroutine_by_mistake_is_named)
     long stalls = corTestCoroutines() ? 1 : 0;
 
     ck_assert_int_eq(corServerStart(&server, condWaitConfig), 0);
-    ck_assert_int_eq(corRequest(server.port, "GET /condwait?ms=300&mistake=1"
-                                " HTTP/1.1\r\nHost: t\r\n\r\n", buf,
-                                sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /condwait?ms=300&mistake=1"
+                                " HTTP/1.1\r\nHost: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_str_eq(corBody(buf), "timed out\n");
     ck_assert_int_eq(corMetric(server.port, "cor_loop_stalls_total"), stalls);
-    snprintf(command, sizeof(command), "grep -c 'held .* ms by handler "
-             "condwait (GET /condwait) between two waits' %s", server.log);
+    snprintf(command, sizeof(command),
+             "grep -c 'held .* ms by handler "
+             "condwait (GET /condwait) between two waits' %s",
+             server.log);
     ck_assert_int_eq(corShell(command, out, sizeof(out)) == 0, stalls);
 }
 END_TEST
@@ -669,15 +737,18 @@ START_TEST(test_crashed_generation_is_replaced)
     long t = corNowMs();
 
     ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
-    ck_assert_int_eq(corRequest(server.port, "GET /crash HTTP/1.1\r\nHost: t"
-                                "\r\n\r\n", local, sizeof(local)), -1);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /crash HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n",
+                                local, sizeof(local)),
+                     -1);
     while (corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n",
-                      local, sizeof(local)) != 200) {
+                      local, sizeof(local))
+           != 200) {
         ck_assert_int_lt(corNowMs() - t, 10000);
         usleep(100 * 1000);
     }
-    ck_assert_int_eq(corMetric(server.port, "cor_generation_crashes_total"),
-                     1);
+    ck_assert_int_eq(corMetric(server.port, "cor_generation_crashes_total"), 1);
 }
 END_TEST
 
@@ -688,8 +759,11 @@ START_TEST(test_reopen_starts_a_new_access_log)
     char command[512];
 
     ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
-    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: t"
-                                "\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /hello HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     snprintf(fresh, sizeof(fresh), "%s/access.log", server.dir);
     snprintf(moved, sizeof(moved), "%s/access.log.1", server.dir);
     ck_assert_int_eq(rename(fresh, moved), 0);
@@ -697,8 +771,11 @@ START_TEST(test_reopen_starts_a_new_access_log)
              server.config);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
     usleep(300 * 1000);
-    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: t"
-                                "\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /hello HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_int_eq(access(fresh, R_OK), 0);
 }
 END_TEST
@@ -722,7 +799,7 @@ START_TEST(test_stop_during_a_drain_is_quick)
     kill(server.pid, SIGTERM);
     ck_assert_int_eq(waitpid(server.pid, &status, 0), server.pid);
     server.pid = 0;
-    ck_assert_int_lt(corNowMs() - t, 2000);     /* stop_timeout is 5 s */
+    ck_assert_int_lt(corNowMs() - t, 2000); /* stop_timeout is 5 s */
     close(fd);
 }
 END_TEST
@@ -732,8 +809,7 @@ START_TEST(test_a_second_master_on_the_same_pid_file_is_refused)
     char command[512];
 
     ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
-    snprintf(command, sizeof(command), "%s -c %s 2>&1", bin(),
-             server.config);
+    snprintf(command, sizeof(command), "%s -c %s 2>&1", bin(), server.config);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 1);
     ck_assert_msg(strstr(out, "a master is running already") != NULL, "%s",
                   out);
@@ -751,7 +827,8 @@ START_TEST(test_stop_during_a_slow_reload_is_quick)
     long t;
 
     ck_assert_int_eq(corServerStartWith(&server, NULL), 0);
-    snprintf(yaml, sizeof(yaml), "listen: [ { protocol: http, address: "
+    snprintf(yaml, sizeof(yaml),
+             "listen: [ { protocol: http, address: "
              "127.0.0.1:{PORT} } ]\nmodules: [ { load: http }, { load: "
              "{MODULES}/testkit.so, init_delay: 5s } ]\nlog: { pid_file: "
              "{DIR}/cor.pid }\n");
@@ -771,7 +848,8 @@ START_TEST(test_stop_during_a_slow_reload_is_quick)
     out[n] = '\0';
     ck_assert_int_ne(pclose(reloading), 0);
     ck_assert_msg(strstr(out, "reload failed") != NULL
-                  || strstr(out, "exited before") != NULL, "%s", out);
+                      || strstr(out, "exited before") != NULL,
+                  "%s", out);
 }
 END_TEST
 
@@ -786,7 +864,8 @@ COR_TEST_SUITE(corLifecycle)
     tcase_add_test(tc, test_default_config_routes_health);
     tcase_add_test(tc, test_a_count_in_the_log_agrees_with_its_noun);
     tcase_add_test(tc, test_bad_config_corpus);
-    tcase_add_test(tc, test_unknown_handler_and_missing_module_named_at_their_line);
+    tcase_add_test(tc,
+                   test_unknown_handler_and_missing_module_named_at_their_line);
     tcase_add_test(tc, test_tls_name_without_tls_is_refused_at_its_line);
     tcase_add_test(tc, test_module_for_another_abi_is_refused);
     tcase_add_test(tc, test_reload_under_load_loses_nothing);
@@ -795,13 +874,14 @@ COR_TEST_SUITE(corLifecycle)
     tcase_add_test(tc, test_rebuilt_module_is_picked_up_by_a_reload);
     tcase_add_test(tc, test_idle_keep_alive_connection_is_closed_by_a_reload);
     tcase_add_test(tc, test_fresh_connection_is_answered_across_a_reload);
-    tcase_add_test(tc, test_stop_with_1000_waiting_requests_is_quick_and_answers_all);
+    tcase_add_test(
+        tc, test_stop_with_1000_waiting_requests_is_quick_and_answers_all);
     tcase_add_test(tc, test_graceful_stop_lets_requests_finish);
     tcase_add_test(tc, test_cap_sends_the_rest_to_workers);
     tcase_add_test(tc, test_a_handler_that_holds_the_loop_is_named);
     tcase_add_test(tc, test_a_condition_wait_on_a_worker_never_stalls_the_loop);
-    tcase_add_test(tc,
-        test_a_condition_wait_run_as_a_coroutine_by_mistake_is_named);
+    tcase_add_test(
+        tc, test_a_condition_wait_run_as_a_coroutine_by_mistake_is_named);
     tcase_add_test(tc, test_crashed_generation_is_replaced);
     tcase_add_test(tc, test_reopen_starts_a_new_access_log);
 }

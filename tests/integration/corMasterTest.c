@@ -3,8 +3,9 @@
  * The master against the real binary: a reload after a generation could
  * not be replaced, the listeners a graceful stop closes (and a reload
  * keeps), a master killed with SIGKILL (its generation follows it, a new
- * one starts afresh), what cor -t looks at before a start, the paths a configuration names relative to its own folder
- * (modules, the pid file), and typos that get a "did you mean".
+ * one starts afresh), what cor -t looks at before a start, the paths a
+ * configuration names relative to its own folder (modules, the pid file), and
+ * typos that get a "did you mean".
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -92,8 +93,10 @@ START_TEST(test_reload_after_a_failed_replacement_keeps_the_master)
 
     scratchMake();
     /* COR_BIN is build/cor: its modules are beside it. */
-    snprintf(command, sizeof(command), "cp $(dirname %s)/modules/hello.so "
-             "%s/", bin(), scratch);
+    snprintf(command, sizeof(command),
+             "cp $(dirname %s)/modules/hello.so "
+             "%s/",
+             bin(), scratch);
     ck_assert_int_eq(system(command), 0);
     snprintf(yaml, sizeof(yaml),
              "runtime: { loops: 1, workers: 2, coroutines: { enabled: "
@@ -105,14 +108,21 @@ START_TEST(test_reload_after_a_failed_replacement_keeps_the_master)
              "routes:\n  - { match: \"GET /hello\", handler: hello }\n"
              "  - { match: \"GET /crash\", handler: crash }\n"
              "  - { match: \"GET /metrics\", handler: metrics }\n"
-             "log: { pid_file: {DIR}/cor.pid }\n", scratch);
+             "log: { pid_file: {DIR}/cor.pid }\n",
+             scratch);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
-    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: t"
-                                "\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /hello HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     snprintf(command, sizeof(command), "%s/hello.so", scratch);
     ck_assert_int_eq(unlink(command), 0);
-    ck_assert_int_eq(corRequest(server.port, "GET /crash HTTP/1.1\r\nHost: t"
-                                "\r\n\r\n", buf, sizeof(buf)), -1);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /crash HTTP/1.1\r\nHost: t"
+                                "\r\n\r\n",
+                                buf, sizeof(buf)),
+                     -1);
     ck_assert(logSays(&server, "no generation could start", 10000));
 
     snprintf(yaml, sizeof(yaml),
@@ -129,8 +139,10 @@ START_TEST(test_reload_after_a_failed_replacement_keeps_the_master)
      * time to, then it must still be there and serving. */
     usleep(500 * 1000);
     ck_assert_msg(masterAlive(&server), "the master exited after the reload");
-    for (t = corNowMs(); corRequest(server.port, "GET /metrics HTTP/1.1\r\n"
-                                    "Host: t\r\n\r\n", buf, sizeof(buf))
+    for (t = corNowMs(); corRequest(server.port,
+                                    "GET /metrics HTTP/1.1\r\n"
+                                    "Host: t\r\n\r\n",
+                                    buf, sizeof(buf))
                          != 200;) {
         ck_assert_int_lt(corNowMs() - t, 5000);
         usleep(50 * 1000);
@@ -145,7 +157,7 @@ END_TEST
 typedef struct {
     int port;
     int status;
-    int ms;                 /* how long it sleeps */
+    int ms; /* how long it sleeps */
 } Pending;
 
 static void*
@@ -155,8 +167,10 @@ slowRequest(void* arg)
     char local[4096];
     char request[128];
 
-    snprintf(request, sizeof(request), "GET /sleep?ms=%d HTTP/1.1\r\nHost: "
-             "t\r\n\r\n", p->ms);
+    snprintf(request, sizeof(request),
+             "GET /sleep?ms=%d HTTP/1.1\r\nHost: "
+             "t\r\n\r\n",
+             p->ms);
     p->status = corRequest(p->port, request, local, sizeof(local));
     return NULL;
 }
@@ -198,7 +212,8 @@ START_TEST(test_graceful_stop_refuses_new_connections)
     usleep(300 * 1000);
     t = corNowMs();
     kill(server.pid, SIGQUIT);
-    ck_assert_msg(connectRefused(server.port, 500), "a new connection was "
+    ck_assert_msg(connectRefused(server.port, 500),
+                  "a new connection was "
                   "not refused during the drain");
     ck_assert_int_lt(corNowMs() - t, 1000);
     pthread_join(thread, NULL);
@@ -228,14 +243,18 @@ START_TEST(test_reload_keeps_accepting_while_the_old_one_drains)
              server.config);
     ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
     for (long t = corNowMs(); corNowMs() - t < 1500; served++) {
-        ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\n"
-                                    "Host: t\r\n\r\n", buf, sizeof(buf)),
+        ck_assert_int_eq(corRequest(server.port,
+                                    "GET /hello HTTP/1.1\r\n"
+                                    "Host: t\r\n\r\n",
+                                    buf, sizeof(buf)),
                          200);
         usleep(10 * 1000);
     }
     /* The old generation says what its drain waits for. */
-    ck_assert(logSays(&server, "draining: waiting for 1 connection (http 1), "
-                      "1 request in flight", 3000));
+    ck_assert(logSays(&server,
+                      "draining: waiting for 1 connection (http 1), "
+                      "1 request in flight",
+                      3000));
     pthread_join(thread, NULL);
     ck_assert_int_eq(pending.status, 200);
     ck_assert_int_gt(served, 20);
@@ -286,13 +305,15 @@ START_TEST(test_check_refuses_files_a_start_could_not_open)
              "log:\n"
              "  error: %s/none/error.log\n"
              "  access: %s/access.log\n"
-             "  pid_file: folder\n", scratch, scratch);
+             "  pid_file: folder\n",
+             scratch, scratch);
     ck_assert_int_ne(check(yaml), 0);
-    ck_assert_msg(strstr(buf, "cor.yaml:4:10: log.error: cannot create")
-                  != NULL && strstr(buf, "/none does not exist") != NULL,
+    ck_assert_msg(strstr(buf, "cor.yaml:4:10: log.error: cannot create") != NULL
+                      && strstr(buf, "/none does not exist") != NULL,
                   "%s", buf);
     ck_assert_msg(strstr(buf, "cor.yaml:6:13: log.pid_file: ") != NULL
-                  && strstr(buf, "is a folder") != NULL, "%s", buf);
+                      && strstr(buf, "is a folder") != NULL,
+                  "%s", buf);
     ck_assert_msg(strstr(buf, "access") == NULL, "%s", buf);
     snprintf(command, sizeof(command), "cat %s/access.log", scratch);
     ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
@@ -378,14 +399,16 @@ START_TEST(test_a_killed_master_leaves_nothing_behind)
     for (long t = corNowMs(); (fd = corConnect(server.port)) >= 0;) {
         close(fd);
         ck_assert_msg(corNowMs() - t < 10000, "the listener outlived its "
-                      "master");
+                                              "master");
         usleep(50 * 1000);
     }
 
     masterRestart(&server);
-    for (long t = corNowMs(); corRequest(server.port, "GET /hello HTTP/1.1"
-                                         "\r\nHost: t\r\n\r\n", buf,
-                                         sizeof(buf)) != 200;) {
+    for (long t = corNowMs(); corRequest(server.port,
+                                         "GET /hello HTTP/1.1"
+                                         "\r\nHost: t\r\n\r\n",
+                                         buf, sizeof(buf))
+                              != 200;) {
         ck_assert_msg(corNowMs() - t < 10000, "no new master serving");
         usleep(50 * 1000);
     }
@@ -406,10 +429,11 @@ START_TEST(test_module_path_is_relative_to_the_config_file)
                  "modules: [ { load: http }, { load: hello.so } ]\n";
 
     scratchMake();
-    snprintf(command, sizeof(command), "mkdir %s/mods && cp $(dirname "
+    snprintf(command, sizeof(command),
+             "mkdir %s/mods && cp $(dirname "
              "%s)/modules/hello.so %s/ && cp %s/hello.so %s/mods/ && "
-             "printf '%%s' '%s' > %s/cor.yaml", scratch, bin(), scratch,
-             scratch, scratch, yaml, scratch);
+             "printf '%%s' '%s' > %s/cor.yaml",
+             scratch, bin(), scratch, scratch, scratch, yaml, scratch);
     ck_assert_int_eq(system(command), 0);
     snprintf(command, sizeof(command), "cd %s && %s -t -c cor.yaml 2>&1",
              scratch, bin());
@@ -417,9 +441,11 @@ START_TEST(test_module_path_is_relative_to_the_config_file)
     ck_assert_msg(strstr(buf, "configuration ok") != NULL, "%s", buf);
 
     /* From elsewhere, with a folder in the path: the same files. */
-    snprintf(command, sizeof(command), "sed -i 's|load: hello.so|load: "
+    snprintf(command, sizeof(command),
+             "sed -i 's|load: hello.so|load: "
              "mods/hello.so|' %s/cor.yaml && cd / && %s -t -c %s/cor.yaml "
-             "2>&1", scratch, bin(), scratch);
+             "2>&1",
+             scratch, bin(), scratch);
     ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
     ck_assert_msg(strstr(buf, "configuration ok") != NULL, "%s", buf);
 }
@@ -432,17 +458,20 @@ START_TEST(test_pid_file_is_relative_to_the_config_file)
 {
     char command[1024];
 
-    ck_assert_int_eq(corServerStart(&server,
-        "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
-        "modules: [ { load: http } ]\n"
-        "routes: [ { match: \"GET /metrics\", handler: metrics } ]\n"
-        "log: { pid_file: cor.pid }\n"), 0);
+    ck_assert_int_eq(
+        corServerStart(
+            &server,
+            "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+            "modules: [ { load: http } ]\n"
+            "routes: [ { match: \"GET /metrics\", handler: metrics } ]\n"
+            "log: { pid_file: cor.pid }\n"),
+        0);
     ck_assert_int_ne(access("cor.pid", F_OK), 0);
-    snprintf(command, sizeof(command), "cd / && %s -s reload -c %s 2>&1",
-             bin(), server.config);
+    snprintf(command, sizeof(command), "cd / && %s -s reload -c %s 2>&1", bin(),
+             server.config);
     ck_assert_msg(corShell(command, buf, sizeof(buf)) == 0, "%s", buf);
-    ck_assert_int_eq(corMetric(server.port,
-                               "cor_reloads_total{result=\"ok\"}"), 1);
+    ck_assert_int_eq(corMetric(server.port, "cor_reloads_total{result=\"ok\"}"),
+                     1);
 }
 END_TEST
 
@@ -461,7 +490,8 @@ helloReload(const char* greeting, bool broken)
     snprintf(path, sizeof(path), "%s/conf.d/hello.yaml", server.dir);
     f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
-    fprintf(f, "modules: [ { load: hello, greeting: %s } ]\n"
+    fprintf(f,
+            "modules: [ { load: hello, greeting: %s } ]\n"
             "routes: [ { match: \"GET /hello\", handler: hello %s\n",
             greeting, broken ? "" : "} ]");
     fclose(f);
@@ -475,7 +505,8 @@ static bool
 helloSays(const char* greeting)
 {
     return corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: t\r\n\r\n",
-                      buf, sizeof(buf)) == 200
+                      buf, sizeof(buf))
+               == 200
            && strstr(corBody(buf), greeting) != NULL;
 }
 
@@ -490,16 +521,22 @@ START_TEST(test_reload_reads_the_included_files_again)
     char command[512];
     char want[256];
 
-    ck_assert_int_eq(corServerStart(&server,
-        "runtime: { loops: 1, workers: 2, coroutines: { enabled: "
-        "{COROUTINES} } }\n"
-        "include: \"conf.d/*.yaml\"\n"
-        "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
-        "modules: [ { load: http } ]\n"
-        "routes: [ { match: \"GET /metrics\", handler: metrics } ]\n"
-        "log: { pid_file: {DIR}/cor.pid }\n"), 0);
-    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\nHost: "
-                                "t\r\n\r\n", buf, sizeof(buf)), 404);
+    ck_assert_int_eq(
+        corServerStart(
+            &server,
+            "runtime: { loops: 1, workers: 2, coroutines: { enabled: "
+            "{COROUTINES} } }\n"
+            "include: \"conf.d/*.yaml\"\n"
+            "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+            "modules: [ { load: http } ]\n"
+            "routes: [ { match: \"GET /metrics\", handler: metrics } ]\n"
+            "log: { pid_file: {DIR}/cor.pid }\n"),
+        0);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /hello HTTP/1.1\r\nHost: "
+                                "t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     404);
 
     snprintf(command, sizeof(command), "mkdir %s/conf.d", server.dir);
     ck_assert_int_eq(system(command), 0);
@@ -531,20 +568,27 @@ START_TEST(test_typos_in_module_keys_and_handlers_say_what_exists)
     char command[1024];
 
     scratchMake();
-    snprintf(command, sizeof(command), "printf '%%s' 'listen: [ { protocol: "
+    snprintf(command, sizeof(command),
+             "printf '%%s' 'listen: [ { protocol: "
              "http, address: 127.0.0.1:1 } ]\nmodules: [ { load: http }, "
              "{ load: hello, greting: hi } ]\nroutes: [ { match: \"GET "
              "/x\", handler: helo } ]\n' > %s/cor.yaml && %s -t -c "
-             "%s/cor.yaml 2>&1", scratch, bin(), scratch);
+             "%s/cor.yaml 2>&1",
+             scratch, bin(), scratch);
     ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 1);
     ck_assert_msg(strstr(buf, "cor.yaml:2:43: unknown key 'greting' in "
-                         "modules[1] (expected one of: load, greeting, "
-                         "gather); did you mean 'greeting'?") != NULL, "%s", buf);
+                              "modules[1] (expected one of: load, greeting, "
+                              "gather); did you mean 'greeting'?")
+                      != NULL,
+                  "%s", buf);
     ck_assert_msg(strstr(buf, "cor.yaml:3:11: route 'GET /x': no module "
-                         "registered a handler named 'helo' (handlers: ")
-                  != NULL, "%s", buf);
+                              "registered a handler named 'helo' (handlers: ")
+                      != NULL,
+                  "%s", buf);
     ck_assert_msg(strstr(buf, "hello_worker, sleep, park, wake, gather); "
-                         "did you mean 'hello'?") != NULL, "%s", buf);
+                              "did you mean 'hello'?")
+                      != NULL,
+                  "%s", buf);
 }
 END_TEST
 
@@ -556,27 +600,36 @@ START_TEST(test_typos_in_nested_keys_say_the_nearest)
 {
     scratchMake();
     ck_assert_int_eq(check("listen: [ { protocol: http, address: "
-                           "127.0.0.1:1, tsl: {} } ]\n"), 1);
+                           "127.0.0.1:1, tsl: {} } ]\n"),
+                     1);
     ck_assert_msg(strstr(buf, "cor.yaml:1:51: unknown key 'tsl' in listen[0] "
-                         "(expected one of: protocol, address, tls, "
-                         "accept, http2, proxy_protocol); did you mean "
-                         "'tls'?") != NULL, "%s", buf);
+                              "(expected one of: protocol, address, tls, "
+                              "accept, http2, proxy_protocol); did you mean "
+                              "'tls'?")
+                      != NULL,
+                  "%s", buf);
     ck_assert_int_eq(check("listen: [ { protocol: http, address: "
                            "127.0.0.1:1 } ]\nmodules:\n  - { load: http }\n"
                            "  - load: forward\n    upstreams: [ { name: a, "
                            "servers: [ \"http://127.0.0.1:1\" ], hots: b "
-                           "} ]\n"), 1);
+                           "} ]\n"),
+                     1);
     ck_assert_msg(strstr(buf, "cor.yaml:5:64: unknown key 'hots' in "
-                         "upstreams[0] (") != NULL
-                  && strstr(buf, "); did you mean 'host'?") != NULL, "%s",
-                  buf);
+                              "upstreams[0] (")
+                          != NULL
+                      && strstr(buf, "); did you mean 'host'?") != NULL,
+                  "%s", buf);
     ck_assert_int_eq(check("listen: [ { protocol: http, address: "
                            "127.0.0.1:1 } ]\nmodules:\n  - { load: http }\n"
                            "  - load: forward\n    upstream: [ { name: a, "
-                           "servers: [ \"http://127.0.0.1:1\" ] } ]\n"), 1);
-    ck_assert_msg(strstr(buf, "cor.yaml:5:5: unknown key 'upstream' in "
+                           "servers: [ \"http://127.0.0.1:1\" ] } ]\n"),
+                     1);
+    ck_assert_msg(strstr(buf,
+                         "cor.yaml:5:5: unknown key 'upstream' in "
                          "modules[1] (expected one of: load, upstreams); did "
-                         "you mean 'upstreams'?") != NULL, "%s", buf);
+                         "you mean 'upstreams'?")
+                      != NULL,
+                  "%s", buf);
 }
 END_TEST
 

@@ -36,8 +36,10 @@ setUp(void)
     snprintf(built, sizeof(built), "%s", bin != NULL ? bin : "build/cor");
     snprintf(folder, sizeof(folder), "/tmp/cor-upgrade-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(folder));
-    snprintf(command, sizeof(command), "cp %s %s/cor && ln -s $(cd $(dirname "
-             "%s) && pwd)/modules %s/modules", built, folder, built, folder);
+    snprintf(command, sizeof(command),
+             "cp %s %s/cor && ln -s $(cd $(dirname "
+             "%s) && pwd)/modules %s/modules",
+             built, folder, built, folder);
     ck_assert_int_eq(system(command), 0);
     snprintf(command, sizeof(command), "%s/cor", folder);
     setenv("COR_BIN", command, 1);
@@ -62,12 +64,15 @@ binaryReplace(const char* script)
     char command[1536];
 
     if (script == NULL) {
-        snprintf(command, sizeof(command), "cp %s %s/cor.new && mv %s/cor.new "
-                 "%s/cor", built, folder, folder, folder);
+        snprintf(command, sizeof(command),
+                 "cp %s %s/cor.new && mv %s/cor.new "
+                 "%s/cor",
+                 built, folder, folder, folder);
     } else {
-        snprintf(command, sizeof(command), "printf '%%s' '%s' > %s/cor.new && "
-                 "chmod +x %s/cor.new && mv %s/cor.new %s/cor", script,
-                 folder, folder, folder, folder);
+        snprintf(command, sizeof(command),
+                 "printf '%%s' '%s' > %s/cor.new && "
+                 "chmod +x %s/cor.new && mv %s/cor.new %s/cor",
+                 script, folder, folder, folder, folder);
     }
     ck_assert_int_eq(system(command), 0);
 }
@@ -158,11 +163,13 @@ START_TEST(test_upgrade_under_load_loses_nothing)
     int fd = corNotifyOpen(false, notify, sizeof(notify));
 
     ck_assert_int_ge(fd, 0);
-    setenv("NOTIFY_SOCKET", notify, 1);     /* the server inherits it */
+    setenv("NOTIFY_SOCKET", notify, 1); /* the server inherits it */
     ck_assert_int_eq(corServerStart(&server, upgradeYaml), 0);
     old = server.pid;
-    snprintf(command, sizeof(command), "wrk -t1 -c16 -d4s "
-             "http://127.0.0.1:%d/hello 2>&1", server.port);
+    snprintf(command, sizeof(command),
+             "wrk -t1 -c16 -d4s "
+             "http://127.0.0.1:%d/hello 2>&1",
+             server.port);
     wrk = popen(command, "r");
     ck_assert_ptr_nonnull(wrk);
     sleep(1);

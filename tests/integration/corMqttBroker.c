@@ -47,12 +47,13 @@ corTestBrokerStart(void)
 {
     char path[128];
     FILE* f;
-    long deadline = corNowMs() + 60000;     /* a loaded machine */
+    long deadline = corNowMs() + 60000; /* a loaded machine */
 
     snprintf(path, sizeof(path), "%s/mosquitto.conf", corTestBroker.dir);
     f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
-    fprintf(f, "user root\nper_listener_settings true\n"
+    fprintf(f,
+            "user root\nper_listener_settings true\n"
             "persistence true\npersistence_location %s/\n"
             "max_queued_messages 0\nsys_interval 1\n"
             "log_dest file %s/mosquitto.log\nlog_type all\n"
@@ -100,13 +101,12 @@ corTestBrokerStop(int sig)
 }
 
 void
-corTestSubStart(CorTestSub* s, const char* topic, int count,
-                const char* extra)
+corTestSubStart(CorTestSub* s, const char* topic, int count, const char* extra)
 {
     char command[512];
     char log[128];
     char out[64];
-    long deadline = corNowMs() + 60000;     /* a loaded machine */
+    long deadline = corNowMs() + 60000; /* a loaded machine */
     static int subs;
     char id[32];
     char until[32] = "";
@@ -116,9 +116,11 @@ corTestSubStart(CorTestSub* s, const char* topic, int count,
         snprintf(until, sizeof(until), "-C %d", count);
     }
     snprintf(s->out, sizeof(s->out), "%s/%s.out", corTestBroker.dir, id);
-    snprintf(command, sizeof(command), "exec mosquitto_sub -h 127.0.0.1 -p "
+    snprintf(command, sizeof(command),
+             "exec mosquitto_sub -h 127.0.0.1 -p "
              "%d -V mqttv5 -q 1 -i %s -t '%s' %s -W 60 -F '%%t %%p %%P' "
-             "%s > %s", corTestBroker.port, id, topic, until, extra, s->out);
+             "%s > %s",
+             corTestBroker.port, id, topic, until, extra, s->out);
     s->pid = corTestFork(SIGKILL);
     if (s->pid == 0) {
         execl("/bin/sh", "sh", "-c", command, (char*)NULL);
@@ -126,8 +128,8 @@ corTestSubStart(CorTestSub* s, const char* topic, int count,
     }
     snprintf(log, sizeof(log), "Received SUBSCRIBE from %s", id);
     while (corNowMs() < deadline) {
-        snprintf(command, sizeof(command), "grep -c '%s' %s/mosquitto.log",
-                 log, corTestBroker.dir);
+        snprintf(command, sizeof(command), "grep -c '%s' %s/mosquitto.log", log,
+                 corTestBroker.dir);
         if (corShell(command, out, sizeof(out)) == 0) {
             return;
         }
@@ -159,7 +161,6 @@ corTestSubCollect(CorTestSub* s, int ms, char* out, size_t cap)
     return lines;
 }
 
-
 long
 corTestNotifyCount(int corPort, const char* name, const char* scheme)
 {
@@ -175,10 +176,10 @@ corTestNotifiedWait(int corPort, const char* scheme, long want, int ms)
     long deadline = corNowMs() + ms;
     long total = 0;
 
-    while ((total = corTestNotifyCount(corPort, "cor_notify_sent_total",
-                                       scheme)
+    while ((total = corTestNotifyCount(corPort, "cor_notify_sent_total", scheme)
                     + corTestNotifyCount(corPort, "cor_notify_failed_total",
-                                         scheme)) < want
+                                         scheme))
+               < want
            && corNowMs() < deadline) {
         usleep(20 * 1000);
     }
@@ -243,7 +244,8 @@ corTestBrokerSessionsKept(void)
      * it said 1.5 s after the caller's last change is the truth, and this
      * reader's own connect changes both alike. */
     usleep(1500 * 1000);
-    snprintf(command, sizeof(command), "mosquitto_sub -h 127.0.0.1 -p %d -v "
+    snprintf(command, sizeof(command),
+             "mosquitto_sub -h 127.0.0.1 -p %d -v "
              "-t '$SYS/broker/clients/total' -t "
              "'$SYS/broker/clients/connected' -C 6 -W 2; true",
              corTestBroker.port);
@@ -252,8 +254,7 @@ corTestBrokerSessionsKept(void)
          line = strtok(NULL, "\n")) {
         if (strncmp(line, "$SYS/broker/clients/total ", 26) == 0) {
             total = atol(line + 26);
-        } else if (strncmp(line, "$SYS/broker/clients/connected ", 30)
-                   == 0) {
+        } else if (strncmp(line, "$SYS/broker/clients/connected ", 30) == 0) {
             connected = atol(line + 30);
         }
     }
@@ -275,8 +276,9 @@ corTestBrokerCounterAt(int corPort, int brokerPort, const char* name)
 
     snprintf(key, sizeof(key), "\n%s{broker=\"mqtt://127.0.0.1:%d\"} ", name,
              brokerPort);
-    if (corRequest(corPort, "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n",
-                   out, sizeof(out)) != 200
+    if (corRequest(corPort, "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n", out,
+                   sizeof(out))
+            != 200
         || (at = strstr(out, key)) == NULL) {
         return -1;
     }

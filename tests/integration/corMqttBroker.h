@@ -15,12 +15,12 @@
 
 typedef struct {
     pid_t pid;
-    int port;                   /* anonymous */
-    int portAuth;               /* user "u", password "p" */
-    int portTls;                /* the test CA's certificate */
-    int portSelf;               /* a self-signed one */
-    char dir[64];               /* its configuration, files, log */
-    char certs[64];             /* tests/tls/makeCerts's */
+    int port;       /* anonymous */
+    int portAuth;   /* user "u", password "p" */
+    int portTls;    /* the test CA's certificate */
+    int portSelf;   /* a self-signed one */
+    char dir[64];   /* its configuration, files, log */
+    char certs[64]; /* tests/tls/makeCerts's */
 } CorTestBroker;
 
 /* A receiver: mosquitto_sub and the file it writes. */
@@ -70,10 +70,10 @@ typedef enum {
 typedef struct {
     CorTestPeerKind kind;
     pid_t pid;
-    pid_t epmd;                 /* RabbitMQ's own */
-    int port;                   /* MQTT, anonymous */
-    int ports[3];               /* RabbitMQ's epmd, node and dist ports */
-    char dir[64];               /* its files, log (broker.log) */
+    pid_t epmd;   /* RabbitMQ's own */
+    int port;     /* MQTT, anonymous */
+    int ports[3]; /* RabbitMQ's epmd, node and dist ports */
+    char dir[64]; /* its files, log (broker.log) */
 } CorTestPeer;
 
 const char* corTestPeerName(CorTestPeerKind kind);

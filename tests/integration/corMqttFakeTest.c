@@ -21,9 +21,9 @@
 #include <unistd.h>
 
 typedef enum {
-    FAKE_SILENT,                /* reads CONNECT, answers nothing */
-    FAKE_MALFORMED,             /* CONNACK, then a PUBACK too long */
-    FAKE_CUT                    /* CONNACK, then half a PUBACK, close */
+    FAKE_SILENT,    /* reads CONNECT, answers nothing */
+    FAKE_MALFORMED, /* CONNACK, then a PUBACK too long */
+    FAKE_CUT        /* CONNACK, then half a PUBACK, close */
 } FakeMode;
 
 static CorServer cor;
@@ -33,8 +33,8 @@ static char buf[1 << 14];
 
 /* CONNACK in 3.1.1 (accepted), and what each mode sends after it. */
 static const unsigned char connack[] = { 0x20, 0x02, 0x00, 0x00 };
-static const unsigned char malformed[] = { 0x40, 0x05, 0x00, 0x01, 0x00,
-                                           0x00, 0x00 };
+static const unsigned char malformed[] = { 0x40, 0x05, 0x00, 0x01,
+                                           0x00, 0x00, 0x00 };
 static const unsigned char half[] = { 0x40, 0x02 };
 
 /* One connection: read the CONNECT, then act as mode says. */
@@ -52,7 +52,7 @@ fakeServe(int fd, FakeMode mode)
         return;
     }
     if (write(fd, connack, sizeof(connack)) < 0
-        || read(fd, in, sizeof(in)) <= 0) {   /* the PUBLISH */
+        || read(fd, in, sizeof(in)) <= 0) { /* the PUBLISH */
         return;
     }
     if (mode == FAKE_MALFORMED) {
@@ -79,7 +79,7 @@ fakeStart(FakeMode mode)
     fakePort = ntohs(addr.sin_port);
     fakePid = corTestFork(SIGKILL);
     if (fakePid == 0) {
-        signal(SIGCHLD, SIG_IGN);   /* no zombies of the forks below */
+        signal(SIGCHLD, SIG_IGN); /* no zombies of the forks below */
         for (;;) {
             int fd = accept(lfd, NULL, NULL);
 
@@ -146,14 +146,14 @@ misbehaves(FakeMode mode, const char* why)
         long before = failed();
         long t2;
 
-        snprintf(request, sizeof(request), "POST /write?url=mqtt://"
+        snprintf(request, sizeof(request),
+                 "POST /write?url=mqtt://"
                  "127.0.0.1:%d/t&timeout_ms=800%s HTTP/1.1\r\nHost: t\r\n"
-                 "Content-Length: 1\r\n\r\nx", fakePort,
-                 worker ? "&worker=1" : "");
-        ck_assert_int_eq(corRequest(cor.port, request, buf, sizeof(buf)),
-                         200);
+                 "Content-Length: 1\r\n\r\nx",
+                 fakePort, worker ? "&worker=1" : "");
+        ck_assert_int_eq(corRequest(cor.port, request, buf, sizeof(buf)), 200);
         t2 = corNowMs();
-        failed();                               /* the loop answers */
+        failed(); /* the loop answers */
         ck_assert_int_lt(corNowMs() - t2, 500);
         while (failed() == before && corNowMs() - t < 5000) {
             usleep(20 * 1000);
@@ -163,7 +163,8 @@ misbehaves(FakeMode mode, const char* why)
     }
     ck_assert_int_ge(corServerLogCount(&cor, why), 1);
     ck_assert_int_eq(corMetric(cor.port, "cor_notify_sent_total{scheme="
-                               "\"mqtt\"}"), 0);
+                                         "\"mqtt\"}"),
+                     0);
 }
 
 START_TEST(test_a_broker_that_never_answers_connect)

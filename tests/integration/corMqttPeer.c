@@ -63,21 +63,26 @@ peerCommand(CorTestPeer* p, const char* extra, char* cmd, size_t cap)
     if (p->kind == COR_PEER_MOSQUITTO) {
         snprintf(path, sizeof(path), "%s/mosquitto.conf", p->dir);
         f = fopen(path, "w");
-        fprintf(f, "user root\nlistener %d 127.0.0.1\nallow_anonymous true\n"
-                "log_dest file %s/broker.log\nlog_type all\n%s\n", p->port,
-                p->dir, extra != NULL ? extra : "");
+        fprintf(f,
+                "user root\nlistener %d 127.0.0.1\nallow_anonymous true\n"
+                "log_dest file %s/broker.log\nlog_type all\n%s\n",
+                p->port, p->dir, extra != NULL ? extra : "");
         fclose(f);
         snprintf(cmd, cap, "exec mosquitto -c %s > /dev/null 2>&1", path);
     } else if (p->kind == COR_PEER_AEDES) {
-        snprintf(cmd, cap, "exec node tests/integration/corMqttAedes.mjs %d "
+        snprintf(cmd, cap,
+                 "exec node tests/integration/corMqttAedes.mjs %d "
                  "%s/build/npm/node_modules/aedes/aedes.js > %s/broker.log "
-                 "2>&1", p->port, getcwd(path, sizeof(path)), p->dir);
+                 "2>&1",
+                 p->port, getcwd(path, sizeof(path)), p->dir);
     } else {
         snprintf(path, sizeof(path), "%s/rabbitmq.conf", p->dir);
         f = fopen(path, "w");
-        fprintf(f, "listeners.tcp = none\nloopback_users = none\n"
+        fprintf(f,
+                "listeners.tcp = none\nloopback_users = none\n"
                 "mqtt.listeners.tcp.default = 127.0.0.1:%d\n"
-                "log.console = false\n", p->port);
+                "log.console = false\n",
+                p->port);
         fclose(f);
         snprintf(path, sizeof(path), "echo '[rabbitmq_mqtt].' > %s/plugins",
                  p->dir);
@@ -85,15 +90,17 @@ peerCommand(CorTestPeer* p, const char* extra, char* cmd, size_t cap)
         snprintf(path, sizeof(path), "exec epmd -port %d > /dev/null 2>&1",
                  p->ports[0]);
         p->epmd = spawn(path);
-        snprintf(cmd, cap, "cd %s && HOME=%s ERL_EPMD_PORT=%d "
+        snprintf(cmd, cap,
+                 "cd %s && HOME=%s ERL_EPMD_PORT=%d "
                  "RABBITMQ_NODENAME=cor%d@localhost RABBITMQ_NODE_PORT=%d "
                  "RABBITMQ_DIST_PORT=%d RABBITMQ_MNESIA_BASE=%s/mnesia "
                  "RABBITMQ_LOG_BASE=%s/log RABBITMQ_ENABLED_PLUGINS_FILE="
                  "%s/plugins RABBITMQ_CONFIG_FILE=%s/rabbitmq.conf "
                  "RABBITMQ_PLUGINS_EXPAND_DIR=%s/expanded "
                  "exec /usr/lib/rabbitmq/bin/rabbitmq-server > broker.log "
-                 "2>&1", p->dir, p->dir, p->ports[0], p->port, p->ports[1],
-                 p->ports[2], p->dir, p->dir, p->dir, p->dir, p->dir);
+                 "2>&1",
+                 p->dir, p->dir, p->ports[0], p->port, p->ports[1], p->ports[2],
+                 p->dir, p->dir, p->dir, p->dir, p->dir);
     }
     return cmd;
 }
@@ -104,7 +111,8 @@ corTestPeerStart(CorTestPeer* p, CorTestPeerKind kind, const char* extra,
 {
     static const char* const needs[] = {
         "/usr/sbin/mosquitto", "/usr/lib/rabbitmq/bin/rabbitmq-server",
-        "build/npm/node_modules/aedes/aedes.js" };
+        "build/npm/node_modules/aedes/aedes.js"
+    };
     char cmd[1024];
     int ports[4];
     long deadline = corNowMs() + PEER_START_MS;
@@ -112,8 +120,10 @@ corTestPeerStart(CorTestPeer* p, CorTestPeerKind kind, const char* extra,
     memset(p, 0, sizeof(*p));
     p->kind = kind;
     if (!installed(needs[kind])) {
-        snprintf(why, whyLen, "%s is not installed (%s; ./configure "
-                 "--install-deps)", names[kind], needs[kind]);
+        snprintf(why, whyLen,
+                 "%s is not installed (%s; ./configure "
+                 "--install-deps)",
+                 names[kind], needs[kind]);
         return -1;
     }
     snprintf(p->dir, sizeof(p->dir), "/tmp/cor-peer-XXXXXX");

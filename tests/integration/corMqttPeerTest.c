@@ -71,7 +71,8 @@ corUp(int i, const char* mqtt)
              "  - { match: \"MQTT /*\", handler: echo }\n"
              "  - { match: \"GET /metrics\", handler: metrics }\n"
              "  - { match: \"GET /notifynow\", handler: notifynow }\n"
-             "log: { pid_file: {DIR}/cor.pid }\n", mqtt);
+             "log: { pid_file: {DIR}/cor.pid }\n",
+             mqtt);
     ck_assert_int_eq(corServerStart(&cor[i], yaml), 0);
 }
 
@@ -99,13 +100,16 @@ receiverStart(const char* topic)
     pid_t pid = corTestFork(SIGKILL);
 
     if (pid == 0) {
-        snprintf(command, sizeof(command), "exec mosquitto_sub -h 127.0.0.1 "
+        snprintf(command, sizeof(command),
+                 "exec mosquitto_sub -h 127.0.0.1 "
                  "-p %d -V mqttv311 -q 2 -t '%s' -t probe -F '%%t' > "
-                 "%s/recv.out", peer.port, topic, peer.dir);
+                 "%s/recv.out",
+                 peer.port, topic, peer.dir);
         execl("/bin/sh", "sh", "-c", command, (char*)NULL);
         _exit(127);
     }
-    snprintf(command, sizeof(command), "mosquitto_pub -h 127.0.0.1 -p %d "
+    snprintf(command, sizeof(command),
+             "mosquitto_pub -h 127.0.0.1 -p %d "
              "-V mqttv311 -q 1 -t probe -m p; grep -c probe %s/recv.out",
              peer.port, peer.dir);
     while (corShell(command, buf, sizeof(buf)) != 0) {
@@ -141,20 +145,23 @@ windowCheck(CorTestPeerKind kind)
     corUp(0, "    version: \"3.1.1\"\n    qos: 2\n"
              "    reconnect_min: 100ms\n    reconnect_max: 1s\n");
     recv = receiverStart("w/t");
-    snprintf(request, sizeof(request), "POST /write?url=mqtt://127.0.0.1:"
+    snprintf(request, sizeof(request),
+             "POST /write?url=mqtt://127.0.0.1:"
              "%d/w/t&n=30&timeout_ms=60000 HTTP/1.1\r\nHost: t\r\n"
-             "Content-Length: 1\r\n\r\nm", peer.port);
+             "Content-Length: 1\r\n\r\nm",
+             peer.port);
     ck_assert_int_eq(corRequest(cor[0].port, request, buf, sizeof(buf)), 200);
     deadline = corNowMs() + 60000;
-    while (corTestBrokerCounterAt(cor[0].port, peer.port,
-                                  "cor_mqtt_sent_total")
-           + corTestBrokerCounterAt(cor[0].port, peer.port,
-                                    "cor_mqtt_failed_total") < 30
+    while (corTestBrokerCounterAt(cor[0].port, peer.port, "cor_mqtt_sent_total")
+                   + corTestBrokerCounterAt(cor[0].port, peer.port,
+                                            "cor_mqtt_failed_total")
+               < 30
            && corNowMs() < deadline) {
         usleep(100 * 1000);
     }
     ck_assert_int_eq(corTestBrokerCounterAt(cor[0].port, peer.port,
-                                            "cor_mqtt_sent_total"), 30);
+                                            "cor_mqtt_sent_total"),
+                     30);
     for (deadline = corNowMs() + 10000;
          received("w/t") < 30 && corNowMs() < deadline;) {
         usleep(100 * 1000);
@@ -180,11 +187,13 @@ twoUp(const char* clientId)
 {
     char mqtt[512];
 
-    snprintf(mqtt, sizeof(mqtt), "    version: \"3.1.1\"\n"
+    snprintf(mqtt, sizeof(mqtt),
+             "    version: \"3.1.1\"\n"
              "    reconnect_min: 100ms\n    reconnect_max: 2s\n"
              "    subscriptions:\n"
              "      - { broker: \"mqtt://127.0.0.1:%d\", filter: \"s/#\"%s%s"
-             " }\n", peer.port, clientId != NULL ? ", client_id: " : "",
+             " }\n",
+             peer.port, clientId != NULL ? ", client_id: " : "",
              clientId != NULL ? clientId : "");
     corUp(0, mqtt);
     corUp(1, mqtt);
@@ -215,15 +224,17 @@ START_TEST(takeover)
     }
     twoUp("same");
     ck_assert_int_ge(logWait(0, "connected to", 2, 30000)
-                     + logWait(1, "connected to", 2, 30000), 4);
+                         + logWait(1, "connected to", 2, 30000),
+                     4);
     usleep(8000 * 1000);
     ck_assert_int_lt(corServerLogCount(&cor[0], "connected to")
-                     + corServerLogCount(&cor[1], "connected to"), 24);
+                         + corServerLogCount(&cor[1], "connected to"),
+                     24);
     ck_assert_int_le(corServerLogCount(&cor[0], "took the session over")
-                     + corServerLogCount(&cor[1], "took the session over"),
+                         + corServerLogCount(&cor[1], "took the session over"),
                      2);
     ck_assert_int_ge(corServerLogCount(&cor[0], "took the session over")
-                     + corServerLogCount(&cor[1], "took the session over"),
+                         + corServerLogCount(&cor[1], "took the session over"),
                      1);
 }
 END_TEST
@@ -242,8 +253,10 @@ notifyNow(CorTestPeerKind kind, const char* mqtt, const char* topic)
         return false;
     }
     corUp(0, mqtt);
-    snprintf(request, sizeof(request), "GET /notifynow?url=mqtt://127.0.0.1:"
-             "%d/%s HTTP/1.1\r\nHost: t\r\n\r\n", peer.port, topic);
+    snprintf(request, sizeof(request),
+             "GET /notifynow?url=mqtt://127.0.0.1:"
+             "%d/%s HTTP/1.1\r\nHost: t\r\n\r\n",
+             peer.port, topic);
     ck_assert_int_eq(corRequest(cor[0].port, request, buf, sizeof(buf)), 200);
     return true;
 }
@@ -252,8 +265,8 @@ notifyNow(CorTestPeerKind kind, const char* mqtt, const char* topic)
 START_TEST(notV5)
 {
     if (notifyNow(COR_PEER_AEDES, "    version: \"5\"\n", "x")) {
-        ck_assert_int_eq(logWait(0, "the broker does not speak 5.0", 1,
-                                 10000), 1);
+        ck_assert_int_eq(logWait(0, "the broker does not speak 5.0", 1, 10000),
+                         1);
     }
 }
 END_TEST
@@ -264,7 +277,8 @@ START_TEST(hashRefused)
     if (notifyNow(COR_PEER_MOSQUITTO, "", "alarms/%23")) {
         ck_assert_ptr_nonnull(strstr(buf, "rc=-22"));
         ck_assert_int_eq(logWait(0, "in the URL: a topic name holds no", 1,
-                                 5000), 1);
+                                 5000),
+                         1);
     }
 }
 END_TEST
@@ -280,14 +294,17 @@ START_TEST(hashRefusedAtFileLine)
     ck_assert_ptr_nonnull(f);
     fputs("listen: [ { protocol: http, address: 127.0.0.1:1 } ]\n"
           "modules:\n  - load: mqtt\n    subscriptions:\n"
-          "      - { broker: \"mqtt://127.0.0.1/#\", filter: \"a\" }\n", f);
+          "      - { broker: \"mqtt://127.0.0.1/#\", filter: \"a\" }\n",
+          f);
     fclose(f);
     snprintf(command, sizeof(command), "%s -t -c %s 2>&1", getenv("COR_BIN"),
              path);
     ck_assert_int_ne(corShell(command, buf, sizeof(buf)), 0);
     unlink(path);
     ck_assert_msg(strstr(buf, ".yaml:5:19: module mqtt: broker: a '#' "
-                          "in the URL") != NULL, "%s", buf);
+                              "in the URL")
+                      != NULL,
+                  "%s", buf);
 }
 END_TEST
 
@@ -304,14 +321,17 @@ START_TEST(shared)
     if (!peerUp(COR_PEER_MOSQUITTO, NULL)) {
         return;
     }
-    snprintf(mqtt, sizeof(mqtt), "    subscriptions:\n"
+    snprintf(mqtt, sizeof(mqtt),
+             "    subscriptions:\n"
              "      - { broker: \"mqtt://127.0.0.1:%d\", "
-             "filter: \"$share/g/s/#\" }\n", peer.port);
+             "filter: \"$share/g/s/#\" }\n",
+             peer.port);
     corUp(0, mqtt);
     corUp(1, mqtt);
     ck_assert_int_ge(logWait(0, "subscribed to", 1, 30000), 1);
     ck_assert_int_ge(logWait(1, "subscribed to", 1, 30000), 1);
-    snprintf(command, sizeof(command), "for i in $(seq 20); do "
+    snprintf(command, sizeof(command),
+             "for i in $(seq 20); do "
              "mosquitto_pub -h 127.0.0.1 -p %d -q 1 -t s/$i -m $i; done",
              peer.port);
     ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);

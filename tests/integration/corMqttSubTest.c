@@ -37,14 +37,14 @@ tearDown(void)
 /* What a test's cor subscribes to, beside the three subscriptions every
  * one has (corSubscribingWith). */
 typedef struct {
-    int broker;                 /* the broker's port */
+    int broker; /* the broker's port */
     bool neverEchoes;
-    unsigned perLoop;           /* coroutines.per_loop, 0: the default */
-    const char* keys;           /* more keys of the module, "    k: v\n" */
-    const char* subs;           /* more subscriptions, "      - {...}\n" */
-    const char* routes;         /* more routes, "  - {...}\n" */
-    const char* runtime;        /* more keys of runtime, ", k: v" */
-    const char* modules;        /* more modules, "  - {...}\n" */
+    unsigned perLoop;    /* coroutines.per_loop, 0: the default */
+    const char* keys;    /* more keys of the module, "    k: v\n" */
+    const char* subs;    /* more subscriptions, "      - {...}\n" */
+    const char* routes;  /* more routes, "  - {...}\n" */
+    const char* runtime; /* more keys of runtime, ", k: v" */
+    const char* modules; /* more modules, "  - {...}\n" */
 } SubConf;
 
 /* cor again with subscriptions to the broker: in/a/+ (QoS 1) served by
@@ -87,8 +87,8 @@ corSubscribingWith(const SubConf* sc)
              "%s"
              "log: { pid_file: {DIR}/cor.pid }\n",
              sc->runtime != NULL ? sc->runtime : "", perLoop,
-             sc->keys != NULL ? sc->keys : "", sc->broker,
-             sc->broker, sc->broker, sc->subs != NULL ? sc->subs : "",
+             sc->keys != NULL ? sc->keys : "", sc->broker, sc->broker,
+             sc->broker, sc->subs != NULL ? sc->subs : "",
              sc->modules != NULL ? sc->modules : "",
              sc->neverEchoes ? "echo" : "never",
              sc->routes != NULL ? sc->routes : "");
@@ -99,8 +99,8 @@ corSubscribingWith(const SubConf* sc)
 static int
 corSubscribing(bool neverEchoes)
 {
-    return corSubscribingWith(&(SubConf){ .broker = corTestBroker.port,
-                                          .neverEchoes = neverEchoes });
+    return corSubscribingWith(
+        &(SubConf){ .broker = corTestBroker.port, .neverEchoes = neverEchoes });
 }
 
 #if COR_HAVE_COROUTINES
@@ -129,9 +129,11 @@ publish(const char* topic, const char* message, int qos, const char* more)
 {
     char command[1024];
 
-    snprintf(command, sizeof(command), "mosquitto_pub -h 127.0.0.1 -p %d "
+    snprintf(command, sizeof(command),
+             "mosquitto_pub -h 127.0.0.1 -p %d "
              "-V mqttv5 -q %d -t '%s' -m '%s' -D publish response-topic "
-             "out/reply %s", corTestBroker.port, qos, topic, message, more);
+             "out/reply %s",
+             corTestBroker.port, qos, topic, message, more);
     ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
 }
 
@@ -165,19 +167,21 @@ START_TEST(test_subscriptions_reach_the_right_handler_only)
     corWithSubscriptions(false);
     corTestSubStart(&s, "out/#", 0, "");
     publish("in/a/1", "hello", 1, "");
-    publish("in/b/x/y", "world", 2, "-D publish user-property k v "
+    publish("in/b/x/y", "world", 2,
+            "-D publish user-property k v "
             "-D publish correlation-data c7");
     publish("in/c/1", "nobody", 1, "");
     publish("in/a/1/2", "nobody", 1, "");
     repliesWait(&s, 2, 5000);
     ck_assert_int_eq(corTestCountOf(buf, "status:"), 2);
-    ck_assert_msg(strstr(buf, "out/reply hello status:200") != NULL, "%s",
-                  buf);
+    ck_assert_msg(strstr(buf, "out/reply hello status:200") != NULL, "%s", buf);
     ck_assert_msg(strstr(buf, "out/reply MQTT /in/b/x/y\nMQTT-QoS: 2\n"
-                         "k: v\nworld status:200") != NULL, "%s", buf);
+                              "k: v\nworld status:200")
+                      != NULL,
+                  "%s", buf);
     ck_assert_int_eq(corTestCountOf(buf, "nobody"), 0);
-    ck_assert_int_eq(corTestBrokerCounter(cor.port,
-                                          "cor_mqtt_received_total"), 2);
+    ck_assert_int_eq(corTestBrokerCounter(cor.port, "cor_mqtt_received_total"),
+                     2);
 }
 END_TEST
 
@@ -210,7 +214,7 @@ START_TEST(test_messages_in_handlers_at_a_stop_come_again)
     corTestSubStart(&s, "out/#", 0, "");
     publish("in/never/1", "again1", 1, "");
     publish("in/never/2", "again2", 1, "");
-    usleep(300 * 1000);         /* in their handlers */
+    usleep(300 * 1000); /* in their handlers */
     corWithSubscriptions(true);
     repliesWait(&s, 2, 5000);
     ck_assert_int_ge(corTestCountOf(buf, "out/reply again1 status:200"), 1);
@@ -227,7 +231,8 @@ publishSteadily(const char* topic, int count)
     char command[512];
     pid_t pid;
 
-    snprintf(command, sizeof(command), "for i in $(seq 1 %d); do echo m$i; "
+    snprintf(command, sizeof(command),
+             "for i in $(seq 1 %d); do echo m$i; "
              "sleep 0.01; done | mosquitto_pub -h 127.0.0.1 -p %d -V mqttv5 "
              "-q 1 -t '%s' -l -D publish response-topic out/reply",
              count, corTestBroker.port, topic);
@@ -296,19 +301,19 @@ START_TEST(test_a_reload_mid_subscription_loses_nothing)
     ck_assert_int_eq(waitpid(publisher, &status, 0), publisher);
     ck_assert_int_eq(status, 0);
     deadline = corNowMs() + 30000;
-    while ((missing = repliesMissing(&s, COUNT)) > 0
-           && corNowMs() < deadline) {
+    while ((missing = repliesMissing(&s, COUNT)) > 0 && corNowMs() < deadline) {
         usleep(100 * 1000);
     }
     corTestSubCollect(&s, 0, buf, sizeof(buf));
     connects = subscriberConnects();
-    fprintf(stderr, "corMqttSubTest: reload mid-subscription: %d messages, "
-            "%d responses, %d missing, %d connects (%s)\n", COUNT,
-            corTestCountOf(buf, "status:200"), missing, connects,
+    fprintf(stderr,
+            "corMqttSubTest: reload mid-subscription: %d messages, "
+            "%d responses, %d missing, %d connects (%s)\n",
+            COUNT, corTestCountOf(buf, "status:200"), missing, connects,
             corTestCoroutines() ? "coroutines" : "threads");
     ck_assert_int_eq(missing, 0);
     ck_assert_int_le(connects, 4);
-    ck_assert_int_ne(corServerGeneration(&cor), old);   /* it drained */
+    ck_assert_int_ne(corServerGeneration(&cor), old); /* it drained */
     usleep(1000 * 1000);
     ck_assert_int_eq(subscriberConnects(), connects);
 }
@@ -320,8 +325,10 @@ repliesDistinct(const CorTestSub* s, const char* prefix)
 {
     char command[256];
 
-    snprintf(command, sizeof(command), "grep -o ' %s[0-9]* status:200' %s "
-             "| sort -u | wc -l", prefix, s->out);
+    snprintf(command, sizeof(command),
+             "grep -o ' %s[0-9]* status:200' %s "
+             "| sort -u | wc -l",
+             prefix, s->out);
     corShell(command, buf, sizeof(buf));
     return atoi(buf);
 }
@@ -335,11 +342,12 @@ streamStart(const char* prefix, int count, int qos, const char* topic)
     char command[512];
     pid_t pid;
 
-    snprintf(command, sizeof(command), "for i in $(seq 1 %d); do echo %s$i; "
+    snprintf(command, sizeof(command),
+             "for i in $(seq 1 %d); do echo %s$i; "
              "[ $((i %% 100)) -eq 0 ] && sleep 0.1; done | mosquitto_pub "
              "-h 127.0.0.1 -p %d -V mqttv5 -q %d -t %s -l -D publish "
-             "response-topic out/reply", count, prefix, corTestBroker.port,
-             qos, topic);
+             "response-topic out/reply",
+             count, prefix, corTestBroker.port, qos, topic);
     pid = fork();
     ck_assert_int_ge(pid, 0);
     if (pid == 0) {
@@ -412,17 +420,24 @@ START_TEST(test_reloads_go_on_with_one_session)
     int handled2 = 0;
     int kept;
 
-    snprintf(command, sizeof(command), "mosquitto_pub -h 127.0.0.1 -p %d "
+    snprintf(command, sizeof(command),
+             "mosquitto_pub -h 127.0.0.1 -p %d "
              "-V mqttv5 -q 1 -r -t in/r/kept -m kept -D publish "
-             "response-topic out/reply", corTestBroker.port);
+             "response-topic out/reply",
+             corTestBroker.port);
     ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
     corTestSubStart(&s, "out/#", 0, "");
     /* Another URL for the broker: a group of its own, the default id. */
-    snprintf(subs, sizeof(subs), "      - { broker: \"mqtt://127.0.0.1:%d/\","
-             " filter: \"in/r/#\", qos: 2 }\n", corTestBroker.port);
-    ck_assert_int_eq(corSubscribingWith(&(SubConf){
-        .broker = corTestBroker.port, .subs = subs,
-        .routes = "  - { match: \"MQTT /in/r/*\", handler: echo }\n" }), 0);
+    snprintf(subs, sizeof(subs),
+             "      - { broker: \"mqtt://127.0.0.1:%d/\","
+             " filter: \"in/r/#\", qos: 2 }\n",
+             corTestBroker.port);
+    ck_assert_int_eq(
+        corSubscribingWith(&(SubConf){
+            .broker = corTestBroker.port,
+            .subs = subs,
+            .routes = "  - { match: \"MQTT /in/r/*\", handler: echo }\n" }),
+        0);
     subscribedWait(4);
     qos1 = streamStart("m", COUNT1, 1, "in/r/s");
     qos2 = streamStart("n", COUNT2, 2, "in/r/t");
@@ -439,11 +454,13 @@ START_TEST(test_reloads_go_on_with_one_session)
         usleep(100 * 1000);
     }
     handled2 = repliesDistinct(&s, "n");
-    kept = (int)sessionsKeptAwait(0);   /* the old ones ended */
+    kept = (int)sessionsKeptAwait(0); /* the old ones ended */
     corTestSubCollect(&s, 0, buf, sizeof(buf));
-    fprintf(stderr, "corMqttSubTest: two reloads in QoS 1 and 2 streams: "
+    fprintf(stderr,
+            "corMqttSubTest: two reloads in QoS 1 and 2 streams: "
             "%d of %d and %d of %d handled, the retained one %d times, %d "
-            "sessions kept (%s)\n", handled1, COUNT1, handled2, COUNT2,
+            "sessions kept (%s)\n",
+            handled1, COUNT1, handled2, COUNT2,
             corTestCountOf(buf, "reply kept status:200"), kept,
             corTestCoroutines() ? "coroutines" : "threads");
     ck_assert_int_eq(handled1, COUNT1);
@@ -468,16 +485,22 @@ stopKeepsNoSession(const char* version)
     long kept;
 
     snprintf(keys, sizeof(keys), "    version: \"%s\"\n", version);
-    snprintf(subs, sizeof(subs), "      - { broker: \"mqtt://127.0.0.1:%d/\","
-             " filter: \"in/s/#\" }\n", corTestBroker.port);
-    ck_assert_int_eq(corSubscribingWith(&(SubConf){
-        .broker = corTestBroker.port, .keys = keys, .subs = subs }), 0);
+    snprintf(subs, sizeof(subs),
+             "      - { broker: \"mqtt://127.0.0.1:%d/\","
+             " filter: \"in/s/#\" }\n",
+             corTestBroker.port);
+    ck_assert_int_eq(corSubscribingWith(
+                         &(SubConf){ .broker = corTestBroker.port,
+                                     .keys = keys,
+                                     .subs = subs }),
+                     0);
     subscribedWait(4);
     corServerStop(&cor);
     kept = sessionsKeptAwait(1);
-    fprintf(stderr, "corMqttSubTest: after a stop in %s: %ld sessions kept "
-            "(%s)\n", version, kept,
-            corTestCoroutines() ? "coroutines" : "threads");
+    fprintf(stderr,
+            "corMqttSubTest: after a stop in %s: %ld sessions kept "
+            "(%s)\n",
+            version, kept, corTestCoroutines() ? "coroutines" : "threads");
     ck_assert_int_eq(kept, 1);
 }
 
@@ -512,14 +535,15 @@ counterWait(const char* name, long value, int ms)
  * fast as mosquitto_pub -l goes, each with out/reply as its Response
  * Topic. */
 static void
-publishMany(int port, const char* topic, const char* prefix, int count,
-            int qos)
+publishMany(int port, const char* topic, const char* prefix, int count, int qos)
 {
     char command[512];
 
-    snprintf(command, sizeof(command), "seq -f '%s%%g' 1 %d | mosquitto_pub "
+    snprintf(command, sizeof(command),
+             "seq -f '%s%%g' 1 %d | mosquitto_pub "
              "-h 127.0.0.1 -p %d -V mqttv5 -q %d -t '%s' -l -D publish "
-             "response-topic out/reply", prefix, count, port, qos, topic);
+             "response-topic out/reply",
+             prefix, count, port, qos, topic);
     ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
 }
 
@@ -533,8 +557,7 @@ inHandlers(void)
                   + corMetric(cor.port, "cor_requests_total{ran=\"worker\"}");
 
     return handed - corTestBrokerCounter(cor.port, "cor_mqtt_received_total")
-           - corTestBrokerCounter(cor.port,
-                                  "cor_mqtt_unacknowledged_total");
+           - corTestBrokerCounter(cor.port, "cor_mqtt_unacknowledged_total");
 }
 
 /*
@@ -552,12 +575,18 @@ floodIsBounded(int broker)
     long peak = 0;
     long deadline;
 
-    snprintf(subs, sizeof(subs), "      - { broker: \"mqtt://127.0.0.1:%d\","
-             " filter: \"in/flood/#\", qos: 0 }\n", broker);
-    ck_assert_int_eq(corSubscribingWith(&(SubConf){
-        .broker = broker, .keys = "    max_in_handlers: 20\n", .subs = subs,
-        .routes = "  - { match: \"MQTT /in/flood/*\", handler: waitecho }\n"
-    }), 0);
+    snprintf(subs, sizeof(subs),
+             "      - { broker: \"mqtt://127.0.0.1:%d\","
+             " filter: \"in/flood/#\", qos: 0 }\n",
+             broker);
+    ck_assert_int_eq(
+        corSubscribingWith(&(SubConf){
+            .broker = broker,
+            .keys = "    max_in_handlers: 20\n",
+            .subs = subs,
+            .routes =
+                "  - { match: \"MQTT /in/flood/*\", handler: waitecho }\n" }),
+        0);
     subscribedWait(4);
     publishMany(broker, "in/flood/x", "f", COUNT, 0);
     deadline = corNowMs() + 60000;
@@ -568,12 +597,13 @@ floodIsBounded(int broker)
         peak = n > peak ? n : peak;
         usleep(20 * 1000);
     }
-    fprintf(stderr, "corMqttSubTest: QoS 0 flood of %d: at most %ld in "
-            "handlers (%s)\n", COUNT, peak,
-            corTestCoroutines() ? "coroutines" : "threads");
+    fprintf(stderr,
+            "corMqttSubTest: QoS 0 flood of %d: at most %ld in "
+            "handlers (%s)\n",
+            COUNT, peak, corTestCoroutines() ? "coroutines" : "threads");
     ck_assert_int_le(peak, BOUND);
-    ck_assert_int_eq(corTestBrokerCounter(cor.port,
-                                          "cor_mqtt_received_total"), COUNT);
+    ck_assert_int_eq(corTestBrokerCounter(cor.port, "cor_mqtt_received_total"),
+                     COUNT);
 }
 
 START_TEST(test_a_qos0_flood_is_bounded)
@@ -602,23 +632,28 @@ START_TEST(test_a_stop_with_messages_parked_on_workers_ends)
     long t;
     int status;
 
-    snprintf(subs, sizeof(subs), "      - { broker: \"mqtt://127.0.0.1:%d\","
-             " filter: \"in/park/#\", qos: 0 }\n", corTestBroker.port);
-    ck_assert_int_eq(corSubscribingWith(&(SubConf){
-        .broker = corTestBroker.port, .perLoop = 4,
-        .runtime = ", stop_timeout: 2s",
-        .keys = "    max_in_handlers: 1000\n", .subs = subs,
-        .modules = "  - { load: {MODULES}/hello.so }\n",
-        .routes = "  - { match: \"MQTT /in/park/*\", handler: park }\n"
-    }), 0);
+    snprintf(subs, sizeof(subs),
+             "      - { broker: \"mqtt://127.0.0.1:%d\","
+             " filter: \"in/park/#\", qos: 0 }\n",
+             corTestBroker.port);
+    ck_assert_int_eq(
+        corSubscribingWith(&(SubConf){
+            .broker = corTestBroker.port,
+            .perLoop = 4,
+            .runtime = ", stop_timeout: 2s",
+            .keys = "    max_in_handlers: 1000\n",
+            .subs = subs,
+            .modules = "  - { load: {MODULES}/hello.so }\n",
+            .routes = "  - { match: \"MQTT /in/park/*\", handler: park }\n" }),
+        0);
     subscribedWait(4);
     publishMany(corTestBroker.port, "in/park/x", "p", COUNT, 0);
     deadline = corNowMs() + 20000;
-    while ((handed = corMetric(cor.port,
-                               "cor_requests_total{ran=\"coroutine\"}")
-                     + corMetric(cor.port,
-                                 "cor_requests_total{ran=\"worker\"}"))
-           < COUNT && corNowMs() < deadline) {
+    while (
+        (handed = corMetric(cor.port, "cor_requests_total{ran=\"coroutine\"}")
+                  + corMetric(cor.port, "cor_requests_total{ran=\"worker\"}"))
+            < COUNT
+        && corNowMs() < deadline) {
         usleep(20 * 1000);
     }
     ck_assert_int_ge(handed, COUNT);
@@ -627,9 +662,10 @@ START_TEST(test_a_stop_with_messages_parked_on_workers_ends)
     ck_assert_int_eq(waitpid(cor.pid, &status, 0), cor.pid);
     t = corNowMs() - t;
     cor.pid = 0;
-    fprintf(stderr, "corMqttSubTest: graceful stop with %d messages parked "
-            "(stop_timeout 2 s): %ld ms (%s)\n", COUNT, t,
-            corTestCoroutines() ? "coroutines" : "threads");
+    fprintf(stderr,
+            "corMqttSubTest: graceful stop with %d messages parked "
+            "(stop_timeout 2 s): %ld ms (%s)\n",
+            COUNT, t, corTestCoroutines() ? "coroutines" : "threads");
     ck_assert_int_eq(corServerLogCount(&cor, "did not stop in"), 0);
     ck_assert_int_ge(corServerLogCount(&cor, "on workers"), 1);
     ck_assert_int_eq(corServerLogCount(&cor, "generation 1 stopped"), 1);
@@ -649,9 +685,15 @@ END_TEST
 START_TEST(test_messages_forwarded_go_as_http)
 {
     static const char* const never[] = {
-        "\nAuthorization:", "\nX-Forwarded-For: 6.6.6.6", "\nHost: evil",
-        "\nCookie:", "\nTransfer-Encoding:", "\nForwarded:",
-        "\nConnection: close", "\nContent-Length: 999", "MQTT /",
+        "\nAuthorization:",
+        "\nX-Forwarded-For: 6.6.6.6",
+        "\nHost: evil",
+        "\nCookie:",
+        "\nTransfer-Encoding:",
+        "\nForwarded:",
+        "\nConnection: close",
+        "\nContent-Length: 999",
+        "MQTT /",
         "bad name",
     };
     char subs[512];
@@ -668,17 +710,22 @@ START_TEST(test_messages_forwarded_go_as_http)
              "      - { broker: \"mqtt://127.0.0.1:%d\", filter: \"in/put/#\","
              " client_id: cor-sub-1, method: PUT }\n",
              corTestBroker.port, corTestBroker.port);
-    snprintf(modules, sizeof(modules), "  - load: forward\n    upstreams:\n"
+    snprintf(modules, sizeof(modules),
+             "  - load: forward\n    upstreams:\n"
              "      - { name: app, servers: [ \"http://127.0.0.1:%d\" ] }\n",
              port);
-    ck_assert_int_eq(corSubscribingWith(&(SubConf){
-        .broker = corTestBroker.port, .subs = subs, .modules = modules,
-        .routes = "  - { match: \"MQTT /in/fwd/*\", handler: app }\n"
-                  "  - { match: \"MQTT /in/put/*\", handler: app }\n" }),
+    ck_assert_int_eq(
+        corSubscribingWith(&(SubConf){
+            .broker = corTestBroker.port,
+            .subs = subs,
+            .modules = modules,
+            .routes = "  - { match: \"MQTT /in/fwd/*\", handler: app }\n"
+                      "  - { match: \"MQTT /in/put/*\", handler: app }\n" }),
         0);
     subscribedWait(5);
     corTestSubStart(&s, "out/#", 3, "");
-    publish("in/fwd/echo", "up", 1, "-D publish user-property Authorization "
+    publish("in/fwd/echo", "up", 1,
+            "-D publish user-property Authorization "
             "secret -D publish user-property X-Forwarded-For 6.6.6.6 "
             "-D publish user-property Host evil -D publish user-property "
             "Cookie c=1 -D publish user-property Transfer-Encoding chunked "
@@ -690,10 +737,10 @@ START_TEST(test_messages_forwarded_go_as_http)
     publish("in/a/1", "local", 1, "-D publish user-property k v");
     corTestSubCollect(&s, 10000, buf, sizeof(buf));
     corUpstreamStop(&upstream);
-    ck_assert_msg(strstr(buf, "POST /in/fwd/echo HTTP/1.1\r\n") != NULL,
-                  "%s", buf);
-    ck_assert_msg(strstr(buf, "PUT /in/put/echo HTTP/1.1\r\n") != NULL,
-                  "%s", buf);
+    ck_assert_msg(strstr(buf, "POST /in/fwd/echo HTTP/1.1\r\n") != NULL, "%s",
+                  buf);
+    ck_assert_msg(strstr(buf, "PUT /in/put/echo HTTP/1.1\r\n") != NULL, "%s",
+                  buf);
     ck_assert_msg(strstr(buf, "\nMQTT-User-Authorization: secret") != NULL,
                   "%s", buf);
     ck_assert_msg(strstr(buf, "\nMQTT-User-Host: evil") != NULL, "%s", buf);
@@ -705,8 +752,7 @@ START_TEST(test_messages_forwarded_go_as_http)
     }
     ck_assert_int_eq(corTestCountOf(buf, "status:200"), 3);
     /* The echo handler saw it as a message, its properties as they are. */
-    ck_assert_msg(strstr(buf, "out/reply local status:200") != NULL, "%s",
-                  buf);
+    ck_assert_msg(strstr(buf, "out/reply local status:200") != NULL, "%s", buf);
 }
 END_TEST
 
@@ -721,27 +767,31 @@ capKeepsTrying(int broker)
 {
     char subs[256];
 
-    snprintf(subs, sizeof(subs), "      - { broker: \"mqtt://127.0.0.1:%d\","
-             " filter: \"in/c/+\", client_id: other }\n", broker);
-    ck_assert_int_eq(corSubscribingWith(&(SubConf){
-        .broker = broker, .perLoop = 1, .subs = subs,
-        .routes = "  - { match: \"MQTT /in/c/*\", handler: echo }\n" }), 0);
+    snprintf(subs, sizeof(subs),
+             "      - { broker: \"mqtt://127.0.0.1:%d\","
+             " filter: \"in/c/+\", client_id: other }\n",
+             broker);
+    ck_assert_int_eq(
+        corSubscribingWith(&(SubConf){
+            .broker = broker,
+            .perLoop = 1,
+            .subs = subs,
+            .routes = "  - { match: \"MQTT /in/c/*\", handler: echo }\n" }),
+        0);
     subscribedWait(4);
     ck_assert_int_eq(corServerLogCount(&cor, "no coroutine to connect"), 1);
     corTestBrokerStop(SIGTERM);
     corTestBrokerStart();
     subscribedWait(8);
     /* The back-off's line says whose connection it is. */
-    ck_assert_int_ge(corServerLogCount(&cor, "mqtt: subscriber mqtt://"),
-                     1);
+    ck_assert_int_ge(corServerLogCount(&cor, "mqtt: subscriber mqtt://"), 1);
     for (int i = 0; i < 2; i++) {
         CorTestSub s;
 
         corTestSubStart(&s, "out/#", 0, "");
         publish(i == 0 ? "in/a/1" : "in/c/1", "served", 1, "");
         repliesWait(&s, 1, 10000);
-        ck_assert_int_eq(corTestCountOf(buf, "out/reply served status:200"),
-                         1);
+        ck_assert_int_eq(corTestCountOf(buf, "out/reply served status:200"), 1);
     }
 }
 
@@ -767,8 +817,9 @@ poisonIsDeadLettered(int broker)
     CorTestSub dead;
     CorTestSub s;
 
-    ck_assert_int_eq(corSubscribingWith(&(SubConf){ .broker = broker,
-                                                    .keys = keys }), 0);
+    ck_assert_int_eq(corSubscribingWith(
+                         &(SubConf){ .broker = broker, .keys = keys }),
+                     0);
     subscribedWait(3);
     corTestSubStart(&dead, "dead/#", 6, "");
     corTestSubStart(&s, "out/#", 0, "");
@@ -778,17 +829,20 @@ poisonIsDeadLettered(int broker)
     for (int i = 1; i <= 6; i++) {
         char want[96];
 
-        snprintf(want, sizeof(want), "dead/in p%d topic:in/never/p status:"
-                 "500 attempts:3", i);
-        ck_assert_msg(strstr(buf, want) != NULL, "%s not in:\n%s", want,
-                      buf);
+        snprintf(want, sizeof(want),
+                 "dead/in p%d topic:in/never/p status:"
+                 "500 attempts:3",
+                 i);
+        ck_assert_msg(strstr(buf, want) != NULL, "%s not in:\n%s", want, buf);
     }
     repliesWait(&s, 1, 5000);
     ck_assert_int_eq(corTestCountOf(buf, "out/reply good status:200"), 1);
     ck_assert_int_eq(corServerLogCount(&cor, "given up, acknowledged, "
-                                       "published to dead/in"), 6);
-    ck_assert_int_eq(corSubscribingWith(&(SubConf){ .broker = broker,
-                                                    .keys = keys }), 0);
+                                             "published to dead/in"),
+                     6);
+    ck_assert_int_eq(corSubscribingWith(
+                         &(SubConf){ .broker = broker, .keys = keys }),
+                     0);
     subscribedWait(3);
     corTestSubStart(&s, "out/#", 0, "");
     publish("in/a/1", "next", 1, "");
@@ -819,21 +873,24 @@ retainedOnce(int broker, const char* version)
     char command[256];
 
     snprintf(keys, sizeof(keys), "    version: \"%s\"\n", version);
-    snprintf(command, sizeof(command), "mosquitto_pub -h 127.0.0.1 -p %d "
-             "-q 1 -r -t in/a/r -m kept", broker);
+    snprintf(command, sizeof(command),
+             "mosquitto_pub -h 127.0.0.1 -p %d "
+             "-q 1 -r -t in/a/r -m kept",
+             broker);
     ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
     for (int run = 0; run < 2; run++) {
-        ck_assert_int_eq(corSubscribingWith(&(SubConf){ .broker = broker,
-                                                        .keys = keys }), 0);
+        ck_assert_int_eq(corSubscribingWith(
+                             &(SubConf){ .broker = broker, .keys = keys }),
+                         0);
         subscribedWait(3);
         if (run == 1) {
             publish("in/a/fresh", "fresh", 1, "");
         }
-        ck_assert_int_eq(counterWait("cor_mqtt_received_total", 1, 10000),
-                         1);
+        ck_assert_int_eq(counterWait("cor_mqtt_received_total", 1, 10000), 1);
         usleep(300 * 1000);
         ck_assert_int_eq(corTestBrokerCounter(cor.port,
-                                              "cor_mqtt_received_total"), 1);
+                                              "cor_mqtt_received_total"),
+                         1);
     }
 }
 
@@ -860,22 +917,24 @@ START_TEST(test_a_message_past_body_bytes_is_never_handled)
     char command[512];
     CorTestSub s;
 
-    corWithSubscriptions(false);      /* limits.body_bytes: 1MiB */
+    corWithSubscriptions(false); /* limits.body_bytes: 1MiB */
     corTestSubStart(&s, "out/#", 0, "");
-    snprintf(command, sizeof(command), "head -c 2097152 /dev/zero | tr "
+    snprintf(command, sizeof(command),
+             "head -c 2097152 /dev/zero | tr "
              "'\\0' x > %s/big && mosquitto_pub -h 127.0.0.1 -p %d -V "
              "mqttv5 -q 1 -t in/a/big -f %s/big -D publish response-topic "
-             "out/reply", cor.dir, corTestBroker.port, cor.dir);
+             "out/reply",
+             cor.dir, corTestBroker.port, cor.dir);
     ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 0);
     publish("in/a/1", "small", 1, "");
     repliesWait(&s, 1, 5000);
     ck_assert_int_eq(corTestCountOf(buf, "status:"), 1);
-    ck_assert_msg(strstr(buf, "out/reply small status:200") != NULL, "%s",
-                  buf);
+    ck_assert_msg(strstr(buf, "out/reply small status:200") != NULL, "%s", buf);
     ck_assert_int_eq(corServerLogCount(&cor, "a message of 2097152 bytes "
-                                       "on in/a/big is past the limits"), 1);
-    ck_assert_int_eq(corTestBrokerCounter(cor.port,
-                                          "cor_mqtt_refused_total"), 1);
+                                             "on in/a/big is past the limits"),
+                     1);
+    ck_assert_int_eq(corTestBrokerCounter(cor.port, "cor_mqtt_refused_total"),
+                     1);
 }
 END_TEST
 
@@ -926,8 +985,8 @@ START_TEST(test_cor_t_checks_subscriptions_at_file_line)
              path);
     ck_assert_int_ne(corShell(command, buf, sizeof(buf)), 0);
     for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
-        ck_assert_msg(strstr(buf, want[i]) != NULL, "%s not in:\n%s",
-                      want[i], buf);
+        ck_assert_msg(strstr(buf, want[i]) != NULL, "%s not in:\n%s", want[i],
+                      buf);
     }
 }
 END_TEST

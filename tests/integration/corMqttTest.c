@@ -76,12 +76,13 @@ notify(const char* url, int n, const char* body, const char* query)
 
     for (const char* p = url; *p != '\0' && len < sizeof(arg) - 4; p++) {
         len += (size_t)(strchr("?&=+", *p) != NULL
-                        ? sprintf(arg + len, "%%%02X", *p)
-                        : sprintf(arg + len, "%c", *p));
+                            ? sprintf(arg + len, "%%%02X", *p)
+                            : sprintf(arg + len, "%c", *p));
     }
-    snprintf(request, sizeof(request), "POST /write?url=%s&n=%d%s "
-             "HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n%s", arg, n,
-             query, strlen(body), body);
+    snprintf(request, sizeof(request),
+             "POST /write?url=%s&n=%d%s "
+             "HTTP/1.1\r\nHost: t\r\nContent-Length: %zu\r\n\r\n%s",
+             arg, n, query, strlen(body), body);
     return corRequest(cor.port, request, buf, sizeof(buf));
 }
 
@@ -112,8 +113,10 @@ deliver(const char* version)
         for (int worker = 0; worker <= 1; worker++) {
             char body[32];
 
-            snprintf(url, sizeof(url), "mqtt://127.0.0.1:%d/d/%d?qos=%d&"
-                     "version=%s", corTestBroker.port, qos, qos, version);
+            snprintf(url, sizeof(url),
+                     "mqtt://127.0.0.1:%d/d/%d?qos=%d&"
+                     "version=%s",
+                     corTestBroker.port, qos, qos, version);
             snprintf(body, sizeof(body), "%s-q%d-w%d", version, qos, worker);
             ck_assert_int_eq(notify(url, 2, body, worker ? "&worker=1" : ""),
                              200);
@@ -125,11 +128,10 @@ deliver(const char* version)
     ck_assert_int_eq(corTestSubCollect(&s, 5000, buf, sizeof(buf)), 12);
     for (int qos = 0; qos <= 2; qos++) {
         for (int worker = 0; worker <= 1; worker++) {
-            snprintf(line, sizeof(line), "d/%d %s-q%d-w%d", qos, version,
-                     qos, worker);
+            snprintf(line, sizeof(line), "d/%d %s-q%d-w%d", qos, version, qos,
+                     worker);
             ck_assert_msg(corTestCountOf(buf, line) == 2,
-                          "%s not twice in:\n%s",
-                          line, buf);
+                          "%s not twice in:\n%s", line, buf);
         }
     }
     /* 5.0 carries the X-Write header as a user property; 3.1.1 has
@@ -168,8 +170,10 @@ START_TEST(test_user_and_password_accepted_and_refused)
         snprintf(url, sizeof(url), "mqtt://u:p@127.0.0.1:%d/auth?version=%s",
                  corTestBroker.portAuth, version);
         ck_assert_int_eq(notify(url, 1, "in", ""), 200);
-        snprintf(url, sizeof(url), "mqtt://u:wrong@127.0.0.1:%d/auth?"
-                 "version=%s", corTestBroker.portAuth, version);
+        snprintf(url, sizeof(url),
+                 "mqtt://u:wrong@127.0.0.1:%d/auth?"
+                 "version=%s",
+                 corTestBroker.portAuth, version);
         ck_assert_int_eq(notify(url, 1, "out", ""), 200);
     }
     notifiedWait("mqtt", 4, 5000);
@@ -177,9 +181,11 @@ START_TEST(test_user_and_password_accepted_and_refused)
     ck_assert_int_eq(corTestSubCollect(&s, 5000, buf, sizeof(buf)), 2);
     ck_assert_int_eq(corTestCountOf(buf, "auth in"), 2);
     ck_assert_int_eq(corServerLogCount(&cor, "refused the connection: not "
-                                       "authorized (reason code 0x87)"), 1);
+                                             "authorized (reason code 0x87)"),
+                     1);
     ck_assert_int_eq(corServerLogCount(&cor, "refused the connection: not "
-                                       "authorized (return code 0x05)"), 1);
+                                             "authorized (return code 0x05)"),
+                     1);
     /* The password is not in the log. */
     ck_assert_int_eq(corServerLogCount(&cor, "wrong"), 0);
 }
@@ -289,9 +295,9 @@ bulkRead(const CorTestSub* s, int* dups, int* late)
         int w;
         int k;
 
-        ck_assert_msg(sscanf(line, "bulk w%d X-Write:%d", &w, &k) == 2
-                      && w >= 0 && w < BULK_WRITES && k >= 0
-                      && k < BULK_PER_WRITE, "a bad line: %s", line);
+        ck_assert_msg(sscanf(line, "bulk w%d X-Write:%d", &w, &k) == 2 && w >= 0
+                          && w < BULK_WRITES && k >= 0 && k < BULK_PER_WRITE,
+                      "a bad line: %s", line);
         k += w * BULK_PER_WRITE;
         *dups += seen[k];
         distinct += !seen[k];
@@ -334,8 +340,10 @@ START_TEST(test_100000_qos1_notifications_arrive_in_order)
     }
     notifiedWait("mqtt", BULK_COUNT, 60000);
     ck_assert_int_eq(metric("cor_notify_failed_total", "mqtt"), 0);
-    fprintf(stderr, "corMqttTest: %d QoS 1 notifications acknowledged in "
-            "%ld ms (%s)\n", BULK_COUNT, corNowMs() - t,
+    fprintf(stderr,
+            "corMqttTest: %d QoS 1 notifications acknowledged in "
+            "%ld ms (%s)\n",
+            BULK_COUNT, corNowMs() - t,
             corTestCoroutines() ? "coroutines" : "threads");
     corTestSubCollect(&s, 30000, buf, sizeof(buf));
     ck_assert_int_eq(bulkRead(&s, &dups, &late), BULK_COUNT);
@@ -395,8 +403,8 @@ streamAcross(void (*interrupt)(void), const char* what)
         char body[16];
 
         snprintf(body, sizeof(body), "w%d", w);
-        ck_assert_int_eq(notify(url, BULK_PER_WRITE, body,
-                                "&timeout_ms=30000"), 200);
+        ck_assert_int_eq(notify(url, BULK_PER_WRITE, body, "&timeout_ms=30000"),
+                         200);
         if (w == WRITES / 2) {
             interrupt();
         }
@@ -412,12 +420,13 @@ streamAcross(void (*interrupt)(void), const char* what)
            && corNowMs() < deadline) {
         usleep(50 * 1000);
     }
-    usleep(200 * 1000);         /* duplicates still on their way */
+    usleep(200 * 1000); /* duplicates still on their way */
     corTestSubCollect(&s, 0, buf, sizeof(buf));
     ck_assert_int_eq(bulkRead(&s, &dups, &late), COUNT);
-    fprintf(stderr, "corMqttTest: %s mid-stream: %d messages, %d "
-            "duplicates (%s)\n", what, COUNT, dups,
-            corTestCoroutines() ? "coroutines" : "threads");
+    fprintf(stderr,
+            "corMqttTest: %s mid-stream: %d messages, %d "
+            "duplicates (%s)\n",
+            what, COUNT, dups, corTestCoroutines() ? "coroutines" : "threads");
     return dups;
 }
 
@@ -430,8 +439,7 @@ START_TEST(test_a_broker_restarted_mid_stream_loses_nothing)
 {
     streamAcross(brokerRestart, "broker restarted");
     ck_assert_int_eq(metric("cor_notify_failed_total", "mqtt"), 0);
-    ck_assert_int_ge(corServerLogCount(&cor, "mqtt: publisher mqtt://"),
-                     1);
+    ck_assert_int_ge(corServerLogCount(&cor, "mqtt: publisher mqtt://"), 1);
 }
 END_TEST
 

@@ -30,7 +30,7 @@ static CorServer cor;
 static pid_t receiver;
 static int receiverPort;
 static char receiverDir[64];
-static int silentFd = -1;       /* listens, never accepts nor answers */
+static int silentFd = -1; /* listens, never accepts nor answers */
 static int silentPort;
 static char buf[1 << 18];
 
@@ -172,8 +172,8 @@ setUp(void)
     corTestBrokerMake();
     receiverStart();
     silentListen();
-    snprintf(yaml, sizeof(yaml), corConfig, receiverPort,
-             corTestBroker.port, receiverPort, silentPort);
+    snprintf(yaml, sizeof(yaml), corConfig, receiverPort, corTestBroker.port,
+             receiverPort, silentPort);
     ck_assert_int_eq(corServerStart(&cor, yaml), 0);
 }
 
@@ -191,14 +191,16 @@ tearDown(void)
 /* method path (its query the status handler's) with body of type, on a
  * new connection; the status. */
 static int
-ask(const char* method, const char* target, const char* type,
-     const char* body, size_t len)
+ask(const char* method, const char* target, const char* type, const char* body,
+    size_t len)
 {
     static char request[BIG_BODY + 512];
     static char answer[1 << 16];
-    int head = snprintf(request, sizeof(request), "%s %s HTTP/1.1\r\nHost: "
+    int head = snprintf(request, sizeof(request),
+                        "%s %s HTTP/1.1\r\nHost: "
                         "t\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                        "\r\n", method, target, type, len);
+                        "\r\n",
+                        method, target, type, len);
 
     ck_assert_uint_lt((size_t)head + len, sizeof(request));
     memcpy(request + head, body, len);
@@ -245,16 +247,17 @@ START_TEST(test_a_2xx_write_goes_to_http_and_mqtt)
     int lines;
 
     corTestSubStart(&sub, "orders", 1, "-F '%t %C %p'");
-    ck_assert_int_eq(ask("POST", "/orders?code=201", "application/json",
-                         order, strlen(order)), 201);
+    ck_assert_int_eq(ask("POST", "/orders?code=201", "application/json", order,
+                         strlen(order)),
+                     201);
     receivedWait(1);
-    ck_assert_msg(strstr(buf, "1 POST /in application/json 21\n") == buf,
-                  "%s", buf);
+    ck_assert_msg(strstr(buf, "1 POST /in application/json 21\n") == buf, "%s",
+                  buf);
     bodyIs(1, order, strlen(order));
     lines = corTestSubCollect(&sub, 10000, buf, sizeof(buf));
     ck_assert_int_eq(lines, 1);
     ck_assert_str_eq(buf, "orders application/json {\"id\":1,\"item\":"
-                     "\"tea\"}\n");
+                          "\"tea\"}\n");
     notifiedWait("http", 1);
     notifiedWait("mqtt", 1);
     ck_assert_int_eq(metric("cor_notify_sent_total", "http"), 1);
@@ -270,18 +273,17 @@ START_TEST(test_a_4xx_a_get_and_a_5xx_send_nothing)
 {
     ck_assert_int_eq(ask("POST", "/orders?code=422", "text/plain", "no", 2),
                      422);
-    ck_assert_int_eq(ask("GET", "/orders?code=200", "text/plain", "", 0),
-                     200);
+    ck_assert_int_eq(ask("GET", "/orders?code=200", "text/plain", "", 0), 200);
     ck_assert_int_eq(ask("DELETE", "/orders?code=503", "text/plain", "", 0),
                      503);
-    ck_assert_int_eq(ask("PATCH", "/orders?code=204", "text/plain",
-                         "marker", 6), 204);
+    ck_assert_int_eq(ask("PATCH", "/orders?code=204", "text/plain", "marker",
+                         6),
+                     204);
     notifiedWait("http", 1);
     notifiedWait("mqtt", 1);
-    usleep(300 * 1000);         /* anything that was to follow */
+    usleep(300 * 1000); /* anything that was to follow */
     ck_assert_int_eq(received(), 1);
-    ck_assert_msg(strstr(buf, "1 POST /in text/plain 6\n") == buf, "%s",
-                  buf);
+    ck_assert_msg(strstr(buf, "1 POST /in text/plain 6\n") == buf, "%s", buf);
     ck_assert_int_eq(metric("cor_notify_sent_total", "http"), 1);
     ck_assert_int_eq(metric("cor_notify_failed_total", "http"), 0);
 }
@@ -298,11 +300,12 @@ START_TEST(test_a_40_KB_body_arrives_intact)
         body[i] = (char)('!' + (i * 7919 + i / 97) % 94);
     }
     corTestSubStart(&sub, "orders", 1, "-F '%t %C %p'");
-    ck_assert_int_eq(ask("PUT", "/orders?code=200", "application/x-order",
-                         body, BIG_BODY), 200);
+    ck_assert_int_eq(ask("PUT", "/orders?code=200", "application/x-order", body,
+                         BIG_BODY),
+                     200);
     receivedWait(1);
-    ck_assert_msg(strstr(buf, "1 POST /in application/x-order 40000\n")
-                  == buf, "%s", buf);
+    ck_assert_msg(strstr(buf, "1 POST /in application/x-order 40000\n") == buf,
+                  "%s", buf);
     bodyIs(1, body, BIG_BODY);
     ck_assert_int_eq(corTestSubCollect(&sub, 10000, buf, sizeof(buf)), 1);
     snprintf(want, sizeof(want), "orders application/x-order %s\n", body);
@@ -316,21 +319,19 @@ END_TEST
  */
 START_TEST(test_methods_and_statuses_choose)
 {
-    ck_assert_int_eq(ask("POST", "/audit?code=202", "text/plain", "a", 1),
-                     202);
-    ck_assert_int_eq(ask("PUT", "/audit?code=200", "text/plain", "b", 1),
-                     200);
-    ck_assert_int_eq(ask("PUT", "/audit?code=404", "text/plain", "c", 1),
-                     404);
-    ck_assert_int_eq(ask("PUT", "/audit?code=202", "text/plain", "d", 1),
-                     202);
+    ck_assert_int_eq(ask("POST", "/audit?code=202", "text/plain", "a", 1), 202);
+    ck_assert_int_eq(ask("PUT", "/audit?code=200", "text/plain", "b", 1), 200);
+    ck_assert_int_eq(ask("PUT", "/audit?code=404", "text/plain", "c", 1), 404);
+    ck_assert_int_eq(ask("PUT", "/audit?code=202", "text/plain", "d", 1), 202);
     receivedWait(2);
     usleep(300 * 1000);
     ck_assert_int_eq(received(), 2);
     ck_assert_msg(strstr(buf, " POST /audit text/plain 1\n") != NULL, "%s",
                   buf);
     ck_assert_int_eq(sh("cat %s/body.1 %s/body.2 | fold -w1 | sort | tr -d "
-                        "'\\n'", receiverDir, receiverDir), 0);
+                        "'\\n'",
+                        receiverDir, receiverDir),
+                     0);
     ck_assert_str_eq(buf, "cd");
     notifiedWait("http", 2);
     ck_assert_int_eq(metric("cor_notify_sent_total", "mqtt"), 0);
@@ -349,8 +350,7 @@ START_TEST(test_a_silent_receiver_delays_nothing_and_fails_once)
     char line[96];
     long start = corNowMs();
 
-    ck_assert_int_eq(ask("POST", "/lost?code=201", "text/plain", "x", 1),
-                     201);
+    ck_assert_int_eq(ask("POST", "/lost?code=201", "text/plain", "x", 1), 201);
     ck_assert_int_eq(ask("GET", "/metrics", "text/plain", "", 0), 200);
     ck_assert_int_lt(corNowMs() - start, 1000);
     ck_assert_int_eq(metric("cor_notify_in_flight", "http"), 1);
@@ -358,8 +358,10 @@ START_TEST(test_a_silent_receiver_delays_nothing_and_fails_once)
     ck_assert_int_ge(corNowMs() - start, 1900);
     ck_assert_int_eq(metric("cor_notify_failed_total", "http"), 1);
     ck_assert_int_eq(metric("cor_notify_sent_total", "http"), 0);
-    snprintf(line, sizeof(line), "notification POST http://127.0.0.1:%d/"
-             "nobody failed", silentPort);
+    snprintf(line, sizeof(line),
+             "notification POST http://127.0.0.1:%d/"
+             "nobody failed",
+             silentPort);
     ck_assert_int_eq(corServerLogCount(&cor, line), 1);
 }
 END_TEST
@@ -376,7 +378,8 @@ refused(const char* name, const char* route, const char* const* said)
     snprintf(path, sizeof(path), "%s/%s", receiverDir, name);
     f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
-    fprintf(f, "listen:\n"
+    fprintf(f,
+            "listen:\n"
             "  - { protocol: http, address: 127.0.0.1:1 }\n"
             "modules:\n"
             "  - { load: http }\n"
@@ -384,12 +387,12 @@ refused(const char* name, const char* route, const char* const* said)
             "  - { load: hello }\n"
             "routes:\n"
             "  - { match: \"POST /a\", handler: hello,\n"
-            "      notify: %s }\n", route);
+            "      notify: %s }\n",
+            route);
     fclose(f);
     ck_assert_int_eq(sh("%s -t -c %s 2>&1", bin, path), 1);
     for (unsigned i = 0; said[i] != NULL; i++) {
-        ck_assert_msg(strstr(buf, said[i]) != NULL, "%s in %s", said[i],
-                      buf);
+        ck_assert_msg(strstr(buf, said[i]) != NULL, "%s in %s", said[i], buf);
     }
 }
 

@@ -53,8 +53,9 @@ readRequest(int fd, char* req, size_t cap)
     const char* end = NULL;
     const char* cl;
 
-    while (end == NULL || len < (size_t)(end + 4 - req)
-                                 + (cl ? strtoul(cl + 16, NULL, 10) : 0)) {
+    while (end == NULL
+           || len < (size_t)(end + 4 - req)
+                        + (cl ? strtoul(cl + 16, NULL, 10) : 0)) {
         ssize_t n = recv(fd, req + len, cap - 1 - len, 0);
 
         if (n <= 0) {
@@ -89,7 +90,8 @@ receiverConn(void* arg)
             }
         } else {
             usleep((useconds_t)atomic_load(&receiverDelayMs) * 1000);
-            snprintf(answer, sizeof(answer), "HTTP/1.1 %d X\r\nContent-Length"
+            snprintf(answer, sizeof(answer),
+                     "HTTP/1.1 %d X\r\nContent-Length"
                      ": 2\r\nConnection: close\r\n\r\nok",
                      atomic_load(&receiverStatus));
             corSendAll(fd, answer, strlen(answer));
@@ -150,8 +152,7 @@ arrivalsWait(int count)
         if (seen >= count) {
             return;
         }
-        ck_assert_msg(corNowMs() - t < 10000, "%d of %d arrived", seen,
-                      count);
+        ck_assert_msg(corNowMs() - t < 10000, "%d of %d arrived", seen, count);
         usleep(10 * 1000);
     }
 }
@@ -216,9 +217,10 @@ writeTo(const char* url, const char* extra, const char* body)
 {
     char req[2048];
 
-    snprintf(req, sizeof(req), "POST /write?url=%s%s%s HTTP/1.1\r\nHost: t"
-             "\r\nContent-Length: %zu\r\n\r\n%s", url, extra[0] ? "&" : "",
-             extra, strlen(body), body);
+    snprintf(req, sizeof(req),
+             "POST /write?url=%s%s%s HTTP/1.1\r\nHost: t"
+             "\r\nContent-Length: %zu\r\n\r\n%s",
+             url, extra[0] ? "&" : "", extra, strlen(body), body);
     return corRequest(server.port, req, buf, sizeof(buf));
 }
 
@@ -239,8 +241,8 @@ metricWait(const char* family, const char* scheme, long value)
     long t = corNowMs();
 
     while (notifyMetric(family, scheme) != value) {
-        ck_assert_msg(corNowMs() - t < 10000, "%s{%s} is %ld, not %ld",
-                      family, scheme, notifyMetric(family, scheme), value);
+        ck_assert_msg(corNowMs() - t < 10000, "%s{%s} is %ld, not %ld", family,
+                      scheme, notifyMetric(family, scheme), value);
         usleep(10 * 1000);
     }
 }
@@ -302,8 +304,7 @@ START_TEST(test_https_notification_verified_with_the_ca)
     snprintf(yaml, sizeof(yaml), format, certs, certs);
     ck_assert_int_eq(corServerStart(&tlsReceiver, yaml), 0);
     serverStart(2);
-    snprintf(url, sizeof(url), "https://localhost:%d/hello",
-             tlsReceiver.port);
+    snprintf(url, sizeof(url), "https://localhost:%d/hello", tlsReceiver.port);
     for (int m = 0; m < 2; m++) {
         ck_assert_int_eq(writeTo(url, modes[m], "x"), 200);
         metricWait("sent_total", "https", m + 1);
@@ -356,8 +357,8 @@ START_TEST(test_stop_cancels_notifications_in_flight)
 {
     enum { CLIENTS = 2, NOTES = 3 };
     const char* metric = corTestCoroutines()
-                         ? "cor_requests_total{ran=\"coroutine\"}"
-                         : "cor_requests_total{ran=\"worker\"}";
+                             ? "cor_requests_total{ran=\"coroutine\"}"
+                             : "cor_requests_total{ran=\"worker\"}";
     char url[128];
     char req[256];
     int fds[CLIENTS];
@@ -371,8 +372,10 @@ START_TEST(test_stop_cancels_notifications_in_flight)
     for (int i = 0; i < NOTES; i++) {
         ck_assert_int_eq(writeTo(url, modes[i % 2], "w"), 200);
     }
-    snprintf(req, sizeof(req), "GET /client?url=%s HTTP/1.1\r\nHost: t\r\n"
-             "\r\n", url);
+    snprintf(req, sizeof(req),
+             "GET /client?url=%s HTTP/1.1\r\nHost: t\r\n"
+             "\r\n",
+             url);
     for (int i = 0; i < CLIENTS; i++) {
         fds[i] = corConnect(server.port);
         ck_assert_int_ge(fds[i], 0);
@@ -398,9 +401,11 @@ START_TEST(test_stop_cancels_notifications_in_flight)
         close(fds[i]);
     }
     ck_assert_int_eq(answered, CLIENTS);
-    ck_assert_int_eq(corServerLogCount(&server, "stopping with 3 "
+    ck_assert_int_eq(corServerLogCount(&server,
+                                       "stopping with 3 "
                                        "notifications in flight: cancelled, "
-                                       "counted failed"), 1);
+                                       "counted failed"),
+                     1);
 }
 END_TEST
 
@@ -418,8 +423,7 @@ START_TEST(test_drain_waits_for_notifications)
     kill(server.pid, SIGQUIT);
     ck_assert_int_eq(waitpid(server.pid, &status, 0), server.pid);
     server.pid = 0;
-    ck_assert_int_eq(corServerLogCount(&server, "notifications in flight"),
-                     0);
+    ck_assert_int_eq(corServerLogCount(&server, "notifications in flight"), 0);
     ck_assert_int_eq(corServerLogCount(&server, "failed"), 0);
 }
 END_TEST
@@ -449,17 +453,23 @@ END_TEST
 START_TEST(test_unknown_scheme_and_bad_url_refused)
 {
     serverStart(1);
-    ck_assert_int_eq(corRequest(server.port, "GET /notifynow?url=nope://x "
-                                "HTTP/1.1\r\nHost: t\r\n\r\n", buf,
-                                sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /notifynow?url=nope://x "
+                                "HTTP/1.1\r\nHost: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_str_eq(corBody(buf), "rc=-22\n");
-    ck_assert_int_eq(corRequest(server.port, "GET /notifynow?url=no-scheme "
-                                "HTTP/1.1\r\nHost: t\r\n\r\n", buf,
-                                sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /notifynow?url=no-scheme "
+                                "HTTP/1.1\r\nHost: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_str_eq(corBody(buf), "rc=-22\n");
-    ck_assert_int_eq(corRequest(server.port, "GET /notifynow?url=http:// "
-                                "HTTP/1.1\r\nHost: t\r\n\r\n", buf,
-                                sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /notifynow?url=http:// "
+                                "HTTP/1.1\r\nHost: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_str_eq(corBody(buf), "rc=-22\n");
     ck_assert_int_eq(notifyMetric("sent_total", "http"), 0);
     ck_assert_int_eq(notifyMetric("failed_total", "http"), 0);
@@ -476,21 +486,27 @@ START_TEST(test_module_scheme_gets_the_notification)
 
         snprintf(extra, sizeof(extra), "type=application/json&n=2%s%s",
                  modes[m][0] ? "&" : "", modes[m]);
-        ck_assert_int_eq(writeTo("test://recv/w%3Fms=50", extra,
-                                 "{\"a\":1}"), 200);
+        ck_assert_int_eq(writeTo("test://recv/w%3Fms=50", extra, "{\"a\":1}"),
+                         200);
         metricWait("sent_total", "test", 2 * (m + 1));
     }
-    ck_assert_int_eq(corRequest(server.port, "GET /testscheme HTTP/1.1\r\n"
-                                "Host: t\r\n\r\n", buf, sizeof(buf)), 200);
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /testscheme HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_ptr_nonnull(strstr(corBody(buf), "count=4\n"));
-    ck_assert_ptr_nonnull(strstr(corBody(buf), "POST test://recv/w?ms=50 "
+    ck_assert_ptr_nonnull(strstr(corBody(buf),
+                                 "POST test://recv/w?ms=50 "
                                  "application/json 1 {\"a\":1}\n"));
     /* A failure, logged with its URL less the password. */
     ck_assert_int_eq(writeTo("test://user:secret@h/%3Ffail=1", "", "w"), 200);
     metricWait("failed_total", "test", 1);
-    ck_assert_int_eq(corServerLogCount(&server, "notification POST "
+    ck_assert_int_eq(corServerLogCount(&server,
+                                       "notification POST "
                                        "test://user:***@h/?fail=1 failed: "
-                                       "told to fail"), 1);
+                                       "told to fail"),
+                     1);
     ck_assert_int_eq(corServerLogCount(&server, "secret"), 0);
     ck_assert_int_eq(notifyMetric("in_flight", "test"), 0);
 }
@@ -506,22 +522,26 @@ START_TEST(test_inline_caller_does_not_hold_the_loop)
 
     serverStart(1);
     t = corNowMs();
-    ck_assert_int_eq(corRequest(server.port, "GET /notifynow?url=test://now"
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /notifynow?url=test://now"
                                 "%3Fms=1000 HTTP/1.1\r\nHost: t\r\n\r\n",
-                                buf, sizeof(buf)), 200);
+                                buf, sizeof(buf)),
+                     200);
     ck_assert_str_eq(corBody(buf), "rc=0\n");
     ck_assert_int_lt(corNowMs() - t, 400);
     /* The loop answers meanwhile; the sender (on a thread in blocking
      * mode, which may take a moment to start) has the notification. */
     do {
         t = corNowMs();
-        ck_assert_int_eq(corRequest(server.port, "GET /testscheme HTTP/1.1"
-                                    "\r\nHost: t\r\n\r\n", buf,
-                                    sizeof(buf)), 200);
+        ck_assert_int_eq(corRequest(server.port,
+                                    "GET /testscheme HTTP/1.1"
+                                    "\r\nHost: t\r\n\r\n",
+                                    buf, sizeof(buf)),
+                         200);
         ck_assert_int_lt(corNowMs() - t, 400);
     } while (strstr(corBody(buf), "count=1\n") == NULL);
     ck_assert_ptr_nonnull(strstr(corBody(buf), "POST test://now?ms=1000 - 0 "
-                                 "now\n"));
+                                               "now\n"));
     ck_assert_int_eq(notifyMetric("in_flight", "test"), 1);
     metricWait("sent_total", "test", 1);
 }

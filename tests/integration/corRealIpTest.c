@@ -84,8 +84,10 @@ viaHeaderWith(int port, const void* header, size_t len, const char* fields)
     int fd = corConnect(port);
     ssize_t n;
 
-    snprintf(get, sizeof(get), "GET /who HTTP/1.1\r\nHost: t\r\n%s"
-             "Connection: close\r\n\r\n", fields);
+    snprintf(get, sizeof(get),
+             "GET /who HTTP/1.1\r\nHost: t\r\n%s"
+             "Connection: close\r\n\r\n",
+             fields);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(corSendAll(fd, header, len), 0);
     corSendAll(fd, get, strlen(get));
@@ -187,13 +189,15 @@ START_TEST(test_proxy_header_is_the_client)
 
     proxyStart(corFreePort(), "");
     ck_assert_int_eq(viaText(server.port2, "PROXY TCP4 192.0.2.7 127.0.0.1 "
-                             "4711 80\r\n"), 200);
+                                           "4711 80\r\n"),
+                     200);
     ck_assert(loggedLast("192.0.2.7"));
     ck_assert_int_eq(viaText(server.port2, "PROXY TCP6 2001:db8::7 ::1 "
-                             "4711 80\r\n"), 200);
+                                           "4711 80\r\n"),
+                     200);
     ck_assert(loggedLast("2001:db8::7"));
-    memcpy(block, (uint8_t[]){ 198, 51, 100, 9, 127, 0, 0, 1, 0x12, 0x67,
-                               0, 80 }, 12);
+    memcpy(block,
+           (uint8_t[]){ 198, 51, 100, 9, 127, 0, 0, 1, 0x12, 0x67, 0, 80 }, 12);
     ck_assert_int_eq(viaHeader(server.port2, h, v2(h, 1, 0x11, block, 12)),
                      200);
     ck_assert(loggedLast("198.51.100.9"));
@@ -206,8 +210,7 @@ START_TEST(test_proxy_header_is_the_client)
     ck_assert(loggedLast("2001:db8::9"));
     /* The balancer's own (a health check): the peer's address stands,
      * which the guard refuses. */
-    ck_assert_int_eq(viaHeader(server.port2, h, v2(h, 0, 0x00, block, 0)),
-                     403);
+    ck_assert_int_eq(viaHeader(server.port2, h, v2(h, 0, 0x00, block, 0)), 403);
     ck_assert(loggedLast("127.0.0.1"));
     ck_assert_int_eq(viaText(server.port2, "PROXY UNKNOWN\r\n"), 403);
     /* The plain listener beside it takes no header. */
@@ -249,17 +252,19 @@ START_TEST(test_proxy_without_header_closed)
      * 107 bytes, a v2 family that does not exist, a v2 length shorter
      * than its address block. */
     ck_assert_int_eq(viaText(server.port2, "PROXY TCP4 192.0.2.7 127.0.0.1 "
-                             "99999 80\r\n"), 0);
-    ck_assert_int_eq(viaText(server.port2, "PROXY TCP4 192.0.2.7 "
+                                           "99999 80\r\n"),
+                     0);
+    ck_assert_int_eq(viaText(server.port2,
+                             "PROXY TCP4 192.0.2.7 "
                              "127.0.0.1 4711 80 and on and on and on and on "
                              "and on and on and on and on and on and on\r\n"),
                      0);
-    ck_assert_int_eq(viaHeader(server.port2, h, v2(h, 1, 0x41, block, 12)),
-                     0);
-    v2(h, 1, 0x21, block, 12);      /* INET6 in 12 + 5 bytes */
+    ck_assert_int_eq(viaHeader(server.port2, h, v2(h, 1, 0x41, block, 12)), 0);
+    v2(h, 1, 0x21, block, 12); /* INET6 in 12 + 5 bytes */
     ck_assert_int_eq(viaHeader(server.port2, h, 16 + 17), 0);
     ck_assert_int_eq(corMetric(server.port, "cor_proxy_protocol_refused_total"
-                               "{reason=\"invalid\"}"), 5);
+                                            "{reason=\"invalid\"}"),
+                     5);
     /* Silent: closed at limits.request_timeout (1s). */
     fd = corConnect(server.port2);
     startMs = corNowMs();
@@ -267,7 +272,8 @@ START_TEST(test_proxy_without_header_closed)
     ck_assert_int_ge(corNowMs() - startMs, 900);
     close(fd);
     ck_assert_int_eq(corMetric(server.port, "cor_proxy_protocol_refused_total"
-                               "{reason=\"timeout\"}"), 1);
+                                            "{reason=\"timeout\"}"),
+                     1);
 }
 END_TEST
 
@@ -326,24 +332,29 @@ START_TEST(test_haproxy_send_proxy)
     /* curl from 127.0.0.2: the peer HAProxy sees and says. */
     ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' "
                         "--interface 127.0.0.2 http://127.0.0.1:%d/who",
-                        v1Port), 0);
+                        v1Port),
+                     0);
     ck_assert_str_eq(out, "200");
     ck_assert(loggedLast("127.0.0.2"));
     ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' "
                         "--interface 127.0.0.2 http://127.0.0.1:%d/who",
-                        v2Port), 0);
+                        v2Port),
+                     0);
     ck_assert_str_eq(out, "200");
     ck_assert(loggedLast("127.0.0.2"));
     /* TLS after the header: HAProxy passes the handshake through. */
     ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' "
                         "--cacert %s/ca.pem --resolve localhost:%d:127.0.0.1"
                         " --interface 127.0.0.2 https://localhost:%d/who",
-                        certs, tlsFront, tlsFront), 0);
+                        certs, tlsFront, tlsFront),
+                     0);
     ck_assert_str_eq(out, "200");
     ck_assert(loggedLast("127.0.0.2"));
     /* From 127.0.0.1 it is 127.0.0.1 that HAProxy says: refused. */
     ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' "
-                        "http://127.0.0.1:%d/who", v2Port), 0);
+                        "http://127.0.0.1:%d/who",
+                        v2Port),
+                     0);
     ck_assert_str_eq(out, "403");
 }
 END_TEST
@@ -389,7 +400,9 @@ static const char*
 who(const char* host, const char* args)
 {
     ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' %s "
-                        "'http://%s:%d/who'", args, host, server.port), 0);
+                        "'http://%s:%d/who'",
+                        args, host, server.port),
+                     0);
     return out;
 }
 
@@ -399,7 +412,8 @@ START_TEST(test_real_ip_from_trusted_only)
     ck_assert_str_eq(who("[::1]", "-H 'X-Forwarded-For: 192.0.2.44'"), "200");
     ck_assert(loggedLast("192.0.2.44"));
     ck_assert_str_eq(who("[::1]", "--http2-prior-knowledge "
-                         "-H 'X-Forwarded-For: 2001:db8::44'"), "200");
+                                  "-H 'X-Forwarded-For: 2001:db8::44'"),
+                     "200");
     ck_assert(loggedLast("2001:db8::44"));
     /* Not trusted: the header is the client's word, not taken. */
     ck_assert_str_eq(who("127.0.0.1", "-H 'X-Forwarded-For: 192.0.2.44'"),
@@ -408,14 +422,16 @@ START_TEST(test_real_ip_from_trusted_only)
     /* A chain: past the trusted 203.0.113.5 to the first untrusted one;
      * what the client wrote at the left is not read. */
     ck_assert_str_eq(who("[::1]", "-H 'X-Forwarded-For: 10.9.9.9, "
-                         "192.0.2.45, 203.0.113.5'"), "200");
+                                  "192.0.2.45, 203.0.113.5'"),
+                     "200");
     ck_assert(loggedLast("192.0.2.45"));
     /* The header says ::1 itself: the trusted peer stays the client. */
     ck_assert_str_eq(who("[::1]", "-H 'X-Forwarded-For: ::1'"), "403");
     ck_assert(loggedLast("::1"));
     /* Rubbish at the right: no address taken. */
     ck_assert_str_eq(who("[::1]", "-H 'X-Forwarded-For: 192.0.2.44, "
-                         "nonsense'"), "403");
+                                  "nonsense'"),
+                     "403");
 }
 END_TEST
 
@@ -423,7 +439,9 @@ START_TEST(test_real_ip_forward_appends_the_hop)
 {
     realIpStart();
     ck_assert_int_eq(sh("curl -s -i -H 'X-Forwarded-For: 192.0.2.44' "
-                        "'http://[::1]:%d/echo'", server.port), 0);
+                        "'http://[::1]:%d/echo'",
+                        server.port),
+                     0);
     ck_assert_msg(strstr(out, "\nX-Forwarded-For: 192.0.2.44, ::1") != NULL,
                   "%s", out);
     /* A route's {client} is the same address. */

@@ -88,8 +88,7 @@ START_TEST(test_route_timeout_answers_504)
         ck_assert_int_lt(corNowMs() - t, 3000);
     }
     ck_assert_int_eq(get("/slow?ms=10"), 200);
-    ck_assert_int_eq(corMetric(server.port, "cor_requests_timed_out_total"),
-                     2);
+    ck_assert_int_eq(corMetric(server.port, "cor_requests_timed_out_total"), 2);
 }
 END_TEST
 
@@ -201,8 +200,10 @@ finishOutlivesDrain(int sig)
     long t;
 
     snprintf(log, sizeof(log), "%s/notify.log", server.dir);
-    snprintf(req, sizeof(req), "GET /notify/x?ms=300&log=%s HTTP/1.1\r\n"
-             "Host: t\r\nConnection: close\r\n\r\n", log);
+    snprintf(req, sizeof(req),
+             "GET /notify/x?ms=300&log=%s HTTP/1.1\r\n"
+             "Host: t\r\nConnection: close\r\n\r\n",
+             log);
     ck_assert_int_eq(corRequest(server.port, req, buf, sizeof(buf)), 200);
     kill(server.pid, sig);
     t = corNowMs();
@@ -257,8 +258,11 @@ END_TEST
 
 START_TEST(test_method_not_allowed_says_allow)
 {
-    ck_assert_int_eq(corRequest(server.port, "DELETE /hello HTTP/1.1\r\n"
-                                "Host: t\r\n\r\n", buf, sizeof(buf)), 405);
+    ck_assert_int_eq(corRequest(server.port,
+                                "DELETE /hello HTTP/1.1\r\n"
+                                "Host: t\r\n\r\n",
+                                buf, sizeof(buf)),
+                     405);
     ck_assert_msg(strstr(buf, "\r\nAllow: GET, HEAD, PUT\r\n") != NULL, "%s",
                   buf);
 }
@@ -282,16 +286,18 @@ START_TEST(test_json_access_log_escapes_as_json)
     char line[4096];
     long t = corNowMs();
 
-    ck_assert_int_eq(corRequest(server.port, "GET /hello HTTP/1.1\r\n"
+    ck_assert_int_eq(corRequest(server.port,
+                                "GET /hello HTTP/1.1\r\n"
                                 "Host: t\r\nUser-Agent: a\tb\"c\r\n\r\n",
-                                buf, sizeof(buf)), 200);
+                                buf, sizeof(buf)),
+                     200);
     snprintf(path, sizeof(path), "%s/access.log", server.dir);
     do {
         usleep(20 * 1000);
         readLine(path, line, sizeof(line));
     } while (line[0] == '\0' && corNowMs() - t < 5000);
-    ck_assert_msg(strstr(line, "\"user_agent\":\"a\\u0009b\\\"c\"")
-                  != NULL, "%s", line);
+    ck_assert_msg(strstr(line, "\"user_agent\":\"a\\u0009b\\\"c\"") != NULL,
+                  "%s", line);
     ck_assert_ptr_null(strstr(line, "\\x"));
 }
 END_TEST
@@ -320,7 +326,8 @@ readParked(void* arg)
     char answer[4096];
 
     p->status = corReadResponse(p->fd, answer, sizeof(answer), 5000) > 0
-                ? corStatus(answer) : -1;
+                    ? corStatus(answer)
+                    : -1;
     return NULL;
 }
 
@@ -372,8 +379,8 @@ static int
 waitingRequest(const char* target, long count)
 {
     const char* metric = corTestCoroutines()
-                         ? "cor_requests_total{ran=\"coroutine\"}"
-                         : "cor_requests_total{ran=\"worker\"}";
+                             ? "cor_requests_total{ran=\"coroutine\"}"
+                             : "cor_requests_total{ran=\"worker\"}";
     char req[256];
     int fd = corConnect(server.port);
     long t = corNowMs();
@@ -426,7 +433,7 @@ START_TEST(test_a_client_that_left_is_logged_incomplete)
         close(waitingRequest(targets[i], i + 1));
         accessLine(targets[i], line, sizeof(line));
         ck_assert_msg(strstr(line, "\"status\":503,") != NULL
-                      && strstr(line, "\"complete\":false,") != NULL,
+                          && strstr(line, "\"complete\":false,") != NULL,
                       "%s", line);
     }
 }

@@ -56,7 +56,8 @@ START_TEST(test_several_paths_go_at_once_and_come_back_in_order)
     long t = corNowMs();
 
     ck_assert_int_eq(run("http://127.0.0.1:{PORT}/sleep?ms=400 /hello "
-                         "/sleep?ms=400 /nowhere"), 0);
+                         "/sleep?ms=400 /nowhere"),
+                     0);
     /* Pipelined on one connection: together, not one after the other. */
     ck_assert_int_lt(corNowMs() - t, 2000);
     slow = strstr(out, "# GET /sleep?ms=400\nHTTP/1.1 200");
@@ -69,7 +70,8 @@ END_TEST
 START_TEST(test_a_json_body_is_posted)
 {
     ck_assert_int_eq(run("--json '{\"a\": [1, 2]}' "
-                         "http://127.0.0.1:{PORT}/echo"), 0);
+                         "http://127.0.0.1:{PORT}/echo"),
+                     0);
     ck_assert_msg(strstr(out, "\r\n\r\n{\"a\": [1, 2]}") != NULL, "%s", out);
 }
 END_TEST
@@ -90,16 +92,17 @@ END_TEST
 START_TEST(test_a_closed_loop_load_counts_answers_and_percentiles)
 {
     ck_assert_int_eq(run("-c 2 --duration 1s "
-                         "http://127.0.0.1:{PORT}/hello"), 0);
+                         "http://127.0.0.1:{PORT}/hello"),
+                     0);
     ck_assert_int_gt(summaryCount("requests "), 100);
     ck_assert_int_eq(summaryCount("failed "), 0);
     ck_assert_int_eq(summaryCount("non-2xx "), 0);
     ck_assert_ptr_nonnull(strstr(out, "p99.9 "));
     ck_assert_int_eq(run("-c 2 --depth 4 --duration 1s "
-                         "http://127.0.0.1:{PORT}/nowhere"), 0);
-    ck_assert_int_eq(summaryCount("non-2xx "), summaryCount("requests "));
-    ck_assert_int_eq(run("--duration 300ms http://127.0.0.1:{PORT}/hello"),
+                         "http://127.0.0.1:{PORT}/nowhere"),
                      0);
+    ck_assert_int_eq(summaryCount("non-2xx "), summaryCount("requests "));
+    ck_assert_int_eq(run("--duration 300ms http://127.0.0.1:{PORT}/hello"), 0);
     ck_assert_msg(strstr(out, ": 1 connection x 1 deep,") != NULL, "%s", out);
 }
 END_TEST
@@ -112,7 +115,8 @@ END_TEST
 START_TEST(test_a_load_leaves_a_connection_the_server_closes)
 {
     ck_assert_int_eq(run("-c 2 --duration 1s -H 'Connection: close' "
-                         "http://127.0.0.1:{PORT}/hello"), 0);
+                         "http://127.0.0.1:{PORT}/hello"),
+                     0);
     ck_assert_msg(summaryCount("requests ") > 100, "%s", out);
     ck_assert_msg(summaryCount("failed ") == 0, "%s", out);
 }
@@ -123,13 +127,15 @@ START_TEST(test_an_open_loop_load_keeps_its_rate_and_charges_a_stall)
     long requests;
 
     ck_assert_int_eq(run("-c 4 --rate 200 --duration 2s "
-                         "http://127.0.0.1:{PORT}/hello"), 0);
+                         "http://127.0.0.1:{PORT}/hello"),
+                     0);
     requests = summaryCount("requests ");
     ck_assert_msg(requests >= 380 && requests <= 420, "%s", out);
     /* One connection, a server that takes 50 ms, 30 due a second: they
      * queue, and their latency runs from when each was due. */
     ck_assert_int_eq(run("-c 1 --rate 30 --duration 1s "
-                         "http://127.0.0.1:{PORT}/sleep?ms=50"), 0);
+                         "http://127.0.0.1:{PORT}/sleep?ms=50"),
+                     0);
     ck_assert_msg(strtod(strstr(out, "max ") + 4, NULL) > 100.0, "%s", out);
 }
 END_TEST
@@ -144,10 +150,11 @@ START_TEST(test_host_says_the_port)
     snprintf(want, sizeof(want), "\nhost: 127.0.0.1:%d\n", server.port);
     ck_assert_msg(strcasestr(out, want) != NULL, "%s", out);
     ck_assert_int_eq(run("-H 'Host: b.example' "
-                         "http://127.0.0.1:{PORT}/waitecho?ms=0"), 0);
+                         "http://127.0.0.1:{PORT}/waitecho?ms=0"),
+                     0);
     ck_assert_msg(strcasestr(out, "\nhost: b.example\n") != NULL
-                  && strcasestr(out, "\nhost: 127.0.0.1") == NULL, "%s",
-                  out);
+                      && strcasestr(out, "\nhost: 127.0.0.1") == NULL,
+                  "%s", out);
 }
 END_TEST
 
@@ -155,11 +162,12 @@ START_TEST(test_failures_are_reported)
 {
     ck_assert_int_eq(run("http://127.0.0.1:1/"), 1);
     ck_assert_ptr_nonnull(strstr(out, "Connection refused"));
-    ck_assert_int_eq(run("--timeout 200ms http://127.0.0.1:{PORT}/sleep?ms=3000"), 1);
+    ck_assert_int_eq(
+        run("--timeout 200ms http://127.0.0.1:{PORT}/sleep?ms=3000"), 1);
     ck_assert_ptr_nonnull(strstr(out, "no answer within the timeout"));
     ck_assert_int_eq(run("ftp://127.0.0.1/"), 2);
     ck_assert_ptr_nonnull(strstr(out, "unknown scheme 'ftp' (expected http, "
-                                 "https, cor or cors)"));
+                                      "https, cor or cors)"));
     ck_assert_int_eq(run("-c 0 http://127.0.0.1:{PORT}/"), 2);
     ck_assert_int_eq(run("cor://127.0.0.1:{PORT}/hello"), 1);
     ck_assert_ptr_nonnull(strstr(out, "the peer speaks HTTP, not cor://"));
@@ -190,21 +198,27 @@ START_TEST(test_tls_urls_are_verified)
              "log: { pid_file: {DIR}/cor.pid }\n",
              certs, certs, certs, certs);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
-    snprintf(args, sizeof(args), "--cacert %s/ca.pem "
-             "https://127.0.0.1:{PORT}/hello", certs);
+    snprintf(args, sizeof(args),
+             "--cacert %s/ca.pem "
+             "https://127.0.0.1:{PORT}/hello",
+             certs);
     ck_assert_msg(run(args) == 0, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "HTTP/1.1 200 OK"));
-    snprintf(args, sizeof(args), "--cacert %s/ca.pem "
-             "cors://127.0.0.1:{PORT2}/hello /hello", certs);
+    snprintf(args, sizeof(args),
+             "--cacert %s/ca.pem "
+             "cors://127.0.0.1:{PORT2}/hello /hello",
+             certs);
     ck_assert_msg(run(args) == 0, "%s", out);
     ck_assert_ptr_nonnull(strstr(out, "COR/1 200"));
-    snprintf(args, sizeof(args), "--cacert %s/ca.pem -c 2 --duration 300ms "
-             "https://127.0.0.1:{PORT}/hello", certs);
+    snprintf(args, sizeof(args),
+             "--cacert %s/ca.pem -c 2 --duration 300ms "
+             "https://127.0.0.1:{PORT}/hello",
+             certs);
     ck_assert_msg(run(args) == 0, "%s", out);
     ck_assert_int_eq(summaryCount("failed "), 0);
     ck_assert_int_eq(run("https://127.0.0.1:{PORT}/hello"), 1);
     ck_assert_ptr_nonnull(strstr(out, "the server's certificate: unable to "
-                                 "get local issuer certificate"));
+                                      "get local issuer certificate"));
     ck_assert_msg(run("-k https://127.0.0.1:{PORT}/hello") == 0, "%s", out);
     corTestCertsRemove(certs);
 }
@@ -220,7 +234,7 @@ COR_TEST_SUITE(corRequestTool)
     tcase_add_test(tc, test_head_and_chunked_answers_are_framed);
     tcase_add_test(tc, test_a_closed_loop_load_counts_answers_and_percentiles);
     tcase_add_test(tc,
-        test_an_open_loop_load_keeps_its_rate_and_charges_a_stall);
+                   test_an_open_loop_load_keeps_its_rate_and_charges_a_stall);
     tcase_add_test(tc, test_host_says_the_port);
     tcase_add_test(tc, test_failures_are_reported);
     tcase_add_test(tc, test_tls_urls_are_verified);

@@ -108,8 +108,7 @@ lastStatus(void)
 
         status = said != 100 ? said : status;
     }
-    for (const char* at = out; (at = strstr(at, ":status: ")) != NULL;
-         at++) {
+    for (const char* at = out; (at = strstr(at, ":status: ")) != NULL; at++) {
         int said = atoi(at + 9);
 
         status = said != 100 ? said : status;
@@ -124,7 +123,8 @@ post(size_t w, const char* path, size_t bytes)
 {
     corShellAt(server.port, server.dir, out, sizeof(out),
                "head -c %zu /dev/zero > $D/body && %s "
-               "http://127.0.0.1:$P%s 2>&1", bytes, ways[w].command, path);
+               "http://127.0.0.1:$P%s 2>&1",
+               bytes, ways[w].command, path);
     return lastStatus();
 }
 
@@ -153,8 +153,7 @@ START_TEST(test_a_route_takes_less_than_the_top_level)
     for (size_t w = 0; w < WAYS; w++) {
         ck_assert_msg(post(w, "/small", 20) == 413, "%s: %s", ways[w].name,
                       out);
-        ck_assert_msg(post(w, "/small", 5) == 200, "%s: %s", ways[w].name,
-                      out);
+        ck_assert_msg(post(w, "/small", 5) == 200, "%s: %s", ways[w].name, out);
         ck_assert_msg(post(w, "/other", 20) == 200, "%s: %s", ways[w].name,
                       out);
     }
@@ -162,7 +161,8 @@ START_TEST(test_a_route_takes_less_than_the_top_level)
      * limits.body_bytes 10"; the helper takes no quote). */
     ck_assert_int_eq(corServerLogCount(&server, "POST /small"), WAYS);
     ck_assert_int_eq(corServerLogCount(&server, "s limits.body_bytes 10): "
-                                       "refused 413"), WAYS);
+                                                "refused 413"),
+                     WAYS);
 }
 END_TEST
 
@@ -184,12 +184,12 @@ END_TEST
 START_TEST(test_a_streamed_body_has_its_routes_limit)
 {
     for (size_t w = 0; w < WAYS; w++) {
-        ck_assert_msg(post(w, "/stream", 1536) == 200, "%s: %s",
-                      ways[w].name, out);
+        ck_assert_msg(post(w, "/stream", 1536) == 200, "%s: %s", ways[w].name,
+                      out);
         ck_assert_msg(strstr(out, "length 1536") != NULL, "%s: %s",
                       ways[w].name, out);
-        ck_assert_msg(post(w, "/stream", 3072) == 413, "%s: %s",
-                      ways[w].name, out);
+        ck_assert_msg(post(w, "/stream", 3072) == 413, "%s: %s", ways[w].name,
+                      out);
     }
 }
 END_TEST
@@ -231,11 +231,12 @@ exchange(const char* text, int timeoutMs)
 START_TEST(test_a_rewrite_to_a_streaming_handler_streams)
 {
     ssize_t n = exchange("POST /rw/early HTTP/1.1\r\nHost: t\r\n"
-                         "Content-Length: 1000\r\n\r\n", 20000);
+                         "Content-Length: 1000\r\n\r\n",
+                         20000);
 
     ck_assert_msg(n > 0, "no answer before the body (%zd)", n);
-    ck_assert_msg(corStatus(out) == 200 && strstr(out, "early") != NULL,
-                  "%s", out);
+    ck_assert_msg(corStatus(out) == 200 && strstr(out, "early") != NULL, "%s",
+                  out);
 }
 END_TEST
 
@@ -245,7 +246,8 @@ START_TEST(test_a_routes_body_timeout)
 {
     long from = corNowMs();
     ssize_t n = exchange("POST /slow HTTP/1.1\r\nHost: t\r\n"
-                         "Content-Length: 10\r\n\r\nab", 29000);
+                         "Content-Length: 10\r\n\r\nab",
+                         29000);
     long took = corNowMs() - from;
 
     ck_assert_msg(took < 29000, "waited the top level's: %ld ms", took);
@@ -261,10 +263,12 @@ START_TEST(test_cor_requests_have_their_routes_limits)
 {
     char command[512];
 
-    snprintf(command, sizeof(command), "python3 tests/cor/corRawClient.py "
+    snprintf(command, sizeof(command),
+             "python3 tests/cor/corRawClient.py "
              "%d 'POST /upload body=100000' 'POST /other body=100000' "
              "'POST /small body=20' 'POST /small body=5' "
-             "'POST /upload body=3000000'", server.port2);
+             "'POST /upload body=3000000'",
+             server.port2);
     ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
     ck_assert_str_eq(out, "1 200\n2 413\n3 413\n4 200\n5 413\n");
 }
@@ -302,23 +306,30 @@ START_TEST(test_keys_a_route_cannot_have)
     for (size_t i = 0; i < sizeof(early) / sizeof(early[0]); i++) {
         char yaml[512];
 
-        snprintf(yaml, sizeof(yaml), "listen: [ { protocol: http, address: "
+        snprintf(yaml, sizeof(yaml),
+                 "listen: [ { protocol: http, address: "
                  "\"127.0.0.1:8080\" } ]\nroutes:\n  - { match: /x, redirect: "
-                 "/y,\n      limits: { %s } }\n", early[i]);
+                 "/y,\n      limits: { %s } }\n",
+                 early[i]);
         ck_assert_int_eq(corConfigCheck(&server, "early.yaml", yaml, out,
-                                        sizeof(out)), 1);
+                                        sizeof(out)),
+                         1);
         ck_assert_msg(strstr(out, "early.yaml:4:") != NULL
-                      && strstr(out, "is the top level's only") != NULL,
+                          && strstr(out, "is the top level's only") != NULL,
                       "%s", out);
     }
-    ck_assert_int_eq(corConfigCheck(&server, "typo.yaml", "listen: [ { "
+    ck_assert_int_eq(corConfigCheck(&server, "typo.yaml",
+                                    "listen: [ { "
                                     "protocol: http, address: \"127.0.0.1:"
                                     "8080\" } ]\nroutes:\n  - { match: /x, "
                                     "redirect: /y,\n      limits: { "
-                                    "body_byte: 1 } }\n", out, sizeof(out)),
+                                    "body_byte: 1 } }\n",
+                                    out, sizeof(out)),
                      1);
     ck_assert_msg(strstr(out, "typo.yaml:4:17: unknown key 'body_byte' in "
-                              "limits") != NULL, "%s", out);
+                              "limits")
+                      != NULL,
+                  "%s", out);
 }
 END_TEST
 

@@ -46,8 +46,7 @@ static const char* configFormat =
     "log: { pid_file: {DIR}/cor.pid }\n";
 
 /* A shell command with $P and $D set; its output in out. */
-#define SH(...) \
-    corShellAt(server.port, dir, out, sizeof(out), __VA_ARGS__)
+#define SH(...) corShellAt(server.port, dir, out, sizeof(out), __VA_ARGS__)
 
 /* The status curl (with args: a method, a protocol) got for path, sent
  * as it is written. */
@@ -56,7 +55,8 @@ status(const char* args, const char* path)
 {
     ck_assert_int_eq(SH("curl -sS --max-time 20 --path-as-is %s -o $D/body "
                         "-w '%%{http_code}' 'http://127.0.0.1:'$P'%s'",
-                        args, path), 0);
+                        args, path),
+                     0);
     return atoi(out);
 }
 
@@ -69,7 +69,8 @@ setUp(void)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     ck_assert_int_eq(SH("mkdir -p $D/www/private && echo secret > "
                         "$D/www/private/secret.txt && echo open > "
-                        "$D/www/open.txt"), 0);
+                        "$D/www/open.txt"),
+                     0);
     upstreamPid = corUpstreamStart(&upstreamPort);
     ck_assert_int_gt(upstreamPid, 0);
     snprintf(yaml, sizeof(yaml), configFormat, dir, upstreamPort);
@@ -95,18 +96,23 @@ static const char* const protocols[] = { "--http1.1",
 START_TEST(test_a_guarded_folder_under_any_spelling)
 {
     static const char* const paths[] = {
-        "/private/secret.txt", "//private/secret.txt",
-        "///private/secret.txt", "/./private/secret.txt",
-        "/.//private/secret.txt", "/private//secret.txt",
-        "/%70rivate/secret.txt", "/a/../private/secret.txt",
-        "/private/./secret.txt", "/%2Fprivate/secret.txt",
+        "/private/secret.txt",
+        "//private/secret.txt",
+        "///private/secret.txt",
+        "/./private/secret.txt",
+        "/.//private/secret.txt",
+        "/private//secret.txt",
+        "/%70rivate/secret.txt",
+        "/a/../private/secret.txt",
+        "/private/./secret.txt",
+        "/%2Fprivate/secret.txt",
         "/open.txt/../private//secret.txt",
     };
 
     for (size_t p = 0; p < 2; p++) {
         for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
-            ck_assert_msg(status(protocols[p], paths[i]) == 403,
-                          "%s %s: %s", protocols[p], paths[i], out);
+            ck_assert_msg(status(protocols[p], paths[i]) == 403, "%s %s: %s",
+                          protocols[p], paths[i], out);
         }
         /* The catch-all still serves what it should, "//" or not. */
         ck_assert_int_eq(status(protocols[p], "//open.txt"), 200);
@@ -121,8 +127,8 @@ END_TEST
 START_TEST(test_a_guarded_upstream_under_any_spelling)
 {
     static const char* const paths[] = {
-        "/api/x/echo", "//api/x/echo", "/./api/x/echo", "/api//x/echo",
-        "/%61pi/x/echo", "/b/../api/x/echo",
+        "/api/x/echo",  "//api/x/echo",  "/./api/x/echo",
+        "/api//x/echo", "/%61pi/x/echo", "/b/../api/x/echo",
     };
     char args[64];
 
@@ -144,11 +150,10 @@ START_TEST(test_the_upstream_gets_the_target_as_sent)
     for (size_t p = 0; p < 2; p++) {
         ck_assert_int_eq(status(protocols[p], "/up//echo/./x%2Fy?q=1"), 200);
         ck_assert_int_eq(SH("head -1 $D/body"), 0);
-        ck_assert_msg(strstr(out, "GET /up//echo/./x%2Fy?q=1 HTTP/1.1")
-                      != NULL, "%s: %s", protocols[p], out);
+        ck_assert_msg(strstr(out, "GET /up//echo/./x%2Fy?q=1 HTTP/1.1") != NULL,
+                      "%s: %s", protocols[p], out);
 
-        ck_assert_int_eq(status(protocols[p], "/s//echo%2Fa/./b/../c?q"),
-                         200);
+        ck_assert_int_eq(status(protocols[p], "/s//echo%2Fa/./b/../c?q"), 200);
         ck_assert_int_eq(SH("head -1 $D/body"), 0);
         ck_assert_msg(strstr(out, "GET /echo%2Fa/c?q HTTP/1.1") != NULL,
                       "%s: %s", protocols[p], out);

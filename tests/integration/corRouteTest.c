@@ -67,7 +67,7 @@ static const char* configFormat =
     "log: { pid_file: {DIR}/cor.pid }\n";
 
 /* A shell command with $P and $D set; its output in out. */
-#define SH(...) \
+#define SH(...)                                                                \
     corShellAt(server.port, server.dir, out, sizeof(out), __VA_ARGS__)
 
 /* curl -si with args on path; the status, the answer in out. */
@@ -133,8 +133,7 @@ START_TEST(test_hosts)
     char args[128];
 
     for (size_t p = 0; p < 2; p++) {
-        snprintf(args, sizeof(args), "%s -H 'Host: example.com'",
-                 protocols[p]);
+        snprintf(args, sizeof(args), "%s -H 'Host: example.com'", protocols[p]);
         ck_assert_int_eq(get(args, "/x"), 200);
         CHECK_HAS("X-Site: example");
         /* Without case, without port. */
@@ -150,8 +149,7 @@ START_TEST(test_hosts)
         ck_assert_int_eq(get(args, "/x"), 200);
         CHECK_HAS("X-Site: list");
         /* "*.example.org" is not example.org itself (as nginx's). */
-        snprintf(args, sizeof(args), "%s -H 'Host: example.org'",
-                 protocols[p]);
+        snprintf(args, sizeof(args), "%s -H 'Host: example.org'", protocols[p]);
         ck_assert_int_eq(get(args, "/x"), 404);
         CHECK_HAS("<p>not here</p>");
     }
@@ -197,10 +195,14 @@ END_TEST
 START_TEST(test_a_redirect_with_a_body)
 {
     ck_assert_int_eq(get("-H 'Host: plain.test' -H 'Transfer-Encoding: "
-                         "chunked' --data-binary hello", "/a"), 308);
+                         "chunked' --data-binary hello",
+                         "/a"),
+                     308);
     ck_assert_int_eq(SH("head -c 3000000 /dev/zero > $D/big"), 0);
     ck_assert_int_eq(get("-H 'Host: plain.test' -H 'Expect: "
-                         "100-continue' --data-binary @$D/big", "/a"), 308);
+                         "100-continue' --data-binary @$D/big",
+                         "/a"),
+                     308);
     CHECK_HAS_NOT("100 Continue");
     ck_assert_int_eq(get("", "/exact"), 200);
 }
@@ -228,22 +230,26 @@ START_TEST(test_nghttp_authority_and_redirect)
 {
     if (SH("command -v nghttp") != 0) {
         fprintf(stderr, "corRouteTest: no nghttp (nghttp2-client), its "
-                "checks skip\n");
+                        "checks skip\n");
         return;
     }
     ck_assert_int_eq(SH("nghttp -v -H ':authority: EXAMPLE.com:8080' "
-                        "http://127.0.0.1:$P/x"), 0);
+                        "http://127.0.0.1:$P/x"),
+                     0);
     CHECK_HAS(":status: 200");
     CHECK_HAS("X-Site: example");
     ck_assert_int_eq(SH("nghttp -v -H ':authority: a.b.example.org' "
-                        "http://127.0.0.1:$P/x"), 0);
+                        "http://127.0.0.1:$P/x"),
+                     0);
     CHECK_HAS("X-Site: wild a.b.example.org");
     ck_assert_int_eq(SH("nghttp -v -H ':authority: example.org' "
-                        "http://127.0.0.1:$P/x"), 0);
+                        "http://127.0.0.1:$P/x"),
+                     0);
     CHECK_HAS(":status: 404");
     CHECK_HAS("<p>not here</p>");
     ck_assert_int_eq(SH("nghttp -v -H ':authority: plain.test' "
-                        "'http://127.0.0.1:'$P'/a//b?x=1'"), 0);
+                        "'http://127.0.0.1:'$P'/a//b?x=1'"),
+                     0);
     CHECK_HAS(":status: 308");
     CHECK_HAS("location: https://plain.test/a//b?x=1\n");
 }
@@ -253,7 +259,8 @@ END_TEST
 START_TEST(test_request_headers_to_an_upstream)
 {
     ck_assert_int_eq(get("-H 'Cookie: secret=1' -H 'X-Real-IP: 6.6.6.6'",
-                         "/api/echo"), 200);
+                         "/api/echo"),
+                     200);
     CHECK_HAS("X-Real-IP: 127.0.0.1\r\n");
     CHECK_HAS_NOT("6.6.6.6");
     CHECK_HAS_NOT("secret=1");
@@ -299,13 +306,16 @@ END_TEST
  * a path route, pass for one with a group, and its {1} went unreported. */
 START_TEST(test_a_route_after_a_failed_one_is_checked_as_itself)
 {
-    ck_assert_int_eq(corConfigCheck(&server, "slot.yaml", "listen: [ { "
+    ck_assert_int_eq(corConfigCheck(&server, "slot.yaml",
+                                    "listen: [ { "
                                     "protocol: http, address: \"127.0.0.1:"
                                     "8080\" } ]\nroutes:\n"
                                     "  - { match: \"~^/(a)$\", redirect: "
                                     "\"/x{1}\", guard: nosuch }\n"
                                     "  - { match: /b, redirect: \"/y{1}\" "
-                                    "}\n", out, sizeof(out)), 1);
+                                    "}\n",
+                                    out, sizeof(out)),
+                     1);
     CHECK_HAS("no module registered a guard named 'nosuch'");
     CHECK_HAS("slot.yaml:4:14: route '/b': a template names {1}, but only a "
               "regex match");

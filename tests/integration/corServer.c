@@ -152,8 +152,9 @@ static char*
 ioInject(char* text)
 {
     const char* io = getenv("COR_TEST_IO");
-    char* runtime = strncmp(text, "runtime:", 8) == 0 ? text
-                    : strstr(text, "\nruntime:");
+    char* runtime = strncmp(text, "runtime:", 8) == 0
+                        ? text
+                        : strstr(text, "\nruntime:");
     size_t at;
     char* out;
 
@@ -183,12 +184,12 @@ ioInject(char* text)
                 return text;
             }
             if (next == NULL || indent == 0) {
-                next = line;        /* no key of its own yet */
+                next = line; /* no key of its own yet */
                 indent = 2;
             }
             at = (size_t)(next + 1 - text);
-            sprintf(out, "%.*s%*sio: uring\n%s", (int)at, text, (int)indent,
-                    "", next + 1);
+            sprintf(out, "%.*s%*sio: uring\n%s", (int)at, text, (int)indent, "",
+                    next + 1);
         }
     }
     free(text);
@@ -214,7 +215,8 @@ corServerWriteConfig(CorServer* s, const char* yaml)
 int
 corServerStartWebsocket(CorServer* s, bool tls, const char* certs)
 {
-    return corServerStartListen(s, tls, certs,
+    return corServerStartListen(
+        s, tls, certs,
         "modules:\n"
         "  - { load: http }\n"
         "  - { load: {MODULES}/websocket.so, max_message: 256KiB }\n"
@@ -225,14 +227,15 @@ corServerStartWebsocket(CorServer* s, bool tls, const char* certs)
 
 bool
 corWebsocketClient(const CorServer* s, const char* client, bool tls,
-                   const char* certs, const char* after, char* out,
-                   size_t cap)
+                   const char* certs, const char* after, char* out, size_t cap)
 {
     char command[512];
 
-    snprintf(command, sizeof(command), "timeout 90 %s %s://127.0.0.1:%d/ws "
-             "%s %s%s 2>&1", client, tls ? "wss" : "ws", s->port, after,
-             tls ? certs : "", tls ? "/ca.pem" : "");
+    snprintf(command, sizeof(command),
+             "timeout 90 %s %s://127.0.0.1:%d/ws "
+             "%s %s%s 2>&1",
+             client, tls ? "wss" : "ws", s->port, after, tls ? certs : "",
+             tls ? "/ca.pem" : "");
     return corShell(command, out, cap) == 0 && strstr(out, "ALL OK") != NULL;
 }
 
@@ -244,8 +247,10 @@ corServerStartListen(CorServer* s, bool tls, const char* certs,
     char yaml[16384];
 
     if (tls) {
-        snprintf(tlsLine, sizeof(tlsLine), "    tls: { certificate: "
-                 "%s/server.pem, key: %s/server.key }\n", certs, certs);
+        snprintf(tlsLine, sizeof(tlsLine),
+                 "    tls: { certificate: "
+                 "%s/server.pem, key: %s/server.key }\n",
+                 certs, certs);
     }
     snprintf(yaml, sizeof(yaml),
              "runtime:\n"
@@ -256,7 +261,8 @@ corServerStartListen(CorServer* s, bool tls, const char* certs,
              "listen:\n"
              "  - protocol: %s\n"
              "    address: 127.0.0.1:{PORT}\n"
-             "%s%s", tls ? "https" : "http", tlsLine, rest);
+             "%s%s",
+             tls ? "https" : "http", tlsLine, rest);
     return corServerStart(s, yaml);
 }
 
@@ -308,7 +314,7 @@ start(CorServer* s, const char* yaml, unsigned long fdSoft,
     snprintf(s->log, sizeof(s->log), "%s/error.log", s->dir);
     s->port = corFreePort();
     do {
-        s->port2 = corFreePort();      /* the kernel may give the same again */
+        s->port2 = corFreePort(); /* the kernel may give the same again */
     } while (s->port2 == s->port);
     if (corServerWriteConfig(s, yaml) != 0) {
         return -1;
@@ -399,7 +405,8 @@ corServerStartWith(CorServer* s, const char* extra)
              "  - { match: \"/waitecho\", handler: waitecho }\n"
              "  - { match: \"/bodysum\", handler: bodysum }\n"
              "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log }\n"
-             "%s", extra ? extra : "");
+             "%s",
+             extra ? extra : "");
     return corServerStartListen(s, false, NULL, yaml);
 }
 
@@ -416,7 +423,8 @@ corServerStop(CorServer* s)
     }
     /* A server built with sanitizers reports into its log: any report
      * fails the test, even one from a generation the master replaced. */
-    snprintf(command, sizeof(command), "grep -q -e 'ERROR: AddressSanitizer'"
+    snprintf(command, sizeof(command),
+             "grep -q -e 'ERROR: AddressSanitizer'"
              " -e 'runtime error:' -e 'ERROR: LeakSanitizer' %s 2>/dev/null",
              s->log);
     sanitizerReports = s->log[0] != '\0' && system(command) == 0;
@@ -543,7 +551,7 @@ corReadHead(int fd, char* buf, size_t cap, int timeoutMs)
         if (len + 1 >= cap || !waitReadable(fd, deadline)) {
             return -1;
         }
-        n = recv(fd, buf + len, 1, 0);     /* what follows is not ours */
+        n = recv(fd, buf + len, 1, 0); /* what follows is not ours */
         if (n <= 0) {
             return len > 0 ? -1 : 0;
         }
@@ -638,10 +646,10 @@ logCount(const CorServer* s, const char* flag, const char* pattern)
     char out[64];
     int rc;
 
-    snprintf(command, sizeof(command), "grep -c %s -e '%s' %s", flag,
-             pattern, s->log);
+    snprintf(command, sizeof(command), "grep -c %s -e '%s' %s", flag, pattern,
+             s->log);
     rc = corShell(command, out, sizeof(out));
-    return rc == 0 || rc == 1 ? atoi(out) : -1;    /* 1: no line */
+    return rc == 0 || rc == 1 ? atoi(out) : -1; /* 1: no line */
 }
 
 int
@@ -694,7 +702,8 @@ corMetric(int port, const char* name)
     const char* at;
 
     if (corRequest(port, "GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n", buf,
-                   sizeof(buf)) != 200) {
+                   sizeof(buf))
+        != 200) {
         return -1;
     }
     snprintf(key, sizeof(key), "\n%s ", name);
@@ -726,8 +735,10 @@ corTestCertsMake(char* dir, size_t cap)
         fprintf(stderr, "cannot make a folder for the test certificates\n");
         abort();
     }
-    snprintf(command, sizeof(command), "tests/tls/makeCerts %s && cp -p "
-             "%s/*.pem %s/*.key %s/", made, made, made, dir);
+    snprintf(command, sizeof(command),
+             "tests/tls/makeCerts %s && cp -p "
+             "%s/*.pem %s/*.key %s/",
+             made, made, made, dir);
     if (system(command) != 0) {
         fprintf(stderr, "cannot make the test certificates in %s\n", dir);
         abort();
@@ -762,7 +773,8 @@ corServerStartHttpsHello(CorServer* s, const char* certDir)
              "  - { load: hello }\n"
              "routes:\n"
              "  - { match: \"GET /hello\", handler: hello }\n"
-             "log: { pid_file: {DIR}/cor.pid }\n", certDir, certDir);
+             "log: { pid_file: {DIR}/cor.pid }\n",
+             certDir, certDir);
     return corServerStart(s, yaml);
 }
 
@@ -843,8 +855,9 @@ corUpstreamStartAt(int* portP)
         _exit(127);
     }
     /* Up to a minute for a loaded machine, unless it exited. */
-    for (long deadline = corNowMs() + 60000; *portP == 0
-         && corNowMs() < deadline && waitpid(pid, NULL, WNOHANG) == 0;) {
+    for (long deadline = corNowMs() + 60000;
+         *portP == 0 && corNowMs() < deadline
+         && waitpid(pid, NULL, WNOHANG) == 0;) {
         FILE* f = fopen(portFile, "r");
 
         if (f == NULL || fscanf(f, "%d", portP) != 1) {
@@ -873,8 +886,10 @@ corCurl(int port, const char* args, const char* path, char* out, size_t cap)
 {
     char command[1024];
 
-    snprintf(command, sizeof(command), "curl -s --max-time 20 %s "
-             "'http://127.0.0.1:%d%s' 2>&1", args, port, path);
+    snprintf(command, sizeof(command),
+             "curl -s --max-time 20 %s "
+             "'http://127.0.0.1:%d%s' 2>&1",
+             args, port, path);
     return corShell(command, out, cap);
 }
 
@@ -885,8 +900,10 @@ corCurlStatus(int port, const char* args, const char* path, char* out,
     char command[2048];
     const char* space;
 
-    snprintf(command, sizeof(command), "curl -si --max-time 20 --path-as-is "
-             "%s 'http://127.0.0.1:%d%s' 2>&1", args, port, path);
+    snprintf(command, sizeof(command),
+             "curl -si --max-time 20 --path-as-is "
+             "%s 'http://127.0.0.1:%d%s' 2>&1",
+             args, port, path);
     if (corShell(command, out, cap) != 0) {
         return 0;
     }
@@ -895,8 +912,8 @@ corCurlStatus(int port, const char* args, const char* path, char* out,
 }
 
 int
-corShellAt(int port, const char* dir, char* out, size_t cap,
-           const char* fmt, ...)
+corShellAt(int port, const char* dir, char* out, size_t cap, const char* fmt,
+           ...)
 {
     char command[4096];
     char body[3072];
@@ -905,8 +922,7 @@ corShellAt(int port, const char* dir, char* out, size_t cap,
     va_start(ap, fmt);
     vsnprintf(body, sizeof(body), fmt, ap);
     va_end(ap);
-    snprintf(command, sizeof(command), "P=%d D=%s; %s 2>&1", port, dir,
-             body);
+    snprintf(command, sizeof(command), "P=%d D=%s; %s 2>&1", port, dir, body);
     return corShell(command, out, cap);
 }
 

@@ -16,29 +16,29 @@
 typedef struct {
     pid_t pid;
     int port;
-    int port2;              /* another free port, for a second listener */
-    char dir[128];          /* a scratch folder of the test's own */
+    int port2;     /* another free port, for a second listener */
+    char dir[128]; /* a scratch folder of the test's own */
     char config[192];
     char log[192];
 } CorServer;
 
 /*
  * Write yaml to a config file and start cor on it. In yaml, {PORT} is a
- * free loopback port ({PORT2} another), {DIR} the scratch folder, {COROUTINES} true or false
- * as the suite runs, {MODULES} the folder of the built modules. Waits until
- * the port answers. Returns 0, or -1 (the log is printed).
+ * free loopback port ({PORT2} another), {DIR} the scratch folder, {COROUTINES}
+ * true or false as the suite runs, {MODULES} the folder of the built modules.
+ * Waits until the port answers. Returns 0, or -1 (the log is printed).
  */
 int corServerStart(CorServer* s, const char* yaml);
 /* The same with the server's RLIMIT_NOFILE set to fdSoft and fdHard (cor
  * raises the soft limit to the hard one: set both to hold it down). */
-int corServerStartFdLimit(CorServer* s, const char* yaml,
-                          unsigned long fdSoft, unsigned long fdHard);
+int corServerStartFdLimit(CorServer* s, const char* yaml, unsigned long fdSoft,
+                          unsigned long fdHard);
 /* The same with child(arg) run in the server's process between the fork
  * and the exec (its pid is getpid() there): to set its environment and
  * hand it file descriptors, as a service manager does. */
 typedef void (*CorServerChildFn)(void* arg);
-int corServerStartChild(CorServer* s, const char* yaml,
-                        CorServerChildFn child, void* arg);
+int corServerStartChild(CorServer* s, const char* yaml, CorServerChildFn child,
+                        void* arg);
 /* The standard test configuration with extra YAML appended under the
  * top level (limits, routes, ...). */
 int corServerStartWith(CorServer* s, const char* extraLimits);
@@ -108,11 +108,10 @@ int corServerLogMatches(const CorServer* s, const char* regex);
 /* Run cor-request (beside COR_BIN) with args, expanded as a config is
  * ({PORT}, {PORT2}, {DIR}); its output (stderr too) goes to out. Returns
  * its exit status. */
-int corRequestTool(const CorServer* s, const char* args, char* out,
-                   size_t cap);
+int corRequestTool(const CorServer* s, const char* args, char* out, size_t cap);
 /* Its command line, for a run in the background (popen). */
-void corRequestToolCommand(const CorServer* s, const char* args,
-                           char* command, size_t cap);
+void corRequestToolCommand(const CorServer* s, const char* args, char* command,
+                           size_t cap);
 /* The number after label in cor-request's load summary ("requests "), or
  * -1. */
 long corSummaryCount(const char* out, const char* label);
@@ -149,12 +148,12 @@ int corCurlStatus(int port, const char* args, const char* path, char* out,
 int corShellAt(int port, const char* dir, char* out, size_t cap,
                const char* fmt, ...) __attribute__((format(printf, 5, 6)));
 /* Whether out holds text, without case: a check's words for it. */
-#define COR_CHECK_HAS(out, text)                                        \
-    ck_assert_msg(strcasestr((out), (text)) != NULL, "no '%s' in: %s",  \
-                  (text), (out))
-#define COR_CHECK_HAS_NOT(out, text)                                    \
-    ck_assert_msg(strcasestr((out), (text)) == NULL, "'%s' in: %s",     \
-                  (text), (out))
+#define COR_CHECK_HAS(out, text)                                               \
+    ck_assert_msg(strcasestr((out), (text)) != NULL, "no '%s' in: %s", (text), \
+                  (out))
+#define COR_CHECK_HAS_NOT(out, text)                                           \
+    ck_assert_msg(strcasestr((out), (text)) == NULL, "'%s' in: %s", (text),    \
+                  (out))
 
 /* A service manager's notify socket (sd_notify's NOTIFY_SOCKET): bound
  * at an abstract name ("@/tmp/...") or a path in /tmp, its name into name

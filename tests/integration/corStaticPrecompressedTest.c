@@ -39,8 +39,7 @@ static const char* configFormat =
     "  - { match: \"GET /*\", handler: pre, filters: { compress: off } }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
-#define SH(...) \
-    corShellAt(server.port, dir, out, sizeof(out), __VA_ARGS__)
+#define SH(...) corShellAt(server.port, dir, out, sizeof(out), __VA_ARGS__)
 
 #define CHECK_HAS(text) COR_CHECK_HAS(out, text)
 #define CHECK_HAS_NOT(text) COR_CHECK_HAS_NOT(out, text)
@@ -78,7 +77,7 @@ header(const char* name, char* value, size_t cap)
     value[0] = '\0';
     for (const char* line = out; line != NULL && line < body();
          line = strstr(line, "\r\n") != NULL ? strstr(line, "\r\n") + 2
-                                              : NULL) {
+                                             : NULL) {
         if (strncasecmp(line, name, n) == 0 && line[n] == ':') {
             snprintf(value, cap, "%.*s", (int)strcspn(line + n + 2, "\r"),
                      line + n + 2);
@@ -98,17 +97,19 @@ setUp(void)
     /* Markers for what is chosen; one variant real (gzip -k keeps the
      * time); two of the same size and time, their ETags apart only by
      * the coding. */
-    ck_assert_int_eq(SH("mkdir -p $D/www && cd $D/www && "
-                        "printf plain > app.js && printf ZS > app.js.zst && "
-                        "printf BR > app.js.br && printf GZ > app.js.gz && "
-                        "touch -d '2020-01-02 03:04:05 UTC' app.js.gz && "
-                        "printf 'a{}' > only.css && printf GZ > only.css.gz && "
-                        "printf none > none.txt && "
-                        "printf '<p>index</p>' > index.html && "
-                        "printf GI > index.html.gz && "
-                        "printf 12345 > same.txt && printf abcde > same.txt.gz && "
-                        "touch -r same.txt same.txt.gz && "
-                        "seq 1 3000 > big.txt && gzip -k big.txt"), 0);
+    ck_assert_int_eq(
+        SH("mkdir -p $D/www && cd $D/www && "
+           "printf plain > app.js && printf ZS > app.js.zst && "
+           "printf BR > app.js.br && printf GZ > app.js.gz && "
+           "touch -d '2020-01-02 03:04:05 UTC' app.js.gz && "
+           "printf 'a{}' > only.css && printf GZ > only.css.gz && "
+           "printf none > none.txt && "
+           "printf '<p>index</p>' > index.html && "
+           "printf GI > index.html.gz && "
+           "printf 12345 > same.txt && printf abcde > same.txt.gz && "
+           "touch -r same.txt same.txt.gz && "
+           "seq 1 3000 > big.txt && gzip -k big.txt"),
+        0);
     snprintf(yaml, sizeof(yaml), configFormat, dir, dir);
     ck_assert_int_eq(corServerStartListen(&server, false, NULL, yaml), 0);
 }
@@ -134,9 +135,10 @@ chosen(const char* protocol, const char* accept)
     CHECK_HAS("content-type: text/javascript");
     CHECK_HAS("vary: accept-encoding");
     header("content-encoding", coding, sizeof(coding));
-    ck_assert_str_eq(body(), strcmp(coding, "zstd") == 0 ? "ZS"
-                             : strcmp(coding, "br") == 0 ? "BR"
-                             : strcmp(coding, "gzip") == 0 ? "GZ" : "plain");
+    ck_assert_str_eq(body(), strcmp(coding, "zstd") == 0   ? "ZS"
+                             : strcmp(coding, "br") == 0   ? "BR"
+                             : strcmp(coding, "gzip") == 0 ? "GZ"
+                                                           : "plain");
     return coding;
 }
 
@@ -250,18 +252,24 @@ START_TEST(test_with_compress_filter)
                             "cmp - $D/www/big.txt.gz && "
                             "curl -s %s --compressed "
                             "http://127.0.0.1:$P/c/big.txt | "
-                            "cmp - $D/www/big.txt", proto, proto), 0);
+                            "cmp - $D/www/big.txt",
+                            proto, proto),
+                         0);
         ck_assert_int_eq(getAccepting(proto, "gzip", "/c/app.js"), 200);
         ck_assert_str_eq(body(), "GZ");
         ck_assert_int_eq(SH("curl -si %s -H 'Accept-Encoding: gzip' "
                             "http://127.0.0.1:$P/c/app.js | "
-                            "grep -ci '^content-encoding:'", proto), 0);
+                            "grep -ci '^content-encoding:'",
+                            proto),
+                         0);
         ck_assert_str_eq(out, "1\n");
         ck_assert_int_eq(getAccepting(proto, "br", "/c/only.css"), 200);
         CHECK_HAS("content-encoding: br");
         ck_assert_int_eq(SH("curl -si %s -H 'Accept-Encoding: br' "
                             "http://127.0.0.1:$P/c/only.css | "
-                            "grep -ci '^vary:.*accept-encoding'", proto), 0);
+                            "grep -ci '^vary:.*accept-encoding'",
+                            proto),
+                         0);
         ck_assert_str_eq(out, "1\n");
     }
 }

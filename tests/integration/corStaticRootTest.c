@@ -62,8 +62,7 @@ static const char* spaScript =
     "});\n";
 
 /* A shell command with $P and $D set; its output in out. */
-#define SH(...) \
-    corShellAt(server.port, dir, out, sizeof(out), __VA_ARGS__)
+#define SH(...) corShellAt(server.port, dir, out, sizeof(out), __VA_ARGS__)
 
 /* curl -si with args on path; the status, the answer in out. */
 static int
@@ -89,12 +88,14 @@ setUp(void)
                         "echo x > $D/files/plain.txt && "
                         "echo y > \"$D/files/<b>&'q.txt\" && "
                         "echo z > $D/files/.hidden && "
-                        "echo m > $D/files/movie.mkv"), 0);
+                        "echo m > $D/files/movie.mkv"),
+                     0);
     ck_assert_int_eq(SH("mkdir -p $D/site/app && cd $D/site && "
                         "printf '%%s' '%s' > index.html && "
                         "printf '%%s' '%s' > app/main.js && "
                         "echo '{\"value\": 4242}' > app/data.json",
-                        spaIndex, spaScript), 0);
+                        spaIndex, spaScript),
+                     0);
     snprintf(yaml, sizeof(yaml), configFormat, dir, dir, dir, dir, dir);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
 }
@@ -148,15 +149,16 @@ START_TEST(test_autoindex)
         CHECK_HAS("<a href=\"%3Cb%3E%26%27q.txt\">&lt;b&gt;&amp;&#39;q.txt"
                   "</a>");
         CHECK_HAS_NOT(".hidden");
-        ck_assert_int_eq(get("-H 'Accept: application/json'", "/files/"),
-                         200);
+        ck_assert_int_eq(get("-H 'Accept: application/json'", "/files/"), 200);
         CHECK_HAS("content-type: application/json");
         CHECK_HAS("{\"name\":\"sub\",\"type\":\"directory\"}");
         CHECK_HAS("{\"name\":\"plain.txt\",\"type\":\"file\"}");
     }
-    ck_assert_int_eq(SH("curl -s 'http://127.0.0.1:'$P'/files/' -H "
-                        "'Accept: application/json' | /usr/bin/python3 -c 'import "
-                        "json,sys; print(len(json.load(sys.stdin)))'"), 0);
+    ck_assert_int_eq(
+        SH("curl -s 'http://127.0.0.1:'$P'/files/' -H "
+           "'Accept: application/json' | /usr/bin/python3 -c 'import "
+           "json,sys; print(len(json.load(sys.stdin)))'"),
+        0);
     ck_assert_str_eq(out, "4\n");
 }
 END_TEST
@@ -186,7 +188,8 @@ START_TEST(test_single_page_app_in_chromium)
     ck_assert_int_eq(get("", "/missing.js"), 200);
     CHECK_HAS("<div id=app></div>");
     if (SH("command -v chromium") != 0) {
-        fprintf(stderr, "corStaticRootTest: no chromium (./configure "
+        fprintf(stderr,
+                "corStaticRootTest: no chromium (./configure "
                 "--install-deps installs it): the browser check skips\n");
         return;
     }
@@ -194,7 +197,8 @@ START_TEST(test_single_page_app_in_chromium)
                         "--disable-gpu --user-data-dir=$D/chromium "
                         "--virtual-time-budget=10000 --dump-dom "
                         "http://127.0.0.1:$P/app/users/42 "
-                        "2>$D/chromium.log"), 0);
+                        "2>$D/chromium.log"),
+                     0);
     CHECK_HAS("<div id=\"path\">path=/app/users/42</div>");
     CHECK_HAS("<div id=\"data\">value=4242</div>");
 }

@@ -21,7 +21,7 @@
 
 static CorServer server;
 static char certs[64];
-static char site[64];           /* www/ (the root) and secret.txt beside */
+static char site[64]; /* www/ (the root) and secret.txt beside */
 static char out[1 << 16];
 
 #define BIG_BYTES (5 * 1024 * 1024 + 123)
@@ -51,10 +51,12 @@ siteMake(void)
 
     snprintf(site, sizeof(site), "/tmp/cor-static-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(site));
-    snprintf(command, sizeof(command), "cd %s && mkdir -p www/sub www/empty "
+    snprintf(command, sizeof(command),
+             "cd %s && mkdir -p www/sub www/empty "
              "outside && ln -s a.txt www/in-link && ln -s ../secret.txt "
              "www/out-link && ln -s ../outside www/out-dir && ln -s %s/"
-             "secret.txt www/abs-link", site, site);
+             "secret.txt www/abs-link",
+             site, site);
     ck_assert_int_eq(corShell(command, NULL, 0), 0);
     for (size_t i = 0; i < sizeof(big); i++) {
         x ^= x << 13;
@@ -156,13 +158,14 @@ fetch(const char* args, const char* url, int* status)
     size_t n;
 
     ck_assert_int_eq(sh("rm -f $S/body; curl -sS --max-time 20 %s -D $S/head "
-                        "-o $S/body -w '%%{http_code}' \"%s\"", args, url),
+                        "-o $S/body -w '%%{http_code}' \"%s\"",
+                        args, url),
                      0);
     *status = atoi(out);
     snprintf(path, sizeof(path), "%s/body", site);
     f = fopen(path, "rb");
     if (f == NULL) {
-        return 0;               /* no body at all (HEAD) */
+        return 0; /* no body at all (HEAD) */
     }
     n = fread(got, 1, sizeof(got), f);
     fclose(f);
@@ -218,7 +221,8 @@ START_TEST(test_whole_files_byte_for_byte)
     /* Keep-alive: two files on one connection, curl says it reused it. */
     ck_assert_int_eq(sh("curl -sS -o /dev/null -o /dev/null -w "
                         "'%%{num_connects} ' http://127.0.0.1:$P/s/a.txt "
-                        "http://127.0.0.1:$P/s/big.bin"), 0);
+                        "http://127.0.0.1:$P/s/big.bin"),
+                     0);
     ck_assert_str_eq(out, "1 0 ");
 }
 END_TEST
@@ -236,14 +240,16 @@ START_TEST(test_head_has_the_get_head_and_no_body)
     ck_assert_str_eq(field("etag"), etag);
     ck_assert_int_eq(atoi(field("content-length")), BIG_BYTES);
     ck_assert_str_ne(field("last-modified"), "");
-    ck_assert_int_eq(sh("curl -s -I -o /dev/null -w '%%{size_download}' "
-                        PLAIN("/s/big.bin")), 0);
+    ck_assert_int_eq(sh("curl -s -I -o /dev/null -w '%%{size_download}' " PLAIN(
+                         "/s/big.bin")),
+                     0);
     ck_assert_str_eq(out, "0");
     /* A HEAD then a GET on one connection: the HEAD's answer holds no
      * byte of body, or the GET's would not parse. */
-    ck_assert_int_eq(sh("curl -s -I -o /dev/null " PLAIN("/s/a.txt")
-                        " --next -s -w '%%{num_connects}' "
-                        PLAIN("/s/a.txt")), 0);
+    ck_assert_int_eq(
+        sh("curl -s -I -o /dev/null " PLAIN(
+            "/s/a.txt") " --next -s -w '%%{num_connects}' " PLAIN("/s/a.txt")),
+        0);
     ck_assert_str_eq(out, "hello, file\n0");
 }
 END_TEST
@@ -266,23 +272,30 @@ START_TEST(test_not_modified)
     ck_assert_str_eq(field("etag"), etag);
     ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' -H "
                         "'If-None-Match: \"x\", W/%s' " PLAIN("/s/a.txt"),
-                        etag), 0);
-    ck_assert_str_eq(out, "304");
-    ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' -H "
-                        "'If-None-Match: \"other\"' " PLAIN("/s/a.txt")), 0);
-    ck_assert_str_eq(out, "200");
-    ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' -H "
-                        "'If-Modified-Since: %s' " PLAIN("/s/a.txt"), date),
+                        etag),
                      0);
     ck_assert_str_eq(out, "304");
     ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' -H "
-                        "'If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT' "
-                        PLAIN("/s/a.txt")), 0);
+                        "'If-None-Match: \"other\"' " PLAIN("/s/a.txt")),
+                     0);
+    ck_assert_str_eq(out, "200");
+    ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' -H "
+                        "'If-Modified-Since: %s' " PLAIN("/s/a.txt"),
+                        date),
+                     0);
+    ck_assert_str_eq(out, "304");
+    ck_assert_int_eq(
+        sh("curl -s -o /dev/null -w '%%{http_code}' -H "
+           "'If-Modified-Since: Sat, 01 Jan 2000 00:00:00 GMT' " PLAIN(
+               "/s/a.txt")),
+        0);
     ck_assert_str_eq(out, "200");
     /* If-None-Match decides when both are there (RFC 9110 13.2.2). */
     ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' -H "
                         "'If-None-Match: \"other\"' -H 'If-Modified-Since: "
-                        "%s' " PLAIN("/s/a.txt"), date), 0);
+                        "%s' " PLAIN("/s/a.txt"),
+                        date),
+                     0);
     ck_assert_str_eq(out, "200");
 }
 END_TEST
@@ -295,8 +308,7 @@ partsCheck(const unsigned char* body, size_t len, const char* boundary,
            unsigned long long* starts, unsigned cap)
 {
     char delim[96];
-    size_t dlen = (size_t)snprintf(delim, sizeof(delim), "\r\n--%s",
-                                   boundary);
+    size_t dlen = (size_t)snprintf(delim, sizeof(delim), "\r\n--%s", boundary);
     const unsigned char* p = body;
     const unsigned char* end = body + len;
     unsigned parts = 0;
@@ -320,8 +332,10 @@ partsCheck(const unsigned char* body, size_t len, const char* boundary,
         ck_assert_int_eq(sscanf(range + 21, "%llu-%llu/%llu", &a, &b, &size),
                          3);
         ck_assert_uint_eq(size, BIG_BYTES);
-        ck_assert_ptr_nonnull(memmem(p, (size_t)(data - p), "Content-Type: "
-                                     "application/octet-stream", 38));
+        ck_assert_ptr_nonnull(memmem(p, (size_t)(data - p),
+                                     "Content-Type: "
+                                     "application/octet-stream",
+                                     38));
         data += 4;
         ck_assert(data + (b - a + 1) <= end);
         ck_assert(memcmp(data, big + a, b - a + 1) == 0);
@@ -360,8 +374,7 @@ rangesCheck(const char* args, const char* base)
     ck_assert(status == 206 && n == BIG_BYTES - 4000000);
     ck_assert(memcmp(got, big + 4000000, n) == 0);
     /* Several: a multipart body, each part checked. */
-    snprintf(more, sizeof(more), "%s -r 0-9,5000-70000,3000000-3000099",
-             args);
+    snprintf(more, sizeof(more), "%s -r 0-9,5000-70000,3000000-3000099", args);
     n = fetch(more, url, &status);
     ck_assert_int_eq(status, 206);
     type = field("content-type");
@@ -383,15 +396,17 @@ START_TEST(test_ranges_single_multi_and_unsatisfiable)
     rangesCheck("", "http://127.0.0.1:$P");
     /* Overlaps asking for more than the file: the whole of it, once. */
     ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code} "
-                        "%%{size_download}' -r 0-,0-,0- "
-                        PLAIN("/s/a.txt")), 0);
+                        "%%{size_download}' -r 0-,0-,0- " PLAIN("/s/a.txt")),
+                     0);
     ck_assert_str_eq(out, "200 12");
     /* Another unit, and a range backwards: ignored. */
     ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' -H "
-                        "'Range: lines=1-2' " PLAIN("/s/a.txt")), 0);
+                        "'Range: lines=1-2' " PLAIN("/s/a.txt")),
+                     0);
     ck_assert_str_eq(out, "200");
-    ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' -r 5-2 "
-                        PLAIN("/s/a.txt")), 0);
+    ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' -r 5-2 " PLAIN(
+                         "/s/a.txt")),
+                     0);
     ck_assert_str_eq(out, "200");
 }
 END_TEST
@@ -406,17 +421,24 @@ START_TEST(test_if_range)
     keep(etag, sizeof(etag), field("etag"));
     keep(date, sizeof(date), field("last-modified"));
     ck_assert_int_eq(sh("curl -s -w ' %%{http_code}' -r 0-4 -H 'If-Range: "
-                        "%s' " PLAIN("/s/a.txt"), etag), 0);
+                        "%s' " PLAIN("/s/a.txt"),
+                        etag),
+                     0);
     ck_assert_str_eq(out, "hello 206");
     ck_assert_int_eq(sh("curl -s -w ' %%{http_code}' -r 0-4 -H 'If-Range: "
-                        "%s' " PLAIN("/s/a.txt"), date), 0);
+                        "%s' " PLAIN("/s/a.txt"),
+                        date),
+                     0);
     ck_assert_str_eq(out, "hello 206");
     /* Another version: the whole, new file. */
     ck_assert_int_eq(sh("curl -s -w ' %%{http_code}' -r 0-4 -H 'If-Range: "
-                        "\"1-2\"' " PLAIN("/s/a.txt")), 0);
+                        "\"1-2\"' " PLAIN("/s/a.txt")),
+                     0);
     ck_assert_str_eq(out, "hello, file\n 200");
     ck_assert_int_eq(sh("curl -s -w ' %%{http_code}' -r 0-4 -H 'If-Range: "
-                        "W/%s' " PLAIN("/s/a.txt"), etag), 0);
+                        "W/%s' " PLAIN("/s/a.txt"),
+                        etag),
+                     0);
     ck_assert_str_eq(out, "hello, file\n 200");
 }
 END_TEST
@@ -429,9 +451,11 @@ START_TEST(test_index_and_the_slash_redirect)
     ck_assert_int_eq(sh("curl -s -w ' %%{http_code}' " PLAIN("/s/sub/")), 0);
     ck_assert_str_eq(out, "<p>sub</p>\n 200");
     ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code} "
-                        "%%{redirect_url}' " PLAIN("/s/sub?x=1")), 0);
+                        "%%{redirect_url}' " PLAIN("/s/sub?x=1")),
+                     0);
     ck_assert_msg(strncmp(out, "301 http://127.0.0.1:", 21) == 0
-                  && strstr(out, "/s/sub/?x=1") != NULL, "%s", out);
+                      && strstr(out, "/s/sub/?x=1") != NULL,
+                  "%s", out);
     /* Followed, it ends at the index. */
     ck_assert_int_eq(sh("curl -sL " PLAIN("/s/sub")), 0);
     ck_assert_str_eq(out, "<p>sub</p>\n");
@@ -451,7 +475,9 @@ START_TEST(test_media_types)
     start();
     for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{content_type}' "
-                            "http://127.0.0.1:$P%s", cases[i][0]), 0);
+                            "http://127.0.0.1:$P%s",
+                            cases[i][0]),
+                         0);
         ck_assert_msg(strcmp(out, cases[i][1]) == 0, "%s: %s", cases[i][0],
                       out);
     }
@@ -461,12 +487,21 @@ END_TEST
 START_TEST(test_nothing_outside_the_root)
 {
     static const char* const paths[] = {
-        "/s/../secret.txt", "/s/%2e%2e/secret.txt", "/s/..%2fsecret.txt",
-        "/s/%2e%2e%2fsecret.txt", "/s/sub/..%2f..%2fsecret.txt",
-        "/s/sub/%2e%2e/%2e%2e/secret.txt", "/s/a.txt%00.html",
-        "/s/sub%2fa.txt", "/s/out-link", "/s/out-dir/x.txt", "/s/abs-link",
-        "/www/../secret.txt", "/www/www/../../secret.txt",
-        "/s/%252e%252e/secret.txt", "/s/.%2e/secret.txt",
+        "/s/../secret.txt",
+        "/s/%2e%2e/secret.txt",
+        "/s/..%2fsecret.txt",
+        "/s/%2e%2e%2fsecret.txt",
+        "/s/sub/..%2f..%2fsecret.txt",
+        "/s/sub/%2e%2e/%2e%2e/secret.txt",
+        "/s/a.txt%00.html",
+        "/s/sub%2fa.txt",
+        "/s/out-link",
+        "/s/out-dir/x.txt",
+        "/s/abs-link",
+        "/www/../secret.txt",
+        "/www/www/../../secret.txt",
+        "/s/%252e%252e/secret.txt",
+        "/s/.%2e/secret.txt",
     };
 
     start();
@@ -476,30 +511,34 @@ START_TEST(test_nothing_outside_the_root)
         ck_assert_int_eq(sh("rm -f $S/body; touch $S/body; "
                             "curl -s --path-as-is -o $S/body -w "
                             "'%%{http_code} ' \"http://127.0.0.1:$P%s\"; "
-                            "grep -c secret $S/body", paths[i]), 1);
+                            "grep -c secret $S/body",
+                            paths[i]),
+                         1);
         status = atoi(out);
-        ck_assert_msg(status == 400 || status == 403 || status == 404,
-                      "%s: %s", paths[i], out);
+        ck_assert_msg(status == 400 || status == 403 || status == 404, "%s: %s",
+                      paths[i], out);
     }
     /* The symlinks out are refused as such: 403, not a missing file. */
     ck_assert_int_eq(sh("curl -s -o /dev/null -o /dev/null -o /dev/null "
-                        "-w '%%{http_code} ' "
-                        PLAIN("/s/out-link") " " PLAIN("/s/out-dir/x.txt")
-                        " " PLAIN("/s/abs-link")), 0);
+                        "-w '%%{http_code} ' " PLAIN("/s/out-link") " " PLAIN(
+                            "/s/out-dir/x.txt") " " PLAIN("/s/abs-link")),
+                     0);
     ck_assert_str_eq(out, "403 403 403 ");
     /* One inside is followed; a missing file is 404; a root that says
      * follow goes anywhere. */
     ck_assert_int_eq(sh("curl -s " PLAIN("/s/in-link")), 0);
     ck_assert_str_eq(out, "hello, file\n");
-    ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' "
-                        PLAIN("/s/nothing.txt")), 0);
+    ck_assert_int_eq(sh("curl -s -o /dev/null -w '%%{http_code}' " PLAIN(
+                         "/s/nothing.txt")),
+                     0);
     ck_assert_str_eq(out, "404");
     ck_assert_int_eq(sh("curl -s " PLAIN("/f/out-link")), 0);
     ck_assert_str_eq(out, "the secret\n");
     /* A folder without an index is not listed. */
     ck_assert_int_eq(sh("curl -s -o /dev/null -o /dev/null -w "
-                        "'%%{http_code}' " PLAIN("/s/empty/") " "
-                        PLAIN("/www/")), 0);
+                        "'%%{http_code}' " PLAIN("/s/empty/") " " PLAIN(
+                            "/www/")),
+                     0);
     ck_assert_str_eq(out, "403403");
 }
 END_TEST
@@ -544,17 +583,21 @@ START_TEST(test_over_http2)
     ck_assert_int_eq(status, 200);
     ck_assert_int_eq(atoi(field("content-length")), BIG_BYTES);
     ck_assert_int_eq(sh("curl -s --http2-prior-knowledge -I -o /dev/null -w "
-                        "'%%{size_download}' " PLAIN("/s/big.bin")), 0);
+                        "'%%{size_download}' " PLAIN("/s/big.bin")),
+                     0);
     ck_assert_str_eq(out, "0");
     ck_assert_int_eq(sh("curl -s --http2-prior-knowledge -o /dev/null -w "
-                        "'%%{http_code}' -H 'If-None-Match: %s' "
-                        PLAIN("/s/big.bin"), etag), 0);
+                        "'%%{http_code}' -H 'If-None-Match: %s' " PLAIN(
+                            "/s/big.bin"),
+                        etag),
+                     0);
     ck_assert_str_eq(out, "304");
     ck_assert_int_eq(sh("curl -s --http2-prior-knowledge -o /dev/null -w "
-                        "'%%{http_code} %%{redirect_url}' "
-                        PLAIN("/s/sub")), 0);
+                        "'%%{http_code} %%{redirect_url}' " PLAIN("/s/sub")),
+                     0);
     ck_assert_msg(strncmp(out, "301 http://127.0.0.1:", 21) == 0
-                  && strstr(out, "/s/sub/") != NULL, "%s", out);
+                      && strstr(out, "/s/sub/") != NULL,
+                  "%s", out);
 }
 END_TEST
 
@@ -575,12 +618,15 @@ START_TEST(test_a_changed_file_is_served_fresh)
     /* Replaced by a rename: seen once the entry is older than
      * open_file_cache_valid (300ms). */
     fileWrite("new.txt", "renamed over\n", 13);
-    ck_assert_int_eq(sh("mv $S/new.txt $S/www/a.txt && sleep 0.4 && curl -s "
-                        PLAIN("/s/a.txt")), 0);
+    ck_assert_int_eq(
+        sh("mv $S/new.txt $S/www/a.txt && sleep 0.4 && curl -s " PLAIN(
+            "/s/a.txt")),
+        0);
     ck_assert_str_eq(out, "renamed over\n");
     /* Removed: 404 then. */
     ck_assert_int_eq(sh("rm $S/www/a.txt && sleep 0.4 && curl -s -o /dev/null "
-                        "-w '%%{http_code}' " PLAIN("/s/a.txt")), 0);
+                        "-w '%%{http_code}' " PLAIN("/s/a.txt")),
+                     0);
     ck_assert_str_eq(out, "404");
 }
 END_TEST
@@ -602,14 +648,14 @@ START_TEST(test_the_cache_is_bounded)
     ck_assert_int_gt(gen, 0);
     for (int round = 0; round < 2; round++) {
         for (int i = 0; i < 40; i++) {
-            ck_assert_int_eq(sh("curl -s http://127.0.0.1:$P/s/f%d.txt", i),
-                             0);
+            ck_assert_int_eq(sh("curl -s http://127.0.0.1:$P/s/f%d.txt", i), 0);
             snprintf(name, sizeof(name), "www/f%d.txt", i);
             ck_assert_str_eq(out, name);
         }
     }
     ck_assert_int_eq(sh("sleep 0.3; ls -l /proc/%d/fd | grep -c $S/www/",
-                        (int)gen), 0);
+                        (int)gen),
+                     0);
     ck_assert_msg(atoi(out) >= 1 && atoi(out) <= 4, "%s", out);
 }
 END_TEST
@@ -636,13 +682,16 @@ START_TEST(test_cor_t_reports_each_mistake_at_its_line)
     snprintf(path, sizeof(path), "bad.yaml");
     fileWrite(path, yaml, strlen(yaml));
     ck_assert_int_eq(sh("%s -t -c $S/bad.yaml", bin), 1);
-    ck_assert_msg(strstr(out, "bad.yaml:6:") != NULL && strstr(out, "wasm")
-                  != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "bad.yaml:6:") != NULL
+                      && strstr(out, "wasm") != NULL,
+                  "%s", out);
     ck_assert_msg(strstr(out, "'.x': a media type") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "bad.yaml:8:") != NULL
-                  && strstr(out, "nowhere") != NULL, "%s", out);
+                      && strstr(out, "nowhere") != NULL,
+                  "%s", out);
     ck_assert_msg(strstr(out, "bad.yaml:9:") != NULL
-                  && strstr(out, "sometimes") != NULL, "%s", out);
+                      && strstr(out, "sometimes") != NULL,
+                  "%s", out);
     ck_assert_msg(strstr(out, "'indx'") != NULL, "%s", out);
 }
 END_TEST
@@ -666,8 +715,9 @@ START_TEST(test_strip_prefix_must_start_the_path)
     fileWrite("strip.yaml", yaml, strlen(yaml));
     ck_assert_int_eq(sh("%s -t -c $S/strip.yaml", bin), 1);
     ck_assert_msg(strstr(out, "strip.yaml:7:") != NULL
-                  && strstr(out, "strip.yaml:8:") != NULL
-                  && strstr(out, "strip.yaml:9:") == NULL, "%s", out);
+                      && strstr(out, "strip.yaml:8:") != NULL
+                      && strstr(out, "strip.yaml:9:") == NULL,
+                  "%s", out);
 }
 END_TEST
 

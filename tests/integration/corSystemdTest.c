@@ -33,11 +33,11 @@
 
 /* What the child gets, as systemd would give it. */
 typedef struct {
-    int passed[2];              /* to be fds 3 and 4; -1: none */
-    char notify[108];           /* NOTIFY_SOCKET, "" for none */
-    const char* watchdogUsec;   /* WATCHDOG_USEC, NULL for none */
-    bool watchdogPidOther;      /* WATCHDOG_PID names another process */
-    bool listenPidOther;        /* LISTEN_PID names another process */
+    int passed[2];            /* to be fds 3 and 4; -1: none */
+    char notify[108];         /* NOTIFY_SOCKET, "" for none */
+    const char* watchdogUsec; /* WATCHDOG_USEC, NULL for none */
+    bool watchdogPidOther;    /* WATCHDOG_PID names another process */
+    bool listenPidOther;      /* LISTEN_PID names another process */
 } Manager;
 
 static CorServer server;
@@ -87,8 +87,7 @@ listenSocket(int* portP)
 static void
 notifyOpen(bool abstract)
 {
-    notifyFd = corNotifyOpen(abstract, manager.notify,
-                             sizeof(manager.notify));
+    notifyFd = corNotifyOpen(abstract, manager.notify, sizeof(manager.notify));
     ck_assert_int_ge(notifyFd, 0);
 }
 
@@ -143,8 +142,9 @@ notifyCount(const char* line, int ms)
     for (long deadline = corNowMs() + ms;;) {
         long left = deadline - corNowMs();
 
-        if (left <= 0 || !corNotifyNext(notifyFd, datagram,
-                                        sizeof(datagram), (int)left)) {
+        if (left <= 0
+            || !corNotifyNext(notifyFd, datagram, sizeof(datagram),
+                              (int)left)) {
             return count;
         }
         count += corNotifyHasLine(datagram, line);
@@ -262,7 +262,8 @@ activationYaml(char* yaml, size_t cap, int passedPort)
              "routes:\n"
              "  - { match: \"GET /hello\", handler: hello }\n"
              "  - { match: \"GET /health\", handler: health }\n"
-             "log: { pid_file: {DIR}/cor.pid }\n", passedPort);
+             "log: { pid_file: {DIR}/cor.pid }\n",
+             passedPort);
 }
 
 /* Whether a connect to port on loopback is refused. */
@@ -295,8 +296,10 @@ reloadSeen(const char* status)
     ck_assert_msg(usec != NULL, "%s", datagram);
     delta = (long long)now.tv_sec * 1000000 + now.tv_nsec / 1000
             - atoll(usec + 15);
-    ck_assert_msg(delta >= 0 && delta < 5000000, "MONOTONIC_USEC off by "
-                  "%lld us", delta);
+    ck_assert_msg(delta >= 0 && delta < 5000000,
+                  "MONOTONIC_USEC off by "
+                  "%lld us",
+                  delta);
     ck_assert(notifyWait("READY=1", datagram, sizeof(datagram), 10000));
     ck_assert_msg(strstr(datagram, status) != NULL, "'%s' in: %s", status,
                   datagram);
@@ -319,8 +322,8 @@ START_TEST(test_notify_and_socket_activation)
     manager.passed[1] = listenSocket(&strayPort);
     notifyOpen(true);
     activationYaml(yaml, sizeof(yaml), passedPort);
-    ck_assert_int_eq(corServerStartChild(&server, yaml, managerChild,
-                                         &manager), 0);
+    ck_assert_int_eq(corServerStartChild(&server, yaml, managerChild, &manager),
+                     0);
     ck_assert(notifyWait("READY=1", datagram, sizeof(datagram), 5000));
     ck_assert_ptr_nonnull(strstr(datagram, "STATUS=generation 1 serving"));
     ck_assert_int_eq(get(passedPort, "/hello"), 200);
@@ -356,7 +359,8 @@ START_TEST(test_sockets_for_another_pid_are_left_alone)
     manager.passed[0] = listenSocket(&passedPort);
     manager.listenPidOther = true;
     ck_assert_int_eq(corServerStartChild(&server, healthYaml, managerChild,
-                                         &manager), 0);
+                                         &manager),
+                     0);
     ck_assert_int_eq(corServerLogCount(&server, "not this master"), 1);
     ck_assert_int_eq(corServerLogCount(&server, "matches no listener"), 0);
     close(manager.passed[0]);
@@ -381,7 +385,8 @@ START_TEST(test_watchdog_is_petted_only_while_every_loop_beats)
     notifyOpen(false);
     manager.watchdogUsec = WATCHDOG_USEC;
     ck_assert_int_eq(corServerStartChild(&server, healthYaml, managerChild,
-                                         &manager), 0);
+                                         &manager),
+                     0);
     ck_assert(notifyWait("READY=1", datagram, sizeof(datagram), 5000));
     pets = notifyCount("WATCHDOG=1", 1000);
     ck_assert_msg(pets >= 3 && pets <= 7, "%d pets in 1 s", pets);
@@ -410,7 +415,8 @@ START_TEST(test_watchdog_of_another_pid_is_not_petted)
     manager.watchdogUsec = WATCHDOG_USEC;
     manager.watchdogPidOther = true;
     ck_assert_int_eq(corServerStartChild(&server, healthYaml, managerChild,
-                                         &manager), 0);
+                                         &manager),
+                     0);
     ck_assert(notifyWait("READY=1", datagram, sizeof(datagram), 5000));
     ck_assert_int_eq(notifyCount("WATCHDOG=1", 1000), 0);
 }

@@ -68,8 +68,8 @@ ticksReach(long n)
 {
     long seen = ticks();
 
-    for (long deadline = corNowMs() + 60000;
-         seen < n && corNowMs() < deadline; seen = ticks()) {
+    for (long deadline = corNowMs() + 60000; seen < n && corNowMs() < deadline;
+         seen = ticks()) {
         usleep(20 * 1000);
     }
     return seen;
@@ -91,8 +91,7 @@ logCount(const char* text)
     char command[512];
     char out[64];
 
-    snprintf(command, sizeof(command), "grep -c -e '%s' %s", text,
-             server.log);
+    snprintf(command, sizeof(command), "grep -c -e '%s' %s", text, server.log);
     corShell(command, out, sizeof(out));
     return atoi(out);
 }
@@ -176,12 +175,13 @@ START_TEST(test_a_yielding_computation_does_not_starve_the_loop)
      * yet (a loop it starved would have answered /hello after it).
      * Judged by that order, which a loaded machine keeps, not by a
      * budget. */
-    ck_assert_msg(!readable(fd), "/hello after %ld ms, with the "
-                  "computation done", corNowMs() - t);
+    ck_assert_msg(!readable(fd),
+                  "/hello after %ld ms, with the "
+                  "computation done",
+                  corNowMs() - t);
     ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 10000), 0);
     ck_assert_int_eq(corStatus(buf), 200);
-    ck_assert_msg(strstr(corBody(buf), "computed") != NULL, "%s",
-                  corBody(buf));
+    ck_assert_msg(strstr(corBody(buf), "computed") != NULL, "%s", corBody(buf));
     close(fd);
 }
 END_TEST

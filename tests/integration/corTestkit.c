@@ -94,7 +94,7 @@ fileServe(CorRequest* r)
 typedef struct {
     CorRequest* r;
     int pieces;
-    bool cut;                   /* aborted after its pieces */
+    bool cut; /* aborted after its pieces */
 } StreamJob;
 
 static void*
@@ -135,8 +135,8 @@ streamServe(CorRequest* r)
     job->r = r;
     job->pieces = n ? atoi(n) : 5;
     job->cut = corRequestQuery(r, "cut") != NULL;
-    if (later != NULL && pthread_create(&thread, NULL, streamPieces, job)
-                             == 0) {
+    if (later != NULL
+        && pthread_create(&thread, NULL, streamPieces, job) == 0) {
         pthread_detach(thread);
         return;
     }
@@ -202,8 +202,7 @@ waitEchoServe(CorRequest* r)
     for (unsigned i = 0; i < r->headerCount; i++) {
         n += (size_t)sprintf(out + n, "%.*s: %.*s\n",
                              (int)r->headers[i].nameLen, r->headers[i].name,
-                             (int)r->headers[i].valueLen,
-                             r->headers[i].value);
+                             (int)r->headers[i].valueLen, r->headers[i].value);
     }
     memcpy(out + n, r->body, r->bodyLen);
     corRespondStatic(r, 200, "text/plain", out, n + r->bodyLen);
@@ -217,8 +216,7 @@ deadlineServe(CorRequest* r)
     short revents;
 
     if (corRestWaitFd(-1, 0, ms ? atoi(ms) : 10000, &revents) < 0) {
-        corRespondf(r, 503, "text/plain", "wait failed: %s\n",
-                    strerror(errno));
+        corRespondf(r, 503, "text/plain", "wait failed: %s\n", strerror(errno));
         return;
     }
     corRespond(r, 200, "text/plain", "waited\n", 7);
@@ -280,9 +278,10 @@ resolveServe(CorRequest* r)
     }
     for (unsigned i = 0; i < out.count; i++) {
         const struct sockaddr_storage* ss = &out.addrs[i];
-        const void* addr = ss->ss_family == AF_INET
-            ? (const void*)&((const struct sockaddr_in*)ss)->sin_addr
-            : (const void*)&((const struct sockaddr_in6*)ss)->sin6_addr;
+        const void* addr =
+            ss->ss_family == AF_INET
+                ? (const void*)&((const struct sockaddr_in*)ss)->sin_addr
+                : (const void*)&((const struct sockaddr_in6*)ss)->sin6_addr;
 
         inet_ntop(ss->ss_family, addr, text + n, INET6_ADDRSTRLEN);
         n += strlen(text + n);
@@ -297,8 +296,8 @@ typedef struct {
     char head[4096];
     size_t headLen;
     char statusLine[256];
-    char body[256];             /* its first line */
-    bool closes;                /* the answer said Connection: close */
+    char body[256]; /* its first line */
+    bool closes;    /* the answer said Connection: close */
 } FetchAnswer;
 
 static int
@@ -343,8 +342,8 @@ fetchRead(CorConn* c, FetchAnswer* a, int timeoutMs)
     }
     a->closes = strcasestr(a->head, "\r\nConnection: close") != NULL;
     have = a->headLen - (size_t)(end + 4 - a->head);
-    memmove(a->body, end + 4, have < sizeof(a->body) ? have
-                                                     : sizeof(a->body) - 1);
+    memmove(a->body, end + 4,
+            have < sizeof(a->body) ? have : sizeof(a->body) - 1);
     want = bodyLen;
     while (have < want) {
         char chunk[1024];
@@ -413,9 +412,10 @@ fetchServe(CorRequest* r)
         return;
     }
     reused = corConnReused(c);
-    len = snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: %s\r\n"
-                   "Connection: keep-alive\r\n\r\n", path ? path : "/hello",
-                   corConnPeer(c));
+    len = snprintf(req, sizeof(req),
+                   "GET %s HTTP/1.1\r\nHost: %s\r\n"
+                   "Connection: keep-alive\r\n\r\n",
+                   path ? path : "/hello", corConnPeer(c));
     err = corConnWriteAll(c, req, (size_t)len, readMs);
     if (err == 0) {
         err = fetchRead(c, a, readMs);
@@ -433,12 +433,15 @@ fetchServe(CorRequest* r)
     } else {
         corConnRelease(c);
     }
-    corRespondf(r, 200, "text/plain", "%s reused=%d body=%s%s\n",
-                a->statusLine, reused, a->body,
-                !target.tls ? "" : resumed ? " tls=resumed" : " tls=full");
+    corRespondf(r, 200, "text/plain", "%s reused=%d body=%s%s\n", a->statusLine,
+                reused, a->body,
+                !target.tls ? ""
+                : resumed   ? " tls=resumed"
+                            : " tls=full");
 }
 
-/* ---- A line protocol ------------------------------------------------------ */
+/* ---- A line protocol ------------------------------------------------------
+ */
 
 /*
  * One request per connection: the client sends a target and a newline
@@ -454,8 +457,8 @@ typedef struct LineConn {
     char in[512];
     size_t len;
     bool serving;
-    bool watched;               /* io is started */
-    bool gone;                  /* the client left */
+    bool watched; /* io is started */
+    bool gone;    /* the client left */
 } LineConn;
 
 static CorEvLoop* lineLoop;
@@ -527,7 +530,7 @@ lineServe(LineConn* lc, char* target)
         lc->r.queryLen = strlen(query + 1);
     }
     lc->serving = true;
-    corRequestServe(&lc->r, &lineOps, lc);     /* lc may be gone after */
+    corRequestServe(&lc->r, &lineOps, lc); /* lc may be gone after */
 }
 
 static void
@@ -579,8 +582,10 @@ onLineAccept(CorEvIo* io, unsigned events)
            >= 0) {
         LineConn* lc = calloc(1, sizeof(*lc));
 
-        if (lc == NULL || corEvIoStart(lineLoop, &lc->io, fd,
-                                       EPOLLIN | EPOLLRDHUP, onLineIo) != 0) {
+        if (lc == NULL
+            || corEvIoStart(lineLoop, &lc->io, fd, EPOLLIN | EPOLLRDHUP,
+                            onLineIo)
+                   != 0) {
             free(lc);
             close(fd);
             continue;
@@ -793,7 +798,8 @@ sharedServe(CorRequest* r)
     const char* key = corRequestQuery(r, "key");
     SharedJob job = { .ms = queryInt(r, "ms", 0),
                       .fail = queryInt(r, "fail", 0) != 0,
-                      .self = queryInt(r, "self", 0) != 0, .innerRc = 1 };
+                      .self = queryInt(r, "self", 0) != 0,
+                      .innerRc = 1 };
     CorShared* s;
     int rc = corShared(key != NULL ? key : "key", sharedFetch, &job,
                        queryInt(r, "ttl", 0), &s);
@@ -802,9 +808,8 @@ sharedServe(CorRequest* r)
         corRespondf(r, 502, "text/plain", "error %d\n", rc);
         return;
     }
-    corRespondf(r, 200, "text/plain", "%.*s inner %d\n",
-                (int)corSharedLen(s), (const char*)corSharedData(s),
-                job.innerRc);
+    corRespondf(r, 200, "text/plain", "%.*s inner %d\n", (int)corSharedLen(s),
+                (const char*)corSharedData(s), job.innerRc);
     corSharedRelease(s);
 }
 
@@ -819,13 +824,16 @@ sharedInit(CorModule* m)
 {
     if (corHandlerAdd(m, &(CorHandler){ .name = "shared",
                                         .serve = sharedServe,
-                                        .run = COR_RUN_COROUTINE }) != 0
+                                        .run = COR_RUN_COROUTINE })
+            != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "sharedw",
                                            .serve = sharedServe,
-                                           .run = COR_RUN_WORKER }) != 0
+                                           .run = COR_RUN_WORKER })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "sharedcount",
                                            .serve = sharedCountServe,
-                                           .run = COR_RUN_INLINE }) != 0) {
+                                           .run = COR_RUN_INLINE })
+               != 0) {
         return -1;
     }
     return 0;
@@ -841,13 +849,16 @@ tasksInit(CorModule* m, const CorConf* conf)
     }
     if (corHandlerAdd(m, &(CorHandler){ .name = "taskticks",
                                         .serve = taskTicksServe,
-                                        .run = COR_RUN_INLINE }) != 0
+                                        .run = COR_RUN_INLINE })
+            != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "taskspawn",
                                            .serve = taskSpawnServe,
-                                           .run = COR_RUN_INLINE }) != 0
+                                           .run = COR_RUN_INLINE })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "compute",
                                            .serve = computeServe,
-                                           .run = COR_RUN_COROUTINE }) != 0) {
+                                           .run = COR_RUN_COROUTINE })
+               != 0) {
         return -1;
     }
     return sharedInit(m);
@@ -861,12 +872,16 @@ testkitInit(CorModule* m, const CorConf* conf)
                                          corModuleErrors(m));
 
     usleep((useconds_t)delayMs * 1000);
-    if (corHandlerAdd(m, &(CorHandler){ .name = "echo", .serve = echoServe,
-                                        .run = COR_RUN_INLINE }) != 0
-        || corHandlerAdd(m, &(CorHandler){ .name = "bytes",
-                                           .serve = bytesServe }) != 0
-        || corHandlerAdd(m, &(CorHandler){ .name = "block",
-                                           .serve = blockServe }) != 0
+    if (corHandlerAdd(m, &(CorHandler){ .name = "echo",
+                                        .serve = echoServe,
+                                        .run = COR_RUN_INLINE })
+            != 0
+        || corHandlerAdd(m,
+                         &(CorHandler){ .name = "bytes", .serve = bytesServe })
+               != 0
+        || corHandlerAdd(m,
+                         &(CorHandler){ .name = "block", .serve = blockServe })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "notify",
                                            .serve = notifyServe,
                                            .finish = notifyFinish,
@@ -877,21 +892,25 @@ testkitInit(CorModule* m, const CorConf* conf)
                                            .run = COR_RUN_COROUTINE,
                                            .coroutineHook = waitOnLoop })
                != 0
-        || corHandlerAdd(m, &(CorHandler){ .name = "file",
-                                           .serve = fileServe }) != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "file", .serve = fileServe })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "stream",
                                            .serve = streamServe,
-                                           .run = COR_RUN_WORKER }) != 0
+                                           .run = COR_RUN_WORKER })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "deadline",
                                            .serve = deadlineServe,
                                            .run = COR_RUN_COROUTINE,
-                                           .timeoutMs = 300 }) != 0
+                                           .timeoutMs = 300 })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "current",
                                            .serve = currentServe,
-                                           .run = COR_RUN_INLINE }) != 0
+                                           .run = COR_RUN_INLINE })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "header",
                                            .serve = headerServe,
-                                           .run = COR_RUN_INLINE }) != 0
+                                           .run = COR_RUN_INLINE })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "fetch",
                                            .serve = fetchServe,
                                            .run = COR_RUN_COROUTINE,
@@ -899,16 +918,20 @@ testkitInit(CorModule* m, const CorConf* conf)
                != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "resolve",
                                            .serve = resolveServe,
-                                           .run = COR_RUN_COROUTINE }) != 0
+                                           .run = COR_RUN_COROUTINE })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "never",
                                            .serve = neverServe,
-                                           .run = COR_RUN_COROUTINE }) != 0
+                                           .run = COR_RUN_COROUTINE })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "upgrade",
                                            .serve = upgradeServe,
-                                           .run = COR_RUN_COROUTINE }) != 0
+                                           .run = COR_RUN_COROUTINE })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "upgradeinline",
                                            .serve = upgradeServe,
-                                           .run = COR_RUN_INLINE }) != 0
+                                           .run = COR_RUN_INLINE })
+               != 0
         || corProtocolAdd(m, &(CorProtocol){ .name = "line",
                                              .start = lineStart,
                                              .drain = lineDrain,

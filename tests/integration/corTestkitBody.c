@@ -73,8 +73,8 @@ bodyTake(CorRequest* r, bool echo, uint32_t* sumP)
     }
     free(piece);
     if (n < 0) {
-        corLog(COR_LOG_INFO, "bodyread: %s after %zu bytes",
-               strerror((int)-n), len);
+        corLog(COR_LOG_INFO, "bodyread: %s after %zu bytes", strerror((int)-n),
+               len);
         return n;
     }
     return (ssize_t)len;
@@ -91,8 +91,8 @@ bodyReadServe(CorRequest* r)
         corRespond(r, 200, "text/plain", "early\n", 6);
         return;
     }
-    if (echo && corResponseStreamStart(r, 200, "application/octet-stream")
-                    != 0) {
+    if (echo
+        && corResponseStreamStart(r, 200, "application/octet-stream") != 0) {
         return;
     }
     sleepMs(queryMs(r, "wait"));
@@ -104,8 +104,7 @@ bodyReadServe(CorRequest* r)
             corResponseStreamEnd(r);
         }
     } else if (n < 0) {
-        corRespondf(r, 500, "text/plain", "bodyread: %s\n",
-                    strerror((int)-n));
+        corRespondf(r, 500, "text/plain", "bodyread: %s\n", strerror((int)-n));
     } else {
         corRespondf(r, 200, "text/plain", "length %zd sum %u\n", n,
                     (unsigned)sum);
@@ -130,12 +129,10 @@ bodySumServe(CorRequest* r)
         n = bodyTake(r, false, &sum);
     }
     if (n < 0) {
-        corRespondf(r, 500, "text/plain", "bodysum: %s\n",
-                    strerror((int)-n));
+        corRespondf(r, 500, "text/plain", "bodysum: %s\n", strerror((int)-n));
         return;
     }
-    corRespondf(r, 200, "text/plain", "length %zd sum %u\n", n,
-                (unsigned)sum);
+    corRespondf(r, 200, "text/plain", "length %zd sum %u\n", n, (unsigned)sum);
 }
 
 void

@@ -93,11 +93,12 @@ clientServe(CorRequest* r)
     }
     test = corClientHeader(&res, "x-test");
     line = strcspn(res.body, "\r\n");
-    corRespondf(r, 200, "text/plain", "status=%d reused=%d retried=%d "
-                "len=%zu body=%.*s x-test=%.*s\n", res.status, res.reused,
-                res.retried, res.bodyLen, (int)(line < 64 ? line : 64),
-                res.body, test ? (int)test->valueLen : 0,
-                test ? test->value : "");
+    corRespondf(r, 200, "text/plain",
+                "status=%d reused=%d retried=%d "
+                "len=%zu body=%.*s x-test=%.*s\n",
+                res.status, res.reused, res.retried, res.bodyLen,
+                (int)(line < 64 ? line : 64), res.body,
+                test ? (int)test->valueLen : 0, test ? test->value : "");
     corClientResponseFree(&res);
 }
 
@@ -137,17 +138,18 @@ fanoutServe(CorRequest* r)
         }
         rc = corClientWait(calls[i], &res);
         ok += rc == 0 && res.status == 200;
-        snprintf(statuses + len, sizeof(statuses) - len, "%s%d",
-                 i ? "," : "", rc == 0 ? res.status : rc);
+        snprintf(statuses + len, sizeof(statuses) - len, "%s%d", i ? "," : "",
+                 rc == 0 ? res.status : rc);
         if (rc < 0 && firstError[0] == '\0') {
             snprintf(firstError, sizeof(firstError), "%s", res.error);
         }
         corClientResponseFree(&res);
     }
-    corRespondf(r, 200, "text/plain", "n=%d started=%d ok=%d ms=%llu "
-                "statuses=%s error=%s\n", n, started, ok,
-                (unsigned long long)(corEvClockMs() - start), statuses,
-                firstError);
+    corRespondf(r, 200, "text/plain",
+                "n=%d started=%d ok=%d ms=%llu "
+                "statuses=%s error=%s\n",
+                n, started, ok, (unsigned long long)(corEvClockMs() - start),
+                statuses, firstError);
 }
 
 static void
@@ -187,10 +189,13 @@ piecesServe(CorRequest* r)
         return;
     }
     rc = corClientOpen(&q, &res, &x);
-    while (rc == 0 && (n = corClientRead(x, body + len,
-                                         len + piece <= sizeof(body)
-                                         ? piece : sizeof(body) - len,
-                                         5000)) > 0) {
+    while (
+        rc == 0
+        && (n = corClientRead(x, body + len,
+                              len + piece <= sizeof(body) ? piece
+                                                          : sizeof(body) - len,
+                              5000))
+               > 0) {
         len += (size_t)n;
         pieces++;
     }
@@ -198,9 +203,10 @@ piecesServe(CorRequest* r)
         corRespondf(r, failStatus(rc < 0 ? rc : (int)n), "text/plain",
                     "rc=%d error=%s\n", rc < 0 ? rc : (int)n, res.error);
     } else {
-        corRespondf(r, 200, "text/plain", "status=%d pieces=%d len=%zu "
-                    "done=%d body=%.*s\n", res.status, pieces, len,
-                    corClientDone(x), (int)len, body);
+        corRespondf(r, 200, "text/plain",
+                    "status=%d pieces=%d len=%zu "
+                    "done=%d body=%.*s\n",
+                    res.status, pieces, len, corClientDone(x), (int)len, body);
     }
     corClientClose(x);
     corClientResponseFree(&res);

@@ -88,14 +88,16 @@ corTestkitCondWaitAdd(CorModule* m, int* rc)
 {
     pthread_once(&condOnce, condInit);
     if (*rc != 0
-        || corHandlerAdd(m, &(CorHandler){ .name = "condwait",
-                                           .serve = condWaitServe,
-                                           .run = COR_RUN_COROUTINE,
-                                           .coroutineHook = condWaitAsCoroutine })
+        || corHandlerAdd(m,
+                         &(CorHandler){ .name = "condwait",
+                                        .serve = condWaitServe,
+                                        .run = COR_RUN_COROUTINE,
+                                        .coroutineHook = condWaitAsCoroutine })
                != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "condsignal",
                                            .serve = condSignalServe,
-                                           .run = COR_RUN_INLINE }) != 0) {
+                                           .run = COR_RUN_INLINE })
+               != 0) {
         *rc = -1;
     }
 }

@@ -106,7 +106,8 @@ corTestkitCrashAdd(CorModule* m, int* rc)
     static const CorHandler handlers[] = {
         { .name = "crash", .serve = die, .run = COR_RUN_INLINE },
         { .name = "crashworker", .serve = die, .run = COR_RUN_WORKER },
-        { .name = "crashwait", .serve = crashWaitServe,
+        { .name = "crashwait",
+          .serve = crashWaitServe,
           .run = COR_RUN_COROUTINE },
         { .name = "deep", .serve = deepServe, .run = COR_RUN_COROUTINE },
     };

@@ -61,10 +61,14 @@ writeFinish(CorRequest* r)
         int len = snprintf(value, sizeof(value), "%d", k);
         CorHeader header = { "X-Write", 7, value, (size_t)len };
         int rc = corNotify(r, &(CorNotification){
-            .url = url, .headers = &header, .headerCount = 1,
-            .contentType = corRequestQuery(r, "type"), .body = r->body,
-            .bodyLen = r->bodyLen,
-            .timeoutMs = timeout != NULL ? atoi(timeout) : 0 });
+                                  .url = url,
+                                  .headers = &header,
+                                  .headerCount = 1,
+                                  .contentType = corRequestQuery(r, "type"),
+                                  .body = r->body,
+                                  .bodyLen = r->bodyLen,
+                                  .timeoutMs = timeout != NULL ? atoi(timeout)
+                                                               : 0 });
 
         if (rc != 0) {
             corLog(COR_LOG_WARN, "testkit: corNotify refused: %s",
@@ -76,8 +80,9 @@ writeFinish(CorRequest* r)
 static void
 notifyNowServe(CorRequest* r)
 {
-    int rc = corNotify(r, &(CorNotification){
-        .url = corRequestQuery(r, "url"), .body = "now", .bodyLen = 3 });
+    int rc = corNotify(r, &(CorNotification){ .url = corRequestQuery(r, "url"),
+                                              .body = "now",
+                                              .bodyLen = 3 });
 
     corRespondf(r, 200, "text/plain", "rc=%d\n", rc);
 }
@@ -142,16 +147,18 @@ corTestkitNotifyAdd(CorModule* m, int* rc)
                                            .run = COR_RUN_INLINE,
                                            .finish = writeFinish,
                                            .finishRun = COR_RUN_COROUTINE,
-                                           .finishCoroutineHook =
-                                               writeOnLoop }) != 0
+                                           .finishCoroutineHook = writeOnLoop })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "notifynow",
                                            .serve = notifyNowServe,
-                                           .run = COR_RUN_INLINE }) != 0
+                                           .run = COR_RUN_INLINE })
+               != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "testscheme",
                                            .serve = testSchemeServe,
-                                           .run = COR_RUN_INLINE }) != 0
-        || corSchemeAdd(m, &(CorScheme){ .scheme = "test",
-                                         .send = testSend }) != 0) {
+                                           .run = COR_RUN_INLINE })
+               != 0
+        || corSchemeAdd(m, &(CorScheme){ .scheme = "test", .send = testSend })
+               != 0) {
         *rc = -1;
     }
 }

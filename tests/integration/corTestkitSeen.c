@@ -18,8 +18,8 @@ seenServe(CorRequest* r)
     char out[8192];
     size_t n = 0;
 
-#define LINE(...)                                                       \
-    n += (size_t)snprintf(out + n, n < sizeof(out) ? sizeof(out) - n : 0, \
+#define LINE(...)                                                              \
+    n += (size_t)snprintf(out + n, n < sizeof(out) ? sizeof(out) - n : 0,      \
                           __VA_ARGS__)
     LINE("method: %.*s\n", (int)r->methodLen, r->method);
     LINE("path: %.*s\n", (int)r->pathLen, r->path);

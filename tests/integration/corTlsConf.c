@@ -18,8 +18,7 @@ bin(void)
 }
 
 void
-corTlsConfigWrite(char* yaml, size_t cap, const char* certs,
-                  const char* tls)
+corTlsConfigWrite(char* yaml, size_t cap, const char* certs, const char* tls)
 {
     char tlsText[1024];
     const char* at;
@@ -54,9 +53,9 @@ corTlsConfigWrite(char* yaml, size_t cap, const char* certs,
              "  - { match: \"GET /bytes\", handler: bytes }\n"
              "  - { match: \"GET /file\", handler: file }\n"
              "  - { match: \"/waitecho\", handler: waitecho }\n"
-             "log: { pid_file: {DIR}/cor.pid }\n", tlsText);
+             "log: { pid_file: {DIR}/cor.pid }\n",
+             tlsText);
 }
-
 
 void
 corTlsServerStart(CorServer* s, const char* certs, const char* tls)
@@ -73,8 +72,7 @@ corTlsShell(const CorServer* s, const char* certs, const char* command,
 {
     char line[2048];
 
-    snprintf(line, sizeof(line), "P=%d C=%s; %s 2>&1", s->port, certs,
-             command);
+    snprintf(line, sizeof(line), "P=%d C=%s; %s 2>&1", s->port, certs, command);
     return corShell(line, out, cap);
 }
 

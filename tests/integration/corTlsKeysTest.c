@@ -91,8 +91,7 @@ responderStart(void)
     responder = corTestFork(SIGKILL);
     ck_assert_int_ge(responder, 0);
     if (responder == 0) {
-        if (chdir(certs) != 0
-            || freopen("responder.log", "w", stdout) == NULL
+        if (chdir(certs) != 0 || freopen("responder.log", "w", stdout) == NULL
             || dup2(STDOUT_FILENO, STDERR_FILENO) < 0) {
             _exit(127);
         }
@@ -101,8 +100,10 @@ responderStart(void)
                "responder.key", "-CA", "ca.pem", "-ndays", "1", (char*)NULL);
         _exit(127);
     }
-    snprintf(command, sizeof(command), "grep -q 'waiting for OCSP client' "
-             "%s/responder.log", certs);
+    snprintf(command, sizeof(command),
+             "grep -q 'waiting for OCSP client' "
+             "%s/responder.log",
+             certs);
     for (long end = corNowMs() + 5000; !up && corNowMs() < end;) {
         up = system(command) == 0;
         if (!up) {
@@ -130,8 +131,10 @@ handshake(const char* options)
 {
     char command[512];
 
-    snprintf(command, sizeof(command), "openssl s_client -connect "
-             "127.0.0.1:$P %s </dev/null", options);
+    snprintf(command, sizeof(command),
+             "openssl s_client -connect "
+             "127.0.0.1:$P %s </dev/null",
+             options);
     return shell(command);
 }
 
@@ -148,18 +151,23 @@ START_TEST(test_ciphers_and_groups_take_what_they_name)
     startTls("{ " CERT ", ciphers: ECDHE-ECDSA-AES128-GCM-SHA256, "
              "ciphersuites: TLS_AES_256_GCM_SHA384, groups: P-256 }");
     ck_assert_int_eq(handshake("-tls1_2 -cipher "
-                               "ECDHE-ECDSA-AES128-GCM-SHA256"), 0);
+                               "ECDHE-ECDSA-AES128-GCM-SHA256"),
+                     0);
     ck_assert_msg(strstr(out, "Cipher is ECDHE-ECDSA-AES128-GCM-SHA256")
-                  != NULL, "%s", out);
+                      != NULL,
+                  "%s", out);
     ck_assert_int_ne(handshake("-tls1_2 -cipher "
-                               "ECDHE-ECDSA-AES256-GCM-SHA384"), 0);
+                               "ECDHE-ECDSA-AES256-GCM-SHA384"),
+                     0);
     ck_assert_msg(strstr(out, "handshake failure") != NULL, "%s", out);
     ck_assert_int_eq(handshake("-tls1_3 -ciphersuites "
-                               "TLS_AES_256_GCM_SHA384"), 0);
-    ck_assert_msg(strstr(out, "Cipher is TLS_AES_256_GCM_SHA384") != NULL,
-                  "%s", out);
+                               "TLS_AES_256_GCM_SHA384"),
+                     0);
+    ck_assert_msg(strstr(out, "Cipher is TLS_AES_256_GCM_SHA384") != NULL, "%s",
+                  out);
     ck_assert_int_ne(handshake("-tls1_3 -ciphersuites "
-                               "TLS_AES_128_GCM_SHA256"), 0);
+                               "TLS_AES_128_GCM_SHA256"),
+                     0);
     ck_assert_int_eq(handshake("-tls1_3 -groups P-256"), 0);
     ck_assert_msg(strstr(out, "Server Temp Key: ECDH, prime256v1") != NULL,
                   "%s", out);
@@ -167,7 +175,8 @@ START_TEST(test_ciphers_and_groups_take_what_they_name)
     ck_assert_int_ne(handshake("-tls1_2 -groups X25519"), 0);
     /* What the lists allow serves. */
     ck_assert_int_eq(shell("curl -sS --cacert $C/ca.pem "
-                           "https://localhost:$P/hello"), 0);
+                           "https://localhost:$P/hello"),
+                     0);
     ck_assert_str_eq(out, "hello, world\n");
 }
 END_TEST
@@ -195,10 +204,11 @@ exchange(int version, bool resume)
 {
     char command[1024];
 
-    snprintf(command, sizeof(command), "printf 'GET /hello HTTP/1.1\\r\\n"
+    snprintf(command, sizeof(command),
+             "printf 'GET /hello HTTP/1.1\\r\\n"
              "Host: x\\r\\nConnection: close\\r\\n\\r\\n' | openssl s_client "
-             "-connect 127.0.0.1:$P -ign_eof -tls1_%d %s $C/session", version,
-             resume ? "-sess_in" : "-sess_out");
+             "-connect 127.0.0.1:$P -ign_eof -tls1_%d %s $C/session",
+             version, resume ? "-sess_in" : "-sess_out");
     ck_assert_int_eq(shell(command), 0);
     ck_assert_msg(strstr(out, "hello, world") != NULL, "%s", out);
 }
@@ -208,13 +218,17 @@ START_TEST(test_session_lifetime_is_the_ticket_hint_and_its_end)
     startTls("{ " CERT " }");
     exchange(3, false);
     ck_assert_msg(strstr(out, "TLS session ticket lifetime hint: 300 "
-                              "(seconds)") != NULL, "%s", out);
+                              "(seconds)")
+                      != NULL,
+                  "%s", out);
     corServerStop(&server);
     startTls("{ " CERT ", session_lifetime: 2s }");
     for (int version = 2; version <= 3; version++) {
         exchange(version, false);
         ck_assert_msg(strstr(out, "TLS session ticket lifetime hint: 2 "
-                                  "(seconds)") != NULL, "%s", out);
+                                  "(seconds)")
+                          != NULL,
+                      "%s", out);
         exchange(version, true);
         ck_assert_msg(strstr(out, "Reused, TLSv1.") != NULL, "%s", out);
         /* Past its lifetime the server takes the ticket no more. */
@@ -245,13 +259,15 @@ START_TEST(test_ocsp_staple_from_a_file)
              "ocsp: { file: CERTS/ocsp.der } }");
     ck_assert_int_eq(handshake("-status"), 0);
     ck_assert_msg(strstr(out, "OCSP Response Status: successful") != NULL
-                  && strstr(out, "Cert Status: good") != NULL
-                  && strstr(out, "Responder Id: CN = responder") != NULL,
+                      && strstr(out, "Cert Status: good") != NULL
+                      && strstr(out, "Responder Id: CN = responder") != NULL,
                   "%s", out);
     /* It is what the responder said, and it verifies against the CA. */
-    ck_assert_int_eq(shell("openssl s_client -connect 127.0.0.1:$P -status "
-                           "-CAfile $C/ca.pem -verify_return_error "
-                           "</dev/null 2>/dev/null | grep -c 'Cert Status: good'"), 0);
+    ck_assert_int_eq(
+        shell("openssl s_client -connect 127.0.0.1:$P -status "
+              "-CAfile $C/ca.pem -verify_return_error "
+              "</dev/null 2>/dev/null | grep -c 'Cert Status: good'"),
+        0);
     ck_assert_str_eq(out, "1\n");
     /* A client that does not ask gets none. */
     ck_assert_int_eq(handshake(""), 0);
@@ -272,21 +288,22 @@ START_TEST(test_ocsp_file_is_read_again_at_reload)
     ck_assert_int_eq(handshake("-status"), 0);
     next = strstr(out, "Next Update: ");
     ck_assert_ptr_nonnull(next);
-    snprintf(before, sizeof(before), "%.*s", (int)strcspn(next, "\n"),
-             next);
+    snprintf(before, sizeof(before), "%.*s", (int)strcspn(next, "\n"), next);
     ck_assert_int_eq(shell("cd $C && openssl ocsp -index index.txt "
                            "-rsigner responder.pem -rkey responder.key -CA "
                            "ca.pem -reqin ocsp.req -respout live.der "
-                           "-ndays 2 >/dev/null"), 0);
+                           "-ndays 2 >/dev/null"),
+                     0);
     ck_assert_int_eq(kill(server.pid, SIGHUP), 0);
     for (long end = corNowMs() + 5000;
-         corNowMs() < end && (handshake("-status") != 0
-                              || strstr(out, before) != NULL);) {
+         corNowMs() < end
+         && (handshake("-status") != 0 || strstr(out, before) != NULL);) {
         usleep(100 * 1000);
     }
     ck_assert_msg(strstr(out, "Cert Status: good") != NULL
-                  && strstr(out, "Next Update: ") != NULL
-                  && strstr(out, before) == NULL, "%s", out);
+                      && strstr(out, "Next Update: ") != NULL
+                      && strstr(out, before) == NULL,
+                  "%s", out);
 }
 END_TEST
 
@@ -296,10 +313,9 @@ START_TEST(test_ocsp_staple_fetched_from_the_responder)
     startTls("{ certificate: CERTS/ocsp-chain.pem, key: CERTS/ocsp.key, "
              "ocsp: { fetch: on } }");
     ck_assert(stapleBecomes("Cert Status: good"));
-    ck_assert_msg(strstr(out, "OCSP Response Status: successful") != NULL,
-                  "%s", out);
-    ck_assert_int_eq(corServerLogCount(&server, ": good, fetched again in"),
-                     1);
+    ck_assert_msg(strstr(out, "OCSP Response Status: successful") != NULL, "%s",
+                  out);
+    ck_assert_int_eq(corServerLogCount(&server, ": good, fetched again in"), 1);
     /* The issuer may be given apart from the chain. */
     corServerStop(&server);
     startTls("{ certificate: CERTS/ocsp.pem, key: CERTS/ocsp.key, "
@@ -313,13 +329,13 @@ START_TEST(test_ocsp_responder_down_serves_without_a_staple)
     startTls("{ certificate: CERTS/ocsp-chain.pem, key: CERTS/ocsp.key, "
              "ocsp: { fetch: on } }");
     ck_assert_int_eq(handshake("-status"), 0);
-    ck_assert_msg(strstr(out, "OCSP response: no response sent") != NULL,
-                  "%s", out);
+    ck_assert_msg(strstr(out, "OCSP response: no response sent") != NULL, "%s",
+                  out);
     ck_assert_int_eq(shell("curl -sS --cacert $C/ca.pem "
-                           "https://localhost:$P/hello"), 0);
+                           "https://localhost:$P/hello"),
+                     0);
     ck_assert_str_eq(out, "hello, world\n");
-    ck_assert_int_ge(corServerLogCount(&server, "served without a staple"),
-                     1);
+    ck_assert_int_ge(corServerLogCount(&server, "served without a staple"), 1);
     /* The responder comes up: a retry staples. */
     responderStart();
     ck_assert(stapleBecomes("Cert Status: good"));
@@ -345,34 +361,40 @@ START_TEST(test_cor_t_refuses_bad_values_at_their_line)
 {
     char command[256];
 
-    refuses(CERT ", ciphers: NOPE-CIPHER", "ciphers: OpenSSL takes no TLS "
+    refuses(CERT ", ciphers: NOPE-CIPHER",
+            "ciphers: OpenSSL takes no TLS "
             "1.2 cipher of 'NOPE-CIPHER' (no cipher match)");
     refuses(CERT ", ciphersuites: \"TLS_AES_128_GCM_SHA256:TLS_NOPE\"",
             "ciphersuites: OpenSSL does not take 'TLS_NOPE' (no cipher "
             "match)");
     refuses(CERT ", groups: \"X25519:nope\"", "groups: OpenSSL does not "
-            "take 'nope'");
+                                              "take 'nope'");
     refuses(CERT ", protocols: [TLSv1.3, TLSv1]", "protocols: expected "
-            "TLSv1.2 or TLSv1.3");
+                                                  "TLSv1.2 or TLSv1.3");
     refuses(CERT ", session_lifetime: 500ms", "out of range");
     refuses(CERT ", ocsp: { file: CERTS/none.der }", "ocsp: file: cannot "
-            "read '");
+                                                     "read '");
     refuses(CERT ", ocsp: { file: CERTS/ca.pem }", "is not a successful "
-            "OCSP response");
+                                                   "OCSP response");
     /* An OCSPResponse whose status is unauthorized (6), no body. */
-    snprintf(command, sizeof(command), "printf '0\\003\\n\\001\\006' > "
-             "%s/unauthorized.der", certs);
+    snprintf(command, sizeof(command),
+             "printf '0\\003\\n\\001\\006' > "
+             "%s/unauthorized.der",
+             certs);
     ck_assert_int_eq(system(command), 0);
     refuses(CERT ", ocsp: { file: CERTS/unauthorized.der }",
             "the responder said unauthorized");
     refuses(CERT ", ocsp: { fetch: on }", "names no OCSP responder");
     refuses("certificate: CERTS/ocsp.pem, key: CERTS/ocsp.key, ocsp: "
-            "{ fetch: on }", "the certificate file holds no second "
+            "{ fetch: on }",
+            "the certificate file holds no second "
             "certificate");
     refuses("certificate: CERTS/ocsp.pem, key: CERTS/ocsp.key, ocsp: "
-            "{ fetch: on, issuer: CERTS/b.pem }", "did not issue");
+            "{ fetch: on, issuer: CERTS/b.pem }",
+            "did not issue");
     refuses("certificate: CERTS/ocsp.pem, key: CERTS/ocsp.key, ocsp: "
-            "{ fetch: on, issuer: CERTS/none.pem }", "ocsp: issuer: cannot "
+            "{ fetch: on, issuer: CERTS/none.pem }",
+            "ocsp: issuer: cannot "
             "read a PEM certificate");
 }
 END_TEST

@@ -38,9 +38,9 @@ tearDown(void)
     corTestCertsRemove(certs);
 }
 
-#define DEFAULT_TLS                                                       \
-    "{ certificate: CERTS/server.pem, key: CERTS/server.key, "            \
-    "handshake_timeout: 500ms, sni: [ { name: b.test, certificate: "      \
+#define DEFAULT_TLS                                                            \
+    "{ certificate: CERTS/server.pem, key: CERTS/server.key, "                 \
+    "handshake_timeout: 500ms, sni: [ { name: b.test, certificate: "           \
     "CERTS/b.pem, key: CERTS/b.key } ] }"
 
 static void
@@ -59,16 +59,19 @@ START_TEST(test_curl_gets_hello_over_tls_1_3_and_1_2)
 {
     startTls(DEFAULT_TLS);
     ck_assert_int_eq(shell("curl -sS --cacert $C/ca.pem --tlsv1.3 "
-                           "https://localhost:$P/hello"), 0);
+                           "https://localhost:$P/hello"),
+                     0);
     ck_assert_str_eq(out, "hello, world\n");
     ck_assert_int_eq(shell("curl -sS --cacert $C/ca.pem --tlsv1.2 "
-                           "--tls-max 1.2 https://127.0.0.1:$P/hello"), 0);
+                           "--tls-max 1.2 https://127.0.0.1:$P/hello"),
+                     0);
     ck_assert_str_eq(out, "hello, world\n");
     /* Keep-alive: several requests on one connection. */
     ck_assert_int_eq(shell("curl -sS --cacert $C/ca.pem "
                            "https://localhost:$P/hello "
                            "https://localhost:$P/hello -w '%{num_connects}"
-                           "\\n'"), 0);
+                           "\\n'"),
+                     0);
     ck_assert_str_eq(out, "hello, world\n1\nhello, world\n0\n");
 }
 END_TEST
@@ -78,7 +81,8 @@ START_TEST(test_tls_1_1_is_refused)
     startTls(DEFAULT_TLS);
     /* The client is let down to 1.1 (seclevel 0), the server refuses. */
     ck_assert_int_ne(shell("openssl s_client -connect 127.0.0.1:$P -tls1_1 "
-                           "-cipher DEFAULT@SECLEVEL=0 </dev/null"), 0);
+                           "-cipher DEFAULT@SECLEVEL=0 </dev/null"),
+                     0);
     ck_assert_msg(strstr(out, "alert protocol version") != NULL, "%s", out);
 }
 END_TEST
@@ -88,9 +92,11 @@ START_TEST(test_min_version_1_3_refuses_1_2)
     startTls("{ certificate: CERTS/server.pem, key: CERTS/server.key, "
              "min_version: \"1.3\" }");
     ck_assert_int_ne(shell("curl -sS --cacert $C/ca.pem --tlsv1.2 "
-                           "--tls-max 1.2 https://localhost:$P/hello"), 0);
+                           "--tls-max 1.2 https://localhost:$P/hello"),
+                     0);
     ck_assert_int_eq(shell("curl -sS --cacert $C/ca.pem "
-                           "https://localhost:$P/hello"), 0);
+                           "https://localhost:$P/hello"),
+                     0);
 }
 END_TEST
 
@@ -99,16 +105,19 @@ START_TEST(test_sni_picks_the_certificate_and_alpn_says_http_1_1)
     startTls(DEFAULT_TLS);
     ck_assert_int_eq(shell("openssl s_client -connect 127.0.0.1:$P "
                            "-servername b.test -alpn http/1.1 -CAfile "
-                           "$C/ca.pem -verify_return_error </dev/null"), 0);
+                           "$C/ca.pem -verify_return_error </dev/null"),
+                     0);
     ck_assert_msg(strstr(out, "subject=CN = b\n") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "ALPN protocol: http/1.1") != NULL, "%s", out);
     ck_assert_int_eq(shell("openssl s_client -connect 127.0.0.1:$P "
-                           "-servername a.test </dev/null"), 0);
+                           "-servername a.test </dev/null"),
+                     0);
     ck_assert_msg(strstr(out, "subject=CN = server\n") != NULL, "%s", out);
     /* A client that offers only another protocol is refused (h2 is
      * offered too: corHttp2Test). */
     ck_assert_int_ne(shell("openssl s_client -connect 127.0.0.1:$P "
-                           "-alpn spdy/3.1 </dev/null"), 0);
+                           "-alpn spdy/3.1 </dev/null"),
+                     0);
     ck_assert_msg(strstr(out, "no application protocol") != NULL, "%s", out);
 }
 END_TEST
@@ -124,13 +133,17 @@ START_TEST(test_a_session_is_resumed)
     for (int version = 2; version <= 3; version++) {
         char command[1024];
 
-        snprintf(command, sizeof(command), "%s -tls1_%d -sess_out "
-                 "$C/session", request, version);
+        snprintf(command, sizeof(command),
+                 "%s -tls1_%d -sess_out "
+                 "$C/session",
+                 request, version);
         ck_assert_int_eq(shell(command), 0);
         ck_assert_msg(strstr(out, "New, TLSv1.") != NULL, "%s", out);
         ck_assert_ptr_nonnull(strstr(out, "hello, world"));
-        snprintf(command, sizeof(command), "%s -tls1_%d -sess_in "
-                 "$C/session", request, version);
+        snprintf(command, sizeof(command),
+                 "%s -tls1_%d -sess_in "
+                 "$C/session",
+                 request, version);
         ck_assert_int_eq(shell(command), 0);
         ck_assert_msg(strstr(out, "Reused, TLSv1.") != NULL, "%s", out);
         ck_assert_ptr_nonnull(strstr(out, "hello, world"));
@@ -146,7 +159,8 @@ START_TEST(test_without_tickets_nothing_resumes)
      * refuse -sess_in: only what it says matters). */
     ck_assert_int_eq(shell("printf 'GET /hello HTTP/1.0\\r\\n\\r\\n' | "
                            "openssl s_client -connect 127.0.0.1:$P -ign_eof "
-                           "-sess_out $C/session"), 0);
+                           "-sess_out $C/session"),
+                     0);
     ck_assert_ptr_nonnull(strstr(out, "hello, world"));
     shell("printf 'GET /hello HTTP/1.0\\r\\n\\r\\n' | openssl s_client "
           "-connect 127.0.0.1:$P -ign_eof -sess_in $C/session");
@@ -166,14 +180,16 @@ START_TEST(test_large_answers_and_files_go_out_whole)
     ck_assert_int_eq(shell("head -c 3000000 /dev/urandom > $C/blob && "
                            "curl -sS --cacert $C/ca.pem "
                            "\"https://localhost:$P/file?path=$C/blob\" "
-                           "| cmp - $C/blob && echo same"), 0);
+                           "| cmp - $C/blob && echo same"),
+                     0);
     ck_assert_str_eq(out, "same\n");
     /* A body in, echoed back (after the head) by a handler that waits. */
     ck_assert_int_eq(shell("head -c 200000 /dev/urandom > $C/up && "
                            "curl -sS --cacert $C/ca.pem --data-binary "
                            "@$C/up https://localhost:$P/waitecho | "
                            "tail -c 200000 | cmp - "
-                           "$C/up && echo same"), 0);
+                           "$C/up && echo same"),
+                     0);
     ck_assert_str_eq(out, "same\n");
 }
 END_TEST
@@ -208,15 +224,19 @@ START_TEST(test_plain_http_to_the_tls_port_gets_400)
     ck_assert_int_gt(corReadResponse(fd, buf, sizeof(buf), 5000), 0);
     ck_assert_int_eq(corStatus(buf), 400);
     ck_assert_msg(strstr(buf, "\r\nConnection: close\r\n") != NULL
-                  && strstr(buf, "The plain HTTP request was sent to HTTPS "
-                                 "port") != NULL, "%s", buf);
+                      && strstr(buf, "The plain HTTP request was sent to HTTPS "
+                                     "port")
+                             != NULL,
+                  "%s", buf);
     ck_assert(corPeerClosed(fd, 5000));
     close(fd);
     ck_assert_int_eq(shell("curl -sS -w ' %{http_code}' "
-                           "http://127.0.0.1:$P/hello"), 0);
+                           "http://127.0.0.1:$P/hello"),
+                     0);
     ck_assert_msg(strstr(out, "HTTPS port\n 400") != NULL, "%s", out);
     ck_assert_int_eq(shell("curl -sS --cacert $C/ca.pem "
-                           "https://localhost:$P/hello"), 0);
+                           "https://localhost:$P/hello"),
+                     0);
     ck_assert_str_eq(out, "hello, world\n");
     ck_assert_int_eq(kill(server.pid, 0), 0);
 }
@@ -228,15 +248,18 @@ START_TEST(test_a_close_after_an_error_says_close_notify)
 {
     startTls(DEFAULT_TLS);
     ck_assert_int_eq(shell("printf 'GARBAGE\\r\\n\\r\\n' | openssl s_client "
-                           "-connect 127.0.0.1:$P -quiet -ign_eof"), 0);
+                           "-connect 127.0.0.1:$P -quiet -ign_eof"),
+                     0);
     ck_assert_msg(strstr(out, "400 Bad Request") != NULL
-                  && strstr(out, "unexpected eof") == NULL, "%s", out);
+                      && strstr(out, "unexpected eof") == NULL,
+                  "%s", out);
     ck_assert_int_eq(shell("printf 'GET /hello HTTP/1.1\\r\\nHost: x\\r\\n"
                            "Connection: close\\r\\n\\r\\n' | openssl "
                            "s_client -connect 127.0.0.1:$P -quiet -ign_eof"),
                      0);
     ck_assert_msg(strstr(out, "hello, world") != NULL
-                  && strstr(out, "unexpected eof") == NULL, "%s", out);
+                      && strstr(out, "unexpected eof") == NULL,
+                  "%s", out);
 }
 END_TEST
 
@@ -258,14 +281,18 @@ START_TEST(test_a_reload_renews_the_certificate)
 {
     char command[512];
 
-    snprintf(command, sizeof(command), "cp %s/server.pem %s/live.pem && "
-             "cp %s/server.key %s/live.key", certs, certs, certs, certs);
+    snprintf(command, sizeof(command),
+             "cp %s/server.pem %s/live.pem && "
+             "cp %s/server.key %s/live.key",
+             certs, certs, certs, certs);
     ck_assert_int_eq(system(command), 0);
     startTls("{ certificate: CERTS/live.pem, key: CERTS/live.key }");
     ck_assert(subjectBecomes("subject=CN = server\n"));
     /* Renewed (here: replaced by another) in place, then a reload. */
-    snprintf(command, sizeof(command), "cp %s/b.pem %s/live.pem && "
-             "cp %s/b.key %s/live.key", certs, certs, certs, certs);
+    snprintf(command, sizeof(command),
+             "cp %s/b.pem %s/live.pem && "
+             "cp %s/b.key %s/live.key",
+             certs, certs, certs, certs);
     ck_assert_int_eq(system(command), 0);
     ck_assert_int_eq(kill(server.pid, SIGHUP), 0);
     ck_assert(subjectBecomes("subject=CN = b\n"));
@@ -278,7 +305,8 @@ START_TEST(test_a_reload_renews_the_certificate)
     usleep(500 * 1000);
     ck_assert(subjectBecomes("subject=CN = b\n"));
     ck_assert_int_eq(shell("curl -sS --cacert $C/ca.pem --resolve "
-                           "b.test:$P:127.0.0.1 https://b.test:$P/hello"), 0);
+                           "b.test:$P:127.0.0.1 https://b.test:$P/hello"),
+                     0);
     ck_assert_str_eq(out, "hello, world\n");
 }
 END_TEST
@@ -294,8 +322,10 @@ START_TEST(test_cor_t_refuses_bad_certificates_at_their_line)
 {
     char command[256];
 
-    snprintf(command, sizeof(command), "echo 'not a certificate' > "
-             "%s/garbage.pem && chmod 000 %s/server.key", certs, certs);
+    snprintf(command, sizeof(command),
+             "echo 'not a certificate' > "
+             "%s/garbage.pem && chmod 000 %s/server.key",
+             certs, certs);
     ck_assert_int_eq(system(command), 0);
     checkRefuses("{ certificate: CERTS/missing.pem, key: CERTS/b.key }",
                  "    tls:", "certificate: cannot read '");
@@ -306,11 +336,10 @@ START_TEST(test_cor_t_refuses_bad_certificates_at_their_line)
     checkRefuses("{ certificate: CERTS/b.pem, key: CERTS/other.key }",
                  "    tls:", "does not match the certificate");
     ck_assert_msg(strstr(out, "no certificate assigned") == NULL, "%s", out);
-    checkRefuses("{ certificate: CERTS/b.pem }", "    tls:",
-                 "missing 'key'");
+    checkRefuses("{ certificate: CERTS/b.pem }", "    tls:", "missing 'key'");
     checkRefuses("{ certificate: CERTS/b.pem, key: CERTS/b.key, "
-                 "min_version: \"1.1\" }", "    tls:",
-                 "min_version: expected one of 1.2, 1.3");
+                 "min_version: \"1.1\" }",
+                 "    tls:", "min_version: expected one of 1.2, 1.3");
     checkRefuses("{ certificate: CERTS/b.pem, key: CERTS/b.pem/x }",
                  "    tls:", "Not a directory");
     checkRefuses("\n      certificate: CERTS/b.pem\n      key: CERTS/b.key"
@@ -321,7 +350,8 @@ START_TEST(test_cor_t_refuses_bad_certificates_at_their_line)
     if (geteuid() != 0) {
         /* Root reads whatever the mode says. */
         checkRefuses("{ certificate: CERTS/server.pem, key: "
-                     "CERTS/server.key }", "    tls:", "Permission denied");
+                     "CERTS/server.key }",
+                     "    tls:", "Permission denied");
     }
     /* Every error is reported, not just the first. */
     checkRefuses("\n      certificate: CERTS/missing.pem\n"

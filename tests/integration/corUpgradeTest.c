@@ -20,23 +20,24 @@
 
 static CorServer server;
 
-#define ROUTES                                                            \
-    "routes:\n"                                                           \
-    "  - { match: \"/up\", handler: upgrade }\n"                          \
-    "  - { match: \"/upinline\", handler: upgradeinline }\n"              \
-    "  - { match: \"GET /hello\", handler: hello }\n"                     \
+#define ROUTES                                                                 \
+    "routes:\n"                                                                \
+    "  - { match: \"/up\", handler: upgrade }\n"                               \
+    "  - { match: \"/upinline\", handler: upgradeinline }\n"                   \
+    "  - { match: \"GET /hello\", handler: hello }\n"                          \
     "  - { match: \"GET /metrics\", handler: metrics }\n"
 
 static void
 startServer(void)
 {
-    ck_assert_int_eq(corServerStartListen(&server, false, NULL,
-        "modules:\n"
-        "  - { load: http }\n"
-        "  - { load: hello }\n"
-        "  - { load: {MODULES}/testkit.so }\n"
-        ROUTES
-        "log: { pid_file: {DIR}/cor.pid }\n"), 0);
+    ck_assert_int_eq(
+        corServerStartListen(&server, false, NULL,
+                             "modules:\n"
+                             "  - { load: http }\n"
+                             "  - { load: hello }\n"
+                             "  - { load: {MODULES}/testkit.so }\n" ROUTES
+                             "log: { pid_file: {DIR}/cor.pid }\n"),
+        0);
 }
 
 static void
@@ -97,7 +98,8 @@ upgraded(const char* path, const char* extra, char* head, size_t cap)
     ck_assert_int_ge(fd, 0);
     snprintf(request, sizeof(request),
              "GET %s HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, "
-             "Upgrade\r\nUpgrade: echo\r\n\r\n%s", path, extra);
+             "Upgrade\r\nUpgrade: echo\r\n\r\n%s",
+             path, extra);
     ck_assert_int_eq(corSendAll(fd, request, strlen(request)), 0);
     readHead(fd, head, cap);
     ck_assert_msg(strncmp(head, "HTTP/1.1 101 ", 13) == 0, "%s", head);
@@ -167,14 +169,16 @@ START_TEST(test_what_may_not_be_upgraded_is_refused)
 
     startServer();
     for (unsigned i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-        ck_assert_int_eq(corRequest(server.port, refused[i], buf,
-                                    sizeof(buf)), 400);
+        ck_assert_int_eq(corRequest(server.port, refused[i], buf, sizeof(buf)),
+                         400);
     }
     /* A protocol with a version matches, and case does not matter. */
     ck_assert_int_eq(corRequest(server.port,
                                 "GET /up HTTP/1.1\r\nHost: x\r\n"
                                 "Connection: UPGRADE\r\nUpgrade: h2c, "
-                                "Echo/2\r\n\r\n", buf, sizeof(buf)), 101);
+                                "Echo/2\r\n\r\n",
+                                buf, sizeof(buf)),
+                     101);
 }
 END_TEST
 
@@ -186,8 +190,7 @@ START_TEST(test_a_stop_with_upgraded_connections_is_prompt)
 
     startServer();
     for (unsigned i = 0; i < 4; i++) {
-        fds[i] = upgraded(i % 2 ? "/up" : "/upinline", "", head,
-                          sizeof(head));
+        fds[i] = upgraded(i % 2 ? "/up" : "/upinline", "", head, sizeof(head));
     }
     /* Left the HTTP server: its connection gauge does not hold them. */
     ck_assert_int_eq(corSendAll(fds[0], "x", 1), 0);
@@ -214,8 +217,9 @@ START_TEST(test_the_http_server_keeps_serving_beside_them)
     for (unsigned i = 0; i < 20; i++) {
         ck_assert_int_eq(corRequest(server.port,
                                     "GET /hello HTTP/1.1\r\nHost: x\r\n"
-                                    "Connection: close\r\n\r\n", buf,
-                                    sizeof(buf)), 200);
+                                    "Connection: close\r\n\r\n",
+                                    buf, sizeof(buf)),
+                         200);
     }
     ck_assert_int_eq(corSendAll(fd, "still", 5), 0);
     ck_assert_uint_eq(readExactly(fd, buf, 5), 5);

@@ -25,7 +25,7 @@ static char certs[64];
 static char out[1 << 16];
 
 #define CLIENT "/usr/bin/python3 tests/websocket/wsClient.py"
-#define NPM_TOO_BIG                                                       \
+#define NPM_TOO_BIG                                                            \
     "env NODE_PATH=/usr/share/nodejs node tests/websocket/wsTooBig.js"
 
 static void
@@ -54,10 +54,10 @@ startServer(bool tls)
 static void
 runAgainst(const char* client, bool tls, const char* after)
 {
-    ck_assert_msg(corWebsocketClient(&server, client, tls, certs, after,
-                                     out, sizeof(out)), "%s", out);
+    ck_assert_msg(corWebsocketClient(&server, client, tls, certs, after, out,
+                                     sizeof(out)),
+                  "%s", out);
 }
-
 
 START_TEST(test_the_real_client_over_http)
 {
@@ -90,10 +90,10 @@ START_TEST(test_npm_ws_reads_1009_over_https)
 }
 END_TEST
 
-#define HANDSHAKE(key, version)                                           \
-    "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: "    \
-    "Upgrade\r\nSec-WebSocket-Key: " key "\r\nSec-WebSocket-Version: "     \
-    version "\r\n\r\n"
+#define HANDSHAKE(key, version)                                                \
+    "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: "        \
+    "Upgrade\r\nSec-WebSocket-Key: " key "\r\nSec-WebSocket-Version: " version \
+    "\r\n\r\n"
 
 START_TEST(test_bad_handshakes_are_refused)
 {
@@ -101,15 +101,18 @@ START_TEST(test_bad_handshakes_are_refused)
 
     startServer(false);
     ck_assert_int_eq(corRequest(server.port,
-                                HANDSHAKE("dGhlIHNhbXBsZSBub25jZQ==", "8"),
-                                buf, sizeof(buf)), 426);
+                                HANDSHAKE("dGhlIHNhbXBsZSBub25jZQ==", "8"), buf,
+                                sizeof(buf)),
+                     426);
     ck_assert_ptr_nonnull(strstr(buf, "Sec-WebSocket-Version: 13"));
     ck_assert_int_eq(corRequest(server.port, HANDSHAKE("short", "13"), buf,
-                                sizeof(buf)), 400);
+                                sizeof(buf)),
+                     400);
     /* The RFC's example key gets the RFC's answer. */
     ck_assert_int_eq(corRequest(server.port,
                                 HANDSHAKE("dGhlIHNhbXBsZSBub25jZQ==", "13"),
-                                buf, sizeof(buf)), 101);
+                                buf, sizeof(buf)),
+                     101);
     ck_assert_ptr_nonnull(strstr(buf, "Sec-WebSocket-Accept: "
                                       "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n"));
 }
@@ -142,8 +145,7 @@ readExactly(int fd, unsigned char* buf, size_t len, int timeoutMs)
 static int
 sessionOpen(void)
 {
-    static const char handshake[] = HANDSHAKE("dGhlIHNhbXBsZSBub25jZQ==",
-                                              "13");
+    static const char handshake[] = HANDSHAKE("dGhlIHNhbXBsZSBub25jZQ==", "13");
     char buf[4096];
     int fd = corConnect(server.port);
 
@@ -167,12 +169,12 @@ sessionOpen(void)
  */
 START_TEST(test_the_close_exchange_ends_at_once)
 {
-    static const unsigned char head[] = { 0x82, 0xFF, 0, 0, 0, 0, 0, 0x04,
-                                          0, 0x01, 0, 0, 0, 0 };
-    static const unsigned char fakeHead[] = { 0x82, 0xFF, 0, 0, 0x01, 0, 0,
-                                              0, 0, 0 };
-    static const unsigned char clientClose[] = { 0x88, 0x82, 0, 0, 0, 0,
-                                                 0x03, 0xF1 };
+    static const unsigned char head[] = { 0x82, 0xFF, 0,    0, 0, 0, 0,
+                                          0x04, 0,    0x01, 0, 0, 0, 0 };
+    static const unsigned char fakeHead[] = { 0x82, 0xFF, 0, 0, 0x01,
+                                              0,    0,    0, 0, 0 };
+    static const unsigned char clientClose[] = { 0x88, 0x82, 0,    0,
+                                                 0,    0,    0x03, 0xF1 };
     size_t payloadLen = 256 * 1024 + 1;
     unsigned char* payload = calloc(1, payloadLen);
     unsigned char frame[4];
@@ -215,9 +217,9 @@ START_TEST(test_a_bad_close_frame_gets_1002_and_the_end_at_once)
         unsigned char frame[8];
         size_t len;
     } closes[] = {
-        { { 0x88, 0x82, 0, 0, 0, 0, 0x03, 0xE7 }, 8 },     /* 999 */
-        { { 0x88, 0x82, 0, 0, 0, 0, 0x03, 0xED }, 8 },     /* 1005 */
-        { { 0x88, 0x81, 0, 0, 0, 0, 0x03 }, 7 },           /* 1 byte */
+        { { 0x88, 0x82, 0, 0, 0, 0, 0x03, 0xE7 }, 8 }, /* 999 */
+        { { 0x88, 0x82, 0, 0, 0, 0, 0x03, 0xED }, 8 }, /* 1005 */
+        { { 0x88, 0x81, 0, 0, 0, 0, 0x03 }, 7 },       /* 1 byte */
     };
 
     startServer(false);
@@ -271,8 +273,8 @@ sendUntilCut(int fd, long most)
  * (here a frame of 2^40 bytes) is read for 64 MiB at most, then cut. */
 START_TEST(test_the_drain_after_a_close_is_bounded)
 {
-    static const unsigned char head[] = { 0x82, 0xFF, 0, 0, 0x01, 0, 0, 0,
-                                          0, 0, 0, 0, 0, 0 };
+    static const unsigned char head[] = { 0x82, 0xFF, 0, 0, 0x01, 0, 0,
+                                          0,    0,    0, 0, 0,    0, 0 };
     long sent;
     int fd;
 
@@ -297,12 +299,12 @@ START_TEST(test_a_stop_with_sessions_open_is_prompt)
         fds[i] = corConnect(server.port);
         ck_assert_int_ge(fds[i], 0);
         ck_assert_int_eq(corSendAll(fds[i],
-                                    HANDSHAKE("dGhlIHNhbXBsZSBub25jZQ==",
-                                              "13"),
+                                    HANDSHAKE("dGhlIHNhbXBsZSBub25jZQ==", "13"),
                                     strlen(HANDSHAKE("dGhlIHNhbXBsZSBub25jZ"
-                                                     "Q==", "13"))), 0);
-        ck_assert_int_gt(corReadResponse(fds[i], buf, sizeof(buf), 3000),
+                                                     "Q==",
+                                                     "13"))),
                          0);
+        ck_assert_int_gt(corReadResponse(fds[i], buf, sizeof(buf), 3000), 0);
         ck_assert_int_eq(corStatus(buf), 101);
     }
     start = corNowMs();

@@ -71,7 +71,7 @@ END_TEST
 
 START_TEST(test_the_wait_in_seconds)
 {
-    LimitRate rate = { .intervalNs = 60 * S, .burst = 1 };   /* 1/m */
+    LimitRate rate = { .intervalNs = 60 * S, .burst = 1 }; /* 1/m */
     uint64_t tat = 0;
     uint64_t wait;
 

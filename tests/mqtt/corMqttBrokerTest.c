@@ -36,14 +36,14 @@ typedef struct {
     unsigned version;
     uint8_t buf[65536];
     size_t have;
-    size_t used;                /* by the packet last returned */
+    size_t used; /* by the packet last returned */
 } Client;
 
 static const char*
 brokerPath(void)
 {
     return access("/usr/sbin/mosquitto", X_OK) == 0 ? "/usr/sbin/mosquitto"
-                                                     : "mosquitto";
+                                                    : "mosquitto";
 }
 
 /* Whether nothing listens on port: else what answers there would be
@@ -56,7 +56,7 @@ portFree(int port)
                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     bool unused = fd >= 0
-        && bind(fd, (struct sockaddr*)&addr, sizeof(addr)) == 0;
+                  && bind(fd, (struct sockaddr*)&addr, sizeof(addr)) == 0;
 
     if (fd >= 0) {
         close(fd);
@@ -151,12 +151,11 @@ clientNext(Client* c, CorMqttPacket* pkt)
     c->have -= c->used;
     c->used = 0;
     for (;;) {
-        int n = corMqttDecode(c->buf, c->have, c->version, sizeof(c->buf),
-                              pkt, &st);
+        int n = corMqttDecode(c->buf, c->have, c->version, sizeof(c->buf), pkt,
+                              &st);
         ssize_t got;
 
-        ck_assert_msg(n >= 0, "broker sent a refused packet: %s",
-                      st.reason);
+        ck_assert_msg(n >= 0, "broker sent a refused packet: %s", st.reason);
         if (n > 0) {
             c->used = (size_t)n;
             return;
@@ -181,8 +180,10 @@ static void
 clientConnect(Client* c, unsigned version, const char* id)
 {
     struct timeval tv = { .tv_sec = TIMEOUT_MS / 1000 };
-    CorMqttPacket pkt = { .type = COR_MQTT_CONNECT, .cleanStart = true,
-                          .keepAlive = 30, .clientId = { id, strlen(id) },
+    CorMqttPacket pkt = { .type = COR_MQTT_CONNECT,
+                          .cleanStart = true,
+                          .keepAlive = 30,
+                          .clientId = { id, strlen(id) },
                           .props = { .receiveMaximum = 16,
                                      .maximumPacketSize = 65536 } };
 
@@ -205,8 +206,9 @@ subscribe(Client* c)
 {
     const CorMqttSub subs[] = { { { "cor/q1/+", 8 }, 1 },
                                 { { "cor/q2/#", 8 }, 2 } };
-    CorMqttPacket pkt = { .type = COR_MQTT_SUBSCRIBE, .packetId = 1,
-                          .subs = subs, .subCount = 2 };
+    CorMqttPacket pkt = {
+        .type = COR_MQTT_SUBSCRIBE, .packetId = 1, .subs = subs, .subCount = 2
+    };
 
     clientSend(c, &pkt);
     clientExpect(c, COR_MQTT_SUBACK, 1, &pkt);
@@ -220,11 +222,14 @@ static void
 publishQos1(Client* c)
 {
     const CorMqttUserProp user = { { "trace", 5 }, { "t-1", 3 } };
-    CorMqttPacket pkt = { .type = COR_MQTT_PUBLISH, .qos = 1,
-                          .packetId = 2, .topic = { "cor/q1/a", 8 },
+    CorMqttPacket pkt = { .type = COR_MQTT_PUBLISH,
+                          .qos = 1,
+                          .packetId = 2,
+                          .topic = { "cor/q1/a", 8 },
                           .payload = { "hello", 5 },
                           .props = { .contentType = { "text/plain", 10 },
-                                     .user = &user, .userCount = 1 } };
+                                     .user = &user,
+                                     .userCount = 1 } };
     bool acked = false;
     bool delivered = false;
 
@@ -261,8 +266,10 @@ publishQos1(Client* c)
 static void
 publishQos2(Client* c)
 {
-    CorMqttPacket pkt = { .type = COR_MQTT_PUBLISH, .qos = 2,
-                          .packetId = 3, .topic = { "cor/q2/x/y", 10 },
+    CorMqttPacket pkt = { .type = COR_MQTT_PUBLISH,
+                          .qos = 2,
+                          .packetId = 3,
+                          .topic = { "cor/q2/x/y", 10 },
                           .payload = { "", 0 } };
     bool completed = false;
     bool released = false;
@@ -311,7 +318,8 @@ session(unsigned version)
     clientSend(&c, &(CorMqttPacket){ .type = COR_MQTT_PINGREQ });
     clientExpect(&c, COR_MQTT_PINGRESP, 0, &pkt);
     clientSend(&c, &(CorMqttPacket){ .type = COR_MQTT_UNSUBSCRIBE,
-                                     .packetId = 4, .subs = &unsub,
+                                     .packetId = 4,
+                                     .subs = &unsub,
                                      .subCount = 1 });
     clientExpect(&c, COR_MQTT_UNSUBACK, 4, &pkt);
     ck_assert_uint_eq(pkt.codeCount, version == COR_MQTT_V5 ? 1 : 0);
@@ -342,8 +350,7 @@ END_TEST
  * sends DISCONNECT with a reason code first (5.0). */
 START_TEST(test_broker_closes_on_malformed)
 {
-    for (unsigned version = COR_MQTT_V311; version <= COR_MQTT_V5;
-         version++) {
+    for (unsigned version = COR_MQTT_V311; version <= COR_MQTT_V5; version++) {
         Client* c = calloc(1, sizeof(*c));
         const uint8_t bad[] = { 0x36, 0x05, 0x00, 0x03, 'a', '/', 'b' };
         CorMqttPacket pkt;

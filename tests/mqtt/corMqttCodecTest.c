@@ -81,15 +81,15 @@ roundTrip(const CorMqttPacket* pkt, unsigned version, uint8_t* buf,
 /* Decode len bytes at buf and expect a refusal with code and a reason
  * that holds why. */
 static void
-expectRefused(const uint8_t* buf, size_t len, unsigned version,
-              uint8_t code, const char* why)
+expectRefused(const uint8_t* buf, size_t len, unsigned version, uint8_t code,
+              const char* why)
 {
     CorMqttPacket pkt;
     CorMqttStatus st;
     int rc = corMqttDecode(buf, len, version, 0, &pkt, &st);
 
-    ck_assert_msg(rc == -(int)code, "expected -0x%02x, got %d (%s)", code,
-                  rc, st.reason != NULL ? st.reason : "no reason");
+    ck_assert_msg(rc == -(int)code, "expected -0x%02x, got %d (%s)", code, rc,
+                  st.reason != NULL ? st.reason : "no reason");
     ck_assert_uint_eq(st.reasonCode, code);
     ck_assert_ptr_nonnull(st.reason);
     ck_assert_msg(strstr(st.reason, why) != NULL, "reason '%s', not '%s'",
@@ -110,45 +110,70 @@ START_TEST(test_known_vectors)
         { V5, "e0 00", { .type = COR_MQTT_DISCONNECT } },
         { V5, "e0 01 04", { .type = COR_MQTT_DISCONNECT, .reasonCode = 4 } },
         /* CONNECT "abc", clean session, keep alive 60 (3.1.1 3.1). */
-        { V4, "10 0f 00 04 4d 51 54 54 04 02 00 3c 00 03 61 62 63",
-          { .type = COR_MQTT_CONNECT, .cleanStart = true, .keepAlive = 60,
+        { V4,
+          "10 0f 00 04 4d 51 54 54 04 02 00 3c 00 03 61 62 63",
+          { .type = COR_MQTT_CONNECT,
+            .cleanStart = true,
+            .keepAlive = 60,
             .clientId = { "abc", 3 } } },
         /* The same in 5.0: a property length of 0 after keep alive. */
-        { V5, "10 10 00 04 4d 51 54 54 05 02 00 3c 00 00 03 61 62 63",
-          { .type = COR_MQTT_CONNECT, .cleanStart = true, .keepAlive = 60,
+        { V5,
+          "10 10 00 04 4d 51 54 54 05 02 00 3c 00 00 03 61 62 63",
+          { .type = COR_MQTT_CONNECT,
+            .cleanStart = true,
+            .keepAlive = 60,
             .clientId = { "abc", 3 } } },
         /* CONNACK accepted, session present. */
-        { V4, "20 02 01 00", { .type = COR_MQTT_CONNACK,
-                               .sessionPresent = true } },
+        { V4,
+          "20 02 01 00",
+          { .type = COR_MQTT_CONNACK, .sessionPresent = true } },
         { V5, "20 03 00 00 00", { .type = COR_MQTT_CONNACK } },
         /* PUBLISH "a/b" "hello", QoS 0, then QoS 1 id 1 retained. */
-        { V4, "30 0a 00 03 61 2f 62 68 65 6c 6c 6f",
-          { .type = COR_MQTT_PUBLISH, .topic = { "a/b", 3 },
+        { V4,
+          "30 0a 00 03 61 2f 62 68 65 6c 6c 6f",
+          { .type = COR_MQTT_PUBLISH,
+            .topic = { "a/b", 3 },
             .payload = { "hello", 5 } } },
-        { V4, "33 0c 00 03 61 2f 62 00 01 68 65 6c 6c 6f",
-          { .type = COR_MQTT_PUBLISH, .qos = 1, .retain = true,
-            .packetId = 1, .topic = { "a/b", 3 },
+        { V4,
+          "33 0c 00 03 61 2f 62 00 01 68 65 6c 6c 6f",
+          { .type = COR_MQTT_PUBLISH,
+            .qos = 1,
+            .retain = true,
+            .packetId = 1,
+            .topic = { "a/b", 3 },
             .payload = { "hello", 5 } } },
-        { V5, "3c 0a 00 03 61 2f 62 00 07 00 68 69",
-          { .type = COR_MQTT_PUBLISH, .qos = 2, .dup = true, .packetId = 7,
-            .topic = { "a/b", 3 }, .payload = { "hi", 2 } } },
+        { V5,
+          "3c 0a 00 03 61 2f 62 00 07 00 68 69",
+          { .type = COR_MQTT_PUBLISH,
+            .qos = 2,
+            .dup = true,
+            .packetId = 7,
+            .topic = { "a/b", 3 },
+            .payload = { "hi", 2 } } },
         /* Acknowledgements: 3.1.1, then 5.0's short forms. */
         { V4, "40 02 00 01", { .type = COR_MQTT_PUBACK, .packetId = 1 } },
-        { V5, "50 02 12 34", { .type = COR_MQTT_PUBREC,
-                               .packetId = 0x1234 } },
-        { V5, "62 03 00 05 92", { .type = COR_MQTT_PUBREL, .packetId = 5,
-                                  .reasonCode = 0x92 } },
+        { V5, "50 02 12 34", { .type = COR_MQTT_PUBREC, .packetId = 0x1234 } },
+        { V5,
+          "62 03 00 05 92",
+          { .type = COR_MQTT_PUBREL, .packetId = 5, .reasonCode = 0x92 } },
         { V5, "70 02 00 05", { .type = COR_MQTT_PUBCOMP, .packetId = 5 } },
-        { V5, "40 03 00 01 10", { .type = COR_MQTT_PUBACK, .packetId = 1,
-                                  .reasonCode = 0x10 } },
+        { V5,
+          "40 03 00 01 10",
+          { .type = COR_MQTT_PUBACK, .packetId = 1, .reasonCode = 0x10 } },
         /* SUBACK granting QoS 1 and refusing one; UNSUBACK. */
-        { V4, "90 04 00 02 01 80",
-          { .type = COR_MQTT_SUBACK, .packetId = 2,
-            .codes = (const uint8_t*)"\x01\x80", .codeCount = 2 } },
+        { V4,
+          "90 04 00 02 01 80",
+          { .type = COR_MQTT_SUBACK,
+            .packetId = 2,
+            .codes = (const uint8_t*)"\x01\x80",
+            .codeCount = 2 } },
         { V4, "b0 02 00 03", { .type = COR_MQTT_UNSUBACK, .packetId = 3 } },
-        { V5, "b0 04 00 03 00 11",
-          { .type = COR_MQTT_UNSUBACK, .packetId = 3,
-            .codes = (const uint8_t*)"\x11", .codeCount = 1 } },
+        { V5,
+          "b0 04 00 03 00 11",
+          { .type = COR_MQTT_UNSUBACK,
+            .packetId = 3,
+            .codes = (const uint8_t*)"\x11",
+            .codeCount = 1 } },
         /* AUTH with no reason code: success. */
         { V5, "f0 00", { .type = COR_MQTT_AUTH } },
     };
@@ -160,10 +185,11 @@ START_TEST(test_known_vectors)
         CorMqttPacket got;
 
         ck_assert_int_eq(corMqttEncode(buf, sizeof(buf), cases[i].version,
-                                       &cases[i].pkt), (int)n);
+                                       &cases[i].pkt),
+                         (int)n);
         ck_assert_mem_eq(buf, want, n);
-        ck_assert_int_eq(roundTrip(&cases[i].pkt, cases[i].version, buf,
-                                   &got), (int)n);
+        ck_assert_int_eq(roundTrip(&cases[i].pkt, cases[i].version, buf, &got),
+                         (int)n);
         ck_assert_uint_eq(got.type, cases[i].pkt.type);
         ck_assert_uint_eq(got.packetId, cases[i].pkt.packetId);
         ck_assert_uint_eq(got.reasonCode, cases[i].pkt.reasonCode);
@@ -180,10 +206,10 @@ START_TEST(test_spec_connect_v5)
 {
     uint8_t buf[BUF_MAX];
     size_t n = hex("10 2b 00 04 4d 51 54 54 05 ce 00 0a 05 11 00 00 00 0a"
-                   " 00 02 69 64"                   /* client id "id" */
+                   " 00 02 69 64"                      /* client id "id" */
                    " 00 00 03 61 2f 77 00 03 62 79 65" /* will a/w "bye" */
-                   " 00 04 75 73 65 72"             /* user name */
-                   " 00 04 70 61 73 73",            /* password */
+                   " 00 04 75 73 65 72"                /* user name */
+                   " 00 04 70 61 73 73",               /* password */
                    buf);
     CorMqttPacket pkt;
     CorMqttStatus st;
@@ -212,18 +238,20 @@ END_TEST
 
 static const CorMqttUserProp userProps[] = {
     { { "trace", 5 }, { "abc", 3 } },
-    { { "trace", 5 }, { "d\xc3\xa9", 3 } },  /* a name may repeat */
+    { { "trace", 5 }, { "d\xc3\xa9", 3 } }, /* a name may repeat */
 };
 
 /* 5.0 properties for a PUBLISH, as the bridge sends them. */
 static CorMqttProps
 publishProps(void)
 {
-    CorMqttProps p = { .payloadFormat = 1, .messageExpiry = 3600,
+    CorMqttProps p = { .payloadFormat = 1,
+                       .messageExpiry = 3600,
                        .contentType = { "text/plain", 10 },
                        .responseTopic = { "reply/here", 10 },
                        .correlationData = { "\x00\x01", 2 },
-                       .user = userProps, .userCount = 2 };
+                       .user = userProps,
+                       .userCount = 2 };
 
     corMqttPropSet(&p, COR_MQTT_PROP_PAYLOAD_FORMAT);
     corMqttPropSet(&p, COR_MQTT_PROP_MESSAGE_EXPIRY);
@@ -237,15 +265,25 @@ START_TEST(test_connect_round_trips)
 {
     for (unsigned version = V4; version <= V5; version++) {
         CorMqttPacket pkt = {
-            .type = COR_MQTT_CONNECT, .version = (uint8_t)version,
-            .cleanStart = version == V4, .keepAlive = 30,
-            .clientId = str("cor-bridge"), .hasUsername = true,
-            .username = str("user"), .hasPassword = true,
-            .password = { "\x00pw", 3 }, .hasWill = true,
-            .will = { .topic = str("cor/status"), .payload = str("gone"),
-                      .qos = 1, .retain = true, .props = publishProps() },
-            .props = { .sessionExpiry = 600, .receiveMaximum = 20,
-                       .maximumPacketSize = 1 << 20, .user = userProps,
+            .type = COR_MQTT_CONNECT,
+            .version = (uint8_t)version,
+            .cleanStart = version == V4,
+            .keepAlive = 30,
+            .clientId = str("cor-bridge"),
+            .hasUsername = true,
+            .username = str("user"),
+            .hasPassword = true,
+            .password = { "\x00pw", 3 },
+            .hasWill = true,
+            .will = { .topic = str("cor/status"),
+                      .payload = str("gone"),
+                      .qos = 1,
+                      .retain = true,
+                      .props = publishProps() },
+            .props = { .sessionExpiry = 600,
+                       .receiveMaximum = 20,
+                       .maximumPacketSize = 1 << 20,
+                       .user = userProps,
                        .userCount = 1 },
         };
         uint8_t buf[BUF_MAX];
@@ -278,8 +316,8 @@ START_TEST(test_connect_round_trips)
         ck_assert_uint_eq(got.props.sessionExpiry, 600);
         ck_assert_uint_eq(got.props.receiveMaximum, 20);
         ck_assert_uint_eq(got.props.maximumPacketSize, 1 << 20);
-        ck_assert(corMqttPropHas(&got.props,
-                                 COR_MQTT_PROP_TOPIC_ALIAS_MAXIMUM));
+        ck_assert(
+            corMqttPropHas(&got.props, COR_MQTT_PROP_TOPIC_ALIAS_MAXIMUM));
         ck_assert_uint_eq(got.props.topicAliasMaximum, 0);
         ck_assert(corMqttUserPropNext(&got.props, &pos, &name, &value));
         ck_assert(mqttStrEq(name, str("trace")));
@@ -294,21 +332,32 @@ END_TEST
 START_TEST(test_connack_round_trips)
 {
     CorMqttPacket pkt = {
-        .type = COR_MQTT_CONNACK, .sessionPresent = true,
-        .props = { .receiveMaximum = 10, .maximumQos = 1,
-                   .retainAvailable = 0, .maximumPacketSize = 65536,
+        .type = COR_MQTT_CONNACK,
+        .sessionPresent = true,
+        .props = { .receiveMaximum = 10,
+                   .maximumQos = 1,
+                   .retainAvailable = 0,
+                   .maximumPacketSize = 65536,
                    .assignedClientId = { "auto-1", 6 },
-                   .serverKeepAlive = 25, .reasonString = { "ok", 2 },
-                   .topicAliasMaximum = 5, .wildcardSubAvailable = 1,
-                   .sharedSubAvailable = 0, .subIdAvailable = 1 },
+                   .serverKeepAlive = 25,
+                   .reasonString = { "ok", 2 },
+                   .topicAliasMaximum = 5,
+                   .wildcardSubAvailable = 1,
+                   .sharedSubAvailable = 0,
+                   .subIdAvailable = 1 },
     };
     const unsigned ids[] = {
-        COR_MQTT_PROP_RECEIVE_MAXIMUM, COR_MQTT_PROP_MAXIMUM_QOS,
-        COR_MQTT_PROP_RETAIN_AVAILABLE, COR_MQTT_PROP_MAXIMUM_PACKET_SIZE,
-        COR_MQTT_PROP_ASSIGNED_CLIENT_ID, COR_MQTT_PROP_SERVER_KEEP_ALIVE,
-        COR_MQTT_PROP_REASON_STRING, COR_MQTT_PROP_TOPIC_ALIAS_MAXIMUM,
+        COR_MQTT_PROP_RECEIVE_MAXIMUM,
+        COR_MQTT_PROP_MAXIMUM_QOS,
+        COR_MQTT_PROP_RETAIN_AVAILABLE,
+        COR_MQTT_PROP_MAXIMUM_PACKET_SIZE,
+        COR_MQTT_PROP_ASSIGNED_CLIENT_ID,
+        COR_MQTT_PROP_SERVER_KEEP_ALIVE,
+        COR_MQTT_PROP_REASON_STRING,
+        COR_MQTT_PROP_TOPIC_ALIAS_MAXIMUM,
         COR_MQTT_PROP_WILDCARD_SUB_AVAILABLE,
-        COR_MQTT_PROP_SHARED_SUB_AVAILABLE, COR_MQTT_PROP_SUB_ID_AVAILABLE,
+        COR_MQTT_PROP_SHARED_SUB_AVAILABLE,
+        COR_MQTT_PROP_SUB_ID_AVAILABLE,
     };
     uint8_t buf[BUF_MAX];
     CorMqttPacket got;
@@ -344,10 +393,14 @@ START_TEST(test_publish_round_trips)
     for (unsigned version = V4; version <= V5; version++) {
         for (uint8_t qos = 0; qos <= 2; qos++) {
             CorMqttPacket pkt = {
-                .type = COR_MQTT_PUBLISH, .qos = qos, .dup = qos > 0,
-                .retain = qos == 1, .packetId = qos > 0 ? 65535 : 0,
+                .type = COR_MQTT_PUBLISH,
+                .qos = qos,
+                .dup = qos > 0,
+                .retain = qos == 1,
+                .packetId = qos > 0 ? 65535 : 0,
                 .topic = str("sensors/kitchen/t\xc3\xa9"),
-                .payload = { "\x00\xff bytes", 8 }, .props = publishProps(),
+                .payload = { "\x00\xff bytes", 8 },
+                .props = publishProps(),
             };
             uint8_t buf[BUF_MAX];
             CorMqttPacket got;
@@ -372,8 +425,7 @@ START_TEST(test_publish_round_trips)
                                 (CorMqttStr){ "\x00\x01", 2 }));
             ck_assert_uint_eq(got.props.userCount, 2);
             for (unsigned i = 0; i < 2; i++) {
-                ck_assert(corMqttUserPropNext(&got.props, &pos, &name,
-                                              &value));
+                ck_assert(corMqttUserPropNext(&got.props, &pos, &name, &value));
                 ck_assert(mqttStrEq(name, userProps[i].name));
                 ck_assert(mqttStrEq(value, userProps[i].value));
             }
@@ -385,8 +437,8 @@ END_TEST
 
 START_TEST(test_acks_round_trip)
 {
-    const uint8_t types[] = { COR_MQTT_PUBACK, COR_MQTT_PUBREC,
-                              COR_MQTT_PUBREL, COR_MQTT_PUBCOMP };
+    const uint8_t types[] = { COR_MQTT_PUBACK, COR_MQTT_PUBREC, COR_MQTT_PUBREL,
+                              COR_MQTT_PUBCOMP };
     const uint8_t codes[] = { 0x10, 0x80, 0x92, 0x92 };
 
     for (size_t i = 0; i < sizeof(types); i++) {
@@ -418,9 +470,9 @@ START_TEST(test_subscribe_round_trips)
 {
     const CorMqttSub subs[] = {
         { { "sport/tennis/+", 14 }, 1 },
-        { { "sport/#", 7 }, 2 | COR_MQTT_SUB_NO_LOCAL
-                                | COR_MQTT_SUB_RETAIN_AS_PUBLISHED
-                                | 2 << COR_MQTT_SUB_RETAIN_HANDLING_SHIFT },
+        { { "sport/#", 7 },
+          2 | COR_MQTT_SUB_NO_LOCAL | COR_MQTT_SUB_RETAIN_AS_PUBLISHED
+              | 2 << COR_MQTT_SUB_RETAIN_HANDLING_SHIFT },
         { { "$share/group/a/b", 16 }, 0 },
     };
     uint8_t buf[BUF_MAX];
@@ -430,8 +482,9 @@ START_TEST(test_subscribe_round_trips)
     for (unsigned version = V4; version <= V5; version++) {
         for (uint8_t type = COR_MQTT_SUBSCRIBE; type <= COR_MQTT_UNSUBSCRIBE;
              type += 2) {
-            CorMqttPacket pkt = { .type = type, .packetId = 9, .subs = subs,
-                                  .subCount = 3 };
+            CorMqttPacket pkt = {
+                .type = type, .packetId = 9, .subs = subs, .subCount = 3
+            };
             size_t pos = 0;
 
             if (version == V5 && type == COR_MQTT_SUBSCRIBE) {
@@ -439,7 +492,7 @@ START_TEST(test_subscribe_round_trips)
                 corMqttPropSet(&pkt.props, COR_MQTT_PROP_SUBSCRIPTION_ID);
             }
             if (version == V4) {
-                pkt.subCount = 1;   /* options of 5.0 only in the others */
+                pkt.subCount = 1; /* options of 5.0 only in the others */
             }
             roundTrip(&pkt, version, buf, &got);
             ck_assert_uint_eq(got.packetId, 9);
@@ -448,7 +501,8 @@ START_TEST(test_subscribe_round_trips)
                 ck_assert(corMqttSubNext(&got, &pos, &sub));
                 ck_assert(mqttStrEq(sub.filter, subs[i].filter));
                 ck_assert_uint_eq(sub.options, type == COR_MQTT_SUBSCRIBE
-                                                   ? subs[i].options : 0);
+                                                   ? subs[i].options
+                                                   : 0);
             }
             ck_assert(!corMqttSubNext(&got, &pos, &sub));
             ck_assert_uint_eq(got.props.subscriptionId,
@@ -460,7 +514,8 @@ END_TEST
 
 START_TEST(test_suback_and_disconnect_round_trip)
 {
-    CorMqttPacket pkt = { .type = COR_MQTT_SUBACK, .packetId = 3,
+    CorMqttPacket pkt = { .type = COR_MQTT_SUBACK,
+                          .packetId = 3,
                           .codes = (const uint8_t*)"\x00\x01\x02\x80",
                           .codeCount = 4 };
     uint8_t buf[BUF_MAX];
@@ -504,14 +559,15 @@ START_TEST(test_remaining_length_boundaries)
         uint32_t body;
         size_t head;
     } cases[] = {
-        { 127, 2 }, { 128, 3 }, { 16383, 3 }, { 16384, 4 },
+        { 127, 2 },     { 128, 3 },     { 16383, 3 },     { 16384, 4 },
         { 2097151, 4 }, { 2097152, 5 }, { 268435455, 5 },
     };
     static char payload[2097152];
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         CorMqttPacket pkt = {
-            .type = COR_MQTT_PUBLISH, .topic = { "t", 1 },
+            .type = COR_MQTT_PUBLISH,
+            .topic = { "t", 1 },
             .payload = { payload, cases[i].body - 3 },
         };
         uint8_t head[8];
@@ -521,15 +577,15 @@ START_TEST(test_remaining_length_boundaries)
         ck_assert_int_eq(corMqttEncodedSize(V4, &pkt),
                          (int)(cases[i].head + cases[i].body));
         /* Only the header in: the whole length is known. */
-        ck_assert_int_eq(corMqttEncode(head, sizeof(head), V4, &pkt),
-                         -ENOBUFS);
+        ck_assert_int_eq(corMqttEncode(head, sizeof(head), V4, &pkt), -ENOBUFS);
         if (cases[i].body <= sizeof(payload)) {
             size_t size = cases[i].head + cases[i].body;
             uint8_t* buf = malloc(size);
 
             ck_assert_int_eq(corMqttEncode(buf, size, V4, &pkt), (int)size);
             ck_assert_int_eq(corMqttDecode(buf, cases[i].head, V4, 0, &got,
-                                           &st), 0);
+                                           &st),
+                             0);
             ck_assert_uint_eq(st.need, size);
             ck_assert_int_eq(corMqttDecode(buf, size, V4, 0, &got, &st),
                              (int)size);
@@ -541,7 +597,8 @@ START_TEST(test_remaining_length_boundaries)
     {
         uint8_t buf[8];
         size_t n = hex("30 ff ff ff 7f", buf);
-        CorMqttPacket pkt = { .type = COR_MQTT_PUBLISH, .topic = { "t", 1 },
+        CorMqttPacket pkt = { .type = COR_MQTT_PUBLISH,
+                              .topic = { "t", 1 },
                               .payload = { payload, 268435456 - 3 } };
         CorMqttPacket got;
         CorMqttStatus st;
@@ -592,9 +649,9 @@ static const struct {
 } malformed[] = {
     /* The fixed header. */
     { V4, "00 00", 0x81, "reserved packet type" },
-    { V4, "f0 00", 0x81, "reserved packet type" },          /* AUTH */
+    { V4, "f0 00", 0x81, "reserved packet type" }, /* AUTH */
     { V4, "c1 00", 0x81, "reserved fixed header" },
-    { V5, "60 02 00 01", 0x81, "reserved fixed header" },   /* PUBREL */
+    { V5, "60 02 00 01", 0x81, "reserved fixed header" }, /* PUBREL */
     { V4, "80 06 00 01 00 01 61 00", 0x81, "reserved fixed header" },
     { V5, "a0 05 00 01 00 01 61", 0x81, "reserved fixed header" },
     { V4, "36 05 00 03 61 2f 62", 0x81, "QoS 3" },
@@ -604,8 +661,8 @@ static const struct {
     /* Truncated fields. */
     { V4, "30 03 00 05 61", 0x81, "runs past" },
     { V4, "30 01 00", 0x81, "runs past" },
-    { V4, "32 05 00 03 61 2f 62", 0x81, "runs past" },       /* no id */
-    { V5, "30 05 00 03 61 2f 62", 0x81, "runs past" },   /* no props */
+    { V4, "32 05 00 03 61 2f 62", 0x81, "runs past" }, /* no id */
+    { V5, "30 05 00 03 61 2f 62", 0x81, "runs past" }, /* no props */
     { V5, "30 07 00 03 61 2f 62 05 01", 0x81, "run past" },
     { V4, "40 01 00", 0x81, "runs past" },
     { V4, "20 01 00", 0x81, "runs past" },
@@ -613,10 +670,10 @@ static const struct {
     { V4, "30 05 00 03 61 2b 62", 0x90, "wildcard" },
     { V4, "30 05 00 03 61 2f 23", 0x90, "wildcard" },
     { V4, "30 02 00 00", 0x90, "empty topic" },
-    { V4, "30 05 00 03 61 c0 80", 0x81, "UTF-8" },          /* overlong */
+    { V4, "30 05 00 03 61 c0 80", 0x81, "UTF-8" }, /* overlong */
     { V4, "30 05 00 03 61 00 62", 0x81, "U+0000" },
-    { V4, "30 05 00 03 ed a0 80", 0x81, "UTF-8" },         /* surrogate */
-    { V4, "30 06 00 04 f4 90 80 80", 0x81, "UTF-8" },    /* > U+10FFFF */
+    { V4, "30 05 00 03 ed a0 80", 0x81, "UTF-8" },    /* surrogate */
+    { V4, "30 06 00 04 f4 90 80 80", 0x81, "UTF-8" }, /* > U+10FFFF */
     { V4, "30 04 00 02 c3 28", 0x81, "UTF-8" },
     { V4, "30 03 00 01 ff", 0x81, "UTF-8" },
     /* Packet identifiers. */
@@ -669,8 +726,7 @@ static const struct {
     { V4, "a2 06 00 01 00 01 23 00", 0x81, "runs past" },
     { V5, "82 10 00 01 00 00 0a 24 73 68 61 72 65 2f 67 2f 61 04", 0x82,
       "shared" },
-    { V5, "82 0e 00 01 00 00 08 24 73 68 61 72 65 2f 67 00", 0x8f,
-      "shared" },
+    { V5, "82 0e 00 01 00 00 08 24 73 68 61 72 65 2f 67 00", 0x8f, "shared" },
     /* SUBACK and UNSUBACK. */
     { V4, "90 02 00 01", 0x82, "no reason code" },
     { V4, "90 03 00 01 03", 0x82, "reason code" },
@@ -679,8 +735,7 @@ static const struct {
     { V5, "b0 03 00 01 00", 0x82, "no reason code" },
     { V5, "b0 04 00 01 00 01", 0x82, "reason code" },
     /* CONNECT. */
-    { V4, "10 0e 00 06 4d 51 49 73 64 70 03 02 00 3c 00 00", 0x84,
-      "not MQTT" },
+    { V4, "10 0e 00 06 4d 51 49 73 64 70 03 02 00 3c 00 00", 0x84, "not MQTT" },
     { V4, "10 0c 00 04 4d 51 54 54 06 02 00 3c 00 00", 0x84, "not MQTT" },
     { V4, "10 0c 00 04 4d 51 54 54 04 03 00 3c 00 00", 0x81,
       "reserved CONNECT" },
@@ -692,11 +747,12 @@ static const struct {
     { V4, "10 11 00 04 4d 51 54 54 04 06 00 3c 00 00 00 01 23 00 00", 0x90,
       "wildcard" },
     { V4, "10 0c 00 04 4d 51 54 54 04 86 00 3c 00 00", 0x81, "runs past" },
-    { V4, "10 0e 00 04 4d 51 54 54 04 02 00 3c 00 02 c0 af", 0x81,
-      "UTF-8" },
+    { V4, "10 0e 00 04 4d 51 54 54 04 02 00 3c 00 02 c0 af", 0x81, "UTF-8" },
     { V5, "10 0c 00 04 4d 51 54 54 05 02 00 3c 00 00", 0x81, "runs past" },
-    { V5, "10 18 00 04 4d 51 54 54 05 06 00 3c 00 00 00 05 11 00 00 00 01"
-          " 00 01 61 00 00", 0x81, "not allowed" },
+    { V5,
+      "10 18 00 04 4d 51 54 54 05 06 00 3c 00 00 00 05 11 00 00 00 01"
+      " 00 01 61 00 00",
+      0x81, "not allowed" },
     { V5, "10 10 00 04 4d 51 54 54 05 02 00 3c 03 23 00 01 00 00", 0x94,
       "topic alias" },
     /* DISCONNECT and AUTH. */
@@ -727,16 +783,25 @@ START_TEST(test_encoder_refusals)
     } cases[] = {
         { V4, { .type = COR_MQTT_PUBLISH, .topic = { "a/+", 3 } } },
         { V4, { .type = COR_MQTT_PUBLISH, .topic = { "", 0 } } },
-        { V4, { .type = COR_MQTT_PUBLISH, .topic = { "a", 1 }, .qos = 3,
-                .packetId = 1 } },
-        { V4, { .type = COR_MQTT_PUBLISH, .topic = { "a", 1 }, .qos = 9,
-                .packetId = 1 } },
+        { V4,
+          { .type = COR_MQTT_PUBLISH,
+            .topic = { "a", 1 },
+            .qos = 3,
+            .packetId = 1 } },
+        { V4,
+          { .type = COR_MQTT_PUBLISH,
+            .topic = { "a", 1 },
+            .qos = 9,
+            .packetId = 1 } },
         { V4, { .type = COR_MQTT_PUBLISH, .topic = { "a", 1 }, .qos = 1 } },
         { V4, { .type = COR_MQTT_PUBLISH, .topic = { big, sizeof(big) } } },
         { V4, { .type = COR_MQTT_PUBACK } },
         { V4, { .type = COR_MQTT_SUBSCRIBE, .packetId = 1 } },
-        { V4, { .type = COR_MQTT_SUBSCRIBE, .packetId = 1, .subs = &bad,
-                .subCount = 1 } },
+        { V4,
+          { .type = COR_MQTT_SUBSCRIBE,
+            .packetId = 1,
+            .subs = &bad,
+            .subCount = 1 } },
         { V5, { .type = COR_MQTT_PUBACK, .packetId = 1, .reasonCode = 3 } },
         { V4, { .type = COR_MQTT_CONNACK, .reasonCode = 6 } },
         { V4, { .type = COR_MQTT_AUTH } },
@@ -744,10 +809,15 @@ START_TEST(test_encoder_refusals)
         { V4, { .type = 16 } },
         { 3, { .type = COR_MQTT_PINGREQ } },
         { V4, { .type = COR_MQTT_CONNECT, .version = 3 } },
-        { V5, { .type = COR_MQTT_PUBLISH, .topic = { "a", 1 },
-                .props = { .has = 1u << COR_MQTT_PROP_SESSION_EXPIRY } } },
-        { V5, { .type = COR_MQTT_SUBSCRIBE, .packetId = 1, .subs = &bad,
-                .subCount = 0 } },
+        { V5,
+          { .type = COR_MQTT_PUBLISH,
+            .topic = { "a", 1 },
+            .props = { .has = 1u << COR_MQTT_PROP_SESSION_EXPIRY } } },
+        { V5,
+          { .type = COR_MQTT_SUBSCRIBE,
+            .packetId = 1,
+            .subs = &bad,
+            .subCount = 0 } },
     };
     uint8_t buf[BUF_MAX];
 
@@ -755,7 +825,8 @@ START_TEST(test_encoder_refusals)
         int size = corMqttEncodedSize(cases[i].version, &cases[i].pkt);
 
         ck_assert_msg(corMqttEncode(buf, sizeof(buf), cases[i].version,
-                                    &cases[i].pkt) == -EINVAL,
+                                    &cases[i].pkt)
+                          == -EINVAL,
                       "case %zu written", i);
         ck_assert(size == -EINVAL || size > 0);
     }

@@ -19,12 +19,12 @@ mqttStrEq(CorMqttStr a, CorMqttStr b)
 }
 
 /* Each macro returns the name of the field that differs. */
-#define MQTT_SAME(a, b, f)                                              \
-    if ((a)->f != (b)->f)                                               \
-        return #f
-#define MQTT_SAME_STR(a, b, f)                                          \
-    if (!mqttStrEq((a)->f, (b)->f))                                     \
-        return #f
+#define MQTT_SAME(a, b, f)                                                     \
+    if ((a)->f != (b)->f)                                                      \
+    return #f
+#define MQTT_SAME_STR(a, b, f)                                                 \
+    if (!mqttStrEq((a)->f, (b)->f))                                            \
+    return #f
 
 static inline const char*
 mqttListsDiffer(const CorMqttProps* a, const CorMqttProps* b)
@@ -95,8 +95,9 @@ mqttSubsDiffer(const CorMqttPacket* a, const CorMqttPacket* b)
     do {
         more = corMqttSubNext(a, &pa, &sa);
         if (more != corMqttSubNext(b, &pb, &sb)
-            || (more && (!mqttStrEq(sa.filter, sb.filter)
-                         || sa.options != sb.options))) {
+            || (more
+                && (!mqttStrEq(sa.filter, sb.filter)
+                    || sa.options != sb.options))) {
             return "topic filter";
         }
     } while (more);

@@ -22,21 +22,21 @@ START_TEST(test_utf8)
         { "plain/topic", 11, true },
         { "\xc3\xa9t\xc3\xa9", 5, true },
         { "\xe2\x82\xac", 3, true },
-        { "\xef\xbf\xbf", 3, true },            /* U+FFFF: allowed */
+        { "\xef\xbf\xbf", 3, true }, /* U+FFFF: allowed */
         { "\xf0\x9f\x98\x80", 4, true },
-        { "\xf4\x8f\xbf\xbf", 4, true },        /* U+10FFFF */
+        { "\xf4\x8f\xbf\xbf", 4, true }, /* U+10FFFF */
         { "\x7f", 1, true },
-        { "a\0b", 3, false },                   /* U+0000 */
-        { "\xc0\x80", 2, false },               /* overlong U+0000 */
+        { "a\0b", 3, false },     /* U+0000 */
+        { "\xc0\x80", 2, false }, /* overlong U+0000 */
         { "\xc1\xbf", 2, false },
-        { "\xe0\x9f\xbf", 3, false },           /* overlong */
-        { "\xf0\x8f\xbf\xbf", 4, false },       /* overlong */
-        { "\xed\xa0\x80", 3, false },           /* U+D800 */
-        { "\xed\xbf\xbf", 3, false },           /* U+DFFF */
-        { "\xf4\x90\x80\x80", 4, false },       /* U+110000 */
+        { "\xe0\x9f\xbf", 3, false },     /* overlong */
+        { "\xf0\x8f\xbf\xbf", 4, false }, /* overlong */
+        { "\xed\xa0\x80", 3, false },     /* U+D800 */
+        { "\xed\xbf\xbf", 3, false },     /* U+DFFF */
+        { "\xf4\x90\x80\x80", 4, false }, /* U+110000 */
         { "\xf5\x80\x80\x80", 4, false },
         { "\x80", 1, false },
-        { "\xc3", 1, false },                   /* cut short */
+        { "\xc3", 1, false }, /* cut short */
         { "\xe2\x82", 2, false },
         { "\xe2\x28\xac", 3, false },
         { "\xf0\x9f\x98\x28", 4, false },
@@ -45,7 +45,8 @@ START_TEST(test_utf8)
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         ck_assert_msg(corMqttUtf8Valid(cases[i].s, cases[i].len)
-                          == cases[i].valid, "case %zu", i);
+                          == cases[i].valid,
+                      "case %zu", i);
     }
 }
 END_TEST
@@ -90,9 +91,11 @@ START_TEST(test_topic_names_and_filters)
         const char* s = cases[i].s;
 
         ck_assert_msg((corMqttTopicNameCheck(s, strlen(s)) == NULL)
-                          == cases[i].name, "name '%s'", s);
+                          == cases[i].name,
+                      "name '%s'", s);
         ck_assert_msg((corMqttTopicFilterCheck(s, strlen(s)) == NULL)
-                          == cases[i].filter, "filter '%s'", s);
+                          == cases[i].filter,
+                      "filter '%s'", s);
     }
 }
 END_TEST
@@ -107,8 +110,8 @@ START_TEST(test_topic_matching)
     } cases[] = {
         { "sport/tennis/player1/#", "sport/tennis/player1", true },
         { "sport/tennis/player1/#", "sport/tennis/player1/ranking", true },
-        { "sport/tennis/player1/#",
-          "sport/tennis/player1/score/wimbledon", true },
+        { "sport/tennis/player1/#", "sport/tennis/player1/score/wimbledon",
+          true },
         { "sport/tennis/player1/#", "sport/tennis/player2", false },
         { "sport/tennis/player1/#", "sport/tennis", false },
         { "sport/#", "sport", true },
@@ -148,7 +151,8 @@ START_TEST(test_topic_matching)
         const char* t = cases[i].topic;
 
         ck_assert_msg(corMqttTopicMatch(f, strlen(f), t, strlen(t))
-                          == cases[i].match, "'%s' on '%s'", f, t);
+                          == cases[i].match,
+                      "'%s' on '%s'", f, t);
     }
 }
 END_TEST

@@ -73,16 +73,31 @@ END_TEST
 START_TEST(test_what_is_not_understood_is_ignored)
 {
     static const char* const bad[] = {
-        "", "bytes", "bytes=", "bytes= , ,", "items=0-1", "bytes 0-1",
-        "bytes=5-2", "bytes=a-b", "bytes=1-2-3", "bytes=--1", "bytes=-",
-        "bytes=1", "bytes=0-1;2-3", "bytes=0x10-20", "bytes=+1-2",
-        "bytes=1 2-3", "bytes=0-1,junk", "bytes=-1-2", "bytes==0-1",
-        "bytes=\xff-\xfe", "bytes=0-1\r\nX: y",
+        "",
+        "bytes",
+        "bytes=",
+        "bytes= , ,",
+        "items=0-1",
+        "bytes 0-1",
+        "bytes=5-2",
+        "bytes=a-b",
+        "bytes=1-2-3",
+        "bytes=--1",
+        "bytes=-",
+        "bytes=1",
+        "bytes=0-1;2-3",
+        "bytes=0x10-20",
+        "bytes=+1-2",
+        "bytes=1 2-3",
+        "bytes=0-1,junk",
+        "bytes=-1-2",
+        "bytes==0-1",
+        "bytes=\xff-\xfe",
+        "bytes=0-1\r\nX: y",
     };
 
     for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        ck_assert_msg(parse(bad[i], 100) == STATIC_RANGE_WHOLE, "'%s'",
-                      bad[i]);
+        ck_assert_msg(parse(bad[i], 100) == STATIC_RANGE_WHOLE, "'%s'", bad[i]);
     }
 }
 END_TEST
@@ -100,7 +115,8 @@ START_TEST(test_huge_numbers_saturate)
                      STATIC_RANGE_PARTIAL);
     ck_assert(ranges[0].start == 0 && ranges[0].len == 10);
     ck_assert_int_eq(parse("bytes=18446744073709551615-18446744073709551615",
-                           UINT64_MAX), STATIC_RANGE_UNSATISFIABLE);
+                           UINT64_MAX),
+                     STATIC_RANGE_UNSATISFIABLE);
     ck_assert_int_eq(parse("bytes=18446744073709551614-", UINT64_MAX),
                      STATIC_RANGE_PARTIAL);
     ck_assert(ranges[0].start == UINT64_MAX - 1 && ranges[0].len == 1);

@@ -13,16 +13,16 @@ static const uint8_t mask[4] = { 0x37, 0xfa, 0x21, 0x3d };
 
 START_TEST(test_heads_read_back_as_written)
 {
-    const uint64_t lengths[] = { 0, 5, 125, 126, 65535, 65536,
-                                 (uint64_t)1 << 40 };
+    const uint64_t lengths[] = {
+        0, 5, 125, 126, 65535, 65536, (uint64_t)1 << 40
+    };
 
     for (unsigned i = 0; i < sizeof(lengths) / sizeof(lengths[0]); i++) {
         for (int masked = 0; masked < 2; masked++) {
             uint8_t out[COR_WS_HEAD_MAX];
             CorWsFrameHead h;
             size_t n = corWsFrameHeadWrite(out, i % 2, COR_WS_BINARY,
-                                           lengths[i],
-                                           masked ? mask : NULL);
+                                           lengths[i], masked ? mask : NULL);
 
             /* Every shorter prefix asks for more. */
             for (size_t k = 0; k < n; k++) {
@@ -45,8 +45,8 @@ END_TEST
 START_TEST(test_the_rfc_examples_read)
 {
     /* RFC 6455 5.7: a single-frame masked text message "Hello". */
-    uint8_t frame[] = { 0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d, 0x7f, 0x9f,
-                        0x4d, 0x51, 0x58 };
+    uint8_t frame[] = { 0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d,
+                        0x7f, 0x9f, 0x4d, 0x51, 0x58 };
     CorWsFrameHead h;
 
     ck_assert_int_eq(corWsFrameHeadRead(frame, sizeof(frame), &h), 6);
@@ -56,8 +56,8 @@ START_TEST(test_the_rfc_examples_read)
     corWsMask(frame + 6, 5, h.mask, 0);
     ck_assert_mem_eq(frame + 6, "Hello", 5);
     /* An unmasked ping "Hello". */
-    ck_assert_int_eq(corWsFrameHeadRead((const uint8_t*)"\x89\x05Hello", 7,
-                                        &h), 2);
+    ck_assert_int_eq(corWsFrameHeadRead((const uint8_t*)"\x89\x05Hello", 7, &h),
+                     2);
     ck_assert_uint_eq(h.opcode, COR_WS_PING);
     ck_assert(!h.masked);
 }
@@ -66,14 +66,14 @@ END_TEST
 START_TEST(test_forbidden_heads_are_refused)
 {
     const char* bad[] = {
-        "\xc1\x80",                 /* RSV1 without an extension */
-        "\xa1\x80",                 /* RSV2 */
-        "\x91\x80",                 /* RSV3 */
-        "\x83\x80",                 /* opcode 3: reserved */
-        "\x8b\x80",                 /* opcode 0xB: reserved */
-        "\x09\x80",                 /* a fragmented ping */
-        "\x88\xfe\x00\x7e",         /* a close of 126 bytes */
-        "\x82\xfe\x00\x7d",         /* 125 in the 16-bit form */
+        "\xc1\x80",         /* RSV1 without an extension */
+        "\xa1\x80",         /* RSV2 */
+        "\x91\x80",         /* RSV3 */
+        "\x83\x80",         /* opcode 3: reserved */
+        "\x8b\x80",         /* opcode 0xB: reserved */
+        "\x09\x80",         /* a fragmented ping */
+        "\x88\xfe\x00\x7e", /* a close of 126 bytes */
+        "\x82\xfe\x00\x7d", /* 125 in the 16-bit form */
         "\x82\xff\x00\x00\x00\x00\x00\x00\xff\xff", /* 64-bit, fits 16 */
         "\x82\xff\x80\x00\x00\x00\x00\x00\x00\x00", /* top bit set */
     };
@@ -84,7 +84,8 @@ START_TEST(test_forbidden_heads_are_refused)
     for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         memcpy(buf, bad[i], lens[i]);
         ck_assert_msg(corWsFrameHeadRead(buf, sizeof(buf), &h)
-                          == -COR_WS_CLOSE_PROTOCOL, "case %u", i);
+                          == -COR_WS_CLOSE_PROTOCOL,
+                      "case %u", i);
     }
 }
 END_TEST
@@ -116,8 +117,7 @@ START_TEST(test_close_payloads)
     ck_assert_uint_eq(code, COR_WS_CLOSE_NO_STATUS);
     ck_assert_int_eq(corWsCloseRead((const uint8_t*)"\x03\xe8", 2, &code), 0);
     ck_assert_uint_eq(code, 1000);
-    ck_assert_int_eq(corWsCloseRead((const uint8_t*)"\x0f\xa0ok", 4, &code),
-                     0);
+    ck_assert_int_eq(corWsCloseRead((const uint8_t*)"\x0f\xa0ok", 4, &code), 0);
     ck_assert_uint_eq(code, 4000);
     ck_assert_int_eq(corWsCloseRead((const uint8_t*)"\x03", 1, &code),
                      -COR_WS_CLOSE_PROTOCOL);
@@ -131,8 +131,8 @@ START_TEST(test_close_payloads)
     ck_assert_int_eq(corWsCloseRead((const uint8_t*)"\x13\x88", 2, &code),
                      -COR_WS_CLOSE_PROTOCOL);
     /* A reason that is not UTF-8. */
-    ck_assert_int_eq(corWsCloseRead((const uint8_t*)"\x03\xe8\xff", 3,
-                                    &code), -COR_WS_CLOSE_PROTOCOL);
+    ck_assert_int_eq(corWsCloseRead((const uint8_t*)"\x03\xe8\xff", 3, &code),
+                     -COR_WS_CLOSE_PROTOCOL);
 }
 END_TEST
 
@@ -144,11 +144,11 @@ START_TEST(test_utf8)
     ck_assert(corWsUtf8Valid((const uint8_t*)"\xe2\x82\xac", 3));
     ck_assert(corWsUtf8Valid((const uint8_t*)"\xf0\x9f\x98\x80", 4));
     ck_assert(corWsUtf8Valid((const uint8_t*)"\xf4\x8f\xbf\xbf", 4));
-    ck_assert(!corWsUtf8Valid((const uint8_t*)"\xc0\xaf", 2));   /* overlong */
+    ck_assert(!corWsUtf8Valid((const uint8_t*)"\xc0\xaf", 2)); /* overlong */
     ck_assert(!corWsUtf8Valid((const uint8_t*)"\xe0\x80\xaf", 3));
     ck_assert(!corWsUtf8Valid((const uint8_t*)"\xed\xa0\x80", 3)); /* D800 */
     ck_assert(!corWsUtf8Valid((const uint8_t*)"\xf4\x90\x80\x80", 4));
-    ck_assert(!corWsUtf8Valid((const uint8_t*)"\xe2\x82", 2));   /* cut */
+    ck_assert(!corWsUtf8Valid((const uint8_t*)"\xe2\x82", 2)); /* cut */
     ck_assert(!corWsUtf8Valid((const uint8_t*)"\x80", 1));
     ck_assert(!corWsUtf8Valid((const uint8_t*)"a\xffz", 3));
 }
