@@ -354,6 +354,48 @@ def case_post_body():
     check(status == 200 and body == b"abcdef", (status, body, rst))
 
 
+def case_a_stream_keeps_nothing_of_the_last():
+    # Each loop keeps freed streams for its next ones (their header
+    # buffers too): a stream answered after sixteen others that sent
+    # headers and bodies of their own sees none of them.
+    p = Peer()
+    for i in range(16):
+        sid = 1 + 2 * i
+        p.headers(sid, [(":method", "POST"), (":path", "/waitecho?ms=1"),
+                        (":scheme", "http"), (":authority", "localhost"),
+                        ("x-secret", "s%d" % i), ("cookie", "c%d" % i)],
+                  end=False)
+        p.send(frame(DATA, END_STREAM, sid, b"body-%d" % i))
+    answers = {1 + 2 * i: [None, b""] for i in range(16)}
+    left = set(answers)
+    end = time.time() + 10
+    while left and time.time() < end:
+        f = p.next(end - time.time())
+        if f is None:
+            break
+        if f[2] not in answers:
+            continue
+        if f[0] == HEADERS:
+            answers[f[2]][0] = dict(f[4]).get(":status")
+        elif f[0] == DATA:
+            answers[f[2]][1] += f[3]
+        if f[0] == RST_STREAM or f[1] & END_STREAM:
+            left.discard(f[2])
+    for i in range(16):
+        status, body = answers[1 + 2 * i]
+        check(status == "200" and b"x-secret: s%d" % i in body,
+              (i, status, body))
+    for i in range(16, 32):
+        sid = 1 + 2 * i
+        p.get(sid, "/waitecho?ms=1")
+        status, body, rst = p.response(sid)
+        check(status == 200 and body.startswith(b"GET /waitecho\n"),
+              (status, body, rst))
+        for left in (b"x-secret", b"cookie", b"body-", b"POST"):
+            check(left not in body, "stream %d saw %r: %r" % (sid, left,
+                                                               body))
+
+
 def case_content_length_mismatch():
     # 8.1.1: a content-length the DATA does not match is malformed.
     p = Peer()
