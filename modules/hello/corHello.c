@@ -23,6 +23,8 @@
  *           own), a worker otherwise (each call a thread of its own): the
  *           calls overlap either way, so it takes the slowest one's time.
  *
+ *   visits  a counter in Redis (corHelloVisits.c).
+ *
  * A wait that a stop (or the client leaving) cancels takes the failure
  * path: 503, at once.
  */
@@ -323,6 +325,9 @@ gatherConfigure(CorModule* m, const CorConf* conf)
     return 0;
 }
 
+/* GET /visits, a counter in Redis: corHelloVisits.c. */
+int corHelloVisitsAdd(CorModule* m, const CorConf* conf);
+
 static int
 helloInit(CorModule* m, const CorConf* conf)
 {
@@ -366,7 +371,8 @@ helloInit(CorModule* m, const CorConf* conf)
         || corHandlerAdd(m, &(CorHandler){ .name = "gather",
                                            .serve = gatherServe,
                                            .run = COR_RUN_COROUTINE })
-               != 0) {
+               != 0
+        || corHelloVisitsAdd(m, conf) != 0) {
         return -1;
     }
     return 0;
