@@ -17,6 +17,11 @@
  * table, corLimitTable.c) and bounded by max_keys. A request without the
  * key's header is not counted, as nginx leaves an empty key alone.
  * Counted in /metrics per guard.
+ *
+ * With `store: "redis://host:port"` (and the redis module loaded before
+ * limit) a guard's buckets are kept in Redis instead, so that instances
+ * share them (corLimitStore.c); `on_store_error: allow | deny` (default
+ * allow) decides while the store fails.
  */
 #include "corLimitInt.h"
 
@@ -33,8 +38,8 @@ typedef struct {
     char* header; /* key: header:NAME; NULL: the address */
     LimitRate rate;
     LimitTable* table;
-    atomic_uint_fast64_t passed;
-    atomic_uint_fast64_t limited;
+    LimitStore* store; /* NULL: the buckets are the table's */
+    LimitCounts counts;
 } Guard;
 
 /* The guards; the core's (corModuleRecordsRead), from init to exit. */
@@ -69,28 +74,40 @@ keyOf(const Guard* g, const CorRequest* r, const char** keyP, size_t* lenP)
     return true;
 }
 
+int
+corLimitVerdict(CorRequest* r, LimitCounts* counts, bool passed,
+                uint64_t waitNs)
+{
+    char seconds[16];
+
+    if (passed) {
+        atomic_fetch_add_explicit(&counts->passed, 1, memory_order_relaxed);
+        return COR_GUARD_PASS;
+    }
+    atomic_fetch_add_explicit(&counts->limited, 1, memory_order_relaxed);
+    snprintf(seconds, sizeof(seconds), "%u", corLimitRetrySeconds(waitNs));
+    corResponseHeader(r, "Retry-After", seconds);
+    return 429;
+}
+
 static int
 limitCheck(CorRequest* r, void* arg, CorGuardWait* wait)
 {
     Guard* g = arg;
     const char* key;
     size_t len;
-    uint64_t waitNs;
-    char seconds[16];
+    uint64_t waitNs = 0;
 
-    (void)wait;
     if (!keyOf(g, r, &key, &len)) {
         return COR_GUARD_PASS;
     }
-    if (corLimitTableTake(g->table, key, len, corEvClockNs(), &g->rate,
-                          &waitNs)) {
-        atomic_fetch_add_explicit(&g->passed, 1, memory_order_relaxed);
-        return COR_GUARD_PASS;
+    if (g->store != NULL) {
+        return corLimitStoreTake(g->store, r, key, len, wait);
     }
-    atomic_fetch_add_explicit(&g->limited, 1, memory_order_relaxed);
-    snprintf(seconds, sizeof(seconds), "%u", corLimitRetrySeconds(waitNs));
-    corResponseHeader(r, "Retry-After", seconds);
-    return 429;
+    return corLimitVerdict(r, &g->counts,
+                           corLimitTableTake(g->table, key, len, corEvClockNs(),
+                                             &g->rate, &waitNs),
+                           waitNs);
 }
 
 static void
@@ -107,9 +124,22 @@ limitMetrics(CorMetricsOut* out, void* arg)
                          "cor_limit_requests_total{guard=\"%s\","
                          "result=\"limited\"} %llu\n",
                          guards[i].name,
-                         (unsigned long long)atomic_load(&guards[i].passed),
+                         (unsigned long long)atomic_load(
+                             &guards[i].counts.passed),
                          guards[i].name,
-                         (unsigned long long)atomic_load(&guards[i].limited));
+                         (unsigned long long)atomic_load(
+                             &guards[i].counts.limited));
+    }
+    corMetricsPrintf(out, "# HELP cor_limit_store_errors_total Requests whose "
+                          "guard's store (Redis) failed: on_store_error "
+                          "decided.\n"
+                          "# TYPE cor_limit_store_errors_total counter\n");
+    for (unsigned i = 0; i < guardCount; i++) {
+        corMetricsPrintf(out,
+                         "cor_limit_store_errors_total{guard=\"%s\"} %llu\n",
+                         guards[i].name,
+                         (unsigned long long)atomic_load(
+                             &guards[i].counts.storeErrors));
     }
     corMetricsPrintf(out, "# HELP cor_limit_keys Keys a limit guard holds a "
                           "bucket for.\n# TYPE cor_limit_keys gauge\n");
@@ -154,12 +184,44 @@ keyRead(CorModule* m, const CorConf* entry, Guard* g)
     return -1;
 }
 
+/* store: a redis:// URL (or a server the redis module names), and
+ * on_store_error: allow or deny. */
+static int
+storeRead(CorModule* m, const CorConf* entry, Guard* g, const char* where)
+{
+    CorConfErrors* e = corModuleErrors(m);
+    const char* store = corConfString(entry, "store", NULL, e);
+    const char* onError = corConfString(entry, "on_store_error", "allow", e);
+    char why[256];
+
+    if (onError == NULL
+        || (strcmp(onError, "allow") != 0 && strcmp(onError, "deny") != 0)) {
+        corModuleError(m, corConfGet(entry, "on_store_error"),
+                       "%s: on_store_error: expected allow or deny, got '%s'",
+                       where, onError != NULL ? onError : "");
+        return -1;
+    }
+    if (store == NULL || g->name == NULL) {
+        return 0;
+    }
+    g->store = corLimitStoreNew(store, g->name, &g->rate, &g->counts,
+                                strcmp(onError, "deny") == 0, why, sizeof(why));
+    if (g->store == NULL) {
+        corModuleError(m, corConfGet(entry, "store"), "%s: store: %s", where,
+                       why);
+        return -1;
+    }
+    return 0;
+}
+
 static int
 guardRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
 {
     Guard* g = record;
-    static const char* const keys[] = { "name", "rate",     "burst",
-                                        "key",  "max_keys", NULL };
+    static const char* const keys[] = { "name",           "rate",
+                                        "burst",          "key",
+                                        "max_keys",       "store",
+                                        "on_store_error", NULL };
     CorConfErrors* e = corModuleErrors(m);
     const char* name = corConfString(entry, "name", NULL, e);
     const char* rate = corConfString(entry, "rate", NULL, e);
@@ -195,6 +257,7 @@ guardRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
                        where);
         rc = -1;
     }
+    rc |= storeRead(m, entry, g, where);
     corConfUnknownKeys(entry, where, keys, e);
     return rc != 0 ? -1 : corGuardAdd(m, g->name, limitCheck, g);
 }
@@ -207,6 +270,7 @@ guardFree(void* record)
     free(g->name);
     free(g->header);
     corLimitTableFree(g->table);
+    corLimitStoreFree(g->store);
 }
 
 static int

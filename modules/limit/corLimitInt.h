@@ -8,6 +8,7 @@
 #ifndef COR_LIMIT_INT_H
 #define COR_LIMIT_INT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,5 +67,38 @@ bool corLimitTableTake(LimitTable* t, const char* key, size_t keyLen,
 /* Keys held now, and keys let go to make room, since creation. */
 unsigned corLimitTableKeys(LimitTable* t);
 uint64_t corLimitTableEvictions(LimitTable* t);
+
+/* ---- Buckets in Redis (corLimitStore.c) ---------------------------------- */
+
+struct CorRequest;
+struct CorGuardWait;
+
+/* What a guard counts, for /metrics. */
+typedef struct {
+    atomic_uint_fast64_t passed;
+    atomic_uint_fast64_t limited;
+    atomic_uint_fast64_t storeErrors; /* its store failed */
+} LimitCounts;
+
+/* A take's verdict for r (corLimit.c): passed, counted; or 429 with
+ * Retry-After, waitNs from the next token. */
+int corLimitVerdict(struct CorRequest* r, LimitCounts* counts, bool passed,
+                    uint64_t waitNs);
+
+typedef struct LimitStore LimitStore;
+
+/* The store at where (a redis:// URL, or a server the redis module names)
+ * of the guard named guard (kept), with its rate and counts (kept); deny:
+ * its on_store_error. NULL with why (no redis module, a bad URL). */
+LimitStore* corLimitStoreNew(const char* where, const char* guard,
+                             const LimitRate* rate, LimitCounts* counts,
+                             bool deny, char* why, size_t whyLen);
+void corLimitStoreFree(LimitStore* st);
+
+/* Take a token of key's bucket in the store: COR_GUARD_LATER (the
+ * verdict comes through wait), or a verdict now when the store failed at
+ * once (on_store_error's). */
+int corLimitStoreTake(LimitStore* st, struct CorRequest* r, const char* key,
+                      size_t len, struct CorGuardWait* wait);
 
 #endif /* COR_LIMIT_INT_H */
