@@ -100,10 +100,17 @@ integerMake(const redisReadTask* task, long long value)
     return reply;
 }
 
+/* A nil bulk string or array: the task's type is the one it would have
+ * had. */
 static void*
 nilMake(const redisReadTask* task)
 {
-    return replyNew(task, 0);
+    CorRedisReply* reply = replyNew(task, 0);
+
+    if (reply != NULL) {
+        reply->type = COR_REDIS_NIL;
+    }
+    return reply;
 }
 
 void
