@@ -4,7 +4,11 @@
  * RESP reader itself through its object functions, so that no reply is
  * parsed twice or copied from hiredis's own type: a string reply is one
  * block (the reply and its bytes), an array its reply and its element
- * table. hiredis parses; this only allocates what it found.
+ * table. hiredis parses; this only allocates what it found. An array's
+ * table grows as its elements come, never to the count its header
+ * claims: "*400000000" from a broken server costs the bytes that come,
+ * not gigabytes at once (hiredis 0.14 sets no bound; the fuzzer found
+ * it).
  */
 #include "corRedisInt.h"
 
@@ -32,8 +36,44 @@ typeOf(int hiredisType)
     }
 }
 
+/* The room an array's table has for n elements: powers of two from 4. */
+static size_t
+tableRoom(size_t n)
+{
+    size_t room = 4;
+
+    if (n == 0) {
+        return 0;
+    }
+    while (room < n) {
+        room *= 2;
+    }
+    return room;
+}
+
+/* Put reply last in parent's table (hiredis gives the elements in
+ * order), grown as needed. Returns 0, or -1 without memory. */
+static int
+elementAdd(CorRedisReply* parent, CorRedisReply* reply)
+{
+    size_t n = parent->elements;
+
+    if (tableRoom(n) < n + 1) {
+        CorRedisReply** grown = realloc(parent->element,
+                                        tableRoom(n + 1) * sizeof(*grown));
+
+        if (grown == NULL) {
+            return -1;
+        }
+        parent->element = grown;
+    }
+    parent->element[n] = reply;
+    parent->elements = n + 1;
+    return 0;
+}
+
 /* A reply of task's type with extra bytes after it, put in its parent's
- * place when it has one. */
+ * table when it has one. */
 static CorRedisReply*
 replyNew(const redisReadTask* task, size_t extra)
 {
@@ -44,10 +84,9 @@ replyNew(const redisReadTask* task, size_t extra)
     }
     reply->type = typeOf(task->type);
     reply->str = "";
-    if (task->parent != NULL) {
-        CorRedisReply* parent = task->parent->obj;
-
-        parent->element[task->idx] = reply;
+    if (task->parent != NULL && elementAdd(task->parent->obj, reply) != 0) {
+        free(reply);
+        return NULL;
     }
     return reply;
 }
@@ -70,23 +109,12 @@ stringMake(const redisReadTask* task, char* str, size_t len)
     return reply;
 }
 
+/* An array, empty until its elements come (elementAdd). */
 static void*
 arrayMake(const redisReadTask* task, int elements)
 {
-    CorRedisReply* reply = replyNew(task, 0);
-
-    if (reply != NULL && elements > 0) {
-        reply->element = calloc((size_t)elements, sizeof(*reply->element));
-        if (reply->element == NULL) {
-            /* The parent frees it with itself: leave it there empty. */
-            if (task->parent == NULL) {
-                free(reply);
-            }
-            return NULL;
-        }
-        reply->elements = (size_t)elements;
-    }
-    return reply;
+    (void)elements;
+    return replyNew(task, 0);
 }
 
 static void*

@@ -32,9 +32,10 @@ static pid_t redisPid;
 static int redisPort;
 static char out[1 << 16];
 
-/* Start redis-server on port (0: a free one), and wait until it answers. */
+/* Start redis-server on port (0: a free one), with requirepass password
+ * (NULL: none), and wait until it answers. */
 static void
-redisStart(int port)
+redisStartWith(int port, const char* password)
 {
     long deadline = corNowMs() + 10000;
     char portText[16];
@@ -46,7 +47,9 @@ redisStart(int port)
         if (freopen("/dev/null", "w", stdout) != NULL) {
             execlp("redis-server", "redis-server", "--port", portText, "--bind",
                    "127.0.0.1", "--save", "", "--appendonly", "no",
-                   "--daemonize", "no", (char*)NULL);
+                   "--daemonize", "no",
+                   password != NULL ? "--requirepass" : (char*)NULL, password,
+                   (char*)NULL);
         }
         _exit(127);
     }
@@ -63,6 +66,12 @@ redisStart(int port)
         usleep(20 * 1000);
     }
     ck_abort_msg("redis-server did not answer on %d", redisPort);
+}
+
+static void
+redisStart(int port)
+{
+    redisStartWith(port, NULL);
 }
 
 static void
@@ -94,7 +103,7 @@ tearDown(void)
  * on store (a redis:// URL) over /a (on_store_error: allow) and /d
  * (deny), 1/m burst 5 by address. */
 static void
-start(CorServer* s, const char* store)
+startAt(CorServer* s, const char* cache, const char* store)
 {
     char yaml[4096];
 
@@ -108,7 +117,7 @@ start(CorServer* s, const char* store)
              "modules:\n"
              "  - { load: http }\n"
              "  - load: redis\n"
-             "    servers: [ { name: cache, url: \"redis://127.0.0.1:%d\", "
+             "    servers: [ { name: cache, url: \"%s\", "
              "timeout: %dms } ]\n"
              "  - { load: hello, redis: cache }\n"
              "  - { load: testkit }\n"
@@ -125,8 +134,17 @@ start(CorServer* s, const char* store)
              "  - { match: \"GET /a\", handler: hello, guard: allowg }\n"
              "  - { match: \"GET /d\", handler: hello, guard: denyg }\n"
              "log: { pid_file: {DIR}/cor.pid }\n",
-             redisPort, TIMEOUT_MS, store, store);
+             cache, TIMEOUT_MS, store, store);
     ck_assert_int_eq(corServerStart(s, yaml), 0);
+}
+
+static void
+start(CorServer* s, const char* store)
+{
+    char cache[64];
+
+    snprintf(cache, sizeof(cache), "redis://127.0.0.1:%d", redisPort);
+    startAt(s, cache, store);
 }
 
 static void
@@ -206,6 +224,32 @@ START_TEST(test_a_pipeline)
                      200);
     ck_assert_str_eq(out, "status OK\ninteger 2\ninteger 42\nstring 2 42\n"
                           "status PONG\n");
+}
+END_TEST
+
+/* The URL's password and database: AUTH and SELECT on each connection;
+ * a wrong password fails every command with why. */
+START_TEST(test_auth_and_select)
+{
+    char url[128];
+
+    redisKill();
+    redisStartWith(0, "s3cr@t");
+    snprintf(url, sizeof(url), "redis://:s3cr%%40t@127.0.0.1:%d/5", redisPort);
+    startAt(&server, url, url);
+    ck_assert_int_eq(redisCall("SET\\nk\\nin5"), 200);
+    ck_assert_str_eq(out, "status OK\n");
+    ck_assert_int_eq(corShellAt(redisPort, "/tmp", out, sizeof(out),
+                                "redis-cli -p $P -a 's3cr@t' --no-auth-warning "
+                                "-n 5 GET k"),
+                     0);
+    ck_assert_str_eq(out, "in5\n");
+    corServerStop(&server);
+    snprintf(url, sizeof(url), "redis://:wrong@127.0.0.1:%d/5", redisPort);
+    startAt(&server, url, url);
+    ck_assert_int_eq(redisCall("GET\\nk"), 503);
+    COR_CHECK_HAS(out, "failed 13");
+    COR_CHECK_HAS(out, "AUTH or SELECT refused");
 }
 END_TEST
 
@@ -413,6 +457,7 @@ COR_TEST_SUITE(corRedis)
     tcase_add_test(tc, test_typed_replies);
     tcase_add_test(tc, test_errors_are_replies);
     tcase_add_test(tc, test_a_pipeline);
+    tcase_add_test(tc, test_auth_and_select);
     tcase_add_test(tc, test_visits_pipelined);
     tcase_add_test(tc, test_timeout);
     tcase_add_test(tc, test_killed_under_load_then_back);
