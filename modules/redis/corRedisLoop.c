@@ -44,22 +44,40 @@ struct RedisPeer {
     CorList pending;
     uint64_t readyMs;  /* connected, corEvNow time; 0: not yet */
     size_t preludeLen; /* AUTH and SELECT, before the connect */
+    bool armed;        /* the deadline's timer runs */
 };
 
 /* ---- The queue ----------------------------------------------------------- */
 
-/* The first waiter's deadline, once connected. */
-static void
-deadlineArm(RedisPeer* p)
+/* When the first waiter's answer is due: its send (or the connect, for
+ * what was queued before it) and the timeout; 0 when none waits or the
+ * peer is not connected yet (the connect has its own timeout). */
+static uint64_t
+headDueMs(const RedisPeer* p)
 {
     CorList* first = corListFirst(&p->pending);
     uint64_t since;
 
-    if (first == NULL) {
-        corKitConnDeadlineStop(&p->base.k);
-    } else if (p->readyMs != 0) {
-        since = corContainerOf(first, Pending, link)->sinceMs;
-        corKitConnDeadline(&p->base.k, since > p->readyMs ? since : p->readyMs,
+    if (first == NULL || p->readyMs == 0) {
+        return 0;
+    }
+    since = corContainerOf(first, Pending, link)->sinceMs;
+    return (since > p->readyMs ? since : p->readyMs)
+           + (uint64_t)p->server->timeoutMs;
+}
+
+/* Arm the deadline for the first waiter, unless it is armed: the timer
+ * is not moved at each reply (a heap's remove and insert a read), but
+ * looks again when it fires (peerExpired), so it is armed at most once
+ * a timeout while answers come. */
+static void
+deadlineArm(RedisPeer* p)
+{
+    uint64_t due = headDueMs(p);
+
+    if (due != 0 && !p->armed) {
+        p->armed = true;
+        corKitConnDeadline(&p->base.k, due - (uint64_t)p->server->timeoutMs,
                            (uint64_t)p->server->timeoutMs);
     }
 }
@@ -223,12 +241,24 @@ peerReserve(CorKitConn* k)
     return corBufReserve(&k->in, READ_ROOM);
 }
 
+/* The deadline fired: the first waiter's answer is late, or the waiter
+ * it was armed for was answered and the next one's time is not up yet
+ * (armed again for it). */
 static void
 peerExpired(CorKitConn* k)
 {
     RedisPeer* p = corContainerOf(k, RedisPeer, base.k);
+    uint64_t due = headDueMs(p);
     char why[96];
 
+    p->armed = false;
+    if (due == 0) {
+        return;
+    }
+    if (due > corEvNow(k->loop)) {
+        deadlineArm(p);
+        return;
+    }
     snprintf(why, sizeof(why), "no answer within %d ms", p->server->timeoutMs);
     corKitPeerFail(&p->base, -ETIMEDOUT, why);
 }
@@ -398,9 +428,6 @@ corRedisLoopPipeline(CorRedis* s, const CorRedisCommand* cmds, unsigned count,
                      CorRedisReply** replies, char* why, size_t whyLen)
 {
     Gather* g = calloc(1, sizeof(*g) + count * sizeof(GatherItem));
-    /* The peer's own timers end a wait first; this bounds it whatever. */
-    uint64_t deadline = corEvClockMs() + (uint64_t)s->connectTimeoutMs
-                        + (uint64_t)s->timeoutMs + 1000;
     unsigned sent = 0;
     int rc = 0;
 
@@ -418,13 +445,15 @@ corRedisLoopPipeline(CorRedis* s, const CorRedisCommand* cmds, unsigned count,
             break;
         }
     }
+    /* No deadline of its own: every command is answered or failed by
+     * its peer (a reply, the timeout, the connect's, the loop's stop),
+     * so the wait needs no timer. */
     while (g->left > 0) {
-        int waited = corCoLoopParkUntil(&g->park, deadline);
+        int waited = corCoLoopParkUntil(&g->park, 0);
 
         if (waited < 0 && g->left > 0) {
             g->abandoned = true; /* the last reply frees it */
-            snprintf(why, whyLen, "Redis %s: %s", s->name,
-                     waited == -ETIMEDOUT ? "no answer in time" : "cancelled");
+            snprintf(why, whyLen, "Redis %s: cancelled", s->name);
             return waited;
         }
     }
