@@ -4,22 +4,25 @@
  * URL (modules/redis/corRedisUrl.c: the user, password and database
  * beyond the core's URL parser), and the reply trees its functions build
  * as hiredis's reader parses RESP (corRedisReply.c: hiredis parses, they
- * allocate and link). The first byte chooses. Beyond the sanitizers, it
- * aborts when a property breaks:
+ * allocate and link), and the commands it writes itself. The first byte
+ * chooses. Beyond the sanitizers, it aborts when a property breaks:
  *
  *   - an accepted URL has a port in 1..65535 and a database up to
- *     1000000, its name (for messages) never holds its password after
- *     a colon, as a URL writes it, and
+ *     1000000, its name (for messages) is its scheme, user, host, port
+ *     and db and no more (never its password), and
  *     the same text parses the same again;
  *   - its AUTH and SELECT, as RESP, read back (through the same reader)
  *     as the commands they are: AUTH [user] password, SELECT db;
  *   - every reply tree is whole: a known type, a string NUL-terminated
- *     at its length, every element of an array there.
+ *     at its length, every element of an array there;
+ *   - a command (the input cut into arguments at each NUL) is written
+ *     byte for byte as hiredis's redisFormatCommandArgv writes it.
  *
  * Build: make build/fuzz/corRedisFuzz (Makefile.in's fuzz target).
  */
 #include "corRedisInt.h"
 
+#include <hiredis/hiredis.h>
 #include <hiredis/read.h>
 
 #include <stdio.h>
@@ -140,18 +143,52 @@ urlCheck(const uint8_t* data, size_t size)
         abort();
     }
     if (rc == 0) {
-        char written[300];
+        char tail[32];
+        /* The name is the scheme, the user, the host, the port and the db,
+         * no more: its length says the password is not in it. */
+        size_t expected = (u.tls ? 9 : 8) + strlen(u.user) + (u.user[0] != '\0')
+                          + strlen(u.host)
+                          + (strchr(u.host, ':') != NULL ? 2 : 0)
+                          + (size_t)snprintf(tail, sizeof(tail), ":%u/%u",
+                                             u.port, u.db);
 
-        /* The password as a URL writes it, after the user's colon. */
-        snprintf(written, sizeof(written), ":%s@", u.password);
         if (u.port < 1 || u.port > 65535 || u.db > 1000000
             || memcmp(&u, &again, sizeof(u)) != 0
-            || (u.hasPassword && strstr(u.name, written) != NULL)) {
+            || strlen(u.name) != expected) {
             abort();
         }
         preludeCheck(&u);
     }
     free(text);
+}
+
+/* size bytes cut at each NUL into arguments (at most 64). */
+static void
+formatCheck(const uint8_t* data, size_t size)
+{
+    const char* argv[64];
+    size_t lens[64];
+    int argc = 0;
+    size_t start = 0;
+    CorBuf out = { 0 };
+    char* theirs = NULL;
+    int theirLen;
+
+    for (size_t i = 0; i <= size && argc < 64; i++) {
+        if (i == size || data[i] == 0) {
+            argv[argc] = (const char*)data + start;
+            lens[argc++] = i - start;
+            start = i + 1;
+        }
+    }
+    theirLen = redisFormatCommandArgv(&theirs, argc, argv, lens);
+    if (corRedisFormat(&(CorRedisCommand){ argc, argv, lens }, &out) != 0
+        || theirLen < 0 || out.len != (size_t)theirLen
+        || memcmp(out.data, theirs, out.len) != 0) {
+        abort();
+    }
+    redisFreeCommand(theirs);
+    corBufFree(&out);
 }
 
 int
@@ -162,10 +199,16 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     if (size < 2) {
         return 0;
     }
-    if (data[0] & 1) {
-        urlCheck(data + 1, size - 1);
-    } else {
+    switch (data[0] % 3) {
+    case 0:
         repliesRead((const char*)data + 2, size - 2, data[1], none, 0);
+        break;
+    case 1:
+        urlCheck(data + 1, size - 1);
+        break;
+    default:
+        formatCheck(data + 1, size - 1);
+        break;
     }
     return 0;
 }

@@ -20,8 +20,34 @@
 #include "corRedis.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static CorRedis* visitsServer;
+
+/* The count and a newline into line (24 bytes hold any); its length.
+ * Not printf: its machinery cost 700 instructions a request, a fifth
+ * of what a whole GET /hello costs (callgrind). */
+static size_t
+countLine(long long count, char* line)
+{
+    char digits[24];
+    char* at = digits + sizeof(digits);
+    unsigned long long n = count < 0 ? 0ULL - (unsigned long long)count
+                                     : (unsigned long long)count;
+    size_t len;
+
+    *--at = '\n';
+    do {
+        *--at = (char)('0' + n % 10);
+        n /= 10;
+    } while (n > 0);
+    if (count < 0) {
+        *--at = '-';
+    }
+    len = (size_t)(digits + sizeof(digits) - at);
+    memcpy(line, at, len);
+    return len;
+}
 
 static void
 visitsServe(CorRequest* r)
@@ -29,6 +55,7 @@ visitsServe(CorRequest* r)
     static const char* const incr[] = { "INCR", "cor:visits" };
     CorRedisReply* reply = NULL;
     char why[256];
+    char line[24];
 
     if (visitsServer == NULL) {
         corRespondf(r, 503, "text/plain",
@@ -42,7 +69,7 @@ visitsServe(CorRequest* r)
     } else if (reply->type != COR_REDIS_INTEGER) {
         corRespondf(r, 503, "text/plain", "Redis said: %s\n", reply->str);
     } else {
-        corRespondf(r, 200, "text/plain", "%lld\n", reply->integer);
+        corRespond(r, 200, "text/plain", line, countLine(reply->integer, line));
     }
     corRedisReplyFree(reply);
 }

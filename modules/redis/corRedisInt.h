@@ -49,8 +49,9 @@ int corRedisUrlParse(const char* text, RedisUrl* u, char* why, size_t whyLen);
  * replies they have. Returns 0 or -ENOMEM. */
 int corRedisPrelude(const RedisUrl* u, CorBuf* out, unsigned* repliesP);
 
-/* One command RESP-formatted (hiredis's redisFormatCommandArgv) onto the
- * end of out. Returns 0, -EINVAL (argc < 1) or -ENOMEM. */
+/* One command RESP-formatted onto the end of out, as hiredis's
+ * redisFormatCommandArgv writes it. Returns 0, -EINVAL (argc < 1) or
+ * -ENOMEM. */
 int corRedisFormat(const CorRedisCommand* cmd, CorBuf* out);
 
 /* A server; made once, kept for the generation. */

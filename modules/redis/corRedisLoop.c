@@ -30,12 +30,21 @@
 /* Room for each read: a reply of this much comes in one. */
 #define READ_ROOM 16384
 
+/* A waiter; a block of the thread's (corChunkTake: a command's
+ * allocations are what GET /visits costs beyond GET /hello). */
 typedef struct {
     CorList link; /* the peer's queue, in the order sent */
     CorRedisReplyFn fn;
     void* arg;
     uint64_t sinceMs; /* queued, corEvNow time */
+    size_t size;      /* the block's */
 } Pending;
+
+static void
+pendingFree(Pending* q)
+{
+    corChunkGive(q, q->size);
+}
 
 struct RedisPeer {
     CorKitPeer base;
@@ -85,12 +94,14 @@ deadlineArm(RedisPeer* p)
 static int
 enqueue(RedisPeer* p, CorRedisReplyFn fn, void* arg)
 {
-    Pending* q = malloc(sizeof(*q));
+    size_t size = sizeof(Pending);
+    Pending* q = corChunkTake(&size);
     bool first = corListEmpty(&p->pending);
 
     if (q == NULL) {
         return -ENOMEM;
     }
+    q->size = size;
     q->fn = fn;
     q->arg = arg;
     q->sinceMs = corEvNow(p->base.k.loop);
@@ -155,7 +166,7 @@ peerFailed(CorKitPeer* base)
                                       memory_order_relaxed);
         }
         q->fn(q->arg, base->failure, NULL, base->why);
-        free(q);
+        pendingFree(q);
     }
 }
 
@@ -226,7 +237,7 @@ repliesTake(CorKitConn* k)
                                       memory_order_relaxed);
         }
         q->fn(q->arg, 0, reply, NULL);
-        free(q);
+        pendingFree(q);
         if (p->base.state == COR_KIT_PEER_DEAD) {
             return -1;
         }
@@ -385,6 +396,7 @@ typedef struct {
 } GatherItem;
 
 struct Gather {
+    size_t size;   /* the block's (corChunkTake) */
     unsigned left; /* replies still to come */
     bool abandoned;
     int rc; /* the first failure */
@@ -399,7 +411,7 @@ gatherFree(Gather* g, unsigned count)
     for (unsigned i = 0; i < count; i++) {
         corRedisReplyDestroy(g->items[i].reply);
     }
-    free(g);
+    corChunkGive(g, g->size);
 }
 
 static void
@@ -427,7 +439,8 @@ int
 corRedisLoopPipeline(CorRedis* s, const CorRedisCommand* cmds, unsigned count,
                      CorRedisReply** replies, char* why, size_t whyLen)
 {
-    Gather* g = calloc(1, sizeof(*g) + count * sizeof(GatherItem));
+    size_t size = sizeof(Gather) + count * sizeof(GatherItem);
+    Gather* g = corChunkTake(&size);
     unsigned sent = 0;
     int rc = 0;
 
@@ -435,8 +448,13 @@ corRedisLoopPipeline(CorRedis* s, const CorRedisCommand* cmds, unsigned count,
         snprintf(why, whyLen, "no memory");
         return -ENOMEM;
     }
+    g->size = size;
+    g->left = 0;
+    g->abandoned = false;
+    g->rc = 0;
+    g->park = 0;
     for (; sent < count; sent++) {
-        g->items[sent].gather = g;
+        g->items[sent] = (GatherItem){ .gather = g };
         g->left++;
         rc = corRedisLoopSend(s, &cmds[sent], gatherReply, &g->items[sent], why,
                               whyLen);

@@ -72,20 +72,31 @@ elementAdd(CorRedisReply* parent, CorRedisReply* reply)
     return 0;
 }
 
+/* A reply's block: the thread's (corChunkTake, given back on any
+ * thread), its size before the reply. */
+typedef struct {
+    size_t size;
+    CorRedisReply reply;
+} ReplyBlock;
+
 /* A reply of task's type with extra bytes after it, put in its parent's
  * table when it has one. */
 static CorRedisReply*
 replyNew(const redisReadTask* task, size_t extra)
 {
-    CorRedisReply* reply = calloc(1, sizeof(*reply) + extra);
+    size_t size = sizeof(ReplyBlock) + extra;
+    ReplyBlock* block = corChunkTake(&size);
+    CorRedisReply* reply;
 
-    if (reply == NULL) {
+    if (block == NULL) {
         return NULL;
     }
-    reply->type = typeOf(task->type);
+    block->size = size;
+    reply = &block->reply;
+    *reply = (CorRedisReply){ .type = typeOf(task->type) };
     reply->str = "";
     if (task->parent != NULL && elementAdd(task->parent->obj, reply) != 0) {
-        free(reply);
+        corChunkGive(block, size);
         return NULL;
     }
     return reply;
@@ -94,12 +105,12 @@ replyNew(const redisReadTask* task, size_t extra)
 static void*
 stringMake(const redisReadTask* task, char* str, size_t len)
 {
-    CorRedisReply* reply = len < SIZE_MAX - sizeof(*reply)
+    CorRedisReply* reply = len < SIZE_MAX - sizeof(ReplyBlock)
                                ? replyNew(task, len + 1)
                                : NULL;
 
     if (reply != NULL) {
-        char* bytes = (char*)(reply + 1);
+        char* bytes = (char*)(corContainerOf(reply, ReplyBlock, reply) + 1);
 
         memcpy(bytes, str, len);
         bytes[len] = '\0';
@@ -144,6 +155,8 @@ nilMake(const redisReadTask* task)
 void
 corRedisReplyDestroy(CorRedisReply* reply)
 {
+    ReplyBlock* block;
+
     if (reply == NULL) {
         return;
     }
@@ -151,7 +164,8 @@ corRedisReplyDestroy(CorRedisReply* reply)
         corRedisReplyDestroy(reply->element[i]);
     }
     free(reply->element);
-    free(reply);
+    block = corContainerOf(reply, ReplyBlock, reply);
+    corChunkGive(block, block->size);
 }
 
 static void
