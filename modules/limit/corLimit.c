@@ -97,6 +97,7 @@ limitCheck(CorRequest* r, void* arg, CorGuardWait* wait)
     const char* key;
     size_t len;
     uint64_t waitNs = 0;
+    bool passed;
 
     if (!keyOf(g, r, &key, &len)) {
         return COR_GUARD_PASS;
@@ -104,10 +105,10 @@ limitCheck(CorRequest* r, void* arg, CorGuardWait* wait)
     if (g->store != NULL) {
         return corLimitStoreTake(g->store, r, key, len, wait);
     }
-    return corLimitVerdict(r, &g->counts,
-                           corLimitTableTake(g->table, key, len, corEvClockNs(),
-                                             &g->rate, &waitNs),
-                           waitNs);
+    /* Taken first: waitNs is its output, read after. */
+    passed = corLimitTableTake(g->table, key, len, corEvClockNs(), &g->rate,
+                               &waitNs);
+    return corLimitVerdict(r, &g->counts, passed, waitNs);
 }
 
 static void
