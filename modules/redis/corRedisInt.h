@@ -5,7 +5,8 @@
  * hiredis's reader builds them (corRedisReply.c), what each thread keeps
  * of each server (corRedisSlot.c), and the two ways a command goes: on a
  * loop, pipelined with the loop's others (corRedisLoop.c), or off the
- * loops with poll() (corRedisThread.c).
+ * loops with poll() (corRedisThread.c; a loop's, in a build without
+ * coroutines, on the module's threads: corRedisHandoff.c).
  */
 #ifndef COR_REDIS_INT_H
 #define COR_REDIS_INT_H
@@ -109,6 +110,13 @@ int corRedisLoopPipeline(CorRedis* s, const CorRedisCommand* cmds,
                          size_t whyLen);
 /* Close the calling loop's connections (its loopExit). */
 void corRedisLoopExit(void);
+
+/* A loop's command made on a thread of the module's, its reply posted
+ * back to the loop (corRedisHandoff.c): corRedisSend in a build without
+ * coroutines. As corRedisSend. Stop: at the module's exit. */
+int corRedisHandoff(CorRedis* s, const CorRedisCommand* cmd, CorRedisReplyFn fn,
+                    void* arg, char* why, size_t whyLen);
+void corRedisHandoffStop(void);
 
 /* The thread's way: one batch at a time on the thread's connection. */
 int corRedisThreadPipeline(CorRedis* s, const CorRedisCommand* cmds,

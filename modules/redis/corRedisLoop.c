@@ -351,6 +351,9 @@ corRedisLoopSend(CorRedis* s, const CorRedisCommand* cmd, CorRedisReplyFn fn,
         snprintf(why, whyLen, "Redis %s: an empty command", s->name);
         return -EINVAL;
     }
+    if (!COR_HAVE_COROUTINES) {
+        return corRedisHandoff(s, cmd, fn, arg, why, whyLen);
+    }
     slot = corRedisSlot(s);
     if (slot == NULL) {
         snprintf(why, whyLen, "no memory");

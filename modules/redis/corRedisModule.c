@@ -266,6 +266,7 @@ static void
 redisExit(CorModule* m)
 {
     (void)m;
+    corRedisHandoffStop();
     for (unsigned i = 0; i < serverCount; i++) {
         free(servers[i]->name);
         free(servers[i]);
