@@ -33,23 +33,49 @@ static int redisPort;
 static char out[1 << 16];
 
 /* Start redis-server on port (0: a free one), with requirepass password
- * (NULL: none), and wait until it answers. */
+ * (NULL: none), over TLS only with the certificates of certs (NULL:
+ * plain; corTestCertsMake's server.pem), and wait until it accepts. */
 static void
-redisStartWith(int port, const char* password)
+redisStartWith(int port, const char* password, const char* certs)
 {
     long deadline = corNowMs() + 10000;
     char portText[16];
+    char cert[160];
+    char key[160];
+    char ca[160];
+    const char* argv[32] = {
+        "redis-server", "--bind", "127.0.0.1",   "--save", "",
+        "--appendonly", "no",     "--daemonize", "no"
+    };
+    int argc = 9;
 
     redisPort = port != 0 ? port : corFreePort();
     snprintf(portText, sizeof(portText), "%d", redisPort);
+    argv[argc++] = "--port";
+    argv[argc++] = certs != NULL ? "0" : portText;
+    if (password != NULL) {
+        argv[argc++] = "--requirepass";
+        argv[argc++] = password;
+    }
+    if (certs != NULL) {
+        snprintf(cert, sizeof(cert), "%s/server.pem", certs);
+        snprintf(key, sizeof(key), "%s/server.key", certs);
+        snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
+        argv[argc++] = "--tls-port";
+        argv[argc++] = portText;
+        argv[argc++] = "--tls-cert-file";
+        argv[argc++] = cert;
+        argv[argc++] = "--tls-key-file";
+        argv[argc++] = key;
+        argv[argc++] = "--tls-ca-cert-file";
+        argv[argc++] = ca;
+        argv[argc++] = "--tls-auth-clients";
+        argv[argc++] = "no";
+    }
     redisPid = corTestFork(SIGKILL);
     if (redisPid == 0) {
         if (freopen("/dev/null", "w", stdout) != NULL) {
-            execlp("redis-server", "redis-server", "--port", portText, "--bind",
-                   "127.0.0.1", "--save", "", "--appendonly", "no",
-                   "--daemonize", "no",
-                   password != NULL ? "--requirepass" : (char*)NULL, password,
-                   (char*)NULL);
+            execvp("redis-server", (char* const*)argv);
         }
         _exit(127);
     }
@@ -71,7 +97,7 @@ redisStartWith(int port, const char* password)
 static void
 redisStart(int port)
 {
-    redisStartWith(port, NULL);
+    redisStartWith(port, NULL, NULL);
 }
 
 static void
@@ -103,7 +129,7 @@ tearDown(void)
  * on store (a redis:// URL) over /a (on_store_error: allow) and /d
  * (deny), 1/m burst 5 by address. */
 static void
-startAt(CorServer* s, const char* cache, const char* store)
+startTop(CorServer* s, const char* top, const char* cache, const char* store)
 {
     char yaml[4096];
 
@@ -114,6 +140,7 @@ startAt(CorServer* s, const char* cache, const char* store)
              "  coroutines: { enabled: {COROUTINES} }\n"
              "listen:\n"
              "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
+             "%s"
              "modules:\n"
              "  - { load: http }\n"
              "  - load: redis\n"
@@ -134,8 +161,14 @@ startAt(CorServer* s, const char* cache, const char* store)
              "  - { match: \"GET /a\", handler: hello, guard: allowg }\n"
              "  - { match: \"GET /d\", handler: hello, guard: denyg }\n"
              "log: { pid_file: {DIR}/cor.pid }\n",
-             cache, TIMEOUT_MS, store, store);
+             top, cache, TIMEOUT_MS, store, store);
     ck_assert_int_eq(corServerStart(s, yaml), 0);
+}
+
+static void
+startAt(CorServer* s, const char* cache, const char* store)
+{
+    startTop(s, "", cache, store);
 }
 
 static void
@@ -234,7 +267,7 @@ START_TEST(test_auth_and_select)
     char url[128];
 
     redisKill();
-    redisStartWith(0, "s3cr@t");
+    redisStartWith(0, "s3cr@t", NULL);
     snprintf(url, sizeof(url), "redis://:s3cr%%40t@127.0.0.1:%d/5", redisPort);
     startAt(&server, url, url);
     ck_assert_int_eq(redisCall("SET\\nk\\nin5"), 200);
@@ -250,6 +283,34 @@ START_TEST(test_auth_and_select)
     ck_assert_int_eq(redisCall("GET\\nk"), 503);
     COR_CHECK_HAS(out, "failed 13");
     COR_CHECK_HAS(out, "AUTH or SELECT refused");
+}
+END_TEST
+
+/* rediss://: TLS through the core's TLS client, the server verified
+ * with client.ca_file's CA; a server it does not trust fails every
+ * command with why. */
+START_TEST(test_rediss)
+{
+    char certs[64];
+    char top[160];
+    char url[96];
+
+    redisKill();
+    corTestCertsMake(certs, sizeof(certs));
+    redisStartWith(0, NULL, certs);
+    snprintf(top, sizeof(top), "client: { ca_file: %s/ca.pem }\n", certs);
+    snprintf(url, sizeof(url), "rediss://127.0.0.1:%d", redisPort);
+    startTop(&server, top, url, url);
+    ck_assert_int_eq(redisCall("SET\\nk\\nover tls"), 200);
+    ck_assert_int_eq(redisCall("GET\\nk"), 200);
+    ck_assert_str_eq(out, "string 8 over tls\n");
+    ck_assert_int_eq(corCurl(server.port, "", "/visits", out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "1\n");
+    corServerStop(&server);
+    startTop(&server, "", url, url); /* the system's CAs: not the test's */
+    ck_assert_int_eq(redisCall("GET\\nk"), 503);
+    COR_CHECK_HAS(out, "certificate");
+    corTestCertsRemove(certs);
 }
 END_TEST
 
@@ -458,6 +519,7 @@ COR_TEST_SUITE(corRedis)
     tcase_add_test(tc, test_errors_are_replies);
     tcase_add_test(tc, test_a_pipeline);
     tcase_add_test(tc, test_auth_and_select);
+    tcase_add_test(tc, test_rediss);
     tcase_add_test(tc, test_visits_pipelined);
     tcase_add_test(tc, test_timeout);
     tcase_add_test(tc, test_killed_under_load_then_back);
