@@ -194,25 +194,26 @@ storeRead(CorModule* m, const CorConf* entry, Guard* g, const char* where)
     const char* store = corConfString(entry, "store", NULL, e);
     const char* onError = corConfString(entry, "on_store_error", "allow", e);
     char why[256];
+    bool deny = onError != NULL && strcmp(onError, "deny") == 0;
+    int rc = 0;
 
-    if (onError == NULL
-        || (strcmp(onError, "allow") != 0 && strcmp(onError, "deny") != 0)) {
+    if (onError == NULL || (!deny && strcmp(onError, "allow") != 0)) {
         corModuleError(m, corConfGet(entry, "on_store_error"),
                        "%s: on_store_error: expected allow or deny, got '%s'",
                        where, onError != NULL ? onError : "");
-        return -1;
+        rc = -1;
     }
     if (store == NULL || g->name == NULL) {
-        return 0;
+        return rc;
     }
-    g->store = corLimitStoreNew(store, g->name, &g->rate, &g->counts,
-                                strcmp(onError, "deny") == 0, why, sizeof(why));
+    g->store = corLimitStoreNew(store, g->name, &g->rate, &g->counts, deny, why,
+                                sizeof(why));
     if (g->store == NULL) {
         corModuleError(m, corConfGet(entry, "store"), "%s: store: %s", where,
                        why);
-        return -1;
+        rc = -1;
     }
-    return 0;
+    return rc;
 }
 
 static int

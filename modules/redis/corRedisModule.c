@@ -241,13 +241,16 @@ redisInit(CorModule* m, const CorConf* conf)
 {
     unsigned count = 0;
 
+    /* The client first: a module after this one that names a server
+     * hears of that server, not of a missing client, when a server's
+     * entry was wrong. */
+    if (corRedisProvide(m, &ops) != 0) {
+        return -1;
+    }
     if (corConfGet(conf, "servers") != NULL
         && corModuleRecordsRead(m, conf, "servers", "{ name, url }",
                                 sizeof(CorRedis*), serverRead, NULL, &count)
                == NULL) {
-        return -1;
-    }
-    if (corRedisProvide(m, &ops) != 0) {
         return -1;
     }
     return corMetricsSourceAdd(m, redisMetrics, NULL);

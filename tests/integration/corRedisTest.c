@@ -314,6 +314,42 @@ START_TEST(test_rediss)
 }
 END_TEST
 
+/* cor -t: a module that names Redis before the redis module is loaded,
+ * an unknown server, a bad URL, a bad on_store_error: each at its line. */
+START_TEST(test_cor_t_errors)
+{
+    startWithStore(); /* for its folder */
+    ck_assert_int_eq(
+        corConfigCheck(&server, "early.yaml",
+                       "listen: [ { protocol: http, address: "
+                       "127.0.0.1:1 } ]\n"
+                       "modules:\n"
+                       "  - { load: hello, redis: cache }\n"
+                       "  - load: redis\n"
+                       "    servers: [ { name: cache, url: \"redis://h\" } ]\n",
+                       out, sizeof(out)),
+        1);
+    COR_CHECK_HAS(out, "early.yaml:3:");
+    COR_CHECK_HAS(out, "load the redis module before the modules that use it");
+    ck_assert_int_eq(
+        corConfigCheck(
+            &server, "bad.yaml",
+            "listen: [ { protocol: http, address: 127.0.0.1:1 } ]\n"
+            "modules:\n"
+            "  - load: redis\n"
+            "    servers: [ { name: cache, url: \"redis://h/x\" } ]\n"
+            "  - { load: hello, redis: other }\n"
+            "  - { load: limit, guards: [ { name: g, rate: 1/s, "
+            "store: \"http://h\", on_store_error: maybe } ] }\n",
+            out, sizeof(out)),
+        1);
+    COR_CHECK_HAS(out, "expected /DB");
+    COR_CHECK_HAS(out, "no Redis server named 'other'");
+    COR_CHECK_HAS(out, "expected redis:// or rediss://, got http://");
+    COR_CHECK_HAS(out, "on_store_error: expected allow or deny, got 'maybe'");
+}
+END_TEST
+
 /* GET /visits counts, and 64 at once share each loop's one connection:
  * their INCRs go out in fewer writes than there are commands. On the
  * workers each thread has a connection of its own, one write a call. */
@@ -520,6 +556,7 @@ COR_TEST_SUITE(corRedis)
     tcase_add_test(tc, test_a_pipeline);
     tcase_add_test(tc, test_auth_and_select);
     tcase_add_test(tc, test_rediss);
+    tcase_add_test(tc, test_cor_t_errors);
     tcase_add_test(tc, test_visits_pipelined);
     tcase_add_test(tc, test_timeout);
     tcase_add_test(tc, test_killed_under_load_then_back);
