@@ -5,9 +5,9 @@
  * round trip: one script (EVALSHA; EVAL once when Redis does not have it
  * yet) that does the GCRA step of corLimitBucket.c atomically on the
  * server, with the server's clock (TIME), so that instances whose clocks
- * differ still agree. Each bucket is one key, cor:limit:GUARD:KEY, that
- * expires once its bucket is full again: Redis holds only the keys in
- * use.
+ * differ still agree. Each bucket is one key, cor:limit:GUARD:KEY (a
+ * KEY past 128 bytes by its SHA-1), that expires once its bucket is full
+ * again: Redis holds only the keys in use.
  *
  * The guard sends from the loop and answers later (COR_GUARD_LATER), so
  * nothing waits on the loop. With the store down or failing, the guard's
@@ -47,6 +47,8 @@ static const char script[] =
 struct LimitStore {
     CorRedis* server;
     const char* guard; /* its name, the guard's */
+    char* prefix;      /* cor:limit:GUARD: */
+    size_t prefixLen;
     const LimitRate* rate;
     LimitCounts* counts;
     bool deny;
@@ -62,8 +64,8 @@ typedef struct {
     CorRequest* r;
     CorGuardWait* wait;
     bool evaled; /* sent again as EVAL after NOSCRIPT */
-    size_t keyLen;
-    char key[];
+    size_t redisKeyLen;
+    char redisKey[]; /* cor:limit:GUARD:KEY, or :#SHA1 of a long KEY */
 } Take;
 
 LimitStore*
@@ -83,6 +85,14 @@ corLimitStoreNew(const char* where, const char* guard, const LimitRate* rate,
         return NULL;
     }
     st->guard = guard;
+    st->prefixLen = strlen("cor:limit::") + strlen(guard);
+    st->prefix = malloc(st->prefixLen + 1);
+    if (st->prefix == NULL) {
+        snprintf(why, whyLen, "no memory");
+        free(st);
+        return NULL;
+    }
+    snprintf(st->prefix, st->prefixLen + 1, "cor:limit:%s:", guard);
     st->rate = rate;
     st->counts = counts;
     st->deny = deny;
@@ -99,7 +109,10 @@ corLimitStoreNew(const char* where, const char* guard, const LimitRate* rate,
 void
 corLimitStoreFree(LimitStore* st)
 {
-    free(st);
+    if (st != NULL) {
+        free(st->prefix);
+        free(st);
+    }
 }
 
 /* The store failed (why): the guard's on_store_error, said once. */
@@ -129,25 +142,25 @@ storeAnswered(LimitStore* st)
 
 static void takeReply(void* arg, int rc, CorRedisReply* reply, const char* why);
 
-/* EVALSHA (or EVAL: the script itself) of t's bucket. */
+/* A key past this many bytes is named in Redis by its SHA-1 instead: a
+ * client's header does not make Redis hold kilobytes a bucket. */
+#define KEY_RAW_MOST 128
+
+/* EVALSHA (or EVAL: the script itself) of t's bucket, whose Redis key
+ * (cor:limit:GUARD:KEY) is t->redisKey. */
 static int
 takeSend(Take* t, char* why, size_t whyLen)
 {
     LimitStore* st = t->st;
-    char key[512];
-    int keyLen = snprintf(key, sizeof(key), "cor:limit:%s:", st->guard);
-    size_t room = sizeof(key) - (size_t)keyLen;
-    size_t n = t->keyLen < room ? t->keyLen : room;
     const char* argv[] = { t->evaled ? "EVAL" : "EVALSHA",
                            t->evaled ? script : st->sha,
                            "1",
-                           key,
+                           t->redisKey,
                            st->interval,
                            st->burst };
-    size_t lens[] = { strlen(argv[0]),    strlen(argv[1]), 1,
-                      (size_t)keyLen + n, strlen(argv[4]), strlen(argv[5]) };
+    size_t lens[] = { strlen(argv[0]), strlen(argv[1]), 1,
+                      t->redisKeyLen,  strlen(argv[4]), strlen(argv[5]) };
 
-    memcpy(key + keyLen, t->key, n);
     return corRedisSend(st->server, &(CorRedisCommand){ 6, argv, lens },
                         takeReply, t, why, whyLen);
 }
@@ -196,14 +209,30 @@ int
 corLimitStoreTake(LimitStore* st, CorRequest* r, const char* key, size_t len,
                   CorGuardWait* wait)
 {
-    Take* t = corRequestAlloc(r, sizeof(*t) + len);
+    size_t keyLen = len <= KEY_RAW_MOST ? len : 1 + 2 * SHA_DIGEST_LENGTH;
+    Take* t = corRequestAlloc(r, sizeof(*t) + st->prefixLen + keyLen);
     char why[256];
 
     if (t == NULL) {
         return storeFailed(st, "no memory");
     }
-    *t = (Take){ .st = st, .r = r, .wait = wait, .keyLen = len };
-    memcpy(t->key, key, len);
+    *t = (Take){
+        .st = st, .r = r, .wait = wait, .redisKeyLen = st->prefixLen + keyLen
+    };
+    memcpy(t->redisKey, st->prefix, st->prefixLen);
+    if (len <= KEY_RAW_MOST) {
+        memcpy(t->redisKey + st->prefixLen, key, len);
+    } else {
+        unsigned char digest[SHA_DIGEST_LENGTH];
+        char* hex = t->redisKey + st->prefixLen;
+
+        SHA1((const unsigned char*)key, len, digest);
+        hex[0] = '#';
+        for (int i = 0; i < SHA_DIGEST_LENGTH; i++) {
+            hex[1 + 2 * i] = "0123456789abcdef"[digest[i] >> 4];
+            hex[2 + 2 * i] = "0123456789abcdef"[digest[i] & 15];
+        }
+    }
     if (takeSend(t, why, sizeof(why)) != 0) {
         return storeFailed(st, why);
     }

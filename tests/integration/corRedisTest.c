@@ -27,6 +27,8 @@
 #define TIMEOUT_MS 300
 
 static CorServer server;
+/* A guard's name of 600 letters, for long_keys. */
+static char longName[601];
 static CorServer second;
 static pid_t redisPid;
 static int redisPort;
@@ -113,6 +115,7 @@ redisKill(void)
 static void
 setUp(void)
 {
+    memset(longName, 'g', sizeof(longName) - 1);
     redisStart(0);
 }
 
@@ -131,7 +134,7 @@ tearDown(void)
 static void
 startTop(CorServer* s, const char* top, const char* cache, const char* store)
 {
-    char yaml[4096];
+    char yaml[6144];
 
     snprintf(yaml, sizeof(yaml),
              "runtime:\n"
@@ -154,14 +157,17 @@ startTop(CorServer* s, const char* top, const char* cache, const char* store)
              "\"%s\" }\n"
              "      - { name: denyg, rate: 1/m, burst: 5, key: ip, store: "
              "\"%s\", on_store_error: deny }\n"
+             "      - { name: %s, rate: 1/m, burst: 1, key: \"header:X-Key\", "
+             "store: \"%s\" }\n"
              "routes:\n"
              "  - { match: \"GET /metrics\", handler: metrics }\n"
              "  - { match: \"GET /visits\", handler: visits }\n"
              "  - { match: \"POST /redis\", handler: redis }\n"
              "  - { match: \"GET /a\", handler: hello, guard: allowg }\n"
              "  - { match: \"GET /d\", handler: hello, guard: denyg }\n"
+             "  - { match: \"GET /k\", handler: hello, guard: %s }\n"
              "log: { pid_file: {DIR}/cor.pid }\n",
-             top, cache, TIMEOUT_MS, store, store);
+             top, cache, TIMEOUT_MS, store, store, longName, store, longName);
     ck_assert_int_eq(corServerStart(s, yaml), 0);
 }
 
@@ -311,6 +317,32 @@ START_TEST(test_rediss)
     ck_assert_int_eq(redisCall("GET\\nk"), 503);
     COR_CHECK_HAS(out, "certificate");
     corTestCertsRemove(certs);
+}
+END_TEST
+
+/* A guard's name and a key past any buffer's size: a key of 1000 bytes
+ * is one bucket, kept in Redis under its SHA-1 (a name of 600 once
+ * overran a 512-byte buffer: the server died at the first request). */
+START_TEST(test_long_keys)
+{
+    char args[1100];
+
+    startWithStore();
+    snprintf(args, sizeof(args), "-H 'X-Key: %01000d'", 7);
+    ck_assert_int_eq(corCurlStatus(server.port, args, "/k", out, sizeof(out)),
+                     200);
+    ck_assert_int_eq(corCurlStatus(server.port, args, "/k", out, sizeof(out)),
+                     429);
+    args[20] = '8'; /* another key */
+    ck_assert_int_eq(corCurlStatus(server.port, args, "/k", out, sizeof(out)),
+                     200);
+    ck_assert_int_eq(corShellAt(redisPort, "/tmp", out, sizeof(out),
+                                "redis-cli -p $P --scan --pattern "
+                                "'cor:limit:ggg*' | awk '{ print length($0) "
+                                "}' | sort -u"),
+                     0);
+    /* cor:limit: (10), the name (600), ':', '#' and 40 hex digits. */
+    ck_assert_str_eq(out, "652\n");
 }
 END_TEST
 
@@ -557,6 +589,7 @@ COR_TEST_SUITE(corRedis)
     tcase_add_test(tc, test_auth_and_select);
     tcase_add_test(tc, test_rediss);
     tcase_add_test(tc, test_cor_t_errors);
+    tcase_add_test(tc, test_long_keys);
     tcase_add_test(tc, test_visits_pipelined);
     tcase_add_test(tc, test_timeout);
     tcase_add_test(tc, test_killed_under_load_then_back);
