@@ -367,6 +367,13 @@ static inline bool corHeaderIs(const CorHeader* h, const char* name);
 /* The same with name's length given: a name that is no literal. */
 static inline bool corHeaderIsLen(const CorHeader* h, const char* name,
                                   size_t len);
+/* Whether name[0..len) is a token (RFC 9110 5.6.2), as a method or a
+ * header's name must be, and whether value[0..len) may be a header's
+ * value (no control character but tab, no DEL: a CR or LF would add
+ * headers of its own): corResponseHeader's checks, for a module that
+ * passes headers on from elsewhere. */
+bool corHeaderNameOk(const char* name, size_t len);
+bool corHeaderValueOk(const char* value, size_t len);
 
 /* The value of a query parameter, percent-decoded into the request's
  * arena; NULL when absent. */
