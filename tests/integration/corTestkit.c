@@ -17,6 +17,7 @@ void corTestkitStatusAdd(CorModule* m, int* rc);
 void corTestkitBodyAdd(CorModule* m, int* rc);
 void corTestkitSeenAdd(CorModule* m, int* rc);
 void corTestkitCrashAdd(CorModule* m, int* rc);
+void corTestkitGatedAdd(CorModule* m, int* rc);
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -951,6 +952,7 @@ testkitInitAll(CorModule* m, const CorConf* conf)
     corTestkitClientAdd(m, &rc);
     corTestkitCondWaitAdd(m, &rc);
     corTestkitNotifyAdd(m, &rc);
+    corTestkitGatedAdd(m, &rc);
     corTestkitStatusAdd(m, &rc);
     corTestkitBodyAdd(m, &rc);
     corTestkitSeenAdd(m, &rc);

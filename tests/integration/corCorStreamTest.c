@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A cor:// upstream's answer streams through forward (issue 39 item 1):
+ * the first bytes reach the client while the upstream's handler still
+ * holds the rest back (it waits for a file the test makes only once it
+ * saw them: judged by events, not by sleeps), a large body passes
+ * through in bounded memory on both servers, and an upstream killed
+ * mid-body ends the client's answer broken (no last chunk), never as
+ * complete. Before streaming, the front gathered the whole answer first:
+ * the first test timed out waiting for bytes the front held.
+ */
+#include "corTest.h"
+#include "corServer.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static CorServer up;
+static CorServer front;
+
+/* Up: the gated handler, served over cor:// on {PORT2}. */
+static const char upConfig[] =
+    "runtime: { loops: 1, coroutines: { enabled: {COROUTINES} } }\n"
+    "listen:\n"
+    "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
+    "  - { protocol: cor, address: 127.0.0.1:{PORT2} }\n"
+    "modules: [ { load: http }, { load: cor },\n"
+    "           { load: {MODULES}/testkit.so } ]\n"
+    "routes:\n"
+    "  - { match: \"GET /gated\", handler: gated }\n"
+    "log: { pid_file: {DIR}/cor.pid }\n";
+
+static void
+setUp(void)
+{
+    char yaml[2048];
+
+    ck_assert_int_eq(corServerStart(&up, upConfig), 0);
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 1, coroutines: { enabled: {COROUTINES} } }\n"
+             "listen: [ { protocol: http, address: 127.0.0.1:{PORT} } ]\n"
+             "modules:\n"
+             "  - { load: http }\n"
+             "  - { load: cor }\n"
+             "  - load: forward\n"
+             "    upstreams:\n"
+             "      - { name: up, servers: [ \"cor://127.0.0.1:%d\" ],\n"
+             "          read_timeout: 30s }\n"
+             "routes:\n"
+             "  - { match: \"/*\", handler: up }\n"
+             "log: { pid_file: {DIR}/cor.pid }\n",
+             up.port2);
+    ck_assert_int_eq(corServerStart(&front, yaml), 0);
+}
+
+static void
+tearDown(void)
+{
+    corServerStop(&front);
+    corServerStop(&up);
+}
+
+/* Read from fd into buf (at *lenP, cap bytes) until text is in it, the
+ * peer closes, or timeoutMs passes. Returns whether text came. */
+static bool
+readUntil(int fd, char* buf, size_t* lenP, size_t cap, const char* text,
+          int timeoutMs)
+{
+    long end = corNowMs() + timeoutMs;
+
+    while (memmem(buf, *lenP, text, strlen(text)) == NULL) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        long left = end - corNowMs();
+        ssize_t n;
+
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0 || *lenP >= cap) {
+            return false;
+        }
+        n = read(fd, buf + *lenP, cap - *lenP);
+        if (n <= 0) {
+            return false;
+        }
+        *lenP += (size_t)n;
+    }
+    return true;
+}
+
+/* Ask the front for a gated answer on a connection of its own. */
+static int
+gatedAsk(const char* query)
+{
+    char request[512];
+    int fd = corConnect(front.port);
+
+    ck_assert_int_ge(fd, 0);
+    snprintf(request, sizeof(request),
+             "GET /gated?%s HTTP/1.1\r\nHost: t\r\n\r\n", query);
+    ck_assert_int_eq(corSendAll(fd, request, strlen(request)), 0);
+    return fd;
+}
+
+START_TEST(test_first_bytes_before_the_upstream_finished)
+{
+    static char buf[1 << 16];
+    char query[300];
+    char gate[200];
+    char a[101] = { 0 };
+    char c[101] = { 0 };
+    size_t len = 0;
+    FILE* f;
+    int fd;
+
+    memset(a, 'a', 100);
+    memset(c, 'c', 100);
+    snprintf(gate, sizeof(gate), "%s/gate", front.dir);
+    snprintf(query, sizeof(query), "pieces=3&bytes=1000&gate=%s", gate);
+    fd = gatedAsk(query);
+    /* The upstream ends only once the gate exists: these bytes came
+     * before it finished. */
+    ck_assert_msg(readUntil(fd, buf, &len, sizeof(buf), a, 20000),
+                  "the first piece did not come before the upstream's end: "
+                  "%.*s",
+                  (int)len, buf);
+    ck_assert_msg(access(gate, F_OK) != 0, "the gate was open");
+    COR_CHECK_HAS(buf, "200 OK");
+    f = fopen(gate, "w");
+    ck_assert_ptr_nonnull(f);
+    fclose(f);
+    ck_assert_msg(readUntil(fd, buf, &len, sizeof(buf), "\r\n0\r\n\r\n", 20000),
+                  "no end of the chunked body: %.*s", (int)len, buf);
+    ck_assert_ptr_nonnull(memmem(buf, len, c, 100));
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_a_large_body_in_bounded_memory)
+{
+    char out[256];
+    long frontBefore;
+    long upBefore;
+    long frontAfter;
+    long upAfter;
+    pid_t frontGen = corServerGeneration(&front);
+    pid_t upGen = corServerGeneration(&up);
+
+    ck_assert_int_gt(frontGen, 0);
+    ck_assert_int_gt(upGen, 0);
+    frontBefore = corProcStatusKb(frontGen, "VmHWM");
+    upBefore = corProcStatusKb(upGen, "VmHWM");
+    /* 48 MiB, in 64 KiB pieces: gathered whole, it would take 48 MiB on
+     * each side (and a frame near max_frame). */
+    ck_assert_int_eq(corCurl(front.port, "-o /dev/null -w '%{size_download}'",
+                             "/gated?pieces=768&bytes=65536", out, sizeof(out)),
+                     0);
+    ck_assert_str_eq(out, "50331648");
+    frontAfter = corProcStatusKb(frontGen, "VmHWM");
+    upAfter = corProcStatusKb(upGen, "VmHWM");
+    fprintf(stderr,
+            "48 MiB through: the front's peak +%ld KiB, the "
+            "upstream's +%ld KiB\n",
+            frontAfter - frontBefore, upAfter - upBefore);
+    ck_assert_msg(frontAfter - frontBefore < 16 * 1024,
+                  "the front's peak grew %ld KiB for a 48 MiB body",
+                  frontAfter - frontBefore);
+    ck_assert_msg(upAfter - upBefore < 16 * 1024,
+                  "the upstream's peak grew %ld KiB for a 48 MiB body",
+                  upAfter - upBefore);
+}
+END_TEST
+
+/* The answer, chunked, must not end with its last chunk: the client
+ * sees it broken. */
+static void
+brokenAnswer(int fd, char* buf, size_t len, size_t cap)
+{
+    ck_assert_msg(!readUntil(fd, buf, &len, cap, "\r\n0\r\n\r\n", 20000),
+                  "a broken answer ended as complete: %.*s", (int)len, buf);
+    ck_assert_msg(corPeerClosed(fd, 5000), "the connection stayed open");
+}
+
+START_TEST(test_an_upstream_dying_mid_body_breaks_the_answer)
+{
+    static char buf[1 << 16];
+    char query[300];
+    char a[101] = { 0 };
+    size_t len = 0;
+    pid_t generation = corServerGeneration(&up);
+    int fd;
+
+    memset(a, 'a', 100);
+    snprintf(query, sizeof(query), "pieces=3&bytes=1000&gate=%s/never",
+             front.dir);
+    fd = gatedAsk(query);
+    ck_assert_msg(readUntil(fd, buf, &len, sizeof(buf), a, 20000),
+                  "no first piece: %.*s", (int)len, buf);
+    kill(up.pid, SIGKILL);
+    kill(generation, SIGKILL);
+    waitpid(up.pid, NULL, 0);
+    up.pid = 0;
+    brokenAnswer(fd, buf, len, sizeof(buf));
+    close(fd);
+}
+END_TEST
+
+START_TEST(test_an_answer_cut_upstream_breaks_the_answer)
+{
+    static char buf[1 << 16];
+    char a[101] = { 0 };
+    size_t len = 0;
+    int fd = gatedAsk("pieces=3&bytes=1000&cut=1");
+
+    memset(a, 'a', 100);
+    ck_assert_msg(readUntil(fd, buf, &len, sizeof(buf), a, 20000),
+                  "no first piece: %.*s", (int)len, buf);
+    brokenAnswer(fd, buf, len, sizeof(buf));
+    close(fd);
+}
+END_TEST
+
+COR_TEST_SUITE(corCorStream)
+{
+    tcase_set_timeout(tc, 120);
+    tcase_add_checked_fixture(tc, setUp, tearDown);
+    tcase_add_test(tc, test_first_bytes_before_the_upstream_finished);
+    tcase_add_test(tc, test_a_large_body_in_bounded_memory);
+    tcase_add_test(tc, test_an_upstream_dying_mid_body_breaks_the_answer);
+    tcase_add_test(tc, test_an_answer_cut_upstream_breaks_the_answer);
+}
