@@ -173,6 +173,32 @@ START_TEST(test_a_large_body_in_bounded_memory)
 }
 END_TEST
 
+/* A client that reads slowly holds the upstream back, through the
+ * front: the front's cor:// call stops reading at what it may hold, and
+ * the upstream's writer waits for its connection to drain. 16 MiB at 4
+ * MiB/s: gathered or piled up anywhere, a peak would grow by most of it. */
+START_TEST(test_a_slow_reader_holds_the_upstream_back)
+{
+    char out[256];
+    pid_t frontGen = corServerGeneration(&front);
+    long before = corProcStatusKb(frontGen, "VmHWM");
+    long after;
+
+    ck_assert_int_eq(corCurl(front.port,
+                             "--limit-rate 4M -o /dev/null "
+                             "-w '%{size_download}'",
+                             "/gated?pieces=256&bytes=65536", out, sizeof(out)),
+                     0);
+    ck_assert_str_eq(out, "16777216");
+    after = corProcStatusKb(frontGen, "VmHWM");
+    fprintf(stderr, "16 MiB to a slow reader: the front's peak +%ld KiB\n",
+            after - before);
+    ck_assert_msg(after - before < 8 * 1024,
+                  "the front's peak grew %ld KiB for a slow reader",
+                  after - before);
+}
+END_TEST
+
 /* The answer, chunked, must not end with its last chunk: the client
  * sees it broken. */
 static void
@@ -228,6 +254,7 @@ COR_TEST_SUITE(corCorStream)
     tcase_add_checked_fixture(tc, setUp, tearDown);
     tcase_add_test(tc, test_first_bytes_before_the_upstream_finished);
     tcase_add_test(tc, test_a_large_body_in_bounded_memory);
+    tcase_add_test(tc, test_a_slow_reader_holds_the_upstream_back);
     tcase_add_test(tc, test_an_upstream_dying_mid_body_breaks_the_answer);
     tcase_add_test(tc, test_an_answer_cut_upstream_breaks_the_answer);
 }
