@@ -440,7 +440,9 @@ callWait(Peer* p, CorCorCallState* call, uint64_t deadlineMs)
             return rc;
         }
     }
-    return call->rc;
+    /* A streamed head came whole: what rc says since is its body's end
+     * (all of it may have come before this wait woke). */
+    return call->streamed ? 0 : call->rc;
 }
 
 int

@@ -233,18 +233,27 @@ START_TEST(test_an_upstream_dying_mid_body_breaks_the_answer)
 }
 END_TEST
 
+/* Cut upstream after its pieces: large ones, and small ones whose head,
+ * pieces and cut may all come before the front's first read. */
 START_TEST(test_an_answer_cut_upstream_breaks_the_answer)
 {
     static char buf[1 << 16];
-    char a[101] = { 0 };
-    size_t len = 0;
-    int fd = gatedAsk("pieces=3&bytes=1000&cut=1");
 
-    memset(a, 'a', 100);
-    ck_assert_msg(readUntil(fd, buf, &len, sizeof(buf), a, 20000),
-                  "no first piece: %.*s", (int)len, buf);
-    brokenAnswer(fd, buf, len, sizeof(buf));
-    close(fd);
+    for (int i = 0; i < 6; i++) {
+        size_t bytes = i % 2 == 0 ? 1000 : 5;
+        char query[64];
+        char a[1001] = { 0 };
+        size_t len = 0;
+        int fd;
+
+        snprintf(query, sizeof(query), "pieces=3&bytes=%zu&cut=1", bytes);
+        fd = gatedAsk(query);
+        memset(a, 'a', bytes);
+        ck_assert_msg(readUntil(fd, buf, &len, sizeof(buf), a, 20000),
+                      "no first piece: %.*s", (int)len, buf);
+        brokenAnswer(fd, buf, len, sizeof(buf));
+        close(fd);
+    }
 }
 END_TEST
 
