@@ -47,11 +47,13 @@ setUp(void)
              "modules:\n"
              "  - { load: http }\n"
              "  - { load: cor }\n"
+             "  - { load: {MODULES}/testkit.so }\n"
              "  - load: forward\n"
              "    upstreams:\n"
              "      - { name: up, servers: [ \"cor://127.0.0.1:%d\" ],\n"
              "          read_timeout: 30s }\n"
              "routes:\n"
+             "  - { match: \"GET /client\", handler: client }\n"
              "  - { match: \"/*\", handler: up }\n"
              "log: { pid_file: {DIR}/cor.pid }\n",
              up.port2);
@@ -233,6 +235,33 @@ START_TEST(test_an_upstream_dying_mid_body_breaks_the_answer)
 }
 END_TEST
 
+/* A fetch (corClientFetch: the whole answer) of a streamed answer, over
+ * the same call: its pieces gathered, its limit held, its cut a failure.
+ * The testkit's client handler says what it got. */
+START_TEST(test_a_fetch_gathers_a_streamed_answer)
+{
+    char path[256];
+    char out[512];
+
+    snprintf(path, sizeof(path),
+             "/client?url=cor://127.0.0.1:%d/gated%%3Fpieces%%3D3%%26"
+             "bytes%%3D5",
+             up.port2);
+    ck_assert_int_eq(corCurl(front.port, "", path, out, sizeof(out)), 0);
+    COR_CHECK_HAS(out, "status=200 ");
+    COR_CHECK_HAS(out, "len=15 body=aaaaabbbbbccccc");
+    strcat(path, "%26cut%3D1");
+    ck_assert_int_eq(corCurl(front.port, "", path, out, sizeof(out)), 0);
+    COR_CHECK_HAS(out, "cut midway");
+    snprintf(path, sizeof(path),
+             "/client?max=10&url=cor://127.0.0.1:%d/gated%%3Fpieces%%3D3%%26"
+             "bytes%%3D5",
+             up.port2);
+    ck_assert_int_eq(corCurl(front.port, "", path, out, sizeof(out)), 0);
+    COR_CHECK_HAS(out, "over the limit");
+}
+END_TEST
+
 /* Cut upstream after its pieces: large ones, and small ones whose head,
  * pieces and cut may all come before the front's first read. */
 START_TEST(test_an_answer_cut_upstream_breaks_the_answer)
@@ -266,4 +295,5 @@ COR_TEST_SUITE(corCorStream)
     tcase_add_test(tc, test_a_slow_reader_holds_the_upstream_back);
     tcase_add_test(tc, test_an_upstream_dying_mid_body_breaks_the_answer);
     tcase_add_test(tc, test_an_answer_cut_upstream_breaks_the_answer);
+    tcase_add_test(tc, test_a_fetch_gathers_a_streamed_answer);
 }
