@@ -140,6 +140,21 @@ START_TEST(test_first_bytes_before_the_upstream_finished)
 }
 END_TEST
 
+/* A generation's peak memory (VmHWM, KiB) grew by less than kb, what the
+ * test says beside it. A sanitizer's quarantine keeps what was freed: its
+ * memory says nothing of the server's, and is not judged. */
+static void
+peakGrewLess(const char* what, long before, long after, long kb)
+{
+    const char* sanitized = getenv("COR_TEST_SANITIZED");
+
+    fprintf(stderr, "%s: peak +%ld KiB\n", what, after - before);
+    if (sanitized == NULL || strcmp(sanitized, "1") != 0) {
+        ck_assert_msg(after - before < kb, "%s: the peak grew %ld KiB", what,
+                      after - before);
+    }
+}
+
 START_TEST(test_a_large_body_in_bounded_memory)
 {
     char out[256];
@@ -162,16 +177,9 @@ START_TEST(test_a_large_body_in_bounded_memory)
     ck_assert_str_eq(out, "50331648");
     frontAfter = corProcStatusKb(frontGen, "VmHWM");
     upAfter = corProcStatusKb(upGen, "VmHWM");
-    fprintf(stderr,
-            "48 MiB through: the front's peak +%ld KiB, the "
-            "upstream's +%ld KiB\n",
-            frontAfter - frontBefore, upAfter - upBefore);
-    ck_assert_msg(frontAfter - frontBefore < 16 * 1024,
-                  "the front's peak grew %ld KiB for a 48 MiB body",
-                  frontAfter - frontBefore);
-    ck_assert_msg(upAfter - upBefore < 16 * 1024,
-                  "the upstream's peak grew %ld KiB for a 48 MiB body",
-                  upAfter - upBefore);
+    peakGrewLess("48 MiB through, the front", frontBefore, frontAfter,
+                 16 * 1024);
+    peakGrewLess("48 MiB through, the upstream", upBefore, upAfter, 16 * 1024);
 }
 END_TEST
 
@@ -193,11 +201,7 @@ START_TEST(test_a_slow_reader_holds_the_upstream_back)
                      0);
     ck_assert_str_eq(out, "16777216");
     after = corProcStatusKb(frontGen, "VmHWM");
-    fprintf(stderr, "16 MiB to a slow reader: the front's peak +%ld KiB\n",
-            after - before);
-    ck_assert_msg(after - before < 8 * 1024,
-                  "the front's peak grew %ld KiB for a slow reader",
-                  after - before);
+    peakGrewLess("16 MiB to a slow reader, the front", before, after, 8 * 1024);
 }
 END_TEST
 
