@@ -519,12 +519,14 @@ corCorLoopRead(CorCorCallState* call, void* buf, size_t len, int timeoutMs,
     if (n > 0 || call->rc == 0) {
         return (ssize_t)n;
     }
-    snprintf(why, whyLen, "%s: %s", p->base.name,
-             call->rc == -ECONNRESET && p->base.failure == 0
-                 ? "the answer was cut midway"
-             : call->rc == p->base.failure ? p->base.why
-             : call->rc == -ETIMEDOUT      ? "no body in time"
-                                           : strerror(-call->rc));
+    if (call->rc == p->base.failure) {
+        snprintf(why, whyLen, "%s", p->base.why); /* it names the peer */
+    } else {
+        snprintf(why, whyLen, "%s: %s", p->base.name,
+                 call->rc == -ECONNRESET  ? "the answer was cut midway"
+                 : call->rc == -ETIMEDOUT ? "no body in time"
+                                          : strerror(-call->rc));
+    }
     return call->rc;
 }
 
