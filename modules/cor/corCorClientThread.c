@@ -28,6 +28,7 @@ typedef struct ThreadPeer {
     unsigned port;
     bool served;             /* an answer came on it */
     bool closing;            /* its CLOSE came: closed after this call */
+    bool streaming;          /* a streamed answer's body comes on it */
     unsigned silentTimeouts; /* timed-out calls since the last frame */
     CorCorTables* sent;
     CorCorTables* received;
@@ -315,10 +316,21 @@ corCorCallOnThread(const CorCorCall* c, CorCorCallState* st,
                    size_t whyLen)
 {
     int rc;
-    ThreadPeer* p = peerKept(c);
+    ThreadPeer* p;
     bool keep = false;
 
     st->onLoop = false;
+    p = threadPeerFind(c);
+    if (p != NULL && p->streaming) {
+        /* Its frames are that answer's until it ends: a call read on it
+         * meanwhile would drop them. */
+        snprintf(why, whyLen,
+                 "cor://%s:%u: a streamed answer of it is still read on this "
+                 "thread",
+                 c->url->host, c->url->port);
+        return -EBUSY;
+    }
+    p = peerKept(c);
     out->reused = p != NULL;
     if (p == NULL && (p = peerFor(c, &rc, why, whyLen)) == NULL) {
         return rc;
@@ -336,6 +348,7 @@ corCorCallOnThread(const CorCorCall* c, CorCorCallState* st,
     }
     if (rc == 0 && st->streamed) {
         st->peer = p; /* its body comes on it, until corCorThreadEnd */
+        p->streaming = true;
         return 0;
     }
     st->ended = true;
@@ -380,6 +393,7 @@ corCorThreadEnd(CorCorCallState* st)
     ThreadPeer* p = st->peer;
 
     /* An answer not read to its end would still come on it. */
+    p->streaming = false;
     if (!st->ended || st->rc != 0 || p->closing) {
         peerDrop(p);
     }
