@@ -17,6 +17,7 @@ void corTestkitStatusAdd(CorModule* m, int* rc);
 void corTestkitBodyAdd(CorModule* m, int* rc);
 void corTestkitSeenAdd(CorModule* m, int* rc);
 void corTestkitCrashAdd(CorModule* m, int* rc);
+void corTestkitPgAdd(CorModule* m, int* rc);
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -955,6 +956,7 @@ testkitInitAll(CorModule* m, const CorConf* conf)
     corTestkitBodyAdd(m, &rc);
     corTestkitSeenAdd(m, &rc);
     corTestkitCrashAdd(m, &rc);
+    corTestkitPgAdd(m, &rc);
     return rc;
 }
 
