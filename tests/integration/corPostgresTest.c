@@ -5,7 +5,7 @@
  * /dbtime, parameters in and typed values out, the server's errors as a
  * handler reads them, a pool under concurrent requests, and a server
  * restarted under load (the requests of the gap fail with a clear 503,
- * then succeed again without a reload).
+ * then succeed again without a reload), a query past its timeout.
  */
 #include "corTest.h"
 #include "corPgServer.h"
@@ -36,12 +36,15 @@ static const char* configFormat =
     "    databases:\n"
     "      - { name: main, url: \"postgresql://cor@127.0.0.1:%d/postgres\",\n"
     "          pool: 4, query_timeout: 20s }\n"
+    "      - { name: short, url: \"postgresql://cor@127.0.0.1:%d/postgres\",\n"
+    "          pool: 1, query_timeout: 500ms }\n"
     "  - { load: hello, database: main }\n"
     "  - { load: {MODULES}/testkit.so }\n"
     "routes:\n"
     "  - { match: \"GET /dbtime\", handler: dbtime }\n"
     "  - { match: \"GET /pgecho\", handler: pgecho }\n"
     "  - { match: \"GET /pgerror\", handler: pgerror }\n"
+    "  - { match: \"GET /pgsleep\", handler: pgsleep }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
 static void
@@ -63,7 +66,7 @@ setUp(void)
     char config[2048];
 
     corTestPgStart(&pg);
-    snprintf(config, sizeof(config), configFormat, pg.port);
+    snprintf(config, sizeof(config), configFormat, pg.port, pg.port);
     ck_assert_int_eq(corServerStart(&server, config), 0);
 }
 
@@ -81,6 +84,27 @@ get(const char* target)
 
     snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", target);
     return corRequest(server.port, req, buf, sizeof(buf));
+}
+
+/* A cor-request load in the background, args as corRequestTool's. */
+static FILE*
+loadStart(const char* args)
+{
+    char command[4096];
+    FILE* load;
+
+    corRequestToolCommand(&server, args, command, sizeof(command));
+    load = popen(command, "r");
+    ck_assert_ptr_nonnull(load);
+    return load;
+}
+
+/* Its report, once it ended, into out; whether it exited 0. */
+static bool
+loadEnd(FILE* load, char* out, size_t cap)
+{
+    out[fread(out, 1, cap - 1, load)] = '\0';
+    return pclose(load) == 0;
 }
 
 /* The client sessions the server has now, psql's own not counted. */
@@ -186,17 +210,11 @@ END_TEST
  * never open more than they may; every request is answered. */
 START_TEST(test_a_pool_under_concurrent_requests)
 {
-    char command[4096];
     char out[8192];
     long most = 0;
-    FILE* load;
+    FILE* load = loadStart("-c 64 --duration 3s "
+                           "http://127.0.0.1:{PORT}/dbtime?sleep_ms=50");
 
-    corRequestToolCommand(&server,
-                          "-c 64 --duration 3s "
-                          "http://127.0.0.1:{PORT}/dbtime?sleep_ms=50",
-                          command, sizeof(command));
-    load = popen(command, "r");
-    ck_assert_ptr_nonnull(load);
     usleep(500 * 1000);
     for (int i = 0; i < 10; i++) {
         long busy = backends(" AND state = 'active'");
@@ -205,8 +223,7 @@ START_TEST(test_a_pool_under_concurrent_requests)
         ck_assert_int_le(backends(""), 8);
         usleep(100 * 1000);
     }
-    out[fread(out, 1, sizeof(out) - 1, load)] = '\0';
-    ck_assert_int_eq(pclose(load), 0);
+    ck_assert(loadEnd(load, out, sizeof(out)));
     ck_assert_msg(corSummaryCount(out, "failed ") == 0
                       && corSummaryCount(out, "non-2xx ") == 0
                       && corSummaryCount(out, "2xx ") > 64,
@@ -225,26 +242,20 @@ END_TEST
  */
 START_TEST(test_a_server_restarted_under_load)
 {
-    char command[4096];
     char out[8192];
     long deadline;
-    FILE* load;
+    FILE* load = loadStart("-c 16 --duration 6s "
+                           "http://127.0.0.1:{PORT}/dbtime?sleep_ms=5");
     int status = 0;
 
-    corRequestToolCommand(&server,
-                          "-c 16 --duration 6s "
-                          "http://127.0.0.1:{PORT}/dbtime?sleep_ms=5",
-                          command, sizeof(command));
-    load = popen(command, "r");
-    ck_assert_ptr_nonnull(load);
     usleep(1500 * 1000);
     corTestPgStop(&pg, SIGINT);
     ck_assert_int_eq(get("/dbtime"), 503);
     COR_CHECK_HAS(corBody(buf), "database main: ");
     usleep(1000 * 1000);
     corTestPgStart(&pg);
-    out[fread(out, 1, sizeof(out) - 1, load)] = '\0';
-    ck_assert_int_eq(pclose(load) != 0, corSummaryCount(out, "failed ") != 0);
+    ck_assert_int_eq(!loadEnd(load, out, sizeof(out)),
+                     corSummaryCount(out, "failed ") != 0);
     ck_assert_msg(corSummaryCount(out, "2xx ") > 0
                       && corSummaryCount(out, "non-2xx ") > 0,
                   "%s", out);
@@ -266,6 +277,22 @@ START_TEST(test_a_server_restarted_under_load)
 }
 END_TEST
 
+/* A query past query_timeout (500 ms on the database "short", pool 1)
+ * answers 503 at its deadline, not when the server is done; its
+ * connection, in doubt, is closed, and the next query opens another. */
+START_TEST(test_a_query_past_its_timeout)
+{
+    long t = corNowMs();
+
+    ck_assert_int_eq(get("/pgsleep?db=short&ms=5000"), 503);
+    COR_CHECK_HAS(corBody(buf), "database short: query: no answer within "
+                                "500 ms");
+    ck_assert_int_lt(corNowMs() - t, 4000);
+    ck_assert_int_eq(get("/pgsleep?db=short&ms=1"), 200);
+    ck_assert_int_eq(get("/pgsleep?db=short&ms=1"), 200);
+}
+END_TEST
+
 COR_TEST_SUITE(corPostgres)
 {
     tcase_set_timeout(tc, 120);
@@ -276,4 +303,5 @@ COR_TEST_SUITE(corPostgres)
     tcase_add_test(tc, test_query_errors_are_clear_and_the_pool_goes_on);
     tcase_add_test(tc, test_a_pool_under_concurrent_requests);
     tcase_add_test(tc, test_a_server_restarted_under_load);
+    tcase_add_test(tc, test_a_query_past_its_timeout);
 }

@@ -11,6 +11,7 @@
  *   pgerror  ?kind=zero|table|syntax: a query the server refuses, the
  *            error as the handler reads it (500 or 503, the message, a
  *            line "sqlstate XXXXX").
+ *   pgsleep  ?ms=N: SELECT pg_sleep(N / 1000), for a query_timeout.
  */
 #include "cor.h"
 
@@ -96,6 +97,22 @@ errorServe(CorRequest* r)
     corPgResultFree(res);
 }
 
+static void
+sleepServe(CorRequest* r)
+{
+    const char* params[] = { corRequestQuery(r, "ms") };
+    CorPgResult* res = corPgQuery(databaseAsked(r),
+                                  "SELECT pg_sleep($1::float8 / 1000)", 1,
+                                  params);
+
+    if (corPgError(res) != NULL) {
+        errorAnswer(r, res);
+    } else {
+        corRespondf(r, 200, "text/plain", "slept\n");
+    }
+    corPgResultFree(res);
+}
+
 void
 corTestkitPgAdd(CorModule* m, int* rc)
 {
@@ -105,6 +122,10 @@ corTestkitPgAdd(CorModule* m, int* rc)
             != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "pgerror",
                                            .serve = errorServe,
+                                           .run = COR_RUN_COROUTINE })
+               != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "pgsleep",
+                                           .serve = sleepServe,
                                            .run = COR_RUN_COROUTINE })
                != 0) {
         *rc = -1;
