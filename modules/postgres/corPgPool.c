@@ -69,7 +69,9 @@ connDrop(CorPgPool* pool, CorPgConn* c)
 }
 
 /* An idle connection's server spoke: what it says unasked is its end (a
- * shutdown, a restart, a terminated backend), or the close itself. */
+ * shutdown's FATAL 57P01, a terminated backend), or the close itself.
+ * The connection is closed on the spot, not read: the error would
+ * otherwise be the next query's answer. */
 static void
 idleHeard(CorCoWatch* watch, unsigned events)
 {
@@ -77,26 +79,18 @@ idleHeard(CorCoWatch* watch, unsigned events)
 
     (void)events;
     c->watched = false;
-    if (PQconsumeInput(c->pg) && PQstatus(c->pg) == CONNECTION_OK
-        && corCoLoopWatch(&c->watch, PQsocket(c->pg), POLLIN, idleHeard) == 0) {
-        c->watched = true; /* a notice: still up */
-        return;
-    }
     corListRemove(&c->link);
     connDrop(c->pool, c);
 }
 
-/* Whether an idle connection that nothing watched is still up: the same
- * look as idleHeard's, by poll() at once. */
+/* Whether an idle connection that nothing watched is still up: its
+ * server said nothing since (poll() at once), as idleHeard judges. */
 static bool
 idleUp(CorPgConn* c)
 {
     struct pollfd pfd = { .fd = PQsocket(c->pg), .events = POLLIN };
 
-    if (poll(&pfd, 1, 0) == 0) {
-        return true;
-    }
-    return PQconsumeInput(c->pg) && PQstatus(c->pg) == CONNECTION_OK;
+    return poll(&pfd, 1, 0) == 0;
 }
 
 /* Whether connects to db are held back now: the reason into *failP. */

@@ -5,7 +5,8 @@
  * /dbtime, parameters in and typed values out, the server's errors as a
  * handler reads them, a pool under concurrent requests, and a server
  * restarted under load (the requests of the gap fail with a clear 503,
- * then succeed again without a reload), a query past its timeout.
+ * then succeed again without a reload), a query past its timeout, and a
+ * restart while idle that no request sees.
  */
 #include "corTest.h"
 #include "corPgServer.h"
@@ -277,6 +278,28 @@ START_TEST(test_a_server_restarted_under_load)
 }
 END_TEST
 
+/* A restart while the pools are idle costs no request: the server's end
+ * of each idle session is seen (a watch on the loop, a look before a
+ * worker's next query) and the connection closed, so the next requests
+ * connect anew rather than finding a dead connection. */
+START_TEST(test_a_restart_while_idle_costs_no_request)
+{
+    int status;
+
+    for (int i = 0; i < 16; i++) {
+        ck_assert_int_eq(get("/dbtime"), 200);
+    }
+    ck_assert_int_ge(backends(""), 2);
+    corTestPgStop(&pg, SIGINT);
+    corTestPgStart(&pg);
+    for (int i = 0; i < 16; i++) {
+        status = get("/dbtime");
+        ck_assert_msg(status == 200, "request %d: %d %s", i, status,
+                      corBody(buf));
+    }
+}
+END_TEST
+
 /* A query past query_timeout (500 ms on the database "short", pool 1)
  * answers 503 at its deadline, not when the server is done; its
  * connection, in doubt, is closed, and the next query opens another. */
@@ -304,4 +327,5 @@ COR_TEST_SUITE(corPostgres)
     tcase_add_test(tc, test_a_pool_under_concurrent_requests);
     tcase_add_test(tc, test_a_server_restarted_under_load);
     tcase_add_test(tc, test_a_query_past_its_timeout);
+    tcase_add_test(tc, test_a_restart_while_idle_costs_no_request);
 }
