@@ -300,6 +300,31 @@ START_TEST(test_a_restart_while_idle_costs_no_request)
 }
 END_TEST
 
+/* A stop does not wait for a query in flight: its wait is cancelled, on
+ * the loop or on a worker, its request answered 503 (or its connection
+ * closed) and the server gone well before the query would have ended. */
+START_TEST(test_a_stop_cancels_a_query_in_flight)
+{
+    static const char req[] =
+        "GET /pgsleep?ms=15000 HTTP/1.1\r\nHost: t\r\n\r\n";
+    int fd = corConnect(server.port);
+    ssize_t n;
+    long t;
+
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(corSendAll(fd, req, sizeof(req) - 1), 0);
+    while (backends(" AND state = 'active'") < 1) {
+        usleep(50 * 1000);
+    }
+    t = corNowMs();
+    corServerStop(&server);
+    ck_assert_int_lt(corNowMs() - t, 5000);
+    n = corReadResponse(fd, buf, sizeof(buf), 2000);
+    ck_assert_msg(n == 0 || corStatus(buf) == 503, "%zd %s", n, buf);
+    close(fd);
+}
+END_TEST
+
 /* A query past query_timeout (500 ms on the database "short", pool 1)
  * answers 503 at its deadline, not when the server is done; its
  * connection, in doubt, is closed, and the next query opens another. */
@@ -328,4 +353,5 @@ COR_TEST_SUITE(corPostgres)
     tcase_add_test(tc, test_a_server_restarted_under_load);
     tcase_add_test(tc, test_a_query_past_its_timeout);
     tcase_add_test(tc, test_a_restart_while_idle_costs_no_request);
+    tcase_add_test(tc, test_a_stop_cancels_a_query_in_flight);
 }
