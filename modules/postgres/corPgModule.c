@@ -124,7 +124,9 @@ urlValid(CorModule* m, const CorConf* at, const char* where, const char* url)
     PQconninfoOption* opts = PQconninfoParse(url, &why);
 
     if (opts == NULL) {
-        corModuleError(m, at, "%s: url: %s", where,
+        /* libpq's message ends with a newline. */
+        corModuleError(m, at, "%s: url: %.*s", where,
+                       why != NULL ? (int)strcspn(why, "\n") : 13,
                        why != NULL ? why : "out of memory");
         PQfreemem(why);
         return false;
@@ -155,6 +157,17 @@ databaseRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
         rc = -1;
     } else if ((db->name = strdup(name)) == NULL) {
         rc = -1;
+    }
+    /* The entries before this one are read (the array is in order). */
+    for (unsigned j = 0; db->name != NULL && j < index; j++) {
+        const CorPgDatabase* before = db - index + j;
+
+        if (before->name != NULL && strcmp(before->name, db->name) == 0) {
+            corModuleError(m, corConfGet(entry, "name"),
+                           "%s: '%s' is taken by databases[%u]", where,
+                           db->name, j);
+            rc = -1;
+        }
     }
     if (url == NULL) {
         corModuleError(m, entry, "%s: a url (postgresql://...) is needed",
@@ -192,18 +205,6 @@ pgInit(CorModule* m, const CorConf* conf)
                                      databaseFree, &databaseCount);
     if (databases == NULL) {
         return -1;
-    }
-    for (unsigned i = 0; i < databaseCount; i++) {
-        for (unsigned j = 0; j < i; j++) {
-            if (databases[i].name != NULL && databases[j].name != NULL
-                && strcmp(databases[i].name, databases[j].name) == 0) {
-                corModuleError(m, NULL,
-                               "databases[%u]: '%s' is taken by "
-                               "databases[%u]",
-                               i, databases[i].name, j);
-                return -1;
-            }
-        }
     }
     corListInit(&workerPools);
     corPgProvide(&provider);

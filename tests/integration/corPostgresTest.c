@@ -124,8 +124,9 @@ backends(const char* where)
 }
 
 /* /dbtime answers the server's clock, a query with a parameter takes as
- * long as it asks; a database name no postgres module configured and a
- * url libpq refuses are configuration errors at their lines. */
+ * long as it asks; a database name no postgres module configured, a url
+ * libpq refuses (its message on one line) and a name given twice are
+ * configuration errors at their lines. */
 START_TEST(test_dbtime_and_the_configuration_errors)
 {
     long t;
@@ -159,7 +160,22 @@ START_TEST(test_dbtime_and_the_configuration_errors)
                         "h/d?nosuchoption=1\" } ]\n",
                         buf, sizeof(buf));
     ck_assert_int_ne(rc, 0);
-    COR_CHECK_HAS(buf, "databases[0]: url: invalid URI query parameter");
+    COR_CHECK_HAS(buf, "databases[0]: url: invalid URI query parameter: "
+                       "\"nosuchoption\"\n");
+    rc = corConfigCheck(&server, "twice.yaml",
+                        "listen: [ { protocol: http, address: "
+                        "127.0.0.1:1 } ]\n"
+                        "modules:\n"
+                        "  - { load: http }\n"
+                        "  - load: postgres\n"
+                        "    databases: [ { name: a, url: \"postgresql://h/d\" "
+                        "},\n"
+                        "                 { name: a, url: \"postgresql://h/d\" "
+                        "} ]\n",
+                        buf, sizeof(buf));
+    ck_assert_int_ne(rc, 0);
+    COR_CHECK_HAS(buf, "twice.yaml:6:26: module postgres: databases[1]: 'a' "
+                       "is taken by databases[0]");
 }
 END_TEST
 
