@@ -36,6 +36,13 @@ errorAnswer(CorRequest* r, const CorPgResult* res)
                 "%s\nsqlstate %s\n", corPgError(res), corPgSqlState(res));
 }
 
+/* A value as the answer writes it: "NULL" for SQL NULL. */
+static const char*
+text(const CorPgResult* res, unsigned row, unsigned col)
+{
+    return corPgIsNull(res, row, col) ? "NULL" : corPgValue(res, row, col);
+}
+
 static void
 echoServe(CorRequest* r)
 {
@@ -60,13 +67,11 @@ echoServe(CorRequest* r)
                               col > 0 ? "," : " ", corPgColumnName(res, col));
     }
     for (unsigned row = 0; row < corPgRows(res) && n < sizeof(body); row++) {
-        n += (size_t)
-            snprintf(body + n, sizeof(body) - n, "\na=%s n=%s z=%s i=%s",
-                     corPgValue(res, row, (unsigned)corPgColumn(res, "a")),
-                     corPgValue(res, row, 1),
-                     corPgIsNull(res, row, 2) ? "NULL"
-                                              : corPgValue(res, row, 2),
-                     corPgValue(res, row, 3));
+        n += (size_t)snprintf(body + n, sizeof(body) - n,
+                              "\na=%s n=%s z=%s i=%s",
+                              text(res, row, (unsigned)corPgColumn(res, "a")),
+                              text(res, row, 1), text(res, row, 2),
+                              text(res, row, 3));
     }
     corRespondf(r, 200, "text/plain", "%.*s\n",
                 (int)(n < sizeof(body) ? n : sizeof(body) - 1), body);
