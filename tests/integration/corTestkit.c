@@ -18,6 +18,7 @@ void corTestkitBodyAdd(CorModule* m, int* rc);
 void corTestkitSeenAdd(CorModule* m, int* rc);
 void corTestkitCrashAdd(CorModule* m, int* rc);
 void corTestkitGatedAdd(CorModule* m, int* rc);
+void corTestkitPgAdd(CorModule* m, int* rc);
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -957,6 +958,7 @@ testkitInitAll(CorModule* m, const CorConf* conf)
     corTestkitBodyAdd(m, &rc);
     corTestkitSeenAdd(m, &rc);
     corTestkitCrashAdd(m, &rc);
+    corTestkitPgAdd(m, &rc);
     return rc;
 }
 
