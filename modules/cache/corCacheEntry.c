@@ -44,6 +44,30 @@ cacheEntryFresh(const CacheEntry* e, int64_t nowMs)
     return e->lifetime > cacheEntryAge(e, nowMs);
 }
 
+/* Whether stale e is within extra seconds past its lifetime, and no
+ * directive bars a stale use (RFC 9111 4.2.4). */
+static bool
+staleWithin(const CacheEntry* e, int64_t extra, int64_t nowMs)
+{
+    return extra >= 0
+           && (e->flags & (ENTRY_NO_CACHE | ENTRY_MUST_REVALIDATE)) == 0
+           && cacheEntryAge(e, nowMs) < e->lifetime + extra;
+}
+
+bool
+cacheEntryStaleWhileRevalidate(const CacheEntry* e, int64_t nowMs)
+{
+    return staleWithin(e, e->staleWhileRevalidate, nowMs);
+}
+
+bool
+cacheEntryStaleIfError(const CacheEntry* e, int64_t askIfError, int64_t nowMs)
+{
+    int64_t extra = askIfError > e->staleIfError ? askIfError : e->staleIfError;
+
+    return staleWithin(e, extra, nowMs);
+}
+
 /* Fields that are the hop's or the cache's own, never stored: the
  * hop-by-hop ones, the framing (a stored answer has its own length),
  * Age and Date (said anew on each answer), Cache-Status (each answer's),
@@ -305,6 +329,8 @@ entryTimes(CacheEntry* e, const CacheAnswer* a, int64_t requestMs,
     e->responseTime = responseMs;
     e->initialAge = apparent > corrected ? apparent : corrected;
     e->lifetime = cachePolicyLifetime(e->status, a, response);
+    e->staleWhileRevalidate = (int32_t)a->staleWhileRevalidate;
+    e->staleIfError = (int32_t)a->staleIfError;
     e->flags = (uint8_t)((a->noCache ? ENTRY_NO_CACHE : 0)
                          | (a->mustRevalidate ? ENTRY_MUST_REVALIDATE : 0)
                          | (a->varyAny ? ENTRY_VARY_ANY : 0));

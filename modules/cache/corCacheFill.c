@@ -88,15 +88,14 @@ invalidate(CorRequest* r, CacheRun* run)
  * fields, the body; or a 304 to a client whose own conditions hold. A
  * stream's body is replaced by the entry's as it passes (the ctx). */
 static void*
-becomeEntry(CorRequest* r, CacheRun* run, const CacheEntry* e)
+becomeEntry(CorRequest* r, CacheRun* run, const CacheEntry* e,
+            const char* params)
 {
     Fill* fill;
 
-    for (unsigned i = 0; i < e->headerCount; i++) {
-        corResponseHeaderRemove(r, e->headers[i].name);
-    }
-    corResponseHeaderRemove(r, "Content-Length");
-    cacheAnswerFromEntry(r, run, "fwd=stale; fwd-status=304");
+    /* Only the route's fields stay: the handler's answer is replaced. */
+    r->responseHeaderCount = run->routeFields;
+    cacheAnswerFromEntry(r, run, params);
     /* cacheAnswerFromEntry answered r anew: a second corRespond is
      * ignored, so its fields are set here as the entry's. */
     if (run->clientConditional && cacheConditionMet(run->client, e)) {
@@ -131,7 +130,7 @@ refreshed(CorRequest* r, CacheRun* run)
 
     if (e == NULL) {
         cacheFlightEnd(run, FLIGHT_FAILED);
-        return becomeEntry(r, run, run->entry);
+        return becomeEntry(r, run, run->entry, "fwd=stale; fwd-status=304");
     }
     e->hash = run->hash;
     cacheEntryRef(e); /* for r's answer, beside the store's */
@@ -141,7 +140,7 @@ refreshed(CorRequest* r, CacheRun* run)
     atomic_fetch_add(&run->store->counters.revalidated, 1);
     r->cacheStatus = "REVALIDATED";
     cacheFlightEnd(run, FLIGHT_STORED);
-    return becomeEntry(r, run, e);
+    return becomeEntry(r, run, e, "fwd=stale; fwd-status=304");
 }
 
 /* A fetch's answer at its head: kept as it is now to be stored at its
@@ -169,11 +168,13 @@ fetchHead(CorRequest* r, CacheRun* run)
         return NULL;
     }
     /* The fields as they are here: a filter after this one may change
-     * them for the bytes it makes, which are not what is stored. */
-    memcpy(fields, r->responseHeaders,
-           r->responseHeaderCount * sizeof(*fields));
+     * them for the bytes it makes, which are not what is stored; less
+     * the route's, which the core adds to every answer, hits too. */
+    memcpy(fields, r->responseHeaders + run->routeFields,
+           (r->responseHeaderCount - run->routeFields) * sizeof(*fields));
     fill->view = *r;
     fill->view.responseHeaders = fields;
+    fill->view.responseHeaderCount = r->responseHeaderCount - run->routeFields;
     cacheStatusSay(r, run->store,
                    run->stale ? "fwd=stale; stored" : "fwd=uri-miss; stored");
     return fill;
@@ -187,6 +188,16 @@ fillHead(CorRequest* r, void* arg)
     (void)arg;
     if (run == NULL || r->cacheFront == NULL) {
         return NULL;
+    }
+    if ((run->kind == RUN_REVALIDATE || run->kind == RUN_FETCH)
+        && run->entry != NULL && r->status >= 500
+        && cacheEntryStaleIfError(run->entry, run->ask.staleIfError,
+                                  cacheNowMs())) {
+        /* RFC 5861: the error is not passed on; the stale answer is. */
+        cacheFlightEnd(run, FLIGHT_PASS);
+        r->cacheStatus = "STALE";
+        return becomeEntry(r, run, run->entry,
+                           "fwd=stale; detail=stale-if-error");
     }
     switch (run->kind) {
     case RUN_INVALIDATE:

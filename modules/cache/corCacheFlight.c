@@ -32,6 +32,33 @@ waiterWake(CorEvTask* task)
     corCacheResume(run->wait, cacheLookupAgain(run));
 }
 
+/* The fetch of run's key in its shard (locked), or NULL. */
+static CacheFlight*
+flightFind(const CacheShard* shard, const CacheRun* run)
+{
+    CacheFlight* f;
+
+    for (f = shard->flights; f != NULL; f = f->next) {
+        if (f->hash == run->hash && f->keyLen == run->keyLen
+            && memcmp(f->key, run->key, run->keyLen) == 0) {
+            break;
+        }
+    }
+    return f;
+}
+
+bool
+cacheFlightBusy(const CacheRun* run)
+{
+    CacheShard* shard = cacheShardOf(run->store, run->hash);
+    bool busy;
+
+    pthread_mutex_lock(&shard->lock);
+    busy = flightFind(shard, run) != NULL;
+    pthread_mutex_unlock(&shard->lock);
+    return busy;
+}
+
 bool
 cacheFlightJoin(CorRequest* r, CacheRun* run)
 {
@@ -39,12 +66,7 @@ cacheFlightJoin(CorRequest* r, CacheRun* run)
     CacheFlight* f;
 
     pthread_mutex_lock(&shard->lock);
-    for (f = shard->flights; f != NULL; f = f->next) {
-        if (f->hash == run->hash && f->keyLen == run->keyLen
-            && memcmp(f->key, run->key, run->keyLen) == 0) {
-            break;
-        }
-    }
+    f = flightFind(shard, run);
     if (f != NULL) {
         run->kind = RUN_WAIT;
         run->r = r;

@@ -207,7 +207,8 @@ fetchStart(CorRequest* r, CacheRun* run)
         r->method = "GET";
         r->methodLen = 3;
     }
-    if (validatorsSet(r, run->entry) != 0) {
+    if (validatorsSet(r, run->kind == RUN_REVALIDATE ? run->entry : NULL)
+        != 0) {
         cacheFlightEnd(run, FLIGHT_PASS);
         run->kind = RUN_PASS;
     }
@@ -242,6 +243,19 @@ lookupRun(CorRequest* r, CacheRun* run, const char* hit)
         cacheAnswerFromEntry(r, run, hit);
         return COR_CACHE_ANSWERED;
     }
+    if (e != NULL && !run->ask.noCache
+        && cacheEntryStaleWhileRevalidate(e, now)) {
+        /* Answered stale at once; one refresh at a time is asked. */
+        run->kind = RUN_HIT;
+        run->entry = e;
+        r->cacheStatus = "STALE";
+        atomic_fetch_add(&s->counters.stale, 1);
+        if (!cacheFlightBusy(run)) {
+            cacheRefreshStart(r);
+        }
+        cacheAnswerFromEntry(r, run, "hit; detail=stale-while-revalidate");
+        return COR_CACHE_ANSWERED;
+    }
     if (run->ask.onlyIfCached) {
         cacheEntryRelease(e);
         r->cacheStatus = "MISS";
@@ -253,13 +267,12 @@ lookupRun(CorRequest* r, CacheRun* run, const char* hit)
         cacheEntryRelease(e);
         return COR_CACHE_LATER;
     }
-    if (e != NULL && (e->etag != NULL || e->modified != NULL)) {
-        run->kind = RUN_REVALIDATE;
-        run->entry = e;
-    } else {
-        cacheEntryRelease(e);
-        run->kind = RUN_FETCH;
-    }
+    /* The stale entry is kept either way: a 304 refreshes it, an error
+     * may be answered with it (stale-if-error). */
+    run->kind = e != NULL && (e->etag != NULL || e->modified != NULL)
+                    ? RUN_REVALIDATE
+                    : RUN_FETCH;
+    run->entry = e;
     run->stale = e != NULL;
     r->cacheStatus = e != NULL ? "STALE" : "MISS";
     atomic_fetch_add(e != NULL ? &s->counters.stale : &s->counters.misses, 1);
@@ -317,6 +330,7 @@ cacheLookup(CorRequest* r, void* arg, CorCacheWait* wait)
         return COR_CACHE_PASS;
     }
     run->hash = cacheHash(run->key, run->keyLen);
+    run->routeFields = r->responseHeaderCount;
     r->cacheData = run;
     if (!cacheable) {
         run->kind = unsafe(r) ? RUN_INVALIDATE : RUN_PASS;
@@ -324,6 +338,9 @@ cacheLookup(CorRequest* r, void* arg, CorCacheWait* wait)
         return COR_CACHE_PASS;
     }
     cachePolicyAsk(r, &run->ask);
+    /* The cache's own refresh validates what is stored, never takes it. */
+    run->refresh = r->ops == &cacheRefreshOps;
+    run->ask.noCache |= run->refresh;
     clientKeep(r, run);
     return lookupRun(r, run, "hit");
 }

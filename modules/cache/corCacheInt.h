@@ -39,18 +39,21 @@ typedef struct CacheEntry {
     atomic_uint refs;
     uint16_t status;
     uint8_t flags;
-    uint8_t varyCount;    /* names of Vary (each "name\0value\0") */
-    uint32_t keyLen;      /* the key's, after headers[] in data */
-    uint32_t varyLen;     /* then the Vary names and values */
-    uint32_t headerCount; /* headers[], at data, pointing into it */
-    uint32_t size;        /* what it counts against the bound */
-    int64_t responseTime; /* when it came (s, the epoch's) */
-    int64_t initialAge;   /* its corrected initial age (s) */
-    int64_t lifetime;     /* its freshness lifetime (s) */
-    const char* type;     /* Content-Type, or NULL */
-    const char* etag;     /* ETag's value, or NULL */
-    const char* modified; /* Last-Modified's value, or NULL */
-    CorHeader* headers;   /* as stored: no hop-by-hop, Age, Date... */
+    uint8_t varyCount;            /* names of Vary (each "name\0value\0") */
+    uint32_t keyLen;              /* the key's, after headers[] in data */
+    uint32_t varyLen;             /* then the Vary names and values */
+    uint32_t headerCount;         /* headers[], at data, pointing into it */
+    uint32_t size;                /* what it counts against the bound */
+    int64_t responseTime;         /* when it came (s, the epoch's) */
+    int64_t initialAge;           /* its corrected initial age (s) */
+    int64_t lifetime;             /* its freshness lifetime (s) */
+    int32_t staleWhileRevalidate; /* s past it answered while refreshed,
+                                     -1: none (RFC 5861) */
+    int32_t staleIfError;         /* s past it answered for an error, -1 */
+    const char* type;             /* Content-Type, or NULL */
+    const char* etag;             /* ETag's value, or NULL */
+    const char* modified;         /* Last-Modified's value, or NULL */
+    CorHeader* headers;           /* as stored: no hop-by-hop, Age, Date... */
     const char* body;
     size_t bodyLen;
     char data[];
@@ -68,6 +71,13 @@ void cacheEntryRelease(CacheEntry* e);
  * whether it is fresh then. */
 int64_t cacheEntryAge(const CacheEntry* e, int64_t now);
 bool cacheEntryFresh(const CacheEntry* e, int64_t now);
+/* Whether stale e may still answer at nowMs: while it is refreshed
+ * (stale-while-revalidate), or for an error (stale-if-error, the
+ * answer's or the request's, askIfError; -1 none). Never when it must be
+ * validated (no-cache, must-revalidate). */
+bool cacheEntryStaleWhileRevalidate(const CacheEntry* e, int64_t nowMs);
+bool cacheEntryStaleIfError(const CacheEntry* e, int64_t askIfError,
+                            int64_t nowMs);
 /* Whether r's request headers are those e's Vary named. */
 bool cacheEntryVaryMatch(const CacheEntry* e, const CorRequest* r);
 
@@ -86,6 +96,8 @@ typedef struct {
     bool mustRevalidate;
     bool setCookie;
     bool varyAny;
+    int64_t staleWhileRevalidate; /* -1 when none */
+    int64_t staleIfError;         /* -1 when none */
 } CacheAnswer;
 
 /* An entry made of r's answer as it is now (status, type, headers) with
@@ -104,10 +116,11 @@ CacheEntry* cacheEntryRefreshed(const CacheEntry* old, const CorRequest* r,
 
 /* What the request's Cache-Control (and Pragma) say. */
 typedef struct {
-    bool noCache;      /* validate whatever is stored */
-    bool noStore;      /* store nothing of this exchange */
-    bool onlyIfCached; /* a 504 rather than a fetch */
-    int64_t maxAge;    /* -1: none */
+    bool noCache;         /* validate whatever is stored */
+    bool noStore;         /* store nothing of this exchange */
+    bool onlyIfCached;    /* a 504 rather than a fetch */
+    int64_t maxAge;       /* -1: none */
+    int64_t staleIfError; /* -1: none */
 } CacheAsk;
 
 void cachePolicyAsk(const CorRequest* r, CacheAsk* ask);
@@ -197,6 +210,7 @@ typedef struct CacheRun {
     CorRequest* r;
     CorRequest* client; /* r as the client sent it (its headers) */
     bool stale;         /* a stored answer was there, stale */
+    bool refresh;       /* the cache's own request (cacheRefreshStart) */
     CacheStore* store;
     char* key; /* in r's arena */
     size_t keyLen;
@@ -207,6 +221,9 @@ typedef struct CacheRun {
     CacheAsk ask;
     bool clientConditional; /* the client's own If-None-Match etc. */
     bool headWanted;        /* a HEAD run as a GET, to be stored */
+    unsigned routeFields;   /* r's answer fields before its handler's:
+                               its route's `headers`, said on each
+                               answer by the core, never stored */
     CorCacheWait* wait;     /* RUN_WAIT: where it goes on */
     CorEvTask task;         /* RUN_WAIT: the wake, to r's loop */
     CorList waiting;        /* RUN_WAIT: in its flight's list */
@@ -245,6 +262,14 @@ void cacheAnswerFromEntry(CorRequest* r, CacheRun* run, const char* params);
 bool cacheConditionMet(const CorRequest* r, const CacheEntry* e);
 /* Cache-Status (RFC 9211) on r's answer: store's name and params. */
 void cacheStatusSay(CorRequest* r, const CacheStore* s, const char* params);
+
+/* stale-while-revalidate's refresh of from's key, by a request of the
+ * cache's own on from's loop (corCacheRefresh.c); its ops tell the
+ * lookup it is one. */
+void cacheRefreshStart(const CorRequest* from);
+extern const CorProtocolOps cacheRefreshOps;
+/* Whether a fetch of run's key is in flight (corCacheFlight.c). */
+bool cacheFlightBusy(const CacheRun* run);
 
 /* The filter that sees the answers of cached routes (corCacheFill.c). */
 extern const CorFilter cacheFilter;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * RFC 9111's rules for a shared cache, apart from where they are used:
+ * RFC 9111's rules for a shared cache, apart from where they are used
+ * (and RFC 5861's stale-while-revalidate and stale-if-error):
  * what a request's and an answer's Cache-Control say, whether an answer
  * may be stored (section 3), its freshness lifetime (4.2.1, and the
  * heuristic of 4.2.2) and HTTP dates (RFC 9110 5.6.7).
@@ -174,6 +175,8 @@ askDirective(const Directive* d, void* arg)
         /* Ages are whole seconds: one 0.4 s old is "0", which max-age=0
          * would take; what a reload means by it is "validate". */
         ask->noCache |= ask->maxAge == 0;
+    } else if (named(d, "stale-if-error") && d->value != NULL) {
+        ask->staleIfError = deltaSeconds(d->value, d->valueLen);
     }
 }
 
@@ -182,7 +185,7 @@ cachePolicyAsk(const CorRequest* r, CacheAsk* ask)
 {
     bool controlled = false;
 
-    *ask = (CacheAsk){ .maxAge = -1 };
+    *ask = (CacheAsk){ .maxAge = -1, .staleIfError = -1 };
     for (unsigned i = 0; i < r->headerCount; i++) {
         if (corHeaderIs(&r->headers[i], "cache-control")) {
             controlled = true;
@@ -219,6 +222,10 @@ answerDirective(const Directive* d, void* arg)
         a->mustRevalidate = true;
     } else if (named(d, "max-age") && d->value != NULL) {
         a->maxAge = deltaSeconds(d->value, d->valueLen);
+    } else if (named(d, "stale-while-revalidate") && d->value != NULL) {
+        a->staleWhileRevalidate = deltaSeconds(d->value, d->valueLen);
+    } else if (named(d, "stale-if-error") && d->value != NULL) {
+        a->staleIfError = deltaSeconds(d->value, d->valueLen);
     } else if (named(d, "s-maxage") && d->value != NULL) {
         a->sMaxAge = deltaSeconds(d->value, d->valueLen);
         /* s-maxage implies proxy-revalidate (5.2.2.10) */
@@ -229,9 +236,13 @@ answerDirective(const Directive* d, void* arg)
 void
 cachePolicyAnswer(const CorRequest* r, CacheAnswer* a)
 {
-    *a = (CacheAnswer){
-        .date = -1, .expires = -1, .maxAge = -1, .sMaxAge = -1, .modified = -1
-    };
+    *a = (CacheAnswer){ .date = -1,
+                        .expires = -1,
+                        .maxAge = -1,
+                        .sMaxAge = -1,
+                        .modified = -1,
+                        .staleWhileRevalidate = -1,
+                        .staleIfError = -1 };
     for (unsigned i = 0; i < r->responseHeaderCount; i++) {
         const CorHeader* h = &r->responseHeaders[i];
 

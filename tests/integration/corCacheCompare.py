@@ -136,6 +136,28 @@ def only_if_cached(port, t):
     return "%d, origin %d" % (status, count(t))
 
 
+def swr_case(port, t):
+    ask(port, "GET", t)
+    time.sleep(2.1)
+    _, _, stale = ask(port, "GET", t)
+    # The refresh runs beside the answer: given a moment to land.
+    for _ in range(50):
+        if count(t) >= 2:
+            break
+        time.sleep(0.05)
+    time.sleep(0.2)
+    _, _, fresh = ask(port, "GET", t)
+    return "then %s, origin %d, then %s" % (word(stale), count(t), word(fresh))
+
+
+def sie_case(port, t):
+    ask(port, "GET", t)
+    ask(ORIGIN, "GET", "/fail?t=" + urllib.parse.quote(t, safe=""))
+    time.sleep(2.1)
+    status, _, body = ask(port, "GET", t)
+    return "origin %d, %d %s" % (count(t), status, word(body))
+
+
 AUTH = {"Authorization": "Basic dTpw"}
 
 CASES = [
@@ -174,6 +196,10 @@ CASES = [
     Case("request max-age=0 (revalidate)", "cc=max-age=60", "origin 2, 200 n=2",
          run_seq(("GET", None, 0), ("GET", {"Cache-Control": "max-age=0"}, 0)), path="reqmaxage"),
     Case("only-if-cached, not stored", "cc=max-age=60", "504, origin 0", only_if_cached, path="oic"),
+    Case("stale-while-revalidate=30 (max-age=1; 2 s later)", "cc=max-age=1,stale-while-revalidate=30",
+         "then n=1, origin 2, then n=2", swr_case, path="swr"),
+    Case("stale-if-error=60 (max-age=1; 2 s later the origin fails)", "cc=max-age=1,stale-if-error=60",
+         "origin 2, 200 n=1", sie_case, path="sie"),
     Case("20 concurrent misses (delay 300 ms)", "cc=max-age=60&delay=300",
          "origin 1 for 20, 20 answers n=1", collapse_case, path="collapse"),
 ]

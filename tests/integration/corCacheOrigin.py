@@ -11,8 +11,9 @@ of that many bytes. Every answer's body starts with "n=COUNT" (how often
 this target was asked, HEAD and GET alike) and says X-Origin-Count; a
 request whose If-None-Match holds the etag, or whose If-Modified-Since is
 not before lm, gets a 304 with the same fields. GET /count?t=TARGET says
-how often TARGET was asked; POST, PUT and DELETE answer 204 (status= as
-said). Argument: the port.
+how often TARGET was asked; GET /fail?t=TARGET makes TARGET's answers
+500s (no fields) from then on; POST, PUT and DELETE answer 204 (status=
+as said). Argument: the port.
 """
 import email.utils
 import http.server
@@ -23,6 +24,7 @@ import time
 import urllib.parse
 
 counts = {}
+failing = set()
 lock = threading.Lock()
 
 
@@ -44,9 +46,22 @@ class Origin(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
             return
+        if url.path == "/fail":
+            with lock:
+                failing.add(q.get("t", ""))
+            self.send_response(204)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         with lock:
             n = counts.get(self.path, 0) + 1
             counts[self.path] = n
+            failed = self.path in failing
+        if failed:
+            self.send_response(500)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         if "delay" in q:
             time.sleep(int(q["delay"]) / 1000)
         status = int(q.get("status", "200"))
