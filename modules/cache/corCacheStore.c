@@ -42,6 +42,7 @@ cacheShardOf(CacheStore* s, uint64_t hash)
 int
 cacheStoreInit(CacheStore* s, const char* name, size_t memory)
 {
+    memset(s, 0, sizeof(*s));
     s->name = strdup(name);
     s->memory = memory;
     s->shardMost = memory / CACHE_SHARDS;
