@@ -30,13 +30,15 @@ unsigned cacheStoreCount;
 static int
 storeRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
 {
-    static const char* const keys[] = { "name", "memory", "path", "size",
-                                        NULL };
+    static const char* const keys[] = { "name", "memory",       "path",
+                                        "size", "lock_timeout", NULL };
     CacheStore* s = record;
     CorConfErrors* e = corModuleErrors(m);
     const char* name = corConfString(entry, "name", NULL, e);
     uint64_t memory = corConfSize(entry, "memory", 64 * 1024 * 1024,
                                   CACHE_SHARDS * 4096, (uint64_t)1 << 40, e);
+    uint64_t lockTimeoutMs = corConfDurationMs(entry, "lock_timeout", 5000, 1,
+                                               3600 * 1000, e);
     char where[32];
 
     snprintf(where, sizeof(where), "stores[%u]", index);
@@ -64,6 +66,7 @@ storeRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
         corModuleError(m, entry, "%s: out of memory", where);
         return -1;
     }
+    s->lockTimeoutMs = lockTimeoutMs;
     return corCacheAdd(m, &(CorCache){ .name = s->name,
                                        .lookup = cacheLookup,
                                        .release = cacheRelease,

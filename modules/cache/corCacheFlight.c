@@ -29,7 +29,29 @@ waiterWake(CorEvTask* task)
 {
     CacheRun* run = corContainerOf(task, CacheRun, task);
 
+    corEvTimerStop(run->r->loop, &run->patience);
     corCacheResume(run->wait, cacheLookupAgain(run));
+}
+
+/* The waiter waited its store's lock_timeout: it leaves the fetch and runs
+ * its own handler, unstored (a fetch that hangs holds nobody else longer,
+ * as nginx's proxy_cache_lock_timeout). On its loop; a wake already
+ * posted to it (the fetch ended first) comes instead. */
+static void
+waiterGivesUp(CorEvTimer* timer)
+{
+    CacheRun* run = corContainerOf(timer, CacheRun, patience);
+    CacheShard* shard = cacheShardOf(run->store, run->hash);
+    bool waiting;
+
+    pthread_mutex_lock(&shard->lock);
+    waiting = corListLinked(&run->waiting);
+    corListRemove(&run->waiting);
+    pthread_mutex_unlock(&shard->lock);
+    if (waiting) {
+        run->outcome = FLIGHT_PASS;
+        corCacheResume(run->wait, cacheLookupAgain(run));
+    }
 }
 
 /* The fetch of run's key in its shard (locked), or NULL. */
@@ -72,6 +94,8 @@ cacheFlightJoin(CorRequest* r, CacheRun* run)
         run->r = r;
         corListAppend(&f->waiters, &run->waiting);
         pthread_mutex_unlock(&shard->lock);
+        corEvTimerStart(r->loop, &run->patience, run->store->lockTimeoutMs,
+                        waiterGivesUp);
         atomic_fetch_add(&run->store->counters.collapsed, 1);
         return true;
     }

@@ -355,6 +355,7 @@ cacheRelease(CorRequest* r, void* arg)
     /* A fetch that ended without its answer passing the filter's end
      * (its client left before the head, say): its waiters look again. */
     cacheFlightEnd(run, FLIGHT_FAILED);
+    corEvTimerStop(r->loop, &run->patience);
     if (corListLinked(&run->waiting)) {
         shard = cacheShardOf(run->store, run->hash);
         pthread_mutex_lock(&shard->lock);

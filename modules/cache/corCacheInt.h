@@ -171,8 +171,9 @@ typedef struct {
 
 typedef struct CacheStore {
     char* name;
-    size_t memory;    /* the bound, all shards together */
-    size_t shardMost; /* each shard's part of it */
+    size_t memory;          /* the bound, all shards together */
+    size_t shardMost;       /* each shard's part of it */
+    uint64_t lockTimeoutMs; /* how long a miss waits for another's fetch */
     CacheShard shards[CACHE_SHARDS];
     CacheCounters counters;
 } CacheStore;
@@ -226,6 +227,7 @@ typedef struct CacheRun {
                                answer by the core, never stored */
     CorCacheWait* wait;     /* RUN_WAIT: where it goes on */
     CorEvTask task;         /* RUN_WAIT: the wake, to r's loop */
+    CorEvTimer patience;    /* RUN_WAIT: its store's lock_timeout */
     CorList waiting;        /* RUN_WAIT: in its flight's list */
     int outcome;            /* RUN_WAIT: what the fetch ended as */
 } CacheRun;

@@ -123,12 +123,14 @@ start(const char* memory)
              "      - { name: origin, servers: [ \"http://127.0.0.1:%d\" ] }\n"
              "  - load: cache\n"
              "    stores:\n"
-             "      - { name: edge, memory: %s }\n"
+             "      - { name: edge, memory: %s, lock_timeout: 20s }\n"
              "      - { name: files, memory: 1MiB }\n"
+             "      - { name: brief, memory: 1MiB, lock_timeout: 300ms }\n"
              "routes:\n"
              "  - { match: \"PURGE /*\", handler: cache-purge }\n"
              "  - { match: \"GET /metrics\", handler: metrics }\n"
              "  - { match: \"/c/*\", handler: origin, cache: edge }\n"
+             "  - { match: \"/b/*\", handler: origin, cache: brief }\n"
              "  - { match: \"GET /s/*\", handler: site, strip_prefix: /s,\n"
              "      cache: files, headers: { Cache-Control: max-age=60 } }\n"
              "log:\n"
@@ -280,6 +282,23 @@ START_TEST(test_waiters_of_an_unstorable_answer_fetch_their_own)
        "'http://127.0.0.1:%d/c/priv?cc=private&delay=300' & done; wait",
        server.port);
     ck_assert_int_eq(originCount("/c/priv?cc=private%26delay=300"), 8);
+}
+END_TEST
+
+/* A fetch that takes past the store's lock_timeout (300 ms): those that
+ * waited for it leave and fetch their own, unstored; none hangs. */
+START_TEST(test_waiters_give_up_after_the_lock_timeout)
+{
+    start("16MiB");
+    sh("for i in 1 2 3; do curl -s "
+       "'http://127.0.0.1:%d/b/slow?cc=max-age=60&delay=1500' & done; wait",
+       server.port);
+    ck_assert_msg(strstr(out, "n=1") && strstr(out, "n=2")
+                      && strstr(out, "n=3"),
+                  "%s", out);
+    /* Waiting out the 1.5 s, the two would have had the first's stored
+     * answer (one origin request); each left at 300 ms instead. */
+    ck_assert_int_eq(originCount("/b/slow?cc=max-age=60%26delay=1500"), 3);
 }
 END_TEST
 
@@ -451,6 +470,7 @@ COR_TEST_SUITE(corCache)
     tcase_add_test(tc, test_rfc9111_cases_beside_nginx_and_varnish);
     tcase_add_test(tc, test_fifty_concurrent_misses_make_one_origin_request);
     tcase_add_test(tc, test_waiters_of_an_unstorable_answer_fetch_their_own);
+    tcase_add_test(tc, test_waiters_give_up_after_the_lock_timeout);
     tcase_add_test(tc, test_any_handler_over_each_protocol);
     tcase_add_test(tc, test_purge_a_url_and_a_prefix);
     tcase_add_test(tc, test_the_memory_bound_evicts_the_least_recently_used);
