@@ -90,12 +90,13 @@ setUp(void)
 static void
 tearDown(void)
 {
-    corServerStop(&server);
+    /* The peers first: their folders are in the server's. */
     for (unsigned i = 0; i < peerCount; i++) {
         kill(peers[i], SIGTERM);
         waitpid(peers[i], NULL, 0);
     }
     peerCount = 0;
+    corServerStop(&server);
 }
 
 /* cor with the origin behind forward under /c (cached, in a store of
@@ -270,6 +271,40 @@ START_TEST(test_fifty_concurrent_misses_make_one_origin_request)
     /* Those that came while it was fetched waited; any later, a hit. */
     ck_assert_int_gt(collapsed, 0);
     ck_assert_int_eq(hits, 49);
+}
+END_TEST
+
+/* A reload while fifty misses wait for one fetch: the old generation
+ * drains its waiters with the one answer, none hangs, none gets anything
+ * but an answer of the origin's. The new generation's store starts
+ * empty (a store that outlives a reload is the disk store's work, not
+ * built yet): those that reached it fetch once more there. */
+START_TEST(test_a_reload_during_fifty_collapsed_misses)
+{
+    FILE* run;
+    char line[256];
+    int answered = 0;
+    int right = 0;
+    char command[512];
+
+    start("16MiB");
+    snprintf(command, sizeof(command),
+             "for i in $(seq 50); do curl -s -m 30 "
+             "'http://127.0.0.1:%d/c/reload?cc=max-age=60&delay=2000'"
+             " & done; wait",
+             server.port);
+    run = popen(command, "r");
+    ck_assert_ptr_nonnull(run);
+    usleep(500 * 1000); /* some asking, the fetch under way */
+    kill(server.pid, SIGHUP);
+    while (fgets(line, sizeof(line), run) != NULL) {
+        answered++;
+        right += strcmp(line, "n=1 \n") == 0 || strcmp(line, "n=2 \n") == 0;
+    }
+    pclose(run);
+    ck_assert_int_eq(answered, 50);
+    ck_assert_int_eq(right, 50);
+    ck_assert_int_le(originCount("/c/reload?cc=max-age=60%26delay=2000"), 2);
 }
 END_TEST
 
@@ -469,6 +504,7 @@ COR_TEST_SUITE(corCache)
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, test_rfc9111_cases_beside_nginx_and_varnish);
     tcase_add_test(tc, test_fifty_concurrent_misses_make_one_origin_request);
+    tcase_add_test(tc, test_a_reload_during_fifty_collapsed_misses);
     tcase_add_test(tc, test_waiters_of_an_unstorable_answer_fetch_their_own);
     tcase_add_test(tc, test_waiters_give_up_after_the_lock_timeout);
     tcase_add_test(tc, test_any_handler_over_each_protocol);
