@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include "corAcceptEncoding.h"
+#include "corRange.h"
 #include "corConf.h"
 #include "corEv.h"
 #include "corList.h"
