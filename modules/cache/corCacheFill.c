@@ -93,11 +93,10 @@ becomeEntry(CorRequest* r, CacheRun* run, const CacheEntry* e,
 {
     Fill* fill;
 
-    /* Only the route's fields stay: the handler's answer is replaced. */
+    /* Only the route's fields stay: the handler's answer is replaced (r
+     * is answered already: its fields are set here as the entry's). */
     r->responseHeaderCount = run->routeFields;
-    cacheAnswerFromEntry(r, run, params);
-    /* cacheAnswerFromEntry answered r anew: a second corRespond is
-     * ignored, so its fields are set here as the entry's. */
+    cacheEntryFieldsSay(r, run, params);
     if (run->clientConditional && cacheConditionMet(run->client, e)) {
         r->status = 304;
         r->responseBody = NULL;

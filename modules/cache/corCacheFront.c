@@ -120,12 +120,10 @@ cacheConditionMet(const CorRequest* r, const CacheEntry* e)
 }
 
 void
-cacheAnswerFromEntry(CorRequest* r, CacheRun* run, const char* params)
+cacheEntryFieldsSay(CorRequest* r, const CacheRun* run, const char* params)
 {
     const CacheEntry* e = run->entry;
-    int64_t now = cacheNowMs();
-    int64_t age = cacheEntryAge(e, now);
-    int64_t ttl = e->lifetime - age;
+    int64_t age = cacheEntryAge(e, cacheNowMs());
     char text[160];
 
     for (unsigned i = 0; i < e->headerCount; i++) {
@@ -133,18 +131,89 @@ cacheAnswerFromEntry(CorRequest* r, CacheRun* run, const char* params)
     }
     snprintf(text, sizeof(text), "%lld", (long long)age);
     corResponseHeader(r, "Age", text);
-    snprintf(text, sizeof(text), "%s; ttl=%lld", params, (long long)ttl);
+    snprintf(text, sizeof(text), "%s; ttl=%lld", params,
+             (long long)(e->lifetime - age));
     cacheStatusSay(r, run->store, text);
-    if (run->clientConditional && cacheConditionMet(run->client, e)) {
+}
+
+/* Whether the client's If-Range (RFC 9110 13.1.5) lets its Range apply
+ * to e: none, an entity tag that strongly matches e's, or e's very
+ * Last-Modified. */
+static bool
+ifRangeHolds(const CorRequest* client, const CacheEntry* e)
+{
+    const CorHeader* h = corRequestHeader(client, "if-range");
+    const char* stored;
+
+    if (h == NULL) {
+        return true;
+    }
+    stored = h->valueLen > 0 && (h->value[0] == '"' || h->value[0] == 'W')
+                 ? e->etag
+                 : e->modified;
+    return stored != NULL && stored[0] != 'W' && strlen(stored) == h->valueLen
+           && memcmp(stored, h->value, h->valueLen) == 0;
+}
+
+/* The client's Range on a stored 200: one range answered 206 with those
+ * bytes of the stored body, none inside it 416; several, or one that
+ * cannot be read, the whole answer (RFC 9110 14.2 allows it). */
+static bool
+rangeAnswered(CorRequest* r, const CorRequest* client, const CacheEntry* e)
+{
+    const CorHeader* range = corRequestHeader(client, "range");
+    CorRange ranges[COR_RANGES_MAX];
+    unsigned count;
+    char text[96];
+
+    if (range == NULL || e->status != 200 || !ifRangeHolds(client, e)) {
+        return false;
+    }
+    switch (corRangeParse(range->value, range->valueLen, e->bodyLen, ranges,
+                          &count)) {
+    case COR_RANGE_PARTIAL:
+        if (count != 1) {
+            return false;
+        }
+        snprintf(text, sizeof(text), "bytes %llu-%llu/%zu",
+                 (unsigned long long)ranges[0].start,
+                 (unsigned long long)(ranges[0].start + ranges[0].len - 1),
+                 e->bodyLen);
+        corResponseHeader(r, "Content-Range", text);
+        corRespondStatic(r, 206, e->type, e->body + ranges[0].start,
+                         (size_t)ranges[0].len);
+        return true;
+    case COR_RANGE_UNSATISFIABLE:
+        snprintf(text, sizeof(text), "bytes */%zu", e->bodyLen);
+        corResponseHeader(r, "Content-Range", text);
+        corRespondStatic(r, 416, "text/plain", "range not satisfiable\n", 22);
+        return true;
+    default:
+        return false;
+    }
+}
+
+void
+cacheAnswerFromEntry(CorRequest* r, CacheRun* run, const char* params)
+{
+    const CacheEntry* e = run->entry;
+    const CorRequest* client = run->client != NULL ? run->client : r;
+
+    cacheEntryFieldsSay(r, run, params);
+    if (run->clientConditional && cacheConditionMet(client, e)) {
         corRespondStatic(r, 304, NULL, NULL, 0);
+        return;
+    }
+    if (rangeAnswered(r, client, e)) {
         return;
     }
     /* The bytes are the entry's, referenced until r is released. */
     corRespondStatic(r, e->status, e->type, e->body, e->bodyLen);
 }
 
-/* The handler's request without the client's validators, with e's (a
- * revalidation) or none (a miss: the whole answer is wanted, to store),
+/* The handler's request without the client's validators and Range,
+ * with e's validators (a revalidation) or none (a miss: the whole answer
+ * is wanted, to store; a range of it is answered from the store after),
  * in a copy of the header list in r's arena. */
 static int
 validatorsSet(CorRequest* r, const CacheEntry* e)
@@ -163,7 +232,7 @@ validatorsSet(CorRequest* r, const CacheEntry* e)
             && !corHeaderIs(h, "if-modified-since")
             && !corHeaderIs(h, "if-match")
             && !corHeaderIs(h, "if-unmodified-since")
-            && !corHeaderIs(h, "if-range")) {
+            && !corHeaderIs(h, "if-range") && !corHeaderIs(h, "range")) {
             headers[n++] = *h;
         }
     }

@@ -256,9 +256,12 @@ void cacheFlightEnd(CacheRun* run, int outcome);
 int cacheLookup(CorRequest* r, void* arg, CorCacheWait* wait);
 int cacheLookupAgain(CacheRun* run);
 void cacheRelease(CorRequest* r, void* arg);
-/* Answer r from run->entry (a 304 when the client's conditions hold),
- * its Cache-Status params said. */
+/* Answer r from run->entry (a 304 when the client's conditions hold, a
+ * 206 of one range the client's Range asks), its Cache-Status params
+ * said; and those fields alone (its stored ones, Age, Cache-Status). */
 void cacheAnswerFromEntry(CorRequest* r, CacheRun* run, const char* params);
+void cacheEntryFieldsSay(CorRequest* r, const CacheRun* run,
+                         const char* params);
 /* Whether r's conditions (If-None-Match, If-Modified-Since) hold for e:
  * a 304 is the answer. */
 bool cacheConditionMet(const CorRequest* r, const CacheEntry* e);

@@ -158,6 +158,12 @@ def sie_case(port, t):
     return "origin %d, %d %s" % (count(t), status, word(body))
 
 
+def range_case(port, t):
+    ask(port, "GET", t)
+    status, fields, body = ask(port, "GET", t, {"Range": "bytes=0-1"})
+    return "origin %d, %d %s %s" % (count(t), status, body.strip(), fields.get("content-range", "none"))
+
+
 AUTH = {"Authorization": "Basic dTpw"}
 
 CASES = [
@@ -184,6 +190,8 @@ CASES = [
     Case("DELETE invalidates", "cc=max-age=60", "origin 2", invalidate_case("DELETE"),
          path="delete"),
     Case("HEAD from a stored GET", "cc=max-age=60", "origin 1, HEAD 200 length 5", head_case, path="head"),
+    Case("Range bytes=0-1 of a stored answer", "cc=max-age=60", "origin 1, 206 n= bytes 0-1/5",
+         range_case, path="range"),
     Case("304 refreshes (max-age=1, ETag; 2 s later)", "cc=max-age=1&etag=r",
          "origin 2, then 200 n=1, then n=1", refresh_case, path="refresh"),
     Case("500 without freshness", "status=500", "origin 2"),
