@@ -155,6 +155,16 @@ sh(const char* fmt, ...)
     return corShell(command, out, sizeof(out));
 }
 
+/* A counter of the edge store's in /metrics ("cor_cache_hits_total"). */
+static long
+edgeMetric(const char* family)
+{
+    char name[128];
+
+    snprintf(name, sizeof(name), "%s{cache=\"edge\"}", family);
+    return corMetric(server.port, name);
+}
+
 /* How often the origin was asked for target. */
 static long
 originCount(const char* target)
@@ -265,9 +275,8 @@ START_TEST(test_fifty_concurrent_misses_make_one_origin_request)
     /* Every one of the fifty got the one answer. */
     ck_assert_msg(strstr(out, "n=2") == NULL, "%s", out);
     ck_assert_int_eq(originCount("/c/fifty?cc=max-age=60%26delay=2000"), 1);
-    collapsed = corMetric(server.port,
-                          "cor_cache_collapsed_total{cache=\"edge\"}");
-    hits = corMetric(server.port, "cor_cache_hits_total{cache=\"edge\"}");
+    collapsed = edgeMetric("cor_cache_collapsed_total");
+    hits = edgeMetric("cor_cache_hits_total");
     /* Those that came while it was fetched waited; any later, a hit. */
     ck_assert_int_gt(collapsed, 0);
     ck_assert_int_eq(hits, 49);
@@ -414,12 +423,10 @@ START_TEST(test_the_memory_bound_evicts_the_least_recently_used)
            "bytes=3000'",
            server.port, i);
     }
-    bytes = corMetric(server.port, "cor_cache_memory_bytes{cache=\"edge\"}");
+    bytes = edgeMetric("cor_cache_memory_bytes");
     ck_assert_int_gt(bytes, 0);
     ck_assert_int_le(bytes, 64 * 1024);
-    ck_assert_int_gt(corMetric(server.port,
-                               "cor_cache_evictions_total{cache=\"edge\"}"),
-                     0);
+    ck_assert_int_gt(edgeMetric("cor_cache_evictions_total"), 0);
     /* Past what a shard holds: answered, never stored. */
     sh("curl -s -o /dev/null -D- 'http://127.0.0.1:%d/c/big?cc=max-age=60&"
        "bytes=9000'",
@@ -439,21 +446,11 @@ START_TEST(test_metrics_and_the_access_log_say_what_happened)
     sh("curl -s 'http://127.0.0.1:%d/c/m?cc=max-age=60'", server.port);
     sh("curl -s 'http://127.0.0.1:%d/c/m2?cc=max-age=0&etag=a'", server.port);
     sh("curl -s 'http://127.0.0.1:%d/c/m2?cc=max-age=0&etag=a'", server.port);
-    ck_assert_int_eq(corMetric(server.port,
-                               "cor_cache_hits_total{cache=\"edge\"}"),
-                     1);
-    ck_assert_int_eq(corMetric(server.port,
-                               "cor_cache_misses_total{cache=\"edge\"}"),
-                     2);
-    ck_assert_int_eq(corMetric(server.port,
-                               "cor_cache_stale_total{cache=\"edge\"}"),
-                     1);
-    ck_assert_int_eq(corMetric(server.port,
-                               "cor_cache_revalidated_total{cache=\"edge\"}"),
-                     1);
-    ck_assert_int_eq(corMetric(server.port,
-                               "cor_cache_entries{cache=\"edge\"}"),
-                     2);
+    ck_assert_int_eq(edgeMetric("cor_cache_hits_total"), 1);
+    ck_assert_int_eq(edgeMetric("cor_cache_misses_total"), 2);
+    ck_assert_int_eq(edgeMetric("cor_cache_stale_total"), 1);
+    ck_assert_int_eq(edgeMetric("cor_cache_revalidated_total"), 1);
+    ck_assert_int_eq(edgeMetric("cor_cache_entries"), 2);
     /* The access log's lines are written as answers go out: waited for. */
     for (long deadline = corNowMs() + 10000; corNowMs() < deadline;) {
         sh("grep -c '\"cache\":\"' %s/access.log", server.dir);
