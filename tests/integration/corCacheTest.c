@@ -122,6 +122,7 @@ start(const char* memory)
              "  - load: forward\n"
              "    upstreams:\n"
              "      - { name: origin, servers: [ \"http://127.0.0.1:%d\" ] }\n"
+             "  - { load: compress, encodings: [ gzip ], min_bytes: 10000 }\n"
              "  - load: cache\n"
              "    stores:\n"
              "      - { name: edge, memory: %s, lock_timeout: 20s }\n"
@@ -391,6 +392,38 @@ START_TEST(test_any_handler_over_each_protocol)
 }
 END_TEST
 
+/* compress loaded before cache: the stored bytes are the compressed
+ * ones, each encoding a variant (Vary: Accept-Encoding), so a hit costs
+ * no compression and a client that takes none gets its own variant. */
+START_TEST(test_each_encoding_is_a_variant)
+{
+    const char* url = "http://127.0.0.1:%d/c/z?cc=max-age=60&bytes=20000";
+    char command[256];
+
+    start("16MiB");
+    snprintf(command, sizeof(command),
+             "curl -s -o /dev/null -D- -H 'Accept-Encoding: gzip' '%s'", url);
+    sh(command, server.port);
+    ck_assert_msg(strstr(out, "Content-Encoding: gzip") != NULL, "%s", out);
+    sh(command, server.port);
+    ck_assert_msg(strstr(out, "Content-Encoding: gzip") != NULL
+                      && strstr(out, "Cache-Status: edge; hit") != NULL,
+                  "%s", out);
+    snprintf(command, sizeof(command), "curl -s -o /dev/null -D- '%s'", url);
+    sh(command, server.port);
+    ck_assert_msg(strstr(out, "Content-Encoding") == NULL
+                      && strstr(out, "Cache-Status: edge; fwd=uri-miss")
+                             != NULL,
+                  "%s", out);
+    sh(command, server.port);
+    ck_assert_msg(strstr(out, "Content-Encoding") == NULL
+                      && strstr(out, "Cache-Status: edge; hit") != NULL
+                      && strstr(out, "Content-Length: 20000") != NULL,
+                  "%s", out);
+    ck_assert_int_eq(originCount("/c/z?cc=max-age=60%26bytes=20000"), 2);
+}
+END_TEST
+
 START_TEST(test_purge_a_url_and_a_prefix)
 {
     start("16MiB");
@@ -505,6 +538,7 @@ COR_TEST_SUITE(corCache)
     tcase_add_test(tc, test_waiters_of_an_unstorable_answer_fetch_their_own);
     tcase_add_test(tc, test_waiters_give_up_after_the_lock_timeout);
     tcase_add_test(tc, test_any_handler_over_each_protocol);
+    tcase_add_test(tc, test_each_encoding_is_a_variant);
     tcase_add_test(tc, test_purge_a_url_and_a_prefix);
     tcase_add_test(tc, test_the_memory_bound_evicts_the_least_recently_used);
     tcase_add_test(tc, test_metrics_and_the_access_log_say_what_happened);
