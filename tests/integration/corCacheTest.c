@@ -318,6 +318,25 @@ START_TEST(test_a_reload_during_fifty_collapsed_misses)
 }
 END_TEST
 
+/* The client of a fetch leaves midway through a 20 MB body (it reads at
+ * 200 KB/s and gives up after a second: more than the socket buffers
+ * hold is still to send): nothing of the cut answer is stored or served;
+ * the two that waited get the whole body, by a fetch of their own. */
+START_TEST(test_a_fetch_cut_midway_serves_no_one_a_part)
+{
+    start("512MiB");
+    sh("curl -s -o /dev/null --limit-rate 200k -m 1 "
+       "'http://127.0.0.1:%d/c/cut?cc=max-age=60&bytes=20000000' & "
+       "sleep 0.3; "
+       "for i in 1 2; do curl -s -o /dev/null -w '%%{size_download}\\n' "
+       "'http://127.0.0.1:%d/c/cut?cc=max-age=60&bytes=20000000' & done; "
+       "wait",
+       server.port, server.port);
+    ck_assert_str_eq(out, "20000000\n20000000\n");
+    ck_assert_int_eq(originCount("/c/cut?cc=max-age=60%26bytes=20000000"), 2);
+}
+END_TEST
+
 /* A fetch that cannot be stored (private): those that waited for it run
  * their own, and each gets its own answer. */
 START_TEST(test_waiters_of_an_unstorable_answer_fetch_their_own)
@@ -536,6 +555,7 @@ COR_TEST_SUITE(corCache)
     tcase_add_test(tc, test_fifty_concurrent_misses_make_one_origin_request);
     tcase_add_test(tc, test_a_reload_during_fifty_collapsed_misses);
     tcase_add_test(tc, test_waiters_of_an_unstorable_answer_fetch_their_own);
+    tcase_add_test(tc, test_a_fetch_cut_midway_serves_no_one_a_part);
     tcase_add_test(tc, test_waiters_give_up_after_the_lock_timeout);
     tcase_add_test(tc, test_any_handler_over_each_protocol);
     tcase_add_test(tc, test_each_encoding_is_a_variant);
