@@ -93,7 +93,8 @@ static const struct {
       "Lookups that found nothing and ran the handler.",
       offsetof(CacheCounters, misses), false },
     { "cor_cache_stale_total", "counter",
-      "Lookups that found a stale answer and ran the handler.",
+      "Lookups that found a stale answer: revalidated or fetched again, "
+      "or answered while it is refreshed (stale-while-revalidate).",
       offsetof(CacheCounters, stale), false },
     { "cor_cache_revalidated_total", "counter",
       "Stale answers a 304 refreshed.", offsetof(CacheCounters, revalidated),
