@@ -2,7 +2,8 @@
 /*
  * cor.h: the whole module API, in three parts by reader: corModule.h
  * (application modules), corProtocol.h (protocol modules) and corClient.h
- * (clients of other servers); a module includes cor.h, or the part it
+ * (clients of other servers), with corPostgres.h (PostgreSQL databases
+ * that the postgres module configured); a module includes cor.h, or the part it
  * needs. A module is a shared object that exports one descriptor, made
  * with COR_MODULE(name, .init = ...); the core loads it with dlopen,
  * checks the ABI it was built for, and calls its hooks:
@@ -34,5 +35,6 @@
 #include "corModule.h"
 #include "corProtocol.h"
 #include "corClient.h"
+#include "corPostgres.h"
 
 #endif /* COR_H */

@@ -88,17 +88,21 @@ corAccessLogRequest(const CorRequest* r)
     gmtime_r(&now, &tm);
     if (json) {
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-        n = snprintf(line, sizeof(line),
-                     "{\"time\":\"%s\",\"remote\":\"%s\",\"method\":\"%.*s\","
-                     "\"target\":\"%s\",\"protocol\":\"%s\",\"status\":%d,"
-                     "\"bytes\":%llu,\"complete\":%s,\"ran\":\"%s\","
-                     "\"handler\":\"%s\",\"ms\":%llu,\"user_agent\":\"%s\"}"
-                     "\n",
-                     when, remote, (int)r->methodLen, r->method, target,
-                     version, r->status, (unsigned long long)r->bodySent,
-                     r->cut ? "false" : "true", ranNames[r->ran],
-                     corRequestHandlerName(r),
-                     (unsigned long long)(corEvClockMs() - r->startMs), agent);
+        n = snprintf(
+            line, sizeof(line),
+            "{\"time\":\"%s\",\"remote\":\"%s\",\"method\":\"%.*s\","
+            "\"target\":\"%s\",\"protocol\":\"%s\",\"status\":%d,"
+            "\"bytes\":%llu,\"complete\":%s,\"ran\":\"%s\","
+            "\"handler\":\"%s\",\"ms\":%llu,\"user_agent\":\"%s\"%s%s%s}"
+            "\n",
+            when, remote, (int)r->methodLen, r->method, target, version,
+            r->status, (unsigned long long)r->bodySent,
+            r->cut ? "false" : "true", ranNames[r->ran],
+            corRequestHandlerName(r),
+            (unsigned long long)(corEvClockMs() - r->startMs), agent,
+            r->cacheStatus != NULL ? ",\"cache\":\"" : "",
+            r->cacheStatus != NULL ? r->cacheStatus : "",
+            r->cacheStatus != NULL ? "\"" : "");
     } else {
         strftime(when, sizeof(when), "%d/%b/%Y:%H:%M:%S +0000", &tm);
         n = snprintf(line, sizeof(line),

@@ -521,9 +521,9 @@ void corClientCancel(CorClientCall* call);
  * time, corClientClose ends it. One call for every scheme, as H2O's
  * httpclient is one front over its HTTP/1, 2 and 3 clients: a scheme
  * that registers stream operations (CorClientOps: http and https, over
- * HTTP/1.1 and HTTP/2) is read off its connection as the bytes come; one
- * with a fetch only is made whole at the open, and its reads give
- * res->body out (a cor:// answer, one frame).
+ * HTTP/1.1 and HTTP/2; cor and cors, as a streamed answer's DATA frames)
+ * is read off its connection as the bytes come; one with a fetch only is
+ * made whole at the open, and its reads give res->body out.
  *
  *     CorClientStream* x;
  *     char buf[16384];
@@ -548,7 +548,8 @@ typedef struct CorClientStream CorClientStream;
  * Send req and read the head of its answer, as corClientFetch does (the
  * same retry rule: a retry happens before any byte came), but not its
  * body. Returns 0 with res's status and headers set (res->body NULL, but
- * for a scheme without stream operations, whose reads then give
+ * where the whole body came with the head: a scheme without stream
+ * operations, or a cor:// answer sent in one frame, whose reads then give
  * res->body out) and *xP the open exchange; or -errno with res->error
  * said and *xP NULL (the errors of corClientFetch). req is read during
  * the call only. May yield.

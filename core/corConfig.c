@@ -942,9 +942,10 @@ static void
 readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
 {
     static const char* const keys[] = {
-        "match",   "handler",         "timeout",     "strip_prefix", "guard",
-        "headers", "filters",         "notify",      "host",         "redirect",
-        "rewrite", "request_headers", "error_pages", "limits",       NULL
+        "match",       "handler",  "timeout", "strip_prefix",
+        "guard",       "headers",  "filters", "notify",
+        "host",        "redirect", "rewrite", "request_headers",
+        "error_pages", "limits",   "cache",   NULL
     };
     CorConfigRoute* r = &cf->routes[i];
     const CorConf* entry = r->node;
@@ -984,6 +985,12 @@ readRoute(CorConfig* cf, unsigned i, CorConfErrors* e)
     parseGuard(r, entry, e);
     parseHeaders(r, entry, e);
     parseFilters(r, entry, e);
+    if (corConfGet(entry, "cache") != NULL) {
+        corConfigSetString(&r->cache,
+                           corConfigNonEmpty(entry, "cache", NULL,
+                                             "a cache's name", e),
+                           e);
+    }
     corConfigNotifyRead(r, entry, w.text, e);
     corConfUnknownKeys(entry, w.text, keys, e);
 }

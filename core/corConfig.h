@@ -236,6 +236,8 @@ typedef struct {
                                name; checked once the modules added theirs */
     unsigned filtersOffCount;
     CorConfigNotify* notify; /* notify: NULL when none */
+    char* cache;             /* cache: a cache's name, looked up once the
+                                modules registered theirs; NULL: none */
     /* limits: the keys of the top level's that apply once the route is
      * known, before the body is read; a key not given is the top
      * level's (has* false). */

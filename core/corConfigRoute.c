@@ -598,4 +598,5 @@ corConfigRouteFree(CorConfigRoute* r)
     }
     free(r->filtersOff);
     corConfigNotifyFree(r->notify);
+    free(r->cache);
 }

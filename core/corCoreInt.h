@@ -84,6 +84,16 @@ const CorGuardEntry* corGuardFind(const char* name);
  * were added: an array the caller frees (not the names), or NULL. */
 const char** corGuardNames(void);
 
+/* A cache routes name (corRouteCache.c). */
+typedef struct CorCacheFront {
+    CorCache cache;
+    CorModule* module;
+} CorCacheFront;
+
+const CorCacheFront* corCacheFind(const char* name);
+/* The names of the registered caches, as corGuardNames. */
+const char** corCacheNames(void);
+
 /* ---- Routes (corRoute.c) ------------------------------------------------- */
 
 /* Resolve every route's handler; unknown names are errors at the route. */
@@ -130,6 +140,7 @@ typedef struct {
     const CorErrorPages* errorPages; /* its own, then the top level's;
                                         NULL: none */
     const CorLimits* limits;         /* its limits: over the top level's */
+    const CorCacheFront* cache;      /* in front of its handler, or NULL */
 } CorRouteRules;
 
 /* What a lookup found: the handler (NULL for a redirect or a rewrite),
@@ -205,6 +216,20 @@ typedef struct {
  * kept: it must outlive the request). */
 void corGuardsRun(CorRequest* r, const CorRouteMatch* match,
                   const CorGuardNext* next);
+
+/* Where a cache's lookup goes on (given by corRequest.c). */
+typedef struct {
+    /* The handler runs. */
+    void (*pass)(CorRequest* r, const CorRouteMatch* match);
+    /* r was answered (by the cache, or with a 500). */
+    void (*answered)(CorRequest* r);
+} CorCacheNext;
+
+/* Run the lookup of match's cache on r (corRouteCache.c); next must
+ * outlive the request. And r's cache's release, as r ends. */
+void corCacheLookup(CorRequest* r, const CorRouteMatch* match,
+                    const CorCacheNext* next);
+void corCacheRelease(CorRequest* r);
 
 /* r->peer becomes what the protocol set in r->remote, and r->remote the
  * client's address that real_ip's header gives when the peer is one it

@@ -201,15 +201,21 @@ corKitConnKick(CorKitConn* k)
 }
 
 /* One write of the output: its bytes, or once they went, its file
- * part, kernel to kernel. */
+ * part, kernel to kernel. Bytes before a file go with the file's first
+ * where the transport can (sendMore). */
 static ssize_t
 sendSome(CorKitConn* k)
 {
-    if (corBufPending(&k->out) > 0) {
-        return k->t->ops->send(k->t, corBufHead(&k->out),
-                               corBufPending(&k->out));
+    const CorTransportOps* ops = k->t->ops;
+    size_t len = corBufPending(&k->out);
+
+    if (len > 0 && k->fileLeft > 0 && ops->sendMore != NULL) {
+        return ops->sendMore(k->t, corBufHead(&k->out), len);
     }
-    return k->t->ops->sendFile(k->t, k->fileFd, &k->fileOffset, k->fileLeft);
+    if (len > 0) {
+        return ops->send(k->t, corBufHead(&k->out), len);
+    }
+    return ops->sendFile(k->t, k->fileFd, &k->fileOffset, k->fileLeft);
 }
 
 int

@@ -19,13 +19,14 @@
 #include <sys/types.h>
 
 #include "corAcceptEncoding.h"
+#include "corRange.h"
 #include "corConf.h"
 #include "corEv.h"
 #include "corList.h"
 
 /* Bumped whenever a struct or a signature of cor.h's headers, or of one
  * they include, changes. */
-#define COR_ABI_VERSION 22
+#define COR_ABI_VERSION 23
 #define COR_VERSION "0.1.0"
 
 /* The types the three headers share, declared once. */
@@ -344,6 +345,13 @@ struct CorRequest {
      * protocol before its body is read); NULL: not asked yet, the top
      * level's. The protocol leaves it zeroed. */
     const struct CorLimits* limits;
+    /* The cache in front of r's handler (its route's `cache:`), the
+     * core's; what that cache keeps of r (its own, let go by its
+     * release); and what it made of r, for the access log ("HIT",
+     * "MISS", "STALE"...: static text). NULL: none. */
+    const struct CorCacheFront* cacheFront;
+    void* cacheData;
+    const char* cacheStatus;
 };
 
 /* A request header (case-insensitive), NULL when absent. */
@@ -367,6 +375,13 @@ static inline bool corHeaderIs(const CorHeader* h, const char* name);
 /* The same with name's length given: a name that is no literal. */
 static inline bool corHeaderIsLen(const CorHeader* h, const char* name,
                                   size_t len);
+/* Whether name[0..len) is a token (RFC 9110 5.6.2), as a method or a
+ * header's name must be, and whether value[0..len) may be a header's
+ * value (no control character but tab, no DEL: a CR or LF would add
+ * headers of its own): corResponseHeader's checks, for a module that
+ * passes headers on from elsewhere. */
+bool corHeaderNameOk(const char* name, size_t len);
+bool corHeaderValueOk(const char* value, size_t len);
 
 /* The value of a query parameter, percent-decoded into the request's
  * arena; NULL when absent. */
@@ -545,6 +560,43 @@ int corFilterAdd(CorModule* m, const CorFilter* filter);
 /* Pass len bytes on from a body function (its out). Returns 0 or the
  * -errno of what is after it. */
 int corFilterPass(CorFilterOut* out, const void* data, size_t len);
+
+/* ---- Route caches -------------------------------------------------------
+ *
+ * A cache a module puts in front of any route's handler (`cache: NAME`
+ * on the route): after the route's guards and body, its lookup runs on
+ * the request's loop, before the handler, and says COR_CACHE_ANSWERED (it
+ * answered r itself, corRespond*, from what it stored: the handler does
+ * not run), COR_CACHE_PASS (the handler runs; the module sees its answer
+ * through a response filter of its own, and keeps what it likes), or
+ * COR_CACHE_LATER: it keeps wait and calls corCacheResume(wait, verdict)
+ * later on r's loop (another request fetches the same answer: r waits
+ * for it holding no thread and no coroutine). Its release runs when r
+ * ends, on r's loop, for each r whose r->cacheData it set: what an
+ * answer from the store holds (a reference to the stored bytes) is let
+ * go there, once they were sent.
+ */
+#define COR_CACHE_PASS 0
+#define COR_CACHE_ANSWERED 1
+#define COR_CACHE_LATER 2
+
+typedef struct CorCacheWait CorCacheWait;
+
+typedef struct {
+    const char* name; /* what routes' cache: keys name */
+    int (*lookup)(CorRequest* r, void* arg, CorCacheWait* wait);
+    void (*release)(CorRequest* r, void* arg);
+    void* arg; /* the module's, until its exit */
+} CorCache;
+
+/* Register a cache routes name (copied), from a module's init. Returns 0,
+ * or -1 after a module error (no name or lookup, a name taken, no
+ * memory). */
+int corCacheAdd(CorModule* m, const CorCache* cache);
+
+/* The verdict of a lookup that said COR_CACHE_LATER (COR_CACHE_PASS or
+ * COR_CACHE_ANSWERED), on r's loop; once per wait. */
+void corCacheResume(CorCacheWait* wait, int verdict);
 
 /* ---- Background tasks ----------------------------------------------------
  *

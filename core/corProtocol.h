@@ -267,6 +267,14 @@ typedef struct {
     ssize_t (*recv)(CorTransport* t, void* buf, size_t len);
     /* As write(2). */
     ssize_t (*send)(CorTransport* t, const void* buf, size_t len);
+    /* As send, for bytes that sendFile follows at once (an answer's
+     * head): they may wait in the kernel for the file (MSG_MORE), so
+     * that both leave in full packets. A head sent alone is a small
+     * segment that the client's receive-buffer autotuning takes its
+     * round trip from: at microseconds its buffer never grows past
+     * 128 KiB, and a large file crawls in window-sized steps that the
+     * client's own ACKs send (docs/performance.md). NULL: send. */
+    ssize_t (*sendMore)(CorTransport* t, const void* buf, size_t len);
     /* As sendfile(2): up to len bytes of fileFd from *offset, which moves
      * on; 0 when the file ended early. */
     ssize_t (*sendFile)(CorTransport* t, int fileFd, off_t* offset, size_t len);

@@ -379,6 +379,9 @@ requestInit(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     r->captures = NULL;
     r->errorPages = NULL;
     r->rewrites = 0;
+    r->cacheFront = NULL;
+    r->cacheData = NULL;
+    r->cacheStatus = NULL;
     corListInit(&r->cleanups);
     memset(&r->cancel, 0, sizeof(r->cancel));
     memset(&r->deadline, 0, sizeof(r->deadline));
@@ -443,14 +446,16 @@ rewritten(CorRequest* r, const CorRouteMatch* match)
     requestRoute(r);
 }
 
+static void handlerRun(CorRequest* r, const CorRouteMatch* match);
+
+static const CorCacheNext cacheNext = { .pass = handlerRun,
+                                        .answered = served };
+
 /* r passed its route's guards: on to what the route does. */
 static void
 routed(CorRequest* r, const CorRouteMatch* match)
 {
     const CorConfigRoute* in = match->rules.route;
-    const CorHandler* handler;
-    CorLoopCounters* c = corMetricsLoopCurrent();
-    bool coroutine;
 
     if (corRouteCapturesKeep(r, match) != 0
         || corRouteRequestHeaders(r, in) != 0) {
@@ -466,9 +471,24 @@ routed(CorRequest* r, const CorRouteMatch* match)
         rewritten(r, match);
         return;
     }
-    handler = &match->handler->handler;
     r->handler = match->handler;
     r->notify = match->rules.notify;
+    if (match->rules.cache != NULL) {
+        corCacheLookup(r, match, &cacheNext);
+        return;
+    }
+    handlerRun(r, match);
+}
+
+/* r goes to its route's handler: inline, or handed to a coroutine or a
+ * worker. */
+static void
+handlerRun(CorRequest* r, const CorRouteMatch* match)
+{
+    const CorHandler* handler = &match->handler->handler;
+    CorLoopCounters* c = corMetricsLoopCurrent();
+    bool coroutine;
+
     if (match->rules.stripLen > 0) {
         corRoutePathStrip(r, match->rules.stripLen);
     }

@@ -39,6 +39,7 @@ requestRelease(CorRequest* r)
         c->finishFailed += atomic_load(&corRuntime.stopping);
     }
     corMetricsGaugeAdd(&c->inFlight, -1);
+    corCacheRelease(r);
     arenaFree(r);
     r->ops->release(r);
 }

@@ -115,19 +115,29 @@ corRespondFile(CorRequest* r, int status, const char* contentType, int fd,
 }
 
 bool
-corHeaderNameValid(const char* name)
+corHeaderNameOk(const char* name, size_t len)
 {
     static const char tchar[] = "!#$%&'*+-.^_`|~";
 
-    if (*name == '\0') {
-        return false;
-    }
-    for (const char* p = name; *p != '\0'; p++) {
-        unsigned char ch = (unsigned char)*p;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)name[i];
 
         if (!((ch >= '0' && ch <= '9')
               || ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z')
-              || strchr(tchar, ch) != NULL)) {
+              || (ch != '\0' && strchr(tchar, ch) != NULL))) {
+            return false;
+        }
+    }
+    return len > 0;
+}
+
+bool
+corHeaderValueOk(const char* value, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)value[i];
+
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
             return false;
         }
     }
@@ -135,16 +145,15 @@ corHeaderNameValid(const char* name)
 }
 
 bool
+corHeaderNameValid(const char* name)
+{
+    return corHeaderNameOk(name, strlen(name));
+}
+
+bool
 corHeaderValueValid(const char* value)
 {
-    for (const char* p = value; *p != '\0'; p++) {
-        unsigned char ch = (unsigned char)*p;
-
-        if ((ch < 0x20 && ch != '\t') || ch == 0x7f) {
-            return false;
-        }
-    }
-    return true;
+    return corHeaderValueOk(value, strlen(value));
 }
 
 /* Room for n more fields in the list at *listP; -ENOMEM. */

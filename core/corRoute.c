@@ -7,8 +7,9 @@
  * (`strip_prefix`), guards run before the handler (`guard`,
  * corGuard.c), headers added to every answer (`headers`), request
  * headers set and removed (`request_headers`), error pages, the
- * response filters that do not see its answers (`filters`) and where
- * its writes are sent once answered (`notify`, corRouteNotify.c).
+ * response filters that do not see its answers (`filters`), where
+ * its writes are sent once answered (`notify`, corRouteNotify.c) and
+ * the cache in front of its handler (`cache`, corRouteCache.c).
  * Resolved once per generation, after the modules registered their
  * handlers; a route that names no registered handler, or a regex that
  * does not compile, is a configuration error at the route's line.
@@ -90,6 +91,31 @@ unknownGuard(const CorConfigRoute* in, const CorConf* node,
                       : " (no module registered a guard: load access or "
                         "limit)");
     free(names);
+}
+
+/* The cache in front of the route's handler, by name: one registered
+ * (load cache), or an error at the key. */
+static int
+cacheBuild(const CorConfigRoute* in, CorRouteRules* out, CorConfErrors* errors)
+{
+    const CorConf* node = corConfGet(in->node, "cache");
+    const char** names;
+    char tail[1024];
+
+    out->cache = corCacheFind(in->cache);
+    if (out->cache != NULL) {
+        return 0;
+    }
+    names = corCacheNames();
+    corConfErrorf(errors, node,
+                  "route '%s': no module registered a cache named '%s'%s",
+                  routeName(in), in->cache,
+                  names != NULL && names[0] != NULL
+                      ? corConfSuggest(in->cache, names, "caches", tail,
+                                       sizeof(tail))
+                      : " (no module registered a cache: load cache)");
+    free(names);
+    return -1;
 }
 
 /* The route's guards, by name, in the order the file gives them. */
@@ -315,6 +341,9 @@ rulesBuild(const CorConfigRoute* in, Route* out, CorConfErrors* errors)
     }
     if (in->guard != NULL) {
         rc |= guardsBuild(in, &out->rules, errors);
+    }
+    if (in->cache != NULL) {
+        rc |= cacheBuild(in, &out->rules, errors);
     }
     if (in->headers != NULL) {
         rc |= headersBuild(in, &out->rules, errors);

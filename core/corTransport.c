@@ -6,6 +6,7 @@
 #include "cor.h"
 
 #include <sys/sendfile.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static ssize_t
@@ -18,6 +19,12 @@ static ssize_t
 plainSend(CorTransport* t, const void* buf, size_t len)
 {
     return write(t->fd, buf, len);
+}
+
+static ssize_t
+plainSendMore(CorTransport* t, const void* buf, size_t len)
+{
+    return send(t->fd, buf, len, MSG_MORE);
 }
 
 static ssize_t
@@ -39,6 +46,7 @@ plainClose(CorTransport* t)
 static const CorTransportOps plainOps = {
     .recv = plainRecv,
     .send = plainSend,
+    .sendMore = plainSendMore,
     .sendFile = plainSendFile,
     .close = plainClose,
 };

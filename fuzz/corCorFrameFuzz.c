@@ -182,6 +182,25 @@ messageCheck(Tables* t, CorCorType type, json_t* tree, const uint8_t* data,
     }
 }
 
+/* Write the frame decoded (its head h, its tree) again into b, flags
+ * and all: a DATA frame's bytes as they came. */
+static int
+frameAgain(Tables* t, const CorCorHead* h, const json_t* tree,
+           const uint8_t* data, size_t len, CorBuf* b)
+{
+    int rc;
+
+    if (h->type == COR_COR_DATA) {
+        return corCorDataEncode(b, h->id, h->flags, data + COR_COR_HEAD_LEN,
+                                len - COR_COR_HEAD_LEN);
+    }
+    rc = corCorFrameEncode(t->mirror, h->type, h->id, tree, b, NULL, 0);
+    if (rc >= 0) {
+        corCorHeadFlagsSet(b->data, h->flags);
+    }
+    return rc;
+}
+
 /* Decode one frame; returns its length, or 0 when it was refused. */
 static size_t
 frame(Tables* t, const uint8_t* data, size_t size)
@@ -209,7 +228,7 @@ frame(Tables* t, const uint8_t* data, size_t size)
         directCheck(t, data, len, false, NULL);
         return 0;
     }
-    if (corCorFrameEncode(t->mirror, h.type, h.id, tree, &b, NULL, 0) < 0
+    if (frameAgain(t, &h, tree, data, len, &b) < 0
         || !sameBytes(b.data, b.len, data, len)
         || corCorTablesNames(t->mirror) != corCorTablesNames(t->received)
         || corCorTablesNamespaces(t->mirror)

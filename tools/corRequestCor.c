@@ -79,7 +79,7 @@ static int
 corGreet(void* state, CorBuf* out)
 {
     CorState* s = state;
-    json_t* hello = corCorHelloTree();
+    json_t* hello = corCorHelloTree(false);
     int rc = hello != NULL ? frameAppend(s, COR_COR_HELLO, 0, hello, NULL, out)
                            : -ENOMEM;
 

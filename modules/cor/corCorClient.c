@@ -22,6 +22,13 @@
  * The server's CLOSE (a drain) makes a peer take no new call; it closes
  * once its calls are answered, and the next call opens a new one.
  *
+ * A streamed answer (our HELLO offers it; a server of before sends every
+ * answer whole) keeps its call on the peer past its head: each DATA frame
+ * is appended to the call's bytes and wakes its reader. A call that holds
+ * COR_COR_CALL_HOLD_MAX unread stops the connection's reads until its
+ * reader took them (the server then writes no more: TCP's window is the
+ * protocol's flow control, for every call on the connection alike).
+ *
  * Off the loops (a worker, blocking mode) a thread keeps a connection per
  * peer of its own and makes one exchange at a time on it, waiting with
  * poll() through the same connection layer.
@@ -43,15 +50,8 @@
  * after which its connection is given up (peerSilence). */
 #define SILENT_TIMEOUTS 3
 
-/* A call in flight on a loop's peer; on its coroutine's stack. */
-typedef struct PeerCall {
-    CorList link; /* the peer's calls */
-    uint32_t id;
-    CorCoPark park;
-    bool done;
-    int rc;
-    CorCorMessage answer;
-} PeerCall;
+/* A call in flight on a loop's peer: the caller's (CorCorCallState). */
+typedef CorCorCallState PeerCall;
 
 /* One loop's connection to one server; the loop's. The server's CLOSE is
  * its drain. References: the loop's list, the connector, each call and
@@ -65,6 +65,8 @@ typedef struct Peer {
     CorList calls; /* in flight */
     uint32_t nextId;
     unsigned silentTimeouts; /* timed-out calls since the last frame */
+    unsigned fullCalls;      /* calls past COR_COR_CALL_HOLD_MAX: the
+                              * connection is not read */
     bool acked;              /* the HELLO_ACK came */
 } Peer;
 
@@ -80,13 +82,29 @@ peerFree(CorKitPeer* base)
     free(p);
 }
 
+/* The call's head came, or its answer ended (a streamed one's body), as
+ * rc says. */
 static void
 callFinish(PeerCall* call, int rc)
 {
+    call->ended = call->done;
     call->done = true;
     call->rc = rc;
     if (call->park != 0) {
         corCoLoopWake(call->park);
+    }
+}
+
+/* The call holds less than it may: the connection is read again when no
+ * other call holds it back. */
+static void
+callRoom(Peer* p, PeerCall* call)
+{
+    if (call->full) {
+        call->full = false;
+        if (--p->fullCalls == 0) {
+            corKitConnKick(&p->base.k);
+        }
     }
 }
 
@@ -95,6 +113,7 @@ callUnlink(Peer* p, PeerCall* call)
 {
     if (corListLinked(&call->link)) {
         corListRemove(&call->link);
+        callRoom(p, call);
         corKitPeerRelease(&p->base);
     }
 }
@@ -158,7 +177,15 @@ responseTake(Peer* p, const uint8_t* frame, size_t len)
 
     p->served = true;
     call = callFind(p, h.id);
-    if (call != NULL) {
+    if (call != NULL && call->done) {
+        snprintf(why, sizeof(why), "a second RESPONSE to call %u", h.id);
+        rc = -EPROTO;
+    }
+    if (call != NULL && rc == 0 && (h.flags & COR_COR_FLAG_MORE) != 0) {
+        call->streamed = true; /* it stays, for its DATA frames */
+        call->answer = m;
+        callFinish(call, 0);
+    } else if (call != NULL && !call->done) {
         callUnlink(p, call);
         call->answer = m;
         callFinish(call, rc == 0 ? 0 : -EPROTO);
@@ -168,6 +195,40 @@ responseTake(Peer* p, const uint8_t* frame, size_t len)
     if (rc < 0) {
         corKitPeerFail(&p->base, -EPROTO, why);
         return -1;
+    }
+    return 0;
+}
+
+/* A DATA frame: the bytes of a streamed answer, appended to its call's
+ * (dropped when nobody reads them any more); the last ends it, whole or
+ * CUT. Returns 0, or -1 after failing the peer. */
+static int
+dataTake(Peer* p, const CorCorHead* h, const uint8_t* frame)
+{
+    PeerCall* call = callFind(p, h->id);
+
+    if (call != NULL && !call->streamed) {
+        corKitPeerFail(&p->base, -EPROTO, "a DATA frame before its RESPONSE");
+        return -1;
+    }
+    if (call == NULL) {
+        return 0;
+    }
+    if (corCorCallPut(call, h, frame) != 0) {
+        corKitPeerFail(&p->base, -ENOMEM, "no memory for a body");
+        return -1;
+    }
+    if ((h->flags & COR_COR_FLAG_MORE) == 0) {
+        callUnlink(p, call);
+        callFinish(call, (h->flags & COR_COR_FLAG_CUT) != 0 ? -ECONNRESET : 0);
+        return 0;
+    }
+    if (!call->full && corBufPending(&call->data) >= COR_COR_CALL_HOLD_MAX) {
+        call->full = true;
+        p->fullCalls++;
+    }
+    if (call->park != 0) {
+        corCoLoopWake(call->park);
     }
     return 0;
 }
@@ -185,8 +246,9 @@ frameTake(Peer* p, const uint8_t* frame, size_t len)
     if (p->acked
         && corCorHeadRead(frame, len, COR_COR_FRAME_MAX, &h, NULL, 0)
                == COR_COR_HEAD_LEN
-        && h.type == COR_COR_RESPONSE) {
-        return responseTake(p, frame, len);
+        && (h.type == COR_COR_RESPONSE || h.type == COR_COR_DATA)) {
+        return h.type == COR_COR_DATA ? dataTake(p, &h, frame)
+                                      : responseTake(p, frame, len);
     }
     rc = corCorFrameDecode(p->received, frame, len, COR_COR_FRAME_MAX, &h,
                            &tree, why, sizeof(why));
@@ -266,6 +328,13 @@ peerReserve(CorKitConn* k)
     return corCorInputReserve(&k->in, COR_COR_FRAME_MAX, CLIENT_READ_ROOM);
 }
 
+/* Read on while no call holds too much of a streamed body unread. */
+static bool
+peerReadMay(CorKitConn* k)
+{
+    return corContainerOf(k, Peer, base.k)->fullCalls == 0;
+}
+
 /* The kit's: the server's end fails its calls (those on a connection that
  * had served may go once more); after each read the PONGs and CLOSEs it
  * answered are written. */
@@ -275,6 +344,7 @@ static const CorKitOps kitOps = {
     .end = corKitPeerEnd,
     .fail = corKitPeerBroken,
     .reserve = peerReserve,
+    .readMay = peerReadMay,
 };
 
 static const CorKitPeerOps peerOps = {
@@ -292,7 +362,7 @@ peerNew(const CorUrl* u, bool tls, int connectTimeoutMs, char* why,
         size_t whyLen)
 {
     Peer* p = calloc(1, sizeof(*p));
-    json_t* hello = corCorHelloTree();
+    json_t* hello = corCorHelloTree(true);
 
     if (p != NULL) {
         corKitPeerInit(&p->base, &peerOps, corEvLoopCurrent(), &kitOps, u->host,
@@ -360,7 +430,7 @@ peerSilence(Peer* p)
 /* Wait for call's answer until deadlineMs (0: none). Returns its rc, or
  * -ETIMEDOUT / -ECANCELED (the call is then forgotten). May yield. */
 static int
-callWait(Peer* p, PeerCall* call, uint64_t deadlineMs)
+callWait(Peer* p, CorCorCallState* call, uint64_t deadlineMs)
 {
     while (!call->done) {
         int rc = corCoLoopParkUntil(&call->park, deadlineMs);
@@ -370,34 +440,37 @@ callWait(Peer* p, PeerCall* call, uint64_t deadlineMs)
             return rc;
         }
     }
-    return call->rc;
+    /* A streamed head came whole: what rc says since is its body's end
+     * (all of it may have come before this wait woke). */
+    return call->streamed ? 0 : call->rc;
 }
 
 int
-corCorCallOnLoop(const CorCorCall* c, CorCorMessage* answer, CorCorOutcome* out,
-                 char* why, size_t whyLen)
+corCorCallOnLoop(const CorCorCall* c, CorCorCallState* call,
+                 CorCorMessage* answer, CorCorOutcome* out, char* why,
+                 size_t whyLen)
 {
-    PeerCall call = { 0 };
     int rc;
     Peer* p = peerFor(c->url, c->tls, c->connectTimeoutMs, &rc, why, whyLen);
     bool served;
 
+    call->onLoop = true;
     if (p == NULL) {
         return rc;
     }
     served = p->served;
     out->reused = p->base.state != COR_KIT_PEER_CONNECTING;
-    call.id = ++p->nextId;
-    rc = corCorMessageEncode(p->sent, COR_COR_REQUEST, call.id, c->request,
+    call->id = ++p->nextId;
+    rc = corCorMessageEncode(p->sent, COR_COR_REQUEST, call->id, c->request,
                              &p->base.k.out, why, whyLen);
     if (rc < 0) {
         corKitPeerRelease(&p->base);
         return rc;
     }
-    corListInsert(&p->calls, &call.link);
+    corListInsert(&p->calls, &call->link);
     corKitPeerHold(&p->base); /* the call's link */
     corKitConnFlushSoon(&p->base.k);
-    rc = callWait(p, &call, c->deadlineMs);
+    rc = callWait(p, call, c->deadlineMs);
     if (rc == -ETIMEDOUT) {
         peerSilence(p);
     }
@@ -409,10 +482,63 @@ corCorCallOnLoop(const CorCorCall* c, CorCorMessage* answer, CorCorOutcome* out,
         snprintf(why, whyLen, "%s: %s", p->base.name,
                  rc == -ETIMEDOUT ? "no answer in time" : "cancelled");
     }
-    *answer = call.answer;
+    *answer = call->answer;
+    call->answer = (CorCorMessage){ 0 };
+    if (rc == 0 && call->streamed) {
+        call->peer = p; /* its reference, until corCorLoopEnd */
+        return 0;
+    }
+    call->ended = true;
     corKitPeerRetire(&p->base);
     corKitPeerRelease(&p->base);
     return rc;
+}
+
+ssize_t
+corCorLoopRead(CorCorCallState* call, void* buf, size_t len, int timeoutMs,
+               char* why, size_t whyLen)
+{
+    Peer* p = call->peer;
+    uint64_t deadlineMs = corCorReadDeadline(timeoutMs);
+    size_t n;
+
+    while (corBufPending(&call->data) == 0 && !call->ended) {
+        int rc = corCoLoopParkUntil(&call->park, deadlineMs);
+
+        if (rc < 0 && corBufPending(&call->data) == 0 && !call->ended) {
+            /* A failure stays: its frames are dropped from here. */
+            callUnlink(p, call);
+            call->ended = true;
+            call->rc = rc;
+        }
+    }
+    n = corCorCallGive(call, buf, len);
+    if (corBufPending(&call->data) < COR_COR_CALL_HOLD_MAX / 2) {
+        callRoom(p, call);
+    }
+    if (n > 0 || call->rc == 0) {
+        return (ssize_t)n;
+    }
+    if (call->rc == p->base.failure) {
+        snprintf(why, whyLen, "%s", p->base.why); /* it names the peer */
+    } else {
+        snprintf(why, whyLen, "%s: %s", p->base.name,
+                 call->rc == -ECONNRESET  ? "the answer was cut midway"
+                 : call->rc == -ETIMEDOUT ? "no body in time"
+                                          : strerror(-call->rc));
+    }
+    return call->rc;
+}
+
+void
+corCorLoopEnd(CorCorCallState* call)
+{
+    Peer* p = call->peer;
+
+    callUnlink(p, call);
+    corBufFree(&call->data);
+    corKitPeerRetire(&p->base);
+    corKitPeerRelease(&p->base);
 }
 
 void

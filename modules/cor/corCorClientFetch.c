@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * One cor:// exchange as corClientFetch makes one: the request turned
+ * One cor:// exchange as corClientFetch makes one, and as corClientOpen
+ * reads one (corCorStreamOps), over the same call: the request turned
  * into a REQUEST tree once, made on the loop (a coroutine's) or on the
  * thread, sent once more on a new connection when one that had served was
  * found closed, and the RESPONSE turned into the client's response (its
  * Content-Type among the headers again), which the caller frees with
- * corClientResponseFree.
+ * corClientResponseFree. A streamed answer's body (DATA frames) is read
+ * as it comes by an open exchange, and gathered whole by a fetch; an
+ * answer that came whole in its RESPONSE is read out of memory.
  */
 #include "corCorClientInt.h"
 
@@ -163,7 +166,9 @@ answerTake(CorCorMessage* answer, size_t maxBody, CorClientResponse* res)
         p += h.nameLen + h.valueLen + 2;
     }
     res->headerCount = count;
-    memcpy(res->body, answer->body, answer->bodyLen);
+    if (answer->bodyLen > 0) {
+        memcpy(res->body, answer->body, answer->bodyLen);
+    }
     res->body[answer->bodyLen] = '\0';
     res->bodyLen = answer->bodyLen;
     res->status = answer->status;
@@ -184,11 +189,14 @@ deadlineOf(const CorClientRequest* req)
     return ms > 0 ? corEvClockMs() + (uint64_t)ms : 0;
 }
 
-int
-corCorFetch(const CorClientRequest* req, CorClientResponse* res)
+/* Make req's call up to its answer's head, into st and *answer (the
+ * caller clears it; streamed, it ends st). Returns 0, or -errno with
+ * res->error. May yield. */
+static int
+callMake(const CorClientRequest* req, CorClientResponse* res,
+         CorCorCallState* st, CorCorMessage* answer)
 {
     CorUrl u;
-    CorCorMessage answer = { 0 };
     CorCorCall c = { .url = &u,
                      .connectTimeoutMs = req->connectTimeoutMs,
                      .deadlineMs = deadlineOf(req) };
@@ -213,25 +221,183 @@ corCorFetch(const CorClientRequest* req, CorClientResponse* res)
     do {
         res->retried = out.retry;
         out = (CorCorOutcome){ 0 };
+        *st = (CorCorCallState){ 0 };
         rc = corRestMayPark()
-                 ? corCorCallOnLoop(&c, &answer, &out, res->error,
+                 ? corCorCallOnLoop(&c, st, answer, &out, res->error,
                                     sizeof(res->error))
-                 : corCorCallOnThread(&c, &answer, &out, res->error,
+                 : corCorCallOnThread(&c, st, answer, &out, res->error,
                                       sizeof(res->error));
     } while (rc == -ECONNRESET && out.retry && !res->retried);
     res->reused = out.reused;
     res->sent = out.sent;
     requestFree(&request);
+    return rc;
+}
+
+static ssize_t
+callRead(CorCorCallState* st, void* buf, size_t len, int timeoutMs,
+         CorClientResponse* res)
+{
+    return st->onLoop ? corCorLoopRead(st, buf, len, timeoutMs, res->error,
+                                       sizeof(res->error))
+                      : corCorThreadRead(st, buf, len, timeoutMs, res->error,
+                                         sizeof(res->error));
+}
+
+static void
+callEnd(CorCorCallState* st)
+{
+    if (st->onLoop) {
+        corCorLoopEnd(st);
+    } else {
+        corCorThreadEnd(st);
+    }
+}
+
+/* A streamed body read whole into *b, up to maxBody bytes (-EFBIG past
+ * them), within req's deadline; st ends. Returns 0 or -errno. */
+static int
+bodyGather(const CorClientRequest* req, CorCorCallState* st, size_t maxBody,
+           CorBuf* b, CorClientResponse* res)
+{
+    uint64_t deadlineMs = deadlineOf(req);
+    ssize_t n;
+
+    do {
+        uint64_t now = corEvClockMs();
+
+        if (corBufReserve(b, 16384) != 0) {
+            n = -ENOMEM;
+            break;
+        }
+        n = callRead(st, b->data + b->len, b->cap - b->len,
+                     deadlineMs == 0    ? -1
+                     : deadlineMs > now ? (int)(deadlineMs - now)
+                                        : 0,
+                     res);
+        b->len += n > 0 ? (size_t)n : 0;
+        if (b->len > maxBody) {
+            snprintf(res->error, sizeof(res->error),
+                     "a body over the limit of %zu bytes", maxBody);
+            n = -EFBIG;
+        }
+    } while (n > 0);
+    callEnd(st);
+    return (int)n;
+}
+
+int
+corCorFetch(const CorClientRequest* req, CorClientResponse* res)
+{
+    size_t maxBody = req->maxBodyBytes > 0 ? req->maxBodyBytes
+                                           : COR_CLIENT_BODY_MAX;
+    CorCorMessage answer = { 0 };
+    CorCorCallState st;
+    CorBuf body = { 0 };
+    int rc = callMake(req, res, &st, &answer);
+
+    if (rc == 0 && st.streamed) {
+        rc = bodyGather(req, &st, maxBody, &body, res);
+        /* Copied out with the head (answerTake), not kept in its store. */
+        answer.body = body.data;
+        answer.bodyLen = body.len;
+        answer.spare = false;
+    }
     if (rc == 0) {
-        rc = answerTake(&answer,
-                        req->maxBodyBytes > 0 ? req->maxBodyBytes
-                                              : COR_CLIENT_BODY_MAX,
-                        res);
+        rc = answerTake(&answer, maxBody, res);
     }
     corCorMessageClear(&answer);
+    corBufFree(&body);
     if (rc != 0) {
         corClientResponseFree(res);
         res->status = 0;
     }
     return rc;
 }
+
+/* ---- Read as it comes (corClientOpen) ------------------------------------ */
+
+typedef struct {
+    CorCorCallState st;
+    CorClientResponse* res; /* its errors go there */
+    size_t given;           /* of a whole body, res's */
+} Exchange;
+
+static int
+exchangeOpen(void* x, const CorClientRequest* req, CorClientResponse* res)
+{
+    Exchange* e = x;
+    CorCorMessage answer = { 0 };
+    int rc = callMake(req, res, &e->st, &answer);
+
+    e->res = res;
+    e->given = 0;
+    if (rc == 0) {
+        /* A streamed read has no limit of its own, as over HTTP. */
+        rc = answerTake(&answer,
+                        req->maxBodyBytes > 0 ? req->maxBodyBytes : SIZE_MAX,
+                        res);
+    }
+    corCorMessageClear(&answer);
+    if (rc == 0 && e->st.streamed) {
+        /* No body in memory: it comes. */
+        if (res->store == NULL) {
+            free(res->body);
+        }
+        res->body = NULL;
+    }
+    if (rc != 0) {
+        if (e->st.streamed) {
+            callEnd(&e->st);
+        }
+        corClientResponseFree(res);
+        res->status = 0;
+    }
+    return rc;
+}
+
+static ssize_t
+exchangeRead(void* x, void* buf, size_t len, int timeoutMs)
+{
+    Exchange* e = x;
+    size_t n;
+
+    if (len == 0) {
+        return -EINVAL;
+    }
+    if (e->st.streamed) {
+        return callRead(&e->st, buf, len, timeoutMs, e->res);
+    }
+    n = e->res->bodyLen - e->given < len ? e->res->bodyLen - e->given : len;
+    memcpy(buf, e->res->body + e->given, n);
+    e->given += n;
+    return (ssize_t)n;
+}
+
+static bool
+exchangeDone(const void* x)
+{
+    const Exchange* e = x;
+
+    return e->st.streamed
+               ? e->st.ended && e->st.rc == 0 && corBufPending(&e->st.data) == 0
+               : e->given == e->res->bodyLen;
+}
+
+static void
+exchangeClose(void* x)
+{
+    Exchange* e = x;
+
+    if (e->st.streamed) {
+        callEnd(&e->st);
+    }
+}
+
+const CorClientOps corCorStreamOps = {
+    .size = sizeof(Exchange),
+    .open = exchangeOpen,
+    .read = exchangeRead,
+    .done = exchangeDone,
+    .close = exchangeClose,
+};

@@ -28,6 +28,7 @@ typedef struct ThreadPeer {
     unsigned port;
     bool served;             /* an answer came on it */
     bool closing;            /* its CLOSE came: closed after this call */
+    bool streaming;          /* a streamed answer's body comes on it */
     unsigned silentTimeouts; /* timed-out calls since the last frame */
     CorCorTables* sent;
     CorCorTables* received;
@@ -135,7 +136,7 @@ peerFor(const CorCorCall* c, int* rc, char* why, size_t whyLen)
     corKitKeptAttach(&p->kept, conn);
     snprintf(p->host, sizeof(p->host), "%s", c->url->host);
     p->port = c->url->port;
-    hello = corCorHelloTree();
+    hello = corCorHelloTree(true);
     *rc = hello != NULL ? frameSend(p, COR_COR_HELLO, 0, hello, NULL,
                                     c->deadlineMs, why, whyLen)
                         : -ENOMEM;
@@ -155,10 +156,34 @@ failed:
     return NULL;
 }
 
-/* One whole frame: 1 when it is id's answer (read into *answer), 0 for
- * another frame, -errno. */
+/* A DATA frame: 1 when it is st's (its bytes appended; the last ends
+ * it, whole or CUT), 0 for another's (dropped), -errno. */
 static int
-frameTake(ThreadPeer* p, uint32_t id, size_t len, CorCorMessage* answer,
+dataTake(ThreadPeer* p, CorCorCallState* st, const CorCorHead* h,
+         const uint8_t* frame, char* why, size_t whyLen)
+{
+    if (st == NULL || h->id != st->id) {
+        return 0;
+    }
+    if (!st->streamed) {
+        snprintf(why, whyLen, "cor://%s:%u: a DATA frame before its RESPONSE",
+                 p->host, p->port);
+        return -EPROTO;
+    }
+    if (corCorCallPut(st, h, frame) != 0) {
+        return -ENOMEM;
+    }
+    if ((h->flags & COR_COR_FLAG_MORE) == 0) {
+        st->ended = true;
+        st->rc = (h->flags & COR_COR_FLAG_CUT) != 0 ? -ECONNRESET : 0;
+    }
+    return 1;
+}
+
+/* One whole frame: 1 when it is st's answer (its head read into *answer)
+ * or a DATA frame of it, 0 for another frame, -errno. */
+static int
+frameTake(ThreadPeer* p, CorCorCallState* st, size_t len, CorCorMessage* answer,
           uint64_t deadlineMs, char* why, size_t whyLen)
 {
     const uint8_t* frame = corBufHead(&p->kept.k.in);
@@ -170,17 +195,24 @@ frameTake(ThreadPeer* p, uint32_t id, size_t len, CorCorMessage* answer,
 
     p->silentTimeouts = 0;
     if (corCorHeadRead(frame, len, COR_COR_FRAME_MAX, &h, NULL, 0) > 0
+        && h.type == COR_COR_DATA) {
+        return dataTake(p, st, &h, frame, why, whyLen);
+    }
+    if (corCorHeadRead(frame, len, COR_COR_FRAME_MAX, &h, NULL, 0) > 0
         && h.type == COR_COR_RESPONSE) {
         /* Straight into a message; one nobody waits for any more (a
-         * timed-out call's, or any while catching up with id 0, which no
-         * call has, whatever id the server wrote) is decoded all the
-         * same, for the tables. */
-        mine = id != 0 && h.id == id;
+         * timed-out call's, or any while catching up, with no call)
+         * is decoded all the same, for the tables. */
+        mine = st != NULL && h.id == st->id && !st->done;
         p->served = true;
         rc = corCorMessageDecode(p->received, frame, len, COR_COR_FRAME_MAX, &h,
                                  mine ? answer : &other, why, whyLen);
         if (rc == 0 && !mine) {
             corCorMessageClear(&other);
+        }
+        if (rc == 0 && mine) {
+            st->done = true;
+            st->streamed = (h.flags & COR_COR_FLAG_MORE) != 0;
         }
         return rc == 0 && mine ? 1 : rc;
     }
@@ -204,14 +236,16 @@ frameTake(ThreadPeer* p, uint32_t id, size_t len, CorCorMessage* answer,
     return rc;
 }
 
-/* Read frames until id's answer; with id 0 (no call has it), only what
- * came already, without waiting (what arrived between two calls: a
- * forgotten call's answer, a PING, a drain's CLOSE). Returns 0, or
- * -errno. */
+/* Read frames until st's answer, or the next DATA frame of its streamed
+ * body; with no st, only what came already, without waiting (what
+ * arrived between two calls: a forgotten call's answer, a PING, a
+ * drain's CLOSE). Returns 0, or -errno. */
 static int
-answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
+answerRead(ThreadPeer* p, CorCorCallState* st, CorCorMessage* answer,
            uint64_t deadlineMs, char* why, size_t whyLen)
 {
+    uint32_t id = st != NULL ? st->id : 0;
+
     for (;;) {
         CorCorHead h;
         ssize_t n;
@@ -224,7 +258,7 @@ answerRead(ThreadPeer* p, uint32_t id, CorCorMessage* answer,
         if (rc >= 0 && have >= COR_COR_HEAD_LEN + h.length) {
             size_t len = COR_COR_HEAD_LEN + h.length;
 
-            rc = frameTake(p, id, len, answer, deadlineMs, why, whyLen);
+            rc = frameTake(p, st, len, answer, deadlineMs, why, whyLen);
             corBufConsume(&p->kept.k.in, len);
             if (rc != 0) {
                 return rc > 0 ? 0 : rc;
@@ -268,7 +302,8 @@ peerKept(const CorCorCall* c)
     char why[COR_COR_WHY_MAX];
 
     if (p != NULL
-        && (answerRead(p, 0, NULL, 0, why, sizeof(why)) != 0 || p->closing)) {
+        && (answerRead(p, NULL, NULL, 0, why, sizeof(why)) != 0
+            || p->closing)) {
         peerDrop(p);
         p = NULL;
     }
@@ -276,29 +311,47 @@ peerKept(const CorCorCall* c)
 }
 
 int
-corCorCallOnThread(const CorCorCall* c, CorCorMessage* answer,
-                   CorCorOutcome* out, char* why, size_t whyLen)
+corCorCallOnThread(const CorCorCall* c, CorCorCallState* st,
+                   CorCorMessage* answer, CorCorOutcome* out, char* why,
+                   size_t whyLen)
 {
     int rc;
-    ThreadPeer* p = peerKept(c);
+    ThreadPeer* p;
     bool keep = false;
-    uint32_t id;
 
+    st->onLoop = false;
+    p = threadPeerFind(c);
+    if (p != NULL && p->streaming) {
+        /* Its frames are that answer's until it ends: a call read on it
+         * meanwhile would drop them. */
+        snprintf(why, whyLen,
+                 "cor://%s:%u: a streamed answer of it is still read on this "
+                 "thread",
+                 c->url->host, c->url->port);
+        return -EBUSY;
+    }
+    p = peerKept(c);
     out->reused = p != NULL;
     if (p == NULL && (p = peerFor(c, &rc, why, whyLen)) == NULL) {
         return rc;
     }
-    id = ++p->nextId;
+    st->id = ++p->nextId;
     out->sent = true;
-    rc = frameSend(p, COR_COR_REQUEST, id, NULL, c->request, c->deadlineMs, why,
-                   whyLen);
+    rc = frameSend(p, COR_COR_REQUEST, st->id, NULL, c->request, c->deadlineMs,
+                   why, whyLen);
     if (rc == 0) {
-        rc = answerRead(p, id, answer, c->deadlineMs, why, whyLen);
+        rc = answerRead(p, st, answer, c->deadlineMs, why, whyLen);
         /* A timed-out answer is still to come, which the next call reads
          * past; a server silent across several is given up (as on the
          * loops). */
         keep = rc == -ETIMEDOUT && ++p->silentTimeouts < SILENT_TIMEOUTS;
     }
+    if (rc == 0 && st->streamed) {
+        st->peer = p; /* its body comes on it, until corCorThreadEnd */
+        p->streaming = true;
+        return 0;
+    }
+    st->ended = true;
     /* Anything else, a write cut short by its deadline included, leaves
      * the connection in doubt. */
     if (!keep && (rc != 0 || p->closing)) {
@@ -306,4 +359,43 @@ corCorCallOnThread(const CorCorCall* c, CorCorMessage* answer,
         peerDrop(p);
     }
     return rc == -EPIPE ? -ECONNRESET : rc;
+}
+
+ssize_t
+corCorThreadRead(CorCorCallState* st, void* buf, size_t len, int timeoutMs,
+                 char* why, size_t whyLen)
+{
+    ThreadPeer* p = st->peer;
+    uint64_t deadlineMs = corCorReadDeadline(timeoutMs);
+    size_t n;
+
+    while (corBufPending(&st->data) == 0 && !st->ended) {
+        int rc = answerRead(p, st, NULL, deadlineMs, why, whyLen);
+
+        if (rc < 0) {
+            st->ended = true; /* a failure stays */
+            st->rc = rc == -EPIPE ? -ECONNRESET : rc;
+            return st->rc;
+        }
+    }
+    n = corCorCallGive(st, buf, len);
+    if (n > 0 || st->rc == 0) {
+        return (ssize_t)n;
+    }
+    snprintf(why, whyLen, "cor://%s:%u: the answer was cut midway", p->host,
+             p->port);
+    return st->rc;
+}
+
+void
+corCorThreadEnd(CorCorCallState* st)
+{
+    ThreadPeer* p = st->peer;
+
+    /* An answer not read to its end would still come on it. */
+    p->streaming = false;
+    if (!st->ended || st->rc != 0 || p->closing) {
+        peerDrop(p);
+    }
+    corBufFree(&st->data);
 }

@@ -64,8 +64,17 @@ typedef enum {
     COR_COR_CLOSE = 6,
     COR_COR_ERROR = 7,
     COR_COR_PING = 8,
-    COR_COR_PONG = 9
+    COR_COR_PONG = 9,
+    COR_COR_DATA = 10
 } CorCorType;
+
+/* A frame's flags (byte 5), only where a stream was agreed at the
+ * handshake (docs/cor-protocol.md, "Streamed answers"): on a RESPONSE,
+ * MORE says its body follows in DATA frames; on a DATA frame, MORE says
+ * more DATA follows, none says this one is the last, and CUT says the
+ * answer ends here broken (never read as whole). */
+#define COR_COR_FLAG_MORE 0x02
+#define COR_COR_FLAG_CUT 0x04
 
 /* ---- Output buffers ---------------------------------------------------- */
 
@@ -121,19 +130,26 @@ int corCorTreeDecode(CorCorTables* t, const uint8_t* buf, size_t len,
 
 typedef struct {
     CorCorType type;
+    uint8_t flags;   /* COR_COR_FLAG_*: 0 but on RESPONSE and DATA */
     uint32_t id;     /* correlation id */
-    uint32_t length; /* bytes of the tree that follows */
+    uint32_t length; /* bytes of the tree (of a DATA frame: of its body
+                      * bytes, as they are) that follows */
 } CorCorHead;
 
 /* Write a frame header into the COR_COR_HEAD_LEN bytes at out. */
 void corCorHeadWrite(uint8_t* out, CorCorType type, uint32_t id,
                      uint32_t length);
 
+/* Set the flags (COR_COR_FLAG_*) of the frame written at frame. */
+void corCorHeadFlagsSet(uint8_t* frame, unsigned flags);
+
 /*
  * Read a frame header from the len bytes at buf into *h. Returns
  * COR_COR_HEAD_LEN; -EAGAIN when len is shorter (read more); -EPROTO for
- * a bad magic, an unknown type, flags or reserved bytes not 0; -EMSGSIZE
- * for a length over maxLength. The last two close the connection.
+ * a bad magic, an unknown type, flags a frame of its type may not have
+ * (any on a frame but RESPONSE and DATA; CUT with MORE), reserved bytes
+ * not 0; -EMSGSIZE for a length over maxLength. The last two close the
+ * connection.
  */
 int corCorHeadRead(const uint8_t* buf, size_t len, uint32_t maxLength,
                    CorCorHead* h, char* why, size_t whyLen);
@@ -150,11 +166,20 @@ int corCorFrameEncode(CorCorTables* t, CorCorType type, uint32_t id,
                       size_t whyLen);
 
 /*
+ * Append a DATA frame of id with flags and the len body bytes at data to
+ * out. Returns the bytes appended, or -ENOMEM (out as it was). DATA
+ * carries bytes as they are: no tree, the tables untouched.
+ */
+int corCorDataEncode(CorBuf* out, uint32_t id, unsigned flags, const void* data,
+                     size_t len);
+
+/*
  * Decode exactly one whole frame, the len bytes at buf, with the received
  * tables t (not for HELLO and HELLO_ACK, as above). Sets *h, and *treeP to
- * the tree the caller owns, or NULL for a frame of length 0. Returns 0, or
- * an error of corCorHeadRead (-EAGAIN is -EPROTO here: a frame is whole)
- * or of corCorTreeDecode; the connection must then be closed.
+ * the tree the caller owns, or NULL for a frame of length 0 or a DATA
+ * frame (whose bytes after the header are its body's, as they are). Returns 0,
+ * or an error of corCorHeadRead (-EAGAIN is -EPROTO here: a frame is whole) or
+ * of corCorTreeDecode; the connection must then be closed.
  */
 int corCorFrameDecode(CorCorTables* t, const uint8_t* buf, size_t len,
                       uint32_t maxLength, CorCorHead* h, json_t** treeP,
@@ -163,8 +188,13 @@ int corCorFrameDecode(CorCorTables* t, const uint8_t* buf, size_t len,
 /* ---- The handshake ----------------------------------------------------- */
 
 /* Our HELLO and HELLO_ACK tree, { "version": 1, "terms": 0,
- * "namespaces": 0 }, which the caller owns; NULL (no memory). */
-json_t* corCorHelloTree(void);
+ * "namespaces": 0 }, with "stream": true after them when stream (the
+ * sender takes, or the server will send, answers in DATA frames), which
+ * the caller owns; NULL (no memory). */
+json_t* corCorHelloTree(bool stream);
+/* Whether a peer's HELLO or HELLO_ACK tree says "stream": true (a peer
+ * of before streams says nothing, and is sent whole answers). */
+bool corCorHelloStream(const json_t* tree);
 
 /* Check a peer's HELLO or HELLO_ACK tree: an object whose "version" is 1,
  * whose "terms" is ours (0), and whose "namespaces" (fixed ones, which

@@ -46,6 +46,21 @@ corCorHeadWrite(uint8_t* out, CorCorType type, uint32_t id, uint32_t length)
     put32(out + 12, length);
 }
 
+void
+corCorHeadFlagsSet(uint8_t* frame, unsigned flags)
+{
+    frame[5] = (uint8_t)flags;
+}
+
+/* The flags a frame of type may carry. */
+static unsigned
+flagsAllowed(unsigned type)
+{
+    return type == COR_COR_RESPONSE ? COR_COR_FLAG_MORE
+           : type == COR_COR_DATA   ? COR_COR_FLAG_MORE | COR_COR_FLAG_CUT
+                                    : 0;
+}
+
 int
 corCorHeadRead(const uint8_t* buf, size_t len, uint32_t maxLength,
                CorCorHead* h, char* why, size_t whyLen)
@@ -69,18 +84,23 @@ corCorHeadRead(const uint8_t* buf, size_t len, uint32_t maxLength,
                   buf[0], buf[1], buf[2], buf[3]);
         return -EPROTO;
     }
-    if (buf[4] < COR_COR_HELLO || buf[4] > COR_COR_PONG) {
+    if (buf[4] < COR_COR_HELLO || buf[4] > COR_COR_DATA) {
         corCorWhy(why, whyLen, "frame byte 4: unknown type %u", buf[4]);
         return -EPROTO;
     }
-    if (buf[5] != 0 || buf[6] != 0 || buf[7] != 0) {
-        corCorWhy(why, whyLen, "frame byte %d: flags or reserved not 0",
-                  buf[5] != 0   ? 5
-                  : buf[6] != 0 ? 6
-                                : 7);
+    if ((buf[5] & ~flagsAllowed(buf[4])) != 0
+        || buf[5] == (COR_COR_FLAG_MORE | COR_COR_FLAG_CUT)) {
+        corCorWhy(why, whyLen, "frame byte 5: flags %#x on a frame of type %u",
+                  buf[5], buf[4]);
+        return -EPROTO;
+    }
+    if (buf[6] != 0 || buf[7] != 0) {
+        corCorWhy(why, whyLen, "frame byte %d: reserved not 0",
+                  buf[6] != 0 ? 6 : 7);
         return -EPROTO;
     }
     h->type = (CorCorType)buf[4];
+    h->flags = buf[5];
     h->id = get32(buf + 8);
     h->length = get32(buf + 12);
     if (h->length > maxLength) {
@@ -135,7 +155,7 @@ corCorFrameDecode(CorCorTables* t, const uint8_t* buf, size_t len,
                   len, h->length);
         return -EPROTO;
     }
-    if (h->length == 0) {
+    if (h->length == 0 || h->type == COR_COR_DATA) {
         return 0;
     }
     return corCorTreeDecode(handshake(h->type) ? NULL : t,
@@ -143,11 +163,37 @@ corCorFrameDecode(CorCorTables* t, const uint8_t* buf, size_t len,
                             whyLen);
 }
 
-json_t*
-corCorHelloTree(void)
+int
+corCorDataEncode(CorBuf* out, uint32_t id, unsigned flags, const void* data,
+                 size_t len)
 {
-    return json_pack("{s:i, s:i, s:i}", "version", COR_COR_VERSION, "terms",
-                     COR_COR_TERMS, "namespaces", 0);
+    if (len > COR_COR_FRAME_MAX
+        || corBufReserve(out, COR_COR_HEAD_LEN + len) != 0) {
+        return -ENOMEM;
+    }
+    corCorHeadWrite(out->data + out->len, COR_COR_DATA, id, (uint32_t)len);
+    corCorHeadFlagsSet(out->data + out->len, flags);
+    if (len > 0) {
+        memcpy(out->data + out->len + COR_COR_HEAD_LEN, data, len);
+    }
+    out->len += COR_COR_HEAD_LEN + len;
+    return (int)(COR_COR_HEAD_LEN + len);
+}
+
+json_t*
+corCorHelloTree(bool stream)
+{
+    return stream
+               ? json_pack("{s:i, s:i, s:i, s:b}", "version", COR_COR_VERSION,
+                           "terms", COR_COR_TERMS, "namespaces", 0, "stream", 1)
+               : json_pack("{s:i, s:i, s:i}", "version", COR_COR_VERSION,
+                           "terms", COR_COR_TERMS, "namespaces", 0);
+}
+
+bool
+corCorHelloStream(const json_t* tree)
+{
+    return json_is_true(json_object_get(tree, "stream"));
 }
 
 int

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What the cor:// server and client share around their connections' bytes.
+ * What the cor:// server and client share around their connections' bytes,
+ * and what the client's two paths (the loop's, the thread's) share about a
+ * streamed body's bytes.
  */
 #include "corCorClientInt.h"
 
@@ -44,4 +46,33 @@ corCorInputIdle(CorBuf* in)
 {
     corChunkGive(in->data, in->cap);
     *in = (CorBuf){ 0 };
+}
+
+uint64_t
+corCorReadDeadline(int timeoutMs)
+{
+    return timeoutMs >= 0 ? corEvClockMs() + (uint64_t)timeoutMs : 0;
+}
+
+size_t
+corCorCallGive(CorCorCallState* st, void* buf, size_t len)
+{
+    size_t n = corBufPending(&st->data) < len ? corBufPending(&st->data) : len;
+
+    memcpy(buf, corBufHead(&st->data), n);
+    corBufConsume(&st->data, n);
+    return n;
+}
+
+int
+corCorCallPut(CorCorCallState* st, const CorCorHead* h, const uint8_t* frame)
+{
+    /* What was read is dropped first: the body comes through it. */
+    corBufCompact(&st->data);
+    if (corBufReserve(&st->data, h->length) != 0) {
+        return -ENOMEM;
+    }
+    memcpy(st->data.data + st->data.len, frame + COR_COR_HEAD_LEN, h->length);
+    st->data.len += h->length;
+    return 0;
 }

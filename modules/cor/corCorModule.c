@@ -108,11 +108,13 @@ corInit(CorModule* m, const CorConf* conf)
         corModuleError(m, NULL, "out of memory");
         return -1;
     }
-    /* Its notifications go as exchanges, as http's do. */
+    /* Its notifications go as exchanges, as http's do; its answers are
+     * read as they come (corClientOpen). */
     for (unsigned i = 0; i < 2; i++) {
         if (corSchemeAdd(m, &(CorScheme){ .scheme = i == 0 ? "cor" : "cors",
                                           .fetch = corCorFetch,
-                                          .send = corClientNotify })
+                                          .send = corClientNotify,
+                                          .stream = &corCorStreamOps })
             != 0) {
             return -1;
         }

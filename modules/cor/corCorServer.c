@@ -192,6 +192,9 @@ wrote(CorKitConn* k)
 {
     CorServerConn* c = corContainerOf(k, CorServerConn, k);
 
+    if (c->streaming > 0) {
+        corCorServerStreamsDrained(c);
+    }
     if (!connDoneWith(c)) {
         timerUpdate(c);
     }
@@ -220,13 +223,14 @@ helloTake(CorServerConn* c, const CorCorHead* h, const uint8_t* frame,
     if (rc == 0) {
         rc = corCorHelloCheck(tree, why, whyLen);
     }
+    c->streams = rc == 0 && corCorHelloStream(tree);
     json_decref(tree);
     if (rc != 0) {
         return rc;
     }
     c->received = corCorTablesNew();
     c->sent = corCorTablesNew();
-    ours = corCorHelloTree();
+    ours = corCorHelloTree(c->streams);
     rc = c->received == NULL || c->sent == NULL || ours == NULL
              ? -ENOMEM
              : frameQueue(c, COR_COR_HELLO_ACK, 0, ours);
@@ -539,7 +543,7 @@ corCorServerConnStop(CorServerConn* c, uint64_t deadline)
         CorServerRequest* req = corContainerOf(node, CorServerRequest, link);
 
         if (!req->answered) {
-            corCorServerAnswerBare(c, req->id, 503, "stopping\n");
+            corCorServerRequestStop(c, req);
         }
     }
     while (outputPending(c) && corEvClockMs() < deadline) {

@@ -58,6 +58,8 @@ struct CorServerRequest {
     bool answered;       /* its RESPONSE is queued (or failed) */
     bool streamFailed;   /* its streamed body outgrew a frame, or
                           * its stream was aborted */
+    bool streaming;      /* its answer goes as it is written: a
+                          * RESPONSE head, then DATA frames */
     /* The peer's address, as r.remote. */
     char remote[COR_SERVER_REMOTE_BYTES];
     CorCorMessage message; /* what came: verb, headers, body */
@@ -87,6 +89,8 @@ struct CorServerConn {
     bool closeSent;         /* our CLOSE: no new work (a drain) */
     bool peerDone;          /* its CLOSE, or its end: nothing more
                              * comes */
+    bool streams;           /* its HELLO took streamed answers */
+    unsigned streaming;     /* requests of it whose answer streams */
     struct sockaddr_storage peer;
     /* The peer's address as text, made once: each request copies it. */
     char remote[COR_SERVER_REMOTE_BYTES];
@@ -132,6 +136,12 @@ int corCorServerAnswerBare(CorServerConn* c, uint32_t id, int status,
                            const char* text);
 /* Take req off its connection (which closes): it finishes into the void. */
 void corCorServerRequestUnlink(CorServerRequest* req);
+/* c's output drained below what a stream may hold: its streaming
+ * requests are handed their next pieces now. */
+void corCorServerStreamsDrained(CorServerConn* c);
+/* A stop: req, not yet answered, ends as failed (503, or its streamed
+ * answer cut). Returns 0 or -errno. */
+int corCorServerRequestStop(CorServerConn* c, CorServerRequest* req);
 
 /* ---- corCorServerCut.c --------------------------------------------------- */
 

@@ -3,12 +3,18 @@
  * A cor:// request on the server (corCorServer.c reads the frames): made
  * from its REQUEST, its target decoded as HTTP decodes a request line's,
  * served by the core like any request, answered with a RESPONSE queued
- * the moment its handler is done (a streamed answer gathered whole, a
- * file read whole: a frame carries a whole body), released after its
- * post-response phase. A request owns what it reads, so a connection
- * that closes under it frees nothing it uses. What it holds counts
- * against its connection's max_in_flight_bytes until its release, which
- * lets a connection paused by it read on.
+ * the moment its handler is done (a file read whole: a frame carries a
+ * whole body), released after its post-response phase. A streamed answer
+ * goes as it is written to a client that took streams at its HELLO: a
+ * RESPONSE head flagged MORE at the stream's start, a DATA frame per
+ * piece, and a last DATA frame (CUT when it failed midway); the
+ * connection's unsent output is what the core bounds it by
+ * (streamBacklog), so a large body passes in bounded memory and a client
+ * that reads slowly slows its producer. To a client of before, it is
+ * gathered whole into one RESPONSE, as it always was. A request owns what it
+ * reads, so a connection that closes under it frees nothing it uses. What it
+ * holds counts against its connection's max_in_flight_bytes until its release,
+ * which lets a connection paused by it read on.
  */
 #include "corCorServerInt.h"
 #include "corCorInt.h"
@@ -18,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static void requestDone(CorRequest* r);
@@ -27,17 +34,24 @@ static void streamEnd(CorRequest* r);
 static bool streamAlive(const CorRequest* r);
 static void streamAbort(CorRequest* r);
 
-/* No streamBacklog: a cor:// body travels in one frame, gathered whole
- * (the core's own queue still bounds a writer); no upgrade. */
+static size_t streamBacklog(const CorRequest* r);
+
+/* No upgrade. */
 static const CorProtocolOps corOps = {
     .done = requestDone,
     .release = requestRelease,
     .streamData = streamData,
     .streamEnd = streamEnd,
     .streamAlive = streamAlive,
+    .streamBacklog = streamBacklog,
     .streamAbort = streamAbort,
     .kind = COR_PROTOCOL_COR,
 };
+
+/* The most body bytes one DATA frame carries: a piece larger is split, so
+ * that no frame nears a peer's frame limit and answers on the same
+ * connection take turns. */
+#define DATA_FRAME_BYTES ((size_t)256 * 1024)
 
 /* Queue a RESPONSE, encoded now from m with no tree between (but a JSON
  * body's). Returns 0, or -errno with why (nothing was queued, the tables
@@ -248,6 +262,88 @@ respond(CorServerConn* c, CorServerRequest* req)
     corBufFree(&file);
 }
 
+/* No memory for a DATA frame: the connection is shut, and ends on the
+ * loop's next look at it (not here, under a request that uses it), so
+ * that an answer with a hole in its body never reads as whole. */
+static void
+connBreak(CorServerConn* c)
+{
+    corLog(COR_LOG_ERROR, "cor: %s: no memory for a frame: closing",
+           c->peerName);
+    shutdown(c->t.fd, SHUT_RDWR);
+}
+
+/* The head of req's streamed answer, a RESPONSE flagged MORE, queued at
+ * the stream's start; one that cannot be encoded (a header HTTP could not
+ * carry either) leaves the answer gathered, and answered 502. */
+static void
+headSend(CorServerConn* c, CorServerRequest* req)
+{
+    CorRequest* r = &req->r;
+    CorCorMessage m = { .status = r->status,
+                        .headers = r->responseHeaders,
+                        .headerCount = r->responseHeaderCount,
+                        .contentType = r->contentType };
+    size_t start = c->k.out.len;
+    char why[COR_COR_WHY_MAX];
+
+    if (responseQueue(c, req->id, &m, why, sizeof(why)) != 0) {
+        corLog(COR_LOG_ERROR, "cor: the answer to %.*s %.*s: %s",
+               (int)r->methodLen, r->method, (int)r->pathLen, r->path, why);
+        req->streamFailed = true;
+        return;
+    }
+    corCorHeadFlagsSet(c->k.out.data + start, COR_COR_FLAG_MORE);
+    req->streaming = true;
+    c->streaming++;
+    corKitConnKick(&c->k);
+}
+
+/* The body's end, the last DATA frame: CUT when it failed midway. */
+static void
+lastSend(CorServerConn* c, CorServerRequest* req)
+{
+    unsigned flags = req->streamFailed ? COR_COR_FLAG_CUT : 0;
+
+    if (corCorDataEncode(&c->k.out, req->id, flags, NULL, 0) < 0) {
+        connBreak(c);
+    }
+    req->r.cut = req->r.cut || req->streamFailed;
+    c->streaming--;
+}
+
+void
+corCorServerStreamsDrained(CorServerConn* c)
+{
+    CorList* node;
+    CorList* next;
+
+    if (corKitConnOutPending(&c->k) >= COR_STREAM_QUEUE_MAX) {
+        return;
+    }
+    corListForEach(node, next, &c->requests)
+    {
+        CorServerRequest* req = corContainerOf(node, CorServerRequest, link);
+
+        if (req->streaming && !req->answered) {
+            corResponseStreamDrained(&req->r);
+        }
+    }
+}
+
+int
+corCorServerRequestStop(CorServerConn* c, CorServerRequest* req)
+{
+    if (req->streaming) {
+        req->streamFailed = true;
+        lastSend(c, req);
+        req->answered = true;
+        c->inFlight--;
+        return 0;
+    }
+    return corCorServerAnswerBare(c, req->id, 503, "stopping\n");
+}
+
 /* req is answered (or its connection gone): the core runs its
  * post-response phase, then releases it. */
 static void
@@ -256,7 +352,11 @@ answered(CorServerRequest* req)
     CorServerConn* c = req->conn;
 
     if (c != NULL) {
-        respond(c, req);
+        if (req->streaming) {
+            lastSend(c, req);
+        } else {
+            respond(c, req);
+        }
         req->answered = true;
         c->inFlight--;
     } else {
@@ -271,10 +371,34 @@ answered(CorServerRequest* req)
 static void
 requestDone(CorRequest* r)
 {
-    if (r->stream != NULL) {
-        return; /* the body is gathered; its end answers */
+    CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
+
+    if (r->stream == NULL) {
+        answered(req);
+    } else if (req->conn != NULL && req->conn->streams && !r->head) {
+        headSend(req->conn, req);
     }
-    answered(corContainerOf(r, CorServerRequest, r));
+    /* Else the body is gathered; its end answers. */
+}
+
+/* A piece of a streamed answer as DATA frames. No memory for them ends
+ * the connection: a body with a hole must not read as whole. */
+static void
+dataSend(CorServerConn* c, CorServerRequest* req, const char* data, size_t len)
+{
+    while (len > 0) {
+        size_t n = len < DATA_FRAME_BYTES ? len : DATA_FRAME_BYTES;
+
+        if (corCorDataEncode(&c->k.out, req->id, COR_COR_FLAG_MORE, data, n)
+            < 0) {
+            connBreak(c);
+            return;
+        }
+        req->r.bodySent += n;
+        data += n;
+        len -= n;
+    }
+    corKitConnKick(&c->k);
 }
 
 static void
@@ -283,6 +407,10 @@ streamData(CorRequest* r, const void* data, size_t len)
     CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
 
     if (req->conn == NULL || req->streamFailed) {
+        return;
+    }
+    if (req->streaming) {
+        dataSend(req->conn, req, data, len);
         return;
     }
     if (req->streamed.len + len > corCorServerConf.maxFrame
@@ -306,9 +434,10 @@ streamEnd(CorRequest* r)
     answered(corContainerOf(r, CorServerRequest, r));
 }
 
-/* The stream failed (its upstream died mid-body): a frame cannot say
- * "incomplete", so the answer becomes a 502, never the part that came as
- * if it were whole. */
+/* The stream failed (its upstream died mid-body): a streaming answer
+ * ends with a CUT; one gathered whole, which a frame cannot say
+ * "incomplete" of, becomes a 502, never the part that came as if it were
+ * whole. */
 static void
 streamAbort(CorRequest* r)
 {
@@ -323,6 +452,18 @@ static bool
 streamAlive(const CorRequest* r)
 {
     return corContainerOf(r, CorServerRequest, r)->conn != NULL;
+}
+
+/* What a streaming answer waits behind: its connection's unsent output,
+ * every answer's on it (one gathered whole waits for nothing). */
+static size_t
+streamBacklog(const CorRequest* r)
+{
+    const CorServerRequest* req = corContainerOf(r, CorServerRequest, r);
+
+    return req->streaming && req->conn != NULL
+               ? corKitConnOutPending(&req->conn->k)
+               : 0;
 }
 
 static void

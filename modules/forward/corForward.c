@@ -161,9 +161,10 @@ bodyStream(CorRequest* r, const ForwardGroup* g, CorClientStream* x,
     streamEnd(r, res);
 }
 
-/* An answer of a module's scheme (cor://) comes whole: its length is
- * known, and said as an HTTP upstream's Content-Length is (but for a
- * HEAD, whose answer is empty whatever a GET would get). */
+/* An answer that came whole with its head (a cor:// one in one frame):
+ * its length is known, and said as an HTTP upstream's Content-Length is
+ * (but for a HEAD, whose answer is empty whatever a GET would get); a
+ * streamed one has none, and goes chunked. */
 static int
 lengthKeep(CorRequest* r, const CorClientResponse* res)
 {

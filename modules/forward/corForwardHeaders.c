@@ -18,7 +18,6 @@
  * or forwarding fields.
  */
 #include "corForwardInt.h"
-#include "corHttpParse.h"
 
 #include <errno.h>
 #include <string.h>
@@ -140,8 +139,8 @@ messageField(CorRequest* r, const CorHeader* h, CorHeader* out, unsigned* n)
     if (corHeaderIs(h, "mqtt-method")) {
         return 0; /* it is the method */
     }
-    if (!corHttpIsToken(h->name, h->nameLen)
-        || !corHttpIsFieldValue(h->value, h->valueLen)) {
+    if (!corHeaderNameOk(h->name, h->nameLen)
+        || !corHeaderValueOk(h->value, h->valueLen)) {
         return 0;
     }
     if (corHeaderIs(h, "mqtt-qos") || corHeaderIs(h, "mqtt-retain")

@@ -22,6 +22,10 @@
  *           loop where coroutines are on (each call a coroutine of its
  *           own), a worker otherwise (each call a thread of its own): the
  *           calls overlap either way, so it takes the slowest one's time.
+ *   dbtime  PostgreSQL's `SELECT now()` on the module's `database:` (one
+ *           the postgres module configured); ?sleep_ms=N makes the query
+ *           take N ms more (pg_sleep, a parameter): bench/dbBench's load.
+ *           A coroutine of the loop, a worker where coroutines are off.
  *
  *   visits  a counter in Redis (corHelloVisits.c).
  *
@@ -295,6 +299,55 @@ gatherServe(CorRequest* r)
     corRespond(r, allGood ? 200 : 502, "text/plain", body, n);
 }
 
+/* ---- Database ----------------------------------------------------------- */
+
+static CorPgDatabase* database;
+
+/* 200 with the server's clock; 500 for a query the server refused, 503
+ * when the database cannot answer (down, restarting, timed out). */
+static void
+dbtimeServe(CorRequest* r)
+{
+    int ms = queryMs(r, "sleep_ms", 0);
+    char msText[16];
+    const char* params[] = { msText };
+    CorPgResult* res;
+
+    if (refusedMs(r, ms)) {
+        return;
+    }
+    snprintf(msText, sizeof(msText), "%d", ms);
+    res = ms > 0 ? corPgQuery(database,
+                              "SELECT now(), pg_sleep($1::float8 / 1000)", 1,
+                              params)
+                 : corPgQuery(database, "SELECT now()", 0, NULL);
+    if (corPgError(res) != NULL) {
+        corRespondf(r, corPgStatus(res) == COR_PG_QUERY ? 500 : 503,
+                    "text/plain", "%s\n", corPgError(res));
+    } else {
+        corRespondf(r, 200, "text/plain", "%s\n", corPgValue(res, 0, 0));
+    }
+    corPgResultFree(res);
+}
+
+/* database: a name the postgres module (loaded before) configured. */
+static int
+databaseConfigure(CorModule* m, const CorConf* conf)
+{
+    const char* name = corConfString(conf, "database", NULL,
+                                     corModuleErrors(m));
+
+    database = name != NULL ? corPgDatabase(name) : NULL;
+    if (name != NULL && database == NULL) {
+        corModuleError(m, corConfGet(conf, "database"),
+                       "database: no database '%s' (load: postgres before "
+                       "hello, with { name: %s, url: ... } in its databases)",
+                       name, name);
+        return -1;
+    }
+    return 0;
+}
+
 /* gather: [ URLs ], each taken apart now so that a typo is a config
  * error at its line rather than a 502 at the first request. */
 static int
@@ -332,7 +385,7 @@ static int
 helloInit(CorModule* m, const CorConf* conf)
 {
     greeting = corConfString(conf, "greeting", greeting, corModuleErrors(m));
-    if (gatherConfigure(m, conf) != 0) {
+    if (gatherConfigure(m, conf) != 0 || databaseConfigure(m, conf) != 0) {
         return -1;
     }
     greetingLen = (size_t)snprintf(greetingLine, sizeof(greetingLine), "%s\n",
@@ -370,6 +423,10 @@ helloInit(CorModule* m, const CorConf* conf)
                != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "gather",
                                            .serve = gatherServe,
+                                           .run = COR_RUN_COROUTINE })
+               != 0
+        || corHandlerAdd(m, &(CorHandler){ .name = "dbtime",
+                                           .serve = dbtimeServe,
                                            .run = COR_RUN_COROUTINE })
                != 0
         || corHelloVisitsAdd(m, conf) != 0) {

@@ -3,7 +3,7 @@
  * Inside modules/static: the roots the YAML names and the module's
  * settings (corStatic.c), the media types (corStaticMime.c), opening a
  * path without leaving its root (corStaticOpen.c), the open-file cache
- * (corStaticCache.c), the Range header (corStaticRange.c), the answers
+ * (corStaticCache.c), the Range header (the core's corRange.h), the answers
  * (corStaticServe.c) and the multipart/byteranges body
  * (corStaticMultipart.c), the variants compressed ahead
  * (corStaticVariant.c).
@@ -118,38 +118,6 @@ void corStaticListAnswer(CorRequest* r, const StaticRoot* root,
 void corStaticVariantTake(CorRequest* r, const StaticRoot* root,
                           const char* rel, StaticFile* f);
 
-/* ---- Range (corStaticRange.c) ---------------------------------------------
- */
-
-/* The most ranges one request may ask for: more, and the whole file is
- * sent (RFC 9110 14.2 lets a server ignore a Range it finds abusive). */
-#define STATIC_RANGES_MAX 16
-
-/* Bytes [start, start + len) of the file. */
-typedef struct {
-    uint64_t start;
-    uint64_t len;
-} StaticRange;
-
-typedef enum {
-    STATIC_RANGE_WHOLE,        /* ignore the header: send all (another
-                                  unit, bad syntax, too many ranges, or
-                                  more bytes than the file has) */
-    STATIC_RANGE_PARTIAL,      /* 206 with the ranges */
-    STATIC_RANGE_UNSATISFIABLE /* 416: none starts inside the file */
-} StaticRangeResult;
-
-/*
- * Parse a Range value, value[0..len), for a file of size bytes, into at
- * most STATIC_RANGES_MAX ranges of out (in the order asked; the ones that
- * start past the end are left out, and the others cut at the end) with
- * their number in *count. Any input is safe: numbers of any length
- * saturate, and nothing is read past len.
- */
-StaticRangeResult corStaticRangeParse(const char* value, size_t len,
-                                      uint64_t size, StaticRange* out,
-                                      unsigned* count);
-
 /* ---- Answers (corStaticServe.c, corStaticMultipart.c) ---------------------
  */
 
@@ -163,6 +131,6 @@ void corStaticServe(CorRequest* r, const StaticRoot* root);
  * May yield.
  */
 void corStaticMultipartSend(CorRequest* r, const StaticFile* f, int fd,
-                            const StaticRange* ranges, unsigned count);
+                            const CorRange* ranges, unsigned count);
 
 #endif /* COR_STATIC_INT_H */

@@ -40,7 +40,7 @@ boundaryMake(char* out, size_t size)
 
 static int
 partHead(char* out, const char* boundary, const StaticFile* f,
-         const StaticRange* range)
+         const CorRange* range)
 {
     return snprintf(out, PART_HEAD_MAX,
                     "\r\n--%s\r\nContent-Type: %s\r\n"
@@ -53,7 +53,7 @@ partHead(char* out, const char* boundary, const StaticFile* f,
 /* The bytes of one range, piece by piece. Returns 0, or -1 when the file
  * came short (it shrank meanwhile) or the client left. */
 static int
-partBody(CorRequest* r, int fd, const StaticRange* range, char* buf)
+partBody(CorRequest* r, int fd, const CorRange* range, char* buf)
 {
     uint64_t done = 0;
 
@@ -73,7 +73,7 @@ partBody(CorRequest* r, int fd, const StaticRange* range, char* buf)
 
 void
 corStaticMultipartSend(CorRequest* r, const StaticFile* f, int fd,
-                       const StaticRange* ranges, unsigned count)
+                       const CorRange* ranges, unsigned count)
 {
     char boundary[40];
     char head[PART_HEAD_MAX];

@@ -244,7 +244,7 @@ slashRedirect(CorRequest* r)
 }
 
 static void
-rangeAnswer(CorRequest* r, const StaticFile* f, const StaticRange* ranges,
+rangeAnswer(CorRequest* r, const StaticFile* f, const CorRange* ranges,
             unsigned count)
 {
     char value[80];
@@ -268,9 +268,9 @@ static void
 fileAnswer(CorRequest* r, const StaticRoot* root, const char* rel,
            StaticFile* f)
 {
-    StaticRange ranges[STATIC_RANGES_MAX];
+    CorRange ranges[COR_RANGES_MAX];
     const CorHeader* range = r->head ? NULL : corRequestHeader(r, "range");
-    StaticRangeResult result = STATIC_RANGE_WHOLE;
+    CorRangeResult result = COR_RANGE_WHOLE;
     unsigned count = 0;
     char value[80];
 
@@ -289,21 +289,21 @@ fileAnswer(CorRequest* r, const StaticRoot* root, const char* rel,
         return;
     }
     if (range != NULL && ifRangeHolds(r, f)) {
-        result = corStaticRangeParse(range->value, range->valueLen, f->size,
-                                     ranges, &count);
+        result = corRangeParse(range->value, range->valueLen, f->size, ranges,
+                               &count);
     }
     switch (result) {
-    case STATIC_RANGE_PARTIAL:
+    case COR_RANGE_PARTIAL:
         rangeAnswer(r, f, ranges, count);
         return;
-    case STATIC_RANGE_UNSATISFIABLE:
+    case COR_RANGE_UNSATISFIABLE:
         close(f->fd);
         snprintf(value, sizeof(value), "bytes */%llu",
                  (unsigned long long)f->size);
         corResponseHeader(r, "Content-Range", value);
         corRespondStatic(r, 416, "text/plain", "range not satisfiable\n", 22);
         return;
-    case STATIC_RANGE_WHOLE:
+    case COR_RANGE_WHOLE:
         break;
     }
     corRespondFile(r, 200, f->type, f->fd, 0, (size_t)f->size);

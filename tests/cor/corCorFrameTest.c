@@ -32,7 +32,7 @@ START_TEST(test_hello_is_the_test_vector)
 {
     CorCorTables* t = corCorTablesNew();
     CorBuf b = { 0 };
-    json_t* tree = corCorHelloTree();
+    json_t* tree = corCorHelloTree(false);
     char why[COR_COR_WHY_MAX] = "";
     CorCorHead h;
     json_t* back;
@@ -128,7 +128,7 @@ START_TEST(test_bad_headers_are_refused)
     headRefused(0, 0x47, -EPROTO, "magic 47 4f 52 01");
     headRefused(3, 0x02, -EPROTO, "magic");
     headRefused(4, 0, -EPROTO, "unknown type 0");
-    headRefused(4, 10, -EPROTO, "unknown type 10");
+    headRefused(4, 11, -EPROTO, "unknown type 11");
     headRefused(5, 1, -EPROTO, "frame byte 5");
     headRefused(5, 2, -EPROTO, "frame byte 5");
     headRefused(6, 1, -EPROTO, "frame byte 6");
@@ -147,8 +147,8 @@ START_TEST(test_bad_headers_are_refused)
     ck_assert_int_eq(corCorHeadRead(hello, sizeof(hello), 36, &h, why,
                                     sizeof(why)),
                      COR_COR_HEAD_LEN);
-    /* Every type from 1 to 9 reads. */
-    for (int type = COR_COR_HELLO; type <= COR_COR_PONG; type++) {
+    /* Every type from 1 to 10 reads. */
+    for (int type = COR_COR_HELLO; type <= COR_COR_DATA; type++) {
         uint8_t head[COR_COR_HEAD_LEN];
 
         corCorHeadWrite(head, (CorCorType)type, 0xa1b2c3d4u, 7);
@@ -159,6 +159,67 @@ START_TEST(test_bad_headers_are_refused)
         ck_assert_int_eq(h.type, type);
         ck_assert_uint_eq(h.id, 0xa1b2c3d4u);
     }
+}
+END_TEST
+
+/* Streams: flags only where a stream puts them (MORE on a RESPONSE;
+ * MORE or CUT, not both, on DATA), DATA's bytes as they are, and the
+ * HELLO's offer, which a peer of before ignores. */
+START_TEST(test_streamed_frames)
+{
+    static const struct {
+        CorCorType type;
+        uint8_t flags;
+        bool taken;
+    } cases[] = {
+        { COR_COR_RESPONSE, COR_COR_FLAG_MORE, true },
+        { COR_COR_RESPONSE, COR_COR_FLAG_CUT, false },
+        { COR_COR_REQUEST, COR_COR_FLAG_MORE, false },
+        { COR_COR_HELLO, COR_COR_FLAG_MORE, false },
+        { COR_COR_DATA, 0, true },
+        { COR_COR_DATA, COR_COR_FLAG_MORE, true },
+        { COR_COR_DATA, COR_COR_FLAG_CUT, true },
+        { COR_COR_DATA, COR_COR_FLAG_MORE | COR_COR_FLAG_CUT, false },
+        { COR_COR_DATA, 1, false },
+    };
+    char why[COR_COR_WHY_MAX] = "";
+    CorBuf b = { 0 };
+    CorCorHead h;
+    json_t* tree = NULL;
+    json_t* offer = corCorHelloTree(true);
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint8_t head[COR_COR_HEAD_LEN];
+
+        corCorHeadWrite(head, cases[i].type, 5, 0);
+        corCorHeadFlagsSet(head, cases[i].flags);
+        ck_assert_int_eq(corCorHeadRead(head, sizeof(head), 64, &h, why,
+                                        sizeof(why)),
+                         cases[i].taken ? COR_COR_HEAD_LEN : -EPROTO);
+        ck_assert(!cases[i].taken || h.flags == cases[i].flags);
+    }
+    ck_assert_int_eq(corCorDataEncode(&b, 7, COR_COR_FLAG_MORE, "\0\xff", 2),
+                     COR_COR_HEAD_LEN + 2);
+    ck_assert_int_eq(corCorFrameDecode(NULL, b.data, b.len, 64, &h, &tree, why,
+                                       sizeof(why)),
+                     0);
+    ck_assert_ptr_null(tree);
+    ck_assert_int_eq(h.type, COR_COR_DATA);
+    ck_assert_uint_eq(h.id, 7);
+    ck_assert_uint_eq(h.length, 2);
+    /* docs/cor-protocol.md's test vector. */
+    ck_assert_mem_eq(b.data,
+                     "\xc0\x4f\x52\x01\x0a\x02\x00\x00\x07\x00\x00\x00"
+                     "\x02\x00\x00\x00\x00\xff",
+                     18);
+    corBufFree(&b);
+    /* The offer: a fourth member, which corCorHelloCheck passes by. */
+    ck_assert_int_eq(corCorHelloCheck(offer, why, sizeof(why)), 0);
+    ck_assert(corCorHelloStream(offer));
+    json_decref(offer);
+    offer = corCorHelloTree(false);
+    ck_assert(!corCorHelloStream(offer));
+    json_decref(offer);
 }
 END_TEST
 
@@ -258,6 +319,7 @@ COR_TEST_SUITE(corCorFrame)
     tcase_add_test(tc, test_hello_is_the_test_vector);
     tcase_add_test(tc, test_other_hellos_are_refused);
     tcase_add_test(tc, test_bad_headers_are_refused);
+    tcase_add_test(tc, test_streamed_frames);
     tcase_add_test(tc, test_frames_are_whole_or_refused);
     tcase_add_test(tc, test_frames_without_a_tree);
     tcase_add_test(tc, test_a_bad_tree_in_a_frame_says_where);

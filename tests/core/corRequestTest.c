@@ -42,6 +42,7 @@ metricsRealloc(void* p, size_t size)
 #include "../../core/corRouteNotify.c"
 #include "../../core/corConfigRead.h"
 #include "../../core/corGuard.c"
+#include "../../core/corRouteCache.c"
 #include "../../core/corStream.c"
 #include "../../core/corFilter.c"
 #include "../../core/corUpgrade.c"

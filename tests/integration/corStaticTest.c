@@ -6,12 +6,15 @@
  * apart here, 416), If-Range, index files and the 301 to a directory's
  * slash, media types, each way out of the root refused (dot segments as
  * they came with --path-as-is, escaped ones, an escaped '/', a NUL, a
- * symlink out), over TLS and over HTTP/2, a file changed on disk served
- * fresh, the open-file cache's bound, strip_prefix, and cor -t's errors.
+ * symlink out), over TLS and over HTTP/2, the head in the file's first
+ * segment, a file changed on disk served fresh, the open-file cache's
+ * bound, strip_prefix, and cor -t's errors.
  */
 #include "corTest.h"
 #include "corServer.h"
 
+#include <netinet/in.h>
+#include <linux/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,6 +227,32 @@ START_TEST(test_whole_files_byte_for_byte)
                         "http://127.0.0.1:$P/s/big.bin"),
                      0);
     ck_assert_str_eq(out, "1 0 ");
+}
+END_TEST
+
+/* An answer's head leaves in the same segment as its file's first
+ * bytes: a head alone is a small segment from which the client's kernel
+ * takes a round trip of microseconds, and its receive buffer then never
+ * grows (a 1 MiB file at 64 connections went at 0.7x nginx's rate). The
+ * client counts the segments with data it got: one, for a small file. */
+START_TEST(test_the_head_leaves_with_the_file)
+{
+    static const char request[] = "GET /s/a.txt HTTP/1.1\r\nHost: x\r\n\r\n";
+    char answer[1024];
+    struct tcp_info info;
+    socklen_t len = sizeof(info);
+    int fd;
+
+    start();
+    fd = corConnect(server.port);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(corSendAll(fd, request, sizeof(request) - 1), 0);
+    ck_assert_int_gt(corReadResponse(fd, answer, sizeof(answer), 5000), 0);
+    ck_assert_int_eq(corStatus(answer), 200);
+    ck_assert_str_eq(corBody(answer), "hello, file\n");
+    ck_assert_int_eq(getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len), 0);
+    ck_assert_uint_eq(info.tcpi_data_segs_in, 1);
+    close(fd);
 }
 END_TEST
 
@@ -726,6 +755,7 @@ COR_TEST_SUITE(corStatic)
     tcase_add_checked_fixture(tc, setUp, tearDown);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_whole_files_byte_for_byte);
+    tcase_add_test(tc, test_the_head_leaves_with_the_file);
     tcase_add_test(tc, test_head_has_the_get_head_and_no_body);
     tcase_add_test(tc, test_not_modified);
     tcase_add_test(tc, test_ranges_single_multi_and_unsatisfiable);

@@ -17,6 +17,8 @@ void corTestkitStatusAdd(CorModule* m, int* rc);
 void corTestkitBodyAdd(CorModule* m, int* rc);
 void corTestkitSeenAdd(CorModule* m, int* rc);
 void corTestkitCrashAdd(CorModule* m, int* rc);
+void corTestkitGatedAdd(CorModule* m, int* rc);
+void corTestkitPgAdd(CorModule* m, int* rc);
 void corTestkitRedisAdd(CorModule* m, int* rc);
 
 #include <arpa/inet.h>
@@ -952,10 +954,12 @@ testkitInitAll(CorModule* m, const CorConf* conf)
     corTestkitClientAdd(m, &rc);
     corTestkitCondWaitAdd(m, &rc);
     corTestkitNotifyAdd(m, &rc);
+    corTestkitGatedAdd(m, &rc);
     corTestkitStatusAdd(m, &rc);
     corTestkitBodyAdd(m, &rc);
     corTestkitSeenAdd(m, &rc);
     corTestkitCrashAdd(m, &rc);
+    corTestkitPgAdd(m, &rc);
     corTestkitRedisAdd(m, &rc);
     return rc;
 }

@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The Range header (RFC 9110 14.1.2): "bytes=0-99", "bytes=500-",
- * "bytes=-200", several separated by commas. Pure: the unit test feeds it
- * hostile values (tests/static/corStaticRangeTest.c).
+ * "bytes=-200", several separated by commas. The core's (corRange.h):
+ * static answers ranges of files with it, cache of stored answers. Pure:
+ * the unit test feeds it hostile values (tests/core/corRangeTest.c).
  *
  * What is not understood is ignored rather than refused (14.2 allows
  * either): another unit, bad syntax, a last before its first. Ranges that
  * ask for more bytes than the file has in all (overlaps: "0-,0-,0-" is a
  * way to make a small request cost a large answer) or more than
- * STATIC_RANGES_MAX of them get the whole file once, as nginx's
+ * COR_RANGES_MAX of them get the whole file once, as nginx's
  * max_ranges does.
  */
-#include "corStaticInt.h"
+#include "corRange.h"
 
+#include <stdbool.h>
 #include <strings.h>
 
 /* A run of digits at *p (before end) as a number that saturates at
@@ -46,7 +48,7 @@ typedef enum { SPEC_BAD, SPEC_OUTSIDE, SPEC_INSIDE } SpecKind;
 
 /* One range-spec at *p: into *range when it starts inside the file. */
 static SpecKind
-specRead(const char** p, const char* end, uint64_t size, StaticRange* range)
+specRead(const char** p, const char* end, uint64_t size, CorRange* range)
 {
     uint64_t first;
     uint64_t last;
@@ -81,9 +83,9 @@ specRead(const char** p, const char* end, uint64_t size, StaticRange* range)
     return SPEC_INSIDE;
 }
 
-StaticRangeResult
-corStaticRangeParse(const char* value, size_t len, uint64_t size,
-                    StaticRange* out, unsigned* count)
+CorRangeResult
+corRangeParse(const char* value, size_t len, uint64_t size, CorRange* out,
+              unsigned* count)
 {
     const char* p = value;
     const char* end = value + len;
@@ -93,12 +95,12 @@ corStaticRangeParse(const char* value, size_t len, uint64_t size,
     *count = 0;
     p = spaceSkip(p, end);
     if (end - p < 6 || strncasecmp(p, "bytes=", 6) != 0) {
-        return STATIC_RANGE_WHOLE;
+        return COR_RANGE_WHOLE;
     }
     p += 6;
     /* 1#range-spec: empty elements and blanks around commas allowed. */
     while (p < end) {
-        StaticRange range;
+        CorRange range;
         SpecKind kind;
 
         p = spaceSkip(p, end);
@@ -112,23 +114,23 @@ corStaticRangeParse(const char* value, size_t len, uint64_t size,
         kind = specRead(&p, end, size, &range);
         p = spaceSkip(p, end);
         if (kind == SPEC_BAD || (p < end && *p != ',')) {
-            return STATIC_RANGE_WHOLE;
+            return COR_RANGE_WHOLE;
         }
         specs++;
         if (kind == SPEC_OUTSIDE) {
             continue;
         }
-        if (*count == STATIC_RANGES_MAX) {
-            return STATIC_RANGE_WHOLE;
+        if (*count == COR_RANGES_MAX) {
+            return COR_RANGE_WHOLE;
         }
         total += range.len;
         if (total > size) {
-            return STATIC_RANGE_WHOLE;
+            return COR_RANGE_WHOLE;
         }
         out[(*count)++] = range;
     }
     if (specs == 0) {
-        return STATIC_RANGE_WHOLE;
+        return COR_RANGE_WHOLE;
     }
-    return *count > 0 ? STATIC_RANGE_PARTIAL : STATIC_RANGE_UNSATISFIABLE;
+    return *count > 0 ? COR_RANGE_PARTIAL : COR_RANGE_UNSATISFIABLE;
 }

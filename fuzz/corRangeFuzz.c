@@ -1,19 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * libFuzzer target for the static module's Range parser. The first 8
+ * libFuzzer target for the Range parser (core/corRange.c). The first 8
  * bytes are the file's size, the rest the header's value. Beyond the
  * sanitizers, it aborts when a property breaks:
  *
- *   - a 206 has between 1 and STATIC_RANGES_MAX ranges, each non-empty
+ *   - a 206 has between 1 and COR_RANGES_MAX ranges, each non-empty
  *     and inside the file, and together no more bytes than the file;
  *   - a 416 or a whole answer gives no range;
  *   - the same value parsed again gives the same answer (no state).
  *
- * Build: clang -g -O1 -fsanitize=fuzzer,address,undefined -Imodules/static
- *        -Icore -Ievent -Ibuild modules/static/corStaticRange.c
- *        fuzz/corStaticRangeFuzz.c
+ * Build: clang -g -O1 -fsanitize=fuzzer,address,undefined -Icore
+ *        core/corRange.c fuzz/corRangeFuzz.c
  */
-#include "corStaticInt.h"
+#include "corRange.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +22,13 @@ int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 int
 LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
-    StaticRange ranges[STATIC_RANGES_MAX];
-    StaticRange again[STATIC_RANGES_MAX];
+    CorRange ranges[COR_RANGES_MAX];
+    CorRange again[COR_RANGES_MAX];
     unsigned count = 0;
     unsigned countAgain = 0;
     uint64_t fileSize = 0;
     uint64_t total = 0;
-    StaticRangeResult rc;
+    CorRangeResult rc;
 
     if (size < sizeof(fileSize)) {
         return 0;
@@ -38,9 +37,9 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     fileSize >>= 8; /* sizes a file can have, and small ones */
     data += sizeof(fileSize);
     size -= sizeof(fileSize);
-    rc = corStaticRangeParse((const char*)data, size, fileSize, ranges, &count);
-    if (rc == STATIC_RANGE_PARTIAL) {
-        if (count == 0 || count > STATIC_RANGES_MAX) {
+    rc = corRangeParse((const char*)data, size, fileSize, ranges, &count);
+    if (rc == COR_RANGE_PARTIAL) {
+        if (count == 0 || count > COR_RANGES_MAX) {
             abort();
         }
         for (unsigned i = 0; i < count; i++) {
@@ -54,10 +53,9 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
             abort();
         }
     }
-    if (corStaticRangeParse((const char*)data, size, fileSize, again,
-                            &countAgain)
+    if (corRangeParse((const char*)data, size, fileSize, again, &countAgain)
             != rc
-        || (rc == STATIC_RANGE_PARTIAL
+        || (rc == COR_RANGE_PARTIAL
             && (countAgain != count
                 || memcmp(again, ranges, count * sizeof(*ranges)) != 0))) {
         abort();

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Collapsed forwarding: the misses of one key while its first is being
+ * fetched wait for that one instead of running the handler each. A
+ * waiter holds no thread and no coroutine: the core keeps its request
+ * between the lookup and corCacheResume (as a late guard's), and the end
+ * of the fetch posts each waiter's wake to its own loop, where it looks
+ * again: a hit now, or (the answer could not be stored) its own handler
+ * run. The fetches in flight are kept in their key's shard, under its
+ * lock.
+ */
+#include "corCacheInt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct CacheFlight {
+    CacheFlight* next; /* of its shard */
+    uint64_t hash;
+    size_t keyLen;
+    CorList waiters; /* CacheRun.waiting */
+    char key[];
+};
+
+/* The waiter's wake, on its request's loop: its lookup runs again with
+ * what the fetch ended as. */
+static void
+waiterWake(CorEvTask* task)
+{
+    CacheRun* run = corContainerOf(task, CacheRun, task);
+
+    corEvTimerStop(run->r->loop, &run->patience);
+    corCacheResume(run->wait, cacheLookupAgain(run));
+}
+
+/* The waiter waited its store's lock_timeout: it leaves the fetch and runs
+ * its own handler, unstored (a fetch that hangs holds nobody else longer,
+ * as nginx's proxy_cache_lock_timeout). On its loop; a wake already
+ * posted to it (the fetch ended first) comes instead. */
+static void
+waiterGivesUp(CorEvTimer* timer)
+{
+    CacheRun* run = corContainerOf(timer, CacheRun, patience);
+    CacheShard* shard = cacheShardOf(run->store, run->hash);
+    bool waiting;
+
+    pthread_mutex_lock(&shard->lock);
+    waiting = corListLinked(&run->waiting);
+    corListRemove(&run->waiting);
+    pthread_mutex_unlock(&shard->lock);
+    if (waiting) {
+        run->outcome = FLIGHT_PASS;
+        corCacheResume(run->wait, cacheLookupAgain(run));
+    }
+}
+
+/* The fetch of run's key in its shard (locked), or NULL. */
+static CacheFlight*
+flightFind(const CacheShard* shard, const CacheRun* run)
+{
+    CacheFlight* f;
+
+    for (f = shard->flights; f != NULL; f = f->next) {
+        if (f->hash == run->hash && f->keyLen == run->keyLen
+            && memcmp(f->key, run->key, run->keyLen) == 0) {
+            break;
+        }
+    }
+    return f;
+}
+
+bool
+cacheFlightBusy(const CacheRun* run)
+{
+    CacheShard* shard = cacheShardOf(run->store, run->hash);
+    bool busy;
+
+    pthread_mutex_lock(&shard->lock);
+    busy = flightFind(shard, run) != NULL;
+    pthread_mutex_unlock(&shard->lock);
+    return busy;
+}
+
+bool
+cacheFlightJoin(CorRequest* r, CacheRun* run)
+{
+    CacheShard* shard = cacheShardOf(run->store, run->hash);
+    CacheFlight* f;
+
+    pthread_mutex_lock(&shard->lock);
+    f = flightFind(shard, run);
+    if (f != NULL) {
+        run->kind = RUN_WAIT;
+        run->r = r;
+        corListAppend(&f->waiters, &run->waiting);
+        pthread_mutex_unlock(&shard->lock);
+        corEvTimerStart(r->loop, &run->patience, run->store->lockTimeoutMs,
+                        waiterGivesUp);
+        atomic_fetch_add(&run->store->counters.collapsed, 1);
+        return true;
+    }
+    f = malloc(sizeof(*f) + run->keyLen);
+    if (f != NULL) {
+        f->hash = run->hash;
+        f->keyLen = run->keyLen;
+        memcpy(f->key, run->key, run->keyLen);
+        corListInit(&f->waiters);
+        f->next = shard->flights;
+        shard->flights = f;
+    }
+    /* Without memory for one, it fetches alone: nobody waits for it. */
+    run->flight = f;
+    pthread_mutex_unlock(&shard->lock);
+    return false;
+}
+
+void
+cacheFlightEnd(CacheRun* run, int outcome)
+{
+    CacheFlight* f = run->flight;
+    CacheShard* shard;
+    CacheFlight** at;
+    CorList waiters;
+    CorList* node;
+    CorList* next;
+
+    if (f == NULL) {
+        return;
+    }
+    run->flight = NULL;
+    shard = cacheShardOf(run->store, run->hash);
+    corListInit(&waiters);
+    pthread_mutex_lock(&shard->lock);
+    for (at = &shard->flights; *at != f; at = &(*at)->next) {
+    }
+    *at = f->next;
+    corListMove(&waiters, &f->waiters);
+    pthread_mutex_unlock(&shard->lock);
+    free(f);
+    corListForEach(node, next, &waiters)
+    {
+        CacheRun* waiter = corContainerOf(node, CacheRun, waiting);
+
+        corListRemove(node);
+        waiter->outcome = outcome;
+        corEvLoopPost(waiter->r->loop, &waiter->task, waiterWake);
+    }
+}

@@ -1,0 +1,436 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The lookup in front of a cached route's handler, on the request's
+ * loop: a fresh stored answer is answered at once (the handler does not
+ * run); a stale one with a validator is revalidated (the handler is asked
+ * with If-None-Match / If-Modified-Since); a miss runs the handler, or
+ * waits for the fetch of the same key already in flight; an unsafe
+ * method runs the handler and its success takes the URL out.
+ */
+#include "corCacheInt.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+int
+cacheKeyOf(CorRequest* r, char** keyP, size_t* lenP)
+{
+    const CorHeader* host = corRequestHeader(r, "host");
+    size_t hostLen = host != NULL ? host->valueLen : 0;
+    size_t len = hostLen + r->pathLen
+                 + (r->query != NULL ? 1 + r->queryLen : 0);
+    char* key = corRequestAlloc(r, len + 1);
+    char* at = key;
+
+    if (key == NULL) {
+        return -1;
+    }
+    /* host path?query: the host's case does not count (RFC 9110 4.2.3);
+     * the path is the normalized one every route sees. */
+    for (size_t i = 0; i < hostLen; i++) {
+        *at++ = (char)tolower((unsigned char)host->value[i]);
+    }
+    memcpy(at, r->path, r->pathLen);
+    at += r->pathLen;
+    if (r->query != NULL) {
+        *at++ = '?';
+        memcpy(at, r->query, r->queryLen);
+        at += r->queryLen;
+    }
+    *at = '\0';
+    *keyP = key;
+    *lenP = len;
+    return 0;
+}
+
+void
+cacheStatusSay(CorRequest* r, const CacheStore* s, const char* params)
+{
+    char value[256];
+
+    snprintf(value, sizeof(value), "%s; %s", s->name, params);
+    corResponseHeader(r, "Cache-Status", value);
+}
+
+/* Whether the entity tag list of If-None-Match holds tag, compared weakly
+ * (RFC 9110 13.1.2: W/ does not count). */
+static bool
+etagListHas(const CorHeader* h, const char* tag)
+{
+    const char* at = h->value;
+    const char* end = h->value + h->valueLen;
+    size_t tagLen;
+
+    if (strncmp(tag, "W/", 2) == 0) {
+        tag += 2;
+    }
+    tagLen = strlen(tag);
+    while (at < end) {
+        const char* one;
+
+        while (at < end && (*at == ',' || *at == ' ' || *at == '\t')) {
+            at++;
+        }
+        if (at < end && *at == '*') {
+            return true;
+        }
+        if (end - at > 2 && at[0] == 'W' && at[1] == '/') {
+            at += 2;
+        }
+        one = at;
+        while (at < end && *at != ',') {
+            at++;
+        }
+        while (at > one && (at[-1] == ' ' || at[-1] == '\t')) {
+            at--;
+        }
+        if ((size_t)(at - one) == tagLen && memcmp(one, tag, tagLen) == 0) {
+            return true;
+        }
+        while (at < end && *at != ',') {
+            at++;
+        }
+    }
+    return false;
+}
+
+bool
+cacheConditionMet(const CorRequest* r, const CacheEntry* e)
+{
+    const CorHeader* inm = corRequestHeader(r, "if-none-match");
+    const CorHeader* ims;
+    int64_t since;
+
+    if (e->status != 200) {
+        return false;
+    }
+    if (inm != NULL) {
+        return e->etag != NULL && etagListHas(inm, e->etag);
+    }
+    ims = corRequestHeader(r, "if-modified-since");
+    if (ims == NULL || e->modified == NULL) {
+        return false;
+    }
+    since = cacheHttpDate(ims->value, ims->valueLen);
+    return since >= 0
+           && cacheHttpDate(e->modified, strlen(e->modified)) <= since;
+}
+
+void
+cacheEntryFieldsSay(CorRequest* r, const CacheRun* run, const char* params)
+{
+    const CacheEntry* e = run->entry;
+    int64_t age = cacheEntryAge(e, cacheNowMs());
+    char text[160];
+
+    for (unsigned i = 0; i < e->headerCount; i++) {
+        corResponseHeader(r, e->headers[i].name, e->headers[i].value);
+    }
+    snprintf(text, sizeof(text), "%lld", (long long)age);
+    corResponseHeader(r, "Age", text);
+    snprintf(text, sizeof(text), "%s; ttl=%lld", params,
+             (long long)(e->lifetime - age));
+    cacheStatusSay(r, run->store, text);
+}
+
+/* Whether the client's If-Range (RFC 9110 13.1.5) lets its Range apply
+ * to e: none, an entity tag that strongly matches e's, or e's very
+ * Last-Modified. */
+static bool
+ifRangeHolds(const CorRequest* client, const CacheEntry* e)
+{
+    const CorHeader* h = corRequestHeader(client, "if-range");
+    const char* stored;
+
+    if (h == NULL) {
+        return true;
+    }
+    stored = h->valueLen > 0 && (h->value[0] == '"' || h->value[0] == 'W')
+                 ? e->etag
+                 : e->modified;
+    return stored != NULL && stored[0] != 'W' && strlen(stored) == h->valueLen
+           && memcmp(stored, h->value, h->valueLen) == 0;
+}
+
+/* The client's Range on a stored 200: one range answered 206 with those
+ * bytes of the stored body, none inside it 416; several, or one that
+ * cannot be read, the whole answer (RFC 9110 14.2 allows it). */
+static bool
+rangeAnswered(CorRequest* r, const CorRequest* client, const CacheEntry* e)
+{
+    const CorHeader* range = corRequestHeader(client, "range");
+    CorRange ranges[COR_RANGES_MAX];
+    unsigned count;
+    char text[96];
+
+    if (range == NULL || e->status != 200 || !ifRangeHolds(client, e)) {
+        return false;
+    }
+    switch (corRangeParse(range->value, range->valueLen, e->bodyLen, ranges,
+                          &count)) {
+    case COR_RANGE_PARTIAL:
+        if (count != 1) {
+            return false;
+        }
+        snprintf(text, sizeof(text), "bytes %llu-%llu/%zu",
+                 (unsigned long long)ranges[0].start,
+                 (unsigned long long)(ranges[0].start + ranges[0].len - 1),
+                 e->bodyLen);
+        corResponseHeader(r, "Content-Range", text);
+        corRespondStatic(r, 206, e->type, e->body + ranges[0].start,
+                         (size_t)ranges[0].len);
+        return true;
+    case COR_RANGE_UNSATISFIABLE:
+        snprintf(text, sizeof(text), "bytes */%zu", e->bodyLen);
+        corResponseHeader(r, "Content-Range", text);
+        corRespondStatic(r, 416, "text/plain", "range not satisfiable\n", 22);
+        return true;
+    default:
+        return false;
+    }
+}
+
+void
+cacheAnswerFromEntry(CorRequest* r, CacheRun* run, const char* params)
+{
+    const CacheEntry* e = run->entry;
+    const CorRequest* client = run->client != NULL ? run->client : r;
+
+    cacheEntryFieldsSay(r, run, params);
+    if (run->clientConditional && cacheConditionMet(client, e)) {
+        corRespondStatic(r, 304, NULL, NULL, 0);
+        return;
+    }
+    if (rangeAnswered(r, client, e)) {
+        return;
+    }
+    /* The bytes are the entry's, referenced until r is released. */
+    corRespondStatic(r, e->status, e->type, e->body, e->bodyLen);
+}
+
+/* The handler's request without the client's validators and Range,
+ * with e's validators (a revalidation) or none (a miss: the whole answer
+ * is wanted, to store; a range of it is answered from the store after),
+ * in a copy of the header list in r's arena. */
+static int
+validatorsSet(CorRequest* r, const CacheEntry* e)
+{
+    CorHeader* headers = corRequestAlloc(r, (r->headerCount + 2)
+                                                * sizeof(*headers));
+    unsigned n = 0;
+
+    if (headers == NULL) {
+        return -1;
+    }
+    for (unsigned i = 0; i < r->headerCount; i++) {
+        const CorHeader* h = &r->headers[i];
+
+        if (!corHeaderIs(h, "if-none-match")
+            && !corHeaderIs(h, "if-modified-since")
+            && !corHeaderIs(h, "if-match")
+            && !corHeaderIs(h, "if-unmodified-since")
+            && !corHeaderIs(h, "if-range") && !corHeaderIs(h, "range")) {
+            headers[n++] = *h;
+        }
+    }
+    if (e != NULL && e->etag != NULL) {
+        headers[n++] = (CorHeader){ "If-None-Match", 13, e->etag,
+                                    strlen(e->etag) };
+    }
+    if (e != NULL && e->modified != NULL) {
+        headers[n++] = (CorHeader){ "If-Modified-Since", 17, e->modified,
+                                    strlen(e->modified) };
+    }
+    r->headers = headers;
+    r->headerCount = n;
+    return 0;
+}
+
+/* What the client asked beside the cache's own: kept before the
+ * handler's request is changed, to answer it from the entry. */
+static void
+clientKeep(CorRequest* r, CacheRun* run)
+{
+    run->client = corRequestAlloc(r, sizeof(*run->client));
+    if (run->client == NULL) {
+        return;
+    }
+    *run->client = *r;
+    run->clientConditional = corRequestHeader(r, "if-none-match") != NULL
+                             || corRequestHeader(r, "if-modified-since")
+                                    != NULL;
+}
+
+/* r's handler runs for run: a HEAD as a GET (the whole answer is
+ * stored; the protocol still sends no body), with the validators of what
+ * is revalidated. */
+static int
+fetchStart(CorRequest* r, CacheRun* run)
+{
+    run->requestTime = cacheNowMs();
+    if (r->methodLen == 4 && memcmp(r->method, "HEAD", 4) == 0) {
+        run->headWanted = true;
+        r->method = "GET";
+        r->methodLen = 3;
+    }
+    if (validatorsSet(r, run->kind == RUN_REVALIDATE ? run->entry : NULL)
+        != 0) {
+        cacheFlightEnd(run, FLIGHT_PASS);
+        run->kind = RUN_PASS;
+    }
+    return COR_CACHE_PASS;
+}
+
+/* Whether e may answer r as it is, by freshness and by what r asks. */
+static bool
+usable(const CacheEntry* e, const CacheAsk* ask, int64_t now)
+{
+    if ((e->flags & ENTRY_NO_CACHE) != 0 || ask->noCache
+        || !cacheEntryFresh(e, now)) {
+        return false;
+    }
+    return ask->maxAge < 0 || cacheEntryAge(e, now) <= ask->maxAge;
+}
+
+/* The store looked at for run's key (the first time, or after a fetch
+ * r waited for). */
+static int
+lookupRun(CorRequest* r, CacheRun* run, const char* hit)
+{
+    CacheStore* s = run->store;
+    int64_t now = cacheNowMs();
+    CacheEntry* e = cacheStoreFind(s, run->hash, run->key, run->keyLen, r);
+
+    if (e != NULL && usable(e, &run->ask, now)) {
+        run->kind = RUN_HIT;
+        run->entry = e;
+        r->cacheStatus = "HIT";
+        atomic_fetch_add(&s->counters.hits, 1);
+        cacheAnswerFromEntry(r, run, hit);
+        return COR_CACHE_ANSWERED;
+    }
+    if (e != NULL && !run->ask.noCache
+        && cacheEntryStaleWhileRevalidate(e, now)) {
+        /* Answered stale at once; one refresh at a time is asked. */
+        run->kind = RUN_HIT;
+        run->entry = e;
+        r->cacheStatus = "STALE";
+        atomic_fetch_add(&s->counters.stale, 1);
+        if (!cacheFlightBusy(run)) {
+            cacheRefreshStart(r);
+        }
+        cacheAnswerFromEntry(r, run, "hit; detail=stale-while-revalidate");
+        return COR_CACHE_ANSWERED;
+    }
+    if (run->ask.onlyIfCached) {
+        cacheEntryRelease(e);
+        r->cacheStatus = "MISS";
+        cacheStatusSay(r, s, "fwd=miss; detail=only-if-cached");
+        corRespondStatic(r, 504, "text/plain", "not in the cache\n", 17);
+        return COR_CACHE_ANSWERED;
+    }
+    if (cacheFlightJoin(r, run)) {
+        cacheEntryRelease(e);
+        return COR_CACHE_LATER;
+    }
+    /* The stale entry is kept either way: a 304 refreshes it, an error
+     * may be answered with it (stale-if-error). */
+    run->kind = e != NULL && (e->etag != NULL || e->modified != NULL)
+                    ? RUN_REVALIDATE
+                    : RUN_FETCH;
+    run->entry = e;
+    run->stale = e != NULL;
+    r->cacheStatus = e != NULL ? "STALE" : "MISS";
+    atomic_fetch_add(e != NULL ? &s->counters.stale : &s->counters.misses, 1);
+    return fetchStart(r, run);
+}
+
+int
+cacheLookupAgain(CacheRun* run)
+{
+    if (run->outcome == FLIGHT_PASS) {
+        /* What it waited for could not be stored: its own is fetched,
+         * beside the others', and stored by none of them either. */
+        run->kind = RUN_PASS;
+        run->r->cacheStatus = "MISS";
+        cacheStatusSay(run->r, run->store, "fwd=uri-miss; collapsed");
+        return COR_CACHE_PASS;
+    }
+    return lookupRun(run->r, run, "hit; collapsed");
+}
+
+/* Methods that change what a URL holds (RFC 9111 4.4: not safe). */
+static bool
+unsafe(const CorRequest* r)
+{
+    static const char* const safe[] = { "GET", "HEAD", "OPTIONS", "TRACE",
+                                        NULL };
+
+    for (unsigned i = 0; safe[i] != NULL; i++) {
+        if (r->methodLen == strlen(safe[i])
+            && memcmp(r->method, safe[i], r->methodLen) == 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+int
+cacheLookup(CorRequest* r, void* arg, CorCacheWait* wait)
+{
+    CacheStore* s = arg;
+    CacheRun* run = corRequestAlloc(r, sizeof(*run));
+    bool cacheable = (r->methodLen == 3 && memcmp(r->method, "GET", 3) == 0)
+                     || (r->methodLen == 4
+                         && memcmp(r->method, "HEAD", 4) == 0);
+
+    if (run == NULL) {
+        return COR_CACHE_PASS; /* no memory: served as if not cached */
+    }
+    memset(run, 0, sizeof(*run));
+    run->store = s;
+    run->wait = wait;
+    run->r = r;
+    corListInit(&run->waiting);
+    if (cacheKeyOf(r, &run->key, &run->keyLen) != 0) {
+        return COR_CACHE_PASS;
+    }
+    run->hash = cacheHash(run->key, run->keyLen);
+    run->routeFields = r->responseHeaderCount;
+    r->cacheData = run;
+    if (!cacheable) {
+        run->kind = unsafe(r) ? RUN_INVALIDATE : RUN_PASS;
+        cacheStatusSay(r, s, "fwd=method");
+        return COR_CACHE_PASS;
+    }
+    cachePolicyAsk(r, &run->ask);
+    /* The cache's own refresh validates what is stored, never takes it. */
+    run->refresh = r->ops == &cacheRefreshOps;
+    run->ask.noCache |= run->refresh;
+    clientKeep(r, run);
+    return lookupRun(r, run, "hit");
+}
+
+void
+cacheRelease(CorRequest* r, void* arg)
+{
+    CacheRun* run = r->cacheData;
+    CacheShard* shard;
+
+    (void)arg;
+    /* A fetch that ended without its answer passing the filter's end
+     * (its client left before the head, say): its waiters look again. */
+    cacheFlightEnd(run, FLIGHT_FAILED);
+    corEvTimerStop(r->loop, &run->patience);
+    if (corListLinked(&run->waiting)) {
+        shard = cacheShardOf(run->store, run->hash);
+        pthread_mutex_lock(&shard->lock);
+        corListRemove(&run->waiting);
+        pthread_mutex_unlock(&shard->lock);
+    }
+    cacheEntryRelease(run->entry);
+    run->entry = NULL;
+}

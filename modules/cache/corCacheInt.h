@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The cache module's parts, shared between its files: the stored entry,
+ * the store (a memory bound, least recently used evicted, in shards each
+ * under its own lock), RFC 9111's rules, the fetches in flight that
+ * other requests of the same key wait for, and what one request of a
+ * cached route is to the cache (its run). docs/cache.md says why each is
+ * so.
+ */
+#ifndef COR_CACHE_INT_H
+#define COR_CACHE_INT_H
+
+#include "cor.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* ---- Entries ------------------------------------------------------------- */
+
+enum {
+    ENTRY_NO_CACHE = 1,        /* no-cache: validated before each use */
+    ENTRY_MUST_REVALIDATE = 2, /* must-revalidate or proxy-revalidate */
+    ENTRY_VARY_ANY = 4         /* Vary: *: never matches a request */
+};
+
+/*
+ * One stored answer: the index's part first (what a lookup touches),
+ * then, in the same allocation, its key, the request values its Vary
+ * names, its header fields and its body. Immutable once in the store: a
+ * 304 makes a new one. refs: one for the store while it is in it, one
+ * for each answer being made from it; the last one frees it, so that an
+ * eviction never frees a body being sent.
+ */
+typedef struct CacheEntry {
+    CorList lru;              /* in its shard's list, newest first */
+    struct CacheEntry* chain; /* next of its hash bucket */
+    uint64_t hash;            /* of the key */
+    atomic_uint refs;
+    uint16_t status;
+    uint8_t flags;
+    uint8_t varyCount;            /* names of Vary (each "name\0value\0") */
+    uint32_t keyLen;              /* the key's, after headers[] in data */
+    uint32_t varyLen;             /* then the Vary names and values */
+    uint32_t headerCount;         /* headers[], at data, pointing into it */
+    uint32_t size;                /* what it counts against the bound */
+    int64_t responseTime;         /* when it came (s, the epoch's) */
+    int64_t initialAge;           /* its corrected initial age (s) */
+    int64_t lifetime;             /* its freshness lifetime (s) */
+    int32_t staleWhileRevalidate; /* s past it answered while refreshed,
+                                     -1: none (RFC 5861) */
+    int32_t staleIfError;         /* s past it answered for an error, -1 */
+    const char* type;             /* Content-Type, or NULL */
+    const char* etag;             /* ETag's value, or NULL */
+    const char* modified;         /* Last-Modified's value, or NULL */
+    CorHeader* headers;           /* as stored: no hop-by-hop, Age, Date... */
+    const char* body;
+    size_t bodyLen;
+    char data[];
+} CacheEntry;
+
+/* The index's part of an entry, what the issue bounds (256 B). */
+_Static_assert(sizeof(CacheEntry) <= 256, "an index entry past 256 bytes");
+
+/* Its key (NUL-terminated, keyLen bytes). */
+const char* cacheEntryKey(const CacheEntry* e);
+/* Another reference, and the end of one (freed at the last). */
+void cacheEntryRef(CacheEntry* e);
+void cacheEntryRelease(CacheEntry* e);
+/* The entry's current age (RFC 9111 4.2.3, in seconds) at nowMs, and
+ * whether it is fresh then. */
+int64_t cacheEntryAge(const CacheEntry* e, int64_t now);
+bool cacheEntryFresh(const CacheEntry* e, int64_t now);
+/* Whether stale e may still answer at nowMs: while it is refreshed
+ * (stale-while-revalidate), or for an error (stale-if-error, the
+ * answer's or the request's, askIfError; -1 none). Never when it must be
+ * validated (no-cache, must-revalidate). */
+bool cacheEntryStaleWhileRevalidate(const CacheEntry* e, int64_t nowMs);
+bool cacheEntryStaleIfError(const CacheEntry* e, int64_t askIfError,
+                            int64_t nowMs);
+/* Whether r's request headers are those e's Vary named. */
+bool cacheEntryVaryMatch(const CacheEntry* e, const CorRequest* r);
+
+/* What an answer is to the cache, read at its head (corCachePolicy.c). */
+typedef struct {
+    int64_t date;     /* Date, -1 when none */
+    int64_t age;      /* Age, 0 when none */
+    int64_t expires;  /* Expires, -1 when none; 0 for one that is no date */
+    int64_t maxAge;   /* max-age, -1 when none */
+    int64_t sMaxAge;  /* s-maxage, -1 when none */
+    int64_t modified; /* Last-Modified, -1 when none */
+    bool noStore;
+    bool private;
+    bool noCache;
+    bool isPublic;
+    bool mustRevalidate;
+    bool setCookie;
+    bool varyAny;
+    int64_t staleWhileRevalidate; /* -1 when none */
+    int64_t staleIfError;         /* -1 when none */
+} CacheAnswer;
+
+/* An entry made of r's answer as it is now (status, type, headers) with
+ * body, key and r's values of Vary, asked at requestMs and answered at
+ * responseMs; NULL when out of memory. */
+CacheEntry* cacheEntryMake(const CorRequest* r, const CacheAnswer* a,
+                           const char* key, size_t keyLen, int64_t requestTime,
+                           int64_t responseTime, const void* body,
+                           size_t bodyLen);
+/* A new entry of old's body and key with the header fields of the 304 r
+ * is answered with over old's (RFC 9111 4.3.4); NULL when out of memory. */
+CacheEntry* cacheEntryRefreshed(const CacheEntry* old, const CorRequest* r,
+                                int64_t requestTime, int64_t responseTime);
+
+/* ---- RFC 9111's rules (corCachePolicy.c) --------------------------------- */
+
+/* What the request's Cache-Control (and Pragma) say. */
+typedef struct {
+    bool noCache;         /* validate whatever is stored */
+    bool noStore;         /* store nothing of this exchange */
+    bool onlyIfCached;    /* a 504 rather than a fetch */
+    int64_t maxAge;       /* -1: none */
+    int64_t staleIfError; /* -1: none */
+} CacheAsk;
+
+void cachePolicyAsk(const CorRequest* r, CacheAsk* ask);
+void cachePolicyAnswer(const CorRequest* r, CacheAnswer* a);
+/* Whether r's answer may be stored (section 3) by a shared cache, given
+ * what it and its request say. */
+bool cachePolicyStorable(const CorRequest* r, const CacheAnswer* a,
+                         const CacheAsk* ask);
+/* The freshness lifetime (4.2.1; heuristic, 4.2.2, for a status that
+ * allows it), in seconds, at responseTime. */
+int64_t cachePolicyLifetime(int status, const CacheAnswer* a,
+                            int64_t responseTime);
+/* An HTTP date (IMF-fixdate, and RFC 850's and asctime's), -1 when none
+ * of them. */
+int64_t cacheHttpDate(const char* s, size_t len);
+/* Milliseconds of the epoch, now: what an entry's times are kept in, so
+ * that its Age (whole seconds) is its resident time's, not the clock's
+ * second ticks'. */
+int64_t cacheNowMs(void);
+
+/* ---- The store (corCacheStore.c) ----------------------------------------- */
+
+#define CACHE_SHARDS 16
+
+typedef struct CacheFlight CacheFlight;
+
+typedef struct {
+    pthread_mutex_t lock;
+    CacheEntry** buckets;
+    size_t bucketCount; /* a power of two */
+    size_t count;
+    CorList lru; /* newest first */
+    size_t bytes;
+    CacheFlight* flights; /* the fetches in flight of its keys */
+} CacheShard;
+
+typedef struct {
+    atomic_ullong hits;
+    atomic_ullong misses;
+    atomic_ullong stale;
+    atomic_ullong revalidated;
+    atomic_ullong collapsed;
+    atomic_ullong evictions;
+    atomic_ullong stored;
+    atomic_llong bytes;
+    atomic_llong entries;
+} CacheCounters;
+
+typedef struct CacheStore {
+    char* name;
+    size_t memory;          /* the bound, all shards together */
+    size_t shardMost;       /* each shard's part of it */
+    uint64_t lockTimeoutMs; /* how long a miss waits for another's fetch */
+    CacheShard shards[CACHE_SHARDS];
+    CacheCounters counters;
+} CacheStore;
+
+int cacheStoreInit(CacheStore* s, const char* name, size_t memory);
+void cacheStoreFree(CacheStore* s);
+uint64_t cacheHash(const char* key, size_t len);
+CacheShard* cacheShardOf(CacheStore* s, uint64_t hash);
+/* The newest entry of key that r's Vary values select, referenced (the
+ * caller releases it), now the most recently used; NULL when none. */
+CacheEntry* cacheStoreFind(CacheStore* s, uint64_t hash, const char* key,
+                           size_t keyLen, const CorRequest* r);
+/* Put e in (the store takes the caller's reference): it replaces the entry
+ * of its key and variant; the least recently used go while the shard is
+ * past its bound. false (e released) when e alone is past it. */
+bool cacheStoreInsert(CacheStore* s, CacheEntry* e);
+/* Take every variant of key out; returns how many. */
+unsigned cacheStoreRemove(CacheStore* s, const char* key, size_t keyLen);
+/* Take every entry whose key starts with prefix out; how many. */
+unsigned cacheStoreRemovePrefix(CacheStore* s, const char* prefix, size_t len);
+
+/* ---- A request of a cached route (its r->cacheData) ---------------------- */
+
+typedef enum {
+    RUN_HIT,        /* answered from entry */
+    RUN_FETCH,      /* its handler's answer is stored (a miss) */
+    RUN_REVALIDATE, /* its handler was asked whether entry still holds */
+    RUN_PASS,       /* its handler answers; nothing is stored */
+    RUN_INVALIDATE, /* an unsafe method: a success takes its URL out */
+    RUN_WAIT        /* waits for another request's fetch */
+} CacheRunKind;
+
+typedef struct CacheRun {
+    CacheRunKind kind;
+    CorRequest* r;
+    CorRequest* client; /* r as the client sent it (its headers) */
+    bool stale;         /* a stored answer was there, stale */
+    bool refresh;       /* the cache's own request (cacheRefreshStart) */
+    CacheStore* store;
+    char* key; /* in r's arena */
+    size_t keyLen;
+    uint64_t hash;
+    CacheEntry* entry;   /* referenced: answered from, or revalidated */
+    CacheFlight* flight; /* the fetch it leads, or NULL */
+    int64_t requestTime; /* when its handler was asked (s) */
+    CacheAsk ask;
+    bool clientConditional; /* the client's own If-None-Match etc. */
+    bool headWanted;        /* a HEAD run as a GET, to be stored */
+    unsigned routeFields;   /* r's answer fields before its handler's:
+                               its route's `headers`, said on each
+                               answer by the core, never stored */
+    CorCacheWait* wait;     /* RUN_WAIT: where it goes on */
+    CorEvTask task;         /* RUN_WAIT: the wake, to r's loop */
+    CorEvTimer patience;    /* RUN_WAIT: its store's lock_timeout */
+    CorList waiting;        /* RUN_WAIT: in its flight's list */
+    int outcome;            /* RUN_WAIT: what the fetch ended as */
+} CacheRun;
+
+/* The key of r (its host, path and query) into r's arena. */
+int cacheKeyOf(CorRequest* r, char** keyP, size_t* lenP);
+
+/* ---- Fetches in flight (corCacheFlight.c) -------------------------------- */
+
+enum {
+    FLIGHT_STORED, /* the answer is in the store: look again */
+    FLIGHT_PASS,   /* it may not be stored: each runs its handler */
+    FLIGHT_FAILED  /* it ended without an answer: look again */
+};
+
+/* run leads the fetch of its key, or waits for one in flight (true: r
+ * waits, and is resumed when it ends). */
+bool cacheFlightJoin(CorRequest* r, CacheRun* run);
+/* The fetch run leads ended as outcome: its waiters are woken. */
+void cacheFlightEnd(CacheRun* run, int outcome);
+
+/* ---- The parts that meet the core ---------------------------------------- */
+
+/* The lookup (corCacheFront.c), again once the fetch a waiter waited for
+ * ended, and the answer from an entry. */
+int cacheLookup(CorRequest* r, void* arg, CorCacheWait* wait);
+int cacheLookupAgain(CacheRun* run);
+void cacheRelease(CorRequest* r, void* arg);
+/* Answer r from run->entry (a 304 when the client's conditions hold, a
+ * 206 of one range the client's Range asks), its Cache-Status params
+ * said; and those fields alone (its stored ones, Age, Cache-Status). */
+void cacheAnswerFromEntry(CorRequest* r, CacheRun* run, const char* params);
+void cacheEntryFieldsSay(CorRequest* r, const CacheRun* run,
+                         const char* params);
+/* Whether r's conditions (If-None-Match, If-Modified-Since) hold for e:
+ * a 304 is the answer. */
+bool cacheConditionMet(const CorRequest* r, const CacheEntry* e);
+/* Cache-Status (RFC 9211) on r's answer: store's name and params. */
+void cacheStatusSay(CorRequest* r, const CacheStore* s, const char* params);
+
+/* stale-while-revalidate's refresh of from's key, by a request of the
+ * cache's own on from's loop (corCacheRefresh.c); its ops tell the
+ * lookup it is one. */
+void cacheRefreshStart(const CorRequest* from);
+extern const CorProtocolOps cacheRefreshOps;
+/* Whether a fetch of run's key is in flight (corCacheFlight.c). */
+bool cacheFlightBusy(const CacheRun* run);
+
+/* The filter that sees the answers of cached routes (corCacheFill.c). */
+extern const CorFilter cacheFilter;
+
+/* The handler cache-purge (corCachePurge.c); the stores it purges. */
+void cachePurgeServe(CorRequest* r);
+extern CacheStore* cacheStores;
+extern unsigned cacheStoreCount;
+
+#endif /* COR_CACHE_INT_H */

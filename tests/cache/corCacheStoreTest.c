@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The cache module's pure parts (modules/cache/corCachePolicy.c,
+ * corCacheEntry.c and corCacheStore.c, included): HTTP dates in their
+ * three forms, Cache-Control read as RFC 9111 writes it (case, quotes,
+ * spaces), the freshness lifetime's order and heuristic, what may be
+ * stored, the age of 4.2.3, Vary's values (absent is not empty), a 304's
+ * fields over the stored ones, and the store: a shard's LRU order, its
+ * byte bound, an evicted entry that stays readable while referenced, a
+ * variant replaced, a prefix purged. The three functions of the core
+ * they call are given here, as the core has them.
+ */
+#include "corTest.h"
+
+#include "corCacheEntry.c"
+#include "corCachePolicy.c"
+#include "corCacheStore.c"
+
+#include <strings.h>
+
+/* ---- What the core gives the module (corRequestRead.c, corRespond.c,
+ * corUpgrade.c), for the included files alone ---------------------------- */
+
+static const CorHeader*
+headerIn(const CorHeader* list, unsigned count, const char* name)
+{
+    for (unsigned i = 0; i < count; i++) {
+        if (corHeaderIs(&list[i], name)) {
+            return &list[i];
+        }
+    }
+    return NULL;
+}
+
+const CorHeader*
+corRequestHeader(const CorRequest* r, const char* name)
+{
+    return headerIn(r->headers, r->headerCount, name);
+}
+
+const CorHeader*
+corResponseHeaderGet(const CorRequest* r, const char* name)
+{
+    return headerIn(r->responseHeaders, r->responseHeaderCount, name);
+}
+
+bool
+corHeaderListHas(const CorHeader* h, const char* token, size_t tokenLen)
+{
+    const char* at = h->value;
+    const char* end = h->value + h->valueLen;
+
+    while (at < end) {
+        const char* one;
+
+        while (at < end && (*at == ',' || *at == ' ')) {
+            at++;
+        }
+        one = at;
+        while (at < end && *at != ',' && *at != ' ') {
+            at++;
+        }
+        if ((size_t)(at - one) == tokenLen
+            && strncasecmp(one, token, tokenLen) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- Helpers ------------------------------------------------------------- */
+
+#define H(n, v)                                                                \
+    {                                                                          \
+        n, sizeof(n) - 1, v, sizeof(v) - 1                                     \
+    }
+
+/* A request with its fields and an answer of status with its own. */
+static CorRequest
+exchange(const CorHeader* asked, unsigned askedCount, int status,
+         CorHeader* answered, unsigned answeredCount)
+{
+    CorRequest r;
+
+    memset(&r, 0, sizeof(r));
+    r.method = "GET";
+    r.methodLen = 3;
+    r.headers = asked;
+    r.headerCount = askedCount;
+    r.status = status;
+    r.contentType = "text/plain";
+    r.responseHeaders = answered;
+    r.responseHeaderCount = answeredCount;
+    return r;
+}
+
+static CacheAnswer
+answerOf(CorHeader* fields, unsigned count, int status)
+{
+    CorRequest r = exchange(NULL, 0, status, fields, count);
+    CacheAnswer a;
+
+    cachePolicyAnswer(&r, &a);
+    return a;
+}
+
+/* ---- Dates and directives ------------------------------------------------ */
+
+START_TEST(test_http_dates_in_three_forms)
+{
+    ck_assert_int_eq(cacheHttpDate("Sun, 06 Nov 1994 08:49:37 GMT", 29),
+                     784111777);
+    ck_assert_int_eq(cacheHttpDate("Sunday, 06-Nov-94 08:49:37 GMT", 30),
+                     784111777);
+    ck_assert_int_eq(cacheHttpDate("Sun Nov  6 08:49:37 1994", 24), 784111777);
+    ck_assert_int_eq(cacheHttpDate("yesterday", 9), -1);
+    ck_assert_int_eq(cacheHttpDate("Sun, 06 Foo 1994 08:49:37 GMT", 29), -1);
+    ck_assert_int_eq(cacheHttpDate("", 0), -1);
+}
+END_TEST
+
+START_TEST(test_cache_control_as_written)
+{
+    CorHeader fields[] = { H("CACHE-control", "Public, Max-Age=\"60\""),
+                           H("Cache-Control",
+                             " s-maxage = 5 ,no-cache=\"a, b\", "
+                             "stale-if-error=9") };
+    CacheAnswer a = answerOf(fields, 2, 200);
+
+    ck_assert(a.isPublic);
+    ck_assert_int_eq(a.maxAge, 60);
+    /* "s-maxage = 5": spaces around '=' are not the grammar's; the
+     * directive has no value then, and counts for nothing. */
+    ck_assert_int_eq(a.sMaxAge, -1);
+    ck_assert(a.noCache);
+    ck_assert_int_eq(a.staleIfError, 9);
+    ck_assert(!a.private && !a.noStore);
+}
+END_TEST
+
+START_TEST(test_the_lifetime_s_order)
+{
+    CorHeader all[] = { H("Cache-Control", "max-age=60, s-maxage=7"),
+                        H("Expires", "Sun, 06 Nov 1994 08:50:37 GMT"),
+                        H("Date", "Sun, 06 Nov 1994 08:49:37 GMT") };
+    CorHeader maxAge[] = { H("Cache-Control", "max-age=60"), all[1], all[2] };
+    CorHeader expires[] = { all[1], all[2] };
+    CorHeader badExpires[] = { H("Expires", "0") };
+    CorHeader modified[] = {
+        H("Last-Modified", "Sun, 06 Nov 1994 06:49:37 GMT"), all[2]
+    };
+    CacheAnswer a;
+
+    a = answerOf(all, 3, 200);
+    ck_assert_int_eq(cachePolicyLifetime(200, &a, 784111777), 7);
+    a = answerOf(maxAge, 3, 200);
+    ck_assert_int_eq(cachePolicyLifetime(200, &a, 784111777), 60);
+    a = answerOf(expires, 2, 200);
+    ck_assert_int_eq(cachePolicyLifetime(200, &a, 784111777), 60);
+    a = answerOf(badExpires, 1, 200);
+    ck_assert_int_eq(cachePolicyLifetime(200, &a, 784111777), 0);
+    /* A tenth of two hours, for a status that allows a heuristic. */
+    a = answerOf(modified, 2, 200);
+    ck_assert_int_eq(cachePolicyLifetime(200, &a, 784111777), 720);
+    ck_assert_int_eq(cachePolicyLifetime(302, &a, 784111777), 0);
+}
+END_TEST
+
+START_TEST(test_what_may_be_stored)
+{
+    CorHeader fresh[] = { H("Cache-Control", "max-age=60") };
+    CorHeader pub[] = { H("Cache-Control", "public, max-age=60") };
+    CorHeader cookie[] = { fresh[0], H("Set-Cookie", "a=1") };
+    CorHeader vary[] = { fresh[0], H("Vary", "Accept, *") };
+    CorHeader none[] = { H("X-Any", "1") };
+    CorHeader auth[] = { H("Authorization", "Basic dTpw") };
+    CorHeader noStore[] = { H("Cache-Control", "no-store") };
+    CacheAsk plain;
+    CacheAsk nos;
+    CorRequest r;
+    CacheAnswer a;
+
+    r = exchange(NULL, 0, 200, fresh, 1);
+    cachePolicyAsk(&r, &plain);
+    cachePolicyAnswer(&r, &a);
+    ck_assert(cachePolicyStorable(&r, &a, &plain));
+    r.status = 206;
+    ck_assert(!cachePolicyStorable(&r, &a, &plain));
+    r = exchange(noStore, 1, 200, fresh, 1);
+    cachePolicyAsk(&r, &nos);
+    ck_assert(nos.noStore);
+    ck_assert(!cachePolicyStorable(&r, &a, &nos));
+    r = exchange(auth, 1, 200, fresh, 1);
+    ck_assert(!cachePolicyStorable(&r, &a, &plain));
+    r = exchange(auth, 1, 200, pub, 1);
+    cachePolicyAnswer(&r, &a);
+    ck_assert(cachePolicyStorable(&r, &a, &plain));
+    r = exchange(NULL, 0, 200, cookie, 2);
+    cachePolicyAnswer(&r, &a);
+    ck_assert(!cachePolicyStorable(&r, &a, &plain));
+    r = exchange(NULL, 0, 200, vary, 2);
+    cachePolicyAnswer(&r, &a);
+    ck_assert(!cachePolicyStorable(&r, &a, &plain));
+    r = exchange(NULL, 0, 200, none, 1);
+    cachePolicyAnswer(&r, &a);
+    ck_assert(!cachePolicyStorable(&r, &a, &plain));
+}
+END_TEST
+
+START_TEST(test_the_request_s_directives)
+{
+    CorHeader pragma[] = { H("Pragma", "no-cache") };
+    CorHeader both[] = { H("Cache-Control", "max-age=5"), pragma[0] };
+    CorHeader zero[] = { H("Cache-Control", "max-age=0, only-if-cached") };
+    CorRequest r;
+    CacheAsk ask;
+
+    r = exchange(pragma, 1, 0, NULL, 0);
+    cachePolicyAsk(&r, &ask);
+    ck_assert(ask.noCache);
+    /* Pragma counts only where Cache-Control is absent. */
+    r = exchange(both, 2, 0, NULL, 0);
+    cachePolicyAsk(&r, &ask);
+    ck_assert(!ask.noCache);
+    ck_assert_int_eq(ask.maxAge, 5);
+    r = exchange(zero, 1, 0, NULL, 0);
+    cachePolicyAsk(&r, &ask);
+    ck_assert(ask.noCache && ask.onlyIfCached);
+}
+END_TEST
+
+/* ---- Entries ------------------------------------------------------------- */
+
+static CacheEntry*
+entryOf(const char* key, CorHeader* fields, unsigned count,
+        const CorHeader* asked, unsigned askedCount, const char* body,
+        int64_t requestMs, int64_t responseMs)
+{
+    CorRequest r = exchange(asked, askedCount, 200, fields, count);
+    CacheAnswer a;
+    CacheEntry* e;
+
+    cachePolicyAnswer(&r, &a);
+    e = cacheEntryMake(&r, &a, key, strlen(key), requestMs, responseMs, body,
+                       strlen(body));
+    ck_assert_ptr_nonnull(e);
+    e->hash = cacheHash(key, strlen(key));
+    return e;
+}
+
+START_TEST(test_an_entry_s_age_and_fields)
+{
+    CorHeader fields[] = { H("Cache-Control", "max-age=60"),
+                           H("Age", "10"),
+                           H("Date", "Sun, 06 Nov 1994 08:49:30 GMT"),
+                           H("Content-Length", "5"),
+                           H("Connection", "close"),
+                           H("ETag", "\"v1\"") };
+    /* Asked at :35.5, answered at :37: the Date says 7 s, Age 10 + the
+     * second and a half on the way; the larger is its initial age. */
+    CacheEntry* e = entryOf("h/a", fields, 6, NULL, 0, "hello", 784111775500LL,
+                            784111777000LL);
+
+    ck_assert_int_eq(cacheEntryAge(e, 784111777000LL), 11);
+    ck_assert_int_eq(cacheEntryAge(e, 784111777999LL), 11);
+    ck_assert_int_eq(cacheEntryAge(e, 784111779000LL), 13);
+    ck_assert(cacheEntryFresh(e, 784111777000LL + 48000));
+    ck_assert(!cacheEntryFresh(e, 784111777000LL + 49000));
+    /* Framing, hop-by-hop, Age and Date are the answer's, not stored. */
+    ck_assert_uint_eq(e->headerCount, 2);
+    ck_assert_str_eq(e->etag, "\"v1\"");
+    ck_assert_str_eq(cacheEntryKey(e), "h/a");
+    ck_assert(memcmp(e->body, "hello", 5) == 0);
+    ck_assert_uint_le(sizeof(CacheEntry), 256);
+    cacheEntryRelease(e);
+}
+END_TEST
+
+START_TEST(test_vary_values_absent_is_not_empty)
+{
+    CorHeader fields[] = { H("Cache-Control", "max-age=60"),
+                           H("Vary", "Accept-Language, X-Empty") };
+    CorHeader en[] = { H("Accept-Language", "en"), H("X-Empty", "") };
+    CorHeader fr[] = { H("accept-language", "fr"), H("X-Empty", "") };
+    CorHeader absent[] = { H("Accept-Language", "en") };
+    CacheEntry* e = entryOf("h/v", fields, 2, en, 2, "x", 0, 0);
+    CorRequest r;
+
+    r = exchange(en, 2, 0, NULL, 0);
+    ck_assert(cacheEntryVaryMatch(e, &r));
+    r = exchange(fr, 2, 0, NULL, 0);
+    ck_assert(!cacheEntryVaryMatch(e, &r));
+    r = exchange(absent, 1, 0, NULL, 0);
+    ck_assert(!cacheEntryVaryMatch(e, &r));
+    cacheEntryRelease(e);
+}
+END_TEST
+
+START_TEST(test_a_304_s_fields_over_the_stored)
+{
+    CorHeader fields[] = { H("Cache-Control", "max-age=1"), H("ETag", "\"v1\""),
+                           H("X-Old", "kept") };
+    CorHeader refresh[] = { H("Cache-Control", "max-age=90"),
+                            H("ETag", "\"v1\"") };
+    CacheEntry* old = entryOf("h/r", fields, 3, NULL, 0, "body", 0, 0);
+    CorRequest r = exchange(NULL, 0, 304, refresh, 2);
+    CacheEntry* e = cacheEntryRefreshed(old, &r, 5000, 5000);
+
+    ck_assert_ptr_nonnull(e);
+    ck_assert_int_eq(e->lifetime, 90);
+    ck_assert_int_eq(e->status, 200);
+    ck_assert_uint_eq(e->headerCount, 3);
+    ck_assert(memcmp(e->body, "body", 4) == 0 && e->bodyLen == 4);
+    ck_assert_str_eq(cacheEntryKey(e), "h/r");
+    cacheEntryRelease(old);
+    cacheEntryRelease(e);
+}
+END_TEST
+
+/* ---- The store ----------------------------------------------------------- */
+
+/* n keys that fall in one shard ("h/k0", "h/k17", ...), written to keys. */
+static void
+keysOfOneShard(CacheStore* s, char keys[][16], unsigned n)
+{
+    CacheShard* shard = NULL;
+
+    for (unsigned i = 0, found = 0; found < n; i++) {
+        char key[16];
+
+        snprintf(key, sizeof(key), "h/k%u", i);
+        if (shard == NULL) {
+            shard = cacheShardOf(s, cacheHash(key, strlen(key)));
+        }
+        if (cacheShardOf(s, cacheHash(key, strlen(key))) == shard) {
+            strcpy(keys[found++], key);
+        }
+    }
+}
+
+static CacheEntry*
+findKey(CacheStore* s, const char* key)
+{
+    CorRequest r = exchange(NULL, 0, 0, NULL, 0);
+
+    return cacheStoreFind(s, cacheHash(key, strlen(key)), key, strlen(key), &r);
+}
+
+START_TEST(test_a_shard_evicts_its_least_recently_used)
+{
+    CorHeader fields[] = { H("Cache-Control", "max-age=60") };
+    char body[800];
+    char keys[4][16];
+    CacheStore s;
+    CacheEntry* held;
+
+    memset(body, 'b', sizeof(body) - 1);
+    body[sizeof(body) - 1] = '\0';
+    /* 16 shards of 2 KiB: two entries of 800 bytes fit in one. */
+    ck_assert_int_eq(cacheStoreInit(&s, "t", 32 * 1024), 0);
+    keysOfOneShard(&s, keys, 4);
+    ck_assert(
+        cacheStoreInsert(&s, entryOf(keys[0], fields, 1, NULL, 0, body, 0, 0)));
+    ck_assert(
+        cacheStoreInsert(&s, entryOf(keys[1], fields, 1, NULL, 0, body, 0, 0)));
+    /* keys[0] used last: keys[1] is the one to go. */
+    held = findKey(&s, keys[0]);
+    ck_assert_ptr_nonnull(held);
+    cacheEntryRelease(held);
+    ck_assert(
+        cacheStoreInsert(&s, entryOf(keys[2], fields, 1, NULL, 0, body, 0, 0)));
+    ck_assert_ptr_null(findKey(&s, keys[1]));
+    held = findKey(&s, keys[0]);
+    ck_assert_ptr_nonnull(held);
+    ck_assert_uint_eq(atomic_load(&s.counters.evictions), 1);
+    ck_assert_uint_le(cacheShardOf(&s, held->hash)->bytes, s.shardMost);
+    /* Evicted while held: its body is still the answer's to send. */
+    ck_assert(
+        cacheStoreInsert(&s, entryOf(keys[3], fields, 1, NULL, 0, body, 0, 0)));
+    ck_assert(
+        cacheStoreInsert(&s, entryOf(keys[2], fields, 1, NULL, 0, body, 0, 0)));
+    ck_assert_ptr_null(findKey(&s, keys[0]));
+    ck_assert(memcmp(held->body, body, sizeof(body) - 1) == 0);
+    cacheEntryRelease(held);
+    /* One past a shard's part is never stored. */
+    {
+        char big[3000];
+
+        memset(big, 'x', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\0';
+        ck_assert(!cacheStoreInsert(&s, entryOf("h/big", fields, 1, NULL, 0,
+                                                big, 0, 0)));
+    }
+    cacheStoreFree(&s);
+}
+END_TEST
+
+START_TEST(test_variants_replace_their_own_and_purges)
+{
+    CorHeader fields[] = { H("Cache-Control", "max-age=60"),
+                           H("Vary", "Accept-Language") };
+    CorHeader en[] = { H("Accept-Language", "en") };
+    CorHeader fr[] = { H("Accept-Language", "fr") };
+    CacheStore s;
+    CacheEntry* e;
+    CorRequest r;
+
+    ck_assert_int_eq(cacheStoreInit(&s, "t", 1024 * 1024), 0);
+    cacheStoreInsert(&s, entryOf("h/p/a", fields, 2, en, 1, "en1", 0, 1000));
+    cacheStoreInsert(&s, entryOf("h/p/a", fields, 2, fr, 1, "fr1", 0, 1000));
+    cacheStoreInsert(&s, entryOf("h/p/a", fields, 2, en, 1, "en2", 0, 2000));
+    cacheStoreInsert(&s, entryOf("h/p/b", fields, 2, en, 1, "b", 0, 1000));
+    cacheStoreInsert(&s, entryOf("h/q", fields, 2, en, 1, "q", 0, 1000));
+    ck_assert_int_eq(atomic_load(&s.counters.entries), 4);
+    r = exchange(en, 1, 0, NULL, 0);
+    e = cacheStoreFind(&s, cacheHash("h/p/a", 5), "h/p/a", 5, &r);
+    ck_assert(e != NULL && memcmp(e->body, "en2", 3) == 0);
+    cacheEntryRelease(e);
+    r = exchange(fr, 1, 0, NULL, 0);
+    e = cacheStoreFind(&s, cacheHash("h/p/a", 5), "h/p/a", 5, &r);
+    ck_assert(e != NULL && memcmp(e->body, "fr1", 3) == 0);
+    cacheEntryRelease(e);
+    ck_assert_uint_eq(cacheStoreRemove(&s, "h/p/a", 5), 2);
+    ck_assert_uint_eq(cacheStoreRemovePrefix(&s, "h/p/", 4), 1);
+    ck_assert_int_eq(atomic_load(&s.counters.entries), 1);
+    cacheStoreFree(&s);
+}
+END_TEST
+
+COR_TEST_SUITE(corCacheStore)
+{
+    tcase_add_test(tc, test_http_dates_in_three_forms);
+    tcase_add_test(tc, test_cache_control_as_written);
+    tcase_add_test(tc, test_the_lifetime_s_order);
+    tcase_add_test(tc, test_what_may_be_stored);
+    tcase_add_test(tc, test_the_request_s_directives);
+    tcase_add_test(tc, test_an_entry_s_age_and_fields);
+    tcase_add_test(tc, test_vary_values_absent_is_not_empty);
+    tcase_add_test(tc, test_a_304_s_fields_over_the_stored);
+    tcase_add_test(tc, test_a_shard_evicts_its_least_recently_used);
+    tcase_add_test(tc, test_variants_replace_their_own_and_purges);
+}
