@@ -578,15 +578,18 @@ START_TEST(test_typos_in_module_keys_and_handlers_say_what_exists)
     ck_assert_int_eq(corShell(command, buf, sizeof(buf)), 1);
     ck_assert_msg(strstr(buf, "cor.yaml:2:43: unknown key 'greting' in "
                               "modules[1] (expected one of: load, greeting, "
-                              "gather); did you mean 'greeting'?")
+                              "gather, database, redis); did you mean "
+                              "'greeting'?")
                       != NULL,
                   "%s", buf);
     ck_assert_msg(strstr(buf, "cor.yaml:3:11: route 'GET /x': no module "
                               "registered a handler named 'helo' (handlers: ")
                       != NULL,
                   "%s", buf);
-    ck_assert_msg(strstr(buf, "hello_worker, sleep, park, wake, gather); "
-                              "did you mean 'hello'?")
+    ck_assert_msg(strstr(buf,
+                         "hello_worker, sleep, park, wake, gather, dbtime, "
+                         "visits); "
+                         "did you mean 'hello'?")
                       != NULL,
                   "%s", buf);
 }
