@@ -259,7 +259,8 @@ START_TEST(test_cor_t_refuses_what_cannot_work)
             "tickets: expected redis:// or rediss://");
     refuses(redis, "tickets: nosuch",
             "tickets: no Redis server named 'nosuch'");
-    refuses(redis, "tickets: \"\"", "tickets");
+    refuses(redis, "tickets: \"\"",
+            "tickets: expected a Redis URL or server name");
     refuses(redis,
             "tickets: \"redis://127.0.0.1:6379\", session_tickets: false",
             "session_tickets is false");
