@@ -58,6 +58,8 @@ typedef struct {
     unsigned char hmac[HMAC_BYTES];
 } TicketKey;
 
+_Static_assert(sizeof(TicketKey) == KEY_BYTES, "a key is its bytes in Redis");
+
 struct CorTlsTickets {
     pthread_mutex_t lock;
     TicketKey keys[KEY_COUNT]; /* under lock; [0] encrypts */
@@ -222,12 +224,20 @@ rotate(CorTlsTickets* t, const CorRedisReply* old, char* why, size_t whyLen)
     CorRedisReply* reply = NULL;
     int rc;
 
-    if (old != NULL && old->type == COR_REDIS_STRING
+    if (old != NULL && old->type == COR_REDIS_STRING && old->len > 0
         && old->len % KEY_BYTES == 0) {
         keep = old->len < (KEY_COUNT - 1) * KEY_BYTES
                    ? old->len
                    : (KEY_COUNT - 1) * KEY_BYTES;
         memcpy(value + KEY_BYTES, old->str, keep);
+    } else {
+        /* Redis has none (its first use, or it restarted empty): carry
+         * this instance's, so that the sessions they made resume still. */
+        pthread_mutex_lock(&t->lock);
+        keep = (t->count < KEY_COUNT - 1 ? t->count : KEY_COUNT - 1)
+               * KEY_BYTES;
+        memcpy(value + KEY_BYTES, t->keys, keep);
+        pthread_mutex_unlock(&t->lock);
     }
     if (keyMake((TicketKey*)value) != 0) {
         snprintf(why, whyLen, "cannot make a key (OpenSSL)");

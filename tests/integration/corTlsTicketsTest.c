@@ -222,6 +222,32 @@ START_TEST(test_redis_down_at_start_serves_own_keys_then_shares)
 }
 END_TEST
 
+/* Redis restarted empty: the lease's next holder writes the keys it
+ * serves back with the new one, so the sessions made before resume. */
+START_TEST(test_redis_restarted_empty_keeps_the_sessions)
+{
+    long madeMs;
+    long before;
+
+    start(&one, "10s");
+    start(&two, "10s");
+    ck_assert_int_ge(sharedWithin(&one, &two, 3), 0);
+    exchange(&one, 3, false);
+    madeMs = corNowMs();
+    redisStop();
+    before = rotations();
+    redisStart();
+    while (rotations() == before) {
+        ck_assert_msg(corNowMs() - madeMs < 8000, "no rotation in 8 s");
+        usleep(100 * 1000);
+    }
+    ck_assert_msg(exchange(&two, 3, true),
+                  "made %ld ms before, Redis restarted empty: %s",
+                  corNowMs() - madeMs, out);
+    ck_assert(exchange(&one, 3, true));
+}
+END_TEST
+
 /* cor -t on a tickets configuration whose redis module line is redis
  * and whose tls tail is tail: exits 1 saying want. */
 static void
@@ -274,5 +300,6 @@ COR_TEST_SUITE(corTlsTickets)
     tcase_add_test(tc, test_a_session_made_on_one_resumes_on_the_other);
     tcase_add_test(tc, test_a_rotation_keeps_an_older_session_resumable);
     tcase_add_test(tc, test_redis_down_at_start_serves_own_keys_then_shares);
+    tcase_add_test(tc, test_redis_restarted_empty_keeps_the_sessions);
     tcase_add_test(tc, test_cor_t_refuses_what_cannot_work);
 }
