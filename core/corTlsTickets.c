@@ -190,26 +190,23 @@ corTlsTicketsFree(CorTlsTickets* t)
     free(t);
 }
 
-/* ---- The refresh ----------------------------------------------------------
- */
+/* ---- The refresh ------------------------------------------------------- */
 
-/* Take the keys of a value of cor:tls:tickets. Returns whether the
- * newest changed, or -1 when the value is not keys. */
+/* Take the keys of a value of cor:tls:tickets. Returns 0, or -1 when
+ * the value is not keys. */
 static int
 keysTake(CorTlsTickets* t, const char* value, size_t len)
 {
     unsigned count = (unsigned)(len / KEY_BYTES);
-    int changed;
 
     if (len == 0 || len % KEY_BYTES != 0 || count > KEY_COUNT) {
         return -1;
     }
     pthread_mutex_lock(&t->lock);
-    changed = memcmp(t->keys[0].name, value, NAME_BYTES) != 0;
     memcpy(t->keys, value, len);
     t->count = count;
     pthread_mutex_unlock(&t->lock);
-    return changed;
+    return 0;
 }
 
 /* As the lease's holder: a new key in front of the ones Redis has (old:
