@@ -131,6 +131,7 @@ typedef struct {
     unsigned sessionLifetimeS; /* a session's and its ticket's */
     uint64_t handshakeTimeoutMs;
     bool sessionTickets; /* resumption by tickets (no session cache) */
+    char* tickets;       /* their keys' Redis; NULL: this process's own */
     const CorConf* node; /* the tls mapping, to mark load errors */
 } CorConfigTls;
 

@@ -185,6 +185,7 @@ corConfigTlsRead(CorConfigListen* l, const CorConf* tls, const char* where,
         "session_tickets",
         "session_lifetime",
         "ocsp",
+        "tickets",
         NULL,
     };
     CorConfigTls* t;
@@ -222,6 +223,16 @@ corConfigTlsRead(CorConfigListen* l, const CorConf* tls, const char* where,
                                      SESSION_LIFETIME_DEFAULT_MS, 1000,
                                      SESSION_LIFETIME_MAX_MS, e)
                    / 1000);
+    corConfigSetString(&t->tickets,
+                       corConfigNonEmpty(tls, "tickets", NULL,
+                                         "a Redis URL or server name", e),
+                       e);
+    if (t->tickets != NULL && !t->sessionTickets) {
+        corConfErrorf(e, corConfGet(tls, "tickets"),
+                      "%s: tickets: session_tickets is false: there are no "
+                      "tickets to share (drop one of the two)",
+                      tlsWhere);
+    }
     corConfUnknownKeys(tls, tlsWhere, keys, e);
 }
 
@@ -242,5 +253,6 @@ corConfigTlsFree(CorConfigTls* tls)
     free(tls->ciphers);
     free(tls->ciphersuites);
     free(tls->groups);
+    free(tls->tickets);
     free(tls);
 }

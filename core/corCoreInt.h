@@ -353,6 +353,22 @@ void corTlsOcspFree(CorTlsOcsp* o);
  * corTaskSpawn's -errno. */
 int corTlsOcspStart(CorTlsOcsp* o);
 
+/* A listener's session ticket keys shared through Redis (tls.tickets,
+ * corTlsTickets.c), owned by its listener's server. */
+typedef struct CorTlsTickets CorTlsTickets;
+
+/* The keys of tls->tickets' Redis (keys of this process until it
+ * answers); errors (no redis module, a bad URL) at its mark. Returns the
+ * state, or NULL after an error. */
+CorTlsTickets* corTlsTicketsNew(const CorConfigTls* tls, CorConfErrors* e);
+/* Make ctx encrypt and decrypt its tickets with t's keys. */
+void corTlsTicketsUse(CorTlsTickets* t, struct ssl_ctx_st* ctx);
+void corTlsTicketsFree(CorTlsTickets* t);
+/* Start t's refresh task. Returns 0 or corTaskSpawn's -errno. */
+int corTlsTicketsStart(CorTlsTickets* t);
+/* Its lines of /metrics (all listeners' together). */
+void corTlsTicketsEmit(CorMetricsOut* out);
+
 /* ---- Requests (corRequest.c, corRequestRead.c) --------------------------- */
 
 /* Free r's arena, every chunk (corRequestRead.c). */

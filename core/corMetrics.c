@@ -249,6 +249,7 @@ corMetricsText(size_t* lenP)
         emitCounter(&t, counters[i].name, counters[i].help, counters[i].value);
     }
     corLimitsEmit(&t);
+    corTlsTicketsEmit(&t);
     emitCounter(&t, "accept_fd_limit_total",
                 "Accepts that failed at the fd "
                 "limit (EMFILE, ENFILE); accepting paused after each.",

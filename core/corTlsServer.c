@@ -18,7 +18,9 @@
  * tickets are the default context's (OpenSSL takes them from the context
  * the handshake started on), so resumption works across SNI names. The
  * server keeps no session cache: tickets carry the sessions (and with
- * session_tickets: false, nothing resumes).
+ * session_tickets: false, nothing resumes). With tickets: REDIS, every
+ * context encrypts them with the keys shared through Redis
+ * (corTlsTickets.c), so sessions resume across instances.
  */
 #include "corCoreInt.h"
 
@@ -38,9 +40,10 @@
 #define TICKETS_PER_HANDSHAKE 1
 
 struct CorTlsServer {
-    SSL_CTX** ctx;     /* [0] the default, then the sni entries */
-    CorTlsOcsp** ocsp; /* each one's stapling; NULL: none */
-    char** names;      /* their names; names[0] is NULL */
+    SSL_CTX** ctx;          /* [0] the default, then the sni entries */
+    CorTlsOcsp** ocsp;      /* each one's stapling; NULL: none */
+    CorTlsTickets* tickets; /* tls.tickets' keys; NULL: OpenSSL's own */
+    char** names;           /* their names; names[0] is NULL */
     unsigned count;
     unsigned char alpn[256]; /* the protocol's, in wire format */
     unsigned alpnLen;
@@ -342,6 +345,7 @@ serverFree(CorTlsServer* server)
         SSL_CTX_free(server->ctx[i]);
         corTlsOcspFree(server->ocsp[i]);
     }
+    corTlsTicketsFree(server->tickets);
     free(server->ctx);
     free(server->ocsp);
     free(server->names);
@@ -383,6 +387,13 @@ serverNew(const CorConfigListen* l, CorConfErrors* e)
         server->names[i] = l->tls->certs[i].name;
         ok &= server->ctx[i] != NULL;
         server->count++;
+    }
+    if (ok && l->tls->tickets != NULL) {
+        server->tickets = corTlsTicketsNew(l->tls, e);
+        ok = server->tickets != NULL;
+        for (unsigned i = 0; ok && i < server->count; i++) {
+            corTlsTicketsUse(server->tickets, server->ctx[i]);
+        }
     }
     if (!ok) {
         serverFree(server);
@@ -426,6 +437,9 @@ void
 corTlsServersStart(void)
 {
     for (unsigned i = 0; i < serverCount; i++) {
+        if (servers[i] != NULL && servers[i]->tickets != NULL) {
+            corTlsTicketsStart(servers[i]->tickets);
+        }
         for (unsigned k = 0; servers[i] != NULL && k < servers[i]->count; k++) {
             if (servers[i]->ocsp[k] != NULL) {
                 corTlsOcspStart(servers[i]->ocsp[k]);
