@@ -215,6 +215,11 @@ typedef struct {
  * client's to say.
  */
 int corUrlParse(const char* s, CorUrl* u, char* why, size_t whyLen);
+/* The part of corUrlParse that reads the path and query of s, which
+ * start at end (past the authority), into u->target: for a caller that
+ * has the rest of u already (CorClientTarget). */
+int corUrlTargetParse(const char* s, const char* end, CorUrl* u, char* why,
+                      size_t whyLen);
 
 /* ---- Connections out: the one layer every client stands on ------------- */
 
@@ -361,6 +366,9 @@ void corConnClose(CorConn* c);
 /* The default limit of a response body. */
 #define COR_CLIENT_BODY_MAX ((size_t)8 << 20)
 
+/* A server's URL taken apart once (corClientTargetMake, below). */
+typedef struct CorClientTarget CorClientTarget;
+
 /* An exchange to make. The caller's; read during corClientFetch, and
  * copied by corClientStart. */
 typedef struct CorClientRequest {
@@ -402,6 +410,10 @@ typedef struct CorClientRequest {
      * request is not sent again once a byte of it was taken (a refused
      * stream, a pooled connection lost). From r's handler only. */
     CorRequest* bodyFrom;
+    /* NULL, or the server url starts with, taken apart already: its
+     * scheme is not looked up again, nor (http, https) its host and port
+     * parsed again; a url that does not start with it is read whole. */
+    const CorClientTarget* target;
 } CorClientRequest;
 
 /*
@@ -682,5 +694,29 @@ int corSchemeAdd(CorModule* m, const CorScheme* s);
  * any case); NULL when none. */
 const CorScheme* corSchemeFind(const char* name);
 const CorScheme* corSchemeOf(const char* url);
+
+/*
+ * A server's URL (scheme://host[:port], no path) taken apart once, for a
+ * caller that sends it request after request (forward: one a server, at
+ * configuration): a request that names it (CorClientRequest.target) skips
+ * the parse and the scheme's lookup that its url would cost each time.
+ */
+struct CorClientTarget {
+    const CorScheme* scheme; /* one that fetches */
+    CorUrl url;              /* its parts, pointing into text */
+    size_t len;              /* of text: what a request's url starts with */
+    char text[];
+};
+
+/* The target of url, or NULL with why said (no URL, a path, or no scheme
+ * that fetches: register it first). corClientTargetFree frees it. */
+CorClientTarget* corClientTargetMake(const char* url, char* why, size_t whyLen);
+void corClientTargetFree(CorClientTarget* t);
+/* q's url taken apart as corUrlParse does: from its target's parts when
+ * it starts with them and its authority ends there ("http://a:8" is no
+ * start of "http://a:80/"), only the path and query that follow read;
+ * else whole. What a scheme's client calls instead of corUrlParse. */
+int corClientTargetUrl(const CorClientRequest* q, CorUrl* u, char* why,
+                       size_t whyLen);
 
 #endif /* COR_CLIENT_H */

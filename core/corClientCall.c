@@ -48,9 +48,11 @@
 #include <unistd.h>
 
 const CorScheme*
-corClientScheme(const char* url, CorClientResponse* res)
+corClientScheme(const CorClientRequest* req, CorClientResponse* res)
 {
-    const CorScheme* s = corSchemeOf(url);
+    const char* url = req->url;
+    const CorScheme* s = req->target != NULL ? req->target->scheme
+                                             : corSchemeOf(url);
     CorUrl u;
 
     memset(res, 0, sizeof(*res));
@@ -66,10 +68,45 @@ corClientScheme(const char* url, CorClientResponse* res)
     return NULL;
 }
 
+CorClientTarget*
+corClientTargetMake(const char* url, char* why, size_t whyLen)
+{
+    size_t len = strlen(url);
+    CorClientTarget* t = malloc(sizeof(*t) + len + 1);
+
+    if (t == NULL) {
+        snprintf(why, whyLen, "no memory");
+        return NULL;
+    }
+    memcpy(t->text, url, len + 1);
+    t->len = len;
+    t->scheme = corSchemeOf(url);
+    if (corUrlParse(t->text, &t->url, why, whyLen) != 0) {
+        free(t);
+        return NULL;
+    }
+    if (t->url.targetLen != 1 || t->url.target[0] != '/' || url[len - 1] == '/'
+        || t->scheme == NULL || t->scheme->fetch == NULL) {
+        snprintf(why, whyLen,
+                 "URL %.80s: not scheme://host[:port] of a scheme that "
+                 "fetches",
+                 url);
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void
+corClientTargetFree(CorClientTarget* t)
+{
+    free(t);
+}
+
 int
 corClientFetch(const CorClientRequest* req, CorClientResponse* res)
 {
-    const CorScheme* s = corClientScheme(req->url, res);
+    const CorScheme* s = corClientScheme(req, res);
 
     return s != NULL ? s->fetch(req, res) : -EINVAL;
 }

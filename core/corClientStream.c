@@ -152,7 +152,7 @@ int
 corClientOpen(const CorClientRequest* req, CorClientResponse* res,
               CorClientStream** xP)
 {
-    const CorScheme* s = corClientScheme(req->url, res);
+    const CorScheme* s = corClientScheme(req, res);
     const CorClientOps* ops;
     CorClientStream* x;
     size_t size;

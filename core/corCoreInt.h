@@ -563,10 +563,12 @@ bool corConnPoolPut(CorConn* c);
 /* Close every idle connection of the calling loop's pool, for good (at
  * the loop's end), and those of the shared pool (at the generation's). */
 void corConnPoolLoopExit(void);
-/* The scheme that fetches url (any case), with res cleared; NULL with
- * res->error said when none takes it, or url is no URL
- * (corClientCall.c: corClientFetch's and corClientOpen's). */
-const CorScheme* corClientScheme(const char* url, CorClientResponse* res);
+/* The scheme that fetches req's url (any case; its target's when it
+ * names one), with res cleared; NULL with res->error said when none takes
+ * it, or url is no URL (corClientCall.c: corClientFetch's and
+ * corClientOpen's). */
+const CorScheme* corClientScheme(const CorClientRequest* req,
+                                 CorClientResponse* res);
 
 /* Each scheme's loopExit, on the calling loop's thread (corScheme.c). */
 void corSchemesLoopExit(void);

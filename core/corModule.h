@@ -432,6 +432,9 @@ void corRespondf(CorRequest* r, int status, const char* contentType,
  * 9110: letters, digits and !#$%&'*+-.^_`|~) or value holds a control
  * character other than tab (a CR or LF would inject headers); or -ENOMEM. */
 int corResponseHeader(CorRequest* r, const char* name, const char* value);
+/* The same for a field of lengths (a client's answer's, not
+ * NUL-terminated): checked and copied once. */
+int corResponseField(CorRequest* r, const CorHeader* h);
 /* The response header name (case-insensitive) set so far, NULL when
  * none is; and the removal of every one so named (returns how many). */
 const CorHeader* corResponseHeaderGet(const CorRequest* r, const char* name);
@@ -470,6 +473,8 @@ int64_t corRequestBodySize(const CorRequest* r);
  * gRPC "trailers-only" answer says its status in its head). Returns 0,
  * -EINVAL or -ENOMEM. */
 int corResponseTrailer(CorRequest* r, const char* name, const char* value);
+/* The same for a field of lengths, as corResponseField. */
+int corResponseTrailerField(CorRequest* r, const CorHeader* h);
 
 /* Respond with len bytes of an open file from offset, sent with
  * sendfile(). The core owns fd from here and closes it. */

@@ -196,12 +196,14 @@ corResponseHeadersAdd(CorRequest* r, const CorHeader* headers, unsigned n)
     return 0;
 }
 
-/* Add name: value to the list at *listP (copies in r's arena). */
+/* Add h's name: value to the list at *listP (copied, NUL-terminated,
+ * into r's arena, in one piece). */
 static int
 fieldAdd(CorRequest* r, CorHeader** listP, unsigned* countP, unsigned* capP,
-         const char* name, const char* value)
+         const CorHeader* h)
 {
-    if (!corHeaderNameValid(name) || !corHeaderValueValid(value)) {
+    if (!corHeaderNameOk(h->name, h->nameLen)
+        || !corHeaderValueOk(h->value, h->valueLen)) {
         corLog(COR_LOG_WARN,
                "handler %s: response header refused (a name "
                "must be a token, a value must have no CR, LF or other "
@@ -212,32 +214,55 @@ fieldAdd(CorRequest* r, CorHeader** listP, unsigned* countP, unsigned* capP,
     if (fieldsRoom(r, listP, *countP, capP, 1) != 0) {
         return -ENOMEM;
     }
-    size_t nameLen = strlen(name);
-    size_t valueLen = strlen(value);
-    char* copy = corRequestAlloc(r, nameLen + valueLen + 2);
+    char* copy = corRequestAlloc(r, h->nameLen + h->valueLen + 2);
 
     if (copy == NULL) {
         return -ENOMEM;
     }
-    memcpy(copy, name, nameLen + 1);
-    memcpy(copy + nameLen + 1, value, valueLen + 1);
-    (*listP)[(*countP)++] = (CorHeader){ copy, nameLen, copy + nameLen + 1,
-                                         valueLen };
+    memcpy(copy, h->name, h->nameLen);
+    copy[h->nameLen] = '\0';
+    memcpy(copy + h->nameLen + 1, h->value, h->valueLen);
+    copy[h->nameLen + 1 + h->valueLen] = '\0';
+    (*listP)[(*countP)++] = (CorHeader){ copy, h->nameLen,
+                                         copy + h->nameLen + 1, h->valueLen };
     return 0;
+}
+
+/* name: value as a field, its lengths counted. */
+static CorHeader
+fieldOf(const char* name, const char* value)
+{
+    return (CorHeader){ name, strlen(name), value, strlen(value) };
 }
 
 int
 corResponseHeader(CorRequest* r, const char* name, const char* value)
 {
+    CorHeader h = fieldOf(name, value);
+
+    return corResponseField(r, &h);
+}
+
+int
+corResponseField(CorRequest* r, const CorHeader* h)
+{
     return fieldAdd(r, &r->responseHeaders, &r->responseHeaderCount,
-                    &r->responseHeaderCap, name, value);
+                    &r->responseHeaderCap, h);
 }
 
 int
 corResponseTrailer(CorRequest* r, const char* name, const char* value)
 {
+    CorHeader h = fieldOf(name, value);
+
+    return corResponseTrailerField(r, &h);
+}
+
+int
+corResponseTrailerField(CorRequest* r, const CorHeader* h)
+{
     return fieldAdd(r, &r->responseTrailers, &r->responseTrailerCount,
-                    &r->responseTrailerCap, name, value);
+                    &r->responseTrailerCap, h);
 }
 
 const CorHeader*

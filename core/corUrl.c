@@ -145,6 +145,13 @@ corUrlParse(const char* s, CorUrl* u, char* why, size_t whyLen)
     if (hostTake(p, end, u) != 0) {
         return urlBad(s, "a bad host or port", why, whyLen);
     }
+    return corUrlTargetParse(s, end, u, why, whyLen);
+}
+
+int
+corUrlTargetParse(const char* s, const char* end, CorUrl* u, char* why,
+                  size_t whyLen)
+{
     /* An empty path is "/"; before a query it stays empty ("?x"). */
     u->target = *end == '#' || *end == '\0' ? "/" : end;
     u->targetLen = *end == '#' || *end == '\0' ? 1 : strcspn(end, "#");
@@ -159,4 +166,18 @@ corUrlParse(const char* s, CorUrl* u, char* why, size_t whyLen)
         }
     }
     return 0;
+}
+
+int
+corClientTargetUrl(const CorClientRequest* q, CorUrl* u, char* why,
+                   size_t whyLen)
+{
+    const CorClientTarget* t = q->target;
+
+    if (t == NULL || strncmp(q->url, t->text, t->len) != 0
+        || strchr("/?#", q->url[t->len]) == NULL) {
+        return corUrlParse(q->url, u, why, whyLen);
+    }
+    *u = t->url;
+    return corUrlTargetParse(q->url, q->url + t->len, u, why, whyLen);
 }

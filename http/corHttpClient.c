@@ -61,7 +61,7 @@ exchangeOpenAs(Exchange* ex, const CorClientRequest* req,
                                        ? req->readTimeoutMs
                                        : req->firstByteTimeoutMs,
                       .upgrade = !req->http2 && upgradeAsked(req) };
-    rc = corHttpClientUrlCheck(req->url, &url, res->error, sizeof(res->error));
+    rc = corHttpClientUrlCheck(req, &url, res->error, sizeof(res->error));
     if (rc == 0) {
         rc = corHttpClientRequestCheck(req, res->error, sizeof(res->error));
     }

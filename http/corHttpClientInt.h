@@ -129,11 +129,13 @@ bool corHttpClientBodyDone(const void* x);
 CorConn* corHttpClientUpgraded(void* x, const void** restP, size_t* restLenP);
 void corHttpClientClose(void* x);
 
-/* Take the http:// or https:// URL s apart into u (corUrlParse: u points
- * into s), with the HTTP client's rules: no user or password (it would
- * not send them), the port 80 or 443 when absent. Returns 0, or -EINVAL
- * with the reason in why. */
-int corHttpClientUrlCheck(const char* s, CorUrl* u, char* why, size_t whyLen);
+/* Take q's http:// or https:// URL apart into u (corUrlParse: u points
+ * into it; a URL that starts with q's target takes its parts from there,
+ * parsing only what follows), with the HTTP client's rules: no user or
+ * password (it would not send them), the port 80 or 443 when absent.
+ * Returns 0, or -EINVAL with the reason in why. */
+int corHttpClientUrlCheck(const CorClientRequest* q, CorUrl* u, char* why,
+                          size_t whyLen);
 
 /* One exchange to an http:// or https:// URL (corClientFetch, less
  * the other schemes): their fetch (corHttpScheme.c). */

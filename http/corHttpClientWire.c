@@ -18,9 +18,11 @@
 /* ---- The URL ------------------------------------------------------------- */
 
 int
-corHttpClientUrlCheck(const char* s, CorUrl* u, char* why, size_t whyLen)
+corHttpClientUrlCheck(const CorClientRequest* q, CorUrl* u, char* why,
+                      size_t whyLen)
 {
-    int rc = corUrlParse(s, u, why, whyLen);
+    const char* s = q->url;
+    int rc = corClientTargetUrl(q, u, why, whyLen);
     bool tls = rc == 0 && strcmp(u->scheme, "https") == 0;
 
     if (rc != 0) {

@@ -83,6 +83,7 @@ upstreamOpen(CorRequest* r, ForwardGroup* g, CorClientRequest* q,
             corClientResponseFree(res);
         }
         q->url = corForwardUrl(r, s);
+        q->target = s->target;
         rc = q->url != NULL ? corClientOpen(q, res, xP) : -ENOMEM;
         if (rc == 0) {
             *sP = s;
@@ -336,6 +337,7 @@ serversRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
         const CorConf* node = corConfAt(list, i);
         const char* url = corConfText(node);
         ForwardServer* server = &g->servers[g->serverCount];
+        char why[256];
         size_t len;
 
         server->group = g;
@@ -351,6 +353,13 @@ serversRead(CorModule* m, const CorConf* entry, ForwardGroup* g)
         len = strlen(url);
         server->url = strndup(url, url[len - 1] == '/' ? len - 1 : len);
         if (server->url == NULL) {
+            return -1;
+        }
+        server->target = corClientTargetMake(server->url, why, sizeof(why));
+        if (server->target == NULL) {
+            corModuleError(m, node, "servers[%zu]: %s", i, why);
+            free(server->url);
+            server->url = NULL;
             return -1;
         }
         g->serverCount++;
@@ -517,6 +526,7 @@ forwardExit(CorModule* m)
     for (unsigned i = 0; i < groupCount; i++) {
         for (unsigned j = 0; j < groups[i].serverCount; j++) {
             free(groups[i].servers[j].url);
+            corClientTargetFree(groups[i].servers[j].target);
         }
         free(groups[i].servers);
         free(groups[i].name);

@@ -295,17 +295,12 @@ corForwardResponseHeaders(CorRequest* r, const CorClientResponse* res,
     }
     for (unsigned i = 0; i < res->headerCount; i++) {
         const CorHeader* h = &res->headers[i];
-        char* name;
-        char* value;
 
         if (responseOwn(h) || hopByHop(h, res->headers, res->headerCount)) {
             continue;
         }
-        name = copyOf(r, h->name, h->nameLen);
-        value = copyOf(r, h->value, h->valueLen);
         /* A value the server refuses (a control byte) is left out. */
-        if (name == NULL || value == NULL
-            || corResponseHeader(r, name, value) == -ENOMEM) {
+        if (corResponseField(r, h) == -ENOMEM) {
             return -ENOMEM;
         }
     }
@@ -317,17 +312,12 @@ corForwardResponseTrailers(CorRequest* r, const CorClientResponse* res)
 {
     for (unsigned i = 0; i < res->trailerCount; i++) {
         const CorHeader* h = &res->trailers[i];
-        char* name;
-        char* value;
 
         if (hopByHop(h, res->trailers, res->trailerCount)
             || corHeaderIs(h, "content-length")) {
             continue;
         }
-        name = copyOf(r, h->name, h->nameLen);
-        value = copyOf(r, h->value, h->valueLen);
-        if (name == NULL || value == NULL
-            || corResponseTrailer(r, name, value) == -ENOMEM) {
+        if (corResponseTrailerField(r, h) == -ENOMEM) {
             return -ENOMEM;
         }
     }

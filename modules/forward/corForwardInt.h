@@ -40,6 +40,9 @@ typedef struct ForwardGroup ForwardGroup;
 /* A server of a group; owned by its group, for the generation. */
 typedef struct {
     char* url; /* "http://host:port", no path */
+    /* url taken apart once: what each request's client call starts from
+     * (no parse, no scheme lookup a request) */
+    CorClientTarget* target;
     ForwardGroup* group;
     atomic_uint_fast64_t downUntil; /* skipped until then (ms) */
     atomic_uint inFlight;           /* requests on it now, every loop's */

@@ -90,8 +90,71 @@ START_TEST(test_bad_urls_say_why)
 }
 END_TEST
 
+/* A server's target as corClientTargetMake makes one (no scheme needed
+ * here: only its parts are read). */
+static CorClientTarget*
+targetOf(const char* url)
+{
+    char why[256];
+    CorClientTarget* t = malloc(sizeof(*t) + strlen(url) + 1);
+
+    ck_assert_ptr_nonnull(t);
+    strcpy(t->text, url);
+    t->len = strlen(url);
+    t->scheme = NULL;
+    ck_assert_int_eq(corUrlParse(t->text, &t->url, why, sizeof(why)), 0);
+    return t;
+}
+
+/* q's URL taken apart through t gives what a parse of it whole gives. */
+static void
+sameAsWhole(const CorClientTarget* t, const char* url)
+{
+    CorClientRequest q = { .url = url, .target = t };
+    CorUrl whole;
+    CorUrl u;
+    char why[256] = "";
+    char whyWhole[256] = "";
+    int rc = corClientTargetUrl(&q, &u, why, sizeof(why));
+
+    ck_assert_int_eq(rc, corUrlParse(url, &whole, whyWhole, sizeof(whyWhole)));
+    ck_assert_str_eq(why, whyWhole);
+    if (rc != 0) {
+        return;
+    }
+    ck_assert_str_eq(u.scheme, whole.scheme);
+    ck_assert_str_eq(u.host, whole.host);
+    ck_assert_uint_eq(u.port, whole.port);
+    ck_assert_uint_eq(u.authorityLen, whole.authorityLen);
+    ck_assert_uint_eq(u.targetLen, whole.targetLen);
+    ck_assert_msg(strncmp(u.target, whole.target, u.targetLen) == 0,
+                  "%s: target %.*s", url, (int)u.targetLen, u.target);
+}
+
+/* forward's requests: the server's URL then the path, not parsed again,
+ * and the same parts as a whole parse in every case; a URL that only
+ * looks like it starts with the target (a longer port, another host) is
+ * read whole. */
+START_TEST(test_a_target_gives_what_a_parse_gives)
+{
+    CorClientTarget* t = targetOf("http://127.0.0.1:8");
+
+    sameAsWhole(t, "http://127.0.0.1:8/p?q");
+    sameAsWhole(t, "http://127.0.0.1:8");
+    sameAsWhole(t, "http://127.0.0.1:8?q");
+    sameAsWhole(t, "http://127.0.0.1:8/p#f");
+    sameAsWhole(t, "http://127.0.0.1:80/p");
+    sameAsWhole(t, "http://127.0.0.1:8080/");
+    sameAsWhole(t, "http://10.0.0.1:8/p");
+    sameAsWhole(t, "http://127.0.0.1:8/a b");
+    sameAsWhole(t, "http://127.0.0.1:8/\x7f");
+    free(t);
+}
+END_TEST
+
 COR_TEST_SUITE(corUrl)
 {
+    tcase_add_test(tc, test_a_target_gives_what_a_parse_gives);
     tcase_add_test(tc, test_a_query_without_a_path);
     tcase_add_test(tc, test_its_neighbours);
     tcase_add_test(tc, test_bad_urls_say_why);
