@@ -133,6 +133,13 @@ corAccessLogRequest(const CorRequest* r)
     (void)r;
 }
 
+/* No listener shares its ticket keys here: their counters stay out. */
+void
+corTlsTicketsEmit(CorMetricsOut* out)
+{
+    (void)out;
+}
+
 /* The notifications' counters in /metrics: one scheme, none sent. */
 unsigned
 corNotifySchemeCount(void)
