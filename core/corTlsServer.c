@@ -20,7 +20,7 @@
  * server keeps no session cache: tickets carry the sessions (and with
  * session_tickets: false, nothing resumes).
  */
-#include "corCoreInt.h"
+#include "corAcme.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +40,7 @@
 struct CorTlsServer {
     SSL_CTX** ctx;     /* [0] the default, then the sni entries */
     CorTlsOcsp** ocsp; /* each one's stapling; NULL: none */
+    CorAcme* acme;     /* the default's issuer; NULL: its files */
     char** names;      /* their names; names[0] is NULL */
     unsigned count;
     unsigned char alpn[256]; /* the protocol's, in wire format */
@@ -282,8 +283,8 @@ ctxTune(SSL_CTX* ctx, const CorConfigTls* tls, CorConfErrors* e)
 
 /* The context of tls->certs[i], its stapling in server->ocsp[i]. */
 static SSL_CTX*
-ctxNew(CorTlsServer* server, const CorConfigTls* tls, unsigned i,
-       CorConfErrors* e)
+ctxNew(CorTlsServer* server, const CorConfig* config, const CorConfigTls* tls,
+       unsigned i, CorConfErrors* e)
 {
     const CorConfigCert* c = &tls->certs[i];
     SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
@@ -323,6 +324,14 @@ ctxNew(CorTlsServer* server, const CorConfigTls* tls, unsigned i,
     /* The lists are the listener's: said once, at the default's turn. */
     tuned = ctxTune(ctx, tls, i == 0 ? e : &quiet);
     corConfErrorsFree(&quiet);
+    if (i == 0 && tls->acme != NULL) {
+        server->acme = tuned ? corAcmeNew(ctx, config, tls->acme, e) : NULL;
+        if (server->acme == NULL) {
+            SSL_CTX_free(ctx);
+            return NULL;
+        }
+        return ctx;
+    }
     if (!tuned || certLoad(ctx, c, e) != 0
         || (c->ocsp.node != NULL
             && (server->ocsp[i] = corTlsOcspNew(ctx, c, e)) == NULL)) {
@@ -342,6 +351,7 @@ serverFree(CorTlsServer* server)
         SSL_CTX_free(server->ctx[i]);
         corTlsOcspFree(server->ocsp[i]);
     }
+    corAcmeFree(server->acme);
     free(server->ctx);
     free(server->ocsp);
     free(server->names);
@@ -351,7 +361,7 @@ serverFree(CorTlsServer* server)
 /* A listener's contexts; NULL after an error (every certificate is tried,
  * so that one run reports them all). */
 static CorTlsServer*
-serverNew(const CorConfigListen* l, CorConfErrors* e)
+serverNew(const CorConfig* config, const CorConfigListen* l, CorConfErrors* e)
 {
     const CorProtocolEntry* protocol = corProtocolFind(l->protocol);
     const char* alpn = protocol != NULL ? protocol->protocol.alpn : NULL;
@@ -379,7 +389,7 @@ serverNew(const CorConfigListen* l, CorConfErrors* e)
         server->alpnLen = len > 0 ? (unsigned)len : 0;
     }
     for (unsigned i = 0; i < l->tls->certCount; i++) {
-        server->ctx[i] = ctxNew(server, l->tls, i, e);
+        server->ctx[i] = ctxNew(server, config, l->tls, i, e);
         server->names[i] = l->tls->certs[i].name;
         ok &= server->ctx[i] != NULL;
         server->count++;
@@ -408,7 +418,7 @@ corTlsServersLoad(const CorConfig* config, CorConfErrors* errors)
         if (l->tls == NULL) {
             continue;
         }
-        servers[i] = serverNew(l, errors);
+        servers[i] = serverNew(config, l, errors);
         if (servers[i] == NULL) {
             rc = -1;
         }
@@ -426,6 +436,9 @@ void
 corTlsServersStart(void)
 {
     for (unsigned i = 0; i < serverCount; i++) {
+        if (servers[i] != NULL && servers[i]->acme != NULL) {
+            corAcmeStart(servers[i]->acme);
+        }
         for (unsigned k = 0; servers[i] != NULL && k < servers[i]->count; k++) {
             if (servers[i]->ocsp[k] != NULL) {
                 corTlsOcspStart(servers[i]->ocsp[k]);
