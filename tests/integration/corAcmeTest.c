@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Automatic HTTPS against Let's Encrypt's test server, in both modes:
+ * pebble (the ACME directory, its validations done for real:
+ * PEBBLE_VA_ALWAYS_VALID=0) and pebble-challtestsrv (the DNS that points
+ * every test name at 127.0.0.1), both started by PID on loopback ports
+ * of the test's own. pebble's httpPort is cor's plain listener, its
+ * tlsPort cor's TLS listener. A certificate for two names is issued over
+ * HTTP-01 and verified by curl and openssl s_client against pebble's own
+ * root (/roots/0 of its management port); a restart serves it again with
+ * no new order; with the directory down at start the listener serves a
+ * temporary self-signed certificate, tries again, and serves the issued
+ * one once the directory is up; `cor -t` refuses what is wrong.
+ */
+#include "corTest.h"
+#include "corServer.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static CorServer server;
+static char out[1 << 16];
+static char certs[256];
+static char storage[128];
+static int httpPort;
+static int tlsPort;
+static int acmePort;
+static int managePort;
+static int dnsPort;
+static pid_t pebble;
+static pid_t challtestsrv;
+static bool skipped;
+
+/* Start a program of the test (its output to log) by PID. */
+static pid_t
+spawn(const char* log, char* const argv[])
+{
+    pid_t pid = corTestFork(SIGKILL);
+
+    if (pid == 0) {
+        FILE* f = freopen(log, "w", stderr);
+
+        (void)f;
+        dup2(STDERR_FILENO, STDOUT_FILENO);
+        setpgid(0, 0);
+        setenv("PEBBLE_VA_NOSLEEP", "1", 1);
+        setenv("PEBBLE_VA_ALWAYS_VALID", "0", 1);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void
+stop(pid_t* pid)
+{
+    if (*pid > 0) {
+        kill(*pid, SIGKILL);
+        waitpid(*pid, NULL, 0);
+        *pid = 0;
+    }
+}
+
+/* Wait until port takes connections (a minute at most). */
+static bool
+listening(int port)
+{
+    for (long deadline = corNowMs() + 60000; corNowMs() < deadline;) {
+        int fd = corConnect(port);
+
+        if (fd >= 0) {
+            close(fd);
+            return true;
+        }
+        usleep(50 * 1000);
+    }
+    return false;
+}
+
+static void
+pebbleStart(void)
+{
+    char config[256];
+    char log[256];
+    char dns[32];
+    FILE* f;
+
+    snprintf(config, sizeof(config), "%s/pebble.json", storage);
+    snprintf(log, sizeof(log), "%s/pebble.log", storage);
+    snprintf(dns, sizeof(dns), "127.0.0.1:%d", dnsPort);
+    f = fopen(config, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f,
+            "{\"pebble\": {\"listenAddress\": \"127.0.0.1:%d\","
+            " \"managementListenAddress\": \"127.0.0.1:%d\","
+            " \"certificate\": \"%s/server.pem\","
+            " \"privateKey\": \"%s/server.key\","
+            " \"httpPort\": %d, \"tlsPort\": %d,"
+            " \"ocspResponderURL\": \"\","
+            " \"externalAccountBindingRequired\": false}}\n",
+            acmePort, managePort, certs, certs, httpPort, tlsPort);
+    fclose(f);
+    pebble = spawn(log, (char* const[]){ "pebble", "-config", config,
+                                         "-dnsserver", dns, NULL });
+    ck_assert_msg(listening(acmePort), "pebble did not start");
+}
+
+static void
+setUp(void)
+{
+    char dns[32];
+    char manage[32];
+    char log[256];
+    int chall = corFreePort();
+
+    if (corShell("command -v pebble && command -v pebble-challtestsrv", out,
+                 sizeof(out))
+        != 0) {
+        fprintf(stderr, "SKIP corAcme: no pebble (Debian's pebble)\n");
+        skipped = true;
+        return;
+    }
+    corTestCertsMake(certs, sizeof(certs));
+    snprintf(storage, sizeof(storage), "/tmp/cor-acme-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(storage));
+    httpPort = corFreePort();
+    tlsPort = corFreePort();
+    acmePort = corFreePort();
+    managePort = corFreePort();
+    dnsPort = corFreePort();
+    snprintf(dns, sizeof(dns), "127.0.0.1:%d", dnsPort);
+    snprintf(manage, sizeof(manage), "127.0.0.1:%d", chall);
+    snprintf(log, sizeof(log), "%s/challtestsrv.log", storage);
+    challtestsrv = spawn(log,
+                         (char* const[]){ "pebble-challtestsrv", "-defaultIPv4",
+                                          "127.0.0.1", "-defaultIPv6", "",
+                                          "-dns01", dns, "-http01", "",
+                                          "-https01", "", "-tlsalpn01", "",
+                                          "-management", manage, NULL });
+    ck_assert_msg(listening(chall), "pebble-challtestsrv did not start");
+}
+
+static void
+tearDown(void)
+{
+    char command[256];
+
+    corServerStop(&server);
+    stop(&pebble);
+    stop(&challtestsrv);
+    if (storage[0] != '\0') {
+        snprintf(command, sizeof(command), "rm -rf %s", storage);
+        corShell(command, out, sizeof(out));
+    }
+}
+
+/* cor with a plain listener on httpPort and the acme listener on
+ * tlsPort, storing under the test's storage. */
+static void
+corStart(void)
+{
+    char yaml[4096];
+
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 1, workers: 2, "
+             "coroutines: { enabled: {COROUTINES} } }\n"
+             "listen:\n"
+             "  - { protocol: http, address: 127.0.0.1:%d }\n"
+             "  - protocol: https\n"
+             "    address: 127.0.0.1:%d\n"
+             "    tls:\n"
+             "      acme:\n"
+             "        directory: https://127.0.0.1:%d/dir\n"
+             "        email: ops@a.test\n"
+             "        domains: [ a.test, www.a.test ]\n"
+             "        storage: %s/store\n"
+             "        ca: %s/ca.pem\n"
+             "modules:\n"
+             "  - { load: http }\n"
+             "  - { load: hello }\n"
+             "routes:\n"
+             "  - { match: \"GET /hello\", handler: hello }\n"
+             "  - { match: \"/\", handler: hello }\n"
+             "log: { pid_file: {DIR}/cor.pid }\n",
+             httpPort, tlsPort, acmePort, storage, certs);
+    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+}
+
+/* Wait until the log says text (a minute and a half at most). */
+static bool
+logSays(const char* text)
+{
+    for (long deadline = corNowMs() + 90000; corNowMs() < deadline;) {
+        if (corServerLogCount(&server, text) > 0) {
+            return true;
+        }
+        usleep(100 * 1000);
+    }
+    return false;
+}
+
+/* pebble's issuing root (a new one each run), into storage/root.pem. */
+static void
+rootFetch(void)
+{
+    ck_assert_msg(corShellAt(managePort, storage, out, sizeof(out),
+                             "curl -sf --cacert %s/ca.pem -o $D/root.pem "
+                             "https://127.0.0.1:$P/roots/0",
+                             certs)
+                      == 0,
+                  "%s", out);
+}
+
+/* curl GET /hello on name over the TLS listener, trusting pebble's root;
+ * its exit status, the answer in out. */
+static int
+curlName(const char* name)
+{
+    return corShellAt(tlsPort, storage, out, sizeof(out),
+                      "curl -sS --max-time 20 --cacert $D/root.pem "
+                      "--resolve %s:$P:127.0.0.1 https://%s:$P/hello",
+                      name, name);
+}
+
+/* Both names verify against pebble's root, by curl and s_client. */
+static void
+servedChainVerifies(void)
+{
+    rootFetch();
+    ck_assert_msg(curlName("a.test") == 0 && strstr(out, "hello") != NULL, "%s",
+                  out);
+    ck_assert_msg(curlName("www.a.test") == 0 && strstr(out, "hello") != NULL,
+                  "%s", out);
+    corShellAt(tlsPort, storage, out, sizeof(out),
+               "echo | openssl s_client -connect 127.0.0.1:$P "
+               "-servername www.a.test -verify_hostname www.a.test "
+               "-CAfile $D/root.pem -verify_return_error");
+    ck_assert_msg(strstr(out, "Verify return code: 0 (ok)") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "Pebble Intermediate") != NULL, "%s", out);
+}
+
+/* The mode of storage/store/name. */
+static unsigned
+modeOf(const char* name)
+{
+    char path[256];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "%s/store/%s", storage, name);
+    return stat(path, &st) == 0 ? st.st_mode & 0777 : 0;
+}
+
+/* How many orders pebble took so far. */
+static int
+pebbleOrders(void)
+{
+    corShellAt(0, storage, out, sizeof(out),
+               "grep -c 'POST /order-plz' $D/pebble.log");
+    return atoi(out);
+}
+
+START_TEST(test_two_names_issued_over_http01_then_reused_after_a_restart)
+{
+    long t;
+    int orders;
+
+    if (skipped) {
+        return;
+    }
+    pebbleStart();
+    t = corNowMs();
+    corStart();
+    ck_assert_msg(logSays("certificate issued by"), "not issued in %ld ms",
+                  corNowMs() - t);
+    fprintf(stderr, "issued for a.test, www.a.test in %ld ms\n",
+            corNowMs() - t);
+    servedChainVerifies();
+    ck_assert_uint_eq(modeOf("account.key"), 0600);
+    ck_assert_uint_eq(modeOf("a.test.key"), 0600);
+    ck_assert_uint_eq(modeOf("a.test.pem"), 0600);
+    orders = pebbleOrders();
+    ck_assert_int_eq(orders, 1);
+
+    /* A restart serves the stored chain at once, with no new order. */
+    corServerStop(&server);
+    corStart();
+    ck_assert_int_eq(corServerLogCount(&server,
+                                       "serving the stored certificate"),
+                     1);
+    servedChainVerifies();
+    usleep(500 * 1000);
+    ck_assert_int_eq(pebbleOrders(), orders);
+    ck_assert_int_eq(corServerLogCount(&server, "temporary"), 0);
+}
+END_TEST
+
+START_TEST(test_directory_down_at_start_serves_a_temporary_one_and_retries)
+{
+    if (skipped) {
+        return;
+    }
+    corStart();
+    ck_assert_int_eq(corServerLogCount(&server,
+                                       "temporary self-signed certificate"),
+                     1);
+    /* The plain listener serves meanwhile; the TLS one serves the
+     * temporary certificate, self-signed for the names. */
+    ck_assert_int_eq(corCurl(httpPort, "", "/hello", out, sizeof(out)), 0);
+    corShellAt(tlsPort, storage, out, sizeof(out),
+               "echo | openssl s_client -connect 127.0.0.1:$P "
+               "-servername a.test");
+    ck_assert_msg(strstr(out, "issuer=CN = a.test") != NULL, "%s", out);
+    ck_assert_msg(logSays("order failed"), "no failure logged");
+    ck_assert_int_eq(corServerLogCount(&server, "tried again in 2 s"), 1);
+
+    /* The directory comes up: the next try (4 s, then 8 s) gets it. */
+    pebbleStart();
+    ck_assert_msg(logSays("certificate issued by"), "not issued");
+    ck_assert_int_eq(corServerLogCount(&server, "tried again in 2 s"), 1);
+    servedChainVerifies();
+}
+END_TEST
+
+/* cor -t on an acme listener whose mapping has line, refused saying
+ * want. */
+static void
+refuses(const char* line, const char* want)
+{
+    char yaml[2048];
+    CorServer s = { 0 };
+
+    snprintf(s.dir, sizeof(s.dir), "%s", storage);
+    snprintf(yaml, sizeof(yaml),
+             "listen:\n"
+             "  - { protocol: http, address: 127.0.0.1:1 }\n"
+             "  - protocol: https\n"
+             "    address: 127.0.0.1:2\n"
+             "    tls:\n"
+             "      acme:\n"
+             "%s"
+             "modules:\n"
+             "  - { load: http }\n",
+             line);
+    ck_assert_int_eq(corConfigCheck(&s, "check.yaml", yaml, out, sizeof(out)),
+                     1);
+    ck_assert_msg(strstr(out, want) != NULL, "want '%s' in: %s", want, out);
+}
+
+START_TEST(test_cor_t_refuses_a_wrong_acme_mapping)
+{
+    char good[1024];
+    char line[1400];
+
+    if (skipped) {
+        return;
+    }
+    snprintf(good, sizeof(good),
+             "        storage: %s/store\n"
+             "        domains: [ a.test ]\n",
+             storage);
+    snprintf(line, sizeof(line), "%s        directory: http://x.test/dir\n",
+             good);
+    refuses(line, "is not an https:// URL");
+    snprintf(line, sizeof(line),
+             "        directory: https://x.test/dir\n"
+             "        storage: %s/store\n"
+             "        domains: [ \"*.a.test\" ]\n",
+             storage);
+    refuses(line, "'*.a.test' is not a DNS name");
+    refuses("        directory: https://x.test/dir\n"
+            "        domains: [ a.test ]\n",
+            "storage");
+    snprintf(line, sizeof(line),
+             "%s        directory: https://x.test/dir\n"
+             "        ca: %s/nothing.pem\n",
+             good, storage);
+    refuses(line, "acme: ca: ");
+    snprintf(line, sizeof(line),
+             "%s        directory: https://x.test/dir\n"
+             "        challenge: dns-01\n",
+             good);
+    refuses(line, "challenge");
+    snprintf(line, sizeof(line),
+             "%s        directory: https://x.test/dir\n"
+             "        email: nobody\n",
+             good);
+    refuses(line, "is not an e-mail address");
+    snprintf(line, sizeof(line),
+             "%s        directory: https://x.test/dir\n"
+             "      certificate: x.pem\n",
+             good);
+    refuses(line, "certificate and acme exclude each other");
+    snprintf(line, sizeof(line),
+             "        directory: https://x.test/dir\n"
+             "        storage: /proc/nope/store\n"
+             "        domains: [ a.test ]\n");
+    refuses(line, "cannot be written or made");
+}
+END_TEST
+
+COR_TEST_SUITE(corAcme)
+{
+    tcase_set_timeout(tc, 180);
+    tcase_add_checked_fixture(tc, setUp, tearDown);
+    tcase_add_test(
+        tc, test_two_names_issued_over_http01_then_reused_after_a_restart);
+    tcase_add_test(
+        tc, test_directory_down_at_start_serves_a_temporary_one_and_retries);
+    tcase_add_test(tc, test_cor_t_refuses_a_wrong_acme_mapping);
+}
