@@ -8,7 +8,9 @@
  * tlsPort cor's TLS listener. A certificate for two names is issued over
  * HTTP-01 and verified by curl and openssl s_client against pebble's own
  * root (/roots/0 of its management port); a restart serves it again with
- * no new order; with the directory down at start the listener serves a
+ * no new order; a certificate of 30 s is renewed at two thirds of its
+ * life and swapped in without a reload; with the directory down at start
+ * the listener serves a
  * temporary self-signed certificate, tries again, and serves the issued
  * one once the directory is up; `cor -t` refuses what is wrong.
  */
@@ -35,6 +37,9 @@ static int dnsPort;
 static pid_t pebble;
 static pid_t challtestsrv;
 static bool skipped;
+/* pebble's certificates' lifetime (certificateValidityPeriod); 0: its
+ * default (five years). */
+static int validityS;
 
 /* Start a program of the test (its output to log) by PID. */
 static pid_t
@@ -102,8 +107,10 @@ pebbleStart(void)
             " \"privateKey\": \"%s/server.key\","
             " \"httpPort\": %d, \"tlsPort\": %d,"
             " \"ocspResponderURL\": \"\","
+            " \"certificateValidityPeriod\": %d,"
             " \"externalAccountBindingRequired\": false}}\n",
-            acmePort, managePort, certs, certs, httpPort, tlsPort);
+            acmePort, managePort, certs, certs, httpPort, tlsPort,
+            validityS > 0 ? validityS : 157766400);
     fclose(f);
     pebble = spawn(log, (char* const[]){ "pebble", "-config", config,
                                          "-dnsserver", dns, NULL });
@@ -255,19 +262,20 @@ modeOf(const char* name)
     return stat(path, &st) == 0 ? st.st_mode & 0777 : 0;
 }
 
-/* How many orders pebble took so far. */
+/* How many certificates pebble issued so far (not its order-plz
+ * requests: it rejects 5% of nonces, and a badNonce is sent again). */
 static int
-pebbleOrders(void)
+pebbleIssued(void)
 {
     corShellAt(0, storage, out, sizeof(out),
-               "grep -c 'POST /order-plz' $D/pebble.log");
+               "grep -c 'Issued certificate serial' $D/pebble.log");
     return atoi(out);
 }
 
 START_TEST(test_two_names_issued_over_http01_then_reused_after_a_restart)
 {
     long t;
-    int orders;
+    int issued;
 
     if (skipped) {
         return;
@@ -283,8 +291,8 @@ START_TEST(test_two_names_issued_over_http01_then_reused_after_a_restart)
     ck_assert_uint_eq(modeOf("account.key"), 0600);
     ck_assert_uint_eq(modeOf("a.test.key"), 0600);
     ck_assert_uint_eq(modeOf("a.test.pem"), 0600);
-    orders = pebbleOrders();
-    ck_assert_int_eq(orders, 1);
+    issued = pebbleIssued();
+    ck_assert_int_eq(issued, 1);
 
     /* A restart serves the stored chain at once, with no new order. */
     corServerStop(&server);
@@ -294,7 +302,7 @@ START_TEST(test_two_names_issued_over_http01_then_reused_after_a_restart)
                      1);
     servedChainVerifies();
     usleep(500 * 1000);
-    ck_assert_int_eq(pebbleOrders(), orders);
+    ck_assert_int_eq(pebbleIssued(), issued);
     ck_assert_int_eq(corServerLogCount(&server, "temporary"), 0);
 }
 END_TEST
@@ -323,6 +331,56 @@ START_TEST(test_directory_down_at_start_serves_a_temporary_one_and_retries)
     ck_assert_msg(logSays("certificate issued by"), "not issued");
     ck_assert_int_eq(corServerLogCount(&server, "tried again in 2 s"), 1);
     servedChainVerifies();
+}
+END_TEST
+
+/* The serial of the certificate served for a.test now. */
+static void
+servedSerial(char* serial, size_t cap)
+{
+    corShellAt(tlsPort, storage, out, sizeof(out),
+               "echo | openssl s_client -connect 127.0.0.1:$P "
+               "-servername a.test 2>/dev/null | openssl x509 -noout -serial");
+    snprintf(serial, cap, "%.100s", out);
+}
+
+START_TEST(test_a_short_lived_certificate_is_renewed_without_a_reload)
+{
+    char first[128];
+    char second[128];
+    long t;
+
+    if (skipped) {
+        return;
+    }
+    validityS = 30;
+    pebbleStart();
+    corStart();
+    ck_assert_msg(logSays("certificate issued by"), "not issued");
+    servedSerial(first, sizeof(first));
+    ck_assert_msg(strstr(first, "serial=") != NULL, "%s", first);
+    /* Due at two thirds of 30 s (pebble's 29 s to notAfter), less a
+     * jitter under a second and the time the issue took. */
+    corShellAt(0, server.log, out, sizeof(out), "grep 'renewed in' $D");
+    ck_assert_msg(corServerLogMatches(&server,
+                                      "renewed in 1[0-9] s|renewed in 20 s")
+                      == 1,
+                  "%s", out);
+    t = corNowMs();
+    for (long deadline = t + 90000;
+         corServerLogCount(&server, "certificate issued by") < 2
+         && corNowMs() < deadline;) {
+        usleep(100 * 1000);
+    }
+    ck_assert_int_eq(corServerLogCount(&server, "certificate issued by"), 2);
+    fprintf(stderr, "renewed %ld ms after the first issue was seen\n",
+            corNowMs() - t);
+    servedSerial(second, sizeof(second));
+    ck_assert_msg(strstr(second, "serial=") != NULL
+                      && strcmp(first, second) != 0,
+                  "%s then %s", first, second);
+    servedChainVerifies();
+    ck_assert_int_eq(corServerLogCount(&server, "generation 2"), 0);
 }
 END_TEST
 
@@ -412,4 +470,6 @@ COR_TEST_SUITE(corAcme)
     tcase_add_test(
         tc, test_directory_down_at_start_serves_a_temporary_one_and_retries);
     tcase_add_test(tc, test_cor_t_refuses_a_wrong_acme_mapping);
+    tcase_add_test(tc,
+                   test_a_short_lived_certificate_is_renewed_without_a_reload);
 }
