@@ -19,13 +19,15 @@
  * longer): a directory down never takes more than a request an hour.
  *
  * Under storage: account.key, then NAME.key and NAME.pem for the first
- * of the names, each 0600 (corAcmeStore.c). The certificate's key is made
- * once and kept across renewals, so that a crash between two writes never
- * leaves a chain without its key.
+ * of the names, each 0600 (corAcmeStore.c), and NAME.lock, which an order
+ * holds (flock) so that instances sharing storage order once. The certificate's
+ * key is made once and kept across renewals, so that a crash between two writes
+ * never leaves a chain without its key.
  */
 #include "corAcme.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
@@ -35,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -308,6 +311,7 @@ corAcmeNew(SSL_CTX* ctx, const CorConfig* config, const CorConfigAcme* a,
         return NULL;
     }
     EVP_PKEY_free(key);
+    corAcmeHttp01Storage(a->storage);
     SSL_CTX_set_cert_cb(ctx, onCert, acme);
     return acme;
 }
@@ -323,8 +327,56 @@ corAcmeFree(CorAcme* acme)
     free(acme);
 }
 
-/* One order, the certificate stored and served. Returns 0, or -1 with
- * why said; *retryAfterS the server's wish. */
+/* Whether storage holds a certificate (another instance's, lately) that
+ * is not yet due for renewal: then it is served, and nothing ordered. */
+static bool
+pickedUp(CorAcme* acme, EVP_PKEY* key)
+{
+    time_t before = acme->renewAt;
+    char why[256];
+
+    if (serveStored(acme, key, NULL, why, sizeof(why)) != 0) {
+        return false;
+    }
+    if (acme->renewAt > time(NULL)) {
+        return true;
+    }
+    acme->renewAt = before;
+    return false;
+}
+
+/* The lock of the names under storage (flock: one holder among the
+ * processes and listeners that share it), or -1 when another holds it
+ * (*busyP) or it cannot be had (why said). */
+static int
+lockTake(CorAcme* acme, bool* busyP, char* why, size_t whyLen)
+{
+    char path[4096];
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/%s.lock", acme->config->storage,
+             acme->config->domains[0]);
+    fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) {
+        snprintf(why, whyLen, "cannot open the lock '%.400s': %s", path,
+                 strerror(errno));
+        return -1;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        *busyP = errno == EWOULDBLOCK;
+        snprintf(why, whyLen, "cannot lock '%.400s': %s", path,
+                 strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* One order, the certificate stored and served; under the lock of the
+ * names, so that instances sharing storage order once: the one that gets
+ * it orders, the others find its certificate when they get it in turn.
+ * Returns 0 (served), 1 (another instance holds the lock), or -1 with why
+ * said; *retryAfterS the server's wish. */
 static int
 obtain(CorAcme* acme, char* why, size_t whyLen, long* retryAfterS)
 {
@@ -333,6 +385,8 @@ obtain(CorAcme* acme, char* why, size_t whyLen, long* retryAfterS)
     EVP_PKEY* account = NULL;
     EVP_PKEY* key = NULL;
     char* pem = NULL;
+    bool busy = false;
+    int lock = -1;
     int rc = -1;
     int err;
 
@@ -341,10 +395,21 @@ obtain(CorAcme* acme, char* why, size_t whyLen, long* retryAfterS)
                  strerror(-err));
         return -1;
     }
+    if ((lock = lockTake(acme, &busy, why, whyLen)) < 0) {
+        return busy ? 1 : -1;
+    }
     if ((account = corAcmeStoreKey(a->storage, "account.key", why, whyLen))
             == NULL
         || (key = corAcmeStoreKey(a->storage, acme->keyName, why, whyLen))
                == NULL) {
+        goto failed;
+    }
+    if (pickedUp(acme, key)) {
+        corLog(COR_LOG_INFO,
+               "tls: acme: %s: serving the certificate another instance "
+               "stored under '%s'; renewed in %ld s",
+               a->domains[0], a->storage, (long)(acme->renewAt - time(NULL)));
+        rc = 0;
         goto failed;
     }
     if (corAcmeClientOpen(&c, a, account) != 0
@@ -364,6 +429,10 @@ obtain(CorAcme* acme, char* why, size_t whyLen, long* retryAfterS)
                "under '%s': %s",
                a->domains[0], a->storage, strerror(-err));
     }
+    corLog(COR_LOG_INFO,
+           "tls: acme: %s: certificate issued by %s and served; renewed in "
+           "%ld s",
+           a->domains[0], a->directory, (long)(acme->renewAt - time(NULL)));
     rc = 0;
 
 failed:
@@ -371,6 +440,7 @@ failed:
     EVP_PKEY_free(account);
     EVP_PKEY_free(key);
     free(pem);
+    close(lock);
     return rc;
 }
 
@@ -385,6 +455,7 @@ acmeTask(void* arg)
     char why[600];
     long retryAfterS;
     long waitMs;
+    int rc;
 
     for (;;) {
         long dueS = (long)(acme->renewAt - time(NULL));
@@ -393,14 +464,20 @@ acmeTask(void* arg)
             waitMs = dueS * 1000 < WAIT_MAX_MS ? dueS * 1000 : WAIT_MAX_MS;
         } else {
             retryAfterS = 0;
-            if (obtain(acme, why, sizeof(why), &retryAfterS) == 0) {
-                corLog(COR_LOG_INFO,
-                       "tls: acme: %s: certificate issued by %s and "
-                       "served; renewed in %ld s",
-                       name, acme->config->directory,
-                       (long)(acme->renewAt - time(NULL)));
+            rc = obtain(acme, why, sizeof(why), &retryAfterS);
+            if (rc == 0) {
                 retryMs = RETRY_FIRST_MS;
                 continue;
+            }
+            if (rc == 1) {
+                /* Another instance orders: its certificate is looked
+                 * for soon, with no back-off (nothing was asked). */
+                corLog(COR_LOG_INFO,
+                       "tls: acme: %s: another instance is ordering (%s); "
+                       "looked at again in %d s",
+                       name, why, RETRY_FIRST_MS / 1000);
+                waitMs = RETRY_FIRST_MS;
+                goto wait;
             }
             if (atomic_load(&corRuntime.stopping)) {
                 return;
@@ -413,6 +490,7 @@ acmeTask(void* arg)
                    name, why, waitMs / 1000);
             retryMs = retryMs * 2 < RETRY_MAX_MS ? retryMs * 2 : RETRY_MAX_MS;
         }
+    wait:
         if (corTaskScheduleAfter((int)waitMs) != 0) {
             return;
         }

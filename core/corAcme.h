@@ -111,10 +111,15 @@ int corAcmeStoreDir(const char* dir);
 
 /* ---- HTTP-01 (corAcmeHttp01.c) ------------------------------------------- */
 
-/* Answer token with keyAuth on the plain listeners from now on (copied);
- * 0 or -ENOMEM. Remove: no more. Any thread. */
-int corAcmeHttp01Add(const char* token, const char* keyAuth);
-void corAcmeHttp01Remove(const char* token);
+/* Answer token with keyAuth on the plain listeners from now on (copied,
+ * and written under storage for the instances that share it); 0 or
+ * -ENOMEM. Remove: no more. Any thread. */
+int corAcmeHttp01Add(const char* storage, const char* token,
+                     const char* keyAuth);
+void corAcmeHttp01Remove(const char* storage, const char* token);
+
+/* Look for tokens in storage's files too (an acme listener's). */
+void corAcmeHttp01Storage(const char* storage);
 
 /* Answer r (a plain listener's) when it asks for a published token under
  * /.well-known/acme-challenge/ (its key authorization, 200); any other

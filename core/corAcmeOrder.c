@@ -155,7 +155,7 @@ challengeAnswer(CorAcmeClient* c, const char* url, const char* chUrl,
     int rc = -1;
 
     if (asprintf(&keyAuth, "%s.%s", token, c->thumbprint) < 0
-        || corAcmeHttp01Add(token, keyAuth) != 0) {
+        || corAcmeHttp01Add(c->config->storage, token, keyAuth) != 0) {
         free(keyAuth);
         snprintf(c->why, sizeof(c->why), "out of memory");
         return -1;
@@ -173,7 +173,7 @@ challengeAnswer(CorAcmeClient* c, const char* url, const char* chUrl,
             corAcmeReplyFree(&reply);
         }
     }
-    corAcmeHttp01Remove(token);
+    corAcmeHttp01Remove(c->config->storage, token);
     return rc;
 }
 

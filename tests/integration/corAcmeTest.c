@@ -166,10 +166,10 @@ tearDown(void)
     }
 }
 
-/* cor with a plain listener on httpPort and the acme listener on
- * tlsPort, storing under the test's storage. */
+/* cor s with a plain listener on plain and the acme listener on tls,
+ * storing under the test's storage. */
 static void
-corStart(void)
+corStartOn(CorServer* s, int plain, int tls)
 {
     char yaml[4096];
 
@@ -194,8 +194,15 @@ corStart(void)
              "  - { match: \"GET /hello\", handler: hello }\n"
              "  - { match: \"/\", handler: hello }\n"
              "log: { pid_file: {DIR}/cor.pid }\n",
-             httpPort, tlsPort, acmePort, storage, certs);
-    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+             plain, tls, acmePort, storage, certs);
+    ck_assert_int_eq(corServerStart(s, yaml), 0);
+}
+
+/* The one on pebble's ports. */
+static void
+corStart(void)
+{
+    corStartOn(&server, httpPort, tlsPort);
 }
 
 /* Wait until the log says text (a minute and a half at most). */
@@ -334,15 +341,71 @@ START_TEST(test_directory_down_at_start_serves_a_temporary_one_and_retries)
 }
 END_TEST
 
-/* The serial of the certificate served for a.test now. */
+/* The serial of the certificate served for a.test on port now. */
 static void
-servedSerial(char* serial, size_t cap)
+servedSerialAt(int port, char* serial, size_t cap)
 {
-    corShellAt(tlsPort, storage, out, sizeof(out),
+    corShellAt(port, storage, out, sizeof(out),
                "echo | openssl s_client -connect 127.0.0.1:$P "
                "-servername a.test 2>/dev/null | openssl x509 -noout -serial");
     snprintf(serial, cap, "%.100s", out);
 }
+
+static void
+servedSerial(char* serial, size_t cap)
+{
+    servedSerialAt(tlsPort, serial, cap);
+}
+
+START_TEST(test_two_instances_sharing_storage_order_once)
+{
+    CorServer other = { 0 };
+    int otherPlain = corFreePort();
+    int otherTls = corFreePort();
+    char mine[128];
+    char theirs[128];
+    int issuedHere;
+    int issuedThere;
+
+    if (skipped) {
+        return;
+    }
+    /* Both up before the directory, which then sees them retry: the
+     * lock decides which orders (mostly the other, whose retry comes
+     * first). Its plain listener is not the one pebble asks, so when it
+     * orders this one answers its tokens from storage. */
+    corStartOn(&other, otherPlain, otherTls);
+    corStart();
+    pebbleStart();
+    for (long deadline = corNowMs() + 90000;
+         corServerLogMatches(&server, "certificate (issued|another)") == 0
+         && corNowMs() < deadline;) {
+        usleep(100 * 1000);
+    }
+    for (long deadline = corNowMs() + 90000;
+         corServerLogMatches(&other, "certificate (issued|another)") == 0
+         && corNowMs() < deadline;) {
+        usleep(100 * 1000);
+    }
+    issuedHere = corServerLogCount(&server, "certificate issued by");
+    issuedThere = corServerLogCount(&other, "certificate issued by");
+    fprintf(stderr,
+            "ordered by the instance on pebble's port: %d, by the other: "
+            "%d\n",
+            issuedHere, issuedThere);
+    ck_assert_int_eq(issuedHere + issuedThere, 1);
+    /* Whichever ordered got its tokens answered (the other's from
+     * storage): no validation failed. */
+    ck_assert_int_eq(corServerLogCount(&server, "authorization of"), 0);
+    ck_assert_int_eq(corServerLogCount(&other, "authorization of"), 0);
+    ck_assert_int_eq(pebbleIssued(), 1);
+    servedSerialAt(tlsPort, mine, sizeof(mine));
+    servedSerialAt(otherTls, theirs, sizeof(theirs));
+    ck_assert_msg(strstr(mine, "serial=") != NULL && strcmp(mine, theirs) == 0,
+                  "%s and %s", mine, theirs);
+    corServerStop(&other);
+}
+END_TEST
 
 START_TEST(test_a_short_lived_certificate_is_renewed_without_a_reload)
 {
@@ -470,6 +533,7 @@ COR_TEST_SUITE(corAcme)
     tcase_add_test(
         tc, test_directory_down_at_start_serves_a_temporary_one_and_retries);
     tcase_add_test(tc, test_cor_t_refuses_a_wrong_acme_mapping);
+    tcase_add_test(tc, test_two_instances_sharing_storage_order_once);
     tcase_add_test(tc,
                    test_a_short_lived_certificate_is_renewed_without_a_reload);
 }
