@@ -57,9 +57,18 @@ struct CorAcme {
     char startNote[700]; /* what corAcmeStart logs first */
     const CorConfigAcme* config;
     time_t renewAt; /* when to order again; 0: now */
+    /* For /metrics. */
+    atomic_ulong issued;
+    atomic_ulong failed;
+    struct CorAcme* next; /* in the process's list */
     char keyName[300];
     char certName[300];
 };
+
+/* The listeners' acme of this process, for /metrics (a generation
+ * loads once; `cor -t` serves none). */
+static pthread_mutex_t listLock = PTHREAD_MUTEX_INITIALIZER;
+static CorAcme* list;
 
 /* The handshake's certificate: the one served now. */
 static int
@@ -313,6 +322,10 @@ corAcmeNew(SSL_CTX* ctx, const CorConfig* config, const CorConfigAcme* a,
     EVP_PKEY_free(key);
     corAcmeHttp01Storage(a->storage);
     SSL_CTX_set_cert_cb(ctx, onCert, acme);
+    pthread_mutex_lock(&listLock);
+    acme->next = list;
+    list = acme;
+    pthread_mutex_unlock(&listLock);
     return acme;
 }
 
@@ -322,6 +335,14 @@ corAcmeFree(CorAcme* acme)
     if (acme == NULL) {
         return;
     }
+    pthread_mutex_lock(&listLock);
+    for (CorAcme** p = &list; *p != NULL; p = &(*p)->next) {
+        if (*p == acme) {
+            *p = acme->next;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&listLock);
     serve(acme, NULL, NULL, NULL, true);
     pthread_mutex_destroy(&acme->lock);
     free(acme);
@@ -466,6 +487,11 @@ acmeTask(void* arg)
             retryAfterS = 0;
             rc = obtain(acme, why, sizeof(why), &retryAfterS);
             if (rc == 0) {
+                atomic_fetch_add(&acme->issued, 1);
+            } else if (rc < 0) {
+                atomic_fetch_add(&acme->failed, 1);
+            }
+            if (rc == 0) {
                 retryMs = RETRY_FIRST_MS;
                 continue;
             }
@@ -503,4 +529,59 @@ corAcmeStart(CorAcme* acme)
     corLog(acme->temporary ? COR_LOG_WARN : COR_LOG_INFO, "%s",
            acme->startNote);
     return corTaskSpawn(acmeTask, acme, "acme");
+}
+
+/* The served certificate's notAfter as Unix time; 0 while temporary. */
+static long long
+expiryOf(CorAcme* acme)
+{
+    long long at = 0;
+
+    pthread_mutex_lock(&acme->lock);
+    if (!acme->temporary && acme->cert != NULL) {
+        at = (long long)time(NULL) + secondsTo(X509_get0_notAfter(acme->cert));
+    }
+    pthread_mutex_unlock(&acme->lock);
+    return at;
+}
+
+void
+corAcmeEmit(CorMetricsOut* out)
+{
+    pthread_mutex_lock(&listLock);
+    if (list == NULL) {
+        pthread_mutex_unlock(&listLock);
+        return;
+    }
+    corMetricsPrintf(out, "# HELP cor_acme_certificate_expiry_seconds When the "
+                          "certificate served for a name ends (Unix time; 0: a "
+                          "temporary one serves).\n"
+                          "# TYPE cor_acme_certificate_expiry_seconds gauge\n");
+    for (CorAcme* a = list; a != NULL; a = a->next) {
+        long long at = expiryOf(a);
+
+        for (unsigned i = 0; i < a->config->domainCount; i++) {
+            corMetricsPrintf(out,
+                             "cor_acme_certificate_expiry_seconds{name="
+                             "\"%s\"} %lld\n",
+                             a->config->domains[i], at);
+        }
+    }
+    corMetricsPrintf(out, "# HELP cor_acme_orders_total Certificates "
+                          "obtained (ordered, or stored by another "
+                          "instance), by first name.\n"
+                          "# TYPE cor_acme_orders_total counter\n");
+    for (CorAcme* a = list; a != NULL; a = a->next) {
+        corMetricsPrintf(out, "cor_acme_orders_total{name=\"%s\"} %lu\n",
+                         a->config->domains[0], atomic_load(&a->issued));
+    }
+    corMetricsPrintf(out, "# HELP cor_acme_failures_total Orders that "
+                          "failed (tried again after a back-off), by "
+                          "first name.\n"
+                          "# TYPE cor_acme_failures_total counter\n");
+    for (CorAcme* a = list; a != NULL; a = a->next) {
+        corMetricsPrintf(out, "cor_acme_failures_total{name=\"%s\"} %lu\n",
+                         a->config->domains[0], atomic_load(&a->failed));
+    }
+    pthread_mutex_unlock(&listLock);
 }

@@ -142,4 +142,8 @@ void corAcmeFree(CorAcme* acme);
 /* Start the task that orders and renews (a thread of the generation). */
 int corAcmeStart(CorAcme* acme);
 
+/* The listeners' certificates' expiry per name, their orders and
+ * failures, for /metrics. */
+void corAcmeEmit(CorMetricsOut* out);
+
 #endif /* COR_ACME_H */

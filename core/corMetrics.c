@@ -8,7 +8,7 @@
  * `metrics` (handed to the registry by the generation) serves it; route
  * it like any other.
  */
-#include "corCoreInt.h"
+#include "corAcme.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +249,7 @@ corMetricsText(size_t* lenP)
         emitCounter(&t, counters[i].name, counters[i].help, counters[i].value);
     }
     corLimitsEmit(&t);
+    corAcmeEmit(&t);
     emitCounter(&t, "accept_fd_limit_total",
                 "Accepts that failed at the fd "
                 "limit (EMFILE, ENFILE); accepting paused after each.",

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static CorServer server;
@@ -192,6 +193,7 @@ corStartOn(CorServer* s, int plain, int tls)
              "  - { load: hello }\n"
              "routes:\n"
              "  - { match: \"GET /hello\", handler: hello }\n"
+             "  - { match: \"GET /metrics\", handler: metrics }\n"
              "  - { match: \"/\", handler: hello }\n"
              "log: { pid_file: {DIR}/cor.pid }\n",
              plain, tls, acmePort, storage, certs);
@@ -300,6 +302,16 @@ START_TEST(test_two_names_issued_over_http01_then_reused_after_a_restart)
     ck_assert_uint_eq(modeOf("a.test.pem"), 0600);
     issued = pebbleIssued();
     ck_assert_int_eq(issued, 1);
+    ck_assert_int_eq(corMetric(httpPort,
+                               "cor_acme_orders_total{name=\"a.test\"}"),
+                     1);
+    ck_assert_int_eq(corMetric(httpPort,
+                               "cor_acme_failures_total{name=\"a.test\"}"),
+                     0);
+    /* pebble's five years, give or take the clock. */
+    ck_assert_int_gt(corMetric(httpPort, "cor_acme_certificate_expiry_seconds"
+                                         "{name=\"www.a.test\"}"),
+                     (long)time(NULL) + 4L * 365 * 86400);
 
     /* A restart serves the stored chain at once, with no new order. */
     corServerStop(&server);
@@ -332,6 +344,12 @@ START_TEST(test_directory_down_at_start_serves_a_temporary_one_and_retries)
     ck_assert_msg(strstr(out, "issuer=CN = a.test") != NULL, "%s", out);
     ck_assert_msg(logSays("order failed"), "no failure logged");
     ck_assert_int_eq(corServerLogCount(&server, "tried again in 2 s"), 1);
+    ck_assert_int_ge(corMetric(httpPort,
+                               "cor_acme_failures_total{name=\"a.test\"}"),
+                     1);
+    ck_assert_int_eq(corMetric(httpPort, "cor_acme_certificate_expiry_seconds"
+                                         "{name=\"a.test\"}"),
+                     0);
 
     /* The directory comes up: the next try (4 s, then 8 s) gets it. */
     pebbleStart();
