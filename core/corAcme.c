@@ -54,6 +54,7 @@ struct CorAcme {
     STACK_OF(X509) * chain;
     EVP_PKEY* key;
     bool temporary;
+    bool tlsAlpn;        /* TLS-ALPN-01 proves the names, not HTTP-01 */
     char startNote[700]; /* what corAcmeStart logs first */
     const CorConfigAcme* config;
     time_t renewAt; /* when to order again; 0: now */
@@ -77,6 +78,9 @@ onCert(SSL* ssl, void* arg)
     CorAcme* acme = arg;
     int ok;
 
+    if (corAcmeTlsAlpnServing(ssl)) {
+        return 1; /* the challenge's certificate, set at the hello */
+    }
     pthread_mutex_lock(&acme->lock);
     ok = SSL_use_certificate(ssl, acme->cert) == 1
          && SSL_use_PrivateKey(ssl, acme->key) == 1
@@ -232,8 +236,18 @@ plainHttpListener(const CorConfig* config)
     return false;
 }
 
-/* What `cor -t` says of a: a plain listener, a CA file that loads, a
- * storage folder that is there or can be made. */
+/* Whether a proves its names over TLS-ALPN-01: said, or not said and
+ * no plain listener to answer HTTP-01. */
+static bool
+tlsAlpnChosen(const CorConfig* config, const CorConfigAcme* a)
+{
+    return corConfGet(a->node, "challenge") != NULL
+               ? strcmp(a->challenge, "tls-alpn-01") == 0
+               : !plainHttpListener(config);
+}
+
+/* What `cor -t` says of a: a plain listener for http-01, a CA file that
+ * loads, a storage folder that is there or can be made. */
 static bool
 acmeCheck(const CorConfig* config, const CorConfigAcme* a, CorConfErrors* e)
 {
@@ -242,7 +256,7 @@ acmeCheck(const CorConfig* config, const CorConfigAcme* a, CorConfErrors* e)
     char* slash;
     bool ok = true;
 
-    if (!plainHttpListener(config)) {
+    if (!tlsAlpnChosen(config, a) && !plainHttpListener(config)) {
         corConfErrorf(e, a->node,
                       "acme: challenge http-01 needs a plain http "
                       "listener (port 80 in production) to answer "
@@ -296,6 +310,7 @@ corAcmeNew(SSL_CTX* ctx, const CorConfig* config, const CorConfigAcme* a,
     }
     pthread_mutex_init(&acme->lock, NULL);
     acme->config = a;
+    acme->tlsAlpn = tlsAlpnChosen(config, a);
     snprintf(acme->keyName, sizeof(acme->keyName), "%s.key", a->domains[0]);
     snprintf(acme->certName, sizeof(acme->certName), "%s.pem", a->domains[0]);
     snprintf(path, sizeof(path), "%s/%s", a->storage, acme->keyName);
@@ -322,6 +337,7 @@ corAcmeNew(SSL_CTX* ctx, const CorConfig* config, const CorConfigAcme* a,
     EVP_PKEY_free(key);
     corAcmeHttp01Storage(a->storage);
     SSL_CTX_set_cert_cb(ctx, onCert, acme);
+    SSL_CTX_set_client_hello_cb(ctx, corAcmeTlsAlpnHello, NULL);
     pthread_mutex_lock(&listLock);
     acme->next = list;
     list = acme;
@@ -433,6 +449,7 @@ obtain(CorAcme* acme, char* why, size_t whyLen, long* retryAfterS)
         rc = 0;
         goto failed;
     }
+    c.tlsAlpn = acme->tlsAlpn;
     if (corAcmeClientOpen(&c, a, account) != 0
         || corAcmeOrder(&c, key, &pem) != 0) {
         snprintf(why, whyLen, "%s", c.why);

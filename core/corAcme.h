@@ -51,6 +51,7 @@ typedef struct {
     json_t* directory;
     char* nonce;      /* the next request's, from the last answer */
     long retryAfterS; /* the last answer's Retry-After; 0: none */
+    bool tlsAlpn;     /* prove names over TLS-ALPN-01, not HTTP-01 */
     char why[512];    /* the last failure, for the log */
 } CorAcmeClient;
 
@@ -126,6 +127,19 @@ void corAcmeHttp01Storage(const char* storage);
  * path, or a token not published, goes on to the routes. Whether it
  * answered. */
 bool corAcmeHttp01Answer(CorRequest* r);
+
+/* ---- TLS-ALPN-01 (corAcmeTlsAlpn.c) ------------------------------------- */
+
+/* Answer acme-tls/1 handshakes for name with keyAuth's challenge
+ * certificate from now on; 0 or -ENOMEM. Remove: no more. Any thread. */
+int corAcmeTlsAlpnAdd(const char* name, const char* keyAuth);
+void corAcmeTlsAlpnRemove(const char* name);
+
+/* The ClientHello callback of an acme listener's context; and whether a
+ * handshake is one it took (the certificate and ALPN callbacks leave it
+ * be). */
+int corAcmeTlsAlpnHello(struct ssl_st* ssl, int* alert, void* arg);
+bool corAcmeTlsAlpnServing(struct ssl_st* ssl);
 
 /* ---- The listener (corAcme.c) -------------------------------------------- */
 

@@ -3,9 +3,10 @@
  * One ACME order from start to certificate (RFC 8555 7.3 to 7.4.2): the
  * account (newAccount finds the one of this key when it exists), the
  * order for the configured names, each authorization proved over HTTP-01
- * (the token published on the plain listeners, the challenge answered,
- * the authorization polled), the finalize with a CSR of the certificate's
- * key, the order polled until valid, and the chain downloaded.
+ * or TLS-ALPN-01 (the key authorization published on the plain listeners
+ * or the TLS one, the challenge answered, the authorization polled), the
+ * finalize with a CSR of the certificate's key, the order polled until valid,
+ * and the chain downloaded.
  */
 #include "corAcme.h"
 
@@ -125,29 +126,51 @@ authzFailed(CorAcmeClient* c, const char* url, json_t* authz)
     }
 }
 
-/* The HTTP-01 challenge of an authorization, or NULL. */
+/* The challenge of an authorization of type, or NULL. */
 static json_t*
-http01Of(json_t* authz)
+challengeOf(json_t* authz, const char* type)
 {
     size_t i;
     json_t* ch;
 
     json_array_foreach(json_object_get(authz, "challenges"), i, ch)
     {
-        const char* type = json_string_value(json_object_get(ch, "type"));
+        const char* t = json_string_value(json_object_get(ch, "type"));
 
-        if (type != NULL && strcmp(type, "http-01") == 0) {
+        if (t != NULL && strcmp(t, type) == 0) {
             return ch;
         }
     }
     return NULL;
 }
 
-/* Answer the HTTP-01 challenge at chUrl with token's key authorization,
- * published meanwhile, and poll the authorization at url to its end. */
+/* Publish keyAuth where the challenge's validation looks: the plain
+ * listeners' /.well-known/acme-challenge/ (HTTP-01) or the TLS
+ * listener's acme-tls/1 handshakes for name (TLS-ALPN-01). */
+static int
+publish(CorAcmeClient* c, const char* name, const char* token,
+        const char* keyAuth)
+{
+    return c->tlsAlpn ? corAcmeTlsAlpnAdd(name, keyAuth)
+                      : corAcmeHttp01Add(c->config->storage, token, keyAuth);
+}
+
+static void
+unpublish(CorAcmeClient* c, const char* name, const char* token)
+{
+    if (c->tlsAlpn) {
+        corAcmeTlsAlpnRemove(name);
+    } else {
+        corAcmeHttp01Remove(c->config->storage, token);
+    }
+}
+
+/* Answer the challenge at chUrl with token's key authorization,
+ * published meanwhile for name, and poll the authorization at url to its
+ * end. */
 static int
 challengeAnswer(CorAcmeClient* c, const char* url, const char* chUrl,
-                const char* token)
+                const char* name, const char* token)
 {
     CorAcmeReply reply;
     const char* status;
@@ -155,7 +178,7 @@ challengeAnswer(CorAcmeClient* c, const char* url, const char* chUrl,
     int rc = -1;
 
     if (asprintf(&keyAuth, "%s.%s", token, c->thumbprint) < 0
-        || corAcmeHttp01Add(c->config->storage, token, keyAuth) != 0) {
+        || publish(c, name, token, keyAuth) != 0) {
         free(keyAuth);
         snprintf(c->why, sizeof(c->why), "out of memory");
         return -1;
@@ -173,7 +196,7 @@ challengeAnswer(CorAcmeClient* c, const char* url, const char* chUrl,
             corAcmeReplyFree(&reply);
         }
     }
-    corAcmeHttp01Remove(c->config->storage, token);
+    unpublish(c, name, token);
     return rc;
 }
 
@@ -184,6 +207,7 @@ authorize(CorAcmeClient* c, const char* url)
     json_t* ch;
     const char* token;
     const char* chUrl;
+    const char* name;
     const char* status;
     int rc = -1;
 
@@ -195,14 +219,18 @@ authorize(CorAcmeClient* c, const char* url)
         corAcmeReplyFree(&reply);
         return 0; /* proved lately: the server reuses it */
     }
-    ch = http01Of(reply.json);
+    ch = challengeOf(reply.json, c->tlsAlpn ? "tls-alpn-01" : "http-01");
     token = json_string_value(json_object_get(ch, "token"));
     chUrl = json_string_value(json_object_get(ch, "url"));
-    if (token == NULL || chUrl == NULL || strchr(token, '/') != NULL) {
+    name = json_string_value(
+        json_object_get(json_object_get(reply.json, "identifier"), "value"));
+    if (token == NULL || chUrl == NULL || name == NULL
+        || strchr(token, '/') != NULL) {
         snprintf(c->why, sizeof(c->why),
-                 "authorization %s offers no HTTP-01 challenge", url);
+                 "authorization %s offers no %s challenge", url,
+                 c->tlsAlpn ? "TLS-ALPN-01" : "HTTP-01");
     } else {
-        rc = challengeAnswer(c, url, chUrl, token);
+        rc = challengeAnswer(c, url, chUrl, name, token);
     }
     corAcmeReplyFree(&reply);
     return rc;

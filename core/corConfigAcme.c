@@ -156,12 +156,6 @@ corConfigAcmeRead(const CorConf* tls, const char* tlsWhere, CorConfErrors* e)
     }
     corConfigSetPath(&a->ca, acme, "ca", e);
     challenge = corConfigOneOf(acme, "challenge", "http-01", challenges, e);
-    if (strcmp(challenge, "tls-alpn-01") == 0) {
-        corConfErrorf(e, corConfGet(acme, "challenge"),
-                      "%s.challenge: tls-alpn-01 is not supported yet: "
-                      "use http-01 (a plain http listener answers it)",
-                      where);
-    }
     corConfigSetString(&a->challenge, challenge, e);
     corConfUnknownKeys(acme, where, keys, e);
     return a;

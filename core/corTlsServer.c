@@ -96,7 +96,12 @@ onAlpn(SSL* ssl, const unsigned char** out, unsigned char* outLen,
     const CorTlsServer* server = arg;
     unsigned char* chosen;
 
-    (void)ssl;
+    if (corAcmeTlsAlpnServing(ssl)) {
+        /* acme-tls/1, the one protocol offered (corAcmeTlsAlpn.c). */
+        *out = in + 1;
+        *outLen = in[0];
+        return SSL_TLSEXT_ERR_OK;
+    }
     if (SSL_select_next_proto(&chosen, outLen, server->alpn, server->alpnLen,
                               in, inLen)
         != OPENSSL_NPN_NEGOTIATED) {

@@ -167,18 +167,29 @@ tearDown(void)
     }
 }
 
-/* cor s with a plain listener on plain and the acme listener on tls,
- * storing under the test's storage. */
+/* cor s with a plain listener on plain (0: none) and the acme listener
+ * on tls, storing under the test's storage; challenge (NULL: not said)
+ * its challenge key. */
 static void
-corStartOn(CorServer* s, int plain, int tls)
+corStartWith(CorServer* s, int plain, int tls, const char* challenge)
 {
     char yaml[4096];
+    char plainLine[96] = "";
+    char challengeLine[96] = "";
 
+    if (plain > 0) {
+        snprintf(plainLine, sizeof(plainLine),
+                 "  - { protocol: http, address: 127.0.0.1:%d }\n", plain);
+    }
+    if (challenge != NULL) {
+        snprintf(challengeLine, sizeof(challengeLine),
+                 "        challenge: %s\n", challenge);
+    }
     snprintf(yaml, sizeof(yaml),
              "runtime: { loops: 1, workers: 2, "
              "coroutines: { enabled: {COROUTINES} } }\n"
              "listen:\n"
-             "  - { protocol: http, address: 127.0.0.1:%d }\n"
+             "%s"
              "  - protocol: https\n"
              "    address: 127.0.0.1:%d\n"
              "    tls:\n"
@@ -188,6 +199,7 @@ corStartOn(CorServer* s, int plain, int tls)
              "        domains: [ a.test, www.a.test ]\n"
              "        storage: %s/store\n"
              "        ca: %s/ca.pem\n"
+             "%s"
              "modules:\n"
              "  - { load: http }\n"
              "  - { load: hello }\n"
@@ -196,8 +208,14 @@ corStartOn(CorServer* s, int plain, int tls)
              "  - { match: \"GET /metrics\", handler: metrics }\n"
              "  - { match: \"/\", handler: hello }\n"
              "log: { pid_file: {DIR}/cor.pid }\n",
-             plain, tls, acmePort, storage, certs);
+             plainLine, tls, acmePort, storage, certs, challengeLine);
     ck_assert_int_eq(corServerStart(s, yaml), 0);
+}
+
+static void
+corStartOn(CorServer* s, int plain, int tls)
+{
+    corStartWith(s, plain, tls, NULL);
 }
 
 /* The one on pebble's ports. */
@@ -465,6 +483,24 @@ START_TEST(test_a_short_lived_certificate_is_renewed_without_a_reload)
 }
 END_TEST
 
+START_TEST(test_tls_alpn_01_on_the_tls_listener_alone)
+{
+    if (skipped) {
+        return;
+    }
+    pebbleStart();
+    /* No plain listener: pebble's httpPort has nobody, and the
+     * challenge is said (the default without one would be the same). */
+    corStartWith(&server, 0, tlsPort, "tls-alpn-01");
+    ck_assert_msg(logSays("certificate issued by"), "not issued");
+    ck_assert_int_eq(corServerLogCount(&server, "order failed"), 0);
+    servedChainVerifies();
+    /* pebble logs no challenge's type: nothing answers on its httpPort,
+     * so HTTP-01 could not have proved the names. */
+    ck_assert_int_lt(corConnect(httpPort), 0);
+}
+END_TEST
+
 /* cor -t on an acme listener whose mapping has line, refused saying
  * want. */
 static void
@@ -552,6 +588,7 @@ COR_TEST_SUITE(corAcme)
         tc, test_directory_down_at_start_serves_a_temporary_one_and_retries);
     tcase_add_test(tc, test_cor_t_refuses_a_wrong_acme_mapping);
     tcase_add_test(tc, test_two_instances_sharing_storage_order_once);
+    tcase_add_test(tc, test_tls_alpn_01_on_the_tls_listener_alone);
     tcase_add_test(tc,
                    test_a_short_lived_certificate_is_renewed_without_a_reload);
 }
