@@ -132,6 +132,20 @@ corAccessLogRequest(const CorRequest* r)
     (void)r;
 }
 
+/* No acme listener here: no HTTP-01 token to answer, no metrics. */
+bool
+corAcmeHttp01Answer(CorRequest* r)
+{
+    (void)r;
+    return false;
+}
+
+void
+corAcmeEmit(CorMetricsOut* out)
+{
+    (void)out;
+}
+
 /* The notifications' counters in /metrics: one scheme, none sent. */
 unsigned
 corNotifySchemeCount(void)
