@@ -117,6 +117,20 @@ typedef struct {
     const CorConf* node; /* its mapping, to mark load errors */
 } CorConfigCert;
 
+/* tls: { acme }: the listener's certificate obtained and renewed from an
+ * ACME directory (RFC 8555) rather than read from files (corAcme.c). */
+typedef struct {
+    char* directory; /* the directory's https:// URL */
+    char* email;     /* the account's contact; NULL: none */
+    char** domains;  /* the names the certificate covers, [0] first */
+    unsigned domainCount;
+    char* storage;   /* the folder of the keys and the certificate */
+    char* ca;        /* a CA file to trust the directory by; NULL: the
+                        system's store */
+    char* challenge; /* "http-01" */
+    const CorConf* node;
+} CorConfigAcme;
+
 /* A listener's tls mapping: its connections speak TLS. The cipher and
  * group lists are OpenSSL's syntax, checked by the generation's load
  * (OpenSSL says what it takes). */
@@ -132,6 +146,8 @@ typedef struct {
     uint64_t handshakeTimeoutMs;
     bool sessionTickets; /* resumption by tickets (no session cache) */
     char* tickets;       /* their keys' Redis; NULL: this process's own */
+    CorConfigAcme* acme; /* the default certificate's issuer; NULL: the
+                            certificate and key files */
     const CorConf* node; /* the tls mapping, to mark load errors */
 } CorConfigTls;
 

@@ -48,6 +48,12 @@ const char* corConfigFirstAt(const CorConf* first, const CorConf* at, char* buf,
 void corConfigTlsRead(CorConfigListen* l, const CorConf* tls, const char* where,
                       CorConfErrors* e);
 
+/* A tls mapping's acme (corConfigAcme.c): NULL when it has none or after
+ * an error; freed with corConfigAcmeFree (NULL taken). */
+CorConfigAcme* corConfigAcmeRead(const CorConf* tls, const char* tlsWhere,
+                                 CorConfErrors* e);
+void corConfigAcmeFree(CorConfigAcme* a);
+
 /* Free what corConfigTlsRead set (tls may be NULL). */
 void corConfigTlsFree(CorConfigTls* tls);
 

@@ -115,6 +115,23 @@ readSni(CorConfigTls* t, const CorConf* tls, const char* where,
     }
 }
 
+/* With acme the default certificate is the issuer's: files for it too
+ * would leave one of the two unused. */
+static void
+acmeAlone(const CorConf* tls, const char* where, CorConfErrors* e)
+{
+    static const char* const files[] = { "certificate", "key", "ocsp", NULL };
+
+    for (unsigned i = 0; files[i] != NULL; i++) {
+        if (corConfGet(tls, files[i]) != NULL) {
+            corConfErrorf(e, corConfGet(tls, files[i]),
+                          "%s: %s and acme exclude each other (acme "
+                          "obtains the certificate and its key)",
+                          where, files[i]);
+        }
+    }
+}
+
 /* The versions taken: protocols: [TLSv1.2, TLSv1.3] (any of them), or
  * the older min_version: "1.2" | "1.3"; not both. */
 static void
@@ -186,6 +203,7 @@ corConfigTlsRead(CorConfigListen* l, const CorConf* tls, const char* where,
         "session_lifetime",
         "ocsp",
         "tickets",
+        "acme",
         NULL,
     };
     CorConfigTls* t;
@@ -199,7 +217,10 @@ corConfigTlsRead(CorConfigListen* l, const CorConf* tls, const char* where,
     }
     t->node = tls;
     readSni(t, tls, tlsWhere, e);
-    if (t->certs != NULL) {
+    t->acme = corConfigAcmeRead(tls, tlsWhere, e);
+    if (t->acme != NULL) {
+        acmeAlone(tls, tlsWhere, e);
+    } else if (t->certs != NULL) {
         readCert(&t->certs[0], tls, tlsWhere, e);
     }
     readVersions(t, tls, e);
@@ -254,5 +275,6 @@ corConfigTlsFree(CorConfigTls* tls)
     free(tls->ciphersuites);
     free(tls->groups);
     free(tls->tickets);
+    corConfigAcmeFree(tls->acme);
     free(tls);
 }

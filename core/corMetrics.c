@@ -8,7 +8,7 @@
  * `metrics` (handed to the registry by the generation) serves it; route
  * it like any other.
  */
-#include "corCoreInt.h"
+#include "corAcme.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -250,6 +250,7 @@ corMetricsText(size_t* lenP)
     }
     corLimitsEmit(&t);
     corTlsTicketsEmit(&t);
+    corAcmeEmit(&t);
     emitCounter(&t, "accept_fd_limit_total",
                 "Accepts that failed at the fd "
                 "limit (EMFILE, ENFILE); accepting paused after each.",

@@ -22,7 +22,7 @@
  * the coroutine's wait is settled on the loop, a worker's poll() is woken
  * through its thread's eventfd.
  */
-#include "corCoreInt.h"
+#include "corAcme.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -628,6 +628,10 @@ corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* protocolData)
     refused = corLimitsRequest(r);
     if (refused != 0) {
         corLimitsAnswer(r, refused);
+        served(r);
+        return;
+    }
+    if (corAcmeHttp01Answer(r)) {
         served(r);
         return;
     }

@@ -22,7 +22,7 @@
  * context encrypts them with the keys shared through Redis
  * (corTlsTickets.c), so sessions resume across instances.
  */
-#include "corCoreInt.h"
+#include "corAcme.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -43,6 +43,7 @@ struct CorTlsServer {
     SSL_CTX** ctx;          /* [0] the default, then the sni entries */
     CorTlsOcsp** ocsp;      /* each one's stapling; NULL: none */
     CorTlsTickets* tickets; /* tls.tickets' keys; NULL: OpenSSL's own */
+    CorAcme* acme;          /* the default's issuer; NULL: its files */
     char** names;           /* their names; names[0] is NULL */
     unsigned count;
     unsigned char alpn[256]; /* the protocol's, in wire format */
@@ -98,7 +99,12 @@ onAlpn(SSL* ssl, const unsigned char** out, unsigned char* outLen,
     const CorTlsServer* server = arg;
     unsigned char* chosen;
 
-    (void)ssl;
+    if (corAcmeTlsAlpnServing(ssl)) {
+        /* acme-tls/1, the one protocol offered (corAcmeTlsAlpn.c). */
+        *out = in + 1;
+        *outLen = in[0];
+        return SSL_TLSEXT_ERR_OK;
+    }
     if (SSL_select_next_proto(&chosen, outLen, server->alpn, server->alpnLen,
                               in, inLen)
         != OPENSSL_NPN_NEGOTIATED) {
@@ -285,8 +291,8 @@ ctxTune(SSL_CTX* ctx, const CorConfigTls* tls, CorConfErrors* e)
 
 /* The context of tls->certs[i], its stapling in server->ocsp[i]. */
 static SSL_CTX*
-ctxNew(CorTlsServer* server, const CorConfigTls* tls, unsigned i,
-       CorConfErrors* e)
+ctxNew(CorTlsServer* server, const CorConfig* config, const CorConfigTls* tls,
+       unsigned i, CorConfErrors* e)
 {
     const CorConfigCert* c = &tls->certs[i];
     SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
@@ -326,6 +332,14 @@ ctxNew(CorTlsServer* server, const CorConfigTls* tls, unsigned i,
     /* The lists are the listener's: said once, at the default's turn. */
     tuned = ctxTune(ctx, tls, i == 0 ? e : &quiet);
     corConfErrorsFree(&quiet);
+    if (i == 0 && tls->acme != NULL) {
+        server->acme = tuned ? corAcmeNew(ctx, config, tls->acme, e) : NULL;
+        if (server->acme == NULL) {
+            SSL_CTX_free(ctx);
+            return NULL;
+        }
+        return ctx;
+    }
     if (!tuned || certLoad(ctx, c, e) != 0
         || (c->ocsp.node != NULL
             && (server->ocsp[i] = corTlsOcspNew(ctx, c, e)) == NULL)) {
@@ -346,6 +360,7 @@ serverFree(CorTlsServer* server)
         corTlsOcspFree(server->ocsp[i]);
     }
     corTlsTicketsFree(server->tickets);
+    corAcmeFree(server->acme);
     free(server->ctx);
     free(server->ocsp);
     free(server->names);
@@ -355,7 +370,7 @@ serverFree(CorTlsServer* server)
 /* A listener's contexts; NULL after an error (every certificate is tried,
  * so that one run reports them all). */
 static CorTlsServer*
-serverNew(const CorConfigListen* l, CorConfErrors* e)
+serverNew(const CorConfig* config, const CorConfigListen* l, CorConfErrors* e)
 {
     const CorProtocolEntry* protocol = corProtocolFind(l->protocol);
     const char* alpn = protocol != NULL ? protocol->protocol.alpn : NULL;
@@ -383,7 +398,7 @@ serverNew(const CorConfigListen* l, CorConfErrors* e)
         server->alpnLen = len > 0 ? (unsigned)len : 0;
     }
     for (unsigned i = 0; i < l->tls->certCount; i++) {
-        server->ctx[i] = ctxNew(server, l->tls, i, e);
+        server->ctx[i] = ctxNew(server, config, l->tls, i, e);
         server->names[i] = l->tls->certs[i].name;
         ok &= server->ctx[i] != NULL;
         server->count++;
@@ -419,7 +434,7 @@ corTlsServersLoad(const CorConfig* config, CorConfErrors* errors)
         if (l->tls == NULL) {
             continue;
         }
-        servers[i] = serverNew(l, errors);
+        servers[i] = serverNew(config, l, errors);
         if (servers[i] == NULL) {
             rc = -1;
         }
@@ -439,6 +454,9 @@ corTlsServersStart(void)
     for (unsigned i = 0; i < serverCount; i++) {
         if (servers[i] != NULL && servers[i]->tickets != NULL) {
             corTlsTicketsStart(servers[i]->tickets);
+        }
+        if (servers[i] != NULL && servers[i]->acme != NULL) {
+            corAcmeStart(servers[i]->acme);
         }
         for (unsigned k = 0; servers[i] != NULL && k < servers[i]->count; k++) {
             if (servers[i]->ocsp[k] != NULL) {

@@ -140,6 +140,20 @@ corTlsTicketsEmit(CorMetricsOut* out)
     (void)out;
 }
 
+/* No acme listener here: no HTTP-01 token to answer, no metrics. */
+bool
+corAcmeHttp01Answer(CorRequest* r)
+{
+    (void)r;
+    return false;
+}
+
+void
+corAcmeEmit(CorMetricsOut* out)
+{
+    (void)out;
+}
+
 /* The notifications' counters in /metrics: one scheme, none sent. */
 unsigned
 corNotifySchemeCount(void)

@@ -1,0 +1,594 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Automatic HTTPS against Let's Encrypt's test server, in both modes:
+ * pebble (the ACME directory, its validations done for real:
+ * PEBBLE_VA_ALWAYS_VALID=0) and pebble-challtestsrv (the DNS that points
+ * every test name at 127.0.0.1), both started by PID on loopback ports
+ * of the test's own. pebble's httpPort is cor's plain listener, its
+ * tlsPort cor's TLS listener. A certificate for two names is issued over
+ * HTTP-01 and verified by curl and openssl s_client against pebble's own
+ * root (/roots/0 of its management port); a restart serves it again with
+ * no new order; a certificate of 30 s is renewed at two thirds of its
+ * life and swapped in without a reload; with the directory down at start
+ * the listener serves a
+ * temporary self-signed certificate, tries again, and serves the issued
+ * one once the directory is up; `cor -t` refuses what is wrong.
+ */
+#include "corTest.h"
+#include "corServer.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static CorServer server;
+static char out[1 << 16];
+static char certs[256];
+static char storage[128];
+static int httpPort;
+static int tlsPort;
+static int acmePort;
+static int managePort;
+static int dnsPort;
+static pid_t pebble;
+static pid_t challtestsrv;
+static bool skipped;
+/* pebble's certificates' lifetime (certificateValidityPeriod); 0: its
+ * default (five years). */
+static int validityS;
+
+/* Start a program of the test (its output to log) by PID. */
+static pid_t
+spawn(const char* log, char* const argv[])
+{
+    pid_t pid = corTestFork(SIGKILL);
+
+    if (pid == 0) {
+        FILE* f = freopen(log, "w", stderr);
+
+        (void)f;
+        dup2(STDERR_FILENO, STDOUT_FILENO);
+        setpgid(0, 0);
+        setenv("PEBBLE_VA_NOSLEEP", "1", 1);
+        setenv("PEBBLE_VA_ALWAYS_VALID", "0", 1);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+static void
+stop(pid_t* pid)
+{
+    if (*pid > 0) {
+        kill(*pid, SIGKILL);
+        waitpid(*pid, NULL, 0);
+        *pid = 0;
+    }
+}
+
+/* Wait until port takes connections (a minute at most). */
+static bool
+listening(int port)
+{
+    for (long deadline = corNowMs() + 60000; corNowMs() < deadline;) {
+        int fd = corConnect(port);
+
+        if (fd >= 0) {
+            close(fd);
+            return true;
+        }
+        usleep(50 * 1000);
+    }
+    return false;
+}
+
+static void
+pebbleStart(void)
+{
+    char config[256];
+    char log[256];
+    char dns[32];
+    FILE* f;
+
+    snprintf(config, sizeof(config), "%s/pebble.json", storage);
+    snprintf(log, sizeof(log), "%s/pebble.log", storage);
+    snprintf(dns, sizeof(dns), "127.0.0.1:%d", dnsPort);
+    f = fopen(config, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f,
+            "{\"pebble\": {\"listenAddress\": \"127.0.0.1:%d\","
+            " \"managementListenAddress\": \"127.0.0.1:%d\","
+            " \"certificate\": \"%s/server.pem\","
+            " \"privateKey\": \"%s/server.key\","
+            " \"httpPort\": %d, \"tlsPort\": %d,"
+            " \"ocspResponderURL\": \"\","
+            " \"certificateValidityPeriod\": %d,"
+            " \"externalAccountBindingRequired\": false}}\n",
+            acmePort, managePort, certs, certs, httpPort, tlsPort,
+            validityS > 0 ? validityS : 157766400);
+    fclose(f);
+    pebble = spawn(log, (char* const[]){ "pebble", "-config", config,
+                                         "-dnsserver", dns, NULL });
+    ck_assert_msg(listening(acmePort), "pebble did not start");
+}
+
+static void
+setUp(void)
+{
+    char dns[32];
+    char manage[32];
+    char log[256];
+    int chall = corFreePort();
+
+    if (corShell("command -v pebble && command -v pebble-challtestsrv", out,
+                 sizeof(out))
+        != 0) {
+        fprintf(stderr, "SKIP corAcme: no pebble (Debian's pebble)\n");
+        skipped = true;
+        return;
+    }
+    corTestCertsMake(certs, sizeof(certs));
+    snprintf(storage, sizeof(storage), "/tmp/cor-acme-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(storage));
+    httpPort = corFreePort();
+    tlsPort = corFreePort();
+    acmePort = corFreePort();
+    managePort = corFreePort();
+    dnsPort = corFreePort();
+    snprintf(dns, sizeof(dns), "127.0.0.1:%d", dnsPort);
+    snprintf(manage, sizeof(manage), "127.0.0.1:%d", chall);
+    snprintf(log, sizeof(log), "%s/challtestsrv.log", storage);
+    challtestsrv = spawn(log,
+                         (char* const[]){ "pebble-challtestsrv", "-defaultIPv4",
+                                          "127.0.0.1", "-defaultIPv6", "",
+                                          "-dns01", dns, "-http01", "",
+                                          "-https01", "", "-tlsalpn01", "",
+                                          "-management", manage, NULL });
+    ck_assert_msg(listening(chall), "pebble-challtestsrv did not start");
+}
+
+static void
+tearDown(void)
+{
+    char command[256];
+
+    corServerStop(&server);
+    stop(&pebble);
+    stop(&challtestsrv);
+    if (storage[0] != '\0') {
+        snprintf(command, sizeof(command), "rm -rf %s", storage);
+        corShell(command, out, sizeof(out));
+    }
+}
+
+/* cor s with a plain listener on plain (0: none) and the acme listener
+ * on tls, storing under the test's storage; challenge (NULL: not said)
+ * its challenge key. */
+static void
+corStartWith(CorServer* s, int plain, int tls, const char* challenge)
+{
+    char yaml[4096];
+    char plainLine[96] = "";
+    char challengeLine[96] = "";
+
+    if (plain > 0) {
+        snprintf(plainLine, sizeof(plainLine),
+                 "  - { protocol: http, address: 127.0.0.1:%d }\n", plain);
+    }
+    if (challenge != NULL) {
+        snprintf(challengeLine, sizeof(challengeLine),
+                 "        challenge: %s\n", challenge);
+    }
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 1, workers: 2, "
+             "coroutines: { enabled: {COROUTINES} } }\n"
+             "listen:\n"
+             "%s"
+             "  - protocol: https\n"
+             "    address: 127.0.0.1:%d\n"
+             "    tls:\n"
+             "      acme:\n"
+             "        directory: https://127.0.0.1:%d/dir\n"
+             "        email: ops@a.test\n"
+             "        domains: [ a.test, www.a.test ]\n"
+             "        storage: %s/store\n"
+             "        ca: %s/ca.pem\n"
+             "%s"
+             "modules:\n"
+             "  - { load: http }\n"
+             "  - { load: hello }\n"
+             "routes:\n"
+             "  - { match: \"GET /hello\", handler: hello }\n"
+             "  - { match: \"GET /metrics\", handler: metrics }\n"
+             "  - { match: \"/\", handler: hello }\n"
+             "log: { pid_file: {DIR}/cor.pid }\n",
+             plainLine, tls, acmePort, storage, certs, challengeLine);
+    ck_assert_int_eq(corServerStart(s, yaml), 0);
+}
+
+static void
+corStartOn(CorServer* s, int plain, int tls)
+{
+    corStartWith(s, plain, tls, NULL);
+}
+
+/* The one on pebble's ports. */
+static void
+corStart(void)
+{
+    corStartOn(&server, httpPort, tlsPort);
+}
+
+/* Wait until the log says text (a minute and a half at most). */
+static bool
+logSays(const char* text)
+{
+    for (long deadline = corNowMs() + 90000; corNowMs() < deadline;) {
+        if (corServerLogCount(&server, text) > 0) {
+            return true;
+        }
+        usleep(100 * 1000);
+    }
+    return false;
+}
+
+/* pebble's issuing root (a new one each run), into storage/root.pem. */
+static void
+rootFetch(void)
+{
+    ck_assert_msg(corShellAt(managePort, storage, out, sizeof(out),
+                             "curl -sf --cacert %s/ca.pem -o $D/root.pem "
+                             "https://127.0.0.1:$P/roots/0",
+                             certs)
+                      == 0,
+                  "%s", out);
+}
+
+/* curl GET /hello on name over the TLS listener, trusting pebble's root;
+ * its exit status, the answer in out. */
+static int
+curlName(const char* name)
+{
+    return corShellAt(tlsPort, storage, out, sizeof(out),
+                      "curl -sS --max-time 20 --cacert $D/root.pem "
+                      "--resolve %s:$P:127.0.0.1 https://%s:$P/hello",
+                      name, name);
+}
+
+/* Both names verify against pebble's root, by curl and s_client. */
+static void
+servedChainVerifies(void)
+{
+    rootFetch();
+    ck_assert_msg(curlName("a.test") == 0 && strstr(out, "hello") != NULL, "%s",
+                  out);
+    ck_assert_msg(curlName("www.a.test") == 0 && strstr(out, "hello") != NULL,
+                  "%s", out);
+    corShellAt(tlsPort, storage, out, sizeof(out),
+               "echo | openssl s_client -connect 127.0.0.1:$P "
+               "-servername www.a.test -verify_hostname www.a.test "
+               "-CAfile $D/root.pem -verify_return_error");
+    ck_assert_msg(strstr(out, "Verify return code: 0 (ok)") != NULL, "%s", out);
+    ck_assert_msg(strstr(out, "Pebble Intermediate") != NULL, "%s", out);
+}
+
+/* The mode of storage/store/name. */
+static unsigned
+modeOf(const char* name)
+{
+    char path[256];
+    struct stat st;
+
+    snprintf(path, sizeof(path), "%s/store/%s", storage, name);
+    return stat(path, &st) == 0 ? st.st_mode & 0777 : 0;
+}
+
+/* How many certificates pebble issued so far (not its order-plz
+ * requests: it rejects 5% of nonces, and a badNonce is sent again). */
+static int
+pebbleIssued(void)
+{
+    corShellAt(0, storage, out, sizeof(out),
+               "grep -c 'Issued certificate serial' $D/pebble.log");
+    return atoi(out);
+}
+
+START_TEST(test_two_names_issued_over_http01_then_reused_after_a_restart)
+{
+    long t;
+    int issued;
+
+    if (skipped) {
+        return;
+    }
+    pebbleStart();
+    t = corNowMs();
+    corStart();
+    ck_assert_msg(logSays("certificate issued by"), "not issued in %ld ms",
+                  corNowMs() - t);
+    fprintf(stderr, "issued for a.test, www.a.test in %ld ms\n",
+            corNowMs() - t);
+    servedChainVerifies();
+    ck_assert_uint_eq(modeOf("account.key"), 0600);
+    ck_assert_uint_eq(modeOf("a.test.key"), 0600);
+    ck_assert_uint_eq(modeOf("a.test.pem"), 0600);
+    issued = pebbleIssued();
+    ck_assert_int_eq(issued, 1);
+    ck_assert_int_eq(corMetric(httpPort,
+                               "cor_acme_orders_total{name=\"a.test\"}"),
+                     1);
+    ck_assert_int_eq(corMetric(httpPort,
+                               "cor_acme_failures_total{name=\"a.test\"}"),
+                     0);
+    /* pebble's five years, give or take the clock. */
+    ck_assert_int_gt(corMetric(httpPort, "cor_acme_certificate_expiry_seconds"
+                                         "{name=\"www.a.test\"}"),
+                     (long)time(NULL) + 4L * 365 * 86400);
+
+    /* A restart serves the stored chain at once, with no new order. */
+    corServerStop(&server);
+    corStart();
+    ck_assert_int_eq(corServerLogCount(&server,
+                                       "serving the stored certificate"),
+                     1);
+    servedChainVerifies();
+    usleep(500 * 1000);
+    ck_assert_int_eq(pebbleIssued(), issued);
+    ck_assert_int_eq(corServerLogCount(&server, "temporary"), 0);
+}
+END_TEST
+
+START_TEST(test_directory_down_at_start_serves_a_temporary_one_and_retries)
+{
+    if (skipped) {
+        return;
+    }
+    corStart();
+    ck_assert_int_eq(corServerLogCount(&server,
+                                       "temporary self-signed certificate"),
+                     1);
+    /* The plain listener serves meanwhile; the TLS one serves the
+     * temporary certificate, self-signed for the names. */
+    ck_assert_int_eq(corCurl(httpPort, "", "/hello", out, sizeof(out)), 0);
+    corShellAt(tlsPort, storage, out, sizeof(out),
+               "echo | openssl s_client -connect 127.0.0.1:$P "
+               "-servername a.test");
+    ck_assert_msg(strstr(out, "issuer=CN = a.test") != NULL, "%s", out);
+    ck_assert_msg(logSays("order failed"), "no failure logged");
+    ck_assert_int_eq(corServerLogCount(&server, "tried again in 2 s"), 1);
+    ck_assert_int_ge(corMetric(httpPort,
+                               "cor_acme_failures_total{name=\"a.test\"}"),
+                     1);
+    ck_assert_int_eq(corMetric(httpPort, "cor_acme_certificate_expiry_seconds"
+                                         "{name=\"a.test\"}"),
+                     0);
+
+    /* The directory comes up: the next try (4 s, then 8 s) gets it. */
+    pebbleStart();
+    ck_assert_msg(logSays("certificate issued by"), "not issued");
+    ck_assert_int_eq(corServerLogCount(&server, "tried again in 2 s"), 1);
+    servedChainVerifies();
+}
+END_TEST
+
+/* The serial of the certificate served for a.test on port now. */
+static void
+servedSerialAt(int port, char* serial, size_t cap)
+{
+    corShellAt(port, storage, out, sizeof(out),
+               "echo | openssl s_client -connect 127.0.0.1:$P "
+               "-servername a.test 2>/dev/null | openssl x509 -noout -serial");
+    snprintf(serial, cap, "%.100s", out);
+}
+
+static void
+servedSerial(char* serial, size_t cap)
+{
+    servedSerialAt(tlsPort, serial, cap);
+}
+
+START_TEST(test_two_instances_sharing_storage_order_once)
+{
+    CorServer other = { 0 };
+    int otherPlain = corFreePort();
+    int otherTls = corFreePort();
+    char mine[128];
+    char theirs[128];
+    int issuedHere;
+    int issuedThere;
+
+    if (skipped) {
+        return;
+    }
+    /* Both up before the directory, which then sees them retry: the
+     * lock decides which orders (mostly the other, whose retry comes
+     * first). Its plain listener is not the one pebble asks, so when it
+     * orders this one answers its tokens from storage. */
+    corStartOn(&other, otherPlain, otherTls);
+    corStart();
+    pebbleStart();
+    for (long deadline = corNowMs() + 90000;
+         corServerLogMatches(&server, "certificate (issued|another)") == 0
+         && corNowMs() < deadline;) {
+        usleep(100 * 1000);
+    }
+    for (long deadline = corNowMs() + 90000;
+         corServerLogMatches(&other, "certificate (issued|another)") == 0
+         && corNowMs() < deadline;) {
+        usleep(100 * 1000);
+    }
+    issuedHere = corServerLogCount(&server, "certificate issued by");
+    issuedThere = corServerLogCount(&other, "certificate issued by");
+    fprintf(stderr,
+            "ordered by the instance on pebble's port: %d, by the other: "
+            "%d\n",
+            issuedHere, issuedThere);
+    ck_assert_int_eq(issuedHere + issuedThere, 1);
+    /* Whichever ordered got its tokens answered (the other's from
+     * storage): no validation failed. */
+    ck_assert_int_eq(corServerLogCount(&server, "authorization of"), 0);
+    ck_assert_int_eq(corServerLogCount(&other, "authorization of"), 0);
+    ck_assert_int_eq(pebbleIssued(), 1);
+    servedSerialAt(tlsPort, mine, sizeof(mine));
+    servedSerialAt(otherTls, theirs, sizeof(theirs));
+    ck_assert_msg(strstr(mine, "serial=") != NULL && strcmp(mine, theirs) == 0,
+                  "%s and %s", mine, theirs);
+    corServerStop(&other);
+}
+END_TEST
+
+START_TEST(test_a_short_lived_certificate_is_renewed_without_a_reload)
+{
+    char first[128];
+    char second[128];
+    long t;
+
+    if (skipped) {
+        return;
+    }
+    validityS = 30;
+    pebbleStart();
+    corStart();
+    ck_assert_msg(logSays("certificate issued by"), "not issued");
+    servedSerial(first, sizeof(first));
+    ck_assert_msg(strstr(first, "serial=") != NULL, "%s", first);
+    /* Due at two thirds of 30 s (pebble's 29 s to notAfter), less a
+     * jitter under a second and the time the issue took. */
+    corShellAt(0, server.log, out, sizeof(out), "grep 'renewed in' $D");
+    ck_assert_msg(corServerLogMatches(&server,
+                                      "renewed in 1[0-9] s|renewed in 20 s")
+                      == 1,
+                  "%s", out);
+    t = corNowMs();
+    for (long deadline = t + 90000;
+         corServerLogCount(&server, "certificate issued by") < 2
+         && corNowMs() < deadline;) {
+        usleep(100 * 1000);
+    }
+    ck_assert_int_eq(corServerLogCount(&server, "certificate issued by"), 2);
+    fprintf(stderr, "renewed %ld ms after the first issue was seen\n",
+            corNowMs() - t);
+    servedSerial(second, sizeof(second));
+    ck_assert_msg(strstr(second, "serial=") != NULL
+                      && strcmp(first, second) != 0,
+                  "%s then %s", first, second);
+    servedChainVerifies();
+    ck_assert_int_eq(corServerLogCount(&server, "generation 2"), 0);
+}
+END_TEST
+
+START_TEST(test_tls_alpn_01_on_the_tls_listener_alone)
+{
+    if (skipped) {
+        return;
+    }
+    pebbleStart();
+    /* No plain listener: pebble's httpPort has nobody, and the
+     * challenge is said (the default without one would be the same). */
+    corStartWith(&server, 0, tlsPort, "tls-alpn-01");
+    ck_assert_msg(logSays("certificate issued by"), "not issued");
+    ck_assert_int_eq(corServerLogCount(&server, "order failed"), 0);
+    servedChainVerifies();
+    /* pebble logs no challenge's type: nothing answers on its httpPort,
+     * so HTTP-01 could not have proved the names. */
+    ck_assert_int_lt(corConnect(httpPort), 0);
+}
+END_TEST
+
+/* cor -t on an acme listener whose mapping has line, refused saying
+ * want. */
+static void
+refuses(const char* line, const char* want)
+{
+    char yaml[2048];
+    CorServer s = { 0 };
+
+    snprintf(s.dir, sizeof(s.dir), "%s", storage);
+    snprintf(yaml, sizeof(yaml),
+             "listen:\n"
+             "  - { protocol: http, address: 127.0.0.1:1 }\n"
+             "  - protocol: https\n"
+             "    address: 127.0.0.1:2\n"
+             "    tls:\n"
+             "      acme:\n"
+             "%s"
+             "modules:\n"
+             "  - { load: http }\n",
+             line);
+    ck_assert_int_eq(corConfigCheck(&s, "check.yaml", yaml, out, sizeof(out)),
+                     1);
+    ck_assert_msg(strstr(out, want) != NULL, "want '%s' in: %s", want, out);
+}
+
+START_TEST(test_cor_t_refuses_a_wrong_acme_mapping)
+{
+    char good[1024];
+    char line[1400];
+
+    if (skipped) {
+        return;
+    }
+    snprintf(good, sizeof(good),
+             "        storage: %s/store\n"
+             "        domains: [ a.test ]\n",
+             storage);
+    snprintf(line, sizeof(line), "%s        directory: http://x.test/dir\n",
+             good);
+    refuses(line, "is not an https:// URL");
+    snprintf(line, sizeof(line),
+             "        directory: https://x.test/dir\n"
+             "        storage: %s/store\n"
+             "        domains: [ \"*.a.test\" ]\n",
+             storage);
+    refuses(line, "'*.a.test' is not a DNS name");
+    refuses("        directory: https://x.test/dir\n"
+            "        domains: [ a.test ]\n",
+            "storage");
+    snprintf(line, sizeof(line),
+             "%s        directory: https://x.test/dir\n"
+             "        ca: %s/nothing.pem\n",
+             good, storage);
+    refuses(line, "acme: ca: ");
+    snprintf(line, sizeof(line),
+             "%s        directory: https://x.test/dir\n"
+             "        challenge: dns-01\n",
+             good);
+    refuses(line, "challenge");
+    snprintf(line, sizeof(line),
+             "%s        directory: https://x.test/dir\n"
+             "        email: nobody\n",
+             good);
+    refuses(line, "is not an e-mail address");
+    snprintf(line, sizeof(line),
+             "%s        directory: https://x.test/dir\n"
+             "      certificate: x.pem\n",
+             good);
+    refuses(line, "certificate and acme exclude each other");
+    snprintf(line, sizeof(line),
+             "        directory: https://x.test/dir\n"
+             "        storage: /proc/nope/store\n"
+             "        domains: [ a.test ]\n");
+    refuses(line, "cannot be written or made");
+}
+END_TEST
+
+COR_TEST_SUITE(corAcme)
+{
+    tcase_set_timeout(tc, 180);
+    tcase_add_checked_fixture(tc, setUp, tearDown);
+    tcase_add_test(
+        tc, test_two_names_issued_over_http01_then_reused_after_a_restart);
+    tcase_add_test(
+        tc, test_directory_down_at_start_serves_a_temporary_one_and_retries);
+    tcase_add_test(tc, test_cor_t_refuses_a_wrong_acme_mapping);
+    tcase_add_test(tc, test_two_instances_sharing_storage_order_once);
+    tcase_add_test(tc, test_tls_alpn_01_on_the_tls_listener_alone);
+    tcase_add_test(tc,
+                   test_a_short_lived_certificate_is_renewed_without_a_reload);
+}
