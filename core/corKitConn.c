@@ -33,6 +33,7 @@ static void
 onIo(CorEvIo* io, unsigned events)
 {
     CorKitConn* k = corContainerOf(io, CorKitConn, io);
+    bool wrote;
 
     if ((events & EPOLLOUT) && corTransportWantsWrite(k->t)) {
         events |= EPOLLIN;
@@ -45,18 +46,17 @@ onIo(CorEvIo* io, unsigned events)
         k->ops->ready(k);
         return;
     }
-    if (corKitConnOutPending(k) == 0) {
-        return;
-    }
-    if (corKitConnFlush(k) != 0) {
+    wrote = corKitConnOutPending(k) > 0;
+    if (wrote && corKitConnFlush(k) != 0) {
         k->ops->fail(k, -ECONNRESET, "the connection failed while writing");
         return;
     }
     /* A read paused for a peer that did not read: what it sent since
-     * raised no edge of its own. */
+     * raised no edge of its own. The output may have drained here or in
+     * a flush of the owner's own, which resumes no read. */
     if (k->readPaused && corKitConnReadMay(k)) {
         k->ops->ready(k);
-    } else if (k->ops->wrote != NULL) {
+    } else if (wrote && k->ops->wrote != NULL) {
         k->ops->wrote(k);
     }
 }

@@ -643,10 +643,23 @@ static int
 logCount(const CorServer* s, const char* flag, const char* pattern)
 {
     char command[1024];
+    char quoted[512];
     char out[64];
+    size_t n = 0;
     int rc;
 
-    snprintf(command, sizeof(command), "grep -c %s -e '%s' %s", flag, pattern,
+    /* Inside the shell's single quotes, a quote of the pattern's own is
+     * closed, escaped and opened again. */
+    for (const char* p = pattern; *p != '\0' && n + 5 < sizeof(quoted); p++) {
+        if (*p == '\'') {
+            memcpy(quoted + n, "'\\''", 4);
+            n += 4;
+        } else {
+            quoted[n++] = *p;
+        }
+    }
+    quoted[n] = '\0';
+    snprintf(command, sizeof(command), "grep -c %s -e '%s' %s", flag, quoted,
              s->log);
     rc = corShell(command, out, sizeof(out));
     return rc == 0 || rc == 1 ? atoi(out) : -1; /* 1: no line */
