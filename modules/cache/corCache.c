@@ -19,6 +19,7 @@
  */
 #include "corCacheInt.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,9 @@ storeRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
                                   CACHE_SHARDS * 4096, (uint64_t)1 << 40, e);
     uint64_t lockTimeoutMs = corConfDurationMs(entry, "lock_timeout", 5000, 1,
                                                3600 * 1000, e);
+    const char* path = corConfString(entry, "path", NULL, e);
+    uint64_t size = corConfSize(entry, "size", (uint64_t)1 << 30,
+                                CACHE_SHARDS * 4096, (uint64_t)1 << 50, e);
     char where[32];
 
     snprintf(where, sizeof(where), "stores[%u]", index);
@@ -51,19 +55,20 @@ storeRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
                        where);
         return -1;
     }
-    if (corConfGet(entry, "path") != NULL
-        || corConfGet(entry, "size") != NULL) {
-        corModuleError(m,
-                       corConfGet(entry, "path") != NULL
-                           ? corConfGet(entry, "path")
-                           : corConfGet(entry, "size"),
-                       "%s: the disk store (path, size) is not built yet: "
-                       "a store is in memory alone (memory: SIZE)",
+    if (path == NULL && corConfGet(entry, "size") != NULL) {
+        corModuleError(m, corConfGet(entry, "size"),
+                       "%s: size bounds the disk store: it needs a path "
+                       "(the folder its files are kept in)",
                        where);
         return -1;
     }
     if (cacheStoreInit(s, name, (size_t)memory) != 0) {
         corModuleError(m, entry, "%s: out of memory", where);
+        return -1;
+    }
+    if (path != NULL && cacheDiskOpen(s, path, size) != 0) {
+        corModuleError(m, corConfGet(entry, "path"), "%s: path %s: %s", where,
+                       path, strerror(errno));
         return -1;
     }
     s->lockTimeoutMs = lockTimeoutMs;
@@ -76,6 +81,7 @@ storeRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
 static void
 storeFree(void* record)
 {
+    cacheDiskClose(record); /* its writers first: they use the shards */
     cacheStoreFree(record);
 }
 
@@ -111,6 +117,18 @@ static const struct {
       offsetof(CacheCounters, bytes), true },
     { "cor_cache_entries", "gauge", "Entries in memory.",
       offsetof(CacheCounters, entries), true },
+    { "cor_cache_disk_bytes", "gauge",
+      "Bytes of the entry files on disk (a disk store's).",
+      offsetof(CacheCounters, diskBytes), true },
+    { "cor_cache_disk_entries", "gauge", "Entry files on disk.",
+      offsetof(CacheCounters, diskEntries), true },
+    { "cor_cache_disk_evictions_total", "counter",
+      "Entry files the size bound unlinked.",
+      offsetof(CacheCounters, diskEvictions), false },
+    { "cor_cache_disk_errors_total", "counter",
+      "Entry files not written (the disk full, the folder gone) or found "
+      "missing, cut or corrupt (each a miss).",
+      offsetof(CacheCounters, diskErrors), false },
 };
 
 static void
@@ -137,7 +155,8 @@ cacheMetrics(CorMetricsOut* out, void* arg)
 static int
 cacheInit(CorModule* m, const CorConf* conf)
 {
-    cacheStores = corModuleRecordsRead(m, conf, "stores", "{ name, memory }",
+    cacheStores = corModuleRecordsRead(m, conf, "stores",
+                                       "{ name, memory, path, size }",
                                        sizeof(CacheStore), storeRead, storeFree,
                                        &cacheStoreCount);
     if (cacheStores == NULL) {
@@ -145,11 +164,29 @@ cacheInit(CorModule* m, const CorConf* conf)
     }
     if (corFilterAdd(m, &cacheFilter) != 0
         || corHandlerAdd(m, &(CorHandler){ .name = "cache-purge",
-                                           .serve = cachePurgeServe })
+                                           .serve = cachePurgeServe,
+                                           /* a prefix reads the head of
+                                              each file on disk */
+                                           .run = COR_RUN_WORKER })
                != 0) {
         return -1;
     }
     return corMetricsSourceAdd(m, cacheMetrics, NULL);
 }
 
-COR_MODULE(cache, .init = cacheInit);
+/* The disk stores' writers, and their scan, once the generation serves
+ * (not at `cor -t`'s init). */
+static int
+cacheLoopInit(CorModule* m, CorEvLoop* loop, unsigned index)
+{
+    (void)m;
+    (void)loop;
+    for (unsigned i = 0; index == 0 && i < cacheStoreCount; i++) {
+        if (cacheDiskStart(&cacheStores[i]) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+COR_MODULE(cache, .init = cacheInit, .loopInit = cacheLoopInit);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <ctype.h>
 #include <strings.h>
+#include <unistd.h>
 
 /* A request header's value absent, as stored among the Vary values
  * (an empty one is a value). */
@@ -26,6 +27,9 @@ void
 cacheEntryRelease(CacheEntry* e)
 {
     if (e != NULL && atomic_fetch_sub(&e->refs, 1) == 1) {
+        if (e->bodyFd >= 0) {
+            close(e->bodyFd);
+        }
         free(e);
     }
 }
@@ -177,8 +181,8 @@ cacheEntryKey(const CacheEntry* e)
 }
 
 /* The Vary block, after the key's NUL. */
-static const char*
-varyBlock(const CacheEntry* e)
+const char*
+cacheEntryVary(const CacheEntry* e)
 {
     return cacheEntryKey(e) + e->keyLen + 1;
 }
@@ -186,7 +190,7 @@ varyBlock(const CacheEntry* e)
 bool
 cacheEntryVaryMatch(const CacheEntry* e, const CorRequest* r)
 {
-    const char* at = varyBlock(e);
+    const char* at = cacheEntryVary(e);
 
     if ((e->flags & ENTRY_VARY_ANY) != 0) {
         return false;
@@ -269,6 +273,7 @@ entryBuild(const EntryParts* p)
     }
     memset(e, 0, sizeof(*e));
     atomic_init(&e->refs, 1);
+    e->bodyFd = -1;
     e->status = (uint16_t)p->status;
     e->size = (uint32_t)total;
     /* The header array, then the key and the Vary block (what a lookup
@@ -358,10 +363,110 @@ cacheEntryMake(const CorRequest* r, const CacheAnswer* a, const char* key,
     return e;
 }
 
+/* Copy from's times and directives to e. */
+static void
+timesCopy(CacheEntry* e, const CacheEntry* from)
+{
+    e->responseTime = from->responseTime;
+    e->initialAge = from->initialAge;
+    e->lifetime = from->lifetime;
+    e->staleWhileRevalidate = from->staleWhileRevalidate;
+    e->staleIfError = from->staleIfError;
+    e->flags = from->flags;
+    e->hash = from->hash;
+}
+
+CacheEntry*
+cacheEntryFromDisk(const CacheDiskHead* d, int fd)
+{
+    const CacheDiskHeader* h = &d->h;
+    CorHeader* fields = malloc((h->fieldCount + 1) * sizeof(*fields));
+    const char* at = d->fields;
+    CacheEntry* e;
+    EntryParts p;
+
+    if (fields == NULL) {
+        close(fd);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < h->fieldCount; i++) {
+        fields[i].name = at;
+        fields[i].nameLen = strlen(at);
+        at += fields[i].nameLen + 1;
+        fields[i].value = at;
+        fields[i].valueLen = strlen(at);
+        at += fields[i].valueLen + 1;
+    }
+    p = (EntryParts){ .status = h->status,
+                      .type = d->type,
+                      .headers = fields,
+                      .headerCount = h->fieldCount,
+                      .key = d->key,
+                      .keyLen = h->keyLen,
+                      .vary = d->vary,
+                      .varyLen = h->varyLen,
+                      .varyCount = h->varyCount };
+    e = entryBuild(&p);
+    free(fields);
+    if (e == NULL) {
+        close(fd);
+        return NULL;
+    }
+    e->hash = h->keyHash;
+    e->responseTime = h->responseTime;
+    e->initialAge = h->initialAge;
+    e->lifetime = h->lifetime;
+    e->staleWhileRevalidate = h->staleWhileRevalidate;
+    e->staleIfError = h->staleIfError;
+    e->flags = h->flags;
+    e->bodyLen = (size_t)h->bodyLen;
+    e->bodyFd = fd;
+    e->bodyAt = (uint32_t)(sizeof(*h) + h->headLen);
+    return e;
+}
+
+CacheEntry*
+cacheEntryInMemory(const CacheEntry* from)
+{
+    char* read = NULL;
+    EntryParts p = { .status = from->status,
+                     .type = from->type,
+                     .headers = from->headers,
+                     .headerCount = from->headerCount,
+                     .key = cacheEntryKey(from),
+                     .keyLen = from->keyLen,
+                     .vary = cacheEntryVary(from),
+                     .varyLen = from->varyLen,
+                     .varyCount = from->varyCount,
+                     .body = from->body,
+                     .bodyLen = from->bodyLen };
+    CacheEntry* e;
+
+    if (from->bodyFd >= 0) {
+        read = malloc(from->bodyLen + 1);
+        if (read == NULL
+            || pread(from->bodyFd, read, from->bodyLen, from->bodyAt)
+                   != (ssize_t)from->bodyLen) {
+            free(read);
+            return NULL;
+        }
+        p.body = read;
+    }
+    e = entryBuild(&p);
+    free(read);
+    if (e != NULL) {
+        timesCopy(e, from);
+    }
+    return e;
+}
+
 CacheEntry*
 cacheEntryRefreshed(const CacheEntry* old, const CorRequest* r,
                     int64_t requestTime, int64_t responseTime)
 {
+    /* A disk entry's body is read for the new one (which is written to
+     * a file of its own). */
+    CacheEntry* loaded = old->bodyFd >= 0 ? cacheEntryInMemory(old) : NULL;
     unsigned most = old->headerCount + r->responseHeaderCount;
     CorHeader* merged = malloc((most + 1) * sizeof(*merged));
     CacheAnswer a;
@@ -370,7 +475,12 @@ cacheEntryRefreshed(const CacheEntry* old, const CorRequest* r,
     unsigned n = 0;
     CacheEntry* e;
 
-    if (merged == NULL) {
+    if (old->bodyFd >= 0) {
+        old = loaded;
+    }
+    if (merged == NULL || old == NULL) {
+        free(merged);
+        cacheEntryRelease(loaded);
         return NULL;
     }
     /* 4.3.4: each field of the 304 replaces the stored ones so named;
@@ -391,7 +501,7 @@ cacheEntryRefreshed(const CacheEntry* old, const CorRequest* r,
                       .headerCount = n,
                       .key = cacheEntryKey(old),
                       .keyLen = old->keyLen,
-                      .vary = varyBlock(old),
+                      .vary = cacheEntryVary(old),
                       .varyLen = old->varyLen,
                       .varyCount = old->varyCount,
                       .body = old->body,
@@ -406,5 +516,6 @@ cacheEntryRefreshed(const CacheEntry* old, const CorRequest* r,
         entryTimes(e, &a, requestTime, responseTime);
     }
     free(merged);
+    cacheEntryRelease(loaded);
     return e;
 }

@@ -133,6 +133,10 @@ refreshed(CorRequest* r, CacheRun* run)
     }
     e->hash = run->hash;
     cacheEntryRef(e); /* for r's answer, beside the store's */
+    if (run->store->path != NULL) {
+        cacheEntryRef(e); /* the refreshed head to its file too */
+        cacheDiskWrite(run->store, e, NULL);
+    }
     cacheStoreInsert(run->store, e);
     cacheEntryRelease(run->entry);
     run->entry = e;
@@ -192,8 +196,19 @@ fillHead(CorRequest* r, void* arg)
         && run->entry != NULL && r->status >= 500
         && cacheEntryStaleIfError(run->entry, run->ask.staleIfError,
                                   cacheNowMs())) {
-        /* RFC 5861: the error is not passed on; the stale answer is. */
+        /* RFC 5861: the error is not passed on; the stale answer is
+         * (a disk entry's body read, to replace the error's as it
+         * passes). */
         cacheFlightEnd(run, FLIGHT_PASS);
+        if (run->entry->bodyFd >= 0) {
+            CacheEntry* m = cacheEntryInMemory(run->entry);
+
+            if (m == NULL) {
+                return NULL;
+            }
+            cacheEntryRelease(run->entry);
+            run->entry = m;
+        }
         r->cacheStatus = "STALE";
         return becomeEntry(r, run, run->entry,
                            "fwd=stale; detail=stale-if-error");
@@ -230,7 +245,7 @@ fillBody(CorRequest* r, void* ctx, const void* data, size_t len, unsigned flags,
                    : 0;
     }
     if (!fill->tooBig && len > 0) {
-        if (fill->len + len > fill->run->store->shardMost) {
+        if (fill->len + len > cacheStoreEntryMost(fill->run->store)) {
             fill->tooBig = true;
             free(fill->body);
             fill->body = NULL;
@@ -279,7 +294,17 @@ fillEnd(CorRequest* r, void* ctx)
                            run->requestTime, cacheNowMs(), fill->body,
                            fill->len);
     }
-    if (e != NULL) {
+    if (e != NULL && run->store->path != NULL) {
+        bool inMemory;
+
+        e->hash = run->hash;
+        cacheEntryRef(e); /* its file's, beside the memory store's */
+        inMemory = cacheStoreInsert(run->store, e);
+        /* One too big for memory is found in its file once it is
+         * written: those waiting for it wait for that. */
+        cacheDiskWrite(run->store, e, inMemory ? NULL : cacheFlightTake(run));
+        outcome = FLIGHT_STORED;
+    } else if (e != NULL) {
         e->hash = run->hash;
         outcome = cacheStoreInsert(run->store, e) ? FLIGHT_STORED : FLIGHT_PASS;
     } else if (fill->tooBig) {

@@ -114,10 +114,24 @@ cacheFlightJoin(CorRequest* r, CacheRun* run)
     return false;
 }
 
+CacheFlight*
+cacheFlightTake(CacheRun* run)
+{
+    CacheFlight* f = run->flight;
+
+    run->flight = NULL;
+    return f;
+}
+
 void
 cacheFlightEnd(CacheRun* run, int outcome)
 {
-    CacheFlight* f = run->flight;
+    cacheFlightFinish(run->store, cacheFlightTake(run), outcome);
+}
+
+void
+cacheFlightFinish(CacheStore* s, CacheFlight* f, int outcome)
+{
     CacheShard* shard;
     CacheFlight** at;
     CorList waiters;
@@ -127,8 +141,7 @@ cacheFlightEnd(CacheRun* run, int outcome)
     if (f == NULL) {
         return;
     }
-    run->flight = NULL;
-    shard = cacheShardOf(run->store, run->hash);
+    shard = cacheShardOf(s, f->hash);
     corListInit(&waiters);
     pthread_mutex_lock(&shard->lock);
     for (at = &shard->flights; *at != f; at = &(*at)->next) {

@@ -155,11 +155,27 @@ ifRangeHolds(const CorRequest* client, const CacheEntry* e)
            && memcmp(stored, h->value, h->valueLen) == 0;
 }
 
+/* r answered status with len bytes of e's body from at: the entry's
+ * memory (referenced until r is released), or its file by sendfile (the
+ * answer takes e's descriptor: a disk entry is this request's alone). */
+static void
+bodyAnswer(CorRequest* r, CacheEntry* e, int status, size_t at, size_t len)
+{
+    if (e->bodyFd >= 0) {
+        int fd = e->bodyFd;
+
+        e->bodyFd = -1;
+        corRespondFile(r, status, e->type, fd, e->bodyAt + (int64_t)at, len);
+        return;
+    }
+    corRespondStatic(r, status, e->type, e->body + at, len);
+}
+
 /* The client's Range on a stored 200: one range answered 206 with those
  * bytes of the stored body, none inside it 416; several, or one that
  * cannot be read, the whole answer (RFC 9110 14.2 allows it). */
 static bool
-rangeAnswered(CorRequest* r, const CorRequest* client, const CacheEntry* e)
+rangeAnswered(CorRequest* r, const CorRequest* client, CacheEntry* e)
 {
     const CorHeader* range = corRequestHeader(client, "range");
     CorRange ranges[COR_RANGES_MAX];
@@ -180,8 +196,7 @@ rangeAnswered(CorRequest* r, const CorRequest* client, const CacheEntry* e)
                  (unsigned long long)(ranges[0].start + ranges[0].len - 1),
                  e->bodyLen);
         corResponseHeader(r, "Content-Range", text);
-        corRespondStatic(r, 206, e->type, e->body + ranges[0].start,
-                         (size_t)ranges[0].len);
+        bodyAnswer(r, e, 206, (size_t)ranges[0].start, (size_t)ranges[0].len);
         return true;
     case COR_RANGE_UNSATISFIABLE:
         snprintf(text, sizeof(text), "bytes */%zu", e->bodyLen);
@@ -196,7 +211,7 @@ rangeAnswered(CorRequest* r, const CorRequest* client, const CacheEntry* e)
 void
 cacheAnswerFromEntry(CorRequest* r, CacheRun* run, const char* params)
 {
-    const CacheEntry* e = run->entry;
+    CacheEntry* e = run->entry;
     const CorRequest* client = run->client != NULL ? run->client : r;
 
     cacheEntryFieldsSay(r, run, params);
@@ -207,8 +222,7 @@ cacheAnswerFromEntry(CorRequest* r, CacheRun* run, const char* params)
     if (rangeAnswered(r, client, e)) {
         return;
     }
-    /* The bytes are the entry's, referenced until r is released. */
-    corRespondStatic(r, e->status, e->type, e->body, e->bodyLen);
+    bodyAnswer(r, e, e->status, 0, e->bodyLen);
 }
 
 /* The handler's request without the client's validators and Range,
@@ -304,6 +318,9 @@ lookupRun(CorRequest* r, CacheRun* run, const char* hit)
     int64_t now = cacheNowMs();
     CacheEntry* e = cacheStoreFind(s, run->hash, run->key, run->keyLen, r);
 
+    if (e == NULL) {
+        e = cacheDiskFind(s, run->hash, run->key, run->keyLen, r);
+    }
     if (e != NULL && usable(e, &run->ask, now)) {
         run->kind = RUN_HIT;
         run->entry = e;

@@ -11,6 +11,7 @@
 #define COR_CACHE_INT_H
 
 #include "cor.h"
+#include "corCacheDiskFile.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -54,16 +55,20 @@ typedef struct CacheEntry {
     const char* etag;             /* ETag's value, or NULL */
     const char* modified;         /* Last-Modified's value, or NULL */
     CorHeader* headers;           /* as stored: no hop-by-hop, Age, Date... */
-    const char* body;
+    const char* body;             /* in memory, or NULL: in bodyFd */
     size_t bodyLen;
+    int bodyFd;      /* a disk entry's file (its own), or -1 */
+    uint32_t bodyAt; /* where its body starts in it */
     char data[];
 } CacheEntry;
 
 /* The index's part of an entry, what the issue bounds (256 B). */
 _Static_assert(sizeof(CacheEntry) <= 256, "an index entry past 256 bytes");
 
-/* Its key (NUL-terminated, keyLen bytes). */
+/* Its key (NUL-terminated, keyLen bytes), and its Vary block (varyLen
+ * bytes of varyCount "name\0value\0"). */
 const char* cacheEntryKey(const CacheEntry* e);
+const char* cacheEntryVary(const CacheEntry* e);
 /* Another reference, and the end of one (freed at the last). */
 void cacheEntryRef(CacheEntry* e);
 void cacheEntryRelease(CacheEntry* e);
@@ -112,6 +117,13 @@ CacheEntry* cacheEntryMake(const CorRequest* r, const CacheAnswer* a,
 CacheEntry* cacheEntryRefreshed(const CacheEntry* old, const CorRequest* r,
                                 int64_t requestTime, int64_t responseTime);
 
+/* An entry of a file's head as read (its body left in fd, which it
+ * takes); NULL when out of memory. */
+CacheEntry* cacheEntryFromDisk(const CacheDiskHead* d, int fd);
+/* A copy of e with its body in memory (read from its file when it is a
+ * disk entry's); NULL when out of memory or the file is short. */
+CacheEntry* cacheEntryInMemory(const CacheEntry* e);
+
 /* ---- RFC 9111's rules (corCachePolicy.c) --------------------------------- */
 
 /* What the request's Cache-Control (and Pragma) say. */
@@ -147,6 +159,30 @@ int64_t cacheNowMs(void);
 
 typedef struct CacheFlight CacheFlight;
 
+/* An entry on disk, as the index knows it: which file, how big; its
+ * key, fields and times are in the file. 56 bytes (the issue bounds an
+ * index entry to 256). */
+typedef struct CacheDiskEntry {
+    CorList lru; /* in its shard's disk list, newest first */
+    struct CacheDiskEntry* chain;
+    uint64_t hash;    /* of the key */
+    uint64_t variant; /* of its Vary block: one file a variant */
+    uint64_t id;      /* names its file, with the hash */
+    uint64_t size;    /* the file's bytes */
+} CacheDiskEntry;
+
+_Static_assert(sizeof(CacheDiskEntry) <= 64, "a disk index entry past 64 B");
+
+typedef struct {
+    CacheDiskEntry** buckets;
+    size_t bucketCount; /* a power of two, or 0: no disk */
+    size_t count;
+    CorList lru;
+    uint64_t bytes;
+    uint64_t removals; /* purges and invalidations so far: a write that
+                          saw fewer when it was asked for is dropped */
+} CacheDiskShard;
+
 typedef struct {
     pthread_mutex_t lock;
     CacheEntry** buckets;
@@ -155,6 +191,7 @@ typedef struct {
     CorList lru; /* newest first */
     size_t bytes;
     CacheFlight* flights; /* the fetches in flight of its keys */
+    CacheDiskShard disk;  /* its keys' files, under the same lock */
 } CacheShard;
 
 typedef struct {
@@ -167,6 +204,10 @@ typedef struct {
     atomic_ullong stored;
     atomic_llong bytes;
     atomic_llong entries;
+    atomic_llong diskBytes;
+    atomic_llong diskEntries;
+    atomic_ullong diskEvictions;
+    atomic_ullong diskErrors;
 } CacheCounters;
 
 typedef struct CacheStore {
@@ -176,11 +217,20 @@ typedef struct CacheStore {
     uint64_t lockTimeoutMs; /* how long a miss waits for another's fetch */
     CacheShard shards[CACHE_SHARDS];
     CacheCounters counters;
+    /* The disk half (corCacheDisk.c), path NULL when none. */
+    char* path;
+    uint64_t size;          /* its bound, all shards together */
+    uint64_t diskShardMost; /* each shard's part of it */
+    CorEvPool* writers;     /* write the files, and scan them at start */
+    CorEvTask scan;
+    atomic_bool stopping;        /* the scan stops: the generation ends */
+    atomic_bool scanned;         /* the scan at start is done */
+    atomic_ullong nextId;        /* the next file's id (random start) */
+    atomic_ullong writesPending; /* bytes queued to the writers */
 } CacheStore;
 
 int cacheStoreInit(CacheStore* s, const char* name, size_t memory);
 void cacheStoreFree(CacheStore* s);
-uint64_t cacheHash(const char* key, size_t len);
 CacheShard* cacheShardOf(CacheStore* s, uint64_t hash);
 /* The newest entry of key that r's Vary values select, referenced (the
  * caller releases it), now the most recently used; NULL when none. */
@@ -194,6 +244,37 @@ bool cacheStoreInsert(CacheStore* s, CacheEntry* e);
 unsigned cacheStoreRemove(CacheStore* s, const char* key, size_t keyLen);
 /* Take every entry whose key starts with prefix out; how many. */
 unsigned cacheStoreRemovePrefix(CacheStore* s, const char* prefix, size_t len);
+/* The largest answer s stores: its memory's part for one shard, or a
+ * disk's (up to CACHE_DISK_ENTRY_MOST, buffered in memory until it is
+ * written). */
+size_t cacheStoreEntryMost(const CacheStore* s);
+
+/* ---- The disk half (corCacheDisk.c) -------------------------------------- */
+
+#define CACHE_DISK_ENTRY_MOST ((size_t)64 << 20)
+/* A disk hit's body is read into memory (and the entry kept there, its
+ * CRC checked) up to this; a larger one is sent from its file. */
+#define CACHE_DISK_PROMOTE_MOST ((size_t)256 << 10)
+
+/* The store's folder made (0, or -1 with errno); its writers and scan
+ * start with the generation's loops (cacheDiskStart) and end at exit. */
+int cacheDiskOpen(CacheStore* s, const char* path, uint64_t size);
+int cacheDiskStart(CacheStore* s);
+void cacheDiskClose(CacheStore* s);
+/* Write e to its file off the loops (the writers take a reference);
+ * flight, when not NULL, ends once the file is in the index (an entry
+ * not kept in memory is found there by those who wait for it). */
+void cacheDiskWrite(CacheStore* s, CacheEntry* e, CacheFlight* flight);
+/* The newest entry of key on disk that r's Vary values select: one in
+ * memory (its body read and checked, and now in the memory store too)
+ * when small, else one whose body is its file; NULL when none, or its
+ * file is missing, cut or corrupt (then taken out of the index). */
+CacheEntry* cacheDiskFind(CacheStore* s, uint64_t hash, const char* key,
+                          size_t keyLen, const CorRequest* r);
+/* Take out (and unlink) every file of the key's hash; of the keys that
+ * start with prefix (each file's head read: off the loops). How many. */
+unsigned cacheDiskRemove(CacheStore* s, uint64_t hash);
+unsigned cacheDiskRemovePrefix(CacheStore* s, const char* prefix, size_t len);
 
 /* ---- A request of a cached route (its r->cacheData) ---------------------- */
 
@@ -248,6 +329,10 @@ enum {
 bool cacheFlightJoin(CorRequest* r, CacheRun* run);
 /* The fetch run leads ended as outcome: its waiters are woken. */
 void cacheFlightEnd(CacheRun* run, int outcome);
+/* The fetch run leads, taken from it (to end later, on any thread, by
+ * cacheFlightFinish); NULL when it leads none. */
+CacheFlight* cacheFlightTake(CacheRun* run);
+void cacheFlightFinish(CacheStore* s, CacheFlight* f, int outcome);
 
 /* ---- The parts that meet the core ---------------------------------------- */
 

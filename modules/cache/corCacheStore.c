@@ -17,22 +17,6 @@
 
 #define BUCKETS_FIRST 64
 
-uint64_t
-cacheHash(const char* key, size_t len)
-{
-    /* FNV-1a, then a mix: the low bits pick the bucket, the high the
-     * shard. */
-    uint64_t h = 0xcbf29ce484222325u;
-
-    for (size_t i = 0; i < len; i++) {
-        h = (h ^ (unsigned char)key[i]) * 0x100000001b3u;
-    }
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdu;
-    h ^= h >> 33;
-    return h;
-}
-
 CacheShard*
 cacheShardOf(CacheStore* s, uint64_t hash)
 {
@@ -296,7 +280,7 @@ cacheStoreRemove(CacheStore* s, const char* key, size_t keyLen)
         cacheEntryRelease(gone);
         gone = next;
     }
-    return n;
+    return n + cacheDiskRemove(s, hash);
 }
 
 unsigned
@@ -308,5 +292,15 @@ cacheStoreRemovePrefix(CacheStore* s, const char* prefix, size_t len)
     for (unsigned i = 0; i < CACHE_SHARDS; i++) {
         n += removeWhere(s, &s->shards[i], prefixMatches, &k);
     }
-    return n;
+    return n + cacheDiskRemovePrefix(s, prefix, len);
+}
+
+size_t
+cacheStoreEntryMost(const CacheStore* s)
+{
+    size_t disk = s->diskShardMost < CACHE_DISK_ENTRY_MOST
+                      ? (size_t)s->diskShardMost
+                      : CACHE_DISK_ENTRY_MOST;
+
+    return s->path != NULL && disk > s->shardMost ? disk : s->shardMost;
 }

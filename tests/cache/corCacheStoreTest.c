@@ -7,15 +7,22 @@
  * stored, the age of 4.2.3, Vary's values (absent is not empty), a 304's
  * fields over the stored ones, and the store: a shard's LRU order, its
  * byte bound, an evicted entry that stays readable while referenced, a
- * variant replaced, a prefix purged. The three functions of the core
- * they call are given here, as the core has them.
+ * variant replaced, a prefix purged; the disk half (corCacheDisk.c and
+ * its file's format): a file written and found again, one cut or
+ * corrupt a miss, the size bound, the index rebuilt by a scan, the
+ * index's bytes an entry. The three functions of the core they call are
+ * given here, as the core has them; the worker pool runs each task at
+ * once, on the caller's thread.
  */
 #include "corTest.h"
 
+#include "corCacheDisk.c"
+#include "corCacheDiskFile.c"
 #include "corCacheEntry.c"
 #include "corCachePolicy.c"
 #include "corCacheStore.c"
 
+#include <malloc.h>
 #include <strings.h>
 
 /* ---- What the core gives the module (corRequestRead.c, corRespond.c,
@@ -66,6 +73,42 @@ corHeaderListHas(const CorHeader* h, const char* token, size_t tokenLen)
         }
     }
     return false;
+}
+
+CorEvPool*
+corEvPoolCreate(unsigned threads)
+{
+    (void)threads;
+    return (CorEvPool*)(uintptr_t)1;
+}
+
+int
+corEvPoolPost(CorEvPool* pool, CorEvTask* task, CorEvTaskFn fn)
+{
+    (void)pool;
+    fn(task);
+    return 0;
+}
+
+void
+corEvPoolShutdown(CorEvPool* pool)
+{
+    (void)pool;
+}
+
+void
+corEvPoolDestroy(CorEvPool* pool)
+{
+    (void)pool;
+}
+
+/* No fetch is in flight here (corCacheFlight.c is the module's). */
+void
+cacheFlightFinish(CacheStore* s, CacheFlight* f, int outcome)
+{
+    (void)s;
+    (void)outcome;
+    ck_assert_ptr_null(f);
 }
 
 /* ---- Helpers ------------------------------------------------------------- */
@@ -349,14 +392,14 @@ findKey(CacheStore* s, const char* key)
 START_TEST(test_a_shard_evicts_its_least_recently_used)
 {
     CorHeader fields[] = { H("Cache-Control", "max-age=60") };
-    char body[800];
+    char body[790];
     char keys[4][16];
     CacheStore s;
     CacheEntry* held;
 
     memset(body, 'b', sizeof(body) - 1);
     body[sizeof(body) - 1] = '\0';
-    /* 16 shards of 2 KiB: two entries of 800 bytes fit in one. */
+    /* 16 shards of 2 KiB: two entries of 790 bytes fit in one. */
     ck_assert_int_eq(cacheStoreInit(&s, "t", 32 * 1024), 0);
     keysOfOneShard(&s, keys, 4);
     ck_assert(
@@ -427,8 +470,253 @@ START_TEST(test_variants_replace_their_own_and_purges)
 }
 END_TEST
 
+/* ---- The disk half ------------------------------------------------------ */
+
+static char diskDir[64];
+
+/* A store of 1 MiB in memory and size on disk, in a fresh folder (or
+ * the last one, again: a restart). */
+static void
+diskStore(CacheStore* s, uint64_t size, bool again)
+{
+    if (!again) {
+        strcpy(diskDir, "/tmp/corCacheDiskXXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(diskDir));
+    }
+    ck_assert_int_eq(cacheStoreInit(s, "t", 1024 * 1024), 0);
+    ck_assert_int_eq(cacheDiskOpen(s, diskDir, size), 0);
+    ck_assert_int_eq(cacheDiskStart(s), 0); /* its scan, at once here */
+}
+
+static void
+diskStoreFree(CacheStore* s)
+{
+    cacheDiskClose(s);
+    cacheStoreFree(s);
+}
+
+/* The folder gone, with what the test left in it. */
+static void
+diskFolderRemove(void)
+{
+    char command[96];
+
+    snprintf(command, sizeof(command), "rm -rf %s", diskDir);
+    ck_assert_int_eq(system(command), 0);
+}
+
+static long
+nowMs(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* e written to s's disk (alone: not in memory). */
+static void
+diskPut(CacheStore* s, CacheEntry* e)
+{
+    cacheDiskWrite(s, e, NULL);
+}
+
+static CacheEntry*
+diskFind(CacheStore* s, const char* key)
+{
+    CorRequest r = exchange(NULL, 0, 0, NULL, 0);
+
+    return cacheDiskFind(s, cacheHash(key, strlen(key)), key, strlen(key), &r);
+}
+
+/* The one file of key's in the store's folder, into name. */
+static void
+diskFileOf(const char* key, char* name, size_t cap)
+{
+    char command[256];
+    FILE* p;
+
+    snprintf(command, sizeof(command), "ls %s/%016llx-*", diskDir,
+             (unsigned long long)cacheHash(key, strlen(key)));
+    p = popen(command, "r");
+    ck_assert_ptr_nonnull(p);
+    ck_assert_ptr_nonnull(fgets(name, (int)cap, p));
+    name[strcspn(name, "\n")] = '\0';
+    pclose(p);
+}
+
+START_TEST(test_a_file_written_is_found_and_a_bad_one_is_a_miss)
+{
+    CorHeader fields[] = { H("Cache-Control", "max-age=60"),
+                           H("ETag", "\"v1\"") };
+    static char big[300 * 1024];
+    char name[256];
+    CacheStore s;
+    CacheEntry* e;
+    int fd;
+
+    memset(big, 'b', sizeof(big) - 1);
+    diskStore(&s, 64 << 20, false);
+    diskPut(&s, entryOf("h/small", fields, 2, NULL, 0, "small", 0, 1000));
+    diskPut(&s, entryOf("h/big", fields, 2, NULL, 0, big, 0, 1000));
+    ck_assert_int_eq(atomic_load(&s.counters.diskEntries), 2);
+    /* Small: read, checked, and kept in memory again. */
+    e = diskFind(&s, "h/small");
+    ck_assert(e != NULL && e->bodyFd < 0 && e->bodyLen == 5
+              && memcmp(e->body, "small", 5) == 0 && e->etag != NULL
+              && strcmp(e->etag, "\"v1\"") == 0 && e->lifetime == 60);
+    cacheEntryRelease(e);
+    ck_assert_int_eq(atomic_load(&s.counters.entries), 1);
+    /* Big: its body is sent from its file. */
+    e = diskFind(&s, "h/big");
+    ck_assert(e != NULL && e->bodyFd >= 0 && e->bodyLen == sizeof(big) - 1);
+    cacheEntryRelease(e);
+    /* One byte of the big one's head flipped: a miss, and it is gone. */
+    diskFileOf("h/big", name, sizeof(name));
+    fd = open(name, O_RDWR);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(pwrite(fd, "X", 1, 100), 1);
+    close(fd);
+    ck_assert_ptr_null(diskFind(&s, "h/big"));
+    ck_assert_int_ne(access(name, F_OK), 0);
+    /* Cut short: a miss. */
+    diskPut(&s, entryOf("h/big", fields, 2, NULL, 0, big, 0, 1000));
+    diskFileOf("h/big", name, sizeof(name));
+    ck_assert_int_eq(truncate(name, 200000), 0);
+    ck_assert_ptr_null(diskFind(&s, "h/big"));
+    /* A small body's byte flipped (memory no longer has it): a miss. */
+    cacheStoreRemovePrefix(&s, "", 0);
+    diskPut(&s, entryOf("h/small", fields, 2, NULL, 0, "small", 0, 1000));
+    diskFileOf("h/small", name, sizeof(name));
+    fd = open(name, O_RDWR);
+    ck_assert_int_eq(pwrite(fd, "S", 1, lseek(fd, 0, SEEK_END) - 1), 1);
+    close(fd);
+    ck_assert_ptr_null(diskFind(&s, "h/small"));
+    ck_assert_uint_eq(atomic_load(&s.counters.diskErrors), 3);
+    /* A write asked for before a purge of its shard, in after it: not
+     * put in (what it says may be what was purged). */
+    {
+        uint64_t h = cacheHash("h/late", 6);
+        uint64_t removals = cacheShardOf(&s, h)->disk.removals;
+
+        cacheDiskRemove(&s, h);
+        indexPut(&s, h, 0, 42, 10, true, removals);
+        ck_assert_ptr_null(*bucketOf(&cacheShardOf(&s, h)->disk, h));
+    }
+    diskStoreFree(&s);
+    diskFolderRemove();
+}
+END_TEST
+
+START_TEST(test_the_size_bound_and_the_scan_at_start)
+{
+    CorHeader fields[] = { H("Cache-Control", "max-age=60") };
+    char body[1000];
+    char name[256];
+    char keys[6][16];
+    CacheStore s;
+    CacheEntry* e;
+    int fd;
+
+    memset(body, 'd', sizeof(body) - 1);
+    body[sizeof(body) - 1] = '\0';
+    /* 16 shards of 4 KiB: three files of about 1.1 KiB in one. */
+    diskStore(&s, 16 * 4096, false);
+    keysOfOneShard(&s, keys, 6);
+    for (unsigned i = 0; i < 4; i++) {
+        diskPut(&s, entryOf(keys[i], fields, 1, NULL, 0, body, 0, 1000));
+    }
+    ck_assert_uint_eq(atomic_load(&s.counters.diskEvictions), 1);
+    ck_assert_uint_le(cacheShardOf(&s, cacheHash(keys[0], strlen(keys[0])))
+                          ->disk.bytes,
+                      s.diskShardMost);
+    ck_assert_ptr_null(diskFind(&s, keys[0])); /* the oldest went */
+    diskStoreFree(&s);
+    /* A restart: the scan finds the three, drops a corrupt one and half
+     * a write. */
+    diskFileOf(keys[1], name, sizeof(name));
+    fd = open(name, O_RDWR);
+    ck_assert_int_eq(pwrite(fd, "Z", 1, lseek(fd, 0, SEEK_END) - 1), 1);
+    close(fd);
+    snprintf(name, sizeof(name), "%s/.tmp-0000000000000001", diskDir);
+    close(open(name, O_CREAT | O_WRONLY, 0644));
+    diskStore(&s, 16 * 4096, true);
+    ck_assert(atomic_load(&s.scanned));
+    ck_assert_int_eq(atomic_load(&s.counters.diskEntries), 2);
+    ck_assert_int_ne(access(name, F_OK), 0);
+    e = diskFind(&s, keys[3]);
+    ck_assert(e != NULL && e->bodyLen == sizeof(body) - 1);
+    cacheEntryRelease(e);
+    ck_assert_ptr_null(diskFind(&s, keys[1]));
+    diskStoreFree(&s);
+    diskFolderRemove();
+}
+END_TEST
+
+/* The scan at start: what it costs a file (each read and checked whole),
+ * said; at most a millisecond a file of 1 KB, a loose bound for a loaded
+ * machine. */
+START_TEST(test_the_scan_s_time_a_file)
+{
+    enum { N = 2000 };
+    CorHeader fields[] = { H("Cache-Control", "max-age=60") };
+    char body[1000];
+    CacheStore s;
+    long t0;
+    long ms;
+
+    memset(body, 's', sizeof(body) - 1);
+    body[sizeof(body) - 1] = '\0';
+    diskStore(&s, (uint64_t)1 << 30, false);
+    for (unsigned i = 0; i < N; i++) {
+        char key[32];
+
+        snprintf(key, sizeof(key), "h/scan%u", i);
+        diskPut(&s, entryOf(key, fields, 1, NULL, 0, body, 0, 1000));
+    }
+    diskStoreFree(&s);
+    t0 = nowMs();
+    diskStore(&s, (uint64_t)1 << 30, true);
+    ms = nowMs() - t0;
+    printf("disk scan: %d files of 1 KB in %ld ms\n", N, ms);
+    ck_assert_int_eq(atomic_load(&s.counters.diskEntries), N);
+    ck_assert_int_le(ms, N);
+    diskStoreFree(&s);
+    diskFolderRemove();
+}
+END_TEST
+
+/* The index's bytes an entry on disk, as malloc counts them (the entry,
+ * its share of the buckets): the issue bounds it to 256. */
+START_TEST(test_the_index_costs_at_most_256_bytes_an_entry)
+{
+    enum { N = 100000 };
+    CacheStore s;
+    size_t before;
+    size_t after;
+
+    diskStore(&s, (uint64_t)1 << 40, false);
+    before = mallinfo2().uordblks;
+    for (uint64_t i = 0; i < N; i++) {
+        indexPut(&s, cacheHash((const char*)&i, sizeof(i)), 0, i, 1000, true,
+                 REMOVALS_ANY);
+    }
+    after = mallinfo2().uordblks;
+    printf("disk index: %zu bytes an entry (%d entries)\n",
+           (after - before) / N, N);
+    ck_assert_uint_le((after - before) / N, 256);
+    ck_assert_int_eq(atomic_load(&s.counters.diskEntries), N);
+    diskStoreFree(&s);
+    diskFolderRemove();
+}
+END_TEST
+
 COR_TEST_SUITE(corCacheStore)
 {
+    tcase_add_test(tc, test_a_file_written_is_found_and_a_bad_one_is_a_miss);
+    tcase_add_test(tc, test_the_size_bound_and_the_scan_at_start);
+    tcase_add_test(tc, test_the_index_costs_at_most_256_bytes_an_entry);
+    tcase_add_test(tc, test_the_scan_s_time_a_file);
     tcase_add_test(tc, test_http_dates_in_three_forms);
     tcase_add_test(tc, test_cache_control_as_written);
     tcase_add_test(tc, test_the_lifetime_s_order);

@@ -528,7 +528,7 @@ START_TEST(test_cor_t_reports_mistakes)
         "  - { load: http }\n"
         "  - { load: hello }\n"
         "  - load: cache\n"
-        "    stores: [ { name: edge, path: /var/cache/cor } ]\n"
+        "    stores: [ { name: edge, size: 1GiB } ]\n"
         "routes:\n"
         "  - { match: \"GET /a\", handler: hello, cache: egde }\n";
     char path[256];

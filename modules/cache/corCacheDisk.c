@@ -1,0 +1,795 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The disk half of a store (`path:`, `size:`): every stored answer is
+ * also written to a file of its own under path (corCacheDiskFile.h), off
+ * the loops by the store's writer threads, and the index keeps, per
+ * shard and under the shard's lock, which file holds which key's
+ * variant, how big, in least recently used order: within `size`, the
+ * oldest files unlinked. A lookup that misses the memory store opens the
+ * key's files on the loop (static's open of a file, from the page cache
+ * as a rule), checks each one's header and head, and answers from the
+ * one its Vary values select: a small body read and kept in memory
+ * again (its CRC checked), a large one sent with sendfile. At start a
+ * writer scans the folder (every file read and checked whole) and
+ * builds the index while the loops already serve: what it has not
+ * reached yet is a miss. docs/cache.md says why each is so.
+ */
+#include "corCacheInt.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WRITERS 2
+#define DISK_BUCKETS_FIRST 64
+#define HEAD_READ_FIRST 4096
+#define SCAN_CHUNK (64 * 1024)
+/* A writer's queue holds at most this many bytes of answers (each
+ * referenced until written): past it an answer is kept in memory only. */
+#define WRITES_PENDING_MOST ((uint64_t)128 << 20)
+/* The files of one key's hash a lookup looks at (its variants). */
+#define CANDIDATES_MOST 8
+
+typedef struct {
+    CorEvTask task;
+    CacheStore* s;
+    CacheEntry* e;
+    CacheFlight* flight;
+    uint64_t removals; /* its shard's when it was asked for */
+} DiskWrite;
+
+/* A write of the scan's: no purge can have come before it. */
+#define REMOVALS_ANY UINT64_MAX
+
+static void
+fileName(const CacheStore* s, uint64_t hash, uint64_t id, char* out, size_t cap)
+{
+    snprintf(out, cap, "%s/%016llx-%016llx", s->path, (unsigned long long)hash,
+             (unsigned long long)id);
+}
+
+/* ---- The index (each shard's, under its lock) ---------------------------- */
+
+static CacheDiskEntry**
+bucketOf(CacheDiskShard* d, uint64_t hash)
+{
+    return &d->buckets[hash & (d->bucketCount - 1)];
+}
+
+static void
+diskUnlinkLocked(CacheStore* s, CacheDiskShard* d, CacheDiskEntry* de)
+{
+    CacheDiskEntry** at = bucketOf(d, de->hash);
+
+    while (*at != de) {
+        at = &(*at)->chain;
+    }
+    *at = de->chain;
+    corListRemove(&de->lru);
+    d->count--;
+    d->bytes -= de->size;
+    atomic_fetch_sub(&s->counters.diskBytes, (long long)de->size);
+    atomic_fetch_sub(&s->counters.diskEntries, 1);
+}
+
+static void
+diskGrowLocked(CacheDiskShard* d)
+{
+    size_t count = d->bucketCount * 2;
+    CacheDiskEntry** grown = calloc(count, sizeof(*grown));
+
+    if (grown == NULL) {
+        return; /* the chains grow longer instead */
+    }
+    for (size_t b = 0; b < d->bucketCount; b++) {
+        CacheDiskEntry* de = d->buckets[b];
+
+        while (de != NULL) {
+            CacheDiskEntry* next = de->chain;
+
+            de->chain = grown[de->hash & (count - 1)];
+            grown[de->hash & (count - 1)] = de;
+            de = next;
+        }
+    }
+    free(d->buckets);
+    d->buckets = grown;
+    d->bucketCount = count;
+}
+
+/* Unlink the files of the entries in gone and free them: outside the
+ * lock. */
+static void
+goneUnlink(CacheStore* s, CorList* gone)
+{
+    CorList* node;
+    CorList* next;
+    char name[PATH_MAX];
+
+    corListForEach(node, next, gone)
+    {
+        CacheDiskEntry* de = corContainerOf(node, CacheDiskEntry, lru);
+
+        corListRemove(node);
+        fileName(s, de->hash, de->id, name, sizeof(name));
+        unlink(name);
+        free(de);
+    }
+}
+
+enum { PUT, OLDER, SAME };
+
+/* Put de in (locked): the entries of its variant go when replace (a new
+ * answer); else (the scan's) de does not go in when its variant is
+ * there: OLDER (its file is to go), or SAME (the very file, written
+ * since the scan began). A new answer asked for before a purge or an
+ * invalidation of the shard (removals moved since) is OLDER too: what
+ * it says may be what was purged. The least recently used go while the
+ * shard is past its part of size. What goes is put in gone. */
+static int
+diskInsertLocked(CacheStore* s, CacheShard* shard, CacheDiskEntry* de,
+                 bool replace, uint64_t removals, CorList* gone)
+{
+    CacheDiskShard* d = &shard->disk;
+
+    if (removals != REMOVALS_ANY && removals != d->removals) {
+        return OLDER;
+    }
+    for (CacheDiskEntry *old = *bucketOf(d, de->hash), *next; old != NULL;
+         old = next) {
+        next = old->chain;
+        if (old->hash == de->hash && old->variant == de->variant) {
+            if (!replace) {
+                return old->id == de->id ? SAME : OLDER;
+            }
+            diskUnlinkLocked(s, d, old);
+            corListInsert(gone, &old->lru);
+        }
+    }
+    if (d->count >= d->bucketCount) {
+        diskGrowLocked(d);
+    }
+    de->chain = *bucketOf(d, de->hash);
+    *bucketOf(d, de->hash) = de;
+    corListInsert(&d->lru, &de->lru);
+    d->count++;
+    d->bytes += de->size;
+    atomic_fetch_add(&s->counters.diskBytes, (long long)de->size);
+    atomic_fetch_add(&s->counters.diskEntries, 1);
+    while (d->bytes > s->diskShardMost && d->count > 1) {
+        CacheDiskEntry* last = corContainerOf(d->lru.prev, CacheDiskEntry, lru);
+
+        diskUnlinkLocked(s, d, last);
+        corListInsert(gone, &last->lru);
+        atomic_fetch_add(&s->counters.diskEvictions, 1);
+    }
+    return PUT;
+}
+
+/* A file in the index: a new answer's (replace) or the scan's. */
+static void
+indexPut(CacheStore* s, uint64_t hash, uint64_t variant, uint64_t id,
+         uint64_t size, bool replace, uint64_t removals)
+{
+    CacheShard* shard = cacheShardOf(s, hash);
+    CacheDiskEntry* de = malloc(sizeof(*de));
+    CorList gone;
+    int put;
+
+    corListInit(&gone);
+    if (de == NULL) {
+        return; /* the file stays, unknown: the next start's scan finds it */
+    }
+    *de = (CacheDiskEntry){
+        .hash = hash, .variant = variant, .id = id, .size = size
+    };
+    pthread_mutex_lock(&shard->lock);
+    put = diskInsertLocked(s, shard, de, replace, removals, &gone);
+    pthread_mutex_unlock(&shard->lock);
+    if (put == OLDER) {
+        corListInsert(&gone, &de->lru);
+    } else if (put == SAME) {
+        free(de);
+    }
+    goneUnlink(s, &gone);
+}
+
+/* Take the file (hash, id) out of the index and unlink it: it is gone,
+ * cut or corrupt (counted an error), or purged. */
+static void
+forget(CacheStore* s, uint64_t hash, uint64_t id, bool error)
+{
+    CacheShard* shard = cacheShardOf(s, hash);
+    CacheDiskEntry* found = NULL;
+    char name[PATH_MAX];
+
+    pthread_mutex_lock(&shard->lock);
+    for (CacheDiskEntry* de = *bucketOf(&shard->disk, hash); de != NULL;
+         de = de->chain) {
+        if (de->hash == hash && de->id == id) {
+            found = de;
+            diskUnlinkLocked(s, &shard->disk, de);
+            break;
+        }
+    }
+    shard->disk.removals += !error;
+    pthread_mutex_unlock(&shard->lock);
+    free(found);
+    fileName(s, hash, id, name, sizeof(name));
+    unlink(name);
+    if (error) {
+        atomic_fetch_add(&s->counters.diskErrors, 1);
+    }
+}
+
+/* ---- Reading a file ------------------------------------------------------ */
+
+/* The header and head of the entry file fd into *d (which points into
+ * what it returns, the caller's to free), its size checked against its
+ * lengths; NULL when it is no whole entry. */
+static char*
+headLoad(int fd, CacheDiskHead* d)
+{
+    size_t cap = HEAD_READ_FIRST;
+    char* buf = malloc(cap);
+    ssize_t got = buf != NULL ? pread(fd, buf, cap, 0) : -1;
+    long need = got >= 0 ? cacheDiskHeadParse(buf, (size_t)got, d) : -1;
+    struct stat st;
+
+    if (need > 0 && (size_t)got == cap) {
+        char* grown = realloc(buf, (size_t)need);
+
+        if (grown != NULL) {
+            buf = grown;
+            got = pread(fd, buf, (size_t)need, 0);
+            need = got == need ? cacheDiskHeadParse(buf, (size_t)got, d) : -1;
+        }
+    }
+    if (need != 0 || fstat(fd, &st) != 0
+        || (uint64_t)st.st_size != sizeof(d->h) + d->h.headLen + d->h.bodyLen) {
+        free(buf);
+        return NULL;
+    }
+    return buf;
+}
+
+/* Whether the body of fd's entry d is the bytes its CRC says. */
+static bool
+bodyChecks(int fd, const CacheDiskHead* d)
+{
+    char* chunk = malloc(SCAN_CHUNK);
+    uint64_t at = sizeof(d->h) + d->h.headLen;
+    uint64_t left = d->h.bodyLen;
+    uint32_t crc = 0;
+
+    while (chunk != NULL && left > 0) {
+        size_t n = left < SCAN_CHUNK ? (size_t)left : SCAN_CHUNK;
+
+        if (pread(fd, chunk, n, (off_t)at) != (ssize_t)n) {
+            break;
+        }
+        crc = cacheCrc(crc, chunk, n);
+        at += n;
+        left -= n;
+    }
+    free(chunk);
+    return left == 0 && crc == d->h.bodyCrc;
+}
+
+/* The entry of file (hash, id) when it is key's: 1 with *eP (its body
+ * in the file) and *crcP; 0 when it is another key's (same hash); -1
+ * when it is gone, cut or corrupt. */
+static int
+fileOpen(CacheStore* s, uint64_t hash, uint64_t id, const char* key,
+         size_t keyLen, CacheEntry** eP, uint32_t* crcP)
+{
+    char name[PATH_MAX];
+    CacheDiskHead d;
+    char* head;
+    int fd;
+
+    fileName(s, hash, id, name, sizeof(name));
+    fd = open(name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return -1;
+    }
+    head = headLoad(fd, &d);
+    if (head == NULL || d.h.keyHash != hash) {
+        free(head);
+        close(fd);
+        return -1;
+    }
+    if (d.h.keyLen != keyLen || memcmp(d.key, key, keyLen) != 0) {
+        free(head);
+        close(fd);
+        return 0;
+    }
+    *crcP = d.h.bodyCrc;
+    *eP = cacheEntryFromDisk(&d, fd);
+    free(head);
+    return *eP != NULL ? 1 : 0;
+}
+
+/* A disk hit small enough to be kept in memory again: its body read and
+ * checked; NULL when it does not check out. */
+static CacheEntry*
+promote(CacheStore* s, CacheEntry* e, uint32_t crc)
+{
+    CacheEntry* m = cacheEntryInMemory(e);
+
+    if (m == NULL || cacheCrc(0, m->body, m->bodyLen) != crc) {
+        cacheEntryRelease(m);
+        return NULL;
+    }
+    cacheEntryRef(m); /* the store's, beside the caller's */
+    cacheStoreInsert(s, m);
+    return m;
+}
+
+CacheEntry*
+cacheDiskFind(CacheStore* s, uint64_t hash, const char* key, size_t keyLen,
+              const CorRequest* r)
+{
+    CacheShard* shard = cacheShardOf(s, hash);
+    uint64_t ids[CANDIDATES_MOST];
+    unsigned n = 0;
+    CacheEntry* best = NULL;
+    uint64_t bestId = 0;
+    uint32_t bestCrc = 0;
+    CacheEntry* m;
+
+    if (s->path == NULL) {
+        return NULL;
+    }
+    pthread_mutex_lock(&shard->lock);
+    for (CacheDiskEntry* de = *bucketOf(&shard->disk, hash);
+         de != NULL && n < CANDIDATES_MOST; de = de->chain) {
+        if (de->hash == hash) {
+            ids[n++] = de->id;
+            corListRemove(&de->lru);
+            corListInsert(&shard->disk.lru, &de->lru);
+        }
+    }
+    pthread_mutex_unlock(&shard->lock);
+    for (unsigned i = 0; i < n; i++) {
+        CacheEntry* e = NULL;
+        uint32_t crc = 0;
+        int rc = fileOpen(s, hash, ids[i], key, keyLen, &e, &crc);
+
+        if (rc < 0) {
+            forget(s, hash, ids[i], true);
+        } else if (rc > 0 && cacheEntryVaryMatch(e, r)
+                   && (best == NULL || e->responseTime > best->responseTime)) {
+            cacheEntryRelease(best);
+            best = e;
+            bestId = ids[i];
+            bestCrc = crc;
+        } else {
+            cacheEntryRelease(e);
+        }
+    }
+    if (best == NULL || best->bodyLen > CACHE_DISK_PROMOTE_MOST) {
+        return best;
+    }
+    m = promote(s, best, bestCrc);
+    cacheEntryRelease(best);
+    if (m == NULL) {
+        forget(s, hash, bestId, true);
+    }
+    return m;
+}
+
+/* ---- Writing a file ------------------------------------------------------ */
+
+/* The header and head of e's file, in one allocation; NULL when out of
+ * memory or its head is past what a reader takes. */
+static char*
+headMake(const CacheEntry* e, uint32_t bodyCrc, size_t* lenP)
+{
+    size_t typeLen = e->type != NULL ? strlen(e->type) : 0;
+    size_t headLen = e->keyLen + 1 + e->varyLen
+                     + (e->type != NULL ? typeLen + 1 : 0);
+    CacheDiskHeader h;
+    char* buf;
+    char* at;
+
+    for (unsigned i = 0; i < e->headerCount; i++) {
+        headLen += e->headers[i].nameLen + e->headers[i].valueLen + 2;
+    }
+    if (headLen > CACHE_DISK_HEAD_MOST
+        || e->headerCount > CACHE_DISK_FIELDS_MOST
+        || (buf = malloc(sizeof(h) + headLen)) == NULL) {
+        return NULL;
+    }
+    memset(&h, 0, sizeof(h));
+    memcpy(h.magic, CACHE_DISK_MAGIC, sizeof(h.magic));
+    h.version = CACHE_DISK_VERSION;
+    h.headLen = (uint32_t)headLen;
+    h.keyHash = e->hash;
+    h.bodyLen = e->bodyLen;
+    h.bodyCrc = bodyCrc;
+    h.responseTime = e->responseTime;
+    h.initialAge = e->initialAge;
+    h.lifetime = e->lifetime;
+    h.staleWhileRevalidate = e->staleWhileRevalidate;
+    h.staleIfError = e->staleIfError;
+    h.status = e->status;
+    h.flags = e->flags;
+    h.varyCount = e->varyCount;
+    h.keyLen = e->keyLen;
+    h.varyLen = e->varyLen;
+    h.fieldCount = e->headerCount;
+    h.typeLen = e->type != NULL ? (uint32_t)typeLen : CACHE_DISK_NO_TYPE;
+    /* The key and the Vary block are one run in the entry, as in the
+     * file. */
+    at = buf + sizeof(h);
+    memcpy(at, cacheEntryKey(e), e->keyLen + 1 + e->varyLen);
+    at += e->keyLen + 1 + e->varyLen;
+    for (unsigned i = 0; i < e->headerCount; i++) {
+        memcpy(at, e->headers[i].name, e->headers[i].nameLen + 1);
+        at += e->headers[i].nameLen + 1;
+        memcpy(at, e->headers[i].value, e->headers[i].valueLen + 1);
+        at += e->headers[i].valueLen + 1;
+    }
+    if (e->type != NULL) {
+        memcpy(at, e->type, typeLen + 1);
+    }
+    h.headCrc = cacheCrc(cacheCrc(0, &h, sizeof(h)), buf + sizeof(h), headLen);
+    memcpy(buf, &h, sizeof(h));
+    *lenP = sizeof(h) + headLen;
+    return buf;
+}
+
+static bool
+writeAll(int fd, const char* data, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, data, len);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return false;
+        }
+        data += n;
+        len -= (size_t)n;
+    }
+    return true;
+}
+
+/* e's file, written whole under a name of its own and then renamed to
+ * its place, so that a reader never sees half of it: 0 with its size,
+ * or -1 (the disk full, the folder gone and not to be made again). */
+static int
+fileWrite(CacheStore* s, const CacheEntry* e, uint64_t id, uint64_t* sizeP)
+{
+    char tmp[PATH_MAX];
+    char name[PATH_MAX];
+    size_t headLen = 0;
+    char* head = headMake(e, cacheCrc(0, e->body, e->bodyLen), &headLen);
+    bool ok;
+    int fd;
+
+    if (head == NULL || headLen + e->bodyLen > s->diskShardMost) {
+        free(head);
+        return -1;
+    }
+    snprintf(tmp, sizeof(tmp), "%s/.tmp-%016llx", s->path,
+             (unsigned long long)id);
+    fileName(s, e->hash, id, name, sizeof(name));
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == ENOENT && mkdir(s->path, 0755) == 0) {
+        /* The folder was removed under the server: made again. */
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    }
+    ok = fd >= 0 && writeAll(fd, head, headLen)
+         && writeAll(fd, e->body, e->bodyLen);
+    if (fd >= 0 && close(fd) != 0) {
+        ok = false;
+    }
+    ok = ok && rename(tmp, name) == 0;
+    if (!ok && fd >= 0) {
+        unlink(tmp);
+    }
+    free(head);
+    *sizeP = headLen + e->bodyLen;
+    return ok ? 0 : -1;
+}
+
+static uint64_t
+variantOf(const char* vary, size_t len)
+{
+    return cacheHash(vary, len);
+}
+
+static void
+writeRun(CorEvTask* task)
+{
+    DiskWrite* w = corContainerOf(task, DiskWrite, task);
+    CacheStore* s = w->s;
+    CacheEntry* e = w->e;
+    uint64_t id = atomic_fetch_add(&s->nextId, 1);
+    uint64_t size = 0;
+    int outcome = FLIGHT_STORED;
+
+    if (fileWrite(s, e, id, &size) == 0) {
+        indexPut(s, e->hash, variantOf(cacheEntryVary(e), e->varyLen), id, size,
+                 true, w->removals);
+    } else {
+        atomic_fetch_add(&s->counters.diskErrors, 1);
+        outcome = FLIGHT_PASS;
+    }
+    atomic_fetch_sub(&s->writesPending, e->bodyLen);
+    cacheFlightFinish(s, w->flight, outcome);
+    cacheEntryRelease(e);
+    free(w);
+}
+
+void
+cacheDiskWrite(CacheStore* s, CacheEntry* e, CacheFlight* flight)
+{
+    DiskWrite* w = NULL;
+
+    if (s->writers != NULL
+        && atomic_fetch_add(&s->writesPending, e->bodyLen) + e->bodyLen
+               <= WRITES_PENDING_MOST) {
+        w = malloc(sizeof(*w));
+    } else {
+        atomic_fetch_sub(&s->writesPending, e->bodyLen);
+    }
+    if (w != NULL) {
+        CacheShard* shard = cacheShardOf(s, e->hash);
+
+        pthread_mutex_lock(&shard->lock);
+        *w = (DiskWrite){
+            .s = s, .e = e, .flight = flight, .removals = shard->disk.removals
+        };
+        pthread_mutex_unlock(&shard->lock);
+        if (corEvPoolPost(s->writers, &w->task, writeRun) == 0) {
+            return;
+        }
+        free(w);
+        atomic_fetch_sub(&s->writesPending, e->bodyLen);
+    } else if (s->writers != NULL) {
+        atomic_fetch_add(&s->counters.diskErrors, 1);
+    }
+    cacheEntryRelease(e);
+    cacheFlightFinish(s, flight, FLIGHT_PASS);
+}
+
+/* ---- Removing ------------------------------------------------------------ */
+
+unsigned
+cacheDiskRemove(CacheStore* s, uint64_t hash)
+{
+    CacheShard* shard = cacheShardOf(s, hash);
+    CorList gone;
+    unsigned n = 0;
+
+    if (s->path == NULL) {
+        return 0;
+    }
+    corListInit(&gone);
+    pthread_mutex_lock(&shard->lock);
+    for (CacheDiskEntry *de = *bucketOf(&shard->disk, hash), *next; de != NULL;
+         de = next) {
+        next = de->chain;
+        if (de->hash == hash) {
+            diskUnlinkLocked(s, &shard->disk, de);
+            corListInsert(&gone, &de->lru);
+            n++;
+        }
+    }
+    shard->disk.removals++;
+    pthread_mutex_unlock(&shard->lock);
+    goneUnlink(s, &gone);
+    return n;
+}
+
+/* Whether file (hash, id)'s key starts with prefix. */
+static bool
+keyStarts(CacheStore* s, uint64_t hash, uint64_t id, const char* prefix,
+          size_t len)
+{
+    char name[PATH_MAX];
+    CacheDiskHead d;
+    char* head;
+    bool starts;
+    int fd;
+
+    fileName(s, hash, id, name, sizeof(name));
+    fd = open(name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return false;
+    }
+    head = headLoad(fd, &d);
+    close(fd);
+    starts = head != NULL && d.h.keyLen >= len
+             && memcmp(d.key, prefix, len) == 0;
+    free(head);
+    return starts;
+}
+
+unsigned
+cacheDiskRemovePrefix(CacheStore* s, const char* prefix, size_t len)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; s->path != NULL && i < CACHE_SHARDS; i++) {
+        CacheShard* shard = &s->shards[i];
+        CorList* node;
+        CorList* next;
+        uint64_t(*files)[2];
+        size_t count = 0;
+
+        /* The shard's files as they are now; each one's head is read
+         * outside the lock. */
+        pthread_mutex_lock(&shard->lock);
+        files = malloc((shard->disk.count + 1) * sizeof(*files));
+        corListForEach(node, next, &shard->disk.lru)
+        {
+            CacheDiskEntry* de = corContainerOf(node, CacheDiskEntry, lru);
+
+            if (files != NULL) {
+                files[count][0] = de->hash;
+                files[count++][1] = de->id;
+            }
+        }
+        pthread_mutex_unlock(&shard->lock);
+        for (size_t f = 0; f < count; f++) {
+            if (keyStarts(s, files[f][0], files[f][1], prefix, len)) {
+                forget(s, files[f][0], files[f][1], false);
+                n++;
+            }
+        }
+        free(files);
+    }
+    return n;
+}
+
+/* ---- The scan at start, and the store's life ----------------------------- */
+
+/* One file the scan found: in the index when it is a whole entry whose
+ * body checks out, else unlinked. */
+static void
+scanOne(CacheStore* s, const char* name, uint64_t hash, uint64_t id)
+{
+    char path[PATH_MAX];
+    CacheDiskHead d;
+    char* head;
+    int fd;
+
+    snprintf(path, sizeof(path), "%s/%s", s->path, name);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        return;
+    }
+    head = headLoad(fd, &d);
+    if (head != NULL && d.h.keyHash == hash && bodyChecks(fd, &d)) {
+        indexPut(s, hash, variantOf(d.vary, d.h.varyLen), id,
+                 sizeof(d.h) + d.h.headLen + d.h.bodyLen, false, REMOVALS_ANY);
+    } else {
+        unlink(path);
+        atomic_fetch_add(&s->counters.diskErrors, 1);
+    }
+    free(head);
+    close(fd);
+}
+
+static void
+scanRun(CorEvTask* task)
+{
+    CacheStore* s = corContainerOf(task, CacheStore, scan);
+    DIR* dir = opendir(s->path);
+    struct dirent* ent;
+
+    while (dir != NULL && !atomic_load(&s->stopping)
+           && (ent = readdir(dir)) != NULL) {
+        unsigned long long hash;
+        unsigned long long id;
+        int end = 0;
+
+        if (strncmp(ent->d_name, ".tmp-", 5) == 0) {
+            /* Half a write: its writer stopped before the rename. */
+            char path[PATH_MAX];
+
+            snprintf(path, sizeof(path), "%s/%s", s->path, ent->d_name);
+            unlink(path);
+        } else if (sscanf(ent->d_name, "%16llx-%16llx%n", &hash, &id, &end) == 2
+                   && end == 33 && ent->d_name[end] == '\0') {
+            scanOne(s, ent->d_name, hash, id);
+        }
+    }
+    if (dir != NULL) {
+        closedir(dir);
+    }
+    atomic_store(&s->scanned, true);
+}
+
+int
+cacheDiskOpen(CacheStore* s, const char* path, uint64_t size)
+{
+    uint64_t seed;
+    struct stat st;
+
+    s->path = strdup(path);
+    s->size = size;
+    s->diskShardMost = size / CACHE_SHARDS;
+    if (s->path == NULL) {
+        return -1;
+    }
+    for (unsigned i = 0; i < CACHE_SHARDS; i++) {
+        CacheDiskShard* d = &s->shards[i].disk;
+
+        corListInit(&d->lru);
+        d->buckets = calloc(DISK_BUCKETS_FIRST, sizeof(*d->buckets));
+        if (d->buckets == NULL) {
+            return -1;
+        }
+        d->bucketCount = DISK_BUCKETS_FIRST;
+    }
+    /* Ids start at random: two generations write into one folder side
+     * by side during a reload. */
+    if (getrandom(&seed, sizeof(seed), 0) != sizeof(seed)) {
+        seed = (uint64_t)time(NULL) << 32 ^ (uint64_t)getpid();
+    }
+    atomic_init(&s->nextId, seed);
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+        return -1;
+    }
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+int
+cacheDiskStart(CacheStore* s)
+{
+    if (s->path == NULL || s->writers != NULL) {
+        return 0;
+    }
+    s->writers = corEvPoolCreate(WRITERS);
+    if (s->writers == NULL) {
+        return -1;
+    }
+    return corEvPoolPost(s->writers, &s->scan, scanRun);
+}
+
+void
+cacheDiskClose(CacheStore* s)
+{
+    atomic_store(&s->stopping, true);
+    if (s->writers != NULL) {
+        corEvPoolShutdown(s->writers); /* the writes queued are done */
+        corEvPoolDestroy(s->writers);
+        s->writers = NULL;
+    }
+    for (unsigned i = 0; i < CACHE_SHARDS; i++) {
+        CacheDiskShard* d = &s->shards[i].disk;
+        CorList* node;
+        CorList* next;
+
+        if (d->buckets == NULL) {
+            continue;
+        }
+        corListForEach(node, next, &d->lru)
+        {
+            free(corContainerOf(node, CacheDiskEntry, lru));
+        }
+        free(d->buckets);
+        d->buckets = NULL;
+    }
+    free(s->path);
+    s->path = NULL;
+}
