@@ -537,14 +537,20 @@ writeRun(CorEvTask* task)
 void
 cacheDiskWrite(CacheStore* s, CacheEntry* e, CacheFlight* flight)
 {
+    /* Started by the first loop's loopInit: a loop that serves before it
+     * keeps its answers in memory only. */
+    CorEvPool* writers = atomic_load(&s->writers);
     DiskWrite* w = NULL;
 
-    if (s->writers != NULL
-        && atomic_fetch_add(&s->writesPending, e->bodyLen) + e->bodyLen
-               <= WRITES_PENDING_MOST) {
-        w = malloc(sizeof(*w));
-    } else {
-        atomic_fetch_sub(&s->writesPending, e->bodyLen);
+    if (writers != NULL) {
+        if (atomic_fetch_add(&s->writesPending, e->bodyLen) + e->bodyLen
+            <= WRITES_PENDING_MOST) {
+            w = malloc(sizeof(*w));
+        }
+        if (w == NULL) {
+            atomic_fetch_sub(&s->writesPending, e->bodyLen);
+            atomic_fetch_add(&s->counters.diskErrors, 1);
+        }
     }
     if (w != NULL) {
         CacheShard* shard = cacheShardOf(s, e->hash);
@@ -554,13 +560,11 @@ cacheDiskWrite(CacheStore* s, CacheEntry* e, CacheFlight* flight)
             .s = s, .e = e, .flight = flight, .removals = shard->disk.removals
         };
         pthread_mutex_unlock(&shard->lock);
-        if (corEvPoolPost(s->writers, &w->task, writeRun) == 0) {
+        if (corEvPoolPost(writers, &w->task, writeRun) == 0) {
             return;
         }
         free(w);
         atomic_fetch_sub(&s->writesPending, e->bodyLen);
-    } else if (s->writers != NULL) {
-        atomic_fetch_add(&s->counters.diskErrors, 1);
     }
     cacheEntryRelease(e);
     cacheFlightFinish(s, flight, FLIGHT_PASS);
@@ -756,24 +760,28 @@ cacheDiskOpen(CacheStore* s, const char* path, uint64_t size)
 int
 cacheDiskStart(CacheStore* s)
 {
-    if (s->path == NULL || s->writers != NULL) {
+    CorEvPool* writers;
+
+    if (s->path == NULL || atomic_load(&s->writers) != NULL) {
         return 0;
     }
-    s->writers = corEvPoolCreate(WRITERS);
-    if (s->writers == NULL) {
+    writers = corEvPoolCreate(WRITERS);
+    if (writers == NULL) {
         return -1;
     }
-    return corEvPoolPost(s->writers, &s->scan, scanRun);
+    atomic_store(&s->writers, writers);
+    return corEvPoolPost(writers, &s->scan, scanRun);
 }
 
 void
 cacheDiskClose(CacheStore* s)
 {
+    CorEvPool* writers = atomic_exchange(&s->writers, NULL);
+
     atomic_store(&s->stopping, true);
-    if (s->writers != NULL) {
-        corEvPoolShutdown(s->writers); /* the writes queued are done */
-        corEvPoolDestroy(s->writers);
-        s->writers = NULL;
+    if (writers != NULL) {
+        corEvPoolShutdown(writers); /* the writes queued are done */
+        corEvPoolDestroy(writers);
     }
     for (unsigned i = 0; i < CACHE_SHARDS; i++) {
         CacheDiskShard* d = &s->shards[i].disk;

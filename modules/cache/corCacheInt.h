@@ -219,9 +219,9 @@ typedef struct CacheStore {
     CacheCounters counters;
     /* The disk half (corCacheDisk.c), path NULL when none. */
     char* path;
-    uint64_t size;          /* its bound, all shards together */
-    uint64_t diskShardMost; /* each shard's part of it */
-    CorEvPool* writers;     /* write the files, and scan them at start */
+    uint64_t size;               /* its bound, all shards together */
+    uint64_t diskShardMost;      /* each shard's part of it */
+    _Atomic(CorEvPool*) writers; /* write the files, scan them at start */
     CorEvTask scan;
     atomic_bool stopping;        /* the scan stops: the generation ends */
     atomic_bool scanned;         /* the scan at start is done */
