@@ -174,6 +174,26 @@ diskInsertLocked(CacheStore* s, CacheShard* shard, CacheDiskEntry* de,
     return PUT;
 }
 
+void
+cacheDiskTouchLocked(CacheShard* shard, const CacheEntry* e)
+{
+    CacheDiskShard* d = &shard->disk;
+    uint64_t variant;
+
+    if (d->count == 0) {
+        return;
+    }
+    variant = cacheHash(cacheEntryVary(e), e->varyLen);
+    for (CacheDiskEntry* de = *bucketOf(d, e->hash); de != NULL;
+         de = de->chain) {
+        if (de->hash == e->hash && de->variant == variant) {
+            corListRemove(&de->lru);
+            corListInsert(&d->lru, &de->lru);
+            return;
+        }
+    }
+}
+
 /* A file in the index: a new answer's (replace) or the scan's. */
 static void
 indexPut(CacheStore* s, uint64_t hash, uint64_t variant, uint64_t id,

@@ -271,6 +271,10 @@ void cacheDiskWrite(CacheStore* s, CacheEntry* e, CacheFlight* flight);
  * file is missing, cut or corrupt (then taken out of the index). */
 CacheEntry* cacheDiskFind(CacheStore* s, uint64_t hash, const char* key,
                           size_t keyLen, const CorRequest* r);
+/* A hit of e in memory is a use of its file too (shard locked): its
+ * file goes to the front of the disk's LRU, so that a file whose answer
+ * is hot in memory is not the disk's oldest. */
+void cacheDiskTouchLocked(CacheShard* shard, const CacheEntry* e);
 /* Take out (and unlink) every file of the key's hash; of the keys that
  * start with prefix (each file's head read: off the loops). How many. */
 unsigned cacheDiskRemove(CacheStore* s, uint64_t hash);

@@ -96,6 +96,7 @@ cacheStoreFind(CacheStore* s, uint64_t hash, const char* key, size_t keyLen,
         cacheEntryRef(found);
         corListRemove(&found->lru);
         corListInsert(&shard->lru, &found->lru);
+        cacheDiskTouchLocked(shard, found);
     }
     pthread_mutex_unlock(&shard->lock);
     return found;

@@ -653,6 +653,40 @@ START_TEST(test_the_size_bound_and_the_scan_at_start)
 }
 END_TEST
 
+/* A hit in memory is a use of the file too: the one evicted from disk is
+ * the least recently used of the two stores together. */
+START_TEST(test_a_memory_hit_keeps_its_file_young)
+{
+    CorHeader fields[] = { H("Cache-Control", "max-age=60") };
+    char body[1000];
+    char keys[4][16];
+    CacheStore s;
+    CacheEntry* e;
+
+    memset(body, 'm', sizeof(body) - 1);
+    body[sizeof(body) - 1] = '\0';
+    diskStore(&s, 16 * 4096, false); /* three such files a shard */
+    keysOfOneShard(&s, keys, 4);
+    for (unsigned i = 0; i < 3; i++) {
+        e = entryOf(keys[i], fields, 1, NULL, 0, body, 0, 1000);
+        cacheEntryRef(e);
+        ck_assert(cacheStoreInsert(&s, e));
+        diskPut(&s, e);
+    }
+    e = findKey(&s, keys[0]); /* from memory */
+    ck_assert_ptr_nonnull(e);
+    cacheEntryRelease(e);
+    diskPut(&s, entryOf(keys[3], fields, 1, NULL, 0, body, 0, 1000));
+    ck_assert_uint_eq(atomic_load(&s.counters.diskEvictions), 1);
+    e = diskFind(&s, keys[0]);
+    ck_assert_ptr_nonnull(e);
+    cacheEntryRelease(e);
+    ck_assert_ptr_null(diskFind(&s, keys[1]));
+    diskStoreFree(&s);
+    diskFolderRemove();
+}
+END_TEST
+
 /* The scan at start: what it costs a file (each read and checked whole),
  * said; at most a millisecond a file of 1 KB, a loose bound for a loaded
  * machine. */
@@ -717,6 +751,7 @@ COR_TEST_SUITE(corCacheStore)
     tcase_add_test(tc, test_the_size_bound_and_the_scan_at_start);
     tcase_add_test(tc, test_the_index_costs_at_most_256_bytes_an_entry);
     tcase_add_test(tc, test_the_scan_s_time_a_file);
+    tcase_add_test(tc, test_a_memory_hit_keeps_its_file_young);
     tcase_add_test(tc, test_http_dates_in_three_forms);
     tcase_add_test(tc, test_cache_control_as_written);
     tcase_add_test(tc, test_the_lifetime_s_order);
