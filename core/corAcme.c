@@ -57,6 +57,7 @@ struct CorAcme {
     bool tlsAlpn;        /* TLS-ALPN-01 proves the names, not HTTP-01 */
     char startNote[700]; /* what corAcmeStart logs first */
     const CorConfigAcme* config;
+    SSL_CTX* ctx;   /* the listener's, which a new certificate must pass */
     time_t renewAt; /* when to order again; 0: now */
     /* For /metrics. */
     atomic_ulong issued;
@@ -210,10 +211,22 @@ serveStored(CorAcme* acme, EVP_PKEY* key, const char* pem, char* why,
 {
     X509* cert = NULL;
     STACK_OF(X509)* chain = NULL;
+    char failed[400];
 
     if (corAcmeChainRead(acme->config->storage, acme->certName, pem,
                          acme->config, key, &cert, &chain, why, whyLen)
         != 0) {
+        return -1;
+    }
+    if (corAcmeHandshakeCheck(acme->ctx, acme->config, cert, chain, key, failed,
+                              sizeof(failed))
+        != 0) {
+        snprintf(why, whyLen,
+                 "the certificate does not work, the one served "
+                 "stays: %s",
+                 failed);
+        X509_free(cert);
+        sk_X509_pop_free(chain, X509_free);
         return -1;
     }
     acme->renewAt = renewTime(cert);
@@ -310,6 +323,7 @@ corAcmeNew(SSL_CTX* ctx, const CorConfig* config, const CorConfigAcme* a,
     }
     pthread_mutex_init(&acme->lock, NULL);
     acme->config = a;
+    acme->ctx = ctx;
     acme->tlsAlpn = tlsAlpnChosen(config, a);
     snprintf(acme->keyName, sizeof(acme->keyName), "%s.key", a->domains[0]);
     snprintf(acme->certName, sizeof(acme->certName), "%s.pem", a->domains[0]);

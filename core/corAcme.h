@@ -110,6 +110,15 @@ int corAcmeChainRead(const char* dir, const char* name, const char* pem,
  * -errno. */
 int corAcmeStoreDir(const char* dir);
 
+/* ---- The proof before serving (corAcmeCheck.c) --------------------------- */
+
+/* Whether cert (key, chain) works: a handshake in memory with listener's
+ * context for each of a's names, the client verifying the chain up to its
+ * top and the name. Returns 0, or -1 with why said. */
+int corAcmeHandshakeCheck(struct ssl_ctx_st* listener, const CorConfigAcme* a,
+                          X509* cert, STACK_OF(X509) * chain, EVP_PKEY* key,
+                          char* why, size_t whyLen);
+
 /* ---- HTTP-01 (corAcmeHttp01.c) ------------------------------------------- */
 
 /* Answer token with keyAuth on the plain listeners from now on (copied,
