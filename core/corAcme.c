@@ -17,6 +17,13 @@
  * logged with the directory's error document and tried again after a
  * back-off (2 s, doubling to an hour, or the server's Retry-After when
  * longer): a directory down never takes more than a request an hour.
+ * A certificate passes a handshake before it is served (corAcmeCheck.c);
+ * one that fails is a failed order, and the one served stays.
+ *
+ * The certificate is stapled as a listener's ocsp: { fetch: on } is
+ * (corTlsOcsp.c), from the responder it names, when it names one: the
+ * task fetches the staple at once after each swap, then halfway to the
+ * answer's nextUpdate, between its renewals.
  *
  * Under storage: account.key, then NAME.key and NAME.pem for the first
  * of the names, each 0600 (corAcmeStore.c), and NAME.lock, which an order
@@ -53,12 +60,16 @@ struct CorAcme {
     X509* cert;
     STACK_OF(X509) * chain;
     EVP_PKEY* key;
+    CorTlsOcsp* ocsp; /* cert's stapling; NULL: none (no responder) */
     bool temporary;
     bool tlsAlpn;        /* TLS-ALPN-01 proves the names, not HTTP-01 */
     char startNote[700]; /* what corAcmeStart logs first */
     const CorConfigAcme* config;
     SSL_CTX* ctx;   /* the listener's, which a new certificate must pass */
     time_t renewAt; /* when to order again; 0: now */
+    /* The staple's fetch, by the task (ocsp is the task's to swap). */
+    time_t ocspDue;
+    int ocspRetryMs;
     /* For /metrics. */
     atomic_ulong issued;
     atomic_ulong failed;
@@ -93,27 +104,69 @@ onCert(SSL* ssl, void* arg)
     return ok ? 1 : 0;
 }
 
-/* Serve cert (owned from now on) from the next handshake on. */
+/* The staple of the certificate served, when ssl's handshake serves it
+ * (not a TLS-ALPN-01 challenge's, nor one swapped out since). */
+static int
+onStatus(SSL* ssl, void* arg)
+{
+    CorAcme* acme = arg;
+    int rc = SSL_TLSEXT_ERR_NOACK;
+
+    pthread_mutex_lock(&acme->lock);
+    if (acme->ocsp != NULL && SSL_get_certificate(ssl) == acme->cert) {
+        rc = corTlsOcspStaple(acme->ocsp, ssl);
+    }
+    pthread_mutex_unlock(&acme->lock);
+    return rc;
+}
+
+/* Serve cert (owned from now on, ocsp too) from the next handshake on. */
 static void
 serve(CorAcme* acme, X509* cert, STACK_OF(X509) * chain, EVP_PKEY* key,
-      bool temporary)
+      CorTlsOcsp* ocsp, bool temporary)
 {
     X509* oldCert;
     STACK_OF(X509) * oldChain;
     EVP_PKEY* oldKey;
+    CorTlsOcsp* oldOcsp;
 
     pthread_mutex_lock(&acme->lock);
     oldCert = acme->cert;
     oldChain = acme->chain;
     oldKey = acme->key;
+    oldOcsp = acme->ocsp;
     acme->cert = cert;
     acme->chain = chain;
     acme->key = key;
+    acme->ocsp = ocsp;
     acme->temporary = temporary;
     pthread_mutex_unlock(&acme->lock);
     X509_free(oldCert);
     sk_X509_pop_free(oldChain, X509_free);
     EVP_PKEY_free(oldKey);
+    corTlsOcspFree(oldOcsp);
+    acme->ocspDue = 0;
+    acme->ocspRetryMs = 0;
+}
+
+/* cert's stapling, from the responder it names, verified against its
+ * issuer (the chain's first); NULL when it names none (Let's Encrypt's
+ * name none since 2025), said in the log. */
+static CorTlsOcsp*
+staplingOf(CorAcme* acme, X509* cert, STACK_OF(X509) * chain)
+{
+    CorTlsOcsp* o = NULL;
+    char why[512] = "its chain holds no issuer";
+
+    if (sk_X509_num(chain) > 0) {
+        o = corTlsOcspFor(cert, sk_X509_value(chain, 0),
+                          acme->config->domains[0], why, sizeof(why));
+    }
+    if (o == NULL) {
+        corLog(COR_LOG_INFO, "tls: acme: %s: served without an OCSP staple: %s",
+               acme->config->domains[0], why);
+    }
+    return o;
 }
 
 /* Seconds from now to t (negative: past). */
@@ -195,7 +248,7 @@ serveTemporary(CorAcme* acme, const char* why)
         sk_X509_free(chain);
         return -1;
     }
-    serve(acme, cert, chain, key, true);
+    serve(acme, cert, chain, key, NULL, true);
     snprintf(acme->startNote, sizeof(acme->startNote),
              "tls: acme: %s: serving a temporary self-signed certificate "
              "until %s issues one (%s)",
@@ -231,7 +284,7 @@ serveStored(CorAcme* acme, EVP_PKEY* key, const char* pem, char* why,
     }
     acme->renewAt = renewTime(cert);
     EVP_PKEY_up_ref(key);
-    serve(acme, cert, chain, key, false);
+    serve(acme, cert, chain, key, staplingOf(acme, cert, chain), false);
     return 0;
 }
 
@@ -352,6 +405,8 @@ corAcmeNew(SSL_CTX* ctx, const CorConfig* config, const CorConfigAcme* a,
     corAcmeHttp01Storage(a->storage);
     SSL_CTX_set_cert_cb(ctx, onCert, acme);
     SSL_CTX_set_client_hello_cb(ctx, corAcmeTlsAlpnHello, NULL);
+    SSL_CTX_set_tlsext_status_cb(ctx, onStatus);
+    SSL_CTX_set_tlsext_status_arg(ctx, acme);
     pthread_mutex_lock(&listLock);
     acme->next = list;
     list = acme;
@@ -373,7 +428,7 @@ corAcmeFree(CorAcme* acme)
         }
     }
     pthread_mutex_unlock(&listLock);
-    serve(acme, NULL, NULL, NULL, true);
+    serve(acme, NULL, NULL, NULL, NULL, true);
     pthread_mutex_destroy(&acme->lock);
     free(acme);
 }
@@ -510,10 +565,23 @@ acmeTask(void* arg)
     int rc;
 
     for (;;) {
-        long dueS = (long)(acme->renewAt - time(NULL));
+        time_t now = time(NULL);
+        long dueS = (long)(acme->renewAt - now);
 
+        if (acme->ocsp != NULL && acme->ocspDue <= now) {
+            int ocspMs = corTlsOcspRound(acme->ocsp, &acme->ocspRetryMs);
+
+            if (ocspMs < 0) {
+                return;
+            }
+            acme->ocspDue = now + (ocspMs + 999) / 1000;
+            continue;
+        }
         if (acme->renewAt != 0 && dueS > 0) {
             waitMs = dueS * 1000 < WAIT_MAX_MS ? dueS * 1000 : WAIT_MAX_MS;
+            if (acme->ocsp != NULL && (acme->ocspDue - now) * 1000 < waitMs) {
+                waitMs = (long)(acme->ocspDue - now) * 1000;
+            }
         } else {
             retryAfterS = 0;
             rc = obtain(acme, why, sizeof(why), &retryAfterS);

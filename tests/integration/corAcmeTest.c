@@ -10,7 +10,9 @@
  * root (/roots/0 of its management port); a restart serves it again with
  * no new order; a certificate of 12 s is renewed at two thirds of its
  * life and swapped in without a reload; a certificate that fails a
- * handshake with the listener's settings is not served; with the directory down
+ * handshake with the listener's settings is not served; the issued
+ * certificate is stapled from the OCSP responder it names (openssl ocsp
+ * signing with pebble's intermediate's key); with the directory down
  * at start the listener serves a temporary self-signed certificate, tries
  * again, and serves the issued one once the directory is up; `cor -t` refuses
  * what is wrong.
@@ -42,6 +44,11 @@ static bool skipped;
 /* pebble's certificates' lifetime (certificateValidityPeriod); 0: its
  * default (five years). */
 static int validityS;
+/* The OCSP responder that pebble's certificates name (ocspResponderURL:
+ * pebble answers no OCSP itself): openssl ocsp on ocspPort, signing with
+ * pebble's intermediate's key; 0: none named. */
+static int ocspPort;
+static pid_t responder;
 
 /* Start a program of the test (its output to log) by PID. */
 static pid_t
@@ -95,11 +102,15 @@ pebbleStart(void)
     char config[256];
     char log[256];
     char dns[32];
+    char ocspUrl[64] = "";
     FILE* f;
 
     snprintf(config, sizeof(config), "%s/pebble.json", storage);
     snprintf(log, sizeof(log), "%s/pebble.log", storage);
     snprintf(dns, sizeof(dns), "127.0.0.1:%d", dnsPort);
+    if (ocspPort > 0) {
+        snprintf(ocspUrl, sizeof(ocspUrl), "http://127.0.0.1:%d/", ocspPort);
+    }
     f = fopen(config, "w");
     ck_assert_ptr_nonnull(f);
     fprintf(f,
@@ -108,10 +119,10 @@ pebbleStart(void)
             " \"certificate\": \"%s/server.pem\","
             " \"privateKey\": \"%s/server.key\","
             " \"httpPort\": %d, \"tlsPort\": %d,"
-            " \"ocspResponderURL\": \"\","
+            " \"ocspResponderURL\": \"%s\","
             " \"certificateValidityPeriod\": %d,"
             " \"externalAccountBindingRequired\": false}}\n",
-            acmePort, managePort, certs, certs, httpPort, tlsPort,
+            acmePort, managePort, certs, certs, httpPort, tlsPort, ocspUrl,
             validityS > 0 ? validityS : 157766400);
     fclose(f);
     pebble = spawn(log, (char* const[]){ "pebble", "-config", config,
@@ -162,6 +173,7 @@ tearDown(void)
     corServerStop(&server);
     stop(&pebble);
     stop(&challtestsrv);
+    stop(&responder);
     if (storage[0] != '\0') {
         snprintf(command, sizeof(command), "rm -rf %s", storage);
         corShell(command, out, sizeof(out));
@@ -509,6 +521,86 @@ START_TEST(test_tls_alpn_01_on_the_tls_listener_alone)
 }
 END_TEST
 
+/* openssl ocsp on ocspPort as pebble's intermediate's responder,
+ * vouching for the stored certificate (the index: its serial, good);
+ * returns once it listens (its log says so: a connection made to find
+ * out would hold it, as it serves one at a time). */
+static void
+responderStart(void)
+{
+    char port[16];
+    char index[256];
+    char key[256];
+    char cert[256];
+    char log[256];
+
+    ck_assert_msg(corShellAt(managePort, storage, out, sizeof(out),
+                             "curl -sf --cacert %s/ca.pem -o $D/inter.pem "
+                             "https://127.0.0.1:$P/intermediates/0 && "
+                             "curl -sf --cacert %s/ca.pem -o $D/inter.key "
+                             "https://127.0.0.1:$P/intermediate-keys/0 && "
+                             "printf 'V\\t301231000000Z\\t\\t%%s\\tunknown\\t"
+                             "/CN=a.test\\n' \"$(openssl x509 -noout -serial "
+                             "-in $D/store/a.test.pem | cut -d= -f2)\" "
+                             ">$D/index.txt",
+                             certs, certs)
+                      == 0,
+                  "%s", out);
+    snprintf(port, sizeof(port), "%d", ocspPort);
+    snprintf(index, sizeof(index), "%s/index.txt", storage);
+    snprintf(cert, sizeof(cert), "%s/inter.pem", storage);
+    snprintf(key, sizeof(key), "%s/inter.key", storage);
+    snprintf(log, sizeof(log), "%s/responder.log", storage);
+    /* A minute's nextUpdate: cor fetches again halfway, in 30 s. */
+    responder = spawn(log, (char* const[]){ "openssl", "ocsp", "-port", port,
+                                            "-index", index, "-rsigner", cert,
+                                            "-rkey", key, "-CA", cert, "-nmin",
+                                            "1", "-ignore_err", NULL });
+    for (long end = corNowMs() + 10000;
+         corShellAt(0, storage, out, sizeof(out),
+                    "grep -q 'waiting for OCSP client' $D/responder.log")
+         != 0;) {
+        ck_assert_msg(corNowMs() < end, "openssl ocsp did not start");
+        usleep(50 * 1000);
+    }
+}
+
+START_TEST(test_the_issued_certificate_is_stapled_from_its_responder)
+{
+    long t;
+
+    if (skipped) {
+        return;
+    }
+    ocspPort = corFreePort();
+    pebbleStart();
+    corStart();
+    ck_assert_msg(logSays("certificate issued by"), "not issued");
+    /* The first fetch finds no responder; the next, a second later,
+     * gets the staple. */
+    t = corNowMs();
+    responderStart();
+    ck_assert_msg(logSays("good, fetched again in"), "no staple fetched");
+    fprintf(stderr, "stapled %ld ms after the issue was seen\n",
+            corNowMs() - t);
+    corShellAt(0, server.log, out, sizeof(out), "grep 'OCSP staple' $D");
+    ck_assert_msg(corServerLogMatches(&server,
+                                      "OCSP staple of .a.test. from "
+                                      "http://127.0.0.1:[0-9]+/: good, "
+                                      "fetched again in (29|30) s")
+                      == 1,
+                  "%s", out);
+    rootFetch();
+    corShellAt(tlsPort, storage, out, sizeof(out),
+               "echo | openssl s_client -connect 127.0.0.1:$P -status "
+               "-servername www.a.test -CAfile $D/root.pem");
+    ck_assert_msg(strstr(out, "OCSP Response Status: successful") != NULL
+                      && strstr(out, "Cert Status: good") != NULL
+                      && strstr(out, "Verify return code: 0 (ok)") != NULL,
+                  "%s", out);
+}
+END_TEST
+
 START_TEST(test_a_certificate_that_fails_a_handshake_is_not_served)
 {
     if (skipped) {
@@ -629,6 +721,8 @@ COR_TEST_SUITE(corAcme)
     tcase_add_test(tc, test_two_instances_sharing_storage_order_once);
     tcase_add_test(tc, test_tls_alpn_01_on_the_tls_listener_alone);
     tcase_add_test(tc, test_a_certificate_that_fails_a_handshake_is_not_served);
+    tcase_add_test(tc,
+                   test_the_issued_certificate_is_stapled_from_its_responder);
     tcase_add_test(tc,
                    test_a_short_lived_certificate_is_renewed_without_a_reload);
 }
