@@ -53,6 +53,13 @@
 /* The longest single wait: the task looks at the clock again after it. */
 #define WAIT_MAX_MS (60 * 60 * 1000)
 #define TEMPORARY_DAYS 7
+/* Renewal information is asked again when its answer's Retry-After says,
+ * within these bounds (RFC 9773 4.3), or after an hour when asking
+ * failed. */
+#define ARI_DEFAULT_S (6 * 60 * 60)
+#define ARI_MIN_S 60
+#define ARI_MAX_S (24 * 60 * 60)
+#define ARI_RETRY_S (60 * 60)
 
 struct CorAcme {
     pthread_mutex_t lock;
@@ -70,6 +77,10 @@ struct CorAcme {
     /* The staple's fetch, by the task (ocsp is the task's to swap). */
     time_t ocspDue;
     int ocspRetryMs;
+    /* Renewal information (RFC 9773), by the task: when to ask next, and
+     * whether the directory offers none. */
+    time_t ariDue;
+    bool ariAbsent;
     /* For /metrics. */
     atomic_ulong issued;
     atomic_ulong failed;
@@ -147,6 +158,21 @@ serve(CorAcme* acme, X509* cert, STACK_OF(X509) * chain, EVP_PKEY* key,
     corTlsOcspFree(oldOcsp);
     acme->ocspDue = 0;
     acme->ocspRetryMs = 0;
+    acme->ariDue = 0;
+}
+
+/* The ARI id of the certificate served; NULL while temporary. */
+static char*
+servedAriId(CorAcme* acme)
+{
+    char* id = NULL;
+
+    pthread_mutex_lock(&acme->lock);
+    if (!acme->temporary && acme->cert != NULL) {
+        id = corAcmeAriId(acme->cert);
+    }
+    pthread_mutex_unlock(&acme->lock);
+    return id;
 }
 
 /* cert's stapling, from the responder it names, verified against its
@@ -433,6 +459,32 @@ corAcmeFree(CorAcme* acme)
     free(acme);
 }
 
+/* Whether storage holds the certificate served now: nothing new there
+ * (renewal information may have made it due before its two thirds). */
+static bool
+storedIsServed(CorAcme* acme)
+{
+    char path[4096];
+    FILE* f;
+    X509* stored = NULL;
+    bool same;
+
+    snprintf(path, sizeof(path), "%s/%s", acme->config->storage,
+             acme->certName);
+    f = fopen(path, "re");
+    if (f != NULL) {
+        stored = PEM_read_X509(f, NULL, NULL, NULL);
+        fclose(f);
+    }
+    ERR_clear_error();
+    pthread_mutex_lock(&acme->lock);
+    same = stored != NULL && acme->cert != NULL
+           && X509_cmp(stored, acme->cert) == 0;
+    pthread_mutex_unlock(&acme->lock);
+    X509_free(stored);
+    return same;
+}
+
 /* Whether storage holds a certificate (another instance's, lately) that
  * is not yet due for renewal: then it is served, and nothing ordered. */
 static bool
@@ -441,7 +493,8 @@ pickedUp(CorAcme* acme, EVP_PKEY* key)
     time_t before = acme->renewAt;
     char why[256];
 
-    if (serveStored(acme, key, NULL, why, sizeof(why)) != 0) {
+    if (storedIsServed(acme)
+        || serveStored(acme, key, NULL, why, sizeof(why)) != 0) {
         return false;
     }
     if (acme->renewAt > time(NULL)) {
@@ -492,6 +545,7 @@ obtain(CorAcme* acme, char* why, size_t whyLen, long* retryAfterS)
     EVP_PKEY* key = NULL;
     char* pem = NULL;
     bool busy = false;
+    bool opened;
     int lock = -1;
     int rc = -1;
     int err;
@@ -519,8 +573,12 @@ obtain(CorAcme* acme, char* why, size_t whyLen, long* retryAfterS)
         goto failed;
     }
     c.tlsAlpn = acme->tlsAlpn;
-    if (corAcmeClientOpen(&c, a, account) != 0
-        || corAcmeOrder(&c, key, &pem) != 0) {
+    opened = corAcmeClientOpen(&c, a, account) == 0;
+    if (opened) {
+        acme->ariAbsent = corAcmeDirectoryUrl(&c, "renewalInfo") == NULL;
+        c.replaces = acme->ariAbsent ? NULL : servedAriId(acme);
+    }
+    if (!opened || corAcmeOrder(&c, key, &pem) != 0) {
         snprintf(why, whyLen, "%s", c.why);
         *retryAfterS = c.retryAfterS;
         goto failed;
@@ -551,6 +609,72 @@ failed:
     return rc;
 }
 
+/* Ask the directory's renewalInfo when to renew the certificate served
+ * (RFC 9773): its answer sets renewAt, and when to ask again. A directory
+ * that offers none is not asked again until the next order's. */
+static void
+ariAsk(CorAcme* acme)
+{
+    const CorConfigAcme* a = acme->config;
+    CorAcmeClient c = { 0 };
+    CorAcmeReply reply = { 0 };
+    EVP_PKEY* account;
+    const char* base;
+    char* id = NULL;
+    char* url = NULL;
+    char why[600];
+    time_t at;
+    long againS;
+
+    acme->ariDue = time(NULL) + ARI_RETRY_S;
+    account = corAcmeStoreKey(a->storage, "account.key", why, sizeof(why));
+    if (account == NULL || corAcmeClientOpen(&c, a, account) != 0) {
+        corLog(COR_LOG_WARN,
+               "tls: acme: %s: cannot ask for renewal information: %s; "
+               "asked again in %d s",
+               a->domains[0], account == NULL ? why : c.why, ARI_RETRY_S);
+        goto done;
+    }
+    base = corAcmeDirectoryUrl(&c, "renewalInfo");
+    id = base != NULL ? servedAriId(acme) : NULL;
+    if (id == NULL) {
+        acme->ariAbsent = true;
+        goto done;
+    }
+    if (asprintf(&url, "%s%s%s", base,
+                 base[0] != '\0' && base[strlen(base) - 1] == '/' ? "" : "/",
+                 id)
+        < 0) {
+        url = NULL;
+        goto done;
+    }
+    if (corAcmeGet(&c, url, &reply) != 0
+        || corAcmeAriWindow(reply.json, &at, c.why, sizeof(c.why)) != 0) {
+        corLog(COR_LOG_WARN,
+               "tls: acme: %s: renewal information from %s: %s; asked "
+               "again in %d s",
+               a->domains[0], url, c.why, ARI_RETRY_S);
+        goto done;
+    }
+    againS = c.retryAfterS > 0 ? c.retryAfterS : ARI_DEFAULT_S;
+    againS = againS < ARI_MIN_S   ? ARI_MIN_S
+             : againS > ARI_MAX_S ? ARI_MAX_S
+                                  : againS;
+    acme->renewAt = at;
+    acme->ariDue = time(NULL) + againS;
+    corLog(COR_LOG_INFO,
+           "tls: acme: %s: renewal information from %s: renewed in %ld s; "
+           "asked again in %ld s",
+           a->domains[0], url, (long)(at - time(NULL)), againS);
+
+done:
+    corAcmeReplyFree(&reply);
+    corAcmeClientClose(&c);
+    EVP_PKEY_free(account);
+    free(id);
+    free(url);
+}
+
 /* The task: order when due, else wait until it is; a failure tried
  * again after the back-off. */
 static void
@@ -577,10 +701,17 @@ acmeTask(void* arg)
             acme->ocspDue = now + (ocspMs + 999) / 1000;
             continue;
         }
+        if (!acme->temporary && !acme->ariAbsent && acme->ariDue <= now) {
+            ariAsk(acme);
+            continue;
+        }
         if (acme->renewAt != 0 && dueS > 0) {
             waitMs = dueS * 1000 < WAIT_MAX_MS ? dueS * 1000 : WAIT_MAX_MS;
             if (acme->ocsp != NULL && (acme->ocspDue - now) * 1000 < waitMs) {
                 waitMs = (long)(acme->ocspDue - now) * 1000;
+            }
+            if (!acme->ariAbsent && (acme->ariDue - now) * 1000 < waitMs) {
+                waitMs = (long)(acme->ariDue - now) * 1000;
             }
         } else {
             retryAfterS = 0;

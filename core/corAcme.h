@@ -52,6 +52,8 @@ typedef struct {
     char* nonce;      /* the next request's, from the last answer */
     long retryAfterS; /* the last answer's Retry-After; 0: none */
     bool tlsAlpn;     /* prove names over TLS-ALPN-01, not HTTP-01 */
+    char* replaces;   /* the ARI id of the certificate a new order
+                         replaces (RFC 9773 5); NULL: none */
     char why[512];    /* the last failure, for the log */
 } CorAcmeClient;
 
@@ -78,6 +80,21 @@ const char* corAcmeDirectoryUrl(const CorAcmeClient* c, const char* name);
 int corAcmePost(CorAcmeClient* c, const char* url, const char* payload,
                 CorAcmeReply* reply);
 void corAcmeReplyFree(CorAcmeReply* reply);
+
+/* An unsigned GET of url (renewalInfo): 0 with a 200 in *reply, or -1
+ * with c->why said (the error document of any other status). May yield. */
+int corAcmeGet(CorAcmeClient* c, const char* url, CorAcmeReply* reply);
+
+/* ---- Renewal information, RFC 9773 (corAcmeAri.c) ------------------------ */
+
+/* cert's ARI identifier: base64url of its authority key identifier, a
+ * dot, base64url of its serial's DER bytes. malloc'd; NULL without an
+ * authority key identifier or memory. */
+char* corAcmeAriId(X509* cert);
+
+/* The time to renew at, picked at random in info's suggestedWindow.
+ * Returns 0, or -1 with why said. */
+int corAcmeAriWindow(const json_t* info, time_t* atP, char* why, size_t whyLen);
 
 /* ---- An order (corAcmeOrder.c) ------------------------------------------- */
 

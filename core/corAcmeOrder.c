@@ -286,9 +286,10 @@ failed:
     return out;
 }
 
-/* The order's new-order payload: one dns identifier a name. */
+/* The order's new-order payload: one dns identifier a name, and the
+ * certificate it replaces (NULL: none). */
 static char*
-orderPayload(const CorConfigAcme* a)
+orderPayload(const CorConfigAcme* a, const char* replaces)
 {
     json_t* ids = json_array();
     json_t* payload;
@@ -299,6 +300,9 @@ orderPayload(const CorConfigAcme* a)
                                              "value", a->domains[i]));
     }
     payload = json_pack("{s:o}", "identifiers", ids);
+    if (replaces != NULL) {
+        json_object_set_new(payload, "replaces", json_string(replaces));
+    }
 
     text = json_dumps(payload, JSON_COMPACT);
     json_decref(payload);
@@ -367,11 +371,22 @@ corAcmeOrder(CorAcmeClient* c, EVP_PKEY* certKey, char** pemP)
     if (accountEnsure(c) != 0) {
         return -1;
     }
-    payload = orderPayload(c->config);
+    payload = orderPayload(c->config, c->replaces);
     rc = payload != NULL ? corAcmePost(c, corAcmeDirectoryUrl(c, "newOrder"),
                                        payload, &order)
                          : -1;
     free(payload);
+    if (rc != 0 && c->replaces != NULL) {
+        /* The replaced one refused (another order replaced it, or the
+         * server takes no "replaces"): a plain order still renews. */
+        corLog(COR_LOG_WARN,
+               "tls: acme: %s: an order replacing %s refused (%s); "
+               "ordering without replaces",
+               c->config->domains[0], c->replaces, c->why);
+        free(c->replaces);
+        c->replaces = NULL;
+        return corAcmeOrder(c, certKey, pemP);
+    }
     if (rc != 0) {
         return -1;
     }

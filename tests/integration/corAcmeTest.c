@@ -8,14 +8,17 @@
  * tlsPort cor's TLS listener. A certificate for two names is issued over
  * HTTP-01 and verified by curl and openssl s_client against pebble's own
  * root (/roots/0 of its management port); a restart serves it again with
- * no new order; a certificate of 12 s is renewed at two thirds of its
+ * no new order; a certificate of 9 s is renewed at two thirds of its
  * life and swapped in without a reload; a certificate that fails a
  * handshake with the listener's settings is not served; the issued
  * certificate is stapled from the OCSP responder it names (openssl ocsp
  * signing with pebble's intermediate's key); with the directory down
  * at start the listener serves a temporary self-signed certificate, tries
- * again, and serves the issued one once the directory is up; `cor -t` refuses
- * what is wrong.
+ * again, and serves the issued one once the directory is up; TLS-ALPN-01
+ * alone, from a directory (corAcmeFront.py in front of pebble, whose
+ * Debian version has no renewalInfo) whose first answer is a 503 with a
+ * Retry-After, and whose renewal information (RFC 9773) says to renew at
+ * once; `cor -t` refuses what is wrong.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -49,6 +52,10 @@ static int validityS;
  * pebble's intermediate's key; 0: none named. */
 static int ocspPort;
 static pid_t responder;
+/* corAcmeFront.py, the directory in front of pebble that adds renewal
+ * information; 0: cor asks pebble's own directory. */
+static int frontPort;
+static pid_t front;
 
 /* Start a program of the test (its output to log) by PID. */
 static pid_t
@@ -174,6 +181,7 @@ tearDown(void)
     stop(&pebble);
     stop(&challtestsrv);
     stop(&responder);
+    stop(&front);
     if (storage[0] != '\0') {
         snprintf(command, sizeof(command), "rm -rf %s", storage);
         corShell(command, out, sizeof(out));
@@ -223,8 +231,8 @@ corStartTuned(CorServer* s, int plain, int tls, const char* challenge,
              "  - { match: \"GET /metrics\", handler: metrics }\n"
              "  - { match: \"/\", handler: hello }\n"
              "log: { pid_file: {DIR}/cor.pid }\n",
-             plainLine, tls, acmePort, storage, certs, challengeLine,
-             tlsLines != NULL ? tlsLines : "");
+             plainLine, tls, frontPort > 0 ? frontPort : acmePort, storage,
+             certs, challengeLine, tlsLines != NULL ? tlsLines : "");
     ck_assert_int_eq(corServerStart(s, yaml), 0);
 }
 
@@ -321,7 +329,52 @@ pebbleIssued(void)
     return atoi(out);
 }
 
-START_TEST(test_two_names_issued_over_http01_then_reused_after_a_restart)
+/* openssl ocsp on ocspPort as pebble's intermediate's responder,
+ * vouching for the stored certificate (the index: its serial, good);
+ * returns once it listens (its log says so: a connection made to find
+ * out would hold it, as it serves one at a time). */
+static void
+responderStart(void)
+{
+    char port[16];
+    char index[256];
+    char key[256];
+    char cert[256];
+    char log[256];
+
+    ck_assert_msg(corShellAt(managePort, storage, out, sizeof(out),
+                             "curl -sf --cacert %s/ca.pem -o $D/inter.pem "
+                             "https://127.0.0.1:$P/intermediates/0 && "
+                             "curl -sf --cacert %s/ca.pem -o $D/inter.key "
+                             "https://127.0.0.1:$P/intermediate-keys/0 && "
+                             "printf 'V\\t301231000000Z\\t\\t%%s\\tunknown\\t"
+                             "/CN=a.test\\n' \"$(openssl x509 -noout -serial "
+                             "-in $D/store/a.test.pem | cut -d= -f2)\" "
+                             ">$D/index.txt",
+                             certs, certs)
+                      == 0,
+                  "%s", out);
+    snprintf(port, sizeof(port), "%d", ocspPort);
+    snprintf(index, sizeof(index), "%s/index.txt", storage);
+    snprintf(cert, sizeof(cert), "%s/inter.pem", storage);
+    snprintf(key, sizeof(key), "%s/inter.key", storage);
+    snprintf(log, sizeof(log), "%s/responder.log", storage);
+    /* A minute's nextUpdate: cor fetches again halfway, in 30 s. */
+    responder = spawn(log, (char* const[]){ "openssl", "ocsp", "-port", port,
+                                            "-index", index, "-rsigner", cert,
+                                            "-rkey", key, "-CA", cert, "-nmin",
+                                            "1", "-ignore_err", NULL });
+    for (long end = corNowMs() + 10000;
+         corShellAt(0, storage, out, sizeof(out),
+                    "grep -q 'waiting for OCSP client' $D/responder.log")
+         != 0;) {
+        ck_assert_msg(corNowMs() < end, "openssl ocsp did not start");
+        usleep(50 * 1000);
+    }
+}
+
+START_TEST(
+    test_two_names_issued_over_http01_stapled_then_reused_after_a_restart)
 {
     long t;
     int issued;
@@ -329,6 +382,7 @@ START_TEST(test_two_names_issued_over_http01_then_reused_after_a_restart)
     if (skipped) {
         return;
     }
+    ocspPort = corFreePort();
     pebbleStart();
     t = corNowMs();
     corStart();
@@ -337,6 +391,29 @@ START_TEST(test_two_names_issued_over_http01_then_reused_after_a_restart)
     fprintf(stderr, "issued for a.test, www.a.test in %ld ms\n",
             corNowMs() - t);
     servedChainVerifies();
+
+    /* Stapled from the responder the certificate names: the first fetch
+     * finds none there yet, the next (a second later) gets the staple. */
+    t = corNowMs();
+    responderStart();
+    ck_assert_msg(logSays("good, fetched again in"), "no staple fetched");
+    fprintf(stderr, "stapled %ld ms after the issue was seen\n",
+            corNowMs() - t);
+    corShellAt(0, server.log, out, sizeof(out), "grep 'OCSP staple' $D");
+    ck_assert_msg(corServerLogMatches(&server,
+                                      "OCSP staple of .a.test. from "
+                                      "http://127.0.0.1:[0-9]+/: good, "
+                                      "fetched again in (29|30) s")
+                      == 1,
+                  "%s", out);
+    corShellAt(tlsPort, storage, out, sizeof(out),
+               "echo | openssl s_client -connect 127.0.0.1:$P -status "
+               "-servername www.a.test -CAfile $D/root.pem");
+    ck_assert_msg(strstr(out, "OCSP Response Status: successful") != NULL
+                      && strstr(out, "Cert Status: good") != NULL
+                      && strstr(out, "Verify return code: 0 (ok)") != NULL,
+                  "%s", out);
+
     ck_assert_uint_eq(modeOf("account.key"), 0600);
     ck_assert_uint_eq(modeOf("a.test.key"), 0600);
     ck_assert_uint_eq(modeOf("a.test.pem"), 0600);
@@ -474,16 +551,16 @@ START_TEST(test_a_short_lived_certificate_is_renewed_without_a_reload)
     if (skipped) {
         return;
     }
-    validityS = 12;
+    validityS = 9;
     pebbleStart();
     corStart();
     ck_assert_msg(logSays("certificate issued by"), "not issued");
     servedSerial(first, sizeof(first));
     ck_assert_msg(strstr(first, "serial=") != NULL, "%s", first);
-    /* Due at two thirds of 12 s (pebble's 11 s to notAfter: 7 s), less
+    /* Due at two thirds of 9 s (pebble's 8 s to notAfter: 5.3 s), less
      * the time the issue took; no jitter under 30 s of life. */
     corShellAt(0, server.log, out, sizeof(out), "grep 'renewed in' $D");
-    ck_assert_msg(corServerLogMatches(&server, "renewed in [1-7] s") == 1, "%s",
+    ck_assert_msg(corServerLogMatches(&server, "renewed in [0-5] s") == 1, "%s",
                   out);
     t = corNowMs();
     for (long deadline = t + 90000;
@@ -503,101 +580,111 @@ START_TEST(test_a_short_lived_certificate_is_renewed_without_a_reload)
 }
 END_TEST
 
-START_TEST(test_tls_alpn_01_on_the_tls_listener_alone)
-{
-    if (skipped) {
-        return;
-    }
-    pebbleStart();
-    /* No plain listener: pebble's httpPort has nobody, and the
-     * challenge is said (the default without one would be the same). */
-    corStartWith(&server, 0, tlsPort, "tls-alpn-01");
-    ck_assert_msg(logSays("certificate issued by"), "not issued");
-    ck_assert_int_eq(corServerLogCount(&server, "order failed"), 0);
-    servedChainVerifies();
-    /* pebble logs no challenge's type: nothing answers on its httpPort,
-     * so HTTP-01 could not have proved the names. */
-    ck_assert_int_lt(corConnect(httpPort), 0);
-}
-END_TEST
-
-/* openssl ocsp on ocspPort as pebble's intermediate's responder,
- * vouching for the stored certificate (the index: its serial, good);
- * returns once it listens (its log says so: a connection made to find
- * out would hold it, as it serves one at a time). */
+/* corAcmeFront.py on frontPort in front of pebble's directory; returns
+ * once it listens. */
 static void
-responderStart(void)
+frontStart(void)
 {
     char port[16];
-    char index[256];
-    char key[256];
-    char cert[256];
+    char cert[300];
+    char key[300];
+    char upstream[64];
+    char ca[300];
     char log[256];
 
-    ck_assert_msg(corShellAt(managePort, storage, out, sizeof(out),
-                             "curl -sf --cacert %s/ca.pem -o $D/inter.pem "
-                             "https://127.0.0.1:$P/intermediates/0 && "
-                             "curl -sf --cacert %s/ca.pem -o $D/inter.key "
-                             "https://127.0.0.1:$P/intermediate-keys/0 && "
-                             "printf 'V\\t301231000000Z\\t\\t%%s\\tunknown\\t"
-                             "/CN=a.test\\n' \"$(openssl x509 -noout -serial "
-                             "-in $D/store/a.test.pem | cut -d= -f2)\" "
-                             ">$D/index.txt",
-                             certs, certs)
-                      == 0,
-                  "%s", out);
-    snprintf(port, sizeof(port), "%d", ocspPort);
-    snprintf(index, sizeof(index), "%s/index.txt", storage);
-    snprintf(cert, sizeof(cert), "%s/inter.pem", storage);
-    snprintf(key, sizeof(key), "%s/inter.key", storage);
-    snprintf(log, sizeof(log), "%s/responder.log", storage);
-    /* A minute's nextUpdate: cor fetches again halfway, in 30 s. */
-    responder = spawn(log, (char* const[]){ "openssl", "ocsp", "-port", port,
-                                            "-index", index, "-rsigner", cert,
-                                            "-rkey", key, "-CA", cert, "-nmin",
-                                            "1", "-ignore_err", NULL });
-    for (long end = corNowMs() + 10000;
+    frontPort = corFreePort();
+    snprintf(port, sizeof(port), "%d", frontPort);
+    snprintf(cert, sizeof(cert), "%s/server.pem", certs);
+    snprintf(key, sizeof(key), "%s/server.key", certs);
+    snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
+    snprintf(upstream, sizeof(upstream), "https://127.0.0.1:%d/dir", acmePort);
+    snprintf(log, sizeof(log), "%s/front.log", storage);
+    front = spawn(log, (char* const[]){ "/usr/bin/python3",
+                                        "tests/integration/corAcmeFront.py",
+                                        port, cert, key, upstream, ca, NULL });
+    /* python3's start takes seconds on a loaded machine. */
+    for (long end = corNowMs() + 30000;
          corShellAt(0, storage, out, sizeof(out),
-                    "grep -q 'waiting for OCSP client' $D/responder.log")
+                    "grep -q '^listening' $D/front.log")
          != 0;) {
-        ck_assert_msg(corNowMs() < end, "openssl ocsp did not start");
+        ck_assert_msg(corNowMs() < end, "corAcmeFront.py did not start");
         usleep(50 * 1000);
     }
 }
 
-START_TEST(test_the_issued_certificate_is_stapled_from_its_responder)
+/* The ARI id (RFC 9773 4.1) of the stored certificate as openssl and
+ * python3 make it, into id: base64url of its authority key identifier
+ * and of its serial's DER bytes. */
+static void
+storedAriId(char* id, size_t cap)
 {
-    long t;
+    ck_assert_msg(
+        corShellAt(0, storage, out, sizeof(out),
+                   "f=$D/store/a.test.pem; "
+                   "python3 -c 'import base64, sys\n"
+                   "b = lambda h: base64.urlsafe_b64encode(bytes.fromhex(h))"
+                   ".rstrip(b\"=\").decode()\n"
+                   "s = sys.argv[2].rjust(len(sys.argv[2]) + 1 & ~1, \"0\")\n"
+                   "s = (\"00\" if int(s[0], 16) >= 8 else \"\") + s\n"
+                   "print(b(sys.argv[1]) + \".\" + b(s), end=\"\")' "
+                   "$(openssl x509 -in $f -noout -ext authorityKeyIdentifier "
+                   "| grep -o '[0-9A-F:]\\{20,\\}' | tr -d :) "
+                   "$(openssl x509 -in $f -noout -serial | cut -d= -f2)")
+            == 0,
+        "%s", out);
+    snprintf(id, cap, "%.100s", out);
+}
+
+START_TEST(test_tls_alpn_01_alone_renewed_as_renewal_information_says)
+{
+    char first[128];
+    char line[200];
 
     if (skipped) {
         return;
     }
-    ocspPort = corFreePort();
     pebbleStart();
-    corStart();
+    frontStart();
+    /* No plain listener: pebble's httpPort has nobody, and the
+     * challenge is said (the default without one would be the same). */
+    corStartWith(&server, 0, tlsPort, "tls-alpn-01");
+    /* The directory's first answer is a 503 with an error document and
+     * a Retry-After longer than the first back-off. */
     ck_assert_msg(logSays("certificate issued by"), "not issued");
-    /* The first fetch finds no responder; the next, a second later,
-     * gets the staple. */
-    t = corNowMs();
-    responderStart();
-    ck_assert_msg(logSays("good, fetched again in"), "no staple fetched");
-    fprintf(stderr, "stapled %ld ms after the issue was seen\n",
-            corNowMs() - t);
-    corShellAt(0, server.log, out, sizeof(out), "grep 'OCSP staple' $D");
-    ck_assert_msg(corServerLogMatches(&server,
-                                      "OCSP staple of .a.test. from "
-                                      "http://127.0.0.1:[0-9]+/: good, "
-                                      "fetched again in (29|30) s")
-                      == 1,
+    ck_assert_int_eq(
+        corServerLogCount(&server,
+                          "/dir answered 503: urn:ietf:params:acme:error:"
+                          "rateLimited: busy, come back later; tried again "
+                          "in 3 s"),
+        1);
+    ck_assert_int_eq(corServerLogCount(&server, "order failed"), 1);
+    /* pebble logs no challenge's type: nothing answers on its httpPort,
+     * so HTTP-01 could not have proved the names. */
+    ck_assert_int_lt(corConnect(httpPort), 0);
+
+    /* The front's window for the first certificate is past: renewed at
+     * once, in a five-year certificate's first minute; the second's is a
+     * day ahead. */
+    storedAriId(first, sizeof(first));
+    ck_assert_msg(logSays("renewal information from"), "no ARI asked");
+    for (long deadline = corNowMs() + 90000;
+         corServerLogCount(&server, "certificate issued by") < 2
+         && corNowMs() < deadline;) {
+        usleep(100 * 1000);
+    }
+    corShellAt(0, storage, out, sizeof(out), "cat $D/front.log");
+    snprintf(line, sizeof(line), "renewal-info %s\n", first);
+    ck_assert_msg(strstr(out, line) != NULL, "want '%s' in: %s", line, out);
+    corShellAt(0, server.log, out, sizeof(out),
+               "grep acme $D | cut -c1-300 | tail -8");
+    ck_assert_msg(corServerLogCount(&server, "certificate issued by") == 2,
                   "%s", out);
-    rootFetch();
-    corShellAt(tlsPort, storage, out, sizeof(out),
-               "echo | openssl s_client -connect 127.0.0.1:$P -status "
-               "-servername www.a.test -CAfile $D/root.pem");
-    ck_assert_msg(strstr(out, "OCSP Response Status: successful") != NULL
-                      && strstr(out, "Cert Status: good") != NULL
-                      && strstr(out, "Verify return code: 0 (ok)") != NULL,
-                  "%s", out);
+    ck_assert_int_eq(pebbleIssued(), 2);
+    ck_assert_msg(logSays("asked again in 21600 s"), "no second ARI");
+    ck_assert_int_eq(corServerLogMatches(&server, "renewed in [0-9]{5,6} s; "
+                                                  "asked again in 21600 s"),
+                     1);
+    servedChainVerifies();
 }
 END_TEST
 
@@ -714,15 +801,15 @@ COR_TEST_SUITE(corAcme)
     tcase_set_timeout(tc, 180);
     tcase_add_checked_fixture(tc, setUp, tearDown);
     tcase_add_test(
-        tc, test_two_names_issued_over_http01_then_reused_after_a_restart);
+        tc,
+        test_two_names_issued_over_http01_stapled_then_reused_after_a_restart);
     tcase_add_test(
         tc, test_directory_down_at_start_serves_a_temporary_one_and_retries);
     tcase_add_test(tc, test_cor_t_refuses_a_wrong_acme_mapping);
     tcase_add_test(tc, test_two_instances_sharing_storage_order_once);
-    tcase_add_test(tc, test_tls_alpn_01_on_the_tls_listener_alone);
-    tcase_add_test(tc, test_a_certificate_that_fails_a_handshake_is_not_served);
     tcase_add_test(tc,
-                   test_the_issued_certificate_is_stapled_from_its_responder);
+                   test_tls_alpn_01_alone_renewed_as_renewal_information_says);
+    tcase_add_test(tc, test_a_certificate_that_fails_a_handshake_is_not_served);
     tcase_add_test(tc,
                    test_a_short_lived_certificate_is_renewed_without_a_reload);
 }
