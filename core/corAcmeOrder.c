@@ -16,17 +16,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Polls of an authorization or an order before giving up, and the wait
- * between two when the server names none (Retry-After). */
+/* Polls of an authorization or an order before giving up, and the waits
+ * between two when the server names none (Retry-After): a quarter of a
+ * second first, doubling to a second. A validation or an issue mostly
+ * takes well under a second: a first wait of a whole second made most of
+ * an order's time. */
 #define POLL_TRIES 60
-#define POLL_WAIT_MS 1000
+#define POLL_FIRST_MS 250
+#define POLL_MAX_MS 1000
 
-/* Wait before the next poll: the server's Retry-After, else a second. */
+/* Wait before poll number i + 1: the server's Retry-After, else the
+ * doubling wait. */
 static int
-pollWait(CorAcmeClient* c)
+pollWait(CorAcmeClient* c, int i)
 {
-    long ms = c->retryAfterS > 0 ? c->retryAfterS * 1000 : POLL_WAIT_MS;
+    long ms = c->retryAfterS > 0 ? c->retryAfterS * 1000
+                                 : (long)POLL_FIRST_MS << (i < 3 ? i : 3);
 
+    if (c->retryAfterS <= 0 && ms > POLL_MAX_MS) {
+        ms = POLL_MAX_MS;
+    }
     if (corTaskScheduleAfter(ms < 60000 ? (int)ms : 60000) != 0) {
         snprintf(c->why, sizeof(c->why), "stopped while waiting");
         return -1;
@@ -90,7 +99,7 @@ pollUntilDone(CorAcmeClient* c, const char* url, CorAcmeReply* reply)
             return 0;
         }
         corAcmeReplyFree(reply);
-        if (pollWait(c) != 0) {
+        if (pollWait(c, i) != 0) {
             return -1;
         }
     }
