@@ -44,6 +44,9 @@ static int dnsPort;
 static pid_t pebble;
 static pid_t challtestsrv;
 static bool skipped;
+/* The CA file cor trusts the directory with; "": the test CA's, which
+ * signed pebble's server certificate. */
+static char caFile[300];
 /* pebble's certificates' lifetime (certificateValidityPeriod); 0: its
  * default (five years). */
 static int validityS;
@@ -153,6 +156,7 @@ setUp(void)
         return;
     }
     corTestCertsMake(certs, sizeof(certs));
+    snprintf(caFile, sizeof(caFile), "%s/ca.pem", certs);
     snprintf(storage, sizeof(storage), "/tmp/cor-acme-XXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(storage));
     httpPort = corFreePort();
@@ -220,7 +224,7 @@ corStartTuned(CorServer* s, int plain, int tls, const char* challenge,
              "        email: ops@a.test\n"
              "        domains: [ a.test, www.a.test ]\n"
              "        storage: %s/store\n"
-             "        ca: %s/ca.pem\n"
+             "        ca: %s\n"
              "%s"
              "%s"
              "modules:\n"
@@ -232,7 +236,7 @@ corStartTuned(CorServer* s, int plain, int tls, const char* challenge,
              "  - { match: \"/\", handler: hello }\n"
              "log: { pid_file: {DIR}/cor.pid }\n",
              plainLine, tls, frontPort > 0 ? frontPort : acmePort, storage,
-             certs, challengeLine, tlsLines != NULL ? tlsLines : "");
+             caFile, challengeLine, tlsLines != NULL ? tlsLines : "");
     ck_assert_int_eq(corServerStart(s, yaml), 0);
 }
 
@@ -719,6 +723,70 @@ START_TEST(test_a_certificate_that_fails_a_handshake_is_not_served)
 }
 END_TEST
 
+/* The log says regex on one line (the failures' lines shown if not). */
+static void
+failureSaid(const char* regex)
+{
+    corShellAt(0, server.log, out, sizeof(out),
+               "grep 'order failed' $D | cut -c1-400 | tail -3");
+    ck_assert_msg(corServerLogMatches(&server, regex) == 1, "no '%s' in: %s",
+                  regex, out);
+}
+
+START_TEST(test_orders_that_cannot_succeed_are_said_and_backed_off)
+{
+    int elsewhere = corFreePort();
+
+    if (skipped) {
+        return;
+    }
+    pebbleStart();
+    /* A CA file that loads but did not sign the directory's certificate:
+     * no request gets through. */
+    ck_assert_msg(corShellAt(0, storage, out, sizeof(out),
+                             "openssl req -x509 -newkey ec -pkeyopt "
+                             "ec_paramgen_curve:P-256 -nodes -keyout "
+                             "$D/other.key -out $D/other.pem -subj /CN=other "
+                             "-days 1 2>&1")
+                      == 0,
+                  "%s", out);
+    snprintf(caFile, sizeof(caFile), "%s/other.pem", storage);
+    corStart();
+    ck_assert_msg(logSays("order failed"), "no failure logged");
+    failureSaid("order failed: GET https://127.0.0.1:[0-9]+/dir: TLS to "
+                "127.0.0.1:[0-9]+: unable to get local issuer certificate");
+    ck_assert_int_eq(corServerLogCount(&server, "tried again in 2 s"), 1);
+    ck_assert_int_eq(corServerLogCount(&server, "temporary self-signed"), 1);
+    corServerStop(&server);
+
+    /* Pebble's validation finds nobody on its httpPort: the challenge's
+     * error document is said. */
+    snprintf(caFile, sizeof(caFile), "%s/ca.pem", certs);
+    corStartWith(&server, elsewhere, tlsPort, "http-01");
+    ck_assert_msg(logSays("order failed"), "no failure logged");
+    failureSaid("order failed: authorization of "
+                "(www\\.)?a\\.test failed: urn:ietf:"
+                "params:acme:error:connection: ");
+    ck_assert_int_eq(pebbleIssued(), 0);
+    corServerStop(&server);
+
+    /* A directory that rejects every nonce: each request is sent five
+     * times with the nonce its badNonce brought, then given up, said. */
+    stop(&pebble);
+    setenv("PEBBLE_WFE_NONCEREJECT", "100", 1);
+    pebbleStart();
+    unsetenv("PEBBLE_WFE_NONCEREJECT");
+    corStart();
+    ck_assert_msg(logSays("order failed"), "no failure logged");
+    failureSaid("order failed: https://127.0.0.1:"
+                "[0-9]+/sign-me-up answered 400: urn:"
+                "ietf:params:acme:error:badNonce: ");
+    corShellAt(0, storage, out, sizeof(out),
+               "grep -c 'POST /sign-me-up' $D/pebble.log");
+    ck_assert_int_eq(atoi(out), 5);
+}
+END_TEST
+
 /* cor -t on an acme listener whose mapping has line, refused saying
  * want. */
 static void
@@ -810,6 +878,7 @@ COR_TEST_SUITE(corAcme)
     tcase_add_test(tc,
                    test_tls_alpn_01_alone_renewed_as_renewal_information_says);
     tcase_add_test(tc, test_a_certificate_that_fails_a_handshake_is_not_served);
+    tcase_add_test(tc, test_orders_that_cannot_succeed_are_said_and_backed_off);
     tcase_add_test(tc,
                    test_a_short_lived_certificate_is_renewed_without_a_reload);
 }
