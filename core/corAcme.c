@@ -13,7 +13,9 @@
  * The task is a thread of the generation (corTaskSpawn, as the OCSP
  * fetch): it orders when nothing valid is stored, then waits until two
  * thirds of the certificate's lifetime (less a jitter, so that instances
- * started together do not renew together) and orders again. A failure is
+ * started together do not renew together), or until the time the
+ * directory's renewal information (RFC 9773, corAcmeAri.c) picks where
+ * it offers it, and orders again. A failure is
  * logged with the directory's error document and tried again after a
  * back-off (2 s, doubling to an hour, or the server's Retry-After when
  * longer): a directory down never takes more than a request an hour.

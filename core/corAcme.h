@@ -5,10 +5,12 @@
  * it fresh. The pieces, each a file: the JWS that signs every request
  * (corAcmeJws.c), the exchanges with the directory, nonces and error
  * documents (corAcmeClient.c), an order from account to certificate
- * (corAcmeOrder.c), the files under storage (corAcmeStore.c), the HTTP-01
- * answers of the plain listeners (corAcmeHttp01.c), and the listener's
- * side: the certificate it serves, swapped at run time, and the task
- * that orders (corAcme.c). Internal to the core.
+ * (corAcmeOrder.c), the proof of a new certificate before it is served
+ * (corAcmeCheck.c), renewal information (corAcmeAri.c), the files under storage
+ * (corAcmeStore.c), the HTTP-01 answers of the plain listeners
+ * (corAcmeHttp01.c), and the listener's side: the certificate it serves,
+ * swapped at run time, and the task that orders (corAcme.c). Internal to the
+ * core.
  */
 #ifndef COR_ACME_H
 #define COR_ACME_H
