@@ -10,7 +10,8 @@
  * known here) and the name. What the store's checks (corAcmeStore.c)
  * cannot see shows here: a chain out of order or not signed by its
  * intermediate, dates not yet or no longer current, a key that the
- * listener's protocols, ciphers or groups cannot use.
+ * listener's protocols, ciphers or groups cannot use. A name that an sni
+ * entry of the listener serves from its own files is left to them.
  */
 #include "corAcme.h"
 
@@ -92,7 +93,9 @@ handshake(SSL_CTX* listener, SSL_CTX* client, const char* name, X509* cert,
             break;
         }
     }
-    if (cr == 1 && sr == 1) {
+    if ((cr == 1 && sr == 1) || SSL_get_SSL_CTX(s) != listener) {
+        /* Passed; or an sni entry of the listener serves name from its
+         * own files, and this certificate never does. */
         rc = 0;
     } else if (SSL_get_verify_result(c) != X509_V_OK) {
         snprintf(why, whyLen, "a client asking for %s does not verify it: %s",

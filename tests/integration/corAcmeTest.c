@@ -503,6 +503,7 @@ START_TEST(test_two_instances_sharing_storage_order_once)
     int otherTls = corFreePort();
     char mine[128];
     char theirs[128];
+    char sni[700];
     int issuedHere;
     int issuedThere;
 
@@ -512,8 +513,15 @@ START_TEST(test_two_instances_sharing_storage_order_once)
     /* Both up before the directory, which then sees them retry: the
      * lock decides which orders (mostly the other, whose retry comes
      * first). Its plain listener is not the one pebble asks, so when it
-     * orders this one answers its tokens from storage. */
-    corStartOn(&other, otherPlain, otherTls);
+     * orders this one answers its tokens from storage. It serves
+     * www.a.test from files (an sni entry): the proof of the ACME
+     * certificate leaves that name to them. */
+    snprintf(sni, sizeof(sni),
+             "      sni:\n"
+             "        - { name: www.a.test, certificate: %s/server.pem, "
+             "key: %s/server.key }\n",
+             certs, certs);
+    corStartTuned(&other, otherPlain, otherTls, NULL, sni);
     corStart();
     pebbleStart();
     for (long deadline = corNowMs() + 90000;
@@ -542,6 +550,10 @@ START_TEST(test_two_instances_sharing_storage_order_once)
     servedSerialAt(otherTls, theirs, sizeof(theirs));
     ck_assert_msg(strstr(mine, "serial=") != NULL && strcmp(mine, theirs) == 0,
                   "%s and %s", mine, theirs);
+    corShellAt(otherTls, storage, out, sizeof(out),
+               "echo | openssl s_client -connect 127.0.0.1:$P -servername "
+               "www.a.test 2>/dev/null | openssl x509 -noout -issuer");
+    ck_assert_msg(strstr(out, "cor test CA") != NULL, "%s", out);
     corServerStop(&other);
 }
 END_TEST
