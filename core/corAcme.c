@@ -13,10 +13,19 @@
  * The task is a thread of the generation (corTaskSpawn, as the OCSP
  * fetch): it orders when nothing valid is stored, then waits until two
  * thirds of the certificate's lifetime (less a jitter, so that instances
- * started together do not renew together) and orders again. A failure is
+ * started together do not renew together), or until the time the
+ * directory's renewal information (RFC 9773, corAcmeAri.c) picks where
+ * it offers it, and orders again. A failure is
  * logged with the directory's error document and tried again after a
  * back-off (2 s, doubling to an hour, or the server's Retry-After when
  * longer): a directory down never takes more than a request an hour.
+ * A certificate passes a handshake before it is served (corAcmeCheck.c);
+ * one that fails is a failed order, and the one served stays.
+ *
+ * The certificate is stapled as a listener's ocsp: { fetch: on } is
+ * (corTlsOcsp.c), from the responder it names, when it names one: the
+ * task fetches the staple at once after each swap, then halfway to the
+ * answer's nextUpdate, between its renewals.
  *
  * Under storage: account.key, then NAME.key and NAME.pem for the first
  * of the names, each 0600 (corAcmeStore.c), and NAME.lock, which an order
@@ -46,6 +55,13 @@
 /* The longest single wait: the task looks at the clock again after it. */
 #define WAIT_MAX_MS (60 * 60 * 1000)
 #define TEMPORARY_DAYS 7
+/* Renewal information is asked again when its answer's Retry-After says,
+ * within these bounds (RFC 9773 4.3), or after an hour when asking
+ * failed. */
+#define ARI_DEFAULT_S (6 * 60 * 60)
+#define ARI_MIN_S 60
+#define ARI_MAX_S (24 * 60 * 60)
+#define ARI_RETRY_S (60 * 60)
 
 struct CorAcme {
     pthread_mutex_t lock;
@@ -53,11 +69,20 @@ struct CorAcme {
     X509* cert;
     STACK_OF(X509) * chain;
     EVP_PKEY* key;
+    CorTlsOcsp* ocsp; /* cert's stapling; NULL: none (no responder) */
     bool temporary;
     bool tlsAlpn;        /* TLS-ALPN-01 proves the names, not HTTP-01 */
     char startNote[700]; /* what corAcmeStart logs first */
     const CorConfigAcme* config;
+    SSL_CTX* ctx;   /* the listener's, which a new certificate must pass */
     time_t renewAt; /* when to order again; 0: now */
+    /* The staple's fetch, by the task (ocsp is the task's to swap). */
+    time_t ocspDue;
+    int ocspRetryMs;
+    /* Renewal information (RFC 9773), by the task: when to ask next, and
+     * whether the directory offers none. */
+    time_t ariDue;
+    bool ariAbsent;
     /* For /metrics. */
     atomic_ulong issued;
     atomic_ulong failed;
@@ -92,27 +117,84 @@ onCert(SSL* ssl, void* arg)
     return ok ? 1 : 0;
 }
 
-/* Serve cert (owned from now on) from the next handshake on. */
+/* The staple of the certificate served, when ssl's handshake serves it
+ * (not a TLS-ALPN-01 challenge's, nor one swapped out since). */
+static int
+onStatus(SSL* ssl, void* arg)
+{
+    CorAcme* acme = arg;
+    int rc = SSL_TLSEXT_ERR_NOACK;
+
+    pthread_mutex_lock(&acme->lock);
+    if (acme->ocsp != NULL && SSL_get_certificate(ssl) == acme->cert) {
+        rc = corTlsOcspStaple(acme->ocsp, ssl);
+    }
+    pthread_mutex_unlock(&acme->lock);
+    return rc;
+}
+
+/* Serve cert (owned from now on, ocsp too) from the next handshake on. */
 static void
 serve(CorAcme* acme, X509* cert, STACK_OF(X509) * chain, EVP_PKEY* key,
-      bool temporary)
+      CorTlsOcsp* ocsp, bool temporary)
 {
     X509* oldCert;
     STACK_OF(X509) * oldChain;
     EVP_PKEY* oldKey;
+    CorTlsOcsp* oldOcsp;
 
     pthread_mutex_lock(&acme->lock);
     oldCert = acme->cert;
     oldChain = acme->chain;
     oldKey = acme->key;
+    oldOcsp = acme->ocsp;
     acme->cert = cert;
     acme->chain = chain;
     acme->key = key;
+    acme->ocsp = ocsp;
     acme->temporary = temporary;
     pthread_mutex_unlock(&acme->lock);
     X509_free(oldCert);
     sk_X509_pop_free(oldChain, X509_free);
     EVP_PKEY_free(oldKey);
+    corTlsOcspFree(oldOcsp);
+    acme->ocspDue = 0;
+    acme->ocspRetryMs = 0;
+    acme->ariDue = 0;
+}
+
+/* The ARI id of the certificate served; NULL while temporary. */
+static char*
+servedAriId(CorAcme* acme)
+{
+    char* id = NULL;
+
+    pthread_mutex_lock(&acme->lock);
+    if (!acme->temporary && acme->cert != NULL) {
+        id = corAcmeAriId(acme->cert);
+    }
+    pthread_mutex_unlock(&acme->lock);
+    return id;
+}
+
+/* cert's stapling, from the responder it names, verified against its
+ * issuer (the chain's first); NULL when it names none (Let's Encrypt's
+ * name none since 2025), said in the log. */
+static CorTlsOcsp*
+staplingOf(CorAcme* acme, X509* cert, STACK_OF(X509) * chain)
+{
+    CorTlsOcsp* o = NULL;
+    char why[512] = "its chain holds no issuer";
+
+    if (sk_X509_num(chain) > 0) {
+        o = corTlsOcspFor(cert, sk_X509_value(chain, 0),
+                          acme->config->domains[0], why, sizeof(why));
+    }
+    if (o == NULL) {
+        corLog(COR_LOG_INFO, "tls: acme: %s: served without an OCSP staple: %s",
+               acme->config->domains[0], why);
+    }
+    return o;
 }
 
 /* Seconds from now to t (negative: past). */
@@ -194,7 +276,7 @@ serveTemporary(CorAcme* acme, const char* why)
         sk_X509_free(chain);
         return -1;
     }
-    serve(acme, cert, chain, key, true);
+    serve(acme, cert, chain, key, NULL, true);
     snprintf(acme->startNote, sizeof(acme->startNote),
              "tls: acme: %s: serving a temporary self-signed certificate "
              "until %s issues one (%s)",
@@ -210,15 +292,27 @@ serveStored(CorAcme* acme, EVP_PKEY* key, const char* pem, char* why,
 {
     X509* cert = NULL;
     STACK_OF(X509)* chain = NULL;
+    char failed[400];
 
     if (corAcmeChainRead(acme->config->storage, acme->certName, pem,
                          acme->config, key, &cert, &chain, why, whyLen)
         != 0) {
         return -1;
     }
+    if (corAcmeHandshakeCheck(acme->ctx, acme->config, cert, chain, key, failed,
+                              sizeof(failed))
+        != 0) {
+        snprintf(why, whyLen,
+                 "the certificate does not work, the one served "
+                 "stays: %s",
+                 failed);
+        X509_free(cert);
+        sk_X509_pop_free(chain, X509_free);
+        return -1;
+    }
     acme->renewAt = renewTime(cert);
     EVP_PKEY_up_ref(key);
-    serve(acme, cert, chain, key, false);
+    serve(acme, cert, chain, key, staplingOf(acme, cert, chain), false);
     return 0;
 }
 
@@ -310,6 +404,7 @@ corAcmeNew(SSL_CTX* ctx, const CorConfig* config, const CorConfigAcme* a,
     }
     pthread_mutex_init(&acme->lock, NULL);
     acme->config = a;
+    acme->ctx = ctx;
     acme->tlsAlpn = tlsAlpnChosen(config, a);
     snprintf(acme->keyName, sizeof(acme->keyName), "%s.key", a->domains[0]);
     snprintf(acme->certName, sizeof(acme->certName), "%s.pem", a->domains[0]);
@@ -338,6 +433,8 @@ corAcmeNew(SSL_CTX* ctx, const CorConfig* config, const CorConfigAcme* a,
     corAcmeHttp01Storage(a->storage);
     SSL_CTX_set_cert_cb(ctx, onCert, acme);
     SSL_CTX_set_client_hello_cb(ctx, corAcmeTlsAlpnHello, NULL);
+    SSL_CTX_set_tlsext_status_cb(ctx, onStatus);
+    SSL_CTX_set_tlsext_status_arg(ctx, acme);
     pthread_mutex_lock(&listLock);
     acme->next = list;
     list = acme;
@@ -359,9 +456,35 @@ corAcmeFree(CorAcme* acme)
         }
     }
     pthread_mutex_unlock(&listLock);
-    serve(acme, NULL, NULL, NULL, true);
+    serve(acme, NULL, NULL, NULL, NULL, true);
     pthread_mutex_destroy(&acme->lock);
     free(acme);
+}
+
+/* Whether storage holds the certificate served now: nothing new there
+ * (renewal information may have made it due before its two thirds). */
+static bool
+storedIsServed(CorAcme* acme)
+{
+    char path[4096];
+    FILE* f;
+    X509* stored = NULL;
+    bool same;
+
+    snprintf(path, sizeof(path), "%s/%s", acme->config->storage,
+             acme->certName);
+    f = fopen(path, "re");
+    if (f != NULL) {
+        stored = PEM_read_X509(f, NULL, NULL, NULL);
+        fclose(f);
+    }
+    ERR_clear_error();
+    pthread_mutex_lock(&acme->lock);
+    same = stored != NULL && acme->cert != NULL
+           && X509_cmp(stored, acme->cert) == 0;
+    pthread_mutex_unlock(&acme->lock);
+    X509_free(stored);
+    return same;
 }
 
 /* Whether storage holds a certificate (another instance's, lately) that
@@ -372,7 +495,8 @@ pickedUp(CorAcme* acme, EVP_PKEY* key)
     time_t before = acme->renewAt;
     char why[256];
 
-    if (serveStored(acme, key, NULL, why, sizeof(why)) != 0) {
+    if (storedIsServed(acme)
+        || serveStored(acme, key, NULL, why, sizeof(why)) != 0) {
         return false;
     }
     if (acme->renewAt > time(NULL)) {
@@ -423,6 +547,7 @@ obtain(CorAcme* acme, char* why, size_t whyLen, long* retryAfterS)
     EVP_PKEY* key = NULL;
     char* pem = NULL;
     bool busy = false;
+    bool opened;
     int lock = -1;
     int rc = -1;
     int err;
@@ -450,8 +575,12 @@ obtain(CorAcme* acme, char* why, size_t whyLen, long* retryAfterS)
         goto failed;
     }
     c.tlsAlpn = acme->tlsAlpn;
-    if (corAcmeClientOpen(&c, a, account) != 0
-        || corAcmeOrder(&c, key, &pem) != 0) {
+    opened = corAcmeClientOpen(&c, a, account) == 0;
+    if (opened) {
+        acme->ariAbsent = corAcmeDirectoryUrl(&c, "renewalInfo") == NULL;
+        c.replaces = acme->ariAbsent ? NULL : servedAriId(acme);
+    }
+    if (!opened || corAcmeOrder(&c, key, &pem) != 0) {
         snprintf(why, whyLen, "%s", c.why);
         *retryAfterS = c.retryAfterS;
         goto failed;
@@ -482,6 +611,72 @@ failed:
     return rc;
 }
 
+/* Ask the directory's renewalInfo when to renew the certificate served
+ * (RFC 9773): its answer sets renewAt, and when to ask again. A directory
+ * that offers none is not asked again until the next order's. */
+static void
+ariAsk(CorAcme* acme)
+{
+    const CorConfigAcme* a = acme->config;
+    CorAcmeClient c = { 0 };
+    CorAcmeReply reply = { 0 };
+    EVP_PKEY* account;
+    const char* base;
+    char* id = NULL;
+    char* url = NULL;
+    char why[600];
+    time_t at;
+    long againS;
+
+    acme->ariDue = time(NULL) + ARI_RETRY_S;
+    account = corAcmeStoreKey(a->storage, "account.key", why, sizeof(why));
+    if (account == NULL || corAcmeClientOpen(&c, a, account) != 0) {
+        corLog(COR_LOG_WARN,
+               "tls: acme: %s: cannot ask for renewal information: %s; "
+               "asked again in %d s",
+               a->domains[0], account == NULL ? why : c.why, ARI_RETRY_S);
+        goto done;
+    }
+    base = corAcmeDirectoryUrl(&c, "renewalInfo");
+    id = base != NULL ? servedAriId(acme) : NULL;
+    if (id == NULL) {
+        acme->ariAbsent = true;
+        goto done;
+    }
+    if (asprintf(&url, "%s%s%s", base,
+                 base[0] != '\0' && base[strlen(base) - 1] == '/' ? "" : "/",
+                 id)
+        < 0) {
+        url = NULL;
+        goto done;
+    }
+    if (corAcmeGet(&c, url, &reply) != 0
+        || corAcmeAriWindow(reply.json, &at, c.why, sizeof(c.why)) != 0) {
+        corLog(COR_LOG_WARN,
+               "tls: acme: %s: renewal information from %s: %s; asked "
+               "again in %d s",
+               a->domains[0], url, c.why, ARI_RETRY_S);
+        goto done;
+    }
+    againS = c.retryAfterS > 0 ? c.retryAfterS : ARI_DEFAULT_S;
+    againS = againS < ARI_MIN_S   ? ARI_MIN_S
+             : againS > ARI_MAX_S ? ARI_MAX_S
+                                  : againS;
+    acme->renewAt = at;
+    acme->ariDue = time(NULL) + againS;
+    corLog(COR_LOG_INFO,
+           "tls: acme: %s: renewal information from %s: renewed in %ld s; "
+           "asked again in %ld s",
+           a->domains[0], url, (long)(at - time(NULL)), againS);
+
+done:
+    corAcmeReplyFree(&reply);
+    corAcmeClientClose(&c);
+    EVP_PKEY_free(account);
+    free(id);
+    free(url);
+}
+
 /* The task: order when due, else wait until it is; a failure tried
  * again after the back-off. */
 static void
@@ -496,10 +691,30 @@ acmeTask(void* arg)
     int rc;
 
     for (;;) {
-        long dueS = (long)(acme->renewAt - time(NULL));
+        time_t now = time(NULL);
+        long dueS = (long)(acme->renewAt - now);
 
+        if (acme->ocsp != NULL && acme->ocspDue <= now) {
+            int ocspMs = corTlsOcspRound(acme->ocsp, &acme->ocspRetryMs);
+
+            if (ocspMs < 0) {
+                return;
+            }
+            acme->ocspDue = now + (ocspMs + 999) / 1000;
+            continue;
+        }
+        if (!acme->temporary && !acme->ariAbsent && acme->ariDue <= now) {
+            ariAsk(acme);
+            continue;
+        }
         if (acme->renewAt != 0 && dueS > 0) {
             waitMs = dueS * 1000 < WAIT_MAX_MS ? dueS * 1000 : WAIT_MAX_MS;
+            if (acme->ocsp != NULL && (acme->ocspDue - now) * 1000 < waitMs) {
+                waitMs = (long)(acme->ocspDue - now) * 1000;
+            }
+            if (!acme->ariAbsent && (acme->ariDue - now) * 1000 < waitMs) {
+                waitMs = (long)(acme->ariDue - now) * 1000;
+            }
         } else {
             retryAfterS = 0;
             rc = obtain(acme, why, sizeof(why), &retryAfterS);

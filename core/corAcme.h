@@ -5,10 +5,12 @@
  * it fresh. The pieces, each a file: the JWS that signs every request
  * (corAcmeJws.c), the exchanges with the directory, nonces and error
  * documents (corAcmeClient.c), an order from account to certificate
- * (corAcmeOrder.c), the files under storage (corAcmeStore.c), the HTTP-01
- * answers of the plain listeners (corAcmeHttp01.c), and the listener's
- * side: the certificate it serves, swapped at run time, and the task
- * that orders (corAcme.c). Internal to the core.
+ * (corAcmeOrder.c), the proof of a new certificate before it is served
+ * (corAcmeCheck.c), renewal information (corAcmeAri.c), the files under storage
+ * (corAcmeStore.c), the HTTP-01 answers of the plain listeners
+ * (corAcmeHttp01.c), and the listener's side: the certificate it serves,
+ * swapped at run time, and the task that orders (corAcme.c). Internal to the
+ * core.
  */
 #ifndef COR_ACME_H
 #define COR_ACME_H
@@ -52,6 +54,8 @@ typedef struct {
     char* nonce;      /* the next request's, from the last answer */
     long retryAfterS; /* the last answer's Retry-After; 0: none */
     bool tlsAlpn;     /* prove names over TLS-ALPN-01, not HTTP-01 */
+    char* replaces;   /* the ARI id of the certificate a new order
+                         replaces (RFC 9773 5); NULL: none */
     char why[512];    /* the last failure, for the log */
 } CorAcmeClient;
 
@@ -78,6 +82,21 @@ const char* corAcmeDirectoryUrl(const CorAcmeClient* c, const char* name);
 int corAcmePost(CorAcmeClient* c, const char* url, const char* payload,
                 CorAcmeReply* reply);
 void corAcmeReplyFree(CorAcmeReply* reply);
+
+/* An unsigned GET of url (renewalInfo): 0 with a 200 in *reply, or -1
+ * with c->why said (the error document of any other status). May yield. */
+int corAcmeGet(CorAcmeClient* c, const char* url, CorAcmeReply* reply);
+
+/* ---- Renewal information, RFC 9773 (corAcmeAri.c) ------------------------ */
+
+/* cert's ARI identifier: base64url of its authority key identifier, a
+ * dot, base64url of its serial's DER bytes. malloc'd; NULL without an
+ * authority key identifier or memory. */
+char* corAcmeAriId(X509* cert);
+
+/* The time to renew at, picked at random in info's suggestedWindow.
+ * Returns 0, or -1 with why said. */
+int corAcmeAriWindow(const json_t* info, time_t* atP, char* why, size_t whyLen);
 
 /* ---- An order (corAcmeOrder.c) ------------------------------------------- */
 
@@ -109,6 +128,15 @@ int corAcmeChainRead(const char* dir, const char* name, const char* pem,
 /* Make the storage folder (0700) when it is not there. Returns 0 or
  * -errno. */
 int corAcmeStoreDir(const char* dir);
+
+/* ---- The proof before serving (corAcmeCheck.c) --------------------------- */
+
+/* Whether cert (key, chain) works: a handshake in memory with listener's
+ * context for each of a's names, the client verifying the chain up to its
+ * top and the name. Returns 0, or -1 with why said. */
+int corAcmeHandshakeCheck(struct ssl_ctx_st* listener, const CorConfigAcme* a,
+                          X509* cert, STACK_OF(X509) * chain, EVP_PKEY* key,
+                          char* why, size_t whyLen);
 
 /* ---- HTTP-01 (corAcmeHttp01.c) ------------------------------------------- */
 

@@ -156,6 +156,10 @@ corAcmeClientOpen(CorAcmeClient* c, const CorConfigAcme* config,
     if (exchange(c, "GET", config->directory, NULL, &res) != 0) {
         goto failed;
     }
+    if (res.status != 200) {
+        problemSay(c, config->directory, &res);
+        goto failed;
+    }
     c->directory = res.status == 200
                        ? json_loadb(res.body, res.bodyLen, 0, NULL)
                        : NULL;
@@ -186,6 +190,7 @@ corAcmeClientClose(CorAcmeClient* c)
     free(c->jwk);
     free(c->kid);
     free(c->nonce);
+    free(c->replaces);
     memset(c, 0, sizeof(*c));
 }
 
@@ -266,6 +271,29 @@ corAcmePost(CorAcmeClient* c, const char* url, const char* payload,
         }
     }
     return -1;
+}
+
+int
+corAcmeGet(CorAcmeClient* c, const char* url, CorAcmeReply* reply)
+{
+    CorClientResponse res = { 0 };
+    int rc = -1;
+
+    memset(reply, 0, sizeof(*reply));
+    if (exchange(c, "GET", url, NULL, &res) != 0) {
+        corClientResponseFree(&res);
+        return -1;
+    }
+    if (res.status != 200) {
+        problemSay(c, url, &res);
+    } else {
+        reply->status = res.status;
+        reply->json = json_loadb(res.body != NULL ? res.body : "", res.bodyLen,
+                                 0, NULL);
+        rc = 0;
+    }
+    corClientResponseFree(&res);
+    return rc;
 }
 
 void

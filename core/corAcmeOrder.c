@@ -16,17 +16,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Polls of an authorization or an order before giving up, and the wait
- * between two when the server names none (Retry-After). */
+/* Polls of an authorization or an order before giving up, and the waits
+ * between two when the server names none (Retry-After): a quarter of a
+ * second first, doubling to a second. A validation or an issue mostly
+ * takes well under a second: a first wait of a whole second made most of
+ * an order's time. */
 #define POLL_TRIES 60
-#define POLL_WAIT_MS 1000
+#define POLL_FIRST_MS 250
+#define POLL_MAX_MS 1000
 
-/* Wait before the next poll: the server's Retry-After, else a second. */
+/* Wait before poll number i + 1: the server's Retry-After, else the
+ * doubling wait. */
 static int
-pollWait(CorAcmeClient* c)
+pollWait(CorAcmeClient* c, int i)
 {
-    long ms = c->retryAfterS > 0 ? c->retryAfterS * 1000 : POLL_WAIT_MS;
+    long ms = c->retryAfterS > 0 ? c->retryAfterS * 1000
+                                 : (long)POLL_FIRST_MS << (i < 3 ? i : 3);
 
+    if (c->retryAfterS <= 0 && ms > POLL_MAX_MS) {
+        ms = POLL_MAX_MS;
+    }
     if (corTaskScheduleAfter(ms < 60000 ? (int)ms : 60000) != 0) {
         snprintf(c->why, sizeof(c->why), "stopped while waiting");
         return -1;
@@ -90,7 +99,7 @@ pollUntilDone(CorAcmeClient* c, const char* url, CorAcmeReply* reply)
             return 0;
         }
         corAcmeReplyFree(reply);
-        if (pollWait(c) != 0) {
+        if (pollWait(c, i) != 0) {
             return -1;
         }
     }
@@ -286,9 +295,10 @@ failed:
     return out;
 }
 
-/* The order's new-order payload: one dns identifier a name. */
+/* The order's new-order payload: one dns identifier a name, and the
+ * certificate it replaces (NULL: none). */
 static char*
-orderPayload(const CorConfigAcme* a)
+orderPayload(const CorConfigAcme* a, const char* replaces)
 {
     json_t* ids = json_array();
     json_t* payload;
@@ -299,6 +309,9 @@ orderPayload(const CorConfigAcme* a)
                                              "value", a->domains[i]));
     }
     payload = json_pack("{s:o}", "identifiers", ids);
+    if (replaces != NULL) {
+        json_object_set_new(payload, "replaces", json_string(replaces));
+    }
 
     text = json_dumps(payload, JSON_COMPACT);
     json_decref(payload);
@@ -367,11 +380,22 @@ corAcmeOrder(CorAcmeClient* c, EVP_PKEY* certKey, char** pemP)
     if (accountEnsure(c) != 0) {
         return -1;
     }
-    payload = orderPayload(c->config);
+    payload = orderPayload(c->config, c->replaces);
     rc = payload != NULL ? corAcmePost(c, corAcmeDirectoryUrl(c, "newOrder"),
                                        payload, &order)
                          : -1;
     free(payload);
+    if (rc != 0 && c->replaces != NULL) {
+        /* The replaced one refused (another order replaced it, or the
+         * server takes no "replaces"): a plain order still renews. */
+        corLog(COR_LOG_WARN,
+               "tls: acme: %s: an order replacing %s refused (%s); "
+               "ordering without replaces",
+               c->config->domains[0], c->replaces, c->why);
+        free(c->replaces);
+        c->replaces = NULL;
+        return corAcmeOrder(c, certKey, pemP);
+    }
     if (rc != 0) {
         return -1;
     }

@@ -352,6 +352,20 @@ void corTlsOcspFree(CorTlsOcsp* o);
 /* Start o's fetch task (nothing for a file's staple). Returns 0 or
  * corTaskSpawn's -errno. */
 int corTlsOcspStart(CorTlsOcsp* o);
+struct x509_st;
+/* A stapling that its owner drives (an ACME certificate, which changes
+ * at run time): fetched from the responder cert names (label in the log),
+ * verified against issuer; no task, no callback. NULL with why said
+ * (the certificate names no responder). */
+CorTlsOcsp* corTlsOcspFor(struct x509_st* cert, struct x509_st* issuer,
+                          const char* label, char* why, size_t whyLen);
+/* One fetch, logged: the wait before the next (a good answer's half-life,
+ * else *retryMs, which doubles; 0 at first), or -1 once the generation
+ * stops. May yield. */
+int corTlsOcspRound(CorTlsOcsp* o, int* retryMs);
+/* o's staple on ssl when it has one still valid: a status callback's
+ * answer (SSL_TLSEXT_ERR_OK or _NOACK). */
+int corTlsOcspStaple(CorTlsOcsp* o, struct ssl_st* ssl);
 
 /* A listener's session ticket keys shared through Redis (tls.tickets,
  * corTlsTickets.c), owned by its listener's server. */

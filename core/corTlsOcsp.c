@@ -18,6 +18,11 @@
  * The staple is read by the loops' handshakes (the status callback) and
  * replaced by the task: a lock around a copy, taken only by handshakes
  * whose client asks for a status.
+ *
+ * An ACME certificate (corAcme.c) staples the same way, but changes at
+ * run time: its listener makes a stapling for each certificate it serves
+ * (corTlsOcspFor), staples from its own status callback, and fetches from
+ * its own task, which already wakes for the renewals (corTlsOcspRound).
  */
 #include "corCoreInt.h"
 
@@ -58,11 +63,9 @@ struct CorTlsOcsp {
     X509_STORE* store; /* the issuer, which signs or delegates */
 };
 
-/* The staple for ssl's handshake, when there is one still valid. */
-static int
-onStatus(SSL* ssl, void* arg)
+int
+corTlsOcspStaple(CorTlsOcsp* o, SSL* ssl)
 {
-    CorTlsOcsp* o = arg;
     unsigned char* copy = NULL;
     int len = 0;
 
@@ -77,6 +80,13 @@ onStatus(SSL* ssl, void* arg)
     }
     SSL_set_tlsext_status_ocsp_resp(ssl, copy, len);
     return SSL_TLSEXT_ERR_OK;
+}
+
+/* The staple for ssl's handshake, when there is one still valid. */
+static int
+onStatus(SSL* ssl, void* arg)
+{
+    return corTlsOcspStaple(arg, ssl);
 }
 
 /* An ASN1 time as seconds from now (negative: past). */
@@ -253,9 +263,10 @@ issuerOf(SSL_CTX* ctx, const CorConfigOcsp* c, CorConfErrors* e)
     return x;
 }
 
-/* The responder's URL the certificate names; NULL with the error said. */
+/* The responder's URL that cert (label, in the log) names; NULL with why
+ * said. */
 static char*
-urlOf(X509* cert, const char* certPath, const CorConf* at, CorConfErrors* e)
+urlFind(X509* cert, const char* label, char* why, size_t whyLen)
 {
     STACK_OF(OPENSSL_STRING)* urls = X509_get1_ocsp(cert);
     const char* first = urls != NULL && sk_OPENSSL_STRING_num(urls) > 0
@@ -264,58 +275,81 @@ urlOf(X509* cert, const char* certPath, const CorConf* at, CorConfErrors* e)
     char* url = NULL;
 
     if (first == NULL) {
-        corConfErrorf(e, at,
-                      "ocsp: fetch: the certificate '%s' names no "
-                      "OCSP responder (no OCSP URL in its Authority "
-                      "Information Access)",
-                      certPath);
+        snprintf(why, whyLen,
+                 "ocsp: fetch: the certificate '%s' names no "
+                 "OCSP responder (no OCSP URL in its Authority "
+                 "Information Access)",
+                 label);
     } else if (strncmp(first, "http://", 7) != 0) {
-        corConfErrorf(e, at,
-                      "ocsp: fetch: the responder '%s' of '%s' is "
-                      "not http:// (responders speak plain HTTP)",
-                      first, certPath);
+        snprintf(why, whyLen,
+                 "ocsp: fetch: the responder '%s' of '%s' is "
+                 "not http:// (responders speak plain HTTP)",
+                 first, label);
     } else if ((url = strdup(first)) == NULL) {
-        corConfErrorf(e, at, "out of memory");
+        snprintf(why, whyLen, "out of memory");
     }
     X509_email_free(urls);
     return url;
 }
 
-/* ocsp: { fetch: on }: the responder's URL, the issuer, the request's
- * certificate id and the store that verifies the answers. */
+/* What a fetch asks about and checks the answers with (its responder
+ * found): the request's certificate id, and the store of issuer, which
+ * signs or delegates. Returns 0, or -1 with why said. */
+static int
+targetSet(CorTlsOcsp* o, X509* cert, X509* issuer, const char* label, char* why,
+          size_t whyLen)
+{
+    o->certPath = strdup(label);
+    if (o->certPath == NULL) {
+        snprintf(why, whyLen, "out of memory");
+        return -1;
+    }
+    X509_up_ref(issuer);
+    o->issuer = issuer;
+    if (X509_check_issued(issuer, cert) != X509_V_OK) {
+        snprintf(why, whyLen,
+                 "ocsp: fetch: the issuer given did not issue '%s'", label);
+        return -1;
+    }
+    o->id = OCSP_cert_to_id(NULL, cert, issuer);
+    o->store = X509_STORE_new();
+    /* The issuer may be an intermediate: it is the anchor here. */
+    if (o->id == NULL || o->store == NULL
+        || X509_STORE_add_cert(o->store, issuer) != 1
+        || X509_STORE_set_flags(o->store, X509_V_FLAG_PARTIAL_CHAIN) != 1) {
+        ERR_clear_error();
+        snprintf(why, whyLen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* ocsp: { fetch: on }: the issuer found, the fetch's target set. */
 static int
 fetchSetup(CorTlsOcsp* o, SSL_CTX* ctx, const CorConfigCert* c,
            CorConfErrors* e)
 {
     X509* cert = SSL_CTX_get0_certificate(ctx);
+    X509* issuer;
+    char why[512];
+    int rc = -1;
 
-    o->certPath = strdup(c->certificate);
-    o->url = urlOf(cert, c->certificate, c->ocsp.node, e);
-    if (o->url == NULL || o->certPath == NULL) {
+    o->url = urlFind(cert, c->certificate, why, sizeof(why));
+    if (o->url == NULL) {
+        corConfErrorf(e, c->ocsp.node, "%s", why);
         return -1;
     }
-    o->issuer = issuerOf(ctx, &c->ocsp, e);
-    if (o->issuer == NULL) {
+    issuer = issuerOf(ctx, &c->ocsp, e);
+    if (issuer == NULL) {
         return -1;
     }
-    if (X509_check_issued(o->issuer, cert) != X509_V_OK) {
-        corConfErrorf(e, c->ocsp.node,
-                      "ocsp: fetch: the issuer given did "
-                      "not issue '%s'",
-                      c->certificate);
-        return -1;
+    if (targetSet(o, cert, issuer, c->certificate, why, sizeof(why)) != 0) {
+        corConfErrorf(e, c->ocsp.node, "%s", why);
+    } else {
+        rc = 0;
     }
-    o->id = OCSP_cert_to_id(NULL, cert, o->issuer);
-    o->store = X509_STORE_new();
-    /* The issuer may be an intermediate: it is the anchor here. */
-    if (o->id == NULL || o->store == NULL
-        || X509_STORE_add_cert(o->store, o->issuer) != 1
-        || X509_STORE_set_flags(o->store, X509_V_FLAG_PARTIAL_CHAIN) != 1) {
-        ERR_clear_error();
-        corConfErrorf(e, c->ocsp.node, "out of memory");
-        return -1;
-    }
-    return 0;
+    X509_free(issuer);
+    return rc;
 }
 
 CorTlsOcsp*
@@ -336,6 +370,25 @@ corTlsOcspNew(SSL_CTX* ctx, const CorConfigCert* c, CorConfErrors* e)
     }
     SSL_CTX_set_tlsext_status_cb(ctx, onStatus);
     SSL_CTX_set_tlsext_status_arg(ctx, o);
+    return o;
+}
+
+CorTlsOcsp*
+corTlsOcspFor(X509* cert, X509* issuer, const char* label, char* why,
+              size_t whyLen)
+{
+    CorTlsOcsp* o = calloc(1, sizeof(*o));
+
+    if (o == NULL) {
+        snprintf(why, whyLen, "out of memory");
+        return NULL;
+    }
+    pthread_mutex_init(&o->lock, NULL);
+    o->url = urlFind(cert, label, why, whyLen);
+    if (o->url == NULL || targetSet(o, cert, issuer, label, why, whyLen) != 0) {
+        corTlsOcspFree(o);
+        return NULL;
+    }
     return o;
 }
 
@@ -493,39 +546,50 @@ failed:
     return rc;
 }
 
+int
+corTlsOcspRound(CorTlsOcsp* o, int* retryMs)
+{
+    char why[256];
+    int waitMs = fetchOnce(o, why, sizeof(why));
+
+    if (waitMs > 0) {
+        corLog(COR_LOG_INFO,
+               "tls: OCSP staple of '%s' from %s: good, "
+               "fetched again in %d s",
+               o->certPath, o->url, waitMs / 1000);
+        *retryMs = 0;
+        return waitMs;
+    }
+    if (atomic_load(&corRuntime.stopping)) {
+        return -1;
+    }
+    if (*retryMs <= 0) {
+        *retryMs = RETRY_FIRST_MS;
+    }
+    corLog(COR_LOG_WARN,
+           "tls: OCSP staple of '%s' from %s failed: %s; "
+           "%s, tried again in %d s",
+           o->certPath, o->url, why,
+           o->der != NULL ? "the last one serves until its end"
+                          : "served without a staple",
+           *retryMs / 1000);
+    waitMs = *retryMs;
+    *retryMs = *retryMs * 2 < RETRY_MAX_MS ? *retryMs * 2 : RETRY_MAX_MS;
+    return waitMs;
+}
+
 /* The fetch task: a good answer is fetched again halfway to its end, a
  * failure retried sooner, until the generation stops. */
 static void
 fetchTask(void* arg)
 {
     CorTlsOcsp* o = arg;
-    int retryMs = RETRY_FIRST_MS;
-    char why[256];
+    int retryMs = 0;
     int waitMs;
 
     do {
-        waitMs = fetchOnce(o, why, sizeof(why));
-        if (waitMs > 0) {
-            corLog(COR_LOG_INFO,
-                   "tls: OCSP staple of '%s' from %s: good, "
-                   "fetched again in %d s",
-                   o->certPath, o->url, waitMs / 1000);
-            retryMs = RETRY_FIRST_MS;
-            continue;
-        }
-        if (atomic_load(&corRuntime.stopping)) {
-            return;
-        }
-        corLog(COR_LOG_WARN,
-               "tls: OCSP staple of '%s' from %s failed: %s; "
-               "%s, tried again in %d s",
-               o->certPath, o->url, why,
-               o->der != NULL ? "the last one serves until its end"
-                              : "served without a staple",
-               retryMs / 1000);
-        waitMs = retryMs;
-        retryMs = retryMs * 2 < RETRY_MAX_MS ? retryMs * 2 : RETRY_MAX_MS;
-    } while (corTaskScheduleAfter(waitMs) == 0);
+        waitMs = corTlsOcspRound(o, &retryMs);
+    } while (waitMs > 0 && corTaskScheduleAfter(waitMs) == 0);
 }
 
 int
