@@ -41,8 +41,8 @@
 /* Past this many times the header list limit, the connection ends. */
 #define HEADER_BOMB_FACTOR 4
 /* Response fields beside the handler's: :status, server, date,
- * content-type, content-length. */
-#define OWN_FIELDS 5
+ * content-type, content-length, alt-svc. */
+#define OWN_FIELDS 6
 /* A freed stream whose header buffers grew past this goes back to malloc
  * rather than to its loop's cache (a request's usual head fits the
  * buffers' first 256 bytes). */
@@ -234,37 +234,6 @@ corHttp2StreamHeader(nghttp2_session* s, const nghttp2_frame* f,
     return 0;
 }
 
-/* The :path's target, decoded as HTTP/1 decodes a request line's (the
- * same routes match the same paths), kept as it came for the log and,
- * its path, as a proxy passes it on. Returns 0 or -1 (a 400). */
-static int
-targetSet(Http2Stream* st, const char* path, size_t len)
-{
-    CorRequest* r = &st->r;
-    CorHttpTarget t;
-    char* decoded;
-
-    st->target = malloc(2 * len + 2);
-    if (st->target == NULL) {
-        return -1;
-    }
-    memcpy(st->target, path, len + 1);
-    decoded = memcpy(st->target + len + 1, path, len + 1);
-    if (len == 0 || path[0] != '/'
-        || corHttpTargetDecode(decoded, len, &t) != 0) {
-        return -1;
-    }
-    r->path = t.path;
-    r->pathLen = t.pathLen;
-    r->query = t.query;
-    r->queryLen = t.queryLen;
-    r->target = st->target;
-    r->targetLen = len;
-    r->rawPath = st->target;
-    r->rawPathLen = strcspn(st->target, "?");
-    return 0;
-}
-
 /* The peer's address, as the connection's name has it before its port:
  * formatted once per connection (inet_ntop's sprintf was 1 700 of a
  * request's 23 000 instructions when each stream formatted it). */
@@ -352,7 +321,7 @@ requestBuild(Http2Conn* c, Http2Stream* st)
         r->methodLen = strlen(r->method);
         return 400; /* CONNECT has no :path: not served here */
     }
-    return targetSet(st, path, pathLen) == 0 ? 0 : 400;
+    return corHttpTargetSet(r, &st->target, path, pathLen) == 0 ? 0 : 400;
 }
 
 /* ---- The answer ---------------------------------------------------------- */
@@ -363,29 +332,6 @@ static bool
 bodyAllowed(const CorRequest* r, int status)
 {
     return !r->head && status >= 200 && status != 204 && status != 304;
-}
-
-/* The fields HTTP/2 forbids (RFC 9113 8.2.2) and the framing, ours. */
-static bool
-fieldDropped(const CorHeader* h)
-{
-    static const char* const dropped[] = {
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "transfer-encoding",
-        "upgrade",
-        "content-length",
-        NULL,
-    };
-
-    for (unsigned i = 0; dropped[i] != NULL; i++) {
-        if (h->nameLen == strlen(dropped[i])
-            && strncasecmp(h->name, dropped[i], h->nameLen) == 0) {
-            return true;
-        }
-    }
-    return false;
 }
 
 /* The fields of list (count of them) into nv, their names lowercased
@@ -401,7 +347,7 @@ fieldsPut(nghttp2_nv* nv, size_t* n, char* lower, const CorHeader* list,
         const CorHeader* h = &list[i];
         char* name = lower + used;
 
-        if (fieldDropped(h)) {
+        if (corHttpFieldDropped(h)) {
             continue;
         }
         for (size_t k = 0; k < h->nameLen; k++) {
@@ -536,6 +482,9 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     corHttp2Nv(nv, &n, ":status", 7, statusText, 3);
     corHttp2Nv(nv, &n, "server", 6, "cor", 3);
     corHttp2Nv(nv, &n, "date", 4, corHttpDate(c->hl), 29);
+    if (c->altSvc != NULL) {
+        corHttp2Nv(nv, &n, "alt-svc", 7, c->altSvc, strlen(c->altSvc));
+    }
     if (r->contentType != NULL) {
         corHttp2Nv(nv, &n, "content-type", 12, r->contentType,
                    strlen(r->contentType));
