@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * HTTP/3 against the real binary and another implementation: Debian's
+ * ngtcp2-client (gtlsclient, ngtcp2's own example client over GnuTLS)
+ * fetches from an https listener with http3: on over loopback UDP. One
+ * server serves every check (started once: the suite stays quick): a
+ * page, 100 streams on one connection, 10 MB down from memory and from a
+ * file, 10 MB up, a streamed answer, the Alt-Svc of the HTTP/1.1 and h2
+ * answers (curl), and `cor -t` refusing http3 on a plain listener.
+ */
+#include "corTest.h"
+#include "corServer.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TEN_MB (10 * 1024 * 1024)
+
+static CorServer server;
+static char certs[64];
+static char out[1 << 16];
+static bool started;
+
+/* Two loops: a client's packets may reach either socket. Started once,
+ * in check's runner, for every test. */
+static void
+serverStart(void)
+{
+    char yaml[4096];
+
+    if (started) {
+        return;
+    }
+    corTestCertsMake(certs, sizeof(certs));
+    snprintf(yaml, sizeof(yaml),
+             "runtime:\n"
+             "  loops: 2\n"
+             "  workers: 2\n"
+             "  coroutines: { enabled: {COROUTINES} }\n"
+             "listen:\n"
+             "  - protocol: https\n"
+             "    address: 127.0.0.1:{PORT}\n"
+             "    http3: on\n"
+             "    tls: { certificate: %s/server.pem, key: %s/server.key }\n"
+             "modules:\n"
+             "  - { load: http }\n"
+             "  - { load: hello }\n"
+             "  - { load: {MODULES}/testkit.so }\n"
+             "routes:\n"
+             "  - { match: \"GET /hello\", handler: hello }\n"
+             "  - { match: \"/echo\", handler: echo }\n"
+             "  - { match: \"GET /bytes\", handler: bytes }\n"
+             "  - { match: \"GET /file\", handler: file }\n"
+             "  - { match: \"GET /stream\", handler: stream }\n"
+             "limits:\n"
+             "  body_bytes: 16MiB\n"
+             "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log }\n",
+             certs, certs);
+    ck_assert_int_eq(corServerStart(&server, yaml), 0);
+    started = true;
+    snprintf(yaml, sizeof(yaml), "mkdir -p %s/dl", server.dir);
+    ck_assert_int_eq(corShell(yaml, out, sizeof(out)), 0);
+}
+
+/* gtlsclient with options opts on path of the server, quiet. Its
+ * output in out; its exit status. */
+static int
+client(const char* opts, const char* path)
+{
+    char command[2048];
+    int rc;
+
+    snprintf(command, sizeof(command),
+             "cd %s && timeout 20 gtlsclient -q --exit-on-all-streams-close "
+             "%s 127.0.0.1 %d 'https://127.0.0.1:%d%s' 2>&1",
+             server.dir, opts, server.port, server.port, path);
+    rc = corShell(command, out, sizeof(out));
+    if (rc != 0) {
+        fprintf(stderr, "corHttp3Test: %s: %d: %s\n", command, rc, out);
+    }
+    return rc;
+}
+
+/* Lines of the access log with text, after the log caught up. */
+static int
+accessCount(const char* text)
+{
+    char command[512];
+    long deadline = corNowMs() + 2000;
+    int n;
+
+    snprintf(command, sizeof(command), "grep -c '%s' %s/access.log", text,
+             server.dir);
+    do {
+        corShell(command, out, sizeof(out));
+        n = atoi(out);
+    } while (n == 0 && corNowMs() < deadline);
+    return n;
+}
+
+static void
+downloadCheck(const char* uri, const char* file, long size)
+{
+    char args[512];
+    char command[512];
+
+    snprintf(args, sizeof(args), "--download=%s/dl", server.dir);
+    ck_assert_int_eq(client(args, uri), 0);
+    snprintf(command, sizeof(command), "stat -c %%s '%s/dl/%s'", server.dir,
+             file);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    ck_assert_int_eq(atol(out), size);
+}
+
+START_TEST(test_a_page_over_h3)
+{
+    char args[256];
+
+    snprintf(args, sizeof(args), "--download=%s/dl", server.dir);
+    ck_assert_int_eq(client(args, "/hello"), 0);
+    snprintf(args, sizeof(args), "cat %s/dl/hello", server.dir);
+    ck_assert_int_eq(corShell(args, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "hello, world\n");
+    /* The handler saw HTTP/3: the access log says so. */
+    ck_assert_int_ge(accessCount("GET /hello HTTP/3\" 200"), 1);
+}
+END_TEST
+
+START_TEST(test_100_streams_on_one_connection)
+{
+    long before = accessCount("GET /bytes?n=100 HTTP/3\" 200");
+
+    ck_assert_int_eq(client("-n 100", "/bytes?n=100"), 0);
+    ck_assert_int_eq(accessCount("GET /bytes?n=100 HTTP/3\" 200") - before,
+                     100);
+}
+END_TEST
+
+START_TEST(test_10_mb_down_from_memory_and_from_a_file)
+{
+    char command[512];
+
+    downloadCheck("/bytes?n=10485760", "bytes?n=10485760", TEN_MB);
+    snprintf(command, sizeof(command),
+             "head -c %d /dev/urandom > %s/big && mkdir -p %s/dl", TEN_MB,
+             server.dir, server.dir);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    snprintf(command, sizeof(command), "/file?path=%s/big", server.dir);
+    /* Saved under the last part of its URI. */
+    downloadCheck(command, "big", TEN_MB);
+    snprintf(command, sizeof(command), "cmp %s/big %s/dl/big", server.dir,
+             server.dir);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+}
+END_TEST
+
+START_TEST(test_10_mb_up_echoed)
+{
+    char command[512];
+    char args[512];
+
+    snprintf(command, sizeof(command),
+             "head -c %d /dev/urandom > %s/up && mkdir -p %s/dl", TEN_MB,
+             server.dir, server.dir);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    snprintf(args, sizeof(args), "-m POST -d %s/up --download=%s/dl",
+             server.dir, server.dir);
+    ck_assert_int_eq(client(args, "/echo"), 0);
+    snprintf(command, sizeof(command), "cmp %s/up %s/dl/echo", server.dir,
+             server.dir);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+}
+END_TEST
+
+START_TEST(test_a_streamed_answer)
+{
+    char args[256];
+
+    snprintf(args, sizeof(args), "--download=%s/dl", server.dir);
+    ck_assert_int_eq(client(args, "/stream?n=3"), 0);
+    snprintf(args, sizeof(args), "cat '%s/dl/stream?n=3'", server.dir);
+    ck_assert_int_eq(corShell(args, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "piece 0\npiece 1\npiece 2\n");
+}
+END_TEST
+
+START_TEST(test_alt_svc_on_http1_and_h2)
+{
+    char command[256];
+    char want[64];
+
+    snprintf(want, sizeof(want), "alt-svc: h3=\":%d\"; ma=86400", server.port);
+    snprintf(command, sizeof(command),
+             "curl -sk --http1.1 -D- -o /dev/null https://127.0.0.1:%d/hello",
+             server.port);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    COR_CHECK_HAS(out, want);
+    snprintf(command, sizeof(command),
+             "curl -sk --http2 -D- -o /dev/null https://127.0.0.1:%d/hello",
+             server.port);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    COR_CHECK_HAS(out, "HTTP/2 200");
+    COR_CHECK_HAS(out, want);
+}
+END_TEST
+
+START_TEST(test_check_refuses_http3_without_tls)
+{
+    ck_assert_int_eq(corConfigCheck(&server, "plain.yaml",
+                                    "listen:\n"
+                                    "  - { protocol: http, address: "
+                                    "127.0.0.1:1, http3: on }\n"
+                                    "modules: [{ load: http }]\n",
+                                    out, sizeof(out)),
+                     1);
+    COR_CHECK_HAS(out, "plain.yaml:2");
+    COR_CHECK_HAS(out, "http3: on needs tls");
+}
+END_TEST
+
+/* Once for the suite, in check's runner (the forked tests share it). */
+static void
+suiteEnd(void)
+{
+    if (started) {
+        corServerStop(&server);
+        corTestCertsRemove(certs);
+    }
+}
+
+COR_TEST_SUITE(corHttp3)
+{
+    tcase_add_unchecked_fixture(tc, serverStart, suiteEnd);
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, test_a_page_over_h3);
+    tcase_add_test(tc, test_100_streams_on_one_connection);
+    tcase_add_test(tc, test_10_mb_down_from_memory_and_from_a_file);
+    tcase_add_test(tc, test_10_mb_up_echoed);
+    tcase_add_test(tc, test_a_streamed_answer);
+    tcase_add_test(tc, test_alt_svc_on_http1_and_h2);
+    tcase_add_test(tc, test_check_refuses_http3_without_tls);
+}
