@@ -123,6 +123,7 @@ typedef enum {
     COR_PROTOCOL_HTTP2,
     COR_PROTOCOL_COR,
     COR_PROTOCOL_MQTT,
+    COR_PROTOCOL_HTTP3,
     COR_PROTOCOL_KINDS
 } CorProtocolKind;
 

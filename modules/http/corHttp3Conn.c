@@ -467,6 +467,7 @@ connTimer(CorEvTimer* timer)
     int rc = ngtcp2_conn_handle_expiry(c->quic, nowNs());
 
     if (rc == NGTCP2_ERR_IDLE_CLOSE) {
+        corHttp3Count(H3_COUNT_IDLE);
         connFree(c); /* idle: closed silently, as RFC 9000 10.1 says */
         return;
     }
@@ -556,6 +557,7 @@ corHttp3ConnNew(Http3Endpoint* ep, const ngtcp2_pkt_hd* hd,
         || corHttp3CidAdd(loopOf(c), c, &hd->dcid) != 0) {
         goto failed;
     }
+    corHttp3Count(H3_COUNT_CONNECTION);
     return c;
 failed:
     corLog(COR_LOG_ERROR, "http3: %s: no memory for a connection", c->peerName);

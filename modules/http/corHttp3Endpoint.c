@@ -14,9 +14,10 @@
  *
  * What names no connection: an Initial packet opens one (after a Retry,
  * when the loop has many handshakes in flight: address validation under
- * load), an unknown version is answered with Version Negotiation, and a
- * short-header packet for one of our IDs that is gone gets a stateless
- * reset, so that its peer stops at once rather than at its idle timeout.
+ * load: http3.retry_above), an unknown version is answered with Version
+ * Negotiation, and a short-header packet for one of our IDs that is gone gets a
+ * stateless reset, so that its peer stops at once rather than at its idle
+ * timeout.
  */
 #include "corHttp3Int.h"
 
@@ -35,9 +36,6 @@
 
 /* Datagrams read in one readable event before the loop's other work. */
 #define READS_A_TURN 64
-/* Past this many handshakes in flight on a loop, a new client first
- * proves its address with a Retry token. */
-#define RETRY_ABOVE 128
 /* How long a Retry token stays good. */
 #define RETRY_TOKEN_NS (10ULL * NGTCP2_SECONDS)
 
@@ -149,6 +147,7 @@ statelessReset(Http3Endpoint* ep, const uint8_t* id,
                                          randLen);
     if (n > 0) {
         corHttp3Send(ep, peer, peerLen, pkt, (size_t)n);
+        corHttp3Count(H3_COUNT_RESET);
     }
 }
 
@@ -177,6 +176,7 @@ retrySend(Http3Endpoint* ep, const ngtcp2_pkt_hd* hd,
                                   &scid, &hd->dcid, token, (size_t)tokenLen);
     if (n > 0) {
         corHttp3Send(ep, peer, peerLen, pkt, (size_t)n);
+        corHttp3Count(H3_COUNT_RETRY);
     }
 }
 
@@ -206,7 +206,7 @@ initialTake(Http3Endpoint* ep, const struct sockaddr* peer, socklen_t peerLen,
             return; /* forged or stale: dropped, the client times out */
         }
         retried = &ocid;
-    } else if (h->handshakes >= RETRY_ABOVE) {
+    } else if (h->handshakes >= corHttp3Conf.retryAbove) {
         retrySend(ep, &hd, peer, peerLen);
         return;
     }
@@ -266,6 +266,7 @@ handOff(Http3Endpoint* ep, unsigned loop, const struct sockaddr* peer,
     o->peerLen = peerLen;
     o->len = len;
     memcpy(o->pkt, pkt, len);
+    corHttp3Count(H3_COUNT_HANDOFF);
     corEvLoopPost(corHttpLoopOf(loop)->loop, &o->task, handedOver);
 }
 

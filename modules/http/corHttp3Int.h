@@ -218,6 +218,29 @@ size_t corHttp3OutTake(Http3Out* o, nghttp3_vec* vec, size_t count);
 void corHttp3OutAcked(Http3Out* o, uint64_t n);
 void corHttp3OutFree(Http3Out* o);
 
+/* ---- corHttp3Conf.c ------------------------------------------------------ */
+
+/* The http module's http3 mapping, read once per generation. */
+typedef struct {
+    unsigned retryAbove; /* retry_above: past so many handshakes in
+                          * flight on a loop, a new client proves its
+                          * address with a Retry first; 0: always */
+} Http3Conf;
+
+extern Http3Conf corHttp3Conf;
+
+typedef enum {
+    H3_COUNT_CONNECTION, /* a connection began */
+    H3_COUNT_STREAM,     /* a request stream began */
+    H3_COUNT_HANDOFF,    /* a datagram went to its connection's loop */
+    H3_COUNT_RETRY,      /* a Retry went: a loaded loop's address check */
+    H3_COUNT_RESET,      /* a stateless reset went */
+    H3_COUNT_IDLE,       /* a connection closed at its idle timeout */
+    H3_COUNT_KINDS
+} Http3CountKind;
+
+void corHttp3Count(Http3CountKind kind);
+
 /* ---- corHttpModule.c ----------------------------------------------------- */
 
 /* The HttpLoop of loop index (for a packet handed to its owner). */

@@ -49,7 +49,7 @@ static const CorProtocolOps http3Ops = {
     .streamAlive = streamAlive,
     .streamBacklog = streamBacklog,
     .streamAbort = streamAbort,
-    .kind = COR_PROTOCOL_OTHER,
+    .kind = COR_PROTOCOL_HTTP3,
 };
 
 /* ---- A stream's life ----------------------------------------------------- */
@@ -466,6 +466,7 @@ beginHeaders(nghttp3_conn* h3, int64_t id, void* arg, void* streamArg)
     }
     corListAppend(&c->streams, &st->link);
     nghttp3_conn_set_stream_user_data(h3, id, st);
+    corHttp3Count(H3_COUNT_STREAM);
     return 0;
 }
 

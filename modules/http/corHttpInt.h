@@ -314,6 +314,9 @@ bool corHttpFieldDropped(const CorHeader* h);
 
 /* Make the secret of tokens and resets (once, as the module starts). */
 void corHttp3SecretMake(void);
+/* Read the http3 mapping of the module's conf; register its metrics
+ * (corHttp3Conf.c). Returns 0 or -1. */
+int corHttp3ConfRead(CorModule* m, const CorConf* conf);
 /* Open hl's endpoints for the listeners with http3 (a UDP socket each,
  * on the loop). Returns 0 or -1 (logged). */
 int corHttp3Start(HttpLoop* hl, CorListener* const* listeners, unsigned count);

@@ -140,7 +140,7 @@ httpLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
 static int
 httpInit(CorModule* m, const CorConf* conf)
 {
-    if (corHttp2ConfRead(m, conf) != 0) {
+    if (corHttp2ConfRead(m, conf) != 0 || corHttp3ConfRead(m, conf) != 0) {
         return -1;
     }
     corHttp3SecretMake();

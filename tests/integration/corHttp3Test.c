@@ -11,9 +11,13 @@
 #include "corTest.h"
 #include "corServer.h"
 
+#include <arpa/inet.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define TEN_MB (10 * 1024 * 1024)
 
@@ -53,8 +57,10 @@ serverStart(void)
              "  - { match: \"GET /bytes\", handler: bytes }\n"
              "  - { match: \"GET /file\", handler: file }\n"
              "  - { match: \"GET /stream\", handler: stream }\n"
+             "  - { match: \"GET /metrics\", handler: metrics }\n"
              "limits:\n"
              "  body_bytes: 16MiB\n"
+             "  keepalive_timeout: 2s\n"
              "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log }\n",
              certs, certs);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
@@ -97,6 +103,38 @@ accessCount(const char* text)
         n = atoi(out);
     } while (n == 0 && corNowMs() < deadline);
     return n;
+}
+
+/* cor_http3_total{kind} of s's /metrics (over HTTP/1.1), or -1. */
+static long
+metric(const CorServer* s, const char* kind)
+{
+    char command[256];
+    char key[64];
+    const char* at;
+
+    snprintf(command, sizeof(command), "curl -sk https://127.0.0.1:%d/metrics",
+             s->port);
+    snprintf(key, sizeof(key), "cor_http3_total{kind=\"%s\"} ", kind);
+    if (corShell(command, out, sizeof(out)) != 0
+        || (at = strstr(out, key)) == NULL) {
+        return -1;
+    }
+    return atol(at + strlen(key));
+}
+
+/* A UDP socket connected to the server from a port of its own. */
+static int
+udpOpen(void)
+{
+    struct sockaddr_in to = { .sin_family = AF_INET,
+                              .sin_port = htons((uint16_t)server.port) };
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+    inet_pton(AF_INET, "127.0.0.1", &to.sin_addr);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(connect(fd, (struct sockaddr*)&to, sizeof(to)), 0);
+    return fd;
 }
 
 static void
@@ -219,6 +257,128 @@ START_TEST(test_check_refuses_http3_without_tls)
 }
 END_TEST
 
+START_TEST(test_a_client_that_moves_keeps_its_connection)
+{
+    char args[256];
+
+    /* Its port changes after the handshake, before its request: the
+     * kernel may give its packets to the other loop's socket, which
+     * hands them to the owner its connection ID names. */
+    snprintf(args, sizeof(args),
+             "--change-local-addr=50ms --delay-stream=200ms --download=%s/dl",
+             server.dir);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(client(args, "/hello"), 0);
+    }
+}
+END_TEST
+
+/* A short-header packet for a connection of ours that is gone, from 16
+ * ports: each gets a stateless reset, shorter than it, whichever loop's
+ * socket the kernel gave it to (the loop its ID names answers, the other
+ * hands it over: with 16 ports both do, but once in 65536 runs). */
+START_TEST(test_a_stateless_reset_answers_an_unknown_connection)
+{
+    long handoffs = metric(&server, "handoff");
+    uint8_t pkt[64];
+
+    memset(pkt, 0x5a, sizeof(pkt));
+    pkt[0] = 0x40; /* short header, the fixed bit */
+    pkt[1] = 1;    /* loop 1's ID */
+    for (int i = 0; i < 16; i++) {
+        struct pollfd p = { .fd = udpOpen(), .events = POLLIN };
+        uint8_t reply[128];
+        ssize_t n;
+
+        ck_assert_int_eq(send(p.fd, pkt, sizeof(pkt), 0), (ssize_t)sizeof(pkt));
+        ck_assert_int_eq(poll(&p, 1, 2000), 1);
+        n = recv(p.fd, reply, sizeof(reply), 0);
+        ck_assert_int_ge(n, 21);
+        ck_assert_int_lt(n, (ssize_t)sizeof(pkt));
+        ck_assert_int_eq(reply[0] & 0xc0, 0x40);
+        close(p.fd);
+    }
+    ck_assert_int_gt(metric(&server, "handoff"), handoffs);
+    ck_assert_int_ge(metric(&server, "stateless_reset"), 16);
+}
+END_TEST
+
+/* keepalive_timeout: 2s is the idle timeout both sides keep. */
+START_TEST(test_an_idle_connection_closes_at_the_idle_timeout)
+{
+    char command[512];
+    long idle = metric(&server, "idle_close");
+    long start = corNowMs();
+    long deadline;
+
+    snprintf(command, sizeof(command),
+             "cd %s && timeout 20 gtlsclient -q --timeout=30s 127.0.0.1 %d "
+             "https://127.0.0.1:%d/hello",
+             server.dir, server.port, server.port);
+    corShell(command, out, sizeof(out));
+    ck_assert_int_lt(corNowMs() - start, 10000);
+    deadline = corNowMs() + 3000;
+    while (metric(&server, "idle_close") == idle && corNowMs() < deadline) {
+        usleep(50 * 1000);
+    }
+    ck_assert_int_gt(metric(&server, "idle_close"), idle);
+}
+END_TEST
+
+START_TEST(test_a_body_past_the_limit_is_refused_413)
+{
+    char command[512];
+    char args[512];
+
+    snprintf(command, sizeof(command),
+             "head -c %d /dev/zero > %s/over && rm -f %s/dl/echo",
+             17 * 1024 * 1024, server.dir, server.dir);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    snprintf(args, sizeof(args), "-m POST -d %s/over --download=%s/dl",
+             server.dir, server.dir);
+    client(args, "/echo");
+    snprintf(command, sizeof(command), "cat %s/dl/echo", server.dir);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "Content Too Large");
+}
+END_TEST
+
+/* http3.retry_above: 0: every new client proves its address first; the
+ * client follows the Retry and is served. A server of its own. */
+START_TEST(test_retry_always_is_followed)
+{
+    CorServer retry = { 0 };
+    char yaml[2048];
+    char command[512];
+
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 1, workers: 1 }\n"
+             "listen:\n"
+             "  - protocol: https\n"
+             "    address: 127.0.0.1:{PORT}\n"
+             "    http3: on\n"
+             "    tls: { certificate: %s/server.pem, key: %s/server.key }\n"
+             "modules:\n"
+             "  - { load: http, http3: { retry_above: 0 } }\n"
+             "  - { load: hello }\n"
+             "routes:\n"
+             "  - { match: \"GET /hello\", handler: hello }\n"
+             "  - { match: \"GET /metrics\", handler: metrics }\n",
+             certs, certs);
+    ck_assert_int_eq(corServerStart(&retry, yaml), 0);
+    snprintf(command, sizeof(command),
+             "cd %s && timeout 20 gtlsclient -q --exit-on-all-streams-close "
+             "--download=%s 127.0.0.1 %d https://127.0.0.1:%d/hello && cat "
+             "%s/hello",
+             retry.dir, retry.dir, retry.port, retry.port, retry.dir);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "hello, world\n");
+    ck_assert_int_eq(metric(&retry, "retry"), 1);
+    ck_assert_int_eq(metric(&retry, "connection"), 1);
+    corServerStop(&retry);
+}
+END_TEST
+
 /* Once for the suite, in check's runner (the forked tests share it). */
 static void
 suiteEnd(void)
@@ -240,4 +400,9 @@ COR_TEST_SUITE(corHttp3)
     tcase_add_test(tc, test_a_streamed_answer);
     tcase_add_test(tc, test_alt_svc_on_http1_and_h2);
     tcase_add_test(tc, test_check_refuses_http3_without_tls);
+    tcase_add_test(tc, test_a_client_that_moves_keeps_its_connection);
+    tcase_add_test(tc, test_a_stateless_reset_answers_an_unknown_connection);
+    tcase_add_test(tc, test_an_idle_connection_closes_at_the_idle_timeout);
+    tcase_add_test(tc, test_a_body_past_the_limit_is_refused_413);
+    tcase_add_test(tc, test_retry_always_is_followed);
 }
