@@ -14,10 +14,10 @@
  *
  * What names no connection: an Initial packet opens one (after a Retry,
  * when the loop has many handshakes in flight: address validation under
- * load: http3.retry_above), an unknown version is answered with Version
- * Negotiation, and a short-header packet for one of our IDs that is gone gets a
- * stateless reset, so that its peer stops at once rather than at its idle
- * timeout.
+ * load, http3.retry_above), an unknown version is answered with Version
+ * Negotiation, and a short-header packet for one of our IDs that is gone
+ * gets a stateless reset, so that its peer stops at once rather than at
+ * its idle timeout.
  */
 #include "corHttp3Int.h"
 
