@@ -423,14 +423,15 @@ streamRefuse(Http3Conn* c, Http3Stream* st, int status)
     corHttp3ConnKick(c);
 }
 
-/* The request came whole: serve it. */
+/* The request came whole: serve it, once (nghttp3 says so at the end of
+ * its HEADERS when the FIN came with them, and at the stream's end). */
 static void
 requestReady(Http3Conn* c, Http3Stream* st)
 {
     int status;
 
-    if (st->answered) {
-        return; /* refused already */
+    if (st->served || st->answered) {
+        return; /* served at its fin already, or refused */
     }
     status = st->refuse != 0 ? (int)st->refuse : requestBuild(c, st);
     if (status != 0) {
