@@ -326,14 +326,6 @@ requestBuild(Http2Conn* c, Http2Stream* st)
 
 /* ---- The answer ---------------------------------------------------------- */
 
-/* Whether the answer has a body to send: none for a HEAD, nor for a
- * status that allows none. */
-static bool
-bodyAllowed(const CorRequest* r, int status)
-{
-    return !r->head && status >= 200 && status != 204 && status != 304;
-}
-
 /* The fields of list (count of them) into nv, their names lowercased
  * into lower (room for all of them), less those HTTP/2 forbids. Returns
  * what lower used. */
@@ -345,31 +337,14 @@ fieldsPut(nghttp2_nv* nv, size_t* n, char* lower, const CorHeader* list,
 
     for (unsigned i = 0; i < count; i++) {
         const CorHeader* h = &list[i];
-        char* name = lower + used;
+        size_t len = corHttpFieldLower(lower + used, h);
 
-        if (corHttpFieldDropped(h)) {
-            continue;
+        if (len > 0) {
+            corHttp2Nv(nv, n, lower + used, len, h->value, h->valueLen);
+            used += len;
         }
-        for (size_t k = 0; k < h->nameLen; k++) {
-            name[k] = (char)(h->name[k] >= 'A' && h->name[k] <= 'Z'
-                                 ? h->name[k] | 0x20
-                                 : h->name[k]);
-        }
-        used += h->nameLen;
-        corHttp2Nv(nv, n, name, h->nameLen, h->value, h->valueLen);
     }
     return used;
-}
-
-static size_t
-namesLen(const CorHeader* list, unsigned count)
-{
-    size_t len = 0;
-
-    for (unsigned i = 0; i < count; i++) {
-        len += list[i].nameLen;
-    }
-    return len;
 }
 
 /* The body's end: with trailers, a HEADERS frame ends the stream instead
@@ -387,7 +362,8 @@ bodyEnd(nghttp2_session* s, Http2Stream* st, uint32_t* flags)
         return;
     }
     nv = malloc(r->responseTrailerCount * sizeof(*nv)
-                + namesLen(r->responseTrailers, r->responseTrailerCount) + 1);
+                + corHttpNamesLen(r->responseTrailers, r->responseTrailerCount)
+                + 1);
     if (nv == NULL) {
         return; /* ends without them: the peer sees no status */
     }
@@ -459,8 +435,10 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     int status = r->status >= 200 && r->status <= 599 ? r->status : 500;
     size_t nvCount = r->responseHeaderCount + r->responseTrailerCount
                      + OWN_FIELDS;
-    size_t lowerLen = namesLen(r->responseHeaders, r->responseHeaderCount)
-                      + namesLen(r->responseTrailers, r->responseTrailerCount);
+    size_t lowerLen = corHttpNamesLen(r->responseHeaders,
+                                      r->responseHeaderCount)
+                      + corHttpNamesLen(r->responseTrailers,
+                                        r->responseTrailerCount);
     /* One allocation for both, the lowered names after the fields (a
      * malloc and a free less a response). */
     nghttp2_nv* nv = malloc(nvCount * sizeof(*nv) + lowerLen + 1);
@@ -471,7 +449,7 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     /* A stream has a provider even with no body to send: its end, not
      * its head, closes it (corRequestSent follows the end). */
     bool body = r->stream != NULL
-                || (bodyAllowed(r, status) && r->responseLen > 0);
+                || (corHttpBodyAllowed(r, status) && r->responseLen > 0);
     nghttp2_data_provider dp = { .source.ptr = st, .read_callback = bodyRead };
     int rc;
 
@@ -489,7 +467,7 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
         corHttp2Nv(nv, &n, "content-type", 12, r->contentType,
                    strlen(r->contentType));
     }
-    if (r->stream == NULL && (bodyAllowed(r, status) || r->head)) {
+    if (r->stream == NULL && (corHttpBodyAllowed(r, status) || r->head)) {
         size_t len = (size_t)(corHttpPutDecimal(length, r->responseLen)
                               - length);
 
@@ -810,7 +788,7 @@ streamData(CorRequest* r, const void* data, size_t len)
     Http2Stream* st = corContainerOf(r, Http2Stream, r);
 
     if (st->conn == NULL || st->closed || st->overruled
-        || !bodyAllowed(r, r->status)) {
+        || !corHttpBodyAllowed(r, r->status)) {
         return;
     }
     if (corBufAppend(&st->streamed, data, len) != 0) {

@@ -193,14 +193,6 @@ requestBuild(Http3Conn* c, Http3Stream* st)
     return corHttpTargetSet(r, &st->target, path, strlen(path)) == 0 ? 0 : 400;
 }
 
-/* ---- The answer ---------------------------------------------------------- */
-
-static bool
-bodyAllowed(const CorRequest* r, int status)
-{
-    return !r->head && status >= 200 && status != 204 && status != 304;
-}
-
 static void
 nvPut(nghttp3_nv* nv, size_t* n, const char* name, size_t nameLen,
       const char* value, size_t valueLen)
@@ -220,31 +212,14 @@ fieldsPut(nghttp3_nv* nv, size_t* n, char* lower, const CorHeader* list,
 
     for (unsigned i = 0; i < count; i++) {
         const CorHeader* h = &list[i];
-        char* name = lower + used;
+        size_t len = corHttpFieldLower(lower + used, h);
 
-        if (corHttpFieldDropped(h)) {
-            continue;
+        if (len > 0) {
+            nvPut(nv, n, lower + used, len, h->value, h->valueLen);
+            used += len;
         }
-        for (size_t k = 0; k < h->nameLen; k++) {
-            name[k] = (char)(h->name[k] >= 'A' && h->name[k] <= 'Z'
-                                 ? h->name[k] | 0x20
-                                 : h->name[k]);
-        }
-        used += h->nameLen;
-        nvPut(nv, n, name, h->nameLen, h->value, h->valueLen);
     }
     return used;
-}
-
-static size_t
-namesLen(const CorHeader* list, unsigned count)
-{
-    size_t len = 0;
-
-    for (unsigned i = 0; i < count; i++) {
-        len += list[i].nameLen;
-    }
-    return len;
 }
 
 /* The body's end: its trailers, when it has some, end the stream. */
@@ -260,7 +235,8 @@ bodyEnd(nghttp3_conn* h3, Http3Stream* st, uint32_t* flags)
         return;
     }
     nv = malloc(r->responseTrailerCount * sizeof(*nv)
-                + namesLen(r->responseTrailers, r->responseTrailerCount) + 1);
+                + corHttpNamesLen(r->responseTrailers, r->responseTrailerCount)
+                + 1);
     if (nv == NULL) {
         return; /* ends without them */
     }
@@ -334,8 +310,10 @@ responseSubmit(Http3Conn* c, Http3Stream* st, int status, bool body)
     CorRequest* r = &st->r;
     size_t nvCount = r->responseHeaderCount + r->responseTrailerCount
                      + OWN_FIELDS;
-    size_t lowerLen = namesLen(r->responseHeaders, r->responseHeaderCount)
-                      + namesLen(r->responseTrailers, r->responseTrailerCount);
+    size_t lowerLen = corHttpNamesLen(r->responseHeaders,
+                                      r->responseHeaderCount)
+                      + corHttpNamesLen(r->responseTrailers,
+                                        r->responseTrailerCount);
     nghttp3_nv* nv = malloc(nvCount * sizeof(*nv) + lowerLen + 1);
     char* lower = (char*)(nv + nvCount);
     nghttp3_data_reader dr = { .read_data = bodyRead };
@@ -355,7 +333,7 @@ responseSubmit(Http3Conn* c, Http3Stream* st, int status, bool body)
         nvPut(nv, &n, "content-type", 12, r->contentType,
               strlen(r->contentType));
     }
-    if (r->stream == NULL && (bodyAllowed(r, status) || r->head)) {
+    if (r->stream == NULL && (corHttpBodyAllowed(r, status) || r->head)) {
         nvPut(nv, &n, "content-length", 14, length,
               (size_t)(corHttpPutDecimal(length, r->responseLen) - length));
     }
@@ -380,7 +358,7 @@ answerSubmit(Http3Conn* c, Http3Stream* st)
     CorRequest* r = &st->r;
     int status = r->status >= 200 && r->status <= 599 ? r->status : 500;
     bool body = r->stream != NULL
-                || (bodyAllowed(r, status) && r->responseLen > 0);
+                || (corHttpBodyAllowed(r, status) && r->responseLen > 0);
 
     if (body && r->stream == NULL && r->fileFd < 0) {
         if (corHttp3OutAdd(&st->out, r->responseBody, r->responseLen, false)
@@ -680,7 +658,7 @@ streamData(CorRequest* r, const void* data, size_t len)
 {
     Http3Stream* st = corContainerOf(r, Http3Stream, r);
 
-    if (gone(st) || !bodyAllowed(r, r->status)) {
+    if (gone(st) || !corHttpBodyAllowed(r, r->status)) {
         return;
     }
     if (corHttp3OutAdd(&st->out, data, len, true) != 0) {

@@ -2,9 +2,10 @@
 /*
  * What HTTP/2 and HTTP/3 share of a request's and an answer's fields:
  * both carry the target in a :path pseudo-header, decoded as HTTP/1
- * decodes a request line's (the same routes match the same paths), and
- * both forbid HTTP/1's connection-specific fields (RFC 9113 8.2.2,
- * RFC 9114 4.2).
+ * decodes a request line's (the same routes match the same paths), both
+ * send field names in lowercase and forbid HTTP/1's connection-specific
+ * fields (RFC 9113 8.2.2, RFC 9114 4.2), and both send no body where
+ * the status or a HEAD allows none.
  */
 #include "corHttpInt.h"
 
@@ -38,8 +39,8 @@ corHttpTargetSet(CorRequest* r, char** keep, const char* path, size_t len)
     return 0;
 }
 
-bool
-corHttpFieldDropped(const CorHeader* h)
+static bool
+fieldDropped(const CorHeader* h)
 {
     static const char* const dropped[] = {
         "connection",
@@ -58,4 +59,35 @@ corHttpFieldDropped(const CorHeader* h)
         }
     }
     return false;
+}
+
+size_t
+corHttpFieldLower(char* to, const CorHeader* h)
+{
+    if (fieldDropped(h)) {
+        return 0;
+    }
+    for (size_t k = 0; k < h->nameLen; k++) {
+        to[k] = (char)(h->name[k] >= 'A' && h->name[k] <= 'Z'
+                           ? h->name[k] | 0x20
+                           : h->name[k]);
+    }
+    return h->nameLen;
+}
+
+size_t
+corHttpNamesLen(const CorHeader* list, unsigned count)
+{
+    size_t len = 0;
+
+    for (unsigned i = 0; i < count; i++) {
+        len += list[i].nameLen;
+    }
+    return len;
+}
+
+bool
+corHttpBodyAllowed(const CorRequest* r, int status)
+{
+    return !r->head && status >= 200 && status != 204 && status != 304;
 }

@@ -306,9 +306,15 @@ void corHttpConnDrain(HttpConn* c);
  * HTTP/1 request line's, kept as it came in *keep (the caller's to
  * free, set even on failure). Returns 0 or -1 (a 400). */
 int corHttpTargetSet(CorRequest* r, char** keep, const char* path, size_t len);
-/* Whether h is a field HTTP/2 and HTTP/3 answers drop: HTTP/1's
- * connection-specific ones, and the framing, which is ours. */
-bool corHttpFieldDropped(const CorHeader* h);
+/* h's name in lowercase into to (room for h->nameLen): its length, or 0
+ * for a field HTTP/2 and HTTP/3 answers drop (HTTP/1's
+ * connection-specific ones, and the framing, which is ours). */
+size_t corHttpFieldLower(char* to, const CorHeader* h);
+/* The names' bytes of the count fields of list. */
+size_t corHttpNamesLen(const CorHeader* list, unsigned count);
+/* Whether r's answer with status has a body to send: none for a HEAD,
+ * nor for a status that allows none. */
+bool corHttpBodyAllowed(const CorRequest* r, int status);
 
 /* ---- corHttp3Endpoint.c (HTTP/3: corHttp3Int.h) -------------------------- */
 
