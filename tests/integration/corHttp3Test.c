@@ -6,13 +6,17 @@
  * server serves every check (started once: the suite stays quick): a
  * page, 100 streams on one connection, 10 MB down from memory and from a
  * file, 10 MB up, a streamed answer, the Alt-Svc of the HTTP/1.1 and h2
- * answers (curl), and `cor -t` refusing http3 on a plain listener.
+ * answers (curl), `cor -t` refusing http3 on a plain listener, a client
+ * that moves, a stateless reset, the idle timeout, a body past its limit,
+ * a Retry, and a transfer through a relay of the test's own that loses
+ * one datagram in 20 each way.
  */
 #include "corTest.h"
 #include "corServer.h"
 
 #include <arpa/inet.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,6 +383,98 @@ START_TEST(test_retry_always_is_followed)
 }
 END_TEST
 
+/* A UDP relay between one client and the server that drops every
+ * dropEvery-th datagram each way: the loss QUIC must recover from,
+ * the same in every run. */
+typedef struct {
+    int outside; /* the client's side: bound to port */
+    int inside;  /* connected to the server */
+    int port;
+    unsigned dropEvery;
+    unsigned dropped;
+    volatile bool stop;
+} Relay;
+
+static void*
+relayRun(void* arg)
+{
+    Relay* relay = arg;
+    struct sockaddr_storage client;
+    socklen_t clientLen = 0;
+    unsigned seen[2] = { 0, 0 };
+    uint8_t buf[65536];
+
+    while (!relay->stop) {
+        struct pollfd p[2] = { { .fd = relay->outside, .events = POLLIN },
+                               { .fd = relay->inside, .events = POLLIN } };
+
+        if (poll(p, 2, 100) <= 0) {
+            continue;
+        }
+        for (int side = 0; side < 2; side++) {
+            struct sockaddr_storage from;
+            socklen_t fromLen = sizeof(from);
+            ssize_t n;
+
+            if (!(p[side].revents & POLLIN)) {
+                continue;
+            }
+            n = recvfrom(p[side].fd, buf, sizeof(buf), 0,
+                         (struct sockaddr*)&from, &fromLen);
+            if (n <= 0) {
+                continue;
+            }
+            if (side == 0) {
+                client = from;
+                clientLen = fromLen;
+            }
+            if (++seen[side] % relay->dropEvery == 0) {
+                relay->dropped++;
+                continue;
+            }
+            if (side == 0) {
+                send(relay->inside, buf, (size_t)n, 0);
+            } else if (clientLen > 0) {
+                sendto(relay->outside, buf, (size_t)n, 0,
+                       (struct sockaddr*)&client, clientLen);
+            }
+        }
+    }
+    return NULL;
+}
+
+START_TEST(test_a_transfer_through_a_lossy_relay_is_whole)
+{
+    Relay relay = { .inside = udpOpen(), .dropEvery = 20 };
+    struct sockaddr_in at = { .sin_family = AF_INET };
+    socklen_t atLen = sizeof(at);
+    char command[1024];
+    pthread_t thread;
+
+    relay.outside = socket(AF_INET, SOCK_DGRAM, 0);
+    inet_pton(AF_INET, "127.0.0.1", &at.sin_addr);
+    ck_assert_int_eq(bind(relay.outside, (struct sockaddr*)&at, sizeof(at)), 0);
+    ck_assert_int_eq(getsockname(relay.outside, (struct sockaddr*)&at, &atLen),
+                     0);
+    relay.port = ntohs(at.sin_port);
+    ck_assert_int_eq(pthread_create(&thread, NULL, relayRun, &relay), 0);
+    snprintf(command, sizeof(command),
+             "head -c 2000000 /dev/urandom > %s/lossy && cd %s && rm -f "
+             "dl/lossy && timeout 30 gtlsclient -q "
+             "--exit-on-all-streams-close --download=dl 127.0.0.1 %d "
+             "'https://127.0.0.1:%d/file?path=%s/lossy' && cmp lossy dl/lossy",
+             server.dir, server.dir, relay.port, relay.port, server.dir);
+    ck_assert_msg(corShell(command, out, sizeof(out)) == 0, "%s", out);
+    relay.stop = true;
+    pthread_join(thread, NULL);
+    close(relay.outside);
+    close(relay.inside);
+    /* Two MB is some 1 400 datagrams: about 70 of them were lost. */
+    ck_assert_int_gt(relay.dropped, 20);
+    printf("corHttp3Test: lossy relay: %u datagrams dropped\n", relay.dropped);
+}
+END_TEST
+
 /* Once for the suite, in check's runner (the forked tests share it). */
 static void
 suiteEnd(void)
@@ -405,4 +501,5 @@ COR_TEST_SUITE(corHttp3)
     tcase_add_test(tc, test_an_idle_connection_closes_at_the_idle_timeout);
     tcase_add_test(tc, test_a_body_past_the_limit_is_refused_413);
     tcase_add_test(tc, test_retry_always_is_followed);
+    tcase_add_test(tc, test_a_transfer_through_a_lossy_relay_is_whole);
 }
