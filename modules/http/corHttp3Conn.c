@@ -443,12 +443,6 @@ connSoon(CorEvSoon* soon)
         return;
     }
     corHttp3StreamsDrained(c);
-    if (c->draining && corListEmpty(&c->streams)) {
-        /* Here, not where the last stream went: that may be inside
-         * ngtcp2's or nghttp3's call, which must not see c freed. */
-        corHttp3ConnStop(c);
-        return;
-    }
     if (rc > 0) {
         corEvSoonStart(c->hl->loop, &c->soon, connSoon);
     }
@@ -640,18 +634,6 @@ connFree(Http3Conn* c)
     corListRemove(&c->link);
     atomic_fetch_sub(&h->connCount, 1);
     free(c);
-}
-
-void
-corHttp3ConnDrain(Http3Conn* c)
-{
-    c->draining = true;
-    if (c->h3 == NULL || corListEmpty(&c->streams)) {
-        corHttp3ConnStop(c);
-        return;
-    }
-    nghttp3_conn_shutdown(c->h3); /* GOAWAY: no new request */
-    corHttp3ConnKick(c);
 }
 
 void

@@ -433,20 +433,41 @@ corHttp3AltSvc(HttpLoop* hl, const CorListener* l)
     return NULL;
 }
 
+/* The sockets off the loop, closed: the kernel's SO_REUSEPORT group is
+ * left to the next generation's. */
+static void
+endpointsClose(HttpLoop* hl)
+{
+    Http3Loop* h = hl->h3;
+
+    for (unsigned i = 0; i < h->endpointCount; i++) {
+        if (h->endpoints[i].io.fd >= 0) {
+            corEvIoStop(hl->loop, &h->endpoints[i].io);
+            close(h->endpoints[i].io.fd);
+            h->endpoints[i].io.fd = -1;
+        }
+        corHttp3TlsFree(&h->endpoints[i]);
+    }
+}
+
+/*
+ * A drain closes every connection at once with CONNECTION_CLOSE
+ * (H3_NO_ERROR), and the sockets. Not GOAWAY and a wait, as HTTP/2
+ * does: the next generation's sockets join the same SO_REUSEPORT group,
+ * which changes the kernel's hash, so that half the packets of a
+ * connection kept here would reach the next generation (which resets
+ * it), and half the new clients' Initial packets would reach this one,
+ * which takes no new connection: they would wait out their handshake
+ * timeout. A request in flight on HTTP/3 is cut by a reload (its client
+ * may try it again on a new connection); docs/http3.md.
+ */
 void
 corHttp3Drain(HttpLoop* hl)
 {
-    CorList* node;
-    CorList* next;
-
     if (hl->h3 == NULL) {
         return;
     }
-    hl->h3->draining = true;
-    corListForEach(node, next, &hl->h3->conns)
-    {
-        corHttp3ConnDrain(corContainerOf(node, Http3Conn, link));
-    }
+    corHttp3Stop(hl);
 }
 
 void
@@ -457,16 +478,12 @@ corHttp3Stop(HttpLoop* hl)
     if (h == NULL) {
         return;
     }
+    h->draining = true; /* a datagram handed over now opens nothing */
     while (!corListEmpty(&h->conns)) {
         corHttp3ConnStop(
             corContainerOf(corListFirst(&h->conns), Http3Conn, link));
     }
-    for (unsigned i = 0; i < h->endpointCount; i++) {
-        corEvIoStop(hl->loop, &h->endpoints[i].io);
-        close(h->endpoints[i].io.fd);
-        corHttp3TlsFree(&h->endpoints[i]);
-    }
-    h->endpointCount = 0;
+    endpointsClose(hl);
 }
 
 void

@@ -138,8 +138,6 @@ struct Http3Conn {
     CorEvSoon soon; /* write before the loop sleeps */
     ngtcp2_connection_close_error error;
     bool handshaken; /* its handshake completed */
-    bool draining;   /* GOAWAY went: it closes once its streams
-                      * are done */
 };
 
 /* ---- corHttp3Endpoint.c -------------------------------------------------- */
@@ -190,8 +188,6 @@ void corHttp3ConnRead(Http3Conn* c, const struct sockaddr* peer,
                       socklen_t peerLen, const uint8_t* pkt, size_t len);
 /* Write what c has to send, soon (before the loop sleeps). */
 void corHttp3ConnKick(Http3Conn* c);
-/* GOAWAY: no new request; c closes once its streams are done. */
-void corHttp3ConnDrain(Http3Conn* c);
 /* Close c now, with CONNECTION_CLOSE (H3_NO_ERROR). */
 void corHttp3ConnStop(Http3Conn* c);
 /* Close c for an application error (an nghttp3 failure). */

@@ -326,10 +326,10 @@ int corHttp3ConfRead(CorModule* m, const CorConf* conf);
 /* Open hl's endpoints for the listeners with http3 (a UDP socket each,
  * on the loop). Returns 0 or -1 (logged). */
 int corHttp3Start(HttpLoop* hl, CorListener* const* listeners, unsigned count);
-/* The loop drains: new connections are refused, each one in flight is
- * told (GOAWAY) and closes when its streams ended. */
+/* The loop drains, or stops: every connection closes now with
+ * CONNECTION_CLOSE, the sockets too (a drain cannot keep them: the next
+ * generation's join their SO_REUSEPORT group; corHttp3Endpoint.c). */
 void corHttp3Drain(HttpLoop* hl);
-/* The loop stops: every connection closes now, the sockets too. */
 void corHttp3Stop(HttpLoop* hl);
 /* The loop ended: what corHttp3Start made is freed. */
 void corHttp3LoopFree(HttpLoop* hl);

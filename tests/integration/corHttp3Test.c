@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -475,6 +476,50 @@ START_TEST(test_a_transfer_through_a_lossy_relay_is_whole)
 }
 END_TEST
 
+/* A reload: the old generation closes its HTTP/3 connections with
+ * CONNECTION_CLOSE and its sockets at once (docs/http3.md: the next
+ * generation's join the same SO_REUSEPORT group), so that a request in
+ * flight is cut but ends, a new client is served by the new generation
+ * at once, and the old generation is gone soon: nothing hangs. Last: the
+ * counters of /metrics start again. */
+START_TEST(test_a_reload_closes_h3_at_once_and_serves_the_new_ones)
+{
+    long streams = metric(&server, "stream");
+    pid_t old = corServerGeneration(&server);
+    char command[512];
+    FILE* inflight;
+    long start;
+
+    snprintf(command, sizeof(command),
+             "cd %s && timeout 20 gtlsclient -q --exit-on-all-streams-close "
+             "127.0.0.1 %d 'https://127.0.0.1:%d/stream?n=1000' >/dev/null "
+             "2>&1; echo done",
+             server.dir, server.port, server.port);
+    inflight = popen(command, "r");
+    ck_assert_ptr_nonnull(inflight);
+    start = corNowMs();
+    while (metric(&server, "stream") == streams && corNowMs() - start < 5000) {
+        usleep(20 * 1000);
+    }
+    ck_assert_int_gt(metric(&server, "stream"), streams); /* it runs */
+    ck_assert_int_eq(kill(server.pid, SIGHUP), 0);
+    start = corNowMs();
+    while (corServerGeneration(&server) == old && corNowMs() - start < 5000) {
+        usleep(20 * 1000);
+    }
+    ck_assert_int_ne(corServerGeneration(&server), old);
+    /* The 1000 pieces take 5 s: the client ends well before, cut. */
+    ck_assert_ptr_nonnull(fgets(command, sizeof(command), inflight));
+    pclose(inflight);
+    ck_assert_int_lt(corNowMs() - start, 4000);
+    ck_assert_int_eq(client("", "/hello"), 0);
+    ck_assert_int_lt(corNowMs() - start, 5000);
+    printf("corHttp3Test: reload: in flight cut and a new one served in %ld "
+           "ms\n",
+           corNowMs() - start);
+}
+END_TEST
+
 /* Once for the suite, in check's runner (the forked tests share it). */
 static void
 suiteEnd(void)
@@ -502,4 +547,5 @@ COR_TEST_SUITE(corHttp3)
     tcase_add_test(tc, test_a_body_past_the_limit_is_refused_413);
     tcase_add_test(tc, test_retry_always_is_followed);
     tcase_add_test(tc, test_a_transfer_through_a_lossy_relay_is_whole);
+    tcase_add_test(tc, test_a_reload_closes_h3_at_once_and_serves_the_new_ones);
 }
