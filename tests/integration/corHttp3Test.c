@@ -65,7 +65,7 @@ serverStart(void)
              "  - { match: \"GET /metrics\", handler: metrics }\n"
              "limits:\n"
              "  body_bytes: 16MiB\n"
-             "  keepalive_timeout: 2s\n"
+             "  keepalive_timeout: 1s\n"
              "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log }\n",
              certs, certs);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
@@ -272,7 +272,7 @@ START_TEST(test_a_client_that_moves_keeps_its_connection)
     snprintf(args, sizeof(args),
              "--change-local-addr=50ms --delay-stream=200ms --download=%s/dl",
              server.dir);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(client(args, "/hello"), 0);
     }
 }
@@ -308,7 +308,7 @@ START_TEST(test_a_stateless_reset_answers_an_unknown_connection)
 }
 END_TEST
 
-/* keepalive_timeout: 2s is the idle timeout both sides keep. */
+/* keepalive_timeout: 1s is the idle timeout both sides keep. */
 START_TEST(test_an_idle_connection_closes_at_the_idle_timeout)
 {
     char command[512];
@@ -460,7 +460,7 @@ START_TEST(test_a_transfer_through_a_lossy_relay_is_whole)
     relay.port = ntohs(at.sin_port);
     ck_assert_int_eq(pthread_create(&thread, NULL, relayRun, &relay), 0);
     snprintf(command, sizeof(command),
-             "head -c 2000000 /dev/urandom > %s/lossy && cd %s && rm -f "
+             "head -c 1000000 /dev/urandom > %s/lossy && cd %s && rm -f "
              "dl/lossy && timeout 30 gtlsclient -q "
              "--exit-on-all-streams-close --download=dl 127.0.0.1 %d "
              "'https://127.0.0.1:%d/file?path=%s/lossy' && cmp lossy dl/lossy",
@@ -470,8 +470,8 @@ START_TEST(test_a_transfer_through_a_lossy_relay_is_whole)
     pthread_join(thread, NULL);
     close(relay.outside);
     close(relay.inside);
-    /* Two MB is some 1 400 datagrams: about 70 of them were lost. */
-    ck_assert_int_gt(relay.dropped, 20);
+    /* One MB is some 700 datagrams: about 40 of them were lost. */
+    ck_assert_int_gt(relay.dropped, 10);
     printf("corHttp3Test: lossy relay: %u datagrams dropped\n", relay.dropped);
 }
 END_TEST
