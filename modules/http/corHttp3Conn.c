@@ -284,19 +284,27 @@ static const ngtcp2_callbacks quicCallbacks = {
 
 static void connTimer(CorEvTimer* timer);
 
-/* ngtcp2's next deadline on the loop's timer. */
+/* The earlier of ngtcp2's next deadline and the streams' on the loop's
+ * timer. */
 static void
 timerArm(Http3Conn* c)
 {
     uint64_t expiry = ngtcp2_conn_get_expiry(c->quic);
     uint64_t now = nowNs();
-    uint64_t ms;
+    uint64_t nowMs = corEvNow(c->hl->loop);
+    uint64_t streams = corHttp3StreamsDeadline(c, nowMs);
+    uint64_t ms = UINT64_MAX;
 
-    if (expiry == UINT64_MAX) {
+    if (expiry != UINT64_MAX) {
+        ms = expiry <= now ? 0 : (expiry - now + 999999) / 1000000;
+    }
+    if (streams != 0 && streams - nowMs < ms) {
+        ms = streams - nowMs;
+    }
+    if (ms == UINT64_MAX) {
         corEvTimerStop(c->hl->loop, &c->timer);
         return;
     }
-    ms = expiry <= now ? 0 : (expiry - now + 999999) / 1000000;
     corEvTimerStart(c->hl->loop, &c->timer, ms, connTimer);
 }
 
@@ -454,6 +462,8 @@ corHttp3ConnKick(Http3Conn* c)
     corEvSoonStart(c->hl->loop, &c->soon, connSoon);
 }
 
+/* ngtcp2's deadline (losses, acknowledgements, the idle timeout), or a
+ * stream's: the write after it arms the next. */
 static void
 connTimer(CorEvTimer* timer)
 {

@@ -107,6 +107,8 @@ struct Http3Stream {
     CorBuf body;
     Http3Out out;
     uint64_t fileOff; /* of a file body, read so far */
+    uint64_t startMs; /* its HEADERS began then */
+    uint64_t bodyMs;  /* its last piece of body came then, or 0 */
     bool served;      /* with the core */
     bool answered;    /* its response is submitted */
     bool closed;      /* nghttp3 closed it */
@@ -201,6 +203,11 @@ extern const nghttp3_callbacks corHttp3Callbacks;
 void corHttp3StreamsDetach(Http3Conn* c);
 /* After a write: tell the core of each stream whose queue drained. */
 void corHttp3StreamsDrained(Http3Conn* c);
+/* The earliest deadline (ms) of a stream whose request is still coming
+ * (limits.request_timeout for the whole of it, limits.body_timeout
+ * between two pieces of its body), 0 for none; those past it at now are
+ * reset (H3_REQUEST_CANCELLED) and counted as 408 refusals. */
+uint64_t corHttp3StreamsDeadline(Http3Conn* c, uint64_t now);
 
 /* ---- corHttp3Out.c ------------------------------------------------------- */
 

@@ -124,6 +124,52 @@ corHttp3StreamsDrained(Http3Conn* c)
     }
 }
 
+/* When st's request must have come whole, or its body's next piece. */
+static uint64_t
+streamDeadline(const Http3Stream* st, const CorLimits* l)
+{
+    uint64_t at = st->startMs + l->requestTimeoutMs;
+
+    if (st->bodyMs != 0 && st->bodyMs + l->bodyTimeoutMs < at) {
+        at = st->bodyMs + l->bodyTimeoutMs;
+    }
+    return at;
+}
+
+uint64_t
+corHttp3StreamsDeadline(Http3Conn* c, uint64_t now)
+{
+    const CorLimits* l = corLimits();
+    uint64_t next = 0;
+    CorList* node;
+    CorList* after;
+
+    corListForEach(node, after, &c->streams)
+    {
+        Http3Stream* st = corContainerOf(node, Http3Stream, link);
+        uint64_t at;
+
+        if (st->served || st->answered) {
+            continue; /* whole, or answered already */
+        }
+        at = streamDeadline(st, l);
+        if (at <= now) {
+            corLimitsRefused("http3", c->peerName,
+                             st->startMs + l->requestTimeoutMs <= now
+                                 ? "a request that did not come whole in time"
+                                 : "a request body that stalled",
+                             408);
+            st->answered = true; /* reset: nothing more to time */
+            ngtcp2_conn_shutdown_stream(c->quic, st->id,
+                                        NGHTTP3_H3_REQUEST_CANCELLED);
+            corHttp3ConnKick(c); /* the reset goes out */
+        } else if (next == 0 || at < next) {
+            next = at;
+        }
+    }
+    return next;
+}
+
 /* ---- The request --------------------------------------------------------- */
 
 /* The request of a whole field section ("name\0value\0" each in raw): its
@@ -439,6 +485,7 @@ beginHeaders(nghttp3_conn* h3, int64_t id, void* arg, void* streamArg)
     st->conn = c;
     st->id = id;
     st->r.fileFd = -1;
+    st->startMs = corEvNow(c->hl->loop);
     memcpy(st->remote, c->peerName, sizeof(st->remote) - 1);
     if (strrchr(st->remote, ':') != NULL) {
         *strrchr(st->remote, ':') = '\0'; /* "addr:port", "[v6]:port" */
@@ -514,6 +561,7 @@ recvData(nghttp3_conn* h3, int64_t id, const uint8_t* data, size_t len,
     if (st->answered) {
         return 0;
     }
+    st->bodyMs = corEvNow(c->hl->loop);
     if (st->body.len + len > corLimits()->bodyBytesMost) {
         streamRefuse(c, st, 413);
         return 0;

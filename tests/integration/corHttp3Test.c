@@ -66,6 +66,7 @@ serverStart(void)
              "limits:\n"
              "  body_bytes: 16MiB\n"
              "  keepalive_timeout: 1s\n"
+             "  body_timeout: 300ms\n"
              "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log }\n",
              certs, certs);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
@@ -392,6 +393,8 @@ typedef struct {
     int inside;  /* connected to the server */
     int port;
     unsigned dropEvery;
+    unsigned passFirst; /* then the client's datagrams go nowhere; 0:
+                         * no such end */
     unsigned dropped;
     volatile bool stop;
 } Relay;
@@ -429,7 +432,9 @@ relayRun(void* arg)
                 client = from;
                 clientLen = fromLen;
             }
-            if (++seen[side] % relay->dropEvery == 0) {
+            if (++seen[side] % relay->dropEvery == 0
+                || (side == 0 && relay->passFirst != 0
+                    && seen[0] > relay->passFirst)) {
                 relay->dropped++;
                 continue;
             }
@@ -444,21 +449,40 @@ relayRun(void* arg)
     return NULL;
 }
 
-START_TEST(test_a_transfer_through_a_lossy_relay_is_whole)
+/* Start relay (its dropEvery and passFirst set) on a port of its own. */
+static void
+relayStart(Relay* relay, pthread_t* thread)
 {
-    Relay relay = { .inside = udpOpen(), .dropEvery = 20 };
     struct sockaddr_in at = { .sin_family = AF_INET };
     socklen_t atLen = sizeof(at);
+
+    relay->inside = udpOpen();
+    relay->outside = socket(AF_INET, SOCK_DGRAM, 0);
+    inet_pton(AF_INET, "127.0.0.1", &at.sin_addr);
+    ck_assert_int_eq(bind(relay->outside, (struct sockaddr*)&at, sizeof(at)),
+                     0);
+    ck_assert_int_eq(getsockname(relay->outside, (struct sockaddr*)&at, &atLen),
+                     0);
+    relay->port = ntohs(at.sin_port);
+    ck_assert_int_eq(pthread_create(thread, NULL, relayRun, relay), 0);
+}
+
+static void
+relayStop(Relay* relay, pthread_t thread)
+{
+    relay->stop = true;
+    pthread_join(thread, NULL);
+    close(relay->outside);
+    close(relay->inside);
+}
+
+START_TEST(test_a_transfer_through_a_lossy_relay_is_whole)
+{
+    Relay relay = { .dropEvery = 20 };
     char command[1024];
     pthread_t thread;
 
-    relay.outside = socket(AF_INET, SOCK_DGRAM, 0);
-    inet_pton(AF_INET, "127.0.0.1", &at.sin_addr);
-    ck_assert_int_eq(bind(relay.outside, (struct sockaddr*)&at, sizeof(at)), 0);
-    ck_assert_int_eq(getsockname(relay.outside, (struct sockaddr*)&at, &atLen),
-                     0);
-    relay.port = ntohs(at.sin_port);
-    ck_assert_int_eq(pthread_create(&thread, NULL, relayRun, &relay), 0);
+    relayStart(&relay, &thread);
     snprintf(command, sizeof(command),
              "head -c 1000000 /dev/urandom > %s/lossy && cd %s && rm -f "
              "dl/lossy && timeout 30 gtlsclient -q "
@@ -466,13 +490,39 @@ START_TEST(test_a_transfer_through_a_lossy_relay_is_whole)
              "'https://127.0.0.1:%d/file?path=%s/lossy' && cmp lossy dl/lossy",
              server.dir, server.dir, relay.port, relay.port, server.dir);
     ck_assert_msg(corShell(command, out, sizeof(out)) == 0, "%s", out);
-    relay.stop = true;
-    pthread_join(thread, NULL);
-    close(relay.outside);
-    close(relay.inside);
+    relayStop(&relay, thread);
     /* One MB is some 700 datagrams: about 40 of them were lost. */
     ck_assert_int_gt(relay.dropped, 10);
     printf("corHttp3Test: lossy relay: %u datagrams dropped\n", relay.dropped);
+}
+END_TEST
+
+/* A body that stops coming (the relay passes the client's first 12
+ * datagrams: the handshake, the head and a little body, then none) is
+ * cut at body_timeout (300ms), counted as a 408 and said in the log. */
+START_TEST(test_a_stalled_body_is_reset_at_body_timeout)
+{
+    Relay relay = { .dropEvery = 1000000, .passFirst = 12 };
+    const char* said = "a request body that stalled";
+    int before = corServerLogCount(&server, said);
+    char command[1024];
+    pthread_t thread;
+    long start;
+
+    relayStart(&relay, &thread);
+    snprintf(command, sizeof(command),
+             "head -c 1000000 /dev/zero > %s/stall && cd %s && timeout 2 "
+             "gtlsclient -q -m POST -d stall 127.0.0.1 %d "
+             "https://127.0.0.1:%d/echo",
+             server.dir, server.dir, relay.port, relay.port);
+    corShell(command, out, sizeof(out)); /* it never hears back: cut */
+    start = corNowMs();
+    while (corServerLogCount(&server, said) == before
+           && corNowMs() - start < 3000) {
+        usleep(50 * 1000);
+    }
+    relayStop(&relay, thread);
+    ck_assert_int_gt(corServerLogCount(&server, said), before);
 }
 END_TEST
 
@@ -547,5 +597,6 @@ COR_TEST_SUITE(corHttp3)
     tcase_add_test(tc, test_a_body_past_the_limit_is_refused_413);
     tcase_add_test(tc, test_retry_always_is_followed);
     tcase_add_test(tc, test_a_transfer_through_a_lossy_relay_is_whole);
+    tcase_add_test(tc, test_a_stalled_body_is_reset_at_body_timeout);
     tcase_add_test(tc, test_a_reload_closes_h3_at_once_and_serves_the_new_ones);
 }
