@@ -308,37 +308,49 @@ timerArm(Http3Conn* c)
     corEvTimerStart(c->hl->loop, &c->timer, ms, connTimer);
 }
 
-/* Packets gathered for one GSO send: of one size, the last may be
- * shorter. */
+/* Packets gathered for one GSO send: to one address, of one size, the
+ * last may be shorter. */
 typedef struct {
     uint8_t* buf;
     size_t len;
     size_t segment;
     unsigned count;
+    struct sockaddr_storage to;
+    socklen_t toLen;
 } Batch;
 
 static void
 batchFlush(Http3Conn* c, Batch* b)
 {
     if (b->len > 0) {
-        corHttp3SendSegments(c->ep, (const struct sockaddr*)&c->peer,
-                             c->peerLen, b->buf, b->len, b->segment);
+        corHttp3SendSegments(c->ep, (const struct sockaddr*)&b->to, b->toLen,
+                             b->buf, b->len, b->segment);
     }
     b->len = 0;
     b->segment = 0;
     b->count = 0;
 }
 
-/* A packet of n bytes was written at b->buf + b->len. */
+/* A packet of n bytes for to (ngtcp2's path: while a client moves, its
+ * new address is probed and the old one may still be answered) was
+ * written at b->buf + b->len. */
 static void
-batchAdd(Http3Conn* c, Batch* b, size_t n)
+batchAdd(Http3Conn* c, Batch* b, size_t n, const ngtcp2_addr* to)
 {
-    if (b->segment != 0 && n > b->segment) {
-        /* Larger than the batch's: it begins the next one. */
+    bool elsewhere = to->addrlen != b->toLen
+                     || memcmp(to->addr, &b->to, b->toLen) != 0;
+
+    if (b->count > 0 && (n > b->segment || elsewhere)) {
+        /* Larger than the batch's, or for another address: it begins
+         * the next one. */
         uint8_t* at = b->buf + b->len;
 
         batchFlush(c, b);
         memmove(b->buf, at, n);
+    }
+    if (elsewhere) {
+        memcpy(&b->to, to->addr, to->addrlen);
+        b->toLen = to->addrlen;
     }
     if (b->segment == 0) {
         b->segment = n;
@@ -430,7 +442,7 @@ connWrite(Http3Conn* c)
         if (n == 0) {
             break;
         }
-        batchAdd(c, &b, (size_t)n);
+        batchAdd(c, &b, (size_t)n, &ps.path.remote);
         packets++;
     }
     batchFlush(c, &b);
@@ -581,11 +593,7 @@ corHttp3ConnRead(Http3Conn* c, const struct sockaddr* peer, socklen_t peerLen,
     int rc = ngtcp2_conn_read_pkt(c->quic, &path, &pi, pkt, len, nowNs());
 
     if (rc == 0) {
-        /* The peer may have moved (a NAT rebinding): answer where it
-         * is now; ngtcp2 validates the new path. */
-        memcpy(&c->peer, peer, peerLen);
-        c->peerLen = peerLen;
-        corHttp3ConnKick(c);
+        corHttp3ConnKick(c); /* where to: ngtcp2's path says */
         return;
     }
     if (rc == NGTCP2_ERR_DRAINING || rc == NGTCP2_ERR_DROP_CONN) {
@@ -617,8 +625,8 @@ connClose(Http3Conn* c)
         n = ngtcp2_conn_write_connection_close(c->quic, &ps.path, &pi, pkt,
                                                sizeof(pkt), &c->error, nowNs());
         if (n > 0) {
-            corHttp3Send(c->ep, (const struct sockaddr*)&c->peer, c->peerLen,
-                         pkt, (size_t)n);
+            corHttp3Send(c->ep, (const struct sockaddr*)ps.path.remote.addr,
+                         ps.path.remote.addrlen, pkt, (size_t)n);
         }
     }
     connFree(c);
