@@ -465,7 +465,8 @@ static void
 readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
 {
     static const char* const keys[] = {
-        "protocol", "address", "tls", "accept", "http2", "proxy_protocol", NULL,
+        "protocol", "address",        "tls", "accept", "http2",
+        "http3",    "proxy_protocol", NULL,
     };
     static const char* const accepts[] = { "share", "reuseport", NULL };
     CorConfigListen* l = &cf->listen[i];
@@ -494,6 +495,14 @@ readListenEntry(CorConfig* cf, unsigned i, CorConfErrors* e)
                           "reuseport")
                    == 0;
     l->http2 = corConfBool(l->node, "http2", l->tls != NULL, e);
+    l->http3 = corConfBool(l->node, "http3", false, e);
+    if (l->http3 && l->tls == NULL) {
+        /* QUIC has no plain form: its handshake is TLS 1.3's. */
+        corConfErrorf(e, corConfGet(l->node, "http3"),
+                      "http3: on needs tls (QUIC is always encrypted), such "
+                      "as { protocol: https, http3: on, tls: { certificate: "
+                      "c.pem, key: k.pem } }");
+    }
     l->proxyProtocol = corConfBool(l->node, "proxy_protocol", false, e);
     corConfUnknownKeys(l->node, w.text, keys, e);
 }

@@ -23,6 +23,7 @@
  *     listen                       required    at least one entry
  *     listen[].accept              share       share | reuseport
  *     listen[].http2               on with tls on | off (HTTP/2, h2c plain)
+ *     listen[].http3               off | on, with tls only (HTTP/3, QUIC)
  *     listen[].tls.min_version     "1.2"       "1.2" | "1.3"
  *     listen[].tls.handshake_timeout 10s       1ms..1h
  *     listen[].tls.protocols       [TLSv1.2, TLSv1.3]  (or min_version)
@@ -162,6 +163,8 @@ typedef struct {
     bool reusePort;      /* accept: share (false) | reuseport (true) */
     bool http2;          /* http2: on | off (default: on over TLS, off
                             plain); a protocol that speaks HTTP/2 reads it */
+    bool http3;          /* http3: on | off (default off; on needs tls):
+                            HTTP/3 over QUIC on UDP at the same address */
     bool proxyProtocol;  /* proxy_protocol: a PROXY header (v1 or v2)
                             comes first on each connection */
     const CorConf* node; /* the entry's mapping */

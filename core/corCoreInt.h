@@ -266,6 +266,11 @@ struct CorListener {
     bool http2;               /* its http2: on */
     bool proxyProtocol;       /* a PROXY header first (corProxyAccept.c) */
     struct CorTlsServer* tls; /* the generation's, NULL: plain */
+    bool http3;               /* its http3: on */
+    /* tls: its default certificate's and key's files (HTTP/3's GnuTLS
+     * reads them), or NULL. */
+    const char* certificate;
+    const char* key;
 };
 
 /* Read the PROXY header fd's peer sends first, on loop (index's), then

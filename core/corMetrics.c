@@ -106,7 +106,7 @@ static const char* const clientResults[] = { "reused", "new", "failed" };
 static const char* const protocolLabels[COR_PROTOCOL_KINDS] = {
     [COR_PROTOCOL_OTHER] = "other", [COR_PROTOCOL_HTTP1] = "http1",
     [COR_PROTOCOL_HTTP2] = "http2", [COR_PROTOCOL_COR] = "cor",
-    [COR_PROTOCOL_MQTT] = "mqtt",
+    [COR_PROTOCOL_MQTT] = "mqtt",   [COR_PROTOCOL_HTTP3] = "http3",
 };
 
 /* Where requests ran, by loop, by protocol, and the responses by status

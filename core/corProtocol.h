@@ -123,6 +123,7 @@ typedef enum {
     COR_PROTOCOL_HTTP2,
     COR_PROTOCOL_COR,
     COR_PROTOCOL_MQTT,
+    COR_PROTOCOL_HTTP3,
     COR_PROTOCOL_KINDS
 } CorProtocolKind;
 
@@ -248,6 +249,14 @@ bool corListenerReusePort(const CorListener* l);
  * protocol that speaks HTTP/2 takes it there (h2 by ALPN, h2c by its
  * preface); over TLS, off also drops "h2" from the ALPN offered. */
 bool corListenerHttp2(const CorListener* l);
+/* The listener's http3 (off by default; on only with tls): HTTP/3 over
+ * QUIC on UDP at the same address (docs/http3.md). */
+bool corListenerHttp3(const CorListener* l);
+/* A TLS listener's default certificate chain and key, PEM files as the
+ * configuration names them (relative ones resolved), or NULL (plain, or
+ * ACME's): for a TLS stack beside cor's own (HTTP/3's GnuTLS). */
+const char* corListenerCertificate(const CorListener* l);
+const char* corListenerKey(const CorListener* l);
 
 /*
  * A transport: how a connection's bytes move. Protocol modules read and

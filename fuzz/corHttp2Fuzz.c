@@ -330,7 +330,8 @@ LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     }
     memcpy(in, preface, sizeof(preface) - 1);
     memcpy(in + sizeof(preface) - 1, data, size);
-    corHttp2ConnOpen(&hl, &t, &peer, false, in, sizeof(preface) - 1 + size);
+    corHttp2ConnOpen(&hl, &t, &peer, false, NULL, in,
+                     sizeof(preface) - 1 + size);
     free(in);
     /* Still open (no abuse ended it): the loop's stop closes it. */
     while (!corListEmpty(&hl.h2Conns.conns)) {

@@ -558,8 +558,8 @@ failed:
 
 void
 corHttp2ConnOpen(HttpLoop* hl, const CorTransport* t,
-                 const struct sockaddr_storage* peer, bool tls, const void* in,
-                 size_t len)
+                 const struct sockaddr_storage* peer, bool tls,
+                 const char* altSvc, const void* in, size_t len)
 {
     Http2Conn* c = calloc(1, sizeof(*c));
     CorTransport own = *t;
@@ -573,6 +573,7 @@ corHttp2ConnOpen(HttpLoop* hl, const CorTransport* t,
     c->hl = hl;
     c->peer = *peer;
     c->tls = tls;
+    c->altSvc = altSvc;
     corPeerName(&c->peer, c->peerName, sizeof(c->peerName));
     corKitConnInit(&c->k, hl->loop, &connOps);
     c->k.readRoom = READ_ROOM;

@@ -155,12 +155,13 @@ struct Http2Conn {
     struct sockaddr_storage peer;
     char peerName[64];
     bool tls;
-    bool goaway;       /* the final GOAWAY is queued */
-    bool draining;     /* the notice went out */
-    int abuse;         /* 1 + the Http2Abuse a callback found */
-    uint64_t windowMs; /* the abuse counters' second began */
-    uint64_t drainMs;  /* the drain's notice went then */
-    unsigned resets;   /* RST_STREAMs from the peer in it */
+    const char* altSvc; /* the listener's HTTP/3, or NULL */
+    bool goaway;        /* the final GOAWAY is queued */
+    bool draining;      /* the notice went out */
+    int abuse;          /* 1 + the Http2Abuse a callback found */
+    uint64_t windowMs;  /* the abuse counters' second began */
+    uint64_t drainMs;   /* the drain's notice went then */
+    unsigned resets;    /* RST_STREAMs from the peer in it */
     unsigned pings;
     unsigned settings;
     uint64_t stallMs;   /* a stream waits on the peer's window
@@ -179,11 +180,12 @@ struct Http2Conn {
  * Take over an HTTP/1 connection that turned out to speak HTTP/2 (its
  * preface, or ALPN h2): its transport t (copied; its socket no longer on
  * the loop's epoll) and the bytes read so far (copied). Counts as the
- * same accepted connection (corAcceptClosed when it closes).
+ * same accepted connection (corAcceptClosed when it closes). altSvc: the
+ * listener's Alt-Svc for its answers (HTTP/3), or NULL.
  */
 void corHttp2ConnOpen(HttpLoop* hl, const CorTransport* t,
                       const struct sockaddr_storage* peer, bool tls,
-                      const void* in, size_t len);
+                      const char* altSvc, const void* in, size_t len);
 /* A drain: GOAWAY, every stream in flight finished, then the close. */
 void corHttp2ConnDrain(Http2Conn* c);
 /* A stop: the streams still with a handler are cancelled, what is queued

@@ -41,8 +41,8 @@
 /* Past this many times the header list limit, the connection ends. */
 #define HEADER_BOMB_FACTOR 4
 /* Response fields beside the handler's: :status, server, date,
- * content-type, content-length. */
-#define OWN_FIELDS 5
+ * content-type, content-length, alt-svc. */
+#define OWN_FIELDS 6
 /* A freed stream whose header buffers grew past this goes back to malloc
  * rather than to its loop's cache (a request's usual head fits the
  * buffers' first 256 bytes). */
@@ -234,37 +234,6 @@ corHttp2StreamHeader(nghttp2_session* s, const nghttp2_frame* f,
     return 0;
 }
 
-/* The :path's target, decoded as HTTP/1 decodes a request line's (the
- * same routes match the same paths), kept as it came for the log and,
- * its path, as a proxy passes it on. Returns 0 or -1 (a 400). */
-static int
-targetSet(Http2Stream* st, const char* path, size_t len)
-{
-    CorRequest* r = &st->r;
-    CorHttpTarget t;
-    char* decoded;
-
-    st->target = malloc(2 * len + 2);
-    if (st->target == NULL) {
-        return -1;
-    }
-    memcpy(st->target, path, len + 1);
-    decoded = memcpy(st->target + len + 1, path, len + 1);
-    if (len == 0 || path[0] != '/'
-        || corHttpTargetDecode(decoded, len, &t) != 0) {
-        return -1;
-    }
-    r->path = t.path;
-    r->pathLen = t.pathLen;
-    r->query = t.query;
-    r->queryLen = t.queryLen;
-    r->target = st->target;
-    r->targetLen = len;
-    r->rawPath = st->target;
-    r->rawPathLen = strcspn(st->target, "?");
-    return 0;
-}
-
 /* The peer's address, as the connection's name has it before its port:
  * formatted once per connection (inet_ntop's sprintf was 1 700 of a
  * request's 23 000 instructions when each stream formatted it). */
@@ -352,41 +321,10 @@ requestBuild(Http2Conn* c, Http2Stream* st)
         r->methodLen = strlen(r->method);
         return 400; /* CONNECT has no :path: not served here */
     }
-    return targetSet(st, path, pathLen) == 0 ? 0 : 400;
+    return corHttpTargetSet(r, &st->target, path, pathLen) == 0 ? 0 : 400;
 }
 
 /* ---- The answer ---------------------------------------------------------- */
-
-/* Whether the answer has a body to send: none for a HEAD, nor for a
- * status that allows none. */
-static bool
-bodyAllowed(const CorRequest* r, int status)
-{
-    return !r->head && status >= 200 && status != 204 && status != 304;
-}
-
-/* The fields HTTP/2 forbids (RFC 9113 8.2.2) and the framing, ours. */
-static bool
-fieldDropped(const CorHeader* h)
-{
-    static const char* const dropped[] = {
-        "connection",
-        "keep-alive",
-        "proxy-connection",
-        "transfer-encoding",
-        "upgrade",
-        "content-length",
-        NULL,
-    };
-
-    for (unsigned i = 0; dropped[i] != NULL; i++) {
-        if (h->nameLen == strlen(dropped[i])
-            && strncasecmp(h->name, dropped[i], h->nameLen) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
 
 /* The fields of list (count of them) into nv, their names lowercased
  * into lower (room for all of them), less those HTTP/2 forbids. Returns
@@ -399,31 +337,14 @@ fieldsPut(nghttp2_nv* nv, size_t* n, char* lower, const CorHeader* list,
 
     for (unsigned i = 0; i < count; i++) {
         const CorHeader* h = &list[i];
-        char* name = lower + used;
+        size_t len = corHttpFieldLower(lower + used, h);
 
-        if (fieldDropped(h)) {
-            continue;
+        if (len > 0) {
+            corHttp2Nv(nv, n, lower + used, len, h->value, h->valueLen);
+            used += len;
         }
-        for (size_t k = 0; k < h->nameLen; k++) {
-            name[k] = (char)(h->name[k] >= 'A' && h->name[k] <= 'Z'
-                                 ? h->name[k] | 0x20
-                                 : h->name[k]);
-        }
-        used += h->nameLen;
-        corHttp2Nv(nv, n, name, h->nameLen, h->value, h->valueLen);
     }
     return used;
-}
-
-static size_t
-namesLen(const CorHeader* list, unsigned count)
-{
-    size_t len = 0;
-
-    for (unsigned i = 0; i < count; i++) {
-        len += list[i].nameLen;
-    }
-    return len;
 }
 
 /* The body's end: with trailers, a HEADERS frame ends the stream instead
@@ -441,7 +362,8 @@ bodyEnd(nghttp2_session* s, Http2Stream* st, uint32_t* flags)
         return;
     }
     nv = malloc(r->responseTrailerCount * sizeof(*nv)
-                + namesLen(r->responseTrailers, r->responseTrailerCount) + 1);
+                + corHttpNamesLen(r->responseTrailers, r->responseTrailerCount)
+                + 1);
     if (nv == NULL) {
         return; /* ends without them: the peer sees no status */
     }
@@ -513,8 +435,10 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     int status = r->status >= 200 && r->status <= 599 ? r->status : 500;
     size_t nvCount = r->responseHeaderCount + r->responseTrailerCount
                      + OWN_FIELDS;
-    size_t lowerLen = namesLen(r->responseHeaders, r->responseHeaderCount)
-                      + namesLen(r->responseTrailers, r->responseTrailerCount);
+    size_t lowerLen = corHttpNamesLen(r->responseHeaders,
+                                      r->responseHeaderCount)
+                      + corHttpNamesLen(r->responseTrailers,
+                                        r->responseTrailerCount);
     /* One allocation for both, the lowered names after the fields (a
      * malloc and a free less a response). */
     nghttp2_nv* nv = malloc(nvCount * sizeof(*nv) + lowerLen + 1);
@@ -525,7 +449,7 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     /* A stream has a provider even with no body to send: its end, not
      * its head, closes it (corRequestSent follows the end). */
     bool body = r->stream != NULL
-                || (bodyAllowed(r, status) && r->responseLen > 0);
+                || (corHttpBodyAllowed(r, status) && r->responseLen > 0);
     nghttp2_data_provider dp = { .source.ptr = st, .read_callback = bodyRead };
     int rc;
 
@@ -536,11 +460,14 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     corHttp2Nv(nv, &n, ":status", 7, statusText, 3);
     corHttp2Nv(nv, &n, "server", 6, "cor", 3);
     corHttp2Nv(nv, &n, "date", 4, corHttpDate(c->hl), 29);
+    if (c->altSvc != NULL) {
+        corHttp2Nv(nv, &n, "alt-svc", 7, c->altSvc, strlen(c->altSvc));
+    }
     if (r->contentType != NULL) {
         corHttp2Nv(nv, &n, "content-type", 12, r->contentType,
                    strlen(r->contentType));
     }
-    if (r->stream == NULL && (bodyAllowed(r, status) || r->head)) {
+    if (r->stream == NULL && (corHttpBodyAllowed(r, status) || r->head)) {
         size_t len = (size_t)(corHttpPutDecimal(length, r->responseLen)
                               - length);
 
@@ -861,7 +788,7 @@ streamData(CorRequest* r, const void* data, size_t len)
     Http2Stream* st = corContainerOf(r, Http2Stream, r);
 
     if (st->conn == NULL || st->closed || st->overruled
-        || !bodyAllowed(r, r->status)) {
+        || !corHttpBodyAllowed(r, r->status)) {
         return;
     }
     if (corBufAppend(&st->streamed, data, len) != 0) {

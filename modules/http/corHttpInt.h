@@ -50,6 +50,7 @@ struct HttpLoop {
     void* h2Streams[HTTP_H2_STREAM_CACHE]; /* free Http2Streams */
     unsigned h2StreamCount;
     bool h2StreamsClosed; /* the loop ended: none is kept */
+    struct Http3Loop* h3; /* its HTTP/3 (corHttp3Endpoint.c), or NULL */
 };
 
 /*
@@ -166,16 +167,17 @@ struct HttpConn {
     HttpRequest* req;          /* from its parsed head to its answer
                                 * (HTTP_UPGRADED: to its hand-over) */
     bool keepAlive;
-    bool linger;     /* an error answer: linger, then close */
-    bool readPaused; /* input waits in the socket (the buffer
-                      * was full, or a request was being
-                      * served): read again later */
-    bool peerClosed; /* the end was read */
-    bool tls;        /* its listener speaks TLS */
-    bool h2c;        /* a plain listener with http2: on: the
-                      * HTTP/2 preface may come first */
-    bool served;     /* answered a request: idle now is between
-                      * requests, not before the first */
+    bool linger;        /* an error answer: linger, then close */
+    bool readPaused;    /* input waits in the socket (the buffer
+                         * was full, or a request was being
+                         * served): read again later */
+    bool peerClosed;    /* the end was read */
+    bool tls;           /* its listener speaks TLS */
+    bool h2c;           /* a plain listener with http2: on: the
+                         * HTTP/2 preface may come first */
+    bool served;        /* answered a request: idle now is between
+                         * requests, not before the first */
+    const char* altSvc; /* its listener's Alt-Svc (HTTP/3), or NULL */
     struct sockaddr_storage peer;
     /* The peer's address as text, made once: each request copies it
      * (formatting it costs a third of a small request). */
@@ -297,6 +299,45 @@ void corHttpConnClose(HttpConn* c);
 void corHttpConnStop(HttpConn* c);
 /* A drain: c, idle between requests, closes soon. */
 void corHttpConnDrain(HttpConn* c);
+
+/* ---- corHttpFields.c ----------------------------------------------------- */
+
+/* r's target from a :path of len bytes (NUL-terminated), decoded as an
+ * HTTP/1 request line's, kept as it came in *keep (the caller's to
+ * free, set even on failure). Returns 0 or -1 (a 400). */
+int corHttpTargetSet(CorRequest* r, char** keep, const char* path, size_t len);
+/* h's name in lowercase into to (room for h->nameLen): its length, or 0
+ * for a field HTTP/2 and HTTP/3 answers drop (HTTP/1's
+ * connection-specific ones, and the framing, which is ours). */
+size_t corHttpFieldLower(char* to, const CorHeader* h);
+/* The names' bytes of the count fields of list. */
+size_t corHttpNamesLen(const CorHeader* list, unsigned count);
+/* Whether r's answer with status has a body to send: none for a HEAD,
+ * nor for a status that allows none. */
+bool corHttpBodyAllowed(const CorRequest* r, int status);
+
+/* ---- corHttp3Endpoint.c (HTTP/3: corHttp3Int.h) -------------------------- */
+
+/* Make the secret of tokens and resets (once, as the module starts). */
+void corHttp3SecretMake(void);
+/* Read the http3 mapping of the module's conf; register its metrics
+ * (corHttp3Conf.c). Returns 0 or -1. */
+int corHttp3ConfRead(CorModule* m, const CorConf* conf);
+/* Open hl's endpoints for the listeners with http3 (a UDP socket each,
+ * on the loop). Returns 0 or -1 (logged). */
+int corHttp3Start(HttpLoop* hl, CorListener* const* listeners, unsigned count);
+/* The loop drains, or stops: every connection closes now with
+ * CONNECTION_CLOSE, the sockets too (a drain cannot keep them: the next
+ * generation's join their SO_REUSEPORT group; corHttp3Endpoint.c). */
+void corHttp3Drain(HttpLoop* hl);
+void corHttp3Stop(HttpLoop* hl);
+/* The loop ended: what corHttp3Start made is freed. */
+void corHttp3LoopFree(HttpLoop* hl);
+/* hl's HTTP/3 connections (from any thread). */
+unsigned corHttp3Connections(HttpLoop* hl);
+/* The Alt-Svc value for answers on listener l (its endpoint's), or
+ * NULL where l has no HTTP/3. */
+const char* corHttp3AltSvc(HttpLoop* hl, const CorListener* l);
 
 /* ---- corHttpServe.c ------------------------------------------------------ */
 

@@ -5,7 +5,8 @@
  * and follows the generation's lifecycle: start (accept), drain (stop
  * accepting, close after the next answer; HTTP/2: GOAWAY), stop (answer
  * what is left as failed, close). HTTP/2 connections (corHttp2Conn.c)
- * are the same protocol's, in the loop's h2Conns.
+ * are the same protocol's, in the loop's h2Conns; HTTP/3 over QUIC
+ * (corHttp3Endpoint.c) has UDP sockets of its own beside the listeners.
  */
 #include "corHttpInt.h"
 #include "corHttp2Int.h"
@@ -21,6 +22,18 @@ corHttpLoopAt(unsigned index)
     return &httpLoops[index % httpLoopCount];
 }
 
+HttpLoop*
+corHttpLoopOf(unsigned index)
+{
+    return corHttpLoopAt(index);
+}
+
+unsigned
+corHttpLoopCount(void)
+{
+    return httpLoopCount;
+}
+
 /* An accepted socket, on the loop of loopIndex (a CorAcceptFn). */
 static void
 httpAccept(unsigned loopIndex, const CorListener* l, int fd,
@@ -34,6 +47,11 @@ httpStart(CorModule* m, CorEvLoop* loop, unsigned index,
           CorListener* const* listeners, unsigned count)
 {
     (void)m;
+    /* HTTP/3's sockets first: the Alt-Svc of the first answers says
+     * them. */
+    if (corHttp3Start(corHttpLoopAt(index), listeners, count) != 0) {
+        return -1;
+    }
     corHttpLoopAt(index)->accept = corAcceptStart(loop, index, listeners, count,
                                                   httpAccept);
     return corHttpLoopAt(index)->accept != NULL ? 0 : -1;
@@ -61,6 +79,7 @@ httpDrain(CorModule* m, CorEvLoop* loop, unsigned index)
     {
         corHttp2ConnDrain(corContainerOf(node, Http2Conn, k.link));
     }
+    corHttp3Drain(hl);
 }
 
 static void
@@ -80,6 +99,7 @@ httpStop(CorModule* m, CorEvLoop* loop, unsigned index)
         corHttp2ConnStop(corContainerOf(corListFirst(&hl->h2Conns.conns),
                                         Http2Conn, k.link));
     }
+    corHttp3Stop(hl);
 }
 
 static unsigned
@@ -88,7 +108,8 @@ httpConnections(CorModule* m, unsigned index)
     (void)m;
     HttpLoop* hl = corHttpLoopAt(index);
 
-    return atomic_load(&hl->conns.count) + atomic_load(&hl->h2Conns.count);
+    return atomic_load(&hl->conns.count) + atomic_load(&hl->h2Conns.count)
+           + corHttp3Connections(hl);
 }
 
 static int
@@ -112,15 +133,17 @@ httpLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
     (void)m;
     (void)loop;
     corHttp2StreamCacheEnd(corHttpLoopAt(index));
+    corHttp3LoopFree(corHttpLoopAt(index));
     corHttpLoopBuffersFree(corHttpLoopAt(index));
 }
 
 static int
 httpInit(CorModule* m, const CorConf* conf)
 {
-    if (corHttp2ConfRead(m, conf) != 0) {
+    if (corHttp2ConfRead(m, conf) != 0 || corHttp3ConfRead(m, conf) != 0) {
         return -1;
     }
+    corHttp3SecretMake();
     httpLoopCount = corLoopCount();
     httpLoops = corCallocLines(httpLoopCount, sizeof(*httpLoops));
     if (httpLoops == NULL) {

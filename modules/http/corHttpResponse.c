@@ -172,7 +172,8 @@ appendHead(HttpConn* c, const HttpRequest* req, int status, bool keepAlive)
     const CorRequest* r = &req->r;
     const char* reason = corHttpStatusText(status);
     size_t typeLen = r->contentType ? strlen(r->contentType) : 0;
-    size_t extra = strlen(reason) + typeLen + 160;
+    size_t altLen = c->altSvc != NULL ? strlen(c->altSvc) : 0;
+    size_t extra = strlen(reason) + typeLen + altLen + 160;
     char* start;
     char* at;
 
@@ -190,6 +191,11 @@ appendHead(HttpConn* c, const HttpRequest* req, int status, bool keepAlive)
     at = put(at, reason, strlen(reason));
     at = PUT_LITERAL(at, "\r\nServer: cor\r\nDate: ");
     at = put(at, corHttpDate(c->hl), 29);
+    if (c->altSvc != NULL) {
+        /* The listener serves HTTP/3 too (RFC 7838): a client may move. */
+        at = PUT_LITERAL(at, "\r\nAlt-Svc: ");
+        at = put(at, c->altSvc, altLen);
+    }
     if (req->lengthSaid != UINT64_MAX) {
         at = PUT_LITERAL(at, "\r\nContent-Length: ");
         at = corHttpPutDecimal(at, req->lengthSaid);

@@ -482,6 +482,7 @@ typedef struct {
     HttpLoop* hl;
     const struct sockaddr_storage* peer;
     bool tls;
+    const char* altSvc;
 } Http2Open;
 
 static void
@@ -492,7 +493,8 @@ http2Take(void* arg, const CorTransport* t, const void* in, size_t inLen,
 
     (void)out;
     (void)outLen; /* nothing was answered yet */
-    corHttp2ConnOpen(o->hl, t, o->peer, o->tls, inLen > 0 ? in : NULL, inLen);
+    corHttp2ConnOpen(o->hl, t, o->peer, o->tls, o->altSvc,
+                     inLen > 0 ? in : NULL, inLen);
 }
 
 /*
@@ -511,7 +513,7 @@ http2HandOff(HttpConn* c)
     const char* alpn;
     bool h2;
     struct sockaddr_storage peer;
-    Http2Open open = { c->hl, &peer, c->tls };
+    Http2Open open = { c->hl, &peer, c->tls, c->altSvc };
 
     /* Asked at every read: a connection past its first request is done
      * with here before anything else. */
@@ -707,6 +709,7 @@ corHttpServeOpen(HttpLoop* hl, const CorListener* l, int fd,
     c->tls = handshakeMs > 0; /* a plain listener has no handshake */
     c->handshakeMs = (uint32_t)handshakeMs;
     c->h2c = !c->tls && corListenerHttp2(l);
+    c->altSvc = corHttp3AltSvc(hl, l);
     if (corKitConnStart(&c->k, &c->t, &hl->conns) != 0) {
         corHttpConnClose(c);
         return;

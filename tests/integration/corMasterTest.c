@@ -607,8 +607,8 @@ START_TEST(test_typos_in_nested_keys_say_the_nearest)
                      1);
     ck_assert_msg(strstr(buf, "cor.yaml:1:51: unknown key 'tsl' in listen[0] "
                               "(expected one of: protocol, address, tls, "
-                              "accept, http2, proxy_protocol); did you mean "
-                              "'tls'?")
+                              "accept, http2, http3, proxy_protocol); did you "
+                              "mean 'tls'?")
                       != NULL,
                   "%s", buf);
     ck_assert_int_eq(check("listen: [ { protocol: http, address: "

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What HTTP/2 and HTTP/3 share of a request's and an answer's fields:
+ * both carry the target in a :path pseudo-header, decoded as HTTP/1
+ * decodes a request line's (the same routes match the same paths), both
+ * send field names in lowercase and forbid HTTP/1's connection-specific
+ * fields (RFC 9113 8.2.2, RFC 9114 4.2), and both send no body where
+ * the status or a HEAD allows none.
+ */
+#include "corHttpInt.h"
+
+#include <string.h>
+#include <strings.h>
+
+int
+corHttpTargetSet(CorRequest* r, char** keep, const char* path, size_t len)
+{
+    CorHttpTarget t;
+    char* decoded;
+
+    *keep = malloc(2 * len + 2);
+    if (*keep == NULL) {
+        return -1;
+    }
+    memcpy(*keep, path, len + 1);
+    decoded = memcpy(*keep + len + 1, path, len + 1);
+    if (len == 0 || path[0] != '/'
+        || corHttpTargetDecode(decoded, len, &t) != 0) {
+        return -1;
+    }
+    r->path = t.path;
+    r->pathLen = t.pathLen;
+    r->query = t.query;
+    r->queryLen = t.queryLen;
+    r->target = *keep;
+    r->targetLen = len;
+    r->rawPath = *keep;
+    r->rawPathLen = strcspn(*keep, "?");
+    return 0;
+}
+
+static bool
+fieldDropped(const CorHeader* h)
+{
+    static const char* const dropped[] = {
+        "connection",
+        "keep-alive",
+        "proxy-connection",
+        "transfer-encoding",
+        "upgrade",
+        "content-length",
+        NULL,
+    };
+
+    for (unsigned i = 0; dropped[i] != NULL; i++) {
+        if (h->nameLen == strlen(dropped[i])
+            && strncasecmp(h->name, dropped[i], h->nameLen) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+size_t
+corHttpFieldLower(char* to, const CorHeader* h)
+{
+    if (fieldDropped(h)) {
+        return 0;
+    }
+    for (size_t k = 0; k < h->nameLen; k++) {
+        to[k] = (char)(h->name[k] >= 'A' && h->name[k] <= 'Z'
+                           ? h->name[k] | 0x20
+                           : h->name[k]);
+    }
+    return h->nameLen;
+}
+
+size_t
+corHttpNamesLen(const CorHeader* list, unsigned count)
+{
+    size_t len = 0;
+
+    for (unsigned i = 0; i < count; i++) {
+        len += list[i].nameLen;
+    }
+    return len;
+}
+
+bool
+corHttpBodyAllowed(const CorRequest* r, int status)
+{
+    return !r->head && status >= 200 && status != 204 && status != 304;
+}
