@@ -405,6 +405,22 @@ corTransportTlsPlainPeer(CorTransport* t)
     return true;
 }
 
+void
+corTransportTlsKeepBuffers(CorTransport* t, bool keep)
+{
+    CorTlsConn* tc = tlsConn(t);
+
+    if (tc == NULL) {
+        return;
+    }
+    if (keep) {
+        SSL_clear_mode(tc->ssl, SSL_MODE_RELEASE_BUFFERS);
+        return;
+    }
+    SSL_set_mode(tc->ssl, SSL_MODE_RELEASE_BUFFERS);
+    SSL_free_buffers(tc->ssl); /* refuses (0) while either holds bytes */
+}
+
 bool
 corTransportTlsResumed(const CorTransport* t)
 {

@@ -112,6 +112,7 @@ httpLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
     (void)m;
     (void)loop;
     corHttp2StreamCacheEnd(corHttpLoopAt(index));
+    corHttp2MemCacheEnd(corHttpLoopAt(index));
     corHttpLoopBuffersFree(corHttpLoopAt(index));
 }
 
