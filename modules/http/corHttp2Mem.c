@@ -8,9 +8,15 @@
  * is pages of its own, so that once the session has nothing to send
  * those pages can go back to the kernel (MADV_DONTNEED) while the
  * mapping stays: the next frame written into them finds zeroed pages,
- * faulted in as it writes. Everything else (the session itself, its
- * HPACK tables, its stream map: the state an idle connection must keep)
- * is malloc's.
+ * faulted in as it writes.
+ *
+ * A calloc of a page or more (the stream map's table: 4 KiB, zero while
+ * no stream is open) gets pages of its own as well: zero from the
+ * kernel, resident only once written, and given back while its bytes are
+ * all zero again, which takes nothing from it (the next read finds the
+ * same zeros). A connection that never opened a stream never holds it.
+ * Everything else (the session itself, its HPACK tables: the state an
+ * idle connection must keep) is malloc's.
  *
  * The small blocks a stream takes and gives back (its record, its
  * outbound frames, the answer's copied fields: five mallocs and frees a
@@ -143,6 +149,9 @@ memCalloc(size_t count, size_t size, void* arg)
 
     if (size != 0 && count > SIZE_MAX / size) {
         return NULL;
+    }
+    if (count * size >= pagesOf(1)) {
+        return pagesNew(arg, count * size, true);
     }
     p = memMalloc(count * size, arg);
     if (p != NULL) {
