@@ -572,6 +572,10 @@ sessionNew(Http2Conn* c)
      * once when it is gathered whole, as its handler reads when it is
      * streamed), so a handler that reads slowly holds the client back. */
     nghttp2_option_set_no_auto_window_update(opt, 1);
+    /* A closed stream goes at once: nghttp2 would keep it for RFC
+     * 7540's priority tree, which cor does not follow, and its map
+     * (corHttp2Mem.c) would not be empty, nor go back, when quiet. */
+    nghttp2_option_set_no_closed_streams(opt, 1);
     if (nghttp2_session_server_new3(&c->session, cb, c, opt, &c->mem.mem)
         != 0) {
         goto failed;
