@@ -353,7 +353,8 @@ bool corTransportTlsPlainPeer(CorTransport* t);
 void corTransportTlsKeepBuffers(CorTransport* t, bool keep);
 
 /* After a TLS handshake: whether the session was resumed, and the ALPN
- * protocol chosen (NULL if none, or plain). */
+ * protocol chosen (NULL if none, or plain; valid until the thread's next
+ * call). */
 bool corTransportTlsResumed(const CorTransport* t);
 const char* corTransportTlsAlpn(const CorTransport* t);
 

@@ -51,6 +51,9 @@
 #define FILE_PIECE 16384
 
 static _Thread_local char filePiece[FILE_PIECE];
+/* corTransportTlsAlpn's answer: the thread's, not each connection's (256
+ * bytes a TLS connection, read once). */
+static _Thread_local char alpnText[256];
 
 static const CorTransportOps tlsOps;
 
@@ -443,9 +446,9 @@ corTransportTlsAlpn(const CorTransport* t)
     if (len == 0) {
         return NULL;
     }
-    memcpy(tc->alpn, name, len);
-    tc->alpn[len] = '\0';
-    return tc->alpn;
+    memcpy(alpnText, name, len);
+    alpnText[len] = '\0';
+    return alpnText;
 }
 
 /* Why a client's handshake failed: the verification's reason when that

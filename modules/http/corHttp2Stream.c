@@ -48,8 +48,8 @@
  * buffers' first 256 bytes). */
 #define CACHED_BUF_MAX 1024
 /* An answer's fields and lowered names up to this size are put on the
- * stack (16 fields and their names). */
-#define SMALL_ANSWER 1024
+ * stack (ten fields and their names). */
+#define SMALL_ANSWER 512
 /* Under a sanitizer every stream is malloc's, so that a use after its
  * free is seen. */
 #if defined(__SANITIZE_ADDRESS__)
