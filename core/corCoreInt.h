@@ -314,7 +314,6 @@ typedef struct {
     bool failed;          /* a fatal error: no close_notify */
     bool opened;          /* a server's first byte starts a record */
     bool plain;           /* a server's first byte starts none */
-    char alpn[256];       /* the chosen protocol, NUL-terminated */
 } CorTlsConn;
 
 /* Make t a TLS transport over fd with ssl (which it owns from here).

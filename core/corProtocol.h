@@ -350,8 +350,20 @@ int corTransportShutWrite(CorTransport* t);
  */
 bool corTransportTlsPlainPeer(CorTransport* t);
 
+/*
+ * Whether a TLS connection keeps OpenSSL's read and write buffers (about
+ * 17 KiB each) between its reads and writes. By default it gives each
+ * back as soon as it is empty (SSL_MODE_RELEASE_BUFFERS), which an idle
+ * connection wants; a busy one then pays a malloc, a free and their page
+ * faults at every read and write. A protocol that knows when a
+ * connection is busy keeps them (true) and gives them back once it is
+ * quiet (false: the empty ones go at once). Nothing for plain.
+ */
+void corTransportTlsKeepBuffers(CorTransport* t, bool keep);
+
 /* After a TLS handshake: whether the session was resumed, and the ALPN
- * protocol chosen (NULL if none, or plain). */
+ * protocol chosen (NULL if none, or plain; valid until the thread's next
+ * call). */
 bool corTransportTlsResumed(const CorTransport* t);
 const char* corTransportTlsAlpn(const CorTransport* t);
 

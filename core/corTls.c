@@ -51,6 +51,9 @@
 #define FILE_PIECE 16384
 
 static _Thread_local char filePiece[FILE_PIECE];
+/* corTransportTlsAlpn's answer: the thread's, not each connection's (256
+ * bytes a TLS connection, read once). */
+static _Thread_local char alpnText[256];
 
 static const CorTransportOps tlsOps;
 
@@ -405,6 +408,22 @@ corTransportTlsPlainPeer(CorTransport* t)
     return true;
 }
 
+void
+corTransportTlsKeepBuffers(CorTransport* t, bool keep)
+{
+    CorTlsConn* tc = tlsConn(t);
+
+    if (tc == NULL) {
+        return;
+    }
+    if (keep) {
+        SSL_clear_mode(tc->ssl, SSL_MODE_RELEASE_BUFFERS);
+        return;
+    }
+    SSL_set_mode(tc->ssl, SSL_MODE_RELEASE_BUFFERS);
+    SSL_free_buffers(tc->ssl); /* refuses (0) while either holds bytes */
+}
+
 bool
 corTransportTlsResumed(const CorTransport* t)
 {
@@ -427,9 +446,9 @@ corTransportTlsAlpn(const CorTransport* t)
     if (len == 0) {
         return NULL;
     }
-    memcpy(tc->alpn, name, len);
-    tc->alpn[len] = '\0';
-    return tc->alpn;
+    memcpy(alpnText, name, len);
+    alpnText[len] = '\0';
+    return alpnText;
 }
 
 /* Why a client's handshake failed: the verification's reason when that

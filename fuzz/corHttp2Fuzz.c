@@ -295,6 +295,19 @@ corKitConnFlushSoon(CorKitConn* k)
 }
 
 void
+corKitConnKick(CorKitConn* k)
+{
+    (void)k;
+}
+
+void
+corTransportTlsKeepBuffers(CorTransport* t, bool keep)
+{
+    (void)t;
+    (void)keep;
+}
+
+void
 corKitConnDeadline(CorKitConn* k, uint64_t since, uint64_t ms)
 {
     (void)k;

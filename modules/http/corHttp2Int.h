@@ -132,8 +132,10 @@ struct Http2Stream {
     uint64_t sendOff;    /* of the body, in memory or a file */
     CorBuf streamed;     /* a streamed body's pieces, unsent */
     char remote[48];
-    char* target;       /* the :path as it came */
-    CorHeader* headers; /* built once the head is whole */
+    char* target;       /* the :path as it came, in request */
+    CorHeader* headers; /* built once the head is whole, in request */
+    CorBuf request;     /* headers and target: kept with the stream
+                         * in its loop's cache, as raw and fields */
 };
 
 /* nghttp2's memory for one connection (corHttp2Mem.c): its frame
@@ -142,6 +144,7 @@ typedef struct {
     nghttp2_mem mem; /* the session's allocator; its user
                       * data is this */
     CorList blocks;  /* the frame buffers' pages */
+    HttpLoop* hl;    /* whose cache keeps its small blocks */
 } Http2Mem;
 
 /* A connection; owned by its loop, freed when it closes. */
@@ -164,14 +167,19 @@ struct Http2Conn {
     unsigned resets;    /* RST_STREAMs from the peer in it */
     unsigned pings;
     unsigned settings;
-    uint64_t stallMs;   /* a stream waits on the peer's window
-                         * since then, or 0 */
-    uint64_t activeMs;  /* its last stream ended then */
-    Http2Frames frames; /* what came, as corHttp2Frames.c sees it */
-    Http2Mem mem;       /* outlives the session */
-    uint64_t framedMs;  /* nghttp2 last wrote a frame then; 0:
-                         * its frame buffer's pages went back */
-    bool ending;        /* corHttp2ConnAbuse ends it (counted) */
+    uint64_t stallMs;      /* a stream waits on the peer's window
+                            * since then, or 0 */
+    uint64_t activeMs;     /* its last stream ended then */
+    Http2Frames frames;    /* what came, as corHttp2Frames.c sees it */
+    Http2Mem mem;          /* outlives the session */
+    uint64_t framedMs;     /* nghttp2 last wrote a frame then; 0:
+                            * its frame buffer's pages went back */
+    bool ending;           /* corHttp2ConnAbuse ends it (counted) */
+    Http2Stream* decoding; /* whose header block came last, or NULL */
+    uint64_t begunMs;      /* its last stream began then */
+    bool held;             /* busy: its input, output and TLS buffers
+                            * stay when empty, until a lull of QUIET_MS
+                            * with no frame written */
 };
 
 /* ---- corHttp2Conn.c ------------------------------------------------------ */
@@ -186,6 +194,9 @@ struct Http2Conn {
 void corHttp2ConnOpen(HttpLoop* hl, const CorTransport* t,
                       const struct sockaddr_storage* peer, bool tls,
                       const char* altSvc, const void* in, size_t len);
+/* A stream began: one soon after the last makes c busy (its buffers
+ * kept until a lull). */
+void corHttp2ConnStreamBegun(Http2Conn* c);
 /* A drain: GOAWAY, every stream in flight finished, then the close. */
 void corHttp2ConnDrain(Http2Conn* c);
 /* A stop: the streams still with a handler are cancelled, what is queued
@@ -258,10 +269,14 @@ bool corHttp2Grpc(const Http2Stream* st);
 
 /* ---- corHttp2Mem.c ------------------------------------------------------ */
 
-/* Before the session is made with m->mem. */
-void corHttp2MemInit(Http2Mem* m);
+/* Before the session is made with m->mem, on hl's loop. */
+void corHttp2MemInit(Http2Mem* m, HttpLoop* hl);
+/* The loop ends: the blocks its cache kept go back to malloc, and what
+ * is freed after goes there too. */
+void corHttp2MemCacheEnd(HttpLoop* hl);
 /* The frame buffers' pages back to the kernel: only while nghttp2 has
- * no frame in them (nothing to send, none half written). */
+ * no frame in them (nothing to send, none half written); and a large
+ * calloc's (the stream map) while all its bytes are zero. */
 void corHttp2MemRelease(Http2Mem* m);
 
 /* ---- corHttp2Conf.c ------------------------------------------------------ */

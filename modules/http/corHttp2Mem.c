@@ -8,9 +8,24 @@
  * is pages of its own, so that once the session has nothing to send
  * those pages can go back to the kernel (MADV_DONTNEED) while the
  * mapping stays: the next frame written into them finds zeroed pages,
- * faulted in as it writes. Everything else (the session itself, its
- * HPACK tables, its stream map: the state an idle connection must keep)
- * is malloc's.
+ * faulted in as it writes.
+ *
+ * A calloc of a page or more (the stream map's table: 4 KiB, zero while
+ * no stream is open) gets pages of its own as well: zero from the
+ * kernel, resident only once written, and given back while its bytes are
+ * all zero again, which takes nothing from it (the next read finds the
+ * same zeros). A connection that never opened a stream never holds it.
+ * Everything else (the session itself, its HPACK tables: the state an
+ * idle connection must keep) is malloc's.
+ *
+ * The small blocks a stream takes and gives back (its record, its
+ * outbound frames, the answer's copied fields: five mallocs and frees a
+ * request) go through the loop's cache (HttpLoop.h2Blocks): a
+ * connection's sixteen streams of a turn came and went past glibc's
+ * per-thread cache of seven a size, and 1 000 instructions a request
+ * went to its bins. A block is filed by its size as glibc says it
+ * (malloc_usable_size: nghttp2's free says none), so a kept block is
+ * one of malloc's, as large as any request filed under it needs.
  *
  * The frame buffer is told from the rest by how nghttp2 makes it: an
  * nghttp2_buf's bytes, begun by realloc(NULL, ...) of exactly
@@ -21,6 +36,7 @@
  */
 #include "corHttp2Int.h"
 
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -30,11 +46,30 @@
  * head, a pad length byte and the largest payload. */
 #define FRAME_CHUNK (9 + 1 + 16384)
 
+/* glibc's chunks: a block's size and its header's, the smallest. */
+#define CHUNK_STEP 16
+#define CHUNK_HEAD 8
+#define CHUNK_MIN 32
+
+/* Under a sanitizer every block is malloc's, so that a use after its
+ * free is seen. */
+#if defined(__SANITIZE_ADDRESS__)
+#define BLOCKS_CACHED false
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BLOCKS_CACHED false
+#endif
+#endif
+#ifndef BLOCKS_CACHED
+#define BLOCKS_CACHED true
+#endif
+
 /* A block in pages of its own; its record is malloc's. */
 typedef struct {
     CorList link; /* in Http2Mem.blocks */
     void* data;
-    size_t len; /* mapped: a whole number of pages */
+    size_t len;  /* mapped: a whole number of pages */
+    bool zeroed; /* a calloc's: its pages go back only while all zero */
 } PagesBlock;
 
 static size_t
@@ -48,6 +83,11 @@ pagesOf(size_t n)
 static PagesBlock*
 blockOf(Http2Mem* m, const void* p)
 {
+    /* Pages begin on a page, which no page is smaller than: most of
+     * malloc's blocks are told apart without the walk. */
+    if (((uintptr_t)p & (4096 - 1)) != 0) {
+        return NULL;
+    }
     for (CorList* l = m->blocks.next; l != &m->blocks; l = l->next) {
         PagesBlock* b = corContainerOf(l, PagesBlock, link);
 
@@ -60,7 +100,7 @@ blockOf(Http2Mem* m, const void* p)
 
 /* A zeroed block of n bytes in pages of its own, or NULL. */
 static void*
-pagesNew(Http2Mem* m, size_t n)
+pagesNew(Http2Mem* m, size_t n, bool zeroed)
 {
     PagesBlock* b = malloc(sizeof(*b));
 
@@ -74,31 +114,86 @@ pagesNew(Http2Mem* m, size_t n)
         free(b);
         return NULL;
     }
+    b->zeroed = zeroed;
     corListAppend(&m->blocks, &b->link);
     return b->data;
+}
+
+/* The cache's class of a glibc chunk of chunk bytes, or -1. */
+static inline int
+classOf(size_t chunk)
+{
+    size_t i = chunk / CHUNK_STEP - CHUNK_MIN / CHUNK_STEP;
+
+    return i < HTTP_H2_BLOCK_CLASSES ? (int)i : -1;
 }
 
 static void*
 memMalloc(size_t n, void* arg)
 {
-    (void)arg;
+    Http2Mem* m = arg;
+    size_t chunk = (n + CHUNK_HEAD + CHUNK_STEP - 1)
+                   & ~(size_t)(CHUNK_STEP - 1);
+    int i = classOf(chunk < CHUNK_MIN ? CHUNK_MIN : chunk);
+    void** head = i >= 0 ? &m->hl->h2Blocks[i] : NULL;
+
+    if (head != NULL && *head != NULL) {
+        void* p = *head;
+
+        *head = *(void**)p;
+        m->hl->h2BlockCount[i]--;
+        return p;
+    }
     return malloc(n);
 }
 
 static void*
 memCalloc(size_t count, size_t size, void* arg)
 {
-    (void)arg;
-    return calloc(count, size);
+    void* p;
+
+    if (size != 0 && count > SIZE_MAX / size) {
+        return NULL;
+    }
+    if (count * size >= pagesOf(1)) {
+        return pagesNew(arg, count * size, true);
+    }
+    p = memMalloc(count * size, arg);
+    if (p != NULL) {
+        memset(p, 0, count * size);
+    }
+    return p;
+}
+
+/* A block of malloc's back to the loop's cache, or to malloc. */
+static void
+blockFree(Http2Mem* m, void* p)
+{
+    HttpLoop* hl = m->hl;
+    int i = BLOCKS_CACHED && !hl->h2StreamsClosed
+                ? classOf(malloc_usable_size(p) + CHUNK_HEAD)
+                : -1;
+
+    if (i < 0 || hl->h2BlockCount[i] >= HTTP_H2_BLOCKS_KEPT) {
+        free(p);
+        return;
+    }
+    *(void**)p = hl->h2Blocks[i];
+    hl->h2Blocks[i] = p;
+    hl->h2BlockCount[i]++;
 }
 
 static void
 memFree(void* p, void* arg)
 {
-    PagesBlock* b = p != NULL ? blockOf(arg, p) : NULL;
+    PagesBlock* b;
 
+    if (p == NULL) {
+        return;
+    }
+    b = blockOf(arg, p);
     if (b == NULL) {
-        free(p);
+        blockFree(arg, p);
         return;
     }
     munmap(b->data, b->len);
@@ -117,7 +212,7 @@ memRealloc(void* p, size_t n, void* arg)
     void* moved;
 
     if (p == NULL) {
-        return n == FRAME_CHUNK ? pagesNew(m, n) : malloc(n);
+        return n == FRAME_CHUNK ? pagesNew(m, n, false) : malloc(n);
     }
     b = blockOf(m, p);
     if (b == NULL) {
@@ -136,8 +231,9 @@ memRealloc(void* p, size_t n, void* arg)
 }
 
 void
-corHttp2MemInit(Http2Mem* m)
+corHttp2MemInit(Http2Mem* m, HttpLoop* hl)
 {
+    m->hl = hl;
     corListInit(&m->blocks);
     m->mem = (nghttp2_mem){ m, memMalloc, memFree, memCalloc, memRealloc };
 }
@@ -147,7 +243,25 @@ corHttp2MemRelease(Http2Mem* m)
 {
     for (CorList* l = m->blocks.next; l != &m->blocks; l = l->next) {
         PagesBlock* b = corContainerOf(l, PagesBlock, link);
+        const uint8_t* d = b->data;
 
-        madvise(b->data, b->len, MADV_DONTNEED);
+        if (!b->zeroed || (d[0] == 0 && memcmp(d, d + 1, b->len - 1) == 0)) {
+            madvise(b->data, b->len, MADV_DONTNEED);
+        }
+    }
+}
+
+void
+corHttp2MemCacheEnd(HttpLoop* hl)
+{
+    hl->h2StreamsClosed = true; /* what is freed after goes to malloc */
+    for (unsigned i = 0; i < HTTP_H2_BLOCK_CLASSES; i++) {
+        while (hl->h2Blocks[i] != NULL) {
+            void* p = hl->h2Blocks[i];
+
+            hl->h2Blocks[i] = *(void**)p;
+            free(p);
+        }
+        hl->h2BlockCount[i] = 0;
     }
 }

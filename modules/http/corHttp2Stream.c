@@ -47,6 +47,9 @@
  * rather than to its loop's cache (a request's usual head fits the
  * buffers' first 256 bytes). */
 #define CACHED_BUF_MAX 1024
+/* An answer's fields and lowered names up to this size are put on the
+ * stack (ten fields and their names). */
+#define SMALL_ANSWER 512
 /* Under a sanitizer every stream is malloc's, so that a use after its
  * free is seen. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -101,16 +104,16 @@ streamFree(Http2Stream* st)
 
     corBufFree(&st->body);
     corBufFree(&st->streamed);
-    free(st->target);
-    free(st->headers);
     if (STREAM_CACHED && hl->h2StreamCount < HTTP_H2_STREAM_CACHE
         && !hl->h2StreamsClosed && st->raw.cap <= CACHED_BUF_MAX
-        && st->fields.cap <= CACHED_BUF_MAX) {
+        && st->fields.cap <= CACHED_BUF_MAX
+        && st->request.cap <= CACHED_BUF_MAX) {
         hl->h2Streams[hl->h2StreamCount++] = st;
         return;
     }
     corBufFree(&st->raw);
     corBufFree(&st->fields);
+    corBufFree(&st->request);
     free(st);
 }
 
@@ -122,6 +125,7 @@ streamNew(HttpLoop* hl)
     Http2Stream* st;
     CorBuf raw;
     CorBuf fields;
+    CorBuf request;
 
     if (hl->h2StreamCount == 0) {
         st = calloc(1, sizeof(*st));
@@ -129,9 +133,11 @@ streamNew(HttpLoop* hl)
         st = hl->h2Streams[--hl->h2StreamCount];
         raw = (CorBuf){ .data = st->raw.data, .cap = st->raw.cap };
         fields = (CorBuf){ .data = st->fields.data, .cap = st->fields.cap };
+        request = (CorBuf){ .data = st->request.data, .cap = st->request.cap };
         memset(st, 0, sizeof(*st));
         st->raw = raw;
         st->fields = fields;
+        st->request = request;
     }
     if (st != NULL) {
         st->hl = hl;
@@ -148,6 +154,7 @@ corHttp2StreamCacheEnd(HttpLoop* hl)
 
         corBufFree(&st->raw);
         corBufFree(&st->fields);
+        corBufFree(&st->request);
         free(st);
     }
 }
@@ -163,6 +170,9 @@ streamUnlink(Http2Stream* st)
     }
     corListRemove(&st->link);
     st->conn = NULL;
+    if (c->decoding == st) {
+        c->decoding = NULL;
+    }
     if (--c->streamCount == 0) {
         c->activeMs = corEvNow(c->k.loop);
     }
@@ -192,6 +202,8 @@ corHttp2StreamBegin(nghttp2_session* s, const nghttp2_frame* f, void* arg)
     c->streamCount++;
     corHttp2CountStream();
     nghttp2_session_set_stream_user_data(s, st->id, st);
+    c->decoding = st;
+    corHttp2ConnStreamBegun(c);
     return 0;
 }
 
@@ -201,36 +213,51 @@ corHttp2StreamHeader(nghttp2_session* s, const nghttp2_frame* f,
                      size_t valueLen, uint8_t flags, void* arg)
 {
     Http2Conn* c = arg;
-    Http2Stream* st = streamOf(s, f->hd.stream_id);
-    Http2Field field;
+    /* The stream whose HEADERS began last, as a header block's frames
+     * come together (RFC 9113 6.10): no lookup of its id a field. */
+    Http2Stream* st = c->decoding != NULL && c->decoding->id == f->hd.stream_id
+                          ? c->decoding
+                          : streamOf(s, f->hd.stream_id);
+    size_t max = listMax();
     size_t count;
+    size_t bytes = nameLen + valueLen + 2;
+    uint8_t* at;
 
     (void)flags;
     if (st == NULL || f->headers.cat != NGHTTP2_HCAT_REQUEST) {
         return 0; /* trailers: not part of the request */
     }
     st->listSize += nameLen + valueLen + 32;
-    if (st->listSize > HEADER_BOMB_FACTOR * listMax()) {
+    if (st->listSize > HEADER_BOMB_FACTOR * max) {
         c->abuse = 1 + H2_ABUSE_HEADER_LIST;
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
     count = st->fields.len / sizeof(Http2Field);
-    if (st->listSize > listMax() || count >= corLimits()->headerCount + 4) {
+    if (st->listSize > max || count >= corLimits()->headerCount + 4) {
         st->refuse = 431; /* the rest is decoded, not kept */
         return 0;
     }
     if (st->refuse != 0) {
         return 0;
     }
-    field = (Http2Field){ (uint32_t)st->raw.len, (uint32_t)nameLen,
-                          (uint32_t)(st->raw.len + nameLen + 1),
-                          (uint32_t)valueLen };
-    /* The bytes first: bytes that no place names are never read, a place
-     * without its bytes would be. */
-    if (corBufAppendField(&st->raw, name, nameLen, value, valueLen) != 0
-        || corBufAppend(&st->fields, &field, sizeof(field)) != 0) {
+    if ((st->raw.cap - st->raw.len < bytes
+         && corBufReserve(&st->raw, bytes) != 0)
+        || (st->fields.cap - st->fields.len < sizeof(Http2Field)
+            && corBufReserve(&st->fields, sizeof(Http2Field)) != 0)) {
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
+    /* "name\0value\0", and its place. */
+    at = st->raw.data + st->raw.len;
+    memcpy(at, name, nameLen);
+    at[nameLen] = '\0';
+    memcpy(at + nameLen + 1, value, valueLen);
+    at[nameLen + 1 + valueLen] = '\0';
+    ((Http2Field*)(void*)(st->fields.data + st->fields.len))[0] = (Http2Field){
+        (uint32_t)st->raw.len, (uint32_t)nameLen,
+        (uint32_t)(st->raw.len + nameLen + 1), (uint32_t)valueLen
+    };
+    st->raw.len += bytes;
+    st->fields.len += sizeof(Http2Field);
     return 0;
 }
 
@@ -274,10 +301,15 @@ requestBuild(Http2Conn* c, Http2Stream* st)
     bool host = false;
     CorRequest* r = &st->r;
 
-    st->headers = calloc(count + 1, sizeof(CorHeader));
-    if (st->headers == NULL) {
+    /* The headers, then the target twice (targetSet): as much as the
+     * raw bytes hold twice is room for it. */
+    if (corBufReserve(&st->request,
+                      (count + 1) * sizeof(CorHeader) + 2 * st->raw.len + 2)
+        != 0) {
         return 503;
     }
+    st->headers = memset(st->request.data, 0, (count + 1) * sizeof(CorHeader));
+    st->request.len = (count + 1) * sizeof(CorHeader);
     for (size_t i = 0; i < count; i++) {
         const char* name = raw + fields[i].nameOff;
         const char* value = raw + fields[i].valueOff;
@@ -321,7 +353,9 @@ requestBuild(Http2Conn* c, Http2Stream* st)
         r->methodLen = strlen(r->method);
         return 400; /* CONNECT has no :path: not served here */
     }
-    return corHttpTargetSet(r, &st->target, path, pathLen) == 0 ? 0 : 400;
+    /* After the headers, in the room reserved above. */
+    st->target = (char*)st->request.data + st->request.len;
+    return corHttpTargetSet(r, st->target, path, pathLen) == 0 ? 0 : 400;
 }
 
 /* ---- The answer ---------------------------------------------------------- */
@@ -439,9 +473,13 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
                                       r->responseHeaderCount)
                       + corHttpNamesLen(r->responseTrailers,
                                         r->responseTrailerCount);
-    /* One allocation for both, the lowered names after the fields (a
-     * malloc and a free less a response). */
-    nghttp2_nv* nv = malloc(nvCount * sizeof(*nv) + lowerLen + 1);
+    /* One block for both, the lowered names after the fields: a usual
+     * answer's on the stack, a larger one malloc's (nghttp2 copies
+     * them). */
+    _Alignas(nghttp2_nv) char small[SMALL_ANSWER];
+    size_t need = nvCount * sizeof(nghttp2_nv) + lowerLen + 1;
+    nghttp2_nv* nv = need <= sizeof(small) ? (nghttp2_nv*)(void*)small
+                                           : malloc(need);
     char* lower = (char*)(nv + nvCount);
     char statusText[4];
     char length[24];
@@ -483,7 +521,9 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     }
     r->status = status;
     rc = nghttp2_submit_response(c->session, st->id, nv, n, body ? &dp : NULL);
-    free(nv);
+    if (nv != (nghttp2_nv*)(void*)small) {
+        free(nv);
+    }
     st->answered = true;
     return rc == 0 ? 0 : -1;
 }
@@ -722,9 +762,12 @@ streamGone(Http2Stream* st, bool cut)
 int
 corHttp2StreamClose(nghttp2_session* s, int32_t id, uint32_t code, void* arg)
 {
+    Http2Conn* c = arg;
     Http2Stream* st = streamOf(s, id);
 
-    (void)arg;
+    if (c->decoding == st) {
+        c->decoding = NULL;
+    }
     if (st != NULL) {
         nghttp2_session_set_stream_user_data(s, id, NULL);
         streamGone(st, code != NGHTTP2_NO_ERROR);

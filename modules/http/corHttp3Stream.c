@@ -184,6 +184,7 @@ requestBuild(Http3Conn* c, Http3Stream* st)
     const char* authority = NULL;
     bool host = false;
     size_t count = 0;
+    size_t pathLen;
     CorRequest* r = &st->r;
 
     for (const char* p = raw; p < end; p += strlen(p) + 1) {
@@ -236,7 +237,12 @@ requestBuild(Http3Conn* c, Http3Stream* st)
         return 400;
     }
     (void)c;
-    return corHttpTargetSet(r, &st->target, path, strlen(path)) == 0 ? 0 : 400;
+    pathLen = strlen(path);
+    st->target = malloc(2 * pathLen + 2);
+    if (st->target == NULL) {
+        return 503;
+    }
+    return corHttpTargetSet(r, st->target, path, pathLen) == 0 ? 0 : 400;
 }
 
 static void

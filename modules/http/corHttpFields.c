@@ -13,17 +13,13 @@
 #include <strings.h>
 
 int
-corHttpTargetSet(CorRequest* r, char** keep, const char* path, size_t len)
+corHttpTargetSet(CorRequest* r, char* room, const char* path, size_t len)
 {
     CorHttpTarget t;
     char* decoded;
 
-    *keep = malloc(2 * len + 2);
-    if (*keep == NULL) {
-        return -1;
-    }
-    memcpy(*keep, path, len + 1);
-    decoded = memcpy(*keep + len + 1, path, len + 1);
+    memcpy(room, path, len + 1);
+    decoded = memcpy(room + len + 1, path, len + 1);
     if (len == 0 || path[0] != '/'
         || corHttpTargetDecode(decoded, len, &t) != 0) {
         return -1;
@@ -32,10 +28,10 @@ corHttpTargetSet(CorRequest* r, char** keep, const char* path, size_t len)
     r->pathLen = t.pathLen;
     r->query = t.query;
     r->queryLen = t.queryLen;
-    r->target = *keep;
+    r->target = room;
     r->targetLen = len;
-    r->rawPath = *keep;
-    r->rawPathLen = strcspn(*keep, "?");
+    r->rawPath = room;
+    r->rawPathLen = strcspn(room, "?");
     return 0;
 }
 

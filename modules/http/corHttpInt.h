@@ -29,6 +29,11 @@ typedef struct HttpLoop HttpLoop;
  * a connection's 16 streams of a turn come and go together, past what
  * malloc's per-thread cache holds. */
 #define HTTP_H2_STREAM_CACHE 32
+/* Freed blocks of nghttp2's a loop keeps for its sessions' next ones
+ * (corHttp2Mem.c): by glibc's chunk size, 32 to 512 bytes in steps of
+ * 16, at most so many of each. */
+#define HTTP_H2_BLOCK_CLASSES 31
+#define HTTP_H2_BLOCKS_KEPT 64
 /* An address as text (INET6_ADDRSTRLEN, with room). */
 #define HTTP_REMOTE_BYTES 48
 
@@ -49,7 +54,11 @@ struct HttpLoop {
     unsigned bufCount;
     void* h2Streams[HTTP_H2_STREAM_CACHE]; /* free Http2Streams */
     unsigned h2StreamCount;
-    bool h2StreamsClosed; /* the loop ended: none is kept */
+    bool h2StreamsClosed;                  /* the loop ended: none is kept */
+    void* h2Blocks[HTTP_H2_BLOCK_CLASSES]; /* freed nghttp2 blocks, each
+                                            * class a list through the
+                                            * blocks' first word */
+    uint8_t h2BlockCount[HTTP_H2_BLOCK_CLASSES];
     struct Http3Loop* h3; /* its HTTP/3 (corHttp3Endpoint.c), or NULL */
 };
 
@@ -303,9 +312,9 @@ void corHttpConnDrain(HttpConn* c);
 /* ---- corHttpFields.c ----------------------------------------------------- */
 
 /* r's target from a :path of len bytes (NUL-terminated), decoded as an
- * HTTP/1 request line's, kept as it came in *keep (the caller's to
- * free, set even on failure). Returns 0 or -1 (a 400). */
-int corHttpTargetSet(CorRequest* r, char** keep, const char* path, size_t len);
+ * HTTP/1 request line's, kept as it came in room (2 * len + 2 bytes of
+ * the caller's, which outlive r). Returns 0 or -1 (a 400). */
+int corHttpTargetSet(CorRequest* r, char* room, const char* path, size_t len);
 /* h's name in lowercase into to (room for h->nameLen): its length, or 0
  * for a field HTTP/2 and HTTP/3 answers drop (HTTP/1's
  * connection-specific ones, and the framing, which is ours). */

@@ -5,7 +5,9 @@ knowledge), each the preface and the SETTINGS both ways, then nothing for
 QUIET seconds; the resident memory of PID (the server's process that holds
 them) before and after, per connection, printed as "rss_per_conn BYTES";
 then a GET /hello on every one of them, printed as "served N" (those that
-answered 200 with the hello body). corHttp2Test judges the two lines.
+answered 200 with the hello body); then QUIET seconds more and the same
+per connection again, now that each served a stream, printed as
+"rss_after_request BYTES". corHttp2Test judges the three lines.
 Usage: python3 h2idle.py MODE PORT COUNT PID QUIET"""
 import socket
 import ssl
@@ -86,6 +88,9 @@ def main():
     time.sleep(quiet)
     print("rss_per_conn", (rss_bytes(pid) - before) // count, flush=True)
     print("served", sum(served(sock, conn) for sock, conn in held),
+          flush=True)
+    time.sleep(quiet)
+    print("rss_after_request", (rss_bytes(pid) - before) // count,
           flush=True)
 
 
