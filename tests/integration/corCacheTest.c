@@ -58,22 +58,6 @@ spawn(char* const argv[])
     return pid;
 }
 
-/* Whether something answers on port within ms. */
-static bool
-listening(int port, long ms)
-{
-    for (long deadline = corNowMs() + ms; corNowMs() < deadline;) {
-        int fd = corConnect(port);
-
-        if (fd >= 0) {
-            close(fd);
-            return true;
-        }
-        usleep(20 * 1000);
-    }
-    return false;
-}
-
 /* The origin, once for the whole program (an unchecked fixture: in the
  * process that forks the tests): python3's start took 0.3-0.5 s a test,
  * seconds on a loaded machine. Each test asks it for targets of its own,
@@ -88,7 +72,8 @@ originStart(void)
     origin = run((char* const[]){ "/usr/bin/python3",
                                   "tests/integration/corCacheOrigin.py", port,
                                   NULL });
-    ck_assert_msg(listening(originPort, 60000), "the origin did not start");
+    ck_assert_msg(corWaitListening(originPort, origin, 60000),
+                  "the origin did not start");
 }
 
 static void
@@ -199,6 +184,7 @@ nginxStart(void)
     char conf[256];
     char prefix[192];
     int port = corFreePort();
+    pid_t pid;
     FILE* f;
 
     if (access("/usr/sbin/nginx", X_OK) != 0) {
@@ -228,8 +214,9 @@ nginxStart(void)
             prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix,
             port, originPort);
     fclose(f);
-    spawn((char* const[]){ "/usr/sbin/nginx", "-p", prefix, "-c", conf, NULL });
-    return listening(port, 20000) ? port : 0;
+    pid = spawn(
+        (char* const[]){ "/usr/sbin/nginx", "-p", prefix, "-c", conf, NULL });
+    return corWaitListening(port, pid, 20000) ? port : 0;
 }
 
 /* Varnish (its builtin VCL) on the origin, by PID (-F) in a folder of
@@ -241,6 +228,7 @@ varnishStart(void)
     char listen[32];
     char backend[32];
     int port = corFreePort();
+    pid_t pid;
 
     if (access("/usr/sbin/varnishd", X_OK) != 0) {
         return 0;
@@ -248,9 +236,10 @@ varnishStart(void)
     snprintf(name, sizeof(name), "%s/varnish", server.dir);
     snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
     snprintf(backend, sizeof(backend), "127.0.0.1:%d", originPort);
-    spawn((char* const[]){ "/usr/sbin/varnishd", "-F", "-n", name, "-a", listen,
-                           "-b", backend, "-s", "malloc,32m", NULL });
-    return listening(port, 30000) ? port : 0;
+    pid = spawn((char* const[]){ "/usr/sbin/varnishd", "-F", "-n", name, "-a",
+                                 listen, "-b", backend, "-s", "malloc,32m",
+                                 NULL });
+    return corWaitListening(port, pid, 30000) ? port : 0;
 }
 
 START_TEST(test_rfc9111_cases_beside_nginx_and_varnish)
