@@ -226,8 +226,11 @@ START_TEST(test_a_pool_under_concurrent_requests)
     FILE* load = loadStart("-c 64 --duration 3s "
                            "http://127.0.0.1:{PORT}/dbtime?sleep_ms=50");
 
-    usleep(500 * 1000);
-    for (int i = 0; i < 10; i++) {
+    /* Ten samples at least, and on until two queries ran at once (10 s
+     * at most): ten from a fixed 0.5 s on saw none under the ASan server
+     * at load 10, the load's requests not yet at the database. */
+    for (long deadline = corNowMs() + 10000, n = 0;
+         (n < 10 || most < 2) && corNowMs() < deadline; n++) {
         long busy = backends(" AND state = 'active'");
 
         most = busy > most ? busy : most;
