@@ -90,22 +90,6 @@ stop(pid_t* pid)
     }
 }
 
-/* Wait until port takes connections (a minute at most). */
-static bool
-listening(int port)
-{
-    for (long deadline = corNowMs() + 60000; corNowMs() < deadline;) {
-        int fd = corConnect(port);
-
-        if (fd >= 0) {
-            close(fd);
-            return true;
-        }
-        usleep(50 * 1000);
-    }
-    return false;
-}
-
 static void
 pebbleStart(void)
 {
@@ -137,7 +121,8 @@ pebbleStart(void)
     fclose(f);
     pebble = spawn(log, (char* const[]){ "pebble", "-config", config,
                                          "-dnsserver", dns, NULL });
-    ck_assert_msg(listening(acmePort), "pebble did not start");
+    ck_assert_msg(corWaitListening(acmePort, pebble, 60000),
+                  "pebble did not start");
 }
 
 static void
@@ -173,7 +158,8 @@ setUp(void)
                                           "-dns01", dns, "-http01", "",
                                           "-https01", "", "-tlsalpn01", "",
                                           "-management", manage, NULL });
-    ck_assert_msg(listening(chall), "pebble-challtestsrv did not start");
+    ck_assert_msg(corWaitListening(chall, challtestsrv, 60000),
+                  "pebble-challtestsrv did not start");
 }
 
 static void

@@ -213,14 +213,25 @@ CASES = [
 ]
 
 
+def run_all(name, port):
+    """Every case on one cache, in turn: what each says, by case."""
+    said = {}
+    for case in CASES:
+        try:
+            said[case.name] = case.run_fn(port, case.target(name))
+        except Exception as e:  # a peer that fails a case is reported
+            said[case.name] = "error: %s" % e
+    return said
+
+
 def main():
-    results = {}
-    for name, port in CACHES:
-        for case in CASES:
-            try:
-                results[(name, case.name)] = case.run_fn(port, case.target(name))
-            except Exception as e:  # a peer that fails a case is reported
-                results[(name, case.name)] = "error: %s" % e
+    # The caches at once, each in a thread of its own: their targets are
+    # apart (the cache's name is in each), and the cases' waits (7.5 s a
+    # cache) were paid once per cache, 30 of corCacheTest's 42 s.
+    with concurrent.futures.ThreadPoolExecutor(len(CACHES)) as pool:
+        runs = {name: pool.submit(run_all, name, port) for name, port in CACHES}
+    results = {(name, case): said for name, run in runs.items()
+               for case, said in run.result().items()}
     names = [n for n, _ in CACHES]
     print("| case | RFC 9111 | " + " | ".join(names) + " |")
     print("|---|---|" + "---|" * len(names))

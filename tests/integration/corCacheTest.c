@@ -28,13 +28,13 @@ static pid_t origin;
 static int originPort;
 static char out[1 << 16];
 
-/* A process of the test's (the origin, nginx, Varnish), stopped by its
- * PID at the end. */
+/* A peer of one test's (nginx, Varnish), stopped by its PID at its end;
+ * the origin is the whole program's. */
 static pid_t peers[4];
 static unsigned peerCount;
 
 static pid_t
-spawn(char* const argv[])
+run(char* const argv[])
 {
     pid_t pid = corTestFork(SIGKILL);
 
@@ -46,26 +46,22 @@ spawn(char* const argv[])
         _exit(127);
     }
     ck_assert_int_gt(pid, 0);
+    return pid;
+}
+
+static pid_t
+spawn(char* const argv[])
+{
+    pid_t pid = run(argv);
+
     peers[peerCount++] = pid;
     return pid;
 }
 
-/* Whether something answers on port within ms. */
-static bool
-listening(int port, long ms)
-{
-    for (long deadline = corNowMs() + ms; corNowMs() < deadline;) {
-        int fd = corConnect(port);
-
-        if (fd >= 0) {
-            close(fd);
-            return true;
-        }
-        usleep(20 * 1000);
-    }
-    return false;
-}
-
+/* The origin, once for the whole program (an unchecked fixture: in the
+ * process that forks the tests): python3's start took 0.3-0.5 s a test,
+ * seconds on a loaded machine. Each test asks it for targets of its own,
+ * so the counts it keeps by target do not mix. */
 static void
 originStart(void)
 {
@@ -73,18 +69,24 @@ originStart(void)
 
     originPort = corFreePort();
     snprintf(port, sizeof(port), "%d", originPort);
-    origin = spawn((char* const[]){ "/usr/bin/python3",
-                                    "tests/integration/corCacheOrigin.py", port,
-                                    NULL });
-    /* python3's start takes seconds on a loaded machine. */
-    ck_assert_msg(listening(originPort, 60000), "the origin did not start");
+    origin = run((char* const[]){ "/usr/bin/python3",
+                                  "tests/integration/corCacheOrigin.py", port,
+                                  NULL });
+    ck_assert_msg(corWaitListening(originPort, origin, 60000),
+                  "the origin did not start");
+}
+
+static void
+originStop(void)
+{
+    kill(origin, SIGTERM);
+    waitpid(origin, NULL, 0);
 }
 
 static void
 setUp(void)
 {
     peerCount = 0;
-    originStart();
 }
 
 static void
@@ -182,6 +184,7 @@ nginxStart(void)
     char conf[256];
     char prefix[192];
     int port = corFreePort();
+    pid_t pid;
     FILE* f;
 
     if (access("/usr/sbin/nginx", X_OK) != 0) {
@@ -211,8 +214,9 @@ nginxStart(void)
             prefix, prefix, prefix, prefix, prefix, prefix, prefix, prefix,
             port, originPort);
     fclose(f);
-    spawn((char* const[]){ "/usr/sbin/nginx", "-p", prefix, "-c", conf, NULL });
-    return listening(port, 20000) ? port : 0;
+    pid = spawn(
+        (char* const[]){ "/usr/sbin/nginx", "-p", prefix, "-c", conf, NULL });
+    return corWaitListening(port, pid, 20000) ? port : 0;
 }
 
 /* Varnish (its builtin VCL) on the origin, by PID (-F) in a folder of
@@ -224,6 +228,7 @@ varnishStart(void)
     char listen[32];
     char backend[32];
     int port = corFreePort();
+    pid_t pid;
 
     if (access("/usr/sbin/varnishd", X_OK) != 0) {
         return 0;
@@ -231,9 +236,10 @@ varnishStart(void)
     snprintf(name, sizeof(name), "%s/varnish", server.dir);
     snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
     snprintf(backend, sizeof(backend), "127.0.0.1:%d", originPort);
-    spawn((char* const[]){ "/usr/sbin/varnishd", "-F", "-n", name, "-a", listen,
-                           "-b", backend, "-s", "malloc,32m", NULL });
-    return listening(port, 30000) ? port : 0;
+    pid = spawn((char* const[]){ "/usr/sbin/varnishd", "-F", "-n", name, "-a",
+                                 listen, "-b", backend, "-s", "malloc,32m",
+                                 NULL });
+    return corWaitListening(port, pid, 30000) ? port : 0;
 }
 
 START_TEST(test_rfc9111_cases_beside_nginx_and_varnish)
@@ -255,7 +261,9 @@ START_TEST(test_rfc9111_cases_beside_nginx_and_varnish)
         snprintf(caches + strlen(caches), sizeof(caches) - strlen(caches),
                  " varnish=%d", varnish);
     }
-    rc = sh("python3 tests/integration/corCacheCompare.py %d %s 2>&1",
+    /* Debian's python3 by its path, as the origin: pyenv's shim, first
+     * on a developer's PATH, runs a few shell scripts first (2 s here). */
+    rc = sh("/usr/bin/python3 tests/integration/corCacheCompare.py %d %s 2>&1",
             originPort, caches);
     printf("%s", out);
     ck_assert_msg(rc == 0, "cor differs from RFC 9111:\n%s", out);
@@ -470,11 +478,11 @@ START_TEST(test_the_memory_bound_evicts_the_least_recently_used)
     long bytes;
 
     start("64KiB");
-    for (int i = 0; i < 40; i++) {
-        sh("curl -s -o /dev/null 'http://127.0.0.1:%d/c/e/%d?cc=max-age=60&"
-           "bytes=3000'",
-           server.port, i);
-    }
+    /* One shell for the forty, one after another: a shell of their own
+     * each took 10 s of a loaded machine. */
+    sh("for i in $(seq 0 39); do curl -s -o /dev/null "
+       "\"http://127.0.0.1:%d/c/e/$i?cc=max-age=60&bytes=3000\"; done",
+       server.port);
     bytes = edgeMetric("cor_cache_memory_bytes");
     ck_assert_int_gt(bytes, 0);
     ck_assert_int_le(bytes, 64 * 1024);
@@ -549,6 +557,7 @@ END_TEST
 
 COR_TEST_SUITE(corCache)
 {
+    tcase_add_unchecked_fixture(tc, originStart, originStop);
     tcase_add_checked_fixture(tc, setUp, tearDown);
     tcase_set_timeout(tc, 240);
     tcase_add_test(tc, test_rfc9111_cases_beside_nginx_and_varnish);

@@ -14,13 +14,12 @@
  */
 #include "corTest.h"
 #include "corServer.h"
+#include "corTestRedis.h"
 
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* The client's timeout in these tests. */
@@ -30,93 +29,14 @@ static CorServer server;
 /* A guard's name of 600 letters, for long_keys. */
 static char longName[601];
 static CorServer second;
-static pid_t redisPid;
-static int redisPort;
+static CorTestRedis redis;
 static char out[1 << 16];
-
-/* Start redis-server on port (0: a free one), with requirepass password
- * (NULL: none), over TLS only with the certificates of certs (NULL:
- * plain; corTestCertsMake's server.pem), and wait until it accepts. */
-static void
-redisStartWith(int port, const char* password, const char* certs)
-{
-    long deadline = corNowMs() + 10000;
-    char portText[16];
-    char cert[160];
-    char key[160];
-    char ca[160];
-    const char* argv[32] = {
-        "redis-server", "--bind", "127.0.0.1",   "--save", "",
-        "--appendonly", "no",     "--daemonize", "no"
-    };
-    int argc = 9;
-
-    redisPort = port != 0 ? port : corFreePort();
-    snprintf(portText, sizeof(portText), "%d", redisPort);
-    argv[argc++] = "--port";
-    argv[argc++] = certs != NULL ? "0" : portText;
-    if (password != NULL) {
-        argv[argc++] = "--requirepass";
-        argv[argc++] = password;
-    }
-    if (certs != NULL) {
-        snprintf(cert, sizeof(cert), "%s/server.pem", certs);
-        snprintf(key, sizeof(key), "%s/server.key", certs);
-        snprintf(ca, sizeof(ca), "%s/ca.pem", certs);
-        argv[argc++] = "--tls-port";
-        argv[argc++] = portText;
-        argv[argc++] = "--tls-cert-file";
-        argv[argc++] = cert;
-        argv[argc++] = "--tls-key-file";
-        argv[argc++] = key;
-        argv[argc++] = "--tls-ca-cert-file";
-        argv[argc++] = ca;
-        argv[argc++] = "--tls-auth-clients";
-        argv[argc++] = "no";
-    }
-    redisPid = corTestFork(SIGKILL);
-    if (redisPid == 0) {
-        if (freopen("/dev/null", "w", stdout) != NULL) {
-            execvp("redis-server", (char* const*)argv);
-        }
-        _exit(127);
-    }
-    ck_assert_int_gt(redisPid, 0);
-    while (corNowMs() < deadline) {
-        int fd = corConnect(redisPort);
-
-        if (fd >= 0) {
-            close(fd);
-            return;
-        }
-        ck_assert_msg(waitpid(redisPid, NULL, WNOHANG) == 0,
-                      "redis-server did not start (is it installed?)");
-        usleep(20 * 1000);
-    }
-    ck_abort_msg("redis-server did not answer on %d", redisPort);
-}
-
-static void
-redisStart(int port)
-{
-    redisStartWith(port, NULL, NULL);
-}
-
-static void
-redisKill(void)
-{
-    if (redisPid > 0) {
-        kill(redisPid, SIGKILL);
-        waitpid(redisPid, NULL, 0);
-        redisPid = 0;
-    }
-}
 
 static void
 setUp(void)
 {
     memset(longName, 'g', sizeof(longName) - 1);
-    redisStart(0);
+    corTestRedisStart(&redis, NULL, NULL);
 }
 
 static void
@@ -124,7 +44,7 @@ tearDown(void)
 {
     corServerStop(&second);
     corServerStop(&server);
-    redisKill();
+    corTestRedisStop(&redis);
 }
 
 /* cor with the redis module's server "cache" (the test's redis, timeout
@@ -137,12 +57,6 @@ startTop(CorServer* s, const char* top, const char* cache, const char* store)
     char yaml[6144];
 
     snprintf(yaml, sizeof(yaml),
-             "runtime:\n"
-             "  loops: 2\n"
-             "  workers: 4\n"
-             "  coroutines: { enabled: {COROUTINES} }\n"
-             "listen:\n"
-             "  - { protocol: http, address: 127.0.0.1:{PORT} }\n"
              "%s"
              "modules:\n"
              "  - { load: http }\n"
@@ -168,7 +82,7 @@ startTop(CorServer* s, const char* top, const char* cache, const char* store)
              "  - { match: \"GET /k\", handler: hello, guard: %s }\n"
              "log: { pid_file: {DIR}/cor.pid }\n",
              top, cache, TIMEOUT_MS, store, store, longName, store, longName);
-    ck_assert_int_eq(corServerStart(s, yaml), 0);
+    ck_assert_int_eq(corServerStartListen(s, false, NULL, yaml), 0);
 }
 
 static void
@@ -182,7 +96,7 @@ start(CorServer* s, const char* store)
 {
     char cache[64];
 
-    snprintf(cache, sizeof(cache), "redis://127.0.0.1:%d", redisPort);
+    snprintf(cache, sizeof(cache), "redis://127.0.0.1:%d", redis.port);
     startAt(s, cache, store);
 }
 
@@ -191,7 +105,7 @@ startWithStore(void)
 {
     char store[64];
 
-    snprintf(store, sizeof(store), "redis://127.0.0.1:%d", redisPort);
+    snprintf(store, sizeof(store), "redis://127.0.0.1:%d", redis.port);
     start(&server, store);
 }
 
@@ -272,19 +186,19 @@ START_TEST(test_auth_and_select)
 {
     char url[128];
 
-    redisKill();
-    redisStartWith(0, "s3cr@t", NULL);
-    snprintf(url, sizeof(url), "redis://:s3cr%%40t@127.0.0.1:%d/5", redisPort);
+    corTestRedisStop(&redis);
+    corTestRedisStart(&redis, "s3cr@t", NULL);
+    snprintf(url, sizeof(url), "redis://:s3cr%%40t@127.0.0.1:%d/5", redis.port);
     startAt(&server, url, url);
     ck_assert_int_eq(redisCall("SET\\nk\\nin5"), 200);
     ck_assert_str_eq(out, "status OK\n");
-    ck_assert_int_eq(corShellAt(redisPort, "/tmp", out, sizeof(out),
+    ck_assert_int_eq(corShellAt(redis.port, "/tmp", out, sizeof(out),
                                 "redis-cli -p $P -a 's3cr@t' --no-auth-warning "
                                 "-n 5 GET k"),
                      0);
     ck_assert_str_eq(out, "in5\n");
     corServerStop(&server);
-    snprintf(url, sizeof(url), "redis://:wrong@127.0.0.1:%d/5", redisPort);
+    snprintf(url, sizeof(url), "redis://:wrong@127.0.0.1:%d/5", redis.port);
     startAt(&server, url, url);
     ck_assert_int_eq(redisCall("GET\\nk"), 503);
     COR_CHECK_HAS(out, "failed 13");
@@ -301,11 +215,11 @@ START_TEST(test_rediss)
     char top[160];
     char url[96];
 
-    redisKill();
+    corTestRedisStop(&redis);
     corTestCertsMake(certs, sizeof(certs));
-    redisStartWith(0, NULL, certs);
+    corTestRedisStart(&redis, NULL, certs);
     snprintf(top, sizeof(top), "client: { ca_file: %s/ca.pem }\n", certs);
-    snprintf(url, sizeof(url), "rediss://127.0.0.1:%d", redisPort);
+    snprintf(url, sizeof(url), "rediss://127.0.0.1:%d", redis.port);
     startTop(&server, top, url, url);
     ck_assert_int_eq(redisCall("SET\\nk\\nover tls"), 200);
     ck_assert_int_eq(redisCall("GET\\nk"), 200);
@@ -336,7 +250,7 @@ START_TEST(test_long_keys)
     args[20] = '8'; /* another key */
     ck_assert_int_eq(corCurlStatus(server.port, args, "/k", out, sizeof(out)),
                      200);
-    ck_assert_int_eq(corShellAt(redisPort, "/tmp", out, sizeof(out),
+    ck_assert_int_eq(corShellAt(redis.port, "/tmp", out, sizeof(out),
                                 "redis-cli -p $P --scan --pattern "
                                 "'cor:limit:ggg*' | awk '{ print length($0) "
                                 "}' | sort -u"),
@@ -429,7 +343,7 @@ START_TEST(test_timeout)
 
     startWithStore();
     ck_assert_int_eq(redisCall("SET\\nk\\nv"), 200);
-    ck_assert_int_eq(corShellAt(redisPort, "/tmp", out, sizeof(out),
+    ck_assert_int_eq(corShellAt(redis.port, "/tmp", out, sizeof(out),
                                 "redis-cli -p $P CLIENT PAUSE 2000 ALL"),
                      0);
     began = corNowMs();
@@ -486,13 +400,13 @@ START_TEST(test_killed_under_load_then_back)
     load = popen(command, "r");
     ck_assert_ptr_nonnull(load);
     usleep(1000 * 1000);
-    redisKill();
+    corTestRedisStop(&redis);
     slowest = slowest503("/visits", 10);
     ck_assert_msg(slowest < TIMEOUT_MS, "a 503 took %ld ms", slowest);
     ck_assert_int_eq((int)fread(out, 1, sizeof(out) - 1, load) > 0, 1);
     ck_assert_int_eq(pclose(load), 0);
     COR_CHECK_HAS(out, "0 timeout");
-    redisStart(redisPort);
+    corTestRedisStart(&redis, NULL, NULL);
     deadline = corNowMs() + 8000; /* the back-off is 5 s at most */
     while (corNowMs() < deadline && status != 200) {
         status = corCurlStatus(server.port, "", "/visits", out, sizeof(out));
@@ -511,7 +425,7 @@ START_TEST(test_two_instances_share_one_budget)
     int passed = 0;
     int limited = 0;
 
-    snprintf(store, sizeof(store), "redis://127.0.0.1:%d", redisPort);
+    snprintf(store, sizeof(store), "redis://127.0.0.1:%d", redis.port);
     start(&server, store);
     start(&second, store);
     for (int i = 0; i < 10; i++) {
@@ -563,8 +477,9 @@ START_TEST(test_on_store_error_both_ways)
     ck_assert_int_eq(corServerLogCount(&server, "guard denyg: its store "
                                                 "failed"),
                      1);
-    redisKill();
-    redisStart(downPort);
+    corTestRedisStop(&redis);
+    redis.port = downPort;
+    corTestRedisStart(&redis, NULL, NULL);
     long deadline = corNowMs() + 8000;
     int status = 0;
 

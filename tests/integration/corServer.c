@@ -461,6 +461,24 @@ corConnect(int port)
     return fd;
 }
 
+bool
+corWaitListening(int port, pid_t pid, long ms)
+{
+    for (long deadline = corNowMs() + ms; corNowMs() < deadline;) {
+        int fd = corConnect(port);
+
+        if (fd >= 0) {
+            close(fd);
+            return true;
+        }
+        if (pid > 0 && waitpid(pid, NULL, WNOHANG) != 0) {
+            return false;
+        }
+        usleep(20 * 1000);
+    }
+    return false;
+}
+
 int
 corSendAll(int fd, const void* data, size_t len)
 {

@@ -81,6 +81,10 @@ int corConfigCheck(const CorServer* s, const char* name, const char* yaml,
 int corFreePort(void);
 /* A connected blocking socket to the server, or -1. */
 int corConnect(int port);
+/* Whether something takes connections on port within ms: false as soon
+ * as pid (when > 0: the peer started to listen there) has ended. For the
+ * peers a test starts (an origin, a broker, a database). */
+bool corWaitListening(int port, pid_t pid, long ms);
 int corSendAll(int fd, const void* data, size_t len);
 /* Read one whole response (head, and the body by Content-Length) into buf;
  * returns its length, 0 when the peer closed first, -1 on timeout. */

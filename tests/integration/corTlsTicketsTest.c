@@ -10,64 +10,24 @@
  */
 #include "corTest.h"
 #include "corServer.h"
+#include "corTestRedis.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static CorServer one;
 static CorServer two;
 static char certs[64];
 static char out[1 << 16];
-static pid_t redisPid;
-static int redisPort;
-
-static void
-redisStart(void)
-{
-    char port[16];
-    long deadline = corNowMs() + 10000;
-    int fd;
-
-    snprintf(port, sizeof(port), "%d", redisPort);
-    redisPid = corTestFork(SIGKILL);
-    if (redisPid == 0) {
-        if (freopen("/dev/null", "w", stdout) != NULL) {
-            execlp("redis-server", "redis-server", "--bind", "127.0.0.1",
-                   "--port", port, "--save", "", "--appendonly", "no",
-                   (char*)NULL);
-        }
-        _exit(127);
-    }
-    ck_assert_int_gt(redisPid, 0);
-    while ((fd = corConnect(redisPort)) < 0) {
-        ck_assert_msg(corNowMs() < deadline
-                          && waitpid(redisPid, NULL, WNOHANG) == 0,
-                      "redis-server did not start on %d", redisPort);
-        usleep(20 * 1000);
-    }
-    close(fd);
-}
-
-static void
-redisStop(void)
-{
-    if (redisPid > 0) {
-        kill(redisPid, SIGKILL);
-        waitpid(redisPid, NULL, 0);
-        redisPid = 0;
-    }
-}
+static CorTestRedis redisServer;
 
 static void
 setUp(void)
 {
     corTestCertsMake(certs, sizeof(certs));
-    redisPort = corFreePort();
-    redisStart();
+    corTestRedisStart(&redisServer, NULL, NULL);
 }
 
 static void
@@ -75,7 +35,7 @@ tearDown(void)
 {
     corServerStop(&two);
     corServerStop(&one);
-    redisStop();
+    corTestRedisStop(&redisServer);
     corTestCertsRemove(certs);
 }
 
@@ -105,7 +65,7 @@ start(CorServer* s, const char* lifetime)
              "  - { match: \"GET /hello\", handler: hello }\n"
              "  - { match: \"GET /metrics\", handler: metrics }\n"
              "log: { pid_file: {DIR}/cor.pid }\n",
-             certs, certs, redisPort, lifetime);
+             certs, certs, redisServer.port, lifetime);
     ck_assert_int_eq(corServerStart(s, yaml), 0);
 }
 
@@ -204,7 +164,7 @@ END_TEST
 
 START_TEST(test_redis_down_at_start_serves_own_keys_then_shares)
 {
-    redisStop();
+    corTestRedisStop(&redisServer);
     start(&one, "4s");
     start(&two, "4s");
     /* Each instance's own keys: its own sessions resume. */
@@ -215,7 +175,7 @@ START_TEST(test_redis_down_at_start_serves_own_keys_then_shares)
                      1);
     ck_assert_int_eq(corServerLogCount(&one, "the last keys serve"), 1);
     ck_assert_int_eq(corServerLogCount(&two, "the last keys serve"), 1);
-    redisStart();
+    corTestRedisStart(&redisServer, NULL, NULL);
     ck_assert_msg(sharedWithin(&one, &two, 3) >= 0,
                   "Redis back, the keys were not shared: %s", out);
     ck_assert_int_eq(corServerLogCount(&one, "answers again"), 1);
@@ -234,9 +194,9 @@ START_TEST(test_redis_restarted_empty_keeps_the_sessions)
     ck_assert_int_ge(sharedWithin(&one, &two, 3), 0);
     exchange(&one, 3, false);
     madeMs = corNowMs();
-    redisStop();
+    corTestRedisStop(&redisServer);
     before = rotations();
-    redisStart();
+    corTestRedisStart(&redisServer, NULL, NULL);
     while (rotations() == before) {
         ck_assert_msg(corNowMs() - madeMs < 8000, "no rotation in 8 s");
         usleep(100 * 1000);
