@@ -309,6 +309,17 @@ usable(const CacheEntry* e, const CacheAsk* ask, int64_t now)
     return ask->maxAge < 0 || cacheEntryAge(e, now) <= ask->maxAge;
 }
 
+bool
+cacheStreamable(const CacheRun* run, const CacheEntry* head)
+{
+    const CorRequest* client = run->client != NULL ? run->client : run->r;
+
+    return !run->r->head && !run->clientConditional
+           && corRequestHeader(client, "range") == NULL
+           && cacheEntryVaryMatch(head, run->r)
+           && usable(head, &run->ask, cacheNowMs());
+}
+
 /* The store looked at for run's key (the first time, or after a fetch
  * r waited for). */
 static int
@@ -317,6 +328,7 @@ lookupRun(CorRequest* r, CacheRun* run, const char* hit)
     CacheStore* s = run->store;
     int64_t now = cacheNowMs();
     CacheEntry* e = cacheStoreFind(s, run->hash, run->key, run->keyLen, r);
+    CacheGrowing* growing;
 
     if (e == NULL) {
         e = cacheDiskFind(s, run->hash, run->key, run->keyLen, r);
@@ -349,9 +361,25 @@ lookupRun(CorRequest* r, CacheRun* run, const char* hit)
         corRespondStatic(r, 504, "text/plain", "not in the cache\n", 17);
         return COR_CACHE_ANSWERED;
     }
-    if (cacheFlightJoin(r, run)) {
+    switch (cacheFlightJoin(r, run, &growing)) {
+    case JOIN_WAIT:
         cacheEntryRelease(e);
         return COR_CACHE_LATER;
+    case JOIN_STREAM:
+        cacheEntryRelease(e);
+        if (cacheStreamAnswer(r, run, growing) != 0) {
+            /* No task to read it: its own handler's answer, unstored. */
+            run->kind = RUN_PASS;
+            r->cacheStatus = "MISS";
+            cacheStatusSay(r, s, "fwd=uri-miss; collapsed");
+            return COR_CACHE_PASS;
+        }
+        run->kind = RUN_HIT;
+        r->cacheStatus = "HIT";
+        atomic_fetch_add(&s->counters.hits, 1);
+        return COR_CACHE_ANSWERED;
+    default:
+        break;
     }
     /* The stale entry is kept either way: a 304 refreshes it, an error
      * may be answered with it (stale-if-error). */
