@@ -149,7 +149,7 @@ refreshed(CorRequest* r, CacheRun* run)
  * no body, is what they are answered with); else, or without memory for
  * it, they wait for the end as before. */
 static void
-bodyStart(Fill* fill)
+bodyStart(CorRequest* r, Fill* fill)
 {
     CacheRun* run = fill->run;
     CacheEntry* head = cacheEntryMake(&fill->view, &fill->answer, run->key,
@@ -163,6 +163,9 @@ bodyStart(Fill* fill)
         return;
     }
     if (run->store->streamWaiters) {
+        /* The waiters read what r's handler answers, not r's client:
+         * the answer goes on into the store if that client leaves. */
+        corResponseStreamKeep(r, true);
         cacheFlightStream(run, fill->body);
     }
 }
@@ -201,7 +204,7 @@ fetchHead(CorRequest* r, CacheRun* run)
     fill->view.responseHeaderCount = r->responseHeaderCount - run->routeFields;
     cacheStatusSay(r, run->store,
                    run->stale ? "fwd=stale; stored" : "fwd=uri-miss; stored");
-    bodyStart(fill);
+    bodyStart(r, fill);
     return fill;
 }
 
@@ -258,7 +261,6 @@ fillBody(CorRequest* r, void* ctx, const void* data, size_t len, unsigned flags,
     Fill* fill = ctx;
     int rc;
 
-    (void)r;
     if (fill->replay != NULL) {
         /* The 304's (empty) body is dropped for the stored one. */
         return (flags & COR_FILTER_LAST) != 0
@@ -271,6 +273,7 @@ fillBody(CorRequest* r, void* ctx, const void* data, size_t len, unsigned flags,
             || cacheGrowingAppend(fill->body, data, len) != 0) {
             fill->tooBig = true; /* its waiters' answers are cut */
             cacheGrowingEnd(fill->body, false);
+            corResponseStreamKeep(r, false); /* kept for nobody now */
         }
     }
     rc = corFilterPass(out, data, len);
