@@ -345,6 +345,50 @@ START_TEST(test_a_slow_waiter_holds_nobody)
 }
 END_TEST
 
+/* Several ranges of a stored answer: one multipart/byteranges 206 (RFC
+ * 9110 14.6), each part its type and Content-Range, its length said;
+ * the first request, a miss, is answered whole. */
+START_TEST(test_several_ranges_of_a_stored_answer)
+{
+    char expect[1024];
+    char boundary[80];
+    const char* at;
+    int n;
+
+    gateOpen("r1", "head");
+    gateOpen("r1", "rest");
+    sh("curl -s -o /dev/null -w '%%{http_code}' -r 0-9,100-109,-5 "
+       "'http://127.0.0.1:%d/r1?bytes=1000'",
+       server.port);
+    ck_assert_str_eq(out, "200");
+    sh("curl -s -D %s/r1.head -o %s/r1.body -r 0-9,100-109,-5 "
+       "-w '%%{http_code} %%{size_download}' "
+       "'http://127.0.0.1:%d/r1?bytes=1000'; echo; "
+       "grep -i '^content-type:' %s/r1.head; "
+       "grep -i '^content-length:' %s/r1.head",
+       gates, gates, server.port, gates, gates);
+    at = strstr(out, "boundary=");
+    ck_assert_msg(strncmp(out, "206 ", 4) == 0 && at != NULL,
+                  "not a multipart 206: %s", out);
+    n = (int)strcspn(at + 9, "\r\n");
+    snprintf(boundary, sizeof(boundary), "%.*s", n, at + 9);
+    n = snprintf(expect, sizeof(expect),
+                 "\r\n--%s\r\nContent-Type: application/octet-stream\r\n"
+                 "Content-Range: bytes 0-9/1000\r\n\r\n0123456789"
+                 "\r\n--%s\r\nContent-Type: application/octet-stream\r\n"
+                 "Content-Range: bytes 100-109/1000\r\n\r\n0123456789"
+                 "\r\n--%s\r\nContent-Type: application/octet-stream\r\n"
+                 "Content-Range: bytes 995-999/1000\r\n\r\n56789"
+                 "\r\n--%s--\r\n",
+                 boundary, boundary, boundary, boundary);
+    ck_assert_msg(strstr(out, "ength:") != NULL, "no length: %s", out);
+    ck_assert_int_eq(atoi(strstr(out, "ength:") + 6), n);
+    sh("cat %s/r1.body", gates);
+    ck_assert_str_eq(out, expect);
+    ck_assert_int_eq(originCount("r1"), 1);
+}
+END_TEST
+
 COR_TEST_SUITE(corCacheStream)
 {
     tcase_add_unchecked_fixture(tc, peersStart, peersStop);
@@ -353,4 +397,5 @@ COR_TEST_SUITE(corCacheStream)
     tcase_add_test(tc, test_a_cut_body_cuts_every_waiter_and_is_not_stored);
     tcase_add_test(tc, test_a_slow_waiter_holds_nobody);
     tcase_add_test(tc, test_the_first_client_leaving_holds_nobody);
+    tcase_add_test(tc, test_several_ranges_of_a_stored_answer);
 }
