@@ -229,15 +229,32 @@ untilEachHas(const char* name, int count, long half)
     return last;
 }
 
-/* Whether client i's body of name is the origin's whole one of bytes. */
+/* Whether client i's body of name is the origin's whole one of bytes
+ * ("0123456789" over and over), read here: no shell for 20 files. */
 static bool
 bodyWhole(const char* name, int i, long bytes)
 {
-    sh("a=$(md5sum < %s/%s.%d); "
-       "b=$(yes 0123456789 | tr -d '\\n' | head -c %ld | md5sum); "
-       "[ \"$a\" = \"$b\" ] && echo same",
-       gates, name, i, bytes);
-    return strncmp(out, "same", 4) == 0;
+    char file[160];
+    char buf[65536];
+    FILE* f;
+    long at = 0;
+    size_t n;
+
+    snprintf(file, sizeof(file), "%s/%s.%d", gates, name, i);
+    f = fopen(file, "rb");
+    if (f == NULL) {
+        return false;
+    }
+    while ((n = fread(buf, 1, sizeof(buf), f)) > 0) {
+        for (size_t k = 0; k < n; k++, at++) {
+            if (buf[k] != (char)('0' + at % 10)) {
+                fclose(f);
+                return false;
+            }
+        }
+    }
+    fclose(f);
+    return at == bytes;
 }
 
 /* Twenty waiters of a 4 MB answer each have its first half while the
