@@ -134,7 +134,7 @@ cacheGrowingEnd(CacheGrowing* g, bool whole)
     pthread_mutex_unlock(&g->lock);
 }
 
-/* rd leaves its body: it reads no more of it. */
+/* rd leaves its body: it reads no more of it, and is freed. */
 static void
 readerLeave(CacheReader* rd)
 {
@@ -145,6 +145,7 @@ readerLeave(CacheReader* rd)
     pthread_mutex_unlock(&g->lock);
     close(rd->wakeFd);
     cacheGrowingRelease(g);
+    free(rd);
 }
 
 /* The waiter's task: once its stream started, pieces of the body to it
@@ -219,18 +220,20 @@ readerGo(CacheReader* rd, int go)
 int
 cacheStreamAnswer(CorRequest* r, CacheRun* run, CacheGrowing* g)
 {
-    CacheReader* rd = corRequestAlloc(r, sizeof(*rd));
+    /* Its own memory, not r's: a task told READER_QUIT may look at it
+     * after r was answered and let go. */
+    CacheReader* rd = calloc(1, sizeof(*rd));
 
     if (rd == NULL) {
         cacheGrowingRelease(g);
         return -1;
     }
-    memset(rd, 0, sizeof(*rd));
     rd->g = g;
     rd->r = r;
     rd->wakeFd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (rd->wakeFd < 0) {
         cacheGrowingRelease(g);
+        free(rd);
         return -1;
     }
     pthread_mutex_lock(&g->lock);
