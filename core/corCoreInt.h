@@ -447,6 +447,9 @@ void corRequestBodyGather(CorRequest* r, CorBodyGatheredFn fn, void* arg);
  * has not, and the end may follow); and the stream's memory, at the
  * request's end. */
 void corStreamServed(CorRequest* r);
+/* Whether r's stream goes on after its client left
+ * (corResponseStreamKeep): its handler is not cancelled then. */
+bool corStreamKept(const CorRequest* r);
 void corStreamFree(CorRequest* r);
 /* r's file body (fileFd, fileOffset, responseLen) made a stream that the
  * loop reads in pieces and passes through r's filters; the stream owns

@@ -510,6 +510,13 @@ void corResponseStreamEnd(CorRequest* r);
  * (HTTP/1.1 closes the connection without the last chunk), never that
  * it is whole. Instead of corResponseStreamEnd. */
 void corResponseStreamAbort(CorRequest* r);
+/* Keep r's stream (started) going after its client left: the handler is
+ * not cancelled, its writes do not fail, and its pieces go on through
+ * the response filters, to nobody after them. For a filter that keeps
+ * the body for others (the cache, whose waiters read it), from its
+ * functions; keep false undoes it (the writes fail from then on if the
+ * client left meanwhile). */
+void corResponseStreamKeep(CorRequest* r, bool keep);
 
 /* ---- Response filters --------------------------------------------------
  *

@@ -39,4 +39,21 @@ typedef enum {
 CorRangeResult corRangeParse(const char* value, size_t len, uint64_t size,
                              CorRange* out, unsigned* count);
 
+/*
+ * A multipart/byteranges body (RFC 9110 14.6, corRangeParts.c): a
+ * boundary (out of at least 40 bytes), each part's head before its bytes
+ * (into out, COR_RANGE_PART_HEAD_MAX; type the whole's Content-Type) and
+ * the end after the last (the same), each returning its length; and the
+ * whole body's length, to say before its first byte.
+ */
+#define COR_RANGE_PART_HEAD_MAX 512
+
+void corRangeBoundary(char* out, size_t size);
+int corRangePartHead(char* out, const char* boundary, const char* type,
+                     const CorRange* range, uint64_t whole);
+int corRangeEnd(char* out, const char* boundary);
+uint64_t corRangeMultipartLength(const char* boundary, const char* type,
+                                 const CorRange* ranges, unsigned count,
+                                 uint64_t whole);
+
 #endif /* COR_RANGE_H */

@@ -644,10 +644,13 @@ corRequestCancel(CorRequest* r)
     if (!r->serving || corRestCancelled(&r->cancel)) {
         return;
     }
-    corMetricsLoopCurrent()->cancelled++;
     /* Its answer reaches nobody, whatever the protocol still writes: the
      * access log must not call it complete. */
     r->cut = true;
+    if (corStreamKept(r)) {
+        return; /* the handler's answer goes on, to others */
+    }
+    corMetricsLoopCurrent()->cancelled++;
     corRestCancel(&r->cancel);
     corRequestCleanupsCancel(r);
 }

@@ -78,6 +78,9 @@ struct CorStream {
     bool retryArmed;  /* the retry timer is (not the task) */
     bool gone;        /* the client left: writes fail */
     bool failed;      /* a filter or the file failed: cut */
+    bool kept;        /* its pieces go on to the filters once the client
+                         left (corResponseStreamKeep): nothing fails */
+    bool deaf;        /* the client of a kept stream left */
     /* A file body (corStreamFile), the loop's alone; fileFd -1: none. */
     int fileFd;
     int64_t fileOffset;
@@ -95,6 +98,28 @@ backlog(const CorRequest* r)
     return r->ops->streamBacklog != NULL ? r->ops->streamBacklog(r) : 0;
 }
 
+/* Whether the client is still there to send to: a stream whose client
+ * left is gone (writers fail), or deaf when kept (its pieces go on to
+ * the filters, and nowhere after them). The lock is held. */
+static void
+clientLookLocked(CorStream* s)
+{
+    if (!s->r->ops->streamAlive(s->r)) {
+        if (s->kept) {
+            s->deaf = true;
+        } else {
+            s->gone = true;
+        }
+    }
+}
+
+/* Whether the protocol has room for more: always once nobody reads. */
+static bool
+roomFor(const CorStream* s)
+{
+    return s->deaf || backlog(s->r) < COR_STREAM_QUEUE_MAX;
+}
+
 /* Take what the protocol has room for (everything, once the client is
  * gone) off the queue, as a list, and tell waiting writers; the lock is
  * held. */
@@ -104,7 +129,8 @@ takeLocked(CorStream* s, size_t held)
     StreamPiece* taken = NULL;
     StreamPiece** last = &taken;
 
-    while (s->head != NULL && (s->gone || held < COR_STREAM_QUEUE_MAX)) {
+    while (s->head != NULL
+           && (s->gone || s->deaf || held < COR_STREAM_QUEUE_MAX)) {
         StreamPiece* piece = s->head;
 
         s->head = piece->next;
@@ -185,8 +211,7 @@ fileRead(CorStream* s)
     CorRequest* r = s->r;
     size_t budget = STREAM_FILE_BUDGET;
 
-    while (!s->gone && s->fileLeft > 0 && budget > 0
-           && backlog(r) < COR_STREAM_QUEUE_MAX) {
+    while (!s->gone && s->fileLeft > 0 && budget > 0 && roomFor(s)) {
         size_t n = s->fileLeft < STREAM_FILE_PIECE ? (size_t)s->fileLeft
                                                    : STREAM_FILE_PIECE;
         ssize_t got = pread(s->fileFd, s->fileBuf, n, s->fileOffset);
@@ -224,10 +249,8 @@ flushOnLoop(CorEvTask* task)
 
     headSend(s);
     pthread_mutex_lock(&s->lock);
-    if (!r->ops->streamAlive(r)) {
-        s->gone = true;
-    }
-    pieces = takeLocked(s, s->gone ? 0 : backlog(r));
+    clientLookLocked(s);
+    pieces = takeLocked(s, s->gone || s->deaf ? 0 : backlog(r));
     delivered = pieces != NULL;
     more = s->head != NULL;
     ended = s->ended && s->served && !more;
@@ -255,8 +278,7 @@ flushOnLoop(CorEvTask* task)
     if (!s->gone && !s->aborted && (ended || (delivered && !more))) {
         pieceOut(s, NULL, 0, ended ? COR_FILTER_LAST : COR_FILTER_FLUSH);
     }
-    if (more && s->fileFd >= 0 && !s->gone
-        && backlog(r) < COR_STREAM_QUEUE_MAX) {
+    if (more && s->fileFd >= 0 && !s->gone && roomFor(s)) {
         /* The turn's budget is spent, not the protocol's room: on at the
          * loop's next turn, after its other work. */
         corEvLoopPost(r->loop, &s->flush, flushOnLoop);
@@ -368,9 +390,7 @@ roomWaitOnLoop(CorStream* s)
     CorRequest* r = s->r;
     int rc;
 
-    if (!r->ops->streamAlive(r)) {
-        s->gone = true;
-    }
+    clientLookLocked(s);
     if (s->gone || corRequestCancelled(r)) {
         return -EPIPE;
     }
@@ -461,6 +481,36 @@ void
 corResponseStreamAbort(CorRequest* r)
 {
     streamEnd(r, true);
+}
+
+void
+corResponseStreamKeep(CorRequest* r, bool keep)
+{
+    CorStream* s = r->stream;
+
+    if (s != NULL) {
+        pthread_mutex_lock(&s->lock);
+        s->kept = keep;
+        if (!keep && s->deaf) {
+            s->gone = true; /* nobody wants it any more: writes fail */
+            pthread_cond_broadcast(&s->room);
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+bool
+corStreamKept(const CorRequest* r)
+{
+    CorStream* s = r->stream;
+    bool kept = false;
+
+    if (s != NULL) {
+        pthread_mutex_lock(&s->lock);
+        kept = s->kept;
+        pthread_mutex_unlock(&s->lock);
+    }
+    return kept;
 }
 
 void

@@ -31,8 +31,9 @@ unsigned cacheStoreCount;
 static int
 storeRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
 {
-    static const char* const keys[] = { "name", "memory",       "path",
-                                        "size", "lock_timeout", NULL };
+    static const char* const keys[] = {
+        "name", "memory", "path", "size", "lock_timeout", "stream_waiters", NULL
+    };
     CacheStore* s = record;
     CorConfErrors* e = corModuleErrors(m);
     const char* name = corConfString(entry, "name", NULL, e);
@@ -40,6 +41,9 @@ storeRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
                                   CACHE_SHARDS * 4096, (uint64_t)1 << 40, e);
     uint64_t lockTimeoutMs = corConfDurationMs(entry, "lock_timeout", 5000, 1,
                                                3600 * 1000, e);
+    /* Off by default: a streamed waiter shares the fate of the fetch's
+     * client (one that leaves cuts them), docs/cache.md. */
+    bool streamWaiters = corConfBool(entry, "stream_waiters", false, e);
     const char* path = corConfString(entry, "path", NULL, e);
     uint64_t size = corConfSize(entry, "size", (uint64_t)1 << 30,
                                 CACHE_SHARDS * 4096, (uint64_t)1 << 50, e);
@@ -72,6 +76,7 @@ storeRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
         return -1;
     }
     s->lockTimeoutMs = lockTimeoutMs;
+    s->streamWaiters = streamWaiters;
     return corCacheAdd(m, &(CorCache){ .name = s->name,
                                        .lookup = cacheLookup,
                                        .release = cacheRelease,

@@ -22,9 +22,7 @@ typedef struct {
     CacheRun* run;
     CorRequest view; /* r's answer as its head was: status, type, fields */
     CacheAnswer answer;
-    char* body;
-    size_t len;
-    size_t cap;
+    CacheGrowing* body;       /* what came of it, which its waiters read */
     bool complete;            /* its last byte passed */
     bool tooBig;              /* past what a shard holds: not stored */
     const CacheEntry* replay; /* a refreshed entry that replaces the body */
@@ -146,6 +144,32 @@ refreshed(CorRequest* r, CacheRun* run)
     return becomeEntry(r, run, e, "fwd=stale; fwd-status=304");
 }
 
+/* The growing body of fill's answer, which its waiters are woken to
+ * read as it comes where the store says stream_waiters (its head, with
+ * no body, is what they are answered with); else, or without memory for
+ * it, they wait for the end as before. */
+static void
+bodyStart(CorRequest* r, Fill* fill)
+{
+    CacheRun* run = fill->run;
+    CacheEntry* head = cacheEntryMake(&fill->view, &fill->answer, run->key,
+                                      run->keyLen, run->requestTime,
+                                      cacheNowMs(), NULL, 0);
+
+    fill->body = head != NULL ? cacheGrowingNew(head) : NULL;
+    if (fill->body == NULL) {
+        cacheEntryRelease(head);
+        fill->tooBig = true; /* nowhere to keep it */
+        return;
+    }
+    if (run->store->streamWaiters) {
+        /* The waiters read what r's handler answers, not r's client:
+         * the answer goes on into the store if that client leaves. */
+        corResponseStreamKeep(r, true);
+        cacheFlightStream(run, fill->body);
+    }
+}
+
 /* A fetch's answer at its head: kept as it is now to be stored at its
  * end, or passed on unstored (and those waiting for it fetch their
  * own). */
@@ -180,6 +204,7 @@ fetchHead(CorRequest* r, CacheRun* run)
     fill->view.responseHeaderCount = r->responseHeaderCount - run->routeFields;
     cacheStatusSay(r, run->store,
                    run->stale ? "fwd=stale; stored" : "fwd=uri-miss; stored");
+    bodyStart(r, fill);
     return fill;
 }
 
@@ -236,7 +261,6 @@ fillBody(CorRequest* r, void* ctx, const void* data, size_t len, unsigned flags,
     Fill* fill = ctx;
     int rc;
 
-    (void)r;
     if (fill->replay != NULL) {
         /* The 304's (empty) body is dropped for the stored one. */
         return (flags & COR_FILTER_LAST) != 0
@@ -245,30 +269,11 @@ fillBody(CorRequest* r, void* ctx, const void* data, size_t len, unsigned flags,
                    : 0;
     }
     if (!fill->tooBig && len > 0) {
-        if (fill->len + len > cacheStoreEntryMost(fill->run->store)) {
-            fill->tooBig = true;
-            free(fill->body);
-            fill->body = NULL;
-        } else if (fill->len + len > fill->cap) {
-            size_t cap = fill->cap > 0 ? fill->cap : 4096;
-            char* grown;
-
-            while (cap < fill->len + len) {
-                cap *= 2;
-            }
-            grown = realloc(fill->body, cap);
-            if (grown == NULL) {
-                fill->tooBig = true;
-                free(fill->body);
-                fill->body = NULL;
-            } else {
-                fill->body = grown;
-                fill->cap = cap;
-            }
-        }
-        if (!fill->tooBig) {
-            memcpy(fill->body + fill->len, data, len);
-            fill->len += len;
+        if (fill->body->len + len > cacheStoreEntryMost(fill->run->store)
+            || cacheGrowingAppend(fill->body, data, len) != 0) {
+            fill->tooBig = true; /* its waiters' answers are cut */
+            cacheGrowingEnd(fill->body, false);
+            corResponseStreamKeep(r, false); /* kept for nobody now */
         }
     }
     rc = corFilterPass(out, data, len);
@@ -290,9 +295,15 @@ fillEnd(CorRequest* r, void* ctx)
         return;
     }
     if (fill->complete && !fill->tooBig) {
+        /* Nothing is appended any more: its bytes are read unlocked. */
         e = cacheEntryMake(&fill->view, &fill->answer, run->key, run->keyLen,
-                           run->requestTime, cacheNowMs(), fill->body,
-                           fill->len);
+                           run->requestTime, cacheNowMs(), fill->body->body,
+                           fill->body->len);
+    }
+    if (fill->body != NULL) {
+        cacheGrowingEnd(fill->body, fill->complete && !fill->tooBig);
+        cacheGrowingRelease(fill->body);
+        fill->body = NULL;
     }
     if (e != NULL && run->store->path != NULL) {
         bool inMemory;
@@ -310,8 +321,6 @@ fillEnd(CorRequest* r, void* ctx)
     } else if (fill->tooBig) {
         outcome = FLIGHT_PASS;
     }
-    free(fill->body);
-    fill->body = NULL;
     if (run->headWanted) {
         r->method = "HEAD"; /* for the access log: what the client sent */
         r->methodLen = 4;

@@ -18,7 +18,8 @@ struct CacheFlight {
     CacheFlight* next; /* of its shard */
     uint64_t hash;
     size_t keyLen;
-    CorList waiters; /* CacheRun.waiting */
+    CorList waiters;       /* CacheRun.waiting */
+    CacheGrowing* growing; /* its body as it comes, once its head did */
     char key[];
 };
 
@@ -29,7 +30,9 @@ waiterWake(CorEvTask* task)
 {
     CacheRun* run = corContainerOf(task, CacheRun, task);
 
-    corEvTimerStop(run->r->loop, &run->patience);
+    if (run->outcome != FLIGHT_HEAD) {
+        corEvTimerStop(run->r->loop, &run->patience);
+    }
     corCacheResume(run->wait, cacheLookupAgain(run));
 }
 
@@ -81,28 +84,43 @@ cacheFlightBusy(const CacheRun* run)
     return busy;
 }
 
-bool
-cacheFlightJoin(CorRequest* r, CacheRun* run)
+int
+cacheFlightJoin(CorRequest* r, CacheRun* run, CacheGrowing** growingP)
 {
     CacheShard* shard = cacheShardOf(run->store, run->hash);
+    bool again = run->kind == RUN_WAIT; /* woken by the head, joins again */
     CacheFlight* f;
 
     pthread_mutex_lock(&shard->lock);
     f = flightFind(shard, run);
+    if (f != NULL && f->growing != NULL
+        && cacheStreamable(run, f->growing->head)) {
+        cacheGrowingRef(f->growing);
+        *growingP = f->growing;
+        pthread_mutex_unlock(&shard->lock);
+        corEvTimerStop(r->loop, &run->patience);
+        if (!again) {
+            atomic_fetch_add(&run->store->counters.collapsed, 1);
+        }
+        return JOIN_STREAM;
+    }
     if (f != NULL) {
         run->kind = RUN_WAIT;
         run->r = r;
         corListAppend(&f->waiters, &run->waiting);
         pthread_mutex_unlock(&shard->lock);
-        corEvTimerStart(r->loop, &run->patience, run->store->lockTimeoutMs,
-                        waiterGivesUp);
-        atomic_fetch_add(&run->store->counters.collapsed, 1);
-        return true;
+        if (!again) {
+            corEvTimerStart(r->loop, &run->patience, run->store->lockTimeoutMs,
+                            waiterGivesUp);
+            atomic_fetch_add(&run->store->counters.collapsed, 1);
+        }
+        return JOIN_WAIT;
     }
     f = malloc(sizeof(*f) + run->keyLen);
     if (f != NULL) {
         f->hash = run->hash;
         f->keyLen = run->keyLen;
+        f->growing = NULL;
         memcpy(f->key, run->key, run->keyLen);
         corListInit(&f->waiters);
         f->next = shard->flights;
@@ -111,7 +129,44 @@ cacheFlightJoin(CorRequest* r, CacheRun* run)
     /* Without memory for one, it fetches alone: nobody waits for it. */
     run->flight = f;
     pthread_mutex_unlock(&shard->lock);
-    return false;
+    return JOIN_LEAD;
+}
+
+/* Each waiter of list is woken on its loop with outcome. */
+static void
+waitersWake(CorList* list, int outcome)
+{
+    CorList* node;
+    CorList* next;
+
+    corListForEach(node, next, list)
+    {
+        CacheRun* waiter = corContainerOf(node, CacheRun, waiting);
+
+        corListRemove(node);
+        waiter->outcome = outcome;
+        corEvLoopPost(waiter->r->loop, &waiter->task, waiterWake);
+    }
+}
+
+void
+cacheFlightStream(CacheRun* run, CacheGrowing* g)
+{
+    CacheFlight* f = run->flight;
+    CacheShard* shard;
+    CorList waiters;
+
+    if (f == NULL) {
+        return;
+    }
+    shard = cacheShardOf(run->store, f->hash);
+    corListInit(&waiters);
+    cacheGrowingRef(g);
+    pthread_mutex_lock(&shard->lock);
+    f->growing = g;
+    corListMove(&waiters, &f->waiters);
+    pthread_mutex_unlock(&shard->lock);
+    waitersWake(&waiters, FLIGHT_HEAD);
 }
 
 CacheFlight*
@@ -135,8 +190,6 @@ cacheFlightFinish(CacheStore* s, CacheFlight* f, int outcome)
     CacheShard* shard;
     CacheFlight** at;
     CorList waiters;
-    CorList* node;
-    CorList* next;
 
     if (f == NULL) {
         return;
@@ -149,13 +202,7 @@ cacheFlightFinish(CacheStore* s, CacheFlight* f, int outcome)
     *at = f->next;
     corListMove(&waiters, &f->waiters);
     pthread_mutex_unlock(&shard->lock);
+    cacheGrowingRelease(f->growing);
     free(f);
-    corListForEach(node, next, &waiters)
-    {
-        CacheRun* waiter = corContainerOf(node, CacheRun, waiting);
-
-        corListRemove(node);
-        waiter->outcome = outcome;
-        corEvLoopPost(waiter->r->loop, &waiter->task, waiterWake);
-    }
+    waitersWake(&waiters, outcome);
 }

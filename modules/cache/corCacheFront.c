@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 int
 cacheKeyOf(CorRequest* r, char** keyP, size_t* lenP)
@@ -171,9 +172,52 @@ bodyAnswer(CorRequest* r, CacheEntry* e, int status, size_t at, size_t len)
     corRespondStatic(r, status, e->type, e->body + at, len);
 }
 
+/* Several ranges of e's body as one multipart/byteranges body (RFC 9110
+ * 14.6) in r's arena, answered 206; false (nothing answered) when it
+ * cannot be made: no memory, or a disk entry's file short. A body on
+ * disk is read only up to CACHE_DISK_PROMOTE_MOST of parts: past it the
+ * whole answer goes by sendfile instead (14.2 allows it). */
+static bool
+multipartAnswered(CorRequest* r, CacheEntry* e, const CorRange* ranges,
+                  unsigned count)
+{
+    const char* type = e->type != NULL ? e->type : "application/octet-stream";
+    char boundary[40];
+    char* value = corRequestAlloc(r, 80);
+    uint64_t total;
+    char* body;
+    size_t at = 0;
+
+    corRangeBoundary(boundary, sizeof(boundary));
+    total = corRangeMultipartLength(boundary, type, ranges, count, e->bodyLen);
+    if (value == NULL || (e->bodyFd >= 0 && total > CACHE_DISK_PROMOTE_MOST)
+        || (body = corRequestAlloc(r, (size_t)total + 1)) == NULL) {
+        return false;
+    }
+    for (unsigned i = 0; i < count; i++) {
+        size_t len = (size_t)ranges[i].len;
+
+        at += (size_t)corRangePartHead(body + at, boundary, type, &ranges[i],
+                                       e->bodyLen);
+        if (e->bodyFd < 0) {
+            memcpy(body + at, e->body + ranges[i].start, len);
+        } else if (pread(e->bodyFd, body + at, len,
+                         (off_t)(e->bodyAt + ranges[i].start))
+                   != (ssize_t)len) {
+            return false;
+        }
+        at += len;
+    }
+    at += (size_t)corRangeEnd(body + at, boundary);
+    snprintf(value, 80, "multipart/byteranges; boundary=%s", boundary);
+    corRespondStatic(r, 206, value, body, at);
+    return true;
+}
+
 /* The client's Range on a stored 200: one range answered 206 with those
- * bytes of the stored body, none inside it 416; several, or one that
- * cannot be read, the whole answer (RFC 9110 14.2 allows it). */
+ * bytes of the stored body, several a multipart/byteranges 206, none
+ * inside it 416; one that cannot be read the whole answer (RFC 9110 14.2
+ * allows it). */
 static bool
 rangeAnswered(CorRequest* r, const CorRequest* client, CacheEntry* e)
 {
@@ -189,7 +233,7 @@ rangeAnswered(CorRequest* r, const CorRequest* client, CacheEntry* e)
                           &count)) {
     case COR_RANGE_PARTIAL:
         if (count != 1) {
-            return false;
+            return multipartAnswered(r, e, ranges, count);
         }
         snprintf(text, sizeof(text), "bytes %llu-%llu/%zu",
                  (unsigned long long)ranges[0].start,
@@ -309,6 +353,17 @@ usable(const CacheEntry* e, const CacheAsk* ask, int64_t now)
     return ask->maxAge < 0 || cacheEntryAge(e, now) <= ask->maxAge;
 }
 
+bool
+cacheStreamable(const CacheRun* run, const CacheEntry* head)
+{
+    const CorRequest* client = run->client != NULL ? run->client : run->r;
+
+    return !run->r->head && !run->clientConditional
+           && corRequestHeader(client, "range") == NULL
+           && cacheEntryVaryMatch(head, run->r)
+           && usable(head, &run->ask, cacheNowMs());
+}
+
 /* The store looked at for run's key (the first time, or after a fetch
  * r waited for). */
 static int
@@ -317,6 +372,7 @@ lookupRun(CorRequest* r, CacheRun* run, const char* hit)
     CacheStore* s = run->store;
     int64_t now = cacheNowMs();
     CacheEntry* e = cacheStoreFind(s, run->hash, run->key, run->keyLen, r);
+    CacheGrowing* growing;
 
     if (e == NULL) {
         e = cacheDiskFind(s, run->hash, run->key, run->keyLen, r);
@@ -349,9 +405,25 @@ lookupRun(CorRequest* r, CacheRun* run, const char* hit)
         corRespondStatic(r, 504, "text/plain", "not in the cache\n", 17);
         return COR_CACHE_ANSWERED;
     }
-    if (cacheFlightJoin(r, run)) {
+    switch (cacheFlightJoin(r, run, &growing)) {
+    case JOIN_WAIT:
         cacheEntryRelease(e);
         return COR_CACHE_LATER;
+    case JOIN_STREAM:
+        cacheEntryRelease(e);
+        if (cacheStreamAnswer(r, run, growing) != 0) {
+            /* No task to read it: its own handler's answer, unstored. */
+            run->kind = RUN_PASS;
+            r->cacheStatus = "MISS";
+            cacheStatusSay(r, s, "fwd=uri-miss; collapsed");
+            return COR_CACHE_PASS;
+        }
+        run->kind = RUN_HIT;
+        r->cacheStatus = "HIT";
+        atomic_fetch_add(&s->counters.hits, 1);
+        return COR_CACHE_ANSWERED;
+    default:
+        break;
     }
     /* The stale entry is kept either way: a 304 refreshes it, an error
      * may be answered with it (stale-if-error). */

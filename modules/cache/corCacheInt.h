@@ -158,6 +158,7 @@ int64_t cacheNowMs(void);
 #define CACHE_SHARDS 16
 
 typedef struct CacheFlight CacheFlight;
+typedef struct CacheGrowing CacheGrowing;
 
 /* An entry on disk, as the index knows it: which file, how big; its
  * key, fields and times are in the file. 56 bytes (the issue bounds an
@@ -215,6 +216,7 @@ typedef struct CacheStore {
     size_t memory;          /* the bound, all shards together */
     size_t shardMost;       /* each shard's part of it */
     uint64_t lockTimeoutMs; /* how long a miss waits for another's fetch */
+    bool streamWaiters;     /* waiters read the fetch's body as it comes */
     CacheShard shards[CACHE_SHARDS];
     CacheCounters counters;
     /* The disk half (corCacheDisk.c), path NULL when none. */
@@ -325,18 +327,67 @@ int cacheKeyOf(CorRequest* r, char** keyP, size_t* lenP);
 enum {
     FLIGHT_STORED, /* the answer is in the store: look again */
     FLIGHT_PASS,   /* it may not be stored: each runs its handler */
-    FLIGHT_FAILED  /* it ended without an answer: look again */
+    FLIGHT_FAILED, /* it ended without an answer: look again */
+    FLIGHT_HEAD    /* its head came: look again, read its body */
 };
 
-/* run leads the fetch of its key, or waits for one in flight (true: r
- * waits, and is resumed when it ends). */
-bool cacheFlightJoin(CorRequest* r, CacheRun* run);
+/* What cacheFlightJoin made of run. */
+enum {
+    JOIN_LEAD,  /* it fetches (run->flight, unless out of memory) */
+    JOIN_WAIT,  /* r waits, and is resumed when the fetch's head or end
+                   comes */
+    JOIN_STREAM /* the fetch's body comes: *growingP, referenced */
+};
+
+/* run leads the fetch of its key, or waits for one in flight, or reads
+ * the body of one whose head came. */
+int cacheFlightJoin(CorRequest* r, CacheRun* run, CacheGrowing** growingP);
+/* The fetch run leads has its head: its growing body g (referenced
+ * here) for the waiters, woken to read it (those it cannot serve wait
+ * again for the end). */
+void cacheFlightStream(CacheRun* run, CacheGrowing* g);
 /* The fetch run leads ended as outcome: its waiters are woken. */
 void cacheFlightEnd(CacheRun* run, int outcome);
 /* The fetch run leads, taken from it (to end later, on any thread, by
  * cacheFlightFinish); NULL when it leads none. */
 CacheFlight* cacheFlightTake(CacheRun* run);
 void cacheFlightFinish(CacheStore* s, CacheFlight* f, int outcome);
+
+/* ---- Waiters answered as the body comes (corCacheStream.c) -------------- */
+
+/* A fetch's body as it comes, which its waiters read at their own pace:
+ * head is the answer's entry with no body (status, fields, times); body
+ * grows until ended (whole, or cut: then emptied). refs: the fetch's
+ * filter, its flight, each reader. */
+struct CacheGrowing {
+    pthread_mutex_t lock;
+    atomic_uint refs;
+    CacheEntry* head;
+    char* body;
+    size_t len;
+    size_t cap;
+    bool ended;
+    bool whole;
+    CorList readers; /* each waiter reading it */
+};
+
+/* A growing body of head's answer (it takes the reference), NULL when
+ * out of memory; a reference more, and one let go. */
+CacheGrowing* cacheGrowingNew(CacheEntry* head);
+void cacheGrowingRef(CacheGrowing* g);
+void cacheGrowingRelease(CacheGrowing* g);
+/* Bytes more of it (0, or -ENOMEM), and its end: whole, or cut (its
+ * readers' answers are cut too). From the fetch's loop. */
+int cacheGrowingAppend(CacheGrowing* g, const void* data, size_t len);
+void cacheGrowingEnd(CacheGrowing* g, bool whole);
+/* r (a waiter of run) answered from g as it grows, by a task of r's loop
+ * (g's reference is taken); 0, or -1 (g let go, r not answered) without
+ * memory or a task. */
+int cacheStreamAnswer(CorRequest* r, CacheRun* run, CacheGrowing* g);
+/* Whether run's request may be answered from head's growing body: a GET
+ * with no Range and no condition of its own, which head's Vary values and
+ * freshness serve (else it waits for the stored whole, as before). */
+bool cacheStreamable(const CacheRun* run, const CacheEntry* head);
 
 /* ---- The parts that meet the core ---------------------------------------- */
 
