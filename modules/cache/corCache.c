@@ -41,9 +41,10 @@ storeRead(CorModule* m, const CorConf* entry, void* record, unsigned index)
                                   CACHE_SHARDS * 4096, (uint64_t)1 << 40, e);
     uint64_t lockTimeoutMs = corConfDurationMs(entry, "lock_timeout", 5000, 1,
                                                3600 * 1000, e);
-    /* Off by default: a streamed waiter shares the fate of the fetch's
-     * client (one that leaves cuts them), docs/cache.md. */
-    bool streamWaiters = corConfBool(entry, "stream_waiters", false, e);
+    /* On by default: the fetch goes on when its client leaves
+     * (corResponseStreamKeep), so a waiter no longer shares that
+     * client's fate; off sends each waiter the stored whole. */
+    bool streamWaiters = corConfBool(entry, "stream_waiters", true, e);
     const char* path = corConfString(entry, "path", NULL, e);
     uint64_t size = corConfSize(entry, "size", (uint64_t)1 << 30,
                                 CACHE_SHARDS * 4096, (uint64_t)1 << 50, e);
