@@ -106,17 +106,22 @@ struct Http3Stream {
     unsigned refuse; /* a status to answer instead of serving */
     CorBuf body;
     Http3Out out;
-    uint64_t fileOff; /* of a file body, read so far */
-    uint64_t startMs; /* its HEADERS began then */
-    uint64_t bodyMs;  /* its last piece of body came then, or 0 */
-    bool served;      /* with the core */
-    bool answered;    /* its response is submitted */
-    bool closed;      /* nghttp3 closed it */
-    bool sent;        /* corRequestSent was called */
-    bool ended;       /* its body is queued whole (or its stream
-                       * ended) */
-    bool deferred;    /* nghttp3 waits for bytes (WOULDBLOCK) */
-    bool drained;     /* bytes were taken: tell the core */
+    uint64_t fileOff;    /* of a file body, read so far */
+    uint64_t startMs;    /* its HEADERS began then */
+    uint64_t bodyMs;     /* its last piece of body came then, or 0 */
+    bool served;         /* with the core */
+    bool answered;       /* its response is submitted */
+    bool closed;         /* nghttp3 closed it */
+    bool sent;           /* corRequestSent was called */
+    bool ended;          /* its body is queued whole (or its stream
+                          * ended) */
+    bool deferred;       /* nghttp3 waits for bytes (WOULDBLOCK) */
+    bool drained;        /* bytes were taken: tell the core */
+    bool built;          /* its request was built from its fields */
+    bool peerEnded;      /* its FIN came: the body is whole */
+    bool bodyStopped;    /* a body handed on is read no more (failed, or
+                          * answered before it ended) */
+    uint64_t bodyUnread; /* handed on, not yet taken: its window shut */
     char remote[HTTP_REMOTE_BYTES];
     char* target;
     CorHeader* headers;
