@@ -52,7 +52,9 @@ typedef struct Http3Loop {
     unsigned handshakes;   /* of them, still in their handshake */
     Http3Cid* cids[H3_CID_BUCKETS];
     bool draining;
-    uint8_t in[H3_DATAGRAM_MAX];                  /* a datagram read */
+    uint64_t refusedSaidMs;      /* past limits.connections: said then */
+    unsigned refusedUnsaid;      /* refused since */
+    uint8_t in[H3_DATAGRAM_MAX]; /* a datagram read */
     uint8_t out[H3_GSO_SEGMENTS * H3_PACKET_MAX]; /* packets written */
 } Http3Loop;
 
@@ -186,7 +188,9 @@ int corHttp3TlsSession(Http3Conn* c);
 
 /* A connection for the Initial packet hd (ngtcp2_accept's), from peer;
  * ocid: the ID the client first chose, when it came back after a Retry.
- * Returns it (in the table, on the loop) or NULL. */
+ * It was admitted against limits.connections (corAcceptAdmit): it gives
+ * that back when it closes, or fails. Returns it (in the table, on the
+ * loop) or NULL. */
 Http3Conn* corHttp3ConnNew(Http3Endpoint* ep, const ngtcp2_pkt_hd* hd,
                            const ngtcp2_cid* ocid, const struct sockaddr* peer,
                            socklen_t peerLen);

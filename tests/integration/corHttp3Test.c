@@ -447,6 +447,81 @@ START_TEST(test_retry_always_is_followed)
 }
 END_TEST
 
+/* limits.connections counts HTTP/3's connections with TCP's: two h3
+ * clients that stay (until the idle timeout) fill a limit of 2, so a
+ * third is refused at its Initial (CONNECTION_CLOSE, CONNECTION_REFUSED:
+ * it fails at once, not at its handshake timeout), said in the log;
+ * once they left, /metrics (over TCP, refused meanwhile too) counts the
+ * refusal and a new client is served. A server of its own. */
+START_TEST(test_connections_past_the_limit_are_refused)
+{
+    const char* said = "refused past limits.connections";
+    CorServer small = { 0 };
+    char yaml[2048];
+    char command[1024];
+    long start;
+    long took;
+
+    snprintf(yaml, sizeof(yaml),
+             "runtime: { loops: 1, workers: 1 }\n"
+             "listen:\n"
+             "  - protocol: https\n"
+             "    address: 127.0.0.1:{PORT}\n"
+             "    http3: on\n"
+             "    tls: { certificate: %s/server.pem, key: %s/server.key }\n"
+             "modules:\n"
+             "  - { load: http }\n"
+             "  - { load: hello }\n"
+             "routes:\n"
+             "  - { match: \"GET /hello\", handler: hello }\n"
+             "  - { match: \"GET /metrics\", handler: metrics }\n"
+             "limits: { connections: 2, keepalive_timeout: 2s }\n"
+             "log: { access: {DIR}/access.log }\n",
+             certs, certs);
+    ck_assert_int_eq(corServerStart(&small, yaml), 0);
+    /* Two that stay, in the background; served once both are logged. */
+    snprintf(command, sizeof(command),
+             "cd %s && for i in 1 2; do timeout 20 gtlsclient -q "
+             "--timeout=30s 127.0.0.1 %d https://127.0.0.1:%d/hello "
+             ">/dev/null 2>&1 & echo $! >> stay.pid; done; n=0; "
+             "while [ \"$(grep -c /hello access.log 2>/dev/null)\" != 2 ] "
+             "&& [ $n -lt 100 ]; do sleep 0.05; n=$((n+1)); done",
+             small.dir, small.port, small.port);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    start = corNowMs();
+    snprintf(command, sizeof(command),
+             "cd %s && mkdir third && timeout 20 gtlsclient -q "
+             "--exit-on-all-streams-close --download=third 127.0.0.1 %d "
+             "https://127.0.0.1:%d/hello >/dev/null 2>&1; ls third",
+             small.dir, small.port, small.port);
+    /* gtlsclient exits 0 at the peer's CONNECTION_CLOSE: no page came. */
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "");
+    took = corNowMs() - start;
+    fprintf(stderr, "corHttp3Test: the third refused in %ld ms\n", took);
+    ck_assert_int_ge(corServerLogCount(&small, said), 1);
+    /* Refused at once: well before the two that stay leave. */
+    ck_assert_int_lt(took, 1500);
+    /* The two leave at the idle timeout; then there is room. */
+    snprintf(command, sizeof(command),
+             "cd %s && for p in $(cat stay.pid); do while kill -0 $p "
+             "2>/dev/null; do sleep 0.05; done; done; sleep 0.2; "
+             "timeout 20 gtlsclient -q "
+             "--exit-on-all-streams-close --download=. 127.0.0.1 %d "
+             "https://127.0.0.1:%d/hello && cat hello",
+             small.dir, small.port, small.port);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    ck_assert_str_eq(out, "hello, world\n");
+    snprintf(command, sizeof(command),
+             "curl -sk https://127.0.0.1:%d/metrics | grep "
+             "'^cor_connections_refused_total'",
+             small.port);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    ck_assert_int_ge(atol(strchr(out, ' ') + 1), 1);
+    corServerStop(&small);
+}
+END_TEST
+
 /* A UDP relay between one client and the server that drops every
  * dropEvery-th datagram each way: the loss QUIC must recover from,
  * the same in every run. */
@@ -659,6 +734,7 @@ COR_TEST_SUITE(corHttp3)
     tcase_add_test(tc, test_an_idle_connection_closes_at_the_idle_timeout);
     tcase_add_test(tc, test_a_body_past_the_limit_is_refused_413);
     tcase_add_test(tc, test_retry_always_is_followed);
+    tcase_add_test(tc, test_connections_past_the_limit_are_refused);
     tcase_add_test(tc, test_a_transfer_through_a_lossy_relay_is_whole);
     tcase_add_test(tc, test_a_stalled_body_is_reset_at_body_timeout);
     tcase_add_test(tc, test_a_reload_closes_h3_at_once_and_serves_the_new_ones);
