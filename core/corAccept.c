@@ -173,7 +173,6 @@ static void
 onAccept(CorEvIo* io, unsigned events)
 {
     Listening* ls = corContainerOf(io, Listening, io);
-    unsigned limit = corLimits()->connections;
 
     (void)events;
     for (int i = 0; i < ACCEPTS_PER_EVENT; i++) {
@@ -188,9 +187,7 @@ onAccept(CorEvIo* io, unsigned events)
             }
             return; /* EAGAIN: the backlog is empty */
         }
-        if (atomic_fetch_add(&connTotal, 1) >= limit) {
-            atomic_fetch_sub(&connTotal, 1);
-            corMetricsConnectionRefused();
+        if (!corAcceptAdmit()) {
             close(fd);
             continue;
         }
@@ -255,6 +252,17 @@ corAcceptStop(CorAccept* a)
         }
     }
     free(a);
+}
+
+bool
+corAcceptAdmit(void)
+{
+    if (atomic_fetch_add(&connTotal, 1) >= corLimits()->connections) {
+        atomic_fetch_sub(&connTotal, 1);
+        corMetricsConnectionRefused();
+        return false;
+    }
+    return true;
 }
 
 void

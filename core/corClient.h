@@ -177,6 +177,11 @@ CorAccept* corAcceptStart(CorEvLoop* loop, unsigned index,
 void corAcceptStop(CorAccept* a);
 /* A connection that was accepted is closed. */
 void corAcceptClosed(void);
+/* A connection that no accept made (HTTP/3's, on UDP) counts against
+ * limits.connections too: true when it may open (corAcceptClosed at its
+ * close), false past the limit, the refusal counted in /metrics
+ * (connections_refused_total) as an accept's is. Any thread. */
+bool corAcceptAdmit(void);
 /* A peer's address as text ("192.0.2.7", "2001:db8::1"), without its port,
  * into out (size bytes; 46 hold any): what r->remote says. */
 void corPeerAddress(const struct sockaddr_storage* peer, char* out,

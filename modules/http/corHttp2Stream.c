@@ -541,32 +541,6 @@ requestBuildOnce(Http2Conn* c, Http2Stream* st)
     return (int)st->refuse;
 }
 
-/* Whether r's body, to come, is one the core gathers for a handler that
- * takes it whole (corRequestBodySpool.c) rather than the stream's
- * buffer: past limits.body_memory, or of a length not said, so that it
- * goes to a file past that. */
-static bool
-bodyLarge(const CorRequest* r)
-{
-    for (unsigned i = 0; i < r->headerCount; i++) {
-        const CorHeader* h = &r->headers[i];
-        uint64_t len = 0;
-
-        if (!corHeaderIs(h, "content-length")) {
-            continue;
-        }
-        for (size_t k = 0; k < h->valueLen; k++) {
-            if (h->value[k] < '0' || h->value[k] > '9'
-                || len > (UINT64_MAX - 9) / 10) {
-                return true; /* nghttp2 refuses it: no matter */
-            }
-            len = len * 10 + (uint64_t)(h->value[k] - '0');
-        }
-        return len > corLimits()->bodyMemory;
-    }
-    return true;
-}
-
 /* The head came (no END_STREAM with it): a content-length past the limit
  * is refused now, before any handler sees it (as HTTP/1.1 refuses it);
  * a handler that streams its body is served now, its body handed on as
@@ -586,7 +560,8 @@ requestHead(Http2Conn* c, Http2Stream* st)
         return;
     }
     streams = corRequestBodyStreams(&st->r);
-    if (!(streams || bodyLarge(&st->r)) || corRequestBodyBegin(&st->r) != 0) {
+    if (!(streams || corHttpBodyLarge(&st->r))
+        || corRequestBodyBegin(&st->r) != 0) {
         return;
     }
     st->gathered = !streams;

@@ -538,6 +538,7 @@ corHttp3ConnNew(Http3Endpoint* ep, const ngtcp2_pkt_hd* hd,
     ngtcp2_path path;
 
     if (c == NULL) {
+        corAcceptClosed();
         return NULL;
     }
     c->ep = ep;
@@ -651,6 +652,7 @@ connFree(Http3Conn* c)
     }
     corListRemove(&c->link);
     atomic_fetch_sub(&h->connCount, 1);
+    corAcceptClosed();
     free(c);
 }
 

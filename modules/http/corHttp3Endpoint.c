@@ -14,7 +14,9 @@
  *
  * What names no connection: an Initial packet opens one (after a Retry,
  * when the loop has many handshakes in flight: address validation under
- * load, http3.retry_above), an unknown version is answered with Version
+ * load, http3.retry_above) unless limits.connections (all protocols
+ * together) are open (then an Initial CONNECTION_CLOSE refuses it), an
+ * unknown version is answered with Version
  * Negotiation, and a short-header packet for one of our IDs that is gone
  * gets a stateless reset, so that its peer stops at once rather than at
  * its idle timeout.
@@ -36,6 +38,8 @@
 
 /* Datagrams read in one readable event before the loop's other work. */
 #define READS_A_TURN 64
+/* Refusals past limits.connections are said at most once in so long. */
+#define REFUSED_SAY_MS 1000
 /* How long a Retry token stays good. */
 #define RETRY_TOKEN_NS (10ULL * NGTCP2_SECONDS)
 
@@ -180,8 +184,43 @@ retrySend(Http3Endpoint* ep, const ngtcp2_pkt_hd* hd,
     }
 }
 
+/* Past limits.connections: an Initial CONNECTION_CLOSE with
+ * CONNECTION_REFUSED tells the client at once, rather than at the end of
+ * its handshake timeout (and costs no state); counted with the accepts'
+ * refusals, and said at most once a second a loop, with how many. */
+static void
+connectionRefuse(Http3Endpoint* ep, const ngtcp2_pkt_hd* hd,
+                 const struct sockaddr* peer, socklen_t peerLen)
+{
+    Http3Loop* h = ep->hl->h3;
+    uint64_t now = corEvNow(ep->hl->loop);
+    uint8_t pkt[H3_PACKET_MAX];
+    ngtcp2_ssize n;
+
+    n = ngtcp2_crypto_write_connection_close(pkt, sizeof(pkt), hd->version,
+                                             &hd->scid, &hd->dcid,
+                                             NGTCP2_CONNECTION_REFUSED, NULL,
+                                             0);
+    if (n > 0) {
+        corHttp3Send(ep, peer, peerLen, pkt, (size_t)n);
+    }
+    h->refusedUnsaid++;
+    if (h->refusedSaidMs == 0 || now - h->refusedSaidMs >= REFUSED_SAY_MS) {
+        char name[64];
+
+        corPeerName((const struct sockaddr_storage*)peer, name, sizeof(name));
+        corLog(COR_LOG_WARN,
+               "http3: %s: refused past limits.connections (%u), %u "
+               "connection%s refused since last said",
+               name, corLimits()->connections, h->refusedUnsaid,
+               h->refusedUnsaid == 1 ? "" : "s");
+        h->refusedSaidMs = now;
+        h->refusedUnsaid = 0;
+    }
+}
+
 /* An Initial packet for no connection: a new one, once its address is
- * proven where the loop is loaded. */
+ * proven where the loop is loaded and while limits.connections allow. */
 static void
 initialTake(Http3Endpoint* ep, const struct sockaddr* peer, socklen_t peerLen,
             const uint8_t* pkt, size_t len)
@@ -214,6 +253,10 @@ initialTake(Http3Endpoint* ep, const struct sockaddr* peer, socklen_t peerLen,
         /* A token we did not make (NEW_TOKEN is not sent) is ignored. */
         hd.token.base = NULL;
         hd.token.len = 0;
+    }
+    if (!corAcceptAdmit()) {
+        connectionRefuse(ep, &hd, peer, peerLen);
+        return;
     }
     c = corHttp3ConnNew(ep, &hd, retried, peer, peerLen);
     if (c != NULL) {

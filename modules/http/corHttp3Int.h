@@ -52,7 +52,9 @@ typedef struct Http3Loop {
     unsigned handshakes;   /* of them, still in their handshake */
     Http3Cid* cids[H3_CID_BUCKETS];
     bool draining;
-    uint8_t in[H3_DATAGRAM_MAX];                  /* a datagram read */
+    uint64_t refusedSaidMs;      /* past limits.connections: said then */
+    unsigned refusedUnsaid;      /* refused since */
+    uint8_t in[H3_DATAGRAM_MAX]; /* a datagram read */
     uint8_t out[H3_GSO_SEGMENTS * H3_PACKET_MAX]; /* packets written */
 } Http3Loop;
 
@@ -106,17 +108,22 @@ struct Http3Stream {
     unsigned refuse; /* a status to answer instead of serving */
     CorBuf body;
     Http3Out out;
-    uint64_t fileOff; /* of a file body, read so far */
-    uint64_t startMs; /* its HEADERS began then */
-    uint64_t bodyMs;  /* its last piece of body came then, or 0 */
-    bool served;      /* with the core */
-    bool answered;    /* its response is submitted */
-    bool closed;      /* nghttp3 closed it */
-    bool sent;        /* corRequestSent was called */
-    bool ended;       /* its body is queued whole (or its stream
-                       * ended) */
-    bool deferred;    /* nghttp3 waits for bytes (WOULDBLOCK) */
-    bool drained;     /* bytes were taken: tell the core */
+    uint64_t fileOff;    /* of a file body, read so far */
+    uint64_t startMs;    /* its HEADERS began then */
+    uint64_t bodyMs;     /* its last piece of body came then, or 0 */
+    bool served;         /* with the core */
+    bool answered;       /* its response is submitted */
+    bool closed;         /* nghttp3 closed it */
+    bool sent;           /* corRequestSent was called */
+    bool ended;          /* its body is queued whole (or its stream
+                          * ended) */
+    bool deferred;       /* nghttp3 waits for bytes (WOULDBLOCK) */
+    bool drained;        /* bytes were taken: tell the core */
+    bool built;          /* its request was built from its fields */
+    bool peerEnded;      /* its FIN came: the body is whole */
+    bool bodyStopped;    /* a body handed on is read no more (failed, or
+                          * answered before it ended) */
+    uint64_t bodyUnread; /* handed on, not yet taken: its window shut */
     char remote[HTTP_REMOTE_BYTES];
     char* target;
     CorHeader* headers;
@@ -181,7 +188,9 @@ int corHttp3TlsSession(Http3Conn* c);
 
 /* A connection for the Initial packet hd (ngtcp2_accept's), from peer;
  * ocid: the ID the client first chose, when it came back after a Retry.
- * Returns it (in the table, on the loop) or NULL. */
+ * It was admitted against limits.connections (corAcceptAdmit): it gives
+ * that back when it closes, or fails. Returns it (in the table, on the
+ * loop) or NULL. */
 Http3Conn* corHttp3ConnNew(Http3Endpoint* ep, const ngtcp2_pkt_hd* hd,
                            const ngtcp2_cid* ocid, const struct sockaddr* peer,
                            socklen_t peerLen);

@@ -6,6 +6,14 @@
  * like any request (the same routes, hooks, handlers and limits as
  * HTTP/1's and HTTP/2's); a handler sees r->version "HTTP/3".
  *
+ * A request whose handler streams its body (CorHandler.streamBody), or
+ * whose body may pass limits.body_memory (the core gathers it then, to a
+ * file past that: corRequestBodySpool.c), is served at its head instead,
+ * as HTTP/2's is, and its DATA handed on as it comes (corRequestBodyPut).
+ * The QUIC stream's window then opens only as the handler takes the bytes
+ * (bodyConsumed), so what waits unread is bounded by the window, not by
+ * the body's size.
+ *
  * The answer goes out through an nghttp3 data reader over the stream's
  * out queue (corHttp3Out.c): the handler's bytes borrowed, a file read a
  * piece at a time as the peer acknowledges the last ones, a streamed
@@ -19,6 +27,7 @@
  */
 #include "corHttp3Int.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,6 +49,7 @@ static void streamEnd(CorRequest* r);
 static bool streamAlive(const CorRequest* r);
 static size_t streamBacklog(const CorRequest* r);
 static void streamAbort(CorRequest* r);
+static void bodyConsumed(CorRequest* r, size_t n);
 
 static const CorProtocolOps http3Ops = {
     .done = requestDone,
@@ -49,6 +59,7 @@ static const CorProtocolOps http3Ops = {
     .streamAlive = streamAlive,
     .streamBacklog = streamBacklog,
     .streamAbort = streamAbort,
+    .bodyConsumed = bodyConsumed,
     .kind = COR_PROTOCOL_HTTP3,
 };
 
@@ -78,6 +89,10 @@ streamGone(Http3Stream* st, bool cut)
     CorRequest* r = &st->r;
 
     st->closed = true;
+    if (r->bodyIn != NULL && !st->peerEnded && !st->bodyStopped) {
+        st->bodyStopped = true;
+        corRequestBodyEnd(r, -ECONNRESET);
+    }
     if (!st->served) {
         streamFree(st);
         return;
@@ -124,6 +139,13 @@ corHttp3StreamsDrained(Http3Conn* c)
     }
 }
 
+/* Whether st, served at its head, still has its body coming. */
+static bool
+bodyComing(const Http3Stream* st)
+{
+    return st->r.bodyIn != NULL && !st->peerEnded && !st->bodyStopped;
+}
+
 /* When st's request must have come whole, or its body's next piece. */
 static uint64_t
 streamDeadline(const Http3Stream* st, const CorLimits* l)
@@ -149,20 +171,26 @@ corHttp3StreamsDeadline(Http3Conn* c, uint64_t now)
         Http3Stream* st = corContainerOf(node, Http3Stream, link);
         uint64_t at;
 
-        if (st->served || st->answered) {
+        /* A body handed on as it comes is timed as one gathered here. */
+        if ((st->served && !bodyComing(st)) || st->answered) {
             continue; /* whole, or answered already */
         }
-        at = streamDeadline(st, l);
+        at = streamDeadline(st, st->r.limits != NULL ? st->r.limits : l);
         if (at <= now) {
             corLimitsRefused("http3", c->peerName,
                              st->startMs + l->requestTimeoutMs <= now
                                  ? "a request that did not come whole in time"
                                  : "a request body that stalled",
                              408);
-            st->answered = true; /* reset: nothing more to time */
             ngtcp2_conn_shutdown_stream(c->quic, st->id,
                                         NGHTTP3_H3_REQUEST_CANCELLED);
             corHttp3ConnKick(c); /* the reset goes out */
+            if (st->served) {
+                st->bodyStopped = true; /* the core ends it */
+                corRequestBodyEnd(&st->r, -ETIMEDOUT);
+                continue;
+            }
+            st->answered = true; /* reset: nothing more to time */
         } else if (next == 0 || at < next) {
             next = at;
         }
@@ -453,17 +481,59 @@ streamRefuse(Http3Conn* c, Http3Stream* st, int status)
     corHttp3ConnKick(c);
 }
 
+/* The request from its fields, once: 0, or the status to refuse it
+ * with. */
+static int
+requestBuildOnce(Http3Conn* c, Http3Stream* st)
+{
+    if (!st->built) {
+        st->built = true;
+        if (st->refuse == 0) {
+            st->refuse = (unsigned)requestBuild(c, st);
+        }
+    }
+    return (int)st->refuse;
+}
+
+/* The head came, its body to follow: a handler that streams its body is
+ * served now, its body handed on as it comes; so is one whose large body
+ * the core gathers. Any other is served at the stream's end. */
+static void
+requestHead(Http3Conn* c, Http3Stream* st)
+{
+    bool streams;
+
+    if (st->answered || requestBuildOnce(c, st) != 0) {
+        return; /* refused at its end */
+    }
+    /* Its body is judged by its route's limits from its first byte. */
+    corRequestLimits(&st->r);
+    streams = corRequestBodyStreams(&st->r);
+    if (!(streams || corHttpBodyLarge(&st->r))
+        || corRequestBodyBegin(&st->r) != 0) {
+        return;
+    }
+    st->served = true;
+    corRequestServe(&st->r, &http3Ops, st);
+}
+
 /* The request came whole: serve it, once (nghttp3 says so at the end of
  * its HEADERS when the FIN came with them, and at the stream's end). */
 static void
 requestReady(Http3Conn* c, Http3Stream* st)
 {
+    bool coming = bodyComing(st);
     int status;
 
+    st->peerEnded = true;
+    if (coming) {
+        corRequestBodyEnd(&st->r, 0); /* served at its head */
+        return;
+    }
     if (st->served || st->answered) {
         return; /* served at its fin already, or refused */
     }
-    status = st->refuse != 0 ? (int)st->refuse : requestBuild(c, st);
+    status = requestBuildOnce(c, st);
     if (status != 0) {
         streamRefuse(c, st, status);
         return;
@@ -536,6 +606,8 @@ endHeaders(nghttp3_conn* h3, int64_t id, int fin, void* arg, void* streamArg)
     (void)id;
     if (fin) {
         requestReady(arg, streamArg);
+    } else {
+        requestHead(arg, streamArg);
     }
     return 0;
 }
@@ -551,9 +623,62 @@ endStream(nghttp3_conn* h3, int64_t id, void* arg, void* streamArg)
     return 0;
 }
 
-/* A piece of body: gathered (its windows open at once, as it is
- * copied), up to the most body any route takes; past that the stream is
- * refused 413 (the core judges the route's own limit when it serves). */
+/* The windows of st's stream and of its connection open by n bytes. */
+static void
+windowOpen(Http3Conn* c, const Http3Stream* st, uint64_t n)
+{
+    ngtcp2_conn_extend_max_stream_offset(c->quic, st->id, n);
+    ngtcp2_conn_extend_max_offset(c->quic, n);
+}
+
+/* A body handed on is read no more: what its handler left unread opens
+ * the connection's window, and the client is asked to stop sending
+ * (H3_NO_ERROR once answered, RFC 9114 4.1). */
+static void
+bodyStop(Http3Conn* c, Http3Stream* st, uint64_t code)
+{
+    st->bodyStopped = true;
+    ngtcp2_conn_extend_max_offset(c->quic, st->bodyUnread);
+    st->bodyUnread = 0;
+    if (!st->peerEnded) {
+        ngtcp2_conn_shutdown_stream_read(c->quic, st->id, code);
+    }
+    corHttp3ConnKick(c);
+}
+
+/* A piece of a body served at its head, to its handler (or the core's
+ * gathering); the window opens as it is taken (bodyConsumed). Past the
+ * route's limits.body_bytes the body fails (the handler reads
+ * -EMSGSIZE; one the core gathers it answers 413) and the stream is
+ * reset: an answer begun must be seen cut. */
+static void
+bodyPass(Http3Conn* c, Http3Stream* st, const uint8_t* data, size_t len)
+{
+    CorRequest* r = &st->r;
+
+    if (st->bodyStopped) {
+        ngtcp2_conn_extend_max_offset(c->quic, len);
+        return;
+    }
+    st->bodyMs = corEvNow(c->hl->loop);
+    if (corLimitsBody(r, r->bodyLen + len) != 0) {
+        ngtcp2_conn_extend_max_offset(c->quic, len);
+        corLimitsRefused("http3", c->peerName, corLimitsText(413), 413);
+        bodyStop(c, st, NGHTTP3_H3_REQUEST_CANCELLED);
+        corRequestBodyEnd(r, -EMSGSIZE);
+        return;
+    }
+    st->bodyUnread += len;
+    if (corRequestBodyPut(r, data, len) != 0) {
+        bodyStop(c, st, NGHTTP3_H3_INTERNAL_ERROR);
+        corRequestBodyEnd(r, -ENOMEM);
+    }
+}
+
+/* A piece of body: handed on when it was served at its head, else
+ * gathered (its windows open at once, as it is copied), up to the most
+ * body any route takes; past that the stream is refused 413 (the core
+ * judges the route's own limit when it serves). */
 static int
 recvData(nghttp3_conn* h3, int64_t id, const uint8_t* data, size_t len,
          void* arg, void* streamArg)
@@ -562,6 +687,10 @@ recvData(nghttp3_conn* h3, int64_t id, const uint8_t* data, size_t len,
     Http3Stream* st = streamArg;
 
     (void)h3;
+    if (st->r.bodyIn != NULL) {
+        bodyPass(c, st, data, len);
+        return 0;
+    }
     ngtcp2_conn_extend_max_stream_offset(c->quic, id, len);
     ngtcp2_conn_extend_max_offset(c->quic, len);
     if (st->answered) {
@@ -618,8 +747,10 @@ streamClose(nghttp3_conn* h3, int64_t id, uint64_t code, void* arg,
 
     (void)h3;
     (void)id;
-    (void)arg;
     if (st != NULL) {
+        /* What its handler will not take opens the connection's window. */
+        ngtcp2_conn_extend_max_offset(((Http3Conn*)arg)->quic, st->bodyUnread);
+        st->bodyUnread = 0;
         corListRemove(&st->link);
         st->conn = NULL;
         streamGone(st, code != NGHTTP3_H3_NO_ERROR);
@@ -690,6 +821,12 @@ requestDone(CorRequest* r)
     if (answerSubmit(st->conn, st) != 0) {
         streamReset(st->conn, st, NGHTTP3_H3_INTERNAL_ERROR);
     }
+    if (bodyComing(st)) {
+        /* Answered before the body its handler streams came whole: the
+         * rest need not come. */
+        bodyStop(st->conn, st, NGHTTP3_H3_NO_ERROR);
+        corRequestBodyEnd(r, -ECONNRESET);
+    }
     corHttp3ConnKick(st->conn);
 }
 
@@ -751,6 +888,19 @@ streamAbort(CorRequest* r)
         return;
     }
     streamReset(st->conn, st, NGHTTP3_H3_INTERNAL_ERROR);
+}
+
+static void
+bodyConsumed(CorRequest* r, size_t n)
+{
+    Http3Stream* st = corContainerOf(r, Http3Stream, r);
+
+    if (gone(st) || st->bodyStopped) {
+        return; /* given back at the close, or the stop */
+    }
+    st->bodyUnread -= n;
+    windowOpen(st->conn, st, n);
+    corHttp3ConnKick(st->conn);
 }
 
 static bool

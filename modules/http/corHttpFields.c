@@ -87,3 +87,29 @@ corHttpBodyAllowed(const CorRequest* r, int status)
 {
     return !r->head && status >= 200 && status != 204 && status != 304;
 }
+
+/* Whether r's body, to come, is one the core gathers for a handler that
+ * takes it whole (corRequestBodySpool.c) rather than the stream's
+ * buffer: past limits.body_memory, or of a length not said, so that it
+ * goes to a file past that. */
+bool
+corHttpBodyLarge(const CorRequest* r)
+{
+    for (unsigned i = 0; i < r->headerCount; i++) {
+        const CorHeader* h = &r->headers[i];
+        uint64_t len = 0;
+
+        if (!corHeaderIs(h, "content-length")) {
+            continue;
+        }
+        for (size_t k = 0; k < h->valueLen; k++) {
+            if (h->value[k] < '0' || h->value[k] > '9'
+                || len > (UINT64_MAX - 9) / 10) {
+                return true; /* the protocol refuses it: no matter */
+            }
+            len = len * 10 + (uint64_t)(h->value[k] - '0');
+        }
+        return len > corLimits()->bodyMemory;
+    }
+    return true;
+}

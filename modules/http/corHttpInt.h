@@ -324,6 +324,11 @@ size_t corHttpNamesLen(const CorHeader* list, unsigned count);
 /* Whether r's answer with status has a body to send: none for a HEAD,
  * nor for a status that allows none. */
 bool corHttpBodyAllowed(const CorRequest* r, int status);
+/* Whether r's body, to come, is one the core gathers for a handler that
+ * takes it whole (corRequestBodySpool.c) rather than the stream's
+ * buffer: past limits.body_memory, or of a length not said (HTTP/2's
+ * and HTTP/3's, whose framing says none). */
+bool corHttpBodyLarge(const CorRequest* r);
 
 /* ---- corHttp3Endpoint.c (HTTP/3: corHttp3Int.h) -------------------------- */
 
