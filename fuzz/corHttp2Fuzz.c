@@ -55,34 +55,10 @@ corLimitsOf(const CorRequest* r)
     return corLimits();
 }
 
-const CorLimits*
-corRequestLimits(CorRequest* r)
-{
-    (void)r;
-    return corLimits();
-}
-
-int
-corLimitsBody(const CorRequest* r, uint64_t bytes)
-{
-    (void)r;
-    return bytes > corLimits()->bodyBytes ? 413 : 0;
-}
-
 const char*
 corLimitsText(int status)
 {
     return status == 413 || status == 431 || status == 408 ? "refused\n" : NULL;
-}
-
-void
-corLimitsRefused(const char* protocol, const char* who, const char* what,
-                 int status)
-{
-    (void)protocol;
-    (void)who;
-    (void)what;
-    (void)status;
 }
 
 void
@@ -135,35 +111,6 @@ corRequestCancel(CorRequest* r)
 
 /* The stood-in routes stream no body: each comes whole, as it did before
  * handlers could take one as it comes. */
-bool
-corRequestBodyStreams(const CorRequest* r)
-{
-    (void)r;
-    return false;
-}
-
-int
-corRequestBodyBegin(CorRequest* r)
-{
-    (void)r;
-    return -ENOSYS;
-}
-
-int
-corRequestBodyPut(CorRequest* r, const void* data, size_t len)
-{
-    (void)r;
-    (void)data;
-    (void)len;
-    return -ENOSYS;
-}
-
-void
-corRequestBodyEnd(CorRequest* r, int rc)
-{
-    (void)r;
-    (void)rc;
-}
 
 void
 corResponseStreamDrained(CorRequest* r)
@@ -176,11 +123,6 @@ corLog(CorLogLevel level, const char* fmt, ...)
 {
     (void)level;
     (void)fmt;
-}
-
-void
-corAcceptClosed(void)
-{
 }
 
 void

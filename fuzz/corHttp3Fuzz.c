@@ -76,16 +76,6 @@ corLimitsText(int status)
     return status == 413 || status == 431 ? "a limit" : NULL;
 }
 
-void
-corLimitsRefused(const char* protocol, const char* who, const char* what,
-                 int status)
-{
-    (void)protocol;
-    (void)who;
-    (void)what;
-    (void)status;
-}
-
 /* Answered at once, in memory; sent at the stream's end. */
 void
 corRequestServe(CorRequest* r, const CorProtocolOps* ops, void* data)
