@@ -286,8 +286,8 @@ corConfigCheck(const CorServer* s, const char* name, const char* yaml,
     return corShell(command, out, cap);
 }
 
-static void
-printLog(const CorServer* s)
+void
+corServerLogPrint(const CorServer* s)
 {
     char command[256];
 
@@ -353,7 +353,7 @@ start(CorServer* s, const char* yaml, unsigned long fdSoft,
         }
         usleep(20 * 1000);
     }
-    printLog(s);
+    corServerLogPrint(s);
     corServerStop(s);
     return -1;
 }
@@ -429,7 +429,7 @@ corServerStop(CorServer* s)
              s->log);
     sanitizerReports = s->log[0] != '\0' && system(command) == 0;
     if (sanitizerReports) {
-        printLog(s);
+        corServerLogPrint(s);
     }
     if (s->dir[0] != '\0') {
         snprintf(command, sizeof(command), "rm -rf %s", s->dir);

@@ -109,6 +109,8 @@ void corTestCertsRemove(const char* dir);
 int corServerLogCount(const CorServer* s, const char* text);
 /* The same for an extended regular expression (no single quote). */
 int corServerLogMatches(const CorServer* s, const char* regex);
+/* s's whole log to stderr: what a failed wait shows to explain itself. */
+void corServerLogPrint(const CorServer* s);
 /* Run cor-request (beside COR_BIN) with args, expanded as a config is
  * ({PORT}, {PORT2}, {DIR}); its output (stderr too) goes to out. Returns
  * its exit status. */
