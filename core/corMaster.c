@@ -655,10 +655,12 @@ replace(void)
 
     sleep(1); /* a crash loop must not spin */
     if (generationStart(&current, &errors) != 0) {
-        corLog(COR_LOG_ERROR, "no generation could start, trying again:\n%s",
-               errors.text ? errors.text : "");
         current.pid = 0;
         back = corMasterRollbackDue(why, sizeof(why));
+        /* Say what comes next: a rollback is not a try again. */
+        corLog(COR_LOG_ERROR, "no generation could start, %s:\n%s",
+               back != NULL ? "rolling back" : "trying again in 1 s",
+               errors.text ? errors.text : "");
         if (back != NULL) {
             rollback(back, why);
         } else {
