@@ -28,24 +28,55 @@
 
 static CorServer cor[2];
 static CorTestPeer peer;
+/* RabbitMQ takes 10 s or more to start: one for the whole program,
+ * started before the first case (in check's parent, which outlives
+ * each case's child) and lent to each case that asks for it. */
+static CorTestPeer rabbit;
+static char rabbitWhy[256];
 static char buf[1 << 16];
+
+static void
+rabbitUp(void)
+{
+    if (corTestPeerStart(&rabbit, COR_PEER_RABBITMQ, NULL, rabbitWhy,
+                         sizeof(rabbitWhy))
+        != 0) {
+        rabbit.pid = 0;
+    }
+}
+
+static void
+rabbitDown(void)
+{
+    corTestPeerStop(&rabbit);
+}
 
 static void
 tearDown(void)
 {
     corServerStop(&cor[0]);
     corServerStop(&cor[1]);
-    corTestPeerStop(&peer);
+    if (peer.pid != rabbit.pid) {
+        corTestPeerStop(&peer);
+    }
 }
 
-/* Start a broker of kind; false (the case is skipped, saying why) when it
- * is not installed. */
+/* Start a broker of kind (RabbitMQ: lend the program's); false (the case
+ * is skipped, saying why) when it is not installed. */
 static bool
-peerUp(CorTestPeerKind kind, const char* extra)
+peerUp(CorTestPeerKind kind)
 {
     char why[256];
 
-    if (corTestPeerStart(&peer, kind, extra, why, sizeof(why)) != 0) {
+    if (kind == COR_PEER_RABBITMQ) {
+        if (rabbit.pid == 0) {
+            fprintf(stderr, "SKIP rabbitmq: %s\n", rabbitWhy);
+            return false;
+        }
+        peer = rabbit;
+        return true;
+    }
+    if (corTestPeerStart(&peer, kind, NULL, why, sizeof(why)) != 0) {
         fprintf(stderr, "SKIP %s: %s\n", corTestPeerName(kind), why);
         return false;
     }
@@ -139,7 +170,7 @@ windowCheck(CorTestPeerKind kind)
     pid_t recv;
     long deadline;
 
-    if (!peerUp(kind, NULL)) {
+    if (!peerUp(kind)) {
         return;
     }
     corUp(0, "    version: \"3.1.1\"\n    qos: 2\n"
@@ -202,7 +233,7 @@ twoUp(const char* clientId)
 /* Two instances of one configuration keep one connection each. */
 START_TEST(instances)
 {
-    if (!peerUp((CorTestPeerKind)_i, NULL)) {
+    if (!peerUp((CorTestPeerKind)_i)) {
         return;
     }
     twoUp(NULL);
@@ -219,7 +250,7 @@ END_TEST
  * tries), and each says once what to do. */
 START_TEST(takeover)
 {
-    if (!peerUp((CorTestPeerKind)_i, NULL)) {
+    if (!peerUp((CorTestPeerKind)_i)) {
         return;
     }
     twoUp("same");
@@ -249,7 +280,7 @@ notifyNow(CorTestPeerKind kind, const char* mqtt, const char* topic)
 {
     char request[256];
 
-    if (!peerUp(kind, NULL)) {
+    if (!peerUp(kind)) {
         return false;
     }
     corUp(0, mqtt);
@@ -318,7 +349,7 @@ START_TEST(shared)
     long a = 0;
     long b = 0;
 
-    if (!peerUp(COR_PEER_MOSQUITTO, NULL)) {
+    if (!peerUp(COR_PEER_MOSQUITTO)) {
         return;
     }
     snprintf(mqtt, sizeof(mqtt),
@@ -351,6 +382,7 @@ END_TEST
 
 COR_TEST_SUITE(corMqttPeer)
 {
+    tcase_add_unchecked_fixture(tc, rabbitUp, rabbitDown);
     tcase_add_checked_fixture(tc, NULL, tearDown);
     tcase_set_timeout(tc, 240);
     tcase_add_loop_test(tc, window, 0, COR_PEER_KINDS);
