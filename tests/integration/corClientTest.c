@@ -84,31 +84,12 @@ static const char* tlsUpstreamFormat =
     "  - { match: \"GET /hello\", handler: hello }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
-/* The test certificates, made once beside the binary. */
-static void
-certsMake(void)
-{
-    const char* bin = getenv("COR_BIN");
-    const char* slash = bin ? strrchr(bin, '/') : NULL;
-    char command[512];
-    char out[1024];
-
-    if (slash != NULL) {
-        snprintf(certs, sizeof(certs), "%.*s/test-certs", (int)(slash - bin),
-                 bin);
-    } else {
-        snprintf(certs, sizeof(certs), "build/test-certs");
-    }
-    snprintf(command, sizeof(command), "tests/tls/makeCerts %s 2>&1", certs);
-    ck_assert_msg(corShell(command, out, sizeof(out)) == 0, "%s", out);
-}
-
 static void
 setUp(void)
 {
     char yaml[4096];
 
-    certsMake();
+    corTestCertsShared(certs, sizeof(certs));
     snprintf(yaml, sizeof(yaml), configFormat, "30s", certs);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);
 }

@@ -55,24 +55,6 @@ static const char* configFormat =
     "  - { match: \"GET /fanleave\", handler: fanleave }\n"
     "log: { pid_file: {DIR}/cor.pid }\n";
 
-static void
-certsMake(void)
-{
-    const char* bin = getenv("COR_BIN");
-    const char* slash = bin ? strrchr(bin, '/') : NULL;
-    char command[512];
-    char out[1024];
-
-    if (slash != NULL) {
-        snprintf(certs, sizeof(certs), "%.*s/test-certs", (int)(slash - bin),
-                 bin);
-    } else {
-        snprintf(certs, sizeof(certs), "build/test-certs");
-    }
-    snprintf(command, sizeof(command), "tests/tls/makeCerts %s 2>&1", certs);
-    ck_assert_msg(corShell(command, out, sizeof(out)) == 0, "%s", out);
-}
-
 /* The scripted upstream, beside this program. */
 static void
 upstreamStart(void)
@@ -86,7 +68,7 @@ setUp(void)
 {
     char yaml[4096];
 
-    certsMake();
+    corTestCertsShared(certs, sizeof(certs));
     upstreamStart();
     snprintf(yaml, sizeof(yaml), configFormat, certs, upstreamPort);
     ck_assert_int_eq(corServerStart(&server, yaml), 0);

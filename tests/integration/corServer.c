@@ -748,30 +748,40 @@ corMetric(int port, const char* name)
  * folder itself, since a test may change its own (a reload with another
  * certificate). A test that cannot make or remove them cannot go on. */
 void
-corTestCertsMake(char* dir, size_t cap)
+corTestCertsShared(char* dir, size_t cap)
 {
     const char* bin = getenv("COR_BIN");
     const char* slash = bin != NULL ? strrchr(bin, '/') : NULL;
+    char command[512];
+
+    if (slash != NULL) {
+        snprintf(dir, cap, "%.*s/test-certs", (int)(slash - bin), bin);
+    } else {
+        snprintf(dir, cap, "build/test-certs");
+    }
+    snprintf(command, sizeof(command), "tests/tls/makeCerts %s", dir);
+    if (system(command) != 0) {
+        fprintf(stderr, "cannot make the test certificates in %s\n", dir);
+        abort();
+    }
+}
+
+void
+corTestCertsMake(char* dir, size_t cap)
+{
     char made[256];
     char command[1280];
 
-    if (slash != NULL) {
-        snprintf(made, sizeof(made), "%.*s/test-certs", (int)(slash - bin),
-                 bin);
-    } else {
-        snprintf(made, sizeof(made), "build/test-certs");
-    }
+    corTestCertsShared(made, sizeof(made));
     snprintf(dir, cap, "/tmp/cor-certs-XXXXXX");
     if (mkdtemp(dir) == NULL) {
         fprintf(stderr, "cannot make a folder for the test certificates\n");
         abort();
     }
-    snprintf(command, sizeof(command),
-             "tests/tls/makeCerts %s && cp -p "
-             "%s/*.pem %s/*.key %s/",
-             made, made, made, dir);
+    snprintf(command, sizeof(command), "cp -p %s/*.pem %s/*.key %s/", made,
+             made, dir);
     if (system(command) != 0) {
-        fprintf(stderr, "cannot make the test certificates in %s\n", dir);
+        fprintf(stderr, "cannot copy the test certificates to %s\n", dir);
         abort();
     }
 }

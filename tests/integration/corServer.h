@@ -101,8 +101,12 @@ int corStatus(const char* response);
 const char* corBody(const char* response);
 /* Run a shell command, capture its output; returns the exit status. */
 int corShell(const char* command, char* out, size_t cap);
-/* The test certificates of tests/tls/makeCerts in a fresh folder, whose
- * path goes to dir (cap bytes, at least 32); and its removal. */
+/* The test certificates of tests/tls/makeCerts, made once beside the
+ * binary and shared by the programs that only read them: their folder's
+ * path goes to dir (cap bytes). */
+void corTestCertsShared(char* dir, size_t cap);
+/* The same in a fresh folder of one's own, whose path goes to dir (cap
+ * bytes, at least 32); and its removal. */
 void corTestCertsMake(char* dir, size_t cap);
 void corTestCertsRemove(const char* dir);
 /* How many lines of s's log hold text (a fixed string, no quote). */
