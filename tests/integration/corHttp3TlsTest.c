@@ -21,11 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A shell function: the DER of a PEM certificate on stdin, in hex on one
- * line. */
-#define DER_HEX                                                                \
-    "der() { openssl x509 -outform der | od -An -tx1 -v | tr -d ' \\n'; }; "
-
 static CorServer server;
 static char certs[64];
 static char out[1 << 16];
@@ -101,9 +96,9 @@ sameAsTcp(const char* host, const char* file)
     bool address = strcmp(host, "127.0.0.1") == 0;
     int rc = corShellAt(
         server.port, server.dir, out, sizeof(out),
-        DER_HEX
-        "tcp=$(echo | openssl s_client -connect 127.0.0.1:$P "
-        "-servername %s 2>/dev/null | der) && want=$(der < %s/%s) && "
+        "tcp=$(echo | openssl s_client -connect 127.0.0.1:$P -servername %s "
+        "2>/dev/null | tests/tls/derHex) && "
+        "want=$(tests/tls/derHex < %s/%s) && "
         "[ -n \"$want\" ] && [ \"$tcp\" = \"$want\" ] || "
         "{ echo TCP serves another; exit 1; }; "
         "tests/tls/h3Handshake %s %s $P > $D/h3 && grep -q \"$want\" $D/h3",
@@ -171,8 +166,7 @@ secondResumes(int port, const char* file)
 {
     return corShellAt(
         port, server.dir, out, sizeof(out),
-        DER_HEX
-        "want=$(der < %s/%s) && rm -rf $D/s$P $D/dl$P && "
+        "want=$(tests/tls/derHex < %s/%s) && rm -rf $D/s$P $D/dl$P && "
         "mkdir $D/dl$P && tests/tls/h3Handshake 127.0.0.1 $P "
         "--session-file=$D/s$P > $D/h3 && grep -q \"$want\" $D/h3 && "
         "tests/tls/h3Handshake 127.0.0.1 $P --session-file=$D/s$P "
