@@ -433,6 +433,15 @@ START_TEST(
                       && strstr(out, "Cert Status: good") != NULL
                       && strstr(out, "Verify return code: 0 (ok)") != NULL,
                   "%s", out);
+    /* Over h3 too: the leaf's entry in the Certificate message carries a
+     * status_request extension (type 5) with an OCSP response (status
+     * type 1, then a DER SEQUENCE). */
+    ck_assert_msg(corShellAt(tlsPort, storage, out, sizeof(out),
+                             "tests/tls/h3Handshake 127.0.0.1 $P > $D/h3 && "
+                             "grep -Eq '0005[0-9a-f]{4}01[0-9a-f]{6}3082' "
+                             "$D/h3")
+                      == 0,
+                  "no staple over h3: %s", out);
 
     ck_assert_uint_eq(modeOf("account.key"), 0600);
     ck_assert_uint_eq(modeOf("a.test.key"), 0600);
