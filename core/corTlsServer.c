@@ -21,6 +21,11 @@
  * session_tickets: false, nothing resumes). With tickets: REDIS, every
  * context encrypts them with the keys shared through Redis
  * (corTlsTickets.c), so sessions resume across instances.
+ *
+ * HTTP/3's handshake is GnuTLS's (modules/http/corHttp3Tls.c): it serves
+ * what these contexts serve, through corListenerCert* at the end of this
+ * file: the same choice by name (certPick), each certificate's chain and
+ * key as PEM, numbered so that an ACME swap reaches it, and its staple.
  */
 #include "corAcme.h"
 
