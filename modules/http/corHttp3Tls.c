@@ -218,9 +218,13 @@ onHello(gnutls_session_t session)
 int
 corHttp3TlsSession(Http3Conn* c)
 {
-    unsigned ticketS = ticketKey.data != NULL
-                           ? corListenerTicketLifetimeS(c->ep->l)
-                           : 0;
+    /* The key is read only where this loop made sure of it
+     * (corHttp3TlsLoad's pthread_once for this listener). */
+    unsigned ticketS = corListenerTicketLifetimeS(c->ep->l);
+
+    if (ticketS > 0 && ticketKey.data == NULL) {
+        ticketS = 0; /* GnuTLS could not make it */
+    }
 
     if (gnutls_init(&c->tls,
                     GNUTLS_SERVER | GNUTLS_NO_END_OF_EARLY_DATA
