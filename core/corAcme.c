@@ -180,8 +180,10 @@ corAcmeServed(CorAcme* acme, X509** certP, STACK_OF(X509) * *chainP,
     *chainP = X509_chain_up_ref(acme->chain);
     *keyP = acme->key;
     *serialP = atomic_load(&acme->serial);
-    X509_up_ref(acme->cert);
-    EVP_PKEY_up_ref(acme->key);
+    if (acme->cert != NULL) { /* none only once freed */
+        X509_up_ref(acme->cert);
+        EVP_PKEY_up_ref(acme->key);
+    }
     pthread_mutex_unlock(&acme->lock);
 }
 
