@@ -70,6 +70,7 @@ struct CorAcme {
     STACK_OF(X509) * chain;
     EVP_PKEY* key;
     CorTlsOcsp* ocsp; /* cert's stapling; NULL: none (no responder) */
+    atomic_uint_fast64_t serial; /* one more at each swap (HTTP/3 looks) */
     bool temporary;
     bool tlsAlpn;        /* TLS-ALPN-01 proves the names, not HTTP-01 */
     char startNote[700]; /* what corAcmeStart logs first */
@@ -153,6 +154,7 @@ serve(CorAcme* acme, X509* cert, STACK_OF(X509) * chain, EVP_PKEY* key,
     acme->key = key;
     acme->ocsp = ocsp;
     acme->temporary = temporary;
+    atomic_fetch_add(&acme->serial, 1);
     pthread_mutex_unlock(&acme->lock);
     X509_free(oldCert);
     sk_X509_pop_free(oldChain, X509_free);
@@ -161,6 +163,42 @@ serve(CorAcme* acme, X509* cert, STACK_OF(X509) * chain, EVP_PKEY* key,
     acme->ocspDue = 0;
     acme->ocspRetryMs = 0;
     acme->ariDue = 0;
+}
+
+uint64_t
+corAcmeSerial(CorAcme* acme)
+{
+    return atomic_load(&acme->serial);
+}
+
+void
+corAcmeServed(CorAcme* acme, X509** certP, STACK_OF(X509) * *chainP,
+              EVP_PKEY** keyP, uint64_t* serialP)
+{
+    pthread_mutex_lock(&acme->lock);
+    *certP = acme->cert;
+    *chainP = X509_chain_up_ref(acme->chain);
+    *keyP = acme->key;
+    *serialP = atomic_load(&acme->serial);
+    if (acme->cert != NULL) { /* none only once freed */
+        X509_up_ref(acme->cert);
+        EVP_PKEY_up_ref(acme->key);
+    }
+    pthread_mutex_unlock(&acme->lock);
+}
+
+int
+corAcmeStaple(CorAcme* acme, uint64_t serial, void* (*alloc)(size_t),
+              unsigned char** derP)
+{
+    int len = -1;
+
+    pthread_mutex_lock(&acme->lock);
+    if (acme->ocsp != NULL && atomic_load(&acme->serial) == serial) {
+        len = corTlsOcspCopy(acme->ocsp, alloc, derP);
+    }
+    pthread_mutex_unlock(&acme->lock);
+    return len;
 }
 
 /* The ARI id of the certificate served; NULL while temporary. */

@@ -181,6 +181,17 @@ CorAcme* corAcmeNew(struct ssl_ctx_st* ctx, const CorConfig* config,
                     const CorConfigAcme* a, CorConfErrors* e);
 void corAcmeFree(CorAcme* acme);
 
+/* For a TLS stack beside OpenSSL (HTTP/3's GnuTLS, through
+ * corListenerCertPem): the number of the certificate served, one more at
+ * each swap; that certificate, its chain and key (each the caller's to
+ * free) and its number; and its OCSP staple, in alloc's memory, while
+ * serial is still the one served (its length, or -1). Any thread. */
+uint64_t corAcmeSerial(CorAcme* acme);
+void corAcmeServed(CorAcme* acme, X509** certP, STACK_OF(X509) * *chainP,
+                   EVP_PKEY** keyP, uint64_t* serialP);
+int corAcmeStaple(CorAcme* acme, uint64_t serial, void* (*alloc)(size_t),
+                  unsigned char** derP);
+
 /* Start the task that orders and renews (a thread of the generation). */
 int corAcmeStart(CorAcme* acme);
 

@@ -267,10 +267,6 @@ struct CorListener {
     bool proxyProtocol;       /* a PROXY header first (corProxyAccept.c) */
     struct CorTlsServer* tls; /* the generation's, NULL: plain */
     bool http3;               /* its http3: on */
-    /* tls: its default certificate's and key's files (HTTP/3's GnuTLS
-     * reads them), or NULL. */
-    const char* certificate;
-    const char* key;
 };
 
 /* Read the PROXY header fd's peer sends first, on loop (index's), then
@@ -370,6 +366,9 @@ int corTlsOcspRound(CorTlsOcsp* o, int* retryMs);
 /* o's staple on ssl when it has one still valid: a status callback's
  * answer (SSL_TLSEXT_ERR_OK or _NOACK). */
 int corTlsOcspStaple(CorTlsOcsp* o, struct ssl_st* ssl);
+/* o's staple when it has one still valid, copied into alloc's memory
+ * (*derP): its length, or -1. */
+int corTlsOcspCopy(CorTlsOcsp* o, void* (*alloc)(size_t), unsigned char** derP);
 
 /* A listener's session ticket keys shared through Redis (tls.tickets,
  * corTlsTickets.c), owned by its listener's server. */

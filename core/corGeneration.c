@@ -97,30 +97,6 @@ corListenerHttp3(const CorListener* l)
     return l->http3;
 }
 
-const char*
-corListenerCertificate(const CorListener* l)
-{
-    return l->certificate;
-}
-
-const char*
-corListenerKey(const CorListener* l)
-{
-    return l->key;
-}
-
-/* The default certificate's files, for HTTP/3's own TLS stack: none for
- * a plain listener, nor for one whose certificate ACME issues (its files
- * change under it; docs/http3.md). */
-static void
-listenerFilesSet(CorListener* l, const CorConfigListen* cl)
-{
-    if (cl->tls != NULL && cl->tls->certCount > 0 && cl->tls->acme == NULL) {
-        l->certificate = cl->tls->certs[0].certificate;
-        l->key = cl->tls->certs[0].key;
-    }
-}
-
 /* ---- Loops --------------------------------------------------------------- */
 
 /* Start every protocol on this loop with its listeners. */
@@ -582,7 +558,6 @@ corGenerationRun(const CorConfig* config, CorListener* listeners,
         listeners[i].tls = corTlsServerAt(i);
         listeners[i].http2 = config->listen[i].http2;
         listeners[i].http3 = config->listen[i].http3;
-        listenerFilesSet(&listeners[i], &config->listen[i]);
         listeners[i].proxyProtocol = config->listen[i].proxyProtocol;
     }
     corRuntime.workers = corEvPoolCreate(config->runtime.workers);

@@ -252,11 +252,34 @@ bool corListenerHttp2(const CorListener* l);
 /* The listener's http3 (off by default; on only with tls): HTTP/3 over
  * QUIC on UDP at the same address (docs/http3.md). */
 bool corListenerHttp3(const CorListener* l);
-/* A TLS listener's default certificate chain and key, PEM files as the
- * configuration names them (relative ones resolved), or NULL (plain, or
- * ACME's): for a TLS stack beside cor's own (HTTP/3's GnuTLS). */
-const char* corListenerCertificate(const CorListener* l);
-const char* corListenerKey(const CorListener* l);
+/*
+ * A TLS listener's certificates for a TLS stack beside cor's own
+ * (HTTP/3's GnuTLS): what OpenSSL's handshakes serve, as they serve it.
+ * Index 0 is the default certificate, then the sni entries. Any thread.
+ */
+/* How many (0 for a plain listener). */
+unsigned corListenerCertCount(const CorListener* l);
+/* The index a handshake naming host (NULL: no SNI) gets: OpenSSL's own
+ * choice (an sni entry by name or wildcard, else the default). */
+unsigned corListenerCertPick(const CorListener* l, const char* host);
+/* index's certificate now: a number that changes each time another is
+ * swapped in (ACME's issue and renewals), without a reload. */
+uint64_t corListenerCertSerial(const CorListener* l, unsigned index);
+/* index's certificate and chain (PEM, leaf first) and its key (PKCS#8
+ * PEM), malloc'd, and the serial they are of. Returns 0 or -1. */
+int corListenerCertPem(const CorListener* l, unsigned index, char** chainP,
+                       char** keyP, uint64_t* serialP);
+/* Free what corListenerCertPem gave (the key's bytes wiped first). */
+void corListenerCertPemFree(char* chain, char* key);
+/* The OCSP staple OpenSSL's handshakes serve with index's certificate of
+ * serial (a DER response, in alloc's memory, into *derP): its length, or
+ * -1 when there is none still valid or that certificate is served no
+ * more. */
+int corListenerCertStaple(const CorListener* l, unsigned index, uint64_t serial,
+                          void* (*alloc)(size_t), unsigned char** derP);
+/* The listener's session_lifetime in seconds, 0 with session_tickets:
+ * false. */
+unsigned corListenerTicketLifetimeS(const CorListener* l);
 
 /*
  * A transport: how a connection's bytes move. Protocol modules read and

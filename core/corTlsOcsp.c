@@ -64,18 +64,35 @@ struct CorTlsOcsp {
 };
 
 int
-corTlsOcspStaple(CorTlsOcsp* o, SSL* ssl)
+corTlsOcspCopy(CorTlsOcsp* o, void* (*alloc)(size_t), unsigned char** derP)
 {
-    unsigned char* copy = NULL;
-    int len = 0;
+    int len = -1;
 
+    *derP = NULL;
     pthread_mutex_lock(&o->lock);
-    if (o->der != NULL && (o->expires == 0 || time(NULL) < o->expires)) {
-        copy = OPENSSL_memdup(o->der, (size_t)o->derLen);
+    if (o->der != NULL && (o->expires == 0 || time(NULL) < o->expires)
+        && (*derP = alloc((size_t)o->derLen)) != NULL) {
+        memcpy(*derP, o->der, (size_t)o->derLen);
         len = o->derLen;
     }
     pthread_mutex_unlock(&o->lock);
-    if (copy == NULL) {
+    return len;
+}
+
+/* OpenSSL's allocator, which frees a staple set on a handshake. */
+static void*
+opensslAlloc(size_t len)
+{
+    return OPENSSL_malloc(len);
+}
+
+int
+corTlsOcspStaple(CorTlsOcsp* o, SSL* ssl)
+{
+    unsigned char* copy;
+    int len = corTlsOcspCopy(o, opensslAlloc, &copy);
+
+    if (len < 0) {
         return SSL_TLSEXT_ERR_NOACK;
     }
     SSL_set_tlsext_status_ocsp_resp(ssl, copy, len);

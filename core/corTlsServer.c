@@ -21,6 +21,11 @@
  * session_tickets: false, nothing resumes). With tickets: REDIS, every
  * context encrypts them with the keys shared through Redis
  * (corTlsTickets.c), so sessions resume across instances.
+ *
+ * HTTP/3's handshake is GnuTLS's (modules/http/corHttp3Tls.c): it serves
+ * what these contexts serve, through corListenerCert* at the end of this
+ * file: the same choice by name (certPick), each certificate's chain and
+ * key as PEM, numbered so that an ACME swap reaches it, and its staple.
  */
 #include "corAcme.h"
 
@@ -46,7 +51,8 @@ struct CorTlsServer {
     CorAcme* acme;          /* the default's issuer; NULL: its files */
     char** names;           /* their names; names[0] is NULL */
     unsigned count;
-    unsigned char alpn[256]; /* the protocol's, in wire format */
+    unsigned ticketLifetimeS; /* session_lifetime; 0: no tickets */
+    unsigned char alpn[256];  /* the protocol's, in wire format */
     unsigned alpnLen;
     uint64_t handshakeTimeoutMs;
 };
@@ -71,23 +77,36 @@ nameMatches(const char* name, const char* host)
     return dot != NULL && dot != host && strcasecmp(dot + 1, name + 2) == 0;
 }
 
+/* The certificate a handshake naming host gets: the first sni entry
+ * that matches, else the default (0). HTTP/3's GnuTLS asks it too
+ * (corListenerCertPick), so that both stacks choose alike. */
+static unsigned
+certPick(const CorTlsServer* server, const char* host)
+{
+    for (unsigned i = 1; host != NULL && i < server->count; i++) {
+        if (nameMatches(server->names[i], host)) {
+            return i;
+        }
+    }
+    return 0;
+}
+
 static int
 onServerName(SSL* ssl, int* alert, void* arg)
 {
     const CorTlsServer* server = arg;
     const char* host = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+    unsigned i;
 
     (void)alert;
     if (host == NULL) {
         return SSL_TLSEXT_ERR_NOACK;
     }
-    for (unsigned i = 1; i < server->count; i++) {
-        if (nameMatches(server->names[i], host)) {
-            SSL_set_SSL_CTX(ssl, server->ctx[i]);
-            return SSL_TLSEXT_ERR_OK;
-        }
+    i = certPick(server, host);
+    if (i > 0) {
+        SSL_set_SSL_CTX(ssl, server->ctx[i]);
     }
-    return SSL_TLSEXT_ERR_OK; /* the default certificate */
+    return SSL_TLSEXT_ERR_OK;
 }
 
 /* The protocol's name when the client offers it; a client that offers
@@ -388,6 +407,9 @@ serverNew(const CorConfig* config, const CorConfigListen* l, CorConfErrors* e)
         return NULL;
     }
     server->handshakeTimeoutMs = l->tls->handshakeTimeoutMs;
+    server->ticketLifetimeS = l->tls->sessionTickets
+                                  ? (unsigned)l->tls->sessionLifetimeS
+                                  : 0;
     /* A protocol that speaks HTTP/2 lists "h2" first; http2: off
      * offers only what follows it. */
     if (alpn != NULL && !l->http2 && strncmp(alpn, "h2,", 3) == 0) {
@@ -488,4 +510,119 @@ uint64_t
 corListenerHandshakeTimeoutMs(const CorListener* l)
 {
     return l->tls != NULL ? l->tls->handshakeTimeoutMs : 0;
+}
+
+/* ---- For a TLS stack beside OpenSSL (HTTP/3's GnuTLS) -------------------- */
+
+unsigned
+corListenerCertCount(const CorListener* l)
+{
+    return l->tls != NULL ? l->tls->count : 0;
+}
+
+unsigned
+corListenerCertPick(const CorListener* l, const char* host)
+{
+    return certPick(l->tls, host);
+}
+
+uint64_t
+corListenerCertSerial(const CorListener* l, unsigned index)
+{
+    return index == 0 && l->tls->acme != NULL ? corAcmeSerial(l->tls->acme) : 0;
+}
+
+/* What bio holds, as a string (malloc'd), or NULL. */
+static char*
+bioString(BIO* bio)
+{
+    char* data;
+    long len = BIO_get_mem_data(bio, &data);
+
+    return len > 0 ? strndup(data, (size_t)len) : NULL;
+}
+
+/* cert, then chain, in PEM into *chainP; key's PKCS#8 PEM into *keyP. */
+static int
+pemWrite(X509* cert, STACK_OF(X509) * chain, EVP_PKEY* key, char** chainP,
+         char** keyP)
+{
+    BIO* certs = BIO_new(BIO_s_mem());
+    BIO* keys = BIO_new(BIO_s_mem());
+    bool ok = certs != NULL && keys != NULL && PEM_write_bio_X509(certs, cert)
+              && PEM_write_bio_PrivateKey(keys, key, NULL, NULL, 0, NULL, NULL);
+
+    for (int i = 0; ok && i < sk_X509_num(chain); i++) {
+        ok = PEM_write_bio_X509(certs, sk_X509_value(chain, i));
+    }
+    *chainP = ok ? bioString(certs) : NULL;
+    *keyP = ok ? bioString(keys) : NULL;
+    BIO_free(certs);
+    BIO_free_all(keys); /* a memory BIO's buffer is cleansed when freed */
+    ERR_clear_error();
+    if (*chainP == NULL || *keyP == NULL) {
+        corListenerCertPemFree(*chainP, *keyP);
+        return -1;
+    }
+    return 0;
+}
+
+int
+corListenerCertPem(const CorListener* l, unsigned index, char** chainP,
+                   char** keyP, uint64_t* serialP)
+{
+    const CorTlsServer* server = l->tls;
+    X509* cert;
+    STACK_OF(X509)* chain = NULL;
+    EVP_PKEY* key;
+    int rc;
+
+    *serialP = 0;
+    if (index == 0 && server->acme != NULL) {
+        corAcmeServed(server->acme, &cert, &chain, &key, serialP);
+    } else {
+        cert = SSL_CTX_get0_certificate(server->ctx[index]);
+        key = SSL_CTX_get0_privatekey(server->ctx[index]);
+        SSL_CTX_get0_chain_certs(server->ctx[index], &chain);
+        X509_up_ref(cert);
+        EVP_PKEY_up_ref(key);
+        chain = X509_chain_up_ref(chain);
+    }
+    rc = cert != NULL && key != NULL ? pemWrite(cert, chain, key, chainP, keyP)
+                                     : -1;
+    X509_free(cert);
+    sk_X509_pop_free(chain, X509_free);
+    EVP_PKEY_free(key);
+    return rc;
+}
+
+void
+corListenerCertPemFree(char* chain, char* key)
+{
+    free(chain);
+    if (key != NULL) {
+        OPENSSL_cleanse(key, strlen(key));
+        free(key);
+    }
+}
+
+int
+corListenerCertStaple(const CorListener* l, unsigned index, uint64_t serial,
+                      void* (*alloc)(size_t), unsigned char** derP)
+{
+    const CorTlsServer* server = l->tls;
+
+    *derP = NULL;
+    if (index == 0 && server->acme != NULL) {
+        return corAcmeStaple(server->acme, serial, alloc, derP);
+    }
+    return server->ocsp[index] != NULL
+               ? corTlsOcspCopy(server->ocsp[index], alloc, derP)
+               : -1;
+}
+
+unsigned
+corListenerTicketLifetimeS(const CorListener* l)
+{
+    return l->tls->ticketLifetimeS;
 }

@@ -50,8 +50,6 @@ Http3Conf corHttp3Conf;
 
 static HttpLoop loops[2];
 static int tcpFd = -1;
-static char certPath[64];
-static char keyPath[64];
 static CorEvIo* endpointIo;
 
 /* ---- The stand-in core and loop ------------------------------------------ */
@@ -162,18 +160,65 @@ corListenerHttp3(const CorListener* l)
     return true;
 }
 
-const char*
-corListenerCertificate(const CorListener* l)
+unsigned
+corListenerCertCount(const CorListener* l)
 {
     (void)l;
-    return certPath;
+    return 1;
 }
 
-const char*
-corListenerKey(const CorListener* l)
+unsigned
+corListenerCertPick(const CorListener* l, const char* host)
 {
     (void)l;
-    return keyPath;
+    (void)host;
+    return 0;
+}
+
+uint64_t
+corListenerCertSerial(const CorListener* l, unsigned index)
+{
+    (void)l;
+    (void)index;
+    return 0;
+}
+
+int
+corListenerCertPem(const CorListener* l, unsigned index, char** chainP,
+                   char** keyP, uint64_t* serialP)
+{
+    (void)l;
+    (void)index;
+    *chainP = strdup(certPem);
+    *keyP = strdup(keyPem);
+    *serialP = 0;
+    return 0;
+}
+
+void
+corListenerCertPemFree(char* chain, char* key)
+{
+    free(chain);
+    free(key);
+}
+
+int
+corListenerCertStaple(const CorListener* l, unsigned index, uint64_t serial,
+                      void* (*alloc)(size_t), unsigned char** derP)
+{
+    (void)l;
+    (void)index;
+    (void)serial;
+    (void)alloc;
+    *derP = NULL;
+    return -1;
+}
+
+unsigned
+corListenerTicketLifetimeS(const CorListener* l)
+{
+    (void)l;
+    return 0;
 }
 
 const char*
@@ -280,19 +325,6 @@ corEvClockNs(void)
 /* ---- The input ------------------------------------------------------------
  */
 
-static void
-pemWrite(char* path, size_t cap, const char* name, const char* pem)
-{
-    FILE* f;
-
-    snprintf(path, cap, "/tmp/corHttp3Fuzz-%d-%s", (int)getpid(), name);
-    f = fopen(path, "w");
-    if (f == NULL || fputs(pem, f) < 0) {
-        abort();
-    }
-    fclose(f);
-}
-
 /* Once: the endpoint of loop 0 on a loopback port, and the client's
  * socket connected to it. */
 static int
@@ -311,16 +343,12 @@ endpointMake(void)
         || getsockname(tcpFd, (struct sockaddr*)&at, &atLen) != 0) {
         abort();
     }
-    pemWrite(certPath, sizeof(certPath), "cert.pem", certPem);
-    pemWrite(keyPath, sizeof(keyPath), "key.pem", keyPem);
     corHttp3SecretMake();
     loops[1].index = 1;
     if (corHttp3Start(&loops[0], &listener, 1) != 0
         || connect(client, (struct sockaddr*)&at, sizeof(at)) != 0) {
         abort();
     }
-    unlink(certPath);
-    unlink(keyPath);
     return client;
 }
 

@@ -647,9 +647,7 @@ connFree(Http3Conn* c)
     }
     nghttp3_conn_del(c->h3);
     ngtcp2_conn_del(c->quic);
-    if (c->tls != NULL) {
-        gnutls_deinit(c->tls);
-    }
+    corHttp3TlsSessionFree(c);
     corListRemove(&c->link);
     atomic_fetch_sub(&h->connCount, 1);
     corAcceptClosed();

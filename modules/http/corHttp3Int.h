@@ -21,6 +21,7 @@ typedef struct Http3Endpoint Http3Endpoint;
 typedef struct Http3Conn Http3Conn;
 typedef struct Http3Stream Http3Stream;
 typedef struct Http3Cid Http3Cid;
+typedef struct Http3Cert Http3Cert;
 
 /* Our connection IDs: [0] the index of the loop that owns the
  * connection, then random bytes (corHttp3Cid.c). */
@@ -68,7 +69,9 @@ struct Http3Endpoint {
     const CorListener* l;
     struct sockaddr_storage local;
     socklen_t localLen;
-    gnutls_certificate_credentials_t cred;
+    Http3Cert** certs; /* the listener's, as GnuTLS serves them (by
+                        * corListenerCertPick's index) */
+    unsigned certCount;
     char altSvc[48]; /* h3=":443"; ma=86400 */
 };
 
@@ -137,6 +140,7 @@ struct Http3Conn {
     ngtcp2_conn* quic;
     nghttp3_conn* h3;
     gnutls_session_t tls;
+    Http3Cert* cert;            /* the certificate its handshake serves */
     ngtcp2_crypto_conn_ref ref; /* GnuTLS's way back to quic */
     struct sockaddr_storage peer;
     socklen_t peerLen;
@@ -177,12 +181,14 @@ void corHttp3CidRemoveAll(Http3Loop* h, Http3Conn* c);
 
 /* ---- corHttp3Tls.c ------------------------------------------------------- */
 
-/* Load the listener's certificate and key for ep (its credentials).
- * Returns 0 or -1 (logged). */
+/* Load the listener's certificates and keys for ep (credentials of its
+ * loop's own). Returns 0 or -1 (logged). */
 int corHttp3TlsLoad(Http3Endpoint* ep);
 void corHttp3TlsFree(Http3Endpoint* ep);
-/* c's GnuTLS session, ALPN h3 only, tied to c->quic. Returns 0 or -1. */
+/* c's GnuTLS session, ALPN h3 only, tied to c->quic; and its end. Returns
+ * 0 or -1. */
 int corHttp3TlsSession(Http3Conn* c);
+void corHttp3TlsSessionFree(Http3Conn* c);
 
 /* ---- corHttp3Conn.c ------------------------------------------------------ */
 

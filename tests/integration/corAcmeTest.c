@@ -18,7 +18,9 @@
  * alone, from a directory (corAcmeFront.py in front of pebble, whose
  * Debian version has no renewalInfo) whose first answer is a 503 with a
  * Retry-After, and whose renewal information (RFC 9773) says to renew at
- * once; `cor -t` refuses what is wrong.
+ * once; `cor -t` refuses what is wrong. The listener serves HTTP/3 too:
+ * an h3 handshake (gtlsclient) gets the temporary certificate, then the
+ * issued one, then the renewed one, each as OpenSSL serves it over TCP.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -204,6 +206,7 @@ corStartTuned(CorServer* s, int plain, int tls, const char* challenge,
              "%s"
              "  - protocol: https\n"
              "    address: 127.0.0.1:%d\n"
+             "    http3: on\n"
              "    tls:\n"
              "      acme:\n"
              "        directory: https://127.0.0.1:%d/dir\n"
@@ -296,6 +299,33 @@ servedChainVerifies(void)
                "-CAfile $D/root.pem -verify_return_error");
     ck_assert_msg(strstr(out, "Verify return code: 0 (ok)") != NULL, "%s", out);
     ck_assert_msg(strstr(out, "Pebble Intermediate") != NULL, "%s", out);
+}
+
+/* Whether an HTTP/3 handshake on the TLS listener (gtlsclient, its
+ * Handshake-level bytes) carries the certificate OpenSSL serves over TCP
+ * now (s_client's): ACME's, swapped in on the loop too. Asked again when
+ * a renewal came between the two handshakes (a 9 s certificate renews
+ * every 5 s). */
+static bool
+h3ServesAsTcp(void)
+{
+    for (int tries = 0; tries < 3; tries++) {
+        int issued = corServerLogCount(&server, "certificate issued by");
+
+        if (corShellAt(tlsPort, storage, out, sizeof(out),
+                       "want=$(echo | openssl s_client -connect 127.0.0.1:$P "
+                       "-servername a.test 2>/dev/null | tests/tls/derHex) "
+                       "&& [ -n \"$want\" ] && tests/tls/h3Handshake "
+                       "127.0.0.1 $P > $D/h3 && grep -q \"$want\" $D/h3")
+            == 0) {
+            return true;
+        }
+        if (corServerLogCount(&server, "certificate issued by") == issued) {
+            break;
+        }
+    }
+    fprintf(stderr, "corAcmeTest: h3 serves another certificate: %s\n", out);
+    return false;
 }
 
 /* The mode of storage/store/name. */
@@ -403,6 +433,15 @@ START_TEST(
                       && strstr(out, "Cert Status: good") != NULL
                       && strstr(out, "Verify return code: 0 (ok)") != NULL,
                   "%s", out);
+    /* Over h3 too: the leaf's entry in the Certificate message carries a
+     * status_request extension (type 5) with an OCSP response (status
+     * type 1, then a DER SEQUENCE). */
+    ck_assert_msg(corShellAt(tlsPort, storage, out, sizeof(out),
+                             "tests/tls/h3Handshake 127.0.0.1 $P > $D/h3 && "
+                             "grep -Eq '0005[0-9a-f]{4}01[0-9a-f]{6}3082' "
+                             "$D/h3")
+                      == 0,
+                  "no staple over h3: %s", out);
 
     ck_assert_uint_eq(modeOf("account.key"), 0600);
     ck_assert_uint_eq(modeOf("a.test.key"), 0600);
@@ -449,6 +488,7 @@ START_TEST(test_directory_down_at_start_serves_a_temporary_one_and_retries)
                "echo | openssl s_client -connect 127.0.0.1:$P "
                "-servername a.test");
     ck_assert_msg(strstr(out, "issuer=CN = a.test") != NULL, "%s", out);
+    ck_assert(h3ServesAsTcp());
     ck_assert_msg(logSays("order failed"), "no failure logged");
     ck_assert_int_eq(corServerLogCount(&server, "tried again in 2 s"), 1);
     ck_assert_int_ge(corMetric(httpPort,
@@ -463,6 +503,8 @@ START_TEST(test_directory_down_at_start_serves_a_temporary_one_and_retries)
     ck_assert_msg(logSays("certificate issued by"), "not issued");
     ck_assert_int_eq(corServerLogCount(&server, "tried again in 2 s"), 1);
     servedChainVerifies();
+    /* Swapped in for h3 as for TCP, without a restart. */
+    ck_assert(h3ServesAsTcp());
 }
 END_TEST
 
@@ -578,6 +620,7 @@ START_TEST(test_a_short_lived_certificate_is_renewed_without_a_reload)
                       && strcmp(first, second) != 0,
                   "%s then %s", first, second);
     servedChainVerifies();
+    ck_assert(h3ServesAsTcp());
     ck_assert_int_eq(corServerLogCount(&server, "generation 2"), 0);
 }
 END_TEST
