@@ -123,6 +123,11 @@ struct Http3Stream {
     bool peerEnded;      /* its FIN came: the body is whole */
     bool bodyStopped;    /* a body handed on is read no more (failed, or
                           * answered before it ended) */
+    bool overruled;      /* refused 413 while its handler ran: the
+                          * handler's answer goes nowhere, and the
+                          * stream outlives its release until the
+                          * refusal is out */
+    bool released;       /* overruled, and the core let it go */
     uint64_t bodyUnread; /* handed on, not yet taken: its window shut */
     char remote[HTTP_REMOTE_BYTES];
     char* target;

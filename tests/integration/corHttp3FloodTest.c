@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * HTTP/3's flood defences, through a client of the tests' own that
- * misbehaves on purpose (corHttp3Client, beside this program): streams
- * reset as soon as they open (rapid reset), frames that make no progress
- * (empty DATA, reserved frame types, PRIORITY_UPDATE), reserved
- * unidirectional streams. One server (one loop, where the flood and the
- * client beside it meet) serves every check.
+ * HTTP/3's flood defences and the rest of what a handler sees over h3,
+ * through a client of the tests' own that misbehaves on purpose
+ * (corHttp3Client, beside this program): streams reset as soon as they
+ * open (rapid reset), frames that make no progress (empty DATA, reserved
+ * frame types, PRIORITY_UPDATE), reserved unidirectional streams; and,
+ * well-behaved, a handler's trailers, an extended CONNECT refused as RFC
+ * 9220 says, and a streamed body past its route's body_bytes answered
+ * 413. One server (one loop, where the flood and the client beside it
+ * meet) serves every check.
  */
 #include "corTest.h"
 #include "corServer.h"
@@ -52,8 +55,11 @@ serverStart(void)
              "  - { load: {MODULES}/testkit.so }\n"
              "routes:\n"
              "  - { match: \"GET /hello\", handler: hello }\n"
+             "  - { match: \"GET /bytes\", handler: bytes }\n"
              "  - { match: \"GET /stream\", handler: stream }\n"
              "  - { match: \"POST /bodyread\", handler: bodyread }\n"
+             "  - { match: \"POST /small\", handler: bodyread,\n"
+             "      limits: { body_bytes: 1KiB } }\n"
              "  - { match: \"GET /metrics\", handler: metrics }\n"
              "log: { pid_file: {DIR}/cor.pid, access: {DIR}/access.log }\n",
              certs, certs);
@@ -208,6 +214,47 @@ START_TEST(test_reserved_unidirectional_streams_stay_bounded)
 }
 END_TEST
 
+/* A handler's trailers reach an h3 client, after the body. */
+START_TEST(test_trailers_reach_an_h3_client)
+{
+    ck_assert_int_eq(h3("", "/bytes?n=5&trailer=yes"), 0);
+    COR_CHECK_HAS(out, "h :status: 200\n");
+    COR_CHECK_HAS(out, "xxxxxt x-trailer: yes\nend fin\n");
+}
+END_TEST
+
+/* An extended CONNECT (RFC 9220, :protocol) to a server that did not
+ * offer SETTINGS_ENABLE_CONNECT_PROTOCOL (0x8) is malformed (RFC 8441
+ * 3, RFC 9114 4.1.2): the stream is reset H3_MESSAGE_ERROR (0x10e). */
+START_TEST(test_an_extended_connect_is_refused_as_rfc_9220_says)
+{
+    ck_assert_int_eq(h3("--protocol=websocket", "/hello"), 1);
+    COR_CHECK_HAS(out, "end reset 0x10e\n");
+    COR_CHECK_HAS(out, "settings 0x");
+    ck_assert_ptr_null(strstr(out, " 0x8 "));
+    ck_assert_ptr_null(strstr(out, " 0x8\n"));
+}
+END_TEST
+
+/* 64 KiB to a handler that streams its body, on a route of body_bytes
+ * 1KiB, no content-length: refused 413 in the handler's stead (its
+ * answer had not begun), as over HTTP/2; before, the handler's own
+ * answer to its failed read (500) went. */
+START_TEST(test_a_streamed_body_past_its_route_limit_is_answered_413)
+{
+    char command[512];
+
+    snprintf(command, sizeof(command), "head -c 65536 /dev/zero > %s/big",
+             server.dir);
+    ck_assert_int_eq(corShell(command, out, sizeof(out)), 0);
+    snprintf(command, sizeof(command), "-m POST -d %s/big", server.dir);
+    ck_assert_int_eq(h3(command, "/small"), 0);
+    COR_CHECK_HAS(out, "h :status: 413\n");
+    COR_CHECK_HAS(out, "413 Content Too Large\nend fin\n");
+    ck_assert_int_ge(corServerLogCount(&server, "POST /small"), 1);
+}
+END_TEST
+
 COR_TEST_SUITE(corHttp3Flood)
 {
     tcase_add_unchecked_fixture(tc, serverStart, serverStop);
@@ -220,4 +267,8 @@ COR_TEST_SUITE(corHttp3Flood)
         tc, test_a_priority_update_split_after_its_element_id_kills_nothing);
     tcase_add_test(tc, test_a_priority_update_flood_is_cut);
     tcase_add_test(tc, test_reserved_unidirectional_streams_stay_bounded);
+    tcase_add_test(tc, test_trailers_reach_an_h3_client);
+    tcase_add_test(tc, test_an_extended_connect_is_refused_as_rfc_9220_says);
+    tcase_add_test(tc,
+                   test_a_streamed_body_past_its_route_limit_is_answered_413);
 }
