@@ -130,6 +130,7 @@ recvStreamData(ngtcp2_conn* quic, uint32_t flags, int64_t id, uint64_t offset,
         if (feed(c, id, joined, f->heldLen + 1u, fin && len == 1) != 0) {
             return NGTCP2_ERR_CALLBACK_FAILURE;
         }
+        fin = fin && len > 1; /* else it went with them */
         f->heldLen = 0;
         data++;
         len--;
