@@ -35,6 +35,14 @@ corLimitsRefused(const char* protocol, const char* who, const char* what,
     (void)status;
 }
 
+void
+corLimitsRefusedFor(const CorRequest* r, const char* protocol, const char* who,
+                    const char* what, int status)
+{
+    (void)r;
+    corLimitsRefused(protocol, who, what, status);
+}
+
 bool
 corRequestBodyStreams(const CorRequest* r)
 {

@@ -61,14 +61,6 @@ corLimitsText(int status)
     return status == 413 || status == 431 || status == 408 ? "refused\n" : NULL;
 }
 
-void
-corLimitsRefusedFor(const CorRequest* r, const char* protocol, const char* who,
-                    const char* what, int status)
-{
-    (void)r;
-    corLimitsRefused(protocol, who, what, status);
-}
-
 /* Answer at once, as an inline handler does: the body back (streamed,
  * in two pieces, under /stream). */
 void

@@ -44,7 +44,9 @@ static const char keyPem[] =
     "Fq6M/jxXXdNUAuDDK82nglQfGxpLntE08CpMbstibXdeNEaKGErMnUBE\n"
     "-----END PRIVATE KEY-----\n";
 
-Http2Conf corHttp2Conf = { .maxConcurrentStreams = 16 };
+Http2Conf corHttp2Conf = { .maxConcurrentStreams = 16,
+                           .resetsPerSecond = 200,
+                           .idlePerSecond = 1000 };
 /* Set for each input: a Retry always (an odd size) or never. */
 Http3Conf corHttp3Conf;
 
@@ -311,6 +313,19 @@ void
 corHttp3Count(Http3CountKind kind)
 {
     (void)kind;
+}
+
+void
+corHttp3CountAbuse(Http3Abuse why)
+{
+    (void)why;
+}
+
+const char*
+corHttp3AbuseText(Http3Abuse why)
+{
+    (void)why;
+    return "abuse";
 }
 
 uint64_t

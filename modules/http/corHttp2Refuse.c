@@ -150,22 +150,9 @@ corHttp2RefusalSubmit(Http2Conn* c, Http2Stream* st, int status)
 
 /* A limit's refusal, said once and counted, as every protocol's. */
 static void
-refusalSay(const Http2Stream* st, int status, uint64_t bodyBytes)
+refusalSay(const Http2Stream* st, int status)
 {
-    const CorRequest* r = &st->r;
-    char what[128];
-
-    if (corLimitsText(status) == NULL) {
-        return;
-    }
-    snprintf(what, sizeof(what), "%.*s %.*s%s (%llu body bytes)",
-             (int)(r->methodLen < 16 ? r->methodLen : 16),
-             r->method != NULL ? r->method : "-",
-             (int)(r->pathLen < 64 ? r->pathLen : 64),
-             r->path != NULL ? r->path : "-", r->pathLen > 64 ? "..." : "",
-             (unsigned long long)bodyBytes);
-    corLimitsRefusedFor(r, "http", st->remote[0] != '\0' ? st->remote : NULL,
-                        what, status);
+    corHttpRefusalSay(&st->r, "http", st->remote, status);
 }
 
 static void
@@ -180,20 +167,20 @@ refusalSend(Http2Conn* c, Http2Stream* st, int status)
 void
 corHttp2StreamRefuse(Http2Conn* c, Http2Stream* st, int status)
 {
-    refusalSay(st, status, st->r.bodyLen);
+    refusalSay(st, status);
     refusalSend(c, st, status);
 }
 
 void
 corHttp2RefusalSay(const Http2Stream* st, int status)
 {
-    refusalSay(st, status, st->r.bodyLen);
+    refusalSay(st, status);
 }
 
 void
 corHttp2StreamOverLimit(Http2Conn* c, Http2Stream* st)
 {
-    refusalSay(st, 413, st->r.bodyLen);
+    refusalSay(st, 413);
     if (st->answered) {
         /* Its answer began: the client must see it cut, not whole. */
         nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,

@@ -59,29 +59,93 @@ handshakeCompleted(ngtcp2_conn* quic, void* arg)
     return 0;
 }
 
+/* A connection past one of its budgets (corHttp3Frames.c): said once,
+ * counted, and closed with H3_EXCESSIVE_LOAD. For ngtcp2's callback to
+ * return, which makes ngtcp2_conn_read_pkt fail and the read close. */
+static int
+abuseEnd(Http3Conn* c)
+{
+    Http3Abuse why = (Http3Abuse)(c->budget.abuse - 1);
+
+    corLog(COR_LOG_WARN, "http3: %s: %s; closing the connection", c->peerName,
+           corHttp3AbuseText(why));
+    corHttp3CountAbuse(why);
+    ngtcp2_connection_close_error_set_application_error(
+        &c->error, NGHTTP3_H3_EXCESSIVE_LOAD, NULL, 0);
+    return NGTCP2_ERR_CALLBACK_FAILURE;
+}
+
+/* len bytes of stream id to nghttp3: what it took as framing opens the
+ * windows now; a body's bytes open them as they are taken
+ * (corHttp3Stream.c). Returns 0 or -1 (c->error set). */
+static int
+feed(Http3Conn* c, int64_t id, const uint8_t* data, size_t len, int fin)
+{
+    nghttp3_ssize n;
+
+    if (len == 0 && !fin) {
+        return 0;
+    }
+    n = nghttp3_conn_read_stream(c->h3, id, data, len, fin);
+    if (n < 0) {
+        ngtcp2_connection_close_error_set_application_error(
+            &c->error, nghttp3_err_infer_quic_app_error_code((int)n), NULL, 0);
+        return -1;
+    }
+    ngtcp2_conn_extend_max_stream_offset(c->quic, id, (uint64_t)n);
+    ngtcp2_conn_extend_max_offset(c->quic, (uint64_t)n);
+    return 0;
+}
+
+/* What came on a stream: its frames read (corHttp3Frames.c), then handed
+ * to nghttp3, but for the bytes the reader holds back, which go with the
+ * first byte of the next read. */
 static int
 recvStreamData(ngtcp2_conn* quic, uint32_t flags, int64_t id, uint64_t offset,
                const uint8_t* data, size_t len, void* arg, void* streamArg)
 {
     Http3Conn* c = arg;
-    nghttp3_ssize n;
+    int fin = (flags & NGTCP2_STREAM_DATA_FLAG_FIN) != 0;
+    Http3Frames* f;
+    size_t hold;
 
+    (void)quic;
     (void)offset;
-    (void)streamArg;
     if (c->h3 == NULL) {
         return 0;
     }
-    n = nghttp3_conn_read_stream(c->h3, id, data, len,
-                                 flags & NGTCP2_STREAM_DATA_FLAG_FIN);
-    if (n < 0) {
-        ngtcp2_connection_close_error_set_application_error(
-            &c->error, nghttp3_err_infer_quic_app_error_code((int)n), NULL, 0);
+    f = corHttp3FramesOf(c, id, streamArg);
+    if (f == NULL) {
         return NGTCP2_ERR_CALLBACK_FAILURE;
     }
-    /* What nghttp3 took as framing opens the windows now; a body's bytes
-     * open them as they are taken (corHttp3Stream.c). */
-    ngtcp2_conn_extend_max_stream_offset(quic, id, (uint64_t)n);
-    ngtcp2_conn_extend_max_offset(quic, (uint64_t)n);
+    hold = corHttp3FramesScan(c, f, data, len);
+    if (c->budget.abuse != 0) {
+        return abuseEnd(c);
+    }
+    if (f->heldLen > 0 && len > 0) {
+        uint8_t joined[sizeof(f->held) + 1];
+
+        memcpy(joined, f->held, f->heldLen);
+        joined[f->heldLen] = data[0];
+        if (feed(c, id, joined, f->heldLen + 1u, fin && len == 1) != 0) {
+            return NGTCP2_ERR_CALLBACK_FAILURE;
+        }
+        fin = fin && len > 1; /* else it went with them */
+        f->heldLen = 0;
+        data++;
+        len--;
+    }
+    if ((hold > 0 || f->heldLen > 0) && fin) {
+        /* The control stream ended midway (RFC 9114 6.2.1). */
+        ngtcp2_connection_close_error_set_application_error(
+            &c->error, NGHTTP3_H3_CLOSED_CRITICAL_STREAM, NULL, 0);
+        return NGTCP2_ERR_CALLBACK_FAILURE;
+    }
+    if (feed(c, id, data, len - hold, fin) != 0) {
+        return NGTCP2_ERR_CALLBACK_FAILURE;
+    }
+    memcpy(f->held, data + len - hold, hold);
+    f->heldLen = (uint8_t)(f->heldLen + hold);
     return 0;
 }
 
@@ -107,7 +171,7 @@ streamClose(ngtcp2_conn* quic, uint32_t flags, int64_t id, uint64_t code,
     Http3Conn* c = arg;
     int rc;
 
-    (void)streamArg;
+    corHttp3FramesFree(streamArg);
     if (!(flags & NGTCP2_STREAM_CLOSE_FLAG_APP_ERROR_CODE_SET)) {
         code = NGHTTP3_H3_NO_ERROR;
     }
@@ -126,6 +190,23 @@ streamClose(ngtcp2_conn* quic, uint32_t flags, int64_t id, uint64_t code,
     return 0;
 }
 
+/* The client cancelled a stream of its own: counted once a request
+ * stream (HTTP/2's rapid reset), past the limit the connection ends. */
+static int
+cancelled(Http3Conn* c, int64_t id, void* streamArg)
+{
+    Http3Frames* f;
+
+    if ((id & 0x3) != 0) {
+        return 0; /* not a request stream */
+    }
+    f = corHttp3FramesOf(c, id, streamArg);
+    if (f == NULL) {
+        return NGTCP2_ERR_CALLBACK_FAILURE;
+    }
+    return corHttp3FramesCancelled(c, f) ? abuseEnd(c) : 0;
+}
+
 static int
 streamReset(ngtcp2_conn* quic, int64_t id, uint64_t finalSize, uint64_t code,
             void* arg, void* streamArg)
@@ -135,18 +216,24 @@ streamReset(ngtcp2_conn* quic, int64_t id, uint64_t finalSize, uint64_t code,
     (void)quic;
     (void)finalSize;
     (void)code;
-    (void)streamArg;
     if (c->h3 != NULL && nghttp3_conn_shutdown_stream_read(c->h3, id) != 0) {
         return NGTCP2_ERR_CALLBACK_FAILURE;
     }
-    return 0;
+    return cancelled(c, id, streamArg);
 }
 
 static int
 stopSending(ngtcp2_conn* quic, int64_t id, uint64_t code, void* arg,
             void* streamArg)
 {
-    return streamReset(quic, id, 0, code, arg, streamArg);
+    Http3Conn* c = arg;
+
+    (void)quic;
+    (void)code;
+    if (c->h3 != NULL && nghttp3_conn_shutdown_stream_read(c->h3, id) != 0) {
+        return NGTCP2_ERR_CALLBACK_FAILURE;
+    }
+    return cancelled(c, id, streamArg);
 }
 
 static void
@@ -548,6 +635,7 @@ corHttp3ConnNew(Http3Endpoint* ep, const ngtcp2_pkt_hd* hd,
     corPeerName(&c->peer, c->peerName, sizeof(c->peerName));
     corListInit(&c->streams);
     corListInit(&c->cids);
+    corListInit(&c->frames);
     ngtcp2_connection_close_error_default(&c->error);
     corListAppend(&loopOf(c)->conns, &c->link);
     atomic_fetch_add(&loopOf(c)->connCount, 1);
@@ -647,6 +735,7 @@ connFree(Http3Conn* c)
     }
     nghttp3_conn_del(c->h3);
     ngtcp2_conn_del(c->quic);
+    corHttp3FramesFreeAll(c);
     corHttp3TlsSessionFree(c);
     corListRemove(&c->link);
     atomic_fetch_sub(&h->connCount, 1);

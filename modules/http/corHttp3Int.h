@@ -126,11 +126,51 @@ struct Http3Stream {
     bool peerEnded;      /* its FIN came: the body is whole */
     bool bodyStopped;    /* a body handed on is read no more (failed, or
                           * answered before it ended) */
+    bool overruled;      /* refused 413 while its handler ran: the
+                          * handler's answer goes nowhere, and the
+                          * stream outlives its release until the
+                          * refusal is out */
+    bool released;       /* overruled, and the core let it go */
     uint64_t bodyUnread; /* handed on, not yet taken: its window shut */
     char remote[HTTP_REMOTE_BYTES];
     char* target;
     CorHeader* headers;
 };
+
+/* Why a connection was ended for abuse (corHttp3Frames.c). */
+typedef enum {
+    H3_ABUSE_RAPID_RESET, /* streams cancelled past rapid_reset_limit */
+    H3_ABUSE_NO_PROGRESS, /* frames that make no progress past
+                           * idle_frame_limit */
+    H3_ABUSE_COUNT
+} Http3Abuse;
+
+/* What a client spent of its second's budget (HTTP/2's limits). */
+typedef struct {
+    uint64_t windowMs; /* the second began then */
+    unsigned resets;   /* streams it cancelled */
+    unsigned idle;     /* frames that made no progress */
+    unsigned begun;    /* request streams it opened */
+    unsigned abuse;    /* Http3Abuse + 1 once past a limit, else 0 */
+} Http3Budget;
+
+/* The reader of the frame heads of a stream the client opened, before
+ * nghttp3 takes its bytes (corHttp3Frames.c): the ngtcp2 stream's user
+ * data; owned by its connection. */
+typedef struct {
+    CorList link; /* in conn->frames */
+    int64_t id;
+    uint64_t type; /* the frame's */
+    uint64_t left; /* of its payload, not yet read */
+    uint64_t acc;  /* a varint being read */
+    uint8_t need;  /* its bytes still to come */
+    uint8_t phase;
+    bool control;   /* the client's control stream */
+    bool cancelled; /* counted as a cancel */
+    uint8_t heldLen;
+    uint8_t held[8]; /* held back from nghttp3 (a PRIORITY_UPDATE's
+                      * element ID) until the next read */
+} Http3Frames;
 
 /* A QUIC connection; owned by its loop, freed when it closes. */
 struct Http3Conn {
@@ -147,6 +187,8 @@ struct Http3Conn {
     char peerName[64];
     CorList streams; /* every stream not yet released */
     CorList cids;    /* its IDs in the loop's table (Http3Cid) */
+    CorList frames;  /* a reader for each stream the client opened */
+    Http3Budget budget;
     CorEvTimer timer;
     CorEvSoon soon; /* write before the loop sleeps */
     ngtcp2_connection_close_error error;
@@ -224,6 +266,24 @@ void corHttp3StreamsDrained(Http3Conn* c);
  * reset (H3_REQUEST_CANCELLED) and counted as 408 refusals. */
 uint64_t corHttp3StreamsDeadline(Http3Conn* c, uint64_t now);
 
+/* ---- corHttp3Frames.c -------------------------------------------------- */
+
+/* The reader of stream id (streamArg: its ngtcp2 user data, NULL the
+ * first time: made then). Returns it, or NULL for no memory. */
+Http3Frames* corHttp3FramesOf(Http3Conn* c, int64_t id, void* streamArg);
+/* Read len bytes of its stream: the frames that make no progress are
+ * counted (c->budget.abuse set past the limit). Returns how many bytes
+ * at the end of p to hold back from nghttp3 until the next read. */
+size_t corHttp3FramesScan(Http3Conn* c, Http3Frames* f, const uint8_t* p,
+                          size_t len);
+/* The client cancelled f's stream: whether that is past the limit
+ * (c->budget.abuse set). */
+bool corHttp3FramesCancelled(Http3Conn* c, Http3Frames* f);
+/* A new second of the budget, when the last is over. */
+void corHttp3BudgetTick(Http3Conn* c);
+void corHttp3FramesFree(Http3Frames* f);
+void corHttp3FramesFreeAll(Http3Conn* c);
+
 /* ---- corHttp3Out.c ------------------------------------------------------- */
 
 /* Queue len bytes of data: copied, or borrowed (they must outlive the
@@ -258,6 +318,9 @@ typedef enum {
 } Http3CountKind;
 
 void corHttp3Count(Http3CountKind kind);
+/* A connection ended for abuse: counted, and what the log says of it. */
+void corHttp3CountAbuse(Http3Abuse why);
+const char* corHttp3AbuseText(Http3Abuse why);
 
 /* ---- corHttpModule.c ----------------------------------------------------- */
 

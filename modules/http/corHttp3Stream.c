@@ -93,12 +93,12 @@ streamGone(Http3Stream* st, bool cut)
         st->bodyStopped = true;
         corRequestBodyEnd(r, -ECONNRESET);
     }
-    if (!st->served) {
+    if (!st->served || (st->overruled && st->released)) {
         streamFree(st);
         return;
     }
-    if (st->sent) {
-        return;
+    if (st->sent || st->overruled) {
+        return; /* an overruled one: its release frees it */
     }
     if (!st->answered || (r->stream != NULL && !st->ended)) {
         corRequestCancel(r); /* done or streamEnd sends it */
@@ -459,6 +459,49 @@ streamReset(Http3Conn* c, Http3Stream* st, uint64_t code)
     corHttp3ConnKick(c);
 }
 
+/* An overruled stream's 413: its text, then the stream's end. */
+static nghttp3_ssize
+refusalRead(nghttp3_conn* h3, int64_t id, nghttp3_vec* vec, size_t count,
+            uint32_t* flags, void* arg, void* streamArg)
+{
+    Http3Stream* st = streamArg;
+    size_t n = corHttp3OutTake(&st->out, vec, count);
+
+    (void)h3;
+    (void)id;
+    (void)arg;
+    if (st->out.unsent == NULL) {
+        *flags |= NGHTTP3_DATA_FLAG_EOF;
+    }
+    return (nghttp3_ssize)n;
+}
+
+/* 413 for st, served, in its handler's stead: built of its own, as its
+ * handler, still running, writes its request's answer fields. Returns 0
+ * or -1. */
+static int
+refusalSubmit(Http3Conn* c, Http3Stream* st)
+{
+    const char* text = corLimitsText(413);
+    nghttp3_data_reader dr = { .read_data = refusalRead };
+    nghttp3_nv nv[5];
+    char length[24];
+    size_t n = 0;
+
+    if (corHttp3OutAdd(&st->out, text, strlen(text), false) != 0) {
+        return -1;
+    }
+    st->answered = true;
+    nvPut(nv, &n, ":status", 7, "413", 3);
+    nvPut(nv, &n, "server", 6, "cor", 3);
+    nvPut(nv, &n, "date", 4, corHttpDate(c->hl), 29);
+    nvPut(nv, &n, "content-type", 12, "text/plain", 10);
+    nvPut(nv, &n, "content-length", 14, length,
+          (size_t)(corHttpPutDecimal(length, strlen(text)) - length));
+    return nghttp3_conn_submit_response(c->h3, st->id, nv, n, &dr) == 0 ? 0
+                                                                        : -1;
+}
+
 /* Refuse st, never served, with status and its text (a limit's is said
  * and counted); what it still sends is not read. */
 static void
@@ -646,11 +689,39 @@ bodyStop(Http3Conn* c, Http3Stream* st, uint64_t code)
     corHttp3ConnKick(c);
 }
 
+/* A body served at its head passed its route's body_bytes. One the core
+ * gathers no handler saw: the core answers it 413. A handler that
+ * streams it reads -EMSGSIZE; while its answer has not begun the stream
+ * is refused 413 in its stead, as HTTP/2's (corHttp2StreamOverLimit):
+ * the handler cancelled, its answer going nowhere; once begun, the
+ * stream is reset (the client must see it cut). The rest of the body is
+ * not read. */
+static void
+bodyOverLimit(Http3Conn* c, Http3Stream* st)
+{
+    CorRequest* r = &st->r;
+    bool refuse = corRequestBodyStreams(r) && !st->answered;
+
+    corHttpRefusalSay(r, "http3", st->remote, 413);
+    bodyStop(c, st,
+             refuse ? NGHTTP3_H3_NO_ERROR : NGHTTP3_H3_REQUEST_CANCELLED);
+    corRequestBodyEnd(r, -EMSGSIZE);
+    if (st->answered) {
+        streamReset(c, st, NGHTTP3_H3_REQUEST_CANCELLED);
+    }
+    if (!refuse) {
+        return;
+    }
+    st->overruled = true;
+    corRequestCancel(r);
+    if (refusalSubmit(c, st) != 0) {
+        streamReset(c, st, NGHTTP3_H3_INTERNAL_ERROR);
+    }
+}
+
 /* A piece of a body served at its head, to its handler (or the core's
- * gathering); the window opens as it is taken (bodyConsumed). Past the
- * route's limits.body_bytes the body fails (the handler reads
- * -EMSGSIZE; one the core gathers it answers 413) and the stream is
- * reset: an answer begun must be seen cut. */
+ * gathering); the window opens as it is taken (bodyConsumed), and past
+ * the route's limits.body_bytes it is refused (bodyOverLimit). */
 static void
 bodyPass(Http3Conn* c, Http3Stream* st, const uint8_t* data, size_t len)
 {
@@ -663,9 +734,7 @@ bodyPass(Http3Conn* c, Http3Stream* st, const uint8_t* data, size_t len)
     st->bodyMs = corEvNow(c->hl->loop);
     if (corLimitsBody(r, r->bodyLen + len) != 0) {
         ngtcp2_conn_extend_max_offset(c->quic, len);
-        corLimitsRefused("http3", c->peerName, corLimitsText(413), 413);
-        bodyStop(c, st, NGHTTP3_H3_REQUEST_CANCELLED);
-        corRequestBodyEnd(r, -EMSGSIZE);
+        bodyOverLimit(c, st);
         return;
     }
     st->bodyUnread += len;
@@ -805,12 +874,20 @@ gone(const Http3Stream* st)
     return st->conn == NULL || st->closed;
 }
 
+/* Whether what r's handler answers goes nowhere: its stream is gone, or
+ * it was refused in its stead. */
+static bool
+answerVoid(const Http3Stream* st)
+{
+    return gone(st) || st->overruled;
+}
+
 static void
 requestDone(CorRequest* r)
 {
     Http3Stream* st = corContainerOf(r, Http3Stream, r);
 
-    if (gone(st)) {
+    if (answerVoid(st)) {
         if (r->stream == NULL) { /* else its end sends it */
             st->sent = true;
             r->cut = true;
@@ -849,7 +926,7 @@ streamData(CorRequest* r, const void* data, size_t len)
 {
     Http3Stream* st = corContainerOf(r, Http3Stream, r);
 
-    if (gone(st) || !corHttpBodyAllowed(r, r->status)) {
+    if (answerVoid(st) || !corHttpBodyAllowed(r, r->status)) {
         return;
     }
     if (corHttp3OutAdd(&st->out, data, len, true) != 0) {
@@ -865,7 +942,7 @@ streamEnd(CorRequest* r)
     Http3Stream* st = corContainerOf(r, Http3Stream, r);
 
     st->ended = true;
-    if (gone(st)) {
+    if (answerVoid(st)) {
         if (!st->sent) {
             st->sent = true;
             r->cut = true;
@@ -883,7 +960,7 @@ streamAbort(CorRequest* r)
     Http3Stream* st = corContainerOf(r, Http3Stream, r);
 
     r->cut = true;
-    if (gone(st)) {
+    if (answerVoid(st)) {
         streamEnd(r);
         return;
     }
@@ -906,7 +983,7 @@ bodyConsumed(CorRequest* r, size_t n)
 static bool
 streamAlive(const CorRequest* r)
 {
-    return !gone(corContainerOf(r, Http3Stream, r));
+    return !answerVoid(corContainerOf(r, Http3Stream, r));
 }
 
 static size_t
@@ -918,5 +995,12 @@ streamBacklog(const CorRequest* r)
 static void
 requestRelease(CorRequest* r)
 {
-    streamFree(corContainerOf(r, Http3Stream, r));
+    Http3Stream* st = corContainerOf(r, Http3Stream, r);
+
+    if (st->overruled && !gone(st)) {
+        st->released = true; /* its refusal still goes: freed at the
+                              * stream's close */
+        return;
+    }
+    streamFree(st);
 }

@@ -5,10 +5,12 @@
  * decodes a request line's (the same routes match the same paths), both
  * send field names in lowercase and forbid HTTP/1's connection-specific
  * fields (RFC 9113 8.2.2, RFC 9114 4.2), and both send no body where
- * the status or a HEAD allows none.
+ * the status or a HEAD allows none; both say a stream's refusal at a
+ * limit the same way.
  */
 #include "corHttpInt.h"
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -112,4 +114,24 @@ corHttpBodyLarge(const CorRequest* r)
         return len > corLimits()->bodyMemory;
     }
     return true;
+}
+
+void
+corHttpRefusalSay(const CorRequest* r, const char* protocol, const char* remote,
+                  int status)
+{
+    char what[128];
+
+    if (corLimitsText(status) == NULL) {
+        return;
+    }
+    snprintf(what, sizeof(what), "%.*s %.*s%s (%llu body bytes)",
+             (int)(r->methodLen < 16 ? r->methodLen : 16),
+             r->method != NULL ? r->method : "-",
+             (int)(r->pathLen < 64 ? r->pathLen : 64),
+             r->path != NULL ? r->path : "-", r->pathLen > 64 ? "..." : "",
+             (unsigned long long)r->bodyLen);
+    corLimitsRefusedFor(r, protocol,
+                        remote != NULL && remote[0] != '\0' ? remote : NULL,
+                        what, status);
 }

@@ -321,6 +321,11 @@ int corHttpTargetSet(CorRequest* r, char* room, const char* path, size_t len);
 size_t corHttpFieldLower(char* to, const CorHeader* h);
 /* The names' bytes of the count fields of list. */
 size_t corHttpNamesLen(const CorHeader* list, unsigned count);
+/* A stream's refusal at a limit (status 413, 431...: corLimitsText's),
+ * logged once and counted as every protocol's, with its method, path
+ * and body bytes so far; remote: the client's address, or NULL. */
+void corHttpRefusalSay(const CorRequest* r, const char* protocol,
+                       const char* remote, int status);
 /* Whether r's answer with status has a body to send: none for a HEAD,
  * nor for a status that allows none. */
 bool corHttpBodyAllowed(const CorRequest* r, int status);

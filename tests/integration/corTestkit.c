@@ -40,16 +40,22 @@ echoServe(CorRequest* r)
     corRespond(r, 200, "application/octet-stream", r->body, r->bodyLen);
 }
 
+/* ?n= bytes of 'x' (1024); ?trailer=V adds the trailer x-trailer: V,
+ * sent after the body (a protocol's trailers, seen by its client). */
 static void
 bytesServe(CorRequest* r)
 {
     const char* n = corRequestQuery(r, "n");
+    const char* trailer = corRequestQuery(r, "trailer");
     size_t len = n ? strtoul(n, NULL, 10) : 1024;
     char* body = corRequestAlloc(r, len ? len : 1);
 
     if (body == NULL) {
         corRespond(r, 500, "text/plain", "no memory\n", 10);
         return;
+    }
+    if (trailer != NULL) {
+        corResponseTrailer(r, "x-trailer", trailer);
     }
     memset(body, 'x', len);
     corRespondStatic(r, 200, "application/octet-stream", body, len);
