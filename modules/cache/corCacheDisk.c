@@ -555,6 +555,17 @@ scanRun(CorEvTask* task)
     if (dir != NULL) {
         closedir(dir);
     }
+    if (dir != NULL && !atomic_load(&s->stopping)) {
+        size_t ordered = cacheOrderLoad(s);
+
+        if (ordered > 0) {
+            corLog(COR_LOG_INFO,
+                   "cache %s: the least recently used order of %zu files "
+                   "as the last stop left it",
+                   s->name, ordered);
+        }
+        cacheIndexWholeSet(s);
+    }
     atomic_store(&s->scanned, true);
 }
 
@@ -602,9 +613,10 @@ cacheDiskStart(CacheStore* s)
         return -1;
     }
     atomic_store(&s->writers, writers);
-    if (s->indexKept) {
+    if (s->indexKept && cacheIndexWhole(s)) {
         /* A reload, or a generation that died: the index is the last
-         * generation's, as it left it. */
+         * generation's, as it left it (a scan it cut short is done
+         * again: its files go in once). */
         corLog(COR_LOG_INFO,
                "cache %s: the disk index kept from the last generation "
                "(%lld files): no scan",
@@ -612,7 +624,9 @@ cacheDiskStart(CacheStore* s)
         atomic_store(&s->scanned, true);
         return 0;
     }
-    corLog(COR_LOG_INFO, "cache %s: a new disk index: scanning %s", s->name,
+    corLog(COR_LOG_INFO, "cache %s: %s: scanning %s", s->name,
+           s->indexKept ? "the last generation's scan was cut short"
+                        : "a new disk index",
            s->path);
     return corEvPoolPost(writers, &s->scan, scanRun);
 }
@@ -626,6 +640,11 @@ cacheDiskClose(CacheStore* s)
     if (writers != NULL) {
         corEvPoolShutdown(writers); /* the writes queued are done */
         corEvPoolDestroy(writers);
+    }
+    if (writers != NULL && cacheIndexWhole(s) && !corGenerationReplaced()) {
+        /* The instance stops (a generation that served, not cor -t's
+         * nor one a reload replaced): the order for the next start. */
+        cacheOrderSave(s);
     }
     cacheIndexClose(s);
     free(s->path);

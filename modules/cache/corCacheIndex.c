@@ -61,8 +61,10 @@ struct CacheIndexShard {
 };
 
 typedef struct {
-    uint32_t slots;   /* a shard's */
-    uint32_t buckets; /* a shard's, a power of two */
+    uint32_t slots;         /* a shard's */
+    uint32_t buckets;       /* a shard's, a power of two */
+    _Atomic uint32_t whole; /* a scan of the folder went to its end */
+    uint32_t unused;
     CacheIndexShard shards[CACHE_SHARDS];
     /* then each shard's buckets (uint32_t), then each shard's slots */
 } IndexZone;
@@ -512,6 +514,41 @@ cacheIndexRemovals(CacheStore* s, uint64_t hash)
     removals = d->zone->removals;
     unlockShard(d);
     return removals;
+}
+
+bool
+cacheIndexUse(CacheStore* s, const CacheFileId* f)
+{
+    CacheDiskShard* d = diskOf(s, f->hash);
+    bool found = false;
+
+    if (lockShard(d) != 0) {
+        return false;
+    }
+    for (uint32_t slot = *bucketOf(d, f->hash); slot != 0 && !found;
+         slot = at(d, slot)->chain) {
+        if (at(d, slot)->hash == f->hash && at(d, slot)->id == f->id) {
+            lruOut(d, slot);
+            lruFront(d, slot);
+            found = true;
+        }
+    }
+    unlockShard(d);
+    return found;
+}
+
+bool
+cacheIndexWhole(const CacheStore* s)
+{
+    return s->index != NULL && atomic_load(&((IndexZone*)s->index)->whole);
+}
+
+void
+cacheIndexWholeSet(CacheStore* s)
+{
+    if (s->index != NULL) {
+        atomic_store(&((IndexZone*)s->index)->whole, 1);
+    }
 }
 
 /* ---- The zone ------------------------------------------------------------ */

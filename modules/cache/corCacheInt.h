@@ -321,6 +321,22 @@ unsigned cacheIndexRemove(CacheStore* s, uint64_t hash, CacheGone* gone);
 size_t cacheIndexFiles(CacheStore* s, unsigned i, CacheFileId** filesP);
 /* The purges and invalidations of hash's shard so far. */
 uint64_t cacheIndexRemovals(CacheStore* s, uint64_t hash);
+/* File f, when in the index (true), now the most recently used. */
+bool cacheIndexUse(CacheStore* s, const CacheFileId* f);
+/* Whether a scan of the folder went to its end into this index (one cut
+ * short by a generation's end is done again by the next); said so. */
+bool cacheIndexWhole(const CacheStore* s);
+void cacheIndexWholeSet(CacheStore* s);
+
+/* ---- The LRU order across a restart (corCacheOrder.c) -------------------- */
+
+/* At the stop: the index's order, oldest first, into the folder's
+ * sidecar (PATH/.lru), unless one not yet taken up is there. After the
+ * scan at start: the sidecar's order laid over the scan's (a file it
+ * names that the scan found goes to the front, oldest first), and the
+ * sidecar removed; how many files it named that the index has. */
+void cacheOrderSave(CacheStore* s);
+size_t cacheOrderLoad(CacheStore* s);
 
 /* ---- A request of a cached route (its r->cacheData) ---------------------- */
 

@@ -23,6 +23,7 @@
 #include "corCacheDiskFile.c"
 #include "corCacheEntry.c"
 #include "corCacheIndex.c"
+#include "corCacheOrder.c"
 #include "corCachePolicy.c"
 #include "corCacheStore.c"
 #include "corZone.c"
@@ -85,6 +86,13 @@ corLog(CorLogLevel level, const char* fmt, ...)
 {
     (void)level;
     (void)fmt;
+}
+
+/* A stop, not a reload: the LRU order is saved. */
+bool
+corGenerationReplaced(void)
+{
+    return false;
 }
 
 CorEvPool*
@@ -760,6 +768,48 @@ START_TEST(test_the_index_costs_at_most_256_bytes_an_entry)
 }
 END_TEST
 
+/* A restart starts a fresh index, which the scan fills in the folder's
+ * order: the order saved at the stop (.lru) is laid over it, so the
+ * least recently used is the one the last generation left, and the
+ * sidecar is gone once taken up. */
+START_TEST(test_the_lru_order_comes_back_after_a_restart)
+{
+    CorHeader fields[] = { H("Cache-Control", "max-age=60") };
+    char body[1000];
+    char keys[3][16];
+    char sidecar[128];
+    CacheFileId* files;
+    CacheStore s;
+    CacheEntry* e;
+    unsigned shard;
+
+    memset(body, 'o', sizeof(body) - 1);
+    body[sizeof(body) - 1] = '\0';
+    diskStore(&s, 16 * 4096, false);
+    keysOfOneShard(&s, keys, 3);
+    for (unsigned i = 0; i < 3; i++) {
+        diskPut(&s, entryOf(keys[i], fields, 1, NULL, 0, body, 0, 1000));
+    }
+    e = diskFind(&s, keys[0]); /* newest first: 0, 2, 1 */
+    ck_assert_ptr_nonnull(e);
+    shard = (unsigned)(cacheShardOf(&s, e->hash) - s.shards);
+    cacheEntryRelease(e);
+    diskStoreFree(&s);
+    snprintf(sidecar, sizeof(sidecar), "%s/.lru", diskDir);
+    ck_assert_int_eq(access(sidecar, F_OK), 0);
+    diskStore(&s, 16 * 4096, true);
+    ck_assert(!s.indexKept);
+    ck_assert_uint_eq(cacheIndexFiles(&s, shard, &files), 3);
+    ck_assert_uint_eq(files[0].hash, cacheHash(keys[0], strlen(keys[0])));
+    ck_assert_uint_eq(files[1].hash, cacheHash(keys[2], strlen(keys[2])));
+    ck_assert_uint_eq(files[2].hash, cacheHash(keys[1], strlen(keys[1])));
+    free(files);
+    ck_assert_int_ne(access(sidecar, F_OK), 0);
+    diskStoreFree(&s);
+    diskFolderRemove();
+}
+END_TEST
+
 /* ---- The index in its zone, across generations -------------------------- */
 
 /* A generation as the master starts one: the hand-over socket made, the
@@ -896,6 +946,7 @@ COR_TEST_SUITE(corCacheStore)
     tcase_add_test(tc, test_the_scan_s_time_a_file);
     tcase_add_test(tc, test_a_memory_hit_keeps_its_file_young);
     tcase_add_test(tc, test_the_index_outlives_a_generation);
+    tcase_add_test(tc, test_the_lru_order_comes_back_after_a_restart);
     tcase_add_test(tc, test_http_dates_in_three_forms);
     tcase_add_test(tc, test_cache_control_as_written);
     tcase_add_test(tc, test_the_lifetime_s_order);

@@ -230,6 +230,12 @@ START_TEST(test_answers_come_back_from_disk_after_a_reload_and_a_restart)
     ck_assert(answerIs("", BIG("back"), 1, 300000));
     ck_assert_ptr_nonnull(strstr(out, "edge; hit"));
     ck_assert_int_eq(originCount(BIG_COUNT("back")), 1);
+    /* The stop saved the index's order, the scan took it up. */
+    for (long deadline = corNowMs() + 10000;
+         corServerLogCount(&server, "order of 1 files as the last stop") < 1;) {
+        ck_assert_msg(corNowMs() < deadline, "the order was not taken up");
+        usleep(20 * 1000);
+    }
 }
 END_TEST
 
