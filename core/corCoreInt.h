@@ -869,6 +869,11 @@ void corHealthServe(CorRequest* r);
 int corZoneHandBegin(void);
 void corZoneHandChild(void);
 void corZoneHandEnd(bool ready);
+/* A binary upgrade's: the zones held, inheritable from floor on and named
+ * in the environment, in the child before its exec; and the new master's
+ * take of them (only when an upgrade started it). */
+void corZonePass(int floor);
+void corZoneInherit(bool upgraded);
 
 /* ---- Heartbeats (corHeartbeat.c) ----------------------------------------- */
 

@@ -906,6 +906,7 @@ masterOpen(const char* file)
     fdLimitRaise();
     fdLimitCheck(current.config);
     upgradedFrom = corUpgradeInit();
+    corZoneInherit(upgradedFrom > 0);
     corInstanceInit(upgradedFrom > 0);
     running = corMasterPidFileAlive(current.config->log.pidFile);
     if (running > 0 && running != upgradedFrom) {

@@ -814,9 +814,10 @@ bool corGenerationReplaced(void);
  * a reload or a generation that died, the very memory the last
  * generation that started had (*reused true) while name, size and tag
  * are the same (tag: the layout of what the module keeps in it, and what
- * else its contents depend on). A restart, or a binary upgrade, starts
- * fresh. Open at the module's init (a zone opened after the generation
- * is ready is not handed on). Its locks are the module's to make
+ * else its contents depend on); a binary upgrade hands it to the new
+ * binary, where a changed tag (or zone header) starts a fresh one. A
+ * restart starts fresh. Open at the module's init (a zone opened after the
+ * generation is ready is not handed on). Its locks are the module's to make
  * process-shared and robust (docs/architecture.md, "Zones"). NULL
  * (errno) when none can be made.
  */

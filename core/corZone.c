@@ -19,12 +19,15 @@
  * maps nothing and runs no module code: it holds fds. Why not made in
  * the master before the fork: only the module knows its zones and their
  * sizes (the master never loads a module), and a memfd the generation
- * made needs no second configuration reader. docs/architecture.md,
- * "Zones", says more.
+ * made needs no second configuration reader. A binary upgrade passes
+ * the master's zones to the new master across its exec (COR_ZONES),
+ * where the header and the tag decide: a build whose layout differs
+ * starts fresh ones. docs/architecture.md, "Zones", says more.
  */
 #include "corCoreInt.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,4 +286,55 @@ corZoneHandEnd(bool ready)
     }
     memcpy(zonesHeld, got, count * sizeof(*got));
     zonesHeldCount = count;
+}
+
+/* ---- Across a binary upgrade --------------------------------------------- */
+
+void
+corZonePass(int floor)
+{
+    char env[ZONES_MOST * (ZONE_NAME_MOST + 48)];
+    size_t at = 0;
+
+    env[0] = '\0';
+    for (unsigned i = 0; i < zonesHeldCount; i++) {
+        int fd = fcntl(zonesHeld[i].fd, F_DUPFD, floor); /* inherited */
+
+        if (fd >= 0) {
+            at += (size_t)snprintf(env + at, sizeof(env) - at,
+                                   "%d %llu %llu %s\n", fd,
+                                   (unsigned long long)zonesHeld[i].size,
+                                   (unsigned long long)zonesHeld[i].tag,
+                                   zonesHeld[i].name);
+        }
+    }
+    setenv("COR_ZONES", env, 1);
+}
+
+void
+corZoneInherit(bool upgraded)
+{
+    const char* env = getenv("COR_ZONES");
+
+    for (const char* line = env; upgraded && line != NULL && *line != '\0';) {
+        ZoneHeld* z = &zonesHeld[zonesHeldCount];
+        unsigned long long size;
+        unsigned long long tag;
+        const char* end = strchr(line, '\n');
+        int used = 0;
+
+        if (end == NULL || zonesHeldCount == ZONES_MOST
+            || sscanf(line, "%d %llu %llu %63[^\n]%n", &z->fd, &size, &tag,
+                      z->name, &used)
+                   != 4
+            || line + used != end) {
+            break;
+        }
+        fcntl(z->fd, F_SETFD, FD_CLOEXEC);
+        z->size = size;
+        z->tag = tag;
+        zonesHeldCount++;
+        line = end + 1;
+    }
+    unsetenv("COR_ZONES");
 }
