@@ -541,6 +541,18 @@ diskPut(CacheStore* s, CacheEntry* e)
     cacheDiskWrite(s, e, NULL);
 }
 
+/* key's answer (max-age=60, 999 bytes of fill) written to s's disk. */
+static void
+diskPutSmall(CacheStore* s, const char* key, char fill)
+{
+    CorHeader fields[] = { H("Cache-Control", "max-age=60") };
+    char body[1000];
+
+    memset(body, fill, sizeof(body) - 1);
+    body[sizeof(body) - 1] = '\0';
+    diskPut(s, entryOf(key, fields, 1, NULL, 0, body, 0, 1000));
+}
+
 static CacheEntry*
 diskFind(CacheStore* s, const char* key)
 {
@@ -774,8 +786,6 @@ END_TEST
  * sidecar is gone once taken up. */
 START_TEST(test_the_lru_order_comes_back_after_a_restart)
 {
-    CorHeader fields[] = { H("Cache-Control", "max-age=60") };
-    char body[1000];
     char keys[3][16];
     char sidecar[128];
     CacheFileId* files;
@@ -783,12 +793,10 @@ START_TEST(test_the_lru_order_comes_back_after_a_restart)
     CacheEntry* e;
     unsigned shard;
 
-    memset(body, 'o', sizeof(body) - 1);
-    body[sizeof(body) - 1] = '\0';
     diskStore(&s, 16 * 4096, false);
     keysOfOneShard(&s, keys, 3);
     for (unsigned i = 0; i < 3; i++) {
-        diskPut(&s, entryOf(keys[i], fields, 1, NULL, 0, body, 0, 1000));
+        diskPutSmall(&s, keys[i], 'o');
     }
     e = diskFind(&s, keys[0]); /* newest first: 0, 2, 1 */
     ck_assert_ptr_nonnull(e);
@@ -840,16 +848,12 @@ static char zoneKeys[4][16];
 static void
 generationFirst(void)
 {
-    CorHeader fields[] = { H("Cache-Control", "max-age=60") };
-    char body[1000];
     CacheStore s;
     CacheEntry* e;
 
-    memset(body, 'z', sizeof(body) - 1);
-    body[sizeof(body) - 1] = '\0';
     diskStore(&s, 16 * 4096, true);
     for (unsigned i = 0; i < 3; i++) {
-        diskPut(&s, entryOf(zoneKeys[i], fields, 1, NULL, 0, body, 0, 1000));
+        diskPutSmall(&s, zoneKeys[i], 'z');
     }
     e = diskFind(&s, zoneKeys[0]);
     if (s.indexKept || e == NULL) {
@@ -878,62 +882,68 @@ generationKilledMidway(void)
     raise(SIGKILL);
 }
 
+/* This process as the next generation the master forked (the zones it
+ * holds inherited), with a store of size; and its end (its zones kept
+ * for the next). */
+static void
+generationHere(CacheStore* s, uint64_t size)
+{
+    ck_assert_int_eq(corZoneHandBegin(), 0);
+    corZoneHandChild();
+    diskStore(s, size, true);
+}
+
+static void
+generationHereEnd(CacheStore* s)
+{
+    corZoneHandEnd(true);
+    diskStoreFree(s);
+}
+
 START_TEST(test_the_index_outlives_a_generation)
 {
-    CorHeader fields[] = { H("Cache-Control", "max-age=60") };
-    char body[1000];
+    uint64_t hash = 0;
     CacheStore s;
     CacheEntry* e;
 
-    memset(body, 'z', sizeof(body) - 1);
-    body[sizeof(body) - 1] = '\0';
     strcpy(diskDir, "/tmp/corCacheDiskXXXXXX");
     ck_assert_ptr_nonnull(mkdtemp(diskDir));
     ck_assert_int_eq(cacheStoreInit(&s, "t", 1024 * 1024), 0);
     keysOfOneShard(&s, zoneKeys, 4);
     cacheStoreFree(&s);
     generationRun(generationFirst);
-    /* The next generation (this process, as the master forked it): the
-     * index as the first left it, without a scan. */
     generationRun(generationKilledMidway);
-    ck_assert_int_eq(corZoneHandBegin(), 0);
-    corZoneHandChild();
-    diskStore(&s, 16 * 4096, true);
+    /* The next generation: the index as the first left it, without a
+     * scan; the shard the killed one left half done is rebuilt at the
+     * first lock: the three files. */
+    generationHere(&s, 16 * 4096);
     ck_assert(s.indexKept && atomic_load(&s.scanned));
-    /* The shard the killed one left half done is rebuilt at the first
-     * lock: the three files, in their order. */
     e = diskFind(&s, zoneKeys[0]);
     ck_assert_ptr_nonnull(e);
+    hash = e->hash;
     cacheEntryRelease(e);
-    ck_assert_uint_eq(diskOf(&s, e->hash)->zone->count, 3);
+    ck_assert_uint_eq(diskOf(&s, hash)->zone->count, 3);
     ck_assert_int_eq(atomic_load(&s.counters.diskEntries), 3);
     /* A fourth evicts the least recently used: the second key, as the
      * first generation's hit left the order (a scan would have taken
      * the folder's). */
-    diskPut(&s, entryOf(zoneKeys[3], fields, 1, NULL, 0, body, 0, 1000));
+    diskPutSmall(&s, zoneKeys[3], 'z');
     ck_assert_ptr_null(diskFind(&s, zoneKeys[1]));
     e = diskFind(&s, zoneKeys[2]);
     ck_assert_ptr_nonnull(e);
     cacheEntryRelease(e);
-    corZoneHandEnd(true);
-    diskStoreFree(&s);
+    generationHereEnd(&s);
     /* Another size: a fresh zone, and the scan. */
-    ck_assert_int_eq(corZoneHandBegin(), 0);
-    corZoneHandChild();
-    diskStore(&s, 32 * 4096, true);
+    generationHere(&s, 32 * 4096);
     ck_assert(!s.indexKept);
     ck_assert_int_eq(atomic_load(&s.counters.diskEntries), 3);
     /* Its header not what this build makes (another binary's layout): a
      * fresh one too. */
     memset((char*)s.index - ZONE_HEADER, 'x', 8);
-    corZoneHandEnd(true);
-    diskStoreFree(&s);
-    ck_assert_int_eq(corZoneHandBegin(), 0);
-    corZoneHandChild();
-    diskStore(&s, 32 * 4096, true);
+    generationHereEnd(&s);
+    generationHere(&s, 32 * 4096);
     ck_assert(!s.indexKept);
-    corZoneHandEnd(true);
-    diskStoreFree(&s);
+    generationHereEnd(&s);
     diskFolderRemove();
 }
 END_TEST
