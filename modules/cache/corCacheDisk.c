@@ -2,17 +2,19 @@
 /*
  * The disk half of a store (`path:`, `size:`): every stored answer is
  * also written to a file of its own under path (corCacheDiskFile.h), off
- * the loops by the store's writer threads, and the index keeps, per
- * shard and under the shard's lock, which file holds which key's
- * variant, how big, in least recently used order: within `size`, the
- * oldest files unlinked. A lookup that misses the memory store opens the
- * key's files on the loop (static's open of a file, from the page cache
- * as a rule), checks each one's header and head, and answers from the
- * one its Vary values select: a small body read and kept in memory
- * again (its CRC checked), a large one sent with sendfile. At start a
+ * the loops by the store's writer threads, and the index
+ * (corCacheIndex.c, in a zone that outlives a generation) keeps, per
+ * shard, which file holds which key's variant, how big, in least
+ * recently used order: within `size`, the oldest files unlinked. A lookup that
+ * misses the memory store opens the key's files on the loop (static's open of a
+ * file, from the page cache as a rule), checks each one's header and head, and
+ * answers from the one its Vary values select: a small body read and kept in
+ * memory again (its CRC checked), a large one sent with sendfile. At start a
  * writer scans the folder (every file read and checked whole) and
  * builds the index while the loops already serve: what it has not
- * reached yet is a miss. docs/cache.md says why each is so.
+ * reached yet is a miss; after a reload the index is the last
+ * generation's, and there is no scan. docs/cache.md says why each is
+ * so.
  */
 #include "corCacheInt.h"
 
