@@ -16,7 +16,7 @@
  * so a shard whose slots are all taken lets its least recently used
  * file go, as nginx's keys zone does when it is full.
  */
-#include "corCacheInt.h"
+#include "corCacheIndexZone.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -30,44 +30,6 @@
 #define INDEX_BYTES_A_FILE 2048
 #define INDEX_SLOTS_LEAST 64
 #define INDEX_SLOTS_MOST ((uint32_t)1 << 22)
-
-/* A slot's flags: it holds a file; the repair's marks. */
-enum { SLOT_USED = 1, SLOT_WALKED = 2, SLOT_PLACED = 4 };
-
-struct CacheIndexEntry {
-    uint64_t hash;    /* of the key */
-    uint64_t variant; /* of its Vary block: one file a variant */
-    uint64_t id;      /* names its file, with the hash */
-    uint64_t size;    /* the file's bytes */
-    uint32_t chain;   /* the next slot of its bucket */
-    uint32_t newer;   /* its LRU neighbours' slots */
-    uint32_t older;
-    uint32_t flags;
-};
-
-_Static_assert(sizeof(CacheIndexEntry) == 48, "an index entry is 48 bytes");
-
-struct CacheIndexShard {
-    pthread_mutex_t lock; /* robust, process-shared */
-    uint32_t newest;
-    uint32_t oldest;
-    uint32_t free;  /* a list through chain */
-    uint32_t taken; /* slots handed out at least once: 1..taken */
-    uint32_t count;
-    uint32_t unused;
-    uint64_t bytes;
-    uint64_t removals; /* purges and invalidations so far: a write that
-                          saw fewer when it was asked for is dropped */
-};
-
-typedef struct {
-    uint32_t slots;         /* a shard's */
-    uint32_t buckets;       /* a shard's, a power of two */
-    _Atomic uint32_t whole; /* a scan of the folder went to its end */
-    uint32_t unused;
-    CacheIndexShard shards[CACHE_SHARDS];
-    /* then each shard's buckets (uint32_t), then each shard's slots */
-} IndexZone;
 
 static uint32_t
 slotsOf(uint64_t size)
@@ -94,7 +56,7 @@ bucketsOf(uint32_t slots)
 static size_t
 zoneBytes(uint32_t slots, uint32_t buckets)
 {
-    return sizeof(IndexZone)
+    return sizeof(CacheIndexZone)
            + (size_t)CACHE_SHARDS
                  * (buckets * sizeof(uint32_t)
                     + slots * sizeof(CacheIndexEntry));
@@ -540,14 +502,14 @@ cacheIndexUse(CacheStore* s, const CacheFileId* f)
 bool
 cacheIndexWhole(const CacheStore* s)
 {
-    return s->index != NULL && atomic_load(&((IndexZone*)s->index)->whole);
+    return s->index != NULL && atomic_load(&((CacheIndexZone*)s->index)->whole);
 }
 
 void
 cacheIndexWholeSet(CacheStore* s)
 {
     if (s->index != NULL) {
-        atomic_store(&((IndexZone*)s->index)->whole, 1);
+        atomic_store(&((CacheIndexZone*)s->index)->whole, 1);
     }
 }
 
@@ -559,7 +521,7 @@ cacheIndexWholeSet(CacheStore* s)
 static uint64_t
 zoneTag(const CacheStore* s)
 {
-    uint64_t layout[] = { INDEX_VERSION, sizeof(IndexZone),
+    uint64_t layout[] = { INDEX_VERSION, sizeof(CacheIndexZone),
                           sizeof(CacheIndexEntry), sizeof(pthread_mutex_t),
                           s->size };
 
@@ -589,7 +551,7 @@ cacheIndexOpen(CacheStore* s, bool* reused)
     uint32_t buckets = bucketsOf(slots);
     size_t bytes = zoneBytes(slots, buckets);
     char name[64];
-    IndexZone* zone;
+    CacheIndexZone* zone;
     char* bucketBase;
     char* slotBase;
 
@@ -604,7 +566,7 @@ cacheIndexOpen(CacheStore* s, bool* reused)
         zone->slots = slots;
         zone->buckets = buckets;
     }
-    bucketBase = (char*)zone + sizeof(IndexZone);
+    bucketBase = (char*)zone + sizeof(CacheIndexZone);
     slotBase = bucketBase + (size_t)CACHE_SHARDS * buckets * sizeof(uint32_t);
     for (unsigned i = 0; i < CACHE_SHARDS; i++) {
         CacheDiskShard* d = &s->shards[i].disk;

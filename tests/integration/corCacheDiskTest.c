@@ -13,13 +13,18 @@
 #include "corTest.h"
 #include "corServer.h"
 
+#include "../../modules/cache/corCacheIndexZone.h"
+
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -477,6 +482,85 @@ START_TEST(test_a_generation_killed_mid_operation_leaves_a_usable_index)
     ck_assert(answerIs("", BIG("killed"), 1, 300000));
     ck_assert_ptr_nonnull(strstr(out, "edge; hit"));
     ck_assert_int_eq(originCount(BIG_COUNT("killed")), 1);
+    /* Whether this kill came while the dead one held a lock is chance
+     * (corCacheStoreTest kills one that holds it): said. */
+    printf("killed holding a lock of the index: %s\n",
+           corServerLogCount(&server, "died holding a lock") > 0
+               ? "yes, its shard rebuilt"
+               : "no");
+}
+END_TEST
+
+/* In a child: the master's fd of the zone of the store edge's index,
+ * mapped; each shard's lock taken, and the child killed holding them,
+ * as a generation killed inside an operation would be. */
+static void
+zoneLocksHeldByOneKilled(pid_t master)
+{
+    char path[300];
+    char link[256];
+    struct dirent* ent;
+    struct stat st;
+    DIR* dir;
+    char* zone = MAP_FAILED;
+    uint32_t headerSize;
+    CacheIndexZone* index;
+
+    snprintf(path, sizeof(path), "/proc/%d/fd", (int)master);
+    dir = opendir(path);
+    while (dir != NULL && zone == MAP_FAILED && (ent = readdir(dir)) != NULL) {
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof(path), "/proc/%d/fd/%s", (int)master,
+                 ent->d_name);
+        n = readlink(path, link, sizeof(link) - 1);
+        link[n > 0 ? n : 0] = '\0';
+        if (strstr(link, "memfd:cache:edge") != NULL
+            && (fd = open(path, O_RDWR)) >= 0 && fstat(fd, &st) == 0) {
+            zone = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+                        MAP_SHARED, fd, 0);
+        }
+    }
+    if (zone == MAP_FAILED) {
+        _exit(1);
+    }
+    /* The core's header says how long it is (after its magic and
+     * version). */
+    memcpy(&headerSize, zone + 12, sizeof(headerSize));
+    index = (CacheIndexZone*)(zone + headerSize);
+    for (unsigned i = 0; i < CACHE_SHARDS; i++) {
+        pthread_mutex_lock(&index->shards[i].lock);
+    }
+    raise(SIGKILL);
+}
+
+/* A process killed holding the locks of the running server's index:
+ * the server's next use of a shard rebuilds it (the log says so), and
+ * its file is a hit. */
+START_TEST(test_a_process_killed_holding_the_index_s_locks)
+{
+    pid_t child;
+    int status;
+
+    start("8MiB", NULL);
+    ck_assert(answerIs("", BIG("held"), 1, 300000));
+    written(1);
+    child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0) {
+        zoneLocksHeldByOneKilled(server.pid);
+    }
+    ck_assert_int_eq(waitpid(child, &status, 0), child);
+    ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    ck_assert(answerIs("", BIG("held"), 1, 300000));
+    ck_assert_ptr_nonnull(strstr(out, "edge; hit"));
+    ck_assert_int_eq(corServerLogCount(&server, "died holding a lock of the "
+                                                "disk index: its shard was "
+                                                "rebuilt from its 1 entries"),
+                     1);
+    ck_assert(answerIs("", "/c/after?cc=max-age=600", 1, 5));
+    ck_assert_int_eq(originCount(BIG_COUNT("held")), 1);
 }
 END_TEST
 
@@ -517,4 +601,5 @@ COR_TEST_SUITE(corCacheDisk)
     tcase_add_test(
         tc, test_a_generation_killed_mid_operation_leaves_a_usable_index);
     tcase_add_test(tc, test_a_changed_size_starts_a_fresh_index);
+    tcase_add_test(tc, test_a_process_killed_holding_the_index_s_locks);
 }
