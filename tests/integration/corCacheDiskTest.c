@@ -8,7 +8,10 @@
  * cut file, the store's folder removed under a running server and a disk
  * that takes no more (a file size limit: a tmpfs needs mount rights) each
  * a miss and a right answer, never a wrong one; the size bound; a reload
- * during fifty collapsed misses of an answer kept on disk alone.
+ * during fifty collapsed misses of an answer kept on disk alone; the
+ * index kept across a reload (no scan) and across a generation killed
+ * under load, repaired after a process killed holding its locks, fresh
+ * when the store's size changes; its LRU order across a restart.
  */
 #include "corTest.h"
 #include "corServer.h"
