@@ -859,6 +859,21 @@ CorGenerationState corHealthGet(void);
 /* The built-in handler `health`: 200 "ready" or 503 with the state. */
 void corHealthServe(CorRequest* r);
 
+/* ---- Zones, the master's side (corZone.c) -------------------------------- */
+
+/* The socket pair a starting generation hands its zones over (0, or -1
+ * with errno: it starts fresh ones); the child's end of it, in the child;
+ * the master's take once the generation said ready or failed: a ready
+ * one's zones replace those held, a failed one's are dropped. */
+int corZoneHandBegin(void);
+void corZoneHandChild(void);
+void corZoneHandEnd(bool ready);
+/* A binary upgrade's: the zones held, inheritable from floor on and named
+ * in the environment, in the child before its exec; and the new master's
+ * take of them (only when an upgrade started it). */
+void corZonePass(int floor);
+void corZoneInherit(bool upgraded);
+
 /* ---- Heartbeats (corHeartbeat.c) ----------------------------------------- */
 
 /*

@@ -380,16 +380,24 @@ generationStart(Generation* g, CorConfErrors* errors)
     }
     g->number = ++generations;
     master = getpid();
+    if (corZoneHandBegin() != 0) {
+        corLog(COR_LOG_WARN,
+               "no socket for the zones (%s): the generation "
+               "starts fresh ones",
+               strerror(errno));
+    }
     g->pid = fork();
     if (g->pid < 0) {
         corConfErrorf(errors, NULL, "fork: %s", strerror(errno));
         g->pid = 0;
         close(pipeFds[0]);
         close(pipeFds[1]);
+        corZoneHandEnd(false);
         return -1;
     }
     if (g->pid == 0) {
         close(pipeFds[0]);
+        corZoneHandChild();
         corUpgradeForget();
         corHeartbeat = g->heartbeat;
         corGenerationRun(g->config, g->listeners, g->listenerCount, pipeFds[1],
@@ -398,6 +406,8 @@ generationStart(Generation* g, CorConfErrors* errors)
     close(pipeFds[1]);
     len = readyWait(pipeFds[0], buf, sizeof(buf), g != &current);
     close(pipeFds[0]);
+    /* The zones it opened are kept for the next one, or dropped. */
+    corZoneHandEnd(len > 0 && buf[0] == 'R');
     if (len > 0 && buf[0] == 'R') {
         atomic_fetch_add(&corMasterCounters->generations, 1);
         return 0;
@@ -898,6 +908,7 @@ masterOpen(const char* file)
     fdLimitRaise();
     fdLimitCheck(current.config);
     upgradedFrom = corUpgradeInit();
+    corZoneInherit(upgradedFrom > 0);
     corInstanceInit(upgradedFrom > 0);
     running = corMasterPidFileAlive(current.config->log.pidFile);
     if (running > 0 && running != upgradedFrom) {

@@ -5,7 +5,8 @@
  * path again, which is the new one once it has been replaced, and hands
  * it the listening sockets as systemd's socket activation does (from fd
  * 3, LISTEN_FDS, LISTEN_PID), so the new master takes them by address
- * and no connection waiting in a backlog is lost. The new master starts
+ * and no connection waiting in a backlog is lost (and the master's
+ * zones, corZone.c, in COR_ZONES). The new master starts
  * its generation and, once it serves and has written the pid file, says
  * so on a pipe (COR_UPGRADE_FD). The old master then drains and exits as
  * at SIGQUIT. A new binary that fails (it does not exec, exits, hangs
@@ -75,7 +76,15 @@ static void
 childExec(const CorListener* listeners, unsigned count, int pipeFd,
           const char* configFile)
 {
-    int n = fdsPass(listeners, count, pipeFd);
+    int total = 0;
+    int n;
+
+    for (unsigned i = 0; i < count; i++) {
+        total += (int)listeners[i].fdCount;
+    }
+    /* The zones first, above the range the sockets are moved into. */
+    corZonePass(LISTEN_FDS_START + total + 1);
+    n = fdsPass(listeners, count, pipeFd);
 
     if (n < 0) {
         corLog(COR_LOG_ERROR, "upgrade: cannot pass the sockets: %s",

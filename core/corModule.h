@@ -806,6 +806,24 @@ const char* corInstance(void);
  */
 bool corGenerationReplaced(void);
 
+/* ---- Zones: shared memory that outlives a generation (corZone.c) -------- */
+
+/*
+ * The zone named name, size bytes mapped shared by every process of the
+ * instance that opens it: zero-filled and new (*reused false), or, after
+ * a reload or a generation that died, the very memory the last
+ * generation that started had (*reused true) while name, size and tag
+ * are the same (tag: the layout of what the module keeps in it, and what
+ * else its contents depend on); a binary upgrade hands it to the new
+ * binary, where a changed tag (or zone header) starts a fresh one. A
+ * restart starts fresh. Open at the module's init (a zone opened after the
+ * generation is ready is not handed on). Its locks are the module's to make
+ * process-shared and robust (docs/architecture.md, "Zones"). NULL
+ * (errno) when none can be made.
+ */
+void* corZoneOpen(const char* name, size_t size, uint64_t tag, bool* reused);
+void corZoneClose(void* zone, size_t size);
+
 /* ---- Networks (corNet.c) ------------------------------------------------ */
 
 /* An address: 4 bytes (IPv4, and an IPv4-mapped IPv6 one) or 16. */

@@ -2,17 +2,19 @@
 /*
  * The disk half of a store (`path:`, `size:`): every stored answer is
  * also written to a file of its own under path (corCacheDiskFile.h), off
- * the loops by the store's writer threads, and the index keeps, per
- * shard and under the shard's lock, which file holds which key's
- * variant, how big, in least recently used order: within `size`, the
- * oldest files unlinked. A lookup that misses the memory store opens the
- * key's files on the loop (static's open of a file, from the page cache
- * as a rule), checks each one's header and head, and answers from the
- * one its Vary values select: a small body read and kept in memory
- * again (its CRC checked), a large one sent with sendfile. At start a
+ * the loops by the store's writer threads, and the index
+ * (corCacheIndex.c, in a zone that outlives a generation) keeps, per
+ * shard, which file holds which key's variant, how big, in least
+ * recently used order: within `size`, the oldest files unlinked. A lookup that
+ * misses the memory store opens the key's files on the loop (static's open of a
+ * file, from the page cache as a rule), checks each one's header and head, and
+ * answers from the one its Vary values select: a small body read and kept in
+ * memory again (its CRC checked), a large one sent with sendfile. At start a
  * writer scans the folder (every file read and checked whole) and
  * builds the index while the loops already serve: what it has not
- * reached yet is a miss. docs/cache.md says why each is so.
+ * reached yet is a miss; after a reload the index is the last
+ * generation's, and there is no scan. docs/cache.md says why each is
+ * so.
  */
 #include "corCacheInt.h"
 
@@ -29,7 +31,6 @@
 #include <unistd.h>
 
 #define WRITERS 2
-#define DISK_BUCKETS_FIRST 64
 #define HEAD_READ_FIRST 4096
 #define SCAN_CHUNK (64 * 1024)
 /* A writer's queue holds at most this many bytes of answers (each
@@ -56,168 +57,43 @@ fileName(const CacheStore* s, uint64_t hash, uint64_t id, char* out, size_t cap)
              (unsigned long long)id);
 }
 
-/* ---- The index (each shard's, under its lock) ---------------------------- */
+/* ---- The index (corCacheIndex.c, in a zone) ------------------------------ */
 
-static CacheDiskEntry**
-bucketOf(CacheDiskShard* d, uint64_t hash)
-{
-    return &d->buckets[hash & (d->bucketCount - 1)];
-}
-
+/* Unlink the files the index let go: outside its lock. */
 static void
-diskUnlinkLocked(CacheStore* s, CacheDiskShard* d, CacheDiskEntry* de)
+goneUnlink(CacheStore* s, CacheGone* gone)
 {
-    CacheDiskEntry** at = bucketOf(d, de->hash);
-
-    while (*at != de) {
-        at = &(*at)->chain;
-    }
-    *at = de->chain;
-    corListRemove(&de->lru);
-    d->count--;
-    d->bytes -= de->size;
-    atomic_fetch_sub(&s->counters.diskBytes, (long long)de->size);
-    atomic_fetch_sub(&s->counters.diskEntries, 1);
-}
-
-static void
-diskGrowLocked(CacheDiskShard* d)
-{
-    size_t count = d->bucketCount * 2;
-    CacheDiskEntry** grown = calloc(count, sizeof(*grown));
-
-    if (grown == NULL) {
-        return; /* the chains grow longer instead */
-    }
-    for (size_t b = 0; b < d->bucketCount; b++) {
-        CacheDiskEntry* de = d->buckets[b];
-
-        while (de != NULL) {
-            CacheDiskEntry* next = de->chain;
-
-            de->chain = grown[de->hash & (count - 1)];
-            grown[de->hash & (count - 1)] = de;
-            de = next;
-        }
-    }
-    free(d->buckets);
-    d->buckets = grown;
-    d->bucketCount = count;
-}
-
-/* Unlink the files of the entries in gone and free them: outside the
- * lock. */
-static void
-goneUnlink(CacheStore* s, CorList* gone)
-{
-    CorList* node;
-    CorList* next;
     char name[PATH_MAX];
 
-    corListForEach(node, next, gone)
-    {
-        CacheDiskEntry* de = corContainerOf(node, CacheDiskEntry, lru);
-
-        corListRemove(node);
-        fileName(s, de->hash, de->id, name, sizeof(name));
+    for (size_t i = 0; i < gone->count; i++) {
+        fileName(s, gone->files[i].hash, gone->files[i].id, name, sizeof(name));
         unlink(name);
-        free(de);
     }
-}
-
-enum { PUT, OLDER, SAME };
-
-/* Put de in (locked): the entries of its variant go when replace (a new
- * answer); else (the scan's) de does not go in when its variant is
- * there: OLDER (its file is to go), or SAME (the very file, written
- * since the scan began). A new answer asked for before a purge or an
- * invalidation of the shard (removals moved since) is OLDER too: what
- * it says may be what was purged. The least recently used go while the
- * shard is past its part of size. What goes is put in gone. */
-static int
-diskInsertLocked(CacheStore* s, CacheShard* shard, CacheDiskEntry* de,
-                 bool replace, uint64_t removals, CorList* gone)
-{
-    CacheDiskShard* d = &shard->disk;
-
-    if (removals != REMOVALS_ANY && removals != d->removals) {
-        return OLDER;
-    }
-    for (CacheDiskEntry *old = *bucketOf(d, de->hash), *next; old != NULL;
-         old = next) {
-        next = old->chain;
-        if (old->hash == de->hash && old->variant == de->variant) {
-            if (!replace) {
-                return old->id == de->id ? SAME : OLDER;
-            }
-            diskUnlinkLocked(s, d, old);
-            corListInsert(gone, &old->lru);
-        }
-    }
-    if (d->count >= d->bucketCount) {
-        diskGrowLocked(d);
-    }
-    de->chain = *bucketOf(d, de->hash);
-    *bucketOf(d, de->hash) = de;
-    corListInsert(&d->lru, &de->lru);
-    d->count++;
-    d->bytes += de->size;
-    atomic_fetch_add(&s->counters.diskBytes, (long long)de->size);
-    atomic_fetch_add(&s->counters.diskEntries, 1);
-    while (d->bytes > s->diskShardMost && d->count > 1) {
-        CacheDiskEntry* last = corContainerOf(d->lru.prev, CacheDiskEntry, lru);
-
-        diskUnlinkLocked(s, d, last);
-        corListInsert(gone, &last->lru);
-        atomic_fetch_add(&s->counters.diskEvictions, 1);
-    }
-    return PUT;
+    free(gone->files);
+    *gone = (CacheGone){ 0 };
 }
 
 void
 cacheDiskTouchLocked(CacheShard* shard, const CacheEntry* e)
 {
-    CacheDiskShard* d = &shard->disk;
-    uint64_t variant;
-
-    if (d->count == 0) {
-        return;
-    }
-    variant = cacheHash(cacheEntryVary(e), e->varyLen);
-    for (CacheDiskEntry* de = *bucketOf(d, e->hash); de != NULL;
-         de = de->chain) {
-        if (de->hash == e->hash && de->variant == variant) {
-            corListRemove(&de->lru);
-            corListInsert(&d->lru, &de->lru);
-            return;
-        }
+    if (shard->disk.zone != NULL) {
+        cacheIndexTouch(shard, e->hash,
+                        cacheHash(cacheEntryVary(e), e->varyLen));
     }
 }
 
-/* A file in the index: a new answer's (replace) or the scan's. */
+/* A file in the index: a new answer's (replace) or the scan's; an older
+ * one's file is unlinked. */
 static void
 indexPut(CacheStore* s, uint64_t hash, uint64_t variant, uint64_t id,
          uint64_t size, bool replace, uint64_t removals)
 {
-    CacheShard* shard = cacheShardOf(s, hash);
-    CacheDiskEntry* de = malloc(sizeof(*de));
-    CorList gone;
-    int put;
+    CacheFileId f = { .hash = hash, .id = id };
+    CacheGone gone = { 0 };
 
-    corListInit(&gone);
-    if (de == NULL) {
-        return; /* the file stays, unknown: the next start's scan finds it */
-    }
-    *de = (CacheDiskEntry){
-        .hash = hash, .variant = variant, .id = id, .size = size
-    };
-    pthread_mutex_lock(&shard->lock);
-    put = diskInsertLocked(s, shard, de, replace, removals, &gone);
-    pthread_mutex_unlock(&shard->lock);
-    if (put == OLDER) {
-        corListInsert(&gone, &de->lru);
-    } else if (put == SAME) {
-        free(de);
+    if (cacheIndexPut(s, &f, variant, size, replace, removals, &gone)
+        == INDEX_OLDER) {
+        cacheGoneAdd(&gone, hash, id);
     }
     goneUnlink(s, &gone);
 }
@@ -227,22 +103,9 @@ indexPut(CacheStore* s, uint64_t hash, uint64_t variant, uint64_t id,
 static void
 forget(CacheStore* s, uint64_t hash, uint64_t id, bool error)
 {
-    CacheShard* shard = cacheShardOf(s, hash);
-    CacheDiskEntry* found = NULL;
     char name[PATH_MAX];
 
-    pthread_mutex_lock(&shard->lock);
-    for (CacheDiskEntry* de = *bucketOf(&shard->disk, hash); de != NULL;
-         de = de->chain) {
-        if (de->hash == hash && de->id == id) {
-            found = de;
-            diskUnlinkLocked(s, &shard->disk, de);
-            break;
-        }
-    }
-    shard->disk.removals += !error;
-    pthread_mutex_unlock(&shard->lock);
-    free(found);
+    cacheIndexForget(s, &(CacheFileId){ .hash = hash, .id = id }, error);
     fileName(s, hash, id, name, sizeof(name));
     unlink(name);
     if (error) {
@@ -358,7 +221,6 @@ CacheEntry*
 cacheDiskFind(CacheStore* s, uint64_t hash, const char* key, size_t keyLen,
               const CorRequest* r)
 {
-    CacheShard* shard = cacheShardOf(s, hash);
     uint64_t ids[CANDIDATES_MOST];
     unsigned n = 0;
     CacheEntry* best = NULL;
@@ -369,16 +231,7 @@ cacheDiskFind(CacheStore* s, uint64_t hash, const char* key, size_t keyLen,
     if (s->path == NULL) {
         return NULL;
     }
-    pthread_mutex_lock(&shard->lock);
-    for (CacheDiskEntry* de = *bucketOf(&shard->disk, hash);
-         de != NULL && n < CANDIDATES_MOST; de = de->chain) {
-        if (de->hash == hash) {
-            ids[n++] = de->id;
-            corListRemove(&de->lru);
-            corListInsert(&shard->disk.lru, &de->lru);
-        }
-    }
-    pthread_mutex_unlock(&shard->lock);
+    n = cacheIndexFind(s, hash, ids, CANDIDATES_MOST);
     for (unsigned i = 0; i < n; i++) {
         CacheEntry* e = NULL;
         uint32_t crc = 0;
@@ -573,13 +426,10 @@ cacheDiskWrite(CacheStore* s, CacheEntry* e, CacheFlight* flight)
         }
     }
     if (w != NULL) {
-        CacheShard* shard = cacheShardOf(s, e->hash);
-
-        pthread_mutex_lock(&shard->lock);
-        *w = (DiskWrite){
-            .s = s, .e = e, .flight = flight, .removals = shard->disk.removals
-        };
-        pthread_mutex_unlock(&shard->lock);
+        *w = (DiskWrite){ .s = s,
+                          .e = e,
+                          .flight = flight,
+                          .removals = cacheIndexRemovals(s, e->hash) };
         if (corEvPoolPost(writers, &w->task, writeRun) == 0) {
             return;
         }
@@ -595,26 +445,13 @@ cacheDiskWrite(CacheStore* s, CacheEntry* e, CacheFlight* flight)
 unsigned
 cacheDiskRemove(CacheStore* s, uint64_t hash)
 {
-    CacheShard* shard = cacheShardOf(s, hash);
-    CorList gone;
-    unsigned n = 0;
+    CacheGone gone = { 0 };
+    unsigned n;
 
     if (s->path == NULL) {
         return 0;
     }
-    corListInit(&gone);
-    pthread_mutex_lock(&shard->lock);
-    for (CacheDiskEntry *de = *bucketOf(&shard->disk, hash), *next; de != NULL;
-         de = next) {
-        next = de->chain;
-        if (de->hash == hash) {
-            diskUnlinkLocked(s, &shard->disk, de);
-            corListInsert(&gone, &de->lru);
-            n++;
-        }
-    }
-    shard->disk.removals++;
-    pthread_mutex_unlock(&shard->lock);
+    n = cacheIndexRemove(s, hash, &gone);
     goneUnlink(s, &gone);
     return n;
 }
@@ -649,29 +486,13 @@ cacheDiskRemovePrefix(CacheStore* s, const char* prefix, size_t len)
     unsigned n = 0;
 
     for (unsigned i = 0; s->path != NULL && i < CACHE_SHARDS; i++) {
-        CacheShard* shard = &s->shards[i];
-        CorList* node;
-        CorList* next;
-        uint64_t(*files)[2];
-        size_t count = 0;
+        CacheFileId* files;
+        size_t count = cacheIndexFiles(s, i, &files);
 
-        /* The shard's files as they are now; each one's head is read
-         * outside the lock. */
-        pthread_mutex_lock(&shard->lock);
-        files = malloc((shard->disk.count + 1) * sizeof(*files));
-        corListForEach(node, next, &shard->disk.lru)
-        {
-            CacheDiskEntry* de = corContainerOf(node, CacheDiskEntry, lru);
-
-            if (files != NULL) {
-                files[count][0] = de->hash;
-                files[count++][1] = de->id;
-            }
-        }
-        pthread_mutex_unlock(&shard->lock);
+        /* Each file's head is read outside the index's lock. */
         for (size_t f = 0; f < count; f++) {
-            if (keyStarts(s, files[f][0], files[f][1], prefix, len)) {
-                forget(s, files[f][0], files[f][1], false);
+            if (keyStarts(s, files[f].hash, files[f].id, prefix, len)) {
+                forget(s, files[f].hash, files[f].id, false);
                 n++;
             }
         }
@@ -736,6 +557,17 @@ scanRun(CorEvTask* task)
     if (dir != NULL) {
         closedir(dir);
     }
+    if (dir != NULL && !atomic_load(&s->stopping)) {
+        size_t ordered = cacheOrderLoad(s);
+
+        if (ordered > 0) {
+            corLog(COR_LOG_INFO,
+                   "cache %s: the least recently used order of %zu files "
+                   "as the last stop left it",
+                   s->name, ordered);
+        }
+        cacheIndexWholeSet(s);
+    }
     atomic_store(&s->scanned, true);
 }
 
@@ -751,15 +583,8 @@ cacheDiskOpen(CacheStore* s, const char* path, uint64_t size)
     if (s->path == NULL) {
         return -1;
     }
-    for (unsigned i = 0; i < CACHE_SHARDS; i++) {
-        CacheDiskShard* d = &s->shards[i].disk;
-
-        corListInit(&d->lru);
-        d->buckets = calloc(DISK_BUCKETS_FIRST, sizeof(*d->buckets));
-        if (d->buckets == NULL) {
-            return -1;
-        }
-        d->bucketCount = DISK_BUCKETS_FIRST;
+    if (cacheIndexOpen(s, &s->indexKept) != 0) {
+        return -1;
     }
     /* Ids start at random: two generations write into one folder side
      * by side during a reload. */
@@ -790,6 +615,21 @@ cacheDiskStart(CacheStore* s)
         return -1;
     }
     atomic_store(&s->writers, writers);
+    if (s->indexKept && cacheIndexWhole(s)) {
+        /* A reload, or a generation that died: the index is the last
+         * generation's, as it left it (a scan it cut short is done
+         * again: its files go in once). */
+        corLog(COR_LOG_INFO,
+               "cache %s: the disk index kept from the last generation "
+               "(%lld files): no scan",
+               s->name, (long long)atomic_load(&s->counters.diskEntries));
+        atomic_store(&s->scanned, true);
+        return 0;
+    }
+    corLog(COR_LOG_INFO, "cache %s: %s: scanning %s", s->name,
+           s->indexKept ? "the last generation's scan was cut short"
+                        : "a new disk index",
+           s->path);
     return corEvPoolPost(writers, &s->scan, scanRun);
 }
 
@@ -803,21 +643,12 @@ cacheDiskClose(CacheStore* s)
         corEvPoolShutdown(writers); /* the writes queued are done */
         corEvPoolDestroy(writers);
     }
-    for (unsigned i = 0; i < CACHE_SHARDS; i++) {
-        CacheDiskShard* d = &s->shards[i].disk;
-        CorList* node;
-        CorList* next;
-
-        if (d->buckets == NULL) {
-            continue;
-        }
-        corListForEach(node, next, &d->lru)
-        {
-            free(corContainerOf(node, CacheDiskEntry, lru));
-        }
-        free(d->buckets);
-        d->buckets = NULL;
+    if (writers != NULL && cacheIndexWhole(s) && !corGenerationReplaced()) {
+        /* The instance stops (a generation that served, not cor -t's
+         * nor one a reload replaced): the order for the next start. */
+        cacheOrderSave(s);
     }
+    cacheIndexClose(s);
     free(s->path);
     s->path = NULL;
 }

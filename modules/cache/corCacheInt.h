@@ -160,28 +160,18 @@ int64_t cacheNowMs(void);
 typedef struct CacheFlight CacheFlight;
 typedef struct CacheGrowing CacheGrowing;
 
-/* An entry on disk, as the index knows it: which file, how big; its
- * key, fields and times are in the file. 56 bytes (the issue bounds an
- * index entry to 256). */
-typedef struct CacheDiskEntry {
-    CorList lru; /* in its shard's disk list, newest first */
-    struct CacheDiskEntry* chain;
-    uint64_t hash;    /* of the key */
-    uint64_t variant; /* of its Vary block: one file a variant */
-    uint64_t id;      /* names its file, with the hash */
-    uint64_t size;    /* the file's bytes */
-} CacheDiskEntry;
-
-_Static_assert(sizeof(CacheDiskEntry) <= 64, "a disk index entry past 64 B");
+/* A shard's part of the disk index (corCacheIndex.c): in the store's
+ * zone, which every generation of the instance maps (its places in this
+ * process's mapping; NULL when the store has no disk). */
+typedef struct CacheIndexShard CacheIndexShard;
+typedef struct CacheIndexEntry CacheIndexEntry;
 
 typedef struct {
-    CacheDiskEntry** buckets;
-    size_t bucketCount; /* a power of two, or 0: no disk */
-    size_t count;
-    CorList lru;
-    uint64_t bytes;
-    uint64_t removals; /* purges and invalidations so far: a write that
-                          saw fewer when it was asked for is dropped */
+    CacheIndexShard* zone;
+    uint32_t* buckets;        /* slot numbers, 0 none */
+    CacheIndexEntry* entries; /* slot n is entries[n - 1] */
+    uint32_t bucketMask;
+    uint32_t slots;
 } CacheDiskShard;
 
 typedef struct {
@@ -192,7 +182,7 @@ typedef struct {
     CorList lru; /* newest first */
     size_t bytes;
     CacheFlight* flights; /* the fetches in flight of its keys */
-    CacheDiskShard disk;  /* its keys' files, under the same lock */
+    CacheDiskShard disk;  /* its keys' files (the zone's lock) */
 } CacheShard;
 
 typedef struct {
@@ -229,6 +219,9 @@ typedef struct CacheStore {
     atomic_bool scanned;         /* the scan at start is done */
     atomic_ullong nextId;        /* the next file's id (random start) */
     atomic_ullong writesPending; /* bytes queued to the writers */
+    void* index;                 /* the disk index's zone (corCacheIndex.c) */
+    size_t indexBytes;           /* its size */
+    bool indexKept;              /* it is the last generation's */
 } CacheStore;
 
 int cacheStoreInit(CacheStore* s, const char* name, size_t memory);
@@ -281,6 +274,69 @@ void cacheDiskTouchLocked(CacheShard* shard, const CacheEntry* e);
  * start with prefix (each file's head read: off the loops). How many. */
 unsigned cacheDiskRemove(CacheStore* s, uint64_t hash);
 unsigned cacheDiskRemovePrefix(CacheStore* s, const char* prefix, size_t len);
+
+/* ---- The disk index (corCacheIndex.c) ------------------------------------ */
+
+/* A file, by its name's two parts. */
+typedef struct {
+    uint64_t hash;
+    uint64_t id;
+} CacheFileId;
+
+/* Files the index let go, for the caller to unlink outside the lock. */
+typedef struct {
+    CacheFileId* files;
+    size_t count;
+    size_t cap;
+} CacheGone;
+
+void cacheGoneAdd(CacheGone* gone, uint64_t hash, uint64_t id);
+
+enum { INDEX_PUT, INDEX_OLDER, INDEX_SAME };
+
+/* The store's index in its zone ("cache:NAME", sized by its size): the
+ * last generation's as it left it (*reused), or a new one, empty (0), or
+ * -1 with errno. */
+int cacheIndexOpen(CacheStore* s, bool* reused);
+void cacheIndexClose(CacheStore* s);
+/* File (hash, id) of size bytes, the key's variant, in: a new answer's
+ * (replace: the files of its variant go) or the scan's (not put in when
+ * its variant is there: INDEX_OLDER, or INDEX_SAME the very file). A
+ * new answer asked for before a purge of its shard (removals moved
+ * since; UINT64_MAX: any) is INDEX_OLDER. What goes is added to gone
+ * (the least recently used too, past the shard's part of size). */
+int cacheIndexPut(CacheStore* s, const CacheFileId* f, uint64_t variant,
+                  uint64_t size, bool replace, uint64_t removals,
+                  CacheGone* gone);
+/* File f out of the index; a purge's (not error) counts as a removal. */
+void cacheIndexForget(CacheStore* s, const CacheFileId* f, bool error);
+/* Up to most ids of the files of hash, now the most recently used. */
+unsigned cacheIndexFind(CacheStore* s, uint64_t hash, uint64_t* ids,
+                        unsigned most);
+/* The file of hash's variant, now the most recently used. */
+void cacheIndexTouch(CacheShard* shard, uint64_t hash, uint64_t variant);
+/* Every file of hash out (into gone); how many. */
+unsigned cacheIndexRemove(CacheStore* s, uint64_t hash, CacheGone* gone);
+/* The files of shard i as they are now, malloc'ed (*filesP); how many. */
+size_t cacheIndexFiles(CacheStore* s, unsigned i, CacheFileId** filesP);
+/* The purges and invalidations of hash's shard so far. */
+uint64_t cacheIndexRemovals(CacheStore* s, uint64_t hash);
+/* File f, when in the index (true), now the most recently used. */
+bool cacheIndexUse(CacheStore* s, const CacheFileId* f);
+/* Whether a scan of the folder went to its end into this index (one cut
+ * short by a generation's end is done again by the next); said so. */
+bool cacheIndexWhole(const CacheStore* s);
+void cacheIndexWholeSet(CacheStore* s);
+
+/* ---- The LRU order across a restart (corCacheOrder.c) -------------------- */
+
+/* At the stop: the index's order, oldest first, into the folder's
+ * sidecar (PATH/.lru), unless one not yet taken up is there. After the
+ * scan at start: the sidecar's order laid over the scan's (a file it
+ * names that the scan found goes to the front, oldest first), and the
+ * sidecar removed; how many files it named that the index has. */
+void cacheOrderSave(CacheStore* s);
+size_t cacheOrderLoad(CacheStore* s);
 
 /* ---- A request of a cached route (its r->cacheData) ---------------------- */
 

@@ -232,10 +232,49 @@ START_TEST(test_failed_upgrade_keeps_the_old_master_serving)
 }
 END_TEST
 
+/* The zones go with the sockets: the new master's first generation
+ * takes the cache's disk index on (no scan) where the layout is the
+ * same, as a reload's does. */
+START_TEST(test_an_upgrade_hands_the_zones_on)
+{
+    pid_t old;
+
+    ck_assert_int_eq(
+        corServerStart(&server,
+                       "runtime: { loops: 1, workers: 1, coroutines: { "
+                       "enabled: {COROUTINES} } }\n"
+                       "listen: [ { protocol: http, address: "
+                       "127.0.0.1:{PORT} } ]\n"
+                       "modules:\n"
+                       "  - { load: http }\n"
+                       "  - { load: hello }\n"
+                       "  - load: cache\n"
+                       "    stores: [ { name: edge, path: {DIR}/cache, size: "
+                       "8MiB } ]\n"
+                       "routes: [ { match: \"GET /hello\", handler: hello, "
+                       "cache: edge } ]\n"
+                       "log: { pid_file: {DIR}/cor.pid }\n"),
+        0);
+    old = server.pid;
+    ck_assert_int_eq(corServerLogCount(&server, "a new disk index"), 1);
+    binaryReplace(NULL);
+    ck_assert_msg(upgradeAsk() == 0, "%s", out);
+    ck_assert_int_eq(waitpid(old, NULL, 0), old);
+    server.pid = pidFile();
+    ck_assert_int_eq(hello(), 200);
+    ck_assert_int_eq(corServerLogCount(&server, "a new disk index"), 1);
+    ck_assert_int_eq(corServerLogCount(&server, "kept from the last "
+                                                "generation (0 files): no "
+                                                "scan"),
+                     1);
+}
+END_TEST
+
 COR_TEST_SUITE(corMasterUpgrade)
 {
     tcase_set_timeout(tc, 60);
     tcase_add_checked_fixture(tc, setUp, tearDown);
     tcase_add_test(tc, test_upgrade_under_load_loses_nothing);
     tcase_add_test(tc, test_failed_upgrade_keeps_the_old_master_serving);
+    tcase_add_test(tc, test_an_upgrade_hands_the_zones_on);
 }
