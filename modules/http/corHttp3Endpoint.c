@@ -435,6 +435,7 @@ corHttp3Start(HttpLoop* hl, CorListener* const* listeners, unsigned count)
     }
     hl->h3 = h;
     corListInit(&h->conns);
+    corHttp3MemInit(h, hl);
     for (unsigned i = 0; i < count; i++) {
         Http3Endpoint* ep = &h->endpoints[h->endpointCount];
         int rc;
