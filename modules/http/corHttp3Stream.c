@@ -590,10 +590,7 @@ recvHeader(nghttp3_conn* h3, int64_t id, int32_t token, nghttp3_rcbuf* name,
         st->refuse = 431;
         return 0; /* no longer kept */
     }
-    if (corBufAppend(&st->raw, n.base, n.len) != 0
-        || corBufAppend(&st->raw, "", 1) != 0
-        || corBufAppend(&st->raw, v.base, v.len) != 0
-        || corBufAppend(&st->raw, "", 1) != 0) {
+    if (corBufAppendField(&st->raw, n.base, n.len, v.base, v.len) != 0) {
         st->refuse = 503;
     }
     return 0;
