@@ -31,7 +31,9 @@ typedef struct HttpLoop HttpLoop;
 #define HTTP_H2_STREAM_CACHE 32
 /* Freed blocks of nghttp2's, ngtcp2's and nghttp3's a loop keeps for
  * their next ones (corHttpBlocks.c): by glibc's chunk size, 32 to 512
- * bytes in steps of 16, at most so many of each. */
+ * bytes in steps of 16, at most so many of each (2.1 MB a loop were
+ * every size full). An HTTP/3 connection's 100 streams come and go in a
+ * turn with a few blocks of a size each: at 64 kept, half missed. */
 #define HTTP_BLOCK_CLASSES 31
 #define HTTP_BLOCKS_KEPT 255
 /* An address as text (INET6_ADDRSTRLEN, with room). */
