@@ -882,6 +882,33 @@ generationKilledMidway(void)
     raise(SIGKILL);
 }
 
+/* A generation killed while it repaired the shard the last one left
+ * half done: past the repair's walk of the LRU list (each entry in it
+ * marked walked and placed, the buckets and the count cleared), before
+ * its last pass. */
+static void
+generationKilledRepairing(void)
+{
+    CacheStore s;
+    uint64_t hash = cacheHash(zoneKeys[0], strlen(zoneKeys[0]));
+    CacheDiskShard* d;
+
+    diskStore(&s, 16 * 4096, true);
+    d = diskOf(&s, hash);
+    if (!s.indexKept || lockShard(d) != 0) {
+        _exit(1);
+    }
+    for (uint32_t slot = 1; slot <= d->zone->taken; slot++) {
+        if (at(d, slot)->flags & SLOT_USED) {
+            at(d, slot)->flags |= SLOT_WALKED | SLOT_PLACED;
+        }
+    }
+    memset(d->buckets, 0, ((size_t)d->bucketMask + 1) * sizeof(uint32_t));
+    d->zone->count = 0;
+    d->zone->bytes = 0;
+    raise(SIGKILL);
+}
+
 /* This process as the next generation the master forked (the zones it
  * holds inherited), with a store of size; and its end (its zones kept
  * for the next). */
@@ -948,6 +975,49 @@ START_TEST(test_the_index_outlives_a_generation)
 }
 END_TEST
 
+/* A repair is itself cut short (its process killed in it): the next
+ * locker's repair starts again from what it left, every entry in the
+ * LRU list once (seen failing on main: the marks the dead repair left
+ * kept every entry out of the list, count 3 and the list empty, and the
+ * next eviction took slot 0, the slot before the shard's first). */
+START_TEST(test_a_repair_killed_midway_is_done_again)
+{
+    CacheStore s;
+    CacheFileId* files;
+    CacheDiskShard* d;
+    CacheEntry* e;
+    uint64_t hash;
+
+    strcpy(diskDir, "/tmp/corCacheDiskXXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(diskDir));
+    ck_assert_int_eq(cacheStoreInit(&s, "t", 1024 * 1024), 0);
+    keysOfOneShard(&s, zoneKeys, 4);
+    cacheStoreFree(&s);
+    generationRun(generationFirst);
+    generationRun(generationKilledRepairing);
+    generationHere(&s, 16 * 4096);
+    hash = cacheHash(zoneKeys[0], strlen(zoneKeys[0]));
+    d = diskOf(&s, hash);
+    ck_assert_int_eq(lockShard(d), 0);
+    unlockShard(d);
+    ck_assert_uint_eq(d->zone->count, 3);
+    ck_assert_uint_eq(cacheIndexFiles(&s,
+                                      (unsigned)(cacheShardOf(&s, hash)
+                                                 - s.shards),
+                                      &files),
+                      3);
+    free(files);
+    /* The order the first generation left: a fourth evicts the second. */
+    diskPutSmall(&s, zoneKeys[3], 'z');
+    ck_assert_ptr_null(diskFind(&s, zoneKeys[1]));
+    e = diskFind(&s, zoneKeys[3]);
+    ck_assert_ptr_nonnull(e);
+    cacheEntryRelease(e);
+    generationHereEnd(&s);
+    diskFolderRemove();
+}
+END_TEST
+
 COR_TEST_SUITE(corCacheStore)
 {
     tcase_add_test(tc, test_a_file_written_is_found_and_a_bad_one_is_a_miss);
@@ -956,6 +1026,7 @@ COR_TEST_SUITE(corCacheStore)
     tcase_add_test(tc, test_the_scan_s_time_a_file);
     tcase_add_test(tc, test_a_memory_hit_keeps_its_file_young);
     tcase_add_test(tc, test_the_index_outlives_a_generation);
+    tcase_add_test(tc, test_a_repair_killed_midway_is_done_again);
     tcase_add_test(tc, test_the_lru_order_comes_back_after_a_restart);
     tcase_add_test(tc, test_http_dates_in_three_forms);
     tcase_add_test(tc, test_cache_control_as_written);
