@@ -244,7 +244,8 @@ unsigned cacheStoreRemovePrefix(CacheStore* s, const char* prefix, size_t len);
  * written). */
 size_t cacheStoreEntryMost(const CacheStore* s);
 
-/* ---- The disk half (corCacheDisk.c) -------------------------------------- */
+/* ---- The disk half (corCacheDisk.c, corCacheDiskWrite.c)
+ * -------------------------------------- */
 
 #define CACHE_DISK_ENTRY_MOST ((size_t)64 << 20)
 /* A disk hit's body is read into memory (and the entry kept there, its
@@ -270,6 +271,17 @@ CacheEntry* cacheDiskFind(CacheStore* s, uint64_t hash, const char* key,
  * file goes to the front of the disk's LRU, so that a file whose answer
  * is hot in memory is not the disk's oldest. */
 void cacheDiskTouchLocked(CacheShard* shard, const CacheEntry* e);
+/* Between the index (corCacheDisk.c) and the writes (corCacheDiskWrite.c):
+ * the name of file (hash, id); a file in the index, a new answer's
+ * (replace: its variant's older files go) or the scan's, unless a purge
+ * or an invalidation of its shard came after removals (its count when
+ * the answer was asked for; CACHE_DISK_REMOVALS_ANY: the scan's). */
+#define CACHE_DISK_REMOVALS_ANY UINT64_MAX
+void cacheDiskFileName(const CacheStore* s, uint64_t hash, uint64_t id,
+                       char* out, size_t cap);
+void cacheDiskIndexPut(CacheStore* s, uint64_t hash, uint64_t variant,
+                       uint64_t id, uint64_t size, bool replace,
+                       uint64_t removals);
 /* Take out (and unlink) every file of the key's hash; of the keys that
  * start with prefix (each file's head read: off the loops). How many. */
 unsigned cacheDiskRemove(CacheStore* s, uint64_t hash);

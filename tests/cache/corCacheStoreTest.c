@@ -20,6 +20,7 @@
 #include "corTest.h"
 
 #include "corCacheDisk.c"
+#include "corCacheDiskWrite.c"
 #include "corCacheDiskFile.c"
 #include "corCacheEntry.c"
 #include "corCacheIndex.c"
@@ -633,7 +634,7 @@ START_TEST(test_a_file_written_is_found_and_a_bad_one_is_a_miss)
         uint64_t id;
 
         cacheDiskRemove(&s, h);
-        indexPut(&s, h, 0, 42, 10, true, removals);
+        cacheDiskIndexPut(&s, h, 0, 42, 10, true, removals);
         ck_assert_uint_eq(cacheIndexFind(&s, h, &id, 1), 0);
     }
     diskStoreFree(&s);
@@ -766,8 +767,8 @@ START_TEST(test_the_index_costs_at_most_256_bytes_an_entry)
     diskStore(&s, (uint64_t)1 << 30, false);
     slots = (size_t)s.shards[0].disk.slots * CACHE_SHARDS;
     for (uint64_t i = 0; i < N; i++) {
-        indexPut(&s, cacheHash((const char*)&i, sizeof(i)), 0, i, 1000, true,
-                 REMOVALS_ANY);
+        cacheDiskIndexPut(&s, cacheHash((const char*)&i, sizeof(i)), 0, i, 1000,
+                          true, CACHE_DISK_REMOVALS_ANY);
     }
     printf("disk index: %zu bytes an entry (a zone of %zu bytes, %zu "
            "entries)\n",
