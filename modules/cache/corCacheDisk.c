@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,19 @@ scanOne(CacheStore* s, const char* name, uint64_t hash, uint64_t id)
     close(fd);
 }
 
+/* Whether the temporary file name (".tmp-PID-ID") is being written by
+ * a living process: this generation's, or the one before it, which
+ * serves beside it during a reload. */
+static bool
+tmpWriting(const char* name)
+{
+    int pid = 0;
+    int end = 0;
+
+    return sscanf(name, ".tmp-%d-%n", &pid, &end) == 1 && end > 0 && pid > 0
+           && kill(pid, 0) == 0;
+}
+
 static void
 scanRun(CorEvTask* task)
 {
@@ -350,7 +364,7 @@ scanRun(CorEvTask* task)
         unsigned long long id;
         int end = 0;
 
-        if (strncmp(ent->d_name, ".tmp-", 5) == 0) {
+        if (strncmp(ent->d_name, ".tmp-", 5) == 0 && !tmpWriting(ent->d_name)) {
             /* Half a write: its writer stopped before the rename. */
             char path[PATH_MAX];
 
