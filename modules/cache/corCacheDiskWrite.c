@@ -52,9 +52,10 @@ struct CacheDiskStream {
     size_t queued; /* bytes appended to g for it (the loop's) */
     size_t written;
     uint32_t crc;
-    bool failed; /* the disk full, the folder gone: nothing stored */
-    bool posted; /* its task is queued or running */
-    bool ended;  /* g ended, and the fill let go of it */
+    bool failed;   /* the disk full, the folder gone: nothing stored */
+    bool posted;   /* its task is queued or running */
+    bool ended;    /* g ended, and the fill let go of it */
+    bool onlyCopy; /* memory keeps none of it */
     char* piece;
     char tmp[PATH_MAX];
 };
@@ -320,6 +321,9 @@ streamFinish(CacheDiskStream* ds, bool whole)
     if (whole && !stored) {
         atomic_fetch_add(&s->counters.diskErrors, 1);
     }
+    if (stored && ds->onlyCopy) {
+        atomic_fetch_add(&s->counters.stored, 1);
+    }
     atomic_fetch_sub(&s->writesPending, ds->queued - ds->written);
     cacheFlightFinish(s, ds->flight, stored ? FLIGHT_STORED : FLIGHT_PASS);
     cacheGrowingRelease(ds->g);
@@ -439,12 +443,13 @@ cacheDiskStreamMore(CacheDiskStream* ds, size_t len)
 }
 
 void
-cacheDiskStreamEnd(CacheDiskStream* ds, CacheFlight* flight)
+cacheDiskStreamEnd(CacheDiskStream* ds, CacheFlight* flight, bool onlyCopy)
 {
     CacheGrowing* g = ds->g;
     bool posted;
 
     ds->flight = flight;
+    ds->onlyCopy = onlyCopy;
     pthread_mutex_lock(&g->lock);
     ds->ended = true;
     posted = streamPostLocked(ds);

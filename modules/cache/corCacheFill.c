@@ -341,7 +341,8 @@ fillEnd(CorRequest* r, void* ctx)
         /* One not kept in memory is found in its file once it is
          * written: those waiting for it wait for that. */
         cacheDiskStreamEnd(fill->disk,
-                           whole && !inMemory ? cacheFlightTake(run) : NULL);
+                           whole && !inMemory ? cacheFlightTake(run) : NULL,
+                           !inMemory);
         fill->disk = NULL;
     }
     if (inMemory || (whole && run->flight == NULL)) {

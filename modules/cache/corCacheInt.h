@@ -276,7 +276,10 @@ typedef struct CacheDiskStream CacheDiskStream;
 CacheDiskStream* cacheDiskStreamOpen(CacheStore* s, CacheGrowing* g,
                                      uint64_t hash);
 int cacheDiskStreamMore(CacheDiskStream* ds, size_t len);
-void cacheDiskStreamEnd(CacheDiskStream* ds, CacheFlight* flight);
+/* onlyCopy: memory keeps none of it (the file, once placed, is a store
+ * of its own in cor_cache_stored_total). */
+void cacheDiskStreamEnd(CacheDiskStream* ds, CacheFlight* flight,
+                        bool onlyCopy);
 /* The newest entry of key on disk that r's Vary values select: one in
  * memory (its body read and checked, and now in the memory store too)
  * when small, else one whose body is its file; NULL when none, or its

@@ -171,20 +171,27 @@ answerIs(const char* args, const char* path, int n, long bytes)
     return true;
 }
 
-/* Until the scan at start put count files in the index, at most 10 s. */
+/* Until family's value is count or more, at most 10 s; else the store's
+ * files and the log, and why. */
 static void
-scanned(long count)
+metricReach(const char* family, long count, const char* why)
 {
-    for (long deadline = corNowMs() + 10000;
-         metric("cor_cache_disk_entries") < count;) {
+    for (long deadline = corNowMs() + 10000; metric(family) < count;) {
         if (corNowMs() >= deadline) {
             sh("ls -la %s", store);
             fprintf(stderr, "%s", out);
             corServerLogPrint(&server);
-            ck_abort_msg("the scan did not end");
+            ck_abort_msg("%s", why);
         }
         usleep(20 * 1000);
     }
+}
+
+/* Until the scan at start put count files in the index. */
+static void
+scanned(long count)
+{
+    metricReach("cor_cache_disk_entries", count, "the scan did not end");
 }
 
 /* Until the file of the answer just fetched is written (off the loop). */
@@ -370,7 +377,9 @@ START_TEST(test_an_answer_past_64_MiB_is_streamed_to_its_file)
     before = corProcStatusKb(gen, "VmHWM");
     ck_assert(answerIs("", path, 1, 80000000));
     ck_assert_ptr_nonnull(strstr(out, "fwd=uri-miss; stored"));
-    written(1);
+    /* Its file is its only copy, and counts as stored. */
+    metricReach("cor_cache_stored_total", 1, "not counted as stored");
+    ck_assert_int_eq(metric("cor_cache_stored_total"), 1);
     after = corProcStatusKb(gen, "VmHWM");
     fprintf(stderr,
             "corCacheDiskTest: an 80 MB answer stored, the peak +%ld "
@@ -386,7 +395,8 @@ START_TEST(test_an_answer_past_64_MiB_is_streamed_to_its_file)
      * into memory, so it is fetched whole again, and streamed. */
     ck_assert(answerIs("-H 'Cache-Control: max-age=0'", path, 2, 80000000));
     ck_assert_ptr_nonnull(strstr(out, "fwd=stale; stored"));
-    written(1);
+    metricReach("cor_cache_stored_total", 2, "not counted as stored");
+    ck_assert_int_eq(metric("cor_cache_stored_total"), 2);
     after = corProcStatusKb(gen, "VmHWM");
     if (sanitized == NULL || strcmp(sanitized, "1") != 0) {
         ck_assert_int_lt(after - before, 40 * 1024);
