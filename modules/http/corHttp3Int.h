@@ -105,8 +105,9 @@ typedef struct {
  */
 struct Http3Stream {
     CorRequest r;
-    Http3Conn* conn; /* NULL once the connection is gone */
-    CorList link;    /* in conn->streams */
+    Http3Conn* conn;   /* NULL once the connection is gone */
+    CorList link;      /* in conn->streams */
+    CorList timedLink; /* in conn->timed while its request may time out */
     int64_t id;
     CorBuf raw;      /* "name\0value\0" of each field as it came */
     size_t listSize; /* the field section as RFC 9114 counts it */
@@ -188,6 +189,8 @@ struct Http3Conn {
     socklen_t peerLen;
     char peerName[64];
     CorList streams; /* every stream not yet released */
+    CorList timed;   /* of them, those whose request is still coming
+                      * (corHttp3StreamsDeadline walks these alone) */
     CorList cids;    /* its IDs in the loop's table (Http3Cid) */
     CorList frames;  /* a reader for each stream the client opened */
     Http3Budget budget;
