@@ -17,14 +17,6 @@
 typedef struct Http2Conn Http2Conn;
 typedef struct Http2Stream Http2Stream;
 
-/* A header's place in its stream's raw bytes (Http2Stream.raw). */
-typedef struct {
-    uint32_t nameOff;
-    uint32_t nameLen;
-    uint32_t valueOff;
-    uint32_t valueLen;
-} Http2Field;
-
 /* The http module's http2 mapping, read once per generation. */
 typedef struct {
     unsigned maxConcurrentStreams; /* max_concurrent_streams */
@@ -105,7 +97,7 @@ struct Http2Stream {
     uint64_t bodyMs;  /* its head or its last DATA frame ended
                          then, while its body comes; 0 before */
     CorBuf raw;       /* the header bytes as they came */
-    CorBuf fields;    /* their places in raw (Http2Field) */
+    CorBuf fields;    /* their places in raw (CorHttpField) */
     size_t listSize;  /* the header list as RFC 9113 counts it */
     unsigned refuse;  /* a status to answer instead of serving */
     CorBuf body;

@@ -29,11 +29,11 @@
 
 /* The field name (lowercase, as HTTP/2 has it) of st's header list, or
  * NULL. */
-static const Http2Field*
+static const CorHttpField*
 fieldFind(const Http2Stream* st, const char* name)
 {
-    const Http2Field* fields = (const Http2Field*)(void*)st->fields.data;
-    size_t count = st->fields.len / sizeof(Http2Field);
+    const CorHttpField* fields = (const CorHttpField*)(void*)st->fields.data;
+    size_t count = corHttpFieldCount(&st->fields);
     size_t len = strlen(name);
 
     for (size_t i = 0; i < count; i++) {
@@ -48,7 +48,7 @@ fieldFind(const Http2Stream* st, const char* name)
 bool
 corHttp2Grpc(const Http2Stream* st)
 {
-    const Http2Field* f = fieldFind(st, "content-type");
+    const CorHttpField* f = fieldFind(st, "content-type");
 
     /* "application/grpc", "application/grpc+proto", ...; the media type
      * is case-insensitive. */
@@ -61,7 +61,7 @@ corHttp2Grpc(const Http2Stream* st)
 int
 corHttp2BodyAnnounced(const Http2Stream* st)
 {
-    const Http2Field* f = fieldFind(st, "content-length");
+    const CorHttpField* f = fieldFind(st, "content-length");
     const char* value;
     uint64_t length = 0;
 

@@ -219,9 +219,6 @@ corHttp2StreamHeader(nghttp2_session* s, const nghttp2_frame* f,
                           ? c->decoding
                           : streamOf(s, f->hd.stream_id);
     size_t max = listMax();
-    size_t count;
-    size_t bytes = nameLen + valueLen + 2;
-    uint8_t* at;
 
     (void)flags;
     if (st == NULL || f->headers.cat != NGHTTP2_HCAT_REQUEST) {
@@ -232,32 +229,18 @@ corHttp2StreamHeader(nghttp2_session* s, const nghttp2_frame* f,
         c->abuse = 1 + H2_ABUSE_HEADER_LIST;
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
-    count = st->fields.len / sizeof(Http2Field);
-    if (st->listSize > max || count >= corLimits()->headerCount + 4) {
+    if (st->listSize > max
+        || corHttpFieldCount(&st->fields) >= corLimits()->headerCount + 4) {
         st->refuse = 431; /* the rest is decoded, not kept */
         return 0;
     }
     if (st->refuse != 0) {
         return 0;
     }
-    if ((st->raw.cap - st->raw.len < bytes
-         && corBufReserve(&st->raw, bytes) != 0)
-        || (st->fields.cap - st->fields.len < sizeof(Http2Field)
-            && corBufReserve(&st->fields, sizeof(Http2Field)) != 0)) {
+    if (corHttpFieldKeep(&st->raw, &st->fields, name, nameLen, value, valueLen)
+        != 0) {
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
-    /* "name\0value\0", and its place. */
-    at = st->raw.data + st->raw.len;
-    memcpy(at, name, nameLen);
-    at[nameLen] = '\0';
-    memcpy(at + nameLen + 1, value, valueLen);
-    at[nameLen + 1 + valueLen] = '\0';
-    ((Http2Field*)(void*)(st->fields.data + st->fields.len))[0] = (Http2Field){
-        (uint32_t)st->raw.len, (uint32_t)nameLen,
-        (uint32_t)(st->raw.len + nameLen + 1), (uint32_t)valueLen
-    };
-    st->raw.len += bytes;
-    st->fields.len += sizeof(Http2Field);
     return 0;
 }
 
@@ -275,31 +258,17 @@ remoteSet(const Http2Conn* c, Http2Stream* st)
     st->remote[len] = '\0';
 }
 
-/* Whether the field named name (its bytes in raw) is the one named want
- * (a literal: its strlen folds). */
-static inline bool
-fieldIs(const Http2Field* field, const char* name, const char* want)
-{
-    size_t len = strlen(want);
-
-    return field->nameLen == len && memcmp(name, want, len) == 0;
-}
-
 /* The request of a whole header block: its pseudo-headers say the method
  * and the target, :authority is its Host (when it has none). Returns 0,
  * or a status to answer instead (400, 503). */
 static int
 requestBuild(Http2Conn* c, Http2Stream* st)
 {
-    const Http2Field* fields = (const Http2Field*)(void*)st->fields.data;
-    size_t count = st->fields.len / sizeof(Http2Field);
-    const char* raw = (const char*)st->raw.data;
-    const char* path = NULL;
-    const char* authority = NULL;
-    size_t pathLen = 0;
-    size_t authorityLen = 0;
-    bool host = false;
+    size_t count = corHttpFieldCount(&st->fields);
+    const char* path;
+    size_t pathLen;
     CorRequest* r = &st->r;
+    int status;
 
     /* The headers, then the target twice (targetSet): as much as the
      * raw bytes hold twice is room for it. */
@@ -310,48 +279,14 @@ requestBuild(Http2Conn* c, Http2Stream* st)
     }
     st->headers = memset(st->request.data, 0, (count + 1) * sizeof(CorHeader));
     st->request.len = (count + 1) * sizeof(CorHeader);
-    for (size_t i = 0; i < count; i++) {
-        const char* name = raw + fields[i].nameOff;
-        const char* value = raw + fields[i].valueOff;
-
-        /* By length first: a request's fields are told apart without a
-         * strcmp of each against every name (11 a request were 250
-         * instructions of it). */
-        if (name[0] != ':') {
-            host |= fieldIs(&fields[i], name, "host");
-            st->headers[r->headerCount++] = (CorHeader){
-                .name = name,
-                .nameLen = fields[i].nameLen,
-                .value = value,
-                .valueLen = fields[i].valueLen
-            };
-        } else if (fieldIs(&fields[i], name, ":method")) {
-            r->method = value;
-            r->methodLen = fields[i].valueLen;
-        } else if (fieldIs(&fields[i], name, ":path")) {
-            path = value;
-            pathLen = fields[i].valueLen;
-        } else if (fieldIs(&fields[i], name, ":authority")) {
-            authority = value;
-            authorityLen = fields[i].valueLen;
-        }
-    }
-    if (!host && authority != NULL) {
-        st->headers[r->headerCount++] = (CorHeader){ .name = "host",
-                                                     .nameLen = 4,
-                                                     .value = authority,
-                                                     .valueLen = authorityLen };
-    }
-    r->headers = st->headers;
-    r->head = r->method != NULL && strcmp(r->method, "HEAD") == 0;
     r->remote = st->remote;
     r->secure = c->tls;
     r->version = "HTTP/2.0";
     remoteSet(c, st);
-    if (r->method == NULL || path == NULL) {
-        r->method = r->method != NULL ? r->method : "-";
-        r->methodLen = strlen(r->method);
-        return 400; /* CONNECT has no :path: not served here */
+    status = corHttpRequestFields(r, st->headers, &st->raw, &st->fields, &path,
+                                  &pathLen);
+    if (status != 0) {
+        return status;
     }
     /* After the headers, in the room reserved above. */
     st->target = (char*)st->request.data + st->request.len;

@@ -110,6 +110,7 @@ struct Http3Stream {
     CorList timedLink; /* in conn->timed while its request may time out */
     int64_t id;
     CorBuf raw;      /* "name\0value\0" of each field as it came */
+    CorBuf fields;   /* their places in raw (CorHttpField) */
     size_t listSize; /* the field section as RFC 9114 counts it */
     unsigned refuse; /* a status to answer instead of serving */
     CorBuf body;

@@ -94,6 +94,7 @@ streamFree(Http3Stream* st)
     }
     corHttp3OutFree(&st->out);
     free(st->raw.data);
+    free(st->fields.data);
     free(st->body.data);
     blockFree(st, st->headers);
     blockFree(st, st->target);
@@ -231,71 +232,31 @@ corHttp3StreamsDeadline(Http3Conn* c, uint64_t now)
 
 /* ---- The request --------------------------------------------------------- */
 
-/* The request of a whole field section ("name\0value\0" each in raw): its
- * pseudo-headers say the method and the target, :authority is its Host
- * (when it has none). Returns 0, or a status to answer instead. */
+/* The request of a whole field section: its pseudo-headers say the
+ * method and the target, :authority is its Host (when it has none).
+ * Returns 0, or a status to answer instead. */
 static int
 requestBuild(Http3Conn* c, Http3Stream* st)
 {
-    const char* raw = (const char*)st->raw.data;
-    const char* end = raw + st->raw.len;
-    const char* path = NULL;
-    const char* authority = NULL;
-    bool host = false;
-    size_t count = 0;
+    size_t count = corHttpFieldCount(&st->fields);
+    const char* path;
     size_t pathLen;
     CorRequest* r = &st->r;
+    int status;
 
-    for (const char* p = raw; p < end; p += strlen(p) + 1) {
-        count++;
-    }
-    st->headers = corHttpBlockTake(c->hl, (count / 2 + 1) * sizeof(CorHeader));
+    st->headers = corHttpBlockTake(c->hl, (count + 1) * sizeof(CorHeader));
     if (st->headers == NULL) {
         return 503;
     }
-    for (const char* name = raw; name < end;) {
-        const char* value = name + strlen(name) + 1;
-        size_t valueLen = strlen(value);
-
-        if (name[0] != ':') {
-            host |= strcmp(name, "host") == 0;
-            st->headers[r->headerCount++] = (CorHeader){
-                .name = name,
-                .nameLen = strlen(name),
-                .value = value,
-                .valueLen = valueLen,
-            };
-        } else if (strcmp(name, ":method") == 0) {
-            r->method = value;
-            r->methodLen = valueLen;
-        } else if (strcmp(name, ":path") == 0) {
-            path = value;
-        } else if (strcmp(name, ":authority") == 0) {
-            authority = value;
-        }
-        name = value + valueLen + 1;
-    }
-    if (!host && authority != NULL) {
-        st->headers[r->headerCount++] = (CorHeader){
-            .name = "host",
-            .nameLen = 4,
-            .value = authority,
-            .valueLen = strlen(authority),
-        };
-    }
-    r->headers = st->headers;
-    r->head = r->method != NULL && strcmp(r->method, "HEAD") == 0;
     r->remote = st->remote;
     r->secure = true;
     r->version = "HTTP/3";
-    if (r->method == NULL || path == NULL) {
-        /* CONNECT has no :path: not served here (nor RFC 9220's
-         * extended CONNECT, which SETTINGS does not offer). */
-        r->method = r->method != NULL ? r->method : "-";
-        r->methodLen = strlen(r->method);
-        return 400;
+    /* Nor RFC 9220's extended CONNECT: SETTINGS does not offer it. */
+    status = corHttpRequestFields(r, st->headers, &st->raw, &st->fields, &path,
+                                  &pathLen);
+    if (status != 0) {
+        return status;
     }
-    pathLen = strlen(path);
     st->target = corHttpBlockTake(c->hl, 2 * pathLen + 2);
     if (st->target == NULL) {
         return 503;
@@ -665,7 +626,8 @@ recvHeader(nghttp3_conn* h3, int64_t id, int32_t token, nghttp3_rcbuf* name,
         st->refuse = 431;
         return 0; /* no longer kept */
     }
-    if (corBufAppendField(&st->raw, n.base, n.len, v.base, v.len) != 0) {
+    if (corHttpFieldKeep(&st->raw, &st->fields, n.base, n.len, v.base, v.len)
+        != 0) {
         st->refuse = 503;
     }
     return 0;

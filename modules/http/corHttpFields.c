@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What HTTP/2 and HTTP/3 share of a request's and an answer's fields:
- * both carry the target in a :path pseudo-header, decoded as HTTP/1
+ * both get a request's fields one by one with their lengths (kept as
+ * they came, the request built from them once whole), both carry the
+ * target in a :path pseudo-header, decoded as HTTP/1
  * decodes a request line's (the same routes match the same paths), both
  * send field names in lowercase and forbid HTTP/1's connection-specific
  * fields (RFC 9113 8.2.2, RFC 9114 4.2), and both send no body where
@@ -34,6 +36,72 @@ corHttpTargetSet(CorRequest* r, char* room, const char* path, size_t len)
     r->targetLen = len;
     r->rawPath = room;
     r->rawPathLen = strcspn(room, "?");
+    return 0;
+}
+
+/* Whether the field named name (its bytes in raw) is the one named want
+ * (a literal: its strlen folds). */
+static inline bool
+fieldIs(const CorHttpField* field, const char* name, const char* want)
+{
+    size_t len = strlen(want);
+
+    return field->nameLen == len && memcmp(name, want, len) == 0;
+}
+
+int
+corHttpRequestFields(CorRequest* r, CorHeader* headers, const CorBuf* raw,
+                     const CorBuf* places, const char** path, size_t* pathLen)
+{
+    const CorHttpField* fields = (const CorHttpField*)(void*)places->data;
+    size_t count = corHttpFieldCount(places);
+    const char* bytes = (const char*)raw->data;
+    const char* authority = NULL;
+    size_t authorityLen = 0;
+    bool host = false;
+
+    *path = NULL;
+    for (size_t i = 0; i < count; i++) {
+        const char* name = bytes + fields[i].nameOff;
+        const char* value = bytes + fields[i].valueOff;
+
+        /* By length first: a request's fields are told apart without a
+         * strcmp of each against every name (11 a request were 250
+         * instructions of it). */
+        if (name[0] != ':') {
+            host |= fieldIs(&fields[i], name, "host");
+            headers[r->headerCount++] = (CorHeader){
+                .name = name,
+                .nameLen = fields[i].nameLen,
+                .value = value,
+                .valueLen = fields[i].valueLen,
+            };
+        } else if (fieldIs(&fields[i], name, ":method")) {
+            r->method = value;
+            r->methodLen = fields[i].valueLen;
+        } else if (fieldIs(&fields[i], name, ":path")) {
+            *path = value;
+            *pathLen = fields[i].valueLen;
+        } else if (fieldIs(&fields[i], name, ":authority")) {
+            authority = value;
+            authorityLen = fields[i].valueLen;
+        }
+    }
+    if (!host && authority != NULL) {
+        headers[r->headerCount++] = (CorHeader){ .name = "host",
+                                                 .nameLen = 4,
+                                                 .value = authority,
+                                                 .valueLen = authorityLen };
+    }
+    r->headers = headers;
+    r->head = r->methodLen == 4 && memcmp(r->method, "HEAD", 4) == 0;
+    if (r->method == NULL || *path == NULL) {
+        if (r->method == NULL) {
+            r->method = "-";
+            r->methodLen = 1;
+        }
+        return 400;
+    }
     return 0;
 }
 

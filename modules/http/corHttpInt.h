@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "cor.h"
@@ -324,6 +325,33 @@ void corHttpConnDrain(HttpConn* c);
 
 /* ---- corHttpFields.c ----------------------------------------------------- */
 
+/* A request field's place in its stream's raw bytes, which hold
+ * "name\0value\0" for each field as nghttp2 and nghttp3 hand them over:
+ * kept with the lengths they came with, so that the request is built
+ * without a strlen over them. */
+typedef struct {
+    uint32_t nameOff;
+    uint32_t nameLen;
+    uint32_t valueOff;
+    uint32_t valueLen;
+} CorHttpField;
+
+/* Keep a request's field as it came: its bytes into raw, its place into
+ * places. Returns 0 or -ENOMEM. */
+static inline int corHttpFieldKeep(CorBuf* raw, CorBuf* places,
+                                   const uint8_t* name, size_t nameLen,
+                                   const uint8_t* value, size_t valueLen);
+/* How many fields places holds. */
+static inline size_t corHttpFieldCount(const CorBuf* places);
+/* The request of a whole field section (raw and places, as kept): its
+ * fields into headers (room for one more than places holds) less the
+ * pseudo-headers, :authority as its Host when it has none; its method
+ * (and whether a HEAD); its :path into *path and *pathLen. Returns 0, or
+ * 400 without :method or :path (CONNECT's: not served here). */
+int corHttpRequestFields(CorRequest* r, CorHeader* headers, const CorBuf* raw,
+                         const CorBuf* places, const char** path,
+                         size_t* pathLen);
+
 /* r's target from a :path of len bytes (NUL-terminated), decoded as an
  * HTTP/1 request line's, kept as it came in room (2 * len + 2 bytes of
  * the caller's, which outlive r). Returns 0 or -1 (a 400). */
@@ -470,6 +498,39 @@ static inline void
 corHttpConnProgress(HttpConn* c)
 {
     c->waitMs = corEvNow(c->hl->loop);
+}
+
+static inline int
+corHttpFieldKeep(CorBuf* raw, CorBuf* places, const uint8_t* name,
+                 size_t nameLen, const uint8_t* value, size_t valueLen)
+{
+    size_t bytes = nameLen + valueLen + 2;
+    uint8_t* at;
+
+    /* Reserved only when short: no call a field. */
+    if ((raw->cap - raw->len < bytes && corBufReserve(raw, bytes) != 0)
+        || (places->cap - places->len < sizeof(CorHttpField)
+            && corBufReserve(places, sizeof(CorHttpField)) != 0)) {
+        return -ENOMEM;
+    }
+    at = raw->data + raw->len;
+    memcpy(at, name, nameLen);
+    at[nameLen] = '\0';
+    memcpy(at + nameLen + 1, value, valueLen);
+    at[nameLen + 1 + valueLen] = '\0';
+    ((CorHttpField*)(void*)(places->data + places->len))[0] = (CorHttpField){
+        (uint32_t)raw->len, (uint32_t)nameLen,
+        (uint32_t)(raw->len + nameLen + 1), (uint32_t)valueLen
+    };
+    raw->len += bytes;
+    places->len += sizeof(CorHttpField);
+    return 0;
+}
+
+static inline size_t
+corHttpFieldCount(const CorBuf* places)
+{
+    return places->len / sizeof(CorHttpField);
 }
 
 static inline bool
