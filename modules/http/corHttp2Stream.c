@@ -40,16 +40,10 @@
 
 /* Past this many times the header list limit, the connection ends. */
 #define HEADER_BOMB_FACTOR 4
-/* Response fields beside the handler's: :status, server, date,
- * content-type, content-length, alt-svc. */
-#define OWN_FIELDS 6
 /* A freed stream whose header buffers grew past this goes back to malloc
  * rather than to its loop's cache (a request's usual head fits the
  * buffers' first 256 bytes). */
 #define CACHED_BUF_MAX 1024
-/* An answer's fields and lowered names up to this size are put on the
- * stack (ten fields and their names). */
-#define SMALL_ANSWER 512
 /* Under a sanitizer every stream is malloc's, so that a use after its
  * free is seen. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -295,50 +289,23 @@ requestBuild(Http2Conn* c, Http2Stream* st)
 
 /* ---- The answer ---------------------------------------------------------- */
 
-/* The fields of list (count of them) into nv, their names lowercased
- * into lower (room for all of them), less those HTTP/2 forbids. Returns
- * what lower used. */
-static size_t
-fieldsPut(nghttp2_nv* nv, size_t* n, char* lower, const CorHeader* list,
-          unsigned count)
-{
-    size_t used = 0;
-
-    for (unsigned i = 0; i < count; i++) {
-        const CorHeader* h = &list[i];
-        size_t len = corHttpFieldLower(lower + used, h);
-
-        if (len > 0) {
-            corHttp2Nv(nv, n, lower + used, len, h->value, h->valueLen);
-            used += len;
-        }
-    }
-    return used;
-}
-
 /* The body's end: with trailers, a HEADERS frame ends the stream instead
  * of the last DATA (nghttp2 sends it after). */
 static void
 bodyEnd(nghttp2_session* s, Http2Stream* st, uint32_t* flags)
 {
-    const CorRequest* r = &st->r;
-    nghttp2_nv* nv;
-    char* lower;
-    size_t n = 0;
+    CorHttpNv* nv;
+    size_t n;
 
     *flags |= NGHTTP2_DATA_FLAG_EOF;
-    if (r->responseTrailerCount == 0) {
+    if (st->r.responseTrailerCount == 0) {
         return;
     }
-    nv = malloc(r->responseTrailerCount * sizeof(*nv)
-                + corHttpNamesLen(r->responseTrailers, r->responseTrailerCount)
-                + 1);
+    nv = corHttpTrailersMake(&st->r, &n);
     if (nv == NULL) {
         return; /* ends without them: the peer sees no status */
     }
-    lower = (char*)(nv + r->responseTrailerCount);
-    fieldsPut(nv, &n, lower, r->responseTrailers, r->responseTrailerCount);
-    if (nghttp2_submit_trailer(s, st->id, nv, n) == 0) {
+    if (nghttp2_submit_trailer(s, st->id, corHttp2Nv(nv), n) == 0) {
         *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
     }
     free(nv);
@@ -402,23 +369,7 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
 {
     CorRequest* r = &st->r;
     int status = r->status >= 200 && r->status <= 599 ? r->status : 500;
-    size_t nvCount = r->responseHeaderCount + r->responseTrailerCount
-                     + OWN_FIELDS;
-    size_t lowerLen = corHttpNamesLen(r->responseHeaders,
-                                      r->responseHeaderCount)
-                      + corHttpNamesLen(r->responseTrailers,
-                                        r->responseTrailerCount);
-    /* One block for both, the lowered names after the fields: a usual
-     * answer's on the stack, a larger one malloc's (nghttp2 copies
-     * them). */
-    _Alignas(nghttp2_nv) char small[SMALL_ANSWER];
-    size_t need = nvCount * sizeof(nghttp2_nv) + lowerLen + 1;
-    nghttp2_nv* nv = need <= sizeof(small) ? (nghttp2_nv*)(void*)small
-                                           : malloc(need);
-    char* lower = (char*)(nv + nvCount);
-    char statusText[4];
-    char length[24];
-    size_t n = 0;
+    CorHttpAnswer a;
     /* A stream has a provider even with no body to send: its end, not
      * its head, closes it (corRequestSent follows the end). */
     bool body = r->stream != NULL
@@ -426,39 +377,16 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     nghttp2_data_provider dp = { .source.ptr = st, .read_callback = bodyRead };
     int rc;
 
-    if (nv == NULL) {
+    /* No DATA to follow: the trailers ride in the one HEADERS frame
+     * (gRPC's trailers-only answer). */
+    if (corHttpAnswerMake(&a, r, status, body, corHttpDate(c->hl), c->altSvc)
+        != 0) {
         return -1;
     }
-    corHttpPutDecimal(statusText, (size_t)status);
-    corHttp2Nv(nv, &n, ":status", 7, statusText, 3);
-    corHttp2Nv(nv, &n, "server", 6, "cor", 3);
-    corHttp2Nv(nv, &n, "date", 4, corHttpDate(c->hl), 29);
-    if (c->altSvc != NULL) {
-        corHttp2Nv(nv, &n, "alt-svc", 7, c->altSvc, strlen(c->altSvc));
-    }
-    if (r->contentType != NULL) {
-        corHttp2Nv(nv, &n, "content-type", 12, r->contentType,
-                   strlen(r->contentType));
-    }
-    if (r->stream == NULL && (corHttpBodyAllowed(r, status) || r->head)) {
-        size_t len = (size_t)(corHttpPutDecimal(length, r->responseLen)
-                              - length);
-
-        corHttp2Nv(nv, &n, "content-length", 14, length, len);
-    }
-    lowerLen = fieldsPut(nv, &n, lower, r->responseHeaders,
-                         r->responseHeaderCount);
-    if (!body) {
-        /* No DATA to follow: the trailers ride in the one HEADERS frame
-         * (gRPC's trailers-only answer). */
-        fieldsPut(nv, &n, lower + lowerLen, r->responseTrailers,
-                  r->responseTrailerCount);
-    }
     r->status = status;
-    rc = nghttp2_submit_response(c->session, st->id, nv, n, body ? &dp : NULL);
-    if (nv != (nghttp2_nv*)(void*)small) {
-        free(nv);
-    }
+    rc = nghttp2_submit_response(c->session, st->id, corHttp2Nv(a.nv), a.n,
+                                 body ? &dp : NULL);
+    corHttpAnswerEnd(&a);
     st->answered = true;
     return rc == 0 ? 0 : -1;
 }
@@ -885,22 +813,9 @@ corHttp2StreamsStalled(Http2Conn* c)
     return false;
 }
 
-/* When st's request must have come whole, or its body's next frame. */
-static uint64_t
-streamDeadline(const Http2Stream* st, const CorLimits* l)
-{
-    uint64_t at = st->startMs + l->requestTimeoutMs;
-
-    if (st->bodyMs != 0 && st->bodyMs + l->bodyTimeoutMs < at) {
-        at = st->bodyMs + l->bodyTimeoutMs;
-    }
-    return at;
-}
-
 uint64_t
 corHttp2StreamsDeadline(Http2Conn* c, uint64_t now)
 {
-    const CorLimits* l = corLimits();
     uint64_t next = 0;
     CorList* node;
     CorList* next2;
@@ -915,13 +830,9 @@ corHttp2StreamsDeadline(Http2Conn* c, uint64_t now)
             || st->answered || st->closed) {
             continue;
         }
-        at = streamDeadline(st, st->r.limits != NULL ? st->r.limits : l);
-        if (at <= now) {
-            corLimitsRefused("http", c->peerName,
-                             st->startMs + l->requestTimeoutMs <= now
-                                 ? "a request that did not come whole in time"
-                                 : "a request body that stalled",
-                             408);
+        at = corHttpStreamDue(&st->r, st->startMs, st->bodyMs, now, "http",
+                              c->peerName);
+        if (at == 0) {
             nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
                                       NGHTTP2_CANCEL);
             if (st->served) {

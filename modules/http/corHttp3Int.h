@@ -260,6 +260,16 @@ void corHttp3ConnFail(Http3Conn* c, int h3Error);
 
 /* ---- corHttp3Stream.c ---------------------------------------------------- */
 
+/* A list of fields made by corHttpFields.c, as nghttp3 takes it. */
+static inline const nghttp3_nv*
+corHttp3Nv(const CorHttpNv* nv)
+{
+    return (const nghttp3_nv*)(const void*)nv;
+}
+
+_Static_assert(COR_HTTP_NV_LIKE(nghttp3_nv), "nghttp3_nv is a CorHttpNv");
+_Static_assert(NGHTTP3_NV_FLAG_NONE == 0, "CorHttpNv's flags are none");
+
 /* nghttp3's callbacks for request streams, c its user data. */
 extern const nghttp3_callbacks corHttp3Callbacks;
 /* The connection closes: its streams finish into the void. */

@@ -38,9 +38,6 @@
 /* A file body is read ahead of the peer's acknowledgements so far. */
 #define FILE_AHEAD (1024 * 1024)
 #define FILE_PIECE (64 * 1024)
-/* Response fields beside the handler's: :status, server, date,
- * content-type, content-length. */
-#define OWN_FIELDS 5
 
 static void requestDone(CorRequest* r);
 static void requestRelease(CorRequest* r);
@@ -176,22 +173,9 @@ streamTimed(const Http3Stream* st)
     return !(st->served && !bodyComing(st)) && !st->answered;
 }
 
-/* When st's request must have come whole, or its body's next piece. */
-static uint64_t
-streamDeadline(const Http3Stream* st, const CorLimits* l)
-{
-    uint64_t at = st->startMs + l->requestTimeoutMs;
-
-    if (st->bodyMs != 0 && st->bodyMs + l->bodyTimeoutMs < at) {
-        at = st->bodyMs + l->bodyTimeoutMs;
-    }
-    return at;
-}
-
 uint64_t
 corHttp3StreamsDeadline(Http3Conn* c, uint64_t now)
 {
-    const CorLimits* l = corLimits();
     uint64_t next = 0;
     CorList* node;
     CorList* after;
@@ -207,13 +191,9 @@ corHttp3StreamsDeadline(Http3Conn* c, uint64_t now)
             corListRemove(&st->timedLink); /* whole, or answered */
             continue;
         }
-        at = streamDeadline(st, st->r.limits != NULL ? st->r.limits : l);
-        if (at <= now) {
-            corLimitsRefused("http3", c->peerName,
-                             st->startMs + l->requestTimeoutMs <= now
-                                 ? "a request that did not come whole in time"
-                                 : "a request body that stalled",
-                             408);
+        at = corHttpStreamDue(&st->r, st->startMs, st->bodyMs, now, "http3",
+                              c->peerName);
+        if (at == 0) {
             ngtcp2_conn_shutdown_stream(c->quic, st->id,
                                         NGHTTP3_H3_REQUEST_CANCELLED);
             corHttp3ConnKick(c); /* the reset goes out */
@@ -264,56 +244,22 @@ requestBuild(Http3Conn* c, Http3Stream* st)
     return corHttpTargetSet(r, st->target, path, pathLen) == 0 ? 0 : 400;
 }
 
-static void
-nvPut(nghttp3_nv* nv, size_t* n, const char* name, size_t nameLen,
-      const char* value, size_t valueLen)
-{
-    nv[(*n)++] = (nghttp3_nv){ (uint8_t*)(uintptr_t)name,
-                               (uint8_t*)(uintptr_t)value, nameLen, valueLen,
-                               NGHTTP3_NV_FLAG_NONE };
-}
-
-/* The fields of list into nv, their names lowercased into lower (room
- * for all of them), less those HTTP/3 forbids. Returns what lower used. */
-static size_t
-fieldsPut(nghttp3_nv* nv, size_t* n, char* lower, const CorHeader* list,
-          unsigned count)
-{
-    size_t used = 0;
-
-    for (unsigned i = 0; i < count; i++) {
-        const CorHeader* h = &list[i];
-        size_t len = corHttpFieldLower(lower + used, h);
-
-        if (len > 0) {
-            nvPut(nv, n, lower + used, len, h->value, h->valueLen);
-            used += len;
-        }
-    }
-    return used;
-}
-
 /* The body's end: its trailers, when it has some, end the stream. */
 static void
 bodyEnd(nghttp3_conn* h3, Http3Stream* st, uint32_t* flags)
 {
-    const CorRequest* r = &st->r;
-    nghttp3_nv* nv;
-    size_t n = 0;
+    CorHttpNv* nv;
+    size_t n;
 
     *flags |= NGHTTP3_DATA_FLAG_EOF;
-    if (r->responseTrailerCount == 0) {
+    if (st->r.responseTrailerCount == 0) {
         return;
     }
-    nv = malloc(r->responseTrailerCount * sizeof(*nv)
-                + corHttpNamesLen(r->responseTrailers, r->responseTrailerCount)
-                + 1);
+    nv = corHttpTrailersMake(&st->r, &n);
     if (nv == NULL) {
         return; /* ends without them */
     }
-    fieldsPut(nv, &n, (char*)(nv + r->responseTrailerCount),
-              r->responseTrailers, r->responseTrailerCount);
-    if (nghttp3_conn_submit_trailers(h3, st->id, nv, n) == 0) {
+    if (nghttp3_conn_submit_trailers(h3, st->id, corHttp3Nv(nv), n) == 0) {
         *flags |= NGHTTP3_DATA_FLAG_NO_END_STREAM;
     }
     free(nv);
@@ -379,45 +325,17 @@ static int
 responseSubmit(Http3Conn* c, Http3Stream* st, int status, bool body)
 {
     CorRequest* r = &st->r;
-    size_t nvCount = r->responseHeaderCount + r->responseTrailerCount
-                     + OWN_FIELDS;
-    size_t lowerLen = corHttpNamesLen(r->responseHeaders,
-                                      r->responseHeaderCount)
-                      + corHttpNamesLen(r->responseTrailers,
-                                        r->responseTrailerCount);
-    nghttp3_nv* nv = malloc(nvCount * sizeof(*nv) + lowerLen + 1);
-    char* lower = (char*)(nv + nvCount);
     nghttp3_data_reader dr = { .read_data = bodyRead };
-    char statusText[4];
-    char length[24];
-    size_t n = 0;
+    CorHttpAnswer a;
     int rc;
 
-    if (nv == NULL) {
+    if (corHttpAnswerMake(&a, r, status, body, corHttpDate(c->hl), NULL) != 0) {
         return -1;
     }
-    corHttpPutDecimal(statusText, (size_t)status);
-    nvPut(nv, &n, ":status", 7, statusText, 3);
-    nvPut(nv, &n, "server", 6, "cor", 3);
-    nvPut(nv, &n, "date", 4, corHttpDate(c->hl), 29);
-    if (r->contentType != NULL) {
-        nvPut(nv, &n, "content-type", 12, r->contentType,
-              strlen(r->contentType));
-    }
-    if (r->stream == NULL && (corHttpBodyAllowed(r, status) || r->head)) {
-        nvPut(nv, &n, "content-length", 14, length,
-              (size_t)(corHttpPutDecimal(length, r->responseLen) - length));
-    }
-    lowerLen = fieldsPut(nv, &n, lower, r->responseHeaders,
-                         r->responseHeaderCount);
-    if (!body) {
-        /* No DATA follows: the trailers ride in the one HEADERS. */
-        fieldsPut(nv, &n, lower + lowerLen, r->responseTrailers,
-                  r->responseTrailerCount);
-    }
     r->status = status;
-    rc = nghttp3_conn_submit_response(c->h3, st->id, nv, n, body ? &dr : NULL);
-    free(nv);
+    rc = nghttp3_conn_submit_response(c->h3, st->id, corHttp3Nv(a.nv), a.n,
+                                      body ? &dr : NULL);
+    corHttpAnswerEnd(&a);
     st->answered = true;
     return rc == 0 ? 0 : -1;
 }
@@ -475,22 +393,19 @@ refusalSubmit(Http3Conn* c, Http3Stream* st)
 {
     const char* text = corLimitsText(413);
     nghttp3_data_reader dr = { .read_data = refusalRead };
-    nghttp3_nv nv[5];
-    char length[24];
-    size_t n = 0;
+    CorHttpNv nv[5];
+    CorHttpAnswerText t;
+    size_t n;
 
     if (corHttp3OutAdd(&st->out, text, strlen(text), false) != 0) {
         return -1;
     }
     st->answered = true;
-    nvPut(nv, &n, ":status", 7, "413", 3);
-    nvPut(nv, &n, "server", 6, "cor", 3);
-    nvPut(nv, &n, "date", 4, corHttpDate(c->hl), 29);
-    nvPut(nv, &n, "content-type", 12, "text/plain", 10);
-    nvPut(nv, &n, "content-length", 14, length,
-          (size_t)(corHttpPutDecimal(length, strlen(text)) - length));
-    return nghttp3_conn_submit_response(c->h3, st->id, nv, n, &dr) == 0 ? 0
-                                                                        : -1;
+    n = corHttpRefusalFields(nv, 413, text, corHttpDate(c->hl), &t);
+    return nghttp3_conn_submit_response(c->h3, st->id, corHttp3Nv(nv), n, &dr)
+                   == 0
+               ? 0
+               : -1;
 }
 
 /* Refuse st, never served, with status and its text (a limit's is said

@@ -105,6 +105,27 @@ corHttpRequestFields(CorRequest* r, CorHeader* headers, const CorBuf* raw,
     return 0;
 }
 
+uint64_t
+corHttpStreamDue(const CorRequest* r, uint64_t startMs, uint64_t bodyMs,
+                 uint64_t now, const char* protocol, const char* peer)
+{
+    const CorLimits* l = r->limits != NULL ? r->limits : corLimits();
+    uint64_t at = startMs + l->requestTimeoutMs;
+
+    if (bodyMs != 0 && bodyMs + l->bodyTimeoutMs < at) {
+        at = bodyMs + l->bodyTimeoutMs;
+    }
+    if (at > now) {
+        return at;
+    }
+    corLimitsRefused(protocol, peer,
+                     startMs + l->requestTimeoutMs <= now
+                         ? "a request that did not come whole in time"
+                         : "a request body that stalled",
+                     408);
+    return 0;
+}
+
 static bool
 fieldDropped(const CorHeader* h)
 {
@@ -139,6 +160,116 @@ corHttpFieldLower(char* to, const CorHeader* h)
                            : h->name[k]);
     }
     return h->nameLen;
+}
+
+/* The fields of list into nv at *n, their names lowercased into lower
+ * (room for all of them), less those HTTP/2 and HTTP/3 forbid. Returns
+ * what lower used. */
+static size_t
+fieldsPut(CorHttpNv* nv, size_t* n, char* lower, const CorHeader* list,
+          unsigned count)
+{
+    size_t used = 0;
+
+    for (unsigned i = 0; i < count; i++) {
+        const CorHeader* h = &list[i];
+        size_t len = corHttpFieldLower(lower + used, h);
+
+        if (len > 0) {
+            corHttpNvPut(nv, n, lower + used, len, h->value, h->valueLen);
+            used += len;
+        }
+    }
+    return used;
+}
+
+/* How many fields r's answer may have, its own among them. */
+static size_t
+answerCount(const CorRequest* r)
+{
+    return r->responseHeaderCount + r->responseTrailerCount + HTTP_ANSWER_OWN;
+}
+
+int
+corHttpAnswerMake(CorHttpAnswer* a, const CorRequest* r, int status, bool body,
+                  const char* date, const char* altSvc)
+{
+    size_t need = answerCount(r) * sizeof(CorHttpNv)
+                  + corHttpNamesLen(r->responseHeaders, r->responseHeaderCount)
+                  + corHttpNamesLen(r->responseTrailers,
+                                    r->responseTrailerCount)
+                  + 1;
+    CorHttpNv* nv = need <= sizeof(a->small) ? (CorHttpNv*)(void*)a->small
+                                             : malloc(need);
+    char* lower = (char*)(nv + answerCount(r));
+    size_t n = 0;
+
+    a->nv = nv;
+    if (nv == NULL) {
+        return -1;
+    }
+    corHttpPutDecimal(a->text.status, (size_t)status);
+    corHttpNvPut(nv, &n, ":status", 7, a->text.status, 3);
+    corHttpNvPut(nv, &n, "server", 6, "cor", 3);
+    corHttpNvPut(nv, &n, "date", 4, date, 29);
+    if (altSvc != NULL) {
+        corHttpNvPut(nv, &n, "alt-svc", 7, altSvc, strlen(altSvc));
+    }
+    if (r->contentType != NULL) {
+        corHttpNvPut(nv, &n, "content-type", 12, r->contentType,
+                     strlen(r->contentType));
+    }
+    if (r->stream == NULL && (corHttpBodyAllowed(r, status) || r->head)) {
+        corHttpNvPut(nv, &n, "content-length", 14, a->text.length,
+                     (size_t)(corHttpPutDecimal(a->text.length, r->responseLen)
+                              - a->text.length));
+    }
+    lower += fieldsPut(nv, &n, lower, r->responseHeaders,
+                       r->responseHeaderCount);
+    if (!body) {
+        fieldsPut(nv, &n, lower, r->responseTrailers, r->responseTrailerCount);
+    }
+    a->n = n;
+    return 0;
+}
+
+void
+corHttpAnswerEnd(CorHttpAnswer* a)
+{
+    if (a->nv != (CorHttpNv*)(void*)a->small) {
+        free(a->nv);
+    }
+}
+
+CorHttpNv*
+corHttpTrailersMake(const CorRequest* r, size_t* n)
+{
+    unsigned count = r->responseTrailerCount;
+    CorHttpNv* nv = malloc(count * sizeof(*nv)
+                           + corHttpNamesLen(r->responseTrailers, count) + 1);
+
+    *n = 0;
+    if (nv != NULL) {
+        fieldsPut(nv, n, (char*)(nv + count), r->responseTrailers, count);
+    }
+    return nv;
+}
+
+size_t
+corHttpRefusalFields(CorHttpNv* nv, int status, const char* text,
+                     const char* date, CorHttpAnswerText* t)
+{
+    size_t n = 0;
+
+    corHttpPutDecimal(t->status, (size_t)status);
+    corHttpNvPut(nv, &n, ":status", 7, t->status, 3);
+    corHttpNvPut(nv, &n, "server", 6, "cor", 3);
+    corHttpNvPut(nv, &n, "date", 4, date, 29);
+    corHttpNvPut(nv, &n, "content-type", 12, "text/plain", 10);
+    corHttpNvPut(nv, &n, "content-length", 14, t->length,
+                 (size_t)(corHttpPutDecimal(t->length, strlen(text))
+                          - t->length));
+    return n;
 }
 
 size_t
