@@ -60,24 +60,6 @@ corBufAppend(CorBuf* b, const void* p, size_t n)
     return 0;
 }
 
-int
-corBufAppendField(CorBuf* b, const void* name, size_t nameLen,
-                  const void* value, size_t valueLen)
-{
-    uint8_t* at;
-
-    if (corBufReserve(b, nameLen + valueLen + 2) != 0) {
-        return -ENOMEM;
-    }
-    at = b->data + b->len;
-    memcpy(at, name, nameLen);
-    at[nameLen] = '\0';
-    memcpy(at + nameLen + 1, value, valueLen);
-    at[nameLen + 1 + valueLen] = '\0';
-    b->len += nameLen + valueLen + 2;
-    return 0;
-}
-
 void
 corBufCompact(CorBuf* b)
 {

@@ -17,14 +17,6 @@
 typedef struct Http2Conn Http2Conn;
 typedef struct Http2Stream Http2Stream;
 
-/* A header's place in its stream's raw bytes (Http2Stream.raw). */
-typedef struct {
-    uint32_t nameOff;
-    uint32_t nameLen;
-    uint32_t valueOff;
-    uint32_t valueLen;
-} Http2Field;
-
 /* The http module's http2 mapping, read once per generation. */
 typedef struct {
     unsigned maxConcurrentStreams; /* max_concurrent_streams */
@@ -105,7 +97,7 @@ struct Http2Stream {
     uint64_t bodyMs;  /* its head or its last DATA frame ended
                          then, while its body comes; 0 before */
     CorBuf raw;       /* the header bytes as they came */
-    CorBuf fields;    /* their places in raw (Http2Field) */
+    CorBuf fields;    /* their places in raw (CorHttpField) */
     size_t listSize;  /* the header list as RFC 9113 counts it */
     unsigned refuse;  /* a status to answer instead of serving */
     CorBuf body;
@@ -287,20 +279,18 @@ const char* corHttp2AbuseText(Http2Abuse why);
 void corHttp2CountConnection(void);
 void corHttp2CountStream(void);
 
-/* One field into nv at *n: name and value as they are, not copied. */
-static inline void corHttp2Nv(nghttp2_nv* nv, size_t* n, const char* name,
-                              size_t nameLen, const char* value,
-                              size_t valueLen);
+/* A list of fields made by corHttpFields.c, as nghttp2 takes it. */
+static inline const nghttp2_nv* corHttp2Nv(const CorHttpNv* nv);
 
 /* ---- inline definitions -------------------------------------------------- */
 
-static inline void
-corHttp2Nv(nghttp2_nv* nv, size_t* n, const char* name, size_t nameLen,
-           const char* value, size_t valueLen)
+_Static_assert(COR_HTTP_NV_LIKE(nghttp2_nv), "nghttp2_nv is a CorHttpNv");
+_Static_assert(NGHTTP2_NV_FLAG_NONE == 0, "CorHttpNv's flags are none");
+
+static inline const nghttp2_nv*
+corHttp2Nv(const CorHttpNv* nv)
 {
-    nv[(*n)++] = (nghttp2_nv){ (uint8_t*)(uintptr_t)name,
-                               (uint8_t*)(uintptr_t)value, nameLen, valueLen,
-                               NGHTTP2_NV_FLAG_NONE };
+    return (const nghttp2_nv*)(const void*)nv;
 }
 
 #endif /* COR_HTTP2_INT_H */

@@ -29,11 +29,11 @@
 
 /* The field name (lowercase, as HTTP/2 has it) of st's header list, or
  * NULL. */
-static const Http2Field*
+static const CorHttpField*
 fieldFind(const Http2Stream* st, const char* name)
 {
-    const Http2Field* fields = (const Http2Field*)(void*)st->fields.data;
-    size_t count = st->fields.len / sizeof(Http2Field);
+    const CorHttpField* fields = (const CorHttpField*)(void*)st->fields.data;
+    size_t count = corHttpFieldCount(&st->fields);
     size_t len = strlen(name);
 
     for (size_t i = 0; i < count; i++) {
@@ -48,7 +48,7 @@ fieldFind(const Http2Stream* st, const char* name)
 bool
 corHttp2Grpc(const Http2Stream* st)
 {
-    const Http2Field* f = fieldFind(st, "content-type");
+    const CorHttpField* f = fieldFind(st, "content-type");
 
     /* "application/grpc", "application/grpc+proto", ...; the media type
      * is case-insensitive. */
@@ -61,7 +61,7 @@ corHttp2Grpc(const Http2Stream* st)
 int
 corHttp2BodyAnnounced(const Http2Stream* st)
 {
-    const Http2Field* f = fieldFind(st, "content-length");
+    const CorHttpField* f = fieldFind(st, "content-length");
     const char* value;
     uint64_t length = 0;
 
@@ -118,9 +118,8 @@ corHttp2RefusalSubmit(Http2Conn* c, Http2Stream* st, int status)
     const char* text = refusalText(status);
     nghttp2_data_provider dp = { .source.ptr = st,
                                  .read_callback = refusalRead };
-    nghttp2_nv nv[5];
-    char statusText[4];
-    char length[24];
+    CorHttpNv nv[5];
+    CorHttpAnswerText t;
     size_t n = 0;
     int rc;
 
@@ -129,20 +128,15 @@ corHttp2RefusalSubmit(Http2Conn* c, Http2Stream* st, int status)
     st->sendOff = 0;
     if (corLimitsText(status) != NULL && corHttp2Grpc(st)) {
         /* Trailers-only: one HEADERS that ends the stream. */
-        corHttp2Nv(nv, &n, ":status", 7, "200", 3);
-        corHttp2Nv(nv, &n, "content-type", 12, "application/grpc", 16);
-        corHttp2Nv(nv, &n, "grpc-status", 11, GRPC_RESOURCE_EXHAUSTED, 1);
-        corHttp2Nv(nv, &n, "grpc-message", 12, text, strlen(text) - 1);
-        rc = nghttp2_submit_response(c->session, st->id, nv, n, NULL);
+        corHttpNvPut(nv, &n, ":status", 7, "200", 3);
+        corHttpNvPut(nv, &n, "content-type", 12, "application/grpc", 16);
+        corHttpNvPut(nv, &n, "grpc-status", 11, GRPC_RESOURCE_EXHAUSTED, 1);
+        corHttpNvPut(nv, &n, "grpc-message", 12, text, strlen(text) - 1);
+        rc = nghttp2_submit_response(c->session, st->id, corHttp2Nv(nv), n,
+                                     NULL);
     } else {
-        snprintf(statusText, sizeof(statusText), "%d", status);
-        snprintf(length, sizeof(length), "%zu", strlen(text));
-        corHttp2Nv(nv, &n, ":status", 7, statusText, 3);
-        corHttp2Nv(nv, &n, "server", 6, "cor", 3);
-        corHttp2Nv(nv, &n, "date", 4, corHttpDate(c->hl), 29);
-        corHttp2Nv(nv, &n, "content-type", 12, "text/plain", 10);
-        corHttp2Nv(nv, &n, "content-length", 14, length, strlen(length));
-        rc = nghttp2_submit_response(c->session, st->id, nv, n,
+        n = corHttpRefusalFields(nv, status, text, corHttpDate(c->hl), &t);
+        rc = nghttp2_submit_response(c->session, st->id, corHttp2Nv(nv), n,
                                      st->r.head ? NULL : &dp);
     }
     return rc == 0 ? 0 : -1;

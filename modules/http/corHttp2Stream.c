@@ -40,16 +40,10 @@
 
 /* Past this many times the header list limit, the connection ends. */
 #define HEADER_BOMB_FACTOR 4
-/* Response fields beside the handler's: :status, server, date,
- * content-type, content-length, alt-svc. */
-#define OWN_FIELDS 6
 /* A freed stream whose header buffers grew past this goes back to malloc
  * rather than to its loop's cache (a request's usual head fits the
  * buffers' first 256 bytes). */
 #define CACHED_BUF_MAX 1024
-/* An answer's fields and lowered names up to this size are put on the
- * stack (ten fields and their names). */
-#define SMALL_ANSWER 512
 /* Under a sanitizer every stream is malloc's, so that a use after its
  * free is seen. */
 #if defined(__SANITIZE_ADDRESS__)
@@ -219,9 +213,6 @@ corHttp2StreamHeader(nghttp2_session* s, const nghttp2_frame* f,
                           ? c->decoding
                           : streamOf(s, f->hd.stream_id);
     size_t max = listMax();
-    size_t count;
-    size_t bytes = nameLen + valueLen + 2;
-    uint8_t* at;
 
     (void)flags;
     if (st == NULL || f->headers.cat != NGHTTP2_HCAT_REQUEST) {
@@ -232,32 +223,18 @@ corHttp2StreamHeader(nghttp2_session* s, const nghttp2_frame* f,
         c->abuse = 1 + H2_ABUSE_HEADER_LIST;
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
-    count = st->fields.len / sizeof(Http2Field);
-    if (st->listSize > max || count >= corLimits()->headerCount + 4) {
+    if (st->listSize > max
+        || corHttpFieldCount(&st->fields) >= corLimits()->headerCount + 4) {
         st->refuse = 431; /* the rest is decoded, not kept */
         return 0;
     }
     if (st->refuse != 0) {
         return 0;
     }
-    if ((st->raw.cap - st->raw.len < bytes
-         && corBufReserve(&st->raw, bytes) != 0)
-        || (st->fields.cap - st->fields.len < sizeof(Http2Field)
-            && corBufReserve(&st->fields, sizeof(Http2Field)) != 0)) {
+    if (corHttpFieldKeep(&st->raw, &st->fields, name, nameLen, value, valueLen)
+        != 0) {
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     }
-    /* "name\0value\0", and its place. */
-    at = st->raw.data + st->raw.len;
-    memcpy(at, name, nameLen);
-    at[nameLen] = '\0';
-    memcpy(at + nameLen + 1, value, valueLen);
-    at[nameLen + 1 + valueLen] = '\0';
-    ((Http2Field*)(void*)(st->fields.data + st->fields.len))[0] = (Http2Field){
-        (uint32_t)st->raw.len, (uint32_t)nameLen,
-        (uint32_t)(st->raw.len + nameLen + 1), (uint32_t)valueLen
-    };
-    st->raw.len += bytes;
-    st->fields.len += sizeof(Http2Field);
     return 0;
 }
 
@@ -275,31 +252,17 @@ remoteSet(const Http2Conn* c, Http2Stream* st)
     st->remote[len] = '\0';
 }
 
-/* Whether the field named name (its bytes in raw) is the one named want
- * (a literal: its strlen folds). */
-static inline bool
-fieldIs(const Http2Field* field, const char* name, const char* want)
-{
-    size_t len = strlen(want);
-
-    return field->nameLen == len && memcmp(name, want, len) == 0;
-}
-
 /* The request of a whole header block: its pseudo-headers say the method
  * and the target, :authority is its Host (when it has none). Returns 0,
  * or a status to answer instead (400, 503). */
 static int
 requestBuild(Http2Conn* c, Http2Stream* st)
 {
-    const Http2Field* fields = (const Http2Field*)(void*)st->fields.data;
-    size_t count = st->fields.len / sizeof(Http2Field);
-    const char* raw = (const char*)st->raw.data;
-    const char* path = NULL;
-    const char* authority = NULL;
-    size_t pathLen = 0;
-    size_t authorityLen = 0;
-    bool host = false;
+    size_t count = corHttpFieldCount(&st->fields);
+    const char* path;
+    size_t pathLen;
     CorRequest* r = &st->r;
+    int status;
 
     /* The headers, then the target twice (targetSet): as much as the
      * raw bytes hold twice is room for it. */
@@ -310,48 +273,14 @@ requestBuild(Http2Conn* c, Http2Stream* st)
     }
     st->headers = memset(st->request.data, 0, (count + 1) * sizeof(CorHeader));
     st->request.len = (count + 1) * sizeof(CorHeader);
-    for (size_t i = 0; i < count; i++) {
-        const char* name = raw + fields[i].nameOff;
-        const char* value = raw + fields[i].valueOff;
-
-        /* By length first: a request's fields are told apart without a
-         * strcmp of each against every name (11 a request were 250
-         * instructions of it). */
-        if (name[0] != ':') {
-            host |= fieldIs(&fields[i], name, "host");
-            st->headers[r->headerCount++] = (CorHeader){
-                .name = name,
-                .nameLen = fields[i].nameLen,
-                .value = value,
-                .valueLen = fields[i].valueLen
-            };
-        } else if (fieldIs(&fields[i], name, ":method")) {
-            r->method = value;
-            r->methodLen = fields[i].valueLen;
-        } else if (fieldIs(&fields[i], name, ":path")) {
-            path = value;
-            pathLen = fields[i].valueLen;
-        } else if (fieldIs(&fields[i], name, ":authority")) {
-            authority = value;
-            authorityLen = fields[i].valueLen;
-        }
-    }
-    if (!host && authority != NULL) {
-        st->headers[r->headerCount++] = (CorHeader){ .name = "host",
-                                                     .nameLen = 4,
-                                                     .value = authority,
-                                                     .valueLen = authorityLen };
-    }
-    r->headers = st->headers;
-    r->head = r->method != NULL && strcmp(r->method, "HEAD") == 0;
     r->remote = st->remote;
     r->secure = c->tls;
     r->version = "HTTP/2.0";
     remoteSet(c, st);
-    if (r->method == NULL || path == NULL) {
-        r->method = r->method != NULL ? r->method : "-";
-        r->methodLen = strlen(r->method);
-        return 400; /* CONNECT has no :path: not served here */
+    status = corHttpRequestFields(r, st->headers, &st->raw, &st->fields, &path,
+                                  &pathLen);
+    if (status != 0) {
+        return status;
     }
     /* After the headers, in the room reserved above. */
     st->target = (char*)st->request.data + st->request.len;
@@ -360,50 +289,23 @@ requestBuild(Http2Conn* c, Http2Stream* st)
 
 /* ---- The answer ---------------------------------------------------------- */
 
-/* The fields of list (count of them) into nv, their names lowercased
- * into lower (room for all of them), less those HTTP/2 forbids. Returns
- * what lower used. */
-static size_t
-fieldsPut(nghttp2_nv* nv, size_t* n, char* lower, const CorHeader* list,
-          unsigned count)
-{
-    size_t used = 0;
-
-    for (unsigned i = 0; i < count; i++) {
-        const CorHeader* h = &list[i];
-        size_t len = corHttpFieldLower(lower + used, h);
-
-        if (len > 0) {
-            corHttp2Nv(nv, n, lower + used, len, h->value, h->valueLen);
-            used += len;
-        }
-    }
-    return used;
-}
-
 /* The body's end: with trailers, a HEADERS frame ends the stream instead
  * of the last DATA (nghttp2 sends it after). */
 static void
 bodyEnd(nghttp2_session* s, Http2Stream* st, uint32_t* flags)
 {
-    const CorRequest* r = &st->r;
-    nghttp2_nv* nv;
-    char* lower;
-    size_t n = 0;
+    CorHttpNv* nv;
+    size_t n;
 
     *flags |= NGHTTP2_DATA_FLAG_EOF;
-    if (r->responseTrailerCount == 0) {
+    if (st->r.responseTrailerCount == 0) {
         return;
     }
-    nv = malloc(r->responseTrailerCount * sizeof(*nv)
-                + corHttpNamesLen(r->responseTrailers, r->responseTrailerCount)
-                + 1);
+    nv = corHttpTrailersMake(&st->r, &n);
     if (nv == NULL) {
         return; /* ends without them: the peer sees no status */
     }
-    lower = (char*)(nv + r->responseTrailerCount);
-    fieldsPut(nv, &n, lower, r->responseTrailers, r->responseTrailerCount);
-    if (nghttp2_submit_trailer(s, st->id, nv, n) == 0) {
+    if (nghttp2_submit_trailer(s, st->id, corHttp2Nv(nv), n) == 0) {
         *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
     }
     free(nv);
@@ -467,23 +369,7 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
 {
     CorRequest* r = &st->r;
     int status = r->status >= 200 && r->status <= 599 ? r->status : 500;
-    size_t nvCount = r->responseHeaderCount + r->responseTrailerCount
-                     + OWN_FIELDS;
-    size_t lowerLen = corHttpNamesLen(r->responseHeaders,
-                                      r->responseHeaderCount)
-                      + corHttpNamesLen(r->responseTrailers,
-                                        r->responseTrailerCount);
-    /* One block for both, the lowered names after the fields: a usual
-     * answer's on the stack, a larger one malloc's (nghttp2 copies
-     * them). */
-    _Alignas(nghttp2_nv) char small[SMALL_ANSWER];
-    size_t need = nvCount * sizeof(nghttp2_nv) + lowerLen + 1;
-    nghttp2_nv* nv = need <= sizeof(small) ? (nghttp2_nv*)(void*)small
-                                           : malloc(need);
-    char* lower = (char*)(nv + nvCount);
-    char statusText[4];
-    char length[24];
-    size_t n = 0;
+    CorHttpAnswer a;
     /* A stream has a provider even with no body to send: its end, not
      * its head, closes it (corRequestSent follows the end). */
     bool body = r->stream != NULL
@@ -491,39 +377,16 @@ responseSubmit(Http2Conn* c, Http2Stream* st)
     nghttp2_data_provider dp = { .source.ptr = st, .read_callback = bodyRead };
     int rc;
 
-    if (nv == NULL) {
+    /* No DATA to follow: the trailers ride in the one HEADERS frame
+     * (gRPC's trailers-only answer). */
+    if (corHttpAnswerMake(&a, r, status, body, corHttpDate(c->hl), c->altSvc)
+        != 0) {
         return -1;
     }
-    corHttpPutDecimal(statusText, (size_t)status);
-    corHttp2Nv(nv, &n, ":status", 7, statusText, 3);
-    corHttp2Nv(nv, &n, "server", 6, "cor", 3);
-    corHttp2Nv(nv, &n, "date", 4, corHttpDate(c->hl), 29);
-    if (c->altSvc != NULL) {
-        corHttp2Nv(nv, &n, "alt-svc", 7, c->altSvc, strlen(c->altSvc));
-    }
-    if (r->contentType != NULL) {
-        corHttp2Nv(nv, &n, "content-type", 12, r->contentType,
-                   strlen(r->contentType));
-    }
-    if (r->stream == NULL && (corHttpBodyAllowed(r, status) || r->head)) {
-        size_t len = (size_t)(corHttpPutDecimal(length, r->responseLen)
-                              - length);
-
-        corHttp2Nv(nv, &n, "content-length", 14, length, len);
-    }
-    lowerLen = fieldsPut(nv, &n, lower, r->responseHeaders,
-                         r->responseHeaderCount);
-    if (!body) {
-        /* No DATA to follow: the trailers ride in the one HEADERS frame
-         * (gRPC's trailers-only answer). */
-        fieldsPut(nv, &n, lower + lowerLen, r->responseTrailers,
-                  r->responseTrailerCount);
-    }
     r->status = status;
-    rc = nghttp2_submit_response(c->session, st->id, nv, n, body ? &dp : NULL);
-    if (nv != (nghttp2_nv*)(void*)small) {
-        free(nv);
-    }
+    rc = nghttp2_submit_response(c->session, st->id, corHttp2Nv(a.nv), a.n,
+                                 body ? &dp : NULL);
+    corHttpAnswerEnd(&a);
     st->answered = true;
     return rc == 0 ? 0 : -1;
 }
@@ -950,22 +813,9 @@ corHttp2StreamsStalled(Http2Conn* c)
     return false;
 }
 
-/* When st's request must have come whole, or its body's next frame. */
-static uint64_t
-streamDeadline(const Http2Stream* st, const CorLimits* l)
-{
-    uint64_t at = st->startMs + l->requestTimeoutMs;
-
-    if (st->bodyMs != 0 && st->bodyMs + l->bodyTimeoutMs < at) {
-        at = st->bodyMs + l->bodyTimeoutMs;
-    }
-    return at;
-}
-
 uint64_t
 corHttp2StreamsDeadline(Http2Conn* c, uint64_t now)
 {
-    const CorLimits* l = corLimits();
     uint64_t next = 0;
     CorList* node;
     CorList* next2;
@@ -980,13 +830,9 @@ corHttp2StreamsDeadline(Http2Conn* c, uint64_t now)
             || st->answered || st->closed) {
             continue;
         }
-        at = streamDeadline(st, st->r.limits != NULL ? st->r.limits : l);
-        if (at <= now) {
-            corLimitsRefused("http", c->peerName,
-                             st->startMs + l->requestTimeoutMs <= now
-                                 ? "a request that did not come whole in time"
-                                 : "a request body that stalled",
-                             408);
+        at = corHttpStreamDue(&st->r, st->startMs, st->bodyMs, now, "http",
+                              c->peerName);
+        if (at == 0) {
             nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
                                       NGHTTP2_CANCEL);
             if (st->served) {

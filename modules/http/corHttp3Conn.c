@@ -634,6 +634,7 @@ corHttp3ConnNew(Http3Endpoint* ep, const ngtcp2_pkt_hd* hd,
     c->peerLen = peerLen;
     corPeerName(&c->peer, c->peerName, sizeof(c->peerName));
     corListInit(&c->streams);
+    corListInit(&c->timed);
     corListInit(&c->cids);
     corListInit(&c->frames);
     ngtcp2_connection_close_error_default(&c->error);

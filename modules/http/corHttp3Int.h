@@ -105,10 +105,12 @@ typedef struct {
  */
 struct Http3Stream {
     CorRequest r;
-    Http3Conn* conn; /* NULL once the connection is gone */
-    CorList link;    /* in conn->streams */
+    Http3Conn* conn;   /* NULL once the connection is gone */
+    CorList link;      /* in conn->streams */
+    CorList timedLink; /* in conn->timed while its request may time out */
     int64_t id;
     CorBuf raw;      /* "name\0value\0" of each field as it came */
+    CorBuf fields;   /* their places in raw (CorHttpField) */
     size_t listSize; /* the field section as RFC 9114 counts it */
     unsigned refuse; /* a status to answer instead of serving */
     CorBuf body;
@@ -188,6 +190,8 @@ struct Http3Conn {
     socklen_t peerLen;
     char peerName[64];
     CorList streams; /* every stream not yet released */
+    CorList timed;   /* of them, those whose request is still coming
+                      * (corHttp3StreamsDeadline walks these alone) */
     CorList cids;    /* its IDs in the loop's table (Http3Cid) */
     CorList frames;  /* a reader for each stream the client opened */
     Http3Budget budget;
@@ -255,6 +259,16 @@ void corHttp3ConnStop(Http3Conn* c);
 void corHttp3ConnFail(Http3Conn* c, int h3Error);
 
 /* ---- corHttp3Stream.c ---------------------------------------------------- */
+
+/* A list of fields made by corHttpFields.c, as nghttp3 takes it. */
+static inline const nghttp3_nv*
+corHttp3Nv(const CorHttpNv* nv)
+{
+    return (const nghttp3_nv*)(const void*)nv;
+}
+
+_Static_assert(COR_HTTP_NV_LIKE(nghttp3_nv), "nghttp3_nv is a CorHttpNv");
+_Static_assert(NGHTTP3_NV_FLAG_NONE == 0, "CorHttpNv's flags are none");
 
 /* nghttp3's callbacks for request streams, c its user data. */
 extern const nghttp3_callbacks corHttp3Callbacks;

@@ -38,9 +38,6 @@
 /* A file body is read ahead of the peer's acknowledgements so far. */
 #define FILE_AHEAD (1024 * 1024)
 #define FILE_PIECE (64 * 1024)
-/* Response fields beside the handler's: :status, server, date,
- * content-type, content-length. */
-#define OWN_FIELDS 5
 
 static void requestDone(CorRequest* r);
 static void requestRelease(CorRequest* r);
@@ -77,14 +74,24 @@ blockFree(const Http3Stream* st, void* p)
     }
 }
 
+/* st off its connection's lists (it closed, or the connection is gone). */
+static void
+streamUnlink(Http3Stream* st)
+{
+    corListRemove(&st->link);
+    corListRemove(&st->timedLink);
+    st->conn = NULL;
+}
+
 static void
 streamFree(Http3Stream* st)
 {
     if (corListLinked(&st->link)) {
-        corListRemove(&st->link);
+        streamUnlink(st);
     }
     corHttp3OutFree(&st->out);
     free(st->raw.data);
+    free(st->fields.data);
     free(st->body.data);
     blockFree(st, st->headers);
     blockFree(st, st->target);
@@ -128,8 +135,7 @@ corHttp3StreamsDetach(Http3Conn* c)
         Http3Stream* st = corContainerOf(corListFirst(&c->streams), Http3Stream,
                                          link);
 
-        corListRemove(&st->link);
-        st->conn = NULL;
+        streamUnlink(st);
         streamGone(st, true);
     }
 }
@@ -158,42 +164,36 @@ bodyComing(const Http3Stream* st)
     return st->r.bodyIn != NULL && !st->peerEnded && !st->bodyStopped;
 }
 
-/* When st's request must have come whole, or its body's next piece. */
-static uint64_t
-streamDeadline(const Http3Stream* st, const CorLimits* l)
+/* Whether st's request may still time out: it is not whole (a body
+ * handed on as it comes is timed as one gathered here) and not answered.
+ * Once false, never true again. */
+static bool
+streamTimed(const Http3Stream* st)
 {
-    uint64_t at = st->startMs + l->requestTimeoutMs;
-
-    if (st->bodyMs != 0 && st->bodyMs + l->bodyTimeoutMs < at) {
-        at = st->bodyMs + l->bodyTimeoutMs;
-    }
-    return at;
+    return !(st->served && !bodyComing(st)) && !st->answered;
 }
 
 uint64_t
 corHttp3StreamsDeadline(Http3Conn* c, uint64_t now)
 {
-    const CorLimits* l = corLimits();
     uint64_t next = 0;
     CorList* node;
     CorList* after;
 
-    corListForEach(node, after, &c->streams)
+    /* Only the streams still coming: walking every stream of the
+     * connection at each write was 2 % of an h3 hello's time. */
+    corListForEach(node, after, &c->timed)
     {
-        Http3Stream* st = corContainerOf(node, Http3Stream, link);
+        Http3Stream* st = corContainerOf(node, Http3Stream, timedLink);
         uint64_t at;
 
-        /* A body handed on as it comes is timed as one gathered here. */
-        if ((st->served && !bodyComing(st)) || st->answered) {
-            continue; /* whole, or answered already */
+        if (!streamTimed(st)) {
+            corListRemove(&st->timedLink); /* whole, or answered */
+            continue;
         }
-        at = streamDeadline(st, st->r.limits != NULL ? st->r.limits : l);
-        if (at <= now) {
-            corLimitsRefused("http3", c->peerName,
-                             st->startMs + l->requestTimeoutMs <= now
-                                 ? "a request that did not come whole in time"
-                                 : "a request body that stalled",
-                             408);
+        at = corHttpStreamDue(&st->r, st->startMs, st->bodyMs, now, "http3",
+                              c->peerName);
+        if (at == 0) {
             ngtcp2_conn_shutdown_stream(c->quic, st->id,
                                         NGHTTP3_H3_REQUEST_CANCELLED);
             corHttp3ConnKick(c); /* the reset goes out */
@@ -212,71 +212,31 @@ corHttp3StreamsDeadline(Http3Conn* c, uint64_t now)
 
 /* ---- The request --------------------------------------------------------- */
 
-/* The request of a whole field section ("name\0value\0" each in raw): its
- * pseudo-headers say the method and the target, :authority is its Host
- * (when it has none). Returns 0, or a status to answer instead. */
+/* The request of a whole field section: its pseudo-headers say the
+ * method and the target, :authority is its Host (when it has none).
+ * Returns 0, or a status to answer instead. */
 static int
 requestBuild(Http3Conn* c, Http3Stream* st)
 {
-    const char* raw = (const char*)st->raw.data;
-    const char* end = raw + st->raw.len;
-    const char* path = NULL;
-    const char* authority = NULL;
-    bool host = false;
-    size_t count = 0;
+    size_t count = corHttpFieldCount(&st->fields);
+    const char* path;
     size_t pathLen;
     CorRequest* r = &st->r;
+    int status;
 
-    for (const char* p = raw; p < end; p += strlen(p) + 1) {
-        count++;
-    }
-    st->headers = corHttpBlockTake(c->hl, (count / 2 + 1) * sizeof(CorHeader));
+    st->headers = corHttpBlockTake(c->hl, (count + 1) * sizeof(CorHeader));
     if (st->headers == NULL) {
         return 503;
     }
-    for (const char* name = raw; name < end;) {
-        const char* value = name + strlen(name) + 1;
-        size_t valueLen = strlen(value);
-
-        if (name[0] != ':') {
-            host |= strcmp(name, "host") == 0;
-            st->headers[r->headerCount++] = (CorHeader){
-                .name = name,
-                .nameLen = strlen(name),
-                .value = value,
-                .valueLen = valueLen,
-            };
-        } else if (strcmp(name, ":method") == 0) {
-            r->method = value;
-            r->methodLen = valueLen;
-        } else if (strcmp(name, ":path") == 0) {
-            path = value;
-        } else if (strcmp(name, ":authority") == 0) {
-            authority = value;
-        }
-        name = value + valueLen + 1;
-    }
-    if (!host && authority != NULL) {
-        st->headers[r->headerCount++] = (CorHeader){
-            .name = "host",
-            .nameLen = 4,
-            .value = authority,
-            .valueLen = strlen(authority),
-        };
-    }
-    r->headers = st->headers;
-    r->head = r->method != NULL && strcmp(r->method, "HEAD") == 0;
     r->remote = st->remote;
     r->secure = true;
     r->version = "HTTP/3";
-    if (r->method == NULL || path == NULL) {
-        /* CONNECT has no :path: not served here (nor RFC 9220's
-         * extended CONNECT, which SETTINGS does not offer). */
-        r->method = r->method != NULL ? r->method : "-";
-        r->methodLen = strlen(r->method);
-        return 400;
+    /* Nor RFC 9220's extended CONNECT: SETTINGS does not offer it. */
+    status = corHttpRequestFields(r, st->headers, &st->raw, &st->fields, &path,
+                                  &pathLen);
+    if (status != 0) {
+        return status;
     }
-    pathLen = strlen(path);
     st->target = corHttpBlockTake(c->hl, 2 * pathLen + 2);
     if (st->target == NULL) {
         return 503;
@@ -284,56 +244,22 @@ requestBuild(Http3Conn* c, Http3Stream* st)
     return corHttpTargetSet(r, st->target, path, pathLen) == 0 ? 0 : 400;
 }
 
-static void
-nvPut(nghttp3_nv* nv, size_t* n, const char* name, size_t nameLen,
-      const char* value, size_t valueLen)
-{
-    nv[(*n)++] = (nghttp3_nv){ (uint8_t*)(uintptr_t)name,
-                               (uint8_t*)(uintptr_t)value, nameLen, valueLen,
-                               NGHTTP3_NV_FLAG_NONE };
-}
-
-/* The fields of list into nv, their names lowercased into lower (room
- * for all of them), less those HTTP/3 forbids. Returns what lower used. */
-static size_t
-fieldsPut(nghttp3_nv* nv, size_t* n, char* lower, const CorHeader* list,
-          unsigned count)
-{
-    size_t used = 0;
-
-    for (unsigned i = 0; i < count; i++) {
-        const CorHeader* h = &list[i];
-        size_t len = corHttpFieldLower(lower + used, h);
-
-        if (len > 0) {
-            nvPut(nv, n, lower + used, len, h->value, h->valueLen);
-            used += len;
-        }
-    }
-    return used;
-}
-
 /* The body's end: its trailers, when it has some, end the stream. */
 static void
 bodyEnd(nghttp3_conn* h3, Http3Stream* st, uint32_t* flags)
 {
-    const CorRequest* r = &st->r;
-    nghttp3_nv* nv;
-    size_t n = 0;
+    CorHttpNv* nv;
+    size_t n;
 
     *flags |= NGHTTP3_DATA_FLAG_EOF;
-    if (r->responseTrailerCount == 0) {
+    if (st->r.responseTrailerCount == 0) {
         return;
     }
-    nv = malloc(r->responseTrailerCount * sizeof(*nv)
-                + corHttpNamesLen(r->responseTrailers, r->responseTrailerCount)
-                + 1);
+    nv = corHttpTrailersMake(&st->r, &n);
     if (nv == NULL) {
         return; /* ends without them */
     }
-    fieldsPut(nv, &n, (char*)(nv + r->responseTrailerCount),
-              r->responseTrailers, r->responseTrailerCount);
-    if (nghttp3_conn_submit_trailers(h3, st->id, nv, n) == 0) {
+    if (nghttp3_conn_submit_trailers(h3, st->id, corHttp3Nv(nv), n) == 0) {
         *flags |= NGHTTP3_DATA_FLAG_NO_END_STREAM;
     }
     free(nv);
@@ -399,45 +325,17 @@ static int
 responseSubmit(Http3Conn* c, Http3Stream* st, int status, bool body)
 {
     CorRequest* r = &st->r;
-    size_t nvCount = r->responseHeaderCount + r->responseTrailerCount
-                     + OWN_FIELDS;
-    size_t lowerLen = corHttpNamesLen(r->responseHeaders,
-                                      r->responseHeaderCount)
-                      + corHttpNamesLen(r->responseTrailers,
-                                        r->responseTrailerCount);
-    nghttp3_nv* nv = malloc(nvCount * sizeof(*nv) + lowerLen + 1);
-    char* lower = (char*)(nv + nvCount);
     nghttp3_data_reader dr = { .read_data = bodyRead };
-    char statusText[4];
-    char length[24];
-    size_t n = 0;
+    CorHttpAnswer a;
     int rc;
 
-    if (nv == NULL) {
+    if (corHttpAnswerMake(&a, r, status, body, corHttpDate(c->hl), NULL) != 0) {
         return -1;
     }
-    corHttpPutDecimal(statusText, (size_t)status);
-    nvPut(nv, &n, ":status", 7, statusText, 3);
-    nvPut(nv, &n, "server", 6, "cor", 3);
-    nvPut(nv, &n, "date", 4, corHttpDate(c->hl), 29);
-    if (r->contentType != NULL) {
-        nvPut(nv, &n, "content-type", 12, r->contentType,
-              strlen(r->contentType));
-    }
-    if (r->stream == NULL && (corHttpBodyAllowed(r, status) || r->head)) {
-        nvPut(nv, &n, "content-length", 14, length,
-              (size_t)(corHttpPutDecimal(length, r->responseLen) - length));
-    }
-    lowerLen = fieldsPut(nv, &n, lower, r->responseHeaders,
-                         r->responseHeaderCount);
-    if (!body) {
-        /* No DATA follows: the trailers ride in the one HEADERS. */
-        fieldsPut(nv, &n, lower + lowerLen, r->responseTrailers,
-                  r->responseTrailerCount);
-    }
     r->status = status;
-    rc = nghttp3_conn_submit_response(c->h3, st->id, nv, n, body ? &dr : NULL);
-    free(nv);
+    rc = nghttp3_conn_submit_response(c->h3, st->id, corHttp3Nv(a.nv), a.n,
+                                      body ? &dr : NULL);
+    corHttpAnswerEnd(&a);
     st->answered = true;
     return rc == 0 ? 0 : -1;
 }
@@ -495,22 +393,19 @@ refusalSubmit(Http3Conn* c, Http3Stream* st)
 {
     const char* text = corLimitsText(413);
     nghttp3_data_reader dr = { .read_data = refusalRead };
-    nghttp3_nv nv[5];
-    char length[24];
-    size_t n = 0;
+    CorHttpNv nv[5];
+    CorHttpAnswerText t;
+    size_t n;
 
     if (corHttp3OutAdd(&st->out, text, strlen(text), false) != 0) {
         return -1;
     }
     st->answered = true;
-    nvPut(nv, &n, ":status", 7, "413", 3);
-    nvPut(nv, &n, "server", 6, "cor", 3);
-    nvPut(nv, &n, "date", 4, corHttpDate(c->hl), 29);
-    nvPut(nv, &n, "content-type", 12, "text/plain", 10);
-    nvPut(nv, &n, "content-length", 14, length,
-          (size_t)(corHttpPutDecimal(length, strlen(text)) - length));
-    return nghttp3_conn_submit_response(c->h3, st->id, nv, n, &dr) == 0 ? 0
-                                                                        : -1;
+    n = corHttpRefusalFields(nv, 413, text, corHttpDate(c->hl), &t);
+    return nghttp3_conn_submit_response(c->h3, st->id, corHttp3Nv(nv), n, &dr)
+                   == 0
+               ? 0
+               : -1;
 }
 
 /* Refuse st, never served, with status and its text (a limit's is said
@@ -596,6 +491,7 @@ requestReady(Http3Conn* c, Http3Stream* st)
     st->r.body = st->body.data != NULL ? (const char*)st->body.data : "";
     st->r.bodyLen = st->body.len;
     st->served = true;
+    corListRemove(&st->timedLink); /* whole: timed no more */
     corRequestServe(&st->r, &http3Ops, st);
 }
 
@@ -621,6 +517,7 @@ beginHeaders(nghttp3_conn* h3, int64_t id, void* arg, void* streamArg)
         *strrchr(st->remote, ':') = '\0'; /* "addr:port", "[v6]:port" */
     }
     corListAppend(&c->streams, &st->link);
+    corListAppend(&c->timed, &st->timedLink);
     nghttp3_conn_set_stream_user_data(h3, id, st);
     corHttp3Count(H3_COUNT_STREAM);
     return 0;
@@ -644,7 +541,8 @@ recvHeader(nghttp3_conn* h3, int64_t id, int32_t token, nghttp3_rcbuf* name,
         st->refuse = 431;
         return 0; /* no longer kept */
     }
-    if (corBufAppendField(&st->raw, n.base, n.len, v.base, v.len) != 0) {
+    if (corHttpFieldKeep(&st->raw, &st->fields, n.base, n.len, v.base, v.len)
+        != 0) {
         st->refuse = 503;
     }
     return 0;
@@ -828,8 +726,7 @@ streamClose(nghttp3_conn* h3, int64_t id, uint64_t code, void* arg,
         /* What its handler will not take opens the connection's window. */
         ngtcp2_conn_extend_max_offset(((Http3Conn*)arg)->quic, st->bodyUnread);
         st->bodyUnread = 0;
-        corListRemove(&st->link);
-        st->conn = NULL;
+        streamUnlink(st);
         streamGone(st, code != NGHTTP3_H3_NO_ERROR);
     }
     return 0;

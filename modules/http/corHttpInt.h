@@ -9,7 +9,9 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 
 #include "cor.h"
@@ -324,10 +326,106 @@ void corHttpConnDrain(HttpConn* c);
 
 /* ---- corHttpFields.c ----------------------------------------------------- */
 
+/* A request field's place in its stream's raw bytes, which hold
+ * "name\0value\0" for each field as nghttp2 and nghttp3 hand them over:
+ * kept with the lengths they came with, so that the request is built
+ * without a strlen over them. */
+typedef struct {
+    uint32_t nameOff;
+    uint32_t nameLen;
+    uint32_t valueOff;
+    uint32_t valueLen;
+} CorHttpField;
+
+/* Keep a request's field as it came: its bytes into raw, its place into
+ * places. Returns 0 or -ENOMEM. */
+static inline int corHttpFieldKeep(CorBuf* raw, CorBuf* places,
+                                   const uint8_t* name, size_t nameLen,
+                                   const uint8_t* value, size_t valueLen);
+/* How many fields places holds. */
+static inline size_t corHttpFieldCount(const CorBuf* places);
+/* The request of a whole field section (raw and places, as kept): its
+ * fields into headers (room for one more than places holds) less the
+ * pseudo-headers, :authority as its Host when it has none; its method
+ * (and whether a HEAD); its :path into *path and *pathLen. Returns 0, or
+ * 400 without :method or :path (CONNECT's: not served here). */
+int corHttpRequestFields(CorRequest* r, CorHeader* headers, const CorBuf* raw,
+                         const CorBuf* places, const char** path,
+                         size_t* pathLen);
+
 /* r's target from a :path of len bytes (NUL-terminated), decoded as an
  * HTTP/1 request line's, kept as it came in room (2 * len + 2 bytes of
  * the caller's, which outlive r). Returns 0 or -1 (a 400). */
 int corHttpTargetSet(CorRequest* r, char* room, const char* path, size_t len);
+/* A field of an answer as nghttp2 and nghttp3 take it: nghttp2_nv and
+ * nghttp3_nv have these members, in this order (COR_HTTP_NV_LIKE, asserted
+ * where each is handed over), so that one piece of code builds the list
+ * for both. */
+typedef struct {
+    uint8_t* name;
+    uint8_t* value;
+    size_t nameLen;
+    size_t valueLen;
+    uint8_t flags;
+} CorHttpNv;
+
+#define COR_HTTP_NV_LIKE(T)                                                    \
+    (sizeof(T) == sizeof(CorHttpNv) && offsetof(T, name) == 0                  \
+     && offsetof(T, value) == offsetof(CorHttpNv, value)                       \
+     && offsetof(T, namelen) == offsetof(CorHttpNv, nameLen)                   \
+     && offsetof(T, valuelen) == offsetof(CorHttpNv, valueLen)                 \
+     && offsetof(T, flags) == offsetof(CorHttpNv, flags))
+
+/* An answer's own fields beside the handler's: :status, server, date,
+ * alt-svc, content-type, content-length. */
+#define HTTP_ANSWER_OWN 6
+/* An answer's fields and lowered names up to this size are put on the
+ * stack (ten fields and their names). */
+#define HTTP_ANSWER_SMALL 512
+
+/* The text of an answer's own fields, the caller's until the list is
+ * handed over. */
+typedef struct {
+    char status[4];
+    char length[24];
+} CorHttpAnswerText;
+
+/* An answer's field list: on the caller's stack when it fits, else in a
+ * block of malloc's (the libraries copy it). */
+typedef struct {
+    _Alignas(CorHttpNv) char small[HTTP_ANSWER_SMALL];
+    CorHttpNv* nv;
+    size_t n;
+    CorHttpAnswerText text;
+} CorHttpAnswer;
+
+/* One field into nv at *n: name and value as they are, not copied. */
+static inline void corHttpNvPut(CorHttpNv* nv, size_t* n, const char* name,
+                                size_t nameLen, const char* value,
+                                size_t valueLen);
+/* r's answer with status into a (a->nv, a->n): :status, server, date,
+ * alt-svc (when altSvc), content-type, content-length (a body in one
+ * piece, or a HEAD's), then the handler's fields lowercased, and its
+ * trailers too when no body follows (they ride in the one HEADERS).
+ * Returns 0, or -1 for no memory; corHttpAnswerEnd once handed over. */
+int corHttpAnswerMake(CorHttpAnswer* a, const CorRequest* r, int status,
+                      bool body, const char* date, const char* altSvc);
+void corHttpAnswerEnd(CorHttpAnswer* a);
+/* r's answer trailers, lowercased, in a block of malloc's (its names
+ * after the list), *n of them; NULL for no memory. */
+CorHttpNv* corHttpTrailersMake(const CorRequest* r, size_t* n);
+/* A refusal's fields into nv (room for 5): status, server, date,
+ * text/plain, and text's length. Returns how many. */
+size_t corHttpRefusalFields(CorHttpNv* nv, int status, const char* text,
+                            const char* date, CorHttpAnswerText* t);
+/* When a stream's request must have come whole (limits.request_timeout
+ * from startMs, its HEADERS), or its body's next piece (body_timeout from
+ * bodyMs, when not 0), by r's route's limits once known. At now or past
+ * it the stream's lateness is said and counted (a 408 refusal) and 0
+ * returned: the caller resets it. */
+uint64_t corHttpStreamDue(const CorRequest* r, uint64_t startMs,
+                          uint64_t bodyMs, uint64_t now, const char* protocol,
+                          const char* peer);
 /* h's name in lowercase into to (room for h->nameLen): its length, or 0
  * for a field HTTP/2 and HTTP/3 answers drop (HTTP/1's
  * connection-specific ones, and the framing, which is ours). */
@@ -470,6 +568,40 @@ static inline void
 corHttpConnProgress(HttpConn* c)
 {
     c->waitMs = corEvNow(c->hl->loop);
+}
+
+static inline int
+corHttpFieldKeep(CorBuf* raw, CorBuf* places, const uint8_t* name,
+                 size_t nameLen, const uint8_t* value, size_t valueLen)
+{
+    size_t at = raw->len;
+
+    if ((places->cap - places->len < sizeof(CorHttpField)
+         && corBufReserve(places, sizeof(CorHttpField)) != 0)
+        || corBufAppendField(raw, name, nameLen, value, valueLen) != 0) {
+        return -ENOMEM;
+    }
+    ((CorHttpField*)(void*)(places->data + places->len))[0] = (CorHttpField){
+        (uint32_t)at, (uint32_t)nameLen, (uint32_t)(at + nameLen + 1),
+        (uint32_t)valueLen
+    };
+    places->len += sizeof(CorHttpField);
+    return 0;
+}
+
+static inline size_t
+corHttpFieldCount(const CorBuf* places)
+{
+    return places->len / sizeof(CorHttpField);
+}
+
+static inline void
+corHttpNvPut(CorHttpNv* nv, size_t* n, const char* name, size_t nameLen,
+             const char* value, size_t valueLen)
+{
+    nv[(*n)++] = (CorHttpNv){ (uint8_t*)(uintptr_t)name,
+                              (uint8_t*)(uintptr_t)value, nameLen, valueLen,
+                              0 };
 }
 
 static inline bool
