@@ -379,41 +379,62 @@ startOf(int pid)
     return start;
 }
 
-/* Lane's counts dropped from every chunk handed out (the lock held);
- * what only it held is freed. */
+/* fn(off) for each chunk handed out (the lock held). */
 static void
-laneDrop(CacheSlab* s, unsigned lane)
+usedEach(CacheSlab* s, void (*fn)(CacheSlab* s, uint64_t off, void* arg),
+         void* arg)
 {
     CacheSlabZone* z = s->zone;
-    uint64_t mask = (uint64_t)LANE_MOST << (lane * LANE_BITS);
 
     for (uint32_t p = 0; p < z->pageCount; p++) {
         SlabPage* page = pageAt(s, p);
         uint64_t size = z->pageSize;
         uint64_t count = 1;
 
-        if (page->kind == PAGE_RUN) {
-            count = 1;
-        } else if (page->kind >= PAGE_CLASS) {
+        if (page->kind >= PAGE_CLASS) {
             size = z->classSize[page->kind - PAGE_CLASS];
             count = z->pageSize / size;
-        } else {
+        } else if (page->kind != PAGE_RUN) {
             continue;
         }
         for (uint64_t i = 0; i < count; i++) {
             uint64_t off = pageOffset(s, p) + i * size + CHUNK_HEAD;
-            SlabChunk* c = chunkAt(s, off);
-            uint64_t was;
 
-            if (c->state != CHUNK_USED) {
-                continue;
-            }
-            was = atomic_fetch_and(&c->refs, ~mask);
-            if ((was & mask) != 0 && (was & ~mask) == 0) {
-                chunkFree(s, off);
+            if (chunkAt(s, off)->state == CHUNK_USED) {
+                fn(s, off, arg);
             }
         }
     }
+}
+
+/* A lane's count of off dropped; freed when it was the last. */
+static void
+laneDropOne(CacheSlab* s, uint64_t off, void* arg)
+{
+    uint64_t mask = (uint64_t)LANE_MOST << (*(unsigned*)arg * LANE_BITS);
+    uint64_t was = atomic_fetch_and(&chunkAt(s, off)->refs, ~mask);
+
+    if ((was & mask) != 0 && (was & ~mask) == 0) {
+        chunkFree(s, off);
+    }
+}
+
+void
+cacheSlabEach(CacheSlab* s, void (*fn)(CacheSlab* s, uint64_t off, void* arg),
+              void* arg)
+{
+    if (lock(s) == 0) {
+        usedEach(s, fn, arg);
+        unlock(s);
+    }
+}
+
+uint64_t
+cacheSlabRefs(const CacheSlab* s, uint64_t off, unsigned lane)
+{
+    return atomic_load(&((SlabChunk*)(s->base + off - CHUNK_HEAD))->refs)
+               >> (lane * LANE_BITS)
+           & LANE_MOST;
 }
 
 /* ---- What the store asks ------------------------------------------------- */
@@ -448,8 +469,8 @@ layOut(CacheSlab* s, size_t bytes)
     }
 }
 
-static int
-lockInit(pthread_mutex_t* m)
+int
+cacheRobustLockInit(pthread_mutex_t* m)
 {
     pthread_mutexattr_t attr;
     int rc = pthread_mutexattr_init(&attr);
@@ -478,7 +499,7 @@ cacheSlabOpen(CacheSlab* s, void* zone, size_t bytes, bool reused)
     if (!reused || s->zone->version != SLAB_VERSION
         || s->zone->bytes != bytes) {
         layOut(s, bytes);
-        if (lockInit(&s->zone->lock) != 0) {
+        if (cacheRobustLockInit(&s->zone->lock) != 0) {
             return -1;
         }
     }
@@ -491,7 +512,7 @@ cacheSlabOpen(CacheSlab* s, void* zone, size_t bytes, bool reused)
         if (l->pid != 0 && startOf(l->pid) == l->start) {
             continue; /* alive */
         }
-        laneDrop(s, lane);
+        usedEach(s, laneDropOne, &lane);
         *l = (SlabLane){ 0 };
         if (s->lane == 0) {
             s->lane = lane;
@@ -528,6 +549,7 @@ cacheSlabAlloc(CacheSlab* s, size_t len)
     }
     off = c < z->classCount ? chunkTake(s, c) : runTake(s, len);
     if (off != 0) {
+        memset(cacheSlabAt(s, off), 0, CACHE_SLAB_ZEROED);
         atomic_store(&chunkAt(s, off)->refs,
                      (uint64_t)1 << (s->lane * LANE_BITS));
     }

@@ -13,6 +13,7 @@
 #ifndef COR_CACHE_SLAB_H
 #define COR_CACHE_SLAB_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -31,6 +32,10 @@ typedef struct {
     unsigned lane; /* this generation's lane of every count */
 } CacheSlab;
 
+/* A mutex that processes share and that a death does not leave locked
+ * (EOWNERDEAD to the next locker, who repairs what it guards). */
+int cacheRobustLockInit(pthread_mutex_t* m);
+
 /* The allocator of zone (bytes long): laid out anew unless reused; this
  * process takes a generation's lane, and the counts of generations gone
  * (dead, or a zombie) are dropped first, freeing what only they held.
@@ -41,7 +46,10 @@ int cacheSlabOpen(CacheSlab* s, void* zone, size_t bytes, bool reused);
 void cacheSlabClose(CacheSlab* s);
 
 /* A chunk of at least len bytes, counted once in this generation's
- * lane; 0 when none is free (the caller evicts and asks again). */
+ * lane, its first CACHE_SLAB_ZEROED bytes zero (a head its user writes,
+ * never what the memory held before); 0 when none is free (the caller
+ * evicts and asks again). */
+#define CACHE_SLAB_ZEROED 48
 uint64_t cacheSlabAlloc(CacheSlab* s, size_t len);
 /* Where chunk off is in this process. */
 static inline void*
@@ -55,6 +63,14 @@ bool cacheSlabRef(CacheSlab* s, uint64_t off, unsigned lane);
 /* One reference of lane to off let go: the chunk is freed with the last
  * of all lanes (true then). */
 bool cacheSlabRelease(CacheSlab* s, uint64_t off, unsigned lane);
+/* fn(off) for each chunk handed out, under the allocator's lock (what
+ * a repair of its user walks: no chunk is taken or freed meanwhile).
+ * fn may not allocate nor free. */
+void cacheSlabEach(CacheSlab* s,
+                   void (*fn)(CacheSlab* s, uint64_t off, void* arg),
+                   void* arg);
+/* Lane's count of off, now. */
+uint64_t cacheSlabRefs(const CacheSlab* s, uint64_t off, unsigned lane);
 /* The bytes of chunks handed out, and the most there can be. */
 uint64_t cacheSlabUsed(const CacheSlab* s);
 uint64_t cacheSlabCapacity(const CacheSlab* s);
