@@ -208,7 +208,7 @@ promote(CacheStore* s, CacheEntry* e, uint32_t crc)
 {
     CacheEntry* m = cacheEntryInMemory(e);
 
-    if (m == NULL || cacheCrc(0, m->body, m->bodyLen) != crc) {
+    if (m == NULL || cacheCrc(0, cacheEntryBody(m), m->bodyLen) != crc) {
         cacheEntryRelease(m);
         return NULL;
     }
@@ -267,15 +267,16 @@ cacheDiskFind(CacheStore* s, uint64_t hash, const char* key, size_t keyLen,
 static char*
 headMake(const CacheEntry* e, uint32_t bodyCrc, size_t* lenP)
 {
-    size_t typeLen = e->type != NULL ? strlen(e->type) : 0;
+    size_t typeLen = e->typeAt != 0 ? strlen(cacheEntryType(e)) : 0;
     size_t headLen = e->keyLen + 1 + e->varyLen
-                     + (e->type != NULL ? typeLen + 1 : 0);
+                     + (e->typeAt != 0 ? typeLen + 1 : 0);
     CacheDiskHeader h;
     char* buf;
     char* at;
 
     for (unsigned i = 0; i < e->headerCount; i++) {
-        headLen += e->headers[i].nameLen + e->headers[i].valueLen + 2;
+        headLen += cacheEntryField(e, i).nameLen
+                   + cacheEntryField(e, i).valueLen + 2;
     }
     if (headLen > CACHE_DISK_HEAD_MOST
         || e->headerCount > CACHE_DISK_FIELDS_MOST
@@ -300,20 +301,22 @@ headMake(const CacheEntry* e, uint32_t bodyCrc, size_t* lenP)
     h.keyLen = e->keyLen;
     h.varyLen = e->varyLen;
     h.fieldCount = e->headerCount;
-    h.typeLen = e->type != NULL ? (uint32_t)typeLen : CACHE_DISK_NO_TYPE;
+    h.typeLen = e->typeAt != 0 ? (uint32_t)typeLen : CACHE_DISK_NO_TYPE;
     /* The key and the Vary block are one run in the entry, as in the
      * file. */
     at = buf + sizeof(h);
     memcpy(at, cacheEntryKey(e), e->keyLen + 1 + e->varyLen);
     at += e->keyLen + 1 + e->varyLen;
     for (unsigned i = 0; i < e->headerCount; i++) {
-        memcpy(at, e->headers[i].name, e->headers[i].nameLen + 1);
-        at += e->headers[i].nameLen + 1;
-        memcpy(at, e->headers[i].value, e->headers[i].valueLen + 1);
-        at += e->headers[i].valueLen + 1;
+        CorHeader f = cacheEntryField(e, i);
+
+        memcpy(at, f.name, f.nameLen + 1);
+        at += f.nameLen + 1;
+        memcpy(at, f.value, f.valueLen + 1);
+        at += f.valueLen + 1;
     }
-    if (e->type != NULL) {
-        memcpy(at, e->type, typeLen + 1);
+    if (e->typeAt != 0) {
+        memcpy(at, cacheEntryType(e), typeLen + 1);
     }
     h.headCrc = cacheCrc(cacheCrc(0, &h, sizeof(h)), buf + sizeof(h), headLen);
     memcpy(buf, &h, sizeof(h));
@@ -348,7 +351,8 @@ fileWrite(CacheStore* s, const CacheEntry* e, uint64_t id, uint64_t* sizeP)
     char tmp[PATH_MAX];
     char name[PATH_MAX];
     size_t headLen = 0;
-    char* head = headMake(e, cacheCrc(0, e->body, e->bodyLen), &headLen);
+    char* head = headMake(e, cacheCrc(0, cacheEntryBody(e), e->bodyLen),
+                          &headLen);
     bool ok;
     int fd;
 
@@ -365,7 +369,7 @@ fileWrite(CacheStore* s, const CacheEntry* e, uint64_t id, uint64_t* sizeP)
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     }
     ok = fd >= 0 && writeAll(fd, head, headLen)
-         && writeAll(fd, e->body, e->bodyLen);
+         && writeAll(fd, cacheEntryBody(e), e->bodyLen);
     if (fd >= 0 && close(fd) != 0) {
         ok = false;
     }

@@ -33,6 +33,7 @@
 #define CHUNK_USED 0x44455355u /* "USED" */
 #define CHUNK_FREE 0x45455246u /* "FREE" */
 #define LANE_MOST 0xffffu
+#define LANE_REFUSED 0xf000u
 #define LANE_BITS 16
 
 enum {
@@ -562,13 +563,14 @@ cacheSlabRef(CacheSlab* s, uint64_t off, unsigned lane)
 {
     SlabChunk* c = chunkAt(s, off);
     uint64_t one = (uint64_t)1 << (lane * LANE_BITS);
-    uint64_t was = atomic_load(&c->refs);
+    uint64_t was = atomic_fetch_add(&c->refs, one);
 
-    do {
-        if ((was >> (lane * LANE_BITS) & LANE_MOST) == LANE_MOST) {
-            return false;
-        }
-    } while (!atomic_compare_exchange_weak(&c->refs, &was, was + one));
+    /* Refused well before the lane is full, so that the adds racing this
+     * one never carry into the next lane. */
+    if ((was >> (lane * LANE_BITS) & LANE_MOST) >= LANE_REFUSED) {
+        atomic_fetch_sub(&c->refs, one);
+        return false;
+    }
     return true;
 }
 

@@ -369,8 +369,11 @@ cacheTableAlloc(CacheTable* t, uint64_t hash, size_t len, unsigned* evicted)
 {
     unsigned first = shardIndex(hash);
     unsigned tried = 0;
-    uint64_t item;
+    uint64_t item = 0;
 
+    if (CACHE_TABLE_HEAD + len > t->shardMost) {
+        return 0; /* never stored: evicting for it would empty the table */
+    }
     /* Its own shard's oldest first, then the others' in turn: what a
      * full allocator frees is what the LRU says least wanted. */
     while ((item = cacheSlabAlloc(&t->slab, CACHE_TABLE_HEAD + len)) == 0

@@ -36,7 +36,8 @@ int cacheTableOpen(CacheTable* t, void* zone, size_t bytes, bool reused);
 void cacheTableClose(CacheTable* t);
 /* An item of len user bytes for hash, not yet in the table, counted in
  * this generation's lane: the least recently used of its shard are
- * evicted (their count each) while none is free; 0 when none is still. */
+ * evicted (their count each) while none is free; 0 when none is still,
+ * or when len is past a shard's part (it would never be inserted). */
 uint64_t cacheTableAlloc(CacheTable* t, uint64_t hash, size_t len,
                          unsigned* evicted);
 static inline void*

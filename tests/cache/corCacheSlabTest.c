@@ -389,6 +389,10 @@ START_TEST(tableBoundAndAnswerInFlight)
     }
     ck_assert_uint_gt(evicted, 100);
     ck_assert_uint_eq(get(&t, 0), 0); /* evicted */
+    /* One past a shard's part is refused before it evicts anything. */
+    count = cacheTableCount(&t);
+    ck_assert_uint_eq(cacheTableAlloc(&t, 1, t.shardMost, &evicted), 0);
+    ck_assert_uint_eq(cacheTableCount(&t), count);
     /* ... and still whole for the answer that holds it. */
     for (uint32_t i = 0; i < 3000; i++) {
         ck_assert_int_eq(((Item*)cacheTableAt(&t, held))->body[i], 'a');
