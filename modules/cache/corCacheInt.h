@@ -104,7 +104,7 @@ cacheEntryModified(const CacheEntry* e)
     return cacheEntryText(e, e->modifiedAt);
 }
 
-/* Its body in memory (NULL: a disk entry's, in bodyFd). */
+/* Its body in memory (a disk entry's, bodyFd >= 0, is in its file). */
 static inline const char*
 cacheEntryBody(const CacheEntry* e)
 {

@@ -22,6 +22,16 @@ cacheShardOf(CacheStore* s, uint64_t hash)
     return &s->shards[hash >> 60 & (CACHE_SHARDS - 1)];
 }
 
+/* The zone's bytes and entries, for /metrics (whichever generation
+ * stored them). */
+static void
+countersSet(CacheStore* s, unsigned evicted)
+{
+    atomic_store(&s->counters.bytes, (long long)cacheTableBytes(&s->table));
+    atomic_store(&s->counters.entries, (long long)cacheTableCount(&s->table));
+    atomic_fetch_add(&s->counters.evictions, evicted);
+}
+
 int
 cacheStoreInit(CacheStore* s, const char* name, size_t memory)
 {
@@ -35,7 +45,11 @@ cacheStoreInit(CacheStore* s, const char* name, size_t memory)
     for (unsigned i = 0; i < CACHE_SHARDS; i++) {
         pthread_mutex_init(&s->shards[i].lock, NULL);
     }
-    return cacheMemOpen(s);
+    if (cacheMemOpen(s) != 0) {
+        return -1;
+    }
+    countersSet(s, 0); /* what the last generation left */
+    return 0;
 }
 
 void
@@ -100,16 +114,6 @@ sameVariant(const void* old, const void* item)
     return keyIs(a, b->hash, cacheEntryKey(b), b->keyLen)
            && a->varyLen == b->varyLen
            && memcmp(cacheEntryVary(a), cacheEntryVary(b), a->varyLen) == 0;
-}
-
-/* The zone's bytes and entries, for /metrics (whichever generation
- * stored them). */
-static void
-countersSet(CacheStore* s, unsigned evicted)
-{
-    atomic_store(&s->counters.bytes, (long long)cacheTableBytes(&s->table));
-    atomic_store(&s->counters.entries, (long long)cacheTableCount(&s->table));
-    atomic_fetch_add(&s->counters.evictions, evicted);
 }
 
 bool
