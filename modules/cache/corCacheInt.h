@@ -69,10 +69,10 @@ typedef struct CacheEntry {
     uint32_t modifiedAt;          /* Last-Modified's value, 0: none */
     uint32_t bodyIn;              /* its body in memory (0: in bodyFd) */
     size_t bodyLen;
-    int bodyFd;      /* a disk entry's file (its own), or -1 */
-    uint32_t bodyAt; /* where its body starts in it */
-    bool zoned;      /* in a store's zone: counted there */
-    char data[];
+    int bodyFd;              /* a disk entry's file (its own), or -1 */
+    uint32_t bodyAt;         /* where its body starts in it */
+    bool zoned;              /* in a store's zone: counted there */
+    _Alignas(8) char data[]; /* CacheField[] first */
 } CacheEntry;
 
 /* The index's part of an entry, what the issue bounds (256 B). */
