@@ -518,6 +518,21 @@ void corResponseStreamAbort(CorRequest* r);
  * client left meanwhile). */
 void corResponseStreamKeep(CorRequest* r, bool keep);
 
+/* Several ranges of a whole of whole bytes, as a multipart/byteranges
+ * stream (corRangeStream.c): started 206 with its length said (boundary,
+ * COR_RANGE_BOUNDARY_SIZE bytes, made here; type the whole's), 0 or -1
+ * (nothing answered); then its parts read from fd (the whole's first
+ * byte at base), where writes may wait (a handler, a task), and the
+ * stream ended, or cut when the file came short or the client left. */
+#define COR_RANGE_BOUNDARY_SIZE 40
+int corRangeMultipartStart(CorRequest* r, char* boundary, const char* type,
+                           const CorRange* ranges, unsigned count,
+                           uint64_t whole);
+void corRangeMultipartSend(CorRequest* r, int fd, uint64_t base,
+                           const char* boundary, const char* type,
+                           const CorRange* ranges, unsigned count,
+                           uint64_t whole);
+
 /* ---- Response filters --------------------------------------------------
  *
  * A filter sees every answer on its way out, as nginx's header and body

@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,25 +34,12 @@
 #define WRITERS 2
 #define HEAD_READ_FIRST 4096
 #define SCAN_CHUNK (64 * 1024)
-/* A writer's queue holds at most this many bytes of answers (each
- * referenced until written): past it an answer is kept in memory only. */
-#define WRITES_PENDING_MOST ((uint64_t)128 << 20)
 /* The files of one key's hash a lookup looks at (its variants). */
 #define CANDIDATES_MOST 8
 
-typedef struct {
-    CorEvTask task;
-    CacheStore* s;
-    CacheEntry* e;
-    CacheFlight* flight;
-    uint64_t removals; /* its shard's when it was asked for */
-} DiskWrite;
-
-/* A write of the scan's: no purge can have come before it. */
-#define REMOVALS_ANY UINT64_MAX
-
-static void
-fileName(const CacheStore* s, uint64_t hash, uint64_t id, char* out, size_t cap)
+void
+cacheDiskFileName(const CacheStore* s, uint64_t hash, uint64_t id, char* out,
+                  size_t cap)
 {
     snprintf(out, cap, "%s/%016llx-%016llx", s->path, (unsigned long long)hash,
              (unsigned long long)id);
@@ -66,7 +54,8 @@ goneUnlink(CacheStore* s, CacheGone* gone)
     char name[PATH_MAX];
 
     for (size_t i = 0; i < gone->count; i++) {
-        fileName(s, gone->files[i].hash, gone->files[i].id, name, sizeof(name));
+        cacheDiskFileName(s, gone->files[i].hash, gone->files[i].id, name,
+                          sizeof(name));
         unlink(name);
     }
     free(gone->files);
@@ -82,11 +71,9 @@ cacheDiskTouchLocked(CacheShard* shard, const CacheEntry* e)
     }
 }
 
-/* A file in the index: a new answer's (replace) or the scan's; an older
- * one's file is unlinked. */
-static void
-indexPut(CacheStore* s, uint64_t hash, uint64_t variant, uint64_t id,
-         uint64_t size, bool replace, uint64_t removals)
+void
+cacheDiskIndexPut(CacheStore* s, uint64_t hash, uint64_t variant, uint64_t id,
+                  uint64_t size, bool replace, uint64_t removals)
 {
     CacheFileId f = { .hash = hash, .id = id };
     CacheGone gone = { 0 };
@@ -106,7 +93,7 @@ forget(CacheStore* s, uint64_t hash, uint64_t id, bool error)
     char name[PATH_MAX];
 
     cacheIndexForget(s, &(CacheFileId){ .hash = hash, .id = id }, error);
-    fileName(s, hash, id, name, sizeof(name));
+    cacheDiskFileName(s, hash, id, name, sizeof(name));
     unlink(name);
     if (error) {
         atomic_fetch_add(&s->counters.diskErrors, 1);
@@ -179,7 +166,7 @@ fileOpen(CacheStore* s, uint64_t hash, uint64_t id, const char* key,
     char* head;
     int fd;
 
-    fileName(s, hash, id, name, sizeof(name));
+    cacheDiskFileName(s, hash, id, name, sizeof(name));
     fd = open(name, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         return -1;
@@ -260,190 +247,6 @@ cacheDiskFind(CacheStore* s, uint64_t hash, const char* key, size_t keyLen,
     return m;
 }
 
-/* ---- Writing a file ------------------------------------------------------ */
-
-/* The header and head of e's file, in one allocation; NULL when out of
- * memory or its head is past what a reader takes. */
-static char*
-headMake(const CacheEntry* e, uint32_t bodyCrc, size_t* lenP)
-{
-    size_t typeLen = e->typeAt != 0 ? strlen(cacheEntryType(e)) : 0;
-    size_t headLen = e->keyLen + 1 + e->varyLen
-                     + (e->typeAt != 0 ? typeLen + 1 : 0);
-    CacheDiskHeader h;
-    char* buf;
-    char* at;
-
-    for (unsigned i = 0; i < e->headerCount; i++) {
-        headLen += cacheEntryField(e, i).nameLen
-                   + cacheEntryField(e, i).valueLen + 2;
-    }
-    if (headLen > CACHE_DISK_HEAD_MOST
-        || e->headerCount > CACHE_DISK_FIELDS_MOST
-        || (buf = malloc(sizeof(h) + headLen)) == NULL) {
-        return NULL;
-    }
-    memset(&h, 0, sizeof(h));
-    memcpy(h.magic, CACHE_DISK_MAGIC, sizeof(h.magic));
-    h.version = CACHE_DISK_VERSION;
-    h.headLen = (uint32_t)headLen;
-    h.keyHash = e->hash;
-    h.bodyLen = e->bodyLen;
-    h.bodyCrc = bodyCrc;
-    h.responseTime = e->responseTime;
-    h.initialAge = e->initialAge;
-    h.lifetime = e->lifetime;
-    h.staleWhileRevalidate = e->staleWhileRevalidate;
-    h.staleIfError = e->staleIfError;
-    h.status = e->status;
-    h.flags = e->flags;
-    h.varyCount = e->varyCount;
-    h.keyLen = e->keyLen;
-    h.varyLen = e->varyLen;
-    h.fieldCount = e->headerCount;
-    h.typeLen = e->typeAt != 0 ? (uint32_t)typeLen : CACHE_DISK_NO_TYPE;
-    /* The key and the Vary block are one run in the entry, as in the
-     * file. */
-    at = buf + sizeof(h);
-    memcpy(at, cacheEntryKey(e), e->keyLen + 1 + e->varyLen);
-    at += e->keyLen + 1 + e->varyLen;
-    for (unsigned i = 0; i < e->headerCount; i++) {
-        CorHeader f = cacheEntryField(e, i);
-
-        memcpy(at, f.name, f.nameLen + 1);
-        at += f.nameLen + 1;
-        memcpy(at, f.value, f.valueLen + 1);
-        at += f.valueLen + 1;
-    }
-    if (e->typeAt != 0) {
-        memcpy(at, cacheEntryType(e), typeLen + 1);
-    }
-    h.headCrc = cacheCrc(cacheCrc(0, &h, sizeof(h)), buf + sizeof(h), headLen);
-    memcpy(buf, &h, sizeof(h));
-    *lenP = sizeof(h) + headLen;
-    return buf;
-}
-
-static bool
-writeAll(int fd, const char* data, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, data, len);
-
-        if (n < 0 && errno == EINTR) {
-            continue;
-        }
-        if (n <= 0) {
-            return false;
-        }
-        data += n;
-        len -= (size_t)n;
-    }
-    return true;
-}
-
-/* e's file, written whole under a name of its own and then renamed to
- * its place, so that a reader never sees half of it: 0 with its size,
- * or -1 (the disk full, the folder gone and not to be made again). */
-static int
-fileWrite(CacheStore* s, const CacheEntry* e, uint64_t id, uint64_t* sizeP)
-{
-    char tmp[PATH_MAX];
-    char name[PATH_MAX];
-    size_t headLen = 0;
-    char* head = headMake(e, cacheCrc(0, cacheEntryBody(e), e->bodyLen),
-                          &headLen);
-    bool ok;
-    int fd;
-
-    if (head == NULL || headLen + e->bodyLen > s->diskShardMost) {
-        free(head);
-        return -1;
-    }
-    snprintf(tmp, sizeof(tmp), "%s/.tmp-%016llx", s->path,
-             (unsigned long long)id);
-    fileName(s, e->hash, id, name, sizeof(name));
-    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0 && errno == ENOENT && mkdir(s->path, 0755) == 0) {
-        /* The folder was removed under the server: made again. */
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    }
-    ok = fd >= 0 && writeAll(fd, head, headLen)
-         && writeAll(fd, cacheEntryBody(e), e->bodyLen);
-    if (fd >= 0 && close(fd) != 0) {
-        ok = false;
-    }
-    ok = ok && rename(tmp, name) == 0;
-    if (!ok && fd >= 0) {
-        unlink(tmp);
-    }
-    free(head);
-    *sizeP = headLen + e->bodyLen;
-    return ok ? 0 : -1;
-}
-
-static uint64_t
-variantOf(const char* vary, size_t len)
-{
-    return cacheHash(vary, len);
-}
-
-static void
-writeRun(CorEvTask* task)
-{
-    DiskWrite* w = corContainerOf(task, DiskWrite, task);
-    CacheStore* s = w->s;
-    CacheEntry* e = w->e;
-    uint64_t id = atomic_fetch_add(&s->nextId, 1);
-    uint64_t size = 0;
-    int outcome = FLIGHT_STORED;
-
-    if (fileWrite(s, e, id, &size) == 0) {
-        indexPut(s, e->hash, variantOf(cacheEntryVary(e), e->varyLen), id, size,
-                 true, w->removals);
-    } else {
-        atomic_fetch_add(&s->counters.diskErrors, 1);
-        outcome = FLIGHT_PASS;
-    }
-    atomic_fetch_sub(&s->writesPending, e->bodyLen);
-    cacheFlightFinish(s, w->flight, outcome);
-    cacheEntryRelease(e);
-    free(w);
-}
-
-void
-cacheDiskWrite(CacheStore* s, CacheEntry* e, CacheFlight* flight)
-{
-    /* Started by the first loop's loopInit: a loop that serves before it
-     * keeps its answers in memory only. */
-    CorEvPool* writers = atomic_load(&s->writers);
-    DiskWrite* w = NULL;
-
-    if (writers != NULL) {
-        if (atomic_fetch_add(&s->writesPending, e->bodyLen) + e->bodyLen
-            <= WRITES_PENDING_MOST) {
-            w = malloc(sizeof(*w));
-        }
-        if (w == NULL) {
-            atomic_fetch_sub(&s->writesPending, e->bodyLen);
-            atomic_fetch_add(&s->counters.diskErrors, 1);
-        }
-    }
-    if (w != NULL) {
-        *w = (DiskWrite){ .s = s,
-                          .e = e,
-                          .flight = flight,
-                          .removals = cacheIndexRemovals(s, e->hash) };
-        if (corEvPoolPost(writers, &w->task, writeRun) == 0) {
-            return;
-        }
-        free(w);
-        atomic_fetch_sub(&s->writesPending, e->bodyLen);
-    }
-    cacheEntryRelease(e);
-    cacheFlightFinish(s, flight, FLIGHT_PASS);
-}
-
 /* ---- Removing ------------------------------------------------------------ */
 
 unsigned
@@ -471,7 +274,7 @@ keyStarts(CacheStore* s, uint64_t hash, uint64_t id, const char* prefix,
     bool starts;
     int fd;
 
-    fileName(s, hash, id, name, sizeof(name));
+    cacheDiskFileName(s, hash, id, name, sizeof(name));
     fd = open(name, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         return false;
@@ -524,14 +327,28 @@ scanOne(CacheStore* s, const char* name, uint64_t hash, uint64_t id)
     }
     head = headLoad(fd, &d);
     if (head != NULL && d.h.keyHash == hash && bodyChecks(fd, &d)) {
-        indexPut(s, hash, variantOf(d.vary, d.h.varyLen), id,
-                 sizeof(d.h) + d.h.headLen + d.h.bodyLen, false, REMOVALS_ANY);
+        cacheDiskIndexPut(s, hash, cacheHash(d.vary, d.h.varyLen), id,
+                          sizeof(d.h) + d.h.headLen + d.h.bodyLen, false,
+                          CACHE_DISK_REMOVALS_ANY);
     } else {
         unlink(path);
         atomic_fetch_add(&s->counters.diskErrors, 1);
     }
     free(head);
     close(fd);
+}
+
+/* Whether the temporary file name (".tmp-PID-ID") is being written by
+ * a living process: this generation's, or the one before it, which
+ * serves beside it during a reload. */
+static bool
+tmpWriting(const char* name)
+{
+    int pid = 0;
+    int end = 0;
+
+    return sscanf(name, ".tmp-%d-%n", &pid, &end) == 1 && end > 0 && pid > 0
+           && kill(pid, 0) == 0;
 }
 
 static void
@@ -547,7 +364,7 @@ scanRun(CorEvTask* task)
         unsigned long long id;
         int end = 0;
 
-        if (strncmp(ent->d_name, ".tmp-", 5) == 0) {
+        if (strncmp(ent->d_name, ".tmp-", 5) == 0 && !tmpWriting(ent->d_name)) {
             /* Half a write: its writer stopped before the rename. */
             char path[PATH_MAX];
 

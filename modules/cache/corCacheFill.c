@@ -12,6 +12,7 @@
 #include "corCacheInt.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,8 @@ typedef struct {
     CorRequest view; /* r's answer as its head was: status, type, fields */
     CacheAnswer answer;
     CacheGrowing* body;       /* what came of it, which its waiters read */
+    CacheDiskStream* disk;    /* its file as it comes, a disk store's */
+    size_t most;              /* what of it may be stored */
     bool complete;            /* its last byte passed */
     bool tooBig;              /* past what a shard holds: not stored */
     const CacheEntry* replay; /* a refreshed entry that replaces the body */
@@ -133,7 +136,7 @@ refreshed(CorRequest* r, CacheRun* run)
     cacheEntryRef(e); /* for r's answer, beside the store's */
     if (run->store->path != NULL) {
         cacheEntryRef(e); /* the refreshed head to its file too */
-        cacheDiskWrite(run->store, e, NULL);
+        cacheDiskWrite(run->store, e);
     }
     cacheStoreInsert(run->store, e);
     cacheEntryRelease(run->entry);
@@ -156,12 +159,23 @@ bodyStart(CorRequest* r, Fill* fill)
                                       run->keyLen, run->requestTime,
                                       cacheNowMs(), NULL, 0);
 
+    if (head != NULL) {
+        head->hash = run->hash; /* its file's header says it */
+    }
     fill->body = head != NULL ? cacheGrowingNew(head) : NULL;
     if (fill->body == NULL) {
         cacheEntryRelease(head);
         fill->tooBig = true; /* nowhere to keep it */
         return;
     }
+    /* A disk store's answer goes to its file as it comes: up to the
+     * disk's part for a shard, memory holding what the file lacks yet;
+     * without the file (no writers yet), up to what memory keeps. */
+    fill->disk = run->store->path != NULL
+                     ? cacheDiskStreamOpen(run->store, fill->body, run->hash)
+                     : NULL;
+    fill->most = fill->disk != NULL ? cacheStoreEntryMost(run->store)
+                                    : run->store->shardMost;
     if (run->store->streamWaiters) {
         /* The waiters read what r's handler answers, not r's client:
          * the answer goes on into the store if that client leaves. */
@@ -269,8 +283,19 @@ fillBody(CorRequest* r, void* ctx, const void* data, size_t len, unsigned flags,
                    : 0;
     }
     if (!fill->tooBig && len > 0) {
-        if (fill->body->len + len > cacheStoreEntryMost(fill->run->store)
-            || cacheGrowingAppend(fill->body, data, len) != 0) {
+        int grew = fill->body->len + len > fill->most
+                       ? -EFBIG
+                       : cacheGrowingAppend(fill->body, data, len);
+
+        if (grew == 0 && fill->disk != NULL
+            && cacheDiskStreamMore(fill->disk, len) != 0) {
+            grew = -ENOBUFS;
+        }
+        if (grew == -ENOBUFS) {
+            /* Its file's writes that far behind: not stored, counted. */
+            atomic_fetch_add(&fill->run->store->counters.diskErrors, 1);
+        }
+        if (grew != 0) {
             fill->tooBig = true; /* its waiters' answers are cut */
             cacheGrowingEnd(fill->body, false);
             corResponseStreamKeep(r, false); /* kept for nobody now */
@@ -290,35 +315,39 @@ fillEnd(CorRequest* r, void* ctx)
     CacheRun* run = fill->run;
     CacheEntry* e = NULL;
     int outcome = FLIGHT_FAILED;
+    bool whole;
+    bool inMemory = false;
 
     if (fill->replay != NULL) {
         return;
     }
-    if (fill->complete && !fill->tooBig) {
+    whole = fill->complete && !fill->tooBig;
+    if (whole && cacheGrowingInMemory(fill->body)) {
         /* Nothing is appended any more: its bytes are read unlocked. */
         e = cacheEntryMake(&fill->view, &fill->answer, run->key, run->keyLen,
                            run->requestTime, cacheNowMs(), fill->body->body,
                            fill->body->len);
     }
     if (fill->body != NULL) {
-        cacheGrowingEnd(fill->body, fill->complete && !fill->tooBig);
+        cacheGrowingEnd(fill->body, whole);
         cacheGrowingRelease(fill->body);
         fill->body = NULL;
     }
-    if (e != NULL && run->store->path != NULL) {
-        bool inMemory;
-
+    if (e != NULL) {
         e->hash = run->hash;
-        cacheEntryRef(e); /* its file's, beside the memory store's */
         inMemory = cacheStoreInsert(run->store, e);
-        /* One too big for memory is found in its file once it is
+    }
+    if (fill->disk != NULL) {
+        /* One not kept in memory is found in its file once it is
          * written: those waiting for it wait for that. */
-        cacheDiskWrite(run->store, e, inMemory ? NULL : cacheFlightTake(run));
+        cacheDiskStreamEnd(fill->disk,
+                           whole && !inMemory ? cacheFlightTake(run) : NULL,
+                           !inMemory);
+        fill->disk = NULL;
+    }
+    if (inMemory || (whole && run->flight == NULL)) {
         outcome = FLIGHT_STORED;
-    } else if (e != NULL) {
-        e->hash = run->hash;
-        outcome = cacheStoreInsert(run->store, e) ? FLIGHT_STORED : FLIGHT_PASS;
-    } else if (fill->tooBig) {
+    } else if (whole || fill->tooBig) {
         outcome = FLIGHT_PASS;
     }
     if (run->headWanted) {

@@ -177,18 +177,76 @@ bodyAnswer(CorRequest* r, CacheEntry* e, int status, size_t at, size_t len)
     corRespondStatic(r, status, cacheEntryType(e), cacheEntryBody(e) + at, len);
 }
 
+/* Several ranges of a stored file, sent by a task of r's loop (its
+ * writes wait for the client; the lookup's, on the loop, may not). */
+typedef struct {
+    CorRequest* r;
+    int fd;
+    uint64_t base;
+    uint64_t whole;
+    const char* type; /* the entry's, referenced until r's release */
+    unsigned count;
+    char boundary[COR_RANGE_BOUNDARY_SIZE];
+    CorRange ranges[COR_RANGES_MAX];
+} PartsSend;
+
+static void
+partsSend(void* arg)
+{
+    PartsSend* p = arg;
+
+    corRangeMultipartSend(p->r, p->fd, p->base, p->boundary, p->type, p->ranges,
+                          p->count, p->whole);
+    close(p->fd);
+    free(p);
+}
+
+/* Several ranges of a disk entry's body as a multipart/byteranges
+ * stream read from its file (the answer takes e's descriptor): what
+ * memory holds of it is one piece and the stream's bound, whatever the
+ * parts' size; false (nothing answered) without memory for it. */
+static bool
+multipartStreamed(CorRequest* r, CacheEntry* e, const char* type,
+                  const CorRange* ranges, unsigned count)
+{
+    PartsSend* p = malloc(sizeof(*p));
+
+    if (p == NULL) {
+        return false;
+    }
+    *p = (PartsSend){ .r = r,
+                      .fd = e->bodyFd,
+                      .base = e->bodyAt,
+                      .whole = e->bodyLen,
+                      .type = type,
+                      .count = count };
+    memcpy(p->ranges, ranges, count * sizeof(*ranges));
+    if (corRangeMultipartStart(r, p->boundary, type, ranges, count, e->bodyLen)
+        != 0) {
+        free(p);
+        return false;
+    }
+    e->bodyFd = -1;
+    if (corTaskSpawn(partsSend, p, "cache-parts") != 0) {
+        close(p->fd);
+        free(p);
+        corResponseStreamAbort(r);
+    }
+    return true;
+}
+
 /* Several ranges of e's body as one multipart/byteranges body (RFC 9110
- * 14.6) in r's arena, answered 206; false (nothing answered) when it
- * cannot be made: no memory, or a disk entry's file short. A body on
- * disk is read only up to CACHE_DISK_PROMOTE_MOST of parts: past it the
- * whole answer goes by sendfile instead (14.2 allows it). */
+ * 14.6) answered 206: made in r's arena, or, of a body on disk past
+ * CACHE_DISK_PROMOTE_MOST of parts, streamed from its file; false
+ * (nothing answered) when it cannot be made: no memory, or a disk
+ * entry's file short. */
 static bool
 multipartAnswered(CorRequest* r, CacheEntry* e, const CorRange* ranges,
                   unsigned count)
 {
     const char* type = e->typeAt != 0 ? cacheEntryType(e)
                                       : "application/octet-stream";
-    char boundary[40];
+    char boundary[COR_RANGE_BOUNDARY_SIZE];
     char* value = corRequestAlloc(r, 80);
     uint64_t total;
     char* body;
@@ -196,7 +254,10 @@ multipartAnswered(CorRequest* r, CacheEntry* e, const CorRange* ranges,
 
     corRangeBoundary(boundary, sizeof(boundary));
     total = corRangeMultipartLength(boundary, type, ranges, count, e->bodyLen);
-    if (value == NULL || (e->bodyFd >= 0 && total > CACHE_DISK_PROMOTE_MOST)
+    if (e->bodyFd >= 0 && total > CACHE_DISK_PROMOTE_MOST) {
+        return multipartStreamed(r, e, type, ranges, count);
+    }
+    if (value == NULL
         || (body = corRequestAlloc(r, (size_t)total + 1)) == NULL) {
         return false;
     }
@@ -432,15 +493,22 @@ lookupRun(CorRequest* r, CacheRun* run, const char* hit)
     default:
         break;
     }
+    run->stale = e != NULL;
+    if (e != NULL && e->bodyFd >= 0 && e->bodyLen > CACHE_DISK_REFRESH_MOST) {
+        /* A 304's refresh and stale-if-error's answer read the stored
+         * body into memory: one on disk past that is fetched whole
+         * again instead (streamed to a new file). */
+        cacheEntryRelease(e);
+        e = NULL;
+    }
     /* The stale entry is kept either way: a 304 refreshes it, an error
      * may be answered with it (stale-if-error). */
     run->kind = e != NULL && (e->etagAt != 0 || e->modifiedAt != 0)
                     ? RUN_REVALIDATE
                     : RUN_FETCH;
     run->entry = e;
-    run->stale = e != NULL;
-    r->cacheStatus = e != NULL ? "STALE" : "MISS";
-    atomic_fetch_add(e != NULL ? &s->counters.stale : &s->counters.misses, 1);
+    r->cacheStatus = run->stale ? "STALE" : "MISS";
+    atomic_fetch_add(run->stale ? &s->counters.stale : &s->counters.misses, 1);
     return fetchStart(r, run);
 }
 

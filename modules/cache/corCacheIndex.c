@@ -223,7 +223,9 @@ slotTake(CacheStore* s, CacheDiskShard* d, CacheGone* gone)
  * lock anywhere in an operation: the LRU list as far as it holds (from
  * the newest, each slot a used one seen once), then every other used
  * slot at its old end; the buckets, the free slots, the count and the
- * bytes made again from them. Returns the files it holds.
+ * bytes made again from them. A process killed in it leaves the next
+ * locker EOWNERDEAD again, and this done again. Returns the files it
+ * holds.
  */
 static uint32_t
 repair(CacheDiskShard* d)
@@ -234,6 +236,11 @@ repair(CacheDiskShard* d)
 
     if (z->taken > d->slots) {
         z->taken = d->slots;
+    }
+    /* The marks of a repair whose process died in it, cleared: this one
+     * starts again from the entries. */
+    for (slot = 1; slot <= z->taken; slot++) {
+        at(d, slot)->flags &= SLOT_USED;
     }
     for (slot = start;
          slot != 0 && slot <= z->taken

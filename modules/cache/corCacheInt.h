@@ -274,6 +274,7 @@ typedef struct CacheStore {
     CorEvTask scan;
     atomic_bool stopping;        /* the scan stops: the generation ends */
     atomic_bool scanned;         /* the scan at start is done */
+    atomic_bool folderGone;      /* said once, until it is back */
     atomic_ullong nextId;        /* the next file's id (random start) */
     atomic_ullong writesPending; /* bytes queued to the writers */
     void* index;                 /* the disk index's zone (corCacheIndex.c) */
@@ -299,8 +300,7 @@ unsigned cacheStoreRemove(CacheStore* s, const char* key, size_t keyLen);
 /* Take every entry whose key starts with prefix out; how many. */
 unsigned cacheStoreRemovePrefix(CacheStore* s, const char* prefix, size_t len);
 /* The largest answer s stores: its memory's part for one shard, or a
- * disk's (up to CACHE_DISK_ENTRY_MOST, buffered in memory until it is
- * written). */
+ * disk's part of size for one shard (streamed to its file). */
 size_t cacheStoreEntryMost(const CacheStore* s);
 
 /* ---- The memory store's zone (corCacheMem.c) ----------------------------- */
@@ -314,22 +314,42 @@ void cacheMemClose(CacheStore* s);
 void cacheMemRef(CacheEntry* e);
 void cacheMemRelease(CacheEntry* e);
 
-/* ---- The disk half (corCacheDisk.c) -------------------------------------- */
+/* ---- The disk half (corCacheDisk.c, corCacheDiskWrite.c)
+ * -------------------------------------- */
 
-#define CACHE_DISK_ENTRY_MOST ((size_t)64 << 20)
 /* A disk hit's body is read into memory (and the entry kept there, its
  * CRC checked) up to this; a larger one is sent from its file. */
 #define CACHE_DISK_PROMOTE_MOST ((size_t)256 << 10)
+/* A stale disk entry is revalidated (its body read into memory for the
+ * refreshed one, or for stale-if-error's answer) up to this; a larger
+ * one is fetched whole again. */
+#define CACHE_DISK_REFRESH_MOST ((size_t)64 << 20)
 
 /* The store's folder made (0, or -1 with errno); its writers and scan
  * start with the generation's loops (cacheDiskStart) and end at exit. */
 int cacheDiskOpen(CacheStore* s, const char* path, uint64_t size);
 int cacheDiskStart(CacheStore* s);
 void cacheDiskClose(CacheStore* s);
-/* Write e to its file off the loops (the writers take a reference);
- * flight, when not NULL, ends once the file is in the index (an entry
- * not kept in memory is found there by those who wait for it). */
-void cacheDiskWrite(CacheStore* s, CacheEntry* e, CacheFlight* flight);
+/* Write e to its file off the loops (the writers take a reference):
+ * an entry whose body is whole already (a 304's refresh). */
+void cacheDiskWrite(CacheStore* s, CacheEntry* e);
+/* A fetch's answer written to its file as it comes (g, its growing
+ * body, referenced): by the writers, off the loops, a piece at a time,
+ * under a name of its own, renamed into place when whole. NULL (kept in
+ * memory alone, as far as it goes) without writers or memory. From the
+ * fetch's loop: more (the bytes just appended to g: 0, or -1 when the
+ * writers are too far behind, then the answer is not stored), and the
+ * end, once g ended: flight, when not NULL, ends once the file is in
+ * the index (an answer not kept in memory is found there by those who
+ * wait for it); a cut g leaves no file. */
+typedef struct CacheDiskStream CacheDiskStream;
+CacheDiskStream* cacheDiskStreamOpen(CacheStore* s, CacheGrowing* g,
+                                     uint64_t hash);
+int cacheDiskStreamMore(CacheDiskStream* ds, size_t len);
+/* onlyCopy: memory keeps none of it (the file, once placed, is a store
+ * of its own in cor_cache_stored_total). */
+void cacheDiskStreamEnd(CacheDiskStream* ds, CacheFlight* flight,
+                        bool onlyCopy);
 /* The newest entry of key on disk that r's Vary values select: one in
  * memory (its body read and checked, and now in the memory store too)
  * when small, else one whose body is its file; NULL when none, or its
@@ -340,6 +360,17 @@ CacheEntry* cacheDiskFind(CacheStore* s, uint64_t hash, const char* key,
  * file goes to the front of the disk's LRU, so that a file whose answer
  * is hot in memory is not the disk's oldest. */
 void cacheDiskTouchLocked(CacheShard* shard, const CacheEntry* e);
+/* Between the index (corCacheDisk.c) and the writes (corCacheDiskWrite.c):
+ * the name of file (hash, id); a file in the index, a new answer's
+ * (replace: its variant's older files go) or the scan's, unless a purge
+ * or an invalidation of its shard came after removals (its count when
+ * the answer was asked for; CACHE_DISK_REMOVALS_ANY: the scan's). */
+#define CACHE_DISK_REMOVALS_ANY UINT64_MAX
+void cacheDiskFileName(const CacheStore* s, uint64_t hash, uint64_t id,
+                       char* out, size_t cap);
+void cacheDiskIndexPut(CacheStore* s, uint64_t hash, uint64_t variant,
+                       uint64_t id, uint64_t size, bool replace,
+                       uint64_t removals);
 /* Take out (and unlink) every file of the key's hash; of the keys that
  * start with prefix (each file's head read: off the loops). How many. */
 unsigned cacheDiskRemove(CacheStore* s, uint64_t hash);
@@ -489,9 +520,18 @@ struct CacheGrowing {
     pthread_mutex_t lock;
     atomic_uint refs;
     CacheEntry* head;
-    char* body;
+    char* body; /* bytes base to len of it */
+    size_t base;
     size_t len;
     size_t cap;
+    /* A disk store's answer goes to its file as it comes (a
+     * CacheDiskStream): kept whole in memory up to keepMost (SIZE_MAX
+     * when it has no file), past it only what is not written yet, at most
+     * heldMost; the bytes before base are read from fd at fileAt. */
+    size_t keepMost;
+    size_t heldMost;
+    int fd;
+    uint64_t fileAt;
     bool ended;
     bool whole;
     CorList readers; /* each waiter reading it */
@@ -502,10 +542,21 @@ struct CacheGrowing {
 CacheGrowing* cacheGrowingNew(CacheEntry* head);
 void cacheGrowingRef(CacheGrowing* g);
 void cacheGrowingRelease(CacheGrowing* g);
-/* Bytes more of it (0, or -ENOMEM), and its end: whole, or cut (its
- * readers' answers are cut too). From the fetch's loop. */
+/* Bytes more of it (0; -ENOMEM; -ENOBUFS past what it may hold while
+ * its file is written), and its end: whole, or cut (its readers' answers
+ * are cut too). From the fetch's loop. */
 int cacheGrowingAppend(CacheGrowing* g, const void* data, size_t len);
 void cacheGrowingEnd(CacheGrowing* g, bool whole);
+/* Whether its body is in memory whole (once ended: to be stored there). */
+bool cacheGrowingInMemory(const CacheGrowing* g);
+/* Lock held: up to cap bytes of its body from at into buf, how many (0
+ * when there are none yet); *fromFile (the bytes before base) when they
+ * are to be read from g->fd instead, at g->fileAt + at. */
+size_t cacheGrowingCopyLocked(CacheGrowing* g, size_t at, char* buf, size_t cap,
+                              bool* fromFile);
+/* Lock held: the bytes before upTo are in its file: what memory held of
+ * them goes, once past keepMost. */
+void cacheGrowingWrittenLocked(CacheGrowing* g, size_t upTo);
 /* r (a waiter of run) answered from g as it grows, by a task of r's loop
  * (g's reference is taken); 0, or -1 (g let go, r not answered) without
  * memory or a task. */

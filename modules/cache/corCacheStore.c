@@ -191,9 +191,7 @@ cacheStoreRemovePrefix(CacheStore* s, const char* prefix, size_t len)
 size_t
 cacheStoreEntryMost(const CacheStore* s)
 {
-    size_t disk = s->diskShardMost < CACHE_DISK_ENTRY_MOST
-                      ? (size_t)s->diskShardMost
-                      : CACHE_DISK_ENTRY_MOST;
-
-    return s->path != NULL && disk > s->shardMost ? disk : s->shardMost;
+    return s->path != NULL && s->diskShardMost > s->shardMost
+               ? (size_t)s->diskShardMost
+               : s->shardMost;
 }

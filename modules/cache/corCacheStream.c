@@ -20,6 +20,9 @@
 
 /* A waiter copies this much of the body at a time. */
 #define READER_PIECE ((size_t)64 * 1024)
+/* A body whose memory holds only what its file lacks yet gives back what
+ * it grew to past this. */
+#define STREAM_SHRINK ((size_t)1 << 20)
 
 /* One waiter reading the growing body into its answer's stream. */
 typedef struct {
@@ -50,6 +53,9 @@ cacheGrowingNew(CacheEntry* head)
     atomic_init(&g->refs, 1);
     corListInit(&g->readers);
     g->head = head;
+    g->keepMost = SIZE_MAX;
+    g->heldMost = SIZE_MAX;
+    g->fd = -1;
     return g;
 }
 
@@ -66,6 +72,9 @@ cacheGrowingRelease(CacheGrowing* g)
         pthread_mutex_destroy(&g->lock);
         cacheEntryRelease(g->head);
         free(g->body);
+        if (g->fd >= 0) {
+            close(g->fd);
+        }
         free(g);
     }
 }
@@ -92,13 +101,17 @@ int
 cacheGrowingAppend(CacheGrowing* g, const void* data, size_t len)
 {
     int rc = 0;
+    size_t held;
 
     pthread_mutex_lock(&g->lock);
-    if (g->len + len > g->cap) {
+    held = g->len - g->base;
+    if (g->len + len > g->keepMost && held + len > g->heldMost) {
+        rc = -ENOBUFS; /* its file's writes are that far behind */
+    } else if (held + len > g->cap) {
         size_t cap = g->cap > 0 ? g->cap : 4096;
         char* grown;
 
-        while (cap < g->len + len) {
+        while (cap < held + len) {
             cap *= 2;
         }
         grown = realloc(g->body, cap);
@@ -110,12 +123,63 @@ cacheGrowingAppend(CacheGrowing* g, const void* data, size_t len)
         }
     }
     if (rc == 0) {
-        memcpy(g->body + g->len, data, len);
+        memcpy(g->body + held, data, len);
         g->len += len;
         readersWakeLocked(g);
     }
     pthread_mutex_unlock(&g->lock);
     return rc;
+}
+
+bool
+cacheGrowingInMemory(const CacheGrowing* g)
+{
+    return g->len <= g->keepMost && g->base == 0;
+}
+
+size_t
+cacheGrowingCopyLocked(CacheGrowing* g, size_t at, char* buf, size_t cap,
+                       bool* fromFile)
+{
+    size_t n;
+
+    *fromFile = false;
+    if (g->len <= at) {
+        return 0;
+    }
+    n = g->len - at < cap ? g->len - at : cap;
+    if (at < g->base) {
+        /* Written, and gone from memory: its file has it, for good. */
+        *fromFile = true;
+        return g->base - at < n ? g->base - at : n;
+    }
+    memcpy(buf, g->body + (at - g->base), n);
+    return n;
+}
+
+void
+cacheGrowingWrittenLocked(CacheGrowing* g, size_t upTo)
+{
+    size_t held = g->len - upTo;
+
+    if (g->len <= g->keepMost || upTo - g->base < held || upTo == g->base) {
+        /* Kept whole, to be stored in memory too; or moved once as much
+         * was written as is left to move, so that a writer behind moves
+         * each byte about once, not once a piece. */
+        return;
+    }
+    memmove(g->body, g->body + (upTo - g->base), held);
+    g->base = upTo;
+    if (g->cap > STREAM_SHRINK && g->cap / 4 > held) {
+        /* What grew while it was kept whole goes back. */
+        size_t cap = held * 2 > STREAM_SHRINK ? held * 2 : STREAM_SHRINK;
+        char* less = realloc(g->body, cap);
+
+        if (less != NULL) {
+            g->body = less;
+            g->cap = cap;
+        }
+    }
 }
 
 void
@@ -128,7 +192,7 @@ cacheGrowingEnd(CacheGrowing* g, bool whole)
         /* Nobody reads what was kept of an answer cut or too big. */
         free(g->body);
         g->body = NULL;
-        g->len = g->cap = 0;
+        g->base = g->len = g->cap = 0;
     }
     readersWakeLocked(g);
     pthread_mutex_unlock(&g->lock);
@@ -165,14 +229,14 @@ readerRun(void* arg)
     for (;;) {
         size_t n = 0;
         bool ended;
+        bool fromFile = false;
         short revents;
 
         pthread_mutex_lock(&g->lock);
         go = rd->go;
-        if (go == READER_GO && g->body != NULL && g->len > rd->offset) {
-            n = g->len - rd->offset < READER_PIECE ? g->len - rd->offset
-                                                   : READER_PIECE;
-            memcpy(piece, g->body + rd->offset, n);
+        if (go == READER_GO && !failed) {
+            n = cacheGrowingCopyLocked(g, rd->offset, piece, READER_PIECE,
+                                       &fromFile);
         }
         ended = g->ended;
         whole = g->whole;
@@ -181,7 +245,11 @@ readerRun(void* arg)
         if (go == READER_QUIT || (go == READER_GO && failed)) {
             break;
         }
-        if (n > 0) {
+        if (fromFile
+            && pread(g->fd, piece, n, (off_t)(g->fileAt + rd->offset))
+                   != (ssize_t)n) {
+            failed = true;
+        } else if (n > 0) {
             failed = corResponseStreamWrite(r, piece, n) != 0;
             rd->offset += n;
         } else if (go == READER_GO && ended) {

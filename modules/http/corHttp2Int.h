@@ -271,9 +271,6 @@ bool corHttp2Grpc(const Http2Stream* st);
 
 /* Before the session is made with m->mem, on hl's loop. */
 void corHttp2MemInit(Http2Mem* m, HttpLoop* hl);
-/* The loop ends: the blocks its cache kept go back to malloc, and what
- * is freed after goes there too. */
-void corHttp2MemCacheEnd(HttpLoop* hl);
 /* The frame buffers' pages back to the kernel: only while nghttp2 has
  * no frame in them (nothing to send, none half written); and a large
  * calloc's (the stream map) while all its bytes are zero. */

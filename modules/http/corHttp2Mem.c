@@ -20,12 +20,10 @@
  *
  * The small blocks a stream takes and gives back (its record, its
  * outbound frames, the answer's copied fields: five mallocs and frees a
- * request) go through the loop's cache (HttpLoop.h2Blocks): a
+ * request) go through the loop's cache (corHttpBlocks.c): a
  * connection's sixteen streams of a turn came and went past glibc's
  * per-thread cache of seven a size, and 1 000 instructions a request
- * went to its bins. A block is filed by its size as glibc says it
- * (malloc_usable_size: nghttp2's free says none), so a kept block is
- * one of malloc's, as large as any request filed under it needs.
+ * went to its bins.
  *
  * The frame buffer is told from the rest by how nghttp2 makes it: an
  * nghttp2_buf's bytes, begun by realloc(NULL, ...) of exactly
@@ -36,7 +34,6 @@
  */
 #include "corHttp2Int.h"
 
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -45,24 +42,6 @@
 /* NGHTTP2_FRAMEBUF_CHUNKLEN (nghttp2_session.h, not installed): a frame
  * head, a pad length byte and the largest payload. */
 #define FRAME_CHUNK (9 + 1 + 16384)
-
-/* glibc's chunks: a block's size and its header's, the smallest. */
-#define CHUNK_STEP 16
-#define CHUNK_HEAD 8
-#define CHUNK_MIN 32
-
-/* Under a sanitizer every block is malloc's, so that a use after its
- * free is seen. */
-#if defined(__SANITIZE_ADDRESS__)
-#define BLOCKS_CACHED false
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define BLOCKS_CACHED false
-#endif
-#endif
-#ifndef BLOCKS_CACHED
-#define BLOCKS_CACHED true
-#endif
 
 /* A block in pages of its own; its record is malloc's. */
 typedef struct {
@@ -119,32 +98,10 @@ pagesNew(Http2Mem* m, size_t n, bool zeroed)
     return b->data;
 }
 
-/* The cache's class of a glibc chunk of chunk bytes, or -1. */
-static inline int
-classOf(size_t chunk)
-{
-    size_t i = chunk / CHUNK_STEP - CHUNK_MIN / CHUNK_STEP;
-
-    return i < HTTP_H2_BLOCK_CLASSES ? (int)i : -1;
-}
-
 static void*
 memMalloc(size_t n, void* arg)
 {
-    Http2Mem* m = arg;
-    size_t chunk = (n + CHUNK_HEAD + CHUNK_STEP - 1)
-                   & ~(size_t)(CHUNK_STEP - 1);
-    int i = classOf(chunk < CHUNK_MIN ? CHUNK_MIN : chunk);
-    void** head = i >= 0 ? &m->hl->h2Blocks[i] : NULL;
-
-    if (head != NULL && *head != NULL) {
-        void* p = *head;
-
-        *head = *(void**)p;
-        m->hl->h2BlockCount[i]--;
-        return p;
-    }
-    return malloc(n);
+    return corHttpBlockTake(((Http2Mem*)arg)->hl, n);
 }
 
 static void*
@@ -165,24 +122,6 @@ memCalloc(size_t count, size_t size, void* arg)
     return p;
 }
 
-/* A block of malloc's back to the loop's cache, or to malloc. */
-static void
-blockFree(Http2Mem* m, void* p)
-{
-    HttpLoop* hl = m->hl;
-    int i = BLOCKS_CACHED && !hl->h2StreamsClosed
-                ? classOf(malloc_usable_size(p) + CHUNK_HEAD)
-                : -1;
-
-    if (i < 0 || hl->h2BlockCount[i] >= HTTP_H2_BLOCKS_KEPT) {
-        free(p);
-        return;
-    }
-    *(void**)p = hl->h2Blocks[i];
-    hl->h2Blocks[i] = p;
-    hl->h2BlockCount[i]++;
-}
-
 static void
 memFree(void* p, void* arg)
 {
@@ -193,7 +132,7 @@ memFree(void* p, void* arg)
     }
     b = blockOf(arg, p);
     if (b == NULL) {
-        blockFree(arg, p);
+        corHttpBlockGive(((Http2Mem*)arg)->hl, p);
         return;
     }
     munmap(b->data, b->len);
@@ -248,20 +187,5 @@ corHttp2MemRelease(Http2Mem* m)
         if (!b->zeroed || (d[0] == 0 && memcmp(d, d + 1, b->len - 1) == 0)) {
             madvise(b->data, b->len, MADV_DONTNEED);
         }
-    }
-}
-
-void
-corHttp2MemCacheEnd(HttpLoop* hl)
-{
-    hl->h2StreamsClosed = true; /* what is freed after goes to malloc */
-    for (unsigned i = 0; i < HTTP_H2_BLOCK_CLASSES; i++) {
-        while (hl->h2Blocks[i] != NULL) {
-            void* p = hl->h2Blocks[i];
-
-            hl->h2Blocks[i] = *(void**)p;
-            free(p);
-        }
-        hl->h2BlockCount[i] = 0;
     }
 }

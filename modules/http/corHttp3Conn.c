@@ -315,7 +315,7 @@ sessionOpen(Http3Conn* c)
     settings.qpack_max_dtable_capacity = 4096;
     settings.qpack_blocked_streams = 100;
     if (nghttp3_conn_server_new(&c->h3, &corHttp3Callbacks, &settings,
-                                nghttp3_mem_default(), c)
+                                &loopOf(c)->h3Mem, c)
         != 0) {
         c->h3 = NULL;
         return -1;
@@ -653,7 +653,8 @@ corHttp3ConnNew(Http3Endpoint* ep, const ngtcp2_pkt_hd* hd,
         .remote = { (ngtcp2_sockaddr*)&c->peer, c->peerLen },
     };
     if (ngtcp2_conn_server_new(&c->quic, &hd->scid, &scid, &path, hd->version,
-                               &quicCallbacks, &settings, &params, NULL, c)
+                               &quicCallbacks, &settings, &params,
+                               &loopOf(c)->quicMem, c)
         != 0) {
         c->quic = NULL;
         goto failed;

@@ -35,6 +35,9 @@
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
 #endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
 
 /* Datagrams read in one readable event before the loop's other work. */
 #define READS_A_TURN 64
@@ -347,6 +350,24 @@ datagram(Http3Endpoint* ep, const struct sockaddr* peer, socklen_t peerLen,
     }
 }
 
+/* The size of each datagram the kernel coalesced into what one recvmsg
+ * read (UDP_GRO: segments of one size, the last may be shorter), or n
+ * when it coalesced none. */
+static size_t
+segmentOf(struct msghdr* msg, size_t n)
+{
+    for (struct cmsghdr* cm = CMSG_FIRSTHDR(msg); cm != NULL;
+         cm = CMSG_NXTHDR(msg, cm)) {
+        if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
+            int size;
+
+            memcpy(&size, CMSG_DATA(cm), sizeof(size));
+            return size > 0 ? (size_t)size : n;
+        }
+    }
+    return n;
+}
+
 static void
 readable(CorEvIo* io, unsigned events)
 {
@@ -354,17 +375,28 @@ readable(CorEvIo* io, unsigned events)
     uint8_t* buf = ep->hl->h3->in;
 
     (void)events;
-    for (unsigned i = 0; i < READS_A_TURN; i++) {
+    for (unsigned i = 0; i < READS_A_TURN && io->fd >= 0; i++) {
         struct sockaddr_storage peer;
-        socklen_t peerLen = sizeof(peer);
-        ssize_t n = recvfrom(io->fd, buf, H3_DATAGRAM_MAX, MSG_DONTWAIT,
-                             (struct sockaddr*)&peer, &peerLen);
+        _Alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+        struct iovec iov = { .iov_base = buf, .iov_len = H3_DATAGRAM_MAX };
+        struct msghdr msg = {
+            .msg_name = &peer,
+            .msg_namelen = sizeof(peer),
+            .msg_iov = &iov,
+            .msg_iovlen = 1,
+            .msg_control = control,
+            .msg_controllen = sizeof(control),
+        };
+        ssize_t n = recvmsg(io->fd, &msg, MSG_DONTWAIT);
+        size_t segment;
 
         if (n < 0) {
             return; /* EAGAIN: all read */
         }
-        if (n > 0) {
-            datagram(ep, (struct sockaddr*)&peer, peerLen, buf, (size_t)n);
+        segment = segmentOf(&msg, (size_t)n);
+        for (size_t off = 0; off < (size_t)n && io->fd >= 0; off += segment) {
+            datagram(ep, (struct sockaddr*)&peer, msg.msg_namelen, buf + off,
+                     (size_t)n - off < segment ? (size_t)n - off : segment);
         }
     }
 }
@@ -403,6 +435,9 @@ endpointOpen(Http3Endpoint* ep)
         close(fd);
         return rc;
     }
+    /* GRO: a client's burst read at once, split here (segmentOf); a
+     * kernel without it (before 5.0) reads one datagram a call. */
+    (void)setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof(one));
     return 0;
 }
 
@@ -435,6 +470,7 @@ corHttp3Start(HttpLoop* hl, CorListener* const* listeners, unsigned count)
     }
     hl->h3 = h;
     corListInit(&h->conns);
+    corHttp3MemInit(h, hl);
     for (unsigned i = 0; i < count; i++) {
         Http3Endpoint* ep = &h->endpoints[h->endpointCount];
         int rc;

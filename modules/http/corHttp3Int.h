@@ -53,6 +53,8 @@ typedef struct Http3Loop {
     unsigned handshakes;   /* of them, still in their handshake */
     Http3Cid* cids[H3_CID_BUCKETS];
     bool draining;
+    ngtcp2_mem quicMem; /* the loop's cache of blocks (corHttp3Mem.c) */
+    nghttp3_mem h3Mem;
     uint64_t refusedSaidMs;      /* past limits.connections: said then */
     unsigned refusedUnsaid;      /* refused since */
     uint8_t in[H3_DATAGRAM_MAX]; /* a datagram read */
@@ -295,6 +297,11 @@ size_t corHttp3OutTake(Http3Out* o, nghttp3_vec* vec, size_t count);
 /* The peer acknowledged n more bytes: what they were goes. */
 void corHttp3OutAcked(Http3Out* o, uint64_t n);
 void corHttp3OutFree(Http3Out* o);
+
+/* ---- corHttp3Mem.c ------------------------------------------------------- */
+
+/* h's allocators for ngtcp2 and nghttp3, on hl's loop. */
+void corHttp3MemInit(Http3Loop* h, HttpLoop* hl);
 
 /* ---- corHttp3Conf.c ------------------------------------------------------ */
 

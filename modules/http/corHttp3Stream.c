@@ -65,6 +65,18 @@ static const CorProtocolOps http3Ops = {
 
 /* ---- A stream's life ----------------------------------------------------- */
 
+/* A block from the loop's cache (corHttpBlocks.c: one of malloc's) back
+ * to it; to malloc once the connection is gone. */
+static void
+blockFree(const Http3Stream* st, void* p)
+{
+    if (p != NULL && st->conn != NULL) {
+        corHttpBlockGive(st->conn->hl, p);
+    } else {
+        free(p);
+    }
+}
+
 static void
 streamFree(Http3Stream* st)
 {
@@ -74,8 +86,8 @@ streamFree(Http3Stream* st)
     corHttp3OutFree(&st->out);
     free(st->raw.data);
     free(st->body.data);
-    free(st->headers);
-    free(st->target);
+    blockFree(st, st->headers);
+    blockFree(st, st->target);
     free(st);
 }
 
@@ -218,7 +230,7 @@ requestBuild(Http3Conn* c, Http3Stream* st)
     for (const char* p = raw; p < end; p += strlen(p) + 1) {
         count++;
     }
-    st->headers = calloc(count / 2 + 1, sizeof(CorHeader));
+    st->headers = corHttpBlockTake(c->hl, (count / 2 + 1) * sizeof(CorHeader));
     if (st->headers == NULL) {
         return 503;
     }
@@ -264,9 +276,8 @@ requestBuild(Http3Conn* c, Http3Stream* st)
         r->methodLen = strlen(r->method);
         return 400;
     }
-    (void)c;
     pathLen = strlen(path);
-    st->target = malloc(2 * pathLen + 2);
+    st->target = corHttpBlockTake(c->hl, 2 * pathLen + 2);
     if (st->target == NULL) {
         return 503;
     }
@@ -633,10 +644,7 @@ recvHeader(nghttp3_conn* h3, int64_t id, int32_t token, nghttp3_rcbuf* name,
         st->refuse = 431;
         return 0; /* no longer kept */
     }
-    if (corBufAppend(&st->raw, n.base, n.len) != 0
-        || corBufAppend(&st->raw, "", 1) != 0
-        || corBufAppend(&st->raw, v.base, v.len) != 0
-        || corBufAppend(&st->raw, "", 1) != 0) {
+    if (corBufAppendField(&st->raw, n.base, n.len, v.base, v.len) != 0) {
         st->refuse = 503;
     }
     return 0;

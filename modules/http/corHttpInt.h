@@ -29,11 +29,13 @@ typedef struct HttpLoop HttpLoop;
  * a connection's 16 streams of a turn come and go together, past what
  * malloc's per-thread cache holds. */
 #define HTTP_H2_STREAM_CACHE 32
-/* Freed blocks of nghttp2's a loop keeps for its sessions' next ones
- * (corHttp2Mem.c): by glibc's chunk size, 32 to 512 bytes in steps of
- * 16, at most so many of each. */
-#define HTTP_H2_BLOCK_CLASSES 31
-#define HTTP_H2_BLOCKS_KEPT 64
+/* Freed blocks of nghttp2's, ngtcp2's and nghttp3's a loop keeps for
+ * their next ones (corHttpBlocks.c): by glibc's chunk size, 32 to 512
+ * bytes in steps of 16, at most so many of each (2.1 MB a loop were
+ * every size full). An HTTP/3 connection's 100 streams come and go in a
+ * turn with a few blocks of a size each: at 64 kept, half missed. */
+#define HTTP_BLOCK_CLASSES 31
+#define HTTP_BLOCKS_KEPT 255
 /* An address as text (INET6_ADDRSTRLEN, with room). */
 #define HTTP_REMOTE_BYTES 48
 
@@ -54,11 +56,11 @@ struct HttpLoop {
     unsigned bufCount;
     void* h2Streams[HTTP_H2_STREAM_CACHE]; /* free Http2Streams */
     unsigned h2StreamCount;
-    bool h2StreamsClosed;                  /* the loop ended: none is kept */
-    void* h2Blocks[HTTP_H2_BLOCK_CLASSES]; /* freed nghttp2 blocks, each
-                                            * class a list through the
-                                            * blocks' first word */
-    uint8_t h2BlockCount[HTTP_H2_BLOCK_CLASSES];
+    bool h2StreamsClosed;             /* the loop ended: none is kept */
+    void* blocks[HTTP_BLOCK_CLASSES]; /* freed small blocks, each class a
+                                       * list through the blocks' first
+                                       * word (corHttpBlocks.c) */
+    uint8_t blockCount[HTTP_BLOCK_CLASSES];
     struct Http3Loop* h3; /* its HTTP/3 (corHttp3Endpoint.c), or NULL */
 };
 
@@ -208,6 +210,17 @@ static inline void corHttpBufReturn(HttpLoop* hl, CorBuf* b);
 void corHttpLoopBuffersFree(HttpLoop* hl);
 /* Size the loop's header array for limits.header_count. Returns 0 or -1. */
 int corHttpLoopBuffersInit(HttpLoop* hl);
+
+/* ---- corHttpBlocks.c ----------------------------------------------------- */
+
+/* A block of n bytes from hl's cache of freed small blocks, or malloc's;
+ * on hl's loop only. */
+void* corHttpBlockTake(HttpLoop* hl, size_t n);
+/* A block of malloc's (not NULL) back to hl's cache, or to malloc. */
+void corHttpBlockGive(HttpLoop* hl, void* p);
+/* The loop ends: the blocks its cache kept go back to malloc, and what
+ * is freed after goes there too. */
+void corHttpBlocksEnd(HttpLoop* hl);
 
 /* ---- corHttpRequest.c ---------------------------------------------------- */
 

@@ -134,7 +134,7 @@ httpLoopExit(CorModule* m, CorEvLoop* loop, unsigned index)
     (void)loop;
     corHttp2StreamCacheEnd(corHttpLoopAt(index));
     corHttp3LoopFree(corHttpLoopAt(index));
-    corHttp2MemCacheEnd(corHttpLoopAt(index));
+    corHttpBlocksEnd(corHttpLoopAt(index));
     corHttpLoopBuffersFree(corHttpLoopAt(index));
 }
 

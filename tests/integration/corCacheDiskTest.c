@@ -6,8 +6,11 @@
  * after a reload and after a restart (the scan at start holds up no
  * request), a range and HTTP/2 of a file sent by sendfile; a corrupt or
  * cut file, the store's folder removed under a running server and a disk
- * that takes no more (a file size limit: a tmpfs needs mount rights) each
- * a miss and a right answer, never a wrong one; the size bound; a reload
+ * that takes no more (a file size limit, and a tmpfs in a mount namespace
+ * of the server's own) each a miss and a right answer, never a wrong one;
+ * answers streamed to their files as they come (past 64 MiB, read by
+ * collapsed waiters from the file, cut or too large leaving nothing),
+ * several ranges of a file as a multipart stream; the size bound; a reload
  * during fifty collapsed misses of an answer kept on disk alone; the
  * index kept across a reload (no scan) and across a generation killed
  * under load, repaired after a process killed holding its locks, fresh
@@ -20,12 +23,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -166,15 +171,27 @@ answerIs(const char* args, const char* path, int n, long bytes)
     return true;
 }
 
-/* Until the scan at start put count files in the index, at most 10 s. */
+/* Until family's value is count or more, at most 10 s; else the store's
+ * files and the log, and why. */
+static void
+metricReach(const char* family, long count, const char* why)
+{
+    for (long deadline = corNowMs() + 10000; metric(family) < count;) {
+        if (corNowMs() >= deadline) {
+            sh("ls -la %s", store);
+            fprintf(stderr, "%s", out);
+            corServerLogPrint(&server);
+            ck_abort_msg("%s", why);
+        }
+        usleep(20 * 1000);
+    }
+}
+
+/* Until the scan at start put count files in the index. */
 static void
 scanned(long count)
 {
-    for (long deadline = corNowMs() + 10000;
-         metric("cor_cache_disk_entries") < count;) {
-        ck_assert_msg(corNowMs() < deadline, "the scan did not end");
-        usleep(20 * 1000);
-    }
+    metricReach("cor_cache_disk_entries", count, "the scan did not end");
 }
 
 /* Until the file of the answer just fetched is written (off the loop). */
@@ -288,6 +305,21 @@ START_TEST(test_a_corrupt_or_cut_file_is_a_miss)
 }
 END_TEST
 
+/* Until the disk errors counted reach count, at most 10 s. */
+static void
+errorsReach(long count)
+{
+    for (long deadline = corNowMs() + 10000;
+         metric("cor_cache_disk_errors_total") < count;) {
+        ck_assert_msg(corNowMs() < deadline, "no disk error counted");
+        usleep(20 * 1000);
+    }
+}
+
+/* Removed, the folder is not made again (it may be a mount taken away
+ * on purpose, the disk under it not the store's): answers are served,
+ * not stored, and it is said once; once it is back, files are written
+ * there again. */
 START_TEST(test_the_folder_removed_under_a_running_server)
 {
     start("8MiB", NULL);
@@ -295,11 +327,150 @@ START_TEST(test_the_folder_removed_under_a_running_server)
     written(1);
     sh("rm -rf %s", store);
     ck_assert(answerIs("", BIG("removed"), 2, 300000));
-    /* Its write made the folder again. */
+    ck_assert(answerIs("", BIG("removed"), 3, 300000));
+    /* Its file found gone, and two writes that found no folder. */
+    errorsReach(3);
+    ck_assert_int_eq(access(store, F_OK), -1);
+    ck_assert_int_eq(corServerLogCount(&server, "is gone"), 1);
+    ck_assert_int_eq(mkdir(store, 0700), 0);
+    ck_assert(answerIs("", BIG("removed"), 4, 300000));
     written(1);
-    ck_assert(answerIs("", BIG("removed"), 2, 300000));
+    ck_assert(answerIs("", BIG("removed"), 4, 300000));
     ck_assert_ptr_nonnull(strstr(out, "edge; hit"));
-    ck_assert_int_eq(originCount(BIG_COUNT("removed")), 2);
+    ck_assert_int_eq(corServerLogCount(&server, "is back"), 1);
+    ck_assert_int_eq(originCount(BIG_COUNT("removed")), 4);
+}
+END_TEST
+
+/* Whether the store's folder holds no temporary file within 10 s (each
+ * writer done with what it was given). */
+static bool
+noTemporary(const char* folder)
+{
+    for (long deadline = corNowMs() + 10000; corNowMs() < deadline;
+         usleep(20 * 1000)) {
+        sh("ls -A %s | grep -c '^.tmp-'", folder);
+        if (atoi(out) == 0) {
+            return true;
+        }
+    }
+    fprintf(stderr, "%s: a temporary file stays\n", folder);
+    return false;
+}
+
+/* An answer past the 64 MiB the store once buffered whole (not stored
+ * then): streamed to its file as it comes, memory holding only what the
+ * file lacks yet, then a hit from its file, then validated: fetched
+ * whole again rather than read into memory for a 304's refresh. The
+ * generation's peak grew by the whole buffer before (at least 64 MiB); a
+ * sanitizer's quarantine keeps what was freed, so there it is not judged. */
+START_TEST(test_an_answer_past_64_MiB_is_streamed_to_its_file)
+{
+    const char* sanitized = getenv("COR_TEST_SANITIZED");
+    const char* path = "/c/huge?cc=max-age=600&etag=h&bytes=80000000";
+    pid_t gen;
+    long before;
+    long after;
+
+    start("2GiB", NULL);
+    gen = corServerGeneration(&server);
+    before = corProcStatusKb(gen, "VmHWM");
+    ck_assert(answerIs("", path, 1, 80000000));
+    ck_assert_ptr_nonnull(strstr(out, "fwd=uri-miss; stored"));
+    /* Its file is its only copy, and counts as stored. */
+    metricReach("cor_cache_stored_total", 1, "not counted as stored");
+    ck_assert_int_eq(metric("cor_cache_stored_total"), 1);
+    after = corProcStatusKb(gen, "VmHWM");
+    fprintf(stderr,
+            "corCacheDiskTest: an 80 MB answer stored, the peak +%ld "
+            "KiB\n",
+            after - before);
+    if (sanitized == NULL || strcmp(sanitized, "1") != 0) {
+        ck_assert_int_lt(after - before, 40 * 1024);
+    }
+    ck_assert(answerIs("", path, 1, 80000000));
+    ck_assert_ptr_nonnull(strstr(out, "edge; hit"));
+    ck_assert_int_ge(metric("cor_cache_disk_bytes"), 80000000);
+    /* Validated (the client's max-age=0): a 304's refresh would read it
+     * into memory, so it is fetched whole again, and streamed. */
+    ck_assert(answerIs("-H 'Cache-Control: max-age=0'", path, 2, 80000000));
+    ck_assert_ptr_nonnull(strstr(out, "fwd=stale; stored"));
+    metricReach("cor_cache_stored_total", 2, "not counted as stored");
+    ck_assert_int_eq(metric("cor_cache_stored_total"), 2);
+    after = corProcStatusKb(gen, "VmHWM");
+    if (sanitized == NULL || strcmp(sanitized, "1") != 0) {
+        ck_assert_int_lt(after - before, 40 * 1024);
+    }
+    ck_assert(answerIs("", path, 2, 80000000));
+    ck_assert_ptr_nonnull(strstr(out, "edge; hit"));
+}
+END_TEST
+
+/* Twenty misses of a 3 MB answer wait for one fetch (the origin waits
+ * half a second before its head), then read its body as it comes: past
+ * the 4 KiB memory keeps of it, from its file. One curl makes them at
+ * once (-Z). */
+START_TEST(test_collapsed_misses_read_a_large_answer_from_its_file)
+{
+    char command[8192];
+    size_t at;
+
+    start("256MiB", NULL);
+    at = (size_t)snprintf(command, sizeof(command),
+                          "cd %s && curl -s -m 30 -Z --parallel-max 20 "
+                          "--no-progress-meter -H 'Host: cache.test'",
+                          server.dir);
+    for (int i = 0; i < 20; i++) {
+        at += (size_t)snprintf(command + at, sizeof(command) - at,
+                               " -o w%d 'http://127.0.0.1:%d/c/"
+                               "waiters?cc=max-age=600&delay=500&"
+                               "bytes=3000000'",
+                               i, server.port);
+    }
+    ck_assert_int_eq(sh("%s", command), 0);
+    sh("cd %s && a=$(yes 'n=1 ' | head -c 3000000 | md5sum | cut -c1-32); "
+       "md5sum w* | cut -c1-32 | grep -c $a",
+       server.dir);
+    ck_assert_int_eq(atoi(out), 20);
+    ck_assert_int_eq(
+        originCount("/c/waiters?cc=max-age=600%26delay=500%26bytes=3000000"),
+        1);
+    written(1);
+    ck_assert(answerIs("", "/c/waiters?cc=max-age=600&delay=500&bytes=3000000",
+                       1, 3000000));
+    ck_assert_ptr_nonnull(strstr(out, "edge; hit"));
+}
+END_TEST
+
+/* An answer cut midway by the origin, and one past the store's part of
+ * size for a shard (16 MiB: 1 MiB a shard): each served as it came,
+ * nothing left in the folder, the next request a miss. */
+START_TEST(test_a_cut_or_too_large_answer_leaves_no_file)
+{
+    const char* cut = "/c/cut?cc=max-age=600&bytes=3000000&cut=1500000";
+    const char* large = "/c/large?cc=max-age=600&bytes=3000000";
+
+    start("16MiB", NULL);
+    sh("curl -s -H 'Host: cache.test' -o /dev/null "
+       "'http://127.0.0.1:%d%s'; echo $?",
+       server.port, cut);
+    ck_assert_int_eq(atoi(out), 18); /* a partial answer */
+    ck_assert(answerIs("", large, 1, 3000000));
+    ck_assert(noTemporary(store));
+    sh("ls -A %s | wc -l", store);
+    ck_assert_int_eq(atoi(out), 0);
+    ck_assert_int_eq(metric("cor_cache_disk_entries"), 0);
+    ck_assert(answerIs("", large, 2, 3000000));
+    ck_assert_ptr_nonnull(strstr(out, "fwd=uri-miss"));
+    ck_assert_int_eq(originCount("/c/cut?cc=max-age=600%26bytes=3000000%26"
+                                 "cut=1500000"),
+                     1);
+    sh("curl -s -H 'Host: cache.test' -o /dev/null "
+       "'http://127.0.0.1:%d%s'; echo $?",
+       server.port, cut);
+    ck_assert_int_eq(originCount("/c/cut?cc=max-age=600%26bytes=3000000%26"
+                                 "cut=1500000"),
+                     2);
 }
 END_TEST
 
@@ -342,6 +513,85 @@ START_TEST(test_a_full_disk_and_the_size_bound)
     sh("du -sb %s | cut -f1", store);
     ck_assert_int_le(atol(out), 4 * 1024 * 1024 + 4096);
     ck_assert(answerIs("", "/c/many40?cc=max-age=90000&bytes=90000", 1, 90000));
+    ck_assert_ptr_nonnull(strstr(out, "edge; hit"));
+}
+END_TEST
+
+/* Several ranges of an answer on disk, more than the 256 KiB of parts
+ * read into memory: a multipart/byteranges 206 streamed from its file
+ * (before, the whole 200 went instead), over HTTP/1.1 and HTTP/2, each
+ * part's bytes the stored body's. */
+START_TEST(test_several_ranges_of_a_file_as_a_multipart_stream)
+{
+    const char* versions[] = { "", "--http2-prior-knowledge" };
+    const char* path = "/c/parts?cc=max-age=600&bytes=600000";
+
+    start("64MiB", NULL);
+    ck_assert(answerIs("", path, 1, 600000));
+    written(1);
+    for (unsigned i = 0; i < 2; i++) {
+        sh("cd %s && curl -s %s -H 'Host: cache.test' -r "
+           "0-299999,400000-599999 -D head -o body "
+           "'http://127.0.0.1:%d%s' && "
+           "grep -ic '^content-type: multipart/byteranges' head && "
+           "grep -c '^Content-Range: bytes 0-299999/600000' body && "
+           "grep -c '^Content-Range: bytes 400000-599999/600000' body && "
+           "grep -i '^content-length' head | tr -dc 0-9 && echo && "
+           "wc -c < body && "
+           "grep -c '^n=1 $' body",
+           server.dir, versions[i], server.port, path);
+        /* Each part's bytes are whole lines of the body (it starts at a
+         * line and its ranges end at one): 60 000 + 40 000 of them. */
+        ck_assert_msg(strncmp(out, "1\n1\n1\n", 6) == 0, "%s", out);
+        ck_assert_int_eq(atol(out + 6), 500000 + 238);
+        ck_assert_int_eq(atol(strchr(out + 6, '\n') + 1), 500000 + 238);
+        ck_assert_int_eq(atol(strrchr(out, '\n') - 6), 100000);
+    }
+    ck_assert_int_eq(originCount("/c/parts?cc=max-age=600%26bytes=600000"), 1);
+}
+END_TEST
+
+/* The server's own mount of a tmpfs of 1 MiB on the store's folder (a
+ * mount namespace of its own: the test's folder stays as it was). */
+static void
+smallDisk(void* arg)
+{
+    (void)arg;
+    if (unshare(CLONE_NEWNS) != 0
+        || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0
+        || mount("tmpfs", store, "tmpfs", 0, "size=1m") != 0) {
+        _exit(126);
+    }
+}
+
+/* A store of 64 MiB on a disk of 1 MiB: a 3 MB answer's writes fail
+ * midway (ENOSPC) and it is served whole all the same, then asked again
+ * (nothing half-written is served); its room is given back, so that a
+ * smaller answer is stored after it. */
+START_TEST(test_a_disk_smaller_than_the_store)
+{
+    const char* large = "/c/fill?cc=max-age=600&bytes=3000000";
+    char folder[128];
+
+    if (sh("unshare -m true") != 0) {
+        fprintf(stderr, "corCacheDiskTest: no mount namespace here: the "
+                        "small disk's case is skipped\n");
+        return;
+    }
+    start("64MiB", smallDisk);
+    snprintf(folder, sizeof(folder), "/proc/%d/root%s",
+             (int)corServerGeneration(&server), store);
+    sh("echo $(( $(stat -f -c '%%b * %%S' %s) / 1024 ))", folder);
+    ck_assert_int_eq(atoi(out), 1024);
+    ck_assert(answerIs("", large, 1, 3000000));
+    errorsReach(1);
+    ck_assert(noTemporary(folder));
+    ck_assert(answerIs("", large, 2, 3000000));
+    ck_assert_ptr_nonnull(strstr(out, "fwd=uri-miss"));
+    errorsReach(2);
+    ck_assert(answerIs("", BIG("fits"), 1, 300000));
+    written(1);
+    ck_assert(answerIs("", BIG("fits"), 1, 300000));
     ck_assert_ptr_nonnull(strstr(out, "edge; hit"));
 }
 END_TEST
@@ -599,6 +849,11 @@ COR_TEST_SUITE(corCacheDisk)
     tcase_add_test(tc, test_a_corrupt_or_cut_file_is_a_miss);
     tcase_add_test(tc, test_the_folder_removed_under_a_running_server);
     tcase_add_test(tc, test_a_full_disk_and_the_size_bound);
+    tcase_add_test(tc, test_a_disk_smaller_than_the_store);
+    tcase_add_test(tc, test_several_ranges_of_a_file_as_a_multipart_stream);
+    tcase_add_test(tc, test_an_answer_past_64_MiB_is_streamed_to_its_file);
+    tcase_add_test(tc, test_collapsed_misses_read_a_large_answer_from_its_file);
+    tcase_add_test(tc, test_a_cut_or_too_large_answer_leaves_no_file);
     tcase_add_test(tc, test_a_reload_during_fifty_collapsed_misses);
     tcase_add_test(tc, test_a_reload_keeps_the_index_without_a_scan);
     tcase_add_test(

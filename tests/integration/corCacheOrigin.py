@@ -7,7 +7,7 @@ the cache asked the origin again. The query says what the answer carries:
 cc= Cache-Control, expires= Expires in seconds from now, age= Age,
 etag= ETag, lm= Last-Modified seconds ago, vary= Vary, cookie=1 a
 Set-Cookie, status= the status, delay= ms before answering, bytes= a body
-of that many bytes. Every answer's body starts with "n=COUNT" (how often
+of that many bytes, cut= the connection closed after that many of them. Every answer's body starts with "n=COUNT" (how often
 this target was asked, HEAD and GET alike) and says X-Origin-Count; a
 request whose If-None-Match holds the etag, or whose If-Modified-Since is
 not before lm, gets a 304 with the same fields. GET /count?t=TARGET says
@@ -107,7 +107,11 @@ class Origin(http.server.BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        if not head_only:
+        if not head_only and "cut" in q:
+            self.wfile.write(body[: int(q["cut"])])
+            self.wfile.flush()
+            self.close_connection = True
+        elif not head_only:
             self.wfile.write(body)
 
     def do_GET(self):

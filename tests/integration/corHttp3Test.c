@@ -16,6 +16,7 @@
 #include "corServer.h"
 
 #include <arpa/inet.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -364,6 +365,45 @@ START_TEST(test_a_stateless_reset_answers_an_unknown_connection)
     }
     ck_assert_int_gt(metric(&server, "handoff"), handoffs);
     ck_assert_int_ge(metric(&server, "stateless_reset"), 16);
+}
+END_TEST
+
+/* Ten packets for a connection of ours that is gone, sent at once with
+ * GSO (UDP_SEGMENT), reach the server as one read where it asked for GRO:
+ * it splits them, and each gets its stateless reset. */
+START_TEST(test_a_coalesced_read_is_split_into_its_datagrams)
+{
+    uint8_t pkts[10][64];
+    char control[CMSG_SPACE(sizeof(uint16_t))] = { 0 };
+    struct iovec iov = { .iov_base = pkts, .iov_len = sizeof(pkts) };
+    struct msghdr msg = { .msg_iov = &iov,
+                          .msg_iovlen = 1,
+                          .msg_control = control,
+                          .msg_controllen = sizeof(control) };
+    struct cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+    uint16_t segment = sizeof(pkts[0]);
+    struct pollfd p = { .fd = udpOpen(), .events = POLLIN };
+    int replies = 0;
+
+    for (int i = 0; i < 10; i++) {
+        memset(pkts[i], 0x5a + i, sizeof(pkts[i]));
+        pkts[i][0] = 0x40; /* short header, the fixed bit */
+        pkts[i][1] = 0;    /* loop 0's ID */
+    }
+    cm->cmsg_level = SOL_UDP;
+    cm->cmsg_type = UDP_SEGMENT;
+    cm->cmsg_len = CMSG_LEN(sizeof(segment));
+    memcpy(CMSG_DATA(cm), &segment, sizeof(segment));
+    ck_assert_int_eq(sendmsg(p.fd, &msg, 0), (ssize_t)sizeof(pkts));
+    while (replies < 10 && poll(&p, 1, 2000) == 1) {
+        uint8_t reply[128];
+
+        ck_assert_int_lt(recv(p.fd, reply, sizeof(reply), 0),
+                         (ssize_t)sizeof(pkts[0]));
+        replies++;
+    }
+    close(p.fd);
+    ck_assert_int_eq(replies, 10);
 }
 END_TEST
 
@@ -727,6 +767,7 @@ COR_TEST_SUITE(corHttp3)
     tcase_add_test(tc, test_check_refuses_http3_without_tls);
     tcase_add_test(tc, test_a_client_that_moves_keeps_its_connection);
     tcase_add_test(tc, test_a_stateless_reset_answers_an_unknown_connection);
+    tcase_add_test(tc, test_a_coalesced_read_is_split_into_its_datagrams);
     tcase_add_test(tc, test_an_idle_connection_closes_at_the_idle_timeout);
     tcase_add_test(tc, test_a_body_past_the_limit_is_refused_413);
     tcase_add_test(tc, test_retry_always_is_followed);
