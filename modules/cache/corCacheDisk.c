@@ -195,7 +195,7 @@ promote(CacheStore* s, CacheEntry* e, uint32_t crc)
 {
     CacheEntry* m = cacheEntryInMemory(e);
 
-    if (m == NULL || cacheCrc(0, m->body, m->bodyLen) != crc) {
+    if (m == NULL || cacheCrc(0, cacheEntryBody(m), m->bodyLen) != crc) {
         cacheEntryRelease(m);
         return NULL;
     }

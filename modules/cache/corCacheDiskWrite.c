@@ -66,15 +66,16 @@ struct CacheDiskStream {
 static char*
 headMake(const CacheEntry* e, uint64_t bodyLen, uint32_t bodyCrc, size_t* lenP)
 {
-    size_t typeLen = e->type != NULL ? strlen(e->type) : 0;
+    size_t typeLen = e->typeAt != 0 ? strlen(cacheEntryType(e)) : 0;
     size_t headLen = e->keyLen + 1 + e->varyLen
-                     + (e->type != NULL ? typeLen + 1 : 0);
+                     + (e->typeAt != 0 ? typeLen + 1 : 0);
     CacheDiskHeader h;
     char* buf;
     char* at;
 
     for (unsigned i = 0; i < e->headerCount; i++) {
-        headLen += e->headers[i].nameLen + e->headers[i].valueLen + 2;
+        headLen += cacheEntryField(e, i).nameLen
+                   + cacheEntryField(e, i).valueLen + 2;
     }
     if (headLen > CACHE_DISK_HEAD_MOST
         || e->headerCount > CACHE_DISK_FIELDS_MOST
@@ -99,20 +100,22 @@ headMake(const CacheEntry* e, uint64_t bodyLen, uint32_t bodyCrc, size_t* lenP)
     h.keyLen = e->keyLen;
     h.varyLen = e->varyLen;
     h.fieldCount = e->headerCount;
-    h.typeLen = e->type != NULL ? (uint32_t)typeLen : CACHE_DISK_NO_TYPE;
+    h.typeLen = e->typeAt != 0 ? (uint32_t)typeLen : CACHE_DISK_NO_TYPE;
     /* The key and the Vary block are one run in the entry, as in the
      * file. */
     at = buf + sizeof(h);
     memcpy(at, cacheEntryKey(e), e->keyLen + 1 + e->varyLen);
     at += e->keyLen + 1 + e->varyLen;
     for (unsigned i = 0; i < e->headerCount; i++) {
-        memcpy(at, e->headers[i].name, e->headers[i].nameLen + 1);
-        at += e->headers[i].nameLen + 1;
-        memcpy(at, e->headers[i].value, e->headers[i].valueLen + 1);
-        at += e->headers[i].valueLen + 1;
+        CorHeader f = cacheEntryField(e, i);
+
+        memcpy(at, f.name, f.nameLen + 1);
+        at += f.nameLen + 1;
+        memcpy(at, f.value, f.valueLen + 1);
+        at += f.valueLen + 1;
     }
-    if (e->type != NULL) {
-        memcpy(at, e->type, typeLen + 1);
+    if (e->typeAt != 0) {
+        memcpy(at, cacheEntryType(e), typeLen + 1);
     }
     h.headCrc = cacheCrc(cacheCrc(0, &h, sizeof(h)), buf + sizeof(h), headLen);
     memcpy(buf, &h, sizeof(h));
@@ -184,8 +187,8 @@ fileWrite(CacheStore* s, const CacheEntry* e, uint64_t id, uint64_t* sizeP)
 {
     char tmp[PATH_MAX];
     size_t headLen = 0;
-    char* head = headMake(e, e->bodyLen, cacheCrc(0, e->body, e->bodyLen),
-                          &headLen);
+    char* head = headMake(e, e->bodyLen,
+                          cacheCrc(0, cacheEntryBody(e), e->bodyLen), &headLen);
     bool ok;
     int fd;
 
@@ -195,7 +198,7 @@ fileWrite(CacheStore* s, const CacheEntry* e, uint64_t id, uint64_t* sizeP)
     }
     fd = tmpOpen(s, id, tmp, sizeof(tmp));
     ok = fd >= 0 && pwriteAll(fd, head, headLen, 0)
-         && pwriteAll(fd, e->body, e->bodyLen, (off_t)headLen);
+         && pwriteAll(fd, cacheEntryBody(e), e->bodyLen, (off_t)headLen);
     if (fd >= 0 && close(fd) != 0) {
         ok = false;
     }

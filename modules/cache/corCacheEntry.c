@@ -20,12 +20,20 @@
 void
 cacheEntryRef(CacheEntry* e)
 {
+    if (e->zoned) {
+        cacheMemRef(e);
+        return;
+    }
     atomic_fetch_add(&e->refs, 1);
 }
 
 void
 cacheEntryRelease(CacheEntry* e)
 {
+    if (e != NULL && e->zoned) {
+        cacheMemRelease(e);
+        return;
+    }
     if (e != NULL && atomic_fetch_sub(&e->refs, 1) == 1) {
         if (e->bodyFd >= 0) {
             close(e->bodyFd);
@@ -177,7 +185,7 @@ varyOne(const char* name, size_t len, void* arg)
 const char*
 cacheEntryKey(const CacheEntry* e)
 {
-    return e->data + e->headerCount * sizeof(CorHeader);
+    return e->data + e->headerCount * sizeof(CacheField);
 }
 
 /* The Vary block, after the key's NUL. */
@@ -227,15 +235,16 @@ typedef struct {
     size_t bodyLen;
 } EntryParts;
 
-static char*
-put(char** at, const char* s, size_t len)
+/* s[0..len) and a NUL at *at, moved past them; where it went in e. */
+static uint32_t
+put(const CacheEntry* e, char** at, const char* s, size_t len)
 {
     char* start = *at;
 
     memcpy(start, s, len);
     start[len] = '\0';
     *at += len + 1;
-    return start;
+    return (uint32_t)(start - (const char*)e);
 }
 
 static CacheEntry*
@@ -246,6 +255,7 @@ entryBuild(const EntryParts* p)
     size_t text = 0;
     size_t total;
     CacheEntry* e;
+    CacheField* list;
     char* at;
     unsigned n = 0;
 
@@ -262,7 +272,7 @@ entryBuild(const EntryParts* p)
         }
     }
     text += p->type != NULL ? strlen(p->type) + 1 : 0;
-    total = sizeof(*e) + fields * sizeof(CorHeader) + p->keyLen + 1 + vary.len
+    total = sizeof(*e) + fields * sizeof(CacheField) + p->keyLen + 1 + vary.len
             + text + p->bodyLen + 1;
     if (vary.count > 255 || total > UINT32_MAX) {
         return NULL;
@@ -276,12 +286,12 @@ entryBuild(const EntryParts* p)
     e->bodyFd = -1;
     e->status = (uint16_t)p->status;
     e->size = (uint32_t)total;
-    /* The header array, then the key and the Vary block (what a lookup
-     * reads), then the fields' text, the type and the body. */
-    e->headers = (CorHeader*)(void*)e->data;
+    /* The fields, then the key and the Vary block (what a lookup reads),
+     * then the fields' text, the type and the body. */
+    list = (CacheField*)(void*)e->data;
     e->headerCount = (uint32_t)fields;
-    at = e->data + fields * sizeof(CorHeader);
-    put(&at, p->key, p->keyLen);
+    at = e->data + fields * sizeof(CacheField);
+    put(e, &at, p->key, p->keyLen);
     e->keyLen = (uint32_t)p->keyLen;
     if (p->vary == NULL) {
         vary.out = at;
@@ -300,19 +310,19 @@ entryBuild(const EntryParts* p)
         if (!fieldKept(h)) {
             continue;
         }
-        e->headers[n].name = put(&at, h->name, h->nameLen);
-        e->headers[n].nameLen = h->nameLen;
-        e->headers[n].value = put(&at, h->value, h->valueLen);
-        e->headers[n].valueLen = h->valueLen;
+        list[n].nameAt = put(e, &at, h->name, h->nameLen);
+        list[n].nameLen = (uint32_t)h->nameLen;
+        list[n].valueAt = put(e, &at, h->value, h->valueLen);
+        list[n].valueLen = (uint32_t)h->valueLen;
         if (corHeaderIs(h, "etag")) {
-            e->etag = e->headers[n].value;
+            e->etagAt = list[n].valueAt;
         } else if (corHeaderIs(h, "last-modified")) {
-            e->modified = e->headers[n].value;
+            e->modifiedAt = list[n].valueAt;
         }
         n++;
     }
-    e->type = p->type != NULL ? put(&at, p->type, strlen(p->type)) : NULL;
-    e->body = at;
+    e->typeAt = p->type != NULL ? put(e, &at, p->type, strlen(p->type)) : 0;
+    e->bodyIn = (uint32_t)(at - (const char*)e);
     if (p->bodyLen > 0) {
         memcpy(at, p->body, p->bodyLen);
     }
@@ -425,35 +435,53 @@ cacheEntryFromDisk(const CacheDiskHead* d, int fd)
     return e;
 }
 
+/* e's fields as the core's headers, malloc'ed (NULL: out of memory). */
+static CorHeader*
+fieldsCopy(const CacheEntry* e)
+{
+    CorHeader* fields = malloc((e->headerCount + 1) * sizeof(*fields));
+
+    for (unsigned i = 0; fields != NULL && i < e->headerCount; i++) {
+        fields[i] = cacheEntryField(e, i);
+    }
+    return fields;
+}
+
 CacheEntry*
 cacheEntryInMemory(const CacheEntry* from)
 {
     char* read = NULL;
+    CorHeader* fields = fieldsCopy(from);
     EntryParts p = { .status = from->status,
-                     .type = from->type,
-                     .headers = from->headers,
+                     .type = cacheEntryType(from),
+                     .headers = fields,
                      .headerCount = from->headerCount,
                      .key = cacheEntryKey(from),
                      .keyLen = from->keyLen,
                      .vary = cacheEntryVary(from),
                      .varyLen = from->varyLen,
                      .varyCount = from->varyCount,
-                     .body = from->body,
+                     .body = cacheEntryBody(from),
                      .bodyLen = from->bodyLen };
     CacheEntry* e;
 
+    if (fields == NULL) {
+        return NULL;
+    }
     if (from->bodyFd >= 0) {
         read = malloc(from->bodyLen + 1);
         if (read == NULL
             || pread(from->bodyFd, read, from->bodyLen, from->bodyAt)
                    != (ssize_t)from->bodyLen) {
             free(read);
+            free(fields);
             return NULL;
         }
         p.body = read;
     }
     e = entryBuild(&p);
     free(read);
+    free(fields);
     if (e != NULL) {
         timesCopy(e, from);
     }
@@ -486,8 +514,10 @@ cacheEntryRefreshed(const CacheEntry* old, const CorRequest* r,
     /* 4.3.4: each field of the 304 replaces the stored ones so named;
      * the others stay. */
     for (unsigned i = 0; i < old->headerCount; i++) {
-        if (corResponseHeaderGet(r, old->headers[i].name) == NULL) {
-            merged[n++] = old->headers[i];
+        CorHeader h = cacheEntryField(old, i);
+
+        if (corResponseHeaderGet(r, h.name) == NULL) {
+            merged[n++] = h;
         }
     }
     for (unsigned i = 0; i < r->responseHeaderCount; i++) {
@@ -496,7 +526,7 @@ cacheEntryRefreshed(const CacheEntry* old, const CorRequest* r,
         }
     }
     p = (EntryParts){ .status = old->status,
-                      .type = old->type,
+                      .type = cacheEntryType(old),
                       .headers = merged,
                       .headerCount = n,
                       .key = cacheEntryKey(old),
@@ -504,7 +534,7 @@ cacheEntryRefreshed(const CacheEntry* old, const CorRequest* r,
                       .vary = cacheEntryVary(old),
                       .varyLen = old->varyLen,
                       .varyCount = old->varyCount,
-                      .body = old->body,
+                      .body = cacheEntryBody(old),
                       .bodyLen = old->bodyLen };
     e = entryBuild(&p);
     if (e != NULL) {

@@ -105,9 +105,9 @@ becomeEntry(CorRequest* r, CacheRun* run, const CacheEntry* e,
         return NULL;
     }
     r->status = e->status;
-    r->contentType = e->type;
+    r->contentType = cacheEntryType(e);
     if (r->stream == NULL) {
-        r->responseBody = e->body;
+        r->responseBody = cacheEntryBody(e);
         r->responseLen = e->bodyLen;
         return NULL;
     }
@@ -278,7 +278,7 @@ fillBody(CorRequest* r, void* ctx, const void* data, size_t len, unsigned flags,
     if (fill->replay != NULL) {
         /* The 304's (empty) body is dropped for the stored one. */
         return (flags & COR_FILTER_LAST) != 0
-                   ? corFilterPass(out, fill->replay->body,
+                   ? corFilterPass(out, cacheEntryBody(fill->replay),
                                    fill->replay->bodyLen)
                    : 0;
     }

@@ -109,15 +109,17 @@ cacheConditionMet(const CorRequest* r, const CacheEntry* e)
         return false;
     }
     if (inm != NULL) {
-        return e->etag != NULL && etagListHas(inm, e->etag);
+        return e->etagAt != 0 && etagListHas(inm, cacheEntryEtag(e));
     }
     ims = corRequestHeader(r, "if-modified-since");
-    if (ims == NULL || e->modified == NULL) {
+    if (ims == NULL || e->modifiedAt == 0) {
         return false;
     }
     since = cacheHttpDate(ims->value, ims->valueLen);
     return since >= 0
-           && cacheHttpDate(e->modified, strlen(e->modified)) <= since;
+           && cacheHttpDate(cacheEntryModified(e),
+                            strlen(cacheEntryModified(e)))
+                  <= since;
 }
 
 void
@@ -128,7 +130,9 @@ cacheEntryFieldsSay(CorRequest* r, const CacheRun* run, const char* params)
     char text[160];
 
     for (unsigned i = 0; i < e->headerCount; i++) {
-        corResponseHeader(r, e->headers[i].name, e->headers[i].value);
+        CorHeader h = cacheEntryField(e, i);
+
+        corResponseHeader(r, h.name, h.value);
     }
     snprintf(text, sizeof(text), "%lld", (long long)age);
     corResponseHeader(r, "Age", text);
@@ -150,8 +154,8 @@ ifRangeHolds(const CorRequest* client, const CacheEntry* e)
         return true;
     }
     stored = h->valueLen > 0 && (h->value[0] == '"' || h->value[0] == 'W')
-                 ? e->etag
-                 : e->modified;
+                 ? cacheEntryEtag(e)
+                 : cacheEntryModified(e);
     return stored != NULL && stored[0] != 'W' && strlen(stored) == h->valueLen
            && memcmp(stored, h->value, h->valueLen) == 0;
 }
@@ -166,10 +170,11 @@ bodyAnswer(CorRequest* r, CacheEntry* e, int status, size_t at, size_t len)
         int fd = e->bodyFd;
 
         e->bodyFd = -1;
-        corRespondFile(r, status, e->type, fd, e->bodyAt + (int64_t)at, len);
+        corRespondFile(r, status, cacheEntryType(e), fd,
+                       e->bodyAt + (int64_t)at, len);
         return;
     }
-    corRespondStatic(r, status, e->type, e->body + at, len);
+    corRespondStatic(r, status, cacheEntryType(e), cacheEntryBody(e) + at, len);
 }
 
 /* Several ranges of a stored file, sent by a task of r's loop (its
@@ -239,7 +244,8 @@ static bool
 multipartAnswered(CorRequest* r, CacheEntry* e, const CorRange* ranges,
                   unsigned count)
 {
-    const char* type = e->type != NULL ? e->type : "application/octet-stream";
+    const char* type = e->typeAt != 0 ? cacheEntryType(e)
+                                      : "application/octet-stream";
     char boundary[COR_RANGE_BOUNDARY_SIZE];
     char* value = corRequestAlloc(r, 80);
     uint64_t total;
@@ -261,7 +267,7 @@ multipartAnswered(CorRequest* r, CacheEntry* e, const CorRange* ranges,
         at += (size_t)corRangePartHead(body + at, boundary, type, &ranges[i],
                                        e->bodyLen);
         if (e->bodyFd < 0) {
-            memcpy(body + at, e->body + ranges[i].start, len);
+            memcpy(body + at, cacheEntryBody(e) + ranges[i].start, len);
         } else if (pread(e->bodyFd, body + at, len,
                          (off_t)(e->bodyAt + ranges[i].start))
                    != (ssize_t)len) {
@@ -355,13 +361,14 @@ validatorsSet(CorRequest* r, const CacheEntry* e)
             headers[n++] = *h;
         }
     }
-    if (e != NULL && e->etag != NULL) {
-        headers[n++] = (CorHeader){ "If-None-Match", 13, e->etag,
-                                    strlen(e->etag) };
+    if (e != NULL && e->etagAt != 0) {
+        headers[n++] = (CorHeader){ "If-None-Match", 13, cacheEntryEtag(e),
+                                    strlen(cacheEntryEtag(e)) };
     }
-    if (e != NULL && e->modified != NULL) {
-        headers[n++] = (CorHeader){ "If-Modified-Since", 17, e->modified,
-                                    strlen(e->modified) };
+    if (e != NULL && e->modifiedAt != 0) {
+        headers[n++] = (CorHeader){ "If-Modified-Since", 17,
+                                    cacheEntryModified(e),
+                                    strlen(cacheEntryModified(e)) };
     }
     r->headers = headers;
     r->headerCount = n;
@@ -496,7 +503,7 @@ lookupRun(CorRequest* r, CacheRun* run, const char* hit)
     }
     /* The stale entry is kept either way: a 304 refreshes it, an error
      * may be answered with it (stale-if-error). */
-    run->kind = e != NULL && (e->etag != NULL || e->modified != NULL)
+    run->kind = e != NULL && (e->etagAt != 0 || e->modifiedAt != 0)
                     ? RUN_REVALIDATE
                     : RUN_FETCH;
     run->entry = e;

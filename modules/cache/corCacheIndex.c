@@ -536,21 +536,6 @@ zoneTag(const CacheStore* s)
            ^ cacheHash(s->path, strlen(s->path));
 }
 
-static int
-shardLockInit(pthread_mutex_t* lock)
-{
-    pthread_mutexattr_t attr;
-    int rc = pthread_mutexattr_init(&attr);
-
-    rc = rc != 0 ? rc
-                 : pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
-    rc = rc != 0 ? rc
-                 : pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
-    rc = rc != 0 ? rc : pthread_mutex_init(lock, &attr);
-    pthread_mutexattr_destroy(&attr);
-    return rc;
-}
-
 int
 cacheIndexOpen(CacheStore* s, bool* reused)
 {
@@ -586,7 +571,7 @@ cacheIndexOpen(CacheStore* s, bool* reused)
                                               * sizeof(CacheIndexEntry));
         d->bucketMask = buckets - 1;
         d->slots = slots;
-        if (!*reused && shardLockInit(&d->zone->lock) != 0) {
+        if (!*reused && cacheRobustLockInit(&d->zone->lock) != 0) {
             return -1;
         }
         if (*reused) {

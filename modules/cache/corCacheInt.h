@@ -12,6 +12,7 @@
 
 #include "cor.h"
 #include "corCacheDiskFile.h"
+#include "corCacheTable.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -25,25 +26,37 @@ enum {
     ENTRY_VARY_ANY = 4         /* Vary: *: never matches a request */
 };
 
+/* A stored header field: where its name and value (each NUL-terminated)
+ * are in its entry, from the entry's start. */
+typedef struct {
+    uint32_t nameAt;
+    uint32_t nameLen;
+    uint32_t valueAt;
+    uint32_t valueLen;
+} CacheField;
+
 /*
  * One stored answer: the index's part first (what a lookup touches),
- * then, in the same allocation, its key, the request values its Vary
- * names, its header fields and its body. Immutable once in the store: a
- * 304 makes a new one. refs: one for the store while it is in it, one
- * for each answer being made from it; the last one frees it, so that an
- * eviction never frees a body being sent.
+ * then, in the same allocation, its fields, key, the request values its
+ * Vary names, its fields' text and its body. Position-free: what is in
+ * it is said by offsets from its start, never pointers, so that the
+ * bytes are the same answer wherever they are mapped (a memory store's
+ * entries are in a zone every generation maps where it may, see
+ * corCacheMem.c). Immutable once stored: a 304 makes a new one. refs
+ * (an entry of this process's heap: one made for the store, or a disk
+ * entry's) count its holders, the last one frees it; an entry in a
+ * store's zone is counted there instead (zoned), so that an eviction
+ * never frees a body being sent by any process.
  */
 typedef struct CacheEntry {
-    CorList lru;              /* in its shard's list, newest first */
-    struct CacheEntry* chain; /* next of its hash bucket */
-    uint64_t hash;            /* of the key */
+    uint64_t hash; /* of the key */
     atomic_uint refs;
     uint16_t status;
     uint8_t flags;
     uint8_t varyCount;            /* names of Vary (each "name\0value\0") */
-    uint32_t keyLen;              /* the key's, after headers[] in data */
+    uint32_t keyLen;              /* the key's, after the fields in data */
     uint32_t varyLen;             /* then the Vary names and values */
-    uint32_t headerCount;         /* headers[], at data, pointing into it */
+    uint32_t headerCount;         /* CacheField[] at data */
     uint32_t size;                /* what it counts against the bound */
     int64_t responseTime;         /* when it came (s, the epoch's) */
     int64_t initialAge;           /* its corrected initial age (s) */
@@ -51,19 +64,62 @@ typedef struct CacheEntry {
     int32_t staleWhileRevalidate; /* s past it answered while refreshed,
                                      -1: none (RFC 5861) */
     int32_t staleIfError;         /* s past it answered for an error, -1 */
-    const char* type;             /* Content-Type, or NULL */
-    const char* etag;             /* ETag's value, or NULL */
-    const char* modified;         /* Last-Modified's value, or NULL */
-    CorHeader* headers;           /* as stored: no hop-by-hop, Age, Date... */
-    const char* body;             /* in memory, or NULL: in bodyFd */
+    uint32_t typeAt;              /* Content-Type, 0: none */
+    uint32_t etagAt;              /* ETag's value, 0: none */
+    uint32_t modifiedAt;          /* Last-Modified's value, 0: none */
+    uint32_t bodyIn;              /* its body in memory (0: in bodyFd) */
     size_t bodyLen;
-    int bodyFd;      /* a disk entry's file (its own), or -1 */
-    uint32_t bodyAt; /* where its body starts in it */
-    char data[];
+    int bodyFd;              /* a disk entry's file (its own), or -1 */
+    uint32_t bodyAt;         /* where its body starts in it */
+    bool zoned;              /* in a store's zone: counted there */
+    _Alignas(8) char data[]; /* CacheField[] first */
 } CacheEntry;
 
 /* The index's part of an entry, what the issue bounds (256 B). */
 _Static_assert(sizeof(CacheEntry) <= 256, "an index entry past 256 bytes");
+
+/* What an entry says at an offset of its own: a NUL-terminated text, or
+ * NULL for 0 (none). */
+static inline const char*
+cacheEntryText(const CacheEntry* e, uint32_t at)
+{
+    return at != 0 ? (const char*)e + at : NULL;
+}
+
+static inline const char*
+cacheEntryType(const CacheEntry* e)
+{
+    return cacheEntryText(e, e->typeAt);
+}
+
+static inline const char*
+cacheEntryEtag(const CacheEntry* e)
+{
+    return cacheEntryText(e, e->etagAt);
+}
+
+static inline const char*
+cacheEntryModified(const CacheEntry* e)
+{
+    return cacheEntryText(e, e->modifiedAt);
+}
+
+/* Its body in memory (a disk entry's, bodyFd >= 0, is in its file). */
+static inline const char*
+cacheEntryBody(const CacheEntry* e)
+{
+    return cacheEntryText(e, e->bodyIn);
+}
+
+/* Its stored field i, as the core's header type (pointing into e). */
+static inline CorHeader
+cacheEntryField(const CacheEntry* e, unsigned i)
+{
+    const CacheField* f = (const CacheField*)(const void*)e->data + i;
+
+    return (CorHeader){ (const char*)e + f->nameAt, f->nameLen,
+                        (const char*)e + f->valueAt, f->valueLen };
+}
 
 /* Its key (NUL-terminated, keyLen bytes), and its Vary block (varyLen
  * bytes of varyCount "name\0value\0"). */
@@ -174,13 +230,10 @@ typedef struct {
     uint32_t slots;
 } CacheDiskShard;
 
+/* A shard of this generation's: its fetches in flight (the entries are
+ * in the store's zone, shared with the generation beside it). */
 typedef struct {
     pthread_mutex_t lock;
-    CacheEntry** buckets;
-    size_t bucketCount; /* a power of two */
-    size_t count;
-    CorList lru; /* newest first */
-    size_t bytes;
     CacheFlight* flights; /* the fetches in flight of its keys */
     CacheDiskShard disk;  /* its keys' files (the zone's lock) */
 } CacheShard;
@@ -205,6 +258,10 @@ typedef struct CacheStore {
     char* name;
     size_t memory;          /* the bound, all shards together */
     size_t shardMost;       /* each shard's part of it */
+    CacheTable table;       /* the entries, in the zone (corCacheMem.c) */
+    void* zone;             /* its zone, memory bytes */
+    void* zoneOwn;          /* or one of this generation's alone */
+    bool zoneKept;          /* the last generation's entries are in it */
     uint64_t lockTimeoutMs; /* how long a miss waits for another's fetch */
     bool streamWaiters;     /* waiters read the fetch's body as it comes */
     CacheShard shards[CACHE_SHARDS];
@@ -225,6 +282,8 @@ typedef struct CacheStore {
     bool indexKept;              /* it is the last generation's */
 } CacheStore;
 
+/* The store named name, its entries in a zone of memory bytes (the last
+ * generation's, with what it stored, while memory is the same). */
 int cacheStoreInit(CacheStore* s, const char* name, size_t memory);
 void cacheStoreFree(CacheStore* s);
 CacheShard* cacheShardOf(CacheStore* s, uint64_t hash);
@@ -243,6 +302,17 @@ unsigned cacheStoreRemovePrefix(CacheStore* s, const char* prefix, size_t len);
 /* The largest answer s stores: its memory's part for one shard, or a
  * disk's part of size for one shard (streamed to its file). */
 size_t cacheStoreEntryMost(const CacheStore* s);
+
+/* ---- The memory store's zone (corCacheMem.c) ----------------------------- */
+
+/* The zone "cachemem:NAME" of s->memory bytes opened and its table in
+ * it (s->zoneKept when the last generation's); 0, or -1. */
+int cacheMemOpen(CacheStore* s);
+void cacheMemClose(CacheStore* s);
+/* e, an entry in a zone, counted once more (this generation's) and once
+ * less; its memory goes with the last count of any process. */
+void cacheMemRef(CacheEntry* e);
+void cacheMemRelease(CacheEntry* e);
 
 /* ---- The disk half (corCacheDisk.c, corCacheDiskWrite.c)
  * -------------------------------------- */

@@ -316,7 +316,8 @@ cacheStreamAnswer(CorRequest* r, CacheRun* run, CacheGrowing* g)
     cacheEntryRef(g->head);
     run->entry = g->head;
     cacheEntryFieldsSay(r, run, "hit; collapsed");
-    if (corResponseStreamStart(r, g->head->status, g->head->type) != 0) {
+    if (corResponseStreamStart(r, g->head->status, cacheEntryType(g->head))
+        != 0) {
         readerGo(rd, READER_QUIT);
         corRespondStatic(r, 500, "text/plain", "out of memory\n", 14);
         return 0;

@@ -366,9 +366,9 @@ START_TEST(test_an_entry_s_age_and_fields)
     ck_assert(!cacheEntryFresh(e, 784111777000LL + 49000));
     /* Framing, hop-by-hop, Age and Date are the answer's, not stored. */
     ck_assert_uint_eq(e->headerCount, 2);
-    ck_assert_str_eq(e->etag, "\"v1\"");
+    ck_assert_str_eq(cacheEntryEtag(e), "\"v1\"");
     ck_assert_str_eq(cacheEntryKey(e), "h/a");
-    ck_assert(memcmp(e->body, "hello", 5) == 0);
+    ck_assert(memcmp(cacheEntryBody(e), "hello", 5) == 0);
     ck_assert_uint_le(sizeof(CacheEntry), 256);
     cacheEntryRelease(e);
 }
@@ -408,7 +408,7 @@ START_TEST(test_a_304_s_fields_over_the_stored)
     ck_assert_int_eq(e->lifetime, 90);
     ck_assert_int_eq(e->status, 200);
     ck_assert_uint_eq(e->headerCount, 3);
-    ck_assert(memcmp(e->body, "body", 4) == 0 && e->bodyLen == 4);
+    ck_assert(memcmp(cacheEntryBody(e), "body", 4) == 0 && e->bodyLen == 4);
     ck_assert_str_eq(cacheEntryKey(e), "h/r");
     cacheEntryRelease(old);
     cacheEntryRelease(e);
@@ -471,14 +471,14 @@ START_TEST(test_a_shard_evicts_its_least_recently_used)
     held = findKey(&s, keys[0]);
     ck_assert_ptr_nonnull(held);
     ck_assert_uint_eq(atomic_load(&s.counters.evictions), 1);
-    ck_assert_uint_le(cacheShardOf(&s, held->hash)->bytes, s.shardMost);
+    ck_assert_uint_le(cacheTableBytes(&s.table), s.memory);
     /* Evicted while held: its body is still the answer's to send. */
     ck_assert(
         cacheStoreInsert(&s, entryOf(keys[3], fields, 1, NULL, 0, body, 0, 0)));
     ck_assert(
         cacheStoreInsert(&s, entryOf(keys[2], fields, 1, NULL, 0, body, 0, 0)));
     ck_assert_ptr_null(findKey(&s, keys[0]));
-    ck_assert(memcmp(held->body, body, sizeof(body) - 1) == 0);
+    ck_assert(memcmp(cacheEntryBody(held), body, sizeof(body) - 1) == 0);
     cacheEntryRelease(held);
     /* One past a shard's part is never stored. */
     {
@@ -512,11 +512,11 @@ START_TEST(test_variants_replace_their_own_and_purges)
     ck_assert_int_eq(atomic_load(&s.counters.entries), 4);
     r = exchange(en, 1, 0, NULL, 0);
     e = cacheStoreFind(&s, cacheHash("h/p/a", 5), "h/p/a", 5, &r);
-    ck_assert(e != NULL && memcmp(e->body, "en2", 3) == 0);
+    ck_assert(e != NULL && memcmp(cacheEntryBody(e), "en2", 3) == 0);
     cacheEntryRelease(e);
     r = exchange(fr, 1, 0, NULL, 0);
     e = cacheStoreFind(&s, cacheHash("h/p/a", 5), "h/p/a", 5, &r);
-    ck_assert(e != NULL && memcmp(e->body, "fr1", 3) == 0);
+    ck_assert(e != NULL && memcmp(cacheEntryBody(e), "fr1", 3) == 0);
     cacheEntryRelease(e);
     ck_assert_uint_eq(cacheStoreRemove(&s, "h/p/a", 5), 2);
     ck_assert_uint_eq(cacheStoreRemovePrefix(&s, "h/p/", 4), 1);
@@ -630,8 +630,8 @@ START_TEST(test_a_file_written_is_found_and_a_bad_one_is_a_miss)
     /* Small: read, checked, and kept in memory again. */
     e = diskFind(&s, "h/small");
     ck_assert(e != NULL && e->bodyFd < 0 && e->bodyLen == 5
-              && memcmp(e->body, "small", 5) == 0 && e->etag != NULL
-              && strcmp(e->etag, "\"v1\"") == 0 && e->lifetime == 60);
+              && memcmp(cacheEntryBody(e), "small", 5) == 0 && e->etagAt != 0
+              && strcmp(cacheEntryEtag(e), "\"v1\"") == 0 && e->lifetime == 60);
     cacheEntryRelease(e);
     ck_assert_int_eq(atomic_load(&s.counters.entries), 1);
     /* Big: its body is sent from its file. */

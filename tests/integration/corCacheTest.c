@@ -294,9 +294,9 @@ END_TEST
 
 /* A reload while fifty misses wait for one fetch: the old generation
  * drains its waiters with the one answer, none hangs, none gets anything
- * but an answer of the origin's. The new generation's store starts
- * empty (a store that outlives a reload is the disk store's work, not
- * built yet): those that reached it fetch once more there. */
+ * but an answer of the origin's. A fetch in flight is its generation's
+ * own (only what is stored is shared): those that reached the new one
+ * before the answer was stored fetch once more there. */
 START_TEST(test_a_reload_during_fifty_collapsed_misses)
 {
     FILE* run;
