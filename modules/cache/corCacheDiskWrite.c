@@ -13,8 +13,6 @@
  */
 #include "corCacheInt.h"
 
-#include "corCacheDiskRing.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -122,6 +120,25 @@ headMake(const CacheEntry* e, uint64_t bodyLen, uint32_t bodyCrc, size_t* lenP)
     return buf;
 }
 
+static bool
+pwriteAll(int fd, const char* data, size_t len, off_t at)
+{
+    while (len > 0) {
+        ssize_t n = pwrite(fd, data, len, at);
+
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            return false;
+        }
+        data += n;
+        len -= (size_t)n;
+        at += n;
+    }
+    return true;
+}
+
 /* A file of its own to write id's answer in, named into tmp (its
  * process's id in the name: the scan of another generation leaves a
  * living writer's files be); -1 when the disk or the folder takes none.
@@ -135,8 +152,8 @@ tmpOpen(CacheStore* s, uint64_t id, char* tmp, size_t cap)
 
     snprintf(tmp, cap, "%s/.tmp-%d-%016llx", s->path, (int)getpid(),
              (unsigned long long)id);
-    fd = cacheRingOpen(cacheRingBatch(), tmp);
-    if (fd == -ENOENT && !atomic_exchange(&s->folderGone, true)) {
+    fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0 && errno == ENOENT && !atomic_exchange(&s->folderGone, true)) {
         corLog(COR_LOG_WARN,
                "cache %s: its folder %s is gone: answers are served, not "
                "stored, until it comes back",
@@ -148,15 +165,15 @@ tmpOpen(CacheStore* s, uint64_t id, char* tmp, size_t cap)
     return fd;
 }
 
-/* The file tmp, once its writes queued before are done, in its place
- * as (hash, id), queued in b after them (name, its room, must live
- * until b runs): a reader never sees half of one. */
-static void
-place(CacheStore* s, CacheRingBatch* b, const char* tmp, uint64_t hash,
-      uint64_t id, char* name, size_t cap)
+/* The file tmp, written whole, in its place as (hash, id): a reader
+ * never sees half of one. */
+static bool
+place(CacheStore* s, const char* tmp, uint64_t hash, uint64_t id)
 {
-    cacheDiskFileName(s, hash, id, name, cap);
-    cacheRingRename(b, tmp, name);
+    char name[PATH_MAX];
+
+    cacheDiskFileName(s, hash, id, name, sizeof(name));
+    return rename(tmp, name) == 0;
 }
 
 /* ---- A whole answer ------------------------------------------------------ */
@@ -165,9 +182,7 @@ place(CacheStore* s, CacheRingBatch* b, const char* tmp, uint64_t hash,
 static int
 fileWrite(CacheStore* s, const CacheEntry* e, uint64_t id, uint64_t* sizeP)
 {
-    CacheRingBatch* b = cacheRingBatch();
     char tmp[PATH_MAX];
-    char name[PATH_MAX];
     size_t headLen = 0;
     char* head = headMake(e, e->bodyLen, cacheCrc(0, e->body, e->bodyLen),
                           &headLen);
@@ -179,17 +194,12 @@ fileWrite(CacheStore* s, const CacheEntry* e, uint64_t id, uint64_t* sizeP)
         return -1;
     }
     fd = tmpOpen(s, id, tmp, sizeof(tmp));
-    if (fd >= 0) {
-        /* One batch: on a ring, one syscall for the three. */
-        cacheRingWrite(b, fd, head, headLen, 0);
-        cacheRingWrite(b, fd, e->body, e->bodyLen, (off_t)headLen);
-        place(s, b, tmp, e->hash, id, name, sizeof(name));
-    }
-    ok = fd >= 0 && cacheRingRun(b);
-    if (fd >= 0 && close(fd) != 0 && ok) {
+    ok = fd >= 0 && pwriteAll(fd, head, headLen, 0)
+         && pwriteAll(fd, e->body, e->bodyLen, (off_t)headLen);
+    if (fd >= 0 && close(fd) != 0) {
         ok = false;
-        unlink(name);
     }
+    ok = ok && place(s, tmp, e->hash, id);
     if (!ok && fd >= 0) {
         unlink(tmp);
     }
@@ -276,26 +286,19 @@ streamOpen(CacheDiskStream* ds)
 }
 
 /* The body whole in the file: its header said, the file in its place
- * and in the index; false when it is not (the disk full, too big). The
- * body's last piece may be queued still: it goes in the same batch. */
+ * and in the index; false when it is not (the disk full, too big). */
 static bool
 streamPlace(CacheDiskStream* ds)
 {
     CacheStore* s = ds->s;
-    CacheRingBatch* b = cacheRingBatch();
     const CacheEntry* head = ds->g->head;
-    char name[PATH_MAX];
     size_t headLen = 0;
     char* bytes = headMake(head, ds->written, ds->crc, &headLen);
-    bool fits = bytes != NULL && headLen == ds->at
-                && headLen + ds->written <= s->diskShardMost;
-    bool ok;
+    bool ok = bytes != NULL && headLen == ds->at
+              && headLen + ds->written <= s->diskShardMost
+              && pwriteAll(ds->fd, bytes, headLen, 0)
+              && place(s, ds->tmp, ds->hash, ds->id);
 
-    if (fits) {
-        cacheRingWrite(b, ds->fd, bytes, headLen, 0);
-        place(s, b, ds->tmp, ds->hash, ds->id, name, sizeof(name));
-    }
-    ok = cacheRingRun(b) && fits;
     free(bytes);
     if (ok) {
         cacheDiskIndexPut(s, ds->hash,
@@ -336,7 +339,6 @@ streamRun(CorEvTask* task)
 {
     CacheDiskStream* ds = corContainerOf(task, CacheDiskStream, task);
     CacheGrowing* g = ds->g;
-    CacheRingBatch* b = cacheRingBatch();
 
     if (ds->piece == NULL && !ds->failed) {
         streamOpen(ds);
@@ -344,7 +346,6 @@ streamRun(CorEvTask* task)
     for (;;) {
         bool fromFile;
         bool cut;
-        bool last;
         size_t n = 0;
 
         pthread_mutex_lock(&g->lock);
@@ -358,27 +359,17 @@ streamRun(CorEvTask* task)
             pthread_mutex_unlock(&g->lock);
             return;
         }
-        /* The body's last piece goes with its head and the rename. */
-        last = n > 0 && !cut && ds->ended && ds->written + n == g->len;
         pthread_mutex_unlock(&g->lock);
         if (n == 0 || cut) {
             streamFinish(ds, !cut);
             return;
         }
-        if (!ds->failed) {
-            cacheRingWrite(b, ds->fd, ds->piece, n,
-                           (off_t)(ds->at + ds->written));
-        }
-        ds->crc = cacheCrc(ds->crc, ds->piece, n);
-        if (last) {
-            ds->written += n;
-            atomic_fetch_sub(&ds->s->writesPending, n);
-            streamFinish(ds, true);
-            return;
-        }
-        if (!ds->failed && !cacheRingRun(b)) {
+        if (!ds->failed
+            && !pwriteAll(ds->fd, ds->piece, n,
+                          (off_t)(ds->at + ds->written))) {
             ds->failed = true; /* the rest is counted, not written */
         }
+        ds->crc = cacheCrc(ds->crc, ds->piece, n);
         pthread_mutex_lock(&g->lock);
         ds->written += n;
         if (!ds->failed) {

@@ -21,7 +21,6 @@
 
 #include "corCacheDisk.c"
 #include "corCacheDiskWrite.c"
-#include "corCacheDiskRing.c"
 #include "corCacheDiskFile.c"
 #include "corCacheEntry.c"
 #include "corCacheIndex.c"

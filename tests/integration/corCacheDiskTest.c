@@ -16,31 +16,23 @@
  * under load, repaired after a process killed holding its locks, fresh
  * when the store's size changes; its LRU order across a restart.
  */
-#include "corAutoConfig.h"
 #include "corTest.h"
 #include "corServer.h"
 
 #include "../../modules/cache/corCacheIndexZone.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <linux/filter.h>
-#include <linux/io_uring.h>
-#include <linux/seccomp.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -494,34 +486,6 @@ diskFull(void* arg)
     setrlimit(RLIMIT_FSIZE, &limit);
 }
 
-/* Whether this kernel lets this process make an io_uring (a container's
- * seccomp may not): where it does, the server's writers use one. */
-static bool
-kernelHasUring(void)
-{
-    struct io_uring_params params;
-    long fd;
-
-    memset(&params, 0, sizeof(params));
-    fd = syscall(__NR_io_uring_setup, 1, &params);
-    if (fd >= 0) {
-        close((int)fd);
-    }
-    return COR_HAVE_URING && fd >= 0;
-}
-
-/* Which path the writers took, as the log says it (once a process). */
-static void
-writersWrote(const char* through)
-{
-    ck_assert_int_ge(corServerLogCount(&server, through), 1);
-    ck_assert_int_eq(corServerLogCount(&server, "disk writes through"),
-                     corServerLogCount(&server, through));
-}
-
-/* The disk full with the writes on the ring where the build and the
- * kernel have it (nothing stored, the answer served whole), as with
- * plain syscalls. */
 START_TEST(test_a_full_disk_and_the_size_bound)
 {
     start("4MiB", diskFull);
@@ -550,44 +514,6 @@ START_TEST(test_a_full_disk_and_the_size_bound)
     ck_assert_int_le(atol(out), 4 * 1024 * 1024 + 4096);
     ck_assert(answerIs("", "/c/many40?cc=max-age=90000&bytes=90000", 1, 90000));
     ck_assert_ptr_nonnull(strstr(out, "edge; hit"));
-    writersWrote(kernelHasUring() ? "disk writes through io_uring"
-                                  : "disk writes through plain syscalls");
-}
-END_TEST
-
-/* In the server's process: io_uring_setup refused, as a container's
- * seccomp refuses it. */
-static void
-uringRefused(void* arg)
-{
-    struct sock_filter code[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-    };
-    struct sock_fprog program = { sizeof(code) / sizeof(code[0]), code };
-
-    (void)arg;
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0
-        || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program) != 0) {
-        _exit(99);
-    }
-}
-
-/* A kernel that refuses io_uring: the writers fall back to plain
- * syscalls at run time, said once, and the answer is stored all the
- * same. */
-START_TEST(test_writes_fall_back_without_io_uring)
-{
-    start("8MiB", uringRefused);
-    ck_assert(answerIs("", BIG("refused"), 1, 300000));
-    written(1);
-    ck_assert(answerIs("", BIG("refused"), 1, 300000));
-    ck_assert_ptr_nonnull(strstr(out, "edge; hit"));
-    writersWrote(COR_HAVE_URING ? "through plain syscalls (no io_uring: "
-                                  "Operation not permitted)"
-                                : "disk writes through plain syscalls");
 }
 END_TEST
 
@@ -923,7 +849,6 @@ COR_TEST_SUITE(corCacheDisk)
     tcase_add_test(tc, test_a_corrupt_or_cut_file_is_a_miss);
     tcase_add_test(tc, test_the_folder_removed_under_a_running_server);
     tcase_add_test(tc, test_a_full_disk_and_the_size_bound);
-    tcase_add_test(tc, test_writes_fall_back_without_io_uring);
     tcase_add_test(tc, test_a_disk_smaller_than_the_store);
     tcase_add_test(tc, test_several_ranges_of_a_file_as_a_multipart_stream);
     tcase_add_test(tc, test_an_answer_past_64_MiB_is_streamed_to_its_file);
