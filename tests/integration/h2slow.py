@@ -21,7 +21,9 @@ import h2.events
 import h2.settings
 
 port, path, out, go = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-sock = socket.create_connection(("127.0.0.1", port))
+# Bounded waits: a test that failed before it said go must not leave
+# this client behind it.
+sock = socket.create_connection(("127.0.0.1", port), timeout=60)
 conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
 conn.initiate_connection()
 conn.update_settings({h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: 16384})
@@ -58,7 +60,10 @@ while not ended:
             elif len(body) >= 16384:
                 held = True
                 print("held", flush=True)
+                deadline = time.monotonic() + 120
                 while not os.path.exists(go):
+                    if time.monotonic() > deadline:
+                        sys.exit("h2slow: no go within 120 s")
                     time.sleep(0.02)
                 conn.acknowledge_received_data(len(body), event.stream_id)
         elif isinstance(event, h2.events.StreamEnded):
