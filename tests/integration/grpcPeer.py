@@ -201,10 +201,23 @@ def check_big_bidi(channel):
     """A bidirectional call past the limit once its answer began: cut
     (CANCELLED), not refused as unprocessed."""
     echoes = []
+    answered = threading.Event()
+
+    def messages():
+        # The rest only once the first echo came: the answer has begun
+        # for sure before the body passes the limit (sent at once, the
+        # 16th message could pass it before the upstream's head came
+        # back, and a refusal before any answer is the other case).
+        yield b"b" * BIG_SIZE
+        answered.wait(WAIT_S)
+        for _ in range(BIG_COUNT - 1):
+            yield b"b" * BIG_SIZE
+
     try:
         for message in method(channel, "stream_stream", "Bidi")(
-                iter([b"b" * BIG_SIZE] * BIG_COUNT), timeout=WAIT_S):
+                messages(), timeout=WAIT_S):
             echoes.append(message)
+            answered.set()
         return False, "no error after %d echoes" % len(echoes)
     except grpc.RpcError as e:
         return (e.code() == grpc.StatusCode.CANCELLED,
